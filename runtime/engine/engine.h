@@ -1,0 +1,105 @@
+// The serving core: loads a .swz package, renders chat prompts, runs prefill and
+// decode on a backend, samples tokens. No JSON and no HTTP here (the server owns
+// wire formats); this is the boundary the server and `swizzle-rt run` program against.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace swz::engine {
+
+/// A request the engine cannot run as asked (prompt longer than the context, bad
+/// sampling values, unsupported message role...). what() is safe to show a client.
+class InvalidRequest : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A package or model that cannot be loaded (missing files, GGUF mismatch, unsupported
+/// architecture or chat template). what() names the file and the reason.
+class LoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EngineOptions {
+  int n_ctx = 4096;      ///< context size in tokens (prompt + generated); clamped to the model's training context
+  int n_threads = 0;     ///< CPU threads; 0 = hardware concurrency
+};
+
+/// Sampling, in the order llama.cpp applies them: top_k, top_p, min_p, temperature.
+/// temperature <= 0 means greedy (argmax; ties broken by the lowest token id).
+struct SamplingParams {
+  float temperature = 1.0f;
+  int top_k = 0;           ///< 0 = disabled
+  float top_p = 1.0f;      ///< 1 = disabled
+  float min_p = 0.0f;      ///< 0 = disabled
+  std::optional<uint64_t> seed;  ///< absent: a fresh random seed per request
+};
+
+struct ChatMessage {
+  std::string role;     ///< "system" | "user" | "assistant" (validated by the engine)
+  std::string content;  ///< UTF-8 text
+};
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;  ///< token ids, already templated (see tokenize_chat)
+  int max_tokens = -1;          ///< -1 = until end of generation or the context is full
+  SamplingParams sampling;
+};
+
+enum class FinishReason { Stop, Length, Cancelled };
+
+/// One generated token. `piece` is its raw UTF-8 bytes, which may be a partial
+/// character; the caller joins pieces before cutting on character boundaries.
+struct TokenEvent {
+  int32_t token;
+  std::string piece;
+};
+
+struct GenerateResult {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;  ///< prompt tokens served from the prefix cache (0 until that lands)
+  FinishReason finish = FinishReason::Stop;
+  std::string text;       ///< all pieces joined (bytes)
+  double prefill_ms = 0, decode_ms = 0;
+};
+
+/// Return false to stop generation (client went away); the result then says Cancelled.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+struct ModelInfo {
+  std::string id;          ///< model id shown in /v1/models (general.name or file stem)
+  std::string architecture;
+  int n_ctx = 0;           ///< the context size in force
+  int n_ctx_train = 0;
+  int n_vocab = 0;
+  std::string package_path;
+};
+
+class Engine {
+ public:
+  /// Loads a package directory written by `swizzlec compile`. Throws LoadError.
+  static std::unique_ptr<Engine> load(const std::string& package_path, const EngineOptions& opts);
+  virtual ~Engine() = default;
+
+  virtual const ModelInfo& info() const = 0;
+  /// Renders `messages` with the model's own chat template and tokenizes the result.
+  /// Text of the messages never becomes a special/control token. Throws InvalidRequest.
+  virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) = 0;
+  /// Plain-text tokenization (optionally adding BOS as the model's metadata says).
+  virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) = 0;
+  virtual std::string detokenize(const std::vector<int32_t>& tokens) = 0;
+  /// Generates until an end-of-generation token, max_tokens, a full context, or the
+  /// callback returns false. Thread-safe: concurrent calls are served one after another.
+  /// Throws InvalidRequest when the prompt is empty or does not leave room in the context.
+  virtual GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) = 0;
+};
+
+}  // namespace swz::engine
