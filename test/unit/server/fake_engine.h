@@ -48,11 +48,14 @@ class FakeEngine : public engine::Engine {
     if (throw_runtime) throw std::runtime_error("fake engine exploded");
     if (req.prompt.empty()) throw engine::InvalidRequest("empty prompt");
     if (static_cast<int>(req.prompt.size()) >= info_.n_ctx) throw engine::InvalidRequest("prompt does not fit");
+    const bool endless_now =
+        endless || (!endless_trigger.empty() &&
+                    std::string(req.prompt.begin(), req.prompt.end()).find(endless_trigger) != std::string::npos);
     engine::GenerateResult r;
     r.prompt_tokens = static_cast<int>(req.prompt.size());
     r.cached_tokens = cached_tokens;
     r.finish = engine::FinishReason::Stop;
-    for (size_t i = 0; endless || i < pieces.size(); ++i) {
+    for (size_t i = 0; endless_now || i < pieces.size(); ++i) {
       if (req.max_tokens >= 0 && r.completion_tokens >= req.max_tokens) {
         r.finish = engine::FinishReason::Length;
         break;
@@ -62,7 +65,7 @@ class FakeEngine : public engine::Engine {
         break;
       }
       if (token_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(token_delay_ms));
-      engine::TokenEvent ev{static_cast<int32_t>(i), endless ? std::string("tok ") : pieces[i]};
+      engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i]};
       r.text += ev.piece;
       ++r.completion_tokens;
       if (!on_token(ev)) {
@@ -79,6 +82,7 @@ class FakeEngine : public engine::Engine {
   int cached_tokens = 0;
   bool throw_runtime = false;
   bool endless = false;  ///< generate "tok " until cancelled or the context is full
+  std::string endless_trigger;  ///< non-empty: endless for prompts whose bytes contain it
   int token_delay_ms = 0;
   std::atomic<int> generate_calls{0};
   std::atomic<int> cancelled{0};
