@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include <sys/random.h>
+
 namespace swz::server {
 
 using nlohmann::json;
@@ -277,7 +279,15 @@ std::string sse_event(const json& payload) {
 
 std::string new_completion_id() {
   static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 rng{std::random_device{}()};
+  // Seeded by getrandom(2), not std::random_device: with -static-libstdc++ the latter
+  // pulls in arc4random@GLIBC_2.36, which older hosts' glibc lacks.
+  thread_local std::mt19937_64 rng{[] {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+      seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    }
+    return seed;
+  }()};
   std::uniform_int_distribution<int> dist(0, sizeof(kAlnum) - 2);
   std::string id = "chatcmpl-";
   for (int i = 0; i < 24; ++i) id += kAlnum[dist(rng)];
