@@ -137,6 +137,7 @@ struct Server::Impl {
 
   void setup() {
     http.set_payload_max_length(opts.max_body_bytes);
+    http.set_keep_alive_max_count(1000);  // SDK clients reuse connections (httplib default: 5)
     int n_threads = opts.http_threads > 0 ? opts.http_threads
                                           : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
     http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };

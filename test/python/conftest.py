@@ -84,7 +84,8 @@ class ServerProcess:
         self._lines.put(None)
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait_for_log(self, needle: str, timeout: float = 30.0) -> bool:

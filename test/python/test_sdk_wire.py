@@ -175,3 +175,27 @@ def test_concurrent_clients(fake_client):
         t.join()
     assert not errors
     assert results == [TEXT] * 6
+
+
+def test_sigterm_during_a_stream_exits_cleanly():
+    """A running generation must not hold shutdown: SIGTERM cancels it at the next token."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    from conftest import ROOT, ServerProcess, openai_client
+
+    binary = Path(os.environ.get("SWZ_FAKE_SERVE", ROOT / "build/test/unit/server/swz_fake_serve"))
+    if not binary.exists():
+        pytest.skip("swz_fake_serve not built")
+    s = ServerProcess([str(binary), "0", "1000000"])
+    client = openai_client(s.base_url)
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "forever"}], stream=True)
+    it = iter(stream)
+    next(it)
+    next(it)
+    t0 = time.monotonic()
+    assert s.stop(signal.SIGTERM, timeout=10) == 0, s.log()
+    assert time.monotonic() - t0 < 5
+    assert "SIGTERM received, shutting down" in s.log()
