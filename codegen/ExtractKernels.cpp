@@ -3,7 +3,9 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Target/SPIRV/Serialization.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -58,9 +60,34 @@ struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
           continue;
         }
         os << bytes;
-        binary.emitRemark() << "wrote " << bytes.size() << " bytes of " << ext
+        // mlir::emitRemark(loc), not op->emitRemark(): no op dump attached.
+        emitRemark(binary.getLoc()) << "wrote " << bytes.size() << " bytes of " << ext
                             << " to " << llvm::sys::path::filename(path);
       }
+    });
+    // spirv.module ops produced by convert-gpu-to-spirv next to their gpu.module.
+    getOperation().walk([&](spirv::ModuleOp module) {
+      SmallVector<uint32_t, 0> words;
+      if (failed(spirv::serialize(module, words))) {
+        failedAny = true;
+        return;
+      }
+      StringRef name = module.getSymName().value_or("spirv_module");
+      name.consume_front("__spv__");
+      llvm::SmallString<256> path(outputDir);
+      llvm::sys::path::append(path, name + ".spv");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+      if (ec) {
+        module.emitError() << "swz-extract-kernels: cannot write " << path << ": "
+                           << ec.message();
+        failedAny = true;
+        return;
+      }
+      os.write(reinterpret_cast<const char *>(words.data()),
+               words.size() * sizeof(uint32_t));
+      emitRemark(module.getLoc()) << "wrote " << words.size() * sizeof(uint32_t)
+                          << " bytes of spv to " << llvm::sys::path::filename(path);
     });
     if (failedAny)
       signalPassFailure();

@@ -13,7 +13,9 @@ def SwzExtractKernels : Pass<"swz-extract-kernels", "mlir::ModuleOp"> {
     isa), `cubin` for NVVM binaries and `spv` for SPIR-V. With several objects
     per binary the target's chip is appended (`<name>.sm_90.ptx`). MLIR 19
     NUL-terminates PTX text; the terminator is dropped so ptxas accepts the
-    file. The IR is left unchanged; one remark per file written.
+    file. Each `spirv.module @__spv__<name>` (what convert-gpu-to-spirv emits
+    next to `gpu.module @<name>`) is serialized to `<output-dir>/<name>.spv`.
+    The IR is left unchanged; one remark per file written.
   }];
   let options = [
     Option<"outputDir", "output-dir", "std::string", /*default=*/"\".\"",

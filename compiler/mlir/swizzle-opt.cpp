@@ -17,6 +17,7 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/GPUToSPIRV/GPUToSPIRVPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToSPIRV/MathToSPIRVPass.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
@@ -83,6 +84,9 @@ int main(int argc, char **argv) {
   mlir::registerGpuSPIRVAttachTarget();
   mlir::registerGpuNVVMAttachTarget();
   mlir::registerPass([] { return mlir::createConvertGPUToSPIRVPass(); });
+  mlir::registerPass([] { return mlir::createConvertMathToSPIRVPass(); });
+  mlir::spirv::registerSPIRVLowerABIAttributesPass(); // spirv-lower-abi-attrs
+  mlir::spirv::registerSPIRVUpdateVCEPass();          // spirv-update-vce
   mlir::spirv::registerSPIRVPasses();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -23,6 +23,8 @@ config.substitutions.append(("%kernels", os.path.join(config.swz_src_root, "code
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+    # The NVVM target links libdevice (math.* -> __nv_*) from $CUDA_ROOT/nvvm/libdevice.
+    config.environment["CUDA_ROOT"] = os.path.dirname(os.path.dirname(os.path.realpath(config.ptxas)))
 if config.spirv_val and os.path.exists(config.spirv_val):
     config.available_features.add("spirv-val")
     config.substitutions.append(("%spirv-val", config.spirv_val))

@@ -41,3 +41,12 @@
 // PTXAS: Compiling entry function 'gemm_f16_mma_sync'
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS: Used {{[0-9]+}} registers, used 1 barriers, 3072 bytes smem
+
+// The kernel's tile as a tile spec: the static analysis agrees that its
+// Swizzle<3,3,3> shared memory is conflict-free and plain row-major is not.
+// RUN: swizzle-opt %s -split-input-file -swz-check-bank-conflicts -verify-diagnostics -mlir-print-op-on-diagnostic=false
+// expected-remark @+1 {{gemm_tile @gemm_f16_mma_sync: A 16x64 of 2-byte elements (128-byte rows, Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way; B 8x64 of 2-byte elements (128-byte rows, Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way}}
+swz.gemm_tile @gemm_f16_mma_sync : f16 tile(16, 8, 64) warps(1) stages(1) smem(#swz.swizzle<3, 3, 3>) {conflict_free, mma = "mma.sync.m16n8k16", copy = "cp.async.cg.16"}
+// -----
+// expected-error @+1 {{gemm_tile @naive claims conflict_free but ldmatrix.x4 on smem A (16x64 of 2-byte elements (128-byte rows, row-major)) is 8-way bank-conflicted}}
+swz.gemm_tile @naive : f16 tile(16, 8, 64) warps(1) stages(1) {conflict_free}
