@@ -12,6 +12,7 @@
 #include "gguf_writer.h"
 
 #ifdef SWZ_HAVE_GGML_QUANTS
+#include "ggml/blocks.h"
 #include "ggml/quants.h"
 #endif
 
@@ -36,6 +37,7 @@ uint64_t fnv1a64(const std::string &s) {
   return h;
 }
 
+#ifndef SWZ_HAVE_GGML_QUANTS
 uint16_t toBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -43,6 +45,7 @@ uint16_t toBf16(float f) {
     return static_cast<uint16_t>((u >> 16) | 64); // quiet NaN
   return static_cast<uint16_t>((u + (0x7fff + ((u >> 16) & 1))) >> 16); // round to nearest even
 }
+#endif
 
 /// llama.cpp's llama_ftype for a file whose matrices are mostly `t` (llama.h).
 uint32_t fileType(Type t) {
@@ -123,34 +126,112 @@ int defaultThreads(int want) {
   return n ? static_cast<int>(n) : 1;
 }
 
-/// Converts one f32 row to `t` in `dst`.
+/// Converts one f32 row to `t` in `dst`: ggml's reference quantizers when built with
+/// ggml/quants.h (bit-identical to llama-quantize without an importance matrix), else the
+/// float conversions only.
 void encodeRow(Type t, const float *src, uint8_t *dst, int64_t n) {
-  switch (t) {
-  case Type::F32:
+  if (t == Type::F32) {
     std::memcpy(dst, src, static_cast<size_t>(n) * 4);
     return;
-  case Type::F16:
+  }
+#ifdef SWZ_HAVE_GGML_QUANTS
+  ggml::quantize_row(t, src, dst, n);
+#else
+  if (t == Type::F16) {
     for (int64_t i = 0; i < n; ++i) {
       _Float16 h = static_cast<_Float16>(src[i]);
       std::memcpy(dst + 2 * i, &h, 2);
     }
-    return;
-  case Type::BF16:
+  } else if (t == Type::BF16) {
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h = toBf16(src[i]);
       std::memcpy(dst + 2 * i, &h, 2);
     }
-    return;
-  default:
-#ifdef SWZ_HAVE_GGML_QUANTS
-    ggml::quantize_row(t, src, dst, n);
-    return;
-#else
+  } else {
     throw CompileError(std::string("this swizzlec was built without ggml/quants.h and cannot write ") +
                        ggml::type_info(t).name);
+  }
 #endif
+}
+
+#ifdef SWZ_HAVE_GGML_QUANTS
+uint16_t halfBits(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+/// Random bytes of super-block `block` of a tensor: a SplitMix64 stream keyed by both.
+struct BlockBytes {
+  uint64_t base;
+  uint64_t next = 0;
+  BlockBytes(uint64_t key, uint64_t block) : base(splitmix64(key ^ (block * 0xD1B54A32D192ED03ull))) {}
+  uint64_t word() { return splitmix64(base + (next++) * 0x9E3779B97F4A7C15ull); }
+  void fill(uint8_t *dst, size_t n) {
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t w = word();
+      std::memcpy(dst + i, &w, std::min<size_t>(8, n - i));
+    }
+  }
+};
+
+// k-quant blocks are synthesized directly in the quantized domain (see synth.h): codes
+// uniform over their range, sub-block scales uniform in [32, 63], the min chosen so each
+// sub-block is centred on zero, and d set so that the tensor's std is `scale`.
+constexpr float kMeanScale = 47.5f;  // mean of the sub-block scales 32..63
+
+void synthQ4KRow(uint64_t key, uint64_t firstBlock, float scale, uint8_t *dst, int64_t nBlocks, bool five) {
+  // Codes uniform in [0, 2^b): mean (2^b-1)/2, std sqrt((4^b-1)/12).
+  const float codeStd = five ? 9.2331f : 4.6098f;
+  const float d = scale / (kMeanScale * codeStd);
+  const int dminMul = five ? 16 : 8;        // dmin = d * dminMul
+  const float centre = five ? 15.5f : 7.5f;  // m = round(sc * centre / dminMul)
+  for (int64_t b = 0; b < nBlocks; ++b) {
+    BlockBytes rng(key, firstBlock + static_cast<uint64_t>(b));
+    uint8_t sc[8], m[8];
+    uint64_t w = rng.word();
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = static_cast<uint8_t>(32 + ((w >> (5 * j)) & 31));
+      m[j] = static_cast<uint8_t>(std::lround(sc[j] * centre / dminMul));
+    }
+    uint8_t scales[12];
+    for (int j = 0; j < 4; ++j) {  // inverse of get_scale_min_k4
+      scales[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+      scales[j + 4] = static_cast<uint8_t>((m[j] & 63) | ((m[j + 4] >> 4) << 6));
+      scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+    }
+    if (five) {
+      auto *blk = reinterpret_cast<ggml::BlockQ5_K *>(dst) + b;
+      blk->d = halfBits(d);
+      blk->dmin = halfBits(d * dminMul);
+      std::memcpy(blk->scales, scales, 12);
+      rng.fill(blk->qh, sizeof blk->qh);
+      rng.fill(blk->qs, sizeof blk->qs);
+    } else {
+      auto *blk = reinterpret_cast<ggml::BlockQ4_K *>(dst) + b;
+      blk->d = halfBits(d);
+      blk->dmin = halfBits(d * dminMul);
+      std::memcpy(blk->scales, scales, 12);
+      rng.fill(blk->qs, sizeof blk->qs);
+    }
   }
 }
+
+void synthQ6KRow(uint64_t key, uint64_t firstBlock, float scale, uint8_t *dst, int64_t nBlocks) {
+  const float d = scale / (kMeanScale * 18.4685f);  // codes uniform in [0, 64)
+  for (int64_t b = 0; b < nBlocks; ++b) {
+    BlockBytes rng(key, firstBlock + static_cast<uint64_t>(b));
+    auto *blk = reinterpret_cast<ggml::BlockQ6_K *>(dst) + b;
+    uint64_t w0 = rng.word(), w1 = rng.word();
+    for (int j = 0; j < 16; ++j)
+      blk->scales[j] = static_cast<int8_t>(32 + (((j < 8 ? w0 : w1) >> (5 * (j % 8))) & 31));
+    rng.fill(blk->ql, sizeof blk->ql);
+    rng.fill(blk->qh, sizeof blk->qh);
+    blk->d = halfBits(d);
+  }
+}
+#endif
 
 } // namespace
 
@@ -362,6 +443,20 @@ void runSynth(const SynthOptions &o, const Log &log) {
           rows *= p.spec.ne[d];
         const size_t rowBytes = ggml::row_size(p.type, n);
         auto work = [&](int64_t r0, int64_t r1) {
+#ifdef SWZ_HAVE_GGML_QUANTS
+          if (p.type == Type::Q4_K || p.type == Type::Q5_K || p.type == Type::Q6_K) {
+            const int64_t nb = n / ggml::QK_K;
+            for (int64_t r = r0; r < r1; ++r) {
+              uint8_t *out = dst + static_cast<size_t>(r) * rowBytes;
+              const uint64_t first = static_cast<uint64_t>(r) * static_cast<uint64_t>(nb);
+              if (p.type == Type::Q6_K)
+                synthQ6KRow(p.key, first, p.scale, out, nb);
+              else
+                synthQ4KRow(p.key, first, p.scale, out, nb, p.type == Type::Q5_K);
+            }
+            return;
+          }
+#endif
           std::vector<float> row(static_cast<size_t>(n));
           for (int64_t r = r0; r < r1; ++r) {
             const uint64_t base = static_cast<uint64_t>(r) * static_cast<uint64_t>(n);

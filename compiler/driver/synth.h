@@ -15,6 +15,15 @@
 //                       (6), so softmax is peaked and greedy tokens have clear margins;
 //   token_embd (untied) 1.0;
 //   norm weights        1 + 0.1 x noise;  biases 0.1 x noise.
+// f32/f16/bf16 and the 32-element block types (q8_0, q4_0, q4_1 and the q5_0/q5_1
+// fallbacks) are encoded from these floats with ggml's reference quantizers
+// (ggml::quantize_row, bit-identical to llama-quantize without an imatrix). The k-quants
+// (q4_k, q5_k, q6_k) are synthesized directly in the quantized domain instead: codes
+// uniform over their range, sub-block scales uniform in [32, 63], mins centring each
+// sub-block on zero, and d chosen so the dequantized std equals the same per-tensor scale.
+// Reason: ggml's reference k-quant search costs 170-340 ns per element (measured), i.e.
+// minutes for a 7B model; direct synthesis is a few ns per element. The blocks are valid
+// k-quant blocks whatever their origin, so both engines read the same weights.
 // Norms and biases stay f32. Rows whose length is not a multiple of the chosen type's
 // block fall back as llama.cpp's quantizer does (llama-quant.cpp): q4_k -> q5_0,
 // q5_k -> q5_1, q6_k -> q8_0, then f16 if still incompatible.
