@@ -219,17 +219,28 @@ class Regex {
 // llama.cpp's whitespace set (unicode-data.cpp unicode_set_whitespace = Unicode White_Space),
 // substituted for \s so that PCRE2 agrees with it exactly.
 #define SWZ_WS "\\x{9}-\\x{d}\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+// \p{L} and \p{N} plus the letters and numbers assigned in Unicode 15.0 and 15.1 (llama.cpp's
+// tables follow Unicode 15.1; Debian 12's PCRE2 10.42 follows Unicode 14.0, and these are all
+// the L/N differences between the two; no code point left L or N). With a newer PCRE2 the
+// extra ranges are redundant and harmless.
+#define SWZ_L                                                                                        \
+  "\\p{L}\\x{1123f}-\\x{11240}\\x{11f02}\\x{11f04}-\\x{11f10}\\x{11f12}-\\x{11f33}\\x{1342f}"        \
+  "\\x{13441}-\\x{13446}\\x{1b132}\\x{1b155}\\x{1df25}-\\x{1df2a}\\x{1e030}-\\x{1e06d}"               \
+  "\\x{1e4d0}-\\x{1e4eb}\\x{2b739}\\x{2ebf0}-\\x{2ee5d}\\x{31350}-\\x{323af}"
+#define SWZ_N "\\p{N}\\x{11f50}-\\x{11f59}\\x{1d2c0}-\\x{1d2d3}\\x{1e4f0}-\\x{1e4f9}"
 // Patterns from the models' tokenizer.json files, in llama.cpp's adapted form ((?i:...) spelled
 // out as character classes).
 const char* const kRegexGpt2 =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" SWZ_WS "\\p{L}\\p{N}]+|[" SWZ_WS "]+(?![^" SWZ_WS "])";
+    "'s|'t|'re|'ve|'m|'ll|'d| ?[" SWZ_L "]+| ?[" SWZ_N "]+| ?[^" SWZ_WS SWZ_L SWZ_N "]+|[" SWZ_WS "]+(?![^" SWZ_WS "])";
 const char* const kRegexLlama3 =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}"
-    "| ?[^" SWZ_WS "\\p{L}\\p{N}]+[\\r\\n]*|[" SWZ_WS "]*[\\r\\n]+|[" SWZ_WS "]+(?![^" SWZ_WS "])|[" SWZ_WS "]+";
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n" SWZ_L SWZ_N "]?[" SWZ_L "]+|[" SWZ_N "]{1,3}"
+    "| ?[^" SWZ_WS SWZ_L SWZ_N "]+[\\r\\n]*|[" SWZ_WS "]*[\\r\\n]+|[" SWZ_WS "]+(?![^" SWZ_WS "])|[" SWZ_WS "]+";
 const char* const kRegexQwen2 =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
-    "| ?[^" SWZ_WS "\\p{L}\\p{N}]+[\\r\\n]*|[" SWZ_WS "]*[\\r\\n]+|[" SWZ_WS "]+(?![^" SWZ_WS "])|[" SWZ_WS "]+";
-const char* const kRegexDigit = "\\p{N}";
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n" SWZ_L SWZ_N "]?[" SWZ_L "]+|[" SWZ_N "]"
+    "| ?[^" SWZ_WS SWZ_L SWZ_N "]+[\\r\\n]*|[" SWZ_WS "]*[\\r\\n]+|[" SWZ_WS "]+(?![^" SWZ_WS "])|[" SWZ_WS "]+";
+const char* const kRegexDigit = "[" SWZ_N "]";
+#undef SWZ_L
+#undef SWZ_N
 #undef SWZ_WS
 
 struct PreSpec {

