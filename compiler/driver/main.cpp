@@ -16,9 +16,7 @@
 #include <iostream>
 
 #include "compile.h"
-#ifdef SWZ_WITH_SYNTH
 #include "synth.h"
-#endif
 
 namespace {
 
@@ -50,6 +48,29 @@ struct ProgressPrinter {
   }
 };
 
+void addSynthOptions(CLI::App &cmd, swz::compiler::SynthOptions &o) {
+  std::string presets;
+  for (const auto &n : swz::models::preset_names())
+    presets += (presets.empty() ? "" : ", ") + n;
+  cmd.add_option("--arch", o.arch, "llama | qwen2 | qwen3 (default: the preset's)");
+  cmd.add_option("--preset", o.preset, "model shape: " + presets);
+  cmd.add_option("--type", o.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k")->capture_default_str();
+  cmd.add_option("--vocab-from", o.vocabFrom, "copy the tokenizer (and n_vocab) from this GGUF");
+  cmd.add_option("--seed", o.seed, "weights are a pure function of the seed")->capture_default_str();
+  cmd.add_option("--name", o.name, "general.name");
+  cmd.add_option("-j,--threads", o.threads, "generator threads (default: all cores)");
+  cmd.add_option("--n-layer", o.nLayer, "override block_count");
+  cmd.add_option("--n-embd", o.nEmbd, "override embedding_length");
+  cmd.add_option("--n-head", o.nHead, "override attention.head_count");
+  cmd.add_option("--n-head-kv", o.nHeadKv, "override attention.head_count_kv");
+  cmd.add_option("--head-dim", o.headDim, "override attention.key_length");
+  cmd.add_option("--n-ff", o.nFf, "override feed_forward_length");
+  cmd.add_option("--n-vocab", o.nVocab, "override the vocabulary size (built-in vocabulary only)");
+  cmd.add_option("--n-ctx", o.nCtx, "override context_length");
+  cmd.add_option("--tied-output", o.tiedOutput, "1: LM head = token_embd; 0: separate output.weight");
+  cmd.add_option("-o,--output", o.output, "the GGUF file to write")->required();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -65,12 +86,10 @@ int main(int argc, char **argv) {
   compile->add_option("-o,--output", copts.outDir, "the package directory to write, e.g. model.swz")->required();
   compile->add_flag("-v,--verbose", verbose, "report each step");
 
-#ifdef SWZ_WITH_SYNTH
   swz::compiler::SynthOptions sopts;
   CLI::App *synth = app.add_subcommand("synth", "write a random-weight GGUF in the shape of a real model");
-  swz::compiler::addSynthOptions(*synth, sopts);
+  addSynthOptions(*synth, sopts);
   synth->add_flag("-v,--verbose", verbose, "report each step");
-#endif
 
   CLI11_PARSE(app, argc, argv);
 
@@ -86,12 +105,9 @@ int main(int argc, char **argv) {
     auto t0 = std::chrono::steady_clock::now();
     if (*compile) {
       swz::compiler::compilePackage(copts, log);
-    }
-#ifdef SWZ_WITH_SYNTH
-    else if (*synth) {
+    } else if (*synth) {
       swz::compiler::runSynth(sopts, log);
     }
-#endif
     if (verbose) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "swizzlec: done in %.2f s\n", s);

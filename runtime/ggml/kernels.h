@@ -28,8 +28,22 @@ struct KernelSet {
 };
 
 /// The kernels for `wtype` (AVX2 when compiled for it, scalar otherwise); nullptr when the
-/// type has no dot product.
+/// type has no dot product. Activation rows are in ggml's block layout of vec_dot_type.
 const KernelSet* kernels_for(Type wtype);
+
+/// Kernels whose activation rows are in the packed layout below (what matmul uses); falls
+/// back to kernels_for when a type has no packed variant (then the layout is ggml's).
+const KernelSet* packed_kernels_for(Type wtype);
+
+/// Packed activation row for Q8_0/Q8_1 (n elements, nb = n/32 blocks): int8 qs[n], then
+/// float d[nb] (the fp16 scale, widened), then float s[nb] (Q8_1's fp16 s, widened; 0 for
+/// Q8_0); stride rounded up to 32 bytes. Same numbers as ggml's blocks, friendlier to SIMD.
+/// Other activation types use their ggml layout unchanged.
+size_t packed_act_row_size(Type act_type, int64_t n);
+/// True when packed_kernels_for is available (the AVX2 build).
+bool packed_act_enabled();
+/// quantize_row_activation into the packed layout.
+void quantize_row_activation_packed(Type act_type, const float* src, uint8_t* dst, int64_t n);
 /// The portable scalar 1x1 kernel for `wtype`; nullptr when unsupported.
 TileFn scalar_kernel_for(Type wtype);
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -29,33 +32,67 @@ void check_args(Type wtype, int64_t n_out, int64_t n_in, int64_t n_tokens) {
 
 }  // namespace
 
-size_t quantize_activations(Type wtype, int64_t n_in, const float* x, int64_t n_tokens, ThreadPool& pool,
-                            std::vector<uint8_t>& scratch) {
-  const Type at = vec_dot_type(wtype);
-  const size_t stride = row_size(at, n_in);
+namespace {
+
+// Encodes x rows as `at` (ggml layout, or matmul's packed layout) into scratch.
+size_t quantize_rows(Type at, bool packed, int64_t n_in, const float* x, int64_t n_tokens, ThreadPool& pool,
+                     std::vector<uint8_t>& scratch) {
+  const size_t stride = packed ? kern::packed_act_row_size(at, n_in) : row_size(at, n_in);
   const size_t need = stride * static_cast<size_t>(n_tokens);
   if (scratch.size() < need) scratch.resize(need);
   uint8_t* dst = scratch.data();
+  auto encode = [&](int64_t t) {
+    if (packed) kern::quantize_row_activation_packed(at, x + t * n_in, dst + t * stride, n_in);
+    else quantize_row_activation(at, x + t * n_in, dst + t * stride, n_in);
+  };
   if (n_tokens * n_in >= 65536 && pool.size() > 1) {
     pool.run([&](int ith, int nth) {
-      for (int64_t t = ith; t < n_tokens; t += nth) quantize_row_activation(at, x + t * n_in, dst + t * stride, n_in);
+      for (int64_t t = ith; t < n_tokens; t += nth) encode(t);
     });
   } else {
-    for (int64_t t = 0; t < n_tokens; ++t) quantize_row_activation(at, x + t * n_in, dst + t * stride, n_in);
+    for (int64_t t = 0; t < n_tokens; ++t) encode(t);
   }
   return stride;
+}
+
+void run_matmul(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
+                size_t act_stride, int64_t n_tokens, float* y, ThreadPool& pool);
+
+}  // namespace
+
+size_t quantize_activations(Type wtype, int64_t n_in, const float* x, int64_t n_tokens, ThreadPool& pool,
+                            std::vector<uint8_t>& scratch) {
+  return quantize_rows(vec_dot_type(wtype), false, n_in, x, n_tokens, pool, scratch);
 }
 
 void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act, size_t act_stride,
                       int64_t n_tokens, float* y, ThreadPool& pool) {
   check_args(wtype, n_out, n_in, n_tokens);
   if (n_out == 0 || n_tokens == 0) return;
-  const kern::KernelSet& ks = *kern::kernels_for(wtype);
+  run_matmul(*kern::kernels_for(wtype), W, wtype, n_out, n_in, act, act_stride, n_tokens, y, pool);
+}
+
+namespace {
+
+void run_matmul(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
+                size_t act_stride, int64_t n_tokens, float* y, ThreadPool& pool) {
   const size_t w_stride = row_size(wtype, n_in);
   const auto* w = static_cast<const uint8_t*>(W);
   const auto* a = static_cast<const uint8_t*>(act);
-  const int R = ks.rows_per_tile;
-  const int T = ks.toks_per_tile;
+  int R = ks.rows_per_tile;
+  int T = ks.toks_per_tile;
+  // Experiment hook: SWZ_GGML_TILE=RxT picks another compiled tile shape.
+  static const std::pair<int, int> tile_override = [] {
+    const char* e = std::getenv("SWZ_GGML_TILE");
+    int r = 0, t = 0;
+    if (e && std::sscanf(e, "%dx%d", &r, &t) == 2 && r >= 1 && r <= kern::kMaxR && t >= 1 && t <= kern::kMaxT)
+      return std::make_pair(r, t);
+    return std::make_pair(0, 0);
+  }();
+  if (tile_override.first && ks.fn[tile_override.first - 1][tile_override.second - 1]) {
+    R = tile_override.first;
+    T = tile_override.second;
+  }
   const int nth = pool.size();
 
   // Row chunks: small enough for every thread to get several (load balance when a core is
@@ -102,16 +139,22 @@ void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, co
   });
 }
 
+}  // namespace
+
 void matmul(const void* W, Type wtype, int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens, float* y,
             ThreadPool& pool, std::vector<uint8_t>& scratch) {
   check_args(wtype, n_out, n_in, n_tokens);
   if (n_out == 0 || n_tokens == 0) return;
   if (vec_dot_type(wtype) == Type::F32) {
-    matmul_quantized(W, wtype, n_out, n_in, x, static_cast<size_t>(n_in) * sizeof(float), n_tokens, y, pool);
+    run_matmul(*kern::kernels_for(wtype), W, wtype, n_out, n_in, x, static_cast<size_t>(n_in) * sizeof(float), n_tokens,
+               y, pool);
     return;
   }
-  const size_t stride = quantize_activations(wtype, n_in, x, n_tokens, pool, scratch);
-  matmul_quantized(W, wtype, n_out, n_in, scratch.data(), stride, n_tokens, y, pool);
+  const Type at = vec_dot_type(wtype);
+  const bool packed = kern::packed_act_enabled();
+  const size_t stride = quantize_rows(at, packed, n_in, x, n_tokens, pool, scratch);
+  run_matmul(packed ? *kern::packed_kernels_for(wtype) : *kern::kernels_for(wtype), W, wtype, n_out, n_in,
+             scratch.data(), stride, n_tokens, y, pool);
 }
 
 }  // namespace swz::ggml

@@ -14,6 +14,7 @@
 
 #include "ggml/blocks.h"
 #include "ggml/fp16.h"
+#include "ggml/kernels.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -765,6 +766,36 @@ void quantize_row_activation(Type t, const float* src, void* dst, int64_t n) {
   }
   quantize_row(t, src, dst, n);
 }
+
+namespace kern {
+
+size_t packed_act_row_size(Type at, int64_t n) {
+  if (at == Type::Q8_0 || at == Type::Q8_1) {
+    const size_t raw = static_cast<size_t>(n) + static_cast<size_t>(n / 32) * 8;
+    return (raw + 31) / 32 * 32;
+  }
+  return row_size(at, n);
+}
+
+void quantize_row_activation_packed(Type at, const float* src, uint8_t* dst, int64_t n) {
+  if (at != Type::Q8_0 && at != Type::Q8_1) {
+    quantize_row_activation(at, src, dst, n);
+    return;
+  }
+  const int64_t nb = n / 32;
+  auto* qs = reinterpret_cast<int8_t*>(dst);
+  float* d = reinterpret_cast<float*>(dst + n);
+  float* s = d + nb;
+  for (int64_t i = 0; i < nb; ++i) {
+    uint16_t dh;
+    float df;
+    const int sum = act_q8_block(src + 32 * i, qs + 32 * i, &dh, &df);
+    d[i] = fp16_to_fp32(dh);
+    s[i] = at == Type::Q8_1 ? fp16_to_fp32(fp32_to_fp16(df * static_cast<float>(sum))) : 0.0f;
+  }
+}
+
+}  // namespace kern
 
 Type vec_dot_type(Type w) {
   switch (w) {

@@ -7,6 +7,7 @@
 //   Q4_K/Q5_K.Q8_K: sum_B d*da * sum_j sc_j*sum q*a - dmin*da * sum_j m_j*(bsum_2j+bsum_2j+1)
 //   Q6_K.Q8_K: sum_B d*da * sum_g sc_g * (sum q*a - 32*bsum_g)   (g: 16-element groups)
 // AVX2 tiles follow the same integer math with pmaddubsw/pmaddwd; float sums are ours.
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -330,6 +331,91 @@ void tile_asym_q8_1(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, si
 }
 
 // ---------------------------------------------------------------------------------------
+// Packed activations (kernels.h: qs[n] | d[nb] | s[nb] as floats): matmul's layout.
+
+// Broadcast of an fp16 scale to 8 floats (vpbroadcastw + vcvtph2ps).
+inline __m256 bcast_h(const uint16_t& h) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))); }
+
+// Accumulators are named variables, not an array: __m256i loads are may_alias, so GCC would
+// otherwise keep an accumulator array in memory and store it on every iteration.
+#define SWZ_ACC_DECL(r, t) __m256 c##r##t = _mm256_setzero_ps();
+#define SWZ_ACC_ALL(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) \
+  X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)
+
+template <class W, bool kAsym, int R, int T>
+void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out, int64_t ldo) {
+  static_assert(R <= 4 && T <= 4);
+  using B = typename W::B;
+  const int64_t nb = n / 32;
+  SWZ_ACC_ALL(SWZ_ACC_DECL)
+  const __m256i ones = _mm256_set1_epi16(1);
+  const B* wr0 = reinterpret_cast<const B*>(w);
+  const B* wr1 = reinterpret_cast<const B*>(w + (R > 1 ? 1 : 0) * ws);
+  const B* wr2 = reinterpret_cast<const B*>(w + (R > 2 ? 2 : 0) * ws);
+  const B* wr3 = reinterpret_cast<const B*>(w + (R > 3 ? 3 : 0) * ws);
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i w0, w1, w2, w3, s0, s1, s2, s3;
+    __m256 d0, d1, d2, d3;
+#define SWZ_LOADW(r)                                          \
+  if constexpr (R > r) {                                      \
+    w##r = W::load(wr##r[b]);                                 \
+    if constexpr (!kAsym) s##r = _mm256_sign_epi8(w##r, w##r); \
+    d##r = bcast_h(wr##r[b].d);                               \
+  }
+    SWZ_LOADW(0) SWZ_LOADW(1) SWZ_LOADW(2) SWZ_LOADW(3)
+#undef SWZ_LOADW
+#define SWZ_STEP(r, t)                                                                                  \
+  if constexpr (R > r) {                                                                                \
+    __m256i p;                                                                                          \
+    if constexpr (kAsym) p = _mm256_madd_epi16(_mm256_maddubs_epi16(w##r, av), ones);                   \
+    else p = _mm256_madd_epi16(_mm256_maddubs_epi16(s##r, _mm256_sign_epi8(av, w##r)), ones);           \
+    c##r##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d##r, da), c##r##t);                 \
+  }
+#define SWZ_TOKEN(t)                                                                               \
+  if constexpr (T > t) {                                                                           \
+    const uint8_t* arow = a + t * as;                                                              \
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(arow + 32 * b));        \
+    const __m256 da = _mm256_broadcast_ss(reinterpret_cast<const float*>(arow + n) + b);           \
+    SWZ_STEP(0, t) SWZ_STEP(1, t) SWZ_STEP(2, t) SWZ_STEP(3, t)                                    \
+  }
+    SWZ_TOKEN(0) SWZ_TOKEN(1) SWZ_TOKEN(2) SWZ_TOKEN(3)
+#undef SWZ_TOKEN
+#undef SWZ_STEP
+    (void)w0, (void)w1, (void)w2, (void)w3, (void)s0, (void)s1, (void)s2, (void)s3;
+    (void)d0, (void)d1, (void)d2, (void)d3;
+  }
+  float res[R][T];
+#define SWZ_RES(r, t) \
+  if constexpr (R > r && T > t) res[r][t] = hsum(c##r##t);
+  SWZ_ACC_ALL(SWZ_RES)
+#undef SWZ_RES
+  if constexpr (kAsym) {
+    // sum_b m_w[b] * s_a[b]: a second pass over the (L1-resident) weight blocks' mins.
+    for (int r = 0; r < R; ++r) {
+      const B* blk = reinterpret_cast<const B*>(w + r * ws);
+      __m256 m8[T];
+      for (int t = 0; t < T; ++t) m8[t] = _mm256_setzero_ps();
+      int64_t b = 0;
+      for (; b + 8 <= nb; b += 8) {
+        alignas(16) uint16_t mh[8];
+        for (int k = 0; k < 8; ++k) mh[k] = blk[b + k].m;
+        const __m256 mv = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
+        for (int t = 0; t < T; ++t)
+          m8[t] = _mm256_fmadd_ps(mv, _mm256_loadu_ps(reinterpret_cast<const float*>(a + t * as + n) + nb + b), m8[t]);
+      }
+      for (int t = 0; t < T; ++t) {
+        float m = hsum(m8[t]);
+        const float* sa = reinterpret_cast<const float*>(a + t * as + n) + nb;
+        for (int64_t k = b; k < nb; ++k) m += fp16_to_fp32(blk[k].m) * sa[k];
+        res[r][t] += m;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) out[t * ldo + r] = res[r][t];
+}
+
+// ---------------------------------------------------------------------------------------
 // K-quants against Q8_K, one weight row x T activation rows.
 
 // The 8 6-bit scales and mins of a Q4_K/Q5_K block as int16 vectors (lanes 0..7).
@@ -342,26 +428,25 @@ inline void k4_scales_mins(const uint8_t* s, int16_t sc[8], int16_t mn[8]) {
   }
 }
 
+#define SWZ_T4(X) X(0) X(1) X(2) X(3)
+
 template <bool kFive, int T>
 void tile_q45_k(int64_t n, const uint8_t* w, size_t, const uint8_t* a, size_t as, float* out, int64_t ldo) {
+  static_assert(T <= 4);
   using WB = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   const int64_t nb = n / QK_K;
   const auto* x = reinterpret_cast<const WB*>(w);
-  __m256 acc[T];
-  float accm[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    accm[t] = 0.0f;
-  }
+#define SWZ_DECL(t) __m256 acc##t = _mm256_setzero_ps(); float accm##t = 0.0f;
+  SWZ_T4(SWZ_DECL)
+#undef SWZ_DECL
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     int16_t sc[8], mn[8];
     k4_scales_mins(x[b].scales, sc, mn);
     const float d = fp16_to_fp32(x[b].d);
     const float dmin = fp16_to_fp32(x[b].dmin);
-    __m256i sumi[T];
-    for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
-    __m256i hbits;
+    __m256i si0 = _mm256_setzero_si256(), si1 = si0, si2 = si0, si3 = si0;
+    __m256i hbits = _mm256_setzero_si256();
     if constexpr (kFive) hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qh));
     for (int g = 0; g < 4; ++g) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 32 * g));
@@ -375,79 +460,87 @@ void tile_q45_k(int64_t n, const uint8_t* w, size_t, const uint8_t* a, size_t as
       }
       const __m256i s_lo = _mm256_set1_epi16(sc[2 * g]);
       const __m256i s_hi = _mm256_set1_epi16(sc[2 * g + 1]);
-      for (int t = 0; t < T; ++t) {
-        const int8_t* aq = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b].qs + 64 * g;
-        const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));
-        const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32));
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), s_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), s_hi);
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p_lo, p_hi));
-      }
+#define SWZ_TOK(t)                                                                                          \
+  if constexpr (T > t) {                                                                                    \
+    const int8_t* aq = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b].qs + 64 * g;                       \
+    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));                          \
+    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32));                     \
+    const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), s_lo);                           \
+    const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), s_hi);                           \
+    si##t = _mm256_add_epi32(si##t, _mm256_add_epi32(p_lo, p_hi));                                          \
+  }
+      SWZ_T4(SWZ_TOK)
+#undef SWZ_TOK
     }
     const __m128i mins = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mn));
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b];
-      // bsums pairs -> per-sub-block sums, times mins.
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
-      const __m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      __m128i pm = _mm_madd_epi16(bs8, mins);
-      pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(1, 0, 3, 2)));
-      pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(2, 3, 0, 1)));
-      const int summ = _mm_cvtsi128_si32(pm);
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-      accm[t] += dmin * ab.d * static_cast<float>(summ);
-    }
+#define SWZ_FIN(t)                                                                                          \
+  if constexpr (T > t) {                                                                                    \
+    const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b];                                \
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));                      \
+    const __m128i bs8 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));        \
+    __m128i pm = _mm_madd_epi16(bs8, mins);                                                                 \
+    pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(1, 0, 3, 2)));                                 \
+    pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, _MM_SHUFFLE(2, 3, 0, 1)));                                 \
+    acc##t = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), _mm256_cvtepi32_ps(si##t), acc##t);                  \
+    accm##t += dmin * ab.d * static_cast<float>(_mm_cvtsi128_si32(pm));                                     \
   }
-  for (int t = 0; t < T; ++t) out[t * ldo] = hsum(acc[t]) - accm[t];
+    SWZ_T4(SWZ_FIN)
+#undef SWZ_FIN
+  }
+#define SWZ_OUT(t) \
+  if constexpr (T > t) out[t * ldo] = hsum(acc##t) - accm##t;
+  SWZ_T4(SWZ_OUT)
+#undef SWZ_OUT
 }
 
 template <int T>
 void tile_q6_k(int64_t n, const uint8_t* w, size_t, const uint8_t* a, size_t as, float* out, int64_t ldo) {
+  static_assert(T <= 4);
   const int64_t nb = n / QK_K;
   const auto* x = reinterpret_cast<const BlockQ6_K*>(w);
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m3 = _mm256_set1_epi8(0x03);
   for (int64_t b = 0; b < nb; ++b) {
     const float d = fp16_to_fp32(x[b].d);
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales)));
-    __m256i sumi[T];
-    for (int t = 0; t < T; ++t) sumi[t] = _mm256_setzero_si256();
+    __m256i si0 = _mm256_setzero_si256(), si1 = si0, si2 = si0, si3 = si0;
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = x[b].ql + 64 * h;
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qh + 32 * h));
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
       const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4));
       for (int c = 0; c < 4; ++c) {
-        // Chunk c of half h covers 16-groups 8h+2c (i16 lanes 0..7) and 8h+2c+1 (lanes 8..15).
+        // Chunk c of half h: elements 128h+32c+l, 16-groups 8h+2c (i16 lanes 0..7), 8h+2c+1.
+        const __m256i lowbits = c == 0 ? ql0 : c == 1 ? ql1 : c == 2 ? _mm256_srli_epi16(ql0, 4) : _mm256_srli_epi16(ql1, 4);
+        const __m256i q = _mm256_or_si256(_mm256_and_si256(lowbits, m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), m3), 4));
         const int g = 8 * h + 2 * c;
         const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(x[b].scales[g + 1]), _mm_set1_epi16(x[b].scales[g]));
-        for (int t = 0; t < T; ++t) {
-          const int8_t* aq = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b].qs + 128 * h + 32 * c;
-          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], av), sc));
-        }
+#define SWZ_TOK(t)                                                                                          \
+  if constexpr (T > t) {                                                                                    \
+    const int8_t* aq = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b].qs + 128 * h + 32 * c;             \
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));                            \
+    si##t = _mm256_add_epi32(si##t, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), sc));                    \
+  }
+        SWZ_T4(SWZ_TOK)
+#undef SWZ_TOK
       }
     }
-    for (int t = 0; t < T; ++t) {
-      const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b];
-      // -32 * sum_g sc_g * bsum_g
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));
-      const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, scales16), 5);
-      const __m256i s = _mm256_sub_epi32(sumi[t], corr);
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), _mm256_cvtepi32_ps(s), acc[t]);
-    }
+#define SWZ_FIN(t)                                                                                          \
+  if constexpr (T > t) {                                                                                    \
+    const BlockQ8_K& ab = reinterpret_cast<const BlockQ8_K*>(a + t * as)[b];                                \
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.bsums));                      \
+    const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, scales16), 5); /* 32*sum sc*bsum */        \
+    acc##t = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), _mm256_cvtepi32_ps(_mm256_sub_epi32(si##t, corr)), acc##t); \
   }
-  for (int t = 0; t < T; ++t) out[t * ldo] = hsum(acc[t]);
+    SWZ_T4(SWZ_FIN)
+#undef SWZ_FIN
+  }
+#define SWZ_OUT(t) \
+  if constexpr (T > t) out[t * ldo] = hsum(acc##t);
+  SWZ_T4(SWZ_OUT)
+#undef SWZ_OUT
 }
 
 // ---------------------------------------------------------------------------------------
@@ -524,6 +617,24 @@ struct AsymQ8_1 {
     }
   };
 };
+
+template <class W, bool kAsym>
+struct Packed {
+  template <int R, int T>
+  struct K {
+    static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* o, int64_t l) {
+      tile_packed<W, kAsym, R, T>(n, w, ws, a, as, o, l);
+    }
+  };
+};
+template <class W, bool kAsym>
+KernelSet make_packed() {
+  KernelSet ks;
+  fill_rt<Packed<W, kAsym>::template K, kMaxR, kMaxT>(ks);
+  ks.rows_per_tile = 2;
+  ks.toks_per_tile = 4;
+  return ks;
+}
 
 template <class W>
 KernelSet make_sym() {
@@ -642,6 +753,35 @@ const KernelSet* kernels_for(Type t) {
     case Type::Q6_K: return &sets[10];
     default: return nullptr;
   }
+#endif
+}
+
+const KernelSet* packed_kernels_for(Type t) {
+#if defined(SWZ_GGML_AVX2)
+  static const KernelSet q8_0 = make_packed<WQ8_0, false>();
+  static const KernelSet q4_0 = make_packed<WQ4_0, false>();
+  static const KernelSet q5_0 = make_packed<WQ5_0, false>();
+  static const KernelSet q4_1 = make_packed<WQ4_1, true>();
+  static const KernelSet q5_1 = make_packed<WQ5_1, true>();
+  switch (t) {
+    case Type::Q4_0: return &q4_0;
+    case Type::Q4_1: return &q4_1;
+    case Type::Q5_0: return &q5_0;
+    case Type::Q5_1: return &q5_1;
+    case Type::Q8_0: return &q8_0;
+    default: break;
+  }
+  return kernels_for(t);
+#else
+  return nullptr;  // scalar build: matmul uses ggml-layout activations (packed_act_enabled)
+#endif
+}
+
+bool packed_act_enabled() {
+#if defined(SWZ_GGML_AVX2)
+  return true;
+#else
+  return false;
 #endif
 }
 
