@@ -25,6 +25,7 @@ namespace {
 constexpr size_t kMaxOutput = 64u << 20;   // 64 MiB of rendered text
 constexpr int64_t kMaxRange = 1000000;     // range() length
 constexpr int kMaxCallDepth = 100;         // macro recursion
+constexpr int kMaxEvalDepth = 1500;        // nested eval/exec frames (bounds native stack use)
 
 struct RaisedFault {
   std::string msg;
@@ -592,7 +593,19 @@ struct Interp {
   Stack stack;
   Frame globals;
   int call_depth = 0;
-  const Value* placeholder = nullptr;  // input of a filter block / set block filter
+  int eval_depth = 0;
+  const Value* placeholder = nullptr;
+
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& x) : d(x) {
+      if (++d > kMaxEvalDepth) {
+        --d;
+        fault("template evaluation nested too deeply");
+      }
+    }
+    ~DepthGuard() { --d; }
+  };  // input of a filter block / set block filter
 
   explicit Interp(const Program& p) : prog(p) {}
 
@@ -634,6 +647,7 @@ struct Interp {
 
   Value eval(const Expr& e) {
     try {
+      DepthGuard g(eval_depth);
       return eval_inner(e);
     } catch (const RuntimeFault& f) {
       error_at(e.pos, f.msg);
@@ -1772,6 +1786,7 @@ Value Interp::make_macro(const Stmt& s) {
 
 Flow Interp::exec_stmt(const Stmt& s, Str& out) {
   try {
+    DepthGuard g(eval_depth);
     switch (s.k) {
       case Stmt::K::Text:
         emit(out, Str(s.text));
