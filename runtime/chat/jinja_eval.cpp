@@ -1739,9 +1739,20 @@ Flow Interp::exec(const Body& body, Str& out) {
 
 Value Interp::make_macro(const Stmt& s) {
   const Stmt* sp = &s;
-  Stack def_stack = stack;  // the scopes visible where the macro is defined
+  // The scopes visible where the macro is defined, held weakly: the macro is stored in one of
+  // them, and a strong reference would be a cycle (a leak per render).
+  std::vector<std::weak_ptr<Frame>> def_stack(stack.begin(), stack.end());
   return Value::callable(s.name, [sp, def_stack](Interp& in, CallArgs& a) -> Value {
-    if (++in.call_depth > kMaxCallDepth) fault("macro recursion too deep");
+    Stack scopes;
+    for (const auto& w : def_stack) {
+      FrameP f = w.lock();
+      if (!f) fault("macro '" + sp->name + "' called after its defining scope ended");
+      scopes.push_back(std::move(f));
+    }
+    if (++in.call_depth > kMaxCallDepth) {
+      --in.call_depth;
+      fault("macro recursion too deep");
+    }
     struct Restore {
       Interp& in;
       Stack saved;
@@ -1750,7 +1761,7 @@ Value Interp::make_macro(const Stmt& s) {
         --in.call_depth;
       }
     } restore{in, std::move(in.stack)};
-    in.stack = def_stack;
+    in.stack = std::move(scopes);
     auto frame = std::make_shared<Frame>();
     in.stack.push_back(frame);
     const auto& params = sp->params;
