@@ -25,6 +25,7 @@ namespace {
 constexpr size_t kMaxOutput = 64u << 20;   // 64 MiB of rendered text
 constexpr int64_t kMaxRange = 1000000;     // range() length
 constexpr int kMaxCallDepth = 100;         // macro recursion
+constexpr int kMaxEvalDepth = 1500;        // nested eval/exec frames (bounds native stack use)
 
 struct RaisedFault {
   std::string msg;
@@ -527,6 +528,7 @@ List iterate(const Value& v) {
 }
 
 int64_t py_len(const Value& v) {
+  if (v.is_gen) fault("object of type 'generator' has no len()");
   switch (v.t) {
     case Value::T::Undefined: return 0;
     case Value::T::Str: return static_cast<int64_t>(utf8_offsets(v.str->s).size() - 1);
@@ -534,6 +536,45 @@ int64_t py_len(const Value& v) {
     case Value::T::Dict: return static_cast<int64_t>(v.dict->items.size());
     default: fault(std::string("object of type '") + type_name(v) + "' has no len()");
   }
+}
+
+// Python float(str) syntax (after strip): decimal with optional exponent and '_' between
+// digits, or inf/infinity/nan; no hex (strtod alone would accept "0x1A").
+std::optional<double> py_parse_float(std::string t) {
+  if (t.empty()) return std::nullopt;
+  std::string low;
+  for (char c : t) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string body = (low[0] == '+' || low[0] == '-') ? low.substr(1) : low;
+  if (body == "inf" || body == "infinity" || body == "nan") return std::strtod(low.c_str(), nullptr);
+  std::string clean;
+  size_t i = 0, n = body.size();
+  bool digits = false;
+  auto eat_digits = [&]() {
+    bool any = false;
+    while (i < n && (std::isdigit(static_cast<unsigned char>(body[i])) ||
+                     (body[i] == '_' && any && i + 1 < n && std::isdigit(static_cast<unsigned char>(body[i + 1]))))) {
+      if (body[i] != '_') clean += body[i];
+      any = true;
+      ++i;
+    }
+    return any;
+  };
+  digits = eat_digits();
+  if (i < n && body[i] == '.') {
+    clean += '.';
+    ++i;
+    digits = eat_digits() || digits;
+  }
+  if (!digits) return std::nullopt;
+  if (i < n && body[i] == 'e') {
+    clean += 'e';
+    ++i;
+    if (i < n && (body[i] == '+' || body[i] == '-')) clean += body[i++];
+    if (!eat_digits()) return std::nullopt;
+  }
+  if (i != n) return std::nullopt;
+  double d = std::strtod(clean.c_str(), nullptr);
+  return low[0] == '-' ? -d : d;
 }
 
 std::string object_repr(const Value& v) {
@@ -552,7 +593,19 @@ struct Interp {
   Stack stack;
   Frame globals;
   int call_depth = 0;
-  const Value* placeholder = nullptr;  // input of a filter block / set block filter
+  int eval_depth = 0;
+  const Value* placeholder = nullptr;
+
+  struct DepthGuard {
+    int& d;
+    explicit DepthGuard(int& x) : d(x) {
+      if (++d > kMaxEvalDepth) {
+        --d;
+        fault("template evaluation nested too deeply");
+      }
+    }
+    ~DepthGuard() { --d; }
+  };  // input of a filter block / set block filter
 
   explicit Interp(const Program& p) : prog(p) {}
 
@@ -594,6 +647,7 @@ struct Interp {
 
   Value eval(const Expr& e) {
     try {
+      DepthGuard g(eval_depth);
       return eval_inner(e);
     } catch (const RuntimeFault& f) {
       error_at(e.pos, f.msg);
@@ -814,6 +868,7 @@ Value Interp::str_method(const Value& obj, const std::string& m) {
 
 Value Interp::getitem(const Value& obj, const Value& key) {
   check_defined(obj);
+  if (obj.is_gen) return Value::undefined("'generator object' has no element " + py_repr(key));
   switch (obj.t) {
     case Value::T::Dict:
     case Value::T::Namespace:
@@ -855,6 +910,7 @@ Value Interp::getitem(const Value& obj, const Value& key) {
 
 Value Interp::slice(const Value& obj, const Value* a, const Value* b, const Value* c) {
   check_defined(obj);
+  if (obj.is_gen) fault("'generator' object is not subscriptable");
   if (obj.t != Value::T::List && obj.t != Value::T::Str) fault(std::string("'") + type_name(obj) + "' object is not subscriptable");
   std::vector<size_t> off;
   int64_t n;
@@ -943,8 +999,16 @@ Value Interp::binop(const std::string& op, const Value& a, const Value& b) {
     }
     if (nums) return Value::floating(fx + fy);
     if (a.t == Value::T::Str && b.t == Value::T::Str) {
+      if (a.is_markup != b.is_markup) {
+        // markupsafe: Markup + str escapes the str operand; the result is Markup.
+        auto esc = [](const Value& x) { return x.is_markup ? *x.str : derived(html_escape(x.str->s), x.str->has_data()); };
+        Str s = esc(a);
+        s.append(esc(b));
+        return Value::markup(std::move(s));
+      }
       Str s = *a.str;
       s.append(*b.str);
+      if (a.is_markup) return Value::markup(std::move(s));
       if (s.s.size() > kMaxOutput) fault("string too long");
       return Value::string(std::move(s));
     }
@@ -1086,7 +1150,14 @@ Value Interp::eval_inner(const Expr& e) {
     case Expr::K::Filter: {
       Value in = eval(*e.a);
       CallArgs args = eval_args(e);
-      return apply_filter(e.name, in, args, e.pos);
+      Value r = apply_filter(e.name, in, args, e.pos);
+      // jinja2's string filters work on soft_str(value), so a Markup input gives a Markup result.
+      static const char* const kKeepMarkup[] = {"trim", "upper", "lower", "capitalize", "title", "replace",
+                                                "indent", "center", "format", "string"};
+      if (in.is_markup && r.t == Value::T::Str &&
+          std::any_of(std::begin(kKeepMarkup), std::end(kKeepMarkup), [&](const char* f) { return e.name == f; }))
+        r.is_markup = true;
+      return r;
     }
     case Expr::K::Test: {
       Value in = eval(*e.a);
@@ -1218,7 +1289,7 @@ bool Interp::apply_test(const std::string& name, const Value& v, const CallArgs&
   if (name == "false") return v.t == T::Bool && !v.b;
   if (name == "mapping") return v.t == T::Dict;
   // Undefined defines __len__ and __getitem__, so jinja2 calls it a sequence.
-  if (name == "sequence") return v.t == T::Str || v.t == T::List || v.t == T::Dict || v.t == T::Undefined;
+  if (name == "sequence") return v.t == T::Str || (v.t == T::List && !v.is_gen) || v.t == T::Dict || v.t == T::Undefined;
   if (name == "iterable") return v.t == T::Str || v.t == T::List || v.t == T::Dict || v.t == T::Undefined;
   if (name == "callable") return v.t == T::Callable;
   if (name == "escaped") return false;
@@ -1283,7 +1354,8 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
 
   if (name == "safe" || name == "string") {
     Sig s(args, name.c_str(), {});
-    if (name == "safe" && v.t != T::Str) return Value::string(py_str(v));
+    if (name == "safe") return Value::markup(py_str(v));
+    if (v.t == T::Str) return v;  // soft_str keeps Markup
     return Value::string(py_str(v));
   }
   if (name == "trim") {
@@ -1351,12 +1423,17 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
         std::string t = strip(*v.str, true, true, nullptr).s;
         t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
         if (t.empty()) return dflt;
-        char* end = nullptr;
-        errno = 0;
-        long long x = std::strtoll(t.c_str(), &end, 10);
-        if (*end == '\0' && errno == 0) return Value::integer(x);
-        double d = std::strtod(t.c_str(), &end);
-        if (*end == '\0' && std::isfinite(d)) return Value::integer(static_cast<int64_t>(d));
+        // int(str): optional sign and decimal digits only.
+        size_t k = (t[0] == '+' || t[0] == '-') ? 1 : 0;
+        bool all_digits = k < t.size() && std::all_of(t.begin() + static_cast<long>(k), t.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+        if (all_digits) {
+          errno = 0;
+          long long x = std::strtoll(t.c_str(), nullptr, 10);
+          if (errno == ERANGE) fault("int: value out of int64 range");
+          return Value::integer(x);
+        }
+        std::optional<double> d = py_parse_float(t);
+        if (d && std::isfinite(*d)) return Value::integer(static_cast<int64_t>(*d));
         return dflt;
       }
       default: return dflt;
@@ -1370,11 +1447,8 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
       case T::Int: return Value::floating(static_cast<double>(v.i));
       case T::Bool: return Value::floating(v.b);
       case T::Str: {
-        std::string t = strip(*v.str, true, true, nullptr).s;
-        char* end = nullptr;
-        double d = std::strtod(t.c_str(), &end);
-        if (!t.empty() && *end == '\0') return Value::floating(d);
-        return dflt;
+        std::optional<double> d = py_parse_float(strip(*v.str, true, true, nullptr).s);
+        return d ? Value::floating(*d) : dflt;
       }
       default: return dflt;
     }
@@ -1455,7 +1529,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
     return Value::make_list(std::move(l));
   }
   if (name == "map") {
-    List items = iterate(v);
+    List items = truthy(v) ? iterate(v) : List{};
     List out;
     const Value* attribute = nullptr;
     Value dflt;
@@ -1470,7 +1544,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
         if (r.is_undefined() && has_default) r = dflt;
         out.push_back(r);
       }
-      return Value::make_list(std::move(out));
+      return Value::generator(std::move(out));
     }
     if (args.pos.empty()) fault("map requires a filter name or attribute=");
     std::string f = as_str(args.pos[0], "map").s;
@@ -1482,7 +1556,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
       CallArgs a2 = rest;
       out.push_back(apply_filter(f, x, a2, pos));
     }
-    return Value::make_list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
     bool attr_mode = name.size() > 6;
@@ -1500,12 +1574,12 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
     targs.pos.assign(args.pos.begin() + static_cast<long>(std::min(k, args.pos.size())), args.pos.end());
     targs.kw = args.kw;
     List out;
-    for (const Value& x : iterate(v)) {
+    for (const Value& x : truthy(v) ? iterate(v) : List{}) {
       Value subject = attribute ? attr_get(x, *attribute) : x;
       bool r = test ? apply_test(*test, subject, targs) : truthy(subject);
       if (r == want) out.push_back(x);
     }
-    return Value::make_list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "attr") {
     Sig s(args, "attr", {"name"});
@@ -1521,9 +1595,9 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
   }
   if (name == "escape" || name == "e" || name == "forceescape") {
     Sig s(args, name.c_str(), {});
-    if (v.t == T::None) return Value::literal("None");
+    if (name != "forceescape" && v.is_markup) return v;
     Str in = py_str(v);
-    return Value::string(derived(html_escape(in.s), in.has_data()));
+    return Value::markup(derived(html_escape(in.s), in.has_data()));
   }
   if (name == "unique") {
     Sig s(args, "unique", {"case_sensitive", "attribute"});
@@ -1539,7 +1613,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
         out.push_back(x);
       }
     }
-    return Value::make_list(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (name == "sort") {
     Sig s(args, "sort", {"reverse", "case_sensitive", "attribute"});
@@ -1567,7 +1641,7 @@ Value Interp::apply_filter(const std::string& name, const Value& v, CallArgs& ar
     }
     List l = iterate(v);
     std::reverse(l.begin(), l.end());
-    return Value::make_list(std::move(l));
+    return Value::generator(std::move(l));  // reversed() iterator
   }
   if (name == "sum") {
     Sig s(args, "sum", {"attribute", "start"});
@@ -1665,9 +1739,20 @@ Flow Interp::exec(const Body& body, Str& out) {
 
 Value Interp::make_macro(const Stmt& s) {
   const Stmt* sp = &s;
-  Stack def_stack = stack;  // the scopes visible where the macro is defined
+  // The scopes visible where the macro is defined, held weakly: the macro is stored in one of
+  // them, and a strong reference would be a cycle (a leak per render).
+  std::vector<std::weak_ptr<Frame>> def_stack(stack.begin(), stack.end());
   return Value::callable(s.name, [sp, def_stack](Interp& in, CallArgs& a) -> Value {
-    if (++in.call_depth > kMaxCallDepth) fault("macro recursion too deep");
+    Stack scopes;
+    for (const auto& w : def_stack) {
+      FrameP f = w.lock();
+      if (!f) fault("macro '" + sp->name + "' called after its defining scope ended");
+      scopes.push_back(std::move(f));
+    }
+    if (++in.call_depth > kMaxCallDepth) {
+      --in.call_depth;
+      fault("macro recursion too deep");
+    }
     struct Restore {
       Interp& in;
       Stack saved;
@@ -1676,7 +1761,7 @@ Value Interp::make_macro(const Stmt& s) {
         --in.call_depth;
       }
     } restore{in, std::move(in.stack)};
-    in.stack = def_stack;
+    in.stack = std::move(scopes);
     auto frame = std::make_shared<Frame>();
     in.stack.push_back(frame);
     const auto& params = sp->params;
@@ -1706,12 +1791,13 @@ Value Interp::make_macro(const Stmt& s) {
     }
     Str out;
     in.exec(sp->body, out);
-    return Value::string(std::move(out));
+    return Value::string(std::move(out));  // Markup only under autoescape, which HF leaves off
   });
 }
 
 Flow Interp::exec_stmt(const Stmt& s, Str& out) {
   try {
+    DepthGuard g(eval_depth);
     switch (s.k) {
       case Stmt::K::Text:
         emit(out, Str(s.text));

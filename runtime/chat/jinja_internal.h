@@ -62,6 +62,10 @@ struct Value {
   T t = T::Undefined;
   bool b = false;
   bool is_tuple = false;  // List printed as a tuple
+  bool is_gen = false;    // List standing for a Python generator (map/select/...): no len(),
+                          // no subscript, not JSON-serialisable, always truthy
+  bool is_markup = false; // Str that is a markupsafe.Markup (safe/escape/macro output): `+`
+                          // with a plain str HTML-escapes the plain operand
   int64_t i = 0;
   double f = 0;
   std::shared_ptr<const Str> str;
@@ -83,6 +87,8 @@ struct Value {
     Value v; v.t = T::Str; v.str = std::make_shared<const Str>(std::move(s)); return v;
   }
   static Value literal(std::string s) { return string(Str(std::move(s))); }
+  static Value markup(Str s) { Value v = string(std::move(s)); v.is_markup = true; return v; }
+  static Value generator(List l) { Value v = make_list(std::move(l)); v.is_gen = true; return v; }
   static Value make_list(List l, bool tuple = false) {
     Value v; v.t = T::List; v.list = std::make_shared<List>(std::move(l)); v.is_tuple = tuple;
     return v;

@@ -566,7 +566,10 @@ class Parser {
           while (!is_op("}")) {
             if (!d->args.empty()) expect_op(",");
             if (is_op("}")) break;
+            size_t kpos = cur().pos;
             d->args.push_back(parse_expression(true));
+            if (d->args.back()->k == Expr::K::Literal && !d->args.back()->lit.is_str())
+              fail(kpos, "dict literal keys other than strings are not supported");
             expect_op(":");
             d->vals.push_back(parse_expression(true));
           }

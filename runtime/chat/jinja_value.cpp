@@ -113,7 +113,7 @@ const char* type_name(const Value& v) {
     case Value::T::Int: return "int";
     case Value::T::Float: return "float";
     case Value::T::Str: return "str";
-    case Value::T::List: return v.is_tuple ? "tuple" : "list";
+    case Value::T::List: return v.is_gen ? "generator" : v.is_tuple ? "tuple" : "list";
     case Value::T::Dict: return "dict";
     case Value::T::Namespace: return "Namespace";
     case Value::T::Callable: return "function";
@@ -128,7 +128,7 @@ bool truthy(const Value& v) {
     case Value::T::Int: return v.i != 0;
     case Value::T::Float: return v.f != 0.0;
     case Value::T::Str: return !v.str->s.empty();
-    case Value::T::List: return !v.list->empty();
+    case Value::T::List: return v.is_gen || !v.list->empty();
     case Value::T::Dict: return !v.dict->items.empty();
     case Value::T::Namespace: case Value::T::Callable: return true;
   }
@@ -286,6 +286,7 @@ std::string py_repr(const Value& v) {
     case Value::T::Float: return float_repr(v.f);
     case Value::T::Str: return str_repr(v.str->s);
     case Value::T::List: {
+      if (v.is_gen) return "<generator object>";
       std::string out = v.is_tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
@@ -382,6 +383,7 @@ std::string to_json(const Value& v, const std::string* indent, const std::string
       return float_repr(v.f);
     case Value::T::Str: json_str(out, v.str->s); return out;
     case Value::T::List: {
+      if (v.is_gen) fault("Object of type generator is not JSON serializable");
       if (v.list->empty()) return "[]";
       out += '[';
       for (size_t k = 0; k < v.list->size(); ++k) {

@@ -360,6 +360,14 @@ MICRO = [
     ("bos_eos_context", "{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}", {"bos_token": "<s>", "eos_token": "</s>", "messages": [{"content": "hi"}]}, False),
     ("generation_tag", "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% else %}{{ m.content }}{% endif %}|{% endfor %}", {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, False),
     ("unicode_data", "«{{ s }}»{{ s|length }}{{ s[0] }}{{ s|upper }}", {"s": "ñandú 🦤"}, False),
+    # markupsafe and generator semantics (jinja2 on Python)
+    ("markup_concat", "{{ 'a<'|safe + x }}|{{ x + '<b>'|safe }}|{{ ('<'|safe + '<')|upper }}|{{ '<i>'|e }}|{{ ('<'|e)|e }}|{{ '<'|safe ~ '<' }}", {"x": "<y>"}, False),
+    ("macro_result_is_plain_str", "{% macro m() %}<a>{% endmacro %}{{ m() + '<b>' }}", {}, False),
+    ("generator_semantics", "{{ 'T' if ([]|select) else 'F' }}{{ []|map('upper')|list }}{{ none|select|list }}{{ none|map(attribute='x')|list }}{{ [3, 1]|reverse|list }}{{ [1, 2]|select|first }}{{ [1, 2]|map('string')|join('+') }}", {}, False),
+    ("int_filter_edge", "{{ ' 12 '|int }} {{ '1_000'|int }} {{ '0x1A'|int }} {{ '-3'|int }} {{ true|int }} {{ none|int }} {{ '1e3'|float }} {{ '0x1A'|float }} {{ ' -2.5 '|float }} {{ '1_0.5'|float }} {{ 'inf'|float }} {{ '4.9'|int }}", {}, False),
+    ("err_generator_length", "{{ [1]|map('string')|length }}", {}, False),
+    ("err_generator_tojson", "{{ [1]|select|tojson }}", {}, False),
+    ("generator_subscript_is_undefined", "[{{ ([1]|select)[0] }}][{{ ([1]|select)[1:] }}]", {}, False),
     # errors (expected from jinja2)
     ("err_raise_exception", "{% if messages|length == 0 %}{{ raise_exception('No messages given!') }}{% endif %}ok", {"messages": []}, False),
     ("err_undefined_attr", "{{ u.attr }}", {}, False),

@@ -187,6 +187,16 @@ TEST(ChatTemplateParse, DeepNestingIsAnErrorNotACrash) {
   EXPECT_THROW(ChatTemplate::parse(ifs), TemplateError);
 }
 
+TEST(ChatTemplateRender, DeepMacroRecursionIsAnErrorNotACrash) {
+  // Each level nests several expression frames; the engine must stop cleanly.
+  ChatTemplate t = ChatTemplate::parse(
+      "{% macro f(n) %}{{ ((((((((((f(n + 1) ~ 'x')))))))))) }}{% endmacro %}{{ f(0) }}");
+  EXPECT_THROW(t.render(ordered_json::object()), TemplateError);
+  ChatTemplate ok = ChatTemplate::parse(
+      "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ n }}{% endif %}{% endmacro %}{{ f(20) }}");
+  EXPECT_EQ(ok.render(ordered_json::object()).text, "1234567891011121314151617181920");
+}
+
 TEST(ChatTemplateRender, RuntimeErrorsCarryPosition) {
   ChatTemplate t = ChatTemplate::parse("line one\n{{ messages[0].content.upper() + 1 }}");
   try {
