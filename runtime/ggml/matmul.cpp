@@ -133,21 +133,41 @@ void run_chunk(const Plan& p, int64_t c) {
 
 // Runs all plans' chunks in one parallel region (chunks handed out by an atomic counter).
 void run_plans(const std::vector<Plan>& plans, ThreadPool& pool) {
-  std::vector<int64_t> first(plans.size() + 1, 0);  // first global chunk of each plan
-  for (size_t i = 0; i < plans.size(); ++i) first[i + 1] = first[i] + plans[i].n_chunks;
-  const int64_t total = first.back();
-  auto do_global = [&](int64_t g) {
-    const size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), g) - first.begin()) - 1;
-    run_chunk(plans[i], g - first[i]);
-  };
+  struct Ctx {
+    const std::vector<Plan>* plans;
+    int64_t first[17];  // first global chunk of each plan (small jobs lists) ...
+    std::vector<int64_t> first_big;  // ... or this for long ones
+    const int64_t* f;
+    size_t n;
+    int64_t total;
+    std::atomic<int64_t> next;
+    void run(int64_t g) const {
+      const size_t i = static_cast<size_t>(std::upper_bound(f, f + n + 1, g) - f) - 1;
+      run_chunk((*plans)[i], g - f[i]);
+    }
+  } ctx;
+  ctx.plans = &plans;
+  ctx.n = plans.size();
+  if (ctx.n + 1 <= 17) {
+    ctx.f = ctx.first;
+  } else {
+    ctx.first_big.resize(ctx.n + 1);
+    ctx.f = ctx.first_big.data();
+  }
+  int64_t* f = const_cast<int64_t*>(ctx.f);
+  f[0] = 0;
+  for (size_t i = 0; i < ctx.n; ++i) f[i + 1] = f[i] + plans[i].n_chunks;
+  ctx.total = f[ctx.n];
+  if (ctx.total == 0) return;
   const int nth = pool.size();
-  if (nth == 1 || total == 1) {
-    for (int64_t g = 0; g < total; ++g) do_global(g);
+  if (nth == 1 || ctx.total == 1) {
+    for (int64_t g = 0; g < ctx.total; ++g) ctx.run(g);
     return;
   }
-  std::atomic<int64_t> next{nth};
-  pool.run([&](int ith, int) {
-    for (int64_t g = ith; g < total; g = next.fetch_add(1, std::memory_order_relaxed)) do_global(g);
+  ctx.next.store(nth, std::memory_order_relaxed);
+  Ctx* c = &ctx;  // one-pointer capture: std::function stores it without allocating
+  pool.run([c](int ith, int) {
+    for (int64_t g = ith; g < c->total; g = c->next.fetch_add(1, std::memory_order_relaxed)) c->run(g);
   });
 }
 
@@ -167,23 +187,24 @@ void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const floa
   if (n_tokens == 0) return;
   // Encode x once per distinct activation type (e.g. Qwen's Q5_0 and Q8_0 both take Q8_0).
   const bool packed = kern::packed_act_enabled();
-  std::vector<Type> acts;
+  // At most 5 distinct encoded types exist (Q8_0, Q8_1, Q8_K, F16, BF16): fixed arrays.
+  Type acts[8];
+  size_t offset[8], stride[8], n_acts = 0;
   for (size_t j = 0; j < n_jobs; ++j) {
     const Type at = vec_dot_type(jobs[j].wtype);
-    if (at != Type::F32 && jobs[j].n_out > 0 && std::find(acts.begin(), acts.end(), at) == acts.end()) acts.push_back(at);
+    if (at != Type::F32 && jobs[j].n_out > 0 && std::find(acts, acts + n_acts, at) == acts + n_acts) acts[n_acts++] = at;
   }
-  std::vector<size_t> offset(acts.size()), stride(acts.size());
   size_t total = 0;
-  for (size_t i = 0; i < acts.size(); ++i) {
+  for (size_t i = 0; i < n_acts; ++i) {
     stride[i] = packed ? kern::packed_act_row_size(acts[i], n_in) : row_size(acts[i], n_in);
     offset[i] = total;
     total += stride[i] * static_cast<size_t>(n_tokens);
   }
   if (scratch.size() < total) scratch.resize(total);
-  for (size_t i = 0; i < acts.size(); ++i)
+  for (size_t i = 0; i < n_acts; ++i)
     encode_rows(acts[i], packed, n_in, x, n_tokens, scratch.data() + offset[i], stride[i], pool);
-  std::vector<Plan> plans;
-  plans.reserve(n_jobs);
+  thread_local std::vector<Plan> plans;  // reused: no allocation on the decode hot path
+  plans.clear();
   for (size_t j = 0; j < n_jobs; ++j) {
     const MatmulJob& jb = jobs[j];
     if (jb.n_out == 0) continue;
@@ -193,7 +214,7 @@ void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const floa
                                 static_cast<size_t>(n_in) * sizeof(float), n_tokens, jb.y, pool.size()));
       continue;
     }
-    const size_t i = static_cast<size_t>(std::find(acts.begin(), acts.end(), at) - acts.begin());
+    const size_t i = static_cast<size_t>(std::find(acts, acts + n_acts, at) - acts);
     const kern::KernelSet& ks = packed ? *kern::packed_kernels_for(jb.wtype) : *kern::kernels_for(jb.wtype);
     plans.push_back(make_plan(ks, jb.W, jb.wtype, jb.n_out, n_in, scratch.data() + offset[i], stride[i], n_tokens, jb.y,
                               pool.size()));
