@@ -88,7 +88,7 @@ void ThreadPool::run_slot(int ith) {
 void ThreadPool::worker(int ith) {
   uint64_t seen = 0;
   for (;;) {
-    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_us_)) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_us_.load(std::memory_order_relaxed))) {
       std::unique_lock<std::mutex> lk(sleep_mu_);
       sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
       wake_cv_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
@@ -121,7 +121,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   for (int i = 1; i < n_; ++i)
     if (claim(i, gen)) run_slot(i);
-  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_)) {
+  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_.load(std::memory_order_relaxed))) {
     std::unique_lock<std::mutex> lk(sleep_mu_);
     caller_sleeping_.store(true, std::memory_order_seq_cst);
     done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_seq_cst) == 0; });

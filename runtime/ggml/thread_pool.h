@@ -39,7 +39,7 @@ class ThreadPool {
   void run(const std::function<void(int ith, int nth)>& fn);
 
   /// How long a waiting thread spins before it sleeps, in microseconds (default 200).
-  void set_spin_us(int us) { spin_us_ = us; }
+  void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
 
  private:
   void worker(int ith);
@@ -48,7 +48,7 @@ class ThreadPool {
   void run_slot(int ith);
 
   int n_ = 1;
-  int spin_us_ = 200;
+  std::atomic<int> spin_us_{200};
   std::vector<std::thread> threads_;
   std::mutex run_mu_;  // serialises run()
 
