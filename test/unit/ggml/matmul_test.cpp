@@ -136,8 +136,9 @@ TEST(MatmulMulti, MixedTypesAreBitIdenticalToSeparateCalls) {
   matmul_multi(jobs.data(), jobs.size(), n_in, x.data(), n_tokens, pool, scratch);
   for (int i = 0; i < 6; ++i) {
     matmul(data[i].w.data(), types[i], n_outs[i], n_in, x.data(), n_tokens, want[i].data(), pool, scratch2);
-    if (!ys[i].empty())
+    if (!ys[i].empty()) {
       ASSERT_EQ(0, std::memcmp(ys[i].data(), want[i].data(), ys[i].size() * 4)) << type_info(types[i]).name;
+    }
   }
   Data d0 = data[0];
   d0.x = x;
