@@ -1,0 +1,351 @@
+//===- Passes.cpp - swz passes (one translation unit) ---------------------===//
+#include "compiler/mlir/Passes.h"
+
+#include "Swz/SwzDialect.h"
+#include "compiler/mlir/BankConflicts.h"
+#include "compiler/mlir/Schedule.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <stdexcept>
+
+namespace swz {
+#define GEN_PASS_DEF_SWZAPPLYSCHEDULE
+#define GEN_PASS_DEF_SWZCHECKBANKCONFLICTS
+#define GEN_PASS_DEF_SWZMATERIALIZESWIZZLE
+#include "compiler/mlir/Passes.h.inc"
+} // namespace swz
+
+using namespace mlir;
+
+namespace swz {
+namespace {
+
+unsigned elementBytes(Type type) {
+  return std::max<unsigned>(1, type.getIntOrFloatBitWidth() / 8);
+}
+
+std::string typeName(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  type.print(os);
+  return s;
+}
+
+/// The schedule's swizzle for a tile whose rows hold `rowElems` elements. With
+/// "shift": "row" in the schedule, S is chosen so that the bits XORed in are the
+/// low bits of the row index: S = log2(rowElems) - M.
+FailureOr<SwizzleAttr> toAttr(Operation *op, const std::optional<bank::Swizzle> &s,
+                              bool shiftFromRow, int64_t rowElems) {
+  if (!s)
+    return SwizzleAttr();
+  unsigned shift = s->shift;
+  if (shiftFromRow) {
+    if (!llvm::isPowerOf2_64(rowElems) ||
+        rowElems < (int64_t(1) << (s->base + s->bits)))
+      return op->emitError() << "the schedule derives the swizzle shift from the "
+                                "row length, which needs a power of two >= 2^(M+B) = "
+                             << (int64_t(1) << (s->base + s->bits)) << ", got "
+                             << rowElems;
+    shift = llvm::Log2_64(rowElems) - s->base;
+  }
+  return SwizzleAttr::get(op->getContext(), s->bits, s->base, shift);
+}
+
+std::optional<bank::Swizzle> fromAttr(std::optional<SwizzleAttr> a) {
+  if (!a || !*a)
+    return std::nullopt;
+  return bank::Swizzle{a->getBits(), a->getBase(), a->getShift()};
+}
+
+//===----------------------------------------------------------------------===//
+// swz-apply-schedule
+//===----------------------------------------------------------------------===//
+
+struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
+  using SwzApplyScheduleBase::SwzApplyScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (schedule.empty()) {
+      module.emitError("swz-apply-schedule needs schedule=<path to "
+                       "compiler/schedules/<target>.json>");
+      return signalPassFailure();
+    }
+    schedule::TargetSchedule s;
+    try {
+      s = schedule::loadSchedule(schedule);
+    } catch (const std::exception &e) {
+      module.emitError() << "swz-apply-schedule: " << e.what();
+      return signalPassFailure();
+    }
+    Builder b(module.getContext());
+    bool failedAny = false;
+
+    module.walk([&](GemmTileOp op) {
+      const schedule::GemmSchedule &g = s.gemm;
+      if (typeName(op.getElementType()) != g.elementType) {
+        op.emitError() << "element type " << op.getElementType() << " of @"
+                       << op.getSymName() << " differs from the " << s.target
+                       << " schedule's gemm element_type " << g.elementType;
+        failedAny = true;
+        return;
+      }
+      int64_t smem = schedule::gemmSmemBytes(g, elementBytes(op.getElementType()));
+      if (smem > s.maxSmemBytesPerBlock) {
+        op.emitError() << "the " << s.target << " gemm schedule needs " << smem
+                       << " bytes of shared memory per block, more than the "
+                       << s.maxSmemBytesPerBlock << " available";
+        failedAny = true;
+        return;
+      }
+      op.setTileMAttr(b.getI32IntegerAttr(g.tileM));
+      op.setTileNAttr(b.getI32IntegerAttr(g.tileN));
+      op.setTileKAttr(b.getI32IntegerAttr(g.tileK));
+      op.setWarpsAttr(b.getI32IntegerAttr(g.warps));
+      op.setStagesAttr(b.getI32IntegerAttr(g.stages));
+      FailureOr<SwizzleAttr> sw =
+          toAttr(op, g.swizzle, g.swizzleShiftFromRow, g.tileK);
+      if (failed(sw)) {
+        failedAny = true;
+        return;
+      }
+      if (*sw)
+        op.setSmemLayoutAttr(*sw);
+      else
+        op.removeSmemLayoutAttr();
+      op.setMmaAttr(b.getStringAttr(g.mma));
+      op.setCopyAttr(b.getStringAttr(g.copy));
+      op.setTargetAttr(b.getStringAttr(s.target));
+      op.setConflictFree(g.conflictFree);
+      if (failed(op.verify()))
+        failedAny = true;
+    });
+
+    module.walk([&](AttentionTileOp op) {
+      const schedule::AttentionSchedule &a = s.attention;
+      if (typeName(op.getElementType()) != a.elementType) {
+        op.emitError() << "element type " << op.getElementType() << " of @"
+                       << op.getSymName() << " differs from the " << s.target
+                       << " schedule's attention element_type " << a.elementType;
+        failedAny = true;
+        return;
+      }
+      int64_t eb = elementBytes(op.getElementType());
+      int64_t d = op.getHeadDim();
+      // Q stays resident; K and V are staged `stages` deep.
+      int64_t smem = (a.blockQ + 2 * a.stages * a.blockKv) * d * eb;
+      if (smem > s.maxSmemBytesPerBlock) {
+        op.emitError() << "the " << s.target << " attention schedule needs " << smem
+                       << " bytes of shared memory per block for head_dim " << d
+                       << ", more than the " << s.maxSmemBytesPerBlock
+                       << " available";
+        failedAny = true;
+        return;
+      }
+      op.setBlockQAttr(b.getI32IntegerAttr(a.blockQ));
+      op.setBlockKvAttr(b.getI32IntegerAttr(a.blockKv));
+      op.setWarpsAttr(b.getI32IntegerAttr(a.warps));
+      op.setStagesAttr(b.getI32IntegerAttr(a.stages));
+      FailureOr<SwizzleAttr> sw = toAttr(op, a.swizzle, a.swizzleShiftFromRow, d);
+      if (failed(sw)) {
+        failedAny = true;
+        return;
+      }
+      if (*sw)
+        op.setSmemLayoutAttr(*sw);
+      else
+        op.removeSmemLayoutAttr();
+      op.setMmaAttr(b.getStringAttr(a.mma));
+      op.setCopyAttr(b.getStringAttr(a.copy));
+      op.setTargetAttr(b.getStringAttr(s.target));
+      op.setConflictFree(a.conflictFree);
+      if (failed(op.verify()))
+        failedAny = true;
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// swz-check-bank-conflicts
+//===----------------------------------------------------------------------===//
+
+struct TileBuffer {
+  const char *name;
+  bank::SmemLayout layout;
+};
+
+/// Analyses `buffers` and reports; returns failure if `claimConflictFree` is
+/// contradicted (or a layout is invalid).
+LogicalResult checkBuffers(Operation *op, StringRef kind, StringRef sym,
+                           ArrayRef<TileBuffer> buffers, bool claimConflictFree) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << kind << " @" << sym << ":";
+  std::string firstConflict;
+  for (const TileBuffer &buf : buffers) {
+    os << " " << buf.name << " " << buf.layout.str() << ":";
+    for (bank::Access access : {bank::Access::LdmatrixX4, bank::Access::CpAsync16}) {
+      bank::ConflictReport r;
+      try {
+        r = bank::analyze(buf.layout, access);
+      } catch (const std::exception &e) {
+        return op->emitError() << "cannot analyse smem " << buf.name << " of " << kind
+                               << " @" << sym << ": " << e.what();
+      }
+      os << (access == bank::Access::LdmatrixX4 ? " " : ", ")
+         << bank::accessName(access) << " " << r.maxDegree << "-way";
+      if (!r.conflictFree() && firstConflict.empty())
+        firstConflict = std::string(bank::accessName(access)) + " on smem " +
+                        buf.name + " (" + buf.layout.str() + ") is " +
+                        std::to_string(r.maxDegree) + "-way bank-conflicted";
+    }
+    os << (&buf == &buffers.back() ? "" : ";");
+  }
+  if (claimConflictFree && !firstConflict.empty())
+    return op->emitError() << kind << " @" << sym
+                           << " claims conflict_free but " << firstConflict;
+  op->emitRemark() << os.str();
+  return success();
+}
+
+bank::SmemLayout rowMajorTile(int64_t rows, int64_t cols, unsigned elemBytes,
+                              std::optional<bank::Swizzle> sw) {
+  return bank::SmemLayout{rows, cols, cols, elemBytes, sw};
+}
+
+struct CheckBankConflicts : impl::SwzCheckBankConflictsBase<CheckBankConflicts> {
+  void runOnOperation() override {
+    bool failedAny = false;
+    getOperation().walk([&](Operation *op) {
+      if (auto g = dyn_cast<GemmTileOp>(op)) {
+        if (!g.isScheduled())
+          return;
+        unsigned eb = elementBytes(g.getElementType());
+        auto sw = fromAttr(g.getSmemLayout());
+        TileBuffer bufs[] = {
+            {"A", rowMajorTile(*g.getTileM(), *g.getTileK(), eb, sw)},
+            {"B", rowMajorTile(*g.getTileN(), *g.getTileK(), eb, sw)}};
+        failedAny |= failed(
+            checkBuffers(op, "gemm_tile", g.getSymName(), bufs, g.getConflictFree()));
+      } else if (auto a = dyn_cast<AttentionTileOp>(op)) {
+        if (!a.isScheduled())
+          return;
+        unsigned eb = elementBytes(a.getElementType());
+        auto sw = fromAttr(a.getSmemLayout());
+        int64_t d = a.getHeadDim();
+        TileBuffer bufs[] = {{"Q", rowMajorTile(*a.getBlockQ(), d, eb, sw)},
+                             {"K", rowMajorTile(*a.getBlockKv(), d, eb, sw)},
+                             {"V", rowMajorTile(*a.getBlockKv(), d, eb, sw)}};
+        failedAny |= failed(checkBuffers(op, "attention_tile", a.getSymName(), bufs,
+                                         a.getConflictFree()));
+      }
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// swz-materialize-swizzle
+//===----------------------------------------------------------------------===//
+
+constexpr StringLiteral kLayoutAttr = "swz.smem_layout";
+constexpr StringLiteral kDoneAttr = "swz.smem_swizzled";
+
+/// Ops whose indices into a memref operand are the `rank` operands right after it.
+bool isIndexedAccess(Operation *op) {
+  static const llvm::StringSet<> names = {
+      "memref.load",   "memref.store",  "vector.load",
+      "vector.store",  "nvgpu.ldmatrix", "nvgpu.device_async_copy"};
+  return names.contains(op->getName().getStringRef());
+}
+
+/// Rewrites the column index of every access to `buffer` (rank-2 memref).
+LogicalResult swizzleUses(Value buffer, SwizzleAttr sw, Operation *owner) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() != 2 || !type.hasStaticShape())
+    return owner->emitError() << "swz.smem_layout needs a static rank-2 memref, got "
+                              << type;
+  int64_t cols = type.getDimSize(1);
+  int64_t span = int64_t(1) << (sw.getBase() + sw.getBits());
+  if (cols % span != 0)
+    return owner->emitError() << "swizzle " << sw << " permutes blocks of " << span
+                              << " elements, which does not divide the " << cols
+                              << " columns of " << type;
+  for (OpOperand &use : llvm::make_early_inc_range(buffer.getUses())) {
+    Operation *user = use.getOwner();
+    if (!isIndexedAccess(user))
+      return user->emitError()
+             << "swz-materialize-swizzle does not know how to swizzle the indices "
+                "of '"
+             << user->getName() << "' into a swizzled shared-memory buffer";
+    unsigned rowIdx = use.getOperandNumber() + 1, colIdx = rowIdx + 1;
+    if (colIdx >= user->getNumOperands())
+      return user->emitError() << "expected 2 indices after the swizzled memref";
+    OpBuilder b(user);
+    Location loc = user->getLoc();
+    Value row = user->getOperand(rowIdx), col = user->getOperand(colIdx);
+    auto cst = [&](int64_t v) {
+      return b.create<arith::ConstantIndexOp>(loc, v).getResult();
+    };
+    Value lin = b.create<arith::AddIOp>(
+        loc, b.create<arith::MulIOp>(loc, row, cst(cols)), col);
+    Value shifted = b.create<arith::ShRUIOp>(loc, lin, cst(sw.getShift()));
+    int64_t mask = ((int64_t(1) << sw.getBits()) - 1) << sw.getBase();
+    Value bits = b.create<arith::AndIOp>(loc, shifted, cst(mask));
+    Value newCol = b.create<arith::XOrIOp>(loc, col, bits);
+    user->setOperand(colIdx, newCol);
+  }
+  return success();
+}
+
+struct MaterializeSwizzle : impl::SwzMaterializeSwizzleBase<MaterializeSwizzle> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool failedAny = false;
+    // Globals: swizzle the uses of every memref.get_global naming them.
+    llvm::DenseMap<Operation *, SwizzleAttr> globals;
+    module.walk([&](memref::GlobalOp g) {
+      if (auto sw = g->getAttrOfType<SwizzleAttr>(kLayoutAttr))
+        globals[g] = sw;
+      else if (g->hasAttr(kLayoutAttr)) {
+        g.emitError() << kLayoutAttr << " must be a #swz.swizzle attribute";
+        failedAny = true;
+      }
+    });
+    module.walk([&](memref::GetGlobalOp get) {
+      Operation *g = SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr());
+      auto it = g ? globals.find(g) : globals.end();
+      if (it != globals.end() && failed(swizzleUses(get.getResult(), it->second, get)))
+        failedAny = true;
+    });
+    for (auto &[g, sw] : globals) {
+      g->removeAttr(kLayoutAttr);
+      g->setAttr(kDoneAttr, sw);
+    }
+    // Allocations carrying the attribute directly.
+    module.walk([&](memref::AllocOp alloc) {
+      auto sw = alloc->getAttrOfType<SwizzleAttr>(kLayoutAttr);
+      if (!sw)
+        return;
+      if (failed(swizzleUses(alloc.getResult(), sw, alloc)))
+        failedAny = true;
+      alloc->removeAttr(kLayoutAttr);
+      alloc->setAttr(kDoneAttr, sw);
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+} // namespace swz

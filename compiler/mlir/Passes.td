@@ -1,0 +1,70 @@
+//===- Passes.td - swz passes --------------------------------*- tablegen -*-===//
+#ifndef SWZ_PASSES_TD
+#define SWZ_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
+  let summary = "attach a target's tile schedule to every swz tile-spec op";
+  let description = [{
+    Reads `compiler/schedules/<target>.json` (option `schedule`) and fills in
+    the schedule fields of every `swz.gemm_tile` and `swz.attention_tile`:
+    tile sizes, warps, stages, `smem` layout, `mma` and `copy` instructions,
+    `target`, and the `conflict_free` claim. Fails when the tiles do not fit the
+    target's shared memory or the element type differs from the schedule's.
+
+    Before:
+    ```mlir
+    swz.gemm_tile @ffn_up : f16
+    ```
+    After `-swz-apply-schedule=schedule=compiler/schedules/sm_80.json`:
+    ```mlir
+    swz.gemm_tile @ffn_up : f16 tile(128, 128, 64) warps(4) stages(3)
+        smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16",
+        mma = "mma.sync.m16n8k16", target = "sm_80"}
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "path of the schedule JSON file (compiler/schedules/<target>.json)">,
+  ];
+}
+
+def SwzCheckBankConflicts : Pass<"swz-check-bank-conflicts", "mlir::ModuleOp"> {
+  let summary = "statically compute shared-memory bank conflicts of tile specs";
+  let description = [{
+    For every scheduled tile-spec op, builds the shared-memory tiles it stages
+    (GEMM: A = tile_m x tile_k, B = tile_n x tile_k; attention: Q = block_q x
+    head_dim, K and V = block_kv x head_dim) with its `smem` layout, and
+    computes the bank-conflict degree of `ldmatrix.x4` reads and 16-byte
+    `cp.async` stores (compiler/mlir/BankConflicts.h). Emits one remark per tile
+    with the degrees; emits an error when the op claims `conflict_free` and a
+    degree is above 1.
+
+    ```
+    remark: gemm_tile @ffn_up: A 128x64 f16 ... ldmatrix.x4 1-way, cp.async.16 1-way; ...
+    ```
+  }];
+}
+
+def SwzMaterializeSwizzle : Pass<"swz-materialize-swizzle", "mlir::ModuleOp"> {
+  let summary = "rewrite shared-memory indices with a tile's XOR swizzle";
+  let description = [{
+    For every shared-memory buffer (`memref.global` or `memref.alloc`) that
+    carries `swz.smem_layout = #swz.swizzle<B, M, S>`, rewrites the column
+    index of each access (memref.load/store, vector.load/store, nvgpu.ldmatrix,
+    nvgpu.device_async_copy destination) from `col` to
+    `col ^ (((row * cols + col) >> S) & (((1 << B) - 1) << M))`, i.e. the
+    CuTe permutation of the linear element offset, which stays inside the row
+    because `cols` is a multiple of `2^(M+B)` (checked). The attribute is then
+    renamed `swz.smem_swizzled` so the pass is idempotent.
+
+    Unlike upstream `nvgpu-optimize-shared-memory`, which derives its own XOR
+    from the access pattern of `memref.alloc`s, the permutation here comes from
+    the target schedule, so the layout the bank-conflict analysis checked is the
+    layout the kernel uses.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+#endif // SWZ_PASSES_TD

@@ -1,0 +1,142 @@
+//===- Schedule.cpp - per-target tile schedules ---------------------------===//
+#include "compiler/mlir/Schedule.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace swz::schedule {
+
+namespace {
+using nlohmann::json;
+
+struct Reader {
+  std::string origin;
+
+  [[noreturn]] void fail(const std::string &path, const std::string &what) const {
+    throw std::runtime_error(origin + ": " + path + ": " + what);
+  }
+  const json &field(const json &obj, const std::string &path,
+                    const std::string &key) const {
+    if (!obj.is_object())
+      fail(path, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end())
+      fail(path + "." + key, "missing field");
+    return *it;
+  }
+  int64_t integer(const json &obj, const std::string &path, const std::string &key,
+                  int64_t min) const {
+    const json &v = field(obj, path, key);
+    if (!v.is_number_integer())
+      fail(path + "." + key, "expected an integer, got " + v.dump());
+    int64_t x = v.get<int64_t>();
+    if (x < min)
+      fail(path + "." + key, "must be >= " + std::to_string(min) + ", got " +
+                                 std::to_string(x));
+    return x;
+  }
+  std::string string(const json &obj, const std::string &path,
+                     const std::string &key) const {
+    const json &v = field(obj, path, key);
+    if (!v.is_string())
+      fail(path + "." + key, "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  bool boolean(const json &obj, const std::string &path, const std::string &key) const {
+    const json &v = field(obj, path, key);
+    if (!v.is_boolean())
+      fail(path + "." + key, "expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+  /// Reads "swizzle": null | {"bits", "base", "shift": int | "row", "units"}.
+  std::optional<bank::Swizzle> swizzle(const json &obj, const std::string &path,
+                                       bool &shiftFromRow) const {
+    shiftFromRow = false;
+    auto it = obj.find("swizzle");
+    if (it == obj.end() || it->is_null())
+      return std::nullopt;
+    std::string p = path + ".swizzle";
+    if (string(*it, p, "units") != "elements")
+      fail(p + ".units", "only \"elements\" (CuTe element offsets) is supported");
+    bank::Swizzle s;
+    s.bits = integer(*it, p, "bits", 0);
+    s.base = integer(*it, p, "base", 0);
+    const json &shift = field(*it, p, "shift");
+    if (shift.is_string() && shift.get<std::string>() == "row") {
+      shiftFromRow = true;
+      return s;
+    }
+    s.shift = integer(*it, p, "shift", 0);
+    if (s.shift < s.bits)
+      fail(p, "shift (" + std::to_string(s.shift) + ") must be >= bits (" +
+                  std::to_string(s.bits) + ")");
+    return s;
+  }
+};
+} // namespace
+
+TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
+  Reader r{std::string(origin)};
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded())
+    r.fail("$", "not valid JSON");
+  if (r.integer(doc, "$", "format_version", 0) != 1)
+    r.fail("$.format_version", "unsupported version (this compiler reads 1)");
+
+  TargetSchedule s;
+  s.target = r.string(doc, "$", "target");
+  const json &dev = r.field(doc, "$", "device");
+  s.arch = r.string(dev, "$.device", "arch");
+  if (dev.contains("ptx_version"))
+    s.ptxVersion = r.string(dev, "$.device", "ptx_version");
+  s.warpSize = r.integer(dev, "$.device", "warp_size", 1);
+  s.maxSmemBytesPerBlock = r.integer(dev, "$.device", "max_smem_bytes_per_block", 0);
+
+  const json &g = r.field(doc, "$", "gemm");
+  s.gemm.elementType = r.string(g, "$.gemm", "element_type");
+  s.gemm.tileM = r.integer(g, "$.gemm", "tile_m", 1);
+  s.gemm.tileN = r.integer(g, "$.gemm", "tile_n", 1);
+  s.gemm.tileK = r.integer(g, "$.gemm", "tile_k", 1);
+  s.gemm.warps = r.integer(g, "$.gemm", "warps", 1);
+  s.gemm.stages = r.integer(g, "$.gemm", "stages", 1);
+  s.gemm.vectorBytes = r.integer(g, "$.gemm", "vector_bytes", 1);
+  s.gemm.mma = r.string(g, "$.gemm", "mma");
+  s.gemm.copy = r.string(g, "$.gemm", "copy");
+  s.gemm.swizzle = r.swizzle(g, "$.gemm", s.gemm.swizzleShiftFromRow);
+  s.gemm.conflictFree = r.boolean(g, "$.gemm", "conflict_free");
+
+  const json &a = r.field(doc, "$", "attention");
+  s.attention.elementType = r.string(a, "$.attention", "element_type");
+  s.attention.blockQ = r.integer(a, "$.attention", "block_q", 1);
+  s.attention.blockKv = r.integer(a, "$.attention", "block_kv", 1);
+  s.attention.warps = r.integer(a, "$.attention", "warps", 1);
+  s.attention.stages = r.integer(a, "$.attention", "stages", 1);
+  s.attention.mma = r.string(a, "$.attention", "mma");
+  s.attention.copy = r.string(a, "$.attention", "copy");
+  s.attention.swizzle = r.swizzle(a, "$.attention", s.attention.swizzleShiftFromRow);
+  s.attention.conflictFree = r.boolean(a, "$.attention", "conflict_free");
+
+  const json &v = r.field(doc, "$", "gemv");
+  s.gemv.threads = r.integer(v, "$.gemv", "threads", 1);
+  s.gemv.rowsPerBlock = r.integer(v, "$.gemv", "rows_per_block", 1);
+  s.gemv.vectorBytes = r.integer(v, "$.gemv", "vector_bytes", 1);
+  return s;
+}
+
+TargetSchedule loadSchedule(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot read schedule file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parseSchedule(ss.str(), path);
+}
+
+int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes) {
+  return s.stages * (s.tileM + s.tileN) * s.tileK * int64_t(elemBytes);
+}
+
+} // namespace swz::schedule

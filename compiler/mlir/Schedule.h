@@ -1,0 +1,73 @@
+//===- Schedule.h - per-target tile schedules (compiler/schedules/*.json) --===//
+//
+// Plain C++ (no MLIR). A schedule file describes, for one GPU target, the tile
+// shapes, warps, pipeline stages, vector widths, instructions and shared-memory
+// swizzle that the kernels use. Format: see compiler/schedules/sm_80.json and
+// docs/compiler-guide.md ("Adding a GPU target").
+//
+//===----------------------------------------------------------------------===//
+#ifndef SWZ_COMPILER_MLIR_SCHEDULE_H
+#define SWZ_COMPILER_MLIR_SCHEDULE_H
+
+#include "compiler/mlir/BankConflicts.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace swz::schedule {
+
+struct GemmSchedule {
+  std::string elementType; ///< "f16" or "bf16".
+  int64_t tileM = 0, tileN = 0, tileK = 0;
+  int64_t warps = 0, stages = 0;
+  int64_t vectorBytes = 16;
+  std::string mma;  ///< e.g. "mma.sync.m16n8k16", "wgmma.m64n256k16", "fma".
+  std::string copy; ///< e.g. "cp.async.cg.16", "tma", "load.16".
+  std::optional<bank::Swizzle> swizzle; ///< element units; none = row-major.
+  /// "shift": "row": S = log2(row length in elements) - M, set per tile.
+  bool swizzleShiftFromRow = false;
+  bool conflictFree = false; ///< claim checked by swz-check-bank-conflicts.
+};
+
+struct AttentionSchedule {
+  std::string elementType;
+  int64_t blockQ = 0, blockKv = 0;
+  int64_t warps = 0, stages = 0;
+  std::string mma, copy;
+  std::optional<bank::Swizzle> swizzle;
+  bool swizzleShiftFromRow = false; ///< see GemmSchedule.
+  bool conflictFree = false;
+};
+
+struct GemvSchedule {
+  int64_t threads = 0, rowsPerBlock = 0, vectorBytes = 0;
+};
+
+struct TargetSchedule {
+  std::string target;      ///< "sm_80", "sm_90", "spirv".
+  std::string arch;        ///< "sm_80", ..., "vulkan1.1".
+  std::string ptxVersion;  ///< "7.0"; empty for non-PTX targets.
+  int64_t warpSize = 32;
+  int64_t maxSmemBytesPerBlock = 0;
+  GemmSchedule gemm;
+  AttentionSchedule attention;
+  GemvSchedule gemv;
+};
+
+/// Parses a schedule from JSON text. `origin` names the source in messages.
+/// Throws std::runtime_error("<origin>: <json path>: <problem>") on malformed
+/// JSON, a missing or mistyped field, or format_version != 1.
+TargetSchedule parseSchedule(std::string_view json, std::string_view origin);
+
+/// Reads and parses a schedule file. Throws std::runtime_error if the file
+/// cannot be read or parseSchedule fails.
+TargetSchedule loadSchedule(const std::string &path);
+
+/// Shared-memory bytes a GEMM tile needs: stages * (tileM + tileN) * tileK * elemBytes.
+int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes);
+
+} // namespace swz::schedule
+
+#endif // SWZ_COMPILER_MLIR_SCHEDULE_H

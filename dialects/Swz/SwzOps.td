@@ -1,0 +1,236 @@
+//===- SwzOps.td - swz model-graph and tile-spec ops --------*- tablegen -*-===//
+#ifndef SWZ_OPS_TD
+#define SWZ_OPS_TD
+
+include "Swz/SwzBase.td"
+include "Swz/SwzAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Swz_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+def Swz_IndexTensor : RankedTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Model-graph ops
+//===----------------------------------------------------------------------===//
+
+def Swz_MatmulOp : Swz_Op<"matmul", [Pure]> {
+  let summary = "y = x · Wᵀ with a (possibly quantized) weight";
+  let description = [{
+    `x` is `[T, K]` activations, `w` is the logical `[N, K]` weight (ggml order:
+    K contiguous), the result is `[T, N]`. `weight_type` says how the weight is
+    stored; block formats need `K` to be a multiple of the block size (32 for
+    q4_0/q4_1/q8_0, 256 for the k-quants). Decode (T = 1) lowers to a
+    dequantizing GEMV, prefill to a tensor-core GEMM tile (`swz.gemm_tile`).
+
+    ```mlir
+    %y = swz.matmul %x, %w {weight_type = #swz.quant<q4_k>}
+        : tensor<?x4864xf32>, tensor<896x4864xf32> -> tensor<?x896xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$x, Swz_FloatTensor:$w,
+                       Swz_QuantTypeAttr:$weight_type);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Swz_EmbeddingOp : Swz_Op<"embedding", [Pure]> {
+  let summary = "row lookup in a (possibly quantized) token-embedding table";
+  let description = [{
+    `table` is `[V, D]`, `ids` is `[T]` of i32 token ids, the result is `[T, D]`.
+
+    ```mlir
+    %h = swz.embedding %table, %ids {weight_type = #swz.quant<q8_0>}
+        : tensor<49152x576xf32>, tensor<?xi32> -> tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$table, Swz_IndexTensor:$ids,
+                       Swz_QuantTypeAttr:$weight_type);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Swz_RmsNormOp : Swz_Op<"rms_norm", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "RMSNorm over the last dimension: x / sqrt(mean(x²) + ε) · γ";
+  let description = [{
+    Zhang & Sennrich 2019. `gamma` is `[D]` where `D` is the last dimension of `x`.
+
+    ```mlir
+    %n = swz.rms_norm %h, %gamma {epsilon = 1.0e-05 : f32}
+        : tensor<?x576xf32>, tensor<576xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$x, Swz_FloatTensor:$gamma, F32Attr:$epsilon);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $gamma attr-dict `:` type($x) `,` type($gamma)";
+  let hasVerifier = 1;
+}
+
+def Swz_RopeOp : Swz_Op<"rope", [Pure, AllTypesMatch<["x", "result"]>]> {
+  let summary = "rotary position embedding on [T, H, Dh] heads";
+  let description = [{
+    Su et al. 2021 (RoFormer). Rotates the first `rotary_dim` features of every
+    head of `x` (`[T, H, Dh]`) by angles `pos · theta^(-2i/rotary_dim)`;
+    `positions` is `[T]` of i32. `mode` picks the pair layout: `normal` (llama)
+    or `neox` (qwen2/qwen3).
+
+    ```mlir
+    %q2 = swz.rope %q, %pos {mode = #swz.rope_mode<neox>, theta = 1.0e+06 : f32,
+                             rotary_dim = 64 : i32}
+        : tensor<?x14x64xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$x, Swz_IndexTensor:$positions,
+                       Swz_RopeModeAttr:$mode, F32Attr:$theta, I32Attr:$rotary_dim);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $positions attr-dict `:` type($x) `,` type($positions)";
+  let hasVerifier = 1;
+}
+
+def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention with grouped-query heads (GQA)";
+  let description = [{
+    `q` is `[T, Hq, D]`, `k` and `v` are `[S, Hkv, D]` with `Hq` a multiple of
+    `Hkv` (query head `h` reads KV head `h / (Hq / Hkv)`). With `causal`, query
+    `t` sees keys `0 .. S - T + t`. The result is `[T, Hq, D]`.
+
+    ```mlir
+    %o = swz.attention %q, %k, %v {scale = 0.125 : f32, causal}
+        : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$q, Swz_FloatTensor:$k, Swz_FloatTensor:$v,
+                       F32Attr:$scale, UnitAttr:$causal);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Swz_SwigluOp : Swz_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "SwiGLU: silu(gate) · up, elementwise";
+  let description = [{
+    Shazeer 2020. `silu(x) = x / (1 + exp(-x))`.
+
+    ```mlir
+    %a = swz.swiglu %g, %u : tensor<?x1536xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$gate, Swz_FloatTensor:$up);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Swz_AddOp : Swz_Op<"add", [Pure, Commutative, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "elementwise addition (the residual connection)";
+  let description = [{
+    ```mlir
+    %r = swz.add %h, %attn : tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$lhs, Swz_FloatTensor:$rhs);
+  let results = (outs Swz_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Swz_ArgmaxOp : Swz_Op<"argmax", [Pure]> {
+  let summary = "greedy sampling: index of the largest logit of each row";
+  let description = [{
+    `logits` is `[T, V]`, the result is `[T]` of i32; ties go to the lowest index
+    (as llama.cpp's greedy sampler).
+
+    ```mlir
+    %tok = swz.argmax %logits : tensor<1x49152xf32> -> tensor<1xi32>
+    ```
+  }];
+  let arguments = (ins Swz_FloatTensor:$logits);
+  let results = (outs Swz_IndexTensor:$result);
+  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile-spec ops
+//===----------------------------------------------------------------------===//
+
+def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
+  let summary = "schedule of one tensor-core GEMM kernel (C[M,N] = A[M,K] · B[N,K]ᵀ)";
+  let description = [{
+    A thread block computes a `tile_m × tile_n` block of C, looping over K in
+    steps of `tile_k`. A and B tiles are staged in shared memory (`stages`-deep
+    cp.async/TMA pipeline) as row-major `tile_m × tile_k` and `tile_n × tile_k`
+    tiles of `element_type`, permuted by `smem_layout` if present (otherwise
+    plain row-major), and read into registers with `ldmatrix.x4`.
+
+    The schedule fields (`tile`, `warps`, `stages`, `smem`, `mma`, `copy`) are
+    absent until `swz-apply-schedule` fills them in from the target's schedule.
+    `conflict_free` is a claim that `swz-check-bank-conflicts` verifies.
+
+    ```mlir
+    swz.gemm_tile @ffn_up : f16 tile(128, 128, 64) warps(4) stages(3)
+        smem(#swz.swizzle<3, 3, 3>) {mma = "mma.sync.m16n8k16", copy = "cp.async.16",
+        conflict_free}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$element_type,
+                       OptionalAttr<I32Attr>:$tile_m, OptionalAttr<I32Attr>:$tile_n,
+                       OptionalAttr<I32Attr>:$tile_k, OptionalAttr<I32Attr>:$warps,
+                       OptionalAttr<I32Attr>:$stages,
+                       OptionalAttr<Swz_SwizzleAttr>:$smem_layout,
+                       OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free);
+  let assemblyFormat = [{
+    $sym_name `:` $element_type
+    (`tile` `(` $tile_m^ `,` $tile_n `,` $tile_k `)`)?
+    (`warps` `(` $warps^ `)`)? (`stages` `(` $stages^ `)`)?
+    (`smem` `(` qualified($smem_layout)^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when swz-apply-schedule (or the author) has set the tile sizes.
+    bool isScheduled() { return getTileM().has_value(); }
+  }];
+}
+
+def Swz_AttentionTileOp : Swz_Op<"attention_tile", [Symbol]> {
+  let summary = "schedule of one flash-attention kernel";
+  let description = [{
+    FlashAttention-2 style: a thread block owns `block_q` query rows of one head
+    and streams K/V in blocks of `block_kv` rows of `head_dim` elements through
+    shared memory (`stages` deep). Each warp owns 16 query rows (the M of
+    `mma.m16n8k16`), so `block_q` must be a multiple of `16 · warps`. Q, K and V
+    tiles use `smem_layout` (row pitch = `head_dim` elements).
+
+    ```mlir
+    swz.attention_tile @attn_prefill : f16 head_dim(64) block(64, 64) warps(4)
+        stages(2) smem(#swz.swizzle<3, 3, 3>) {conflict_free}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$element_type,
+                       I32Attr:$head_dim,
+                       OptionalAttr<I32Attr>:$block_q, OptionalAttr<I32Attr>:$block_kv,
+                       OptionalAttr<I32Attr>:$warps, OptionalAttr<I32Attr>:$stages,
+                       OptionalAttr<Swz_SwizzleAttr>:$smem_layout,
+                       OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free);
+  let assemblyFormat = [{
+    $sym_name `:` $element_type `head_dim` `(` $head_dim `)`
+    (`block` `(` $block_q^ `,` $block_kv `)`)?
+    (`warps` `(` $warps^ `)`)? (`stages` `(` $stages^ `)`)?
+    (`smem` `(` qualified($smem_layout)^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isScheduled() { return getBlockQ().has_value(); }
+  }];
+}
+
+#endif // SWZ_OPS_TD

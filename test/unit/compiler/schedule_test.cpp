@@ -1,0 +1,67 @@
+// Tests of the schedule-file reader (compiler/mlir/Schedule.h) against the real
+// files in compiler/schedules/ and against malformed input.
+#include "compiler/mlir/Schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+using namespace swz::schedule;
+
+namespace {
+
+std::string schedulePath(const char *target) {
+  return std::string(SWZ_SOURCE_DIR) + "/compiler/schedules/" + target + ".json";
+}
+
+TEST(Schedule, Sm80) {
+  TargetSchedule s = loadSchedule(schedulePath("sm_80"));
+  EXPECT_EQ(s.target, "sm_80");
+  EXPECT_EQ(s.gemm.mma, "mma.sync.m16n8k16");
+  EXPECT_EQ(s.gemm.copy, "cp.async.cg.16");
+  ASSERT_TRUE(s.gemm.swizzle.has_value());
+  EXPECT_EQ(s.gemm.swizzle->str(), "Swizzle<3,3,3>");
+  EXPECT_TRUE(s.gemm.conflictFree);
+  // 3 stages x (128 + 128) rows x 64 halves x 2 bytes = 96 KiB <= 163 KiB on A100.
+  EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 98304);
+  // Attention rows are head_dim long: the shift is derived per tile.
+  EXPECT_TRUE(s.attention.swizzleShiftFromRow);
+  EXPECT_FALSE(s.gemm.swizzleShiftFromRow);
+  EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
+}
+
+TEST(Schedule, Sm90) {
+  TargetSchedule s = loadSchedule(schedulePath("sm_90"));
+  EXPECT_EQ(s.arch, "sm_90");
+  EXPECT_EQ(s.gemm.copy, "tma");
+  EXPECT_EQ(s.gemm.mma.rfind("wgmma", 0), 0u);
+  EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
+}
+
+TEST(Schedule, Spirv) {
+  TargetSchedule s = loadSchedule(schedulePath("spirv"));
+  EXPECT_EQ(s.target, "spirv");
+  EXPECT_TRUE(s.ptxVersion.empty());
+  EXPECT_FALSE(s.attention.swizzle.has_value());
+  EXPECT_FALSE(s.gemm.conflictFree);
+}
+
+TEST(Schedule, Errors) {
+  EXPECT_THROW(loadSchedule("/nonexistent/x.json"), std::runtime_error);
+  try {
+    parseSchedule("{\"format_version\": 1, \"target\": 7}", "t.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_STREQ(e.what(), "t.json: $.target: expected a string, got 7");
+  }
+  try {
+    parseSchedule("{\"format_version\": 2}", "t.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_STREQ(e.what(), "t.json: $.format_version: unsupported version (this compiler reads 1)");
+  }
+  EXPECT_THROW(parseSchedule("{nope", "t.json"), std::runtime_error);
+}
+
+} // namespace
