@@ -34,13 +34,10 @@ void check_args(Type wtype, int64_t n_out, int64_t n_in, int64_t n_tokens) {
 
 namespace {
 
-// Encodes x rows as `at` (ggml layout, or matmul's packed layout) into scratch.
-size_t quantize_rows(Type at, bool packed, int64_t n_in, const float* x, int64_t n_tokens, ThreadPool& pool,
-                     std::vector<uint8_t>& scratch) {
-  const size_t stride = packed ? kern::packed_act_row_size(at, n_in) : row_size(at, n_in);
-  const size_t need = stride * static_cast<size_t>(n_tokens);
-  if (scratch.size() < need) scratch.resize(need);
-  uint8_t* dst = scratch.data();
+// Encodes x rows as `at` (ggml layout, or matmul's packed layout) into dst, `stride` bytes
+// apart; in parallel when the input is large.
+void encode_rows(Type at, bool packed, int64_t n_in, const float* x, int64_t n_tokens, uint8_t* dst, size_t stride,
+                 ThreadPool& pool) {
   auto encode = [&](int64_t t) {
     if (packed) kern::quantize_row_activation_packed(at, x + t * n_in, dst + t * stride, n_in);
     else quantize_row_activation(at, x + t * n_in, dst + t * stride, n_in);
@@ -52,35 +49,39 @@ size_t quantize_rows(Type at, bool packed, int64_t n_in, const float* x, int64_t
   } else {
     for (int64_t t = 0; t < n_tokens; ++t) encode(t);
   }
-  return stride;
 }
-
-void run_matmul(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
-                size_t act_stride, int64_t n_tokens, float* y, ThreadPool& pool);
 
 }  // namespace
 
 size_t quantize_activations(Type wtype, int64_t n_in, const float* x, int64_t n_tokens, ThreadPool& pool,
                             std::vector<uint8_t>& scratch) {
-  return quantize_rows(vec_dot_type(wtype), false, n_in, x, n_tokens, pool, scratch);
+  const Type at = vec_dot_type(wtype);
+  const size_t stride = row_size(at, n_in);
+  if (scratch.size() < stride * static_cast<size_t>(n_tokens)) scratch.resize(stride * static_cast<size_t>(n_tokens));
+  encode_rows(at, false, n_in, x, n_tokens, scratch.data(), stride, pool);
+  return stride;
 }
 
-void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act, size_t act_stride,
-                      int64_t n_tokens, float* y, ThreadPool& pool) {
-  check_args(wtype, n_out, n_in, n_tokens);
-  if (n_out == 0 || n_tokens == 0) return;
-  run_matmul(*kern::kernels_for(wtype), W, wtype, n_out, n_in, act, act_stride, n_tokens, y, pool);
-}
 
 namespace {
 
-void run_matmul(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
-                size_t act_stride, int64_t n_tokens, float* y, ThreadPool& pool) {
-  const size_t w_stride = row_size(wtype, n_in);
-  const auto* w = static_cast<const uint8_t*>(W);
-  const auto* a = static_cast<const uint8_t*>(act);
-  int R = ks.rows_per_tile;
-  int T = ks.toks_per_tile;
+// One matmul's share of a parallel region: its kernels, tile shape and row chunking.
+struct Plan {
+  const kern::KernelSet* ks;
+  const uint8_t* w;
+  size_t w_stride;
+  const uint8_t* a;
+  size_t a_stride;
+  int64_t n_out, n_in, n_tokens;
+  float* y;
+  int R, T;
+  int64_t chunk, n_chunks;
+};
+
+Plan make_plan(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
+               size_t act_stride, int64_t n_tokens, float* y, int nth) {
+  Plan p{&ks, static_cast<const uint8_t*>(W), row_size(wtype, n_in), static_cast<const uint8_t*>(act), act_stride,
+         n_out, n_in, n_tokens, y, ks.rows_per_tile, ks.toks_per_tile, 0, 0};
   // Experiment hook: SWZ_GGML_TILE=RxT picks another compiled tile shape.
   static const std::pair<int, int> tile_override = [] {
     const char* e = std::getenv("SWZ_GGML_TILE");
@@ -90,71 +91,141 @@ void run_matmul(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_
     return std::make_pair(0, 0);
   }();
   if (tile_override.first && ks.fn[tile_override.first - 1][tile_override.second - 1]) {
-    R = tile_override.first;
-    T = tile_override.second;
+    p.R = tile_override.first;
+    p.T = tile_override.second;
   }
-  const int nth = pool.size();
-
   // Row chunks: small enough for every thread to get several (load balance when a core is
-  // busy elsewhere), large enough that a chunk of weight rows stays in L1/L2 while the
-  // token tiles stream past it.
+  // busy elsewhere), large enough that a chunk of weight rows stays in L1 while the token
+  // tiles stream past it.
   int64_t chunk;
   if (n_tokens == 1) {
-    chunk = std::max<int64_t>(R, std::min<int64_t>(64, n_out / (static_cast<int64_t>(nth) * 8)));
+    chunk = std::max<int64_t>(p.R, std::min<int64_t>(64, n_out / (static_cast<int64_t>(nth) * 8)));
   } else {
-    const int64_t row_bytes = static_cast<int64_t>(w_stride);
-    chunk = std::max<int64_t>(R, std::min<int64_t>(64, (16 * 1024) / std::max<int64_t>(1, row_bytes)));
-    chunk = std::min(chunk, std::max<int64_t>(R, n_out / (static_cast<int64_t>(nth) * 4)));
+    chunk = std::max<int64_t>(p.R, std::min<int64_t>(64, (16 * 1024) / std::max<int64_t>(1, static_cast<int64_t>(p.w_stride))));
+    chunk = std::min(chunk, std::max<int64_t>(p.R, n_out / (static_cast<int64_t>(nth) * 4)));
   }
-  chunk = (chunk + R - 1) / R * R;
-  const int64_t n_chunks = (n_out + chunk - 1) / chunk;
-  std::atomic<int64_t> next{nth};
+  p.chunk = (chunk + p.R - 1) / p.R * p.R;
+  p.n_chunks = (n_out + p.chunk - 1) / p.chunk;
+  return p;
+}
 
-  auto do_chunk = [&](int64_t c) {
-    const int64_t r_begin = c * chunk;
-    const int64_t r_end = std::min(n_out, r_begin + chunk);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += T) {
-      const int tt = static_cast<int>(std::min<int64_t>(T, n_tokens - t0));
-      for (int64_t r0 = r_begin; r0 < r_end; r0 += R) {
-        const int rr = static_cast<int>(std::min<int64_t>(R, r_end - r0));
-        kern::TileFn fn = ks.fn[rr - 1][tt - 1];
-        if (fn) {
-          fn(n_in, w + r0 * w_stride, w_stride, a + t0 * act_stride, act_stride, y + t0 * n_out + r0, n_out);
-        } else {
-          for (int r = 0; r < rr; ++r)
-            for (int t = 0; t < tt; ++t)
-              ks.fn[0][0](n_in, w + (r0 + r) * w_stride, w_stride, a + (t0 + t) * act_stride, act_stride,
-                          y + (t0 + t) * n_out + r0 + r, n_out);
-        }
+void run_chunk(const Plan& p, int64_t c) {
+  const kern::KernelSet& ks = *p.ks;
+  const int64_t r_begin = c * p.chunk;
+  const int64_t r_end = std::min(p.n_out, r_begin + p.chunk);
+  for (int64_t t0 = 0; t0 < p.n_tokens; t0 += p.T) {
+    const int tt = static_cast<int>(std::min<int64_t>(p.T, p.n_tokens - t0));
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += p.R) {
+      const int rr = static_cast<int>(std::min<int64_t>(p.R, r_end - r0));
+      kern::TileFn fn = ks.fn[rr - 1][tt - 1];
+      if (fn) {
+        fn(p.n_in, p.w + r0 * p.w_stride, p.w_stride, p.a + t0 * p.a_stride, p.a_stride, p.y + t0 * p.n_out + r0,
+           p.n_out);
+      } else {
+        for (int r = 0; r < rr; ++r)
+          for (int t = 0; t < tt; ++t)
+            ks.fn[0][0](p.n_in, p.w + (r0 + r) * p.w_stride, p.w_stride, p.a + (t0 + t) * p.a_stride, p.a_stride,
+                        p.y + (t0 + t) * p.n_out + r0 + r, p.n_out);
       }
     }
-  };
+  }
+}
 
-  if (nth == 1 || n_chunks == 1) {
-    for (int64_t c = 0; c < n_chunks; ++c) do_chunk(c);
+// Runs all plans' chunks in one parallel region (chunks handed out by an atomic counter).
+void run_plans(const std::vector<Plan>& plans, ThreadPool& pool) {
+  struct Ctx {
+    const std::vector<Plan>* plans;
+    int64_t first[17];  // first global chunk of each plan (small jobs lists) ...
+    std::vector<int64_t> first_big;  // ... or this for long ones
+    const int64_t* f;
+    size_t n;
+    int64_t total;
+    std::atomic<int64_t> next;
+    void run(int64_t g) const {
+      const size_t i = static_cast<size_t>(std::upper_bound(f, f + n + 1, g) - f) - 1;
+      run_chunk((*plans)[i], g - f[i]);
+    }
+  } ctx;
+  ctx.plans = &plans;
+  ctx.n = plans.size();
+  if (ctx.n + 1 <= 17) {
+    ctx.f = ctx.first;
+  } else {
+    ctx.first_big.resize(ctx.n + 1);
+    ctx.f = ctx.first_big.data();
+  }
+  int64_t* f = const_cast<int64_t*>(ctx.f);
+  f[0] = 0;
+  for (size_t i = 0; i < ctx.n; ++i) f[i + 1] = f[i] + plans[i].n_chunks;
+  ctx.total = f[ctx.n];
+  if (ctx.total == 0) return;
+  const int nth = pool.size();
+  if (nth == 1 || ctx.total == 1) {
+    for (int64_t g = 0; g < ctx.total; ++g) ctx.run(g);
     return;
   }
-  pool.run([&](int ith, int) {
-    for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) do_chunk(c);
+  ctx.next.store(nth, std::memory_order_relaxed);
+  Ctx* c = &ctx;  // one-pointer capture: std::function stores it without allocating
+  pool.run([c](int ith, int) {
+    for (int64_t g = ith; g < c->total; g = c->next.fetch_add(1, std::memory_order_relaxed)) c->run(g);
   });
 }
 
 }  // namespace
 
-void matmul(const void* W, Type wtype, int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens, float* y,
-            ThreadPool& pool, std::vector<uint8_t>& scratch) {
+void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act, size_t act_stride,
+                      int64_t n_tokens, float* y, ThreadPool& pool) {
   check_args(wtype, n_out, n_in, n_tokens);
   if (n_out == 0 || n_tokens == 0) return;
-  if (vec_dot_type(wtype) == Type::F32) {
-    run_matmul(*kern::kernels_for(wtype), W, wtype, n_out, n_in, x, static_cast<size_t>(n_in) * sizeof(float), n_tokens,
-               y, pool);
-    return;
-  }
-  const Type at = vec_dot_type(wtype);
+  run_plans({make_plan(*kern::kernels_for(wtype), W, wtype, n_out, n_in, act, act_stride, n_tokens, y, pool.size())},
+            pool);
+}
+
+void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, std::vector<uint8_t>& scratch) {
+  for (size_t j = 0; j < n_jobs; ++j) check_args(jobs[j].wtype, jobs[j].n_out, n_in, n_tokens);
+  if (n_tokens == 0) return;
+  // Encode x once per distinct activation type (e.g. Qwen's Q5_0 and Q8_0 both take Q8_0).
   const bool packed = kern::packed_act_enabled();
-  const size_t stride = quantize_rows(at, packed, n_in, x, n_tokens, pool, scratch);
-  run_matmul(packed ? *kern::packed_kernels_for(wtype) : *kern::kernels_for(wtype), W, wtype, n_out, n_in,
-             scratch.data(), stride, n_tokens, y, pool);
+  // At most 5 distinct encoded types exist (Q8_0, Q8_1, Q8_K, F16, BF16): fixed arrays.
+  Type acts[8];
+  size_t offset[8], stride[8], n_acts = 0;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const Type at = vec_dot_type(jobs[j].wtype);
+    if (at != Type::F32 && jobs[j].n_out > 0 && std::find(acts, acts + n_acts, at) == acts + n_acts) acts[n_acts++] = at;
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < n_acts; ++i) {
+    stride[i] = packed ? kern::packed_act_row_size(acts[i], n_in) : row_size(acts[i], n_in);
+    offset[i] = total;
+    total += stride[i] * static_cast<size_t>(n_tokens);
+  }
+  if (scratch.size() < total) scratch.resize(total);
+  for (size_t i = 0; i < n_acts; ++i)
+    encode_rows(acts[i], packed, n_in, x, n_tokens, scratch.data() + offset[i], stride[i], pool);
+  thread_local std::vector<Plan> plans;  // reused: no allocation on the decode hot path
+  plans.clear();
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const MatmulJob& jb = jobs[j];
+    if (jb.n_out == 0) continue;
+    const Type at = vec_dot_type(jb.wtype);
+    if (at == Type::F32) {
+      plans.push_back(make_plan(*kern::kernels_for(jb.wtype), jb.W, jb.wtype, jb.n_out, n_in, x,
+                                static_cast<size_t>(n_in) * sizeof(float), n_tokens, jb.y, pool.size()));
+      continue;
+    }
+    const size_t i = static_cast<size_t>(std::find(acts, acts + n_acts, at) - acts);
+    const kern::KernelSet& ks = packed ? *kern::packed_kernels_for(jb.wtype) : *kern::kernels_for(jb.wtype);
+    plans.push_back(make_plan(ks, jb.W, jb.wtype, jb.n_out, n_in, scratch.data() + offset[i], stride[i], n_tokens, jb.y,
+                              pool.size()));
+  }
+  run_plans(plans, pool);
+}
+
+void matmul(const void* W, Type wtype, int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens, float* y,
+            ThreadPool& pool, std::vector<uint8_t>& scratch) {
+  const MatmulJob job{W, wtype, n_out, y};
+  matmul_multi(&job, 1, n_in, x, n_tokens, pool, scratch);
 }
 
 }  // namespace swz::ggml

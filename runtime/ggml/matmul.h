@@ -28,7 +28,23 @@ namespace swz::ggml {
 void matmul(const void* W, Type wtype, int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens, float* y,
             ThreadPool& pool, std::vector<uint8_t>& scratch);
 
-/// Same, with activations already encoded as vec_dot_type(wtype), `act_stride` bytes apart
+/// One weight matrix of a matmul_multi call: y = W x for the shared x.
+struct MatmulJob {
+  const void* W;  ///< n_out rows of n_in elements of wtype (as in matmul)
+  Type wtype;
+  int64_t n_out;
+  float* y;  ///< [n_tokens, n_out]
+};
+
+/// Several matmuls of the same input x [n_tokens, n_in] (e.g. the Q, K and V projections, or
+/// ffn gate and up) in one parallel region: x is encoded once per distinct activation type and
+/// all jobs' row chunks are shared out together, so a decode step pays one thread hand-off
+/// instead of one per matrix. Results are bit-identical to separate matmul() calls.
+/// Same errors as matmul (checked for every job before any work).
+void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, std::vector<uint8_t>& scratch);
+
+/// Same as matmul, with activations already encoded as vec_dot_type(wtype), `act_stride` bytes apart
 /// (e.g. one quantized input shared by the Q, K and V projections).
 void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act, size_t act_stride,
                       int64_t n_tokens, float* y, ThreadPool& pool);

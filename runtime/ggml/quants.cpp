@@ -613,7 +613,65 @@ void quant_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
   }
 }
 
+#if defined(__AVX2__)
+// Same results as the scalar loop below: first element of largest |x| gives the sign,
+// nearest_int == round-half-even (both exact for |v| <= 127), same float multiply.
+void quant_q8_k_avx2(const float* x, BlockQ8_K* y, int64_t nb) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    __m256 ma = _mm256_setzero_ps();
+    for (int v = 0; v < 32; ++v) ma = _mm256_max_ps(ma, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * v)));
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(ma, 1), _mm256_castps256_ps128(ma));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    if (!amax) {
+      y[i].d = 0;
+      std::memset(y[i].qs, 0, QK_K);
+      std::memset(y[i].bsums, 0, sizeof(y[i].bsums));
+      continue;
+    }
+    float max = 0;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int v = 0; v < 32; ++v) {
+      const int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * v)), va, _CMP_EQ_OQ));
+      if (m) {
+        max = x[8 * v + __builtin_ctz(static_cast<unsigned>(m))];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m256 vs = _mm256_set1_ps(iscale);
+    for (int g = 0; g < 8; ++g) {  // 32 elements: 2 bsums
+      __m256i q[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m256 p = _mm256_mul_ps(vs, _mm256_loadu_ps(x + 32 * g + 8 * k));
+        q[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
+                                _mm256_set1_epi32(127));
+      }
+      const __m256i s01 = _mm256_add_epi32(q[0], q[1]), s23 = _mm256_add_epi32(q[2], q[3]);
+      // hsum of s01 and s23 (the two 16-element groups)
+      const __m256i h = _mm256_hadd_epi32(s01, s23);  // [s01 pairs 0..1, s23 0..1 | s01 2..3, s23 2..3]
+      const __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      const __m128i h2 = _mm_hadd_epi32(h4, h4);  // [s01, s23, s01, s23]
+      y[i].bsums[2 * g] = static_cast<int16_t>(_mm_cvtsi128_si32(h2));
+      y[i].bsums[2 * g + 1] = static_cast<int16_t>(_mm_extract_epi32(h2, 1));
+      __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+      __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+      __m256i b = _mm256_packs_epi16(p01, p23);
+      b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + 32 * g), b);
+    }
+    y[i].d = 1 / iscale;
+  }
+}
+#endif
+
 void quant_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
+#if defined(__AVX2__)
+  quant_q8_k_avx2(x, y, nb);
+  return;
+#endif
   for (int64_t i = 0; i < nb; ++i) {
     float max = 0, amax = 0;
     for (int j = 0; j < QK_K; ++j) {

@@ -1,5 +1,6 @@
 #include "ggml/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -88,7 +89,7 @@ void ThreadPool::run_slot(int ith) {
 void ThreadPool::worker(int ith) {
   uint64_t seen = 0;
   for (;;) {
-    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_us_)) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_us_.load(std::memory_order_relaxed))) {
       std::unique_lock<std::mutex> lk(sleep_mu_);
       sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
       wake_cv_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
@@ -121,7 +122,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   for (int i = 1; i < n_; ++i)
     if (claim(i, gen)) run_slot(i);
-  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_)) {
+  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }, spin_us_.load(std::memory_order_relaxed))) {
     std::unique_lock<std::mutex> lk(sleep_mu_);
     caller_sleeping_.store(true, std::memory_order_seq_cst);
     done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_seq_cst) == 0; });
@@ -133,6 +134,32 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     exc_ = nullptr;
     std::rethrow_exception(e);
   }
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  const int64_t n_chunks = (n + grain - 1) / grain;
+  if (n_ == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) fn(c * grain, std::min(n, (c + 1) * grain));
+    return;
+  }
+  struct Ctx {
+    std::atomic<int64_t> next{0};
+    int64_t n, grain, n_chunks;
+    const std::function<void(int64_t, int64_t)>* fn;
+  } ctx;
+  ctx.n = n;
+  ctx.grain = grain;
+  ctx.n_chunks = n_chunks;
+  ctx.fn = &fn;
+  Ctx* c = &ctx;
+  run([c](int, int) {
+    for (int64_t k = c->next.fetch_add(1, std::memory_order_relaxed); k < c->n_chunks;
+         k = c->next.fetch_add(1, std::memory_order_relaxed)) {
+      (*c->fn)(k * c->grain, std::min(c->n, (k + 1) * c->grain));
+    }
+  });
 }
 
 }  // namespace swz::ggml

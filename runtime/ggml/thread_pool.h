@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -38,8 +39,14 @@ class ThreadPool {
   /// waits for all. If any call throws, the first exception is rethrown after all finish.
   void run(const std::function<void(int ith, int nth)>& fn);
 
+  /// Calls fn(begin, end) on disjoint ranges covering [0, n), `grain` items each (the last may
+  /// be shorter), handed out dynamically to all threads; returns when all are done. Balances
+  /// uneven work (e.g. causal attention rows) and never waits for a descheduled worker.
+  /// n <= 0 does nothing; grain < 1 is treated as 1. Exceptions as in run().
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
+
   /// How long a waiting thread spins before it sleeps, in microseconds (default 200).
-  void set_spin_us(int us) { spin_us_ = us; }
+  void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
 
  private:
   void worker(int ith);
@@ -48,7 +55,7 @@ class ThreadPool {
   void run_slot(int ith);
 
   int n_ = 1;
-  int spin_us_ = 200;
+  std::atomic<int> spin_us_{200};
   std::vector<std::thread> threads_;
   std::mutex run_mu_;  // serialises run()
 

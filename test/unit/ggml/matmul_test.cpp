@@ -116,6 +116,40 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, Matmul,
                                            Case{Type::Q4_K}, Case{Type::Q5_K}, Case{Type::Q6_K}),
                          [](const auto& info) { return std::string(type_info(info.param.type).name); });
 
+TEST(MatmulMulti, MixedTypesAreBitIdenticalToSeparateCalls) {
+  // Qwen-like: Q5_0 and Q8_0 share the Q8_0 activation; Q4_K needs Q8_K; F16 and F32 too.
+  const int64_t n_in = 512, n_tokens = 5;
+  const Type types[] = {Type::Q5_0, Type::Q8_0, Type::Q4_K, Type::F16, Type::F32, Type::Q4_1};
+  const int64_t n_outs[] = {33, 8, 17, 3, 5, 0};
+  ThreadPool pool(3);
+  std::vector<uint8_t> scratch, scratch2;
+  std::vector<Data> data;
+  std::vector<std::vector<float>> ys, want;
+  std::vector<MatmulJob> jobs;
+  for (int i = 0; i < 6; ++i) data.push_back(make(types[i], {n_outs[i], n_in, n_tokens}, 100 + i));
+  for (int i = 0; i < 6; ++i) {
+    ys.emplace_back(n_outs[i] * n_tokens, NAN);
+    want.emplace_back(n_outs[i] * n_tokens, NAN);
+  }
+  for (int i = 0; i < 6; ++i) jobs.push_back({data[i].w.data(), types[i], n_outs[i], ys[i].data()});
+  const std::vector<float>& x = data[0].x;
+  matmul_multi(jobs.data(), jobs.size(), n_in, x.data(), n_tokens, pool, scratch);
+  for (int i = 0; i < 6; ++i) {
+    matmul(data[i].w.data(), types[i], n_outs[i], n_in, x.data(), n_tokens, want[i].data(), pool, scratch2);
+    if (!ys[i].empty()) {
+      ASSERT_EQ(0, std::memcmp(ys[i].data(), want[i].data(), ys[i].size() * 4)) << type_info(types[i]).name;
+    }
+  }
+  Data d0 = data[0];
+  d0.x = x;
+  check(types[0], {n_outs[0], n_in, n_tokens}, d0, ys[0]);
+  // A bad job is reported before any output is written.
+  std::vector<float> untouched(8 * n_tokens, 7.0f);
+  MatmulJob bad[2] = {{data[1].w.data(), Type::Q8_0, 8, untouched.data()}, {data[2].w.data(), Type::Q2_K, 4, ys[2].data()}};
+  EXPECT_THROW(matmul_multi(bad, 2, n_in, x.data(), n_tokens, pool, scratch), std::invalid_argument);
+  EXPECT_EQ(untouched[0], 7.0f);
+}
+
 TEST(MatmulErrors, RejectsBadTypesAndShapes) {
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;

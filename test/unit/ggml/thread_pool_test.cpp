@@ -58,6 +58,24 @@ TEST(ThreadPool, RethrowsExceptionsAfterAllFinish) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+TEST(ThreadPool, ParallelForCoversEveryItemOnce) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 7, 100, 1001}) {
+      for (int64_t grain : {0, 1, 3, 64, 5000}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          ASSERT_LE(0, b);
+          ASSERT_LT(b, e);
+          ASSERT_LE(e, n);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain << " " << i;
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, ZeroMeansHardwareAndNegativeThrows) {
   ThreadPool pool(0);
   EXPECT_GE(pool.size(), 1);
