@@ -21,7 +21,7 @@ module attributes {gpu.container_module} {
 
     gpu.func @gemm_f16_mma_sync(%A: memref<?x?xf16>, %B: memref<?x?xf16>,
                                 %C: memref<?x?xf32>) kernel
-        attributes {known_block_size = array<i32: 32, 1, 1>} {
+        attributes {known_block_size = array<i32: 32, 1, 1>, swz.grid = "N/8, M/16, 1"} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
