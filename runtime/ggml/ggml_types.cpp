@@ -15,8 +15,8 @@ const TypeInfo* lookup(Type t) {
   static const TypeInfo bf16{"bf16", 1, 2, true, true};
   static const TypeInfo q4_0{"q4_0", 32, 18, true, true};
   static const TypeInfo q4_1{"q4_1", 32, 20, true, true};
-  static const TypeInfo q5_0{"q5_0", 32, 22, true, false};
-  static const TypeInfo q5_1{"q5_1", 32, 24, true, false};
+  static const TypeInfo q5_0{"q5_0", 32, 22, true, true};
+  static const TypeInfo q5_1{"q5_1", 32, 24, true, true};
   static const TypeInfo q8_0{"q8_0", 32, 34, true, true};
   static const TypeInfo q8_1{"q8_1", 32, 36, true, false};
   static const TypeInfo q2_k{"q2_K", QK_K, 84, true, false};

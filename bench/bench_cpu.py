@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""pp512 / tg128 on the CPU: swizzle (swz-bench over a compiled package) against llama.cpp
+(llama-cpp-python's low-level API: llama_decode on the same GGUF), in the same run, same
+thread count, medians over repetitions. Definitions as llama-bench: pp<N> = one prompt of N
+random tokens from an empty KV cache (batch 512); tg<N> = N single-token decodes from an
+empty KV cache. Prints a table and writes JSON.
+
+Usage: bench_cpu.py [--gguf PATH] [--reps 5] [--threads 2] [--json out.json]
+Needs llama-cpp-python in the venv (pip install llama-cpp-python; not in requirements.txt)."""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "parity"))
+import models  # noqa: E402
+
+
+def llamacpp_bench(gguf, pp, tg, reps, threads):
+    import llama_cpp as L
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    model = L.llama_model_load_from_file(gguf.encode(), mp)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = max(pp, tg) + 16
+    cp.n_batch = 512
+    cp.n_ubatch = 512
+    cp.n_threads = threads
+    cp.n_threads_batch = threads
+    ctx = L.llama_init_from_model(model, cp)
+    mem = L.llama_get_memory(ctx)
+    n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
+    rng = random.Random(1)
+    prompt = [rng.randrange(n_vocab) for _ in range(pp)]
+    pp_s, tg_s = [], []
+    for r in range(reps + 1):
+        L.llama_memory_clear(mem, True)
+        t0 = time.perf_counter()
+        for i in range(0, pp, 512):
+            chunk = prompt[i:i + 512]
+            arr = (L.llama_token * len(chunk))(*chunk)
+            if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(chunk))) != 0:
+                raise RuntimeError("llama_decode failed")
+        L.llama_synchronize(ctx)
+        s = time.perf_counter() - t0
+        if r:
+            pp_s.append(s)
+        L.llama_memory_clear(mem, True)
+        tok = (L.llama_token * 1)(prompt[0])
+        t0 = time.perf_counter()
+        for i in range(tg):
+            if L.llama_decode(ctx, L.llama_batch_get_one(tok, 1)) != 0:
+                raise RuntimeError("llama_decode failed")
+            tok[0] = prompt[(i + 1) % pp]
+        L.llama_synchronize(ctx)
+        s = time.perf_counter() - t0
+        if r:
+            tg_s.append(s)
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+    return {"pp_seconds": pp_s, "tg_seconds": tg_s, "pp_tok_s": pp / statistics.median(pp_s),
+            "tg_tok_s": tg / statistics.median(tg_s)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gguf", default=None, help="default: the embedded SmolLM2-135M Q4_1")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--pp", type=int, default=512)
+    ap.add_argument("--tg", type=int, default=128)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    gguf = args.gguf or models.default_gguf()
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = os.path.join(tmp, "model.swz")
+        subprocess.run([os.path.join(args.build, "compiler", "swizzlec"), "compile", gguf, "--target", "cpu", "-o", pkg],
+                       check=True, capture_output=True)
+        out = subprocess.run([os.path.join(args.build, "bench", "swz-bench"), pkg, "--pp", str(args.pp), "--tg",
+                              str(args.tg), "--reps", str(args.reps), "-t", str(args.threads)],
+                             check=True, capture_output=True, text=True)
+        swz = json.loads(out.stdout)
+    ref = llamacpp_bench(gguf, args.pp, args.tg, args.reps, args.threads)
+    import llama_cpp
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = {"date": datetime.date.today().isoformat(), "commit": commit, "machine": f"{platform.machine()} {os.cpu_count()} cores",
+           "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?"),
+           "gguf": os.path.basename(gguf), "threads": args.threads, "reps": args.reps,
+           "peer": f"llama-cpp-python {llama_cpp.__version__} (CPU build)", "swizzle": swz, "llama.cpp": ref,
+           "ratio_pp": swz["pp_tok_s"] / ref["pp_tok_s"], "ratio_tg": swz["tg_tok_s"] / ref["tg_tok_s"]}
+    print(f"| model | test | swizzle tok/s | llama.cpp tok/s | ratio |")
+    print(f"|---|---|---|---|---|")
+    print(f"| {res['gguf']} | pp{args.pp} | {swz['pp_tok_s']:.1f} | {ref['pp_tok_s']:.1f} | {res['ratio_pp']:.2f}x |")
+    print(f"| {res['gguf']} | tg{args.tg} | {swz['tg_tok_s']:.1f} | {ref['tg_tok_s']:.1f} | {res['ratio_tg']:.2f}x |")
+    path = args.json or os.path.join(ROOT, "bench", "results", f"cpu-{res['date']}-{commit}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

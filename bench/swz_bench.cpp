@@ -1,0 +1,83 @@
+// swz-bench: llama-bench style throughput of a package on the cpu backend.
+//   swz-bench PACKAGE [--pp 512] [--tg 128] [--reps 5] [-t threads]
+// pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
+// KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
+// KV cache (llama-bench's definition). Prints JSON: per-rep seconds and tokens/s medians.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "cpu/cpu_model.h"
+#include "ggml/thread_pool.h"
+#include "package/package.h"
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--reps N] [-t threads]\n";
+    return 2;
+  }
+  int pp = 512, tg = 128, reps = 5, threads = 0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    int v = std::stoi(argv[i + 1]);
+    if (a == "--pp") pp = v;
+    else if (a == "--tg") tg = v;
+    else if (a == "--reps") reps = v;
+    else if (a == "-t") threads = v;
+    else {
+      std::cerr << "unknown option " << a << "\n";
+      return 2;
+    }
+  }
+  try {
+    auto pkg = swz::package::open_package(argv[1]);
+    swz::ggml::ThreadPool pool(threads);
+    const auto& graph = pkg.manifest.graph;
+    swz::cpu::CpuModel model(graph, pkg.gguf, std::max(pp, tg) + 8, pool);
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
+    std::vector<int32_t> prompt(pp);
+    for (auto& t : prompt) t = dist(rng);
+    std::vector<float> logits;
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> pp_s, tg_s;
+    for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
+      model.truncate(0);
+      auto t0 = Clock::now();
+      for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, logits);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r) pp_s.push_back(s);
+      model.truncate(0);
+      int32_t tok = prompt[0];
+      t0 = Clock::now();
+      for (int i = 0; i < tg; ++i) {
+        model.forward(&tok, 1, 1, logits);
+        tok = prompt[(i + 1) % pp];
+      }
+      s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r) tg_s.push_back(s);
+    }
+    nlohmann::json out = {{"threads", pool.size()},
+                          {"pp", pp},
+                          {"tg", tg},
+                          {"pp_seconds", pp_s},
+                          {"tg_seconds", tg_s},
+                          {"pp_tok_s", pp / median(pp_s)},
+                          {"tg_tok_s", tg / median(tg_s)}};
+    std::cout << out.dump() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "swz-bench: " << e.what() << "\n";
+    return 1;
+  }
+}

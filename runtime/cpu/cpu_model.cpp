@@ -1,0 +1,348 @@
+#include "cpu/cpu_model.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "ggml/matmul.h"
+#include "ggml/quants.h"
+#include "ggml/thread_pool.h"
+#include "gguf/gguf.h"
+
+namespace swz::cpu {
+namespace {
+
+using nlohmann::json;
+
+inline uint16_t to_f16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline float from_f16(uint16_t h) { return _cvtsh_ss(h); }
+
+enum class OpKind { GetRows, RmsNorm, HeadNorm, MatMul, Rope, Attention, SwiGlu, Add };
+
+OpKind parse_kind(const std::string& k) {
+  static const std::unordered_map<std::string, OpKind> m = {
+      {"get_rows", OpKind::GetRows}, {"rms_norm", OpKind::RmsNorm},     {"head_norm", OpKind::HeadNorm},
+      {"matmul", OpKind::MatMul},    {"rope", OpKind::Rope},            {"attention", OpKind::Attention},
+      {"swiglu", OpKind::SwiGlu},    {"add", OpKind::Add}};
+  auto it = m.find(k);
+  if (it == m.end()) throw std::runtime_error("graph: unknown op '" + k + "' (this runtime's cpu backend does not implement it)");
+  return it->second;
+}
+
+struct Op {
+  OpKind kind;
+  std::vector<int> in;                          // buffer indices (-1 = not a buffer)
+  std::vector<const gguf::TensorInfo*> w;       // weight tensors, in order of appearance
+  int out = -1;
+  bool output_rows = false;
+  float eps = 0, theta = 0, scale = 0;
+  int head_dim = 0, n_head = 0, n_head_kv = 0, n_rot = 0, layer = 0;
+  bool neox = false;
+};
+
+struct Buffer {
+  std::string name;
+  int width = 0;
+  int rows = 0;  // rows valid after the last write
+  std::vector<float> data;
+};
+
+}  // namespace
+
+struct CpuModel::Impl {
+  const gguf::File& file;
+  ggml::ThreadPool& pool;
+  std::vector<Op> ops;
+  std::vector<Buffer> bufs;
+  int out_buf = -1;
+  int n_layer = 0, kv_width = 0;
+  std::vector<std::vector<uint16_t>> k_cache, v_cache;  // [layer][pos * kv_width + i], f16
+  std::vector<uint8_t> scratch;
+  std::vector<int32_t> tokens;
+  std::vector<float> rope_cache;
+
+  Impl(const gguf::File& f, ggml::ThreadPool& p) : file(f), pool(p) {}
+
+  void run_op(const Op& op, int n_tokens, int n_out, int n_past);
+  void attention(const Op& op, int n_tokens, int n_past);
+};
+
+CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool)
+    : impl_(std::make_unique<Impl>(weights, pool)), n_ctx_(n_ctx) {
+  Impl& m = *impl_;
+  std::unordered_map<std::string, int> buf_index;
+  try {
+    for (auto& [name, width] : graph.at("buffers").items()) {
+      buf_index[name] = static_cast<int>(m.bufs.size());
+      m.bufs.push_back(Buffer{name, width.get<int>(), 0, {}});
+    }
+    const json& hp = graph.at("hparams");
+    n_vocab_ = hp.at("n_vocab").get<int>();
+    m.n_layer = hp.at("n_layer").get<int>();
+    m.kv_width = hp.at("n_head_kv").get<int>() * hp.at("head_dim").get<int>();
+    const std::string out_name = graph.at("output").get<std::string>();
+    if (!buf_index.count(out_name)) throw std::runtime_error("graph: output buffer '" + out_name + "' is not declared");
+    m.out_buf = buf_index[out_name];
+    for (const json& jo : graph.at("ops")) {
+      Op op;
+      op.kind = parse_kind(jo.at("op").get<std::string>());
+      for (const json& jin : jo.at("in")) {
+        std::string name = jin.get<std::string>();
+        if (auto it = buf_index.find(name); it != buf_index.end()) {
+          op.in.push_back(it->second);
+        } else if (name == "tokens") {
+          op.in.push_back(-1);
+        } else {
+          const gguf::TensorInfo* t = weights.tensor(name);
+          if (!t) throw std::runtime_error("graph: op input '" + name + "' is neither a buffer nor a tensor of " + weights.path());
+          op.w.push_back(t);
+          op.in.push_back(-1);
+        }
+      }
+      std::string out = jo.at("out").get<std::string>();
+      if (!buf_index.count(out)) throw std::runtime_error("graph: op output '" + out + "' is not a declared buffer");
+      op.out = buf_index[out];
+      op.output_rows = jo.value("rows", std::string()) == "output";
+      op.eps = jo.value("eps", 0.0f);
+      op.theta = jo.value("theta", 0.0f);
+      op.scale = jo.value("scale", 0.0f);
+      op.head_dim = jo.value("head_dim", 0);
+      op.n_head = jo.value("n_head", 0);
+      op.n_head_kv = jo.value("n_head_kv", 0);
+      op.n_rot = jo.value("n_rot", 0);
+      op.layer = jo.value("layer", 0);
+      op.neox = jo.value("mode", std::string("norm")) == "neox";
+      m.ops.push_back(std::move(op));
+    }
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("graph: malformed: ") + e.what());
+  }
+  m.k_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
+  m.v_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
+}
+
+CpuModel::~CpuModel() = default;
+
+void CpuModel::truncate(int n) { n_past_ = std::clamp(n, 0, n_past_); }
+
+void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) {
+  if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
+  if (n_past_ + n_tokens > n_ctx_)
+    throw std::length_error("KV cache full: " + std::to_string(n_past_) + " + " + std::to_string(n_tokens) +
+                            " tokens exceed the context of " + std::to_string(n_ctx_));
+  n_out = std::clamp(n_out, 1, n_tokens);
+  Impl& m = *impl_;
+  for (int i = 0; i < n_tokens; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab_)
+      throw std::out_of_range("token id " + std::to_string(tokens[i]) + " outside the vocabulary of " + std::to_string(n_vocab_));
+  }
+  m.tokens.assign(tokens, tokens + n_tokens);
+  for (Buffer& b : m.bufs) {
+    size_t need = static_cast<size_t>(n_tokens) * b.width;
+    if (b.data.size() < need) b.data.resize(need);
+    b.rows = 0;
+  }
+  for (const Op& op : m.ops) m.run_op(op, n_tokens, n_out, n_past_);
+  n_past_ += n_tokens;
+  const Buffer& out = m.bufs[m.out_buf];
+  logits.assign(out.data.begin() + static_cast<ptrdiff_t>(out.rows - n_out) * out.width,
+                out.data.begin() + static_cast<ptrdiff_t>(out.rows) * out.width);
+}
+
+namespace {
+
+// y = x / sqrt(mean(x^2) + eps) * w, the sum in double as ggml_compute_forward_rms_norm_f32.
+void rms_norm_row(const float* x, const float* w, float* y, int n, float eps) {
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float mean = static_cast<float>(sum / n);
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+float dot_f16_f32(const uint16_t* k, const float* q, int n) {
+  int i = 0;
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
+    acc = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + i), acc);
+  }
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  s = _mm_hadd_ps(s, s);
+  s = _mm_hadd_ps(s, s);
+  float r = _mm_cvtss_f32(s);
+  for (; i < n; ++i) r += from_f16(k[i]) * q[i];
+  return r;
+}
+
+void axpy_f16(float a, const uint16_t* v, float* y, int n) {
+  int i = 0;
+  const __m256 av = _mm256_set1_ps(a);
+  for (; i + 8 <= n; i += 8) {
+    __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, vv, _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * from_f16(v[i]);
+}
+
+}  // namespace
+
+void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
+  Buffer& out = bufs[op.out];
+  // Rows an op reads: all valid rows of its first input, or for ops feeding the LM head
+  // (rows == "output") only the last n_out of them; outputs are written from row 0.
+  auto rows_of = [&](const Buffer& b, int& first, int& count) {
+    count = op.output_rows ? std::min(n_out, b.rows) : b.rows;
+    first = b.rows - count;
+  };
+  auto wf32 = [&](size_t i) { return reinterpret_cast<const float*>(op.w.at(i)->data); };
+  switch (op.kind) {
+    case OpKind::GetRows: {
+      const gguf::TensorInfo* w = op.w.at(0);
+      const size_t row_bytes = ggml::row_size(w->type, w->ne[0]);
+      for (int t = 0; t < n_tokens; ++t)
+        ggml::dequantize_row(w->type, w->data + row_bytes * tokens[t], out.data.data() + static_cast<size_t>(t) * out.width,
+                             w->ne[0]);
+      out.rows = n_tokens;
+      break;
+    }
+    case OpKind::RmsNorm:
+    case OpKind::HeadNorm: {
+      const Buffer& x = bufs[op.in[0]];
+      int first, count;
+      rows_of(x, first, count);
+      const float* w = wf32(0);
+      const int seg = op.kind == OpKind::HeadNorm ? op.head_dim : x.width;
+      // in place is fine: each segment is read fully before written
+      for (int t = 0; t < count; ++t) {
+        const float* xr = x.data.data() + static_cast<size_t>(first + t) * x.width;
+        float* yr = out.data.data() + static_cast<size_t>(t) * out.width;
+        for (int s = 0; s < x.width; s += seg) rms_norm_row(xr + s, w, yr + s, seg, op.eps);
+      }
+      out.rows = count;
+      break;
+    }
+    case OpKind::MatMul: {
+      const Buffer& x = bufs[op.in[0]];
+      int first, count;
+      rows_of(x, first, count);
+      const gguf::TensorInfo* w = op.w.at(0);
+      ggml::matmul(w->data, w->type, w->ne[1], w->ne[0], x.data.data() + static_cast<size_t>(first) * x.width, count,
+                   out.data.data(), pool, scratch);
+      if (op.w.size() > 1) {
+        const float* b = wf32(1);
+        for (int t = 0; t < count; ++t) {
+          float* yr = out.data.data() + static_cast<size_t>(t) * out.width;
+          for (int i = 0; i < out.width; ++i) yr[i] += b[i];
+        }
+      }
+      out.rows = count;
+      break;
+    }
+    case OpKind::Rope: {
+      Buffer& x = bufs[op.in[0]];
+      if (&x != &out) throw std::runtime_error("graph: rope must be in place");
+      // ggml_rope_cache_init with freq_scale 1, ext_factor 0, attn_factor 1:
+      // theta_i = p * theta_scale^i, theta_scale = base^(-2/n_rot), accumulated in float.
+      const float theta_scale = std::pow(op.theta, -2.0f / static_cast<float>(op.n_rot));
+      rope_cache.resize(op.n_rot);
+      for (int t = 0; t < x.rows; ++t) {
+        float theta = static_cast<float>(n_past + t);
+        for (int i = 0; i < op.n_rot; i += 2) {
+          rope_cache[i] = std::cos(theta);
+          rope_cache[i + 1] = std::sin(theta);
+          theta *= theta_scale;
+        }
+        for (int h = 0; h < op.n_head; ++h) {
+          float* v = x.data.data() + static_cast<size_t>(t) * x.width + static_cast<size_t>(h) * op.head_dim;
+          for (int i = 0; i < op.n_rot; i += 2) {
+            const float c = rope_cache[i], s = rope_cache[i + 1];
+            const int a = op.neox ? i / 2 : i, b = op.neox ? i / 2 + op.n_rot / 2 : i + 1;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+          }
+        }
+      }
+      break;
+    }
+    case OpKind::Attention:
+      attention(op, n_tokens, n_past);
+      break;
+    case OpKind::SwiGlu: {
+      const Buffer& g = bufs[op.in[0]];
+      const Buffer& u = bufs[op.in[1]];
+      const size_t n = static_cast<size_t>(g.rows) * g.width;
+      for (size_t i = 0; i < n; ++i) {
+        const float x = g.data[i];
+        out.data[i] = x / (1.0f + std::exp(-x)) * u.data[i];
+      }
+      out.rows = g.rows;
+      break;
+    }
+    case OpKind::Add: {
+      const Buffer& a = bufs[op.in[0]];
+      const Buffer& b = bufs[op.in[1]];
+      const size_t n = static_cast<size_t>(a.rows) * a.width;
+      for (size_t i = 0; i < n; ++i) out.data[i] = a.data[i] + b.data[i];
+      out.rows = a.rows;
+      break;
+    }
+  }
+}
+
+// Causal GQA attention over the layer's KV cache, mirroring llama.cpp's non-flash path
+// (llm_graph_context::build_attn_mha): scores = (f16(q) . k) * scale, masked softmax with
+// a double sum, probabilities rounded to f16, out = sum_j p_j v_j.
+void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past) {
+  const Buffer& q = bufs[op.in[0]];
+  const Buffer& k = bufs[op.in[1]];
+  const Buffer& v = bufs[op.in[2]];
+  Buffer& out = bufs[op.out];
+  auto& kc = k_cache.at(op.layer);
+  auto& vc = v_cache.at(op.layer);
+  for (int t = 0; t < n_tokens; ++t) {
+    const size_t dst = static_cast<size_t>(n_past + t) * kv_width;
+    for (int i = 0; i < kv_width; ++i) {
+      kc[dst + i] = to_f16(k.data[static_cast<size_t>(t) * k.width + i]);
+      vc[dst + i] = to_f16(v.data[static_cast<size_t>(t) * v.width + i]);
+    }
+  }
+  const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
+  const int n_tasks = n_tokens * op.n_head;
+  const int n_kv = n_past + n_tokens;
+  pool.run([&](int ith, int nth) {
+    std::vector<float> scores(n_kv), qf(hd);
+    for (int task = ith; task < n_tasks; task += nth) {
+      const int t = task / op.n_head, h = task % op.n_head, hk = h / group;
+      const int n_vis = n_past + t + 1;  // causal: positions 0..n_past+t
+      const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(h) * hd;
+      for (int d = 0; d < hd; ++d) qf[d] = from_f16(to_f16(qr[d]));
+      float mx = -INFINITY;
+      for (int j = 0; j < n_vis; ++j) {
+        scores[j] = dot_f16_f32(kc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd, qf.data(), hd) * op.scale;
+        mx = std::max(mx, scores[j]);
+      }
+      double sum = 0.0;
+      for (int j = 0; j < n_vis; ++j) {
+        const float e = std::exp(scores[j] - mx);
+        scores[j] = e;
+        sum += e;
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h) * hd;
+      std::fill(o, o + hd, 0.0f);
+      for (int j = 0; j < n_vis; ++j) {
+        const float p = from_f16(to_f16(scores[j] * inv));
+        if (p != 0.0f) axpy_f16(p, vc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd, o, hd);
+      }
+    }
+  });
+  out.rows = n_tokens;
+}
+
+}  // namespace swz::cpu

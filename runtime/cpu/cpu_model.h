@@ -1,0 +1,60 @@
+// The cpu backend: executes a package's decoder graph (see models/model.h for the op
+// semantics) over memory-mapped GGUF weights, with an f16 KV cache.
+//
+// Numerics follow llama.cpp's CPU backend (ggml-cpu ops.cpp): activations quantized to
+// the weight type's vec_dot type before each matmul, RMSNorm summed in double, RoPE
+// angles built by repeated multiplication by theta_scale in float, attention scores from
+// f16 q and k, softmax with a double sum and f16-rounded probabilities before P·V (the
+// non-flash path). So greedy tokens match llama.cpp and logits agree to float rounding.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggml/ggml_types.h"
+
+namespace swz::gguf {
+class File;
+}
+namespace swz::ggml {
+class ThreadPool;
+}
+
+namespace swz::cpu {
+
+/// Executes one sequence's forward passes. Not thread-safe: one caller at a time.
+class CpuModel {
+ public:
+  /// `graph` is the manifest's graph JSON; `weights` the package's source GGUF (must
+  /// outlive the model). `n_ctx` sizes the KV cache (tokens). Throws std::runtime_error
+  /// naming an unknown op, buffer or tensor.
+  CpuModel(const nlohmann::json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool);
+  ~CpuModel();
+  CpuModel(const CpuModel&) = delete;
+  CpuModel& operator=(const CpuModel&) = delete;
+
+  int n_ctx() const { return n_ctx_; }
+  int n_vocab() const { return n_vocab_; }
+  /// Tokens currently held in the KV cache (positions 0..n_past-1).
+  int n_past() const { return n_past_; }
+  /// Drops KV entries at positions >= n (rollback / reuse of a common prefix).
+  void truncate(int n);
+
+  /// Appends `n_tokens` tokens at positions n_past.. and runs the graph over them.
+  /// Writes f32 logits [n_out, n_vocab] for the last `n_out` of these tokens into
+  /// `logits` (resized). Throws std::length_error if the KV cache would overflow.
+  void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int n_ctx_ = 0;
+  int n_vocab_ = 0;
+  int n_past_ = 0;
+};
+
+}  // namespace swz::cpu

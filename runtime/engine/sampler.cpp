@@ -1,0 +1,70 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace swz::engine {
+
+int32_t argmax(const float* logits, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return best;
+}
+
+Sampler::Sampler(const SamplingParams& p) : p_(p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    throw InvalidRequest("temperature must be a finite number >= 0, got " + std::to_string(p.temperature));
+  if (!std::isfinite(p.top_p) || p.top_p <= 0 || p.top_p > 1)
+    throw InvalidRequest("top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  if (!std::isfinite(p.min_p) || p.min_p < 0 || p.min_p > 1)
+    throw InvalidRequest("min_p must be in [0, 1], got " + std::to_string(p.min_p));
+  if (p.top_k < 0) throw InvalidRequest("top_k must be >= 0, got " + std::to_string(p.top_k));
+  rng_.seed(p.seed ? *p.seed : std::random_device{}());
+}
+
+int32_t Sampler::sample(const float* logits, int n) {
+  if (p_.temperature <= 0) return argmax(logits, n);
+  cand_.resize(n);
+  for (int i = 0; i < n; ++i) cand_[i] = {logits[i], i};
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  size_t keep = cand_.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < keep) {
+    keep = p_.top_k;
+    std::partial_sort(cand_.begin(), cand_.begin() + keep, cand_.end(), by_logit);
+    cand_.resize(keep);
+  } else {
+    std::sort(cand_.begin(), cand_.end(), by_logit);
+  }
+  // Softmax over the survivors (before temperature, as llama.cpp's top_p/min_p see it).
+  auto probs = [&]() {
+    std::vector<double> pr(cand_.size());
+    double mx = cand_[0].first, sum = 0;
+    for (size_t i = 0; i < cand_.size(); ++i) sum += pr[i] = std::exp(cand_[i].first - mx);
+    for (double& x : pr) x /= sum;
+    return pr;
+  };
+  if (p_.top_p < 1.0f) {
+    std::vector<double> pr = probs();
+    double cum = 0;
+    size_t k = 0;
+    while (k < pr.size()) {
+      cum += pr[k++];
+      if (cum >= p_.top_p) break;
+    }
+    cand_.resize(std::max<size_t>(k, 1));
+  }
+  if (p_.min_p > 0.0f) {
+    const float thresh = cand_[0].first + std::log(p_.min_p);
+    size_t k = 1;
+    while (k < cand_.size() && cand_[k].first >= thresh) ++k;
+    cand_.resize(k);
+  }
+  for (auto& c : cand_) c.first /= p_.temperature;
+  std::vector<double> pr = probs();
+  std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
+  return cand_[dist(rng_)].second;
+}
+
+}  // namespace swz::engine

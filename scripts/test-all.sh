@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command: set-up (apt, venv, default model, build), then every tier:
+# C++ unit tests, the GGUF fuzzer, lit tests of the compiler (ctest), and the Python
+# end-to-end tests (parity with llama.cpp, the OpenAI SDK against a real server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+BUILD=${SWZ_BUILD_DIR:-build}
+PKG=$(./scripts/compile-default.sh)
+export SWZ_BUILD_DIR=$BUILD SWZ_RT=$PWD/$BUILD/server/swizzle-rt SWZ_SWIZZLEC=$PWD/$BUILD/compiler/swizzlec
+export SWZ_PACKAGE=$PWD/$PKG SWZ_DEFAULT_GGUF=$(./scripts/default-model-path.sh)
+
+echo "== ctest (unit, fuzz, lit)"
+set +e
+ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" 2>&1 | tee "$BUILD/ctest.log"
+CTEST_RC=${PIPESTATUS[0]}
+echo "== pytest (end to end)"
+.venv/bin/python -m pytest test/python -q -p no:cacheprovider 2>&1 | tee "$BUILD/pytest.log"
+PYTEST_RC=${PIPESTATUS[0]}
+set -e
+
+c_pass=$(grep -oE '[0-9]+ tests failed out of [0-9]+' "$BUILD/ctest.log" | awk '{print $6-$1}')
+c_fail=$(grep -oE '[0-9]+ tests failed out of' "$BUILD/ctest.log" | awk '{print $1}')
+p_pass=$(grep -oE '[0-9]+ passed' "$BUILD/pytest.log" | tail -1 | awk '{print $1}')
+p_fail=$(grep -oE '[0-9]+ (failed|error)' "$BUILD/pytest.log" | awk '{s+=$1} END {print s+0}')
+echo "ctest rc=$CTEST_RC, pytest rc=$PYTEST_RC"
+echo "total: $(( ${c_pass:-0} + ${p_pass:-0} )) passed, $(( ${c_fail:-1} + ${p_fail:-0} )) failed"
+[ "$CTEST_RC" = 0 ] && [ "$PYTEST_RC" = 0 ]

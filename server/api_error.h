@@ -1,0 +1,43 @@
+// An error the server answers with, in OpenAI's error schema:
+//   {"error": {"message": ..., "type": ..., "param": ... | null, "code": ... | null}}
+// (https://platform.openai.com/docs/guides/error-codes; the `openai` Python SDK maps the
+// HTTP status to its exception class: 400 BadRequestError, 401 AuthenticationError,
+// 404 NotFoundError, 500 InternalServerError.)
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace swz::server {
+
+class ApiError : public std::runtime_error {
+ public:
+  /// `param`/`code` empty = JSON null.
+  ApiError(int status, std::string message, std::string type = "invalid_request_error", std::string param = {},
+           std::string code = {})
+      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)),
+        code(std::move(code)) {}
+
+  int status;
+  std::string type;
+  std::string param;
+  std::string code;
+
+  /// The response body for this error.
+  nlohmann::json body() const {
+    nlohmann::json e = {{"message", what()},
+                        {"type", type},
+                        {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
+                        {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code)}};
+    return {{"error", std::move(e)}};
+  }
+};
+
+/// 400 invalid_request_error naming the offending field.
+inline ApiError bad_param(const std::string& param, const std::string& message) {
+  return ApiError(400, message, "invalid_request_error", param);
+}
+
+}  // namespace swz::server

@@ -1,0 +1,419 @@
+#include "openai_chat.h"
+
+#include "text_stream.h"
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <random>
+
+#include <sys/random.h>
+
+namespace swz::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
+  throw bad_param(param, "Invalid type for '" + param + "': expected " + expected + ", but got " + type_name(v) + ".");
+}
+
+/// The field or nullptr when absent or null.
+const json* field(const json& obj, const char* name) {
+  auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+double get_number(const json& v, const std::string& param) {
+  if (!v.is_number()) wrong_type(param, "a number", v);
+  double d = v.get<double>();
+  if (!std::isfinite(d)) throw bad_param(param, "Invalid value for '" + param + "': must be a finite number.");
+  return d;
+}
+
+int64_t get_integer(const json& v, const std::string& param) {
+  if (!v.is_number_integer()) wrong_type(param, "an integer", v);
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return INT64_MAX;
+  return v.get<int64_t>();
+}
+
+bool get_bool(const json& v, const std::string& param) {
+  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
+  return v.get<bool>();
+}
+
+std::string fmt_num(double d) {
+  json j = d;
+  return j.dump();
+}
+
+void check_range(double d, double lo, double hi, bool lo_open, const std::string& param) {
+  bool ok = (lo_open ? d > lo : d >= lo) && d <= hi;
+  if (!ok) {
+    throw bad_param(param, "Invalid value for '" + param + "': " + fmt_num(d) + " is outside " + (lo_open ? "(" : "[") +
+                               fmt_num(lo) + ", " + fmt_num(hi) + "].");
+  }
+}
+
+std::string parse_content(const json& content, const std::string& param, const std::string& role) {
+  if (content.is_null()) {
+    if (role == "assistant") return {};
+    throw bad_param(param, "Missing content for a '" + role + "' message.");
+  }
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) wrong_type(param, "a string or an array of content parts", content);
+  // Text parts are joined with "\n" (as vLLM does); other part types are not supported.
+  std::string out;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(pp, "an object", part);
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) throw bad_param(pp + ".type", "Missing or invalid 'type' in content part.");
+    if (type->get<std::string>() != "text") {
+      throw bad_param(pp + ".type", "Content part type '" + type->get<std::string>() +
+                                        "' is not supported; only 'text' parts are.");
+    }
+    const json* text = field(part, "text");
+    if (!text) throw bad_param(pp + ".text", "Missing required parameter: '" + pp + ".text'.");
+    if (!text->is_string()) wrong_type(pp + ".text", "a string", *text);
+    if (i) out += '\n';
+    out += text->get<std::string>();
+  }
+  return out;
+}
+
+void reject_unsupported(const json& body) {
+  if (const json* t = field(body, "tools")) {
+    if (!t->is_array()) wrong_type("tools", "an array", *t);
+    if (!t->empty()) throw bad_param("tools", "'tools' (function calling) is not supported yet by this server.");
+  }
+  if (const json* f = field(body, "functions")) {
+    if (!f->is_array()) wrong_type("functions", "an array", *f);
+    if (!f->empty()) throw bad_param("functions", "'functions' (function calling) is not supported by this server.");
+  }
+  if (const json* rf = field(body, "response_format")) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const json* type = field(*rf, "type");
+    if (!type || !type->is_string()) throw bad_param("response_format.type", "Missing 'response_format.type'.");
+    if (type->get<std::string>() != "text") {
+      throw bad_param("response_format", "response_format type '" + type->get<std::string>() +
+                                             "' is not supported yet; only 'text' is.");
+    }
+  }
+  if (const json* lp = field(body, "logprobs")) {
+    if (get_bool(*lp, "logprobs")) throw bad_param("logprobs", "'logprobs' is not supported yet by this server.");
+  }
+  if (const json* tl = field(body, "top_logprobs")) {
+    if (get_integer(*tl, "top_logprobs") != 0) throw bad_param("top_logprobs", "'top_logprobs' is not supported yet.");
+  }
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* p = field(body, name)) {
+      double d = get_number(*p, name);
+      check_range(d, -2, 2, false, name);
+      if (d != 0) throw bad_param(name, std::string("'") + name + "' other than 0 is not supported yet.");
+    }
+  }
+  if (const json* lb = field(body, "logit_bias")) {
+    if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
+    if (!lb->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported yet.");
+  }
+}
+
+}  // namespace
+
+ChatRequest parse_chat_request(std::string_view body_text) {
+  json body;
+  try {
+    body = json::parse(body_text);
+  } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e999 (no inf in JSON)
+    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what());
+  }
+  if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + type_name(body) + ".");
+
+  ChatRequest r;
+  if (const json* m = field(body, "model")) {
+    if (!m->is_string()) wrong_type("model", "a string", *m);
+    r.model = m->get<std::string>();
+  }
+
+  const json* msgs = field(body, "messages");
+  if (!msgs) throw bad_param("messages", "Missing required parameter: 'messages'.");
+  if (!msgs->is_array()) wrong_type("messages", "an array", *msgs);
+  if (msgs->empty()) throw bad_param("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    std::string p = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) wrong_type(p, "an object", m);
+    const json* role = field(m, "role");
+    if (!role) throw bad_param(p + ".role", "Missing required parameter: '" + p + ".role'.");
+    if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
+    std::string rs = role->get<std::string>();
+    if (rs == "developer") rs = "system";  // OpenAI's newer name for system instructions
+    if (rs == "tool" || rs == "function") {
+      throw bad_param(p + ".role", "Messages with role '" + rs + "' are not supported yet (no function calling).");
+    }
+    if (rs != "system" && rs != "user" && rs != "assistant") {
+      throw bad_param(p + ".role", "Invalid value for '" + p + ".role': '" + rs +
+                                       "'. Supported values are: 'system', 'developer', 'user', and 'assistant'.");
+    }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !(m["tool_calls"].is_array() && m["tool_calls"].empty())) {
+      throw bad_param(p + ".tool_calls", "'tool_calls' in messages are not supported yet.");
+    }
+    auto content_it = m.find("content");
+    if (content_it == m.end()) {
+      if (rs != "assistant") throw bad_param(p + ".content", "Missing required parameter: '" + p + ".content'.");
+      r.messages.push_back({rs, ""});
+      continue;
+    }
+    r.messages.push_back({rs, parse_content(*content_it, p + ".content", rs)});
+  }
+
+  // max_completion_tokens is the current name; max_tokens the deprecated one. When both
+  // are sent, max_completion_tokens wins.
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (const json* v = field(body, name)) {
+      int64_t n = get_integer(*v, name);
+      if (n < 1) throw bad_param(name, std::string("Invalid '") + name + "': " + std::to_string(n) + " (minimum 1).");
+      r.max_tokens = static_cast<int>(std::min<int64_t>(n, INT_MAX));
+    }
+  }
+  if (const json* v = field(body, "temperature")) {
+    double d = get_number(*v, "temperature");
+    check_range(d, 0, 2, false, "temperature");
+    r.sampling.temperature = static_cast<float>(d);
+  }
+  if (const json* v = field(body, "top_p")) {
+    double d = get_number(*v, "top_p");
+    check_range(d, 0, 1, true, "top_p");
+    r.sampling.top_p = static_cast<float>(d);
+  }
+  if (const json* v = field(body, "min_p")) {  // extension (llama.cpp)
+    double d = get_number(*v, "min_p");
+    check_range(d, 0, 1, false, "min_p");
+    r.sampling.min_p = static_cast<float>(d);
+  }
+  if (const json* v = field(body, "top_k")) {  // extension (llama.cpp, vLLM)
+    int64_t k = get_integer(*v, "top_k");
+    if (k < 0) throw bad_param("top_k", "Invalid 'top_k': " + std::to_string(k) + " (minimum 0; 0 disables it).");
+    r.sampling.top_k = static_cast<int>(std::min<int64_t>(k, INT_MAX));
+  }
+  if (const json* v = field(body, "seed")) {
+    if (!v->is_number_integer()) wrong_type("seed", "an integer", *v);
+    r.sampling.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+  }
+  if (const json* v = field(body, "n")) {
+    int64_t n = get_integer(*v, "n");
+    if (n < 1) throw bad_param("n", "Invalid 'n': " + std::to_string(n) + " (minimum 1).");
+    if (n > 1) throw bad_param("n", "'n' > 1 is not supported yet; only one choice per request (n=1).");
+  }
+  if (const json* v = field(body, "stream")) r.stream = get_bool(*v, "stream");
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    if (!r.stream) {
+      throw bad_param("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    }
+    if (const json* iu = field(*so, "include_usage")) r.include_usage = get_bool(*iu, "stream_options.include_usage");
+  }
+  if (const json* v = field(body, "stop")) {
+    if (v->is_string()) {
+      r.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      for (size_t i = 0; i < v->size(); ++i) {
+        std::string p = "stop[" + std::to_string(i) + "]";
+        if (!(*v)[i].is_string()) wrong_type(p, "a string", (*v)[i]);
+        r.stop.push_back((*v)[i].get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or an array of strings", *v);
+    }
+    if (r.stop.size() > 4) throw bad_param("stop", "Invalid 'stop': at most 4 stop sequences are allowed.");
+    for (const auto& s : r.stop) {
+      if (s.empty()) throw bad_param("stop", "Invalid 'stop': stop sequences must not be empty.");
+      // Stop sequences are compared with decoded (valid UTF-8) text.
+      Utf8Decoder d;
+      std::string decoded = d.feed(s);
+      decoded += d.finish();
+      if (decoded != s) throw bad_param("stop", "Invalid 'stop': not valid UTF-8.");
+    }
+  }
+  reject_unsupported(body);
+  return r;
+}
+
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
+          {"completion_tokens_details", {{"reasoning_tokens", 0}}}};
+}
+
+const char* finish_reason_name(engine::FinishReason reason, bool stop_sequence_hit) {
+  if (stop_sequence_hit) return "stop";
+  return reason == engine::FinishReason::Length ? "length" : "stop";
+}
+
+std::string sse_event(const json& payload) {
+  std::string s = "data: ";
+  s += payload.dump(-1, ' ', false, json::error_handler_t::replace);
+  s += "\n\n";
+  return s;
+}
+
+std::string new_completion_id() {
+  static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  // Seeded by getrandom(2), not std::random_device: with -static-libstdc++ the latter
+  // pulls in arc4random@GLIBC_2.36, which older hosts' glibc lacks.
+  thread_local std::mt19937_64 rng{[] {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+      seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    }
+    return seed;
+  }()};
+  std::uniform_int_distribution<int> dist(0, sizeof(kAlnum) - 2);
+  std::string id = "chatcmpl-";
+  for (int i = 0; i < 24; ++i) id += kAlnum[dist(rng)];
+  return id;
+}
+
+ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
+
+ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
+  Prepared p;
+  p.req = parse_chat_request(body);
+  try {
+    p.gen.prompt = engine_.tokenize_chat(p.req.messages, /*add_generation_prompt=*/true);
+  } catch (const engine::InvalidRequest& e) {
+    throw ApiError(400, e.what(), "invalid_request_error", "messages");
+  }
+  const int n_ctx = engine_.info().n_ctx;
+  const int n_prompt = static_cast<int>(p.gen.prompt.size());
+  if (n_prompt + 1 > n_ctx) {
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(n_ctx) + " tokens. However, your messages resulted in " +
+                       std::to_string(n_prompt) + " tokens, which leaves no room for a completion (prompt tokens + 1 must be <= " +
+                       std::to_string(n_ctx) + "). Please shorten your messages.",
+                   "invalid_request_error", "messages", "context_length_exceeded");
+  }
+  p.gen.max_tokens = p.req.max_tokens.value_or(-1);
+  p.gen.sampling = p.req.sampling;
+  p.id = new_completion_id();
+  p.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return p;
+}
+
+ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body) {
+  Outcome o;
+  CompletionText text(p.req.stop);
+  auto on_token = [&](const engine::TokenEvent& ev) {
+    o.text += text.push(ev.piece);
+    return !text.stopped() && !cancelled_;
+  };
+  try {
+    o.result = engine_.generate(p.gen, on_token);
+  } catch (const engine::InvalidRequest& e) {
+    throw ApiError(400, e.what());
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
+  }
+  o.text += text.finish();
+  o.stop_sequence = text.stopped();
+  const auto& r = o.result;
+  body = {{"id", p.id},
+          {"object", "chat.completion"},
+          {"created", p.created},
+          {"model", engine_.info().id},
+          {"system_fingerprint", nullptr},
+          {"choices", json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", o.text}, {"refusal", nullptr}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", finish_reason_name(r.finish, o.stop_sequence)}}})},
+          {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens)}};
+  return o;
+}
+
+json ChatCompletions::chunk(const Prepared& p, json delta, const char* finish_reason) const {
+  json c = {{"id", p.id},
+            {"object", "chat.completion.chunk"},
+            {"created", p.created},
+            {"model", engine_.info().id},
+            {"system_fingerprint", nullptr},
+            {"choices", json::array({{{"index", 0},
+                                      {"delta", std::move(delta)},
+                                      {"logprobs", nullptr},
+                                      {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}}})}};
+  // With include_usage, OpenAI sends "usage": null on every chunk but the last.
+  if (p.req.include_usage) c["usage"] = nullptr;
+  return c;
+}
+
+ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::function<bool(std::string_view)>& write) {
+  Outcome o;
+  auto send = [&](const json& j) {
+    if (o.client_gone) return false;
+    if (!write(sse_event(j))) o.client_gone = true;
+    return !o.client_gone;
+  };
+  if (!send(chunk(p, {{"role", "assistant"}, {"content", ""}}, nullptr))) return o;
+
+  CompletionText text(p.req.stop);
+  auto on_token = [&](const engine::TokenEvent& ev) {
+    std::string t = text.push(ev.piece);
+    if (!t.empty()) {
+      o.text += t;
+      if (!send(chunk(p, {{"content", t}}, nullptr))) return false;
+    }
+    return !text.stopped() && !cancelled_;
+  };
+  try {
+    o.result = engine_.generate(p.gen, on_token);
+  } catch (const engine::InvalidRequest& e) {
+    send(ApiError(400, e.what()).body());
+    return o;
+  } catch (const std::exception& e) {
+    send(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
+    return o;
+  }
+  if (o.client_gone) return o;
+  std::string rest = text.finish();
+  o.stop_sequence = text.stopped();
+  if (!rest.empty()) {
+    o.text += rest;
+    if (!send(chunk(p, {{"content", rest}}, nullptr))) return o;
+  }
+  if (!send(chunk(p, json::object(), finish_reason_name(o.result.finish, o.stop_sequence)))) return o;
+  if (p.req.include_usage) {
+    json u = {{"id", p.id},
+              {"object", "chat.completion.chunk"},
+              {"created", p.created},
+              {"model", engine_.info().id},
+              {"system_fingerprint", nullptr},
+              {"choices", json::array()},
+              {"usage", usage_json(o.result.prompt_tokens, o.result.completion_tokens, o.result.cached_tokens)}};
+    if (!send(u)) return o;
+  }
+  if (!write(kSseDone)) o.client_gone = true;
+  return o;
+}
+
+}  // namespace swz::server

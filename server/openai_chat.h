@@ -1,0 +1,112 @@
+// OpenAI Chat Completions wire format (POST /v1/chat/completions): request parsing and
+// validation, response and stream-chunk JSON, SSE framing, and the request flow between
+// the HTTP layer and the engine. Reference: the OpenAI API reference
+// (https://platform.openai.com/docs/api-reference/chat) and the behaviour of the
+// official `openai` Python SDK. All JSON of this API lives here; the engine has none.
+#pragma once
+
+#include "api_error.h"
+#include "engine/engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace swz::server {
+
+/// A validated chat-completions request.
+struct ChatRequest {
+  std::string model;                              ///< as sent (any name is accepted)
+  std::vector<engine::ChatMessage> messages;      ///< roles normalised: developer -> system
+  std::optional<int> max_tokens;                  ///< max_completion_tokens wins over max_tokens
+  engine::SamplingParams sampling;                ///< OpenAI defaults: temperature 1, top_p 1
+  bool stream = false;
+  bool include_usage = false;                     ///< stream_options.include_usage
+  std::vector<std::string> stop;                  ///< up to 4 non-empty sequences
+};
+
+/// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
+/// invalid JSON, a non-object body, missing/empty `messages`, an unknown role, a content
+/// part that is not text, wrongly typed fields, non-finite or out-of-range numbers
+/// (temperature in [0, 2], top_p in (0, 1], min_p in [0, 1], top_k >= 0,
+/// max_tokens >= 1, presence/frequency_penalty in [-2, 2]), n != 1, and features not
+/// implemented (tools, response_format other than text, logprobs, non-zero penalties,
+/// logit_bias). Unknown fields are ignored. A JSON null counts as absent.
+ChatRequest parse_chat_request(std::string_view body);
+
+/// usage object: {prompt_tokens, completion_tokens, total_tokens,
+/// prompt_tokens_details{cached_tokens}, completion_tokens_details{reasoning_tokens}}.
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+
+/// "stop" | "length" (the engine's Cancelled happens on a stop sequence or a vanished
+/// client; the former is reported as "stop", the latter never reaches a client).
+const char* finish_reason_name(engine::FinishReason reason, bool stop_sequence_hit);
+
+/// One SSE event carrying `payload`: "data: <compact JSON>\n\n". Invalid UTF-8 in strings
+/// is replaced by U+FFFD rather than throwing.
+std::string sse_event(const nlohmann::json& payload);
+/// The stream terminator, "data: [DONE]\n\n".
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+/// A fresh id "chatcmpl-" + 24 random alphanumerics.
+std::string new_completion_id();
+
+/// The request flow of POST /v1/chat/completions, independent of the HTTP library.
+/// Thread-safe: one instance serves all connections (the engine serialises generation).
+class ChatCompletions {
+ public:
+  explicit ChatCompletions(engine::Engine& engine);
+
+  /// Everything decided before the first response byte.
+  struct Prepared {
+    ChatRequest req;
+    engine::GenerateRequest gen;  ///< templated, tokenized prompt + sampling
+    std::string id;               ///< chatcmpl-...
+    int64_t created = 0;          ///< unix seconds
+  };
+
+  /// Parses, templates, tokenizes and checks the context: prompt tokens + 1 must fit in
+  /// n_ctx (room for at least one generated token), else 400 code
+  /// "context_length_exceeded" naming both numbers. max_tokens beyond the remaining
+  /// context is not an error: generation ends at the full context with finish_reason
+  /// "length". Throws ApiError; engine::InvalidRequest becomes a 400.
+  Prepared prepare(std::string_view body);
+
+  struct Outcome {
+    engine::GenerateResult result;
+    std::string text;            ///< the completion text the client gets
+    bool stop_sequence = false;  ///< a `stop` sequence ended generation
+    bool client_gone = false;    ///< streaming: a write failed, generation was cancelled
+  };
+
+  /// Non-streaming: runs generation; returns the outcome and fills `body` with the
+  /// chat.completion object. Throws ApiError (engine::InvalidRequest -> 400, any other
+  /// exception -> 500).
+  Outcome complete(const Prepared& p, nlohmann::json& body);
+
+  /// Streaming: writes SSE events through `write` (returns false once the client is
+  /// gone, which cancels generation): a first chunk with delta.role, content chunks (each
+  /// a complete-UTF-8 piece of text; joined they equal the non-streamed text), a chunk
+  /// with finish_reason, a usage chunk (choices: []) if include_usage, then [DONE]. An
+  /// engine error after the first byte is sent as an SSE event {"error": {...}} and the
+  /// stream ends without [DONE]. Never throws.
+  Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write);
+
+  /// Makes every running and future generation stop at its next token (server shutdown).
+  void cancel_all() { cancelled_ = true; }
+
+  engine::Engine& engine() { return engine_; }
+
+ private:
+  nlohmann::json chunk(const Prepared& p, nlohmann::json delta, const char* finish_reason) const;
+  engine::Engine& engine_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace swz::server

@@ -1,0 +1,241 @@
+#include "server.h"
+
+#include "api_error.h"
+#include "openai_chat.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+namespace swz::server {
+
+using nlohmann::json;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void set_unique_header(httplib::Response& res, const std::string& key, const std::string& value) {
+  res.headers.erase(key);
+  res.headers.emplace(key, value);
+}
+
+void set_cache_headers(httplib::Response& res, int cached, int uncached) {
+  set_unique_header(res, kCacheHitHeader, std::to_string(cached));
+  set_unique_header(res, kUncachedHeader, std::to_string(uncached));
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  set_cache_headers(res, 0, 0);
+  res.set_content(dump(e.body()), "application/json");
+}
+
+/// Compares without an early exit, so the time taken does not reveal the matching prefix.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
+  return diff == 0 && !b.empty();
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(engine::Engine& e, ServerOptions o)
+      : engine(e), opts(std::move(o)), chat(e),
+        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+
+  engine::Engine& engine;
+  ServerOptions opts;
+  ChatCompletions chat;
+  int64_t created;
+  httplib::Server http;
+
+  void log(const std::string& line) {
+    if (opts.log) opts.log(line);
+  }
+
+  void log_request(const httplib::Request& req, int status, const ChatCompletions::Outcome* o, double total_ms) {
+    if (!opts.log) return;
+    char buf[512];
+    if (o) {
+      const auto& r = o->result;
+      std::snprintf(buf, sizeof buf,
+                    "%s %s %d prompt=%d cached=%d completion=%d%s prefill=%.1fms decode=%.1fms total=%.1fms",
+                    req.method.c_str(), req.path.c_str(), status, r.prompt_tokens, r.cached_tokens, r.completion_tokens,
+                    o->client_gone ? " (client disconnected)" : "", r.prefill_ms, r.decode_ms, total_ms);
+    } else {
+      std::snprintf(buf, sizeof buf, "%s %s %d %.1fms", req.method.c_str(), req.path.c_str(), status, total_ms);
+    }
+    log(buf);
+  }
+
+  json model_json() const {
+    return {{"id", engine.info().id}, {"object", "model"}, {"created", created}, {"owned_by", "swizzle"}};
+  }
+
+  void chat_completions(const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<ChatCompletions::Prepared> p;
+    try {
+      p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(req.body));
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      log_request(req, res.status, nullptr, ms_since(t0));
+      return;
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("Internal error: ") + e.what(), "server_error"));
+      log_request(req, res.status, nullptr, ms_since(t0));
+      return;
+    }
+
+    if (!p->req.stream) {
+      try {
+        json body;
+        ChatCompletions::Outcome o = chat.complete(*p, body);
+        set_cache_headers(res, o.result.cached_tokens, o.result.prompt_tokens - o.result.cached_tokens);
+        res.set_content(dump(body), "application/json");
+        log_request(req, 200, &o, ms_since(t0));
+      } catch (const ApiError& e) {
+        send_error(res, e);
+        log_request(req, res.status, nullptr, ms_since(t0));
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, std::string("Internal error: ") + e.what(), "server_error"));
+        log_request(req, res.status, nullptr, ms_since(t0));
+      }
+      return;
+    }
+
+    // Streaming: the headers leave before generation starts, so they carry what is known
+    // now. The engine interface has no prefix-cache lookup yet (and no cache), so cached
+    // is 0 and all prompt tokens are uncached; the usage chunk carries the engine's count.
+    set_cache_headers(res, 0, static_cast<int>(p->gen.prompt.size()));
+    set_unique_header(res, "Cache-Control", "no-cache");
+    set_unique_header(res, "X-Accel-Buffering", "no");
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req](size_t, httplib::DataSink& sink) {
+      ChatCompletions::Outcome o;
+      try {
+        o = chat.stream(*p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); });
+      } catch (...) {
+        o.client_gone = true;  // stream() does not throw; never let anything cross into httplib
+      }
+      log_request(req, 200, &o, ms_since(t0));
+      if (o.client_gone) return false;
+      sink.done();
+      return true;
+    });
+  }
+
+  void setup() {
+    http.set_payload_max_length(opts.max_body_bytes);
+    http.set_keep_alive_max_count(1000);  // SDK clients reuse connections (httplib default: 5)
+    int n_threads = opts.http_threads > 0 ? opts.http_threads
+                                          : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
+    http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+
+    if (!opts.api_key.empty()) {
+      http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+        std::string auth = req.get_header_value("Authorization");
+        const std::string prefix = "Bearer ";
+        std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+        if (same_secret(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, ApiError(401,
+                                 auth.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
+                                                "(Authorization: Bearer YOUR_KEY)."
+                                              : "Incorrect API key provided.",
+                                 "invalid_request_error", "", "invalid_api_key"));
+        return httplib::Server::HandlerResponse::Handled;
+      });
+    }
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      set_cache_headers(res, 0, 0);
+      res.set_content(R"({"status":"ok"})", "application/json");
+    });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      set_cache_headers(res, 0, 0);
+      res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+    });
+    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.matches[1].str() != engine.info().id) {
+        send_error(res, ApiError(404, "The model '" + req.matches[1].str() + "' does not exist; this server serves '" +
+                                          engine.info().id + "'.",
+                                 "invalid_request_error", "model", "model_not_found"));
+        return;
+      }
+      set_cache_headers(res, 0, 0);
+      res.set_content(dump(model_json()), "application/json");
+    });
+    http.Post("/v1/chat/completions",
+              [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+
+    // Called for every response with status >= 400; fills only those httplib itself
+    // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
+    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      std::string msg;
+      std::string code;
+      if (res.status == 404) {
+        msg = "Invalid URL (" + req.method + " " + req.path + ")";
+        code = "unknown_url";
+      } else if (res.status == 413) {
+        msg = "Request body too large (limit " + std::to_string(opts.max_body_bytes) + " bytes).";
+      } else {
+        msg = "HTTP error " + std::to_string(res.status) + ".";
+      }
+      ApiError e(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error", "", code);
+      set_cache_headers(res, 0, 0);
+      res.set_content(dump(e.body()), "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_error(res, ApiError(500, "Internal error: " + what, "server_error"));
+    });
+  }
+};
+
+Server::Server(engine::Engine& engine, ServerOptions opts) : impl_(std::make_unique<Impl>(engine, std::move(opts))) {
+  // A client that disconnects mid-stream must surface as a failed write, not kill the
+  // process with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  impl_->setup();
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind(const std::string& host, int port) {
+  int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
+  if (bound < 0) throw std::runtime_error("cannot bind " + host + ":" + std::to_string(port) + " (address in use or invalid)");
+  return bound;
+}
+
+bool Server::run() { return impl_->http.listen_after_bind(); }
+
+bool Server::listen(const std::string& host, int port) {
+  bind(host, port);
+  return run();
+}
+
+void Server::stop() {
+  impl_->chat.cancel_all();
+  if (impl_->http.is_running()) impl_->http.stop();
+}
+
+}  // namespace swz::server

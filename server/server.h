@@ -1,0 +1,55 @@
+// The HTTP server of swizzle-rt: OpenAI-compatible endpoints over one engine.
+//
+//   POST /v1/chat/completions   (stream or not; see openai_chat.h)
+//   GET  /v1/models, GET /v1/models/{id}
+//   GET  /health                -> {"status": "ok"}
+//
+// Built on cpp-httplib (thread pool of `http_threads` connections); the engine
+// serialises generation. See docs/server.md for the decisions and a request walk.
+#pragma once
+
+#include "engine/engine.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace swz::server {
+
+struct ServerOptions {
+  std::string api_key;               ///< non-empty: /v1/* requires "Authorization: Bearer <api_key>" (401 otherwise)
+  int http_threads = 0;              ///< connection worker threads; 0 = max(8, hardware concurrency)
+  size_t max_body_bytes = 32u << 20; ///< larger request bodies get 413
+  /// One line per finished request (method, path, status, tokens, ms); null = no log.
+  std::function<void(const std::string&)> log;
+};
+
+/// Name of the response headers carrying the prefix-cache accounting of a request.
+inline constexpr const char* kCacheHitHeader = "X-Swizzle-Cache-Hit-Tokens";
+inline constexpr const char* kUncachedHeader = "X-Swizzle-Uncached-Tokens";
+
+class Server {
+ public:
+  /// `engine` must outlive the server.
+  Server(engine::Engine& engine, ServerOptions opts = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds `host`:`port` (port 0 = any free port). Returns the bound port.
+  /// Throws std::runtime_error when the address cannot be bound.
+  int bind(const std::string& host, int port);
+  /// Serves until stop(); call after bind(). Returns false if the listen loop failed.
+  bool run();
+  /// bind() + run().
+  bool listen(const std::string& host, int port);
+  /// Thread-safe, also from another thread while run() blocks: stops accepting,
+  /// cancels running generations at their next token, and makes run() return.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace swz::server

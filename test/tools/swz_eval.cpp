@@ -1,0 +1,54 @@
+// swz-eval: runs a package's model directly (tokenizer + cpu backend, no sampling
+// heuristics, no end-of-generation stop) for parity tests against llama.cpp.
+//
+//   swz-eval PACKAGE PROMPTS.json N_PREDICT OUT.json
+//
+// PROMPTS.json: [{"text": "...", "special": bool}] — tokenized like llama.cpp's
+// llama_tokenize(text, add_special=true, parse_special=special).
+// OUT.json: [{"prompt_tokens": [...], "greedy": [N_PREDICT ids], "logits": [n_vocab floats
+// at the last prompt position]}]. Greedy = argmax, ties to the lowest id, exactly
+// N_PREDICT tokens even past an end-of-generation token.
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cpu/cpu_model.h"
+#include "engine/sampler.h"
+#include "ggml/thread_pool.h"
+#include "package/package.h"
+#include "tokenizer/tokenizer.h"
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::cerr << "usage: swz-eval PACKAGE PROMPTS.json N_PREDICT OUT.json\n";
+    return 2;
+  }
+  try {
+    auto pkg = swz::package::open_package(argv[1]);
+    auto tok = swz::tokenizer::Tokenizer::from_gguf(pkg.gguf);
+    swz::ggml::ThreadPool pool(0);
+    nlohmann::json prompts = nlohmann::json::parse(std::ifstream(argv[2]));
+    const int n_predict = std::stoi(argv[3]);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : prompts) {
+      std::vector<int32_t> ids = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false));
+      swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, static_cast<int>(ids.size()) + n_predict + 1, pool);
+      std::vector<float> logits;
+      model.forward(ids.data(), static_cast<int>(ids.size()), 1, logits);
+      nlohmann::json rec = {{"prompt_tokens", ids}, {"logits", logits}};
+      std::vector<int32_t> greedy;
+      for (int i = 0; i < n_predict; ++i) {
+        int32_t t = swz::engine::argmax(logits.data(), model.n_vocab());
+        greedy.push_back(t);
+        if (i + 1 < n_predict) model.forward(&t, 1, 1, logits);
+      }
+      rec["greedy"] = greedy;
+      out.push_back(std::move(rec));
+    }
+    std::ofstream(argv[4]) << out.dump();
+  } catch (const std::exception& e) {
+    std::cerr << "swz-eval: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

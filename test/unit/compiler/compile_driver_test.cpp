@@ -1,0 +1,136 @@
+// Tests of `swizzlec compile` (compiler/driver): the cpu target's kernel list, target
+// checks, and clear errors for unsupported or corrupt models, through the library and
+// through the swizzlec executable.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "../package/tiny_gguf.h"
+#include "compile.h"
+#include "compile_cpu.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using swz::compiler::CompileError;
+using swz::compiler::CompileOptions;
+
+class CompileDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("swz_compile_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    gguf_ = (dir_ / "tiny.gguf").string();
+    swz::test::write_tiny_gguf(gguf_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CompileOptions opts(const std::string& target = "cpu") {
+    CompileOptions o;
+    o.ggufPath = gguf_;
+    o.target = target;
+    o.outDir = (dir_ / "out.swz").string();
+    return o;
+  }
+  fs::path dir_;
+  std::string gguf_;
+};
+
+TEST_F(CompileDriverTest, CpuKernelsAreOnePerOpKindAndWeightType) {
+  swz::compiler::compilePackage(opts(), {});
+  swz::package::Manifest m = swz::package::read_manifest((dir_ / "out.swz").string());
+  std::set<std::string> entries;
+  for (const auto& k : m.kernels) {
+    entries.insert(k.entry);
+    EXPECT_FALSE(k.file.has_value());
+    EXPECT_EQ(k.launch, (nlohmann::json{{"threads", "pool"}}));
+    EXPECT_FALSE(k.schedule.has_value());
+  }
+  EXPECT_EQ(entries, (std::set<std::string>{"cpu.add.f32", "cpu.attention.f16kv", "cpu.get_rows.f32", "cpu.matmul.f32",
+                                            "cpu.rms_norm.f32", "cpu.rope.f32", "cpu.swiglu.f32"}));
+  for (const auto& op : m.graph["ops"]) {
+    ASSERT_TRUE(op.contains("kernel")) << op.dump();
+    EXPECT_EQ(op["kernel"].get<std::string>().rfind("cpu." + op["op"].get<std::string>() + ".", 0), 0u);
+  }
+  const auto* mm = m.find_kernel("cpu.matmul.f32");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->signature[1]["name"], "w");
+  EXPECT_EQ(mm->signature[1]["dtype"], "f32");
+  EXPECT_EQ(mm->signature[2]["optional"], true);  // bias
+}
+
+TEST_F(CompileDriverTest, TargetsAreCheckedBeforeAnyWork) {
+  EXPECT_TRUE(swz::compiler::targetAvailable("cpu"));
+  try {
+    swz::compiler::targetAvailable("sm_75");
+    FAIL() << "no error";
+  } catch (const CompileError& e) {
+    EXPECT_STREQ(e.what(), "unknown target 'sm_75' (known: cpu, sm_80, sm_90, spirv)");
+  }
+#ifndef SWZ_HAVE_GPU_CODEGEN
+  EXPECT_FALSE(swz::compiler::targetAvailable("sm_90"));
+  try {
+    swz::compiler::compilePackage(opts("sm_90"), {});
+    FAIL() << "no error";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("target sm_90 needs the MLIR codegen"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out.swz"));
+#endif
+}
+
+TEST_F(CompileDriverTest, UnsupportedArchitectureIsRefused) {
+  swz::test::write_tiny_gguf(gguf_, 1, "gpt2");
+  try {
+    swz::compiler::compilePackage(opts(), {});
+    FAIL() << "no error";
+  } catch (const swz::models::UnsupportedModel& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported architecture 'gpt2'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "out.swz"));
+}
+
+TEST_F(CompileDriverTest, CorruptGgufIsRefused) {
+  fs::resize_file(gguf_, 200);
+  EXPECT_THROW(swz::compiler::compilePackage(opts(), {}), swz::gguf::Error);
+  EXPECT_FALSE(fs::exists(dir_ / "out.swz"));
+}
+
+struct CliResult {
+  int status;
+  std::string err;
+};
+
+CliResult run_swizzlec(const std::string& args, const fs::path& dir) {
+  const std::string errf = (dir / "stderr.txt").string();
+  std::string cmd = std::string(SWIZZLEC_PATH) + " " + args + " 2> " + errf;
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(errf);
+  std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, err};
+}
+
+TEST_F(CompileDriverTest, ExecutableExitsNonZeroWithAClearMessage) {
+  const std::string out = (dir_ / "cli.swz").string();
+  CliResult ok = run_swizzlec("compile " + gguf_ + " --target cpu -o " + out, dir_);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(swz::package::read_manifest(out).target, "cpu");
+
+  CliResult unknown = run_swizzlec("compile " + gguf_ + " --target sm_75 -o " + out + "2", dir_);
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_EQ(unknown.err, "swizzlec: error: unknown target 'sm_75' (known: cpu, sm_80, sm_90, spirv)\n");
+
+  CliResult missing = run_swizzlec("compile " + (dir_ / "nope.gguf").string() + " -o " + out + "2", dir_);
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("nope.gguf: no such file"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(out + "2"));
+}
+
+}  // namespace

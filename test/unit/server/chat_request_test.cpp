@@ -1,0 +1,160 @@
+// Request parsing/validation of POST /v1/chat/completions against the OpenAI API
+// reference: which bodies are accepted, and which 400 (with which `param`) the others get.
+#include "openai_chat.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using swz::server::ApiError;
+using swz::server::parse_chat_request;
+
+/// The ApiError a body produces; fails the test when it parses.
+ApiError error_of(const std::string& body) {
+  try {
+    parse_chat_request(body);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return ApiError(0, "accepted");
+}
+
+const std::string kMsgs = R"("messages":[{"role":"user","content":"hi"}])";
+
+std::string with(const std::string& fields) { return "{" + kMsgs + (fields.empty() ? "" : "," + fields) + "}"; }
+
+TEST(ChatRequest, MinimalBodyGetsOpenAIDefaults) {
+  auto r = parse_chat_request(with(R"("model":"whatever")"));
+  EXPECT_EQ(r.model, "whatever");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
+  EXPECT_EQ(r.messages[0].content, "hi");
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_FALSE(r.sampling.seed.has_value());
+  EXPECT_FALSE(r.stream);
+  EXPECT_TRUE(r.stop.empty());
+}
+
+TEST(ChatRequest, AllSupportedFieldsAreRead) {
+  auto r = parse_chat_request(with(
+      R"("max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":42,"stream":true,)"
+      R"("stream_options":{"include_usage":true},"stop":["x","yz"],"n":1,"user":"ignored","presence_penalty":0)"));
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
+  EXPECT_EQ(r.sampling.seed, 42u);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yz"}));
+}
+
+TEST(ChatRequest, MaxCompletionTokensWinsOverMaxTokens) {
+  EXPECT_EQ(parse_chat_request(with(R"("max_tokens":5,"max_completion_tokens":9)")).max_tokens, 9);
+  EXPECT_EQ(parse_chat_request(with(R"("max_completion_tokens":9,"max_tokens":5)")).max_tokens, 9);
+  EXPECT_EQ(parse_chat_request(with(R"("max_completion_tokens":3)")).max_tokens, 3);
+}
+
+TEST(ChatRequest, NullMeansAbsent) {
+  auto r = parse_chat_request(with(R"("temperature":null,"max_tokens":null,"stop":null,"seed":null)"));
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FALSE(r.max_tokens.has_value());
+}
+
+TEST(ChatRequest, ContentPartsAndRoles) {
+  auto r = parse_chat_request(R"({"messages":[
+      {"role":"developer","content":"be brief"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"assistant","content":null},
+      {"role":"user","content":"c","name":"bob"}]})");
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "a\nb");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.messages[3].content, "c");
+}
+
+TEST(ChatRequest, MalformedBodies) {
+  EXPECT_EQ(error_of("{not json").status, 400);
+  EXPECT_NE(std::string(error_of("{not json").what()).find("parse"), std::string::npos);
+  EXPECT_EQ(error_of("[1,2]").status, 400);
+  EXPECT_EQ(error_of("{}").param, "messages");
+  EXPECT_EQ(error_of(R"({"messages":[]})").param, "messages");
+  EXPECT_EQ(error_of(R"({"messages":"hi"})").param, "messages");
+  EXPECT_EQ(error_of(R"({"messages":[{"content":"x"}]})").param, "messages[0].role");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"wizard","content":"x"}]})").param, "messages[0].role");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"tool","content":"x"}]})").param, "messages[0].role");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user"}]})").param, "messages[0].content");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":5}]})").param, "messages[0].content");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})").param,
+            "messages[0].content[0].type");
+  EXPECT_EQ(error_of(R"({"model":3,)" + kMsgs + "}").param, "model");
+}
+
+TEST(ChatRequest, WrongTypesNameTheField) {
+  EXPECT_EQ(error_of(with(R"("temperature":"hot")")).param, "temperature");
+  EXPECT_EQ(error_of(with(R"("max_tokens":1.5)")).param, "max_tokens");
+  EXPECT_EQ(error_of(with(R"("max_tokens":"10")")).param, "max_tokens");
+  EXPECT_EQ(error_of(with(R"("stream":1)")).param, "stream");
+  EXPECT_EQ(error_of(with(R"("seed":1.5)")).param, "seed");
+  EXPECT_EQ(error_of(with(R"("top_k":true)")).param, "top_k");
+  EXPECT_EQ(error_of(with(R"("stop":5)")).param, "stop");
+  EXPECT_EQ(error_of(with(R"("stop":["a",1])")).param, "stop[1]");
+  EXPECT_EQ(error_of(with(R"("stream":true,"stream_options":{"include_usage":"yes"})")).param,
+            "stream_options.include_usage");
+  const ApiError e = error_of(with(R"("temperature":"hot")"));
+  EXPECT_EQ(e.type, "invalid_request_error");
+  EXPECT_NE(std::string(e.what()).find("a string"), std::string::npos);
+}
+
+TEST(ChatRequest, OutOfRangeAndNonFiniteNumbers) {
+  // 1e999 overflows a double: nlohmann's parser refuses it (out_of_range 406), a 400.
+  EXPECT_EQ(error_of(with(R"("temperature":1e999)")).status, 400);
+  EXPECT_NE(std::string(error_of(with(R"("temperature":1e999)")).what()).find("1e999"), std::string::npos);
+  EXPECT_EQ(error_of(with(R"("temperature":-1e999)")).status, 400);
+  EXPECT_EQ(error_of(with(R"("temperature":-0.1)")).param, "temperature");
+  EXPECT_EQ(error_of(with(R"("temperature":2.01)")).param, "temperature");
+  EXPECT_EQ(error_of(with(R"("top_p":0)")).param, "top_p");
+  EXPECT_EQ(error_of(with(R"("top_p":1.0001)")).param, "top_p");
+  EXPECT_EQ(error_of(with(R"("min_p":-1)")).param, "min_p");
+  EXPECT_EQ(error_of(with(R"("top_k":-1)")).param, "top_k");
+  EXPECT_EQ(error_of(with(R"("max_tokens":0)")).param, "max_tokens");
+  EXPECT_EQ(error_of(with(R"("max_completion_tokens":-5)")).param, "max_completion_tokens");
+  EXPECT_EQ(error_of(with(R"("presence_penalty":3)")).param, "presence_penalty");
+  // Boundaries are accepted.
+  EXPECT_NO_THROW(parse_chat_request(with(R"("temperature":0,"top_p":1)")));
+  EXPECT_NO_THROW(parse_chat_request(with(R"("temperature":2,"min_p":1)")));
+}
+
+TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
+  EXPECT_EQ(error_of(with(R"("n":2)")).param, "n");
+  EXPECT_NE(std::string(error_of(with(R"("n":2)")).what()).find("n=1"), std::string::npos);
+  EXPECT_EQ(error_of(with(R"("n":0)")).param, "n");
+  EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}])")).param, "tools");
+  EXPECT_EQ(error_of(with(R"("response_format":{"type":"json_object"})")).param, "response_format");
+  EXPECT_EQ(error_of(with(R"("logprobs":true)")).param, "logprobs");
+  EXPECT_EQ(error_of(with(R"("frequency_penalty":0.5)")).param, "frequency_penalty");
+  EXPECT_EQ(error_of(with(R"("logit_bias":{"50256":-100})")).param, "logit_bias");
+  EXPECT_EQ(error_of(with(R"("stream_options":{"include_usage":true})")).param, "stream_options");
+  EXPECT_EQ(error_of(with(R"("stop":["a","b","c","d","e"])")).param, "stop");
+  EXPECT_EQ(error_of(with(R"("stop":"")")).param, "stop");
+  // Harmless forms of those fields are accepted.
+  EXPECT_NO_THROW(parse_chat_request(with(R"("tools":[],"response_format":{"type":"text"},"logprobs":false)")));
+}
+
+TEST(ChatRequest, ErrorBodyFollowsOpenAISchema) {
+  ApiError e = error_of(with(R"("n":3)"));
+  auto b = e.body();
+  ASSERT_TRUE(b.contains("error"));
+  EXPECT_EQ(b["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(b["error"]["param"], "n");
+  EXPECT_TRUE(b["error"]["code"].is_null());
+  EXPECT_TRUE(b["error"]["message"].is_string());
+}
+
+}  // namespace
