@@ -296,3 +296,13 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   }
   return kernels;
 }
+
+const std::string &swz::codegen::builtinKernelSource(const std::string &stem) {
+  std::string known;
+  for (const auto &[name, text] : builtinKernelSources()) {
+    if (name == stem)
+      return text;
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  throw std::invalid_argument("no built-in kernel '" + stem + "' (known: " + known + ")");
+}

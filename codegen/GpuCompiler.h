@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace swz::codegen {
@@ -47,6 +48,14 @@ struct CompiledKernel {
 std::vector<CompiledKernel> compileGpuKernels(std::string_view mlirSource,
                                               const std::string &target,
                                               const std::string &cudaRoot = "");
+
+/// The kernel sources built into the library: (file stem, MLIR text) of every
+/// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).
+const std::vector<std::pair<std::string, std::string>> &builtinKernelSources();
+
+/// The built-in kernel source with file stem `stem` (e.g. "rms_norm_f32").
+/// Throws std::invalid_argument naming the known stems if there is none.
+const std::string &builtinKernelSource(const std::string &stem);
 
 } // namespace swz::codegen
 
