@@ -30,7 +30,9 @@ struct GpuImpl {
 /// What exists today, keyed "<op>.<type>" like the cpu target's entries.
 const std::map<std::string, GpuImpl> &gpuImpls() {
   static const std::map<std::string, GpuImpl> impls = {
+      {"add.f32", {"add_f32", "add_f32", true, true}},
       {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, false}},
+      {"rope.f32", {"rope_f32", "rope_f32", true, true}},
       {"swiglu.f32", {"swiglu_f32", "swiglu_f32", true, true}},
   };
   return impls;

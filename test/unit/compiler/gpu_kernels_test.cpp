@@ -72,7 +72,8 @@ TEST(GpuKernels, MissingKernelsAreListed) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops matmul.q4_1 (x2) "
-                           "(GPU kernels for this target so far: rms_norm.f32, swiglu.f32); "
+                           "(GPU kernels for this target so far: add.f32, rms_norm.f32, rope.f32, "
+                           "swiglu.f32); "
                            "use --target cpu");
   }
   EXPECT_TRUE(files.empty());
@@ -87,7 +88,8 @@ TEST(GpuKernels, SpirvHasNoRmsNormYet) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: swiglu.f32); use --target cpu");
+                           "(GPU kernels for this target so far: add.f32, rope.f32, swiglu.f32); "
+                           "use --target cpu");
   }
 }
 
