@@ -110,6 +110,12 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                            " failed: " + e.what());
       }
     }
+    if (ks.front().format == "ptx" &&
+        ks.front().binary.find(".extern .func") != std::string::npos)
+      throw CompileError("target " + m.target + ": kernel " + impl.source +
+                         " calls libdevice functions, but no CUDA toolkit was found to link "
+                         "them from (set CUDA_ROOT to a CUDA installation with "
+                         "nvvm/libdevice)");
     auto k = std::find_if(ks.begin(), ks.end(),
                           [&](const codegen::CompiledKernel &c) { return c.entry == impl.entry; });
     if (k == ks.end())
