@@ -4,7 +4,7 @@
 # checks the sha256, and prints the path of the assembled GGUF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${SWZ_MODELS_DIR:-.venv/models}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+OUT=${SWZ_MODELS_DIR:-$PWD/.venv/models}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 if [ -f "$OUT" ] && [ -f "$OUT.ok" ]; then echo "$OUT"; exit 0; fi
 mkdir -p "$(dirname "$OUT")"

@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("package", package, "the .swz package")->required();
   run_cmd->add_option("-p,--prompt", prompt, "the prompt (a user message with --chat, plain text with --raw)")->required();
   run_cmd->add_option("-n,--max-tokens", n_predict, "tokens to generate at most (-1 = until the end or a full context)")
+      ->check(CLI::Range(-1, 1 << 30))
       ->capture_default_str();
   run_cmd->add_option("--temp", sp.temperature, "temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
   run_cmd->add_option("--top-k", sp.top_k, "top-k (0 = off)")->check(CLI::NonNegativeNumber)->capture_default_str();

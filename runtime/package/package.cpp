@@ -458,7 +458,7 @@ std::string content_hash(const gguf::File& f, const Progress& progress) {
   XXH3_128bits_reset(st);
   const uint64_t begin = f.data_offset(), end = f.file_size();
   const uint64_t total = end > begin ? end - begin : 0;
-  constexpr uint64_t kChunk = uint64_t{64} << 20;
+  constexpr uint64_t kChunk = uint64_t{16} << 20;  // progress granularity; speed is unaffected
   for (uint64_t done = 0; done < total;) {
     const uint64_t n = std::min(kChunk, total - done);
     XXH3_128bits_update(st, f.base() + begin + done, n);

@@ -1,5 +1,6 @@
 #include "tokenizer/vocab_image.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -8,20 +9,16 @@
 
 namespace swz::tokenizer {
 
-std::vector<uint8_t> vocab_image(const std::string& path, const std::map<std::string, std::string>& replace,
-                                 size_t limit) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("vocab_image: cannot open " + path);
-  f.seekg(0, std::ios::end);
-  const auto fsize = static_cast<size_t>(f.tellg());
-  f.seekg(0);
-  std::vector<uint8_t> b(std::min(fsize, limit));
-  f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  if (static_cast<size_t>(f.gcount()) != b.size()) throw Error("vocab_image: cannot read " + path);
+namespace {
 
+/// Thrown when the metadata runs past the bytes read so far.
+struct NeedMore {};
+
+std::vector<uint8_t> image_from(const std::vector<uint8_t>& b, const std::string& path,
+                                const std::map<std::string, std::string>& replace) {
   size_t p = 0;
   auto take = [&](uint64_t n) {
-    if (n > b.size() - p) throw Error("vocab_image: " + path + ": metadata truncated at byte " + std::to_string(p));
+    if (n > b.size() - p) throw NeedMore{};
     p += n;
     return p - n;
   };
@@ -90,6 +87,31 @@ std::vector<uint8_t> vocab_image(const std::string& path, const std::map<std::st
   }
   while (out.size() % alignment) out.push_back(0);
   return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> vocab_image(const std::string& path, const std::map<std::string, std::string>& replace,
+                                 size_t limit) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("vocab_image: cannot open " + path);
+  f.seekg(0, std::ios::end);
+  const auto fsize = static_cast<size_t>(f.tellg());
+  f.seekg(0);
+  // Read a growing prefix: the metadata is usually a few MB at the front of a large file.
+  std::vector<uint8_t> b;
+  for (size_t want = std::min({fsize, limit, size_t{8} << 20});; want = std::min({fsize, limit, want * 4})) {
+    const size_t have = b.size();
+    b.resize(want);
+    f.read(reinterpret_cast<char*>(b.data() + have), static_cast<std::streamsize>(want - have));
+    if (static_cast<size_t>(f.gcount()) != want - have) throw Error("vocab_image: cannot read " + path);
+    try {
+      return image_from(b, path, replace);
+    } catch (const NeedMore&) {
+      if (want == fsize || want == limit)
+        throw Error("vocab_image: " + path + ": GGUF metadata truncated (read " + std::to_string(want) + " bytes)");
+    }
+  }
 }
 
 }  // namespace swz::tokenizer

@@ -19,27 +19,57 @@ import models
 
 
 def reference(gguf_path):
-    llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=512, n_batch=512, n_threads=2, flash_attn=False,
-                          verbose=False, seed=0)
+    """llama.cpp through its C API (llama_decode, llama_get_logits_ith), flash attention off."""
+    L = llama_cpp
+    L.llama_backend_init()
+    model = L.llama_model_load_from_file(gguf_path.encode(), L.llama_model_default_params())
+    vocab = L.llama_model_get_vocab(model)
+    n_vocab = L.llama_vocab_n_tokens(vocab)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = 512
+    cp.n_batch = 512
+    cp.n_ubatch = 512
+    cp.n_threads = cp.n_threads_batch = 2
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    ctx = L.llama_init_from_model(model, cp)
+    mem = L.llama_get_memory(ctx)
+
+    def decode(tokens):
+        arr = (L.llama_token * len(tokens))(*tokens)
+        if L.llama_decode(ctx, L.llama_batch_get_one(arr, len(tokens))) != 0:
+            raise RuntimeError("llama_decode failed")
+        ptr = L.llama_get_logits_ith(ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float32).copy()
+
+    def tokenize(text, special):
+        raw = text.encode()
+        buf = (L.llama_token * (len(raw) + 8))()
+        n = L.llama_tokenize(vocab, raw, len(raw), buf, len(buf), True, special)
+        if n < 0:
+            raise RuntimeError("tokenize failed")
+        return list(buf[:n])
+
     out = []
     for p in models.PROMPTS:
-        toks = llm.tokenize(p["text"].encode(), add_bos=True, special=p["special"])
-        llm.reset()
-        llm.eval(toks)
-        logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        toks = tokenize(p["text"], p["special"])
+        L.llama_memory_clear(mem, True)
+        logits = decode(toks)
         order = np.argsort(-logits, kind="stable")
-        ids = sorted(set(order[:256].tolist()) | set(range(0, len(logits), 97)))
-        greedy = []
+        ids = sorted(set(order[:256].tolist()) | set(range(0, n_vocab, 97)))
+        greedy, margins = [], []
         cur = logits
         for i in range(models.N_PREDICT):
-            t = int(np.argmax(cur))
+            top2 = np.sort(cur)[-2:]
+            margins.append(float(top2[1] - top2[0]))
+            t = int(np.argmax(cur))  # first maximum = lowest id on ties
             greedy.append(t)
             if i + 1 < models.N_PREDICT:
-                llm.eval([t])
-                cur = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
-        # margin between the top two logits at each greedy step tells how robust the match is
+                cur = decode([t])
         out.append({"text": p["text"], "special": p["special"], "prompt_tokens": toks, "greedy": greedy,
+                    "greedy_top2_margin": margins,
                     "logit_ids": ids, "logit_values": [float(logits[i]) for i in ids]})
+    L.llama_free(ctx)
+    L.llama_model_free(model)
     return out
 
 

