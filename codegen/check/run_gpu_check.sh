@@ -22,9 +22,11 @@ gen)
       -swz-materialize-swizzle \
       -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
       -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null
-    "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/rms_norm_f32.mlir" \
-      -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
-      -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null
+    for k in rms_norm_f32 add_f32 rope_f32 swiglu_f32; do
+      "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/$k.mlir" \
+        -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
+        -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null
+    done
   done
   ls -l "$out"/*/ ;;
 run)
@@ -35,6 +37,7 @@ run)
   fi
   echo "using $chip PTX"
   "$build/codegen/swz-ptx-check" --gemm "$out/$chip/swz_kernels.ptx" \
-    --rms-norm "$out/$chip/swz_rms_norm.ptx" ;;
+    --rms-norm "$out/$chip/swz_rms_norm.ptx" --add "$out/$chip/swz_add.ptx" \
+    --rope "$out/$chip/swz_rope.ptx" --swiglu "$out/$chip/swz_swiglu.ptx" ;;
 *) echo "usage: $0 gen|run <build-dir>" >&2; exit 2 ;;
 esac

@@ -8,7 +8,7 @@ module attributes {gpu.container_module} {
   gpu.module @swz_rms_norm {
     gpu.func @rms_norm_f32(%x: memref<?x?xf32>, %gamma: memref<?xf32>,
                            %y: memref<?x?xf32>, %eps: f32) kernel
-        attributes {known_block_size = array<i32: 32, 1, 1>} {
+        attributes {known_block_size = array<i32: 32, 1, 1>, swz.grid = "rows, 1, 1"} {
       %c1 = arith.constant 1 : index
       %c32 = arith.constant 32 : index
       %w32 = arith.constant 32 : i32

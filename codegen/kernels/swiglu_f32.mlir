@@ -11,7 +11,8 @@ module attributes {gpu.container_module} {
           [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>} {
     gpu.func @swiglu_f32(%gate: memref<?xf32>, %up: memref<?xf32>,
                          %out: memref<?xf32>, %n: i32) kernel
-        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>} {
+        attributes {spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
+                    swz.grid = "ceil(n/64), 1, 1"} {
       %bid = gpu.block_id x
       %tid = gpu.thread_id x
       %bdim = gpu.block_dim x

@@ -248,6 +248,40 @@ struct CheckBankConflicts : impl::SwzCheckBankConflictsBase<CheckBankConflicts> 
                                          a.getConflictFree()));
       }
     });
+    // Shared-memory tiles of kernels: memref.globals read by nvgpu.ldmatrix or
+    // written by nvgpu.device_async_copy.
+    ModuleOp module = getOperation();
+    llvm::DenseSet<Operation *> smemTiles;
+    module.walk([&](memref::GetGlobalOp get) {
+      for (Operation *user : get.getResult().getUsers()) {
+        StringRef name = user->getName().getStringRef();
+        if (name == "nvgpu.ldmatrix" || name == "nvgpu.device_async_copy")
+          if (Operation *g = SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr()))
+            smemTiles.insert(g);
+      }
+    });
+    module.walk([&](memref::GlobalOp g) {
+      if (!smemTiles.contains(g))
+        return;
+      auto type = g.getType();
+      if (type.getRank() != 2 || !type.hasStaticShape()) {
+        g.emitError() << "bank-conflict analysis needs a static rank-2 tile, got "
+                      << type;
+        failedAny = true;
+        return;
+      }
+      auto sw = g->getAttrOfType<SwizzleAttr>("swz.smem_layout");
+      if (!sw)
+        sw = g->getAttrOfType<SwizzleAttr>("swz.smem_swizzled");
+      std::optional<bank::Swizzle> layout;
+      if (sw)
+        layout = bank::Swizzle{sw.getBits(), sw.getBase(), sw.getShift()};
+      TileBuffer bufs[] = {{"tile", rowMajorTile(type.getDimSize(0), type.getDimSize(1),
+                                                 elementBytes(type.getElementType()),
+                                                 layout)}};
+      failedAny |= failed(checkBuffers(g, "memref.global", g.getSymName(), bufs,
+                                       g->hasAttr("swz.conflict_free")));
+    });
     if (failedAny)
       signalPassFailure();
   }

@@ -41,8 +41,16 @@ def SwzCheckBankConflicts : Pass<"swz-check-bank-conflicts", "mlir::ModuleOp"> {
     with the degrees; emits an error when the op claims `conflict_free` and a
     degree is above 1.
 
+    The same check runs on the shared-memory tiles of kernels: every static
+    rank-2 `memref.global` that a kernel reads with `nvgpu.ldmatrix` or fills
+    with `nvgpu.device_async_copy`, with the layout from its
+    `swz.smem_layout` (or, after materialisation, `swz.smem_swizzled`)
+    attribute, row-major otherwise; `swz.conflict_free` on the global is the
+    claim.
+
     ```
-    remark: gemm_tile @ffn_up: A 128x64 f16 ... ldmatrix.x4 1-way, cp.async.16 1-way; ...
+    remark: gemm_tile @ffn_up: A 128x64 of 2-byte elements (128-byte rows,
+        Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way; B ...
     ```
   }];
 }

@@ -40,3 +40,27 @@ swz.attention_tile @fa : f16 head_dim(128) block(64, 64) warps(4) stages(2) smem
 
 // expected-remark @+1 {{attention_tile @fa: Q 64x128 of 2-byte elements (256-byte rows, Swizzle<3,3,4>): ldmatrix.x4 1-way, cp.async.16 1-way; K 64x128 of 2-byte elements (256-byte rows, Swizzle<3,3,4>): ldmatrix.x4 1-way, cp.async.16 1-way; V 64x128}}
 swz.attention_tile @fa : f16 head_dim(128) block(64, 64) warps(4) stages(2) smem(#swz.swizzle<3, 3, 4>) {conflict_free}
+
+// -----
+
+// Kernel tiles: memref.globals read by ldmatrix / written by cp.async are analysed
+// with their swz.smem_layout (row-major without one); swz.conflict_free is a claim.
+gpu.module @kernels {
+  // expected-remark @+1 {{memref.global @rowmajor: tile 32x64 of 2-byte elements (128-byte rows, row-major): ldmatrix.x4 8-way, cp.async.16 1-way}}
+  memref.global "private" @rowmajor : memref<32x64xf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{memref.global @claimed claims conflict_free but ldmatrix.x4 on smem tile (32x32 of 2-byte elements (64-byte rows, row-major)) is 4-way bank-conflicted}}
+  memref.global "private" @claimed : memref<32x32xf16, #gpu.address_space<workgroup>> {swz.conflict_free}
+  // Not accessed by ldmatrix or cp.async: not analysed.
+  memref.global "private" @other : memref<32x64xf16, #gpu.address_space<workgroup>>
+  func.func @f(%i: index) -> (vector<4x2xf16>, vector<4x2xf16>, f16) {
+    %a = memref.get_global @rowmajor : memref<32x64xf16, #gpu.address_space<workgroup>>
+    %b = memref.get_global @claimed : memref<32x32xf16, #gpu.address_space<workgroup>>
+    %c = memref.get_global @other : memref<32x64xf16, #gpu.address_space<workgroup>>
+    %x = nvgpu.ldmatrix %a[%i, %i] {numTiles = 4 : i32, transpose = false}
+        : memref<32x64xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+    %y = nvgpu.ldmatrix %b[%i, %i] {numTiles = 4 : i32, transpose = false}
+        : memref<32x32xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+    %z = memref.load %c[%i, %i] : memref<32x64xf16, #gpu.address_space<workgroup>>
+    return %x, %y, %z : vector<4x2xf16>, vector<4x2xf16>, f16
+  }
+}

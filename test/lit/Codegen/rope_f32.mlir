@@ -1,0 +1,30 @@
+// The RoPE kernel (codegen/kernels/rope_f32.mlir) from one source to PTX (ptxas
+// sm_90 and sm_80; math.* from libdevice, no .extern left) and to SPIR-V
+// (GLSL.std.450 Exp/Log/Cos/Sin; spirv-val, Vulkan 1.1).
+// REQUIRES: ptxas, spirv-val
+// RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80 %t/spirv
+// RUN: swizzle-opt %kernels/rope_f32.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
+// RUN:   -swz-extract-kernels=output-dir=%t/sm_90 -o /dev/null
+// RUN: FileCheck %s --check-prefix=PTX < %t/sm_90/swz_rope.ptx
+// RUN: %ptxas -arch=sm_90 -v %t/sm_90/swz_rope.ptx -o %t/sm_90/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: swizzle-opt %kernels/rope_f32.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
+// RUN:   -swz-extract-kernels=output-dir=%t/sm_80 -o /dev/null
+// RUN: %ptxas -arch=sm_80 -v %t/sm_80/swz_rope.ptx -o %t/sm_80/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: swizzle-opt %kernels/rope_f32.mlir -convert-math-to-spirv -convert-gpu-to-spirv \
+// RUN:   -spirv-lower-abi-attrs -spirv-update-vce | FileCheck %s --check-prefix=SPV
+// RUN: swizzle-opt %kernels/rope_f32.mlir -convert-math-to-spirv -convert-gpu-to-spirv \
+// RUN:   -spirv-lower-abi-attrs -spirv-update-vce -swz-extract-kernels=output-dir=%t/spirv -o /dev/null
+// RUN: %spirv-val --target-env vulkan1.1 %t/spirv/swz_rope.spv
+
+// PTX-NOT: .extern
+// PTX: .visible .entry rope_f32(
+// PTX: .maxntid 32, 1, 1
+// PTX: %nctaid.y
+// The sin/cos slow path (Payne-Hanek reduction for large angles) uses a local
+// array: a 32-byte stack frame, but no spills.
+// PTXAS: Compiling entry function 'rope_f32'
+// PTXAS: 32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SPV-DAG: spirv.GL.Exp
+// SPV-DAG: spirv.GL.Log
+// SPV-DAG: spirv.GL.Cos
+// SPV-DAG: spirv.GL.Sin

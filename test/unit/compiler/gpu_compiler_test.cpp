@@ -1,0 +1,72 @@
+// Tests of swz::codegen::compileGpuKernels on the kernels in codegen/kernels/.
+#include "codegen/GpuCompiler.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+using swz::codegen::CompiledKernel;
+using swz::codegen::compileGpuKernels;
+
+namespace {
+
+std::string kernelSource(const char *name) {
+  std::ifstream in(std::string(SWZ_SOURCE_DIR) + "/codegen/kernels/" + name,
+                   std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(GpuCompiler, GemmToPtx) {
+  std::vector<CompiledKernel> ks =
+      compileGpuKernels(kernelSource("gemm_f16_mma_sync.mlir"), "sm_90");
+  ASSERT_EQ(ks.size(), 1u);
+  const CompiledKernel &k = ks[0];
+  EXPECT_EQ(k.module, "swz_kernels");
+  EXPECT_EQ(k.entry, "gemm_f16_mma_sync");
+  EXPECT_EQ(k.format, "ptx");
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{32, 1, 1}));
+  EXPECT_EQ(k.grid, "N/8, M/16, 1");
+  ASSERT_EQ(k.arguments.size(), 3u);
+  EXPECT_EQ(k.arguments[0], "memref<?x?xf16>");
+  EXPECT_EQ(k.arguments[2], "memref<?x?xf32>");
+  EXPECT_NE(k.binary.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+            std::string::npos);
+  // The swizzle was materialised (the XOR permutation is in the addressing).
+  EXPECT_NE(k.binary.find("xor.b"), std::string::npos);
+  EXPECT_EQ(k.binary.back(), '\n'); // no trailing NUL
+}
+
+TEST(GpuCompiler, SwigluToSpirv) {
+  std::vector<CompiledKernel> ks =
+      compileGpuKernels(kernelSource("swiglu_f32.mlir"), "spirv");
+  ASSERT_EQ(ks.size(), 1u);
+  const CompiledKernel &k = ks[0];
+  EXPECT_EQ(k.entry, "swiglu_f32");
+  EXPECT_EQ(k.format, "spv");
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{64, 1, 1}));
+  ASSERT_GE(k.binary.size(), 20u);
+  ASSERT_EQ(k.binary.size() % 4, 0u);
+  uint32_t magic;
+  std::memcpy(&magic, k.binary.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u); // SPIR-V magic number (SPIR-V spec, 3.1)
+}
+
+TEST(GpuCompiler, Errors) {
+  EXPECT_THROW(compileGpuKernels("module {}", "gfx90a"), std::invalid_argument);
+  try {
+    compileGpuKernels("module { func.func @f( }", "sm_90");
+    FAIL() << "expected a parse error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot parse kernel source"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(compileGpuKernels("module {}", "sm_90"), std::runtime_error);
+}
+
+} // namespace
