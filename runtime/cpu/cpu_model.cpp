@@ -1,8 +1,12 @@
 #include "cpu/cpu_model.h"
 
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -33,15 +37,27 @@ OpKind parse_kind(const std::string& k) {
   return it->second;
 }
 
+// A weight as the kernels see it: the GGUF tensor's type and shape, and where its bytes
+// are (in the GGUF mapping, or in the huge-page copy, see CpuModel::CpuModel).
+struct WeightView {
+  const uint8_t* data;
+  ggml::Type type;
+  std::vector<int64_t> ne;
+};
+
 struct Op {
   OpKind kind;
   std::vector<int> in;                          // buffer indices (-1 = not a buffer)
-  std::vector<const gguf::TensorInfo*> w;       // weight tensors, in order of appearance
+  std::vector<WeightView> w;                    // weight tensors, in order of appearance
   int out = -1;
   bool output_rows = false;
   float eps = 0, theta = 0, scale = 0;
   int head_dim = 0, n_head = 0, n_head_kv = 0, n_rot = 0, layer = 0;
   bool neox = false;
+  // Consecutive matmuls of one input (Q/K/V, gate/up) run as one ggml::matmul_multi:
+  // the first op of such a run has group > 1, the others are skipped (in_group).
+  int group = 1;
+  bool in_group = false;
 };
 
 struct Buffer {
@@ -64,10 +80,17 @@ struct CpuModel::Impl {
   std::vector<uint8_t> scratch;
   std::vector<int32_t> tokens;
   std::vector<float> rope_cache;
+  // SWZ_PROFILE=1: wall seconds per op kind, printed to stderr when the model is destroyed.
+  bool profile = std::getenv("SWZ_PROFILE") != nullptr;
+  double op_seconds[8] = {};
 
   Impl(const gguf::File& f, ggml::ThreadPool& p) : file(f), pool(p) {}
 
   void run_op(const Op& op, int n_tokens, int n_out, int n_past);
+  void copy_weights_to_huge_pages();
+  void* weights_copy = nullptr;
+  size_t weights_copy_bytes = 0;
+  void run_matmuls(const Op* ops, int n, int n_out);
   void attention(const Op& op, int n_tokens, int n_past);
 };
 
@@ -99,7 +122,7 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
         } else {
           const gguf::TensorInfo* t = weights.tensor(name);
           if (!t) throw std::runtime_error("graph: op input '" + name + "' is neither a buffer nor a tensor of " + weights.path());
-          op.w.push_back(t);
+          op.w.push_back({t->data, t->type, t->ne});
           op.in.push_back(-1);
         }
       }
@@ -118,14 +141,68 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
       op.neox = jo.value("mode", std::string("norm")) == "neox";
       m.ops.push_back(std::move(op));
     }
+    for (size_t i = 0; i < m.ops.size(); ++i) {
+      Op& head = m.ops[i];
+      if (head.kind != OpKind::MatMul) continue;
+      size_t j = i + 1;
+      while (j < m.ops.size() && m.ops[j].kind == OpKind::MatMul && m.ops[j].in[0] == head.in[0] &&
+             m.ops[j].output_rows == head.output_rows && m.ops[j].out != head.in[0])
+        ++j;
+      head.group = static_cast<int>(j - i);
+      for (size_t k = i + 1; k < j; ++k) m.ops[k].in_group = true;
+      i = j - 1;
+    }
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("graph: malformed: ") + e.what());
   }
+  m.copy_weights_to_huge_pages();
   m.k_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
   m.v_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
 }
 
-CpuModel::~CpuModel() = default;
+// Weight plan "copy-huge-pages": the GGUF is mapped with 4 KiB pages, so a decode step
+// that streams ~100 MB of weights walks ~25k pages and misses the TLB on most of them.
+// Copying the weights the graph reads into one anonymous mapping advised MADV_HUGEPAGE
+// (2 MiB pages) removes those misses. SWZ_WEIGHTS=mmap keeps the mapping as is.
+void CpuModel::Impl::copy_weights_to_huge_pages() {
+  const char* mode = std::getenv("SWZ_WEIGHTS");
+  if (mode && std::string(mode) == "mmap") return;
+  std::unordered_map<const uint8_t*, size_t> offset_of;
+  size_t total = 0;
+  for (Op& op : ops)
+    for (WeightView& w : op.w)
+      if (!offset_of.count(w.data)) {
+        offset_of[w.data] = total;
+        total += (ggml::row_size(w.type, w.ne[0]) * (w.ne.size() > 1 ? w.ne[1] : 1) + 63) / 64 * 64;
+      }
+  const size_t huge = size_t{2} << 20;
+  const size_t bytes = (total + huge - 1) / huge * huge;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;  // keep using the GGUF mapping
+  madvise(p, bytes, MADV_HUGEPAGE);
+  auto* base = static_cast<uint8_t*>(p);
+  std::unordered_map<const uint8_t*, bool> copied;
+  for (Op& op : ops)
+    for (WeightView& w : op.w) {
+      uint8_t* dst = base + offset_of.at(w.data);
+      if (!copied[w.data]) {
+        std::memcpy(dst, w.data, ggml::row_size(w.type, w.ne[0]) * (w.ne.size() > 1 ? w.ne[1] : 1));
+        copied[w.data] = true;
+      }
+    }
+  for (Op& op : ops)
+    for (WeightView& w : op.w) w.data = base + offset_of.at(w.data);
+  weights_copy = p;
+  weights_copy_bytes = bytes;
+}
+
+CpuModel::~CpuModel() {
+  if (impl_ && impl_->weights_copy) munmap(impl_->weights_copy, impl_->weights_copy_bytes);
+  if (impl_ && impl_->profile) {
+    static const char* names[] = {"get_rows", "rms_norm", "head_norm", "matmul", "rope", "attention", "swiglu", "add"};
+    for (int k = 0; k < 8; ++k) std::fprintf(stderr, "swz-profile %-10s %9.3f ms\n", names[k], impl_->op_seconds[k] * 1e3);
+  }
+}
 
 void CpuModel::truncate(int n) { n_past_ = std::clamp(n, 0, n_past_); }
 
@@ -146,7 +223,15 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vect
     if (b.data.size() < need) b.data.resize(need);
     b.rows = 0;
   }
-  for (const Op& op : m.ops) m.run_op(op, n_tokens, n_out, n_past_);
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const Op& op = m.ops[i];
+    if (op.in_group) continue;
+    const auto t0 = m.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (op.group > 1) m.run_matmuls(&op, op.group, n_out);
+    else m.run_op(op, n_tokens, n_out, n_past_);
+    if (m.profile)
+      m.op_seconds[static_cast<int>(op.kind)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   n_past_ += n_tokens;
   const Buffer& out = m.bufs[m.out_buf];
   logits.assign(out.data.begin() + static_cast<ptrdiff_t>(out.rows - n_out) * out.width,
@@ -199,10 +284,10 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
     count = op.output_rows ? std::min(n_out, b.rows) : b.rows;
     first = b.rows - count;
   };
-  auto wf32 = [&](size_t i) { return reinterpret_cast<const float*>(op.w.at(i)->data); };
+  auto wf32 = [&](size_t i) { return reinterpret_cast<const float*>(op.w.at(i).data); };
   switch (op.kind) {
     case OpKind::GetRows: {
-      const gguf::TensorInfo* w = op.w.at(0);
+      const WeightView* w = &op.w.at(0);
       const size_t row_bytes = ggml::row_size(w->type, w->ne[0]);
       for (int t = 0; t < n_tokens; ++t)
         ggml::dequantize_row(w->type, w->data + row_bytes * tokens[t], out.data.data() + static_cast<size_t>(t) * out.width,
@@ -230,7 +315,7 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
       const Buffer& x = bufs[op.in[0]];
       int first, count;
       rows_of(x, first, count);
-      const gguf::TensorInfo* w = op.w.at(0);
+      const WeightView* w = &op.w.at(0);
       ggml::matmul(w->data, w->type, w->ne[1], w->ne[0], x.data.data() + static_cast<size_t>(first) * x.width, count,
                    out.data.data(), pool, scratch);
       if (op.w.size() > 1) {
@@ -292,6 +377,32 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
       out.rows = a.rows;
       break;
     }
+  }
+}
+
+// A run of matmuls sharing one input buffer, in one parallel region (bit-identical to
+// separate calls, ggml::matmul_multi).
+void CpuModel::Impl::run_matmuls(const Op* group, int n, int n_out) {
+  const Buffer& x = bufs[group[0].in[0]];
+  const int count = group[0].output_rows ? std::min(n_out, x.rows) : x.rows;
+  const int first = x.rows - count;
+  std::vector<ggml::MatmulJob> jobs;
+  for (int i = 0; i < n; ++i) {
+    const WeightView* w = &group[i].w.at(0);
+    jobs.push_back({w->data, w->type, w->ne[1], bufs[group[i].out].data.data()});
+  }
+  ggml::matmul_multi(jobs.data(), jobs.size(), x.width, x.data.data() + static_cast<size_t>(first) * x.width, count, pool,
+                     scratch);
+  for (int i = 0; i < n; ++i) {
+    Buffer& out = bufs[group[i].out];
+    if (group[i].w.size() > 1) {
+      const float* b = reinterpret_cast<const float*>(group[i].w[1].data);
+      for (int t = 0; t < count; ++t) {
+        float* yr = out.data.data() + static_cast<size_t>(t) * out.width;
+        for (int k = 0; k < out.width; ++k) yr[k] += b[k];
+      }
+    }
+    out.rows = count;
   }
 }
 
