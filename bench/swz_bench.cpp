@@ -28,9 +28,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   int pp = 512, tg = 128, reps = 5, threads = 0;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
-    int v = std::stoi(argv[i + 1]);
+    if (i + 1 >= argc) {
+      std::cerr << "option " << a << " needs a value\n";
+      return 2;
+    }
+    int v = 0;
+    try {
+      v = std::stoi(argv[i + 1]);
+    } catch (const std::exception&) {
+      std::cerr << "option " << a << ": not a number: " << argv[i + 1] << "\n";
+      return 2;
+    }
     if (a == "--pp") pp = v;
     else if (a == "--tg") tg = v;
     else if (a == "--reps") reps = v;
@@ -39,6 +49,10 @@ int main(int argc, char** argv) {
       std::cerr << "unknown option " << a << "\n";
       return 2;
     }
+  }
+  if (pp < 1 || tg < 1 || reps < 1 || threads < 0) {
+    std::cerr << "--pp, --tg and --reps must be >= 1, -t >= 0\n";
+    return 2;
   }
   try {
     auto pkg = swz::package::open_package(argv[1]);

@@ -91,6 +91,9 @@ HParams read_hparams(const gguf::File& f) {
   hp.qkv_bias = hp.arch == "qwen2";
   hp.qk_norm = hp.arch == "qwen3";
   hp.tied_output = f.tensor("output.weight") == nullptr;
+  // Llama 3.1+ carries per-dimension RoPE frequency factors; the graph has no input for them yet.
+  if (f.tensor("rope_freqs.weight"))
+    throw UnsupportedModel(f.path() + ": RoPE frequency factors (rope_freqs.weight, Llama 3.1 style) are not supported yet");
   if (f.has(a + "rope.scaling.type") && f.get_string(a + "rope.scaling.type") != "none")
     throw UnsupportedModel(f.path() + ": rope scaling '" + f.get_string(a + "rope.scaling.type") + "' is not supported yet");
   hp.validate();

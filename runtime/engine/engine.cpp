@@ -72,8 +72,8 @@ class CpuEngine final : public Engine {
     }
     nlohmann::json ctx = {{"messages", msgs},
                           {"add_generation_prompt", add_generation_prompt},
-                          {"bos_token", std::string(tok_.token_text(tok_.bos()))},
-                          {"eos_token", std::string(tok_.token_text(tok_.eos()))}};
+                          {"bos_token", tok_.bos() >= 0 ? std::string(tok_.token_text(tok_.bos())) : std::string()},
+                          {"eos_token", tok_.eos() >= 0 ? std::string(tok_.token_text(tok_.eos())) : std::string()}};
     chat::Rendered r;
     try {
       r = template_->render(ctx);

