@@ -116,26 +116,9 @@ bool is_cased(uint32_t c) { return upper_cp(c) != c || lower_cp(c) != c || c == 
 bool is_lower_cp(uint32_t c) { return upper_cp(c) != c || c == 0xDF; }
 bool is_upper_cp(uint32_t c) { return lower_cp(c) != c; }
 
-void put_cp(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 void put_upper(std::string& out, uint32_t c) {
   if (c == 0xDF) out += "SS";
-  else put_cp(out, upper_cp(c));
+  else append_utf8(out, upper_cp(c));
 }
 
 enum class CaseMode { Upper, Lower, Swap, Capitalize, TitleMethod, TitleFilter };
@@ -151,28 +134,28 @@ std::string case_map(std::string_view s, CaseMode m) {
     uint32_t c = utf8_decode_at(s, p);
     switch (m) {
       case CaseMode::Upper: put_upper(out, c); break;
-      case CaseMode::Lower: put_cp(out, lower_cp(c)); break;
+      case CaseMode::Lower: append_utf8(out, lower_cp(c)); break;
       case CaseMode::Swap:
-        if (is_upper_cp(c)) put_cp(out, lower_cp(c));
+        if (is_upper_cp(c)) append_utf8(out, lower_cp(c));
         else put_upper(out, c);
         break;
       case CaseMode::Capitalize:
         if (first) put_upper(out, c);
-        else put_cp(out, lower_cp(c));
+        else append_utf8(out, lower_cp(c));
         break;
       case CaseMode::TitleMethod:
-        if (prev_cased) put_cp(out, lower_cp(c));
+        if (prev_cased) append_utf8(out, lower_cp(c));
         else put_upper(out, c);
         prev_cased = is_cased(c);
         break;
       case CaseMode::TitleFilter: {
         bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || py_isspace(c);
         if (sep) {
-          put_cp(out, c);
+          append_utf8(out, c);
           word_start = true;
         } else {
           if (word_start) put_upper(out, c);
-          else put_cp(out, lower_cp(c));
+          else append_utf8(out, lower_cp(c));
           word_start = false;
         }
         break;

@@ -142,6 +142,7 @@ Value from_json(const nlohmann::ordered_json& j);  // strings become data
 // UTF-8 helpers: code point decoding for Python str semantics (len, index, slice).
 std::vector<size_t> utf8_offsets(std::string_view s);  // byte offset of each code point, + end
 bool py_isspace(uint32_t cp);
+void append_utf8(std::string& out, uint32_t cp);  // encodes code point cp (< 0x110000) as UTF-8
 uint32_t utf8_decode_at(std::string_view s, size_t& pos);  // advances pos; invalid byte -> U+FFFD
 
 // ---------------------------------------------------------------------------------------------

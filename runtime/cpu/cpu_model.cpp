@@ -297,8 +297,7 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vect
     const Op& op = m.ops[i];
     if (op.in_group) continue;
     const auto t0 = m.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (op.group > 1) m.run_matmuls(&op, op.group, n_out);
-    else m.run_op(op, n_tokens, n_out, n_past_);
+    m.run_op(op, n_tokens, n_out, n_past_);
     if (m.profile)
       m.op_seconds[static_cast<int>(op.kind)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -381,23 +380,9 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
       out.rows = count;
       break;
     }
-    case OpKind::MatMul: {
-      const Buffer& x = bufs[op.in[0]];
-      int first, count;
-      rows_of(x, first, count);
-      const WeightView* w = &op.w.at(0);
-      ggml::matmul(w->data, w->type, w->ne[1], w->ne[0], x.data.data() + static_cast<size_t>(first) * x.width, count,
-                   out.data.data(), pool, scratch);
-      if (op.w.size() > 1) {
-        const float* b = wf32(1);
-        for (int t = 0; t < count; ++t) {
-          float* yr = out.data.data() + static_cast<size_t>(t) * out.width;
-          for (int i = 0; i < out.width; ++i) yr[i] += b[i];
-        }
-      }
-      out.rows = count;
+    case OpKind::MatMul:
+      run_matmuls(&op, op.group, n_out);
       break;
-    }
     case OpKind::Rope: {
       Buffer& x = bufs[op.in[0]];
       if (&x != &out) throw std::runtime_error("graph: rope must be in place");
@@ -450,8 +435,8 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
   }
 }
 
-// A run of matmuls sharing one input buffer, in one parallel region (bit-identical to
-// separate calls, ggml::matmul_multi).
+// A matmul, or a run of matmuls sharing one input buffer, in one parallel region
+// (ggml::matmul_multi: bit-identical to separate calls), each plus its optional bias.
 void CpuModel::Impl::run_matmuls(const Op* group, int n, int n_out) {
   const Buffer& x = bufs[group[0].in[0]];
   const int count = group[0].output_rows ? std::min(n_out, x.rows) : x.rows;
@@ -488,10 +473,8 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past) {
   auto& vc = v_cache.at(op.layer);
   for (int t = 0; t < n_tokens; ++t) {
     const size_t dst = static_cast<size_t>(n_past + t) * kv_width;
-    for (int i = 0; i < kv_width; ++i) {
-      kc[dst + i] = to_f16(k.data[static_cast<size_t>(t) * k.width + i]);
-      vc[dst + i] = to_f16(v.data[static_cast<size_t>(t) * v.width + i]);
-    }
+    ggml::fp32_to_fp16_row(k.data.data() + static_cast<size_t>(t) * k.width, kc.data() + dst, kv_width);
+    ggml::fp32_to_fp16_row(v.data.data() + static_cast<size_t>(t) * v.width, vc.data() + dst, kv_width);
   }
   const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
   const int n_tasks = n_tokens * op.n_head;

