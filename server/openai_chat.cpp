@@ -315,6 +315,11 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   }
   p.gen.max_tokens = p.req.max_tokens.value_or(-1);
   p.gen.sampling = p.req.sampling;
+  try {
+    p.admission = engine_.admit(p.gen);
+  } catch (const engine::InvalidRequest& e) {
+    throw ApiError(400, e.what());
+  }
   p.id = new_completion_id();
   p.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   return p;
@@ -328,7 +333,7 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
     return !text.stopped() && !cancelled_;
   };
   try {
-    o.result = engine_.generate(p.gen, on_token);
+    o.result = engine_.run(*p.admission, on_token);
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what());
   } catch (const ApiError&) {
@@ -386,7 +391,7 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
     return !text.stopped() && !cancelled_;
   };
   try {
-    o.result = engine_.generate(p.gen, on_token);
+    o.result = engine_.run(*p.admission, on_token);
   } catch (const engine::InvalidRequest& e) {
     send(ApiError(400, e.what()).body());
     return o;

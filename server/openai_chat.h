@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,13 +68,15 @@ class ChatCompletions {
   struct Prepared {
     ChatRequest req;
     engine::GenerateRequest gen;  ///< templated, tokenized prompt + sampling
+    std::shared_ptr<engine::Admission> admission;  ///< gen, admitted: cached-prefix counts known
     std::string id;               ///< chatcmpl-...
     int64_t created = 0;          ///< unix seconds
   };
 
   /// Parses, templates, tokenizes and checks the context: prompt tokens + 1 must fit in
   /// n_ctx (room for at least one generated token), else 400 code
-  /// "context_length_exceeded" naming both numbers. max_tokens beyond the remaining
+  /// "context_length_exceeded" naming both numbers. Then admits the request to the
+  /// engine (prefix-cache lookup), so the cache counts are known before any byte is sent. max_tokens beyond the remaining
   /// context is not an error: generation ends at the full context with finish_reason
   /// "length". Throws ApiError; engine::InvalidRequest becomes a 400.
   Prepared prepare(std::string_view body);

@@ -115,10 +115,9 @@ struct Server::Impl {
       return;
     }
 
-    // Streaming: the headers leave before generation starts, so they carry what is known
-    // now. The engine interface has no prefix-cache lookup yet (and no cache), so cached
-    // is 0 and all prompt tokens are uncached; the usage chunk carries the engine's count.
-    set_cache_headers(res, 0, static_cast<int>(p->gen.prompt.size()));
+    // Streaming: the headers leave before generation starts; admission already looked up
+    // the cached prefix, so they carry the counts the usage chunk will repeat.
+    set_cache_headers(res, p->admission->cached_tokens(), p->admission->uncached_tokens());
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
     res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req](size_t, httplib::DataSink& sink) {

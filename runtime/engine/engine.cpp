@@ -101,8 +101,9 @@ class CpuEngine final : public Engine {
 
   std::string detokenize(const std::vector<int32_t>& tokens) override { return tok_.decode(tokens); }
 
-  GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) override {
-    Sampler sampler(req.sampling);  // validates before we take the lock
+  std::unique_ptr<Admission> admit(const GenerateRequest& req) override {
+    Sampler validate(req.sampling);
+    (void)validate;
     const int n_prompt = static_cast<int>(req.prompt.size());
     if (n_prompt == 0) throw InvalidRequest("the prompt is empty");
     if (n_prompt >= info_.n_ctx)
@@ -110,17 +111,21 @@ class CpuEngine final : public Engine {
                            std::to_string(info_.n_ctx) + " tokens (at least one must remain for the answer)");
     for (int32_t t : req.prompt)
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::make_unique<CpuAdmission>(req, common_prefix(req.prompt));
+  }
 
+  GenerateResult run(Admission& a, const TokenCallback& on_token) override {
+    const GenerateRequest& req = a.request();
+    Sampler sampler(req.sampling);
     std::lock_guard<std::mutex> lock(mu_);
     GenerateResult res;
-    res.prompt_tokens = n_prompt;
+    res.prompt_tokens = a.prompt_tokens();
     const auto t0 = Clock::now();
 
-    // Reuse the common prefix with what the KV cache holds; the last prompt position is
-    // always evaluated again so its logits exist.
-    size_t keep = 0;
-    while (keep < history_.size() && keep < req.prompt.size() && history_[keep] == req.prompt[keep]) ++keep;
-    keep = std::min(keep, req.prompt.size() - 1);
+    // Single slot: reuse the common prefix with what the KV cache holds now. Another
+    // request that ran between admit() and run() may have shortened it.
+    const size_t keep = common_prefix(req.prompt);
     model_->truncate(static_cast<int>(keep));
     history_.resize(keep);
     res.cached_tokens = static_cast<int>(keep);
@@ -165,6 +170,18 @@ class CpuEngine final : public Engine {
   }
 
  private:
+  struct CpuAdmission final : Admission {
+    CpuAdmission(const GenerateRequest& r, int cached) : Admission(r, cached) {}
+  };
+
+  /// Tokens of `prompt` whose K/V the cache holds; the last prompt position is always
+  /// evaluated again so its logits exist. Caller holds mu_.
+  size_t common_prefix(const std::vector<int32_t>& prompt) const {
+    size_t keep = 0;
+    while (keep < history_.size() && keep < prompt.size() && history_[keep] == prompt[keep]) ++keep;
+    return std::min(keep, prompt.size() - 1);
+  }
+
   static package::LoadedPackage open(const std::string& path) {
     try {
       return package::open_package(path);

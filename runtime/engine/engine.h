@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace swz::engine {
@@ -83,6 +84,33 @@ struct ModelInfo {
   std::string package_path;
 };
 
+/// A request the engine has accepted: validated, and its cached prompt prefix looked
+/// up. The counts are known before any prefill runs, so a server can put them in the
+/// headers of a streamed response; run() reports the same cached_tokens.
+class Admission {
+ public:
+  virtual ~Admission() = default;
+  const GenerateRequest& request() const { return req_; }
+  int prompt_tokens() const { return static_cast<int>(req_.prompt.size()); }
+  int cached_tokens() const { return cached_tokens_; }
+  int uncached_tokens() const { return prompt_tokens() - cached_tokens_; }
+
+ protected:
+  Admission(GenerateRequest req, int cached_tokens) : req_(std::move(req)), cached_tokens_(cached_tokens) {}
+  GenerateRequest req_;
+  int cached_tokens_ = 0;
+};
+
+/// Prefix-cache counters since the engine started (all zero for an engine without one).
+struct CacheStats {
+  uint64_t hit_tokens = 0;     ///< prompt tokens served from the cache
+  uint64_t miss_tokens = 0;    ///< prompt tokens evaluated (prefill)
+  uint64_t blocks_device = 0;  ///< cached blocks resident in the backend's KV memory
+  uint64_t blocks_host = 0;    ///< cached blocks spilled to host RAM
+  uint64_t blocks_disk = 0;    ///< cached blocks in the disk tier
+  uint64_t evictions = 0;      ///< blocks dropped from the last tier
+};
+
 class Engine {
  public:
   /// Loads a package directory written by `swizzlec compile`. Throws LoadError.
@@ -96,10 +124,20 @@ class Engine {
   /// Plain-text tokenization (optionally adding BOS as the model's metadata says).
   virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) = 0;
-  /// Generates until an end-of-generation token, max_tokens, a full context, or the
-  /// callback returns false. Thread-safe: concurrent calls are served one after another.
-  /// Throws InvalidRequest when the prompt is empty or does not leave room in the context.
-  virtual GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) = 0;
+  /// Validates `req` and looks up its cached prefix. Throws InvalidRequest when the
+  /// prompt is empty, holds an id outside the vocabulary, does not leave room in the
+  /// context, or the sampling values are invalid.
+  virtual std::unique_ptr<Admission> admit(const GenerateRequest& req) = 0;
+  /// Generates for an admitted request until an end-of-generation token, max_tokens, a
+  /// full context, or the callback returns false. Thread-safe: concurrent calls are
+  /// served one after another. `a` must come from this engine's admit().
+  virtual GenerateResult run(Admission& a, const TokenCallback& on_token) = 0;
+  /// admit() then run().
+  GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) {
+    std::unique_ptr<Admission> a = admit(req);
+    return run(*a, on_token);
+  }
+  virtual CacheStats cache_stats() const { return {}; }
 };
 
 }  // namespace swz::engine

@@ -41,13 +41,22 @@ class FakeEngine : public engine::Engine {
   }
   std::string detokenize(const std::vector<int32_t>& tokens) override { return std::string(tokens.begin(), tokens.end()); }
 
-  engine::GenerateResult generate(const engine::GenerateRequest& req, const engine::TokenCallback& on_token) override {
+  struct FakeAdmission final : engine::Admission {
+    FakeAdmission(const engine::GenerateRequest& r, int cached) : Admission(r, cached) {}
+  };
+
+  std::unique_ptr<engine::Admission> admit(const engine::GenerateRequest& req) override {
+    if (req.prompt.empty()) throw engine::InvalidRequest("empty prompt");
+    if (static_cast<int>(req.prompt.size()) >= info_.n_ctx) throw engine::InvalidRequest("prompt does not fit");
+    return std::make_unique<FakeAdmission>(req, cached_tokens);
+  }
+
+  engine::GenerateResult run(engine::Admission& a, const engine::TokenCallback& on_token) override {
+    const engine::GenerateRequest& req = a.request();
     std::lock_guard<std::mutex> lock(mu_);  // the real engine serialises too
     ++generate_calls;
     last_request = req;
     if (throw_runtime) throw std::runtime_error("fake engine exploded");
-    if (req.prompt.empty()) throw engine::InvalidRequest("empty prompt");
-    if (static_cast<int>(req.prompt.size()) >= info_.n_ctx) throw engine::InvalidRequest("prompt does not fit");
     const bool endless_now =
         endless || (!endless_trigger.empty() &&
                     std::string(req.prompt.begin(), req.prompt.end()).find(endless_trigger) != std::string::npos);

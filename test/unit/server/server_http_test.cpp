@@ -146,6 +146,20 @@ TEST(ServerHttp, NonStreamingCompletion) {
   EXPECT_EQ(s.engine.last_request.max_tokens, -1);
 }
 
+TEST(ServerHttp, StreamingHeadersCarryTheAdmittedCacheCounts) {
+  Running s;
+  s.engine.cached_tokens = 3;
+  auto r = s.chat({{"messages", user("hi")}, {"stream", true}, {"stream_options", {{"include_usage", true}}}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value(swz::server::kCacheHitHeader), "3");
+  EXPECT_EQ(r->get_header_value(swz::server::kUncachedHeader), "7");
+  auto events = sse_data(r->body);
+  ASSERT_GE(events.size(), 2u);
+  json usage = json::parse(events[events.size() - 2])["usage"];
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], 3) << "the usage chunk repeats the header";
+}
+
 TEST(ServerHttp, StreamingJoinsToTheNonStreamedTextWithoutSplittingCharacters) {
   Running s;
   auto r = s.chat({{"messages", user("hi")}, {"stream", true}, {"stream_options", {{"include_usage", true}}}});
