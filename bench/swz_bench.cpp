@@ -69,14 +69,14 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
       auto t0 = Clock::now();
-      for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, logits);
+      for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) pp_s.push_back(s);
       model.truncate(0);
       int32_t tok = prompt[0];
       t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
-        model.forward(&tok, 1, 1, logits);
+        model.forward(&tok, 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
         tok = prompt[(i + 1) % pp];
       }
       s = std::chrono::duration<double>(Clock::now() - t0).count();

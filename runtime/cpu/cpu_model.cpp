@@ -17,6 +17,7 @@
 #include "ggml/matmul.h"
 #include "ggml/quants.h"
 #include "ggml/thread_pool.h"
+#include "ggml/vec_math.h"
 #include "gguf/gguf.h"
 
 namespace swz::cpu {
@@ -89,14 +90,14 @@ struct CpuModel::Impl {
 
   Impl(const gguf::File& f, ggml::ThreadPool& p) : file(f), pool(p) {}
 
-  void run_op(const Op& op, int n_tokens, int n_out, int n_past);
+  void run_op(const Op& op, int n_tokens, int n_out, int n_past, bool single_row_order);
   void copy_weights_to_huge_pages();
   void* weights_copy = nullptr;
   size_t weights_copy_bytes = 0;
   ~Impl();
   void validate_graph(int n_vocab);
   void run_matmuls(const Op* ops, int n, int n_out);
-  void attention(const Op& op, int n_tokens, int n_past);
+  void attention(const Op& op, int n_tokens, int n_past, bool single_row_order);
 };
 
 CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool)
@@ -276,7 +277,7 @@ CpuModel::~CpuModel() {
 
 void CpuModel::truncate(int n) { n_past_ = std::clamp(n, 0, n_past_); }
 
-void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) {
+void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) {
   if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
   if (n_past_ + n_tokens > n_ctx_)
     throw std::length_error("KV cache full: " + std::to_string(n_past_) + " + " + std::to_string(n_tokens) +
@@ -297,7 +298,16 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, std::vect
     const Op& op = m.ops[i];
     if (op.in_group) continue;
     const auto t0 = m.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    m.run_op(op, n_tokens, n_out, n_past_);
+    m.run_op(op, n_tokens, n_out, n_past_, rows == Rows::Generated);
+    if (const char* dir = std::getenv("SWZ_DUMP_DIR")) {
+      const Buffer& b = m.bufs[op.out];
+      char path[512];
+      std::snprintf(path, sizeof path, "%s/%03zu_%s.f32", dir, i, b.name.c_str());
+      if (FILE* f = std::fopen(path, "wb")) {
+        std::fwrite(b.data.data(), sizeof(float), static_cast<size_t>(b.rows) * b.width, f);
+        std::fclose(f);
+      }
+    }
     if (m.profile)
       m.op_seconds[static_cast<int>(op.kind)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -318,34 +328,35 @@ void rms_norm_row(const float* x, const float* w, float* y, int n, float eps) {
   for (int i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-float dot_f16_f32(const uint16_t* k, const float* q, int n) {
-  int i = 0;
+// f16 . f16 dot product of length n (a multiple of 8) in the order of llamafile's
+// tinyBLAS<8, f16> (llama.cpp's CPU matmul for batches of 2+ rows): one 8-lane FMA
+// accumulator over consecutive 8-element chunks, then hsum8.
+float dot_f16_tinyblas(const uint16_t* a, const uint16_t* b, int n) {
   __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) {
-    __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
-    acc = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + i), acc);
-  }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_hadd_ps(s, s);
-  s = _mm_hadd_ps(s, s);
-  float r = _mm_cvtss_f32(s);
-  for (; i < n; ++i) r += from_f16(k[i]) * q[i];
-  return r;
+  for (int i = 0; i < n; i += 8)
+    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))),
+                          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))), acc);
+  return ggml::hsum8(acc);
 }
 
-void axpy_f16(float a, const uint16_t* v, float* y, int n) {
-  int i = 0;
-  const __m256 av = _mm256_set1_ps(a);
-  for (; i + 8 <= n; i += 8) {
-    __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, vv, _mm256_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * from_f16(v[i]);
+// f16 . f16 dot product in the order of ggml_vec_dot_f16 (llama.cpp's CPU matmul for a
+// single row, AVX2): four 8-lane accumulators over 32-element steps, reduced as
+// (s0+s2)+(s1+s3) then hsum8_hadd, the tail added in double.
+float dot_f16_ggml(const uint16_t* a, const uint16_t* b, int n) {
+  const int np = n & ~31;
+  __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < np; i += 32)
+    for (int j = 0; j < 4; ++j)
+      s[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8 * j))),
+                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8 * j))), s[j]);
+  double sum = ggml::hsum8_hadd(_mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])));
+  for (int i = np; i < n; ++i) sum += static_cast<double>(from_f16(a[i]) * from_f16(b[i]));
+  return static_cast<float>(sum);
 }
 
 }  // namespace
 
-void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
+void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past, bool single_row_order) {
   Buffer& out = bufs[op.out];
   // Rows an op reads: all valid rows of its first input, or for ops feeding the LM head
   // (rows == "output") only the last n_out of them; outputs are written from row 0.
@@ -411,16 +422,24 @@ void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past) {
       break;
     }
     case OpKind::Attention:
-      attention(op, n_tokens, n_past);
+      attention(op, n_tokens, n_past, single_row_order);
       break;
     case OpKind::SwiGlu: {
       const Buffer& g = bufs[op.in[0]];
       const Buffer& u = bufs[op.in[1]];
       const size_t n = static_cast<size_t>(g.rows) * g.width;
-      for (size_t i = 0; i < n; ++i) {
-        const float x = g.data[i];
-        out.data[i] = x / (1.0f + std::exp(-x)) * u.data[i];
+      // ggml_vec_swiglu_f32: silu8 in 8-wide groups of each row, scalar expf for a row's tail.
+      const int width = g.width;
+      for (int t = 0; t < g.rows; ++t) {
+        const float* x = g.data.data() + static_cast<size_t>(t) * width;
+        const float* y = u.data.data() + static_cast<size_t>(t) * width;
+        float* o = out.data.data() + static_cast<size_t>(t) * width;
+        int i = 0;
+        for (; i + 8 <= width; i += 8)
+          _mm256_storeu_ps(o + i, _mm256_mul_ps(ggml::silu8(_mm256_loadu_ps(x + i)), _mm256_loadu_ps(y + i)));
+        for (; i < width; ++i) o[i] = x[i] / (1.0f + std::exp(-x[i])) * y[i];
       }
+      (void)n;
       out.rows = g.rows;
       break;
     }
@@ -461,10 +480,15 @@ void CpuModel::Impl::run_matmuls(const Op* group, int n, int n_out) {
   }
 }
 
-// Causal GQA attention over the layer's KV cache, mirroring llama.cpp's non-flash path
-// (llm_graph_context::build_attn_mha): scores = (f16(q) . k) * scale, masked softmax with
-// a double sum, probabilities rounded to f16, out = sum_j p_j v_j.
-void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past) {
+// Causal GQA attention over the layer's KV cache, bit-identical to llama.cpp's CPU
+// non-flash path (llm_graph_context::build_attn_mha): kq = k . f16(q) (f16 matmul),
+// softmax(kq * scale) with ggml_vec_soft_max_f32 (expf8 in 8-wide groups, group sums
+// added in double), probabilities rounded to f16, out = v^T . f16(p) (f16 matmul).
+// llama.cpp's f16 matmuls reduce in one order for a batch of 2+ query rows (tinyBLAS)
+// and another for a single row (ggml_vec_dot_f16); both are reproduced, chosen by the
+// caller's CpuModel::Rows (see cpu_model.h) rather than by n_tokens. The KV length llama.cpp pads to a multiple of 256 with masked
+// cells only adds exact zeros, so it is not materialised here.
+void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool single_row_order) {
   const Buffer& q = bufs[op.in[0]];
   const Buffer& k = bufs[op.in[1]];
   const Buffer& v = bufs[op.in[2]];
@@ -479,30 +503,63 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past) {
   const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
   const int n_tasks = n_tokens * op.n_head;
   const int n_kv = n_past + n_tokens;
+  // Rows::Prompt: tinyBLAS's order (llamafile_sgemm takes batches of n >= 2 rows when
+  // k % 8 == 0); Rows::Generated: ggml_vec_dot_f16's, what llama.cpp does for one row.
+  const bool tinyblas = !single_row_order && hd % 8 == 0;
+  // P.V accumulators: tinyBLAS keeps one 8-lane accumulator per output (cell j feeds
+  // lane j % 8); ggml_vec_dot_f16 keeps four (cell j feeds accumulator (j % 32) / 8,
+  // lane j % 8). Here one row of hd floats per (accumulator, lane).
+  const int n_acc = tinyblas ? 8 : 32;
   pool.run([&](int ith, int nth) {
-    std::vector<float> scores(n_kv), qf(hd);
+    const int n_pad = (n_kv + 7) & ~7;
+    std::vector<float> w(n_pad);
+    std::vector<uint16_t> qh(hd), ph(n_pad);
+    std::vector<float> acc(static_cast<size_t>(n_acc) * hd);
     for (int task = ith; task < n_tasks; task += nth) {
       const int t = task / op.n_head, h = task % op.n_head, hk = h / group;
       const int n_vis = n_past + t + 1;  // causal: positions 0..n_past+t
       const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(h) * hd;
-      for (int d = 0; d < hd; ++d) qf[d] = from_f16(to_f16(qr[d]));
+      ggml::fp32_to_fp16_row(qr, qh.data(), hd);
       float mx = -INFINITY;
       for (int j = 0; j < n_vis; ++j) {
-        scores[j] = dot_f16_f32(kc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd, qf.data(), hd) * op.scale;
-        mx = std::max(mx, scores[j]);
+        const uint16_t* kr = kc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd;
+        w[j] = (tinyblas ? dot_f16_tinyblas(kr, qh.data(), hd) : dot_f16_ggml(kr, qh.data(), hd)) * op.scale;
+        mx = std::max(mx, w[j]);
       }
+      const int n_grp = (n_vis + 7) / 8;
+      for (int j = n_vis; j < n_grp * 8; ++j) w[j] = -INFINITY;  // masked cells
       double sum = 0.0;
-      for (int j = 0; j < n_vis; ++j) {
-        const float e = std::exp(scores[j] - mx);
-        scores[j] = e;
-        sum += e;
+      for (int g = 0; g < n_grp; ++g) {
+        const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(w.data() + 8 * g), _mm256_set1_ps(mx)));
+        _mm256_storeu_ps(w.data() + 8 * g, e);
+        sum += static_cast<double>(ggml::hsum8(e));
       }
       const float inv = static_cast<float>(1.0 / sum);
-      float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h) * hd;
-      std::fill(o, o + hd, 0.0f);
+      for (int j = 0; j < n_vis; ++j) ph[j] = to_f16(w[j] * inv);
+
+      std::fill(acc.begin(), acc.end(), 0.0f);
       for (int j = 0; j < n_vis; ++j) {
-        const float p = from_f16(to_f16(scores[j] * inv));
-        if (p != 0.0f) axpy_f16(p, vc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd, o, hd);
+        if (ph[j] == 0) continue;  // fma(v, +0, a) == a: exact to skip
+        const __m256 p = _mm256_set1_ps(from_f16(ph[j]));
+        const uint16_t* vr = vc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd;
+        float* a = acc.data() + static_cast<size_t>(j % n_acc) * hd;
+        int d = 0;
+        for (; d + 8 <= hd; d += 8)
+          _mm256_storeu_ps(a + d, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + d))), p,
+                                                  _mm256_loadu_ps(a + d)));
+        for (; d < hd; ++d) a[d] = std::fma(from_f16(vr[d]), from_f16(ph[j]), a[d]);
+      }
+      float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h) * hd;
+      auto lane = [&](int idx, int d) { return acc[static_cast<size_t>(idx) * hd + d]; };
+      for (int d = 0; d < hd; ++d) {
+        float x[8];
+        if (tinyblas) {
+          for (int l = 0; l < 8; ++l) x[l] = lane(l, d);
+          o[d] = ((x[0] + x[4]) + (x[2] + x[6])) + ((x[1] + x[5]) + (x[3] + x[7]));  // hsum8
+        } else {
+          for (int l = 0; l < 8; ++l) x[l] = (lane(l, d) + lane(16 + l, d)) + (lane(8 + l, d) + lane(24 + l, d));
+          o[d] = ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));  // hsum8_hadd
+        }
       }
     }
   });

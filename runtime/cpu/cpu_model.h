@@ -44,10 +44,22 @@ class CpuModel {
   /// Drops KV entries at positions >= n (rollback / reuse of a common prefix).
   void truncate(int n);
 
+  /// Which reduction order attention uses for the rows of a forward pass. llama.cpp's
+  /// CPU backend reduces f16 attention products in one order for a batch of query rows
+  /// (prompt processing) and in another for a single row (token-by-token decode); both
+  /// are reproduced bit for bit. The choice belongs to the caller, not to the row count,
+  /// so that results never depend on how rows are batched: prompt rows always use
+  /// Prompt (any chunking of a prompt gives the same K/V and logits), and generated
+  /// tokens always use Generated (a batch of speculative tokens verified in one pass
+  /// gives exactly the logits of decoding them one at a time).
+  enum class Rows { Prompt, Generated };
+
   /// Appends `n_tokens` tokens at positions n_past.. and runs the graph over them.
   /// Writes f32 logits [n_out, n_vocab] for the last `n_out` of these tokens into
   /// `logits` (resized). Throws std::length_error if the KV cache would overflow.
-  void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits);
+  /// Debugging: with SWZ_DUMP_DIR set, each op's output rows are written to
+  /// $SWZ_DUMP_DIR/<op index>_<buffer>.f32 (raw little-endian f32, overwritten per pass).
+  void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits);
 
  private:
   struct Impl;

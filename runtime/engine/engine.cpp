@@ -134,7 +134,7 @@ class CpuEngine final : public Engine {
     try {
       for (size_t i = keep; i < req.prompt.size(); i += kPrefillChunk) {
         const int n = static_cast<int>(std::min<size_t>(kPrefillChunk, req.prompt.size() - i));
-        model_->forward(req.prompt.data() + i, n, 1, logits);
+        model_->forward(req.prompt.data() + i, n, 1, cpu::CpuModel::Rows::Prompt, logits);
         history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
       }
     } catch (...) {
@@ -162,8 +162,7 @@ class CpuEngine final : public Engine {
       }
       if (res.completion_tokens >= limit) break;
       if (model_->n_past() + 1 > info_.n_ctx) break;  // context full: finish "length"
-      model_->forward(&tok, 1, 1, logits);
-      history_.push_back(tok);
+      model_->forward(&tok, 1, 1, cpu::CpuModel::Rows::Generated, logits);
     }
     res.decode_ms = ms_since(t1);
     return res;
@@ -197,7 +196,10 @@ class CpuEngine final : public Engine {
   std::unique_ptr<cpu::CpuModel> model_;
   ModelInfo info_;
   std::mutex mu_;
-  std::vector<int32_t> history_;  // tokens whose K/V are in the cache, in order
+  // The prompt tokens at the start of the KV cache, in order. Generated tokens follow them
+  // in the cache but are not reusable: their K/V were computed as Rows::Generated, and a
+  // later prompt containing them must get exactly the K/V a cold prefill computes.
+  std::vector<int32_t> history_;
 };
 
 }  // namespace

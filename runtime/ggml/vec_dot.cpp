@@ -8,6 +8,7 @@
 //   Q6_K.Q8_K: sum_B d*da * sum_g sc_g * (sum q*a - 32*bsum_g)   (g: 16-element groups)
 // AVX2 tiles follow the same integer math with pmaddubsw/pmaddwd; float sums are ours.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -390,26 +391,19 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
   SWZ_ACC_ALL(SWZ_RES)
 #undef SWZ_RES
   if constexpr (kAsym) {
-    // sum_b m_w[b] * s_a[b]: a second pass over the (L1-resident) weight blocks' mins.
-    for (int r = 0; r < R; ++r) {
-      const B* blk = reinterpret_cast<const B*>(w + r * ws);
-      __m256 m8[T];
-      for (int t = 0; t < T; ++t) m8[t] = _mm256_setzero_ps();
-      int64_t b = 0;
-      for (; b + 8 <= nb; b += 8) {
-        alignas(16) uint16_t mh[8];
-        for (int k = 0; k < 8; ++k) mh[k] = blk[b + k].m;
-        const __m256 mv = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
-        for (int t = 0; t < T; ++t)
-          m8[t] = _mm256_fmadd_ps(mv, _mm256_loadu_ps(reinterpret_cast<const float*>(a + t * as + n) + nb + b), m8[t]);
+    // sum_b m_w[b] * s_a[b] as ggml_vec_dot_q4_1_q8_1 accumulates it: one scalar FMA per
+    // block, in block order (GCC contracts ggml's `summs += m * s`), added after the hsum.
+    // The R*T chains are independent: step them together so their FMA latencies overlap.
+    float m[R][T] = {};
+    const float* sa[T];
+    for (int t = 0; t < T; ++t) sa[t] = reinterpret_cast<const float*>(a + t * as + n) + nb;
+    for (int64_t k = 0; k < nb; ++k)
+      for (int r = 0; r < R; ++r) {
+        const float mw = fp16_to_fp32(reinterpret_cast<const B*>(w + r * ws)[k].m);
+        for (int t = 0; t < T; ++t) m[r][t] = std::fma(mw, sa[t][k], m[r][t]);
       }
-      for (int t = 0; t < T; ++t) {
-        float m = hsum(m8[t]);
-        const float* sa = reinterpret_cast<const float*>(a + t * as + n) + nb;
-        for (int64_t k = b; k < nb; ++k) m += fp16_to_fp32(blk[k].m) * sa[k];
-        res[r][t] += m;
-      }
-    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) res[r][t] += m[r][t];
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) out[t * ldo + r] = res[r][t];

@@ -4,20 +4,26 @@ test/data/parity/*.json are written by test/parity/gen_reference.py (llama-cpp-p
 
 What is asserted, per prompt (10 prompts, 64 greedy steps each):
 - our prompt tokens equal llama.cpp's;
-- last-prompt-position logits agree: max |ours - llama.cpp| over the recorded ids
-  <= LOGIT_TOL x std(llama.cpp's logits);
+- last-prompt-position logits agree: bit for bit for the models in BIT_EXACT, otherwise
+  max |ours - llama.cpp| over the recorded ids <= LOGIT_TOL x std(llama.cpp's logits);
 - teacher-forced greedy: feeding llama.cpp's 64 greedy tokens, our argmax equals
   llama.cpp's token at every step where llama.cpp's top-2 margin is >= MARGIN logits;
 - free-running greedy: our own 64-token continuation equals llama.cpp's, token for
-  token, on at least FREE_RUN_MIN[model] of the 10 prompts (8 for the synthetic models;
-  for the real quantized models a near-tie usually comes within 64 steps, see below).
+  token, on at least FREE_RUN_MIN[model] of the 10 prompts.
 
-Why not bit-identical: both implementations quantize activations to 8 bits before every
-matmul, and a 1-ulp difference anywhere (summation order, vectorised exp) flips some
-rounding, which 30 layers amplify. Measured on SmolLM2 Q4_1 for one token: llama.cpp and
-swizzle are each 0.16 x std away from an exact float64 forward, and 0.04 x std from each
-other; over the 10 prompts our distance to llama.cpp is at most 0.11 x std, and every
-teacher-forced disagreement is at a step where llama.cpp's own top-2 margin is < 0.27."""
+Bit-exactness: both implementations quantize activations to 8 bits before every matmul,
+so a 1-ulp difference anywhere flips some rounding and 30 layers amplify it into a
+different token within 64 steps. The cpu backend therefore reproduces llama.cpp's x86
+AVX2 arithmetic order: the Q4_1/Q8_0 dot products and the m*s term of ggml's vec_dot,
+attention's f16 products in tinyBLAS order for prompt rows and ggml_vec_dot_f16 order for
+generated rows, expf8 (ggml_v_expf's algorithm) in softmax and SiLU. For Q4_1/Q8_0
+models (SmolLM2, the q8_0 synthetic qwen2) every logit is identical (measured: max
+difference 0 on all 10 prompts, 10/10 continuations equal). For Q4_K/Q6_K models
+llama.cpp repacks Q4_K into its 8x8 interleaved layout with a different summation
+order, which we do not reproduce: there logits differ by up to 0.67 absolute
+(< 0.15 x std) and 9/10 (qwen3-synth) and 8/10 (Qwen2.5-Coder) continuations match.
+The references come from llama-cpp-python 0.3.36 built on an AVX2+FMA x86 machine
+without AVX-512 (an AVX-512 build of llama.cpp would reduce in yet another order)."""
 import json
 import os
 import subprocess
@@ -37,7 +43,8 @@ SWIZZLEC = os.environ.get("SWZ_SWIZZLEC", os.path.join(BUILD, "compiler", "swizz
 EVAL = os.path.join(BUILD, "test", "tools", "swz-eval")
 LOGIT_TOL = 0.15
 MARGIN = 0.3
-FREE_RUN_MIN = {"smollm2": 2, "qwen2.5-coder-0.5b": 6, "qwen2-synth": 8, "qwen3-synth": 8}
+FREE_RUN_MIN = {"smollm2": 10, "qwen2.5-coder-0.5b": 8, "qwen2-synth": 10, "qwen3-synth": 8}
+BIT_EXACT = {"smollm2", "qwen2-synth"}
 
 NAMES = [*models.REAL, *models.SYNTH]
 
@@ -73,7 +80,11 @@ def test_parity_with_llamacpp(name, workdir):
         assert o["prompt_tokens"] == r["prompt_tokens"], f"{what}: prompt tokens differ"
         ids = np.array(r["logit_ids"])
         theirs = np.array(r["logit_values"])
-        rel = np.max(np.abs(np.array(o["logits"])[ids] - theirs)) / np.std(theirs)
+        mine = np.array(o["logits"], dtype=np.float32)[ids]
+        if name in BIT_EXACT:
+            diff = np.flatnonzero(mine != theirs.astype(np.float32))
+            assert diff.size == 0, f"{what}: {diff.size} logits differ, first id {ids[diff[0]]}: {mine[diff[0]]} vs {theirs[diff[0]]}"
+        rel = np.max(np.abs(mine - theirs)) / np.std(theirs)
         assert rel <= LOGIT_TOL, f"{what}: logits differ by {rel:.4f} x std (tolerance {LOGIT_TOL})"
         for i, (tok, margin) in enumerate(zip(r["greedy"], r["greedy_top2_margin"])):
             if margin >= MARGIN:

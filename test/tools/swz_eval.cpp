@@ -48,13 +48,13 @@ int main(int argc, char** argv) {
       std::vector<int32_t> ids = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false));
       model.truncate(0);
       std::vector<float> logits;
-      model.forward(ids.data(), static_cast<int>(ids.size()), 1, logits);
+      model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
       nlohmann::json rec = {{"prompt_tokens", ids}, {"logits", logits}};
       std::vector<int32_t> greedy;
       for (int i = 0; i < n_predict; ++i) {
         int32_t t = swz::engine::argmax(logits.data(), model.n_vocab());
         greedy.push_back(t);
-        if (i + 1 < n_predict) model.forward(&t, 1, 1, logits);
+        if (i + 1 < n_predict) model.forward(&t, 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
       }
       rec["greedy"] = greedy;
       if (p.contains("force")) {
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
         std::vector<int32_t> am;
         std::vector<float> margin;
         model.truncate(0);
-        model.forward(ids.data(), static_cast<int>(ids.size()), 1, logits);
+        model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
         for (size_t i = 0; i < force.size(); ++i) {
           int32_t best = swz::engine::argmax(logits.data(), model.n_vocab());
           float second = -INFINITY;
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
             if (v != best) second = std::max(second, logits[v]);
           am.push_back(best);
           margin.push_back(logits[best] - second);
-          if (i + 1 < force.size()) model.forward(&force[i], 1, 1, logits);
+          if (i + 1 < force.size()) model.forward(&force[i], 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
         }
         rec["forced_argmax"] = am;
         rec["forced_margin"] = margin;
