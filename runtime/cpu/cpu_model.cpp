@@ -87,6 +87,8 @@ struct CpuModel::Impl {
   // SWZ_PROFILE=1: wall seconds per op kind, printed to stderr when the model is destroyed.
   bool profile = std::getenv("SWZ_PROFILE") != nullptr;
   double op_seconds[8] = {};
+  // SWZ_DUMP_DIR=dir: each op's output rows written to dir (see CpuModel::forward).
+  const char* dump_dir = std::getenv("SWZ_DUMP_DIR");
 
   Impl(const gguf::File& f, ggml::ThreadPool& p) : file(f), pool(p) {}
 
@@ -299,7 +301,7 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows
     if (op.in_group) continue;
     const auto t0 = m.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     m.run_op(op, n_tokens, n_out, n_past_, rows == Rows::Generated);
-    if (const char* dir = std::getenv("SWZ_DUMP_DIR")) {
+    if (const char* dir = m.dump_dir) {
       const Buffer& b = m.bufs[op.out];
       char path[512];
       std::snprintf(path, sizeof path, "%s/%03zu_%s.f32", dir, i, b.name.c_str());
