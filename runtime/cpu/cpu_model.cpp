@@ -552,15 +552,28 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
         for (; d < hd; ++d) a[d] = std::fma(from_f16(vr[d]), from_f16(ph[j]), a[d]);
       }
       float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h) * hd;
-      auto lane = [&](int idx, int d) { return acc[static_cast<size_t>(idx) * hd + d]; };
-      for (int d = 0; d < hd; ++d) {
-        float x[8];
+      auto lane = [&](int idx, int d) { return _mm256_loadu_ps(acc.data() + static_cast<size_t>(idx) * hd + d); };
+      auto add = [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); };
+      int d = 0;
+      for (; d + 8 <= hd; d += 8) {  // 8 outputs at a time; each output's sum order as documented
+        __m256 x[8];
         if (tinyblas) {
           for (int l = 0; l < 8; ++l) x[l] = lane(l, d);
-          o[d] = ((x[0] + x[4]) + (x[2] + x[6])) + ((x[1] + x[5]) + (x[3] + x[7]));  // hsum8
+          _mm256_storeu_ps(o + d, add(add(add(x[0], x[4]), add(x[2], x[6])), add(add(x[1], x[5]), add(x[3], x[7]))));  // hsum8
         } else {
-          for (int l = 0; l < 8; ++l) x[l] = (lane(l, d) + lane(16 + l, d)) + (lane(8 + l, d) + lane(24 + l, d));
-          o[d] = ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));  // hsum8_hadd
+          for (int l = 0; l < 8; ++l) x[l] = add(add(lane(l, d), lane(16 + l, d)), add(lane(8 + l, d), lane(24 + l, d)));
+          _mm256_storeu_ps(o + d, add(add(add(x[0], x[4]), add(x[1], x[5])), add(add(x[2], x[6]), add(x[3], x[7]))));  // hsum8_hadd
+        }
+      }
+      for (; d < hd; ++d) {
+        float x[8];
+        auto at = [&](int idx) { return acc[static_cast<size_t>(idx) * hd + d]; };
+        if (tinyblas) {
+          for (int l = 0; l < 8; ++l) x[l] = at(l);
+          o[d] = ((x[0] + x[4]) + (x[2] + x[6])) + ((x[1] + x[5]) + (x[3] + x[7]));
+        } else {
+          for (int l = 0; l < 8; ++l) x[l] = (at(l) + at(16 + l)) + (at(8 + l) + at(24 + l));
+          o[d] = ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));
         }
       }
     }

@@ -349,6 +349,13 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
   using B = typename W::B;
   const int64_t nb = n / 32;
   SWZ_ACC_ALL(SWZ_ACC_DECL)
+  // Asymmetric types: sum_b m_w[b] * s_a[b] in scalar FMAs, one per block in block order,
+  // added after the hsum: ggml_vec_dot_q4_1_q8_1's `summs` (GCC contracts its
+  // `summs += m * s`), so results are bit-identical to llama.cpp. Kept in this loop so
+  // the FMA chains overlap the vector work instead of costing a second pass.
+#define SWZ_MACC_DECL(r, t) float m##r##t = 0.0f;
+  SWZ_ACC_ALL(SWZ_MACC_DECL)
+#undef SWZ_MACC_DECL
   const __m256i ones = _mm256_set1_epi16(1);
   const B* wr0 = reinterpret_cast<const B*>(w);
   const B* wr1 = reinterpret_cast<const B*>(w + (R > 1 ? 1 : 0) * ws);
@@ -357,10 +364,12 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
   for (int64_t b = 0; b < nb; ++b) {
     __m256i w0, w1, w2, w3, s0, s1, s2, s3;
     __m256 d0, d1, d2, d3;
+    float mw0 = 0, mw1 = 0, mw2 = 0, mw3 = 0;
 #define SWZ_LOADW(r)                                          \
   if constexpr (R > r) {                                      \
     w##r = W::load(wr##r[b]);                                 \
     if constexpr (!kAsym) s##r = _mm256_sign_epi8(w##r, w##r); \
+    if constexpr (kAsym) mw##r = fp16_to_fp32(wr##r[b].m);    \
     d##r = bcast_h(wr##r[b].d);                               \
   }
     SWZ_LOADW(0) SWZ_LOADW(1) SWZ_LOADW(2) SWZ_LOADW(3)
@@ -371,40 +380,31 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
     if constexpr (kAsym) p = _mm256_madd_epi16(_mm256_maddubs_epi16(w##r, av), ones);                   \
     else p = _mm256_madd_epi16(_mm256_maddubs_epi16(s##r, _mm256_sign_epi8(av, w##r)), ones);           \
     c##r##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d##r, da), c##r##t);                 \
+    if constexpr (kAsym) m##r##t = std::fma(mw##r, sa, m##r##t);                                        \
   }
 #define SWZ_TOKEN(t)                                                                               \
   if constexpr (T > t) {                                                                           \
     const uint8_t* arow = a + t * as;                                                              \
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(arow + 32 * b));        \
     const __m256 da = _mm256_broadcast_ss(reinterpret_cast<const float*>(arow + n) + b);           \
+    const float sa = kAsym ? reinterpret_cast<const float*>(arow + n)[nb + b] : 0.0f;              \
     SWZ_STEP(0, t) SWZ_STEP(1, t) SWZ_STEP(2, t) SWZ_STEP(3, t)                                    \
+    (void)sa;                                                                                      \
   }
     SWZ_TOKEN(0) SWZ_TOKEN(1) SWZ_TOKEN(2) SWZ_TOKEN(3)
 #undef SWZ_TOKEN
 #undef SWZ_STEP
     (void)w0, (void)w1, (void)w2, (void)w3, (void)s0, (void)s1, (void)s2, (void)s3;
-    (void)d0, (void)d1, (void)d2, (void)d3;
+    (void)d0, (void)d1, (void)d2, (void)d3, (void)mw0, (void)mw1, (void)mw2, (void)mw3;
   }
   float res[R][T];
 #define SWZ_RES(r, t) \
-  if constexpr (R > r && T > t) res[r][t] = hsum(c##r##t);
+  if constexpr (R > r && T > t) res[r][t] = hsum(c##r##t) + m##r##t;
   SWZ_ACC_ALL(SWZ_RES)
 #undef SWZ_RES
-  if constexpr (kAsym) {
-    // sum_b m_w[b] * s_a[b] as ggml_vec_dot_q4_1_q8_1 accumulates it: one scalar FMA per
-    // block, in block order (GCC contracts ggml's `summs += m * s`), added after the hsum.
-    // The R*T chains are independent: step them together so their FMA latencies overlap.
-    float m[R][T] = {};
-    const float* sa[T];
-    for (int t = 0; t < T; ++t) sa[t] = reinterpret_cast<const float*>(a + t * as + n) + nb;
-    for (int64_t k = 0; k < nb; ++k)
-      for (int r = 0; r < R; ++r) {
-        const float mw = fp16_to_fp32(reinterpret_cast<const B*>(w + r * ws)[k].m);
-        for (int t = 0; t < T; ++t) m[r][t] = std::fma(mw, sa[t][k], m[r][t]);
-      }
-    for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) res[r][t] += m[r][t];
-  }
+#define SWZ_MACC_USE(r, t) (void)m##r##t;
+  SWZ_ACC_ALL(SWZ_MACC_USE)
+#undef SWZ_MACC_USE
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) out[t * ldo + r] = res[r][t];
 }
