@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -205,6 +207,7 @@ def main():
     ap.add_argument("--package", default=None, help="a compiled .swz of --gguf (default: compiled now)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally) when killed
     gguf = os.path.abspath(args.gguf or models.default_gguf())
     prices = json.load(open(args.prices))
 
@@ -332,7 +335,7 @@ def main():
     res = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": f"{platform.machine()} {os.cpu_count()} cores",
            "gguf": os.path.basename(gguf), "ctx": args.ctx, "max_tokens": args.max_tokens, "threads": args.threads,
-           "project": f"{agent_sessions.PROJECT} {__import__('importlib.metadata').metadata.version(agent_sessions.PROJECT)}",
+           "project": f"{agent_sessions.PROJECT} {importlib.metadata.version(agent_sessions.PROJECT)}",
            "tool_output_scale": scale, "prices": prices,
            "peer": None if args.no_peer else f"llama-cpp-python {llama_cpp.__version__} llama_cpp.server (prompt cache: "
                                               "longest common prefix with the previous request)",

@@ -49,6 +49,10 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   if (!accounts.prices_file.empty()) so.prices = swz::server::PriceTable::load(accounts.prices_file);
   swz::server::ApiKeys check(so.api_keys, so.admin_key);  // duplicate keys/names: an error now, not at bind
   (void)check;
+  if (!so.api_keys.empty() || !so.admin_key.empty() || !accounts.prices_file.empty())
+    std::fprintf(stderr, "swizzle-rt: %zu API key(s)%s; prices %s\n", so.api_keys.size(),
+                 so.admin_key.empty() ? "" : " and an admin key",
+                 accounts.prices_file.empty() ? "none (every cost 0)" : ("from " + accounts.prices_file).c_str());
 
   swz::server::block_shutdown_signals();  // before the engine starts its threads
   auto t0 = std::chrono::steady_clock::now();
