@@ -42,10 +42,18 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
           const Accounts& accounts, int http_threads, bool quiet) {
   swz::server::ServerOptions so;
   for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
-  if (!accounts.api_keys_file.empty()) {
-    for (auto& k : swz::server::read_api_keys_file(accounts.api_keys_file)) so.api_keys.push_back(std::move(k));
-  }
   so.admin_key = accounts.admin_key;
+  if (!accounts.api_keys_file.empty()) {
+    for (auto& k : swz::server::read_api_keys_file(accounts.api_keys_file)) {
+      if (k.name != "admin") {
+        so.api_keys.push_back(std::move(k));
+      } else if (so.admin_key.empty()) {  // "admin KEY": the admin key, kept off the command line
+        so.admin_key = k.secret;
+      } else {
+        throw std::invalid_argument(accounts.api_keys_file + ": an admin key is given twice (file and --admin-key, or two lines)");
+      }
+    }
+  }
   if (!accounts.prices_file.empty()) so.prices = swz::server::PriceTable::load(accounts.prices_file);
   swz::server::ApiKeys check(so.api_keys, so.admin_key);  // duplicate keys/names: an error now, not at bind
   (void)check;
@@ -148,7 +156,7 @@ int main(int argc, char** argv) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   serve_cmd->add_option("--api-keys-file", accounts.api_keys_file,
-                        "accepted keys, one per line: 'NAME KEY' (NAME labels the usage ledger) or 'KEY'")
+                        "accepted keys, one per line: 'NAME KEY' (NAME labels the usage ledger), 'KEY', or 'admin KEY' (the admin key)")
       ->check(CLI::ExistingFile);
   serve_cmd->add_option("--admin-key", accounts.admin_key, "a key that may read every row of GET /v1/usage");
   serve_cmd->add_option("--prices", accounts.prices_file,

@@ -53,7 +53,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
       : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices),
-        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {
+    // From here on the keys exist only as digests inside `keys`.
+    opts.api_key.clear();
+    opts.api_keys.clear();
+    opts.admin_key.clear();
+  }
 
   engine::Engine& engine;
   ServerOptions opts;
@@ -174,11 +179,11 @@ struct Server::Impl {
     if (keys.required()) {
       http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-        std::string auth = req.get_header_value("Authorization");
-        if (keys.resolve(request_credential(auth, req.get_header_value("x-api-key"))))
-          return httplib::Server::HandlerResponse::Unhandled;
+        const std::string credential =
+            request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+        if (keys.resolve(credential)) return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, ApiError(401,
-                                 auth.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
+                                 credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
                                                 "(Authorization: Bearer YOUR_KEY)."
                                               : "Incorrect API key provided.",
                                  "invalid_request_error", "", "invalid_api_key"));

@@ -75,10 +75,10 @@ def test_serve_with_api_key(cli):
 def test_serve_with_several_keys_an_admin_key_and_prices(cli, tmp_path):
     import requests
     b, pkg = cli
-    (tmp_path / "keys.txt").write_text("alice ka\nkb\n")
+    (tmp_path / "keys.txt").write_text("alice ka\nkb\nadmin root\n")
     (tmp_path / "prices.json").write_text('{"models": {"fake-model": {"input": 1, "output": 2}}}')
     s = ServerProcess([str(b), "serve", str(pkg), "--port", "0", "-c", "128", "--api-key", "k1", "--api-key", "k2",
-                       "--api-keys-file", str(tmp_path / "keys.txt"), "--admin-key", "root",
+                       "--api-keys-file", str(tmp_path / "keys.txt"),
                        "--prices", str(tmp_path / "prices.json")])
     try:
         for key in ("k1", "k2", "ka", "kb", "root"):
