@@ -277,7 +277,7 @@ def main():
             k = 0
             for s in sessions:
                 for i, msgs in enumerate(s.turns, 1):
-                    marker = f"[cold run {uuid.uuid4().hex[:12]}]\n"
+                    marker = f"{uuid.uuid4().hex[:12]} (cold run)\n"  # random from its first character
                     cold = [dict(msgs[0], content=marker + msgs[0]["content"])] + msgs[1:]
                     row = rows[k]
                     k += 1
