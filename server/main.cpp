@@ -1,5 +1,6 @@
 // swizzle-rt: the runtime executable.
-//   swizzle-rt serve model.swz [--host H] [--port P] [-c CTX] [-t THREADS] [--api-key KEY]
+//   swizzle-rt serve model.swz [--host H] [--port P] [-c CTX] [-t THREADS] [--api-key KEY]...
+//                    [--api-keys-file FILE] [--admin-key KEY] [--prices prices.json]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
 // See docs/server.md.
@@ -29,8 +30,38 @@ std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n
 }
 
 /// Serves until SIGINT/SIGTERM (serve_loop.h).
+/// Keys and prices of the server, read before the model loads so a bad file fails fast.
+struct Accounts {
+  std::vector<std::string> api_keys;  ///< --api-key (repeatable)
+  std::string api_keys_file;          ///< --api-keys-file: "NAME KEY" or "KEY" per line
+  std::string admin_key;              ///< --admin-key
+  std::string prices_file;            ///< --prices
+};
+
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
-          const std::string& api_key, int http_threads, bool quiet) {
+          const Accounts& accounts, int http_threads, bool quiet) {
+  swz::server::ServerOptions so;
+  for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
+  so.admin_key = accounts.admin_key;
+  if (!accounts.api_keys_file.empty()) {
+    for (auto& k : swz::server::read_api_keys_file(accounts.api_keys_file)) {
+      if (k.name != "admin") {
+        so.api_keys.push_back(std::move(k));
+      } else if (so.admin_key.empty()) {  // "admin KEY": the admin key, kept off the command line
+        so.admin_key = k.secret;
+      } else {
+        throw std::invalid_argument(accounts.api_keys_file + ": an admin key is given twice (file and --admin-key, or two lines)");
+      }
+    }
+  }
+  if (!accounts.prices_file.empty()) so.prices = swz::server::PriceTable::load(accounts.prices_file);
+  swz::server::ApiKeys check(so.api_keys, so.admin_key);  // duplicate keys/names: an error now, not at bind
+  (void)check;
+  if (!so.api_keys.empty() || !so.admin_key.empty() || !accounts.prices_file.empty())
+    std::fprintf(stderr, "swizzle-rt: %zu API key(s)%s; prices %s\n", so.api_keys.size(),
+                 so.admin_key.empty() ? "" : " and an admin key",
+                 accounts.prices_file.empty() ? "none (every cost 0)" : ("from " + accounts.prices_file).c_str());
+
   swz::server::block_shutdown_signals();  // before the engine starts its threads
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads);
@@ -39,8 +70,6 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   std::fprintf(stderr, "swizzle-rt: loaded %s (%s, n_ctx %d, vocab %d) in %.0f ms\n", info.id.c_str(),
                info.architecture.c_str(), info.n_ctx, info.n_vocab, load_ms);
 
-  swz::server::ServerOptions so;
-  so.api_key = api_key;
   so.http_threads = http_threads;
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
@@ -110,7 +139,7 @@ int main(int argc, char** argv) {
   auto* serve_cmd = app.add_subcommand("serve", "Serve a package over an OpenAI-compatible HTTP API");
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;
+  Accounts accounts;
   int http_threads = 0;
   bool quiet = false;
   serve_cmd->add_option("package", package, "the .swz package (swizzlec compile ... -o model.swz)")->required();
@@ -123,7 +152,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("-t,--threads", n_threads, "CPU threads for the engine (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
-  serve_cmd->add_option("--api-key", api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  serve_cmd->add_option("--api-key", accounts.api_keys, "require 'Authorization: Bearer KEY' on /v1/* (repeatable: any of them)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  serve_cmd->add_option("--api-keys-file", accounts.api_keys_file,
+                        "accepted keys, one per line: 'NAME KEY' (NAME labels the usage ledger), 'KEY', or 'admin KEY' (the admin key)")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--admin-key", accounts.admin_key, "a key that may read every row of GET /v1/usage");
+  serve_cmd->add_option("--prices", accounts.prices_file,
+                        "prices of the usage ledger, JSON (USD per million tokens; see docs/server.md)")
+      ->check(CLI::ExistingFile);
   serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = max(8, cores))")
       ->check(CLI::NonNegativeNumber);
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
@@ -160,7 +198,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, api_key, http_threads, quiet);
+    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet);
     if (*seed_opt) sp.seed = seed;
     return run(package, prompt, system, raw, n_predict, n_ctx, n_threads, sp);
   } catch (const swz::engine::LoadError& e) {
@@ -168,6 +206,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const swz::engine::InvalidRequest& e) {
     std::fprintf(stderr, "swizzle-rt: invalid request: %s\n", e.what());
+    return 1;
+  } catch (const std::invalid_argument& e) {  // keys or prices file
+    std::fprintf(stderr, "swizzle-rt: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "swizzle-rt: error: %s\n", e.what());

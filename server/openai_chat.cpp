@@ -298,6 +298,7 @@ ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
 
 ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   Prepared p;
+  p.received = TokenClock::Clock::now();
   p.req = parse_chat_request(body);
   try {
     p.gen.prompt = engine_.tokenize_chat(p.req.messages, /*add_generation_prompt=*/true);
@@ -327,8 +328,10 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
 
 ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body) {
   Outcome o;
+  o.clock = TokenClock(p.received);
   CompletionText text(p.req.stop);
   auto on_token = [&](const engine::TokenEvent& ev) {
+    o.clock.on_token();
     o.text += text.push(ev.piece);
     return !text.stopped() && !cancelled_;
   };
@@ -372,8 +375,10 @@ json ChatCompletions::chunk(const Prepared& p, json delta, const char* finish_re
   return c;
 }
 
-ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::function<bool(std::string_view)>& write) {
+ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::function<bool(std::string_view)>& write,
+                                                 const std::function<void(const Outcome&)>& before_done) {
   Outcome o;
+  o.clock = TokenClock(p.received);
   auto send = [&](const json& j) {
     if (o.client_gone) return false;
     if (!write(sse_event(j))) o.client_gone = true;
@@ -383,6 +388,7 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
 
   CompletionText text(p.req.stop);
   auto on_token = [&](const engine::TokenEvent& ev) {
+    o.clock.on_token();
     std::string t = text.push(ev.piece);
     if (!t.empty()) {
       o.text += t;
@@ -417,6 +423,7 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
               {"usage", usage_json(o.result.prompt_tokens, o.result.completion_tokens, o.result.cached_tokens)}};
     if (!send(u)) return o;
   }
+  if (before_done) before_done(o);
   if (!write(kSseDone)) o.client_gone = true;
   return o;
 }

@@ -7,6 +7,7 @@
 
 #include "api_error.h"
 #include "engine/engine.h"
+#include "metrics.h"
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,7 @@ class ChatCompletions {
     std::shared_ptr<engine::Admission> admission;  ///< gen, admitted: cached-prefix counts known
     std::string id;               ///< chatcmpl-...
     int64_t created = 0;          ///< unix seconds
+    TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
   };
 
   /// Parses, templates, tokenizes and checks the context: prompt tokens + 1 must fit in
@@ -86,6 +88,7 @@ class ChatCompletions {
     std::string text;            ///< the completion text the client gets
     bool stop_sequence = false;  ///< a `stop` sequence ended generation
     bool client_gone = false;    ///< streaming: a write failed, generation was cancelled
+    TokenClock clock;            ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };
 
   /// Non-streaming: runs generation; returns the outcome and fills `body` with the
@@ -99,7 +102,11 @@ class ChatCompletions {
   /// with finish_reason, a usage chunk (choices: []) if include_usage, then [DONE]. An
   /// engine error after the first byte is sent as an SSE event {"error": {...}} and the
   /// stream ends without [DONE]. Never throws.
-  Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write);
+  /// `before_done`, if set, is called once generation has ended and every chunk but
+  /// [DONE] is written (not when the client is gone or the engine failed), so what it
+  /// records is visible to a client that has seen the end of the stream.
+  Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write,
+                 const std::function<void(const Outcome&)>& before_done = {});
 
   /// Makes every running and future generation stop at its next token (server shutdown).
   void cancel_all() { cancelled_ = true; }

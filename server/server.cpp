@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "accounting.h"
 #include "api_error.h"
 #include "openai_chat.h"
 
@@ -36,11 +37,11 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump(e.body()), "application/json");
 }
 
-/// Compares without an early exit, so the time taken does not reveal the matching prefix.
-bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(b.size(), 1)]);
-  return diff == 0 && !b.empty();
+/// Every configured key: `--api-key` (named by its fingerprint) and the named ones.
+ApiKeys make_keys(const ServerOptions& o) {
+  std::vector<ApiKey> keys = o.api_keys;
+  if (!o.api_key.empty()) keys.insert(keys.begin(), ApiKey{"", o.api_key});
+  return ApiKeys(std::move(keys), o.admin_key);
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -51,12 +52,19 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
-      : engine(e), opts(std::move(o)), chat(e),
-        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
+      : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices),
+        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {
+    // From here on the keys exist only as digests inside `keys`.
+    opts.api_key.clear();
+    opts.api_keys.clear();
+    opts.admin_key.clear();
+  }
 
   engine::Engine& engine;
   ServerOptions opts;
   ChatCompletions chat;
+  ApiKeys keys;
+  Accounting accounting;  ///< the usage ledger and the metrics; every endpoint reports finished requests here
   int64_t created;
   httplib::Server http;
 
@@ -77,6 +85,14 @@ struct Server::Impl {
       std::snprintf(buf, sizeof buf, "%s %s %d %.1fms", req.method.c_str(), req.path.c_str(), status, total_ms);
     }
     log(buf);
+  }
+
+  /// The ledger identity of a request (already authenticated by the pre-routing handler
+  /// when keys are required; a rejected credential here means the path is not under /v1/).
+  Caller caller_of(const httplib::Request& req) const {
+    std::optional<Caller> c =
+        keys.resolve(request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key")));
+    return c ? *c : Caller{"anonymous", false};
   }
 
   json model_json() const {
@@ -102,7 +118,11 @@ struct Server::Impl {
       try {
         json body;
         ChatCompletions::Outcome o = chat.complete(*p, body);
+        const Money cost = accounting.finish({"/v1/chat/completions", caller_of(req).key_id, engine.info().id,
+                                              o.result.prompt_tokens, o.result.cached_tokens,
+                                              o.result.completion_tokens, &o.clock});
         set_cache_headers(res, o.result.cached_tokens, o.result.prompt_tokens - o.result.cached_tokens);
+        set_unique_header(res, kCostHeader, cost.usd());
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {
@@ -117,13 +137,28 @@ struct Server::Impl {
 
     // Streaming: the headers leave before generation starts; admission already looked up
     // the cached prefix, so they carry the counts the usage chunk will repeat.
+    // The cost header can only carry the prompt's cost here; the ledger gets the whole.
     set_cache_headers(res, p->admission->cached_tokens(), p->admission->uncached_tokens());
+    set_unique_header(res, kCostHeader,
+                      accounting.quote_prompt(engine.info().id, p->admission->prompt_tokens(), p->admission->cached_tokens()).usd());
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req](size_t, httplib::DataSink& sink) {
+    std::string key_id = caller_of(req).key_id;
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, key_id](size_t, httplib::DataSink& sink) {
       ChatCompletions::Outcome o;
+      bool recorded = false;
+      // Recorded before [DONE] is written, or after a client went away mid-stream (the
+      // tokens it consumed are billed); an engine failure ran nothing billable.
+      auto record = [&](const ChatCompletions::Outcome& done) {
+        if (recorded) return;
+        recorded = true;
+        accounting.finish({"/v1/chat/completions", key_id, engine.info().id, done.result.prompt_tokens,
+                           done.result.cached_tokens, done.result.completion_tokens, &done.clock});
+      };
       try {
-        o = chat.stream(*p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); });
+        o = chat.stream(
+            *p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); }, record);
+        if (o.client_gone && o.result.prompt_tokens > 0) record(o);
       } catch (...) {
         o.client_gone = true;  // stream() does not throw; never let anything cross into httplib
       }
@@ -141,15 +176,14 @@ struct Server::Impl {
                                           : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
     http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
 
-    if (!opts.api_key.empty()) {
+    if (keys.required()) {
       http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-        std::string auth = req.get_header_value("Authorization");
-        const std::string prefix = "Bearer ";
-        std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
-        if (same_secret(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string credential =
+            request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+        if (keys.resolve(credential)) return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, ApiError(401,
-                                 auth.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
+                                 credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
                                                 "(Authorization: Bearer YOUR_KEY)."
                                               : "Incorrect API key provided.",
                                  "invalid_request_error", "", "invalid_api_key"));
@@ -177,6 +211,19 @@ struct Server::Impl {
     });
     http.Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+    http.Get("/v1/usage", [this](const httplib::Request& req, httplib::Response& res) {
+      const Caller who = caller_of(req);
+      set_cache_headers(res, 0, 0);
+      res.set_content(dump(accounting.ledger.usage_json(who.key_id, who.admin)), "application/json");
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      set_cache_headers(res, 0, 0);
+      res.set_content(accounting.metrics.render(engine.cache_stats()), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    // Every response, whatever produced it (handler, auth, error page), by route and status.
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      accounting.metrics.count_response(endpoint_label(req.path), res.status);
+    });
 
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).

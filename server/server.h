@@ -2,22 +2,30 @@
 //
 //   POST /v1/chat/completions   (stream or not; see openai_chat.h)
 //   GET  /v1/models, GET /v1/models/{id}
+//   GET  /v1/usage              the usage ledger: the caller's rows (all rows for the admin key)
 //   GET  /health                -> {"status": "ok"}
+//   GET  /metrics               Prometheus text format 0.0.4 (metrics.h)
 //
 // Built on cpp-httplib (thread pool of `http_threads` connections); the engine
 // serialises generation. See docs/server.md for the decisions and a request walk.
 #pragma once
 
+#include "api_keys.h"
 #include "engine/engine.h"
+#include "ledger.h"
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace swz::server {
 
 struct ServerOptions {
   std::string api_key;               ///< non-empty: /v1/* requires "Authorization: Bearer <api_key>" (401 otherwise)
+  std::vector<ApiKey> api_keys;      ///< more accepted keys (with names for the ledger); see api_keys.h
+  std::string admin_key;             ///< non-empty: this key may read every /v1/usage row
+  PriceTable prices;                 ///< prices of the usage ledger (default: every price 0)
   int http_threads = 0;              ///< connection worker threads; 0 = max(8, hardware concurrency)
   size_t max_body_bytes = 32u << 20; ///< larger request bodies get 413
   /// One line per finished request (method, path, status, tokens, ms); null = no log.

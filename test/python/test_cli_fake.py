@@ -1,6 +1,7 @@
 """The `swizzle-rt` command line (server/main.cpp) over the scripted FakeEngine
 (swizzle_rt_fake): `run` prints whole characters then timings, `serve` prints the
-listening line, honours --api-key, and load errors exit 2 with the reason."""
+listening line, honours --api-key (repeatable), --api-keys-file, --admin-key and --prices
+(and refuses bad files with exit 1), and load errors exit 2 with the reason."""
 from __future__ import annotations
 
 import os
@@ -69,3 +70,47 @@ def test_serve_with_api_key(cli):
         assert "128 tokens" in e.value.message  # -c reached the engine's n_ctx
     finally:
         assert s.stop() == 0, s.log()
+
+
+def test_serve_with_several_keys_an_admin_key_and_prices(cli, tmp_path):
+    import requests
+    b, pkg = cli
+    (tmp_path / "keys.txt").write_text("alice ka\nkb\nadmin root\n")
+    (tmp_path / "prices.json").write_text('{"models": {"fake-model": {"input": 1, "output": 2}}}')
+    s = ServerProcess([str(b), "serve", str(pkg), "--port", "0", "-c", "128", "--api-key", "k1", "--api-key", "k2",
+                       "--api-keys-file", str(tmp_path / "keys.txt"),
+                       "--prices", str(tmp_path / "prices.json")])
+    try:
+        for key in ("k1", "k2", "ka", "kb", "root"):
+            raw = openai_client(s.base_url, api_key=key).chat.completions.with_raw_response.create(
+                model="x", messages=[{"role": "user", "content": "hi"}])
+            # 10 prompt tokens at 1 USD/Mtok + 7 output tokens at 2 USD/Mtok = 24e-6 USD.
+            assert raw.headers["X-Swizzle-Cost-USD"] == "0.000024"
+        with pytest.raises(openai.AuthenticationError):
+            openai_client(s.base_url, api_key="k3").models.list()
+        rows = requests.get(s.base_url + "/v1/usage", headers={"Authorization": "Bearer root"}, timeout=30).json()["data"]
+        ids = sorted(r["key_id"] for r in rows)
+        assert len(ids) == 5 and "alice" in ids and "admin" in ids
+        assert sum(i.startswith("sha256:") for i in ids) == 3  # k1, k2, kb: unnamed, shown by fingerprint
+        assert all(r["cost_usd_exact"] == "0.000024" for r in rows)
+    finally:
+        assert s.stop() == 0, s.log()
+
+
+@pytest.mark.parametrize("content,needle", [('{"default": {"input": -1, "output": 1}}', "default.input"),
+                                            ("not json", "not valid JSON")])
+def test_serve_refuses_a_bad_prices_file(cli, tmp_path, content, needle):
+    b, pkg = cli
+    (tmp_path / "p.json").write_text(content)
+    r = subprocess.run([str(b), "serve", str(pkg), "--port", "0", "--prices", str(tmp_path / "p.json")],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 1
+    assert needle.encode() in r.stderr and b"p.json" in r.stderr
+
+
+def test_serve_refuses_duplicate_keys(cli, tmp_path):
+    b, pkg = cli
+    (tmp_path / "keys.txt").write_text("a k1\nb k1\n")
+    r = subprocess.run([str(b), "serve", str(pkg), "--port", "0", "--api-keys-file", str(tmp_path / "keys.txt")],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 1 and b"configured twice" in r.stderr

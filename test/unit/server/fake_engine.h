@@ -86,7 +86,10 @@ class FakeEngine : public engine::Engine {
     return r;
   }
 
+  engine::CacheStats cache_stats() const override { return stats; }
+
   engine::ModelInfo info_;
+  engine::CacheStats stats;  ///< what cache_stats() reports (scripted)
   std::vector<std::string> pieces;
   int cached_tokens = 0;
   bool throw_runtime = false;

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Prefix-cache benchmark over realistic coding-agent sessions: `swizzle-rt serve` against
+llama.cpp's server (llama-cpp-python's `python -m llama_cpp.server`, with its prompt
+cache: the KV cache of the previous request is reused up to the longest common token
+prefix) on the same GGUF, in the same run, requests interleaved between the two.
+
+Sessions come from bench/agent_sessions.py (system prompt with tool schemas, pinned
+files of the real `itsdangerous` package, growing conversation with tool outputs and
+diffs; one session edits a pinned file at turn 3). Every turn is sent to both servers as a
+streamed, greedy chat completion (max_tokens small: this measures prompt processing).
+
+Reported per turn and per server: the cached-token ratio (cached / prompt tokens), TTFT
+warm (the session as it runs, so earlier turns can be reused) and TTFT cold (the same
+prompt made unmatchable by a unique marker at its very start, run in a second pass), and
+the cost of the turn priced with --prices (the same prices for both; cached input tokens
+at their cached price). TTFT is client-side: from sending the request to the first
+non-empty content delta (or the finish chunk when the completion is empty).
+
+Where the numbers come from:
+- swizzle: usage.prompt_tokens_details.cached_tokens of the include_usage chunk (the
+  X-Swizzle-Cache-Hit-Tokens header is checked to agree), cost from that usage; its
+  X-Swizzle-Cost-USD header (the prompt's cost on a stream) is checked against ours.
+- llama.cpp: llama-cpp-python reports no cached tokens, so they are read from its server
+  log, where it prints per request "Llama.generate: N prefix-match hit, remaining M prompt
+  tokens to eval" (cached = N, prompt = N + M) or "full prompt already cached"; a request
+  without either line was evaluated from scratch (cached = 0, prompt = the prompt-eval
+  token count of its llama_perf line). Output tokens: its streamed content chunks (one per
+  token).
+
+Setup (once; the server extras are for this benchmark only, not in requirements.txt):
+  .venv/bin/pip install uvicorn fastapi pydantic-settings sse-starlette 'starlette-context>=0.3.6,<0.4' PyYAML
+  (the dependencies of `pip install 'llama-cpp-python[server]'`, without rebuilding llama.cpp)
+
+Usage:
+  .venv/bin/python bench/bench_prefix_cache.py [--gguf PATH] [--ctx 8192] [--max-tokens 16]
+      [--threads N] [--prices bench/prices.json] [--no-cold] [--sessions feature,review]
+      [--max-turns N] [--no-peer] [--json OUT]
+Default GGUF: SmolLM2-135M-Instruct Q4_1 (8192-token context); the Qwen2.5-Coder-0.5B GGUF
+(scripts/fetch-qwen.sh) works too (--ctx up to 32768; the sessions fit in 8192 either way).
+Prints a markdown table and writes JSON to bench/results/prefix-cache-<date>-<commit>.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from decimal import Decimal
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "parity"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import agent_sessions  # noqa: E402
+import models  # noqa: E402
+
+MTOK = Decimal(1_000_000)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proc:
+    """A server subprocess with its log in a file."""
+
+    def __init__(self, argv, name):
+        self.name = name
+        self.log_path = tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".log")[1]
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT, text=True)
+        self.offset = 0
+
+    def log(self) -> str:
+        self.log_file.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def new_log(self) -> str:
+        """Log text written since the previous call."""
+        text = self.log()
+        new, self.offset = text[self.offset:], len(text)
+        return new
+
+    def wait_ready(self, url: str, timeout: float = 600):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+            try:
+                if requests.get(url, timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name} not ready after {timeout}s:\n{self.log()[-4000:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+
+def stream_chat(base: str, messages, max_tokens: int, include_usage: bool):
+    """One streamed greedy chat completion; returns timings, text chunks, usage, headers."""
+    body = {"model": "bench", "messages": messages, "temperature": 0, "max_tokens": max_tokens, "stream": True}
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    t0 = time.perf_counter()
+    r = requests.post(base + "/v1/chat/completions", json=body, stream=True, timeout=1800)
+    if r.status_code != 200:
+        raise RuntimeError(f"{base}: HTTP {r.status_code}: {r.text[:500]}")
+    ttft, usage, chunks, finish_t = None, None, 0, None
+    for line in r.iter_lines(decode_unicode=True):
+        if not line or not line.startswith("data: "):
+            continue
+        data = line[6:]
+        if data == "[DONE]":
+            break
+        ev = json.loads(data)
+        if "error" in ev:
+            raise RuntimeError(f"{base}: stream error {ev['error']}")
+        if ev.get("usage"):
+            usage = ev["usage"]
+        for ch in ev.get("choices") or []:
+            if (ch.get("delta") or {}).get("content"):
+                chunks += 1
+                if ttft is None:
+                    ttft = time.perf_counter() - t0
+            if ch.get("finish_reason") and finish_t is None:
+                finish_t = time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    return {"ttft_s": ttft if ttft is not None else (finish_t or total), "total_s": total, "content_chunks": chunks,
+            "usage": usage, "headers": dict(r.headers)}
+
+
+def cost(prices: dict, prompt: int, cached: int, output: int) -> Decimal:
+    p = prices.get("default", {"input": 0, "output": 0})
+    inp, out = Decimal(str(p["input"])), Decimal(str(p["output"]))
+    cin = Decimal(str(p["cached_input"])) if "cached_input" in p else inp / 10
+    return ((prompt - cached) * inp + cached * cin + output * out) / MTOK
+
+
+HIT_RE = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+FULL_RE = re.compile(r"Llama\.generate: full prompt already cached")
+PERF_PROMPT_RE = re.compile(r"prompt eval time\s*=\s*[\d.]+ ms /\s*(\d+) tokens")
+
+
+def llama_counts(log: str, fallback_prompt: int):
+    """(prompt_tokens, cached_tokens, source) of one request from llama-cpp-python's log."""
+    if m := HIT_RE.search(log):
+        return int(m.group(1)) + int(m.group(2)), int(m.group(1)), "prefix-match"
+    if FULL_RE.search(log):
+        return fallback_prompt, fallback_prompt, "full-cache"
+    if m := PERF_PROMPT_RE.search(log):
+        return int(m.group(1)), 0, "perf"
+    return fallback_prompt, 0, "none"
+
+
+def fit_sessions(gguf: str, budget: int):
+    """Sessions whose longest prompt fits `budget` tokens (counted with the GGUF's tokenizer)."""
+    from llama_cpp import Llama
+    vocab = Llama(model_path=gguf, vocab_only=True, verbose=False)
+
+    def n_tokens(messages):
+        return sum(len(vocab.tokenize(m["content"].encode(), add_bos=False, special=False)) + 8 for m in messages) + 4
+
+    for scale in (1.0, 0.8, 0.65, 0.5, 0.4, 0.3, 0.2):
+        sessions = agent_sessions.build_sessions(scale)
+        longest = max(n_tokens(t) for s in sessions for t in s.turns)
+        if longest <= budget:
+            return sessions, scale, longest
+    raise RuntimeError(f"the sessions do not fit {budget} tokens even at scale 0.2 (longest {longest})")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gguf", default=None, help="default: the embedded SmolLM2-135M-Instruct Q4_1")
+    ap.add_argument("--ctx", type=int, default=8192)
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--prices", default=os.path.join(ROOT, "bench", "prices.json"))
+    ap.add_argument("--no-cold", action="store_true", help="skip the cold pass")
+    ap.add_argument("--sessions", default=None, help="comma-separated session names (default: all)")
+    ap.add_argument("--max-turns", type=int, default=0, help="only the first N turns of each session (smoke runs)")
+    ap.add_argument("--no-peer", action="store_true", help="swizzle only (llama_cpp.server not installed)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--package", default=None, help="a compiled .swz of --gguf (default: compiled now)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally) when killed
+    gguf = os.path.abspath(args.gguf or models.default_gguf())
+    prices = json.load(open(args.prices))
+
+    sessions, scale, longest = fit_sessions(gguf, args.ctx - args.max_tokens - 64)
+    if args.sessions:
+        keep = args.sessions.split(",")
+        sessions = [s for s in sessions if s.name in keep]
+    if args.max_turns:
+        for s in sessions:
+            s.turns = s.turns[:args.max_turns]
+    print(f"sessions: {[(s.name, len(s.turns)) for s in sessions]}, tool-output scale {scale}, "
+          f"longest prompt ~{longest} tokens (budget {args.ctx - args.max_tokens - 64})", file=sys.stderr)
+
+    tmp = tempfile.mkdtemp(prefix="bench-prefix-")
+    pkg = args.package
+    if not pkg:
+        pkg = os.path.join(tmp, "model.swz")
+        subprocess.run([os.path.join(args.build, "compiler", "swizzlec"), "compile", gguf, "--target", "cpu", "-o", pkg],
+                       check=True, stdout=subprocess.DEVNULL)
+    servers = {}
+    try:
+        port = free_port()
+        swz = Proc([os.path.join(args.build, "server", "swizzle-rt"), "serve", pkg, "--host", "127.0.0.1", "--port",
+                    str(port), "-c", str(args.ctx), "-t", str(args.threads), "--prices", args.prices], "swizzle")
+        swz.base = f"http://127.0.0.1:{port}"
+        swz.wait_ready(swz.base + "/health")
+        servers["swizzle"] = swz
+        if not args.no_peer:
+            port = free_port()
+            peer = Proc([sys.executable, "-m", "llama_cpp.server", "--model", gguf, "--n_ctx", str(args.ctx),
+                         "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads), "--n_batch", "512",
+                         "--host", "127.0.0.1", "--port", str(port)], "llama.cpp")
+            peer.base = f"http://127.0.0.1:{port}"
+            peer.wait_ready(peer.base + "/v1/models")
+            servers["llama.cpp"] = peer
+
+        def run_one(name, messages):
+            srv = servers[name]
+            srv.new_log()
+            r = stream_chat(srv.base, messages, args.max_tokens, include_usage=(name == "swizzle"))
+            if name == "swizzle":
+                u = r["usage"]
+                prompt, cached, output = u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"]
+                assert int(r["headers"]["X-Swizzle-Cache-Hit-Tokens"]) == cached, r["headers"]
+                header_cost = Decimal(r["headers"]["X-Swizzle-Cost-USD"])
+                assert header_cost == cost(prices, prompt, cached, 0), (header_cost, u)
+                source = "usage"
+            else:
+                time.sleep(0.2)  # let the server flush its log lines for this request
+                prompt, cached, source = llama_counts(srv.new_log(), fallback_prompt=-1)
+                output = r["content_chunks"]
+            return {"prompt_tokens": prompt, "cached_tokens": cached, "output_tokens": output,
+                    "cached_ratio": cached / prompt if prompt > 0 else None, "ttft_s": r["ttft_s"], "total_s": r["total_s"],
+                    "cost_usd": str(cost(prices, prompt, cached, output)) if prompt >= 0 else None, "source": source}
+
+        rows = []
+        for s in sessions:  # warm pass: each session as an agent runs it, both servers turn by turn
+            for i, msgs in enumerate(s.turns, 1):
+                row = {"session": s.name, "turn": i}
+                for name in servers:
+                    row[name] = {"warm": run_one(name, msgs)}
+                rows.append(row)
+                print(f"warm {s.name} turn {i}: " + ", ".join(
+                    f"{n} {row[n]['warm']['cached_tokens']}/{row[n]['warm']['prompt_tokens']} ttft {row[n]['warm']['ttft_s']:.2f}s"
+                    for n in servers), file=sys.stderr)
+        if not args.no_cold:  # cold pass: a unique marker first, so nothing can match
+            k = 0
+            for s in sessions:
+                for i, msgs in enumerate(s.turns, 1):
+                    marker = f"{uuid.uuid4().hex[:12]} (cold run)\n"  # random from its first character
+                    cold = [dict(msgs[0], content=marker + msgs[0]["content"])] + msgs[1:]
+                    row = rows[k]
+                    k += 1
+                    for name in servers:
+                        row[name]["cold"] = run_one(name, cold)
+                    print(f"cold {s.name} turn {i}: " + ", ".join(
+                        f"{n} {row[n]['cold']['cached_tokens']}/{row[n]['cold']['prompt_tokens']} ttft {row[n]['cold']['ttft_s']:.2f}s"
+                        for n in servers), file=sys.stderr)
+        ledger = requests.get(servers["swizzle"].base + "/v1/usage", timeout=30).json()
+        metrics = requests.get(servers["swizzle"].base + "/metrics", timeout=30).text
+    finally:
+        for srv in servers.values():
+            srv.stop()
+
+    summary = {}
+    for name in servers:
+        warm = [r[name]["warm"] for r in rows]
+        cold = [r[name]["cold"] for r in rows if "cold" in r[name]]
+        p, c = sum(w["prompt_tokens"] for w in warm), sum(w["cached_tokens"] for w in warm)
+        summary[name] = {
+            "cached_ratio": c / p if p else None,
+            "ttft_warm_median_s": statistics.median(w["ttft_s"] for w in warm),
+            "ttft_cold_median_s": statistics.median(x["ttft_s"] for x in cold) if cold else None,
+            "cost_warm_usd": str(sum(Decimal(w["cost_usd"]) for w in warm if w["cost_usd"] is not None)),
+            "cost_cold_usd": str(sum(Decimal(x["cost_usd"]) for x in cold if x["cost_usd"] is not None)) if cold else None,
+        }
+    if "llama.cpp" in summary:
+        summary["ratio_ttft_warm"] = summary["swizzle"]["ttft_warm_median_s"] / summary["llama.cpp"]["ttft_warm_median_s"]
+        if summary["swizzle"]["ttft_cold_median_s"] and summary["llama.cpp"]["ttft_cold_median_s"]:
+            summary["ratio_ttft_cold"] = summary["swizzle"]["ttft_cold_median_s"] / summary["llama.cpp"]["ttft_cold_median_s"]
+
+    names = list(servers)
+    head = "| session | turn | prompt |" + "".join(f" {n} cached | {n} TTFT warm s | {n} TTFT cold s | {n} cost USD |" for n in names)
+    print(head)
+    print("|" + "---|" * (3 + 4 * len(names)))
+    for r in rows:
+        line = f"| {r['session']} | {r['turn']} | {r['swizzle']['warm']['prompt_tokens']} |"
+        for n in names:
+            w, cd = r[n]["warm"], r[n].get("cold")
+            ratio = f"{w['cached_ratio']:.0%}" if w["cached_ratio"] is not None else "?"
+            line += f" {ratio} | {w['ttft_s']:.3f} | {cd['ttft_s']:.3f} |" if cd else f" {ratio} | {w['ttft_s']:.3f} | - |"
+            line += f" {Decimal(w['cost_usd']):.8f} |" if w["cost_usd"] else " ? |"
+        print(line)
+    for n in names:
+        sm = summary[n]
+        cold_s = f"{sm['ttft_cold_median_s']:.3f}" if sm["ttft_cold_median_s"] is not None else "-"
+        print(f"{n}: cached {sm['cached_ratio']:.1%} of prompt tokens; TTFT median warm {sm['ttft_warm_median_s']:.3f} s, "
+              f"cold {cold_s} s; cost of the warm pass {sm['cost_warm_usd']} USD")
+    if "ratio_ttft_warm" in summary:
+        print(f"TTFT swizzle / llama.cpp: warm {summary['ratio_ttft_warm']:.2f}x"
+              + (f", cold {summary['ratio_ttft_cold']:.2f}x" if "ratio_ttft_cold" in summary else ""))
+
+    import llama_cpp
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = {"date": datetime.date.today().isoformat(), "commit": commit,
+           "machine": f"{platform.machine()} {os.cpu_count()} cores",
+           "gguf": os.path.basename(gguf), "ctx": args.ctx, "max_tokens": args.max_tokens, "threads": args.threads,
+           "project": f"{agent_sessions.PROJECT} {importlib.metadata.version(agent_sessions.PROJECT)}",
+           "tool_output_scale": scale, "prices": prices,
+           "peer": None if args.no_peer else f"llama-cpp-python {llama_cpp.__version__} llama_cpp.server (prompt cache: "
+                                              "longest common prefix with the previous request)",
+           "sessions": [{"name": s.name, "description": s.description, "turns": len(s.turns)} for s in sessions],
+           "rows": rows, "summary": summary, "swizzle_ledger": ledger,
+           "swizzle_metrics": [l for l in metrics.splitlines() if l.startswith("swizzle_prefix_cache")]}
+    path = args.json or os.path.join(ROOT, "bench", "results", f"prefix-cache-{res['date']}-{commit}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
