@@ -168,10 +168,29 @@ class CpuEngine final : public Engine {
     const int n_prompt = res.prompt_tokens;
 
     // The pinned blocks become the head of the block table; their pins are then
-    // redundant (the table's page references keep them) and are dropped.
-    model_->attach(kv_->acquire(a->pinned), res.cached_tokens);
+    // redundant (the table's page references keep them) and are dropped. Blocks that
+    // requests running between admit() and run() published extend the match: they are
+    // used too (less prefill) but not reported, since cached_tokens was final at
+    // admission (a stream's headers already carry it); CacheStats counts them as hits.
+    std::vector<int> pages = kv_->acquire(a->pinned);
     a->release_pins();
-    history_.assign(req.prompt.begin(), req.prompt.begin() + res.cached_tokens);
+    if (kv_->prefix_cache_enabled() && pages.size() < a->keys.size()) {
+      std::vector<kvcache::BlockKey> more(a->keys.begin() + static_cast<ptrdiff_t>(pages.size()), a->keys.end()), pinned;
+      kv_->match_and_pin(more, pinned);
+      std::vector<int> extra;
+      try {
+        extra = kv_->acquire(pinned);
+      } catch (...) {
+        kv_->unpin(pinned);
+        for (int p : pages) kv_->unref_page(p);
+        throw;
+      }
+      kv_->unpin(pinned);
+      pages.insert(pages.end(), extra.begin(), extra.end());
+    }
+    const int reused = std::min(static_cast<int>(pages.size()) * kvcache::kBlockTokens, n_prompt - 1);
+    model_->attach(std::move(pages), reused);
+    history_.assign(req.prompt.begin(), req.prompt.begin() + reused);
     struct Release {  // the sequence's pages go back on every exit path
       cpu::CpuModel& m;
       ~Release() { m.release(); }
@@ -179,7 +198,7 @@ class CpuEngine final : public Engine {
 
     std::vector<float> logits;
     res.finish = FinishReason::Length;
-    for (int i = res.cached_tokens; i < n_prompt; i += kPrefillChunk) {
+    for (int i = reused; i < n_prompt; i += kPrefillChunk) {
       if (a->cancel_requested()) {
         res.finish = FinishReason::Cancelled;
         break;
@@ -188,10 +207,10 @@ class CpuEngine final : public Engine {
       model_->forward(req.prompt.data() + i, n, 1, logits);
       history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
     }
-    const int evaluated = model_->n_past() - res.cached_tokens;
+    const int evaluated = model_->n_past() - reused;
     {
       std::lock_guard<std::mutex> slock(stats_mu_);
-      hit_tokens_ += static_cast<uint64_t>(res.cached_tokens);
+      hit_tokens_ += static_cast<uint64_t>(reused);
       miss_tokens_ += static_cast<uint64_t>(evaluated);
     }
     // Full prompt blocks are shared as soon as they exist (a request admitted during

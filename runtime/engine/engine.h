@@ -98,7 +98,9 @@ using CancelCheck = std::function<bool()>;
 /// up. The counts are known before any prefill runs, so a server can put them in the
 /// headers of a streamed response; run() reports the same cached_tokens. The matched
 /// cache blocks are pinned from admit() until run() takes them (or the admission is
-/// destroyed), so the count is final. An Admission must not outlive its engine.
+/// destroyed), so the count is final. Blocks published by requests that run between
+/// admit() and run() are used as well (less prefill) but not counted in cached_tokens,
+/// which was already reported. An Admission must not outlive its engine.
 class Admission {
  public:
   virtual ~Admission() = default;
@@ -124,7 +126,7 @@ class Admission {
 /// Prefix-cache counters since the engine started (all zero for an engine without one).
 /// Token counters count prompt tokens of requests that ran; block counts are a snapshot.
 struct CacheStats {
-  uint64_t hit_tokens = 0;     ///< prompt tokens served from the cache
+  uint64_t hit_tokens = 0;     ///< prompt tokens served from the cache (incl. blocks found at run time, see Admission)
   uint64_t miss_tokens = 0;    ///< prompt tokens evaluated (prefill)
   uint64_t blocks_device = 0;  ///< cached blocks resident in the backend's KV memory
   uint64_t blocks_host = 0;    ///< cached blocks spilled to host RAM

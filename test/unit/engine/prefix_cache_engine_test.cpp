@@ -235,6 +235,31 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
   EXPECT_EQ(cold->cache_stats().hit_tokens, 0u);
 }
 
+TEST(PrefixCacheEngine, RequestsAdmittedTogetherShareBlocksPublishedInBetween) {
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = cold_opts();
+  o.prefix_cache = true;
+  std::unique_ptr<Engine> warm = Engine::load(path, o);
+  std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
+  const std::vector<int32_t> base = warm->tokenize(kSource, true);
+  const std::vector<int32_t> p(base.begin(), base.begin() + 200);
+  GenerateRequest req;
+  req.prompt = p;
+  req.max_tokens = 6;
+  req.sampling.temperature = 0;
+  std::unique_ptr<Admission> a = warm->admit(req), b = warm->admit(req);
+  EXPECT_EQ(a->cached_tokens(), 0);
+  EXPECT_EQ(b->cached_tokens(), 0);
+  const GenerateResult ra = warm->run(*a, nullptr);
+  const uint64_t hits = warm->cache_stats().hit_tokens;
+  const GenerateResult rb = warm->run(*b, nullptr);
+  EXPECT_EQ(rb.cached_tokens, 0);                           // what admission reported
+  EXPECT_EQ(warm->cache_stats().hit_tokens - hits, 192u);  // what was actually reused
+  EXPECT_EQ(warm->cache_stats().miss_tokens, 200u + 8u);
+  EXPECT_EQ(rb.text, ra.text);
+  EXPECT_EQ(ra.text, greedy(*cold, p, 6).r.text);
+}
+
 TEST(PrefixCacheEngine, HostSpillRestoreAndPinsUnderASmallPool) {
   REQUIRE_PACKAGE(path);
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
