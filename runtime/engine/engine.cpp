@@ -247,8 +247,7 @@ class CpuEngine final : public Engine {
     }
     res.decode_ms = ms_since(t1);
     // Blocks completed by generated tokens: a later turn of the conversation starts with them.
-    publish_blocks(a->keys);
-    kv_->flush_disk();
+    publish_blocks(a->keys);  // with a disk tier, its thread writes them
     return res;
   }
 

@@ -140,12 +140,34 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
     e.lru = lru_.insert(lru_.end(), k);
     disk_used_ += file_bytes;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  enforce_disk_budget();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    enforce_disk_budget();
+  }
+  disk_thread_ = std::thread([this] { disk_worker(); });
 }
 
 BlockManager::~BlockManager() {
+  if (disk_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    disk_cv_.notify_all();
+    disk_thread_.join();  // pending blocks are written first
+  }
   if (base_) munmap(base_, map_bytes_);
+}
+
+void BlockManager::disk_worker() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    disk_cv_.wait(lock, [this] { return stopping_ || !disk_queue_.empty(); });
+    if (disk_queue_.empty()) return;  // stopping, nothing left to write
+    lock.unlock();
+    flush_disk();
+    lock.lock();
+  }
 }
 
 std::chrono::steady_clock::time_point BlockManager::now() const {
@@ -373,19 +395,26 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
 void BlockManager::publish(const BlockKey& key, int page) {
   if (!opts_.prefix_cache) return;
   expire();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (page < 0 || page >= opts_.n_pages || refcount_[page] <= 0) throw std::logic_error("KV cache: publish of a free page");
-  auto [it, fresh] = index_.try_emplace(key);
-  Entry& e = it->second;
-  if (fresh) {
-    e.lru = lru_.insert(lru_.end(), key);
-    if (!disk_model_dir_.empty()) disk_queue_.push_back(key);
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (page < 0 || page >= opts_.n_pages || refcount_[page] <= 0) throw std::logic_error("KV cache: publish of a free page");
+    auto [it, fresh] = index_.try_emplace(key);
+    Entry& e = it->second;
+    if (fresh) {
+      e.lru = lru_.insert(lru_.end(), key);
+      if (!disk_model_dir_.empty()) {
+        disk_queue_.push_back(key);
+        queued = true;
+      }
+    }
+    if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
+      e.page = page;
+      ++refcount_[page];
+    }
+    touch(key, e);
   }
-  if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
-    e.page = page;
-    ++refcount_[page];
-  }
-  touch(key, e);
+  if (queued) disk_cv_.notify_one();
 }
 
 // ---- disk tier ---------------------------------------------------------------------
@@ -486,6 +515,7 @@ void BlockManager::flush_disk() {
   if (disk_model_dir_.empty()) return;
   std::vector<BlockKey> queue;
   queue.swap(disk_queue_);
+  ++flushing_;
   for (const BlockKey& k : queue) {
     auto it = index_.find(k);
     if (it == index_.end() || it->second.on_disk) continue;
@@ -514,6 +544,9 @@ void BlockManager::flush_disk() {
     erase_if_empty(it);
   }
   enforce_disk_budget();
+  if (--flushing_ == 0) flush_done_cv_.notify_all();
+  // Blocks another thread took from the queue before this call are on disk on return too.
+  flush_done_cv_.wait(lock, [this] { return flushing_ == 0; });
 }
 
 void BlockManager::enforce_disk_budget() {

@@ -17,8 +17,9 @@
 //   device  a page of the pool (on the cpu backend also RAM, but a bounded pool);
 //   host    a copy in host RAM (bounded by bytes), made when a device block is evicted
 //           (spill) and moved back into a page when a request hits it (restore);
-//   disk    optional (`cache_dir`): one file per block, written when the block is
-//           published, read back (and verified) on a hit; survives restarts.
+//   disk    optional (`cache_dir`): one file per block, written by a background thread
+//           after the block is published, read back (and verified) on a hit; survives
+//           restarts (the destructor finishes pending writes).
 // Lookup is the longest prefix of a prompt's keys present in any tier, across all
 // requests, sessions and API keys of the model. Blocks no sequence uses are evicted in
 // LRU order (spilled device → host, dropped host → gone unless on disk, disk files
@@ -32,6 +33,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -39,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -157,7 +160,9 @@ class BlockManager final : public PageAllocator {
   /// key is new the cache takes a reference on the page (and queues a disk write);
   /// if it exists already nothing changes. No-op with the prefix cache off.
   void publish(const BlockKey& key, int page);
-  /// Writes queued blocks to the disk tier (no-op without one); call outside hot paths.
+  /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
+  /// The disk thread does this on its own after every publish; this is for tests and
+  /// for callers that need the files before going on.
   void flush_disk();
   /// Applies the TTL now (also done by match_and_pin, publish and stats).
   void expire();
@@ -186,6 +191,7 @@ class BlockManager final : public PageAllocator {
   void write_disk(const BlockKey& key, const std::vector<uint16_t>& data);
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
+  void disk_worker();
 
   PageLayout layout_;
   BlockKey model_;
@@ -202,6 +208,11 @@ class BlockManager final : public PageAllocator {
   std::string disk_model_dir_;
   BlockStats counters_;
   mutable std::mutex mu_;
+  std::condition_variable disk_cv_;  // disk_queue_ not empty, or stopping_
+  bool stopping_ = false;
+  int flushing_ = 0;                      // flush_disk calls writing a batch now
+  std::condition_variable flush_done_cv_;  // flushing_ dropped to 0
+  std::thread disk_thread_;          // last member: started after everything else exists
 };
 
 }  // namespace swz::kvcache

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -203,10 +204,12 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
   prompts.push_back(turn2);
 
   size_t hits = 0;
+  std::map<std::vector<int32_t>, GreedyRun> cold_runs;  // repeated prompts run cold once
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("prompt " + std::to_string(i) + " (" + std::to_string(prompts[i].size()) + " tokens)");
     const int n_gen = i + 3 == prompts.size() ? 40 : 8;
-    GreedyRun c = greedy(*cold, prompts[i], n_gen);
+    if (!cold_runs.count(prompts[i])) cold_runs[prompts[i]] = greedy(*cold, prompts[i], n_gen);
+    const GreedyRun& c = cold_runs[prompts[i]];
     GreedyRun w = greedy(*warm, prompts[i], n_gen);
     EXPECT_EQ(c.r.cached_tokens, 0);
     EXPECT_EQ(w.tokens, c.tokens);
@@ -309,8 +312,7 @@ TEST(PrefixCacheEngine, DiskTierSurvivesARestart) {
   {
     std::unique_ptr<Engine> e = Engine::load(path, o);
     EXPECT_EQ(greedy(*e, p, 8).r.cached_tokens, 0);
-    EXPECT_GE(e->cache_stats().disk_writes, 3u);
-  }
+  }  // the engine's destructor waits for the disk thread's writes
   {
     std::unique_ptr<Engine> e = Engine::load(path, o);  // a restart: only the disk tier remains
     EXPECT_GE(e->cache_stats().blocks_disk, 3u);

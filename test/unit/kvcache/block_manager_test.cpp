@@ -318,6 +318,23 @@ TEST_F(DiskTier, SurvivesRestartAndIsKeyedByModel) {
   }
 }
 
+TEST_F(DiskTier, TheDiskThreadWritesPublishedBlocksAndFinishesOnDestruction) {
+  FakeClock clock;
+  const auto t = tokens(64 * 4, 45);
+  const BlockKey model = model_key("m");
+  {
+    CacheOptions o = disk_opts(clock, nullptr);
+    o.n_pages = 8;
+    BlockManager m(kLayout, model, o);
+    publish_all(m, t);  // no flush_disk(): the background thread writes them
+  }
+  BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+  EXPECT_EQ(m.stats().blocks_disk, 4u);
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_and_pin(block_keys(model, t.data(), t.size()), pinned), 4);
+  m.unpin(pinned);
+}
+
 TEST_F(DiskTier, CorruptTruncatedOrForeignFilesAreIgnoredWithALogLine) {
   FakeClock clock;
   const auto t = tokens(64 * 3, 50);
