@@ -58,7 +58,12 @@ int main(int argc, char** argv) {
     auto pkg = swz::package::open_package(argv[1]);
     swz::ggml::ThreadPool pool(threads);
     const auto& graph = pkg.manifest.graph;
-    swz::cpu::CpuModel model(graph, pkg.gguf, std::max(pp, tg) + 8, pool);
+    const int n_ctx_model = std::max(pp, tg) + 8;
+    swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
+    kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
+    kv_opts.prefix_cache = false;
+    swz::kvcache::BlockManager kv(swz::cpu::kv_layout(graph), swz::kvcache::BlockKey{}, kv_opts);
+    swz::cpu::CpuModel model(graph, pkg.gguf, n_ctx_model, pool, kv);
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
     std::vector<int32_t> prompt(pp);

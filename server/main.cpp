@@ -1,6 +1,8 @@
 // swizzle-rt: the runtime executable.
 //   swizzle-rt serve model.swz [--host H] [--port P] [-c CTX] [-t THREADS] [--api-key KEY]...
 //                    [--api-keys-file FILE] [--admin-key KEY] [--prices prices.json]
+//                    [--kv-pages N] [--cache-ttl S] [--cache-host-mb M] [--cache-dir DIR]
+//                    [--cache-disk-mb M] [--no-prefix-cache]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
 // See docs/server.md.
@@ -22,11 +24,25 @@ namespace {
 using swz::engine::Engine;
 using swz::engine::EngineOptions;
 
-std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n_threads) {
-  EngineOptions eo;
+std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n_threads, EngineOptions eo = {}) {
   eo.n_ctx = n_ctx;
   eo.n_threads = n_threads;
   return Engine::load(package, eo);
+}
+
+/// The paged KV cache and prefix cache options (docs/server.md, "Prefix cache").
+void add_cache_options(CLI::App* cmd, EngineOptions& eo) {
+  cmd->add_option("--kv-pages", eo.kv_pages,
+                  "KV cache page pool, pages of 64 tokens (0 = room for 4 full contexts; at least ctx/64 + 1)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cache-ttl", eo.cache_ttl_s, "prefix cache: seconds an unused block stays in RAM (sliding; 0 = no TTL)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--cache-host-mb", eo.cache_host_mb, "prefix cache: host-RAM tier for blocks evicted from the page pool, MiB (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--cache-dir", eo.cache_dir, "prefix cache: disk tier directory (survives restarts; default: none)");
+  cmd->add_option("--cache-disk-mb", eo.cache_disk_mb, "prefix cache: disk tier budget, MiB")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", [&eo](int64_t) { eo.prefix_cache = false; }, "do not share or keep KV blocks between requests");
 }
 
 /// Serves until SIGINT/SIGTERM (serve_loop.h).
@@ -39,7 +55,7 @@ struct Accounts {
 };
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
-          const Accounts& accounts, int http_threads, bool quiet) {
+          const Accounts& accounts, int http_threads, bool quiet, const EngineOptions& cache_opts) {
   swz::server::ServerOptions so;
   for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
   so.admin_key = accounts.admin_key;
@@ -64,11 +80,16 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
 
   swz::server::block_shutdown_signals();  // before the engine starts its threads
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads);
+  std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads, cache_opts);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto& info = engine->info();
   std::fprintf(stderr, "swizzle-rt: loaded %s (%s, n_ctx %d, vocab %d) in %.0f ms\n", info.id.c_str(),
                info.architecture.c_str(), info.n_ctx, info.n_vocab, load_ms);
+  const swz::engine::CacheStats cs = engine->cache_stats();
+  std::fprintf(stderr, "swizzle-rt: KV cache: %llu pages of 64 tokens; prefix cache %s (ttl %ds, host tier %llu MiB, disk tier %s)\n",
+               static_cast<unsigned long long>(cs.pages_total), cache_opts.prefix_cache ? "on" : "off", cache_opts.cache_ttl_s,
+               static_cast<unsigned long long>(cache_opts.cache_host_mb),
+               cache_opts.cache_dir.empty() ? "off" : cache_opts.cache_dir.c_str());
 
   so.http_threads = http_threads;
   if (!quiet) {
@@ -86,8 +107,8 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
 /// Generates once, streaming the text to stdout as complete UTF-8 characters; timings to stderr.
 int run(const std::string& package, const std::string& prompt, const std::string& system, bool raw, int n_predict,
-        int n_ctx, int n_threads, const swz::engine::SamplingParams& sampling) {
-  std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads);
+        int n_ctx, int n_threads, const swz::engine::SamplingParams& sampling, const EngineOptions& cache_opts) {
+  std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads, cache_opts);
   swz::engine::GenerateRequest req;
   if (raw) {
     req.prompt = engine->tokenize(prompt, /*add_special=*/true);
@@ -165,6 +186,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = max(8, cores))")
       ->check(CLI::NonNegativeNumber);
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
+  EngineOptions cache_opts;
+  add_cache_options(serve_cmd, cache_opts);
 
   auto* run_cmd = app.add_subcommand("run", "Generate once from a prompt and print the text");
   std::string prompt;
@@ -194,13 +217,14 @@ int main(int argc, char** argv) {
   chat_flag->excludes(raw_flag);
   run_cmd->add_option("-c,--ctx-size", n_ctx, "context size in tokens")->check(CLI::PositiveNumber)->capture_default_str();
   run_cmd->add_option("-t,--threads", n_threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  add_cache_options(run_cmd, cache_opts);  // with --cache-dir, a second run hits the first one's blocks
 
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet);
+    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet, cache_opts);
     if (*seed_opt) sp.seed = seed;
-    return run(package, prompt, system, raw, n_predict, n_ctx, n_threads, sp);
+    return run(package, prompt, system, raw, n_predict, n_ctx, n_threads, sp, cache_opts);
   } catch (const swz::engine::LoadError& e) {
     std::fprintf(stderr, "swizzle-rt: cannot load %s: %s\n", package.c_str(), e.what());
     return 2;

@@ -110,6 +110,8 @@ class ChatCompletions {
 
   /// Makes every running and future generation stop at its next token (server shutdown).
   void cancel_all() { cancelled_ = true; }
+  /// True once cancel_all() was called.
+  bool cancelling() const { return cancelled_; }
 
   engine::Engine& engine() { return engine_; }
 

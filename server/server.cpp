@@ -2,12 +2,14 @@
 
 #include "accounting.h"
 #include "api_error.h"
+#include "client_socket.h"
 #include "openai_chat.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -114,10 +116,23 @@ struct Server::Impl {
       return;
     }
 
+    // A client that goes away during prefill (nothing is written then) or while a
+    // non-streamed answer is generated is noticed on its socket: the engine polls this
+    // between prefill chunks and decode steps (Admission::set_cancel_check).
+    auto gone = std::make_shared<std::atomic<bool>>(false);
+    const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    p->admission->set_cancel_check([this, fd, gone] {
+      if (chat.cancelling()) return true;
+      if (client_socket_alive(fd)) return false;
+      gone->store(true);
+      return true;
+    });
+
     if (!p->req.stream) {
       try {
         json body;
         ChatCompletions::Outcome o = chat.complete(*p, body);
+        if (gone->load()) o.client_gone = true;
         const Money cost = accounting.finish({"/v1/chat/completions", caller_of(req).key_id, engine.info().id,
                                               o.result.prompt_tokens, o.result.cached_tokens,
                                               o.result.completion_tokens, &o.clock});
@@ -144,7 +159,7 @@ struct Server::Impl {
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
     std::string key_id = caller_of(req).key_id;
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, key_id](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, key_id, gone](size_t, httplib::DataSink& sink) {
       ChatCompletions::Outcome o;
       bool recorded = false;
       // Recorded before [DONE] is written, or after a client went away mid-stream (the
@@ -162,6 +177,7 @@ struct Server::Impl {
       } catch (...) {
         o.client_gone = true;  // stream() does not throw; never let anything cross into httplib
       }
+      if (gone->load()) o.client_gone = true;
       log_request(req, 200, &o, ms_since(t0));
       if (o.client_gone) return false;
       sink.done();

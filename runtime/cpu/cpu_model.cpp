@@ -80,7 +80,8 @@ struct CpuModel::Impl {
   std::vector<Buffer> bufs;
   int out_buf = -1;
   int n_layer = 0, kv_width = 0;
-  std::vector<std::vector<uint16_t>> k_cache, v_cache;  // [layer][pos * kv_width + i], f16
+  kvcache::PageLayout layout;
+  std::vector<uint16_t*> pages;  // the block table's page addresses for this forward
   std::vector<uint8_t> scratch;
   std::vector<int32_t> tokens;
   std::vector<float> rope_cache;
@@ -102,8 +103,18 @@ struct CpuModel::Impl {
   void attention(const Op& op, int n_tokens, int n_past, bool single_row_order);
 };
 
-CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool)
-    : impl_(std::make_unique<Impl>(weights, pool)), n_ctx_(n_ctx) {
+kvcache::PageLayout kv_layout(const json& graph) {
+  try {
+    const json& hp = graph.at("hparams");
+    return kvcache::PageLayout{hp.at("n_layer").get<int>(), hp.at("n_head_kv").get<int>() * hp.at("head_dim").get<int>()};
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("graph: malformed hparams: ") + e.what());
+  }
+}
+
+CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool,
+                   kvcache::PageAllocator& kv)
+    : impl_(std::make_unique<Impl>(weights, pool)), kv_(kv), n_ctx_(n_ctx) {
   Impl& m = *impl_;
   std::unordered_map<std::string, int> buf_index;
   try {
@@ -173,9 +184,12 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("graph: malformed: ") + e.what());
   }
+  m.layout = kv.layout();
+  if (m.layout.n_layer != m.n_layer || m.layout.kv_width != m.kv_width)
+    throw std::runtime_error("KV page layout (" + std::to_string(m.layout.n_layer) + " layers x " +
+                             std::to_string(m.layout.kv_width) + ") does not match the graph (" + std::to_string(m.n_layer) +
+                             " x " + std::to_string(m.kv_width) + ")");
   m.copy_weights_to_huge_pages();
-  m.k_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
-  m.v_cache.assign(m.n_layer, std::vector<uint16_t>(static_cast<size_t>(n_ctx) * m.kv_width));
 }
 
 // Weight plan "copy-huge-pages": the GGUF is mapped with 4 KiB pages, so a decode step
@@ -271,13 +285,58 @@ CpuModel::Impl::~Impl() {
 }
 
 CpuModel::~CpuModel() {
+  release();
   if (impl_ && impl_->profile) {
     static const char* names[] = {"get_rows", "rms_norm", "head_norm", "matmul", "rope", "attention", "swiglu", "add"};
     for (int k = 0; k < 8; ++k) std::fprintf(stderr, "swz-profile %-10s %9.3f ms\n", names[k], impl_->op_seconds[k] * 1e3);
   }
 }
 
-void CpuModel::truncate(int n) { n_past_ = std::clamp(n, 0, n_past_); }
+void CpuModel::truncate(int n) {
+  n_past_ = std::clamp(n, 0, n_past_);
+  const size_t keep = static_cast<size_t>((n_past_ + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens);
+  while (block_table_.size() > keep) {
+    kv_.unref_page(block_table_.back());
+    block_table_.pop_back();
+  }
+}
+
+void CpuModel::release() {
+  for (int p : block_table_) kv_.unref_page(p);
+  block_table_.clear();
+  n_past_ = 0;
+}
+
+void CpuModel::attach(std::vector<int> pages, int n_past) {
+  if (n_past < 0 || n_past > n_ctx_ || pages.size() * kvcache::kBlockTokens < static_cast<size_t>(n_past)) {
+    for (int p : pages) kv_.unref_page(p);
+    throw std::invalid_argument("attach: " + std::to_string(pages.size()) + " pages cannot hold " + std::to_string(n_past) +
+                                " positions");
+  }
+  release();
+  block_table_ = std::move(pages);
+  n_past_ = n_past;
+}
+
+// Makes the pages for positions n_past .. n_past+n_tokens-1 exist and be private to this
+// sequence: a missing page is allocated, a shared one (prefix-cache block, another
+// sequence) is copied first.
+void CpuModel::prepare_pages(int n_tokens) {
+  const int first = n_past_ / kvcache::kBlockTokens, last = (n_past_ + n_tokens - 1) / kvcache::kBlockTokens;
+  const size_t bytes = kv_.layout().page_bytes();
+  for (int b = first; b <= last; ++b) {
+    if (static_cast<size_t>(b) >= block_table_.size()) {
+      block_table_.push_back(kv_.alloc_page());
+    } else if (kv_.page_refcount(block_table_[b]) > 1) {
+      const int fresh = kv_.alloc_page();
+      std::memcpy(kv_.page_data(fresh), kv_.page_data(block_table_[b]), bytes);
+      kv_.unref_page(block_table_[b]);
+      block_table_[b] = fresh;
+    }
+  }
+  impl_->pages.resize(block_table_.size());
+  for (size_t i = 0; i < block_table_.size(); ++i) impl_->pages[i] = kv_.page_data(block_table_[i]);
+}
 
 void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) {
   if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
@@ -290,6 +349,7 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows
     if (tokens[i] < 0 || tokens[i] >= n_vocab_)
       throw std::out_of_range("token id " + std::to_string(tokens[i]) + " outside the vocabulary of " + std::to_string(n_vocab_));
   }
+  prepare_pages(n_tokens);
   m.tokens.assign(tokens, tokens + n_tokens);
   for (Buffer& b : m.bufs) {
     size_t need = static_cast<size_t>(b.output_only ? n_out : n_tokens) * b.width;
@@ -495,12 +555,14 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
   const Buffer& k = bufs[op.in[1]];
   const Buffer& v = bufs[op.in[2]];
   Buffer& out = bufs[op.out];
-  auto& kc = k_cache.at(op.layer);
-  auto& vc = v_cache.at(op.layer);
+  // K/V of position p: page pages[p / 64], slot p % 64, at layout.offset(layer, K|V, slot).
+  constexpr int B = kvcache::kBlockTokens;
+  const size_t k_off = layout.offset(op.layer, 0, 0), v_off = layout.offset(op.layer, 1, 0);
+  auto k_row = [&](int p) { return pages[p / B] + k_off + static_cast<size_t>(p % B) * kv_width; };
+  auto v_row = [&](int p) { return pages[p / B] + v_off + static_cast<size_t>(p % B) * kv_width; };
   for (int t = 0; t < n_tokens; ++t) {
-    const size_t dst = static_cast<size_t>(n_past + t) * kv_width;
-    ggml::fp32_to_fp16_row(k.data.data() + static_cast<size_t>(t) * k.width, kc.data() + dst, kv_width);
-    ggml::fp32_to_fp16_row(v.data.data() + static_cast<size_t>(t) * v.width, vc.data() + dst, kv_width);
+    ggml::fp32_to_fp16_row(k.data.data() + static_cast<size_t>(t) * k.width, k_row(n_past + t), kv_width);
+    ggml::fp32_to_fp16_row(v.data.data() + static_cast<size_t>(t) * v.width, v_row(n_past + t), kv_width);
   }
   const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
   const int n_tasks = n_tokens * op.n_head;
@@ -524,7 +586,7 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
       ggml::fp32_to_fp16_row(qr, qh.data(), hd);
       float mx = -INFINITY;
       for (int j = 0; j < n_vis; ++j) {
-        const uint16_t* kr = kc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd;
+        const uint16_t* kr = k_row(j) + static_cast<size_t>(hk) * hd;
         w[j] = (tinyblas ? dot_f16_tinyblas(kr, qh.data(), hd) : dot_f16_ggml(kr, qh.data(), hd)) * op.scale;
         mx = std::max(mx, w[j]);
       }
@@ -543,7 +605,7 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
       for (int j = 0; j < n_vis; ++j) {
         if (ph[j] == 0) continue;  // fma(v, +0, a) == a: exact to skip
         const __m256 p = _mm256_set1_ps(from_f16(ph[j]));
-        const uint16_t* vr = vc.data() + static_cast<size_t>(j) * kv_width + static_cast<size_t>(hk) * hd;
+        const uint16_t* vr = v_row(j) + static_cast<size_t>(hk) * hd;
         float* a = acc.data() + static_cast<size_t>(j % n_acc) * hd;
         int d = 0;
         for (; d + 8 <= hd; d += 8)

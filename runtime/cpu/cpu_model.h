@@ -1,5 +1,11 @@
 // The cpu backend: executes a package's decoder graph (see models/model.h for the op
-// semantics) over memory-mapped GGUF weights, with an f16 KV cache.
+// semantics) over memory-mapped GGUF weights, with a paged f16 KV cache.
+//
+// KV cache: the model keeps one sequence's block table, a list of pages of a
+// kvcache::PageAllocator (64 positions per page, kvcache/block_manager.h). forward()
+// allocates pages as the sequence grows and copies a page before writing into it when
+// another holder shares it (copy-on-write), so pages taken from the prefix cache are
+// never modified. Attention reads K/V through the block table.
 //
 // Numerics follow llama.cpp's CPU backend (ggml-cpu ops.cpp): activations quantized to
 // the weight type's vec_dot type before each matmul, RMSNorm summed in double, RoPE
@@ -16,6 +22,7 @@
 #include <vector>
 
 #include "ggml/ggml_types.h"
+#include "kvcache/block_manager.h"
 
 namespace swz::gguf {
 class File;
@@ -26,13 +33,19 @@ class ThreadPool;
 
 namespace swz::cpu {
 
+/// The page shape of `graph`'s KV cache: n_layer and n_head_kv * head_dim from its
+/// hparams. Throws std::runtime_error when they are missing.
+kvcache::PageLayout kv_layout(const nlohmann::json& graph);
+
 /// Executes one sequence's forward passes. Not thread-safe: one caller at a time.
 class CpuModel {
  public:
   /// `graph` is the manifest's graph JSON; `weights` the package's source GGUF (must
-  /// outlive the model). `n_ctx` sizes the KV cache (tokens). Throws std::runtime_error
-  /// naming an unknown op, buffer or tensor.
-  CpuModel(const nlohmann::json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool);
+  /// outlive the model). `n_ctx` is the longest sequence (tokens). `kv` supplies the KV
+  /// pages (its layout must be kv_layout(graph)) and must outlive the model. Throws
+  /// std::runtime_error naming an unknown op, buffer or tensor, or a layout mismatch.
+  CpuModel(const nlohmann::json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool,
+           kvcache::PageAllocator& kv);
   ~CpuModel();
   CpuModel(const CpuModel&) = delete;
   CpuModel& operator=(const CpuModel&) = delete;
@@ -41,8 +54,17 @@ class CpuModel {
   int n_vocab() const { return n_vocab_; }
   /// Tokens currently held in the KV cache (positions 0..n_past-1).
   int n_past() const { return n_past_; }
-  /// Drops KV entries at positions >= n (rollback / reuse of a common prefix).
+  /// Drops KV entries at positions >= n (rollback of rejected draft tokens, reuse of a
+  /// prefix); pages wholly past n are released.
   void truncate(int n);
+  /// Starts a new sequence whose positions 0..n_past-1 are already in `pages` (in order;
+  /// pages.size() * 64 >= n_past). The model takes over one reference per page (the
+  /// caller's, e.g. from BlockManager::acquire). The previous sequence is released.
+  void attach(std::vector<int> pages, int n_past);
+  /// Releases the sequence's pages (one reference each) and empties it.
+  void release();
+  /// The sequence's block table: page ids, position p in block_table()[p / 64].
+  const std::vector<int>& block_table() const { return block_table_; }
 
   /// Which reduction order attention uses for the rows of a forward pass. llama.cpp's
   /// CPU backend reduces f16 attention products in one order for a batch of query rows
@@ -56,14 +78,18 @@ class CpuModel {
 
   /// Appends `n_tokens` tokens at positions n_past.. and runs the graph over them.
   /// Writes f32 logits [n_out, n_vocab] for the last `n_out` of these tokens into
-  /// `logits` (resized). Throws std::length_error if the KV cache would overflow.
+  /// `logits` (resized). Throws std::length_error if the sequence would pass n_ctx or no
+  /// page can be allocated (the sequence is unchanged but may hold new pages).
   /// Debugging: with SWZ_DUMP_DIR set, each op's output rows are written to
   /// $SWZ_DUMP_DIR/<op index>_<buffer>.f32 (raw little-endian f32, overwritten per pass).
   void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits);
 
  private:
   struct Impl;
+  void prepare_pages(int n_tokens);
   std::unique_ptr<Impl> impl_;
+  kvcache::PageAllocator& kv_;
+  std::vector<int> block_table_;
   int n_ctx_ = 0;
   int n_vocab_ = 0;
   int n_past_ = 0;

@@ -1,7 +1,20 @@
-// The single-sequence engine over the cpu backend. One request runs at a time (a
-// mutex); the KV cache of the previous request is kept, and a new prompt that shares a
-// token prefix with it re-evaluates only the rest (llama.cpp server's `cache_prompt`).
-// The paged, content-addressed prefix cache of DESIGN.md §4 replaces this later.
+// The engine over the cpu backend. One sequence runs at a time (a mutex); admission is
+// concurrent. KV memory is a paged pool shared with the content-addressed prefix cache
+// (runtime/kvcache/block_manager.h):
+//   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
+//            in any tier and pins it: cached_tokens = min(64 * matched blocks, prompt - 1).
+//   run()    takes the pinned blocks into the sequence's block table (restoring host /
+//            disk copies into pages), prefills the rest (the last prompt position is
+//            always evaluated, so a full hit copies that block on write), publishes each
+//            full block of the prompt after prefill, and releases the sequence. Blocks
+//            that generated tokens complete are not published: their K/V were computed
+//            as CpuModel::Rows::Generated (llama.cpp's single-row order), a cold prefill
+//            of the same tokens computes Rows::Prompt.
+// Exactness rests on batch invariance: a token's K/V and logits do not depend on how
+// the prompt is split into forward() calls (ggml::matmul is bit-identical per row for
+// any row count, every other op is per row or per (token, head), attention's order is
+// fixed by Rows, not by the row count); tested in
+// test/unit/engine/prefix_cache_engine_test.cpp.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -14,6 +27,7 @@
 #include "cpu/cpu_model.h"
 #include "engine/sampler.h"
 #include "ggml/thread_pool.h"
+#include "kvcache/block_manager.h"
 #include "package/package.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,7 +67,29 @@ class CpuEngine final : public Engine {
       }
     }
     try {
-      model_ = std::make_unique<cpu::CpuModel>(mf.graph, pkg_.gguf, info_.n_ctx, pool_);
+      const kvcache::PageLayout layout = cpu::kv_layout(mf.graph);
+      const int ctx_pages = (info_.n_ctx + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens;
+      kvcache::CacheOptions co;
+      co.n_pages = opts.kv_pages > 0 ? opts.kv_pages : 4 * ctx_pages + 1;
+      if (co.n_pages < ctx_pages + 1)
+        throw LoadError(path + ": --kv-pages " + std::to_string(co.n_pages) + " is too small: a context of " +
+                        std::to_string(info_.n_ctx) + " tokens needs at least " + std::to_string(ctx_pages + 1) +
+                        " pages of 64 tokens");
+      co.prefix_cache = opts.prefix_cache;
+      co.host_bytes = static_cast<size_t>(opts.cache_host_mb) << 20;
+      co.ttl = std::chrono::seconds(std::max(0, opts.cache_ttl_s));
+      co.disk_dir = opts.cache_dir;
+      co.disk_bytes = opts.cache_disk_mb << 20;
+      // What the K/V of a token sequence depends on: the weights (content hash of the
+      // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format.
+      // The tokenizer identity is included as the issue asks (ids mean its vocabulary).
+      const std::string identity = "swizzle-kv/1 cpu f16 page64\n" + mf.source_gguf.hash_algorithm + ":" +
+                                   mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
+                                   std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
+      kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
+      model_ = std::make_unique<cpu::CpuModel>(mf.graph, pkg_.gguf, info_.n_ctx, pool_, *kv_);
+    } catch (const LoadError&) {
+      throw;
     } catch (const std::exception& e) {
       throw LoadError(path + ": " + e.what());
     }
@@ -111,74 +147,168 @@ class CpuEngine final : public Engine {
                            std::to_string(info_.n_ctx) + " tokens (at least one must remain for the answer)");
     for (int32_t t : req.prompt)
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
-    std::lock_guard<std::mutex> lock(mu_);
-    return std::make_unique<CpuAdmission>(req, common_prefix(req.prompt));
+    auto a = std::make_unique<CpuAdmission>(req, *kv_);
+    if (kv_->prefix_cache_enabled()) {
+      a->keys = kvcache::block_keys(kv_->model(), req.prompt.data(), req.prompt.size());
+      const int matched = kv_->match_and_pin(a->keys, a->pinned);
+      a->set_cached(std::min(matched * kvcache::kBlockTokens, n_prompt - 1));
+    }
+    return a;
   }
 
-  GenerateResult run(Admission& a, const TokenCallback& on_token) override {
-    const GenerateRequest& req = a.request();
+  GenerateResult run(Admission& admission, const TokenCallback& on_token) override {
+    auto* a = dynamic_cast<CpuAdmission*>(&admission);
+    if (!a || a->kv != kv_.get()) throw std::invalid_argument("run: the admission comes from another engine");
+    if (a->ran) throw std::invalid_argument("run: this admission has already run");
+    a->ran = true;
+    const GenerateRequest& req = a->request();
     Sampler sampler(req.sampling);
     std::lock_guard<std::mutex> lock(mu_);
     GenerateResult res;
-    res.prompt_tokens = a.prompt_tokens();
+    res.prompt_tokens = a->prompt_tokens();
+    res.cached_tokens = a->cached_tokens();
     const auto t0 = Clock::now();
+    const int n_prompt = res.prompt_tokens;
 
-    // Single slot: reuse the common prefix with what the KV cache holds now. Another
-    // request that ran between admit() and run() may have shortened it.
-    const size_t keep = common_prefix(req.prompt);
-    model_->truncate(static_cast<int>(keep));
-    history_.resize(keep);
-    res.cached_tokens = static_cast<int>(keep);
+    // The pinned blocks become the head of the block table; their pins are then
+    // redundant (the table's page references keep them) and are dropped. Blocks that
+    // requests running between admit() and run() published extend the match: they are
+    // used too (less prefill) but not reported, since cached_tokens was final at
+    // admission (a stream's headers already carry it); CacheStats counts them as hits.
+    std::vector<int> pages = kv_->acquire(a->pinned);
+    a->release_pins();
+    if (kv_->prefix_cache_enabled() && pages.size() < a->keys.size()) {
+      std::vector<kvcache::BlockKey> more(a->keys.begin() + static_cast<ptrdiff_t>(pages.size()), a->keys.end()), pinned;
+      kv_->match_and_pin(more, pinned);
+      std::vector<int> extra;
+      try {
+        extra = kv_->acquire(pinned);
+      } catch (...) {
+        kv_->unpin(pinned);
+        for (int p : pages) kv_->unref_page(p);
+        throw;
+      }
+      kv_->unpin(pinned);
+      pages.insert(pages.end(), extra.begin(), extra.end());
+    }
+    const int reused = std::min(static_cast<int>(pages.size()) * kvcache::kBlockTokens, n_prompt - 1);
+    model_->attach(std::move(pages), reused);
+    history_.assign(req.prompt.begin(), req.prompt.begin() + reused);
+    struct Release {  // the sequence's pages go back on every exit path
+      cpu::CpuModel& m;
+      ~Release() { m.release(); }
+    } release{*model_};
 
     std::vector<float> logits;
-    try {
-      for (size_t i = keep; i < req.prompt.size(); i += kPrefillChunk) {
-        const int n = static_cast<int>(std::min<size_t>(kPrefillChunk, req.prompt.size() - i));
-        model_->forward(req.prompt.data() + i, n, 1, cpu::CpuModel::Rows::Prompt, logits);
-        history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
-      }
-    } catch (...) {
-      model_->truncate(0);
-      history_.clear();
-      throw;
-    }
-    res.prefill_ms = ms_since(t0);
-    const auto t1 = Clock::now();
-
-    const int limit = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
     res.finish = FinishReason::Length;
-    while (res.completion_tokens < limit) {
-      const int32_t tok = sampler.sample(logits.data(), info_.n_vocab);
-      if (tok_.is_eog(tok)) {
-        res.finish = FinishReason::Stop;
-        break;
-      }
-      ++res.completion_tokens;
-      TokenEvent ev{tok, tok_.token_to_piece(tok)};
-      res.text += ev.piece;
-      if (on_token && !on_token(ev)) {
+    for (int i = reused; i < n_prompt; i += kPrefillChunk) {
+      if (a->cancel_requested()) {
         res.finish = FinishReason::Cancelled;
         break;
       }
-      if (res.completion_tokens >= limit) break;
-      if (model_->n_past() + 1 > info_.n_ctx) break;  // context full: finish "length"
-      model_->forward(&tok, 1, 1, cpu::CpuModel::Rows::Generated, logits);
+      const int n = std::min(kPrefillChunk, n_prompt - i);
+      model_->forward(req.prompt.data() + i, n, 1, cpu::CpuModel::Rows::Prompt, logits);
+      history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
+    }
+    const int evaluated = model_->n_past() - reused;
+    {
+      std::lock_guard<std::mutex> slock(stats_mu_);
+      hit_tokens_ += static_cast<uint64_t>(reused);
+      miss_tokens_ += static_cast<uint64_t>(evaluated);
+    }
+    // Full prompt blocks are shared as soon as they exist (a request admitted during
+    // this one's decode already finds them); also after a cancelled prefill: what was
+    // computed is exact. Only prompt blocks are ever published: generated tokens' K/V are
+    // computed as Rows::Generated (llama.cpp's single-row order), and a later prompt that
+    // contains them must get exactly what a cold prefill (Rows::Prompt) computes.
+    publish_blocks(a->keys);
+    res.prefill_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+
+    if (res.finish != FinishReason::Cancelled) {
+      const int limit = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
+      while (res.completion_tokens < limit) {
+        const int32_t tok = sampler.sample(logits.data(), info_.n_vocab);
+        if (tok_.is_eog(tok)) {
+          res.finish = FinishReason::Stop;
+          break;
+        }
+        ++res.completion_tokens;
+        TokenEvent ev{tok, tok_.token_to_piece(tok)};
+        res.text += ev.piece;
+        if (on_token && !on_token(ev)) {
+          res.finish = FinishReason::Cancelled;
+          break;
+        }
+        if (res.completion_tokens >= limit) break;
+        if (model_->n_past() + 1 > info_.n_ctx) break;  // context full: finish "length"
+        if (a->cancel_requested()) {
+          res.finish = FinishReason::Cancelled;
+          break;
+        }
+        model_->forward(&tok, 1, 1, cpu::CpuModel::Rows::Generated, logits);
+        history_.push_back(tok);
+      }
     }
     res.decode_ms = ms_since(t1);
     return res;
   }
 
+  CacheStats cache_stats() const override {
+    const kvcache::BlockStats b = kv_->stats();
+    CacheStats s;
+    {
+      std::lock_guard<std::mutex> slock(stats_mu_);
+      s.hit_tokens = hit_tokens_;
+      s.miss_tokens = miss_tokens_;
+    }
+    s.blocks_device = b.blocks_device;
+    s.blocks_host = b.blocks_host;
+    s.blocks_disk = b.blocks_disk;
+    s.evictions = b.evictions;
+    s.pages_total = static_cast<uint64_t>(b.pages_total);
+    s.pages_free = static_cast<uint64_t>(b.pages_free);
+    s.spills = b.spills;
+    s.restores = b.restores;
+    s.disk_reads = b.disk_reads;
+    s.disk_writes = b.disk_writes;
+    s.disk_rejects = b.disk_rejects;
+    return s;
+  }
+
  private:
   struct CpuAdmission final : Admission {
-    CpuAdmission(const GenerateRequest& r, int cached) : Admission(r, cached) {}
+    CpuAdmission(const GenerateRequest& r, kvcache::BlockManager& m) : Admission(r, 0), kv(&m) {}
+    ~CpuAdmission() override { release_pins(); }
+    void set_cached(int n) { cached_tokens_ = n; }
+    void release_pins() {
+      if (!pinned.empty()) kv->unpin(pinned);
+      pinned.clear();
+    }
+    kvcache::BlockManager* kv;
+    std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
+    std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched) while pinned
+    bool ran = false;
   };
 
-  /// Tokens of `prompt` whose K/V the cache holds; the last prompt position is always
-  /// evaluated again so its logits exist. Caller holds mu_.
-  size_t common_prefix(const std::vector<int32_t>& prompt) const {
-    size_t keep = 0;
-    while (keep < history_.size() && keep < prompt.size() && history_[keep] == prompt[keep]) ++keep;
-    return std::min(keep, prompt.size() - 1);
+  /// Publishes every full block of the sequence (history_, whose K/V positions
+  /// 0..n_past-1 are computed) that the cache may not hold yet. `prompt_keys` are the
+  /// prompt's block keys; keys of later blocks continue the chain. Caller holds mu_.
+  void publish_blocks(const std::vector<kvcache::BlockKey>& prompt_keys) {
+    if (!kv_->prefix_cache_enabled()) return;
+    const size_t n_full = static_cast<size_t>(model_->n_past()) / kvcache::kBlockTokens;
+    const std::vector<int>& table = model_->block_table();
+    std::vector<kvcache::BlockKey> keys(prompt_keys.begin(), prompt_keys.begin() + std::min(n_full, prompt_keys.size()));
+    if (n_full > keys.size()) {
+      const size_t from = keys.size() * kvcache::kBlockTokens;
+      const std::vector<kvcache::BlockKey> more =
+          kvcache::block_keys(kv_->model(), history_.data() + from, n_full * kvcache::kBlockTokens - from,
+                              keys.empty() ? kvcache::BlockKey{} : keys.back());
+      keys.insert(keys.end(), more.begin(), more.end());
+    }
+    // Deepest block first: a prefix ends up more recently used than its extensions, so
+    // LRU eviction never strands a chain's tail behind an evicted head.
+    for (size_t b = keys.size(); b-- > 0;) kv_->publish(keys[b], table[b]);
   }
 
   static package::LoadedPackage open(const std::string& path) {
@@ -193,13 +323,13 @@ class CpuEngine final : public Engine {
   tokenizer::Tokenizer tok_;
   ggml::ThreadPool pool_;
   std::optional<chat::ChatTemplate> template_;
+  std::unique_ptr<kvcache::BlockManager> kv_;  // before model_: the model's pages return to it
   std::unique_ptr<cpu::CpuModel> model_;
   ModelInfo info_;
-  std::mutex mu_;
-  // The prompt tokens at the start of the KV cache, in order. Generated tokens follow them
-  // in the cache but are not reusable: their K/V were computed as Rows::Generated, and a
-  // later prompt containing them must get exactly the K/V a cold prefill computes.
-  std::vector<int32_t> history_;
+  std::mutex mu_;                 // one sequence at a time
+  std::vector<int32_t> history_;  // the running sequence's tokens (K/V computed for the first n_past)
+  mutable std::mutex stats_mu_;
+  uint64_t hit_tokens_ = 0, miss_tokens_ = 0;
 };
 
 }  // namespace

@@ -31,6 +31,13 @@ class LoadError : public std::runtime_error {
 struct EngineOptions {
   int n_ctx = 4096;      ///< context size in tokens (prompt + generated); clamped to the model's training context
   int n_threads = 0;     ///< CPU threads; 0 = hardware concurrency
+  // Paged KV cache and prefix cache (runtime/kvcache/block_manager.h, docs/server.md "Prefix cache").
+  int kv_pages = 0;            ///< KV page pool (64 tokens per page); 0 = room for 4 full contexts. Minimum ceil(n_ctx/64)+1
+  bool prefix_cache = true;    ///< false: pages are never shared or kept between requests (cold runs)
+  uint64_t cache_host_mb = 1024;  ///< host-RAM tier budget in MiB (0 = no host tier)
+  int cache_ttl_s = 300;       ///< sliding TTL of cached blocks in the RAM tiers, seconds (0 = none)
+  std::string cache_dir;       ///< disk tier directory ("" = no disk tier)
+  uint64_t cache_disk_mb = 10240;  ///< disk tier budget in MiB
 };
 
 /// Sampling, in the order llama.cpp applies them: top_k, top_p, min_p, temperature.
@@ -66,7 +73,7 @@ struct TokenEvent {
 struct GenerateResult {
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  int cached_tokens = 0;  ///< prompt tokens served from the prefix cache (0 until that lands)
+  int cached_tokens = 0;  ///< prompt tokens served from the prefix cache: whole 64-token blocks, at most prompt_tokens - 1
   FinishReason finish = FinishReason::Stop;
   std::string text;       ///< all pieces joined (bytes)
   double prefill_ms = 0, decode_ms = 0;
@@ -84,9 +91,16 @@ struct ModelInfo {
   std::string package_path;
 };
 
+/// Polled by run() to learn that the client went away; true = stop now.
+using CancelCheck = std::function<bool()>;
+
 /// A request the engine has accepted: validated, and its cached prompt prefix looked
 /// up. The counts are known before any prefill runs, so a server can put them in the
-/// headers of a streamed response; run() reports the same cached_tokens.
+/// headers of a streamed response; run() reports the same cached_tokens. The matched
+/// cache blocks are pinned from admit() until run() takes them (or the admission is
+/// destroyed), so the count is final. Blocks published by requests that run between
+/// admit() and run() are used as well (less prefill) but not counted in cached_tokens,
+/// which was already reported. An Admission must not outlive its engine.
 class Admission {
  public:
   virtual ~Admission() = default;
@@ -94,21 +108,37 @@ class Admission {
   int prompt_tokens() const { return static_cast<int>(req_.prompt.size()); }
   int cached_tokens() const { return cached_tokens_; }
   int uncached_tokens() const { return prompt_tokens() - cached_tokens_; }
+  /// Cancellation while no token is being delivered: run() calls `check` before every
+  /// prefill chunk (at most 512 prompt tokens apart) and before every decode step, from
+  /// its own thread; when it returns true, run() stops and returns FinishReason::Cancelled
+  /// (completion_tokens 0 if prefill was not finished). The TokenCallback returning false
+  /// still cancels between generated tokens. Set it before run().
+  void set_cancel_check(CancelCheck check) { cancel_ = std::move(check); }
+  bool cancel_requested() const { return cancel_ && cancel_(); }
 
  protected:
   Admission(GenerateRequest req, int cached_tokens) : req_(std::move(req)), cached_tokens_(cached_tokens) {}
   GenerateRequest req_;
   int cached_tokens_ = 0;
+  CancelCheck cancel_;
 };
 
 /// Prefix-cache counters since the engine started (all zero for an engine without one).
+/// Token counters count prompt tokens of requests that ran; block counts are a snapshot.
 struct CacheStats {
-  uint64_t hit_tokens = 0;     ///< prompt tokens served from the cache
+  uint64_t hit_tokens = 0;     ///< prompt tokens served from the cache (incl. blocks found at run time, see Admission)
   uint64_t miss_tokens = 0;    ///< prompt tokens evaluated (prefill)
   uint64_t blocks_device = 0;  ///< cached blocks resident in the backend's KV memory
   uint64_t blocks_host = 0;    ///< cached blocks spilled to host RAM
   uint64_t blocks_disk = 0;    ///< cached blocks in the disk tier
   uint64_t evictions = 0;      ///< blocks dropped from the last tier
+  // Additions beyond the first /metrics contract:
+  uint64_t pages_total = 0;    ///< KV page pool size (64 tokens per page)
+  uint64_t pages_free = 0;     ///< pages neither in a block table nor holding a cached block
+  uint64_t spills = 0;         ///< device -> host copies
+  uint64_t restores = 0;       ///< host -> device copies on a hit
+  uint64_t disk_reads = 0, disk_writes = 0;
+  uint64_t disk_rejects = 0;   ///< disk files ignored as corrupt, truncated or foreign
 };
 
 class Engine {

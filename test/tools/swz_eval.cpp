@@ -42,7 +42,12 @@ int main(int argc, char** argv) {
       const size_t f = p.contains("force") ? p.at("force").size() : 0;
       n_ctx = std::max<int>(n_ctx, static_cast<int>(n + std::max<size_t>(n_predict, f) + 1));
     }
-    swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, n_ctx, pool);
+    const int n_ctx_model = n_ctx;
+    swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
+    kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
+    kv_opts.prefix_cache = false;
+    swz::kvcache::BlockManager kv(swz::cpu::kv_layout(pkg.manifest.graph), swz::kvcache::BlockKey{}, kv_opts);
+    swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, n_ctx_model, pool, kv);
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : prompts) {
       std::vector<int32_t> ids = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false));

@@ -1,0 +1,218 @@
+// Paged KV cache and content-addressed prefix cache (DESIGN.md §4).
+//
+// Pages. The KV cache is a pool of fixed-size pages; a page holds the K and V vectors of
+// kBlockTokens (64) consecutive positions for every layer, laid out as
+// [layer][K|V][slot 0..63][kv_width] f16 (PageLayout), so one page is one contiguous
+// copy for spill, restore and disk. A sequence owns a block table (page ids; position p
+// lives in page table[p / 64], slot p % 64). Pages are reference counted: the sequence
+// holding a page in its block table holds one reference, the prefix cache holds one for
+// every block it keeps resident; a page returns to the free list at zero. A writer of a
+// page whose count is above one copies it first (copy-on-write, CpuModel::forward).
+//
+// Prefix cache. A prompt is cut into 64-token blocks; block i's key is
+//   key_i = XXH3-128(model key ‖ key_{i-1} ‖ tokens of block i)   (key_{-1} = 0)
+// where the model key hashes the package's GGUF content hash, the tokenizer and the KV
+// layout, so keys of different models or tokenizers never meet and a key names a whole
+// prefix. The index maps key → block in one or more tiers:
+//   device  a page of the pool (on the cpu backend also RAM, but a bounded pool);
+//   host    a copy in host RAM (bounded by bytes), made when a device block is evicted
+//           (spill) and moved back into a page when a request hits it (restore);
+//   disk    optional (`cache_dir`): one file per block, written by a background thread
+//           after the block is published, read back (and verified) on a hit; survives
+//           restarts (the destructor finishes pending writes).
+// Lookup is the longest prefix of a prompt's keys present in any tier, across all
+// requests, sessions and API keys of the model. Blocks no sequence uses are evicted in
+// LRU order (spilled device → host, dropped host → gone unless on disk, disk files
+// deleted LRU beyond the disk budget) and expire from the RAM tiers after a sliding TTL
+// (each hit restarts it). Blocks matched by an admitted request are pinned until its run
+// has taken them: a pinned block may move device → host under pressure (even past the
+// host budget) but is never dropped, so the count reported at admission stays true.
+//
+// Thread safety: every public member is safe to call concurrently (one mutex), except
+// page_data(), which is lock-free pointer arithmetic over the fixed pool mapping.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace swz::kvcache {
+
+/// Tokens per page and per prefix-cache block.
+inline constexpr int kBlockTokens = 64;
+
+/// A 128-bit block key (XXH3-128). The all-zero key is the parent of a prompt's first block.
+struct BlockKey {
+  uint64_t lo = 0, hi = 0;
+  bool operator==(const BlockKey&) const = default;
+  bool is_zero() const { return lo == 0 && hi == 0; }
+  /// 32 lower-case hex digits, high half first (the disk tier's file name).
+  std::string hex() const;
+};
+struct BlockKeyHash {
+  size_t operator()(const BlockKey& k) const { return static_cast<size_t>(k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)); }
+};
+
+/// The model key: XXH3-128 of `identity` (what makes K/V of the same tokens differ:
+/// weights hash, tokenizer, graph, KV layout and dtype).
+BlockKey model_key(std::string_view identity);
+/// key = XXH3-128(model ‖ parent ‖ tokens[0..n)) over little-endian bytes (n = 64 for a block).
+BlockKey block_key(const BlockKey& model, const BlockKey& parent, const int32_t* tokens, int n);
+/// Keys of the first `n_tokens / 64` full blocks of `tokens` (a partial last block has none),
+/// continuing the chain after `parent` (zero = start of the prompt).
+std::vector<BlockKey> block_keys(const BlockKey& model, const int32_t* tokens, size_t n_tokens,
+                                 BlockKey parent = {});
+
+/// Shape of one page: [n_layer][2 (K, V)][kBlockTokens][kv_width] f16.
+struct PageLayout {
+  int n_layer = 0;
+  int kv_width = 0;  ///< n_head_kv * head_dim
+  size_t page_elems() const { return static_cast<size_t>(n_layer) * 2 * kBlockTokens * kv_width; }
+  size_t page_bytes() const { return page_elems() * sizeof(uint16_t); }
+  /// Element offset of K (kv = 0) or V (kv = 1) of `slot` in `layer`, within a page.
+  size_t offset(int layer, int kv, int slot) const {
+    return ((static_cast<size_t>(layer) * 2 + kv) * kBlockTokens + slot) * kv_width;
+  }
+};
+
+/// What a backend needs from the page pool (CpuModel's view of the KV cache).
+class PageAllocator {
+ public:
+  virtual ~PageAllocator() = default;
+  virtual const PageLayout& layout() const = 0;
+  /// A free page with reference count 1, evicting cached blocks if needed. Throws
+  /// std::length_error when every page is held by running sequences.
+  virtual int alloc_page() = 0;
+  virtual void ref_page(int page) = 0;
+  /// Drops one reference; the page is free at zero.
+  virtual void unref_page(int page) = 0;
+  virtual int page_refcount(int page) const = 0;
+  /// The page's elements (layout().page_elems() f16 values). Lock-free; valid for the
+  /// allocator's lifetime.
+  virtual uint16_t* page_data(int page) = 0;
+};
+
+struct CacheOptions {
+  int n_pages = 0;                    ///< device page pool size (pages of layout.page_bytes())
+  bool prefix_cache = true;           ///< false: a plain paged KV cache, nothing is shared or kept
+  size_t host_bytes = size_t{1} << 30;  ///< host tier budget for unpinned blocks (0 = no host tier)
+  std::chrono::milliseconds ttl{std::chrono::minutes(5)};  ///< sliding TTL of the RAM tiers (0 = none)
+  std::string disk_dir;               ///< disk tier directory ("" = none); a subfolder per model key
+  uint64_t disk_bytes = uint64_t{10} << 30;  ///< disk tier budget
+  /// Injectable clock (tests); default std::chrono::steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> clock;
+  /// Log sink for tier events worth an operator's eye (a corrupt disk file); default stderr.
+  std::function<void(const std::string&)> log;
+};
+
+/// Counters and occupancy (engine CacheStats reads these).
+struct BlockStats {
+  uint64_t blocks_device = 0, blocks_host = 0, blocks_disk = 0;
+  uint64_t evictions = 0;   ///< blocks dropped from the last tier that held them
+  uint64_t spills = 0, restores = 0, disk_reads = 0, disk_writes = 0, disk_rejects = 0;
+  int pages_free = 0, pages_total = 0;
+};
+
+/// The page pool plus the prefix index and its tiers.
+class BlockManager final : public PageAllocator {
+ public:
+  /// Maps the pool (lazily committed anonymous memory) and, with a disk tier, scans
+  /// `disk_dir/<model key hex>/` for block files (contents verified when read).
+  /// Throws std::invalid_argument for n_pages < 1 or an empty layout, std::runtime_error
+  /// when the pool cannot be mapped or the disk directory cannot be created.
+  BlockManager(const PageLayout& layout, const BlockKey& model, CacheOptions opts);
+  ~BlockManager() override;
+  BlockManager(const BlockManager&) = delete;
+  BlockManager& operator=(const BlockManager&) = delete;
+
+  // PageAllocator
+  const PageLayout& layout() const override { return layout_; }
+  int alloc_page() override;
+  void ref_page(int page) override;
+  void unref_page(int page) override;
+  int page_refcount(int page) const override;
+  uint16_t* page_data(int page) override { return base_ + static_cast<size_t>(page) * layout_.page_elems(); }
+
+  const BlockKey& model() const { return model_; }
+  bool prefix_cache_enabled() const { return opts_.prefix_cache; }
+
+  /// Longest prefix of `keys` held in any tier. Pins each matched block (appends its key
+  /// to `pinned`), restarts its TTL, and loads disk-only blocks into the host tier
+  /// (a file that fails verification ends the match there, is deleted and logged).
+  /// Returns the number of matched blocks.
+  int match_and_pin(const std::vector<BlockKey>& keys, std::vector<BlockKey>& pinned);
+  /// Releases pins taken by match_and_pin.
+  void unpin(const std::vector<BlockKey>& pinned);
+  /// Makes the pinned blocks `keys` device-resident (restoring host copies into fresh
+  /// pages) and returns their pages in order, each with one reference added for the
+  /// caller's block table. The pins are kept (unpin separately).
+  std::vector<int> acquire(const std::vector<BlockKey>& keys);
+  /// Offers a full block a sequence computed in `page` to the cache under `key`. If the
+  /// key is new the cache takes a reference on the page (and queues a disk write);
+  /// if it exists already nothing changes. No-op with the prefix cache off.
+  void publish(const BlockKey& key, int page);
+  /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
+  /// The disk thread does this on its own after every publish; this is for tests and
+  /// for callers that need the files before going on.
+  void flush_disk();
+  /// Applies the TTL now (also done by match_and_pin, publish and stats).
+  void expire();
+  BlockStats stats();
+
+ private:
+  struct Entry {
+    int page = -1;                   // device tier: a page with one reference held by the cache
+    std::vector<uint16_t> host;      // host tier copy (empty: not on host)
+    bool on_disk = false;
+    int pins = 0;
+    std::chrono::steady_clock::time_point last_used;
+    std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
+  };
+  using Map = std::unordered_map<BlockKey, Entry, BlockKeyHash>;
+
+  std::chrono::steady_clock::time_point now() const;
+  void touch(const BlockKey& key, Entry& e);
+  bool evict_one_page();              // caller holds mu_
+  void make_host_room(size_t bytes);  // caller holds mu_
+  void drop_ram(Map::iterator it);    // drops device+host copies; erases when nothing is left
+  void erase_if_empty(Map::iterator it);
+  void enforce_disk_budget();         // caller holds mu_
+  std::string disk_path(const BlockKey& key) const;
+  bool read_disk(const BlockKey& key, std::vector<uint16_t>& out, std::string& why) const;
+  void write_disk(const BlockKey& key, const std::vector<uint16_t>& data);
+  void log(const std::string& line) const;
+  void release_page_ref(int page);    // caller holds mu_
+  void disk_worker();
+
+  PageLayout layout_;
+  BlockKey model_;
+  CacheOptions opts_;
+  uint16_t* base_ = nullptr;
+  size_t map_bytes_ = 0;
+  std::vector<int> refcount_;
+  std::vector<int> free_;
+  Map index_;
+  std::list<BlockKey> lru_;
+  size_t host_used_ = 0;
+  uint64_t disk_used_ = 0;
+  std::vector<BlockKey> disk_queue_;
+  std::string disk_model_dir_;
+  BlockStats counters_;
+  mutable std::mutex mu_;
+  std::condition_variable disk_cv_;  // disk_queue_ not empty, or stopping_
+  bool stopping_ = false;
+  int flushing_ = 0;                      // flush_disk calls writing a batch now
+  std::condition_variable flush_done_cv_;  // flushing_ dropped to 0
+  std::thread disk_thread_;          // last member: started after everything else exists
+};
+
+}  // namespace swz::kvcache

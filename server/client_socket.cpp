@@ -1,0 +1,56 @@
+#include "client_socket.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+namespace swz::server {
+namespace {
+
+bool endpoint_is(const sockaddr_storage& sa, socklen_t len, const std::string& addr, int port) {
+  char host[NI_MAXHOST], serv[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&sa), len, host, sizeof host, serv, sizeof serv,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return false;
+  return std::atoi(serv) == port && addr == host;
+}
+
+}  // namespace
+
+int find_client_socket(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    char* end = nullptr;
+    const std::string name = e.path().filename().string();
+    const long fd = std::strtol(name.c_str(), &end, 10);
+    if (end == name.c_str() || *end != '\0') continue;
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not a socket
+    if (!endpoint_is(sa, len, local_addr, local_port)) continue;
+    len = sizeof sa;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
+    if (endpoint_is(sa, len, remote_addr, remote_port)) return static_cast<int>(fd);
+  }
+  return -1;
+}
+
+bool client_socket_alive(int fd) {
+  if (fd < 0) return true;
+  pollfd p{fd, POLLIN, 0};
+  const int n = poll(&p, 1, 0);
+  if (n == 0) return true;
+  if (n < 0) return errno != EBADF;
+  if (p.revents & POLLNVAL) return false;
+  char c;
+  const ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r > 0) return true;
+  return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+}  // namespace swz::server

@@ -1,0 +1,406 @@
+// BlockManager: page reference counts, the prefix index (chained keys, pins), LRU and
+// sliding-TTL eviction with an injected clock, device -> host spill and restore, the
+// disk tier's round trip across a restart, and rejection of corrupt files.
+#include "kvcache/block_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace swz::kvcache {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const PageLayout kLayout{2, 8};  // 2 layers, kv_width 8: 2*2*64*8 = 2048 f16 per page
+
+struct FakeClock {
+  std::chrono::steady_clock::time_point t{std::chrono::hours(1000)};
+  std::function<std::chrono::steady_clock::time_point()> fn() {
+    return [this] { return t; };
+  }
+};
+
+std::vector<int32_t> tokens(int n, int seed) {
+  std::vector<int32_t> v(n);
+  std::mt19937 rng(seed);
+  for (auto& t : v) t = static_cast<int32_t>(rng() % 50000);
+  return v;
+}
+
+// Fills a page with a pattern derived from `tag`, so copies can be told apart.
+void fill(BlockManager& m, int page, uint16_t tag) {
+  uint16_t* d = m.page_data(page);
+  for (size_t i = 0; i < kLayout.page_elems(); ++i) d[i] = static_cast<uint16_t>(tag * 31 + i);
+}
+bool has(BlockManager& m, int page, uint16_t tag) {
+  const uint16_t* d = m.page_data(page);
+  for (size_t i = 0; i < kLayout.page_elems(); ++i)
+    if (d[i] != static_cast<uint16_t>(tag * 31 + i)) return false;
+  return true;
+}
+
+CacheOptions opts(int n_pages, FakeClock& clock) {
+  CacheOptions o;
+  o.n_pages = n_pages;
+  o.clock = clock.fn();
+  o.host_bytes = 0;
+  o.log = [](const std::string&) {};
+  return o;
+}
+
+// Publishes the blocks of `toks` in fresh pages tagged 100+i and releases the
+// sequence's references (the cache keeps one each). Returns the keys.
+std::vector<BlockKey> publish_all(BlockManager& m, const std::vector<int32_t>& toks) {
+  std::vector<BlockKey> keys = block_keys(m.model(), toks.data(), toks.size());
+  std::vector<int> pages;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    pages.push_back(m.alloc_page());
+    fill(m, pages.back(), static_cast<uint16_t>(100 + i));
+  }
+  for (size_t i = keys.size(); i-- > 0;) {  // deepest first, as the engine does
+    m.publish(keys[i], pages[i]);
+    m.unref_page(pages[i]);
+  }
+  return keys;
+}
+
+TEST(BlockKeys, ChainedOverModelParentAndTokens) {
+  const BlockKey model = model_key("model A"), other = model_key("model B");
+  const auto t = tokens(64 * 3 + 10, 1);
+  const auto k = block_keys(model, t.data(), t.size());
+  ASSERT_EQ(k.size(), 3u);  // the partial last block has no key
+  EXPECT_EQ(k[0], block_key(model, BlockKey{}, t.data(), 64));
+  EXPECT_EQ(k[1], block_key(model, k[0], t.data() + 64, 64));
+  EXPECT_EQ(block_keys(model, t.data() + 64, 128, k[0]), std::vector<BlockKey>(k.begin() + 1, k.end()));
+  EXPECT_NE(block_keys(other, t.data(), t.size())[0], k[0]);
+  // Same second block after a different first block: a different key (keys name prefixes).
+  auto t2 = t;
+  t2[5] ^= 1;
+  const auto k2 = block_keys(model, t2.data(), t2.size());
+  EXPECT_NE(k2[0], k[0]);
+  EXPECT_NE(k2[1], k[1]);
+  EXPECT_EQ(k[0].hex().size(), 32u);
+}
+
+TEST(BlockManager, PageRefcountsAndExhaustion) {
+  FakeClock clock;
+  CacheOptions o = opts(3, clock);
+  o.prefix_cache = false;
+  BlockManager m(kLayout, model_key("m"), o);
+  const int a = m.alloc_page(), b = m.alloc_page(), c = m.alloc_page();
+  EXPECT_NE(a, b);
+  EXPECT_NE(b, c);
+  EXPECT_THROW(m.alloc_page(), std::length_error);
+  m.ref_page(b);
+  EXPECT_EQ(m.page_refcount(b), 2);
+  m.unref_page(b);
+  EXPECT_EQ(m.page_refcount(b), 1);
+  m.unref_page(b);
+  EXPECT_EQ(m.page_refcount(b), 0);
+  EXPECT_THROW(m.unref_page(b), std::logic_error);
+  EXPECT_THROW(m.ref_page(b), std::logic_error);
+  EXPECT_EQ(m.alloc_page(), b);  // freed page is reused
+  EXPECT_EQ(m.stats().pages_free, 0);
+  (void)a;
+  (void)c;
+}
+
+TEST(BlockManager, LongestPrefixMatchPinsAndShares) {
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), opts(8, clock));
+  const auto t = tokens(64 * 3, 2);
+  const auto keys = publish_all(m, t);
+  EXPECT_EQ(m.stats().blocks_device, 3u);
+
+  // A prompt sharing two blocks, diverging inside the third.
+  auto t2 = t;
+  t2[64 * 2 + 30] ^= 7;
+  const auto keys2 = block_keys(m.model(), t2.data(), t2.size());
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_and_pin(keys2, pinned), 2);
+  ASSERT_EQ(pinned.size(), 2u);
+  const std::vector<int> pages = m.acquire(pinned);
+  ASSERT_EQ(pages.size(), 2u);
+  EXPECT_TRUE(has(m, pages[0], 100));
+  EXPECT_TRUE(has(m, pages[1], 101));
+  EXPECT_EQ(m.page_refcount(pages[0]), 2);  // the cache's and the block table's
+  m.unpin(pinned);
+  EXPECT_THROW(m.unpin(pinned), std::logic_error);
+  for (int p : pages) m.unref_page(p);
+  EXPECT_EQ(m.page_refcount(pages[0]), 1);
+
+  // Publishing a key that exists changes nothing (no second reference, no new entry).
+  const int p = m.alloc_page();
+  m.publish(keys[0], p);
+  EXPECT_EQ(m.page_refcount(p), 1);
+  m.unref_page(p);
+  EXPECT_EQ(m.stats().blocks_device, 3u);
+
+  // Nothing matches for another model's keys.
+  std::vector<BlockKey> none;
+  EXPECT_EQ(m.match_and_pin(block_keys(model_key("other"), t.data(), t.size()), none), 0);
+}
+
+TEST(BlockManager, LruEvictionTakesLeastRecentlyUsedAndNeverPagesInUse) {
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), opts(4, clock));
+  const auto ka = publish_all(m, tokens(64, 10));  // A
+  clock.t += 1s;
+  const auto kb = publish_all(m, tokens(64, 11));  // B
+  clock.t += 1s;
+  const auto kc = publish_all(m, tokens(64, 12));  // C
+  clock.t += 1s;
+  std::vector<BlockKey> pinned;
+  ASSERT_EQ(m.match_and_pin(ka, pinned), 1);  // A is now the most recently used
+  m.unpin(pinned);
+  // One free page; a sequence takes it, then needs one more: B (LRU) goes, not A or C.
+  const int s1 = m.alloc_page();
+  const int s2 = m.alloc_page();
+  EXPECT_NE(s1, s2);
+  EXPECT_EQ(m.stats().evictions, 1u);
+  std::vector<BlockKey> p2;
+  EXPECT_EQ(m.match_and_pin(kb, p2), 0);
+  EXPECT_EQ(m.match_and_pin(ka, p2), 1);
+  EXPECT_EQ(m.match_and_pin(kc, p2), 1);
+  // A and C pinned, host tier off: they cannot be dropped; and s1, s2 are in use. But a
+  // pinned block moves to host RAM (beyond the budget) rather than block the sequence.
+  const int s3 = m.alloc_page();
+  EXPECT_EQ(m.stats().blocks_host, 1u);
+  EXPECT_EQ(m.stats().spills, 1u);
+  const int s4 = m.alloc_page();
+  EXPECT_EQ(m.stats().blocks_host, 2u);
+  EXPECT_THROW(m.alloc_page(), std::length_error);  // every page is in a block table
+  // The pinned blocks come back: restore needs pages, so free the sequence's.
+  for (int s : {s1, s2, s3, s4}) m.unref_page(s);
+  const std::vector<int> got = m.acquire(p2);
+  EXPECT_TRUE(has(m, got[0], 100));
+  EXPECT_TRUE(has(m, got[1], 100));
+  EXPECT_EQ(m.stats().restores, 2u);
+  EXPECT_EQ(m.stats().blocks_host, 0u);
+  m.unpin(p2);
+  for (int p : got) m.unref_page(p);
+}
+
+TEST(BlockManager, SlidingTtlExpiresUnusedBlocksOnly) {
+  FakeClock clock;
+  CacheOptions o = opts(8, clock);
+  o.ttl = 300s;
+  BlockManager m(kLayout, model_key("m"), o);
+  const auto ka = publish_all(m, tokens(64, 20));
+  const auto kb = publish_all(m, tokens(64, 21));
+  clock.t += 200s;
+  std::vector<BlockKey> pinned;
+  ASSERT_EQ(m.match_and_pin(ka, pinned), 1);  // a hit restarts A's TTL
+  m.unpin(pinned);
+  clock.t += 150s;  // B: 350 s unused, A: 150 s
+  std::vector<BlockKey> p2;
+  EXPECT_EQ(m.match_and_pin(kb, p2), 0);
+  EXPECT_EQ(m.match_and_pin(ka, p2), 1);
+  // A pinned block does not expire however long it waits.
+  clock.t += 1000s;
+  m.expire();
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  m.unpin(p2);
+  m.expire();  // unpinned, and 1000 s since its last use
+  EXPECT_EQ(m.stats().blocks_device, 0u);
+  // A block in a running sequence's table does not expire either.
+  const auto kc = publish_all(m, tokens(64, 22));
+  std::vector<BlockKey> p3;
+  ASSERT_EQ(m.match_and_pin(kc, p3), 1);
+  std::vector<int> pages = m.acquire(p3);
+  m.unpin(p3);
+  clock.t += 1000s;
+  m.expire();
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  m.unref_page(pages[0]);
+  m.expire();
+  EXPECT_EQ(m.stats().blocks_device, 0u);
+  EXPECT_EQ(m.stats().evictions, 3u);
+  EXPECT_EQ(m.stats().pages_free, 8);
+}
+
+TEST(BlockManager, SpillToHostAndRestoreCopiesTheBytes) {
+  FakeClock clock;
+  CacheOptions o = opts(2, clock);
+  o.host_bytes = kLayout.page_bytes() * 2;  // room for two spilled blocks
+  BlockManager m(kLayout, model_key("m"), o);
+  const auto t = tokens(64 * 2, 30);
+  const auto keys = publish_all(m, t);  // blocks tagged 100, 101, both pages used
+  const int s = m.alloc_page();         // evicts block 1 (deepest first) to host
+  EXPECT_EQ(m.stats().blocks_host, 1u);
+  fill(m, s, 7);  // the freed page is overwritten: the host copy must be independent
+  const int s2 = m.alloc_page();
+  EXPECT_EQ(m.stats().blocks_host, 2u);
+  EXPECT_EQ(m.stats().blocks_device, 0u);
+  m.unref_page(s);
+  m.unref_page(s2);
+  std::vector<BlockKey> pinned;
+  ASSERT_EQ(m.match_and_pin(keys, pinned), 2);
+  const std::vector<int> pages = m.acquire(pinned);
+  EXPECT_TRUE(has(m, pages[0], 100));
+  EXPECT_TRUE(has(m, pages[1], 101));
+  EXPECT_EQ(m.stats().blocks_device, 2u);
+  EXPECT_EQ(m.stats().blocks_host, 0u);
+  m.unpin(pinned);
+  for (int p : pages) m.unref_page(p);
+
+  // Host budget of one block: the second spill drops the least recently used host block.
+  CacheOptions o1 = opts(1, clock);
+  o1.host_bytes = kLayout.page_bytes();
+  BlockManager m1(kLayout, model_key("m"), o1);
+  const auto ka = publish_all(m1, tokens(64, 31));
+  m1.unref_page(m1.alloc_page());  // A -> host
+  const auto kb = publish_all(m1, tokens(64, 32));
+  m1.unref_page(m1.alloc_page());  // B -> host, A dropped
+  std::vector<BlockKey> p;
+  EXPECT_EQ(m1.match_and_pin(ka, p), 0);
+  EXPECT_EQ(m1.match_and_pin(kb, p), 1);
+  EXPECT_EQ(m1.stats().evictions, 1u);
+  m1.unpin(p);
+}
+
+class DiskTier : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("swz-kv-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                                       "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  CacheOptions disk_opts(FakeClock& clock, std::vector<std::string>* logs) {
+    CacheOptions o = opts(4, clock);
+    o.disk_dir = dir.string();
+    o.log = [logs](const std::string& l) {
+      if (logs) logs->push_back(l);
+    };
+    return o;
+  }
+  fs::path dir;
+};
+
+TEST_F(DiskTier, SurvivesRestartAndIsKeyedByModel) {
+  FakeClock clock;
+  const auto t = tokens(64 * 2 + 5, 40);
+  const BlockKey model = model_key("m");
+  std::vector<BlockKey> keys;
+  {
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    keys = publish_all(m, t);
+    m.flush_disk();
+    EXPECT_EQ(m.stats().blocks_disk, 2u);
+    EXPECT_EQ(m.stats().disk_writes, 2u);
+  }
+  {
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));  // a restart
+    EXPECT_EQ(m.stats().blocks_disk, 2u);
+    EXPECT_EQ(m.stats().blocks_device, 0u);
+    std::vector<BlockKey> pinned;
+    ASSERT_EQ(m.match_and_pin(block_keys(model, t.data(), t.size()), pinned), 2);
+    EXPECT_EQ(m.stats().disk_reads, 2u);
+    const std::vector<int> pages = m.acquire(pinned);
+    EXPECT_TRUE(has(m, pages[0], 100));
+    EXPECT_TRUE(has(m, pages[1], 101));
+    m.unpin(pinned);
+    for (int p : pages) m.unref_page(p);
+  }
+  {
+    // Another model never sees these files (its own folder, and its keys differ).
+    BlockManager m(kLayout, model_key("other"), disk_opts(clock, nullptr));
+    EXPECT_EQ(m.stats().blocks_disk, 0u);
+  }
+}
+
+TEST_F(DiskTier, TheDiskThreadWritesPublishedBlocksAndFinishesOnDestruction) {
+  FakeClock clock;
+  const auto t = tokens(64 * 4, 45);
+  const BlockKey model = model_key("m");
+  {
+    CacheOptions o = disk_opts(clock, nullptr);
+    o.n_pages = 8;
+    BlockManager m(kLayout, model, o);
+    publish_all(m, t);  // no flush_disk(): the background thread writes them
+  }
+  BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+  EXPECT_EQ(m.stats().blocks_disk, 4u);
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_and_pin(block_keys(model, t.data(), t.size()), pinned), 4);
+  m.unpin(pinned);
+}
+
+TEST_F(DiskTier, CorruptTruncatedOrForeignFilesAreIgnoredWithALogLine) {
+  FakeClock clock;
+  const auto t = tokens(64 * 3, 50);
+  const BlockKey model = model_key("m");
+  std::vector<BlockKey> keys;
+  {
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    keys = publish_all(m, t);
+    m.flush_disk();
+  }
+  const fs::path folder = dir / model.hex();
+  // Block 1: flip one payload byte (checksum). Block 2: truncate.
+  {
+    std::fstream f(folder / (keys[1].hex() + ".kv"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64 + 100);
+    char c;
+    f.seekg(64 + 100);
+    f.read(&c, 1);
+    c ^= 0x10;
+    f.seekp(64 + 100);
+    f.write(&c, 1);
+  }
+  fs::resize_file(folder / (keys[2].hex() + ".kv"), 1000);
+  std::vector<std::string> logs;
+  BlockManager m(kLayout, model, disk_opts(clock, &logs));
+  ASSERT_EQ(logs.size(), 1u);  // the truncated file, at the scan
+  EXPECT_NE(logs[0].find("ignoring"), std::string::npos);
+  EXPECT_FALSE(fs::exists(folder / (keys[2].hex() + ".kv")));
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_and_pin(keys, pinned), 1);  // block 0 good, block 1 fails its checksum
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_NE(logs[1].find("checksum mismatch"), std::string::npos);
+  EXPECT_EQ(m.stats().disk_rejects, 2u);
+  const std::vector<int> pages = m.acquire(pinned);
+  EXPECT_TRUE(has(m, pages[0], 100));
+  m.unpin(pinned);
+  m.unref_page(pages[0]);
+
+  // A file renamed to another key's name: the key inside disagrees.
+  fs::copy_file(folder / (keys[0].hex() + ".kv"), folder / (keys[1].hex() + ".kv"));
+  std::vector<std::string> logs2;
+  BlockManager m2(kLayout, model, disk_opts(clock, &logs2));
+  std::vector<BlockKey> p2;
+  const std::vector<BlockKey> k1{keys[1]};
+  EXPECT_EQ(m2.match_and_pin(k1, p2), 0);
+  ASSERT_EQ(logs2.size(), 1u);
+  EXPECT_NE(logs2[0].find("differs from its name"), std::string::npos);
+}
+
+TEST_F(DiskTier, BudgetDeletesLeastRecentlyUsedFiles) {
+  FakeClock clock;
+  CacheOptions o = disk_opts(clock, nullptr);
+  const uint64_t file_bytes = 64 + kLayout.page_bytes() + 8;
+  o.disk_bytes = file_bytes * 2;
+  BlockManager m(kLayout, model_key("m"), o);
+  const auto ka = publish_all(m, tokens(64, 60));
+  clock.t += 1s;
+  const auto kb = publish_all(m, tokens(64, 61));
+  clock.t += 1s;
+  const auto kc = publish_all(m, tokens(64, 62));
+  m.flush_disk();
+  EXPECT_EQ(m.stats().blocks_disk, 2u);
+  EXPECT_FALSE(fs::exists(dir / m.model().hex() / (ka[0].hex() + ".kv")));
+  EXPECT_TRUE(fs::exists(dir / m.model().hex() / (kc[0].hex() + ".kv")));
+  (void)kb;
+}
+
+}  // namespace
+}  // namespace swz::kvcache
