@@ -214,3 +214,72 @@ def test_greedy_parity_200_prompts(package, tmp_path):
     assert with_accepts >= 40 and accepted >= 300
     assert drafted - accepted >= 100
     assert hits >= 60 and misses >= 20
+
+
+# --- the wire: a real `swizzle-rt serve` (default model) through the official openai SDK ---
+
+SPEC_PROMPT = ("Copy this list exactly, then stop:\napple, banana, cherry, date, elderberry, fig, grape, honeydew, "
+               "kiwi, lemon, mango, nectarine, orange, papaya, quince")
+
+
+def chat(client, spec, **kw):
+    raw = client.chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": SPEC_PROMPT}], temperature=0, max_tokens=60,
+        extra_body={"speculative": spec}, **kw)
+    return raw, raw.parse()
+
+
+def test_wire_counts_control_and_stop_inside_accepted_runs(client):
+    import openai
+
+    raw_off, off = chat(client, False)
+    raw_on, on = chat(client, True)
+    text = off.choices[0].message.content
+    # Same text, same token count; the counts are in the headers and in usage.
+    assert on.choices[0].message.content == text
+    assert on.usage.completion_tokens == off.usage.completion_tokens
+    assert int(raw_off.headers["x-swizzle-spec-drafted"]) == 0
+    drafted = int(raw_on.headers["x-swizzle-spec-drafted"])
+    accepted = int(raw_on.headers["x-swizzle-spec-accepted"])
+    assert 0 < accepted <= drafted
+    d = on.usage.completion_tokens_details
+    assert d.accepted_prediction_tokens == accepted
+    assert d.rejected_prediction_tokens == drafted - accepted
+
+    # A stop sequence late in the text (where drafts are being accepted): the output ends
+    # right before it, finish_reason "stop", and token counts equal plain decoding's.
+    k = len(text) * 3 // 4
+    stop = text[k:k + 5]
+    assert stop.strip(), text
+    want = text[:text.index(stop)]
+    _, s_on = chat(client, True, stop=[stop])
+    _, s_off = chat(client, False, stop=[stop])
+    assert s_on.choices[0].message.content == want == s_off.choices[0].message.content
+    assert s_on.choices[0].finish_reason == "stop" == s_off.choices[0].finish_reason
+    assert s_on.usage.completion_tokens == s_off.usage.completion_tokens < on.usage.completion_tokens
+
+    # Streamed: the same text, the counts in the usage chunk.
+    deltas, usage = [], None
+    for chunk in client.chat.completions.create(model="m", messages=[{"role": "user", "content": SPEC_PROMPT}],
+                                                temperature=0, max_tokens=60, stream=True,
+                                                stream_options={"include_usage": True},
+                                                extra_body={"speculative": True}):
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if chunk.choices and chunk.choices[0].delta.content:
+            deltas.append(chunk.choices[0].delta.content)
+    assert "".join(deltas) == text
+    assert usage.completion_tokens_details.accepted_prediction_tokens == accepted
+    assert usage.completion_tokens_details.rejected_prediction_tokens == drafted - accepted
+
+    # max_tokens inside an accepted run: exactly that many tokens, a prefix of the text.
+    for n in (7, 23):
+        m = client.chat.completions.create(model="m", messages=[{"role": "user", "content": SPEC_PROMPT}],
+                                           temperature=0, max_tokens=n, extra_body={"speculative": True})
+        assert m.usage.completion_tokens == n
+        assert m.choices[0].finish_reason == "length"
+        assert text.startswith(m.choices[0].message.content)
+
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client, "yes")
+    assert e.value.param == "speculative"
