@@ -110,8 +110,10 @@ class LlamaCppPeer:
     def __init__(self, gguf, threads, lookup):
         import llama_cpp
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-        self.llm = llama_cpp.Llama(model_path=gguf, n_ctx=2048, n_threads=threads, n_threads_batch=threads,
-                                   n_batch=512, verbose=False, seed=0,
+        # llama-cpp-python's draft verification reads the logits of every drafted position,
+        # which needs logits_all (its documented requirement for draft_model).
+        self.llm = llama_cpp.Llama(model_path=gguf, n_ctx=1024, n_threads=threads, n_threads_batch=threads,
+                                   n_batch=512, verbose=False, seed=0, logits_all=lookup,
                                    draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10) if lookup else None)
 
     def run(self, max_tokens):

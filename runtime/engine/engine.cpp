@@ -162,7 +162,7 @@ class CpuEngine final : public Engine {
     SequenceModel seq(*model_, history_);
     const DecodeStats ds = decode(
         seq, sampler, logits, req.prompt, dopt, [this](int32_t t) { return tok_.is_eog(t); },
-        [&](int32_t t) {
+        [&](int32_t t, const float* /*logits row of t*/) {
           TokenEvent ev{t, tok_.token_to_piece(t)};
           res.text += ev.piece;
           return !on_token || on_token(ev);

@@ -6,7 +6,7 @@ namespace swz::engine {
 
 DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& logits, const std::vector<int32_t>& prompt,
                    const DecodeOptions& opts, const std::function<bool(int32_t)>& is_eog,
-                   const std::function<bool(int32_t)>& emit) {
+                   const std::function<bool(int32_t, const float*)>& emit) {
   DecodeStats st;
   const int limit = opts.max_tokens;
   const int nv = opts.n_vocab;
@@ -15,7 +15,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
 
   // Hands one sampled token to the caller. Returns whether generation goes on; `emitted`
   // says whether the token became part of the output.
-  auto put = [&](int32_t t, bool& emitted) {
+  auto put = [&](int32_t t, const float* row, bool& emitted) {
     emitted = false;
     if (is_eog(t)) {
       st.finish = FinishReason::Stop;
@@ -23,7 +23,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
     }
     ++st.completion_tokens;
     emitted = true;
-    if (!emit(t)) {
+    if (!emit(t, row)) {
       st.finish = FinishReason::Cancelled;
       return false;
     }
@@ -34,7 +34,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
   if (limit <= 0) return st;
   bool emitted = false;
   int32_t tok = sampler.sample(logits.data(), nv);  // emitted but not yet in the KV cache
-  if (!put(tok, emitted)) return st;
+  if (!put(tok, logits.data(), emitted)) return st;
 
   std::vector<int32_t> draft, batch;
   for (;;) {
@@ -48,7 +48,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
     if (!opts.speculative || draft.empty()) {
       model.forward(&tok, 1, 1, logits);
       tok = sampler.sample(logits.data(), nv);
-      if (!put(tok, emitted)) break;
+      if (!put(tok, logits.data(), emitted)) break;
       continue;
     }
     // Verify: rows 0..k of the batch [tok, d_1..d_k] predict d_1..d_k and one more token.
@@ -64,7 +64,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
       const float* row = logits.data() + static_cast<size_t>(i) * nv;
       bool ok = false;
       const int32_t t = i < k ? sampler.verify(row, nv, draft[static_cast<size_t>(i)], ok) : sampler.sample(row, nv);
-      go = put(t, emitted);
+      go = put(t, row, emitted);
       if (ok && emitted) ++accepted;
       if (!go || !ok) {
         // Keep the K/V of tok, d_1..d_i only: d_{i+1}.. follow a rejected token, or

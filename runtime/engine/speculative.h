@@ -55,11 +55,12 @@ struct DecodeStats {
 /// Runs the decode phase after prefill. `logits`: f32 [n_vocab] of the last prompt
 /// position (overwritten). `prompt`: the request's prompt token ids (the drafter's
 /// initial history; the model's KV cache already holds them). `is_eog(t)`: t ends
-/// generation (not emitted; finish = Stop). `emit(t)`: a generated token, in order; return
-/// false to stop (finish = Cancelled). Ends with Length when max_tokens tokens were
+/// generation (not emitted; finish = Stop). `emit(t, row)`: a generated token, in order,
+/// with the f32 [n_vocab] logits row it was chosen from (valid during the call; for
+/// logprobs); return false to stop (finish = Cancelled). Ends with Length when max_tokens tokens were
 /// emitted or the context is full. Exceptions of the model propagate.
 DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& logits, const std::vector<int32_t>& prompt,
                    const DecodeOptions& opts, const std::function<bool(int32_t)>& is_eog,
-                   const std::function<bool(int32_t)>& emit);
+                   const std::function<bool(int32_t, const float*)>& emit);
 
 }  // namespace swz::engine

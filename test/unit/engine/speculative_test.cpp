@@ -88,7 +88,11 @@ Outcome run(ToyModel& m, const V& prompt, bool spec, int max_tokens, const Sampl
   o.lookup.ngram_min = 1;
   Outcome r;
   r.st = decode(m, s, logits, prompt, o, [&](int32_t t) { return t == eog; },
-                [&](int32_t t) {
+                [&](int32_t t, const float* row) {
+                  // The row a token was chosen from is its position's logits.
+                  V seq = prompt;
+                  seq.insert(seq.end(), r.out.begin(), r.out.end());
+                  EXPECT_TRUE(std::equal(row, row + m.vocab(), m.row_after(seq, seq.size() - 1)));
                   r.out.push_back(t);
                   return cancel_after < 0 || static_cast<int>(r.out.size()) < cancel_after;
                 });
