@@ -5,6 +5,7 @@
 //                    [--cache-disk-mb M] [--no-prefix-cache]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
+//   both: [--spec|--no-spec] [--draft-max N]   (prompt-lookup speculative decoding)
 // See docs/server.md.
 #include "engine/engine.h"
 #include "serve_loop.h"
@@ -24,9 +25,18 @@ namespace {
 using swz::engine::Engine;
 using swz::engine::EngineOptions;
 
+/// Speculative-decoding settings shared by `serve` and `run`.
+struct SpecFlags {
+  bool on = true;
+  int draft_max = 16;
+};
+SpecFlags g_spec;
+
 std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n_threads, EngineOptions eo = {}) {
   eo.n_ctx = n_ctx;
   eo.n_threads = n_threads;
+  eo.speculative = g_spec.on;
+  eo.spec_draft_max = g_spec.draft_max;
   return Engine::load(package, eo);
 }
 
@@ -144,6 +154,8 @@ int run(const std::string& package, const std::string& prompt, const std::string
                r.prefill_ms, rate(r.prompt_tokens - r.cached_tokens, r.prefill_ms));
   std::fprintf(stderr, "generated: %d tokens in %.1f ms (%.1f tok/s), finish: %s\n", r.completion_tokens, r.decode_ms,
                rate(r.completion_tokens, r.decode_ms), finish);
+  std::fprintf(stderr, "speculative: %s, drafted %d, accepted %d (acceptance rate %.3f)\n", g_spec.on ? "on" : "off",
+               r.spec_drafted, r.spec_accepted, r.spec_drafted > 0 ? static_cast<double>(r.spec_accepted) / r.spec_drafted : 0.0);
   return 0;
 }
 
@@ -218,6 +230,13 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-c,--ctx-size", n_ctx, "context size in tokens")->check(CLI::PositiveNumber)->capture_default_str();
   run_cmd->add_option("-t,--threads", n_threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   add_cache_options(run_cmd, cache_opts);  // with --cache-dir, a second run hits the first one's blocks
+  for (CLI::App* cmd : {serve_cmd, run_cmd}) {
+    cmd->add_flag("--spec,!--no-spec", g_spec.on,
+                  "prompt-lookup speculative decoding (default on; same output, faster when the answer repeats the prompt)");
+    cmd->add_option("--draft-max", g_spec.draft_max, "longest speculative draft (tokens)")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+  }
 
   CLI11_PARSE(app, argc, argv);
 

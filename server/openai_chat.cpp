@@ -253,16 +253,20 @@ ChatRequest parse_chat_request(std::string_view body_text) {
       if (decoded != s) throw bad_param("stop", "Invalid 'stop': not valid UTF-8.");
     }
   }
+  if (const json* v = field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
   reject_unsupported(body);
   return r;
 }
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int spec_drafted, int spec_accepted) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", 0}}}};
+          {"completion_tokens_details",
+           {{"reasoning_tokens", 0},
+            {"accepted_prediction_tokens", spec_accepted},
+            {"rejected_prediction_tokens", spec_drafted - spec_accepted}}}};
 }
 
 const char* finish_reason_name(engine::FinishReason reason, bool stop_sequence_hit) {
@@ -316,6 +320,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   }
   p.gen.max_tokens = p.req.max_tokens.value_or(-1);
   p.gen.sampling = p.req.sampling;
+  p.gen.speculative = p.req.speculative;
   try {
     p.admission = engine_.admit(p.gen);
   } catch (const engine::InvalidRequest& e) {
@@ -356,7 +361,7 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
                                     {"message", {{"role", "assistant"}, {"content", o.text}, {"refusal", nullptr}}},
                                     {"logprobs", nullptr},
                                     {"finish_reason", finish_reason_name(r.finish, o.stop_sequence)}}})},
-          {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens)}};
+          {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted)}};
   return o;
 }
 
@@ -420,7 +425,8 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
               {"model", engine_.info().id},
               {"system_fingerprint", nullptr},
               {"choices", json::array()},
-              {"usage", usage_json(o.result.prompt_tokens, o.result.completion_tokens, o.result.cached_tokens)}};
+              {"usage", usage_json(o.result.prompt_tokens, o.result.completion_tokens, o.result.cached_tokens,
+                                   o.result.spec_drafted, o.result.spec_accepted)}};
     if (!send(u)) return o;
   }
   if (before_done) before_done(o);

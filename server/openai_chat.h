@@ -31,6 +31,7 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;                     ///< stream_options.include_usage
   std::vector<std::string> stop;                  ///< up to 4 non-empty sequences
+  std::optional<bool> speculative;                ///< extension: speculative decoding on/off (absent: server default)
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
@@ -43,8 +44,13 @@ struct ChatRequest {
 ChatRequest parse_chat_request(std::string_view body);
 
 /// usage object: {prompt_tokens, completion_tokens, total_tokens,
-/// prompt_tokens_details{cached_tokens}, completion_tokens_details{reasoning_tokens}}.
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+/// prompt_tokens_details{cached_tokens}, completion_tokens_details{reasoning_tokens,
+/// accepted_prediction_tokens, rejected_prediction_tokens}}. The prediction counts are
+/// speculative decoding's accepted and rejected draft tokens (OpenAI's fields for its
+/// Predicted Outputs, the same mechanism; unlike OpenAI, rejected drafts are not part of
+/// completion_tokens).
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int spec_drafted = 0,
+                          int spec_accepted = 0);
 
 /// "stop" | "length" (the engine's Cancelled happens on a stop sequence or a vanished
 /// client; the former is reported as "stop", the latter never reaches a client).

@@ -80,9 +80,11 @@ struct Server::Impl {
     if (o) {
       const auto& r = o->result;
       std::snprintf(buf, sizeof buf,
-                    "%s %s %d prompt=%d cached=%d completion=%d%s prefill=%.1fms decode=%.1fms total=%.1fms",
+                    "%s %s %d prompt=%d cached=%d completion=%d%s drafted=%d accepted=%d prefill=%.1fms decode=%.1fms "
+                    "total=%.1fms",
                     req.method.c_str(), req.path.c_str(), status, r.prompt_tokens, r.cached_tokens, r.completion_tokens,
-                    o->client_gone ? " (client disconnected)" : "", r.prefill_ms, r.decode_ms, total_ms);
+                    o->client_gone ? " (client disconnected)" : "", r.spec_drafted, r.spec_accepted, r.prefill_ms,
+                    r.decode_ms, total_ms);
     } else {
       std::snprintf(buf, sizeof buf, "%s %s %d %.1fms", req.method.c_str(), req.path.c_str(), status, total_ms);
     }
@@ -138,6 +140,8 @@ struct Server::Impl {
                                               o.result.completion_tokens, &o.clock});
         set_cache_headers(res, o.result.cached_tokens, o.result.prompt_tokens - o.result.cached_tokens);
         set_unique_header(res, kCostHeader, cost.usd());
+        set_unique_header(res, kSpecDraftedHeader, std::to_string(o.result.spec_drafted));
+        set_unique_header(res, kSpecAcceptedHeader, std::to_string(o.result.spec_accepted));
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {

@@ -35,6 +35,10 @@ struct ServerOptions {
 /// Name of the response headers carrying the prefix-cache accounting of a request.
 inline constexpr const char* kCacheHitHeader = "X-Swizzle-Cache-Hit-Tokens";
 inline constexpr const char* kUncachedHeader = "X-Swizzle-Uncached-Tokens";
+/// Speculative decoding's draft tokens verified / accepted for a non-streamed response
+/// (streams carry them in the usage chunk: usage.completion_tokens_details).
+inline constexpr const char* kSpecDraftedHeader = "X-Swizzle-Spec-Drafted";
+inline constexpr const char* kSpecAcceptedHeader = "X-Swizzle-Spec-Accepted";
 
 class Server {
  public:

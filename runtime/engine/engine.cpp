@@ -26,6 +26,7 @@
 #include "chat/chat_template.h"
 #include "cpu/cpu_model.h"
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "ggml/thread_pool.h"
 #include "kvcache/block_manager.h"
 #include "package/package.h"
@@ -45,7 +46,8 @@ constexpr int kPrefillChunk = 512;
 class CpuEngine final : public Engine {
  public:
   CpuEngine(const std::string& path, const EngineOptions& opts)
-      : pkg_(open(path)),
+      : opts_(opts),
+        pkg_(open(path)),
         tok_(tokenizer::Tokenizer::from_gguf(pkg_.gguf)),
         pool_(opts.n_threads > 0 ? opts.n_threads : std::max(1u, std::thread::hardware_concurrency())) {
     const package::Manifest& mf = pkg_.manifest;
@@ -96,6 +98,11 @@ class CpuEngine final : public Engine {
   }
 
   const ModelInfo& info() const override { return info_; }
+
+  SpecStats spec_stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return spec_;
+  }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) override {
     if (!template_) throw InvalidRequest("this model has no chat template; use the completions endpoint");
@@ -225,30 +232,36 @@ class CpuEngine final : public Engine {
     res.prefill_ms = ms_since(t0);
     const auto t1 = Clock::now();
 
+    DecodeStats ds;
     if (res.finish != FinishReason::Cancelled) {
-      const int limit = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
-      while (res.completion_tokens < limit) {
-        const int32_t tok = sampler.sample(logits.data(), info_.n_vocab);
-        if (tok_.is_eog(tok)) {
-          res.finish = FinishReason::Stop;
-          break;
-        }
-        ++res.completion_tokens;
-        TokenEvent ev{tok, tok_.token_to_piece(tok)};
-        res.text += ev.piece;
-        if (on_token && !on_token(ev)) {
-          res.finish = FinishReason::Cancelled;
-          break;
-        }
-        if (res.completion_tokens >= limit) break;
-        if (model_->n_past() + 1 > info_.n_ctx) break;  // context full: finish "length"
-        if (a->cancel_requested()) {
-          res.finish = FinishReason::Cancelled;
-          break;
-        }
-        model_->forward(&tok, 1, 1, cpu::CpuModel::Rows::Generated, logits);
-        history_.push_back(tok);
-      }
+      DecodeOptions dopt;
+      dopt.max_tokens = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
+      dopt.n_ctx = info_.n_ctx;
+      dopt.n_vocab = info_.n_vocab;
+      dopt.speculative = req.speculative.value_or(opts_.speculative);
+      dopt.lookup.draft_max = std::max(1, opts_.spec_draft_max);
+      dopt.lookup.draft_init = std::min(dopt.lookup.draft_init, dopt.lookup.draft_max);
+      SequenceModel seq(*model_, history_);
+      ds = decode(
+          seq, sampler, logits, req.prompt, dopt, [this](int32_t t) { return tok_.is_eog(t); },
+          [&](int32_t t, const float* /*logits row of t*/) {
+            TokenEvent ev{t, tok_.token_to_piece(t)};
+            res.text += ev.piece;
+            if (on_token && !on_token(ev)) return false;
+            return !a->cancel_requested();  // the client went away: stop before the next forward pass
+          });
+      res.completion_tokens = ds.completion_tokens;
+      res.finish = ds.finish;
+      res.spec_drafted = ds.drafted;
+      res.spec_accepted = ds.accepted;
+    }
+    {
+      std::lock_guard<std::mutex> slock(stats_mu_);
+      spec_.drafted_tokens += static_cast<uint64_t>(ds.drafted);
+      spec_.accepted_tokens += static_cast<uint64_t>(ds.accepted);
+      spec_.verify_passes += static_cast<uint64_t>(ds.verify_passes);
+      spec_.decode_passes += static_cast<uint64_t>(ds.forward_passes);
+      spec_.decode_tokens += static_cast<uint64_t>(ds.completion_tokens);
     }
     res.decode_ms = ms_since(t1);
     return res;
@@ -277,6 +290,28 @@ class CpuEngine final : public Engine {
   }
 
  private:
+  /// The running sequence for the decode loop: the model's forward()/truncate(), with
+  /// history_ kept equal to the tokens whose K/V the cache holds.
+  class SequenceModel final : public DecodeModel {
+   public:
+    SequenceModel(cpu::CpuModel& m, std::vector<int32_t>& history) : m_(m), history_(history) {}
+    int n_past() const override { return m_.n_past(); }
+    // Generated tokens, alone or a speculative batch: Rows::Generated, so a verified
+    // position's logits are exactly those of decoding it alone.
+    void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) override {
+      m_.forward(tokens, n_tokens, n_out, cpu::CpuModel::Rows::Generated, logits);
+      history_.insert(history_.end(), tokens, tokens + n_tokens);
+    }
+    void truncate(int n) override {
+      m_.truncate(n);
+      history_.resize(static_cast<size_t>(m_.n_past()));
+    }
+
+   private:
+    cpu::CpuModel& m_;
+    std::vector<int32_t>& history_;
+  };
+
   struct CpuAdmission final : Admission {
     CpuAdmission(const GenerateRequest& r, kvcache::BlockManager& m) : Admission(r, 0), kv(&m) {}
     ~CpuAdmission() override { release_pins(); }
@@ -319,6 +354,7 @@ class CpuEngine final : public Engine {
     }
   }
 
+  EngineOptions opts_;
   package::LoadedPackage pkg_;
   tokenizer::Tokenizer tok_;
   ggml::ThreadPool pool_;
@@ -330,6 +366,7 @@ class CpuEngine final : public Engine {
   std::vector<int32_t> history_;  // the running sequence's tokens (K/V computed for the first n_past)
   mutable std::mutex stats_mu_;
   uint64_t hit_tokens_ = 0, miss_tokens_ = 0;
+  SpecStats spec_;
 };
 
 }  // namespace

@@ -38,6 +38,11 @@ struct EngineOptions {
   int cache_ttl_s = 300;       ///< sliding TTL of cached blocks in the RAM tiers, seconds (0 = none)
   std::string cache_dir;       ///< disk tier directory ("" = no disk tier)
   uint64_t cache_disk_mb = 10240;  ///< disk tier budget in MiB
+  /// Prompt-lookup speculative decoding (engine/speculative.h) for requests that do not
+  /// choose (GenerateRequest::speculative). Output is the same either way (greedy:
+  /// byte-identical; sampled: the same distribution); only speed differs.
+  bool speculative = true;
+  int spec_draft_max = 16;  ///< upper bound of the draft length γ (>= 1)
 };
 
 /// Sampling, in the order llama.cpp applies them: top_k, top_p, min_p, temperature.
@@ -59,6 +64,7 @@ struct GenerateRequest {
   std::vector<int32_t> prompt;  ///< token ids, already templated (see tokenize_chat)
   int max_tokens = -1;          ///< -1 = until end of generation or the context is full
   SamplingParams sampling;
+  std::optional<bool> speculative;  ///< speculative decoding on/off; absent = EngineOptions::speculative
 };
 
 enum class FinishReason { Stop, Length, Cancelled };
@@ -77,6 +83,8 @@ struct GenerateResult {
   FinishReason finish = FinishReason::Stop;
   std::string text;       ///< all pieces joined (bytes)
   double prefill_ms = 0, decode_ms = 0;
+  int spec_drafted = 0;   ///< draft tokens verified (speculative decoding; 0 when off)
+  int spec_accepted = 0;  ///< draft tokens accepted into the output (<= spec_drafted)
 };
 
 /// Return false to stop generation (client went away); the result then says Cancelled.
@@ -141,6 +149,15 @@ struct CacheStats {
   uint64_t disk_rejects = 0;   ///< disk files ignored as corrupt, truncated or foreign
 };
 
+/// Speculative-decoding counters since the engine started (for /metrics).
+struct SpecStats {
+  uint64_t drafted_tokens = 0;    ///< draft tokens verified
+  uint64_t accepted_tokens = 0;   ///< draft tokens accepted (acceptance rate = accepted / drafted)
+  uint64_t verify_passes = 0;     ///< decode forward passes that verified a draft
+  uint64_t decode_passes = 0;     ///< all decode forward passes (plain and verifying)
+  uint64_t decode_tokens = 0;     ///< tokens emitted by decode (tokens per pass = decode_tokens / decode_passes)
+};
+
 class Engine {
  public:
   /// Loads a package directory written by `swizzlec compile`. Throws LoadError.
@@ -168,6 +185,7 @@ class Engine {
     return run(*a, on_token);
   }
   virtual CacheStats cache_stats() const { return {}; }
+  virtual SpecStats spec_stats() const { return {}; }
 };
 
 }  // namespace swz::engine

@@ -24,8 +24,7 @@ Sampler::Sampler(const SamplingParams& p) : p_(p) {
   rng_.seed(p.seed ? *p.seed : std::random_device{}());
 }
 
-int32_t Sampler::sample(const float* logits, int n) {
-  if (p_.temperature <= 0) return argmax(logits, n);
+std::vector<double>& Sampler::distribution(const float* logits, int n) {
   cand_.resize(n);
   for (int i = 0; i < n; ++i) cand_[i] = {logits[i], i};
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
@@ -39,18 +38,17 @@ int32_t Sampler::sample(const float* logits, int n) {
   }
   // Softmax over the survivors (before temperature, as llama.cpp's top_p/min_p see it).
   auto probs = [&]() {
-    std::vector<double> pr(cand_.size());
+    probs_.resize(cand_.size());
     double mx = cand_[0].first, sum = 0;
-    for (size_t i = 0; i < cand_.size(); ++i) sum += pr[i] = std::exp(cand_[i].first - mx);
-    for (double& x : pr) x /= sum;
-    return pr;
+    for (size_t i = 0; i < cand_.size(); ++i) sum += probs_[i] = std::exp(cand_[i].first - mx);
+    for (double& x : probs_) x /= sum;
   };
   if (p_.top_p < 1.0f) {
-    std::vector<double> pr = probs();
+    probs();
     double cum = 0;
     size_t k = 0;
-    while (k < pr.size()) {
-      cum += pr[k++];
+    while (k < probs_.size()) {
+      cum += probs_[k++];
       if (cum >= p_.top_p) break;
     }
     cand_.resize(std::max<size_t>(k, 1));
@@ -62,7 +60,39 @@ int32_t Sampler::sample(const float* logits, int n) {
     cand_.resize(k);
   }
   for (auto& c : cand_) c.first /= p_.temperature;
-  std::vector<double> pr = probs();
+  probs();
+  return probs_;
+}
+
+int32_t Sampler::sample(const float* logits, int n) {
+  if (p_.temperature <= 0) return argmax(logits, n);
+  const std::vector<double>& pr = distribution(logits, n);
+  std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
+  return cand_[dist(rng_)].second;
+}
+
+int32_t Sampler::verify(const float* logits, int n, int32_t draft, bool& accepted) {
+  if (p_.temperature <= 0) {
+    const int32_t t = argmax(logits, n);
+    accepted = t == draft;
+    return t;
+  }
+  std::vector<double>& pr = distribution(logits, n);
+  size_t at = pr.size();
+  for (size_t i = 0; i < cand_.size(); ++i)
+    if (cand_[i].second == draft) at = i;
+  const double p_draft = at < pr.size() ? pr[at] : 0.0;
+  // Accept with probability p(draft): u < p, u uniform in [0, 1).
+  if (p_draft > 0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p_draft) {
+    accepted = true;
+    return draft;
+  }
+  accepted = false;
+  if (at < pr.size()) pr[at] = 0.0;  // the remainder, renormalised by discrete_distribution
+  if (std::none_of(pr.begin(), pr.end(), [](double x) { return x > 0; })) {  // p(draft) was 1 in all but rounding
+    accepted = true;
+    return draft;
+  }
   std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
   return cand_[dist(rng_)].second;
 }

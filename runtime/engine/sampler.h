@@ -21,10 +21,24 @@ class Sampler {
   /// Samples one token id from logits f32 [n]. Deterministic for a given seed.
   int32_t sample(const float* logits, int n);
 
+  /// Speculative verification of one drafted token against logits f32 [n] of its
+  /// position. Greedy (temperature <= 0): returns argmax, `accepted` = (argmax == draft),
+  /// so verified output equals plain greedy decoding. Otherwise, for a deterministic
+  /// draft (proposal q = a point mass on `draft`), the rejection rule of Leviathan et
+  /// al. 2023 ("Fast Inference from Transformers via Speculative Decoding", Alg. 1) and
+  /// Chen et al. 2023: accept with probability p(draft), where p is the distribution
+  /// sample() draws from (after top_k/top_p/min_p/temperature); on rejection draw from
+  /// p with `draft` removed, renormalised. The returned token is distributed exactly as
+  /// sample()'s. Returns the token to emit (== draft when accepted).
+  int32_t verify(const float* logits, int n, int32_t draft, bool& accepted);
+
  private:
+  /// Fills cand_ (survivors, sorted by logit) and returns their probabilities.
+  std::vector<double>& distribution(const float* logits, int n);
   SamplingParams p_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<double> probs_;
 };
 
 }  // namespace swz::engine

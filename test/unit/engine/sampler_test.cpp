@@ -84,4 +84,40 @@ TEST(Sampler, TopKTopPMinPFilter) {
   EXPECT_DOUBLE_EQ(f[0], 1.0);
 }
 
+// Speculative verification: greedy verify is argmax; sampled verify of any draft token
+// (likely, unlikely, or filtered out by top_k) emits tokens with sample()'s distribution.
+TEST(Sampler, VerifyGreedyIsArgmax) {
+  std::vector<float> l = {0.5f, 2.0f, 2.0f, -1.0f};
+  Sampler s(params(0));
+  bool ok = false;
+  EXPECT_EQ(s.verify(l.data(), 4, 1, ok), 1);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(s.verify(l.data(), 4, 2, ok), 1);  // tie: the lowest id, as sample()
+  EXPECT_FALSE(ok);
+}
+
+TEST(Sampler, VerifyPreservesTheDistribution) {
+  std::vector<float> l = {1.0f, 2.0f, 0.5f, -1.0f, 1.5f};
+  for (int top_k : {0, 3}) {
+    const std::map<int, double> want = frequencies(params(0.8f, top_k, 1, 0, 1), l, 400000);
+    for (int32_t draft = 0; draft < 5; ++draft) {
+      Sampler s(params(0.8f, top_k, 1, 0, 100 + draft));
+      std::map<int, double> got;
+      int accepted = 0;
+      const int n = 200000;
+      for (int i = 0; i < n; ++i) {
+        bool ok = false;
+        const int32_t t = s.verify(l.data(), 5, draft, ok);
+        got[t] += 1.0 / n;
+        accepted += ok;
+        EXPECT_EQ(ok, t == draft);
+      }
+      // accepted with probability p(draft); emitted tokens distributed as sample()'s
+      EXPECT_NEAR(accepted / static_cast<double>(n), want.count(draft) ? want.at(draft) : 0.0, 0.006) << draft;
+      for (int t = 0; t < 5; ++t)
+        EXPECT_NEAR(got.count(t) ? got[t] : 0.0, want.count(t) ? want.at(t) : 0.0, 0.006) << "top_k " << top_k << " draft " << draft << " token " << t;
+    }
+  }
+}
+
 }  // namespace
