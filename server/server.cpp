@@ -1,5 +1,6 @@
 #include "server.h"
 
+#include "anthropic_messages.h"
 #include "api_error.h"
 #include "openai_chat.h"
 
@@ -36,6 +37,12 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump(e.body()), "application/json");
 }
 
+void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  set_cache_headers(res, 0, 0);
+  res.set_content(dump(anthropic_error_body(e)), "application/json");
+}
+
 /// Compares without an early exit, so the time taken does not reveal the matching prefix.
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -51,12 +58,13 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
-      : engine(e), opts(std::move(o)), chat(e),
+      : engine(e), opts(std::move(o)), chat(e), anthropic(e),
         created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
   engine::Engine& engine;
   ServerOptions opts;
   ChatCompletions chat;
+  AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
   int64_t created;
   httplib::Server http;
 
@@ -148,6 +156,14 @@ struct Server::Impl {
         const std::string prefix = "Bearer ";
         std::string key = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
         if (same_secret(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+        // Anthropic's clients send the key as x-api-key (accepted on every path).
+        const std::string x_key = req.get_header_value("x-api-key");
+        if (!x_key.empty() && same_secret(x_key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+        if (is_anthropic_path(req.path)) {
+          send_anthropic_error(res, ApiError(401, auth.empty() && x_key.empty() ? "x-api-key header is required."
+                                                                                : "invalid x-api-key"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
         send_error(res, ApiError(401,
                                  auth.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
                                                 "(Authorization: Bearer YOUR_KEY)."
@@ -177,6 +193,7 @@ struct Server::Impl {
     });
     http.Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+    add_anthropic_routes(http, anthropic, opts.log);
 
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
@@ -193,11 +210,15 @@ struct Server::Impl {
         msg = "HTTP error " + std::to_string(res.status) + ".";
       }
       ApiError e(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error", "", code);
+      if (is_anthropic_path(req.path)) {
+        send_anthropic_error(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       set_cache_headers(res, 0, 0);
       res.set_content(dump(e.body()), "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }));
-    http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown exception";
       try {
         if (ep) std::rethrow_exception(ep);
@@ -205,7 +226,12 @@ struct Server::Impl {
         what = e.what();
       } catch (...) {
       }
-      send_error(res, ApiError(500, "Internal error: " + what, "server_error"));
+      ApiError e(500, "Internal error: " + what, "server_error");
+      if (is_anthropic_path(req.path)) {
+        send_anthropic_error(res, e);
+      } else {
+        send_error(res, e);
+      }
     });
   }
 };
@@ -234,6 +260,7 @@ bool Server::listen(const std::string& host, int port) {
 
 void Server::stop() {
   impl_->chat.cancel_all();
+  impl_->anthropic.cancel_all();
   if (impl_->http.is_running()) impl_->http.stop();
 }
 
