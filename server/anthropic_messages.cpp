@@ -294,6 +294,16 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
     std::string type = get_string(required(*th, "type", "thinking.type"), "thinking.type");
     if (type != "disabled") throw bad_param("thinking", "Extended thinking ('thinking.type': '" + type + "') is not supported by this server.");
   }
+  if (const json* oc = field(body, "output_config")) {
+    if (!oc->is_object()) wrong_type("output_config", "an object", *oc);
+    // `effort` is a hint with no meaning for a model without thinking; `format`
+    // (structured outputs) would change the answer, so it is refused.
+    if (field(*oc, "format"))
+      throw bad_param("output_config.format", "Structured outputs ('output_config.format') are not supported by this server.");
+  }
+  if (const json* cc = field(body, "cache_control")) {  // top-level: a hint, like per-block ones
+    if (!cc->is_object()) wrong_type("cache_control", "an object", *cc);
+  }
   if (const json* mcp = field(body, "mcp_servers")) {
     if (!mcp->is_array()) wrong_type("mcp_servers", "a list", *mcp);
     if (!mcp->empty()) throw bad_param("mcp_servers", "'mcp_servers' (the MCP connector) is not supported by this server.");
@@ -605,11 +615,15 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
   res.set_content(anthropic_error_body(e).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-/// anthropic-version: absent means the current "2023-06-01"; an unknown value is refused.
+/// anthropic-version: a date "YYYY-MM-DD" no earlier than 2023-01-01 (SDKs send newer
+/// dates than 2023-06-01; the wire format here is 2023-06-01's, which later versions
+/// keep); absent means 2023-06-01. Anything else is refused.
 void check_version(const httplib::Request& req) {
   if (!req.has_header("anthropic-version")) return;
   const std::string v = req.get_header_value("anthropic-version");
-  if (v != "2023-06-01" && v != "2023-01-01")
+  bool ok = v.size() == 10 && v[4] == '-' && v[7] == '-';
+  for (size_t i = 0; ok && i < v.size(); ++i) ok = (i == 4 || i == 7) || (v[i] >= '0' && v[i] <= '9');
+  if (!ok || v < "2023-01-01")
     throw ApiError(400, "anthropic-version: '" + v + "' is not a supported version (use 2023-06-01).");
 }
 
