@@ -292,7 +292,24 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   if (const json* th = field(body, "thinking")) {
     if (!th->is_object()) wrong_type("thinking", "an object", *th);
     std::string type = get_string(required(*th, "type", "thinking.type"), "thinking.type");
-    if (type != "disabled") throw bad_param("thinking", "Extended thinking ('thinking.type': '" + type + "') is not supported by this server.");
+    // "adaptive" lets the model decide whether to think; this one never does, which
+    // that mode allows. "enabled" asks for thinking blocks we cannot produce.
+    if (type != "disabled" && type != "adaptive")
+      throw bad_param("thinking", "Extended thinking ('thinking.type': '" + type + "') is not supported by this server.");
+  }
+  if (const json* cm = field(body, "context_management")) {
+    if (!cm->is_object()) wrong_type("context_management", "an object", *cm);
+    // Clearing thinking blocks is a no-op without thinking; any other edit (e.g.
+    // clearing old tool results) would change the prompt and is refused, not ignored.
+    if (const json* edits = field(*cm, "edits")) {
+      if (!edits->is_array()) wrong_type("context_management.edits", "a list", *edits);
+      for (size_t i = 0; i < edits->size(); ++i) {
+        const std::string ep = "context_management.edits." + std::to_string(i);
+        const std::string type = block_type((*edits)[i], ep);
+        if (type.rfind("clear_thinking_", 0) != 0)
+          throw bad_param(ep + ".type", "Context edit '" + type + "' is not supported by this server.");
+      }
+    }
   }
   if (const json* oc = field(body, "output_config")) {
     if (!oc->is_object()) wrong_type("output_config", "an object", *oc);
@@ -437,7 +454,9 @@ struct AnthropicMessages::Sink {
 AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& sink) {
   Outcome o;
   CompletionText text(p.req.stop_sequences);
-  ToolCallText tools(p.req.parse_tool_calls);
+  std::vector<std::string> names;
+  for (const auto& t : p.req.prompt.tools) names.push_back(t.name);
+  ToolCallText tools(p.req.parse_tool_calls, names);
   auto deliver = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
       if (ev.is_call ? !sink.call(ev.call) : !sink.text(ev.text)) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -58,7 +59,47 @@ void ToolCallText::emit_text(std::string s, std::vector<Event>& out) {
   if (last > 0) out.push_back({false, all.substr(0, last), {}});
 }
 
+bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
+  size_t start = 0;
+  while (start < pending_.size() && is_space(pending_[start])) ++start;
+  if (start == pending_.size()) return !at_end;  // only whitespace so far
+  if (pending_[start] != '{') {
+    bare_possible_ = false;
+    return false;
+  }
+  // Find the end of the first JSON object (strings and escapes respected).
+  int depth = 0;
+  bool in_str = false, esc = false;
+  size_t end = std::string::npos;
+  for (size_t i = start; i < pending_.size() && end == std::string::npos; ++i) {
+    const char c = pending_[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      end = i + 1;
+    }
+  }
+  if (end == std::string::npos && !at_end) return true;  // wait for the object to close
+  bare_possible_ = false;
+  Event ev;
+  ev.is_call = true;
+  if (end != std::string::npos && parse_tool_call_json(std::string_view(pending_).substr(start, end - start), ev.call) &&
+      std::find(names_.begin(), names_.end(), ev.call.name) != names_.end()) {
+    pending_.erase(0, end);
+    out.push_back(std::move(ev));
+    ++calls_;
+  }
+  return false;  // not a call: the text goes through the normal path
+}
+
 void ToolCallText::drain(bool at_end, std::vector<Event>& out) {
+  if (bare_possible_ && bare_json(at_end, out)) return;
   while (!done_) {
     if (!enabled_) {
       emit_text(std::move(pending_), out);

@@ -45,7 +45,11 @@ class ToolCallText {
   };
 
   /// enabled=false: everything is plain text (tools not offered or tool_choice none).
-  explicit ToolCallText(bool enabled) : enabled_(enabled) {}
+  /// `tool_names` non-empty: a turn that *starts* with a bare JSON object (no
+  /// <tool_call> tags, as Llama-3 writes calls and small Qwen models often do) is a call
+  /// when that object parses as one naming an offered tool; else it is text.
+  explicit ToolCallText(bool enabled, std::vector<std::string> tool_names = {})
+      : enabled_(enabled), names_(std::move(tool_names)), bare_possible_(enabled && !names_.empty()) {}
   /// Adds decoded text (valid UTF-8); returns the events that are final now.
   std::vector<Event> push(std::string_view text);
   /// Ends the text; returns the rest (an unterminated call that parses is a call).
@@ -57,7 +61,11 @@ class ToolCallText {
  private:
   void drain(bool at_end, std::vector<Event>& out);
   void emit_text(std::string s, std::vector<Event>& out);
+  /// Bare-JSON start: returns true while the decision must wait for more text.
+  bool bare_json(bool at_end, std::vector<Event>& out);
   bool enabled_;
+  std::vector<std::string> names_;
+  bool bare_possible_;  ///< nothing but whitespace seen yet, and bare calls are allowed
   bool in_call_ = false;
   bool done_ = false;
   int calls_ = 0;

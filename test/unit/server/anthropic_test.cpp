@@ -205,6 +205,26 @@ TEST(ToolCallText, UnparseableCallIsGivenBackAsText) {
   EXPECT_EQ(run_whole("<tool_call>\n{\"name\": \"a\", \"arguments\": {\"k\": 1}}\n", true), "[call a {\"k\":1}]");
 }
 
+TEST(ToolCallText, BareJsonCallAtTheStartNamingAnOfferedTool) {
+  auto run = [](const std::string& text, size_t cut) {
+    ToolCallText t(true, {"Read", "get_weather"});
+    auto evs = t.push(text.substr(0, cut));
+    for (auto& e : t.push(text.substr(cut))) evs.push_back(e);
+    for (auto& e : t.finish()) evs.push_back(e);
+    return describe(evs);
+  };
+  const std::string call = "{\"name\": \"Read\", \"arguments\": {\"file_path\": \"a}.txt\"}}";
+  for (size_t cut = 0; cut <= call.size(); ++cut) {
+    EXPECT_EQ(run(call, cut), "[call Read {\"file_path\":\"a}.txt\"}]");
+    // Llama-3 spells the arguments "parameters".
+    EXPECT_EQ(run("{\"name\": \"get_weather\", \"parameters\": {}}", cut % 20), "[call get_weather {}]");
+  }
+  // An object naming no offered tool, or JSON later in the text, is text.
+  EXPECT_EQ(run("{\"name\": \"other\"} x", 5), "[text {\"name\": \"other\"} x]");
+  EXPECT_EQ(run("Here: {\"name\": \"Read\"}", 5), "[text Here:][text  {\"name\": \"Read\"}]");
+  EXPECT_EQ(run("{\"unterminated\": ", 3), "[text {\"unterminated\":][text  ]");
+}
+
 TEST(ToolCallText, DisabledIsPlainText) {
   EXPECT_EQ(run_whole("<tool_call>{\"name\": \"a\"}</tool_call>", false), "[text <tool_call>{\"name\": \"a\"}</tool_call>]");
 }
