@@ -221,13 +221,7 @@ void reject_unsupported(const json& body) {
   if (const json* tl = field(body, "top_logprobs")) {
     if (get_integer(*tl, "top_logprobs") != 0) throw bad_param("top_logprobs", "'top_logprobs' is not supported yet.");
   }
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* p = field(body, name)) {
-      double d = get_number(*p, name);
-      check_range(d, -2, 2, false, name);
-      if (d != 0) throw bad_param(name, std::string("'") + name + "' other than 0 is not supported yet.");
-    }
-  }
+
   if (const json* lb = field(body, "logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
     if (!lb->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported yet.");
@@ -326,6 +320,14 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     int64_t k = get_integer(*v, "top_k");
     if (k < 0) throw bad_param("top_k", "Invalid 'top_k': " + std::to_string(k) + " (minimum 0; 0 disables it).");
     r.sampling.top_k = static_cast<int>(std::min<int64_t>(k, INT_MAX));
+  }
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* p = field(body, name)) {
+      double d = get_number(*p, name);
+      check_range(d, -2, 2, false, name);
+      (std::string(name) == "presence_penalty" ? r.sampling.presence_penalty : r.sampling.frequency_penalty) =
+          static_cast<float>(d);
+    }
   }
   if (const json* v = field(body, "seed")) {
     if (!v->is_number_integer()) wrong_type("seed", "an integer", *v);

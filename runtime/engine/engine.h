@@ -41,6 +41,11 @@ struct SamplingParams {
   float top_p = 1.0f;      ///< 1 = disabled
   float min_p = 0.0f;      ///< 0 = disabled
   std::optional<uint64_t> seed;  ///< absent: a fresh random seed per request
+  /// OpenAI's penalties over the tokens generated so far (not the prompt), applied to the
+  /// logits before the chain: logit[t] -= count[t] * frequency_penalty
+  /// + (count[t] > 0) * presence_penalty. Both in [-2, 2]; 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
 };
 
 /// A function call made by an assistant turn (OpenAI `tool_calls[]`, Anthropic `tool_use`).

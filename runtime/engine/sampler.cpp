@@ -21,10 +21,26 @@ Sampler::Sampler(const SamplingParams& p) : p_(p) {
   if (!std::isfinite(p.min_p) || p.min_p < 0 || p.min_p > 1)
     throw InvalidRequest("min_p must be in [0, 1], got " + std::to_string(p.min_p));
   if (p.top_k < 0) throw InvalidRequest("top_k must be >= 0, got " + std::to_string(p.top_k));
+  for (float pen : {p.presence_penalty, p.frequency_penalty})
+    if (!std::isfinite(pen) || pen < -2 || pen > 2)
+      throw InvalidRequest("presence/frequency penalties must be in [-2, 2], got " + std::to_string(pen));
   rng_.seed(p.seed ? *p.seed : std::random_device{}());
 }
 
 int32_t Sampler::sample(const float* logits, int n) {
+  const bool penalize = p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  if (penalize && !counts_.empty()) {
+    penalized_.assign(logits, logits + n);
+    for (const auto& [tok, count] : counts_)
+      if (tok >= 0 && tok < n) penalized_[tok] -= count * p_.frequency_penalty + p_.presence_penalty;
+    logits = penalized_.data();
+  }
+  const int32_t tok = sample_chain(logits, n);
+  if (penalize) ++counts_[tok];
+  return tok;
+}
+
+int32_t Sampler::sample_chain(const float* logits, int n) {
   if (p_.temperature <= 0) return argmax(logits, n);
   cand_.resize(n);
   for (int i = 0; i < n; ++i) cand_[i] = {logits[i], i};

@@ -33,6 +33,9 @@ CLAUDE_ENV = {
     # No extended thinking: Claude Code otherwise sends thinking {"type": "enabled"},
     # which this server answers with a 400 (it has no thinking blocks to give).
     "MAX_THINKING_TOKENS": "0",
+    # It asks for 32000 output tokens by default; a bound keeps a rambling turn short
+    # (Claude Code treats reaching it as an error, so it is well above a normal turn).
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "1024",
     "ANTHROPIC_API_KEY": "sk-local-test",
 }
 
@@ -75,7 +78,9 @@ def result_json(r, max_turns_ok: bool = False) -> dict:
     return res
 
 
-def test_claude_code_headless_answers(claude_bin, server, tmp_path):
+def test_claude_code_headless_answers(claude_bin, qwen_server, tmp_path):
+    """Qwen2.5 (SmolLM2 tends to talk until max_tokens, which Claude Code counts as an error)."""
+    server = qwen_server
     before = server.log().count("POST /v1/messages 200")
     r = run_claude(claude_bin, server.base_url, tmp_path, "Say hello.",
                    "--system-prompt", "You are a terse assistant.", "--tools", "", "--max-turns", "1")
@@ -107,3 +112,37 @@ def test_claude_code_tool_use_round_trip(claude_bin, qwen_server, tmp_path):
     # Every request after the first reused the cached prefix of the one before.
     cached = [int(x.split("=")[1]) for x in log.split() if x.startswith("cached=")]
     assert len(cached) >= 2 and all(c > 0 for c in cached[1:])
+
+
+def test_mini_swe_agent_runs_a_task_in_a_scratch_repo(server, tmp_path):
+    """mini-swe-agent (OpenAI chat wire through litellm), its text-based config (bash
+    actions in fenced blocks, the mode that suits small models), two steps on a one-file
+    repo. Its protocol: a chat request per step, the observation or a format-error
+    message appended, exit with a status and a trajectory file."""
+    mini = agents_venv() / "bin" / "mini"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    traj = tmp_path / "traj.json"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "MSWEA_CONFIGURED": "true", "MSWEA_GLOBAL_CONFIG_DIR": str(tmp_path / "cfg"),
+           "MSWEA_COST_TRACKING": "ignore_errors", "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+           "OPENAI_API_KEY": "sk-local-test", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    cmd = [str(mini), "-m", "openai/smollm2", "-t", "In calc.py, add() subtracts. Make it add.", "-y",
+           "--exit-immediately", "-c", "mini_textbased.yaml",
+           "-c", f"model.model_kwargs.api_base={server.base_url}/v1",
+           "-c", "model.model_kwargs.temperature=0", "-c", "model.model_kwargs.max_tokens=64",
+           "-c", "agent.step_limit=2", "-o", str(traj)]
+    mark = len(server.log())
+    r = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=540,
+                       stdin=subprocess.DEVNULL)
+    print("$", " ".join(cmd))
+    print(r.stdout[-3000:], r.stderr[-2000:])
+    assert r.returncode == 0
+    info = json.loads(traj.read_text())["info"]
+    # Finished by its own rules (step limit or a submission), not by an exception.
+    assert info["exit_status"] in ("LimitsExceeded", "Submitted"), info
+    log = server.log()[mark:]
+    assert log.count("POST /v1/chat/completions 200") >= 2
+    assert "POST /v1/chat/completions 4" not in log and "POST /v1/chat/completions 5" not in log

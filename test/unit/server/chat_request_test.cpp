@@ -143,7 +143,9 @@ TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
   EXPECT_EQ(error_of(with(R"("tool_choice":"required")")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("response_format":{"type":"json_object"})")).param, "response_format");
   EXPECT_EQ(error_of(with(R"("logprobs":true)")).param, "logprobs");
-  EXPECT_EQ(error_of(with(R"("frequency_penalty":0.5)")).param, "frequency_penalty");
+  EXPECT_EQ(error_of(with(R"("frequency_penalty":-2.5)")).param, "frequency_penalty");
+  EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.presence_penalty, -1.0f);
   EXPECT_EQ(error_of(with(R"("logit_bias":{"50256":-100})")).param, "logit_bias");
   EXPECT_EQ(error_of(with(R"("stream_options":{"include_usage":true})")).param, "stream_options");
   EXPECT_EQ(error_of(with(R"("stop":["a","b","c","d","e"])")).param, "stop");
