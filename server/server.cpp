@@ -3,11 +3,13 @@
 #include "anthropic_messages.h"
 #include "api_error.h"
 #include "openai_chat.h"
+#include "openai_completions.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -65,6 +67,7 @@ struct Server::Impl {
   ServerOptions opts;
   ChatCompletions chat;
   AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
+  std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
   httplib::Server http;
 
@@ -194,6 +197,7 @@ struct Server::Impl {
     http.Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
     add_anthropic_routes(http, anthropic, opts.log);
+    add_completions_route(http, engine, completions_cancelled, opts.log);
 
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
@@ -261,6 +265,7 @@ bool Server::listen(const std::string& host, int port) {
 void Server::stop() {
   impl_->chat.cancel_all();
   impl_->anthropic.cancel_all();
+  impl_->completions_cancelled = true;
   if (impl_->http.is_running()) impl_->http.stop();
 }
 
