@@ -60,19 +60,42 @@ void ToolCallText::emit_text(std::string s, std::vector<Event>& out) {
 }
 
 bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
-  size_t start = 0;
-  while (start < pending_.size() && is_space(pending_[start])) ++start;
-  if (start == pending_.size()) return !at_end;  // only whitespace so far
-  if (pending_[start] != '{') {
+  const std::string_view text(pending_);
+  auto skip_space = [&](size_t i) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    return i;
+  };
+  auto not_a_call = [&] {
     bare_possible_ = false;
-    return false;
+    return false;  // the text goes through the normal path
+  };
+  size_t obj = skip_space(0);
+  if (obj == text.size()) return !at_end;  // only whitespace so far
+  // Small models often fence the call as Markdown: ```json\n{...}\n```.
+  bool fenced = false;
+  if (text[obj] == '`') {
+    constexpr std::string_view kFences[] = {"```json\n", "```\n"};
+    const std::string_view rest = text.substr(obj);
+    size_t body = std::string_view::npos;
+    for (std::string_view f : kFences) {
+      if (!at_end && rest.size() < f.size() && f.substr(0, rest.size()) == rest) return true;  // fence still arriving
+      if (rest.substr(0, f.size()) == f) {
+        body = obj + f.size();
+        break;
+      }
+    }
+    if (body == std::string_view::npos) return not_a_call();
+    fenced = true;
+    obj = skip_space(body);
+    if (obj == text.size()) return !at_end;
   }
-  // Find the end of the first JSON object (strings and escapes respected).
+  if (text[obj] != '{') return not_a_call();
+  // The end of the first JSON object (strings and escapes respected).
   int depth = 0;
   bool in_str = false, esc = false;
   size_t end = std::string::npos;
-  for (size_t i = start; i < pending_.size() && end == std::string::npos; ++i) {
-    const char c = pending_[i];
+  for (size_t i = obj; i < text.size() && end == std::string::npos; ++i) {
+    const char c = text[i];
     if (in_str) {
       if (esc) esc = false;
       else if (c == '\\') esc = true;
@@ -85,17 +108,28 @@ bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
       end = i + 1;
     }
   }
-  if (end == std::string::npos && !at_end) return true;  // wait for the object to close
-  bare_possible_ = false;
+  if (end == std::string::npos) return at_end ? not_a_call() : true;  // wait for the object to close
+  size_t consumed = end;
+  if (fenced) {
+    const size_t close = skip_space(end);
+    const std::string_view rest = text.substr(close);
+    if (rest.size() < 3) {
+      if (!at_end && std::string_view("```").substr(0, rest.size()) == rest) return true;
+      return not_a_call();
+    }
+    if (rest.substr(0, 3) != "```") return not_a_call();
+    consumed = close + 3;
+  }
   Event ev;
   ev.is_call = true;
-  if (end != std::string::npos && parse_tool_call_json(std::string_view(pending_).substr(start, end - start), ev.call) &&
-      std::find(names_.begin(), names_.end(), ev.call.name) != names_.end()) {
-    pending_.erase(0, end);
-    out.push_back(std::move(ev));
-    ++calls_;
-  }
-  return false;  // not a call: the text goes through the normal path
+  if (!parse_tool_call_json(text.substr(obj, end - obj), ev.call) ||
+      std::find(names_.begin(), names_.end(), ev.call.name) == names_.end())
+    return not_a_call();
+  bare_possible_ = false;
+  pending_.erase(0, consumed);
+  out.push_back(std::move(ev));
+  ++calls_;
+  return false;
 }
 
 void ToolCallText::drain(bool at_end, std::vector<Event>& out) {

@@ -219,6 +219,11 @@ TEST(ToolCallText, BareJsonCallAtTheStartNamingAnOfferedTool) {
     // Llama-3 spells the arguments "parameters".
     EXPECT_EQ(run("{\"name\": \"get_weather\", \"parameters\": {}}", cut % 20), "[call get_weather {}]");
   }
+  // A Markdown-fenced call, as small models write it.
+  const std::string fenced = "```json\n{\"name\": \"Read\", \"arguments\": {\"file_path\": \"x\"}}\n```";
+  for (size_t cut = 0; cut <= fenced.size(); ++cut) EXPECT_EQ(run(fenced, cut), "[call Read {\"file_path\":\"x\"}]");
+  EXPECT_EQ(run("```python\nprint(1)\n```", 4), "[text ```p][text ython\nprint(1)\n```]");
+  EXPECT_EQ(run("```json\n{\"name\": \"Read\"}\nmore", 9), "[text ```json\n{\"name\": \"Read\"}\nmore]");
   // An object naming no offered tool, or JSON later in the text, is text.
   EXPECT_EQ(run("{\"name\": \"other\"} x", 5), "[text {\"name\": \"other\"} x]");
   EXPECT_EQ(run("Here: {\"name\": \"Read\"}", 5), "[text Here:][text  {\"name\": \"Read\"}]");
