@@ -12,6 +12,11 @@ DEFAULT_GGUF=$(./scripts/default-model-path.sh)
 QWEN_GGUF=$(./scripts/fetch-qwen.sh)
 export SWZ_BUILD_DIR=$BUILD SWZ_RT=$BUILD/server/swizzle-rt SWZ_SWIZZLEC=$BUILD/compiler/swizzlec
 export SWZ_PACKAGE=$(realpath "$PKG") SWZ_DEFAULT_GGUF=$DEFAULT_GGUF SWZ_QWEN_GGUF=$QWEN_GGUF
+# The agent tier's venv (Claude Code from claude-agent-sdk's wheel, mini-swe-agent):
+# test/python/test_agents.py. SWZ_AGENTS=0 leaves that tier out.
+if [ "${SWZ_AGENTS:-1}" = 1 ]; then
+  export SWZ_AGENTS_VENV=$(./scripts/setup-agents.sh)
+fi
 # A missing binary, package or model fails the end-to-end tests instead of skipping them.
 export SWZ_REQUIRE=1
 
@@ -24,6 +29,7 @@ echo "== pytest (end to end)"
 # CI); the parity tests read llama.cpp's committed outputs instead. SWZ_WITH_LLAMACPP=1 runs it.
 PYTEST_ARGS=()
 [ "${SWZ_WITH_LLAMACPP:-0}" = 1 ] || PYTEST_ARGS+=(--ignore=test/python/test_synth_llamacpp.py)
+[ "${SWZ_AGENTS:-1}" = 1 ] || PYTEST_ARGS+=(--ignore=test/python/test_agents.py)
 .venv/bin/python -m pytest test/python -q -p no:cacheprovider "${PYTEST_ARGS[@]}" 2>&1 | tee "$BUILD/pytest.log"
 PYTEST_RC=${PIPESTATUS[0]}
 

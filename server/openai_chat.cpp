@@ -1,6 +1,7 @@
 #include "openai_chat.h"
 
 #include "text_stream.h"
+#include "tool_calls.h"
 
 #include <chrono>
 #include <climits>
@@ -99,11 +100,108 @@ std::string parse_content(const json& content, const std::string& param, const s
   return out;
 }
 
-void reject_unsupported(const json& body) {
+/// tools, tool_choice, parallel_tool_calls (OpenAI function calling).
+void parse_tools(const json& body, ChatRequest& r) {
   if (const json* t = field(body, "tools")) {
     if (!t->is_array()) wrong_type("tools", "an array", *t);
-    if (!t->empty()) throw bad_param("tools", "'tools' (function calling) is not supported yet by this server.");
+    for (size_t i = 0; i < t->size(); ++i) {
+      const std::string tp = "tools[" + std::to_string(i) + "]";
+      const json& tool = (*t)[i];
+      if (!tool.is_object()) wrong_type(tp, "an object", tool);
+      const json* type = field(tool, "type");
+      if (!type || !type->is_string() || type->get<std::string>() != "function")
+        throw bad_param(tp + ".type", "Invalid '" + tp + ".type': only 'function' tools are supported.");
+      const json* fn = field(tool, "function");
+      if (!fn) throw bad_param(tp + ".function", "Missing required parameter: '" + tp + ".function'.");
+      if (!fn->is_object()) wrong_type(tp + ".function", "an object", *fn);
+      const json* name = field(*fn, "name");
+      if (!name) throw bad_param(tp + ".function.name", "Missing required parameter: '" + tp + ".function.name'.");
+      if (!name->is_string() || name->get<std::string>().empty()) wrong_type(tp + ".function.name", "a non-empty string", *name);
+      engine::ToolDefinition d;
+      d.name = name->get<std::string>();
+      if (const json* desc = field(*fn, "description")) {
+        if (!desc->is_string()) wrong_type(tp + ".function.description", "a string", *desc);
+        d.description = desc->get<std::string>();
+      }
+      if (const json* params = field(*fn, "parameters")) {
+        if (!params->is_object()) wrong_type(tp + ".function.parameters", "an object", *params);
+        d.parameters = params->dump(-1, ' ', false, json::error_handler_t::replace);
+      }
+      r.tools.push_back(std::move(d));
+    }
   }
+  if (const json* p = field(body, "parallel_tool_calls")) r.parallel_tool_calls = get_bool(*p, "parallel_tool_calls");
+  std::string choice = "auto";
+  std::string forced_name;
+  if (const json* tc = field(body, "tool_choice")) {
+    if (tc->is_string()) {
+      choice = tc->get<std::string>();
+      if (choice != "none" && choice != "auto" && choice != "required")
+        throw bad_param("tool_choice", "Invalid value for 'tool_choice': '" + choice +
+                                           "'. Supported values are: 'none', 'auto', 'required' or a named function.");
+    } else if (tc->is_object()) {
+      const json* fn = field(*tc, "function");
+      const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      if (!name || !name->is_string()) throw bad_param("tool_choice.function.name", "Missing 'tool_choice.function.name'.");
+      choice = "function";
+      forced_name = name->get<std::string>();
+      bool known = false;
+      for (const auto& t : r.tools) known = known || t.name == forced_name;
+      if (!known) throw bad_param("tool_choice", "Invalid 'tool_choice': function '" + forced_name + "' is not in 'tools'.");
+    } else {
+      wrong_type("tool_choice", "a string or an object", *tc);
+    }
+    if (choice != "none" && choice != "auto" && r.tools.empty())
+      throw bad_param("tool_choice", "Invalid 'tool_choice': it requires 'tools'.");
+  }
+  if (r.tools.empty()) return;
+  if (choice == "none") {  // the model is not shown the tools, so it cannot call one
+    r.tools.clear();
+    return;
+  }
+  r.parse_tool_calls = true;
+  if (choice == "required") r.forced_prefix = "<tool_call>\n{\"name\": \"";
+  if (choice == "function") r.forced_prefix = "<tool_call>\n{\"name\": " + json(forced_name).dump() + ", \"arguments\": ";
+}
+
+/// An assistant message's tool_calls[] (OpenAI: arguments is a JSON-encoded string).
+std::vector<engine::ToolCall> parse_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) wrong_type(param, "an array", calls);
+  std::vector<engine::ToolCall> out;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string cp = param + "[" + std::to_string(i) + "]";
+    const json& c = calls[i];
+    if (!c.is_object()) wrong_type(cp, "an object", c);
+    const json* fn = field(c, "function");
+    if (!fn || !fn->is_object()) throw bad_param(cp + ".function", "Missing required parameter: '" + cp + ".function'.");
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string()) throw bad_param(cp + ".function.name", "Missing required parameter: '" + cp + ".function.name'.");
+    engine::ToolCall tc;
+    tc.name = name->get<std::string>();
+    if (const json* id = field(c, "id")) {
+      if (!id->is_string()) wrong_type(cp + ".id", "a string", *id);
+      tc.id = id->get<std::string>();
+    }
+    std::string args = "{}";
+    if (const json* a = field(*fn, "arguments")) {
+      if (a->is_string()) {
+        args = a->get<std::string>();
+      } else if (a->is_object()) {
+        args = a->dump();
+      } else {
+        wrong_type(cp + ".function.arguments", "a string", *a);
+      }
+    }
+    json parsed = json::parse(args, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object())
+      throw bad_param(cp + ".function.arguments", "Invalid '" + cp + ".function.arguments': not a JSON object.");
+    tc.arguments = parsed.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.push_back(std::move(tc));
+  }
+  return out;
+}
+
+void reject_unsupported(const json& body) {
   if (const json* f = field(body, "functions")) {
     if (!f->is_array()) wrong_type("functions", "an array", *f);
     if (!f->empty()) throw bad_param("functions", "'functions' (function calling) is not supported by this server.");
@@ -123,13 +221,7 @@ void reject_unsupported(const json& body) {
   if (const json* tl = field(body, "top_logprobs")) {
     if (get_integer(*tl, "top_logprobs") != 0) throw bad_param("top_logprobs", "'top_logprobs' is not supported yet.");
   }
-  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* p = field(body, name)) {
-      double d = get_number(*p, name);
-      check_range(d, -2, 2, false, name);
-      if (d != 0) throw bad_param(name, std::string("'") + name + "' other than 0 is not supported yet.");
-    }
-  }
+
   if (const json* lb = field(body, "logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
     if (!lb->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported yet.");
@@ -166,24 +258,39 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
     std::string rs = role->get<std::string>();
     if (rs == "developer") rs = "system";  // OpenAI's newer name for system instructions
-    if (rs == "tool" || rs == "function") {
-      throw bad_param(p + ".role", "Messages with role '" + rs + "' are not supported yet (no function calling).");
+    if (rs == "function") {
+      throw bad_param(p + ".role", "Messages with role 'function' (the deprecated function-calling API) are not "
+                                   "supported; use 'tool'.");
     }
-    if (rs != "system" && rs != "user" && rs != "assistant") {
+    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool") {
       throw bad_param(p + ".role", "Invalid value for '" + p + ".role': '" + rs +
-                                       "'. Supported values are: 'system', 'developer', 'user', and 'assistant'.");
+                                       "'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.");
     }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !(m["tool_calls"].is_array() && m["tool_calls"].empty())) {
-      throw bad_param(p + ".tool_calls", "'tool_calls' in messages are not supported yet.");
+    engine::ChatMessage msg(rs, "");
+    if (const json* tcs = field(m, "tool_calls")) {
+      if (rs != "assistant") throw bad_param(p + ".tool_calls", "Only assistant messages may carry 'tool_calls'.");
+      msg.tool_calls = parse_tool_calls(*tcs, p + ".tool_calls");
+    }
+    if (rs == "tool") {
+      const json* id = field(m, "tool_call_id");
+      if (!id) throw bad_param(p + ".tool_call_id", "Missing required parameter: '" + p + ".tool_call_id'.");
+      if (!id->is_string()) wrong_type(p + ".tool_call_id", "a string", *id);
+      msg.tool_call_id = id->get<std::string>();
+      for (const auto& prev : r.messages)  // the function's name, for templates that show it
+        for (const auto& c : prev.tool_calls)
+          if (c.id == msg.tool_call_id) msg.name = c.name;
     }
     auto content_it = m.find("content");
     if (content_it == m.end()) {
       if (rs != "assistant") throw bad_param(p + ".content", "Missing required parameter: '" + p + ".content'.");
-      r.messages.push_back({rs, ""});
-      continue;
+    } else {
+      msg.content = parse_content(*content_it, p + ".content", rs == "tool" ? "assistant" : rs);
     }
-    r.messages.push_back({rs, parse_content(*content_it, p + ".content", rs)});
+    r.messages.push_back(std::move(msg));
   }
+  // A trailing assistant message is a prefix of the answer to continue (vLLM's
+  // continue_final_message, Anthropic's prefill), not a finished turn.
+  r.continue_final_message = r.messages.back().role == "assistant" && r.messages.back().tool_calls.empty();
 
   // max_completion_tokens is the current name; max_tokens the deprecated one. When both
   // are sent, max_completion_tokens wins.
@@ -213,6 +320,14 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     int64_t k = get_integer(*v, "top_k");
     if (k < 0) throw bad_param("top_k", "Invalid 'top_k': " + std::to_string(k) + " (minimum 0; 0 disables it).");
     r.sampling.top_k = static_cast<int>(std::min<int64_t>(k, INT_MAX));
+  }
+  for (const char* name : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* p = field(body, name)) {
+      double d = get_number(*p, name);
+      check_range(d, -2, 2, false, name);
+      (std::string(name) == "presence_penalty" ? r.sampling.presence_penalty : r.sampling.frequency_penalty) =
+          static_cast<float>(d);
+    }
   }
   if (const json* v = field(body, "seed")) {
     if (!v->is_number_integer()) wrong_type("seed", "an integer", *v);
@@ -254,6 +369,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     }
   }
   if (const json* v = field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
+  parse_tools(body, r);
   reject_unsupported(body);
   return r;
 }
@@ -298,6 +414,25 @@ std::string new_completion_id() {
   return id;
 }
 
+namespace {
+
+ToolCallText tool_text(const ChatCompletions::Prepared& p) {
+  std::vector<std::string> names;
+  for (const auto& t : p.req.tools) names.push_back(t.name);
+  return ToolCallText(p.req.parse_tool_calls, std::move(names));
+}
+
+std::string new_call_id() { return random_id("call_"); }
+
+/// {"id", "type": "function", "function": {"name", "arguments"}} (+ "index" when >= 0, for stream deltas).
+json tool_call_json(const ParsedToolCall& c, const std::string& id, int index) {
+  json j = {{"id", id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+  if (index >= 0) j["index"] = index;
+  return j;
+}
+
+}  // namespace
+
 ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
 
 ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
@@ -305,7 +440,12 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   p.received = TokenClock::Clock::now();
   p.req = parse_chat_request(body);
   try {
-    p.gen.prompt = engine_.tokenize_chat(p.req.messages, /*add_generation_prompt=*/true);
+    engine::ChatPrompt prompt;
+    prompt.messages = p.req.messages;
+    prompt.tools = p.req.tools;
+    prompt.continue_final_message = p.req.continue_final_message;
+    prompt.assistant_prefix = p.req.forced_prefix;
+    p.gen.prompt = engine_.tokenize_chat_prompt(prompt);
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }
@@ -335,10 +475,23 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
   Outcome o;
   o.clock = TokenClock(p.received);
   CompletionText text(p.req.stop);
+  ToolCallText tools = tool_text(p);
+  json calls = json::array();
+  auto take = [&](const std::vector<ToolCallText::Event>& evs) {
+    for (const auto& ev : evs) {
+      if (ev.is_call) {
+        calls.push_back(tool_call_json(ev.call, new_call_id(), -1));
+      } else {
+        o.text += ev.text;
+      }
+    }
+  };
+  take(tools.push(p.req.forced_prefix));
   auto on_token = [&](const engine::TokenEvent& ev) {
     o.clock.on_token();
-    o.text += text.push(ev.piece);
-    return !text.stopped() && !cancelled_;
+    take(tools.push(text.push(ev.piece)));
+    if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
+    return !text.stopped() && !tools.done() && !cancelled_;
   };
   try {
     o.result = engine_.run(*p.admission, on_token);
@@ -349,18 +502,25 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
   } catch (const std::exception& e) {
     throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
   }
-  o.text += text.finish();
+  take(tools.push(text.finish()));
+  take(tools.finish());
   o.stop_sequence = text.stopped();
+  o.tool_calls = tools.calls();
   const auto& r = o.result;
+  json message = {{"role", "assistant"}, {"content", o.text}, {"refusal", nullptr}};
+  if (!calls.empty()) {
+    message["tool_calls"] = std::move(calls);
+    if (o.text.empty()) message["content"] = nullptr;  // as OpenAI answers a pure call
+  }
   body = {{"id", p.id},
           {"object", "chat.completion"},
           {"created", p.created},
           {"model", engine_.info().id},
           {"system_fingerprint", nullptr},
           {"choices", json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", o.text}, {"refusal", nullptr}}},
+                                    {"message", std::move(message)},
                                     {"logprobs", nullptr},
-                                    {"finish_reason", finish_reason_name(r.finish, o.stop_sequence)}}})},
+                                    {"finish_reason", o.tool_calls ? "tool_calls" : finish_reason_name(r.finish, o.stop_sequence)}}})},
           {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted)}};
   return o;
 }
@@ -392,14 +552,26 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
   if (!send(chunk(p, {{"role", "assistant"}, {"content", ""}}, nullptr))) return o;
 
   CompletionText text(p.req.stop);
+  ToolCallText tools = tool_text(p);
+  auto deliver = [&](const std::vector<ToolCallText::Event>& evs) {
+    for (const auto& ev : evs) {
+      if (ev.is_call) {
+        // One delta per call, whole: index, id, type and name, and the arguments.
+        json d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), o.tool_calls++)})}};
+        if (!send(chunk(p, std::move(d), nullptr))) return false;
+      } else {
+        o.text += ev.text;
+        if (!send(chunk(p, {{"content", ev.text}}, nullptr))) return false;
+      }
+    }
+    return true;
+  };
+  deliver(tools.push(p.req.forced_prefix));
   auto on_token = [&](const engine::TokenEvent& ev) {
     o.clock.on_token();
-    std::string t = text.push(ev.piece);
-    if (!t.empty()) {
-      o.text += t;
-      if (!send(chunk(p, {{"content", t}}, nullptr))) return false;
-    }
-    return !text.stopped() && !cancelled_;
+    if (!deliver(tools.push(text.push(ev.piece)))) return false;
+    if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
+    return !text.stopped() && !tools.done() && !cancelled_;
   };
   try {
     o.result = engine_.run(*p.admission, on_token);
@@ -411,13 +583,12 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
     return o;
   }
   if (o.client_gone) return o;
-  std::string rest = text.finish();
+  std::vector<ToolCallText::Event> rest = tools.push(text.finish());
+  for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
   o.stop_sequence = text.stopped();
-  if (!rest.empty()) {
-    o.text += rest;
-    if (!send(chunk(p, {{"content", rest}}, nullptr))) return o;
-  }
-  if (!send(chunk(p, json::object(), finish_reason_name(o.result.finish, o.stop_sequence)))) return o;
+  if (!deliver(rest)) return o;
+  const char* finish = o.tool_calls ? "tool_calls" : finish_reason_name(o.result.finish, o.stop_sequence);
+  if (!send(chunk(p, json::object(), finish))) return o;
   if (p.req.include_usage) {
     json u = {{"id", p.id},
               {"object", "chat.completion.chunk"},

@@ -32,6 +32,13 @@ struct ChatRequest {
   bool include_usage = false;                     ///< stream_options.include_usage
   std::vector<std::string> stop;                  ///< up to 4 non-empty sequences
   std::optional<bool> speculative;                ///< extension: speculative decoding on/off (absent: server default)
+  std::vector<engine::ToolDefinition> tools;      ///< `tools` (type function); cleared for tool_choice "none"
+  bool parse_tool_calls = false;                  ///< tools offered and tool_choice != none
+  bool parallel_tool_calls = true;                ///< false: generation stops after the first call
+  /// tool_choice "required" / a named function: the answer starts inside the tool-call
+  /// syntax (rendered as the engine's assistant prefix, fed to the tool-call parser).
+  std::string forced_prefix;
+  bool continue_final_message = false;            ///< the last message is the assistant's: continue it
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
@@ -39,8 +46,11 @@ struct ChatRequest {
 /// part that is not text, wrongly typed fields, non-finite or out-of-range numbers
 /// (temperature in [0, 2], top_p in (0, 1], min_p in [0, 1], top_k >= 0,
 /// max_tokens >= 1, presence/frequency_penalty in [-2, 2]), n != 1, and features not
-/// implemented (tools, response_format other than text, logprobs, non-zero penalties,
-/// logit_bias). Unknown fields are ignored. A JSON null counts as absent.
+/// implemented (legacy `functions`, response_format other than text, logprobs, non-zero
+/// penalties, logit_bias). Tools: `tools` (type "function"), `tool_choice` ("none",
+/// "auto", "required", {"type": "function", "function": {"name"}}),
+/// `parallel_tool_calls`, assistant `tool_calls` and role "tool" messages. A trailing
+/// assistant message is continued. Unknown fields are ignored. A JSON null counts as absent.
 ChatRequest parse_chat_request(std::string_view body);
 
 /// usage object: {prompt_tokens, completion_tokens, total_tokens,
@@ -93,6 +103,7 @@ class ChatCompletions {
     engine::GenerateResult result;
     std::string text;            ///< the completion text the client gets
     bool stop_sequence = false;  ///< a `stop` sequence ended generation
+    int tool_calls = 0;          ///< calls returned (finish_reason "tool_calls" when > 0)
     bool client_gone = false;    ///< streaming: a write failed, generation was cancelled
     TokenClock clock;            ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };

@@ -1,9 +1,11 @@
 #include "server.h"
 
 #include "accounting.h"
+#include "anthropic_messages.h"
 #include "api_error.h"
 #include "client_socket.h"
 #include "openai_chat.h"
+#include "openai_completions.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -46,6 +48,12 @@ ApiKeys make_keys(const ServerOptions& o) {
   return ApiKeys(std::move(keys), o.admin_key);
 }
 
+void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  set_cache_headers(res, 0, 0);
+  res.set_content(dump(anthropic_error_body(e)), "application/json");
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -54,7 +62,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
-      : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices),
+      : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices), anthropic(e),
         created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {
     // From here on the keys exist only as digests inside `keys`.
     opts.api_key.clear();
@@ -67,6 +75,8 @@ struct Server::Impl {
   ChatCompletions chat;
   ApiKeys keys;
   Accounting accounting;  ///< the usage ledger and the metrics; every endpoint reports finished requests here
+  AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
+  std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
   httplib::Server http;
 
@@ -202,6 +212,10 @@ struct Server::Impl {
         const std::string credential =
             request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
         if (keys.resolve(credential)) return httplib::Server::HandlerResponse::Unhandled;
+        if (is_anthropic_path(req.path)) {
+          send_anthropic_error(res, ApiError(401, credential.empty() ? "x-api-key header is required." : "invalid x-api-key"));
+          return httplib::Server::HandlerResponse::Handled;
+        }
         send_error(res, ApiError(401,
                                  credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
                                                 "(Authorization: Bearer YOUR_KEY)."
@@ -244,6 +258,17 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
+    GenerationHooks hooks;
+    hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
+      const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+      a.set_cancel_check([this, fd] { return chat.cancelling() || !client_socket_alive(fd); });
+    };
+    hooks.finished = [this](const std::string& endpoint, const httplib::Request& req, int prompt, int cached, int output) {
+      return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, prompt, cached, output, nullptr}).usd();
+    };
+    hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };
+    add_anthropic_routes(http, anthropic, opts.log, hooks);
+    add_completions_route(http, engine, completions_cancelled, opts.log, hooks);
 
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
@@ -260,11 +285,15 @@ struct Server::Impl {
         msg = "HTTP error " + std::to_string(res.status) + ".";
       }
       ApiError e(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error", "", code);
+      if (is_anthropic_path(req.path)) {
+        send_anthropic_error(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       set_cache_headers(res, 0, 0);
       res.set_content(dump(e.body()), "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }));
-    http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown exception";
       try {
         if (ep) std::rethrow_exception(ep);
@@ -272,7 +301,12 @@ struct Server::Impl {
         what = e.what();
       } catch (...) {
       }
-      send_error(res, ApiError(500, "Internal error: " + what, "server_error"));
+      ApiError e(500, "Internal error: " + what, "server_error");
+      if (is_anthropic_path(req.path)) {
+        send_anthropic_error(res, e);
+      } else {
+        send_error(res, e);
+      }
     });
   }
 };
@@ -301,6 +335,8 @@ bool Server::listen(const std::string& host, int port) {
 
 void Server::stop() {
   impl_->chat.cancel_all();
+  impl_->anthropic.cancel_all();
+  impl_->completions_cancelled = true;
   if (impl_->http.is_running()) impl_->http.stop();
 }
 

@@ -102,6 +102,12 @@ std::string CompletionText::release(bool at_end) {
   if (first != std::string::npos && first <= maybe) {
     // No stop sequence can start earlier than `first` any more: cut there.
     out = pending_.substr(0, first);
+    for (const auto& s : stops_) {
+      if (pending_.compare(first, s.size(), s) == 0) {
+        matched_ = s;
+        break;
+      }
+    }
     pending_.clear();
     stopped_ = true;
     return out;

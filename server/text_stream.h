@@ -52,6 +52,9 @@ class CompletionText {
   /// Ends generation; returns the rest of the text (held-back bytes and characters).
   std::string finish();
   bool stopped() const { return stopped_; }
+  /// The stop sequence that ended the text (empty while !stopped()); when several start
+  /// at the same place, the first of them in the constructor's list.
+  const std::string& matched_stop() const { return matched_; }
 
  private:
   std::string release(bool at_end);
@@ -59,6 +62,7 @@ class CompletionText {
   Utf8Decoder decoder_;
   std::string pending_;  ///< decoded text held back because it may start a stop sequence
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace swz::server

@@ -105,26 +105,17 @@ class CpuEngine final : public Engine {
   }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) override {
+    ChatPrompt p;
+    p.messages = messages;
+    p.add_generation_prompt = add_generation_prompt;
+    return tokenize_chat_prompt(p);
+  }
+
+  std::vector<int32_t> tokenize_chat_prompt(const ChatPrompt& p) override {
     if (!template_) throw InvalidRequest("this model has no chat template; use the completions endpoint");
-    if (messages.empty()) throw InvalidRequest("messages must not be empty");
-    nlohmann::json msgs = nlohmann::json::array();
-    for (const ChatMessage& m : messages) {
-      if (m.role != "system" && m.role != "user" && m.role != "assistant")
-        throw InvalidRequest("unsupported message role '" + m.role + "' (expected system, user or assistant)");
-      msgs.push_back({{"role", m.role}, {"content", m.content}});
-    }
-    nlohmann::json ctx = {{"messages", msgs},
-                          {"add_generation_prompt", add_generation_prompt},
-                          {"bos_token", tok_.bos() >= 0 ? std::string(tok_.token_text(tok_.bos())) : std::string()},
-                          {"eos_token", tok_.eos() >= 0 ? std::string(tok_.token_text(tok_.eos())) : std::string()}};
-    chat::Rendered r;
-    try {
-      r = template_->render(ctx);
-    } catch (const chat::TemplateError& e) {
-      throw InvalidRequest(std::string("chat template: ") + e.what());
-    }
-    // Template literals may hold special tokens; message text (data spans) never does.
     std::vector<tokenizer::Segment> segs;
+    const chat::Rendered r = render_chat(p);
+    // Template literals may hold special tokens; message text (data spans) never does.
     size_t pos = 0;
     const std::string_view text(r.text);
     for (const chat::Span& s : r.data_spans) {
@@ -133,6 +124,8 @@ class CpuEngine final : public Engine {
       pos = s.end;
     }
     if (pos < text.size()) segs.push_back({text.substr(pos), true});
+    // The forced assistant prefix is ours (e.g. "<tool_call>"): its control tokens count.
+    if (!p.assistant_prefix.empty()) segs.push_back({p.assistant_prefix, true});
     std::vector<int32_t> ids = tok_.encode_segments(segs, /*add_special=*/false);
     if (tok_.add_bos() && (ids.empty() || ids.front() != tok_.bos())) ids.insert(ids.begin(), tok_.bos());
     return ids;
@@ -344,6 +337,125 @@ class CpuEngine final : public Engine {
     // Deepest block first: a prefix ends up more recently used than its extensions, so
     // LRU eviction never strands a chain's tail behind an evicted head.
     for (size_t b = keys.size(); b-- > 0;) kv_->publish(keys[b], table[b]);
+  }
+
+  /// Renders `p` with the model's template (see Engine::tokenize_chat_prompt).
+  chat::Rendered render_chat(const ChatPrompt& p) const {
+    if (p.messages.empty()) throw InvalidRequest("messages must not be empty");
+    if (p.continue_final_message && p.messages.back().role != "assistant")
+      throw InvalidRequest("only an assistant message can be continued");
+    // Templates that render `tools` and `tool_calls` themselves (Qwen2.5, Llama-3.1...)
+    // get them as Hugging Face passes them; others get the Hermes-style text below.
+    const bool native = template_->source().find("tools") != std::string::npos &&
+                        template_->source().find("tool_call") != std::string::npos;
+    auto parse_object = [](const std::string& text, const std::string& what) {
+      nlohmann::ordered_json j;
+      try {
+        j = nlohmann::ordered_json::parse(text.empty() ? std::string("{}") : text);
+      } catch (const nlohmann::json::exception&) {
+        throw InvalidRequest(what + " is not valid JSON");
+      }
+      if (!j.is_object()) throw InvalidRequest(what + " must be a JSON object");
+      return j;
+    };
+    nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+    for (const ToolDefinition& t : p.tools) {
+      nlohmann::ordered_json fn = {{"name", t.name}};
+      if (!t.description.empty()) fn["description"] = t.description;
+      fn["parameters"] = parse_object(t.parameters, "the parameters of tool '" + t.name + "'");
+      tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
+    }
+    auto call_text = [&](const ToolCall& c) {
+      nlohmann::ordered_json j = {{"name", c.name}, {"arguments", parse_object(c.arguments, "the arguments of call '" + c.name + "'")}};
+      return "<tool_call>\n" + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n</tool_call>";
+    };
+    // A marker after the continued message's content shows where its turn's end begins.
+    static constexpr std::string_view kCut = "\x1eswz-continue\x1e";
+    nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+    std::string fallback_system;
+    if (!native && !p.tools.empty()) {
+      fallback_system =
+          "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+          "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+      for (const auto& t : tools) fallback_system += "\n" + t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      fallback_system +=
+          "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+          "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+          "</tool_call>";
+    }
+    for (size_t i = 0; i < p.messages.size(); ++i) {
+      const ChatMessage& m = p.messages[i];
+      if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+        throw InvalidRequest("unsupported message role '" + m.role + "' (expected system, user, assistant or tool)");
+      std::string content = m.content;
+      const bool last = i + 1 == p.messages.size();
+      if (native) {
+        nlohmann::ordered_json j = {{"role", m.role}};
+        if (!m.tool_calls.empty()) {
+          nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+          for (const ToolCall& c : m.tool_calls)
+            calls.push_back({{"id", c.id},
+                             {"type", "function"},
+                             {"function", {{"name", c.name}, {"arguments", parse_object(c.arguments, "the arguments of call '" + c.name + "'")}}}});
+          j["tool_calls"] = std::move(calls);
+        }
+        if (last && p.continue_final_message) content += kCut;
+        j["content"] = content;
+        if (m.role == "tool") {
+          if (!m.tool_call_id.empty()) j["tool_call_id"] = m.tool_call_id;
+          if (!m.name.empty()) j["name"] = m.name;
+        }
+        msgs.push_back(std::move(j));
+        continue;
+      }
+      // Hermes-style fallback: calls and results become text the model can read.
+      std::string role = m.role;
+      if (m.role == "assistant") {
+        for (const ToolCall& c : m.tool_calls) content += (content.empty() ? "" : "\n") + call_text(c);
+      } else if (m.role == "tool") {
+        role = "user";
+        content = "<tool_response>\n" + content + "\n</tool_response>";
+        // Consecutive results share one user turn, as Qwen2.5's template does.
+        if (!msgs.empty() && i > 0 && p.messages[i - 1].role == "tool") {
+          std::string prev = msgs.back()["content"].get<std::string>();
+          msgs.back()["content"] = prev + "\n" + content;
+          continue;
+        }
+      }
+      if (last && p.continue_final_message) content += kCut;
+      msgs.push_back({{"role", role}, {"content", content}});
+    }
+    if (!fallback_system.empty()) {
+      if (msgs[0]["role"] == "system") {
+        msgs[0]["content"] = msgs[0]["content"].get<std::string>() + "\n\n" + fallback_system;
+      } else {
+        msgs.insert(msgs.begin(), nlohmann::ordered_json{{"role", "system"}, {"content", fallback_system}});
+      }
+    }
+    nlohmann::ordered_json ctx = {{"messages", msgs},
+                                  {"add_generation_prompt", p.add_generation_prompt && !p.continue_final_message},
+                                  {"bos_token", tok_.bos() >= 0 ? std::string(tok_.token_text(tok_.bos())) : std::string()},
+                                  {"eos_token", tok_.eos() >= 0 ? std::string(tok_.token_text(tok_.eos())) : std::string()}};
+    if (native && !p.tools.empty()) ctx["tools"] = tools;
+    chat::Rendered r;
+    try {
+      r = template_->render(ctx);
+    } catch (const chat::TemplateError& e) {
+      throw InvalidRequest(std::string("chat template: ") + e.what());
+    }
+    if (p.continue_final_message) {
+      const size_t cut = r.text.rfind(kCut);
+      if (cut == std::string::npos) throw InvalidRequest("chat template: cannot continue the final assistant message");
+      r.text.resize(cut);
+      std::vector<chat::Span> spans;
+      for (chat::Span s : r.data_spans) {
+        if (s.begin >= cut) break;
+        s.end = std::min(s.end, cut);
+        spans.push_back(s);
+      }
+      r.data_spans = std::move(spans);
+    }
+    return r;
   }
 
   static package::LoadedPackage open(const std::string& path) {

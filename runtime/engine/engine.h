@@ -53,11 +53,51 @@ struct SamplingParams {
   float top_p = 1.0f;      ///< 1 = disabled
   float min_p = 0.0f;      ///< 0 = disabled
   std::optional<uint64_t> seed;  ///< absent: a fresh random seed per request
+  /// OpenAI's penalties over the tokens generated so far (not the prompt), applied to the
+  /// logits before the chain: logit[t] -= count[t] * frequency_penalty
+  /// + (count[t] > 0) * presence_penalty. Both in [-2, 2]; 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+};
+
+/// A function call made by an assistant turn (OpenAI `tool_calls[]`, Anthropic `tool_use`).
+struct ToolCall {
+  std::string id;         ///< the call's id (call_..., toolu_...); templates may show it
+  std::string name;       ///< function name
+  std::string arguments;  ///< the arguments, a JSON object as text (the engine parses it for the template)
 };
 
 struct ChatMessage {
-  std::string role;     ///< "system" | "user" | "assistant" (validated by the engine)
+  ChatMessage() = default;
+  ChatMessage(std::string role, std::string content) : role(std::move(role)), content(std::move(content)) {}
+  std::string role;     ///< "system" | "user" | "assistant" | "tool" (validated by the engine)
   std::string content;  ///< UTF-8 text
+  std::vector<ToolCall> tool_calls;  ///< role "assistant": the calls it made (after `content`)
+  std::string tool_call_id;          ///< role "tool": the id of the call this result answers
+  std::string name;                  ///< role "tool": the function's name (may be empty)
+};
+
+/// A function the model may call. Rendered as OpenAI's
+/// {"type": "function", "function": {"name", "description", "parameters"}}, which is what
+/// Hugging Face chat templates (`tools`) expect.
+struct ToolDefinition {
+  std::string name;
+  std::string description;
+  std::string parameters = "{}";  ///< JSON Schema of the arguments, a JSON object as text
+};
+
+/// Everything tokenize_chat_prompt() renders.
+struct ChatPrompt {
+  std::vector<ChatMessage> messages;
+  std::vector<ToolDefinition> tools;  ///< empty: the template renders no tool section
+  bool add_generation_prompt = true;
+  /// The last message is an assistant turn to be continued (a "prefill"): the prompt ends
+  /// right after its content, without the end-of-turn marker; add_generation_prompt is
+  /// then not used.
+  bool continue_final_message = false;
+  /// Text placed after the generation prompt as if the model had written it, with its
+  /// control tokens parsed (e.g. "<tool_call>\n{\"name\": \"" to force a tool call).
+  std::string assistant_prefix;
 };
 
 struct GenerateRequest {
@@ -168,6 +208,21 @@ class Engine {
   /// Renders `messages` with the model's own chat template and tokenizes the result.
   /// Text of the messages never becomes a special/control token. Throws InvalidRequest.
   virtual std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) = 0;
+  /// Like tokenize_chat, with tool definitions, tool-call/tool-result messages, a
+  /// continued final assistant message and a forced assistant prefix (see ChatPrompt).
+  /// Tool calls use the template's own syntax when it renders `tools` (Qwen2.5:
+  /// `<tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>`); for a template without
+  /// tool support the engine describes the tools in the system message and writes calls
+  /// and results in that same `<tool_call>` / `<tool_response>` syntax (Hermes format).
+  /// The default implementation serves plain prompts through tokenize_chat and throws
+  /// InvalidRequest for anything else. Throws InvalidRequest (bad role, arguments that
+  /// are not a JSON object, a continuation whose last message is not the assistant's).
+  virtual std::vector<int32_t> tokenize_chat_prompt(const ChatPrompt& p) {
+    bool plain = p.tools.empty() && !p.continue_final_message && p.assistant_prefix.empty();
+    for (const ChatMessage& m : p.messages) plain = plain && m.tool_calls.empty() && m.role != "tool";
+    if (!plain) throw InvalidRequest("this engine does not support tools or continued messages");
+    return tokenize_chat(p.messages, p.add_generation_prompt);
+  }
   /// Plain-text tokenization (optionally adding BOS as the model's metadata says).
   virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) = 0;

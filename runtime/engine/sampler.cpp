@@ -21,7 +21,22 @@ Sampler::Sampler(const SamplingParams& p) : p_(p) {
   if (!std::isfinite(p.min_p) || p.min_p < 0 || p.min_p > 1)
     throw InvalidRequest("min_p must be in [0, 1], got " + std::to_string(p.min_p));
   if (p.top_k < 0) throw InvalidRequest("top_k must be >= 0, got " + std::to_string(p.top_k));
+  for (float pen : {p.presence_penalty, p.frequency_penalty})
+    if (!std::isfinite(pen) || pen < -2 || pen > 2)
+      throw InvalidRequest("presence/frequency penalties must be in [-2, 2], got " + std::to_string(pen));
   rng_.seed(p.seed ? *p.seed : std::random_device{}());
+}
+
+const float* Sampler::penalized(const float* logits, int n) {
+  if ((p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) || counts_.empty()) return logits;
+  penalized_.assign(logits, logits + n);
+  for (const auto& [tok, c] : counts_)
+    if (tok >= 0 && tok < n) penalized_[tok] -= c * p_.frequency_penalty + p_.presence_penalty;
+  return penalized_.data();
+}
+
+void Sampler::count(int32_t tok) {
+  if (p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f) ++counts_[tok];
 }
 
 std::vector<double>& Sampler::distribution(const float* logits, int n) {
@@ -65,13 +80,26 @@ std::vector<double>& Sampler::distribution(const float* logits, int n) {
 }
 
 int32_t Sampler::sample(const float* logits, int n) {
-  if (p_.temperature <= 0) return argmax(logits, n);
-  const std::vector<double>& pr = distribution(logits, n);
-  std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
-  return cand_[dist(rng_)].second;
+  logits = penalized(logits, n);
+  int32_t tok;
+  if (p_.temperature <= 0) {
+    tok = argmax(logits, n);
+  } else {
+    const std::vector<double>& pr = distribution(logits, n);
+    std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
+    tok = cand_[dist(rng_)].second;
+  }
+  count(tok);
+  return tok;
 }
 
 int32_t Sampler::verify(const float* logits, int n, int32_t draft, bool& accepted) {
+  const int32_t tok = verify_draw(penalized(logits, n), n, draft, accepted);
+  count(tok);
+  return tok;
+}
+
+int32_t Sampler::verify_draw(const float* logits, int n, int32_t draft, bool& accepted) {
   if (p_.temperature <= 0) {
     const int32_t t = argmax(logits, n);
     accepted = t == draft;

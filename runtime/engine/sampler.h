@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
@@ -18,7 +19,8 @@ class Sampler {
   /// Throws InvalidRequest for non-finite or out-of-range parameters
   /// (temperature < 0, top_p outside (0, 1], min_p outside [0, 1], top_k < 0).
   explicit Sampler(const SamplingParams& p);
-  /// Samples one token id from logits f32 [n]. Deterministic for a given seed.
+  /// Samples one token id from logits f32 [n]. Deterministic for a given seed. Each
+  /// returned token counts as generated for the presence/frequency penalties.
   int32_t sample(const float* logits, int n);
 
   /// Speculative verification of one drafted token against logits f32 [n] of its
@@ -29,13 +31,22 @@ class Sampler {
   /// Chen et al. 2023: accept with probability p(draft), where p is the distribution
   /// sample() draws from (after top_k/top_p/min_p/temperature); on rejection draw from
   /// p with `draft` removed, renormalised. The returned token is distributed exactly as
-  /// sample()'s. Returns the token to emit (== draft when accepted).
+  /// sample()'s. Returns the token to emit (== draft when accepted). Penalties apply as in
+  /// sample(), and the returned token counts as generated.
   int32_t verify(const float* logits, int n, int32_t draft, bool& accepted);
 
  private:
   /// Fills cand_ (survivors, sorted by logit) and returns their probabilities.
   std::vector<double>& distribution(const float* logits, int n);
+  /// logits with the presence/frequency penalties of the tokens returned so far applied
+  /// (OpenAI's formula: l - count * frequency - [count > 0] * presence), or logits itself.
+  const float* penalized(const float* logits, int n);
+  /// Records a returned token for the penalties.
+  void count(int32_t tok);
+  int32_t verify_draw(const float* logits, int n, int32_t draft, bool& accepted);
   SamplingParams p_;
+  std::unordered_map<int32_t, int> counts_;  ///< generated token -> times (penalties)
+  std::vector<float> penalized_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> cand_;
   std::vector<double> probs_;

@@ -8,6 +8,8 @@ Environment:
                   from SWZ_GGUF (default: the SmolLM2-135M-Instruct Q4_1 GGUF of the venv)
   SWZ_CTX         context size for the served model (default 2048)
   SWZ_FAKE_SERVE  the fake-engine server (default: build/test/unit/server/swz_fake_serve)
+  SWZ_QWEN_GGUF   Qwen2.5-Coder-0.5B-Instruct GGUF (scripts/fetch-qwen.sh), compiled with
+                  SWZ_SWIZZLEC for the `qwen_server` fixture (tool calls, agents)
   SWZ_REQUIRE     "1": a missing binary/package fails the tests instead of skipping them
 """
 from __future__ import annotations
@@ -171,6 +173,26 @@ def server(rt_binary, package, n_ctx):
     yield s
     rc = s.stop()
     assert rc == 0, f"swizzle-rt serve did not exit cleanly on SIGINT (status {rc})\n{s.log()}"
+
+
+@pytest.fixture(scope="session")
+def qwen_server(rt_binary, tmp_path_factory):
+    """`swizzle-rt serve` on Qwen2.5-Coder-0.5B-Instruct (native <tool_call> template), -c 8192."""
+    gguf = os.environ.get("SWZ_QWEN_GGUF")
+    if not gguf or not Path(gguf).exists():
+        _missing("SWZ_QWEN_GGUF not set or missing (scripts/fetch-qwen.sh)")
+    swizzlec = _first_existing("SWZ_SWIZZLEC", [ROOT / "build/compiler/swizzlec", ROOT / "build/bin/swizzlec"])
+    if swizzlec is None:
+        _missing("swizzlec not built (SWZ_SWIZZLEC)")
+    pkg = tmp_path_factory.mktemp("qwen") / "qwen.swz"
+    r = subprocess.run([str(swizzlec), "compile", gguf, "--target", "cpu", "-o", str(pkg)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.fail(f"swizzlec compile {gguf} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    s = start_rt(rt_binary, pkg, 8192)
+    yield s
+    rc = s.stop()
+    assert rc == 0, f"swizzle-rt serve (qwen) did not exit cleanly (status {rc})\n{s.log()}"
 
 
 @pytest.fixture(scope="session")

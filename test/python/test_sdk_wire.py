@@ -109,7 +109,8 @@ def test_stop_sequences_streamed_equals_non_streamed(fake_client, stop, expected
     ({"extra_body": {"top_k": -3}}, "top_k"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
     ({"messages": []}, "messages"),
-    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
+    ({"functions": [{"name": "f", "parameters": {}}]}, "functions"),
+    ({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "maybe"}, "tool_choice"),
 ])
 def test_invalid_requests_raise_bad_request(fake_client, kwargs, param):
     args = {"model": "m", "messages": HI, **kwargs}

@@ -120,4 +120,41 @@ TEST(Sampler, VerifyPreservesTheDistribution) {
   }
 }
 
+TEST(Sampler, PresenceAndFrequencyPenaltiesFollowOpenAIsFormula) {
+  // Greedy over logits {2.0, 1.5, 0.0}: without penalties always token 0.
+  const std::vector<float> logits = {2.0f, 1.5f, 0.0f};
+  SamplingParams p = params(0);
+  p.frequency_penalty = 0.3f;
+  Sampler s(p);
+  // Token 0 after k picks: 2.0 - 0.3k; token 1 after j picks: 1.5 - 0.3j (reference, by hand).
+  std::vector<int> got;
+  for (int i = 0; i < 6; ++i) got.push_back(s.sample(logits.data(), 3));
+  // 2.0 > 1.5 -> 0; 1.7 > 1.5 -> 0; 1.4 < 1.5 -> 1; 1.4 > 1.2 -> 0; 1.1 < 1.2 -> 1; 1.1 > 0.9 -> 0.
+  EXPECT_EQ(got, (std::vector<int>{0, 0, 1, 0, 1, 0}));
+  SamplingParams q = params(0);
+  q.presence_penalty = 0.6f;  // one-off: 2.0 - 0.6 = 1.4 < 1.5, then both penalised: 1.4 > 0.9
+  Sampler t(q);
+  std::vector<int> got2;
+  for (int i = 0; i < 4; ++i) got2.push_back(t.sample(logits.data(), 3));
+  EXPECT_EQ(got2, (std::vector<int>{0, 1, 0, 0}));
+  SamplingParams bad = params(0);
+  bad.presence_penalty = 2.5f;
+  EXPECT_THROW(Sampler{bad}, InvalidRequest);
+}
+
+TEST(Sampler, VerifyAppliesAndRecordsPenaltiesLikeSample) {
+  // Speculative verification must return what sample() would: same penalties, and each
+  // returned token counts. Greedy, frequency penalty 0.3 over {2.0, 1.5, 0.0}.
+  const std::vector<float> logits = {2.0f, 1.5f, 0.0f};
+  SamplingParams p = params(0);
+  p.frequency_penalty = 0.3f;
+  Sampler plain(p), spec(p);
+  for (int i = 0; i < 6; ++i) {
+    bool ok = false;
+    const int32_t want = plain.sample(logits.data(), 3);
+    EXPECT_EQ(spec.verify(logits.data(), 3, /*draft=*/0, ok), want) << i;
+    EXPECT_EQ(ok, want == 0);
+  }
+}
+
 }  // namespace

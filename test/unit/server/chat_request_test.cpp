@@ -88,7 +88,8 @@ TEST(ChatRequest, MalformedBodies) {
   EXPECT_EQ(error_of(R"({"messages":"hi"})").param, "messages");
   EXPECT_EQ(error_of(R"({"messages":[{"content":"x"}]})").param, "messages[0].role");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"wizard","content":"x"}]})").param, "messages[0].role");
-  EXPECT_EQ(error_of(R"({"messages":[{"role":"tool","content":"x"}]})").param, "messages[0].role");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"tool","content":"x"}]})").param, "messages[0].tool_call_id");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"function","content":"x"}]})").param, "messages[0].role");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user"}]})").param, "messages[0].content");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":5}]})").param, "messages[0].content");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})").param,
@@ -135,16 +136,42 @@ TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
   EXPECT_EQ(error_of(with(R"("n":2)")).param, "n");
   EXPECT_NE(std::string(error_of(with(R"("n":2)")).what()).find("n=1"), std::string::npos);
   EXPECT_EQ(error_of(with(R"("n":0)")).param, "n");
-  EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}])")).param, "tools");
+  EXPECT_EQ(error_of(with(R"("functions":[{"name":"f"}])")).param, "functions");
+  EXPECT_EQ(error_of(with(R"("tools":[{"type":"web_search"}])")).param, "tools[0].type");
+  EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"maybe")")).param, "tool_choice");
+  EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})")).param, "tool_choice");
+  EXPECT_EQ(error_of(with(R"("tool_choice":"required")")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("response_format":{"type":"json_object"})")).param, "response_format");
   EXPECT_EQ(error_of(with(R"("logprobs":true)")).param, "logprobs");
-  EXPECT_EQ(error_of(with(R"("frequency_penalty":0.5)")).param, "frequency_penalty");
+  EXPECT_EQ(error_of(with(R"("frequency_penalty":-2.5)")).param, "frequency_penalty");
+  EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.presence_penalty, -1.0f);
   EXPECT_EQ(error_of(with(R"("logit_bias":{"50256":-100})")).param, "logit_bias");
   EXPECT_EQ(error_of(with(R"("stream_options":{"include_usage":true})")).param, "stream_options");
   EXPECT_EQ(error_of(with(R"("stop":["a","b","c","d","e"])")).param, "stop");
   EXPECT_EQ(error_of(with(R"("stop":"")")).param, "stop");
   // Harmless forms of those fields are accepted.
   EXPECT_NO_THROW(parse_chat_request(with(R"("tools":[],"response_format":{"type":"text"},"logprobs":false)")));
+}
+
+TEST(ChatRequest, ToolsToolCallsAndContinuation) {
+  auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"w?"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+    {"role":"tool","tool_call_id":"call_1","content":[{"type":"text","text":"sunny"}]}],
+    "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],"tool_choice":"required"})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].content, "sunny");
+  EXPECT_EQ(r.messages[2].name, "get_weather");
+  EXPECT_TRUE(r.parse_tool_calls);
+  EXPECT_EQ(r.forced_prefix, "<tool_call>\n{\"name\": \"");
+  EXPECT_FALSE(r.continue_final_message);
+  EXPECT_TRUE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"Sure"}]})")
+                  .continue_final_message);
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]})").param,
+            "messages[0].tool_calls[0].function.arguments");
 }
 
 TEST(ChatRequest, ErrorBodyFollowsOpenAISchema) {

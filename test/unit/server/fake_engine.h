@@ -36,6 +36,31 @@ class FakeEngine : public engine::Engine {
     if (add_generation_prompt) t.insert(t.end(), {1, 2});
     return t;
   }
+  /// Tools and tool messages as plain bytes: "tools:<name>,...\n", "role:content\n",
+  /// "call:<name><arguments>\n"; a continued final message has no "\n" and no generation
+  /// prompt; the assistant prefix follows the generation prompt.
+  std::vector<int32_t> tokenize_chat_prompt(const engine::ChatPrompt& p) override {
+    std::string s;
+    if (!p.tools.empty()) {
+      s += "tools:";
+      for (const auto& t : p.tools) s += t.name + ",";
+      s += "\n";
+    }
+    for (size_t i = 0; i < p.messages.size(); ++i) {
+      const auto& m = p.messages[i];
+      if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+        throw engine::InvalidRequest("bad role " + m.role);
+      s += m.role + ":" + m.content;
+      for (const auto& c : m.tool_calls) s += "call:" + c.name + c.arguments;
+      if (!(p.continue_final_message && i + 1 == p.messages.size())) s += "\n";
+    }
+    std::vector<int32_t> t(s.begin(), s.end());
+    for (auto& x : t) x &= 0xFF;
+    if (p.add_generation_prompt && !p.continue_final_message) t.insert(t.end(), {1, 2});
+    for (unsigned char c : p.assistant_prefix) t.push_back(c);
+    last_prompt = p;
+    return t;
+  }
   std::vector<int32_t> tokenize(const std::string& text, bool) override {
     return std::vector<int32_t>(text.begin(), text.end());
   }
@@ -64,6 +89,11 @@ class FakeEngine : public engine::Engine {
     r.prompt_tokens = static_cast<int>(req.prompt.size());
     r.cached_tokens = cached_tokens;
     r.finish = engine::FinishReason::Stop;
+    const std::string prompt_bytes(req.prompt.begin(), req.prompt.end());
+    const std::vector<std::string>* script = &pieces;
+    for (const auto& [trigger, alt] : scripts)
+      if (prompt_bytes.find(trigger) != std::string::npos) script = &alt;
+    const std::vector<std::string>& pieces = *script;
     for (size_t i = 0; endless_now || i < pieces.size(); ++i) {
       if (req.max_tokens >= 0 && r.completion_tokens >= req.max_tokens) {
         r.finish = engine::FinishReason::Length;
@@ -91,6 +121,9 @@ class FakeEngine : public engine::Engine {
   engine::ModelInfo info_;
   engine::CacheStats stats;  ///< what cache_stats() reports (scripted)
   std::vector<std::string> pieces;
+  /// (trigger, pieces): prompts whose bytes contain the trigger replay these instead
+  /// (the last matching trigger wins).
+  std::vector<std::pair<std::string, std::vector<std::string>>> scripts;
   int cached_tokens = 0;
   bool throw_runtime = false;
   bool endless = false;  ///< generate "tok " until cancelled or the context is full
@@ -99,6 +132,7 @@ class FakeEngine : public engine::Engine {
   std::atomic<int> generate_calls{0};
   std::atomic<int> cancelled{0};
   engine::GenerateRequest last_request;
+  engine::ChatPrompt last_prompt;  ///< the last tokenize_chat_prompt() argument
 
  private:
   std::mutex mu_;

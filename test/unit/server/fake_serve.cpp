@@ -15,6 +15,14 @@ int main(int argc, char** argv) {
   if (argc > 2) engine.info_.n_ctx = std::stoi(argv[2]);
   engine.pieces = {"Hel", "lo", " \xF0\x9F", "\x98", "\x80 \xE4", "\xB8\x96\xE7\x95\x8C", "!", " \xF0\x9F\x87\xAB",
                    "\xF0\x9F\x87\xB7", " done."};
+  // Tool calls in the Hermes/Qwen2.5 syntax (server/tool_calls.h): a prompt offering a
+  // tool named get_weather answers with text and a call; one whose assistant prefix
+  // forces a call (tool_choice any) continues inside it.
+  engine.scripts.push_back({"tools:get_weather,",
+                            {"Let me check", ".\n", "<tool", "_call>\n{\"name\": \"get_weather\", ",
+                             "\"arguments\": {\"city\": \"Par", "is\"}}\n</tool_call>", "\nignored"}});
+  engine.scripts.push_back({"<tool_call>\n{\"name\": \"",
+                            {"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", "\n</tool_call>"}});
   engine.endless_trigger = "forever";
   engine.token_delay_ms = 1;
   swz::server::ServerOptions opts;

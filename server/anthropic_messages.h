@@ -1,0 +1,128 @@
+// Anthropic Messages API wire format (POST /v1/messages, POST /v1/messages/count_tokens):
+// request parsing and validation, the response and SSE event JSON, the Anthropic error
+// schema, and the request flow between the HTTP layer and the engine. References: the
+// Messages API (https://docs.anthropic.com/en/api/messages), its streaming events
+// (https://docs.anthropic.com/en/docs/build-with-claude/streaming) and errors
+// (https://docs.anthropic.com/en/api/errors), checked against the official `anthropic`
+// Python SDK and Claude Code. All JSON of this API lives here; the engine has none.
+#pragma once
+
+#include "api_error.h"
+#include "engine/engine.h"
+#include "route_hooks.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace httplib {
+class Server;
+}
+
+namespace swz::server {
+
+/// A validated Messages request.
+struct MessagesRequest {
+  std::string model;                   ///< as sent (any name is accepted)
+  engine::ChatPrompt prompt;           ///< system + messages (+ tools) in the engine's terms
+  int max_tokens = 0;                  ///< >= 1 (required by the API; 0 only for count_tokens)
+  engine::SamplingParams sampling;     ///< Anthropic defaults: temperature 1, top_p/top_k off
+  std::vector<std::string> stop_sequences;
+  bool stream = false;
+  bool parse_tool_calls = false;       ///< tools offered and tool_choice != none
+  bool disable_parallel_tool_use = false;
+  /// Text the forced assistant prefix stands for (tool_choice any/tool), fed to the
+  /// tool-call parser before the generated text.
+  std::string forced_prefix;
+  int dropped_billing_blocks = 0;      ///< Claude Code's per-request billing-header system blocks removed
+};
+
+/// Parses and validates a Messages request body. `count_tokens`: the body of
+/// /v1/messages/count_tokens (no max_tokens, stream, sampling). Throws ApiError (400,
+/// `param` a dotted path such as "messages.2.content.0.type") for invalid JSON, missing
+/// or wrongly typed fields, out-of-range numbers (max_tokens >= 1, temperature in [0, 1],
+/// top_p in (0, 1], top_k >= 0), unknown roles or block types, and features this server
+/// does not have (image/document blocks, extended thinking, server tools, MCP servers).
+/// cache_control anywhere is accepted and ignored (the prefix cache is automatic).
+MessagesRequest parse_messages_request(std::string_view body, bool count_tokens = false);
+
+/// Anthropic's error type for an HTTP status: 400 invalid_request_error, 401
+/// authentication_error, 403 permission_error, 404 not_found_error, 413
+/// request_too_large, 429 rate_limit_error, 529 overloaded_error, other 5xx api_error.
+const char* anthropic_error_type(int status);
+
+/// {"type": "error", "error": {"type": anthropic_error_type(status), "message": ...}};
+/// the message starts with the offending field ("max_tokens: ...") when e.param is set.
+nlohmann::json anthropic_error_body(const ApiError& e);
+
+/// usage object: input_tokens (prompt tokens neither read from nor written to the
+/// cache), cache_creation_input_tokens (prompt tokens evaluated and written to the
+/// prefix cache: prompt - cached, since the engine keeps every evaluated token),
+/// cache_read_input_tokens (= cached), output_tokens. The three input counts add up to
+/// the prompt's token count, as in Anthropic's API.
+nlohmann::json anthropic_usage(int prompt_tokens, int cached_tokens, int output_tokens);
+
+/// One SSE event: "event: <type>\ndata: <compact JSON>\n\n".
+std::string anthropic_sse_event(const nlohmann::json& payload);
+
+/// The request flow of POST /v1/messages, independent of the HTTP library. Thread-safe.
+class AnthropicMessages {
+ public:
+  explicit AnthropicMessages(engine::Engine& engine);
+
+  struct Prepared {
+    MessagesRequest req;
+    engine::GenerateRequest gen;
+    std::shared_ptr<engine::Admission> admission;  ///< cached-prefix counts known before any byte
+    std::string id;                                ///< msg_...
+  };
+
+  /// Parses, templates, tokenizes, checks the context (prompt + 1 <= n_ctx, else 400
+  /// "prompt is too long: N tokens > M maximum", Anthropic's wording, which Claude Code
+  /// reads), admits. Throws ApiError; 529 overloaded_error once cancel_all() was called.
+  Prepared prepare(std::string_view body);
+
+  /// /v1/messages/count_tokens: the prompt's token count, as prepare() would make it.
+  int count_tokens(std::string_view body);
+
+  struct Outcome {
+    engine::GenerateResult result;
+    std::string stop_reason;    ///< end_turn | max_tokens | stop_sequence | tool_use
+    std::string stop_sequence;  ///< the matched one, for stop_reason stop_sequence
+    int tool_calls = 0;
+    bool client_gone = false;
+  };
+
+  /// Non-streaming: runs generation, fills `body` with the Message object. Throws ApiError.
+  Outcome complete(const Prepared& p, nlohmann::json& body);
+
+  /// Streaming: message_start (with usage) -> per content block: content_block_start,
+  /// text_delta / input_json_delta events, content_block_stop -> message_delta
+  /// (stop_reason, usage) -> message_stop. An engine error after the first byte becomes
+  /// an `error` event and the stream ends. Never throws.
+  Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write);
+
+  void cancel_all() { cancelled_ = true; }
+
+ private:
+  struct Sink;
+  Outcome generate(const Prepared& p, Sink& sink);
+  engine::Engine& engine_;
+  std::atomic<bool> cancelled_{false};
+};
+
+/// Registers POST /v1/messages and POST /v1/messages/count_tokens on `http`. `log`
+/// receives one line per finished request (may be empty); `hooks` (route_hooks.h) are the
+/// server core's disconnect check, ledger and cost header (each may be empty).
+void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
+                          std::function<void(const std::string&)> log, GenerationHooks hooks = {});
+
+/// True for paths whose errors use Anthropic's schema (/v1/messages and below).
+bool is_anthropic_path(std::string_view path);
+
+}  // namespace swz::server

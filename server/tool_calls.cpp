@@ -1,0 +1,220 @@
+#include "tool_calls.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include <sys/random.h>
+
+namespace swz::server {
+
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+bool has_non_space(std::string_view s) {
+  for (char c : s)
+    if (!is_space(c)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
+  auto args = j.find("arguments");
+  if (args == j.end()) args = j.find("parameters");
+  nlohmann::ordered_json a = nlohmann::ordered_json::object();
+  if (args != j.end() && !args->is_null()) {
+    if (args->is_string()) {
+      a = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, false);
+      if (a.is_discarded()) return false;
+    } else {
+      a = *args;
+    }
+  }
+  if (!a.is_object()) return false;
+  out.name = name->get<std::string>();
+  out.arguments = a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
+void ToolCallText::emit_text(std::string s, std::vector<Event>& out) {
+  if (!enabled_) {
+    if (!s.empty()) out.push_back({false, std::move(s), {}});
+    return;
+  }
+  std::string all = space_ + s;
+  size_t last = all.size();
+  while (last > 0 && is_space(all[last - 1])) --last;
+  space_ = all.substr(last);
+  if (last > 0) out.push_back({false, all.substr(0, last), {}});
+}
+
+bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
+  const std::string_view text(pending_);
+  auto skip_space = [&](size_t i) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    return i;
+  };
+  auto not_a_call = [&] {
+    bare_possible_ = false;
+    return false;  // the text goes through the normal path
+  };
+  size_t obj = skip_space(0);
+  if (obj == text.size()) return !at_end;  // only whitespace so far
+  // Small models often fence the call as Markdown: ```json\n{...}\n```.
+  bool fenced = false;
+  if (text[obj] == '`') {
+    constexpr std::string_view kFences[] = {"```json\n", "```\n"};
+    const std::string_view rest = text.substr(obj);
+    size_t body = std::string_view::npos;
+    for (std::string_view f : kFences) {
+      if (!at_end && rest.size() < f.size() && f.substr(0, rest.size()) == rest) return true;  // fence still arriving
+      if (rest.substr(0, f.size()) == f) {
+        body = obj + f.size();
+        break;
+      }
+    }
+    if (body == std::string_view::npos) return not_a_call();
+    fenced = true;
+    obj = skip_space(body);
+    if (obj == text.size()) return !at_end;
+  }
+  if (text[obj] != '{') return not_a_call();
+  // The end of the first JSON object (strings and escapes respected).
+  int depth = 0;
+  bool in_str = false, esc = false;
+  size_t end = std::string::npos;
+  for (size_t i = obj; i < text.size() && end == std::string::npos; ++i) {
+    const char c = text[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      end = i + 1;
+    }
+  }
+  if (end == std::string::npos) return at_end ? not_a_call() : true;  // wait for the object to close
+  size_t consumed = end;
+  if (fenced) {
+    const size_t close = skip_space(end);
+    const std::string_view rest = text.substr(close);
+    if (rest.size() < 3) {
+      if (!at_end && std::string_view("```").substr(0, rest.size()) == rest) return true;
+      return not_a_call();
+    }
+    if (rest.substr(0, 3) != "```") return not_a_call();
+    consumed = close + 3;
+  }
+  Event ev;
+  ev.is_call = true;
+  if (!parse_tool_call_json(text.substr(obj, end - obj), ev.call) ||
+      std::find(names_.begin(), names_.end(), ev.call.name) == names_.end())
+    return not_a_call();
+  bare_possible_ = false;
+  pending_.erase(0, consumed);
+  out.push_back(std::move(ev));
+  ++calls_;
+  return false;
+}
+
+void ToolCallText::drain(bool at_end, std::vector<Event>& out) {
+  if (bare_possible_ && bare_json(at_end, out)) return;
+  while (!done_) {
+    if (!enabled_) {
+      emit_text(std::move(pending_), out);
+      pending_.clear();
+      return;
+    }
+    if (!in_call_) {
+      const size_t k = pending_.find(kOpen);
+      if (k != std::string::npos) {
+        std::string before = pending_.substr(0, k);
+        if (calls_ > 0 && has_non_space(before)) break;
+        emit_text(std::move(before), out);  // its trailing whitespace waits in space_
+        pending_.erase(0, k + kOpen.size());
+        in_call_ = true;
+        continue;
+      }
+      // Hold back a suffix that may still grow into "<tool_call>".
+      size_t hold = 0;
+      if (!at_end) {
+        for (size_t n = std::min(kOpen.size() - 1, pending_.size()); n > 0; --n) {
+          if (pending_.compare(pending_.size() - n, n, kOpen, 0, n) == 0) {
+            hold = n;
+            break;
+          }
+        }
+      }
+      std::string release = pending_.substr(0, pending_.size() - hold);
+      if (calls_ > 0 && has_non_space(release)) break;
+      pending_.erase(0, release.size());
+      emit_text(std::move(release), out);
+      return;
+    }
+    const size_t k = pending_.find(kClose);
+    if (k == std::string::npos && !at_end) return;
+    std::string body = pending_.substr(0, k);
+    pending_.erase(0, k == std::string::npos ? pending_.size() : k + kClose.size());
+    in_call_ = false;
+    Event ev;
+    ev.is_call = true;
+    if (parse_tool_call_json(body, ev.call)) {
+      space_.clear();  // whitespace before a call is not content
+      out.push_back(std::move(ev));
+      ++calls_;
+    } else {
+      emit_text(std::string(kOpen) + body + (k == std::string::npos ? std::string() : std::string(kClose)), out);
+    }
+  }
+  // Text after a call that is not another call: the turn ends here.
+  done_ = true;
+  pending_.clear();
+}
+
+std::vector<ToolCallText::Event> ToolCallText::push(std::string_view text) {
+  std::vector<Event> out;
+  if (done_) return out;
+  pending_ += text;
+  drain(/*at_end=*/false, out);
+  return out;
+}
+
+std::vector<ToolCallText::Event> ToolCallText::finish() {
+  std::vector<Event> out;
+  if (!done_) drain(/*at_end=*/true, out);
+  // Trailing whitespace is text only in a turn without calls.
+  if (calls_ == 0 && !space_.empty()) out.push_back({false, space_, {}});
+  space_.clear();
+  return out;
+}
+
+std::string random_id(std::string_view prefix, int n) {
+  static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 rng{[] {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed))
+      seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return seed;
+  }()};
+  std::uniform_int_distribution<int> dist(0, sizeof(kAlnum) - 2);
+  std::string id(prefix);
+  for (int i = 0; i < n; ++i) id += kAlnum[dist(rng)];
+  return id;
+}
+
+}  // namespace swz::server
