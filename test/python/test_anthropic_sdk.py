@@ -199,7 +199,8 @@ def test_fake_sdk_not_found(fake_server):
 # ---------------------------------------------------------------- real model
 
 def test_real_message_and_stream_agree_greedy(real_anthropic):
-    kw = dict(model="any", max_tokens=32, extra_body=GREEDY, system="You are a terse assistant.",
+    # A system prompt of more than one 64-token block: the prefix cache shares whole blocks.
+    kw = dict(model="any", max_tokens=32, extra_body=GREEDY, system="You are a terse assistant. " * 16,
               messages=user("Name three colours."))
     m = real_anthropic.messages.create(**kw)
     assert m.content and m.content[0].type == "text" and m.content[0].text
@@ -212,12 +213,15 @@ def test_real_message_and_stream_agree_greedy(real_anthropic):
     u = final.usage
     assert u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens == \
         m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens
-    # The second identical prompt is served from the cache (all but the last token).
-    assert u.cache_read_input_tokens > 0
+    # The second identical prompt is served from the cache: every whole 64-token block,
+    # but never the last prompt token (it is evaluated again for its logits).
+    prompt = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+    assert u.cache_read_input_tokens == min(64 * (prompt // 64), prompt - 1) > 0
 
 
 def test_real_stream_headers_carry_admission_counts(server, real_anthropic):
-    kw = dict(model="any", max_tokens=4, extra_body=GREEDY, messages=user("Count to three."))
+    kw = dict(model="any", max_tokens=4, extra_body=GREEDY, system="You count things carefully. " * 16,
+              messages=user("Count to three."))
     real_anthropic.messages.create(**kw)
     with real_anthropic.messages.with_streaming_response.create(stream=True, **kw) as raw:
         hit = int(raw.headers["x-swizzle-cache-hit-tokens"])
@@ -240,7 +244,8 @@ def test_real_billing_header_does_not_defeat_the_prefix_cache(real_anthropic):
     ask("aaaa1")
     m = ask("bbbb2")
     prompt = m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens
-    assert m.usage.cache_read_input_tokens == prompt - 1  # everything but the last prompt token
+    # Identical prompts once the header block is dropped: a full hit of every whole block.
+    assert m.usage.cache_read_input_tokens == min(64 * (prompt // 64), prompt - 1) > 0
 
 
 def test_real_prefill_is_continued(real_anthropic):
