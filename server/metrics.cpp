@@ -139,7 +139,7 @@ void Metrics::observe_generation(const std::string& endpoint, const std::string&
   }
 }
 
-std::string Metrics::render(const engine::CacheStats& cache) const {
+std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecStats& spec) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   family(out, "swizzle_requests_total", "counter", "HTTP responses by endpoint and status code.");
@@ -174,6 +174,20 @@ std::string Metrics::render(const engine::CacheStats& cache) const {
   sample(out, "swizzle_prefix_cache_blocks", "tier=\"disk\"", num(cache.blocks_disk));
   family(out, "swizzle_prefix_cache_evictions_total", "counter", "Cached blocks dropped from the last tier.");
   sample(out, "swizzle_prefix_cache_evictions_total", "", num(cache.evictions));
+
+  // Speculative decoding (engine/speculative.h): acceptance rate = accepted / drafted.
+  auto engine_counter = [&](const char* name, const char* help, uint64_t v) {
+    family(out, name, "counter", help);
+    sample(out, name, "", num(v));
+  };
+  engine_counter("swizzle_spec_drafted_tokens_total", "Draft tokens proposed by prompt lookup and verified.",
+                 spec.drafted_tokens);
+  engine_counter("swizzle_spec_accepted_tokens_total", "Draft tokens accepted by verification.", spec.accepted_tokens);
+  family(out, "swizzle_spec_acceptance_ratio", "gauge", "accepted / drafted tokens since start (0 before any draft).");
+  sample(out, "swizzle_spec_acceptance_ratio", "",
+         num(spec.drafted_tokens ? static_cast<double>(spec.accepted_tokens) / static_cast<double>(spec.drafted_tokens) : 0.0));
+  engine_counter("swizzle_decode_passes_total", "Decode forward passes (plain and verifying).", spec.decode_passes);
+  engine_counter("swizzle_decode_tokens_total", "Tokens emitted by decode.", spec.decode_tokens);
 
   auto per_endpoint_histogram = [&](const char* name, const char* help, Histogram PerEndpoint::*field) {
     family(out, name, "histogram", help);

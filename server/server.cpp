@@ -252,7 +252,7 @@ struct Server::Impl {
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
-      res.set_content(accounting.metrics.render(engine.cache_stats()), "text/plain; version=0.0.4; charset=utf-8");
+      res.set_content(accounting.metrics.render(engine.cache_stats(), engine.spec_stats()), "text/plain; version=0.0.4; charset=utf-8");
     });
     // Every response, whatever produced it (handler, auth, error page), by route and status.
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {

@@ -97,6 +97,22 @@ TEST(Metrics, RendersCountersGaugesAndHistograms) {
   EXPECT_EQ(t.back(), '\n');
 }
 
+TEST(Metrics, SpeculativeDecodingCountersAndAcceptanceRatio) {
+  Metrics m;
+  swz::engine::SpecStats sp;
+  sp.drafted_tokens = 40;
+  sp.accepted_tokens = 30;
+  sp.decode_passes = 12;
+  sp.decode_tokens = 42;
+  const std::string t = m.render({}, sp);
+  EXPECT_EQ(value_of(t, "swizzle_spec_drafted_tokens_total"), 40);
+  EXPECT_EQ(value_of(t, "swizzle_spec_accepted_tokens_total"), 30);
+  EXPECT_EQ(value_of(t, "swizzle_spec_acceptance_ratio"), 0.75);
+  EXPECT_EQ(value_of(t, "swizzle_decode_passes_total"), 12);
+  EXPECT_EQ(value_of(t, "swizzle_decode_tokens_total"), 42);
+  EXPECT_EQ(value_of(m.render({}), "swizzle_spec_acceptance_ratio"), 0);
+}
+
 TEST(Metrics, HitRatioIsZeroBeforeAnyLookup) {
   Metrics m;
   EXPECT_EQ(value_of(m.render({}), "swizzle_prefix_cache_hit_ratio"), 0);
