@@ -20,32 +20,13 @@ using nlohmann::json;
 
 namespace {
 
-std::string type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    default: return "an unsupported value";
-  }
-}
-
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
-  throw bad_param(param, "Input should be " + std::string(expected) + ", but got " + type_name(v) + ".");
+  throw bad_param(param, "Input should be " + std::string(expected) + ", but got " + json_type_name(v) + ".");
 }
 
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 const json& required(const json& obj, const char* name, const std::string& param) {
-  const json* v = field(obj, name);
+  const json* v = json_field(obj, name);
   if (!v) throw bad_param(param, "Field required.");
   return *v;
 }
@@ -77,7 +58,7 @@ std::string fmt_num(double d) { return json(d).dump(); }
 
 void check_cache_control(const json& block, const std::string& param) {
   // Accepted and ignored: the prefix cache is automatic (docs/server.md).
-  if (const json* cc = field(block, "cache_control")) {
+  if (const json* cc = json_field(block, "cache_control")) {
     if (!cc->is_object()) wrong_type(param + ".cache_control", "an object", *cc);
   }
 }
@@ -199,8 +180,8 @@ void parse_messages(const json& msgs, MessagesRequest& r) {
         flush_text();
         engine::ChatMessage t{"tool", ""};
         t.tool_call_id = get_string(required(b, "tool_use_id", bp + ".tool_use_id"), bp + ".tool_use_id");
-        if (const json* c = field(b, "content")) t.content = tool_result_content(*c, bp + ".content");
-        if (const json* e = field(b, "is_error"); e && get_bool(*e, bp + ".is_error")) t.content = "Error: " + t.content;
+        if (const json* c = json_field(b, "content")) t.content = tool_result_content(*c, bp + ".content");
+        if (const json* e = json_field(b, "is_error"); e && get_bool(*e, bp + ".is_error")) t.content = "Error: " + t.content;
         auto it = tool_names.find(t.tool_call_id);
         if (it != tool_names.end()) t.name = it->second;
         r.prompt.messages.push_back(std::move(t));
@@ -220,14 +201,14 @@ void parse_messages(const json& msgs, MessagesRequest& r) {
 }
 
 void parse_tools(const json& body, MessagesRequest& r) {
-  const json* tools = field(body, "tools");
+  const json* tools = json_field(body, "tools");
   if (tools) {
     if (!tools->is_array()) wrong_type("tools", "a list", *tools);
     for (size_t i = 0; i < tools->size(); ++i) {
       const std::string tp = "tools." + std::to_string(i);
       const json& t = (*tools)[i];
       if (!t.is_object()) wrong_type(tp, "an object", t);
-      if (const json* type = field(t, "type")) {
+      if (const json* type = json_field(t, "type")) {
         std::string ts = get_string(*type, tp + ".type");
         if (ts != "custom")
           throw bad_param(tp + ".type", "Server tool '" + ts + "' is not supported by this server; define a custom tool "
@@ -237,7 +218,7 @@ void parse_tools(const json& body, MessagesRequest& r) {
       engine::ToolDefinition d;
       d.name = get_string(required(t, "name", tp + ".name"), tp + ".name");
       if (d.name.empty()) throw bad_param(tp + ".name", "String should have at least 1 character.");
-      if (const json* desc = field(t, "description")) d.description = get_string(*desc, tp + ".description");
+      if (const json* desc = json_field(t, "description")) d.description = get_string(*desc, tp + ".description");
       const json& schema = required(t, "input_schema", tp + ".input_schema");
       if (!schema.is_object()) wrong_type(tp + ".input_schema", "an object", schema);
       d.parameters = schema.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -246,12 +227,12 @@ void parse_tools(const json& body, MessagesRequest& r) {
   }
   std::string choice = "auto";
   std::string forced_name;
-  if (const json* tc = field(body, "tool_choice")) {
+  if (const json* tc = json_field(body, "tool_choice")) {
     if (!tc->is_object()) wrong_type("tool_choice", "an object", *tc);
     choice = get_string(required(*tc, "type", "tool_choice.type"), "tool_choice.type");
     if (choice != "auto" && choice != "any" && choice != "tool" && choice != "none")
       throw bad_param("tool_choice.type", "Input should be 'auto', 'any', 'tool' or 'none', not '" + choice + "'.");
-    if (const json* d = field(*tc, "disable_parallel_tool_use"))
+    if (const json* d = json_field(*tc, "disable_parallel_tool_use"))
       r.disable_parallel_tool_use = get_bool(*d, "tool_choice.disable_parallel_tool_use");
     if (choice == "tool") {
       forced_name = get_string(required(*tc, "name", "tool_choice.name"), "tool_choice.name");
@@ -285,13 +266,13 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   } catch (const json::exception& e) {
     throw ApiError(400, std::string("The request body is not valid JSON: ") + e.what());
   }
-  if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + type_name(body) + ".");
+  if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + json_type_name(body) + ".");
   MessagesRequest r;
   r.model = get_string(required(body, "model", "model"), "model");
-  if (const json* sys = field(body, "system")) parse_system(*sys, r);
+  if (const json* sys = json_field(body, "system")) parse_system(*sys, r);
   parse_messages(required(body, "messages", "messages"), r);
   parse_tools(body, r);
-  if (const json* th = field(body, "thinking")) {
+  if (const json* th = json_field(body, "thinking")) {
     if (!th->is_object()) wrong_type("thinking", "an object", *th);
     std::string type = get_string(required(*th, "type", "thinking.type"), "thinking.type");
     // "adaptive" lets the model decide whether to think; this one never does, which
@@ -299,11 +280,11 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
     if (type != "disabled" && type != "adaptive")
       throw bad_param("thinking", "Extended thinking ('thinking.type': '" + type + "') is not supported by this server.");
   }
-  if (const json* cm = field(body, "context_management")) {
+  if (const json* cm = json_field(body, "context_management")) {
     if (!cm->is_object()) wrong_type("context_management", "an object", *cm);
     // Clearing thinking blocks is a no-op without thinking; any other edit (e.g.
     // clearing old tool results) would change the prompt and is refused, not ignored.
-    if (const json* edits = field(*cm, "edits")) {
+    if (const json* edits = json_field(*cm, "edits")) {
       if (!edits->is_array()) wrong_type("context_management.edits", "a list", *edits);
       for (size_t i = 0; i < edits->size(); ++i) {
         const std::string ep = "context_management.edits." + std::to_string(i);
@@ -313,17 +294,17 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
       }
     }
   }
-  if (const json* oc = field(body, "output_config")) {
+  if (const json* oc = json_field(body, "output_config")) {
     if (!oc->is_object()) wrong_type("output_config", "an object", *oc);
     // `effort` is a hint with no meaning for a model without thinking; `format`
     // (structured outputs) would change the answer, so it is refused.
-    if (field(*oc, "format"))
+    if (json_field(*oc, "format"))
       throw bad_param("output_config.format", "Structured outputs ('output_config.format') are not supported by this server.");
   }
-  if (const json* cc = field(body, "cache_control")) {  // top-level: a hint, like per-block ones
+  if (const json* cc = json_field(body, "cache_control")) {  // top-level: a hint, like per-block ones
     if (!cc->is_object()) wrong_type("cache_control", "an object", *cc);
   }
-  if (const json* mcp = field(body, "mcp_servers")) {
+  if (const json* mcp = json_field(body, "mcp_servers")) {
     if (!mcp->is_array()) wrong_type("mcp_servers", "a list", *mcp);
     if (!mcp->empty()) throw bad_param("mcp_servers", "'mcp_servers' (the MCP connector) is not supported by this server.");
   }
@@ -333,27 +314,27 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   int64_t n = get_integer(mt, "max_tokens");
   if (n < 1) throw bad_param("max_tokens", "Input should be greater than or equal to 1, got " + std::to_string(n) + ".");
   r.max_tokens = static_cast<int>(std::min<int64_t>(n, INT_MAX));
-  if (const json* v = field(body, "metadata")) {
+  if (const json* v = json_field(body, "metadata")) {
     if (!v->is_object()) wrong_type("metadata", "an object", *v);
-    if (const json* u = field(*v, "user_id")) get_string(*u, "metadata.user_id");
+    if (const json* u = json_field(*v, "user_id")) get_string(*u, "metadata.user_id");
   }
-  if (const json* v = field(body, "temperature")) {
+  if (const json* v = json_field(body, "temperature")) {
     double d = get_number(*v, "temperature");
     if (d < 0 || d > 1) throw bad_param("temperature", "Input should be between 0 and 1, got " + fmt_num(d) + ".");
     r.sampling.temperature = static_cast<float>(d);
   }
-  if (const json* v = field(body, "top_p")) {
+  if (const json* v = json_field(body, "top_p")) {
     double d = get_number(*v, "top_p");
     if (d <= 0 || d > 1) throw bad_param("top_p", "Input should be in (0, 1], got " + fmt_num(d) + ".");
     r.sampling.top_p = static_cast<float>(d);
   }
-  if (const json* v = field(body, "top_k")) {
+  if (const json* v = json_field(body, "top_k")) {
     int64_t k = get_integer(*v, "top_k");
     if (k < 0) throw bad_param("top_k", "Input should be greater than or equal to 0, got " + std::to_string(k) + ".");
     r.sampling.top_k = static_cast<int>(std::min<int64_t>(k, INT_MAX));
   }
-  if (const json* v = field(body, "stream")) r.stream = get_bool(*v, "stream");
-  if (const json* v = field(body, "stop_sequences")) {
+  if (const json* v = json_field(body, "stream")) r.stream = get_bool(*v, "stream");
+  if (const json* v = json_field(body, "stop_sequences")) {
     if (!v->is_array()) wrong_type("stop_sequences", "a list of strings", *v);
     for (size_t i = 0; i < v->size(); ++i) {
       const std::string sp = "stop_sequences." + std::to_string(i);

@@ -35,6 +35,30 @@ class ApiError : public std::runtime_error {
   }
 };
 
+/// How a JSON value's type reads in a validation message: "a string", "an integer", ...
+inline std::string json_type_name(const nlohmann::json& v) {
+  using T = nlohmann::json::value_t;
+  switch (v.type()) {
+    case T::null: return "null";
+    case T::boolean: return "a boolean";
+    case T::string: return "a string";
+    case T::array: return "an array";
+    case T::object: return "an object";
+    case T::number_integer:
+    case T::number_unsigned: return "an integer";
+    case T::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+/// The member `name` of `obj`, or nullptr when it is absent or JSON null (both APIs
+/// treat an explicit null as "not sent").
+inline const nlohmann::json* json_field(const nlohmann::json& obj, const char* name) {
+  auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
 /// 400 invalid_request_error naming the offending field.
 inline ApiError bad_param(const std::string& param, const std::string& message) {
   return ApiError(400, message, "invalid_request_error", param);

@@ -16,30 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    default: return "an unsupported value";
-  }
-}
-
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
-  throw bad_param(param, "Invalid type for '" + param + "': expected " + expected + ", but got " + type_name(v) + ".");
+  throw bad_param(param, "Invalid type for '" + param + "': expected " + expected + ", but got " + json_type_name(v) + ".");
 }
 
-/// The field or nullptr when absent or null.
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 double get_number(const json& v, const std::string& param) {
   if (!v.is_number()) wrong_type(param, "a number", v);
@@ -85,13 +65,13 @@ std::string parse_content(const json& content, const std::string& param, const s
     const json& part = content[i];
     std::string pp = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) wrong_type(pp, "an object", part);
-    const json* type = field(part, "type");
+    const json* type = json_field(part, "type");
     if (!type || !type->is_string()) throw bad_param(pp + ".type", "Missing or invalid 'type' in content part.");
     if (type->get<std::string>() != "text") {
       throw bad_param(pp + ".type", "Content part type '" + type->get<std::string>() +
                                         "' is not supported; only 'text' parts are.");
     }
-    const json* text = field(part, "text");
+    const json* text = json_field(part, "text");
     if (!text) throw bad_param(pp + ".text", "Missing required parameter: '" + pp + ".text'.");
     if (!text->is_string()) wrong_type(pp + ".text", "a string", *text);
     if (i) out += '\n';
@@ -102,46 +82,46 @@ std::string parse_content(const json& content, const std::string& param, const s
 
 /// tools, tool_choice, parallel_tool_calls (OpenAI function calling).
 void parse_tools(const json& body, ChatRequest& r) {
-  if (const json* t = field(body, "tools")) {
+  if (const json* t = json_field(body, "tools")) {
     if (!t->is_array()) wrong_type("tools", "an array", *t);
     for (size_t i = 0; i < t->size(); ++i) {
       const std::string tp = "tools[" + std::to_string(i) + "]";
       const json& tool = (*t)[i];
       if (!tool.is_object()) wrong_type(tp, "an object", tool);
-      const json* type = field(tool, "type");
+      const json* type = json_field(tool, "type");
       if (!type || !type->is_string() || type->get<std::string>() != "function")
         throw bad_param(tp + ".type", "Invalid '" + tp + ".type': only 'function' tools are supported.");
-      const json* fn = field(tool, "function");
+      const json* fn = json_field(tool, "function");
       if (!fn) throw bad_param(tp + ".function", "Missing required parameter: '" + tp + ".function'.");
       if (!fn->is_object()) wrong_type(tp + ".function", "an object", *fn);
-      const json* name = field(*fn, "name");
+      const json* name = json_field(*fn, "name");
       if (!name) throw bad_param(tp + ".function.name", "Missing required parameter: '" + tp + ".function.name'.");
       if (!name->is_string() || name->get<std::string>().empty()) wrong_type(tp + ".function.name", "a non-empty string", *name);
       engine::ToolDefinition d;
       d.name = name->get<std::string>();
-      if (const json* desc = field(*fn, "description")) {
+      if (const json* desc = json_field(*fn, "description")) {
         if (!desc->is_string()) wrong_type(tp + ".function.description", "a string", *desc);
         d.description = desc->get<std::string>();
       }
-      if (const json* params = field(*fn, "parameters")) {
+      if (const json* params = json_field(*fn, "parameters")) {
         if (!params->is_object()) wrong_type(tp + ".function.parameters", "an object", *params);
         d.parameters = params->dump(-1, ' ', false, json::error_handler_t::replace);
       }
       r.tools.push_back(std::move(d));
     }
   }
-  if (const json* p = field(body, "parallel_tool_calls")) r.parallel_tool_calls = get_bool(*p, "parallel_tool_calls");
+  if (const json* p = json_field(body, "parallel_tool_calls")) r.parallel_tool_calls = get_bool(*p, "parallel_tool_calls");
   std::string choice = "auto";
   std::string forced_name;
-  if (const json* tc = field(body, "tool_choice")) {
+  if (const json* tc = json_field(body, "tool_choice")) {
     if (tc->is_string()) {
       choice = tc->get<std::string>();
       if (choice != "none" && choice != "auto" && choice != "required")
         throw bad_param("tool_choice", "Invalid value for 'tool_choice': '" + choice +
                                            "'. Supported values are: 'none', 'auto', 'required' or a named function.");
     } else if (tc->is_object()) {
-      const json* fn = field(*tc, "function");
-      const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      const json* fn = json_field(*tc, "function");
+      const json* name = fn && fn->is_object() ? json_field(*fn, "name") : nullptr;
       if (!name || !name->is_string()) throw bad_param("tool_choice.function.name", "Missing 'tool_choice.function.name'.");
       choice = "function";
       forced_name = name->get<std::string>();
@@ -172,18 +152,18 @@ std::vector<engine::ToolCall> parse_tool_calls(const json& calls, const std::str
     const std::string cp = param + "[" + std::to_string(i) + "]";
     const json& c = calls[i];
     if (!c.is_object()) wrong_type(cp, "an object", c);
-    const json* fn = field(c, "function");
+    const json* fn = json_field(c, "function");
     if (!fn || !fn->is_object()) throw bad_param(cp + ".function", "Missing required parameter: '" + cp + ".function'.");
-    const json* name = field(*fn, "name");
+    const json* name = json_field(*fn, "name");
     if (!name || !name->is_string()) throw bad_param(cp + ".function.name", "Missing required parameter: '" + cp + ".function.name'.");
     engine::ToolCall tc;
     tc.name = name->get<std::string>();
-    if (const json* id = field(c, "id")) {
+    if (const json* id = json_field(c, "id")) {
       if (!id->is_string()) wrong_type(cp + ".id", "a string", *id);
       tc.id = id->get<std::string>();
     }
     std::string args = "{}";
-    if (const json* a = field(*fn, "arguments")) {
+    if (const json* a = json_field(*fn, "arguments")) {
       if (a->is_string()) {
         args = a->get<std::string>();
       } else if (a->is_object()) {
@@ -202,27 +182,27 @@ std::vector<engine::ToolCall> parse_tool_calls(const json& calls, const std::str
 }
 
 void reject_unsupported(const json& body) {
-  if (const json* f = field(body, "functions")) {
+  if (const json* f = json_field(body, "functions")) {
     if (!f->is_array()) wrong_type("functions", "an array", *f);
     if (!f->empty()) throw bad_param("functions", "'functions' (function calling) is not supported by this server.");
   }
-  if (const json* rf = field(body, "response_format")) {
+  if (const json* rf = json_field(body, "response_format")) {
     if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
-    const json* type = field(*rf, "type");
+    const json* type = json_field(*rf, "type");
     if (!type || !type->is_string()) throw bad_param("response_format.type", "Missing 'response_format.type'.");
     if (type->get<std::string>() != "text") {
       throw bad_param("response_format", "response_format type '" + type->get<std::string>() +
                                              "' is not supported yet; only 'text' is.");
     }
   }
-  if (const json* lp = field(body, "logprobs")) {
+  if (const json* lp = json_field(body, "logprobs")) {
     if (get_bool(*lp, "logprobs")) throw bad_param("logprobs", "'logprobs' is not supported yet by this server.");
   }
-  if (const json* tl = field(body, "top_logprobs")) {
+  if (const json* tl = json_field(body, "top_logprobs")) {
     if (get_integer(*tl, "top_logprobs") != 0) throw bad_param("top_logprobs", "'top_logprobs' is not supported yet.");
   }
 
-  if (const json* lb = field(body, "logit_bias")) {
+  if (const json* lb = json_field(body, "logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
     if (!lb->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported yet.");
   }
@@ -237,15 +217,15 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e999 (no inf in JSON)
     throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what());
   }
-  if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + type_name(body) + ".");
+  if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + json_type_name(body) + ".");
 
   ChatRequest r;
-  if (const json* m = field(body, "model")) {
+  if (const json* m = json_field(body, "model")) {
     if (!m->is_string()) wrong_type("model", "a string", *m);
     r.model = m->get<std::string>();
   }
 
-  const json* msgs = field(body, "messages");
+  const json* msgs = json_field(body, "messages");
   if (!msgs) throw bad_param("messages", "Missing required parameter: 'messages'.");
   if (!msgs->is_array()) wrong_type("messages", "an array", *msgs);
   if (msgs->empty()) throw bad_param("messages", "Invalid 'messages': empty array. Expected an array with minimum length 1.");
@@ -253,7 +233,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     const json& m = (*msgs)[i];
     std::string p = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) wrong_type(p, "an object", m);
-    const json* role = field(m, "role");
+    const json* role = json_field(m, "role");
     if (!role) throw bad_param(p + ".role", "Missing required parameter: '" + p + ".role'.");
     if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
     std::string rs = role->get<std::string>();
@@ -267,12 +247,12 @@ ChatRequest parse_chat_request(std::string_view body_text) {
                                        "'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.");
     }
     engine::ChatMessage msg(rs, "");
-    if (const json* tcs = field(m, "tool_calls")) {
+    if (const json* tcs = json_field(m, "tool_calls")) {
       if (rs != "assistant") throw bad_param(p + ".tool_calls", "Only assistant messages may carry 'tool_calls'.");
       msg.tool_calls = parse_tool_calls(*tcs, p + ".tool_calls");
     }
     if (rs == "tool") {
-      const json* id = field(m, "tool_call_id");
+      const json* id = json_field(m, "tool_call_id");
       if (!id) throw bad_param(p + ".tool_call_id", "Missing required parameter: '" + p + ".tool_call_id'.");
       if (!id->is_string()) wrong_type(p + ".tool_call_id", "a string", *id);
       msg.tool_call_id = id->get<std::string>();
@@ -295,58 +275,58 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   // max_completion_tokens is the current name; max_tokens the deprecated one. When both
   // are sent, max_completion_tokens wins.
   for (const char* name : {"max_tokens", "max_completion_tokens"}) {
-    if (const json* v = field(body, name)) {
+    if (const json* v = json_field(body, name)) {
       int64_t n = get_integer(*v, name);
       if (n < 1) throw bad_param(name, std::string("Invalid '") + name + "': " + std::to_string(n) + " (minimum 1).");
       r.max_tokens = static_cast<int>(std::min<int64_t>(n, INT_MAX));
     }
   }
-  if (const json* v = field(body, "temperature")) {
+  if (const json* v = json_field(body, "temperature")) {
     double d = get_number(*v, "temperature");
     check_range(d, 0, 2, false, "temperature");
     r.sampling.temperature = static_cast<float>(d);
   }
-  if (const json* v = field(body, "top_p")) {
+  if (const json* v = json_field(body, "top_p")) {
     double d = get_number(*v, "top_p");
     check_range(d, 0, 1, true, "top_p");
     r.sampling.top_p = static_cast<float>(d);
   }
-  if (const json* v = field(body, "min_p")) {  // extension (llama.cpp)
+  if (const json* v = json_field(body, "min_p")) {  // extension (llama.cpp)
     double d = get_number(*v, "min_p");
     check_range(d, 0, 1, false, "min_p");
     r.sampling.min_p = static_cast<float>(d);
   }
-  if (const json* v = field(body, "top_k")) {  // extension (llama.cpp, vLLM)
+  if (const json* v = json_field(body, "top_k")) {  // extension (llama.cpp, vLLM)
     int64_t k = get_integer(*v, "top_k");
     if (k < 0) throw bad_param("top_k", "Invalid 'top_k': " + std::to_string(k) + " (minimum 0; 0 disables it).");
     r.sampling.top_k = static_cast<int>(std::min<int64_t>(k, INT_MAX));
   }
   for (const char* name : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* p = field(body, name)) {
+    if (const json* p = json_field(body, name)) {
       double d = get_number(*p, name);
       check_range(d, -2, 2, false, name);
       (std::string(name) == "presence_penalty" ? r.sampling.presence_penalty : r.sampling.frequency_penalty) =
           static_cast<float>(d);
     }
   }
-  if (const json* v = field(body, "seed")) {
+  if (const json* v = json_field(body, "seed")) {
     if (!v->is_number_integer()) wrong_type("seed", "an integer", *v);
     r.sampling.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
   }
-  if (const json* v = field(body, "n")) {
+  if (const json* v = json_field(body, "n")) {
     int64_t n = get_integer(*v, "n");
     if (n < 1) throw bad_param("n", "Invalid 'n': " + std::to_string(n) + " (minimum 1).");
     if (n > 1) throw bad_param("n", "'n' > 1 is not supported yet; only one choice per request (n=1).");
   }
-  if (const json* v = field(body, "stream")) r.stream = get_bool(*v, "stream");
-  if (const json* so = field(body, "stream_options")) {
+  if (const json* v = json_field(body, "stream")) r.stream = get_bool(*v, "stream");
+  if (const json* so = json_field(body, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     if (!r.stream) {
       throw bad_param("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
     }
-    if (const json* iu = field(*so, "include_usage")) r.include_usage = get_bool(*iu, "stream_options.include_usage");
+    if (const json* iu = json_field(*so, "include_usage")) r.include_usage = get_bool(*iu, "stream_options.include_usage");
   }
-  if (const json* v = field(body, "stop")) {
+  if (const json* v = json_field(body, "stop")) {
     if (v->is_string()) {
       r.stop.push_back(v->get<std::string>());
     } else if (v->is_array()) {
@@ -368,7 +348,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
       if (decoded != s) throw bad_param("stop", "Invalid 'stop': not valid UTF-8.");
     }
   }
-  if (const json* v = field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
+  if (const json* v = json_field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
   parse_tools(body, r);
   reject_unsupported(body);
   return r;
