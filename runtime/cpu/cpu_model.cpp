@@ -82,6 +82,8 @@ struct CpuModel::Impl {
   int n_layer = 0, kv_width = 0;
   kvcache::PageLayout layout;
   std::vector<uint16_t*> pages;  // the block table's page addresses for this forward
+  std::vector<const uint16_t*> krow_table;  // attention_prompt_rows' K row pointers (reused)
+  std::vector<uint16_t> vt;  // attention_prompt_rows' transposed V (reused)
   std::vector<uint8_t> scratch;
   std::vector<int32_t> tokens;
   std::vector<float> rope_cache;
@@ -101,6 +103,7 @@ struct CpuModel::Impl {
   void validate_graph(int n_vocab);
   void run_matmuls(const Op* ops, int n, int n_out);
   void attention(const Op& op, int n_tokens, int n_past, bool single_row_order);
+  void attention_prompt_rows(const Op& op, int n_tokens, int n_past, size_t k_off, size_t v_off);
 };
 
 kvcache::PageLayout kv_layout(const json& graph) {
@@ -416,6 +419,80 @@ float dot_f16_ggml(const uint16_t* a, const uint16_t* b, int n) {
   return static_cast<float>(sum);
 }
 
+
+// Four tinyBLAS hsum8s at once: lane i of the result is hsum8(a_i), with hsum8's exact
+// pairing ((x0+x4)+(x2+x6))+((x1+x5)+(x3+x7)), so each score is bit-identical to
+// dot_f16_tinyblas's.
+inline __m128 hsum8_x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  // lo + hi per accumulator: a0|a1 and a2|a3 side by side (x_i = l_i + l_{i+4}).
+  const __m256 u01 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
+  const __m256 u23 = _mm256_add_ps(_mm256_permute2f128_ps(a2, a3, 0x20), _mm256_permute2f128_ps(a2, a3, 0x31));
+  // (x0+x2, x1+x3) of each: [a0, a2 | a1, a3].
+  const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(3, 2, 3, 2)));
+  // (x0+x2) + (x1+x3) in lanes 0, 2, 4, 6 = a0, a2, a1, a3.
+  const __m256 z = _mm256_add_ps(y, _mm256_movehdup_ps(y));
+  return _mm256_castps256_ps128(_mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
+}
+
+// Prefill attention scores in tinyBLAS order for HB query heads that share one KV head:
+// w[h * ldw + j] = dot_f16_tinyblas(k_j, q_h) * scale for j < n_vis (rounded up to 4;
+// the caller masks the extra scores). q holds the heads'
+// f16-rounded queries as floats (HB x hd); krows[j] points at key j's head slice (hd f16).
+// Four keys at a time: every converted key chunk feeds HB FMA chains, and the 4*HB
+// chains are independent, so the loop runs at FMA throughput instead of FMA latency.
+template <int HB>
+void scores_tinyblas(const float* q, int hd, const uint16_t* const* krows, int n_vis, float scale, float* w,
+                     size_t ldw) {
+  auto cvt = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
+  const __m128 sc = _mm_set1_ps(scale);
+  for (int j = 0; j < n_vis; j += 4) {  // krows valid up to n_vis rounded up to 4
+    __m256 acc[HB][4];
+    for (int h = 0; h < HB; ++h)
+      for (int i = 0; i < 4; ++i) acc[h][i] = _mm256_setzero_ps();
+    for (int c = 0; c < hd; c += 8) {
+      const __m256 k0 = cvt(krows[j] + c), k1 = cvt(krows[j + 1] + c), k2 = cvt(krows[j + 2] + c),
+                   k3 = cvt(krows[j + 3] + c);
+      for (int h = 0; h < HB; ++h) {
+        const __m256 qv = _mm256_loadu_ps(q + static_cast<size_t>(h) * hd + c);
+        acc[h][0] = _mm256_fmadd_ps(k0, qv, acc[h][0]);
+        acc[h][1] = _mm256_fmadd_ps(k1, qv, acc[h][1]);
+        acc[h][2] = _mm256_fmadd_ps(k2, qv, acc[h][2]);
+        acc[h][3] = _mm256_fmadd_ps(k3, qv, acc[h][3]);
+      }
+    }
+    for (int h = 0; h < HB; ++h)
+      _mm_storeu_ps(w + h * ldw + j, _mm_mul_ps(hsum8_x4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]), sc));
+  }
+}
+
+// out[d] = sum_j p[j] * v_j[d] in tinyBLAS order (llama.cpp's kqv = v^T . f16(p) for 2+
+// rows, with V stored transposed as llama.cpp's non-flash path does): output d's
+// accumulator takes keys 8c..8c+7 in its lanes, FMAs in c order, then hsum8 over the
+// lanes. p: f16-rounded probabilities as floats, zero from n_vis up to n_vis rounded to 8;
+// vt: V transposed for this head, hd rows of ldv f16 (keys); hd % 8 == 0.
+void pv_tinyblas(const float* p, int n_vis, const uint16_t* vt, size_t ldv, int hd, float* out) {
+  auto cvt = [](const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); };
+  const int n8 = (n_vis + 7) & ~7;
+  for (int d = 0; d < hd; d += 8) {
+    const uint16_t* r = vt + static_cast<size_t>(d) * ldv;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (int j = 0; j < n8; j += 8) {
+      const __m256 pv = _mm256_loadu_ps(p + j);
+      a0 = _mm256_fmadd_ps(cvt(r + j), pv, a0);
+      a1 = _mm256_fmadd_ps(cvt(r + ldv + j), pv, a1);
+      a2 = _mm256_fmadd_ps(cvt(r + 2 * ldv + j), pv, a2);
+      a3 = _mm256_fmadd_ps(cvt(r + 3 * ldv + j), pv, a3);
+      a4 = _mm256_fmadd_ps(cvt(r + 4 * ldv + j), pv, a4);
+      a5 = _mm256_fmadd_ps(cvt(r + 5 * ldv + j), pv, a5);
+      a6 = _mm256_fmadd_ps(cvt(r + 6 * ldv + j), pv, a6);
+      a7 = _mm256_fmadd_ps(cvt(r + 7 * ldv + j), pv, a7);
+    }
+    _mm_storeu_ps(out + d, hsum8_x4(a0, a1, a2, a3));
+    _mm_storeu_ps(out + d + 4, hsum8_x4(a4, a5, a6, a7));
+  }
+}
+
 }  // namespace
 
 void CpuModel::Impl::run_op(const Op& op, int n_tokens, int n_out, int n_past, bool single_row_order) {
@@ -573,6 +650,11 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
   // P.V accumulators: tinyBLAS keeps one 8-lane accumulator per output (cell j feeds
   // lane j % 8); ggml_vec_dot_f16 keeps four (cell j feeds accumulator (j % 32) / 8,
   // lane j % 8). Here one row of hd floats per (accumulator, lane).
+  if (tinyblas) {
+    attention_prompt_rows(op, n_tokens, n_past, k_off, v_off);
+    out.rows = n_tokens;
+    return;
+  }
   const int n_acc = tinyblas ? 8 : 32;
   pool.run([&](int ith, int nth) {
     const int n_pad = (n_kv + 7) & ~7;
@@ -641,6 +723,80 @@ void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool sing
     }
   });
   out.rows = n_tokens;
+}
+
+// attention() for Rows::Prompt (tinyBLAS order): one task per (query token, KV head), the
+// group's query heads scored together (scores_tinyblas) so each converted key feeds up to
+// three heads, then softmax and P.V (pv_tinyblas) per head. K/V of this forward are
+// already in the cache.
+void CpuModel::Impl::attention_prompt_rows(const Op& op, int n_tokens, int n_past, size_t k_off, size_t v_off) {
+  const Buffer& q = bufs[op.in[0]];
+  Buffer& out = bufs[op.out];
+  constexpr int B = kvcache::kBlockTokens;
+  const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
+  const int n_kv = n_past + n_tokens;
+  const int n_pad = (n_kv + 7) & ~7;
+  // K row table per KV head (padded rows point at row 0; their scores are masked), and V
+  // transposed per KV head (hd rows of n_pad keys; padding is 0 and meets p = 0).
+  krow_table.resize(static_cast<size_t>(op.n_head_kv) * n_pad);
+  vt.resize(static_cast<size_t>(kv_width) * n_pad);
+  const uint16_t** krows = krow_table.data();
+  for (int hk = 0; hk < op.n_head_kv; ++hk)
+    for (int j = 0; j < n_pad; ++j) {
+      const int p = j < n_kv ? j : 0;
+      krows[static_cast<size_t>(hk) * n_pad + j] = pages[p / B] + k_off + static_cast<size_t>(p % B) * kv_width + static_cast<size_t>(hk) * hd;
+    }
+  pool.run([&](int ith, int nth) {  // vt[c][j] = V[j][c], c over all KV heads' dims
+    for (int c = ith; c < kv_width; c += nth) {
+      uint16_t* row = vt.data() + static_cast<size_t>(c) * n_pad;
+      for (int j = 0; j < n_kv; ++j) row[j] = pages[j / B][v_off + static_cast<size_t>(j % B) * kv_width + c];
+      std::fill(row + n_kv, row + n_pad, uint16_t{0});
+    }
+  });
+  const int n_tasks = n_tokens * op.n_head_kv;
+  pool.run([&](int ith, int nth) {
+    constexpr int kHB = 3;  // query heads scored together (4 keys x 3 heads = 12 accumulators)
+    std::vector<float> w(static_cast<size_t>(kHB) * n_pad), qf(static_cast<size_t>(kHB) * hd), pf(n_pad);
+    for (int task = ith; task < n_tasks; task += nth) {
+      const int t = task / op.n_head_kv, hk = task % op.n_head_kv;
+      const int n_vis = n_past + t + 1;  // causal: positions 0..n_past+t
+      const int n_grp = (n_vis + 7) / 8;
+      const uint16_t* const* kr = krows + static_cast<size_t>(hk) * n_pad;
+      const uint16_t* vth = vt.data() + static_cast<size_t>(hk) * hd * n_pad;
+      for (int h0 = 0; h0 < group; h0 += kHB) {
+        const int hb = std::min(kHB, group - h0);
+        for (int i = 0; i < hb; ++i) {  // f16(q) as llama.cpp's matmul sees it
+          const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(hk * group + h0 + i) * hd;
+          for (int d = 0; d < hd; ++d) qf[static_cast<size_t>(i) * hd + d] = from_f16(to_f16(qr[d]));
+        }
+        switch (hb) {
+          case 3: scores_tinyblas<3>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+          case 2: scores_tinyblas<2>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+          default: scores_tinyblas<1>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+        }
+        for (int i = 0; i < hb; ++i) {
+          float* wi = w.data() + static_cast<size_t>(i) * n_pad;
+          float mx = -INFINITY;
+          for (int j = 0; j < n_vis; ++j) mx = std::max(mx, wi[j]);
+          for (int j = n_vis; j < n_grp * 8; ++j) wi[j] = -INFINITY;  // masked cells
+          double sum = 0.0;  // ggml_vec_soft_max_f32: expf8 per 8 cells, group sums in double
+          for (int g = 0; g < n_grp; ++g) {
+            const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(wi + 8 * g), _mm256_set1_ps(mx)));
+            _mm256_storeu_ps(wi + 8 * g, e);
+            sum += static_cast<double>(ggml::hsum8(e));
+          }
+          // p rounded to f16 (as llama.cpp converts kq for the f16 matmul), masked cells 0.
+          const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+          for (int g = 0; g < n_grp; ++g)
+            _mm256_storeu_ps(pf.data() + 8 * g,
+                             _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(wi + 8 * g), inv), _MM_FROUND_TO_NEAREST_INT)));
+          for (int j = n_vis; j < n_grp * 8; ++j) pf[j] = 0.0f;
+          pv_tinyblas(pf.data(), n_vis, vth, n_pad, hd,
+                      out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(hk * group + h0 + i) * hd);
+        }
+      }
+    }
+  });
 }
 
 }  // namespace swz::cpu
