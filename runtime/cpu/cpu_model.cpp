@@ -776,9 +776,12 @@ void CpuModel::Impl::attention_prompt_rows(const Op& op, int n_tokens, int n_pas
         }
         for (int i = 0; i < hb; ++i) {
           float* wi = w.data() + static_cast<size_t>(i) * n_pad;
-          float mx = -INFINITY;
-          for (int j = 0; j < n_vis; ++j) mx = std::max(mx, wi[j]);
           for (int j = n_vis; j < n_grp * 8; ++j) wi[j] = -INFINITY;  // masked cells
+          __m256 mx8 = _mm256_set1_ps(-INFINITY);
+          for (int g = 0; g < n_grp; ++g) mx8 = _mm256_max_ps(mx8, _mm256_loadu_ps(wi + 8 * g));
+          __m128 mx4 = _mm_max_ps(_mm256_castps256_ps128(mx8), _mm256_extractf128_ps(mx8, 1));
+          mx4 = _mm_max_ps(mx4, _mm_movehl_ps(mx4, mx4));
+          const float mx = std::max(_mm_cvtss_f32(mx4), _mm_cvtss_f32(_mm_movehdup_ps(mx4)));
           double sum = 0.0;  // ggml_vec_soft_max_f32: expf8 per 8 cells, group sums in double
           for (int g = 0; g < n_grp; ++g) {
             const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(wi + 8 * g), _mm256_set1_ps(mx)));
