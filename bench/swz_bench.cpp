@@ -1,5 +1,7 @@
 // swz-bench: llama-bench style throughput of a package on the cpu backend.
-//   swz-bench PACKAGE [--pp 512] [--tg 128] [--reps 5] [-t threads]
+//   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--reps 5] [-t threads]
+//   --depth D: the tg decodes run after a D-token prompt (untimed), as llama-bench's -d
+//   ("tg128 @ d2048"): decode speed with a long context in the KV cache.
 // pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
 // KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
 // KV cache (llama-bench's definition). Prints JSON: per-rep seconds and tokens/s medians.
@@ -24,10 +26,10 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--reps N] [-t threads]\n";
+    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--reps N] [-t threads]\n";
     return 2;
   }
-  int pp = 512, tg = 128, reps = 5, threads = 0;
+  int pp = 512, tg = 128, depth = 0, reps = 5, threads = 0;
   for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
     }
     if (a == "--pp") pp = v;
     else if (a == "--tg") tg = v;
+    else if (a == "--depth") depth = v;
     else if (a == "--reps") reps = v;
     else if (a == "-t") threads = v;
     else {
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
     auto pkg = swz::package::open_package(argv[1]);
     swz::ggml::ThreadPool pool(threads);
     const auto& graph = pkg.manifest.graph;
-    const int n_ctx_model = std::max(pp, tg) + 8;
+    const int n_ctx_model = std::max(pp, depth + tg) + 8;
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
@@ -68,6 +71,8 @@ int main(int argc, char** argv) {
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
     std::vector<int32_t> prompt(pp);
     for (auto& t : prompt) t = dist(rng);
+    std::vector<int32_t> depth_prompt(depth);
+    for (auto& t : depth_prompt) t = dist(rng);
     std::vector<float> logits;
     using Clock = std::chrono::steady_clock;
     std::vector<double> pp_s, tg_s;
@@ -78,6 +83,8 @@ int main(int argc, char** argv) {
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) pp_s.push_back(s);
       model.truncate(0);
+      for (int i = 0; i < depth; i += 512)
+        model.forward(depth_prompt.data() + i, std::min(512, depth - i), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
       int32_t tok = prompt[0];
       t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
@@ -90,6 +97,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = {{"threads", pool.size()},
                           {"pp", pp},
                           {"tg", tg},
+                          {"depth", depth},
                           {"pp_seconds", pp_s},
                           {"tg_seconds", tg_s},
                           {"pp_tok_s", pp / median(pp_s)},
