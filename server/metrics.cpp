@@ -206,7 +206,7 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
 std::string endpoint_label(const std::string& path) {
   static const char* const kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/messages",
                                         "/v1/messages/count_tokens", "/v1/models", "/v1/usage",
-                                        "/health", "/metrics"};
+                                        "/health", "/metrics", "/tokenize", "/detokenize"};
   for (const char* r : kRoutes)
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";

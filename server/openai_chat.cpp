@@ -1,5 +1,6 @@
 #include "openai_chat.h"
 
+#include "openai_logprobs.h"
 #include "text_stream.h"
 #include "tool_calls.h"
 
@@ -195,13 +196,6 @@ void reject_unsupported(const json& body) {
                                              "' is not supported yet; only 'text' is.");
     }
   }
-  if (const json* lp = json_field(body, "logprobs")) {
-    if (get_bool(*lp, "logprobs")) throw bad_param("logprobs", "'logprobs' is not supported yet by this server.");
-  }
-  if (const json* tl = json_field(body, "top_logprobs")) {
-    if (get_integer(*tl, "top_logprobs") != 0) throw bad_param("top_logprobs", "'top_logprobs' is not supported yet.");
-  }
-
   if (const json* lb = json_field(body, "logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
     if (!lb->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported yet.");
@@ -316,7 +310,24 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   if (const json* v = json_field(body, "n")) {
     int64_t n = get_integer(*v, "n");
     if (n < 1) throw bad_param("n", "Invalid 'n': " + std::to_string(n) + " (minimum 1).");
-    if (n > 1) throw bad_param("n", "'n' > 1 is not supported yet; only one choice per request (n=1).");
+    if (n > kMaxChoices)
+      throw bad_param("n", "Invalid 'n': " + std::to_string(n) + " (this server generates at most " +
+                               std::to_string(kMaxChoices) + " choices per request).");
+    r.n = static_cast<int>(n);
+  }
+  // logprobs: true returns the chosen tokens' logprobs; top_logprobs (0..20) adds that
+  // many alternatives per position and requires logprobs: true (as OpenAI).
+  bool logprobs = false;
+  if (const json* lp = json_field(body, "logprobs")) logprobs = get_bool(*lp, "logprobs");
+  if (const json* tl = json_field(body, "top_logprobs")) {
+    const int64_t k = get_integer(*tl, "top_logprobs");
+    if (k < 0 || k > engine::kMaxTopLogprobs)
+      throw bad_param("top_logprobs", "Invalid 'top_logprobs': " + std::to_string(k) + " (expected an integer in [0, " +
+                                          std::to_string(engine::kMaxTopLogprobs) + "]).");
+    if (!logprobs) throw bad_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true.");
+    r.logprobs = static_cast<int>(k);
+  } else if (logprobs) {
+    r.logprobs = 0;
   }
   if (const json* v = json_field(body, "stream")) r.stream = get_bool(*v, "stream");
   if (const json* so = json_field(body, "stream_options")) {
@@ -441,8 +452,13 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   p.gen.max_tokens = p.req.max_tokens.value_or(-1);
   p.gen.sampling = p.req.sampling;
   p.gen.speculative = p.req.speculative;
+  p.gen.logprobs = p.req.logprobs;
   try {
-    p.admission = engine_.admit(p.gen);
+    for (int i = 0; i < p.req.n; ++i) {
+      engine::GenerateRequest g = p.gen;
+      g.sampling.seed = choice_seed(p.gen.sampling.seed, i);
+      p.admissions.push_back(engine_.admit(g));
+    }
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what());
   }
@@ -451,69 +467,144 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   return p;
 }
 
-ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body) {
-  Outcome o;
-  o.clock = TokenClock(p.received);
+struct ChatCompletions::ChoiceRun {
+  engine::GenerateResult result;
+  std::string text;
+  bool stop_sequence = false;
+  int tool_calls = 0;
+  std::vector<engine::TokenLogprobs> rest;  ///< logprob entries no delta carried (held-back or cut text)
+  const char* finish_reason() const {
+    return tool_calls ? "tool_calls" : finish_reason_name(result.finish, stop_sequence);
+  }
+};
+
+ChatCompletions::ChoiceRun ChatCompletions::run_choice(
+    const Prepared& p, int index, TokenClock& clock,
+    const std::function<bool(json, std::vector<engine::TokenLogprobs>)>& deliver) {
+  ChoiceRun run;
   CompletionText text(p.req.stop);
   ToolCallText tools = tool_text(p);
-  json calls = json::array();
+  std::vector<engine::TokenLogprobs> pending;  // entries of tokens whose text no delta carried yet
+  bool ok = true;
   auto take = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
+      json d;
       if (ev.is_call) {
-        calls.push_back(tool_call_json(ev.call, new_call_id(), -1));
+        d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), run.tool_calls++)})}};
       } else {
-        o.text += ev.text;
+        run.text += ev.text;
+        d = {{"content", ev.text}};
       }
+      std::vector<engine::TokenLogprobs> lp;
+      lp.swap(pending);
+      if (ok && !deliver(std::move(d), std::move(lp))) ok = false;
     }
+    return ok;
   };
   take(tools.push(p.req.forced_prefix));
   auto on_token = [&](const engine::TokenEvent& ev) {
-    o.clock.on_token();
-    take(tools.push(text.push(ev.piece)));
+    clock.on_token();
+    if (ev.logprobs) pending.push_back(*ev.logprobs);
+    if (!take(tools.push(text.push(ev.piece)))) return false;
     if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
     return !text.stopped() && !tools.done() && !cancelled_;
   };
-  try {
-    o.result = engine_.run(*p.admission, on_token);
-  } catch (const engine::InvalidRequest& e) {
-    throw ApiError(400, e.what());
-  } catch (const ApiError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
+  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], on_token);
+  if (!ok) return run;
+  std::vector<ToolCallText::Event> rest = tools.push(text.finish());
+  for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
+  run.stop_sequence = text.stopped();
+  take(rest);
+  run.rest = std::move(pending);
+  return run;
+}
+
+namespace {
+
+/// Adds choice `run`'s counts to the request's totals (`first`: the choice that reports the prompt).
+template <class Run>
+void accumulate(engine::GenerateResult& total, const Run& run, bool first) {
+  const engine::GenerateResult& r = run.result;
+  if (first) {
+    total.prompt_tokens = r.prompt_tokens;
+    total.cached_tokens = r.cached_tokens;
+    total.finish = r.finish;
   }
-  take(tools.push(text.finish()));
-  take(tools.finish());
-  o.stop_sequence = text.stopped();
-  o.tool_calls = tools.calls();
+  total.completion_tokens += r.completion_tokens;
+  total.spec_drafted += r.spec_drafted;
+  total.spec_accepted += r.spec_accepted;
+  total.prefill_ms += r.prefill_ms;
+  total.decode_ms += r.decode_ms;
+}
+
+}  // namespace
+
+ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body) {
+  Outcome o;
+  o.clock = TokenClock(p.received);
+  const bool want_logprobs = p.req.logprobs >= 0;
+  json choices = json::array();
+  for (int i = 0; i < p.req.n; ++i) {
+    json calls = json::array();
+    std::vector<engine::TokenLogprobs> entries;
+    ChoiceRun run;
+    try {
+      run = run_choice(p, i, o.clock, [&](json d, std::vector<engine::TokenLogprobs> lp) {
+        if (d.contains("tool_calls")) {
+          json c = std::move(d["tool_calls"][0]);
+          c.erase("index");
+          calls.push_back(std::move(c));
+        }
+        entries.insert(entries.end(), lp.begin(), lp.end());
+        return true;
+      });
+    } catch (const engine::InvalidRequest& e) {
+      throw ApiError(400, e.what());
+    } catch (const ApiError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
+    }
+    entries.insert(entries.end(), run.rest.begin(), run.rest.end());
+    accumulate(o.result, run, i == 0);
+    o.tool_calls += run.tool_calls;
+    if (i == 0) {
+      o.text = run.text;
+      o.stop_sequence = run.stop_sequence;
+    }
+    json message = {{"role", "assistant"}, {"content", run.text}, {"refusal", nullptr}};
+    if (!calls.empty()) {
+      message["tool_calls"] = std::move(calls);
+      if (run.text.empty()) message["content"] = nullptr;  // as OpenAI answers a pure call
+    }
+    json logprobs = nullptr;
+    if (want_logprobs) logprobs = {{"content", chat_logprobs_content(engine_, entries)}, {"refusal", nullptr}};
+    choices.push_back({{"index", i},
+                       {"message", std::move(message)},
+                       {"logprobs", std::move(logprobs)},
+                       {"finish_reason", run.finish_reason()}});
+    if (cancelled_) break;
+  }
   const auto& r = o.result;
-  json message = {{"role", "assistant"}, {"content", o.text}, {"refusal", nullptr}};
-  if (!calls.empty()) {
-    message["tool_calls"] = std::move(calls);
-    if (o.text.empty()) message["content"] = nullptr;  // as OpenAI answers a pure call
-  }
   body = {{"id", p.id},
           {"object", "chat.completion"},
           {"created", p.created},
           {"model", engine_.info().id},
           {"system_fingerprint", nullptr},
-          {"choices", json::array({{{"index", 0},
-                                    {"message", std::move(message)},
-                                    {"logprobs", nullptr},
-                                    {"finish_reason", o.tool_calls ? "tool_calls" : finish_reason_name(r.finish, o.stop_sequence)}}})},
+          {"choices", std::move(choices)},
           {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted)}};
   return o;
 }
 
-json ChatCompletions::chunk(const Prepared& p, json delta, const char* finish_reason) const {
+json ChatCompletions::chunk(const Prepared& p, int index, json delta, const char* finish_reason, json logprobs) const {
   json c = {{"id", p.id},
             {"object", "chat.completion.chunk"},
             {"created", p.created},
             {"model", engine_.info().id},
             {"system_fingerprint", nullptr},
-            {"choices", json::array({{{"index", 0},
+            {"choices", json::array({{{"index", index},
                                       {"delta", std::move(delta)},
-                                      {"logprobs", nullptr},
+                                      {"logprobs", std::move(logprobs)},
                                       {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}}})}};
   // With include_usage, OpenAI sends "usage": null on every chunk but the last.
   if (p.req.include_usage) c["usage"] = nullptr;
@@ -524,51 +615,40 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
                                                  const std::function<void(const Outcome&)>& before_done) {
   Outcome o;
   o.clock = TokenClock(p.received);
+  const bool want_logprobs = p.req.logprobs >= 0;
   auto send = [&](const json& j) {
     if (o.client_gone) return false;
     if (!write(sse_event(j))) o.client_gone = true;
     return !o.client_gone;
   };
-  if (!send(chunk(p, {{"role", "assistant"}, {"content", ""}}, nullptr))) return o;
-
-  CompletionText text(p.req.stop);
-  ToolCallText tools = tool_text(p);
-  auto deliver = [&](const std::vector<ToolCallText::Event>& evs) {
-    for (const auto& ev : evs) {
-      if (ev.is_call) {
-        // One delta per call, whole: index, id, type and name, and the arguments.
-        json d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), o.tool_calls++)})}};
-        if (!send(chunk(p, std::move(d), nullptr))) return false;
-      } else {
-        o.text += ev.text;
-        if (!send(chunk(p, {{"content", ev.text}}, nullptr))) return false;
-      }
+  auto logprobs_json = [&](const std::vector<engine::TokenLogprobs>& lp) {
+    return json{{"content", chat_logprobs_content(engine_, lp)}, {"refusal", nullptr}};
+  };
+  for (int i = 0; i < p.req.n; ++i) {
+    if (!send(chunk(p, i, {{"role", "assistant"}, {"content", ""}}, nullptr))) return o;
+    ChoiceRun run;
+    try {
+      run = run_choice(p, i, o.clock, [&](json d, std::vector<engine::TokenLogprobs> lp) {
+        return send(chunk(p, i, std::move(d), nullptr, want_logprobs ? logprobs_json(lp) : json(nullptr)));
+      });
+    } catch (const engine::InvalidRequest& e) {
+      send(ApiError(400, e.what()).body());
+      return o;
+    } catch (const std::exception& e) {
+      send(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
+      return o;
     }
-    return true;
-  };
-  deliver(tools.push(p.req.forced_prefix));
-  auto on_token = [&](const engine::TokenEvent& ev) {
-    o.clock.on_token();
-    if (!deliver(tools.push(text.push(ev.piece)))) return false;
-    if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
-    return !text.stopped() && !tools.done() && !cancelled_;
-  };
-  try {
-    o.result = engine_.run(*p.admission, on_token);
-  } catch (const engine::InvalidRequest& e) {
-    send(ApiError(400, e.what()).body());
-    return o;
-  } catch (const std::exception& e) {
-    send(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
-    return o;
+    accumulate(o.result, run, i == 0);
+    o.tool_calls += run.tool_calls;
+    if (i == 0) {
+      o.text = run.text;
+      o.stop_sequence = run.stop_sequence;
+    }
+    if (o.client_gone) return o;
+    json rest = want_logprobs && !run.rest.empty() ? logprobs_json(run.rest) : json(nullptr);
+    if (!send(chunk(p, i, json::object(), run.finish_reason(), std::move(rest)))) return o;
+    if (cancelled_) break;
   }
-  if (o.client_gone) return o;
-  std::vector<ToolCallText::Event> rest = tools.push(text.finish());
-  for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
-  o.stop_sequence = text.stopped();
-  if (!deliver(rest)) return o;
-  const char* finish = o.tool_calls ? "tool_calls" : finish_reason_name(o.result.finish, o.stop_sequence);
-  if (!send(chunk(p, json::object(), finish))) return o;
   if (p.req.include_usage) {
     json u = {{"id", p.id},
               {"object", "chat.completion.chunk"},

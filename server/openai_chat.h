@@ -39,15 +39,17 @@ struct ChatRequest {
   /// syntax (rendered as the engine's assistant prefix, fed to the tool-call parser).
   std::string forced_prefix;
   bool continue_final_message = false;            ///< the last message is the assistant's: continue it
+  int n = 1;                                      ///< choices to generate (1..kMaxChoices)
+  int logprobs = -1;                              ///< -1: none; else top_logprobs (logprobs: true, 0..20)
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
 /// invalid JSON, a non-object body, missing/empty `messages`, an unknown role, a content
 /// part that is not text, wrongly typed fields, non-finite or out-of-range numbers
 /// (temperature in [0, 2], top_p in (0, 1], min_p in [0, 1], top_k >= 0,
-/// max_tokens >= 1, presence/frequency_penalty in [-2, 2]), n != 1, and features not
-/// implemented (legacy `functions`, response_format other than text, logprobs, non-zero
-/// penalties, logit_bias). Tools: `tools` (type "function"), `tool_choice` ("none",
+/// max_tokens >= 1, presence/frequency_penalty in [-2, 2], n in [1, kMaxChoices],
+/// top_logprobs in [0, 20] and only with logprobs: true), and features not implemented
+/// (legacy `functions`, response_format other than text, non-empty logit_bias). Tools: `tools` (type "function"), `tool_choice` ("none",
 /// "auto", "required", {"type": "function", "function": {"name"}}),
 /// `parallel_tool_calls`, assistant `tool_calls` and role "tool" messages. A trailing
 /// assistant message is continued. Unknown fields are ignored. A JSON null counts as absent.
@@ -84,8 +86,13 @@ class ChatCompletions {
   /// Everything decided before the first response byte.
   struct Prepared {
     ChatRequest req;
-    engine::GenerateRequest gen;  ///< templated, tokenized prompt + sampling
-    std::shared_ptr<engine::Admission> admission;  ///< gen, admitted: cached-prefix counts known
+    engine::GenerateRequest gen;  ///< templated, tokenized prompt + sampling (choice 0's)
+    /// One admission per choice (req.n; choice i's seed is choice_seed(seed, i)), all
+    /// admitted before any runs: cached-prefix counts known. Choices run one after
+    /// another; the 2nd.. reuse the prompt blocks the 1st published (engine CacheStats
+    /// count them) while the response's usage counts the prompt once, with choice 0's
+    /// cached tokens (as OpenAI bills n > 1).
+    std::vector<std::shared_ptr<engine::Admission>> admissions;
     std::string id;               ///< chatcmpl-...
     int64_t created = 0;          ///< unix seconds
     TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
@@ -100,25 +107,31 @@ class ChatCompletions {
   Prepared prepare(std::string_view body);
 
   struct Outcome {
+    /// All choices together: prompt and cached tokens once (choice 0's), completion
+    /// tokens, draft counts and times summed over the choices.
     engine::GenerateResult result;
-    std::string text;            ///< the completion text the client gets
-    bool stop_sequence = false;  ///< a `stop` sequence ended generation
-    int tool_calls = 0;          ///< calls returned (finish_reason "tool_calls" when > 0)
+    std::string text;            ///< the completion text the client gets (choice 0)
+    bool stop_sequence = false;  ///< a `stop` sequence ended generation (choice 0)
+    int tool_calls = 0;          ///< calls returned, all choices (finish_reason "tool_calls" for a choice with calls)
     bool client_gone = false;    ///< streaming: a write failed, generation was cancelled
     TokenClock clock;            ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };
 
-  /// Non-streaming: runs generation; returns the outcome and fills `body` with the
-  /// chat.completion object. Throws ApiError (engine::InvalidRequest -> 400, any other
-  /// exception -> 500).
+  /// Non-streaming: runs generation of every choice; returns the outcome and fills `body`
+  /// with the chat.completion object. Throws ApiError (engine::InvalidRequest -> 400, any
+  /// other exception -> 500).
   Outcome complete(const Prepared& p, nlohmann::json& body);
 
   /// Streaming: writes SSE events through `write` (returns false once the client is
-  /// gone, which cancels generation): a first chunk with delta.role, content chunks (each
-  /// a complete-UTF-8 piece of text; joined they equal the non-streamed text), a chunk
-  /// with finish_reason, a usage chunk (choices: []) if include_usage, then [DONE]. An
-  /// engine error after the first byte is sent as an SSE event {"error": {...}} and the
-  /// stream ends without [DONE]. Never throws.
+  /// gone, which cancels generation). Per choice, in index order: a first chunk with
+  /// delta.role, content / tool-call chunks (each a complete-UTF-8 piece of text; joined
+  /// they equal the non-streamed text), a chunk with its finish_reason; then a usage chunk
+  /// (choices: []) if include_usage, then [DONE]. With logprobs, each delta chunk carries
+  /// the entries of the tokens generated since the previous chunk of that choice (text
+  /// held back for a stop string or an incomplete character delays its entries to the
+  /// chunk that releases text; the finish chunk carries the rest), so the joined entries
+  /// equal the non-streamed ones. An engine error after the first byte is sent as an SSE
+  /// event {"error": {...}} and the stream ends without [DONE]. Never throws.
   /// `before_done`, if set, is called once generation has ended and every chunk but
   /// [DONE] is written (not when the client is gone or the engine failed), so what it
   /// records is visible to a client that has seen the end of the stream.
@@ -133,7 +146,14 @@ class ChatCompletions {
   engine::Engine& engine() { return engine_; }
 
  private:
-  nlohmann::json chunk(const Prepared& p, nlohmann::json delta, const char* finish_reason) const;
+  nlohmann::json chunk(const Prepared& p, int index, nlohmann::json delta, const char* finish_reason,
+                       nlohmann::json logprobs = nullptr) const;
+  struct ChoiceRun;
+  /// Runs choice `index`; `deliver(delta, logprobs)` gets each content or tool-call delta
+  /// with the logprob entries of the tokens generated since the previous delta and
+  /// returns false when the client is gone. Engine exceptions propagate.
+  ChoiceRun run_choice(const Prepared& p, int index, TokenClock& clock,
+                       const std::function<bool(nlohmann::json, std::vector<engine::TokenLogprobs>)>& deliver);
   engine::Engine& engine_;
   std::atomic<bool> cancelled_{false};
 };

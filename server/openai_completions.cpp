@@ -3,6 +3,7 @@
 #include "accounting.h"
 
 #include "openai_chat.h"
+#include "openai_logprobs.h"
 #include "server.h"
 #include "text_stream.h"
 #include "tool_calls.h"
@@ -11,12 +12,34 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <memory>
 
 namespace swz::server {
 
 using nlohmann::json;
+
+namespace {
+
+/// A token id of a token-id prompt: an integer >= 0 (the vocabulary bound is checked in prepare()).
+int32_t token_id(const json& v, const std::string& param) {
+  if (!v.is_number_integer())
+    throw bad_param(param, "Invalid type for '" + param + "': expected a token id (an integer), but got " + json_type_name(v) + ".");
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX) : v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+    throw bad_param(param, "Invalid '" + param + "': token id " + v.dump() + " is outside the vocabulary.");
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
+CompletionsPrompt token_prompt(const json& ids, const std::string& param) {
+  if (ids.empty()) throw bad_param(param, "Invalid '" + param + "': a token-id prompt must not be empty.");
+  CompletionsPrompt p;
+  p.is_tokens = true;
+  for (size_t k = 0; k < ids.size(); ++k) p.tokens.push_back(token_id(ids[k], param + "[" + std::to_string(k) + "]"));
+  return p;
+}
+
+}  // namespace
 
 CompletionsRequest parse_completions_request(std::string_view body_text) {
   json body;
@@ -30,33 +53,50 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) throw bad_param("prompt", "Missing required parameter: 'prompt'.");
   if (it->is_string()) {
-    r.prompts.push_back(it->get<std::string>());
+    r.prompts.push_back({it->get<std::string>(), {}, false});
   } else if (it->is_array() && !it->empty()) {
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& p = (*it)[i];
-      if (p.is_number_integer() || p.is_array())
-        throw bad_param("prompt", "Token-id prompts are not supported yet; send the prompt as text.");
-      if (!p.is_string()) throw bad_param("prompt[" + std::to_string(i) + "]", "Invalid type: expected a string.");
-      r.prompts.push_back(p.get<std::string>());
+    if ((*it)[0].is_number()) {  // one prompt of token ids
+      r.prompts.push_back(token_prompt(*it, "prompt"));
+    } else {
+      for (size_t i = 0; i < it->size(); ++i) {
+        const json& p = (*it)[i];
+        const std::string pp = "prompt[" + std::to_string(i) + "]";
+        if (p.is_array()) {
+          r.prompts.push_back(token_prompt(p, pp));
+        } else if (p.is_string()) {
+          r.prompts.push_back({p.get<std::string>(), {}, false});
+        } else {
+          throw bad_param(pp, "Invalid type for '" + pp + "': expected a string or an array of token ids, but got " +
+                                  json_type_name(p) + ".");
+        }
+      }
     }
   } else {
-    throw bad_param("prompt", "Invalid 'prompt': expected a string or a non-empty array of strings.");
+    throw bad_param("prompt", "Invalid 'prompt': expected a string, an array of strings, an array of token ids or an "
+                              "array of arrays of token ids (non-empty).");
   }
   for (const auto& p : r.prompts)
-    if (p.empty()) throw bad_param("prompt", "Invalid 'prompt': prompts must not be empty.");
+    if (!p.is_tokens && p.text.empty()) throw bad_param("prompt", "Invalid 'prompt': prompts must not be empty.");
   if (auto e = body.find("echo"); e != body.end() && !e->is_null()) {
     if (!e->is_boolean()) throw bad_param("echo", "Invalid type for 'echo': expected a boolean.");
     r.echo = e->get<bool>();
   }
-  if (auto lp = body.find("logprobs"); lp != body.end() && !lp->is_null())
-    throw bad_param("logprobs", "'logprobs' is not supported yet by this server.");
+  if (auto lp = body.find("logprobs"); lp != body.end() && !lp->is_null()) {
+    if (!lp->is_number_integer())
+      throw bad_param("logprobs", "Invalid type for 'logprobs': expected an integer, but got " + json_type_name(*lp) + ".");
+    const int64_t k = lp->is_number_unsigned() && lp->get<uint64_t>() > INT32_MAX ? INT32_MAX : lp->get<int64_t>();
+    if (k < 0 || k > kMaxLegacyLogprobs)
+      throw bad_param("logprobs", "Invalid 'logprobs': " + std::to_string(k) + " (expected an integer in [0, " +
+                                      std::to_string(kMaxLegacyLogprobs) + "]).");
+    r.logprobs = static_cast<int>(k);
+  }
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null())
     throw bad_param("suffix", "'suffix' (insertion) is not supported by this server.");
   if (auto b = body.find("best_of"); b != body.end() && !b->is_null() && !(b->is_number_integer() && b->get<int64_t>() == 1))
     throw bad_param("best_of", "'best_of' other than 1 is not supported.");
   // The sampling fields are the chat endpoint's: validate them with its parser.
   json chat = body;
-  for (const char* k : {"prompt", "echo", "logprobs", "suffix", "best_of"}) chat.erase(k);
+  for (const char* k : {"prompt", "echo", "logprobs", "top_logprobs", "suffix", "best_of"}) chat.erase(k);
   chat["messages"] = json::array({{{"role", "user"}, {"content", "x"}}});
   ChatRequest c = parse_chat_request(chat.dump());
   if (c.continue_final_message || !c.tools.empty()) throw bad_param("tools", "'tools' are not supported on /v1/completions.");
@@ -65,6 +105,8 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
   r.stop = c.stop;
   r.stream = c.stream;
   r.include_usage = c.include_usage;
+  r.n = c.n;
+  r.speculative = c.speculative;
   return r;
 }
 
@@ -74,7 +116,8 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 struct Choice {
   engine::GenerateRequest gen;
-  std::string prompt;
+  std::string prompt;   ///< the prompt's text (echo)
+  bool first = false;   ///< the prompt's first choice (it reports the prompt's usage)
 };
 
 struct Job {
@@ -90,18 +133,41 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
   auto job = std::make_shared<Job>();
   job->req = parse_completions_request(body);
   const int n_ctx = engine.info().n_ctx;
+  const int n_vocab = engine.info().n_vocab;
+  const bool several = job->req.prompts.size() > 1;
   for (size_t i = 0; i < job->req.prompts.size(); ++i) {
+    const CompletionsPrompt& pr = job->req.prompts[i];
     Choice c;
-    c.prompt = job->req.prompts[i];
-    c.gen.prompt = engine.tokenize(c.prompt, /*add_special=*/true);
+    if (pr.is_tokens) {
+      for (size_t k = 0; k < pr.tokens.size(); ++k) {
+        if (pr.tokens[k] >= n_vocab) {
+          const std::string param = (several ? "prompt[" + std::to_string(i) + "]" : std::string("prompt")) + "[" + std::to_string(k) + "]";
+          throw bad_param(param, "Invalid '" + param + "': token id " + std::to_string(pr.tokens[k]) +
+                                     " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ").");
+        }
+      }
+      c.gen.prompt = pr.tokens;
+      if (job->req.echo) c.prompt = engine.detokenize(pr.tokens);
+    } else {
+      c.prompt = pr.text;
+      c.gen.prompt = engine.tokenize(c.prompt, /*add_special=*/true);
+    }
     const int n = static_cast<int>(c.gen.prompt.size());
     if (n + 1 > n_ctx)
       throw ApiError(400, "This model's maximum context length is " + std::to_string(n_ctx) + " tokens, however you requested " +
                               std::to_string(n) + " tokens in your prompt (prompt tokens + 1 must be <= " + std::to_string(n_ctx) + ").",
                      "invalid_request_error", "prompt", "context_length_exceeded");
     c.gen.max_tokens = job->req.max_tokens;
-    c.gen.sampling = job->req.sampling;
-    job->choices.push_back(std::move(c));
+    c.gen.speculative = job->req.speculative;
+    c.gen.logprobs = job->req.logprobs;
+    c.gen.prompt_logprobs = job->req.echo && job->req.logprobs >= 0;
+    for (int j = 0; j < job->req.n; ++j) {
+      Choice cj = c;
+      cj.gen.sampling = job->req.sampling;
+      cj.gen.sampling.seed = choice_seed(job->req.sampling.seed, j);
+      cj.first = j == 0;
+      job->choices.push_back(std::move(cj));
+    }
   }
   job->id = random_id("cmpl-");
   job->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -114,12 +180,18 @@ struct Totals {
   bool gone = false;
 };
 
-/// Runs every choice; `emit(index, text, finish_reason or nullptr)` gets text as it is
-/// final and one call with the finish reason per choice. Returns false when emit did.
-Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled,
-               const std::function<bool(int, const std::string&, const char*)>& emit,
+/// Text of a choice as it becomes final, and the logprobs object of the tokens since the
+/// previous call (null when logprobs were not asked or, for a finish call, none are left).
+using Emit = std::function<bool(int index, const std::string& text, const char* finish, json logprobs)>;
+
+/// Runs every choice; `emit` gets text as it is final and one call with the finish
+/// reason per choice. Each non-empty text carries the logprob entries of the tokens
+/// generated since the previous one (held-back text delays them; the finish call carries
+/// the rest), so the joined entries are the same however the text was cut.
+Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled, const Emit& emit,
                const std::function<void(engine::Admission&)>& admitted) {
   Totals t;
+  const bool want = job.req.logprobs >= 0;
   for (size_t i = 0; i < job.choices.size() && !t.gone; ++i) {
     const Choice& c = job.choices[i];
     const int idx = static_cast<int>(i);
@@ -130,14 +202,27 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
       throw ApiError(400, e.what());
     }
     if (admitted) admitted(*a);
-    if (job.req.echo && !emit(idx, c.prompt, nullptr)) {
-      t.gone = true;
-      break;
+    LegacyLogprobs lp(engine);
+    auto take = [&] { return want ? lp.take() : json(nullptr); };
+    if (job.req.echo) {
+      if (c.gen.prompt_logprobs) {
+        // The prompt's logprobs exist once prefill ran: the echo is sent from there.
+        a->set_prefill_callback([&](const std::vector<engine::TokenLogprobs>& plp) {
+          lp.add_first(c.gen.prompt.front());
+          for (const auto& e : plp) lp.add(e);
+          if (!emit(idx, c.prompt, nullptr, take())) t.gone = true;
+        });
+      } else if (!emit(idx, c.prompt, nullptr, nullptr)) {
+        t.gone = true;
+        break;
+      }
     }
     CompletionText text(job.req.stop);
     auto on_token = [&](const engine::TokenEvent& ev) {
+      if (t.gone) return false;
+      if (ev.logprobs) lp.add(*ev.logprobs);
       std::string s = text.push(ev.piece);
-      if (!s.empty() && !emit(idx, s, nullptr)) {
+      if (!s.empty() && !emit(idx, s, nullptr, take())) {
         t.gone = true;
         return false;
       }
@@ -146,16 +231,29 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
     engine::GenerateResult r = engine.run(*a, on_token);
     if (t.gone) break;
     std::string rest = text.finish();
-    if (!rest.empty() && !emit(idx, rest, nullptr)) {
+    if (!rest.empty() && !emit(idx, rest, nullptr, take())) {
       t.gone = true;
       break;
     }
-    if (!emit(idx, "", finish_reason_name(r.finish, text.stopped()))) t.gone = true;
-    t.prompt += r.prompt_tokens;
+    if (!emit(idx, "", finish_reason_name(r.finish, text.stopped()), want && !lp.empty() ? lp.take() : json(nullptr))) t.gone = true;
+    if (c.first) {  // a prompt counts once, however many choices it has (as OpenAI bills n)
+      t.prompt += r.prompt_tokens;
+      t.cached += r.cached_tokens;
+    }
     t.completion += r.completion_tokens;
-    t.cached += r.cached_tokens;
   }
   return t;
+}
+
+/// Appends the arrays of legacy logprobs object `more` to `into` (null: a fresh copy).
+void append_logprobs(json& into, const json& more) {
+  if (more.is_null()) return;
+  if (into.is_null()) {
+    into = more;
+    return;
+  }
+  for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    for (const auto& v : more[k]) into[k].push_back(v);
 }
 
 json usage(const Totals& t) {
@@ -201,9 +299,14 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         std::vector<json> choices(job->choices.size());
         for (size_t i = 0; i < choices.size(); ++i)
           choices[i] = {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-        Totals t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish) {
+        const bool want = job->req.logprobs >= 0;
+        Totals t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
           choices[i]["text"] = choices[i]["text"].get<std::string>() + s;
-          if (finish) choices[i]["finish_reason"] = finish;
+          append_logprobs(choices[i]["logprobs"], lp);
+          if (finish) {
+            choices[i]["finish_reason"] = finish;
+            if (want && choices[i]["logprobs"].is_null()) choices[i]["logprobs"] = LegacyLogprobs(engine).take();
+          }
           return true;
         }, admitted);
         json body = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
@@ -235,8 +338,8 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       };
       Totals t;
       try {
-        t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish) {
-          json ch = {{"text", s}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+        t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
+          json ch = {{"text", s}, {"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
           std::string ev = sse_event(chunk(json::array({ch})));
           return sink.write(ev.data(), ev.size());
         }, admitted);

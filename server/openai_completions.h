@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,24 +20,40 @@ class Server;
 
 namespace swz::server {
 
+/// One prompt of a completions request: text, or token ids (sent as a list of integers).
+struct CompletionsPrompt {
+  std::string text;             ///< the text (for token ids: empty until detokenized for echo)
+  std::vector<int32_t> tokens;  ///< token ids as sent (used as they are: no BOS is added)
+  bool is_tokens = false;
+};
+
 /// A validated completions request.
 struct CompletionsRequest {
-  std::vector<std::string> prompts;   ///< `prompt`: a string or a list of strings (one choice each)
+  /// `prompt`: a string, a list of strings, a list of token ids, or a list of lists of
+  /// token ids; each prompt gets n choices (index = prompt * n + j).
+  std::vector<CompletionsPrompt> prompts;
   int max_tokens = 16;                ///< OpenAI's default for this endpoint
   engine::SamplingParams sampling;
   std::vector<std::string> stop;
   bool echo = false;                  ///< the choice's text starts with its prompt
   bool stream = false;
   bool include_usage = false;
+  int n = 1;                          ///< choices per prompt, 1..kMaxChoices
+  int logprobs = -1;                  ///< -1: none; 0..5 alternatives per position (legacy integer `logprobs`)
+  std::optional<bool> speculative;    ///< extension, as chat
 };
 
-/// Throws ApiError (400 naming the field) for a missing/empty or wrongly typed prompt,
-/// out-of-range numbers (as chat), n != 1, best_of != 1, logprobs, suffix, and token-id
-/// prompts (not supported yet).
+/// Throws ApiError (400 naming the field) for a missing/empty or wrongly typed prompt
+/// (a token id must be an integer >= 0; the vocabulary bound is checked when the engine
+/// is known), out-of-range numbers (as chat), n outside [1, kMaxChoices], best_of != 1,
+/// logprobs outside [0, 5], and suffix.
 CompletionsRequest parse_completions_request(std::string_view body);
 
-/// Registers POST /v1/completions on `http` (errors in OpenAI's schema). Prompts are
-/// tokenized as plain text with BOS as the model says, generated one after another.
+/// Registers POST /v1/completions on `http` (errors in OpenAI's schema). Text prompts are
+/// tokenized as plain text with BOS as the model says; token-id prompts are checked
+/// against the vocabulary (400 naming the index) and used as sent. Choices (n per
+/// prompt) are generated one after another; `logprobs` (with echo, the prompt's too)
+/// follow the legacy schema (openai_logprobs.h).
 void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
                            std::function<void(const std::string&)> log, GenerationHooks hooks = {});
 

@@ -133,12 +133,14 @@ struct Server::Impl {
     // between prefill chunks and decode steps (Admission::set_cancel_check).
     auto gone = std::make_shared<std::atomic<bool>>(false);
     const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-    p->admission->set_cancel_check([this, fd, gone] {
-      if (chat.cancelling()) return true;
-      if (client_socket_alive(fd)) return false;
-      gone->store(true);
-      return true;
-    });
+    for (const auto& a : p->admissions) {
+      a->set_cancel_check([this, fd, gone] {
+        if (chat.cancelling()) return true;
+        if (client_socket_alive(fd)) return false;
+        gone->store(true);
+        return true;
+      });
+    }
 
     if (!p->req.stream) {
       try {
@@ -167,9 +169,10 @@ struct Server::Impl {
     // Streaming: the headers leave before generation starts; admission already looked up
     // the cached prefix, so they carry the counts the usage chunk will repeat.
     // The cost header can only carry the prompt's cost here; the ledger gets the whole.
-    set_cache_headers(res, p->admission->cached_tokens(), p->admission->uncached_tokens());
+    const engine::Admission& first = *p->admissions.front();
+    set_cache_headers(res, first.cached_tokens(), first.uncached_tokens());
     set_unique_header(res, kCostHeader,
-                      accounting.quote_prompt(engine.info().id, p->admission->prompt_tokens(), p->admission->cached_tokens()).usd());
+                      accounting.quote_prompt(engine.info().id, first.prompt_tokens(), first.cached_tokens()).usd());
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
     std::string key_id = caller_of(req).key_id;
@@ -245,6 +248,45 @@ struct Server::Impl {
     });
     http.Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+    // llama.cpp server's tokenizer endpoints: POST /tokenize {"content": str, "add_special":
+    // bool = true} -> {"tokens": [ids]} (plain text, as /v1/completions tokenizes a text
+    // prompt); POST /detokenize {"tokens": [ids]} -> {"content": str}.
+    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        const json body = json::parse(req.body, nullptr, false);
+        if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
+        const json* content = json_field(body, "content");
+        if (!content || !content->is_string()) throw bad_param("content", "Missing or invalid 'content': expected a string.");
+        bool add_special = true;
+        if (const json* a = json_field(body, "add_special")) {
+          if (!a->is_boolean()) throw bad_param("add_special", "Invalid type for 'add_special': expected a boolean.");
+          add_special = a->get<bool>();
+        }
+        set_cache_headers(res, 0, 0);
+        res.set_content(dump({{"tokens", engine.tokenize(content->get<std::string>(), add_special)}}), "application/json");
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      }
+    });
+    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        const json body = json::parse(req.body, nullptr, false);
+        if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
+        const json* tokens = json_field(body, "tokens");
+        if (!tokens || !tokens->is_array()) throw bad_param("tokens", "Missing or invalid 'tokens': expected an array of token ids.");
+        std::vector<int32_t> ids;
+        for (size_t i = 0; i < tokens->size(); ++i) {
+          const json& t = (*tokens)[i];
+          if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= engine.info().n_vocab)
+            throw bad_param("tokens[" + std::to_string(i) + "]", "Invalid 'tokens[" + std::to_string(i) + "]': not a token id of this model.");
+          ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+        }
+        set_cache_headers(res, 0, 0);
+        res.set_content(dump({{"content", engine.detokenize(ids)}}), "application/json");
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      }
+    });
     http.Get("/v1/usage", [this](const httplib::Request& req, httplib::Response& res) {
       const Caller who = caller_of(req);
       set_cache_headers(res, 0, 0);

@@ -3,6 +3,7 @@
 //   POST /v1/chat/completions   (stream or not; see openai_chat.h)
 //   GET  /v1/models, GET /v1/models/{id}
 //   GET  /v1/usage              the usage ledger: the caller's rows (all rows for the admin key)
+//   POST /tokenize, /detokenize (llama.cpp server's tokenizer endpoints)
 //   GET  /health                -> {"status": "ok"}
 //   GET  /metrics               Prometheus text format 0.0.4 (metrics.h)
 //

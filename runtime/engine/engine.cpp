@@ -25,6 +25,7 @@
 
 #include "chat/chat_template.h"
 #include "cpu/cpu_model.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/speculative.h"
 #include "ggml/thread_pool.h"
@@ -42,6 +43,10 @@ double ms_since(Clock::time_point t0) {
 
 /// Prefill is evaluated in chunks of this many tokens (llama.cpp's default n_ubatch).
 constexpr int kPrefillChunk = 512;
+/// Prefill chunk when every prompt row's logits are needed (prompt logprobs): bounds the
+/// logits buffer to 64 rows (e.g. 39 MB for Qwen2.5's 151,936-token vocabulary). The
+/// chunking does not change any result (batch invariance, above).
+constexpr int kPromptLogprobsChunk = 64;
 
 class CpuEngine final : public Engine {
  public:
@@ -136,6 +141,7 @@ class CpuEngine final : public Engine {
   }
 
   std::string detokenize(const std::vector<int32_t>& tokens) override { return tok_.decode(tokens); }
+  std::string token_piece(int32_t id) override { return tok_.token_to_piece(id); }
 
   std::unique_ptr<Admission> admit(const GenerateRequest& req) override {
     Sampler validate(req.sampling);
@@ -147,8 +153,11 @@ class CpuEngine final : public Engine {
                            std::to_string(info_.n_ctx) + " tokens (at least one must remain for the answer)");
     for (int32_t t : req.prompt)
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
+    if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
+      throw InvalidRequest("logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(req.logprobs));
     auto a = std::make_unique<CpuAdmission>(req, *kv_);
-    if (kv_->prefix_cache_enabled()) {
+    // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
+    if (kv_->prefix_cache_enabled() && !req.prompt_logprobs) {
       a->keys = kvcache::block_keys(kv_->model(), req.prompt.data(), req.prompt.size());
       const int matched = kv_->match_and_pin(a->keys, a->pinned);
       a->set_cached(std::min(matched * kvcache::kBlockTokens, n_prompt - 1));
@@ -177,7 +186,7 @@ class CpuEngine final : public Engine {
     // admission (a stream's headers already carry it); CacheStats counts them as hits.
     std::vector<int> pages = kv_->acquire(a->pinned);
     a->release_pins();
-    if (kv_->prefix_cache_enabled() && pages.size() < a->keys.size()) {
+    if (kv_->prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a->keys.size()) {
       std::vector<kvcache::BlockKey> more(a->keys.begin() + static_cast<ptrdiff_t>(pages.size()), a->keys.end()), pinned;
       kv_->match_and_pin(more, pinned);
       std::vector<int> extra;
@@ -201,14 +210,26 @@ class CpuEngine final : public Engine {
 
     std::vector<float> logits;
     res.finish = FinishReason::Length;
-    for (int i = reused; i < n_prompt; i += kPrefillChunk) {
+    const int nv = info_.n_vocab;
+    const int chunk = req.prompt_logprobs ? kPromptLogprobsChunk : kPrefillChunk;
+    for (int i = reused; i < n_prompt; i += chunk) {
       if (a->cancel_requested()) {
         res.finish = FinishReason::Cancelled;
+        res.prompt_logprobs.clear();
         break;
       }
-      const int n = std::min(kPrefillChunk, n_prompt - i);
-      model_->forward(req.prompt.data() + i, n, 1, cpu::CpuModel::Rows::Prompt, logits);
+      const int n = std::min(chunk, n_prompt - i);
+      model_->forward(req.prompt.data() + i, n, req.prompt_logprobs ? n : 1, cpu::CpuModel::Rows::Prompt, logits);
       history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
+      if (req.prompt_logprobs) {
+        // Row r (position i + r) predicts prompt token i + r + 1; the last row predicts
+        // the first generated token and stays, alone, for the decode loop.
+        for (int r = 0; r < n && i + r + 1 < n_prompt; ++r)
+          res.prompt_logprobs.push_back(token_logprobs(logits.data() + static_cast<size_t>(r) * nv, nv,
+                                                       req.prompt[static_cast<size_t>(i + r + 1)], std::max(0, req.logprobs)));
+        std::copy(logits.end() - nv, logits.end(), logits.begin());
+        logits.resize(static_cast<size_t>(nv));
+      }
     }
     const int evaluated = model_->n_past() - reused;
     {
@@ -226,19 +247,23 @@ class CpuEngine final : public Engine {
     const auto t1 = Clock::now();
 
     DecodeStats ds;
+    if (res.finish != FinishReason::Cancelled) a->prefilled(res.prompt_logprobs);
     if (res.finish != FinishReason::Cancelled) {
       DecodeOptions dopt;
       dopt.max_tokens = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
       dopt.n_ctx = info_.n_ctx;
-      dopt.n_vocab = info_.n_vocab;
+      dopt.n_vocab = nv;
       dopt.speculative = req.speculative.value_or(opts_.speculative);
       dopt.lookup.draft_max = std::max(1, opts_.spec_draft_max);
       dopt.lookup.draft_init = std::min(dopt.lookup.draft_init, dopt.lookup.draft_max);
       SequenceModel seq(*model_, history_);
       ds = decode(
           seq, sampler, logits, req.prompt, dopt, [this](int32_t t) { return tok_.is_eog(t); },
-          [&](int32_t t, const float* /*logits row of t*/) {
-            TokenEvent ev{t, tok_.token_to_piece(t)};
+          [&](int32_t t, const float* row) {
+            TokenEvent ev{t, tok_.token_to_piece(t), std::nullopt};
+            // The raw logits of t's position (verified positions' rows are bit-identical
+            // to plain decoding's, speculative.h), before penalties and temperature.
+            if (req.logprobs >= 0) ev.logprobs = token_logprobs(row, nv, t, req.logprobs);
             res.text += ev.piece;
             if (on_token && !on_token(ev)) return false;
             return !a->cancel_requested();  // the client went away: stop before the next forward pass

@@ -100,11 +100,40 @@ struct ChatPrompt {
   std::string assistant_prefix;
 };
 
+/// The most alternatives GenerateRequest::logprobs may ask for (OpenAI's top_logprobs cap).
+inline constexpr int kMaxTopLogprobs = 20;
+
+/// A token id and its log-probability (natural log) under the model's distribution.
+struct TokenLogprob {
+  int32_t token = 0;
+  double logprob = 0;
+};
+
+/// Log-probabilities of one position: `token` is the token taken there (generated or
+/// the next prompt token) with its logprob, `top` the most likely tokens of the position,
+/// most likely first (ties: lower id first). Computed by engine/logprobs.h from the raw
+/// logits row of the position, before penalties, temperature and the sampling filters
+/// (vLLM's default `logprobs_mode=raw_logprobs`), in double precision.
+struct TokenLogprobs {
+  int32_t token = 0;
+  double logprob = 0;
+  std::vector<TokenLogprob> top;  ///< size = the request's `logprobs` (fewer if the vocabulary is smaller)
+};
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;  ///< token ids, already templated (see tokenize_chat)
   int max_tokens = -1;          ///< -1 = until end of generation or the context is full
   SamplingParams sampling;
   std::optional<bool> speculative;  ///< speculative decoding on/off; absent = EngineOptions::speculative
+  /// -1: no logprobs. 0..kMaxTopLogprobs: every TokenEvent carries the logprob of its
+  /// token and this many top alternatives (TokenEvent::logprobs). Speculative decoding
+  /// does not change them: a verified position's logits are bit-identical to decoding it
+  /// alone (speculative.h).
+  int logprobs = -1;
+  /// Also compute logprobs for the prompt (GenerateResult::prompt_logprobs, with
+  /// max(logprobs, 0) alternatives). Needs every prompt row's logits, so the prefix cache
+  /// is not used for such a request (cached_tokens is 0; its blocks are still published).
+  bool prompt_logprobs = false;
 };
 
 enum class FinishReason { Stop, Length, Cancelled };
@@ -114,6 +143,7 @@ enum class FinishReason { Stop, Length, Cancelled };
 struct TokenEvent {
   int32_t token;
   std::string piece;
+  std::optional<TokenLogprobs> logprobs;  ///< present when GenerateRequest::logprobs >= 0
 };
 
 struct GenerateResult {
@@ -125,6 +155,9 @@ struct GenerateResult {
   double prefill_ms = 0, decode_ms = 0;
   int spec_drafted = 0;   ///< draft tokens verified (speculative decoding; 0 when off)
   int spec_accepted = 0;  ///< draft tokens accepted into the output (<= spec_drafted)
+  /// GenerateRequest::prompt_logprobs: entry i is prompt token i + 1 given tokens 0..i
+  /// (the first prompt token has none); empty otherwise or when prefill was cancelled.
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 /// Return false to stop generation (client went away); the result then says Cancelled.
@@ -163,12 +196,20 @@ class Admission {
   /// still cancels between generated tokens. Set it before run().
   void set_cancel_check(CancelCheck check) { cancel_ = std::move(check); }
   bool cancel_requested() const { return cancel_ && cancel_(); }
+  /// Called by run() once, from its thread, when prefill has finished (not when it was
+  /// cancelled), before the first token: with GenerateRequest::prompt_logprobs' entries
+  /// (empty when not asked). Lets a stream send what depends on the prompt (echo) first.
+  void set_prefill_callback(std::function<void(const std::vector<TokenLogprobs>&)> cb) { prefilled_ = std::move(cb); }
+  void prefilled(const std::vector<TokenLogprobs>& prompt_logprobs) const {
+    if (prefilled_) prefilled_(prompt_logprobs);
+  }
 
  protected:
   Admission(GenerateRequest req, int cached_tokens) : req_(std::move(req)), cached_tokens_(cached_tokens) {}
   GenerateRequest req_;
   int cached_tokens_ = 0;
   CancelCheck cancel_;
+  std::function<void(const std::vector<TokenLogprobs>&)> prefilled_;
 };
 
 /// Prefix-cache counters since the engine started (all zero for an engine without one).
@@ -226,9 +267,12 @@ class Engine {
   /// Plain-text tokenization (optionally adding BOS as the model's metadata says).
   virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) = 0;
+  /// The raw bytes of one token as generation emits them (TokenEvent::piece; may be a
+  /// partial UTF-8 character). Default: detokenize({id}).
+  virtual std::string token_piece(int32_t id) { return detokenize({id}); }
   /// Validates `req` and looks up its cached prefix. Throws InvalidRequest when the
   /// prompt is empty, holds an id outside the vocabulary, does not leave room in the
-  /// context, or the sampling values are invalid.
+  /// context, the sampling values are invalid, or logprobs is outside -1..kMaxTopLogprobs.
   virtual std::unique_ptr<Admission> admit(const GenerateRequest& req) = 0;
   /// Generates for an admitted request until an end-of-generation token, max_tokens, a
   /// full context, or the callback returns false. Thread-safe: concurrent calls are

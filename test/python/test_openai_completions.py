@@ -37,11 +37,16 @@ def test_fake_completion_stream_matches_and_usage_only_when_asked(fake_client):
 
 
 @pytest.mark.parametrize("kwargs,param", [
-    ({"logprobs": 2}, "logprobs"),
+    ({"logprobs": 6}, "logprobs"),
+    ({"logprobs": -1}, "logprobs"),
+    ({"n": 17}, "n"),
     ({"temperature": -1}, "temperature"),
     ({"max_tokens": 0}, "max_tokens"),
     ({"top_p": 1.5}, "top_p"),
-    ({"prompt": [1, 2, 3]}, "prompt"),
+    ({"prompt": [1, 2, 300]}, "prompt[2]"),
+    ({"prompt": [[1, 2], [7, -4]]}, "prompt[1][1]"),
+    ({"prompt": [[]]}, "prompt[0]"),
+    ({"prompt": [1, "a"]}, "prompt[1]"),
     ({"prompt": ""}, "prompt"),
 ])
 def test_fake_completion_errors(fake_client, kwargs, param):

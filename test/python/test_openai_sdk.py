@@ -110,7 +110,7 @@ def test_seed_makes_sampling_reproducible(client):
 
 
 @pytest.mark.parametrize("kwargs,param", [
-    ({"n": 2}, "n"),
+    ({"n": 17}, "n"),
     ({"temperature": 3}, "temperature"),
     ({"top_p": 1.5}, "top_p"),
     ({"max_tokens": 0}, "max_tokens"),

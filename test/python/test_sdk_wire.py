@@ -102,7 +102,7 @@ def test_stop_sequences_streamed_equals_non_streamed(fake_client, stop, expected
 
 
 @pytest.mark.parametrize("kwargs,param", [
-    ({"n": 2}, "n"),
+    ({"n": 17}, "n"),
     ({"temperature": 2.5}, "temperature"),
     ({"top_p": 0}, "top_p"),
     ({"max_tokens": 0}, "max_tokens"),

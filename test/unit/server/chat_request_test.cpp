@@ -133,8 +133,9 @@ TEST(ChatRequest, OutOfRangeAndNonFiniteNumbers) {
 }
 
 TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
-  EXPECT_EQ(error_of(with(R"("n":2)")).param, "n");
-  EXPECT_NE(std::string(error_of(with(R"("n":2)")).what()).find("n=1"), std::string::npos);
+  EXPECT_EQ(error_of(with(R"("n":17)")).param, "n");
+  EXPECT_NE(std::string(error_of(with(R"("n":17)")).what()).find("at most 16"), std::string::npos);
+  EXPECT_EQ(parse_chat_request(with(R"("n":16)")).n, 16);
   EXPECT_EQ(error_of(with(R"("n":0)")).param, "n");
   EXPECT_EQ(error_of(with(R"("functions":[{"name":"f"}])")).param, "functions");
   EXPECT_EQ(error_of(with(R"("tools":[{"type":"web_search"}])")).param, "tools[0].type");
@@ -142,7 +143,13 @@ TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
   EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("tool_choice":"required")")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("response_format":{"type":"json_object"})")).param, "response_format");
-  EXPECT_EQ(error_of(with(R"("logprobs":true)")).param, "logprobs");
+  EXPECT_EQ(error_of(with(R"("logprobs":1)")).param, "logprobs");
+  EXPECT_EQ(error_of(with(R"("top_logprobs":3)")).param, "top_logprobs");  // needs logprobs: true
+  EXPECT_EQ(error_of(with(R"("logprobs":true,"top_logprobs":21)")).param, "top_logprobs");
+  EXPECT_EQ(error_of(with(R"("logprobs":true,"top_logprobs":-1)")).param, "top_logprobs");
+  EXPECT_EQ(parse_chat_request(with(R"("logprobs":true)")).logprobs, 0);
+  EXPECT_EQ(parse_chat_request(with(R"("logprobs":true,"top_logprobs":20)")).logprobs, 20);
+  EXPECT_EQ(parse_chat_request(with(R"("logprobs":false)")).logprobs, -1);
   EXPECT_EQ(error_of(with(R"("frequency_penalty":-2.5)")).param, "frequency_penalty");
   EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.frequency_penalty, 0.5f);
   EXPECT_FLOAT_EQ(parse_chat_request(with(R"("frequency_penalty":0.5,"presence_penalty":-1)")).sampling.presence_penalty, -1.0f);
@@ -175,7 +182,7 @@ TEST(ChatRequest, ToolsToolCallsAndContinuation) {
 }
 
 TEST(ChatRequest, ErrorBodyFollowsOpenAISchema) {
-  ApiError e = error_of(with(R"("n":3)"));
+  ApiError e = error_of(with(R"("n":30)"));
   auto b = e.body();
   ASSERT_TRUE(b.contains("error"));
   EXPECT_EQ(b["error"]["type"], "invalid_request_error");

@@ -65,6 +65,10 @@ class FakeEngine : public engine::Engine {
     return std::vector<int32_t>(text.begin(), text.end());
   }
   std::string detokenize(const std::vector<int32_t>& tokens) override { return std::string(tokens.begin(), tokens.end()); }
+  /// Generated token i is piece i of the default script.
+  std::string token_piece(int32_t id) override {
+    return id >= 0 && static_cast<size_t>(id) < pieces.size() ? pieces[static_cast<size_t>(id)] : std::string(1, static_cast<char>(id));
+  }
 
   struct FakeAdmission final : engine::Admission {
     FakeAdmission(const engine::GenerateRequest& r, int cached) : Admission(r, cached) {}
@@ -94,6 +98,7 @@ class FakeEngine : public engine::Engine {
     for (const auto& [trigger, alt] : scripts)
       if (prompt_bytes.find(trigger) != std::string::npos) script = &alt;
     const std::vector<std::string>& pieces = *script;
+    a.prefilled({});
     for (size_t i = 0; endless_now || i < pieces.size(); ++i) {
       if (req.max_tokens >= 0 && r.completion_tokens >= req.max_tokens) {
         r.finish = engine::FinishReason::Length;
@@ -104,7 +109,12 @@ class FakeEngine : public engine::Engine {
         break;
       }
       if (token_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(token_delay_ms));
-      engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i]};
+      engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i], std::nullopt};
+      if (req.logprobs >= 0) {  // scripted: token i has logprob -(i+1)/4; alternatives i, i+1, ...
+        engine::TokenLogprobs lp{ev.token, -0.25 * static_cast<double>(i + 1), {}};
+        for (int k = 0; k < req.logprobs; ++k) lp.top.push_back({static_cast<int32_t>(i) + k, lp.logprob - k});
+        ev.logprobs = lp;
+      }
       r.text += ev.piece;
       ++r.completion_tokens;
       if (!on_token(ev)) {

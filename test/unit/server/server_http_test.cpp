@@ -280,7 +280,7 @@ TEST(ServerHttp, InvalidRequestsGet400InOpenAISchema) {
   expect_error_schema(c.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}],"temperature":1e999})",
                              "application/json"),
                       400, "");  // JSON parser rejects the overflow before fields are known
-  expect_error_schema(s.chat({{"messages", user("hi")}, {"n", 2}}), 400, "n");
+  expect_error_schema(s.chat({{"messages", user("hi")}, {"n", 17}}), 400, "n");
   expect_error_schema(s.chat({{"model", "m"}}), 400, "messages");
   expect_error_schema(s.chat({{"messages", user("hi")}, {"stream", true}, {"top_p", 0}}), 400, "top_p");
   EXPECT_EQ(s.engine.generate_calls, 0);
