@@ -82,8 +82,7 @@ struct CpuModel::Impl {
   int n_layer = 0, kv_width = 0;
   kvcache::PageLayout layout;
   std::vector<uint16_t*> pages;  // the block table's page addresses for this forward
-  std::vector<const uint16_t*> krow_table;  // attention_prompt_rows' K row pointers (reused)
-  std::vector<uint16_t> vt;  // attention_prompt_rows' transposed V (reused)
+  std::vector<const uint16_t*> krow_table;  // attention's K row pointers per KV head (reused)
   std::vector<uint8_t> scratch;
   std::vector<int32_t> tokens;
   std::vector<float> rope_cache;
@@ -103,7 +102,6 @@ struct CpuModel::Impl {
   void validate_graph(int n_vocab);
   void run_matmuls(const Op* ops, int n, int n_out);
   void attention(const Op& op, int n_tokens, int n_past, bool single_row_order);
-  void attention_prompt_rows(const Op& op, int n_tokens, int n_past, size_t k_off, size_t v_off);
 };
 
 kvcache::PageLayout kv_layout(const json& graph) {
@@ -123,7 +121,7 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
   try {
     for (auto& [name, width] : graph.at("buffers").items()) {
       buf_index[name] = static_cast<int>(m.bufs.size());
-      m.bufs.push_back(Buffer{name, width.get<int>(), 0, {}});
+      m.bufs.push_back(Buffer{name, width.get<int>(), false, 0, {}});
     }
     const json& hp = graph.at("hparams");
     n_vocab_ = hp.at("n_vocab").get<int>();
@@ -274,6 +272,8 @@ void CpuModel::Impl::validate_graph(int n_vocab) {
             op.layer < 0 || op.layer >= m.n_layer || width(0) != op.n_head * op.head_dim ||
             width(1) != m.kv_width || width(2) != m.kv_width || out.width != width(0))
           fail(i, "attention shapes disagree with the KV cache");
+        if (op.head_dim % 32)  // the f16 dot products in llama.cpp's orders work on 32-element steps
+          fail(i, "attention head_dim " + std::to_string(op.head_dim) + " is not supported by the cpu backend (needs a multiple of 32)");
         break;
       case OpKind::SwiGlu:
       case OpKind::Add:
@@ -393,36 +393,8 @@ void rms_norm_row(const float* x, const float* w, float* y, int n, float eps) {
   for (int i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-// f16 . f16 dot product of length n (a multiple of 8) in the order of llamafile's
-// tinyBLAS<8, f16> (llama.cpp's CPU matmul for batches of 2+ rows): one 8-lane FMA
-// accumulator over consecutive 8-element chunks, then hsum8.
-float dot_f16_tinyblas(const uint16_t* a, const uint16_t* b, int n) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int i = 0; i < n; i += 8)
-    acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i))),
-                          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i))), acc);
-  return ggml::hsum8(acc);
-}
-
-// f16 . f16 dot product in the order of ggml_vec_dot_f16 (llama.cpp's CPU matmul for a
-// single row, AVX2): four 8-lane accumulators over 32-element steps, reduced as
-// (s0+s2)+(s1+s3) then hsum8_hadd, the tail added in double.
-float dot_f16_ggml(const uint16_t* a, const uint16_t* b, int n) {
-  const int np = n & ~31;
-  __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int i = 0; i < np; i += 32)
-    for (int j = 0; j < 4; ++j)
-      s[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8 * j))),
-                             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8 * j))), s[j]);
-  double sum = ggml::hsum8_hadd(_mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])));
-  for (int i = np; i < n; ++i) sum += static_cast<double>(from_f16(a[i]) * from_f16(b[i]));
-  return static_cast<float>(sum);
-}
-
-
 // Four tinyBLAS hsum8s at once: lane i of the result is hsum8(a_i), with hsum8's exact
-// pairing ((x0+x4)+(x2+x6))+((x1+x5)+(x3+x7)), so each score is bit-identical to
-// dot_f16_tinyblas's.
+// pairing ((x0+x4)+(x2+x6))+((x1+x5)+(x3+x7)).
 inline __m128 hsum8_x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   // lo + hi per accumulator: a0|a1 and a2|a3 side by side (x_i = l_i + l_{i+4}).
   const __m256 u01 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
@@ -435,8 +407,10 @@ inline __m128 hsum8_x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm256_castps256_ps128(_mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 2, 6, 0, 0, 0, 0)));
 }
 
-// Prefill attention scores in tinyBLAS order for HB query heads that share one KV head:
-// w[h * ldw + j] = dot_f16_tinyblas(k_j, q_h) * scale for j < n_vis (rounded up to 4;
+// Attention scores in the order of llamafile's tinyBLAS<8, f16> (llama.cpp's CPU matmul
+// for batches of 2+ rows: one 8-lane FMA accumulator over consecutive 8-element chunks,
+// then hsum8) for HB query heads that share one KV head:
+// w[h * ldw + j] = (k_j . q_h) * scale for j < n_vis (rounded up to 4;
 // the caller masks the extra scores). q holds the heads'
 // f16-rounded queries as floats (HB x hd); krows[j] points at key j's head slice (hd f16).
 // Four keys at a time: every converted key chunk feeds HB FMA chains, and the 4*HB
@@ -466,31 +440,177 @@ void scores_tinyblas(const float* q, int hd, const uint16_t* const* krows, int n
   }
 }
 
+// The paged, transposed V of one KV head: dimension d's values of keys 64*pg .. 64*pg+63
+// are at pages[pg] + base + d * 64 (PageLayout::v_offset).
+struct VHead {
+  const uint16_t* const* pages;
+  size_t base;
+  const uint16_t* at(int d, int j) const {
+    return pages[j / kvcache::kBlockTokens] + base + static_cast<size_t>(d) * kvcache::kBlockTokens + j % kvcache::kBlockTokens;
+  }
+};
+
+inline __m256 cvt8(const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); }
+
+// Eight V values of keys j..j+7 (j % 8 == 0) for dimension d; lanes at or past n_vis read
+// as 0 (a page's slots past the sequence hold stale data, and llama.cpp's masked cells
+// contribute 0 * v). Only the sequence's last chunk takes the masked path.
+inline __m256 v8(const VHead& v, int d, int j, int n_vis) {
+  const __m256 x = cvt8(v.at(d, j));
+  if (j + 8 <= n_vis) return x;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n_vis - j), lane)));
+}
+
 // out[d] = sum_j p[j] * v_j[d] in tinyBLAS order (llama.cpp's kqv = v^T . f16(p) for 2+
-// rows, with V stored transposed as llama.cpp's non-flash path does): output d's
-// accumulator takes keys 8c..8c+7 in its lanes, FMAs in c order, then hsum8 over the
-// lanes. p: f16-rounded probabilities as floats, zero from n_vis up to n_vis rounded to 8;
-// vt: V transposed for this head, hd rows of ldv f16 (keys); hd % 8 == 0.
-void pv_tinyblas(const float* p, int n_vis, const uint16_t* vt, size_t ldv, int hd, float* out) {
-  auto cvt = [](const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); };
-  const int n8 = (n_vis + 7) & ~7;
+// rows): output d's accumulator takes keys 8c..8c+7 in its lanes, FMAs in c order, then
+// hsum8 over the lanes. p: f16-rounded probabilities as floats (n_vis rounded up to 8
+// readable); hd % 8 == 0.
+void pv_tinyblas(const float* p, int n_vis, const VHead& v, int hd, float* out) {
+  constexpr int B = kvcache::kBlockTokens;
+  const int n_full = n_vis / 8 * 8;  // keys in whole 8-key chunks; the rest is masked
   for (int d = 0; d < hd; d += 8) {
-    const uint16_t* r = vt + static_cast<size_t>(d) * ldv;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (int j = 0; j < n8; j += 8) {
-      const __m256 pv = _mm256_loadu_ps(p + j);
-      a0 = _mm256_fmadd_ps(cvt(r + j), pv, a0);
-      a1 = _mm256_fmadd_ps(cvt(r + ldv + j), pv, a1);
-      a2 = _mm256_fmadd_ps(cvt(r + 2 * ldv + j), pv, a2);
-      a3 = _mm256_fmadd_ps(cvt(r + 3 * ldv + j), pv, a3);
-      a4 = _mm256_fmadd_ps(cvt(r + 4 * ldv + j), pv, a4);
-      a5 = _mm256_fmadd_ps(cvt(r + 5 * ldv + j), pv, a5);
-      a6 = _mm256_fmadd_ps(cvt(r + 6 * ldv + j), pv, a6);
-      a7 = _mm256_fmadd_ps(cvt(r + 7 * ldv + j), pv, a7);
+    for (int j0 = 0; j0 < n_full; j0 += B) {  // page by page: 8 rows of 64 keys, stride B
+      const uint16_t* r = v.at(d, j0);
+      const float* pj = p + j0;
+      const int n = std::min(B, n_full - j0);
+      for (int j = 0; j < n; j += 8) {
+        const __m256 pv = _mm256_loadu_ps(pj + j);
+        a0 = _mm256_fmadd_ps(cvt8(r + j), pv, a0);
+        a1 = _mm256_fmadd_ps(cvt8(r + B + j), pv, a1);
+        a2 = _mm256_fmadd_ps(cvt8(r + 2 * B + j), pv, a2);
+        a3 = _mm256_fmadd_ps(cvt8(r + 3 * B + j), pv, a3);
+        a4 = _mm256_fmadd_ps(cvt8(r + 4 * B + j), pv, a4);
+        a5 = _mm256_fmadd_ps(cvt8(r + 5 * B + j), pv, a5);
+        a6 = _mm256_fmadd_ps(cvt8(r + 6 * B + j), pv, a6);
+        a7 = _mm256_fmadd_ps(cvt8(r + 7 * B + j), pv, a7);
+      }
+    }
+    if (n_full < n_vis) {
+      const __m256 pv = _mm256_loadu_ps(p + n_full);
+      a0 = _mm256_fmadd_ps(v8(v, d, n_full, n_vis), pv, a0);
+      a1 = _mm256_fmadd_ps(v8(v, d + 1, n_full, n_vis), pv, a1);
+      a2 = _mm256_fmadd_ps(v8(v, d + 2, n_full, n_vis), pv, a2);
+      a3 = _mm256_fmadd_ps(v8(v, d + 3, n_full, n_vis), pv, a3);
+      a4 = _mm256_fmadd_ps(v8(v, d + 4, n_full, n_vis), pv, a4);
+      a5 = _mm256_fmadd_ps(v8(v, d + 5, n_full, n_vis), pv, a5);
+      a6 = _mm256_fmadd_ps(v8(v, d + 6, n_full, n_vis), pv, a6);
+      a7 = _mm256_fmadd_ps(v8(v, d + 7, n_full, n_vis), pv, a7);
     }
     _mm_storeu_ps(out + d, hsum8_x4(a0, a1, a2, a3));
     _mm_storeu_ps(out + d + 4, hsum8_x4(a4, a5, a6, a7));
   }
+}
+
+// ggml_vec_dot_f16's reduction of its four accumulators (AVX2): (s0+s2)+(s1+s3), then
+// hsum8_hadd; exact in float for lengths that are multiples of 32 (no double tail).
+inline float reduce_ggml(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+  return ggml::hsum8_hadd(_mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
+}
+
+// Attention scores in ggml_vec_dot_f16 order (llama.cpp's single-row matmul, AVX2: four
+// 8-lane accumulators over 32-element steps, then reduce_ggml), two keys at a time:
+// w[j] = (k_j . q) * scale for j < n_vis. q: the f16-rounded query as floats; hd % 32 == 0.
+void scores_ggml(const float* q, int hd, const uint16_t* const* krows, int n_vis, float scale, float* w) {
+  int j = 0;
+  for (; j + 2 <= n_vis; j += 2) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    const uint16_t* ka = krows[j];
+    const uint16_t* kb = krows[j + 1];
+    for (int i = 0; i < hd; i += 32) {
+      const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8), q2 = _mm256_loadu_ps(q + i + 16),
+                   q3 = _mm256_loadu_ps(q + i + 24);
+      a0 = _mm256_fmadd_ps(cvt8(ka + i), q0, a0);
+      a1 = _mm256_fmadd_ps(cvt8(ka + i + 8), q1, a1);
+      a2 = _mm256_fmadd_ps(cvt8(ka + i + 16), q2, a2);
+      a3 = _mm256_fmadd_ps(cvt8(ka + i + 24), q3, a3);
+      b0 = _mm256_fmadd_ps(cvt8(kb + i), q0, b0);
+      b1 = _mm256_fmadd_ps(cvt8(kb + i + 8), q1, b1);
+      b2 = _mm256_fmadd_ps(cvt8(kb + i + 16), q2, b2);
+      b3 = _mm256_fmadd_ps(cvt8(kb + i + 24), q3, b3);
+    }
+    w[j] = reduce_ggml(a0, a1, a2, a3) * scale;
+    w[j + 1] = reduce_ggml(b0, b1, b2, b3) * scale;
+  }
+  for (; j < n_vis; ++j) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int i = 0; i < hd; i += 32) {
+      a0 = _mm256_fmadd_ps(cvt8(krows[j] + i), _mm256_loadu_ps(q + i), a0);
+      a1 = _mm256_fmadd_ps(cvt8(krows[j] + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+      a2 = _mm256_fmadd_ps(cvt8(krows[j] + i + 16), _mm256_loadu_ps(q + i + 16), a2);
+      a3 = _mm256_fmadd_ps(cvt8(krows[j] + i + 24), _mm256_loadu_ps(q + i + 24), a3);
+    }
+    w[j] = reduce_ggml(a0, a1, a2, a3) * scale;
+  }
+}
+
+// out[d] = sum_j p[j] * v_j[d] in ggml_vec_dot_f16 order (llama.cpp's kqv for one row):
+// key j feeds accumulator (j % 32) / 8, lane j % 8, then reduce_ggml. Two outputs at a
+// time share the p loads. p readable up to n_vis rounded to 32; hd even.
+void pv_ggml(const float* p, int n_vis, const VHead& v, int hd, float* out) {
+  constexpr int B = kvcache::kBlockTokens;
+  const int n_full = n_vis / 32 * 32;  // keys in whole 32-key steps; the last step is masked
+  for (int d = 0; d < hd; d += 2) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int j0 = 0; j0 < n_full; j0 += B) {  // page by page
+      const uint16_t* ra = v.at(d, j0);
+      const uint16_t* rb = ra + B;
+      const float* pj = p + j0;
+      const int n = std::min(B, n_full - j0);
+      for (int j = 0; j < n; j += 32) {
+        const __m256 p0 = _mm256_loadu_ps(pj + j), p1 = _mm256_loadu_ps(pj + j + 8), p2 = _mm256_loadu_ps(pj + j + 16),
+                     p3 = _mm256_loadu_ps(pj + j + 24);
+        a0 = _mm256_fmadd_ps(cvt8(ra + j), p0, a0);
+        a1 = _mm256_fmadd_ps(cvt8(ra + j + 8), p1, a1);
+        a2 = _mm256_fmadd_ps(cvt8(ra + j + 16), p2, a2);
+        a3 = _mm256_fmadd_ps(cvt8(ra + j + 24), p3, a3);
+        b0 = _mm256_fmadd_ps(cvt8(rb + j), p0, b0);
+        b1 = _mm256_fmadd_ps(cvt8(rb + j + 8), p1, b1);
+        b2 = _mm256_fmadd_ps(cvt8(rb + j + 16), p2, b2);
+        b3 = _mm256_fmadd_ps(cvt8(rb + j + 24), p3, b3);
+      }
+    }
+    if (n_full < n_vis) {
+      const int j = n_full;
+      const __m256 p0 = _mm256_loadu_ps(p + j), p1 = _mm256_loadu_ps(p + j + 8), p2 = _mm256_loadu_ps(p + j + 16),
+                   p3 = _mm256_loadu_ps(p + j + 24);
+      a0 = _mm256_fmadd_ps(v8(v, d, j, n_vis), p0, a0);
+      a1 = _mm256_fmadd_ps(v8(v, d, j + 8, n_vis), p1, a1);
+      a2 = _mm256_fmadd_ps(v8(v, d, j + 16, n_vis), p2, a2);
+      a3 = _mm256_fmadd_ps(v8(v, d, j + 24, n_vis), p3, a3);
+      b0 = _mm256_fmadd_ps(v8(v, d + 1, j, n_vis), p0, b0);
+      b1 = _mm256_fmadd_ps(v8(v, d + 1, j + 8, n_vis), p1, b1);
+      b2 = _mm256_fmadd_ps(v8(v, d + 1, j + 16, n_vis), p2, b2);
+      b3 = _mm256_fmadd_ps(v8(v, d + 1, j + 24, n_vis), p3, b3);
+    }
+    out[d] = reduce_ggml(a0, a1, a2, a3);
+    out[d + 1] = reduce_ggml(b0, b1, b2, b3);
+  }
+}
+
+// Softmax of one row of scores as ggml_vec_soft_max_f32 (expf8 per 8 cells, group sums
+// added in double), then the probabilities rounded to f16 (llama.cpp converts kq for the
+// f16 matmul) into p as floats. w and p hold n_vis rounded up to `pad` cells; cells from
+// n_vis on are masked (-inf in w, 0 in p).
+void softmax_f16(float* w, float* p, int n_vis, int pad) {
+  const int n_grp = (n_vis + 7) / 8, n_end = (n_vis + pad - 1) / pad * pad;
+  for (int j = n_vis; j < n_grp * 8; ++j) w[j] = -INFINITY;
+  __m256 mx8 = _mm256_set1_ps(-INFINITY);
+  for (int g = 0; g < n_grp; ++g) mx8 = _mm256_max_ps(mx8, _mm256_loadu_ps(w + 8 * g));
+  __m128 mx4 = _mm_max_ps(_mm256_castps256_ps128(mx8), _mm256_extractf128_ps(mx8, 1));
+  mx4 = _mm_max_ps(mx4, _mm_movehl_ps(mx4, mx4));
+  const float mx = std::max(_mm_cvtss_f32(mx4), _mm_cvtss_f32(_mm_movehdup_ps(mx4)));
+  double sum = 0.0;
+  for (int g = 0; g < n_grp; ++g) {
+    const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(w + 8 * g), _mm256_set1_ps(mx)));
+    _mm256_storeu_ps(w + 8 * g, e);
+    sum += static_cast<double>(ggml::hsum8(e));
+  }
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  for (int g = 0; g < n_grp; ++g)
+    _mm256_storeu_ps(p + 8 * g, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(w + 8 * g), inv), _MM_FROUND_TO_NEAREST_INT)));
+  for (int j = n_vis; j < n_end; ++j) p[j] = 0.0f;
 }
 
 }  // namespace
@@ -622,184 +742,82 @@ void CpuModel::Impl::run_matmuls(const Op* group, int n, int n_out) {
 // Causal GQA attention over the layer's KV cache, bit-identical to llama.cpp's CPU
 // non-flash path (llm_graph_context::build_attn_mha): kq = k . f16(q) (f16 matmul),
 // softmax(kq * scale) with ggml_vec_soft_max_f32 (expf8 in 8-wide groups, group sums
-// added in double), probabilities rounded to f16, out = v^T . f16(p) (f16 matmul).
-// llama.cpp's f16 matmuls reduce in one order for a batch of 2+ query rows (tinyBLAS)
-// and another for a single row (ggml_vec_dot_f16); both are reproduced, chosen by the
-// caller's CpuModel::Rows (see cpu_model.h) rather than by n_tokens. The KV length llama.cpp pads to a multiple of 256 with masked
-// cells only adds exact zeros, so it is not materialised here.
+// added in double), probabilities rounded to f16, out = v^T . f16(p) (f16 matmul, V
+// stored transposed as llama.cpp's v_trans cache). llama.cpp's f16 matmuls reduce in one
+// order for a batch of 2+ query rows (tinyBLAS) and another for a single row
+// (ggml_vec_dot_f16); both are reproduced, chosen by the caller's CpuModel::Rows (see
+// cpu_model.h) rather than by n_tokens. The KV length llama.cpp pads to a multiple of 256
+// with masked cells only adds exact zeros, so it is not materialised here.
+// Needs head_dim % 8 == 0 (Rows::Prompt) or % 32 == 0 (Rows::Generated); checked at load.
 void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool single_row_order) {
   const Buffer& q = bufs[op.in[0]];
   const Buffer& k = bufs[op.in[1]];
   const Buffer& v = bufs[op.in[2]];
   Buffer& out = bufs[op.out];
-  // K/V of position p: page pages[p / 64], slot p % 64, at layout.offset(layer, K|V, slot).
   constexpr int B = kvcache::kBlockTokens;
-  const size_t k_off = layout.offset(op.layer, 0, 0), v_off = layout.offset(op.layer, 1, 0);
-  auto k_row = [&](int p) { return pages[p / B] + k_off + static_cast<size_t>(p % B) * kv_width; };
-  auto v_row = [&](int p) { return pages[p / B] + v_off + static_cast<size_t>(p % B) * kv_width; };
-  for (int t = 0; t < n_tokens; ++t) {
-    ggml::fp32_to_fp16_row(k.data.data() + static_cast<size_t>(t) * k.width, k_row(n_past + t), kv_width);
-    ggml::fp32_to_fp16_row(v.data.data() + static_cast<size_t>(t) * v.width, v_row(n_past + t), kv_width);
-  }
   const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
-  const int n_tasks = n_tokens * op.n_head;
   const int n_kv = n_past + n_tokens;
+  // This forward's K rows and (transposed) V columns into their pages.
+  for (int t = 0; t < n_tokens; ++t) {
+    const int p = n_past + t;
+    uint16_t* page = pages[p / B];
+    ggml::fp32_to_fp16_row(k.data.data() + static_cast<size_t>(t) * k.width, page + layout.k_offset(op.layer, p % B), kv_width);
+    const float* vr = v.data.data() + static_cast<size_t>(t) * v.width;
+    for (int c = 0; c < kv_width; ++c) page[layout.v_offset(op.layer, c) + p % B] = to_f16(vr[c]);
+  }
+  // K row table per KV head; rows past n_kv point at row 0 (their scores are masked).
+  const int n_pad = (n_kv + 31) & ~31;
+  krow_table.resize(static_cast<size_t>(op.n_head_kv) * n_pad);
+  for (int hk = 0; hk < op.n_head_kv; ++hk)
+    for (int j = 0; j < n_pad; ++j) {
+      const int p = j < n_kv ? j : 0;
+      krow_table[static_cast<size_t>(hk) * n_pad + j] = pages[p / B] + layout.k_offset(op.layer, p % B) + static_cast<size_t>(hk) * hd;
+    }
   // Rows::Prompt: tinyBLAS's order (llamafile_sgemm takes batches of n >= 2 rows when
   // k % 8 == 0); Rows::Generated: ggml_vec_dot_f16's, what llama.cpp does for one row.
-  const bool tinyblas = !single_row_order && hd % 8 == 0;
-  // P.V accumulators: tinyBLAS keeps one 8-lane accumulator per output (cell j feeds
-  // lane j % 8); ggml_vec_dot_f16 keeps four (cell j feeds accumulator (j % 32) / 8,
-  // lane j % 8). Here one row of hd floats per (accumulator, lane).
-  if (tinyblas) {
-    attention_prompt_rows(op, n_tokens, n_past, k_off, v_off);
-    out.rows = n_tokens;
-    return;
-  }
-  const int n_acc = tinyblas ? 8 : 32;
+  const bool tinyblas = !single_row_order;
+  // Tasks for tinyBLAS: (query token, KV head), the group's query heads scored together so
+  // each converted key feeds up to three of them. For one row (decode) that is too few
+  // tasks to keep every thread busy (3 KV heads, 2 threads), so there a task is one query
+  // head; its KV head's K and V are shared through the cache.
+  const int heads_per_task = tinyblas ? group : 1;
+  const int tasks_per_token = op.n_head / heads_per_task;
+  const int n_tasks = n_tokens * tasks_per_token;
   pool.run([&](int ith, int nth) {
-    const int n_pad = (n_kv + 7) & ~7;
-    std::vector<float> w(n_pad);
-    std::vector<uint16_t> qh(hd), ph(n_pad);
-    std::vector<float> acc(static_cast<size_t>(n_acc) * hd);
+    constexpr int kHB = 3;  // query heads scored together (4 keys x 3 heads = 12 accumulators)
+    std::vector<float> w(static_cast<size_t>(kHB) * n_pad), qf(static_cast<size_t>(kHB) * hd), pf(n_pad);
     for (int task = ith; task < n_tasks; task += nth) {
-      const int t = task / op.n_head, h = task % op.n_head, hk = h / group;
+      const int t = task / tasks_per_token, h_first = (task % tasks_per_token) * heads_per_task;
+      const int hk = h_first / group;
       const int n_vis = n_past + t + 1;  // causal: positions 0..n_past+t
-      const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(h) * hd;
-      ggml::fp32_to_fp16_row(qr, qh.data(), hd);
-      float mx = -INFINITY;
-      for (int j = 0; j < n_vis; ++j) {
-        const uint16_t* kr = k_row(j) + static_cast<size_t>(hk) * hd;
-        w[j] = (tinyblas ? dot_f16_tinyblas(kr, qh.data(), hd) : dot_f16_ggml(kr, qh.data(), hd)) * op.scale;
-        mx = std::max(mx, w[j]);
-      }
-      const int n_grp = (n_vis + 7) / 8;
-      for (int j = n_vis; j < n_grp * 8; ++j) w[j] = -INFINITY;  // masked cells
-      double sum = 0.0;
-      for (int g = 0; g < n_grp; ++g) {
-        const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(w.data() + 8 * g), _mm256_set1_ps(mx)));
-        _mm256_storeu_ps(w.data() + 8 * g, e);
-        sum += static_cast<double>(ggml::hsum8(e));
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int j = 0; j < n_vis; ++j) ph[j] = to_f16(w[j] * inv);
-
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int j = 0; j < n_vis; ++j) {
-        if (ph[j] == 0) continue;  // fma(v, +0, a) == a: exact to skip
-        const __m256 p = _mm256_set1_ps(from_f16(ph[j]));
-        const uint16_t* vr = v_row(j) + static_cast<size_t>(hk) * hd;
-        float* a = acc.data() + static_cast<size_t>(j % n_acc) * hd;
-        int d = 0;
-        for (; d + 8 <= hd; d += 8)
-          _mm256_storeu_ps(a + d, _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vr + d))), p,
-                                                  _mm256_loadu_ps(a + d)));
-        for (; d < hd; ++d) a[d] = std::fma(from_f16(vr[d]), from_f16(ph[j]), a[d]);
-      }
-      float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h) * hd;
-      auto lane = [&](int idx, int d) { return _mm256_loadu_ps(acc.data() + static_cast<size_t>(idx) * hd + d); };
-      auto add = [](__m256 x, __m256 y) { return _mm256_add_ps(x, y); };
-      int d = 0;
-      for (; d + 8 <= hd; d += 8) {  // 8 outputs at a time; each output's sum order as documented
-        __m256 x[8];
-        if (tinyblas) {
-          for (int l = 0; l < 8; ++l) x[l] = lane(l, d);
-          _mm256_storeu_ps(o + d, add(add(add(x[0], x[4]), add(x[2], x[6])), add(add(x[1], x[5]), add(x[3], x[7]))));  // hsum8
-        } else {
-          for (int l = 0; l < 8; ++l) x[l] = add(add(lane(l, d), lane(16 + l, d)), add(lane(8 + l, d), lane(24 + l, d)));
-          _mm256_storeu_ps(o + d, add(add(add(x[0], x[4]), add(x[1], x[5])), add(add(x[2], x[6]), add(x[3], x[7]))));  // hsum8_hadd
+      const uint16_t* const* kr = krow_table.data() + static_cast<size_t>(hk) * n_pad;
+      const VHead vh{pages.data(), layout.v_offset(op.layer, hk * hd)};
+      for (int h0 = 0; h0 < heads_per_task; h0 += kHB) {
+        const int hb = std::min(kHB, heads_per_task - h0);
+        for (int i = 0; i < hb; ++i) {  // f16(q) as llama.cpp's matmul sees it
+          const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(h_first + h0 + i) * hd;
+          for (int d = 0; d < hd; ++d) qf[static_cast<size_t>(i) * hd + d] = from_f16(to_f16(qr[d]));
         }
-      }
-      for (; d < hd; ++d) {
-        float x[8];
-        auto at = [&](int idx) { return acc[static_cast<size_t>(idx) * hd + d]; };
         if (tinyblas) {
-          for (int l = 0; l < 8; ++l) x[l] = at(l);
-          o[d] = ((x[0] + x[4]) + (x[2] + x[6])) + ((x[1] + x[5]) + (x[3] + x[7]));
+          switch (hb) {
+            case 3: scores_tinyblas<3>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+            case 2: scores_tinyblas<2>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+            default: scores_tinyblas<1>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
+          }
         } else {
-          for (int l = 0; l < 8; ++l) x[l] = (at(l) + at(16 + l)) + (at(8 + l) + at(24 + l));
-          o[d] = ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));
+          for (int i = 0; i < hb; ++i)
+            scores_ggml(qf.data() + static_cast<size_t>(i) * hd, hd, kr, n_vis, op.scale, w.data() + static_cast<size_t>(i) * n_pad);
+        }
+        for (int i = 0; i < hb; ++i) {
+          float* o = out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(h_first + h0 + i) * hd;
+          softmax_f16(w.data() + static_cast<size_t>(i) * n_pad, pf.data(), n_vis, tinyblas ? 8 : 32);
+          if (tinyblas) pv_tinyblas(pf.data(), n_vis, vh, hd, o);
+          else pv_ggml(pf.data(), n_vis, vh, hd, o);
         }
       }
     }
   });
   out.rows = n_tokens;
-}
-
-// attention() for Rows::Prompt (tinyBLAS order): one task per (query token, KV head), the
-// group's query heads scored together (scores_tinyblas) so each converted key feeds up to
-// three heads, then softmax and P.V (pv_tinyblas) per head. K/V of this forward are
-// already in the cache.
-void CpuModel::Impl::attention_prompt_rows(const Op& op, int n_tokens, int n_past, size_t k_off, size_t v_off) {
-  const Buffer& q = bufs[op.in[0]];
-  Buffer& out = bufs[op.out];
-  constexpr int B = kvcache::kBlockTokens;
-  const int hd = op.head_dim, group = op.n_head / op.n_head_kv;
-  const int n_kv = n_past + n_tokens;
-  const int n_pad = (n_kv + 7) & ~7;
-  // K row table per KV head (padded rows point at row 0; their scores are masked), and V
-  // transposed per KV head (hd rows of n_pad keys; padding is 0 and meets p = 0).
-  krow_table.resize(static_cast<size_t>(op.n_head_kv) * n_pad);
-  vt.resize(static_cast<size_t>(kv_width) * n_pad);
-  const uint16_t** krows = krow_table.data();
-  for (int hk = 0; hk < op.n_head_kv; ++hk)
-    for (int j = 0; j < n_pad; ++j) {
-      const int p = j < n_kv ? j : 0;
-      krows[static_cast<size_t>(hk) * n_pad + j] = pages[p / B] + k_off + static_cast<size_t>(p % B) * kv_width + static_cast<size_t>(hk) * hd;
-    }
-  pool.run([&](int ith, int nth) {  // vt[c][j] = V[j][c], c over all KV heads' dims
-    for (int c = ith; c < kv_width; c += nth) {
-      uint16_t* row = vt.data() + static_cast<size_t>(c) * n_pad;
-      for (int j = 0; j < n_kv; ++j) row[j] = pages[j / B][v_off + static_cast<size_t>(j % B) * kv_width + c];
-      std::fill(row + n_kv, row + n_pad, uint16_t{0});
-    }
-  });
-  const int n_tasks = n_tokens * op.n_head_kv;
-  pool.run([&](int ith, int nth) {
-    constexpr int kHB = 3;  // query heads scored together (4 keys x 3 heads = 12 accumulators)
-    std::vector<float> w(static_cast<size_t>(kHB) * n_pad), qf(static_cast<size_t>(kHB) * hd), pf(n_pad);
-    for (int task = ith; task < n_tasks; task += nth) {
-      const int t = task / op.n_head_kv, hk = task % op.n_head_kv;
-      const int n_vis = n_past + t + 1;  // causal: positions 0..n_past+t
-      const int n_grp = (n_vis + 7) / 8;
-      const uint16_t* const* kr = krows + static_cast<size_t>(hk) * n_pad;
-      const uint16_t* vth = vt.data() + static_cast<size_t>(hk) * hd * n_pad;
-      for (int h0 = 0; h0 < group; h0 += kHB) {
-        const int hb = std::min(kHB, group - h0);
-        for (int i = 0; i < hb; ++i) {  // f16(q) as llama.cpp's matmul sees it
-          const float* qr = q.data.data() + static_cast<size_t>(t) * q.width + static_cast<size_t>(hk * group + h0 + i) * hd;
-          for (int d = 0; d < hd; ++d) qf[static_cast<size_t>(i) * hd + d] = from_f16(to_f16(qr[d]));
-        }
-        switch (hb) {
-          case 3: scores_tinyblas<3>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
-          case 2: scores_tinyblas<2>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
-          default: scores_tinyblas<1>(qf.data(), hd, kr, n_vis, op.scale, w.data(), n_pad); break;
-        }
-        for (int i = 0; i < hb; ++i) {
-          float* wi = w.data() + static_cast<size_t>(i) * n_pad;
-          for (int j = n_vis; j < n_grp * 8; ++j) wi[j] = -INFINITY;  // masked cells
-          __m256 mx8 = _mm256_set1_ps(-INFINITY);
-          for (int g = 0; g < n_grp; ++g) mx8 = _mm256_max_ps(mx8, _mm256_loadu_ps(wi + 8 * g));
-          __m128 mx4 = _mm_max_ps(_mm256_castps256_ps128(mx8), _mm256_extractf128_ps(mx8, 1));
-          mx4 = _mm_max_ps(mx4, _mm_movehl_ps(mx4, mx4));
-          const float mx = std::max(_mm_cvtss_f32(mx4), _mm_cvtss_f32(_mm_movehdup_ps(mx4)));
-          double sum = 0.0;  // ggml_vec_soft_max_f32: expf8 per 8 cells, group sums in double
-          for (int g = 0; g < n_grp; ++g) {
-            const __m256 e = ggml::expf8(_mm256_sub_ps(_mm256_loadu_ps(wi + 8 * g), _mm256_set1_ps(mx)));
-            _mm256_storeu_ps(wi + 8 * g, e);
-            sum += static_cast<double>(ggml::hsum8(e));
-          }
-          // p rounded to f16 (as llama.cpp converts kq for the f16 matmul), masked cells 0.
-          const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
-          for (int g = 0; g < n_grp; ++g)
-            _mm256_storeu_ps(pf.data() + 8 * g,
-                             _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(wi + 8 * g), inv), _MM_FROUND_TO_NEAREST_INT)));
-          for (int j = n_vis; j < n_grp * 8; ++j) pf[j] = 0.0f;
-          pv_tinyblas(pf.data(), n_vis, vth, n_pad, hd,
-                      out.data.data() + static_cast<size_t>(t) * out.width + static_cast<size_t>(hk * group + h0 + i) * hd);
-        }
-      }
-    }
-  });
 }
 
 }  // namespace swz::cpu

@@ -90,7 +90,7 @@ class CpuEngine final : public Engine {
       // What the K/V of a token sequence depends on: the weights (content hash of the
       // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format.
       // The tokenizer identity is included as the issue asks (ids mean its vocabulary).
-      const std::string identity = "swizzle-kv/1 cpu f16 page64\n" + mf.source_gguf.hash_algorithm + ":" +
+      const std::string identity = "swizzle-kv/2 cpu f16 page64 v-transposed\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
       kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);

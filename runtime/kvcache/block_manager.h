@@ -78,9 +78,16 @@ struct PageLayout {
   int kv_width = 0;  ///< n_head_kv * head_dim
   size_t page_elems() const { return static_cast<size_t>(n_layer) * 2 * kBlockTokens * kv_width; }
   size_t page_bytes() const { return page_elems() * sizeof(uint16_t); }
-  /// Element offset of K (kv = 0) or V (kv = 1) of `slot` in `layer`, within a page.
-  size_t offset(int layer, int kv, int slot) const {
-    return ((static_cast<size_t>(layer) * 2 + kv) * kBlockTokens + slot) * kv_width;
+  /// Element offset, within a page, of `slot`'s K row in `layer` (kv_width f16: head
+  /// hk's key at + hk * head_dim).
+  size_t k_offset(int layer, int slot) const {
+    return (static_cast<size_t>(layer) * 2 * kBlockTokens + slot) * kv_width;
+  }
+  /// Element offset, within a page, of V's row for dimension `dim` (0 .. kv_width-1) in
+  /// `layer`: V is stored transposed, each dimension's kBlockTokens slots contiguous (slot
+  /// s at + s), as llama.cpp's non-flash V cache (v_trans), so P.V reads keys in order.
+  size_t v_offset(int layer, int dim) const {
+    return (static_cast<size_t>(layer) * 2 + 1) * kBlockTokens * kv_width + static_cast<size_t>(dim) * kBlockTokens;
   }
 };
 

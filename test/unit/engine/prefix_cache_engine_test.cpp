@@ -130,13 +130,14 @@ TEST(PrefillBatchInvariance, KvAndLogitsDoNotDependOnChunking) {
     }
     EXPECT_EQ(at, n);
     kv_bytes.clear();
-    // Every layer's K and V rows of positions 0..n-1, in position order.
+    // Every layer's K and V of positions 0..n-1, in position order (V is stored transposed).
     for (int l = 0; l < layout.n_layer; ++l)
-      for (int kvi = 0; kvi < 2; ++kvi)
-        for (int p = 0; p < n; ++p) {
-          const uint16_t* row = kv.page_data(model.block_table()[p / 64]) + layout.offset(l, kvi, p % 64);
-          kv_bytes.insert(kv_bytes.end(), row, row + layout.kv_width);
-        }
+      for (int p = 0; p < n; ++p) {
+        const uint16_t* page = kv.page_data(model.block_table()[p / 64]);
+        const uint16_t* row = page + layout.k_offset(l, p % 64);
+        kv_bytes.insert(kv_bytes.end(), row, row + layout.kv_width);
+        for (int c = 0; c < layout.kv_width; ++c) kv_bytes.push_back(page[layout.v_offset(l, c) + p % 64]);
+      }
   };
   std::vector<uint16_t> ref_kv, kv_bytes;
   std::vector<float> ref_logits, logits;
@@ -220,8 +221,8 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
     EXPECT_LE(w.r.cached_tokens, w.r.prompt_tokens - 1);
     EXPECT_TRUE(w.r.cached_tokens % 64 == 0 || w.r.cached_tokens == w.r.prompt_tokens - 1) << w.r.cached_tokens;
     hits += w.r.cached_tokens > 0;
-    if (i + 2 == prompts.size()) EXPECT_EQ(w.r.cached_tokens, 64);   // turn 2: the prompt's block 0 only
-    if (i + 1 == prompts.size()) EXPECT_GE(w.r.cached_tokens, 128);  // turn 2 again: its own prompt blocks
+    if (i + 2 == prompts.size()) { EXPECT_EQ(w.r.cached_tokens, 64); }  // turn 2: the prompt's block 0 only
+    if (i + 1 == prompts.size()) { EXPECT_GE(w.r.cached_tokens, 128); }  // turn 2 again: its own prompt blocks
   }
   // Exact expectations for a few of them.
   EXPECT_EQ(greedy(*warm, cut(150), 1).r.cached_tokens, 128);
