@@ -121,7 +121,7 @@ int run(const std::string& package, const std::string& prompt, const std::string
   std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads, cache_opts);
   swz::engine::GenerateRequest req;
   if (raw) {
-    req.prompt = engine->tokenize(prompt, /*add_special=*/true);
+    req.prompt = engine->tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
   } else {
     std::vector<swz::engine::ChatMessage> msgs;
     if (!system.empty()) msgs.push_back({"system", system});

@@ -150,7 +150,9 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
       if (job->req.echo) c.prompt = engine.detokenize(pr.tokens);
     } else {
       c.prompt = pr.text;
-      c.gen.prompt = engine.tokenize(c.prompt, /*add_special=*/true);
+      // As llama.cpp's server and vLLM: control tokens written in a raw prompt are parsed
+      // (a completions prompt is the caller's own rendering, e.g. ChatML by hand).
+      c.gen.prompt = engine.tokenize(c.prompt, /*add_special=*/true, /*parse_special=*/true);
     }
     const int n = static_cast<int>(c.gen.prompt.size());
     if (n + 1 > n_ctx)

@@ -6,6 +6,7 @@
 #include "client_socket.h"
 #include "openai_chat.h"
 #include "openai_completions.h"
+#include "openai_logprobs.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -211,7 +212,9 @@ struct Server::Impl {
 
     if (keys.required()) {
       http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+        // Everything needs the key but the probes (as llama.cpp's server: /health; and
+        // /metrics, which carries no request content).
+        if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
         const std::string credential =
             request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
         if (keys.resolve(credential)) return httplib::Server::HandlerResponse::Unhandled;
@@ -248,22 +251,38 @@ struct Server::Impl {
     });
     http.Post("/v1/chat/completions",
               [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
-    // llama.cpp server's tokenizer endpoints: POST /tokenize {"content": str, "add_special":
-    // bool = true} -> {"tokens": [ids]} (plain text, as /v1/completions tokenizes a text
-    // prompt); POST /detokenize {"tokens": [ids]} -> {"content": str}.
+    // llama.cpp server's tokenizer endpoints, with its defaults: POST /tokenize {"content":
+    // str, "add_special": bool = false, "parse_special": bool = true, "with_pieces": bool =
+    // false} -> {"tokens": [ids]} or, with pieces, {"tokens": [{"id", "piece"}]} (piece a
+    // string when valid UTF-8, else its bytes); POST /detokenize {"tokens": [ids]} ->
+    // {"content": str}.
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
         const json body = json::parse(req.body, nullptr, false);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* content = json_field(body, "content");
         if (!content || !content->is_string()) throw bad_param("content", "Missing or invalid 'content': expected a string.");
-        bool add_special = true;
-        if (const json* a = json_field(body, "add_special")) {
-          if (!a->is_boolean()) throw bad_param("add_special", "Invalid type for 'add_special': expected a boolean.");
-          add_special = a->get<bool>();
+        auto flag = [&](const char* name, bool dflt) {
+          const json* a = json_field(body, name);
+          if (!a) return dflt;
+          if (!a->is_boolean()) throw bad_param(name, std::string("Invalid type for '") + name + "': expected a boolean.");
+          return a->get<bool>();
+        };
+        const bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
+        const bool with_pieces = flag("with_pieces", false);
+        const std::vector<int32_t> ids = engine.tokenize(content->get<std::string>(), add_special, parse_special);
+        json tokens = json::array();
+        for (int32_t id : ids) {
+          if (!with_pieces) {
+            tokens.push_back(id);
+            continue;
+          }
+          const std::string piece = engine.token_piece(id);
+          if (logprob_token_text(piece) == piece) tokens.push_back({{"id", id}, {"piece", piece}});  // valid UTF-8
+          else tokens.push_back({{"id", id}, {"piece", std::vector<int>(piece.begin(), piece.end())}});
         }
         set_cache_headers(res, 0, 0);
-        res.set_content(dump({{"tokens", engine.tokenize(content->get<std::string>(), add_special)}}), "application/json");
+        res.set_content(dump({{"tokens", tokens}}), "application/json");
       } catch (const ApiError& e) {
         send_error(res, e);
       }

@@ -270,7 +270,8 @@ void CpuModel::Impl::validate_graph(int n_vocab) {
       case OpKind::Attention:
         if (!is_buf(op, 0) || !is_buf(op, 1) || !is_buf(op, 2) || op.n_head_kv <= 0 || op.n_head % op.n_head_kv ||
             op.layer < 0 || op.layer >= m.n_layer || width(0) != op.n_head * op.head_dim ||
-            width(1) != m.kv_width || width(2) != m.kv_width || out.width != width(0))
+            width(1) != m.kv_width || width(2) != m.kv_width || out.width != width(0) ||
+            op.n_head_kv * op.head_dim != m.kv_width)
           fail(i, "attention shapes disagree with the KV cache");
         if (op.head_dim % 32)  // the f16 dot products in llama.cpp's orders work on 32-element steps
           fail(i, "attention head_dim " + std::to_string(op.head_dim) + " is not supported by the cpu backend (needs a multiple of 32)");

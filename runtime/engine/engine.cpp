@@ -136,8 +136,8 @@ class CpuEngine final : public Engine {
     return ids;
   }
 
-  std::vector<int32_t> tokenize(const std::string& text, bool add_special) override {
-    return tok_.encode(text, add_special, /*parse_special=*/false);
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) override {
+    return tok_.encode(text, add_special, parse_special);
   }
 
   std::string detokenize(const std::vector<int32_t>& tokens) override { return tok_.decode(tokens); }

@@ -265,7 +265,7 @@ class Engine {
     return tokenize_chat(p.messages, p.add_generation_prompt);
   }
   /// Plain-text tokenization (optionally adding BOS as the model's metadata says).
-  virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special) = 0;
+  virtual std::vector<int32_t> tokenize(const std::string& text, bool add_special, bool parse_special) = 0;
   virtual std::string detokenize(const std::vector<int32_t>& tokens) = 0;
   /// The raw bytes of one token as generation emits them (TokenEvent::piece; may be a
   /// partial UTF-8 character). Default: detokenize({id}).

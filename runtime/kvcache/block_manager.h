@@ -1,9 +1,9 @@
 // Paged KV cache and content-addressed prefix cache (DESIGN.md §4).
 //
 // Pages. The KV cache is a pool of fixed-size pages; a page holds the K and V vectors of
-// kBlockTokens (64) consecutive positions for every layer, laid out as
-// [layer][K|V][slot 0..63][kv_width] f16 (PageLayout), so one page is one contiguous
-// copy for spill, restore and disk. A sequence owns a block table (page ids; position p
+// kBlockTokens (64) consecutive positions for every layer, laid out per layer as K
+// [slot 0..63][kv_width] then V transposed [kv_width][slot 0..63], f16 (PageLayout), so
+// one page is one contiguous copy for spill, restore and disk. A sequence owns a block table (page ids; position p
 // lives in page table[p / 64], slot p % 64). Pages are reference counted: the sequence
 // holding a page in its block table holds one reference, the prefix cache holds one for
 // every block it keeps resident; a page returns to the free list at zero. A writer of a
@@ -72,7 +72,8 @@ BlockKey block_key(const BlockKey& model, const BlockKey& parent, const int32_t*
 std::vector<BlockKey> block_keys(const BlockKey& model, const int32_t* tokens, size_t n_tokens,
                                  BlockKey parent = {});
 
-/// Shape of one page: [n_layer][2 (K, V)][kBlockTokens][kv_width] f16.
+/// Shape of one page, f16: per layer K as [kBlockTokens][kv_width], then V transposed as
+/// [kv_width][kBlockTokens] (k_offset, v_offset).
 struct PageLayout {
   int n_layer = 0;
   int kv_width = 0;  ///< n_head_kv * head_dim

@@ -167,7 +167,9 @@ def test_metrics_parse_and_move_by_the_requests_usage(priced_server):
     before = scrape(s)
     client = openai_client(s.base_url, api_key="sk-bob-456")
     usages = [call(client, "Say hi.", False)[0], call(client, "Say hi.", True)[0], call(client, "Say bye.", False, 4)[0]]
-    assert requests.get(s.base_url + "/no-such-path", timeout=30).status_code == 404
+    assert requests.get(s.base_url + "/no-such-path", headers={"Authorization": "Bearer sk-bob-456"}, timeout=30).status_code == 404
+    assert requests.get(s.base_url + "/no-such-path", timeout=30).status_code == 401  # keys configured: every path but the probes
+    assert requests.post(s.base_url + "/tokenize", json={"content": "hi"}, timeout=30).status_code == 401
     assert requests.get(s.base_url + "/v1/models", headers={"Authorization": "Bearer bad"}, timeout=30).status_code == 401
     ep = "/v1/chat/completions"
 

@@ -261,3 +261,24 @@ def test_fake_stream_logprobs_follow_held_back_text(fake_client):
         if ch.choices[0].logprobs is not None:
             s += ch.choices[0].logprobs.token_logprobs
     assert s == lp.token_logprobs
+
+
+def test_tokenize_follows_llama_cpp_server_defaults(server):
+    """/tokenize as llama.cpp's server: add_special false and parse_special true by default;
+    with_pieces gives each token's text; /detokenize inverts it."""
+    url = server.base_url
+    text = "<|im_start|>user\nhello wörld"
+    parsed = requests.post(url + "/tokenize", json={"content": text}).json()["tokens"]
+    plain = requests.post(url + "/tokenize", json={"content": text, "parse_special": False}).json()["tokens"]
+    # The ChatML marker is one control token when parsed, several plain-text tokens when not.
+    assert len(plain) > len(parsed)
+    assert requests.post(url + "/detokenize", json={"tokens": parsed[:1]}).json()["content"] == "<|im_start|>"
+    pieces = requests.post(url + "/tokenize", json={"content": text, "with_pieces": True}).json()["tokens"]
+    assert [p["id"] for p in pieces] == parsed
+    joined = b"".join(p["piece"].encode() if isinstance(p["piece"], str) else bytes(p["piece"]) for p in pieces)
+    assert joined.decode() == text
+    bad = requests.post(url + "/tokenize", json={"content": text, "with_pieces": "yes"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "with_pieces"
+    # A completions text prompt parses control tokens too (as llama.cpp's server and vLLM).
+    r = requests.post(url + "/v1/completions", json={"model": "m", "prompt": text, "max_tokens": 1, "temperature": 0}).json()
+    assert r["usage"]["prompt_tokens"] == len(parsed)

@@ -128,7 +128,7 @@ int parity(const std::string& package, const std::string& prompts_path, int max_
       for (const json& m : p.at("messages")) msgs.push_back({m.at("role"), m.at("content")});
       r.prompt = engine->tokenize_chat(msgs, true);
     } else {
-      r.prompt = engine->tokenize(p.at("text").get<std::string>(), true);
+      r.prompt = engine->tokenize(p.at("text").get<std::string>(), true, false);
     }
     r.max_tokens = max_tokens;
     r.sampling.temperature = 0;

@@ -159,14 +159,14 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
   EngineOptions wo = cold_opts();
   wo.prefix_cache = true;
   std::unique_ptr<Engine> warm = Engine::load(path, wo);
-  const std::vector<int32_t> base = warm->tokenize(kSource, true);
+  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
   ASSERT_GE(base.size(), 330u);
   auto cut = [&](size_t n) { return std::vector<int32_t>(base.begin(), base.begin() + n); };
   auto edit = [&](std::vector<int32_t> v, size_t at, int32_t tok) {
     v[at] = tok;
     return v;
   };
-  const int32_t x = warm->tokenize(" banana", false).at(0);
+  const int32_t x = warm->tokenize(" banana", false, false).at(0);
   std::vector<std::vector<int32_t>> prompts = {
       cut(150),                   // cold: publishes blocks 0, 1
       cut(150),                   // repeat: 2 blocks hit, partial last block evaluated
@@ -201,7 +201,7 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
   ASSERT_EQ(first.tokens.size(), 40u);
   std::vector<int32_t> turn2 = cut(120);
   turn2.insert(turn2.end(), first.tokens.begin(), first.tokens.end());
-  const std::vector<int32_t> q = warm->tokenize("\nExplain arena_free.", false);
+  const std::vector<int32_t> q = warm->tokenize("\nExplain arena_free.", false, false);
   turn2.insert(turn2.end(), q.begin(), q.end());
   prompts.push_back(cut(120));  // the warm engine generates the same answer
   prompts.push_back(turn2);
@@ -247,7 +247,7 @@ TEST(PrefixCacheEngine, RequestsAdmittedTogetherShareBlocksPublishedInBetween) {
   o.prefix_cache = true;
   std::unique_ptr<Engine> warm = Engine::load(path, o);
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
-  const std::vector<int32_t> base = warm->tokenize(kSource, true);
+  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
   const std::vector<int32_t> p(base.begin(), base.begin() + 200);
   GenerateRequest req;
   req.prompt = p;
@@ -274,7 +274,7 @@ TEST(PrefixCacheEngine, HostSpillRestoreAndPinsUnderASmallPool) {
   o.kv_pages = 5;  // the minimum for 256 tokens: every new sequence evicts
   o.cache_host_mb = 64;
   std::unique_ptr<Engine> warm = Engine::load(path, o);
-  const std::vector<int32_t> base = warm->tokenize(kSource, true);
+  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
   std::vector<int32_t> a(base.begin(), base.begin() + 200), b(base.begin() + 100, base.begin() + 300);
   const GreedyRun ca = greedy(*cold, a, 8), cb = greedy(*cold, b, 8);
   EXPECT_EQ(greedy(*warm, a, 8).tokens, ca.tokens);
@@ -309,7 +309,7 @@ TEST(PrefixCacheEngine, DiskTierSurvivesARestart) {
   o.prefix_cache = true;
   o.cache_dir = dir.string();
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
-  const std::vector<int32_t> base = cold->tokenize(kSource, true);
+  const std::vector<int32_t> base = cold->tokenize(kSource, true, false);
   const std::vector<int32_t> p(base.begin(), base.begin() + 210);
   const GreedyRun ref = greedy(*cold, p, 8);
   {
@@ -333,7 +333,7 @@ TEST(PrefixCacheEngine, CancelDuringPrefillStopsAndPublishesOnlyExactBlocks) {
   o.prefix_cache = true;
   std::unique_ptr<Engine> warm = Engine::load(path, o);
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
-  std::vector<int32_t> base = warm->tokenize(kSource, true);
+  std::vector<int32_t> base = warm->tokenize(kSource, true, false);
   while (base.size() < 600) base.insert(base.end(), base.begin() + 1, base.begin() + 200);
   base.resize(600);
   GenerateRequest req;

@@ -163,7 +163,9 @@ TEST(Accounting, MetricsCountResponsesTokensAndEngineCacheStats) {
   ASSERT_EQ(s.chat("hi", "sk-alice")->status, 200);
   ASSERT_EQ(s.chat("hi", "sk-bob", true)->status, 200);
   ASSERT_EQ(s.chat("hi", "wrong")->status, 401);
-  ASSERT_EQ(s.get("/nope")->status, 404);
+  ASSERT_EQ(s.get("/nope", "sk-alice")->status, 404);
+  ASSERT_EQ(s.get("/nope")->status, 401);  // with keys configured every path but the probes needs one
+  ASSERT_EQ(s.get("/metrics")->status, 200);
   const std::string chat = R"(endpoint="/v1/chat/completions")";
   EXPECT_EQ(s.metric("swizzle_requests_total{" + chat + ",status=\"200\"}", 2), 2);
   EXPECT_EQ(s.metric("swizzle_requests_total{" + chat + ",status=\"401\"}", 1), 1);

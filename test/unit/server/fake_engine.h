@@ -61,7 +61,7 @@ class FakeEngine : public engine::Engine {
     last_prompt = p;
     return t;
   }
-  std::vector<int32_t> tokenize(const std::string& text, bool) override {
+  std::vector<int32_t> tokenize(const std::string& text, bool, bool) override {
     return std::vector<int32_t>(text.begin(), text.end());
   }
   std::string detokenize(const std::vector<int32_t>& tokens) override { return std::string(tokens.begin(), tokens.end()); }
