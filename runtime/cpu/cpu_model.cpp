@@ -510,39 +510,46 @@ inline float reduce_ggml(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
   return ggml::hsum8_hadd(_mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3)));
 }
 
+// One 32-element step of ggml_vec_dot_f16 (GGML_F16_STEP 32, four 8-lane accumulators):
+// s_k += f32(x[8k .. 8k+7]) * y_k for k = 0..3.
+struct Acc4 {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  void step32(const uint16_t* x, __m256 y0, __m256 y1, __m256 y2, __m256 y3) {
+    s0 = _mm256_fmadd_ps(cvt8(x), y0, s0);
+    s1 = _mm256_fmadd_ps(cvt8(x + 8), y1, s1);
+    s2 = _mm256_fmadd_ps(cvt8(x + 16), y2, s2);
+    s3 = _mm256_fmadd_ps(cvt8(x + 24), y3, s3);
+  }
+  // step32 over V's dimension d, keys j..j+31, lanes at or past n_vis as 0 (v8).
+  void step32_masked(const VHead& v, int d, int j, int n_vis, __m256 y0, __m256 y1, __m256 y2, __m256 y3) {
+    s0 = _mm256_fmadd_ps(v8(v, d, j, n_vis), y0, s0);
+    s1 = _mm256_fmadd_ps(v8(v, d, j + 8, n_vis), y1, s1);
+    s2 = _mm256_fmadd_ps(v8(v, d, j + 16, n_vis), y2, s2);
+    s3 = _mm256_fmadd_ps(v8(v, d, j + 24, n_vis), y3, s3);
+  }
+  float reduce() const { return reduce_ggml(s0, s1, s2, s3); }
+};
+
 // Attention scores in ggml_vec_dot_f16 order (llama.cpp's single-row matmul, AVX2: four
 // 8-lane accumulators over 32-element steps, then reduce_ggml), two keys at a time:
 // w[j] = (k_j . q) * scale for j < n_vis. q: the f16-rounded query as floats; hd % 32 == 0.
 void scores_ggml(const float* q, int hd, const uint16_t* const* krows, int n_vis, float scale, float* w) {
+  auto q8 = [q](int i) { return _mm256_loadu_ps(q + i); };
   int j = 0;
   for (; j + 2 <= n_vis; j += 2) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    const uint16_t* ka = krows[j];
-    const uint16_t* kb = krows[j + 1];
+    Acc4 a, b;
     for (int i = 0; i < hd; i += 32) {
-      const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8), q2 = _mm256_loadu_ps(q + i + 16),
-                   q3 = _mm256_loadu_ps(q + i + 24);
-      a0 = _mm256_fmadd_ps(cvt8(ka + i), q0, a0);
-      a1 = _mm256_fmadd_ps(cvt8(ka + i + 8), q1, a1);
-      a2 = _mm256_fmadd_ps(cvt8(ka + i + 16), q2, a2);
-      a3 = _mm256_fmadd_ps(cvt8(ka + i + 24), q3, a3);
-      b0 = _mm256_fmadd_ps(cvt8(kb + i), q0, b0);
-      b1 = _mm256_fmadd_ps(cvt8(kb + i + 8), q1, b1);
-      b2 = _mm256_fmadd_ps(cvt8(kb + i + 16), q2, b2);
-      b3 = _mm256_fmadd_ps(cvt8(kb + i + 24), q3, b3);
+      const __m256 q0 = q8(i), q1 = q8(i + 8), q2 = q8(i + 16), q3 = q8(i + 24);
+      a.step32(krows[j] + i, q0, q1, q2, q3);
+      b.step32(krows[j + 1] + i, q0, q1, q2, q3);
     }
-    w[j] = reduce_ggml(a0, a1, a2, a3) * scale;
-    w[j + 1] = reduce_ggml(b0, b1, b2, b3) * scale;
+    w[j] = a.reduce() * scale;
+    w[j + 1] = b.reduce() * scale;
   }
   for (; j < n_vis; ++j) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int i = 0; i < hd; i += 32) {
-      a0 = _mm256_fmadd_ps(cvt8(krows[j] + i), _mm256_loadu_ps(q + i), a0);
-      a1 = _mm256_fmadd_ps(cvt8(krows[j] + i + 8), _mm256_loadu_ps(q + i + 8), a1);
-      a2 = _mm256_fmadd_ps(cvt8(krows[j] + i + 16), _mm256_loadu_ps(q + i + 16), a2);
-      a3 = _mm256_fmadd_ps(cvt8(krows[j] + i + 24), _mm256_loadu_ps(q + i + 24), a3);
-    }
-    w[j] = reduce_ggml(a0, a1, a2, a3) * scale;
+    Acc4 a;
+    for (int i = 0; i < hd; i += 32) a.step32(krows[j] + i, q8(i), q8(i + 8), q8(i + 16), q8(i + 24));
+    w[j] = a.reduce() * scale;
   }
 }
 
@@ -552,41 +559,27 @@ void scores_ggml(const float* q, int hd, const uint16_t* const* krows, int n_vis
 void pv_ggml(const float* p, int n_vis, const VHead& v, int hd, float* out) {
   constexpr int B = kvcache::kBlockTokens;
   const int n_full = n_vis / 32 * 32;  // keys in whole 32-key steps; the last step is masked
+  auto p8 = [p](int j) { return _mm256_loadu_ps(p + j); };
   for (int d = 0; d < hd; d += 2) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    Acc4 a, b;
     for (int j0 = 0; j0 < n_full; j0 += B) {  // page by page
       const uint16_t* ra = v.at(d, j0);
       const uint16_t* rb = ra + B;
-      const float* pj = p + j0;
       const int n = std::min(B, n_full - j0);
       for (int j = 0; j < n; j += 32) {
-        const __m256 p0 = _mm256_loadu_ps(pj + j), p1 = _mm256_loadu_ps(pj + j + 8), p2 = _mm256_loadu_ps(pj + j + 16),
-                     p3 = _mm256_loadu_ps(pj + j + 24);
-        a0 = _mm256_fmadd_ps(cvt8(ra + j), p0, a0);
-        a1 = _mm256_fmadd_ps(cvt8(ra + j + 8), p1, a1);
-        a2 = _mm256_fmadd_ps(cvt8(ra + j + 16), p2, a2);
-        a3 = _mm256_fmadd_ps(cvt8(ra + j + 24), p3, a3);
-        b0 = _mm256_fmadd_ps(cvt8(rb + j), p0, b0);
-        b1 = _mm256_fmadd_ps(cvt8(rb + j + 8), p1, b1);
-        b2 = _mm256_fmadd_ps(cvt8(rb + j + 16), p2, b2);
-        b3 = _mm256_fmadd_ps(cvt8(rb + j + 24), p3, b3);
+        const __m256 p0 = p8(j0 + j), p1 = p8(j0 + j + 8), p2 = p8(j0 + j + 16), p3 = p8(j0 + j + 24);
+        a.step32(ra + j, p0, p1, p2, p3);
+        b.step32(rb + j, p0, p1, p2, p3);
       }
     }
-    if (n_full < n_vis) {
+    if (n_full < n_vis) {  // the last, partial step: masked lanes
       const int j = n_full;
-      const __m256 p0 = _mm256_loadu_ps(p + j), p1 = _mm256_loadu_ps(p + j + 8), p2 = _mm256_loadu_ps(p + j + 16),
-                   p3 = _mm256_loadu_ps(p + j + 24);
-      a0 = _mm256_fmadd_ps(v8(v, d, j, n_vis), p0, a0);
-      a1 = _mm256_fmadd_ps(v8(v, d, j + 8, n_vis), p1, a1);
-      a2 = _mm256_fmadd_ps(v8(v, d, j + 16, n_vis), p2, a2);
-      a3 = _mm256_fmadd_ps(v8(v, d, j + 24, n_vis), p3, a3);
-      b0 = _mm256_fmadd_ps(v8(v, d + 1, j, n_vis), p0, b0);
-      b1 = _mm256_fmadd_ps(v8(v, d + 1, j + 8, n_vis), p1, b1);
-      b2 = _mm256_fmadd_ps(v8(v, d + 1, j + 16, n_vis), p2, b2);
-      b3 = _mm256_fmadd_ps(v8(v, d + 1, j + 24, n_vis), p3, b3);
+      const __m256 p0 = p8(j), p1 = p8(j + 8), p2 = p8(j + 16), p3 = p8(j + 24);
+      a.step32_masked(v, d, j, n_vis, p0, p1, p2, p3);
+      b.step32_masked(v, d + 1, j, n_vis, p0, p1, p2, p3);
     }
-    out[d] = reduce_ggml(a0, a1, a2, a3);
-    out[d + 1] = reduce_ggml(b0, b1, b2, b3);
+    out[d] = a.reduce();
+    out[d + 1] = b.reduce();
   }
 }
 
