@@ -35,11 +35,6 @@ int64_t get_integer(const json& v, const std::string& param) {
   return v.get<int64_t>();
 }
 
-bool get_bool(const json& v, const std::string& param) {
-  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
-  return v.get<bool>();
-}
-
 std::string fmt_num(double d) {
   json j = d;
   return j.dump();
@@ -203,6 +198,11 @@ void reject_unsupported(const json& body) {
 }
 
 }  // namespace
+
+bool get_bool(const json& v, const std::string& param) {
+  if (!v.is_boolean()) wrong_type(param, "a boolean", v);
+  return v.get<bool>();
+}
 
 ChatRequest parse_chat_request(std::string_view body_text) {
   json body;

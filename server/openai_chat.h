@@ -55,6 +55,11 @@ struct ChatRequest {
 /// assistant message is continued. Unknown fields are ignored. A JSON null counts as absent.
 ChatRequest parse_chat_request(std::string_view body);
 
+/// `v` as a JSON boolean; anything else throws ApiError 400 (invalid_request_error, param
+/// `param`) "Invalid type for '<param>': expected a boolean, but got <type>.", the wording of
+/// OpenAI's request validation. Shared by every OpenAI-schema endpoint's boolean fields.
+bool get_bool(const nlohmann::json& v, const std::string& param);
+
 /// usage object: {prompt_tokens, completion_tokens, total_tokens,
 /// prompt_tokens_details{cached_tokens}, completion_tokens_details{reasoning_tokens,
 /// accepted_prediction_tokens, rejected_prediction_tokens}}. The prediction counts are

@@ -264,9 +264,7 @@ struct Server::Impl {
         if (!content || !content->is_string()) throw bad_param("content", "Missing or invalid 'content': expected a string.");
         auto flag = [&](const char* name, bool dflt) {
           const json* a = json_field(body, name);
-          if (!a) return dflt;
-          if (!a->is_boolean()) throw bad_param(name, std::string("Invalid type for '") + name + "': expected a boolean.");
-          return a->get<bool>();
+          return a ? get_bool(*a, name) : dflt;
         };
         const bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
         const bool with_pieces = flag("with_pieces", false);

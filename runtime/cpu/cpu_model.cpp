@@ -394,6 +394,9 @@ void rms_norm_row(const float* x, const float* w, float* y, int n, float eps) {
   for (int i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
+// Eight f16 values as floats.
+inline __m256 cvt8(const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); }
+
 // Four tinyBLAS hsum8s at once: lane i of the result is hsum8(a_i), with hsum8's exact
 // pairing ((x0+x4)+(x2+x6))+((x1+x5)+(x3+x7)).
 inline __m128 hsum8_x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -419,15 +422,14 @@ inline __m128 hsum8_x4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 template <int HB>
 void scores_tinyblas(const float* q, int hd, const uint16_t* const* krows, int n_vis, float scale, float* w,
                      size_t ldw) {
-  auto cvt = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
   const __m128 sc = _mm_set1_ps(scale);
   for (int j = 0; j < n_vis; j += 4) {  // krows valid up to n_vis rounded up to 4
     __m256 acc[HB][4];
     for (int h = 0; h < HB; ++h)
       for (int i = 0; i < 4; ++i) acc[h][i] = _mm256_setzero_ps();
     for (int c = 0; c < hd; c += 8) {
-      const __m256 k0 = cvt(krows[j] + c), k1 = cvt(krows[j + 1] + c), k2 = cvt(krows[j + 2] + c),
-                   k3 = cvt(krows[j + 3] + c);
+      const __m256 k0 = cvt8(krows[j] + c), k1 = cvt8(krows[j + 1] + c), k2 = cvt8(krows[j + 2] + c),
+                   k3 = cvt8(krows[j + 3] + c);
       for (int h = 0; h < HB; ++h) {
         const __m256 qv = _mm256_loadu_ps(q + static_cast<size_t>(h) * hd + c);
         acc[h][0] = _mm256_fmadd_ps(k0, qv, acc[h][0]);
@@ -450,8 +452,6 @@ struct VHead {
     return pages[j / kvcache::kBlockTokens] + base + static_cast<size_t>(d) * kvcache::kBlockTokens + j % kvcache::kBlockTokens;
   }
 };
-
-inline __m256 cvt8(const uint16_t* x) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))); }
 
 // Eight V values of keys j..j+7 (j % 8 == 0) for dimension d; lanes at or past n_vis read
 // as 0 (a page's slots past the sequence hold stale data, and llama.cpp's masked cells
@@ -742,7 +742,7 @@ void CpuModel::Impl::run_matmuls(const Op* group, int n, int n_out) {
 // (ggml_vec_dot_f16); both are reproduced, chosen by the caller's CpuModel::Rows (see
 // cpu_model.h) rather than by n_tokens. The KV length llama.cpp pads to a multiple of 256
 // with masked cells only adds exact zeros, so it is not materialised here.
-// Needs head_dim % 8 == 0 (Rows::Prompt) or % 32 == 0 (Rows::Generated); checked at load.
+// Needs head_dim % 32 == 0 (ggml_vec_dot_f16's step; checked at load).
 void CpuModel::Impl::attention(const Op& op, int n_tokens, int n_past, bool single_row_order) {
   const Buffer& q = bufs[op.in[0]];
   const Buffer& k = bufs[op.in[1]];
