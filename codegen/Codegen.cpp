@@ -10,6 +10,7 @@
 #include "codegen/Registry.h"
 
 #include "Swz/SwzDialect.h"
+#include "compiler/mlir/BankConflicts.h"
 #include "compiler/mlir/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -70,6 +71,39 @@ using namespace mlir;
 
 namespace swz::codegen {
 namespace {
+
+/// Bank-conflict degrees of the shared-memory tiles `fn` reads with ldmatrix or
+/// fills with cp.async: the same tiles and layouts swz-check-bank-conflicts checks.
+std::vector<CompiledKernel::SmemTile> analyzeSmemTiles(gpu::GPUFuncOp fn) {
+  std::vector<CompiledKernel::SmemTile> tiles;
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  fn.walk([&](memref::GetGlobalOp get) {
+    bool staged = llvm::any_of(get.getResult().getUsers(), [](Operation *user) {
+      StringRef name = user->getName().getStringRef();
+      return name == "nvgpu.ldmatrix" || name == "nvgpu.device_async_copy";
+    });
+    auto global = dyn_cast_or_null<memref::GlobalOp>(
+        SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr()));
+    if (!staged || !global || !seen.insert(global).second)
+      return;
+    MemRefType type = global.getType();
+    if (type.getRank() != 2 || !type.hasStaticShape())
+      return; // swz-check-bank-conflicts reports this as an error
+    std::optional<bank::Swizzle> sw;
+    auto attr = global->getAttrOfType<swz::SwizzleAttr>("swz.smem_layout");
+    if (!attr)
+      attr = global->getAttrOfType<swz::SwizzleAttr>("swz.smem_swizzled");
+    if (attr)
+      sw = bank::Swizzle{attr.getBits(), attr.getBase(), attr.getShift()};
+    unsigned eb = std::max<unsigned>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+    bank::SmemLayout layout{type.getDimSize(0), type.getDimSize(1), type.getDimSize(1), eb, sw};
+    tiles.push_back({global.getSymName().str(), layout.str(),
+                     bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree,
+                     bank::analyze(layout, bank::Access::CpAsync16).maxDegree,
+                     global->hasAttr("swz.conflict_free")});
+  });
+  return tiles;
+}
 
 struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
   using SwzExtractKernelsBase::SwzExtractKernelsBase;
@@ -242,6 +276,9 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
           k.block[i] = wg[i];
     if (auto grid = fn->getAttrOfType<StringAttr>("swz.grid"))
       k.grid = grid.str();
+    if (auto smem = fn->getAttrOfType<StringAttr>("swz.dynamic_smem"))
+      k.dynamicSmem = smem.str();
+    k.smemTiles = analyzeSmemTiles(fn);
     for (Type t : fn.getArgumentTypes()) {
       std::string s;
       llvm::raw_string_ostream os(s);
@@ -254,6 +291,8 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     throw std::runtime_error("kernel source has no gpu.func ... kernel");
 
   PassManager pm(&ctx);
+  // Enforces every `swz.conflict_free` claim before the layout is materialised.
+  pm.addPass(swz::createSwzCheckBankConflicts());
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
     gpu::GPUToNVVMPipelineOptions options;

@@ -35,6 +35,23 @@ struct CompiledKernel {
   /// aligned pointer, offset, sizes, strides); SPIR-V binds memref i and
   /// scalar j as storage buffers (set 0, binding = argument index).
   std::vector<std::string> arguments;
+  /// Dynamic shared memory rule from the kernel's `swz.dynamic_smem` attribute
+  /// (bytes, e.g. "2*64*head_dim*2"); empty = none.
+  std::string dynamicSmem;
+
+  /// Static bank-conflict analysis of one shared-memory tile the kernel reads
+  /// with ldmatrix.x4 or fills with 16-byte cp.async (compiler/mlir/BankConflicts.h).
+  struct SmemTile {
+    std::string name;        ///< the memref.global's symbol
+    std::string layout;      ///< e.g. "16x64 2-byte (128-byte rows, Swizzle<3,3,3>)"
+    unsigned ldmatrixDegree; ///< worst 8-lane phase of ldmatrix.x4, 1 = conflict-free
+    unsigned cpAsyncDegree;  ///< worst 8-lane phase of cp.async.16 stores
+    bool claimedConflictFree; ///< the tile carries `swz.conflict_free`
+  };
+  /// Every ldmatrix / cp.async tile of this kernel; empty when it stages no such tile
+  /// (scalar shared-memory reductions are not analysed). Compilation fails (the
+  /// swz-check-bank-conflicts pass runs in the pipeline) when a claim is contradicted.
+  std::vector<SmemTile> smemTiles;
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:

@@ -57,17 +57,25 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   }
   compiler::addGpuKernels(m, f, files, {});
   ASSERT_EQ(m.kernels.size(), 2u);
-  EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
   EXPECT_EQ(m.kernels[0].launch.at("block"), json({32, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("grid"), "rows, 1, 1");
   EXPECT_EQ(m.kernels[0].signature.size(), 4u);
   EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "f32");
-  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu.f32");
+  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
-  EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm.f32");
-  EXPECT_EQ(m.graph["ops"][2]["kernel"], "sm_90.rms_norm.f32");
+  EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm_f32");
+  EXPECT_EQ(m.graph["ops"][0]["kernels"], json({{"all", {"sm_90.rms_norm_f32"}}}));
+  EXPECT_EQ(m.graph["ops"][2]["kernel"], "sm_90.rms_norm_f32");
+  // ptxas -v (CUDA toolkit present wherever libdevice is): resources recorded per entry.
+  const json &px = m.kernels[0].launch.at("ptxas");
+  EXPECT_EQ(px.at("arch"), "sm_90");
+  EXPECT_GT(px.at("registers").get<int>(), 0);
+  EXPECT_EQ(px.at("spill_store_bytes"), 0);
+  EXPECT_EQ(px.at("spill_load_bytes"), 0);
+  EXPECT_EQ(m.kernels[0].launch.at("smem_tiles"), json::array()) << "no ldmatrix tiles";
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].first, "swz_rms_norm.ptx");
   EXPECT_NE(files[0].second.find(".entry rms_norm_f32("), std::string::npos);
