@@ -25,48 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-/// One kernel of a graph op's implementation.
-struct KernelRef {
-  const char *source;  ///< codegen/kernels/<source>.mlir
-  const char *entry;   ///< gpu.func name in it
-  const char *phase;   ///< "all" (every forward), "decode" (T small) or "prefill"
-  bool ptx = true;     ///< used for sm_* targets
-  bool spirv = true;   ///< used for the spirv target
-};
-
-/// Built-in GPU implementations, keyed "<op>.<type>" like the cpu target's entries.
-/// An op runs its "all" kernels, plus either its "decode" kernels (the runtime's
-/// decode / speculative-verification batches) or its "prefill" kernels (prompt
-/// chunks), in table order.
-const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
-  static const std::map<std::string, std::vector<KernelRef>> impls = {
-      {"add.f32", {{"add_f32", "add_f32", "all"}}},
-      {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all", true, false}}},
-      {"rope.f32", {{"rope_f32", "rope_f32", "all"}}},
-      {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
-  };
-  return impls;
-}
-
-/// The kernels of `impl` that exist for the target's format; empty if any phase the
-/// op needs has none.
-std::vector<KernelRef> forTarget(const std::vector<KernelRef> &impl, bool ptx) {
-  std::vector<KernelRef> out;
-  bool all = false, decode = false, prefill = false;
-  for (const KernelRef &k : impl) {
-    if (!(ptx ? k.ptx : k.spirv))
-      continue;
-    out.push_back(k);
-    std::string phase = k.phase;
-    all |= phase == "all";
-    decode |= phase == "decode";
-    prefill |= phase == "prefill";
-  }
-  if (!all && !(decode && prefill))
-    out.clear();
-  return out;
-}
-
 /// Per-function resources of one PTX module as reported by `ptxas -v`.
 struct PtxasInfo {
   int64_t registers = -1, sharedBytes = 0, stackBytes = 0, spillStores = 0, spillLoads = 0;
@@ -149,21 +107,25 @@ std::string lower(std::string s) {
   return s;
 }
 
-/// "<op>.<type>" for a graph op: the weight's ggml type for ops that read one.
-std::string opKey(const package::Manifest &m, const json &op) {
-  const std::string kind = op.at("op").get<std::string>();
-  std::string type = "f32";
-  if (kind == "get_rows" || kind == "matmul" || kind == "rms_norm" || kind == "head_norm") {
-    const std::string weight = op.at("in").at(kind == "get_rows" ? 0 : 1).get<std::string>();
-    const package::WeightTensor *w = m.find_weight(weight);
-    if (!w)
-      throw CompileError(m.target + " target: op " + kind + " reads '" + weight +
-                         "', which is not in the weight plan");
-    type = lower(ggml::type_info(w->type).name);
-  } else if (kind == "attention") {
-    type = "f16kv";
+/// The graph pipeline (import, fusion, kernel outlining) for the manifest's graph.
+codegen::GraphPlan plan(const package::Manifest &m) {
+  std::vector<codegen::GraphWeight> weights;
+  for (const package::WeightTensor &w : m.weight_plan.tensors)
+    weights.push_back({w.name, lower(ggml::type_info(w.type).name), w.ne});
+  // Residual fusion needs a "+residual" kernel for every matmul type the graph uses.
+  bool residual = true;
+  for (const json &op : m.graph.at("ops"))
+    if (op.at("op") == "matmul") {
+      const package::WeightTensor *w = m.find_weight(op.at("in").at(1).get<std::string>());
+      if (!w || codegen::kernelsFor("matmul." + lower(ggml::type_info(w->type).name) + "+residual",
+                                    m.target != "spirv").empty())
+        residual = false;
+    }
+  try {
+    return codegen::planGraph(m.graph.dump(), weights, m.target, residual);
+  } catch (const std::exception &e) {
+    throw CompileError("target " + m.target + ": " + e.what());
   }
-  return kind + "." + type;
 }
 
 std::string cudaRoot() {
@@ -175,23 +137,32 @@ std::string cudaRoot() {
 
 } // namespace
 
+std::string graphMlir(const package::Manifest &m, const std::string &stage) {
+  codegen::GraphPlan p = plan(m);
+  if (stage == "import")
+    return p.imported;
+  if (stage == "fuse")
+    return p.fused;
+  if (stage == "outline") {
+    if (!p.missing.empty())
+      throw CompileError("target " + m.target + ": cannot outline, no GPU kernel yet for " +
+                         p.missing.begin()->first);
+    return p.outlined;
+  }
+  throw CompileError("unknown --emit-mlir stage '" + stage + "' (import, fuse or outline)");
+}
+
 void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFiles &files,
                    const Log &log) {
   const bool ptx = m.target != "spirv";
-  // 1. Which kernels the graph needs, and which ops have none yet.
-  std::map<std::string, int> missing;
-  for (const json &op : m.graph.at("ops")) {
-    std::string key = opKey(m, op);
-    auto it = gpuImpls().find(key);
-    if (it == gpuImpls().end() || forTarget(it->second, ptx).empty())
-      ++missing[key];
-  }
-  if (!missing.empty()) {
+  // 1. Import, fuse and outline the graph; list every op that has no kernel yet.
+  codegen::GraphPlan p = plan(m);
+  if (!p.missing.empty()) {
     std::string list, have;
-    for (const auto &[key, n] : missing)
+    for (const auto &[key, n] : p.missing)
       list += (list.empty() ? "" : ", ") + key + (n > 1 ? " (x" + std::to_string(n) + ")" : "");
-    for (const auto &[key, impl] : gpuImpls())
-      if (!forTarget(impl, ptx).empty())
+    for (const auto &[key, impl] : codegen::gpuImpls())
+      if (!codegen::kernelsFor(key, ptx).empty())
         have += (have.empty() ? "" : ", ") + key;
     throw CompileError("target " + m.target + ": no GPU kernel yet for graph ops " + list +
                        " (GPU kernels for this target so far: " + have +
@@ -229,10 +200,10 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // 3. Launch records, one per kernel entry; each graph op lists its kernels by phase.
   std::set<std::string> written;
   std::vector<std::string> report;
-  for (json &op : m.graph.at("ops")) {
-    const std::string key = opKey(m, op);
+  json &ops = m.graph.at("ops");
+  for (const codegen::LaunchGroup &group : p.groups) {
     json phases = json::object();
-    for (const KernelRef &ref : forTarget(gpuImpls().at(key), ptx)) {
+    for (const codegen::KernelRef &ref : group.kernels) {
       auto &ks = compileSource(ref.source);
       auto k = std::find_if(ks.begin(), ks.end(), [&](const codegen::CompiledKernel &c) {
         return c.entry == ref.entry;
@@ -291,9 +262,16 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       report.push_back(line);
       m.kernels.push_back({entry, file, std::move(launch), std::move(signature), m.target});
     }
-    op["kernels"] = phases;
+    // The group's first graph op carries the launches; the others were fused into it.
+    json &anchor = ops.at(group.graphOps.front());
+    anchor["kernels"] = phases;
     if (phases.size() == 1 && phases.contains("all") && phases["all"].size() == 1)
-      op["kernel"] = phases["all"][0];
+      anchor["kernel"] = phases["all"][0];
+    for (size_t i = 1; i < group.graphOps.size(); ++i) {
+      json &fused = ops.at(group.graphOps[i]);
+      fused["fused_into"] = group.graphOps.front();
+      anchor["fused"].push_back(group.graphOps[i]);
+    }
   }
   if (log.info)
     for (const std::string &line : report)

@@ -27,16 +27,23 @@ gguf::File emptyGguf() {
 package::Manifest manifest(const std::string &target, json ops) {
   package::Manifest m;
   m.target = target;
-  m.graph = {{"ops", std::move(ops)}};
+  // A graph as models::build_graph writes it (docs/graph.md); the importer needs the
+  // buffer widths, head_dim and the output buffer.
+  std::string output = ops.back().at("out");
+  m.graph = {{"hparams", {{"head_dim", 64}}},
+             {"buffers", {{"x", 576}, {"h", 576}, {"h2", 576}, {"q", 576}, {"k", 576},
+                          {"g", 1536}, {"u", 1536}, {"a", 1536}}},
+             {"output", output},
+             {"ops", std::move(ops)}};
   m.weight_plan.tensors.push_back({"blk.0.attn_norm.weight", ggml::Type::F32, {576}, 0, 2304});
   m.weight_plan.tensors.push_back({"blk.0.attn_q.weight", ggml::Type::Q4_1, {576, 576}, 0, 0});
   return m;
 }
 
 const json kNormAndSwiglu = json::array({
-    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h"}},
+    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h"}, {"eps", 1e-5}},
     {{"op", "swiglu"}, {"in", {"g", "u"}}, {"out", "a"}},
-    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h2"}},
+    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h2"}, {"eps", 1e-5}},
 });
 
 /// Whether the NVVM target can link libdevice (math.* in rms_norm/rope/swiglu).
