@@ -251,39 +251,51 @@ int64_t unitsPerRow(const std::string &t, int64_t k) {
   return k / gemv::blockElements(t) * (gemv::blockElements(t) == 256 ? 16 : 4);
 }
 
-/// matmul_<t>(w, x, y, bias, N, K, T, has_bias): grid (ceil(N/4), ceil(T/8)), block 128.
-Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, bool bias,
+/// How a matmul case uses the epilogue flags.
+enum Epilogue { kPlain = 0, kResidual = 2, kBiasInPlaceResidual = 3 };
+
+/// matmul_<t>(w, x, y, bias, res, N, K, T, flags): grid (ceil(N/4), ceil(T/8)), block
+/// 128. kResidual: res is its own buffer; kBiasInPlaceResidual: bias[n] and res = y
+/// (y starts as the residual stream and is updated in place).
+Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue ep,
                 uint64_t seed) {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
+  const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
+  const bool residual = ep != kPlain;
   std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
   Rng rng{seed * 31 + 7};
   std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
+  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
   for (auto &v : x) v = float(rng.next() * 2.0);
   for (auto &v : bv) v = float(rng.next());
+  for (auto &v : rv) v = float(rng.next() * 4.0);
   Case c;
   c.module = "swz_gemv_" + t;
   c.entry = "matmul_" + t;
   c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-            (bias ? " +bias" : "");
+            (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
   c.buffers = {weightBuffer(t, wb), makeBuffer(x, {T * K}),
-               makeBuffer(std::vector<float>(static_cast<size_t>(T * N), kSentinel), {T * N}),
-               makeBuffer(bv, {int64_t(bv.size())})};
+               makeBuffer(inPlace ? rv : std::vector<float>(static_cast<size_t>(T * N), kSentinel),
+                          {T * N}),
+               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(rv, {int64_t(rv.size())})};
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
-            Arg::i(int32_t(N)), Arg::i(int32_t(K)), Arg::i(int32_t(T)), Arg::i(bias ? 1 : 0)};
+            Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
+            Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
   c.grid = {unsigned((N + 3) / 4), unsigned((T + 7) / 8), 1};
   c.block = {128, 1, 1};
-  c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0));
+  c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(N) * double(K);
   // Longest chain of f32 roundings behind one output: a unit's group sums (<= 16
   // fma), its scale/offset combine (3), one add per unit the thread handles
-  // (ceil(units / 32)), the 5-step tree, the bias (1).
-  const double L = 16 + 3 + double((unitsPerRow(t, K) + 31) / 32) + 5 + 1;
-  c.check = [t, T, N, K, bias, rowBytes, wb, x, bv, L](
+  // (ceil(units / 32)), the 5-step tree; bias and residual add one rounding each.
+  const double L = 16 + 3 + double((unitsPerRow(t, K) + 31) / 32) + 5;
+  c.check = [t, T, N, K, bias, residual, rowBytes, wb, x, bv, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
-    v.note = "|err| <= 2 L u S + u |bias|: S = sum_k |x| (|scale q| + |offset|) (the f32 terms "
-             "the kernel forms), u = 2^-24, L = " + std::to_string(int(L)) +
-             " = longest f32 rounding chain per output (Higham gamma_L, doubled)";
+    v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|) with bias / residual): S = sum_k |x| "
+             "(|scale q| + |offset|) (the f32 terms the kernel forms), u = 2^-24, L = " +
+             std::to_string(int(L)) + " = longest f32 rounding chain of the dot product "
+             "(Higham gamma_L, doubled)";
     std::vector<float> y = asVector<float>(out[2]);
     std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
     for (int64_t n = 0; n < N; ++n) {
@@ -294,11 +306,17 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, bool bias
           ref += double(x[tt * K + k]) * w[k];
           s += std::fabs(double(x[tt * K + k])) * mag[k];
         }
-        double tol = 2.0 * L * kU * s;
+        double tol = 2.0 * L * kU * s, extra = 0;
         if (bias) {
           ref += double(bv[n]);
-          tol += kU * (std::fabs(ref) + std::fabs(double(bv[n])));
+          extra += std::fabs(double(bv[n]));
         }
+        if (residual) {
+          ref += double(rv[tt * N + n]);
+          extra += std::fabs(double(rv[tt * N + n]));
+        }
+        if (bias || residual)
+          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
         compare(v, y[tt * N + n], ref, tol);
       }
     }
@@ -396,18 +414,19 @@ std::vector<Case> gemvCases(const std::string &format) {
   uint64_t seed = 1000;
   for (const std::string &t : gemv::weightTypes()) {
     const bool kq = gemv::blockElements(t) == 256;
-    // Decode (T = 1) at SmolLM2 / Qwen2.5 widths, a verification batch (T = 3), T = 9
-    // (two token blocks, the second partial) with bias, odd N throughout; K not a
+    // Decode (T = 1) at SmolLM2 / Qwen2.5 widths, a verification batch (T = 3) with a
+    // residual, T = 9 (two token blocks, the second partial) with bias and an in-place
+    // residual (res = y), odd N throughout; K not a
     // multiple of 256 where the format allows it, and an odd K for f16.
     if (kq) {
-      cases.push_back(matmulCase(t, 1, 577, 1536, false, ++seed));
-      cases.push_back(matmulCase(t, 3, 131, 4864, false, ++seed));
-      cases.push_back(matmulCase(t, 9, 7, 256, true, ++seed));
+      cases.push_back(matmulCase(t, 1, 577, 1536, kPlain, ++seed));
+      cases.push_back(matmulCase(t, 3, 131, 4864, kResidual, ++seed));
+      cases.push_back(matmulCase(t, 9, 7, 256, kBiasInPlaceResidual, ++seed));
       cases.push_back(getRowsCase(t, 3, 50, 768, ++seed));
     } else {
-      cases.push_back(matmulCase(t, 1, 577, 576, false, ++seed));
-      cases.push_back(matmulCase(t, 3, 131, t == "f16" ? 1001 : 1504, false, ++seed));
-      cases.push_back(matmulCase(t, 9, 7, t == "f16" ? 7 : 96, true, ++seed));
+      cases.push_back(matmulCase(t, 1, 577, 576, kPlain, ++seed));
+      cases.push_back(matmulCase(t, 3, 131, t == "f16" ? 1001 : 1504, kResidual, ++seed));
+      cases.push_back(matmulCase(t, 9, 7, t == "f16" ? 7 : 96, kBiasInPlaceResidual, ++seed));
       cases.push_back(getRowsCase(t, 3, 50, t == "f16" ? 577 : 576, ++seed));
     }
   }

@@ -4,8 +4,10 @@
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 256 == 0.
 // Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
 //
-// matmul_q4_k(w, x, y, bias, N, K, T, has_bias): y[t, n] = sum_k x[t, k] * W[n, k] (+ bias[n] when has_bias != 0)
-//   x: [T, K] f32, y: [T, N] f32, bias: [N] f32 (any 1-element buffer when has_bias == 0).
+// matmul_q4_k(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
+//   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
+//   each element is read and then written by the same thread).
+//   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 16 weights of one block (16 units per block);
@@ -28,7 +30,8 @@ module attributes {gpu.container_module} {
     memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q4_k(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
-                           %bias: memref<?xf32>, %N: i32, %K: i32, %T: i32, %has_bias: i32)
+                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
+                           %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,
@@ -430,18 +433,28 @@ module attributes {gpu.container_module} {
         %g32 = arith.muli %grp, %c32_index : index
         %si = arith.addi %s, %g32 : index
         %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %hb = arith.cmpi ne, %has_bias, %c0_i32 : i32
-        %res = scf.if %hb -> (f32) {
+        %tg = arith.addi %t0, %lane : index
+        %yrow = arith.muli %tg, %Ni : index
+        %yi = arith.addi %yrow, %n : index
+        %fb = arith.andi %flags, %c1_i32 : i32
+        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
+        %withb = scf.if %hb -> (f32) {
           %bv = memref.load %bias[%n] : memref<?xf32>
           %sb = arith.addf %sum, %bv : f32
           scf.yield %sb : f32
         } else {
           scf.yield %sum : f32
         }
-        %tg = arith.addi %t0, %lane : index
-        %yrow = arith.muli %tg, %Ni : index
-        %yi = arith.addi %yrow, %n : index
-        memref.store %res, %y[%yi] : memref<?xf32>
+        %fr = arith.andi %flags, %c2_i32 : i32
+        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
+        %out = scf.if %hr -> (f32) {
+          %rv = memref.load %res[%yi] : memref<?xf32>
+          %sr = arith.addf %withb, %rv : f32
+          scf.yield %sr : f32
+        } else {
+          scf.yield %withb : f32
+        }
+        memref.store %out, %y[%yi] : memref<?xf32>
       }
       gpu.return
     }

@@ -279,8 +279,10 @@ def header(fmt):
 // W is the GGUF tensor [N, K] (K contiguous), passed as {wdecl}{" (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4)" if fmt != "f16" else ""}; {kreq}.
 // Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
 //
-// matmul_{fmt}(w, x, y, bias, N, K, T, has_bias): y[t, n] = sum_k x[t, k] * W[n, k] (+ bias[n] when has_bias != 0)
-//   x: [T, K] f32, y: [T, N] f32, bias: [N] f32 (any 1-element buffer when has_bias == 0).
+// matmul_{fmt}(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
+//   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
+//   each element is read and then written by the same thread).
+//   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is {unit};
@@ -302,7 +304,8 @@ def gemv(fmt):
     wty = "memref<?xf16>" if fmt == "f16" else "memref<?xi32>"
     out = []
     out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: memref<?xf32>, %y: memref<?xf32>,")
-    out.append(f"                           %bias: memref<?xf32>, %N: i32, %K: i32, %T: i32, %has_bias: i32)")
+    out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
+    out.append(f"                           %flags: i32)")
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
     out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
@@ -424,18 +427,28 @@ def gemv(fmt):
     e.emit(f"  %g32 = arith.muli %grp, {c(32)} : index")
     e.emit("  %si = arith.addi %s, %g32 : index")
     e.emit("  %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
-    e.emit(f"  %hb = arith.cmpi ne, %has_bias, {e.ci(0)} : i32")
-    e.emit("  %res = scf.if %hb -> (f32) {")
+    e.emit("  %tg = arith.addi %t0, %lane : index")
+    e.emit("  %yrow = arith.muli %tg, %Ni : index")
+    e.emit("  %yi = arith.addi %yrow, %n : index")
+    e.emit(f"  %fb = arith.andi %flags, {e.ci(1)} : i32")
+    e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
+    e.emit("  %withb = scf.if %hb -> (f32) {")
     e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
     e.emit("    %sb = arith.addf %sum, %bv : f32")
     e.emit("    scf.yield %sb : f32")
     e.emit("  } else {")
     e.emit("    scf.yield %sum : f32")
     e.emit("  }")
-    e.emit("  %tg = arith.addi %t0, %lane : index")
-    e.emit("  %yrow = arith.muli %tg, %Ni : index")
-    e.emit("  %yi = arith.addi %yrow, %n : index")
-    e.emit("  memref.store %res, %y[%yi] : memref<?xf32>")
+    e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
+    e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
+    e.emit("  %out = scf.if %hr -> (f32) {")
+    e.emit("    %rv = memref.load %res[%yi] : memref<?xf32>")
+    e.emit("    %sr = arith.addf %withb, %rv : f32")
+    e.emit("    scf.yield %sr : f32")
+    e.emit("  } else {")
+    e.emit("    scf.yield %withb : f32")
+    e.emit("  }")
+    e.emit("  memref.store %out, %y[%yi] : memref<?xf32>")
     e.emit("}")
     e.emit("gpu.return")
     body = e.lines

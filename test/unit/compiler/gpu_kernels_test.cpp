@@ -145,8 +145,8 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     EXPECT_EQ(m.kernels[1].entry, target + ".matmul.q4_1");
     EXPECT_EQ(m.kernels[1].launch.at("function"), "matmul_q4_1");
     EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
-    // (w: memref<?xi32>, x, y, bias: memref<?xf32>, N, K, T, has_bias: i32)
-    EXPECT_EQ(m.kernels[1].signature.size(), 8u);
+    // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
+    EXPECT_EQ(m.kernels[1].signature.size(), 9u);
     const std::string ext = target == "spirv" ? ".spv" : ".ptx";
     ASSERT_EQ(files.size(), 2u);
     EXPECT_EQ(files[0].first, "swz_gemv_q8_0" + ext);
