@@ -430,6 +430,12 @@ std::vector<Case> gemvCases(const std::string &format) {
       cases.push_back(getRowsCase(t, 3, 50, t == "f16" ? 577 : 576, ++seed));
     }
   }
+  // Full-size decode matmuls of the models we ship (for the H200 run's roofline column):
+  // SmolLM2-135M's Q8_0 output projection (30 MB of weights) and Qwen2.5-Coder-0.5B's
+  // Q5_0 ffn_up and Q6_K ffn_down.
+  cases.push_back(matmulCase("q8_0", 1, 49152, 576, kPlain, 61));
+  cases.push_back(matmulCase("q5_0", 1, 4864, 896, kPlain, 62));
+  cases.push_back(matmulCase("q6_k", 1, 896, 4864, kResidual, 63));
   cases.push_back(argmaxCase(1, 49152, false, 71));
   cases.push_back(argmaxCase(3, 151936, true, 72));
   cases.push_back(argmaxCase(2, 1000, true, 73));
