@@ -4,12 +4,26 @@
 namespace swz::codegen {
 
 const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
-  static const std::map<std::string, std::vector<KernelRef>> impls = {
-      {"add.f32", {{"add_f32", "add_f32", "all"}}},
-      {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all", true, false}}},
-      {"rope.f32", {{"rope_f32", "rope_f32", "all"}}},
-      {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
-  };
+  static const std::map<std::string, std::vector<KernelRef>> impls = [] {
+    std::map<std::string, std::vector<KernelRef>> t = {
+        {"add.f32", {{"add_f32", "add_f32", "all"}}},
+        {"argmax.f32", {{"argmax_f32", "argmax_f32", "all"}}},
+        {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all", true, false}}},
+        {"rope.f32", {{"rope_f32", "rope_f32", "all"}}},
+        {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
+    };
+    // Weight formats with a dequantizing GEMV + embedding lookup (gemv_<type>.mlir).
+    // matmul_<type> takes `flags` (1: add bias[n], 2: add res[t, n]), so one kernel
+    // serves the plain, bias and fused-residual forms.
+    for (const char *type : {"f16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
+      const std::string source = std::string("gemv_") + type;
+      t["get_rows." + std::string(type)] = {{source, std::string("get_rows_") + type, "all"}};
+      for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"})
+        t["matmul." + std::string(type) + epilogue] = {
+            {source, std::string("matmul_") + type, "all"}};
+    }
+    return t;
+  }();
   return impls;
 }
 

@@ -91,8 +91,8 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
 
 TEST(GpuKernels, MissingKernelsAreListed) {
   json ops = kNormAndSwiglu;
-  ops.push_back({{"op", "matmul"}, {"in", {"h", "blk.0.attn_q.weight"}}, {"out", "q"}});
-  ops.push_back({{"op", "matmul"}, {"in", {"h", "blk.0.attn_q.weight"}}, {"out", "k"}});
+  ops.push_back({{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "o"}});
+  ops.push_back({{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "o2"}});
   package::Manifest m = manifest("sm_80", ops);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
@@ -100,9 +100,12 @@ TEST(GpuKernels, MissingKernelsAreListed) {
     compiler::addGpuKernels(m, f, files, {});
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
-    EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops matmul.q4_1 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rms_norm.f32, rope.f32, "
-                           "swiglu.f32); "
+    EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops attention.f16kv (x2) "
+                           "(GPU kernels for this target so far: add.f32, argmax.f32, "
+                           "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
+                           "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, matmul.f16, matmul.q4_0, "
+                           "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
+                           "rms_norm.f32, rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
   EXPECT_TRUE(files.empty());
@@ -117,7 +120,11 @@ TEST(GpuKernels, SpirvHasNoRmsNormYet) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rope.f32, swiglu.f32); "
+                           "(GPU kernels for this target so far: add.f32, argmax.f32, "
+                           "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
+                           "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, matmul.f16, matmul.q4_0, "
+                           "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
+                           "rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
 }
@@ -130,6 +137,36 @@ TEST(GpuKernels, SwigluForSpirv) {
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].first, "swz_swiglu.spv");
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+}
+
+// The decode kernels of SmolLM2-135M's weight types: Q4_1 matmuls and the Q8_0 embedding
+// lookup, one generated source per weight type (codegen/kernels/gemv_<type>.mlir).
+TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
+  for (const std::string target : {"sm_90", "spirv"}) {
+    SCOPED_TRACE(target);
+    package::Manifest m = manifest(target, json::array({
+        {{"op", "get_rows"}, {"in", {"token_embd.weight", "tokens"}}, {"out", "x"}},
+        {{"op", "matmul"}, {"in", {"x", "blk.0.attn_q.weight"}}, {"out", "q"}},
+    }));
+    m.weight_plan.tensors.push_back({"token_embd.weight", ggml::Type::Q8_0, {576, 49152}, 0, 0});
+    package::PackageFiles files;
+    gguf::File f = emptyGguf();
+    compiler::addGpuKernels(m, f, files, {});
+    ASSERT_EQ(m.kernels.size(), 2u);
+    EXPECT_EQ(m.kernels[0].entry, target + ".get_rows.q8_0");
+    EXPECT_EQ(m.kernels[0].launch.at("function"), "get_rows_q8_0");
+    EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+    EXPECT_EQ(m.kernels[0].launch.at("grid"), "T, 1, 1");
+    EXPECT_EQ(m.kernels[1].entry, target + ".matmul.q4_1");
+    EXPECT_EQ(m.kernels[1].launch.at("function"), "matmul_q4_1");
+    EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
+    // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
+    EXPECT_EQ(m.kernels[1].signature.size(), 9u);
+    const std::string ext = target == "spirv" ? ".spv" : ".ptx";
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(files[0].first, "swz_gemv_q8_0" + ext);
+    EXPECT_EQ(files[1].first, "swz_gemv_q4_1" + ext);
+  }
 }
 
 } // namespace

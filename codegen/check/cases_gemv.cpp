@@ -1,0 +1,445 @@
+//===- cases_gemv.cpp - decode-side GEMV, embedding lookup and argmax -----===//
+//
+// Numeric cases for codegen/kernels/gemv_<type>.mlir (matmul_<type>: dequantizing
+// GEMV y = x·Wᵀ (+ bias); get_rows_<type>: embedding lookup) for Q4_0, Q4_1, Q5_0,
+// Q8_0, Q4_K, Q6_K and F16 weights, and argmax_f32.mlir (greedy sampling), PTX and
+// SPIR-V alike (the kernels are target-neutral). Weights are random valid GGUF
+// blocks (cases_gemv.h: every quant bit pattern, realistic scales); the reference
+// dequantizes them in float64 from the block definitions (ggml-common.h /
+// ggml-quants.c dequantize_row_*), written here independently of runtime/ggml
+// (test/unit/compiler/gemv_reference_test.cpp checks the two agree).
+//
+//===----------------------------------------------------------------------===//
+#include "cases.h"
+#include "cases_gemv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace swz::check {
+namespace gemv {
+
+const std::vector<std::string> &weightTypes() {
+  static const std::vector<std::string> types = {"q4_0", "q4_1", "q5_0", "q8_0",
+                                                 "q4_k", "q6_k", "f16"};
+  return types;
+}
+
+int blockElements(const std::string &t) {
+  if (t == "q4_0" || t == "q4_1" || t == "q5_0" || t == "q8_0")
+    return 32;
+  if (t == "q4_k" || t == "q6_k")
+    return 256;
+  if (t == "f16")
+    return 1;
+  throw std::invalid_argument("gemv: unknown weight type '" + t + "'");
+}
+
+int blockBytes(const std::string &t) {
+  if (t == "q4_0") return 18;
+  if (t == "q4_1") return 20;
+  if (t == "q5_0") return 22;
+  if (t == "q8_0") return 34;
+  if (t == "q4_k") return 144;
+  if (t == "q6_k") return 210;
+  if (t == "f16") return 2;
+  throw std::invalid_argument("gemv: unknown weight type '" + t + "'");
+}
+
+double halfToDouble(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(double(man), -24);
+  else if (exp == 31)
+    v = man ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else
+    v = std::ldexp(double(1024 + man), exp - 25);
+  return sign ? -v : v;
+}
+
+uint16_t doubleToHalf(double v) {
+  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  double a = std::fabs(v);
+  if (std::isnan(v))
+    return 0x7E00;
+  if (a >= 65520.0)  // rounds to inf
+    return uint16_t(sign | 0x7C00);
+  if (a < std::ldexp(1.0, -14)) {  // subnormal: multiples of 2^-24
+    double q = std::nearbyint(std::ldexp(a, 24));  // current rounding mode: to nearest even
+    return uint16_t(sign | uint16_t(q));
+  }
+  int e;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  double m = std::nearbyint(std::ldexp(a, 11 - e));  // 11 significant bits
+  if (m >= 2048.0) {
+    m /= 2;
+    ++e;
+  }
+  int exp = e - 1 + 15;
+  if (exp >= 31)
+    return uint16_t(sign | 0x7C00);
+  return uint16_t(sign | uint16_t(exp << 10) | uint16_t(int(m) - 1024));
+}
+
+namespace {
+
+uint16_t rd16(const uint8_t *p) { return uint16_t(p[0] | (p[1] << 8)); }
+double rdHalf(const uint8_t *p) { return halfToDouble(rd16(p)); }
+
+/// get_scale_min_k4 (ggml-quants.c): 6-bit scale and min of sub-block j of a q4_K block.
+void scaleMinK4(int j, const uint8_t *q, int &sc, int &m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+} // namespace
+
+void dequantRow(const std::string &t, const uint8_t *row, int64_t k, double *w, double *mag) {
+  const int qk = blockElements(t), bs = blockBytes(t);
+  if (k % qk != 0)
+    throw std::invalid_argument("gemv: row of " + std::to_string(k) + " elements is not a " +
+                                "multiple of " + t + "'s block of " + std::to_string(qk));
+  double scratch;
+  auto put = [&](int64_t i, double scale, double q, double off) {
+    w[i] = scale * q + off;
+    (mag ? mag[i] : scratch) = std::fabs(scale * q) + std::fabs(off);
+  };
+  for (int64_t b = 0; b < k / qk; ++b) {
+    const uint8_t *x = row + b * bs;
+    const int64_t o = b * qk;
+    if (t == "f16") {
+      put(o, 1.0, rdHalf(x), 0.0);
+    } else if (t == "q4_0" || t == "q4_1" || t == "q5_0") {
+      // d | (m | qh) | qs[16]: weight j low nibble of qs[j], weight j+16 high nibble.
+      const double d = rdHalf(x);
+      const uint8_t *qs = x + (t == "q4_0" ? 2 : t == "q4_1" ? 4 : 6);
+      uint32_t qh = 0;
+      if (t == "q5_0")
+        qh = uint32_t(x[2]) | uint32_t(x[3]) << 8 | uint32_t(x[4]) << 16 | uint32_t(x[5]) << 24;
+      const double off = t == "q4_0" ? -8.0 * d : t == "q4_1" ? rdHalf(x + 2) : -16.0 * d;
+      for (int j = 0; j < 16; ++j) {
+        int q0 = qs[j] & 0xF, q1 = qs[j] >> 4;
+        if (t == "q5_0") {
+          q0 |= int((qh >> j) & 1) << 4;
+          q1 |= int((qh >> (j + 16)) & 1) << 4;
+        }
+        put(o + j, d, q0, off);
+        put(o + j + 16, d, q1, off);
+      }
+    } else if (t == "q8_0") {
+      // The kernel forms d * (q + 128) - 128 d.
+      const double d = rdHalf(x);
+      for (int j = 0; j < 32; ++j) {
+        const int q = int8_t(x[2 + j]);
+        w[o + j] = d * q;
+        (mag ? mag[o + j] : scratch) = std::fabs(d) * (q + 128) + 128.0 * std::fabs(d);
+      }
+    } else if (t == "q4_k") {
+      // d | dmin | scales[12] | qs[128]; 64 weights per 32 qs bytes: low nibbles
+      // sub-block 2p, high nibbles sub-block 2p+1.
+      const double d = rdHalf(x), dmin = rdHalf(x + 2);
+      const uint8_t *scales = x + 4, *qs = x + 16;
+      for (int p = 0; p < 4; ++p) {
+        int sc0, m0, sc1, m1;
+        scaleMinK4(2 * p, scales, sc0, m0);
+        scaleMinK4(2 * p + 1, scales, sc1, m1);
+        for (int l = 0; l < 32; ++l) {
+          put(o + 64 * p + l, d * sc0, qs[32 * p + l] & 0xF, -dmin * m0);
+          put(o + 64 * p + 32 + l, d * sc1, qs[32 * p + l] >> 4, -dmin * m1);
+        }
+      }
+    } else if (t == "q6_k") {
+      // ql[128] | qh[64] | scales[16] int8 | d; per 128-weight half n: for l < 32,
+      // weights l, l+32, l+64, l+96 from ql[l], ql[l+32] nibbles and qh[l] bit pairs.
+      const uint8_t *ql = x, *qh = x + 128;
+      const int8_t *sc = reinterpret_cast<const int8_t *>(x + 192);
+      const double d = rdHalf(x + 208);
+      for (int n = 0; n < 2; ++n) {
+        for (int l = 0; l < 32; ++l) {
+          const int is = l / 16;
+          const int q1 = (ql[64 * n + l] & 0xF) | (((qh[32 * n + l] >> 0) & 3) << 4);
+          const int q2 = (ql[64 * n + l + 32] & 0xF) | (((qh[32 * n + l] >> 2) & 3) << 4);
+          const int q3 = (ql[64 * n + l] >> 4) | (((qh[32 * n + l] >> 4) & 3) << 4);
+          const int q4 = (ql[64 * n + l + 32] >> 4) | (((qh[32 * n + l] >> 6) & 3) << 4);
+          const double s[4] = {d * sc[8 * n + is], d * sc[8 * n + is + 2], d * sc[8 * n + is + 4],
+                               d * sc[8 * n + is + 6]};
+          const int q[4] = {q1, q2, q3, q4};
+          for (int m = 0; m < 4; ++m)
+            put(o + 128 * n + l + 32 * m, s[m], q[m], -32.0 * s[m]);
+        }
+      }
+    } else {
+      throw std::invalid_argument("gemv: unknown weight type '" + t + "'");
+    }
+  }
+}
+
+std::vector<uint8_t> randomWeights(const std::string &t, int64_t rows, int64_t k,
+                                   uint64_t seed) {
+  const int qk = blockElements(t), bs = blockBytes(t);
+  if (k % qk != 0)
+    throw std::invalid_argument("gemv: k not a multiple of the block");
+  const int64_t nb = rows * (k / qk);
+  std::vector<uint8_t> bytes(static_cast<size_t>(nb * bs));
+  Rng rng{seed};
+  auto bits = [&]() { return uint8_t(uint64_t((rng.next() + 1.0) * 128.0) & 255); };
+  // Positive d in [2^-9, 2^-5] (log-uniform), as quantizers give for |x| <~ 1.
+  auto scaleHalf = [&](double sign) {
+    return doubleToHalf(sign * std::ldexp(1.0, -7) * std::exp2(2.0 * rng.next()));
+  };
+  auto wr16 = [](uint8_t *p, uint16_t v) {
+    p[0] = uint8_t(v & 255);
+    p[1] = uint8_t(v >> 8);
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t *x = bytes.data() + b * bs;
+    for (int i = 0; i < bs; ++i)
+      x[i] = bits();
+    if (t == "f16") {
+      wr16(x, doubleToHalf(rng.next()));
+    } else if (t == "q6_k") {
+      wr16(x + 208, scaleHalf(1.0));
+    } else {
+      wr16(x, scaleHalf(1.0));
+      if (t == "q4_1")
+        wr16(x + 2, doubleToHalf(-8.0 * halfToDouble(rd16(x)) * (0.5 + 0.5 * rng.next())));
+      if (t == "q4_k")
+        wr16(x + 2, scaleHalf(1.0));  // dmin
+    }
+  }
+  return bytes;
+}
+
+} // namespace gemv
+
+namespace {
+
+constexpr float kSentinel = -12345.0f;
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24, f32 unit roundoff
+
+/// Raw weight bytes as the kernels' memref<?xi32> (zero-padded to whole words),
+/// or memref<?xf16> for f16.
+Buffer weightBuffer(const std::string &t, const std::vector<uint8_t> &bytes) {
+  Buffer b;
+  if (t == "f16") {
+    b.bytes = bytes;
+    b.sizes = {int64_t(bytes.size() / 2)};
+    b.elemBytes = 2;
+  } else {
+    b.bytes = bytes;
+    b.bytes.resize((bytes.size() + 3) / 4 * 4, 0);
+    b.sizes = {int64_t(b.bytes.size() / 4)};
+    b.elemBytes = 4;
+  }
+  return b;
+}
+
+/// Units (one thread's share) per block, as gen_quant_kernels.py: 8 weights for
+/// 32-element blocks and f16, 16 for k-quants.
+int64_t unitsPerRow(const std::string &t, int64_t k) {
+  if (t == "f16")
+    return (k + 7) / 8;
+  return k / gemv::blockElements(t) * (gemv::blockElements(t) == 256 ? 16 : 4);
+}
+
+/// How a matmul case uses the epilogue flags.
+enum Epilogue { kPlain = 0, kResidual = 2, kBiasInPlaceResidual = 3 };
+
+/// matmul_<t>(w, x, y, bias, res, N, K, T, flags): grid (ceil(N/4), ceil(T/8)), block
+/// 128. kResidual: res is its own buffer; kBiasInPlaceResidual: bias[n] and res = y
+/// (y starts as the residual stream and is updated in place).
+Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue ep,
+                uint64_t seed) {
+  const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
+  const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
+  const bool residual = ep != kPlain;
+  std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
+  Rng rng{seed * 31 + 7};
+  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
+  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
+  for (auto &v : x) v = float(rng.next() * 2.0);
+  for (auto &v : bv) v = float(rng.next());
+  for (auto &v : rv) v = float(rng.next() * 4.0);
+  Case c;
+  c.module = "swz_gemv_" + t;
+  c.entry = "matmul_" + t;
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
+  c.buffers = {weightBuffer(t, wb), makeBuffer(x, {T * K}),
+               makeBuffer(inPlace ? rv : std::vector<float>(static_cast<size_t>(T * N), kSentinel),
+                          {T * N}),
+               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(rv, {int64_t(rv.size())})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
+            Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
+  c.grid = {unsigned((N + 3) / 4), unsigned((T + 7) / 8), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  // Longest chain of f32 roundings behind one output: a unit's group sums (<= 16
+  // fma), its scale/offset combine (3), one add per unit the thread handles
+  // (ceil(units / 32)), the 5-step tree; bias and residual add one rounding each.
+  const double L = 16 + 3 + double((unitsPerRow(t, K) + 31) / 32) + 5;
+  c.check = [t, T, N, K, bias, residual, rowBytes, wb, x, bv, rv, L](
+                const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|) with bias / residual): S = sum_k |x| "
+             "(|scale q| + |offset|) (the f32 terms the kernel forms), u = 2^-24, L = " +
+             std::to_string(int(L)) + " = longest f32 rounding chain of the dot product "
+             "(Higham gamma_L, doubled)";
+    std::vector<float> y = asVector<float>(out[2]);
+    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      gemv::dequantRow(t, wb.data() + n * rowBytes, K, w.data(), mag.data());
+      for (int64_t tt = 0; tt < T; ++tt) {
+        double ref = 0, s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += double(x[tt * K + k]) * w[k];
+          s += std::fabs(double(x[tt * K + k])) * mag[k];
+        }
+        double tol = 2.0 * L * kU * s, extra = 0;
+        if (bias) {
+          ref += double(bv[n]);
+          extra += std::fabs(double(bv[n]));
+        }
+        if (residual) {
+          ref += double(rv[tt * N + n]);
+          extra += std::fabs(double(rv[tt * N + n]));
+        }
+        if (bias || residual)
+          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
+        compare(v, y[tt * N + n], ref, tol);
+      }
+    }
+    return v;
+  };
+  return c;
+}
+
+/// get_rows_<t>(w, tokens, out, K): grid (T), block 128.
+Case getRowsCase(const std::string &t, int64_t T, int64_t N, int64_t K, uint64_t seed) {
+  const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
+  std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
+  Rng rng{seed * 17 + 3};
+  std::vector<int32_t> tokens(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i)  // first and last rows included
+    tokens[i] = i == 0 ? int32_t(N - 1) : i == 1 ? 0 : int32_t((rng.next() + 1.0) / 2.0 * double(N)) % int32_t(N);
+  Case c;
+  c.module = "swz_gemv_" + t;
+  c.entry = "get_rows_" + t;
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+  c.buffers = {weightBuffer(t, wb), makeBuffer(tokens, {T}),
+               makeBuffer(std::vector<float>(static_cast<size_t>(T * K), kSentinel), {T * K})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::i(int32_t(K))};
+  c.grid = {unsigned(T), 1, 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = double(T) * (double(rowBytes) + 4.0 * double(K)) + 4.0 * double(T);
+  c.flops = 2.0 * double(T * K);
+  c.check = [t, T, K, rowBytes, wb, tokens](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "|err| <= 4 u (|scale q| + |offset|), u = 2^-24: the kernel's scale*q + offset "
+             "is one f32 product and one sum (or an fma), bound 2u(...), doubled; f16 exact";
+    std::vector<float> y = asVector<float>(out[2]);
+    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
+    for (int64_t tt = 0; tt < T; ++tt) {
+      gemv::dequantRow(t, wb.data() + int64_t(tokens[tt]) * rowBytes, K, w.data(), mag.data());
+      for (int64_t k = 0; k < K; ++k)
+        compare(v, y[tt * K + k], w[k], t == "f16" ? 0.0 : 4.0 * kU * mag[k]);
+    }
+    return v;
+  };
+  return c;
+}
+
+/// argmax_f32(logits, out, n_vocab): grid (T), block 256. `ties` plants the row's
+/// maximum at several columns (the lowest must win) and -inf / NaN elsewhere.
+Case argmaxCase(int64_t T, int64_t V, bool ties, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> logits(static_cast<size_t>(T * V));
+  for (auto &v : logits) v = float(rng.next() * 20.0);
+  if (ties) {
+    for (int64_t t = 0; t < T; ++t) {
+      float *r = logits.data() + t * V;
+      const int64_t a = (V / 3 + 97 * t) % V, b = (a + 257) % V, c0 = (a + 1) % V;
+      r[std::max(a, b)] = 25.0f;
+      r[std::min(a, b)] = 25.0f;  // the winner: lowest of the equal maxima
+      r[c0 == std::min(a, b) ? (c0 + 1) % V : c0] = -std::numeric_limits<float>::infinity();
+      r[(a + 5) % V] = std::numeric_limits<float>::quiet_NaN();
+    }
+  }
+  Case c;
+  c.module = "swz_argmax";
+  c.entry = "argmax_f32";
+  c.label = "T=" + std::to_string(T) + " n_vocab=" + std::to_string(V) + (ties ? " ties+nan" : "");
+  c.buffers = {makeBuffer(logits, {T * V}), makeBuffer(std::vector<int32_t>(static_cast<size_t>(T), -1), {T})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::i(int32_t(V))};
+  c.grid = {unsigned(T), 1, 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 4.0 * double(T * V + T);
+  c.flops = double(T * V);
+  c.check = [T, V, logits](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "exact: index of the first maximum (comparisons only), NaN never wins";
+    std::vector<int32_t> idx = asVector<int32_t>(out[1]);
+    for (int64_t t = 0; t < T; ++t) {
+      int64_t best = -1;
+      for (int64_t i = 0; i < V; ++i) {
+        float x = logits[t * V + i];
+        if (std::isnan(x))
+          continue;
+        if (best < 0 || x > logits[t * V + best])
+          best = i;
+      }
+      compare(v, double(idx[t]), double(best < 0 ? 0 : best), 0.0);
+    }
+    return v;
+  };
+  return c;
+}
+
+} // namespace
+
+std::vector<Case> gemvCases(const std::string &format) {
+  (void)format;  // every kernel here is target-neutral: the same cases for ptx and spv
+  std::vector<Case> cases;
+  uint64_t seed = 1000;
+  for (const std::string &t : gemv::weightTypes()) {
+    const bool kq = gemv::blockElements(t) == 256;
+    // Decode (T = 1) at SmolLM2 / Qwen2.5 widths, a verification batch (T = 3) with a
+    // residual, T = 9 (two token blocks, the second partial) with bias and an in-place
+    // residual (res = y), odd N throughout; K not a
+    // multiple of 256 where the format allows it, and an odd K for f16.
+    if (kq) {
+      cases.push_back(matmulCase(t, 1, 577, 1536, kPlain, ++seed));
+      cases.push_back(matmulCase(t, 3, 131, 4864, kResidual, ++seed));
+      cases.push_back(matmulCase(t, 9, 7, 256, kBiasInPlaceResidual, ++seed));
+      cases.push_back(getRowsCase(t, 3, 50, 768, ++seed));
+    } else {
+      cases.push_back(matmulCase(t, 1, 577, 576, kPlain, ++seed));
+      cases.push_back(matmulCase(t, 3, 131, t == "f16" ? 1001 : 1504, kResidual, ++seed));
+      cases.push_back(matmulCase(t, 9, 7, t == "f16" ? 7 : 96, kBiasInPlaceResidual, ++seed));
+      cases.push_back(getRowsCase(t, 3, 50, t == "f16" ? 577 : 576, ++seed));
+    }
+  }
+  // Full-size decode matmuls of the models we ship (for the H200 run's roofline column):
+  // SmolLM2-135M's Q8_0 output projection (30 MB of weights) and Qwen2.5-Coder-0.5B's
+  // Q5_0 ffn_up and Q6_K ffn_down.
+  cases.push_back(matmulCase("q8_0", 1, 49152, 576, kPlain, 61));
+  cases.push_back(matmulCase("q5_0", 1, 4864, 896, kPlain, 62));
+  cases.push_back(matmulCase("q6_k", 1, 896, 4864, kResidual, 63));
+  cases.push_back(argmaxCase(1, 49152, false, 71));
+  cases.push_back(argmaxCase(3, 151936, true, 72));
+  cases.push_back(argmaxCase(2, 1000, true, 73));
+  return cases;
+}
+
+} // namespace swz::check

@@ -1,0 +1,89 @@
+// Greedy sampling: out[t] = argmax_i logits[t, i], ties to the lowest index (as
+// llama.cpp's greedy sampler, which keeps the first maximum). NaN never wins; a
+// row with no comparable element (all NaN) gives 0.
+//
+// logits: [T, n_vocab] f32 row-major, passed flat (memref<?xf32>: the SPIR-V
+// lowering takes 1-D dynamic buffers); out: [T] i32; n_vocab: i32 scalar >= 1.
+// Launch: grid (T, 1, 1), block 256 (one workgroup per row). Thread j scans
+// columns j, j + 256, ... (coalesced) keeping its first maximum; the 256
+// (value, index) pairs meet in workgroup memory and a tree of 8 halving steps
+// (barrier after each) keeps, of two pairs, the larger value or on equal values
+// the lower index. No subgroup operations, so the result does not depend on the
+// device's subgroup size. Bindings for SPIR-V (set 0): logits, out, n_vocab at 0..2.
+module attributes {gpu.container_module} {
+  gpu.module @swz_argmax attributes {
+      spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader],
+          [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>} {
+    memref.global "private" @best_v : memref<256xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @best_i : memref<256xi32, #gpu.address_space<workgroup>>
+
+    gpu.func @argmax_f32(%logits: memref<?xf32>, %out: memref<?xi32>, %n_vocab: i32) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>,
+                    swz.grid = "T, 1, 1"} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
+      %zero_i = arith.constant 0 : i32
+      %ninf = arith.constant 0xFF800000 : f32
+      %bv_s = memref.get_global @best_v : memref<256xf32, #gpu.address_space<workgroup>>
+      %bi_s = memref.get_global @best_i : memref<256xi32, #gpu.address_space<workgroup>>
+      %row = gpu.block_id x
+      %tid = gpu.thread_id x
+      %V = arith.index_cast %n_vocab : i32 to index
+      %base = arith.muli %row, %V : index
+      // (value, index); index n_vocab = none yet. Within a thread indices grow, so a
+      // later equal value never replaces an earlier one; -inf is taken by the tie rule.
+      %best:2 = scf.for %i = %tid to %V step %c256 iter_args(%bv = %ninf, %bi = %n_vocab) -> (f32, i32) {
+        %k = arith.addi %base, %i : index
+        %v = memref.load %logits[%k] : memref<?xf32>
+        %ii = arith.index_cast %i : index to i32
+        %gt = arith.cmpf ogt, %v, %bv : f32
+        %eq = arith.cmpf oeq, %v, %bv : f32
+        %lt = arith.cmpi slt, %ii, %bi : i32
+        %tie = arith.andi %eq, %lt : i1
+        %take = arith.ori %gt, %tie : i1
+        %nv = arith.select %take, %v, %bv : f32
+        %ni = arith.select %take, %ii, %bi : i32
+        scf.yield %nv, %ni : f32, i32
+      }
+      memref.store %best#0, %bv_s[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+      memref.store %best#1, %bi_s[%tid] : memref<256xi32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      // s = 128, 64, ..., 1: thread t < s merges pair t + s into pair t.
+      %s_end = scf.for %step = %c0 to %c8 step %c1 iter_args(%s = %c128) -> (index) {
+        %active = arith.cmpi ult, %tid, %s : index
+        scf.if %active {
+          %o = arith.addi %tid, %s : index
+          %av = memref.load %bv_s[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+          %ai = memref.load %bi_s[%tid] : memref<256xi32, #gpu.address_space<workgroup>>
+          %ov = memref.load %bv_s[%o] : memref<256xf32, #gpu.address_space<workgroup>>
+          %oi = memref.load %bi_s[%o] : memref<256xi32, #gpu.address_space<workgroup>>
+          %gt = arith.cmpf ogt, %ov, %av : f32
+          %eq = arith.cmpf oeq, %ov, %av : f32
+          %lt = arith.cmpi slt, %oi, %ai : i32
+          %tie = arith.andi %eq, %lt : i1
+          %take = arith.ori %gt, %tie : i1
+          %nv = arith.select %take, %ov, %av : f32
+          %ni = arith.select %take, %oi, %ai : i32
+          memref.store %nv, %bv_s[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+          memref.store %ni, %bi_s[%tid] : memref<256xi32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %s2 = arith.divui %s, %c2 : index
+        scf.yield %s2 : index
+      }
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        %idx = memref.load %bi_s[%c0] : memref<256xi32, #gpu.address_space<workgroup>>
+        %none = arith.cmpi eq, %idx, %n_vocab : i32
+        %r = arith.select %none, %zero_i, %idx : i32
+        memref.store %r, %out[%row] : memref<?xi32>
+      }
+      gpu.return
+    }
+  }
+}

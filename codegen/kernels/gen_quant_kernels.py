@@ -1,0 +1,544 @@
+#!/usr/bin/env python3
+"""Writes codegen/kernels/gemv_<type>.mlir: the decode-side dequantizing GEMV
+(`matmul_<type>`) and embedding lookup (`get_rows_<type>`) for one GGUF weight
+type per file, from one description of each block layout (ggml-common.h).
+
+The seven files share their skeleton (launch geometry, reduction, loads); only
+the per-block dequantization differs, so it is written once here. The .mlir
+files are checked in (the build reads them); after editing this script run
+    python3 codegen/kernels/gen_quant_kernels.py
+and commit both. test/lit/Codegen/gemv_generated.mlir fails when they differ.
+
+Usage: gen_quant_kernels.py [--check]   (--check: exit 1 if a file is stale)
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+TARGET_ENV = """spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
+          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
+          #spirv.resource_limits<>>"""
+
+# Block layouts (ggml-common.h): bytes per block, weights per block, units (one
+# thread's share of a block) per block, and whether every block starts on a
+# 4-byte boundary (then words load directly, else two loads and a funnel shift).
+FORMATS = {
+    "q4_0": dict(bs=18, qk=32, units=4, aligned=False,
+                 layout="block_q4_0 (18 B / 32 weights): d f16 | qs[16] (weight j: low nibble of qs[j], weight j+16: high nibble; value d*(q-8))"),
+    "q4_1": dict(bs=20, qk=32, units=4, aligned=True,
+                 layout="block_q4_1 (20 B / 32 weights): d f16 | m f16 | qs[16] (nibbles as q4_0; value d*q + m)"),
+    "q5_0": dict(bs=22, qk=32, units=4, aligned=False,
+                 layout="block_q5_0 (22 B / 32 weights): d f16 | qh[4] (bit j = 5th bit of weight j) | qs[16] (nibbles as q4_0; value d*(q-16))"),
+    "q8_0": dict(bs=34, qk=32, units=4, aligned=False,
+                 layout="block_q8_0 (34 B / 32 weights): d f16 | qs[32] int8 (value d*q)"),
+    "q4_k": dict(bs=144, qk=256, units=16, aligned=True,
+                 layout="block_q4_K (144 B / 256 weights): d f16 | dmin f16 | scales[12] (8 x 6-bit scale and min) | qs[128] (value d*sc*q - dmin*m per 32-weight sub-block)"),
+    "q6_k": dict(bs=210, qk=256, units=16, aligned=False,
+                 layout="block_q6_K (210 B / 256 weights): ql[128] | qh[64] | scales[16] int8 | d f16 (value d*sc*(q-32) per 16-weight sub-block)"),
+    "f16": dict(bs=None, qk=8, units=1, aligned=None, layout="f16 elements (memref<?xf16>, row n at element n*K)"),
+}
+
+
+class Emitter:
+    def __init__(self, indent):
+        self.lines = []
+        self.n = 0
+        self.indent = indent
+        self.consts = {}
+
+    def emit(self, s):
+        self.lines.append(" " * self.indent + s)
+
+    def v(self, rhs, hint="v"):
+        self.n += 1
+        name = f"%{hint}{self.n}"
+        self.emit(f"{name} = {rhs}")
+        return name
+
+    def ci(self, value, ty="i32"):
+        key = (value, ty)
+        if key not in self.consts:
+            raw = f"c{value}_{ty}".replace("-", "m").replace(".", "p").replace("+", "")
+            name = "%" + "".join(ch for ch in raw if ch.isalnum() or ch == "_")
+            self.consts[key] = name
+        return self.consts[key]
+
+    def const_lines(self):
+        out = []
+        for (value, ty), name in sorted(self.consts.items(), key=lambda kv: kv[1]):
+            if ty == "f32":
+                out.append(f"{name} = arith.constant {value} : f32")
+            else:
+                out.append(f"{name} = arith.constant {value} : {ty}")
+        return out
+
+    # index / i32 helpers
+    def add(self, a, b, ty="index"): return self.v(f"arith.addi {a}, {b} : {ty}", "a")
+    def mul(self, a, b, ty="index"): return self.v(f"arith.muli {a}, {b} : {ty}", "m")
+    def shr(self, a, b): return self.v(f"arith.shrui {a}, {b} : i32", "s")
+    def sar(self, a, b): return self.v(f"arith.shrsi {a}, {b} : i32", "s")
+    def shl(self, a, b): return self.v(f"arith.shli {a}, {b} : i32", "s")
+    def band(self, a, b): return self.v(f"arith.andi {a}, {b} : i32", "b")
+    def bor(self, a, b): return self.v(f"arith.ori {a}, {b} : i32", "o")
+    def bxor(self, a, b): return self.v(f"arith.xori {a}, {b} : i32", "x")
+    def fmul(self, a, b): return self.v(f"arith.mulf {a}, {b} : f32", "f")
+    def fadd(self, a, b): return self.v(f"arith.addf {a}, {b} : f32", "f")
+    def fsub(self, a, b): return self.v(f"arith.subf {a}, {b} : f32", "f")
+    def fma(self, a, b, c): return self.v(f"math.fma {a}, {b}, {c} : f32", "f")
+    def idx(self, a): return self.v(f"arith.index_cast {a} : i32 to index", "i")
+    def i32(self, a): return self.v(f"arith.index_cast {a} : index to i32", "n")
+
+    def word(self, fmt, byte):
+        """The little-endian 32-bit word at byte offset `byte` (index; even) of %w."""
+        c2 = self.ci(2, "index")
+        wi = self.v(f"arith.shrui {byte}, {c2} : index", "w")
+        lo = self.v(f"memref.load %w[{wi}] : memref<?xi32>", "ld")
+        if FORMATS[fmt]["aligned"]:
+            return lo
+        # Blocks start on 2-byte boundaries only. hi is the next word when the
+        # offset is 2 mod 4 and the same word otherwise (never out of bounds);
+        # sh = 0 or 16 selects lo, or the upper half of lo and lower half of hi.
+        b2 = self.add(byte, c2)
+        hi_i = self.v(f"arith.shrui {b2}, {c2} : index", "w")
+        hi = self.v(f"memref.load %w[{hi_i}] : memref<?xi32>", "ld")
+        bi = self.i32(byte)
+        odd = self.band(bi, self.ci(2))
+        sh = self.shl(odd, self.ci(3))
+        lo_s = self.shr(lo, sh)
+        rest = self.v(f"arith.subi {self.ci(16)}, {sh} : i32", "s")
+        hi_s = self.shl(self.shl(hi, self.ci(16)), rest)
+        return self.bor(lo_s, hi_s)
+
+    def half(self, word, upper):
+        """f16 bits in the low (or upper) half of an i32 word, as f32 (exact)."""
+        if upper:
+            word = self.shr(word, self.ci(16))
+        t = self.v(f"arith.trunci {word} : i32 to i16", "h")
+        h = self.v(f"arith.bitcast {t} : i16 to f16", "h")
+        return self.v(f"arith.extf {h} : f16 to f32", "h")
+
+    def u2f(self, q):
+        """A small non-negative integer (< 2^23) to f32, exactly, with an OR and a
+        subtraction (2^23 + q has q in the mantissa) instead of a conversion."""
+        o = self.bor(q, self.ci(0x4B000000))
+        f = self.v(f"arith.bitcast {o} : i32 to f32", "q")
+        return self.fsub(f, self.ci("8.388608e+06", "f32"))
+
+    def s2f(self, q):
+        return self.v(f"arith.sitofp {q} : i32 to f32", "sc")
+
+    def nib(self, word, byte, high):
+        """Nibble of byte `byte` (0..3) of a word: low or high."""
+        s = 8 * byte + (4 if high else 0)
+        x = self.shr(word, self.ci(s)) if s else word
+        return self.band(x, self.ci(15))
+
+    def bits(self, word, shift, mask):
+        x = self.shr(word, self.ci(shift)) if shift else word
+        return self.band(x, self.ci(mask))
+
+
+def dequant_unit(e, fmt, blockbyte, q):
+    """Emits the loads and integer unpacking of unit q (index, 0..units-1) of the
+    block at byte offset `blockbyte`. Returns (kbase, groups): kbase is the index
+    of the unit's first weight within the row; each group is (scale, offset,
+    [(k offset, q as f32)]) with weight = scale * q + offset (offset may be None)."""
+    c = lambda v: e.ci(v, "index")
+    if fmt in ("q4_0", "q4_1", "q5_0"):
+        d0 = e.word(fmt, blockbyte)
+        d = e.half(d0, False)
+        qoff = {"q4_0": 2, "q4_1": 4, "q5_0": 6}[fmt]
+        b = e.add(e.add(blockbyte, c(qoff)), e.mul(q, c(4)))
+        qs = e.word(fmt, b)
+        if fmt == "q5_0":
+            qh = e.word(fmt, e.add(blockbyte, c(2)))
+            qi = e.i32(q)
+            j4 = e.shl(qi, e.ci(2))             # 4q: first weight of the unit
+            qh_lo = e.shr(qh, j4)                # bit j of weight j
+            qh_hi = e.shr(qh_lo, e.ci(16))       # bit j+16 of weight j+16
+        items = []
+        for i in range(4):
+            lo = e.nib(qs, i, False)
+            hi = e.nib(qs, i, True)
+            if fmt == "q5_0":
+                lo = e.bor(lo, e.shl(e.bits(qh_lo, i, 1), e.ci(4)))
+                hi = e.bor(hi, e.shl(e.bits(qh_hi, i, 1), e.ci(4)))
+            items.append((i, e.u2f(lo)))
+            items.append((16 + i, e.u2f(hi)))
+        if fmt == "q4_1":
+            off = e.half(d0, True)
+        else:
+            off = e.fmul(d, e.ci("-8.0" if fmt == "q4_0" else "-16.0", "f32"))
+        kbase = e.mul(q, c(4))
+        return kbase, [(d, off, items)]
+    if fmt == "q8_0":
+        d = e.half(e.word(fmt, blockbyte), False)
+        b = e.add(e.add(blockbyte, c(2)), e.mul(q, c(8)))
+        items = []
+        for h in range(2):
+            w = e.word(fmt, e.add(b, c(4 * h)) if h else b)
+            # int8 q as unsigned q ^ 0x80 = q + 128; the 128 goes into the offset.
+            w = e.bxor(w, e.ci(-2139062144))  # 0x80808080
+            for i in range(4):
+                items.append((4 * h + i, e.u2f(e.bits(w, 8 * i, 255))))
+        off = e.fmul(d, e.ci("-1.280000e+02", "f32"))
+        kbase = e.mul(q, c(8))
+        return kbase, [(d, off, items)]
+    if fmt == "q4_k":
+        w0 = e.word(fmt, blockbyte)
+        d = e.half(w0, False)
+        dmin = e.half(w0, True)
+        s0 = e.word(fmt, e.add(blockbyte, c(4)))
+        s1 = e.word(fmt, e.add(blockbyte, c(8)))
+        s2 = e.word(fmt, e.add(blockbyte, c(12)))
+        p = e.v(f"arith.divui {q}, {c(4)} : index", "p")    # sub-block pair 0..3
+        r = e.v(f"arith.remui {q}, {c(4)} : index", "p")
+        l0 = e.mul(r, c(8))                                  # 0, 8, 16, 24
+        pi = e.i32(p)
+        # get_scale_min_k4 for j = 2p and 2p+1: both < 4 iff p < 2.
+        small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
+        groups_sm = []
+        for jj in range(2):
+            j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")   # 2p + jj
+            jl = e.band(j, e.ci(3))
+            sh = e.shl(jl, e.ci(3))
+            b0 = e.band(e.shr(s0, sh), e.ci(255))
+            b1 = e.band(e.shr(s1, sh), e.ci(255))
+            b2 = e.band(e.shr(s2, sh), e.ci(255))
+            sc_lo = e.band(b0, e.ci(63))
+            m_lo = e.band(b1, e.ci(63))
+            sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
+            m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
+            sc = e.v(f"arith.select {small}, {sc_lo}, {sc_hi} : i32", "sel")
+            m = e.v(f"arith.select {small}, {m_lo}, {m_hi} : i32", "sel")
+            scale = e.fmul(d, e.u2f(sc))
+            off = e.v(f"arith.negf {e.fmul(dmin, e.u2f(m))} : f32", "f")
+            groups_sm.append((scale, off))
+        qb = e.add(e.add(blockbyte, c(16)), e.add(e.mul(p, c(32)), l0))
+        qa = e.word(fmt, qb)
+        qc = e.word(fmt, e.add(qb, c(4)))
+        lo_items, hi_items = [], []
+        for h, w in enumerate((qa, qc)):
+            for i in range(4):
+                lo_items.append((4 * h + i, e.u2f(e.nib(w, i, False))))
+                hi_items.append((32 + 4 * h + i, e.u2f(e.nib(w, i, True))))
+        kbase = e.add(e.mul(p, c(64)), l0)
+        return kbase, [(groups_sm[0][0], groups_sm[0][1], lo_items),
+                       (groups_sm[1][0], groups_sm[1][1], hi_items)]
+    if fmt == "q6_k":
+        h = e.v(f"arith.divui {q}, {c(8)} : index", "p")     # half 0..1
+        g = e.v(f"arith.remui {q}, {c(8)} : index", "p")     # 4-weight group 0..7
+        g4 = e.mul(g, c(4))
+        h64 = e.mul(h, c(64))
+        qla = e.word(fmt, e.add(e.add(blockbyte, h64), g4))
+        qlb = e.word(fmt, e.add(e.add(e.add(blockbyte, h64), g4), c(32)))
+        h32 = e.mul(h, c(32))
+        qh = e.word(fmt, e.add(e.add(e.add(blockbyte, c(128)), h32), g4))
+        d = e.half(e.word(fmt, e.add(blockbyte, c(208))), False)
+        scb = e.add(e.add(blockbyte, c(192)), e.mul(h, c(8)))
+        sw0 = e.word(fmt, scb)
+        sw1 = e.word(fmt, e.add(scb, c(4)))
+        isb = e.i32(e.v(f"arith.divui {g}, {c(4)} : index", "p"))   # is = l / 16
+        # signed byte `is + 2m` of sw0 (m = 0, 1) or sw1 (m = 2, 3)
+        groups = []
+        for m in range(4):
+            sw = sw0 if m < 2 else sw1
+            pos = e.add(isb, e.ci(2 * (m % 2)), "i32")
+            left = e.v(f"arith.subi {e.ci(24)}, {e.shl(pos, e.ci(3))} : i32", "s")
+            scv = e.sar(e.shl(sw, left), e.ci(24))
+            scale = e.fmul(d, e.s2f(scv))
+            off = e.fmul(scale, e.ci("-3.200000e+01", "f32"))
+            groups.append([scale, off, []])
+        for i in range(4):
+            qhi = e.bits(qh, 8 * i, 255)
+            parts = [
+                (qla, False, 0), (qlb, False, 2), (qla, True, 4), (qlb, True, 6)]
+            for m, (w, high, hs) in enumerate(parts):
+                v = e.bor(e.nib(w, i, high), e.shl(e.bits(qhi, hs, 3), e.ci(4)))
+                groups[m][2].append((32 * m + i, e.u2f(v)))
+        kbase = e.add(e.mul(h, c(128)), g4)
+        return kbase, [tuple(gr) for gr in groups]
+    raise ValueError(fmt)
+
+
+def header(fmt):
+    f = FORMATS[fmt]
+    if fmt == "f16":
+        unit = "8 consecutive elements (the last unit of a row is masked when K % 8 != 0)"
+        kreq = "any K >= 1"
+        wdecl = "memref<?xf16>"
+    else:
+        unit = f"{f['qk'] // f['units']} weights of one block ({f['units']} units per block)"
+        kreq = f"K % {f['qk']} == 0"
+        wdecl = "memref<?xi32>"
+    return f"""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
+//
+// Decode-side kernels for {fmt.upper()} weights (GGUF / ggml {f['layout']}).
+// W is the GGUF tensor [N, K] (K contiguous), passed as {wdecl}{" (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4)" if fmt != "f16" else ""}; {kreq}.
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+//
+// matmul_{fmt}(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
+//   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
+//   each element is read and then written by the same thread).
+//   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
+//   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
+//   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
+//   up to 8 per block for speculative verification). A thread's unit is {unit};
+//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
+//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
+//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
+//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
+//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//
+// get_rows_{fmt}(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
+//   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
+//   threads stride over the row's units.
+"""
+
+
+def gemv(fmt):
+    f = FORMATS[fmt]
+    e = Emitter(6)
+    wty = "memref<?xf16>" if fmt == "f16" else "memref<?xi32>"
+    out = []
+    out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: memref<?xf32>, %y: memref<?xf32>,")
+    out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
+    out.append(f"                           %flags: i32)")
+    out.append(f"        kernel")
+    out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
+    out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
+    out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
+    c = lambda v: e.ci(v, "index")
+    e.emit("%acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit("%by = gpu.block_id y")
+    e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit(f"%row4 = arith.muli %bx, {c(4)} : index")
+    e.emit("%n = arith.addi %row4, %grp : index")
+    e.emit("%Ni = arith.index_cast %N : i32 to index")
+    e.emit("%Ki = arith.index_cast %K : i32 to index")
+    e.emit("%Ti = arith.index_cast %T : i32 to index")
+    e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
+    e.emit("%tleft = arith.subi %Ti, %t0 : index")
+    e.emit(f"%tb = arith.minui %tleft, {c(8)} : index")
+    e.emit("%live = arith.cmpi ult, %n, %Ni : index")
+    # Units of this row (0 for a padding group past N).
+    if fmt == "f16":
+        e.emit(f"%k7 = arith.addi %Ki, {c(7)} : index")
+        e.emit(f"%units_all = arith.divui %k7, {c(8)} : index")
+    else:
+        e.emit(f"%nb = arith.divui %Ki, {c(f['qk'])} : index")
+        e.emit(f"%units_all = arith.muli %nb, {c(f['units'])} : index")
+        e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
+        e.emit("%rowbase = arith.muli %n, %rowbytes : index")
+    e.emit(f"%units = arith.select %live, %units_all, {c(0)} : index")
+    # Zero this thread's 8 slots (slot t*128 + tid; no other thread reads them before the barrier).
+    e.emit(f"scf.for %t = {c(0)} to {c(8)} step {c(1)} {{")
+    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
+    e.emit("  %si = arith.addi %s, %tid : index")
+    e.emit(f"  memref.store {e.ci('0.0', 'f32')}, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit("}")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.indent += 2
+    if fmt == "f16":
+        e.emit(f"%kb = arith.muli %u, {c(8)} : index")
+        e.emit("%wrow = arith.muli %n, %Ki : index")
+        e.emit(f"%klast = arith.subi %Ki, {c(1)} : index")
+        vals = []
+        for i in range(8):
+            k = e.add("%kb", c(i)) if i else "%kb"
+            inb = e.v(f"arith.cmpi ult, {k}, %Ki : index", "in")
+            kc = e.v(f"arith.minui {k}, %klast : index", "kc")
+            wi = e.add("%wrow", kc)
+            h = e.v(f"memref.load %w[{wi}] : memref<?xf16>", "ld")
+            hf = e.v(f"arith.extf {h} : f16 to f32", "h")
+            vals.append((kc, inb, e.v(f"arith.select {inb}, {hf}, {e.ci('0.0', 'f32')} : f32", "sel")))
+        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+        e.indent += 2
+        e.emit("%tg = arith.addi %t0, %t : index")
+        e.emit("%xrow = arith.muli %tg, %Ki : index")
+        s = e.ci("0.0", "f32")
+        for kc, inb, wv in vals:
+            xi = e.add("%xrow", kc)
+            xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
+            s = e.fma(xv, wv, s)
+        contrib = s
+    else:
+        e.emit(f"%b = arith.divui %u, {c(f['units'])} : index")
+        e.emit(f"%q = arith.remui %u, {c(f['units'])} : index")
+        e.emit(f"%boff = arith.muli %b, {c(f['bs'])} : index")
+        e.emit("%blockbyte = arith.addi %rowbase, %boff : index")
+        kbase, groups = dequant_unit(e, fmt, "%blockbyte", "%q")
+        e.emit(f"%bk = arith.muli %b, {c(f['qk'])} : index")
+        e.emit(f"%kb = arith.addi %bk, {kbase} : index")
+        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+        e.indent += 2
+        e.emit("%tg = arith.addi %t0, %t : index")
+        e.emit("%xrow = arith.muli %tg, %Ki : index")
+        e.emit("%xk = arith.addi %xrow, %kb : index")
+        contrib = None
+        for scale, off, items in groups:
+            sxq = None
+            sx = None
+            for koff, qf in items:
+                xi = e.add("%xk", c(koff)) if koff else "%xk"
+                xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
+                sxq = e.fmul(xv, qf) if sxq is None else e.fma(xv, qf, sxq)
+                if off is not None:
+                    sx = xv if sx is None else e.fadd(sx, xv)
+            part = e.fmul(scale, sxq)
+            if off is not None:
+                part = e.fma(off, sx, part)
+            contrib = part if contrib is None else e.fadd(contrib, part)
+    e.emit(f"%slot0 = arith.muli %t, {c(128)} : index")
+    e.emit("%slot = arith.addi %slot0, %tid : index")
+    e.emit("%old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit(f"%new = arith.addf %old, {contrib} : f32")
+    e.emit("memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.indent -= 2
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
+    # Tree over the 32 slots of each group, for each of the block's tokens.
+    for step in (16, 8, 4, 2, 1):
+        e.emit("gpu.barrier")
+        e.emit(f"%act{step} = arith.cmpi ult, %lane, {c(step)} : index")
+        e.emit(f"scf.if %act{step} {{")
+        e.emit(f"  scf.for %t = {c(0)} to %tb step {c(1)} {{")
+        e.emit(f"    %s = arith.muli %t, {c(128)} : index")
+        e.emit("    %si = arith.addi %s, %tid : index")
+        e.emit(f"    %sj = arith.addi %si, {c(step)} : index")
+        e.emit("    %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
+        e.emit("    %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>")
+        e.emit("    %r = arith.addf %a, %bb : f32")
+        e.emit("    memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
+        e.emit("  }")
+        e.emit("}")
+    e.emit("gpu.barrier")
+    # Thread `lane` of the group writes token t0 + lane.
+    e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
+    e.emit("%wr = arith.andi %wr0, %live : i1")
+    e.emit("scf.if %wr {")
+    e.emit(f"  %s = arith.muli %lane, {c(128)} : index")
+    e.emit(f"  %g32 = arith.muli %grp, {c(32)} : index")
+    e.emit("  %si = arith.addi %s, %g32 : index")
+    e.emit("  %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %tg = arith.addi %t0, %lane : index")
+    e.emit("  %yrow = arith.muli %tg, %Ni : index")
+    e.emit("  %yi = arith.addi %yrow, %n : index")
+    e.emit(f"  %fb = arith.andi %flags, {e.ci(1)} : i32")
+    e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
+    e.emit("  %withb = scf.if %hb -> (f32) {")
+    e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
+    e.emit("    %sb = arith.addf %sum, %bv : f32")
+    e.emit("    scf.yield %sb : f32")
+    e.emit("  } else {")
+    e.emit("    scf.yield %sum : f32")
+    e.emit("  }")
+    e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
+    e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
+    e.emit("  %out = scf.if %hr -> (f32) {")
+    e.emit("    %rv = memref.load %res[%yi] : memref<?xf32>")
+    e.emit("    %sr = arith.addf %withb, %rv : f32")
+    e.emit("    scf.yield %sr : f32")
+    e.emit("  } else {")
+    e.emit("    scf.yield %withb : f32")
+    e.emit("  }")
+    e.emit("  memref.store %out, %y[%yi] : memref<?xf32>")
+    e.emit("}")
+    e.emit("gpu.return")
+    body = e.lines
+    consts = [" " * 6 + l for l in e.const_lines()]
+    return "\n".join(out + consts + body) + "\n    }\n"
+
+
+def get_rows(fmt):
+    f = FORMATS[fmt]
+    e = Emitter(6)
+    wty = "memref<?xf16>" if fmt == "f16" else "memref<?xi32>"
+    out = []
+    out.append(f"    gpu.func @get_rows_{fmt}(%w: {wty}, %tokens: memref<?xi32>, %out: memref<?xf32>, %K: i32) kernel")
+    out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
+    out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
+    out.append(f"                    swz.grid = \"T, 1, 1\"}} {{")
+    c = lambda v: e.ci(v, "index")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%t = gpu.block_id x")
+    e.emit("%Ki = arith.index_cast %K : i32 to index")
+    e.emit("%tok = memref.load %tokens[%t] : memref<?xi32>")
+    e.emit("%row = arith.index_cast %tok : i32 to index")
+    e.emit("%orow = arith.muli %t, %Ki : index")
+    if fmt == "f16":
+        e.emit("%wrow = arith.muli %row, %Ki : index")
+        e.emit(f"scf.for %k = %tid to %Ki step {c(128)} {{")
+        e.emit("  %wi = arith.addi %wrow, %k : index")
+        e.emit("  %h = memref.load %w[%wi] : memref<?xf16>")
+        e.emit("  %v = arith.extf %h : f16 to f32")
+        e.emit("  %oi = arith.addi %orow, %k : index")
+        e.emit("  memref.store %v, %out[%oi] : memref<?xf32>")
+        e.emit("}")
+    else:
+        e.emit(f"%nb = arith.divui %Ki, {c(f['qk'])} : index")
+        e.emit(f"%units = arith.muli %nb, {c(f['units'])} : index")
+        e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
+        e.emit("%rowbase = arith.muli %row, %rowbytes : index")
+        e.emit(f"scf.for %u = %tid to %units step {c(128)} {{")
+        e.indent += 2
+        e.emit(f"%b = arith.divui %u, {c(f['units'])} : index")
+        e.emit(f"%q = arith.remui %u, {c(f['units'])} : index")
+        e.emit(f"%boff = arith.muli %b, {c(f['bs'])} : index")
+        e.emit("%blockbyte = arith.addi %rowbase, %boff : index")
+        kbase, groups = dequant_unit(e, fmt, "%blockbyte", "%q")
+        e.emit(f"%bk = arith.muli %b, {c(f['qk'])} : index")
+        e.emit(f"%kb = arith.addi %bk, {kbase} : index")
+        e.emit("%ok = arith.addi %orow, %kb : index")
+        for scale, off, items in groups:
+            for koff, qf in items:
+                wv = e.fmul(scale, qf)
+                if off is not None:
+                    wv = e.fadd(wv, off)
+                oi = e.add("%ok", c(koff)) if koff else "%ok"
+                e.emit(f"memref.store {wv}, %out[{oi}] : memref<?xf32>")
+        e.indent -= 2
+        e.emit("}")
+    e.emit("gpu.return")
+    consts = [" " * 6 + l for l in e.const_lines()]
+    return "\n".join(out + consts + e.lines) + "\n    }\n"
+
+
+def module(fmt):
+    return (header(fmt) + "module attributes {gpu.container_module} {\n"
+            f"  gpu.module @swz_gemv_{fmt} attributes {{\n      {TARGET_ENV}}} {{\n"
+            "    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.\n"
+            "    memref.global \"private\" @acc : memref<1024xf32, #gpu.address_space<workgroup>>\n\n"
+            + gemv(fmt) + get_rows(fmt) + "  }\n}\n")
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for fmt in FORMATS:
+        path = os.path.join(HERE, f"gemv_{fmt}.mlir")
+        text = module(fmt)
+        if check:
+            try:
+                with open(path) as fh:
+                    if fh.read() != text:
+                        stale.append(path)
+            except OSError:
+                stale.append(path)
+        else:
+            with open(path, "w") as fh:
+                fh.write(text)
+    if stale:
+        print("stale (rerun codegen/kernels/gen_quant_kernels.py):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
