@@ -74,6 +74,32 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(files[0].second.find(".extern"), std::string::npos) << "libdevice not linked";
 }
 
+TEST(GpuKernels, AttentionForSm80) {
+  package::Manifest m = manifest(
+      "sm_80", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  if (!haveLibdevice()) { // math.exp / math.log come from libdevice
+    EXPECT_THROW(compiler::addGpuKernels(m, f, files, {}), compiler::CompileError);
+    return;
+  }
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].entry, "sm_80.attention.f16kv");
+  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.ptx");
+  EXPECT_EQ(m.kernels[0].launch.at("function"), "flash_attention_f16kv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("grid"), "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split");
+  // q, k_cache, v_cache, block_table, out, o_part, lse_part, then 5 i32 and scale.
+  ASSERT_EQ(m.kernels[0].signature.size(), 13u);
+  EXPECT_EQ(m.kernels[0].signature[1].at("dtype"), "memref<?xf16>");
+  EXPECT_EQ(m.kernels[0].signature[12].at("dtype"), "f32");
+  ASSERT_EQ(files.size(), 1u);
+  // The module holds the KV write and the split-K reduction next to the attention.
+  EXPECT_NE(files[0].second.find(".entry kv_store_f16("), std::string::npos);
+  EXPECT_NE(files[0].second.find(".entry attention_split_reduce("), std::string::npos);
+}
+
 TEST(GpuKernels, MissingKernelsAreListed) {
   json ops = kNormAndSwiglu;
   ops.push_back({{"op", "matmul"}, {"in", {"h", "blk.0.attn_q.weight"}}, {"out", "q"}});
@@ -86,8 +112,8 @@ TEST(GpuKernels, MissingKernelsAreListed) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops matmul.q4_1 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rms_norm.f32, rope.f32, "
-                           "swiglu.f32); "
+                           "(GPU kernels for this target so far: add.f32, attention.f16kv, rms_norm.f32, "
+                           "rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
   EXPECT_TRUE(files.empty());
@@ -102,7 +128,8 @@ TEST(GpuKernels, SpirvHasNoRmsNormYet) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rope.f32, swiglu.f32); "
+                           "(GPU kernels for this target so far: add.f32, attention.f16kv, rope.f32, "
+                           "swiglu.f32); "
                            "use --target cpu");
   }
 }
