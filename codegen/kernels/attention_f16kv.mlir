@@ -250,17 +250,24 @@ module attributes {gpu.container_module} {
           %causal = arith.cmpi ule, %key, %pos_r : index
           %inr = arith.cmpi ult, %key, %kv_hi : index
           %vis = arith.andi %causal, %inr : i1
-          %qb = arith.muli %r, %hd : index
-          %kb = arith.muli %j, %pitch : index
-          %dot = scf.for %d = %c0 to %hd step %c1 iter_args(%acc = %zero) -> (f32) {
-            %qi = arith.addi %qb, %d : index
-            %ki = arith.addi %kb, %d : index
-            %qx = memref.load %qs[%qi] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %kx = memref.load %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
-            %acc2 = math.fma %qx, %kx, %acc : f32
-            scf.yield %acc2 : f32
+          // Rows past T * G (r is uniform over 32 consecutive threads) skip the dot.
+          %live = arith.cmpi ult, %i, %rows : index
+          %vis2 = arith.andi %vis, %live : i1
+          %s = scf.if %vis2 -> (f32) {
+            %qb = arith.muli %r, %hd : index
+            %kb = arith.muli %j, %pitch : index
+            %dot = scf.for %d = %c0 to %hd step %c1 iter_args(%acc = %zero) -> (f32) {
+              %qi = arith.addi %qb, %d : index
+              %ki = arith.addi %kb, %d : index
+              %qx = memref.load %qs[%qi] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx = memref.load %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %acc2 = math.fma %qx, %kx, %acc : f32
+              scf.yield %acc2 : f32
+            }
+            scf.yield %dot : f32
+          } else {
+            scf.yield %ninf : f32
           }
-          %s = arith.select %vis, %dot, %ninf : f32
           memref.store %s, %ss[%pr] : memref<256xf32, #gpu.address_space<workgroup>>
         }
         gpu.barrier
@@ -304,26 +311,31 @@ module attributes {gpu.container_module} {
         }
         gpu.barrier
 
-        // O[r][d] = alpha_r O[r][d] + sum_j P[r][j] V[j][d]; each thread owns the
-        // elements tid, tid + 128, ... of the 8 x head_dim tile for the whole kernel.
+        // O[r][d] = alpha_r O[r][d] + sum_j P[r][j] V[j][d] for live rows; each thread
+        // owns the elements tid, tid + 128, ... of the 8 x head_dim tile for the whole
+        // kernel (a row is uniform over 32 consecutive threads when head_dim % 32 == 0).
         scf.for %e = %tid to %n_q step %c128 {
           %r = arith.divui %e, %hd : index
           %d = arith.remui %e, %hd : index
-          %ai = arith.addi %r, %c16 : index
-          %alpha = memref.load %stat[%ai] : memref<24xf32, #gpu.address_space<workgroup>>
-          %o_old = memref.load %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %o_sc = arith.mulf %o_old, %alpha : f32
-          %sb = arith.muli %r, %c32 : index
-          %o_new = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %o_sc) -> (f32) {
-            %si = arith.addi %sb, %j : index
-            %pj = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
-            %vr = arith.muli %j, %hd : index
-            %vi = arith.addi %vr, %d : index
-            %vx = memref.load %vs[%vi] : memref<4096xf32, #gpu.address_space<workgroup>>
-            %acc2 = math.fma %pj, %vx, %acc : f32
-            scf.yield %acc2 : f32
+          %i = arith.addi %row0, %r : index
+          %live = arith.cmpi ult, %i, %rows : index
+          scf.if %live {
+            %ai = arith.addi %r, %c16 : index
+            %alpha = memref.load %stat[%ai] : memref<24xf32, #gpu.address_space<workgroup>>
+            %o_old = memref.load %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %o_sc = arith.mulf %o_old, %alpha : f32
+            %sb = arith.muli %r, %c32 : index
+            %o_new = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %o_sc) -> (f32) {
+              %si = arith.addi %sb, %j : index
+              %pj = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr = arith.muli %j, %hd : index
+              %vi = arith.addi %vr, %d : index
+              %vx = memref.load %vs[%vi] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %acc2 = math.fma %pj, %vx, %acc : f32
+              scf.yield %acc2 : f32
+            }
+            memref.store %o_new, %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
-          memref.store %o_new, %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
         // The next tile overwrites K, V and S.
         gpu.barrier
