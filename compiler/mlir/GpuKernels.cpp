@@ -31,7 +31,7 @@ struct GpuImpl {
 const std::map<std::string, GpuImpl> &gpuImpls() {
   static const std::map<std::string, GpuImpl> impls = {
       {"add.f32", {"add_f32", "add_f32", true, true}},
-      {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, false}},
+      {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, true}},
       {"rope.f32", {"rope_f32", "rope_f32", true, true}},
       {"swiglu.f32", {"swiglu_f32", "swiglu_f32", true, true}},
   };
