@@ -63,6 +63,7 @@
 
 namespace swz::codegen {
 #define GEN_PASS_DEF_SWZEXTRACTKERNELS
+#define GEN_PASS_DEF_SWZSPIRVWORKGROUPMEMORY
 #include "codegen/Passes.h.inc"
 } // namespace swz::codegen
 
@@ -141,6 +142,57 @@ struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
     });
     if (failedAny)
       signalPassFailure();
+  }
+};
+
+/// True for `#gpu.address_space<workgroup>` and the integer memory space 3.
+bool isWorkgroupSpace(Attribute space) {
+  if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space))
+    return gpuSpace.getValue() == gpu::AddressSpace::Workgroup;
+  if (auto i = dyn_cast_or_null<IntegerAttr>(space))
+    return i.getInt() == 3;
+  return false;
+}
+
+struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMemory> {
+  void runOnOperation() override {
+    gpu::GPUModuleOp module = getOperation();
+    llvm::StringMap<memref::GlobalOp> globals;
+    for (auto global : module.getOps<memref::GlobalOp>()) {
+      MemRefType type = global.getType();
+      if (!isWorkgroupSpace(type.getMemorySpace()))
+        continue;
+      if (!type.hasStaticShape() || global.getInitialValue()) {
+        global.emitError("swz-spirv-workgroup-memory: a workgroup global needs a static "
+                         "shape and no initial value");
+        return signalPassFailure();
+      }
+      globals[global.getSymName()] = global;
+    }
+    if (globals.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    Attribute space3 = IntegerAttr::get(IntegerType::get(ctx, 64), 3);
+    module.walk([&](gpu::GPUFuncOp fn) {
+      llvm::StringMap<Value> allocs;
+      OpBuilder b(ctx);
+      b.setInsertionPointToStart(&fn.getBody().front());
+      fn.walk([&](memref::GetGlobalOp get) {
+        auto it = globals.find(get.getName());
+        if (it == globals.end())
+          return;
+        Value &alloc = allocs[get.getName()];
+        if (!alloc) {
+          MemRefType t = it->second.getType();
+          auto type = MemRefType::get(t.getShape(), t.getElementType(), t.getLayout(), space3);
+          alloc = b.create<memref::AllocOp>(get.getLoc(), type).getResult();
+        }
+        get.getResult().replaceAllUsesWith(alloc);
+        get.erase();
+      });
+    });
+    for (auto &entry : globals)
+      entry.second.erase();
   }
 };
 
@@ -261,6 +313,7 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     options.cubinFormat = "isa";
     gpu::buildLowerToNVVMPassPipeline(pm, options);
   } else {
+    pm.nest<gpu::GPUModuleOp>().addPass(createSwzSpirvWorkgroupMemory());
     pm.addPass(createConvertMathToSPIRVPass());
     pm.addPass(createConvertGPUToSPIRVPass());
     OpPassManager &spv = pm.nest<spirv::ModuleOp>();

@@ -23,4 +23,31 @@ def SwzExtractKernels : Pass<"swz-extract-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+def SwzSpirvWorkgroupMemory : Pass<"swz-spirv-workgroup-memory", "mlir::gpu::GPUModuleOp"> {
+  let summary = "turn workgroup-memory memref.globals into allocations convert-gpu-to-spirv lowers";
+  let description = [{
+    Runs on the spirv path only, before `convert-gpu-to-spirv`. Kernels declare
+    workgroup (shared) memory once, target-neutrally, as a
+    `memref.global` in `#gpu.address_space<workgroup>` read through
+    `memref.get_global`; the NVVM lowering turns that into `.shared`
+    storage. MLIR 19's SPIR-V conversion has no pattern for `memref.global`
+    (and none for `gpu.func` workgroup attributions), but it lowers a
+    statically shaped `memref.alloc` in memory space 3 (Workgroup) to a
+    `spirv.GlobalVariable` in the Workgroup storage class. So each
+    `memref.get_global` of such a global becomes a `memref.alloc` with memory
+    space 3 at the start of its `gpu.func` (one per function and global), and
+    the globals are erased. Example:
+
+    ```mlir
+    memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
+    %p = memref.get_global @partials : memref<256xf32, #gpu.address_space<workgroup>>
+    // becomes
+    %p = memref.alloc() : memref<256xf32, 3>
+    ```
+
+    Fails on a workgroup global with a dynamic shape or an initial value.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // SWZ_CODEGEN_PASSES_TD

@@ -35,9 +35,8 @@ const std::map<std::string, GpuImpl> &gpuImpls() {
       // kv_store_f16 (k, v -> the layer's paged f16 KV cache), then flash_attention_f16kv
       // (prefill: one split; decode: split-K partials followed by attention_split_reduce).
       // Only the attention entry is recorded here until one op can map to several kernels.
-      // SPIR-V needs swz-spirv-workgroup-memory (workgroup memory globals).
       {"attention.f16kv", {"attention_f16kv", "flash_attention_f16kv", true, true}},
-      {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, false}},
+      {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, true}},
       {"rope.f32", {"rope_f32", "rope_f32", true, true}},
       {"swiglu.f32", {"swiglu_f32", "swiglu_f32", true, true}},
   };

@@ -60,10 +60,12 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm.f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
-  EXPECT_EQ(m.kernels[0].launch.at("block"), json({32, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("grid"), "rows, 1, 1");
-  EXPECT_EQ(m.kernels[0].signature.size(), 4u);
-  EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "f32");
+  ASSERT_EQ(m.kernels[0].signature.size(), 5u); // x, gamma, y, d, eps
+  EXPECT_EQ(m.kernels[0].signature[0].at("dtype"), "memref<?xf32>");
+  EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "i32");
+  EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
   EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu.f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
   EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm.f32");
@@ -119,19 +121,22 @@ TEST(GpuKernels, MissingKernelsAreListed) {
   EXPECT_TRUE(files.empty());
 }
 
-TEST(GpuKernels, SpirvHasNoRmsNormYet) {
+TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
   package::Manifest m = manifest("spirv", kNormAndSwiglu);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
-  try {
-    compiler::addGpuKernels(m, f, files, {});
-    FAIL() << "expected CompileError";
-  } catch (const compiler::CompileError &e) {
-    EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: add.f32, attention.f16kv, rope.f32, "
-                           "swiglu.f32); "
-                           "use --target cpu");
-  }
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.spv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].first, "swz_rms_norm.spv");
+  ASSERT_GE(files[0].second.size(), 4u);
+  uint32_t magic = 0;
+  std::memcpy(&magic, files[0].second.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u); // SPIR-V magic number
 }
 
 TEST(GpuKernels, SwigluForSpirv) {
