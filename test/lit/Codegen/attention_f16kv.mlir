@@ -1,9 +1,10 @@
 // The paged-KV attention kernels (codegen/kernels/attention_f16kv.mlir: kv_store_f16,
 // flash_attention_f16kv, attention_split_reduce) to PTX, assembled by ptxas for
 // sm_90 and sm_80 with no spills and 42,208 bytes of shared memory for the flash
-// kernel (Q, K (padded), V, S, O tiles and row statistics, f32).
-// REQUIRES: ptxas
-// RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80
+// kernel (Q, K (padded), V, S, O tiles and row statistics, f32), and from the same
+// source to SPIR-V (f16 storage buffers, Workgroup variables; spirv-val, Vulkan 1.1).
+// REQUIRES: ptxas, spirv-val
+// RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80 %t/spirv
 // RUN: swizzle-opt %kernels/attention_f16kv.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_90 -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/sm_90/swz_attention_f16kv.ptx
@@ -11,6 +12,12 @@
 // RUN: swizzle-opt %kernels/attention_f16kv.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_80 -o /dev/null
 // RUN: %ptxas -arch=sm_80 -v %t/sm_80/swz_attention_f16kv.ptx -o %t/sm_80/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: swizzle-opt %kernels/attention_f16kv.mlir -swz-spirv-workgroup-memory -convert-math-to-spirv \
+// RUN:   -convert-gpu-to-spirv -spirv-lower-abi-attrs -spirv-update-vce | FileCheck %s --check-prefix=SPV
+// RUN: swizzle-opt %kernels/attention_f16kv.mlir -swz-spirv-workgroup-memory -convert-math-to-spirv \
+// RUN:   -convert-gpu-to-spirv -spirv-lower-abi-attrs -spirv-update-vce \
+// RUN:   -swz-extract-kernels=output-dir=%t/spirv -o /dev/null
+// RUN: %spirv-val --target-env vulkan1.1 %t/spirv/swz_attention_f16kv.spv
 
 // libdevice (expf, logf) is linked and inlined: no .extern left.
 // PTX-NOT: .extern
@@ -57,3 +64,21 @@
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 42208 bytes smem
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
+
+// SPV: spirv.module @__spv__swz_attention_f16kv Logical GLSL450 requires #spirv.vce<v1.0, [Shader, StorageBuffer16BitAccess, Float16], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<1024 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<4128 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<4096 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<24 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @kv_store_f16_arg_2 bind(0, 2) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f16, stride=2> [0])>, StorageBuffer>
+// SPV-DAG: spirv.GlobalVariable @flash_attention_f16kv_arg_1 bind(0, 1) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f16, stride=2> [0])>, StorageBuffer>
+// SPV-DAG: spirv.GlobalVariable @flash_attention_f16kv_arg_12 bind(0, 12) : !spirv.ptr<!spirv.struct<(f32 [0])>, StorageBuffer>
+// SPV-DAG: spirv.FConvert %{{.*}} : f32 to f16
+// SPV-DAG: spirv.FConvert %{{.*}} : f16 to f32
+// SPV-DAG: spirv.ControlBarrier <Workgroup>, <Workgroup>, <AcquireRelease|WorkgroupMemory>
+// SPV-DAG: spirv.GL.Exp
+// SPV-DAG: spirv.GL.Log
+// SPV-DAG: spirv.ExecutionMode @kv_store_f16 "LocalSize", 64, 1, 1
+// SPV-DAG: spirv.ExecutionMode @flash_attention_f16kv "LocalSize", 128, 1, 1
+// SPV-DAG: spirv.ExecutionMode @attention_split_reduce "LocalSize", 64, 1, 1

@@ -102,6 +102,23 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_NE(files[0].second.find(".entry attention_split_reduce("), std::string::npos);
 }
 
+TEST(GpuKernels, AttentionForSpirv) {
+  package::Manifest m = manifest(
+      "spirv", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.spv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+  ASSERT_EQ(files.size(), 1u);
+  ASSERT_GE(files[0].second.size(), 4u);
+  uint32_t magic = 0;
+  std::memcpy(&magic, files[0].second.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u); // SPIR-V magic number
+}
+
 TEST(GpuKernels, MissingKernelsAreListed) {
   json ops = kNormAndSwiglu;
   ops.push_back({{"op", "matmul"}, {"in", {"h", "blk.0.attn_q.weight"}}, {"out", "q"}});
