@@ -47,7 +47,7 @@
 //                    attention_split_reduce. o_part: [n_split, T, n_head, head_dim] f32,
 //                    lse_part: [n_split, T, n_head] f32.
 //    Requires head_dim <= 128 (workgroup tiles are sized for it), T * G rows, any T.
-//    Workgroup memory: 42,144 bytes (Q 8 x 128, K 32 x 129 (padded: the score loop
+//    Workgroup memory: 42,208 bytes (Q 8 x 128, K 32 x 129 (padded: the score loop
 //    reads K along a row per lane, conflict-free), V 32 x 128, scores 8 x 32,
 //    O 8 x 128, row statistics 24, all f32).
 //
