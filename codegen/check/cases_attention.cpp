@@ -101,10 +101,13 @@ struct AttnShape {
 /// float64 attention of query row (t, h) over keys [lo, hi) (already clipped to the
 /// causal limit by the caller): returns lse = log sum exp(s) (-inf if empty) and the
 /// normalised output in `o`.
+/// With `roundQ` (the tensor-core kernel's input precision), q * scale is formed in
+/// f32 and rounded to f16 as the kernel does, and the scores use it unscaled.
 double referenceRow(const PagedKV &kv, const std::vector<float> &q, const AttnShape &s, int t,
-                    int h, int lo, int hi, std::vector<double> &o) {
+                    int h, int lo, int hi, std::vector<double> &o, bool roundQ = false) {
   const int G = s.nHead / s.nKv, kvh = h / G;
   const double scale = 1.0 / std::sqrt(double(s.hd));
+  const float scaleF = float(scale);
   o.assign(s.hd, 0.0);
   if (hi <= lo)
     return -std::numeric_limits<double>::infinity();
@@ -114,8 +117,8 @@ double referenceRow(const PagedKV &kv, const std::vector<float> &q, const AttnSh
   for (int j = lo; j < hi; ++j) {
     double dot = 0;
     for (int d = 0; d < s.hd; ++d)
-      dot += double(qr[d]) * kv.K(j, kvh, d);
-    sc[j - lo] = dot * scale;
+      dot += (roundQ ? f16ToDouble(f16FromFloat(qr[d] * scaleF)) : double(qr[d])) * kv.K(j, kvh, d);
+    sc[j - lo] = roundQ ? dot : dot * scale;
     m = std::max(m, sc[j - lo]);
   }
   double l = 0;
@@ -167,7 +170,16 @@ double attentionBytes(const AttnShape &s, double outBytes) {
          outBytes;
 }
 
-Case flashCase(const AttnShape &s, uint64_t seed) {
+// The tensor-core variant (flash_attention_f16kv_mma) takes q * scale rounded to f16
+// (the reference does the same) and rounds P to f16 for the P.V product: each weight
+// is off by at most 2^-11 relatively, so an output (a weighted mean of |v| <= 1) by
+// at most 2^-11 = 4.9e-4, plus f32 accumulation (~1e-6). 1e-3 covers that bound,
+// while one key too many or too few moves an output by ~1e-2 at context 37.
+constexpr double kMmaTol = 1e-3;
+const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
+                       "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
+
+Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false) {
   Rng rng{seed};
   const int ctx = s.pos0 + s.T, G = s.nHead / s.nKv;
   PagedKV kv(s.nKv, s.hd, ctx, 2, rng);
@@ -183,6 +195,10 @@ Case flashCase(const AttnShape &s, uint64_t seed) {
   Case c;
   c.module = "swz_attention_f16kv";
   c.entry = "flash_attention_f16kv";
+  if (mma) {
+    c.module = "swz_attention_f16kv_mma";
+    c.entry = "flash_attention_f16kv_mma";
+  }
   c.label = shapeLabel(s);
   c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
   c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
@@ -201,25 +217,30 @@ Case flashCase(const AttnShape &s, uint64_t seed) {
   c.args.push_back(Arg::i(s.hd));
   c.args.push_back(Arg::i(splitLen));
   c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(s.hd)))));
-  c.grid = {unsigned((s.T * G + 7) / 8), unsigned(s.nKv), unsigned(nSplit)};
+  const int rowsPerGroup = mma ? 64 : 8;
+  c.grid = {unsigned((s.T * G + rowsPerGroup - 1) / rowsPerGroup), unsigned(s.nKv),
+            unsigned(nSplit)};
   c.block = {128, 1, 1};
   c.flops = attentionFlops(s);
   c.bytesMoved = attentionBytes(
       s, s.splitLen ? double(nPart + nLse) * 4 : double(nOut) * 4);
 
-  c.check = [s, kv, q, nSplit, splitLen, nOut](const std::vector<std::vector<uint8_t>> &out) {
+  const double tol = mma ? kMmaTol : kOutTol;
+  const std::string note = mma ? kMmaNote : kOutNote;
+  c.check = [s, kv, q, nSplit, splitLen, nOut, mma, tol,
+             note](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     std::vector<double> o;
     auto got = asVector<float>(out[4]);
     auto part = asVector<float>(out[5]);
     auto lse = asVector<float>(out[6]);
     if (!s.splitLen) {
-      v.note = kOutNote;
+      v.note = note;
       for (int t = 0; t < s.T; ++t)
         for (int h = 0; h < s.nHead; ++h) {
-          referenceRow(kv, q, s, t, h, 0, s.pos0 + t + 1, o);
+          referenceRow(kv, q, s, t, h, 0, s.pos0 + t + 1, o, mma);
           for (int d = 0; d < s.hd; ++d)
-            compare(v, got[(size_t(t) * s.nHead + h) * s.hd + d], o[d], kOutTol);
+            compare(v, got[(size_t(t) * s.nHead + h) * s.hd + d], o[d], tol);
         }
       // o_part and lse_part are not written with one split.
       for (float x : part)
@@ -228,14 +249,14 @@ Case flashCase(const AttnShape &s, uint64_t seed) {
         compare(v, std::isnan(x) ? 0.0 : 1.0, 0.0, 0.0);
       return v;
     }
-    v.note = std::string(kOutNote) +
+    v.note = note +
              " per split; |lse - ref| <= 1e-4 (1 + |ref|), -inf exactly where a split holds "
              "no visible key; out untouched";
     for (int sp = 0; sp < nSplit; ++sp)
       for (int t = 0; t < s.T; ++t)
         for (int h = 0; h < s.nHead; ++h) {
           const int lo = sp * splitLen, hi = std::min((sp + 1) * splitLen, s.pos0 + t + 1);
-          double ref = referenceRow(kv, q, s, t, h, lo, hi, o);
+          double ref = referenceRow(kv, q, s, t, h, lo, hi, o, mma);
           size_t row = (size_t(sp) * s.T + t) * s.nHead + h;
           double g = lse[row];
           if (std::isinf(ref))
@@ -243,7 +264,7 @@ Case flashCase(const AttnShape &s, uint64_t seed) {
           else
             compare(v, g, ref, 1e-4 * (1 + std::fabs(ref)));
           for (int d = 0; d < s.hd; ++d)
-            compare(v, part[row * s.hd + d], o[d], kOutTol);
+            compare(v, part[row * s.hd + d], o[d], tol);
         }
     for (size_t i = 0; i < nOut; ++i)
       compare(v, std::isnan(got[i]) ? 0.0 : 1.0, 0.0, 0.0);
@@ -400,6 +421,18 @@ std::vector<Case> attentionCases(const std::string &format) {
   };
   for (const AttnShape &s : decode)
     cases.push_back(flashCase(s, seed++));
+  // Tensor-core variant (PTX only; head_dim 64, split_len a multiple of 64): 64 rows
+  // per workgroup, so T = 100 at G = 7 is 11 row tiles; the split case with T = 8 has
+  // rows before split 1.
+  if (ptx) {
+    const AttnShape mmaShapes[] = {
+        {37, 0, 9, 3, 64},   {37, 26, 14, 2, 64},     {1, 64, 14, 2, 64},
+        {100, 200, 14, 2, 64}, {5, 295, 9, 3, 64},    {1, 299, 14, 2, 64, 64},
+        {8, 57, 9, 3, 64, 64},
+    };
+    for (const AttnShape &s : mmaShapes)
+      cases.push_back(flashCase(s, seed++, true));
+  }
   cases.push_back(reduceCase(1, 14, 64, 5, seed++));
   cases.push_back(reduceCase(3, 9, 128, 2, seed++));
   cases.push_back(reduceCase(2, 16, 128, 8, seed++));
