@@ -197,7 +197,7 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false) {
   c.entry = "flash_attention_f16kv";
   if (mma) {
     c.module = "swz_attention_f16kv_mma";
-    c.entry = "flash_attention_f16kv_mma";
+    c.entry = s.hd == 64 ? "flash_attention_f16kv_mma" : "flash_attention_f16kv_mma_hd128";
   }
   c.label = shapeLabel(s);
   c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
@@ -421,14 +421,15 @@ std::vector<Case> attentionCases(const std::string &format) {
   };
   for (const AttnShape &s : decode)
     cases.push_back(flashCase(s, seed++));
-  // Tensor-core variant (PTX only; head_dim 64, split_len a multiple of 64): 64 rows
-  // per workgroup, so T = 100 at G = 7 is 11 row tiles; the split case with T = 8 has
-  // rows before split 1.
+  // Tensor-core variants (PTX only; head_dim 64 and 128, split_len a multiple of 64):
+  // 64 rows per workgroup, so T = 100 at G = 7 is 11 row tiles; the split cases with
+  // T = 8 have rows before split 1.
   if (ptx) {
     const AttnShape mmaShapes[] = {
-        {37, 0, 9, 3, 64},   {37, 26, 14, 2, 64},     {1, 64, 14, 2, 64},
-        {100, 200, 14, 2, 64}, {5, 295, 9, 3, 64},    {1, 299, 14, 2, 64, 64},
-        {8, 57, 9, 3, 64, 64},
+        {37, 0, 9, 3, 64},      {37, 26, 14, 2, 64},      {1, 64, 14, 2, 64},
+        {100, 200, 14, 2, 64},  {5, 295, 9, 3, 64},       {1, 299, 14, 2, 64, 64},
+        {8, 57, 9, 3, 64, 64},  {37, 263, 16, 8, 128},    {8, 120, 14, 2, 128},
+        {8, 57, 16, 8, 128, 64},
     };
     for (const AttnShape &s : mmaShapes)
       cases.push_back(flashCase(s, seed++, true));

@@ -36,7 +36,8 @@ const std::map<std::string, GpuImpl> &gpuImpls() {
       // (prefill: one split; decode: split-K partials followed by attention_split_reduce).
       // Only the attention entry is recorded here until one op can map to several kernels.
       // attention_f16kv_mma.mlir (flash_attention_f16kv_mma) is the tensor-core variant for
-      // head_dim 64 with the same arguments (PTX only, 64 query rows per workgroup).
+      // head_dim 64 and 128 (_hd128) with the same arguments (PTX only, 64 query rows per
+      // workgroup).
       {"attention.f16kv", {"attention_f16kv", "flash_attention_f16kv", true, true}},
       {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, true}},
       {"rope.f32", {"rope_f32", "rope_f32", true, true}},

@@ -1,7 +1,8 @@
-// The tensor-core flash attention (codegen/kernels/attention_f16kv_mma.mlir, head_dim
-// 64, PTX only) with its Swizzle<3, 3, 3> shared tiles materialised, to PTX and
-// through ptxas for sm_90 and sm_80 (no spills, 24,576 bytes of shared memory), its
-// shared tiles checked conflict-free, and the file checked to be what its generator
+// The tensor-core flash attention (codegen/kernels/attention_f16kv_mma.mlir, PTX
+// only; head_dim 64 with Swizzle<3, 3, 3> tiles and head_dim 128 with Swizzle<3, 3, 4>)
+// with its shared tiles materialised, to PTX and through ptxas for sm_90 and sm_80
+// (no spills; 24,576 and 49,152 bytes of shared memory), its shared tiles checked
+// conflict-free, and the file checked to be what its generator
 // (codegen/kernels/gen_attention_mma.py) writes.
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80 %t/naive
@@ -23,7 +24,7 @@
 // RUN:   | FileCheck %s --check-prefix=BANKS
 // RUN: swizzle-opt %kernels/attention_f16kv_mma.mlir -swz-materialize-swizzle -swz-check-bank-conflicts \
 // RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
-// RUN: sed -e 's/, swz.smem_layout = #swz.swizzle<3, 3, 3>//' %kernels/attention_f16kv_mma.mlir > %t/naive/k.mlir
+// RUN: sed -e 's/, swz.smem_layout = #swz.swizzle<3, 3, [34]>//' %kernels/attention_f16kv_mma.mlir > %t/naive/k.mlir
 // RUN: not swizzle-opt %t/naive/k.mlir -swz-check-bank-conflicts -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NAIVEBANKS
 
@@ -49,11 +50,20 @@
 // PTX: bar.sync 0;
 // PTX-NOT: .extern
 
+// PTXAS: Compiling entry function 'flash_attention_f16kv_mma_hd128'
+// PTXAS-NEXT: Function properties for flash_attention_f16kv_mma_hd128
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 49152 bytes smem
 // PTXAS: Compiling entry function 'flash_attention_f16kv_mma'
-// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS: Used {{[0-9]+}} registers, used 1 barriers, 24576 bytes smem
+// PTXAS-NEXT: Function properties for flash_attention_f16kv_mma
+// PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 24576 bytes smem
 
 // BANKS: remark: memref.global @attn_mma_q: tile 64x64 of 2-byte elements (128-byte rows, Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
 // BANKS: remark: memref.global @attn_mma_k: tile 64x64 of 2-byte elements (128-byte rows, Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
 // BANKS: remark: memref.global @attn_mma_v: tile 64x64 of 2-byte elements (128-byte rows, Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
-// NAIVEBANKS: error: memref.global @attn_mma_q claims conflict_free but ldmatrix.x4 on smem tile (64x64 of 2-byte elements (128-byte rows, row-major)) is 8-way bank-conflicted
+// BANKS: remark: memref.global @attn_mma128_q: tile 64x128 of 2-byte elements (256-byte rows, Swizzle<3,3,4>): ldmatrix.x4 1-way, cp.async.16 1-way
+// BANKS: remark: memref.global @attn_mma128_k: tile 64x128 of 2-byte elements (256-byte rows, Swizzle<3,3,4>): ldmatrix.x4 1-way, cp.async.16 1-way
+// BANKS: remark: memref.global @attn_mma128_v: tile 64x128 of 2-byte elements (256-byte rows, Swizzle<3,3,4>): ldmatrix.x4 1-way, cp.async.16 1-way
+// NAIVEBANKS-DAG: error: memref.global @attn_mma_q claims conflict_free but ldmatrix.x4 on smem tile (64x64 of 2-byte elements (128-byte rows, row-major)) is 8-way bank-conflicted
+// NAIVEBANKS-DAG: error: memref.global @attn_mma128_q claims conflict_free but ldmatrix.x4 on smem tile (64x128 of 2-byte elements (256-byte rows, row-major)) is 8-way bank-conflicted
