@@ -1174,7 +1174,7 @@ module attributes {gpu.container_module} {
       %kh = arith.remui %kq, %c2 : index
       %kco = arith.muli %kh, %c8 : index
       %res:20 = scf.for %kt = %kv_lo to %kv_hi step %c64 iter_args(%m0 = %ninf, %m1 = %ninf, %l0 = %zero, %l1 = %zero, %o0 = %zv, %o1 = %zv, %o2 = %zv, %o3 = %zv, %o4 = %zv, %o5 = %zv, %o6 = %zv, %o7 = %zv, %o8 = %zv, %o9 = %zv, %o10 = %zv, %o11 = %zv, %o12 = %zv, %o13 = %zv, %o14 = %zv, %o15 = %zv) -> (f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
-        // K and V tiles of this page: 64 rows x 8 chunks of 16 bytes, 4 chunks per thread;
+        // K and V tiles of this page: 64 rows x 16 chunks of 16 bytes, 8 chunks per thread;
         // rows at or past kv_hi are zero-filled (cp.async src-size 0).
         %v7 = arith.divui %kt, %c64 : index
         %v8 = memref.load %block_table[%v7] : memref<?xi32>
@@ -1182,11 +1182,11 @@ module attributes {gpu.container_module} {
         %v10 = arith.muli %v9, %n_kv : index
         %v11 = arith.addi %v10, %kvh : index
         %v12 = arith.muli %v11, %c8192 : index
-        scf.for %u = %c0 to %c4 step %c1 {
+        scf.for %u = %c0 to %c8 step %c1 {
           %u128 = arith.muli %u, %c128 : index
           %ch = arith.addi %tid, %u128 : index
-          %cr = arith.divui %ch, %c8 : index
-          %cq = arith.remui %ch, %c8 : index
+          %cr = arith.divui %ch, %c16 : index
+          %cq = arith.remui %ch, %c16 : index
           %cc = arith.muli %cq, %c8 : index
           %key = arith.addi %kt, %cr : index
           %inr = arith.cmpi ult, %key, %kv_hi : index
@@ -1200,7 +1200,7 @@ module attributes {gpu.container_module} {
         %grp = nvgpu.device_async_create_group
         nvgpu.device_async_wait %grp {numGroups = 0 : i32}
         gpu.barrier
-        // S = (scale Q) K^T: 8 n-tiles of 8 keys, 4 k-steps of 16 features.
+        // S = (scale Q) K^T: 8 n-tiles of 8 keys, 8 k-steps of 16 features.
         %v13 = arith.addi %kro, %c0 : index
         %v14 = arith.addi %kro, %c8 : index
         %v15 = arith.addi %kro, %c16 : index

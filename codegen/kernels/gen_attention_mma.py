@@ -219,7 +219,8 @@ def generate_func(hd):
     def o8(rhs):
         return g.op(rhs, 8)
 
-    e8("// K and V tiles of this page: 64 rows x 8 chunks of 16 bytes, 4 chunks per thread;")
+    e8(f"// K and V tiles of this page: 64 rows x {HD // 8} chunks of 16 bytes, {HD // 16} "
+       "chunks per thread;")
     e8("// rows at or past kv_hi are zero-filled (cp.async src-size 0).")
     blk = o8(f"arith.divui %kt, {g.c(BKV)} : index")
     pg_i = o8(f"memref.load %block_table[{blk}] : memref<?xi32>")
@@ -227,11 +228,11 @@ def generate_func(hd):
     b0 = o8(f"arith.muli {pg}, %n_kv : index")
     b1 = o8(f"arith.addi {b0}, %kvh : index")
     base = o8(f"arith.muli {b1}, {g.c(BKV * HD)} : index")
-    e8(f"scf.for %u = {g.c(0)} to {g.c(4)} step {g.c(1)} {{")
+    e8(f"scf.for %u = {g.c(0)} to {g.c(BKV * HD // 8 // 128)} step {g.c(1)} {{")
     e8(f"  %u128 = arith.muli %u, {g.c(128)} : index")
     e8("  %ch = arith.addi %tid, %u128 : index")
-    e8(f"  %cr = arith.divui %ch, {g.c(8)} : index")
-    e8(f"  %cq = arith.remui %ch, {g.c(8)} : index")
+    e8(f"  %cr = arith.divui %ch, {g.c(HD // 8)} : index")
+    e8(f"  %cq = arith.remui %ch, {g.c(HD // 8)} : index")
     e8(f"  %cc = arith.muli %cq, {g.c(8)} : index")
     e8("  %key = arith.addi %kt, %cr : index")
     e8("  %inr = arith.cmpi ult, %key, %kv_hi : index")
@@ -249,7 +250,7 @@ def generate_func(hd):
     e8("gpu.barrier")
 
     # S = Q K^T
-    e8("// S = (scale Q) K^T: 8 n-tiles of 8 keys, 4 k-steps of 16 features.")
+    e8(f"// S = (scale Q) K^T: {NT_S} n-tiles of 8 keys, {KS} k-steps of 16 features.")
     S = ["%zv"] * NT_S
     krows = [o8(f"arith.addi %kro, {g.c(nt * 8)} : index") for nt in range(NT_S)]
     for ks in range(KS):
