@@ -209,8 +209,10 @@ std::string kernelKey(Operation *op) {
                                                                       : "rms_norm.f32";
   if (isa<swz::RopeOp>(op))
     return "rope.f32";
-  if (isa<swz::AttentionOp>(op))
-    return "attention.f16kv";
+  if (auto a = dyn_cast<swz::AttentionOp>(op)) {
+    int64_t d = cast<RankedTensorType>(a.getQ().getType()).getDimSize(2);
+    return ShapedType::isDynamic(d) ? "attention.f16kv" : "attention.f16kv.hd" + std::to_string(d);
+  }
   if (isa<swz::SwigluOp>(op))
     return "swiglu.f32";
   if (isa<swz::AddOp>(op))

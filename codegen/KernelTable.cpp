@@ -8,10 +8,33 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     std::map<std::string, std::vector<KernelRef>> t = {
         {"add.f32", {{"add_f32", "add_f32", "all"}}},
         {"argmax.f32", {{"argmax_f32", "argmax_f32", "all"}}},
-        {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all", true, false}}},
+        {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all"}}},
         {"rope.f32", {{"rope_f32", "rope_f32", "all"}}},
         {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
     };
+    // attention_f16kv.mlir: kv_store_f16 writes the batch's k, v into the layer's paged
+    // f16 KV cache; prefill runs one split of flash attention; decode runs split-K
+    // partials ("flash decoding") and attention_split_reduce. For head_dim 64 and 128
+    // the PTX prefill is the tensor-core variant (attention_f16kv_mma.mlir); other
+    // head sizes (<= 128) use the portable kernel everywhere.
+    const KernelRef store{"attention_f16kv", "kv_store_f16", "all"};
+    const KernelRef portable{"attention_f16kv", "flash_attention_f16kv", "prefill"};
+    const std::vector<KernelRef> decode = {
+        {"attention_f16kv", "flash_attention_f16kv", "decode"},
+        {"attention_f16kv", "attention_split_reduce", "decode"}};
+    auto attention = [&](std::vector<KernelRef> prefill) {
+      std::vector<KernelRef> v = {store};
+      v.insert(v.end(), prefill.begin(), prefill.end());
+      v.insert(v.end(), decode.begin(), decode.end());
+      return v;
+    };
+    t["attention.f16kv"] = attention({portable});
+    t["attention.f16kv.hd64"] = attention(
+        {{"attention_f16kv_mma", "flash_attention_f16kv_mma", "prefill", true, false},
+         {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}});
+    t["attention.f16kv.hd128"] = attention(
+        {{"attention_f16kv_mma", "flash_attention_f16kv_mma_hd128", "prefill", true, false},
+         {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}});
     // Weight formats with a dequantizing GEMV + embedding lookup (gemv_<type>.mlir).
     // matmul_<type> takes `flags` (1: add bias[n], 2: add res[t, n]), so one kernel
     // serves the plain, bias and fused-residual forms.
@@ -29,6 +52,9 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
 
 std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx) {
   auto it = gpuImpls().find(key);
+  // "attention.f16kv.hd96" falls back to the head-size-generic "attention.f16kv".
+  if (it == gpuImpls().end() && key.rfind("attention.f16kv.hd", 0) == 0)
+    it = gpuImpls().find("attention.f16kv");
   if (it == gpuImpls().end())
     return {};
   std::vector<KernelRef> out;

@@ -4,7 +4,8 @@
 // reference check. Two runners execute the same cases:
 //   * swz-ptx-check (codegen/check/ptx_check.cpp): PTX through the CUDA driver API,
 //     on the H200 (codegen/check/run_gpu_check.sh);
-//   * the Vulkan runner (SPIR-V on Mesa lavapipe in CI, any Vulkan device elsewhere).
+//   * swz-vk-check (codegen/check/vk_check.cpp): SPIR-V through runtime/vulkan, on
+//     Mesa lavapipe in CI (ctest vk_check), any Vulkan device elsewhere.
 // Plain C++: no MLIR, no CUDA, no Vulkan in this header.
 //
 // Argument conventions (MLIR's, see codegen/GpuCompiler.h):
@@ -109,9 +110,19 @@ inline void compare(Verdict &v, double got, double ref, double tol) {
 
 /// Case groups, one per file (cases_*.cpp). `format` is "ptx" or "spv": a group
 /// leaves out kernels that do not exist for that format (e.g. mma.sync GEMM on SPIR-V).
-std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope
+/// Every codegen/check/cases*.cpp is compiled into both runners (CMake globs them).
+std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope, gemm_f16_mma_sync
 std::vector<Case> gemvCases(const std::string &format);         // dequantizing GEMV (cases_gemv.cpp)
+std::vector<Case> attentionCases(const std::string &format);    // attention (cases_attention.cpp)
+std::vector<Case> gemmCases(const std::string &format);         // prefill GEMM (cases_gemm.cpp)
+
+/// Every group's cases for `format`, in the order elementwise, gemv, attention, gemm.
+/// A group whose cases_*.cpp is not in the build (yet) is left out: cases.cpp
+/// references the group functions weakly, and allCases skips a null one.
 std::vector<Case> allCases(const std::string &format);
+
+/// Names of the groups allCases found linked in, e.g. {"elementwise", "gemv"}.
+std::vector<std::string> linkedCaseGroups();
 
 } // namespace swz::check
 

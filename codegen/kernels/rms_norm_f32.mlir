@@ -1,56 +1,76 @@
 // RMSNorm (Zhang & Sennrich 2019): y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * gamma.
 //
-// One warp (32 threads) per row: launch with grid (rows), block 32. Each lane
-// sums the squares of columns lane, lane + 32, ...; a butterfly of five
-// shuffle-xor steps gives every lane the row total; each lane then writes its
-// columns. x, y: [rows, D] row-major f32; gamma: [D] f32. Any D >= 1.
+// x, y: [rows, d] row-major f32, passed flat (memref<?xf32>: the SPIR-V lowering
+// takes 1-D dynamic buffers) with the row length d as an i32 scalar; gamma: [d]
+// f32; eps: f32. Any d >= 1; y may alias x.
+// Launch: grid (rows, 1, 1), block 256 (one workgroup per row). Each thread sums
+// the squares of columns tid, tid + 256, ...; the 256 partial sums meet in
+// workgroup memory and a tree of 8 halving steps (barrier after each) leaves the
+// row total in partials[0]; every thread then writes its columns.
+// Bindings for SPIR-V (set 0): x, gamma, y, d, eps at 0..4. The same source
+// lowers to PTX (`.shared` array) and, through swz-spirv-workgroup-memory, to
+// SPIR-V (a Workgroup-storage-class variable); no subgroup operations, so the
+// result does not depend on the device's subgroup size (lavapipe's is 8).
 module attributes {gpu.container_module} {
-  gpu.module @swz_rms_norm {
-    gpu.func @rms_norm_f32(%x: memref<?x?xf32>, %gamma: memref<?xf32>,
-                           %y: memref<?x?xf32>, %eps: f32) kernel
-        attributes {known_block_size = array<i32: 32, 1, 1>, swz.grid = "rows, 1, 1"} {
+  gpu.module @swz_rms_norm attributes {
+      spirv.target_env = #spirv.target_env<#spirv.vce<v1.3, [Shader],
+          [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>} {
+    memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
+
+    gpu.func @rms_norm_f32(%x: memref<?xf32>, %gamma: memref<?xf32>, %y: memref<?xf32>,
+                           %d: i32, %eps: f32) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>,
+                    swz.grid = "rows, 1, 1"} {
+      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c32 = arith.constant 32 : index
-      %w32 = arith.constant 32 : i32
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
       %zero = arith.constant 0.0 : f32
+      %partials = memref.get_global @partials : memref<256xf32, #gpu.address_space<workgroup>>
       %row = gpu.block_id x
-      %lane = gpu.thread_id x
-      %D = memref.dim %x, %c1 : memref<?x?xf32>
-      %partial = scf.for %i = %lane to %D step %c32 iter_args(%acc = %zero) -> (f32) {
-        %v = memref.load %x[%row, %i] : memref<?x?xf32>
+      %tid = gpu.thread_id x
+      %D = arith.index_cast %d : i32 to index
+      %base = arith.muli %row, %D : index
+      %partial = scf.for %i = %tid to %D step %c256 iter_args(%acc = %zero) -> (f32) {
+        %k = arith.addi %base, %i : index
+        %v = memref.load %x[%k] : memref<?xf32>
         %acc2 = math.fma %v, %v, %acc : f32
         scf.yield %acc2 : f32
       }
-      %o16 = arith.constant 16 : i32
-      %o8 = arith.constant 8 : i32
-      %o4 = arith.constant 4 : i32
-      %o2 = arith.constant 2 : i32
-      %o1 = arith.constant 1 : i32
-      %s16, %v16 = gpu.shuffle xor %partial, %o16, %w32 : f32
-      %t16 = arith.addf %partial, %s16 : f32
-      %s8, %v8 = gpu.shuffle xor %t16, %o8, %w32 : f32
-      %t8 = arith.addf %t16, %s8 : f32
-      %s4, %v4 = gpu.shuffle xor %t8, %o4, %w32 : f32
-      %t4 = arith.addf %t8, %s4 : f32
-      %s2, %v2 = gpu.shuffle xor %t4, %o2, %w32 : f32
-      %t2 = arith.addf %t4, %s2 : f32
-      %s1, %v1 = gpu.shuffle xor %t2, %o1, %w32 : f32
-      %total = arith.addf %t2, %s1 : f32
-      %Di = arith.index_cast %D : index to i32
-      %Df = arith.uitofp %Di : i32 to f32
+      memref.store %partial, %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      // s = 128, 64, ..., 1: thread t < s adds partials[t + s] into partials[t].
+      %s_end = scf.for %step = %c0 to %c8 step %c1 iter_args(%s = %c128) -> (index) {
+        %active = arith.cmpi ult, %tid, %s : index
+        scf.if %active {
+          %o = arith.addi %tid, %s : index
+          %a = memref.load %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+          %b = memref.load %partials[%o] : memref<256xf32, #gpu.address_space<workgroup>>
+          %ab = arith.addf %a, %b : f32
+          memref.store %ab, %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %s2 = arith.divui %s, %c2 : index
+        scf.yield %s2 : index
+      }
+      %total = memref.load %partials[%c0] : memref<256xf32, #gpu.address_space<workgroup>>
+      %Df = arith.uitofp %d : i32 to f32
       %mean = arith.divf %total, %Df : f32
       %meps = arith.addf %mean, %eps : f32
-      // Lowers to libdevice's __nv_rsqrtf, which the NVVM target links (and
-      // inlines: rsqrt.approx.f32, max relative error 2^-22.9 per the PTX ISA) when
-      // it finds the CUDA toolkit (CUDA_ROOT); without it the PTX would keep an
-      // unresolved .extern, which the lit test rejects.
+      // PTX: libdevice's __nv_rsqrtf, linked and inlined when the NVVM target finds
+      // the CUDA toolkit (CUDA_ROOT): rsqrt.approx.f32, max relative error 2^-22.9
+      // per the PTX ISA. SPIR-V: GLSL.std.450 InverseSqrt.
       %inv = math.rsqrt %meps : f32
-      scf.for %i = %lane to %D step %c32 {
-        %v = memref.load %x[%row, %i] : memref<?x?xf32>
+      scf.for %i = %tid to %D step %c256 {
+        %k = arith.addi %base, %i : index
+        %v = memref.load %x[%k] : memref<?xf32>
         %g = memref.load %gamma[%i] : memref<?xf32>
         %n = arith.mulf %v, %inv : f32
         %r = arith.mulf %n, %g : f32
-        memref.store %r, %y[%row, %i] : memref<?x?xf32>
+        memref.store %r, %y[%k] : memref<?xf32>
       }
       gpu.return
     }

@@ -67,11 +67,13 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
-  EXPECT_EQ(m.kernels[0].launch.at("block"), json({32, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("grid"), "rows, 1, 1");
-  EXPECT_EQ(m.kernels[0].signature.size(), 4u);
-  EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "f32");
-  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
+  ASSERT_EQ(m.kernels[0].signature.size(), 5u); // x, gamma, y, d, eps
+  EXPECT_EQ(m.kernels[0].signature[0].at("dtype"), "memref<?xf32>");
+  EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "i32");
+  EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
+  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu.f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
   EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm_f32");
   EXPECT_EQ(m.graph["ops"][0]["kernels"], json({{"all", {"sm_90.rms_norm_f32"}}}));
@@ -87,6 +89,49 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(files[0].first, "swz_rms_norm.ptx");
   EXPECT_NE(files[0].second.find(".entry rms_norm_f32("), std::string::npos);
   EXPECT_EQ(files[0].second.find(".extern"), std::string::npos) << "libdevice not linked";
+}
+
+TEST(GpuKernels, AttentionForSm80) {
+  package::Manifest m = manifest(
+      "sm_80", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  if (!haveLibdevice()) { // math.exp / math.log come from libdevice
+    EXPECT_THROW(compiler::addGpuKernels(m, f, files, {}), compiler::CompileError);
+    return;
+  }
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].entry, "sm_80.attention.f16kv");
+  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.ptx");
+  EXPECT_EQ(m.kernels[0].launch.at("function"), "flash_attention_f16kv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("grid"), "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split");
+  // q, k_cache, v_cache, block_table, out, o_part, lse_part, then 5 i32 and scale.
+  ASSERT_EQ(m.kernels[0].signature.size(), 13u);
+  EXPECT_EQ(m.kernels[0].signature[1].at("dtype"), "memref<?xf16>");
+  EXPECT_EQ(m.kernels[0].signature[12].at("dtype"), "f32");
+  ASSERT_EQ(files.size(), 1u);
+  // The module holds the KV write and the split-K reduction next to the attention.
+  EXPECT_NE(files[0].second.find(".entry kv_store_f16("), std::string::npos);
+  EXPECT_NE(files[0].second.find(".entry attention_split_reduce("), std::string::npos);
+}
+
+TEST(GpuKernels, AttentionForSpirv) {
+  package::Manifest m = manifest(
+      "spirv", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.spv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+  ASSERT_EQ(files.size(), 1u);
+  ASSERT_GE(files[0].second.size(), 4u);
+  uint32_t magic = 0;
+  std::memcpy(&magic, files[0].second.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u); // SPIR-V magic number
 }
 
 TEST(GpuKernels, MissingKernelsAreListed) {
@@ -111,22 +156,22 @@ TEST(GpuKernels, MissingKernelsAreListed) {
   EXPECT_TRUE(files.empty());
 }
 
-TEST(GpuKernels, SpirvHasNoRmsNormYet) {
+TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
   package::Manifest m = manifest("spirv", kNormAndSwiglu);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
-  try {
-    compiler::addGpuKernels(m, f, files, {});
-    FAIL() << "expected CompileError";
-  } catch (const compiler::CompileError &e) {
-    EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: add.f32, argmax.f32, "
-                           "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
-                           "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, matmul.f16, matmul.q4_0, "
-                           "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
-                           "rope.f32, swiglu.f32); "
-                           "use --target cpu");
-  }
+  compiler::addGpuKernels(m, f, files, {});
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.spv");
+  EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
+  EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].first, "swz_rms_norm.spv");
+  ASSERT_GE(files[0].second.size(), 4u);
+  uint32_t magic = 0;
+  std::memcpy(&magic, files[0].second.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u); // SPIR-V magic number
 }
 
 TEST(GpuKernels, SwigluForSpirv) {

@@ -1,0 +1,443 @@
+// Numeric cases for codegen/kernels/attention_f16kv.mlir (module swz_attention_f16kv):
+// kv_store_f16, flash_attention_f16kv (prefill: one split; decode: split-K partials)
+// and attention_split_reduce, against float64 references. Plain C++ (see cases.h).
+//
+// The paged KV cache of every case has more pages than the context needs, a
+// shuffled block table (block b -> a random page), and every slot that holds no
+// position of the context (unused pages, the tail of the last page) set to f16 NaN:
+// a kernel that reads a wrong page, a slot past the context or ignores the block
+// table produces NaN or a wrong value, not a near miss.
+#include "cases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace swz::check {
+namespace {
+
+constexpr int kPage = 64;             // tokens per page (runtime/kvcache/block_manager.h)
+constexpr uint16_t kF16NaN = 0x7E00;  // quiet NaN
+
+/// f32 -> f16 bits, round to nearest even (IEEE 754 binary16), as cvt.rn.f16.f32.
+uint16_t f16FromFloat(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7FFFFFFFu;
+  if (absx >= 0x7F800000u)  // inf / NaN
+    return uint16_t(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
+  if (absx >= 0x477FF000u)  // rounds to >= 65520: inf
+    return uint16_t(sign | 0x7C00u);
+  if (absx < 0x38800000u) {  // subnormal f16 (or zero): scale by 2^24 and round
+    float a;
+    std::memcpy(&a, &absx, 4);
+    float scaled = a * 16777216.0f;  // exact (power of two)
+    uint32_t r = uint32_t(std::nearbyint(scaled));  // FE_TONEAREST: ties to even
+    return uint16_t(sign | r);
+  }
+  uint32_t mant = absx & 0x7FFFFFu;
+  uint32_t exp = (absx >> 23) - 112u;  // rebias 127 -> 15
+  uint32_t h = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;  // carries into the exponent correctly
+  return uint16_t(sign | h);
+}
+
+double f16ToDouble(uint16_t h) {
+  int sign = (h >> 15) ? -1 : 1;
+  int exp = (h >> 10) & 0x1F;
+  int mant = h & 0x3FF;
+  if (exp == 0x1F)
+    return mant ? std::numeric_limits<double>::quiet_NaN()
+                : sign * std::numeric_limits<double>::infinity();
+  if (exp == 0)
+    return sign * std::ldexp(double(mant), -24);
+  return sign * std::ldexp(double(1024 + mant), exp - 25);
+}
+
+/// A paged KV cache for one layer in the GPU layout
+/// [page][n_head_kv][64][head_dim] f16, with a shuffled block table.
+struct PagedKV {
+  int nKv = 0, hd = 0, ctx = 0, nPages = 0;
+  std::vector<int32_t> table;   // block -> page
+  std::vector<uint16_t> k, v;   // f16 bits, NaN where no position lives
+
+  PagedKV(int nKv_, int hd_, int ctx_, int extraPages, Rng &rng) : nKv(nKv_), hd(hd_), ctx(ctx_) {
+    int nBlocks = std::max(1, (ctx + kPage - 1) / kPage);
+    nPages = nBlocks + extraPages;
+    std::vector<int32_t> perm(nPages);
+    for (int i = 0; i < nPages; ++i)
+      perm[i] = i;
+    for (int i = nPages - 1; i > 0; --i)  // Fisher-Yates
+      std::swap(perm[i], perm[size_t((rng.next() + 1.0) * 0.5 * (i + 1)) % size_t(i + 1)]);
+    table.assign(perm.begin(), perm.begin() + nBlocks);
+    k.assign(size_t(nPages) * nKv * kPage * hd, kF16NaN);
+    v = k;
+  }
+  size_t index(int pos, int kvh, int d) const {
+    int page = table[pos / kPage], slot = pos % kPage;
+    return ((size_t(page) * nKv + kvh) * kPage + slot) * hd + d;
+  }
+  /// Fills positions [0, ctx) with random f16 values in [-1, 1).
+  void fill(Rng &rng) {
+    for (int p = 0; p < ctx; ++p)
+      for (int h = 0; h < nKv; ++h)
+        for (int d = 0; d < hd; ++d) {
+          k[index(p, h, d)] = f16FromFloat(float(rng.next()));
+          v[index(p, h, d)] = f16FromFloat(float(rng.next()));
+        }
+  }
+  double K(int pos, int kvh, int d) const { return f16ToDouble(k[index(pos, kvh, d)]); }
+  double V(int pos, int kvh, int d) const { return f16ToDouble(v[index(pos, kvh, d)]); }
+};
+
+struct AttnShape {
+  int T, pos0, nHead, nKv, hd;
+  int splitLen = 0;  // 0: one split (prefill launch)
+};
+
+/// float64 attention of query row (t, h) over keys [lo, hi) (already clipped to the
+/// causal limit by the caller): returns lse = log sum exp(s) (-inf if empty) and the
+/// normalised output in `o`.
+/// With `roundQ` (the tensor-core kernel's input precision), q * scale is formed in
+/// f32 and rounded to f16 as the kernel does, and the scores use it unscaled.
+double referenceRow(const PagedKV &kv, const std::vector<float> &q, const AttnShape &s, int t,
+                    int h, int lo, int hi, std::vector<double> &o, bool roundQ = false) {
+  const int G = s.nHead / s.nKv, kvh = h / G;
+  const double scale = 1.0 / std::sqrt(double(s.hd));
+  const float scaleF = float(scale);
+  o.assign(s.hd, 0.0);
+  if (hi <= lo)
+    return -std::numeric_limits<double>::infinity();
+  std::vector<double> sc(hi - lo);
+  double m = -std::numeric_limits<double>::infinity();
+  const float *qr = &q[(size_t(t) * s.nHead + h) * s.hd];
+  for (int j = lo; j < hi; ++j) {
+    double dot = 0;
+    for (int d = 0; d < s.hd; ++d)
+      dot += (roundQ ? f16ToDouble(f16FromFloat(qr[d] * scaleF)) : double(qr[d])) * kv.K(j, kvh, d);
+    sc[j - lo] = roundQ ? dot : dot * scale;
+    m = std::max(m, sc[j - lo]);
+  }
+  double l = 0;
+  for (int j = lo; j < hi; ++j) {
+    double p = std::exp(sc[j - lo] - m);
+    l += p;
+    for (int d = 0; d < s.hd; ++d)
+      o[d] += p * kv.V(j, kvh, d);
+  }
+  for (double &x : o)
+    x /= l;
+  return m + std::log(l);
+}
+
+std::string shapeLabel(const AttnShape &s) {
+  std::string l = "T=" + std::to_string(s.T) + " pos0=" + std::to_string(s.pos0) +
+                  " ctx=" + std::to_string(s.pos0 + s.T) + " heads=" + std::to_string(s.nHead) +
+                  "/" + std::to_string(s.nKv) + " hd=" + std::to_string(s.hd);
+  if (s.splitLen)
+    l += " split_len=" + std::to_string(s.splitLen) + " n_split=" +
+         std::to_string((s.pos0 + s.T + s.splitLen - 1) / s.splitLen);
+  return l;
+}
+
+// Tolerance of the attention outputs. Scores are f32 dot products of length
+// head_dim (<= 128) of |scale q| <= 4/sqrt(hd) and |k| <= 1 (fma chain: error ~1e-6);
+// exp is ex2.approx-based on PTX (2 ulp) and GLSL.std.450 Exp on Vulkan (3 + 2|x|
+// ulp); the online softmax rescales once per 32-key tile. Outputs are convex
+// combinations of |v| <= 1, so their error is of the order of the score error,
+// ~1e-6. 1e-4 leaves a 100x margin, while one key too many or too few moves an
+// output by about |v - out| / ctx >= 1e-3 at the longest context here (300) and a
+// wrong page or slot gives NaN or O(0.1).
+constexpr double kOutTol = 1e-4;
+const char *kOutNote = "|out - ref| <= 1e-4 (f32 scores and online softmax vs float64 over "
+                       "f16 K/V; outputs bounded by max|v| = 1)";
+
+double attentionFlops(const AttnShape &s) {
+  double keys = 0;  // sum over rows of visible keys
+  for (int t = 0; t < s.T; ++t)
+    keys += s.pos0 + t + 1;
+  return 4.0 * keys * s.nHead * s.hd;  // q.k and p.v, 2 flops per multiply-add each
+}
+
+double attentionBytes(const AttnShape &s, double outBytes) {
+  const int ctx = s.pos0 + s.T;
+  return double(s.T) * s.nHead * s.hd * 4 +        // q
+         double(ctx) * s.nKv * s.hd * 2 * 2 +      // K and V, f16, each once
+         double((ctx + kPage - 1) / kPage) * 4 +   // block table
+         outBytes;
+}
+
+// The tensor-core variant (flash_attention_f16kv_mma) takes q * scale rounded to f16
+// (the reference does the same) and rounds P to f16 for the P.V product: each weight
+// is off by at most 2^-11 relatively, so an output (a weighted mean of |v| <= 1) by
+// at most 2^-11 = 4.9e-4, plus f32 accumulation (~1e-6). 1e-3 covers that bound,
+// while one key too many or too few moves an output by ~1e-2 at context 37.
+constexpr double kMmaTol = 1e-3;
+const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
+                       "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
+
+Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false) {
+  Rng rng{seed};
+  const int ctx = s.pos0 + s.T, G = s.nHead / s.nKv;
+  PagedKV kv(s.nKv, s.hd, ctx, 2, rng);
+  kv.fill(rng);
+  std::vector<float> q(size_t(s.T) * s.nHead * s.hd);
+  for (float &x : q)
+    x = float(4.0 * rng.next());
+  const int nSplit = s.splitLen ? (ctx + s.splitLen - 1) / s.splitLen : 1;
+  const int splitLen = s.splitLen ? s.splitLen : ((ctx + 31) / 32) * 32;
+  const float sentinel = std::numeric_limits<float>::quiet_NaN();
+  const size_t nOut = size_t(s.T) * s.nHead * s.hd;
+
+  Case c;
+  c.module = "swz_attention_f16kv";
+  c.entry = "flash_attention_f16kv";
+  if (mma) {
+    c.module = "swz_attention_f16kv_mma";
+    c.entry = s.hd == 64 ? "flash_attention_f16kv_mma" : "flash_attention_f16kv_mma_hd128";
+  }
+  c.label = shapeLabel(s);
+  c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
+  c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
+  c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
+  c.buffers.push_back(makeBuffer(kv.table, {int64_t(kv.table.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(nOut, sentinel), {int64_t(nOut)}));
+  const size_t nPart = s.splitLen ? size_t(nSplit) * nOut : 4;
+  const size_t nLse = s.splitLen ? size_t(nSplit) * s.T * s.nHead : 4;
+  c.buffers.push_back(makeBuffer(std::vector<float>(nPart, sentinel), {int64_t(nPart)}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(nLse, sentinel), {int64_t(nLse)}));
+  for (int b = 0; b < 7; ++b)
+    c.args.push_back(Arg::memref(b));
+  c.args.push_back(Arg::i(s.T));
+  c.args.push_back(Arg::i(s.pos0));
+  c.args.push_back(Arg::i(s.nHead));
+  c.args.push_back(Arg::i(s.hd));
+  c.args.push_back(Arg::i(splitLen));
+  c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(s.hd)))));
+  const int rowsPerGroup = mma ? 64 : 8;
+  c.grid = {unsigned((s.T * G + rowsPerGroup - 1) / rowsPerGroup), unsigned(s.nKv),
+            unsigned(nSplit)};
+  c.block = {128, 1, 1};
+  c.flops = attentionFlops(s);
+  c.bytesMoved = attentionBytes(
+      s, s.splitLen ? double(nPart + nLse) * 4 : double(nOut) * 4);
+
+  const double tol = mma ? kMmaTol : kOutTol;
+  const std::string note = mma ? kMmaNote : kOutNote;
+  c.check = [s, kv, q, nSplit, splitLen, nOut, mma, tol,
+             note](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    std::vector<double> o;
+    auto got = asVector<float>(out[4]);
+    auto part = asVector<float>(out[5]);
+    auto lse = asVector<float>(out[6]);
+    if (!s.splitLen) {
+      v.note = note;
+      for (int t = 0; t < s.T; ++t)
+        for (int h = 0; h < s.nHead; ++h) {
+          referenceRow(kv, q, s, t, h, 0, s.pos0 + t + 1, o, mma);
+          for (int d = 0; d < s.hd; ++d)
+            compare(v, got[(size_t(t) * s.nHead + h) * s.hd + d], o[d], tol);
+        }
+      // o_part and lse_part are not written with one split.
+      for (float x : part)
+        compare(v, std::isnan(x) ? 0.0 : 1.0, 0.0, 0.0);
+      for (float x : lse)
+        compare(v, std::isnan(x) ? 0.0 : 1.0, 0.0, 0.0);
+      return v;
+    }
+    v.note = note +
+             " per split; |lse - ref| <= 1e-4 (1 + |ref|), -inf exactly where a split holds "
+             "no visible key; out untouched";
+    for (int sp = 0; sp < nSplit; ++sp)
+      for (int t = 0; t < s.T; ++t)
+        for (int h = 0; h < s.nHead; ++h) {
+          const int lo = sp * splitLen, hi = std::min((sp + 1) * splitLen, s.pos0 + t + 1);
+          double ref = referenceRow(kv, q, s, t, h, lo, hi, o, mma);
+          size_t row = (size_t(sp) * s.T + t) * s.nHead + h;
+          double g = lse[row];
+          if (std::isinf(ref))
+            compare(v, g == ref ? 0.0 : 1.0, 0.0, 0.0);
+          else
+            compare(v, g, ref, 1e-4 * (1 + std::fabs(ref)));
+          for (int d = 0; d < s.hd; ++d)
+            compare(v, part[row * s.hd + d], o[d], tol);
+        }
+    for (size_t i = 0; i < nOut; ++i)
+      compare(v, std::isnan(got[i]) ? 0.0 : 1.0, 0.0, 0.0);
+    return v;
+  };
+  return c;
+}
+
+/// attention_split_reduce over synthetic partials: lse_s in [-3, 3) with some
+/// splits empty (-inf, o = 0), o in [-1, 1).
+Case reduceCase(int T, int nHead, int hd, int nSplit, uint64_t seed) {
+  Rng rng{seed};
+  const size_t rows = size_t(T) * nHead;
+  std::vector<float> part(size_t(nSplit) * rows * hd), lse(size_t(nSplit) * rows);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int sp = 0; sp < nSplit; ++sp)
+    for (size_t r = 0; r < rows; ++r) {
+      // Split sp is empty for row r when sp > 0 and (r + sp) % 3 == 0 (split 0 never is:
+      // it holds key 0, visible to every row).
+      bool empty = sp > 0 && (r + sp) % 3 == 0;
+      lse[sp * rows + r] = empty ? ninf : float(3.0 * rng.next());
+      for (int d = 0; d < hd; ++d)
+        part[(sp * rows + r) * hd + d] = empty ? 0.f : float(rng.next());
+    }
+  Case c;
+  c.module = "swz_attention_f16kv";
+  c.entry = "attention_split_reduce";
+  c.label = "T=" + std::to_string(T) + " heads=" + std::to_string(nHead) +
+            " hd=" + std::to_string(hd) + " n_split=" + std::to_string(nSplit);
+  c.buffers.push_back(makeBuffer(part, {int64_t(part.size())}));
+  c.buffers.push_back(makeBuffer(lse, {int64_t(lse.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(rows * hd, std::nanf("")),
+                                 {int64_t(rows * hd)}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::i(nSplit), Arg::i(hd)};
+  c.grid = {unsigned(T), unsigned(nHead), 1};
+  c.block = {64, 1, 1};
+  c.bytesMoved = double(part.size() + lse.size() + rows * hd) * 4;
+  c.flops = double(nSplit) * rows * hd * 2;
+  c.check = [=](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "|out - ref| <= 1e-5 (1 + |ref|) (f32 weights exp(lse_s - max), <= 8 splits)";
+    auto got = asVector<float>(out[2]);
+    for (size_t r = 0; r < rows; ++r) {
+      double m = -INFINITY;
+      for (int sp = 0; sp < nSplit; ++sp)
+        m = std::max(m, double(lse[sp * rows + r]));
+      double den = 0;
+      for (int sp = 0; sp < nSplit; ++sp)
+        den += std::exp(double(lse[sp * rows + r]) - m);
+      for (int d = 0; d < hd; ++d) {
+        double num = 0;
+        for (int sp = 0; sp < nSplit; ++sp)
+          num += std::exp(double(lse[sp * rows + r]) - m) * part[(sp * rows + r) * hd + d];
+        double ref = num / den;
+        compare(v, got[r * hd + d], ref, 1e-5 * (1 + std::fabs(ref)));
+      }
+    }
+    return v;
+  };
+  return c;
+}
+
+/// kv_store_f16: T new rows at pos0.. into a cache whose other slots hold a pattern
+/// that must survive unchanged.
+Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t seed) {
+  Rng rng{seed};
+  const int ctx = pos0 + T;
+  PagedKV kv(nKv, hd, ctx, 1, rng);
+  for (size_t i = 0; i < kv.k.size(); ++i) {  // old contents: distinct finite f16 values
+    kv.k[i] = uint16_t(0x3000 + (i * 7) % 0x0C00);
+    kv.v[i] = uint16_t(0xB000 + (i * 11) % 0x0C00);
+  }
+  std::vector<float> k(size_t(T) * nKv * hd), v(k.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = float(2.0 * rng.next());
+    v[i] = float(2.0 * rng.next());
+  }
+  Case c;
+  c.module = "swz_attention_f16kv";
+  c.entry = "kv_store_f16";
+  c.label = "T=" + std::to_string(T) + " pos0=" + std::to_string(pos0) +
+            " kv_heads=" + std::to_string(nKv) + " hd=" + std::to_string(hd);
+  c.buffers.push_back(makeBuffer(k, {int64_t(k.size())}));
+  c.buffers.push_back(makeBuffer(v, {int64_t(v.size())}));
+  c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
+  c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
+  c.buffers.push_back(makeBuffer(kv.table, {int64_t(kv.table.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
+            Arg::i(pos0), Arg::i(hd)};
+  c.grid = {unsigned(T), unsigned(nKv), 1};
+  c.block = {64, 1, 1};
+  c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 4;
+  c.flops = 0;
+  c.check = [=](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict res;
+    res.note = exactRounding
+                   ? "written f16 bits == round-to-nearest-even(x) (cvt.rn.f16.f32); all other "
+                     "slots unchanged"
+                   : "written f16 within 1 ulp of round-to-nearest-even(x) (Vulkan leaves "
+                     "OpFConvert's rounding to the implementation); all other slots unchanged";
+    auto gk = asVector<uint16_t>(out[2]);
+    auto gv = asVector<uint16_t>(out[3]);
+    std::vector<uint8_t> written(kv.k.size(), 0);
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < nKv; ++h)
+        for (int d = 0; d < hd; ++d) {
+          size_t i = kv.index(pos0 + t, h, d), src = (size_t(t) * nKv + h) * hd + d;
+          written[i] = 1;
+          for (int which = 0; which < 2; ++which) {
+            uint16_t want = f16FromFloat(which ? v[src] : k[src]);
+            uint16_t got = which ? gv[i] : gk[i];
+            double ulps = std::fabs(double(int(got) - int(want)));
+            if ((got ^ want) & 0x8000)
+              ulps = 1e9;  // sign differs
+            compare(res, ulps, 0.0, exactRounding ? 0.0 : 1.0);
+          }
+        }
+    for (size_t i = 0; i < written.size(); ++i)
+      if (!written[i]) {
+        compare(res, gk[i] == kv.k[i] ? 0.0 : 1.0, 0.0, 0.0);
+        compare(res, gv[i] == kv.v[i] ? 0.0 : 1.0, 0.0, 0.0);
+      }
+    return res;
+  };
+  return c;
+}
+
+} // namespace
+
+std::vector<Case> attentionCases(const std::string &format) {
+  const bool ptx = format == "ptx";
+  std::vector<Case> cases;
+  uint64_t seed = 0xA77E;
+  // kv_store_f16: single row at a page's last slot; 37 rows crossing a page; hd 128.
+  cases.push_back(kvStoreCase(1, 63, 3, 64, ptx, seed++));
+  cases.push_back(kvStoreCase(37, 50, 3, 64, ptx, seed++));
+  cases.push_back(kvStoreCase(8, 120, 2, 128, ptx, seed++));
+  // Prefill (one split). SmolLM2-135M: 9/3 heads (G 3), hd 64; Qwen2.5-0.5B: 14/2
+  // (G 7), hd 64; qwen3-0.6B: 16/8 (G 2), hd 128. Contexts 1, 37, 63, 65, 128, 300;
+  // pos0 > 0 means a prefix already in the cache.
+  const AttnShape prefill[] = {
+      {1, 0, 9, 3, 64},     {37, 0, 9, 3, 64},    {37, 26, 14, 2, 64}, {1, 64, 14, 2, 64},
+      {37, 263, 16, 8, 128}, {5, 295, 9, 3, 64},  {8, 120, 14, 2, 128},
+  };
+  for (const AttnShape &s : prefill)
+    cases.push_back(flashCase(s, seed++));
+  // Decode with split-K partials (T 1..8, long context); the last one has rows whose
+  // position is before split 1 (lse -inf, o 0).
+  const AttnShape decode[] = {
+      {1, 299, 14, 2, 64, 64},
+      {4, 296, 9, 3, 64, 128},
+      {8, 57, 16, 8, 128, 64},
+      {1, 62, 9, 3, 64, 32},
+  };
+  for (const AttnShape &s : decode)
+    cases.push_back(flashCase(s, seed++));
+  // Tensor-core variants (PTX only; head_dim 64 and 128, split_len a multiple of 64):
+  // 64 rows per workgroup, so T = 100 at G = 7 is 11 row tiles; the split cases with
+  // T = 8 have rows before split 1.
+  if (ptx) {
+    const AttnShape mmaShapes[] = {
+        {37, 0, 9, 3, 64},      {37, 26, 14, 2, 64},      {1, 64, 14, 2, 64},
+        {100, 200, 14, 2, 64},  {5, 295, 9, 3, 64},       {1, 299, 14, 2, 64, 64},
+        {8, 57, 9, 3, 64, 64},  {37, 263, 16, 8, 128},    {8, 120, 14, 2, 128},
+        {8, 57, 16, 8, 128, 64},
+    };
+    for (const AttnShape &s : mmaShapes)
+      cases.push_back(flashCase(s, seed++, true));
+  }
+  cases.push_back(reduceCase(1, 14, 64, 5, seed++));
+  cases.push_back(reduceCase(3, 9, 128, 2, seed++));
+  cases.push_back(reduceCase(2, 16, 128, 8, seed++));
+  return cases;
+}
+
+} // namespace swz::check

@@ -1,0 +1,462 @@
+// Attention over a paged f16 KV cache: the KV write, flash attention for prefill
+// and split-K ("flash decoding") paged attention for decode, with GQA. One source
+// for PTX and SPIR-V (gpu + memref + arith + scf + math only; workgroup memory is
+// memref.globals in #gpu.address_space<workgroup>, `.shared` on PTX and Workgroup
+// variables on SPIR-V through swz-spirv-workgroup-memory; no subgroup operations,
+// so results do not depend on the subgroup size, e.g. lavapipe's 8 lanes).
+//
+// GPU paged KV layout (per layer; pages of 64 tokens = the prefix cache's block,
+// runtime/kvcache/block_manager.h):
+//   k_cache, v_cache: f16, [page][n_head_kv][64][head_dim], flat memref<?xf16>:
+//     element (page, kvh, slot, d) at ((page * n_head_kv + kvh) * 64 + slot) * head_dim + d.
+//   block_table: [n_blocks] i32: position p lives in page block_table[p / 64], slot p % 64.
+// K and V have the same layout (V is not transposed as on the cpu backend: here a
+// thread owns one feature d of an output row, so V rows read along d are
+// coalesced). One (page, kv head) is a contiguous 64 x head_dim tile, 8 KiB at
+// head_dim 64. The cpu layout ([slot][kv_width] K, transposed V, all layers in one
+// page) differs; a spill/restore between the two is a per-layer transpose.
+//
+// Activations are f32 row-major and passed flat (memref<?xf32>, the SPIR-V lowering
+// takes 1-D dynamic buffers): q, out: [T, n_head * head_dim]; k, v (new rows):
+// [T, n_head_kv * head_dim]. Row t is at position pos0 + t. G = n_head / n_head_kv
+// query heads share a KV head (query head h reads KV head h / G).
+//
+// 1. kv_store_f16(k, v, k_cache, v_cache, block_table, pos0, head_dim):
+//    grid (T, n_head_kv, 1), block 64; writes the T new rows of k and v rounded to
+//    f16 (round to nearest even on PTX, cvt.rn.f16.f32) at positions pos0..pos0+T-1.
+//
+// 2. flash_attention_f16kv(q, k_cache, v_cache, block_table, out, o_part, lse_part,
+//    T, pos0, n_head, head_dim, split_len, scale):
+//    out[t, h, :] = softmax_j(scale * q[t, h, :] . K[j, h / G, :]) . V[j, h / G, :]
+//    over keys j = 0..pos0+t (causal; the prefix before pos0 and the new rows, all
+//    read through the block table). FlashAttention (Dao et al. 2022): keys stream in
+//    tiles of 32 through workgroup memory with an online softmax (running max m,
+//    running sum l, output rescaled by exp(m_old - m_new)).
+//    A workgroup (128 threads) owns 8 query rows of one KV head: flattened row
+//    i = t * G + g (query head h = kvh * G + g), so the G query heads of a KV head
+//    share every K/V tile it loads and a decode step with T * G <= 8 (T = 1..2 at
+//    G = 3, T = 1 at G = 7) reads each K/V page once per (KV head, split).
+//    grid (ceil(T * G / 8), n_head_kv, n_split), block 128.
+//    Workgroup z = s covers keys [s * split_len, (s + 1) * split_len) (split_len a
+//    multiple of 32; prefill: n_split = 1, split_len >= pos0 + T).
+//      n_split == 1: writes out (normalised); o_part and lse_part are not touched
+//                    (pass any buffer, e.g. out).
+//      n_split > 1:  writes o_part[s, t, h, :] = that split's normalised output and
+//                    lse_part[s, t, h] = m + log(l) of its scores (-inf where the
+//                    split holds no visible key; o_part is then 0); then run
+//                    attention_split_reduce. o_part: [n_split, T, n_head, head_dim] f32,
+//                    lse_part: [n_split, T, n_head] f32.
+//    Requires head_dim <= 128 (workgroup tiles are sized for it), T * G rows, any T.
+//    Workgroup memory: 42,208 bytes (Q 8 x 128, K 32 x 129 (padded: the score loop
+//    reads K along a row per lane, conflict-free), V 32 x 128, scores 8 x 32,
+//    O 8 x 128, row statistics 24, all f32).
+//
+// 3. attention_split_reduce(o_part, lse_part, out, n_split, head_dim):
+//    grid (T, n_head, 1), block 64:
+//    out[t, h, :] = sum_s exp(lse_s - LSE) o_part[s, t, h, :], LSE = log sum_s exp(lse_s).
+//
+// The graph's `attention` op (docs/graph.md) is kv_store_f16 then
+// flash_attention_f16kv (plus attention_split_reduce when split).
+module attributes {gpu.container_module} {
+  gpu.module @swz_attention_f16kv attributes {
+      spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
+          [Shader, Float16, StorageBuffer16BitAccess],
+          [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
+          #spirv.resource_limits<>>} {
+
+    // ---------------------------------------------------------------- KV write
+    gpu.func @kv_store_f16(%k: memref<?xf32>, %v: memref<?xf32>, %k_cache: memref<?xf16>,
+                           %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
+                           %pos0: i32, %head_dim: i32) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
+                    swz.grid = "T, n_head_kv, 1"} {
+      %c64 = arith.constant 64 : index
+      %t = gpu.block_id x
+      %kvh = gpu.block_id y
+      %n_kv = gpu.grid_dim y
+      %tid = gpu.thread_id x
+      %hd = arith.index_cast %head_dim : i32 to index
+      %p0 = arith.index_cast %pos0 : i32 to index
+      %pos = arith.addi %p0, %t : index
+      %blk = arith.divui %pos, %c64 : index
+      %slot = arith.remui %pos, %c64 : index
+      %page_i = memref.load %block_table[%blk] : memref<?xi32>
+      %page = arith.index_cast %page_i : i32 to index
+      %a0 = arith.muli %page, %n_kv : index
+      %a1 = arith.addi %a0, %kvh : index
+      %a2 = arith.muli %a1, %c64 : index
+      %a3 = arith.addi %a2, %slot : index
+      %dst = arith.muli %a3, %hd : index
+      %s0 = arith.muli %t, %n_kv : index
+      %s1 = arith.addi %s0, %kvh : index
+      %src = arith.muli %s1, %hd : index
+      scf.for %d = %tid to %hd step %c64 {
+        %si = arith.addi %src, %d : index
+        %di = arith.addi %dst, %d : index
+        %kx = memref.load %k[%si] : memref<?xf32>
+        %vx = memref.load %v[%si] : memref<?xf32>
+        %kh = arith.truncf %kx : f32 to f16
+        %vh = arith.truncf %vx : f32 to f16
+        memref.store %kh, %k_cache[%di] : memref<?xf16>
+        memref.store %vh, %v_cache[%di] : memref<?xf16>
+      }
+      gpu.return
+    }
+
+    // ---------------------------------------------------- flash / split-K attention
+    // Workgroup memory of flash_attention_f16kv (f32; sized for head_dim <= 128).
+    memref.global "private" @attn_qs : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @attn_ks : memref<4128xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @attn_vs : memref<4096xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @attn_ss : memref<256xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @attn_os : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @attn_stat : memref<24xf32, #gpu.address_space<workgroup>>
+    gpu.func @flash_attention_f16kv(%q: memref<?xf32>, %k_cache: memref<?xf16>,
+                                    %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
+                                    %out: memref<?xf32>, %o_part: memref<?xf32>,
+                                    %lse_part: memref<?xf32>, %T: i32, %pos0: i32,
+                                    %n_head: i32, %head_dim: i32, %split_len: i32,
+                                    %scale: f32) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,
+                    swz.grid = "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split"} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %zero = arith.constant 0.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %qs = memref.get_global @attn_qs : memref<1024xf32, #gpu.address_space<workgroup>>
+      %ks = memref.get_global @attn_ks : memref<4128xf32, #gpu.address_space<workgroup>>
+      %vs = memref.get_global @attn_vs : memref<4096xf32, #gpu.address_space<workgroup>>
+      %ss = memref.get_global @attn_ss : memref<256xf32, #gpu.address_space<workgroup>>
+      %os = memref.get_global @attn_os : memref<1024xf32, #gpu.address_space<workgroup>>
+      %stat = memref.get_global @attn_stat : memref<24xf32, #gpu.address_space<workgroup>>
+      %tile = gpu.block_id x
+      %kvh = gpu.block_id y
+      %split = gpu.block_id z
+      %n_kv = gpu.grid_dim y
+      %n_split = gpu.grid_dim z
+      %tid = gpu.thread_id x
+      %hd = arith.index_cast %head_dim : i32 to index
+      %nh = arith.index_cast %n_head : i32 to index
+      %Ti = arith.index_cast %T : i32 to index
+      %p0 = arith.index_cast %pos0 : i32 to index
+      %sl = arith.index_cast %split_len : i32 to index
+      %G = arith.divui %nh, %n_kv : index
+      %rows = arith.muli %Ti, %G : index
+      %row0 = arith.muli %tile, %c8 : index
+      %pitch = arith.addi %hd, %c1 : index
+      %n_q = arith.muli %c8, %hd : index
+      %n_tile = arith.muli %c32, %hd : index
+      %h0 = arith.muli %kvh, %G : index
+
+      // Q tile (pre-multiplied by scale) and O = 0; dead rows (i >= T * G) get 0.
+      scf.for %e = %tid to %n_q step %c128 {
+        %r = arith.divui %e, %hd : index
+        %d = arith.remui %e, %hd : index
+        %i = arith.addi %row0, %r : index
+        %live = arith.cmpi ult, %i, %rows : index
+        %qv = scf.if %live -> (f32) {
+          %t = arith.divui %i, %G : index
+          %g = arith.remui %i, %G : index
+          %h = arith.addi %h0, %g : index
+          %x0 = arith.muli %t, %nh : index
+          %x1 = arith.addi %x0, %h : index
+          %x2 = arith.muli %x1, %hd : index
+          %x3 = arith.addi %x2, %d : index
+          %qx = memref.load %q[%x3] : memref<?xf32>
+          %qsc = arith.mulf %qx, %scale : f32
+          scf.yield %qsc : f32
+        } else {
+          scf.yield %zero : f32
+        }
+        memref.store %qv, %qs[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+        memref.store %zero, %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+      }
+      // Row statistics: stat[r] = m (running max), stat[8 + r] = l (running sum),
+      // stat[16 + r] = alpha (this tile's rescale factor).
+      %is_stat = arith.cmpi ult, %tid, %c8 : index
+      scf.if %is_stat {
+        %li = arith.addi %tid, %c8 : index
+        memref.store %ninf, %stat[%tid] : memref<24xf32, #gpu.address_space<workgroup>>
+        memref.store %zero, %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
+      }
+
+      // Keys this workgroup visits: [kv_lo, kv_hi), kv_hi = min(end of the split,
+      // last visible key of the tile's last live row + 1).
+      %row_end = arith.addi %row0, %c8 : index
+      %row_lim = arith.minui %row_end, %rows : index
+      %last_row = arith.subi %row_lim, %c1 : index
+      %t_last = arith.divui %last_row, %G : index
+      %e0 = arith.addi %p0, %t_last : index
+      %kv_end = arith.addi %e0, %c1 : index
+      %kv_lo = arith.muli %split, %sl : index
+      %kv_hi0 = arith.addi %kv_lo, %sl : index
+      %kv_hi = arith.minui %kv_end, %kv_hi0 : index
+      gpu.barrier
+
+      scf.for %kt = %kv_lo to %kv_hi step %c32 {
+        // K and V tile: 32 keys x head_dim, f16 -> f32; keys >= kv_hi read as 0
+        // (never from the cache: slots past the context may hold anything).
+        scf.for %e = %tid to %n_tile step %c128 {
+          %j = arith.divui %e, %hd : index
+          %d = arith.remui %e, %hd : index
+          %p = arith.addi %kt, %j : index
+          %in = arith.cmpi ult, %p, %kv_hi : index
+          %kv:2 = scf.if %in -> (f32, f32) {
+            %blk = arith.divui %p, %c64 : index
+            %slot = arith.remui %p, %c64 : index
+            %page_i = memref.load %block_table[%blk] : memref<?xi32>
+            %page = arith.index_cast %page_i : i32 to index
+            %a0 = arith.muli %page, %n_kv : index
+            %a1 = arith.addi %a0, %kvh : index
+            %a2 = arith.muli %a1, %c64 : index
+            %a3 = arith.addi %a2, %slot : index
+            %a4 = arith.muli %a3, %hd : index
+            %a5 = arith.addi %a4, %d : index
+            %kh = memref.load %k_cache[%a5] : memref<?xf16>
+            %vh = memref.load %v_cache[%a5] : memref<?xf16>
+            %kf = arith.extf %kh : f16 to f32
+            %vf = arith.extf %vh : f16 to f32
+            scf.yield %kf, %vf : f32, f32
+          } else {
+            scf.yield %zero, %zero : f32, f32
+          }
+          %kr = arith.muli %j, %pitch : index
+          %ki = arith.addi %kr, %d : index
+          memref.store %kv#0, %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
+          memref.store %kv#1, %vs[%e] : memref<4096xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+
+        // Scores S[r][j] = (scale q_r) . k_j, -inf where key kt + j is not visible
+        // to row r (after its position, or past kv_hi). Thread tid does the pairs
+        // tid and tid + 128: j = lane index (tid % 32), r = tid / 32 (+ 4).
+        scf.for %u = %c0 to %c2 step %c1 {
+          %u128 = arith.muli %u, %c128 : index
+          %pr = arith.addi %tid, %u128 : index
+          %r = arith.divui %pr, %c32 : index
+          %j = arith.remui %pr, %c32 : index
+          %i = arith.addi %row0, %r : index
+          %t = arith.divui %i, %G : index
+          %pos_r = arith.addi %p0, %t : index
+          %key = arith.addi %kt, %j : index
+          %causal = arith.cmpi ule, %key, %pos_r : index
+          %inr = arith.cmpi ult, %key, %kv_hi : index
+          %vis = arith.andi %causal, %inr : i1
+          // Rows past T * G (r is uniform over 32 consecutive threads) skip the dot.
+          %live = arith.cmpi ult, %i, %rows : index
+          %vis2 = arith.andi %vis, %live : i1
+          %s = scf.if %vis2 -> (f32) {
+            %qb = arith.muli %r, %hd : index
+            %kb = arith.muli %j, %pitch : index
+            %dot = scf.for %d = %c0 to %hd step %c1 iter_args(%acc = %zero) -> (f32) {
+              %qi = arith.addi %qb, %d : index
+              %ki = arith.addi %kb, %d : index
+              %qx = memref.load %qs[%qi] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx = memref.load %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %acc2 = math.fma %qx, %kx, %acc : f32
+              scf.yield %acc2 : f32
+            }
+            scf.yield %dot : f32
+          } else {
+            scf.yield %ninf : f32
+          }
+          memref.store %s, %ss[%pr] : memref<256xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+
+        // Online softmax, one thread per row: m_new = max(m, max_j S), P = exp(S - m_new)
+        // (0 where S = -inf), l = l * alpha + sum_j P, alpha = exp(m - m_new) (0 while
+        // m = -inf). P overwrites S.
+        scf.if %is_stat {
+          %r = arith.addi %tid, %c0 : index
+          %li = arith.addi %r, %c8 : index
+          %ai = arith.addi %r, %c16 : index
+          %sb = arith.muli %r, %c32 : index
+          %m_old = memref.load %stat[%r] : memref<24xf32, #gpu.address_space<workgroup>>
+          %l_old = memref.load %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
+          %mx = scf.for %j = %c0 to %c32 step %c1 iter_args(%m = %m_old) -> (f32) {
+            %si = arith.addi %sb, %j : index
+            %s = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
+            %m2 = arith.maximumf %m, %s : f32
+            scf.yield %m2 : f32
+          }
+          %old_ninf = arith.cmpf oeq, %m_old, %ninf : f32
+          %dm = arith.subf %m_old, %mx : f32
+          %ea = math.exp %dm : f32
+          %alpha = arith.select %old_ninf, %zero, %ea : f32
+          %sum = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %zero) -> (f32) {
+            %si = arith.addi %sb, %j : index
+            %s = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
+            %masked = arith.cmpf oeq, %s, %ninf : f32
+            %ds = arith.subf %s, %mx : f32
+            %ep = math.exp %ds : f32
+            %pv = arith.select %masked, %zero, %ep : f32
+            memref.store %pv, %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
+            %acc2 = arith.addf %acc, %pv : f32
+            scf.yield %acc2 : f32
+          }
+          %l_sc = arith.mulf %l_old, %alpha : f32
+          %l_new = arith.addf %l_sc, %sum : f32
+          memref.store %mx, %stat[%r] : memref<24xf32, #gpu.address_space<workgroup>>
+          memref.store %l_new, %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
+          memref.store %alpha, %stat[%ai] : memref<24xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+
+        // O[r][d] = alpha_r O[r][d] + sum_j P[r][j] V[j][d] for live rows; each thread
+        // owns the elements tid, tid + 128, ... of the 8 x head_dim tile for the whole
+        // kernel (a row is uniform over 32 consecutive threads when head_dim % 32 == 0).
+        scf.for %e = %tid to %n_q step %c128 {
+          %r = arith.divui %e, %hd : index
+          %d = arith.remui %e, %hd : index
+          %i = arith.addi %row0, %r : index
+          %live = arith.cmpi ult, %i, %rows : index
+          scf.if %live {
+            %ai = arith.addi %r, %c16 : index
+            %alpha = memref.load %stat[%ai] : memref<24xf32, #gpu.address_space<workgroup>>
+            %o_old = memref.load %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %o_sc = arith.mulf %o_old, %alpha : f32
+            %sb = arith.muli %r, %c32 : index
+            %o_new = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %o_sc) -> (f32) {
+              %si = arith.addi %sb, %j : index
+              %pj = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr = arith.muli %j, %hd : index
+              %vi = arith.addi %vr, %d : index
+              %vx = memref.load %vs[%vi] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %acc2 = math.fma %pj, %vx, %acc : f32
+              scf.yield %acc2 : f32
+            }
+            memref.store %o_new, %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        // The next tile overwrites K, V and S.
+        gpu.barrier
+      }
+
+      // Epilogue: O / l to out (one split) or to o_part with lse_part (split-K).
+      %single = arith.cmpi eq, %n_split, %c1 : index
+      %sT = arith.muli %split, %Ti : index
+      scf.for %e = %tid to %n_q step %c128 {
+        %r = arith.divui %e, %hd : index
+        %d = arith.remui %e, %hd : index
+        %i = arith.addi %row0, %r : index
+        %live = arith.cmpi ult, %i, %rows : index
+        scf.if %live {
+          %t = arith.divui %i, %G : index
+          %g = arith.remui %i, %G : index
+          %h = arith.addi %h0, %g : index
+          %li = arith.addi %r, %c8 : index
+          %l = memref.load %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
+          %o = memref.load %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
+          %lpos = arith.cmpf ogt, %l, %zero : f32
+          %on = arith.divf %o, %l : f32
+          %val = arith.select %lpos, %on, %zero : f32
+          scf.if %single {
+            %x0 = arith.muli %t, %nh : index
+            %x1 = arith.addi %x0, %h : index
+            %x2 = arith.muli %x1, %hd : index
+            %x3 = arith.addi %x2, %d : index
+            memref.store %val, %out[%x3] : memref<?xf32>
+          } else {
+            %y0 = arith.addi %sT, %t : index
+            %y1 = arith.muli %y0, %nh : index
+            %y2 = arith.addi %y1, %h : index
+            %y3 = arith.muli %y2, %hd : index
+            %y4 = arith.addi %y3, %d : index
+            memref.store %val, %o_part[%y4] : memref<?xf32>
+          }
+        }
+      }
+      %not_single = arith.cmpi ne, %n_split, %c1 : index
+      %write_lse = arith.andi %not_single, %is_stat : i1
+      scf.if %write_lse {
+        %i = arith.addi %row0, %tid : index
+        %live = arith.cmpi ult, %i, %rows : index
+        scf.if %live {
+          %t = arith.divui %i, %G : index
+          %g = arith.remui %i, %G : index
+          %h = arith.addi %h0, %g : index
+          %li = arith.addi %tid, %c8 : index
+          %m = memref.load %stat[%tid] : memref<24xf32, #gpu.address_space<workgroup>>
+          %l = memref.load %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
+          %lpos = arith.cmpf ogt, %l, %zero : f32
+          %ll = math.log %l : f32
+          %lse0 = arith.addf %m, %ll : f32
+          %lse = arith.select %lpos, %lse0, %ninf : f32
+          %y0 = arith.addi %sT, %t : index
+          %y1 = arith.muli %y0, %nh : index
+          %y2 = arith.addi %y1, %h : index
+          memref.store %lse, %lse_part[%y2] : memref<?xf32>
+        }
+      }
+      gpu.return
+    }
+
+    // ------------------------------------------------------ split-K reduction
+    gpu.func @attention_split_reduce(%o_part: memref<?xf32>, %lse_part: memref<?xf32>,
+                                     %out: memref<?xf32>, %n_split: i32, %head_dim: i32) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
+                    swz.grid = "T, n_head, 1"} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %t = gpu.block_id x
+      %h = gpu.block_id y
+      %Ti = gpu.grid_dim x
+      %nh = gpu.grid_dim y
+      %tid = gpu.thread_id x
+      %hd = arith.index_cast %head_dim : i32 to index
+      %ns = arith.index_cast %n_split : i32 to index
+      // lse_part[s, t, h] at (s * T + t) * n_head + h; stride between splits T * n_head.
+      %x0 = arith.muli %t, %nh : index
+      %base = arith.addi %x0, %h : index
+      %sstride = arith.muli %Ti, %nh : index
+      %mx = scf.for %s = %c0 to %ns step %c1 iter_args(%m = %ninf) -> (f32) {
+        %a0 = arith.muli %s, %sstride : index
+        %a1 = arith.addi %a0, %base : index
+        %x = memref.load %lse_part[%a1] : memref<?xf32>
+        %m2 = arith.maximumf %m, %x : f32
+        scf.yield %m2 : f32
+      }
+      %den = scf.for %s = %c0 to %ns step %c1 iter_args(%acc = %zero) -> (f32) {
+        %a0 = arith.muli %s, %sstride : index
+        %a1 = arith.addi %a0, %base : index
+        %x = memref.load %lse_part[%a1] : memref<?xf32>
+        %dx = arith.subf %x, %mx : f32
+        %w = math.exp %dx : f32
+        %acc2 = arith.addf %acc, %w : f32
+        scf.yield %acc2 : f32
+      }
+      scf.for %d = %tid to %hd step %c64 {
+        %num = scf.for %s = %c0 to %ns step %c1 iter_args(%acc = %zero) -> (f32) {
+          %a0 = arith.muli %s, %sstride : index
+          %a1 = arith.addi %a0, %base : index
+          %x = memref.load %lse_part[%a1] : memref<?xf32>
+          %dx = arith.subf %x, %mx : f32
+          %w = math.exp %dx : f32
+          %o0 = arith.muli %a1, %hd : index
+          %o1 = arith.addi %o0, %d : index
+          %o = memref.load %o_part[%o1] : memref<?xf32>
+          %acc2 = math.fma %w, %o, %acc : f32
+          scf.yield %acc2 : f32
+        }
+        %y = arith.divf %num, %den : f32
+        %b0 = arith.muli %base, %hd : index
+        %b1 = arith.addi %b0, %d : index
+        memref.store %y, %out[%b1] : memref<?xf32>
+      }
+      gpu.return
+    }
+  }
+}
