@@ -31,6 +31,28 @@ struct GpuImpl {
 const std::map<std::string, GpuImpl> &gpuImpls() {
   static const std::map<std::string, GpuImpl> impls = {
       {"add.f32", {"add_f32", "add_f32", true, true}},
+      // Prefill (T > 1 rows) as llama.cpp's cuBLAS path: convert.f32_f16 for the
+      // activations, dequant.<type> for the weight (f16 weights need none), then
+      // matmul_prefill.<type>: the tensor-core GEMM on PTX, the portable tiled GEMM
+      // (f32 activations, no convert) on SPIR-V.
+      {"convert.f32_f16", {"dequant_f16", "convert_f32_f16", true, true}},
+      {"dequant.q4_0", {"dequant_f16", "dequant_q4_0_f16", true, true}},
+      {"dequant.q4_1", {"dequant_f16", "dequant_q4_1_f16", true, true}},
+      {"dequant.q8_0", {"dequant_f16", "dequant_q8_0_f16", true, true}},
+      {"dequant.q4_k", {"dequant_f16", "dequant_q4_k_f16", true, true}},
+      {"dequant.q6_k", {"dequant_f16", "dequant_q6_k_f16", true, true}},
+      {"matmul_prefill.f16", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill.q4_0", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill.q4_1", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill.q8_0", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill.q4_k", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill.q6_k", {"gemm_f16", "gemm_f16", true, false}},
+      {"matmul_prefill_portable.f16", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
+      {"matmul_prefill_portable.q4_0", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
+      {"matmul_prefill_portable.q4_1", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
+      {"matmul_prefill_portable.q8_0", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
+      {"matmul_prefill_portable.q4_k", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
+      {"matmul_prefill_portable.q6_k", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
       {"rms_norm.f32", {"rms_norm_f32", "rms_norm_f32", true, false}},
       {"rope.f32", {"rope_f32", "rope_f32", true, true}},
       {"swiglu.f32", {"swiglu_f32", "swiglu_f32", true, true}},

@@ -86,7 +86,11 @@ TEST(GpuKernels, MissingKernelsAreListed) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops matmul.q4_1 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rms_norm.f32, rope.f32, "
+                           "(GPU kernels for this target so far: "
+                           "add.f32, convert.f32_f16, dequant.q4_0, dequant.q4_1, "
+                           "dequant.q4_k, dequant.q6_k, dequant.q8_0, matmul_prefill.f16, "
+                           "matmul_prefill.q4_0, matmul_prefill.q4_1, matmul_prefill.q4_k, "
+                           "matmul_prefill.q6_k, matmul_prefill.q8_0, rms_norm.f32, rope.f32, "
                            "swiglu.f32); "
                            "use --target cpu");
   }
@@ -102,7 +106,13 @@ TEST(GpuKernels, SpirvHasNoRmsNormYet) {
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
     EXPECT_STREQ(e.what(), "target spirv: no GPU kernel yet for graph ops rms_norm.f32 (x2) "
-                           "(GPU kernels for this target so far: add.f32, rope.f32, swiglu.f32); "
+                           "(GPU kernels for this target so far: "
+                           "add.f32, convert.f32_f16, dequant.q4_0, dequant.q4_1, "
+                           "dequant.q4_k, dequant.q6_k, dequant.q8_0, "
+                           "matmul_prefill_portable.f16, matmul_prefill_portable.q4_0, "
+                           "matmul_prefill_portable.q4_1, matmul_prefill_portable.q4_k, "
+                           "matmul_prefill_portable.q6_k, matmul_prefill_portable.q8_0, "
+                           "rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
 }
