@@ -110,6 +110,7 @@ inline void compare(Verdict &v, double got, double ref, double tol) {
 /// Case groups, one per file (cases_*.cpp). `format` is "ptx" or "spv": a group
 /// leaves out kernels that do not exist for that format (e.g. mma.sync GEMM on SPIR-V).
 std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope
+std::vector<Case> gemmCases(const std::string &format);         // prefill GEMM (cases_gemm.cpp)
 std::vector<Case> allCases(const std::string &format);
 
 } // namespace swz::check
