@@ -3,6 +3,8 @@
 //   * swz_dequant_f16 (codegen/kernels/dequant_f16.mlir): dequant_<type>_f16 for
 //     Q4_0, Q4_1, Q8_0, Q4_K, Q6_K and convert_f32_f16 (PTX and SPIR-V);
 //   * swz_gemm_f16 (gemm_f16.mlir): tensor-core GEMM, PTX only;
+//   * swz_gemm_q8_0_f16 (gemm_q8_0_f16.mlir): the same with Q8_0 weights dequantized
+//     into shared memory, PTX only;
 //   * swz_gemm_f32_f16w (gemm_f32_f16w.mlir): the portable tiled GEMM, SPIR-V only.
 // References are float64: weights decoded per the GGUF block spec (ggml-common.h,
 // ggml-quants.c dequantize_row_*), written here independently of runtime/ggml, and
@@ -339,6 +341,62 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   return c;
 }
 
+/// gemm_q8_0_f16 (PTX): x f16, W the Q8_0 bytes, dequantized in the kernel to f16
+/// (f16(d * q), as dequant_q8_0_f16), y f32. Same bound as gemm_f16: the reference
+/// multiplies the f16-rounded weights the kernel's tensor cores see.
+Case gemmQ8_0Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<uint16_t> xb;
+  std::vector<double> xv, bias;
+  randomF16Matrix(rng, T * K, xb, xv);
+  const QuantType &q8 = quantTypes()[2];
+  const int64_t blocks = N * K / 32;
+  std::vector<uint8_t> w(size_t(blocks * 34));
+  std::vector<double> wv(size_t(N * K));
+  for (int64_t b = 0; b < blocks; ++b) {
+    q8.fill(rng, w.data() + b * 34);
+    q8.decode(w.data() + b * 34, wv.data() + b * 32);
+  }
+  for (double &v : wv)
+    v = f16Value(f16Bits(v));  // d * q is exact in f32; the kernel rounds it to f16
+  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
+  if (withBias)
+    for (auto &b : biasF) {
+      b = float(rng.next());
+      bias.push_back(b);
+    }
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+
+  Case c;
+  c.module = "swz_gemm_q8_0_f16";
+  c.entry = "gemm_q8_0_f16";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (withBias ? " +bias" : "");
+  c.buffers.push_back(makeBuffer(xb, {T, K}));
+  c.buffers.push_back(makeBuffer(w, {int64_t(w.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
+  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::i(withBias ? 1 : 0), Arg::i(int32_t(N))};
+  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = 2.0 * double(T * K) + double(w.size()) + 4.0 * double(T * N) +
+                 (withBias ? 4.0 * N : 0);
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef r = gemmRef(*in, T, N, K);
+    Verdict v;
+    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
+             "exact f16 products; ref = float64 product of x and the f16-rounded Q8_0 "
+             "weights)";
+    auto y = asVector<float>(out[2]);
+    for (size_t i = 0; i < y.size(); ++i)
+      compare(v, y[i], r.y[i], double(K + 1) * std::ldexp(r.absSum[i], -23) + 1e-30);
+    return v;
+  };
+  return c;
+}
+
 /// gemm_f32_f16w (SPIR-V): x f32, W f16, y f32.
 Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
   Rng rng{seed};
@@ -417,6 +475,12 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
+    // Q8_0 dequantized into shared memory (no f16 scratch).
+    cases.push_back(gemmQ8_0Case(1, 576, 576, false, 21));
+    cases.push_back(gemmQ8_0Case(17, 577, 1536, true, 22));
+    cases.push_back(gemmQ8_0Case(100, 1536, 576, false, 23));
+    cases.push_back(gemmQ8_0Case(512, 576, 4864, false, 24));
+    cases.push_back(gemmQ8_0Case(33, 100, 544, true, 25));
   } else {
     // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
     cases.push_back(gemmPortableCase(1, 576, 576, false, 11));

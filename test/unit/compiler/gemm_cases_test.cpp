@@ -69,9 +69,9 @@ Outputs gemmOnCpu(const Case &c) {
   Outputs out = initial(c);
   const bool portable = c.entry == "gemm_f32_f16w";
   const int64_t T = portable ? c.args[4].i32 : c.buffers[0].sizes[0];
-  const int64_t N = portable ? c.args[5].i32 : c.buffers[1].sizes[0];
+  const int64_t N = portable ? c.args[5].i32 : c.buffers[2].sizes[1];
   const int64_t K = portable ? c.args[6].i32 : c.buffers[0].sizes[1];
-  const bool bias = c.args.back().i32 != 0;
+  const bool bias = c.args[portable ? 7 : 4].i32 != 0;
   auto x = [&](int64_t i) {
     if (portable) {
       float v;
@@ -82,7 +82,18 @@ Outputs gemmOnCpu(const Case &c) {
     std::memcpy(&h, c.buffers[0].bytes.data() + 2 * i, 2);
     return fromF16(h);
   };
+  // gemm_q8_0_f16 reads Q8_0 bytes: ggml's dequantization, rounded to f16 as the
+  // kernel does before its tensor-core product.
+  std::vector<float> wq;
+  if (c.entry == "gemm_q8_0_f16") {
+    wq.resize(size_t(N * K));
+    swz::ggml::dequantize_row(swz::ggml::Type::Q8_0, c.buffers[1].bytes.data(), wq.data(), N * K);
+    for (float &v : wq)
+      v = fromF16(toF16(v));
+  }
   auto w = [&](int64_t i) {
+    if (!wq.empty())
+      return wq[size_t(i)];
     uint16_t h;
     std::memcpy(&h, c.buffers[1].bytes.data() + 2 * i, 2);
     return fromF16(h);
@@ -112,6 +123,7 @@ TEST(GemmCases, CoverEveryKernelAndShape) {
   }
   EXPECT_GE(ptx["convert_f32_f16"], 1);
   EXPECT_GE(ptx["gemm_f16"], 6);
+  EXPECT_GE(ptx["gemm_q8_0_f16"], 4);
   EXPECT_EQ(ptx.count("gemm_f32_f16w"), 0u);  // PTX has the tensor-core kernel
   EXPECT_GE(spv["gemm_f32_f16w"], 5);
   EXPECT_EQ(spv.count("gemm_f16"), 0u);  // mma.sync does not exist on SPIR-V
@@ -147,7 +159,7 @@ TEST(GemmCases, DequantChecksAcceptGgmlAndRejectErrors) {
 TEST(GemmCases, GemmChecksAcceptF32AccumulationAndRejectErrors) {
   for (const char *format : {"ptx", "spv"})
     for (const Case &c : swz::check::gemmCases(format)) {
-      if (c.entry != "gemm_f16" && c.entry != "gemm_f32_f16w")
+      if (c.entry != "gemm_f16" && c.entry != "gemm_f32_f16w" && c.entry != "gemm_q8_0_f16")
         continue;
       if (c.flops > 2.0 * 128 * 1536 * 1536)  // keep the CPU work of this test small
         continue;
