@@ -209,9 +209,12 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   MLIRContext ctx(registry);
   ctx.allowUnregisteredDialects(false);
   std::string diagnostics;
+  std::vector<std::string> remarks;  // swz-check-bank-conflicts' per-tile reports
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Remark)
+    if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+      remarks.push_back(diag.str());
       return success();
+    }
     llvm::raw_string_ostream os(diagnostics);
     os << diag.getLocation() << ": " << diag << "\n";
     for (Diagnostic &note : diag.getNotes())
@@ -252,6 +255,33 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   });
   if (kernels.empty())
     throw std::runtime_error("kernel source has no gpu.func ... kernel");
+
+  // Shared-memory tiles: the analysis reports each one and fails the compilation
+  // where a tile claims swz.conflict_free but is not. Reports are "memref.global
+  // @<name>: ..."; a tile belongs to the gpu.module that declares it.
+  {
+    llvm::StringMap<std::string> tileModule;
+    module->walk([&](memref::GlobalOp g) {
+      if (auto gm = g->getParentOfType<gpu::GPUModuleOp>())
+        tileModule[g.getSymName()] = gm.getName().str();
+    });
+    PassManager check(&ctx);
+    check.addPass(swz::createSwzCheckBankConflicts());
+    remarks.clear();
+    if (failed(check.run(*module)))
+      throw std::runtime_error("shared-memory bank-conflict check failed:\n" + diagnostics);
+    for (const std::string &r : remarks) {
+      StringRef rest(r);
+      if (!rest.consume_front("memref.global @"))
+        continue;
+      auto it = tileModule.find(rest.take_until([](char c) { return c == ':'; }));
+      if (it == tileModule.end())
+        continue;
+      for (CompiledKernel &k : kernels)
+        if (k.module == it->second)
+          k.sharedMemory.push_back(r);
+    }
+  }
 
   PassManager pm(&ctx);
   pm.addPass(swz::createSwzMaterializeSwizzle());

@@ -35,9 +35,17 @@ struct CompiledKernel {
   /// aligned pointer, offset, sizes, strides); SPIR-V binds memref i and
   /// scalar j as storage buffers (set 0, binding = argument index).
   std::vector<std::string> arguments;
+  /// The static bank-conflict analysis (swz-check-bank-conflicts) of the module's
+  /// shared-memory tiles read by ldmatrix or written by cp.async, one line per tile,
+  /// e.g. "memref.global @gemm_x: tile 192x64 of 2-byte elements (128-byte rows,
+  /// Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way"; empty without such tiles.
+  std::vector<std::string> sharedMemory;
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:
+///  * both: swz-check-bank-conflicts first, which fails the compilation if a
+///    shared-memory tile marked `swz.conflict_free` is bank-conflicted (its report
+///    goes to CompiledKernel::sharedMemory);
 ///  * "sm_XY": swz-materialize-swizzle, then MLIR's gpu-lower-to-nvvm pipeline
 ///    (nvgpu -> nvvm -> LLVM NVPTX), PTX text. `cudaRoot` (e.g. /usr/local/cuda)
 ///    is where libdevice is found for math.* functions; empty = $CUDA_ROOT.

@@ -69,4 +69,47 @@ TEST(GpuCompiler, Errors) {
   EXPECT_THROW(compileGpuKernels("module {}", "sm_90"), std::runtime_error);
 }
 
+// The prefill GEMM's launch record, and the bank-conflict analysis compileGpuKernels
+// runs: its two Swizzle<3,3,3> tiles are conflict-free; without the layout the
+// conflict_free claim fails the compilation.
+TEST(GpuCompiler, PrefillGemmSharedMemoryIsCheckedConflictFree) {
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].module, "swz_gemm_f16");
+  EXPECT_EQ(ks[0].entry, "gemm_f16");
+  EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(ks[0].grid, "ceil(N/64), ceil(T/64), 1");
+  ASSERT_EQ(ks[0].sharedMemory.size(), 2u);
+  for (const std::string &r : ks[0].sharedMemory)
+    EXPECT_NE(r.find("Swizzle<3,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way"), std::string::npos)
+        << r;
+  EXPECT_NE(ks[0].sharedMemory[0].find("@gemm_x"), std::string::npos);
+
+  std::string naive = kernelSource("gemm_f16.mlir");
+  const std::string layout = ", swz.smem_layout = #swz.swizzle<3, 3, 3>";
+  for (size_t at; (at = naive.find(layout)) != std::string::npos;)
+    naive.erase(at, layout.size());
+  try {
+    compileGpuKernels(naive, "sm_90");
+    FAIL() << "expected the conflict_free claim to fail";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
+                                         "(192x64 of 2-byte elements (128-byte rows, "
+                                         "row-major)) is 8-way bank-conflicted"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Kernels without ldmatrix / cp.async tiles report nothing.
+TEST(GpuCompiler, DequantHasNoSharedTiles) {
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("dequant_f16.mlir"), "spirv");
+  ASSERT_EQ(ks.size(), 6u);
+  for (const CompiledKernel &k : ks) {
+    EXPECT_EQ(k.module, "swz_dequant_f16");
+    EXPECT_TRUE(k.sharedMemory.empty()) << k.entry;
+    EXPECT_EQ(k.block, (std::array<int64_t, 3>{256, 1, 1}));
+  }
+}
+
 } // namespace
