@@ -3,8 +3,8 @@
 //   * swz_dequant_f16 (codegen/kernels/dequant_f16.mlir): dequant_<type>_f16 for
 //     Q4_0, Q4_1, Q8_0, Q4_K, Q6_K and convert_f32_f16 (PTX and SPIR-V);
 //   * swz_gemm_f16 (gemm_f16.mlir): tensor-core GEMM, PTX only;
-//   * swz_gemm_q8_0_f16 (gemm_q8_0_f16.mlir): the same with Q8_0 weights dequantized
-//     into shared memory, PTX only;
+//   * swz_gemm_q8_0_f16, swz_gemm_q4_1_f16 (gemm_q8_0_f16.mlir, gemm_q4_1_f16.mlir):
+//     the same with Q8_0 / Q4_1 weights dequantized into shared memory, PTX only;
 //   * swz_gemm_f32_f16w (gemm_f32_f16w.mlir): the portable tiled GEMM, SPIR-V only.
 // References are float64: weights decoded per the GGUF block spec (ggml-common.h,
 // ggml-quants.c dequantize_row_*), written here independently of runtime/ggml, and
@@ -341,24 +341,39 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   return c;
 }
 
-/// gemm_q8_0_f16 (PTX): x f16, W the Q8_0 bytes, dequantized in the kernel to f16
-/// (f16(d * q), as dequant_q8_0_f16), y f32. Same bound as gemm_f16: the reference
-/// multiplies the f16-rounded weights the kernel's tensor cores see.
-Case gemmQ8_0Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+/// gemm_q8_0_f16 / gemm_q4_1_f16 (PTX): x f16, W the quantized bytes, dequantized in
+/// the kernel to f16 (as dequant_<type>_f16), y f32. Same bound as gemm_f16: the
+/// reference multiplies the f16-rounded weights the kernel's tensor cores see.
+Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool withBias,
+                   uint64_t seed) {
   Rng rng{seed};
   std::vector<uint16_t> xb;
   std::vector<double> xv, bias;
   randomF16Matrix(rng, T * K, xb, xv);
-  const QuantType &q8 = quantTypes()[2];
+  const int bb = qt.blockBytes;
   const int64_t blocks = N * K / 32;
-  std::vector<uint8_t> w(size_t(blocks * 34));
+  std::vector<uint8_t> w(size_t(blocks * bb));
   std::vector<double> wv(size_t(N * K));
   for (int64_t b = 0; b < blocks; ++b) {
-    q8.fill(rng, w.data() + b * 34);
-    q8.decode(w.data() + b * 34, wv.data() + b * 32);
+    qt.fill(rng, w.data() + b * bb);
+    qt.decode(w.data() + b * bb, wv.data() + b * 32);
   }
-  for (double &v : wv)
-    v = f16Value(f16Bits(v));  // d * q is exact in f32; the kernel rounds it to f16
+  // The weights the kernel's tensor cores see: Q8_0's d * q is exact in f32 and
+  // rounded once to f16; Q4_1's d * q is exact in f32, + m rounds once in f32 (with
+  // or without FMA contraction), then to f16. Recomputed here the same way.
+  if (std::string(qt.name) == "q4_1")
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t *blk = w.data() + b * bb;
+      float d = float(f16Value(getF16(w, size_t(b * bb)))), m = float(f16Value(getF16(w, size_t(b * bb + 2))));
+      for (int j = 0; j < 32; ++j) {
+        int q = (blk[4 + j % 16] >> (4 * (j / 16))) & 15;
+        float dq = d * float(q);  // exact: 11 x 4 significant bits
+        wv[size_t(b * 32 + j)] = f16Value(f16Bits(double(dq + m)));
+      }
+    }
+  else
+    for (double &v : wv)
+      v = f16Value(f16Bits(v));
   std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
   if (withBias)
     for (auto &b : biasF) {
@@ -368,8 +383,8 @@ Case gemmQ8_0Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed)
   auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
 
   Case c;
-  c.module = "swz_gemm_q8_0_f16";
-  c.entry = "gemm_q8_0_f16";
+  c.module = std::string("swz_gemm_") + qt.name + "_f16";
+  c.entry = std::string("gemm_") + qt.name + "_f16";
   c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
             (withBias ? " +bias" : "");
   c.buffers.push_back(makeBuffer(xb, {T, K}));
@@ -387,8 +402,8 @@ Case gemmQ8_0Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed)
     const GemmRef r = gemmRef(*in, T, N, K);
     Verdict v;
     v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
-             "exact f16 products; ref = float64 product of x and the f16-rounded Q8_0 "
-             "weights)";
+             "exact f16 products; ref = float64 product of x and the f16-rounded "
+             "dequantized weights)";
     auto y = asVector<float>(out[2]);
     for (size_t i = 0; i < y.size(); ++i)
       compare(v, y[i], r.y[i], double(K + 1) * std::ldexp(r.absSum[i], -23) + 1e-30);
@@ -475,12 +490,16 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
-    // Q8_0 dequantized into shared memory (no f16 scratch).
-    cases.push_back(gemmQ8_0Case(1, 576, 576, false, 21));
-    cases.push_back(gemmQ8_0Case(17, 577, 1536, true, 22));
-    cases.push_back(gemmQ8_0Case(100, 1536, 576, false, 23));
-    cases.push_back(gemmQ8_0Case(512, 576, 4864, false, 24));
-    cases.push_back(gemmQ8_0Case(33, 100, 544, true, 25));
+    // Q8_0 and Q4_1 dequantized into shared memory (no f16 scratch).
+    for (int t : {2, 1}) {
+      const QuantType &qt = quantTypes()[size_t(t)];
+      const uint64_t s = 21 + 10 * uint64_t(t);
+      cases.push_back(gemmFusedCase(qt, 1, 576, 576, false, s));
+      cases.push_back(gemmFusedCase(qt, 17, 577, 1536, true, s + 1));
+      cases.push_back(gemmFusedCase(qt, 100, 1536, 576, false, s + 2));
+      cases.push_back(gemmFusedCase(qt, 512, 576, 4864, false, s + 3));
+      cases.push_back(gemmFusedCase(qt, 33, 100, 544, true, s + 4));
+    }
   } else {
     // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
     cases.push_back(gemmPortableCase(1, 576, 576, false, 11));

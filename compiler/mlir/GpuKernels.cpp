@@ -47,7 +47,8 @@ const std::map<std::string, GpuImpl> &gpuImpls() {
       {"matmul_prefill.q8_0", {"gemm_f16", "gemm_f16", true, false}},
       {"matmul_prefill.q4_k", {"gemm_f16", "gemm_f16", true, false}},
       {"matmul_prefill.q6_k", {"gemm_f16", "gemm_f16", true, false}},
-      // Q8_0 without the f16 scratch: dequantized into the GEMM's shared tiles.
+      // Q4_1 / Q8_0 without the f16 scratch: dequantized into the GEMM's shared tiles.
+      {"matmul_prefill_fused.q4_1", {"gemm_q4_1_f16", "gemm_q4_1_f16", true, false}},
       {"matmul_prefill_fused.q8_0", {"gemm_q8_0_f16", "gemm_q8_0_f16", true, false}},
       {"matmul_prefill_portable.f16", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},
       {"matmul_prefill_portable.q4_0", {"gemm_f32_f16w", "gemm_f32_f16w", false, true}},

@@ -91,7 +91,8 @@ TEST(GpuKernels, MissingKernelsAreListed) {
                            "dequant.q4_k, dequant.q6_k, dequant.q8_0, matmul_prefill.f16, "
                            "matmul_prefill.q4_0, matmul_prefill.q4_1, matmul_prefill.q4_k, "
                            "matmul_prefill.q6_k, matmul_prefill.q8_0, "
-                           "matmul_prefill_fused.q8_0, rms_norm.f32, rope.f32, swiglu.f32); "
+                           "matmul_prefill_fused.q4_1, matmul_prefill_fused.q8_0, "
+                           "rms_norm.f32, rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
   EXPECT_TRUE(files.empty());
