@@ -288,6 +288,8 @@ def main():
     p.add_argument('--bias', action='store_true')
     o = p.parse_args()
     T, N, K = o.T, o.N, o.K
+    if o.kernel != 'gemm_f16' and K % 32:
+        p.error('quantized weights need K %% 32 == 0, got K = %d' % K)
     func = load(o.mlir)
     rng = np.random.default_rng(T * 1000003 + N * 1009 + K)
     x = rng.uniform(-1, 1, (T, K)).astype(np.float16)

@@ -111,8 +111,6 @@ module attributes {gpu.container_module} {
         %p0_wr = arith.addi %col0, %p0_r : index
         %p0_win = arith.cmpi ult, %p0_wr, %N : index
         %p0_wok = arith.andi %p0_win, %p0_kin : i1
-        %p0_wn = arith.select %p0_wok, %c8, %c0 : index
-        %p0_wrc = arith.minui %p0_wr, %Nm1 : index
         %p0_wv = scf.if %p0_wok -> (vector<8xf16>) {
           %p0_blk = arith.divui %p0_gc, %c32 : index
           %p0_j0 = arith.remui %p0_gc, %c32 : index
@@ -206,8 +204,6 @@ module attributes {gpu.container_module} {
           %p1_wr = arith.addi %col0, %p1_r : index
           %p1_win = arith.cmpi ult, %p1_wr, %N : index
           %p1_wok = arith.andi %p1_win, %p1_kin : i1
-          %p1_wn = arith.select %p1_wok, %c8, %c0 : index
-          %p1_wrc = arith.minui %p1_wr, %Nm1 : index
           %p1_wv = scf.if %p1_wok -> (vector<8xf16>) {
             %p1_blk = arith.divui %p1_gc, %c32 : index
             %p1_j0 = arith.remui %p1_gc, %c32 : index
@@ -313,8 +309,6 @@ module attributes {gpu.container_module} {
             %m_wr = arith.addi %col0, %m_r : index
             %m_win = arith.cmpi ult, %m_wr, %N : index
             %m_wok = arith.andi %m_win, %m_kin : i1
-            %m_wn = arith.select %m_wok, %c8, %c0 : index
-            %m_wrc = arith.minui %m_wr, %Nm1 : index
             %m_wv = scf.if %m_wok -> (vector<8xf16>) {
               %m_blk = arith.divui %m_gc, %c32 : index
               %m_j0 = arith.remui %m_gc, %c32 : index
