@@ -58,6 +58,9 @@ struct CompiledKernel {
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:
+///  * both: swz-check-bank-conflicts first, which fails the compilation if a
+///    shared-memory tile marked `swz.conflict_free` is bank-conflicted (its report
+///    goes to CompiledKernel::smemTiles);
 ///  * "sm_XY": swz-materialize-swizzle, then MLIR's gpu-lower-to-nvvm pipeline
 ///    (nvgpu -> nvvm -> LLVM NVPTX), PTX text. `cudaRoot` (e.g. /usr/local/cuda)
 ///    is where libdevice is found for math.* functions; empty = $CUDA_ROOT.

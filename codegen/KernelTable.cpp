@@ -35,15 +35,45 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     t["attention.f16kv.hd128"] = attention(
         {{"attention_f16kv_mma", "flash_attention_f16kv_mma_hd128", "prefill", true, false},
          {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}});
-    // Weight formats with a dequantizing GEMV + embedding lookup (gemv_<type>.mlir).
-    // matmul_<type> takes `flags` (1: add bias[n], 2: add res[t, n]), so one kernel
-    // serves the plain, bias and fused-residual forms.
+    // Matmuls. Decode (a few rows): the dequantizing GEMV matmul_<type> (gemv_<type>.mlir),
+    // whose `flags` add bias[n] (1) and/or res[t, n] (2), so one kernel serves the plain,
+    // bias and fused-residual forms. Prefill, as llama.cpp's cuBLAS path: the activations
+    // rounded to f16 (convert_f32_f16), the weight dequantized to an f16 scratch
+    // (dequant_<type>_f16) or straight into the GEMM's swizzled shared tiles (the fused
+    // Q4_1 / Q8_0 GEMMs), then the tensor-core GEMM (PTX; optional bias); on SPIR-V the
+    // portable tiled GEMM on f32 activations. The prefill GEMMs have no residual input,
+    // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
+    // Q5_0 has no dequant kernel yet: its GEMV runs for every batch.
+    const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
+    const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
     for (const char *type : {"f16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
-      const std::string source = std::string("gemv_") + type;
-      t["get_rows." + std::string(type)] = {{source, std::string("get_rows_") + type, "all"}};
-      for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"})
-        t["matmul." + std::string(type) + epilogue] = {
-            {source, std::string("matmul_") + type, "all"}};
+      const std::string ty = type, source = "gemv_" + ty;
+      t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
+      const bool hasDequant = ty != "f16" && ty != "q5_0";
+      const bool fused = ty == "q4_1" || ty == "q8_0";
+      for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"}) {
+        const bool residual = std::string(epilogue).find("residual") != std::string::npos;
+        std::vector<KernelRef> v;
+        if (ty == "q5_0") {
+          v.push_back({source, "matmul_" + ty, "all"});
+        } else {
+          v.push_back({source, "matmul_" + ty, "decode"});
+          v.push_back(convert);
+          if (fused) {
+            v.push_back({"gemm_" + ty + "_f16", "gemm_" + ty + "_f16", "prefill", true, false});
+          } else {
+            if (hasDequant)
+              v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", true, false});
+            v.push_back({"gemm_f16", "gemm_f16", "prefill", true, false});
+          }
+          if (ty != "f16")
+            v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", false, true});
+          v.push_back({"gemm_f32_f16w", "gemm_f32_f16w", "prefill", false, true});
+          if (residual)
+            v.push_back(residualAdd);
+        }
+        t["matmul." + ty + epilogue] = v;
+      }
     }
     return t;
   }();

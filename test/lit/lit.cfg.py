@@ -1,5 +1,6 @@
 # lit configuration for swizzle-opt tests. See test/lit/CMakeLists.txt.
 import os
+import sys
 import lit.formats
 import lit.util
 
@@ -18,6 +19,8 @@ config.substitutions.append(("%swz_src_root", config.swz_src_root))
 config.substitutions.append(("%swizzlec", config.swizzlec))
 config.substitutions.append(("%schedules", os.path.join(config.swz_src_root, "compiler", "schedules")))
 config.substitutions.append(("%kernels", os.path.join(config.swz_src_root, "codegen", "kernels")))
+# The Python running lit (the project venv: numpy for codegen/check/simt.py).
+config.substitutions.append(("%python", sys.executable))
 
 # Optional external validators: tests needing them say `REQUIRES: ptxas` / `spirv-val`
 # and are reported UNSUPPORTED (not passed) where the tool is missing.

@@ -100,4 +100,75 @@ TEST(GpuCompiler, Errors) {
   EXPECT_THROW(compileGpuKernels("module {}", "sm_90"), std::runtime_error);
 }
 
+// The prefill GEMM's launch record, and the bank-conflict analysis compileGpuKernels
+// runs: its two Swizzle<3,3,3> tiles are conflict-free; without the layout the
+// conflict_free claim fails the compilation.
+TEST(GpuCompiler, PrefillGemmSharedMemoryIsCheckedConflictFree) {
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].module, "swz_gemm_f16");
+  EXPECT_EQ(ks[0].entry, "gemm_f16");
+  EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(ks[0].grid, "ceil(N/64), ceil(T/64), 1");
+  ASSERT_EQ(ks[0].smemTiles.size(), 2u);
+  for (const auto &t : ks[0].smemTiles) {
+    EXPECT_NE(t.layout.find("Swizzle<3,3,3>"), std::string::npos) << t.layout;
+    EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
+    EXPECT_EQ(t.cpAsyncDegree, 1u) << t.name;
+  }
+  EXPECT_EQ(ks[0].smemTiles[0].name, "gemm_x");
+
+  std::string naive = kernelSource("gemm_f16.mlir");
+  const std::string layout = ", swz.smem_layout = #swz.swizzle<3, 3, 3>";
+  for (size_t at; (at = naive.find(layout)) != std::string::npos;)
+    naive.erase(at, layout.size());
+  try {
+    compileGpuKernels(naive, "sm_90");
+    FAIL() << "expected the conflict_free claim to fail";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
+                                         "(192x64 of 2-byte elements (128-byte rows, "
+                                         "row-major)) is 8-way bank-conflicted"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Kernels without ldmatrix / cp.async tiles report nothing.
+TEST(GpuCompiler, DequantHasNoSharedTiles) {
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("dequant_f16.mlir"), "spirv");
+  ASSERT_EQ(ks.size(), 6u);
+  for (const CompiledKernel &k : ks) {
+    EXPECT_EQ(k.module, "swz_dequant_f16");
+    EXPECT_TRUE(k.smemTiles.empty()) << k.entry;
+    EXPECT_EQ(k.block, (std::array<int64_t, 3>{256, 1, 1}));
+  }
+}
+
+// The other prefill kernels compile in-process for their targets with their launch
+// records: the fused Q8_0 GEMM (PTX; both tiles checked conflict-free) and the
+// portable GEMM (SPIR-V: 256 invocations, 8 storage-buffer arguments).
+TEST(GpuCompiler, FusedAndPortablePrefillGemms) {
+  std::vector<CompiledKernel> q8 = compileGpuKernels(kernelSource("gemm_q8_0_f16.mlir"), "sm_80");
+  ASSERT_EQ(q8.size(), 1u);
+  EXPECT_EQ(q8[0].entry, "gemm_q8_0_f16");
+  EXPECT_EQ(q8[0].block, (std::array<int64_t, 3>{128, 1, 1}));
+  ASSERT_EQ(q8[0].arguments.size(), 6u);
+  EXPECT_EQ(q8[0].arguments[1], "memref<?xi8>");
+  EXPECT_EQ(q8[0].smemTiles.size(), 2u);
+  EXPECT_NE(q8[0].binary.find("st.shared.v4.b32"), std::string::npos);
+
+  std::vector<CompiledKernel> spv = compileGpuKernels(kernelSource("gemm_f32_f16w.mlir"), "spirv");
+  ASSERT_EQ(spv.size(), 1u);
+  EXPECT_EQ(spv[0].module, "swz_gemm_f32_f16w");
+  EXPECT_EQ(spv[0].format, "spv");
+  EXPECT_EQ(spv[0].block, (std::array<int64_t, 3>{256, 1, 1}));
+  EXPECT_EQ(spv[0].grid, "ceil(N/64), ceil(T/64), 1");
+  EXPECT_EQ(spv[0].arguments.size(), 8u);
+  ASSERT_GE(spv[0].binary.size(), 4u);
+  uint32_t magic;
+  std::memcpy(&magic, spv[0].binary.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u);  // SPIR-V magic number
+}
+
 } // namespace

@@ -23,8 +23,11 @@ TEST(Schedule, Sm80) {
   ASSERT_TRUE(s.gemm.swizzle.has_value());
   EXPECT_EQ(s.gemm.swizzle->str(), "Swizzle<3,3,3>");
   EXPECT_TRUE(s.gemm.conflictFree);
-  // 3 stages x (128 + 128) rows x 64 halves x 2 bytes = 96 KiB <= 163 KiB on A100.
-  EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 98304);
+  // The prefill kernel's tile (codegen/kernels/gemm_f16.mlir): 3 stages x (64 + 64)
+  // rows x 64 halves x 2 bytes = 48 KiB, the static shared-memory limit.
+  EXPECT_EQ(s.gemm.tileM, 64);
+  EXPECT_EQ(s.gemm.tileN, 64);
+  EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 49152);
   // Attention rows are head_dim long: the shift is derived per tile.
   EXPECT_TRUE(s.attention.swizzleShiftFromRow);
   EXPECT_FALSE(s.gemm.swizzleShiftFromRow);
@@ -34,8 +37,11 @@ TEST(Schedule, Sm80) {
 TEST(Schedule, Sm90) {
   TargetSchedule s = loadSchedule(schedulePath("sm_90"));
   EXPECT_EQ(s.arch, "sm_90");
-  EXPECT_EQ(s.gemm.copy, "tma");
-  EXPECT_EQ(s.gemm.mma.rfind("wgmma", 0), 0u);
+  // No wgmma/TMA GEMM yet: sm_90 runs the sm_80 prefill kernel (mma.sync + cp.async).
+  EXPECT_EQ(s.gemm.copy, "cp.async.cg.16");
+  EXPECT_EQ(s.gemm.mma, "mma.sync.m16n8k16");
+  EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 49152);
+  EXPECT_EQ(s.attention.mma.rfind("wgmma", 0), 0u);
   EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
 }
 

@@ -1,0 +1,515 @@
+// Numeric cases for the prefill GEMM path (llama.cpp's cuBLAS order: dequantize the
+// weight to f16, round the activations to f16, multiply on tensor cores):
+//   * swz_dequant_f16 (codegen/kernels/dequant_f16.mlir): dequant_<type>_f16 for
+//     Q4_0, Q4_1, Q8_0, Q4_K, Q6_K and convert_f32_f16 (PTX and SPIR-V);
+//   * swz_gemm_f16 (gemm_f16.mlir): tensor-core GEMM, PTX only;
+//   * swz_gemm_q8_0_f16, swz_gemm_q4_1_f16 (gemm_q8_0_f16.mlir, gemm_q4_1_f16.mlir):
+//     the same with Q8_0 / Q4_1 weights dequantized into shared memory, PTX only;
+//   * swz_gemm_f32_f16w (gemm_f32_f16w.mlir): the portable tiled GEMM, SPIR-V only.
+// References are float64: weights decoded per the GGUF block spec (ggml-common.h,
+// ggml-quants.c dequantize_row_*), written here independently of runtime/ggml, and
+// products summed in double. Plain C++ (see cases.h).
+//
+// Weight blocks are random bytes (every bit pattern of qs/qh/scales is a valid block)
+// with random f16 scales, so all quant values, sub-block scales and mins occur.
+// Outputs start as f16 / f32 NaN: an element the kernel does not write fails.
+#include "cases.h"
+
+#include <cmath>
+#include <memory>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace swz::check {
+namespace {
+
+constexpr uint16_t kF16NaN = 0x7E00;
+
+uint16_t f16Bits(double v) {
+  _Float16 h = _Float16(float(v));  // float -> half rounds to nearest even
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+double f16Value(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return double(float(h));
+}
+
+/// A random f16 with magnitude in [lo, hi) and random sign when `signedValue`.
+uint16_t randomF16(Rng &rng, double lo, double hi, bool signedValue) {
+  double u = 0.5 * (rng.next() + 1.0);
+  double mag = lo + (hi - lo) * u;
+  double s = signedValue && rng.next() < 0 ? -1.0 : 1.0;
+  return f16Bits(s * mag);
+}
+
+uint8_t randomByte(Rng &rng) { return uint8_t(int((rng.next() + 1.0) * 128.0) & 0xFF); }
+
+uint16_t getF16(const std::vector<uint8_t> &b, size_t at) {
+  return uint16_t(b[at] | (b[at + 1] << 8));
+}
+
+/// One quantized weight type: block geometry, a random-block generator, and the
+/// float64 decoding of one block (GGUF spec).
+struct QuantType {
+  const char *name;   ///< ggml name, lower case ("q4_k")
+  int blockElems;     ///< 32 or 256
+  int blockBytes;
+  void (*fill)(Rng &, uint8_t *block);
+  void (*decode)(const uint8_t *block, double *out);
+};
+
+// Scales: |d| in [2^-10, 2^-5), the range of real GGUF weights' block scales.
+constexpr double kDLo = 1.0 / 1024, kDHi = 1.0 / 32;
+
+void fillQ4_0(Rng &r, uint8_t *b) {
+  uint16_t d = randomF16(r, kDLo, kDHi, true);
+  std::memcpy(b, &d, 2);
+  for (int i = 2; i < 18; ++i) b[i] = randomByte(r);
+}
+void decodeQ4_0(const uint8_t *b, double *y) {  // x = d * (q - 8)
+  double d = f16Value(uint16_t(b[0] | b[1] << 8));
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * ((b[2 + j] & 0xF) - 8);
+    y[j + 16] = d * ((b[2 + j] >> 4) - 8);
+  }
+}
+void fillQ4_1(Rng &r, uint8_t *b) {
+  uint16_t d = randomF16(r, kDLo, kDHi, false), m = randomF16(r, 0.01, 0.25, true);
+  std::memcpy(b, &d, 2);
+  std::memcpy(b + 2, &m, 2);
+  for (int i = 4; i < 20; ++i) b[i] = randomByte(r);
+}
+void decodeQ4_1(const uint8_t *b, double *y) {  // x = d * q + m
+  double d = f16Value(uint16_t(b[0] | b[1] << 8)), m = f16Value(uint16_t(b[2] | b[3] << 8));
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * (b[4 + j] & 0xF) + m;
+    y[j + 16] = d * (b[4 + j] >> 4) + m;
+  }
+}
+void fillQ8_0(Rng &r, uint8_t *b) {
+  uint16_t d = randomF16(r, kDLo / 8, kDHi / 8, true);
+  std::memcpy(b, &d, 2);
+  for (int i = 2; i < 34; ++i) b[i] = randomByte(r);
+}
+void decodeQ8_0(const uint8_t *b, double *y) {  // x = d * q, q int8
+  double d = f16Value(uint16_t(b[0] | b[1] << 8));
+  for (int j = 0; j < 32; ++j) y[j] = d * double(int8_t(b[2 + j]));
+}
+void fillQ4_K(Rng &r, uint8_t *b) {
+  uint16_t d = randomF16(r, kDLo / 16, kDHi / 16, false),
+           dmin = randomF16(r, kDLo / 16, kDHi / 16, false);
+  std::memcpy(b, &d, 2);
+  std::memcpy(b + 2, &dmin, 2);
+  for (int i = 4; i < 144; ++i) b[i] = randomByte(r);
+}
+/// ggml-quants.c get_scale_min_k4.
+void scaleMinK4(int j, const uint8_t *q, int &sc, int &m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+void decodeQ4_K(const uint8_t *b, double *y) {  // x = d*sc_j*q - dmin*m_j
+  double d = f16Value(uint16_t(b[0] | b[1] << 8)), dmin = f16Value(uint16_t(b[2] | b[3] << 8));
+  const uint8_t *scales = b + 4, *qs = b + 16;
+  for (int g = 0; g < 4; ++g) {
+    int sc1, m1, sc2, m2;
+    scaleMinK4(2 * g, scales, sc1, m1);
+    scaleMinK4(2 * g + 1, scales, sc2, m2);
+    for (int l = 0; l < 32; ++l) {
+      y[64 * g + l] = d * sc1 * (qs[32 * g + l] & 0xF) - dmin * m1;
+      y[64 * g + 32 + l] = d * sc2 * (qs[32 * g + l] >> 4) - dmin * m2;
+    }
+  }
+}
+void fillQ6_K(Rng &r, uint8_t *b) {
+  for (int i = 0; i < 208; ++i) b[i] = randomByte(r);  // ql, qh, int8 scales
+  uint16_t d = randomF16(r, kDLo / 64, kDHi / 64, true);
+  std::memcpy(b + 208, &d, 2);
+}
+void decodeQ6_K(const uint8_t *b, double *y) {  // x = d * sc * (q - 32)
+  const uint8_t *ql = b, *qh = b + 128;
+  const int8_t *sc = reinterpret_cast<const int8_t *>(b + 192);
+  double d = f16Value(uint16_t(b[208] | b[209] << 8));
+  for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8, y += 128)
+    for (int l = 0; l < 32; ++l) {
+      int is = l / 16;
+      int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * sc[is] * q1;
+      y[l + 32] = d * sc[is + 2] * q2;
+      y[l + 64] = d * sc[is + 4] * q3;
+      y[l + 96] = d * sc[is + 6] * q4;
+    }
+}
+
+const std::vector<QuantType> &quantTypes() {
+  static const std::vector<QuantType> types = {
+      {"q4_0", 32, 18, fillQ4_0, decodeQ4_0},   {"q4_1", 32, 20, fillQ4_1, decodeQ4_1},
+      {"q8_0", 32, 34, fillQ8_0, decodeQ8_0},   {"q4_k", 256, 144, fillQ4_K, decodeQ4_K},
+      {"q6_k", 256, 210, fillQ6_K, decodeQ6_K},
+  };
+  return types;
+}
+
+std::string shape(const char *what, int64_t a, int64_t b) {
+  return std::string(what) + "=" + std::to_string(a) + "x" + std::to_string(b);
+}
+
+/// The f16 result of an f32 computation of an exact value: round-to-nearest to f16
+/// is within half an f16 ulp (2^-11 |ref|); the f32 intermediate (Q4_1's d*q + m,
+/// Q4_K's d*sc*q - dmin*m, Q6_K's d*sc*q) may round once before, so allow one ulp,
+/// 2^-10 |ref|, plus 2^-24 for f16 subnormals.
+constexpr const char *kF16Note =
+    "|got - ref| <= 2^-10 |ref| + 2^-24 (one f16 ulp: f32 arithmetic, then one "
+    "rounding to f16)";
+
+Verdict checkF16(const std::vector<uint8_t> &bytes, const std::vector<double> &ref) {
+  Verdict v;
+  v.note = kF16Note;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double got = f16Value(getF16(bytes, 2 * i));
+    compare(v, got, ref[i], std::ldexp(std::fabs(ref[i]), -10) + std::ldexp(1.0, -24));
+  }
+  return v;
+}
+
+/// dequant_<type>_f16 over an N x K weight. `grid` (Gx, Gy) with Gx * Gy >= N
+/// exercises the row = blockIdx.x + blockIdx.y * gridDim.x mapping.
+Case dequantCase(const QuantType &q, int64_t N, int64_t K, unsigned gx, unsigned gy,
+                 uint64_t seed) {
+  const int64_t blocks = N * (K / q.blockElems);
+  std::vector<uint8_t> w(size_t(blocks * q.blockBytes));
+  Rng rng{seed};
+  for (int64_t b = 0; b < blocks; ++b)
+    q.fill(rng, w.data() + b * q.blockBytes);
+  auto ref = std::make_shared<std::vector<double>>(size_t(N * K));
+  for (int64_t b = 0; b < blocks; ++b)
+    q.decode(w.data() + b * q.blockBytes, ref->data() + b * q.blockElems);
+
+  Case c;
+  c.module = "swz_dequant_f16";
+  c.entry = std::string("dequant_") + q.name + "_f16";
+  c.label = shape("N x K", N, K) + (gy > 1 ? " grid " + std::to_string(gx) + "x" +
+                                                  std::to_string(gy)
+                                            : "");
+  c.buffers.push_back(makeBuffer(w, {int64_t(w.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<uint16_t>(size_t(N * K), kF16NaN), {N * K}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::i(int32_t(N)), Arg::i(int32_t(K))};
+  c.grid = {gx, gy, 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = double(w.size()) + 2.0 * double(N * K);
+  c.flops = 2.0 * double(N * K);
+  c.check = [ref](const std::vector<std::vector<uint8_t>> &out) {
+    return checkF16(out[1], *ref);
+  };
+  return c;
+}
+
+Case convertCase(int64_t T, int64_t K) {
+  Rng rng{17};
+  std::vector<float> x(size_t(T * K));
+  for (auto &v : x) v = float(rng.next() * 8.0);
+  // The reference is the correctly rounded f16 of each f32: the kernel's single
+  // cvt.rn (OpFConvert) must match it exactly.
+  auto ref = std::make_shared<std::vector<double>>(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    (*ref)[i] = f16Value(f16Bits(x[i]));
+  Case c;
+  c.module = "swz_dequant_f16";
+  c.entry = "convert_f32_f16";
+  c.label = shape("T x K", T, K);
+  c.buffers.push_back(makeBuffer(x, {T * K}));
+  c.buffers.push_back(makeBuffer(std::vector<uint16_t>(x.size(), kF16NaN), {T * K}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::i(int32_t(T)), Arg::i(int32_t(K))};
+  c.grid = {unsigned(T), 1, 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 6.0 * double(T * K);
+  c.check = [ref](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "exact: f16(x) rounded to nearest even";
+    for (size_t i = 0; i < ref->size(); ++i)
+      compare(v, f16Value(getF16(out[1], 2 * i)), (*ref)[i], 0.0);
+    return v;
+  };
+  return c;
+}
+
+/// Float64 y = x·Wᵀ (+ bias) and, per element, sum |x_k w_k| (+ |bias|) for the
+/// rounding-error bound.
+struct GemmRef {
+  std::vector<double> y, absSum;
+};
+
+/// GEMM inputs as doubles (exactly the values the kernel sees); bias empty = none.
+struct GemmInputs {
+  std::vector<double> x, w, bias;
+};
+
+GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K) {
+  const std::vector<double> &x = in.x, &w = in.w;
+  const std::vector<double> *bias = in.bias.empty() ? nullptr : &in.bias;
+  GemmRef r;
+  r.y.resize(size_t(T * N));
+  r.absSum.resize(size_t(T * N));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      const double *xr = &x[size_t(t * K)], *wr = &w[size_t(n * K)];
+      double s = 0, a = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double p = xr[k] * wr[k];
+        s += p;
+        a += std::fabs(p);
+      }
+      if (bias) {
+        s += (*bias)[size_t(n)];
+        a += std::fabs((*bias)[size_t(n)]);
+      }
+      r.y[size_t(t * N + n)] = s;
+      r.absSum[size_t(t * N + n)] = a;
+    }
+  return r;
+}
+
+/// Random f16 matrix (values in [-1, 1)), as bits and as doubles.
+void randomF16Matrix(Rng &rng, int64_t n, std::vector<uint16_t> &bits, std::vector<double> &vals) {
+  bits.resize(size_t(n));
+  vals.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    bits[size_t(i)] = f16Bits(rng.next());
+    vals[size_t(i)] = f16Value(bits[size_t(i)]);
+  }
+}
+
+/// gemm_f16 (PTX): x, W f16 (the outputs of convert_f32_f16 / dequant_*_f16), y f32.
+Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<uint16_t> xb, wb;
+  std::vector<double> xv, wv, bias;
+  randomF16Matrix(rng, T * K, xb, xv);
+  randomF16Matrix(rng, N * K, wb, wv);
+  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
+  if (withBias)
+    for (auto &b : biasF) {
+      b = float(rng.next());
+      bias.push_back(b);
+    }
+  // The float64 reference is computed when the case is checked (T N K MACs).
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+
+  Case c;
+  c.module = "swz_gemm_f16";
+  c.entry = "gemm_f16";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (withBias ? " +bias" : "");
+  c.buffers.push_back(makeBuffer(xb, {T, K}));
+  c.buffers.push_back(makeBuffer(wb, {N, K}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
+  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::i(withBias ? 1 : 0)};
+  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef r = gemmRef(*in, T, N, K);
+    const GemmRef *ref = &r;
+    // Products of f16 values are exact in f32 (11 + 11 significant bits); the K-term
+    // f32 sum (tensor-core accumulation, whatever its order or its rounding mode:
+    // unit roundoff <= 2^-23) and the bias add are within (K + 1) 2^-23 sum|x_k w_k|
+    // (Higham, Accuracy and Stability, eq. 3.5). A fragment, swizzle or edge error
+    // is O(|y|) ~ sqrt(K)/3, far outside.
+    Verdict v;
+    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
+             "exact f16 products; ref = float64 product of the same f16 inputs)";
+    auto y = asVector<float>(out[2]);
+    for (size_t i = 0; i < y.size(); ++i)
+      compare(v, y[i], ref->y[i], double(K + 1) * std::ldexp(ref->absSum[i], -23) + 1e-30);
+    return v;
+  };
+  return c;
+}
+
+/// gemm_q8_0_f16 / gemm_q4_1_f16 (PTX): x f16, W the quantized bytes, dequantized in
+/// the kernel to f16 (as dequant_<type>_f16), y f32. Same bound as gemm_f16: the
+/// reference multiplies the f16-rounded weights the kernel's tensor cores see.
+Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool withBias,
+                   uint64_t seed) {
+  Rng rng{seed};
+  std::vector<uint16_t> xb;
+  std::vector<double> xv, bias;
+  randomF16Matrix(rng, T * K, xb, xv);
+  const int bb = qt.blockBytes;
+  const int64_t blocks = N * K / 32;
+  std::vector<uint8_t> w(size_t(blocks * bb));
+  std::vector<double> wv(size_t(N * K));
+  for (int64_t b = 0; b < blocks; ++b) {
+    qt.fill(rng, w.data() + b * bb);
+    qt.decode(w.data() + b * bb, wv.data() + b * 32);
+  }
+  // The weights the kernel's tensor cores see: Q8_0's d * q is exact in f32 and
+  // rounded once to f16; Q4_1's d * q is exact in f32, + m rounds once in f32 (with
+  // or without FMA contraction), then to f16. Recomputed here the same way.
+  if (std::string(qt.name) == "q4_1")
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t *blk = w.data() + b * bb;
+      float d = float(f16Value(getF16(w, size_t(b * bb)))), m = float(f16Value(getF16(w, size_t(b * bb + 2))));
+      for (int j = 0; j < 32; ++j) {
+        int q = (blk[4 + j % 16] >> (4 * (j / 16))) & 15;
+        float dq = d * float(q);  // exact: 11 x 4 significant bits
+        wv[size_t(b * 32 + j)] = f16Value(f16Bits(double(dq + m)));
+      }
+    }
+  else
+    for (double &v : wv)
+      v = f16Value(f16Bits(v));
+  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
+  if (withBias)
+    for (auto &b : biasF) {
+      b = float(rng.next());
+      bias.push_back(b);
+    }
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+
+  Case c;
+  c.module = std::string("swz_gemm_") + qt.name + "_f16";
+  c.entry = std::string("gemm_") + qt.name + "_f16";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (withBias ? " +bias" : "");
+  c.buffers.push_back(makeBuffer(xb, {T, K}));
+  c.buffers.push_back(makeBuffer(w, {int64_t(w.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
+  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::i(withBias ? 1 : 0), Arg::i(int32_t(N))};
+  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = 2.0 * double(T * K) + double(w.size()) + 4.0 * double(T * N) +
+                 (withBias ? 4.0 * N : 0);
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef r = gemmRef(*in, T, N, K);
+    Verdict v;
+    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
+             "exact f16 products; ref = float64 product of x and the f16-rounded "
+             "dequantized weights)";
+    auto y = asVector<float>(out[2]);
+    for (size_t i = 0; i < y.size(); ++i)
+      compare(v, y[i], r.y[i], double(K + 1) * std::ldexp(r.absSum[i], -23) + 1e-30);
+    return v;
+  };
+  return c;
+}
+
+/// gemm_f32_f16w (SPIR-V): x f32, W f16, y f32.
+Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> x(size_t(T * K));
+  std::vector<double> xv(x.size()), wv, bias;
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(rng.next());
+    xv[i] = x[i];
+  }
+  std::vector<uint16_t> wb;
+  randomF16Matrix(rng, N * K, wb, wv);
+  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
+  if (withBias)
+    for (auto &b : biasF) {
+      b = float(rng.next());
+      bias.push_back(b);
+    }
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+
+  Case c;
+  c.module = "swz_gemm_f32_f16w";
+  c.entry = "gemm_f32_f16w";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (withBias ? " +bias" : "");
+  c.buffers.push_back(makeBuffer(x, {T * K}));
+  c.buffers.push_back(makeBuffer(wb, {N * K}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T * N}));
+  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::i(int32_t(T)), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
+            Arg::i(withBias ? 1 : 0)};
+  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 4.0 * double(T * K) + 2.0 * double(N * K) + 4.0 * double(T * N) +
+                 (withBias ? 4.0 * N : 0);
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef r = gemmRef(*in, T, N, K);
+    const GemmRef *ref = &r;
+    // f32 x times f16 w rounds once (or not at all with FMA), each of the K adds
+    // and the bias add once: |err| <= (2K + 1) 2^-24 sum|x_k w_k| to first order.
+    Verdict v;
+    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 products and "
+             "sums, u = 2^-24, two roundings per term)";
+    auto y = asVector<float>(out[2]);
+    for (size_t i = 0; i < y.size(); ++i)
+      compare(v, y[i], ref->y[i], double(K + 1) * std::ldexp(ref->absSum[i], -23) + 1e-30);
+    return v;
+  };
+  return c;
+}
+
+} // namespace
+
+std::vector<Case> gemmCases(const std::string &format) {
+  std::vector<Case> cases;
+  // Dequantization and activation rounding: both targets, one source.
+  uint64_t seed = 100;
+  for (const QuantType &q : quantTypes()) {
+    cases.push_back(dequantCase(q, 577, 1536, 577, 1, seed++));  // N odd
+    cases.push_back(dequantCase(q, 33, 4864, 33, 1, seed++));    // K = 4864 (Qwen2.5 FFN)
+  }
+  cases.push_back(dequantCase(quantTypes()[2], 577, 576, 300, 2, seed++));  // 2-D grid
+  cases.push_back(convertCase(17, 576));
+  cases.push_back(convertCase(100, 1536));
+
+  if (format == "ptx") {
+    // Tensor-core GEMM: T = 1, 17, 100, 512; N = 576, 1536, 577 (odd); K = 576,
+    // 1536, 4864, plus K = 544 (a 32-wide tail after the last full 64-wide k tile)
+    // and K = 32 (one partial k tile), and an exact 64x64x64 tile.
+    cases.push_back(gemmF16Case(64, 64, 64, false, 1));
+    cases.push_back(gemmF16Case(1, 576, 576, false, 2));
+    cases.push_back(gemmF16Case(17, 1536, 576, true, 3));
+    cases.push_back(gemmF16Case(100, 577, 1536, false, 4));
+    cases.push_back(gemmF16Case(512, 576, 4864, true, 5));
+    cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
+    cases.push_back(gemmF16Case(33, 100, 544, true, 7));
+    cases.push_back(gemmF16Case(5, 40, 32, false, 8));
+    // Q8_0 and Q4_1 dequantized into shared memory (no f16 scratch).
+    for (int t : {2, 1}) {
+      const QuantType &qt = quantTypes()[size_t(t)];
+      const uint64_t s = 21 + 10 * uint64_t(t);
+      cases.push_back(gemmFusedCase(qt, 1, 576, 576, false, s));
+      cases.push_back(gemmFusedCase(qt, 17, 577, 1536, true, s + 1));
+      cases.push_back(gemmFusedCase(qt, 100, 1536, 576, false, s + 2));
+      cases.push_back(gemmFusedCase(qt, 512, 576, 4864, false, s + 3));
+      cases.push_back(gemmFusedCase(qt, 33, 100, 544, true, s + 4));
+    }
+  } else {
+    // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
+    cases.push_back(gemmPortableCase(1, 576, 576, false, 11));
+    cases.push_back(gemmPortableCase(17, 577, 576, true, 12));
+    cases.push_back(gemmPortableCase(100, 577, 1536, false, 13));
+    cases.push_back(gemmPortableCase(64, 64, 64, true, 14));
+    cases.push_back(gemmPortableCase(33, 100, 544, false, 15));
+    cases.push_back(gemmPortableCase(5, 40, 4864, true, 16));
+  }
+  return cases;
+}
+
+} // namespace swz::check
