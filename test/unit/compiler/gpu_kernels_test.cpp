@@ -31,12 +31,15 @@ package::Manifest manifest(const std::string &target, json ops) {
   // buffer widths, head_dim and the output buffer.
   std::string output = ops.back().at("out");
   m.graph = {{"hparams", {{"head_dim", 64}}},
-             {"buffers", {{"x", 576}, {"h", 576}, {"h2", 576}, {"q", 576}, {"k", 576},
+             {"buffers", {{"x", 576}, {"h", 576}, {"h2", 576}, {"q", 576}, {"k", 192},
+                          {"v", 192}, {"attn", 576}, {"o", 576}, {"o2", 576},
                           {"g", 1536}, {"u", 1536}, {"a", 1536}}},
              {"output", output},
              {"ops", std::move(ops)}};
   m.weight_plan.tensors.push_back({"blk.0.attn_norm.weight", ggml::Type::F32, {576}, 0, 2304});
   m.weight_plan.tensors.push_back({"blk.0.attn_q.weight", ggml::Type::Q4_1, {576, 576}, 0, 0});
+  m.weight_plan.tensors.push_back({"blk.0.attn_output.weight", ggml::Type::Q4_1, {576, 576}, 0, 0});
+  m.weight_plan.tensors.push_back({"blk.0.ffn_down.weight", ggml::Type::Q5_K, {1536, 576}, 0, 0});
   return m;
 }
 
@@ -73,7 +76,7 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].signature[0].at("dtype"), "memref<?xf32>");
   EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "i32");
   EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
-  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu.f32");
+  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
   EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm_f32");
   EXPECT_EQ(m.graph["ops"][0]["kernels"], json({{"all", {"sm_90.rms_norm_f32"}}}));
@@ -91,9 +94,26 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(files[0].second.find(".extern"), std::string::npos) << "libdevice not linked";
 }
 
+const json kAttention = json::array(
+    {{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}}});
+
+/// The entries of `m`'s graph op `i` for `phase`.
+json phase(const package::Manifest &m, size_t i, const std::string &phase) {
+  return m.graph["ops"][i]["kernels"].value(phase, json::array());
+}
+
+const package::Kernel *kernel(const package::Manifest &m, const std::string &entry) {
+  for (const auto &k : m.kernels)
+    if (k.entry == entry)
+      return &k;
+  return nullptr;
+}
+
+// The graph's one attention op is three launches per phase: kv_store_f16 always; prefill
+// the tensor-core flash attention for head_dim 64 on PTX; decode split-K partials and
+// their reduction.
 TEST(GpuKernels, AttentionForSm80) {
-  package::Manifest m = manifest(
-      "sm_80", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::Manifest m = manifest("sm_80", kAttention);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   if (!haveLibdevice()) { // math.exp / math.log come from libdevice
@@ -101,33 +121,40 @@ TEST(GpuKernels, AttentionForSm80) {
     return;
   }
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(m.kernels.size(), 1u);
-  EXPECT_EQ(m.kernels[0].entry, "sm_80.attention.f16kv");
-  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.ptx");
-  EXPECT_EQ(m.kernels[0].launch.at("function"), "flash_attention_f16kv");
-  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
-  EXPECT_EQ(m.kernels[0].launch.at("grid"), "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split");
+  EXPECT_EQ(phase(m, 0, "all"), json({"sm_80.kv_store_f16"}));
+  EXPECT_EQ(phase(m, 0, "prefill"), json({"sm_80.flash_attention_f16kv_mma"}));
+  EXPECT_EQ(phase(m, 0, "decode"),
+            json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
+  const package::Kernel *flash = kernel(m, "sm_80.flash_attention_f16kv");
+  ASSERT_NE(flash, nullptr);
+  EXPECT_EQ(flash->file, "swz_attention_f16kv.ptx");
+  EXPECT_EQ(flash->launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(flash->launch.at("grid"), "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split");
   // q, k_cache, v_cache, block_table, out, o_part, lse_part, then 5 i32 and scale.
-  ASSERT_EQ(m.kernels[0].signature.size(), 13u);
-  EXPECT_EQ(m.kernels[0].signature[1].at("dtype"), "memref<?xf16>");
-  EXPECT_EQ(m.kernels[0].signature[12].at("dtype"), "f32");
-  ASSERT_EQ(files.size(), 1u);
-  // The module holds the KV write and the split-K reduction next to the attention.
-  EXPECT_NE(files[0].second.find(".entry kv_store_f16("), std::string::npos);
-  EXPECT_NE(files[0].second.find(".entry attention_split_reduce("), std::string::npos);
+  ASSERT_EQ(flash->signature.size(), 13u);
+  EXPECT_EQ(flash->signature[1].at("dtype"), "memref<?xf16>");
+  // The tensor-core kernel: its K/V page tiles are swizzled and conflict-free.
+  const package::Kernel *mma = kernel(m, "sm_80.flash_attention_f16kv_mma");
+  ASSERT_NE(mma, nullptr);
+  ASSERT_FALSE(mma->launch.at("smem_tiles").empty());
+  for (const json &t : mma->launch.at("smem_tiles")) {
+    EXPECT_EQ(t.at("ldmatrix_x4_degree"), 1) << t;
+    EXPECT_EQ(t.at("cp_async_16_degree"), 1) << t;
+  }
+  EXPECT_EQ(mma->launch.at("ptxas").at("spill_store_bytes"), 0);
+  ASSERT_EQ(files.size(), 2u);
 }
 
 TEST(GpuKernels, AttentionForSpirv) {
-  package::Manifest m = manifest(
-      "spirv", json::array({{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}}}));
+  package::Manifest m = manifest("spirv", kAttention);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(m.kernels.size(), 1u);
-  EXPECT_EQ(m.kernels[0].file, "swz_attention_f16kv.spv");
-  EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
+  EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv"}));
+  EXPECT_EQ(m.kernels.size(), 3u);  // kv_store, flash attention, split reduce
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
   ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].first, "swz_attention_f16kv.spv");
   ASSERT_GE(files[0].second.size(), 4u);
   uint32_t magic = 0;
   std::memcpy(&magic, files[0].second.data(), 4);
@@ -136,8 +163,8 @@ TEST(GpuKernels, AttentionForSpirv) {
 
 TEST(GpuKernels, MissingKernelsAreListed) {
   json ops = kNormAndSwiglu;
-  ops.push_back({{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "o"}});
-  ops.push_back({{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "o2"}});
+  ops.push_back({{"op", "matmul"}, {"in", {"a", "blk.0.ffn_down.weight"}}, {"out", "o"}});
+  ops.push_back({{"op", "matmul"}, {"in", {"a", "blk.0.ffn_down.weight"}}, {"out", "o2"}});
   package::Manifest m = manifest("sm_80", ops);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
@@ -145,8 +172,9 @@ TEST(GpuKernels, MissingKernelsAreListed) {
     compiler::addGpuKernels(m, f, files, {});
     FAIL() << "expected CompileError";
   } catch (const compiler::CompileError &e) {
-    EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops attention.f16kv (x2) "
+    EXPECT_STREQ(e.what(), "target sm_80: no GPU kernel yet for graph ops matmul.q5_k (x2) "
                            "(GPU kernels for this target so far: add.f32, argmax.f32, "
+                           "attention.f16kv, attention.f16kv.hd128, attention.f16kv.hd64, "
                            "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
                            "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, matmul.f16, matmul.q4_0, "
                            "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
@@ -156,13 +184,33 @@ TEST(GpuKernels, MissingKernelsAreListed) {
   EXPECT_TRUE(files.empty());
 }
 
+// swz-fuse folds `x = x + matmul(attn, Wo)` into the matmul: the add op is marked
+// fused_into it and launches nothing; decode keeps the residual in the GEMV's epilogue,
+// prefill adds it after the GEMM.
+TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
+  package::Manifest m = manifest("sm_90", json::array({
+      {{"op", "matmul"}, {"in", {"attn", "blk.0.attn_output.weight"}}, {"out", "o"}},
+      {{"op", "add"}, {"in", {"x", "o"}}, {"out", "x"}},
+  }));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  const json &ops = m.graph["ops"];
+  EXPECT_EQ(ops[0]["fused"], json({1}));
+  EXPECT_EQ(ops[1]["fused_into"], 0);
+  EXPECT_FALSE(ops[1].contains("kernels"));
+  EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_q4_1"}));
+  EXPECT_EQ(phase(m, 0, "prefill"),
+            json({"sm_90.convert_f32_f16", "sm_90.gemm_q4_1_f16", "sm_90.add_f32"}));
+}
+
 TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
   package::Manifest m = manifest("spirv", kNormAndSwiglu);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
   ASSERT_EQ(m.kernels.size(), 2u);
-  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.spv");
   EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
@@ -197,18 +245,23 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     package::PackageFiles files;
     gguf::File f = emptyGguf();
     compiler::addGpuKernels(m, f, files, {});
-    ASSERT_EQ(m.kernels.size(), 2u);
-    EXPECT_EQ(m.kernels[0].entry, target + ".get_rows.q8_0");
+    EXPECT_EQ(phase(m, 0, "all"), json({target + ".get_rows_q8_0"}));
+    EXPECT_EQ(phase(m, 1, "decode"), json({target + ".matmul_q4_1"}));
+    EXPECT_EQ(phase(m, 1, "prefill"),
+              target == "spirv"
+                  ? json({"spirv.dequant_q4_1_f16", "spirv.gemm_f32_f16w"})
+                  : json({"sm_90.convert_f32_f16", "sm_90.gemm_q4_1_f16"}));
+    EXPECT_EQ(m.kernels[0].entry, target + ".get_rows_q8_0");
     EXPECT_EQ(m.kernels[0].launch.at("function"), "get_rows_q8_0");
     EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
     EXPECT_EQ(m.kernels[0].launch.at("grid"), "T, 1, 1");
-    EXPECT_EQ(m.kernels[1].entry, target + ".matmul.q4_1");
+    EXPECT_EQ(m.kernels[1].entry, target + ".matmul_q4_1");
     EXPECT_EQ(m.kernels[1].launch.at("function"), "matmul_q4_1");
     EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
     // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
     EXPECT_EQ(m.kernels[1].signature.size(), 9u);
     const std::string ext = target == "spirv" ? ".spv" : ".ptx";
-    ASSERT_EQ(files.size(), 2u);
+    ASSERT_EQ(files.size(), 4u);
     EXPECT_EQ(files[0].first, "swz_gemv_q8_0" + ext);
     EXPECT_EQ(files[1].first, "swz_gemv_q4_1" + ext);
   }
