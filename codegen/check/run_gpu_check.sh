@@ -8,7 +8,8 @@
 # `gen` compiles every kernel listed in SWZ_KERNELS (codegen/CMakeLists.txt) with
 # swizzle-opt, the same passes as swizzlec (swz-materialize-swizzle, then
 # gpu-lower-to-nvvm-pipeline), to <build-dir>/gpu-check/<chip>/<module>.ptx and
-# checks each with ptxas when it is installed. `run` needs only swz-ptx-check,
+# checks each with ptxas when it is installed. `run` needs only swz-ptx-check (built
+# with g++ into gpu-check/ when <build-dir> has none: nlohmann-json3-dev, cuda.h),
 # those files and a CUDA driver; it picks the PTX matching the GPU (sm_90 for
 # H100/H200, else sm_80), prints one line per case (error, time, GB/s, roofline
 # fraction) and writes <build-dir>/gpu-check/ptx_check.json. Extra args go to
@@ -51,6 +52,15 @@ run)
     chip=sm_90
   fi
   echo "using $chip PTX"
-  "$build/codegen/swz-ptx-check" --ptx-dir "$out/$chip" --json "$out/ptx_check.json" "$@" ;;
+  runner=$build/codegen/swz-ptx-check
+  if [ ! -x "$runner" ]; then
+    # No CMake build here (e.g. only gpu-check/ was copied): build the runner alone. It
+    # needs g++, nlohmann-json3-dev, cuda.h and libcuda; no MLIR.
+    runner=$out/swz-ptx-check
+    cuda=${CUDA_ROOT:-/usr/local/cuda}
+    g++ -std=c++20 -O2 -I"$cuda/include" "$src"/codegen/check/ptx_check.cpp \
+      "$src"/codegen/check/cases*.cpp -o "$runner" -L"$cuda/lib64/stubs" -lcuda
+  fi
+  "$runner" --ptx-dir "$out/$chip" --json "$out/ptx_check.json" "$@" ;;
 *) echo "usage: $0 gen|run <build-dir> [swz-ptx-check args]" >&2; exit 2 ;;
 esac
