@@ -428,7 +428,9 @@ Buffer Device::create_buffer(size_t bytes) {
   bi.size = bytes;
   VkBufferCreateInfo bci{};
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = std::max<size_t>(bytes, 4);
+  // Rounded up to 16 bytes: kernels that emulate i8 / i16 arrays with 32-bit words (MLIR's
+  // SPIR-V lowering without Int8 / Int16 storage) read whole words at the end.
+  bci.size = (std::max<size_t>(bytes, 4) + 15) & ~size_t(15);
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer), "vkCreateBuffer");
