@@ -10,6 +10,7 @@
 #include "codegen/Registry.h"
 
 #include "Swz/SwzDialect.h"
+#include "compiler/mlir/BankConflicts.h"
 #include "compiler/mlir/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -32,10 +33,12 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
@@ -46,6 +49,8 @@
 #include "mlir/Target/SPIRV/Target.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -64,6 +69,7 @@
 namespace swz::codegen {
 #define GEN_PASS_DEF_SWZEXTRACTKERNELS
 #define GEN_PASS_DEF_SWZSPIRVWORKGROUPMEMORY
+#define GEN_PASS_DEF_SWZOUTLINEKERNELS
 #include "codegen/Passes.h.inc"
 } // namespace swz::codegen
 
@@ -71,6 +77,39 @@ using namespace mlir;
 
 namespace swz::codegen {
 namespace {
+
+/// Bank-conflict degrees of the shared-memory tiles `fn` reads with ldmatrix or
+/// fills with cp.async: the same tiles and layouts swz-check-bank-conflicts checks.
+std::vector<CompiledKernel::SmemTile> analyzeSmemTiles(gpu::GPUFuncOp fn) {
+  std::vector<CompiledKernel::SmemTile> tiles;
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  fn.walk([&](memref::GetGlobalOp get) {
+    bool staged = llvm::any_of(get.getResult().getUsers(), [](Operation *user) {
+      StringRef name = user->getName().getStringRef();
+      return name == "nvgpu.ldmatrix" || name == "nvgpu.device_async_copy";
+    });
+    auto global = dyn_cast_or_null<memref::GlobalOp>(
+        SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr()));
+    if (!staged || !global || !seen.insert(global).second)
+      return;
+    MemRefType type = global.getType();
+    if (type.getRank() != 2 || !type.hasStaticShape())
+      return; // swz-check-bank-conflicts reports this as an error
+    std::optional<bank::Swizzle> sw;
+    auto attr = global->getAttrOfType<swz::SwizzleAttr>("swz.smem_layout");
+    if (!attr)
+      attr = global->getAttrOfType<swz::SwizzleAttr>("swz.smem_swizzled");
+    if (attr)
+      sw = bank::Swizzle{attr.getBits(), attr.getBase(), attr.getShift()};
+    unsigned eb = std::max<unsigned>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+    bank::SmemLayout layout{type.getDimSize(0), type.getDimSize(1), type.getDimSize(1), eb, sw};
+    tiles.push_back({global.getSymName().str(), layout.str(),
+                     bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree,
+                     bank::analyze(layout, bank::Access::CpAsync16).maxDegree,
+                     global->hasAttr("swz.conflict_free")});
+  });
+  return tiles;
+}
 
 struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
   using SwzExtractKernelsBase::SwzExtractKernelsBase;
@@ -196,6 +235,109 @@ struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMe
   }
 };
 
+//===----------------------------------------------------------------------===//
+// swz-outline-kernels
+//===----------------------------------------------------------------------===//
+
+constexpr llvm::StringLiteral kGraphOpsAttr = "swz.graph_ops";
+
+/// The kernel-table key of a model-graph op ("matmul.q4_1+residual"), or "" for an
+/// op that is not one (tile specs, tensor reshapes, func ops).
+std::string kernelKey(Operation *op) {
+  auto quant = [](swz::QuantType t) { return stringifyQuantType(t).str(); };
+  if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
+    std::string key = "matmul." + quant(mm.getWeightType());
+    if (mm.getBias())
+      key += "+bias";
+    if (mm.getResidual())
+      key += "+residual";
+    return key;
+  }
+  if (auto e = dyn_cast<swz::EmbeddingOp>(op))
+    return "get_rows." + quant(e.getWeightType());
+  if (auto n = dyn_cast<swz::RmsNormOp>(op))
+    return cast<RankedTensorType>(n.getX().getType()).getRank() == 3 ? "head_norm.f32"
+                                                                      : "rms_norm.f32";
+  if (isa<swz::RopeOp>(op))
+    return "rope.f32";
+  if (isa<swz::AttentionOp>(op))
+    return "attention.f16kv";
+  if (isa<swz::SwigluOp>(op))
+    return "swiglu.f32";
+  if (isa<swz::AddOp>(op))
+    return "add.f32";
+  if (isa<swz::ArgmaxOp>(op))
+    return "argmax.f32";
+  return "";
+}
+
+struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
+  using SwzOutlineKernelsBase::SwzOutlineKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    const bool ptx = target != "spirv";
+    if (ptx && (target.size() < 4 || target.rfind("sm_", 0) != 0)) {
+      module.emitError() << "swz-outline-kernels: unknown target '" << target
+                         << "' (expected sm_XY or spirv)";
+      return signalPassFailure();
+    }
+    SymbolTable symbols(module);
+    std::map<std::string, std::string> moduleOfSource; // source stem -> gpu.module name
+    bool failedAny = false;
+    auto outlineSource = [&](const std::string &source) -> FailureOr<std::string> {
+      auto it = moduleOfSource.find(source);
+      if (it != moduleOfSource.end())
+        return it->second;
+      OwningOpRef<ModuleOp> parsed =
+          parseSourceString<ModuleOp>(builtinKernelSource(source), ctx, source);
+      if (!parsed)
+        return failure();
+      std::string name;
+      for (auto gm : llvm::make_early_inc_range(parsed->getOps<gpu::GPUModuleOp>())) {
+        name = gm.getName().str();
+        if (!symbols.lookup(gm.getName())) {
+          gm->remove();
+          symbols.insert(gm);
+        }
+      }
+      if (name.empty())
+        return failure();
+      return moduleOfSource[source] = name;
+    };
+    module.walk([&](Operation *op) {
+      std::string key = kernelKey(op);
+      if (key.empty())
+        return;
+      std::vector<KernelRef> refs = kernelsFor(key, ptx);
+      if (refs.empty()) {
+        op->emitError() << "no GPU kernel yet for " << key << " on target " << target;
+        failedAny = true;
+        return;
+      }
+      std::map<std::string, SmallVector<Attribute>> phases;
+      for (const KernelRef &ref : refs) {
+        FailureOr<std::string> gm = outlineSource(ref.source);
+        if (failed(gm)) {
+          op->emitError() << "kernel source " << ref.source << " has no gpu.module";
+          failedAny = true;
+          return;
+        }
+        phases[ref.phase].push_back(SymbolRefAttr::get(
+            StringAttr::get(ctx, *gm), {FlatSymbolRefAttr::get(ctx, ref.entry)}));
+      }
+      SmallVector<NamedAttribute> entries;
+      for (auto &[phase, list] : phases)
+        entries.emplace_back(StringAttr::get(ctx, phase), ArrayAttr::get(ctx, list));
+      op->setAttr("swz.kernels", DictionaryAttr::get(ctx, entries));
+    });
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
 } // namespace
 } // namespace swz::codegen
 
@@ -208,7 +350,8 @@ void swz::codegen::registerSwzDialects(mlir::DialectRegistry &registry) {
                   func::FuncDialect, gpu::GPUDialect, index::IndexDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
                   nvgpu::NVGPUDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                  spirv::SPIRVDialect, ub::UBDialect, vector::VectorDialect>();
+                  spirv::SPIRVDialect, tensor::TensorDialect, ub::UBDialect,
+                  vector::VectorDialect>();
   // Patterns convert-gpu-to-nvvm collects from each dialect.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -294,6 +437,9 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
           k.block[i] = wg[i];
     if (auto grid = fn->getAttrOfType<StringAttr>("swz.grid"))
       k.grid = grid.str();
+    if (auto smem = fn->getAttrOfType<StringAttr>("swz.dynamic_smem"))
+      k.dynamicSmem = smem.str();
+    k.smemTiles = analyzeSmemTiles(fn);
     for (Type t : fn.getArgumentTypes()) {
       std::string s;
       llvm::raw_string_ostream os(s);
@@ -306,6 +452,8 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     throw std::runtime_error("kernel source has no gpu.func ... kernel");
 
   PassManager pm(&ctx);
+  // Enforces every `swz.conflict_free` claim before the layout is materialised.
+  pm.addPass(swz::createSwzCheckBankConflicts());
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
     gpu::GPUToNVVMPipelineOptions options;
@@ -358,4 +506,243 @@ const std::string &swz::codegen::builtinKernelSource(const std::string &stem) {
     known += (known.empty() ? "" : ", ") + name;
   }
   throw std::invalid_argument("no built-in kernel '" + stem + "' (known: " + known + ")");
+}
+
+//===----------------------------------------------------------------------===//
+// planGraph: import, swz-fuse, swz-outline-kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using nlohmann::json;
+
+/// Builds `func.func @forward` from the runtime's graph JSON (docs/graph.md): one swz
+/// op per graph op, tagged `swz.graph_ops = [index]`; activations `[T, width]`;
+/// rope, head_norm and attention see `[T, heads, head_dim]` through
+/// tensor.expand_shape / collapse_shape.
+OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
+                                  const std::vector<swz::codegen::GraphWeight> &weights) {
+  OpBuilder b(&ctx);
+  Location loc = FileLineColLoc::get(&ctx, "manifest.graph", 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  const json &hp = graph.at("hparams");
+  const int64_t headDim = hp.at("head_dim").get<int64_t>();
+  const json &buffers = graph.at("buffers");
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto rows = [&](int64_t width) { return RankedTensorType::get({ShapedType::kDynamic, width}, f32); };
+
+  std::map<std::string, const swz::codegen::GraphWeight *> weightByName;
+  for (const auto &w : weights)
+    weightByName[w.name] = &w;
+  // Weights become @forward's arguments, in order of first use.
+  std::vector<const swz::codegen::GraphWeight *> used;
+  std::map<std::string, unsigned> argOf;
+  for (const json &op : graph.at("ops"))
+    for (const json &in : op.at("in")) {
+      auto it = weightByName.find(in.get<std::string>());
+      if (it != weightByName.end() && !argOf.count(it->first)) {
+        argOf[it->first] = 2 + used.size();
+        used.push_back(it->second);
+      }
+    }
+  auto weightType = [&](const swz::codegen::GraphWeight &w) -> RankedTensorType {
+    SmallVector<int64_t> shape(w.ne.rbegin(), w.ne.rend()); // ggml ne[0] is the last dim
+    while (shape.size() > 1 && shape.front() == 1)
+      shape.erase(shape.begin());
+    return RankedTensorType::get(shape, f32);
+  };
+  SmallVector<Type> argTypes = {RankedTensorType::get({ShapedType::kDynamic}, i32),
+                                RankedTensorType::get({ShapedType::kDynamic}, i32)};
+  for (const auto *w : used)
+    argTypes.push_back(weightType(*w));
+  const std::string output = graph.at("output").get<std::string>();
+  auto fnType = b.getFunctionType(argTypes, {rows(buffers.at(output).get<int64_t>())});
+  b.setInsertionPointToEnd(module->getBody());
+  auto fn = b.create<func::FuncOp>(loc, "forward", fnType);
+  fn.setArgAttr(0, "swz.input", b.getStringAttr("tokens"));
+  fn.setArgAttr(1, "swz.input", b.getStringAttr("positions"));
+  for (const auto *w : used)
+    fn.setArgAttr(argOf[w->name], "swz.weight", b.getStringAttr(w->name));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value tokens = body->getArgument(0), positions = body->getArgument(1);
+
+  std::map<std::string, Value> values{{"tokens", tokens}};
+  auto in = [&](const json &op, size_t i) -> Value {
+    const std::string name = op.at("in").at(i).get<std::string>();
+    if (argOf.count(name))
+      return body->getArgument(argOf[name]);
+    auto it = values.find(name);
+    if (it != values.end())
+      return it->second;
+    // A buffer read before any op writes it is an input of the (sub)graph.
+    if (!buffers.contains(name))
+      throw std::invalid_argument("graph op reads '" + name + "', which is neither a buffer, "
+                                  "a weight nor tokens");
+    unsigned idx = fn.getNumArguments();
+    fn.insertArgument(idx, rows(buffers.at(name).get<int64_t>()),
+                      b.getDictionaryAttr({b.getNamedAttr("swz.input", b.getStringAttr(name))}),
+                      loc);
+    return values[name] = body->getArgument(idx);
+  };
+  auto quantOf = [&](const json &op, size_t i) {
+    const std::string name = op.at("in").at(i).get<std::string>();
+    auto it = weightByName.find(name);
+    if (it == weightByName.end())
+      throw std::invalid_argument("graph op input '" + name + "' is not a weight");
+    std::optional<swz::QuantType> q = swz::symbolizeQuantType(it->second->type);
+    if (!q)
+      throw std::runtime_error("weight " + name + " has type " + it->second->type +
+                               ", which the swz dialect has no #swz.quant for");
+    return swz::QuantTypeAttr::get(&ctx, *q);
+  };
+  auto heads = [&](Value x, int64_t width) -> Value {
+    auto type = RankedTensorType::get({ShapedType::kDynamic, width / headDim, headDim}, f32);
+    Value t = b.create<tensor::DimOp>(loc, x, 0);
+    SmallVector<OpFoldResult> shape = {t, b.getIndexAttr(width / headDim), b.getIndexAttr(headDim)};
+    return b.create<tensor::ExpandShapeOp>(loc, type, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+                                           shape);
+  };
+  auto flat = [&](Value x) -> Value {
+    return b.create<tensor::CollapseShapeOp>(loc, x, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+  };
+
+  const json &ops = graph.at("ops");
+  for (size_t i = 0; i < ops.size(); ++i) try {
+    const json &op = ops[i];
+    const std::string kind = op.at("op").get<std::string>();
+    const std::string out = op.at("out").get<std::string>();
+    const int64_t width = buffers.at(out).get<int64_t>();
+    Operation *created = nullptr;
+    Value result;
+    if (kind == "get_rows") {
+      auto e = b.create<swz::EmbeddingOp>(loc, rows(width), in(op, 0), in(op, 1), quantOf(op, 0));
+      created = e;
+      result = e.getResult();
+    } else if (kind == "rms_norm") {
+      auto n = b.create<swz::RmsNormOp>(loc, in(op, 0).getType(), in(op, 0), in(op, 1),
+                                        b.getF32FloatAttr(op.at("eps").get<double>()));
+      created = n;
+      result = n.getResult();
+    } else if (kind == "head_norm") {
+      Value x3 = heads(in(op, 0), width);
+      auto n = b.create<swz::RmsNormOp>(loc, x3.getType(), x3, in(op, 1),
+                                        b.getF32FloatAttr(op.at("eps").get<double>()));
+      created = n;
+      result = flat(n.getResult());
+    } else if (kind == "matmul") {
+      Value bias = op.at("in").size() > 2 ? in(op, 2) : Value();
+      auto mm = b.create<swz::MatmulOp>(loc, rows(width), in(op, 0), in(op, 1), bias, Value(),
+                                        quantOf(op, 1));
+      created = mm;
+      result = mm.getResult();
+    } else if (kind == "rope") {
+      Value x3 = heads(in(op, 0), width);
+      std::string mode = op.at("mode").get<std::string>();
+      auto r = b.create<swz::RopeOp>(
+          loc, x3.getType(), x3, positions,
+          swz::RopeModeAttr::get(&ctx, mode == "neox" ? swz::RopeMode::Neox : swz::RopeMode::Normal),
+          b.getF32FloatAttr(op.at("theta").get<double>()),
+          b.getI32IntegerAttr(op.at("n_rot").get<int32_t>()));
+      created = r;
+      result = flat(r.getResult());
+    } else if (kind == "attention") {
+      Value q = heads(in(op, 0), buffers.at(op.at("in").at(0).get<std::string>()).get<int64_t>());
+      Value k = heads(in(op, 1), buffers.at(op.at("in").at(1).get<std::string>()).get<int64_t>());
+      Value v = heads(in(op, 2), buffers.at(op.at("in").at(2).get<std::string>()).get<int64_t>());
+      auto a = b.create<swz::AttentionOp>(loc, q.getType(), q, k, v,
+                                          b.getF32FloatAttr(op.at("scale").get<double>()),
+                                          b.getUnitAttr(),
+                                          b.getI32IntegerAttr(op.at("layer").get<int32_t>()));
+      created = a;
+      result = flat(a.getResult());
+    } else if (kind == "swiglu") {
+      auto s = b.create<swz::SwigluOp>(loc, rows(width), in(op, 0), in(op, 1));
+      created = s;
+      result = s.getResult();
+    } else if (kind == "add") {
+      auto a = b.create<swz::AddOp>(loc, rows(width), in(op, 0), in(op, 1));
+      created = a;
+      result = a.getResult();
+    } else {
+      throw std::runtime_error("graph op " + std::to_string(i) + ": the swz dialect has no op for '" +
+                               kind + "'");
+    }
+    created->setAttr("swz.graph_ops", b.getI64ArrayAttr({int64_t(i)}));
+    if (op.contains("rows"))
+      created->setAttr("swz.rows", b.getStringAttr(op.at("rows").get<std::string>()));
+    values[out] = result;
+  } catch (const json::exception &e) {
+    throw std::invalid_argument("graph op " + std::to_string(i) + " (" + ops[i].dump() +
+                                "): " + e.what());
+  }
+  b.create<func::ReturnOp>(loc, values.at(output));
+  return module;
+}
+
+std::string printIR(ModuleOp m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os);
+  return s;
+}
+
+} // namespace
+
+swz::codegen::GraphPlan
+swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
+                        const std::string &target, bool fuseResidual) {
+  json graph = json::parse(graphJson);
+  DialectRegistry registry;
+  registerSwzDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() != DiagnosticSeverity::Remark)
+      diagnostics += diag.str() + "\n";
+    return success();
+  });
+  GraphPlan plan;
+  OwningOpRef<ModuleOp> module = importGraph(ctx, graph, weights);
+  if (failed(mlir::verify(*module)))
+    throw std::runtime_error("imported graph does not verify:\n" + diagnostics);
+  plan.imported = printIR(*module);
+
+  PassManager fuse(&ctx);
+  swz::SwzFuseOptions fuseOptions;
+  fuseOptions.residual = fuseResidual;
+  fuse.addPass(swz::createSwzFuse(fuseOptions));
+  if (failed(fuse.run(*module)))
+    throw std::runtime_error("swz-fuse failed:\n" + diagnostics);
+  plan.fused = printIR(*module);
+
+  // Keys first: every op without a kernel is listed, not just the first.
+  const bool ptx = target != "spirv";
+  module->walk([&](Operation *op) {
+    std::string key = kernelKey(op);
+    if (key.empty())
+      return;
+    auto ids = op->getAttrOfType<ArrayAttr>("swz.graph_ops");
+    LaunchGroup g;
+    g.key = key;
+    for (Attribute a : ids)
+      g.graphOps.push_back(cast<IntegerAttr>(a).getInt());
+    g.kernels = kernelsFor(key, ptx);
+    if (g.kernels.empty())
+      ++plan.missing[key];
+    plan.groups.push_back(std::move(g));
+  });
+  if (!plan.missing.empty()) {
+    plan.groups.clear();
+    return plan;
+  }
+  PassManager outline(&ctx);
+  SwzOutlineKernelsOptions outlineOptions;
+  outlineOptions.target = target;
+  outline.addPass(createSwzOutlineKernels(outlineOptions));
+  if (failed(outline.run(*module)))
+    throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);
+  plan.outlined = printIR(*module);
+  return plan;
 }

@@ -10,11 +10,14 @@
 #define SWZ_CODEGEN_GPUCOMPILER_H
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "codegen/KernelTable.h"
 
 namespace swz::codegen {
 
@@ -35,6 +38,23 @@ struct CompiledKernel {
   /// aligned pointer, offset, sizes, strides); SPIR-V binds memref i and
   /// scalar j as storage buffers (set 0, binding = argument index).
   std::vector<std::string> arguments;
+  /// Dynamic shared memory rule from the kernel's `swz.dynamic_smem` attribute
+  /// (bytes, e.g. "2*64*head_dim*2"); empty = none.
+  std::string dynamicSmem;
+
+  /// Static bank-conflict analysis of one shared-memory tile the kernel reads
+  /// with ldmatrix.x4 or fills with 16-byte cp.async (compiler/mlir/BankConflicts.h).
+  struct SmemTile {
+    std::string name;        ///< the memref.global's symbol
+    std::string layout;      ///< e.g. "16x64 2-byte (128-byte rows, Swizzle<3,3,3>)"
+    unsigned ldmatrixDegree; ///< worst 8-lane phase of ldmatrix.x4, 1 = conflict-free
+    unsigned cpAsyncDegree;  ///< worst 8-lane phase of cp.async.16 stores
+    bool claimedConflictFree; ///< the tile carries `swz.conflict_free`
+  };
+  /// Every ldmatrix / cp.async tile of this kernel; empty when it stages no such tile
+  /// (scalar shared-memory reductions are not analysed). Compilation fails (the
+  /// swz-check-bank-conflicts pass runs in the pipeline) when a claim is contradicted.
+  std::vector<SmemTile> smemTiles;
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:
@@ -48,6 +68,43 @@ struct CompiledKernel {
 std::vector<CompiledKernel> compileGpuKernels(std::string_view mlirSource,
                                               const std::string &target,
                                               const std::string &cudaRoot = "");
+
+/// A weight the model graph reads: GGUF tensor name, ggml type name in lower case
+/// ("q4_1", "f32"), and ggml dims (ne[0] contiguous).
+struct GraphWeight {
+  std::string name;
+  std::string type;
+  std::vector<int64_t> ne;
+};
+
+/// One launch group of the compiled graph: the graph ops (indices into
+/// manifest.graph.ops, in order) one fused op stands for, its kernel-table key and
+/// its kernels (codegen/KernelTable.h).
+struct LaunchGroup {
+  std::vector<int64_t> graphOps;
+  std::string key;
+  std::vector<KernelRef> kernels;
+};
+
+/// The graph pipeline's result: the IR after each stage (for `swizzlec --emit-mlir`
+/// and lit), the launch groups, and the keys of ops that have no kernel for the
+/// target (with counts; groups is then empty and `outlined` too).
+struct GraphPlan {
+  std::string imported, fused, outlined;
+  std::vector<LaunchGroup> groups;
+  std::map<std::string, int> missing;
+};
+
+/// Runs swizzlec's graph pipeline on a model graph (docs/graph.md: the JSON of
+/// models::build_graph, as `manifest.graph`): import into the swz dialect
+/// (func.func @forward over tokens, positions and the weights), swz-fuse (residual
+/// adds into matmul epilogues, when `fuseResidual`), then swz-outline-kernels for
+/// `target` ("sm_XY" or "spirv"), which references each op's kernels and copies
+/// their gpu.modules into the module. Throws std::runtime_error with the MLIR
+/// diagnostics for a graph the importer cannot express (an unknown op or weight
+/// type) and std::invalid_argument for a malformed graph.
+GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
+                    const std::string &target, bool fuseResidual);
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

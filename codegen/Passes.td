@@ -50,4 +50,30 @@ def SwzSpirvWorkgroupMemory : Pass<"swz-spirv-workgroup-memory", "mlir::gpu::GPU
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "bind every model-graph op to its target kernels and outline them";
+  let description = [{
+    For each swz model-graph op, looks up the kernels implementing it on
+    `target` in the built-in kernel table (codegen/KernelTable.h, keyed
+    `<op>.<weight type>[+residual]`), copies the `gpu.module` of each kernel
+    source into the module (once; the module becomes a `gpu.container_module`)
+    and records the kernels per phase as symbol references:
+
+    ```mlir
+    %q = swz.matmul %h, %wq {weight_type = #swz.quant<q8_0>,
+        swz.kernels = {decode = [@swz_gemv_q8_0::@gemv_q8_0],
+                       prefill = [@swz_dequant::@dequant_q8_0_f16, ...]}} ...
+    gpu.module @swz_gemv_q8_0 { gpu.func @gemv_q8_0(...) kernel ... }
+    ```
+
+    An op with no kernel for the target is an error naming its key, so the
+    package writer lists everything that is missing at once.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "sm_XY (PTX) or spirv">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // SWZ_CODEGEN_PASSES_TD

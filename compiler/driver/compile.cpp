@@ -2,6 +2,7 @@
 #include "compile.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "compile_cpu.h"
@@ -85,7 +86,10 @@ void compilePackage(const CompileOptions &opts, const Log &log) {
     throw CompileError("target " + opts.target +
                        " needs the MLIR codegen, which is not built into this swizzlec "
                        "(configure with -DSWZ_BUILD_COMPILER=ON); only --target cpu is available");
-  if (opts.outDir.empty())
+  if (!opts.emitMlir.empty() && opts.target == "cpu")
+    throw CompileError("--emit-mlir needs a GPU target (sm_80, sm_90, spirv): the cpu target "
+                       "runs the graph with swizzle-rt's built-in kernels, not through MLIR");
+  if (opts.outDir.empty() && opts.emitMlir.empty())
     throw CompileError("no output package given (-o model.swz)");
   std::error_code ec;
   fs::path abs = fs::absolute(opts.ggufPath, ec);
@@ -96,6 +100,12 @@ void compilePackage(const CompileOptions &opts, const Log &log) {
   gguf::File f = gguf::File::open(abs.string());
   package::Manifest m = buildBaseManifest(f, abs.string(), opts.target, log);
   package::PackageFiles files;
+#ifdef SWZ_HAVE_GPU_CODEGEN
+  if (!opts.emitMlir.empty()) {
+    std::fputs(graphMlir(m, opts.emitMlir).c_str(), stdout);
+    return;
+  }
+#endif
   if (opts.target == "cpu") {
     addCpuKernels(m);
   } else {

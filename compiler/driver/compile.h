@@ -35,6 +35,9 @@ struct CompileOptions {
   std::string ggufPath;
   std::string target = "cpu";
   std::string outDir;   ///< the package directory to write, e.g. "model.swz"
+  /// GPU targets: print the graph's MLIR after this stage ("import", "fuse",
+  /// "outline") to stdout instead of writing a package.
+  std::string emitMlir;
 };
 
 /// The swizzlec version string written as created_by, e.g. "swizzlec 0.1.0".
@@ -57,6 +60,11 @@ package::Manifest buildBaseManifest(const gguf::File &f, const std::string &absP
 /// `m.target` to `m.kernels` and their files (.ptx/.spv, names relative to the package)
 /// to `files`.
 void addGpuKernels(package::Manifest &m, const gguf::File &f, package::PackageFiles &files, const Log &log);
+
+/// GPU hook: the model graph of `m` as MLIR after `stage` of swizzlec's graph pipeline
+/// ("import": swz ops in func.func @forward; "fuse": after swz-fuse; "outline": after
+/// swz-outline-kernels for m.target). Throws CompileError.
+std::string graphMlir(const package::Manifest &m, const std::string &stage);
 
 /// The whole of `swizzlec compile`: checks the target first (fails fast, writing
 /// nothing), then builds and writes the package. Throws CompileError, package::Error,

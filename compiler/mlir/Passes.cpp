@@ -18,6 +18,7 @@ namespace swz {
 #define GEN_PASS_DEF_SWZAPPLYSCHEDULE
 #define GEN_PASS_DEF_SWZCHECKBANKCONFLICTS
 #define GEN_PASS_DEF_SWZMATERIALIZESWIZZLE
+#define GEN_PASS_DEF_SWZFUSE
 #include "compiler/mlir/Passes.h.inc"
 } // namespace swz
 
@@ -377,6 +378,55 @@ struct MaterializeSwizzle : impl::SwzMaterializeSwizzleBase<MaterializeSwizzle> 
     });
     if (failedAny)
       signalPassFailure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// swz-fuse
+//===----------------------------------------------------------------------===//
+
+constexpr StringLiteral kGraphOpsAttr = "swz.graph_ops";
+
+/// `a`'s swz.graph_ops followed by `b`'s.
+ArrayAttr concatGraphOps(Operation *a, Operation *b) {
+  SmallVector<Attribute> all;
+  for (Operation *op : {a, b})
+    if (auto arr = op->getAttrOfType<ArrayAttr>(kGraphOpsAttr))
+      all.append(arr.begin(), arr.end());
+  return ArrayAttr::get(a->getContext(), all);
+}
+
+struct Fuse : impl::SwzFuseBase<Fuse> {
+  using SwzFuseBase::SwzFuseBase;
+
+  void runOnOperation() override {
+    if (!residual)
+      return;
+    SmallVector<AddOp> adds;
+    getOperation().walk([&](AddOp add) { adds.push_back(add); });
+    for (AddOp add : adds) {
+      for (unsigned i = 0; i < 2; ++i) {
+        auto mm = add.getOperand(i).getDefiningOp<MatmulOp>();
+        if (!mm || !mm.getResult().hasOneUse() || mm.getResidual() ||
+            mm->hasAttr("swz.rows") || add->hasAttr("swz.rows"))
+          continue;
+        Value r = add.getOperand(1 - i);
+        // The residual must be available where the matmul runs.
+        if (Operation *def = r.getDefiningOp())
+          if (def->getBlock() == mm->getBlock() && !def->isBeforeInBlock(mm))
+            continue;
+        OpBuilder b(add);
+        auto fused = b.create<MatmulOp>(mm.getLoc(), add.getType(), mm.getX(), mm.getW(),
+                                        mm.getBias(), r, mm.getWeightTypeAttr());
+        for (NamedAttribute a : mm->getDiscardableAttrs())
+          fused->setAttr(a.getName(), a.getValue());
+        fused->setAttr(kGraphOpsAttr, concatGraphOps(mm, add));
+        add.getResult().replaceAllUsesWith(fused.getResult());
+        add.erase();
+        mm.erase();
+        break;
+      }
+    }
   }
 };
 

@@ -75,4 +75,34 @@ def SwzMaterializeSwizzle : Pass<"swz-materialize-swizzle", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
+  let summary = "fuse model-graph ops whose kernels can share a launch";
+  let description = [{
+    Residual fusion: `swz.add %r, %y` (either operand order) where `%y` is the
+    only use of a `swz.matmul` without a residual becomes that matmul with
+    `residual(%r)`: the kernel's epilogue adds the residual stream, saving the
+    add's launch and one read and write of `[T, N]` activations per layer. A
+    matmul restricted to some rows (`swz.rows`) is left alone, since the add
+    covers every row.
+
+    Each fused op records the graph ops it now stands for in `swz.graph_ops`
+    (the indices the importer put on the ops, `manifest.graph.ops[i]`), so the
+    package writer can map launches back to graph ops.
+
+    ```mlir
+    %o = swz.matmul %attn, %wo {weight_type = #swz.quant<q4_1>, swz.graph_ops = [7]} ...
+    %x1 = swz.add %x0, %o {swz.graph_ops = [8]} : tensor<?x576xf32>
+    ```
+    becomes
+    ```mlir
+    %x1 = swz.matmul %attn, %wo residual(%x0 : tensor<?x576xf32>)
+        {weight_type = #swz.quant<q4_1>, swz.graph_ops = [7, 8]} ...
+    ```
+  }];
+  let options = [
+    Option<"residual", "residual", "bool", /*default=*/"true",
+           "fold residual adds into the preceding matmul's epilogue">,
+  ];
+}
+
 #endif // SWZ_PASSES_TD

@@ -128,6 +128,16 @@ LogicalResult MatmulOp::verify() {
       failed(expectDim(op, "result dim 1 (N)", dim(getResult(), 1),
                        "weight dim 0 (N)", dim(getW(), 0))))
     return failure();
+  if (Value b = getBias()) {
+    if (failed(expectRank(op, b, 1, "bias")) ||
+        failed(expectDim(op, "bias dim 0", dim(b, 0), "weight dim 0 (N)", dim(getW(), 0))))
+      return failure();
+  }
+  if (Value r = getResidual()) {
+    if (r.getType() != getResult().getType())
+      return emitOpError() << "residual type " << r.getType()
+                           << " differs from the result type " << getResult().getType();
+  }
   return expectBlockMultiple(op, "K", dim(getW(), 1), getWeightType());
 }
 
@@ -210,6 +220,15 @@ LogicalResult AttentionOp::verify() {
   if (!(getScale().convertToDouble() > 0.0))
     return emitOpError() << "scale must be positive, got "
                          << getScale().convertToDouble();
+  if (std::optional<uint32_t> layer = getLayer()) {
+    // KV-cache form: k/v are the batch's new rows, appended before attending.
+    if (failed(expectDim(op, "k dim 0 (new rows S)", dim(getK(), 0), "q dim 0 (T)",
+                         dim(getQ(), 0))))
+      return failure();
+    if (!getCausal())
+      return emitOpError() << "attention over layer " << *layer
+                           << "'s KV cache must be causal";
+  }
   return success();
 }
 

@@ -15,8 +15,8 @@ def Swz_IndexTensor : RankedTensorOf<[I32]>;
 // Model-graph ops
 //===----------------------------------------------------------------------===//
 
-def Swz_MatmulOp : Swz_Op<"matmul", [Pure]> {
-  let summary = "y = x · Wᵀ with a (possibly quantized) weight";
+def Swz_MatmulOp : Swz_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
+  let summary = "y = x · Wᵀ (+ bias) (+ residual) with a (possibly quantized) weight";
   let description = [{
     `x` is `[T, K]` activations, `w` is the logical `[N, K]` weight (ggml order:
     K contiguous), the result is `[T, N]`. `weight_type` says how the weight is
@@ -24,16 +24,30 @@ def Swz_MatmulOp : Swz_Op<"matmul", [Pure]> {
     q4_0/q4_1/q8_0, 256 for the k-quants). Decode (T = 1) lowers to a
     dequantizing GEMV, prefill to a tensor-core GEMM tile (`swz.gemm_tile`).
 
+    The optional `bias` (`[N]`, qwen2's q/k/v projections) is added to every
+    row. The optional `residual` (`[T, N]`) is added last: it is how
+    `swz-fuse` folds a residual `swz.add` into the matmul's epilogue, so the
+    kernel accumulates into the residual stream instead of writing `y` and
+    launching an add.
+
     ```mlir
     %y = swz.matmul %x, %w {weight_type = #swz.quant<q4_k>}
+        : tensor<?x4864xf32>, tensor<896x4864xf32> -> tensor<?x896xf32>
+    %k = swz.matmul %h, %wk bias(%bk : tensor<128xf32>) {weight_type = #swz.quant<q8_0>}
+        : tensor<?x896xf32>, tensor<128x896xf32> -> tensor<?x128xf32>
+    %x2 = swz.matmul %a, %wd residual(%x1 : tensor<?x896xf32>) {weight_type = #swz.quant<q6_k>}
         : tensor<?x4864xf32>, tensor<896x4864xf32> -> tensor<?x896xf32>
     ```
   }];
   let arguments = (ins Swz_FloatTensor:$x, Swz_FloatTensor:$w,
+                       Optional<Swz_FloatTensor>:$bias,
+                       Optional<Swz_FloatTensor>:$residual,
                        Swz_QuantTypeAttr:$weight_type);
   let results = (outs Swz_FloatTensor:$result);
   let assemblyFormat = [{
-    $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($result)
+    $x `,` $w (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict
+    `:` type($x) `,` type($w) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -101,13 +115,18 @@ def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
     `Hkv` (query head `h` reads KV head `h / (Hq / Hkv)`). With `causal`, query
     `t` sees keys `0 .. S - T + t`. The result is `[T, Hq, D]`.
 
+    With `layer = L`, `k` and `v` are only this batch's new rows (`S = T`): the
+    op first appends them (as f16) to layer L's paged KV cache at the batch's
+    positions, then attends over the whole cache (the cached prefix plus the
+    new rows), as the runtime's graph op `attention` does (docs/graph.md).
+
     ```mlir
     %o = swz.attention %q, %k, %v {scale = 0.125 : f32, causal}
         : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
     ```
   }];
   let arguments = (ins Swz_FloatTensor:$q, Swz_FloatTensor:$k, Swz_FloatTensor:$v,
-                       F32Attr:$scale, UnitAttr:$causal);
+                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I32Attr>:$layer);
   let results = (outs Swz_FloatTensor:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)

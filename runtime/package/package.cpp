@@ -148,6 +148,18 @@ void check_graph(const Checker& c, const Manifest& m) {
       std::string k = c.string(op, p, "kernel");
       if (!m.find_kernel(k)) c.fail(p + ".kernel", "'" + k + "' is not a kernels[] entry");
     }
+    if (op.contains("kernels")) {  // GPU targets: {"all" | "decode" | "prefill": [entry, ...]}
+      const json& phases = c.object(op, p, "kernels");
+      for (const auto& [phase, list] : phases.items()) {
+        const std::string pp = p + ".kernels." + phase;
+        if (phase != "all" && phase != "decode" && phase != "prefill")
+          c.fail(pp, "unknown phase (expected all, decode or prefill)");
+        if (!list.is_array()) { c.fail(pp, "expected an array of kernel entries"); continue; }
+        for (size_t k = 0; k < list.size(); ++k)
+          if (!list[k].is_string() || !m.find_kernel(list[k].get<std::string>()))
+            c.fail(Checker::idx(pp, k), "is not a kernels[] entry");
+      }
+    }
   }
 }
 

@@ -15,6 +15,7 @@ path = [config.swz_tools_dir, config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(path + [config.environment.get("PATH", os.environ.get("PATH", ""))])
 
 config.substitutions.append(("%swz_src_root", config.swz_src_root))
+config.substitutions.append(("%swizzlec", config.swizzlec))
 config.substitutions.append(("%schedules", os.path.join(config.swz_src_root, "compiler", "schedules")))
 config.substitutions.append(("%kernels", os.path.join(config.swz_src_root, "codegen", "kernels")))
 

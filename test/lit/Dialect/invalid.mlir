@@ -209,3 +209,39 @@ swz.attention_tile @hd : f16 head_dim(72)
 
 // expected-error @+1 {{'swz.attention_tile' op warps, stages and smem need block(Q, KV) as well}}
 swz.attention_tile @partial : f16 head_dim(64) warps(4)
+
+// -----
+
+func.func @bias_width(%x: tensor<?x896xf32>, %w: tensor<128x896xf32>, %b: tensor<64xf32>) -> tensor<?x128xf32> {
+  // expected-error @+1 {{'swz.matmul' op bias dim 0 (64) must equal weight dim 0 (N) (128)}}
+  %y = swz.matmul %x, %w bias(%b : tensor<64xf32>) {weight_type = #swz.quant<q8_0>}
+      : tensor<?x896xf32>, tensor<128x896xf32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
+func.func @residual_type(%x: tensor<?x896xf32>, %w: tensor<128x896xf32>, %r: tensor<?x64xf32>) -> tensor<?x128xf32> {
+  // expected-error @+1 {{'swz.matmul' op residual type 'tensor<?x64xf32>' differs from the result type 'tensor<?x128xf32>'}}
+  %y = swz.matmul %x, %w residual(%r : tensor<?x64xf32>) {weight_type = #swz.quant<q8_0>}
+      : tensor<?x896xf32>, tensor<128x896xf32> -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}
+
+// -----
+
+func.func @kv_cache_rows(%q: tensor<5x14x64xf32>, %k: tensor<9x2x64xf32>, %v: tensor<9x2x64xf32>) -> tensor<5x14x64xf32> {
+  // expected-error @+1 {{'swz.attention' op k dim 0 (new rows S) (9) must equal q dim 0 (T) (5)}}
+  %o = swz.attention %q, %k, %v {scale = 0.125 : f32, causal, layer = 0 : i32}
+      : tensor<5x14x64xf32>, tensor<9x2x64xf32>, tensor<9x2x64xf32> -> tensor<5x14x64xf32>
+  return %o : tensor<5x14x64xf32>
+}
+
+// -----
+
+func.func @kv_cache_causal(%q: tensor<?x14x64xf32>, %k: tensor<?x2x64xf32>, %v: tensor<?x2x64xf32>) -> tensor<?x14x64xf32> {
+  // expected-error @+1 {{'swz.attention' op attention over layer 2's KV cache must be causal}}
+  %o = swz.attention %q, %k, %v {scale = 0.125 : f32, layer = 2 : i32}
+      : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+  return %o : tensor<?x14x64xf32>
+}

@@ -57,3 +57,18 @@ func.func @neox(%q: tensor<8x14x64xf32>, %pos: tensor<8xi32>) -> tensor<8x14x64x
       : tensor<8x14x64xf32>, tensor<8xi32>
   return %0 : tensor<8x14x64xf32>
 }
+
+// Optional matmul operands (bias: qwen2's q/k/v; residual: what swz-fuse folds in)
+// and attention over a layer's KV cache.
+// CHECK-LABEL: func.func @epilogues
+func.func @epilogues(%x: tensor<?x896xf32>, %wk: tensor<128x896xf32>, %bk: tensor<128xf32>,
+                     %r: tensor<?x128xf32>, %q: tensor<?x14x64xf32>,
+                     %k: tensor<?x2x64xf32>, %v: tensor<?x2x64xf32>) -> (tensor<?x128xf32>, tensor<?x14x64xf32>) {
+  // CHECK: swz.matmul %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128xf32>) residual(%{{.*}} : tensor<?x128xf32>) {weight_type = #swz.quant<q8_0>} : tensor<?x896xf32>, tensor<128x896xf32> -> tensor<?x128xf32>
+  %y = swz.matmul %x, %wk bias(%bk : tensor<128xf32>) residual(%r : tensor<?x128xf32>)
+      {weight_type = #swz.quant<q8_0>} : tensor<?x896xf32>, tensor<128x896xf32> -> tensor<?x128xf32>
+  // CHECK: swz.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, layer = 3 : i32, scale = 1.250000e-01 : f32}
+  %o = swz.attention %q, %k, %v {scale = 0.125 : f32, causal, layer = 3 : i32}
+      : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+  return %y, %o : tensor<?x128xf32>, tensor<?x14x64xf32>
+}

@@ -42,6 +42,37 @@ TEST(GpuCompiler, GemmToPtx) {
   EXPECT_EQ(k.binary.back(), '\n'); // no trailing NUL
 }
 
+TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
+  // Both staged tiles (A 16x64, B 8x64 f16, 128-byte rows) carry Swizzle<3,3,3>:
+  // ldmatrix.x4 and cp.async.16 each take one wavefront per 8-lane phase.
+  std::vector<CompiledKernel> ks =
+      compileGpuKernels(kernelSource("gemm_f16_mma_sync.mlir"), "sm_90");
+  ASSERT_EQ(ks[0].smemTiles.size(), 2u);
+  for (const auto &t : ks[0].smemTiles) {
+    EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
+    EXPECT_EQ(t.cpAsyncDegree, 1u) << t.name;
+    EXPECT_TRUE(t.claimedConflictFree) << t.name;
+    EXPECT_NE(t.layout.find("Swizzle<3,3,3>"), std::string::npos) << t.layout;
+  }
+}
+
+TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
+  // Without the swizzle the same tiles are row-major with 128-byte rows: ldmatrix.x4
+  // is 8-way conflicted, so the kept `swz.conflict_free` claim must stop compilation.
+  std::string src = kernelSource("gemm_f16_mma_sync.mlir");
+  for (size_t at; (at = src.find(", swz.smem_layout = #swz.swizzle<3, 3, 3>")) != std::string::npos;)
+    src.erase(at, std::strlen(", swz.smem_layout = #swz.swizzle<3, 3, 3>"));
+  try {
+    compileGpuKernels(src, "sm_90");
+    FAIL() << "expected the conflict_free claim to be rejected";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("8-way"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuCompiler, SwigluToSpirv) {
   std::vector<CompiledKernel> ks =
       compileGpuKernels(kernelSource("swiglu_f32.mlir"), "spirv");

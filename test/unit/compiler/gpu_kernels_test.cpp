@@ -27,16 +27,23 @@ gguf::File emptyGguf() {
 package::Manifest manifest(const std::string &target, json ops) {
   package::Manifest m;
   m.target = target;
-  m.graph = {{"ops", std::move(ops)}};
+  // A graph as models::build_graph writes it (docs/graph.md); the importer needs the
+  // buffer widths, head_dim and the output buffer.
+  std::string output = ops.back().at("out");
+  m.graph = {{"hparams", {{"head_dim", 64}}},
+             {"buffers", {{"x", 576}, {"h", 576}, {"h2", 576}, {"q", 576}, {"k", 576},
+                          {"g", 1536}, {"u", 1536}, {"a", 1536}}},
+             {"output", output},
+             {"ops", std::move(ops)}};
   m.weight_plan.tensors.push_back({"blk.0.attn_norm.weight", ggml::Type::F32, {576}, 0, 2304});
   m.weight_plan.tensors.push_back({"blk.0.attn_q.weight", ggml::Type::Q4_1, {576, 576}, 0, 0});
   return m;
 }
 
 const json kNormAndSwiglu = json::array({
-    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h"}},
+    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h"}, {"eps", 1e-5}},
     {{"op", "swiglu"}, {"in", {"g", "u"}}, {"out", "a"}},
-    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h2"}},
+    {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h2"}, {"eps", 1e-5}},
 });
 
 /// Whether the NVVM target can link libdevice (math.* in rms_norm/rope/swiglu).
@@ -57,7 +64,7 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   }
   compiler::addGpuKernels(m, f, files, {});
   ASSERT_EQ(m.kernels.size(), 2u);
-  EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
   EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
@@ -66,10 +73,18 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].signature[0].at("dtype"), "memref<?xf32>");
   EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "i32");
   EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
-  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu.f32");
+  EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
-  EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm.f32");
-  EXPECT_EQ(m.graph["ops"][2]["kernel"], "sm_90.rms_norm.f32");
+  EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm_f32");
+  EXPECT_EQ(m.graph["ops"][0]["kernels"], json({{"all", {"sm_90.rms_norm_f32"}}}));
+  EXPECT_EQ(m.graph["ops"][2]["kernel"], "sm_90.rms_norm_f32");
+  // ptxas -v (CUDA toolkit present wherever libdevice is): resources recorded per entry.
+  const json &px = m.kernels[0].launch.at("ptxas");
+  EXPECT_EQ(px.at("arch"), "sm_90");
+  EXPECT_GT(px.at("registers").get<int>(), 0);
+  EXPECT_EQ(px.at("spill_store_bytes"), 0);
+  EXPECT_EQ(px.at("spill_load_bytes"), 0);
+  EXPECT_EQ(m.kernels[0].launch.at("smem_tiles"), json::array()) << "no ldmatrix tiles";
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].first, "swz_rms_norm.ptx");
   EXPECT_NE(files[0].second.find(".entry rms_norm_f32("), std::string::npos);
@@ -101,7 +116,7 @@ TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
   ASSERT_EQ(m.kernels.size(), 2u);
-  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm.f32");
+  EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.spv");
   EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");

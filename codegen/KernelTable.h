@@ -1,0 +1,37 @@
+//===- KernelTable.h - which built-in kernels implement a graph op -*- C++ -*-===//
+//
+// The table swizzlec's kernel outlining (swz-outline-kernels) and package writer
+// (compiler/mlir/GpuKernels.cpp) share. Plain C++: no MLIR in this header.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SWZ_CODEGEN_KERNELTABLE_H
+#define SWZ_CODEGEN_KERNELTABLE_H
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace swz::codegen {
+
+/// One kernel of a graph op's implementation.
+struct KernelRef {
+  std::string source;  ///< codegen/kernels/<source>.mlir (builtinKernelSource)
+  std::string entry;   ///< gpu.func name in it
+  std::string phase;   ///< "all" (every forward), "decode" (T small) or "prefill"
+  bool ptx = true;     ///< used for sm_* targets
+  bool spirv = true;   ///< used for the spirv target
+};
+
+/// Built-in GPU implementations keyed "<op>.<type>[+<fused epilogue>]", e.g.
+/// "matmul.q4_1", "matmul.q4_1+residual", "attention.f16kv". An op runs its "all"
+/// kernels plus either its "decode" kernels (decode / speculative-verification
+/// batches) or its "prefill" kernels (prompt chunks), in table order.
+const std::map<std::string, std::vector<KernelRef>> &gpuImpls();
+
+/// The kernels implementing `key` for a PTX (`ptx`) or SPIR-V target; empty when the
+/// key is unknown or a phase the op needs has no kernel for that format.
+std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx);
+
+} // namespace swz::codegen
+
+#endif // SWZ_CODEGEN_KERNELTABLE_H
