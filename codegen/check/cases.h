@@ -68,6 +68,9 @@ struct Case {
   unsigned dynamicSmemBytes = 0;           ///< PTX only
   /// Bytes moved and FLOPs of one launch, for the roofline column of timed runs.
   double bytesMoved = 0, flops = 0;
+  /// The FLOPs run on tensor cores (mma.sync / wgmma): the roofline uses the tensor-core
+  /// peak instead of the FP32 FMA peak.
+  bool tensorCore = false;
   std::function<Verdict(const std::vector<std::vector<uint8_t>> &out)> check;
 };
 

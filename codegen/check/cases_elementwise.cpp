@@ -176,6 +176,7 @@ Case gemmMmaSyncCase(int64_t M, int64_t N, int64_t K) {
   c.block = {32, 1, 1};
   c.bytesMoved = 2.0 * double(M * K + N * K) + 4.0 * double(M * N);
   c.flops = 2.0 * double(M) * double(N) * double(K);
+  c.tensorCore = true;
   c.check = [a, b, M, N, K](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     v.note = "|err| <= 1e-3 + 1e-4 |ref|: f32 accumulation of K f16 products (exact "

@@ -1,368 +1,430 @@
-// ptx_check: runs generated PTX kernels on an NVIDIA GPU and compares them with a
-// float64 CPU reference. Plain C++ and the CUDA driver API (no MLIR, no runtime/).
+//===- ptx_check.cpp - run every PTX kernel case on an NVIDIA GPU ----------===//
 //
-//   swz-ptx-check --gemm <swz_kernels.ptx> --rms-norm <swz_rms_norm.ptx>
-//                 --add <swz_add.ptx> --rope <swz_rope.ptx> --swiglu <swz_swiglu.ptx>
+//   swz-ptx-check --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json]
+//                 [--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z]
+//   swz-ptx-check --print-peak-ptx     # the peak kernels' PTX (for ptxas)
 //
-// Kernels and their ABI (MLIR's memref calling convention: each memref<?x?xT>
-// argument expands to allocated ptr, aligned ptr, offset, size0, size1, stride0,
-// stride1; memref<?xT> to ptr, ptr, offset, size, stride):
-//  * gemm_f16_mma_sync(A, B: memref<?x?xf16>, C: memref<?x?xf32>):
-//    C = A·Bᵀ, grid (N/8, M/16), block 32. Tolerance: |C - ref| <= 1e-3 + 1e-4 |ref|
-//    (f32 accumulation of K f16 products; any fragment or swizzle error is O(1)).
-//  * rms_norm_f32(x: memref<?x?xf32>, gamma: memref<?xf32>, y: memref<?x?xf32>,
-//    eps: f32): grid (rows), block 32. Tolerance: |y - ref| <= 1e-5 (1 + |ref|).
-//  * add_f32(a, b, out: memref<?xf32>, n: i32): exact (one f32 rounding, same as
-//    the reference's f32 sum).
-//  * swiglu_f32(gate, up, out: memref<?xf32>, n: i32): |err| <= 1e-5 (1 + |ref|)
-//    (exp via ex2.approx).
-//  * rope_f32(x: memref<?xf32>, positions: memref<?xi32>, head_dim, n_rot: i32,
-//    theta: f32, neox: i32): grid (T, n_head), block 32, in place. Reference
-//    angle a = pos * theta^(-2i/n_rot) in float64. The kernel forms a in f32 (as
-//    llama.cpp does), so a carries up to ~8 ulps: |err| <= 1e-6 + (|x0| + |x1|) *
-//    (a * 2^-21 + 1e-6) per rotated pair; untouched features must be exact.
-// Exit status 0 only if every kernel is within tolerance. Errors (no GPU, bad
-// PTX) print the CUDA error string and exit 2.
+// Runs allCases("ptx") (codegen/check/cases.h) through the CUDA driver API: loads
+// DIR/<module>.ptx (JIT by the driver), expands each memref argument into MLIR's
+// descriptor (allocated ptr, aligned ptr, offset, sizes[R], strides[R]; row-major,
+// offset 0), launches with the case's grid, block and dynamic shared memory, and
+// compares the buffers with the float64 reference. Then times N launches (default
+// 20, after one warm-up) with cuEvents and prints the mean time, the achieved
+// bandwidth (Case::bytesMoved / time) and the roofline fraction:
+//   roofline = max(bytesMoved / peak bandwidth, flops / peak FLOP rate) / time,
+// with the tensor-core peak for Case::tensorCore cases, else the FP32 FMA peak.
+// Peaks not given on the command line are measured here first: bandwidth by a
+// 1 GiB device-to-device cuMemcpy (2 bytes moved per byte copied), the FP32 peak
+// by an FMA loop and the tensor-core peak by an mma.sync.m16n8k16 (f16, f32
+// accumulate) loop, both hand-written PTX below.
+// Exit status: 0 if every case is within tolerance, 1 if any is not (or failed to
+// load or launch: the context is reset and the run goes on), 2 for bad usage or no GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "cases.h"
+
 #include <cuda.h>
 
-#include <cmath>
-#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
-#include <string>
-#include <vector>
+#include <stdexcept>
 
 namespace {
 
-void check(CUresult r, const char *what) {
+using swz::check::Arg;
+using swz::check::Case;
+using swz::check::Verdict;
+
+/// A failed CUDA call: the call's name and cuGetErrorString.
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(CUresult r, const std::string &what) {
   if (r != CUDA_SUCCESS) {
     const char *msg = nullptr;
     cuGetErrorString(r, &msg);
-    std::fprintf(stderr, "error: %s: %s\n", what, msg ? msg : "unknown CUDA error");
-    std::exit(2);
+    throw CudaError(what + ": " + (msg ? msg : "unknown CUDA error"));
   }
 }
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "error: cannot read %s\n", path.c_str());
-    std::exit(2);
-  }
+  if (!in)
+    throw std::runtime_error("cannot read " + path);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-/// Deterministic uniform values in [-1, 1) (64-bit LCG, Knuth's constants).
-struct Rng {
-  uint64_t s;
-  double next() {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return double(s >> 11) / double(1ull << 53) * 2.0 - 1.0;
-  }
-};
-
-/// MLIR memref descriptor fields for a rank-`R` memref, as kernel parameters.
-template <int R> struct Memref {
-  CUdeviceptr allocated, aligned;
-  int64_t offset, sizes[R], strides[R];
-  void push(std::vector<void *> &params) {
-    params.push_back(&allocated);
-    params.push_back(&aligned);
-    params.push_back(&offset);
-    for (int i = 0; i < R; ++i)
-      params.push_back(&sizes[i]);
-    for (int i = 0; i < R; ++i)
-      params.push_back(&strides[i]);
-  }
-};
-
-template <typename T> CUdeviceptr upload(const std::vector<T> &v) {
-  CUdeviceptr p;
-  check(cuMemAlloc(&p, v.size() * sizeof(T)), "cuMemAlloc");
-  check(cuMemcpyHtoD(p, v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD");
-  return p;
-}
-
-CUfunction load(const std::string &ptxPath, const char *entry) {
-  std::string ptx = readFile(ptxPath);
+CUmodule loadPtx(const std::string &ptx, const std::string &what) {
   CUmodule module;
   char log[8192] = {0};
   CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log)))};
   CUresult r = cuModuleLoadDataEx(&module, ptx.c_str(), 2, opts, vals);
-  if (r != CUDA_SUCCESS)
-    std::fprintf(stderr, "JIT log for %s:\n%s\n", ptxPath.c_str(), log);
-  check(r, "cuModuleLoadDataEx");
+  if (r != CUDA_SUCCESS) {
+    const char *msg = nullptr;
+    cuGetErrorString(r, &msg);
+    throw CudaError("cuModuleLoadDataEx(" + what + "): " + (msg ? msg : "?") + "\n" + log);
+  }
+  return module;
+}
+
+/// PTX of the two peak kernels: swz_peak_fma (per thread, `iters` x 32 FMAs over 8
+/// independent chains) and swz_peak_mma (per warp, `iters` x 8 independent
+/// mma.sync.m16n8k16.f32.f16.f16.f32). Both store a sum so nothing is dead.
+std::string peakPtx() {
+  std::ostringstream p;
+  auto prologue = [&](const char *name) {
+    p << ".visible .entry " << name << "(.param .u64 out, .param .u32 iters)\n{\n"
+      << "  .reg .pred %p;\n  .reg .b32 %r<16>;\n  .reg .f32 %f<40>;\n  .reg .b64 %rd<4>;\n"
+      << "  ld.param.u64 %rd1, [out];\n  ld.param.u32 %r1, [iters];\n"
+      << "  mov.u32 %r2, %tid.x;\n  mov.u32 %r3, %ctaid.x;\n  mov.u32 %r4, %ntid.x;\n"
+      << "  mad.lo.u32 %r5, %r3, %r4, %r2;\n";
+  };
+  auto epilogue = [&](const char *loop, int n) {
+    p << "  sub.s32 %r1, %r1, 1;\n  setp.ne.s32 %p, %r1, 0;\n  @%p bra " << loop << ";\n"
+      << "  mov.f32 %f33, 0f00000000;\n";
+    for (int i = 1; i <= n; ++i)
+      p << "  add.f32 %f33, %f33, %f" << i << ";\n";
+    p << "  cvta.to.global.u64 %rd2, %rd1;\n  mul.wide.u32 %rd3, %r5, 4;\n"
+      << "  add.s64 %rd2, %rd2, %rd3;\n  st.global.f32 [%rd2], %f33;\n  ret;\n}\n";
+  };
+  p << ".version 7.0\n.target sm_80\n.address_size 64\n";
+  prologue("swz_peak_fma");
+  p << "  cvt.rn.f32.u32 %f1, %r5;\n";
+  for (int i = 2; i <= 8; ++i)
+    p << "  add.f32 %f" << i << ", %f" << i - 1 << ", 0f3F800000;\n";
+  p << "  mov.f32 %f17, 0f3F7FFFFF;\n  mov.f32 %f18, 0f33800000;\nFMA_LOOP:\n";
+  for (int round = 0; round < 4; ++round)
+    for (int i = 1; i <= 8; ++i)
+      p << "  fma.rn.f32 %f" << i << ", %f" << i << ", %f17, %f18;\n";
+  epilogue("FMA_LOOP", 8);
+  prologue("swz_peak_mma");
+  for (int i = 6; i <= 9; ++i)
+    p << "  mov.b32 %r" << i << ", 0x3C003C00;\n";  // A fragment: f16 1.0 pairs
+  p << "  mov.b32 %r10, 0x00003C00;\n  mov.b32 %r11, 0x3C000000;\n";
+  for (int i = 1; i <= 32; ++i)
+    p << "  mov.f32 %f" << i << ", 0f00000000;\n";
+  p << "MMA_LOOP:\n";
+  for (int a = 0; a < 8; ++a) {
+    std::string acc = "{%f" + std::to_string(4 * a + 1) + ", %f" + std::to_string(4 * a + 2) +
+                      ", %f" + std::to_string(4 * a + 3) + ", %f" + std::to_string(4 * a + 4) + "}";
+    p << "  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " << acc
+      << ", {%r6, %r7, %r8, %r9}, {%r10, %r11}, " << acc << ";\n";
+  }
+  epilogue("MMA_LOOP", 32);
+  return p.str();
+}
+
+/// Seconds per launch of `f` (mean of `reps` after one warm-up), timed with cuEvents.
+double timeLaunch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                  unsigned smem, void **params, int reps) {
+  check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+                       nullptr, params, nullptr),
+        "cuLaunchKernel (warm-up)");
+  CUevent start, stop;
+  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventRecord(start, nullptr), "cuEventRecord");
+  for (int r = 0; r < reps; ++r)
+    check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+                         nullptr, params, nullptr),
+          "cuLaunchKernel (timed)");
+  check(cuEventRecord(stop, nullptr), "cuEventRecord");
+  check(cuEventSynchronize(stop), "cuEventSynchronize");
+  float ms = 0;
+  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  return double(ms) * 1e-3 / reps;
+}
+
+struct Peaks {
+  double bytesPerS = 0, fmaFlopsPerS = 0, tcFlopsPerS = 0;
+  std::string source;  ///< "measured" / "given" per peak, for the report
+};
+
+/// Device bandwidth from a 1 GiB cuMemcpyDtoD (bytes read + written per second).
+double measureBandwidth() {
+  const size_t bytes = size_t(1) << 30;
+  CUdeviceptr a, b;
+  check(cuMemAlloc(&a, bytes), "cuMemAlloc (bandwidth)");
+  check(cuMemAlloc(&b, bytes), "cuMemAlloc (bandwidth)");
+  check(cuMemcpyDtoD(b, a, bytes), "cuMemcpyDtoD");
+  CUevent start, stop;
+  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  const int reps = 10;
+  check(cuEventRecord(start, nullptr), "cuEventRecord");
+  for (int r = 0; r < reps; ++r)
+    check(cuMemcpyDtoDAsync(b, a, bytes, nullptr), "cuMemcpyDtoDAsync");
+  check(cuEventRecord(stop, nullptr), "cuEventRecord");
+  check(cuEventSynchronize(stop), "cuEventSynchronize");
+  float ms = 0;
+  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+  cuEventDestroy(start);
+  cuEventDestroy(stop);
+  cuMemFree(a);
+  cuMemFree(b);
+  return 2.0 * double(bytes) * reps / (double(ms) * 1e-3);
+}
+
+/// FLOP/s of the peak kernel `entry`: `flopsPerThread(iters)` per thread.
+double measureFlops(CUmodule module, const char *entry, int sms, double flopsPerIterPerThread) {
   CUfunction f;
   check(cuModuleGetFunction(&f, module, entry), entry);
-  return f;
+  const unsigned block = 256, grid = unsigned(sms) * 8;
+  CUdeviceptr out;
+  check(cuMemAlloc(&out, size_t(grid) * block * 4), "cuMemAlloc (peak)");
+  uint32_t iters = 1024;
+  void *params[] = {&out, &iters};
+  double s = timeLaunch(f, {grid, 1, 1}, {block, 1, 1}, 0, params, 5);
+  cuMemFree(out);
+  return double(grid) * block * iters * flopsPerIterPerThread / s;
 }
 
-bool runGemm(const std::string &ptx, int64_t M, int64_t N, int64_t K) {
-  Rng rng{42};
-  std::vector<_Float16> a(M * K), b(N * K);
-  for (auto &x : a) x = _Float16(rng.next());
-  for (auto &x : b) x = _Float16(rng.next());
-  std::vector<float> c(M * N, -12345.0f);
-  CUdeviceptr da = upload(a), db = upload(b), dc = upload(c);
-  Memref<2> ma{da, da, 0, {M, K}, {K, 1}}, mb{db, db, 0, {N, K}, {K, 1}},
-      mc{dc, dc, 0, {M, N}, {N, 1}};
+/// A case's device buffers and its kernel parameter list (MLIR's expanded memrefs).
+struct Launch {
+  std::vector<CUdeviceptr> buffers;
+  std::vector<int64_t> words;  ///< parameter storage; `params` points into it
   std::vector<void *> params;
-  ma.push(params);
-  mb.push(params);
-  mc.push(params);
-  CUfunction f = load(ptx, "gemm_f16_mma_sync");
-  check(cuLaunchKernel(f, N / 8, M / 16, 1, 32, 1, 1, 0, nullptr, params.data(), nullptr),
-        "cuLaunchKernel(gemm)");
-  check(cuCtxSynchronize(), "cuCtxSynchronize(gemm)");
-  check(cuMemcpyDtoH(c.data(), dc, c.size() * sizeof(float)), "cuMemcpyDtoH");
-  double maxErr = 0;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double ref = 0;
-      for (int64_t k = 0; k < K; ++k)
-        ref += double(a[i * K + k]) * double(b[j * K + k]);
-      double err = std::fabs(double(c[i * N + j]) - ref);
-      maxErr = std::max(maxErr, err);
-      if (!(err <= 1e-3 + 1e-4 * std::fabs(ref)))
-        ++bad;
-    }
-  std::printf("gemm_f16_mma_sync M=%lld N=%lld K=%lld: max |err| = %.3g, %lld of %lld "
-              "outside tolerance -> %s\n",
-              (long long)M, (long long)N, (long long)K, maxErr, (long long)bad,
-              (long long)(M * N), bad ? "FAIL" : "ok");
-  cuMemFree(da);
-  cuMemFree(db);
-  cuMemFree(dc);
-  return bad == 0;
-}
+  ~Launch() {
+    for (CUdeviceptr p : buffers)
+      cuMemFree(p);
+  }
+};
 
-bool runRmsNorm(const std::string &ptx, int64_t rows, int64_t D) {
-  Rng rng{7};
-  std::vector<float> x(rows * D), g(D), y(rows * D, -12345.0f);
-  for (auto &v : x) v = float(rng.next() * 3.0);
-  for (auto &v : g) v = float(1.0 + 0.5 * rng.next());
-  float eps = 1e-5f;
-  CUdeviceptr dx = upload(x), dg = upload(g), dy = upload(y);
-  Memref<2> mx{dx, dx, 0, {rows, D}, {D, 1}}, my{dy, dy, 0, {rows, D}, {D, 1}};
-  Memref<1> mg{dg, dg, 0, {D}, {1}};
-  std::vector<void *> params;
-  mx.push(params);
-  mg.push(params);
-  my.push(params);
-  params.push_back(&eps);
-  CUfunction f = load(ptx, "rms_norm_f32");
-  check(cuLaunchKernel(f, rows, 1, 1, 32, 1, 1, 0, nullptr, params.data(), nullptr),
-        "cuLaunchKernel(rms_norm)");
-  check(cuCtxSynchronize(), "cuCtxSynchronize(rms_norm)");
-  check(cuMemcpyDtoH(y.data(), dy, y.size() * sizeof(float)), "cuMemcpyDtoH");
-  double maxErr = 0;
-  int64_t bad = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (int64_t i = 0; i < D; ++i)
-      ss += double(x[r * D + i]) * double(x[r * D + i]);
-    double inv = 1.0 / std::sqrt(ss / double(D) + double(eps));
-    for (int64_t i = 0; i < D; ++i) {
-      double ref = double(x[r * D + i]) * inv * double(g[i]);
-      double err = std::fabs(double(y[r * D + i]) - ref);
-      maxErr = std::max(maxErr, err);
-      if (!(err <= 1e-5 * (1.0 + std::fabs(ref))))
-        ++bad;
+void prepare(const Case &c, Launch &l) {
+  for (const auto &b : c.buffers) {
+    CUdeviceptr p = 0;
+    check(cuMemAlloc(&p, std::max<size_t>(b.bytes.size(), 4)), "cuMemAlloc");
+    l.buffers.push_back(p);
+    if (!b.bytes.empty())
+      check(cuMemcpyHtoD(p, b.bytes.data(), b.bytes.size()), "cuMemcpyHtoD");
+  }
+  size_t n = 0;
+  for (const Arg &a : c.args)
+    n += a.kind == Arg::Memref ? 3 + 2 * c.buffers.at(a.buffer).sizes.size() : 1;
+  l.words.assign(n, 0);  // 8 bytes per parameter; i32 / f32 use the low 4
+  size_t w = 0;
+  auto push = [&](const void *v, size_t bytes) {
+    std::memcpy(&l.words[w], v, bytes);
+    l.params.push_back(&l.words[w++]);
+  };
+  for (const Arg &a : c.args) {
+    if (a.kind == Arg::I32) {
+      push(&a.i32, 4);
+    } else if (a.kind == Arg::F32) {
+      push(&a.f32, 4);
+    } else {
+      const auto &b = c.buffers.at(a.buffer);
+      CUdeviceptr p = l.buffers.at(a.buffer);
+      int64_t offset = 0;
+      push(&p, 8);
+      push(&p, 8);
+      push(&offset, 8);
+      for (int64_t s : b.sizes)
+        push(&s, 8);
+      std::vector<int64_t> strides(b.sizes.size(), 1);
+      for (int i = int(b.sizes.size()) - 2; i >= 0; --i)
+        strides[i] = strides[i + 1] * b.sizes[i + 1];
+      for (int64_t s : strides)
+        push(&s, 8);
     }
   }
-  std::printf("rms_norm_f32 rows=%lld D=%lld: max |err| = %.3g, %lld of %lld outside "
-              "tolerance -> %s\n",
-              (long long)rows, (long long)D, maxErr, (long long)bad,
-              (long long)(rows * D), bad ? "FAIL" : "ok");
-  cuMemFree(dx);
-  cuMemFree(dg);
-  cuMemFree(dy);
-  return bad == 0;
 }
 
-
-/// Runs `entry` of `ptx` on 1-D buffers: out = f(a, b) elementwise over n, grid
-/// ceil(n/block). Returns the device output.
-std::vector<float> runElementwise(const std::string &ptx, const char *entry, int block,
-                                  const std::vector<float> &a, const std::vector<float> &b) {
-  int64_t n = int64_t(a.size());
-  std::vector<float> out(n, -12345.0f);
-  CUdeviceptr da = upload(a), db = upload(b), dout = upload(out);
-  Memref<1> ma{da, da, 0, {n}, {1}}, mb{db, db, 0, {n}, {1}}, mo{dout, dout, 0, {n}, {1}};
-  int32_t n32 = int32_t(n);
-  std::vector<void *> params;
-  ma.push(params);
-  mb.push(params);
-  mo.push(params);
-  params.push_back(&n32);
-  CUfunction f = load(ptx, entry);
-  check(cuLaunchKernel(f, unsigned((n + block - 1) / block), 1, 1, block, 1, 1, 0, nullptr,
-                       params.data(), nullptr),
-        entry);
-  check(cuCtxSynchronize(), entry);
-  check(cuMemcpyDtoH(out.data(), dout, out.size() * sizeof(float)), "cuMemcpyDtoH");
-  cuMemFree(da);
-  cuMemFree(db);
-  cuMemFree(dout);
-  return out;
-}
-
-bool report(const char *what, double maxErr, int64_t bad, int64_t total) {
-  std::printf("%s: max |err| = %.3g, %lld of %lld outside tolerance -> %s\n", what, maxErr,
-              (long long)bad, (long long)total, bad ? "FAIL" : "ok");
-  return bad == 0;
-}
-
-bool runAdd(const std::string &ptx, int64_t n) {
-  Rng rng{11};
-  std::vector<float> a(n), b(n);
-  for (auto &v : a) v = float(rng.next() * 100.0);
-  for (auto &v : b) v = float(rng.next());
-  std::vector<float> out = runElementwise(ptx, "add_f32", 256, a, b);
-  double maxErr = 0;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double err = std::fabs(double(out[i]) - double(a[i] + b[i]));
-    maxErr = std::max(maxErr, err);
-    bad += err != 0.0;
-  }
-  char what[64];
-  std::snprintf(what, sizeof(what), "add_f32 n=%lld", (long long)n);
-  return report(what, maxErr, bad, n);
-}
-
-bool runSwiglu(const std::string &ptx, int64_t n) {
-  Rng rng{13};
-  std::vector<float> g(n), u(n);
-  for (auto &v : g) v = float(rng.next() * 8.0);
-  for (auto &v : u) v = float(rng.next() * 2.0);
-  std::vector<float> out = runElementwise(ptx, "swiglu_f32", 64, g, u);
-  double maxErr = 0;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
-    double err = std::fabs(double(out[i]) - ref);
-    maxErr = std::max(maxErr, err);
-    bad += !(err <= 1e-5 * (1.0 + std::fabs(ref)));
-  }
-  char what[64];
-  std::snprintf(what, sizeof(what), "swiglu_f32 n=%lld", (long long)n);
-  return report(what, maxErr, bad, n);
-}
-
-bool runRope(const std::string &ptx, int64_t T, int32_t nHead, int32_t headDim, int32_t nRot,
-             float theta, bool neox) {
-  Rng rng{17};
-  int64_t width = int64_t(nHead) * headDim;
-  std::vector<float> x(T * width);
-  for (auto &v : x) v = float(rng.next());
-  std::vector<int32_t> pos(T);
-  for (int64_t t = 0; t < T; ++t)
-    pos[t] = int32_t((t * 977) % 4096); // spread over [0, 4096)
-  std::vector<float> y = x;
-  CUdeviceptr dx = upload(y), dp = upload(pos);
-  Memref<1> mx{dx, dx, 0, {T * width}, {1}}, mp{dp, dp, 0, {T}, {1}};
-  int32_t neox32 = neox ? 1 : 0;
-  std::vector<void *> params;
-  mx.push(params);
-  mp.push(params);
-  params.push_back(&headDim);
-  params.push_back(&nRot);
-  params.push_back(&theta);
-  params.push_back(&neox32);
-  CUfunction f = load(ptx, "rope_f32");
-  check(cuLaunchKernel(f, unsigned(T), unsigned(nHead), 1, 32, 1, 1, 0, nullptr, params.data(),
-                       nullptr),
-        "cuLaunchKernel(rope)");
-  check(cuCtxSynchronize(), "cuCtxSynchronize(rope)");
-  check(cuMemcpyDtoH(y.data(), dx, y.size() * sizeof(float)), "cuMemcpyDtoH");
-  std::vector<double> ref(x.begin(), x.end()), tol(x.size(), 0.0);
-  for (int64_t t = 0; t < T; ++t)
-    for (int32_t h = 0; h < nHead; ++h)
-      for (int32_t i = 0; i < nRot / 2; ++i) {
-        double ang = double(pos[t]) * std::pow(double(theta), -2.0 * i / nRot);
-        int64_t base = t * width + int64_t(h) * headDim;
-        int64_t j0 = neox ? i : 2 * i, j1 = neox ? i + nRot / 2 : 2 * i + 1;
-        double x0 = x[base + j0], x1 = x[base + j1];
-        ref[base + j0] = x0 * std::cos(ang) - x1 * std::sin(ang);
-        ref[base + j1] = x0 * std::sin(ang) + x1 * std::cos(ang);
-        double angTol = ang * std::ldexp(1.0, -21) + 1e-6;
-        tol[base + j0] = tol[base + j1] = 1e-6 + (std::fabs(x0) + std::fabs(x1)) * angTol;
-      }
-  double maxErr = 0;
-  int64_t bad = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    double err = std::fabs(double(y[i]) - ref[i]);
-    maxErr = std::max(maxErr, err);
-    bad += !(err <= tol[i]);
-  }
-  char what[128];
-  std::snprintf(what, sizeof(what), "rope_f32 %s T=%lld heads=%d head_dim=%d n_rot=%d",
-                neox ? "neox" : "norm", (long long)T, nHead, headDim, nRot);
-  return report(what, maxErr, bad, int64_t(y.size()));
+int usage(const char *argv0) {
+  std::fprintf(stderr,
+               "usage: %s --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json] "
+               "[--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z]\n",
+               argv0);
+  return 2;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string gemm, rms, add, rope, swiglu;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string dir, filter, jsonPath;
+  int reps = 20;
+  double givenGbps = 0, givenTflops = 0, givenTcTflops = 0;
+  for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--gemm")
-      gemm = argv[i + 1];
-    else if (flag == "--rms-norm")
-      rms = argv[i + 1];
-    else if (flag == "--add")
-      add = argv[i + 1];
-    else if (flag == "--rope")
-      rope = argv[i + 1];
-    else if (flag == "--swiglu")
-      swiglu = argv[i + 1];
-    else {
-      std::fprintf(stderr,
-                   "usage: %s [--gemm f.ptx] [--rms-norm f.ptx] [--add f.ptx] [--rope f.ptx] "
-                   "[--swiglu f.ptx]\n",
-                   argv[0]);
-      return 2;
+    if (flag == "--print-peak-ptx") {  // for checking it with ptxas where there is no GPU
+      std::fputs(peakPtx().c_str(), stdout);
+      return 0;
     }
+    if (i + 1 >= argc)
+      return usage(argv[0]);
+    std::string v = argv[++i];
+    if (flag == "--ptx-dir") dir = v;
+    else if (flag == "--filter") filter = v;
+    else if (flag == "--json") jsonPath = v;
+    else if (flag == "--reps") reps = std::atoi(v.c_str());
+    else if (flag == "--peak-gbps") givenGbps = std::atof(v.c_str());
+    else if (flag == "--peak-tflops") givenTflops = std::atof(v.c_str());
+    else if (flag == "--peak-tc-tflops") givenTcTflops = std::atof(v.c_str());
+    else return usage(argv[0]);
   }
-  check(cuInit(0), "cuInit");
+  if (dir.empty() || reps < 1)
+    return usage(argv[0]);
+
   CUdevice dev;
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  char name[256];
-  check(cuDeviceGetName(name, sizeof(name), dev), "cuDeviceGetName");
-  int major = 0, minor = 0;
-  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  std::printf("device: %s (sm_%d%d)\n", name, major, minor);
   CUcontext ctx;
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  bool ok = true;
-  if (!gemm.empty()) {
-    ok &= runGemm(gemm, 64, 64, 256);
-    ok &= runGemm(gemm, 128, 40, 64 * 11);
+  char name[256] = {0};
+  int major = 0, minor = 0, sms = 0;
+  try {
+    check(cuInit(0), "cuInit");
+    check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+    check(cuDeviceGetName(name, sizeof(name), dev), "cuDeviceGetName");
+    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  } catch (const CudaError &e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   }
-  if (!rms.empty()) {
-    ok &= runRmsNorm(rms, 7, 576);
-    ok &= runRmsNorm(rms, 3, 4096);
-    ok &= runRmsNorm(rms, 2, 5);
+  std::printf("device: %s (sm_%d%d, %d SMs), PTX from %s\n", name, major, minor, sms, dir.c_str());
+
+  // Peaks: given, else measured (a failed measurement leaves that peak out).
+  Peaks peak;
+  auto measured = [&](const char *what, double given, double scale, auto measure) {
+    if (given > 0)
+      return given * scale;
+    try {
+      return measure();
+    } catch (const std::exception &e) {
+      std::printf("warning: measuring the %s peak failed (%s); no roofline for it\n", what,
+                  e.what());
+      return 0.0;
+    }
+  };
+  peak.bytesPerS = measured("bandwidth", givenGbps, 1e9, [] { return measureBandwidth(); });
+  CUmodule peakModule = nullptr;
+  try {
+    peakModule = loadPtx(peakPtx(), "peak kernels");
+  } catch (const std::exception &e) {
+    std::printf("warning: %s\n", e.what());
   }
-  if (!add.empty())
-    ok &= runAdd(add, 100003);
-  if (!swiglu.empty())
-    ok &= runSwiglu(swiglu, 4864 * 3 + 5);
-  if (!rope.empty()) {
-    ok &= runRope(rope, 37, 9, 64, 64, 10000.0f, false);    // SmolLM2: llama, norm
-    ok &= runRope(rope, 37, 14, 64, 64, 1000000.0f, true);  // Qwen2.5: neox
-    ok &= runRope(rope, 5, 4, 128, 96, 10000.0f, true);     // partial rotation
+  peak.fmaFlopsPerS = measured("FP32", givenTflops, 1e12, [&] {
+    if (!peakModule) throw std::runtime_error("no peak module");
+    return measureFlops(peakModule, "swz_peak_fma", sms, 32 * 2.0);
+  });
+  peak.tcFlopsPerS = measured("tensor-core", givenTcTflops, 1e12, [&] {
+    if (!peakModule) throw std::runtime_error("no peak module");
+    return measureFlops(peakModule, "swz_peak_mma", sms, 8 * 4096.0 / 32);
+  });
+  std::printf("peaks: %.0f GB/s (%s), FP32 %.1f TFLOP/s (%s), tensor core f16 mma.sync %.1f "
+              "TFLOP/s (%s)\n",
+              peak.bytesPerS / 1e9, givenGbps > 0 ? "given" : "measured: 1 GiB DtoD copy",
+              peak.fmaFlopsPerS / 1e12, givenTflops > 0 ? "given" : "measured: FMA loop",
+              peak.tcFlopsPerS / 1e12, givenTcTflops > 0 ? "given" : "measured: mma.sync loop");
+
+  std::map<std::string, CUmodule> modules;
+  nlohmann::json results = nlohmann::json::array();
+  int run = 0, failed = 0;
+  for (const Case &c : swz::check::allCases("ptx")) {
+    std::string label = c.module + "." + c.entry + " " + c.label;
+    if (!filter.empty() && label.find(filter) == std::string::npos)
+      continue;
+    ++run;
+    Verdict v;
+    std::string error;
+    double seconds = 0;
+    try {
+      auto it = modules.find(c.module);
+      if (it == modules.end()) {
+        std::string path = dir + "/" + c.module + ".ptx";
+        it = modules.emplace(c.module, loadPtx(readFile(path), path)).first;
+      }
+      CUfunction f;
+      check(cuModuleGetFunction(&f, it->second, c.entry.c_str()),
+            "cuModuleGetFunction(" + c.entry + ")");
+      if (c.dynamicSmemBytes > 48 * 1024)
+        check(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 int(c.dynamicSmemBytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+      Launch l;
+      prepare(c, l);
+      check(cuLaunchKernel(f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+                           c.block[2], c.dynamicSmemBytes, nullptr, l.params.data(), nullptr),
+            "cuLaunchKernel");
+      check(cuCtxSynchronize(), "cuCtxSynchronize");
+      std::vector<std::vector<uint8_t>> out(c.buffers.size());
+      for (size_t i = 0; i < out.size(); ++i) {
+        out[i].resize(c.buffers[i].bytes.size());
+        if (!out[i].empty())
+          check(cuMemcpyDtoH(out[i].data(), l.buffers[i], out[i].size()), "cuMemcpyDtoH");
+      }
+      v = c.check(out);
+      // Timed after the check: in-place kernels change their buffers.
+      seconds = timeLaunch(f, c.grid, c.block, c.dynamicSmemBytes, l.params.data(), reps);
+    } catch (const std::exception &e) {
+      error = e.what();
+      // A faulting kernel poisons the context: start a fresh one for the next case.
+      if (dynamic_cast<const CudaError *>(&e)) {
+        modules.clear();
+        cuDevicePrimaryCtxRelease(dev);
+        cuDevicePrimaryCtxReset(dev);
+        if (cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+            cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+          std::fprintf(stderr, "error: cannot recreate the CUDA context after: %s\n", e.what());
+          return 2;
+        }
+      }
+    }
+    bool ok = error.empty() && v.bad == 0 && v.checked > 0;
+    failed += !ok;
+    double gbps = seconds > 0 ? c.bytesMoved / seconds / 1e9 : 0;
+    double flopPeak = c.tensorCore ? peak.tcFlopsPerS : peak.fmaFlopsPerS;
+    double ideal = std::max(peak.bytesPerS > 0 ? c.bytesMoved / peak.bytesPerS : 0.0,
+                            flopPeak > 0 ? c.flops / flopPeak : 0.0);
+    double roofline = seconds > 0 ? ideal / seconds : 0;
+    if (!error.empty())
+      std::printf("FAIL %s: %s\n", label.c_str(), error.c_str());
+    else
+      std::printf("%s %s: max |err| %.3g, %lld of %lld outside tolerance (%s); %.2f us, "
+                  "%.1f GB/s, %.1f%% of roofline\n",
+                  ok ? "ok  " : "FAIL", label.c_str(), v.maxErr, (long long)v.bad,
+                  (long long)v.checked, v.note.c_str(), seconds * 1e6, gbps, roofline * 100);
+    std::fflush(stdout);
+    results.push_back({{"module", c.module}, {"entry", c.entry}, {"label", c.label},
+                       {"ok", ok}, {"error", error}, {"max_err", v.maxErr}, {"bad", v.bad},
+                       {"checked", v.checked}, {"tolerance", v.note},
+                       {"grid", c.grid}, {"block", c.block},
+                       {"dynamic_smem_bytes", c.dynamicSmemBytes},
+                       {"bytes_moved", c.bytesMoved}, {"flops", c.flops},
+                       {"tensor_core", c.tensorCore}, {"time_us", seconds * 1e6},
+                       {"gb_per_s", gbps}, {"roofline_fraction", roofline}});
+  }
+  std::printf("%d cases, %d failed\n", run, failed);
+  if (!jsonPath.empty()) {
+    std::ofstream out(jsonPath);
+    out << nlohmann::json{{"device", name},
+                          {"sm", major * 10 + minor},
+                          {"ptx_dir", dir},
+                          {"reps", reps},
+                          {"peak_gb_per_s", peak.bytesPerS / 1e9},
+                          {"peak_fp32_tflops", peak.fmaFlopsPerS / 1e12},
+                          {"peak_tensor_core_tflops", peak.tcFlopsPerS / 1e12},
+                          {"cases", results}}
+               .dump(2)
+        << "\n";
   }
   cuDevicePrimaryCtxRelease(dev);
-  return ok ? 0 : 1;
+  if (run == 0) {
+    std::fprintf(stderr, "error: no case matches '%s'\n", filter.c_str());
+    return 2;
+  }
+  return failed ? 1 : 0;
 }

@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
-# Numeric check of the generated PTX kernels against a float64 reference on a GPU.
+# Numeric check and timing of every generated PTX kernel on an NVIDIA GPU against
+# its float64 reference (the cases of codegen/check/cases*.cpp).
 #
-#   codegen/check/run_gpu_check.sh gen <build-dir>   # here: PTX for sm_80 and sm_90
-#   codegen/check/run_gpu_check.sh run <build-dir>   # on the GPU machine
+#   codegen/check/run_gpu_check.sh gen <build-dir>            # here: PTX for sm_80 and sm_90
+#   codegen/check/run_gpu_check.sh run <build-dir> [args...]  # on the GPU machine
 #
-# `gen` needs swizzle-opt (MLIR); `run` needs only swz-ptx-check, the PTX files
-# under <build-dir>/gpu-check/ and a CUDA driver. `run` picks the PTX matching
-# the GPU's compute capability (sm_90 for H100/H200, else sm_80).
+# `gen` compiles every kernel listed in SWZ_KERNELS (codegen/CMakeLists.txt) with
+# swizzle-opt, the same passes as swizzlec (swz-materialize-swizzle, then
+# gpu-lower-to-nvvm-pipeline), to <build-dir>/gpu-check/<chip>/<module>.ptx and
+# checks each with ptxas when it is installed. `run` needs only swz-ptx-check (built
+# with g++ into gpu-check/ when <build-dir> has none: nlohmann-json3-dev, cuda.h),
+# those files and a CUDA driver; it picks the PTX matching the GPU (sm_90 for
+# H100/H200, else sm_80), prints one line per case (error, time, GB/s, roofline
+# fraction) and writes <build-dir>/gpu-check/ptx_check.json. Extra args go to
+# swz-ptx-check (e.g. --filter rms_norm, --peak-gbps 4800).
 set -euo pipefail
-mode=${1:?usage: $0 gen|run <build-dir>}
-build=${2:?usage: $0 gen|run <build-dir>}
+mode=${1:?usage: $0 gen|run <build-dir> [swz-ptx-check args]}
+build=${2:?usage: $0 gen|run <build-dir> [swz-ptx-check args]}
+shift 2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$build/gpu-check
 case $mode in
 gen)
   # libdevice for math.* (see codegen/kernels/rms_norm_f32.mlir).
   export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+  kernels=$(tr '\n' ' ' < "$src/codegen/CMakeLists.txt" |
+            grep -o 'set(SWZ_KERNELS[^)]*)' | sed 's/set(SWZ_KERNELS//; s/)//')
+  [ -n "${kernels// /}" ] || { echo "no SWZ_KERNELS list in codegen/CMakeLists.txt" >&2; exit 2; }
+  ptxas=$(command -v ptxas || echo "$CUDA_ROOT/bin/ptxas")
   for chip in sm_80 sm_90; do
-    mkdir -p "$out/$chip"
-    "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/gemm_f16_mma_sync.mlir" \
-      -swz-materialize-swizzle \
-      -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
-      -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null
-    for k in rms_norm_f32 add_f32 rope_f32 swiglu_f32; do
-      "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/$k.mlir" \
-        -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
-        -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null
+    rm -rf "${out:?}/$chip" && mkdir -p "$out/$chip"
+    for k in $kernels; do
+      if ! "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/$k.mlir" -swz-materialize-swizzle \
+          -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
+          -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null 2> "$out/$chip/$k.log"; then
+        cat "$out/$chip/$k.log" >&2; echo "error: $k for $chip failed" >&2; exit 1
+      fi
+      rm -f "$out/$chip/$k.log"
     done
+    if [ -x "$ptxas" ]; then
+      for f in "$out/$chip"/*.ptx; do
+        "$ptxas" -arch="$chip" "$f" -o /dev/null || { echo "error: ptxas rejects $f" >&2; exit 1; }
+      done
+    fi
   done
   ls -l "$out"/*/ ;;
 run)
@@ -36,8 +52,15 @@ run)
     chip=sm_90
   fi
   echo "using $chip PTX"
-  "$build/codegen/swz-ptx-check" --gemm "$out/$chip/swz_kernels.ptx" \
-    --rms-norm "$out/$chip/swz_rms_norm.ptx" --add "$out/$chip/swz_add.ptx" \
-    --rope "$out/$chip/swz_rope.ptx" --swiglu "$out/$chip/swz_swiglu.ptx" ;;
-*) echo "usage: $0 gen|run <build-dir>" >&2; exit 2 ;;
+  runner=$build/codegen/swz-ptx-check
+  if [ ! -x "$runner" ]; then
+    # No CMake build here (e.g. only gpu-check/ was copied): build the runner alone. It
+    # needs g++, nlohmann-json3-dev, cuda.h and libcuda; no MLIR.
+    runner=$out/swz-ptx-check
+    cuda=${CUDA_ROOT:-/usr/local/cuda}
+    g++ -std=c++20 -O2 -I"$cuda/include" "$src"/codegen/check/ptx_check.cpp \
+      "$src"/codegen/check/cases*.cpp -o "$runner" -L"$cuda/lib64/stubs" -lcuda
+  fi
+  "$runner" --ptx-dir "$out/$chip" --json "$out/ptx_check.json" "$@" ;;
+*) echo "usage: $0 gen|run <build-dir> [swz-ptx-check args]" >&2; exit 2 ;;
 esac

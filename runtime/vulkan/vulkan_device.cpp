@@ -325,35 +325,48 @@ Device::Device(const std::string& select) : impl_(std::make_unique<Impl>()) {
     }
   if (!found) throw Error("Vulkan device " + d.info.name + " has no compute queue");
 
-  // Features: enable the supported subset of what kernels use.
+  // Features: enable the supported subset of what kernels use. The Vulkan11/12 feature
+  // structs exist from 1.2; a 1.1 device reports 16-bit storage through its own struct.
+  const bool has12 = props.apiVersion >= VK_API_VERSION_1_2 && app.apiVersion >= VK_API_VERSION_1_2;
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   VkPhysicalDeviceVulkan11Features f11{};
   f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  VkPhysicalDevice16BitStorageFeatures f16s{};
+  f16s.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   VkPhysicalDeviceFeatures2 f2{};
   f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  const bool has12 = props.apiVersion >= VK_API_VERSION_1_2 && app.apiVersion >= VK_API_VERSION_1_2;
-  f2.pNext = &f11;
-  if (has12) f11.pNext = &f12;
+  if (has12) {
+    f2.pNext = &f11;
+    f11.pNext = &f12;
+  } else {
+    f2.pNext = &f16s;
+  }
   vk.vkGetPhysicalDeviceFeatures2(d.physical, &f2);
   VkPhysicalDeviceVulkan12Features e12{};
   e12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   VkPhysicalDeviceVulkan11Features e11{};
   e11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  VkPhysicalDevice16BitStorageFeatures e16s{};
+  e16s.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   VkPhysicalDeviceFeatures2 e2{};
   e2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  e2.pNext = &e11;
-  if (has12) e11.pNext = &e12;
   e2.features.shaderInt16 = f2.features.shaderInt16;
   e2.features.shaderInt64 = f2.features.shaderInt64;
   e2.features.shaderFloat64 = f2.features.shaderFloat64;
-  e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
   if (has12) {
+    e2.pNext = &e11;
+    e11.pNext = &e12;
+    e11.storageBuffer16BitAccess = f11.storageBuffer16BitAccess;
     e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
     e12.shaderFloat16 = f12.shaderFloat16;
     e12.shaderInt8 = f12.shaderInt8;
+    d.info.storage_16bit = e11.storageBuffer16BitAccess;
+  } else {
+    e2.pNext = &e16s;
+    e16s.storageBuffer16BitAccess = f16s.storageBuffer16BitAccess;
+    d.info.storage_16bit = e16s.storageBuffer16BitAccess;
   }
-  d.info.storage_16bit = e11.storageBuffer16BitAccess;
   d.info.storage_8bit = e12.storageBuffer8BitAccess;
   d.info.float16 = e12.shaderFloat16;
   d.info.int8 = e12.shaderInt8;
@@ -415,7 +428,9 @@ Buffer Device::create_buffer(size_t bytes) {
   bi.size = bytes;
   VkBufferCreateInfo bci{};
   bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bci.size = std::max<size_t>(bytes, 4);
+  // Rounded up to 16 bytes: kernels that emulate i8 / i16 arrays with 32-bit words (MLIR's
+  // SPIR-V lowering without Int8 / Int16 storage) read whole words at the end.
+  bci.size = (std::max<size_t>(bytes, 4) + 15) & ~size_t(15);
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer), "vkCreateBuffer");

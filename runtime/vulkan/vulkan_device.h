@@ -110,8 +110,10 @@ class Device {
 
   const DeviceInfo& info() const;
 
-  /// A storage buffer of `bytes` bytes (at least 4 are allocated: Vulkan forbids empty
-  /// buffers), zero-filled. Throws Error if allocation fails.
+  /// A storage buffer of `bytes` bytes, zero-filled. The allocation is rounded up to a
+  /// multiple of 16 bytes (at least 16: Vulkan forbids empty buffers, and kernels reading
+  /// i8 / i16 arrays as 32-bit words touch the whole last word). Throws Error if
+  /// allocation fails.
   Buffer create_buffer(size_t bytes);
 
   /// Creates a compute pipeline for entry point `entry` of the SPIR-V module `spirv`
