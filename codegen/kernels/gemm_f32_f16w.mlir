@@ -21,6 +21,7 @@
 // (read only if has_bias != 0; bind any buffer otherwise), T, N, K, has_bias: i32.
 module attributes {gpu.container_module} {
   gpu.module @swz_gemm_f32_f16w attributes {
+      swz.targets = "spirv",
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
           [Shader, Float16, StorageBuffer16BitAccess],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
