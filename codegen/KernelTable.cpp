@@ -39,9 +39,10 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // whose `flags` add bias[n] (1) and/or res[t, n] (2), so one kernel serves the plain,
     // bias and fused-residual forms. Prefill, as llama.cpp's cuBLAS path: the activations
     // rounded to f16 (convert_f32_f16), the weight dequantized to an f16 scratch
-    // (dequant_<type>_f16) or straight into the GEMM's swizzled shared tiles (the fused
-    // Q4_1 / Q8_0 GEMMs), then the tensor-core GEMM (PTX; optional bias); on SPIR-V the
-    // portable tiled GEMM on f32 activations. The prefill GEMMs have no residual input,
+    // (dequant_<type>_f16), then the tensor-core GEMM (PTX; optional bias); on SPIR-V the
+    // portable tiled GEMM on f32 activations. The GEMMs that dequantize Q4_1 / Q8_0
+    // straight into their shared tiles (gemm_q4_1_f16, gemm_q8_0_f16) are not used:
+    // on the H200 they ran 3.5x slower at T = 512 than dequant + gemm_f16 (bench/RESULTS.md). The prefill GEMMs have no residual input,
     // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
     // Q5_0 has no dequant kernel yet: its GEMV runs for every batch.
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
@@ -50,7 +51,6 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
       const std::string ty = type, source = "gemv_" + ty;
       t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
       const bool hasDequant = ty != "f16" && ty != "q5_0";
-      const bool fused = ty == "q4_1" || ty == "q8_0";
       for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"}) {
         const bool residual = std::string(epilogue).find("residual") != std::string::npos;
         std::vector<KernelRef> v;
@@ -59,13 +59,9 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         } else {
           v.push_back({source, "matmul_" + ty, "decode"});
           v.push_back(convert);
-          if (fused) {
-            v.push_back({"gemm_" + ty + "_f16", "gemm_" + ty + "_f16", "prefill", true, false});
-          } else {
-            if (hasDequant)
-              v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", true, false});
-            v.push_back({"gemm_f16", "gemm_f16", "prefill", true, false});
-          }
+          if (hasDequant)
+            v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", true, false});
+          v.push_back({"gemm_f16", "gemm_f16", "prefill", true, false});
           if (ty != "f16")
             v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", false, true});
           v.push_back({"gemm_f32_f16w", "gemm_f32_f16w", "prefill", false, true});

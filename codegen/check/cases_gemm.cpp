@@ -322,6 +322,7 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   c.block = {128, 1, 1};
   c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
   c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
     const GemmRef r = gemmRef(*in, T, N, K);
     const GemmRef *ref = &r;
@@ -398,6 +399,7 @@ Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool wi
   c.bytesMoved = 2.0 * double(T * K) + double(w.size()) + 4.0 * double(T * N) +
                  (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
   c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
     const GemmRef r = gemmRef(*in, T, N, K);
     Verdict v;

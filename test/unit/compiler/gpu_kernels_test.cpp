@@ -201,7 +201,8 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   EXPECT_FALSE(ops[1].contains("kernels"));
   EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_q4_1"}));
   EXPECT_EQ(phase(m, 0, "prefill"),
-            json({"sm_90.convert_f32_f16", "sm_90.gemm_q4_1_f16", "sm_90.add_f32"}));
+            json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16",
+                  "sm_90.add_f32"}));
 }
 
 TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
@@ -250,7 +251,7 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     EXPECT_EQ(phase(m, 1, "prefill"),
               target == "spirv"
                   ? json({"spirv.dequant_q4_1_f16", "spirv.gemm_f32_f16w"})
-                  : json({"sm_90.convert_f32_f16", "sm_90.gemm_q4_1_f16"}));
+                  : json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16"}));
     EXPECT_EQ(m.kernels[0].entry, target + ".get_rows_q8_0");
     EXPECT_EQ(m.kernels[0].launch.at("function"), "get_rows_q8_0");
     EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
