@@ -35,14 +35,18 @@ def Swz_QuantF32  : I32EnumAttrCase<"F32",  0, "f32">;
 def Swz_QuantF16  : I32EnumAttrCase<"F16",  1, "f16">;
 def Swz_QuantQ4_0 : I32EnumAttrCase<"Q4_0", 2, "q4_0">;
 def Swz_QuantQ4_1 : I32EnumAttrCase<"Q4_1", 3, "q4_1">;
+def Swz_QuantQ5_0 : I32EnumAttrCase<"Q5_0", 6, "q5_0">;
+def Swz_QuantQ5_1 : I32EnumAttrCase<"Q5_1", 7, "q5_1">;
 def Swz_QuantQ8_0 : I32EnumAttrCase<"Q8_0", 8, "q8_0">;
 def Swz_QuantQ4_K : I32EnumAttrCase<"Q4_K", 12, "q4_k">;
 def Swz_QuantQ5_K : I32EnumAttrCase<"Q5_K", 13, "q5_k">;
 def Swz_QuantQ6_K : I32EnumAttrCase<"Q6_K", 14, "q6_k">;
+def Swz_QuantBF16 : I32EnumAttrCase<"BF16", 30, "bf16">;
 def Swz_QuantTypeEnum : I32EnumAttr<"QuantType",
     "weight storage format (values are ggml_type ids)",
-    [Swz_QuantF32, Swz_QuantF16, Swz_QuantQ4_0, Swz_QuantQ4_1, Swz_QuantQ8_0,
-     Swz_QuantQ4_K, Swz_QuantQ5_K, Swz_QuantQ6_K]> {
+    [Swz_QuantF32, Swz_QuantF16, Swz_QuantQ4_0, Swz_QuantQ4_1, Swz_QuantQ5_0,
+     Swz_QuantQ5_1, Swz_QuantQ8_0, Swz_QuantQ4_K, Swz_QuantQ5_K, Swz_QuantQ6_K,
+     Swz_QuantBF16]> {
   let cppNamespace = "::swz";
   let genSpecializedAttr = 0;
 }

@@ -38,9 +38,12 @@ int64_t swz::quantBlockSize(QuantType type) {
   switch (type) {
   case QuantType::F32:
   case QuantType::F16:
+  case QuantType::BF16:
     return 1;
   case QuantType::Q4_0:
   case QuantType::Q4_1:
+  case QuantType::Q5_0:
+  case QuantType::Q5_1:
   case QuantType::Q8_0:
     return 32;
   case QuantType::Q4_K:

@@ -27,6 +27,7 @@ config.substitutions.append(("%python", sys.executable))
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+    config.substitutions.append(("%cuda_root", os.path.dirname(os.path.dirname(os.path.realpath(config.ptxas)))))
     # The NVVM target links libdevice (math.* -> __nv_*) from $CUDA_ROOT/nvvm/libdevice.
     config.environment["CUDA_ROOT"] = os.path.dirname(os.path.dirname(os.path.realpath(config.ptxas)))
 if config.spirv_val and os.path.exists(config.spirv_val):

@@ -11,9 +11,10 @@ func.func @attrs() attributes {
 }
 
 // CHECK-LABEL: func.func @quant
-// CHECK-SAME: a = #swz.quant<f32>, b = #swz.quant<f16>, c = #swz.quant<q4_0>, d = #swz.quant<q4_1>, e = #swz.quant<q8_0>, f = #swz.quant<q4_k>, g = #swz.quant<q5_k>, h = #swz.quant<q6_k>
+// CHECK-SAME: a = #swz.quant<f32>, b = #swz.quant<f16>, c = #swz.quant<q4_0>, d = #swz.quant<q4_1>, e = #swz.quant<q8_0>, f = #swz.quant<q4_k>, g = #swz.quant<q5_k>, h = #swz.quant<q6_k>, i = #swz.quant<q5_0>, j = #swz.quant<q5_1>, k = #swz.quant<bf16>
 func.func @quant() attributes {
     a = #swz.quant<f32>, b = #swz.quant<f16>, c = #swz.quant<q4_0>, d = #swz.quant<q4_1>,
-    e = #swz.quant<q8_0>, f = #swz.quant<q4_k>, g = #swz.quant<q5_k>, h = #swz.quant<q6_k>} {
+    e = #swz.quant<q8_0>, f = #swz.quant<q4_k>, g = #swz.quant<q5_k>, h = #swz.quant<q6_k>,
+    i = #swz.quant<q5_0>, j = #swz.quant<q5_1>, k = #swz.quant<bf16>} {
   return
 }

@@ -18,7 +18,7 @@ func.func @swizzle_too_wide() attributes {
 // -----
 
 func.func @bad_quant() attributes {
-  // expected-error @+2 {{expected ::swz::QuantType to be one of: f32, f16, q4_0, q4_1, q8_0, q4_k, q5_k, q6_k}}
+  // expected-error @+2 {{expected ::swz::QuantType to be one of: f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k, bf16}}
   // expected-error @+1 {{failed to parse Swz_QuantTypeAttr parameter 'value' which is to be a `::swz::QuantType`}}
   q = #swz.quant<q3_k>} {
   return
