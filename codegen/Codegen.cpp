@@ -211,7 +211,9 @@ std::string kernelKey(Operation *op) {
     return "rope.f32";
   if (auto a = dyn_cast<swz::AttentionOp>(op)) {
     int64_t d = cast<RankedTensorType>(a.getQ().getType()).getDimSize(2);
-    return ShapedType::isDynamic(d) ? "attention.f16kv" : "attention.f16kv.hd" + std::to_string(d);
+    std::string key =
+        ShapedType::isDynamic(d) ? "attention.f16kv" : "attention.f16kv.hd" + std::to_string(d);
+    return a.getKPositions() ? key + "+rope_k" : key;
   }
   if (isa<swz::SwigluOp>(op))
     return "swiglu.f32";
@@ -652,10 +654,11 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
       Value q = heads(in(op, 0), buffers.at(op.at("in").at(0).get<std::string>()).get<int64_t>());
       Value k = heads(in(op, 1), buffers.at(op.at("in").at(1).get<std::string>()).get<int64_t>());
       Value v = heads(in(op, 2), buffers.at(op.at("in").at(2).get<std::string>()).get<int64_t>());
-      auto a = b.create<swz::AttentionOp>(loc, q.getType(), q, k, v,
+      auto a = b.create<swz::AttentionOp>(loc, q.getType(), q, k, v, /*k_positions=*/Value(),
                                           b.getF32FloatAttr(op.at("scale").get<double>()),
                                           b.getUnitAttr(),
-                                          b.getI32IntegerAttr(op.at("layer").get<int32_t>()));
+                                          b.getI32IntegerAttr(op.at("layer").get<int32_t>()),
+                                          swz::RopeModeAttr(), FloatAttr(), IntegerAttr());
       created = a;
       result = flat(a.getResult());
     } else if (kind == "swiglu") {
@@ -693,7 +696,7 @@ std::string printIR(ModuleOp m) {
 
 swz::codegen::GraphPlan
 swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
-                        const std::string &target, bool fuseResidual) {
+                        const std::string &target, bool fuseResidual, bool fuseRopeKv) {
   json graph = json::parse(graphJson);
   DialectRegistry registry;
   registerSwzDialects(registry);
@@ -714,6 +717,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   PassManager fuse(&ctx);
   swz::SwzFuseOptions fuseOptions;
   fuseOptions.residual = fuseResidual;
+  fuseOptions.ropeKv = fuseRopeKv;
   fuse.addPass(swz::createSwzFuse(fuseOptions));
   if (failed(fuse.run(*module)))
     throw std::runtime_error("swz-fuse failed:\n" + diagnostics);

@@ -101,13 +101,14 @@ struct GraphPlan {
 /// Runs swizzlec's graph pipeline on a model graph (docs/graph.md: the JSON of
 /// models::build_graph, as `manifest.graph`): import into the swz dialect
 /// (func.func @forward over tokens, positions and the weights), swz-fuse (residual
-/// adds into matmul epilogues, when `fuseResidual`), then swz-outline-kernels for
+/// adds into matmul epilogues when `fuseResidual`, RoPE on k into the attention's KV
+/// write when `fuseRopeKv`), then swz-outline-kernels for
 /// `target` ("sm_XY" or "spirv"), which references each op's kernels and copies
 /// their gpu.modules into the module. Throws std::runtime_error with the MLIR
 /// diagnostics for a graph the importer cannot express (an unknown op or weight
 /// type) and std::invalid_argument for a malformed graph.
 GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
-                    const std::string &target, bool fuseResidual);
+                    const std::string &target, bool fuseResidual, bool fuseRopeKv);
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

@@ -22,19 +22,28 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     const std::vector<KernelRef> decode = {
         {"attention_f16kv", "flash_attention_f16kv", "decode"},
         {"attention_f16kv", "attention_split_reduce", "decode"}};
-    auto attention = [&](std::vector<KernelRef> prefill) {
+    auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store) {
       std::vector<KernelRef> v = {store};
       v.insert(v.end(), prefill.begin(), prefill.end());
       v.insert(v.end(), decode.begin(), decode.end());
       return v;
     };
-    t["attention.f16kv"] = attention({portable});
-    t["attention.f16kv.hd64"] = attention(
-        {{"attention_f16kv_mma", "flash_attention_f16kv_mma", "prefill", true, false},
-         {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}});
-    t["attention.f16kv.hd128"] = attention(
-        {{"attention_f16kv_mma", "flash_attention_f16kv_mma_hd128", "prefill", true, false},
-         {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}});
+    // "+rope_k": swz-fuse folded the graph's rope(k) into the KV write
+    // (rope_kv_store_f16 rotates k while storing it).
+    const KernelRef ropeStore{"attention_f16kv", "rope_kv_store_f16", "all"};
+    const std::vector<std::pair<std::string, std::vector<KernelRef>>> variants = {
+        {"attention.f16kv", {portable}},
+        {"attention.f16kv.hd64",
+         {{"attention_f16kv_mma", "flash_attention_f16kv_mma", "prefill", true, false},
+          {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}}},
+        {"attention.f16kv.hd128",
+         {{"attention_f16kv_mma", "flash_attention_f16kv_mma_hd128", "prefill", true, false},
+          {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}}},
+    };
+    for (const auto &[key, prefill] : variants) {
+      t[key] = attention(prefill, store);
+      t[key + "+rope_k"] = attention(prefill, ropeStore);
+    }
     // Matmuls. Decode (a few rows): the dequantizing GEMV matmul_<type> (gemv_<type>.mlir),
     // whose `flags` add bias[n] (1) and/or res[t, n] (2), so one kernel serves the plain,
     // bias and fused-residual forms. Prefill, as llama.cpp's cuBLAS path: the activations
@@ -78,9 +87,11 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
 
 std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx) {
   auto it = gpuImpls().find(key);
-  // "attention.f16kv.hd96" falls back to the head-size-generic "attention.f16kv".
-  if (it == gpuImpls().end() && key.rfind("attention.f16kv.hd", 0) == 0)
-    it = gpuImpls().find("attention.f16kv");
+  // "attention.f16kv.hd96[+rope_k]" falls back to the head-size-generic kernels.
+  if (it == gpuImpls().end() && key.rfind("attention.f16kv.hd", 0) == 0) {
+    const size_t plus = key.find('+');
+    it = gpuImpls().find("attention.f16kv" + (plus == std::string::npos ? "" : key.substr(plus)));
+  }
   if (it == gpuImpls().end())
     return {};
   std::vector<KernelRef> out;

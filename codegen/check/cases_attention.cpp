@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 
 namespace swz::check {
@@ -327,9 +328,17 @@ Case reduceCase(int T, int nHead, int hd, int nSplit, uint64_t seed) {
   return c;
 }
 
-/// kv_store_f16: T new rows at pos0.. into a cache whose other slots hold a pattern
-/// that must survive unchanged.
-Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t seed) {
+/// RoPE applied to k by rope_kv_store_f16 (the graph rope op's attributes).
+struct RopeK {
+  int nRot;
+  float theta;
+  bool neox;
+};
+
+/// kv_store_f16 (or, with `rope`, rope_kv_store_f16): T new rows at pos0.. into a cache
+/// whose other slots hold a pattern that must survive unchanged.
+Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t seed,
+                 std::optional<RopeK> rope = std::nullopt) {
   Rng rng{seed};
   const int ctx = pos0 + T;
   PagedKV kv(nKv, hd, ctx, 1, rng);
@@ -344,9 +353,32 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
   }
   Case c;
   c.module = "swz_attention_f16kv";
-  c.entry = "kv_store_f16";
+  c.entry = rope ? "rope_kv_store_f16" : "kv_store_f16";
   c.label = "T=" + std::to_string(T) + " pos0=" + std::to_string(pos0) +
             " kv_heads=" + std::to_string(nKv) + " hd=" + std::to_string(hd);
+  if (rope)
+    c.label += std::string(rope->neox ? " neox" : " norm") + " n_rot=" +
+               std::to_string(rope->nRot);
+  // Rotated k in float64 (rope_f32's reference: angle pos theta^(-2i/n_rot)) and the
+  // per-feature tolerance of the f32 angle (see rope_f32's cases), before f16 rounding.
+  std::vector<double> kRef(k.begin(), k.end()), kTol(k.size(), 0.0);
+  std::vector<int32_t> positions(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t)
+    positions[t] = pos0 + t;
+  if (rope)
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < nKv; ++h)
+        for (int i = 0; i < rope->nRot / 2; ++i) {
+          double ang = double(positions[t]) * std::pow(double(rope->theta), -2.0 * i / rope->nRot);
+          size_t base = (size_t(t) * nKv + h) * hd;
+          size_t j0 = base + (rope->neox ? i : 2 * i);
+          size_t j1 = base + (rope->neox ? i + rope->nRot / 2 : 2 * i + 1);
+          double x0 = k[j0], x1 = k[j1];
+          kRef[j0] = x0 * std::cos(ang) - x1 * std::sin(ang);
+          kRef[j1] = x0 * std::sin(ang) + x1 * std::cos(ang);
+          kTol[j0] = kTol[j1] =
+              1e-6 + (std::fabs(x0) + std::fabs(x1)) * (ang * std::ldexp(1.0, -21) + 1e-6);
+        }
   c.buffers.push_back(makeBuffer(k, {int64_t(k.size())}));
   c.buffers.push_back(makeBuffer(v, {int64_t(v.size())}));
   c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
@@ -354,6 +386,13 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
   c.buffers.push_back(makeBuffer(kv.table, {int64_t(kv.table.size())}));
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
             Arg::i(pos0), Arg::i(hd)};
+  if (rope) {
+    c.buffers.push_back(makeBuffer(positions, {int64_t(T)}));
+    c.args.push_back(Arg::memref(5));
+    c.args.push_back(Arg::i(rope->nRot));
+    c.args.push_back(Arg::f(rope->theta));
+    c.args.push_back(Arg::i(rope->neox ? 1 : 0));
+  }
   c.grid = {unsigned(T), unsigned(nKv), 1};
   c.block = {64, 1, 1};
   c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 4;
@@ -365,6 +404,9 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
                      "slots unchanged"
                    : "written f16 within 1 ulp of round-to-nearest-even(x) (Vulkan leaves "
                      "OpFConvert's rounding to the implementation); all other slots unchanged";
+    if (rope)
+      res.note += "; rotated k: |f16 - ref| <= rope_f32's f32-angle bound + 2^-10 |ref| "
+                  "(one f16 rounding, either direction), ref = float64 rotation";
     auto gk = asVector<uint16_t>(out[2]);
     auto gv = asVector<uint16_t>(out[3]);
     std::vector<uint8_t> written(kv.k.size(), 0);
@@ -374,6 +416,11 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
           size_t i = kv.index(pos0 + t, h, d), src = (size_t(t) * nKv + h) * hd + d;
           written[i] = 1;
           for (int which = 0; which < 2; ++which) {
+            if (rope && which == 0) {
+              double got = f16ToDouble(gk[i]);
+              compare(res, got, kRef[src], kTol[src] + std::ldexp(std::fabs(kRef[src]), -10));
+              continue;
+            }
             uint16_t want = f16FromFloat(which ? v[src] : k[src]);
             uint16_t got = which ? gv[i] : gk[i];
             double ulps = std::fabs(double(int(got) - int(want)));
@@ -402,6 +449,11 @@ std::vector<Case> attentionCases(const std::string &format) {
   cases.push_back(kvStoreCase(1, 63, 3, 64, ptx, seed++));
   cases.push_back(kvStoreCase(37, 50, 3, 64, ptx, seed++));
   cases.push_back(kvStoreCase(8, 120, 2, 128, ptx, seed++));
+  // rope_kv_store_f16 (RoPE fused into the KV write): SmolLM2 (norm, theta 1e5),
+  // Qwen2.5 (neox, 1e6) and a partial rotation.
+  cases.push_back(kvStoreCase(37, 50, 3, 64, ptx, seed++, RopeK{64, 100000.f, false}));
+  cases.push_back(kvStoreCase(5, 300, 2, 64, ptx, seed++, RopeK{64, 1000000.f, true}));
+  cases.push_back(kvStoreCase(3, 61, 2, 128, ptx, seed++, RopeK{96, 10000.f, true}));
   // Prefill (one split). SmolLM2-135M: 9/3 heads (G 3), hd 64; Qwen2.5-0.5B: 14/2
   // (G 7), hd 64; qwen3-0.6B: 16/8 (G 2), hd 128. Contexts 1, 37, 63, 65, 128, 300;
   // pos0 > 0 means a prefix already in the cache.

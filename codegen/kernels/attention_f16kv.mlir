@@ -104,6 +104,106 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // ------------------------------------------------ RoPE fused with the KV write
+    // rope_kv_store_f16: kv_store_f16 with k rotated first (swz-fuse's rope-into-KV-write
+    // form of the graph's rope(k) + attention): feature d of k row t, KV head h becomes
+    //   d >= n_rot:        k[d]
+    //   neox, d < n_rot/2: k[d] cos a_d - k[d + n_rot/2] sin a_d,  a_i = pos_t theta^(-2i/n_rot)
+    //   neox, d >= n_rot/2: k[d - n_rot/2] sin a_i + k[d] cos a_i   (i = d - n_rot/2)
+    //   norm, d even:      k[d] cos a_i - k[d + 1] sin a_i          (i = d / 2)
+    //   norm, d odd:       k[d - 1] sin a_i + k[d] cos a_i
+    // with the angle formed in f32 exactly as rope_f32 does, then stored as f16 with v.
+    // Arguments: kv_store_f16's, then positions [T] i32, n_rot, theta, neox.
+    gpu.func @rope_kv_store_f16(%k: memref<?xf32>, %v: memref<?xf32>, %k_cache: memref<?xf16>,
+                                %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
+                                %pos0: i32, %head_dim: i32, %positions: memref<?xi32>,
+                                %n_rot: i32, %theta: f32, %neox: i32) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
+                    swz.grid = "T, n_head_kv, 1"} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %zero_i = arith.constant 0 : i32
+      %m2 = arith.constant -2.0 : f32
+      %t = gpu.block_id x
+      %kvh = gpu.block_id y
+      %n_kv = gpu.grid_dim y
+      %tid = gpu.thread_id x
+      %hd = arith.index_cast %head_dim : i32 to index
+      %nr = arith.index_cast %n_rot : i32 to index
+      %half = arith.divui %nr, %c2 : index
+      %p0 = arith.index_cast %pos0 : i32 to index
+      %pos = arith.addi %p0, %t : index
+      %blk = arith.divui %pos, %c64 : index
+      %slot = arith.remui %pos, %c64 : index
+      %page_i = memref.load %block_table[%blk] : memref<?xi32>
+      %page = arith.index_cast %page_i : i32 to index
+      %a0 = arith.muli %page, %n_kv : index
+      %a1 = arith.addi %a0, %kvh : index
+      %a2 = arith.muli %a1, %c64 : index
+      %a3 = arith.addi %a2, %slot : index
+      %dst = arith.muli %a3, %hd : index
+      %s0 = arith.muli %t, %n_kv : index
+      %s1 = arith.addi %s0, %kvh : index
+      %src = arith.muli %s1, %hd : index
+      %rpos_i = memref.load %positions[%t] : memref<?xi32>
+      %rpos = arith.sitofp %rpos_i : i32 to f32
+      %nr_f = arith.uitofp %n_rot : i32 to f32
+      %ln_theta = math.log %theta : f32
+      %is_neox = arith.cmpi ne, %neox, %zero_i : i32
+      scf.for %d = %tid to %hd step %c64 {
+        %si = arith.addi %src, %d : index
+        %di = arith.addi %dst, %d : index
+        %kx = memref.load %k[%si] : memref<?xf32>
+        %rotated = arith.cmpi ult, %d, %nr : index
+        %ky = scf.if %rotated -> (f32) {
+          // Pair index i, this feature's partner, and whether it is the first of the pair.
+          %upper = arith.cmpi uge, %d, %half : index
+          %d_minus = arith.subi %d, %half : index
+          %i_neox = arith.select %upper, %d_minus, %d : index
+          %i_norm = arith.divui %d, %c2 : index
+          %i = arith.select %is_neox, %i_neox, %i_norm : index
+          %odd = arith.remui %d, %c2 : index
+          %is_second_norm = arith.cmpi eq, %odd, %c1 : index
+          %second = arith.select %is_neox, %upper, %is_second_norm : i1
+          %d_plus_half = arith.addi %d, %half : index
+          %d_plus1 = arith.addi %d, %c1 : index
+          %d_minus1 = arith.subi %d, %c1 : index
+          %pn_neox = arith.select %upper, %d_minus, %d_plus_half : index
+          %pn_norm = arith.select %is_second_norm, %d_minus1, %d_plus1 : index
+          %partner = arith.select %is_neox, %pn_neox, %pn_norm : index
+          %pi = arith.addi %src, %partner : index
+          %kp = memref.load %k[%pi] : memref<?xf32>
+          %i_i32 = arith.index_cast %i : index to i32
+          %i_f = arith.uitofp %i_i32 : i32 to f32
+          %e0 = arith.mulf %m2, %i_f : f32
+          %e = arith.divf %e0, %nr_f : f32
+          %le = arith.mulf %e, %ln_theta : f32
+          %freq = math.exp %le : f32
+          %ang = arith.mulf %rpos, %freq : f32
+          %c = math.cos %ang : f32
+          %s = math.sin %ang : f32
+          // first of the pair: x0 c - x1 s (self x0, partner x1);
+          // second: x0 s + x1 c (partner x0, self x1).
+          %self_c = arith.mulf %kx, %c : f32
+          %part_s = arith.mulf %kp, %s : f32
+          %first = arith.subf %self_c, %part_s : f32
+          %sec = arith.addf %part_s, %self_c : f32
+          %r = arith.select %second, %sec, %first : f32
+          scf.yield %r : f32
+        } else {
+          scf.yield %kx : f32
+        }
+        %vx = memref.load %v[%si] : memref<?xf32>
+        %kh = arith.truncf %ky : f32 to f16
+        %vh = arith.truncf %vx : f32 to f16
+        memref.store %kh, %k_cache[%di] : memref<?xf16>
+        memref.store %vh, %v_cache[%di] : memref<?xf16>
+      }
+      gpu.return
+    }
+
     // ---------------------------------------------------- flash / split-K attention
     // Workgroup memory of flash_attention_f16kv (f32; sized for head_dim <= 128).
     memref.global "private" @attn_qs : memref<1024xf32, #gpu.address_space<workgroup>>

@@ -121,8 +121,10 @@ codegen::GraphPlan plan(const package::Manifest &m) {
                                     m.target != "spirv").empty())
         residual = false;
     }
+  // RoPE-into-KV-write fusion: every attention variant has a "+rope_k" kernel set.
+  const bool ropeKv = !codegen::kernelsFor("attention.f16kv+rope_k", m.target != "spirv").empty();
   try {
-    return codegen::planGraph(m.graph.dump(), weights, m.target, residual);
+    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv);
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());
   }

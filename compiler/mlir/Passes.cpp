@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringSet.h"
@@ -400,6 +401,8 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
   using SwzFuseBase::SwzFuseBase;
 
   void runOnOperation() override {
+    if (ropeKv)
+      fuseRopeIntoKvWrite();
     if (!residual)
       return;
     SmallVector<AddOp> adds;
@@ -426,6 +429,59 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
         mm.erase();
         break;
       }
+    }
+  }
+
+  /// attention(q, expand(collapse(rope(k3, pos))), v) {layer} ->
+  /// attention(q, k3, v) rope_k(pos) {layer, k_rope_*}.
+  void fuseRopeIntoKvWrite() {
+    SmallVector<AttentionOp> atts;
+    getOperation().walk([&](AttentionOp a) { atts.push_back(a); });
+    for (AttentionOp a : atts) {
+      if (!a.getLayer() || a.getKPositions())
+        continue;
+      Value k = a.getK();
+      Operation *expand = nullptr, *collapse = nullptr;
+      if (auto e = k.getDefiningOp<tensor::ExpandShapeOp>()) {
+        if (auto c = e.getSrc().getDefiningOp<tensor::CollapseShapeOp>()) {
+          // The collapse may also feed tensor.dim (the expand's output_shape).
+          bool onlyReshape = llvm::all_of(c.getResult().getUsers(), [&](Operation *u) {
+            return u == e.getOperation() ||
+                   (isa<tensor::DimOp>(u) && llvm::all_of(u->getUsers(), [&](Operation *v) {
+                      return v == e.getOperation();
+                    }));
+          });
+          if (!e.getResult().hasOneUse() || !onlyReshape || c.getSrc().getType() != k.getType())
+            continue;
+          expand = e;
+          collapse = c;
+          k = c.getSrc();
+        }
+      }
+      auto rope = k.getDefiningOp<RopeOp>();
+      if (!rope || !rope.getResult().hasOneUse())
+        continue;
+      OpBuilder b(a);
+      auto fused = b.create<AttentionOp>(
+          a.getLoc(), a.getType(), a.getQ(), rope.getX(), a.getV(), rope.getPositions(),
+          a.getScaleAttr(), a.getCausalAttr(), a.getLayerAttr(), rope.getModeAttr(),
+          rope.getThetaAttr(), rope.getRotaryDimAttr());
+      for (NamedAttribute attr : a->getDiscardableAttrs())
+        fused->setAttr(attr.getName(), attr.getValue());
+      fused->setAttr(kGraphOpsAttr, concatGraphOps(a, rope));
+      a.getResult().replaceAllUsesWith(fused.getResult());
+      a.erase();
+      if (expand)
+        expand->erase();
+      if (collapse) {
+        for (Operation *dimOp : llvm::make_early_inc_range(collapse->getUsers()))
+          if (dimOp->use_empty())
+            dimOp->erase();
+        if (collapse->use_empty())
+          collapse->erase();
+      }
+      if (rope->use_empty())
+        rope.erase();
     }
   }
 };

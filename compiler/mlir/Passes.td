@@ -85,6 +85,12 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     matmul restricted to some rows (`swz.rows`) is left alone, since the add
     covers every row.
 
+    RoPE into the KV write: when an attention over a layer's KV cache reads `k`
+    only through `swz.rope` (and the importer's collapse / expand reshapes, each
+    with that single use), the rope is removed and the attention gets
+    `rope_k(%positions)` with the rope's mode, theta and rotary dim: its KV store
+    rotates k while writing it, one pass over k instead of two.
+
     Each fused op records the graph ops it now stands for in `swz.graph_ops`
     (the indices the importer put on the ops, `manifest.graph.ops[i]`), so the
     package writer can map launches back to graph ops.
@@ -102,6 +108,8 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
   let options = [
     Option<"residual", "residual", "bool", /*default=*/"true",
            "fold residual adds into the preceding matmul's epilogue">,
+    Option<"ropeKv", "rope-kv", "bool", /*default=*/"true",
+           "fold RoPE on k into the attention's KV-cache write">,
   ];
 }
 

@@ -232,6 +232,21 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "attention over layer " << *layer
                            << "'s KV cache must be causal";
   }
+  const bool anyRope = getKPositions() || getKRopeMode() || getKRopeTheta() || getKRopeDim();
+  if (anyRope) {
+    if (!getKPositions() || !getKRopeMode() || !getKRopeTheta() || !getKRopeDim())
+      return emitOpError() << "rope_k needs positions, k_rope_mode, k_rope_theta and "
+                              "k_rope_dim together";
+    if (!getLayer())
+      return emitOpError() << "rope_k (RoPE fused into the KV write) needs a KV-cache layer";
+    int64_t rot = *getKRopeDim(), d = dim(getK(), 2);
+    if (rot <= 0 || rot % 2 != 0 || (!ShapedType::isDynamic(d) && rot > d))
+      return emitOpError() << "k_rope_dim (" << rot
+                           << ") must be even, positive and at most the head dim (" << d << ")";
+    if (failed(expectDim(op, "positions dim 0", dim(getKPositions(), 0), "k dim 0 (T)",
+                         dim(getK(), 0))))
+      return failure();
+  }
   return success();
 }
 

@@ -120,16 +120,33 @@ def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
     positions, then attends over the whole cache (the cached prefix plus the
     new rows), as the runtime's graph op `attention` does (docs/graph.md).
 
+    With `rope_k(%positions)` (only with `layer`), `k` is the batch's keys before
+    RoPE: the op rotates them (`k_rope_mode`, `k_rope_theta`, `k_rope_dim`, as
+    `swz.rope`) while writing them to the KV cache. This is how `swz-fuse` folds
+    the graph's `rope(k)` into the KV write.
+
+    ```mlir
+    %o = swz.attention %q, %k, %v rope_k(%pos : tensor<?xi32>) {scale = 0.125 : f32,
+        causal, layer = 0 : i32, k_rope_mode = #swz.rope_mode<normal>,
+        k_rope_theta = 1.0e+05 : f32, k_rope_dim = 64 : i32}
+        : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
+    ```
+
     ```mlir
     %o = swz.attention %q, %k, %v {scale = 0.125 : f32, causal}
         : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
     ```
   }];
   let arguments = (ins Swz_FloatTensor:$q, Swz_FloatTensor:$k, Swz_FloatTensor:$v,
-                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I32Attr>:$layer);
+                       Optional<Swz_IndexTensor>:$k_positions,
+                       F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I32Attr>:$layer,
+                       OptionalAttr<Swz_RopeModeAttr>:$k_rope_mode,
+                       OptionalAttr<F32Attr>:$k_rope_theta,
+                       OptionalAttr<I32Attr>:$k_rope_dim);
   let results = (outs Swz_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
+    $q `,` $k `,` $v (`rope_k` `(` $k_positions^ `:` type($k_positions) `)`)? attr-dict
+    `:` type($q) `,` type($k) `,` type($v) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,5 +1,5 @@
 // The paged-KV attention kernels (codegen/kernels/attention_f16kv.mlir: kv_store_f16,
-// flash_attention_f16kv, attention_split_reduce) to PTX, assembled by ptxas for
+// rope_kv_store_f16, flash_attention_f16kv, attention_split_reduce) to PTX, assembled by ptxas for
 // sm_90 and sm_80 with no spills and 42,208 bytes of shared memory for the flash
 // kernel (Q, K (padded), V, S, O tiles and row statistics, f32), and from the same
 // source to SPIR-V (f16 storage buffers, Workgroup variables; spirv-val, Vulkan 1.1).
@@ -25,6 +25,11 @@
 // PTX-LABEL: .visible .entry kv_store_f16(
 // PTX: .maxntid 64, 1, 1
 // PTX: ld.global.s32
+// PTX: cvt.rn.f16.f32
+// PTX: st.global.b16
+// rope_kv_store_f16: the same store with k rotated (RoPE fused into the KV write).
+// PTX-LABEL: .visible .entry rope_kv_store_f16(
+// PTX: .maxntid 64, 1, 1
 // PTX: cvt.rn.f16.f32
 // PTX: st.global.b16
 // PTX-LABEL: .visible .entry flash_attention_f16kv(
@@ -56,13 +61,17 @@
 // PTX: ex2.approx
 // PTX-NOT: .extern
 
-// No function spills or has a stack frame (all three are checked by the NOT lines
-// around the flash kernel's block); the flash kernel's shared memory is exact.
+// No function spills; only rope_kv_store_f16 has a stack frame (32 bytes: libdevice's
+// sinf/cosf slow path for large angles, as in rope_f32); the flash kernel's shared
+// memory is exact. ptxas reports the entries last to first.
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
 // PTXAS: Compiling entry function 'flash_attention_f16kv'
 // PTXAS-NEXT: Function properties for flash_attention_f16kv
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 42208 bytes smem
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
+// PTXAS: Function properties for rope_kv_store_f16
+// PTXAS-NEXT: 32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
 
 // SPV: spirv.module @__spv__swz_attention_f16kv Logical GLSL450 requires #spirv.vce<v1.0, [Shader, StorageBuffer16BitAccess, Float16], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>

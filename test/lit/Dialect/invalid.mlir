@@ -245,3 +245,32 @@ func.func @kv_cache_causal(%q: tensor<?x14x64xf32>, %k: tensor<?x2x64xf32>, %v: 
       : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
   return %o : tensor<?x14x64xf32>
 }
+
+// -----
+
+func.func @rope_k_partial(%q: tensor<?x14x64xf32>, %k: tensor<?x2x64xf32>, %v: tensor<?x2x64xf32>, %p: tensor<?xi32>) -> tensor<?x14x64xf32> {
+  // expected-error @+1 {{'swz.attention' op rope_k needs positions, k_rope_mode, k_rope_theta and k_rope_dim together}}
+  %o = swz.attention %q, %k, %v rope_k(%p : tensor<?xi32>) {scale = 0.125 : f32, causal, layer = 0 : i32}
+      : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+  return %o : tensor<?x14x64xf32>
+}
+
+// -----
+
+func.func @rope_k_without_cache(%q: tensor<?x14x64xf32>, %k: tensor<?x2x64xf32>, %v: tensor<?x2x64xf32>, %p: tensor<?xi32>) -> tensor<?x14x64xf32> {
+  // expected-error @+1 {{'swz.attention' op rope_k (RoPE fused into the KV write) needs a KV-cache layer}}
+  %o = swz.attention %q, %k, %v rope_k(%p : tensor<?xi32>) {scale = 0.125 : f32, causal,
+      k_rope_mode = #swz.rope_mode<neox>, k_rope_theta = 1.0e+06 : f32, k_rope_dim = 64 : i32}
+      : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+  return %o : tensor<?x14x64xf32>
+}
+
+// -----
+
+func.func @rope_k_dim(%q: tensor<?x14x64xf32>, %k: tensor<?x2x64xf32>, %v: tensor<?x2x64xf32>, %p: tensor<?xi32>) -> tensor<?x14x64xf32> {
+  // expected-error @+1 {{'swz.attention' op k_rope_dim (96) must be even, positive and at most the head dim (64)}}
+  %o = swz.attention %q, %k, %v rope_k(%p : tensor<?xi32>) {scale = 0.125 : f32, causal, layer = 1 : i32,
+      k_rope_mode = #swz.rope_mode<neox>, k_rope_theta = 1.0e+06 : f32, k_rope_dim = 96 : i32}
+      : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
+  return %o : tensor<?x14x64xf32>
+}

@@ -72,3 +72,15 @@ func.func @epilogues(%x: tensor<?x896xf32>, %wk: tensor<128x896xf32>, %bk: tenso
       : tensor<?x14x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32> -> tensor<?x14x64xf32>
   return %y, %o : tensor<?x128xf32>, tensor<?x14x64xf32>
 }
+
+// Attention with RoPE fused into the KV write (what swz-fuse makes of rope(k)).
+// CHECK-LABEL: func.func @rope_k
+func.func @rope_k(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tensor<?x3x64xf32>,
+                  %pos: tensor<?xi32>) -> tensor<?x9x64xf32> {
+  // CHECK: swz.attention %{{.*}}, %{{.*}}, %{{.*}} rope_k(%{{.*}} : tensor<?xi32>) {causal, k_rope_dim = 64 : i32, k_rope_mode = #swz.rope_mode<normal>, k_rope_theta = 1.000000e+05 : f32, layer = 0 : i32, scale = 1.250000e-01 : f32}
+  %o = swz.attention %q, %k, %v rope_k(%pos : tensor<?xi32>) {scale = 0.125 : f32, causal,
+      layer = 0 : i32, k_rope_mode = #swz.rope_mode<normal>, k_rope_theta = 1.0e+05 : f32,
+      k_rope_dim = 64 : i32}
+      : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
+  return %o : tensor<?x9x64xf32>
+}

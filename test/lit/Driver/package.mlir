@@ -15,11 +15,14 @@
 // REPORT-DAG: kernel sm_90.get_rows_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B, bank conflicts: no ldmatrix/cp.async tiles
 // REPORT-DAG: kernel sm_90.matmul_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 4096 B smem, 0 B stack, spills 0/0 B
 // REPORT-DAG: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, bank conflicts: 1-way worst over 2 tile(s)
-// REPORT-DAG: kernel sm_90.kv_store_f16: swz_attention_f16kv.ptx
+// REPORT-DAG: kernel sm_90.rope_kv_store_f16: swz_attention_f16kv.ptx
 // REPORT-DAG: kernel sm_90.flash_attention_f16kv: swz_attention_f16kv.ptx
 // REPORT-DAG: kernel sm_90.attention_split_reduce: swz_attention_f16kv.ptx
 // REPORT: wrote {{.*}}qwen2.swz: {{[0-9]+}} kernels
 
+// Graph op 6 is rope(k): fused into the attention's KV write (op 7).
+// MANIFEST: "fused_into":7,"head_dim":32,"in":["k"]
+// MANIFEST: "fused":[6],"head_dim":32,"in":["q","k","v"],"kernels":{"all":["sm_90.rope_kv_store_f16"]
 // Graph op 9 is `x = x + o` (attn_output): fused into op 8's epilogue.
 // MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"]
 // MANIFEST: "fused_into":8,"in":["x","o"]

@@ -1,6 +1,8 @@
-// swz-fuse: residual adds fold into the preceding matmul's epilogue.
+// swz-fuse: residual adds fold into the preceding matmul's epilogue; RoPE on k folds
+// into the attention's KV write.
 // RUN: swizzle-opt %s -swz-fuse | FileCheck %s
 // RUN: swizzle-opt %s -swz-fuse=residual=false | FileCheck %s --check-prefix=OFF
+// RUN: swizzle-opt %s -swz-fuse=rope-kv=false | FileCheck %s --check-prefix=NOROPE
 
 // CHECK-LABEL: func.func @layer
 func.func @layer(%x: tensor<?x576xf32>, %a: tensor<?x576xf32>, %wo: tensor<576x576xf32>,
@@ -43,4 +45,40 @@ func.func @output_rows(%x: tensor<?x576xf32>, %h: tensor<?x576xf32>, %w: tensor<
   // CHECK: swz.add
   %r = swz.add %x, %y : tensor<?x576xf32>
   return %r : tensor<?x576xf32>
+}
+
+// rope(k) reaching the attention only through the importer's reshapes: the rope goes,
+// the attention stores k rotated (rope_k) and stands for both graph ops.
+// CHECK-LABEL: func.func @rope_kv
+// NOROPE-LABEL: func.func @rope_kv
+func.func @rope_kv(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tensor<?x3x64xf32>,
+                   %pos: tensor<?xi32>) -> tensor<?x9x64xf32> {
+  // NOROPE: swz.rope
+  // NOROPE: swz.attention %{{.*}}, %{{.*}}, %{{.*}} {causal
+  %kr = swz.rope %k, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
+      rotary_dim = 64 : i32, swz.graph_ops = [6]} : tensor<?x3x64xf32>, tensor<?xi32>
+  %kf = tensor.collapse_shape %kr [[0], [1, 2]] : tensor<?x3x64xf32> into tensor<?x192xf32>
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %kf, %c0 : tensor<?x192xf32>
+  %k3 = tensor.expand_shape %kf [[0], [1, 2]] output_shape [%t, 3, 64]
+      : tensor<?x192xf32> into tensor<?x3x64xf32>
+  // CHECK-NOT: swz.rope
+  // CHECK: swz.attention %{{.*}}, %arg1, %{{.*}} rope_k(%arg3 : tensor<?xi32>) {causal, k_rope_dim = 64 : i32, k_rope_mode = #swz.rope_mode<normal>, k_rope_theta = 1.000000e+05 : f32, layer = 0 : i32, scale = 1.250000e-01 : f32, swz.graph_ops = [7, 6]}
+  %o = swz.attention %q, %k3, %v {scale = 0.125 : f32, causal, layer = 0 : i32,
+      swz.graph_ops = [7]}
+      : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
+  return %o : tensor<?x9x64xf32>
+}
+
+// A rotated k that something else also reads keeps its rope.
+// CHECK-LABEL: func.func @rope_shared
+func.func @rope_shared(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tensor<?x3x64xf32>,
+                       %pos: tensor<?xi32>) -> (tensor<?x9x64xf32>, tensor<?x3x64xf32>) {
+  // CHECK: swz.rope
+  %kr = swz.rope %k, %pos {mode = #swz.rope_mode<neox>, theta = 1.0e+06 : f32,
+      rotary_dim = 64 : i32} : tensor<?x3x64xf32>, tensor<?xi32>
+  // CHECK: swz.attention %{{.*}}, %{{.*}}, %{{.*}} {causal
+  %o = swz.attention %q, %kr, %v {scale = 0.125 : f32, causal, layer = 0 : i32}
+      : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
+  return %o, %kr : tensor<?x9x64xf32>, tensor<?x3x64xf32>
 }

@@ -145,6 +145,29 @@ TEST(GpuKernels, AttentionForSm80) {
   ASSERT_EQ(files.size(), 2u);
 }
 
+// swz-fuse folds rope(k) into the KV write: the rope op launches nothing and the
+// attention stores k through rope_kv_store_f16 (the rope on q stays a launch).
+TEST(GpuKernels, RopeOnKIsFusedIntoTheKvWrite) {
+  package::Manifest m = manifest("spirv", json::array({
+      {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
+      {{"op", "rope"}, {"in", {"k"}}, {"out", "k"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
+      {{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}},
+  }));
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  const json &ops = m.graph["ops"];
+  EXPECT_EQ(phase(m, 0, "all"), json({"spirv.rope_f32"}));
+  EXPECT_EQ(ops[1]["fused_into"], 2);
+  EXPECT_FALSE(ops[1].contains("kernels"));
+  EXPECT_EQ(ops[2]["fused"], json({1}));
+  EXPECT_EQ(phase(m, 2, "all"), json({"spirv.rope_kv_store_f16"}));
+  const package::Kernel *store = kernel(m, "spirv.rope_kv_store_f16");
+  ASSERT_NE(store, nullptr);
+  // k, v, k_cache, v_cache, block_table, pos0, head_dim, positions, n_rot, theta, neox
+  EXPECT_EQ(store->signature.size(), 11u);
+}
+
 TEST(GpuKernels, AttentionForSpirv) {
   package::Manifest m = manifest("spirv", kAttention);
   package::PackageFiles files;
