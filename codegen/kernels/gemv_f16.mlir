@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 consecutive elements (the last unit of a row is masked when K % 8 != 0);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_f16(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_f16 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_f16(%w: memref<?xf16>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -40,19 +47,31 @@ module attributes {gpu.container_module} {
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
       %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
       %c16_index = arith.constant 16 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
+      %c20_index = arith.constant 20 : index
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_index = arith.constant 3 : index
+      %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_index = arith.constant 8 : index
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -70,177 +89,341 @@ module attributes {gpu.container_module} {
       %k7 = arith.addi %Ki, %c7_index : index
       %units_all = arith.divui %k7, %c8_index : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %kb = arith.muli %u, %c8_index : index
-        %wrow = arith.muli %n, %Ki : index
-        %klast = arith.subi %Ki, %c1_index : index
-        %in1 = arith.cmpi ult, %kb, %Ki : index
-        %kc2 = arith.minui %kb, %klast : index
-        %a3 = arith.addi %wrow, %kc2 : index
-        %ld4 = memref.load %w[%a3] : memref<?xf16>
-        %h5 = arith.extf %ld4 : f16 to f32
-        %sel6 = arith.select %in1, %h5, %c0p0_f32 : f32
-        %a7 = arith.addi %kb, %c1_index : index
-        %in8 = arith.cmpi ult, %a7, %Ki : index
-        %kc9 = arith.minui %a7, %klast : index
-        %a10 = arith.addi %wrow, %kc9 : index
-        %ld11 = memref.load %w[%a10] : memref<?xf16>
-        %h12 = arith.extf %ld11 : f16 to f32
-        %sel13 = arith.select %in8, %h12, %c0p0_f32 : f32
-        %a14 = arith.addi %kb, %c2_index : index
-        %in15 = arith.cmpi ult, %a14, %Ki : index
-        %kc16 = arith.minui %a14, %klast : index
-        %a17 = arith.addi %wrow, %kc16 : index
-        %ld18 = memref.load %w[%a17] : memref<?xf16>
-        %h19 = arith.extf %ld18 : f16 to f32
-        %sel20 = arith.select %in15, %h19, %c0p0_f32 : f32
-        %a21 = arith.addi %kb, %c3_index : index
-        %in22 = arith.cmpi ult, %a21, %Ki : index
-        %kc23 = arith.minui %a21, %klast : index
-        %a24 = arith.addi %wrow, %kc23 : index
-        %ld25 = memref.load %w[%a24] : memref<?xf16>
-        %h26 = arith.extf %ld25 : f16 to f32
-        %sel27 = arith.select %in22, %h26, %c0p0_f32 : f32
-        %a28 = arith.addi %kb, %c4_index : index
-        %in29 = arith.cmpi ult, %a28, %Ki : index
-        %kc30 = arith.minui %a28, %klast : index
-        %a31 = arith.addi %wrow, %kc30 : index
-        %ld32 = memref.load %w[%a31] : memref<?xf16>
-        %h33 = arith.extf %ld32 : f16 to f32
-        %sel34 = arith.select %in29, %h33, %c0p0_f32 : f32
-        %a35 = arith.addi %kb, %c5_index : index
-        %in36 = arith.cmpi ult, %a35, %Ki : index
-        %kc37 = arith.minui %a35, %klast : index
-        %a38 = arith.addi %wrow, %kc37 : index
-        %ld39 = memref.load %w[%a38] : memref<?xf16>
-        %h40 = arith.extf %ld39 : f16 to f32
-        %sel41 = arith.select %in36, %h40, %c0p0_f32 : f32
-        %a42 = arith.addi %kb, %c6_index : index
-        %in43 = arith.cmpi ult, %a42, %Ki : index
-        %kc44 = arith.minui %a42, %klast : index
-        %a45 = arith.addi %wrow, %kc44 : index
-        %ld46 = memref.load %w[%a45] : memref<?xf16>
-        %h47 = arith.extf %ld46 : f16 to f32
-        %sel48 = arith.select %in43, %h47, %c0p0_f32 : f32
-        %a49 = arith.addi %kb, %c7_index : index
-        %in50 = arith.cmpi ult, %a49, %Ki : index
-        %kc51 = arith.minui %a49, %klast : index
-        %a52 = arith.addi %wrow, %kc51 : index
-        %ld53 = memref.load %w[%a52] : memref<?xf16>
-        %h54 = arith.extf %ld53 : f16 to f32
-        %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %a56 = arith.addi %xrow, %kc2 : index
-          %xv57 = memref.load %x[%a56] : memref<?xf32>
-          %f58 = math.fma %xv57, %sel6, %c0p0_f32 : f32
-          %a59 = arith.addi %xrow, %kc9 : index
-          %xv60 = memref.load %x[%a59] : memref<?xf32>
-          %f61 = math.fma %xv60, %sel13, %f58 : f32
-          %a62 = arith.addi %xrow, %kc16 : index
-          %xv63 = memref.load %x[%a62] : memref<?xf32>
-          %f64 = math.fma %xv63, %sel20, %f61 : f32
-          %a65 = arith.addi %xrow, %kc23 : index
-          %xv66 = memref.load %x[%a65] : memref<?xf32>
-          %f67 = math.fma %xv66, %sel27, %f64 : f32
-          %a68 = arith.addi %xrow, %kc30 : index
-          %xv69 = memref.load %x[%a68] : memref<?xf32>
-          %f70 = math.fma %xv69, %sel34, %f67 : f32
-          %a71 = arith.addi %xrow, %kc37 : index
-          %xv72 = memref.load %x[%a71] : memref<?xf32>
-          %f73 = math.fma %xv72, %sel41, %f70 : f32
-          %a74 = arith.addi %xrow, %kc44 : index
-          %xv75 = memref.load %x[%a74] : memref<?xf32>
-          %f76 = math.fma %xv75, %sel48, %f73 : f32
-          %a77 = arith.addi %xrow, %kc51 : index
-          %xv78 = memref.load %x[%a77] : memref<?xf32>
-          %f79 = math.fma %xv78, %sel55, %f76 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f79 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %kb = arith.muli %u, %c8_index : index
+          %wrow = arith.muli %n, %Ki : index
+          %klast = arith.subi %Ki, %c1_index : index
+          %in1 = arith.cmpi ult, %kb, %Ki : index
+          %kc2 = arith.minui %kb, %klast : index
+          %a3 = arith.addi %wrow, %kc2 : index
+          %ld4 = memref.load %w[%a3] : memref<?xf16>
+          %h5 = arith.extf %ld4 : f16 to f32
+          %sel6 = arith.select %in1, %h5, %c0p0_f32 : f32
+          %a7 = arith.addi %kb, %c1_index : index
+          %in8 = arith.cmpi ult, %a7, %Ki : index
+          %kc9 = arith.minui %a7, %klast : index
+          %a10 = arith.addi %wrow, %kc9 : index
+          %ld11 = memref.load %w[%a10] : memref<?xf16>
+          %h12 = arith.extf %ld11 : f16 to f32
+          %sel13 = arith.select %in8, %h12, %c0p0_f32 : f32
+          %a14 = arith.addi %kb, %c2_index : index
+          %in15 = arith.cmpi ult, %a14, %Ki : index
+          %kc16 = arith.minui %a14, %klast : index
+          %a17 = arith.addi %wrow, %kc16 : index
+          %ld18 = memref.load %w[%a17] : memref<?xf16>
+          %h19 = arith.extf %ld18 : f16 to f32
+          %sel20 = arith.select %in15, %h19, %c0p0_f32 : f32
+          %a21 = arith.addi %kb, %c3_index : index
+          %in22 = arith.cmpi ult, %a21, %Ki : index
+          %kc23 = arith.minui %a21, %klast : index
+          %a24 = arith.addi %wrow, %kc23 : index
+          %ld25 = memref.load %w[%a24] : memref<?xf16>
+          %h26 = arith.extf %ld25 : f16 to f32
+          %sel27 = arith.select %in22, %h26, %c0p0_f32 : f32
+          %a28 = arith.addi %kb, %c4_index : index
+          %in29 = arith.cmpi ult, %a28, %Ki : index
+          %kc30 = arith.minui %a28, %klast : index
+          %a31 = arith.addi %wrow, %kc30 : index
+          %ld32 = memref.load %w[%a31] : memref<?xf16>
+          %h33 = arith.extf %ld32 : f16 to f32
+          %sel34 = arith.select %in29, %h33, %c0p0_f32 : f32
+          %a35 = arith.addi %kb, %c5_index : index
+          %in36 = arith.cmpi ult, %a35, %Ki : index
+          %kc37 = arith.minui %a35, %klast : index
+          %a38 = arith.addi %wrow, %kc37 : index
+          %ld39 = memref.load %w[%a38] : memref<?xf16>
+          %h40 = arith.extf %ld39 : f16 to f32
+          %sel41 = arith.select %in36, %h40, %c0p0_f32 : f32
+          %a42 = arith.addi %kb, %c6_index : index
+          %in43 = arith.cmpi ult, %a42, %Ki : index
+          %kc44 = arith.minui %a42, %klast : index
+          %a45 = arith.addi %wrow, %kc44 : index
+          %ld46 = memref.load %w[%a45] : memref<?xf16>
+          %h47 = arith.extf %ld46 : f16 to f32
+          %sel48 = arith.select %in43, %h47, %c0p0_f32 : f32
+          %a49 = arith.addi %kb, %c7_index : index
+          %in50 = arith.cmpi ult, %a49, %Ki : index
+          %kc51 = arith.minui %a49, %klast : index
+          %a52 = arith.addi %wrow, %kc51 : index
+          %ld53 = memref.load %w[%a52] : memref<?xf16>
+          %h54 = arith.extf %ld53 : f16 to f32
+          %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
+          %m56 = arith.muli %t0, %Ki : index
+          %a57 = arith.addi %m56, %kc2 : index
+          %xv58 = memref.load %x[%a57] : memref<?xf32>
+          %f59 = math.fma %xv58, %sel6, %c0p0_f32 : f32
+          %a60 = arith.addi %m56, %kc9 : index
+          %xv61 = memref.load %x[%a60] : memref<?xf32>
+          %f62 = math.fma %xv61, %sel13, %f59 : f32
+          %a63 = arith.addi %m56, %kc16 : index
+          %xv64 = memref.load %x[%a63] : memref<?xf32>
+          %f65 = math.fma %xv64, %sel20, %f62 : f32
+          %a66 = arith.addi %m56, %kc23 : index
+          %xv67 = memref.load %x[%a66] : memref<?xf32>
+          %f68 = math.fma %xv67, %sel27, %f65 : f32
+          %a69 = arith.addi %m56, %kc30 : index
+          %xv70 = memref.load %x[%a69] : memref<?xf32>
+          %f71 = math.fma %xv70, %sel34, %f68 : f32
+          %a72 = arith.addi %m56, %kc37 : index
+          %xv73 = memref.load %x[%a72] : memref<?xf32>
+          %f74 = math.fma %xv73, %sel41, %f71 : f32
+          %a75 = arith.addi %m56, %kc44 : index
+          %xv76 = memref.load %x[%a75] : memref<?xf32>
+          %f77 = math.fma %xv76, %sel48, %f74 : f32
+          %a78 = arith.addi %m56, %kc51 : index
+          %xv79 = memref.load %x[%a78] : memref<?xf32>
+          %f80 = math.fma %xv79, %sel55, %f77 : f32
+          %f81 = arith.addf %sacc, %f80 : f32
+          scf.yield %f81 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %kb = arith.muli %u, %c8_index : index
+          %wrow = arith.muli %n, %Ki : index
+          %klast = arith.subi %Ki, %c1_index : index
+          %in82 = arith.cmpi ult, %kb, %Ki : index
+          %kc83 = arith.minui %kb, %klast : index
+          %a84 = arith.addi %wrow, %kc83 : index
+          %ld85 = memref.load %w[%a84] : memref<?xf16>
+          %h86 = arith.extf %ld85 : f16 to f32
+          %sel87 = arith.select %in82, %h86, %c0p0_f32 : f32
+          %a88 = arith.addi %kb, %c1_index : index
+          %in89 = arith.cmpi ult, %a88, %Ki : index
+          %kc90 = arith.minui %a88, %klast : index
+          %a91 = arith.addi %wrow, %kc90 : index
+          %ld92 = memref.load %w[%a91] : memref<?xf16>
+          %h93 = arith.extf %ld92 : f16 to f32
+          %sel94 = arith.select %in89, %h93, %c0p0_f32 : f32
+          %a95 = arith.addi %kb, %c2_index : index
+          %in96 = arith.cmpi ult, %a95, %Ki : index
+          %kc97 = arith.minui %a95, %klast : index
+          %a98 = arith.addi %wrow, %kc97 : index
+          %ld99 = memref.load %w[%a98] : memref<?xf16>
+          %h100 = arith.extf %ld99 : f16 to f32
+          %sel101 = arith.select %in96, %h100, %c0p0_f32 : f32
+          %a102 = arith.addi %kb, %c3_index : index
+          %in103 = arith.cmpi ult, %a102, %Ki : index
+          %kc104 = arith.minui %a102, %klast : index
+          %a105 = arith.addi %wrow, %kc104 : index
+          %ld106 = memref.load %w[%a105] : memref<?xf16>
+          %h107 = arith.extf %ld106 : f16 to f32
+          %sel108 = arith.select %in103, %h107, %c0p0_f32 : f32
+          %a109 = arith.addi %kb, %c4_index : index
+          %in110 = arith.cmpi ult, %a109, %Ki : index
+          %kc111 = arith.minui %a109, %klast : index
+          %a112 = arith.addi %wrow, %kc111 : index
+          %ld113 = memref.load %w[%a112] : memref<?xf16>
+          %h114 = arith.extf %ld113 : f16 to f32
+          %sel115 = arith.select %in110, %h114, %c0p0_f32 : f32
+          %a116 = arith.addi %kb, %c5_index : index
+          %in117 = arith.cmpi ult, %a116, %Ki : index
+          %kc118 = arith.minui %a116, %klast : index
+          %a119 = arith.addi %wrow, %kc118 : index
+          %ld120 = memref.load %w[%a119] : memref<?xf16>
+          %h121 = arith.extf %ld120 : f16 to f32
+          %sel122 = arith.select %in117, %h121, %c0p0_f32 : f32
+          %a123 = arith.addi %kb, %c6_index : index
+          %in124 = arith.cmpi ult, %a123, %Ki : index
+          %kc125 = arith.minui %a123, %klast : index
+          %a126 = arith.addi %wrow, %kc125 : index
+          %ld127 = memref.load %w[%a126] : memref<?xf16>
+          %h128 = arith.extf %ld127 : f16 to f32
+          %sel129 = arith.select %in124, %h128, %c0p0_f32 : f32
+          %a130 = arith.addi %kb, %c7_index : index
+          %in131 = arith.cmpi ult, %a130, %Ki : index
+          %kc132 = arith.minui %a130, %klast : index
+          %a133 = arith.addi %wrow, %kc132 : index
+          %ld134 = memref.load %w[%a133] : memref<?xf16>
+          %h135 = arith.extf %ld134 : f16 to f32
+          %sel136 = arith.select %in131, %h135, %c0p0_f32 : f32
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m137 = arith.muli %tg, %Ki : index
+            %a138 = arith.addi %m137, %kc83 : index
+            %xv139 = memref.load %x[%a138] : memref<?xf32>
+            %f140 = math.fma %xv139, %sel87, %c0p0_f32 : f32
+            %a141 = arith.addi %m137, %kc90 : index
+            %xv142 = memref.load %x[%a141] : memref<?xf32>
+            %f143 = math.fma %xv142, %sel94, %f140 : f32
+            %a144 = arith.addi %m137, %kc97 : index
+            %xv145 = memref.load %x[%a144] : memref<?xf32>
+            %f146 = math.fma %xv145, %sel101, %f143 : f32
+            %a147 = arith.addi %m137, %kc104 : index
+            %xv148 = memref.load %x[%a147] : memref<?xf32>
+            %f149 = math.fma %xv148, %sel108, %f146 : f32
+            %a150 = arith.addi %m137, %kc111 : index
+            %xv151 = memref.load %x[%a150] : memref<?xf32>
+            %f152 = math.fma %xv151, %sel115, %f149 : f32
+            %a153 = arith.addi %m137, %kc118 : index
+            %xv154 = memref.load %x[%a153] : memref<?xf32>
+            %f155 = math.fma %xv154, %sel122, %f152 : f32
+            %a156 = arith.addi %m137, %kc125 : index
+            %xv157 = memref.load %x[%a156] : memref<?xf32>
+            %f158 = math.fma %xv157, %sel129, %f155 : f32
+            %a159 = arith.addi %m137, %kc132 : index
+            %xv160 = memref.load %x[%a159] : memref<?xf32>
+            %f161 = math.fma %xv160, %sel136, %f158 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f161 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv162 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a163 = arith.addi %tid, %c128_index : index
+        %sv164 = memref.load %slots[%a163] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a165 = arith.addi %tid, %c256_index : index
+        %sv166 = memref.load %slots[%a165] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a167 = arith.addi %tid, %c384_index : index
+        %sv168 = memref.load %slots[%a167] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a169 = arith.addi %tid, %c512_index : index
+        %sv170 = memref.load %slots[%a169] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a171 = arith.addi %tid, %c640_index : index
+        %sv172 = memref.load %slots[%a171] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a173 = arith.addi %tid, %c768_index : index
+        %sv174 = memref.load %slots[%a173] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a175 = arith.addi %tid, %c896_index : index
+        %sv176 = memref.load %slots[%a175] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv162, %sv164, %sv166, %sv168, %sv170, %sv172, %sv174, %sv176 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh177:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f178 = arith.addf %acc_r#0, %sh177#0 : f32
+      %sh179:2 = gpu.shuffle xor %f178, %c2_i32, %c32_i32 : f32
+      %f180 = arith.addf %f178, %sh179#0 : f32
+      %sh181:2 = gpu.shuffle xor %f180, %c1_i32, %c32_i32 : f32
+      %f182 = arith.addf %f180, %sh181#0 : f32
+      %c183 = scf.if %tok1 -> (f32) {
+        %sh184:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f185 = arith.addf %acc_r#1, %sh184#0 : f32
+        %sh186:2 = gpu.shuffle xor %f185, %c2_i32, %c32_i32 : f32
+        %f187 = arith.addf %f185, %sh186#0 : f32
+        %sh188:2 = gpu.shuffle xor %f187, %c1_i32, %c32_i32 : f32
+        %f189 = arith.addf %f187, %sh188#0 : f32
+        scf.yield %f189 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c190 = scf.if %tok2 -> (f32) {
+        %sh191:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f192 = arith.addf %acc_r#2, %sh191#0 : f32
+        %sh193:2 = gpu.shuffle xor %f192, %c2_i32, %c32_i32 : f32
+        %f194 = arith.addf %f192, %sh193#0 : f32
+        %sh195:2 = gpu.shuffle xor %f194, %c1_i32, %c32_i32 : f32
+        %f196 = arith.addf %f194, %sh195#0 : f32
+        scf.yield %f196 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c197 = scf.if %tok3 -> (f32) {
+        %sh198:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f199 = arith.addf %acc_r#3, %sh198#0 : f32
+        %sh200:2 = gpu.shuffle xor %f199, %c2_i32, %c32_i32 : f32
+        %f201 = arith.addf %f199, %sh200#0 : f32
+        %sh202:2 = gpu.shuffle xor %f201, %c1_i32, %c32_i32 : f32
+        %f203 = arith.addf %f201, %sh202#0 : f32
+        scf.yield %f203 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c204 = scf.if %tok4 -> (f32) {
+        %sh205:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f206 = arith.addf %acc_r#4, %sh205#0 : f32
+        %sh207:2 = gpu.shuffle xor %f206, %c2_i32, %c32_i32 : f32
+        %f208 = arith.addf %f206, %sh207#0 : f32
+        %sh209:2 = gpu.shuffle xor %f208, %c1_i32, %c32_i32 : f32
+        %f210 = arith.addf %f208, %sh209#0 : f32
+        scf.yield %f210 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c211 = scf.if %tok5 -> (f32) {
+        %sh212:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f213 = arith.addf %acc_r#5, %sh212#0 : f32
+        %sh214:2 = gpu.shuffle xor %f213, %c2_i32, %c32_i32 : f32
+        %f215 = arith.addf %f213, %sh214#0 : f32
+        %sh216:2 = gpu.shuffle xor %f215, %c1_i32, %c32_i32 : f32
+        %f217 = arith.addf %f215, %sh216#0 : f32
+        scf.yield %f217 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c218 = scf.if %tok6 -> (f32) {
+        %sh219:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f220 = arith.addf %acc_r#6, %sh219#0 : f32
+        %sh221:2 = gpu.shuffle xor %f220, %c2_i32, %c32_i32 : f32
+        %f222 = arith.addf %f220, %sh221#0 : f32
+        %sh223:2 = gpu.shuffle xor %f222, %c1_i32, %c32_i32 : f32
+        %f224 = arith.addf %f222, %sh223#0 : f32
+        scf.yield %f224 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c225 = scf.if %tok7 -> (f32) {
+        %sh226:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f227 = arith.addf %acc_r#7, %sh226#0 : f32
+        %sh228:2 = gpu.shuffle xor %f227, %c2_i32, %c32_i32 : f32
+        %f229 = arith.addf %f227, %sh228#0 : f32
+        %sh230:2 = gpu.shuffle xor %f229, %c1_i32, %c32_i32 : f32
+        %f231 = arith.addf %f229, %sh230#0 : f32
+        scf.yield %f231 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f182, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a232 = arith.addi %pbase, %c4_index : index
+        memref.store %c183, %acc[%a232] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a233 = arith.addi %pbase, %c8_index : index
+        memref.store %c190, %acc[%a233] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a234 = arith.addi %pbase, %c12_index : index
+        memref.store %c197, %acc[%a234] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a235 = arith.addi %pbase, %c16_index : index
+        memref.store %c204, %acc[%a235] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a236 = arith.addi %pbase, %c20_index : index
+        memref.store %c211, %acc[%a236] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a237 = arith.addi %pbase, %c24_index : index
+        memref.store %c218, %acc[%a237] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a238 = arith.addi %pbase, %c28_index : index
+        memref.store %c225, %acc[%a238] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q4_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q4_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -42,6 +49,7 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
@@ -51,20 +59,33 @@ module attributes {gpu.container_module} {
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
+      %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %cm8p0_f32 = arith.constant -8.0 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -84,207 +105,401 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c18_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c18_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c2_index : index
-        %m18 = arith.muli %q, %c4_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %b33 = arith.andi %o32, %c15_i32 : i32
-        %s34 = arith.shrui %o32, %c4_i32 : i32
-        %b35 = arith.andi %s34, %c15_i32 : i32
-        %o36 = arith.ori %b33, %c1258291200_i32 : i32
-        %q37 = arith.bitcast %o36 : i32 to f32
-        %f38 = arith.subf %q37, %c8p388608e06_f32 : f32
-        %o39 = arith.ori %b35, %c1258291200_i32 : i32
-        %q40 = arith.bitcast %o39 : i32 to f32
-        %f41 = arith.subf %q40, %c8p388608e06_f32 : f32
-        %s42 = arith.shrui %o32, %c8_i32 : i32
-        %b43 = arith.andi %s42, %c15_i32 : i32
-        %s44 = arith.shrui %o32, %c12_i32 : i32
-        %b45 = arith.andi %s44, %c15_i32 : i32
-        %o46 = arith.ori %b43, %c1258291200_i32 : i32
-        %q47 = arith.bitcast %o46 : i32 to f32
-        %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
-        %o49 = arith.ori %b45, %c1258291200_i32 : i32
-        %q50 = arith.bitcast %o49 : i32 to f32
-        %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
-        %s52 = arith.shrui %o32, %c16_i32 : i32
-        %b53 = arith.andi %s52, %c15_i32 : i32
-        %s54 = arith.shrui %o32, %c20_i32 : i32
-        %b55 = arith.andi %s54, %c15_i32 : i32
-        %o56 = arith.ori %b53, %c1258291200_i32 : i32
-        %q57 = arith.bitcast %o56 : i32 to f32
-        %f58 = arith.subf %q57, %c8p388608e06_f32 : f32
-        %o59 = arith.ori %b55, %c1258291200_i32 : i32
-        %q60 = arith.bitcast %o59 : i32 to f32
-        %f61 = arith.subf %q60, %c8p388608e06_f32 : f32
-        %s62 = arith.shrui %o32, %c24_i32 : i32
-        %b63 = arith.andi %s62, %c15_i32 : i32
-        %s64 = arith.shrui %o32, %c28_i32 : i32
-        %b65 = arith.andi %s64, %c15_i32 : i32
-        %o66 = arith.ori %b63, %c1258291200_i32 : i32
-        %q67 = arith.bitcast %o66 : i32 to f32
-        %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
-        %o69 = arith.ori %b65, %c1258291200_i32 : i32
-        %q70 = arith.bitcast %o69 : i32 to f32
-        %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
-        %f72 = arith.mulf %h16, %cm8p0_f32 : f32
-        %m73 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m73 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv74 = memref.load %x[%xk] : memref<?xf32>
-          %f75 = arith.mulf %xv74, %f38 : f32
-          %a76 = arith.addi %xk, %c16_index : index
-          %xv77 = memref.load %x[%a76] : memref<?xf32>
-          %f78 = math.fma %xv77, %f41, %f75 : f32
-          %f79 = arith.addf %xv74, %xv77 : f32
-          %a80 = arith.addi %xk, %c1_index : index
-          %xv81 = memref.load %x[%a80] : memref<?xf32>
-          %f82 = math.fma %xv81, %f48, %f78 : f32
-          %f83 = arith.addf %f79, %xv81 : f32
-          %a84 = arith.addi %xk, %c17_index : index
-          %xv85 = memref.load %x[%a84] : memref<?xf32>
-          %f86 = math.fma %xv85, %f51, %f82 : f32
-          %f87 = arith.addf %f83, %xv85 : f32
-          %a88 = arith.addi %xk, %c2_index : index
-          %xv89 = memref.load %x[%a88] : memref<?xf32>
-          %f90 = math.fma %xv89, %f58, %f86 : f32
-          %f91 = arith.addf %f87, %xv89 : f32
-          %a92 = arith.addi %xk, %c18_index : index
-          %xv93 = memref.load %x[%a92] : memref<?xf32>
-          %f94 = math.fma %xv93, %f61, %f90 : f32
-          %f95 = arith.addf %f91, %xv93 : f32
-          %a96 = arith.addi %xk, %c3_index : index
-          %xv97 = memref.load %x[%a96] : memref<?xf32>
-          %f98 = math.fma %xv97, %f68, %f94 : f32
-          %f99 = arith.addf %f95, %xv97 : f32
-          %a100 = arith.addi %xk, %c19_index : index
-          %xv101 = memref.load %x[%a100] : memref<?xf32>
-          %f102 = math.fma %xv101, %f71, %f98 : f32
-          %f103 = arith.addf %f99, %xv101 : f32
-          %f104 = arith.mulf %h16, %f102 : f32
-          %f105 = math.fma %f72, %f103, %f104 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f105 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c18_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c2_index : index
+          %m18 = arith.muli %q, %c4_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %b33 = arith.andi %o32, %c15_i32 : i32
+          %s34 = arith.shrui %o32, %c4_i32 : i32
+          %b35 = arith.andi %s34, %c15_i32 : i32
+          %o36 = arith.ori %b33, %c1258291200_i32 : i32
+          %q37 = arith.bitcast %o36 : i32 to f32
+          %f38 = arith.subf %q37, %c8p388608e06_f32 : f32
+          %o39 = arith.ori %b35, %c1258291200_i32 : i32
+          %q40 = arith.bitcast %o39 : i32 to f32
+          %f41 = arith.subf %q40, %c8p388608e06_f32 : f32
+          %s42 = arith.shrui %o32, %c8_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %s44 = arith.shrui %o32, %c12_i32 : i32
+          %b45 = arith.andi %s44, %c15_i32 : i32
+          %o46 = arith.ori %b43, %c1258291200_i32 : i32
+          %q47 = arith.bitcast %o46 : i32 to f32
+          %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
+          %o49 = arith.ori %b45, %c1258291200_i32 : i32
+          %q50 = arith.bitcast %o49 : i32 to f32
+          %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
+          %s52 = arith.shrui %o32, %c16_i32 : i32
+          %b53 = arith.andi %s52, %c15_i32 : i32
+          %s54 = arith.shrui %o32, %c20_i32 : i32
+          %b55 = arith.andi %s54, %c15_i32 : i32
+          %o56 = arith.ori %b53, %c1258291200_i32 : i32
+          %q57 = arith.bitcast %o56 : i32 to f32
+          %f58 = arith.subf %q57, %c8p388608e06_f32 : f32
+          %o59 = arith.ori %b55, %c1258291200_i32 : i32
+          %q60 = arith.bitcast %o59 : i32 to f32
+          %f61 = arith.subf %q60, %c8p388608e06_f32 : f32
+          %s62 = arith.shrui %o32, %c24_i32 : i32
+          %b63 = arith.andi %s62, %c15_i32 : i32
+          %s64 = arith.shrui %o32, %c28_i32 : i32
+          %b65 = arith.andi %s64, %c15_i32 : i32
+          %o66 = arith.ori %b63, %c1258291200_i32 : i32
+          %q67 = arith.bitcast %o66 : i32 to f32
+          %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
+          %o69 = arith.ori %b65, %c1258291200_i32 : i32
+          %q70 = arith.bitcast %o69 : i32 to f32
+          %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
+          %f72 = arith.mulf %h16, %cm8p0_f32 : f32
+          %m73 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m73 : index
+          %m74 = arith.muli %t0, %Ki : index
+          %a75 = arith.addi %m74, %kb : index
+          %xv76 = memref.load %x[%a75] : memref<?xf32>
+          %f77 = arith.mulf %xv76, %f38 : f32
+          %a78 = arith.addi %a75, %c16_index : index
+          %xv79 = memref.load %x[%a78] : memref<?xf32>
+          %f80 = math.fma %xv79, %f41, %f77 : f32
+          %f81 = arith.addf %xv76, %xv79 : f32
+          %a82 = arith.addi %a75, %c1_index : index
+          %xv83 = memref.load %x[%a82] : memref<?xf32>
+          %f84 = math.fma %xv83, %f48, %f80 : f32
+          %f85 = arith.addf %f81, %xv83 : f32
+          %a86 = arith.addi %a75, %c17_index : index
+          %xv87 = memref.load %x[%a86] : memref<?xf32>
+          %f88 = math.fma %xv87, %f51, %f84 : f32
+          %f89 = arith.addf %f85, %xv87 : f32
+          %a90 = arith.addi %a75, %c2_index : index
+          %xv91 = memref.load %x[%a90] : memref<?xf32>
+          %f92 = math.fma %xv91, %f58, %f88 : f32
+          %f93 = arith.addf %f89, %xv91 : f32
+          %a94 = arith.addi %a75, %c18_index : index
+          %xv95 = memref.load %x[%a94] : memref<?xf32>
+          %f96 = math.fma %xv95, %f61, %f92 : f32
+          %f97 = arith.addf %f93, %xv95 : f32
+          %a98 = arith.addi %a75, %c3_index : index
+          %xv99 = memref.load %x[%a98] : memref<?xf32>
+          %f100 = math.fma %xv99, %f68, %f96 : f32
+          %f101 = arith.addf %f97, %xv99 : f32
+          %a102 = arith.addi %a75, %c19_index : index
+          %xv103 = memref.load %x[%a102] : memref<?xf32>
+          %f104 = math.fma %xv103, %f71, %f100 : f32
+          %f105 = arith.addf %f101, %xv103 : f32
+          %f106 = arith.mulf %h16, %f104 : f32
+          %f107 = math.fma %f72, %f105, %f106 : f32
+          %f108 = arith.addf %sacc, %f107 : f32
+          scf.yield %f108 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c18_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w109 = arith.shrui %blockbyte, %c2_index : index
+          %ld110 = memref.load %w[%w109] : memref<?xi32>
+          %a111 = arith.addi %blockbyte, %c2_index : index
+          %w112 = arith.shrui %a111, %c2_index : index
+          %ld113 = memref.load %w[%w112] : memref<?xi32>
+          %n114 = arith.index_cast %blockbyte : index to i32
+          %b115 = arith.andi %n114, %c2_i32 : i32
+          %s116 = arith.shli %b115, %c3_i32 : i32
+          %s117 = arith.shrui %ld110, %s116 : i32
+          %s118 = arith.subi %c16_i32, %s116 : i32
+          %s119 = arith.shli %ld113, %c16_i32 : i32
+          %s120 = arith.shli %s119, %s118 : i32
+          %o121 = arith.ori %s117, %s120 : i32
+          %h122 = arith.trunci %o121 : i32 to i16
+          %h123 = arith.bitcast %h122 : i16 to f16
+          %h124 = arith.extf %h123 : f16 to f32
+          %a125 = arith.addi %blockbyte, %c2_index : index
+          %m126 = arith.muli %q, %c4_index : index
+          %a127 = arith.addi %a125, %m126 : index
+          %w128 = arith.shrui %a127, %c2_index : index
+          %ld129 = memref.load %w[%w128] : memref<?xi32>
+          %a130 = arith.addi %a127, %c2_index : index
+          %w131 = arith.shrui %a130, %c2_index : index
+          %ld132 = memref.load %w[%w131] : memref<?xi32>
+          %n133 = arith.index_cast %a127 : index to i32
+          %b134 = arith.andi %n133, %c2_i32 : i32
+          %s135 = arith.shli %b134, %c3_i32 : i32
+          %s136 = arith.shrui %ld129, %s135 : i32
+          %s137 = arith.subi %c16_i32, %s135 : i32
+          %s138 = arith.shli %ld132, %c16_i32 : i32
+          %s139 = arith.shli %s138, %s137 : i32
+          %o140 = arith.ori %s136, %s139 : i32
+          %b141 = arith.andi %o140, %c15_i32 : i32
+          %s142 = arith.shrui %o140, %c4_i32 : i32
+          %b143 = arith.andi %s142, %c15_i32 : i32
+          %o144 = arith.ori %b141, %c1258291200_i32 : i32
+          %q145 = arith.bitcast %o144 : i32 to f32
+          %f146 = arith.subf %q145, %c8p388608e06_f32 : f32
+          %o147 = arith.ori %b143, %c1258291200_i32 : i32
+          %q148 = arith.bitcast %o147 : i32 to f32
+          %f149 = arith.subf %q148, %c8p388608e06_f32 : f32
+          %s150 = arith.shrui %o140, %c8_i32 : i32
+          %b151 = arith.andi %s150, %c15_i32 : i32
+          %s152 = arith.shrui %o140, %c12_i32 : i32
+          %b153 = arith.andi %s152, %c15_i32 : i32
+          %o154 = arith.ori %b151, %c1258291200_i32 : i32
+          %q155 = arith.bitcast %o154 : i32 to f32
+          %f156 = arith.subf %q155, %c8p388608e06_f32 : f32
+          %o157 = arith.ori %b153, %c1258291200_i32 : i32
+          %q158 = arith.bitcast %o157 : i32 to f32
+          %f159 = arith.subf %q158, %c8p388608e06_f32 : f32
+          %s160 = arith.shrui %o140, %c16_i32 : i32
+          %b161 = arith.andi %s160, %c15_i32 : i32
+          %s162 = arith.shrui %o140, %c20_i32 : i32
+          %b163 = arith.andi %s162, %c15_i32 : i32
+          %o164 = arith.ori %b161, %c1258291200_i32 : i32
+          %q165 = arith.bitcast %o164 : i32 to f32
+          %f166 = arith.subf %q165, %c8p388608e06_f32 : f32
+          %o167 = arith.ori %b163, %c1258291200_i32 : i32
+          %q168 = arith.bitcast %o167 : i32 to f32
+          %f169 = arith.subf %q168, %c8p388608e06_f32 : f32
+          %s170 = arith.shrui %o140, %c24_i32 : i32
+          %b171 = arith.andi %s170, %c15_i32 : i32
+          %s172 = arith.shrui %o140, %c28_i32 : i32
+          %b173 = arith.andi %s172, %c15_i32 : i32
+          %o174 = arith.ori %b171, %c1258291200_i32 : i32
+          %q175 = arith.bitcast %o174 : i32 to f32
+          %f176 = arith.subf %q175, %c8p388608e06_f32 : f32
+          %o177 = arith.ori %b173, %c1258291200_i32 : i32
+          %q178 = arith.bitcast %o177 : i32 to f32
+          %f179 = arith.subf %q178, %c8p388608e06_f32 : f32
+          %f180 = arith.mulf %h124, %cm8p0_f32 : f32
+          %m181 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m181 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m182 = arith.muli %tg, %Ki : index
+            %a183 = arith.addi %m182, %kb : index
+            %xv184 = memref.load %x[%a183] : memref<?xf32>
+            %f185 = arith.mulf %xv184, %f146 : f32
+            %a186 = arith.addi %a183, %c16_index : index
+            %xv187 = memref.load %x[%a186] : memref<?xf32>
+            %f188 = math.fma %xv187, %f149, %f185 : f32
+            %f189 = arith.addf %xv184, %xv187 : f32
+            %a190 = arith.addi %a183, %c1_index : index
+            %xv191 = memref.load %x[%a190] : memref<?xf32>
+            %f192 = math.fma %xv191, %f156, %f188 : f32
+            %f193 = arith.addf %f189, %xv191 : f32
+            %a194 = arith.addi %a183, %c17_index : index
+            %xv195 = memref.load %x[%a194] : memref<?xf32>
+            %f196 = math.fma %xv195, %f159, %f192 : f32
+            %f197 = arith.addf %f193, %xv195 : f32
+            %a198 = arith.addi %a183, %c2_index : index
+            %xv199 = memref.load %x[%a198] : memref<?xf32>
+            %f200 = math.fma %xv199, %f166, %f196 : f32
+            %f201 = arith.addf %f197, %xv199 : f32
+            %a202 = arith.addi %a183, %c18_index : index
+            %xv203 = memref.load %x[%a202] : memref<?xf32>
+            %f204 = math.fma %xv203, %f169, %f200 : f32
+            %f205 = arith.addf %f201, %xv203 : f32
+            %a206 = arith.addi %a183, %c3_index : index
+            %xv207 = memref.load %x[%a206] : memref<?xf32>
+            %f208 = math.fma %xv207, %f176, %f204 : f32
+            %f209 = arith.addf %f205, %xv207 : f32
+            %a210 = arith.addi %a183, %c19_index : index
+            %xv211 = memref.load %x[%a210] : memref<?xf32>
+            %f212 = math.fma %xv211, %f179, %f208 : f32
+            %f213 = arith.addf %f209, %xv211 : f32
+            %f214 = arith.mulf %h124, %f212 : f32
+            %f215 = math.fma %f180, %f213, %f214 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f215 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv216 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a217 = arith.addi %tid, %c128_index : index
+        %sv218 = memref.load %slots[%a217] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a219 = arith.addi %tid, %c256_index : index
+        %sv220 = memref.load %slots[%a219] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a221 = arith.addi %tid, %c384_index : index
+        %sv222 = memref.load %slots[%a221] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a223 = arith.addi %tid, %c512_index : index
+        %sv224 = memref.load %slots[%a223] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a225 = arith.addi %tid, %c640_index : index
+        %sv226 = memref.load %slots[%a225] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a227 = arith.addi %tid, %c768_index : index
+        %sv228 = memref.load %slots[%a227] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a229 = arith.addi %tid, %c896_index : index
+        %sv230 = memref.load %slots[%a229] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv216, %sv218, %sv220, %sv222, %sv224, %sv226, %sv228, %sv230 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh231:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f232 = arith.addf %acc_r#0, %sh231#0 : f32
+      %sh233:2 = gpu.shuffle xor %f232, %c2_i32, %c32_i32 : f32
+      %f234 = arith.addf %f232, %sh233#0 : f32
+      %sh235:2 = gpu.shuffle xor %f234, %c1_i32, %c32_i32 : f32
+      %f236 = arith.addf %f234, %sh235#0 : f32
+      %c237 = scf.if %tok1 -> (f32) {
+        %sh238:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f239 = arith.addf %acc_r#1, %sh238#0 : f32
+        %sh240:2 = gpu.shuffle xor %f239, %c2_i32, %c32_i32 : f32
+        %f241 = arith.addf %f239, %sh240#0 : f32
+        %sh242:2 = gpu.shuffle xor %f241, %c1_i32, %c32_i32 : f32
+        %f243 = arith.addf %f241, %sh242#0 : f32
+        scf.yield %f243 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c244 = scf.if %tok2 -> (f32) {
+        %sh245:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f246 = arith.addf %acc_r#2, %sh245#0 : f32
+        %sh247:2 = gpu.shuffle xor %f246, %c2_i32, %c32_i32 : f32
+        %f248 = arith.addf %f246, %sh247#0 : f32
+        %sh249:2 = gpu.shuffle xor %f248, %c1_i32, %c32_i32 : f32
+        %f250 = arith.addf %f248, %sh249#0 : f32
+        scf.yield %f250 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c251 = scf.if %tok3 -> (f32) {
+        %sh252:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f253 = arith.addf %acc_r#3, %sh252#0 : f32
+        %sh254:2 = gpu.shuffle xor %f253, %c2_i32, %c32_i32 : f32
+        %f255 = arith.addf %f253, %sh254#0 : f32
+        %sh256:2 = gpu.shuffle xor %f255, %c1_i32, %c32_i32 : f32
+        %f257 = arith.addf %f255, %sh256#0 : f32
+        scf.yield %f257 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c258 = scf.if %tok4 -> (f32) {
+        %sh259:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f260 = arith.addf %acc_r#4, %sh259#0 : f32
+        %sh261:2 = gpu.shuffle xor %f260, %c2_i32, %c32_i32 : f32
+        %f262 = arith.addf %f260, %sh261#0 : f32
+        %sh263:2 = gpu.shuffle xor %f262, %c1_i32, %c32_i32 : f32
+        %f264 = arith.addf %f262, %sh263#0 : f32
+        scf.yield %f264 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c265 = scf.if %tok5 -> (f32) {
+        %sh266:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f267 = arith.addf %acc_r#5, %sh266#0 : f32
+        %sh268:2 = gpu.shuffle xor %f267, %c2_i32, %c32_i32 : f32
+        %f269 = arith.addf %f267, %sh268#0 : f32
+        %sh270:2 = gpu.shuffle xor %f269, %c1_i32, %c32_i32 : f32
+        %f271 = arith.addf %f269, %sh270#0 : f32
+        scf.yield %f271 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c272 = scf.if %tok6 -> (f32) {
+        %sh273:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f274 = arith.addf %acc_r#6, %sh273#0 : f32
+        %sh275:2 = gpu.shuffle xor %f274, %c2_i32, %c32_i32 : f32
+        %f276 = arith.addf %f274, %sh275#0 : f32
+        %sh277:2 = gpu.shuffle xor %f276, %c1_i32, %c32_i32 : f32
+        %f278 = arith.addf %f276, %sh277#0 : f32
+        scf.yield %f278 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c279 = scf.if %tok7 -> (f32) {
+        %sh280:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f281 = arith.addf %acc_r#7, %sh280#0 : f32
+        %sh282:2 = gpu.shuffle xor %f281, %c2_i32, %c32_i32 : f32
+        %f283 = arith.addf %f281, %sh282#0 : f32
+        %sh284:2 = gpu.shuffle xor %f283, %c1_i32, %c32_i32 : f32
+        %f285 = arith.addf %f283, %sh284#0 : f32
+        scf.yield %f285 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f236, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a286 = arith.addi %pbase, %c4_index : index
+        memref.store %c237, %acc[%a286] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a287 = arith.addi %pbase, %c8_index : index
+        memref.store %c244, %acc[%a287] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a288 = arith.addi %pbase, %c12_index : index
+        memref.store %c251, %acc[%a288] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a289 = arith.addi %pbase, %c16_index : index
+        memref.store %c258, %acc[%a289] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a290 = arith.addi %pbase, %c20_index : index
+        memref.store %c265, %acc[%a290] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a291 = arith.addi %pbase, %c24_index : index
+        memref.store %c272, %acc[%a291] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a292 = arith.addi %pbase, %c28_index : index
+        memref.store %c279, %acc[%a292] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_1(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q4_1 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q4_1(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -42,6 +49,7 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
@@ -53,17 +61,29 @@ module attributes {gpu.container_module} {
       %c20_i32 = arith.constant 20 : i32
       %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -83,188 +103,363 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c20_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c20_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %h3 = arith.trunci %ld2 : i32 to i16
-        %h4 = arith.bitcast %h3 : i16 to f16
-        %h5 = arith.extf %h4 : f16 to f32
-        %a6 = arith.addi %blockbyte, %c4_index : index
-        %m7 = arith.muli %q, %c4_index : index
-        %a8 = arith.addi %a6, %m7 : index
-        %w9 = arith.shrui %a8, %c2_index : index
-        %ld10 = memref.load %w[%w9] : memref<?xi32>
-        %b11 = arith.andi %ld10, %c15_i32 : i32
-        %s12 = arith.shrui %ld10, %c4_i32 : i32
-        %b13 = arith.andi %s12, %c15_i32 : i32
-        %o14 = arith.ori %b11, %c1258291200_i32 : i32
-        %q15 = arith.bitcast %o14 : i32 to f32
-        %f16 = arith.subf %q15, %c8p388608e06_f32 : f32
-        %o17 = arith.ori %b13, %c1258291200_i32 : i32
-        %q18 = arith.bitcast %o17 : i32 to f32
-        %f19 = arith.subf %q18, %c8p388608e06_f32 : f32
-        %s20 = arith.shrui %ld10, %c8_i32 : i32
-        %b21 = arith.andi %s20, %c15_i32 : i32
-        %s22 = arith.shrui %ld10, %c12_i32 : i32
-        %b23 = arith.andi %s22, %c15_i32 : i32
-        %o24 = arith.ori %b21, %c1258291200_i32 : i32
-        %q25 = arith.bitcast %o24 : i32 to f32
-        %f26 = arith.subf %q25, %c8p388608e06_f32 : f32
-        %o27 = arith.ori %b23, %c1258291200_i32 : i32
-        %q28 = arith.bitcast %o27 : i32 to f32
-        %f29 = arith.subf %q28, %c8p388608e06_f32 : f32
-        %s30 = arith.shrui %ld10, %c16_i32 : i32
-        %b31 = arith.andi %s30, %c15_i32 : i32
-        %s32 = arith.shrui %ld10, %c20_i32 : i32
-        %b33 = arith.andi %s32, %c15_i32 : i32
-        %o34 = arith.ori %b31, %c1258291200_i32 : i32
-        %q35 = arith.bitcast %o34 : i32 to f32
-        %f36 = arith.subf %q35, %c8p388608e06_f32 : f32
-        %o37 = arith.ori %b33, %c1258291200_i32 : i32
-        %q38 = arith.bitcast %o37 : i32 to f32
-        %f39 = arith.subf %q38, %c8p388608e06_f32 : f32
-        %s40 = arith.shrui %ld10, %c24_i32 : i32
-        %b41 = arith.andi %s40, %c15_i32 : i32
-        %s42 = arith.shrui %ld10, %c28_i32 : i32
-        %b43 = arith.andi %s42, %c15_i32 : i32
-        %o44 = arith.ori %b41, %c1258291200_i32 : i32
-        %q45 = arith.bitcast %o44 : i32 to f32
-        %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
-        %o47 = arith.ori %b43, %c1258291200_i32 : i32
-        %q48 = arith.bitcast %o47 : i32 to f32
-        %f49 = arith.subf %q48, %c8p388608e06_f32 : f32
-        %s50 = arith.shrui %ld2, %c16_i32 : i32
-        %h51 = arith.trunci %s50 : i32 to i16
-        %h52 = arith.bitcast %h51 : i16 to f16
-        %h53 = arith.extf %h52 : f16 to f32
-        %m54 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m54 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv55 = memref.load %x[%xk] : memref<?xf32>
-          %f56 = arith.mulf %xv55, %f16 : f32
-          %a57 = arith.addi %xk, %c16_index : index
-          %xv58 = memref.load %x[%a57] : memref<?xf32>
-          %f59 = math.fma %xv58, %f19, %f56 : f32
-          %f60 = arith.addf %xv55, %xv58 : f32
-          %a61 = arith.addi %xk, %c1_index : index
-          %xv62 = memref.load %x[%a61] : memref<?xf32>
-          %f63 = math.fma %xv62, %f26, %f59 : f32
-          %f64 = arith.addf %f60, %xv62 : f32
-          %a65 = arith.addi %xk, %c17_index : index
-          %xv66 = memref.load %x[%a65] : memref<?xf32>
-          %f67 = math.fma %xv66, %f29, %f63 : f32
-          %f68 = arith.addf %f64, %xv66 : f32
-          %a69 = arith.addi %xk, %c2_index : index
-          %xv70 = memref.load %x[%a69] : memref<?xf32>
-          %f71 = math.fma %xv70, %f36, %f67 : f32
-          %f72 = arith.addf %f68, %xv70 : f32
-          %a73 = arith.addi %xk, %c18_index : index
-          %xv74 = memref.load %x[%a73] : memref<?xf32>
-          %f75 = math.fma %xv74, %f39, %f71 : f32
-          %f76 = arith.addf %f72, %xv74 : f32
-          %a77 = arith.addi %xk, %c3_index : index
-          %xv78 = memref.load %x[%a77] : memref<?xf32>
-          %f79 = math.fma %xv78, %f46, %f75 : f32
-          %f80 = arith.addf %f76, %xv78 : f32
-          %a81 = arith.addi %xk, %c19_index : index
-          %xv82 = memref.load %x[%a81] : memref<?xf32>
-          %f83 = math.fma %xv82, %f49, %f79 : f32
-          %f84 = arith.addf %f80, %xv82 : f32
-          %f85 = arith.mulf %h5, %f83 : f32
-          %f86 = math.fma %h53, %f84, %f85 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f86 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c20_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %h3 = arith.trunci %ld2 : i32 to i16
+          %h4 = arith.bitcast %h3 : i16 to f16
+          %h5 = arith.extf %h4 : f16 to f32
+          %a6 = arith.addi %blockbyte, %c4_index : index
+          %m7 = arith.muli %q, %c4_index : index
+          %a8 = arith.addi %a6, %m7 : index
+          %w9 = arith.shrui %a8, %c2_index : index
+          %ld10 = memref.load %w[%w9] : memref<?xi32>
+          %b11 = arith.andi %ld10, %c15_i32 : i32
+          %s12 = arith.shrui %ld10, %c4_i32 : i32
+          %b13 = arith.andi %s12, %c15_i32 : i32
+          %o14 = arith.ori %b11, %c1258291200_i32 : i32
+          %q15 = arith.bitcast %o14 : i32 to f32
+          %f16 = arith.subf %q15, %c8p388608e06_f32 : f32
+          %o17 = arith.ori %b13, %c1258291200_i32 : i32
+          %q18 = arith.bitcast %o17 : i32 to f32
+          %f19 = arith.subf %q18, %c8p388608e06_f32 : f32
+          %s20 = arith.shrui %ld10, %c8_i32 : i32
+          %b21 = arith.andi %s20, %c15_i32 : i32
+          %s22 = arith.shrui %ld10, %c12_i32 : i32
+          %b23 = arith.andi %s22, %c15_i32 : i32
+          %o24 = arith.ori %b21, %c1258291200_i32 : i32
+          %q25 = arith.bitcast %o24 : i32 to f32
+          %f26 = arith.subf %q25, %c8p388608e06_f32 : f32
+          %o27 = arith.ori %b23, %c1258291200_i32 : i32
+          %q28 = arith.bitcast %o27 : i32 to f32
+          %f29 = arith.subf %q28, %c8p388608e06_f32 : f32
+          %s30 = arith.shrui %ld10, %c16_i32 : i32
+          %b31 = arith.andi %s30, %c15_i32 : i32
+          %s32 = arith.shrui %ld10, %c20_i32 : i32
+          %b33 = arith.andi %s32, %c15_i32 : i32
+          %o34 = arith.ori %b31, %c1258291200_i32 : i32
+          %q35 = arith.bitcast %o34 : i32 to f32
+          %f36 = arith.subf %q35, %c8p388608e06_f32 : f32
+          %o37 = arith.ori %b33, %c1258291200_i32 : i32
+          %q38 = arith.bitcast %o37 : i32 to f32
+          %f39 = arith.subf %q38, %c8p388608e06_f32 : f32
+          %s40 = arith.shrui %ld10, %c24_i32 : i32
+          %b41 = arith.andi %s40, %c15_i32 : i32
+          %s42 = arith.shrui %ld10, %c28_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %o44 = arith.ori %b41, %c1258291200_i32 : i32
+          %q45 = arith.bitcast %o44 : i32 to f32
+          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
+          %o47 = arith.ori %b43, %c1258291200_i32 : i32
+          %q48 = arith.bitcast %o47 : i32 to f32
+          %f49 = arith.subf %q48, %c8p388608e06_f32 : f32
+          %s50 = arith.shrui %ld2, %c16_i32 : i32
+          %h51 = arith.trunci %s50 : i32 to i16
+          %h52 = arith.bitcast %h51 : i16 to f16
+          %h53 = arith.extf %h52 : f16 to f32
+          %m54 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m54 : index
+          %m55 = arith.muli %t0, %Ki : index
+          %a56 = arith.addi %m55, %kb : index
+          %xv57 = memref.load %x[%a56] : memref<?xf32>
+          %f58 = arith.mulf %xv57, %f16 : f32
+          %a59 = arith.addi %a56, %c16_index : index
+          %xv60 = memref.load %x[%a59] : memref<?xf32>
+          %f61 = math.fma %xv60, %f19, %f58 : f32
+          %f62 = arith.addf %xv57, %xv60 : f32
+          %a63 = arith.addi %a56, %c1_index : index
+          %xv64 = memref.load %x[%a63] : memref<?xf32>
+          %f65 = math.fma %xv64, %f26, %f61 : f32
+          %f66 = arith.addf %f62, %xv64 : f32
+          %a67 = arith.addi %a56, %c17_index : index
+          %xv68 = memref.load %x[%a67] : memref<?xf32>
+          %f69 = math.fma %xv68, %f29, %f65 : f32
+          %f70 = arith.addf %f66, %xv68 : f32
+          %a71 = arith.addi %a56, %c2_index : index
+          %xv72 = memref.load %x[%a71] : memref<?xf32>
+          %f73 = math.fma %xv72, %f36, %f69 : f32
+          %f74 = arith.addf %f70, %xv72 : f32
+          %a75 = arith.addi %a56, %c18_index : index
+          %xv76 = memref.load %x[%a75] : memref<?xf32>
+          %f77 = math.fma %xv76, %f39, %f73 : f32
+          %f78 = arith.addf %f74, %xv76 : f32
+          %a79 = arith.addi %a56, %c3_index : index
+          %xv80 = memref.load %x[%a79] : memref<?xf32>
+          %f81 = math.fma %xv80, %f46, %f77 : f32
+          %f82 = arith.addf %f78, %xv80 : f32
+          %a83 = arith.addi %a56, %c19_index : index
+          %xv84 = memref.load %x[%a83] : memref<?xf32>
+          %f85 = math.fma %xv84, %f49, %f81 : f32
+          %f86 = arith.addf %f82, %xv84 : f32
+          %f87 = arith.mulf %h5, %f85 : f32
+          %f88 = math.fma %h53, %f86, %f87 : f32
+          %f89 = arith.addf %sacc, %f88 : f32
+          scf.yield %f89 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c20_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w90 = arith.shrui %blockbyte, %c2_index : index
+          %ld91 = memref.load %w[%w90] : memref<?xi32>
+          %h92 = arith.trunci %ld91 : i32 to i16
+          %h93 = arith.bitcast %h92 : i16 to f16
+          %h94 = arith.extf %h93 : f16 to f32
+          %a95 = arith.addi %blockbyte, %c4_index : index
+          %m96 = arith.muli %q, %c4_index : index
+          %a97 = arith.addi %a95, %m96 : index
+          %w98 = arith.shrui %a97, %c2_index : index
+          %ld99 = memref.load %w[%w98] : memref<?xi32>
+          %b100 = arith.andi %ld99, %c15_i32 : i32
+          %s101 = arith.shrui %ld99, %c4_i32 : i32
+          %b102 = arith.andi %s101, %c15_i32 : i32
+          %o103 = arith.ori %b100, %c1258291200_i32 : i32
+          %q104 = arith.bitcast %o103 : i32 to f32
+          %f105 = arith.subf %q104, %c8p388608e06_f32 : f32
+          %o106 = arith.ori %b102, %c1258291200_i32 : i32
+          %q107 = arith.bitcast %o106 : i32 to f32
+          %f108 = arith.subf %q107, %c8p388608e06_f32 : f32
+          %s109 = arith.shrui %ld99, %c8_i32 : i32
+          %b110 = arith.andi %s109, %c15_i32 : i32
+          %s111 = arith.shrui %ld99, %c12_i32 : i32
+          %b112 = arith.andi %s111, %c15_i32 : i32
+          %o113 = arith.ori %b110, %c1258291200_i32 : i32
+          %q114 = arith.bitcast %o113 : i32 to f32
+          %f115 = arith.subf %q114, %c8p388608e06_f32 : f32
+          %o116 = arith.ori %b112, %c1258291200_i32 : i32
+          %q117 = arith.bitcast %o116 : i32 to f32
+          %f118 = arith.subf %q117, %c8p388608e06_f32 : f32
+          %s119 = arith.shrui %ld99, %c16_i32 : i32
+          %b120 = arith.andi %s119, %c15_i32 : i32
+          %s121 = arith.shrui %ld99, %c20_i32 : i32
+          %b122 = arith.andi %s121, %c15_i32 : i32
+          %o123 = arith.ori %b120, %c1258291200_i32 : i32
+          %q124 = arith.bitcast %o123 : i32 to f32
+          %f125 = arith.subf %q124, %c8p388608e06_f32 : f32
+          %o126 = arith.ori %b122, %c1258291200_i32 : i32
+          %q127 = arith.bitcast %o126 : i32 to f32
+          %f128 = arith.subf %q127, %c8p388608e06_f32 : f32
+          %s129 = arith.shrui %ld99, %c24_i32 : i32
+          %b130 = arith.andi %s129, %c15_i32 : i32
+          %s131 = arith.shrui %ld99, %c28_i32 : i32
+          %b132 = arith.andi %s131, %c15_i32 : i32
+          %o133 = arith.ori %b130, %c1258291200_i32 : i32
+          %q134 = arith.bitcast %o133 : i32 to f32
+          %f135 = arith.subf %q134, %c8p388608e06_f32 : f32
+          %o136 = arith.ori %b132, %c1258291200_i32 : i32
+          %q137 = arith.bitcast %o136 : i32 to f32
+          %f138 = arith.subf %q137, %c8p388608e06_f32 : f32
+          %s139 = arith.shrui %ld91, %c16_i32 : i32
+          %h140 = arith.trunci %s139 : i32 to i16
+          %h141 = arith.bitcast %h140 : i16 to f16
+          %h142 = arith.extf %h141 : f16 to f32
+          %m143 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m143 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m144 = arith.muli %tg, %Ki : index
+            %a145 = arith.addi %m144, %kb : index
+            %xv146 = memref.load %x[%a145] : memref<?xf32>
+            %f147 = arith.mulf %xv146, %f105 : f32
+            %a148 = arith.addi %a145, %c16_index : index
+            %xv149 = memref.load %x[%a148] : memref<?xf32>
+            %f150 = math.fma %xv149, %f108, %f147 : f32
+            %f151 = arith.addf %xv146, %xv149 : f32
+            %a152 = arith.addi %a145, %c1_index : index
+            %xv153 = memref.load %x[%a152] : memref<?xf32>
+            %f154 = math.fma %xv153, %f115, %f150 : f32
+            %f155 = arith.addf %f151, %xv153 : f32
+            %a156 = arith.addi %a145, %c17_index : index
+            %xv157 = memref.load %x[%a156] : memref<?xf32>
+            %f158 = math.fma %xv157, %f118, %f154 : f32
+            %f159 = arith.addf %f155, %xv157 : f32
+            %a160 = arith.addi %a145, %c2_index : index
+            %xv161 = memref.load %x[%a160] : memref<?xf32>
+            %f162 = math.fma %xv161, %f125, %f158 : f32
+            %f163 = arith.addf %f159, %xv161 : f32
+            %a164 = arith.addi %a145, %c18_index : index
+            %xv165 = memref.load %x[%a164] : memref<?xf32>
+            %f166 = math.fma %xv165, %f128, %f162 : f32
+            %f167 = arith.addf %f163, %xv165 : f32
+            %a168 = arith.addi %a145, %c3_index : index
+            %xv169 = memref.load %x[%a168] : memref<?xf32>
+            %f170 = math.fma %xv169, %f135, %f166 : f32
+            %f171 = arith.addf %f167, %xv169 : f32
+            %a172 = arith.addi %a145, %c19_index : index
+            %xv173 = memref.load %x[%a172] : memref<?xf32>
+            %f174 = math.fma %xv173, %f138, %f170 : f32
+            %f175 = arith.addf %f171, %xv173 : f32
+            %f176 = arith.mulf %h94, %f174 : f32
+            %f177 = math.fma %h142, %f175, %f176 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f177 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv178 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a179 = arith.addi %tid, %c128_index : index
+        %sv180 = memref.load %slots[%a179] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a181 = arith.addi %tid, %c256_index : index
+        %sv182 = memref.load %slots[%a181] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a183 = arith.addi %tid, %c384_index : index
+        %sv184 = memref.load %slots[%a183] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a185 = arith.addi %tid, %c512_index : index
+        %sv186 = memref.load %slots[%a185] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a187 = arith.addi %tid, %c640_index : index
+        %sv188 = memref.load %slots[%a187] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a189 = arith.addi %tid, %c768_index : index
+        %sv190 = memref.load %slots[%a189] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a191 = arith.addi %tid, %c896_index : index
+        %sv192 = memref.load %slots[%a191] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv178, %sv180, %sv182, %sv184, %sv186, %sv188, %sv190, %sv192 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh193:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f194 = arith.addf %acc_r#0, %sh193#0 : f32
+      %sh195:2 = gpu.shuffle xor %f194, %c2_i32, %c32_i32 : f32
+      %f196 = arith.addf %f194, %sh195#0 : f32
+      %sh197:2 = gpu.shuffle xor %f196, %c1_i32, %c32_i32 : f32
+      %f198 = arith.addf %f196, %sh197#0 : f32
+      %c199 = scf.if %tok1 -> (f32) {
+        %sh200:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f201 = arith.addf %acc_r#1, %sh200#0 : f32
+        %sh202:2 = gpu.shuffle xor %f201, %c2_i32, %c32_i32 : f32
+        %f203 = arith.addf %f201, %sh202#0 : f32
+        %sh204:2 = gpu.shuffle xor %f203, %c1_i32, %c32_i32 : f32
+        %f205 = arith.addf %f203, %sh204#0 : f32
+        scf.yield %f205 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c206 = scf.if %tok2 -> (f32) {
+        %sh207:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f208 = arith.addf %acc_r#2, %sh207#0 : f32
+        %sh209:2 = gpu.shuffle xor %f208, %c2_i32, %c32_i32 : f32
+        %f210 = arith.addf %f208, %sh209#0 : f32
+        %sh211:2 = gpu.shuffle xor %f210, %c1_i32, %c32_i32 : f32
+        %f212 = arith.addf %f210, %sh211#0 : f32
+        scf.yield %f212 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c213 = scf.if %tok3 -> (f32) {
+        %sh214:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f215 = arith.addf %acc_r#3, %sh214#0 : f32
+        %sh216:2 = gpu.shuffle xor %f215, %c2_i32, %c32_i32 : f32
+        %f217 = arith.addf %f215, %sh216#0 : f32
+        %sh218:2 = gpu.shuffle xor %f217, %c1_i32, %c32_i32 : f32
+        %f219 = arith.addf %f217, %sh218#0 : f32
+        scf.yield %f219 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c220 = scf.if %tok4 -> (f32) {
+        %sh221:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f222 = arith.addf %acc_r#4, %sh221#0 : f32
+        %sh223:2 = gpu.shuffle xor %f222, %c2_i32, %c32_i32 : f32
+        %f224 = arith.addf %f222, %sh223#0 : f32
+        %sh225:2 = gpu.shuffle xor %f224, %c1_i32, %c32_i32 : f32
+        %f226 = arith.addf %f224, %sh225#0 : f32
+        scf.yield %f226 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c227 = scf.if %tok5 -> (f32) {
+        %sh228:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f229 = arith.addf %acc_r#5, %sh228#0 : f32
+        %sh230:2 = gpu.shuffle xor %f229, %c2_i32, %c32_i32 : f32
+        %f231 = arith.addf %f229, %sh230#0 : f32
+        %sh232:2 = gpu.shuffle xor %f231, %c1_i32, %c32_i32 : f32
+        %f233 = arith.addf %f231, %sh232#0 : f32
+        scf.yield %f233 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c234 = scf.if %tok6 -> (f32) {
+        %sh235:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f236 = arith.addf %acc_r#6, %sh235#0 : f32
+        %sh237:2 = gpu.shuffle xor %f236, %c2_i32, %c32_i32 : f32
+        %f238 = arith.addf %f236, %sh237#0 : f32
+        %sh239:2 = gpu.shuffle xor %f238, %c1_i32, %c32_i32 : f32
+        %f240 = arith.addf %f238, %sh239#0 : f32
+        scf.yield %f240 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c241 = scf.if %tok7 -> (f32) {
+        %sh242:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f243 = arith.addf %acc_r#7, %sh242#0 : f32
+        %sh244:2 = gpu.shuffle xor %f243, %c2_i32, %c32_i32 : f32
+        %f245 = arith.addf %f243, %sh244#0 : f32
+        %sh246:2 = gpu.shuffle xor %f245, %c1_i32, %c32_i32 : f32
+        %f247 = arith.addf %f245, %sh246#0 : f32
+        scf.yield %f247 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f198, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a248 = arith.addi %pbase, %c4_index : index
+        memref.store %c199, %acc[%a248] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a249 = arith.addi %pbase, %c8_index : index
+        memref.store %c206, %acc[%a249] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a250 = arith.addi %pbase, %c12_index : index
+        memref.store %c213, %acc[%a250] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a251 = arith.addi %pbase, %c16_index : index
+        memref.store %c220, %acc[%a251] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a252 = arith.addi %pbase, %c20_index : index
+        memref.store %c227, %acc[%a252] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a253 = arith.addi %pbase, %c24_index : index
+        memref.store %c234, %acc[%a253] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a254 = arith.addi %pbase, %c28_index : index
+        memref.store %c241, %acc[%a254] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

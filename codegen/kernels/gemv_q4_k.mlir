@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 16 weights of one block (16 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_k(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q4_k attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q4_k(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -50,34 +57,43 @@ module attributes {gpu.container_module} {
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
+      %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
       %c255_i32 = arith.constant 255 : i32
       %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
       %c33_index = arith.constant 33 : index
       %c34_index = arith.constant 34 : index
       %c35_index = arith.constant 35 : index
       %c36_index = arith.constant 36 : index
       %c37_index = arith.constant 37 : index
+      %c384_index = arith.constant 384 : index
       %c38_index = arith.constant 38 : index
       %c39_index = arith.constant 39 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
       %c63_i32 = arith.constant 63 : i32
+      %c640_index = arith.constant 640 : index
       %c64_index = arith.constant 64 : index
       %c6_i32 = arith.constant 6 : i32
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -97,342 +113,671 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c144_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c16_index : index
-        %q = arith.remui %u, %c16_index : index
-        %boff = arith.muli %b, %c144_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %h3 = arith.trunci %ld2 : i32 to i16
-        %h4 = arith.bitcast %h3 : i16 to f16
-        %h5 = arith.extf %h4 : f16 to f32
-        %s6 = arith.shrui %ld2, %c16_i32 : i32
-        %h7 = arith.trunci %s6 : i32 to i16
-        %h8 = arith.bitcast %h7 : i16 to f16
-        %h9 = arith.extf %h8 : f16 to f32
-        %a10 = arith.addi %blockbyte, %c4_index : index
-        %w11 = arith.shrui %a10, %c2_index : index
-        %ld12 = memref.load %w[%w11] : memref<?xi32>
-        %a13 = arith.addi %blockbyte, %c8_index : index
-        %w14 = arith.shrui %a13, %c2_index : index
-        %ld15 = memref.load %w[%w14] : memref<?xi32>
-        %a16 = arith.addi %blockbyte, %c12_index : index
-        %w17 = arith.shrui %a16, %c2_index : index
-        %ld18 = memref.load %w[%w17] : memref<?xi32>
-        %p19 = arith.divui %q, %c4_index : index
-        %p20 = arith.remui %q, %c4_index : index
-        %m21 = arith.muli %p20, %c8_index : index
-        %n22 = arith.index_cast %p19 : index to i32
-        %lt23 = arith.cmpi ult, %n22, %c2_i32 : i32
-        %s24 = arith.shli %n22, %c1_i32 : i32
-        %a25 = arith.addi %s24, %c0_i32 : i32
-        %b26 = arith.andi %a25, %c3_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld12, %s27 : i32
-        %b29 = arith.andi %s28, %c255_i32 : i32
-        %s30 = arith.shrui %ld15, %s27 : i32
-        %b31 = arith.andi %s30, %c255_i32 : i32
-        %s32 = arith.shrui %ld18, %s27 : i32
-        %b33 = arith.andi %s32, %c255_i32 : i32
-        %b34 = arith.andi %b29, %c63_i32 : i32
-        %b35 = arith.andi %b31, %c63_i32 : i32
-        %b36 = arith.andi %b33, %c15_i32 : i32
-        %s37 = arith.shrui %b29, %c6_i32 : i32
-        %s38 = arith.shli %s37, %c4_i32 : i32
-        %o39 = arith.ori %b36, %s38 : i32
-        %s40 = arith.shrui %b33, %c4_i32 : i32
-        %s41 = arith.shrui %b31, %c6_i32 : i32
-        %s42 = arith.shli %s41, %c4_i32 : i32
-        %o43 = arith.ori %s40, %s42 : i32
-        %sel44 = arith.select %lt23, %b34, %o39 : i32
-        %sel45 = arith.select %lt23, %b35, %o43 : i32
-        %o46 = arith.ori %sel44, %c1258291200_i32 : i32
-        %q47 = arith.bitcast %o46 : i32 to f32
-        %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
-        %f49 = arith.mulf %h5, %f48 : f32
-        %o50 = arith.ori %sel45, %c1258291200_i32 : i32
-        %q51 = arith.bitcast %o50 : i32 to f32
-        %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
-        %f53 = arith.mulf %h9, %f52 : f32
-        %f54 = arith.negf %f53 : f32
-        %s55 = arith.shli %n22, %c1_i32 : i32
-        %a56 = arith.addi %s55, %c1_i32 : i32
-        %b57 = arith.andi %a56, %c3_i32 : i32
-        %s58 = arith.shli %b57, %c3_i32 : i32
-        %s59 = arith.shrui %ld12, %s58 : i32
-        %b60 = arith.andi %s59, %c255_i32 : i32
-        %s61 = arith.shrui %ld15, %s58 : i32
-        %b62 = arith.andi %s61, %c255_i32 : i32
-        %s63 = arith.shrui %ld18, %s58 : i32
-        %b64 = arith.andi %s63, %c255_i32 : i32
-        %b65 = arith.andi %b60, %c63_i32 : i32
-        %b66 = arith.andi %b62, %c63_i32 : i32
-        %b67 = arith.andi %b64, %c15_i32 : i32
-        %s68 = arith.shrui %b60, %c6_i32 : i32
-        %s69 = arith.shli %s68, %c4_i32 : i32
-        %o70 = arith.ori %b67, %s69 : i32
-        %s71 = arith.shrui %b64, %c4_i32 : i32
-        %s72 = arith.shrui %b62, %c6_i32 : i32
-        %s73 = arith.shli %s72, %c4_i32 : i32
-        %o74 = arith.ori %s71, %s73 : i32
-        %sel75 = arith.select %lt23, %b65, %o70 : i32
-        %sel76 = arith.select %lt23, %b66, %o74 : i32
-        %o77 = arith.ori %sel75, %c1258291200_i32 : i32
-        %q78 = arith.bitcast %o77 : i32 to f32
-        %f79 = arith.subf %q78, %c8p388608e06_f32 : f32
-        %f80 = arith.mulf %h5, %f79 : f32
-        %o81 = arith.ori %sel76, %c1258291200_i32 : i32
-        %q82 = arith.bitcast %o81 : i32 to f32
-        %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
-        %f84 = arith.mulf %h9, %f83 : f32
-        %f85 = arith.negf %f84 : f32
-        %a86 = arith.addi %blockbyte, %c16_index : index
-        %m87 = arith.muli %p19, %c32_index : index
-        %a88 = arith.addi %m87, %m21 : index
-        %a89 = arith.addi %a86, %a88 : index
-        %w90 = arith.shrui %a89, %c2_index : index
-        %ld91 = memref.load %w[%w90] : memref<?xi32>
-        %a92 = arith.addi %a89, %c4_index : index
-        %w93 = arith.shrui %a92, %c2_index : index
-        %ld94 = memref.load %w[%w93] : memref<?xi32>
-        %b95 = arith.andi %ld91, %c15_i32 : i32
-        %o96 = arith.ori %b95, %c1258291200_i32 : i32
-        %q97 = arith.bitcast %o96 : i32 to f32
-        %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
-        %s99 = arith.shrui %ld91, %c4_i32 : i32
-        %b100 = arith.andi %s99, %c15_i32 : i32
-        %o101 = arith.ori %b100, %c1258291200_i32 : i32
-        %q102 = arith.bitcast %o101 : i32 to f32
-        %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
-        %s104 = arith.shrui %ld91, %c8_i32 : i32
-        %b105 = arith.andi %s104, %c15_i32 : i32
-        %o106 = arith.ori %b105, %c1258291200_i32 : i32
-        %q107 = arith.bitcast %o106 : i32 to f32
-        %f108 = arith.subf %q107, %c8p388608e06_f32 : f32
-        %s109 = arith.shrui %ld91, %c12_i32 : i32
-        %b110 = arith.andi %s109, %c15_i32 : i32
-        %o111 = arith.ori %b110, %c1258291200_i32 : i32
-        %q112 = arith.bitcast %o111 : i32 to f32
-        %f113 = arith.subf %q112, %c8p388608e06_f32 : f32
-        %s114 = arith.shrui %ld91, %c16_i32 : i32
-        %b115 = arith.andi %s114, %c15_i32 : i32
-        %o116 = arith.ori %b115, %c1258291200_i32 : i32
-        %q117 = arith.bitcast %o116 : i32 to f32
-        %f118 = arith.subf %q117, %c8p388608e06_f32 : f32
-        %s119 = arith.shrui %ld91, %c20_i32 : i32
-        %b120 = arith.andi %s119, %c15_i32 : i32
-        %o121 = arith.ori %b120, %c1258291200_i32 : i32
-        %q122 = arith.bitcast %o121 : i32 to f32
-        %f123 = arith.subf %q122, %c8p388608e06_f32 : f32
-        %s124 = arith.shrui %ld91, %c24_i32 : i32
-        %b125 = arith.andi %s124, %c15_i32 : i32
-        %o126 = arith.ori %b125, %c1258291200_i32 : i32
-        %q127 = arith.bitcast %o126 : i32 to f32
-        %f128 = arith.subf %q127, %c8p388608e06_f32 : f32
-        %s129 = arith.shrui %ld91, %c28_i32 : i32
-        %b130 = arith.andi %s129, %c15_i32 : i32
-        %o131 = arith.ori %b130, %c1258291200_i32 : i32
-        %q132 = arith.bitcast %o131 : i32 to f32
-        %f133 = arith.subf %q132, %c8p388608e06_f32 : f32
-        %b134 = arith.andi %ld94, %c15_i32 : i32
-        %o135 = arith.ori %b134, %c1258291200_i32 : i32
-        %q136 = arith.bitcast %o135 : i32 to f32
-        %f137 = arith.subf %q136, %c8p388608e06_f32 : f32
-        %s138 = arith.shrui %ld94, %c4_i32 : i32
-        %b139 = arith.andi %s138, %c15_i32 : i32
-        %o140 = arith.ori %b139, %c1258291200_i32 : i32
-        %q141 = arith.bitcast %o140 : i32 to f32
-        %f142 = arith.subf %q141, %c8p388608e06_f32 : f32
-        %s143 = arith.shrui %ld94, %c8_i32 : i32
-        %b144 = arith.andi %s143, %c15_i32 : i32
-        %o145 = arith.ori %b144, %c1258291200_i32 : i32
-        %q146 = arith.bitcast %o145 : i32 to f32
-        %f147 = arith.subf %q146, %c8p388608e06_f32 : f32
-        %s148 = arith.shrui %ld94, %c12_i32 : i32
-        %b149 = arith.andi %s148, %c15_i32 : i32
-        %o150 = arith.ori %b149, %c1258291200_i32 : i32
-        %q151 = arith.bitcast %o150 : i32 to f32
-        %f152 = arith.subf %q151, %c8p388608e06_f32 : f32
-        %s153 = arith.shrui %ld94, %c16_i32 : i32
-        %b154 = arith.andi %s153, %c15_i32 : i32
-        %o155 = arith.ori %b154, %c1258291200_i32 : i32
-        %q156 = arith.bitcast %o155 : i32 to f32
-        %f157 = arith.subf %q156, %c8p388608e06_f32 : f32
-        %s158 = arith.shrui %ld94, %c20_i32 : i32
-        %b159 = arith.andi %s158, %c15_i32 : i32
-        %o160 = arith.ori %b159, %c1258291200_i32 : i32
-        %q161 = arith.bitcast %o160 : i32 to f32
-        %f162 = arith.subf %q161, %c8p388608e06_f32 : f32
-        %s163 = arith.shrui %ld94, %c24_i32 : i32
-        %b164 = arith.andi %s163, %c15_i32 : i32
-        %o165 = arith.ori %b164, %c1258291200_i32 : i32
-        %q166 = arith.bitcast %o165 : i32 to f32
-        %f167 = arith.subf %q166, %c8p388608e06_f32 : f32
-        %s168 = arith.shrui %ld94, %c28_i32 : i32
-        %b169 = arith.andi %s168, %c15_i32 : i32
-        %o170 = arith.ori %b169, %c1258291200_i32 : i32
-        %q171 = arith.bitcast %o170 : i32 to f32
-        %f172 = arith.subf %q171, %c8p388608e06_f32 : f32
-        %m173 = arith.muli %p19, %c64_index : index
-        %a174 = arith.addi %m173, %m21 : index
-        %bk = arith.muli %b, %c256_index : index
-        %kb = arith.addi %bk, %a174 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv175 = memref.load %x[%xk] : memref<?xf32>
-          %f176 = arith.mulf %xv175, %f98 : f32
-          %a177 = arith.addi %xk, %c1_index : index
-          %xv178 = memref.load %x[%a177] : memref<?xf32>
-          %f179 = math.fma %xv178, %f108, %f176 : f32
-          %f180 = arith.addf %xv175, %xv178 : f32
-          %a181 = arith.addi %xk, %c2_index : index
-          %xv182 = memref.load %x[%a181] : memref<?xf32>
-          %f183 = math.fma %xv182, %f118, %f179 : f32
-          %f184 = arith.addf %f180, %xv182 : f32
-          %a185 = arith.addi %xk, %c3_index : index
-          %xv186 = memref.load %x[%a185] : memref<?xf32>
-          %f187 = math.fma %xv186, %f128, %f183 : f32
-          %f188 = arith.addf %f184, %xv186 : f32
-          %a189 = arith.addi %xk, %c4_index : index
-          %xv190 = memref.load %x[%a189] : memref<?xf32>
-          %f191 = math.fma %xv190, %f137, %f187 : f32
-          %f192 = arith.addf %f188, %xv190 : f32
-          %a193 = arith.addi %xk, %c5_index : index
-          %xv194 = memref.load %x[%a193] : memref<?xf32>
-          %f195 = math.fma %xv194, %f147, %f191 : f32
-          %f196 = arith.addf %f192, %xv194 : f32
-          %a197 = arith.addi %xk, %c6_index : index
-          %xv198 = memref.load %x[%a197] : memref<?xf32>
-          %f199 = math.fma %xv198, %f157, %f195 : f32
-          %f200 = arith.addf %f196, %xv198 : f32
-          %a201 = arith.addi %xk, %c7_index : index
-          %xv202 = memref.load %x[%a201] : memref<?xf32>
-          %f203 = math.fma %xv202, %f167, %f199 : f32
-          %f204 = arith.addf %f200, %xv202 : f32
-          %f205 = arith.mulf %f49, %f203 : f32
-          %f206 = math.fma %f54, %f204, %f205 : f32
-          %a207 = arith.addi %xk, %c32_index : index
-          %xv208 = memref.load %x[%a207] : memref<?xf32>
-          %f209 = arith.mulf %xv208, %f103 : f32
-          %a210 = arith.addi %xk, %c33_index : index
-          %xv211 = memref.load %x[%a210] : memref<?xf32>
-          %f212 = math.fma %xv211, %f113, %f209 : f32
-          %f213 = arith.addf %xv208, %xv211 : f32
-          %a214 = arith.addi %xk, %c34_index : index
-          %xv215 = memref.load %x[%a214] : memref<?xf32>
-          %f216 = math.fma %xv215, %f123, %f212 : f32
-          %f217 = arith.addf %f213, %xv215 : f32
-          %a218 = arith.addi %xk, %c35_index : index
-          %xv219 = memref.load %x[%a218] : memref<?xf32>
-          %f220 = math.fma %xv219, %f133, %f216 : f32
-          %f221 = arith.addf %f217, %xv219 : f32
-          %a222 = arith.addi %xk, %c36_index : index
-          %xv223 = memref.load %x[%a222] : memref<?xf32>
-          %f224 = math.fma %xv223, %f142, %f220 : f32
-          %f225 = arith.addf %f221, %xv223 : f32
-          %a226 = arith.addi %xk, %c37_index : index
-          %xv227 = memref.load %x[%a226] : memref<?xf32>
-          %f228 = math.fma %xv227, %f152, %f224 : f32
-          %f229 = arith.addf %f225, %xv227 : f32
-          %a230 = arith.addi %xk, %c38_index : index
-          %xv231 = memref.load %x[%a230] : memref<?xf32>
-          %f232 = math.fma %xv231, %f162, %f228 : f32
-          %f233 = arith.addf %f229, %xv231 : f32
-          %a234 = arith.addi %xk, %c39_index : index
-          %xv235 = memref.load %x[%a234] : memref<?xf32>
-          %f236 = math.fma %xv235, %f172, %f232 : f32
-          %f237 = arith.addf %f233, %xv235 : f32
-          %f238 = arith.mulf %f80, %f236 : f32
-          %f239 = math.fma %f85, %f237, %f238 : f32
-          %f240 = arith.addf %f206, %f239 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f240 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c16_index : index
+          %q = arith.remui %u, %c16_index : index
+          %boff = arith.muli %b, %c144_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %h3 = arith.trunci %ld2 : i32 to i16
+          %h4 = arith.bitcast %h3 : i16 to f16
+          %h5 = arith.extf %h4 : f16 to f32
+          %s6 = arith.shrui %ld2, %c16_i32 : i32
+          %h7 = arith.trunci %s6 : i32 to i16
+          %h8 = arith.bitcast %h7 : i16 to f16
+          %h9 = arith.extf %h8 : f16 to f32
+          %a10 = arith.addi %blockbyte, %c4_index : index
+          %w11 = arith.shrui %a10, %c2_index : index
+          %ld12 = memref.load %w[%w11] : memref<?xi32>
+          %a13 = arith.addi %blockbyte, %c8_index : index
+          %w14 = arith.shrui %a13, %c2_index : index
+          %ld15 = memref.load %w[%w14] : memref<?xi32>
+          %a16 = arith.addi %blockbyte, %c12_index : index
+          %w17 = arith.shrui %a16, %c2_index : index
+          %ld18 = memref.load %w[%w17] : memref<?xi32>
+          %p19 = arith.divui %q, %c4_index : index
+          %p20 = arith.remui %q, %c4_index : index
+          %m21 = arith.muli %p20, %c8_index : index
+          %n22 = arith.index_cast %p19 : index to i32
+          %lt23 = arith.cmpi ult, %n22, %c2_i32 : i32
+          %s24 = arith.shli %n22, %c1_i32 : i32
+          %a25 = arith.addi %s24, %c0_i32 : i32
+          %b26 = arith.andi %a25, %c3_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld12, %s27 : i32
+          %b29 = arith.andi %s28, %c255_i32 : i32
+          %s30 = arith.shrui %ld15, %s27 : i32
+          %b31 = arith.andi %s30, %c255_i32 : i32
+          %s32 = arith.shrui %ld18, %s27 : i32
+          %b33 = arith.andi %s32, %c255_i32 : i32
+          %b34 = arith.andi %b29, %c63_i32 : i32
+          %b35 = arith.andi %b31, %c63_i32 : i32
+          %b36 = arith.andi %b33, %c15_i32 : i32
+          %s37 = arith.shrui %b29, %c6_i32 : i32
+          %s38 = arith.shli %s37, %c4_i32 : i32
+          %o39 = arith.ori %b36, %s38 : i32
+          %s40 = arith.shrui %b33, %c4_i32 : i32
+          %s41 = arith.shrui %b31, %c6_i32 : i32
+          %s42 = arith.shli %s41, %c4_i32 : i32
+          %o43 = arith.ori %s40, %s42 : i32
+          %sel44 = arith.select %lt23, %b34, %o39 : i32
+          %sel45 = arith.select %lt23, %b35, %o43 : i32
+          %o46 = arith.ori %sel44, %c1258291200_i32 : i32
+          %q47 = arith.bitcast %o46 : i32 to f32
+          %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
+          %f49 = arith.mulf %h5, %f48 : f32
+          %o50 = arith.ori %sel45, %c1258291200_i32 : i32
+          %q51 = arith.bitcast %o50 : i32 to f32
+          %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
+          %f53 = arith.mulf %h9, %f52 : f32
+          %f54 = arith.negf %f53 : f32
+          %s55 = arith.shli %n22, %c1_i32 : i32
+          %a56 = arith.addi %s55, %c1_i32 : i32
+          %b57 = arith.andi %a56, %c3_i32 : i32
+          %s58 = arith.shli %b57, %c3_i32 : i32
+          %s59 = arith.shrui %ld12, %s58 : i32
+          %b60 = arith.andi %s59, %c255_i32 : i32
+          %s61 = arith.shrui %ld15, %s58 : i32
+          %b62 = arith.andi %s61, %c255_i32 : i32
+          %s63 = arith.shrui %ld18, %s58 : i32
+          %b64 = arith.andi %s63, %c255_i32 : i32
+          %b65 = arith.andi %b60, %c63_i32 : i32
+          %b66 = arith.andi %b62, %c63_i32 : i32
+          %b67 = arith.andi %b64, %c15_i32 : i32
+          %s68 = arith.shrui %b60, %c6_i32 : i32
+          %s69 = arith.shli %s68, %c4_i32 : i32
+          %o70 = arith.ori %b67, %s69 : i32
+          %s71 = arith.shrui %b64, %c4_i32 : i32
+          %s72 = arith.shrui %b62, %c6_i32 : i32
+          %s73 = arith.shli %s72, %c4_i32 : i32
+          %o74 = arith.ori %s71, %s73 : i32
+          %sel75 = arith.select %lt23, %b65, %o70 : i32
+          %sel76 = arith.select %lt23, %b66, %o74 : i32
+          %o77 = arith.ori %sel75, %c1258291200_i32 : i32
+          %q78 = arith.bitcast %o77 : i32 to f32
+          %f79 = arith.subf %q78, %c8p388608e06_f32 : f32
+          %f80 = arith.mulf %h5, %f79 : f32
+          %o81 = arith.ori %sel76, %c1258291200_i32 : i32
+          %q82 = arith.bitcast %o81 : i32 to f32
+          %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
+          %f84 = arith.mulf %h9, %f83 : f32
+          %f85 = arith.negf %f84 : f32
+          %a86 = arith.addi %blockbyte, %c16_index : index
+          %m87 = arith.muli %p19, %c32_index : index
+          %a88 = arith.addi %m87, %m21 : index
+          %a89 = arith.addi %a86, %a88 : index
+          %w90 = arith.shrui %a89, %c2_index : index
+          %ld91 = memref.load %w[%w90] : memref<?xi32>
+          %a92 = arith.addi %a89, %c4_index : index
+          %w93 = arith.shrui %a92, %c2_index : index
+          %ld94 = memref.load %w[%w93] : memref<?xi32>
+          %b95 = arith.andi %ld91, %c15_i32 : i32
+          %o96 = arith.ori %b95, %c1258291200_i32 : i32
+          %q97 = arith.bitcast %o96 : i32 to f32
+          %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
+          %s99 = arith.shrui %ld91, %c4_i32 : i32
+          %b100 = arith.andi %s99, %c15_i32 : i32
+          %o101 = arith.ori %b100, %c1258291200_i32 : i32
+          %q102 = arith.bitcast %o101 : i32 to f32
+          %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
+          %s104 = arith.shrui %ld91, %c8_i32 : i32
+          %b105 = arith.andi %s104, %c15_i32 : i32
+          %o106 = arith.ori %b105, %c1258291200_i32 : i32
+          %q107 = arith.bitcast %o106 : i32 to f32
+          %f108 = arith.subf %q107, %c8p388608e06_f32 : f32
+          %s109 = arith.shrui %ld91, %c12_i32 : i32
+          %b110 = arith.andi %s109, %c15_i32 : i32
+          %o111 = arith.ori %b110, %c1258291200_i32 : i32
+          %q112 = arith.bitcast %o111 : i32 to f32
+          %f113 = arith.subf %q112, %c8p388608e06_f32 : f32
+          %s114 = arith.shrui %ld91, %c16_i32 : i32
+          %b115 = arith.andi %s114, %c15_i32 : i32
+          %o116 = arith.ori %b115, %c1258291200_i32 : i32
+          %q117 = arith.bitcast %o116 : i32 to f32
+          %f118 = arith.subf %q117, %c8p388608e06_f32 : f32
+          %s119 = arith.shrui %ld91, %c20_i32 : i32
+          %b120 = arith.andi %s119, %c15_i32 : i32
+          %o121 = arith.ori %b120, %c1258291200_i32 : i32
+          %q122 = arith.bitcast %o121 : i32 to f32
+          %f123 = arith.subf %q122, %c8p388608e06_f32 : f32
+          %s124 = arith.shrui %ld91, %c24_i32 : i32
+          %b125 = arith.andi %s124, %c15_i32 : i32
+          %o126 = arith.ori %b125, %c1258291200_i32 : i32
+          %q127 = arith.bitcast %o126 : i32 to f32
+          %f128 = arith.subf %q127, %c8p388608e06_f32 : f32
+          %s129 = arith.shrui %ld91, %c28_i32 : i32
+          %b130 = arith.andi %s129, %c15_i32 : i32
+          %o131 = arith.ori %b130, %c1258291200_i32 : i32
+          %q132 = arith.bitcast %o131 : i32 to f32
+          %f133 = arith.subf %q132, %c8p388608e06_f32 : f32
+          %b134 = arith.andi %ld94, %c15_i32 : i32
+          %o135 = arith.ori %b134, %c1258291200_i32 : i32
+          %q136 = arith.bitcast %o135 : i32 to f32
+          %f137 = arith.subf %q136, %c8p388608e06_f32 : f32
+          %s138 = arith.shrui %ld94, %c4_i32 : i32
+          %b139 = arith.andi %s138, %c15_i32 : i32
+          %o140 = arith.ori %b139, %c1258291200_i32 : i32
+          %q141 = arith.bitcast %o140 : i32 to f32
+          %f142 = arith.subf %q141, %c8p388608e06_f32 : f32
+          %s143 = arith.shrui %ld94, %c8_i32 : i32
+          %b144 = arith.andi %s143, %c15_i32 : i32
+          %o145 = arith.ori %b144, %c1258291200_i32 : i32
+          %q146 = arith.bitcast %o145 : i32 to f32
+          %f147 = arith.subf %q146, %c8p388608e06_f32 : f32
+          %s148 = arith.shrui %ld94, %c12_i32 : i32
+          %b149 = arith.andi %s148, %c15_i32 : i32
+          %o150 = arith.ori %b149, %c1258291200_i32 : i32
+          %q151 = arith.bitcast %o150 : i32 to f32
+          %f152 = arith.subf %q151, %c8p388608e06_f32 : f32
+          %s153 = arith.shrui %ld94, %c16_i32 : i32
+          %b154 = arith.andi %s153, %c15_i32 : i32
+          %o155 = arith.ori %b154, %c1258291200_i32 : i32
+          %q156 = arith.bitcast %o155 : i32 to f32
+          %f157 = arith.subf %q156, %c8p388608e06_f32 : f32
+          %s158 = arith.shrui %ld94, %c20_i32 : i32
+          %b159 = arith.andi %s158, %c15_i32 : i32
+          %o160 = arith.ori %b159, %c1258291200_i32 : i32
+          %q161 = arith.bitcast %o160 : i32 to f32
+          %f162 = arith.subf %q161, %c8p388608e06_f32 : f32
+          %s163 = arith.shrui %ld94, %c24_i32 : i32
+          %b164 = arith.andi %s163, %c15_i32 : i32
+          %o165 = arith.ori %b164, %c1258291200_i32 : i32
+          %q166 = arith.bitcast %o165 : i32 to f32
+          %f167 = arith.subf %q166, %c8p388608e06_f32 : f32
+          %s168 = arith.shrui %ld94, %c28_i32 : i32
+          %b169 = arith.andi %s168, %c15_i32 : i32
+          %o170 = arith.ori %b169, %c1258291200_i32 : i32
+          %q171 = arith.bitcast %o170 : i32 to f32
+          %f172 = arith.subf %q171, %c8p388608e06_f32 : f32
+          %m173 = arith.muli %p19, %c64_index : index
+          %a174 = arith.addi %m173, %m21 : index
+          %bk = arith.muli %b, %c256_index : index
+          %kb = arith.addi %bk, %a174 : index
+          %m175 = arith.muli %t0, %Ki : index
+          %a176 = arith.addi %m175, %kb : index
+          %xv177 = memref.load %x[%a176] : memref<?xf32>
+          %f178 = arith.mulf %xv177, %f98 : f32
+          %a179 = arith.addi %a176, %c1_index : index
+          %xv180 = memref.load %x[%a179] : memref<?xf32>
+          %f181 = math.fma %xv180, %f108, %f178 : f32
+          %f182 = arith.addf %xv177, %xv180 : f32
+          %a183 = arith.addi %a176, %c2_index : index
+          %xv184 = memref.load %x[%a183] : memref<?xf32>
+          %f185 = math.fma %xv184, %f118, %f181 : f32
+          %f186 = arith.addf %f182, %xv184 : f32
+          %a187 = arith.addi %a176, %c3_index : index
+          %xv188 = memref.load %x[%a187] : memref<?xf32>
+          %f189 = math.fma %xv188, %f128, %f185 : f32
+          %f190 = arith.addf %f186, %xv188 : f32
+          %a191 = arith.addi %a176, %c4_index : index
+          %xv192 = memref.load %x[%a191] : memref<?xf32>
+          %f193 = math.fma %xv192, %f137, %f189 : f32
+          %f194 = arith.addf %f190, %xv192 : f32
+          %a195 = arith.addi %a176, %c5_index : index
+          %xv196 = memref.load %x[%a195] : memref<?xf32>
+          %f197 = math.fma %xv196, %f147, %f193 : f32
+          %f198 = arith.addf %f194, %xv196 : f32
+          %a199 = arith.addi %a176, %c6_index : index
+          %xv200 = memref.load %x[%a199] : memref<?xf32>
+          %f201 = math.fma %xv200, %f157, %f197 : f32
+          %f202 = arith.addf %f198, %xv200 : f32
+          %a203 = arith.addi %a176, %c7_index : index
+          %xv204 = memref.load %x[%a203] : memref<?xf32>
+          %f205 = math.fma %xv204, %f167, %f201 : f32
+          %f206 = arith.addf %f202, %xv204 : f32
+          %f207 = arith.mulf %f49, %f205 : f32
+          %f208 = math.fma %f54, %f206, %f207 : f32
+          %a209 = arith.addi %a176, %c32_index : index
+          %xv210 = memref.load %x[%a209] : memref<?xf32>
+          %f211 = arith.mulf %xv210, %f103 : f32
+          %a212 = arith.addi %a176, %c33_index : index
+          %xv213 = memref.load %x[%a212] : memref<?xf32>
+          %f214 = math.fma %xv213, %f113, %f211 : f32
+          %f215 = arith.addf %xv210, %xv213 : f32
+          %a216 = arith.addi %a176, %c34_index : index
+          %xv217 = memref.load %x[%a216] : memref<?xf32>
+          %f218 = math.fma %xv217, %f123, %f214 : f32
+          %f219 = arith.addf %f215, %xv217 : f32
+          %a220 = arith.addi %a176, %c35_index : index
+          %xv221 = memref.load %x[%a220] : memref<?xf32>
+          %f222 = math.fma %xv221, %f133, %f218 : f32
+          %f223 = arith.addf %f219, %xv221 : f32
+          %a224 = arith.addi %a176, %c36_index : index
+          %xv225 = memref.load %x[%a224] : memref<?xf32>
+          %f226 = math.fma %xv225, %f142, %f222 : f32
+          %f227 = arith.addf %f223, %xv225 : f32
+          %a228 = arith.addi %a176, %c37_index : index
+          %xv229 = memref.load %x[%a228] : memref<?xf32>
+          %f230 = math.fma %xv229, %f152, %f226 : f32
+          %f231 = arith.addf %f227, %xv229 : f32
+          %a232 = arith.addi %a176, %c38_index : index
+          %xv233 = memref.load %x[%a232] : memref<?xf32>
+          %f234 = math.fma %xv233, %f162, %f230 : f32
+          %f235 = arith.addf %f231, %xv233 : f32
+          %a236 = arith.addi %a176, %c39_index : index
+          %xv237 = memref.load %x[%a236] : memref<?xf32>
+          %f238 = math.fma %xv237, %f172, %f234 : f32
+          %f239 = arith.addf %f235, %xv237 : f32
+          %f240 = arith.mulf %f80, %f238 : f32
+          %f241 = math.fma %f85, %f239, %f240 : f32
+          %f242 = arith.addf %f208, %f241 : f32
+          %f243 = arith.addf %sacc, %f242 : f32
+          scf.yield %f243 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c16_index : index
+          %q = arith.remui %u, %c16_index : index
+          %boff = arith.muli %b, %c144_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w244 = arith.shrui %blockbyte, %c2_index : index
+          %ld245 = memref.load %w[%w244] : memref<?xi32>
+          %h246 = arith.trunci %ld245 : i32 to i16
+          %h247 = arith.bitcast %h246 : i16 to f16
+          %h248 = arith.extf %h247 : f16 to f32
+          %s249 = arith.shrui %ld245, %c16_i32 : i32
+          %h250 = arith.trunci %s249 : i32 to i16
+          %h251 = arith.bitcast %h250 : i16 to f16
+          %h252 = arith.extf %h251 : f16 to f32
+          %a253 = arith.addi %blockbyte, %c4_index : index
+          %w254 = arith.shrui %a253, %c2_index : index
+          %ld255 = memref.load %w[%w254] : memref<?xi32>
+          %a256 = arith.addi %blockbyte, %c8_index : index
+          %w257 = arith.shrui %a256, %c2_index : index
+          %ld258 = memref.load %w[%w257] : memref<?xi32>
+          %a259 = arith.addi %blockbyte, %c12_index : index
+          %w260 = arith.shrui %a259, %c2_index : index
+          %ld261 = memref.load %w[%w260] : memref<?xi32>
+          %p262 = arith.divui %q, %c4_index : index
+          %p263 = arith.remui %q, %c4_index : index
+          %m264 = arith.muli %p263, %c8_index : index
+          %n265 = arith.index_cast %p262 : index to i32
+          %lt266 = arith.cmpi ult, %n265, %c2_i32 : i32
+          %s267 = arith.shli %n265, %c1_i32 : i32
+          %a268 = arith.addi %s267, %c0_i32 : i32
+          %b269 = arith.andi %a268, %c3_i32 : i32
+          %s270 = arith.shli %b269, %c3_i32 : i32
+          %s271 = arith.shrui %ld255, %s270 : i32
+          %b272 = arith.andi %s271, %c255_i32 : i32
+          %s273 = arith.shrui %ld258, %s270 : i32
+          %b274 = arith.andi %s273, %c255_i32 : i32
+          %s275 = arith.shrui %ld261, %s270 : i32
+          %b276 = arith.andi %s275, %c255_i32 : i32
+          %b277 = arith.andi %b272, %c63_i32 : i32
+          %b278 = arith.andi %b274, %c63_i32 : i32
+          %b279 = arith.andi %b276, %c15_i32 : i32
+          %s280 = arith.shrui %b272, %c6_i32 : i32
+          %s281 = arith.shli %s280, %c4_i32 : i32
+          %o282 = arith.ori %b279, %s281 : i32
+          %s283 = arith.shrui %b276, %c4_i32 : i32
+          %s284 = arith.shrui %b274, %c6_i32 : i32
+          %s285 = arith.shli %s284, %c4_i32 : i32
+          %o286 = arith.ori %s283, %s285 : i32
+          %sel287 = arith.select %lt266, %b277, %o282 : i32
+          %sel288 = arith.select %lt266, %b278, %o286 : i32
+          %o289 = arith.ori %sel287, %c1258291200_i32 : i32
+          %q290 = arith.bitcast %o289 : i32 to f32
+          %f291 = arith.subf %q290, %c8p388608e06_f32 : f32
+          %f292 = arith.mulf %h248, %f291 : f32
+          %o293 = arith.ori %sel288, %c1258291200_i32 : i32
+          %q294 = arith.bitcast %o293 : i32 to f32
+          %f295 = arith.subf %q294, %c8p388608e06_f32 : f32
+          %f296 = arith.mulf %h252, %f295 : f32
+          %f297 = arith.negf %f296 : f32
+          %s298 = arith.shli %n265, %c1_i32 : i32
+          %a299 = arith.addi %s298, %c1_i32 : i32
+          %b300 = arith.andi %a299, %c3_i32 : i32
+          %s301 = arith.shli %b300, %c3_i32 : i32
+          %s302 = arith.shrui %ld255, %s301 : i32
+          %b303 = arith.andi %s302, %c255_i32 : i32
+          %s304 = arith.shrui %ld258, %s301 : i32
+          %b305 = arith.andi %s304, %c255_i32 : i32
+          %s306 = arith.shrui %ld261, %s301 : i32
+          %b307 = arith.andi %s306, %c255_i32 : i32
+          %b308 = arith.andi %b303, %c63_i32 : i32
+          %b309 = arith.andi %b305, %c63_i32 : i32
+          %b310 = arith.andi %b307, %c15_i32 : i32
+          %s311 = arith.shrui %b303, %c6_i32 : i32
+          %s312 = arith.shli %s311, %c4_i32 : i32
+          %o313 = arith.ori %b310, %s312 : i32
+          %s314 = arith.shrui %b307, %c4_i32 : i32
+          %s315 = arith.shrui %b305, %c6_i32 : i32
+          %s316 = arith.shli %s315, %c4_i32 : i32
+          %o317 = arith.ori %s314, %s316 : i32
+          %sel318 = arith.select %lt266, %b308, %o313 : i32
+          %sel319 = arith.select %lt266, %b309, %o317 : i32
+          %o320 = arith.ori %sel318, %c1258291200_i32 : i32
+          %q321 = arith.bitcast %o320 : i32 to f32
+          %f322 = arith.subf %q321, %c8p388608e06_f32 : f32
+          %f323 = arith.mulf %h248, %f322 : f32
+          %o324 = arith.ori %sel319, %c1258291200_i32 : i32
+          %q325 = arith.bitcast %o324 : i32 to f32
+          %f326 = arith.subf %q325, %c8p388608e06_f32 : f32
+          %f327 = arith.mulf %h252, %f326 : f32
+          %f328 = arith.negf %f327 : f32
+          %a329 = arith.addi %blockbyte, %c16_index : index
+          %m330 = arith.muli %p262, %c32_index : index
+          %a331 = arith.addi %m330, %m264 : index
+          %a332 = arith.addi %a329, %a331 : index
+          %w333 = arith.shrui %a332, %c2_index : index
+          %ld334 = memref.load %w[%w333] : memref<?xi32>
+          %a335 = arith.addi %a332, %c4_index : index
+          %w336 = arith.shrui %a335, %c2_index : index
+          %ld337 = memref.load %w[%w336] : memref<?xi32>
+          %b338 = arith.andi %ld334, %c15_i32 : i32
+          %o339 = arith.ori %b338, %c1258291200_i32 : i32
+          %q340 = arith.bitcast %o339 : i32 to f32
+          %f341 = arith.subf %q340, %c8p388608e06_f32 : f32
+          %s342 = arith.shrui %ld334, %c4_i32 : i32
+          %b343 = arith.andi %s342, %c15_i32 : i32
+          %o344 = arith.ori %b343, %c1258291200_i32 : i32
+          %q345 = arith.bitcast %o344 : i32 to f32
+          %f346 = arith.subf %q345, %c8p388608e06_f32 : f32
+          %s347 = arith.shrui %ld334, %c8_i32 : i32
+          %b348 = arith.andi %s347, %c15_i32 : i32
+          %o349 = arith.ori %b348, %c1258291200_i32 : i32
+          %q350 = arith.bitcast %o349 : i32 to f32
+          %f351 = arith.subf %q350, %c8p388608e06_f32 : f32
+          %s352 = arith.shrui %ld334, %c12_i32 : i32
+          %b353 = arith.andi %s352, %c15_i32 : i32
+          %o354 = arith.ori %b353, %c1258291200_i32 : i32
+          %q355 = arith.bitcast %o354 : i32 to f32
+          %f356 = arith.subf %q355, %c8p388608e06_f32 : f32
+          %s357 = arith.shrui %ld334, %c16_i32 : i32
+          %b358 = arith.andi %s357, %c15_i32 : i32
+          %o359 = arith.ori %b358, %c1258291200_i32 : i32
+          %q360 = arith.bitcast %o359 : i32 to f32
+          %f361 = arith.subf %q360, %c8p388608e06_f32 : f32
+          %s362 = arith.shrui %ld334, %c20_i32 : i32
+          %b363 = arith.andi %s362, %c15_i32 : i32
+          %o364 = arith.ori %b363, %c1258291200_i32 : i32
+          %q365 = arith.bitcast %o364 : i32 to f32
+          %f366 = arith.subf %q365, %c8p388608e06_f32 : f32
+          %s367 = arith.shrui %ld334, %c24_i32 : i32
+          %b368 = arith.andi %s367, %c15_i32 : i32
+          %o369 = arith.ori %b368, %c1258291200_i32 : i32
+          %q370 = arith.bitcast %o369 : i32 to f32
+          %f371 = arith.subf %q370, %c8p388608e06_f32 : f32
+          %s372 = arith.shrui %ld334, %c28_i32 : i32
+          %b373 = arith.andi %s372, %c15_i32 : i32
+          %o374 = arith.ori %b373, %c1258291200_i32 : i32
+          %q375 = arith.bitcast %o374 : i32 to f32
+          %f376 = arith.subf %q375, %c8p388608e06_f32 : f32
+          %b377 = arith.andi %ld337, %c15_i32 : i32
+          %o378 = arith.ori %b377, %c1258291200_i32 : i32
+          %q379 = arith.bitcast %o378 : i32 to f32
+          %f380 = arith.subf %q379, %c8p388608e06_f32 : f32
+          %s381 = arith.shrui %ld337, %c4_i32 : i32
+          %b382 = arith.andi %s381, %c15_i32 : i32
+          %o383 = arith.ori %b382, %c1258291200_i32 : i32
+          %q384 = arith.bitcast %o383 : i32 to f32
+          %f385 = arith.subf %q384, %c8p388608e06_f32 : f32
+          %s386 = arith.shrui %ld337, %c8_i32 : i32
+          %b387 = arith.andi %s386, %c15_i32 : i32
+          %o388 = arith.ori %b387, %c1258291200_i32 : i32
+          %q389 = arith.bitcast %o388 : i32 to f32
+          %f390 = arith.subf %q389, %c8p388608e06_f32 : f32
+          %s391 = arith.shrui %ld337, %c12_i32 : i32
+          %b392 = arith.andi %s391, %c15_i32 : i32
+          %o393 = arith.ori %b392, %c1258291200_i32 : i32
+          %q394 = arith.bitcast %o393 : i32 to f32
+          %f395 = arith.subf %q394, %c8p388608e06_f32 : f32
+          %s396 = arith.shrui %ld337, %c16_i32 : i32
+          %b397 = arith.andi %s396, %c15_i32 : i32
+          %o398 = arith.ori %b397, %c1258291200_i32 : i32
+          %q399 = arith.bitcast %o398 : i32 to f32
+          %f400 = arith.subf %q399, %c8p388608e06_f32 : f32
+          %s401 = arith.shrui %ld337, %c20_i32 : i32
+          %b402 = arith.andi %s401, %c15_i32 : i32
+          %o403 = arith.ori %b402, %c1258291200_i32 : i32
+          %q404 = arith.bitcast %o403 : i32 to f32
+          %f405 = arith.subf %q404, %c8p388608e06_f32 : f32
+          %s406 = arith.shrui %ld337, %c24_i32 : i32
+          %b407 = arith.andi %s406, %c15_i32 : i32
+          %o408 = arith.ori %b407, %c1258291200_i32 : i32
+          %q409 = arith.bitcast %o408 : i32 to f32
+          %f410 = arith.subf %q409, %c8p388608e06_f32 : f32
+          %s411 = arith.shrui %ld337, %c28_i32 : i32
+          %b412 = arith.andi %s411, %c15_i32 : i32
+          %o413 = arith.ori %b412, %c1258291200_i32 : i32
+          %q414 = arith.bitcast %o413 : i32 to f32
+          %f415 = arith.subf %q414, %c8p388608e06_f32 : f32
+          %m416 = arith.muli %p262, %c64_index : index
+          %a417 = arith.addi %m416, %m264 : index
+          %bk = arith.muli %b, %c256_index : index
+          %kb = arith.addi %bk, %a417 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m418 = arith.muli %tg, %Ki : index
+            %a419 = arith.addi %m418, %kb : index
+            %xv420 = memref.load %x[%a419] : memref<?xf32>
+            %f421 = arith.mulf %xv420, %f341 : f32
+            %a422 = arith.addi %a419, %c1_index : index
+            %xv423 = memref.load %x[%a422] : memref<?xf32>
+            %f424 = math.fma %xv423, %f351, %f421 : f32
+            %f425 = arith.addf %xv420, %xv423 : f32
+            %a426 = arith.addi %a419, %c2_index : index
+            %xv427 = memref.load %x[%a426] : memref<?xf32>
+            %f428 = math.fma %xv427, %f361, %f424 : f32
+            %f429 = arith.addf %f425, %xv427 : f32
+            %a430 = arith.addi %a419, %c3_index : index
+            %xv431 = memref.load %x[%a430] : memref<?xf32>
+            %f432 = math.fma %xv431, %f371, %f428 : f32
+            %f433 = arith.addf %f429, %xv431 : f32
+            %a434 = arith.addi %a419, %c4_index : index
+            %xv435 = memref.load %x[%a434] : memref<?xf32>
+            %f436 = math.fma %xv435, %f380, %f432 : f32
+            %f437 = arith.addf %f433, %xv435 : f32
+            %a438 = arith.addi %a419, %c5_index : index
+            %xv439 = memref.load %x[%a438] : memref<?xf32>
+            %f440 = math.fma %xv439, %f390, %f436 : f32
+            %f441 = arith.addf %f437, %xv439 : f32
+            %a442 = arith.addi %a419, %c6_index : index
+            %xv443 = memref.load %x[%a442] : memref<?xf32>
+            %f444 = math.fma %xv443, %f400, %f440 : f32
+            %f445 = arith.addf %f441, %xv443 : f32
+            %a446 = arith.addi %a419, %c7_index : index
+            %xv447 = memref.load %x[%a446] : memref<?xf32>
+            %f448 = math.fma %xv447, %f410, %f444 : f32
+            %f449 = arith.addf %f445, %xv447 : f32
+            %f450 = arith.mulf %f292, %f448 : f32
+            %f451 = math.fma %f297, %f449, %f450 : f32
+            %a452 = arith.addi %a419, %c32_index : index
+            %xv453 = memref.load %x[%a452] : memref<?xf32>
+            %f454 = arith.mulf %xv453, %f346 : f32
+            %a455 = arith.addi %a419, %c33_index : index
+            %xv456 = memref.load %x[%a455] : memref<?xf32>
+            %f457 = math.fma %xv456, %f356, %f454 : f32
+            %f458 = arith.addf %xv453, %xv456 : f32
+            %a459 = arith.addi %a419, %c34_index : index
+            %xv460 = memref.load %x[%a459] : memref<?xf32>
+            %f461 = math.fma %xv460, %f366, %f457 : f32
+            %f462 = arith.addf %f458, %xv460 : f32
+            %a463 = arith.addi %a419, %c35_index : index
+            %xv464 = memref.load %x[%a463] : memref<?xf32>
+            %f465 = math.fma %xv464, %f376, %f461 : f32
+            %f466 = arith.addf %f462, %xv464 : f32
+            %a467 = arith.addi %a419, %c36_index : index
+            %xv468 = memref.load %x[%a467] : memref<?xf32>
+            %f469 = math.fma %xv468, %f385, %f465 : f32
+            %f470 = arith.addf %f466, %xv468 : f32
+            %a471 = arith.addi %a419, %c37_index : index
+            %xv472 = memref.load %x[%a471] : memref<?xf32>
+            %f473 = math.fma %xv472, %f395, %f469 : f32
+            %f474 = arith.addf %f470, %xv472 : f32
+            %a475 = arith.addi %a419, %c38_index : index
+            %xv476 = memref.load %x[%a475] : memref<?xf32>
+            %f477 = math.fma %xv476, %f405, %f473 : f32
+            %f478 = arith.addf %f474, %xv476 : f32
+            %a479 = arith.addi %a419, %c39_index : index
+            %xv480 = memref.load %x[%a479] : memref<?xf32>
+            %f481 = math.fma %xv480, %f415, %f477 : f32
+            %f482 = arith.addf %f478, %xv480 : f32
+            %f483 = arith.mulf %f323, %f481 : f32
+            %f484 = math.fma %f328, %f482, %f483 : f32
+            %f485 = arith.addf %f451, %f484 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f485 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv486 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a487 = arith.addi %tid, %c128_index : index
+        %sv488 = memref.load %slots[%a487] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a489 = arith.addi %tid, %c256_index : index
+        %sv490 = memref.load %slots[%a489] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a491 = arith.addi %tid, %c384_index : index
+        %sv492 = memref.load %slots[%a491] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a493 = arith.addi %tid, %c512_index : index
+        %sv494 = memref.load %slots[%a493] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a495 = arith.addi %tid, %c640_index : index
+        %sv496 = memref.load %slots[%a495] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a497 = arith.addi %tid, %c768_index : index
+        %sv498 = memref.load %slots[%a497] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a499 = arith.addi %tid, %c896_index : index
+        %sv500 = memref.load %slots[%a499] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv486, %sv488, %sv490, %sv492, %sv494, %sv496, %sv498, %sv500 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh501:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f502 = arith.addf %acc_r#0, %sh501#0 : f32
+      %sh503:2 = gpu.shuffle xor %f502, %c2_i32, %c32_i32 : f32
+      %f504 = arith.addf %f502, %sh503#0 : f32
+      %sh505:2 = gpu.shuffle xor %f504, %c1_i32, %c32_i32 : f32
+      %f506 = arith.addf %f504, %sh505#0 : f32
+      %c507 = scf.if %tok1 -> (f32) {
+        %sh508:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f509 = arith.addf %acc_r#1, %sh508#0 : f32
+        %sh510:2 = gpu.shuffle xor %f509, %c2_i32, %c32_i32 : f32
+        %f511 = arith.addf %f509, %sh510#0 : f32
+        %sh512:2 = gpu.shuffle xor %f511, %c1_i32, %c32_i32 : f32
+        %f513 = arith.addf %f511, %sh512#0 : f32
+        scf.yield %f513 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c514 = scf.if %tok2 -> (f32) {
+        %sh515:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f516 = arith.addf %acc_r#2, %sh515#0 : f32
+        %sh517:2 = gpu.shuffle xor %f516, %c2_i32, %c32_i32 : f32
+        %f518 = arith.addf %f516, %sh517#0 : f32
+        %sh519:2 = gpu.shuffle xor %f518, %c1_i32, %c32_i32 : f32
+        %f520 = arith.addf %f518, %sh519#0 : f32
+        scf.yield %f520 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c521 = scf.if %tok3 -> (f32) {
+        %sh522:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f523 = arith.addf %acc_r#3, %sh522#0 : f32
+        %sh524:2 = gpu.shuffle xor %f523, %c2_i32, %c32_i32 : f32
+        %f525 = arith.addf %f523, %sh524#0 : f32
+        %sh526:2 = gpu.shuffle xor %f525, %c1_i32, %c32_i32 : f32
+        %f527 = arith.addf %f525, %sh526#0 : f32
+        scf.yield %f527 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c528 = scf.if %tok4 -> (f32) {
+        %sh529:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f530 = arith.addf %acc_r#4, %sh529#0 : f32
+        %sh531:2 = gpu.shuffle xor %f530, %c2_i32, %c32_i32 : f32
+        %f532 = arith.addf %f530, %sh531#0 : f32
+        %sh533:2 = gpu.shuffle xor %f532, %c1_i32, %c32_i32 : f32
+        %f534 = arith.addf %f532, %sh533#0 : f32
+        scf.yield %f534 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c535 = scf.if %tok5 -> (f32) {
+        %sh536:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f537 = arith.addf %acc_r#5, %sh536#0 : f32
+        %sh538:2 = gpu.shuffle xor %f537, %c2_i32, %c32_i32 : f32
+        %f539 = arith.addf %f537, %sh538#0 : f32
+        %sh540:2 = gpu.shuffle xor %f539, %c1_i32, %c32_i32 : f32
+        %f541 = arith.addf %f539, %sh540#0 : f32
+        scf.yield %f541 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c542 = scf.if %tok6 -> (f32) {
+        %sh543:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f544 = arith.addf %acc_r#6, %sh543#0 : f32
+        %sh545:2 = gpu.shuffle xor %f544, %c2_i32, %c32_i32 : f32
+        %f546 = arith.addf %f544, %sh545#0 : f32
+        %sh547:2 = gpu.shuffle xor %f546, %c1_i32, %c32_i32 : f32
+        %f548 = arith.addf %f546, %sh547#0 : f32
+        scf.yield %f548 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c549 = scf.if %tok7 -> (f32) {
+        %sh550:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f551 = arith.addf %acc_r#7, %sh550#0 : f32
+        %sh552:2 = gpu.shuffle xor %f551, %c2_i32, %c32_i32 : f32
+        %f553 = arith.addf %f551, %sh552#0 : f32
+        %sh554:2 = gpu.shuffle xor %f553, %c1_i32, %c32_i32 : f32
+        %f555 = arith.addf %f553, %sh554#0 : f32
+        scf.yield %f555 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f506, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a556 = arith.addi %pbase, %c4_index : index
+        memref.store %c507, %acc[%a556] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a557 = arith.addi %pbase, %c8_index : index
+        memref.store %c514, %acc[%a557] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a558 = arith.addi %pbase, %c12_index : index
+        memref.store %c521, %acc[%a558] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a559 = arith.addi %pbase, %c16_index : index
+        memref.store %c528, %acc[%a559] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a560 = arith.addi %pbase, %c20_index : index
+        memref.store %c535, %acc[%a560] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a561 = arith.addi %pbase, %c24_index : index
+        memref.store %c542, %acc[%a561] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a562 = arith.addi %pbase, %c28_index : index
+        memref.store %c549, %acc[%a562] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q5_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q5_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q5_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -42,6 +49,7 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
@@ -51,22 +59,34 @@ module attributes {gpu.container_module} {
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
+      %c20_index = arith.constant 20 : index
       %c22_index = arith.constant 22 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %cm16p0_f32 = arith.constant -16.0 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -86,255 +106,497 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c22_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c22_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c6_index : index
-        %m18 = arith.muli %q, %c4_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %a33 = arith.addi %blockbyte, %c2_index : index
-        %w34 = arith.shrui %a33, %c2_index : index
-        %ld35 = memref.load %w[%w34] : memref<?xi32>
-        %a36 = arith.addi %a33, %c2_index : index
-        %w37 = arith.shrui %a36, %c2_index : index
-        %ld38 = memref.load %w[%w37] : memref<?xi32>
-        %n39 = arith.index_cast %a33 : index to i32
-        %b40 = arith.andi %n39, %c2_i32 : i32
-        %s41 = arith.shli %b40, %c3_i32 : i32
-        %s42 = arith.shrui %ld35, %s41 : i32
-        %s43 = arith.subi %c16_i32, %s41 : i32
-        %s44 = arith.shli %ld38, %c16_i32 : i32
-        %s45 = arith.shli %s44, %s43 : i32
-        %o46 = arith.ori %s42, %s45 : i32
-        %n47 = arith.index_cast %q : index to i32
-        %s48 = arith.shli %n47, %c2_i32 : i32
-        %s49 = arith.shrui %o46, %s48 : i32
-        %s50 = arith.shrui %s49, %c16_i32 : i32
-        %b51 = arith.andi %o32, %c15_i32 : i32
-        %s52 = arith.shrui %o32, %c4_i32 : i32
-        %b53 = arith.andi %s52, %c15_i32 : i32
-        %b54 = arith.andi %s49, %c1_i32 : i32
-        %s55 = arith.shli %b54, %c4_i32 : i32
-        %o56 = arith.ori %b51, %s55 : i32
-        %b57 = arith.andi %s50, %c1_i32 : i32
-        %s58 = arith.shli %b57, %c4_i32 : i32
-        %o59 = arith.ori %b53, %s58 : i32
-        %o60 = arith.ori %o56, %c1258291200_i32 : i32
-        %q61 = arith.bitcast %o60 : i32 to f32
-        %f62 = arith.subf %q61, %c8p388608e06_f32 : f32
-        %o63 = arith.ori %o59, %c1258291200_i32 : i32
-        %q64 = arith.bitcast %o63 : i32 to f32
-        %f65 = arith.subf %q64, %c8p388608e06_f32 : f32
-        %s66 = arith.shrui %o32, %c8_i32 : i32
-        %b67 = arith.andi %s66, %c15_i32 : i32
-        %s68 = arith.shrui %o32, %c12_i32 : i32
-        %b69 = arith.andi %s68, %c15_i32 : i32
-        %s70 = arith.shrui %s49, %c1_i32 : i32
-        %b71 = arith.andi %s70, %c1_i32 : i32
-        %s72 = arith.shli %b71, %c4_i32 : i32
-        %o73 = arith.ori %b67, %s72 : i32
-        %s74 = arith.shrui %s50, %c1_i32 : i32
-        %b75 = arith.andi %s74, %c1_i32 : i32
-        %s76 = arith.shli %b75, %c4_i32 : i32
-        %o77 = arith.ori %b69, %s76 : i32
-        %o78 = arith.ori %o73, %c1258291200_i32 : i32
-        %q79 = arith.bitcast %o78 : i32 to f32
-        %f80 = arith.subf %q79, %c8p388608e06_f32 : f32
-        %o81 = arith.ori %o77, %c1258291200_i32 : i32
-        %q82 = arith.bitcast %o81 : i32 to f32
-        %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
-        %s84 = arith.shrui %o32, %c16_i32 : i32
-        %b85 = arith.andi %s84, %c15_i32 : i32
-        %s86 = arith.shrui %o32, %c20_i32 : i32
-        %b87 = arith.andi %s86, %c15_i32 : i32
-        %s88 = arith.shrui %s49, %c2_i32 : i32
-        %b89 = arith.andi %s88, %c1_i32 : i32
-        %s90 = arith.shli %b89, %c4_i32 : i32
-        %o91 = arith.ori %b85, %s90 : i32
-        %s92 = arith.shrui %s50, %c2_i32 : i32
-        %b93 = arith.andi %s92, %c1_i32 : i32
-        %s94 = arith.shli %b93, %c4_i32 : i32
-        %o95 = arith.ori %b87, %s94 : i32
-        %o96 = arith.ori %o91, %c1258291200_i32 : i32
-        %q97 = arith.bitcast %o96 : i32 to f32
-        %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
-        %o99 = arith.ori %o95, %c1258291200_i32 : i32
-        %q100 = arith.bitcast %o99 : i32 to f32
-        %f101 = arith.subf %q100, %c8p388608e06_f32 : f32
-        %s102 = arith.shrui %o32, %c24_i32 : i32
-        %b103 = arith.andi %s102, %c15_i32 : i32
-        %s104 = arith.shrui %o32, %c28_i32 : i32
-        %b105 = arith.andi %s104, %c15_i32 : i32
-        %s106 = arith.shrui %s49, %c3_i32 : i32
-        %b107 = arith.andi %s106, %c1_i32 : i32
-        %s108 = arith.shli %b107, %c4_i32 : i32
-        %o109 = arith.ori %b103, %s108 : i32
-        %s110 = arith.shrui %s50, %c3_i32 : i32
-        %b111 = arith.andi %s110, %c1_i32 : i32
-        %s112 = arith.shli %b111, %c4_i32 : i32
-        %o113 = arith.ori %b105, %s112 : i32
-        %o114 = arith.ori %o109, %c1258291200_i32 : i32
-        %q115 = arith.bitcast %o114 : i32 to f32
-        %f116 = arith.subf %q115, %c8p388608e06_f32 : f32
-        %o117 = arith.ori %o113, %c1258291200_i32 : i32
-        %q118 = arith.bitcast %o117 : i32 to f32
-        %f119 = arith.subf %q118, %c8p388608e06_f32 : f32
-        %f120 = arith.mulf %h16, %cm16p0_f32 : f32
-        %m121 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m121 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv122 = memref.load %x[%xk] : memref<?xf32>
-          %f123 = arith.mulf %xv122, %f62 : f32
-          %a124 = arith.addi %xk, %c16_index : index
-          %xv125 = memref.load %x[%a124] : memref<?xf32>
-          %f126 = math.fma %xv125, %f65, %f123 : f32
-          %f127 = arith.addf %xv122, %xv125 : f32
-          %a128 = arith.addi %xk, %c1_index : index
-          %xv129 = memref.load %x[%a128] : memref<?xf32>
-          %f130 = math.fma %xv129, %f80, %f126 : f32
-          %f131 = arith.addf %f127, %xv129 : f32
-          %a132 = arith.addi %xk, %c17_index : index
-          %xv133 = memref.load %x[%a132] : memref<?xf32>
-          %f134 = math.fma %xv133, %f83, %f130 : f32
-          %f135 = arith.addf %f131, %xv133 : f32
-          %a136 = arith.addi %xk, %c2_index : index
-          %xv137 = memref.load %x[%a136] : memref<?xf32>
-          %f138 = math.fma %xv137, %f98, %f134 : f32
-          %f139 = arith.addf %f135, %xv137 : f32
-          %a140 = arith.addi %xk, %c18_index : index
-          %xv141 = memref.load %x[%a140] : memref<?xf32>
-          %f142 = math.fma %xv141, %f101, %f138 : f32
-          %f143 = arith.addf %f139, %xv141 : f32
-          %a144 = arith.addi %xk, %c3_index : index
-          %xv145 = memref.load %x[%a144] : memref<?xf32>
-          %f146 = math.fma %xv145, %f116, %f142 : f32
-          %f147 = arith.addf %f143, %xv145 : f32
-          %a148 = arith.addi %xk, %c19_index : index
-          %xv149 = memref.load %x[%a148] : memref<?xf32>
-          %f150 = math.fma %xv149, %f119, %f146 : f32
-          %f151 = arith.addf %f147, %xv149 : f32
-          %f152 = arith.mulf %h16, %f150 : f32
-          %f153 = math.fma %f120, %f151, %f152 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f153 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c22_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c6_index : index
+          %m18 = arith.muli %q, %c4_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %a33 = arith.addi %blockbyte, %c2_index : index
+          %w34 = arith.shrui %a33, %c2_index : index
+          %ld35 = memref.load %w[%w34] : memref<?xi32>
+          %a36 = arith.addi %a33, %c2_index : index
+          %w37 = arith.shrui %a36, %c2_index : index
+          %ld38 = memref.load %w[%w37] : memref<?xi32>
+          %n39 = arith.index_cast %a33 : index to i32
+          %b40 = arith.andi %n39, %c2_i32 : i32
+          %s41 = arith.shli %b40, %c3_i32 : i32
+          %s42 = arith.shrui %ld35, %s41 : i32
+          %s43 = arith.subi %c16_i32, %s41 : i32
+          %s44 = arith.shli %ld38, %c16_i32 : i32
+          %s45 = arith.shli %s44, %s43 : i32
+          %o46 = arith.ori %s42, %s45 : i32
+          %n47 = arith.index_cast %q : index to i32
+          %s48 = arith.shli %n47, %c2_i32 : i32
+          %s49 = arith.shrui %o46, %s48 : i32
+          %s50 = arith.shrui %s49, %c16_i32 : i32
+          %b51 = arith.andi %o32, %c15_i32 : i32
+          %s52 = arith.shrui %o32, %c4_i32 : i32
+          %b53 = arith.andi %s52, %c15_i32 : i32
+          %b54 = arith.andi %s49, %c1_i32 : i32
+          %s55 = arith.shli %b54, %c4_i32 : i32
+          %o56 = arith.ori %b51, %s55 : i32
+          %b57 = arith.andi %s50, %c1_i32 : i32
+          %s58 = arith.shli %b57, %c4_i32 : i32
+          %o59 = arith.ori %b53, %s58 : i32
+          %o60 = arith.ori %o56, %c1258291200_i32 : i32
+          %q61 = arith.bitcast %o60 : i32 to f32
+          %f62 = arith.subf %q61, %c8p388608e06_f32 : f32
+          %o63 = arith.ori %o59, %c1258291200_i32 : i32
+          %q64 = arith.bitcast %o63 : i32 to f32
+          %f65 = arith.subf %q64, %c8p388608e06_f32 : f32
+          %s66 = arith.shrui %o32, %c8_i32 : i32
+          %b67 = arith.andi %s66, %c15_i32 : i32
+          %s68 = arith.shrui %o32, %c12_i32 : i32
+          %b69 = arith.andi %s68, %c15_i32 : i32
+          %s70 = arith.shrui %s49, %c1_i32 : i32
+          %b71 = arith.andi %s70, %c1_i32 : i32
+          %s72 = arith.shli %b71, %c4_i32 : i32
+          %o73 = arith.ori %b67, %s72 : i32
+          %s74 = arith.shrui %s50, %c1_i32 : i32
+          %b75 = arith.andi %s74, %c1_i32 : i32
+          %s76 = arith.shli %b75, %c4_i32 : i32
+          %o77 = arith.ori %b69, %s76 : i32
+          %o78 = arith.ori %o73, %c1258291200_i32 : i32
+          %q79 = arith.bitcast %o78 : i32 to f32
+          %f80 = arith.subf %q79, %c8p388608e06_f32 : f32
+          %o81 = arith.ori %o77, %c1258291200_i32 : i32
+          %q82 = arith.bitcast %o81 : i32 to f32
+          %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
+          %s84 = arith.shrui %o32, %c16_i32 : i32
+          %b85 = arith.andi %s84, %c15_i32 : i32
+          %s86 = arith.shrui %o32, %c20_i32 : i32
+          %b87 = arith.andi %s86, %c15_i32 : i32
+          %s88 = arith.shrui %s49, %c2_i32 : i32
+          %b89 = arith.andi %s88, %c1_i32 : i32
+          %s90 = arith.shli %b89, %c4_i32 : i32
+          %o91 = arith.ori %b85, %s90 : i32
+          %s92 = arith.shrui %s50, %c2_i32 : i32
+          %b93 = arith.andi %s92, %c1_i32 : i32
+          %s94 = arith.shli %b93, %c4_i32 : i32
+          %o95 = arith.ori %b87, %s94 : i32
+          %o96 = arith.ori %o91, %c1258291200_i32 : i32
+          %q97 = arith.bitcast %o96 : i32 to f32
+          %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
+          %o99 = arith.ori %o95, %c1258291200_i32 : i32
+          %q100 = arith.bitcast %o99 : i32 to f32
+          %f101 = arith.subf %q100, %c8p388608e06_f32 : f32
+          %s102 = arith.shrui %o32, %c24_i32 : i32
+          %b103 = arith.andi %s102, %c15_i32 : i32
+          %s104 = arith.shrui %o32, %c28_i32 : i32
+          %b105 = arith.andi %s104, %c15_i32 : i32
+          %s106 = arith.shrui %s49, %c3_i32 : i32
+          %b107 = arith.andi %s106, %c1_i32 : i32
+          %s108 = arith.shli %b107, %c4_i32 : i32
+          %o109 = arith.ori %b103, %s108 : i32
+          %s110 = arith.shrui %s50, %c3_i32 : i32
+          %b111 = arith.andi %s110, %c1_i32 : i32
+          %s112 = arith.shli %b111, %c4_i32 : i32
+          %o113 = arith.ori %b105, %s112 : i32
+          %o114 = arith.ori %o109, %c1258291200_i32 : i32
+          %q115 = arith.bitcast %o114 : i32 to f32
+          %f116 = arith.subf %q115, %c8p388608e06_f32 : f32
+          %o117 = arith.ori %o113, %c1258291200_i32 : i32
+          %q118 = arith.bitcast %o117 : i32 to f32
+          %f119 = arith.subf %q118, %c8p388608e06_f32 : f32
+          %f120 = arith.mulf %h16, %cm16p0_f32 : f32
+          %m121 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m121 : index
+          %m122 = arith.muli %t0, %Ki : index
+          %a123 = arith.addi %m122, %kb : index
+          %xv124 = memref.load %x[%a123] : memref<?xf32>
+          %f125 = arith.mulf %xv124, %f62 : f32
+          %a126 = arith.addi %a123, %c16_index : index
+          %xv127 = memref.load %x[%a126] : memref<?xf32>
+          %f128 = math.fma %xv127, %f65, %f125 : f32
+          %f129 = arith.addf %xv124, %xv127 : f32
+          %a130 = arith.addi %a123, %c1_index : index
+          %xv131 = memref.load %x[%a130] : memref<?xf32>
+          %f132 = math.fma %xv131, %f80, %f128 : f32
+          %f133 = arith.addf %f129, %xv131 : f32
+          %a134 = arith.addi %a123, %c17_index : index
+          %xv135 = memref.load %x[%a134] : memref<?xf32>
+          %f136 = math.fma %xv135, %f83, %f132 : f32
+          %f137 = arith.addf %f133, %xv135 : f32
+          %a138 = arith.addi %a123, %c2_index : index
+          %xv139 = memref.load %x[%a138] : memref<?xf32>
+          %f140 = math.fma %xv139, %f98, %f136 : f32
+          %f141 = arith.addf %f137, %xv139 : f32
+          %a142 = arith.addi %a123, %c18_index : index
+          %xv143 = memref.load %x[%a142] : memref<?xf32>
+          %f144 = math.fma %xv143, %f101, %f140 : f32
+          %f145 = arith.addf %f141, %xv143 : f32
+          %a146 = arith.addi %a123, %c3_index : index
+          %xv147 = memref.load %x[%a146] : memref<?xf32>
+          %f148 = math.fma %xv147, %f116, %f144 : f32
+          %f149 = arith.addf %f145, %xv147 : f32
+          %a150 = arith.addi %a123, %c19_index : index
+          %xv151 = memref.load %x[%a150] : memref<?xf32>
+          %f152 = math.fma %xv151, %f119, %f148 : f32
+          %f153 = arith.addf %f149, %xv151 : f32
+          %f154 = arith.mulf %h16, %f152 : f32
+          %f155 = math.fma %f120, %f153, %f154 : f32
+          %f156 = arith.addf %sacc, %f155 : f32
+          scf.yield %f156 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c22_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w157 = arith.shrui %blockbyte, %c2_index : index
+          %ld158 = memref.load %w[%w157] : memref<?xi32>
+          %a159 = arith.addi %blockbyte, %c2_index : index
+          %w160 = arith.shrui %a159, %c2_index : index
+          %ld161 = memref.load %w[%w160] : memref<?xi32>
+          %n162 = arith.index_cast %blockbyte : index to i32
+          %b163 = arith.andi %n162, %c2_i32 : i32
+          %s164 = arith.shli %b163, %c3_i32 : i32
+          %s165 = arith.shrui %ld158, %s164 : i32
+          %s166 = arith.subi %c16_i32, %s164 : i32
+          %s167 = arith.shli %ld161, %c16_i32 : i32
+          %s168 = arith.shli %s167, %s166 : i32
+          %o169 = arith.ori %s165, %s168 : i32
+          %h170 = arith.trunci %o169 : i32 to i16
+          %h171 = arith.bitcast %h170 : i16 to f16
+          %h172 = arith.extf %h171 : f16 to f32
+          %a173 = arith.addi %blockbyte, %c6_index : index
+          %m174 = arith.muli %q, %c4_index : index
+          %a175 = arith.addi %a173, %m174 : index
+          %w176 = arith.shrui %a175, %c2_index : index
+          %ld177 = memref.load %w[%w176] : memref<?xi32>
+          %a178 = arith.addi %a175, %c2_index : index
+          %w179 = arith.shrui %a178, %c2_index : index
+          %ld180 = memref.load %w[%w179] : memref<?xi32>
+          %n181 = arith.index_cast %a175 : index to i32
+          %b182 = arith.andi %n181, %c2_i32 : i32
+          %s183 = arith.shli %b182, %c3_i32 : i32
+          %s184 = arith.shrui %ld177, %s183 : i32
+          %s185 = arith.subi %c16_i32, %s183 : i32
+          %s186 = arith.shli %ld180, %c16_i32 : i32
+          %s187 = arith.shli %s186, %s185 : i32
+          %o188 = arith.ori %s184, %s187 : i32
+          %a189 = arith.addi %blockbyte, %c2_index : index
+          %w190 = arith.shrui %a189, %c2_index : index
+          %ld191 = memref.load %w[%w190] : memref<?xi32>
+          %a192 = arith.addi %a189, %c2_index : index
+          %w193 = arith.shrui %a192, %c2_index : index
+          %ld194 = memref.load %w[%w193] : memref<?xi32>
+          %n195 = arith.index_cast %a189 : index to i32
+          %b196 = arith.andi %n195, %c2_i32 : i32
+          %s197 = arith.shli %b196, %c3_i32 : i32
+          %s198 = arith.shrui %ld191, %s197 : i32
+          %s199 = arith.subi %c16_i32, %s197 : i32
+          %s200 = arith.shli %ld194, %c16_i32 : i32
+          %s201 = arith.shli %s200, %s199 : i32
+          %o202 = arith.ori %s198, %s201 : i32
+          %n203 = arith.index_cast %q : index to i32
+          %s204 = arith.shli %n203, %c2_i32 : i32
+          %s205 = arith.shrui %o202, %s204 : i32
+          %s206 = arith.shrui %s205, %c16_i32 : i32
+          %b207 = arith.andi %o188, %c15_i32 : i32
+          %s208 = arith.shrui %o188, %c4_i32 : i32
+          %b209 = arith.andi %s208, %c15_i32 : i32
+          %b210 = arith.andi %s205, %c1_i32 : i32
+          %s211 = arith.shli %b210, %c4_i32 : i32
+          %o212 = arith.ori %b207, %s211 : i32
+          %b213 = arith.andi %s206, %c1_i32 : i32
+          %s214 = arith.shli %b213, %c4_i32 : i32
+          %o215 = arith.ori %b209, %s214 : i32
+          %o216 = arith.ori %o212, %c1258291200_i32 : i32
+          %q217 = arith.bitcast %o216 : i32 to f32
+          %f218 = arith.subf %q217, %c8p388608e06_f32 : f32
+          %o219 = arith.ori %o215, %c1258291200_i32 : i32
+          %q220 = arith.bitcast %o219 : i32 to f32
+          %f221 = arith.subf %q220, %c8p388608e06_f32 : f32
+          %s222 = arith.shrui %o188, %c8_i32 : i32
+          %b223 = arith.andi %s222, %c15_i32 : i32
+          %s224 = arith.shrui %o188, %c12_i32 : i32
+          %b225 = arith.andi %s224, %c15_i32 : i32
+          %s226 = arith.shrui %s205, %c1_i32 : i32
+          %b227 = arith.andi %s226, %c1_i32 : i32
+          %s228 = arith.shli %b227, %c4_i32 : i32
+          %o229 = arith.ori %b223, %s228 : i32
+          %s230 = arith.shrui %s206, %c1_i32 : i32
+          %b231 = arith.andi %s230, %c1_i32 : i32
+          %s232 = arith.shli %b231, %c4_i32 : i32
+          %o233 = arith.ori %b225, %s232 : i32
+          %o234 = arith.ori %o229, %c1258291200_i32 : i32
+          %q235 = arith.bitcast %o234 : i32 to f32
+          %f236 = arith.subf %q235, %c8p388608e06_f32 : f32
+          %o237 = arith.ori %o233, %c1258291200_i32 : i32
+          %q238 = arith.bitcast %o237 : i32 to f32
+          %f239 = arith.subf %q238, %c8p388608e06_f32 : f32
+          %s240 = arith.shrui %o188, %c16_i32 : i32
+          %b241 = arith.andi %s240, %c15_i32 : i32
+          %s242 = arith.shrui %o188, %c20_i32 : i32
+          %b243 = arith.andi %s242, %c15_i32 : i32
+          %s244 = arith.shrui %s205, %c2_i32 : i32
+          %b245 = arith.andi %s244, %c1_i32 : i32
+          %s246 = arith.shli %b245, %c4_i32 : i32
+          %o247 = arith.ori %b241, %s246 : i32
+          %s248 = arith.shrui %s206, %c2_i32 : i32
+          %b249 = arith.andi %s248, %c1_i32 : i32
+          %s250 = arith.shli %b249, %c4_i32 : i32
+          %o251 = arith.ori %b243, %s250 : i32
+          %o252 = arith.ori %o247, %c1258291200_i32 : i32
+          %q253 = arith.bitcast %o252 : i32 to f32
+          %f254 = arith.subf %q253, %c8p388608e06_f32 : f32
+          %o255 = arith.ori %o251, %c1258291200_i32 : i32
+          %q256 = arith.bitcast %o255 : i32 to f32
+          %f257 = arith.subf %q256, %c8p388608e06_f32 : f32
+          %s258 = arith.shrui %o188, %c24_i32 : i32
+          %b259 = arith.andi %s258, %c15_i32 : i32
+          %s260 = arith.shrui %o188, %c28_i32 : i32
+          %b261 = arith.andi %s260, %c15_i32 : i32
+          %s262 = arith.shrui %s205, %c3_i32 : i32
+          %b263 = arith.andi %s262, %c1_i32 : i32
+          %s264 = arith.shli %b263, %c4_i32 : i32
+          %o265 = arith.ori %b259, %s264 : i32
+          %s266 = arith.shrui %s206, %c3_i32 : i32
+          %b267 = arith.andi %s266, %c1_i32 : i32
+          %s268 = arith.shli %b267, %c4_i32 : i32
+          %o269 = arith.ori %b261, %s268 : i32
+          %o270 = arith.ori %o265, %c1258291200_i32 : i32
+          %q271 = arith.bitcast %o270 : i32 to f32
+          %f272 = arith.subf %q271, %c8p388608e06_f32 : f32
+          %o273 = arith.ori %o269, %c1258291200_i32 : i32
+          %q274 = arith.bitcast %o273 : i32 to f32
+          %f275 = arith.subf %q274, %c8p388608e06_f32 : f32
+          %f276 = arith.mulf %h172, %cm16p0_f32 : f32
+          %m277 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m277 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m278 = arith.muli %tg, %Ki : index
+            %a279 = arith.addi %m278, %kb : index
+            %xv280 = memref.load %x[%a279] : memref<?xf32>
+            %f281 = arith.mulf %xv280, %f218 : f32
+            %a282 = arith.addi %a279, %c16_index : index
+            %xv283 = memref.load %x[%a282] : memref<?xf32>
+            %f284 = math.fma %xv283, %f221, %f281 : f32
+            %f285 = arith.addf %xv280, %xv283 : f32
+            %a286 = arith.addi %a279, %c1_index : index
+            %xv287 = memref.load %x[%a286] : memref<?xf32>
+            %f288 = math.fma %xv287, %f236, %f284 : f32
+            %f289 = arith.addf %f285, %xv287 : f32
+            %a290 = arith.addi %a279, %c17_index : index
+            %xv291 = memref.load %x[%a290] : memref<?xf32>
+            %f292 = math.fma %xv291, %f239, %f288 : f32
+            %f293 = arith.addf %f289, %xv291 : f32
+            %a294 = arith.addi %a279, %c2_index : index
+            %xv295 = memref.load %x[%a294] : memref<?xf32>
+            %f296 = math.fma %xv295, %f254, %f292 : f32
+            %f297 = arith.addf %f293, %xv295 : f32
+            %a298 = arith.addi %a279, %c18_index : index
+            %xv299 = memref.load %x[%a298] : memref<?xf32>
+            %f300 = math.fma %xv299, %f257, %f296 : f32
+            %f301 = arith.addf %f297, %xv299 : f32
+            %a302 = arith.addi %a279, %c3_index : index
+            %xv303 = memref.load %x[%a302] : memref<?xf32>
+            %f304 = math.fma %xv303, %f272, %f300 : f32
+            %f305 = arith.addf %f301, %xv303 : f32
+            %a306 = arith.addi %a279, %c19_index : index
+            %xv307 = memref.load %x[%a306] : memref<?xf32>
+            %f308 = math.fma %xv307, %f275, %f304 : f32
+            %f309 = arith.addf %f305, %xv307 : f32
+            %f310 = arith.mulf %h172, %f308 : f32
+            %f311 = math.fma %f276, %f309, %f310 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f311 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv312 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a313 = arith.addi %tid, %c128_index : index
+        %sv314 = memref.load %slots[%a313] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a315 = arith.addi %tid, %c256_index : index
+        %sv316 = memref.load %slots[%a315] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a317 = arith.addi %tid, %c384_index : index
+        %sv318 = memref.load %slots[%a317] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a319 = arith.addi %tid, %c512_index : index
+        %sv320 = memref.load %slots[%a319] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a321 = arith.addi %tid, %c640_index : index
+        %sv322 = memref.load %slots[%a321] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a323 = arith.addi %tid, %c768_index : index
+        %sv324 = memref.load %slots[%a323] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a325 = arith.addi %tid, %c896_index : index
+        %sv326 = memref.load %slots[%a325] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv312, %sv314, %sv316, %sv318, %sv320, %sv322, %sv324, %sv326 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh327:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f328 = arith.addf %acc_r#0, %sh327#0 : f32
+      %sh329:2 = gpu.shuffle xor %f328, %c2_i32, %c32_i32 : f32
+      %f330 = arith.addf %f328, %sh329#0 : f32
+      %sh331:2 = gpu.shuffle xor %f330, %c1_i32, %c32_i32 : f32
+      %f332 = arith.addf %f330, %sh331#0 : f32
+      %c333 = scf.if %tok1 -> (f32) {
+        %sh334:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f335 = arith.addf %acc_r#1, %sh334#0 : f32
+        %sh336:2 = gpu.shuffle xor %f335, %c2_i32, %c32_i32 : f32
+        %f337 = arith.addf %f335, %sh336#0 : f32
+        %sh338:2 = gpu.shuffle xor %f337, %c1_i32, %c32_i32 : f32
+        %f339 = arith.addf %f337, %sh338#0 : f32
+        scf.yield %f339 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c340 = scf.if %tok2 -> (f32) {
+        %sh341:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f342 = arith.addf %acc_r#2, %sh341#0 : f32
+        %sh343:2 = gpu.shuffle xor %f342, %c2_i32, %c32_i32 : f32
+        %f344 = arith.addf %f342, %sh343#0 : f32
+        %sh345:2 = gpu.shuffle xor %f344, %c1_i32, %c32_i32 : f32
+        %f346 = arith.addf %f344, %sh345#0 : f32
+        scf.yield %f346 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c347 = scf.if %tok3 -> (f32) {
+        %sh348:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f349 = arith.addf %acc_r#3, %sh348#0 : f32
+        %sh350:2 = gpu.shuffle xor %f349, %c2_i32, %c32_i32 : f32
+        %f351 = arith.addf %f349, %sh350#0 : f32
+        %sh352:2 = gpu.shuffle xor %f351, %c1_i32, %c32_i32 : f32
+        %f353 = arith.addf %f351, %sh352#0 : f32
+        scf.yield %f353 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c354 = scf.if %tok4 -> (f32) {
+        %sh355:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f356 = arith.addf %acc_r#4, %sh355#0 : f32
+        %sh357:2 = gpu.shuffle xor %f356, %c2_i32, %c32_i32 : f32
+        %f358 = arith.addf %f356, %sh357#0 : f32
+        %sh359:2 = gpu.shuffle xor %f358, %c1_i32, %c32_i32 : f32
+        %f360 = arith.addf %f358, %sh359#0 : f32
+        scf.yield %f360 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c361 = scf.if %tok5 -> (f32) {
+        %sh362:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f363 = arith.addf %acc_r#5, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c2_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        %sh366:2 = gpu.shuffle xor %f365, %c1_i32, %c32_i32 : f32
+        %f367 = arith.addf %f365, %sh366#0 : f32
+        scf.yield %f367 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c368 = scf.if %tok6 -> (f32) {
+        %sh369:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f370 = arith.addf %acc_r#6, %sh369#0 : f32
+        %sh371:2 = gpu.shuffle xor %f370, %c2_i32, %c32_i32 : f32
+        %f372 = arith.addf %f370, %sh371#0 : f32
+        %sh373:2 = gpu.shuffle xor %f372, %c1_i32, %c32_i32 : f32
+        %f374 = arith.addf %f372, %sh373#0 : f32
+        scf.yield %f374 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c375 = scf.if %tok7 -> (f32) {
+        %sh376:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f377 = arith.addf %acc_r#7, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c2_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        %sh380:2 = gpu.shuffle xor %f379, %c1_i32, %c32_i32 : f32
+        %f381 = arith.addf %f379, %sh380#0 : f32
+        scf.yield %f381 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f332, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a382 = arith.addi %pbase, %c4_index : index
+        memref.store %c333, %acc[%a382] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a383 = arith.addi %pbase, %c8_index : index
+        memref.store %c340, %acc[%a383] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a384 = arith.addi %pbase, %c12_index : index
+        memref.store %c347, %acc[%a384] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a385 = arith.addi %pbase, %c16_index : index
+        memref.store %c354, %acc[%a385] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a386 = arith.addi %pbase, %c20_index : index
+        memref.store %c361, %acc[%a386] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a387 = arith.addi %pbase, %c24_index : index
+        memref.store %c368, %acc[%a387] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a388 = arith.addi %pbase, %c28_index : index
+        memref.store %c375, %acc[%a388] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q8_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_q8_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -41,28 +48,40 @@ module attributes {gpu.container_module} {
       %c0p0_f32 = arith.constant 0.0 : f32
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
+      %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
       %c255_i32 = arith.constant 255 : i32
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
       %c34_index = arith.constant 34 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
+      %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %cm1p280000e02_f32 = arith.constant -1.280000e+02 : f32
       %cm2139062144_i32 = arith.constant -2139062144 : i32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -82,222 +101,431 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c34_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c34_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c2_index : index
-        %m18 = arith.muli %q, %c8_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %x33 = arith.xori %o32, %cm2139062144_i32 : i32
-        %b34 = arith.andi %x33, %c255_i32 : i32
-        %o35 = arith.ori %b34, %c1258291200_i32 : i32
-        %q36 = arith.bitcast %o35 : i32 to f32
-        %f37 = arith.subf %q36, %c8p388608e06_f32 : f32
-        %s38 = arith.shrui %x33, %c8_i32 : i32
-        %b39 = arith.andi %s38, %c255_i32 : i32
-        %o40 = arith.ori %b39, %c1258291200_i32 : i32
-        %q41 = arith.bitcast %o40 : i32 to f32
-        %f42 = arith.subf %q41, %c8p388608e06_f32 : f32
-        %s43 = arith.shrui %x33, %c16_i32 : i32
-        %b44 = arith.andi %s43, %c255_i32 : i32
-        %o45 = arith.ori %b44, %c1258291200_i32 : i32
-        %q46 = arith.bitcast %o45 : i32 to f32
-        %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
-        %s48 = arith.shrui %x33, %c24_i32 : i32
-        %b49 = arith.andi %s48, %c255_i32 : i32
-        %o50 = arith.ori %b49, %c1258291200_i32 : i32
-        %q51 = arith.bitcast %o50 : i32 to f32
-        %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
-        %a53 = arith.addi %a19, %c4_index : index
-        %w54 = arith.shrui %a53, %c2_index : index
-        %ld55 = memref.load %w[%w54] : memref<?xi32>
-        %a56 = arith.addi %a53, %c2_index : index
-        %w57 = arith.shrui %a56, %c2_index : index
-        %ld58 = memref.load %w[%w57] : memref<?xi32>
-        %n59 = arith.index_cast %a53 : index to i32
-        %b60 = arith.andi %n59, %c2_i32 : i32
-        %s61 = arith.shli %b60, %c3_i32 : i32
-        %s62 = arith.shrui %ld55, %s61 : i32
-        %s63 = arith.subi %c16_i32, %s61 : i32
-        %s64 = arith.shli %ld58, %c16_i32 : i32
-        %s65 = arith.shli %s64, %s63 : i32
-        %o66 = arith.ori %s62, %s65 : i32
-        %x67 = arith.xori %o66, %cm2139062144_i32 : i32
-        %b68 = arith.andi %x67, %c255_i32 : i32
-        %o69 = arith.ori %b68, %c1258291200_i32 : i32
-        %q70 = arith.bitcast %o69 : i32 to f32
-        %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
-        %s72 = arith.shrui %x67, %c8_i32 : i32
-        %b73 = arith.andi %s72, %c255_i32 : i32
-        %o74 = arith.ori %b73, %c1258291200_i32 : i32
-        %q75 = arith.bitcast %o74 : i32 to f32
-        %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
-        %s77 = arith.shrui %x67, %c16_i32 : i32
-        %b78 = arith.andi %s77, %c255_i32 : i32
-        %o79 = arith.ori %b78, %c1258291200_i32 : i32
-        %q80 = arith.bitcast %o79 : i32 to f32
-        %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
-        %s82 = arith.shrui %x67, %c24_i32 : i32
-        %b83 = arith.andi %s82, %c255_i32 : i32
-        %o84 = arith.ori %b83, %c1258291200_i32 : i32
-        %q85 = arith.bitcast %o84 : i32 to f32
-        %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
-        %f87 = arith.mulf %h16, %cm1p280000e02_f32 : f32
-        %m88 = arith.muli %q, %c8_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m88 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv89 = memref.load %x[%xk] : memref<?xf32>
-          %f90 = arith.mulf %xv89, %f37 : f32
-          %a91 = arith.addi %xk, %c1_index : index
-          %xv92 = memref.load %x[%a91] : memref<?xf32>
-          %f93 = math.fma %xv92, %f42, %f90 : f32
-          %f94 = arith.addf %xv89, %xv92 : f32
-          %a95 = arith.addi %xk, %c2_index : index
-          %xv96 = memref.load %x[%a95] : memref<?xf32>
-          %f97 = math.fma %xv96, %f47, %f93 : f32
-          %f98 = arith.addf %f94, %xv96 : f32
-          %a99 = arith.addi %xk, %c3_index : index
-          %xv100 = memref.load %x[%a99] : memref<?xf32>
-          %f101 = math.fma %xv100, %f52, %f97 : f32
-          %f102 = arith.addf %f98, %xv100 : f32
-          %a103 = arith.addi %xk, %c4_index : index
-          %xv104 = memref.load %x[%a103] : memref<?xf32>
-          %f105 = math.fma %xv104, %f71, %f101 : f32
-          %f106 = arith.addf %f102, %xv104 : f32
-          %a107 = arith.addi %xk, %c5_index : index
-          %xv108 = memref.load %x[%a107] : memref<?xf32>
-          %f109 = math.fma %xv108, %f76, %f105 : f32
-          %f110 = arith.addf %f106, %xv108 : f32
-          %a111 = arith.addi %xk, %c6_index : index
-          %xv112 = memref.load %x[%a111] : memref<?xf32>
-          %f113 = math.fma %xv112, %f81, %f109 : f32
-          %f114 = arith.addf %f110, %xv112 : f32
-          %a115 = arith.addi %xk, %c7_index : index
-          %xv116 = memref.load %x[%a115] : memref<?xf32>
-          %f117 = math.fma %xv116, %f86, %f113 : f32
-          %f118 = arith.addf %f114, %xv116 : f32
-          %f119 = arith.mulf %h16, %f117 : f32
-          %f120 = math.fma %f87, %f118, %f119 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f120 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c34_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c2_index : index
+          %m18 = arith.muli %q, %c8_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %x33 = arith.xori %o32, %cm2139062144_i32 : i32
+          %b34 = arith.andi %x33, %c255_i32 : i32
+          %o35 = arith.ori %b34, %c1258291200_i32 : i32
+          %q36 = arith.bitcast %o35 : i32 to f32
+          %f37 = arith.subf %q36, %c8p388608e06_f32 : f32
+          %s38 = arith.shrui %x33, %c8_i32 : i32
+          %b39 = arith.andi %s38, %c255_i32 : i32
+          %o40 = arith.ori %b39, %c1258291200_i32 : i32
+          %q41 = arith.bitcast %o40 : i32 to f32
+          %f42 = arith.subf %q41, %c8p388608e06_f32 : f32
+          %s43 = arith.shrui %x33, %c16_i32 : i32
+          %b44 = arith.andi %s43, %c255_i32 : i32
+          %o45 = arith.ori %b44, %c1258291200_i32 : i32
+          %q46 = arith.bitcast %o45 : i32 to f32
+          %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
+          %s48 = arith.shrui %x33, %c24_i32 : i32
+          %b49 = arith.andi %s48, %c255_i32 : i32
+          %o50 = arith.ori %b49, %c1258291200_i32 : i32
+          %q51 = arith.bitcast %o50 : i32 to f32
+          %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
+          %a53 = arith.addi %a19, %c4_index : index
+          %w54 = arith.shrui %a53, %c2_index : index
+          %ld55 = memref.load %w[%w54] : memref<?xi32>
+          %a56 = arith.addi %a53, %c2_index : index
+          %w57 = arith.shrui %a56, %c2_index : index
+          %ld58 = memref.load %w[%w57] : memref<?xi32>
+          %n59 = arith.index_cast %a53 : index to i32
+          %b60 = arith.andi %n59, %c2_i32 : i32
+          %s61 = arith.shli %b60, %c3_i32 : i32
+          %s62 = arith.shrui %ld55, %s61 : i32
+          %s63 = arith.subi %c16_i32, %s61 : i32
+          %s64 = arith.shli %ld58, %c16_i32 : i32
+          %s65 = arith.shli %s64, %s63 : i32
+          %o66 = arith.ori %s62, %s65 : i32
+          %x67 = arith.xori %o66, %cm2139062144_i32 : i32
+          %b68 = arith.andi %x67, %c255_i32 : i32
+          %o69 = arith.ori %b68, %c1258291200_i32 : i32
+          %q70 = arith.bitcast %o69 : i32 to f32
+          %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
+          %s72 = arith.shrui %x67, %c8_i32 : i32
+          %b73 = arith.andi %s72, %c255_i32 : i32
+          %o74 = arith.ori %b73, %c1258291200_i32 : i32
+          %q75 = arith.bitcast %o74 : i32 to f32
+          %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
+          %s77 = arith.shrui %x67, %c16_i32 : i32
+          %b78 = arith.andi %s77, %c255_i32 : i32
+          %o79 = arith.ori %b78, %c1258291200_i32 : i32
+          %q80 = arith.bitcast %o79 : i32 to f32
+          %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
+          %s82 = arith.shrui %x67, %c24_i32 : i32
+          %b83 = arith.andi %s82, %c255_i32 : i32
+          %o84 = arith.ori %b83, %c1258291200_i32 : i32
+          %q85 = arith.bitcast %o84 : i32 to f32
+          %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
+          %f87 = arith.mulf %h16, %cm1p280000e02_f32 : f32
+          %m88 = arith.muli %q, %c8_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m88 : index
+          %m89 = arith.muli %t0, %Ki : index
+          %a90 = arith.addi %m89, %kb : index
+          %xv91 = memref.load %x[%a90] : memref<?xf32>
+          %f92 = arith.mulf %xv91, %f37 : f32
+          %a93 = arith.addi %a90, %c1_index : index
+          %xv94 = memref.load %x[%a93] : memref<?xf32>
+          %f95 = math.fma %xv94, %f42, %f92 : f32
+          %f96 = arith.addf %xv91, %xv94 : f32
+          %a97 = arith.addi %a90, %c2_index : index
+          %xv98 = memref.load %x[%a97] : memref<?xf32>
+          %f99 = math.fma %xv98, %f47, %f95 : f32
+          %f100 = arith.addf %f96, %xv98 : f32
+          %a101 = arith.addi %a90, %c3_index : index
+          %xv102 = memref.load %x[%a101] : memref<?xf32>
+          %f103 = math.fma %xv102, %f52, %f99 : f32
+          %f104 = arith.addf %f100, %xv102 : f32
+          %a105 = arith.addi %a90, %c4_index : index
+          %xv106 = memref.load %x[%a105] : memref<?xf32>
+          %f107 = math.fma %xv106, %f71, %f103 : f32
+          %f108 = arith.addf %f104, %xv106 : f32
+          %a109 = arith.addi %a90, %c5_index : index
+          %xv110 = memref.load %x[%a109] : memref<?xf32>
+          %f111 = math.fma %xv110, %f76, %f107 : f32
+          %f112 = arith.addf %f108, %xv110 : f32
+          %a113 = arith.addi %a90, %c6_index : index
+          %xv114 = memref.load %x[%a113] : memref<?xf32>
+          %f115 = math.fma %xv114, %f81, %f111 : f32
+          %f116 = arith.addf %f112, %xv114 : f32
+          %a117 = arith.addi %a90, %c7_index : index
+          %xv118 = memref.load %x[%a117] : memref<?xf32>
+          %f119 = math.fma %xv118, %f86, %f115 : f32
+          %f120 = arith.addf %f116, %xv118 : f32
+          %f121 = arith.mulf %h16, %f119 : f32
+          %f122 = math.fma %f87, %f120, %f121 : f32
+          %f123 = arith.addf %sacc, %f122 : f32
+          scf.yield %f123 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c34_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w124 = arith.shrui %blockbyte, %c2_index : index
+          %ld125 = memref.load %w[%w124] : memref<?xi32>
+          %a126 = arith.addi %blockbyte, %c2_index : index
+          %w127 = arith.shrui %a126, %c2_index : index
+          %ld128 = memref.load %w[%w127] : memref<?xi32>
+          %n129 = arith.index_cast %blockbyte : index to i32
+          %b130 = arith.andi %n129, %c2_i32 : i32
+          %s131 = arith.shli %b130, %c3_i32 : i32
+          %s132 = arith.shrui %ld125, %s131 : i32
+          %s133 = arith.subi %c16_i32, %s131 : i32
+          %s134 = arith.shli %ld128, %c16_i32 : i32
+          %s135 = arith.shli %s134, %s133 : i32
+          %o136 = arith.ori %s132, %s135 : i32
+          %h137 = arith.trunci %o136 : i32 to i16
+          %h138 = arith.bitcast %h137 : i16 to f16
+          %h139 = arith.extf %h138 : f16 to f32
+          %a140 = arith.addi %blockbyte, %c2_index : index
+          %m141 = arith.muli %q, %c8_index : index
+          %a142 = arith.addi %a140, %m141 : index
+          %w143 = arith.shrui %a142, %c2_index : index
+          %ld144 = memref.load %w[%w143] : memref<?xi32>
+          %a145 = arith.addi %a142, %c2_index : index
+          %w146 = arith.shrui %a145, %c2_index : index
+          %ld147 = memref.load %w[%w146] : memref<?xi32>
+          %n148 = arith.index_cast %a142 : index to i32
+          %b149 = arith.andi %n148, %c2_i32 : i32
+          %s150 = arith.shli %b149, %c3_i32 : i32
+          %s151 = arith.shrui %ld144, %s150 : i32
+          %s152 = arith.subi %c16_i32, %s150 : i32
+          %s153 = arith.shli %ld147, %c16_i32 : i32
+          %s154 = arith.shli %s153, %s152 : i32
+          %o155 = arith.ori %s151, %s154 : i32
+          %x156 = arith.xori %o155, %cm2139062144_i32 : i32
+          %b157 = arith.andi %x156, %c255_i32 : i32
+          %o158 = arith.ori %b157, %c1258291200_i32 : i32
+          %q159 = arith.bitcast %o158 : i32 to f32
+          %f160 = arith.subf %q159, %c8p388608e06_f32 : f32
+          %s161 = arith.shrui %x156, %c8_i32 : i32
+          %b162 = arith.andi %s161, %c255_i32 : i32
+          %o163 = arith.ori %b162, %c1258291200_i32 : i32
+          %q164 = arith.bitcast %o163 : i32 to f32
+          %f165 = arith.subf %q164, %c8p388608e06_f32 : f32
+          %s166 = arith.shrui %x156, %c16_i32 : i32
+          %b167 = arith.andi %s166, %c255_i32 : i32
+          %o168 = arith.ori %b167, %c1258291200_i32 : i32
+          %q169 = arith.bitcast %o168 : i32 to f32
+          %f170 = arith.subf %q169, %c8p388608e06_f32 : f32
+          %s171 = arith.shrui %x156, %c24_i32 : i32
+          %b172 = arith.andi %s171, %c255_i32 : i32
+          %o173 = arith.ori %b172, %c1258291200_i32 : i32
+          %q174 = arith.bitcast %o173 : i32 to f32
+          %f175 = arith.subf %q174, %c8p388608e06_f32 : f32
+          %a176 = arith.addi %a142, %c4_index : index
+          %w177 = arith.shrui %a176, %c2_index : index
+          %ld178 = memref.load %w[%w177] : memref<?xi32>
+          %a179 = arith.addi %a176, %c2_index : index
+          %w180 = arith.shrui %a179, %c2_index : index
+          %ld181 = memref.load %w[%w180] : memref<?xi32>
+          %n182 = arith.index_cast %a176 : index to i32
+          %b183 = arith.andi %n182, %c2_i32 : i32
+          %s184 = arith.shli %b183, %c3_i32 : i32
+          %s185 = arith.shrui %ld178, %s184 : i32
+          %s186 = arith.subi %c16_i32, %s184 : i32
+          %s187 = arith.shli %ld181, %c16_i32 : i32
+          %s188 = arith.shli %s187, %s186 : i32
+          %o189 = arith.ori %s185, %s188 : i32
+          %x190 = arith.xori %o189, %cm2139062144_i32 : i32
+          %b191 = arith.andi %x190, %c255_i32 : i32
+          %o192 = arith.ori %b191, %c1258291200_i32 : i32
+          %q193 = arith.bitcast %o192 : i32 to f32
+          %f194 = arith.subf %q193, %c8p388608e06_f32 : f32
+          %s195 = arith.shrui %x190, %c8_i32 : i32
+          %b196 = arith.andi %s195, %c255_i32 : i32
+          %o197 = arith.ori %b196, %c1258291200_i32 : i32
+          %q198 = arith.bitcast %o197 : i32 to f32
+          %f199 = arith.subf %q198, %c8p388608e06_f32 : f32
+          %s200 = arith.shrui %x190, %c16_i32 : i32
+          %b201 = arith.andi %s200, %c255_i32 : i32
+          %o202 = arith.ori %b201, %c1258291200_i32 : i32
+          %q203 = arith.bitcast %o202 : i32 to f32
+          %f204 = arith.subf %q203, %c8p388608e06_f32 : f32
+          %s205 = arith.shrui %x190, %c24_i32 : i32
+          %b206 = arith.andi %s205, %c255_i32 : i32
+          %o207 = arith.ori %b206, %c1258291200_i32 : i32
+          %q208 = arith.bitcast %o207 : i32 to f32
+          %f209 = arith.subf %q208, %c8p388608e06_f32 : f32
+          %f210 = arith.mulf %h139, %cm1p280000e02_f32 : f32
+          %m211 = arith.muli %q, %c8_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m211 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m212 = arith.muli %tg, %Ki : index
+            %a213 = arith.addi %m212, %kb : index
+            %xv214 = memref.load %x[%a213] : memref<?xf32>
+            %f215 = arith.mulf %xv214, %f160 : f32
+            %a216 = arith.addi %a213, %c1_index : index
+            %xv217 = memref.load %x[%a216] : memref<?xf32>
+            %f218 = math.fma %xv217, %f165, %f215 : f32
+            %f219 = arith.addf %xv214, %xv217 : f32
+            %a220 = arith.addi %a213, %c2_index : index
+            %xv221 = memref.load %x[%a220] : memref<?xf32>
+            %f222 = math.fma %xv221, %f170, %f218 : f32
+            %f223 = arith.addf %f219, %xv221 : f32
+            %a224 = arith.addi %a213, %c3_index : index
+            %xv225 = memref.load %x[%a224] : memref<?xf32>
+            %f226 = math.fma %xv225, %f175, %f222 : f32
+            %f227 = arith.addf %f223, %xv225 : f32
+            %a228 = arith.addi %a213, %c4_index : index
+            %xv229 = memref.load %x[%a228] : memref<?xf32>
+            %f230 = math.fma %xv229, %f194, %f226 : f32
+            %f231 = arith.addf %f227, %xv229 : f32
+            %a232 = arith.addi %a213, %c5_index : index
+            %xv233 = memref.load %x[%a232] : memref<?xf32>
+            %f234 = math.fma %xv233, %f199, %f230 : f32
+            %f235 = arith.addf %f231, %xv233 : f32
+            %a236 = arith.addi %a213, %c6_index : index
+            %xv237 = memref.load %x[%a236] : memref<?xf32>
+            %f238 = math.fma %xv237, %f204, %f234 : f32
+            %f239 = arith.addf %f235, %xv237 : f32
+            %a240 = arith.addi %a213, %c7_index : index
+            %xv241 = memref.load %x[%a240] : memref<?xf32>
+            %f242 = math.fma %xv241, %f209, %f238 : f32
+            %f243 = arith.addf %f239, %xv241 : f32
+            %f244 = arith.mulf %h139, %f242 : f32
+            %f245 = math.fma %f210, %f243, %f244 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f245 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv246 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a247 = arith.addi %tid, %c128_index : index
+        %sv248 = memref.load %slots[%a247] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a249 = arith.addi %tid, %c256_index : index
+        %sv250 = memref.load %slots[%a249] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a251 = arith.addi %tid, %c384_index : index
+        %sv252 = memref.load %slots[%a251] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a253 = arith.addi %tid, %c512_index : index
+        %sv254 = memref.load %slots[%a253] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a255 = arith.addi %tid, %c640_index : index
+        %sv256 = memref.load %slots[%a255] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a257 = arith.addi %tid, %c768_index : index
+        %sv258 = memref.load %slots[%a257] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a259 = arith.addi %tid, %c896_index : index
+        %sv260 = memref.load %slots[%a259] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv246, %sv248, %sv250, %sv252, %sv254, %sv256, %sv258, %sv260 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh261:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f262 = arith.addf %acc_r#0, %sh261#0 : f32
+      %sh263:2 = gpu.shuffle xor %f262, %c2_i32, %c32_i32 : f32
+      %f264 = arith.addf %f262, %sh263#0 : f32
+      %sh265:2 = gpu.shuffle xor %f264, %c1_i32, %c32_i32 : f32
+      %f266 = arith.addf %f264, %sh265#0 : f32
+      %c267 = scf.if %tok1 -> (f32) {
+        %sh268:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f269 = arith.addf %acc_r#1, %sh268#0 : f32
+        %sh270:2 = gpu.shuffle xor %f269, %c2_i32, %c32_i32 : f32
+        %f271 = arith.addf %f269, %sh270#0 : f32
+        %sh272:2 = gpu.shuffle xor %f271, %c1_i32, %c32_i32 : f32
+        %f273 = arith.addf %f271, %sh272#0 : f32
+        scf.yield %f273 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c274 = scf.if %tok2 -> (f32) {
+        %sh275:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f276 = arith.addf %acc_r#2, %sh275#0 : f32
+        %sh277:2 = gpu.shuffle xor %f276, %c2_i32, %c32_i32 : f32
+        %f278 = arith.addf %f276, %sh277#0 : f32
+        %sh279:2 = gpu.shuffle xor %f278, %c1_i32, %c32_i32 : f32
+        %f280 = arith.addf %f278, %sh279#0 : f32
+        scf.yield %f280 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c281 = scf.if %tok3 -> (f32) {
+        %sh282:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f283 = arith.addf %acc_r#3, %sh282#0 : f32
+        %sh284:2 = gpu.shuffle xor %f283, %c2_i32, %c32_i32 : f32
+        %f285 = arith.addf %f283, %sh284#0 : f32
+        %sh286:2 = gpu.shuffle xor %f285, %c1_i32, %c32_i32 : f32
+        %f287 = arith.addf %f285, %sh286#0 : f32
+        scf.yield %f287 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c288 = scf.if %tok4 -> (f32) {
+        %sh289:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f290 = arith.addf %acc_r#4, %sh289#0 : f32
+        %sh291:2 = gpu.shuffle xor %f290, %c2_i32, %c32_i32 : f32
+        %f292 = arith.addf %f290, %sh291#0 : f32
+        %sh293:2 = gpu.shuffle xor %f292, %c1_i32, %c32_i32 : f32
+        %f294 = arith.addf %f292, %sh293#0 : f32
+        scf.yield %f294 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c295 = scf.if %tok5 -> (f32) {
+        %sh296:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f297 = arith.addf %acc_r#5, %sh296#0 : f32
+        %sh298:2 = gpu.shuffle xor %f297, %c2_i32, %c32_i32 : f32
+        %f299 = arith.addf %f297, %sh298#0 : f32
+        %sh300:2 = gpu.shuffle xor %f299, %c1_i32, %c32_i32 : f32
+        %f301 = arith.addf %f299, %sh300#0 : f32
+        scf.yield %f301 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c302 = scf.if %tok6 -> (f32) {
+        %sh303:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f304 = arith.addf %acc_r#6, %sh303#0 : f32
+        %sh305:2 = gpu.shuffle xor %f304, %c2_i32, %c32_i32 : f32
+        %f306 = arith.addf %f304, %sh305#0 : f32
+        %sh307:2 = gpu.shuffle xor %f306, %c1_i32, %c32_i32 : f32
+        %f308 = arith.addf %f306, %sh307#0 : f32
+        scf.yield %f308 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c309 = scf.if %tok7 -> (f32) {
+        %sh310:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f311 = arith.addf %acc_r#7, %sh310#0 : f32
+        %sh312:2 = gpu.shuffle xor %f311, %c2_i32, %c32_i32 : f32
+        %f313 = arith.addf %f311, %sh312#0 : f32
+        %sh314:2 = gpu.shuffle xor %f313, %c1_i32, %c32_i32 : f32
+        %f315 = arith.addf %f313, %sh314#0 : f32
+        scf.yield %f315 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f266, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a316 = arith.addi %pbase, %c4_index : index
+        memref.store %c267, %acc[%a316] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a317 = arith.addi %pbase, %c8_index : index
+        memref.store %c274, %acc[%a317] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a318 = arith.addi %pbase, %c12_index : index
+        memref.store %c281, %acc[%a318] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a319 = arith.addi %pbase, %c16_index : index
+        memref.store %c288, %acc[%a319] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %pbase, %c20_index : index
+        memref.store %c295, %acc[%a320] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a321 = arith.addi %pbase, %c24_index : index
+        memref.store %c302, %acc[%a321] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %pbase, %c28_index : index
+        memref.store %c309, %acc[%a322] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

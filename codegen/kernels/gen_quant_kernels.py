@@ -15,9 +15,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOK = 8  # tokens per block (grid y covers T in blocks of 8)
 
 TARGET_ENV = """spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>"""
 
@@ -286,11 +287,16 @@ def header(fmt):
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is {unit};
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_{fmt}(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -311,7 +317,7 @@ def gemv(fmt):
     out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
     out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
-    e.emit("%acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("%tid = gpu.thread_id x")
     e.emit("%bx = gpu.block_id x")
     e.emit("%by = gpu.block_id y")
@@ -336,38 +342,38 @@ def gemv(fmt):
         e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
         e.emit("%rowbase = arith.muli %n, %rowbytes : index")
     e.emit(f"%units = arith.select %live, %units_all, {c(0)} : index")
-    # Zero this thread's 8 slots (slot t*128 + tid; no other thread reads them before the barrier).
-    e.emit(f"scf.for %t = {c(0)} to {c(8)} step {c(1)} {{")
-    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
-    e.emit("  %si = arith.addi %s, %tid : index")
-    e.emit(f"  memref.store {e.ci('0.0', 'f32')}, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
-    e.emit("}")
-    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
-    e.indent += 2
-    if fmt == "f16":
-        e.emit(f"%kb = arith.muli %u, {c(8)} : index")
-        e.emit("%wrow = arith.muli %n, %Ki : index")
-        e.emit(f"%klast = arith.subi %Ki, {c(1)} : index")
-        vals = []
-        for i in range(8):
-            k = e.add("%kb", c(i)) if i else "%kb"
-            inb = e.v(f"arith.cmpi ult, {k}, %Ki : index", "in")
-            kc = e.v(f"arith.minui {k}, %klast : index", "kc")
-            wi = e.add("%wrow", kc)
-            h = e.v(f"memref.load %w[{wi}] : memref<?xf16>", "ld")
-            hf = e.v(f"arith.extf {h} : f16 to f32", "h")
-            vals.append((kc, inb, e.v(f"arith.select {inb}, {hf}, {e.ci('0.0', 'f32')} : f32", "sel")))
-        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
-        e.indent += 2
-        e.emit("%tg = arith.addi %t0, %t : index")
-        e.emit("%xrow = arith.muli %tg, %Ki : index")
-        s = e.ci("0.0", "f32")
-        for kc, inb, wv in vals:
-            xi = e.add("%xrow", kc)
-            xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
-            s = e.fma(xv, wv, s)
-        contrib = s
-    else:
+    # Token j < tb of the block (uniform over the block; token 0 always is).
+    for j in range(1, TOK):
+        e.emit(f"%tok{j} = arith.cmpi ult, {c(j)}, %tb : index")
+    zero = e.ci("0.0", "f32")
+    SLOTS = "memref<1024xf32, #gpu.address_space<workgroup>>"
+
+    def unit_body():
+        """Emits the current unit %u's weight loads and dequantization; returns
+        token(tg): emits token tg's (index: absolute token) x loads and dot
+        product with the unit and returns the f32 contribution."""
+        if fmt == "f16":
+            e.emit(f"%kb = arith.muli %u, {c(8)} : index")
+            e.emit("%wrow = arith.muli %n, %Ki : index")
+            e.emit(f"%klast = arith.subi %Ki, {c(1)} : index")
+            vals = []
+            for i in range(8):
+                k = e.add("%kb", c(i)) if i else "%kb"
+                inb = e.v(f"arith.cmpi ult, {k}, %Ki : index", "in")
+                kc = e.v(f"arith.minui {k}, %klast : index", "kc")
+                wi = e.add("%wrow", kc)
+                h = e.v(f"memref.load %w[{wi}] : memref<?xf16>", "ld")
+                hf = e.v(f"arith.extf {h} : f16 to f32", "h")
+                vals.append((kc, e.v(f"arith.select {inb}, {hf}, {zero} : f32", "sel")))
+
+            def token(tg):
+                xrow = e.mul(tg, "%Ki")
+                s = zero
+                for kc, wv in vals:
+                    xv = e.v(f"memref.load %x[{e.add(xrow, kc)}] : memref<?xf32>", "xv")
+                    s = e.fma(xv, wv, s)
+                return s
+            return token
         e.emit(f"%b = arith.divui %u, {c(f['units'])} : index")
         e.emit(f"%q = arith.remui %u, {c(f['units'])} : index")
         e.emit(f"%boff = arith.muli %b, {c(f['bs'])} : index")
@@ -375,58 +381,127 @@ def gemv(fmt):
         kbase, groups = dequant_unit(e, fmt, "%blockbyte", "%q")
         e.emit(f"%bk = arith.muli %b, {c(f['qk'])} : index")
         e.emit(f"%kb = arith.addi %bk, {kbase} : index")
-        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
-        e.indent += 2
-        e.emit("%tg = arith.addi %t0, %t : index")
-        e.emit("%xrow = arith.muli %tg, %Ki : index")
-        e.emit("%xk = arith.addi %xrow, %kb : index")
-        contrib = None
-        for scale, off, items in groups:
-            sxq = None
-            sx = None
-            for koff, qf in items:
-                xi = e.add("%xk", c(koff)) if koff else "%xk"
-                xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
-                sxq = e.fmul(xv, qf) if sxq is None else e.fma(xv, qf, sxq)
+
+        def token(tg):
+            xk = e.add(e.mul(tg, "%Ki"), "%kb")
+            contrib = None
+            for scale, off, items in groups:
+                sxq = None
+                sx = None
+                for koff, qf in items:
+                    xi = e.add(xk, c(koff)) if koff else xk
+                    xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
+                    sxq = e.fmul(xv, qf) if sxq is None else e.fma(xv, qf, sxq)
+                    if off is not None:
+                        sx = xv if sx is None else e.fadd(sx, xv)
+                part = e.fmul(scale, sxq)
                 if off is not None:
-                    sx = xv if sx is None else e.fadd(sx, xv)
-            part = e.fmul(scale, sxq)
-            if off is not None:
-                part = e.fma(off, sx, part)
-            contrib = part if contrib is None else e.fadd(contrib, part)
+                    part = e.fma(off, sx, part)
+                contrib = part if contrib is None else e.fadd(contrib, part)
+            return contrib
+        return token
+
+    # Per-thread partial sums of the block's tokens, %acc_r#t (0 for t >= tb).
+    # One token (decode): a register accumulator. More (speculative verification):
+    # one workgroup-memory slot per (token, thread), read and written by its
+    # thread only (no barrier), so the register count stays that of one token.
+    ys = ", ".join(["f32"] * TOK)
+    e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
+    e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
+    e.indent += 2
+    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32)} iter_args(%sacc = {zero}) -> (f32) {{")
+    e.indent += 2
+    tok = unit_body()
+    e.emit(f"scf.yield {e.fadd('%sacc', tok('%t0'))} : f32")
+    e.indent -= 2
+    e.emit("}")
+    e.emit(f"scf.yield %r1, {', '.join([zero] * (TOK - 1))} : {ys}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    e.emit(f"%slots = memref.get_global @slots : {SLOTS}")
+    e.emit(f"scf.for %t = {c(0)} to {c(TOK)} step {c(1)} {{")
+    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
+    e.emit("  %si = arith.addi %s, %tid : index")
+    e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
+    e.emit("}")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.indent += 2
+    tok = unit_body()
+    e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+    e.indent += 2
+    e.emit("%tg = arith.addi %t0, %t : index")
+    contrib = tok("%tg")
     e.emit(f"%slot0 = arith.muli %t, {c(128)} : index")
     e.emit("%slot = arith.addi %slot0, %tid : index")
-    e.emit("%old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit(f"%old = memref.load %slots[%slot] : {SLOTS}")
     e.emit(f"%new = arith.addf %old, {contrib} : f32")
-    e.emit("memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit(f"memref.store %new, %slots[%slot] : {SLOTS}")
     e.indent -= 2
     e.emit("}")
     e.indent -= 2
     e.emit("}")
-    # Tree over the 32 slots of each group, for each of the block's tokens.
-    for step in (16, 8, 4, 2, 1):
-        e.emit("gpu.barrier")
-        e.emit(f"%act{step} = arith.cmpi ult, %lane, {c(step)} : index")
-        e.emit(f"scf.if %act{step} {{")
-        e.emit(f"  scf.for %t = {c(0)} to %tb step {c(1)} {{")
-        e.emit(f"    %s = arith.muli %t, {c(128)} : index")
-        e.emit("    %si = arith.addi %s, %tid : index")
-        e.emit(f"    %sj = arith.addi %si, {c(step)} : index")
-        e.emit("    %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
-        e.emit("    %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>")
-        e.emit("    %r = arith.addf %a, %bb : f32")
-        e.emit("    memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
-        e.emit("  }")
-        e.emit("}")
+    outs = []
+    for j in range(TOK):
+        si = e.add("%tid", c(128 * j)) if j else "%tid"
+        outs.append(e.v(f"memref.load %slots[{si}] : {SLOTS}", "sv"))
+    e.emit(f"scf.yield {', '.join(outs)} : {ys}")
+    e.indent -= 2
+    e.emit("}")
+    # Sum each 8-lane segment's partials by shuffle-xor 4, 2, 1 (width 8: within
+    # one subgroup on any device whose subgroups are >= 8 wide, lavapipe's 8
+    # included); lane 8s of each segment then holds the segment's sum.
+    sums = []
+    for j in range(TOK):
+        def seg_sum(v):
+            for off in (4, 2, 1):
+                e.n += 1
+                sh = f"%sh{e.n}"
+                e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
+                v = e.fadd(v, f"{sh}#0")
+            return v
+        if j == 0:
+            sums.append(seg_sum(f"%acc_r#{j}"))
+        else:
+            r = e.v(f"scf.if %tok{j} -> (f32) {{", "c")
+            e.indent += 2
+            v = seg_sum(f"%acc_r#{j}")
+            e.emit(f"scf.yield {v} : f32")
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit(f"  scf.yield {zero} : f32")
+            e.emit("}")
+            sums.append(r)
+    # Segment leaders store part[grp][token][seg] (4 rows x 8 tokens x 4 segments).
+    e.emit(f"%seg = arith.divui %lane, {c(8)} : index")
+    e.emit(f"%sl = arith.remui %lane, {c(8)} : index")
+    e.emit(f"%lead = arith.cmpi eq, %sl, {c(0)} : index")
+    e.emit(f"%pbase0 = arith.muli %grp, {c(32)} : index")
+    e.emit("%pbase = arith.addi %pbase0, %seg : index")
+    e.emit("scf.if %lead {")
+    e.indent += 2
+    for j, v in enumerate(sums):
+        pi = e.add("%pbase", c(4 * j)) if j else "%pbase"
+        e.emit(f"memref.store {v}, %acc[{pi}] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.indent -= 2
+    e.emit("}")
     e.emit("gpu.barrier")
-    # Thread `lane` of the group writes token t0 + lane.
+    # Thread `lane` of the group sums token t0 + lane's 4 segment partials and writes it.
     e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
     e.emit("%wr = arith.andi %wr0, %live : i1")
     e.emit("scf.if %wr {")
-    e.emit(f"  %s = arith.muli %lane, {c(128)} : index")
-    e.emit(f"  %g32 = arith.muli %grp, {c(32)} : index")
-    e.emit("  %si = arith.addi %s, %g32 : index")
-    e.emit("  %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>")
+    e.emit(f"  %l4 = arith.muli %lane, {c(4)} : index")
+    e.emit("  %si = arith.addi %pbase0, %l4 : index")
+    e.emit(f"  %si1 = arith.addi %si, {c(1)} : index")
+    e.emit(f"  %si2 = arith.addi %si, {c(2)} : index")
+    e.emit(f"  %si3 = arith.addi %si, {c(3)} : index")
+    e.emit("  %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p01 = arith.addf %p0, %p1 : f32")
+    e.emit("  %p23 = arith.addf %p2, %p3 : f32")
+    e.emit("  %sum = arith.addf %p01, %p23 : f32")
     e.emit("  %tg = arith.addi %t0, %lane : index")
     e.emit("  %yrow = arith.muli %tg, %Ni : index")
     e.emit("  %yi = arith.addi %yrow, %n : index")
@@ -513,8 +588,10 @@ def get_rows(fmt):
 def module(fmt):
     return (header(fmt) + "module attributes {gpu.container_module} {\n"
             f"  gpu.module @swz_gemv_{fmt} attributes {{\n      {TARGET_ENV}}} {{\n"
-            "    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.\n"
-            "    memref.global \"private\" @acc : memref<1024xf32, #gpu.address_space<workgroup>>\n\n"
+            "    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.\n"
+            "    memref.global \"private\" @acc : memref<128xf32, #gpu.address_space<workgroup>>\n"
+            "    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.\n"
+            "    memref.global \"private\" @slots : memref<1024xf32, #gpu.address_space<workgroup>>\n\n"
             + gemv(fmt) + get_rows(fmt) + "  }\n}\n")
 
 
