@@ -66,6 +66,7 @@ module attributes {gpu.container_module} {
       %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
       %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
       %c6_index = arith.constant 6 : index
       %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
@@ -98,7 +99,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %kb = arith.muli %u, %c8_index : index
           %wrow = arith.muli %n, %Ki : index
           %klast = arith.subi %Ki, %c1_index : index
@@ -157,33 +158,121 @@ module attributes {gpu.container_module} {
           %ld53 = memref.load %w[%a52] : memref<?xf16>
           %h54 = arith.extf %ld53 : f16 to f32
           %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
-          %m56 = arith.muli %t0, %Ki : index
-          %a57 = arith.addi %m56, %kc2 : index
-          %xv58 = memref.load %x[%a57] : memref<?xf32>
-          %f59 = math.fma %xv58, %sel6, %c0p0_f32 : f32
-          %a60 = arith.addi %m56, %kc9 : index
-          %xv61 = memref.load %x[%a60] : memref<?xf32>
-          %f62 = math.fma %xv61, %sel13, %f59 : f32
-          %a63 = arith.addi %m56, %kc16 : index
-          %xv64 = memref.load %x[%a63] : memref<?xf32>
-          %f65 = math.fma %xv64, %sel20, %f62 : f32
-          %a66 = arith.addi %m56, %kc23 : index
-          %xv67 = memref.load %x[%a66] : memref<?xf32>
-          %f68 = math.fma %xv67, %sel27, %f65 : f32
-          %a69 = arith.addi %m56, %kc30 : index
-          %xv70 = memref.load %x[%a69] : memref<?xf32>
-          %f71 = math.fma %xv70, %sel34, %f68 : f32
-          %a72 = arith.addi %m56, %kc37 : index
-          %xv73 = memref.load %x[%a72] : memref<?xf32>
-          %f74 = math.fma %xv73, %sel41, %f71 : f32
-          %a75 = arith.addi %m56, %kc44 : index
-          %xv76 = memref.load %x[%a75] : memref<?xf32>
-          %f77 = math.fma %xv76, %sel48, %f74 : f32
-          %a78 = arith.addi %m56, %kc51 : index
-          %xv79 = memref.load %x[%a78] : memref<?xf32>
-          %f80 = math.fma %xv79, %sel55, %f77 : f32
-          %f81 = arith.addf %sacc, %f80 : f32
-          scf.yield %f81 : f32
+          %a56 = arith.addi %u, %c32_index : index
+          %vr57 = arith.cmpi ult, %a56, %units : index
+          %uc58 = arith.select %vr57, %a56, %u : index
+          %kb_1 = arith.muli %uc58, %c8_index : index
+          %wrow_1 = arith.muli %n, %Ki : index
+          %klast_1 = arith.subi %Ki, %c1_index : index
+          %in59 = arith.cmpi ult, %kb_1, %Ki : index
+          %kc60 = arith.minui %kb_1, %klast_1 : index
+          %a61 = arith.addi %wrow_1, %kc60 : index
+          %ld62 = memref.load %w[%a61] : memref<?xf16>
+          %h63 = arith.extf %ld62 : f16 to f32
+          %sel64 = arith.select %in59, %h63, %c0p0_f32 : f32
+          %a65 = arith.addi %kb_1, %c1_index : index
+          %in66 = arith.cmpi ult, %a65, %Ki : index
+          %kc67 = arith.minui %a65, %klast_1 : index
+          %a68 = arith.addi %wrow_1, %kc67 : index
+          %ld69 = memref.load %w[%a68] : memref<?xf16>
+          %h70 = arith.extf %ld69 : f16 to f32
+          %sel71 = arith.select %in66, %h70, %c0p0_f32 : f32
+          %a72 = arith.addi %kb_1, %c2_index : index
+          %in73 = arith.cmpi ult, %a72, %Ki : index
+          %kc74 = arith.minui %a72, %klast_1 : index
+          %a75 = arith.addi %wrow_1, %kc74 : index
+          %ld76 = memref.load %w[%a75] : memref<?xf16>
+          %h77 = arith.extf %ld76 : f16 to f32
+          %sel78 = arith.select %in73, %h77, %c0p0_f32 : f32
+          %a79 = arith.addi %kb_1, %c3_index : index
+          %in80 = arith.cmpi ult, %a79, %Ki : index
+          %kc81 = arith.minui %a79, %klast_1 : index
+          %a82 = arith.addi %wrow_1, %kc81 : index
+          %ld83 = memref.load %w[%a82] : memref<?xf16>
+          %h84 = arith.extf %ld83 : f16 to f32
+          %sel85 = arith.select %in80, %h84, %c0p0_f32 : f32
+          %a86 = arith.addi %kb_1, %c4_index : index
+          %in87 = arith.cmpi ult, %a86, %Ki : index
+          %kc88 = arith.minui %a86, %klast_1 : index
+          %a89 = arith.addi %wrow_1, %kc88 : index
+          %ld90 = memref.load %w[%a89] : memref<?xf16>
+          %h91 = arith.extf %ld90 : f16 to f32
+          %sel92 = arith.select %in87, %h91, %c0p0_f32 : f32
+          %a93 = arith.addi %kb_1, %c5_index : index
+          %in94 = arith.cmpi ult, %a93, %Ki : index
+          %kc95 = arith.minui %a93, %klast_1 : index
+          %a96 = arith.addi %wrow_1, %kc95 : index
+          %ld97 = memref.load %w[%a96] : memref<?xf16>
+          %h98 = arith.extf %ld97 : f16 to f32
+          %sel99 = arith.select %in94, %h98, %c0p0_f32 : f32
+          %a100 = arith.addi %kb_1, %c6_index : index
+          %in101 = arith.cmpi ult, %a100, %Ki : index
+          %kc102 = arith.minui %a100, %klast_1 : index
+          %a103 = arith.addi %wrow_1, %kc102 : index
+          %ld104 = memref.load %w[%a103] : memref<?xf16>
+          %h105 = arith.extf %ld104 : f16 to f32
+          %sel106 = arith.select %in101, %h105, %c0p0_f32 : f32
+          %a107 = arith.addi %kb_1, %c7_index : index
+          %in108 = arith.cmpi ult, %a107, %Ki : index
+          %kc109 = arith.minui %a107, %klast_1 : index
+          %a110 = arith.addi %wrow_1, %kc109 : index
+          %ld111 = memref.load %w[%a110] : memref<?xf16>
+          %h112 = arith.extf %ld111 : f16 to f32
+          %sel113 = arith.select %in108, %h112, %c0p0_f32 : f32
+          %m114 = arith.muli %t0, %Ki : index
+          %a115 = arith.addi %m114, %kc2 : index
+          %xv116 = memref.load %x[%a115] : memref<?xf32>
+          %f117 = math.fma %xv116, %sel6, %c0p0_f32 : f32
+          %a118 = arith.addi %m114, %kc9 : index
+          %xv119 = memref.load %x[%a118] : memref<?xf32>
+          %f120 = math.fma %xv119, %sel13, %f117 : f32
+          %a121 = arith.addi %m114, %kc16 : index
+          %xv122 = memref.load %x[%a121] : memref<?xf32>
+          %f123 = math.fma %xv122, %sel20, %f120 : f32
+          %a124 = arith.addi %m114, %kc23 : index
+          %xv125 = memref.load %x[%a124] : memref<?xf32>
+          %f126 = math.fma %xv125, %sel27, %f123 : f32
+          %a127 = arith.addi %m114, %kc30 : index
+          %xv128 = memref.load %x[%a127] : memref<?xf32>
+          %f129 = math.fma %xv128, %sel34, %f126 : f32
+          %a130 = arith.addi %m114, %kc37 : index
+          %xv131 = memref.load %x[%a130] : memref<?xf32>
+          %f132 = math.fma %xv131, %sel41, %f129 : f32
+          %a133 = arith.addi %m114, %kc44 : index
+          %xv134 = memref.load %x[%a133] : memref<?xf32>
+          %f135 = math.fma %xv134, %sel48, %f132 : f32
+          %a136 = arith.addi %m114, %kc51 : index
+          %xv137 = memref.load %x[%a136] : memref<?xf32>
+          %f138 = math.fma %xv137, %sel55, %f135 : f32
+          %f139 = arith.addf %sacc, %f138 : f32
+          %m140 = arith.muli %t0, %Ki : index
+          %a141 = arith.addi %m140, %kc60 : index
+          %xv142 = memref.load %x[%a141] : memref<?xf32>
+          %f143 = math.fma %xv142, %sel64, %c0p0_f32 : f32
+          %a144 = arith.addi %m140, %kc67 : index
+          %xv145 = memref.load %x[%a144] : memref<?xf32>
+          %f146 = math.fma %xv145, %sel71, %f143 : f32
+          %a147 = arith.addi %m140, %kc74 : index
+          %xv148 = memref.load %x[%a147] : memref<?xf32>
+          %f149 = math.fma %xv148, %sel78, %f146 : f32
+          %a150 = arith.addi %m140, %kc81 : index
+          %xv151 = memref.load %x[%a150] : memref<?xf32>
+          %f152 = math.fma %xv151, %sel85, %f149 : f32
+          %a153 = arith.addi %m140, %kc88 : index
+          %xv154 = memref.load %x[%a153] : memref<?xf32>
+          %f155 = math.fma %xv154, %sel92, %f152 : f32
+          %a156 = arith.addi %m140, %kc95 : index
+          %xv157 = memref.load %x[%a156] : memref<?xf32>
+          %f158 = math.fma %xv157, %sel99, %f155 : f32
+          %a159 = arith.addi %m140, %kc102 : index
+          %xv160 = memref.load %x[%a159] : memref<?xf32>
+          %f161 = math.fma %xv160, %sel106, %f158 : f32
+          %a162 = arith.addi %m140, %kc109 : index
+          %xv163 = memref.load %x[%a162] : memref<?xf32>
+          %f164 = math.fma %xv163, %sel113, %f161 : f32
+          %sel165 = arith.select %vr57, %f164, %c0p0_f32 : f32
+          %f166 = arith.addf %f139, %sel165 : f32
+          scf.yield %f166 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -197,192 +286,192 @@ module attributes {gpu.container_module} {
           %kb = arith.muli %u, %c8_index : index
           %wrow = arith.muli %n, %Ki : index
           %klast = arith.subi %Ki, %c1_index : index
-          %in82 = arith.cmpi ult, %kb, %Ki : index
-          %kc83 = arith.minui %kb, %klast : index
-          %a84 = arith.addi %wrow, %kc83 : index
-          %ld85 = memref.load %w[%a84] : memref<?xf16>
-          %h86 = arith.extf %ld85 : f16 to f32
-          %sel87 = arith.select %in82, %h86, %c0p0_f32 : f32
-          %a88 = arith.addi %kb, %c1_index : index
-          %in89 = arith.cmpi ult, %a88, %Ki : index
-          %kc90 = arith.minui %a88, %klast : index
-          %a91 = arith.addi %wrow, %kc90 : index
-          %ld92 = memref.load %w[%a91] : memref<?xf16>
-          %h93 = arith.extf %ld92 : f16 to f32
-          %sel94 = arith.select %in89, %h93, %c0p0_f32 : f32
-          %a95 = arith.addi %kb, %c2_index : index
-          %in96 = arith.cmpi ult, %a95, %Ki : index
-          %kc97 = arith.minui %a95, %klast : index
-          %a98 = arith.addi %wrow, %kc97 : index
-          %ld99 = memref.load %w[%a98] : memref<?xf16>
-          %h100 = arith.extf %ld99 : f16 to f32
-          %sel101 = arith.select %in96, %h100, %c0p0_f32 : f32
-          %a102 = arith.addi %kb, %c3_index : index
-          %in103 = arith.cmpi ult, %a102, %Ki : index
-          %kc104 = arith.minui %a102, %klast : index
-          %a105 = arith.addi %wrow, %kc104 : index
-          %ld106 = memref.load %w[%a105] : memref<?xf16>
-          %h107 = arith.extf %ld106 : f16 to f32
-          %sel108 = arith.select %in103, %h107, %c0p0_f32 : f32
-          %a109 = arith.addi %kb, %c4_index : index
-          %in110 = arith.cmpi ult, %a109, %Ki : index
-          %kc111 = arith.minui %a109, %klast : index
-          %a112 = arith.addi %wrow, %kc111 : index
-          %ld113 = memref.load %w[%a112] : memref<?xf16>
-          %h114 = arith.extf %ld113 : f16 to f32
-          %sel115 = arith.select %in110, %h114, %c0p0_f32 : f32
-          %a116 = arith.addi %kb, %c5_index : index
-          %in117 = arith.cmpi ult, %a116, %Ki : index
-          %kc118 = arith.minui %a116, %klast : index
-          %a119 = arith.addi %wrow, %kc118 : index
-          %ld120 = memref.load %w[%a119] : memref<?xf16>
-          %h121 = arith.extf %ld120 : f16 to f32
-          %sel122 = arith.select %in117, %h121, %c0p0_f32 : f32
-          %a123 = arith.addi %kb, %c6_index : index
-          %in124 = arith.cmpi ult, %a123, %Ki : index
-          %kc125 = arith.minui %a123, %klast : index
-          %a126 = arith.addi %wrow, %kc125 : index
-          %ld127 = memref.load %w[%a126] : memref<?xf16>
-          %h128 = arith.extf %ld127 : f16 to f32
-          %sel129 = arith.select %in124, %h128, %c0p0_f32 : f32
-          %a130 = arith.addi %kb, %c7_index : index
-          %in131 = arith.cmpi ult, %a130, %Ki : index
-          %kc132 = arith.minui %a130, %klast : index
-          %a133 = arith.addi %wrow, %kc132 : index
-          %ld134 = memref.load %w[%a133] : memref<?xf16>
-          %h135 = arith.extf %ld134 : f16 to f32
-          %sel136 = arith.select %in131, %h135, %c0p0_f32 : f32
+          %in167 = arith.cmpi ult, %kb, %Ki : index
+          %kc168 = arith.minui %kb, %klast : index
+          %a169 = arith.addi %wrow, %kc168 : index
+          %ld170 = memref.load %w[%a169] : memref<?xf16>
+          %h171 = arith.extf %ld170 : f16 to f32
+          %sel172 = arith.select %in167, %h171, %c0p0_f32 : f32
+          %a173 = arith.addi %kb, %c1_index : index
+          %in174 = arith.cmpi ult, %a173, %Ki : index
+          %kc175 = arith.minui %a173, %klast : index
+          %a176 = arith.addi %wrow, %kc175 : index
+          %ld177 = memref.load %w[%a176] : memref<?xf16>
+          %h178 = arith.extf %ld177 : f16 to f32
+          %sel179 = arith.select %in174, %h178, %c0p0_f32 : f32
+          %a180 = arith.addi %kb, %c2_index : index
+          %in181 = arith.cmpi ult, %a180, %Ki : index
+          %kc182 = arith.minui %a180, %klast : index
+          %a183 = arith.addi %wrow, %kc182 : index
+          %ld184 = memref.load %w[%a183] : memref<?xf16>
+          %h185 = arith.extf %ld184 : f16 to f32
+          %sel186 = arith.select %in181, %h185, %c0p0_f32 : f32
+          %a187 = arith.addi %kb, %c3_index : index
+          %in188 = arith.cmpi ult, %a187, %Ki : index
+          %kc189 = arith.minui %a187, %klast : index
+          %a190 = arith.addi %wrow, %kc189 : index
+          %ld191 = memref.load %w[%a190] : memref<?xf16>
+          %h192 = arith.extf %ld191 : f16 to f32
+          %sel193 = arith.select %in188, %h192, %c0p0_f32 : f32
+          %a194 = arith.addi %kb, %c4_index : index
+          %in195 = arith.cmpi ult, %a194, %Ki : index
+          %kc196 = arith.minui %a194, %klast : index
+          %a197 = arith.addi %wrow, %kc196 : index
+          %ld198 = memref.load %w[%a197] : memref<?xf16>
+          %h199 = arith.extf %ld198 : f16 to f32
+          %sel200 = arith.select %in195, %h199, %c0p0_f32 : f32
+          %a201 = arith.addi %kb, %c5_index : index
+          %in202 = arith.cmpi ult, %a201, %Ki : index
+          %kc203 = arith.minui %a201, %klast : index
+          %a204 = arith.addi %wrow, %kc203 : index
+          %ld205 = memref.load %w[%a204] : memref<?xf16>
+          %h206 = arith.extf %ld205 : f16 to f32
+          %sel207 = arith.select %in202, %h206, %c0p0_f32 : f32
+          %a208 = arith.addi %kb, %c6_index : index
+          %in209 = arith.cmpi ult, %a208, %Ki : index
+          %kc210 = arith.minui %a208, %klast : index
+          %a211 = arith.addi %wrow, %kc210 : index
+          %ld212 = memref.load %w[%a211] : memref<?xf16>
+          %h213 = arith.extf %ld212 : f16 to f32
+          %sel214 = arith.select %in209, %h213, %c0p0_f32 : f32
+          %a215 = arith.addi %kb, %c7_index : index
+          %in216 = arith.cmpi ult, %a215, %Ki : index
+          %kc217 = arith.minui %a215, %klast : index
+          %a218 = arith.addi %wrow, %kc217 : index
+          %ld219 = memref.load %w[%a218] : memref<?xf16>
+          %h220 = arith.extf %ld219 : f16 to f32
+          %sel221 = arith.select %in216, %h220, %c0p0_f32 : f32
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m137 = arith.muli %tg, %Ki : index
-            %a138 = arith.addi %m137, %kc83 : index
-            %xv139 = memref.load %x[%a138] : memref<?xf32>
-            %f140 = math.fma %xv139, %sel87, %c0p0_f32 : f32
-            %a141 = arith.addi %m137, %kc90 : index
-            %xv142 = memref.load %x[%a141] : memref<?xf32>
-            %f143 = math.fma %xv142, %sel94, %f140 : f32
-            %a144 = arith.addi %m137, %kc97 : index
-            %xv145 = memref.load %x[%a144] : memref<?xf32>
-            %f146 = math.fma %xv145, %sel101, %f143 : f32
-            %a147 = arith.addi %m137, %kc104 : index
-            %xv148 = memref.load %x[%a147] : memref<?xf32>
-            %f149 = math.fma %xv148, %sel108, %f146 : f32
-            %a150 = arith.addi %m137, %kc111 : index
-            %xv151 = memref.load %x[%a150] : memref<?xf32>
-            %f152 = math.fma %xv151, %sel115, %f149 : f32
-            %a153 = arith.addi %m137, %kc118 : index
-            %xv154 = memref.load %x[%a153] : memref<?xf32>
-            %f155 = math.fma %xv154, %sel122, %f152 : f32
-            %a156 = arith.addi %m137, %kc125 : index
-            %xv157 = memref.load %x[%a156] : memref<?xf32>
-            %f158 = math.fma %xv157, %sel129, %f155 : f32
-            %a159 = arith.addi %m137, %kc132 : index
-            %xv160 = memref.load %x[%a159] : memref<?xf32>
-            %f161 = math.fma %xv160, %sel136, %f158 : f32
+            %m222 = arith.muli %tg, %Ki : index
+            %a223 = arith.addi %m222, %kc168 : index
+            %xv224 = memref.load %x[%a223] : memref<?xf32>
+            %f225 = math.fma %xv224, %sel172, %c0p0_f32 : f32
+            %a226 = arith.addi %m222, %kc175 : index
+            %xv227 = memref.load %x[%a226] : memref<?xf32>
+            %f228 = math.fma %xv227, %sel179, %f225 : f32
+            %a229 = arith.addi %m222, %kc182 : index
+            %xv230 = memref.load %x[%a229] : memref<?xf32>
+            %f231 = math.fma %xv230, %sel186, %f228 : f32
+            %a232 = arith.addi %m222, %kc189 : index
+            %xv233 = memref.load %x[%a232] : memref<?xf32>
+            %f234 = math.fma %xv233, %sel193, %f231 : f32
+            %a235 = arith.addi %m222, %kc196 : index
+            %xv236 = memref.load %x[%a235] : memref<?xf32>
+            %f237 = math.fma %xv236, %sel200, %f234 : f32
+            %a238 = arith.addi %m222, %kc203 : index
+            %xv239 = memref.load %x[%a238] : memref<?xf32>
+            %f240 = math.fma %xv239, %sel207, %f237 : f32
+            %a241 = arith.addi %m222, %kc210 : index
+            %xv242 = memref.load %x[%a241] : memref<?xf32>
+            %f243 = math.fma %xv242, %sel214, %f240 : f32
+            %a244 = arith.addi %m222, %kc217 : index
+            %xv245 = memref.load %x[%a244] : memref<?xf32>
+            %f246 = math.fma %xv245, %sel221, %f243 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f161 : f32
+            %new = arith.addf %old, %f246 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv162 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a163 = arith.addi %tid, %c128_index : index
-        %sv164 = memref.load %slots[%a163] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a165 = arith.addi %tid, %c256_index : index
-        %sv166 = memref.load %slots[%a165] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a167 = arith.addi %tid, %c384_index : index
-        %sv168 = memref.load %slots[%a167] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a169 = arith.addi %tid, %c512_index : index
-        %sv170 = memref.load %slots[%a169] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a171 = arith.addi %tid, %c640_index : index
-        %sv172 = memref.load %slots[%a171] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a173 = arith.addi %tid, %c768_index : index
-        %sv174 = memref.load %slots[%a173] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a175 = arith.addi %tid, %c896_index : index
-        %sv176 = memref.load %slots[%a175] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv162, %sv164, %sv166, %sv168, %sv170, %sv172, %sv174, %sv176 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv247 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a248 = arith.addi %tid, %c128_index : index
+        %sv249 = memref.load %slots[%a248] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a250 = arith.addi %tid, %c256_index : index
+        %sv251 = memref.load %slots[%a250] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a252 = arith.addi %tid, %c384_index : index
+        %sv253 = memref.load %slots[%a252] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a254 = arith.addi %tid, %c512_index : index
+        %sv255 = memref.load %slots[%a254] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a256 = arith.addi %tid, %c640_index : index
+        %sv257 = memref.load %slots[%a256] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a258 = arith.addi %tid, %c768_index : index
+        %sv259 = memref.load %slots[%a258] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a260 = arith.addi %tid, %c896_index : index
+        %sv261 = memref.load %slots[%a260] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv247, %sv249, %sv251, %sv253, %sv255, %sv257, %sv259, %sv261 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh177:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f178 = arith.addf %acc_r#0, %sh177#0 : f32
-      %sh179:2 = gpu.shuffle xor %f178, %c2_i32, %c32_i32 : f32
-      %f180 = arith.addf %f178, %sh179#0 : f32
-      %sh181:2 = gpu.shuffle xor %f180, %c1_i32, %c32_i32 : f32
-      %f182 = arith.addf %f180, %sh181#0 : f32
-      %c183 = scf.if %tok1 -> (f32) {
-        %sh184:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f185 = arith.addf %acc_r#1, %sh184#0 : f32
-        %sh186:2 = gpu.shuffle xor %f185, %c2_i32, %c32_i32 : f32
-        %f187 = arith.addf %f185, %sh186#0 : f32
-        %sh188:2 = gpu.shuffle xor %f187, %c1_i32, %c32_i32 : f32
-        %f189 = arith.addf %f187, %sh188#0 : f32
-        scf.yield %f189 : f32
+      %sh262:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f263 = arith.addf %acc_r#0, %sh262#0 : f32
+      %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
+      %f265 = arith.addf %f263, %sh264#0 : f32
+      %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
+      %f267 = arith.addf %f265, %sh266#0 : f32
+      %c268 = scf.if %tok1 -> (f32) {
+        %sh269:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f270 = arith.addf %acc_r#1, %sh269#0 : f32
+        %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
+        %f272 = arith.addf %f270, %sh271#0 : f32
+        %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
+        %f274 = arith.addf %f272, %sh273#0 : f32
+        scf.yield %f274 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c190 = scf.if %tok2 -> (f32) {
-        %sh191:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f192 = arith.addf %acc_r#2, %sh191#0 : f32
-        %sh193:2 = gpu.shuffle xor %f192, %c2_i32, %c32_i32 : f32
-        %f194 = arith.addf %f192, %sh193#0 : f32
-        %sh195:2 = gpu.shuffle xor %f194, %c1_i32, %c32_i32 : f32
-        %f196 = arith.addf %f194, %sh195#0 : f32
-        scf.yield %f196 : f32
+      %c275 = scf.if %tok2 -> (f32) {
+        %sh276:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f277 = arith.addf %acc_r#2, %sh276#0 : f32
+        %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
+        %f279 = arith.addf %f277, %sh278#0 : f32
+        %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
+        %f281 = arith.addf %f279, %sh280#0 : f32
+        scf.yield %f281 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c197 = scf.if %tok3 -> (f32) {
-        %sh198:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f199 = arith.addf %acc_r#3, %sh198#0 : f32
-        %sh200:2 = gpu.shuffle xor %f199, %c2_i32, %c32_i32 : f32
-        %f201 = arith.addf %f199, %sh200#0 : f32
-        %sh202:2 = gpu.shuffle xor %f201, %c1_i32, %c32_i32 : f32
-        %f203 = arith.addf %f201, %sh202#0 : f32
-        scf.yield %f203 : f32
+      %c282 = scf.if %tok3 -> (f32) {
+        %sh283:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f284 = arith.addf %acc_r#3, %sh283#0 : f32
+        %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
+        %f286 = arith.addf %f284, %sh285#0 : f32
+        %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
+        %f288 = arith.addf %f286, %sh287#0 : f32
+        scf.yield %f288 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c204 = scf.if %tok4 -> (f32) {
-        %sh205:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f206 = arith.addf %acc_r#4, %sh205#0 : f32
-        %sh207:2 = gpu.shuffle xor %f206, %c2_i32, %c32_i32 : f32
-        %f208 = arith.addf %f206, %sh207#0 : f32
-        %sh209:2 = gpu.shuffle xor %f208, %c1_i32, %c32_i32 : f32
-        %f210 = arith.addf %f208, %sh209#0 : f32
-        scf.yield %f210 : f32
+      %c289 = scf.if %tok4 -> (f32) {
+        %sh290:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f291 = arith.addf %acc_r#4, %sh290#0 : f32
+        %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
+        %f293 = arith.addf %f291, %sh292#0 : f32
+        %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
+        %f295 = arith.addf %f293, %sh294#0 : f32
+        scf.yield %f295 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c211 = scf.if %tok5 -> (f32) {
-        %sh212:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f213 = arith.addf %acc_r#5, %sh212#0 : f32
-        %sh214:2 = gpu.shuffle xor %f213, %c2_i32, %c32_i32 : f32
-        %f215 = arith.addf %f213, %sh214#0 : f32
-        %sh216:2 = gpu.shuffle xor %f215, %c1_i32, %c32_i32 : f32
-        %f217 = arith.addf %f215, %sh216#0 : f32
-        scf.yield %f217 : f32
+      %c296 = scf.if %tok5 -> (f32) {
+        %sh297:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f298 = arith.addf %acc_r#5, %sh297#0 : f32
+        %sh299:2 = gpu.shuffle xor %f298, %c2_i32, %c32_i32 : f32
+        %f300 = arith.addf %f298, %sh299#0 : f32
+        %sh301:2 = gpu.shuffle xor %f300, %c1_i32, %c32_i32 : f32
+        %f302 = arith.addf %f300, %sh301#0 : f32
+        scf.yield %f302 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c218 = scf.if %tok6 -> (f32) {
-        %sh219:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f220 = arith.addf %acc_r#6, %sh219#0 : f32
-        %sh221:2 = gpu.shuffle xor %f220, %c2_i32, %c32_i32 : f32
-        %f222 = arith.addf %f220, %sh221#0 : f32
-        %sh223:2 = gpu.shuffle xor %f222, %c1_i32, %c32_i32 : f32
-        %f224 = arith.addf %f222, %sh223#0 : f32
-        scf.yield %f224 : f32
+      %c303 = scf.if %tok6 -> (f32) {
+        %sh304:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f305 = arith.addf %acc_r#6, %sh304#0 : f32
+        %sh306:2 = gpu.shuffle xor %f305, %c2_i32, %c32_i32 : f32
+        %f307 = arith.addf %f305, %sh306#0 : f32
+        %sh308:2 = gpu.shuffle xor %f307, %c1_i32, %c32_i32 : f32
+        %f309 = arith.addf %f307, %sh308#0 : f32
+        scf.yield %f309 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c225 = scf.if %tok7 -> (f32) {
-        %sh226:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f227 = arith.addf %acc_r#7, %sh226#0 : f32
-        %sh228:2 = gpu.shuffle xor %f227, %c2_i32, %c32_i32 : f32
-        %f229 = arith.addf %f227, %sh228#0 : f32
-        %sh230:2 = gpu.shuffle xor %f229, %c1_i32, %c32_i32 : f32
-        %f231 = arith.addf %f229, %sh230#0 : f32
-        scf.yield %f231 : f32
+      %c310 = scf.if %tok7 -> (f32) {
+        %sh311:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f312 = arith.addf %acc_r#7, %sh311#0 : f32
+        %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
+        %f314 = arith.addf %f312, %sh313#0 : f32
+        %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
+        %f316 = arith.addf %f314, %sh315#0 : f32
+        scf.yield %f316 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -392,21 +481,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f182, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a232 = arith.addi %pbase, %c4_index : index
-        memref.store %c183, %acc[%a232] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a233 = arith.addi %pbase, %c8_index : index
-        memref.store %c190, %acc[%a233] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a234 = arith.addi %pbase, %c12_index : index
-        memref.store %c197, %acc[%a234] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a235 = arith.addi %pbase, %c16_index : index
-        memref.store %c204, %acc[%a235] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a236 = arith.addi %pbase, %c20_index : index
-        memref.store %c211, %acc[%a236] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a237 = arith.addi %pbase, %c24_index : index
-        memref.store %c218, %acc[%a237] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a238 = arith.addi %pbase, %c28_index : index
-        memref.store %c225, %acc[%a238] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f267, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a317 = arith.addi %pbase, %c4_index : index
+        memref.store %c268, %acc[%a317] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a318 = arith.addi %pbase, %c8_index : index
+        memref.store %c275, %acc[%a318] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a319 = arith.addi %pbase, %c12_index : index
+        memref.store %c282, %acc[%a319] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %pbase, %c16_index : index
+        memref.store %c289, %acc[%a320] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a321 = arith.addi %pbase, %c20_index : index
+        memref.store %c296, %acc[%a321] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %pbase, %c24_index : index
+        memref.store %c303, %acc[%a322] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a323 = arith.addi %pbase, %c28_index : index
+        memref.store %c310, %acc[%a323] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index

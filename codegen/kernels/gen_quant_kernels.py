@@ -26,19 +26,19 @@ TARGET_ENV = """spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
 # thread's share of a block) per block, and whether every block starts on a
 # 4-byte boundary (then words load directly, else two loads and a funnel shift).
 FORMATS = {
-    "q4_0": dict(bs=18, qk=32, units=4, aligned=False,
+    "q4_0": dict(unroll=4, bs=18, qk=32, units=4, aligned=False,
                  layout="block_q4_0 (18 B / 32 weights): d f16 | qs[16] (weight j: low nibble of qs[j], weight j+16: high nibble; value d*(q-8))"),
-    "q4_1": dict(bs=20, qk=32, units=4, aligned=True,
+    "q4_1": dict(unroll=4, bs=20, qk=32, units=4, aligned=True,
                  layout="block_q4_1 (20 B / 32 weights): d f16 | m f16 | qs[16] (nibbles as q4_0; value d*q + m)"),
-    "q5_0": dict(bs=22, qk=32, units=4, aligned=False,
+    "q5_0": dict(unroll=4, bs=22, qk=32, units=4, aligned=False,
                  layout="block_q5_0 (22 B / 32 weights): d f16 | qh[4] (bit j = 5th bit of weight j) | qs[16] (nibbles as q4_0; value d*(q-16))"),
-    "q8_0": dict(bs=34, qk=32, units=4, aligned=False,
+    "q8_0": dict(unroll=4, bs=34, qk=32, units=4, aligned=False,
                  layout="block_q8_0 (34 B / 32 weights): d f16 | qs[32] int8 (value d*q)"),
-    "q4_k": dict(bs=144, qk=256, units=16, aligned=True,
+    "q4_k": dict(unroll=2, bs=144, qk=256, units=16, aligned=True,
                  layout="block_q4_K (144 B / 256 weights): d f16 | dmin f16 | scales[12] (8 x 6-bit scale and min) | qs[128] (value d*sc*q - dmin*m per 32-weight sub-block)"),
-    "q6_k": dict(bs=210, qk=256, units=16, aligned=False,
+    "q6_k": dict(unroll=2, bs=210, qk=256, units=16, aligned=False,
                  layout="block_q6_K (210 B / 256 weights): ql[128] | qh[64] | scales[16] int8 | d f16 (value d*sc*(q-32) per 16-weight sub-block)"),
-    "f16": dict(bs=None, qk=8, units=1, aligned=None, layout="f16 elements (memref<?xf16>, row n at element n*K)"),
+    "f16": dict(unroll=2, bs=None, qk=8, units=1, aligned=None, layout="f16 elements (memref<?xf16>, row n at element n*K)"),
 }
 
 
@@ -348,20 +348,20 @@ def gemv(fmt):
     zero = e.ci("0.0", "f32")
     SLOTS = "memref<1024xf32, #gpu.address_space<workgroup>>"
 
-    def unit_body():
+    def unit_body(u="%u", sfx=""):
         """Emits the current unit %u's weight loads and dequantization; returns
         token(tg): emits token tg's (index: absolute token) x loads and dot
         product with the unit and returns the f32 contribution."""
         if fmt == "f16":
-            e.emit(f"%kb = arith.muli %u, {c(8)} : index")
-            e.emit("%wrow = arith.muli %n, %Ki : index")
-            e.emit(f"%klast = arith.subi %Ki, {c(1)} : index")
+            e.emit(f"%kb{sfx} = arith.muli {u}, {c(8)} : index")
+            e.emit(f"%wrow{sfx} = arith.muli %n, %Ki : index")
+            e.emit(f"%klast{sfx} = arith.subi %Ki, {c(1)} : index")
             vals = []
             for i in range(8):
-                k = e.add("%kb", c(i)) if i else "%kb"
+                k = e.add("%kb" + sfx, c(i)) if i else "%kb" + sfx
                 inb = e.v(f"arith.cmpi ult, {k}, %Ki : index", "in")
-                kc = e.v(f"arith.minui {k}, %klast : index", "kc")
-                wi = e.add("%wrow", kc)
+                kc = e.v(f"arith.minui {k}, %klast{sfx} : index", "kc")
+                wi = e.add("%wrow" + sfx, kc)
                 h = e.v(f"memref.load %w[{wi}] : memref<?xf16>", "ld")
                 hf = e.v(f"arith.extf {h} : f16 to f32", "h")
                 vals.append((kc, e.v(f"arith.select {inb}, {hf}, {zero} : f32", "sel")))
@@ -374,16 +374,16 @@ def gemv(fmt):
                     s = e.fma(xv, wv, s)
                 return s
             return token
-        e.emit(f"%b = arith.divui %u, {c(f['units'])} : index")
-        e.emit(f"%q = arith.remui %u, {c(f['units'])} : index")
-        e.emit(f"%boff = arith.muli %b, {c(f['bs'])} : index")
-        e.emit("%blockbyte = arith.addi %rowbase, %boff : index")
-        kbase, groups = dequant_unit(e, fmt, "%blockbyte", "%q")
-        e.emit(f"%bk = arith.muli %b, {c(f['qk'])} : index")
-        e.emit(f"%kb = arith.addi %bk, {kbase} : index")
+        e.emit(f"%b{sfx} = arith.divui {u}, {c(f['units'])} : index")
+        e.emit(f"%q{sfx} = arith.remui {u}, {c(f['units'])} : index")
+        e.emit(f"%boff{sfx} = arith.muli %b{sfx}, {c(f['bs'])} : index")
+        e.emit(f"%blockbyte{sfx} = arith.addi %rowbase, %boff{sfx} : index")
+        kbase, groups = dequant_unit(e, fmt, "%blockbyte" + sfx, "%q" + sfx)
+        e.emit(f"%bk{sfx} = arith.muli %b{sfx}, {c(f['qk'])} : index")
+        e.emit(f"%kb{sfx} = arith.addi %bk{sfx}, {kbase} : index")
 
         def token(tg):
-            xk = e.add(e.mul(tg, "%Ki"), "%kb")
+            xk = e.add(e.mul(tg, "%Ki"), "%kb" + sfx)
             contrib = None
             for scale, off, items in groups:
                 sxq = None
@@ -409,10 +409,28 @@ def gemv(fmt):
     e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
     e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
-    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32)} iter_args(%sacc = {zero}) -> (f32) {{")
+    R = f["unroll"]
+    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
-    tok = unit_body()
-    e.emit(f"scf.yield {e.fadd('%sacc', tok('%t0'))} : f32")
+    # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before
+    # any of them is used. A unit past the row loads unit u again (cached) and
+    # contributes 0.
+    units = []
+    for r in range(R):
+        if r == 0:
+            units.append((None, unit_body()))
+            continue
+        ur = e.add("%u", c(32 * r))
+        vr = e.v(f"arith.cmpi ult, {ur}, %units : index", "vr")
+        uc = e.v(f"arith.select {vr}, {ur}, %u : index", "uc")
+        units.append((vr, unit_body(uc, f"_{r}")))
+    acc = "%sacc"
+    for vr, tok in units:
+        cr = tok("%t0")
+        if vr is not None:
+            cr = e.v(f"arith.select {vr}, {cr}, {zero} : f32", "sel")
+        acc = e.fadd(acc, cr)
+    e.emit(f"scf.yield {acc} : f32")
     e.indent -= 2
     e.emit("}")
     e.emit(f"scf.yield %r1, {', '.join([zero] * (TOK - 1))} : {ys}")
