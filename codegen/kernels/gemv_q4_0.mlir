@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q4_0 weights (GGUF / ggml block_q4_0 (18 B / 32 weights): d f16 | qs[16] (weight j: low nibble of qs[j], weight j+16: high nibble; value d*(q-8))).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q4_0(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -36,7 +39,7 @@ module attributes {gpu.container_module} {
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q4_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q4_0(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -53,9 +56,7 @@ module attributes {gpu.container_module} {
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
-      %c17_index = arith.constant 17 : index
       %c18_index = arith.constant 18 : index
-      %c19_index = arith.constant 19 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
@@ -85,7 +86,6 @@ module attributes {gpu.container_module} {
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
-      %c96_index = arith.constant 96 : index
       %cm8p0_f32 = arith.constant -8.0 : f32
       %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
@@ -116,7 +116,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c4_index : index
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c18_index : index
@@ -278,314 +278,72 @@ module attributes {gpu.container_module} {
           %m149 = arith.muli %q_1, %c4_index : index
           %bk_1 = arith.muli %b_1, %c32_index : index
           %kb_1 = arith.addi %bk_1, %m149 : index
-          %a150 = arith.addi %u, %c64_index : index
-          %vr151 = arith.cmpi ult, %a150, %units : index
-          %uc152 = arith.select %vr151, %a150, %u : index
-          %b_2 = arith.divui %uc152, %c4_index : index
-          %q_2 = arith.remui %uc152, %c4_index : index
-          %boff_2 = arith.muli %b_2, %c18_index : index
-          %blockbyte_2 = arith.addi %rowbase, %boff_2 : index
-          %w153 = arith.shrui %blockbyte_2, %c2_index : index
-          %ld154 = memref.load %w[%w153] : memref<?xi32>
-          %a155 = arith.addi %blockbyte_2, %c2_index : index
-          %w156 = arith.shrui %a155, %c2_index : index
-          %ld157 = memref.load %w[%w156] : memref<?xi32>
-          %n158 = arith.index_cast %blockbyte_2 : index to i32
-          %b159 = arith.andi %n158, %c2_i32 : i32
-          %s160 = arith.shli %b159, %c3_i32 : i32
-          %s161 = arith.shrui %ld154, %s160 : i32
-          %s162 = arith.subi %c16_i32, %s160 : i32
-          %s163 = arith.shli %ld157, %c16_i32 : i32
-          %s164 = arith.shli %s163, %s162 : i32
-          %o165 = arith.ori %s161, %s164 : i32
-          %h166 = arith.trunci %o165 : i32 to i16
-          %h167 = arith.bitcast %h166 : i16 to f16
-          %h168 = arith.extf %h167 : f16 to f32
-          %a169 = arith.addi %blockbyte_2, %c2_index : index
-          %m170 = arith.muli %q_2, %c4_index : index
-          %a171 = arith.addi %a169, %m170 : index
-          %w172 = arith.shrui %a171, %c2_index : index
-          %ld173 = memref.load %w[%w172] : memref<?xi32>
-          %a174 = arith.addi %a171, %c2_index : index
-          %w175 = arith.shrui %a174, %c2_index : index
-          %ld176 = memref.load %w[%w175] : memref<?xi32>
-          %n177 = arith.index_cast %a171 : index to i32
-          %b178 = arith.andi %n177, %c2_i32 : i32
-          %s179 = arith.shli %b178, %c3_i32 : i32
-          %s180 = arith.shrui %ld173, %s179 : i32
-          %s181 = arith.subi %c16_i32, %s179 : i32
-          %s182 = arith.shli %ld176, %c16_i32 : i32
-          %s183 = arith.shli %s182, %s181 : i32
-          %o184 = arith.ori %s180, %s183 : i32
-          %b185 = arith.andi %o184, %c15_i32 : i32
-          %s186 = arith.shrui %o184, %c4_i32 : i32
-          %b187 = arith.andi %s186, %c15_i32 : i32
-          %o188 = arith.ori %b185, %c1258291200_i32 : i32
-          %q189 = arith.bitcast %o188 : i32 to f32
-          %f190 = arith.subf %q189, %c8p388608e06_f32 : f32
-          %o191 = arith.ori %b187, %c1258291200_i32 : i32
-          %q192 = arith.bitcast %o191 : i32 to f32
-          %f193 = arith.subf %q192, %c8p388608e06_f32 : f32
-          %s194 = arith.shrui %o184, %c8_i32 : i32
-          %b195 = arith.andi %s194, %c15_i32 : i32
-          %s196 = arith.shrui %o184, %c12_i32 : i32
-          %b197 = arith.andi %s196, %c15_i32 : i32
-          %o198 = arith.ori %b195, %c1258291200_i32 : i32
-          %q199 = arith.bitcast %o198 : i32 to f32
-          %f200 = arith.subf %q199, %c8p388608e06_f32 : f32
-          %o201 = arith.ori %b197, %c1258291200_i32 : i32
-          %q202 = arith.bitcast %o201 : i32 to f32
-          %f203 = arith.subf %q202, %c8p388608e06_f32 : f32
-          %s204 = arith.shrui %o184, %c16_i32 : i32
-          %b205 = arith.andi %s204, %c15_i32 : i32
-          %s206 = arith.shrui %o184, %c20_i32 : i32
-          %b207 = arith.andi %s206, %c15_i32 : i32
-          %o208 = arith.ori %b205, %c1258291200_i32 : i32
-          %q209 = arith.bitcast %o208 : i32 to f32
-          %f210 = arith.subf %q209, %c8p388608e06_f32 : f32
-          %o211 = arith.ori %b207, %c1258291200_i32 : i32
-          %q212 = arith.bitcast %o211 : i32 to f32
-          %f213 = arith.subf %q212, %c8p388608e06_f32 : f32
-          %s214 = arith.shrui %o184, %c24_i32 : i32
-          %b215 = arith.andi %s214, %c15_i32 : i32
-          %s216 = arith.shrui %o184, %c28_i32 : i32
-          %b217 = arith.andi %s216, %c15_i32 : i32
-          %o218 = arith.ori %b215, %c1258291200_i32 : i32
-          %q219 = arith.bitcast %o218 : i32 to f32
-          %f220 = arith.subf %q219, %c8p388608e06_f32 : f32
-          %o221 = arith.ori %b217, %c1258291200_i32 : i32
-          %q222 = arith.bitcast %o221 : i32 to f32
-          %f223 = arith.subf %q222, %c8p388608e06_f32 : f32
-          %f224 = arith.mulf %h168, %cm8p0_f32 : f32
-          %m225 = arith.muli %q_2, %c4_index : index
-          %bk_2 = arith.muli %b_2, %c32_index : index
-          %kb_2 = arith.addi %bk_2, %m225 : index
-          %a226 = arith.addi %u, %c96_index : index
-          %vr227 = arith.cmpi ult, %a226, %units : index
-          %uc228 = arith.select %vr227, %a226, %u : index
-          %b_3 = arith.divui %uc228, %c4_index : index
-          %q_3 = arith.remui %uc228, %c4_index : index
-          %boff_3 = arith.muli %b_3, %c18_index : index
-          %blockbyte_3 = arith.addi %rowbase, %boff_3 : index
-          %w229 = arith.shrui %blockbyte_3, %c2_index : index
-          %ld230 = memref.load %w[%w229] : memref<?xi32>
-          %a231 = arith.addi %blockbyte_3, %c2_index : index
-          %w232 = arith.shrui %a231, %c2_index : index
-          %ld233 = memref.load %w[%w232] : memref<?xi32>
-          %n234 = arith.index_cast %blockbyte_3 : index to i32
-          %b235 = arith.andi %n234, %c2_i32 : i32
-          %s236 = arith.shli %b235, %c3_i32 : i32
-          %s237 = arith.shrui %ld230, %s236 : i32
-          %s238 = arith.subi %c16_i32, %s236 : i32
-          %s239 = arith.shli %ld233, %c16_i32 : i32
-          %s240 = arith.shli %s239, %s238 : i32
-          %o241 = arith.ori %s237, %s240 : i32
-          %h242 = arith.trunci %o241 : i32 to i16
-          %h243 = arith.bitcast %h242 : i16 to f16
-          %h244 = arith.extf %h243 : f16 to f32
-          %a245 = arith.addi %blockbyte_3, %c2_index : index
-          %m246 = arith.muli %q_3, %c4_index : index
-          %a247 = arith.addi %a245, %m246 : index
-          %w248 = arith.shrui %a247, %c2_index : index
-          %ld249 = memref.load %w[%w248] : memref<?xi32>
-          %a250 = arith.addi %a247, %c2_index : index
-          %w251 = arith.shrui %a250, %c2_index : index
-          %ld252 = memref.load %w[%w251] : memref<?xi32>
-          %n253 = arith.index_cast %a247 : index to i32
-          %b254 = arith.andi %n253, %c2_i32 : i32
-          %s255 = arith.shli %b254, %c3_i32 : i32
-          %s256 = arith.shrui %ld249, %s255 : i32
-          %s257 = arith.subi %c16_i32, %s255 : i32
-          %s258 = arith.shli %ld252, %c16_i32 : i32
-          %s259 = arith.shli %s258, %s257 : i32
-          %o260 = arith.ori %s256, %s259 : i32
-          %b261 = arith.andi %o260, %c15_i32 : i32
-          %s262 = arith.shrui %o260, %c4_i32 : i32
-          %b263 = arith.andi %s262, %c15_i32 : i32
-          %o264 = arith.ori %b261, %c1258291200_i32 : i32
-          %q265 = arith.bitcast %o264 : i32 to f32
-          %f266 = arith.subf %q265, %c8p388608e06_f32 : f32
-          %o267 = arith.ori %b263, %c1258291200_i32 : i32
-          %q268 = arith.bitcast %o267 : i32 to f32
-          %f269 = arith.subf %q268, %c8p388608e06_f32 : f32
-          %s270 = arith.shrui %o260, %c8_i32 : i32
-          %b271 = arith.andi %s270, %c15_i32 : i32
-          %s272 = arith.shrui %o260, %c12_i32 : i32
-          %b273 = arith.andi %s272, %c15_i32 : i32
-          %o274 = arith.ori %b271, %c1258291200_i32 : i32
-          %q275 = arith.bitcast %o274 : i32 to f32
-          %f276 = arith.subf %q275, %c8p388608e06_f32 : f32
-          %o277 = arith.ori %b273, %c1258291200_i32 : i32
-          %q278 = arith.bitcast %o277 : i32 to f32
-          %f279 = arith.subf %q278, %c8p388608e06_f32 : f32
-          %s280 = arith.shrui %o260, %c16_i32 : i32
-          %b281 = arith.andi %s280, %c15_i32 : i32
-          %s282 = arith.shrui %o260, %c20_i32 : i32
-          %b283 = arith.andi %s282, %c15_i32 : i32
-          %o284 = arith.ori %b281, %c1258291200_i32 : i32
-          %q285 = arith.bitcast %o284 : i32 to f32
-          %f286 = arith.subf %q285, %c8p388608e06_f32 : f32
-          %o287 = arith.ori %b283, %c1258291200_i32 : i32
-          %q288 = arith.bitcast %o287 : i32 to f32
-          %f289 = arith.subf %q288, %c8p388608e06_f32 : f32
-          %s290 = arith.shrui %o260, %c24_i32 : i32
-          %b291 = arith.andi %s290, %c15_i32 : i32
-          %s292 = arith.shrui %o260, %c28_i32 : i32
-          %b293 = arith.andi %s292, %c15_i32 : i32
-          %o294 = arith.ori %b291, %c1258291200_i32 : i32
-          %q295 = arith.bitcast %o294 : i32 to f32
-          %f296 = arith.subf %q295, %c8p388608e06_f32 : f32
-          %o297 = arith.ori %b293, %c1258291200_i32 : i32
-          %q298 = arith.bitcast %o297 : i32 to f32
-          %f299 = arith.subf %q298, %c8p388608e06_f32 : f32
-          %f300 = arith.mulf %h244, %cm8p0_f32 : f32
-          %m301 = arith.muli %q_3, %c4_index : index
-          %bk_3 = arith.muli %b_3, %c32_index : index
-          %kb_3 = arith.addi %bk_3, %m301 : index
-          %m302 = arith.muli %t0, %Ki : index
-          %a303 = arith.addi %m302, %kb : index
-          %xv304 = memref.load %x[%a303] : memref<?xf32>
-          %f305 = arith.mulf %xv304, %f38 : f32
-          %a306 = arith.addi %a303, %c16_index : index
-          %xv307 = memref.load %x[%a306] : memref<?xf32>
-          %f308 = math.fma %xv307, %f41, %f305 : f32
-          %f309 = arith.addf %xv304, %xv307 : f32
-          %a310 = arith.addi %a303, %c1_index : index
-          %xv311 = memref.load %x[%a310] : memref<?xf32>
-          %f312 = math.fma %xv311, %f48, %f308 : f32
-          %f313 = arith.addf %f309, %xv311 : f32
-          %a314 = arith.addi %a303, %c17_index : index
-          %xv315 = memref.load %x[%a314] : memref<?xf32>
-          %f316 = math.fma %xv315, %f51, %f312 : f32
-          %f317 = arith.addf %f313, %xv315 : f32
-          %a318 = arith.addi %a303, %c2_index : index
-          %xv319 = memref.load %x[%a318] : memref<?xf32>
-          %f320 = math.fma %xv319, %f58, %f316 : f32
-          %f321 = arith.addf %f317, %xv319 : f32
-          %a322 = arith.addi %a303, %c18_index : index
-          %xv323 = memref.load %x[%a322] : memref<?xf32>
-          %f324 = math.fma %xv323, %f61, %f320 : f32
-          %f325 = arith.addf %f321, %xv323 : f32
-          %a326 = arith.addi %a303, %c3_index : index
-          %xv327 = memref.load %x[%a326] : memref<?xf32>
-          %f328 = math.fma %xv327, %f68, %f324 : f32
-          %f329 = arith.addf %f325, %xv327 : f32
-          %a330 = arith.addi %a303, %c19_index : index
-          %xv331 = memref.load %x[%a330] : memref<?xf32>
-          %f332 = math.fma %xv331, %f71, %f328 : f32
-          %f333 = arith.addf %f329, %xv331 : f32
-          %f334 = arith.mulf %h16, %f332 : f32
-          %f335 = math.fma %f72, %f333, %f334 : f32
-          %f336 = arith.addf %sacc, %f335 : f32
-          %m337 = arith.muli %t0, %Ki : index
-          %a338 = arith.addi %m337, %kb_1 : index
-          %xv339 = memref.load %x[%a338] : memref<?xf32>
-          %f340 = arith.mulf %xv339, %f114 : f32
-          %a341 = arith.addi %a338, %c16_index : index
-          %xv342 = memref.load %x[%a341] : memref<?xf32>
-          %f343 = math.fma %xv342, %f117, %f340 : f32
-          %f344 = arith.addf %xv339, %xv342 : f32
-          %a345 = arith.addi %a338, %c1_index : index
-          %xv346 = memref.load %x[%a345] : memref<?xf32>
-          %f347 = math.fma %xv346, %f124, %f343 : f32
-          %f348 = arith.addf %f344, %xv346 : f32
-          %a349 = arith.addi %a338, %c17_index : index
-          %xv350 = memref.load %x[%a349] : memref<?xf32>
-          %f351 = math.fma %xv350, %f127, %f347 : f32
-          %f352 = arith.addf %f348, %xv350 : f32
-          %a353 = arith.addi %a338, %c2_index : index
-          %xv354 = memref.load %x[%a353] : memref<?xf32>
-          %f355 = math.fma %xv354, %f134, %f351 : f32
-          %f356 = arith.addf %f352, %xv354 : f32
-          %a357 = arith.addi %a338, %c18_index : index
-          %xv358 = memref.load %x[%a357] : memref<?xf32>
-          %f359 = math.fma %xv358, %f137, %f355 : f32
-          %f360 = arith.addf %f356, %xv358 : f32
-          %a361 = arith.addi %a338, %c3_index : index
-          %xv362 = memref.load %x[%a361] : memref<?xf32>
-          %f363 = math.fma %xv362, %f144, %f359 : f32
-          %f364 = arith.addf %f360, %xv362 : f32
-          %a365 = arith.addi %a338, %c19_index : index
-          %xv366 = memref.load %x[%a365] : memref<?xf32>
-          %f367 = math.fma %xv366, %f147, %f363 : f32
-          %f368 = arith.addf %f364, %xv366 : f32
-          %f369 = arith.mulf %h92, %f367 : f32
-          %f370 = math.fma %f148, %f368, %f369 : f32
-          %sel371 = arith.select %vr75, %f370, %c0p0_f32 : f32
-          %f372 = arith.addf %f336, %sel371 : f32
-          %m373 = arith.muli %t0, %Ki : index
-          %a374 = arith.addi %m373, %kb_2 : index
-          %xv375 = memref.load %x[%a374] : memref<?xf32>
-          %f376 = arith.mulf %xv375, %f190 : f32
-          %a377 = arith.addi %a374, %c16_index : index
-          %xv378 = memref.load %x[%a377] : memref<?xf32>
-          %f379 = math.fma %xv378, %f193, %f376 : f32
-          %f380 = arith.addf %xv375, %xv378 : f32
-          %a381 = arith.addi %a374, %c1_index : index
-          %xv382 = memref.load %x[%a381] : memref<?xf32>
-          %f383 = math.fma %xv382, %f200, %f379 : f32
-          %f384 = arith.addf %f380, %xv382 : f32
-          %a385 = arith.addi %a374, %c17_index : index
-          %xv386 = memref.load %x[%a385] : memref<?xf32>
-          %f387 = math.fma %xv386, %f203, %f383 : f32
-          %f388 = arith.addf %f384, %xv386 : f32
-          %a389 = arith.addi %a374, %c2_index : index
-          %xv390 = memref.load %x[%a389] : memref<?xf32>
-          %f391 = math.fma %xv390, %f210, %f387 : f32
-          %f392 = arith.addf %f388, %xv390 : f32
-          %a393 = arith.addi %a374, %c18_index : index
-          %xv394 = memref.load %x[%a393] : memref<?xf32>
-          %f395 = math.fma %xv394, %f213, %f391 : f32
-          %f396 = arith.addf %f392, %xv394 : f32
-          %a397 = arith.addi %a374, %c3_index : index
-          %xv398 = memref.load %x[%a397] : memref<?xf32>
-          %f399 = math.fma %xv398, %f220, %f395 : f32
-          %f400 = arith.addf %f396, %xv398 : f32
-          %a401 = arith.addi %a374, %c19_index : index
-          %xv402 = memref.load %x[%a401] : memref<?xf32>
-          %f403 = math.fma %xv402, %f223, %f399 : f32
-          %f404 = arith.addf %f400, %xv402 : f32
-          %f405 = arith.mulf %h168, %f403 : f32
-          %f406 = math.fma %f224, %f404, %f405 : f32
-          %sel407 = arith.select %vr151, %f406, %c0p0_f32 : f32
-          %f408 = arith.addf %f372, %sel407 : f32
-          %m409 = arith.muli %t0, %Ki : index
-          %a410 = arith.addi %m409, %kb_3 : index
-          %xv411 = memref.load %x[%a410] : memref<?xf32>
-          %f412 = arith.mulf %xv411, %f266 : f32
-          %a413 = arith.addi %a410, %c16_index : index
-          %xv414 = memref.load %x[%a413] : memref<?xf32>
-          %f415 = math.fma %xv414, %f269, %f412 : f32
-          %f416 = arith.addf %xv411, %xv414 : f32
-          %a417 = arith.addi %a410, %c1_index : index
-          %xv418 = memref.load %x[%a417] : memref<?xf32>
-          %f419 = math.fma %xv418, %f276, %f415 : f32
-          %f420 = arith.addf %f416, %xv418 : f32
-          %a421 = arith.addi %a410, %c17_index : index
-          %xv422 = memref.load %x[%a421] : memref<?xf32>
-          %f423 = math.fma %xv422, %f279, %f419 : f32
-          %f424 = arith.addf %f420, %xv422 : f32
-          %a425 = arith.addi %a410, %c2_index : index
-          %xv426 = memref.load %x[%a425] : memref<?xf32>
-          %f427 = math.fma %xv426, %f286, %f423 : f32
-          %f428 = arith.addf %f424, %xv426 : f32
-          %a429 = arith.addi %a410, %c18_index : index
-          %xv430 = memref.load %x[%a429] : memref<?xf32>
-          %f431 = math.fma %xv430, %f289, %f427 : f32
-          %f432 = arith.addf %f428, %xv430 : f32
-          %a433 = arith.addi %a410, %c3_index : index
-          %xv434 = memref.load %x[%a433] : memref<?xf32>
-          %f435 = math.fma %xv434, %f296, %f431 : f32
-          %f436 = arith.addf %f432, %xv434 : f32
-          %a437 = arith.addi %a410, %c19_index : index
-          %xv438 = memref.load %x[%a437] : memref<?xf32>
-          %f439 = math.fma %xv438, %f299, %f435 : f32
-          %f440 = arith.addf %f436, %xv438 : f32
-          %f441 = arith.mulf %h244, %f439 : f32
-          %f442 = math.fma %f300, %f440, %f441 : f32
-          %sel443 = arith.select %vr227, %f442, %c0p0_f32 : f32
-          %f444 = arith.addf %f408, %sel443 : f32
-          scf.yield %f444 : f32
+          %m150 = arith.muli %t0, %Ki : index
+          %a151 = arith.addi %m150, %kb : index
+          %x4152 = arith.shrui %a151, %c2_index : index
+          %xq153 = memref.load %x[%x4152] : memref<?xvector<4xf32>>
+          %xv154 = vector.extract %xq153[0] : f32 from vector<4xf32>
+          %f155 = arith.mulf %xv154, %f38 : f32
+          %a156 = arith.addi %x4152, %c4_index : index
+          %xq157 = memref.load %x[%a156] : memref<?xvector<4xf32>>
+          %xv158 = vector.extract %xq157[0] : f32 from vector<4xf32>
+          %f159 = math.fma %xv158, %f41, %f155 : f32
+          %f160 = arith.addf %xv154, %xv158 : f32
+          %xv161 = vector.extract %xq153[1] : f32 from vector<4xf32>
+          %f162 = math.fma %xv161, %f48, %f159 : f32
+          %f163 = arith.addf %f160, %xv161 : f32
+          %xv164 = vector.extract %xq157[1] : f32 from vector<4xf32>
+          %f165 = math.fma %xv164, %f51, %f162 : f32
+          %f166 = arith.addf %f163, %xv164 : f32
+          %xv167 = vector.extract %xq153[2] : f32 from vector<4xf32>
+          %f168 = math.fma %xv167, %f58, %f165 : f32
+          %f169 = arith.addf %f166, %xv167 : f32
+          %xv170 = vector.extract %xq157[2] : f32 from vector<4xf32>
+          %f171 = math.fma %xv170, %f61, %f168 : f32
+          %f172 = arith.addf %f169, %xv170 : f32
+          %xv173 = vector.extract %xq153[3] : f32 from vector<4xf32>
+          %f174 = math.fma %xv173, %f68, %f171 : f32
+          %f175 = arith.addf %f172, %xv173 : f32
+          %xv176 = vector.extract %xq157[3] : f32 from vector<4xf32>
+          %f177 = math.fma %xv176, %f71, %f174 : f32
+          %f178 = arith.addf %f175, %xv176 : f32
+          %f179 = arith.mulf %h16, %f177 : f32
+          %f180 = math.fma %f72, %f178, %f179 : f32
+          %f181 = arith.addf %sacc, %f180 : f32
+          %m182 = arith.muli %t0, %Ki : index
+          %a183 = arith.addi %m182, %kb_1 : index
+          %x4184 = arith.shrui %a183, %c2_index : index
+          %xq185 = memref.load %x[%x4184] : memref<?xvector<4xf32>>
+          %xv186 = vector.extract %xq185[0] : f32 from vector<4xf32>
+          %f187 = arith.mulf %xv186, %f114 : f32
+          %a188 = arith.addi %x4184, %c4_index : index
+          %xq189 = memref.load %x[%a188] : memref<?xvector<4xf32>>
+          %xv190 = vector.extract %xq189[0] : f32 from vector<4xf32>
+          %f191 = math.fma %xv190, %f117, %f187 : f32
+          %f192 = arith.addf %xv186, %xv190 : f32
+          %xv193 = vector.extract %xq185[1] : f32 from vector<4xf32>
+          %f194 = math.fma %xv193, %f124, %f191 : f32
+          %f195 = arith.addf %f192, %xv193 : f32
+          %xv196 = vector.extract %xq189[1] : f32 from vector<4xf32>
+          %f197 = math.fma %xv196, %f127, %f194 : f32
+          %f198 = arith.addf %f195, %xv196 : f32
+          %xv199 = vector.extract %xq185[2] : f32 from vector<4xf32>
+          %f200 = math.fma %xv199, %f134, %f197 : f32
+          %f201 = arith.addf %f198, %xv199 : f32
+          %xv202 = vector.extract %xq189[2] : f32 from vector<4xf32>
+          %f203 = math.fma %xv202, %f137, %f200 : f32
+          %f204 = arith.addf %f201, %xv202 : f32
+          %xv205 = vector.extract %xq185[3] : f32 from vector<4xf32>
+          %f206 = math.fma %xv205, %f144, %f203 : f32
+          %f207 = arith.addf %f204, %xv205 : f32
+          %xv208 = vector.extract %xq189[3] : f32 from vector<4xf32>
+          %f209 = math.fma %xv208, %f147, %f206 : f32
+          %f210 = arith.addf %f207, %xv208 : f32
+          %f211 = arith.mulf %h92, %f209 : f32
+          %f212 = math.fma %f148, %f210, %f211 : f32
+          %sel213 = arith.select %vr75, %f212, %c0p0_f32 : f32
+          %f214 = arith.addf %f181, %sel213 : f32
+          scf.yield %f214 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -600,221 +358,218 @@ module attributes {gpu.container_module} {
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c18_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w445 = arith.shrui %blockbyte, %c2_index : index
-          %ld446 = memref.load %w[%w445] : memref<?xi32>
-          %a447 = arith.addi %blockbyte, %c2_index : index
-          %w448 = arith.shrui %a447, %c2_index : index
-          %ld449 = memref.load %w[%w448] : memref<?xi32>
-          %n450 = arith.index_cast %blockbyte : index to i32
-          %b451 = arith.andi %n450, %c2_i32 : i32
-          %s452 = arith.shli %b451, %c3_i32 : i32
-          %s453 = arith.shrui %ld446, %s452 : i32
-          %s454 = arith.subi %c16_i32, %s452 : i32
-          %s455 = arith.shli %ld449, %c16_i32 : i32
-          %s456 = arith.shli %s455, %s454 : i32
-          %o457 = arith.ori %s453, %s456 : i32
-          %h458 = arith.trunci %o457 : i32 to i16
-          %h459 = arith.bitcast %h458 : i16 to f16
-          %h460 = arith.extf %h459 : f16 to f32
-          %a461 = arith.addi %blockbyte, %c2_index : index
-          %m462 = arith.muli %q, %c4_index : index
-          %a463 = arith.addi %a461, %m462 : index
-          %w464 = arith.shrui %a463, %c2_index : index
-          %ld465 = memref.load %w[%w464] : memref<?xi32>
-          %a466 = arith.addi %a463, %c2_index : index
-          %w467 = arith.shrui %a466, %c2_index : index
-          %ld468 = memref.load %w[%w467] : memref<?xi32>
-          %n469 = arith.index_cast %a463 : index to i32
-          %b470 = arith.andi %n469, %c2_i32 : i32
-          %s471 = arith.shli %b470, %c3_i32 : i32
-          %s472 = arith.shrui %ld465, %s471 : i32
-          %s473 = arith.subi %c16_i32, %s471 : i32
-          %s474 = arith.shli %ld468, %c16_i32 : i32
-          %s475 = arith.shli %s474, %s473 : i32
-          %o476 = arith.ori %s472, %s475 : i32
-          %b477 = arith.andi %o476, %c15_i32 : i32
-          %s478 = arith.shrui %o476, %c4_i32 : i32
-          %b479 = arith.andi %s478, %c15_i32 : i32
-          %o480 = arith.ori %b477, %c1258291200_i32 : i32
-          %q481 = arith.bitcast %o480 : i32 to f32
-          %f482 = arith.subf %q481, %c8p388608e06_f32 : f32
-          %o483 = arith.ori %b479, %c1258291200_i32 : i32
-          %q484 = arith.bitcast %o483 : i32 to f32
-          %f485 = arith.subf %q484, %c8p388608e06_f32 : f32
-          %s486 = arith.shrui %o476, %c8_i32 : i32
-          %b487 = arith.andi %s486, %c15_i32 : i32
-          %s488 = arith.shrui %o476, %c12_i32 : i32
-          %b489 = arith.andi %s488, %c15_i32 : i32
-          %o490 = arith.ori %b487, %c1258291200_i32 : i32
-          %q491 = arith.bitcast %o490 : i32 to f32
-          %f492 = arith.subf %q491, %c8p388608e06_f32 : f32
-          %o493 = arith.ori %b489, %c1258291200_i32 : i32
-          %q494 = arith.bitcast %o493 : i32 to f32
-          %f495 = arith.subf %q494, %c8p388608e06_f32 : f32
-          %s496 = arith.shrui %o476, %c16_i32 : i32
-          %b497 = arith.andi %s496, %c15_i32 : i32
-          %s498 = arith.shrui %o476, %c20_i32 : i32
-          %b499 = arith.andi %s498, %c15_i32 : i32
-          %o500 = arith.ori %b497, %c1258291200_i32 : i32
-          %q501 = arith.bitcast %o500 : i32 to f32
-          %f502 = arith.subf %q501, %c8p388608e06_f32 : f32
-          %o503 = arith.ori %b499, %c1258291200_i32 : i32
-          %q504 = arith.bitcast %o503 : i32 to f32
-          %f505 = arith.subf %q504, %c8p388608e06_f32 : f32
-          %s506 = arith.shrui %o476, %c24_i32 : i32
-          %b507 = arith.andi %s506, %c15_i32 : i32
-          %s508 = arith.shrui %o476, %c28_i32 : i32
-          %b509 = arith.andi %s508, %c15_i32 : i32
-          %o510 = arith.ori %b507, %c1258291200_i32 : i32
-          %q511 = arith.bitcast %o510 : i32 to f32
-          %f512 = arith.subf %q511, %c8p388608e06_f32 : f32
-          %o513 = arith.ori %b509, %c1258291200_i32 : i32
-          %q514 = arith.bitcast %o513 : i32 to f32
-          %f515 = arith.subf %q514, %c8p388608e06_f32 : f32
-          %f516 = arith.mulf %h460, %cm8p0_f32 : f32
-          %m517 = arith.muli %q, %c4_index : index
+          %w215 = arith.shrui %blockbyte, %c2_index : index
+          %ld216 = memref.load %w[%w215] : memref<?xi32>
+          %a217 = arith.addi %blockbyte, %c2_index : index
+          %w218 = arith.shrui %a217, %c2_index : index
+          %ld219 = memref.load %w[%w218] : memref<?xi32>
+          %n220 = arith.index_cast %blockbyte : index to i32
+          %b221 = arith.andi %n220, %c2_i32 : i32
+          %s222 = arith.shli %b221, %c3_i32 : i32
+          %s223 = arith.shrui %ld216, %s222 : i32
+          %s224 = arith.subi %c16_i32, %s222 : i32
+          %s225 = arith.shli %ld219, %c16_i32 : i32
+          %s226 = arith.shli %s225, %s224 : i32
+          %o227 = arith.ori %s223, %s226 : i32
+          %h228 = arith.trunci %o227 : i32 to i16
+          %h229 = arith.bitcast %h228 : i16 to f16
+          %h230 = arith.extf %h229 : f16 to f32
+          %a231 = arith.addi %blockbyte, %c2_index : index
+          %m232 = arith.muli %q, %c4_index : index
+          %a233 = arith.addi %a231, %m232 : index
+          %w234 = arith.shrui %a233, %c2_index : index
+          %ld235 = memref.load %w[%w234] : memref<?xi32>
+          %a236 = arith.addi %a233, %c2_index : index
+          %w237 = arith.shrui %a236, %c2_index : index
+          %ld238 = memref.load %w[%w237] : memref<?xi32>
+          %n239 = arith.index_cast %a233 : index to i32
+          %b240 = arith.andi %n239, %c2_i32 : i32
+          %s241 = arith.shli %b240, %c3_i32 : i32
+          %s242 = arith.shrui %ld235, %s241 : i32
+          %s243 = arith.subi %c16_i32, %s241 : i32
+          %s244 = arith.shli %ld238, %c16_i32 : i32
+          %s245 = arith.shli %s244, %s243 : i32
+          %o246 = arith.ori %s242, %s245 : i32
+          %b247 = arith.andi %o246, %c15_i32 : i32
+          %s248 = arith.shrui %o246, %c4_i32 : i32
+          %b249 = arith.andi %s248, %c15_i32 : i32
+          %o250 = arith.ori %b247, %c1258291200_i32 : i32
+          %q251 = arith.bitcast %o250 : i32 to f32
+          %f252 = arith.subf %q251, %c8p388608e06_f32 : f32
+          %o253 = arith.ori %b249, %c1258291200_i32 : i32
+          %q254 = arith.bitcast %o253 : i32 to f32
+          %f255 = arith.subf %q254, %c8p388608e06_f32 : f32
+          %s256 = arith.shrui %o246, %c8_i32 : i32
+          %b257 = arith.andi %s256, %c15_i32 : i32
+          %s258 = arith.shrui %o246, %c12_i32 : i32
+          %b259 = arith.andi %s258, %c15_i32 : i32
+          %o260 = arith.ori %b257, %c1258291200_i32 : i32
+          %q261 = arith.bitcast %o260 : i32 to f32
+          %f262 = arith.subf %q261, %c8p388608e06_f32 : f32
+          %o263 = arith.ori %b259, %c1258291200_i32 : i32
+          %q264 = arith.bitcast %o263 : i32 to f32
+          %f265 = arith.subf %q264, %c8p388608e06_f32 : f32
+          %s266 = arith.shrui %o246, %c16_i32 : i32
+          %b267 = arith.andi %s266, %c15_i32 : i32
+          %s268 = arith.shrui %o246, %c20_i32 : i32
+          %b269 = arith.andi %s268, %c15_i32 : i32
+          %o270 = arith.ori %b267, %c1258291200_i32 : i32
+          %q271 = arith.bitcast %o270 : i32 to f32
+          %f272 = arith.subf %q271, %c8p388608e06_f32 : f32
+          %o273 = arith.ori %b269, %c1258291200_i32 : i32
+          %q274 = arith.bitcast %o273 : i32 to f32
+          %f275 = arith.subf %q274, %c8p388608e06_f32 : f32
+          %s276 = arith.shrui %o246, %c24_i32 : i32
+          %b277 = arith.andi %s276, %c15_i32 : i32
+          %s278 = arith.shrui %o246, %c28_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %f286 = arith.mulf %h230, %cm8p0_f32 : f32
+          %m287 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m517 : index
+          %kb = arith.addi %bk, %m287 : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m518 = arith.muli %tg, %Ki : index
-            %a519 = arith.addi %m518, %kb : index
-            %xv520 = memref.load %x[%a519] : memref<?xf32>
-            %f521 = arith.mulf %xv520, %f482 : f32
-            %a522 = arith.addi %a519, %c16_index : index
-            %xv523 = memref.load %x[%a522] : memref<?xf32>
-            %f524 = math.fma %xv523, %f485, %f521 : f32
-            %f525 = arith.addf %xv520, %xv523 : f32
-            %a526 = arith.addi %a519, %c1_index : index
-            %xv527 = memref.load %x[%a526] : memref<?xf32>
-            %f528 = math.fma %xv527, %f492, %f524 : f32
-            %f529 = arith.addf %f525, %xv527 : f32
-            %a530 = arith.addi %a519, %c17_index : index
-            %xv531 = memref.load %x[%a530] : memref<?xf32>
-            %f532 = math.fma %xv531, %f495, %f528 : f32
-            %f533 = arith.addf %f529, %xv531 : f32
-            %a534 = arith.addi %a519, %c2_index : index
-            %xv535 = memref.load %x[%a534] : memref<?xf32>
-            %f536 = math.fma %xv535, %f502, %f532 : f32
-            %f537 = arith.addf %f533, %xv535 : f32
-            %a538 = arith.addi %a519, %c18_index : index
-            %xv539 = memref.load %x[%a538] : memref<?xf32>
-            %f540 = math.fma %xv539, %f505, %f536 : f32
-            %f541 = arith.addf %f537, %xv539 : f32
-            %a542 = arith.addi %a519, %c3_index : index
-            %xv543 = memref.load %x[%a542] : memref<?xf32>
-            %f544 = math.fma %xv543, %f512, %f540 : f32
-            %f545 = arith.addf %f541, %xv543 : f32
-            %a546 = arith.addi %a519, %c19_index : index
-            %xv547 = memref.load %x[%a546] : memref<?xf32>
-            %f548 = math.fma %xv547, %f515, %f544 : f32
-            %f549 = arith.addf %f545, %xv547 : f32
-            %f550 = arith.mulf %h460, %f548 : f32
-            %f551 = math.fma %f516, %f549, %f550 : f32
+            %m288 = arith.muli %tg, %Ki : index
+            %a289 = arith.addi %m288, %kb : index
+            %x4290 = arith.shrui %a289, %c2_index : index
+            %xq291 = memref.load %x[%x4290] : memref<?xvector<4xf32>>
+            %xv292 = vector.extract %xq291[0] : f32 from vector<4xf32>
+            %f293 = arith.mulf %xv292, %f252 : f32
+            %a294 = arith.addi %x4290, %c4_index : index
+            %xq295 = memref.load %x[%a294] : memref<?xvector<4xf32>>
+            %xv296 = vector.extract %xq295[0] : f32 from vector<4xf32>
+            %f297 = math.fma %xv296, %f255, %f293 : f32
+            %f298 = arith.addf %xv292, %xv296 : f32
+            %xv299 = vector.extract %xq291[1] : f32 from vector<4xf32>
+            %f300 = math.fma %xv299, %f262, %f297 : f32
+            %f301 = arith.addf %f298, %xv299 : f32
+            %xv302 = vector.extract %xq295[1] : f32 from vector<4xf32>
+            %f303 = math.fma %xv302, %f265, %f300 : f32
+            %f304 = arith.addf %f301, %xv302 : f32
+            %xv305 = vector.extract %xq291[2] : f32 from vector<4xf32>
+            %f306 = math.fma %xv305, %f272, %f303 : f32
+            %f307 = arith.addf %f304, %xv305 : f32
+            %xv308 = vector.extract %xq295[2] : f32 from vector<4xf32>
+            %f309 = math.fma %xv308, %f275, %f306 : f32
+            %f310 = arith.addf %f307, %xv308 : f32
+            %xv311 = vector.extract %xq291[3] : f32 from vector<4xf32>
+            %f312 = math.fma %xv311, %f282, %f309 : f32
+            %f313 = arith.addf %f310, %xv311 : f32
+            %xv314 = vector.extract %xq295[3] : f32 from vector<4xf32>
+            %f315 = math.fma %xv314, %f285, %f312 : f32
+            %f316 = arith.addf %f313, %xv314 : f32
+            %f317 = arith.mulf %h230, %f315 : f32
+            %f318 = math.fma %f286, %f316, %f317 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f551 : f32
+            %new = arith.addf %old, %f318 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv552 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a553 = arith.addi %tid, %c128_index : index
-        %sv554 = memref.load %slots[%a553] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a555 = arith.addi %tid, %c256_index : index
-        %sv556 = memref.load %slots[%a555] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a557 = arith.addi %tid, %c384_index : index
-        %sv558 = memref.load %slots[%a557] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a559 = arith.addi %tid, %c512_index : index
-        %sv560 = memref.load %slots[%a559] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a561 = arith.addi %tid, %c640_index : index
-        %sv562 = memref.load %slots[%a561] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a563 = arith.addi %tid, %c768_index : index
-        %sv564 = memref.load %slots[%a563] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a565 = arith.addi %tid, %c896_index : index
-        %sv566 = memref.load %slots[%a565] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv552, %sv554, %sv556, %sv558, %sv560, %sv562, %sv564, %sv566 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv319 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %tid, %c128_index : index
+        %sv321 = memref.load %slots[%a320] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %tid, %c256_index : index
+        %sv323 = memref.load %slots[%a322] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a324 = arith.addi %tid, %c384_index : index
+        %sv325 = memref.load %slots[%a324] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a326 = arith.addi %tid, %c512_index : index
+        %sv327 = memref.load %slots[%a326] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a328 = arith.addi %tid, %c640_index : index
+        %sv329 = memref.load %slots[%a328] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a330 = arith.addi %tid, %c768_index : index
+        %sv331 = memref.load %slots[%a330] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a332 = arith.addi %tid, %c896_index : index
+        %sv333 = memref.load %slots[%a332] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv319, %sv321, %sv323, %sv325, %sv327, %sv329, %sv331, %sv333 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh567:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f568 = arith.addf %acc_r#0, %sh567#0 : f32
-      %sh569:2 = gpu.shuffle xor %f568, %c2_i32, %c32_i32 : f32
-      %f570 = arith.addf %f568, %sh569#0 : f32
-      %sh571:2 = gpu.shuffle xor %f570, %c1_i32, %c32_i32 : f32
-      %f572 = arith.addf %f570, %sh571#0 : f32
-      %c573 = scf.if %tok1 -> (f32) {
-        %sh574:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f575 = arith.addf %acc_r#1, %sh574#0 : f32
-        %sh576:2 = gpu.shuffle xor %f575, %c2_i32, %c32_i32 : f32
-        %f577 = arith.addf %f575, %sh576#0 : f32
-        %sh578:2 = gpu.shuffle xor %f577, %c1_i32, %c32_i32 : f32
-        %f579 = arith.addf %f577, %sh578#0 : f32
-        scf.yield %f579 : f32
+      %sh334:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f335 = arith.addf %acc_r#0, %sh334#0 : f32
+      %sh336:2 = gpu.shuffle xor %f335, %c2_i32, %c32_i32 : f32
+      %f337 = arith.addf %f335, %sh336#0 : f32
+      %sh338:2 = gpu.shuffle xor %f337, %c1_i32, %c32_i32 : f32
+      %f339 = arith.addf %f337, %sh338#0 : f32
+      %c340 = scf.if %tok1 -> (f32) {
+        %sh341:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f342 = arith.addf %acc_r#1, %sh341#0 : f32
+        %sh343:2 = gpu.shuffle xor %f342, %c2_i32, %c32_i32 : f32
+        %f344 = arith.addf %f342, %sh343#0 : f32
+        %sh345:2 = gpu.shuffle xor %f344, %c1_i32, %c32_i32 : f32
+        %f346 = arith.addf %f344, %sh345#0 : f32
+        scf.yield %f346 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c580 = scf.if %tok2 -> (f32) {
-        %sh581:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f582 = arith.addf %acc_r#2, %sh581#0 : f32
-        %sh583:2 = gpu.shuffle xor %f582, %c2_i32, %c32_i32 : f32
-        %f584 = arith.addf %f582, %sh583#0 : f32
-        %sh585:2 = gpu.shuffle xor %f584, %c1_i32, %c32_i32 : f32
-        %f586 = arith.addf %f584, %sh585#0 : f32
-        scf.yield %f586 : f32
+      %c347 = scf.if %tok2 -> (f32) {
+        %sh348:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f349 = arith.addf %acc_r#2, %sh348#0 : f32
+        %sh350:2 = gpu.shuffle xor %f349, %c2_i32, %c32_i32 : f32
+        %f351 = arith.addf %f349, %sh350#0 : f32
+        %sh352:2 = gpu.shuffle xor %f351, %c1_i32, %c32_i32 : f32
+        %f353 = arith.addf %f351, %sh352#0 : f32
+        scf.yield %f353 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c587 = scf.if %tok3 -> (f32) {
-        %sh588:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f589 = arith.addf %acc_r#3, %sh588#0 : f32
-        %sh590:2 = gpu.shuffle xor %f589, %c2_i32, %c32_i32 : f32
-        %f591 = arith.addf %f589, %sh590#0 : f32
-        %sh592:2 = gpu.shuffle xor %f591, %c1_i32, %c32_i32 : f32
-        %f593 = arith.addf %f591, %sh592#0 : f32
-        scf.yield %f593 : f32
+      %c354 = scf.if %tok3 -> (f32) {
+        %sh355:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f356 = arith.addf %acc_r#3, %sh355#0 : f32
+        %sh357:2 = gpu.shuffle xor %f356, %c2_i32, %c32_i32 : f32
+        %f358 = arith.addf %f356, %sh357#0 : f32
+        %sh359:2 = gpu.shuffle xor %f358, %c1_i32, %c32_i32 : f32
+        %f360 = arith.addf %f358, %sh359#0 : f32
+        scf.yield %f360 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c594 = scf.if %tok4 -> (f32) {
-        %sh595:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f596 = arith.addf %acc_r#4, %sh595#0 : f32
-        %sh597:2 = gpu.shuffle xor %f596, %c2_i32, %c32_i32 : f32
-        %f598 = arith.addf %f596, %sh597#0 : f32
-        %sh599:2 = gpu.shuffle xor %f598, %c1_i32, %c32_i32 : f32
-        %f600 = arith.addf %f598, %sh599#0 : f32
-        scf.yield %f600 : f32
+      %c361 = scf.if %tok4 -> (f32) {
+        %sh362:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f363 = arith.addf %acc_r#4, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c2_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        %sh366:2 = gpu.shuffle xor %f365, %c1_i32, %c32_i32 : f32
+        %f367 = arith.addf %f365, %sh366#0 : f32
+        scf.yield %f367 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c601 = scf.if %tok5 -> (f32) {
-        %sh602:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f603 = arith.addf %acc_r#5, %sh602#0 : f32
-        %sh604:2 = gpu.shuffle xor %f603, %c2_i32, %c32_i32 : f32
-        %f605 = arith.addf %f603, %sh604#0 : f32
-        %sh606:2 = gpu.shuffle xor %f605, %c1_i32, %c32_i32 : f32
-        %f607 = arith.addf %f605, %sh606#0 : f32
-        scf.yield %f607 : f32
+      %c368 = scf.if %tok5 -> (f32) {
+        %sh369:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f370 = arith.addf %acc_r#5, %sh369#0 : f32
+        %sh371:2 = gpu.shuffle xor %f370, %c2_i32, %c32_i32 : f32
+        %f372 = arith.addf %f370, %sh371#0 : f32
+        %sh373:2 = gpu.shuffle xor %f372, %c1_i32, %c32_i32 : f32
+        %f374 = arith.addf %f372, %sh373#0 : f32
+        scf.yield %f374 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c608 = scf.if %tok6 -> (f32) {
-        %sh609:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f610 = arith.addf %acc_r#6, %sh609#0 : f32
-        %sh611:2 = gpu.shuffle xor %f610, %c2_i32, %c32_i32 : f32
-        %f612 = arith.addf %f610, %sh611#0 : f32
-        %sh613:2 = gpu.shuffle xor %f612, %c1_i32, %c32_i32 : f32
-        %f614 = arith.addf %f612, %sh613#0 : f32
-        scf.yield %f614 : f32
+      %c375 = scf.if %tok6 -> (f32) {
+        %sh376:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f377 = arith.addf %acc_r#6, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c2_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        %sh380:2 = gpu.shuffle xor %f379, %c1_i32, %c32_i32 : f32
+        %f381 = arith.addf %f379, %sh380#0 : f32
+        scf.yield %f381 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c615 = scf.if %tok7 -> (f32) {
-        %sh616:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f617 = arith.addf %acc_r#7, %sh616#0 : f32
-        %sh618:2 = gpu.shuffle xor %f617, %c2_i32, %c32_i32 : f32
-        %f619 = arith.addf %f617, %sh618#0 : f32
-        %sh620:2 = gpu.shuffle xor %f619, %c1_i32, %c32_i32 : f32
-        %f621 = arith.addf %f619, %sh620#0 : f32
-        scf.yield %f621 : f32
+      %c382 = scf.if %tok7 -> (f32) {
+        %sh383:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f384 = arith.addf %acc_r#7, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c2_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        %sh387:2 = gpu.shuffle xor %f386, %c1_i32, %c32_i32 : f32
+        %f388 = arith.addf %f386, %sh387#0 : f32
+        scf.yield %f388 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -824,21 +579,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f572, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a622 = arith.addi %pbase, %c4_index : index
-        memref.store %c573, %acc[%a622] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a623 = arith.addi %pbase, %c8_index : index
-        memref.store %c580, %acc[%a623] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a624 = arith.addi %pbase, %c12_index : index
-        memref.store %c587, %acc[%a624] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a625 = arith.addi %pbase, %c16_index : index
-        memref.store %c594, %acc[%a625] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a626 = arith.addi %pbase, %c20_index : index
-        memref.store %c601, %acc[%a626] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a627 = arith.addi %pbase, %c24_index : index
-        memref.store %c608, %acc[%a627] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a628 = arith.addi %pbase, %c28_index : index
-        memref.store %c615, %acc[%a628] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f339, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a389 = arith.addi %pbase, %c4_index : index
+        memref.store %c340, %acc[%a389] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a390 = arith.addi %pbase, %c8_index : index
+        memref.store %c347, %acc[%a390] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a391 = arith.addi %pbase, %c12_index : index
+        memref.store %c354, %acc[%a391] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a392 = arith.addi %pbase, %c16_index : index
+        memref.store %c361, %acc[%a392] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a393 = arith.addi %pbase, %c20_index : index
+        memref.store %c368, %acc[%a393] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a394 = arith.addi %pbase, %c24_index : index
+        memref.store %c375, %acc[%a394] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a395 = arith.addi %pbase, %c28_index : index
+        memref.store %c382, %acc[%a395] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index

@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q4_1 weights (GGUF / ggml block_q4_1 (20 B / 32 weights): d f16 | m f16 | qs[16] (nibbles as q4_0; value d*q + m)).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q4_1(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -36,7 +39,7 @@ module attributes {gpu.container_module} {
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q4_1(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q4_1(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -53,9 +56,6 @@ module attributes {gpu.container_module} {
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
-      %c17_index = arith.constant 17 : index
-      %c18_index = arith.constant 18 : index
-      %c19_index = arith.constant 19 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
@@ -114,7 +114,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c4_index : index
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c20_index : index
@@ -301,213 +301,105 @@ module attributes {gpu.container_module} {
           %m168 = arith.muli %q_2, %c4_index : index
           %bk_2 = arith.muli %b_2, %c32_index : index
           %kb_2 = arith.addi %bk_2, %m168 : index
-          %a169 = arith.addi %u, %c96_index : index
-          %vr170 = arith.cmpi ult, %a169, %units : index
-          %uc171 = arith.select %vr170, %a169, %u : index
-          %b_3 = arith.divui %uc171, %c4_index : index
-          %q_3 = arith.remui %uc171, %c4_index : index
-          %boff_3 = arith.muli %b_3, %c20_index : index
-          %blockbyte_3 = arith.addi %rowbase, %boff_3 : index
-          %w172 = arith.shrui %blockbyte_3, %c2_index : index
-          %ld173 = memref.load %w[%w172] : memref<?xi32>
-          %h174 = arith.trunci %ld173 : i32 to i16
-          %h175 = arith.bitcast %h174 : i16 to f16
-          %h176 = arith.extf %h175 : f16 to f32
-          %a177 = arith.addi %blockbyte_3, %c4_index : index
-          %m178 = arith.muli %q_3, %c4_index : index
-          %a179 = arith.addi %a177, %m178 : index
-          %w180 = arith.shrui %a179, %c2_index : index
-          %ld181 = memref.load %w[%w180] : memref<?xi32>
-          %b182 = arith.andi %ld181, %c15_i32 : i32
-          %s183 = arith.shrui %ld181, %c4_i32 : i32
-          %b184 = arith.andi %s183, %c15_i32 : i32
-          %o185 = arith.ori %b182, %c1258291200_i32 : i32
-          %q186 = arith.bitcast %o185 : i32 to f32
-          %f187 = arith.subf %q186, %c8p388608e06_f32 : f32
-          %o188 = arith.ori %b184, %c1258291200_i32 : i32
-          %q189 = arith.bitcast %o188 : i32 to f32
-          %f190 = arith.subf %q189, %c8p388608e06_f32 : f32
-          %s191 = arith.shrui %ld181, %c8_i32 : i32
-          %b192 = arith.andi %s191, %c15_i32 : i32
-          %s193 = arith.shrui %ld181, %c12_i32 : i32
-          %b194 = arith.andi %s193, %c15_i32 : i32
-          %o195 = arith.ori %b192, %c1258291200_i32 : i32
-          %q196 = arith.bitcast %o195 : i32 to f32
-          %f197 = arith.subf %q196, %c8p388608e06_f32 : f32
-          %o198 = arith.ori %b194, %c1258291200_i32 : i32
-          %q199 = arith.bitcast %o198 : i32 to f32
-          %f200 = arith.subf %q199, %c8p388608e06_f32 : f32
-          %s201 = arith.shrui %ld181, %c16_i32 : i32
-          %b202 = arith.andi %s201, %c15_i32 : i32
-          %s203 = arith.shrui %ld181, %c20_i32 : i32
-          %b204 = arith.andi %s203, %c15_i32 : i32
-          %o205 = arith.ori %b202, %c1258291200_i32 : i32
-          %q206 = arith.bitcast %o205 : i32 to f32
-          %f207 = arith.subf %q206, %c8p388608e06_f32 : f32
-          %o208 = arith.ori %b204, %c1258291200_i32 : i32
-          %q209 = arith.bitcast %o208 : i32 to f32
-          %f210 = arith.subf %q209, %c8p388608e06_f32 : f32
-          %s211 = arith.shrui %ld181, %c24_i32 : i32
-          %b212 = arith.andi %s211, %c15_i32 : i32
-          %s213 = arith.shrui %ld181, %c28_i32 : i32
-          %b214 = arith.andi %s213, %c15_i32 : i32
-          %o215 = arith.ori %b212, %c1258291200_i32 : i32
-          %q216 = arith.bitcast %o215 : i32 to f32
-          %f217 = arith.subf %q216, %c8p388608e06_f32 : f32
-          %o218 = arith.ori %b214, %c1258291200_i32 : i32
-          %q219 = arith.bitcast %o218 : i32 to f32
-          %f220 = arith.subf %q219, %c8p388608e06_f32 : f32
-          %s221 = arith.shrui %ld173, %c16_i32 : i32
-          %h222 = arith.trunci %s221 : i32 to i16
-          %h223 = arith.bitcast %h222 : i16 to f16
-          %h224 = arith.extf %h223 : f16 to f32
-          %m225 = arith.muli %q_3, %c4_index : index
-          %bk_3 = arith.muli %b_3, %c32_index : index
-          %kb_3 = arith.addi %bk_3, %m225 : index
-          %m226 = arith.muli %t0, %Ki : index
-          %a227 = arith.addi %m226, %kb : index
-          %xv228 = memref.load %x[%a227] : memref<?xf32>
-          %f229 = arith.mulf %xv228, %f16 : f32
-          %a230 = arith.addi %a227, %c16_index : index
-          %xv231 = memref.load %x[%a230] : memref<?xf32>
-          %f232 = math.fma %xv231, %f19, %f229 : f32
-          %f233 = arith.addf %xv228, %xv231 : f32
-          %a234 = arith.addi %a227, %c1_index : index
-          %xv235 = memref.load %x[%a234] : memref<?xf32>
-          %f236 = math.fma %xv235, %f26, %f232 : f32
-          %f237 = arith.addf %f233, %xv235 : f32
-          %a238 = arith.addi %a227, %c17_index : index
-          %xv239 = memref.load %x[%a238] : memref<?xf32>
-          %f240 = math.fma %xv239, %f29, %f236 : f32
-          %f241 = arith.addf %f237, %xv239 : f32
-          %a242 = arith.addi %a227, %c2_index : index
-          %xv243 = memref.load %x[%a242] : memref<?xf32>
-          %f244 = math.fma %xv243, %f36, %f240 : f32
-          %f245 = arith.addf %f241, %xv243 : f32
-          %a246 = arith.addi %a227, %c18_index : index
-          %xv247 = memref.load %x[%a246] : memref<?xf32>
-          %f248 = math.fma %xv247, %f39, %f244 : f32
-          %f249 = arith.addf %f245, %xv247 : f32
-          %a250 = arith.addi %a227, %c3_index : index
-          %xv251 = memref.load %x[%a250] : memref<?xf32>
-          %f252 = math.fma %xv251, %f46, %f248 : f32
-          %f253 = arith.addf %f249, %xv251 : f32
-          %a254 = arith.addi %a227, %c19_index : index
-          %xv255 = memref.load %x[%a254] : memref<?xf32>
-          %f256 = math.fma %xv255, %f49, %f252 : f32
-          %f257 = arith.addf %f253, %xv255 : f32
-          %f258 = arith.mulf %h5, %f256 : f32
-          %f259 = math.fma %h53, %f257, %f258 : f32
-          %f260 = arith.addf %sacc, %f259 : f32
-          %m261 = arith.muli %t0, %Ki : index
-          %a262 = arith.addi %m261, %kb_1 : index
-          %xv263 = memref.load %x[%a262] : memref<?xf32>
-          %f264 = arith.mulf %xv263, %f73 : f32
-          %a265 = arith.addi %a262, %c16_index : index
-          %xv266 = memref.load %x[%a265] : memref<?xf32>
-          %f267 = math.fma %xv266, %f76, %f264 : f32
-          %f268 = arith.addf %xv263, %xv266 : f32
-          %a269 = arith.addi %a262, %c1_index : index
-          %xv270 = memref.load %x[%a269] : memref<?xf32>
-          %f271 = math.fma %xv270, %f83, %f267 : f32
-          %f272 = arith.addf %f268, %xv270 : f32
-          %a273 = arith.addi %a262, %c17_index : index
-          %xv274 = memref.load %x[%a273] : memref<?xf32>
-          %f275 = math.fma %xv274, %f86, %f271 : f32
-          %f276 = arith.addf %f272, %xv274 : f32
-          %a277 = arith.addi %a262, %c2_index : index
-          %xv278 = memref.load %x[%a277] : memref<?xf32>
-          %f279 = math.fma %xv278, %f93, %f275 : f32
-          %f280 = arith.addf %f276, %xv278 : f32
-          %a281 = arith.addi %a262, %c18_index : index
-          %xv282 = memref.load %x[%a281] : memref<?xf32>
-          %f283 = math.fma %xv282, %f96, %f279 : f32
-          %f284 = arith.addf %f280, %xv282 : f32
-          %a285 = arith.addi %a262, %c3_index : index
-          %xv286 = memref.load %x[%a285] : memref<?xf32>
-          %f287 = math.fma %xv286, %f103, %f283 : f32
-          %f288 = arith.addf %f284, %xv286 : f32
-          %a289 = arith.addi %a262, %c19_index : index
-          %xv290 = memref.load %x[%a289] : memref<?xf32>
-          %f291 = math.fma %xv290, %f106, %f287 : f32
-          %f292 = arith.addf %f288, %xv290 : f32
-          %f293 = arith.mulf %h62, %f291 : f32
-          %f294 = math.fma %h110, %f292, %f293 : f32
-          %sel295 = arith.select %vr56, %f294, %c0p0_f32 : f32
-          %f296 = arith.addf %f260, %sel295 : f32
-          %m297 = arith.muli %t0, %Ki : index
-          %a298 = arith.addi %m297, %kb_2 : index
-          %xv299 = memref.load %x[%a298] : memref<?xf32>
-          %f300 = arith.mulf %xv299, %f130 : f32
-          %a301 = arith.addi %a298, %c16_index : index
-          %xv302 = memref.load %x[%a301] : memref<?xf32>
-          %f303 = math.fma %xv302, %f133, %f300 : f32
-          %f304 = arith.addf %xv299, %xv302 : f32
-          %a305 = arith.addi %a298, %c1_index : index
-          %xv306 = memref.load %x[%a305] : memref<?xf32>
-          %f307 = math.fma %xv306, %f140, %f303 : f32
-          %f308 = arith.addf %f304, %xv306 : f32
-          %a309 = arith.addi %a298, %c17_index : index
-          %xv310 = memref.load %x[%a309] : memref<?xf32>
-          %f311 = math.fma %xv310, %f143, %f307 : f32
-          %f312 = arith.addf %f308, %xv310 : f32
-          %a313 = arith.addi %a298, %c2_index : index
-          %xv314 = memref.load %x[%a313] : memref<?xf32>
-          %f315 = math.fma %xv314, %f150, %f311 : f32
-          %f316 = arith.addf %f312, %xv314 : f32
-          %a317 = arith.addi %a298, %c18_index : index
-          %xv318 = memref.load %x[%a317] : memref<?xf32>
-          %f319 = math.fma %xv318, %f153, %f315 : f32
-          %f320 = arith.addf %f316, %xv318 : f32
-          %a321 = arith.addi %a298, %c3_index : index
-          %xv322 = memref.load %x[%a321] : memref<?xf32>
-          %f323 = math.fma %xv322, %f160, %f319 : f32
-          %f324 = arith.addf %f320, %xv322 : f32
-          %a325 = arith.addi %a298, %c19_index : index
-          %xv326 = memref.load %x[%a325] : memref<?xf32>
-          %f327 = math.fma %xv326, %f163, %f323 : f32
-          %f328 = arith.addf %f324, %xv326 : f32
-          %f329 = arith.mulf %h119, %f327 : f32
-          %f330 = math.fma %h167, %f328, %f329 : f32
-          %sel331 = arith.select %vr113, %f330, %c0p0_f32 : f32
-          %f332 = arith.addf %f296, %sel331 : f32
-          %m333 = arith.muli %t0, %Ki : index
-          %a334 = arith.addi %m333, %kb_3 : index
-          %xv335 = memref.load %x[%a334] : memref<?xf32>
-          %f336 = arith.mulf %xv335, %f187 : f32
-          %a337 = arith.addi %a334, %c16_index : index
-          %xv338 = memref.load %x[%a337] : memref<?xf32>
-          %f339 = math.fma %xv338, %f190, %f336 : f32
-          %f340 = arith.addf %xv335, %xv338 : f32
-          %a341 = arith.addi %a334, %c1_index : index
-          %xv342 = memref.load %x[%a341] : memref<?xf32>
-          %f343 = math.fma %xv342, %f197, %f339 : f32
-          %f344 = arith.addf %f340, %xv342 : f32
-          %a345 = arith.addi %a334, %c17_index : index
-          %xv346 = memref.load %x[%a345] : memref<?xf32>
-          %f347 = math.fma %xv346, %f200, %f343 : f32
-          %f348 = arith.addf %f344, %xv346 : f32
-          %a349 = arith.addi %a334, %c2_index : index
-          %xv350 = memref.load %x[%a349] : memref<?xf32>
-          %f351 = math.fma %xv350, %f207, %f347 : f32
-          %f352 = arith.addf %f348, %xv350 : f32
-          %a353 = arith.addi %a334, %c18_index : index
-          %xv354 = memref.load %x[%a353] : memref<?xf32>
-          %f355 = math.fma %xv354, %f210, %f351 : f32
-          %f356 = arith.addf %f352, %xv354 : f32
-          %a357 = arith.addi %a334, %c3_index : index
-          %xv358 = memref.load %x[%a357] : memref<?xf32>
-          %f359 = math.fma %xv358, %f217, %f355 : f32
-          %f360 = arith.addf %f356, %xv358 : f32
-          %a361 = arith.addi %a334, %c19_index : index
-          %xv362 = memref.load %x[%a361] : memref<?xf32>
-          %f363 = math.fma %xv362, %f220, %f359 : f32
-          %f364 = arith.addf %f360, %xv362 : f32
-          %f365 = arith.mulf %h176, %f363 : f32
-          %f366 = math.fma %h224, %f364, %f365 : f32
-          %sel367 = arith.select %vr170, %f366, %c0p0_f32 : f32
-          %f368 = arith.addf %f332, %sel367 : f32
-          scf.yield %f368 : f32
+          %m169 = arith.muli %t0, %Ki : index
+          %a170 = arith.addi %m169, %kb : index
+          %x4171 = arith.shrui %a170, %c2_index : index
+          %xq172 = memref.load %x[%x4171] : memref<?xvector<4xf32>>
+          %xv173 = vector.extract %xq172[0] : f32 from vector<4xf32>
+          %f174 = arith.mulf %xv173, %f16 : f32
+          %a175 = arith.addi %x4171, %c4_index : index
+          %xq176 = memref.load %x[%a175] : memref<?xvector<4xf32>>
+          %xv177 = vector.extract %xq176[0] : f32 from vector<4xf32>
+          %f178 = math.fma %xv177, %f19, %f174 : f32
+          %f179 = arith.addf %xv173, %xv177 : f32
+          %xv180 = vector.extract %xq172[1] : f32 from vector<4xf32>
+          %f181 = math.fma %xv180, %f26, %f178 : f32
+          %f182 = arith.addf %f179, %xv180 : f32
+          %xv183 = vector.extract %xq176[1] : f32 from vector<4xf32>
+          %f184 = math.fma %xv183, %f29, %f181 : f32
+          %f185 = arith.addf %f182, %xv183 : f32
+          %xv186 = vector.extract %xq172[2] : f32 from vector<4xf32>
+          %f187 = math.fma %xv186, %f36, %f184 : f32
+          %f188 = arith.addf %f185, %xv186 : f32
+          %xv189 = vector.extract %xq176[2] : f32 from vector<4xf32>
+          %f190 = math.fma %xv189, %f39, %f187 : f32
+          %f191 = arith.addf %f188, %xv189 : f32
+          %xv192 = vector.extract %xq172[3] : f32 from vector<4xf32>
+          %f193 = math.fma %xv192, %f46, %f190 : f32
+          %f194 = arith.addf %f191, %xv192 : f32
+          %xv195 = vector.extract %xq176[3] : f32 from vector<4xf32>
+          %f196 = math.fma %xv195, %f49, %f193 : f32
+          %f197 = arith.addf %f194, %xv195 : f32
+          %f198 = arith.mulf %h5, %f196 : f32
+          %f199 = math.fma %h53, %f197, %f198 : f32
+          %f200 = arith.addf %sacc, %f199 : f32
+          %m201 = arith.muli %t0, %Ki : index
+          %a202 = arith.addi %m201, %kb_1 : index
+          %x4203 = arith.shrui %a202, %c2_index : index
+          %xq204 = memref.load %x[%x4203] : memref<?xvector<4xf32>>
+          %xv205 = vector.extract %xq204[0] : f32 from vector<4xf32>
+          %f206 = arith.mulf %xv205, %f73 : f32
+          %a207 = arith.addi %x4203, %c4_index : index
+          %xq208 = memref.load %x[%a207] : memref<?xvector<4xf32>>
+          %xv209 = vector.extract %xq208[0] : f32 from vector<4xf32>
+          %f210 = math.fma %xv209, %f76, %f206 : f32
+          %f211 = arith.addf %xv205, %xv209 : f32
+          %xv212 = vector.extract %xq204[1] : f32 from vector<4xf32>
+          %f213 = math.fma %xv212, %f83, %f210 : f32
+          %f214 = arith.addf %f211, %xv212 : f32
+          %xv215 = vector.extract %xq208[1] : f32 from vector<4xf32>
+          %f216 = math.fma %xv215, %f86, %f213 : f32
+          %f217 = arith.addf %f214, %xv215 : f32
+          %xv218 = vector.extract %xq204[2] : f32 from vector<4xf32>
+          %f219 = math.fma %xv218, %f93, %f216 : f32
+          %f220 = arith.addf %f217, %xv218 : f32
+          %xv221 = vector.extract %xq208[2] : f32 from vector<4xf32>
+          %f222 = math.fma %xv221, %f96, %f219 : f32
+          %f223 = arith.addf %f220, %xv221 : f32
+          %xv224 = vector.extract %xq204[3] : f32 from vector<4xf32>
+          %f225 = math.fma %xv224, %f103, %f222 : f32
+          %f226 = arith.addf %f223, %xv224 : f32
+          %xv227 = vector.extract %xq208[3] : f32 from vector<4xf32>
+          %f228 = math.fma %xv227, %f106, %f225 : f32
+          %f229 = arith.addf %f226, %xv227 : f32
+          %f230 = arith.mulf %h62, %f228 : f32
+          %f231 = math.fma %h110, %f229, %f230 : f32
+          %sel232 = arith.select %vr56, %f231, %c0p0_f32 : f32
+          %f233 = arith.addf %f200, %sel232 : f32
+          %m234 = arith.muli %t0, %Ki : index
+          %a235 = arith.addi %m234, %kb_2 : index
+          %x4236 = arith.shrui %a235, %c2_index : index
+          %xq237 = memref.load %x[%x4236] : memref<?xvector<4xf32>>
+          %xv238 = vector.extract %xq237[0] : f32 from vector<4xf32>
+          %f239 = arith.mulf %xv238, %f130 : f32
+          %a240 = arith.addi %x4236, %c4_index : index
+          %xq241 = memref.load %x[%a240] : memref<?xvector<4xf32>>
+          %xv242 = vector.extract %xq241[0] : f32 from vector<4xf32>
+          %f243 = math.fma %xv242, %f133, %f239 : f32
+          %f244 = arith.addf %xv238, %xv242 : f32
+          %xv245 = vector.extract %xq237[1] : f32 from vector<4xf32>
+          %f246 = math.fma %xv245, %f140, %f243 : f32
+          %f247 = arith.addf %f244, %xv245 : f32
+          %xv248 = vector.extract %xq241[1] : f32 from vector<4xf32>
+          %f249 = math.fma %xv248, %f143, %f246 : f32
+          %f250 = arith.addf %f247, %xv248 : f32
+          %xv251 = vector.extract %xq237[2] : f32 from vector<4xf32>
+          %f252 = math.fma %xv251, %f150, %f249 : f32
+          %f253 = arith.addf %f250, %xv251 : f32
+          %xv254 = vector.extract %xq241[2] : f32 from vector<4xf32>
+          %f255 = math.fma %xv254, %f153, %f252 : f32
+          %f256 = arith.addf %f253, %xv254 : f32
+          %xv257 = vector.extract %xq237[3] : f32 from vector<4xf32>
+          %f258 = math.fma %xv257, %f160, %f255 : f32
+          %f259 = arith.addf %f256, %xv257 : f32
+          %xv260 = vector.extract %xq241[3] : f32 from vector<4xf32>
+          %f261 = math.fma %xv260, %f163, %f258 : f32
+          %f262 = arith.addf %f259, %xv260 : f32
+          %f263 = arith.mulf %h119, %f261 : f32
+          %f264 = math.fma %h167, %f262, %f263 : f32
+          %sel265 = arith.select %vr113, %f264, %c0p0_f32 : f32
+          %f266 = arith.addf %f233, %sel265 : f32
+          scf.yield %f266 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -522,202 +414,199 @@ module attributes {gpu.container_module} {
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c20_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w369 = arith.shrui %blockbyte, %c2_index : index
-          %ld370 = memref.load %w[%w369] : memref<?xi32>
-          %h371 = arith.trunci %ld370 : i32 to i16
-          %h372 = arith.bitcast %h371 : i16 to f16
-          %h373 = arith.extf %h372 : f16 to f32
-          %a374 = arith.addi %blockbyte, %c4_index : index
-          %m375 = arith.muli %q, %c4_index : index
-          %a376 = arith.addi %a374, %m375 : index
-          %w377 = arith.shrui %a376, %c2_index : index
-          %ld378 = memref.load %w[%w377] : memref<?xi32>
-          %b379 = arith.andi %ld378, %c15_i32 : i32
-          %s380 = arith.shrui %ld378, %c4_i32 : i32
-          %b381 = arith.andi %s380, %c15_i32 : i32
-          %o382 = arith.ori %b379, %c1258291200_i32 : i32
-          %q383 = arith.bitcast %o382 : i32 to f32
-          %f384 = arith.subf %q383, %c8p388608e06_f32 : f32
-          %o385 = arith.ori %b381, %c1258291200_i32 : i32
-          %q386 = arith.bitcast %o385 : i32 to f32
-          %f387 = arith.subf %q386, %c8p388608e06_f32 : f32
-          %s388 = arith.shrui %ld378, %c8_i32 : i32
-          %b389 = arith.andi %s388, %c15_i32 : i32
-          %s390 = arith.shrui %ld378, %c12_i32 : i32
-          %b391 = arith.andi %s390, %c15_i32 : i32
-          %o392 = arith.ori %b389, %c1258291200_i32 : i32
-          %q393 = arith.bitcast %o392 : i32 to f32
-          %f394 = arith.subf %q393, %c8p388608e06_f32 : f32
-          %o395 = arith.ori %b391, %c1258291200_i32 : i32
-          %q396 = arith.bitcast %o395 : i32 to f32
-          %f397 = arith.subf %q396, %c8p388608e06_f32 : f32
-          %s398 = arith.shrui %ld378, %c16_i32 : i32
-          %b399 = arith.andi %s398, %c15_i32 : i32
-          %s400 = arith.shrui %ld378, %c20_i32 : i32
-          %b401 = arith.andi %s400, %c15_i32 : i32
-          %o402 = arith.ori %b399, %c1258291200_i32 : i32
-          %q403 = arith.bitcast %o402 : i32 to f32
-          %f404 = arith.subf %q403, %c8p388608e06_f32 : f32
-          %o405 = arith.ori %b401, %c1258291200_i32 : i32
-          %q406 = arith.bitcast %o405 : i32 to f32
-          %f407 = arith.subf %q406, %c8p388608e06_f32 : f32
-          %s408 = arith.shrui %ld378, %c24_i32 : i32
-          %b409 = arith.andi %s408, %c15_i32 : i32
-          %s410 = arith.shrui %ld378, %c28_i32 : i32
-          %b411 = arith.andi %s410, %c15_i32 : i32
-          %o412 = arith.ori %b409, %c1258291200_i32 : i32
-          %q413 = arith.bitcast %o412 : i32 to f32
-          %f414 = arith.subf %q413, %c8p388608e06_f32 : f32
-          %o415 = arith.ori %b411, %c1258291200_i32 : i32
-          %q416 = arith.bitcast %o415 : i32 to f32
-          %f417 = arith.subf %q416, %c8p388608e06_f32 : f32
-          %s418 = arith.shrui %ld370, %c16_i32 : i32
-          %h419 = arith.trunci %s418 : i32 to i16
-          %h420 = arith.bitcast %h419 : i16 to f16
-          %h421 = arith.extf %h420 : f16 to f32
-          %m422 = arith.muli %q, %c4_index : index
+          %w267 = arith.shrui %blockbyte, %c2_index : index
+          %ld268 = memref.load %w[%w267] : memref<?xi32>
+          %h269 = arith.trunci %ld268 : i32 to i16
+          %h270 = arith.bitcast %h269 : i16 to f16
+          %h271 = arith.extf %h270 : f16 to f32
+          %a272 = arith.addi %blockbyte, %c4_index : index
+          %m273 = arith.muli %q, %c4_index : index
+          %a274 = arith.addi %a272, %m273 : index
+          %w275 = arith.shrui %a274, %c2_index : index
+          %ld276 = memref.load %w[%w275] : memref<?xi32>
+          %b277 = arith.andi %ld276, %c15_i32 : i32
+          %s278 = arith.shrui %ld276, %c4_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %s286 = arith.shrui %ld276, %c8_i32 : i32
+          %b287 = arith.andi %s286, %c15_i32 : i32
+          %s288 = arith.shrui %ld276, %c12_i32 : i32
+          %b289 = arith.andi %s288, %c15_i32 : i32
+          %o290 = arith.ori %b287, %c1258291200_i32 : i32
+          %q291 = arith.bitcast %o290 : i32 to f32
+          %f292 = arith.subf %q291, %c8p388608e06_f32 : f32
+          %o293 = arith.ori %b289, %c1258291200_i32 : i32
+          %q294 = arith.bitcast %o293 : i32 to f32
+          %f295 = arith.subf %q294, %c8p388608e06_f32 : f32
+          %s296 = arith.shrui %ld276, %c16_i32 : i32
+          %b297 = arith.andi %s296, %c15_i32 : i32
+          %s298 = arith.shrui %ld276, %c20_i32 : i32
+          %b299 = arith.andi %s298, %c15_i32 : i32
+          %o300 = arith.ori %b297, %c1258291200_i32 : i32
+          %q301 = arith.bitcast %o300 : i32 to f32
+          %f302 = arith.subf %q301, %c8p388608e06_f32 : f32
+          %o303 = arith.ori %b299, %c1258291200_i32 : i32
+          %q304 = arith.bitcast %o303 : i32 to f32
+          %f305 = arith.subf %q304, %c8p388608e06_f32 : f32
+          %s306 = arith.shrui %ld276, %c24_i32 : i32
+          %b307 = arith.andi %s306, %c15_i32 : i32
+          %s308 = arith.shrui %ld276, %c28_i32 : i32
+          %b309 = arith.andi %s308, %c15_i32 : i32
+          %o310 = arith.ori %b307, %c1258291200_i32 : i32
+          %q311 = arith.bitcast %o310 : i32 to f32
+          %f312 = arith.subf %q311, %c8p388608e06_f32 : f32
+          %o313 = arith.ori %b309, %c1258291200_i32 : i32
+          %q314 = arith.bitcast %o313 : i32 to f32
+          %f315 = arith.subf %q314, %c8p388608e06_f32 : f32
+          %s316 = arith.shrui %ld268, %c16_i32 : i32
+          %h317 = arith.trunci %s316 : i32 to i16
+          %h318 = arith.bitcast %h317 : i16 to f16
+          %h319 = arith.extf %h318 : f16 to f32
+          %m320 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m422 : index
+          %kb = arith.addi %bk, %m320 : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m423 = arith.muli %tg, %Ki : index
-            %a424 = arith.addi %m423, %kb : index
-            %xv425 = memref.load %x[%a424] : memref<?xf32>
-            %f426 = arith.mulf %xv425, %f384 : f32
-            %a427 = arith.addi %a424, %c16_index : index
-            %xv428 = memref.load %x[%a427] : memref<?xf32>
-            %f429 = math.fma %xv428, %f387, %f426 : f32
-            %f430 = arith.addf %xv425, %xv428 : f32
-            %a431 = arith.addi %a424, %c1_index : index
-            %xv432 = memref.load %x[%a431] : memref<?xf32>
-            %f433 = math.fma %xv432, %f394, %f429 : f32
-            %f434 = arith.addf %f430, %xv432 : f32
-            %a435 = arith.addi %a424, %c17_index : index
-            %xv436 = memref.load %x[%a435] : memref<?xf32>
-            %f437 = math.fma %xv436, %f397, %f433 : f32
-            %f438 = arith.addf %f434, %xv436 : f32
-            %a439 = arith.addi %a424, %c2_index : index
-            %xv440 = memref.load %x[%a439] : memref<?xf32>
-            %f441 = math.fma %xv440, %f404, %f437 : f32
-            %f442 = arith.addf %f438, %xv440 : f32
-            %a443 = arith.addi %a424, %c18_index : index
-            %xv444 = memref.load %x[%a443] : memref<?xf32>
-            %f445 = math.fma %xv444, %f407, %f441 : f32
-            %f446 = arith.addf %f442, %xv444 : f32
-            %a447 = arith.addi %a424, %c3_index : index
-            %xv448 = memref.load %x[%a447] : memref<?xf32>
-            %f449 = math.fma %xv448, %f414, %f445 : f32
-            %f450 = arith.addf %f446, %xv448 : f32
-            %a451 = arith.addi %a424, %c19_index : index
-            %xv452 = memref.load %x[%a451] : memref<?xf32>
-            %f453 = math.fma %xv452, %f417, %f449 : f32
-            %f454 = arith.addf %f450, %xv452 : f32
-            %f455 = arith.mulf %h373, %f453 : f32
-            %f456 = math.fma %h421, %f454, %f455 : f32
+            %m321 = arith.muli %tg, %Ki : index
+            %a322 = arith.addi %m321, %kb : index
+            %x4323 = arith.shrui %a322, %c2_index : index
+            %xq324 = memref.load %x[%x4323] : memref<?xvector<4xf32>>
+            %xv325 = vector.extract %xq324[0] : f32 from vector<4xf32>
+            %f326 = arith.mulf %xv325, %f282 : f32
+            %a327 = arith.addi %x4323, %c4_index : index
+            %xq328 = memref.load %x[%a327] : memref<?xvector<4xf32>>
+            %xv329 = vector.extract %xq328[0] : f32 from vector<4xf32>
+            %f330 = math.fma %xv329, %f285, %f326 : f32
+            %f331 = arith.addf %xv325, %xv329 : f32
+            %xv332 = vector.extract %xq324[1] : f32 from vector<4xf32>
+            %f333 = math.fma %xv332, %f292, %f330 : f32
+            %f334 = arith.addf %f331, %xv332 : f32
+            %xv335 = vector.extract %xq328[1] : f32 from vector<4xf32>
+            %f336 = math.fma %xv335, %f295, %f333 : f32
+            %f337 = arith.addf %f334, %xv335 : f32
+            %xv338 = vector.extract %xq324[2] : f32 from vector<4xf32>
+            %f339 = math.fma %xv338, %f302, %f336 : f32
+            %f340 = arith.addf %f337, %xv338 : f32
+            %xv341 = vector.extract %xq328[2] : f32 from vector<4xf32>
+            %f342 = math.fma %xv341, %f305, %f339 : f32
+            %f343 = arith.addf %f340, %xv341 : f32
+            %xv344 = vector.extract %xq324[3] : f32 from vector<4xf32>
+            %f345 = math.fma %xv344, %f312, %f342 : f32
+            %f346 = arith.addf %f343, %xv344 : f32
+            %xv347 = vector.extract %xq328[3] : f32 from vector<4xf32>
+            %f348 = math.fma %xv347, %f315, %f345 : f32
+            %f349 = arith.addf %f346, %xv347 : f32
+            %f350 = arith.mulf %h271, %f348 : f32
+            %f351 = math.fma %h319, %f349, %f350 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f456 : f32
+            %new = arith.addf %old, %f351 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv457 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a458 = arith.addi %tid, %c128_index : index
-        %sv459 = memref.load %slots[%a458] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a460 = arith.addi %tid, %c256_index : index
-        %sv461 = memref.load %slots[%a460] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a462 = arith.addi %tid, %c384_index : index
-        %sv463 = memref.load %slots[%a462] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a464 = arith.addi %tid, %c512_index : index
-        %sv465 = memref.load %slots[%a464] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a466 = arith.addi %tid, %c640_index : index
-        %sv467 = memref.load %slots[%a466] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a468 = arith.addi %tid, %c768_index : index
-        %sv469 = memref.load %slots[%a468] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a470 = arith.addi %tid, %c896_index : index
-        %sv471 = memref.load %slots[%a470] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv457, %sv459, %sv461, %sv463, %sv465, %sv467, %sv469, %sv471 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv352 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a353 = arith.addi %tid, %c128_index : index
+        %sv354 = memref.load %slots[%a353] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a355 = arith.addi %tid, %c256_index : index
+        %sv356 = memref.load %slots[%a355] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a357 = arith.addi %tid, %c384_index : index
+        %sv358 = memref.load %slots[%a357] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a359 = arith.addi %tid, %c512_index : index
+        %sv360 = memref.load %slots[%a359] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a361 = arith.addi %tid, %c640_index : index
+        %sv362 = memref.load %slots[%a361] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a363 = arith.addi %tid, %c768_index : index
+        %sv364 = memref.load %slots[%a363] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a365 = arith.addi %tid, %c896_index : index
+        %sv366 = memref.load %slots[%a365] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv352, %sv354, %sv356, %sv358, %sv360, %sv362, %sv364, %sv366 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh472:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f473 = arith.addf %acc_r#0, %sh472#0 : f32
-      %sh474:2 = gpu.shuffle xor %f473, %c2_i32, %c32_i32 : f32
-      %f475 = arith.addf %f473, %sh474#0 : f32
-      %sh476:2 = gpu.shuffle xor %f475, %c1_i32, %c32_i32 : f32
-      %f477 = arith.addf %f475, %sh476#0 : f32
-      %c478 = scf.if %tok1 -> (f32) {
-        %sh479:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f480 = arith.addf %acc_r#1, %sh479#0 : f32
-        %sh481:2 = gpu.shuffle xor %f480, %c2_i32, %c32_i32 : f32
-        %f482 = arith.addf %f480, %sh481#0 : f32
-        %sh483:2 = gpu.shuffle xor %f482, %c1_i32, %c32_i32 : f32
-        %f484 = arith.addf %f482, %sh483#0 : f32
-        scf.yield %f484 : f32
+      %sh367:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f368 = arith.addf %acc_r#0, %sh367#0 : f32
+      %sh369:2 = gpu.shuffle xor %f368, %c2_i32, %c32_i32 : f32
+      %f370 = arith.addf %f368, %sh369#0 : f32
+      %sh371:2 = gpu.shuffle xor %f370, %c1_i32, %c32_i32 : f32
+      %f372 = arith.addf %f370, %sh371#0 : f32
+      %c373 = scf.if %tok1 -> (f32) {
+        %sh374:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f375 = arith.addf %acc_r#1, %sh374#0 : f32
+        %sh376:2 = gpu.shuffle xor %f375, %c2_i32, %c32_i32 : f32
+        %f377 = arith.addf %f375, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c1_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        scf.yield %f379 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c485 = scf.if %tok2 -> (f32) {
-        %sh486:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f487 = arith.addf %acc_r#2, %sh486#0 : f32
-        %sh488:2 = gpu.shuffle xor %f487, %c2_i32, %c32_i32 : f32
-        %f489 = arith.addf %f487, %sh488#0 : f32
-        %sh490:2 = gpu.shuffle xor %f489, %c1_i32, %c32_i32 : f32
-        %f491 = arith.addf %f489, %sh490#0 : f32
-        scf.yield %f491 : f32
+      %c380 = scf.if %tok2 -> (f32) {
+        %sh381:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f382 = arith.addf %acc_r#2, %sh381#0 : f32
+        %sh383:2 = gpu.shuffle xor %f382, %c2_i32, %c32_i32 : f32
+        %f384 = arith.addf %f382, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c1_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        scf.yield %f386 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c492 = scf.if %tok3 -> (f32) {
-        %sh493:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f494 = arith.addf %acc_r#3, %sh493#0 : f32
-        %sh495:2 = gpu.shuffle xor %f494, %c2_i32, %c32_i32 : f32
-        %f496 = arith.addf %f494, %sh495#0 : f32
-        %sh497:2 = gpu.shuffle xor %f496, %c1_i32, %c32_i32 : f32
-        %f498 = arith.addf %f496, %sh497#0 : f32
-        scf.yield %f498 : f32
+      %c387 = scf.if %tok3 -> (f32) {
+        %sh388:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f389 = arith.addf %acc_r#3, %sh388#0 : f32
+        %sh390:2 = gpu.shuffle xor %f389, %c2_i32, %c32_i32 : f32
+        %f391 = arith.addf %f389, %sh390#0 : f32
+        %sh392:2 = gpu.shuffle xor %f391, %c1_i32, %c32_i32 : f32
+        %f393 = arith.addf %f391, %sh392#0 : f32
+        scf.yield %f393 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c499 = scf.if %tok4 -> (f32) {
-        %sh500:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f501 = arith.addf %acc_r#4, %sh500#0 : f32
-        %sh502:2 = gpu.shuffle xor %f501, %c2_i32, %c32_i32 : f32
-        %f503 = arith.addf %f501, %sh502#0 : f32
-        %sh504:2 = gpu.shuffle xor %f503, %c1_i32, %c32_i32 : f32
-        %f505 = arith.addf %f503, %sh504#0 : f32
-        scf.yield %f505 : f32
+      %c394 = scf.if %tok4 -> (f32) {
+        %sh395:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f396 = arith.addf %acc_r#4, %sh395#0 : f32
+        %sh397:2 = gpu.shuffle xor %f396, %c2_i32, %c32_i32 : f32
+        %f398 = arith.addf %f396, %sh397#0 : f32
+        %sh399:2 = gpu.shuffle xor %f398, %c1_i32, %c32_i32 : f32
+        %f400 = arith.addf %f398, %sh399#0 : f32
+        scf.yield %f400 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c506 = scf.if %tok5 -> (f32) {
-        %sh507:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f508 = arith.addf %acc_r#5, %sh507#0 : f32
-        %sh509:2 = gpu.shuffle xor %f508, %c2_i32, %c32_i32 : f32
-        %f510 = arith.addf %f508, %sh509#0 : f32
-        %sh511:2 = gpu.shuffle xor %f510, %c1_i32, %c32_i32 : f32
-        %f512 = arith.addf %f510, %sh511#0 : f32
-        scf.yield %f512 : f32
+      %c401 = scf.if %tok5 -> (f32) {
+        %sh402:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f403 = arith.addf %acc_r#5, %sh402#0 : f32
+        %sh404:2 = gpu.shuffle xor %f403, %c2_i32, %c32_i32 : f32
+        %f405 = arith.addf %f403, %sh404#0 : f32
+        %sh406:2 = gpu.shuffle xor %f405, %c1_i32, %c32_i32 : f32
+        %f407 = arith.addf %f405, %sh406#0 : f32
+        scf.yield %f407 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c513 = scf.if %tok6 -> (f32) {
-        %sh514:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f515 = arith.addf %acc_r#6, %sh514#0 : f32
-        %sh516:2 = gpu.shuffle xor %f515, %c2_i32, %c32_i32 : f32
-        %f517 = arith.addf %f515, %sh516#0 : f32
-        %sh518:2 = gpu.shuffle xor %f517, %c1_i32, %c32_i32 : f32
-        %f519 = arith.addf %f517, %sh518#0 : f32
-        scf.yield %f519 : f32
+      %c408 = scf.if %tok6 -> (f32) {
+        %sh409:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f410 = arith.addf %acc_r#6, %sh409#0 : f32
+        %sh411:2 = gpu.shuffle xor %f410, %c2_i32, %c32_i32 : f32
+        %f412 = arith.addf %f410, %sh411#0 : f32
+        %sh413:2 = gpu.shuffle xor %f412, %c1_i32, %c32_i32 : f32
+        %f414 = arith.addf %f412, %sh413#0 : f32
+        scf.yield %f414 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c520 = scf.if %tok7 -> (f32) {
-        %sh521:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f522 = arith.addf %acc_r#7, %sh521#0 : f32
-        %sh523:2 = gpu.shuffle xor %f522, %c2_i32, %c32_i32 : f32
-        %f524 = arith.addf %f522, %sh523#0 : f32
-        %sh525:2 = gpu.shuffle xor %f524, %c1_i32, %c32_i32 : f32
-        %f526 = arith.addf %f524, %sh525#0 : f32
-        scf.yield %f526 : f32
+      %c415 = scf.if %tok7 -> (f32) {
+        %sh416:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f417 = arith.addf %acc_r#7, %sh416#0 : f32
+        %sh418:2 = gpu.shuffle xor %f417, %c2_i32, %c32_i32 : f32
+        %f419 = arith.addf %f417, %sh418#0 : f32
+        %sh420:2 = gpu.shuffle xor %f419, %c1_i32, %c32_i32 : f32
+        %f421 = arith.addf %f419, %sh420#0 : f32
+        scf.yield %f421 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -727,21 +616,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f477, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a527 = arith.addi %pbase, %c4_index : index
-        memref.store %c478, %acc[%a527] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a528 = arith.addi %pbase, %c8_index : index
-        memref.store %c485, %acc[%a528] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a529 = arith.addi %pbase, %c12_index : index
-        memref.store %c492, %acc[%a529] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a530 = arith.addi %pbase, %c16_index : index
-        memref.store %c499, %acc[%a530] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a531 = arith.addi %pbase, %c20_index : index
-        memref.store %c506, %acc[%a531] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a532 = arith.addi %pbase, %c24_index : index
-        memref.store %c513, %acc[%a532] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a533 = arith.addi %pbase, %c28_index : index
-        memref.store %c520, %acc[%a533] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f372, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a422 = arith.addi %pbase, %c4_index : index
+        memref.store %c373, %acc[%a422] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a423 = arith.addi %pbase, %c8_index : index
+        memref.store %c380, %acc[%a423] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a424 = arith.addi %pbase, %c12_index : index
+        memref.store %c387, %acc[%a424] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a425 = arith.addi %pbase, %c16_index : index
+        memref.store %c394, %acc[%a425] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a426 = arith.addi %pbase, %c20_index : index
+        memref.store %c401, %acc[%a426] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a427 = arith.addi %pbase, %c24_index : index
+        memref.store %c408, %acc[%a427] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a428 = arith.addi %pbase, %c28_index : index
+        memref.store %c415, %acc[%a428] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index

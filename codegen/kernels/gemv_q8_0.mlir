@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q8_0 weights (GGUF / ggml block_q8_0 (34 B / 32 weights): d f16 | qs[32] int8 (value d*q)).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q8_0(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -36,7 +39,7 @@ module attributes {gpu.container_module} {
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q8_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q8_0(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -112,7 +115,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c4_index : index
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c34_index : index
@@ -401,247 +404,105 @@ module attributes {gpu.container_module} {
           %m270 = arith.muli %q_2, %c8_index : index
           %bk_2 = arith.muli %b_2, %c32_index : index
           %kb_2 = arith.addi %bk_2, %m270 : index
-          %a271 = arith.addi %u, %c96_index : index
-          %vr272 = arith.cmpi ult, %a271, %units : index
-          %uc273 = arith.select %vr272, %a271, %u : index
-          %b_3 = arith.divui %uc273, %c4_index : index
-          %q_3 = arith.remui %uc273, %c4_index : index
-          %boff_3 = arith.muli %b_3, %c34_index : index
-          %blockbyte_3 = arith.addi %rowbase, %boff_3 : index
-          %w274 = arith.shrui %blockbyte_3, %c2_index : index
-          %ld275 = memref.load %w[%w274] : memref<?xi32>
-          %a276 = arith.addi %blockbyte_3, %c2_index : index
-          %w277 = arith.shrui %a276, %c2_index : index
-          %ld278 = memref.load %w[%w277] : memref<?xi32>
-          %n279 = arith.index_cast %blockbyte_3 : index to i32
-          %b280 = arith.andi %n279, %c2_i32 : i32
-          %s281 = arith.shli %b280, %c3_i32 : i32
-          %s282 = arith.shrui %ld275, %s281 : i32
-          %s283 = arith.subi %c16_i32, %s281 : i32
-          %s284 = arith.shli %ld278, %c16_i32 : i32
-          %s285 = arith.shli %s284, %s283 : i32
-          %o286 = arith.ori %s282, %s285 : i32
-          %h287 = arith.trunci %o286 : i32 to i16
-          %h288 = arith.bitcast %h287 : i16 to f16
-          %h289 = arith.extf %h288 : f16 to f32
-          %a290 = arith.addi %blockbyte_3, %c2_index : index
-          %m291 = arith.muli %q_3, %c8_index : index
-          %a292 = arith.addi %a290, %m291 : index
-          %w293 = arith.shrui %a292, %c2_index : index
-          %ld294 = memref.load %w[%w293] : memref<?xi32>
-          %a295 = arith.addi %a292, %c2_index : index
-          %w296 = arith.shrui %a295, %c2_index : index
-          %ld297 = memref.load %w[%w296] : memref<?xi32>
-          %n298 = arith.index_cast %a292 : index to i32
-          %b299 = arith.andi %n298, %c2_i32 : i32
-          %s300 = arith.shli %b299, %c3_i32 : i32
-          %s301 = arith.shrui %ld294, %s300 : i32
-          %s302 = arith.subi %c16_i32, %s300 : i32
-          %s303 = arith.shli %ld297, %c16_i32 : i32
-          %s304 = arith.shli %s303, %s302 : i32
-          %o305 = arith.ori %s301, %s304 : i32
-          %x306 = arith.xori %o305, %cm2139062144_i32 : i32
-          %b307 = arith.andi %x306, %c255_i32 : i32
-          %o308 = arith.ori %b307, %c1258291200_i32 : i32
-          %q309 = arith.bitcast %o308 : i32 to f32
-          %f310 = arith.subf %q309, %c8p388608e06_f32 : f32
-          %s311 = arith.shrui %x306, %c8_i32 : i32
-          %b312 = arith.andi %s311, %c255_i32 : i32
-          %o313 = arith.ori %b312, %c1258291200_i32 : i32
-          %q314 = arith.bitcast %o313 : i32 to f32
-          %f315 = arith.subf %q314, %c8p388608e06_f32 : f32
-          %s316 = arith.shrui %x306, %c16_i32 : i32
-          %b317 = arith.andi %s316, %c255_i32 : i32
-          %o318 = arith.ori %b317, %c1258291200_i32 : i32
-          %q319 = arith.bitcast %o318 : i32 to f32
-          %f320 = arith.subf %q319, %c8p388608e06_f32 : f32
-          %s321 = arith.shrui %x306, %c24_i32 : i32
-          %b322 = arith.andi %s321, %c255_i32 : i32
-          %o323 = arith.ori %b322, %c1258291200_i32 : i32
-          %q324 = arith.bitcast %o323 : i32 to f32
-          %f325 = arith.subf %q324, %c8p388608e06_f32 : f32
-          %a326 = arith.addi %a292, %c4_index : index
-          %w327 = arith.shrui %a326, %c2_index : index
-          %ld328 = memref.load %w[%w327] : memref<?xi32>
-          %a329 = arith.addi %a326, %c2_index : index
-          %w330 = arith.shrui %a329, %c2_index : index
-          %ld331 = memref.load %w[%w330] : memref<?xi32>
-          %n332 = arith.index_cast %a326 : index to i32
-          %b333 = arith.andi %n332, %c2_i32 : i32
-          %s334 = arith.shli %b333, %c3_i32 : i32
-          %s335 = arith.shrui %ld328, %s334 : i32
-          %s336 = arith.subi %c16_i32, %s334 : i32
-          %s337 = arith.shli %ld331, %c16_i32 : i32
-          %s338 = arith.shli %s337, %s336 : i32
-          %o339 = arith.ori %s335, %s338 : i32
-          %x340 = arith.xori %o339, %cm2139062144_i32 : i32
-          %b341 = arith.andi %x340, %c255_i32 : i32
-          %o342 = arith.ori %b341, %c1258291200_i32 : i32
-          %q343 = arith.bitcast %o342 : i32 to f32
-          %f344 = arith.subf %q343, %c8p388608e06_f32 : f32
-          %s345 = arith.shrui %x340, %c8_i32 : i32
-          %b346 = arith.andi %s345, %c255_i32 : i32
-          %o347 = arith.ori %b346, %c1258291200_i32 : i32
-          %q348 = arith.bitcast %o347 : i32 to f32
-          %f349 = arith.subf %q348, %c8p388608e06_f32 : f32
-          %s350 = arith.shrui %x340, %c16_i32 : i32
-          %b351 = arith.andi %s350, %c255_i32 : i32
-          %o352 = arith.ori %b351, %c1258291200_i32 : i32
-          %q353 = arith.bitcast %o352 : i32 to f32
-          %f354 = arith.subf %q353, %c8p388608e06_f32 : f32
-          %s355 = arith.shrui %x340, %c24_i32 : i32
-          %b356 = arith.andi %s355, %c255_i32 : i32
-          %o357 = arith.ori %b356, %c1258291200_i32 : i32
-          %q358 = arith.bitcast %o357 : i32 to f32
-          %f359 = arith.subf %q358, %c8p388608e06_f32 : f32
-          %f360 = arith.mulf %h289, %cm1p280000e02_f32 : f32
-          %m361 = arith.muli %q_3, %c8_index : index
-          %bk_3 = arith.muli %b_3, %c32_index : index
-          %kb_3 = arith.addi %bk_3, %m361 : index
-          %m362 = arith.muli %t0, %Ki : index
-          %a363 = arith.addi %m362, %kb : index
-          %xv364 = memref.load %x[%a363] : memref<?xf32>
-          %f365 = arith.mulf %xv364, %f37 : f32
-          %a366 = arith.addi %a363, %c1_index : index
-          %xv367 = memref.load %x[%a366] : memref<?xf32>
-          %f368 = math.fma %xv367, %f42, %f365 : f32
-          %f369 = arith.addf %xv364, %xv367 : f32
-          %a370 = arith.addi %a363, %c2_index : index
-          %xv371 = memref.load %x[%a370] : memref<?xf32>
-          %f372 = math.fma %xv371, %f47, %f368 : f32
-          %f373 = arith.addf %f369, %xv371 : f32
-          %a374 = arith.addi %a363, %c3_index : index
-          %xv375 = memref.load %x[%a374] : memref<?xf32>
-          %f376 = math.fma %xv375, %f52, %f372 : f32
-          %f377 = arith.addf %f373, %xv375 : f32
-          %a378 = arith.addi %a363, %c4_index : index
-          %xv379 = memref.load %x[%a378] : memref<?xf32>
-          %f380 = math.fma %xv379, %f71, %f376 : f32
-          %f381 = arith.addf %f377, %xv379 : f32
-          %a382 = arith.addi %a363, %c5_index : index
-          %xv383 = memref.load %x[%a382] : memref<?xf32>
-          %f384 = math.fma %xv383, %f76, %f380 : f32
-          %f385 = arith.addf %f381, %xv383 : f32
-          %a386 = arith.addi %a363, %c6_index : index
-          %xv387 = memref.load %x[%a386] : memref<?xf32>
-          %f388 = math.fma %xv387, %f81, %f384 : f32
-          %f389 = arith.addf %f385, %xv387 : f32
-          %a390 = arith.addi %a363, %c7_index : index
-          %xv391 = memref.load %x[%a390] : memref<?xf32>
-          %f392 = math.fma %xv391, %f86, %f388 : f32
-          %f393 = arith.addf %f389, %xv391 : f32
-          %f394 = arith.mulf %h16, %f392 : f32
-          %f395 = math.fma %f87, %f393, %f394 : f32
-          %f396 = arith.addf %sacc, %f395 : f32
-          %m397 = arith.muli %t0, %Ki : index
-          %a398 = arith.addi %m397, %kb_1 : index
-          %xv399 = memref.load %x[%a398] : memref<?xf32>
-          %f400 = arith.mulf %xv399, %f128 : f32
-          %a401 = arith.addi %a398, %c1_index : index
-          %xv402 = memref.load %x[%a401] : memref<?xf32>
-          %f403 = math.fma %xv402, %f133, %f400 : f32
-          %f404 = arith.addf %xv399, %xv402 : f32
-          %a405 = arith.addi %a398, %c2_index : index
-          %xv406 = memref.load %x[%a405] : memref<?xf32>
-          %f407 = math.fma %xv406, %f138, %f403 : f32
-          %f408 = arith.addf %f404, %xv406 : f32
-          %a409 = arith.addi %a398, %c3_index : index
-          %xv410 = memref.load %x[%a409] : memref<?xf32>
-          %f411 = math.fma %xv410, %f143, %f407 : f32
-          %f412 = arith.addf %f408, %xv410 : f32
-          %a413 = arith.addi %a398, %c4_index : index
-          %xv414 = memref.load %x[%a413] : memref<?xf32>
-          %f415 = math.fma %xv414, %f162, %f411 : f32
-          %f416 = arith.addf %f412, %xv414 : f32
-          %a417 = arith.addi %a398, %c5_index : index
-          %xv418 = memref.load %x[%a417] : memref<?xf32>
-          %f419 = math.fma %xv418, %f167, %f415 : f32
-          %f420 = arith.addf %f416, %xv418 : f32
-          %a421 = arith.addi %a398, %c6_index : index
-          %xv422 = memref.load %x[%a421] : memref<?xf32>
-          %f423 = math.fma %xv422, %f172, %f419 : f32
-          %f424 = arith.addf %f420, %xv422 : f32
-          %a425 = arith.addi %a398, %c7_index : index
-          %xv426 = memref.load %x[%a425] : memref<?xf32>
-          %f427 = math.fma %xv426, %f177, %f423 : f32
-          %f428 = arith.addf %f424, %xv426 : f32
-          %f429 = arith.mulf %h107, %f427 : f32
-          %f430 = math.fma %f178, %f428, %f429 : f32
-          %sel431 = arith.select %vr90, %f430, %c0p0_f32 : f32
-          %f432 = arith.addf %f396, %sel431 : f32
-          %m433 = arith.muli %t0, %Ki : index
-          %a434 = arith.addi %m433, %kb_2 : index
-          %xv435 = memref.load %x[%a434] : memref<?xf32>
-          %f436 = arith.mulf %xv435, %f219 : f32
-          %a437 = arith.addi %a434, %c1_index : index
-          %xv438 = memref.load %x[%a437] : memref<?xf32>
-          %f439 = math.fma %xv438, %f224, %f436 : f32
-          %f440 = arith.addf %xv435, %xv438 : f32
-          %a441 = arith.addi %a434, %c2_index : index
-          %xv442 = memref.load %x[%a441] : memref<?xf32>
-          %f443 = math.fma %xv442, %f229, %f439 : f32
-          %f444 = arith.addf %f440, %xv442 : f32
-          %a445 = arith.addi %a434, %c3_index : index
-          %xv446 = memref.load %x[%a445] : memref<?xf32>
-          %f447 = math.fma %xv446, %f234, %f443 : f32
-          %f448 = arith.addf %f444, %xv446 : f32
-          %a449 = arith.addi %a434, %c4_index : index
-          %xv450 = memref.load %x[%a449] : memref<?xf32>
-          %f451 = math.fma %xv450, %f253, %f447 : f32
-          %f452 = arith.addf %f448, %xv450 : f32
-          %a453 = arith.addi %a434, %c5_index : index
-          %xv454 = memref.load %x[%a453] : memref<?xf32>
-          %f455 = math.fma %xv454, %f258, %f451 : f32
-          %f456 = arith.addf %f452, %xv454 : f32
-          %a457 = arith.addi %a434, %c6_index : index
-          %xv458 = memref.load %x[%a457] : memref<?xf32>
-          %f459 = math.fma %xv458, %f263, %f455 : f32
-          %f460 = arith.addf %f456, %xv458 : f32
-          %a461 = arith.addi %a434, %c7_index : index
-          %xv462 = memref.load %x[%a461] : memref<?xf32>
-          %f463 = math.fma %xv462, %f268, %f459 : f32
-          %f464 = arith.addf %f460, %xv462 : f32
-          %f465 = arith.mulf %h198, %f463 : f32
-          %f466 = math.fma %f269, %f464, %f465 : f32
-          %sel467 = arith.select %vr181, %f466, %c0p0_f32 : f32
-          %f468 = arith.addf %f432, %sel467 : f32
-          %m469 = arith.muli %t0, %Ki : index
-          %a470 = arith.addi %m469, %kb_3 : index
-          %xv471 = memref.load %x[%a470] : memref<?xf32>
-          %f472 = arith.mulf %xv471, %f310 : f32
-          %a473 = arith.addi %a470, %c1_index : index
-          %xv474 = memref.load %x[%a473] : memref<?xf32>
-          %f475 = math.fma %xv474, %f315, %f472 : f32
-          %f476 = arith.addf %xv471, %xv474 : f32
-          %a477 = arith.addi %a470, %c2_index : index
-          %xv478 = memref.load %x[%a477] : memref<?xf32>
-          %f479 = math.fma %xv478, %f320, %f475 : f32
-          %f480 = arith.addf %f476, %xv478 : f32
-          %a481 = arith.addi %a470, %c3_index : index
-          %xv482 = memref.load %x[%a481] : memref<?xf32>
-          %f483 = math.fma %xv482, %f325, %f479 : f32
-          %f484 = arith.addf %f480, %xv482 : f32
-          %a485 = arith.addi %a470, %c4_index : index
-          %xv486 = memref.load %x[%a485] : memref<?xf32>
-          %f487 = math.fma %xv486, %f344, %f483 : f32
-          %f488 = arith.addf %f484, %xv486 : f32
-          %a489 = arith.addi %a470, %c5_index : index
-          %xv490 = memref.load %x[%a489] : memref<?xf32>
-          %f491 = math.fma %xv490, %f349, %f487 : f32
-          %f492 = arith.addf %f488, %xv490 : f32
-          %a493 = arith.addi %a470, %c6_index : index
-          %xv494 = memref.load %x[%a493] : memref<?xf32>
-          %f495 = math.fma %xv494, %f354, %f491 : f32
-          %f496 = arith.addf %f492, %xv494 : f32
-          %a497 = arith.addi %a470, %c7_index : index
-          %xv498 = memref.load %x[%a497] : memref<?xf32>
-          %f499 = math.fma %xv498, %f359, %f495 : f32
-          %f500 = arith.addf %f496, %xv498 : f32
-          %f501 = arith.mulf %h289, %f499 : f32
-          %f502 = math.fma %f360, %f500, %f501 : f32
-          %sel503 = arith.select %vr272, %f502, %c0p0_f32 : f32
-          %f504 = arith.addf %f468, %sel503 : f32
-          scf.yield %f504 : f32
+          %m271 = arith.muli %t0, %Ki : index
+          %a272 = arith.addi %m271, %kb : index
+          %x4273 = arith.shrui %a272, %c2_index : index
+          %xq274 = memref.load %x[%x4273] : memref<?xvector<4xf32>>
+          %xv275 = vector.extract %xq274[0] : f32 from vector<4xf32>
+          %f276 = arith.mulf %xv275, %f37 : f32
+          %xv277 = vector.extract %xq274[1] : f32 from vector<4xf32>
+          %f278 = math.fma %xv277, %f42, %f276 : f32
+          %f279 = arith.addf %xv275, %xv277 : f32
+          %xv280 = vector.extract %xq274[2] : f32 from vector<4xf32>
+          %f281 = math.fma %xv280, %f47, %f278 : f32
+          %f282 = arith.addf %f279, %xv280 : f32
+          %xv283 = vector.extract %xq274[3] : f32 from vector<4xf32>
+          %f284 = math.fma %xv283, %f52, %f281 : f32
+          %f285 = arith.addf %f282, %xv283 : f32
+          %a286 = arith.addi %x4273, %c1_index : index
+          %xq287 = memref.load %x[%a286] : memref<?xvector<4xf32>>
+          %xv288 = vector.extract %xq287[0] : f32 from vector<4xf32>
+          %f289 = math.fma %xv288, %f71, %f284 : f32
+          %f290 = arith.addf %f285, %xv288 : f32
+          %xv291 = vector.extract %xq287[1] : f32 from vector<4xf32>
+          %f292 = math.fma %xv291, %f76, %f289 : f32
+          %f293 = arith.addf %f290, %xv291 : f32
+          %xv294 = vector.extract %xq287[2] : f32 from vector<4xf32>
+          %f295 = math.fma %xv294, %f81, %f292 : f32
+          %f296 = arith.addf %f293, %xv294 : f32
+          %xv297 = vector.extract %xq287[3] : f32 from vector<4xf32>
+          %f298 = math.fma %xv297, %f86, %f295 : f32
+          %f299 = arith.addf %f296, %xv297 : f32
+          %f300 = arith.mulf %h16, %f298 : f32
+          %f301 = math.fma %f87, %f299, %f300 : f32
+          %f302 = arith.addf %sacc, %f301 : f32
+          %m303 = arith.muli %t0, %Ki : index
+          %a304 = arith.addi %m303, %kb_1 : index
+          %x4305 = arith.shrui %a304, %c2_index : index
+          %xq306 = memref.load %x[%x4305] : memref<?xvector<4xf32>>
+          %xv307 = vector.extract %xq306[0] : f32 from vector<4xf32>
+          %f308 = arith.mulf %xv307, %f128 : f32
+          %xv309 = vector.extract %xq306[1] : f32 from vector<4xf32>
+          %f310 = math.fma %xv309, %f133, %f308 : f32
+          %f311 = arith.addf %xv307, %xv309 : f32
+          %xv312 = vector.extract %xq306[2] : f32 from vector<4xf32>
+          %f313 = math.fma %xv312, %f138, %f310 : f32
+          %f314 = arith.addf %f311, %xv312 : f32
+          %xv315 = vector.extract %xq306[3] : f32 from vector<4xf32>
+          %f316 = math.fma %xv315, %f143, %f313 : f32
+          %f317 = arith.addf %f314, %xv315 : f32
+          %a318 = arith.addi %x4305, %c1_index : index
+          %xq319 = memref.load %x[%a318] : memref<?xvector<4xf32>>
+          %xv320 = vector.extract %xq319[0] : f32 from vector<4xf32>
+          %f321 = math.fma %xv320, %f162, %f316 : f32
+          %f322 = arith.addf %f317, %xv320 : f32
+          %xv323 = vector.extract %xq319[1] : f32 from vector<4xf32>
+          %f324 = math.fma %xv323, %f167, %f321 : f32
+          %f325 = arith.addf %f322, %xv323 : f32
+          %xv326 = vector.extract %xq319[2] : f32 from vector<4xf32>
+          %f327 = math.fma %xv326, %f172, %f324 : f32
+          %f328 = arith.addf %f325, %xv326 : f32
+          %xv329 = vector.extract %xq319[3] : f32 from vector<4xf32>
+          %f330 = math.fma %xv329, %f177, %f327 : f32
+          %f331 = arith.addf %f328, %xv329 : f32
+          %f332 = arith.mulf %h107, %f330 : f32
+          %f333 = math.fma %f178, %f331, %f332 : f32
+          %sel334 = arith.select %vr90, %f333, %c0p0_f32 : f32
+          %f335 = arith.addf %f302, %sel334 : f32
+          %m336 = arith.muli %t0, %Ki : index
+          %a337 = arith.addi %m336, %kb_2 : index
+          %x4338 = arith.shrui %a337, %c2_index : index
+          %xq339 = memref.load %x[%x4338] : memref<?xvector<4xf32>>
+          %xv340 = vector.extract %xq339[0] : f32 from vector<4xf32>
+          %f341 = arith.mulf %xv340, %f219 : f32
+          %xv342 = vector.extract %xq339[1] : f32 from vector<4xf32>
+          %f343 = math.fma %xv342, %f224, %f341 : f32
+          %f344 = arith.addf %xv340, %xv342 : f32
+          %xv345 = vector.extract %xq339[2] : f32 from vector<4xf32>
+          %f346 = math.fma %xv345, %f229, %f343 : f32
+          %f347 = arith.addf %f344, %xv345 : f32
+          %xv348 = vector.extract %xq339[3] : f32 from vector<4xf32>
+          %f349 = math.fma %xv348, %f234, %f346 : f32
+          %f350 = arith.addf %f347, %xv348 : f32
+          %a351 = arith.addi %x4338, %c1_index : index
+          %xq352 = memref.load %x[%a351] : memref<?xvector<4xf32>>
+          %xv353 = vector.extract %xq352[0] : f32 from vector<4xf32>
+          %f354 = math.fma %xv353, %f253, %f349 : f32
+          %f355 = arith.addf %f350, %xv353 : f32
+          %xv356 = vector.extract %xq352[1] : f32 from vector<4xf32>
+          %f357 = math.fma %xv356, %f258, %f354 : f32
+          %f358 = arith.addf %f355, %xv356 : f32
+          %xv359 = vector.extract %xq352[2] : f32 from vector<4xf32>
+          %f360 = math.fma %xv359, %f263, %f357 : f32
+          %f361 = arith.addf %f358, %xv359 : f32
+          %xv362 = vector.extract %xq352[3] : f32 from vector<4xf32>
+          %f363 = math.fma %xv362, %f268, %f360 : f32
+          %f364 = arith.addf %f361, %xv362 : f32
+          %f365 = arith.mulf %h198, %f363 : f32
+          %f366 = math.fma %f269, %f364, %f365 : f32
+          %sel367 = arith.select %vr181, %f366, %c0p0_f32 : f32
+          %f368 = arith.addf %f335, %sel367 : f32
+          scf.yield %f368 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -656,236 +517,233 @@ module attributes {gpu.container_module} {
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c34_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w505 = arith.shrui %blockbyte, %c2_index : index
-          %ld506 = memref.load %w[%w505] : memref<?xi32>
-          %a507 = arith.addi %blockbyte, %c2_index : index
-          %w508 = arith.shrui %a507, %c2_index : index
-          %ld509 = memref.load %w[%w508] : memref<?xi32>
-          %n510 = arith.index_cast %blockbyte : index to i32
-          %b511 = arith.andi %n510, %c2_i32 : i32
-          %s512 = arith.shli %b511, %c3_i32 : i32
-          %s513 = arith.shrui %ld506, %s512 : i32
-          %s514 = arith.subi %c16_i32, %s512 : i32
-          %s515 = arith.shli %ld509, %c16_i32 : i32
-          %s516 = arith.shli %s515, %s514 : i32
-          %o517 = arith.ori %s513, %s516 : i32
-          %h518 = arith.trunci %o517 : i32 to i16
-          %h519 = arith.bitcast %h518 : i16 to f16
-          %h520 = arith.extf %h519 : f16 to f32
-          %a521 = arith.addi %blockbyte, %c2_index : index
-          %m522 = arith.muli %q, %c8_index : index
-          %a523 = arith.addi %a521, %m522 : index
-          %w524 = arith.shrui %a523, %c2_index : index
-          %ld525 = memref.load %w[%w524] : memref<?xi32>
-          %a526 = arith.addi %a523, %c2_index : index
-          %w527 = arith.shrui %a526, %c2_index : index
-          %ld528 = memref.load %w[%w527] : memref<?xi32>
-          %n529 = arith.index_cast %a523 : index to i32
-          %b530 = arith.andi %n529, %c2_i32 : i32
-          %s531 = arith.shli %b530, %c3_i32 : i32
-          %s532 = arith.shrui %ld525, %s531 : i32
-          %s533 = arith.subi %c16_i32, %s531 : i32
-          %s534 = arith.shli %ld528, %c16_i32 : i32
-          %s535 = arith.shli %s534, %s533 : i32
-          %o536 = arith.ori %s532, %s535 : i32
-          %x537 = arith.xori %o536, %cm2139062144_i32 : i32
-          %b538 = arith.andi %x537, %c255_i32 : i32
-          %o539 = arith.ori %b538, %c1258291200_i32 : i32
-          %q540 = arith.bitcast %o539 : i32 to f32
-          %f541 = arith.subf %q540, %c8p388608e06_f32 : f32
-          %s542 = arith.shrui %x537, %c8_i32 : i32
-          %b543 = arith.andi %s542, %c255_i32 : i32
-          %o544 = arith.ori %b543, %c1258291200_i32 : i32
-          %q545 = arith.bitcast %o544 : i32 to f32
-          %f546 = arith.subf %q545, %c8p388608e06_f32 : f32
-          %s547 = arith.shrui %x537, %c16_i32 : i32
-          %b548 = arith.andi %s547, %c255_i32 : i32
-          %o549 = arith.ori %b548, %c1258291200_i32 : i32
-          %q550 = arith.bitcast %o549 : i32 to f32
-          %f551 = arith.subf %q550, %c8p388608e06_f32 : f32
-          %s552 = arith.shrui %x537, %c24_i32 : i32
-          %b553 = arith.andi %s552, %c255_i32 : i32
-          %o554 = arith.ori %b553, %c1258291200_i32 : i32
-          %q555 = arith.bitcast %o554 : i32 to f32
-          %f556 = arith.subf %q555, %c8p388608e06_f32 : f32
-          %a557 = arith.addi %a523, %c4_index : index
-          %w558 = arith.shrui %a557, %c2_index : index
-          %ld559 = memref.load %w[%w558] : memref<?xi32>
-          %a560 = arith.addi %a557, %c2_index : index
-          %w561 = arith.shrui %a560, %c2_index : index
-          %ld562 = memref.load %w[%w561] : memref<?xi32>
-          %n563 = arith.index_cast %a557 : index to i32
-          %b564 = arith.andi %n563, %c2_i32 : i32
-          %s565 = arith.shli %b564, %c3_i32 : i32
-          %s566 = arith.shrui %ld559, %s565 : i32
-          %s567 = arith.subi %c16_i32, %s565 : i32
-          %s568 = arith.shli %ld562, %c16_i32 : i32
-          %s569 = arith.shli %s568, %s567 : i32
-          %o570 = arith.ori %s566, %s569 : i32
-          %x571 = arith.xori %o570, %cm2139062144_i32 : i32
-          %b572 = arith.andi %x571, %c255_i32 : i32
-          %o573 = arith.ori %b572, %c1258291200_i32 : i32
-          %q574 = arith.bitcast %o573 : i32 to f32
-          %f575 = arith.subf %q574, %c8p388608e06_f32 : f32
-          %s576 = arith.shrui %x571, %c8_i32 : i32
-          %b577 = arith.andi %s576, %c255_i32 : i32
-          %o578 = arith.ori %b577, %c1258291200_i32 : i32
-          %q579 = arith.bitcast %o578 : i32 to f32
-          %f580 = arith.subf %q579, %c8p388608e06_f32 : f32
-          %s581 = arith.shrui %x571, %c16_i32 : i32
-          %b582 = arith.andi %s581, %c255_i32 : i32
-          %o583 = arith.ori %b582, %c1258291200_i32 : i32
-          %q584 = arith.bitcast %o583 : i32 to f32
-          %f585 = arith.subf %q584, %c8p388608e06_f32 : f32
-          %s586 = arith.shrui %x571, %c24_i32 : i32
-          %b587 = arith.andi %s586, %c255_i32 : i32
-          %o588 = arith.ori %b587, %c1258291200_i32 : i32
-          %q589 = arith.bitcast %o588 : i32 to f32
-          %f590 = arith.subf %q589, %c8p388608e06_f32 : f32
-          %f591 = arith.mulf %h520, %cm1p280000e02_f32 : f32
-          %m592 = arith.muli %q, %c8_index : index
+          %w369 = arith.shrui %blockbyte, %c2_index : index
+          %ld370 = memref.load %w[%w369] : memref<?xi32>
+          %a371 = arith.addi %blockbyte, %c2_index : index
+          %w372 = arith.shrui %a371, %c2_index : index
+          %ld373 = memref.load %w[%w372] : memref<?xi32>
+          %n374 = arith.index_cast %blockbyte : index to i32
+          %b375 = arith.andi %n374, %c2_i32 : i32
+          %s376 = arith.shli %b375, %c3_i32 : i32
+          %s377 = arith.shrui %ld370, %s376 : i32
+          %s378 = arith.subi %c16_i32, %s376 : i32
+          %s379 = arith.shli %ld373, %c16_i32 : i32
+          %s380 = arith.shli %s379, %s378 : i32
+          %o381 = arith.ori %s377, %s380 : i32
+          %h382 = arith.trunci %o381 : i32 to i16
+          %h383 = arith.bitcast %h382 : i16 to f16
+          %h384 = arith.extf %h383 : f16 to f32
+          %a385 = arith.addi %blockbyte, %c2_index : index
+          %m386 = arith.muli %q, %c8_index : index
+          %a387 = arith.addi %a385, %m386 : index
+          %w388 = arith.shrui %a387, %c2_index : index
+          %ld389 = memref.load %w[%w388] : memref<?xi32>
+          %a390 = arith.addi %a387, %c2_index : index
+          %w391 = arith.shrui %a390, %c2_index : index
+          %ld392 = memref.load %w[%w391] : memref<?xi32>
+          %n393 = arith.index_cast %a387 : index to i32
+          %b394 = arith.andi %n393, %c2_i32 : i32
+          %s395 = arith.shli %b394, %c3_i32 : i32
+          %s396 = arith.shrui %ld389, %s395 : i32
+          %s397 = arith.subi %c16_i32, %s395 : i32
+          %s398 = arith.shli %ld392, %c16_i32 : i32
+          %s399 = arith.shli %s398, %s397 : i32
+          %o400 = arith.ori %s396, %s399 : i32
+          %x401 = arith.xori %o400, %cm2139062144_i32 : i32
+          %b402 = arith.andi %x401, %c255_i32 : i32
+          %o403 = arith.ori %b402, %c1258291200_i32 : i32
+          %q404 = arith.bitcast %o403 : i32 to f32
+          %f405 = arith.subf %q404, %c8p388608e06_f32 : f32
+          %s406 = arith.shrui %x401, %c8_i32 : i32
+          %b407 = arith.andi %s406, %c255_i32 : i32
+          %o408 = arith.ori %b407, %c1258291200_i32 : i32
+          %q409 = arith.bitcast %o408 : i32 to f32
+          %f410 = arith.subf %q409, %c8p388608e06_f32 : f32
+          %s411 = arith.shrui %x401, %c16_i32 : i32
+          %b412 = arith.andi %s411, %c255_i32 : i32
+          %o413 = arith.ori %b412, %c1258291200_i32 : i32
+          %q414 = arith.bitcast %o413 : i32 to f32
+          %f415 = arith.subf %q414, %c8p388608e06_f32 : f32
+          %s416 = arith.shrui %x401, %c24_i32 : i32
+          %b417 = arith.andi %s416, %c255_i32 : i32
+          %o418 = arith.ori %b417, %c1258291200_i32 : i32
+          %q419 = arith.bitcast %o418 : i32 to f32
+          %f420 = arith.subf %q419, %c8p388608e06_f32 : f32
+          %a421 = arith.addi %a387, %c4_index : index
+          %w422 = arith.shrui %a421, %c2_index : index
+          %ld423 = memref.load %w[%w422] : memref<?xi32>
+          %a424 = arith.addi %a421, %c2_index : index
+          %w425 = arith.shrui %a424, %c2_index : index
+          %ld426 = memref.load %w[%w425] : memref<?xi32>
+          %n427 = arith.index_cast %a421 : index to i32
+          %b428 = arith.andi %n427, %c2_i32 : i32
+          %s429 = arith.shli %b428, %c3_i32 : i32
+          %s430 = arith.shrui %ld423, %s429 : i32
+          %s431 = arith.subi %c16_i32, %s429 : i32
+          %s432 = arith.shli %ld426, %c16_i32 : i32
+          %s433 = arith.shli %s432, %s431 : i32
+          %o434 = arith.ori %s430, %s433 : i32
+          %x435 = arith.xori %o434, %cm2139062144_i32 : i32
+          %b436 = arith.andi %x435, %c255_i32 : i32
+          %o437 = arith.ori %b436, %c1258291200_i32 : i32
+          %q438 = arith.bitcast %o437 : i32 to f32
+          %f439 = arith.subf %q438, %c8p388608e06_f32 : f32
+          %s440 = arith.shrui %x435, %c8_i32 : i32
+          %b441 = arith.andi %s440, %c255_i32 : i32
+          %o442 = arith.ori %b441, %c1258291200_i32 : i32
+          %q443 = arith.bitcast %o442 : i32 to f32
+          %f444 = arith.subf %q443, %c8p388608e06_f32 : f32
+          %s445 = arith.shrui %x435, %c16_i32 : i32
+          %b446 = arith.andi %s445, %c255_i32 : i32
+          %o447 = arith.ori %b446, %c1258291200_i32 : i32
+          %q448 = arith.bitcast %o447 : i32 to f32
+          %f449 = arith.subf %q448, %c8p388608e06_f32 : f32
+          %s450 = arith.shrui %x435, %c24_i32 : i32
+          %b451 = arith.andi %s450, %c255_i32 : i32
+          %o452 = arith.ori %b451, %c1258291200_i32 : i32
+          %q453 = arith.bitcast %o452 : i32 to f32
+          %f454 = arith.subf %q453, %c8p388608e06_f32 : f32
+          %f455 = arith.mulf %h384, %cm1p280000e02_f32 : f32
+          %m456 = arith.muli %q, %c8_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m592 : index
+          %kb = arith.addi %bk, %m456 : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m593 = arith.muli %tg, %Ki : index
-            %a594 = arith.addi %m593, %kb : index
-            %xv595 = memref.load %x[%a594] : memref<?xf32>
-            %f596 = arith.mulf %xv595, %f541 : f32
-            %a597 = arith.addi %a594, %c1_index : index
-            %xv598 = memref.load %x[%a597] : memref<?xf32>
-            %f599 = math.fma %xv598, %f546, %f596 : f32
-            %f600 = arith.addf %xv595, %xv598 : f32
-            %a601 = arith.addi %a594, %c2_index : index
-            %xv602 = memref.load %x[%a601] : memref<?xf32>
-            %f603 = math.fma %xv602, %f551, %f599 : f32
-            %f604 = arith.addf %f600, %xv602 : f32
-            %a605 = arith.addi %a594, %c3_index : index
-            %xv606 = memref.load %x[%a605] : memref<?xf32>
-            %f607 = math.fma %xv606, %f556, %f603 : f32
-            %f608 = arith.addf %f604, %xv606 : f32
-            %a609 = arith.addi %a594, %c4_index : index
-            %xv610 = memref.load %x[%a609] : memref<?xf32>
-            %f611 = math.fma %xv610, %f575, %f607 : f32
-            %f612 = arith.addf %f608, %xv610 : f32
-            %a613 = arith.addi %a594, %c5_index : index
-            %xv614 = memref.load %x[%a613] : memref<?xf32>
-            %f615 = math.fma %xv614, %f580, %f611 : f32
-            %f616 = arith.addf %f612, %xv614 : f32
-            %a617 = arith.addi %a594, %c6_index : index
-            %xv618 = memref.load %x[%a617] : memref<?xf32>
-            %f619 = math.fma %xv618, %f585, %f615 : f32
-            %f620 = arith.addf %f616, %xv618 : f32
-            %a621 = arith.addi %a594, %c7_index : index
-            %xv622 = memref.load %x[%a621] : memref<?xf32>
-            %f623 = math.fma %xv622, %f590, %f619 : f32
-            %f624 = arith.addf %f620, %xv622 : f32
-            %f625 = arith.mulf %h520, %f623 : f32
-            %f626 = math.fma %f591, %f624, %f625 : f32
+            %m457 = arith.muli %tg, %Ki : index
+            %a458 = arith.addi %m457, %kb : index
+            %x4459 = arith.shrui %a458, %c2_index : index
+            %xq460 = memref.load %x[%x4459] : memref<?xvector<4xf32>>
+            %xv461 = vector.extract %xq460[0] : f32 from vector<4xf32>
+            %f462 = arith.mulf %xv461, %f405 : f32
+            %xv463 = vector.extract %xq460[1] : f32 from vector<4xf32>
+            %f464 = math.fma %xv463, %f410, %f462 : f32
+            %f465 = arith.addf %xv461, %xv463 : f32
+            %xv466 = vector.extract %xq460[2] : f32 from vector<4xf32>
+            %f467 = math.fma %xv466, %f415, %f464 : f32
+            %f468 = arith.addf %f465, %xv466 : f32
+            %xv469 = vector.extract %xq460[3] : f32 from vector<4xf32>
+            %f470 = math.fma %xv469, %f420, %f467 : f32
+            %f471 = arith.addf %f468, %xv469 : f32
+            %a472 = arith.addi %x4459, %c1_index : index
+            %xq473 = memref.load %x[%a472] : memref<?xvector<4xf32>>
+            %xv474 = vector.extract %xq473[0] : f32 from vector<4xf32>
+            %f475 = math.fma %xv474, %f439, %f470 : f32
+            %f476 = arith.addf %f471, %xv474 : f32
+            %xv477 = vector.extract %xq473[1] : f32 from vector<4xf32>
+            %f478 = math.fma %xv477, %f444, %f475 : f32
+            %f479 = arith.addf %f476, %xv477 : f32
+            %xv480 = vector.extract %xq473[2] : f32 from vector<4xf32>
+            %f481 = math.fma %xv480, %f449, %f478 : f32
+            %f482 = arith.addf %f479, %xv480 : f32
+            %xv483 = vector.extract %xq473[3] : f32 from vector<4xf32>
+            %f484 = math.fma %xv483, %f454, %f481 : f32
+            %f485 = arith.addf %f482, %xv483 : f32
+            %f486 = arith.mulf %h384, %f484 : f32
+            %f487 = math.fma %f455, %f485, %f486 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f626 : f32
+            %new = arith.addf %old, %f487 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv627 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a628 = arith.addi %tid, %c128_index : index
-        %sv629 = memref.load %slots[%a628] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a630 = arith.addi %tid, %c256_index : index
-        %sv631 = memref.load %slots[%a630] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a632 = arith.addi %tid, %c384_index : index
-        %sv633 = memref.load %slots[%a632] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a634 = arith.addi %tid, %c512_index : index
-        %sv635 = memref.load %slots[%a634] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a636 = arith.addi %tid, %c640_index : index
-        %sv637 = memref.load %slots[%a636] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a638 = arith.addi %tid, %c768_index : index
-        %sv639 = memref.load %slots[%a638] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a640 = arith.addi %tid, %c896_index : index
-        %sv641 = memref.load %slots[%a640] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv627, %sv629, %sv631, %sv633, %sv635, %sv637, %sv639, %sv641 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv488 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a489 = arith.addi %tid, %c128_index : index
+        %sv490 = memref.load %slots[%a489] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a491 = arith.addi %tid, %c256_index : index
+        %sv492 = memref.load %slots[%a491] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a493 = arith.addi %tid, %c384_index : index
+        %sv494 = memref.load %slots[%a493] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a495 = arith.addi %tid, %c512_index : index
+        %sv496 = memref.load %slots[%a495] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a497 = arith.addi %tid, %c640_index : index
+        %sv498 = memref.load %slots[%a497] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a499 = arith.addi %tid, %c768_index : index
+        %sv500 = memref.load %slots[%a499] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a501 = arith.addi %tid, %c896_index : index
+        %sv502 = memref.load %slots[%a501] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv488, %sv490, %sv492, %sv494, %sv496, %sv498, %sv500, %sv502 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh642:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f643 = arith.addf %acc_r#0, %sh642#0 : f32
-      %sh644:2 = gpu.shuffle xor %f643, %c2_i32, %c32_i32 : f32
-      %f645 = arith.addf %f643, %sh644#0 : f32
-      %sh646:2 = gpu.shuffle xor %f645, %c1_i32, %c32_i32 : f32
-      %f647 = arith.addf %f645, %sh646#0 : f32
-      %c648 = scf.if %tok1 -> (f32) {
-        %sh649:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f650 = arith.addf %acc_r#1, %sh649#0 : f32
-        %sh651:2 = gpu.shuffle xor %f650, %c2_i32, %c32_i32 : f32
-        %f652 = arith.addf %f650, %sh651#0 : f32
-        %sh653:2 = gpu.shuffle xor %f652, %c1_i32, %c32_i32 : f32
-        %f654 = arith.addf %f652, %sh653#0 : f32
-        scf.yield %f654 : f32
+      %sh503:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f504 = arith.addf %acc_r#0, %sh503#0 : f32
+      %sh505:2 = gpu.shuffle xor %f504, %c2_i32, %c32_i32 : f32
+      %f506 = arith.addf %f504, %sh505#0 : f32
+      %sh507:2 = gpu.shuffle xor %f506, %c1_i32, %c32_i32 : f32
+      %f508 = arith.addf %f506, %sh507#0 : f32
+      %c509 = scf.if %tok1 -> (f32) {
+        %sh510:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f511 = arith.addf %acc_r#1, %sh510#0 : f32
+        %sh512:2 = gpu.shuffle xor %f511, %c2_i32, %c32_i32 : f32
+        %f513 = arith.addf %f511, %sh512#0 : f32
+        %sh514:2 = gpu.shuffle xor %f513, %c1_i32, %c32_i32 : f32
+        %f515 = arith.addf %f513, %sh514#0 : f32
+        scf.yield %f515 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c655 = scf.if %tok2 -> (f32) {
-        %sh656:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f657 = arith.addf %acc_r#2, %sh656#0 : f32
-        %sh658:2 = gpu.shuffle xor %f657, %c2_i32, %c32_i32 : f32
-        %f659 = arith.addf %f657, %sh658#0 : f32
-        %sh660:2 = gpu.shuffle xor %f659, %c1_i32, %c32_i32 : f32
-        %f661 = arith.addf %f659, %sh660#0 : f32
-        scf.yield %f661 : f32
+      %c516 = scf.if %tok2 -> (f32) {
+        %sh517:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f518 = arith.addf %acc_r#2, %sh517#0 : f32
+        %sh519:2 = gpu.shuffle xor %f518, %c2_i32, %c32_i32 : f32
+        %f520 = arith.addf %f518, %sh519#0 : f32
+        %sh521:2 = gpu.shuffle xor %f520, %c1_i32, %c32_i32 : f32
+        %f522 = arith.addf %f520, %sh521#0 : f32
+        scf.yield %f522 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c662 = scf.if %tok3 -> (f32) {
-        %sh663:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f664 = arith.addf %acc_r#3, %sh663#0 : f32
-        %sh665:2 = gpu.shuffle xor %f664, %c2_i32, %c32_i32 : f32
-        %f666 = arith.addf %f664, %sh665#0 : f32
-        %sh667:2 = gpu.shuffle xor %f666, %c1_i32, %c32_i32 : f32
-        %f668 = arith.addf %f666, %sh667#0 : f32
-        scf.yield %f668 : f32
+      %c523 = scf.if %tok3 -> (f32) {
+        %sh524:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f525 = arith.addf %acc_r#3, %sh524#0 : f32
+        %sh526:2 = gpu.shuffle xor %f525, %c2_i32, %c32_i32 : f32
+        %f527 = arith.addf %f525, %sh526#0 : f32
+        %sh528:2 = gpu.shuffle xor %f527, %c1_i32, %c32_i32 : f32
+        %f529 = arith.addf %f527, %sh528#0 : f32
+        scf.yield %f529 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c669 = scf.if %tok4 -> (f32) {
-        %sh670:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f671 = arith.addf %acc_r#4, %sh670#0 : f32
-        %sh672:2 = gpu.shuffle xor %f671, %c2_i32, %c32_i32 : f32
-        %f673 = arith.addf %f671, %sh672#0 : f32
-        %sh674:2 = gpu.shuffle xor %f673, %c1_i32, %c32_i32 : f32
-        %f675 = arith.addf %f673, %sh674#0 : f32
-        scf.yield %f675 : f32
+      %c530 = scf.if %tok4 -> (f32) {
+        %sh531:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f532 = arith.addf %acc_r#4, %sh531#0 : f32
+        %sh533:2 = gpu.shuffle xor %f532, %c2_i32, %c32_i32 : f32
+        %f534 = arith.addf %f532, %sh533#0 : f32
+        %sh535:2 = gpu.shuffle xor %f534, %c1_i32, %c32_i32 : f32
+        %f536 = arith.addf %f534, %sh535#0 : f32
+        scf.yield %f536 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c676 = scf.if %tok5 -> (f32) {
-        %sh677:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f678 = arith.addf %acc_r#5, %sh677#0 : f32
-        %sh679:2 = gpu.shuffle xor %f678, %c2_i32, %c32_i32 : f32
-        %f680 = arith.addf %f678, %sh679#0 : f32
-        %sh681:2 = gpu.shuffle xor %f680, %c1_i32, %c32_i32 : f32
-        %f682 = arith.addf %f680, %sh681#0 : f32
-        scf.yield %f682 : f32
+      %c537 = scf.if %tok5 -> (f32) {
+        %sh538:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f539 = arith.addf %acc_r#5, %sh538#0 : f32
+        %sh540:2 = gpu.shuffle xor %f539, %c2_i32, %c32_i32 : f32
+        %f541 = arith.addf %f539, %sh540#0 : f32
+        %sh542:2 = gpu.shuffle xor %f541, %c1_i32, %c32_i32 : f32
+        %f543 = arith.addf %f541, %sh542#0 : f32
+        scf.yield %f543 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c683 = scf.if %tok6 -> (f32) {
-        %sh684:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f685 = arith.addf %acc_r#6, %sh684#0 : f32
-        %sh686:2 = gpu.shuffle xor %f685, %c2_i32, %c32_i32 : f32
-        %f687 = arith.addf %f685, %sh686#0 : f32
-        %sh688:2 = gpu.shuffle xor %f687, %c1_i32, %c32_i32 : f32
-        %f689 = arith.addf %f687, %sh688#0 : f32
-        scf.yield %f689 : f32
+      %c544 = scf.if %tok6 -> (f32) {
+        %sh545:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f546 = arith.addf %acc_r#6, %sh545#0 : f32
+        %sh547:2 = gpu.shuffle xor %f546, %c2_i32, %c32_i32 : f32
+        %f548 = arith.addf %f546, %sh547#0 : f32
+        %sh549:2 = gpu.shuffle xor %f548, %c1_i32, %c32_i32 : f32
+        %f550 = arith.addf %f548, %sh549#0 : f32
+        scf.yield %f550 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c690 = scf.if %tok7 -> (f32) {
-        %sh691:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f692 = arith.addf %acc_r#7, %sh691#0 : f32
-        %sh693:2 = gpu.shuffle xor %f692, %c2_i32, %c32_i32 : f32
-        %f694 = arith.addf %f692, %sh693#0 : f32
-        %sh695:2 = gpu.shuffle xor %f694, %c1_i32, %c32_i32 : f32
-        %f696 = arith.addf %f694, %sh695#0 : f32
-        scf.yield %f696 : f32
+      %c551 = scf.if %tok7 -> (f32) {
+        %sh552:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f553 = arith.addf %acc_r#7, %sh552#0 : f32
+        %sh554:2 = gpu.shuffle xor %f553, %c2_i32, %c32_i32 : f32
+        %f555 = arith.addf %f553, %sh554#0 : f32
+        %sh556:2 = gpu.shuffle xor %f555, %c1_i32, %c32_i32 : f32
+        %f557 = arith.addf %f555, %sh556#0 : f32
+        scf.yield %f557 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -895,21 +753,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f647, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a697 = arith.addi %pbase, %c4_index : index
-        memref.store %c648, %acc[%a697] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a698 = arith.addi %pbase, %c8_index : index
-        memref.store %c655, %acc[%a698] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a699 = arith.addi %pbase, %c12_index : index
-        memref.store %c662, %acc[%a699] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a700 = arith.addi %pbase, %c16_index : index
-        memref.store %c669, %acc[%a700] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a701 = arith.addi %pbase, %c20_index : index
-        memref.store %c676, %acc[%a701] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a702 = arith.addi %pbase, %c24_index : index
-        memref.store %c683, %acc[%a702] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a703 = arith.addi %pbase, %c28_index : index
-        memref.store %c690, %acc[%a703] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f508, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a558 = arith.addi %pbase, %c4_index : index
+        memref.store %c509, %acc[%a558] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a559 = arith.addi %pbase, %c8_index : index
+        memref.store %c516, %acc[%a559] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a560 = arith.addi %pbase, %c12_index : index
+        memref.store %c523, %acc[%a560] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a561 = arith.addi %pbase, %c16_index : index
+        memref.store %c530, %acc[%a561] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a562 = arith.addi %pbase, %c20_index : index
+        memref.store %c537, %acc[%a562] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a563 = arith.addi %pbase, %c24_index : index
+        memref.store %c544, %acc[%a563] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a564 = arith.addi %pbase, %c28_index : index
+        memref.store %c551, %acc[%a564] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index

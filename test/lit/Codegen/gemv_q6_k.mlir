@@ -25,6 +25,8 @@
 // weights: whole 32-bit words (never byte loads).
 // PTX-NOT: ld.global.u8
 // PTX: ld.global.{{(nc.)?}}u32
+// Activations: 128-bit loads (x is memref<?xvector<4xf32>>).
+// PTX: ld.global.{{(nc.)?}}v4.f32
 // PTX: fma.rn.f32
 // Segment sums by butterfly shuffles (xor 4, 2, 1 over the full warp), then ONE barrier.
 // PTX: shfl.sync.bfly.b32 {{.*}}, 4, 31, -1;
