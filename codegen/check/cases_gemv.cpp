@@ -287,7 +287,7 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue 
   c.flops = 2.0 * double(T) * double(N) * double(K);
   // Longest chain of f32 roundings behind one output: a unit's group sums (<= 16
   // fma), its scale/offset combine (3), one add per unit the thread handles
-  // (ceil(units / 32)), the 5-step tree; bias and residual add one rounding each.
+  // (ceil(units / 32)), the reduction (3 shuffle steps and 2 adds of the 4 segment sums); bias and residual add one rounding each.
   const double L = 16 + 3 + double((unitsPerRow(t, K) + 31) / 32) + 5;
   c.check = [t, T, N, K, bias, residual, rowBytes, wb, x, bv, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {

@@ -11,11 +11,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 consecutive elements (the last unit of a row is masked when K % 8 != 0);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_f16(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,11 +28,13 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_f16 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_f16(%w: memref<?xf16>, %x: memref<?xf32>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
@@ -40,19 +47,32 @@ module attributes {gpu.container_module} {
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
       %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
       %c16_index = arith.constant 16 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
+      %c20_index = arith.constant 20 : index
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_index = arith.constant 3 : index
+      %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_index = arith.constant 8 : index
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -70,177 +90,429 @@ module attributes {gpu.container_module} {
       %k7 = arith.addi %Ki, %c7_index : index
       %units_all = arith.divui %k7, %c8_index : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %kb = arith.muli %u, %c8_index : index
-        %wrow = arith.muli %n, %Ki : index
-        %klast = arith.subi %Ki, %c1_index : index
-        %in1 = arith.cmpi ult, %kb, %Ki : index
-        %kc2 = arith.minui %kb, %klast : index
-        %a3 = arith.addi %wrow, %kc2 : index
-        %ld4 = memref.load %w[%a3] : memref<?xf16>
-        %h5 = arith.extf %ld4 : f16 to f32
-        %sel6 = arith.select %in1, %h5, %c0p0_f32 : f32
-        %a7 = arith.addi %kb, %c1_index : index
-        %in8 = arith.cmpi ult, %a7, %Ki : index
-        %kc9 = arith.minui %a7, %klast : index
-        %a10 = arith.addi %wrow, %kc9 : index
-        %ld11 = memref.load %w[%a10] : memref<?xf16>
-        %h12 = arith.extf %ld11 : f16 to f32
-        %sel13 = arith.select %in8, %h12, %c0p0_f32 : f32
-        %a14 = arith.addi %kb, %c2_index : index
-        %in15 = arith.cmpi ult, %a14, %Ki : index
-        %kc16 = arith.minui %a14, %klast : index
-        %a17 = arith.addi %wrow, %kc16 : index
-        %ld18 = memref.load %w[%a17] : memref<?xf16>
-        %h19 = arith.extf %ld18 : f16 to f32
-        %sel20 = arith.select %in15, %h19, %c0p0_f32 : f32
-        %a21 = arith.addi %kb, %c3_index : index
-        %in22 = arith.cmpi ult, %a21, %Ki : index
-        %kc23 = arith.minui %a21, %klast : index
-        %a24 = arith.addi %wrow, %kc23 : index
-        %ld25 = memref.load %w[%a24] : memref<?xf16>
-        %h26 = arith.extf %ld25 : f16 to f32
-        %sel27 = arith.select %in22, %h26, %c0p0_f32 : f32
-        %a28 = arith.addi %kb, %c4_index : index
-        %in29 = arith.cmpi ult, %a28, %Ki : index
-        %kc30 = arith.minui %a28, %klast : index
-        %a31 = arith.addi %wrow, %kc30 : index
-        %ld32 = memref.load %w[%a31] : memref<?xf16>
-        %h33 = arith.extf %ld32 : f16 to f32
-        %sel34 = arith.select %in29, %h33, %c0p0_f32 : f32
-        %a35 = arith.addi %kb, %c5_index : index
-        %in36 = arith.cmpi ult, %a35, %Ki : index
-        %kc37 = arith.minui %a35, %klast : index
-        %a38 = arith.addi %wrow, %kc37 : index
-        %ld39 = memref.load %w[%a38] : memref<?xf16>
-        %h40 = arith.extf %ld39 : f16 to f32
-        %sel41 = arith.select %in36, %h40, %c0p0_f32 : f32
-        %a42 = arith.addi %kb, %c6_index : index
-        %in43 = arith.cmpi ult, %a42, %Ki : index
-        %kc44 = arith.minui %a42, %klast : index
-        %a45 = arith.addi %wrow, %kc44 : index
-        %ld46 = memref.load %w[%a45] : memref<?xf16>
-        %h47 = arith.extf %ld46 : f16 to f32
-        %sel48 = arith.select %in43, %h47, %c0p0_f32 : f32
-        %a49 = arith.addi %kb, %c7_index : index
-        %in50 = arith.cmpi ult, %a49, %Ki : index
-        %kc51 = arith.minui %a49, %klast : index
-        %a52 = arith.addi %wrow, %kc51 : index
-        %ld53 = memref.load %w[%a52] : memref<?xf16>
-        %h54 = arith.extf %ld53 : f16 to f32
-        %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %a56 = arith.addi %xrow, %kc2 : index
-          %xv57 = memref.load %x[%a56] : memref<?xf32>
-          %f58 = math.fma %xv57, %sel6, %c0p0_f32 : f32
-          %a59 = arith.addi %xrow, %kc9 : index
-          %xv60 = memref.load %x[%a59] : memref<?xf32>
-          %f61 = math.fma %xv60, %sel13, %f58 : f32
-          %a62 = arith.addi %xrow, %kc16 : index
-          %xv63 = memref.load %x[%a62] : memref<?xf32>
-          %f64 = math.fma %xv63, %sel20, %f61 : f32
-          %a65 = arith.addi %xrow, %kc23 : index
-          %xv66 = memref.load %x[%a65] : memref<?xf32>
-          %f67 = math.fma %xv66, %sel27, %f64 : f32
-          %a68 = arith.addi %xrow, %kc30 : index
-          %xv69 = memref.load %x[%a68] : memref<?xf32>
-          %f70 = math.fma %xv69, %sel34, %f67 : f32
-          %a71 = arith.addi %xrow, %kc37 : index
-          %xv72 = memref.load %x[%a71] : memref<?xf32>
-          %f73 = math.fma %xv72, %sel41, %f70 : f32
-          %a74 = arith.addi %xrow, %kc44 : index
-          %xv75 = memref.load %x[%a74] : memref<?xf32>
-          %f76 = math.fma %xv75, %sel48, %f73 : f32
-          %a77 = arith.addi %xrow, %kc51 : index
-          %xv78 = memref.load %x[%a77] : memref<?xf32>
-          %f79 = math.fma %xv78, %sel55, %f76 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f79 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %kb = arith.muli %u, %c8_index : index
+          %wrow = arith.muli %n, %Ki : index
+          %klast = arith.subi %Ki, %c1_index : index
+          %in1 = arith.cmpi ult, %kb, %Ki : index
+          %kc2 = arith.minui %kb, %klast : index
+          %a3 = arith.addi %wrow, %kc2 : index
+          %ld4 = memref.load %w[%a3] : memref<?xf16>
+          %h5 = arith.extf %ld4 : f16 to f32
+          %sel6 = arith.select %in1, %h5, %c0p0_f32 : f32
+          %a7 = arith.addi %kb, %c1_index : index
+          %in8 = arith.cmpi ult, %a7, %Ki : index
+          %kc9 = arith.minui %a7, %klast : index
+          %a10 = arith.addi %wrow, %kc9 : index
+          %ld11 = memref.load %w[%a10] : memref<?xf16>
+          %h12 = arith.extf %ld11 : f16 to f32
+          %sel13 = arith.select %in8, %h12, %c0p0_f32 : f32
+          %a14 = arith.addi %kb, %c2_index : index
+          %in15 = arith.cmpi ult, %a14, %Ki : index
+          %kc16 = arith.minui %a14, %klast : index
+          %a17 = arith.addi %wrow, %kc16 : index
+          %ld18 = memref.load %w[%a17] : memref<?xf16>
+          %h19 = arith.extf %ld18 : f16 to f32
+          %sel20 = arith.select %in15, %h19, %c0p0_f32 : f32
+          %a21 = arith.addi %kb, %c3_index : index
+          %in22 = arith.cmpi ult, %a21, %Ki : index
+          %kc23 = arith.minui %a21, %klast : index
+          %a24 = arith.addi %wrow, %kc23 : index
+          %ld25 = memref.load %w[%a24] : memref<?xf16>
+          %h26 = arith.extf %ld25 : f16 to f32
+          %sel27 = arith.select %in22, %h26, %c0p0_f32 : f32
+          %a28 = arith.addi %kb, %c4_index : index
+          %in29 = arith.cmpi ult, %a28, %Ki : index
+          %kc30 = arith.minui %a28, %klast : index
+          %a31 = arith.addi %wrow, %kc30 : index
+          %ld32 = memref.load %w[%a31] : memref<?xf16>
+          %h33 = arith.extf %ld32 : f16 to f32
+          %sel34 = arith.select %in29, %h33, %c0p0_f32 : f32
+          %a35 = arith.addi %kb, %c5_index : index
+          %in36 = arith.cmpi ult, %a35, %Ki : index
+          %kc37 = arith.minui %a35, %klast : index
+          %a38 = arith.addi %wrow, %kc37 : index
+          %ld39 = memref.load %w[%a38] : memref<?xf16>
+          %h40 = arith.extf %ld39 : f16 to f32
+          %sel41 = arith.select %in36, %h40, %c0p0_f32 : f32
+          %a42 = arith.addi %kb, %c6_index : index
+          %in43 = arith.cmpi ult, %a42, %Ki : index
+          %kc44 = arith.minui %a42, %klast : index
+          %a45 = arith.addi %wrow, %kc44 : index
+          %ld46 = memref.load %w[%a45] : memref<?xf16>
+          %h47 = arith.extf %ld46 : f16 to f32
+          %sel48 = arith.select %in43, %h47, %c0p0_f32 : f32
+          %a49 = arith.addi %kb, %c7_index : index
+          %in50 = arith.cmpi ult, %a49, %Ki : index
+          %kc51 = arith.minui %a49, %klast : index
+          %a52 = arith.addi %wrow, %kc51 : index
+          %ld53 = memref.load %w[%a52] : memref<?xf16>
+          %h54 = arith.extf %ld53 : f16 to f32
+          %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
+          %a56 = arith.addi %u, %c32_index : index
+          %vr57 = arith.cmpi ult, %a56, %units : index
+          %uc58 = arith.select %vr57, %a56, %u : index
+          %kb_1 = arith.muli %uc58, %c8_index : index
+          %wrow_1 = arith.muli %n, %Ki : index
+          %klast_1 = arith.subi %Ki, %c1_index : index
+          %in59 = arith.cmpi ult, %kb_1, %Ki : index
+          %kc60 = arith.minui %kb_1, %klast_1 : index
+          %a61 = arith.addi %wrow_1, %kc60 : index
+          %ld62 = memref.load %w[%a61] : memref<?xf16>
+          %h63 = arith.extf %ld62 : f16 to f32
+          %sel64 = arith.select %in59, %h63, %c0p0_f32 : f32
+          %a65 = arith.addi %kb_1, %c1_index : index
+          %in66 = arith.cmpi ult, %a65, %Ki : index
+          %kc67 = arith.minui %a65, %klast_1 : index
+          %a68 = arith.addi %wrow_1, %kc67 : index
+          %ld69 = memref.load %w[%a68] : memref<?xf16>
+          %h70 = arith.extf %ld69 : f16 to f32
+          %sel71 = arith.select %in66, %h70, %c0p0_f32 : f32
+          %a72 = arith.addi %kb_1, %c2_index : index
+          %in73 = arith.cmpi ult, %a72, %Ki : index
+          %kc74 = arith.minui %a72, %klast_1 : index
+          %a75 = arith.addi %wrow_1, %kc74 : index
+          %ld76 = memref.load %w[%a75] : memref<?xf16>
+          %h77 = arith.extf %ld76 : f16 to f32
+          %sel78 = arith.select %in73, %h77, %c0p0_f32 : f32
+          %a79 = arith.addi %kb_1, %c3_index : index
+          %in80 = arith.cmpi ult, %a79, %Ki : index
+          %kc81 = arith.minui %a79, %klast_1 : index
+          %a82 = arith.addi %wrow_1, %kc81 : index
+          %ld83 = memref.load %w[%a82] : memref<?xf16>
+          %h84 = arith.extf %ld83 : f16 to f32
+          %sel85 = arith.select %in80, %h84, %c0p0_f32 : f32
+          %a86 = arith.addi %kb_1, %c4_index : index
+          %in87 = arith.cmpi ult, %a86, %Ki : index
+          %kc88 = arith.minui %a86, %klast_1 : index
+          %a89 = arith.addi %wrow_1, %kc88 : index
+          %ld90 = memref.load %w[%a89] : memref<?xf16>
+          %h91 = arith.extf %ld90 : f16 to f32
+          %sel92 = arith.select %in87, %h91, %c0p0_f32 : f32
+          %a93 = arith.addi %kb_1, %c5_index : index
+          %in94 = arith.cmpi ult, %a93, %Ki : index
+          %kc95 = arith.minui %a93, %klast_1 : index
+          %a96 = arith.addi %wrow_1, %kc95 : index
+          %ld97 = memref.load %w[%a96] : memref<?xf16>
+          %h98 = arith.extf %ld97 : f16 to f32
+          %sel99 = arith.select %in94, %h98, %c0p0_f32 : f32
+          %a100 = arith.addi %kb_1, %c6_index : index
+          %in101 = arith.cmpi ult, %a100, %Ki : index
+          %kc102 = arith.minui %a100, %klast_1 : index
+          %a103 = arith.addi %wrow_1, %kc102 : index
+          %ld104 = memref.load %w[%a103] : memref<?xf16>
+          %h105 = arith.extf %ld104 : f16 to f32
+          %sel106 = arith.select %in101, %h105, %c0p0_f32 : f32
+          %a107 = arith.addi %kb_1, %c7_index : index
+          %in108 = arith.cmpi ult, %a107, %Ki : index
+          %kc109 = arith.minui %a107, %klast_1 : index
+          %a110 = arith.addi %wrow_1, %kc109 : index
+          %ld111 = memref.load %w[%a110] : memref<?xf16>
+          %h112 = arith.extf %ld111 : f16 to f32
+          %sel113 = arith.select %in108, %h112, %c0p0_f32 : f32
+          %m114 = arith.muli %t0, %Ki : index
+          %a115 = arith.addi %m114, %kc2 : index
+          %xv116 = memref.load %x[%a115] : memref<?xf32>
+          %f117 = math.fma %xv116, %sel6, %c0p0_f32 : f32
+          %a118 = arith.addi %m114, %kc9 : index
+          %xv119 = memref.load %x[%a118] : memref<?xf32>
+          %f120 = math.fma %xv119, %sel13, %f117 : f32
+          %a121 = arith.addi %m114, %kc16 : index
+          %xv122 = memref.load %x[%a121] : memref<?xf32>
+          %f123 = math.fma %xv122, %sel20, %f120 : f32
+          %a124 = arith.addi %m114, %kc23 : index
+          %xv125 = memref.load %x[%a124] : memref<?xf32>
+          %f126 = math.fma %xv125, %sel27, %f123 : f32
+          %a127 = arith.addi %m114, %kc30 : index
+          %xv128 = memref.load %x[%a127] : memref<?xf32>
+          %f129 = math.fma %xv128, %sel34, %f126 : f32
+          %a130 = arith.addi %m114, %kc37 : index
+          %xv131 = memref.load %x[%a130] : memref<?xf32>
+          %f132 = math.fma %xv131, %sel41, %f129 : f32
+          %a133 = arith.addi %m114, %kc44 : index
+          %xv134 = memref.load %x[%a133] : memref<?xf32>
+          %f135 = math.fma %xv134, %sel48, %f132 : f32
+          %a136 = arith.addi %m114, %kc51 : index
+          %xv137 = memref.load %x[%a136] : memref<?xf32>
+          %f138 = math.fma %xv137, %sel55, %f135 : f32
+          %f139 = arith.addf %sacc, %f138 : f32
+          %m140 = arith.muli %t0, %Ki : index
+          %a141 = arith.addi %m140, %kc60 : index
+          %xv142 = memref.load %x[%a141] : memref<?xf32>
+          %f143 = math.fma %xv142, %sel64, %c0p0_f32 : f32
+          %a144 = arith.addi %m140, %kc67 : index
+          %xv145 = memref.load %x[%a144] : memref<?xf32>
+          %f146 = math.fma %xv145, %sel71, %f143 : f32
+          %a147 = arith.addi %m140, %kc74 : index
+          %xv148 = memref.load %x[%a147] : memref<?xf32>
+          %f149 = math.fma %xv148, %sel78, %f146 : f32
+          %a150 = arith.addi %m140, %kc81 : index
+          %xv151 = memref.load %x[%a150] : memref<?xf32>
+          %f152 = math.fma %xv151, %sel85, %f149 : f32
+          %a153 = arith.addi %m140, %kc88 : index
+          %xv154 = memref.load %x[%a153] : memref<?xf32>
+          %f155 = math.fma %xv154, %sel92, %f152 : f32
+          %a156 = arith.addi %m140, %kc95 : index
+          %xv157 = memref.load %x[%a156] : memref<?xf32>
+          %f158 = math.fma %xv157, %sel99, %f155 : f32
+          %a159 = arith.addi %m140, %kc102 : index
+          %xv160 = memref.load %x[%a159] : memref<?xf32>
+          %f161 = math.fma %xv160, %sel106, %f158 : f32
+          %a162 = arith.addi %m140, %kc109 : index
+          %xv163 = memref.load %x[%a162] : memref<?xf32>
+          %f164 = math.fma %xv163, %sel113, %f161 : f32
+          %sel165 = arith.select %vr57, %f164, %c0p0_f32 : f32
+          %f166 = arith.addf %f139, %sel165 : f32
+          scf.yield %f166 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %kb = arith.muli %u, %c8_index : index
+          %wrow = arith.muli %n, %Ki : index
+          %klast = arith.subi %Ki, %c1_index : index
+          %in167 = arith.cmpi ult, %kb, %Ki : index
+          %kc168 = arith.minui %kb, %klast : index
+          %a169 = arith.addi %wrow, %kc168 : index
+          %ld170 = memref.load %w[%a169] : memref<?xf16>
+          %h171 = arith.extf %ld170 : f16 to f32
+          %sel172 = arith.select %in167, %h171, %c0p0_f32 : f32
+          %a173 = arith.addi %kb, %c1_index : index
+          %in174 = arith.cmpi ult, %a173, %Ki : index
+          %kc175 = arith.minui %a173, %klast : index
+          %a176 = arith.addi %wrow, %kc175 : index
+          %ld177 = memref.load %w[%a176] : memref<?xf16>
+          %h178 = arith.extf %ld177 : f16 to f32
+          %sel179 = arith.select %in174, %h178, %c0p0_f32 : f32
+          %a180 = arith.addi %kb, %c2_index : index
+          %in181 = arith.cmpi ult, %a180, %Ki : index
+          %kc182 = arith.minui %a180, %klast : index
+          %a183 = arith.addi %wrow, %kc182 : index
+          %ld184 = memref.load %w[%a183] : memref<?xf16>
+          %h185 = arith.extf %ld184 : f16 to f32
+          %sel186 = arith.select %in181, %h185, %c0p0_f32 : f32
+          %a187 = arith.addi %kb, %c3_index : index
+          %in188 = arith.cmpi ult, %a187, %Ki : index
+          %kc189 = arith.minui %a187, %klast : index
+          %a190 = arith.addi %wrow, %kc189 : index
+          %ld191 = memref.load %w[%a190] : memref<?xf16>
+          %h192 = arith.extf %ld191 : f16 to f32
+          %sel193 = arith.select %in188, %h192, %c0p0_f32 : f32
+          %a194 = arith.addi %kb, %c4_index : index
+          %in195 = arith.cmpi ult, %a194, %Ki : index
+          %kc196 = arith.minui %a194, %klast : index
+          %a197 = arith.addi %wrow, %kc196 : index
+          %ld198 = memref.load %w[%a197] : memref<?xf16>
+          %h199 = arith.extf %ld198 : f16 to f32
+          %sel200 = arith.select %in195, %h199, %c0p0_f32 : f32
+          %a201 = arith.addi %kb, %c5_index : index
+          %in202 = arith.cmpi ult, %a201, %Ki : index
+          %kc203 = arith.minui %a201, %klast : index
+          %a204 = arith.addi %wrow, %kc203 : index
+          %ld205 = memref.load %w[%a204] : memref<?xf16>
+          %h206 = arith.extf %ld205 : f16 to f32
+          %sel207 = arith.select %in202, %h206, %c0p0_f32 : f32
+          %a208 = arith.addi %kb, %c6_index : index
+          %in209 = arith.cmpi ult, %a208, %Ki : index
+          %kc210 = arith.minui %a208, %klast : index
+          %a211 = arith.addi %wrow, %kc210 : index
+          %ld212 = memref.load %w[%a211] : memref<?xf16>
+          %h213 = arith.extf %ld212 : f16 to f32
+          %sel214 = arith.select %in209, %h213, %c0p0_f32 : f32
+          %a215 = arith.addi %kb, %c7_index : index
+          %in216 = arith.cmpi ult, %a215, %Ki : index
+          %kc217 = arith.minui %a215, %klast : index
+          %a218 = arith.addi %wrow, %kc217 : index
+          %ld219 = memref.load %w[%a218] : memref<?xf16>
+          %h220 = arith.extf %ld219 : f16 to f32
+          %sel221 = arith.select %in216, %h220, %c0p0_f32 : f32
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m222 = arith.muli %tg, %Ki : index
+            %a223 = arith.addi %m222, %kc168 : index
+            %xv224 = memref.load %x[%a223] : memref<?xf32>
+            %f225 = math.fma %xv224, %sel172, %c0p0_f32 : f32
+            %a226 = arith.addi %m222, %kc175 : index
+            %xv227 = memref.load %x[%a226] : memref<?xf32>
+            %f228 = math.fma %xv227, %sel179, %f225 : f32
+            %a229 = arith.addi %m222, %kc182 : index
+            %xv230 = memref.load %x[%a229] : memref<?xf32>
+            %f231 = math.fma %xv230, %sel186, %f228 : f32
+            %a232 = arith.addi %m222, %kc189 : index
+            %xv233 = memref.load %x[%a232] : memref<?xf32>
+            %f234 = math.fma %xv233, %sel193, %f231 : f32
+            %a235 = arith.addi %m222, %kc196 : index
+            %xv236 = memref.load %x[%a235] : memref<?xf32>
+            %f237 = math.fma %xv236, %sel200, %f234 : f32
+            %a238 = arith.addi %m222, %kc203 : index
+            %xv239 = memref.load %x[%a238] : memref<?xf32>
+            %f240 = math.fma %xv239, %sel207, %f237 : f32
+            %a241 = arith.addi %m222, %kc210 : index
+            %xv242 = memref.load %x[%a241] : memref<?xf32>
+            %f243 = math.fma %xv242, %sel214, %f240 : f32
+            %a244 = arith.addi %m222, %kc217 : index
+            %xv245 = memref.load %x[%a244] : memref<?xf32>
+            %f246 = math.fma %xv245, %sel221, %f243 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f246 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv247 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a248 = arith.addi %tid, %c128_index : index
+        %sv249 = memref.load %slots[%a248] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a250 = arith.addi %tid, %c256_index : index
+        %sv251 = memref.load %slots[%a250] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a252 = arith.addi %tid, %c384_index : index
+        %sv253 = memref.load %slots[%a252] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a254 = arith.addi %tid, %c512_index : index
+        %sv255 = memref.load %slots[%a254] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a256 = arith.addi %tid, %c640_index : index
+        %sv257 = memref.load %slots[%a256] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a258 = arith.addi %tid, %c768_index : index
+        %sv259 = memref.load %slots[%a258] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a260 = arith.addi %tid, %c896_index : index
+        %sv261 = memref.load %slots[%a260] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv247, %sv249, %sv251, %sv253, %sv255, %sv257, %sv259, %sv261 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh262:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f263 = arith.addf %acc_r#0, %sh262#0 : f32
+      %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
+      %f265 = arith.addf %f263, %sh264#0 : f32
+      %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
+      %f267 = arith.addf %f265, %sh266#0 : f32
+      %c268 = scf.if %tok1 -> (f32) {
+        %sh269:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f270 = arith.addf %acc_r#1, %sh269#0 : f32
+        %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
+        %f272 = arith.addf %f270, %sh271#0 : f32
+        %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
+        %f274 = arith.addf %f272, %sh273#0 : f32
+        scf.yield %f274 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c275 = scf.if %tok2 -> (f32) {
+        %sh276:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f277 = arith.addf %acc_r#2, %sh276#0 : f32
+        %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
+        %f279 = arith.addf %f277, %sh278#0 : f32
+        %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
+        %f281 = arith.addf %f279, %sh280#0 : f32
+        scf.yield %f281 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c282 = scf.if %tok3 -> (f32) {
+        %sh283:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f284 = arith.addf %acc_r#3, %sh283#0 : f32
+        %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
+        %f286 = arith.addf %f284, %sh285#0 : f32
+        %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
+        %f288 = arith.addf %f286, %sh287#0 : f32
+        scf.yield %f288 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c289 = scf.if %tok4 -> (f32) {
+        %sh290:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f291 = arith.addf %acc_r#4, %sh290#0 : f32
+        %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
+        %f293 = arith.addf %f291, %sh292#0 : f32
+        %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
+        %f295 = arith.addf %f293, %sh294#0 : f32
+        scf.yield %f295 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c296 = scf.if %tok5 -> (f32) {
+        %sh297:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f298 = arith.addf %acc_r#5, %sh297#0 : f32
+        %sh299:2 = gpu.shuffle xor %f298, %c2_i32, %c32_i32 : f32
+        %f300 = arith.addf %f298, %sh299#0 : f32
+        %sh301:2 = gpu.shuffle xor %f300, %c1_i32, %c32_i32 : f32
+        %f302 = arith.addf %f300, %sh301#0 : f32
+        scf.yield %f302 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c303 = scf.if %tok6 -> (f32) {
+        %sh304:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f305 = arith.addf %acc_r#6, %sh304#0 : f32
+        %sh306:2 = gpu.shuffle xor %f305, %c2_i32, %c32_i32 : f32
+        %f307 = arith.addf %f305, %sh306#0 : f32
+        %sh308:2 = gpu.shuffle xor %f307, %c1_i32, %c32_i32 : f32
+        %f309 = arith.addf %f307, %sh308#0 : f32
+        scf.yield %f309 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c310 = scf.if %tok7 -> (f32) {
+        %sh311:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f312 = arith.addf %acc_r#7, %sh311#0 : f32
+        %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
+        %f314 = arith.addf %f312, %sh313#0 : f32
+        %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
+        %f316 = arith.addf %f314, %sh315#0 : f32
+        scf.yield %f316 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f267, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a317 = arith.addi %pbase, %c4_index : index
+        memref.store %c268, %acc[%a317] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a318 = arith.addi %pbase, %c8_index : index
+        memref.store %c275, %acc[%a318] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a319 = arith.addi %pbase, %c12_index : index
+        memref.store %c282, %acc[%a319] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %pbase, %c16_index : index
+        memref.store %c289, %acc[%a320] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a321 = arith.addi %pbase, %c20_index : index
+        memref.store %c296, %acc[%a321] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %pbase, %c24_index : index
+        memref.store %c303, %acc[%a322] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a323 = arith.addi %pbase, %c28_index : index
+        memref.store %c310, %acc[%a323] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

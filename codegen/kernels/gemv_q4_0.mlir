@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q4_0 weights (GGUF / ggml block_q4_0 (18 B / 32 weights): d f16 | qs[16] (weight j: low nibble of qs[j], weight j+16: high nibble; value d*(q-8))).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q4_0(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -11,11 +14,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,13 +31,15 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q4_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q4_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q4_0(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -42,29 +52,42 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
-      %c17_index = arith.constant 17 : index
       %c18_index = arith.constant 18 : index
-      %c19_index = arith.constant 19 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
+      %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %cm8p0_f32 = arith.constant -8.0 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -84,207 +107,510 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c18_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c18_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c2_index : index
-        %m18 = arith.muli %q, %c4_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %b33 = arith.andi %o32, %c15_i32 : i32
-        %s34 = arith.shrui %o32, %c4_i32 : i32
-        %b35 = arith.andi %s34, %c15_i32 : i32
-        %o36 = arith.ori %b33, %c1258291200_i32 : i32
-        %q37 = arith.bitcast %o36 : i32 to f32
-        %f38 = arith.subf %q37, %c8p388608e06_f32 : f32
-        %o39 = arith.ori %b35, %c1258291200_i32 : i32
-        %q40 = arith.bitcast %o39 : i32 to f32
-        %f41 = arith.subf %q40, %c8p388608e06_f32 : f32
-        %s42 = arith.shrui %o32, %c8_i32 : i32
-        %b43 = arith.andi %s42, %c15_i32 : i32
-        %s44 = arith.shrui %o32, %c12_i32 : i32
-        %b45 = arith.andi %s44, %c15_i32 : i32
-        %o46 = arith.ori %b43, %c1258291200_i32 : i32
-        %q47 = arith.bitcast %o46 : i32 to f32
-        %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
-        %o49 = arith.ori %b45, %c1258291200_i32 : i32
-        %q50 = arith.bitcast %o49 : i32 to f32
-        %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
-        %s52 = arith.shrui %o32, %c16_i32 : i32
-        %b53 = arith.andi %s52, %c15_i32 : i32
-        %s54 = arith.shrui %o32, %c20_i32 : i32
-        %b55 = arith.andi %s54, %c15_i32 : i32
-        %o56 = arith.ori %b53, %c1258291200_i32 : i32
-        %q57 = arith.bitcast %o56 : i32 to f32
-        %f58 = arith.subf %q57, %c8p388608e06_f32 : f32
-        %o59 = arith.ori %b55, %c1258291200_i32 : i32
-        %q60 = arith.bitcast %o59 : i32 to f32
-        %f61 = arith.subf %q60, %c8p388608e06_f32 : f32
-        %s62 = arith.shrui %o32, %c24_i32 : i32
-        %b63 = arith.andi %s62, %c15_i32 : i32
-        %s64 = arith.shrui %o32, %c28_i32 : i32
-        %b65 = arith.andi %s64, %c15_i32 : i32
-        %o66 = arith.ori %b63, %c1258291200_i32 : i32
-        %q67 = arith.bitcast %o66 : i32 to f32
-        %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
-        %o69 = arith.ori %b65, %c1258291200_i32 : i32
-        %q70 = arith.bitcast %o69 : i32 to f32
-        %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
-        %f72 = arith.mulf %h16, %cm8p0_f32 : f32
-        %m73 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m73 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv74 = memref.load %x[%xk] : memref<?xf32>
-          %f75 = arith.mulf %xv74, %f38 : f32
-          %a76 = arith.addi %xk, %c16_index : index
-          %xv77 = memref.load %x[%a76] : memref<?xf32>
-          %f78 = math.fma %xv77, %f41, %f75 : f32
-          %f79 = arith.addf %xv74, %xv77 : f32
-          %a80 = arith.addi %xk, %c1_index : index
-          %xv81 = memref.load %x[%a80] : memref<?xf32>
-          %f82 = math.fma %xv81, %f48, %f78 : f32
-          %f83 = arith.addf %f79, %xv81 : f32
-          %a84 = arith.addi %xk, %c17_index : index
-          %xv85 = memref.load %x[%a84] : memref<?xf32>
-          %f86 = math.fma %xv85, %f51, %f82 : f32
-          %f87 = arith.addf %f83, %xv85 : f32
-          %a88 = arith.addi %xk, %c2_index : index
-          %xv89 = memref.load %x[%a88] : memref<?xf32>
-          %f90 = math.fma %xv89, %f58, %f86 : f32
-          %f91 = arith.addf %f87, %xv89 : f32
-          %a92 = arith.addi %xk, %c18_index : index
-          %xv93 = memref.load %x[%a92] : memref<?xf32>
-          %f94 = math.fma %xv93, %f61, %f90 : f32
-          %f95 = arith.addf %f91, %xv93 : f32
-          %a96 = arith.addi %xk, %c3_index : index
-          %xv97 = memref.load %x[%a96] : memref<?xf32>
-          %f98 = math.fma %xv97, %f68, %f94 : f32
-          %f99 = arith.addf %f95, %xv97 : f32
-          %a100 = arith.addi %xk, %c19_index : index
-          %xv101 = memref.load %x[%a100] : memref<?xf32>
-          %f102 = math.fma %xv101, %f71, %f98 : f32
-          %f103 = arith.addf %f99, %xv101 : f32
-          %f104 = arith.mulf %h16, %f102 : f32
-          %f105 = math.fma %f72, %f103, %f104 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f105 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c18_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c2_index : index
+          %m18 = arith.muli %q, %c4_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %b33 = arith.andi %o32, %c15_i32 : i32
+          %s34 = arith.shrui %o32, %c4_i32 : i32
+          %b35 = arith.andi %s34, %c15_i32 : i32
+          %o36 = arith.ori %b33, %c1258291200_i32 : i32
+          %q37 = arith.bitcast %o36 : i32 to f32
+          %f38 = arith.subf %q37, %c8p388608e06_f32 : f32
+          %o39 = arith.ori %b35, %c1258291200_i32 : i32
+          %q40 = arith.bitcast %o39 : i32 to f32
+          %f41 = arith.subf %q40, %c8p388608e06_f32 : f32
+          %s42 = arith.shrui %o32, %c8_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %s44 = arith.shrui %o32, %c12_i32 : i32
+          %b45 = arith.andi %s44, %c15_i32 : i32
+          %o46 = arith.ori %b43, %c1258291200_i32 : i32
+          %q47 = arith.bitcast %o46 : i32 to f32
+          %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
+          %o49 = arith.ori %b45, %c1258291200_i32 : i32
+          %q50 = arith.bitcast %o49 : i32 to f32
+          %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
+          %s52 = arith.shrui %o32, %c16_i32 : i32
+          %b53 = arith.andi %s52, %c15_i32 : i32
+          %s54 = arith.shrui %o32, %c20_i32 : i32
+          %b55 = arith.andi %s54, %c15_i32 : i32
+          %o56 = arith.ori %b53, %c1258291200_i32 : i32
+          %q57 = arith.bitcast %o56 : i32 to f32
+          %f58 = arith.subf %q57, %c8p388608e06_f32 : f32
+          %o59 = arith.ori %b55, %c1258291200_i32 : i32
+          %q60 = arith.bitcast %o59 : i32 to f32
+          %f61 = arith.subf %q60, %c8p388608e06_f32 : f32
+          %s62 = arith.shrui %o32, %c24_i32 : i32
+          %b63 = arith.andi %s62, %c15_i32 : i32
+          %s64 = arith.shrui %o32, %c28_i32 : i32
+          %b65 = arith.andi %s64, %c15_i32 : i32
+          %o66 = arith.ori %b63, %c1258291200_i32 : i32
+          %q67 = arith.bitcast %o66 : i32 to f32
+          %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
+          %o69 = arith.ori %b65, %c1258291200_i32 : i32
+          %q70 = arith.bitcast %o69 : i32 to f32
+          %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
+          %f72 = arith.mulf %h16, %cm8p0_f32 : f32
+          %m73 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m73 : index
+          %a74 = arith.addi %u, %c32_index : index
+          %vr75 = arith.cmpi ult, %a74, %units : index
+          %uc76 = arith.select %vr75, %a74, %u : index
+          %b_1 = arith.divui %uc76, %c4_index : index
+          %q_1 = arith.remui %uc76, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c18_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w77 = arith.shrui %blockbyte_1, %c2_index : index
+          %ld78 = memref.load %w[%w77] : memref<?xi32>
+          %a79 = arith.addi %blockbyte_1, %c2_index : index
+          %w80 = arith.shrui %a79, %c2_index : index
+          %ld81 = memref.load %w[%w80] : memref<?xi32>
+          %n82 = arith.index_cast %blockbyte_1 : index to i32
+          %b83 = arith.andi %n82, %c2_i32 : i32
+          %s84 = arith.shli %b83, %c3_i32 : i32
+          %s85 = arith.shrui %ld78, %s84 : i32
+          %s86 = arith.subi %c16_i32, %s84 : i32
+          %s87 = arith.shli %ld81, %c16_i32 : i32
+          %s88 = arith.shli %s87, %s86 : i32
+          %o89 = arith.ori %s85, %s88 : i32
+          %h90 = arith.trunci %o89 : i32 to i16
+          %h91 = arith.bitcast %h90 : i16 to f16
+          %h92 = arith.extf %h91 : f16 to f32
+          %a93 = arith.addi %blockbyte_1, %c2_index : index
+          %m94 = arith.muli %q_1, %c4_index : index
+          %a95 = arith.addi %a93, %m94 : index
+          %w96 = arith.shrui %a95, %c2_index : index
+          %ld97 = memref.load %w[%w96] : memref<?xi32>
+          %a98 = arith.addi %a95, %c2_index : index
+          %w99 = arith.shrui %a98, %c2_index : index
+          %ld100 = memref.load %w[%w99] : memref<?xi32>
+          %n101 = arith.index_cast %a95 : index to i32
+          %b102 = arith.andi %n101, %c2_i32 : i32
+          %s103 = arith.shli %b102, %c3_i32 : i32
+          %s104 = arith.shrui %ld97, %s103 : i32
+          %s105 = arith.subi %c16_i32, %s103 : i32
+          %s106 = arith.shli %ld100, %c16_i32 : i32
+          %s107 = arith.shli %s106, %s105 : i32
+          %o108 = arith.ori %s104, %s107 : i32
+          %b109 = arith.andi %o108, %c15_i32 : i32
+          %s110 = arith.shrui %o108, %c4_i32 : i32
+          %b111 = arith.andi %s110, %c15_i32 : i32
+          %o112 = arith.ori %b109, %c1258291200_i32 : i32
+          %q113 = arith.bitcast %o112 : i32 to f32
+          %f114 = arith.subf %q113, %c8p388608e06_f32 : f32
+          %o115 = arith.ori %b111, %c1258291200_i32 : i32
+          %q116 = arith.bitcast %o115 : i32 to f32
+          %f117 = arith.subf %q116, %c8p388608e06_f32 : f32
+          %s118 = arith.shrui %o108, %c8_i32 : i32
+          %b119 = arith.andi %s118, %c15_i32 : i32
+          %s120 = arith.shrui %o108, %c12_i32 : i32
+          %b121 = arith.andi %s120, %c15_i32 : i32
+          %o122 = arith.ori %b119, %c1258291200_i32 : i32
+          %q123 = arith.bitcast %o122 : i32 to f32
+          %f124 = arith.subf %q123, %c8p388608e06_f32 : f32
+          %o125 = arith.ori %b121, %c1258291200_i32 : i32
+          %q126 = arith.bitcast %o125 : i32 to f32
+          %f127 = arith.subf %q126, %c8p388608e06_f32 : f32
+          %s128 = arith.shrui %o108, %c16_i32 : i32
+          %b129 = arith.andi %s128, %c15_i32 : i32
+          %s130 = arith.shrui %o108, %c20_i32 : i32
+          %b131 = arith.andi %s130, %c15_i32 : i32
+          %o132 = arith.ori %b129, %c1258291200_i32 : i32
+          %q133 = arith.bitcast %o132 : i32 to f32
+          %f134 = arith.subf %q133, %c8p388608e06_f32 : f32
+          %o135 = arith.ori %b131, %c1258291200_i32 : i32
+          %q136 = arith.bitcast %o135 : i32 to f32
+          %f137 = arith.subf %q136, %c8p388608e06_f32 : f32
+          %s138 = arith.shrui %o108, %c24_i32 : i32
+          %b139 = arith.andi %s138, %c15_i32 : i32
+          %s140 = arith.shrui %o108, %c28_i32 : i32
+          %b141 = arith.andi %s140, %c15_i32 : i32
+          %o142 = arith.ori %b139, %c1258291200_i32 : i32
+          %q143 = arith.bitcast %o142 : i32 to f32
+          %f144 = arith.subf %q143, %c8p388608e06_f32 : f32
+          %o145 = arith.ori %b141, %c1258291200_i32 : i32
+          %q146 = arith.bitcast %o145 : i32 to f32
+          %f147 = arith.subf %q146, %c8p388608e06_f32 : f32
+          %f148 = arith.mulf %h92, %cm8p0_f32 : f32
+          %m149 = arith.muli %q_1, %c4_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m149 : index
+          %m150 = arith.muli %t0, %Ki : index
+          %a151 = arith.addi %m150, %kb : index
+          %x4152 = arith.shrui %a151, %c2_index : index
+          %xq153 = memref.load %x[%x4152] : memref<?xvector<4xf32>>
+          %xv154 = vector.extract %xq153[0] : f32 from vector<4xf32>
+          %f155 = arith.mulf %xv154, %f38 : f32
+          %a156 = arith.addi %x4152, %c4_index : index
+          %xq157 = memref.load %x[%a156] : memref<?xvector<4xf32>>
+          %xv158 = vector.extract %xq157[0] : f32 from vector<4xf32>
+          %f159 = math.fma %xv158, %f41, %f155 : f32
+          %f160 = arith.addf %xv154, %xv158 : f32
+          %xv161 = vector.extract %xq153[1] : f32 from vector<4xf32>
+          %f162 = math.fma %xv161, %f48, %f159 : f32
+          %f163 = arith.addf %f160, %xv161 : f32
+          %xv164 = vector.extract %xq157[1] : f32 from vector<4xf32>
+          %f165 = math.fma %xv164, %f51, %f162 : f32
+          %f166 = arith.addf %f163, %xv164 : f32
+          %xv167 = vector.extract %xq153[2] : f32 from vector<4xf32>
+          %f168 = math.fma %xv167, %f58, %f165 : f32
+          %f169 = arith.addf %f166, %xv167 : f32
+          %xv170 = vector.extract %xq157[2] : f32 from vector<4xf32>
+          %f171 = math.fma %xv170, %f61, %f168 : f32
+          %f172 = arith.addf %f169, %xv170 : f32
+          %xv173 = vector.extract %xq153[3] : f32 from vector<4xf32>
+          %f174 = math.fma %xv173, %f68, %f171 : f32
+          %f175 = arith.addf %f172, %xv173 : f32
+          %xv176 = vector.extract %xq157[3] : f32 from vector<4xf32>
+          %f177 = math.fma %xv176, %f71, %f174 : f32
+          %f178 = arith.addf %f175, %xv176 : f32
+          %f179 = arith.mulf %h16, %f177 : f32
+          %f180 = math.fma %f72, %f178, %f179 : f32
+          %f181 = arith.addf %sacc, %f180 : f32
+          %m182 = arith.muli %t0, %Ki : index
+          %a183 = arith.addi %m182, %kb_1 : index
+          %x4184 = arith.shrui %a183, %c2_index : index
+          %xq185 = memref.load %x[%x4184] : memref<?xvector<4xf32>>
+          %xv186 = vector.extract %xq185[0] : f32 from vector<4xf32>
+          %f187 = arith.mulf %xv186, %f114 : f32
+          %a188 = arith.addi %x4184, %c4_index : index
+          %xq189 = memref.load %x[%a188] : memref<?xvector<4xf32>>
+          %xv190 = vector.extract %xq189[0] : f32 from vector<4xf32>
+          %f191 = math.fma %xv190, %f117, %f187 : f32
+          %f192 = arith.addf %xv186, %xv190 : f32
+          %xv193 = vector.extract %xq185[1] : f32 from vector<4xf32>
+          %f194 = math.fma %xv193, %f124, %f191 : f32
+          %f195 = arith.addf %f192, %xv193 : f32
+          %xv196 = vector.extract %xq189[1] : f32 from vector<4xf32>
+          %f197 = math.fma %xv196, %f127, %f194 : f32
+          %f198 = arith.addf %f195, %xv196 : f32
+          %xv199 = vector.extract %xq185[2] : f32 from vector<4xf32>
+          %f200 = math.fma %xv199, %f134, %f197 : f32
+          %f201 = arith.addf %f198, %xv199 : f32
+          %xv202 = vector.extract %xq189[2] : f32 from vector<4xf32>
+          %f203 = math.fma %xv202, %f137, %f200 : f32
+          %f204 = arith.addf %f201, %xv202 : f32
+          %xv205 = vector.extract %xq185[3] : f32 from vector<4xf32>
+          %f206 = math.fma %xv205, %f144, %f203 : f32
+          %f207 = arith.addf %f204, %xv205 : f32
+          %xv208 = vector.extract %xq189[3] : f32 from vector<4xf32>
+          %f209 = math.fma %xv208, %f147, %f206 : f32
+          %f210 = arith.addf %f207, %xv208 : f32
+          %f211 = arith.mulf %h92, %f209 : f32
+          %f212 = math.fma %f148, %f210, %f211 : f32
+          %sel213 = arith.select %vr75, %f212, %c0p0_f32 : f32
+          %f214 = arith.addf %f181, %sel213 : f32
+          scf.yield %f214 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c18_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w215 = arith.shrui %blockbyte, %c2_index : index
+          %ld216 = memref.load %w[%w215] : memref<?xi32>
+          %a217 = arith.addi %blockbyte, %c2_index : index
+          %w218 = arith.shrui %a217, %c2_index : index
+          %ld219 = memref.load %w[%w218] : memref<?xi32>
+          %n220 = arith.index_cast %blockbyte : index to i32
+          %b221 = arith.andi %n220, %c2_i32 : i32
+          %s222 = arith.shli %b221, %c3_i32 : i32
+          %s223 = arith.shrui %ld216, %s222 : i32
+          %s224 = arith.subi %c16_i32, %s222 : i32
+          %s225 = arith.shli %ld219, %c16_i32 : i32
+          %s226 = arith.shli %s225, %s224 : i32
+          %o227 = arith.ori %s223, %s226 : i32
+          %h228 = arith.trunci %o227 : i32 to i16
+          %h229 = arith.bitcast %h228 : i16 to f16
+          %h230 = arith.extf %h229 : f16 to f32
+          %a231 = arith.addi %blockbyte, %c2_index : index
+          %m232 = arith.muli %q, %c4_index : index
+          %a233 = arith.addi %a231, %m232 : index
+          %w234 = arith.shrui %a233, %c2_index : index
+          %ld235 = memref.load %w[%w234] : memref<?xi32>
+          %a236 = arith.addi %a233, %c2_index : index
+          %w237 = arith.shrui %a236, %c2_index : index
+          %ld238 = memref.load %w[%w237] : memref<?xi32>
+          %n239 = arith.index_cast %a233 : index to i32
+          %b240 = arith.andi %n239, %c2_i32 : i32
+          %s241 = arith.shli %b240, %c3_i32 : i32
+          %s242 = arith.shrui %ld235, %s241 : i32
+          %s243 = arith.subi %c16_i32, %s241 : i32
+          %s244 = arith.shli %ld238, %c16_i32 : i32
+          %s245 = arith.shli %s244, %s243 : i32
+          %o246 = arith.ori %s242, %s245 : i32
+          %b247 = arith.andi %o246, %c15_i32 : i32
+          %s248 = arith.shrui %o246, %c4_i32 : i32
+          %b249 = arith.andi %s248, %c15_i32 : i32
+          %o250 = arith.ori %b247, %c1258291200_i32 : i32
+          %q251 = arith.bitcast %o250 : i32 to f32
+          %f252 = arith.subf %q251, %c8p388608e06_f32 : f32
+          %o253 = arith.ori %b249, %c1258291200_i32 : i32
+          %q254 = arith.bitcast %o253 : i32 to f32
+          %f255 = arith.subf %q254, %c8p388608e06_f32 : f32
+          %s256 = arith.shrui %o246, %c8_i32 : i32
+          %b257 = arith.andi %s256, %c15_i32 : i32
+          %s258 = arith.shrui %o246, %c12_i32 : i32
+          %b259 = arith.andi %s258, %c15_i32 : i32
+          %o260 = arith.ori %b257, %c1258291200_i32 : i32
+          %q261 = arith.bitcast %o260 : i32 to f32
+          %f262 = arith.subf %q261, %c8p388608e06_f32 : f32
+          %o263 = arith.ori %b259, %c1258291200_i32 : i32
+          %q264 = arith.bitcast %o263 : i32 to f32
+          %f265 = arith.subf %q264, %c8p388608e06_f32 : f32
+          %s266 = arith.shrui %o246, %c16_i32 : i32
+          %b267 = arith.andi %s266, %c15_i32 : i32
+          %s268 = arith.shrui %o246, %c20_i32 : i32
+          %b269 = arith.andi %s268, %c15_i32 : i32
+          %o270 = arith.ori %b267, %c1258291200_i32 : i32
+          %q271 = arith.bitcast %o270 : i32 to f32
+          %f272 = arith.subf %q271, %c8p388608e06_f32 : f32
+          %o273 = arith.ori %b269, %c1258291200_i32 : i32
+          %q274 = arith.bitcast %o273 : i32 to f32
+          %f275 = arith.subf %q274, %c8p388608e06_f32 : f32
+          %s276 = arith.shrui %o246, %c24_i32 : i32
+          %b277 = arith.andi %s276, %c15_i32 : i32
+          %s278 = arith.shrui %o246, %c28_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %f286 = arith.mulf %h230, %cm8p0_f32 : f32
+          %m287 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m287 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m288 = arith.muli %tg, %Ki : index
+            %a289 = arith.addi %m288, %kb : index
+            %x4290 = arith.shrui %a289, %c2_index : index
+            %xq291 = memref.load %x[%x4290] : memref<?xvector<4xf32>>
+            %xv292 = vector.extract %xq291[0] : f32 from vector<4xf32>
+            %f293 = arith.mulf %xv292, %f252 : f32
+            %a294 = arith.addi %x4290, %c4_index : index
+            %xq295 = memref.load %x[%a294] : memref<?xvector<4xf32>>
+            %xv296 = vector.extract %xq295[0] : f32 from vector<4xf32>
+            %f297 = math.fma %xv296, %f255, %f293 : f32
+            %f298 = arith.addf %xv292, %xv296 : f32
+            %xv299 = vector.extract %xq291[1] : f32 from vector<4xf32>
+            %f300 = math.fma %xv299, %f262, %f297 : f32
+            %f301 = arith.addf %f298, %xv299 : f32
+            %xv302 = vector.extract %xq295[1] : f32 from vector<4xf32>
+            %f303 = math.fma %xv302, %f265, %f300 : f32
+            %f304 = arith.addf %f301, %xv302 : f32
+            %xv305 = vector.extract %xq291[2] : f32 from vector<4xf32>
+            %f306 = math.fma %xv305, %f272, %f303 : f32
+            %f307 = arith.addf %f304, %xv305 : f32
+            %xv308 = vector.extract %xq295[2] : f32 from vector<4xf32>
+            %f309 = math.fma %xv308, %f275, %f306 : f32
+            %f310 = arith.addf %f307, %xv308 : f32
+            %xv311 = vector.extract %xq291[3] : f32 from vector<4xf32>
+            %f312 = math.fma %xv311, %f282, %f309 : f32
+            %f313 = arith.addf %f310, %xv311 : f32
+            %xv314 = vector.extract %xq295[3] : f32 from vector<4xf32>
+            %f315 = math.fma %xv314, %f285, %f312 : f32
+            %f316 = arith.addf %f313, %xv314 : f32
+            %f317 = arith.mulf %h230, %f315 : f32
+            %f318 = math.fma %f286, %f316, %f317 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f318 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv319 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %tid, %c128_index : index
+        %sv321 = memref.load %slots[%a320] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %tid, %c256_index : index
+        %sv323 = memref.load %slots[%a322] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a324 = arith.addi %tid, %c384_index : index
+        %sv325 = memref.load %slots[%a324] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a326 = arith.addi %tid, %c512_index : index
+        %sv327 = memref.load %slots[%a326] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a328 = arith.addi %tid, %c640_index : index
+        %sv329 = memref.load %slots[%a328] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a330 = arith.addi %tid, %c768_index : index
+        %sv331 = memref.load %slots[%a330] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a332 = arith.addi %tid, %c896_index : index
+        %sv333 = memref.load %slots[%a332] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv319, %sv321, %sv323, %sv325, %sv327, %sv329, %sv331, %sv333 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh334:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f335 = arith.addf %acc_r#0, %sh334#0 : f32
+      %sh336:2 = gpu.shuffle xor %f335, %c2_i32, %c32_i32 : f32
+      %f337 = arith.addf %f335, %sh336#0 : f32
+      %sh338:2 = gpu.shuffle xor %f337, %c1_i32, %c32_i32 : f32
+      %f339 = arith.addf %f337, %sh338#0 : f32
+      %c340 = scf.if %tok1 -> (f32) {
+        %sh341:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f342 = arith.addf %acc_r#1, %sh341#0 : f32
+        %sh343:2 = gpu.shuffle xor %f342, %c2_i32, %c32_i32 : f32
+        %f344 = arith.addf %f342, %sh343#0 : f32
+        %sh345:2 = gpu.shuffle xor %f344, %c1_i32, %c32_i32 : f32
+        %f346 = arith.addf %f344, %sh345#0 : f32
+        scf.yield %f346 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c347 = scf.if %tok2 -> (f32) {
+        %sh348:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f349 = arith.addf %acc_r#2, %sh348#0 : f32
+        %sh350:2 = gpu.shuffle xor %f349, %c2_i32, %c32_i32 : f32
+        %f351 = arith.addf %f349, %sh350#0 : f32
+        %sh352:2 = gpu.shuffle xor %f351, %c1_i32, %c32_i32 : f32
+        %f353 = arith.addf %f351, %sh352#0 : f32
+        scf.yield %f353 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c354 = scf.if %tok3 -> (f32) {
+        %sh355:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f356 = arith.addf %acc_r#3, %sh355#0 : f32
+        %sh357:2 = gpu.shuffle xor %f356, %c2_i32, %c32_i32 : f32
+        %f358 = arith.addf %f356, %sh357#0 : f32
+        %sh359:2 = gpu.shuffle xor %f358, %c1_i32, %c32_i32 : f32
+        %f360 = arith.addf %f358, %sh359#0 : f32
+        scf.yield %f360 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c361 = scf.if %tok4 -> (f32) {
+        %sh362:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f363 = arith.addf %acc_r#4, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c2_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        %sh366:2 = gpu.shuffle xor %f365, %c1_i32, %c32_i32 : f32
+        %f367 = arith.addf %f365, %sh366#0 : f32
+        scf.yield %f367 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c368 = scf.if %tok5 -> (f32) {
+        %sh369:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f370 = arith.addf %acc_r#5, %sh369#0 : f32
+        %sh371:2 = gpu.shuffle xor %f370, %c2_i32, %c32_i32 : f32
+        %f372 = arith.addf %f370, %sh371#0 : f32
+        %sh373:2 = gpu.shuffle xor %f372, %c1_i32, %c32_i32 : f32
+        %f374 = arith.addf %f372, %sh373#0 : f32
+        scf.yield %f374 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c375 = scf.if %tok6 -> (f32) {
+        %sh376:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f377 = arith.addf %acc_r#6, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c2_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        %sh380:2 = gpu.shuffle xor %f379, %c1_i32, %c32_i32 : f32
+        %f381 = arith.addf %f379, %sh380#0 : f32
+        scf.yield %f381 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c382 = scf.if %tok7 -> (f32) {
+        %sh383:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f384 = arith.addf %acc_r#7, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c2_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        %sh387:2 = gpu.shuffle xor %f386, %c1_i32, %c32_i32 : f32
+        %f388 = arith.addf %f386, %sh387#0 : f32
+        scf.yield %f388 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f339, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a389 = arith.addi %pbase, %c4_index : index
+        memref.store %c340, %acc[%a389] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a390 = arith.addi %pbase, %c8_index : index
+        memref.store %c347, %acc[%a390] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a391 = arith.addi %pbase, %c12_index : index
+        memref.store %c354, %acc[%a391] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a392 = arith.addi %pbase, %c16_index : index
+        memref.store %c361, %acc[%a392] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a393 = arith.addi %pbase, %c20_index : index
+        memref.store %c368, %acc[%a393] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a394 = arith.addi %pbase, %c24_index : index
+        memref.store %c375, %acc[%a394] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a395 = arith.addi %pbase, %c28_index : index
+        memref.store %c382, %acc[%a395] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q4_1 weights (GGUF / ggml block_q4_1 (20 B / 32 weights): d f16 | m f16 | qs[16] (nibbles as q4_0; value d*q + m)).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q4_1(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -11,11 +14,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_1(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,13 +31,15 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q4_1 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q4_1(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q4_1(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -42,28 +52,40 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
-      %c17_index = arith.constant 17 : index
-      %c18_index = arith.constant 18 : index
-      %c19_index = arith.constant 19 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
       %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %c96_index = arith.constant 96 : index
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -83,188 +105,549 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c20_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c20_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %h3 = arith.trunci %ld2 : i32 to i16
-        %h4 = arith.bitcast %h3 : i16 to f16
-        %h5 = arith.extf %h4 : f16 to f32
-        %a6 = arith.addi %blockbyte, %c4_index : index
-        %m7 = arith.muli %q, %c4_index : index
-        %a8 = arith.addi %a6, %m7 : index
-        %w9 = arith.shrui %a8, %c2_index : index
-        %ld10 = memref.load %w[%w9] : memref<?xi32>
-        %b11 = arith.andi %ld10, %c15_i32 : i32
-        %s12 = arith.shrui %ld10, %c4_i32 : i32
-        %b13 = arith.andi %s12, %c15_i32 : i32
-        %o14 = arith.ori %b11, %c1258291200_i32 : i32
-        %q15 = arith.bitcast %o14 : i32 to f32
-        %f16 = arith.subf %q15, %c8p388608e06_f32 : f32
-        %o17 = arith.ori %b13, %c1258291200_i32 : i32
-        %q18 = arith.bitcast %o17 : i32 to f32
-        %f19 = arith.subf %q18, %c8p388608e06_f32 : f32
-        %s20 = arith.shrui %ld10, %c8_i32 : i32
-        %b21 = arith.andi %s20, %c15_i32 : i32
-        %s22 = arith.shrui %ld10, %c12_i32 : i32
-        %b23 = arith.andi %s22, %c15_i32 : i32
-        %o24 = arith.ori %b21, %c1258291200_i32 : i32
-        %q25 = arith.bitcast %o24 : i32 to f32
-        %f26 = arith.subf %q25, %c8p388608e06_f32 : f32
-        %o27 = arith.ori %b23, %c1258291200_i32 : i32
-        %q28 = arith.bitcast %o27 : i32 to f32
-        %f29 = arith.subf %q28, %c8p388608e06_f32 : f32
-        %s30 = arith.shrui %ld10, %c16_i32 : i32
-        %b31 = arith.andi %s30, %c15_i32 : i32
-        %s32 = arith.shrui %ld10, %c20_i32 : i32
-        %b33 = arith.andi %s32, %c15_i32 : i32
-        %o34 = arith.ori %b31, %c1258291200_i32 : i32
-        %q35 = arith.bitcast %o34 : i32 to f32
-        %f36 = arith.subf %q35, %c8p388608e06_f32 : f32
-        %o37 = arith.ori %b33, %c1258291200_i32 : i32
-        %q38 = arith.bitcast %o37 : i32 to f32
-        %f39 = arith.subf %q38, %c8p388608e06_f32 : f32
-        %s40 = arith.shrui %ld10, %c24_i32 : i32
-        %b41 = arith.andi %s40, %c15_i32 : i32
-        %s42 = arith.shrui %ld10, %c28_i32 : i32
-        %b43 = arith.andi %s42, %c15_i32 : i32
-        %o44 = arith.ori %b41, %c1258291200_i32 : i32
-        %q45 = arith.bitcast %o44 : i32 to f32
-        %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
-        %o47 = arith.ori %b43, %c1258291200_i32 : i32
-        %q48 = arith.bitcast %o47 : i32 to f32
-        %f49 = arith.subf %q48, %c8p388608e06_f32 : f32
-        %s50 = arith.shrui %ld2, %c16_i32 : i32
-        %h51 = arith.trunci %s50 : i32 to i16
-        %h52 = arith.bitcast %h51 : i16 to f16
-        %h53 = arith.extf %h52 : f16 to f32
-        %m54 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m54 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv55 = memref.load %x[%xk] : memref<?xf32>
-          %f56 = arith.mulf %xv55, %f16 : f32
-          %a57 = arith.addi %xk, %c16_index : index
-          %xv58 = memref.load %x[%a57] : memref<?xf32>
-          %f59 = math.fma %xv58, %f19, %f56 : f32
-          %f60 = arith.addf %xv55, %xv58 : f32
-          %a61 = arith.addi %xk, %c1_index : index
-          %xv62 = memref.load %x[%a61] : memref<?xf32>
-          %f63 = math.fma %xv62, %f26, %f59 : f32
-          %f64 = arith.addf %f60, %xv62 : f32
-          %a65 = arith.addi %xk, %c17_index : index
-          %xv66 = memref.load %x[%a65] : memref<?xf32>
-          %f67 = math.fma %xv66, %f29, %f63 : f32
-          %f68 = arith.addf %f64, %xv66 : f32
-          %a69 = arith.addi %xk, %c2_index : index
-          %xv70 = memref.load %x[%a69] : memref<?xf32>
-          %f71 = math.fma %xv70, %f36, %f67 : f32
-          %f72 = arith.addf %f68, %xv70 : f32
-          %a73 = arith.addi %xk, %c18_index : index
-          %xv74 = memref.load %x[%a73] : memref<?xf32>
-          %f75 = math.fma %xv74, %f39, %f71 : f32
-          %f76 = arith.addf %f72, %xv74 : f32
-          %a77 = arith.addi %xk, %c3_index : index
-          %xv78 = memref.load %x[%a77] : memref<?xf32>
-          %f79 = math.fma %xv78, %f46, %f75 : f32
-          %f80 = arith.addf %f76, %xv78 : f32
-          %a81 = arith.addi %xk, %c19_index : index
-          %xv82 = memref.load %x[%a81] : memref<?xf32>
-          %f83 = math.fma %xv82, %f49, %f79 : f32
-          %f84 = arith.addf %f80, %xv82 : f32
-          %f85 = arith.mulf %h5, %f83 : f32
-          %f86 = math.fma %h53, %f84, %f85 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f86 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c20_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %h3 = arith.trunci %ld2 : i32 to i16
+          %h4 = arith.bitcast %h3 : i16 to f16
+          %h5 = arith.extf %h4 : f16 to f32
+          %a6 = arith.addi %blockbyte, %c4_index : index
+          %m7 = arith.muli %q, %c4_index : index
+          %a8 = arith.addi %a6, %m7 : index
+          %w9 = arith.shrui %a8, %c2_index : index
+          %ld10 = memref.load %w[%w9] : memref<?xi32>
+          %b11 = arith.andi %ld10, %c15_i32 : i32
+          %s12 = arith.shrui %ld10, %c4_i32 : i32
+          %b13 = arith.andi %s12, %c15_i32 : i32
+          %o14 = arith.ori %b11, %c1258291200_i32 : i32
+          %q15 = arith.bitcast %o14 : i32 to f32
+          %f16 = arith.subf %q15, %c8p388608e06_f32 : f32
+          %o17 = arith.ori %b13, %c1258291200_i32 : i32
+          %q18 = arith.bitcast %o17 : i32 to f32
+          %f19 = arith.subf %q18, %c8p388608e06_f32 : f32
+          %s20 = arith.shrui %ld10, %c8_i32 : i32
+          %b21 = arith.andi %s20, %c15_i32 : i32
+          %s22 = arith.shrui %ld10, %c12_i32 : i32
+          %b23 = arith.andi %s22, %c15_i32 : i32
+          %o24 = arith.ori %b21, %c1258291200_i32 : i32
+          %q25 = arith.bitcast %o24 : i32 to f32
+          %f26 = arith.subf %q25, %c8p388608e06_f32 : f32
+          %o27 = arith.ori %b23, %c1258291200_i32 : i32
+          %q28 = arith.bitcast %o27 : i32 to f32
+          %f29 = arith.subf %q28, %c8p388608e06_f32 : f32
+          %s30 = arith.shrui %ld10, %c16_i32 : i32
+          %b31 = arith.andi %s30, %c15_i32 : i32
+          %s32 = arith.shrui %ld10, %c20_i32 : i32
+          %b33 = arith.andi %s32, %c15_i32 : i32
+          %o34 = arith.ori %b31, %c1258291200_i32 : i32
+          %q35 = arith.bitcast %o34 : i32 to f32
+          %f36 = arith.subf %q35, %c8p388608e06_f32 : f32
+          %o37 = arith.ori %b33, %c1258291200_i32 : i32
+          %q38 = arith.bitcast %o37 : i32 to f32
+          %f39 = arith.subf %q38, %c8p388608e06_f32 : f32
+          %s40 = arith.shrui %ld10, %c24_i32 : i32
+          %b41 = arith.andi %s40, %c15_i32 : i32
+          %s42 = arith.shrui %ld10, %c28_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %o44 = arith.ori %b41, %c1258291200_i32 : i32
+          %q45 = arith.bitcast %o44 : i32 to f32
+          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
+          %o47 = arith.ori %b43, %c1258291200_i32 : i32
+          %q48 = arith.bitcast %o47 : i32 to f32
+          %f49 = arith.subf %q48, %c8p388608e06_f32 : f32
+          %s50 = arith.shrui %ld2, %c16_i32 : i32
+          %h51 = arith.trunci %s50 : i32 to i16
+          %h52 = arith.bitcast %h51 : i16 to f16
+          %h53 = arith.extf %h52 : f16 to f32
+          %m54 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m54 : index
+          %a55 = arith.addi %u, %c32_index : index
+          %vr56 = arith.cmpi ult, %a55, %units : index
+          %uc57 = arith.select %vr56, %a55, %u : index
+          %b_1 = arith.divui %uc57, %c4_index : index
+          %q_1 = arith.remui %uc57, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c20_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w58 = arith.shrui %blockbyte_1, %c2_index : index
+          %ld59 = memref.load %w[%w58] : memref<?xi32>
+          %h60 = arith.trunci %ld59 : i32 to i16
+          %h61 = arith.bitcast %h60 : i16 to f16
+          %h62 = arith.extf %h61 : f16 to f32
+          %a63 = arith.addi %blockbyte_1, %c4_index : index
+          %m64 = arith.muli %q_1, %c4_index : index
+          %a65 = arith.addi %a63, %m64 : index
+          %w66 = arith.shrui %a65, %c2_index : index
+          %ld67 = memref.load %w[%w66] : memref<?xi32>
+          %b68 = arith.andi %ld67, %c15_i32 : i32
+          %s69 = arith.shrui %ld67, %c4_i32 : i32
+          %b70 = arith.andi %s69, %c15_i32 : i32
+          %o71 = arith.ori %b68, %c1258291200_i32 : i32
+          %q72 = arith.bitcast %o71 : i32 to f32
+          %f73 = arith.subf %q72, %c8p388608e06_f32 : f32
+          %o74 = arith.ori %b70, %c1258291200_i32 : i32
+          %q75 = arith.bitcast %o74 : i32 to f32
+          %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
+          %s77 = arith.shrui %ld67, %c8_i32 : i32
+          %b78 = arith.andi %s77, %c15_i32 : i32
+          %s79 = arith.shrui %ld67, %c12_i32 : i32
+          %b80 = arith.andi %s79, %c15_i32 : i32
+          %o81 = arith.ori %b78, %c1258291200_i32 : i32
+          %q82 = arith.bitcast %o81 : i32 to f32
+          %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
+          %o84 = arith.ori %b80, %c1258291200_i32 : i32
+          %q85 = arith.bitcast %o84 : i32 to f32
+          %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
+          %s87 = arith.shrui %ld67, %c16_i32 : i32
+          %b88 = arith.andi %s87, %c15_i32 : i32
+          %s89 = arith.shrui %ld67, %c20_i32 : i32
+          %b90 = arith.andi %s89, %c15_i32 : i32
+          %o91 = arith.ori %b88, %c1258291200_i32 : i32
+          %q92 = arith.bitcast %o91 : i32 to f32
+          %f93 = arith.subf %q92, %c8p388608e06_f32 : f32
+          %o94 = arith.ori %b90, %c1258291200_i32 : i32
+          %q95 = arith.bitcast %o94 : i32 to f32
+          %f96 = arith.subf %q95, %c8p388608e06_f32 : f32
+          %s97 = arith.shrui %ld67, %c24_i32 : i32
+          %b98 = arith.andi %s97, %c15_i32 : i32
+          %s99 = arith.shrui %ld67, %c28_i32 : i32
+          %b100 = arith.andi %s99, %c15_i32 : i32
+          %o101 = arith.ori %b98, %c1258291200_i32 : i32
+          %q102 = arith.bitcast %o101 : i32 to f32
+          %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
+          %o104 = arith.ori %b100, %c1258291200_i32 : i32
+          %q105 = arith.bitcast %o104 : i32 to f32
+          %f106 = arith.subf %q105, %c8p388608e06_f32 : f32
+          %s107 = arith.shrui %ld59, %c16_i32 : i32
+          %h108 = arith.trunci %s107 : i32 to i16
+          %h109 = arith.bitcast %h108 : i16 to f16
+          %h110 = arith.extf %h109 : f16 to f32
+          %m111 = arith.muli %q_1, %c4_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m111 : index
+          %a112 = arith.addi %u, %c64_index : index
+          %vr113 = arith.cmpi ult, %a112, %units : index
+          %uc114 = arith.select %vr113, %a112, %u : index
+          %b_2 = arith.divui %uc114, %c4_index : index
+          %q_2 = arith.remui %uc114, %c4_index : index
+          %boff_2 = arith.muli %b_2, %c20_index : index
+          %blockbyte_2 = arith.addi %rowbase, %boff_2 : index
+          %w115 = arith.shrui %blockbyte_2, %c2_index : index
+          %ld116 = memref.load %w[%w115] : memref<?xi32>
+          %h117 = arith.trunci %ld116 : i32 to i16
+          %h118 = arith.bitcast %h117 : i16 to f16
+          %h119 = arith.extf %h118 : f16 to f32
+          %a120 = arith.addi %blockbyte_2, %c4_index : index
+          %m121 = arith.muli %q_2, %c4_index : index
+          %a122 = arith.addi %a120, %m121 : index
+          %w123 = arith.shrui %a122, %c2_index : index
+          %ld124 = memref.load %w[%w123] : memref<?xi32>
+          %b125 = arith.andi %ld124, %c15_i32 : i32
+          %s126 = arith.shrui %ld124, %c4_i32 : i32
+          %b127 = arith.andi %s126, %c15_i32 : i32
+          %o128 = arith.ori %b125, %c1258291200_i32 : i32
+          %q129 = arith.bitcast %o128 : i32 to f32
+          %f130 = arith.subf %q129, %c8p388608e06_f32 : f32
+          %o131 = arith.ori %b127, %c1258291200_i32 : i32
+          %q132 = arith.bitcast %o131 : i32 to f32
+          %f133 = arith.subf %q132, %c8p388608e06_f32 : f32
+          %s134 = arith.shrui %ld124, %c8_i32 : i32
+          %b135 = arith.andi %s134, %c15_i32 : i32
+          %s136 = arith.shrui %ld124, %c12_i32 : i32
+          %b137 = arith.andi %s136, %c15_i32 : i32
+          %o138 = arith.ori %b135, %c1258291200_i32 : i32
+          %q139 = arith.bitcast %o138 : i32 to f32
+          %f140 = arith.subf %q139, %c8p388608e06_f32 : f32
+          %o141 = arith.ori %b137, %c1258291200_i32 : i32
+          %q142 = arith.bitcast %o141 : i32 to f32
+          %f143 = arith.subf %q142, %c8p388608e06_f32 : f32
+          %s144 = arith.shrui %ld124, %c16_i32 : i32
+          %b145 = arith.andi %s144, %c15_i32 : i32
+          %s146 = arith.shrui %ld124, %c20_i32 : i32
+          %b147 = arith.andi %s146, %c15_i32 : i32
+          %o148 = arith.ori %b145, %c1258291200_i32 : i32
+          %q149 = arith.bitcast %o148 : i32 to f32
+          %f150 = arith.subf %q149, %c8p388608e06_f32 : f32
+          %o151 = arith.ori %b147, %c1258291200_i32 : i32
+          %q152 = arith.bitcast %o151 : i32 to f32
+          %f153 = arith.subf %q152, %c8p388608e06_f32 : f32
+          %s154 = arith.shrui %ld124, %c24_i32 : i32
+          %b155 = arith.andi %s154, %c15_i32 : i32
+          %s156 = arith.shrui %ld124, %c28_i32 : i32
+          %b157 = arith.andi %s156, %c15_i32 : i32
+          %o158 = arith.ori %b155, %c1258291200_i32 : i32
+          %q159 = arith.bitcast %o158 : i32 to f32
+          %f160 = arith.subf %q159, %c8p388608e06_f32 : f32
+          %o161 = arith.ori %b157, %c1258291200_i32 : i32
+          %q162 = arith.bitcast %o161 : i32 to f32
+          %f163 = arith.subf %q162, %c8p388608e06_f32 : f32
+          %s164 = arith.shrui %ld116, %c16_i32 : i32
+          %h165 = arith.trunci %s164 : i32 to i16
+          %h166 = arith.bitcast %h165 : i16 to f16
+          %h167 = arith.extf %h166 : f16 to f32
+          %m168 = arith.muli %q_2, %c4_index : index
+          %bk_2 = arith.muli %b_2, %c32_index : index
+          %kb_2 = arith.addi %bk_2, %m168 : index
+          %m169 = arith.muli %t0, %Ki : index
+          %a170 = arith.addi %m169, %kb : index
+          %x4171 = arith.shrui %a170, %c2_index : index
+          %xq172 = memref.load %x[%x4171] : memref<?xvector<4xf32>>
+          %xv173 = vector.extract %xq172[0] : f32 from vector<4xf32>
+          %f174 = arith.mulf %xv173, %f16 : f32
+          %a175 = arith.addi %x4171, %c4_index : index
+          %xq176 = memref.load %x[%a175] : memref<?xvector<4xf32>>
+          %xv177 = vector.extract %xq176[0] : f32 from vector<4xf32>
+          %f178 = math.fma %xv177, %f19, %f174 : f32
+          %f179 = arith.addf %xv173, %xv177 : f32
+          %xv180 = vector.extract %xq172[1] : f32 from vector<4xf32>
+          %f181 = math.fma %xv180, %f26, %f178 : f32
+          %f182 = arith.addf %f179, %xv180 : f32
+          %xv183 = vector.extract %xq176[1] : f32 from vector<4xf32>
+          %f184 = math.fma %xv183, %f29, %f181 : f32
+          %f185 = arith.addf %f182, %xv183 : f32
+          %xv186 = vector.extract %xq172[2] : f32 from vector<4xf32>
+          %f187 = math.fma %xv186, %f36, %f184 : f32
+          %f188 = arith.addf %f185, %xv186 : f32
+          %xv189 = vector.extract %xq176[2] : f32 from vector<4xf32>
+          %f190 = math.fma %xv189, %f39, %f187 : f32
+          %f191 = arith.addf %f188, %xv189 : f32
+          %xv192 = vector.extract %xq172[3] : f32 from vector<4xf32>
+          %f193 = math.fma %xv192, %f46, %f190 : f32
+          %f194 = arith.addf %f191, %xv192 : f32
+          %xv195 = vector.extract %xq176[3] : f32 from vector<4xf32>
+          %f196 = math.fma %xv195, %f49, %f193 : f32
+          %f197 = arith.addf %f194, %xv195 : f32
+          %f198 = arith.mulf %h5, %f196 : f32
+          %f199 = math.fma %h53, %f197, %f198 : f32
+          %f200 = arith.addf %sacc, %f199 : f32
+          %m201 = arith.muli %t0, %Ki : index
+          %a202 = arith.addi %m201, %kb_1 : index
+          %x4203 = arith.shrui %a202, %c2_index : index
+          %xq204 = memref.load %x[%x4203] : memref<?xvector<4xf32>>
+          %xv205 = vector.extract %xq204[0] : f32 from vector<4xf32>
+          %f206 = arith.mulf %xv205, %f73 : f32
+          %a207 = arith.addi %x4203, %c4_index : index
+          %xq208 = memref.load %x[%a207] : memref<?xvector<4xf32>>
+          %xv209 = vector.extract %xq208[0] : f32 from vector<4xf32>
+          %f210 = math.fma %xv209, %f76, %f206 : f32
+          %f211 = arith.addf %xv205, %xv209 : f32
+          %xv212 = vector.extract %xq204[1] : f32 from vector<4xf32>
+          %f213 = math.fma %xv212, %f83, %f210 : f32
+          %f214 = arith.addf %f211, %xv212 : f32
+          %xv215 = vector.extract %xq208[1] : f32 from vector<4xf32>
+          %f216 = math.fma %xv215, %f86, %f213 : f32
+          %f217 = arith.addf %f214, %xv215 : f32
+          %xv218 = vector.extract %xq204[2] : f32 from vector<4xf32>
+          %f219 = math.fma %xv218, %f93, %f216 : f32
+          %f220 = arith.addf %f217, %xv218 : f32
+          %xv221 = vector.extract %xq208[2] : f32 from vector<4xf32>
+          %f222 = math.fma %xv221, %f96, %f219 : f32
+          %f223 = arith.addf %f220, %xv221 : f32
+          %xv224 = vector.extract %xq204[3] : f32 from vector<4xf32>
+          %f225 = math.fma %xv224, %f103, %f222 : f32
+          %f226 = arith.addf %f223, %xv224 : f32
+          %xv227 = vector.extract %xq208[3] : f32 from vector<4xf32>
+          %f228 = math.fma %xv227, %f106, %f225 : f32
+          %f229 = arith.addf %f226, %xv227 : f32
+          %f230 = arith.mulf %h62, %f228 : f32
+          %f231 = math.fma %h110, %f229, %f230 : f32
+          %sel232 = arith.select %vr56, %f231, %c0p0_f32 : f32
+          %f233 = arith.addf %f200, %sel232 : f32
+          %m234 = arith.muli %t0, %Ki : index
+          %a235 = arith.addi %m234, %kb_2 : index
+          %x4236 = arith.shrui %a235, %c2_index : index
+          %xq237 = memref.load %x[%x4236] : memref<?xvector<4xf32>>
+          %xv238 = vector.extract %xq237[0] : f32 from vector<4xf32>
+          %f239 = arith.mulf %xv238, %f130 : f32
+          %a240 = arith.addi %x4236, %c4_index : index
+          %xq241 = memref.load %x[%a240] : memref<?xvector<4xf32>>
+          %xv242 = vector.extract %xq241[0] : f32 from vector<4xf32>
+          %f243 = math.fma %xv242, %f133, %f239 : f32
+          %f244 = arith.addf %xv238, %xv242 : f32
+          %xv245 = vector.extract %xq237[1] : f32 from vector<4xf32>
+          %f246 = math.fma %xv245, %f140, %f243 : f32
+          %f247 = arith.addf %f244, %xv245 : f32
+          %xv248 = vector.extract %xq241[1] : f32 from vector<4xf32>
+          %f249 = math.fma %xv248, %f143, %f246 : f32
+          %f250 = arith.addf %f247, %xv248 : f32
+          %xv251 = vector.extract %xq237[2] : f32 from vector<4xf32>
+          %f252 = math.fma %xv251, %f150, %f249 : f32
+          %f253 = arith.addf %f250, %xv251 : f32
+          %xv254 = vector.extract %xq241[2] : f32 from vector<4xf32>
+          %f255 = math.fma %xv254, %f153, %f252 : f32
+          %f256 = arith.addf %f253, %xv254 : f32
+          %xv257 = vector.extract %xq237[3] : f32 from vector<4xf32>
+          %f258 = math.fma %xv257, %f160, %f255 : f32
+          %f259 = arith.addf %f256, %xv257 : f32
+          %xv260 = vector.extract %xq241[3] : f32 from vector<4xf32>
+          %f261 = math.fma %xv260, %f163, %f258 : f32
+          %f262 = arith.addf %f259, %xv260 : f32
+          %f263 = arith.mulf %h119, %f261 : f32
+          %f264 = math.fma %h167, %f262, %f263 : f32
+          %sel265 = arith.select %vr113, %f264, %c0p0_f32 : f32
+          %f266 = arith.addf %f233, %sel265 : f32
+          scf.yield %f266 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c20_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w267 = arith.shrui %blockbyte, %c2_index : index
+          %ld268 = memref.load %w[%w267] : memref<?xi32>
+          %h269 = arith.trunci %ld268 : i32 to i16
+          %h270 = arith.bitcast %h269 : i16 to f16
+          %h271 = arith.extf %h270 : f16 to f32
+          %a272 = arith.addi %blockbyte, %c4_index : index
+          %m273 = arith.muli %q, %c4_index : index
+          %a274 = arith.addi %a272, %m273 : index
+          %w275 = arith.shrui %a274, %c2_index : index
+          %ld276 = memref.load %w[%w275] : memref<?xi32>
+          %b277 = arith.andi %ld276, %c15_i32 : i32
+          %s278 = arith.shrui %ld276, %c4_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %s286 = arith.shrui %ld276, %c8_i32 : i32
+          %b287 = arith.andi %s286, %c15_i32 : i32
+          %s288 = arith.shrui %ld276, %c12_i32 : i32
+          %b289 = arith.andi %s288, %c15_i32 : i32
+          %o290 = arith.ori %b287, %c1258291200_i32 : i32
+          %q291 = arith.bitcast %o290 : i32 to f32
+          %f292 = arith.subf %q291, %c8p388608e06_f32 : f32
+          %o293 = arith.ori %b289, %c1258291200_i32 : i32
+          %q294 = arith.bitcast %o293 : i32 to f32
+          %f295 = arith.subf %q294, %c8p388608e06_f32 : f32
+          %s296 = arith.shrui %ld276, %c16_i32 : i32
+          %b297 = arith.andi %s296, %c15_i32 : i32
+          %s298 = arith.shrui %ld276, %c20_i32 : i32
+          %b299 = arith.andi %s298, %c15_i32 : i32
+          %o300 = arith.ori %b297, %c1258291200_i32 : i32
+          %q301 = arith.bitcast %o300 : i32 to f32
+          %f302 = arith.subf %q301, %c8p388608e06_f32 : f32
+          %o303 = arith.ori %b299, %c1258291200_i32 : i32
+          %q304 = arith.bitcast %o303 : i32 to f32
+          %f305 = arith.subf %q304, %c8p388608e06_f32 : f32
+          %s306 = arith.shrui %ld276, %c24_i32 : i32
+          %b307 = arith.andi %s306, %c15_i32 : i32
+          %s308 = arith.shrui %ld276, %c28_i32 : i32
+          %b309 = arith.andi %s308, %c15_i32 : i32
+          %o310 = arith.ori %b307, %c1258291200_i32 : i32
+          %q311 = arith.bitcast %o310 : i32 to f32
+          %f312 = arith.subf %q311, %c8p388608e06_f32 : f32
+          %o313 = arith.ori %b309, %c1258291200_i32 : i32
+          %q314 = arith.bitcast %o313 : i32 to f32
+          %f315 = arith.subf %q314, %c8p388608e06_f32 : f32
+          %s316 = arith.shrui %ld268, %c16_i32 : i32
+          %h317 = arith.trunci %s316 : i32 to i16
+          %h318 = arith.bitcast %h317 : i16 to f16
+          %h319 = arith.extf %h318 : f16 to f32
+          %m320 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m320 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m321 = arith.muli %tg, %Ki : index
+            %a322 = arith.addi %m321, %kb : index
+            %x4323 = arith.shrui %a322, %c2_index : index
+            %xq324 = memref.load %x[%x4323] : memref<?xvector<4xf32>>
+            %xv325 = vector.extract %xq324[0] : f32 from vector<4xf32>
+            %f326 = arith.mulf %xv325, %f282 : f32
+            %a327 = arith.addi %x4323, %c4_index : index
+            %xq328 = memref.load %x[%a327] : memref<?xvector<4xf32>>
+            %xv329 = vector.extract %xq328[0] : f32 from vector<4xf32>
+            %f330 = math.fma %xv329, %f285, %f326 : f32
+            %f331 = arith.addf %xv325, %xv329 : f32
+            %xv332 = vector.extract %xq324[1] : f32 from vector<4xf32>
+            %f333 = math.fma %xv332, %f292, %f330 : f32
+            %f334 = arith.addf %f331, %xv332 : f32
+            %xv335 = vector.extract %xq328[1] : f32 from vector<4xf32>
+            %f336 = math.fma %xv335, %f295, %f333 : f32
+            %f337 = arith.addf %f334, %xv335 : f32
+            %xv338 = vector.extract %xq324[2] : f32 from vector<4xf32>
+            %f339 = math.fma %xv338, %f302, %f336 : f32
+            %f340 = arith.addf %f337, %xv338 : f32
+            %xv341 = vector.extract %xq328[2] : f32 from vector<4xf32>
+            %f342 = math.fma %xv341, %f305, %f339 : f32
+            %f343 = arith.addf %f340, %xv341 : f32
+            %xv344 = vector.extract %xq324[3] : f32 from vector<4xf32>
+            %f345 = math.fma %xv344, %f312, %f342 : f32
+            %f346 = arith.addf %f343, %xv344 : f32
+            %xv347 = vector.extract %xq328[3] : f32 from vector<4xf32>
+            %f348 = math.fma %xv347, %f315, %f345 : f32
+            %f349 = arith.addf %f346, %xv347 : f32
+            %f350 = arith.mulf %h271, %f348 : f32
+            %f351 = math.fma %h319, %f349, %f350 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f351 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv352 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a353 = arith.addi %tid, %c128_index : index
+        %sv354 = memref.load %slots[%a353] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a355 = arith.addi %tid, %c256_index : index
+        %sv356 = memref.load %slots[%a355] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a357 = arith.addi %tid, %c384_index : index
+        %sv358 = memref.load %slots[%a357] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a359 = arith.addi %tid, %c512_index : index
+        %sv360 = memref.load %slots[%a359] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a361 = arith.addi %tid, %c640_index : index
+        %sv362 = memref.load %slots[%a361] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a363 = arith.addi %tid, %c768_index : index
+        %sv364 = memref.load %slots[%a363] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a365 = arith.addi %tid, %c896_index : index
+        %sv366 = memref.load %slots[%a365] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv352, %sv354, %sv356, %sv358, %sv360, %sv362, %sv364, %sv366 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh367:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f368 = arith.addf %acc_r#0, %sh367#0 : f32
+      %sh369:2 = gpu.shuffle xor %f368, %c2_i32, %c32_i32 : f32
+      %f370 = arith.addf %f368, %sh369#0 : f32
+      %sh371:2 = gpu.shuffle xor %f370, %c1_i32, %c32_i32 : f32
+      %f372 = arith.addf %f370, %sh371#0 : f32
+      %c373 = scf.if %tok1 -> (f32) {
+        %sh374:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f375 = arith.addf %acc_r#1, %sh374#0 : f32
+        %sh376:2 = gpu.shuffle xor %f375, %c2_i32, %c32_i32 : f32
+        %f377 = arith.addf %f375, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c1_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        scf.yield %f379 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c380 = scf.if %tok2 -> (f32) {
+        %sh381:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f382 = arith.addf %acc_r#2, %sh381#0 : f32
+        %sh383:2 = gpu.shuffle xor %f382, %c2_i32, %c32_i32 : f32
+        %f384 = arith.addf %f382, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c1_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        scf.yield %f386 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c387 = scf.if %tok3 -> (f32) {
+        %sh388:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f389 = arith.addf %acc_r#3, %sh388#0 : f32
+        %sh390:2 = gpu.shuffle xor %f389, %c2_i32, %c32_i32 : f32
+        %f391 = arith.addf %f389, %sh390#0 : f32
+        %sh392:2 = gpu.shuffle xor %f391, %c1_i32, %c32_i32 : f32
+        %f393 = arith.addf %f391, %sh392#0 : f32
+        scf.yield %f393 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c394 = scf.if %tok4 -> (f32) {
+        %sh395:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f396 = arith.addf %acc_r#4, %sh395#0 : f32
+        %sh397:2 = gpu.shuffle xor %f396, %c2_i32, %c32_i32 : f32
+        %f398 = arith.addf %f396, %sh397#0 : f32
+        %sh399:2 = gpu.shuffle xor %f398, %c1_i32, %c32_i32 : f32
+        %f400 = arith.addf %f398, %sh399#0 : f32
+        scf.yield %f400 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c401 = scf.if %tok5 -> (f32) {
+        %sh402:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f403 = arith.addf %acc_r#5, %sh402#0 : f32
+        %sh404:2 = gpu.shuffle xor %f403, %c2_i32, %c32_i32 : f32
+        %f405 = arith.addf %f403, %sh404#0 : f32
+        %sh406:2 = gpu.shuffle xor %f405, %c1_i32, %c32_i32 : f32
+        %f407 = arith.addf %f405, %sh406#0 : f32
+        scf.yield %f407 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c408 = scf.if %tok6 -> (f32) {
+        %sh409:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f410 = arith.addf %acc_r#6, %sh409#0 : f32
+        %sh411:2 = gpu.shuffle xor %f410, %c2_i32, %c32_i32 : f32
+        %f412 = arith.addf %f410, %sh411#0 : f32
+        %sh413:2 = gpu.shuffle xor %f412, %c1_i32, %c32_i32 : f32
+        %f414 = arith.addf %f412, %sh413#0 : f32
+        scf.yield %f414 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c415 = scf.if %tok7 -> (f32) {
+        %sh416:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f417 = arith.addf %acc_r#7, %sh416#0 : f32
+        %sh418:2 = gpu.shuffle xor %f417, %c2_i32, %c32_i32 : f32
+        %f419 = arith.addf %f417, %sh418#0 : f32
+        %sh420:2 = gpu.shuffle xor %f419, %c1_i32, %c32_i32 : f32
+        %f421 = arith.addf %f419, %sh420#0 : f32
+        scf.yield %f421 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f372, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a422 = arith.addi %pbase, %c4_index : index
+        memref.store %c373, %acc[%a422] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a423 = arith.addi %pbase, %c8_index : index
+        memref.store %c380, %acc[%a423] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a424 = arith.addi %pbase, %c12_index : index
+        memref.store %c387, %acc[%a424] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a425 = arith.addi %pbase, %c16_index : index
+        memref.store %c394, %acc[%a425] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a426 = arith.addi %pbase, %c20_index : index
+        memref.store %c401, %acc[%a426] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a427 = arith.addi %pbase, %c24_index : index
+        memref.store %c408, %acc[%a427] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a428 = arith.addi %pbase, %c28_index : index
+        memref.store %c415, %acc[%a428] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q5_0 weights (GGUF / ggml block_q5_0 (22 B / 32 weights): d f16 | qh[4] (bit j = 5th bit of weight j) | qs[16] (nibbles as q4_0; value d*(q-16))).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q5_0(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -11,11 +14,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q5_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,13 +31,15 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q5_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q5_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q5_0(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -42,31 +52,43 @@ module attributes {gpu.container_module} {
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
+      %c12_index = arith.constant 12 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
-      %c17_index = arith.constant 17 : index
-      %c18_index = arith.constant 18 : index
-      %c19_index = arith.constant 19 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_i32 = arith.constant 20 : i32
+      %c20_index = arith.constant 20 : index
       %c22_index = arith.constant 22 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c256_index = arith.constant 256 : index
       %c28_i32 = arith.constant 28 : i32
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
+      %c96_index = arith.constant 96 : index
       %cm16p0_f32 = arith.constant -16.0 : f32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -86,255 +108,817 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c22_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c22_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c6_index : index
-        %m18 = arith.muli %q, %c4_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %a33 = arith.addi %blockbyte, %c2_index : index
-        %w34 = arith.shrui %a33, %c2_index : index
-        %ld35 = memref.load %w[%w34] : memref<?xi32>
-        %a36 = arith.addi %a33, %c2_index : index
-        %w37 = arith.shrui %a36, %c2_index : index
-        %ld38 = memref.load %w[%w37] : memref<?xi32>
-        %n39 = arith.index_cast %a33 : index to i32
-        %b40 = arith.andi %n39, %c2_i32 : i32
-        %s41 = arith.shli %b40, %c3_i32 : i32
-        %s42 = arith.shrui %ld35, %s41 : i32
-        %s43 = arith.subi %c16_i32, %s41 : i32
-        %s44 = arith.shli %ld38, %c16_i32 : i32
-        %s45 = arith.shli %s44, %s43 : i32
-        %o46 = arith.ori %s42, %s45 : i32
-        %n47 = arith.index_cast %q : index to i32
-        %s48 = arith.shli %n47, %c2_i32 : i32
-        %s49 = arith.shrui %o46, %s48 : i32
-        %s50 = arith.shrui %s49, %c16_i32 : i32
-        %b51 = arith.andi %o32, %c15_i32 : i32
-        %s52 = arith.shrui %o32, %c4_i32 : i32
-        %b53 = arith.andi %s52, %c15_i32 : i32
-        %b54 = arith.andi %s49, %c1_i32 : i32
-        %s55 = arith.shli %b54, %c4_i32 : i32
-        %o56 = arith.ori %b51, %s55 : i32
-        %b57 = arith.andi %s50, %c1_i32 : i32
-        %s58 = arith.shli %b57, %c4_i32 : i32
-        %o59 = arith.ori %b53, %s58 : i32
-        %o60 = arith.ori %o56, %c1258291200_i32 : i32
-        %q61 = arith.bitcast %o60 : i32 to f32
-        %f62 = arith.subf %q61, %c8p388608e06_f32 : f32
-        %o63 = arith.ori %o59, %c1258291200_i32 : i32
-        %q64 = arith.bitcast %o63 : i32 to f32
-        %f65 = arith.subf %q64, %c8p388608e06_f32 : f32
-        %s66 = arith.shrui %o32, %c8_i32 : i32
-        %b67 = arith.andi %s66, %c15_i32 : i32
-        %s68 = arith.shrui %o32, %c12_i32 : i32
-        %b69 = arith.andi %s68, %c15_i32 : i32
-        %s70 = arith.shrui %s49, %c1_i32 : i32
-        %b71 = arith.andi %s70, %c1_i32 : i32
-        %s72 = arith.shli %b71, %c4_i32 : i32
-        %o73 = arith.ori %b67, %s72 : i32
-        %s74 = arith.shrui %s50, %c1_i32 : i32
-        %b75 = arith.andi %s74, %c1_i32 : i32
-        %s76 = arith.shli %b75, %c4_i32 : i32
-        %o77 = arith.ori %b69, %s76 : i32
-        %o78 = arith.ori %o73, %c1258291200_i32 : i32
-        %q79 = arith.bitcast %o78 : i32 to f32
-        %f80 = arith.subf %q79, %c8p388608e06_f32 : f32
-        %o81 = arith.ori %o77, %c1258291200_i32 : i32
-        %q82 = arith.bitcast %o81 : i32 to f32
-        %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
-        %s84 = arith.shrui %o32, %c16_i32 : i32
-        %b85 = arith.andi %s84, %c15_i32 : i32
-        %s86 = arith.shrui %o32, %c20_i32 : i32
-        %b87 = arith.andi %s86, %c15_i32 : i32
-        %s88 = arith.shrui %s49, %c2_i32 : i32
-        %b89 = arith.andi %s88, %c1_i32 : i32
-        %s90 = arith.shli %b89, %c4_i32 : i32
-        %o91 = arith.ori %b85, %s90 : i32
-        %s92 = arith.shrui %s50, %c2_i32 : i32
-        %b93 = arith.andi %s92, %c1_i32 : i32
-        %s94 = arith.shli %b93, %c4_i32 : i32
-        %o95 = arith.ori %b87, %s94 : i32
-        %o96 = arith.ori %o91, %c1258291200_i32 : i32
-        %q97 = arith.bitcast %o96 : i32 to f32
-        %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
-        %o99 = arith.ori %o95, %c1258291200_i32 : i32
-        %q100 = arith.bitcast %o99 : i32 to f32
-        %f101 = arith.subf %q100, %c8p388608e06_f32 : f32
-        %s102 = arith.shrui %o32, %c24_i32 : i32
-        %b103 = arith.andi %s102, %c15_i32 : i32
-        %s104 = arith.shrui %o32, %c28_i32 : i32
-        %b105 = arith.andi %s104, %c15_i32 : i32
-        %s106 = arith.shrui %s49, %c3_i32 : i32
-        %b107 = arith.andi %s106, %c1_i32 : i32
-        %s108 = arith.shli %b107, %c4_i32 : i32
-        %o109 = arith.ori %b103, %s108 : i32
-        %s110 = arith.shrui %s50, %c3_i32 : i32
-        %b111 = arith.andi %s110, %c1_i32 : i32
-        %s112 = arith.shli %b111, %c4_i32 : i32
-        %o113 = arith.ori %b105, %s112 : i32
-        %o114 = arith.ori %o109, %c1258291200_i32 : i32
-        %q115 = arith.bitcast %o114 : i32 to f32
-        %f116 = arith.subf %q115, %c8p388608e06_f32 : f32
-        %o117 = arith.ori %o113, %c1258291200_i32 : i32
-        %q118 = arith.bitcast %o117 : i32 to f32
-        %f119 = arith.subf %q118, %c8p388608e06_f32 : f32
-        %f120 = arith.mulf %h16, %cm16p0_f32 : f32
-        %m121 = arith.muli %q, %c4_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m121 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv122 = memref.load %x[%xk] : memref<?xf32>
-          %f123 = arith.mulf %xv122, %f62 : f32
-          %a124 = arith.addi %xk, %c16_index : index
-          %xv125 = memref.load %x[%a124] : memref<?xf32>
-          %f126 = math.fma %xv125, %f65, %f123 : f32
-          %f127 = arith.addf %xv122, %xv125 : f32
-          %a128 = arith.addi %xk, %c1_index : index
-          %xv129 = memref.load %x[%a128] : memref<?xf32>
-          %f130 = math.fma %xv129, %f80, %f126 : f32
-          %f131 = arith.addf %f127, %xv129 : f32
-          %a132 = arith.addi %xk, %c17_index : index
-          %xv133 = memref.load %x[%a132] : memref<?xf32>
-          %f134 = math.fma %xv133, %f83, %f130 : f32
-          %f135 = arith.addf %f131, %xv133 : f32
-          %a136 = arith.addi %xk, %c2_index : index
-          %xv137 = memref.load %x[%a136] : memref<?xf32>
-          %f138 = math.fma %xv137, %f98, %f134 : f32
-          %f139 = arith.addf %f135, %xv137 : f32
-          %a140 = arith.addi %xk, %c18_index : index
-          %xv141 = memref.load %x[%a140] : memref<?xf32>
-          %f142 = math.fma %xv141, %f101, %f138 : f32
-          %f143 = arith.addf %f139, %xv141 : f32
-          %a144 = arith.addi %xk, %c3_index : index
-          %xv145 = memref.load %x[%a144] : memref<?xf32>
-          %f146 = math.fma %xv145, %f116, %f142 : f32
-          %f147 = arith.addf %f143, %xv145 : f32
-          %a148 = arith.addi %xk, %c19_index : index
-          %xv149 = memref.load %x[%a148] : memref<?xf32>
-          %f150 = math.fma %xv149, %f119, %f146 : f32
-          %f151 = arith.addf %f147, %xv149 : f32
-          %f152 = arith.mulf %h16, %f150 : f32
-          %f153 = math.fma %f120, %f151, %f152 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f153 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c22_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c6_index : index
+          %m18 = arith.muli %q, %c4_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %a33 = arith.addi %blockbyte, %c2_index : index
+          %w34 = arith.shrui %a33, %c2_index : index
+          %ld35 = memref.load %w[%w34] : memref<?xi32>
+          %a36 = arith.addi %a33, %c2_index : index
+          %w37 = arith.shrui %a36, %c2_index : index
+          %ld38 = memref.load %w[%w37] : memref<?xi32>
+          %n39 = arith.index_cast %a33 : index to i32
+          %b40 = arith.andi %n39, %c2_i32 : i32
+          %s41 = arith.shli %b40, %c3_i32 : i32
+          %s42 = arith.shrui %ld35, %s41 : i32
+          %s43 = arith.subi %c16_i32, %s41 : i32
+          %s44 = arith.shli %ld38, %c16_i32 : i32
+          %s45 = arith.shli %s44, %s43 : i32
+          %o46 = arith.ori %s42, %s45 : i32
+          %n47 = arith.index_cast %q : index to i32
+          %s48 = arith.shli %n47, %c2_i32 : i32
+          %s49 = arith.shrui %o46, %s48 : i32
+          %s50 = arith.shrui %s49, %c16_i32 : i32
+          %b51 = arith.andi %o32, %c15_i32 : i32
+          %s52 = arith.shrui %o32, %c4_i32 : i32
+          %b53 = arith.andi %s52, %c15_i32 : i32
+          %b54 = arith.andi %s49, %c1_i32 : i32
+          %s55 = arith.shli %b54, %c4_i32 : i32
+          %o56 = arith.ori %b51, %s55 : i32
+          %b57 = arith.andi %s50, %c1_i32 : i32
+          %s58 = arith.shli %b57, %c4_i32 : i32
+          %o59 = arith.ori %b53, %s58 : i32
+          %o60 = arith.ori %o56, %c1258291200_i32 : i32
+          %q61 = arith.bitcast %o60 : i32 to f32
+          %f62 = arith.subf %q61, %c8p388608e06_f32 : f32
+          %o63 = arith.ori %o59, %c1258291200_i32 : i32
+          %q64 = arith.bitcast %o63 : i32 to f32
+          %f65 = arith.subf %q64, %c8p388608e06_f32 : f32
+          %s66 = arith.shrui %o32, %c8_i32 : i32
+          %b67 = arith.andi %s66, %c15_i32 : i32
+          %s68 = arith.shrui %o32, %c12_i32 : i32
+          %b69 = arith.andi %s68, %c15_i32 : i32
+          %s70 = arith.shrui %s49, %c1_i32 : i32
+          %b71 = arith.andi %s70, %c1_i32 : i32
+          %s72 = arith.shli %b71, %c4_i32 : i32
+          %o73 = arith.ori %b67, %s72 : i32
+          %s74 = arith.shrui %s50, %c1_i32 : i32
+          %b75 = arith.andi %s74, %c1_i32 : i32
+          %s76 = arith.shli %b75, %c4_i32 : i32
+          %o77 = arith.ori %b69, %s76 : i32
+          %o78 = arith.ori %o73, %c1258291200_i32 : i32
+          %q79 = arith.bitcast %o78 : i32 to f32
+          %f80 = arith.subf %q79, %c8p388608e06_f32 : f32
+          %o81 = arith.ori %o77, %c1258291200_i32 : i32
+          %q82 = arith.bitcast %o81 : i32 to f32
+          %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
+          %s84 = arith.shrui %o32, %c16_i32 : i32
+          %b85 = arith.andi %s84, %c15_i32 : i32
+          %s86 = arith.shrui %o32, %c20_i32 : i32
+          %b87 = arith.andi %s86, %c15_i32 : i32
+          %s88 = arith.shrui %s49, %c2_i32 : i32
+          %b89 = arith.andi %s88, %c1_i32 : i32
+          %s90 = arith.shli %b89, %c4_i32 : i32
+          %o91 = arith.ori %b85, %s90 : i32
+          %s92 = arith.shrui %s50, %c2_i32 : i32
+          %b93 = arith.andi %s92, %c1_i32 : i32
+          %s94 = arith.shli %b93, %c4_i32 : i32
+          %o95 = arith.ori %b87, %s94 : i32
+          %o96 = arith.ori %o91, %c1258291200_i32 : i32
+          %q97 = arith.bitcast %o96 : i32 to f32
+          %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
+          %o99 = arith.ori %o95, %c1258291200_i32 : i32
+          %q100 = arith.bitcast %o99 : i32 to f32
+          %f101 = arith.subf %q100, %c8p388608e06_f32 : f32
+          %s102 = arith.shrui %o32, %c24_i32 : i32
+          %b103 = arith.andi %s102, %c15_i32 : i32
+          %s104 = arith.shrui %o32, %c28_i32 : i32
+          %b105 = arith.andi %s104, %c15_i32 : i32
+          %s106 = arith.shrui %s49, %c3_i32 : i32
+          %b107 = arith.andi %s106, %c1_i32 : i32
+          %s108 = arith.shli %b107, %c4_i32 : i32
+          %o109 = arith.ori %b103, %s108 : i32
+          %s110 = arith.shrui %s50, %c3_i32 : i32
+          %b111 = arith.andi %s110, %c1_i32 : i32
+          %s112 = arith.shli %b111, %c4_i32 : i32
+          %o113 = arith.ori %b105, %s112 : i32
+          %o114 = arith.ori %o109, %c1258291200_i32 : i32
+          %q115 = arith.bitcast %o114 : i32 to f32
+          %f116 = arith.subf %q115, %c8p388608e06_f32 : f32
+          %o117 = arith.ori %o113, %c1258291200_i32 : i32
+          %q118 = arith.bitcast %o117 : i32 to f32
+          %f119 = arith.subf %q118, %c8p388608e06_f32 : f32
+          %f120 = arith.mulf %h16, %cm16p0_f32 : f32
+          %m121 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m121 : index
+          %a122 = arith.addi %u, %c32_index : index
+          %vr123 = arith.cmpi ult, %a122, %units : index
+          %uc124 = arith.select %vr123, %a122, %u : index
+          %b_1 = arith.divui %uc124, %c4_index : index
+          %q_1 = arith.remui %uc124, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c22_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w125 = arith.shrui %blockbyte_1, %c2_index : index
+          %ld126 = memref.load %w[%w125] : memref<?xi32>
+          %a127 = arith.addi %blockbyte_1, %c2_index : index
+          %w128 = arith.shrui %a127, %c2_index : index
+          %ld129 = memref.load %w[%w128] : memref<?xi32>
+          %n130 = arith.index_cast %blockbyte_1 : index to i32
+          %b131 = arith.andi %n130, %c2_i32 : i32
+          %s132 = arith.shli %b131, %c3_i32 : i32
+          %s133 = arith.shrui %ld126, %s132 : i32
+          %s134 = arith.subi %c16_i32, %s132 : i32
+          %s135 = arith.shli %ld129, %c16_i32 : i32
+          %s136 = arith.shli %s135, %s134 : i32
+          %o137 = arith.ori %s133, %s136 : i32
+          %h138 = arith.trunci %o137 : i32 to i16
+          %h139 = arith.bitcast %h138 : i16 to f16
+          %h140 = arith.extf %h139 : f16 to f32
+          %a141 = arith.addi %blockbyte_1, %c6_index : index
+          %m142 = arith.muli %q_1, %c4_index : index
+          %a143 = arith.addi %a141, %m142 : index
+          %w144 = arith.shrui %a143, %c2_index : index
+          %ld145 = memref.load %w[%w144] : memref<?xi32>
+          %a146 = arith.addi %a143, %c2_index : index
+          %w147 = arith.shrui %a146, %c2_index : index
+          %ld148 = memref.load %w[%w147] : memref<?xi32>
+          %n149 = arith.index_cast %a143 : index to i32
+          %b150 = arith.andi %n149, %c2_i32 : i32
+          %s151 = arith.shli %b150, %c3_i32 : i32
+          %s152 = arith.shrui %ld145, %s151 : i32
+          %s153 = arith.subi %c16_i32, %s151 : i32
+          %s154 = arith.shli %ld148, %c16_i32 : i32
+          %s155 = arith.shli %s154, %s153 : i32
+          %o156 = arith.ori %s152, %s155 : i32
+          %a157 = arith.addi %blockbyte_1, %c2_index : index
+          %w158 = arith.shrui %a157, %c2_index : index
+          %ld159 = memref.load %w[%w158] : memref<?xi32>
+          %a160 = arith.addi %a157, %c2_index : index
+          %w161 = arith.shrui %a160, %c2_index : index
+          %ld162 = memref.load %w[%w161] : memref<?xi32>
+          %n163 = arith.index_cast %a157 : index to i32
+          %b164 = arith.andi %n163, %c2_i32 : i32
+          %s165 = arith.shli %b164, %c3_i32 : i32
+          %s166 = arith.shrui %ld159, %s165 : i32
+          %s167 = arith.subi %c16_i32, %s165 : i32
+          %s168 = arith.shli %ld162, %c16_i32 : i32
+          %s169 = arith.shli %s168, %s167 : i32
+          %o170 = arith.ori %s166, %s169 : i32
+          %n171 = arith.index_cast %q_1 : index to i32
+          %s172 = arith.shli %n171, %c2_i32 : i32
+          %s173 = arith.shrui %o170, %s172 : i32
+          %s174 = arith.shrui %s173, %c16_i32 : i32
+          %b175 = arith.andi %o156, %c15_i32 : i32
+          %s176 = arith.shrui %o156, %c4_i32 : i32
+          %b177 = arith.andi %s176, %c15_i32 : i32
+          %b178 = arith.andi %s173, %c1_i32 : i32
+          %s179 = arith.shli %b178, %c4_i32 : i32
+          %o180 = arith.ori %b175, %s179 : i32
+          %b181 = arith.andi %s174, %c1_i32 : i32
+          %s182 = arith.shli %b181, %c4_i32 : i32
+          %o183 = arith.ori %b177, %s182 : i32
+          %o184 = arith.ori %o180, %c1258291200_i32 : i32
+          %q185 = arith.bitcast %o184 : i32 to f32
+          %f186 = arith.subf %q185, %c8p388608e06_f32 : f32
+          %o187 = arith.ori %o183, %c1258291200_i32 : i32
+          %q188 = arith.bitcast %o187 : i32 to f32
+          %f189 = arith.subf %q188, %c8p388608e06_f32 : f32
+          %s190 = arith.shrui %o156, %c8_i32 : i32
+          %b191 = arith.andi %s190, %c15_i32 : i32
+          %s192 = arith.shrui %o156, %c12_i32 : i32
+          %b193 = arith.andi %s192, %c15_i32 : i32
+          %s194 = arith.shrui %s173, %c1_i32 : i32
+          %b195 = arith.andi %s194, %c1_i32 : i32
+          %s196 = arith.shli %b195, %c4_i32 : i32
+          %o197 = arith.ori %b191, %s196 : i32
+          %s198 = arith.shrui %s174, %c1_i32 : i32
+          %b199 = arith.andi %s198, %c1_i32 : i32
+          %s200 = arith.shli %b199, %c4_i32 : i32
+          %o201 = arith.ori %b193, %s200 : i32
+          %o202 = arith.ori %o197, %c1258291200_i32 : i32
+          %q203 = arith.bitcast %o202 : i32 to f32
+          %f204 = arith.subf %q203, %c8p388608e06_f32 : f32
+          %o205 = arith.ori %o201, %c1258291200_i32 : i32
+          %q206 = arith.bitcast %o205 : i32 to f32
+          %f207 = arith.subf %q206, %c8p388608e06_f32 : f32
+          %s208 = arith.shrui %o156, %c16_i32 : i32
+          %b209 = arith.andi %s208, %c15_i32 : i32
+          %s210 = arith.shrui %o156, %c20_i32 : i32
+          %b211 = arith.andi %s210, %c15_i32 : i32
+          %s212 = arith.shrui %s173, %c2_i32 : i32
+          %b213 = arith.andi %s212, %c1_i32 : i32
+          %s214 = arith.shli %b213, %c4_i32 : i32
+          %o215 = arith.ori %b209, %s214 : i32
+          %s216 = arith.shrui %s174, %c2_i32 : i32
+          %b217 = arith.andi %s216, %c1_i32 : i32
+          %s218 = arith.shli %b217, %c4_i32 : i32
+          %o219 = arith.ori %b211, %s218 : i32
+          %o220 = arith.ori %o215, %c1258291200_i32 : i32
+          %q221 = arith.bitcast %o220 : i32 to f32
+          %f222 = arith.subf %q221, %c8p388608e06_f32 : f32
+          %o223 = arith.ori %o219, %c1258291200_i32 : i32
+          %q224 = arith.bitcast %o223 : i32 to f32
+          %f225 = arith.subf %q224, %c8p388608e06_f32 : f32
+          %s226 = arith.shrui %o156, %c24_i32 : i32
+          %b227 = arith.andi %s226, %c15_i32 : i32
+          %s228 = arith.shrui %o156, %c28_i32 : i32
+          %b229 = arith.andi %s228, %c15_i32 : i32
+          %s230 = arith.shrui %s173, %c3_i32 : i32
+          %b231 = arith.andi %s230, %c1_i32 : i32
+          %s232 = arith.shli %b231, %c4_i32 : i32
+          %o233 = arith.ori %b227, %s232 : i32
+          %s234 = arith.shrui %s174, %c3_i32 : i32
+          %b235 = arith.andi %s234, %c1_i32 : i32
+          %s236 = arith.shli %b235, %c4_i32 : i32
+          %o237 = arith.ori %b229, %s236 : i32
+          %o238 = arith.ori %o233, %c1258291200_i32 : i32
+          %q239 = arith.bitcast %o238 : i32 to f32
+          %f240 = arith.subf %q239, %c8p388608e06_f32 : f32
+          %o241 = arith.ori %o237, %c1258291200_i32 : i32
+          %q242 = arith.bitcast %o241 : i32 to f32
+          %f243 = arith.subf %q242, %c8p388608e06_f32 : f32
+          %f244 = arith.mulf %h140, %cm16p0_f32 : f32
+          %m245 = arith.muli %q_1, %c4_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m245 : index
+          %a246 = arith.addi %u, %c64_index : index
+          %vr247 = arith.cmpi ult, %a246, %units : index
+          %uc248 = arith.select %vr247, %a246, %u : index
+          %b_2 = arith.divui %uc248, %c4_index : index
+          %q_2 = arith.remui %uc248, %c4_index : index
+          %boff_2 = arith.muli %b_2, %c22_index : index
+          %blockbyte_2 = arith.addi %rowbase, %boff_2 : index
+          %w249 = arith.shrui %blockbyte_2, %c2_index : index
+          %ld250 = memref.load %w[%w249] : memref<?xi32>
+          %a251 = arith.addi %blockbyte_2, %c2_index : index
+          %w252 = arith.shrui %a251, %c2_index : index
+          %ld253 = memref.load %w[%w252] : memref<?xi32>
+          %n254 = arith.index_cast %blockbyte_2 : index to i32
+          %b255 = arith.andi %n254, %c2_i32 : i32
+          %s256 = arith.shli %b255, %c3_i32 : i32
+          %s257 = arith.shrui %ld250, %s256 : i32
+          %s258 = arith.subi %c16_i32, %s256 : i32
+          %s259 = arith.shli %ld253, %c16_i32 : i32
+          %s260 = arith.shli %s259, %s258 : i32
+          %o261 = arith.ori %s257, %s260 : i32
+          %h262 = arith.trunci %o261 : i32 to i16
+          %h263 = arith.bitcast %h262 : i16 to f16
+          %h264 = arith.extf %h263 : f16 to f32
+          %a265 = arith.addi %blockbyte_2, %c6_index : index
+          %m266 = arith.muli %q_2, %c4_index : index
+          %a267 = arith.addi %a265, %m266 : index
+          %w268 = arith.shrui %a267, %c2_index : index
+          %ld269 = memref.load %w[%w268] : memref<?xi32>
+          %a270 = arith.addi %a267, %c2_index : index
+          %w271 = arith.shrui %a270, %c2_index : index
+          %ld272 = memref.load %w[%w271] : memref<?xi32>
+          %n273 = arith.index_cast %a267 : index to i32
+          %b274 = arith.andi %n273, %c2_i32 : i32
+          %s275 = arith.shli %b274, %c3_i32 : i32
+          %s276 = arith.shrui %ld269, %s275 : i32
+          %s277 = arith.subi %c16_i32, %s275 : i32
+          %s278 = arith.shli %ld272, %c16_i32 : i32
+          %s279 = arith.shli %s278, %s277 : i32
+          %o280 = arith.ori %s276, %s279 : i32
+          %a281 = arith.addi %blockbyte_2, %c2_index : index
+          %w282 = arith.shrui %a281, %c2_index : index
+          %ld283 = memref.load %w[%w282] : memref<?xi32>
+          %a284 = arith.addi %a281, %c2_index : index
+          %w285 = arith.shrui %a284, %c2_index : index
+          %ld286 = memref.load %w[%w285] : memref<?xi32>
+          %n287 = arith.index_cast %a281 : index to i32
+          %b288 = arith.andi %n287, %c2_i32 : i32
+          %s289 = arith.shli %b288, %c3_i32 : i32
+          %s290 = arith.shrui %ld283, %s289 : i32
+          %s291 = arith.subi %c16_i32, %s289 : i32
+          %s292 = arith.shli %ld286, %c16_i32 : i32
+          %s293 = arith.shli %s292, %s291 : i32
+          %o294 = arith.ori %s290, %s293 : i32
+          %n295 = arith.index_cast %q_2 : index to i32
+          %s296 = arith.shli %n295, %c2_i32 : i32
+          %s297 = arith.shrui %o294, %s296 : i32
+          %s298 = arith.shrui %s297, %c16_i32 : i32
+          %b299 = arith.andi %o280, %c15_i32 : i32
+          %s300 = arith.shrui %o280, %c4_i32 : i32
+          %b301 = arith.andi %s300, %c15_i32 : i32
+          %b302 = arith.andi %s297, %c1_i32 : i32
+          %s303 = arith.shli %b302, %c4_i32 : i32
+          %o304 = arith.ori %b299, %s303 : i32
+          %b305 = arith.andi %s298, %c1_i32 : i32
+          %s306 = arith.shli %b305, %c4_i32 : i32
+          %o307 = arith.ori %b301, %s306 : i32
+          %o308 = arith.ori %o304, %c1258291200_i32 : i32
+          %q309 = arith.bitcast %o308 : i32 to f32
+          %f310 = arith.subf %q309, %c8p388608e06_f32 : f32
+          %o311 = arith.ori %o307, %c1258291200_i32 : i32
+          %q312 = arith.bitcast %o311 : i32 to f32
+          %f313 = arith.subf %q312, %c8p388608e06_f32 : f32
+          %s314 = arith.shrui %o280, %c8_i32 : i32
+          %b315 = arith.andi %s314, %c15_i32 : i32
+          %s316 = arith.shrui %o280, %c12_i32 : i32
+          %b317 = arith.andi %s316, %c15_i32 : i32
+          %s318 = arith.shrui %s297, %c1_i32 : i32
+          %b319 = arith.andi %s318, %c1_i32 : i32
+          %s320 = arith.shli %b319, %c4_i32 : i32
+          %o321 = arith.ori %b315, %s320 : i32
+          %s322 = arith.shrui %s298, %c1_i32 : i32
+          %b323 = arith.andi %s322, %c1_i32 : i32
+          %s324 = arith.shli %b323, %c4_i32 : i32
+          %o325 = arith.ori %b317, %s324 : i32
+          %o326 = arith.ori %o321, %c1258291200_i32 : i32
+          %q327 = arith.bitcast %o326 : i32 to f32
+          %f328 = arith.subf %q327, %c8p388608e06_f32 : f32
+          %o329 = arith.ori %o325, %c1258291200_i32 : i32
+          %q330 = arith.bitcast %o329 : i32 to f32
+          %f331 = arith.subf %q330, %c8p388608e06_f32 : f32
+          %s332 = arith.shrui %o280, %c16_i32 : i32
+          %b333 = arith.andi %s332, %c15_i32 : i32
+          %s334 = arith.shrui %o280, %c20_i32 : i32
+          %b335 = arith.andi %s334, %c15_i32 : i32
+          %s336 = arith.shrui %s297, %c2_i32 : i32
+          %b337 = arith.andi %s336, %c1_i32 : i32
+          %s338 = arith.shli %b337, %c4_i32 : i32
+          %o339 = arith.ori %b333, %s338 : i32
+          %s340 = arith.shrui %s298, %c2_i32 : i32
+          %b341 = arith.andi %s340, %c1_i32 : i32
+          %s342 = arith.shli %b341, %c4_i32 : i32
+          %o343 = arith.ori %b335, %s342 : i32
+          %o344 = arith.ori %o339, %c1258291200_i32 : i32
+          %q345 = arith.bitcast %o344 : i32 to f32
+          %f346 = arith.subf %q345, %c8p388608e06_f32 : f32
+          %o347 = arith.ori %o343, %c1258291200_i32 : i32
+          %q348 = arith.bitcast %o347 : i32 to f32
+          %f349 = arith.subf %q348, %c8p388608e06_f32 : f32
+          %s350 = arith.shrui %o280, %c24_i32 : i32
+          %b351 = arith.andi %s350, %c15_i32 : i32
+          %s352 = arith.shrui %o280, %c28_i32 : i32
+          %b353 = arith.andi %s352, %c15_i32 : i32
+          %s354 = arith.shrui %s297, %c3_i32 : i32
+          %b355 = arith.andi %s354, %c1_i32 : i32
+          %s356 = arith.shli %b355, %c4_i32 : i32
+          %o357 = arith.ori %b351, %s356 : i32
+          %s358 = arith.shrui %s298, %c3_i32 : i32
+          %b359 = arith.andi %s358, %c1_i32 : i32
+          %s360 = arith.shli %b359, %c4_i32 : i32
+          %o361 = arith.ori %b353, %s360 : i32
+          %o362 = arith.ori %o357, %c1258291200_i32 : i32
+          %q363 = arith.bitcast %o362 : i32 to f32
+          %f364 = arith.subf %q363, %c8p388608e06_f32 : f32
+          %o365 = arith.ori %o361, %c1258291200_i32 : i32
+          %q366 = arith.bitcast %o365 : i32 to f32
+          %f367 = arith.subf %q366, %c8p388608e06_f32 : f32
+          %f368 = arith.mulf %h264, %cm16p0_f32 : f32
+          %m369 = arith.muli %q_2, %c4_index : index
+          %bk_2 = arith.muli %b_2, %c32_index : index
+          %kb_2 = arith.addi %bk_2, %m369 : index
+          %m370 = arith.muli %t0, %Ki : index
+          %a371 = arith.addi %m370, %kb : index
+          %x4372 = arith.shrui %a371, %c2_index : index
+          %xq373 = memref.load %x[%x4372] : memref<?xvector<4xf32>>
+          %xv374 = vector.extract %xq373[0] : f32 from vector<4xf32>
+          %f375 = arith.mulf %xv374, %f62 : f32
+          %a376 = arith.addi %x4372, %c4_index : index
+          %xq377 = memref.load %x[%a376] : memref<?xvector<4xf32>>
+          %xv378 = vector.extract %xq377[0] : f32 from vector<4xf32>
+          %f379 = math.fma %xv378, %f65, %f375 : f32
+          %f380 = arith.addf %xv374, %xv378 : f32
+          %xv381 = vector.extract %xq373[1] : f32 from vector<4xf32>
+          %f382 = math.fma %xv381, %f80, %f379 : f32
+          %f383 = arith.addf %f380, %xv381 : f32
+          %xv384 = vector.extract %xq377[1] : f32 from vector<4xf32>
+          %f385 = math.fma %xv384, %f83, %f382 : f32
+          %f386 = arith.addf %f383, %xv384 : f32
+          %xv387 = vector.extract %xq373[2] : f32 from vector<4xf32>
+          %f388 = math.fma %xv387, %f98, %f385 : f32
+          %f389 = arith.addf %f386, %xv387 : f32
+          %xv390 = vector.extract %xq377[2] : f32 from vector<4xf32>
+          %f391 = math.fma %xv390, %f101, %f388 : f32
+          %f392 = arith.addf %f389, %xv390 : f32
+          %xv393 = vector.extract %xq373[3] : f32 from vector<4xf32>
+          %f394 = math.fma %xv393, %f116, %f391 : f32
+          %f395 = arith.addf %f392, %xv393 : f32
+          %xv396 = vector.extract %xq377[3] : f32 from vector<4xf32>
+          %f397 = math.fma %xv396, %f119, %f394 : f32
+          %f398 = arith.addf %f395, %xv396 : f32
+          %f399 = arith.mulf %h16, %f397 : f32
+          %f400 = math.fma %f120, %f398, %f399 : f32
+          %f401 = arith.addf %sacc, %f400 : f32
+          %m402 = arith.muli %t0, %Ki : index
+          %a403 = arith.addi %m402, %kb_1 : index
+          %x4404 = arith.shrui %a403, %c2_index : index
+          %xq405 = memref.load %x[%x4404] : memref<?xvector<4xf32>>
+          %xv406 = vector.extract %xq405[0] : f32 from vector<4xf32>
+          %f407 = arith.mulf %xv406, %f186 : f32
+          %a408 = arith.addi %x4404, %c4_index : index
+          %xq409 = memref.load %x[%a408] : memref<?xvector<4xf32>>
+          %xv410 = vector.extract %xq409[0] : f32 from vector<4xf32>
+          %f411 = math.fma %xv410, %f189, %f407 : f32
+          %f412 = arith.addf %xv406, %xv410 : f32
+          %xv413 = vector.extract %xq405[1] : f32 from vector<4xf32>
+          %f414 = math.fma %xv413, %f204, %f411 : f32
+          %f415 = arith.addf %f412, %xv413 : f32
+          %xv416 = vector.extract %xq409[1] : f32 from vector<4xf32>
+          %f417 = math.fma %xv416, %f207, %f414 : f32
+          %f418 = arith.addf %f415, %xv416 : f32
+          %xv419 = vector.extract %xq405[2] : f32 from vector<4xf32>
+          %f420 = math.fma %xv419, %f222, %f417 : f32
+          %f421 = arith.addf %f418, %xv419 : f32
+          %xv422 = vector.extract %xq409[2] : f32 from vector<4xf32>
+          %f423 = math.fma %xv422, %f225, %f420 : f32
+          %f424 = arith.addf %f421, %xv422 : f32
+          %xv425 = vector.extract %xq405[3] : f32 from vector<4xf32>
+          %f426 = math.fma %xv425, %f240, %f423 : f32
+          %f427 = arith.addf %f424, %xv425 : f32
+          %xv428 = vector.extract %xq409[3] : f32 from vector<4xf32>
+          %f429 = math.fma %xv428, %f243, %f426 : f32
+          %f430 = arith.addf %f427, %xv428 : f32
+          %f431 = arith.mulf %h140, %f429 : f32
+          %f432 = math.fma %f244, %f430, %f431 : f32
+          %sel433 = arith.select %vr123, %f432, %c0p0_f32 : f32
+          %f434 = arith.addf %f401, %sel433 : f32
+          %m435 = arith.muli %t0, %Ki : index
+          %a436 = arith.addi %m435, %kb_2 : index
+          %x4437 = arith.shrui %a436, %c2_index : index
+          %xq438 = memref.load %x[%x4437] : memref<?xvector<4xf32>>
+          %xv439 = vector.extract %xq438[0] : f32 from vector<4xf32>
+          %f440 = arith.mulf %xv439, %f310 : f32
+          %a441 = arith.addi %x4437, %c4_index : index
+          %xq442 = memref.load %x[%a441] : memref<?xvector<4xf32>>
+          %xv443 = vector.extract %xq442[0] : f32 from vector<4xf32>
+          %f444 = math.fma %xv443, %f313, %f440 : f32
+          %f445 = arith.addf %xv439, %xv443 : f32
+          %xv446 = vector.extract %xq438[1] : f32 from vector<4xf32>
+          %f447 = math.fma %xv446, %f328, %f444 : f32
+          %f448 = arith.addf %f445, %xv446 : f32
+          %xv449 = vector.extract %xq442[1] : f32 from vector<4xf32>
+          %f450 = math.fma %xv449, %f331, %f447 : f32
+          %f451 = arith.addf %f448, %xv449 : f32
+          %xv452 = vector.extract %xq438[2] : f32 from vector<4xf32>
+          %f453 = math.fma %xv452, %f346, %f450 : f32
+          %f454 = arith.addf %f451, %xv452 : f32
+          %xv455 = vector.extract %xq442[2] : f32 from vector<4xf32>
+          %f456 = math.fma %xv455, %f349, %f453 : f32
+          %f457 = arith.addf %f454, %xv455 : f32
+          %xv458 = vector.extract %xq438[3] : f32 from vector<4xf32>
+          %f459 = math.fma %xv458, %f364, %f456 : f32
+          %f460 = arith.addf %f457, %xv458 : f32
+          %xv461 = vector.extract %xq442[3] : f32 from vector<4xf32>
+          %f462 = math.fma %xv461, %f367, %f459 : f32
+          %f463 = arith.addf %f460, %xv461 : f32
+          %f464 = arith.mulf %h264, %f462 : f32
+          %f465 = math.fma %f368, %f463, %f464 : f32
+          %sel466 = arith.select %vr247, %f465, %c0p0_f32 : f32
+          %f467 = arith.addf %f434, %sel466 : f32
+          scf.yield %f467 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c22_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w468 = arith.shrui %blockbyte, %c2_index : index
+          %ld469 = memref.load %w[%w468] : memref<?xi32>
+          %a470 = arith.addi %blockbyte, %c2_index : index
+          %w471 = arith.shrui %a470, %c2_index : index
+          %ld472 = memref.load %w[%w471] : memref<?xi32>
+          %n473 = arith.index_cast %blockbyte : index to i32
+          %b474 = arith.andi %n473, %c2_i32 : i32
+          %s475 = arith.shli %b474, %c3_i32 : i32
+          %s476 = arith.shrui %ld469, %s475 : i32
+          %s477 = arith.subi %c16_i32, %s475 : i32
+          %s478 = arith.shli %ld472, %c16_i32 : i32
+          %s479 = arith.shli %s478, %s477 : i32
+          %o480 = arith.ori %s476, %s479 : i32
+          %h481 = arith.trunci %o480 : i32 to i16
+          %h482 = arith.bitcast %h481 : i16 to f16
+          %h483 = arith.extf %h482 : f16 to f32
+          %a484 = arith.addi %blockbyte, %c6_index : index
+          %m485 = arith.muli %q, %c4_index : index
+          %a486 = arith.addi %a484, %m485 : index
+          %w487 = arith.shrui %a486, %c2_index : index
+          %ld488 = memref.load %w[%w487] : memref<?xi32>
+          %a489 = arith.addi %a486, %c2_index : index
+          %w490 = arith.shrui %a489, %c2_index : index
+          %ld491 = memref.load %w[%w490] : memref<?xi32>
+          %n492 = arith.index_cast %a486 : index to i32
+          %b493 = arith.andi %n492, %c2_i32 : i32
+          %s494 = arith.shli %b493, %c3_i32 : i32
+          %s495 = arith.shrui %ld488, %s494 : i32
+          %s496 = arith.subi %c16_i32, %s494 : i32
+          %s497 = arith.shli %ld491, %c16_i32 : i32
+          %s498 = arith.shli %s497, %s496 : i32
+          %o499 = arith.ori %s495, %s498 : i32
+          %a500 = arith.addi %blockbyte, %c2_index : index
+          %w501 = arith.shrui %a500, %c2_index : index
+          %ld502 = memref.load %w[%w501] : memref<?xi32>
+          %a503 = arith.addi %a500, %c2_index : index
+          %w504 = arith.shrui %a503, %c2_index : index
+          %ld505 = memref.load %w[%w504] : memref<?xi32>
+          %n506 = arith.index_cast %a500 : index to i32
+          %b507 = arith.andi %n506, %c2_i32 : i32
+          %s508 = arith.shli %b507, %c3_i32 : i32
+          %s509 = arith.shrui %ld502, %s508 : i32
+          %s510 = arith.subi %c16_i32, %s508 : i32
+          %s511 = arith.shli %ld505, %c16_i32 : i32
+          %s512 = arith.shli %s511, %s510 : i32
+          %o513 = arith.ori %s509, %s512 : i32
+          %n514 = arith.index_cast %q : index to i32
+          %s515 = arith.shli %n514, %c2_i32 : i32
+          %s516 = arith.shrui %o513, %s515 : i32
+          %s517 = arith.shrui %s516, %c16_i32 : i32
+          %b518 = arith.andi %o499, %c15_i32 : i32
+          %s519 = arith.shrui %o499, %c4_i32 : i32
+          %b520 = arith.andi %s519, %c15_i32 : i32
+          %b521 = arith.andi %s516, %c1_i32 : i32
+          %s522 = arith.shli %b521, %c4_i32 : i32
+          %o523 = arith.ori %b518, %s522 : i32
+          %b524 = arith.andi %s517, %c1_i32 : i32
+          %s525 = arith.shli %b524, %c4_i32 : i32
+          %o526 = arith.ori %b520, %s525 : i32
+          %o527 = arith.ori %o523, %c1258291200_i32 : i32
+          %q528 = arith.bitcast %o527 : i32 to f32
+          %f529 = arith.subf %q528, %c8p388608e06_f32 : f32
+          %o530 = arith.ori %o526, %c1258291200_i32 : i32
+          %q531 = arith.bitcast %o530 : i32 to f32
+          %f532 = arith.subf %q531, %c8p388608e06_f32 : f32
+          %s533 = arith.shrui %o499, %c8_i32 : i32
+          %b534 = arith.andi %s533, %c15_i32 : i32
+          %s535 = arith.shrui %o499, %c12_i32 : i32
+          %b536 = arith.andi %s535, %c15_i32 : i32
+          %s537 = arith.shrui %s516, %c1_i32 : i32
+          %b538 = arith.andi %s537, %c1_i32 : i32
+          %s539 = arith.shli %b538, %c4_i32 : i32
+          %o540 = arith.ori %b534, %s539 : i32
+          %s541 = arith.shrui %s517, %c1_i32 : i32
+          %b542 = arith.andi %s541, %c1_i32 : i32
+          %s543 = arith.shli %b542, %c4_i32 : i32
+          %o544 = arith.ori %b536, %s543 : i32
+          %o545 = arith.ori %o540, %c1258291200_i32 : i32
+          %q546 = arith.bitcast %o545 : i32 to f32
+          %f547 = arith.subf %q546, %c8p388608e06_f32 : f32
+          %o548 = arith.ori %o544, %c1258291200_i32 : i32
+          %q549 = arith.bitcast %o548 : i32 to f32
+          %f550 = arith.subf %q549, %c8p388608e06_f32 : f32
+          %s551 = arith.shrui %o499, %c16_i32 : i32
+          %b552 = arith.andi %s551, %c15_i32 : i32
+          %s553 = arith.shrui %o499, %c20_i32 : i32
+          %b554 = arith.andi %s553, %c15_i32 : i32
+          %s555 = arith.shrui %s516, %c2_i32 : i32
+          %b556 = arith.andi %s555, %c1_i32 : i32
+          %s557 = arith.shli %b556, %c4_i32 : i32
+          %o558 = arith.ori %b552, %s557 : i32
+          %s559 = arith.shrui %s517, %c2_i32 : i32
+          %b560 = arith.andi %s559, %c1_i32 : i32
+          %s561 = arith.shli %b560, %c4_i32 : i32
+          %o562 = arith.ori %b554, %s561 : i32
+          %o563 = arith.ori %o558, %c1258291200_i32 : i32
+          %q564 = arith.bitcast %o563 : i32 to f32
+          %f565 = arith.subf %q564, %c8p388608e06_f32 : f32
+          %o566 = arith.ori %o562, %c1258291200_i32 : i32
+          %q567 = arith.bitcast %o566 : i32 to f32
+          %f568 = arith.subf %q567, %c8p388608e06_f32 : f32
+          %s569 = arith.shrui %o499, %c24_i32 : i32
+          %b570 = arith.andi %s569, %c15_i32 : i32
+          %s571 = arith.shrui %o499, %c28_i32 : i32
+          %b572 = arith.andi %s571, %c15_i32 : i32
+          %s573 = arith.shrui %s516, %c3_i32 : i32
+          %b574 = arith.andi %s573, %c1_i32 : i32
+          %s575 = arith.shli %b574, %c4_i32 : i32
+          %o576 = arith.ori %b570, %s575 : i32
+          %s577 = arith.shrui %s517, %c3_i32 : i32
+          %b578 = arith.andi %s577, %c1_i32 : i32
+          %s579 = arith.shli %b578, %c4_i32 : i32
+          %o580 = arith.ori %b572, %s579 : i32
+          %o581 = arith.ori %o576, %c1258291200_i32 : i32
+          %q582 = arith.bitcast %o581 : i32 to f32
+          %f583 = arith.subf %q582, %c8p388608e06_f32 : f32
+          %o584 = arith.ori %o580, %c1258291200_i32 : i32
+          %q585 = arith.bitcast %o584 : i32 to f32
+          %f586 = arith.subf %q585, %c8p388608e06_f32 : f32
+          %f587 = arith.mulf %h483, %cm16p0_f32 : f32
+          %m588 = arith.muli %q, %c4_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m588 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m589 = arith.muli %tg, %Ki : index
+            %a590 = arith.addi %m589, %kb : index
+            %x4591 = arith.shrui %a590, %c2_index : index
+            %xq592 = memref.load %x[%x4591] : memref<?xvector<4xf32>>
+            %xv593 = vector.extract %xq592[0] : f32 from vector<4xf32>
+            %f594 = arith.mulf %xv593, %f529 : f32
+            %a595 = arith.addi %x4591, %c4_index : index
+            %xq596 = memref.load %x[%a595] : memref<?xvector<4xf32>>
+            %xv597 = vector.extract %xq596[0] : f32 from vector<4xf32>
+            %f598 = math.fma %xv597, %f532, %f594 : f32
+            %f599 = arith.addf %xv593, %xv597 : f32
+            %xv600 = vector.extract %xq592[1] : f32 from vector<4xf32>
+            %f601 = math.fma %xv600, %f547, %f598 : f32
+            %f602 = arith.addf %f599, %xv600 : f32
+            %xv603 = vector.extract %xq596[1] : f32 from vector<4xf32>
+            %f604 = math.fma %xv603, %f550, %f601 : f32
+            %f605 = arith.addf %f602, %xv603 : f32
+            %xv606 = vector.extract %xq592[2] : f32 from vector<4xf32>
+            %f607 = math.fma %xv606, %f565, %f604 : f32
+            %f608 = arith.addf %f605, %xv606 : f32
+            %xv609 = vector.extract %xq596[2] : f32 from vector<4xf32>
+            %f610 = math.fma %xv609, %f568, %f607 : f32
+            %f611 = arith.addf %f608, %xv609 : f32
+            %xv612 = vector.extract %xq592[3] : f32 from vector<4xf32>
+            %f613 = math.fma %xv612, %f583, %f610 : f32
+            %f614 = arith.addf %f611, %xv612 : f32
+            %xv615 = vector.extract %xq596[3] : f32 from vector<4xf32>
+            %f616 = math.fma %xv615, %f586, %f613 : f32
+            %f617 = arith.addf %f614, %xv615 : f32
+            %f618 = arith.mulf %h483, %f616 : f32
+            %f619 = math.fma %f587, %f617, %f618 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f619 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv620 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a621 = arith.addi %tid, %c128_index : index
+        %sv622 = memref.load %slots[%a621] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a623 = arith.addi %tid, %c256_index : index
+        %sv624 = memref.load %slots[%a623] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a625 = arith.addi %tid, %c384_index : index
+        %sv626 = memref.load %slots[%a625] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a627 = arith.addi %tid, %c512_index : index
+        %sv628 = memref.load %slots[%a627] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a629 = arith.addi %tid, %c640_index : index
+        %sv630 = memref.load %slots[%a629] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a631 = arith.addi %tid, %c768_index : index
+        %sv632 = memref.load %slots[%a631] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a633 = arith.addi %tid, %c896_index : index
+        %sv634 = memref.load %slots[%a633] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv620, %sv622, %sv624, %sv626, %sv628, %sv630, %sv632, %sv634 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh635:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f636 = arith.addf %acc_r#0, %sh635#0 : f32
+      %sh637:2 = gpu.shuffle xor %f636, %c2_i32, %c32_i32 : f32
+      %f638 = arith.addf %f636, %sh637#0 : f32
+      %sh639:2 = gpu.shuffle xor %f638, %c1_i32, %c32_i32 : f32
+      %f640 = arith.addf %f638, %sh639#0 : f32
+      %c641 = scf.if %tok1 -> (f32) {
+        %sh642:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f643 = arith.addf %acc_r#1, %sh642#0 : f32
+        %sh644:2 = gpu.shuffle xor %f643, %c2_i32, %c32_i32 : f32
+        %f645 = arith.addf %f643, %sh644#0 : f32
+        %sh646:2 = gpu.shuffle xor %f645, %c1_i32, %c32_i32 : f32
+        %f647 = arith.addf %f645, %sh646#0 : f32
+        scf.yield %f647 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c648 = scf.if %tok2 -> (f32) {
+        %sh649:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f650 = arith.addf %acc_r#2, %sh649#0 : f32
+        %sh651:2 = gpu.shuffle xor %f650, %c2_i32, %c32_i32 : f32
+        %f652 = arith.addf %f650, %sh651#0 : f32
+        %sh653:2 = gpu.shuffle xor %f652, %c1_i32, %c32_i32 : f32
+        %f654 = arith.addf %f652, %sh653#0 : f32
+        scf.yield %f654 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c655 = scf.if %tok3 -> (f32) {
+        %sh656:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f657 = arith.addf %acc_r#3, %sh656#0 : f32
+        %sh658:2 = gpu.shuffle xor %f657, %c2_i32, %c32_i32 : f32
+        %f659 = arith.addf %f657, %sh658#0 : f32
+        %sh660:2 = gpu.shuffle xor %f659, %c1_i32, %c32_i32 : f32
+        %f661 = arith.addf %f659, %sh660#0 : f32
+        scf.yield %f661 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c662 = scf.if %tok4 -> (f32) {
+        %sh663:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f664 = arith.addf %acc_r#4, %sh663#0 : f32
+        %sh665:2 = gpu.shuffle xor %f664, %c2_i32, %c32_i32 : f32
+        %f666 = arith.addf %f664, %sh665#0 : f32
+        %sh667:2 = gpu.shuffle xor %f666, %c1_i32, %c32_i32 : f32
+        %f668 = arith.addf %f666, %sh667#0 : f32
+        scf.yield %f668 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c669 = scf.if %tok5 -> (f32) {
+        %sh670:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f671 = arith.addf %acc_r#5, %sh670#0 : f32
+        %sh672:2 = gpu.shuffle xor %f671, %c2_i32, %c32_i32 : f32
+        %f673 = arith.addf %f671, %sh672#0 : f32
+        %sh674:2 = gpu.shuffle xor %f673, %c1_i32, %c32_i32 : f32
+        %f675 = arith.addf %f673, %sh674#0 : f32
+        scf.yield %f675 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c676 = scf.if %tok6 -> (f32) {
+        %sh677:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f678 = arith.addf %acc_r#6, %sh677#0 : f32
+        %sh679:2 = gpu.shuffle xor %f678, %c2_i32, %c32_i32 : f32
+        %f680 = arith.addf %f678, %sh679#0 : f32
+        %sh681:2 = gpu.shuffle xor %f680, %c1_i32, %c32_i32 : f32
+        %f682 = arith.addf %f680, %sh681#0 : f32
+        scf.yield %f682 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c683 = scf.if %tok7 -> (f32) {
+        %sh684:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f685 = arith.addf %acc_r#7, %sh684#0 : f32
+        %sh686:2 = gpu.shuffle xor %f685, %c2_i32, %c32_i32 : f32
+        %f687 = arith.addf %f685, %sh686#0 : f32
+        %sh688:2 = gpu.shuffle xor %f687, %c1_i32, %c32_i32 : f32
+        %f689 = arith.addf %f687, %sh688#0 : f32
+        scf.yield %f689 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f640, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a690 = arith.addi %pbase, %c4_index : index
+        memref.store %c641, %acc[%a690] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a691 = arith.addi %pbase, %c8_index : index
+        memref.store %c648, %acc[%a691] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a692 = arith.addi %pbase, %c12_index : index
+        memref.store %c655, %acc[%a692] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a693 = arith.addi %pbase, %c16_index : index
+        memref.store %c662, %acc[%a693] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a694 = arith.addi %pbase, %c20_index : index
+        memref.store %c669, %acc[%a694] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a695 = arith.addi %pbase, %c24_index : index
+        memref.store %c676, %acc[%a695] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a696 = arith.addi %pbase, %c28_index : index
+        memref.store %c683, %acc[%a696] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

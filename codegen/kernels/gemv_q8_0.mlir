@@ -2,7 +2,10 @@
 //
 // Decode-side kernels for Q8_0 weights (GGUF / ggml block_q8_0 (34 B / 32 weights): d f16 | qs[32] int8 (value d*q)).
 // W is the GGUF tensor [N, K] (K contiguous), passed as memref<?xi32> (its raw bytes as little-endian 32-bit words: the buffer is the tensor's bytes, zero-padded to a multiple of 4); K % 32 == 0.
-// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers).
+// Activations are f32, passed flat as memref<?xf32> (1-D: the SPIR-V lowering takes 1-D dynamic buffers);
+// matmul's x is the same f32 data typed memref<?xvector<4xf32>> (128-bit loads: ld.global.v4.f32 /
+// a vec4 OpLoad; K % 4 == 0 here, and the buffer must be 16-byte aligned; a memref descriptor's
+// offset and size count vec4s).
 //
 // matmul_q8_0(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
@@ -11,11 +14,16 @@
 //   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
 //   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
-//   a group's 32 threads take consecutive units (coalesced words), dequantize each unit once and
-//   accumulate it against the block's (up to 8) activation rows into a per-thread f32 slot in workgroup
-//   memory (4 KiB). The 32 slots of a row are summed by a 5-step tree through workgroup memory (not
-//   subgroup shuffles: Vulkan subgroups may be narrower than 32, e.g. 8 on lavapipe), then the group's
-//   thread t writes y[t, n]. Bandwidth: each weight byte is read once per launch.
+//   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
+//   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q8_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
 //   tokens: [T] i32 (each in [0, N)), out: [T, K] f32. Launch: block 128, grid (T, 1, 1);
@@ -23,13 +31,15 @@
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8_0 attributes {
       spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
-          [Shader, Int16, Float16, StorageBuffer16BitAccess],
+          [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's per-thread partial sums: [8 tokens][128 threads] f32.
-    memref.global "private" @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
-    gpu.func @matmul_q8_0(%w: memref<?xi32>, %x: memref<?xf32>, %y: memref<?xf32>,
+    gpu.func @matmul_q8_0(%w: memref<?xi32>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                            %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
@@ -41,28 +51,42 @@ module attributes {gpu.container_module} {
       %c0p0_f32 = arith.constant 0.0 : f32
       %c1258291200_i32 = arith.constant 1258291200 : i32
       %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
+      %c20_index = arith.constant 20 : index
       %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
       %c255_i32 = arith.constant 255 : i32
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
       %c34_index = arith.constant 34 : index
+      %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
+      %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
       %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
+      %c96_index = arith.constant 96 : index
       %cm1p280000e02_f32 = arith.constant -1.280000e+02 : f32
       %cm2139062144_i32 = arith.constant -2139062144 : i32
-      %acc = memref.get_global @acc : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -82,222 +106,685 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c34_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      scf.for %t = %c0_index to %c8_index step %c1_index {
-        %s = arith.muli %t, %c128_index : index
-        %si = arith.addi %s, %tid : index
-        memref.store %c0p0_f32, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-      }
-      scf.for %u = %lane to %units step %c32_index {
-        %b = arith.divui %u, %c4_index : index
-        %q = arith.remui %u, %c4_index : index
-        %boff = arith.muli %b, %c34_index : index
-        %blockbyte = arith.addi %rowbase, %boff : index
-        %w1 = arith.shrui %blockbyte, %c2_index : index
-        %ld2 = memref.load %w[%w1] : memref<?xi32>
-        %a3 = arith.addi %blockbyte, %c2_index : index
-        %w4 = arith.shrui %a3, %c2_index : index
-        %ld5 = memref.load %w[%w4] : memref<?xi32>
-        %n6 = arith.index_cast %blockbyte : index to i32
-        %b7 = arith.andi %n6, %c2_i32 : i32
-        %s8 = arith.shli %b7, %c3_i32 : i32
-        %s9 = arith.shrui %ld2, %s8 : i32
-        %s10 = arith.subi %c16_i32, %s8 : i32
-        %s11 = arith.shli %ld5, %c16_i32 : i32
-        %s12 = arith.shli %s11, %s10 : i32
-        %o13 = arith.ori %s9, %s12 : i32
-        %h14 = arith.trunci %o13 : i32 to i16
-        %h15 = arith.bitcast %h14 : i16 to f16
-        %h16 = arith.extf %h15 : f16 to f32
-        %a17 = arith.addi %blockbyte, %c2_index : index
-        %m18 = arith.muli %q, %c8_index : index
-        %a19 = arith.addi %a17, %m18 : index
-        %w20 = arith.shrui %a19, %c2_index : index
-        %ld21 = memref.load %w[%w20] : memref<?xi32>
-        %a22 = arith.addi %a19, %c2_index : index
-        %w23 = arith.shrui %a22, %c2_index : index
-        %ld24 = memref.load %w[%w23] : memref<?xi32>
-        %n25 = arith.index_cast %a19 : index to i32
-        %b26 = arith.andi %n25, %c2_i32 : i32
-        %s27 = arith.shli %b26, %c3_i32 : i32
-        %s28 = arith.shrui %ld21, %s27 : i32
-        %s29 = arith.subi %c16_i32, %s27 : i32
-        %s30 = arith.shli %ld24, %c16_i32 : i32
-        %s31 = arith.shli %s30, %s29 : i32
-        %o32 = arith.ori %s28, %s31 : i32
-        %x33 = arith.xori %o32, %cm2139062144_i32 : i32
-        %b34 = arith.andi %x33, %c255_i32 : i32
-        %o35 = arith.ori %b34, %c1258291200_i32 : i32
-        %q36 = arith.bitcast %o35 : i32 to f32
-        %f37 = arith.subf %q36, %c8p388608e06_f32 : f32
-        %s38 = arith.shrui %x33, %c8_i32 : i32
-        %b39 = arith.andi %s38, %c255_i32 : i32
-        %o40 = arith.ori %b39, %c1258291200_i32 : i32
-        %q41 = arith.bitcast %o40 : i32 to f32
-        %f42 = arith.subf %q41, %c8p388608e06_f32 : f32
-        %s43 = arith.shrui %x33, %c16_i32 : i32
-        %b44 = arith.andi %s43, %c255_i32 : i32
-        %o45 = arith.ori %b44, %c1258291200_i32 : i32
-        %q46 = arith.bitcast %o45 : i32 to f32
-        %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
-        %s48 = arith.shrui %x33, %c24_i32 : i32
-        %b49 = arith.andi %s48, %c255_i32 : i32
-        %o50 = arith.ori %b49, %c1258291200_i32 : i32
-        %q51 = arith.bitcast %o50 : i32 to f32
-        %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
-        %a53 = arith.addi %a19, %c4_index : index
-        %w54 = arith.shrui %a53, %c2_index : index
-        %ld55 = memref.load %w[%w54] : memref<?xi32>
-        %a56 = arith.addi %a53, %c2_index : index
-        %w57 = arith.shrui %a56, %c2_index : index
-        %ld58 = memref.load %w[%w57] : memref<?xi32>
-        %n59 = arith.index_cast %a53 : index to i32
-        %b60 = arith.andi %n59, %c2_i32 : i32
-        %s61 = arith.shli %b60, %c3_i32 : i32
-        %s62 = arith.shrui %ld55, %s61 : i32
-        %s63 = arith.subi %c16_i32, %s61 : i32
-        %s64 = arith.shli %ld58, %c16_i32 : i32
-        %s65 = arith.shli %s64, %s63 : i32
-        %o66 = arith.ori %s62, %s65 : i32
-        %x67 = arith.xori %o66, %cm2139062144_i32 : i32
-        %b68 = arith.andi %x67, %c255_i32 : i32
-        %o69 = arith.ori %b68, %c1258291200_i32 : i32
-        %q70 = arith.bitcast %o69 : i32 to f32
-        %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
-        %s72 = arith.shrui %x67, %c8_i32 : i32
-        %b73 = arith.andi %s72, %c255_i32 : i32
-        %o74 = arith.ori %b73, %c1258291200_i32 : i32
-        %q75 = arith.bitcast %o74 : i32 to f32
-        %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
-        %s77 = arith.shrui %x67, %c16_i32 : i32
-        %b78 = arith.andi %s77, %c255_i32 : i32
-        %o79 = arith.ori %b78, %c1258291200_i32 : i32
-        %q80 = arith.bitcast %o79 : i32 to f32
-        %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
-        %s82 = arith.shrui %x67, %c24_i32 : i32
-        %b83 = arith.andi %s82, %c255_i32 : i32
-        %o84 = arith.ori %b83, %c1258291200_i32 : i32
-        %q85 = arith.bitcast %o84 : i32 to f32
-        %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
-        %f87 = arith.mulf %h16, %cm1p280000e02_f32 : f32
-        %m88 = arith.muli %q, %c8_index : index
-        %bk = arith.muli %b, %c32_index : index
-        %kb = arith.addi %bk, %m88 : index
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %tg = arith.addi %t0, %t : index
-          %xrow = arith.muli %tg, %Ki : index
-          %xk = arith.addi %xrow, %kb : index
-          %xv89 = memref.load %x[%xk] : memref<?xf32>
-          %f90 = arith.mulf %xv89, %f37 : f32
-          %a91 = arith.addi %xk, %c1_index : index
-          %xv92 = memref.load %x[%a91] : memref<?xf32>
-          %f93 = math.fma %xv92, %f42, %f90 : f32
-          %f94 = arith.addf %xv89, %xv92 : f32
-          %a95 = arith.addi %xk, %c2_index : index
-          %xv96 = memref.load %x[%a95] : memref<?xf32>
-          %f97 = math.fma %xv96, %f47, %f93 : f32
-          %f98 = arith.addf %f94, %xv96 : f32
-          %a99 = arith.addi %xk, %c3_index : index
-          %xv100 = memref.load %x[%a99] : memref<?xf32>
-          %f101 = math.fma %xv100, %f52, %f97 : f32
-          %f102 = arith.addf %f98, %xv100 : f32
-          %a103 = arith.addi %xk, %c4_index : index
-          %xv104 = memref.load %x[%a103] : memref<?xf32>
-          %f105 = math.fma %xv104, %f71, %f101 : f32
-          %f106 = arith.addf %f102, %xv104 : f32
-          %a107 = arith.addi %xk, %c5_index : index
-          %xv108 = memref.load %x[%a107] : memref<?xf32>
-          %f109 = math.fma %xv108, %f76, %f105 : f32
-          %f110 = arith.addf %f106, %xv108 : f32
-          %a111 = arith.addi %xk, %c6_index : index
-          %xv112 = memref.load %x[%a111] : memref<?xf32>
-          %f113 = math.fma %xv112, %f81, %f109 : f32
-          %f114 = arith.addf %f110, %xv112 : f32
-          %a115 = arith.addi %xk, %c7_index : index
-          %xv116 = memref.load %x[%a115] : memref<?xf32>
-          %f117 = math.fma %xv116, %f86, %f113 : f32
-          %f118 = arith.addf %f114, %xv116 : f32
-          %f119 = arith.mulf %h16, %f117 : f32
-          %f120 = math.fma %f87, %f118, %f119 : f32
-          %slot0 = arith.muli %t, %c128_index : index
-          %slot = arith.addi %slot0, %tid : index
-          %old = memref.load %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %new = arith.addf %old, %f120 : f32
-          memref.store %new, %acc[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c34_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
+          %ld5 = memref.load %w[%w4] : memref<?xi32>
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c2_index : index
+          %m18 = arith.muli %q, %c8_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
+          %w23 = arith.shrui %a22, %c2_index : index
+          %ld24 = memref.load %w[%w23] : memref<?xi32>
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %x33 = arith.xori %o32, %cm2139062144_i32 : i32
+          %b34 = arith.andi %x33, %c255_i32 : i32
+          %o35 = arith.ori %b34, %c1258291200_i32 : i32
+          %q36 = arith.bitcast %o35 : i32 to f32
+          %f37 = arith.subf %q36, %c8p388608e06_f32 : f32
+          %s38 = arith.shrui %x33, %c8_i32 : i32
+          %b39 = arith.andi %s38, %c255_i32 : i32
+          %o40 = arith.ori %b39, %c1258291200_i32 : i32
+          %q41 = arith.bitcast %o40 : i32 to f32
+          %f42 = arith.subf %q41, %c8p388608e06_f32 : f32
+          %s43 = arith.shrui %x33, %c16_i32 : i32
+          %b44 = arith.andi %s43, %c255_i32 : i32
+          %o45 = arith.ori %b44, %c1258291200_i32 : i32
+          %q46 = arith.bitcast %o45 : i32 to f32
+          %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
+          %s48 = arith.shrui %x33, %c24_i32 : i32
+          %b49 = arith.andi %s48, %c255_i32 : i32
+          %o50 = arith.ori %b49, %c1258291200_i32 : i32
+          %q51 = arith.bitcast %o50 : i32 to f32
+          %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
+          %a53 = arith.addi %a19, %c4_index : index
+          %w54 = arith.shrui %a53, %c2_index : index
+          %ld55 = memref.load %w[%w54] : memref<?xi32>
+          %a56 = arith.addi %a53, %c2_index : index
+          %w57 = arith.shrui %a56, %c2_index : index
+          %ld58 = memref.load %w[%w57] : memref<?xi32>
+          %n59 = arith.index_cast %a53 : index to i32
+          %b60 = arith.andi %n59, %c2_i32 : i32
+          %s61 = arith.shli %b60, %c3_i32 : i32
+          %s62 = arith.shrui %ld55, %s61 : i32
+          %s63 = arith.subi %c16_i32, %s61 : i32
+          %s64 = arith.shli %ld58, %c16_i32 : i32
+          %s65 = arith.shli %s64, %s63 : i32
+          %o66 = arith.ori %s62, %s65 : i32
+          %x67 = arith.xori %o66, %cm2139062144_i32 : i32
+          %b68 = arith.andi %x67, %c255_i32 : i32
+          %o69 = arith.ori %b68, %c1258291200_i32 : i32
+          %q70 = arith.bitcast %o69 : i32 to f32
+          %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
+          %s72 = arith.shrui %x67, %c8_i32 : i32
+          %b73 = arith.andi %s72, %c255_i32 : i32
+          %o74 = arith.ori %b73, %c1258291200_i32 : i32
+          %q75 = arith.bitcast %o74 : i32 to f32
+          %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
+          %s77 = arith.shrui %x67, %c16_i32 : i32
+          %b78 = arith.andi %s77, %c255_i32 : i32
+          %o79 = arith.ori %b78, %c1258291200_i32 : i32
+          %q80 = arith.bitcast %o79 : i32 to f32
+          %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
+          %s82 = arith.shrui %x67, %c24_i32 : i32
+          %b83 = arith.andi %s82, %c255_i32 : i32
+          %o84 = arith.ori %b83, %c1258291200_i32 : i32
+          %q85 = arith.bitcast %o84 : i32 to f32
+          %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
+          %f87 = arith.mulf %h16, %cm1p280000e02_f32 : f32
+          %m88 = arith.muli %q, %c8_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m88 : index
+          %a89 = arith.addi %u, %c32_index : index
+          %vr90 = arith.cmpi ult, %a89, %units : index
+          %uc91 = arith.select %vr90, %a89, %u : index
+          %b_1 = arith.divui %uc91, %c4_index : index
+          %q_1 = arith.remui %uc91, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c34_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w92 = arith.shrui %blockbyte_1, %c2_index : index
+          %ld93 = memref.load %w[%w92] : memref<?xi32>
+          %a94 = arith.addi %blockbyte_1, %c2_index : index
+          %w95 = arith.shrui %a94, %c2_index : index
+          %ld96 = memref.load %w[%w95] : memref<?xi32>
+          %n97 = arith.index_cast %blockbyte_1 : index to i32
+          %b98 = arith.andi %n97, %c2_i32 : i32
+          %s99 = arith.shli %b98, %c3_i32 : i32
+          %s100 = arith.shrui %ld93, %s99 : i32
+          %s101 = arith.subi %c16_i32, %s99 : i32
+          %s102 = arith.shli %ld96, %c16_i32 : i32
+          %s103 = arith.shli %s102, %s101 : i32
+          %o104 = arith.ori %s100, %s103 : i32
+          %h105 = arith.trunci %o104 : i32 to i16
+          %h106 = arith.bitcast %h105 : i16 to f16
+          %h107 = arith.extf %h106 : f16 to f32
+          %a108 = arith.addi %blockbyte_1, %c2_index : index
+          %m109 = arith.muli %q_1, %c8_index : index
+          %a110 = arith.addi %a108, %m109 : index
+          %w111 = arith.shrui %a110, %c2_index : index
+          %ld112 = memref.load %w[%w111] : memref<?xi32>
+          %a113 = arith.addi %a110, %c2_index : index
+          %w114 = arith.shrui %a113, %c2_index : index
+          %ld115 = memref.load %w[%w114] : memref<?xi32>
+          %n116 = arith.index_cast %a110 : index to i32
+          %b117 = arith.andi %n116, %c2_i32 : i32
+          %s118 = arith.shli %b117, %c3_i32 : i32
+          %s119 = arith.shrui %ld112, %s118 : i32
+          %s120 = arith.subi %c16_i32, %s118 : i32
+          %s121 = arith.shli %ld115, %c16_i32 : i32
+          %s122 = arith.shli %s121, %s120 : i32
+          %o123 = arith.ori %s119, %s122 : i32
+          %x124 = arith.xori %o123, %cm2139062144_i32 : i32
+          %b125 = arith.andi %x124, %c255_i32 : i32
+          %o126 = arith.ori %b125, %c1258291200_i32 : i32
+          %q127 = arith.bitcast %o126 : i32 to f32
+          %f128 = arith.subf %q127, %c8p388608e06_f32 : f32
+          %s129 = arith.shrui %x124, %c8_i32 : i32
+          %b130 = arith.andi %s129, %c255_i32 : i32
+          %o131 = arith.ori %b130, %c1258291200_i32 : i32
+          %q132 = arith.bitcast %o131 : i32 to f32
+          %f133 = arith.subf %q132, %c8p388608e06_f32 : f32
+          %s134 = arith.shrui %x124, %c16_i32 : i32
+          %b135 = arith.andi %s134, %c255_i32 : i32
+          %o136 = arith.ori %b135, %c1258291200_i32 : i32
+          %q137 = arith.bitcast %o136 : i32 to f32
+          %f138 = arith.subf %q137, %c8p388608e06_f32 : f32
+          %s139 = arith.shrui %x124, %c24_i32 : i32
+          %b140 = arith.andi %s139, %c255_i32 : i32
+          %o141 = arith.ori %b140, %c1258291200_i32 : i32
+          %q142 = arith.bitcast %o141 : i32 to f32
+          %f143 = arith.subf %q142, %c8p388608e06_f32 : f32
+          %a144 = arith.addi %a110, %c4_index : index
+          %w145 = arith.shrui %a144, %c2_index : index
+          %ld146 = memref.load %w[%w145] : memref<?xi32>
+          %a147 = arith.addi %a144, %c2_index : index
+          %w148 = arith.shrui %a147, %c2_index : index
+          %ld149 = memref.load %w[%w148] : memref<?xi32>
+          %n150 = arith.index_cast %a144 : index to i32
+          %b151 = arith.andi %n150, %c2_i32 : i32
+          %s152 = arith.shli %b151, %c3_i32 : i32
+          %s153 = arith.shrui %ld146, %s152 : i32
+          %s154 = arith.subi %c16_i32, %s152 : i32
+          %s155 = arith.shli %ld149, %c16_i32 : i32
+          %s156 = arith.shli %s155, %s154 : i32
+          %o157 = arith.ori %s153, %s156 : i32
+          %x158 = arith.xori %o157, %cm2139062144_i32 : i32
+          %b159 = arith.andi %x158, %c255_i32 : i32
+          %o160 = arith.ori %b159, %c1258291200_i32 : i32
+          %q161 = arith.bitcast %o160 : i32 to f32
+          %f162 = arith.subf %q161, %c8p388608e06_f32 : f32
+          %s163 = arith.shrui %x158, %c8_i32 : i32
+          %b164 = arith.andi %s163, %c255_i32 : i32
+          %o165 = arith.ori %b164, %c1258291200_i32 : i32
+          %q166 = arith.bitcast %o165 : i32 to f32
+          %f167 = arith.subf %q166, %c8p388608e06_f32 : f32
+          %s168 = arith.shrui %x158, %c16_i32 : i32
+          %b169 = arith.andi %s168, %c255_i32 : i32
+          %o170 = arith.ori %b169, %c1258291200_i32 : i32
+          %q171 = arith.bitcast %o170 : i32 to f32
+          %f172 = arith.subf %q171, %c8p388608e06_f32 : f32
+          %s173 = arith.shrui %x158, %c24_i32 : i32
+          %b174 = arith.andi %s173, %c255_i32 : i32
+          %o175 = arith.ori %b174, %c1258291200_i32 : i32
+          %q176 = arith.bitcast %o175 : i32 to f32
+          %f177 = arith.subf %q176, %c8p388608e06_f32 : f32
+          %f178 = arith.mulf %h107, %cm1p280000e02_f32 : f32
+          %m179 = arith.muli %q_1, %c8_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m179 : index
+          %a180 = arith.addi %u, %c64_index : index
+          %vr181 = arith.cmpi ult, %a180, %units : index
+          %uc182 = arith.select %vr181, %a180, %u : index
+          %b_2 = arith.divui %uc182, %c4_index : index
+          %q_2 = arith.remui %uc182, %c4_index : index
+          %boff_2 = arith.muli %b_2, %c34_index : index
+          %blockbyte_2 = arith.addi %rowbase, %boff_2 : index
+          %w183 = arith.shrui %blockbyte_2, %c2_index : index
+          %ld184 = memref.load %w[%w183] : memref<?xi32>
+          %a185 = arith.addi %blockbyte_2, %c2_index : index
+          %w186 = arith.shrui %a185, %c2_index : index
+          %ld187 = memref.load %w[%w186] : memref<?xi32>
+          %n188 = arith.index_cast %blockbyte_2 : index to i32
+          %b189 = arith.andi %n188, %c2_i32 : i32
+          %s190 = arith.shli %b189, %c3_i32 : i32
+          %s191 = arith.shrui %ld184, %s190 : i32
+          %s192 = arith.subi %c16_i32, %s190 : i32
+          %s193 = arith.shli %ld187, %c16_i32 : i32
+          %s194 = arith.shli %s193, %s192 : i32
+          %o195 = arith.ori %s191, %s194 : i32
+          %h196 = arith.trunci %o195 : i32 to i16
+          %h197 = arith.bitcast %h196 : i16 to f16
+          %h198 = arith.extf %h197 : f16 to f32
+          %a199 = arith.addi %blockbyte_2, %c2_index : index
+          %m200 = arith.muli %q_2, %c8_index : index
+          %a201 = arith.addi %a199, %m200 : index
+          %w202 = arith.shrui %a201, %c2_index : index
+          %ld203 = memref.load %w[%w202] : memref<?xi32>
+          %a204 = arith.addi %a201, %c2_index : index
+          %w205 = arith.shrui %a204, %c2_index : index
+          %ld206 = memref.load %w[%w205] : memref<?xi32>
+          %n207 = arith.index_cast %a201 : index to i32
+          %b208 = arith.andi %n207, %c2_i32 : i32
+          %s209 = arith.shli %b208, %c3_i32 : i32
+          %s210 = arith.shrui %ld203, %s209 : i32
+          %s211 = arith.subi %c16_i32, %s209 : i32
+          %s212 = arith.shli %ld206, %c16_i32 : i32
+          %s213 = arith.shli %s212, %s211 : i32
+          %o214 = arith.ori %s210, %s213 : i32
+          %x215 = arith.xori %o214, %cm2139062144_i32 : i32
+          %b216 = arith.andi %x215, %c255_i32 : i32
+          %o217 = arith.ori %b216, %c1258291200_i32 : i32
+          %q218 = arith.bitcast %o217 : i32 to f32
+          %f219 = arith.subf %q218, %c8p388608e06_f32 : f32
+          %s220 = arith.shrui %x215, %c8_i32 : i32
+          %b221 = arith.andi %s220, %c255_i32 : i32
+          %o222 = arith.ori %b221, %c1258291200_i32 : i32
+          %q223 = arith.bitcast %o222 : i32 to f32
+          %f224 = arith.subf %q223, %c8p388608e06_f32 : f32
+          %s225 = arith.shrui %x215, %c16_i32 : i32
+          %b226 = arith.andi %s225, %c255_i32 : i32
+          %o227 = arith.ori %b226, %c1258291200_i32 : i32
+          %q228 = arith.bitcast %o227 : i32 to f32
+          %f229 = arith.subf %q228, %c8p388608e06_f32 : f32
+          %s230 = arith.shrui %x215, %c24_i32 : i32
+          %b231 = arith.andi %s230, %c255_i32 : i32
+          %o232 = arith.ori %b231, %c1258291200_i32 : i32
+          %q233 = arith.bitcast %o232 : i32 to f32
+          %f234 = arith.subf %q233, %c8p388608e06_f32 : f32
+          %a235 = arith.addi %a201, %c4_index : index
+          %w236 = arith.shrui %a235, %c2_index : index
+          %ld237 = memref.load %w[%w236] : memref<?xi32>
+          %a238 = arith.addi %a235, %c2_index : index
+          %w239 = arith.shrui %a238, %c2_index : index
+          %ld240 = memref.load %w[%w239] : memref<?xi32>
+          %n241 = arith.index_cast %a235 : index to i32
+          %b242 = arith.andi %n241, %c2_i32 : i32
+          %s243 = arith.shli %b242, %c3_i32 : i32
+          %s244 = arith.shrui %ld237, %s243 : i32
+          %s245 = arith.subi %c16_i32, %s243 : i32
+          %s246 = arith.shli %ld240, %c16_i32 : i32
+          %s247 = arith.shli %s246, %s245 : i32
+          %o248 = arith.ori %s244, %s247 : i32
+          %x249 = arith.xori %o248, %cm2139062144_i32 : i32
+          %b250 = arith.andi %x249, %c255_i32 : i32
+          %o251 = arith.ori %b250, %c1258291200_i32 : i32
+          %q252 = arith.bitcast %o251 : i32 to f32
+          %f253 = arith.subf %q252, %c8p388608e06_f32 : f32
+          %s254 = arith.shrui %x249, %c8_i32 : i32
+          %b255 = arith.andi %s254, %c255_i32 : i32
+          %o256 = arith.ori %b255, %c1258291200_i32 : i32
+          %q257 = arith.bitcast %o256 : i32 to f32
+          %f258 = arith.subf %q257, %c8p388608e06_f32 : f32
+          %s259 = arith.shrui %x249, %c16_i32 : i32
+          %b260 = arith.andi %s259, %c255_i32 : i32
+          %o261 = arith.ori %b260, %c1258291200_i32 : i32
+          %q262 = arith.bitcast %o261 : i32 to f32
+          %f263 = arith.subf %q262, %c8p388608e06_f32 : f32
+          %s264 = arith.shrui %x249, %c24_i32 : i32
+          %b265 = arith.andi %s264, %c255_i32 : i32
+          %o266 = arith.ori %b265, %c1258291200_i32 : i32
+          %q267 = arith.bitcast %o266 : i32 to f32
+          %f268 = arith.subf %q267, %c8p388608e06_f32 : f32
+          %f269 = arith.mulf %h198, %cm1p280000e02_f32 : f32
+          %m270 = arith.muli %q_2, %c8_index : index
+          %bk_2 = arith.muli %b_2, %c32_index : index
+          %kb_2 = arith.addi %bk_2, %m270 : index
+          %m271 = arith.muli %t0, %Ki : index
+          %a272 = arith.addi %m271, %kb : index
+          %x4273 = arith.shrui %a272, %c2_index : index
+          %xq274 = memref.load %x[%x4273] : memref<?xvector<4xf32>>
+          %xv275 = vector.extract %xq274[0] : f32 from vector<4xf32>
+          %f276 = arith.mulf %xv275, %f37 : f32
+          %xv277 = vector.extract %xq274[1] : f32 from vector<4xf32>
+          %f278 = math.fma %xv277, %f42, %f276 : f32
+          %f279 = arith.addf %xv275, %xv277 : f32
+          %xv280 = vector.extract %xq274[2] : f32 from vector<4xf32>
+          %f281 = math.fma %xv280, %f47, %f278 : f32
+          %f282 = arith.addf %f279, %xv280 : f32
+          %xv283 = vector.extract %xq274[3] : f32 from vector<4xf32>
+          %f284 = math.fma %xv283, %f52, %f281 : f32
+          %f285 = arith.addf %f282, %xv283 : f32
+          %a286 = arith.addi %x4273, %c1_index : index
+          %xq287 = memref.load %x[%a286] : memref<?xvector<4xf32>>
+          %xv288 = vector.extract %xq287[0] : f32 from vector<4xf32>
+          %f289 = math.fma %xv288, %f71, %f284 : f32
+          %f290 = arith.addf %f285, %xv288 : f32
+          %xv291 = vector.extract %xq287[1] : f32 from vector<4xf32>
+          %f292 = math.fma %xv291, %f76, %f289 : f32
+          %f293 = arith.addf %f290, %xv291 : f32
+          %xv294 = vector.extract %xq287[2] : f32 from vector<4xf32>
+          %f295 = math.fma %xv294, %f81, %f292 : f32
+          %f296 = arith.addf %f293, %xv294 : f32
+          %xv297 = vector.extract %xq287[3] : f32 from vector<4xf32>
+          %f298 = math.fma %xv297, %f86, %f295 : f32
+          %f299 = arith.addf %f296, %xv297 : f32
+          %f300 = arith.mulf %h16, %f298 : f32
+          %f301 = math.fma %f87, %f299, %f300 : f32
+          %f302 = arith.addf %sacc, %f301 : f32
+          %m303 = arith.muli %t0, %Ki : index
+          %a304 = arith.addi %m303, %kb_1 : index
+          %x4305 = arith.shrui %a304, %c2_index : index
+          %xq306 = memref.load %x[%x4305] : memref<?xvector<4xf32>>
+          %xv307 = vector.extract %xq306[0] : f32 from vector<4xf32>
+          %f308 = arith.mulf %xv307, %f128 : f32
+          %xv309 = vector.extract %xq306[1] : f32 from vector<4xf32>
+          %f310 = math.fma %xv309, %f133, %f308 : f32
+          %f311 = arith.addf %xv307, %xv309 : f32
+          %xv312 = vector.extract %xq306[2] : f32 from vector<4xf32>
+          %f313 = math.fma %xv312, %f138, %f310 : f32
+          %f314 = arith.addf %f311, %xv312 : f32
+          %xv315 = vector.extract %xq306[3] : f32 from vector<4xf32>
+          %f316 = math.fma %xv315, %f143, %f313 : f32
+          %f317 = arith.addf %f314, %xv315 : f32
+          %a318 = arith.addi %x4305, %c1_index : index
+          %xq319 = memref.load %x[%a318] : memref<?xvector<4xf32>>
+          %xv320 = vector.extract %xq319[0] : f32 from vector<4xf32>
+          %f321 = math.fma %xv320, %f162, %f316 : f32
+          %f322 = arith.addf %f317, %xv320 : f32
+          %xv323 = vector.extract %xq319[1] : f32 from vector<4xf32>
+          %f324 = math.fma %xv323, %f167, %f321 : f32
+          %f325 = arith.addf %f322, %xv323 : f32
+          %xv326 = vector.extract %xq319[2] : f32 from vector<4xf32>
+          %f327 = math.fma %xv326, %f172, %f324 : f32
+          %f328 = arith.addf %f325, %xv326 : f32
+          %xv329 = vector.extract %xq319[3] : f32 from vector<4xf32>
+          %f330 = math.fma %xv329, %f177, %f327 : f32
+          %f331 = arith.addf %f328, %xv329 : f32
+          %f332 = arith.mulf %h107, %f330 : f32
+          %f333 = math.fma %f178, %f331, %f332 : f32
+          %sel334 = arith.select %vr90, %f333, %c0p0_f32 : f32
+          %f335 = arith.addf %f302, %sel334 : f32
+          %m336 = arith.muli %t0, %Ki : index
+          %a337 = arith.addi %m336, %kb_2 : index
+          %x4338 = arith.shrui %a337, %c2_index : index
+          %xq339 = memref.load %x[%x4338] : memref<?xvector<4xf32>>
+          %xv340 = vector.extract %xq339[0] : f32 from vector<4xf32>
+          %f341 = arith.mulf %xv340, %f219 : f32
+          %xv342 = vector.extract %xq339[1] : f32 from vector<4xf32>
+          %f343 = math.fma %xv342, %f224, %f341 : f32
+          %f344 = arith.addf %xv340, %xv342 : f32
+          %xv345 = vector.extract %xq339[2] : f32 from vector<4xf32>
+          %f346 = math.fma %xv345, %f229, %f343 : f32
+          %f347 = arith.addf %f344, %xv345 : f32
+          %xv348 = vector.extract %xq339[3] : f32 from vector<4xf32>
+          %f349 = math.fma %xv348, %f234, %f346 : f32
+          %f350 = arith.addf %f347, %xv348 : f32
+          %a351 = arith.addi %x4338, %c1_index : index
+          %xq352 = memref.load %x[%a351] : memref<?xvector<4xf32>>
+          %xv353 = vector.extract %xq352[0] : f32 from vector<4xf32>
+          %f354 = math.fma %xv353, %f253, %f349 : f32
+          %f355 = arith.addf %f350, %xv353 : f32
+          %xv356 = vector.extract %xq352[1] : f32 from vector<4xf32>
+          %f357 = math.fma %xv356, %f258, %f354 : f32
+          %f358 = arith.addf %f355, %xv356 : f32
+          %xv359 = vector.extract %xq352[2] : f32 from vector<4xf32>
+          %f360 = math.fma %xv359, %f263, %f357 : f32
+          %f361 = arith.addf %f358, %xv359 : f32
+          %xv362 = vector.extract %xq352[3] : f32 from vector<4xf32>
+          %f363 = math.fma %xv362, %f268, %f360 : f32
+          %f364 = arith.addf %f361, %xv362 : f32
+          %f365 = arith.mulf %h198, %f363 : f32
+          %f366 = math.fma %f269, %f364, %f365 : f32
+          %sel367 = arith.select %vr181, %f366, %c0p0_f32 : f32
+          %f368 = arith.addf %f335, %sel367 : f32
+          scf.yield %f368 : f32
         }
-      }
-      gpu.barrier
-      %act16 = arith.cmpi ult, %lane, %c16_index : index
-      scf.if %act16 {
-        scf.for %t = %c0_index to %tb step %c1_index {
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c16_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %boff = arith.muli %b, %c34_index : index
+          %blockbyte = arith.addi %rowbase, %boff : index
+          %w369 = arith.shrui %blockbyte, %c2_index : index
+          %ld370 = memref.load %w[%w369] : memref<?xi32>
+          %a371 = arith.addi %blockbyte, %c2_index : index
+          %w372 = arith.shrui %a371, %c2_index : index
+          %ld373 = memref.load %w[%w372] : memref<?xi32>
+          %n374 = arith.index_cast %blockbyte : index to i32
+          %b375 = arith.andi %n374, %c2_i32 : i32
+          %s376 = arith.shli %b375, %c3_i32 : i32
+          %s377 = arith.shrui %ld370, %s376 : i32
+          %s378 = arith.subi %c16_i32, %s376 : i32
+          %s379 = arith.shli %ld373, %c16_i32 : i32
+          %s380 = arith.shli %s379, %s378 : i32
+          %o381 = arith.ori %s377, %s380 : i32
+          %h382 = arith.trunci %o381 : i32 to i16
+          %h383 = arith.bitcast %h382 : i16 to f16
+          %h384 = arith.extf %h383 : f16 to f32
+          %a385 = arith.addi %blockbyte, %c2_index : index
+          %m386 = arith.muli %q, %c8_index : index
+          %a387 = arith.addi %a385, %m386 : index
+          %w388 = arith.shrui %a387, %c2_index : index
+          %ld389 = memref.load %w[%w388] : memref<?xi32>
+          %a390 = arith.addi %a387, %c2_index : index
+          %w391 = arith.shrui %a390, %c2_index : index
+          %ld392 = memref.load %w[%w391] : memref<?xi32>
+          %n393 = arith.index_cast %a387 : index to i32
+          %b394 = arith.andi %n393, %c2_i32 : i32
+          %s395 = arith.shli %b394, %c3_i32 : i32
+          %s396 = arith.shrui %ld389, %s395 : i32
+          %s397 = arith.subi %c16_i32, %s395 : i32
+          %s398 = arith.shli %ld392, %c16_i32 : i32
+          %s399 = arith.shli %s398, %s397 : i32
+          %o400 = arith.ori %s396, %s399 : i32
+          %x401 = arith.xori %o400, %cm2139062144_i32 : i32
+          %b402 = arith.andi %x401, %c255_i32 : i32
+          %o403 = arith.ori %b402, %c1258291200_i32 : i32
+          %q404 = arith.bitcast %o403 : i32 to f32
+          %f405 = arith.subf %q404, %c8p388608e06_f32 : f32
+          %s406 = arith.shrui %x401, %c8_i32 : i32
+          %b407 = arith.andi %s406, %c255_i32 : i32
+          %o408 = arith.ori %b407, %c1258291200_i32 : i32
+          %q409 = arith.bitcast %o408 : i32 to f32
+          %f410 = arith.subf %q409, %c8p388608e06_f32 : f32
+          %s411 = arith.shrui %x401, %c16_i32 : i32
+          %b412 = arith.andi %s411, %c255_i32 : i32
+          %o413 = arith.ori %b412, %c1258291200_i32 : i32
+          %q414 = arith.bitcast %o413 : i32 to f32
+          %f415 = arith.subf %q414, %c8p388608e06_f32 : f32
+          %s416 = arith.shrui %x401, %c24_i32 : i32
+          %b417 = arith.andi %s416, %c255_i32 : i32
+          %o418 = arith.ori %b417, %c1258291200_i32 : i32
+          %q419 = arith.bitcast %o418 : i32 to f32
+          %f420 = arith.subf %q419, %c8p388608e06_f32 : f32
+          %a421 = arith.addi %a387, %c4_index : index
+          %w422 = arith.shrui %a421, %c2_index : index
+          %ld423 = memref.load %w[%w422] : memref<?xi32>
+          %a424 = arith.addi %a421, %c2_index : index
+          %w425 = arith.shrui %a424, %c2_index : index
+          %ld426 = memref.load %w[%w425] : memref<?xi32>
+          %n427 = arith.index_cast %a421 : index to i32
+          %b428 = arith.andi %n427, %c2_i32 : i32
+          %s429 = arith.shli %b428, %c3_i32 : i32
+          %s430 = arith.shrui %ld423, %s429 : i32
+          %s431 = arith.subi %c16_i32, %s429 : i32
+          %s432 = arith.shli %ld426, %c16_i32 : i32
+          %s433 = arith.shli %s432, %s431 : i32
+          %o434 = arith.ori %s430, %s433 : i32
+          %x435 = arith.xori %o434, %cm2139062144_i32 : i32
+          %b436 = arith.andi %x435, %c255_i32 : i32
+          %o437 = arith.ori %b436, %c1258291200_i32 : i32
+          %q438 = arith.bitcast %o437 : i32 to f32
+          %f439 = arith.subf %q438, %c8p388608e06_f32 : f32
+          %s440 = arith.shrui %x435, %c8_i32 : i32
+          %b441 = arith.andi %s440, %c255_i32 : i32
+          %o442 = arith.ori %b441, %c1258291200_i32 : i32
+          %q443 = arith.bitcast %o442 : i32 to f32
+          %f444 = arith.subf %q443, %c8p388608e06_f32 : f32
+          %s445 = arith.shrui %x435, %c16_i32 : i32
+          %b446 = arith.andi %s445, %c255_i32 : i32
+          %o447 = arith.ori %b446, %c1258291200_i32 : i32
+          %q448 = arith.bitcast %o447 : i32 to f32
+          %f449 = arith.subf %q448, %c8p388608e06_f32 : f32
+          %s450 = arith.shrui %x435, %c24_i32 : i32
+          %b451 = arith.andi %s450, %c255_i32 : i32
+          %o452 = arith.ori %b451, %c1258291200_i32 : i32
+          %q453 = arith.bitcast %o452 : i32 to f32
+          %f454 = arith.subf %q453, %c8p388608e06_f32 : f32
+          %f455 = arith.mulf %h384, %cm1p280000e02_f32 : f32
+          %m456 = arith.muli %q, %c8_index : index
+          %bk = arith.muli %b, %c32_index : index
+          %kb = arith.addi %bk, %m456 : index
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m457 = arith.muli %tg, %Ki : index
+            %a458 = arith.addi %m457, %kb : index
+            %x4459 = arith.shrui %a458, %c2_index : index
+            %xq460 = memref.load %x[%x4459] : memref<?xvector<4xf32>>
+            %xv461 = vector.extract %xq460[0] : f32 from vector<4xf32>
+            %f462 = arith.mulf %xv461, %f405 : f32
+            %xv463 = vector.extract %xq460[1] : f32 from vector<4xf32>
+            %f464 = math.fma %xv463, %f410, %f462 : f32
+            %f465 = arith.addf %xv461, %xv463 : f32
+            %xv466 = vector.extract %xq460[2] : f32 from vector<4xf32>
+            %f467 = math.fma %xv466, %f415, %f464 : f32
+            %f468 = arith.addf %f465, %xv466 : f32
+            %xv469 = vector.extract %xq460[3] : f32 from vector<4xf32>
+            %f470 = math.fma %xv469, %f420, %f467 : f32
+            %f471 = arith.addf %f468, %xv469 : f32
+            %a472 = arith.addi %x4459, %c1_index : index
+            %xq473 = memref.load %x[%a472] : memref<?xvector<4xf32>>
+            %xv474 = vector.extract %xq473[0] : f32 from vector<4xf32>
+            %f475 = math.fma %xv474, %f439, %f470 : f32
+            %f476 = arith.addf %f471, %xv474 : f32
+            %xv477 = vector.extract %xq473[1] : f32 from vector<4xf32>
+            %f478 = math.fma %xv477, %f444, %f475 : f32
+            %f479 = arith.addf %f476, %xv477 : f32
+            %xv480 = vector.extract %xq473[2] : f32 from vector<4xf32>
+            %f481 = math.fma %xv480, %f449, %f478 : f32
+            %f482 = arith.addf %f479, %xv480 : f32
+            %xv483 = vector.extract %xq473[3] : f32 from vector<4xf32>
+            %f484 = math.fma %xv483, %f454, %f481 : f32
+            %f485 = arith.addf %f482, %xv483 : f32
+            %f486 = arith.mulf %h384, %f484 : f32
+            %f487 = math.fma %f455, %f485, %f486 : f32
+            %slot0 = arith.muli %t, %c128_index : index
+            %slot = arith.addi %slot0, %tid : index
+            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %new = arith.addf %old, %f487 : f32
+            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv488 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a489 = arith.addi %tid, %c128_index : index
+        %sv490 = memref.load %slots[%a489] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a491 = arith.addi %tid, %c256_index : index
+        %sv492 = memref.load %slots[%a491] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a493 = arith.addi %tid, %c384_index : index
+        %sv494 = memref.load %slots[%a493] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a495 = arith.addi %tid, %c512_index : index
+        %sv496 = memref.load %slots[%a495] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a497 = arith.addi %tid, %c640_index : index
+        %sv498 = memref.load %slots[%a497] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a499 = arith.addi %tid, %c768_index : index
+        %sv500 = memref.load %slots[%a499] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a501 = arith.addi %tid, %c896_index : index
+        %sv502 = memref.load %slots[%a501] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv488, %sv490, %sv492, %sv494, %sv496, %sv498, %sv500, %sv502 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      gpu.barrier
-      %act8 = arith.cmpi ult, %lane, %c8_index : index
-      scf.if %act8 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c8_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %sh503:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f504 = arith.addf %acc_r#0, %sh503#0 : f32
+      %sh505:2 = gpu.shuffle xor %f504, %c2_i32, %c32_i32 : f32
+      %f506 = arith.addf %f504, %sh505#0 : f32
+      %sh507:2 = gpu.shuffle xor %f506, %c1_i32, %c32_i32 : f32
+      %f508 = arith.addf %f506, %sh507#0 : f32
+      %c509 = scf.if %tok1 -> (f32) {
+        %sh510:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f511 = arith.addf %acc_r#1, %sh510#0 : f32
+        %sh512:2 = gpu.shuffle xor %f511, %c2_i32, %c32_i32 : f32
+        %f513 = arith.addf %f511, %sh512#0 : f32
+        %sh514:2 = gpu.shuffle xor %f513, %c1_i32, %c32_i32 : f32
+        %f515 = arith.addf %f513, %sh514#0 : f32
+        scf.yield %f515 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act4 = arith.cmpi ult, %lane, %c4_index : index
-      scf.if %act4 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c4_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c516 = scf.if %tok2 -> (f32) {
+        %sh517:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f518 = arith.addf %acc_r#2, %sh517#0 : f32
+        %sh519:2 = gpu.shuffle xor %f518, %c2_i32, %c32_i32 : f32
+        %f520 = arith.addf %f518, %sh519#0 : f32
+        %sh521:2 = gpu.shuffle xor %f520, %c1_i32, %c32_i32 : f32
+        %f522 = arith.addf %f520, %sh521#0 : f32
+        scf.yield %f522 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act2 = arith.cmpi ult, %lane, %c2_index : index
-      scf.if %act2 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c2_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c523 = scf.if %tok3 -> (f32) {
+        %sh524:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f525 = arith.addf %acc_r#3, %sh524#0 : f32
+        %sh526:2 = gpu.shuffle xor %f525, %c2_i32, %c32_i32 : f32
+        %f527 = arith.addf %f525, %sh526#0 : f32
+        %sh528:2 = gpu.shuffle xor %f527, %c1_i32, %c32_i32 : f32
+        %f529 = arith.addf %f527, %sh528#0 : f32
+        scf.yield %f529 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
       }
-      gpu.barrier
-      %act1 = arith.cmpi ult, %lane, %c1_index : index
-      scf.if %act1 {
-        scf.for %t = %c0_index to %tb step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          %sj = arith.addi %si, %c1_index : index
-          %a = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %bb = memref.load %acc[%sj] : memref<1024xf32, #gpu.address_space<workgroup>>
-          %r = arith.addf %a, %bb : f32
-          memref.store %r, %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
+      %c530 = scf.if %tok4 -> (f32) {
+        %sh531:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f532 = arith.addf %acc_r#4, %sh531#0 : f32
+        %sh533:2 = gpu.shuffle xor %f532, %c2_i32, %c32_i32 : f32
+        %f534 = arith.addf %f532, %sh533#0 : f32
+        %sh535:2 = gpu.shuffle xor %f534, %c1_i32, %c32_i32 : f32
+        %f536 = arith.addf %f534, %sh535#0 : f32
+        scf.yield %f536 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c537 = scf.if %tok5 -> (f32) {
+        %sh538:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f539 = arith.addf %acc_r#5, %sh538#0 : f32
+        %sh540:2 = gpu.shuffle xor %f539, %c2_i32, %c32_i32 : f32
+        %f541 = arith.addf %f539, %sh540#0 : f32
+        %sh542:2 = gpu.shuffle xor %f541, %c1_i32, %c32_i32 : f32
+        %f543 = arith.addf %f541, %sh542#0 : f32
+        scf.yield %f543 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c544 = scf.if %tok6 -> (f32) {
+        %sh545:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f546 = arith.addf %acc_r#6, %sh545#0 : f32
+        %sh547:2 = gpu.shuffle xor %f546, %c2_i32, %c32_i32 : f32
+        %f548 = arith.addf %f546, %sh547#0 : f32
+        %sh549:2 = gpu.shuffle xor %f548, %c1_i32, %c32_i32 : f32
+        %f550 = arith.addf %f548, %sh549#0 : f32
+        scf.yield %f550 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %c551 = scf.if %tok7 -> (f32) {
+        %sh552:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f553 = arith.addf %acc_r#7, %sh552#0 : f32
+        %sh554:2 = gpu.shuffle xor %f553, %c2_i32, %c32_i32 : f32
+        %f555 = arith.addf %f553, %sh554#0 : f32
+        %sh556:2 = gpu.shuffle xor %f555, %c1_i32, %c32_i32 : f32
+        %f557 = arith.addf %f555, %sh556#0 : f32
+        scf.yield %f557 : f32
+      } else {
+        scf.yield %c0p0_f32 : f32
+      }
+      %seg = arith.divui %lane, %c8_index : index
+      %sl = arith.remui %lane, %c8_index : index
+      %lead = arith.cmpi eq, %sl, %c0_index : index
+      %pbase0 = arith.muli %grp, %c32_index : index
+      %pbase = arith.addi %pbase0, %seg : index
+      scf.if %lead {
+        memref.store %f508, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a558 = arith.addi %pbase, %c4_index : index
+        memref.store %c509, %acc[%a558] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a559 = arith.addi %pbase, %c8_index : index
+        memref.store %c516, %acc[%a559] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a560 = arith.addi %pbase, %c12_index : index
+        memref.store %c523, %acc[%a560] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a561 = arith.addi %pbase, %c16_index : index
+        memref.store %c530, %acc[%a561] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a562 = arith.addi %pbase, %c20_index : index
+        memref.store %c537, %acc[%a562] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a563 = arith.addi %pbase, %c24_index : index
+        memref.store %c544, %acc[%a563] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a564 = arith.addi %pbase, %c28_index : index
+        memref.store %c551, %acc[%a564] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
-        %s = arith.muli %lane, %c128_index : index
-        %g32 = arith.muli %grp, %c32_index : index
-        %si = arith.addi %s, %g32 : index
-        %sum = memref.load %acc[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index

@@ -18,15 +18,25 @@
 // PTX-NOT: .extern
 // PTX-LABEL: .visible .entry matmul_q5_0(
 // PTX: .maxntid 128, 1, 1
-// The per-thread partial sums: [8 tokens][128 threads] f32 in shared memory.
-// PTX: .shared .align 4 .b8 acc[4096];
+// The 8-lane segment sums [4 rows][8 tokens][4 segments] and the 2..8-token per-thread
+// partial sums [8 tokens][128 threads], f32 in shared memory.
+// PTX: .shared .align 4 .b8 acc[512];
+// PTX: .shared .align 4 .b8 slots[4096];
 // weights: whole 32-bit words (never byte loads).
 // PTX-NOT: ld.global.u8
 // PTX: ld.global.{{(nc.)?}}u32
+// Activations: 128-bit loads (x is memref<?xvector<4xf32>>).
+// PTX: ld.global.{{(nc.)?}}v4.f32
 // PTX: fma.rn.f32
+// Segment sums by butterfly shuffles (xor 4, 2, 1 over the full warp), then ONE barrier.
+// PTX: shfl.sync.bfly.b32 {{.*}}, 4, 31, -1;
+// PTX-NEXT: add.rn.f32
+// PTX-NEXT: shfl.sync.bfly.b32 {{.*}}, 2, 31, -1;
+// PTX-NEXT: add.rn.f32
+// PTX-NEXT: shfl.sync.bfly.b32 {{.*}}, 1, 31, -1;
 // PTX: st.shared.f32
-// The 5-step tree: one barrier before each step and one after the last.
-// PTX-COUNT-6: bar.sync 0;
+// PTX: bar.sync 0;
+// PTX-NOT: bar.sync
 // PTX: st.global.f32
 // PTX-LABEL: .visible .entry get_rows_q5_0(
 // PTX-NOT: ld.global.u8
@@ -42,10 +52,12 @@
 // PTXAS: Compiling entry function 'matmul_q5_0'
 // PTXAS-NEXT: Function properties for matmul_q5_0
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 4096 bytes smem
+// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 4608 bytes smem
 
-// SPV: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<1024 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<128 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<1024 x f32>)>, Workgroup>
 // SPV: spirv.func @matmul_q5_0()
+// SPV: spirv.GroupNonUniformShuffleXor <Subgroup>
 // SPV: spirv.ControlBarrier <Workgroup>, <Workgroup>, <AcquireRelease|WorkgroupMemory>
 // SPV: spirv.func @get_rows_q5_0()
 // SPV-DAG: spirv.EntryPoint "GLCompute" @matmul_q5_0
