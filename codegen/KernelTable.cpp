@@ -1,6 +1,8 @@
 //===- KernelTable.cpp - which built-in kernels implement a graph op ------===//
 #include "codegen/KernelTable.h"
 
+#include <cstdlib>
+
 namespace swz::codegen {
 
 const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
@@ -87,10 +89,14 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
 
 std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx) {
   auto it = gpuImpls().find(key);
-  // "attention.f16kv.hd96[+rope_k]" falls back to the head-size-generic kernels.
-  if (it == gpuImpls().end() && key.rfind("attention.f16kv.hd", 0) == 0) {
+  // "attention.f16kv.hd96[+rope_k]" falls back to the head-size-generic kernels, whose
+  // workgroup tiles hold head_dim <= 128; larger heads have no kernel yet.
+  const std::string hdPrefix = "attention.f16kv.hd";
+  if (it == gpuImpls().end() && key.rfind(hdPrefix, 0) == 0) {
     const size_t plus = key.find('+');
-    it = gpuImpls().find("attention.f16kv" + (plus == std::string::npos ? "" : key.substr(plus)));
+    const int hd = std::atoi(key.substr(hdPrefix.size(), plus - hdPrefix.size()).c_str());
+    if (hd > 0 && hd <= 128)
+      it = gpuImpls().find("attention.f16kv" + (plus == std::string::npos ? "" : key.substr(plus)));
   }
   if (it == gpuImpls().end())
     return {};

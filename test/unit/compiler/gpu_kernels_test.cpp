@@ -2,6 +2,7 @@
 // graph ops get built-in GPU kernels, the files and launch records it adds, and the
 // error listing the ops that have no GPU kernel yet.
 #include "compile.h"
+#include "codegen/KernelTable.h"
 
 #include <gtest/gtest.h>
 
@@ -166,6 +167,25 @@ TEST(GpuKernels, RopeOnKIsFusedIntoTheKvWrite) {
   ASSERT_NE(store, nullptr);
   // k, v, k_cache, v_cache, block_table, pos0, head_dim, positions, n_rot, theta, neox
   EXPECT_EQ(store->signature.size(), 11u);
+}
+
+// The attention kernels' workgroup tiles hold head_dim <= 128: a model with larger heads
+// is refused at compile time, not handed kernels that would overrun them.
+TEST(GpuKernels, AttentionHeadDimAbove128HasNoKernel) {
+  package::Manifest m = manifest("sm_90", kAttention);
+  m.graph["hparams"]["head_dim"] = 192;  // q 576 = 3 heads, k/v 192 = 1 head
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  try {
+    compiler::addGpuKernels(m, f, files, {});
+    FAIL() << "expected CompileError";
+  } catch (const compiler::CompileError &e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU kernel yet for graph ops attention.f16kv.hd192"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(codegen::kernelsFor("attention.f16kv.hd256+rope_k", true).empty());
+  EXPECT_FALSE(codegen::kernelsFor("attention.f16kv.hd96+rope_k", true).empty());
 }
 
 TEST(GpuKernels, AttentionForSpirv) {
