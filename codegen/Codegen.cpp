@@ -103,10 +103,16 @@ std::vector<CompiledKernel::SmemTile> analyzeSmemTiles(gpu::GPUFuncOp fn) {
       sw = bank::Swizzle{attr.getBits(), attr.getBase(), attr.getShift()};
     unsigned eb = std::max<unsigned>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
     bank::SmemLayout layout{type.getDimSize(0), type.getDimSize(1), type.getDimSize(1), eb, sw};
-    tiles.push_back({global.getSymName().str(), layout.str(),
-                     bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree,
-                     bank::analyze(layout, bank::Access::CpAsync16).maxDegree,
-                     global->hasAttr("swz.conflict_free")});
+    CompiledKernel::SmemTile tile{global.getSymName().str(), layout.str(),
+                                  bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree,
+                                  bank::analyze(layout, bank::Access::CpAsync16).maxDegree,
+                                  global->hasAttr("swz.conflict_free")};
+    tile.rows = type.getDimSize(0);
+    tile.cols = type.getDimSize(1);
+    tile.elemBytes = eb;
+    if (sw)
+      tile.swizzle = std::array<unsigned, 3>{sw->bits, sw->base, sw->shift};
+    tiles.push_back(std::move(tile));
   });
   return tiles;
 }
@@ -443,6 +449,8 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
       k.grid = grid.str();
     if (auto smem = fn->getAttrOfType<StringAttr>("swz.dynamic_smem"))
       k.dynamicSmem = smem.str();
+    if (auto sched = fn->getAttrOfType<StringAttr>("swz.schedule"))
+      k.schedule = sched.str();
     k.smemTiles = analyzeSmemTiles(fn);
     for (Type t : fn.getArgumentTypes()) {
       std::string s;

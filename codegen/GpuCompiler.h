@@ -11,6 +11,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,6 +39,10 @@ struct CompiledKernel {
   /// aligned pointer, offset, sizes, strides); SPIR-V binds memref i and
   /// scalar j as storage buffers (set 0, binding = argument index).
   std::vector<std::string> arguments;
+  /// Which entry of the target's tile schedule (compiler/schedules/<target>.json) the
+  /// kernel's tiles follow, from its `swz.schedule` attribute: "gemm", "attention" or
+  /// empty (no schedule). swizzlec checks the tiles against it.
+  std::string schedule;
   /// Dynamic shared memory rule from the kernel's `swz.dynamic_smem` attribute
   /// (bytes, e.g. "2*64*head_dim*2"); empty = none.
   std::string dynamicSmem;
@@ -50,6 +55,9 @@ struct CompiledKernel {
     unsigned ldmatrixDegree; ///< worst 8-lane phase of ldmatrix.x4, 1 = conflict-free
     unsigned cpAsyncDegree;  ///< worst 8-lane phase of cp.async.16 stores
     bool claimedConflictFree; ///< the tile carries `swz.conflict_free`
+    int64_t rows = 0, cols = 0;  ///< tile shape in elements (memref.global's type)
+    unsigned elemBytes = 2;
+    std::optional<std::array<unsigned, 3>> swizzle; ///< {B, M, S}; none = row-major
   };
   /// Every ldmatrix / cp.async tile of this kernel; empty when it stages no such tile
   /// (scalar shared-memory reductions are not analysed). Compilation fails (the

@@ -40,7 +40,8 @@ module attributes {gpu.container_module} {
                                         %n_head: i32, %head_dim: i32, %split_len: i32,
                                         %scale: f32) kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split"} {
+                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split",
+                    swz.schedule = "attention"} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -1052,7 +1053,8 @@ module attributes {gpu.container_module} {
                                               %n_head: i32, %head_dim: i32, %split_len: i32,
                                               %scale: f32) kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split"} {
+                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split",
+                    swz.schedule = "attention"} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index

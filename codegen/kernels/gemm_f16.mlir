@@ -36,7 +36,7 @@ module attributes {gpu.container_module} {
     gpu.func @gemm_f16(%x: memref<?x?xf16>, %w: memref<?x?xf16>, %y: memref<?x?xf32>,
                        %bias: memref<?xf32>, %has_bias: i32) kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    swz.grid = "ceil(N/64), ceil(T/64), 1"} {
+                    swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index

@@ -405,7 +405,8 @@ def generate_func(hd):
                {pad}%n_head: i32, %head_dim: i32, %split_len: i32,
                {pad}%scale: f32) kernel
         attributes {{known_block_size = array<i32: 128, 1, 1>,
-                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split"}} {{
+                    swz.grid = "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split",
+                    swz.schedule = "attention"}} {{
 """
     return globs + fn_head + "\n".join(consts + g.lines) + "\n    }\n"
 

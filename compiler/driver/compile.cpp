@@ -110,7 +110,7 @@ void compilePackage(const CompileOptions &opts, const Log &log) {
     addCpuKernels(m);
   } else {
 #ifdef SWZ_HAVE_GPU_CODEGEN
-    addGpuKernels(m, f, files, log);
+    addGpuKernels(m, f, files, log, opts.scheduleDir);
 #endif
   }
   package::write_package(opts.outDir, m, files);

@@ -38,6 +38,8 @@ struct CompileOptions {
   /// GPU targets: print the graph's MLIR after this stage ("import", "fuse",
   /// "outline") to stdout instead of writing a package.
   std::string emitMlir;
+  /// GPU targets: read <scheduleDir>/<target>.json instead of the built-in schedule.
+  std::string scheduleDir;
 };
 
 /// The swizzlec version string written as created_by, e.g. "swizzlec 0.1.0".
@@ -58,8 +60,10 @@ package::Manifest buildBaseManifest(const gguf::File &f, const std::string &absP
 /// GPU hook, implemented by compiler/mlir (library swz_compiler_gpu) when it is built;
 /// the driver calls it only when compiled with SWZ_HAVE_GPU_CODEGEN. Adds the kernels of
 /// `m.target` to `m.kernels` and their files (.ptx/.spv, names relative to the package)
-/// to `files`.
-void addGpuKernels(package::Manifest &m, const gguf::File &f, package::PackageFiles &files, const Log &log);
+/// to `files`. Kernels whose tiles follow the target's schedule are checked against it:
+/// the built-in compiler/schedules/<target>.json, or `<scheduleDir>/<target>.json`.
+void addGpuKernels(package::Manifest &m, const gguf::File &f, package::PackageFiles &files, const Log &log,
+                   const std::string &scheduleDir = "");
 
 /// GPU hook: the model graph of `m` as MLIR after `stage` of swizzlec's graph pipeline
 /// ("import": swz ops in func.func @forward; "fuse": after swz-fuse; "outline": after

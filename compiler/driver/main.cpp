@@ -87,6 +87,9 @@ int main(int argc, char **argv) {
   compile->add_option("--emit-mlir", copts.emitMlir,
                       "GPU targets: print the graph's MLIR after a pipeline stage (import | fuse | "
                       "outline) instead of writing a package");
+  compile->add_option("--schedule-dir", copts.scheduleDir,
+                      "GPU targets: read <dir>/<target>.json as the tile schedule instead of the "
+                      "built-in compiler/schedules/<target>.json");
   compile->add_flag("-v,--verbose", verbose, "report each step");
 
   swz::compiler::SynthOptions sopts;

@@ -7,6 +7,7 @@
 #include "compile.h"
 
 #include "codegen/GpuCompiler.h"
+#include "compiler/mlir/Schedule.h"
 
 #include <unistd.h>
 
@@ -21,6 +22,9 @@
 #include <sstream>
 
 namespace swz::compiler {
+
+const std::map<std::string, std::string> &builtinSchedules(); // BuiltinSchedules.cpp (CMake)
+
 namespace {
 
 using nlohmann::json;
@@ -130,6 +134,77 @@ codegen::GraphPlan plan(const package::Manifest &m) {
   }
 }
 
+/// The target's tile schedule: `<dir>/<target>.json`, else the built-in copy.
+schedule::TargetSchedule targetSchedule(const std::string &target, const std::string &dir) {
+  try {
+    if (!dir.empty())
+      return schedule::loadSchedule(dir + "/" + target + ".json");
+    auto it = builtinSchedules().find(target);
+    if (it == builtinSchedules().end())
+      throw CompileError("no built-in tile schedule for target " + target);
+    return schedule::parseSchedule(it->second, "built-in compiler/schedules/" + target + ".json");
+  } catch (const CompileError &) {
+    throw;
+  } catch (const std::exception &e) {
+    throw CompileError(std::string("tile schedule: ") + e.what());
+  }
+}
+
+std::string swizzleStr(const std::optional<std::array<unsigned, 3>> &s) {
+  return s ? "Swizzle<" + std::to_string((*s)[0]) + "," + std::to_string((*s)[1]) + "," +
+                 std::to_string((*s)[2]) + ">"
+           : "row-major";
+}
+
+/// Why `k`'s shared-memory tiles do not follow the schedule entry it names
+/// (`swz.schedule`), or "" when they do: the gemm entry's stages x tile_m / tile_n rows of
+/// tile_k elements, the attention entry's block_q and stages x block_kv rows; the
+/// schedule's swizzle (S from the row length for "shift": "row"); element size.
+std::string scheduleMismatch(const codegen::CompiledKernel &k, const schedule::TargetSchedule &s) {
+  if (k.smemTiles.empty())
+    return "it names schedule entry '" + k.schedule + "' but stages no ldmatrix/cp.async tile";
+  const bool gemm = k.schedule == "gemm";
+  if (!gemm && k.schedule != "attention")
+    return "unknown schedule entry '" + k.schedule + "' (gemm or attention)";
+  const std::string &elem = gemm ? s.gemm.elementType : s.attention.elementType;
+  const auto &sw = gemm ? s.gemm.swizzle : s.attention.swizzle;
+  const bool fromRow = gemm ? s.gemm.swizzleShiftFromRow : s.attention.swizzleShiftFromRow;
+  for (const auto &t : k.smemTiles) {
+    std::string why;
+    if (t.elemBytes != (elem == "f32" ? 4u : 2u))
+      why = std::to_string(t.elemBytes) + "-byte elements, the schedule's are " + elem;
+    if (gemm) {
+      const auto &g = s.gemm;
+      if (t.cols != g.tileK || (t.rows != g.stages * g.tileM && t.rows != g.stages * g.tileN))
+        why = std::to_string(t.rows) + "x" + std::to_string(t.cols) + ", the schedule's " +
+              std::to_string(g.stages) + " stages of " + std::to_string(g.tileM) + " or " +
+              std::to_string(g.tileN) + " rows of tile_k " + std::to_string(g.tileK) +
+              " elements";
+    } else {
+      const auto &a = s.attention;
+      if (t.rows != a.blockQ && t.rows != a.stages * a.blockKv)
+        why = std::to_string(t.rows) + " rows, the schedule's block_q " + std::to_string(a.blockQ) +
+              " or " + std::to_string(a.stages) + " stages of block_kv " + std::to_string(a.blockKv);
+    }
+    std::optional<std::array<unsigned, 3>> want;
+    if (sw) {
+      unsigned shift = sw->shift;
+      if (fromRow) {
+        unsigned log2cols = 0;
+        while ((int64_t(1) << (log2cols + 1)) <= t.cols)
+          ++log2cols;
+        shift = log2cols - sw->base;
+      }
+      want = std::array<unsigned, 3>{sw->bits, sw->base, shift};
+    }
+    if (why.empty() && want != t.swizzle)
+      why = "layout " + swizzleStr(t.swizzle) + ", the schedule's " + swizzleStr(want);
+    if (!why.empty())
+      return "tile @" + t.name + " is " + why;
+  }
+  return "";
+}
+
 std::string cudaRoot() {
   if (const char *env = std::getenv("CUDA_ROOT"))
     return env;
@@ -155,7 +230,7 @@ std::string graphMlir(const package::Manifest &m, const std::string &stage) {
 }
 
 void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFiles &files,
-                   const Log &log) {
+                   const Log &log, const std::string &scheduleDir) {
   const bool ptx = m.target != "spirv";
   // 1. Import, fuse and outline the graph; list every op that has no kernel yet.
   codegen::GraphPlan p = plan(m);
@@ -170,6 +245,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                        " (GPU kernels for this target so far: " + have +
                        "); use --target cpu");
   }
+  const schedule::TargetSchedule sched = targetSchedule(m.target, scheduleDir);
   // 2. Compile each kernel source once; assemble each PTX module with ptxas -v.
   const std::string root = cudaRoot();
   const std::string ptxas = ptx ? findPtxas(root) : "";
@@ -240,6 +316,15 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         worst = std::max({worst, t.ldmatrixDegree, t.cpAsyncDegree});
       }
       launch["smem_tiles"] = tiles;
+      std::optional<std::string> scheduleName;
+      if (!k->schedule.empty()) {
+        std::string why = scheduleMismatch(*k, sched);
+        if (!why.empty())
+          throw CompileError("target " + m.target + ": kernel " + k->entry +
+                             " does not follow the " + m.target + " schedule's " + k->schedule +
+                             " entry: " + why);
+        scheduleName = m.target + "." + k->schedule;
+      }
       std::string line = entry + ": " + file;
       auto rs = resources.find(ref.source);
       if (rs != resources.end()) {
@@ -258,11 +343,20 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                 " B stack, spills " + std::to_string(pi.spillStores) + "/" +
                 std::to_string(pi.spillLoads) + " B";
       }
+      if (scheduleName)
+        line += ", schedule " + *scheduleName;
       line += tiles.empty() ? ", bank conflicts: no ldmatrix/cp.async tiles"
                             : ", bank conflicts: " + std::to_string(worst) + "-way worst over " +
                                   std::to_string(tiles.size()) + " tile(s)";
       report.push_back(line);
-      m.kernels.push_back({entry, file, std::move(launch), std::move(signature), m.target});
+      if (launch.contains("ptxas") &&
+          launch["ptxas"]["shared_bytes"].get<int64_t>() > sched.maxSmemBytesPerBlock &&
+          sched.maxSmemBytesPerBlock > 0)
+        throw CompileError("target " + m.target + ": kernel " + k->entry + " uses " +
+                           launch["ptxas"]["shared_bytes"].dump() +
+                           " bytes of shared memory, more than the target's " +
+                           std::to_string(sched.maxSmemBytesPerBlock));
+      m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
     }
     // The group's first graph op carries the launches; the others were fused into it.
     json &anchor = ops.at(group.graphOps.front());

@@ -12,12 +12,12 @@
 swz.gemm_tile @ffn_up : f16
 
 // Attention rows are head_dim long; the schedule derives S from it ("shift": "row").
-// SM80: swz.attention_tile @attn64 : f16 head_dim(64) block(64, 64) warps(4) stages(2) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_80"}
-// SM90: swz.attention_tile @attn64 : f16 head_dim(64) block(128, 128) warps(8) stages(2) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "tma", mma = "wgmma.m64n128k16", target = "sm_90"}
+// SM80: swz.attention_tile @attn64 : f16 head_dim(64) block(64, 64) warps(4) stages(1) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_80"}
+// SM90: swz.attention_tile @attn64 : f16 head_dim(64) block(64, 64) warps(4) stages(1) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_90"}
 // SPIRV: swz.attention_tile @attn64 : f16 head_dim(64) block(64, 32) warps(4) stages(1) {copy = "load.16", mma = "fma", target = "spirv"}
 swz.attention_tile @attn64 : f16 head_dim(64)
 
-// SM80: swz.attention_tile @attn128 : f16 head_dim(128) block(64, 64) warps(4) stages(2) smem(#swz.swizzle<3, 3, 4>)
-// SM90: swz.attention_tile @attn128 : f16 head_dim(128) block(128, 128) warps(8) stages(2) smem(#swz.swizzle<3, 3, 4>)
+// SM80: swz.attention_tile @attn128 : f16 head_dim(128) block(64, 64) warps(4) stages(1) smem(#swz.swizzle<3, 3, 4>)
+// SM90: swz.attention_tile @attn128 : f16 head_dim(128) block(64, 64) warps(4) stages(1) smem(#swz.swizzle<3, 3, 4>)
 // SPIRV: swz.attention_tile @attn128 : f16 head_dim(128) block(64, 32) warps(4) stages(1) {
 swz.attention_tile @attn128 : f16 head_dim(128)

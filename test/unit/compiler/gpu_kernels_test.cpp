@@ -143,6 +143,9 @@ TEST(GpuKernels, AttentionForSm80) {
     EXPECT_EQ(t.at("cp_async_16_degree"), 1) << t;
   }
   EXPECT_EQ(mma->launch.at("ptxas").at("spill_store_bytes"), 0);
+  // Its tiles follow the sm_80 schedule's attention entry (checked at compile time).
+  EXPECT_EQ(mma->schedule, "sm_80.attention");
+  EXPECT_EQ(flash->schedule, std::nullopt);
   ASSERT_EQ(files.size(), 2u);
 }
 

@@ -41,7 +41,10 @@ TEST(Schedule, Sm90) {
   EXPECT_EQ(s.gemm.copy, "cp.async.cg.16");
   EXPECT_EQ(s.gemm.mma, "mma.sync.m16n8k16");
   EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 49152);
-  EXPECT_EQ(s.attention.mma.rfind("wgmma", 0), 0u);
+  // Nor a wgmma attention: the tensor-core flash kernel's 64 x 64 mma.sync tiles.
+  EXPECT_EQ(s.attention.mma, "mma.sync.m16n8k16");
+  EXPECT_EQ(s.attention.blockQ, 64);
+  EXPECT_EQ(s.attention.stages, 1);
   EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
 }
 
