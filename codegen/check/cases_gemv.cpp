@@ -254,7 +254,7 @@ int64_t unitsPerRow(const std::string &t, int64_t k) {
 /// How a matmul case uses the epilogue flags.
 enum Epilogue { kPlain = 0, kResidual = 2, kBiasInPlaceResidual = 3 };
 
-/// matmul_<t>(w, x, y, bias, res, N, K, T, flags): grid (ceil(N/8), ceil(T/8)), block
+/// matmul_<t>(w, x, y, bias, res, N, K, T, flags): grid (ceil(N/4), ceil(T/8)), block
 /// 128. kResidual: res is its own buffer; kBiasInPlaceResidual: bias[n] and res = y
 /// (y starts as the residual stream and is updated in place).
 Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue ep,
@@ -281,7 +281,7 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue 
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
             Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
             Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
-  c.grid = {unsigned((N + 7) / 8), unsigned((T + 7) / 8), 1};
+  c.grid = {unsigned((N + 3) / 4), unsigned((T + 7) / 8), 1};
   c.block = {128, 1, 1};
   c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(N) * double(K);

@@ -8,22 +8,18 @@
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
 //   each element is read and then written by the same thread).
 //   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
-//   Launch: block 128 = 4 groups (warps) of 32 threads; group g of block b owns the 2 consecutive
-//   output rows n = 2 * (4 * b + g) + r, r < 2 (a row past N loads row N - 1 and is not written);
-//   grid (ceil(N / 8), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
+//   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
+//   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 consecutive elements (the last unit of a row is masked when K % 8 != 0);
 //   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
-//   One token in the block (decode): each thread keeps one register accumulator per row and,
-//   per loop trip, issues the loads of units u, u+32, .., u+32(R-1) (R = 2) of all 2
-//   rows before using any (2 * R units in flight per thread); the x loads of unit u serve
-//   all 2 rows. 2..8 tokens: each thread accumulates each token into its own f32 slot of
-//   workgroup memory (`slots`, [8 tokens][128 threads], touched by that thread only), one row
-//   after the other, keeping registers near those of the one-token path. Reduction, per row and
-//   token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
 //   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
 //   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
-//   included) sum each 8-lane segment; segment leaders write [2 rows][4 groups][8 tokens]
-//   [4 segments] (`acc`, 1024 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
 //   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_f16(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
@@ -35,8 +31,8 @@ module attributes {gpu.container_module} {
           [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's 8-lane segment sums: [2 rows per warp][4 warps][8 tokens][4 segments] f32.
-    memref.global "private" @acc : memref<256xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
@@ -46,19 +42,12 @@ module attributes {gpu.container_module} {
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,
-                    swz.grid = "ceil(N/8), ceil(T/8), 1"} {
+                    swz.grid = "ceil(N/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
       %c128_index = arith.constant 128 : index
       %c12_index = arith.constant 12 : index
-      %c132_index = arith.constant 132 : index
-      %c136_index = arith.constant 136 : index
-      %c140_index = arith.constant 140 : index
-      %c144_index = arith.constant 144 : index
-      %c148_index = arith.constant 148 : index
-      %c152_index = arith.constant 152 : index
-      %c156_index = arith.constant 156 : index
       %c16_index = arith.constant 16 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
@@ -83,17 +72,15 @@ module attributes {gpu.container_module} {
       %c7_index = arith.constant 7 : index
       %c896_index = arith.constant 896 : index
       %c8_index = arith.constant 8 : index
-      %acc = memref.get_global @acc : memref<256xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
       %row4 = arith.muli %bx, %c4_index : index
-      %warp = arith.addi %row4, %grp : index
-      %n = arith.muli %warp, %c2_index : index
+      %n = arith.addi %row4, %grp : index
       %Ni = arith.index_cast %N : i32 to index
-      %nlast = arith.subi %Ni, %c1_index : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
@@ -103,9 +90,6 @@ module attributes {gpu.container_module} {
       %k7 = arith.addi %Ki, %c7_index : index
       %units_all = arith.divui %k7, %c8_index : index
       %units = arith.select %live, %units_all, %c0_index : index
-      %nr1 = arith.addi %n, %c1_index : index
-      %live_1 = arith.cmpi ult, %nr1, %Ni : index
-      %n_1 = arith.minui %nr1, %nlast : index
       %tok1 = arith.cmpi ult, %c1_index, %tb : index
       %tok2 = arith.cmpi ult, %c2_index, %tb : index
       %tok3 = arith.cmpi ult, %c3_index, %tb : index
@@ -114,352 +98,183 @@ module attributes {gpu.container_module} {
       %tok6 = arith.cmpi ult, %c6_index, %tb : index
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
-      %acc_r:16 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1:2 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc0 = %c0p0_f32, %sacc1 = %c0p0_f32) -> (f32, f32) {
-          %a1 = arith.addi %u, %c32_index : index
-          %vr2 = arith.cmpi ult, %a1, %units : index
-          %uc3 = arith.select %vr2, %a1, %u : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %kb = arith.muli %u, %c8_index : index
           %wrow = arith.muli %n, %Ki : index
           %klast = arith.subi %Ki, %c1_index : index
-          %in4 = arith.cmpi ult, %kb, %Ki : index
-          %kc5 = arith.minui %kb, %klast : index
-          %a6 = arith.addi %wrow, %kc5 : index
-          %ld7 = memref.load %w[%a6] : memref<?xf16>
-          %h8 = arith.extf %ld7 : f16 to f32
-          %sel9 = arith.select %in4, %h8, %c0p0_f32 : f32
-          %a10 = arith.addi %kb, %c1_index : index
-          %in11 = arith.cmpi ult, %a10, %Ki : index
-          %kc12 = arith.minui %a10, %klast : index
-          %a13 = arith.addi %wrow, %kc12 : index
-          %ld14 = memref.load %w[%a13] : memref<?xf16>
-          %h15 = arith.extf %ld14 : f16 to f32
-          %sel16 = arith.select %in11, %h15, %c0p0_f32 : f32
-          %a17 = arith.addi %kb, %c2_index : index
-          %in18 = arith.cmpi ult, %a17, %Ki : index
-          %kc19 = arith.minui %a17, %klast : index
-          %a20 = arith.addi %wrow, %kc19 : index
-          %ld21 = memref.load %w[%a20] : memref<?xf16>
-          %h22 = arith.extf %ld21 : f16 to f32
-          %sel23 = arith.select %in18, %h22, %c0p0_f32 : f32
-          %a24 = arith.addi %kb, %c3_index : index
-          %in25 = arith.cmpi ult, %a24, %Ki : index
-          %kc26 = arith.minui %a24, %klast : index
-          %a27 = arith.addi %wrow, %kc26 : index
-          %ld28 = memref.load %w[%a27] : memref<?xf16>
-          %h29 = arith.extf %ld28 : f16 to f32
-          %sel30 = arith.select %in25, %h29, %c0p0_f32 : f32
-          %a31 = arith.addi %kb, %c4_index : index
-          %in32 = arith.cmpi ult, %a31, %Ki : index
-          %kc33 = arith.minui %a31, %klast : index
-          %a34 = arith.addi %wrow, %kc33 : index
-          %ld35 = memref.load %w[%a34] : memref<?xf16>
-          %h36 = arith.extf %ld35 : f16 to f32
-          %sel37 = arith.select %in32, %h36, %c0p0_f32 : f32
-          %a38 = arith.addi %kb, %c5_index : index
-          %in39 = arith.cmpi ult, %a38, %Ki : index
-          %kc40 = arith.minui %a38, %klast : index
-          %a41 = arith.addi %wrow, %kc40 : index
-          %ld42 = memref.load %w[%a41] : memref<?xf16>
-          %h43 = arith.extf %ld42 : f16 to f32
-          %sel44 = arith.select %in39, %h43, %c0p0_f32 : f32
-          %a45 = arith.addi %kb, %c6_index : index
-          %in46 = arith.cmpi ult, %a45, %Ki : index
-          %kc47 = arith.minui %a45, %klast : index
-          %a48 = arith.addi %wrow, %kc47 : index
-          %ld49 = memref.load %w[%a48] : memref<?xf16>
-          %h50 = arith.extf %ld49 : f16 to f32
-          %sel51 = arith.select %in46, %h50, %c0p0_f32 : f32
-          %a52 = arith.addi %kb, %c7_index : index
-          %in53 = arith.cmpi ult, %a52, %Ki : index
-          %kc54 = arith.minui %a52, %klast : index
-          %a55 = arith.addi %wrow, %kc54 : index
-          %ld56 = memref.load %w[%a55] : memref<?xf16>
-          %h57 = arith.extf %ld56 : f16 to f32
-          %sel58 = arith.select %in53, %h57, %c0p0_f32 : f32
-          %kb_0_1 = arith.muli %uc3, %c8_index : index
-          %wrow_0_1 = arith.muli %n, %Ki : index
-          %klast_0_1 = arith.subi %Ki, %c1_index : index
-          %in59 = arith.cmpi ult, %kb_0_1, %Ki : index
-          %kc60 = arith.minui %kb_0_1, %klast_0_1 : index
-          %a61 = arith.addi %wrow_0_1, %kc60 : index
+          %in1 = arith.cmpi ult, %kb, %Ki : index
+          %kc2 = arith.minui %kb, %klast : index
+          %a3 = arith.addi %wrow, %kc2 : index
+          %ld4 = memref.load %w[%a3] : memref<?xf16>
+          %h5 = arith.extf %ld4 : f16 to f32
+          %sel6 = arith.select %in1, %h5, %c0p0_f32 : f32
+          %a7 = arith.addi %kb, %c1_index : index
+          %in8 = arith.cmpi ult, %a7, %Ki : index
+          %kc9 = arith.minui %a7, %klast : index
+          %a10 = arith.addi %wrow, %kc9 : index
+          %ld11 = memref.load %w[%a10] : memref<?xf16>
+          %h12 = arith.extf %ld11 : f16 to f32
+          %sel13 = arith.select %in8, %h12, %c0p0_f32 : f32
+          %a14 = arith.addi %kb, %c2_index : index
+          %in15 = arith.cmpi ult, %a14, %Ki : index
+          %kc16 = arith.minui %a14, %klast : index
+          %a17 = arith.addi %wrow, %kc16 : index
+          %ld18 = memref.load %w[%a17] : memref<?xf16>
+          %h19 = arith.extf %ld18 : f16 to f32
+          %sel20 = arith.select %in15, %h19, %c0p0_f32 : f32
+          %a21 = arith.addi %kb, %c3_index : index
+          %in22 = arith.cmpi ult, %a21, %Ki : index
+          %kc23 = arith.minui %a21, %klast : index
+          %a24 = arith.addi %wrow, %kc23 : index
+          %ld25 = memref.load %w[%a24] : memref<?xf16>
+          %h26 = arith.extf %ld25 : f16 to f32
+          %sel27 = arith.select %in22, %h26, %c0p0_f32 : f32
+          %a28 = arith.addi %kb, %c4_index : index
+          %in29 = arith.cmpi ult, %a28, %Ki : index
+          %kc30 = arith.minui %a28, %klast : index
+          %a31 = arith.addi %wrow, %kc30 : index
+          %ld32 = memref.load %w[%a31] : memref<?xf16>
+          %h33 = arith.extf %ld32 : f16 to f32
+          %sel34 = arith.select %in29, %h33, %c0p0_f32 : f32
+          %a35 = arith.addi %kb, %c5_index : index
+          %in36 = arith.cmpi ult, %a35, %Ki : index
+          %kc37 = arith.minui %a35, %klast : index
+          %a38 = arith.addi %wrow, %kc37 : index
+          %ld39 = memref.load %w[%a38] : memref<?xf16>
+          %h40 = arith.extf %ld39 : f16 to f32
+          %sel41 = arith.select %in36, %h40, %c0p0_f32 : f32
+          %a42 = arith.addi %kb, %c6_index : index
+          %in43 = arith.cmpi ult, %a42, %Ki : index
+          %kc44 = arith.minui %a42, %klast : index
+          %a45 = arith.addi %wrow, %kc44 : index
+          %ld46 = memref.load %w[%a45] : memref<?xf16>
+          %h47 = arith.extf %ld46 : f16 to f32
+          %sel48 = arith.select %in43, %h47, %c0p0_f32 : f32
+          %a49 = arith.addi %kb, %c7_index : index
+          %in50 = arith.cmpi ult, %a49, %Ki : index
+          %kc51 = arith.minui %a49, %klast : index
+          %a52 = arith.addi %wrow, %kc51 : index
+          %ld53 = memref.load %w[%a52] : memref<?xf16>
+          %h54 = arith.extf %ld53 : f16 to f32
+          %sel55 = arith.select %in50, %h54, %c0p0_f32 : f32
+          %a56 = arith.addi %u, %c32_index : index
+          %vr57 = arith.cmpi ult, %a56, %units : index
+          %uc58 = arith.select %vr57, %a56, %u : index
+          %kb_1 = arith.muli %uc58, %c8_index : index
+          %wrow_1 = arith.muli %n, %Ki : index
+          %klast_1 = arith.subi %Ki, %c1_index : index
+          %in59 = arith.cmpi ult, %kb_1, %Ki : index
+          %kc60 = arith.minui %kb_1, %klast_1 : index
+          %a61 = arith.addi %wrow_1, %kc60 : index
           %ld62 = memref.load %w[%a61] : memref<?xf16>
           %h63 = arith.extf %ld62 : f16 to f32
           %sel64 = arith.select %in59, %h63, %c0p0_f32 : f32
-          %a65 = arith.addi %kb_0_1, %c1_index : index
+          %a65 = arith.addi %kb_1, %c1_index : index
           %in66 = arith.cmpi ult, %a65, %Ki : index
-          %kc67 = arith.minui %a65, %klast_0_1 : index
-          %a68 = arith.addi %wrow_0_1, %kc67 : index
+          %kc67 = arith.minui %a65, %klast_1 : index
+          %a68 = arith.addi %wrow_1, %kc67 : index
           %ld69 = memref.load %w[%a68] : memref<?xf16>
           %h70 = arith.extf %ld69 : f16 to f32
           %sel71 = arith.select %in66, %h70, %c0p0_f32 : f32
-          %a72 = arith.addi %kb_0_1, %c2_index : index
+          %a72 = arith.addi %kb_1, %c2_index : index
           %in73 = arith.cmpi ult, %a72, %Ki : index
-          %kc74 = arith.minui %a72, %klast_0_1 : index
-          %a75 = arith.addi %wrow_0_1, %kc74 : index
+          %kc74 = arith.minui %a72, %klast_1 : index
+          %a75 = arith.addi %wrow_1, %kc74 : index
           %ld76 = memref.load %w[%a75] : memref<?xf16>
           %h77 = arith.extf %ld76 : f16 to f32
           %sel78 = arith.select %in73, %h77, %c0p0_f32 : f32
-          %a79 = arith.addi %kb_0_1, %c3_index : index
+          %a79 = arith.addi %kb_1, %c3_index : index
           %in80 = arith.cmpi ult, %a79, %Ki : index
-          %kc81 = arith.minui %a79, %klast_0_1 : index
-          %a82 = arith.addi %wrow_0_1, %kc81 : index
+          %kc81 = arith.minui %a79, %klast_1 : index
+          %a82 = arith.addi %wrow_1, %kc81 : index
           %ld83 = memref.load %w[%a82] : memref<?xf16>
           %h84 = arith.extf %ld83 : f16 to f32
           %sel85 = arith.select %in80, %h84, %c0p0_f32 : f32
-          %a86 = arith.addi %kb_0_1, %c4_index : index
+          %a86 = arith.addi %kb_1, %c4_index : index
           %in87 = arith.cmpi ult, %a86, %Ki : index
-          %kc88 = arith.minui %a86, %klast_0_1 : index
-          %a89 = arith.addi %wrow_0_1, %kc88 : index
+          %kc88 = arith.minui %a86, %klast_1 : index
+          %a89 = arith.addi %wrow_1, %kc88 : index
           %ld90 = memref.load %w[%a89] : memref<?xf16>
           %h91 = arith.extf %ld90 : f16 to f32
           %sel92 = arith.select %in87, %h91, %c0p0_f32 : f32
-          %a93 = arith.addi %kb_0_1, %c5_index : index
+          %a93 = arith.addi %kb_1, %c5_index : index
           %in94 = arith.cmpi ult, %a93, %Ki : index
-          %kc95 = arith.minui %a93, %klast_0_1 : index
-          %a96 = arith.addi %wrow_0_1, %kc95 : index
+          %kc95 = arith.minui %a93, %klast_1 : index
+          %a96 = arith.addi %wrow_1, %kc95 : index
           %ld97 = memref.load %w[%a96] : memref<?xf16>
           %h98 = arith.extf %ld97 : f16 to f32
           %sel99 = arith.select %in94, %h98, %c0p0_f32 : f32
-          %a100 = arith.addi %kb_0_1, %c6_index : index
+          %a100 = arith.addi %kb_1, %c6_index : index
           %in101 = arith.cmpi ult, %a100, %Ki : index
-          %kc102 = arith.minui %a100, %klast_0_1 : index
-          %a103 = arith.addi %wrow_0_1, %kc102 : index
+          %kc102 = arith.minui %a100, %klast_1 : index
+          %a103 = arith.addi %wrow_1, %kc102 : index
           %ld104 = memref.load %w[%a103] : memref<?xf16>
           %h105 = arith.extf %ld104 : f16 to f32
           %sel106 = arith.select %in101, %h105, %c0p0_f32 : f32
-          %a107 = arith.addi %kb_0_1, %c7_index : index
+          %a107 = arith.addi %kb_1, %c7_index : index
           %in108 = arith.cmpi ult, %a107, %Ki : index
-          %kc109 = arith.minui %a107, %klast_0_1 : index
-          %a110 = arith.addi %wrow_0_1, %kc109 : index
+          %kc109 = arith.minui %a107, %klast_1 : index
+          %a110 = arith.addi %wrow_1, %kc109 : index
           %ld111 = memref.load %w[%a110] : memref<?xf16>
           %h112 = arith.extf %ld111 : f16 to f32
           %sel113 = arith.select %in108, %h112, %c0p0_f32 : f32
-          %kb_1_0 = arith.muli %u, %c8_index : index
-          %wrow_1_0 = arith.muli %n_1, %Ki : index
-          %klast_1_0 = arith.subi %Ki, %c1_index : index
-          %in114 = arith.cmpi ult, %kb_1_0, %Ki : index
-          %kc115 = arith.minui %kb_1_0, %klast_1_0 : index
-          %a116 = arith.addi %wrow_1_0, %kc115 : index
-          %ld117 = memref.load %w[%a116] : memref<?xf16>
-          %h118 = arith.extf %ld117 : f16 to f32
-          %sel119 = arith.select %in114, %h118, %c0p0_f32 : f32
-          %a120 = arith.addi %kb_1_0, %c1_index : index
-          %in121 = arith.cmpi ult, %a120, %Ki : index
-          %kc122 = arith.minui %a120, %klast_1_0 : index
-          %a123 = arith.addi %wrow_1_0, %kc122 : index
-          %ld124 = memref.load %w[%a123] : memref<?xf16>
-          %h125 = arith.extf %ld124 : f16 to f32
-          %sel126 = arith.select %in121, %h125, %c0p0_f32 : f32
-          %a127 = arith.addi %kb_1_0, %c2_index : index
-          %in128 = arith.cmpi ult, %a127, %Ki : index
-          %kc129 = arith.minui %a127, %klast_1_0 : index
-          %a130 = arith.addi %wrow_1_0, %kc129 : index
-          %ld131 = memref.load %w[%a130] : memref<?xf16>
-          %h132 = arith.extf %ld131 : f16 to f32
-          %sel133 = arith.select %in128, %h132, %c0p0_f32 : f32
-          %a134 = arith.addi %kb_1_0, %c3_index : index
-          %in135 = arith.cmpi ult, %a134, %Ki : index
-          %kc136 = arith.minui %a134, %klast_1_0 : index
-          %a137 = arith.addi %wrow_1_0, %kc136 : index
-          %ld138 = memref.load %w[%a137] : memref<?xf16>
-          %h139 = arith.extf %ld138 : f16 to f32
-          %sel140 = arith.select %in135, %h139, %c0p0_f32 : f32
-          %a141 = arith.addi %kb_1_0, %c4_index : index
-          %in142 = arith.cmpi ult, %a141, %Ki : index
-          %kc143 = arith.minui %a141, %klast_1_0 : index
-          %a144 = arith.addi %wrow_1_0, %kc143 : index
-          %ld145 = memref.load %w[%a144] : memref<?xf16>
-          %h146 = arith.extf %ld145 : f16 to f32
-          %sel147 = arith.select %in142, %h146, %c0p0_f32 : f32
-          %a148 = arith.addi %kb_1_0, %c5_index : index
-          %in149 = arith.cmpi ult, %a148, %Ki : index
-          %kc150 = arith.minui %a148, %klast_1_0 : index
-          %a151 = arith.addi %wrow_1_0, %kc150 : index
-          %ld152 = memref.load %w[%a151] : memref<?xf16>
-          %h153 = arith.extf %ld152 : f16 to f32
-          %sel154 = arith.select %in149, %h153, %c0p0_f32 : f32
-          %a155 = arith.addi %kb_1_0, %c6_index : index
-          %in156 = arith.cmpi ult, %a155, %Ki : index
-          %kc157 = arith.minui %a155, %klast_1_0 : index
-          %a158 = arith.addi %wrow_1_0, %kc157 : index
-          %ld159 = memref.load %w[%a158] : memref<?xf16>
-          %h160 = arith.extf %ld159 : f16 to f32
-          %sel161 = arith.select %in156, %h160, %c0p0_f32 : f32
-          %a162 = arith.addi %kb_1_0, %c7_index : index
-          %in163 = arith.cmpi ult, %a162, %Ki : index
-          %kc164 = arith.minui %a162, %klast_1_0 : index
-          %a165 = arith.addi %wrow_1_0, %kc164 : index
-          %ld166 = memref.load %w[%a165] : memref<?xf16>
-          %h167 = arith.extf %ld166 : f16 to f32
-          %sel168 = arith.select %in163, %h167, %c0p0_f32 : f32
-          %kb_1_1 = arith.muli %uc3, %c8_index : index
-          %wrow_1_1 = arith.muli %n_1, %Ki : index
-          %klast_1_1 = arith.subi %Ki, %c1_index : index
-          %in169 = arith.cmpi ult, %kb_1_1, %Ki : index
-          %kc170 = arith.minui %kb_1_1, %klast_1_1 : index
-          %a171 = arith.addi %wrow_1_1, %kc170 : index
-          %ld172 = memref.load %w[%a171] : memref<?xf16>
-          %h173 = arith.extf %ld172 : f16 to f32
-          %sel174 = arith.select %in169, %h173, %c0p0_f32 : f32
-          %a175 = arith.addi %kb_1_1, %c1_index : index
-          %in176 = arith.cmpi ult, %a175, %Ki : index
-          %kc177 = arith.minui %a175, %klast_1_1 : index
-          %a178 = arith.addi %wrow_1_1, %kc177 : index
-          %ld179 = memref.load %w[%a178] : memref<?xf16>
-          %h180 = arith.extf %ld179 : f16 to f32
-          %sel181 = arith.select %in176, %h180, %c0p0_f32 : f32
-          %a182 = arith.addi %kb_1_1, %c2_index : index
-          %in183 = arith.cmpi ult, %a182, %Ki : index
-          %kc184 = arith.minui %a182, %klast_1_1 : index
-          %a185 = arith.addi %wrow_1_1, %kc184 : index
-          %ld186 = memref.load %w[%a185] : memref<?xf16>
-          %h187 = arith.extf %ld186 : f16 to f32
-          %sel188 = arith.select %in183, %h187, %c0p0_f32 : f32
-          %a189 = arith.addi %kb_1_1, %c3_index : index
-          %in190 = arith.cmpi ult, %a189, %Ki : index
-          %kc191 = arith.minui %a189, %klast_1_1 : index
-          %a192 = arith.addi %wrow_1_1, %kc191 : index
-          %ld193 = memref.load %w[%a192] : memref<?xf16>
-          %h194 = arith.extf %ld193 : f16 to f32
-          %sel195 = arith.select %in190, %h194, %c0p0_f32 : f32
-          %a196 = arith.addi %kb_1_1, %c4_index : index
-          %in197 = arith.cmpi ult, %a196, %Ki : index
-          %kc198 = arith.minui %a196, %klast_1_1 : index
-          %a199 = arith.addi %wrow_1_1, %kc198 : index
-          %ld200 = memref.load %w[%a199] : memref<?xf16>
-          %h201 = arith.extf %ld200 : f16 to f32
-          %sel202 = arith.select %in197, %h201, %c0p0_f32 : f32
-          %a203 = arith.addi %kb_1_1, %c5_index : index
-          %in204 = arith.cmpi ult, %a203, %Ki : index
-          %kc205 = arith.minui %a203, %klast_1_1 : index
-          %a206 = arith.addi %wrow_1_1, %kc205 : index
-          %ld207 = memref.load %w[%a206] : memref<?xf16>
-          %h208 = arith.extf %ld207 : f16 to f32
-          %sel209 = arith.select %in204, %h208, %c0p0_f32 : f32
-          %a210 = arith.addi %kb_1_1, %c6_index : index
-          %in211 = arith.cmpi ult, %a210, %Ki : index
-          %kc212 = arith.minui %a210, %klast_1_1 : index
-          %a213 = arith.addi %wrow_1_1, %kc212 : index
-          %ld214 = memref.load %w[%a213] : memref<?xf16>
-          %h215 = arith.extf %ld214 : f16 to f32
-          %sel216 = arith.select %in211, %h215, %c0p0_f32 : f32
-          %a217 = arith.addi %kb_1_1, %c7_index : index
-          %in218 = arith.cmpi ult, %a217, %Ki : index
-          %kc219 = arith.minui %a217, %klast_1_1 : index
-          %a220 = arith.addi %wrow_1_1, %kc219 : index
-          %ld221 = memref.load %w[%a220] : memref<?xf16>
-          %h222 = arith.extf %ld221 : f16 to f32
-          %sel223 = arith.select %in218, %h222, %c0p0_f32 : f32
-          %m224 = arith.muli %t0, %Ki : index
-          %a225 = arith.addi %m224, %kc5 : index
-          %xv226 = memref.load %x[%a225] : memref<?xf32>
-          %f227 = math.fma %xv226, %sel9, %c0p0_f32 : f32
-          %a228 = arith.addi %m224, %kc12 : index
-          %xv229 = memref.load %x[%a228] : memref<?xf32>
-          %f230 = math.fma %xv229, %sel16, %f227 : f32
-          %a231 = arith.addi %m224, %kc19 : index
-          %xv232 = memref.load %x[%a231] : memref<?xf32>
-          %f233 = math.fma %xv232, %sel23, %f230 : f32
-          %a234 = arith.addi %m224, %kc26 : index
-          %xv235 = memref.load %x[%a234] : memref<?xf32>
-          %f236 = math.fma %xv235, %sel30, %f233 : f32
-          %a237 = arith.addi %m224, %kc33 : index
-          %xv238 = memref.load %x[%a237] : memref<?xf32>
-          %f239 = math.fma %xv238, %sel37, %f236 : f32
-          %a240 = arith.addi %m224, %kc40 : index
-          %xv241 = memref.load %x[%a240] : memref<?xf32>
-          %f242 = math.fma %xv241, %sel44, %f239 : f32
-          %a243 = arith.addi %m224, %kc47 : index
-          %xv244 = memref.load %x[%a243] : memref<?xf32>
-          %f245 = math.fma %xv244, %sel51, %f242 : f32
-          %a246 = arith.addi %m224, %kc54 : index
-          %xv247 = memref.load %x[%a246] : memref<?xf32>
-          %f248 = math.fma %xv247, %sel58, %f245 : f32
-          %f249 = arith.addf %sacc0, %f248 : f32
-          %m250 = arith.muli %t0, %Ki : index
-          %a251 = arith.addi %m250, %kc60 : index
-          %xv252 = memref.load %x[%a251] : memref<?xf32>
-          %f253 = math.fma %xv252, %sel64, %c0p0_f32 : f32
-          %a254 = arith.addi %m250, %kc67 : index
-          %xv255 = memref.load %x[%a254] : memref<?xf32>
-          %f256 = math.fma %xv255, %sel71, %f253 : f32
-          %a257 = arith.addi %m250, %kc74 : index
-          %xv258 = memref.load %x[%a257] : memref<?xf32>
-          %f259 = math.fma %xv258, %sel78, %f256 : f32
-          %a260 = arith.addi %m250, %kc81 : index
-          %xv261 = memref.load %x[%a260] : memref<?xf32>
-          %f262 = math.fma %xv261, %sel85, %f259 : f32
-          %a263 = arith.addi %m250, %kc88 : index
-          %xv264 = memref.load %x[%a263] : memref<?xf32>
-          %f265 = math.fma %xv264, %sel92, %f262 : f32
-          %a266 = arith.addi %m250, %kc95 : index
-          %xv267 = memref.load %x[%a266] : memref<?xf32>
-          %f268 = math.fma %xv267, %sel99, %f265 : f32
-          %a269 = arith.addi %m250, %kc102 : index
-          %xv270 = memref.load %x[%a269] : memref<?xf32>
-          %f271 = math.fma %xv270, %sel106, %f268 : f32
-          %a272 = arith.addi %m250, %kc109 : index
-          %xv273 = memref.load %x[%a272] : memref<?xf32>
-          %f274 = math.fma %xv273, %sel113, %f271 : f32
-          %sel275 = arith.select %vr2, %f274, %c0p0_f32 : f32
-          %f276 = arith.addf %f249, %sel275 : f32
-          %m277 = arith.muli %t0, %Ki : index
-          %a278 = arith.addi %m277, %kc115 : index
-          %xv279 = memref.load %x[%a278] : memref<?xf32>
-          %f280 = math.fma %xv279, %sel119, %c0p0_f32 : f32
-          %a281 = arith.addi %m277, %kc122 : index
-          %xv282 = memref.load %x[%a281] : memref<?xf32>
-          %f283 = math.fma %xv282, %sel126, %f280 : f32
-          %a284 = arith.addi %m277, %kc129 : index
-          %xv285 = memref.load %x[%a284] : memref<?xf32>
-          %f286 = math.fma %xv285, %sel133, %f283 : f32
-          %a287 = arith.addi %m277, %kc136 : index
-          %xv288 = memref.load %x[%a287] : memref<?xf32>
-          %f289 = math.fma %xv288, %sel140, %f286 : f32
-          %a290 = arith.addi %m277, %kc143 : index
-          %xv291 = memref.load %x[%a290] : memref<?xf32>
-          %f292 = math.fma %xv291, %sel147, %f289 : f32
-          %a293 = arith.addi %m277, %kc150 : index
-          %xv294 = memref.load %x[%a293] : memref<?xf32>
-          %f295 = math.fma %xv294, %sel154, %f292 : f32
-          %a296 = arith.addi %m277, %kc157 : index
-          %xv297 = memref.load %x[%a296] : memref<?xf32>
-          %f298 = math.fma %xv297, %sel161, %f295 : f32
-          %a299 = arith.addi %m277, %kc164 : index
-          %xv300 = memref.load %x[%a299] : memref<?xf32>
-          %f301 = math.fma %xv300, %sel168, %f298 : f32
-          %f302 = arith.addf %sacc1, %f301 : f32
-          %m303 = arith.muli %t0, %Ki : index
-          %a304 = arith.addi %m303, %kc170 : index
-          %xv305 = memref.load %x[%a304] : memref<?xf32>
-          %f306 = math.fma %xv305, %sel174, %c0p0_f32 : f32
-          %a307 = arith.addi %m303, %kc177 : index
-          %xv308 = memref.load %x[%a307] : memref<?xf32>
-          %f309 = math.fma %xv308, %sel181, %f306 : f32
-          %a310 = arith.addi %m303, %kc184 : index
-          %xv311 = memref.load %x[%a310] : memref<?xf32>
-          %f312 = math.fma %xv311, %sel188, %f309 : f32
-          %a313 = arith.addi %m303, %kc191 : index
-          %xv314 = memref.load %x[%a313] : memref<?xf32>
-          %f315 = math.fma %xv314, %sel195, %f312 : f32
-          %a316 = arith.addi %m303, %kc198 : index
-          %xv317 = memref.load %x[%a316] : memref<?xf32>
-          %f318 = math.fma %xv317, %sel202, %f315 : f32
-          %a319 = arith.addi %m303, %kc205 : index
-          %xv320 = memref.load %x[%a319] : memref<?xf32>
-          %f321 = math.fma %xv320, %sel209, %f318 : f32
-          %a322 = arith.addi %m303, %kc212 : index
-          %xv323 = memref.load %x[%a322] : memref<?xf32>
-          %f324 = math.fma %xv323, %sel216, %f321 : f32
-          %a325 = arith.addi %m303, %kc219 : index
-          %xv326 = memref.load %x[%a325] : memref<?xf32>
-          %f327 = math.fma %xv326, %sel223, %f324 : f32
-          %sel328 = arith.select %vr2, %f327, %c0p0_f32 : f32
-          %f329 = arith.addf %f302, %sel328 : f32
-          scf.yield %f276, %f329 : f32, f32
+          %m114 = arith.muli %t0, %Ki : index
+          %a115 = arith.addi %m114, %kc2 : index
+          %xv116 = memref.load %x[%a115] : memref<?xf32>
+          %f117 = math.fma %xv116, %sel6, %c0p0_f32 : f32
+          %a118 = arith.addi %m114, %kc9 : index
+          %xv119 = memref.load %x[%a118] : memref<?xf32>
+          %f120 = math.fma %xv119, %sel13, %f117 : f32
+          %a121 = arith.addi %m114, %kc16 : index
+          %xv122 = memref.load %x[%a121] : memref<?xf32>
+          %f123 = math.fma %xv122, %sel20, %f120 : f32
+          %a124 = arith.addi %m114, %kc23 : index
+          %xv125 = memref.load %x[%a124] : memref<?xf32>
+          %f126 = math.fma %xv125, %sel27, %f123 : f32
+          %a127 = arith.addi %m114, %kc30 : index
+          %xv128 = memref.load %x[%a127] : memref<?xf32>
+          %f129 = math.fma %xv128, %sel34, %f126 : f32
+          %a130 = arith.addi %m114, %kc37 : index
+          %xv131 = memref.load %x[%a130] : memref<?xf32>
+          %f132 = math.fma %xv131, %sel41, %f129 : f32
+          %a133 = arith.addi %m114, %kc44 : index
+          %xv134 = memref.load %x[%a133] : memref<?xf32>
+          %f135 = math.fma %xv134, %sel48, %f132 : f32
+          %a136 = arith.addi %m114, %kc51 : index
+          %xv137 = memref.load %x[%a136] : memref<?xf32>
+          %f138 = math.fma %xv137, %sel55, %f135 : f32
+          %f139 = arith.addf %sacc, %f138 : f32
+          %m140 = arith.muli %t0, %Ki : index
+          %a141 = arith.addi %m140, %kc60 : index
+          %xv142 = memref.load %x[%a141] : memref<?xf32>
+          %f143 = math.fma %xv142, %sel64, %c0p0_f32 : f32
+          %a144 = arith.addi %m140, %kc67 : index
+          %xv145 = memref.load %x[%a144] : memref<?xf32>
+          %f146 = math.fma %xv145, %sel71, %f143 : f32
+          %a147 = arith.addi %m140, %kc74 : index
+          %xv148 = memref.load %x[%a147] : memref<?xf32>
+          %f149 = math.fma %xv148, %sel78, %f146 : f32
+          %a150 = arith.addi %m140, %kc81 : index
+          %xv151 = memref.load %x[%a150] : memref<?xf32>
+          %f152 = math.fma %xv151, %sel85, %f149 : f32
+          %a153 = arith.addi %m140, %kc88 : index
+          %xv154 = memref.load %x[%a153] : memref<?xf32>
+          %f155 = math.fma %xv154, %sel92, %f152 : f32
+          %a156 = arith.addi %m140, %kc95 : index
+          %xv157 = memref.load %x[%a156] : memref<?xf32>
+          %f158 = math.fma %xv157, %sel99, %f155 : f32
+          %a159 = arith.addi %m140, %kc102 : index
+          %xv160 = memref.load %x[%a159] : memref<?xf32>
+          %f161 = math.fma %xv160, %sel106, %f158 : f32
+          %a162 = arith.addi %m140, %kc109 : index
+          %xv163 = memref.load %x[%a162] : memref<?xf32>
+          %f164 = math.fma %xv163, %sel113, %f161 : f32
+          %sel165 = arith.select %vr57, %f164, %c0p0_f32 : f32
+          %f166 = arith.addf %f139, %sel165 : f32
+          scf.yield %f166 : f32
         }
-        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %r1#1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
         %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
         scf.for %t = %c0_index to %c8_index step %c1_index {
@@ -471,388 +286,192 @@ module attributes {gpu.container_module} {
           %kb = arith.muli %u, %c8_index : index
           %wrow = arith.muli %n, %Ki : index
           %klast = arith.subi %Ki, %c1_index : index
-          %in330 = arith.cmpi ult, %kb, %Ki : index
-          %kc331 = arith.minui %kb, %klast : index
-          %a332 = arith.addi %wrow, %kc331 : index
-          %ld333 = memref.load %w[%a332] : memref<?xf16>
-          %h334 = arith.extf %ld333 : f16 to f32
-          %sel335 = arith.select %in330, %h334, %c0p0_f32 : f32
-          %a336 = arith.addi %kb, %c1_index : index
-          %in337 = arith.cmpi ult, %a336, %Ki : index
-          %kc338 = arith.minui %a336, %klast : index
-          %a339 = arith.addi %wrow, %kc338 : index
-          %ld340 = memref.load %w[%a339] : memref<?xf16>
-          %h341 = arith.extf %ld340 : f16 to f32
-          %sel342 = arith.select %in337, %h341, %c0p0_f32 : f32
-          %a343 = arith.addi %kb, %c2_index : index
-          %in344 = arith.cmpi ult, %a343, %Ki : index
-          %kc345 = arith.minui %a343, %klast : index
-          %a346 = arith.addi %wrow, %kc345 : index
-          %ld347 = memref.load %w[%a346] : memref<?xf16>
-          %h348 = arith.extf %ld347 : f16 to f32
-          %sel349 = arith.select %in344, %h348, %c0p0_f32 : f32
-          %a350 = arith.addi %kb, %c3_index : index
-          %in351 = arith.cmpi ult, %a350, %Ki : index
-          %kc352 = arith.minui %a350, %klast : index
-          %a353 = arith.addi %wrow, %kc352 : index
-          %ld354 = memref.load %w[%a353] : memref<?xf16>
-          %h355 = arith.extf %ld354 : f16 to f32
-          %sel356 = arith.select %in351, %h355, %c0p0_f32 : f32
-          %a357 = arith.addi %kb, %c4_index : index
-          %in358 = arith.cmpi ult, %a357, %Ki : index
-          %kc359 = arith.minui %a357, %klast : index
-          %a360 = arith.addi %wrow, %kc359 : index
-          %ld361 = memref.load %w[%a360] : memref<?xf16>
-          %h362 = arith.extf %ld361 : f16 to f32
-          %sel363 = arith.select %in358, %h362, %c0p0_f32 : f32
-          %a364 = arith.addi %kb, %c5_index : index
-          %in365 = arith.cmpi ult, %a364, %Ki : index
-          %kc366 = arith.minui %a364, %klast : index
-          %a367 = arith.addi %wrow, %kc366 : index
-          %ld368 = memref.load %w[%a367] : memref<?xf16>
-          %h369 = arith.extf %ld368 : f16 to f32
-          %sel370 = arith.select %in365, %h369, %c0p0_f32 : f32
-          %a371 = arith.addi %kb, %c6_index : index
-          %in372 = arith.cmpi ult, %a371, %Ki : index
-          %kc373 = arith.minui %a371, %klast : index
-          %a374 = arith.addi %wrow, %kc373 : index
-          %ld375 = memref.load %w[%a374] : memref<?xf16>
-          %h376 = arith.extf %ld375 : f16 to f32
-          %sel377 = arith.select %in372, %h376, %c0p0_f32 : f32
-          %a378 = arith.addi %kb, %c7_index : index
-          %in379 = arith.cmpi ult, %a378, %Ki : index
-          %kc380 = arith.minui %a378, %klast : index
-          %a381 = arith.addi %wrow, %kc380 : index
-          %ld382 = memref.load %w[%a381] : memref<?xf16>
-          %h383 = arith.extf %ld382 : f16 to f32
-          %sel384 = arith.select %in379, %h383, %c0p0_f32 : f32
+          %in167 = arith.cmpi ult, %kb, %Ki : index
+          %kc168 = arith.minui %kb, %klast : index
+          %a169 = arith.addi %wrow, %kc168 : index
+          %ld170 = memref.load %w[%a169] : memref<?xf16>
+          %h171 = arith.extf %ld170 : f16 to f32
+          %sel172 = arith.select %in167, %h171, %c0p0_f32 : f32
+          %a173 = arith.addi %kb, %c1_index : index
+          %in174 = arith.cmpi ult, %a173, %Ki : index
+          %kc175 = arith.minui %a173, %klast : index
+          %a176 = arith.addi %wrow, %kc175 : index
+          %ld177 = memref.load %w[%a176] : memref<?xf16>
+          %h178 = arith.extf %ld177 : f16 to f32
+          %sel179 = arith.select %in174, %h178, %c0p0_f32 : f32
+          %a180 = arith.addi %kb, %c2_index : index
+          %in181 = arith.cmpi ult, %a180, %Ki : index
+          %kc182 = arith.minui %a180, %klast : index
+          %a183 = arith.addi %wrow, %kc182 : index
+          %ld184 = memref.load %w[%a183] : memref<?xf16>
+          %h185 = arith.extf %ld184 : f16 to f32
+          %sel186 = arith.select %in181, %h185, %c0p0_f32 : f32
+          %a187 = arith.addi %kb, %c3_index : index
+          %in188 = arith.cmpi ult, %a187, %Ki : index
+          %kc189 = arith.minui %a187, %klast : index
+          %a190 = arith.addi %wrow, %kc189 : index
+          %ld191 = memref.load %w[%a190] : memref<?xf16>
+          %h192 = arith.extf %ld191 : f16 to f32
+          %sel193 = arith.select %in188, %h192, %c0p0_f32 : f32
+          %a194 = arith.addi %kb, %c4_index : index
+          %in195 = arith.cmpi ult, %a194, %Ki : index
+          %kc196 = arith.minui %a194, %klast : index
+          %a197 = arith.addi %wrow, %kc196 : index
+          %ld198 = memref.load %w[%a197] : memref<?xf16>
+          %h199 = arith.extf %ld198 : f16 to f32
+          %sel200 = arith.select %in195, %h199, %c0p0_f32 : f32
+          %a201 = arith.addi %kb, %c5_index : index
+          %in202 = arith.cmpi ult, %a201, %Ki : index
+          %kc203 = arith.minui %a201, %klast : index
+          %a204 = arith.addi %wrow, %kc203 : index
+          %ld205 = memref.load %w[%a204] : memref<?xf16>
+          %h206 = arith.extf %ld205 : f16 to f32
+          %sel207 = arith.select %in202, %h206, %c0p0_f32 : f32
+          %a208 = arith.addi %kb, %c6_index : index
+          %in209 = arith.cmpi ult, %a208, %Ki : index
+          %kc210 = arith.minui %a208, %klast : index
+          %a211 = arith.addi %wrow, %kc210 : index
+          %ld212 = memref.load %w[%a211] : memref<?xf16>
+          %h213 = arith.extf %ld212 : f16 to f32
+          %sel214 = arith.select %in209, %h213, %c0p0_f32 : f32
+          %a215 = arith.addi %kb, %c7_index : index
+          %in216 = arith.cmpi ult, %a215, %Ki : index
+          %kc217 = arith.minui %a215, %klast : index
+          %a218 = arith.addi %wrow, %kc217 : index
+          %ld219 = memref.load %w[%a218] : memref<?xf16>
+          %h220 = arith.extf %ld219 : f16 to f32
+          %sel221 = arith.select %in216, %h220, %c0p0_f32 : f32
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m385 = arith.muli %tg, %Ki : index
-            %a386 = arith.addi %m385, %kc331 : index
-            %xv387 = memref.load %x[%a386] : memref<?xf32>
-            %f388 = math.fma %xv387, %sel335, %c0p0_f32 : f32
-            %a389 = arith.addi %m385, %kc338 : index
-            %xv390 = memref.load %x[%a389] : memref<?xf32>
-            %f391 = math.fma %xv390, %sel342, %f388 : f32
-            %a392 = arith.addi %m385, %kc345 : index
-            %xv393 = memref.load %x[%a392] : memref<?xf32>
-            %f394 = math.fma %xv393, %sel349, %f391 : f32
-            %a395 = arith.addi %m385, %kc352 : index
-            %xv396 = memref.load %x[%a395] : memref<?xf32>
-            %f397 = math.fma %xv396, %sel356, %f394 : f32
-            %a398 = arith.addi %m385, %kc359 : index
-            %xv399 = memref.load %x[%a398] : memref<?xf32>
-            %f400 = math.fma %xv399, %sel363, %f397 : f32
-            %a401 = arith.addi %m385, %kc366 : index
-            %xv402 = memref.load %x[%a401] : memref<?xf32>
-            %f403 = math.fma %xv402, %sel370, %f400 : f32
-            %a404 = arith.addi %m385, %kc373 : index
-            %xv405 = memref.load %x[%a404] : memref<?xf32>
-            %f406 = math.fma %xv405, %sel377, %f403 : f32
-            %a407 = arith.addi %m385, %kc380 : index
-            %xv408 = memref.load %x[%a407] : memref<?xf32>
-            %f409 = math.fma %xv408, %sel384, %f406 : f32
+            %m222 = arith.muli %tg, %Ki : index
+            %a223 = arith.addi %m222, %kc168 : index
+            %xv224 = memref.load %x[%a223] : memref<?xf32>
+            %f225 = math.fma %xv224, %sel172, %c0p0_f32 : f32
+            %a226 = arith.addi %m222, %kc175 : index
+            %xv227 = memref.load %x[%a226] : memref<?xf32>
+            %f228 = math.fma %xv227, %sel179, %f225 : f32
+            %a229 = arith.addi %m222, %kc182 : index
+            %xv230 = memref.load %x[%a229] : memref<?xf32>
+            %f231 = math.fma %xv230, %sel186, %f228 : f32
+            %a232 = arith.addi %m222, %kc189 : index
+            %xv233 = memref.load %x[%a232] : memref<?xf32>
+            %f234 = math.fma %xv233, %sel193, %f231 : f32
+            %a235 = arith.addi %m222, %kc196 : index
+            %xv236 = memref.load %x[%a235] : memref<?xf32>
+            %f237 = math.fma %xv236, %sel200, %f234 : f32
+            %a238 = arith.addi %m222, %kc203 : index
+            %xv239 = memref.load %x[%a238] : memref<?xf32>
+            %f240 = math.fma %xv239, %sel207, %f237 : f32
+            %a241 = arith.addi %m222, %kc210 : index
+            %xv242 = memref.load %x[%a241] : memref<?xf32>
+            %f243 = math.fma %xv242, %sel214, %f240 : f32
+            %a244 = arith.addi %m222, %kc217 : index
+            %xv245 = memref.load %x[%a244] : memref<?xf32>
+            %f246 = math.fma %xv245, %sel221, %f243 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f409 : f32
+            %new = arith.addf %old, %f246 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv410 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a411 = arith.addi %tid, %c128_index : index
-        %sv412 = memref.load %slots[%a411] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a413 = arith.addi %tid, %c256_index : index
-        %sv414 = memref.load %slots[%a413] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a415 = arith.addi %tid, %c384_index : index
-        %sv416 = memref.load %slots[%a415] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a417 = arith.addi %tid, %c512_index : index
-        %sv418 = memref.load %slots[%a417] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a419 = arith.addi %tid, %c640_index : index
-        %sv420 = memref.load %slots[%a419] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a421 = arith.addi %tid, %c768_index : index
-        %sv422 = memref.load %slots[%a421] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a423 = arith.addi %tid, %c896_index : index
-        %sv424 = memref.load %slots[%a423] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.for %t = %c0_index to %c8_index step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
-        scf.for %u = %lane to %units step %c32_index {
-          %kb_m1 = arith.muli %u, %c8_index : index
-          %wrow_m1 = arith.muli %n_1, %Ki : index
-          %klast_m1 = arith.subi %Ki, %c1_index : index
-          %in425 = arith.cmpi ult, %kb_m1, %Ki : index
-          %kc426 = arith.minui %kb_m1, %klast_m1 : index
-          %a427 = arith.addi %wrow_m1, %kc426 : index
-          %ld428 = memref.load %w[%a427] : memref<?xf16>
-          %h429 = arith.extf %ld428 : f16 to f32
-          %sel430 = arith.select %in425, %h429, %c0p0_f32 : f32
-          %a431 = arith.addi %kb_m1, %c1_index : index
-          %in432 = arith.cmpi ult, %a431, %Ki : index
-          %kc433 = arith.minui %a431, %klast_m1 : index
-          %a434 = arith.addi %wrow_m1, %kc433 : index
-          %ld435 = memref.load %w[%a434] : memref<?xf16>
-          %h436 = arith.extf %ld435 : f16 to f32
-          %sel437 = arith.select %in432, %h436, %c0p0_f32 : f32
-          %a438 = arith.addi %kb_m1, %c2_index : index
-          %in439 = arith.cmpi ult, %a438, %Ki : index
-          %kc440 = arith.minui %a438, %klast_m1 : index
-          %a441 = arith.addi %wrow_m1, %kc440 : index
-          %ld442 = memref.load %w[%a441] : memref<?xf16>
-          %h443 = arith.extf %ld442 : f16 to f32
-          %sel444 = arith.select %in439, %h443, %c0p0_f32 : f32
-          %a445 = arith.addi %kb_m1, %c3_index : index
-          %in446 = arith.cmpi ult, %a445, %Ki : index
-          %kc447 = arith.minui %a445, %klast_m1 : index
-          %a448 = arith.addi %wrow_m1, %kc447 : index
-          %ld449 = memref.load %w[%a448] : memref<?xf16>
-          %h450 = arith.extf %ld449 : f16 to f32
-          %sel451 = arith.select %in446, %h450, %c0p0_f32 : f32
-          %a452 = arith.addi %kb_m1, %c4_index : index
-          %in453 = arith.cmpi ult, %a452, %Ki : index
-          %kc454 = arith.minui %a452, %klast_m1 : index
-          %a455 = arith.addi %wrow_m1, %kc454 : index
-          %ld456 = memref.load %w[%a455] : memref<?xf16>
-          %h457 = arith.extf %ld456 : f16 to f32
-          %sel458 = arith.select %in453, %h457, %c0p0_f32 : f32
-          %a459 = arith.addi %kb_m1, %c5_index : index
-          %in460 = arith.cmpi ult, %a459, %Ki : index
-          %kc461 = arith.minui %a459, %klast_m1 : index
-          %a462 = arith.addi %wrow_m1, %kc461 : index
-          %ld463 = memref.load %w[%a462] : memref<?xf16>
-          %h464 = arith.extf %ld463 : f16 to f32
-          %sel465 = arith.select %in460, %h464, %c0p0_f32 : f32
-          %a466 = arith.addi %kb_m1, %c6_index : index
-          %in467 = arith.cmpi ult, %a466, %Ki : index
-          %kc468 = arith.minui %a466, %klast_m1 : index
-          %a469 = arith.addi %wrow_m1, %kc468 : index
-          %ld470 = memref.load %w[%a469] : memref<?xf16>
-          %h471 = arith.extf %ld470 : f16 to f32
-          %sel472 = arith.select %in467, %h471, %c0p0_f32 : f32
-          %a473 = arith.addi %kb_m1, %c7_index : index
-          %in474 = arith.cmpi ult, %a473, %Ki : index
-          %kc475 = arith.minui %a473, %klast_m1 : index
-          %a476 = arith.addi %wrow_m1, %kc475 : index
-          %ld477 = memref.load %w[%a476] : memref<?xf16>
-          %h478 = arith.extf %ld477 : f16 to f32
-          %sel479 = arith.select %in474, %h478, %c0p0_f32 : f32
-          scf.for %t = %c0_index to %tb step %c1_index {
-            %tg = arith.addi %t0, %t : index
-            %m480 = arith.muli %tg, %Ki : index
-            %a481 = arith.addi %m480, %kc426 : index
-            %xv482 = memref.load %x[%a481] : memref<?xf32>
-            %f483 = math.fma %xv482, %sel430, %c0p0_f32 : f32
-            %a484 = arith.addi %m480, %kc433 : index
-            %xv485 = memref.load %x[%a484] : memref<?xf32>
-            %f486 = math.fma %xv485, %sel437, %f483 : f32
-            %a487 = arith.addi %m480, %kc440 : index
-            %xv488 = memref.load %x[%a487] : memref<?xf32>
-            %f489 = math.fma %xv488, %sel444, %f486 : f32
-            %a490 = arith.addi %m480, %kc447 : index
-            %xv491 = memref.load %x[%a490] : memref<?xf32>
-            %f492 = math.fma %xv491, %sel451, %f489 : f32
-            %a493 = arith.addi %m480, %kc454 : index
-            %xv494 = memref.load %x[%a493] : memref<?xf32>
-            %f495 = math.fma %xv494, %sel458, %f492 : f32
-            %a496 = arith.addi %m480, %kc461 : index
-            %xv497 = memref.load %x[%a496] : memref<?xf32>
-            %f498 = math.fma %xv497, %sel465, %f495 : f32
-            %a499 = arith.addi %m480, %kc468 : index
-            %xv500 = memref.load %x[%a499] : memref<?xf32>
-            %f501 = math.fma %xv500, %sel472, %f498 : f32
-            %a502 = arith.addi %m480, %kc475 : index
-            %xv503 = memref.load %x[%a502] : memref<?xf32>
-            %f504 = math.fma %xv503, %sel479, %f501 : f32
-            %slot0 = arith.muli %t, %c128_index : index
-            %slot = arith.addi %slot0, %tid : index
-            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f504 : f32
-            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          }
-        }
-        %sv505 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a506 = arith.addi %tid, %c128_index : index
-        %sv507 = memref.load %slots[%a506] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a508 = arith.addi %tid, %c256_index : index
-        %sv509 = memref.load %slots[%a508] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a510 = arith.addi %tid, %c384_index : index
-        %sv511 = memref.load %slots[%a510] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a512 = arith.addi %tid, %c512_index : index
-        %sv513 = memref.load %slots[%a512] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a514 = arith.addi %tid, %c640_index : index
-        %sv515 = memref.load %slots[%a514] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a516 = arith.addi %tid, %c768_index : index
-        %sv517 = memref.load %slots[%a516] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a518 = arith.addi %tid, %c896_index : index
-        %sv519 = memref.load %slots[%a518] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv410, %sv412, %sv414, %sv416, %sv418, %sv420, %sv422, %sv424, %sv505, %sv507, %sv509, %sv511, %sv513, %sv515, %sv517, %sv519 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        %sv247 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a248 = arith.addi %tid, %c128_index : index
+        %sv249 = memref.load %slots[%a248] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a250 = arith.addi %tid, %c256_index : index
+        %sv251 = memref.load %slots[%a250] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a252 = arith.addi %tid, %c384_index : index
+        %sv253 = memref.load %slots[%a252] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a254 = arith.addi %tid, %c512_index : index
+        %sv255 = memref.load %slots[%a254] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a256 = arith.addi %tid, %c640_index : index
+        %sv257 = memref.load %slots[%a256] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a258 = arith.addi %tid, %c768_index : index
+        %sv259 = memref.load %slots[%a258] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a260 = arith.addi %tid, %c896_index : index
+        %sv261 = memref.load %slots[%a260] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv247, %sv249, %sv251, %sv253, %sv255, %sv257, %sv259, %sv261 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh520:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f521 = arith.addf %acc_r#0, %sh520#0 : f32
-      %sh522:2 = gpu.shuffle xor %f521, %c2_i32, %c32_i32 : f32
-      %f523 = arith.addf %f521, %sh522#0 : f32
-      %sh524:2 = gpu.shuffle xor %f523, %c1_i32, %c32_i32 : f32
-      %f525 = arith.addf %f523, %sh524#0 : f32
-      %c526 = scf.if %tok1 -> (f32) {
-        %sh527:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f528 = arith.addf %acc_r#1, %sh527#0 : f32
-        %sh529:2 = gpu.shuffle xor %f528, %c2_i32, %c32_i32 : f32
-        %f530 = arith.addf %f528, %sh529#0 : f32
-        %sh531:2 = gpu.shuffle xor %f530, %c1_i32, %c32_i32 : f32
-        %f532 = arith.addf %f530, %sh531#0 : f32
-        scf.yield %f532 : f32
+      %sh262:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f263 = arith.addf %acc_r#0, %sh262#0 : f32
+      %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
+      %f265 = arith.addf %f263, %sh264#0 : f32
+      %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
+      %f267 = arith.addf %f265, %sh266#0 : f32
+      %c268 = scf.if %tok1 -> (f32) {
+        %sh269:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f270 = arith.addf %acc_r#1, %sh269#0 : f32
+        %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
+        %f272 = arith.addf %f270, %sh271#0 : f32
+        %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
+        %f274 = arith.addf %f272, %sh273#0 : f32
+        scf.yield %f274 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c533 = scf.if %tok2 -> (f32) {
-        %sh534:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f535 = arith.addf %acc_r#2, %sh534#0 : f32
-        %sh536:2 = gpu.shuffle xor %f535, %c2_i32, %c32_i32 : f32
-        %f537 = arith.addf %f535, %sh536#0 : f32
-        %sh538:2 = gpu.shuffle xor %f537, %c1_i32, %c32_i32 : f32
-        %f539 = arith.addf %f537, %sh538#0 : f32
-        scf.yield %f539 : f32
+      %c275 = scf.if %tok2 -> (f32) {
+        %sh276:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f277 = arith.addf %acc_r#2, %sh276#0 : f32
+        %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
+        %f279 = arith.addf %f277, %sh278#0 : f32
+        %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
+        %f281 = arith.addf %f279, %sh280#0 : f32
+        scf.yield %f281 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c540 = scf.if %tok3 -> (f32) {
-        %sh541:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f542 = arith.addf %acc_r#3, %sh541#0 : f32
-        %sh543:2 = gpu.shuffle xor %f542, %c2_i32, %c32_i32 : f32
-        %f544 = arith.addf %f542, %sh543#0 : f32
-        %sh545:2 = gpu.shuffle xor %f544, %c1_i32, %c32_i32 : f32
-        %f546 = arith.addf %f544, %sh545#0 : f32
-        scf.yield %f546 : f32
+      %c282 = scf.if %tok3 -> (f32) {
+        %sh283:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f284 = arith.addf %acc_r#3, %sh283#0 : f32
+        %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
+        %f286 = arith.addf %f284, %sh285#0 : f32
+        %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
+        %f288 = arith.addf %f286, %sh287#0 : f32
+        scf.yield %f288 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c547 = scf.if %tok4 -> (f32) {
-        %sh548:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f549 = arith.addf %acc_r#4, %sh548#0 : f32
-        %sh550:2 = gpu.shuffle xor %f549, %c2_i32, %c32_i32 : f32
-        %f551 = arith.addf %f549, %sh550#0 : f32
-        %sh552:2 = gpu.shuffle xor %f551, %c1_i32, %c32_i32 : f32
-        %f553 = arith.addf %f551, %sh552#0 : f32
-        scf.yield %f553 : f32
+      %c289 = scf.if %tok4 -> (f32) {
+        %sh290:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f291 = arith.addf %acc_r#4, %sh290#0 : f32
+        %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
+        %f293 = arith.addf %f291, %sh292#0 : f32
+        %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
+        %f295 = arith.addf %f293, %sh294#0 : f32
+        scf.yield %f295 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c554 = scf.if %tok5 -> (f32) {
-        %sh555:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f556 = arith.addf %acc_r#5, %sh555#0 : f32
-        %sh557:2 = gpu.shuffle xor %f556, %c2_i32, %c32_i32 : f32
-        %f558 = arith.addf %f556, %sh557#0 : f32
-        %sh559:2 = gpu.shuffle xor %f558, %c1_i32, %c32_i32 : f32
-        %f560 = arith.addf %f558, %sh559#0 : f32
-        scf.yield %f560 : f32
+      %c296 = scf.if %tok5 -> (f32) {
+        %sh297:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f298 = arith.addf %acc_r#5, %sh297#0 : f32
+        %sh299:2 = gpu.shuffle xor %f298, %c2_i32, %c32_i32 : f32
+        %f300 = arith.addf %f298, %sh299#0 : f32
+        %sh301:2 = gpu.shuffle xor %f300, %c1_i32, %c32_i32 : f32
+        %f302 = arith.addf %f300, %sh301#0 : f32
+        scf.yield %f302 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c561 = scf.if %tok6 -> (f32) {
-        %sh562:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f563 = arith.addf %acc_r#6, %sh562#0 : f32
-        %sh564:2 = gpu.shuffle xor %f563, %c2_i32, %c32_i32 : f32
-        %f565 = arith.addf %f563, %sh564#0 : f32
-        %sh566:2 = gpu.shuffle xor %f565, %c1_i32, %c32_i32 : f32
-        %f567 = arith.addf %f565, %sh566#0 : f32
-        scf.yield %f567 : f32
+      %c303 = scf.if %tok6 -> (f32) {
+        %sh304:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f305 = arith.addf %acc_r#6, %sh304#0 : f32
+        %sh306:2 = gpu.shuffle xor %f305, %c2_i32, %c32_i32 : f32
+        %f307 = arith.addf %f305, %sh306#0 : f32
+        %sh308:2 = gpu.shuffle xor %f307, %c1_i32, %c32_i32 : f32
+        %f309 = arith.addf %f307, %sh308#0 : f32
+        scf.yield %f309 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c568 = scf.if %tok7 -> (f32) {
-        %sh569:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f570 = arith.addf %acc_r#7, %sh569#0 : f32
-        %sh571:2 = gpu.shuffle xor %f570, %c2_i32, %c32_i32 : f32
-        %f572 = arith.addf %f570, %sh571#0 : f32
-        %sh573:2 = gpu.shuffle xor %f572, %c1_i32, %c32_i32 : f32
-        %f574 = arith.addf %f572, %sh573#0 : f32
-        scf.yield %f574 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %sh575:2 = gpu.shuffle xor %acc_r#8, %c4_i32, %c32_i32 : f32
-      %f576 = arith.addf %acc_r#8, %sh575#0 : f32
-      %sh577:2 = gpu.shuffle xor %f576, %c2_i32, %c32_i32 : f32
-      %f578 = arith.addf %f576, %sh577#0 : f32
-      %sh579:2 = gpu.shuffle xor %f578, %c1_i32, %c32_i32 : f32
-      %f580 = arith.addf %f578, %sh579#0 : f32
-      %c581 = scf.if %tok1 -> (f32) {
-        %sh582:2 = gpu.shuffle xor %acc_r#9, %c4_i32, %c32_i32 : f32
-        %f583 = arith.addf %acc_r#9, %sh582#0 : f32
-        %sh584:2 = gpu.shuffle xor %f583, %c2_i32, %c32_i32 : f32
-        %f585 = arith.addf %f583, %sh584#0 : f32
-        %sh586:2 = gpu.shuffle xor %f585, %c1_i32, %c32_i32 : f32
-        %f587 = arith.addf %f585, %sh586#0 : f32
-        scf.yield %f587 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c588 = scf.if %tok2 -> (f32) {
-        %sh589:2 = gpu.shuffle xor %acc_r#10, %c4_i32, %c32_i32 : f32
-        %f590 = arith.addf %acc_r#10, %sh589#0 : f32
-        %sh591:2 = gpu.shuffle xor %f590, %c2_i32, %c32_i32 : f32
-        %f592 = arith.addf %f590, %sh591#0 : f32
-        %sh593:2 = gpu.shuffle xor %f592, %c1_i32, %c32_i32 : f32
-        %f594 = arith.addf %f592, %sh593#0 : f32
-        scf.yield %f594 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c595 = scf.if %tok3 -> (f32) {
-        %sh596:2 = gpu.shuffle xor %acc_r#11, %c4_i32, %c32_i32 : f32
-        %f597 = arith.addf %acc_r#11, %sh596#0 : f32
-        %sh598:2 = gpu.shuffle xor %f597, %c2_i32, %c32_i32 : f32
-        %f599 = arith.addf %f597, %sh598#0 : f32
-        %sh600:2 = gpu.shuffle xor %f599, %c1_i32, %c32_i32 : f32
-        %f601 = arith.addf %f599, %sh600#0 : f32
-        scf.yield %f601 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c602 = scf.if %tok4 -> (f32) {
-        %sh603:2 = gpu.shuffle xor %acc_r#12, %c4_i32, %c32_i32 : f32
-        %f604 = arith.addf %acc_r#12, %sh603#0 : f32
-        %sh605:2 = gpu.shuffle xor %f604, %c2_i32, %c32_i32 : f32
-        %f606 = arith.addf %f604, %sh605#0 : f32
-        %sh607:2 = gpu.shuffle xor %f606, %c1_i32, %c32_i32 : f32
-        %f608 = arith.addf %f606, %sh607#0 : f32
-        scf.yield %f608 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c609 = scf.if %tok5 -> (f32) {
-        %sh610:2 = gpu.shuffle xor %acc_r#13, %c4_i32, %c32_i32 : f32
-        %f611 = arith.addf %acc_r#13, %sh610#0 : f32
-        %sh612:2 = gpu.shuffle xor %f611, %c2_i32, %c32_i32 : f32
-        %f613 = arith.addf %f611, %sh612#0 : f32
-        %sh614:2 = gpu.shuffle xor %f613, %c1_i32, %c32_i32 : f32
-        %f615 = arith.addf %f613, %sh614#0 : f32
-        scf.yield %f615 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c616 = scf.if %tok6 -> (f32) {
-        %sh617:2 = gpu.shuffle xor %acc_r#14, %c4_i32, %c32_i32 : f32
-        %f618 = arith.addf %acc_r#14, %sh617#0 : f32
-        %sh619:2 = gpu.shuffle xor %f618, %c2_i32, %c32_i32 : f32
-        %f620 = arith.addf %f618, %sh619#0 : f32
-        %sh621:2 = gpu.shuffle xor %f620, %c1_i32, %c32_i32 : f32
-        %f622 = arith.addf %f620, %sh621#0 : f32
-        scf.yield %f622 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c623 = scf.if %tok7 -> (f32) {
-        %sh624:2 = gpu.shuffle xor %acc_r#15, %c4_i32, %c32_i32 : f32
-        %f625 = arith.addf %acc_r#15, %sh624#0 : f32
-        %sh626:2 = gpu.shuffle xor %f625, %c2_i32, %c32_i32 : f32
-        %f627 = arith.addf %f625, %sh626#0 : f32
-        %sh628:2 = gpu.shuffle xor %f627, %c1_i32, %c32_i32 : f32
-        %f629 = arith.addf %f627, %sh628#0 : f32
-        scf.yield %f629 : f32
+      %c310 = scf.if %tok7 -> (f32) {
+        %sh311:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f312 = arith.addf %acc_r#7, %sh311#0 : f32
+        %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
+        %f314 = arith.addf %f312, %sh313#0 : f32
+        %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
+        %f316 = arith.addf %f314, %sh315#0 : f32
+        scf.yield %f316 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -862,107 +481,60 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f525, %acc[%pbase] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a630 = arith.addi %pbase, %c4_index : index
-        memref.store %c526, %acc[%a630] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a631 = arith.addi %pbase, %c8_index : index
-        memref.store %c533, %acc[%a631] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a632 = arith.addi %pbase, %c12_index : index
-        memref.store %c540, %acc[%a632] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a633 = arith.addi %pbase, %c16_index : index
-        memref.store %c547, %acc[%a633] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a634 = arith.addi %pbase, %c20_index : index
-        memref.store %c554, %acc[%a634] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a635 = arith.addi %pbase, %c24_index : index
-        memref.store %c561, %acc[%a635] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a636 = arith.addi %pbase, %c28_index : index
-        memref.store %c568, %acc[%a636] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a637 = arith.addi %pbase, %c128_index : index
-        memref.store %f580, %acc[%a637] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a638 = arith.addi %pbase, %c132_index : index
-        memref.store %c581, %acc[%a638] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a639 = arith.addi %pbase, %c136_index : index
-        memref.store %c588, %acc[%a639] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a640 = arith.addi %pbase, %c140_index : index
-        memref.store %c595, %acc[%a640] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a641 = arith.addi %pbase, %c144_index : index
-        memref.store %c602, %acc[%a641] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a642 = arith.addi %pbase, %c148_index : index
-        memref.store %c609, %acc[%a642] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a643 = arith.addi %pbase, %c152_index : index
-        memref.store %c616, %acc[%a643] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a644 = arith.addi %pbase, %c156_index : index
-        memref.store %c623, %acc[%a644] : memref<256xf32, #gpu.address_space<workgroup>>
+        memref.store %f267, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a317 = arith.addi %pbase, %c4_index : index
+        memref.store %c268, %acc[%a317] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a318 = arith.addi %pbase, %c8_index : index
+        memref.store %c275, %acc[%a318] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a319 = arith.addi %pbase, %c12_index : index
+        memref.store %c282, %acc[%a319] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %pbase, %c16_index : index
+        memref.store %c289, %acc[%a320] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a321 = arith.addi %pbase, %c20_index : index
+        memref.store %c296, %acc[%a321] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %pbase, %c24_index : index
+        memref.store %c303, %acc[%a322] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a323 = arith.addi %pbase, %c28_index : index
+        memref.store %c310, %acc[%a323] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
-      %l4 = arith.muli %lane, %c4_index : index
-      %sib = arith.addi %pbase0, %l4 : index
-      %tg = arith.addi %t0, %lane : index
-      %yrow = arith.muli %tg, %Ni : index
-      %fb = arith.andi %flags, %c1_i32 : i32
-      %hb = arith.cmpi ne, %fb, %c0_i32 : i32
-      %fr = arith.andi %flags, %c2_i32 : i32
-      %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-      %wr_0 = arith.andi %wr0, %live : i1
-      scf.if %wr_0 {
-        %sib_0 = arith.addi %sib, %c0_index : index
-        %si1_0 = arith.addi %sib_0, %c1_index : index
-        %si2_0 = arith.addi %sib_0, %c2_index : index
-        %si3_0 = arith.addi %sib_0, %c3_index : index
-        %p0_0 = memref.load %acc[%sib_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_0 = memref.load %acc[%si1_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_0 = memref.load %acc[%si2_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_0 = memref.load %acc[%si3_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_0 = arith.addf %p0_0, %p1_0 : f32
-        %p23_0 = arith.addf %p2_0, %p3_0 : f32
-        %sum_0 = arith.addf %p01_0, %p23_0 : f32
-        %yi_0 = arith.addi %yrow, %n : index
-        %withb_0 = scf.if %hb -> (f32) {
-          %bv_0 = memref.load %bias[%n] : memref<?xf32>
-          %sb_0 = arith.addf %sum_0, %bv_0 : f32
-          scf.yield %sb_0 : f32
+      %wr = arith.andi %wr0, %live : i1
+      scf.if %wr {
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
+        %tg = arith.addi %t0, %lane : index
+        %yrow = arith.muli %tg, %Ni : index
+        %yi = arith.addi %yrow, %n : index
+        %fb = arith.andi %flags, %c1_i32 : i32
+        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
+        %withb = scf.if %hb -> (f32) {
+          %bv = memref.load %bias[%n] : memref<?xf32>
+          %sb = arith.addf %sum, %bv : f32
+          scf.yield %sb : f32
         } else {
-          scf.yield %sum_0 : f32
+          scf.yield %sum : f32
         }
-        %out_0 = scf.if %hr -> (f32) {
-          %rv_0 = memref.load %res[%yi_0] : memref<?xf32>
-          %sr_0 = arith.addf %withb_0, %rv_0 : f32
-          scf.yield %sr_0 : f32
+        %fr = arith.andi %flags, %c2_i32 : i32
+        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
+        %out = scf.if %hr -> (f32) {
+          %rv = memref.load %res[%yi] : memref<?xf32>
+          %sr = arith.addf %withb, %rv : f32
+          scf.yield %sr : f32
         } else {
-          scf.yield %withb_0 : f32
+          scf.yield %withb : f32
         }
-        memref.store %out_0, %y[%yi_0] : memref<?xf32>
-      }
-      %wr_1 = arith.andi %wr0, %live_1 : i1
-      scf.if %wr_1 {
-        %sib_1 = arith.addi %sib, %c128_index : index
-        %si1_1 = arith.addi %sib_1, %c1_index : index
-        %si2_1 = arith.addi %sib_1, %c2_index : index
-        %si3_1 = arith.addi %sib_1, %c3_index : index
-        %p0_1 = memref.load %acc[%sib_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_1 = memref.load %acc[%si1_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_1 = memref.load %acc[%si2_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_1 = memref.load %acc[%si3_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_1 = arith.addf %p0_1, %p1_1 : f32
-        %p23_1 = arith.addf %p2_1, %p3_1 : f32
-        %sum_1 = arith.addf %p01_1, %p23_1 : f32
-        %yi_1 = arith.addi %yrow, %n_1 : index
-        %withb_1 = scf.if %hb -> (f32) {
-          %bv_1 = memref.load %bias[%n_1] : memref<?xf32>
-          %sb_1 = arith.addf %sum_1, %bv_1 : f32
-          scf.yield %sb_1 : f32
-        } else {
-          scf.yield %sum_1 : f32
-        }
-        %out_1 = scf.if %hr -> (f32) {
-          %rv_1 = memref.load %res[%yi_1] : memref<?xf32>
-          %sr_1 = arith.addf %withb_1, %rv_1 : f32
-          scf.yield %sr_1 : f32
-        } else {
-          scf.yield %withb_1 : f32
-        }
-        memref.store %out_1, %y[%yi_1] : memref<?xf32>
+        memref.store %out, %y[%yi] : memref<?xf32>
       }
       gpu.return
     }

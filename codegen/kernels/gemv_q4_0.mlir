@@ -11,22 +11,18 @@
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
 //   each element is read and then written by the same thread).
 //   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
-//   Launch: block 128 = 4 groups (warps) of 32 threads; group g of block b owns the 2 consecutive
-//   output rows n = 2 * (4 * b + g) + r, r < 2 (a row past N loads row N - 1 and is not written);
-//   grid (ceil(N / 8), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
+//   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
+//   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
 //   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
-//   One token in the block (decode): each thread keeps one register accumulator per row and,
-//   per loop trip, issues the loads of units u, u+32, .., u+32(R-1) (R = 2) of all 2
-//   rows before using any (2 * R units in flight per thread); the x loads of unit u serve
-//   all 2 rows. 2..8 tokens: each thread accumulates each token into its own f32 slot of
-//   workgroup memory (`slots`, [8 tokens][128 threads], touched by that thread only), one row
-//   after the other, keeping registers near those of the one-token path. Reduction, per row and
-//   token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
 //   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
 //   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
-//   included) sum each 8-lane segment; segment leaders write [2 rows][4 groups][8 tokens]
-//   [4 segments] (`acc`, 1024 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
 //   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_0(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
@@ -38,8 +34,8 @@ module attributes {gpu.container_module} {
           [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's 8-lane segment sums: [2 rows per warp][4 warps][8 tokens][4 segments] f32.
-    memref.global "private" @acc : memref<256xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
@@ -49,7 +45,7 @@ module attributes {gpu.container_module} {
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,
-                    swz.grid = "ceil(N/8), ceil(T/8), 1"} {
+                    swz.grid = "ceil(N/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -57,13 +53,6 @@ module attributes {gpu.container_module} {
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
       %c12_index = arith.constant 12 : index
-      %c132_index = arith.constant 132 : index
-      %c136_index = arith.constant 136 : index
-      %c140_index = arith.constant 140 : index
-      %c144_index = arith.constant 144 : index
-      %c148_index = arith.constant 148 : index
-      %c152_index = arith.constant 152 : index
-      %c156_index = arith.constant 156 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
@@ -98,17 +87,15 @@ module attributes {gpu.container_module} {
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %cm8p0_f32 = arith.constant -8.0 : f32
-      %acc = memref.get_global @acc : memref<256xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
       %row4 = arith.muli %bx, %c4_index : index
-      %warp = arith.addi %row4, %grp : index
-      %n = arith.muli %warp, %c2_index : index
+      %n = arith.addi %row4, %grp : index
       %Ni = arith.index_cast %N : i32 to index
-      %nlast = arith.subi %Ni, %c1_index : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
@@ -120,10 +107,6 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c18_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      %nr1 = arith.addi %n, %c1_index : index
-      %live_1 = arith.cmpi ult, %nr1, %Ni : index
-      %n_1 = arith.minui %nr1, %nlast : index
-      %rowbase_1 = arith.muli %n_1, %rowbytes : index
       %tok1 = arith.cmpi ult, %c1_index, %tb : index
       %tok2 = arith.cmpi ult, %c2_index, %tb : index
       %tok3 = arith.cmpi ult, %c3_index, %tb : index
@@ -132,100 +115,100 @@ module attributes {gpu.container_module} {
       %tok6 = arith.cmpi ult, %c6_index, %tb : index
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
-      %acc_r:16 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1:2 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc0 = %c0p0_f32, %sacc1 = %c0p0_f32) -> (f32, f32) {
-          %a1 = arith.addi %u, %c32_index : index
-          %vr2 = arith.cmpi ult, %a1, %units : index
-          %uc3 = arith.select %vr2, %a1, %u : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c4_index : index
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c18_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w4 = arith.shrui %blockbyte, %c2_index : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %a3 = arith.addi %blockbyte, %c2_index : index
+          %w4 = arith.shrui %a3, %c2_index : index
           %ld5 = memref.load %w[%w4] : memref<?xi32>
-          %a6 = arith.addi %blockbyte, %c2_index : index
-          %w7 = arith.shrui %a6, %c2_index : index
-          %ld8 = memref.load %w[%w7] : memref<?xi32>
-          %n9 = arith.index_cast %blockbyte : index to i32
-          %b10 = arith.andi %n9, %c2_i32 : i32
-          %s11 = arith.shli %b10, %c3_i32 : i32
-          %s12 = arith.shrui %ld5, %s11 : i32
-          %s13 = arith.subi %c16_i32, %s11 : i32
-          %s14 = arith.shli %ld8, %c16_i32 : i32
-          %s15 = arith.shli %s14, %s13 : i32
-          %o16 = arith.ori %s12, %s15 : i32
-          %h17 = arith.trunci %o16 : i32 to i16
-          %h18 = arith.bitcast %h17 : i16 to f16
-          %h19 = arith.extf %h18 : f16 to f32
-          %a20 = arith.addi %blockbyte, %c2_index : index
-          %m21 = arith.muli %q, %c4_index : index
-          %a22 = arith.addi %a20, %m21 : index
+          %n6 = arith.index_cast %blockbyte : index to i32
+          %b7 = arith.andi %n6, %c2_i32 : i32
+          %s8 = arith.shli %b7, %c3_i32 : i32
+          %s9 = arith.shrui %ld2, %s8 : i32
+          %s10 = arith.subi %c16_i32, %s8 : i32
+          %s11 = arith.shli %ld5, %c16_i32 : i32
+          %s12 = arith.shli %s11, %s10 : i32
+          %o13 = arith.ori %s9, %s12 : i32
+          %h14 = arith.trunci %o13 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %a17 = arith.addi %blockbyte, %c2_index : index
+          %m18 = arith.muli %q, %c4_index : index
+          %a19 = arith.addi %a17, %m18 : index
+          %w20 = arith.shrui %a19, %c2_index : index
+          %ld21 = memref.load %w[%w20] : memref<?xi32>
+          %a22 = arith.addi %a19, %c2_index : index
           %w23 = arith.shrui %a22, %c2_index : index
           %ld24 = memref.load %w[%w23] : memref<?xi32>
-          %a25 = arith.addi %a22, %c2_index : index
-          %w26 = arith.shrui %a25, %c2_index : index
-          %ld27 = memref.load %w[%w26] : memref<?xi32>
-          %n28 = arith.index_cast %a22 : index to i32
-          %b29 = arith.andi %n28, %c2_i32 : i32
-          %s30 = arith.shli %b29, %c3_i32 : i32
-          %s31 = arith.shrui %ld24, %s30 : i32
-          %s32 = arith.subi %c16_i32, %s30 : i32
-          %s33 = arith.shli %ld27, %c16_i32 : i32
-          %s34 = arith.shli %s33, %s32 : i32
-          %o35 = arith.ori %s31, %s34 : i32
-          %b36 = arith.andi %o35, %c15_i32 : i32
-          %s37 = arith.shrui %o35, %c4_i32 : i32
-          %b38 = arith.andi %s37, %c15_i32 : i32
-          %o39 = arith.ori %b36, %c1258291200_i32 : i32
+          %n25 = arith.index_cast %a19 : index to i32
+          %b26 = arith.andi %n25, %c2_i32 : i32
+          %s27 = arith.shli %b26, %c3_i32 : i32
+          %s28 = arith.shrui %ld21, %s27 : i32
+          %s29 = arith.subi %c16_i32, %s27 : i32
+          %s30 = arith.shli %ld24, %c16_i32 : i32
+          %s31 = arith.shli %s30, %s29 : i32
+          %o32 = arith.ori %s28, %s31 : i32
+          %b33 = arith.andi %o32, %c15_i32 : i32
+          %s34 = arith.shrui %o32, %c4_i32 : i32
+          %b35 = arith.andi %s34, %c15_i32 : i32
+          %o36 = arith.ori %b33, %c1258291200_i32 : i32
+          %q37 = arith.bitcast %o36 : i32 to f32
+          %f38 = arith.subf %q37, %c8p388608e06_f32 : f32
+          %o39 = arith.ori %b35, %c1258291200_i32 : i32
           %q40 = arith.bitcast %o39 : i32 to f32
           %f41 = arith.subf %q40, %c8p388608e06_f32 : f32
-          %o42 = arith.ori %b38, %c1258291200_i32 : i32
-          %q43 = arith.bitcast %o42 : i32 to f32
-          %f44 = arith.subf %q43, %c8p388608e06_f32 : f32
-          %s45 = arith.shrui %o35, %c8_i32 : i32
-          %b46 = arith.andi %s45, %c15_i32 : i32
-          %s47 = arith.shrui %o35, %c12_i32 : i32
-          %b48 = arith.andi %s47, %c15_i32 : i32
-          %o49 = arith.ori %b46, %c1258291200_i32 : i32
+          %s42 = arith.shrui %o32, %c8_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %s44 = arith.shrui %o32, %c12_i32 : i32
+          %b45 = arith.andi %s44, %c15_i32 : i32
+          %o46 = arith.ori %b43, %c1258291200_i32 : i32
+          %q47 = arith.bitcast %o46 : i32 to f32
+          %f48 = arith.subf %q47, %c8p388608e06_f32 : f32
+          %o49 = arith.ori %b45, %c1258291200_i32 : i32
           %q50 = arith.bitcast %o49 : i32 to f32
           %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
-          %o52 = arith.ori %b48, %c1258291200_i32 : i32
-          %q53 = arith.bitcast %o52 : i32 to f32
-          %f54 = arith.subf %q53, %c8p388608e06_f32 : f32
-          %s55 = arith.shrui %o35, %c16_i32 : i32
-          %b56 = arith.andi %s55, %c15_i32 : i32
-          %s57 = arith.shrui %o35, %c20_i32 : i32
-          %b58 = arith.andi %s57, %c15_i32 : i32
-          %o59 = arith.ori %b56, %c1258291200_i32 : i32
+          %s52 = arith.shrui %o32, %c16_i32 : i32
+          %b53 = arith.andi %s52, %c15_i32 : i32
+          %s54 = arith.shrui %o32, %c20_i32 : i32
+          %b55 = arith.andi %s54, %c15_i32 : i32
+          %o56 = arith.ori %b53, %c1258291200_i32 : i32
+          %q57 = arith.bitcast %o56 : i32 to f32
+          %f58 = arith.subf %q57, %c8p388608e06_f32 : f32
+          %o59 = arith.ori %b55, %c1258291200_i32 : i32
           %q60 = arith.bitcast %o59 : i32 to f32
           %f61 = arith.subf %q60, %c8p388608e06_f32 : f32
-          %o62 = arith.ori %b58, %c1258291200_i32 : i32
-          %q63 = arith.bitcast %o62 : i32 to f32
-          %f64 = arith.subf %q63, %c8p388608e06_f32 : f32
-          %s65 = arith.shrui %o35, %c24_i32 : i32
-          %b66 = arith.andi %s65, %c15_i32 : i32
-          %s67 = arith.shrui %o35, %c28_i32 : i32
-          %b68 = arith.andi %s67, %c15_i32 : i32
-          %o69 = arith.ori %b66, %c1258291200_i32 : i32
+          %s62 = arith.shrui %o32, %c24_i32 : i32
+          %b63 = arith.andi %s62, %c15_i32 : i32
+          %s64 = arith.shrui %o32, %c28_i32 : i32
+          %b65 = arith.andi %s64, %c15_i32 : i32
+          %o66 = arith.ori %b63, %c1258291200_i32 : i32
+          %q67 = arith.bitcast %o66 : i32 to f32
+          %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
+          %o69 = arith.ori %b65, %c1258291200_i32 : i32
           %q70 = arith.bitcast %o69 : i32 to f32
           %f71 = arith.subf %q70, %c8p388608e06_f32 : f32
-          %o72 = arith.ori %b68, %c1258291200_i32 : i32
-          %q73 = arith.bitcast %o72 : i32 to f32
-          %f74 = arith.subf %q73, %c8p388608e06_f32 : f32
-          %f75 = arith.mulf %h19, %cm8p0_f32 : f32
-          %m76 = arith.muli %q, %c4_index : index
+          %f72 = arith.mulf %h16, %cm8p0_f32 : f32
+          %m73 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m76 : index
-          %b_0_1 = arith.divui %uc3, %c4_index : index
-          %q_0_1 = arith.remui %uc3, %c4_index : index
-          %boff_0_1 = arith.muli %b_0_1, %c18_index : index
-          %blockbyte_0_1 = arith.addi %rowbase, %boff_0_1 : index
-          %w77 = arith.shrui %blockbyte_0_1, %c2_index : index
+          %kb = arith.addi %bk, %m73 : index
+          %a74 = arith.addi %u, %c32_index : index
+          %vr75 = arith.cmpi ult, %a74, %units : index
+          %uc76 = arith.select %vr75, %a74, %u : index
+          %b_1 = arith.divui %uc76, %c4_index : index
+          %q_1 = arith.remui %uc76, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c18_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w77 = arith.shrui %blockbyte_1, %c2_index : index
           %ld78 = memref.load %w[%w77] : memref<?xi32>
-          %a79 = arith.addi %blockbyte_0_1, %c2_index : index
+          %a79 = arith.addi %blockbyte_1, %c2_index : index
           %w80 = arith.shrui %a79, %c2_index : index
           %ld81 = memref.load %w[%w80] : memref<?xi32>
-          %n82 = arith.index_cast %blockbyte_0_1 : index to i32
+          %n82 = arith.index_cast %blockbyte_1 : index to i32
           %b83 = arith.andi %n82, %c2_i32 : i32
           %s84 = arith.shli %b83, %c3_i32 : i32
           %s85 = arith.shrui %ld78, %s84 : i32
@@ -236,8 +219,8 @@ module attributes {gpu.container_module} {
           %h90 = arith.trunci %o89 : i32 to i16
           %h91 = arith.bitcast %h90 : i16 to f16
           %h92 = arith.extf %h91 : f16 to f32
-          %a93 = arith.addi %blockbyte_0_1, %c2_index : index
-          %m94 = arith.muli %q_0_1, %c4_index : index
+          %a93 = arith.addi %blockbyte_1, %c2_index : index
+          %m94 = arith.muli %q_1, %c4_index : index
           %a95 = arith.addi %a93, %m94 : index
           %w96 = arith.shrui %a95, %c2_index : index
           %ld97 = memref.load %w[%w96] : memref<?xi32>
@@ -292,300 +275,77 @@ module attributes {gpu.container_module} {
           %q146 = arith.bitcast %o145 : i32 to f32
           %f147 = arith.subf %q146, %c8p388608e06_f32 : f32
           %f148 = arith.mulf %h92, %cm8p0_f32 : f32
-          %m149 = arith.muli %q_0_1, %c4_index : index
-          %bk_0_1 = arith.muli %b_0_1, %c32_index : index
-          %kb_0_1 = arith.addi %bk_0_1, %m149 : index
-          %b_1_0 = arith.divui %u, %c4_index : index
-          %q_1_0 = arith.remui %u, %c4_index : index
-          %boff_1_0 = arith.muli %b_1_0, %c18_index : index
-          %blockbyte_1_0 = arith.addi %rowbase_1, %boff_1_0 : index
-          %w150 = arith.shrui %blockbyte_1_0, %c2_index : index
-          %ld151 = memref.load %w[%w150] : memref<?xi32>
-          %a152 = arith.addi %blockbyte_1_0, %c2_index : index
-          %w153 = arith.shrui %a152, %c2_index : index
-          %ld154 = memref.load %w[%w153] : memref<?xi32>
-          %n155 = arith.index_cast %blockbyte_1_0 : index to i32
-          %b156 = arith.andi %n155, %c2_i32 : i32
-          %s157 = arith.shli %b156, %c3_i32 : i32
-          %s158 = arith.shrui %ld151, %s157 : i32
-          %s159 = arith.subi %c16_i32, %s157 : i32
-          %s160 = arith.shli %ld154, %c16_i32 : i32
-          %s161 = arith.shli %s160, %s159 : i32
-          %o162 = arith.ori %s158, %s161 : i32
-          %h163 = arith.trunci %o162 : i32 to i16
-          %h164 = arith.bitcast %h163 : i16 to f16
-          %h165 = arith.extf %h164 : f16 to f32
-          %a166 = arith.addi %blockbyte_1_0, %c2_index : index
-          %m167 = arith.muli %q_1_0, %c4_index : index
-          %a168 = arith.addi %a166, %m167 : index
-          %w169 = arith.shrui %a168, %c2_index : index
-          %ld170 = memref.load %w[%w169] : memref<?xi32>
-          %a171 = arith.addi %a168, %c2_index : index
-          %w172 = arith.shrui %a171, %c2_index : index
-          %ld173 = memref.load %w[%w172] : memref<?xi32>
-          %n174 = arith.index_cast %a168 : index to i32
-          %b175 = arith.andi %n174, %c2_i32 : i32
-          %s176 = arith.shli %b175, %c3_i32 : i32
-          %s177 = arith.shrui %ld170, %s176 : i32
-          %s178 = arith.subi %c16_i32, %s176 : i32
-          %s179 = arith.shli %ld173, %c16_i32 : i32
-          %s180 = arith.shli %s179, %s178 : i32
-          %o181 = arith.ori %s177, %s180 : i32
-          %b182 = arith.andi %o181, %c15_i32 : i32
-          %s183 = arith.shrui %o181, %c4_i32 : i32
-          %b184 = arith.andi %s183, %c15_i32 : i32
-          %o185 = arith.ori %b182, %c1258291200_i32 : i32
-          %q186 = arith.bitcast %o185 : i32 to f32
-          %f187 = arith.subf %q186, %c8p388608e06_f32 : f32
-          %o188 = arith.ori %b184, %c1258291200_i32 : i32
-          %q189 = arith.bitcast %o188 : i32 to f32
-          %f190 = arith.subf %q189, %c8p388608e06_f32 : f32
-          %s191 = arith.shrui %o181, %c8_i32 : i32
-          %b192 = arith.andi %s191, %c15_i32 : i32
-          %s193 = arith.shrui %o181, %c12_i32 : i32
-          %b194 = arith.andi %s193, %c15_i32 : i32
-          %o195 = arith.ori %b192, %c1258291200_i32 : i32
-          %q196 = arith.bitcast %o195 : i32 to f32
-          %f197 = arith.subf %q196, %c8p388608e06_f32 : f32
-          %o198 = arith.ori %b194, %c1258291200_i32 : i32
-          %q199 = arith.bitcast %o198 : i32 to f32
-          %f200 = arith.subf %q199, %c8p388608e06_f32 : f32
-          %s201 = arith.shrui %o181, %c16_i32 : i32
-          %b202 = arith.andi %s201, %c15_i32 : i32
-          %s203 = arith.shrui %o181, %c20_i32 : i32
-          %b204 = arith.andi %s203, %c15_i32 : i32
-          %o205 = arith.ori %b202, %c1258291200_i32 : i32
-          %q206 = arith.bitcast %o205 : i32 to f32
-          %f207 = arith.subf %q206, %c8p388608e06_f32 : f32
-          %o208 = arith.ori %b204, %c1258291200_i32 : i32
-          %q209 = arith.bitcast %o208 : i32 to f32
-          %f210 = arith.subf %q209, %c8p388608e06_f32 : f32
-          %s211 = arith.shrui %o181, %c24_i32 : i32
-          %b212 = arith.andi %s211, %c15_i32 : i32
-          %s213 = arith.shrui %o181, %c28_i32 : i32
-          %b214 = arith.andi %s213, %c15_i32 : i32
-          %o215 = arith.ori %b212, %c1258291200_i32 : i32
-          %q216 = arith.bitcast %o215 : i32 to f32
-          %f217 = arith.subf %q216, %c8p388608e06_f32 : f32
-          %o218 = arith.ori %b214, %c1258291200_i32 : i32
-          %q219 = arith.bitcast %o218 : i32 to f32
-          %f220 = arith.subf %q219, %c8p388608e06_f32 : f32
-          %f221 = arith.mulf %h165, %cm8p0_f32 : f32
-          %m222 = arith.muli %q_1_0, %c4_index : index
-          %bk_1_0 = arith.muli %b_1_0, %c32_index : index
-          %kb_1_0 = arith.addi %bk_1_0, %m222 : index
-          %b_1_1 = arith.divui %uc3, %c4_index : index
-          %q_1_1 = arith.remui %uc3, %c4_index : index
-          %boff_1_1 = arith.muli %b_1_1, %c18_index : index
-          %blockbyte_1_1 = arith.addi %rowbase_1, %boff_1_1 : index
-          %w223 = arith.shrui %blockbyte_1_1, %c2_index : index
-          %ld224 = memref.load %w[%w223] : memref<?xi32>
-          %a225 = arith.addi %blockbyte_1_1, %c2_index : index
-          %w226 = arith.shrui %a225, %c2_index : index
-          %ld227 = memref.load %w[%w226] : memref<?xi32>
-          %n228 = arith.index_cast %blockbyte_1_1 : index to i32
-          %b229 = arith.andi %n228, %c2_i32 : i32
-          %s230 = arith.shli %b229, %c3_i32 : i32
-          %s231 = arith.shrui %ld224, %s230 : i32
-          %s232 = arith.subi %c16_i32, %s230 : i32
-          %s233 = arith.shli %ld227, %c16_i32 : i32
-          %s234 = arith.shli %s233, %s232 : i32
-          %o235 = arith.ori %s231, %s234 : i32
-          %h236 = arith.trunci %o235 : i32 to i16
-          %h237 = arith.bitcast %h236 : i16 to f16
-          %h238 = arith.extf %h237 : f16 to f32
-          %a239 = arith.addi %blockbyte_1_1, %c2_index : index
-          %m240 = arith.muli %q_1_1, %c4_index : index
-          %a241 = arith.addi %a239, %m240 : index
-          %w242 = arith.shrui %a241, %c2_index : index
-          %ld243 = memref.load %w[%w242] : memref<?xi32>
-          %a244 = arith.addi %a241, %c2_index : index
-          %w245 = arith.shrui %a244, %c2_index : index
-          %ld246 = memref.load %w[%w245] : memref<?xi32>
-          %n247 = arith.index_cast %a241 : index to i32
-          %b248 = arith.andi %n247, %c2_i32 : i32
-          %s249 = arith.shli %b248, %c3_i32 : i32
-          %s250 = arith.shrui %ld243, %s249 : i32
-          %s251 = arith.subi %c16_i32, %s249 : i32
-          %s252 = arith.shli %ld246, %c16_i32 : i32
-          %s253 = arith.shli %s252, %s251 : i32
-          %o254 = arith.ori %s250, %s253 : i32
-          %b255 = arith.andi %o254, %c15_i32 : i32
-          %s256 = arith.shrui %o254, %c4_i32 : i32
-          %b257 = arith.andi %s256, %c15_i32 : i32
-          %o258 = arith.ori %b255, %c1258291200_i32 : i32
-          %q259 = arith.bitcast %o258 : i32 to f32
-          %f260 = arith.subf %q259, %c8p388608e06_f32 : f32
-          %o261 = arith.ori %b257, %c1258291200_i32 : i32
-          %q262 = arith.bitcast %o261 : i32 to f32
-          %f263 = arith.subf %q262, %c8p388608e06_f32 : f32
-          %s264 = arith.shrui %o254, %c8_i32 : i32
-          %b265 = arith.andi %s264, %c15_i32 : i32
-          %s266 = arith.shrui %o254, %c12_i32 : i32
-          %b267 = arith.andi %s266, %c15_i32 : i32
-          %o268 = arith.ori %b265, %c1258291200_i32 : i32
-          %q269 = arith.bitcast %o268 : i32 to f32
-          %f270 = arith.subf %q269, %c8p388608e06_f32 : f32
-          %o271 = arith.ori %b267, %c1258291200_i32 : i32
-          %q272 = arith.bitcast %o271 : i32 to f32
-          %f273 = arith.subf %q272, %c8p388608e06_f32 : f32
-          %s274 = arith.shrui %o254, %c16_i32 : i32
-          %b275 = arith.andi %s274, %c15_i32 : i32
-          %s276 = arith.shrui %o254, %c20_i32 : i32
-          %b277 = arith.andi %s276, %c15_i32 : i32
-          %o278 = arith.ori %b275, %c1258291200_i32 : i32
-          %q279 = arith.bitcast %o278 : i32 to f32
-          %f280 = arith.subf %q279, %c8p388608e06_f32 : f32
-          %o281 = arith.ori %b277, %c1258291200_i32 : i32
-          %q282 = arith.bitcast %o281 : i32 to f32
-          %f283 = arith.subf %q282, %c8p388608e06_f32 : f32
-          %s284 = arith.shrui %o254, %c24_i32 : i32
-          %b285 = arith.andi %s284, %c15_i32 : i32
-          %s286 = arith.shrui %o254, %c28_i32 : i32
-          %b287 = arith.andi %s286, %c15_i32 : i32
-          %o288 = arith.ori %b285, %c1258291200_i32 : i32
-          %q289 = arith.bitcast %o288 : i32 to f32
-          %f290 = arith.subf %q289, %c8p388608e06_f32 : f32
-          %o291 = arith.ori %b287, %c1258291200_i32 : i32
-          %q292 = arith.bitcast %o291 : i32 to f32
-          %f293 = arith.subf %q292, %c8p388608e06_f32 : f32
-          %f294 = arith.mulf %h238, %cm8p0_f32 : f32
-          %m295 = arith.muli %q_1_1, %c4_index : index
-          %bk_1_1 = arith.muli %b_1_1, %c32_index : index
-          %kb_1_1 = arith.addi %bk_1_1, %m295 : index
-          %m296 = arith.muli %t0, %Ki : index
-          %a297 = arith.addi %m296, %kb : index
-          %x4298 = arith.shrui %a297, %c2_index : index
-          %xq299 = memref.load %x[%x4298] : memref<?xvector<4xf32>>
-          %xv300 = vector.extract %xq299[0] : f32 from vector<4xf32>
-          %f301 = arith.mulf %xv300, %f41 : f32
-          %a302 = arith.addi %x4298, %c4_index : index
-          %xq303 = memref.load %x[%a302] : memref<?xvector<4xf32>>
-          %xv304 = vector.extract %xq303[0] : f32 from vector<4xf32>
-          %f305 = math.fma %xv304, %f44, %f301 : f32
-          %f306 = arith.addf %xv300, %xv304 : f32
-          %xv307 = vector.extract %xq299[1] : f32 from vector<4xf32>
-          %f308 = math.fma %xv307, %f51, %f305 : f32
-          %f309 = arith.addf %f306, %xv307 : f32
-          %xv310 = vector.extract %xq303[1] : f32 from vector<4xf32>
-          %f311 = math.fma %xv310, %f54, %f308 : f32
-          %f312 = arith.addf %f309, %xv310 : f32
-          %xv313 = vector.extract %xq299[2] : f32 from vector<4xf32>
-          %f314 = math.fma %xv313, %f61, %f311 : f32
-          %f315 = arith.addf %f312, %xv313 : f32
-          %xv316 = vector.extract %xq303[2] : f32 from vector<4xf32>
-          %f317 = math.fma %xv316, %f64, %f314 : f32
-          %f318 = arith.addf %f315, %xv316 : f32
-          %xv319 = vector.extract %xq299[3] : f32 from vector<4xf32>
-          %f320 = math.fma %xv319, %f71, %f317 : f32
-          %f321 = arith.addf %f318, %xv319 : f32
-          %xv322 = vector.extract %xq303[3] : f32 from vector<4xf32>
-          %f323 = math.fma %xv322, %f74, %f320 : f32
-          %f324 = arith.addf %f321, %xv322 : f32
-          %f325 = arith.mulf %h19, %f323 : f32
-          %f326 = math.fma %f75, %f324, %f325 : f32
-          %f327 = arith.addf %sacc0, %f326 : f32
-          %m328 = arith.muli %t0, %Ki : index
-          %a329 = arith.addi %m328, %kb_0_1 : index
-          %x4330 = arith.shrui %a329, %c2_index : index
-          %xq331 = memref.load %x[%x4330] : memref<?xvector<4xf32>>
-          %xv332 = vector.extract %xq331[0] : f32 from vector<4xf32>
-          %f333 = arith.mulf %xv332, %f114 : f32
-          %a334 = arith.addi %x4330, %c4_index : index
-          %xq335 = memref.load %x[%a334] : memref<?xvector<4xf32>>
-          %xv336 = vector.extract %xq335[0] : f32 from vector<4xf32>
-          %f337 = math.fma %xv336, %f117, %f333 : f32
-          %f338 = arith.addf %xv332, %xv336 : f32
-          %xv339 = vector.extract %xq331[1] : f32 from vector<4xf32>
-          %f340 = math.fma %xv339, %f124, %f337 : f32
-          %f341 = arith.addf %f338, %xv339 : f32
-          %xv342 = vector.extract %xq335[1] : f32 from vector<4xf32>
-          %f343 = math.fma %xv342, %f127, %f340 : f32
-          %f344 = arith.addf %f341, %xv342 : f32
-          %xv345 = vector.extract %xq331[2] : f32 from vector<4xf32>
-          %f346 = math.fma %xv345, %f134, %f343 : f32
-          %f347 = arith.addf %f344, %xv345 : f32
-          %xv348 = vector.extract %xq335[2] : f32 from vector<4xf32>
-          %f349 = math.fma %xv348, %f137, %f346 : f32
-          %f350 = arith.addf %f347, %xv348 : f32
-          %xv351 = vector.extract %xq331[3] : f32 from vector<4xf32>
-          %f352 = math.fma %xv351, %f144, %f349 : f32
-          %f353 = arith.addf %f350, %xv351 : f32
-          %xv354 = vector.extract %xq335[3] : f32 from vector<4xf32>
-          %f355 = math.fma %xv354, %f147, %f352 : f32
-          %f356 = arith.addf %f353, %xv354 : f32
-          %f357 = arith.mulf %h92, %f355 : f32
-          %f358 = math.fma %f148, %f356, %f357 : f32
-          %sel359 = arith.select %vr2, %f358, %c0p0_f32 : f32
-          %f360 = arith.addf %f327, %sel359 : f32
-          %m361 = arith.muli %t0, %Ki : index
-          %a362 = arith.addi %m361, %kb_1_0 : index
-          %x4363 = arith.shrui %a362, %c2_index : index
-          %xq364 = memref.load %x[%x4363] : memref<?xvector<4xf32>>
-          %xv365 = vector.extract %xq364[0] : f32 from vector<4xf32>
-          %f366 = arith.mulf %xv365, %f187 : f32
-          %a367 = arith.addi %x4363, %c4_index : index
-          %xq368 = memref.load %x[%a367] : memref<?xvector<4xf32>>
-          %xv369 = vector.extract %xq368[0] : f32 from vector<4xf32>
-          %f370 = math.fma %xv369, %f190, %f366 : f32
-          %f371 = arith.addf %xv365, %xv369 : f32
-          %xv372 = vector.extract %xq364[1] : f32 from vector<4xf32>
-          %f373 = math.fma %xv372, %f197, %f370 : f32
-          %f374 = arith.addf %f371, %xv372 : f32
-          %xv375 = vector.extract %xq368[1] : f32 from vector<4xf32>
-          %f376 = math.fma %xv375, %f200, %f373 : f32
-          %f377 = arith.addf %f374, %xv375 : f32
-          %xv378 = vector.extract %xq364[2] : f32 from vector<4xf32>
-          %f379 = math.fma %xv378, %f207, %f376 : f32
-          %f380 = arith.addf %f377, %xv378 : f32
-          %xv381 = vector.extract %xq368[2] : f32 from vector<4xf32>
-          %f382 = math.fma %xv381, %f210, %f379 : f32
-          %f383 = arith.addf %f380, %xv381 : f32
-          %xv384 = vector.extract %xq364[3] : f32 from vector<4xf32>
-          %f385 = math.fma %xv384, %f217, %f382 : f32
-          %f386 = arith.addf %f383, %xv384 : f32
-          %xv387 = vector.extract %xq368[3] : f32 from vector<4xf32>
-          %f388 = math.fma %xv387, %f220, %f385 : f32
-          %f389 = arith.addf %f386, %xv387 : f32
-          %f390 = arith.mulf %h165, %f388 : f32
-          %f391 = math.fma %f221, %f389, %f390 : f32
-          %f392 = arith.addf %sacc1, %f391 : f32
-          %m393 = arith.muli %t0, %Ki : index
-          %a394 = arith.addi %m393, %kb_1_1 : index
-          %x4395 = arith.shrui %a394, %c2_index : index
-          %xq396 = memref.load %x[%x4395] : memref<?xvector<4xf32>>
-          %xv397 = vector.extract %xq396[0] : f32 from vector<4xf32>
-          %f398 = arith.mulf %xv397, %f260 : f32
-          %a399 = arith.addi %x4395, %c4_index : index
-          %xq400 = memref.load %x[%a399] : memref<?xvector<4xf32>>
-          %xv401 = vector.extract %xq400[0] : f32 from vector<4xf32>
-          %f402 = math.fma %xv401, %f263, %f398 : f32
-          %f403 = arith.addf %xv397, %xv401 : f32
-          %xv404 = vector.extract %xq396[1] : f32 from vector<4xf32>
-          %f405 = math.fma %xv404, %f270, %f402 : f32
-          %f406 = arith.addf %f403, %xv404 : f32
-          %xv407 = vector.extract %xq400[1] : f32 from vector<4xf32>
-          %f408 = math.fma %xv407, %f273, %f405 : f32
-          %f409 = arith.addf %f406, %xv407 : f32
-          %xv410 = vector.extract %xq396[2] : f32 from vector<4xf32>
-          %f411 = math.fma %xv410, %f280, %f408 : f32
-          %f412 = arith.addf %f409, %xv410 : f32
-          %xv413 = vector.extract %xq400[2] : f32 from vector<4xf32>
-          %f414 = math.fma %xv413, %f283, %f411 : f32
-          %f415 = arith.addf %f412, %xv413 : f32
-          %xv416 = vector.extract %xq396[3] : f32 from vector<4xf32>
-          %f417 = math.fma %xv416, %f290, %f414 : f32
-          %f418 = arith.addf %f415, %xv416 : f32
-          %xv419 = vector.extract %xq400[3] : f32 from vector<4xf32>
-          %f420 = math.fma %xv419, %f293, %f417 : f32
-          %f421 = arith.addf %f418, %xv419 : f32
-          %f422 = arith.mulf %h238, %f420 : f32
-          %f423 = math.fma %f294, %f421, %f422 : f32
-          %sel424 = arith.select %vr2, %f423, %c0p0_f32 : f32
-          %f425 = arith.addf %f392, %sel424 : f32
-          scf.yield %f360, %f425 : f32, f32
+          %m149 = arith.muli %q_1, %c4_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m149 : index
+          %m150 = arith.muli %t0, %Ki : index
+          %a151 = arith.addi %m150, %kb : index
+          %x4152 = arith.shrui %a151, %c2_index : index
+          %xq153 = memref.load %x[%x4152] : memref<?xvector<4xf32>>
+          %xv154 = vector.extract %xq153[0] : f32 from vector<4xf32>
+          %f155 = arith.mulf %xv154, %f38 : f32
+          %a156 = arith.addi %x4152, %c4_index : index
+          %xq157 = memref.load %x[%a156] : memref<?xvector<4xf32>>
+          %xv158 = vector.extract %xq157[0] : f32 from vector<4xf32>
+          %f159 = math.fma %xv158, %f41, %f155 : f32
+          %f160 = arith.addf %xv154, %xv158 : f32
+          %xv161 = vector.extract %xq153[1] : f32 from vector<4xf32>
+          %f162 = math.fma %xv161, %f48, %f159 : f32
+          %f163 = arith.addf %f160, %xv161 : f32
+          %xv164 = vector.extract %xq157[1] : f32 from vector<4xf32>
+          %f165 = math.fma %xv164, %f51, %f162 : f32
+          %f166 = arith.addf %f163, %xv164 : f32
+          %xv167 = vector.extract %xq153[2] : f32 from vector<4xf32>
+          %f168 = math.fma %xv167, %f58, %f165 : f32
+          %f169 = arith.addf %f166, %xv167 : f32
+          %xv170 = vector.extract %xq157[2] : f32 from vector<4xf32>
+          %f171 = math.fma %xv170, %f61, %f168 : f32
+          %f172 = arith.addf %f169, %xv170 : f32
+          %xv173 = vector.extract %xq153[3] : f32 from vector<4xf32>
+          %f174 = math.fma %xv173, %f68, %f171 : f32
+          %f175 = arith.addf %f172, %xv173 : f32
+          %xv176 = vector.extract %xq157[3] : f32 from vector<4xf32>
+          %f177 = math.fma %xv176, %f71, %f174 : f32
+          %f178 = arith.addf %f175, %xv176 : f32
+          %f179 = arith.mulf %h16, %f177 : f32
+          %f180 = math.fma %f72, %f178, %f179 : f32
+          %f181 = arith.addf %sacc, %f180 : f32
+          %m182 = arith.muli %t0, %Ki : index
+          %a183 = arith.addi %m182, %kb_1 : index
+          %x4184 = arith.shrui %a183, %c2_index : index
+          %xq185 = memref.load %x[%x4184] : memref<?xvector<4xf32>>
+          %xv186 = vector.extract %xq185[0] : f32 from vector<4xf32>
+          %f187 = arith.mulf %xv186, %f114 : f32
+          %a188 = arith.addi %x4184, %c4_index : index
+          %xq189 = memref.load %x[%a188] : memref<?xvector<4xf32>>
+          %xv190 = vector.extract %xq189[0] : f32 from vector<4xf32>
+          %f191 = math.fma %xv190, %f117, %f187 : f32
+          %f192 = arith.addf %xv186, %xv190 : f32
+          %xv193 = vector.extract %xq185[1] : f32 from vector<4xf32>
+          %f194 = math.fma %xv193, %f124, %f191 : f32
+          %f195 = arith.addf %f192, %xv193 : f32
+          %xv196 = vector.extract %xq189[1] : f32 from vector<4xf32>
+          %f197 = math.fma %xv196, %f127, %f194 : f32
+          %f198 = arith.addf %f195, %xv196 : f32
+          %xv199 = vector.extract %xq185[2] : f32 from vector<4xf32>
+          %f200 = math.fma %xv199, %f134, %f197 : f32
+          %f201 = arith.addf %f198, %xv199 : f32
+          %xv202 = vector.extract %xq189[2] : f32 from vector<4xf32>
+          %f203 = math.fma %xv202, %f137, %f200 : f32
+          %f204 = arith.addf %f201, %xv202 : f32
+          %xv205 = vector.extract %xq185[3] : f32 from vector<4xf32>
+          %f206 = math.fma %xv205, %f144, %f203 : f32
+          %f207 = arith.addf %f204, %xv205 : f32
+          %xv208 = vector.extract %xq189[3] : f32 from vector<4xf32>
+          %f209 = math.fma %xv208, %f147, %f206 : f32
+          %f210 = arith.addf %f207, %xv208 : f32
+          %f211 = arith.mulf %h92, %f209 : f32
+          %f212 = math.fma %f148, %f210, %f211 : f32
+          %sel213 = arith.select %vr75, %f212, %c0p0_f32 : f32
+          %f214 = arith.addf %f181, %sel213 : f32
+          scf.yield %f214 : f32
         }
-        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %r1#1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
         %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
         scf.for %t = %c0_index to %c8_index step %c1_index {
@@ -598,441 +358,218 @@ module attributes {gpu.container_module} {
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c18_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w426 = arith.shrui %blockbyte, %c2_index : index
-          %ld427 = memref.load %w[%w426] : memref<?xi32>
-          %a428 = arith.addi %blockbyte, %c2_index : index
-          %w429 = arith.shrui %a428, %c2_index : index
-          %ld430 = memref.load %w[%w429] : memref<?xi32>
-          %n431 = arith.index_cast %blockbyte : index to i32
-          %b432 = arith.andi %n431, %c2_i32 : i32
-          %s433 = arith.shli %b432, %c3_i32 : i32
-          %s434 = arith.shrui %ld427, %s433 : i32
-          %s435 = arith.subi %c16_i32, %s433 : i32
-          %s436 = arith.shli %ld430, %c16_i32 : i32
-          %s437 = arith.shli %s436, %s435 : i32
-          %o438 = arith.ori %s434, %s437 : i32
-          %h439 = arith.trunci %o438 : i32 to i16
-          %h440 = arith.bitcast %h439 : i16 to f16
-          %h441 = arith.extf %h440 : f16 to f32
-          %a442 = arith.addi %blockbyte, %c2_index : index
-          %m443 = arith.muli %q, %c4_index : index
-          %a444 = arith.addi %a442, %m443 : index
-          %w445 = arith.shrui %a444, %c2_index : index
-          %ld446 = memref.load %w[%w445] : memref<?xi32>
-          %a447 = arith.addi %a444, %c2_index : index
-          %w448 = arith.shrui %a447, %c2_index : index
-          %ld449 = memref.load %w[%w448] : memref<?xi32>
-          %n450 = arith.index_cast %a444 : index to i32
-          %b451 = arith.andi %n450, %c2_i32 : i32
-          %s452 = arith.shli %b451, %c3_i32 : i32
-          %s453 = arith.shrui %ld446, %s452 : i32
-          %s454 = arith.subi %c16_i32, %s452 : i32
-          %s455 = arith.shli %ld449, %c16_i32 : i32
-          %s456 = arith.shli %s455, %s454 : i32
-          %o457 = arith.ori %s453, %s456 : i32
-          %b458 = arith.andi %o457, %c15_i32 : i32
-          %s459 = arith.shrui %o457, %c4_i32 : i32
-          %b460 = arith.andi %s459, %c15_i32 : i32
-          %o461 = arith.ori %b458, %c1258291200_i32 : i32
-          %q462 = arith.bitcast %o461 : i32 to f32
-          %f463 = arith.subf %q462, %c8p388608e06_f32 : f32
-          %o464 = arith.ori %b460, %c1258291200_i32 : i32
-          %q465 = arith.bitcast %o464 : i32 to f32
-          %f466 = arith.subf %q465, %c8p388608e06_f32 : f32
-          %s467 = arith.shrui %o457, %c8_i32 : i32
-          %b468 = arith.andi %s467, %c15_i32 : i32
-          %s469 = arith.shrui %o457, %c12_i32 : i32
-          %b470 = arith.andi %s469, %c15_i32 : i32
-          %o471 = arith.ori %b468, %c1258291200_i32 : i32
-          %q472 = arith.bitcast %o471 : i32 to f32
-          %f473 = arith.subf %q472, %c8p388608e06_f32 : f32
-          %o474 = arith.ori %b470, %c1258291200_i32 : i32
-          %q475 = arith.bitcast %o474 : i32 to f32
-          %f476 = arith.subf %q475, %c8p388608e06_f32 : f32
-          %s477 = arith.shrui %o457, %c16_i32 : i32
-          %b478 = arith.andi %s477, %c15_i32 : i32
-          %s479 = arith.shrui %o457, %c20_i32 : i32
-          %b480 = arith.andi %s479, %c15_i32 : i32
-          %o481 = arith.ori %b478, %c1258291200_i32 : i32
-          %q482 = arith.bitcast %o481 : i32 to f32
-          %f483 = arith.subf %q482, %c8p388608e06_f32 : f32
-          %o484 = arith.ori %b480, %c1258291200_i32 : i32
-          %q485 = arith.bitcast %o484 : i32 to f32
-          %f486 = arith.subf %q485, %c8p388608e06_f32 : f32
-          %s487 = arith.shrui %o457, %c24_i32 : i32
-          %b488 = arith.andi %s487, %c15_i32 : i32
-          %s489 = arith.shrui %o457, %c28_i32 : i32
-          %b490 = arith.andi %s489, %c15_i32 : i32
-          %o491 = arith.ori %b488, %c1258291200_i32 : i32
-          %q492 = arith.bitcast %o491 : i32 to f32
-          %f493 = arith.subf %q492, %c8p388608e06_f32 : f32
-          %o494 = arith.ori %b490, %c1258291200_i32 : i32
-          %q495 = arith.bitcast %o494 : i32 to f32
-          %f496 = arith.subf %q495, %c8p388608e06_f32 : f32
-          %f497 = arith.mulf %h441, %cm8p0_f32 : f32
-          %m498 = arith.muli %q, %c4_index : index
+          %w215 = arith.shrui %blockbyte, %c2_index : index
+          %ld216 = memref.load %w[%w215] : memref<?xi32>
+          %a217 = arith.addi %blockbyte, %c2_index : index
+          %w218 = arith.shrui %a217, %c2_index : index
+          %ld219 = memref.load %w[%w218] : memref<?xi32>
+          %n220 = arith.index_cast %blockbyte : index to i32
+          %b221 = arith.andi %n220, %c2_i32 : i32
+          %s222 = arith.shli %b221, %c3_i32 : i32
+          %s223 = arith.shrui %ld216, %s222 : i32
+          %s224 = arith.subi %c16_i32, %s222 : i32
+          %s225 = arith.shli %ld219, %c16_i32 : i32
+          %s226 = arith.shli %s225, %s224 : i32
+          %o227 = arith.ori %s223, %s226 : i32
+          %h228 = arith.trunci %o227 : i32 to i16
+          %h229 = arith.bitcast %h228 : i16 to f16
+          %h230 = arith.extf %h229 : f16 to f32
+          %a231 = arith.addi %blockbyte, %c2_index : index
+          %m232 = arith.muli %q, %c4_index : index
+          %a233 = arith.addi %a231, %m232 : index
+          %w234 = arith.shrui %a233, %c2_index : index
+          %ld235 = memref.load %w[%w234] : memref<?xi32>
+          %a236 = arith.addi %a233, %c2_index : index
+          %w237 = arith.shrui %a236, %c2_index : index
+          %ld238 = memref.load %w[%w237] : memref<?xi32>
+          %n239 = arith.index_cast %a233 : index to i32
+          %b240 = arith.andi %n239, %c2_i32 : i32
+          %s241 = arith.shli %b240, %c3_i32 : i32
+          %s242 = arith.shrui %ld235, %s241 : i32
+          %s243 = arith.subi %c16_i32, %s241 : i32
+          %s244 = arith.shli %ld238, %c16_i32 : i32
+          %s245 = arith.shli %s244, %s243 : i32
+          %o246 = arith.ori %s242, %s245 : i32
+          %b247 = arith.andi %o246, %c15_i32 : i32
+          %s248 = arith.shrui %o246, %c4_i32 : i32
+          %b249 = arith.andi %s248, %c15_i32 : i32
+          %o250 = arith.ori %b247, %c1258291200_i32 : i32
+          %q251 = arith.bitcast %o250 : i32 to f32
+          %f252 = arith.subf %q251, %c8p388608e06_f32 : f32
+          %o253 = arith.ori %b249, %c1258291200_i32 : i32
+          %q254 = arith.bitcast %o253 : i32 to f32
+          %f255 = arith.subf %q254, %c8p388608e06_f32 : f32
+          %s256 = arith.shrui %o246, %c8_i32 : i32
+          %b257 = arith.andi %s256, %c15_i32 : i32
+          %s258 = arith.shrui %o246, %c12_i32 : i32
+          %b259 = arith.andi %s258, %c15_i32 : i32
+          %o260 = arith.ori %b257, %c1258291200_i32 : i32
+          %q261 = arith.bitcast %o260 : i32 to f32
+          %f262 = arith.subf %q261, %c8p388608e06_f32 : f32
+          %o263 = arith.ori %b259, %c1258291200_i32 : i32
+          %q264 = arith.bitcast %o263 : i32 to f32
+          %f265 = arith.subf %q264, %c8p388608e06_f32 : f32
+          %s266 = arith.shrui %o246, %c16_i32 : i32
+          %b267 = arith.andi %s266, %c15_i32 : i32
+          %s268 = arith.shrui %o246, %c20_i32 : i32
+          %b269 = arith.andi %s268, %c15_i32 : i32
+          %o270 = arith.ori %b267, %c1258291200_i32 : i32
+          %q271 = arith.bitcast %o270 : i32 to f32
+          %f272 = arith.subf %q271, %c8p388608e06_f32 : f32
+          %o273 = arith.ori %b269, %c1258291200_i32 : i32
+          %q274 = arith.bitcast %o273 : i32 to f32
+          %f275 = arith.subf %q274, %c8p388608e06_f32 : f32
+          %s276 = arith.shrui %o246, %c24_i32 : i32
+          %b277 = arith.andi %s276, %c15_i32 : i32
+          %s278 = arith.shrui %o246, %c28_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %f286 = arith.mulf %h230, %cm8p0_f32 : f32
+          %m287 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m498 : index
+          %kb = arith.addi %bk, %m287 : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m499 = arith.muli %tg, %Ki : index
-            %a500 = arith.addi %m499, %kb : index
-            %x4501 = arith.shrui %a500, %c2_index : index
-            %xq502 = memref.load %x[%x4501] : memref<?xvector<4xf32>>
-            %xv503 = vector.extract %xq502[0] : f32 from vector<4xf32>
-            %f504 = arith.mulf %xv503, %f463 : f32
-            %a505 = arith.addi %x4501, %c4_index : index
-            %xq506 = memref.load %x[%a505] : memref<?xvector<4xf32>>
-            %xv507 = vector.extract %xq506[0] : f32 from vector<4xf32>
-            %f508 = math.fma %xv507, %f466, %f504 : f32
-            %f509 = arith.addf %xv503, %xv507 : f32
-            %xv510 = vector.extract %xq502[1] : f32 from vector<4xf32>
-            %f511 = math.fma %xv510, %f473, %f508 : f32
-            %f512 = arith.addf %f509, %xv510 : f32
-            %xv513 = vector.extract %xq506[1] : f32 from vector<4xf32>
-            %f514 = math.fma %xv513, %f476, %f511 : f32
-            %f515 = arith.addf %f512, %xv513 : f32
-            %xv516 = vector.extract %xq502[2] : f32 from vector<4xf32>
-            %f517 = math.fma %xv516, %f483, %f514 : f32
-            %f518 = arith.addf %f515, %xv516 : f32
-            %xv519 = vector.extract %xq506[2] : f32 from vector<4xf32>
-            %f520 = math.fma %xv519, %f486, %f517 : f32
-            %f521 = arith.addf %f518, %xv519 : f32
-            %xv522 = vector.extract %xq502[3] : f32 from vector<4xf32>
-            %f523 = math.fma %xv522, %f493, %f520 : f32
-            %f524 = arith.addf %f521, %xv522 : f32
-            %xv525 = vector.extract %xq506[3] : f32 from vector<4xf32>
-            %f526 = math.fma %xv525, %f496, %f523 : f32
-            %f527 = arith.addf %f524, %xv525 : f32
-            %f528 = arith.mulf %h441, %f526 : f32
-            %f529 = math.fma %f497, %f527, %f528 : f32
+            %m288 = arith.muli %tg, %Ki : index
+            %a289 = arith.addi %m288, %kb : index
+            %x4290 = arith.shrui %a289, %c2_index : index
+            %xq291 = memref.load %x[%x4290] : memref<?xvector<4xf32>>
+            %xv292 = vector.extract %xq291[0] : f32 from vector<4xf32>
+            %f293 = arith.mulf %xv292, %f252 : f32
+            %a294 = arith.addi %x4290, %c4_index : index
+            %xq295 = memref.load %x[%a294] : memref<?xvector<4xf32>>
+            %xv296 = vector.extract %xq295[0] : f32 from vector<4xf32>
+            %f297 = math.fma %xv296, %f255, %f293 : f32
+            %f298 = arith.addf %xv292, %xv296 : f32
+            %xv299 = vector.extract %xq291[1] : f32 from vector<4xf32>
+            %f300 = math.fma %xv299, %f262, %f297 : f32
+            %f301 = arith.addf %f298, %xv299 : f32
+            %xv302 = vector.extract %xq295[1] : f32 from vector<4xf32>
+            %f303 = math.fma %xv302, %f265, %f300 : f32
+            %f304 = arith.addf %f301, %xv302 : f32
+            %xv305 = vector.extract %xq291[2] : f32 from vector<4xf32>
+            %f306 = math.fma %xv305, %f272, %f303 : f32
+            %f307 = arith.addf %f304, %xv305 : f32
+            %xv308 = vector.extract %xq295[2] : f32 from vector<4xf32>
+            %f309 = math.fma %xv308, %f275, %f306 : f32
+            %f310 = arith.addf %f307, %xv308 : f32
+            %xv311 = vector.extract %xq291[3] : f32 from vector<4xf32>
+            %f312 = math.fma %xv311, %f282, %f309 : f32
+            %f313 = arith.addf %f310, %xv311 : f32
+            %xv314 = vector.extract %xq295[3] : f32 from vector<4xf32>
+            %f315 = math.fma %xv314, %f285, %f312 : f32
+            %f316 = arith.addf %f313, %xv314 : f32
+            %f317 = arith.mulf %h230, %f315 : f32
+            %f318 = math.fma %f286, %f316, %f317 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f529 : f32
+            %new = arith.addf %old, %f318 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv530 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a531 = arith.addi %tid, %c128_index : index
-        %sv532 = memref.load %slots[%a531] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a533 = arith.addi %tid, %c256_index : index
-        %sv534 = memref.load %slots[%a533] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a535 = arith.addi %tid, %c384_index : index
-        %sv536 = memref.load %slots[%a535] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a537 = arith.addi %tid, %c512_index : index
-        %sv538 = memref.load %slots[%a537] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a539 = arith.addi %tid, %c640_index : index
-        %sv540 = memref.load %slots[%a539] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a541 = arith.addi %tid, %c768_index : index
-        %sv542 = memref.load %slots[%a541] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a543 = arith.addi %tid, %c896_index : index
-        %sv544 = memref.load %slots[%a543] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.for %t = %c0_index to %c8_index step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
-        scf.for %u = %lane to %units step %c32_index {
-          %b_m1 = arith.divui %u, %c4_index : index
-          %q_m1 = arith.remui %u, %c4_index : index
-          %boff_m1 = arith.muli %b_m1, %c18_index : index
-          %blockbyte_m1 = arith.addi %rowbase_1, %boff_m1 : index
-          %w545 = arith.shrui %blockbyte_m1, %c2_index : index
-          %ld546 = memref.load %w[%w545] : memref<?xi32>
-          %a547 = arith.addi %blockbyte_m1, %c2_index : index
-          %w548 = arith.shrui %a547, %c2_index : index
-          %ld549 = memref.load %w[%w548] : memref<?xi32>
-          %n550 = arith.index_cast %blockbyte_m1 : index to i32
-          %b551 = arith.andi %n550, %c2_i32 : i32
-          %s552 = arith.shli %b551, %c3_i32 : i32
-          %s553 = arith.shrui %ld546, %s552 : i32
-          %s554 = arith.subi %c16_i32, %s552 : i32
-          %s555 = arith.shli %ld549, %c16_i32 : i32
-          %s556 = arith.shli %s555, %s554 : i32
-          %o557 = arith.ori %s553, %s556 : i32
-          %h558 = arith.trunci %o557 : i32 to i16
-          %h559 = arith.bitcast %h558 : i16 to f16
-          %h560 = arith.extf %h559 : f16 to f32
-          %a561 = arith.addi %blockbyte_m1, %c2_index : index
-          %m562 = arith.muli %q_m1, %c4_index : index
-          %a563 = arith.addi %a561, %m562 : index
-          %w564 = arith.shrui %a563, %c2_index : index
-          %ld565 = memref.load %w[%w564] : memref<?xi32>
-          %a566 = arith.addi %a563, %c2_index : index
-          %w567 = arith.shrui %a566, %c2_index : index
-          %ld568 = memref.load %w[%w567] : memref<?xi32>
-          %n569 = arith.index_cast %a563 : index to i32
-          %b570 = arith.andi %n569, %c2_i32 : i32
-          %s571 = arith.shli %b570, %c3_i32 : i32
-          %s572 = arith.shrui %ld565, %s571 : i32
-          %s573 = arith.subi %c16_i32, %s571 : i32
-          %s574 = arith.shli %ld568, %c16_i32 : i32
-          %s575 = arith.shli %s574, %s573 : i32
-          %o576 = arith.ori %s572, %s575 : i32
-          %b577 = arith.andi %o576, %c15_i32 : i32
-          %s578 = arith.shrui %o576, %c4_i32 : i32
-          %b579 = arith.andi %s578, %c15_i32 : i32
-          %o580 = arith.ori %b577, %c1258291200_i32 : i32
-          %q581 = arith.bitcast %o580 : i32 to f32
-          %f582 = arith.subf %q581, %c8p388608e06_f32 : f32
-          %o583 = arith.ori %b579, %c1258291200_i32 : i32
-          %q584 = arith.bitcast %o583 : i32 to f32
-          %f585 = arith.subf %q584, %c8p388608e06_f32 : f32
-          %s586 = arith.shrui %o576, %c8_i32 : i32
-          %b587 = arith.andi %s586, %c15_i32 : i32
-          %s588 = arith.shrui %o576, %c12_i32 : i32
-          %b589 = arith.andi %s588, %c15_i32 : i32
-          %o590 = arith.ori %b587, %c1258291200_i32 : i32
-          %q591 = arith.bitcast %o590 : i32 to f32
-          %f592 = arith.subf %q591, %c8p388608e06_f32 : f32
-          %o593 = arith.ori %b589, %c1258291200_i32 : i32
-          %q594 = arith.bitcast %o593 : i32 to f32
-          %f595 = arith.subf %q594, %c8p388608e06_f32 : f32
-          %s596 = arith.shrui %o576, %c16_i32 : i32
-          %b597 = arith.andi %s596, %c15_i32 : i32
-          %s598 = arith.shrui %o576, %c20_i32 : i32
-          %b599 = arith.andi %s598, %c15_i32 : i32
-          %o600 = arith.ori %b597, %c1258291200_i32 : i32
-          %q601 = arith.bitcast %o600 : i32 to f32
-          %f602 = arith.subf %q601, %c8p388608e06_f32 : f32
-          %o603 = arith.ori %b599, %c1258291200_i32 : i32
-          %q604 = arith.bitcast %o603 : i32 to f32
-          %f605 = arith.subf %q604, %c8p388608e06_f32 : f32
-          %s606 = arith.shrui %o576, %c24_i32 : i32
-          %b607 = arith.andi %s606, %c15_i32 : i32
-          %s608 = arith.shrui %o576, %c28_i32 : i32
-          %b609 = arith.andi %s608, %c15_i32 : i32
-          %o610 = arith.ori %b607, %c1258291200_i32 : i32
-          %q611 = arith.bitcast %o610 : i32 to f32
-          %f612 = arith.subf %q611, %c8p388608e06_f32 : f32
-          %o613 = arith.ori %b609, %c1258291200_i32 : i32
-          %q614 = arith.bitcast %o613 : i32 to f32
-          %f615 = arith.subf %q614, %c8p388608e06_f32 : f32
-          %f616 = arith.mulf %h560, %cm8p0_f32 : f32
-          %m617 = arith.muli %q_m1, %c4_index : index
-          %bk_m1 = arith.muli %b_m1, %c32_index : index
-          %kb_m1 = arith.addi %bk_m1, %m617 : index
-          scf.for %t = %c0_index to %tb step %c1_index {
-            %tg = arith.addi %t0, %t : index
-            %m618 = arith.muli %tg, %Ki : index
-            %a619 = arith.addi %m618, %kb_m1 : index
-            %x4620 = arith.shrui %a619, %c2_index : index
-            %xq621 = memref.load %x[%x4620] : memref<?xvector<4xf32>>
-            %xv622 = vector.extract %xq621[0] : f32 from vector<4xf32>
-            %f623 = arith.mulf %xv622, %f582 : f32
-            %a624 = arith.addi %x4620, %c4_index : index
-            %xq625 = memref.load %x[%a624] : memref<?xvector<4xf32>>
-            %xv626 = vector.extract %xq625[0] : f32 from vector<4xf32>
-            %f627 = math.fma %xv626, %f585, %f623 : f32
-            %f628 = arith.addf %xv622, %xv626 : f32
-            %xv629 = vector.extract %xq621[1] : f32 from vector<4xf32>
-            %f630 = math.fma %xv629, %f592, %f627 : f32
-            %f631 = arith.addf %f628, %xv629 : f32
-            %xv632 = vector.extract %xq625[1] : f32 from vector<4xf32>
-            %f633 = math.fma %xv632, %f595, %f630 : f32
-            %f634 = arith.addf %f631, %xv632 : f32
-            %xv635 = vector.extract %xq621[2] : f32 from vector<4xf32>
-            %f636 = math.fma %xv635, %f602, %f633 : f32
-            %f637 = arith.addf %f634, %xv635 : f32
-            %xv638 = vector.extract %xq625[2] : f32 from vector<4xf32>
-            %f639 = math.fma %xv638, %f605, %f636 : f32
-            %f640 = arith.addf %f637, %xv638 : f32
-            %xv641 = vector.extract %xq621[3] : f32 from vector<4xf32>
-            %f642 = math.fma %xv641, %f612, %f639 : f32
-            %f643 = arith.addf %f640, %xv641 : f32
-            %xv644 = vector.extract %xq625[3] : f32 from vector<4xf32>
-            %f645 = math.fma %xv644, %f615, %f642 : f32
-            %f646 = arith.addf %f643, %xv644 : f32
-            %f647 = arith.mulf %h560, %f645 : f32
-            %f648 = math.fma %f616, %f646, %f647 : f32
-            %slot0 = arith.muli %t, %c128_index : index
-            %slot = arith.addi %slot0, %tid : index
-            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f648 : f32
-            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          }
-        }
-        %sv649 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a650 = arith.addi %tid, %c128_index : index
-        %sv651 = memref.load %slots[%a650] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a652 = arith.addi %tid, %c256_index : index
-        %sv653 = memref.load %slots[%a652] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a654 = arith.addi %tid, %c384_index : index
-        %sv655 = memref.load %slots[%a654] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a656 = arith.addi %tid, %c512_index : index
-        %sv657 = memref.load %slots[%a656] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a658 = arith.addi %tid, %c640_index : index
-        %sv659 = memref.load %slots[%a658] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a660 = arith.addi %tid, %c768_index : index
-        %sv661 = memref.load %slots[%a660] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a662 = arith.addi %tid, %c896_index : index
-        %sv663 = memref.load %slots[%a662] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv530, %sv532, %sv534, %sv536, %sv538, %sv540, %sv542, %sv544, %sv649, %sv651, %sv653, %sv655, %sv657, %sv659, %sv661, %sv663 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        %sv319 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %tid, %c128_index : index
+        %sv321 = memref.load %slots[%a320] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %tid, %c256_index : index
+        %sv323 = memref.load %slots[%a322] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a324 = arith.addi %tid, %c384_index : index
+        %sv325 = memref.load %slots[%a324] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a326 = arith.addi %tid, %c512_index : index
+        %sv327 = memref.load %slots[%a326] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a328 = arith.addi %tid, %c640_index : index
+        %sv329 = memref.load %slots[%a328] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a330 = arith.addi %tid, %c768_index : index
+        %sv331 = memref.load %slots[%a330] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a332 = arith.addi %tid, %c896_index : index
+        %sv333 = memref.load %slots[%a332] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv319, %sv321, %sv323, %sv325, %sv327, %sv329, %sv331, %sv333 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh664:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f665 = arith.addf %acc_r#0, %sh664#0 : f32
-      %sh666:2 = gpu.shuffle xor %f665, %c2_i32, %c32_i32 : f32
-      %f667 = arith.addf %f665, %sh666#0 : f32
-      %sh668:2 = gpu.shuffle xor %f667, %c1_i32, %c32_i32 : f32
-      %f669 = arith.addf %f667, %sh668#0 : f32
-      %c670 = scf.if %tok1 -> (f32) {
-        %sh671:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f672 = arith.addf %acc_r#1, %sh671#0 : f32
-        %sh673:2 = gpu.shuffle xor %f672, %c2_i32, %c32_i32 : f32
-        %f674 = arith.addf %f672, %sh673#0 : f32
-        %sh675:2 = gpu.shuffle xor %f674, %c1_i32, %c32_i32 : f32
-        %f676 = arith.addf %f674, %sh675#0 : f32
-        scf.yield %f676 : f32
+      %sh334:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f335 = arith.addf %acc_r#0, %sh334#0 : f32
+      %sh336:2 = gpu.shuffle xor %f335, %c2_i32, %c32_i32 : f32
+      %f337 = arith.addf %f335, %sh336#0 : f32
+      %sh338:2 = gpu.shuffle xor %f337, %c1_i32, %c32_i32 : f32
+      %f339 = arith.addf %f337, %sh338#0 : f32
+      %c340 = scf.if %tok1 -> (f32) {
+        %sh341:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f342 = arith.addf %acc_r#1, %sh341#0 : f32
+        %sh343:2 = gpu.shuffle xor %f342, %c2_i32, %c32_i32 : f32
+        %f344 = arith.addf %f342, %sh343#0 : f32
+        %sh345:2 = gpu.shuffle xor %f344, %c1_i32, %c32_i32 : f32
+        %f346 = arith.addf %f344, %sh345#0 : f32
+        scf.yield %f346 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c677 = scf.if %tok2 -> (f32) {
-        %sh678:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f679 = arith.addf %acc_r#2, %sh678#0 : f32
-        %sh680:2 = gpu.shuffle xor %f679, %c2_i32, %c32_i32 : f32
-        %f681 = arith.addf %f679, %sh680#0 : f32
-        %sh682:2 = gpu.shuffle xor %f681, %c1_i32, %c32_i32 : f32
-        %f683 = arith.addf %f681, %sh682#0 : f32
-        scf.yield %f683 : f32
+      %c347 = scf.if %tok2 -> (f32) {
+        %sh348:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f349 = arith.addf %acc_r#2, %sh348#0 : f32
+        %sh350:2 = gpu.shuffle xor %f349, %c2_i32, %c32_i32 : f32
+        %f351 = arith.addf %f349, %sh350#0 : f32
+        %sh352:2 = gpu.shuffle xor %f351, %c1_i32, %c32_i32 : f32
+        %f353 = arith.addf %f351, %sh352#0 : f32
+        scf.yield %f353 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c684 = scf.if %tok3 -> (f32) {
-        %sh685:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f686 = arith.addf %acc_r#3, %sh685#0 : f32
-        %sh687:2 = gpu.shuffle xor %f686, %c2_i32, %c32_i32 : f32
-        %f688 = arith.addf %f686, %sh687#0 : f32
-        %sh689:2 = gpu.shuffle xor %f688, %c1_i32, %c32_i32 : f32
-        %f690 = arith.addf %f688, %sh689#0 : f32
-        scf.yield %f690 : f32
+      %c354 = scf.if %tok3 -> (f32) {
+        %sh355:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f356 = arith.addf %acc_r#3, %sh355#0 : f32
+        %sh357:2 = gpu.shuffle xor %f356, %c2_i32, %c32_i32 : f32
+        %f358 = arith.addf %f356, %sh357#0 : f32
+        %sh359:2 = gpu.shuffle xor %f358, %c1_i32, %c32_i32 : f32
+        %f360 = arith.addf %f358, %sh359#0 : f32
+        scf.yield %f360 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c691 = scf.if %tok4 -> (f32) {
-        %sh692:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f693 = arith.addf %acc_r#4, %sh692#0 : f32
-        %sh694:2 = gpu.shuffle xor %f693, %c2_i32, %c32_i32 : f32
-        %f695 = arith.addf %f693, %sh694#0 : f32
-        %sh696:2 = gpu.shuffle xor %f695, %c1_i32, %c32_i32 : f32
-        %f697 = arith.addf %f695, %sh696#0 : f32
-        scf.yield %f697 : f32
+      %c361 = scf.if %tok4 -> (f32) {
+        %sh362:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f363 = arith.addf %acc_r#4, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c2_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        %sh366:2 = gpu.shuffle xor %f365, %c1_i32, %c32_i32 : f32
+        %f367 = arith.addf %f365, %sh366#0 : f32
+        scf.yield %f367 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c698 = scf.if %tok5 -> (f32) {
-        %sh699:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f700 = arith.addf %acc_r#5, %sh699#0 : f32
-        %sh701:2 = gpu.shuffle xor %f700, %c2_i32, %c32_i32 : f32
-        %f702 = arith.addf %f700, %sh701#0 : f32
-        %sh703:2 = gpu.shuffle xor %f702, %c1_i32, %c32_i32 : f32
-        %f704 = arith.addf %f702, %sh703#0 : f32
-        scf.yield %f704 : f32
+      %c368 = scf.if %tok5 -> (f32) {
+        %sh369:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f370 = arith.addf %acc_r#5, %sh369#0 : f32
+        %sh371:2 = gpu.shuffle xor %f370, %c2_i32, %c32_i32 : f32
+        %f372 = arith.addf %f370, %sh371#0 : f32
+        %sh373:2 = gpu.shuffle xor %f372, %c1_i32, %c32_i32 : f32
+        %f374 = arith.addf %f372, %sh373#0 : f32
+        scf.yield %f374 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c705 = scf.if %tok6 -> (f32) {
-        %sh706:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f707 = arith.addf %acc_r#6, %sh706#0 : f32
-        %sh708:2 = gpu.shuffle xor %f707, %c2_i32, %c32_i32 : f32
-        %f709 = arith.addf %f707, %sh708#0 : f32
-        %sh710:2 = gpu.shuffle xor %f709, %c1_i32, %c32_i32 : f32
-        %f711 = arith.addf %f709, %sh710#0 : f32
-        scf.yield %f711 : f32
+      %c375 = scf.if %tok6 -> (f32) {
+        %sh376:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f377 = arith.addf %acc_r#6, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c2_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        %sh380:2 = gpu.shuffle xor %f379, %c1_i32, %c32_i32 : f32
+        %f381 = arith.addf %f379, %sh380#0 : f32
+        scf.yield %f381 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c712 = scf.if %tok7 -> (f32) {
-        %sh713:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f714 = arith.addf %acc_r#7, %sh713#0 : f32
-        %sh715:2 = gpu.shuffle xor %f714, %c2_i32, %c32_i32 : f32
-        %f716 = arith.addf %f714, %sh715#0 : f32
-        %sh717:2 = gpu.shuffle xor %f716, %c1_i32, %c32_i32 : f32
-        %f718 = arith.addf %f716, %sh717#0 : f32
-        scf.yield %f718 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %sh719:2 = gpu.shuffle xor %acc_r#8, %c4_i32, %c32_i32 : f32
-      %f720 = arith.addf %acc_r#8, %sh719#0 : f32
-      %sh721:2 = gpu.shuffle xor %f720, %c2_i32, %c32_i32 : f32
-      %f722 = arith.addf %f720, %sh721#0 : f32
-      %sh723:2 = gpu.shuffle xor %f722, %c1_i32, %c32_i32 : f32
-      %f724 = arith.addf %f722, %sh723#0 : f32
-      %c725 = scf.if %tok1 -> (f32) {
-        %sh726:2 = gpu.shuffle xor %acc_r#9, %c4_i32, %c32_i32 : f32
-        %f727 = arith.addf %acc_r#9, %sh726#0 : f32
-        %sh728:2 = gpu.shuffle xor %f727, %c2_i32, %c32_i32 : f32
-        %f729 = arith.addf %f727, %sh728#0 : f32
-        %sh730:2 = gpu.shuffle xor %f729, %c1_i32, %c32_i32 : f32
-        %f731 = arith.addf %f729, %sh730#0 : f32
-        scf.yield %f731 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c732 = scf.if %tok2 -> (f32) {
-        %sh733:2 = gpu.shuffle xor %acc_r#10, %c4_i32, %c32_i32 : f32
-        %f734 = arith.addf %acc_r#10, %sh733#0 : f32
-        %sh735:2 = gpu.shuffle xor %f734, %c2_i32, %c32_i32 : f32
-        %f736 = arith.addf %f734, %sh735#0 : f32
-        %sh737:2 = gpu.shuffle xor %f736, %c1_i32, %c32_i32 : f32
-        %f738 = arith.addf %f736, %sh737#0 : f32
-        scf.yield %f738 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c739 = scf.if %tok3 -> (f32) {
-        %sh740:2 = gpu.shuffle xor %acc_r#11, %c4_i32, %c32_i32 : f32
-        %f741 = arith.addf %acc_r#11, %sh740#0 : f32
-        %sh742:2 = gpu.shuffle xor %f741, %c2_i32, %c32_i32 : f32
-        %f743 = arith.addf %f741, %sh742#0 : f32
-        %sh744:2 = gpu.shuffle xor %f743, %c1_i32, %c32_i32 : f32
-        %f745 = arith.addf %f743, %sh744#0 : f32
-        scf.yield %f745 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c746 = scf.if %tok4 -> (f32) {
-        %sh747:2 = gpu.shuffle xor %acc_r#12, %c4_i32, %c32_i32 : f32
-        %f748 = arith.addf %acc_r#12, %sh747#0 : f32
-        %sh749:2 = gpu.shuffle xor %f748, %c2_i32, %c32_i32 : f32
-        %f750 = arith.addf %f748, %sh749#0 : f32
-        %sh751:2 = gpu.shuffle xor %f750, %c1_i32, %c32_i32 : f32
-        %f752 = arith.addf %f750, %sh751#0 : f32
-        scf.yield %f752 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c753 = scf.if %tok5 -> (f32) {
-        %sh754:2 = gpu.shuffle xor %acc_r#13, %c4_i32, %c32_i32 : f32
-        %f755 = arith.addf %acc_r#13, %sh754#0 : f32
-        %sh756:2 = gpu.shuffle xor %f755, %c2_i32, %c32_i32 : f32
-        %f757 = arith.addf %f755, %sh756#0 : f32
-        %sh758:2 = gpu.shuffle xor %f757, %c1_i32, %c32_i32 : f32
-        %f759 = arith.addf %f757, %sh758#0 : f32
-        scf.yield %f759 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c760 = scf.if %tok6 -> (f32) {
-        %sh761:2 = gpu.shuffle xor %acc_r#14, %c4_i32, %c32_i32 : f32
-        %f762 = arith.addf %acc_r#14, %sh761#0 : f32
-        %sh763:2 = gpu.shuffle xor %f762, %c2_i32, %c32_i32 : f32
-        %f764 = arith.addf %f762, %sh763#0 : f32
-        %sh765:2 = gpu.shuffle xor %f764, %c1_i32, %c32_i32 : f32
-        %f766 = arith.addf %f764, %sh765#0 : f32
-        scf.yield %f766 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c767 = scf.if %tok7 -> (f32) {
-        %sh768:2 = gpu.shuffle xor %acc_r#15, %c4_i32, %c32_i32 : f32
-        %f769 = arith.addf %acc_r#15, %sh768#0 : f32
-        %sh770:2 = gpu.shuffle xor %f769, %c2_i32, %c32_i32 : f32
-        %f771 = arith.addf %f769, %sh770#0 : f32
-        %sh772:2 = gpu.shuffle xor %f771, %c1_i32, %c32_i32 : f32
-        %f773 = arith.addf %f771, %sh772#0 : f32
-        scf.yield %f773 : f32
+      %c382 = scf.if %tok7 -> (f32) {
+        %sh383:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f384 = arith.addf %acc_r#7, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c2_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        %sh387:2 = gpu.shuffle xor %f386, %c1_i32, %c32_i32 : f32
+        %f388 = arith.addf %f386, %sh387#0 : f32
+        scf.yield %f388 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1042,107 +579,60 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f669, %acc[%pbase] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a774 = arith.addi %pbase, %c4_index : index
-        memref.store %c670, %acc[%a774] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a775 = arith.addi %pbase, %c8_index : index
-        memref.store %c677, %acc[%a775] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a776 = arith.addi %pbase, %c12_index : index
-        memref.store %c684, %acc[%a776] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a777 = arith.addi %pbase, %c16_index : index
-        memref.store %c691, %acc[%a777] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a778 = arith.addi %pbase, %c20_index : index
-        memref.store %c698, %acc[%a778] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a779 = arith.addi %pbase, %c24_index : index
-        memref.store %c705, %acc[%a779] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a780 = arith.addi %pbase, %c28_index : index
-        memref.store %c712, %acc[%a780] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a781 = arith.addi %pbase, %c128_index : index
-        memref.store %f724, %acc[%a781] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a782 = arith.addi %pbase, %c132_index : index
-        memref.store %c725, %acc[%a782] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a783 = arith.addi %pbase, %c136_index : index
-        memref.store %c732, %acc[%a783] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a784 = arith.addi %pbase, %c140_index : index
-        memref.store %c739, %acc[%a784] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a785 = arith.addi %pbase, %c144_index : index
-        memref.store %c746, %acc[%a785] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a786 = arith.addi %pbase, %c148_index : index
-        memref.store %c753, %acc[%a786] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a787 = arith.addi %pbase, %c152_index : index
-        memref.store %c760, %acc[%a787] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a788 = arith.addi %pbase, %c156_index : index
-        memref.store %c767, %acc[%a788] : memref<256xf32, #gpu.address_space<workgroup>>
+        memref.store %f339, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a389 = arith.addi %pbase, %c4_index : index
+        memref.store %c340, %acc[%a389] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a390 = arith.addi %pbase, %c8_index : index
+        memref.store %c347, %acc[%a390] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a391 = arith.addi %pbase, %c12_index : index
+        memref.store %c354, %acc[%a391] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a392 = arith.addi %pbase, %c16_index : index
+        memref.store %c361, %acc[%a392] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a393 = arith.addi %pbase, %c20_index : index
+        memref.store %c368, %acc[%a393] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a394 = arith.addi %pbase, %c24_index : index
+        memref.store %c375, %acc[%a394] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a395 = arith.addi %pbase, %c28_index : index
+        memref.store %c382, %acc[%a395] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
-      %l4 = arith.muli %lane, %c4_index : index
-      %sib = arith.addi %pbase0, %l4 : index
-      %tg = arith.addi %t0, %lane : index
-      %yrow = arith.muli %tg, %Ni : index
-      %fb = arith.andi %flags, %c1_i32 : i32
-      %hb = arith.cmpi ne, %fb, %c0_i32 : i32
-      %fr = arith.andi %flags, %c2_i32 : i32
-      %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-      %wr_0 = arith.andi %wr0, %live : i1
-      scf.if %wr_0 {
-        %sib_0 = arith.addi %sib, %c0_index : index
-        %si1_0 = arith.addi %sib_0, %c1_index : index
-        %si2_0 = arith.addi %sib_0, %c2_index : index
-        %si3_0 = arith.addi %sib_0, %c3_index : index
-        %p0_0 = memref.load %acc[%sib_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_0 = memref.load %acc[%si1_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_0 = memref.load %acc[%si2_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_0 = memref.load %acc[%si3_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_0 = arith.addf %p0_0, %p1_0 : f32
-        %p23_0 = arith.addf %p2_0, %p3_0 : f32
-        %sum_0 = arith.addf %p01_0, %p23_0 : f32
-        %yi_0 = arith.addi %yrow, %n : index
-        %withb_0 = scf.if %hb -> (f32) {
-          %bv_0 = memref.load %bias[%n] : memref<?xf32>
-          %sb_0 = arith.addf %sum_0, %bv_0 : f32
-          scf.yield %sb_0 : f32
+      %wr = arith.andi %wr0, %live : i1
+      scf.if %wr {
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
+        %tg = arith.addi %t0, %lane : index
+        %yrow = arith.muli %tg, %Ni : index
+        %yi = arith.addi %yrow, %n : index
+        %fb = arith.andi %flags, %c1_i32 : i32
+        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
+        %withb = scf.if %hb -> (f32) {
+          %bv = memref.load %bias[%n] : memref<?xf32>
+          %sb = arith.addf %sum, %bv : f32
+          scf.yield %sb : f32
         } else {
-          scf.yield %sum_0 : f32
+          scf.yield %sum : f32
         }
-        %out_0 = scf.if %hr -> (f32) {
-          %rv_0 = memref.load %res[%yi_0] : memref<?xf32>
-          %sr_0 = arith.addf %withb_0, %rv_0 : f32
-          scf.yield %sr_0 : f32
+        %fr = arith.andi %flags, %c2_i32 : i32
+        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
+        %out = scf.if %hr -> (f32) {
+          %rv = memref.load %res[%yi] : memref<?xf32>
+          %sr = arith.addf %withb, %rv : f32
+          scf.yield %sr : f32
         } else {
-          scf.yield %withb_0 : f32
+          scf.yield %withb : f32
         }
-        memref.store %out_0, %y[%yi_0] : memref<?xf32>
-      }
-      %wr_1 = arith.andi %wr0, %live_1 : i1
-      scf.if %wr_1 {
-        %sib_1 = arith.addi %sib, %c128_index : index
-        %si1_1 = arith.addi %sib_1, %c1_index : index
-        %si2_1 = arith.addi %sib_1, %c2_index : index
-        %si3_1 = arith.addi %sib_1, %c3_index : index
-        %p0_1 = memref.load %acc[%sib_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_1 = memref.load %acc[%si1_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_1 = memref.load %acc[%si2_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_1 = memref.load %acc[%si3_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_1 = arith.addf %p0_1, %p1_1 : f32
-        %p23_1 = arith.addf %p2_1, %p3_1 : f32
-        %sum_1 = arith.addf %p01_1, %p23_1 : f32
-        %yi_1 = arith.addi %yrow, %n_1 : index
-        %withb_1 = scf.if %hb -> (f32) {
-          %bv_1 = memref.load %bias[%n_1] : memref<?xf32>
-          %sb_1 = arith.addf %sum_1, %bv_1 : f32
-          scf.yield %sb_1 : f32
-        } else {
-          scf.yield %sum_1 : f32
-        }
-        %out_1 = scf.if %hr -> (f32) {
-          %rv_1 = memref.load %res[%yi_1] : memref<?xf32>
-          %sr_1 = arith.addf %withb_1, %rv_1 : f32
-          scf.yield %sr_1 : f32
-        } else {
-          scf.yield %withb_1 : f32
-        }
-        memref.store %out_1, %y[%yi_1] : memref<?xf32>
+        memref.store %out, %y[%yi] : memref<?xf32>
       }
       gpu.return
     }

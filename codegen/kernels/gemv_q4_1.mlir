@@ -11,22 +11,18 @@
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
 //   each element is read and then written by the same thread).
 //   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
-//   Launch: block 128 = 4 groups (warps) of 32 threads; group g of block b owns the 2 consecutive
-//   output rows n = 2 * (4 * b + g) + r, r < 2 (a row past N loads row N - 1 and is not written);
-//   grid (ceil(N / 8), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
+//   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
+//   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is 8 weights of one block (4 units per block);
 //   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
-//   One token in the block (decode): each thread keeps one register accumulator per row and,
-//   per loop trip, issues the loads of units u, u+32, .., u+32(R-1) (R = 3) of all 2
-//   rows before using any (2 * R units in flight per thread); the x loads of unit u serve
-//   all 2 rows. 2..8 tokens: each thread accumulates each token into its own f32 slot of
-//   workgroup memory (`slots`, [8 tokens][128 threads], touched by that thread only), one row
-//   after the other, keeping registers near those of the one-token path. Reduction, per row and
-//   token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
 //   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
 //   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
-//   included) sum each 8-lane segment; segment leaders write [2 rows][4 groups][8 tokens]
-//   [4 segments] (`acc`, 1024 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
 //   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_q4_1(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
@@ -38,8 +34,8 @@ module attributes {gpu.container_module} {
           [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
           [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>,
           #spirv.resource_limits<>>} {
-    // matmul's 8-lane segment sums: [2 rows per warp][4 warps][8 tokens][4 segments] f32.
-    memref.global "private" @acc : memref<256xf32, #gpu.address_space<workgroup>>
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
 
@@ -49,7 +45,7 @@ module attributes {gpu.container_module} {
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,
-                    swz.grid = "ceil(N/8), ceil(T/8), 1"} {
+                    swz.grid = "ceil(N/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -57,13 +53,6 @@ module attributes {gpu.container_module} {
       %c128_index = arith.constant 128 : index
       %c12_i32 = arith.constant 12 : i32
       %c12_index = arith.constant 12 : index
-      %c132_index = arith.constant 132 : index
-      %c136_index = arith.constant 136 : index
-      %c140_index = arith.constant 140 : index
-      %c144_index = arith.constant 144 : index
-      %c148_index = arith.constant 148 : index
-      %c152_index = arith.constant 152 : index
-      %c156_index = arith.constant 156 : index
       %c15_i32 = arith.constant 15 : i32
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
@@ -96,17 +85,15 @@ module attributes {gpu.container_module} {
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %c96_index = arith.constant 96 : index
-      %acc = memref.get_global @acc : memref<256xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
       %row4 = arith.muli %bx, %c4_index : index
-      %warp = arith.addi %row4, %grp : index
-      %n = arith.muli %warp, %c2_index : index
+      %n = arith.addi %row4, %grp : index
       %Ni = arith.index_cast %N : i32 to index
-      %nlast = arith.subi %Ni, %c1_index : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
@@ -118,10 +105,6 @@ module attributes {gpu.container_module} {
       %rowbytes = arith.muli %nb, %c20_index : index
       %rowbase = arith.muli %n, %rowbytes : index
       %units = arith.select %live, %units_all, %c0_index : index
-      %nr1 = arith.addi %n, %c1_index : index
-      %live_1 = arith.cmpi ult, %nr1, %Ni : index
-      %n_1 = arith.minui %nr1, %nlast : index
-      %rowbase_1 = arith.muli %n_1, %rowbytes : index
       %tok1 = arith.cmpi ult, %c1_index, %tb : index
       %tok2 = arith.cmpi ult, %c2_index, %tb : index
       %tok3 = arith.cmpi ult, %c3_index, %tb : index
@@ -130,145 +113,145 @@ module attributes {gpu.container_module} {
       %tok6 = arith.cmpi ult, %c6_index, %tb : index
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
-      %acc_r:16 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1:2 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc0 = %c0p0_f32, %sacc1 = %c0p0_f32) -> (f32, f32) {
-          %a1 = arith.addi %u, %c32_index : index
-          %vr2 = arith.cmpi ult, %a1, %units : index
-          %uc3 = arith.select %vr2, %a1, %u : index
-          %a4 = arith.addi %u, %c64_index : index
-          %vr5 = arith.cmpi ult, %a4, %units : index
-          %uc6 = arith.select %vr5, %a4, %u : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c4_index : index
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c20_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w7 = arith.shrui %blockbyte, %c2_index : index
-          %ld8 = memref.load %w[%w7] : memref<?xi32>
-          %h9 = arith.trunci %ld8 : i32 to i16
-          %h10 = arith.bitcast %h9 : i16 to f16
-          %h11 = arith.extf %h10 : f16 to f32
-          %a12 = arith.addi %blockbyte, %c4_index : index
-          %m13 = arith.muli %q, %c4_index : index
-          %a14 = arith.addi %a12, %m13 : index
-          %w15 = arith.shrui %a14, %c2_index : index
-          %ld16 = memref.load %w[%w15] : memref<?xi32>
-          %b17 = arith.andi %ld16, %c15_i32 : i32
-          %s18 = arith.shrui %ld16, %c4_i32 : i32
-          %b19 = arith.andi %s18, %c15_i32 : i32
-          %o20 = arith.ori %b17, %c1258291200_i32 : i32
-          %q21 = arith.bitcast %o20 : i32 to f32
-          %f22 = arith.subf %q21, %c8p388608e06_f32 : f32
-          %o23 = arith.ori %b19, %c1258291200_i32 : i32
-          %q24 = arith.bitcast %o23 : i32 to f32
-          %f25 = arith.subf %q24, %c8p388608e06_f32 : f32
-          %s26 = arith.shrui %ld16, %c8_i32 : i32
-          %b27 = arith.andi %s26, %c15_i32 : i32
-          %s28 = arith.shrui %ld16, %c12_i32 : i32
-          %b29 = arith.andi %s28, %c15_i32 : i32
-          %o30 = arith.ori %b27, %c1258291200_i32 : i32
-          %q31 = arith.bitcast %o30 : i32 to f32
-          %f32 = arith.subf %q31, %c8p388608e06_f32 : f32
-          %o33 = arith.ori %b29, %c1258291200_i32 : i32
-          %q34 = arith.bitcast %o33 : i32 to f32
-          %f35 = arith.subf %q34, %c8p388608e06_f32 : f32
-          %s36 = arith.shrui %ld16, %c16_i32 : i32
-          %b37 = arith.andi %s36, %c15_i32 : i32
-          %s38 = arith.shrui %ld16, %c20_i32 : i32
-          %b39 = arith.andi %s38, %c15_i32 : i32
-          %o40 = arith.ori %b37, %c1258291200_i32 : i32
-          %q41 = arith.bitcast %o40 : i32 to f32
-          %f42 = arith.subf %q41, %c8p388608e06_f32 : f32
-          %o43 = arith.ori %b39, %c1258291200_i32 : i32
-          %q44 = arith.bitcast %o43 : i32 to f32
-          %f45 = arith.subf %q44, %c8p388608e06_f32 : f32
-          %s46 = arith.shrui %ld16, %c24_i32 : i32
-          %b47 = arith.andi %s46, %c15_i32 : i32
-          %s48 = arith.shrui %ld16, %c28_i32 : i32
-          %b49 = arith.andi %s48, %c15_i32 : i32
-          %o50 = arith.ori %b47, %c1258291200_i32 : i32
-          %q51 = arith.bitcast %o50 : i32 to f32
-          %f52 = arith.subf %q51, %c8p388608e06_f32 : f32
-          %o53 = arith.ori %b49, %c1258291200_i32 : i32
-          %q54 = arith.bitcast %o53 : i32 to f32
-          %f55 = arith.subf %q54, %c8p388608e06_f32 : f32
-          %s56 = arith.shrui %ld8, %c16_i32 : i32
-          %h57 = arith.trunci %s56 : i32 to i16
-          %h58 = arith.bitcast %h57 : i16 to f16
-          %h59 = arith.extf %h58 : f16 to f32
-          %m60 = arith.muli %q, %c4_index : index
+          %w1 = arith.shrui %blockbyte, %c2_index : index
+          %ld2 = memref.load %w[%w1] : memref<?xi32>
+          %h3 = arith.trunci %ld2 : i32 to i16
+          %h4 = arith.bitcast %h3 : i16 to f16
+          %h5 = arith.extf %h4 : f16 to f32
+          %a6 = arith.addi %blockbyte, %c4_index : index
+          %m7 = arith.muli %q, %c4_index : index
+          %a8 = arith.addi %a6, %m7 : index
+          %w9 = arith.shrui %a8, %c2_index : index
+          %ld10 = memref.load %w[%w9] : memref<?xi32>
+          %b11 = arith.andi %ld10, %c15_i32 : i32
+          %s12 = arith.shrui %ld10, %c4_i32 : i32
+          %b13 = arith.andi %s12, %c15_i32 : i32
+          %o14 = arith.ori %b11, %c1258291200_i32 : i32
+          %q15 = arith.bitcast %o14 : i32 to f32
+          %f16 = arith.subf %q15, %c8p388608e06_f32 : f32
+          %o17 = arith.ori %b13, %c1258291200_i32 : i32
+          %q18 = arith.bitcast %o17 : i32 to f32
+          %f19 = arith.subf %q18, %c8p388608e06_f32 : f32
+          %s20 = arith.shrui %ld10, %c8_i32 : i32
+          %b21 = arith.andi %s20, %c15_i32 : i32
+          %s22 = arith.shrui %ld10, %c12_i32 : i32
+          %b23 = arith.andi %s22, %c15_i32 : i32
+          %o24 = arith.ori %b21, %c1258291200_i32 : i32
+          %q25 = arith.bitcast %o24 : i32 to f32
+          %f26 = arith.subf %q25, %c8p388608e06_f32 : f32
+          %o27 = arith.ori %b23, %c1258291200_i32 : i32
+          %q28 = arith.bitcast %o27 : i32 to f32
+          %f29 = arith.subf %q28, %c8p388608e06_f32 : f32
+          %s30 = arith.shrui %ld10, %c16_i32 : i32
+          %b31 = arith.andi %s30, %c15_i32 : i32
+          %s32 = arith.shrui %ld10, %c20_i32 : i32
+          %b33 = arith.andi %s32, %c15_i32 : i32
+          %o34 = arith.ori %b31, %c1258291200_i32 : i32
+          %q35 = arith.bitcast %o34 : i32 to f32
+          %f36 = arith.subf %q35, %c8p388608e06_f32 : f32
+          %o37 = arith.ori %b33, %c1258291200_i32 : i32
+          %q38 = arith.bitcast %o37 : i32 to f32
+          %f39 = arith.subf %q38, %c8p388608e06_f32 : f32
+          %s40 = arith.shrui %ld10, %c24_i32 : i32
+          %b41 = arith.andi %s40, %c15_i32 : i32
+          %s42 = arith.shrui %ld10, %c28_i32 : i32
+          %b43 = arith.andi %s42, %c15_i32 : i32
+          %o44 = arith.ori %b41, %c1258291200_i32 : i32
+          %q45 = arith.bitcast %o44 : i32 to f32
+          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
+          %o47 = arith.ori %b43, %c1258291200_i32 : i32
+          %q48 = arith.bitcast %o47 : i32 to f32
+          %f49 = arith.subf %q48, %c8p388608e06_f32 : f32
+          %s50 = arith.shrui %ld2, %c16_i32 : i32
+          %h51 = arith.trunci %s50 : i32 to i16
+          %h52 = arith.bitcast %h51 : i16 to f16
+          %h53 = arith.extf %h52 : f16 to f32
+          %m54 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m60 : index
-          %b_0_1 = arith.divui %uc3, %c4_index : index
-          %q_0_1 = arith.remui %uc3, %c4_index : index
-          %boff_0_1 = arith.muli %b_0_1, %c20_index : index
-          %blockbyte_0_1 = arith.addi %rowbase, %boff_0_1 : index
-          %w61 = arith.shrui %blockbyte_0_1, %c2_index : index
-          %ld62 = memref.load %w[%w61] : memref<?xi32>
-          %h63 = arith.trunci %ld62 : i32 to i16
-          %h64 = arith.bitcast %h63 : i16 to f16
-          %h65 = arith.extf %h64 : f16 to f32
-          %a66 = arith.addi %blockbyte_0_1, %c4_index : index
-          %m67 = arith.muli %q_0_1, %c4_index : index
-          %a68 = arith.addi %a66, %m67 : index
-          %w69 = arith.shrui %a68, %c2_index : index
-          %ld70 = memref.load %w[%w69] : memref<?xi32>
-          %b71 = arith.andi %ld70, %c15_i32 : i32
-          %s72 = arith.shrui %ld70, %c4_i32 : i32
-          %b73 = arith.andi %s72, %c15_i32 : i32
-          %o74 = arith.ori %b71, %c1258291200_i32 : i32
+          %kb = arith.addi %bk, %m54 : index
+          %a55 = arith.addi %u, %c32_index : index
+          %vr56 = arith.cmpi ult, %a55, %units : index
+          %uc57 = arith.select %vr56, %a55, %u : index
+          %b_1 = arith.divui %uc57, %c4_index : index
+          %q_1 = arith.remui %uc57, %c4_index : index
+          %boff_1 = arith.muli %b_1, %c20_index : index
+          %blockbyte_1 = arith.addi %rowbase, %boff_1 : index
+          %w58 = arith.shrui %blockbyte_1, %c2_index : index
+          %ld59 = memref.load %w[%w58] : memref<?xi32>
+          %h60 = arith.trunci %ld59 : i32 to i16
+          %h61 = arith.bitcast %h60 : i16 to f16
+          %h62 = arith.extf %h61 : f16 to f32
+          %a63 = arith.addi %blockbyte_1, %c4_index : index
+          %m64 = arith.muli %q_1, %c4_index : index
+          %a65 = arith.addi %a63, %m64 : index
+          %w66 = arith.shrui %a65, %c2_index : index
+          %ld67 = memref.load %w[%w66] : memref<?xi32>
+          %b68 = arith.andi %ld67, %c15_i32 : i32
+          %s69 = arith.shrui %ld67, %c4_i32 : i32
+          %b70 = arith.andi %s69, %c15_i32 : i32
+          %o71 = arith.ori %b68, %c1258291200_i32 : i32
+          %q72 = arith.bitcast %o71 : i32 to f32
+          %f73 = arith.subf %q72, %c8p388608e06_f32 : f32
+          %o74 = arith.ori %b70, %c1258291200_i32 : i32
           %q75 = arith.bitcast %o74 : i32 to f32
           %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
-          %o77 = arith.ori %b73, %c1258291200_i32 : i32
-          %q78 = arith.bitcast %o77 : i32 to f32
-          %f79 = arith.subf %q78, %c8p388608e06_f32 : f32
-          %s80 = arith.shrui %ld70, %c8_i32 : i32
-          %b81 = arith.andi %s80, %c15_i32 : i32
-          %s82 = arith.shrui %ld70, %c12_i32 : i32
-          %b83 = arith.andi %s82, %c15_i32 : i32
-          %o84 = arith.ori %b81, %c1258291200_i32 : i32
+          %s77 = arith.shrui %ld67, %c8_i32 : i32
+          %b78 = arith.andi %s77, %c15_i32 : i32
+          %s79 = arith.shrui %ld67, %c12_i32 : i32
+          %b80 = arith.andi %s79, %c15_i32 : i32
+          %o81 = arith.ori %b78, %c1258291200_i32 : i32
+          %q82 = arith.bitcast %o81 : i32 to f32
+          %f83 = arith.subf %q82, %c8p388608e06_f32 : f32
+          %o84 = arith.ori %b80, %c1258291200_i32 : i32
           %q85 = arith.bitcast %o84 : i32 to f32
           %f86 = arith.subf %q85, %c8p388608e06_f32 : f32
-          %o87 = arith.ori %b83, %c1258291200_i32 : i32
-          %q88 = arith.bitcast %o87 : i32 to f32
-          %f89 = arith.subf %q88, %c8p388608e06_f32 : f32
-          %s90 = arith.shrui %ld70, %c16_i32 : i32
-          %b91 = arith.andi %s90, %c15_i32 : i32
-          %s92 = arith.shrui %ld70, %c20_i32 : i32
-          %b93 = arith.andi %s92, %c15_i32 : i32
-          %o94 = arith.ori %b91, %c1258291200_i32 : i32
+          %s87 = arith.shrui %ld67, %c16_i32 : i32
+          %b88 = arith.andi %s87, %c15_i32 : i32
+          %s89 = arith.shrui %ld67, %c20_i32 : i32
+          %b90 = arith.andi %s89, %c15_i32 : i32
+          %o91 = arith.ori %b88, %c1258291200_i32 : i32
+          %q92 = arith.bitcast %o91 : i32 to f32
+          %f93 = arith.subf %q92, %c8p388608e06_f32 : f32
+          %o94 = arith.ori %b90, %c1258291200_i32 : i32
           %q95 = arith.bitcast %o94 : i32 to f32
           %f96 = arith.subf %q95, %c8p388608e06_f32 : f32
-          %o97 = arith.ori %b93, %c1258291200_i32 : i32
-          %q98 = arith.bitcast %o97 : i32 to f32
-          %f99 = arith.subf %q98, %c8p388608e06_f32 : f32
-          %s100 = arith.shrui %ld70, %c24_i32 : i32
-          %b101 = arith.andi %s100, %c15_i32 : i32
-          %s102 = arith.shrui %ld70, %c28_i32 : i32
-          %b103 = arith.andi %s102, %c15_i32 : i32
-          %o104 = arith.ori %b101, %c1258291200_i32 : i32
+          %s97 = arith.shrui %ld67, %c24_i32 : i32
+          %b98 = arith.andi %s97, %c15_i32 : i32
+          %s99 = arith.shrui %ld67, %c28_i32 : i32
+          %b100 = arith.andi %s99, %c15_i32 : i32
+          %o101 = arith.ori %b98, %c1258291200_i32 : i32
+          %q102 = arith.bitcast %o101 : i32 to f32
+          %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
+          %o104 = arith.ori %b100, %c1258291200_i32 : i32
           %q105 = arith.bitcast %o104 : i32 to f32
           %f106 = arith.subf %q105, %c8p388608e06_f32 : f32
-          %o107 = arith.ori %b103, %c1258291200_i32 : i32
-          %q108 = arith.bitcast %o107 : i32 to f32
-          %f109 = arith.subf %q108, %c8p388608e06_f32 : f32
-          %s110 = arith.shrui %ld62, %c16_i32 : i32
-          %h111 = arith.trunci %s110 : i32 to i16
-          %h112 = arith.bitcast %h111 : i16 to f16
-          %h113 = arith.extf %h112 : f16 to f32
-          %m114 = arith.muli %q_0_1, %c4_index : index
-          %bk_0_1 = arith.muli %b_0_1, %c32_index : index
-          %kb_0_1 = arith.addi %bk_0_1, %m114 : index
-          %b_0_2 = arith.divui %uc6, %c4_index : index
-          %q_0_2 = arith.remui %uc6, %c4_index : index
-          %boff_0_2 = arith.muli %b_0_2, %c20_index : index
-          %blockbyte_0_2 = arith.addi %rowbase, %boff_0_2 : index
-          %w115 = arith.shrui %blockbyte_0_2, %c2_index : index
+          %s107 = arith.shrui %ld59, %c16_i32 : i32
+          %h108 = arith.trunci %s107 : i32 to i16
+          %h109 = arith.bitcast %h108 : i16 to f16
+          %h110 = arith.extf %h109 : f16 to f32
+          %m111 = arith.muli %q_1, %c4_index : index
+          %bk_1 = arith.muli %b_1, %c32_index : index
+          %kb_1 = arith.addi %bk_1, %m111 : index
+          %a112 = arith.addi %u, %c64_index : index
+          %vr113 = arith.cmpi ult, %a112, %units : index
+          %uc114 = arith.select %vr113, %a112, %u : index
+          %b_2 = arith.divui %uc114, %c4_index : index
+          %q_2 = arith.remui %uc114, %c4_index : index
+          %boff_2 = arith.muli %b_2, %c20_index : index
+          %blockbyte_2 = arith.addi %rowbase, %boff_2 : index
+          %w115 = arith.shrui %blockbyte_2, %c2_index : index
           %ld116 = memref.load %w[%w115] : memref<?xi32>
           %h117 = arith.trunci %ld116 : i32 to i16
           %h118 = arith.bitcast %h117 : i16 to f16
           %h119 = arith.extf %h118 : f16 to f32
-          %a120 = arith.addi %blockbyte_0_2, %c4_index : index
-          %m121 = arith.muli %q_0_2, %c4_index : index
+          %a120 = arith.addi %blockbyte_2, %c4_index : index
+          %m121 = arith.muli %q_2, %c4_index : index
           %a122 = arith.addi %a120, %m121 : index
           %w123 = arith.shrui %a122, %c2_index : index
           %ld124 = memref.load %w[%w123] : memref<?xi32>
@@ -315,388 +298,110 @@ module attributes {gpu.container_module} {
           %h165 = arith.trunci %s164 : i32 to i16
           %h166 = arith.bitcast %h165 : i16 to f16
           %h167 = arith.extf %h166 : f16 to f32
-          %m168 = arith.muli %q_0_2, %c4_index : index
-          %bk_0_2 = arith.muli %b_0_2, %c32_index : index
-          %kb_0_2 = arith.addi %bk_0_2, %m168 : index
-          %b_1_0 = arith.divui %u, %c4_index : index
-          %q_1_0 = arith.remui %u, %c4_index : index
-          %boff_1_0 = arith.muli %b_1_0, %c20_index : index
-          %blockbyte_1_0 = arith.addi %rowbase_1, %boff_1_0 : index
-          %w169 = arith.shrui %blockbyte_1_0, %c2_index : index
-          %ld170 = memref.load %w[%w169] : memref<?xi32>
-          %h171 = arith.trunci %ld170 : i32 to i16
-          %h172 = arith.bitcast %h171 : i16 to f16
-          %h173 = arith.extf %h172 : f16 to f32
-          %a174 = arith.addi %blockbyte_1_0, %c4_index : index
-          %m175 = arith.muli %q_1_0, %c4_index : index
-          %a176 = arith.addi %a174, %m175 : index
-          %w177 = arith.shrui %a176, %c2_index : index
-          %ld178 = memref.load %w[%w177] : memref<?xi32>
-          %b179 = arith.andi %ld178, %c15_i32 : i32
-          %s180 = arith.shrui %ld178, %c4_i32 : i32
-          %b181 = arith.andi %s180, %c15_i32 : i32
-          %o182 = arith.ori %b179, %c1258291200_i32 : i32
-          %q183 = arith.bitcast %o182 : i32 to f32
-          %f184 = arith.subf %q183, %c8p388608e06_f32 : f32
-          %o185 = arith.ori %b181, %c1258291200_i32 : i32
-          %q186 = arith.bitcast %o185 : i32 to f32
-          %f187 = arith.subf %q186, %c8p388608e06_f32 : f32
-          %s188 = arith.shrui %ld178, %c8_i32 : i32
-          %b189 = arith.andi %s188, %c15_i32 : i32
-          %s190 = arith.shrui %ld178, %c12_i32 : i32
-          %b191 = arith.andi %s190, %c15_i32 : i32
-          %o192 = arith.ori %b189, %c1258291200_i32 : i32
-          %q193 = arith.bitcast %o192 : i32 to f32
-          %f194 = arith.subf %q193, %c8p388608e06_f32 : f32
-          %o195 = arith.ori %b191, %c1258291200_i32 : i32
-          %q196 = arith.bitcast %o195 : i32 to f32
-          %f197 = arith.subf %q196, %c8p388608e06_f32 : f32
-          %s198 = arith.shrui %ld178, %c16_i32 : i32
-          %b199 = arith.andi %s198, %c15_i32 : i32
-          %s200 = arith.shrui %ld178, %c20_i32 : i32
-          %b201 = arith.andi %s200, %c15_i32 : i32
-          %o202 = arith.ori %b199, %c1258291200_i32 : i32
-          %q203 = arith.bitcast %o202 : i32 to f32
-          %f204 = arith.subf %q203, %c8p388608e06_f32 : f32
-          %o205 = arith.ori %b201, %c1258291200_i32 : i32
-          %q206 = arith.bitcast %o205 : i32 to f32
-          %f207 = arith.subf %q206, %c8p388608e06_f32 : f32
-          %s208 = arith.shrui %ld178, %c24_i32 : i32
-          %b209 = arith.andi %s208, %c15_i32 : i32
-          %s210 = arith.shrui %ld178, %c28_i32 : i32
-          %b211 = arith.andi %s210, %c15_i32 : i32
-          %o212 = arith.ori %b209, %c1258291200_i32 : i32
-          %q213 = arith.bitcast %o212 : i32 to f32
-          %f214 = arith.subf %q213, %c8p388608e06_f32 : f32
-          %o215 = arith.ori %b211, %c1258291200_i32 : i32
-          %q216 = arith.bitcast %o215 : i32 to f32
-          %f217 = arith.subf %q216, %c8p388608e06_f32 : f32
-          %s218 = arith.shrui %ld170, %c16_i32 : i32
-          %h219 = arith.trunci %s218 : i32 to i16
-          %h220 = arith.bitcast %h219 : i16 to f16
-          %h221 = arith.extf %h220 : f16 to f32
-          %m222 = arith.muli %q_1_0, %c4_index : index
-          %bk_1_0 = arith.muli %b_1_0, %c32_index : index
-          %kb_1_0 = arith.addi %bk_1_0, %m222 : index
-          %b_1_1 = arith.divui %uc3, %c4_index : index
-          %q_1_1 = arith.remui %uc3, %c4_index : index
-          %boff_1_1 = arith.muli %b_1_1, %c20_index : index
-          %blockbyte_1_1 = arith.addi %rowbase_1, %boff_1_1 : index
-          %w223 = arith.shrui %blockbyte_1_1, %c2_index : index
-          %ld224 = memref.load %w[%w223] : memref<?xi32>
-          %h225 = arith.trunci %ld224 : i32 to i16
-          %h226 = arith.bitcast %h225 : i16 to f16
-          %h227 = arith.extf %h226 : f16 to f32
-          %a228 = arith.addi %blockbyte_1_1, %c4_index : index
-          %m229 = arith.muli %q_1_1, %c4_index : index
-          %a230 = arith.addi %a228, %m229 : index
-          %w231 = arith.shrui %a230, %c2_index : index
-          %ld232 = memref.load %w[%w231] : memref<?xi32>
-          %b233 = arith.andi %ld232, %c15_i32 : i32
-          %s234 = arith.shrui %ld232, %c4_i32 : i32
-          %b235 = arith.andi %s234, %c15_i32 : i32
-          %o236 = arith.ori %b233, %c1258291200_i32 : i32
-          %q237 = arith.bitcast %o236 : i32 to f32
-          %f238 = arith.subf %q237, %c8p388608e06_f32 : f32
-          %o239 = arith.ori %b235, %c1258291200_i32 : i32
-          %q240 = arith.bitcast %o239 : i32 to f32
-          %f241 = arith.subf %q240, %c8p388608e06_f32 : f32
-          %s242 = arith.shrui %ld232, %c8_i32 : i32
-          %b243 = arith.andi %s242, %c15_i32 : i32
-          %s244 = arith.shrui %ld232, %c12_i32 : i32
-          %b245 = arith.andi %s244, %c15_i32 : i32
-          %o246 = arith.ori %b243, %c1258291200_i32 : i32
-          %q247 = arith.bitcast %o246 : i32 to f32
-          %f248 = arith.subf %q247, %c8p388608e06_f32 : f32
-          %o249 = arith.ori %b245, %c1258291200_i32 : i32
-          %q250 = arith.bitcast %o249 : i32 to f32
-          %f251 = arith.subf %q250, %c8p388608e06_f32 : f32
-          %s252 = arith.shrui %ld232, %c16_i32 : i32
-          %b253 = arith.andi %s252, %c15_i32 : i32
-          %s254 = arith.shrui %ld232, %c20_i32 : i32
-          %b255 = arith.andi %s254, %c15_i32 : i32
-          %o256 = arith.ori %b253, %c1258291200_i32 : i32
-          %q257 = arith.bitcast %o256 : i32 to f32
-          %f258 = arith.subf %q257, %c8p388608e06_f32 : f32
-          %o259 = arith.ori %b255, %c1258291200_i32 : i32
-          %q260 = arith.bitcast %o259 : i32 to f32
-          %f261 = arith.subf %q260, %c8p388608e06_f32 : f32
-          %s262 = arith.shrui %ld232, %c24_i32 : i32
-          %b263 = arith.andi %s262, %c15_i32 : i32
-          %s264 = arith.shrui %ld232, %c28_i32 : i32
-          %b265 = arith.andi %s264, %c15_i32 : i32
-          %o266 = arith.ori %b263, %c1258291200_i32 : i32
-          %q267 = arith.bitcast %o266 : i32 to f32
-          %f268 = arith.subf %q267, %c8p388608e06_f32 : f32
-          %o269 = arith.ori %b265, %c1258291200_i32 : i32
-          %q270 = arith.bitcast %o269 : i32 to f32
-          %f271 = arith.subf %q270, %c8p388608e06_f32 : f32
-          %s272 = arith.shrui %ld224, %c16_i32 : i32
-          %h273 = arith.trunci %s272 : i32 to i16
-          %h274 = arith.bitcast %h273 : i16 to f16
-          %h275 = arith.extf %h274 : f16 to f32
-          %m276 = arith.muli %q_1_1, %c4_index : index
-          %bk_1_1 = arith.muli %b_1_1, %c32_index : index
-          %kb_1_1 = arith.addi %bk_1_1, %m276 : index
-          %b_1_2 = arith.divui %uc6, %c4_index : index
-          %q_1_2 = arith.remui %uc6, %c4_index : index
-          %boff_1_2 = arith.muli %b_1_2, %c20_index : index
-          %blockbyte_1_2 = arith.addi %rowbase_1, %boff_1_2 : index
-          %w277 = arith.shrui %blockbyte_1_2, %c2_index : index
-          %ld278 = memref.load %w[%w277] : memref<?xi32>
-          %h279 = arith.trunci %ld278 : i32 to i16
-          %h280 = arith.bitcast %h279 : i16 to f16
-          %h281 = arith.extf %h280 : f16 to f32
-          %a282 = arith.addi %blockbyte_1_2, %c4_index : index
-          %m283 = arith.muli %q_1_2, %c4_index : index
-          %a284 = arith.addi %a282, %m283 : index
-          %w285 = arith.shrui %a284, %c2_index : index
-          %ld286 = memref.load %w[%w285] : memref<?xi32>
-          %b287 = arith.andi %ld286, %c15_i32 : i32
-          %s288 = arith.shrui %ld286, %c4_i32 : i32
-          %b289 = arith.andi %s288, %c15_i32 : i32
-          %o290 = arith.ori %b287, %c1258291200_i32 : i32
-          %q291 = arith.bitcast %o290 : i32 to f32
-          %f292 = arith.subf %q291, %c8p388608e06_f32 : f32
-          %o293 = arith.ori %b289, %c1258291200_i32 : i32
-          %q294 = arith.bitcast %o293 : i32 to f32
-          %f295 = arith.subf %q294, %c8p388608e06_f32 : f32
-          %s296 = arith.shrui %ld286, %c8_i32 : i32
-          %b297 = arith.andi %s296, %c15_i32 : i32
-          %s298 = arith.shrui %ld286, %c12_i32 : i32
-          %b299 = arith.andi %s298, %c15_i32 : i32
-          %o300 = arith.ori %b297, %c1258291200_i32 : i32
-          %q301 = arith.bitcast %o300 : i32 to f32
-          %f302 = arith.subf %q301, %c8p388608e06_f32 : f32
-          %o303 = arith.ori %b299, %c1258291200_i32 : i32
-          %q304 = arith.bitcast %o303 : i32 to f32
-          %f305 = arith.subf %q304, %c8p388608e06_f32 : f32
-          %s306 = arith.shrui %ld286, %c16_i32 : i32
-          %b307 = arith.andi %s306, %c15_i32 : i32
-          %s308 = arith.shrui %ld286, %c20_i32 : i32
-          %b309 = arith.andi %s308, %c15_i32 : i32
-          %o310 = arith.ori %b307, %c1258291200_i32 : i32
-          %q311 = arith.bitcast %o310 : i32 to f32
-          %f312 = arith.subf %q311, %c8p388608e06_f32 : f32
-          %o313 = arith.ori %b309, %c1258291200_i32 : i32
-          %q314 = arith.bitcast %o313 : i32 to f32
-          %f315 = arith.subf %q314, %c8p388608e06_f32 : f32
-          %s316 = arith.shrui %ld286, %c24_i32 : i32
-          %b317 = arith.andi %s316, %c15_i32 : i32
-          %s318 = arith.shrui %ld286, %c28_i32 : i32
-          %b319 = arith.andi %s318, %c15_i32 : i32
-          %o320 = arith.ori %b317, %c1258291200_i32 : i32
-          %q321 = arith.bitcast %o320 : i32 to f32
-          %f322 = arith.subf %q321, %c8p388608e06_f32 : f32
-          %o323 = arith.ori %b319, %c1258291200_i32 : i32
-          %q324 = arith.bitcast %o323 : i32 to f32
-          %f325 = arith.subf %q324, %c8p388608e06_f32 : f32
-          %s326 = arith.shrui %ld278, %c16_i32 : i32
-          %h327 = arith.trunci %s326 : i32 to i16
-          %h328 = arith.bitcast %h327 : i16 to f16
-          %h329 = arith.extf %h328 : f16 to f32
-          %m330 = arith.muli %q_1_2, %c4_index : index
-          %bk_1_2 = arith.muli %b_1_2, %c32_index : index
-          %kb_1_2 = arith.addi %bk_1_2, %m330 : index
-          %m331 = arith.muli %t0, %Ki : index
-          %a332 = arith.addi %m331, %kb : index
-          %x4333 = arith.shrui %a332, %c2_index : index
-          %xq334 = memref.load %x[%x4333] : memref<?xvector<4xf32>>
-          %xv335 = vector.extract %xq334[0] : f32 from vector<4xf32>
-          %f336 = arith.mulf %xv335, %f22 : f32
-          %a337 = arith.addi %x4333, %c4_index : index
-          %xq338 = memref.load %x[%a337] : memref<?xvector<4xf32>>
-          %xv339 = vector.extract %xq338[0] : f32 from vector<4xf32>
-          %f340 = math.fma %xv339, %f25, %f336 : f32
-          %f341 = arith.addf %xv335, %xv339 : f32
-          %xv342 = vector.extract %xq334[1] : f32 from vector<4xf32>
-          %f343 = math.fma %xv342, %f32, %f340 : f32
-          %f344 = arith.addf %f341, %xv342 : f32
-          %xv345 = vector.extract %xq338[1] : f32 from vector<4xf32>
-          %f346 = math.fma %xv345, %f35, %f343 : f32
-          %f347 = arith.addf %f344, %xv345 : f32
-          %xv348 = vector.extract %xq334[2] : f32 from vector<4xf32>
-          %f349 = math.fma %xv348, %f42, %f346 : f32
-          %f350 = arith.addf %f347, %xv348 : f32
-          %xv351 = vector.extract %xq338[2] : f32 from vector<4xf32>
-          %f352 = math.fma %xv351, %f45, %f349 : f32
-          %f353 = arith.addf %f350, %xv351 : f32
-          %xv354 = vector.extract %xq334[3] : f32 from vector<4xf32>
-          %f355 = math.fma %xv354, %f52, %f352 : f32
-          %f356 = arith.addf %f353, %xv354 : f32
-          %xv357 = vector.extract %xq338[3] : f32 from vector<4xf32>
-          %f358 = math.fma %xv357, %f55, %f355 : f32
-          %f359 = arith.addf %f356, %xv357 : f32
-          %f360 = arith.mulf %h11, %f358 : f32
-          %f361 = math.fma %h59, %f359, %f360 : f32
-          %f362 = arith.addf %sacc0, %f361 : f32
-          %m363 = arith.muli %t0, %Ki : index
-          %a364 = arith.addi %m363, %kb_0_1 : index
-          %x4365 = arith.shrui %a364, %c2_index : index
-          %xq366 = memref.load %x[%x4365] : memref<?xvector<4xf32>>
-          %xv367 = vector.extract %xq366[0] : f32 from vector<4xf32>
-          %f368 = arith.mulf %xv367, %f76 : f32
-          %a369 = arith.addi %x4365, %c4_index : index
-          %xq370 = memref.load %x[%a369] : memref<?xvector<4xf32>>
-          %xv371 = vector.extract %xq370[0] : f32 from vector<4xf32>
-          %f372 = math.fma %xv371, %f79, %f368 : f32
-          %f373 = arith.addf %xv367, %xv371 : f32
-          %xv374 = vector.extract %xq366[1] : f32 from vector<4xf32>
-          %f375 = math.fma %xv374, %f86, %f372 : f32
-          %f376 = arith.addf %f373, %xv374 : f32
-          %xv377 = vector.extract %xq370[1] : f32 from vector<4xf32>
-          %f378 = math.fma %xv377, %f89, %f375 : f32
-          %f379 = arith.addf %f376, %xv377 : f32
-          %xv380 = vector.extract %xq366[2] : f32 from vector<4xf32>
-          %f381 = math.fma %xv380, %f96, %f378 : f32
-          %f382 = arith.addf %f379, %xv380 : f32
-          %xv383 = vector.extract %xq370[2] : f32 from vector<4xf32>
-          %f384 = math.fma %xv383, %f99, %f381 : f32
-          %f385 = arith.addf %f382, %xv383 : f32
-          %xv386 = vector.extract %xq366[3] : f32 from vector<4xf32>
-          %f387 = math.fma %xv386, %f106, %f384 : f32
-          %f388 = arith.addf %f385, %xv386 : f32
-          %xv389 = vector.extract %xq370[3] : f32 from vector<4xf32>
-          %f390 = math.fma %xv389, %f109, %f387 : f32
-          %f391 = arith.addf %f388, %xv389 : f32
-          %f392 = arith.mulf %h65, %f390 : f32
-          %f393 = math.fma %h113, %f391, %f392 : f32
-          %sel394 = arith.select %vr2, %f393, %c0p0_f32 : f32
-          %f395 = arith.addf %f362, %sel394 : f32
-          %m396 = arith.muli %t0, %Ki : index
-          %a397 = arith.addi %m396, %kb_0_2 : index
-          %x4398 = arith.shrui %a397, %c2_index : index
-          %xq399 = memref.load %x[%x4398] : memref<?xvector<4xf32>>
-          %xv400 = vector.extract %xq399[0] : f32 from vector<4xf32>
-          %f401 = arith.mulf %xv400, %f130 : f32
-          %a402 = arith.addi %x4398, %c4_index : index
-          %xq403 = memref.load %x[%a402] : memref<?xvector<4xf32>>
-          %xv404 = vector.extract %xq403[0] : f32 from vector<4xf32>
-          %f405 = math.fma %xv404, %f133, %f401 : f32
-          %f406 = arith.addf %xv400, %xv404 : f32
-          %xv407 = vector.extract %xq399[1] : f32 from vector<4xf32>
-          %f408 = math.fma %xv407, %f140, %f405 : f32
-          %f409 = arith.addf %f406, %xv407 : f32
-          %xv410 = vector.extract %xq403[1] : f32 from vector<4xf32>
-          %f411 = math.fma %xv410, %f143, %f408 : f32
-          %f412 = arith.addf %f409, %xv410 : f32
-          %xv413 = vector.extract %xq399[2] : f32 from vector<4xf32>
-          %f414 = math.fma %xv413, %f150, %f411 : f32
-          %f415 = arith.addf %f412, %xv413 : f32
-          %xv416 = vector.extract %xq403[2] : f32 from vector<4xf32>
-          %f417 = math.fma %xv416, %f153, %f414 : f32
-          %f418 = arith.addf %f415, %xv416 : f32
-          %xv419 = vector.extract %xq399[3] : f32 from vector<4xf32>
-          %f420 = math.fma %xv419, %f160, %f417 : f32
-          %f421 = arith.addf %f418, %xv419 : f32
-          %xv422 = vector.extract %xq403[3] : f32 from vector<4xf32>
-          %f423 = math.fma %xv422, %f163, %f420 : f32
-          %f424 = arith.addf %f421, %xv422 : f32
-          %f425 = arith.mulf %h119, %f423 : f32
-          %f426 = math.fma %h167, %f424, %f425 : f32
-          %sel427 = arith.select %vr5, %f426, %c0p0_f32 : f32
-          %f428 = arith.addf %f395, %sel427 : f32
-          %m429 = arith.muli %t0, %Ki : index
-          %a430 = arith.addi %m429, %kb_1_0 : index
-          %x4431 = arith.shrui %a430, %c2_index : index
-          %xq432 = memref.load %x[%x4431] : memref<?xvector<4xf32>>
-          %xv433 = vector.extract %xq432[0] : f32 from vector<4xf32>
-          %f434 = arith.mulf %xv433, %f184 : f32
-          %a435 = arith.addi %x4431, %c4_index : index
-          %xq436 = memref.load %x[%a435] : memref<?xvector<4xf32>>
-          %xv437 = vector.extract %xq436[0] : f32 from vector<4xf32>
-          %f438 = math.fma %xv437, %f187, %f434 : f32
-          %f439 = arith.addf %xv433, %xv437 : f32
-          %xv440 = vector.extract %xq432[1] : f32 from vector<4xf32>
-          %f441 = math.fma %xv440, %f194, %f438 : f32
-          %f442 = arith.addf %f439, %xv440 : f32
-          %xv443 = vector.extract %xq436[1] : f32 from vector<4xf32>
-          %f444 = math.fma %xv443, %f197, %f441 : f32
-          %f445 = arith.addf %f442, %xv443 : f32
-          %xv446 = vector.extract %xq432[2] : f32 from vector<4xf32>
-          %f447 = math.fma %xv446, %f204, %f444 : f32
-          %f448 = arith.addf %f445, %xv446 : f32
-          %xv449 = vector.extract %xq436[2] : f32 from vector<4xf32>
-          %f450 = math.fma %xv449, %f207, %f447 : f32
-          %f451 = arith.addf %f448, %xv449 : f32
-          %xv452 = vector.extract %xq432[3] : f32 from vector<4xf32>
-          %f453 = math.fma %xv452, %f214, %f450 : f32
-          %f454 = arith.addf %f451, %xv452 : f32
-          %xv455 = vector.extract %xq436[3] : f32 from vector<4xf32>
-          %f456 = math.fma %xv455, %f217, %f453 : f32
-          %f457 = arith.addf %f454, %xv455 : f32
-          %f458 = arith.mulf %h173, %f456 : f32
-          %f459 = math.fma %h221, %f457, %f458 : f32
-          %f460 = arith.addf %sacc1, %f459 : f32
-          %m461 = arith.muli %t0, %Ki : index
-          %a462 = arith.addi %m461, %kb_1_1 : index
-          %x4463 = arith.shrui %a462, %c2_index : index
-          %xq464 = memref.load %x[%x4463] : memref<?xvector<4xf32>>
-          %xv465 = vector.extract %xq464[0] : f32 from vector<4xf32>
-          %f466 = arith.mulf %xv465, %f238 : f32
-          %a467 = arith.addi %x4463, %c4_index : index
-          %xq468 = memref.load %x[%a467] : memref<?xvector<4xf32>>
-          %xv469 = vector.extract %xq468[0] : f32 from vector<4xf32>
-          %f470 = math.fma %xv469, %f241, %f466 : f32
-          %f471 = arith.addf %xv465, %xv469 : f32
-          %xv472 = vector.extract %xq464[1] : f32 from vector<4xf32>
-          %f473 = math.fma %xv472, %f248, %f470 : f32
-          %f474 = arith.addf %f471, %xv472 : f32
-          %xv475 = vector.extract %xq468[1] : f32 from vector<4xf32>
-          %f476 = math.fma %xv475, %f251, %f473 : f32
-          %f477 = arith.addf %f474, %xv475 : f32
-          %xv478 = vector.extract %xq464[2] : f32 from vector<4xf32>
-          %f479 = math.fma %xv478, %f258, %f476 : f32
-          %f480 = arith.addf %f477, %xv478 : f32
-          %xv481 = vector.extract %xq468[2] : f32 from vector<4xf32>
-          %f482 = math.fma %xv481, %f261, %f479 : f32
-          %f483 = arith.addf %f480, %xv481 : f32
-          %xv484 = vector.extract %xq464[3] : f32 from vector<4xf32>
-          %f485 = math.fma %xv484, %f268, %f482 : f32
-          %f486 = arith.addf %f483, %xv484 : f32
-          %xv487 = vector.extract %xq468[3] : f32 from vector<4xf32>
-          %f488 = math.fma %xv487, %f271, %f485 : f32
-          %f489 = arith.addf %f486, %xv487 : f32
-          %f490 = arith.mulf %h227, %f488 : f32
-          %f491 = math.fma %h275, %f489, %f490 : f32
-          %sel492 = arith.select %vr2, %f491, %c0p0_f32 : f32
-          %f493 = arith.addf %f460, %sel492 : f32
-          %m494 = arith.muli %t0, %Ki : index
-          %a495 = arith.addi %m494, %kb_1_2 : index
-          %x4496 = arith.shrui %a495, %c2_index : index
-          %xq497 = memref.load %x[%x4496] : memref<?xvector<4xf32>>
-          %xv498 = vector.extract %xq497[0] : f32 from vector<4xf32>
-          %f499 = arith.mulf %xv498, %f292 : f32
-          %a500 = arith.addi %x4496, %c4_index : index
-          %xq501 = memref.load %x[%a500] : memref<?xvector<4xf32>>
-          %xv502 = vector.extract %xq501[0] : f32 from vector<4xf32>
-          %f503 = math.fma %xv502, %f295, %f499 : f32
-          %f504 = arith.addf %xv498, %xv502 : f32
-          %xv505 = vector.extract %xq497[1] : f32 from vector<4xf32>
-          %f506 = math.fma %xv505, %f302, %f503 : f32
-          %f507 = arith.addf %f504, %xv505 : f32
-          %xv508 = vector.extract %xq501[1] : f32 from vector<4xf32>
-          %f509 = math.fma %xv508, %f305, %f506 : f32
-          %f510 = arith.addf %f507, %xv508 : f32
-          %xv511 = vector.extract %xq497[2] : f32 from vector<4xf32>
-          %f512 = math.fma %xv511, %f312, %f509 : f32
-          %f513 = arith.addf %f510, %xv511 : f32
-          %xv514 = vector.extract %xq501[2] : f32 from vector<4xf32>
-          %f515 = math.fma %xv514, %f315, %f512 : f32
-          %f516 = arith.addf %f513, %xv514 : f32
-          %xv517 = vector.extract %xq497[3] : f32 from vector<4xf32>
-          %f518 = math.fma %xv517, %f322, %f515 : f32
-          %f519 = arith.addf %f516, %xv517 : f32
-          %xv520 = vector.extract %xq501[3] : f32 from vector<4xf32>
-          %f521 = math.fma %xv520, %f325, %f518 : f32
-          %f522 = arith.addf %f519, %xv520 : f32
-          %f523 = arith.mulf %h281, %f521 : f32
-          %f524 = math.fma %h329, %f522, %f523 : f32
-          %sel525 = arith.select %vr5, %f524, %c0p0_f32 : f32
-          %f526 = arith.addf %f493, %sel525 : f32
-          scf.yield %f428, %f526 : f32, f32
+          %m168 = arith.muli %q_2, %c4_index : index
+          %bk_2 = arith.muli %b_2, %c32_index : index
+          %kb_2 = arith.addi %bk_2, %m168 : index
+          %m169 = arith.muli %t0, %Ki : index
+          %a170 = arith.addi %m169, %kb : index
+          %x4171 = arith.shrui %a170, %c2_index : index
+          %xq172 = memref.load %x[%x4171] : memref<?xvector<4xf32>>
+          %xv173 = vector.extract %xq172[0] : f32 from vector<4xf32>
+          %f174 = arith.mulf %xv173, %f16 : f32
+          %a175 = arith.addi %x4171, %c4_index : index
+          %xq176 = memref.load %x[%a175] : memref<?xvector<4xf32>>
+          %xv177 = vector.extract %xq176[0] : f32 from vector<4xf32>
+          %f178 = math.fma %xv177, %f19, %f174 : f32
+          %f179 = arith.addf %xv173, %xv177 : f32
+          %xv180 = vector.extract %xq172[1] : f32 from vector<4xf32>
+          %f181 = math.fma %xv180, %f26, %f178 : f32
+          %f182 = arith.addf %f179, %xv180 : f32
+          %xv183 = vector.extract %xq176[1] : f32 from vector<4xf32>
+          %f184 = math.fma %xv183, %f29, %f181 : f32
+          %f185 = arith.addf %f182, %xv183 : f32
+          %xv186 = vector.extract %xq172[2] : f32 from vector<4xf32>
+          %f187 = math.fma %xv186, %f36, %f184 : f32
+          %f188 = arith.addf %f185, %xv186 : f32
+          %xv189 = vector.extract %xq176[2] : f32 from vector<4xf32>
+          %f190 = math.fma %xv189, %f39, %f187 : f32
+          %f191 = arith.addf %f188, %xv189 : f32
+          %xv192 = vector.extract %xq172[3] : f32 from vector<4xf32>
+          %f193 = math.fma %xv192, %f46, %f190 : f32
+          %f194 = arith.addf %f191, %xv192 : f32
+          %xv195 = vector.extract %xq176[3] : f32 from vector<4xf32>
+          %f196 = math.fma %xv195, %f49, %f193 : f32
+          %f197 = arith.addf %f194, %xv195 : f32
+          %f198 = arith.mulf %h5, %f196 : f32
+          %f199 = math.fma %h53, %f197, %f198 : f32
+          %f200 = arith.addf %sacc, %f199 : f32
+          %m201 = arith.muli %t0, %Ki : index
+          %a202 = arith.addi %m201, %kb_1 : index
+          %x4203 = arith.shrui %a202, %c2_index : index
+          %xq204 = memref.load %x[%x4203] : memref<?xvector<4xf32>>
+          %xv205 = vector.extract %xq204[0] : f32 from vector<4xf32>
+          %f206 = arith.mulf %xv205, %f73 : f32
+          %a207 = arith.addi %x4203, %c4_index : index
+          %xq208 = memref.load %x[%a207] : memref<?xvector<4xf32>>
+          %xv209 = vector.extract %xq208[0] : f32 from vector<4xf32>
+          %f210 = math.fma %xv209, %f76, %f206 : f32
+          %f211 = arith.addf %xv205, %xv209 : f32
+          %xv212 = vector.extract %xq204[1] : f32 from vector<4xf32>
+          %f213 = math.fma %xv212, %f83, %f210 : f32
+          %f214 = arith.addf %f211, %xv212 : f32
+          %xv215 = vector.extract %xq208[1] : f32 from vector<4xf32>
+          %f216 = math.fma %xv215, %f86, %f213 : f32
+          %f217 = arith.addf %f214, %xv215 : f32
+          %xv218 = vector.extract %xq204[2] : f32 from vector<4xf32>
+          %f219 = math.fma %xv218, %f93, %f216 : f32
+          %f220 = arith.addf %f217, %xv218 : f32
+          %xv221 = vector.extract %xq208[2] : f32 from vector<4xf32>
+          %f222 = math.fma %xv221, %f96, %f219 : f32
+          %f223 = arith.addf %f220, %xv221 : f32
+          %xv224 = vector.extract %xq204[3] : f32 from vector<4xf32>
+          %f225 = math.fma %xv224, %f103, %f222 : f32
+          %f226 = arith.addf %f223, %xv224 : f32
+          %xv227 = vector.extract %xq208[3] : f32 from vector<4xf32>
+          %f228 = math.fma %xv227, %f106, %f225 : f32
+          %f229 = arith.addf %f226, %xv227 : f32
+          %f230 = arith.mulf %h62, %f228 : f32
+          %f231 = math.fma %h110, %f229, %f230 : f32
+          %sel232 = arith.select %vr56, %f231, %c0p0_f32 : f32
+          %f233 = arith.addf %f200, %sel232 : f32
+          %m234 = arith.muli %t0, %Ki : index
+          %a235 = arith.addi %m234, %kb_2 : index
+          %x4236 = arith.shrui %a235, %c2_index : index
+          %xq237 = memref.load %x[%x4236] : memref<?xvector<4xf32>>
+          %xv238 = vector.extract %xq237[0] : f32 from vector<4xf32>
+          %f239 = arith.mulf %xv238, %f130 : f32
+          %a240 = arith.addi %x4236, %c4_index : index
+          %xq241 = memref.load %x[%a240] : memref<?xvector<4xf32>>
+          %xv242 = vector.extract %xq241[0] : f32 from vector<4xf32>
+          %f243 = math.fma %xv242, %f133, %f239 : f32
+          %f244 = arith.addf %xv238, %xv242 : f32
+          %xv245 = vector.extract %xq237[1] : f32 from vector<4xf32>
+          %f246 = math.fma %xv245, %f140, %f243 : f32
+          %f247 = arith.addf %f244, %xv245 : f32
+          %xv248 = vector.extract %xq241[1] : f32 from vector<4xf32>
+          %f249 = math.fma %xv248, %f143, %f246 : f32
+          %f250 = arith.addf %f247, %xv248 : f32
+          %xv251 = vector.extract %xq237[2] : f32 from vector<4xf32>
+          %f252 = math.fma %xv251, %f150, %f249 : f32
+          %f253 = arith.addf %f250, %xv251 : f32
+          %xv254 = vector.extract %xq241[2] : f32 from vector<4xf32>
+          %f255 = math.fma %xv254, %f153, %f252 : f32
+          %f256 = arith.addf %f253, %xv254 : f32
+          %xv257 = vector.extract %xq237[3] : f32 from vector<4xf32>
+          %f258 = math.fma %xv257, %f160, %f255 : f32
+          %f259 = arith.addf %f256, %xv257 : f32
+          %xv260 = vector.extract %xq241[3] : f32 from vector<4xf32>
+          %f261 = math.fma %xv260, %f163, %f258 : f32
+          %f262 = arith.addf %f259, %xv260 : f32
+          %f263 = arith.mulf %h119, %f261 : f32
+          %f264 = math.fma %h167, %f262, %f263 : f32
+          %sel265 = arith.select %vr113, %f264, %c0p0_f32 : f32
+          %f266 = arith.addf %f233, %sel265 : f32
+          scf.yield %f266 : f32
         }
-        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %r1#1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
         %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
         scf.for %t = %c0_index to %c8_index step %c1_index {
@@ -709,403 +414,199 @@ module attributes {gpu.container_module} {
           %q = arith.remui %u, %c4_index : index
           %boff = arith.muli %b, %c20_index : index
           %blockbyte = arith.addi %rowbase, %boff : index
-          %w527 = arith.shrui %blockbyte, %c2_index : index
-          %ld528 = memref.load %w[%w527] : memref<?xi32>
-          %h529 = arith.trunci %ld528 : i32 to i16
-          %h530 = arith.bitcast %h529 : i16 to f16
-          %h531 = arith.extf %h530 : f16 to f32
-          %a532 = arith.addi %blockbyte, %c4_index : index
-          %m533 = arith.muli %q, %c4_index : index
-          %a534 = arith.addi %a532, %m533 : index
-          %w535 = arith.shrui %a534, %c2_index : index
-          %ld536 = memref.load %w[%w535] : memref<?xi32>
-          %b537 = arith.andi %ld536, %c15_i32 : i32
-          %s538 = arith.shrui %ld536, %c4_i32 : i32
-          %b539 = arith.andi %s538, %c15_i32 : i32
-          %o540 = arith.ori %b537, %c1258291200_i32 : i32
-          %q541 = arith.bitcast %o540 : i32 to f32
-          %f542 = arith.subf %q541, %c8p388608e06_f32 : f32
-          %o543 = arith.ori %b539, %c1258291200_i32 : i32
-          %q544 = arith.bitcast %o543 : i32 to f32
-          %f545 = arith.subf %q544, %c8p388608e06_f32 : f32
-          %s546 = arith.shrui %ld536, %c8_i32 : i32
-          %b547 = arith.andi %s546, %c15_i32 : i32
-          %s548 = arith.shrui %ld536, %c12_i32 : i32
-          %b549 = arith.andi %s548, %c15_i32 : i32
-          %o550 = arith.ori %b547, %c1258291200_i32 : i32
-          %q551 = arith.bitcast %o550 : i32 to f32
-          %f552 = arith.subf %q551, %c8p388608e06_f32 : f32
-          %o553 = arith.ori %b549, %c1258291200_i32 : i32
-          %q554 = arith.bitcast %o553 : i32 to f32
-          %f555 = arith.subf %q554, %c8p388608e06_f32 : f32
-          %s556 = arith.shrui %ld536, %c16_i32 : i32
-          %b557 = arith.andi %s556, %c15_i32 : i32
-          %s558 = arith.shrui %ld536, %c20_i32 : i32
-          %b559 = arith.andi %s558, %c15_i32 : i32
-          %o560 = arith.ori %b557, %c1258291200_i32 : i32
-          %q561 = arith.bitcast %o560 : i32 to f32
-          %f562 = arith.subf %q561, %c8p388608e06_f32 : f32
-          %o563 = arith.ori %b559, %c1258291200_i32 : i32
-          %q564 = arith.bitcast %o563 : i32 to f32
-          %f565 = arith.subf %q564, %c8p388608e06_f32 : f32
-          %s566 = arith.shrui %ld536, %c24_i32 : i32
-          %b567 = arith.andi %s566, %c15_i32 : i32
-          %s568 = arith.shrui %ld536, %c28_i32 : i32
-          %b569 = arith.andi %s568, %c15_i32 : i32
-          %o570 = arith.ori %b567, %c1258291200_i32 : i32
-          %q571 = arith.bitcast %o570 : i32 to f32
-          %f572 = arith.subf %q571, %c8p388608e06_f32 : f32
-          %o573 = arith.ori %b569, %c1258291200_i32 : i32
-          %q574 = arith.bitcast %o573 : i32 to f32
-          %f575 = arith.subf %q574, %c8p388608e06_f32 : f32
-          %s576 = arith.shrui %ld528, %c16_i32 : i32
-          %h577 = arith.trunci %s576 : i32 to i16
-          %h578 = arith.bitcast %h577 : i16 to f16
-          %h579 = arith.extf %h578 : f16 to f32
-          %m580 = arith.muli %q, %c4_index : index
+          %w267 = arith.shrui %blockbyte, %c2_index : index
+          %ld268 = memref.load %w[%w267] : memref<?xi32>
+          %h269 = arith.trunci %ld268 : i32 to i16
+          %h270 = arith.bitcast %h269 : i16 to f16
+          %h271 = arith.extf %h270 : f16 to f32
+          %a272 = arith.addi %blockbyte, %c4_index : index
+          %m273 = arith.muli %q, %c4_index : index
+          %a274 = arith.addi %a272, %m273 : index
+          %w275 = arith.shrui %a274, %c2_index : index
+          %ld276 = memref.load %w[%w275] : memref<?xi32>
+          %b277 = arith.andi %ld276, %c15_i32 : i32
+          %s278 = arith.shrui %ld276, %c4_i32 : i32
+          %b279 = arith.andi %s278, %c15_i32 : i32
+          %o280 = arith.ori %b277, %c1258291200_i32 : i32
+          %q281 = arith.bitcast %o280 : i32 to f32
+          %f282 = arith.subf %q281, %c8p388608e06_f32 : f32
+          %o283 = arith.ori %b279, %c1258291200_i32 : i32
+          %q284 = arith.bitcast %o283 : i32 to f32
+          %f285 = arith.subf %q284, %c8p388608e06_f32 : f32
+          %s286 = arith.shrui %ld276, %c8_i32 : i32
+          %b287 = arith.andi %s286, %c15_i32 : i32
+          %s288 = arith.shrui %ld276, %c12_i32 : i32
+          %b289 = arith.andi %s288, %c15_i32 : i32
+          %o290 = arith.ori %b287, %c1258291200_i32 : i32
+          %q291 = arith.bitcast %o290 : i32 to f32
+          %f292 = arith.subf %q291, %c8p388608e06_f32 : f32
+          %o293 = arith.ori %b289, %c1258291200_i32 : i32
+          %q294 = arith.bitcast %o293 : i32 to f32
+          %f295 = arith.subf %q294, %c8p388608e06_f32 : f32
+          %s296 = arith.shrui %ld276, %c16_i32 : i32
+          %b297 = arith.andi %s296, %c15_i32 : i32
+          %s298 = arith.shrui %ld276, %c20_i32 : i32
+          %b299 = arith.andi %s298, %c15_i32 : i32
+          %o300 = arith.ori %b297, %c1258291200_i32 : i32
+          %q301 = arith.bitcast %o300 : i32 to f32
+          %f302 = arith.subf %q301, %c8p388608e06_f32 : f32
+          %o303 = arith.ori %b299, %c1258291200_i32 : i32
+          %q304 = arith.bitcast %o303 : i32 to f32
+          %f305 = arith.subf %q304, %c8p388608e06_f32 : f32
+          %s306 = arith.shrui %ld276, %c24_i32 : i32
+          %b307 = arith.andi %s306, %c15_i32 : i32
+          %s308 = arith.shrui %ld276, %c28_i32 : i32
+          %b309 = arith.andi %s308, %c15_i32 : i32
+          %o310 = arith.ori %b307, %c1258291200_i32 : i32
+          %q311 = arith.bitcast %o310 : i32 to f32
+          %f312 = arith.subf %q311, %c8p388608e06_f32 : f32
+          %o313 = arith.ori %b309, %c1258291200_i32 : i32
+          %q314 = arith.bitcast %o313 : i32 to f32
+          %f315 = arith.subf %q314, %c8p388608e06_f32 : f32
+          %s316 = arith.shrui %ld268, %c16_i32 : i32
+          %h317 = arith.trunci %s316 : i32 to i16
+          %h318 = arith.bitcast %h317 : i16 to f16
+          %h319 = arith.extf %h318 : f16 to f32
+          %m320 = arith.muli %q, %c4_index : index
           %bk = arith.muli %b, %c32_index : index
-          %kb = arith.addi %bk, %m580 : index
+          %kb = arith.addi %bk, %m320 : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m581 = arith.muli %tg, %Ki : index
-            %a582 = arith.addi %m581, %kb : index
-            %x4583 = arith.shrui %a582, %c2_index : index
-            %xq584 = memref.load %x[%x4583] : memref<?xvector<4xf32>>
-            %xv585 = vector.extract %xq584[0] : f32 from vector<4xf32>
-            %f586 = arith.mulf %xv585, %f542 : f32
-            %a587 = arith.addi %x4583, %c4_index : index
-            %xq588 = memref.load %x[%a587] : memref<?xvector<4xf32>>
-            %xv589 = vector.extract %xq588[0] : f32 from vector<4xf32>
-            %f590 = math.fma %xv589, %f545, %f586 : f32
-            %f591 = arith.addf %xv585, %xv589 : f32
-            %xv592 = vector.extract %xq584[1] : f32 from vector<4xf32>
-            %f593 = math.fma %xv592, %f552, %f590 : f32
-            %f594 = arith.addf %f591, %xv592 : f32
-            %xv595 = vector.extract %xq588[1] : f32 from vector<4xf32>
-            %f596 = math.fma %xv595, %f555, %f593 : f32
-            %f597 = arith.addf %f594, %xv595 : f32
-            %xv598 = vector.extract %xq584[2] : f32 from vector<4xf32>
-            %f599 = math.fma %xv598, %f562, %f596 : f32
-            %f600 = arith.addf %f597, %xv598 : f32
-            %xv601 = vector.extract %xq588[2] : f32 from vector<4xf32>
-            %f602 = math.fma %xv601, %f565, %f599 : f32
-            %f603 = arith.addf %f600, %xv601 : f32
-            %xv604 = vector.extract %xq584[3] : f32 from vector<4xf32>
-            %f605 = math.fma %xv604, %f572, %f602 : f32
-            %f606 = arith.addf %f603, %xv604 : f32
-            %xv607 = vector.extract %xq588[3] : f32 from vector<4xf32>
-            %f608 = math.fma %xv607, %f575, %f605 : f32
-            %f609 = arith.addf %f606, %xv607 : f32
-            %f610 = arith.mulf %h531, %f608 : f32
-            %f611 = math.fma %h579, %f609, %f610 : f32
+            %m321 = arith.muli %tg, %Ki : index
+            %a322 = arith.addi %m321, %kb : index
+            %x4323 = arith.shrui %a322, %c2_index : index
+            %xq324 = memref.load %x[%x4323] : memref<?xvector<4xf32>>
+            %xv325 = vector.extract %xq324[0] : f32 from vector<4xf32>
+            %f326 = arith.mulf %xv325, %f282 : f32
+            %a327 = arith.addi %x4323, %c4_index : index
+            %xq328 = memref.load %x[%a327] : memref<?xvector<4xf32>>
+            %xv329 = vector.extract %xq328[0] : f32 from vector<4xf32>
+            %f330 = math.fma %xv329, %f285, %f326 : f32
+            %f331 = arith.addf %xv325, %xv329 : f32
+            %xv332 = vector.extract %xq324[1] : f32 from vector<4xf32>
+            %f333 = math.fma %xv332, %f292, %f330 : f32
+            %f334 = arith.addf %f331, %xv332 : f32
+            %xv335 = vector.extract %xq328[1] : f32 from vector<4xf32>
+            %f336 = math.fma %xv335, %f295, %f333 : f32
+            %f337 = arith.addf %f334, %xv335 : f32
+            %xv338 = vector.extract %xq324[2] : f32 from vector<4xf32>
+            %f339 = math.fma %xv338, %f302, %f336 : f32
+            %f340 = arith.addf %f337, %xv338 : f32
+            %xv341 = vector.extract %xq328[2] : f32 from vector<4xf32>
+            %f342 = math.fma %xv341, %f305, %f339 : f32
+            %f343 = arith.addf %f340, %xv341 : f32
+            %xv344 = vector.extract %xq324[3] : f32 from vector<4xf32>
+            %f345 = math.fma %xv344, %f312, %f342 : f32
+            %f346 = arith.addf %f343, %xv344 : f32
+            %xv347 = vector.extract %xq328[3] : f32 from vector<4xf32>
+            %f348 = math.fma %xv347, %f315, %f345 : f32
+            %f349 = arith.addf %f346, %xv347 : f32
+            %f350 = arith.mulf %h271, %f348 : f32
+            %f351 = math.fma %h319, %f349, %f350 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f611 : f32
+            %new = arith.addf %old, %f351 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv612 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a613 = arith.addi %tid, %c128_index : index
-        %sv614 = memref.load %slots[%a613] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a615 = arith.addi %tid, %c256_index : index
-        %sv616 = memref.load %slots[%a615] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a617 = arith.addi %tid, %c384_index : index
-        %sv618 = memref.load %slots[%a617] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a619 = arith.addi %tid, %c512_index : index
-        %sv620 = memref.load %slots[%a619] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a621 = arith.addi %tid, %c640_index : index
-        %sv622 = memref.load %slots[%a621] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a623 = arith.addi %tid, %c768_index : index
-        %sv624 = memref.load %slots[%a623] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a625 = arith.addi %tid, %c896_index : index
-        %sv626 = memref.load %slots[%a625] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.for %t = %c0_index to %c8_index step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
-        scf.for %u = %lane to %units step %c32_index {
-          %b_m1 = arith.divui %u, %c4_index : index
-          %q_m1 = arith.remui %u, %c4_index : index
-          %boff_m1 = arith.muli %b_m1, %c20_index : index
-          %blockbyte_m1 = arith.addi %rowbase_1, %boff_m1 : index
-          %w627 = arith.shrui %blockbyte_m1, %c2_index : index
-          %ld628 = memref.load %w[%w627] : memref<?xi32>
-          %h629 = arith.trunci %ld628 : i32 to i16
-          %h630 = arith.bitcast %h629 : i16 to f16
-          %h631 = arith.extf %h630 : f16 to f32
-          %a632 = arith.addi %blockbyte_m1, %c4_index : index
-          %m633 = arith.muli %q_m1, %c4_index : index
-          %a634 = arith.addi %a632, %m633 : index
-          %w635 = arith.shrui %a634, %c2_index : index
-          %ld636 = memref.load %w[%w635] : memref<?xi32>
-          %b637 = arith.andi %ld636, %c15_i32 : i32
-          %s638 = arith.shrui %ld636, %c4_i32 : i32
-          %b639 = arith.andi %s638, %c15_i32 : i32
-          %o640 = arith.ori %b637, %c1258291200_i32 : i32
-          %q641 = arith.bitcast %o640 : i32 to f32
-          %f642 = arith.subf %q641, %c8p388608e06_f32 : f32
-          %o643 = arith.ori %b639, %c1258291200_i32 : i32
-          %q644 = arith.bitcast %o643 : i32 to f32
-          %f645 = arith.subf %q644, %c8p388608e06_f32 : f32
-          %s646 = arith.shrui %ld636, %c8_i32 : i32
-          %b647 = arith.andi %s646, %c15_i32 : i32
-          %s648 = arith.shrui %ld636, %c12_i32 : i32
-          %b649 = arith.andi %s648, %c15_i32 : i32
-          %o650 = arith.ori %b647, %c1258291200_i32 : i32
-          %q651 = arith.bitcast %o650 : i32 to f32
-          %f652 = arith.subf %q651, %c8p388608e06_f32 : f32
-          %o653 = arith.ori %b649, %c1258291200_i32 : i32
-          %q654 = arith.bitcast %o653 : i32 to f32
-          %f655 = arith.subf %q654, %c8p388608e06_f32 : f32
-          %s656 = arith.shrui %ld636, %c16_i32 : i32
-          %b657 = arith.andi %s656, %c15_i32 : i32
-          %s658 = arith.shrui %ld636, %c20_i32 : i32
-          %b659 = arith.andi %s658, %c15_i32 : i32
-          %o660 = arith.ori %b657, %c1258291200_i32 : i32
-          %q661 = arith.bitcast %o660 : i32 to f32
-          %f662 = arith.subf %q661, %c8p388608e06_f32 : f32
-          %o663 = arith.ori %b659, %c1258291200_i32 : i32
-          %q664 = arith.bitcast %o663 : i32 to f32
-          %f665 = arith.subf %q664, %c8p388608e06_f32 : f32
-          %s666 = arith.shrui %ld636, %c24_i32 : i32
-          %b667 = arith.andi %s666, %c15_i32 : i32
-          %s668 = arith.shrui %ld636, %c28_i32 : i32
-          %b669 = arith.andi %s668, %c15_i32 : i32
-          %o670 = arith.ori %b667, %c1258291200_i32 : i32
-          %q671 = arith.bitcast %o670 : i32 to f32
-          %f672 = arith.subf %q671, %c8p388608e06_f32 : f32
-          %o673 = arith.ori %b669, %c1258291200_i32 : i32
-          %q674 = arith.bitcast %o673 : i32 to f32
-          %f675 = arith.subf %q674, %c8p388608e06_f32 : f32
-          %s676 = arith.shrui %ld628, %c16_i32 : i32
-          %h677 = arith.trunci %s676 : i32 to i16
-          %h678 = arith.bitcast %h677 : i16 to f16
-          %h679 = arith.extf %h678 : f16 to f32
-          %m680 = arith.muli %q_m1, %c4_index : index
-          %bk_m1 = arith.muli %b_m1, %c32_index : index
-          %kb_m1 = arith.addi %bk_m1, %m680 : index
-          scf.for %t = %c0_index to %tb step %c1_index {
-            %tg = arith.addi %t0, %t : index
-            %m681 = arith.muli %tg, %Ki : index
-            %a682 = arith.addi %m681, %kb_m1 : index
-            %x4683 = arith.shrui %a682, %c2_index : index
-            %xq684 = memref.load %x[%x4683] : memref<?xvector<4xf32>>
-            %xv685 = vector.extract %xq684[0] : f32 from vector<4xf32>
-            %f686 = arith.mulf %xv685, %f642 : f32
-            %a687 = arith.addi %x4683, %c4_index : index
-            %xq688 = memref.load %x[%a687] : memref<?xvector<4xf32>>
-            %xv689 = vector.extract %xq688[0] : f32 from vector<4xf32>
-            %f690 = math.fma %xv689, %f645, %f686 : f32
-            %f691 = arith.addf %xv685, %xv689 : f32
-            %xv692 = vector.extract %xq684[1] : f32 from vector<4xf32>
-            %f693 = math.fma %xv692, %f652, %f690 : f32
-            %f694 = arith.addf %f691, %xv692 : f32
-            %xv695 = vector.extract %xq688[1] : f32 from vector<4xf32>
-            %f696 = math.fma %xv695, %f655, %f693 : f32
-            %f697 = arith.addf %f694, %xv695 : f32
-            %xv698 = vector.extract %xq684[2] : f32 from vector<4xf32>
-            %f699 = math.fma %xv698, %f662, %f696 : f32
-            %f700 = arith.addf %f697, %xv698 : f32
-            %xv701 = vector.extract %xq688[2] : f32 from vector<4xf32>
-            %f702 = math.fma %xv701, %f665, %f699 : f32
-            %f703 = arith.addf %f700, %xv701 : f32
-            %xv704 = vector.extract %xq684[3] : f32 from vector<4xf32>
-            %f705 = math.fma %xv704, %f672, %f702 : f32
-            %f706 = arith.addf %f703, %xv704 : f32
-            %xv707 = vector.extract %xq688[3] : f32 from vector<4xf32>
-            %f708 = math.fma %xv707, %f675, %f705 : f32
-            %f709 = arith.addf %f706, %xv707 : f32
-            %f710 = arith.mulf %h631, %f708 : f32
-            %f711 = math.fma %h679, %f709, %f710 : f32
-            %slot0 = arith.muli %t, %c128_index : index
-            %slot = arith.addi %slot0, %tid : index
-            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f711 : f32
-            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-          }
-        }
-        %sv712 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a713 = arith.addi %tid, %c128_index : index
-        %sv714 = memref.load %slots[%a713] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a715 = arith.addi %tid, %c256_index : index
-        %sv716 = memref.load %slots[%a715] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a717 = arith.addi %tid, %c384_index : index
-        %sv718 = memref.load %slots[%a717] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a719 = arith.addi %tid, %c512_index : index
-        %sv720 = memref.load %slots[%a719] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a721 = arith.addi %tid, %c640_index : index
-        %sv722 = memref.load %slots[%a721] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a723 = arith.addi %tid, %c768_index : index
-        %sv724 = memref.load %slots[%a723] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a725 = arith.addi %tid, %c896_index : index
-        %sv726 = memref.load %slots[%a725] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv612, %sv614, %sv616, %sv618, %sv620, %sv622, %sv624, %sv626, %sv712, %sv714, %sv716, %sv718, %sv720, %sv722, %sv724, %sv726 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        %sv352 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a353 = arith.addi %tid, %c128_index : index
+        %sv354 = memref.load %slots[%a353] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a355 = arith.addi %tid, %c256_index : index
+        %sv356 = memref.load %slots[%a355] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a357 = arith.addi %tid, %c384_index : index
+        %sv358 = memref.load %slots[%a357] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a359 = arith.addi %tid, %c512_index : index
+        %sv360 = memref.load %slots[%a359] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a361 = arith.addi %tid, %c640_index : index
+        %sv362 = memref.load %slots[%a361] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a363 = arith.addi %tid, %c768_index : index
+        %sv364 = memref.load %slots[%a363] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a365 = arith.addi %tid, %c896_index : index
+        %sv366 = memref.load %slots[%a365] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv352, %sv354, %sv356, %sv358, %sv360, %sv362, %sv364, %sv366 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh727:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f728 = arith.addf %acc_r#0, %sh727#0 : f32
-      %sh729:2 = gpu.shuffle xor %f728, %c2_i32, %c32_i32 : f32
-      %f730 = arith.addf %f728, %sh729#0 : f32
-      %sh731:2 = gpu.shuffle xor %f730, %c1_i32, %c32_i32 : f32
-      %f732 = arith.addf %f730, %sh731#0 : f32
-      %c733 = scf.if %tok1 -> (f32) {
-        %sh734:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f735 = arith.addf %acc_r#1, %sh734#0 : f32
-        %sh736:2 = gpu.shuffle xor %f735, %c2_i32, %c32_i32 : f32
-        %f737 = arith.addf %f735, %sh736#0 : f32
-        %sh738:2 = gpu.shuffle xor %f737, %c1_i32, %c32_i32 : f32
-        %f739 = arith.addf %f737, %sh738#0 : f32
-        scf.yield %f739 : f32
+      %sh367:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f368 = arith.addf %acc_r#0, %sh367#0 : f32
+      %sh369:2 = gpu.shuffle xor %f368, %c2_i32, %c32_i32 : f32
+      %f370 = arith.addf %f368, %sh369#0 : f32
+      %sh371:2 = gpu.shuffle xor %f370, %c1_i32, %c32_i32 : f32
+      %f372 = arith.addf %f370, %sh371#0 : f32
+      %c373 = scf.if %tok1 -> (f32) {
+        %sh374:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f375 = arith.addf %acc_r#1, %sh374#0 : f32
+        %sh376:2 = gpu.shuffle xor %f375, %c2_i32, %c32_i32 : f32
+        %f377 = arith.addf %f375, %sh376#0 : f32
+        %sh378:2 = gpu.shuffle xor %f377, %c1_i32, %c32_i32 : f32
+        %f379 = arith.addf %f377, %sh378#0 : f32
+        scf.yield %f379 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c740 = scf.if %tok2 -> (f32) {
-        %sh741:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f742 = arith.addf %acc_r#2, %sh741#0 : f32
-        %sh743:2 = gpu.shuffle xor %f742, %c2_i32, %c32_i32 : f32
-        %f744 = arith.addf %f742, %sh743#0 : f32
-        %sh745:2 = gpu.shuffle xor %f744, %c1_i32, %c32_i32 : f32
-        %f746 = arith.addf %f744, %sh745#0 : f32
-        scf.yield %f746 : f32
+      %c380 = scf.if %tok2 -> (f32) {
+        %sh381:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f382 = arith.addf %acc_r#2, %sh381#0 : f32
+        %sh383:2 = gpu.shuffle xor %f382, %c2_i32, %c32_i32 : f32
+        %f384 = arith.addf %f382, %sh383#0 : f32
+        %sh385:2 = gpu.shuffle xor %f384, %c1_i32, %c32_i32 : f32
+        %f386 = arith.addf %f384, %sh385#0 : f32
+        scf.yield %f386 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c747 = scf.if %tok3 -> (f32) {
-        %sh748:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f749 = arith.addf %acc_r#3, %sh748#0 : f32
-        %sh750:2 = gpu.shuffle xor %f749, %c2_i32, %c32_i32 : f32
-        %f751 = arith.addf %f749, %sh750#0 : f32
-        %sh752:2 = gpu.shuffle xor %f751, %c1_i32, %c32_i32 : f32
-        %f753 = arith.addf %f751, %sh752#0 : f32
-        scf.yield %f753 : f32
+      %c387 = scf.if %tok3 -> (f32) {
+        %sh388:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f389 = arith.addf %acc_r#3, %sh388#0 : f32
+        %sh390:2 = gpu.shuffle xor %f389, %c2_i32, %c32_i32 : f32
+        %f391 = arith.addf %f389, %sh390#0 : f32
+        %sh392:2 = gpu.shuffle xor %f391, %c1_i32, %c32_i32 : f32
+        %f393 = arith.addf %f391, %sh392#0 : f32
+        scf.yield %f393 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c754 = scf.if %tok4 -> (f32) {
-        %sh755:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f756 = arith.addf %acc_r#4, %sh755#0 : f32
-        %sh757:2 = gpu.shuffle xor %f756, %c2_i32, %c32_i32 : f32
-        %f758 = arith.addf %f756, %sh757#0 : f32
-        %sh759:2 = gpu.shuffle xor %f758, %c1_i32, %c32_i32 : f32
-        %f760 = arith.addf %f758, %sh759#0 : f32
-        scf.yield %f760 : f32
+      %c394 = scf.if %tok4 -> (f32) {
+        %sh395:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f396 = arith.addf %acc_r#4, %sh395#0 : f32
+        %sh397:2 = gpu.shuffle xor %f396, %c2_i32, %c32_i32 : f32
+        %f398 = arith.addf %f396, %sh397#0 : f32
+        %sh399:2 = gpu.shuffle xor %f398, %c1_i32, %c32_i32 : f32
+        %f400 = arith.addf %f398, %sh399#0 : f32
+        scf.yield %f400 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c761 = scf.if %tok5 -> (f32) {
-        %sh762:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f763 = arith.addf %acc_r#5, %sh762#0 : f32
-        %sh764:2 = gpu.shuffle xor %f763, %c2_i32, %c32_i32 : f32
-        %f765 = arith.addf %f763, %sh764#0 : f32
-        %sh766:2 = gpu.shuffle xor %f765, %c1_i32, %c32_i32 : f32
-        %f767 = arith.addf %f765, %sh766#0 : f32
-        scf.yield %f767 : f32
+      %c401 = scf.if %tok5 -> (f32) {
+        %sh402:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f403 = arith.addf %acc_r#5, %sh402#0 : f32
+        %sh404:2 = gpu.shuffle xor %f403, %c2_i32, %c32_i32 : f32
+        %f405 = arith.addf %f403, %sh404#0 : f32
+        %sh406:2 = gpu.shuffle xor %f405, %c1_i32, %c32_i32 : f32
+        %f407 = arith.addf %f405, %sh406#0 : f32
+        scf.yield %f407 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c768 = scf.if %tok6 -> (f32) {
-        %sh769:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f770 = arith.addf %acc_r#6, %sh769#0 : f32
-        %sh771:2 = gpu.shuffle xor %f770, %c2_i32, %c32_i32 : f32
-        %f772 = arith.addf %f770, %sh771#0 : f32
-        %sh773:2 = gpu.shuffle xor %f772, %c1_i32, %c32_i32 : f32
-        %f774 = arith.addf %f772, %sh773#0 : f32
-        scf.yield %f774 : f32
+      %c408 = scf.if %tok6 -> (f32) {
+        %sh409:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f410 = arith.addf %acc_r#6, %sh409#0 : f32
+        %sh411:2 = gpu.shuffle xor %f410, %c2_i32, %c32_i32 : f32
+        %f412 = arith.addf %f410, %sh411#0 : f32
+        %sh413:2 = gpu.shuffle xor %f412, %c1_i32, %c32_i32 : f32
+        %f414 = arith.addf %f412, %sh413#0 : f32
+        scf.yield %f414 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c775 = scf.if %tok7 -> (f32) {
-        %sh776:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f777 = arith.addf %acc_r#7, %sh776#0 : f32
-        %sh778:2 = gpu.shuffle xor %f777, %c2_i32, %c32_i32 : f32
-        %f779 = arith.addf %f777, %sh778#0 : f32
-        %sh780:2 = gpu.shuffle xor %f779, %c1_i32, %c32_i32 : f32
-        %f781 = arith.addf %f779, %sh780#0 : f32
-        scf.yield %f781 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %sh782:2 = gpu.shuffle xor %acc_r#8, %c4_i32, %c32_i32 : f32
-      %f783 = arith.addf %acc_r#8, %sh782#0 : f32
-      %sh784:2 = gpu.shuffle xor %f783, %c2_i32, %c32_i32 : f32
-      %f785 = arith.addf %f783, %sh784#0 : f32
-      %sh786:2 = gpu.shuffle xor %f785, %c1_i32, %c32_i32 : f32
-      %f787 = arith.addf %f785, %sh786#0 : f32
-      %c788 = scf.if %tok1 -> (f32) {
-        %sh789:2 = gpu.shuffle xor %acc_r#9, %c4_i32, %c32_i32 : f32
-        %f790 = arith.addf %acc_r#9, %sh789#0 : f32
-        %sh791:2 = gpu.shuffle xor %f790, %c2_i32, %c32_i32 : f32
-        %f792 = arith.addf %f790, %sh791#0 : f32
-        %sh793:2 = gpu.shuffle xor %f792, %c1_i32, %c32_i32 : f32
-        %f794 = arith.addf %f792, %sh793#0 : f32
-        scf.yield %f794 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c795 = scf.if %tok2 -> (f32) {
-        %sh796:2 = gpu.shuffle xor %acc_r#10, %c4_i32, %c32_i32 : f32
-        %f797 = arith.addf %acc_r#10, %sh796#0 : f32
-        %sh798:2 = gpu.shuffle xor %f797, %c2_i32, %c32_i32 : f32
-        %f799 = arith.addf %f797, %sh798#0 : f32
-        %sh800:2 = gpu.shuffle xor %f799, %c1_i32, %c32_i32 : f32
-        %f801 = arith.addf %f799, %sh800#0 : f32
-        scf.yield %f801 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c802 = scf.if %tok3 -> (f32) {
-        %sh803:2 = gpu.shuffle xor %acc_r#11, %c4_i32, %c32_i32 : f32
-        %f804 = arith.addf %acc_r#11, %sh803#0 : f32
-        %sh805:2 = gpu.shuffle xor %f804, %c2_i32, %c32_i32 : f32
-        %f806 = arith.addf %f804, %sh805#0 : f32
-        %sh807:2 = gpu.shuffle xor %f806, %c1_i32, %c32_i32 : f32
-        %f808 = arith.addf %f806, %sh807#0 : f32
-        scf.yield %f808 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c809 = scf.if %tok4 -> (f32) {
-        %sh810:2 = gpu.shuffle xor %acc_r#12, %c4_i32, %c32_i32 : f32
-        %f811 = arith.addf %acc_r#12, %sh810#0 : f32
-        %sh812:2 = gpu.shuffle xor %f811, %c2_i32, %c32_i32 : f32
-        %f813 = arith.addf %f811, %sh812#0 : f32
-        %sh814:2 = gpu.shuffle xor %f813, %c1_i32, %c32_i32 : f32
-        %f815 = arith.addf %f813, %sh814#0 : f32
-        scf.yield %f815 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c816 = scf.if %tok5 -> (f32) {
-        %sh817:2 = gpu.shuffle xor %acc_r#13, %c4_i32, %c32_i32 : f32
-        %f818 = arith.addf %acc_r#13, %sh817#0 : f32
-        %sh819:2 = gpu.shuffle xor %f818, %c2_i32, %c32_i32 : f32
-        %f820 = arith.addf %f818, %sh819#0 : f32
-        %sh821:2 = gpu.shuffle xor %f820, %c1_i32, %c32_i32 : f32
-        %f822 = arith.addf %f820, %sh821#0 : f32
-        scf.yield %f822 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c823 = scf.if %tok6 -> (f32) {
-        %sh824:2 = gpu.shuffle xor %acc_r#14, %c4_i32, %c32_i32 : f32
-        %f825 = arith.addf %acc_r#14, %sh824#0 : f32
-        %sh826:2 = gpu.shuffle xor %f825, %c2_i32, %c32_i32 : f32
-        %f827 = arith.addf %f825, %sh826#0 : f32
-        %sh828:2 = gpu.shuffle xor %f827, %c1_i32, %c32_i32 : f32
-        %f829 = arith.addf %f827, %sh828#0 : f32
-        scf.yield %f829 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c830 = scf.if %tok7 -> (f32) {
-        %sh831:2 = gpu.shuffle xor %acc_r#15, %c4_i32, %c32_i32 : f32
-        %f832 = arith.addf %acc_r#15, %sh831#0 : f32
-        %sh833:2 = gpu.shuffle xor %f832, %c2_i32, %c32_i32 : f32
-        %f834 = arith.addf %f832, %sh833#0 : f32
-        %sh835:2 = gpu.shuffle xor %f834, %c1_i32, %c32_i32 : f32
-        %f836 = arith.addf %f834, %sh835#0 : f32
-        scf.yield %f836 : f32
+      %c415 = scf.if %tok7 -> (f32) {
+        %sh416:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f417 = arith.addf %acc_r#7, %sh416#0 : f32
+        %sh418:2 = gpu.shuffle xor %f417, %c2_i32, %c32_i32 : f32
+        %f419 = arith.addf %f417, %sh418#0 : f32
+        %sh420:2 = gpu.shuffle xor %f419, %c1_i32, %c32_i32 : f32
+        %f421 = arith.addf %f419, %sh420#0 : f32
+        scf.yield %f421 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1115,107 +616,60 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f732, %acc[%pbase] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a837 = arith.addi %pbase, %c4_index : index
-        memref.store %c733, %acc[%a837] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a838 = arith.addi %pbase, %c8_index : index
-        memref.store %c740, %acc[%a838] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a839 = arith.addi %pbase, %c12_index : index
-        memref.store %c747, %acc[%a839] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a840 = arith.addi %pbase, %c16_index : index
-        memref.store %c754, %acc[%a840] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a841 = arith.addi %pbase, %c20_index : index
-        memref.store %c761, %acc[%a841] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a842 = arith.addi %pbase, %c24_index : index
-        memref.store %c768, %acc[%a842] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a843 = arith.addi %pbase, %c28_index : index
-        memref.store %c775, %acc[%a843] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a844 = arith.addi %pbase, %c128_index : index
-        memref.store %f787, %acc[%a844] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a845 = arith.addi %pbase, %c132_index : index
-        memref.store %c788, %acc[%a845] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a846 = arith.addi %pbase, %c136_index : index
-        memref.store %c795, %acc[%a846] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a847 = arith.addi %pbase, %c140_index : index
-        memref.store %c802, %acc[%a847] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a848 = arith.addi %pbase, %c144_index : index
-        memref.store %c809, %acc[%a848] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a849 = arith.addi %pbase, %c148_index : index
-        memref.store %c816, %acc[%a849] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a850 = arith.addi %pbase, %c152_index : index
-        memref.store %c823, %acc[%a850] : memref<256xf32, #gpu.address_space<workgroup>>
-        %a851 = arith.addi %pbase, %c156_index : index
-        memref.store %c830, %acc[%a851] : memref<256xf32, #gpu.address_space<workgroup>>
+        memref.store %f372, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a422 = arith.addi %pbase, %c4_index : index
+        memref.store %c373, %acc[%a422] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a423 = arith.addi %pbase, %c8_index : index
+        memref.store %c380, %acc[%a423] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a424 = arith.addi %pbase, %c12_index : index
+        memref.store %c387, %acc[%a424] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a425 = arith.addi %pbase, %c16_index : index
+        memref.store %c394, %acc[%a425] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a426 = arith.addi %pbase, %c20_index : index
+        memref.store %c401, %acc[%a426] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a427 = arith.addi %pbase, %c24_index : index
+        memref.store %c408, %acc[%a427] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a428 = arith.addi %pbase, %c28_index : index
+        memref.store %c415, %acc[%a428] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
-      %l4 = arith.muli %lane, %c4_index : index
-      %sib = arith.addi %pbase0, %l4 : index
-      %tg = arith.addi %t0, %lane : index
-      %yrow = arith.muli %tg, %Ni : index
-      %fb = arith.andi %flags, %c1_i32 : i32
-      %hb = arith.cmpi ne, %fb, %c0_i32 : i32
-      %fr = arith.andi %flags, %c2_i32 : i32
-      %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-      %wr_0 = arith.andi %wr0, %live : i1
-      scf.if %wr_0 {
-        %sib_0 = arith.addi %sib, %c0_index : index
-        %si1_0 = arith.addi %sib_0, %c1_index : index
-        %si2_0 = arith.addi %sib_0, %c2_index : index
-        %si3_0 = arith.addi %sib_0, %c3_index : index
-        %p0_0 = memref.load %acc[%sib_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_0 = memref.load %acc[%si1_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_0 = memref.load %acc[%si2_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_0 = memref.load %acc[%si3_0] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_0 = arith.addf %p0_0, %p1_0 : f32
-        %p23_0 = arith.addf %p2_0, %p3_0 : f32
-        %sum_0 = arith.addf %p01_0, %p23_0 : f32
-        %yi_0 = arith.addi %yrow, %n : index
-        %withb_0 = scf.if %hb -> (f32) {
-          %bv_0 = memref.load %bias[%n] : memref<?xf32>
-          %sb_0 = arith.addf %sum_0, %bv_0 : f32
-          scf.yield %sb_0 : f32
+      %wr = arith.andi %wr0, %live : i1
+      scf.if %wr {
+        %l4 = arith.muli %lane, %c4_index : index
+        %si = arith.addi %pbase0, %l4 : index
+        %si1 = arith.addi %si, %c1_index : index
+        %si2 = arith.addi %si, %c2_index : index
+        %si3 = arith.addi %si, %c3_index : index
+        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
+        %p01 = arith.addf %p0, %p1 : f32
+        %p23 = arith.addf %p2, %p3 : f32
+        %sum = arith.addf %p01, %p23 : f32
+        %tg = arith.addi %t0, %lane : index
+        %yrow = arith.muli %tg, %Ni : index
+        %yi = arith.addi %yrow, %n : index
+        %fb = arith.andi %flags, %c1_i32 : i32
+        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
+        %withb = scf.if %hb -> (f32) {
+          %bv = memref.load %bias[%n] : memref<?xf32>
+          %sb = arith.addf %sum, %bv : f32
+          scf.yield %sb : f32
         } else {
-          scf.yield %sum_0 : f32
+          scf.yield %sum : f32
         }
-        %out_0 = scf.if %hr -> (f32) {
-          %rv_0 = memref.load %res[%yi_0] : memref<?xf32>
-          %sr_0 = arith.addf %withb_0, %rv_0 : f32
-          scf.yield %sr_0 : f32
+        %fr = arith.andi %flags, %c2_i32 : i32
+        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
+        %out = scf.if %hr -> (f32) {
+          %rv = memref.load %res[%yi] : memref<?xf32>
+          %sr = arith.addf %withb, %rv : f32
+          scf.yield %sr : f32
         } else {
-          scf.yield %withb_0 : f32
+          scf.yield %withb : f32
         }
-        memref.store %out_0, %y[%yi_0] : memref<?xf32>
-      }
-      %wr_1 = arith.andi %wr0, %live_1 : i1
-      scf.if %wr_1 {
-        %sib_1 = arith.addi %sib, %c128_index : index
-        %si1_1 = arith.addi %sib_1, %c1_index : index
-        %si2_1 = arith.addi %sib_1, %c2_index : index
-        %si3_1 = arith.addi %sib_1, %c3_index : index
-        %p0_1 = memref.load %acc[%sib_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p1_1 = memref.load %acc[%si1_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p2_1 = memref.load %acc[%si2_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p3_1 = memref.load %acc[%si3_1] : memref<256xf32, #gpu.address_space<workgroup>>
-        %p01_1 = arith.addf %p0_1, %p1_1 : f32
-        %p23_1 = arith.addf %p2_1, %p3_1 : f32
-        %sum_1 = arith.addf %p01_1, %p23_1 : f32
-        %yi_1 = arith.addi %yrow, %n_1 : index
-        %withb_1 = scf.if %hb -> (f32) {
-          %bv_1 = memref.load %bias[%n_1] : memref<?xf32>
-          %sb_1 = arith.addf %sum_1, %bv_1 : f32
-          scf.yield %sb_1 : f32
-        } else {
-          scf.yield %sum_1 : f32
-        }
-        %out_1 = scf.if %hr -> (f32) {
-          %rv_1 = memref.load %res[%yi_1] : memref<?xf32>
-          %sr_1 = arith.addf %withb_1, %rv_1 : f32
-          scf.yield %sr_1 : f32
-        } else {
-          scf.yield %withb_1 : f32
-        }
-        memref.store %out_1, %y[%yi_1] : memref<?xf32>
+        memref.store %out, %y[%yi] : memref<?xf32>
       }
       gpu.return
     }

@@ -17,9 +17,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 XVEC = "memref<?xvector<4xf32>>"
 TOK = 8  # tokens per block (grid y covers T in blocks of 8)
-RW = 2  # output rows per warp (a block of 4 warps covers 4 * RW rows)
-ACCN = 128 * RW  # the segment-sum buffer: [RW][4 warps][8 tokens][4 segments] f32
-ACCT = f"memref<{ACCN}xf32, #gpu.address_space<workgroup>>"
 
 TARGET_ENV = """spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
           [Shader, Int16, Float16, StorageBuffer16BitAccess, GroupNonUniformShuffle],
@@ -116,31 +113,6 @@ class Emitter:
         hi_s = self.shl(self.shl(hi, self.ci(16)), rest)
         return self.bor(lo_s, hi_s)
 
-    def word_pair(self, fmt, byte):
-        """The little-endian 32-bit words at byte offsets `byte` and `byte` + 4
-        (index; even) of %w, with three loads instead of two `word` calls' four:
-        words i = byte / 4, i + 1 and (byte + 6) / 4 (= i + 1 when byte % 4 == 0,
-        so never past the 8 bytes read)."""
-        if FORMATS[fmt]["aligned"]:
-            return self.word(fmt, byte), self.word(fmt, self.add(byte, self.ci(4, "index")))
-        c2 = self.ci(2, "index")
-        w0i = self.v(f"arith.shrui {byte}, {c2} : index", "w")
-        w1i = self.add(w0i, self.ci(1, "index"))
-        b6 = self.add(byte, self.ci(6, "index"))
-        w2i = self.v(f"arith.shrui {b6}, {c2} : index", "w")
-        w0 = self.v(f"memref.load %w[{w0i}] : memref<?xi32>", "ld")
-        w1 = self.v(f"memref.load %w[{w1i}] : memref<?xi32>", "ld")
-        w2 = self.v(f"memref.load %w[{w2i}] : memref<?xi32>", "ld")
-        bi = self.i32(byte)
-        odd = self.band(bi, self.ci(2))
-        isodd = self.v(f"arith.cmpi ne, {odd}, {self.ci(0)} : i32", "od")
-        out = []
-        for lo, hi in ((w0, w1), (w1, w2)):
-            # byte % 4 == 0: lo; else lo's upper half and hi's lower half.
-            f = self.bor(self.shr(lo, self.ci(16)), self.shl(hi, self.ci(16)))
-            out.append(self.v(f"arith.select {isodd}, {f}, {lo} : i32", "sel"))
-        return out[0], out[1]
-
     def half(self, word, upper):
         """f16 bits in the low (or upper) half of an i32 word, as f32 (exact)."""
         if upper:
@@ -207,9 +179,8 @@ def dequant_unit(e, fmt, blockbyte, q):
         d = e.half(e.word(fmt, blockbyte), False)
         b = e.add(e.add(blockbyte, c(2)), e.mul(q, c(8)))
         items = []
-        pair = e.word_pair(fmt, b)
         for h in range(2):
-            w = pair[h]
+            w = e.word(fmt, e.add(b, c(4 * h)) if h else b)
             # int8 q as unsigned q ^ 0x80 = q + 128; the 128 goes into the offset.
             w = e.bxor(w, e.ci(-2139062144))  # 0x80808080
             for i in range(4):
@@ -269,7 +240,8 @@ def dequant_unit(e, fmt, blockbyte, q):
         qh = e.word(fmt, e.add(e.add(e.add(blockbyte, c(128)), h32), g4))
         d = e.half(e.word(fmt, e.add(blockbyte, c(208))), False)
         scb = e.add(e.add(blockbyte, c(192)), e.mul(h, c(8)))
-        sw0, sw1 = e.word_pair(fmt, scb)
+        sw0 = e.word(fmt, scb)
+        sw1 = e.word(fmt, e.add(scb, c(4)))
         isb = e.i32(e.v(f"arith.divui {g}, {c(4)} : index", "p"))   # is = l / 16
         # signed byte `is + 2m` of sw0 (m = 0, 1) or sw1 (m = 2, 3)
         groups = []
@@ -317,22 +289,18 @@ def header(fmt):
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2: a fused residual add; res may be y itself,
 //   each element is read and then written by the same thread).
 //   x: [T, K] f32, y, res: [T, N] f32, bias: [N] f32 (bias / res: any 1-element buffer when unused).
-//   Launch: block 128 = 4 groups (warps) of 32 threads; group g of block b owns the {RW} consecutive
-//   output rows n = {RW} * (4 * b + g) + r, r < {RW} (a row past N loads row N - 1 and is not written);
-//   grid (ceil(N / {4 * RW}), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
+//   Launch: block 128 = 4 groups of 32 threads, one output row n = 4 * block_id.x + group per group;
+//   grid (ceil(N / 4), ceil(T / 8), 1): block_id.y covers tokens 8*y .. 8*y+7 (T = 1 for decode,
 //   up to 8 per block for speculative verification). A thread's unit is {unit};
 //   a group's 32 threads take consecutive units (coalesced words) and dequantize each unit once.
-//   One token in the block (decode): each thread keeps one register accumulator per row and,
-//   per loop trip, issues the loads of units u, u+32, .., u+32(R-1) (R = {f['unroll']}) of all {RW}
-//   rows before using any ({RW} * R units in flight per thread); the x loads of unit u serve
-//   all {RW} rows. 2..8 tokens: each thread accumulates each token into its own f32 slot of
-//   workgroup memory (`slots`, [8 tokens][128 threads], touched by that thread only), one row
-//   after the other, keeping registers near those of the one-token path. Reduction, per row and
-//   token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
+//   One token in the block (decode): each thread accumulates its units in one register. 2..8
+//   tokens: each thread accumulates each token into its own f32 slot of workgroup memory
+//   (`slots`, [8 tokens][128 threads], touched by that thread only), keeping the registers of the
+//   one-token path. Reduction, per token: butterfly shuffles xor 4, 2, 1 (gpu.shuffle width 32:
 //   full-warp shfl.sync on PTX, OpGroupNonUniformShuffleXor on SPIR-V; offsets < 8 keep every
 //   exchange inside an aligned 8-lane segment, so any subgroup size >= 8 works, lavapipe's 8
-//   included) sum each 8-lane segment; segment leaders write [{RW} rows][4 groups][8 tokens]
-//   [4 segments] (`acc`, {4 * ACCN} B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
+//   included) sum each 8-lane segment; segment leaders write [4 rows][8 tokens][4 segments]
+//   (`acc`, 512 B); ONE barrier; then the group's thread t sums token t0 + t's 4 segment
 //   sums and writes y[t, n]. Bandwidth: each weight byte is read once per launch.
 //
 // get_rows_{fmt}(w, tokens, out, K): out[t, :] = dequant(W[tokens[t], :]) (embedding lookup)
@@ -353,19 +321,17 @@ def gemv(fmt):
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
     out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
-    out.append(f"                    swz.grid = \"ceil(N/{4 * RW}), ceil(T/8), 1\"}} {{")
+    out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
-    e.emit(f"%acc = memref.get_global @acc : {ACCT}")
+    e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("%tid = gpu.thread_id x")
     e.emit("%bx = gpu.block_id x")
     e.emit("%by = gpu.block_id y")
     e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
     e.emit(f"%row4 = arith.muli %bx, {c(4)} : index")
-    e.emit("%warp = arith.addi %row4, %grp : index")
-    e.emit(f"%n = arith.muli %warp, {c(RW)} : index")
+    e.emit("%n = arith.addi %row4, %grp : index")
     e.emit("%Ni = arith.index_cast %N : i32 to index")
-    e.emit(f"%nlast = arith.subi %Ni, {c(1)} : index")
     e.emit("%Ki = arith.index_cast %K : i32 to index")
     e.emit("%Ti = arith.index_cast %T : i32 to index")
     e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
@@ -382,30 +348,19 @@ def gemv(fmt):
         e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
         e.emit("%rowbase = arith.muli %n, %rowbytes : index")
     e.emit(f"%units = arith.select %live, %units_all, {c(0)} : index")
-    # The warp's other rows n + r: a row past N loads row N - 1 (valid memory) and
-    # is never written (%live_r false).
-    for r in range(1, RW):
-        e.emit(f"%nr{r} = arith.addi %n, {c(r)} : index")
-        e.emit(f"%live_{r} = arith.cmpi ult, %nr{r}, %Ni : index")
-        e.emit(f"%n_{r} = arith.minui %nr{r}, %nlast : index")
-        if fmt != "f16":
-            e.emit(f"%rowbase_{r} = arith.muli %n_{r}, %rowbytes : index")
     # Token j < tb of the block (uniform over the block; token 0 always is).
     for j in range(1, TOK):
         e.emit(f"%tok{j} = arith.cmpi ult, {c(j)}, %tb : index")
     zero = e.ci("0.0", "f32")
     SLOTS = "memref<1024xf32, #gpu.address_space<workgroup>>"
 
-    def rowname(r): return "%n" if r == 0 else f"%n_{r}"
-    def rowbase(r): return "%rowbase" if r == 0 else f"%rowbase_{r}"
-
-    def unit_body(u="%u", sfx="", r=0):
+    def unit_body(u="%u", sfx=""):
         """Emits the current unit %u's weight loads and dequantization; returns
         token(tg): emits token tg's (index: absolute token) x loads and dot
         product with the unit and returns the f32 contribution."""
         if fmt == "f16":
             e.emit(f"%kb{sfx} = arith.muli {u}, {c(8)} : index")
-            e.emit(f"%wrow{sfx} = arith.muli {rowname(r)}, %Ki : index")
+            e.emit(f"%wrow{sfx} = arith.muli %n, %Ki : index")
             e.emit(f"%klast{sfx} = arith.subi %Ki, {c(1)} : index")
             vals = []
             for i in range(8):
@@ -428,7 +383,7 @@ def gemv(fmt):
         e.emit(f"%b{sfx} = arith.divui {u}, {c(f['units'])} : index")
         e.emit(f"%q{sfx} = arith.remui {u}, {c(f['units'])} : index")
         e.emit(f"%boff{sfx} = arith.muli %b{sfx}, {c(f['bs'])} : index")
-        e.emit(f"%blockbyte{sfx} = arith.addi {rowbase(r)}, %boff{sfx} : index")
+        e.emit(f"%blockbyte{sfx} = arith.addi %rowbase, %boff{sfx} : index")
         kbase, groups = dequant_unit(e, fmt, "%blockbyte" + sfx, "%q" + sfx)
         e.emit(f"%bk{sfx} = arith.muli %b{sfx}, {c(f['qk'])} : index")
         e.emit(f"%kb{sfx} = arith.addi %bk{sfx}, {kbase} : index")
@@ -458,107 +413,96 @@ def gemv(fmt):
             return contrib
         return token
 
-    # Per-thread partial sums of the warp's rows and the block's tokens,
-    # %acc_r#(8r + t) (0 for t >= tb). One token (decode): register accumulators.
-    # More (speculative verification): one workgroup-memory slot per (token,
-    # thread), read and written by its thread only (no barrier), rows one after
-    # the other, so the register count stays near that of one token.
-    NV = RW * TOK
-    ys = ", ".join(["f32"] * NV)
+    # Per-thread partial sums of the block's tokens, %acc_r#t (0 for t >= tb).
+    # One token (decode): a register accumulator. More (speculative verification):
+    # one workgroup-memory slot per (token, thread), read and written by its
+    # thread only (no barrier), so the register count stays that of one token.
+    ys = ", ".join(["f32"] * TOK)
     e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
-    e.emit(f"%acc_r:{NV} = scf.if %one -> ({ys}) {{")
+    e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
     R = f["unroll"]
-    inits = ", ".join(f"%sacc{r} = {zero}" for r in range(RW))
-    e.emit(f"%r1:{RW} = scf.for %u = %lane to %units step {c(32 * R)} iter_args({inits}) -> ({', '.join(['f32'] * RW)}) {{")
+    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
-    # Units u, u + 32, ..., u + 32 (R - 1) of each of the warp's RW rows: all
-    # RW * R units' loads are issued before any of them is used. A unit past the
-    # row loads unit u again (cached) and contributes 0.
-    valid = [(None, "%u")]
-    for j in range(1, R):
-        ur = e.add("%u", c(32 * j))
+    # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before
+    # any of them is used. A unit past the row loads unit u again (cached) and
+    # contributes 0.
+    units = []
+    for r in range(R):
+        if r == 0:
+            units.append((None, unit_body()))
+            continue
+        ur = e.add("%u", c(32 * r))
         vr = e.v(f"arith.cmpi ult, {ur}, %units : index", "vr")
         uc = e.v(f"arith.select {vr}, {ur}, %u : index", "uc")
-        valid.append((vr, uc))
-    units = []
-    for r in range(RW):
-        for j, (vr, uc) in enumerate(valid):
-            sfx = "" if (r, j) == (0, 0) else f"_{r}_{j}"
-            units.append((r, vr, unit_body(uc, sfx, r)))
-    accs = [f"%sacc{r}" for r in range(RW)]
-    for r, vr, tok in units:
+        units.append((vr, unit_body(uc, f"_{r}")))
+    acc = "%sacc"
+    for vr, tok in units:
         cr = tok("%t0")
         if vr is not None:
             cr = e.v(f"arith.select {vr}, {cr}, {zero} : f32", "sel")
-        accs[r] = e.fadd(accs[r], cr)
-    e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * RW)}")
+        acc = e.fadd(acc, cr)
+    e.emit(f"scf.yield {acc} : f32")
     e.indent -= 2
     e.emit("}")
-    yv = []
-    for r in range(RW):
-        yv += [f"%r1#{r}"] + [zero] * (TOK - 1)
-    e.emit(f"scf.yield {', '.join(yv)} : {ys}")
+    e.emit(f"scf.yield %r1, {', '.join([zero] * (TOK - 1))} : {ys}")
     e.indent -= 2
     e.emit("} else {")
     e.indent += 2
     e.emit(f"%slots = memref.get_global @slots : {SLOTS}")
+    e.emit(f"scf.for %t = {c(0)} to {c(TOK)} step {c(1)} {{")
+    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
+    e.emit("  %si = arith.addi %s, %tid : index")
+    e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
+    e.emit("}")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.indent += 2
+    tok = unit_body()
+    e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+    e.indent += 2
+    e.emit("%tg = arith.addi %t0, %t : index")
+    contrib = tok("%tg")
+    e.emit(f"%slot0 = arith.muli %t, {c(128)} : index")
+    e.emit("%slot = arith.addi %slot0, %tid : index")
+    e.emit(f"%old = memref.load %slots[%slot] : {SLOTS}")
+    e.emit(f"%new = arith.addf %old, {contrib} : f32")
+    e.emit(f"memref.store %new, %slots[%slot] : {SLOTS}")
+    e.indent -= 2
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
     outs = []
-    for r in range(RW):
-        e.emit(f"scf.for %t = {c(0)} to {c(TOK)} step {c(1)} {{")
-        e.emit(f"  %s = arith.muli %t, {c(128)} : index")
-        e.emit("  %si = arith.addi %s, %tid : index")
-        e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
-        e.emit("}")
-        e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
-        e.indent += 2
-        tok = unit_body("%u", "" if r == 0 else f"_m{r}", r)
-        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
-        e.indent += 2
-        e.emit("%tg = arith.addi %t0, %t : index")
-        contrib = tok("%tg")
-        e.emit(f"%slot0 = arith.muli %t, {c(128)} : index")
-        e.emit("%slot = arith.addi %slot0, %tid : index")
-        e.emit(f"%old = memref.load %slots[%slot] : {SLOTS}")
-        e.emit(f"%new = arith.addf %old, {contrib} : f32")
-        e.emit(f"memref.store %new, %slots[%slot] : {SLOTS}")
-        e.indent -= 2
-        e.emit("}")
-        e.indent -= 2
-        e.emit("}")
-        for j in range(TOK):
-            si = e.add("%tid", c(128 * j)) if j else "%tid"
-            outs.append(e.v(f"memref.load %slots[{si}] : {SLOTS}", "sv"))
+    for j in range(TOK):
+        si = e.add("%tid", c(128 * j)) if j else "%tid"
+        outs.append(e.v(f"memref.load %slots[{si}] : {SLOTS}", "sv"))
     e.emit(f"scf.yield {', '.join(outs)} : {ys}")
     e.indent -= 2
     e.emit("}")
     # Sum each 8-lane segment's partials by shuffle-xor 4, 2, 1 (width 32, see the
     # header: the exchanges stay inside aligned 8-lane segments, so any subgroup
     # size >= 8 works); every lane of a segment then holds the segment's sum.
-    def seg_sum(v):
-        for off in (4, 2, 1):
-            e.n += 1
-            sh = f"%sh{e.n}"
-            e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
-            v = e.fadd(v, f"{sh}#0")
-        return v
     sums = []
-    for r in range(RW):
-        for j in range(TOK):
-            a = f"%acc_r#{TOK * r + j}"
-            if j == 0:
-                sums.append(seg_sum(a))
-            else:
-                v0 = e.v(f"scf.if %tok{j} -> (f32) {{", "c")
-                e.indent += 2
-                v = seg_sum(a)
-                e.emit(f"scf.yield {v} : f32")
-                e.indent -= 2
-                e.emit("} else {")
-                e.emit(f"  scf.yield {zero} : f32")
-                e.emit("}")
-                sums.append(v0)
-    # Segment leaders store part[row r][grp][token][seg] (RW x 4 warps x 8 tokens x 4 segments).
+    for j in range(TOK):
+        def seg_sum(v):
+            for off in (4, 2, 1):
+                e.n += 1
+                sh = f"%sh{e.n}"
+                e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
+                v = e.fadd(v, f"{sh}#0")
+            return v
+        if j == 0:
+            sums.append(seg_sum(f"%acc_r#{j}"))
+        else:
+            r = e.v(f"scf.if %tok{j} -> (f32) {{", "c")
+            e.indent += 2
+            v = seg_sum(f"%acc_r#{j}")
+            e.emit(f"scf.yield {v} : f32")
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit(f"  scf.yield {zero} : f32")
+            e.emit("}")
+            sums.append(r)
+    # Segment leaders store part[grp][token][seg] (4 rows x 8 tokens x 4 segments).
     e.emit(f"%seg = arith.divui %lane, {c(8)} : index")
     e.emit(f"%sl = arith.remui %lane, {c(8)} : index")
     e.emit(f"%lead = arith.cmpi eq, %sl, {c(0)} : index")
@@ -566,60 +510,51 @@ def gemv(fmt):
     e.emit("%pbase = arith.addi %pbase0, %seg : index")
     e.emit("scf.if %lead {")
     e.indent += 2
-    for i, v in enumerate(sums):
-        r, j = divmod(i, TOK)
-        o = 128 * r + 4 * j
-        pi = e.add("%pbase", c(o)) if o else "%pbase"
-        e.emit(f"memref.store {v}, %acc[{pi}] : {ACCT}")
+    for j, v in enumerate(sums):
+        pi = e.add("%pbase", c(4 * j)) if j else "%pbase"
+        e.emit(f"memref.store {v}, %acc[{pi}] : memref<128xf32, #gpu.address_space<workgroup>>")
     e.indent -= 2
     e.emit("}")
     e.emit("gpu.barrier")
-    # Thread `lane` of the group sums token t0 + lane's 4 segment partials of each
-    # of the warp's rows and writes them.
+    # Thread `lane` of the group sums token t0 + lane's 4 segment partials and writes it.
     e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
-    e.emit(f"%l4 = arith.muli %lane, {c(4)} : index")
-    e.emit("%sib = arith.addi %pbase0, %l4 : index")
-    e.emit("%tg = arith.addi %t0, %lane : index")
-    e.emit("%yrow = arith.muli %tg, %Ni : index")
-    e.emit(f"%fb = arith.andi %flags, {e.ci(1)} : i32")
-    e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
-    e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
-    e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
-    for r in range(RW):
-        sx = f"_{r}"
-        live = "%live" if r == 0 else f"%live_{r}"
-        nn = rowname(r)
-        e.emit(f"%wr{sx} = arith.andi %wr0, {live} : i1")
-        e.emit(f"scf.if %wr{sx} {{")
-        base = f"%sib{sx}"
-        e.emit(f"  {base} = arith.addi %sib, {c(128 * r)} : index")
-        e.emit(f"  %si1{sx} = arith.addi {base}, {c(1)} : index")
-        e.emit(f"  %si2{sx} = arith.addi {base}, {c(2)} : index")
-        e.emit(f"  %si3{sx} = arith.addi {base}, {c(3)} : index")
-        e.emit(f"  %p0{sx} = memref.load %acc[{base}] : {ACCT}")
-        e.emit(f"  %p1{sx} = memref.load %acc[%si1{sx}] : {ACCT}")
-        e.emit(f"  %p2{sx} = memref.load %acc[%si2{sx}] : {ACCT}")
-        e.emit(f"  %p3{sx} = memref.load %acc[%si3{sx}] : {ACCT}")
-        e.emit(f"  %p01{sx} = arith.addf %p0{sx}, %p1{sx} : f32")
-        e.emit(f"  %p23{sx} = arith.addf %p2{sx}, %p3{sx} : f32")
-        e.emit(f"  %sum{sx} = arith.addf %p01{sx}, %p23{sx} : f32")
-        e.emit(f"  %yi{sx} = arith.addi %yrow, {nn} : index")
-        e.emit(f"  %withb{sx} = scf.if %hb -> (f32) {{")
-        e.emit(f"    %bv{sx} = memref.load %bias[{nn}] : memref<?xf32>")
-        e.emit(f"    %sb{sx} = arith.addf %sum{sx}, %bv{sx} : f32")
-        e.emit(f"    scf.yield %sb{sx} : f32")
-        e.emit("  } else {")
-        e.emit(f"    scf.yield %sum{sx} : f32")
-        e.emit("  }")
-        e.emit(f"  %out{sx} = scf.if %hr -> (f32) {{")
-        e.emit(f"    %rv{sx} = memref.load %res[%yi{sx}] : memref<?xf32>")
-        e.emit(f"    %sr{sx} = arith.addf %withb{sx}, %rv{sx} : f32")
-        e.emit(f"    scf.yield %sr{sx} : f32")
-        e.emit("  } else {")
-        e.emit(f"    scf.yield %withb{sx} : f32")
-        e.emit("  }")
-        e.emit(f"  memref.store %out{sx}, %y[%yi{sx}] : memref<?xf32>")
-        e.emit("}")
+    e.emit("%wr = arith.andi %wr0, %live : i1")
+    e.emit("scf.if %wr {")
+    e.emit(f"  %l4 = arith.muli %lane, {c(4)} : index")
+    e.emit("  %si = arith.addi %pbase0, %l4 : index")
+    e.emit(f"  %si1 = arith.addi %si, {c(1)} : index")
+    e.emit(f"  %si2 = arith.addi %si, {c(2)} : index")
+    e.emit(f"  %si3 = arith.addi %si, {c(3)} : index")
+    e.emit("  %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>")
+    e.emit("  %p01 = arith.addf %p0, %p1 : f32")
+    e.emit("  %p23 = arith.addf %p2, %p3 : f32")
+    e.emit("  %sum = arith.addf %p01, %p23 : f32")
+    e.emit("  %tg = arith.addi %t0, %lane : index")
+    e.emit("  %yrow = arith.muli %tg, %Ni : index")
+    e.emit("  %yi = arith.addi %yrow, %n : index")
+    e.emit(f"  %fb = arith.andi %flags, {e.ci(1)} : i32")
+    e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
+    e.emit("  %withb = scf.if %hb -> (f32) {")
+    e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
+    e.emit("    %sb = arith.addf %sum, %bv : f32")
+    e.emit("    scf.yield %sb : f32")
+    e.emit("  } else {")
+    e.emit("    scf.yield %sum : f32")
+    e.emit("  }")
+    e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
+    e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
+    e.emit("  %out = scf.if %hr -> (f32) {")
+    e.emit("    %rv = memref.load %res[%yi] : memref<?xf32>")
+    e.emit("    %sr = arith.addf %withb, %rv : f32")
+    e.emit("    scf.yield %sr : f32")
+    e.emit("  } else {")
+    e.emit("    scf.yield %withb : f32")
+    e.emit("  }")
+    e.emit("  memref.store %out, %y[%yi] : memref<?xf32>")
+    e.emit("}")
     e.emit("gpu.return")
     body = e.lines
     consts = [" " * 6 + l for l in e.const_lines()]
@@ -683,8 +618,8 @@ def get_rows(fmt):
 def module(fmt):
     return (header(fmt) + "module attributes {gpu.container_module} {\n"
             f"  gpu.module @swz_gemv_{fmt} attributes {{\n      {TARGET_ENV}}} {{\n"
-            f"    // matmul's 8-lane segment sums: [{RW} rows per warp][4 warps][8 tokens][4 segments] f32.\n"
-            f"    memref.global \"private\" @acc : {ACCT}\n"
+            "    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.\n"
+            "    memref.global \"private\" @acc : memref<128xf32, #gpu.address_space<workgroup>>\n"
             "    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.\n"
             "    memref.global \"private\" @slots : memref<1024xf32, #gpu.address_space<workgroup>>\n\n"
             + gemv(fmt) + get_rows(fmt) + "  }\n}\n")

@@ -18,9 +18,9 @@
 // PTX-NOT: .extern
 // PTX-LABEL: .visible .entry matmul_q5_0(
 // PTX: .maxntid 128, 1, 1
-// The 8-lane segment sums [2 rows][4 warps][8 tokens][4 segments] and the 2..8-token per-thread
+// The 8-lane segment sums [4 rows][8 tokens][4 segments] and the 2..8-token per-thread
 // partial sums [8 tokens][128 threads], f32 in shared memory.
-// PTX: .shared .align 4 .b8 acc[1024];
+// PTX: .shared .align 4 .b8 acc[512];
 // PTX: .shared .align 4 .b8 slots[4096];
 // weights: whole 32-bit words (never byte loads).
 // PTX-NOT: ld.global.u8
@@ -52,9 +52,9 @@
 // PTXAS: Compiling entry function 'matmul_q5_0'
 // PTXAS-NEXT: Function properties for matmul_q5_0
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 5120 bytes smem
+// PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 4608 bytes smem
 
-// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<256 x f32>)>, Workgroup>
+// SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<128 x f32>)>, Workgroup>
 // SPV-DAG: spirv.GlobalVariable @{{.*}} : !spirv.ptr<!spirv.struct<(!spirv.array<1024 x f32>)>, Workgroup>
 // SPV: spirv.func @matmul_q5_0()
 // SPV: spirv.GroupNonUniformShuffleXor <Subgroup>

@@ -18,7 +18,7 @@
 // SCHED: error: target sm_90: kernel gemm_f16 does not follow the sm_90 schedule's gemm entry: tile @gemm_x is 192x64, the schedule's 3 stages of 64 or 64 rows of tile_k 32 elements
 
 // REPORT-DAG: kernel sm_90.get_rows_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B, bank conflicts: no ldmatrix/cp.async tiles
-// REPORT-DAG: kernel sm_90.matmul_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 5120 B smem, 0 B stack, spills 0/0 B
+// REPORT-DAG: kernel sm_90.matmul_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 4608 B smem, 0 B stack, spills 0/0 B
 // REPORT-DAG: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
 // REPORT-DAG: kernel sm_90.rope_kv_store_f16: swz_attention_f16kv.ptx
 // REPORT-DAG: kernel sm_90.flash_attention_f16kv: swz_attention_f16kv.ptx

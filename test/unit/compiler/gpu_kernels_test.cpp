@@ -304,7 +304,7 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     EXPECT_EQ(m.kernels[0].launch.at("grid"), "T, 1, 1");
     EXPECT_EQ(m.kernels[1].entry, target + ".matmul_q4_1");
     EXPECT_EQ(m.kernels[1].launch.at("function"), "matmul_q4_1");
-    EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/8), ceil(T/8), 1");
+    EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
     // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
     EXPECT_EQ(m.kernels[1].signature.size(), 9u);
     const std::string ext = target == "spirv" ? ".spv" : ".ptx";
