@@ -8,6 +8,7 @@
 // a kernel that reads a wrong page, a slot past the context or ignores the block
 // table produces NaN or a wrong value, not a near miss.
 #include "cases.h"
+#include "cases_gemv.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,43 +21,10 @@ namespace {
 constexpr int kPage = 64;             // tokens per page (runtime/kvcache/block_manager.h)
 constexpr uint16_t kF16NaN = 0x7E00;  // quiet NaN
 
-/// f32 -> f16 bits, round to nearest even (IEEE 754 binary16), as cvt.rn.f16.f32.
-uint16_t f16FromFloat(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7FFFFFFFu;
-  if (absx >= 0x7F800000u)  // inf / NaN
-    return uint16_t(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
-  if (absx >= 0x477FF000u)  // rounds to >= 65520: inf
-    return uint16_t(sign | 0x7C00u);
-  if (absx < 0x38800000u) {  // subnormal f16 (or zero): scale by 2^24 and round
-    float a;
-    std::memcpy(&a, &absx, 4);
-    float scaled = a * 16777216.0f;  // exact (power of two)
-    uint32_t r = uint32_t(std::nearbyint(scaled));  // FE_TONEAREST: ties to even
-    return uint16_t(sign | r);
-  }
-  uint32_t mant = absx & 0x7FFFFFu;
-  uint32_t exp = (absx >> 23) - 112u;  // rebias 127 -> 15
-  uint32_t h = (exp << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-    ++h;  // carries into the exponent correctly
-  return uint16_t(sign | h);
-}
-
-double f16ToDouble(uint16_t h) {
-  int sign = (h >> 15) ? -1 : 1;
-  int exp = (h >> 10) & 0x1F;
-  int mant = h & 0x3FF;
-  if (exp == 0x1F)
-    return mant ? std::numeric_limits<double>::quiet_NaN()
-                : sign * std::numeric_limits<double>::infinity();
-  if (exp == 0)
-    return sign * std::ldexp(double(mant), -24);
-  return sign * std::ldexp(double(1024 + mant), exp - 25);
-}
+/// f32 -> f16 bits, round to nearest even (as cvt.rn.f16.f32), and back: the float64
+/// conversions every case group shares (cases_gemv.h).
+uint16_t f16FromFloat(float f) { return gemv::doubleToHalf(double(f)); }
+double f16ToDouble(uint16_t h) { return gemv::halfToDouble(h); }
 
 /// A paged KV cache for one layer in the GPU layout
 /// [page][n_head_kv][64][head_dim] f16, with a shuffled block table.

@@ -14,6 +14,7 @@
 // with random f16 scales, so all quant values, sub-block scales and mins occur.
 // Outputs start as f16 / f32 NaN: an element the kernel does not write fails.
 #include "cases.h"
+#include "cases_gemv.h"
 
 #include <cmath>
 #include <memory>
@@ -26,18 +27,9 @@ namespace {
 
 constexpr uint16_t kF16NaN = 0x7E00;
 
-uint16_t f16Bits(double v) {
-  _Float16 h = _Float16(float(v));  // float -> half rounds to nearest even
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-
-double f16Value(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return double(float(h));
-}
+/// f16 bits of v rounded through f32 (as the kernels' f32 -> f16 conversions), and back.
+uint16_t f16Bits(double v) { return gemv::doubleToHalf(double(float(v))); }
+double f16Value(uint16_t b) { return gemv::halfToDouble(b); }
 
 /// A random f16 with magnitude in [lo, hi) and random sign when `signedValue`.
 uint16_t randomF16(Rng &rng, double lo, double hi, bool signedValue) {
@@ -60,7 +52,10 @@ struct QuantType {
   int blockElems;     ///< 32 or 256
   int blockBytes;
   void (*fill)(Rng &, uint8_t *block);
-  void (*decode)(const uint8_t *block, double *out);
+  /// float64 decoding of one block (GGUF spec): the shared reference of cases_gemv.h.
+  void decode(const uint8_t *block, double *out) const {
+    gemv::dequantRow(name, block, blockElems, out, nullptr);
+  }
 };
 
 // Scales: |d| in [2^-10, 2^-5), the range of real GGUF weights' block scales.
@@ -71,34 +66,16 @@ void fillQ4_0(Rng &r, uint8_t *b) {
   std::memcpy(b, &d, 2);
   for (int i = 2; i < 18; ++i) b[i] = randomByte(r);
 }
-void decodeQ4_0(const uint8_t *b, double *y) {  // x = d * (q - 8)
-  double d = f16Value(uint16_t(b[0] | b[1] << 8));
-  for (int j = 0; j < 16; ++j) {
-    y[j] = d * ((b[2 + j] & 0xF) - 8);
-    y[j + 16] = d * ((b[2 + j] >> 4) - 8);
-  }
-}
 void fillQ4_1(Rng &r, uint8_t *b) {
   uint16_t d = randomF16(r, kDLo, kDHi, false), m = randomF16(r, 0.01, 0.25, true);
   std::memcpy(b, &d, 2);
   std::memcpy(b + 2, &m, 2);
   for (int i = 4; i < 20; ++i) b[i] = randomByte(r);
 }
-void decodeQ4_1(const uint8_t *b, double *y) {  // x = d * q + m
-  double d = f16Value(uint16_t(b[0] | b[1] << 8)), m = f16Value(uint16_t(b[2] | b[3] << 8));
-  for (int j = 0; j < 16; ++j) {
-    y[j] = d * (b[4 + j] & 0xF) + m;
-    y[j + 16] = d * (b[4 + j] >> 4) + m;
-  }
-}
 void fillQ8_0(Rng &r, uint8_t *b) {
   uint16_t d = randomF16(r, kDLo / 8, kDHi / 8, true);
   std::memcpy(b, &d, 2);
   for (int i = 2; i < 34; ++i) b[i] = randomByte(r);
-}
-void decodeQ8_0(const uint8_t *b, double *y) {  // x = d * q, q int8
-  double d = f16Value(uint16_t(b[0] | b[1] << 8));
-  for (int j = 0; j < 32; ++j) y[j] = d * double(int8_t(b[2 + j]));
 }
 void fillQ4_K(Rng &r, uint8_t *b) {
   uint16_t d = randomF16(r, kDLo / 16, kDHi / 16, false),
@@ -107,57 +84,17 @@ void fillQ4_K(Rng &r, uint8_t *b) {
   std::memcpy(b + 2, &dmin, 2);
   for (int i = 4; i < 144; ++i) b[i] = randomByte(r);
 }
-/// ggml-quants.c get_scale_min_k4.
-void scaleMinK4(int j, const uint8_t *q, int &sc, int &m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-void decodeQ4_K(const uint8_t *b, double *y) {  // x = d*sc_j*q - dmin*m_j
-  double d = f16Value(uint16_t(b[0] | b[1] << 8)), dmin = f16Value(uint16_t(b[2] | b[3] << 8));
-  const uint8_t *scales = b + 4, *qs = b + 16;
-  for (int g = 0; g < 4; ++g) {
-    int sc1, m1, sc2, m2;
-    scaleMinK4(2 * g, scales, sc1, m1);
-    scaleMinK4(2 * g + 1, scales, sc2, m2);
-    for (int l = 0; l < 32; ++l) {
-      y[64 * g + l] = d * sc1 * (qs[32 * g + l] & 0xF) - dmin * m1;
-      y[64 * g + 32 + l] = d * sc2 * (qs[32 * g + l] >> 4) - dmin * m2;
-    }
-  }
-}
 void fillQ6_K(Rng &r, uint8_t *b) {
   for (int i = 0; i < 208; ++i) b[i] = randomByte(r);  // ql, qh, int8 scales
   uint16_t d = randomF16(r, kDLo / 64, kDHi / 64, true);
   std::memcpy(b + 208, &d, 2);
 }
-void decodeQ6_K(const uint8_t *b, double *y) {  // x = d * sc * (q - 32)
-  const uint8_t *ql = b, *qh = b + 128;
-  const int8_t *sc = reinterpret_cast<const int8_t *>(b + 192);
-  double d = f16Value(uint16_t(b[208] | b[209] << 8));
-  for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8, y += 128)
-    for (int l = 0; l < 32; ++l) {
-      int is = l / 16;
-      int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l] = d * sc[is] * q1;
-      y[l + 32] = d * sc[is + 2] * q2;
-      y[l + 64] = d * sc[is + 4] * q3;
-      y[l + 96] = d * sc[is + 6] * q4;
-    }
-}
 
 const std::vector<QuantType> &quantTypes() {
   static const std::vector<QuantType> types = {
-      {"q4_0", 32, 18, fillQ4_0, decodeQ4_0},   {"q4_1", 32, 20, fillQ4_1, decodeQ4_1},
-      {"q8_0", 32, 34, fillQ8_0, decodeQ8_0},   {"q4_k", 256, 144, fillQ4_K, decodeQ4_K},
-      {"q6_k", 256, 210, fillQ6_K, decodeQ6_K},
+      {"q4_0", 32, 18, fillQ4_0},   {"q4_1", 32, 20, fillQ4_1},
+      {"q8_0", 32, 34, fillQ8_0},   {"q4_k", 256, 144, fillQ4_K},
+      {"q6_k", 256, 210, fillQ6_K},
   };
   return types;
 }
