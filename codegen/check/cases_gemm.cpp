@@ -218,6 +218,22 @@ GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K) {
   return r;
 }
 
+/// The GEMM cases' check: |y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 against the
+/// float64 product of the same inputs (`note` says why that bound holds for the kernel).
+std::function<Verdict(const std::vector<std::vector<uint8_t>> &)>
+gemmCheck(std::shared_ptr<GemmInputs> in, int64_t T, int64_t N, int64_t K, std::string note) {
+  return [in, T, N, K, note](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef ref = gemmRef(*in, T, N, K);
+    Verdict v;
+    v.note = note;
+    auto y = asVector<float>(out[2]);
+    for (size_t i = 0; i < y.size(); ++i)
+      compare(v, y[i], ref.y[i], double(K + 1) * std::ldexp(ref.absSum[i], -23) + 1e-30);
+    return v;
+  };
+}
+
+
 /// Random f16 matrix (values in [-1, 1)), as bits and as doubles.
 void randomF16Matrix(Rng &rng, int64_t n, std::vector<uint16_t> &bits, std::vector<double> &vals) {
   bits.resize(size_t(n));
@@ -260,22 +276,14 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
-  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
-    const GemmRef r = gemmRef(*in, T, N, K);
-    const GemmRef *ref = &r;
-    // Products of f16 values are exact in f32 (11 + 11 significant bits); the K-term
-    // f32 sum (tensor-core accumulation, whatever its order or its rounding mode:
-    // unit roundoff <= 2^-23) and the bias add are within (K + 1) 2^-23 sum|x_k w_k|
-    // (Higham, Accuracy and Stability, eq. 3.5). A fragment, swizzle or edge error
-    // is O(|y|) ~ sqrt(K)/3, far outside.
-    Verdict v;
-    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
-             "exact f16 products; ref = float64 product of the same f16 inputs)";
-    auto y = asVector<float>(out[2]);
-    for (size_t i = 0; i < y.size(); ++i)
-      compare(v, y[i], ref->y[i], double(K + 1) * std::ldexp(ref->absSum[i], -23) + 1e-30);
-    return v;
-  };
+  // Products of f16 values are exact in f32 (11 + 11 significant bits); the K-term
+  // f32 sum (tensor-core accumulation, whatever its order or its rounding mode:
+  // unit roundoff <= 2^-23) and the bias add are within (K + 1) 2^-23 sum|x_k w_k|
+  // (Higham, Accuracy and Stability, eq. 3.5). A fragment, swizzle or edge error
+  // is O(|y|) ~ sqrt(K)/3, far outside.
+  c.check = gemmCheck(in, T, N, K,
+                      "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
+                      "exact f16 products; ref = float64 product of the same f16 inputs)");
   return c;
 }
 
@@ -337,17 +345,10 @@ Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool wi
                  (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
-  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
-    const GemmRef r = gemmRef(*in, T, N, K);
-    Verdict v;
-    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
-             "exact f16 products; ref = float64 product of x and the f16-rounded "
-             "dequantized weights)";
-    auto y = asVector<float>(out[2]);
-    for (size_t i = 0; i < y.size(); ++i)
-      compare(v, y[i], r.y[i], double(K + 1) * std::ldexp(r.absSum[i], -23) + 1e-30);
-    return v;
-  };
+  c.check = gemmCheck(in, T, N, K,
+                      "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
+                      "exact f16 products; ref = float64 product of x and the f16-rounded "
+                      "dequantized weights)");
   return c;
 }
 
@@ -387,19 +388,10 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
   c.bytesMoved = 4.0 * double(T * K) + 2.0 * double(N * K) + 4.0 * double(T * N) +
                  (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
-  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
-    const GemmRef r = gemmRef(*in, T, N, K);
-    const GemmRef *ref = &r;
-    // f32 x times f16 w rounds once (or not at all with FMA), each of the K adds
-    // and the bias add once: |err| <= (2K + 1) 2^-24 sum|x_k w_k| to first order.
-    Verdict v;
-    v.note = "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 products and "
-             "sums, u = 2^-24, two roundings per term)";
-    auto y = asVector<float>(out[2]);
-    for (size_t i = 0; i < y.size(); ++i)
-      compare(v, y[i], ref->y[i], double(K + 1) * std::ldexp(ref->absSum[i], -23) + 1e-30);
-    return v;
-  };
+  // f32 x times f16 w rounds once (or not at all with FMA), each of the K adds
+  // and the bias add once: |err| <= (2K + 1) 2^-24 sum|x_k w_k| to first order.
+  c.check = gemmCheck(in, T, N, K, "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 products and "
+                     "sums, u = 2^-24, two roundings per term)");
   return c;
 }
 
