@@ -390,8 +390,9 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
   c.flops = 2.0 * double(T) * double(N) * double(K);
   // f32 x times f16 w rounds once (or not at all with FMA), each of the K adds
   // and the bias add once: |err| <= (2K + 1) 2^-24 sum|x_k w_k| to first order.
-  c.check = gemmCheck(in, T, N, K, "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 products and "
-                     "sums, u = 2^-24, two roundings per term)");
+  c.check = gemmCheck(in, T, N, K,
+                      "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 products and "
+                      "sums, u = 2^-24, two roundings per term)");
   return c;
 }
 
