@@ -117,6 +117,45 @@ std::vector<CompiledKernel::SmemTile> analyzeSmemTiles(gpu::GPUFuncOp fn) {
   return tiles;
 }
 
+/// Bytes of a statically shaped memref type (0 for a dynamic one).
+int64_t memrefBytes(MemRefType type) {
+  if (!type.hasStaticShape())
+    return 0;
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// True for `#gpu.address_space<workgroup>` and the integer memory space 3.
+bool isWorkgroupMemory(Attribute space) {
+  if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space))
+    return gpuSpace.getValue() == gpu::AddressSpace::Workgroup;
+  if (auto i = dyn_cast_or_null<IntegerAttr>(space))
+    return i.getInt() == 3;
+  return false;
+}
+
+/// Static workgroup memory `fn` uses: each workgroup memref.global it reads once,
+/// workgroup memref.allocs, and gpu.func workgroup attributions.
+int64_t workgroupBytes(gpu::GPUFuncOp fn) {
+  int64_t total = 0;
+  llvm::SmallPtrSet<Operation *, 8> globals;
+  fn.walk([&](memref::GetGlobalOp get) {
+    auto global = dyn_cast_or_null<memref::GlobalOp>(
+        SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr()));
+    if (global && isWorkgroupMemory(global.getType().getMemorySpace()) &&
+        globals.insert(global).second)
+      total += memrefBytes(global.getType());
+  });
+  fn.walk([&](memref::AllocOp alloc) {
+    if (isWorkgroupMemory(alloc.getType().getMemorySpace()))
+      total += memrefBytes(alloc.getType());
+  });
+  for (BlockArgument a : fn.getWorkgroupAttributions())
+    if (auto t = dyn_cast<MemRefType>(a.getType()))
+      total += memrefBytes(t);
+  return total;
+}
+
 struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
   using SwzExtractKernelsBase::SwzExtractKernelsBase;
 
@@ -253,16 +292,20 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
           parseSourceString<ModuleOp>(builtinKernelSource(source), ctx, source);
       if (!parsed)
         return failure();
-      std::string name;
-      for (auto gm : llvm::make_early_inc_range(parsed->getOps<gpu::GPUModuleOp>())) {
-        name = gm.getName().str();
-        if (!symbols.lookup(gm.getName())) {
-          gm->remove();
-          symbols.insert(gm);
-        }
-      }
-      if (name.empty())
+      auto modules = llvm::to_vector(parsed->getOps<gpu::GPUModuleOp>());
+      if (modules.size() != 1) {
+        module.emitError() << "kernel source " << source << " has " << modules.size()
+                           << " gpu.modules (expected one)";
         return failure();
+      }
+      std::string name = modules.front().getName().str();
+      if (symbols.lookup(name)) {
+        module.emitError() << "kernel source " << source << "'s gpu.module @" << name
+                           << " clashes with a symbol already in the module";
+        return failure();
+      }
+      modules.front()->remove();
+      symbols.insert(modules.front());
       return moduleOfSource[source] = name;
     };
     module.walk([&](Operation *op) {
@@ -297,14 +340,6 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
   }
 };
 
-/// True for `#gpu.address_space<workgroup>` and the integer memory space 3.
-bool isWorkgroupSpace(Attribute space) {
-  if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space))
-    return gpuSpace.getValue() == gpu::AddressSpace::Workgroup;
-  if (auto i = dyn_cast_or_null<IntegerAttr>(space))
-    return i.getInt() == 3;
-  return false;
-}
 
 struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMemory> {
   void runOnOperation() override {
@@ -312,7 +347,7 @@ struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMe
     llvm::StringMap<memref::GlobalOp> globals;
     for (auto global : module.getOps<memref::GlobalOp>()) {
       MemRefType type = global.getType();
-      if (!isWorkgroupSpace(type.getMemorySpace()))
+      if (!isWorkgroupMemory(type.getMemorySpace()))
         continue;
       if (!type.hasStaticShape() || global.getInitialValue()) {
         global.emitError("swz-spirv-workgroup-memory: a workgroup global needs a static "
@@ -452,6 +487,7 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     if (auto sched = fn->getAttrOfType<StringAttr>("swz.schedule"))
       k.schedule = sched.str();
     k.smemTiles = analyzeSmemTiles(fn);
+    k.workgroupBytes = workgroupBytes(fn);
     for (Type t : fn.getArgumentTypes()) {
       std::string s;
       llvm::raw_string_ostream os(s);
@@ -539,6 +575,9 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   const json &hp = graph.at("hparams");
   const int64_t headDim = hp.at("head_dim").get<int64_t>();
+  if (headDim <= 0)
+    throw std::invalid_argument("graph hparams.head_dim must be positive, got " +
+                                std::to_string(headDim));
   const json &buffers = graph.at("buffers");
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   auto rows = [&](int64_t width) { return RankedTensorType::get({ShapedType::kDynamic, width}, f32); };
@@ -609,6 +648,10 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
     return swz::QuantTypeAttr::get(&ctx, *q);
   };
   auto heads = [&](Value x, int64_t width) -> Value {
+    if (width % headDim != 0)
+      throw std::invalid_argument("a " + std::to_string(width) +
+                                  "-wide buffer is not whole heads of head_dim " +
+                                  std::to_string(headDim));
     auto type = RankedTensorType::get({ShapedType::kDynamic, width / headDim, headDim}, f32);
     Value t = b.create<tensor::DimOp>(loc, x, 0);
     SmallVector<OpFoldResult> shape = {t, b.getIndexAttr(width / headDim), b.getIndexAttr(headDim)};
@@ -651,6 +694,8 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
     } else if (kind == "rope") {
       Value x3 = heads(in(op, 0), width);
       std::string mode = op.at("mode").get<std::string>();
+      if (mode != "neox" && mode != "norm")
+        throw std::invalid_argument("rope mode '" + mode + "' (expected norm or neox)");
       auto r = b.create<swz::RopeOp>(
           loc, x3.getType(), x3, positions,
           swz::RopeModeAttr::get(&ctx, mode == "neox" ? swz::RopeMode::Neox : swz::RopeMode::Normal),
@@ -688,7 +733,11 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
   } catch (const json::exception &e) {
     throw std::invalid_argument("graph op " + std::to_string(i) + " (" + ops[i].dump() +
                                 "): " + e.what());
+  } catch (const std::invalid_argument &e) {
+    throw std::invalid_argument("graph op " + std::to_string(i) + ": " + e.what());
   }
+  if (!values.count(output))
+    throw std::invalid_argument("graph output '" + output + "' is never written");
   b.create<func::ReturnOp>(loc, values.at(output));
   return module;
 }

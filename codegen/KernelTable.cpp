@@ -11,6 +11,8 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         {"add.f32", {{"add_f32", "add_f32", "all"}}},
         {"argmax.f32", {{"argmax_f32", "argmax_f32", "all"}}},
         {"rms_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all"}}},
+        // qwen3's q/k norm: the same kernel over T * n_head rows of head_dim.
+        {"head_norm.f32", {{"rms_norm_f32", "rms_norm_f32", "all"}}},
         {"rope.f32", {{"rope_f32", "rope_f32", "all"}}},
         {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
     };
@@ -110,7 +112,9 @@ std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx) {
     decode |= k.phase == "decode";
     prefill |= k.phase == "prefill";
   }
-  if (!all && !(decode && prefill))
+  // Every forward must be covered: "all" kernels, or both phases (one phase alone
+  // would leave the other without a launch).
+  if (decode != prefill || (!all && !decode))
     out.clear();
   return out;
 }

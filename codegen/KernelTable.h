@@ -29,7 +29,8 @@ struct KernelRef {
 const std::map<std::string, std::vector<KernelRef>> &gpuImpls();
 
 /// The kernels implementing `key` for a PTX (`ptx`) or SPIR-V target; empty when the
-/// key is unknown or a phase the op needs has no kernel for that format.
+/// key is unknown or the kernels for that format do not cover every forward pass
+/// ("all" kernels, or decode and prefill kernels both).
 std::vector<KernelRef> kernelsFor(const std::string &key, bool ptx);
 
 } // namespace swz::codegen

@@ -9,6 +9,7 @@
 #include "codegen/GpuCompiler.h"
 #include "compiler/mlir/Schedule.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,10 +35,15 @@ struct PtxasInfo {
   int64_t registers = -1, sharedBytes = 0, stackBytes = 0, spillStores = 0, spillLoads = 0;
 };
 
+/// An executable regular file (not a directory named ptxas, not a non-executable).
+bool isExecutable(const std::string &path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
 /// Where ptxas is: $CUDA_ROOT/bin/ptxas, else the one on PATH; empty if none.
 std::string findPtxas(const std::string &cudaRootDir) {
-  std::error_code ec;
-  if (!cudaRootDir.empty() && std::filesystem::exists(cudaRootDir + "/bin/ptxas", ec))
+  if (!cudaRootDir.empty() && isExecutable(cudaRootDir + "/bin/ptxas"))
     return cudaRootDir + "/bin/ptxas";
   if (const char *path = std::getenv("PATH")) {
     std::string p = path;
@@ -46,45 +52,74 @@ std::string findPtxas(const std::string &cudaRootDir) {
       if (e == std::string::npos)
         e = p.size();
       std::string cand = p.substr(b, e - b) + "/ptxas";
-      if (e > b && std::filesystem::exists(cand, ec))
+      if (e > b && isExecutable(cand))
         return cand;
     }
   }
   return "";
 }
 
+/// `s` quoted for /bin/sh: '...' with each ' written as '\''.
+std::string shellQuote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// A private temporary directory (mkdtemp), removed with everything in it on scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "swizzlec-ptxas-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      throw CompileError("cannot create a temporary directory for ptxas in " +
+                         std::filesystem::temp_directory_path().string());
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 /// Assembles `ptx` for `arch` with `ptxas -v` and returns each entry's registers,
-/// static shared memory, stack and spills (ptxas's "Function properties" and "Used
-/// N registers" lines). Throws CompileError with ptxas's output if it rejects the PTX.
+/// static shared memory, stack and spills (ptxas's "Function properties for <name>" and
+/// "Used N registers" lines). Throws CompileError with ptxas's output if it rejects the
+/// PTX, or says why it could not run.
 std::map<std::string, PtxasInfo> runPtxas(const std::string &ptxas, const std::string &ptx,
                                           const std::string &arch, const std::string &module) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("swizzlec-ptxas-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::path in = dir / (module + ".ptx");
+  TempDir dir;
+  const std::filesystem::path in = dir.path / (module + ".ptx");
   {
     std::ofstream out(in, std::ios::binary);
     out << ptx;
+    out.close();
+    if (!out)
+      throw CompileError("cannot write " + in.string() + " for ptxas");
   }
-  std::string cmd = "'" + ptxas + "' -arch=" + arch + " -v -o /dev/null '" + in.string() + "' 2>&1";
+  const std::string cmd = shellQuote(ptxas) + " -arch=" + arch + " -v -o /dev/null " +
+                          shellQuote(in.string()) + " 2>&1";
   std::string text;
-  if (FILE *p = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
-      text.append(buf, n);
-    int rc = ::pclose(p);
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    if (rc != 0)
-      throw CompileError("ptxas -arch=" + arch + " rejected " + module + ".ptx:\n" + text);
-  } else {
+  FILE *p = ::popen(cmd.c_str(), "r");
+  if (!p)
     throw CompileError("cannot run " + ptxas);
-  }
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0)
+    text.append(buf, n);
+  const int status = ::pclose(p);
+  if (status == -1 || !WIFEXITED(status))
+    throw CompileError(ptxas + " did not finish (status " + std::to_string(status) + ")");
+  if (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127)
+    throw CompileError("cannot execute " + ptxas + ": " + text);
+  if (WEXITSTATUS(status) != 0)
+    throw CompileError("ptxas -arch=" + arch + " rejected " + module + ".ptx:\n" + text);
   std::map<std::string, PtxasInfo> info;
   std::istringstream lines(text);
-  std::string line, current;
+  std::string line, current, owner;
   const std::regex entry(R"(Compiling entry function '([^']+)')");
+  const std::regex propsFor(R"(Function properties for (\S+))");
   const std::regex props(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   const std::regex used(R"(Used (\d+) registers(.*?(\d+) bytes smem)?)");
   std::smatch mt;
@@ -92,7 +127,9 @@ std::map<std::string, PtxasInfo> runPtxas(const std::string &ptxas, const std::s
     if (std::regex_search(line, mt, entry)) {
       current = mt[1];
       info[current];
-    } else if (!current.empty() && std::regex_search(line, mt, props)) {
+    } else if (std::regex_search(line, mt, propsFor)) {
+      owner = mt[1];  // a non-inlined callee's properties are not the entry's
+    } else if (!current.empty() && owner == current && std::regex_search(line, mt, props)) {
       info[current].stackBytes = std::stoll(mt[1]);
       info[current].spillStores = std::stoll(mt[2]);
       info[current].spillLoads = std::stoll(mt[3]);
@@ -276,7 +313,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   };
 
   // 3. Launch records, one per kernel entry; each graph op lists its kernels by phase.
-  std::set<std::string> written;
+  std::map<std::string, std::string> written;  // entry -> kernel source
   std::vector<std::string> report;
   json &ops = m.graph.at("ops");
   for (const codegen::LaunchGroup &group : p.groups) {
@@ -291,8 +328,13 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                            ref.entry);
       const std::string entry = m.target + "." + ref.entry;
       phases[ref.phase].push_back(entry);
-      if (!written.insert(entry).second)
+      auto [at, fresh] = written.emplace(entry, ref.source);
+      if (!fresh) {
+        if (at->second != ref.source)
+          throw CompileError("kernel entry " + entry + " is defined by both " + at->second +
+                             " and " + ref.source);
         continue;
+      }
       const std::string file = k->module + "." + k->format;
       if (std::none_of(files.begin(), files.end(), [&](const auto &f) { return f.first == file; }))
         files.emplace_back(file, k->binary);
@@ -329,8 +371,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       auto rs = resources.find(ref.source);
       if (rs != resources.end()) {
         auto r = rs->second.find(k->entry);
-        if (r == rs->second.end())
-          throw CompileError("ptxas reported nothing for entry " + k->entry + " of " + file);
+        if (r == rs->second.end() || r->second.registers < 0)
+          throw CompileError("ptxas reported no register count for entry " + k->entry + " of " +
+                             file);
         const PtxasInfo &pi = r->second;
         launch["ptxas"] = {{"arch", m.target},
                            {"registers", pi.registers},
@@ -349,12 +392,16 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                             : ", bank conflicts: " + std::to_string(worst) + "-way worst over " +
                                   std::to_string(tiles.size()) + " tile(s)";
       report.push_back(line);
-      if (launch.contains("ptxas") &&
-          launch["ptxas"]["shared_bytes"].get<int64_t>() > sched.maxSmemBytesPerBlock &&
-          sched.maxSmemBytesPerBlock > 0)
+      // Shared / workgroup memory against the target's per-block limit: ptxas's count
+      // for PTX, the IR's static count for every target (SPIR-V has no ptxas).
+      int64_t smem = k->workgroupBytes;
+      if (launch.contains("ptxas"))
+        smem = std::max(smem, launch["ptxas"]["shared_bytes"].get<int64_t>());
+      launch["workgroup_bytes"] = k->workgroupBytes;
+      if (sched.maxSmemBytesPerBlock > 0 && smem > sched.maxSmemBytesPerBlock)
         throw CompileError("target " + m.target + ": kernel " + k->entry + " uses " +
-                           launch["ptxas"]["shared_bytes"].dump() +
-                           " bytes of shared memory, more than the target's " +
+                           std::to_string(smem) + " bytes of shared memory, more than the " +
+                           m.target + " schedule's max_smem_bytes_per_block " +
                            std::to_string(sched.maxSmemBytesPerBlock));
       m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
     }

@@ -410,8 +410,12 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
     for (AddOp add : adds) {
       for (unsigned i = 0; i < 2; ++i) {
         auto mm = add.getOperand(i).getDefiningOp<MatmulOp>();
+        // The add must directly follow its matmul: the fused launch runs at the
+        // matmul's place in the graph and writes the add's output buffer in place, so
+        // no op in between may still read or write that buffer.
         if (!mm || !mm.getResult().hasOneUse() || mm.getResidual() ||
-            mm->hasAttr("swz.rows") || add->hasAttr("swz.rows"))
+            mm->getNextNode() != add.getOperation() || mm->hasAttr("swz.rows") ||
+            add->hasAttr("swz.rows"))
           continue;
         Value r = add.getOperand(1 - i);
         // The residual must be available where the matmul runs.

@@ -78,8 +78,8 @@ def SwzMaterializeSwizzle : Pass<"swz-materialize-swizzle", "mlir::ModuleOp"> {
 def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
   let summary = "fuse model-graph ops whose kernels can share a launch";
   let description = [{
-    Residual fusion: `swz.add %r, %y` (either operand order) where `%y` is the
-    only use of a `swz.matmul` without a residual becomes that matmul with
+    Residual fusion: `swz.add %r, %y` (either operand order) right after the
+    `swz.matmul` producing `%y`, its only use, becomes that matmul with
     `residual(%r)`: the kernel's epilogue adds the residual stream, saving the
     add's launch and one read and write of `[T, N]` activations per layer. A
     matmul restricted to some rows (`swz.rows`) is left alone, since the add

@@ -148,8 +148,29 @@ void check_graph(const Checker& c, const Manifest& m) {
       std::string k = c.string(op, p, "kernel");
       if (!m.find_kernel(k)) c.fail(p + ".kernel", "'" + k + "' is not a kernels[] entry");
     }
+    if (op.contains("fused_into")) {  // GPU targets: folded into another op's launch
+      if (op.contains("kernels") || op.contains("kernel"))
+        c.fail(p, "an op fused into another has no kernels of its own");
+      const json& into = op["fused_into"];
+      const int64_t at = into.is_number_integer() ? into.get<int64_t>() : -1;
+      if (at < 0 || size_t(at) >= ops.size() || size_t(at) == i) {
+        c.fail(p + ".fused_into", "must be the index of another graph op");
+      } else {
+        const json& anchor = ops[size_t(at)];
+        bool listed = false;
+        if (anchor.contains("fused") && anchor["fused"].is_array())
+          for (const json& f : anchor["fused"]) listed |= f.is_number_integer() && f.get<int64_t>() == int64_t(i);
+        if (!listed || anchor.contains("fused_into"))
+          c.fail(p + ".fused_into", "op " + into.dump() + " does not list this op in its \"fused\"");
+      }
+    } else if (m.target != "cpu" && !op.contains("kernels")) {
+      c.fail(p, "a GPU-target op needs \"kernels\" or \"fused_into\"");
+    }
     if (op.contains("kernels")) {  // GPU targets: {"all" | "decode" | "prefill": [entry, ...]}
       const json& phases = c.object(op, p, "kernels");
+      if (phases.contains("decode") != phases.contains("prefill") ||
+          (!phases.contains("all") && !phases.contains("decode")))
+        c.fail(p + ".kernels", "must cover every forward pass: \"all\", or both \"decode\" and \"prefill\"");
       for (const auto& [phase, list] : phases.items()) {
         const std::string pp = p + ".kernels." + phase;
         if (phase != "all" && phase != "decode" && phase != "prefill")

@@ -11,6 +11,15 @@
 // RUN: %spirv-val --target-env vulkan1.1 %t/qwen2-spv.swz/swz_gemv_q8_0.spv
 // RUN: %spirv-val --target-env vulkan1.1 %t/qwen2-spv.swz/swz_attention_f16kv.spv
 // RUN: %ptxas -arch=sm_90 %t/qwen2.swz/swz_gemm_f16.ptx -o /dev/null
+// qwen3 (q/k head_norm, head_dim 128: the tensor-core hd128 flash kernel, Q4_K).
+// RUN: %swizzlec synth --preset qwen3-0.6b --type q4_k --n-layer 1 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 --n-vocab 512 -o %t/qwen3.gguf
+// RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen3.gguf --target sm_90 -o %t/qwen3.swz -v 2>&1 | FileCheck %s --check-prefix=QWEN3
+// RUN: %swizzlec compile %t/qwen3.gguf --target spirv -o %t/qwen3-spv.swz
+// QWEN3-DAG: kernel sm_90.rms_norm_f32: swz_rms_norm.ptx
+// QWEN3-DAG: kernel sm_90.flash_attention_f16kv_mma_hd128: swz_attention_f16kv_mma.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.attention, bank conflicts: 1-way worst over 3 tile(s)
+// QWEN3-DAG: kernel sm_90.matmul_q4_k: swz_gemv_q4_k.ptx
+// QWEN3-DAG: kernel sm_90.dequant_q4_k_f16: swz_dequant_f16.ptx
+// QWEN3: wrote {{.*}}qwen3.swz
 // A schedule the GEMM kernel's tiles do not follow (tile_k 32) fails the compilation.
 // RUN: mkdir -p %t/sched
 // RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/sched/sm_90.json

@@ -36,6 +36,21 @@ func.func @shared(%x: tensor<?x576xf32>, %a: tensor<?x576xf32>, %wo: tensor<576x
   return %x1, %o : tensor<?x576xf32>, tensor<?x576xf32>
 }
 
+// An op between the matmul and its add (here one reading x, the buffer the fused
+// launch would overwrite) keeps them apart.
+// CHECK-LABEL: func.func @not_adjacent
+func.func @not_adjacent(%x: tensor<?x576xf32>, %a: tensor<?x576xf32>, %wo: tensor<576x576xf32>,
+                        %g: tensor<576xf32>) -> (tensor<?x576xf32>, tensor<?x576xf32>) {
+  // CHECK: swz.matmul %{{.*}}, %{{.*}} {weight_type
+  %o = swz.matmul %a, %wo {weight_type = #swz.quant<q4_1>}
+      : tensor<?x576xf32>, tensor<576x576xf32> -> tensor<?x576xf32>
+  // CHECK: swz.rms_norm
+  %h = swz.rms_norm %x, %g {epsilon = 1.0e-05 : f32} : tensor<?x576xf32>, tensor<576xf32>
+  // CHECK: swz.add
+  %x1 = swz.add %x, %o : tensor<?x576xf32>
+  return %x1, %h : tensor<?x576xf32>, tensor<?x576xf32>
+}
+
 // The LM head runs on the output rows only (swz.rows): not fused into a full add.
 // CHECK-LABEL: func.func @output_rows
 func.func @output_rows(%x: tensor<?x576xf32>, %h: tensor<?x576xf32>, %w: tensor<576x576xf32>)

@@ -147,6 +147,8 @@ TEST_F(PackageTest, GpuTargetKernelFilesTravelWithThePackage) {
     k.launch = {{"grid", {"N/128", 1, 1}}, {"block", {128, 1, 1}}};
     k.schedule = "sm_90";
   }
+  // GPU-target ops name their launches per phase (docs/package-format.md).
+  for (auto& op : m.graph["ops"]) op["kernels"] = {{"all", {op["kernel"]}}};
   // A kernel file that is not supplied is refused.
   EXPECT_NE(error_of([&] { swz::package::write_package((dir_ / "gpu.swz").string(), m); })
                 .find("not among the files to write"),
@@ -164,6 +166,44 @@ TEST_F(PackageTest, GpuTargetKernelFilesTravelWithThePackage) {
   EXPECT_NE(error_of([&] { swz::package::read_manifest((dir_ / "gpu.swz").string()); })
                 .find("kernels[0].file: \"" + *m.kernels[0].file + "\" is missing"),
             std::string::npos);
+}
+
+// GPU-target graph rules: every op has kernels covering every forward pass or is fused
+// into another op that lists it.
+TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
+  Manifest m = manifest_;
+  m.target = "sm_90";
+  swz::package::PackageFiles files;
+  for (auto& k : m.kernels) {
+    k.file = k.entry + ".ptx";
+    files.push_back({*k.file, "// ptx\n"});
+  }
+  json& ops = m.graph["ops"];
+  for (auto& op : ops) op["kernels"] = {{"all", {op["kernel"]}}};
+  const std::string out = (dir_ / "g.swz").string();
+  auto expect = [&](Manifest mm, const std::string& what) {
+    EXPECT_NE(error_of([&] { swz::package::write_package(out, mm, files); }).find(what), std::string::npos)
+        << what;
+  };
+  Manifest none = m;
+  none.graph["ops"][1].erase("kernels");
+  expect(none, "a GPU-target op needs \"kernels\" or \"fused_into\"");
+  Manifest half = m;
+  half.graph["ops"][1]["kernels"] = {{"decode", {ops[1]["kernel"]}}};
+  expect(half, "must cover every forward pass");
+  Manifest unlisted = m;
+  unlisted.graph["ops"][2].erase("kernels");
+  unlisted.graph["ops"][2].erase("kernel");
+  unlisted.graph["ops"][2]["fused_into"] = 1;
+  expect(unlisted, "does not list this op in its \"fused\"");
+  Manifest both = unlisted;
+  both.graph["ops"][1]["fused"] = {2};
+  both.graph["ops"][2]["kernels"] = {{"all", {ops[2]["kernel"]}}};
+  expect(both, "an op fused into another has no kernels of its own");
+  Manifest ok = unlisted;
+  ok.graph["ops"][1]["fused"] = {2};
+  swz::package::write_package(out, ok, files);
+  EXPECT_EQ(swz::package::read_manifest(out).graph["ops"][2]["fused_into"], 1);
 }
 
 // One case per validation rule: mutate the compiled manifest's JSON, expect an Error whose
