@@ -24,7 +24,8 @@
 
 namespace swz::compiler {
 
-const std::map<std::string, std::string> &builtinSchedules(); // BuiltinSchedules.cpp (CMake)
+/// (target, schedule JSON) of compiler/schedules/*.json (BuiltinSchedules.cpp, CMake).
+const std::vector<std::pair<std::string, std::string>> &builtinSchedules();
 
 namespace {
 
@@ -176,7 +177,8 @@ schedule::TargetSchedule targetSchedule(const std::string &target, const std::st
   try {
     if (!dir.empty())
       return schedule::loadSchedule(dir + "/" + target + ".json");
-    auto it = builtinSchedules().find(target);
+    auto it = std::find_if(builtinSchedules().begin(), builtinSchedules().end(),
+                           [&](const auto &s) { return s.first == target; });
     if (it == builtinSchedules().end())
       throw CompileError("no built-in tile schedule for target " + target);
     return schedule::parseSchedule(it->second, "built-in compiler/schedules/" + target + ".json");
