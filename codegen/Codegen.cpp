@@ -753,7 +753,8 @@ std::string printIR(ModuleOp m) {
 
 swz::codegen::GraphPlan
 swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
-                        const std::string &target, bool fuseResidual, bool fuseRopeKv) {
+                        const std::string &target, bool fuseResidual, bool fuseRopeKv,
+                        const std::string &emitStage) {
   json graph = json::parse(graphJson);
   DialectRegistry registry;
   registerSwzDialects(registry);
@@ -769,7 +770,8 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   OwningOpRef<ModuleOp> module = importGraph(ctx, graph, weights);
   if (failed(mlir::verify(*module)))
     throw std::runtime_error("imported graph does not verify:\n" + diagnostics);
-  plan.imported = printIR(*module);
+  if (emitStage == "import")
+    plan.ir = printIR(*module);
 
   PassManager fuse(&ctx);
   swz::SwzFuseOptions fuseOptions;
@@ -778,7 +780,8 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   fuse.addPass(swz::createSwzFuse(fuseOptions));
   if (failed(fuse.run(*module)))
     throw std::runtime_error("swz-fuse failed:\n" + diagnostics);
-  plan.fused = printIR(*module);
+  if (emitStage == "fuse")
+    plan.ir = printIR(*module);
 
   // Keys first: every op without a kernel is listed, not just the first.
   const bool ptx = target != "spirv";
@@ -806,6 +809,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   outline.addPass(createSwzOutlineKernels(outlineOptions));
   if (failed(outline.run(*module)))
     throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);
-  plan.outlined = printIR(*module);
+  if (emitStage == "outline")
+    plan.ir = printIR(*module);
   return plan;
 }

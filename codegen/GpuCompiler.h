@@ -101,11 +101,11 @@ struct LaunchGroup {
   std::vector<KernelRef> kernels;
 };
 
-/// The graph pipeline's result: the IR after each stage (for `swizzlec --emit-mlir`
-/// and lit), the launch groups, and the keys of ops that have no kernel for the
-/// target (with counts; groups is then empty and `outlined` too).
+/// The graph pipeline's result: the IR after the stage asked for (for `swizzlec
+/// --emit-mlir` and lit), the launch groups, and the keys of ops that have no kernel
+/// for the target (with counts; groups is then empty, and so is an "outline" `ir`).
 struct GraphPlan {
-  std::string imported, fused, outlined;
+  std::string ir;
   std::vector<LaunchGroup> groups;
   std::map<std::string, int> missing;
 };
@@ -119,8 +119,11 @@ struct GraphPlan {
 /// their gpu.modules into the module. Throws std::runtime_error with the MLIR
 /// diagnostics for a graph the importer cannot express (an unknown op or weight
 /// type) and std::invalid_argument for a malformed graph.
+/// `emitStage` ("import", "fuse", "outline" or empty) names the stage whose IR is
+/// printed into GraphPlan::ir; empty prints nothing (a package compile).
 GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
-                    const std::string &target, bool fuseResidual, bool fuseRopeKv);
+                    const std::string &target, bool fuseResidual, bool fuseRopeKv,
+                    const std::string &emitStage = "");
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

@@ -150,7 +150,7 @@ std::string lower(std::string s) {
 }
 
 /// The graph pipeline (import, fusion, kernel outlining) for the manifest's graph.
-codegen::GraphPlan plan(const package::Manifest &m) {
+codegen::GraphPlan plan(const package::Manifest &m, const std::string &emitStage = "") {
   std::vector<codegen::GraphWeight> weights;
   for (const package::WeightTensor &w : m.weight_plan.tensors)
     weights.push_back({w.name, lower(ggml::type_info(w.type).name), w.ne});
@@ -166,7 +166,7 @@ codegen::GraphPlan plan(const package::Manifest &m) {
   // RoPE-into-KV-write fusion: every attention variant has a "+rope_k" kernel set.
   const bool ropeKv = !codegen::kernelsFor("attention.f16kv+rope_k", m.target != "spirv").empty();
   try {
-    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv);
+    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, emitStage);
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());
   }
@@ -254,18 +254,13 @@ std::string cudaRoot() {
 } // namespace
 
 std::string graphMlir(const package::Manifest &m, const std::string &stage) {
-  codegen::GraphPlan p = plan(m);
-  if (stage == "import")
-    return p.imported;
-  if (stage == "fuse")
-    return p.fused;
-  if (stage == "outline") {
-    if (!p.missing.empty())
-      throw CompileError("target " + m.target + ": cannot outline, no GPU kernel yet for " +
-                         p.missing.begin()->first);
-    return p.outlined;
-  }
-  throw CompileError("unknown --emit-mlir stage '" + stage + "' (import, fuse or outline)");
+  if (stage != "import" && stage != "fuse" && stage != "outline")
+    throw CompileError("unknown --emit-mlir stage '" + stage + "' (import, fuse or outline)");
+  codegen::GraphPlan p = plan(m, stage);
+  if (stage == "outline" && !p.missing.empty())
+    throw CompileError("target " + m.target + ": cannot outline, no GPU kernel yet for " +
+                       p.missing.begin()->first);
+  return p.ir;
 }
 
 void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFiles &files,
