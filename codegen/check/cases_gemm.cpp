@@ -218,6 +218,23 @@ GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K) {
   return r;
 }
 
+/// The bias buffer of a GEMM case: N random values (a 1-element dummy without bias),
+/// appended to `ref` as float64 for the reference.
+std::vector<float> randomBias(Rng &rng, int64_t N, bool withBias, std::vector<double> &ref) {
+  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
+  if (withBias)
+    for (auto &b : biasF) {
+      b = float(rng.next());
+      ref.push_back(b);
+    }
+  return biasF;
+}
+
+std::string gemmLabel(int64_t T, int64_t N, int64_t K, bool withBias) {
+  return "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+         (withBias ? " +bias" : "");
+}
+
 /// The GEMM cases' check: |y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 against the
 /// float64 product of the same inputs (`note` says why that bound holds for the kernel).
 std::function<Verdict(const std::vector<std::vector<uint8_t>> &)>
@@ -251,20 +268,14 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   std::vector<double> xv, wv, bias;
   randomF16Matrix(rng, T * K, xb, xv);
   randomF16Matrix(rng, N * K, wb, wv);
-  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
-  if (withBias)
-    for (auto &b : biasF) {
-      b = float(rng.next());
-      bias.push_back(b);
-    }
+  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
   // The float64 reference is computed when the case is checked (T N K MACs).
   auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
 
   Case c;
   c.module = "swz_gemm_f16";
   c.entry = "gemm_f16";
-  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-            (withBias ? " +bias" : "");
+  c.label = gemmLabel(T, N, K, withBias);
   c.buffers.push_back(makeBuffer(xb, {T, K}));
   c.buffers.push_back(makeBuffer(wb, {N, K}));
   c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
@@ -320,19 +331,13 @@ Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool wi
   else
     for (double &v : wv)
       v = f16Value(f16Bits(v));
-  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
-  if (withBias)
-    for (auto &b : biasF) {
-      b = float(rng.next());
-      bias.push_back(b);
-    }
+  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
   auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
 
   Case c;
   c.module = std::string("swz_gemm_") + qt.name + "_f16";
   c.entry = std::string("gemm_") + qt.name + "_f16";
-  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-            (withBias ? " +bias" : "");
+  c.label = gemmLabel(T, N, K, withBias);
   c.buffers.push_back(makeBuffer(xb, {T, K}));
   c.buffers.push_back(makeBuffer(w, {int64_t(w.size())}));
   c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
@@ -363,19 +368,13 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
   }
   std::vector<uint16_t> wb;
   randomF16Matrix(rng, N * K, wb, wv);
-  std::vector<float> biasF(size_t(withBias ? N : 1), 0.f);
-  if (withBias)
-    for (auto &b : biasF) {
-      b = float(rng.next());
-      bias.push_back(b);
-    }
+  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
   auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
 
   Case c;
   c.module = "swz_gemm_f32_f16w";
   c.entry = "gemm_f32_f16w";
-  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-            (withBias ? " +bias" : "");
+  c.label = gemmLabel(T, N, K, withBias);
   c.buffers.push_back(makeBuffer(x, {T * K}));
   c.buffers.push_back(makeBuffer(wb, {N * K}));
   c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T * N}));
