@@ -124,26 +124,35 @@ std::string peakPtx() {
   return p.str();
 }
 
-/// Seconds per launch of `f` (mean of `reps` after one warm-up), timed with cuEvents.
-double timeLaunch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                  unsigned smem, void **params, int reps) {
-  check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
-                       nullptr, params, nullptr),
-        "cuLaunchKernel (warm-up)");
+/// Milliseconds `work()` takes on the default stream, between two cuEvents.
+template <typename Work> float timeEvents(Work work) {
   CUevent start, stop;
   check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
   check(cuEventRecord(start, nullptr), "cuEventRecord");
-  for (int r = 0; r < reps; ++r)
-    check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
-                         nullptr, params, nullptr),
-          "cuLaunchKernel (timed)");
+  work();
   check(cuEventRecord(stop, nullptr), "cuEventRecord");
   check(cuEventSynchronize(stop), "cuEventSynchronize");
   float ms = 0;
   check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
   cuEventDestroy(start);
   cuEventDestroy(stop);
+  return ms;
+}
+
+/// Seconds per launch of `f` (mean of `reps` after one warm-up), timed with cuEvents.
+double timeLaunch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                  unsigned smem, void **params, int reps) {
+  auto launch = [&](const char *what) {
+    check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+                         nullptr, params, nullptr),
+          what);
+  };
+  launch("cuLaunchKernel (warm-up)");
+  float ms = timeEvents([&] {
+    for (int r = 0; r < reps; ++r)
+      launch("cuLaunchKernel (timed)");
+  });
   return double(ms) * 1e-3 / reps;
 }
 
@@ -159,19 +168,11 @@ double measureBandwidth() {
   check(cuMemAlloc(&a, bytes), "cuMemAlloc (bandwidth)");
   check(cuMemAlloc(&b, bytes), "cuMemAlloc (bandwidth)");
   check(cuMemcpyDtoD(b, a, bytes), "cuMemcpyDtoD");
-  CUevent start, stop;
-  check(cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-  check(cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
   const int reps = 10;
-  check(cuEventRecord(start, nullptr), "cuEventRecord");
-  for (int r = 0; r < reps; ++r)
-    check(cuMemcpyDtoDAsync(b, a, bytes, nullptr), "cuMemcpyDtoDAsync");
-  check(cuEventRecord(stop, nullptr), "cuEventRecord");
-  check(cuEventSynchronize(stop), "cuEventSynchronize");
-  float ms = 0;
-  check(cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-  cuEventDestroy(start);
-  cuEventDestroy(stop);
+  float ms = timeEvents([&] {
+    for (int r = 0; r < reps; ++r)
+      check(cuMemcpyDtoDAsync(b, a, bytes, nullptr), "cuMemcpyDtoDAsync");
+  });
   cuMemFree(a);
   cuMemFree(b);
   return 2.0 * double(bytes) * reps / (double(ms) * 1e-3);
