@@ -1,0 +1,125 @@
+// The backend interface: what the graph executor (runtime/exec/executor.h) needs from a
+// device to run a package's kernels. One folder per backend implements it
+// (runtime/cuda, runtime/vulkan); adding a backend touches its folder only. The
+// interface knows nothing of graphs, ops or models: it allocates device memory, copies
+// bytes, and launches a package's kernel by its manifest entry with already-resolved
+// arguments (docs/package-format.md, "The launch contract"). Modelled on IREE's HAL
+// drivers and ggml's backend table (../shared/STYLE.md).
+//
+// Ordering. Every call is ordered after the calls made before it on the same Backend
+// (one in-order queue, as one CUDA stream): an upload issued after a launch does not
+// overwrite memory that launch still reads, and a download sees every earlier launch's
+// writes. upload() copies `src` before it returns (the caller may reuse it at once);
+// download() returns when the bytes are in `dst`. synchronize() waits for everything.
+//
+// Threads: one thread at a time per Backend (the executor's).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace swz::package {
+struct Manifest;
+}
+
+namespace swz::backend {
+
+/// A failed device call, a missing driver or device, a package the device cannot run.
+/// what() is precise enough for an operator: the call, the driver's message, sizes.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Device memory could not be allocated. what() says how much was asked for, for what,
+/// and how much the device has free ("cuda: out of device memory allocating 1.1 GiB for
+/// weight output.weight: 0.4 GiB free of 79.6 GiB").
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An opaque device allocation. `id` is the backend's handle (0 = none); `bytes` its size.
+struct Buffer {
+  uint64_t id = 0;
+  size_t bytes = 0;
+  explicit operator bool() const { return id != 0; }
+};
+
+/// One resolved kernel argument.
+///   Memref: `bytes` of `buffer` starting at byte `offset`, viewed as a row-major memref of
+///           `sizes` elements (rank = sizes.size(), 1..4) of the signature's element type.
+///           The CUDA backend expands it into MLIR's descriptor (pointer + offset, offset
+///           0, sizes, strides); the Vulkan backend binds the byte range.
+///   I32, F32: a 32-bit scalar.
+struct Arg {
+  enum Kind { Memref, I32, F32 } kind = I32;
+  Buffer buffer;
+  size_t offset = 0;
+  size_t bytes = 0;
+  std::array<int64_t, 4> sizes{};
+  int rank = 0;
+  int32_t i32 = 0;
+  float f32 = 0.f;
+};
+
+/// What a backend is running on (for logs, /health and errors).
+struct DeviceInfo {
+  std::string backend;          ///< "cuda", "vulkan"
+  std::string name;             ///< e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string arch;             ///< "sm_90" (cuda), device type (vulkan)
+  uint64_t total_bytes = 0;     ///< device memory (0 if unknown)
+  uint64_t free_bytes = 0;      ///< free at creation (0 if unknown)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  /// Loads every kernel of `m` (kernels[].file under `package_dir`, format per target:
+  /// PTX for sm_*, SPIR-V for spirv) and prepares a launchable function per entry.
+  /// Throws Error when a file is missing, the device rejects a module, or the package's
+  /// target does not suit the device (e.g. an sm_90 package on an sm_80 GPU).
+  virtual void load_kernels(const package::Manifest& m, const std::string& package_dir) = 0;
+  /// Index of kernel `entry` (manifest kernels[].entry) for launch(); throws Error if
+  /// load_kernels() did not load it.
+  virtual int kernel_index(const std::string& entry) const = 0;
+
+  /// A device allocation of `bytes` (> 0) bytes, contents undefined. `what` names it in
+  /// the error. Throws OutOfMemory (with the size asked and the free memory) or Error.
+  virtual Buffer alloc(size_t bytes, const std::string& what) = 0;
+  /// Frees `b` (no-op for an empty Buffer). Ordered after earlier calls.
+  virtual void free(Buffer b) = 0;
+  /// Copies `bytes` from host `src` to `dst` at byte `offset`.
+  virtual void upload(Buffer dst, size_t offset, const void* src, size_t bytes) = 0;
+  /// Copies `bytes` from `src` at byte `offset` to host `dst`; returns when done.
+  virtual void download(void* dst, Buffer src, size_t offset, size_t bytes) = 0;
+  /// Device-to-device copy (ranges must not overlap).
+  virtual void copy(Buffer dst, size_t dst_offset, Buffer src, size_t src_offset, size_t bytes) = 0;
+  /// Fills `bytes` bytes of `dst` at `offset` with the 32-bit `pattern` (offset and bytes
+  /// multiples of 4).
+  virtual void fill32(Buffer dst, size_t offset, size_t bytes, uint32_t pattern) = 0;
+
+  /// Launches kernel `kernel` (kernel_index) over `grid` workgroups of the block size its
+  /// manifest record gives, with `dynamic_smem` bytes of dynamic shared memory and `args`
+  /// in signature order. Throws Error when the grid exceeds the device's limits or the
+  /// launch fails.
+  virtual void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) = 0;
+  /// Waits for every call made so far; throws Error if a launch failed asynchronously.
+  virtual void synchronize() = 0;
+};
+
+/// The backend for a package target: "sm_80"/"sm_90" → cuda, "spirv" → vulkan. `select`
+/// picks a device (cuda: ordinal, "" = 0; vulkan: name substring, "" = $SWZ_VK_DEVICE).
+/// Throws Error when the target has no backend or its driver/device is missing
+/// ("cuda: libcuda.so.1 not found (no NVIDIA driver): this package needs an NVIDIA GPU").
+std::unique_ptr<Backend> create_backend(const std::string& target, const std::string& select = "");
+
+}  // namespace swz::backend
