@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/sequence_model.h"
 #include "ggml/ggml_types.h"
 #include "kvcache/block_manager.h"
 
@@ -38,7 +39,7 @@ namespace swz::cpu {
 kvcache::PageLayout kv_layout(const nlohmann::json& graph);
 
 /// Executes one sequence's forward passes. Not thread-safe: one caller at a time.
-class CpuModel {
+class CpuModel final : public exec::SequenceModel {
  public:
   /// `graph` is the manifest's graph JSON; `weights` the package's source GGUF (must
   /// outlive the model). `n_ctx` is the longest sequence (tokens). `kv` supplies the KV
@@ -46,25 +47,25 @@ class CpuModel {
   /// std::runtime_error naming an unknown op, buffer or tensor, or a layout mismatch.
   CpuModel(const nlohmann::json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool,
            kvcache::PageAllocator& kv);
-  ~CpuModel();
+  ~CpuModel() override;
   CpuModel(const CpuModel&) = delete;
   CpuModel& operator=(const CpuModel&) = delete;
 
-  int n_ctx() const { return n_ctx_; }
-  int n_vocab() const { return n_vocab_; }
+  int n_ctx() const override { return n_ctx_; }
+  int n_vocab() const override { return n_vocab_; }
   /// Tokens currently held in the KV cache (positions 0..n_past-1).
-  int n_past() const { return n_past_; }
+  int n_past() const override { return n_past_; }
   /// Drops KV entries at positions >= n (rollback of rejected draft tokens, reuse of a
   /// prefix); pages wholly past n are released.
-  void truncate(int n);
+  void truncate(int n) override;
   /// Starts a new sequence whose positions 0..n_past-1 are already in `pages` (in order;
   /// pages.size() * 64 >= n_past). The model takes over one reference per page (the
   /// caller's, e.g. from BlockManager::acquire). The previous sequence is released.
-  void attach(std::vector<int> pages, int n_past);
+  void attach(std::vector<int> pages, int n_past) override;
   /// Releases the sequence's pages (one reference each) and empties it.
-  void release();
+  void release() override;
   /// The sequence's block table: page ids, position p in block_table()[p / 64].
-  const std::vector<int>& block_table() const { return block_table_; }
+  const std::vector<int>& block_table() const override { return block_table_; }
 
   /// Which reduction order attention uses for the rows of a forward pass. llama.cpp's
   /// CPU backend reduces f16 attention products in one order for a batch of query rows
@@ -74,7 +75,7 @@ class CpuModel {
   /// Prompt (any chunking of a prompt gives the same K/V and logits), and generated
   /// tokens always use Generated (a batch of speculative tokens verified in one pass
   /// gives exactly the logits of decoding them one at a time).
-  enum class Rows { Prompt, Generated };
+  // Rows (exec::SequenceModel::Rows): the cpu backend's two orders.
 
   /// Appends `n_tokens` tokens at positions n_past.. and runs the graph over them.
   /// Writes f32 logits [n_out, n_vocab] for the last `n_out` of these tokens into
@@ -82,7 +83,7 @@ class CpuModel {
   /// page can be allocated (the sequence is unchanged but may hold new pages).
   /// Debugging: with SWZ_DUMP_DIR set, each op's output rows are written to
   /// $SWZ_DUMP_DIR/<op index>_<buffer>.f32 (raw little-endian f32, overwritten per pass).
-  void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits);
+  void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) override;
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
-// The engine over the cpu backend. One sequence runs at a time (a mutex); admission is
-// concurrent. KV memory is a paged pool shared with the content-addressed prefix cache
+// The engine over any backend: the cpu backend's CpuModel for `cpu` packages, the graph
+// executor (runtime/exec) over the CUDA or Vulkan backend for `sm_*` / `spirv` packages;
+// both are an exec::SequenceModel, so everything below is one code path. One sequence
+// runs at a time (a mutex); admission is concurrent. KV memory is a paged pool shared with the content-addressed prefix cache
 // (runtime/kvcache/block_manager.h):
 //   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
 //            in any tier and pins it: cached_tokens = min(64 * matched blocks, prompt - 1).
@@ -8,8 +10,8 @@
 //            always evaluated, so a full hit copies that block on write), publishes each
 //            full block of the prompt after prefill, and releases the sequence. Blocks
 //            that generated tokens complete are not published: their K/V were computed
-//            as CpuModel::Rows::Generated (llama.cpp's single-row order), a cold prefill
-//            of the same tokens computes Rows::Prompt.
+//            as Rows::Generated (cpu: llama.cpp's single-row order; GPU: the decode
+//            kernels), a cold prefill of the same tokens computes Rows::Prompt.
 // Exactness rests on batch invariance: a token's K/V and logits do not depend on how
 // the prompt is split into forward() calls (ggml::matmul is bit-identical per row for
 // any row count, every other op is per row or per (token, head), attention's order is
@@ -24,7 +26,9 @@
 #include <thread>
 
 #include "chat/chat_template.h"
+#include "backend/backend.h"
 #include "cpu/cpu_model.h"
+#include "exec/executor.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/speculative.h"
@@ -48,17 +52,14 @@ constexpr int kPrefillChunk = 512;
 /// chunking does not change any result (batch invariance, above).
 constexpr int kPromptLogprobsChunk = 64;
 
-class CpuEngine final : public Engine {
+class PackageEngine final : public Engine {
  public:
-  CpuEngine(const std::string& path, const EngineOptions& opts)
+  PackageEngine(const std::string& path, const EngineOptions& opts)
       : opts_(opts),
         pkg_(open(path)),
         tok_(tokenizer::Tokenizer::from_gguf(pkg_.gguf)),
         pool_(opts.n_threads > 0 ? opts.n_threads : std::max(1u, std::thread::hardware_concurrency())) {
     const package::Manifest& mf = pkg_.manifest;
-    if (mf.target != "cpu")
-      throw LoadError(path + ": package target is '" + mf.target +
-                      "'; this swizzle-rt runs cpu packages (GPU backends are not built yet)");
     const nlohmann::json& hp = mf.graph.at("hparams");
     info_.architecture = hp.at("arch").get<std::string>();
     info_.n_ctx_train = hp.at("n_ctx_train").get<int>();
@@ -90,11 +91,35 @@ class CpuEngine final : public Engine {
       // What the K/V of a token sequence depends on: the weights (content hash of the
       // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format.
       // The tokenizer identity is included as the issue asks (ids mean its vocabulary).
-      const std::string identity = "swizzle-kv/2 cpu f16 page64 v-transposed\n" + mf.source_gguf.hash_algorithm + ":" +
+      // The KV format is the backend's: the cpu page (all layers, V transposed) or the
+      // GPU kernels' per-layer [page][n_head_kv][64][head_dim] tiles, and the kernels
+      // that computed it (the target).
+      const bool cpu = mf.target == "cpu";
+      const std::string kv_format = cpu ? "cpu f16 page64 v-transposed" : mf.target + " f16 page64 per-layer-tiles";
+      const std::string identity = "swizzle-kv/2 " + kv_format + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
-      kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
-      model_ = std::make_unique<cpu::CpuModel>(mf.graph, pkg_.gguf, info_.n_ctx, pool_, *kv_);
+      if (cpu) {
+        info_.backend = "cpu (" + std::to_string(pool_.size()) + " threads)";
+        kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
+        model_ = std::make_unique<cpu::CpuModel>(mf.graph, pkg_.gguf, info_.n_ctx, pool_, *kv_);
+      } else {
+        exec::ExecutorOptions eo;
+        eo.max_rows = kPrefillChunk;
+        eo.max_seqs = 1;
+        eo.n_ctx = info_.n_ctx;
+        eo.n_pages = co.n_pages;
+        executor_ = std::make_unique<exec::GraphExecutor>(pkg_, backend::create_backend(mf.target), eo);
+        const backend::DeviceInfo& d = executor_->device();
+        info_.backend = d.backend + " (" + d.name + (d.arch.empty() ? "" : ", " + d.arch) + ")";
+        if (executor_->page_elems() != layout.page_elems())
+          throw LoadError(path + ": the executor's KV page holds " + std::to_string(executor_->page_elems()) +
+                          " values, the cache's layout " + std::to_string(layout.page_elems()));
+        co.read_page = [ex = executor_.get()](int page, uint16_t* dst) { ex->read_page(page, dst); };
+        co.write_page = [ex = executor_.get()](int page, const uint16_t* src) { ex->write_page(page, src); };
+        kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
+        model_ = std::make_unique<exec::GraphModel>(*executor_, *kv_);
+      }
     } catch (const LoadError&) {
       throw;
     } catch (const std::exception& e) {
@@ -204,7 +229,7 @@ class CpuEngine final : public Engine {
     model_->attach(std::move(pages), reused);
     history_.assign(req.prompt.begin(), req.prompt.begin() + reused);
     struct Release {  // the sequence's pages go back on every exit path
-      cpu::CpuModel& m;
+      exec::SequenceModel& m;
       ~Release() { m.release(); }
     } release{*model_};
 
@@ -219,7 +244,7 @@ class CpuEngine final : public Engine {
         break;
       }
       const int n = std::min(chunk, n_prompt - i);
-      model_->forward(req.prompt.data() + i, n, req.prompt_logprobs ? n : 1, cpu::CpuModel::Rows::Prompt, logits);
+      model_->forward(req.prompt.data() + i, n, req.prompt_logprobs ? n : 1, exec::SequenceModel::Rows::Prompt, logits);
       history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
       if (req.prompt_logprobs) {
         // Row r (position i + r) predicts prompt token i + r + 1; the last row predicts
@@ -256,7 +281,7 @@ class CpuEngine final : public Engine {
       dopt.speculative = req.speculative.value_or(opts_.speculative);
       dopt.lookup.draft_max = std::max(1, opts_.spec_draft_max);
       dopt.lookup.draft_init = std::min(dopt.lookup.draft_init, dopt.lookup.draft_max);
-      SequenceModel seq(*model_, history_);
+      HistoryModel seq(*model_, history_);
       ds = decode(
           seq, sampler, logits, req.prompt, dopt, [this](int32_t t) { return tok_.is_eog(t); },
           [&](int32_t t, const float* row) {
@@ -310,14 +335,14 @@ class CpuEngine final : public Engine {
  private:
   /// The running sequence for the decode loop: the model's forward()/truncate(), with
   /// history_ kept equal to the tokens whose K/V the cache holds.
-  class SequenceModel final : public DecodeModel {
+  class HistoryModel final : public DecodeModel {
    public:
-    SequenceModel(cpu::CpuModel& m, std::vector<int32_t>& history) : m_(m), history_(history) {}
+    HistoryModel(exec::SequenceModel& m, std::vector<int32_t>& history) : m_(m), history_(history) {}
     int n_past() const override { return m_.n_past(); }
     // Generated tokens, alone or a speculative batch: Rows::Generated, so a verified
     // position's logits are exactly those of decoding it alone.
     void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) override {
-      m_.forward(tokens, n_tokens, n_out, cpu::CpuModel::Rows::Generated, logits);
+      m_.forward(tokens, n_tokens, n_out, exec::SequenceModel::Rows::Generated, logits);
       history_.insert(history_.end(), tokens, tokens + n_tokens);
     }
     void truncate(int n) override {
@@ -326,7 +351,7 @@ class CpuEngine final : public Engine {
     }
 
    private:
-    cpu::CpuModel& m_;
+    exec::SequenceModel& m_;
     std::vector<int32_t>& history_;
   };
 
@@ -496,8 +521,9 @@ class CpuEngine final : public Engine {
   tokenizer::Tokenizer tok_;
   ggml::ThreadPool pool_;
   std::optional<chat::ChatTemplate> template_;
+  std::unique_ptr<exec::GraphExecutor> executor_;  // GPU packages; before kv_, which reads pages through it
   std::unique_ptr<kvcache::BlockManager> kv_;  // before model_: the model's pages return to it
-  std::unique_ptr<cpu::CpuModel> model_;
+  std::unique_ptr<exec::SequenceModel> model_;
   ModelInfo info_;
   std::mutex mu_;                 // one sequence at a time
   std::vector<int32_t> history_;  // the running sequence's tokens (K/V computed for the first n_past)
@@ -510,7 +536,7 @@ class CpuEngine final : public Engine {
 
 std::unique_ptr<Engine> Engine::load(const std::string& package_path, const EngineOptions& opts) {
   try {
-    return std::make_unique<CpuEngine>(package_path, opts);
+    return std::make_unique<PackageEngine>(package_path, opts);
   } catch (const LoadError&) {
     throw;
   } catch (const std::exception& e) {

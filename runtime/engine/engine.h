@@ -170,6 +170,7 @@ struct ModelInfo {
   int n_ctx_train = 0;
   int n_vocab = 0;
   std::string package_path;
+  std::string backend;     ///< what runs it: "cpu (2 threads)", "cuda (NVIDIA H200, sm_90)", "vulkan (llvmpipe ..., cpu)"
 };
 
 /// Polled by run() to learn that the client went away; true = stop now.

@@ -93,12 +93,16 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
     : layout_(layout), model_(model), opts_(std::move(opts)) {
   if (opts_.n_pages < 1) throw std::invalid_argument("KV cache: the page pool needs at least one page");
   if (layout_.n_layer <= 0 || layout_.kv_width <= 0) throw std::invalid_argument("KV cache: empty page layout");
-  map_bytes_ = static_cast<size_t>(opts_.n_pages) * layout_.page_bytes();
-  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED)
-    throw std::runtime_error("KV cache: cannot map " + std::to_string(map_bytes_ >> 20) + " MiB for " +
-                             std::to_string(opts_.n_pages) + " pages");
-  base_ = static_cast<uint16_t*>(p);
+  if (static_cast<bool>(opts_.read_page) != static_cast<bool>(opts_.write_page))
+    throw std::invalid_argument("KV cache: read_page and write_page go together");
+  if (!opts_.read_page) {
+    map_bytes_ = static_cast<size_t>(opts_.n_pages) * layout_.page_bytes();
+    void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::runtime_error("KV cache: cannot map " + std::to_string(map_bytes_ >> 20) + " MiB for " +
+                               std::to_string(opts_.n_pages) + " pages");
+    base_ = static_cast<uint16_t*>(p);
+  }
   refcount_.assign(opts_.n_pages, 0);
   for (int i = opts_.n_pages - 1; i >= 0; --i) free_.push_back(i);
 
@@ -107,7 +111,7 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
   std::error_code ec;
   fs::create_directories(disk_model_dir_, ec);
   if (ec) {
-    munmap(base_, map_bytes_);
+    if (base_) munmap(base_, map_bytes_);
     throw std::runtime_error("KV cache: cannot create the disk tier directory " + disk_model_dir_ + ": " + ec.message());
   }
   const uint64_t file_bytes = sizeof(DiskHeader) + layout_.page_bytes() + 8;
@@ -222,6 +226,16 @@ int BlockManager::page_refcount(int page) const {
 }
 
 // Frees one device page held only by the cache, least recently used first: its block
+void BlockManager::read_page(int page, uint16_t* dst) {
+  if (opts_.read_page) return opts_.read_page(page, dst);
+  std::memcpy(dst, page_data(page), layout_.page_bytes());
+}
+
+void BlockManager::write_page(int page, const uint16_t* src) {
+  if (opts_.write_page) return opts_.write_page(page, src);
+  std::memcpy(page_data(page), src, layout_.page_bytes());
+}
+
 // moves to the host tier (always when pinned, else within the host budget) or is dropped.
 bool BlockManager::evict_one_page() {
   const size_t bytes = layout_.page_bytes();
@@ -235,8 +249,8 @@ bool BlockManager::evict_one_page() {
       spill = host_used_ + bytes <= opts_.host_bytes;
     }
     if (spill) {
-      const uint16_t* src = page_data(e.page);
-      e.host.assign(src, src + layout_.page_elems());
+      e.host.resize(layout_.page_elems());
+      read_page(e.page, e.host.data());
       host_used_ += bytes;
       ++counters_.spills;
     }
@@ -377,7 +391,7 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
         e.page = free_.back();
         free_.pop_back();
         refcount_[e.page] = 1;
-        std::memcpy(page_data(e.page), e.host.data(), layout_.page_bytes());
+        write_page(e.page, e.host.data());
         host_used_ -= layout_.page_bytes();
         std::vector<uint16_t>().swap(e.host);
         ++counters_.restores;
@@ -521,7 +535,10 @@ void BlockManager::flush_disk() {
     if (it == index_.end() || it->second.on_disk) continue;
     Entry& e = it->second;
     std::vector<uint16_t> data;
-    if (e.page >= 0) data.assign(page_data(e.page), page_data(e.page) + layout_.page_elems());
+    if (e.page >= 0) {
+      data.resize(layout_.page_elems());
+      read_page(e.page, data.data());
+    }
     else if (!e.host.empty()) data = e.host;
     else continue;
     ++e.pins;  // keep the entry while the file is written

@@ -120,6 +120,15 @@ struct CacheOptions {
   std::function<std::chrono::steady_clock::time_point()> clock;
   /// Log sink for tier events worth an operator's eye (a corrupt disk file); default stderr.
   std::function<void(const std::string&)> log;
+  /// Pages that live outside host memory (a GPU backend's device pools, runtime/exec):
+  /// read_page copies page `page`'s layout.page_elems() values (in the backend's own
+  /// order) to `dst`, write_page copies them in. Spills, restores and disk writes go
+  /// through them; the pool then maps no host memory and page_data() returns nullptr.
+  /// Called with the cache's lock held, from the thread that allocates a page or
+  /// acquires a block, or from the disk thread: they must not call back into the cache.
+  /// Unset (both): pages are the host mapping.
+  std::function<void(int page, uint16_t* dst)> read_page;
+  std::function<void(int page, const uint16_t* src)> write_page;
 };
 
 /// Counters and occupancy (engine CacheStats reads these).
@@ -148,7 +157,10 @@ class BlockManager final : public PageAllocator {
   void ref_page(int page) override;
   void unref_page(int page) override;
   int page_refcount(int page) const override;
-  uint16_t* page_data(int page) override { return base_ + static_cast<size_t>(page) * layout_.page_elems(); }
+  /// nullptr when pages live elsewhere (CacheOptions::read_page).
+  uint16_t* page_data(int page) override {
+    return base_ ? base_ + static_cast<size_t>(page) * layout_.page_elems() : nullptr;
+  }
 
   const BlockKey& model() const { return model_; }
   bool prefix_cache_enabled() const { return opts_.prefix_cache; }
@@ -199,6 +211,8 @@ class BlockManager final : public PageAllocator {
   void write_disk(const BlockKey& key, const std::vector<uint16_t>& data);
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
+  void read_page(int page, uint16_t* dst);        // through CacheOptions::read_page or page_data()
+  void write_page(int page, const uint16_t* src);
   void disk_worker();
 
   PageLayout layout_;

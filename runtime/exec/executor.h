@@ -1,0 +1,122 @@
+// The graph executor: runs a GPU package's graph on any backend (runtime/backend/backend.h)
+// from the package's launch records alone (docs/package-format.md, "The launch
+// contract"). No per-kernel C++ here: a kernel is launched by its manifest entry with the
+// arguments its record binds, the grid and shared memory its rules give.
+//
+// A forward pass takes a batch of sequences (tokens, first position, block table, rows of
+// logits wanted, row kind), so continuous batching needs no second executor:
+//   * rows are laid out generated-row sequences first, then prompt-row sequences;
+//     `decode`-phase launches run over the generated rows, `prefill`-phase launches over
+//     the prompt rows, `all` launches over every row (a row's kernels follow its kind);
+//   * `scope: sequence` launches (the KV write, attention) run once per sequence over its
+//     rows, with its positions and block table;
+//   * ops with `rows: "output"` (final norm, LM head) run on the gathered output rows (the
+//     last n_out rows of each sequence), copied once into compact buffers.
+// Device memory is allocated once at construction: weights (as stored in the GGUF),
+// activation buffers for `max_rows` rows, scratch sized by the records' rules at max_rows
+// and n_ctx, the KV page pools (f16 [page][n_head_kv][64][head_dim] per layer, K and V),
+// token/position/block-table staging. Nothing is allocated while running.
+//
+// KV pages: page ids are the kvcache::PageAllocator's; the executor stores them. A page's
+// host image (read_page / write_page, for the prefix cache's host and disk tiers) is
+// per layer K [n_head_kv][64][head_dim] then V, f16: page_elems() values.
+//
+// Thread safety: every public member takes the executor's mutex (the backend is used by
+// one thread at a time); none calls back into the page allocator.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "exec/sequence_model.h"
+#include "kvcache/block_manager.h"
+
+namespace swz::package {
+struct LoadedPackage;
+}
+
+namespace swz::exec {
+
+/// One sequence's part of a forward pass.
+struct SequenceStep {
+  const int32_t* tokens = nullptr;  ///< n_tokens token ids
+  int n_tokens = 0;
+  int pos0 = 0;                     ///< position of tokens[0]; the sequence holds 0..pos0-1 already
+  const int* block_table = nullptr; ///< page ids covering positions 0..pos0+n_tokens-1
+  int n_blocks = 0;
+  int n_out = 1;                    ///< logits rows wanted: the last n_out tokens (1..n_tokens)
+  SequenceModel::Rows rows = SequenceModel::Rows::Prompt;
+};
+
+struct ExecutorOptions {
+  int max_rows = 512;   ///< rows (tokens of all sequences) per forward pass
+  int max_seqs = 16;    ///< sequences per forward pass
+  int n_ctx = 4096;     ///< longest sequence (positions)
+  int n_pages = 0;      ///< KV page pool size (pages of 64 positions), >= 1
+};
+
+class GraphExecutor {
+ public:
+  /// Uploads the package's weights and allocates everything (see the file comment).
+  /// Throws backend::OutOfMemory / backend::Error from the device, std::runtime_error for
+  /// a package whose graph or launch records the executor cannot run (names the op).
+  GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<backend::Backend> be, const ExecutorOptions& opts);
+  ~GraphExecutor();
+  GraphExecutor(const GraphExecutor&) = delete;
+  GraphExecutor& operator=(const GraphExecutor&) = delete;
+
+  /// Runs the graph over `seqs` and writes f32 logits [sum n_out, n_vocab] into `logits`,
+  /// sequence by sequence in the order given. Throws std::invalid_argument for a batch
+  /// over max_rows / max_seqs, a sequence past n_ctx or with too few blocks;
+  /// backend::Error when the device fails.
+  void forward(std::span<const SequenceStep> seqs, std::vector<float>& logits);
+
+  int n_vocab() const { return n_vocab_; }
+  const ExecutorOptions& options() const { return opts_; }
+  const backend::DeviceInfo& device() const;
+  /// f16 values in one page's host image (= kvcache::PageLayout::page_elems()).
+  size_t page_elems() const;
+  void read_page(int page, uint16_t* host);
+  void write_page(int page, const uint16_t* host);
+  void copy_page(int dst, int src);
+  /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
+  uint64_t device_bytes() const { return device_bytes_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  ExecutorOptions opts_;
+  int n_vocab_ = 0;
+  uint64_t device_bytes_ = 0;
+  std::mutex mu_;
+};
+
+/// SequenceModel over a GraphExecutor: one sequence, page ids from `kv` (its page_data()
+/// is not used: the pages live on the device), copy-on-write of shared pages on the
+/// device. The executor and allocator must outlive it.
+class GraphModel final : public SequenceModel {
+ public:
+  GraphModel(GraphExecutor& ex, kvcache::PageAllocator& kv);
+  ~GraphModel() override;
+  int n_ctx() const override { return ex_.options().n_ctx; }
+  int n_vocab() const override { return ex_.n_vocab(); }
+  int n_past() const override { return n_past_; }
+  void truncate(int n) override;
+  void attach(std::vector<int> pages, int n_past) override;
+  void release() override;
+  const std::vector<int>& block_table() const override { return block_table_; }
+  void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) override;
+
+ private:
+  GraphExecutor& ex_;
+  kvcache::PageAllocator& kv_;
+  std::vector<int> block_table_;
+  int n_past_ = 0;
+};
+
+}  // namespace swz::exec

@@ -1,0 +1,185 @@
+// swz-backend-compare: end-to-end correctness of a GPU package (sm_*, spirv) against the
+// cpu backend on the same GGUF.
+//
+//   swz-backend-compare CPU_PKG GPU_PKG [-n 32] [--prompts 4] [--tol 0.05] [--json OUT]
+//
+// For each built-in prompt (code and chat text, tokenized with the model's tokenizer):
+// the cpu package is prefilled and decoded greedily for n tokens (the reference path);
+// the GPU package is prefilled with the same prompt and then fed the cpu's tokens one
+// per forward pass (teacher forcing), so its logits are compared at every position of
+// the same path. Greedy decoding on the GPU gives the cpu's tokens exactly as long as its
+// argmax agrees at every position, so `first_diff` is the first generated token where a
+// free-running GPU greedy decode would differ (-1: none in n).
+// Per position: err = max_i |gpu_i - cpu_i| / std(cpu), the normalised logit error.
+// A prompt passes when err <= tol at every position up to the first difference and, if
+// the tokens differ there, the cpu's top-2 gap at that position is within 2 * tol * std
+// (a near-tie that rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
+//
+// The GPU package runs through exactly what the engine uses: backend::create_backend,
+// exec::GraphExecutor, exec::GraphModel over a kvcache::BlockManager whose pages live on
+// the device.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cpu/cpu_model.h"
+#include "engine/sampler.h"
+#include "exec/executor.h"
+#include "ggml/thread_pool.h"
+#include "kvcache/block_manager.h"
+#include "package/package.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using nlohmann::json;
+using Rows = swz::exec::SequenceModel::Rows;
+
+const char* kPrompts[] = {
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "The capital of France is",
+    "#include <stdio.h>\n\nint main(void) {\n    printf(",
+    "User: Write a haiku about the sea.\nAssistant:",
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
+    "In 1905, Albert Einstein published four papers that",
+    "SELECT name, COUNT(*) FROM orders JOIN customers ON",
+    "fn main() {\n    let v: Vec<i32> = (1..10).collect();\n",
+};
+
+struct Model {
+  std::unique_ptr<swz::package::LoadedPackage> pkg;
+  std::unique_ptr<swz::ggml::ThreadPool> pool;
+  std::unique_ptr<swz::exec::GraphExecutor> ex;
+  std::unique_ptr<swz::kvcache::BlockManager> kv;
+  std::unique_ptr<swz::exec::SequenceModel> m;
+};
+
+std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
+  auto r = std::make_unique<Model>();
+  r->pkg = std::make_unique<swz::package::LoadedPackage>(swz::package::open_package(path));
+  const json& hp = r->pkg->manifest.graph.at("hparams");
+  const swz::kvcache::PageLayout layout{hp.at("n_layer").get<int>(), hp.at("n_head_kv").get<int>() * hp.at("head_dim").get<int>()};
+  swz::kvcache::CacheOptions co;
+  co.n_pages = (n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
+  co.prefix_cache = false;
+  if (r->pkg->manifest.target == "cpu") {
+    r->pool = std::make_unique<swz::ggml::ThreadPool>(0);
+    r->kv = std::make_unique<swz::kvcache::BlockManager>(layout, swz::kvcache::BlockKey{}, co);
+    r->m = std::make_unique<swz::cpu::CpuModel>(r->pkg->manifest.graph, r->pkg->gguf, n_ctx, *r->pool, *r->kv);
+  } else {
+    swz::exec::ExecutorOptions eo;
+    eo.n_ctx = n_ctx;
+    eo.n_pages = co.n_pages;
+    eo.max_seqs = 1;
+    r->ex = std::make_unique<swz::exec::GraphExecutor>(*r->pkg, swz::backend::create_backend(r->pkg->manifest.target), eo);
+    co.read_page = [ex = r->ex.get()](int p, uint16_t* d) { ex->read_page(p, d); };
+    co.write_page = [ex = r->ex.get()](int p, const uint16_t* s) { ex->write_page(p, s); };
+    r->kv = std::make_unique<swz::kvcache::BlockManager>(layout, swz::kvcache::BlockKey{}, co);
+    r->m = std::make_unique<swz::exec::GraphModel>(*r->ex, *r->kv);
+  }
+  return r;
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: swz-backend-compare CPU_PKG GPU_PKG [-n N] [--prompts K] [--tol X] [--json OUT]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return usage();
+  const std::string cpu_path = argv[1], gpu_path = argv[2];
+  int n = 32, n_prompts = 4;
+  double tol = 0.05;
+  std::string json_path;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    if (a == "-n") n = std::atoi(argv[++i]);
+    else if (a == "--prompts") n_prompts = std::atoi(argv[++i]);
+    else if (a == "--tol") tol = std::atof(argv[++i]);
+    else if (a == "--json") json_path = argv[++i];
+    else return usage();
+  }
+  n_prompts = std::clamp(n_prompts, 1, static_cast<int>(std::size(kPrompts)));
+  try {
+    const int n_ctx = 512;
+    auto cpu = open(cpu_path, n_ctx);
+    auto gpu = open(gpu_path, n_ctx);
+    if (cpu->pkg->manifest.source_gguf.digest != gpu->pkg->manifest.source_gguf.digest)
+      throw std::runtime_error("the two packages were compiled from different GGUFs");
+    std::printf("cpu: %s\ngpu: %s (%s, %s)\n", cpu_path.c_str(), gpu_path.c_str(), gpu->ex->device().backend.c_str(),
+                gpu->ex->device().name.c_str());
+    auto tok = swz::tokenizer::Tokenizer::from_gguf(cpu->pkg->gguf);
+    const int nv = cpu->m->n_vocab();
+    json report = json::array();
+    bool all_pass = true;
+    std::printf("%-3s %-7s %-10s %-12s %-12s %-10s %s\n", "#", "prompt", "first_diff", "max_err", "err_at_diff", "gap/std", "verdict");
+    for (int p = 0; p < n_prompts; ++p) {
+      const std::vector<int32_t> prompt = tok.encode(kPrompts[p], true, false);
+      std::vector<float> lc, lg;
+      cpu->m->release();
+      gpu->m->release();
+      cpu->m->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lc);
+      gpu->m->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lg);
+      int first_diff = -1;
+      double max_err = 0, err_at_diff = 0, gap_at_diff = 0;
+      std::vector<int32_t> tokens;
+      std::vector<double> errs;
+      for (int i = 0; i < n; ++i) {
+        double mean = 0, var = 0, maxd = 0;
+        for (int v = 0; v < nv; ++v) mean += lc[v];
+        mean /= nv;
+        for (int v = 0; v < nv; ++v) {
+          var += (lc[v] - mean) * (lc[v] - mean);
+          const double d = std::fabs(static_cast<double>(lg[v]) - lc[v]);
+          maxd = std::isnan(lg[v]) ? INFINITY : std::max(maxd, d);
+        }
+        const double sd = std::sqrt(var / nv);
+        const double err = maxd / sd;
+        errs.push_back(err);
+        const int32_t tc = swz::engine::argmax(lc.data(), nv), tg = swz::engine::argmax(lg.data(), nv);
+        if (first_diff < 0) max_err = std::max(max_err, err);
+        if (tc != tg && first_diff < 0) {
+          first_diff = i;
+          err_at_diff = err;
+          std::vector<float> sorted(lc);
+          std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+          gap_at_diff = (sorted[0] - sorted[1]) / sd;
+        }
+        tokens.push_back(tc);
+        if (i + 1 < n) {
+          cpu->m->forward(&tc, 1, 1, Rows::Generated, lc);
+          gpu->m->forward(&tc, 1, 1, Rows::Generated, lg);
+        }
+      }
+      const bool pass = max_err <= tol && (first_diff < 0 || gap_at_diff <= 2 * tol);
+      all_pass &= pass;
+      std::printf("%-3d %-7zu %-10d %-12.4g %-12.4g %-10.3g %s\n", p, prompt.size(), first_diff, max_err, err_at_diff,
+                  gap_at_diff, pass ? "pass" : "FAIL");
+      report.push_back({{"prompt", kPrompts[p]},
+                        {"prompt_tokens", prompt.size()},
+                        {"tokens", tokens},
+                        {"text", tok.decode(tokens)},
+                        {"first_diff", first_diff},
+                        {"max_err_until_diff", max_err},
+                        {"err_per_position", errs},
+                        {"gap_over_std_at_diff", gap_at_diff},
+                        {"pass", pass}});
+    }
+    std::printf("%s: %d prompts x %d tokens, tolerance %.3g x std(logits)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol);
+    if (!json_path.empty()) std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"prompts", report}}.dump(1);
+    return all_pass ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}
