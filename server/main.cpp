@@ -93,8 +93,8 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   std::unique_ptr<Engine> engine = load_engine(package, n_ctx, n_threads, cache_opts);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const auto& info = engine->info();
-  std::fprintf(stderr, "swizzle-rt: loaded %s (%s, n_ctx %d, vocab %d) in %.0f ms\n", info.id.c_str(),
-               info.architecture.c_str(), info.n_ctx, info.n_vocab, load_ms);
+  std::fprintf(stderr, "swizzle-rt: loaded %s (%s, n_ctx %d, vocab %d) on %s in %.0f ms\n", info.id.c_str(),
+               info.architecture.c_str(), info.n_ctx, info.n_vocab, info.backend.c_str(), load_ms);
   const swz::engine::CacheStats cs = engine->cache_stats();
   std::fprintf(stderr, "swizzle-rt: KV cache: %llu pages of 64 tokens; prefix cache %s (ttl %ds, host tier %llu MiB, disk tier %s)\n",
                static_cast<unsigned long long>(cs.pages_total), cache_opts.prefix_cache ? "on" : "off", cache_opts.cache_ttl_s,

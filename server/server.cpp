@@ -233,7 +233,7 @@ struct Server::Impl {
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
-      res.set_content(R"({"status":"ok"})", "application/json");
+      res.set_content(dump({{"status", "ok"}, {"backend", engine.info().backend}}), "application/json");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);

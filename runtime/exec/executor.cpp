@@ -1,6 +1,8 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
@@ -88,7 +90,12 @@ struct Launch {
 };
 
 struct OpPlan {
+  std::string kind;
   bool output_rows = false;
+  /// SWZ_DUMP_DIR: (graph op index, buffer) written once this op's launches ran: its own
+  /// output, and those of the ops fused into it that a buffer holds (a fused residual
+  /// add's sum; not a rope folded into the KV write, whose rotated k is never stored).
+  std::vector<std::pair<int, int>> dumps;
   std::vector<int> in_buffers;  // graph buffers the op reads
   int out_buffer = -1;
   std::vector<Launch> launches;
@@ -155,6 +162,23 @@ struct GraphExecutor::Impl {
   }
 
   void plan(const package::LoadedPackage& pkg);
+  // SWZ_DUMP_DIR=dir (single-sequence passes): each op's output rows written to
+  // dir/<op index>_<buffer>.f32 as the cpu backend does (CpuModel::forward), so the two
+  // can be compared op by op (test/python/test_gpu_execution.py, the conformance check).
+  const char* dump_dir = std::getenv("SWZ_DUMP_DIR");
+  void dump(const OpPlan& op, int n_rows, bool output) {
+    for (const auto& [index, b] : op.dumps) {
+      const GraphBuffer& gb = bufs[b];
+      std::vector<float> host(static_cast<size_t>(n_rows) * gb.width);
+      be->download(host.data(), output && compact[b] == 2 ? gb.gathered : gb.main, 0, host.size() * 4);
+      char path[512];
+      std::snprintf(path, sizeof path, "%s/%03d_%s.f32", dump_dir, index, gb.name.c_str());
+      if (FILE* f = std::fopen(path, "wb")) {
+        std::fwrite(host.data(), sizeof(float), host.size(), f);
+        std::fclose(f);
+      }
+    }
+  }
   void run_launch(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
 };
 
@@ -189,14 +213,26 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
   for (size_t i = 0; i < jops.size(); ++i) {
     const json& jo = jops[i];
     OpPlan op;
+    op.kind = jo.at("op").get<std::string>();
     op.output_rows = jo.value("rows", std::string()) == "output";
     for (const json& in : jo.at("in"))
       if (auto it = buf_index.find(in.get<std::string>()); it != buf_index.end()) op.in_buffers.push_back(it->second);
     op.out_buffer = buf_index.at(jo.at("out").get<std::string>());
     if (jo.contains("fused_into")) {
+      // A residual add folded into the matmul before it: the anchor's launches write its
+      // sum (the matmul's own output is not materialised on every path).
+      const size_t anchor = jo.at("fused_into").get<size_t>();
+      if (op.kind == "add" && anchor < ops.size()) {
+        OpPlan& a = ops[anchor];
+        std::erase_if(a.dumps, [&](const std::pair<int, int>& d) {
+          return std::count(op.in_buffers.begin(), op.in_buffers.end(), d.second) > 0;
+        });
+        a.dumps.emplace_back(static_cast<int>(i), op.out_buffer);
+      }
       ops.push_back(std::move(op));
       continue;
     }
+    op.dumps.emplace_back(static_cast<int>(i), op.out_buffer);
     if (!jo.contains("launches"))
       throw std::runtime_error("graph op " + std::to_string(i) + " (" + jo.at("op").get<std::string>() +
                                ") has no launch records: recompile the package with this swizzlec");
@@ -532,6 +568,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
       }
     }
     if (output && op.out_buffer >= 0) m.compact[op.out_buffer] = 1;
+    if (m.dump_dir && n == 1) m.dump(op, output ? out_rows : rows, output);
   }
   // Logits: the output buffer's output rows, back in the caller's sequence order.
   const GraphBuffer& ob = m.bufs[m.out_buf];

@@ -41,7 +41,7 @@ def collect(stream):
 
 def test_health_models_and_404(fake_server, fake_client):
     r = requests.get(fake_server.base_url + "/health", timeout=10)
-    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    assert r.status_code == 200 and r.json() == {"status": "ok", "backend": "fake"}
     models = fake_client.models.list()
     assert [m.id for m in models.data] == ["fake-model"]
     assert fake_client.models.retrieve("fake-model").id == "fake-model"

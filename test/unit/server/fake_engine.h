@@ -23,6 +23,7 @@ class FakeEngine : public engine::Engine {
     info_.n_ctx = 256;
     info_.n_ctx_train = 256;
     info_.n_vocab = 256;
+    info_.backend = "fake";
   }
 
   const engine::ModelInfo& info() const override { return info_; }

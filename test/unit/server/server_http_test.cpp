@@ -102,7 +102,7 @@ TEST(ServerHttp, HealthAndModels) {
   auto h = c.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
-  EXPECT_EQ(json::parse(h->body), json({{"status", "ok"}}));
+  EXPECT_EQ(json::parse(h->body), json({{"status", "ok"}, {"backend", "fake"}}));
   auto m = c.Get("/v1/models");
   ASSERT_TRUE(m);
   json mb = json::parse(m->body);
