@@ -49,6 +49,7 @@ namespace {
   X(vkDestroyPipeline)              \
   X(vkCreateDescriptorPool)         \
   X(vkDestroyDescriptorPool)        \
+  X(vkResetDescriptorPool)          \
   X(vkAllocateDescriptorSets)       \
   X(vkUpdateDescriptorSets)         \
   X(vkCreateCommandPool)            \
@@ -61,6 +62,9 @@ namespace {
   X(vkCmdBindDescriptorSets)        \
   X(vkCmdDispatch)                  \
   X(vkCmdPipelineBarrier)           \
+  X(vkCmdCopyBuffer)                \
+  X(vkCmdFillBuffer)                \
+  X(vkCmdUpdateBuffer)              \
   X(vkCmdResetQueryPool)            \
   X(vkCmdWriteTimestamp)            \
   X(vkCreateQueryPool)              \
@@ -159,8 +163,33 @@ struct Device::Impl {
   VkPhysicalDeviceMemoryProperties memory{};
   DeviceInfo info;
 
+  // The command stream: two batches recorded and submitted in turn (vulkan_device.h).
+  static constexpr uint32_t kSets = Device::kBatchCommands;  // one descriptor set per dispatch
+  static constexpr uint32_t kDescriptors = kSets * 32;
+  static constexpr uint32_t kScalarSlots = kSets * 16;
+  struct Batch {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    Buffer scalars;  ///< kScalarSlots slots of scalar_stride bytes
+    uint32_t commands = 0, sets = 0, descriptors = 0, scalar_slots = 0;
+    bool recording = false, in_flight = false;
+  };
+  std::array<Batch, 2> batches;
+  int current = 0;
+  size_t scalar_stride = 4;
+  bool stream_ready = false;
+  std::vector<VkDescriptorBufferInfo> infos;  // enqueue_dispatch scratch
+  std::vector<VkWriteDescriptorSet> writes;
+
   ~Impl() {
     if (device) {
+      for (Batch& b : batches) {
+        if (b.in_flight) vk.vkWaitForFences(device, 1, &b.fence, VK_TRUE, UINT64_MAX);
+        b.scalars = Buffer();
+        if (b.pool) vk.vkDestroyDescriptorPool(device, b.pool, nullptr);
+        if (b.fence) vk.vkDestroyFence(device, b.fence, nullptr);
+      }
       if (query_pool) vk.vkDestroyQueryPool(device, query_pool, nullptr);
       if (fence) vk.vkDestroyFence(device, fence, nullptr);
       if (command_pool) vk.vkDestroyCommandPool(device, command_pool, nullptr);
@@ -177,6 +206,7 @@ struct Buffer::Impl {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
   size_t size = 0;
+  size_t alloc_size = 0;  ///< the VkBuffer's size (size rounded up to 16)
   ~Impl() {
     if (!dev) return;
     if (mapped) dev->vk.vkUnmapMemory(dev->device, memory);
@@ -309,7 +339,16 @@ Device::Device(const std::string& select) : impl_(std::make_unique<Impl>()) {
   for (int i = 0; i < 3; ++i) d.info.max_workgroup_count[i] = props.limits.maxComputeWorkGroupCount[i];
   d.info.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   d.info.timestamp_period_ns = props.limits.timestampPeriod;
+  d.info.min_storage_offset_alignment = std::max<uint64_t>(props.limits.minStorageBufferOffsetAlignment, 1);
+  d.info.max_storage_range = props.limits.maxStorageBufferRange;
   vk.vkGetPhysicalDeviceMemoryProperties(d.physical, &d.memory);
+  for (uint32_t i = 0; i < d.memory.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if ((d.memory.memoryTypes[i].propertyFlags & want) == want) {
+      d.info.memory_bytes = d.memory.memoryHeaps[d.memory.memoryTypes[i].heapIndex].size;
+      break;
+    }
+  }
 
   // Queue family with compute.
   uint32_t nfam = 0;
@@ -415,6 +454,234 @@ Device::Device(const std::string& select) : impl_(std::make_unique<Impl>()) {
   }
 }
 
+namespace {
+
+using Batch = Device::Impl::Batch;
+
+/// Creates the command stream's batches on first use (a Device used only through
+/// dispatch() never allocates them).
+void init_stream(Device& dev, Device::Impl& d) {
+  if (d.stream_ready) return;
+  d.scalar_stride = std::max<size_t>(4, size_t(d.info.min_storage_offset_alignment));
+  std::array<VkCommandBuffer, 2> cbs{};
+  VkCommandBufferAllocateInfo cbai{};
+  cbai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  cbai.commandPool = d.command_pool;
+  cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cbai.commandBufferCount = 2;
+  check(d.vk.vkAllocateCommandBuffers(d.device, &cbai, cbs.data()), "vkAllocateCommandBuffers");
+  for (int i = 0; i < 2; ++i) {
+    Batch& b = d.batches[i];
+    b.cb = cbs[i];
+    VkFenceCreateInfo fci{};
+    fci.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    check(d.vk.vkCreateFence(d.device, &fci, nullptr, &b.fence), "vkCreateFence");
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, Device::Impl::kDescriptors};
+    VkDescriptorPoolCreateInfo dpci{};
+    dpci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+    dpci.maxSets = Device::Impl::kSets;
+    dpci.poolSizeCount = 1;
+    dpci.pPoolSizes = &size;
+    check(d.vk.vkCreateDescriptorPool(d.device, &dpci, nullptr, &b.pool), "vkCreateDescriptorPool");
+    b.scalars = dev.create_buffer(Device::Impl::kScalarSlots * d.scalar_stride);
+  }
+  d.stream_ready = true;
+}
+
+/// Waits for a submitted batch and recycles its descriptor sets and scalar slots.
+void retire(Device::Impl& d, Batch& b) {
+  if (!b.in_flight) return;
+  VkResult r = d.vk.vkWaitForFences(d.device, 1, &b.fence, VK_TRUE, UINT64_MAX);
+  b.in_flight = false;
+  check(r, "vkWaitForFences (command stream)");
+  check(d.vk.vkResetDescriptorPool(d.device, b.pool, 0), "vkResetDescriptorPool");
+  b.commands = b.sets = b.descriptors = b.scalar_slots = 0;
+}
+
+/// Submits the current batch (if it holds commands) and moves to the other one.
+void submit(Device::Impl& d) {
+  Batch& b = d.batches[d.current];
+  if (!b.recording) return;
+  if (b.commands > 0) {
+    // Shader and transfer writes -> host reads of the mapped memory (after the fence).
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT;
+    d.vk.vkCmdPipelineBarrier(b.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+  b.recording = false;
+  check(d.vk.vkEndCommandBuffer(b.cb), "vkEndCommandBuffer (command stream)");
+  if (b.commands == 0) return;  // nothing to run; the buffer is re-begun (reset) next time
+  check(d.vk.vkResetFences(d.device, 1, &b.fence), "vkResetFences");
+  VkSubmitInfo si{};
+  si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &b.cb;
+  check(d.vk.vkQueueSubmit(d.queue, 1, &si, b.fence), "vkQueueSubmit (command stream)");
+  b.in_flight = true;
+  d.current ^= 1;
+}
+
+/// The batch to record `descriptors` descriptors and `scalars` scalar slots into, begun
+/// and preceded by a memory barrier: the current one, or the next when it is full.
+Batch& record(Device& dev, Device::Impl& d, uint32_t descriptors, uint32_t scalars) {
+  init_stream(dev, d);
+  if (descriptors > Device::Impl::kDescriptors || scalars > Device::Impl::kScalarSlots)
+    throw Error("enqueue_dispatch: " + std::to_string(descriptors) + " bindings exceed a batch's " +
+                std::to_string(Device::Impl::kDescriptors));
+  Batch* b = &d.batches[d.current];
+  if (b->recording && (b->commands >= Device::kBatchCommands || b->sets >= Device::Impl::kSets ||
+                       b->descriptors + descriptors > Device::Impl::kDescriptors ||
+                       b->scalar_slots + scalars > Device::Impl::kScalarSlots)) {
+    submit(d);
+    b = &d.batches[d.current];
+  }
+  if (!b->recording) {
+    retire(d, *b);
+    VkCommandBufferBeginInfo cbbi{};
+    cbbi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    cbbi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(d.vk.vkBeginCommandBuffer(b->cb, &cbbi), "vkBeginCommandBuffer (command stream)");
+    b->recording = true;
+  }
+  // Everything before (this batch's commands, and earlier submissions on the queue) ->
+  // this command.
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  d.vk.vkCmdPipelineBarrier(b->cb, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  ++b->commands;
+  return *b;
+}
+
+/// Throws unless [offset, offset + bytes) lies in `b`'s allocation.
+void check_range(const Buffer::Impl* b, size_t offset, size_t bytes, const char* what) {
+  if (!b) throw Error(std::string(what) + ": empty buffer");
+  if (offset > b->alloc_size || bytes > b->alloc_size - offset)
+    throw Error(std::string(what) + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                ") exceed the buffer's " + std::to_string(b->alloc_size));
+}
+
+}  // namespace
+
+void Device::enqueue_dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, std::array<uint32_t, 3> grid) {
+  Impl& d = *impl_;
+  const Pipeline::Impl* pi = pipeline.impl_.get();
+  if (!pi) throw Error("enqueue_dispatch: empty pipeline");
+  if (bindings.size() != pi->bindings)
+    throw Error("enqueue_dispatch: " + std::to_string(bindings.size()) + " bindings for a pipeline with " +
+                std::to_string(pi->bindings));
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] == 0 || grid[i] > d.info.max_workgroup_count[i])
+      throw Error("enqueue_dispatch: grid[" + std::to_string(i) + "] = " + std::to_string(grid[i]) + " outside 1.." +
+                  std::to_string(d.info.max_workgroup_count[i]) + " (maxComputeWorkGroupCount)");
+  uint32_t scalars = 0;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding& b = bindings[i];
+    if (!b.buffer) {
+      ++scalars;
+      continue;
+    }
+    const std::string what = "enqueue_dispatch: binding " + std::to_string(i);
+    if (!b.buffer->impl_) throw Error(what + ": empty buffer");
+    check_range(b.buffer->impl_.get(), b.offset, b.range, what.c_str());
+    if (b.offset % d.info.min_storage_offset_alignment != 0)
+      throw Error(what + ": byte offset " + std::to_string(b.offset) + " is not a multiple of the device's " +
+                  "minStorageBufferOffsetAlignment " + std::to_string(d.info.min_storage_offset_alignment));
+    if (b.range == 0 || b.range > d.info.max_storage_range)
+      throw Error(what + ": range of " + std::to_string(b.range) + " bytes outside 1.." +
+                  std::to_string(d.info.max_storage_range) + " (maxStorageBufferRange)");
+  }
+  Batch& batch = record(*this, d, uint32_t(bindings.size()), scalars);
+  VkDescriptorSetAllocateInfo dsai{};
+  dsai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+  dsai.descriptorPool = batch.pool;
+  dsai.descriptorSetCount = 1;
+  dsai.pSetLayouts = &pi->set_layout;
+  VkDescriptorSet set;
+  check(d.vk.vkAllocateDescriptorSets(d.device, &dsai, &set), "vkAllocateDescriptorSets (command stream)");
+  ++batch.sets;
+  batch.descriptors += uint32_t(bindings.size());
+  d.infos.resize(bindings.size());
+  d.writes.resize(bindings.size());
+  auto* arena = static_cast<char*>(batch.scalars.impl_->mapped);
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding& b = bindings[i];
+    if (b.buffer) {
+      d.infos[i] = {b.buffer->impl_->buffer, b.offset, b.range};
+    } else {
+      const size_t at = size_t(batch.scalar_slots++) * d.scalar_stride;
+      std::memcpy(arena + at, &b.scalar, 4);  // the batch is not in flight: safe to write
+      d.infos[i] = {batch.scalars.impl_->buffer, at, 4};
+    }
+    VkWriteDescriptorSet& w = d.writes[i];
+    w = {};
+    w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    w.dstSet = set;
+    w.dstBinding = uint32_t(i);
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &d.infos[i];
+  }
+  d.vk.vkUpdateDescriptorSets(d.device, uint32_t(d.writes.size()), d.writes.data(), 0, nullptr);
+  d.vk.vkCmdBindPipeline(batch.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pi->pipeline);
+  d.vk.vkCmdBindDescriptorSets(batch.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pi->layout, 0, 1, &set, 0, nullptr);
+  d.vk.vkCmdDispatch(batch.cb, grid[0], grid[1], grid[2]);
+}
+
+void Device::enqueue_copy(const Buffer& dst, size_t dst_offset, const Buffer& src, size_t src_offset, size_t bytes) {
+  Impl& d = *impl_;
+  check_range(dst.impl_.get(), dst_offset, bytes, "enqueue_copy (destination)");
+  check_range(src.impl_.get(), src_offset, bytes, "enqueue_copy (source)");
+  if (bytes == 0) return;
+  Batch& batch = record(*this, d, 0, 0);
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  d.vk.vkCmdCopyBuffer(batch.cb, src.impl_->buffer, dst.impl_->buffer, 1, &region);
+}
+
+void Device::enqueue_fill(const Buffer& dst, size_t offset, size_t bytes, uint32_t pattern) {
+  Impl& d = *impl_;
+  check_range(dst.impl_.get(), offset, bytes, "enqueue_fill");
+  if (offset % 4 || bytes % 4) throw Error("enqueue_fill: offset and size must be multiples of 4");
+  if (bytes == 0) return;
+  Batch& batch = record(*this, d, 0, 0);
+  d.vk.vkCmdFillBuffer(batch.cb, dst.impl_->buffer, offset, bytes, pattern);
+}
+
+void Device::enqueue_update(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
+  Impl& d = *impl_;
+  check_range(dst.impl_.get(), offset, bytes, "enqueue_update");
+  if (offset % 4 || bytes % 4 || bytes > 65536)
+    throw Error("enqueue_update: offset and size must be multiples of 4 and size at most 65536");
+  if (bytes == 0) return;
+  Batch& batch = record(*this, d, 0, 0);
+  d.vk.vkCmdUpdateBuffer(batch.cb, dst.impl_->buffer, offset, bytes, src);
+}
+
+void Device::flush() {
+  if (impl_->stream_ready) submit(*impl_);
+}
+
+void Device::finish() {
+  Impl& d = *impl_;
+  if (!d.stream_ready) return;
+  submit(d);
+  for (Batch& b : d.batches) retire(d, b);
+}
+
+bool Device::busy() const {
+  const Impl& d = *impl_;
+  if (!d.stream_ready) return false;
+  for (const Batch& b : d.batches)
+    if (b.in_flight || (b.recording && b.commands > 0)) return true;
+  return false;
+}
+
 Device::~Device() = default;
 
 const DeviceInfo& Device::info() const { return impl_->info; }
@@ -431,7 +698,8 @@ Buffer Device::create_buffer(size_t bytes) {
   // Rounded up to 16 bytes: kernels that emulate i8 / i16 arrays with 32-bit words (MLIR's
   // SPIR-V lowering without Int8 / Int16 storage) read whole words at the end.
   bci.size = (std::max<size_t>(bytes, 4) + 15) & ~size_t(15);
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bi.alloc_size = bci.size;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
@@ -450,8 +718,10 @@ Buffer Device::create_buffer(size_t bytes) {
   mai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
-  check(d.vk.vkAllocateMemory(d.device, &mai, nullptr, &bi.memory),
-        ("vkAllocateMemory(" + std::to_string(req.size) + " bytes)").c_str());
+  VkResult ar = d.vk.vkAllocateMemory(d.device, &mai, nullptr, &bi.memory);
+  if (ar == VK_ERROR_OUT_OF_DEVICE_MEMORY || ar == VK_ERROR_OUT_OF_HOST_MEMORY)
+    throw OutOfMemory("vkAllocateMemory(" + std::to_string(req.size) + " bytes): " + result_name(ar));
+  check(ar, ("vkAllocateMemory(" + std::to_string(req.size) + " bytes)").c_str());
   check(d.vk.vkBindBufferMemory(d.device, bi.buffer, bi.memory, 0), "vkBindBufferMemory");
   check(d.vk.vkMapMemory(d.device, bi.memory, 0, VK_WHOLE_SIZE, 0, &bi.mapped), "vkMapMemory");
   std::memset(bi.mapped, 0, bci.size);
@@ -508,6 +778,7 @@ Pipeline Device::create_pipeline(std::span<const uint32_t> spirv, const std::str
 double Device::dispatch(const Pipeline& pipeline, std::span<Buffer* const> bindings,
                         std::array<uint32_t, 3> grid, bool timed) {
   Impl& d = *impl_;
+  finish();  // ordered after the command stream
   const Pipeline::Impl* pi = pipeline.impl_.get();
   if (!pi) throw Error("dispatch: empty pipeline");
   if (bindings.size() != pi->bindings)

@@ -1,0 +1,541 @@
+// The CUDA backend. See cuda_backend.h.
+#include "cuda/cuda_backend.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "backend/kernel_record.h"
+#include "cuda/cuda_driver.h"
+#include "package/package.h"
+
+namespace swz::cuda {
+
+using backend::Arg;
+using backend::Buffer;
+using backend::Error;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// "1.1 GiB", "12.0 MiB", "512 bytes".
+std::string human(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t(1) << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+/// FNV-1a, 64 bits: identifies a PTX source and checks a cached cubin (not cryptographic).
+uint64_t fnv1a(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/// Header of a cached cubin file, followed by the cubin's bytes.
+struct CacheHeader {
+  char magic[8] = {'S', 'W', 'Z', 'C', 'U', 'B', 'I', '1'};
+  uint64_t ptx_hash = 0;
+  uint64_t cubin_hash = 0;
+  uint64_t cubin_bytes = 0;
+};
+
+/// The cubin in `path` if its header matches `ptx_hash` and its bytes their hash.
+bool read_cache(const fs::path& path, uint64_t ptx_hash, std::string& cubin) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  CacheHeader h, want;
+  if (!in.read(reinterpret_cast<char*>(&h), sizeof h)) return false;
+  if (std::memcmp(h.magic, want.magic, sizeof h.magic) != 0 || h.ptx_hash != ptx_hash) return false;
+  if (h.cubin_bytes == 0 || h.cubin_bytes > (uint64_t(1) << 32)) return false;
+  cubin.resize(h.cubin_bytes);
+  if (!in.read(cubin.data(), std::streamsize(cubin.size()))) return false;
+  return fnv1a(cubin.data(), cubin.size()) == h.cubin_hash;
+}
+
+/// Writes the cache file atomically (temporary file + rename). Returns "" or why not.
+std::string write_cache(const fs::path& path, uint64_t ptx_hash, const std::string& cubin) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) return "cannot create " + path.parent_path().string() + ": " + ec.message();
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return "cannot write " + tmp.string();
+    CacheHeader h;
+    h.ptx_hash = ptx_hash;
+    h.cubin_hash = fnv1a(cubin.data(), cubin.size());
+    h.cubin_bytes = cubin.size();
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out.write(cubin.data(), std::streamsize(cubin.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      return "cannot write " + tmp.string();
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return "cannot rename into " + path.string();
+  }
+  return "";
+}
+
+/// The per-user cache directory: $XDG_CACHE_HOME/swizzle, else ~/.cache/swizzle ("" if neither).
+fs::path user_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "swizzle";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "swizzle";
+  return {};
+}
+
+/// "swz_add" for "swz_add.ptx" (a file in a subdirectory: "sub_swz_add").
+std::string module_name(const std::string& file) {
+  std::string stem = fs::path(file).replace_extension().string();
+  for (char& c : stem)
+    if (c == '/' || c == '\\') c = '_';
+  return stem;
+}
+
+}  // namespace
+
+std::string arch_mismatch(const std::string& target, int major, int minor, const std::string& device) {
+  const std::string dev_arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  const int dev = major * 10 + minor;
+  int pkg = 0;
+  bool specific = false;
+  if (target.rfind("sm_", 0) != 0 || target.size() < 5) return "package target " + target + " is not a CUDA target (sm_XY)";
+  size_t i = 3;
+  while (i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]))) pkg = pkg * 10 + (target[i++] - '0');
+  if (i < target.size()) {
+    if (target.substr(i) != "a" || pkg == 0) return "package target " + target + " is not a CUDA target (sm_XY)";
+    specific = true;
+  }
+  const bool ok = specific ? dev == pkg : dev >= pkg;
+  if (ok) return "";
+  std::string fix = dev >= 90 ? "sm_90" : dev >= 80 ? "sm_80" : "";
+  return "package compiled for " + target + "; device " + device + " is " + dev_arch +
+         (fix.empty() ? ": no CUDA target of swizzlec runs on it (sm_80 is the oldest); use swizzlec compile --target spirv"
+                      : ": recompile with swizzlec compile --target " + fix);
+}
+
+struct CudaBackend::Impl {
+  std::unique_ptr<Driver> d;
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  int major = 0, minor = 0, driver_version = 0, smem_optin = 0;
+  std::array<uint32_t, 3> max_grid{};
+  backend::DeviceInfo info;
+
+  struct Kernel {
+    backend::KernelRecord rec;
+    CUfunction fn = nullptr;
+    int static_smem = 0;
+    uint32_t dynamic_limit = 0;  ///< current MAX_DYNAMIC_SHARED_SIZE_BYTES of fn
+    size_t param_words = 0;      ///< kernel parameters after memref expansion
+  };
+  std::vector<CUmodule> modules;
+  std::vector<Kernel> kernels;
+  std::unordered_map<std::string, int> by_entry;
+  std::vector<std::string> cache_report;
+
+  struct Slot {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+    uint32_t gen = 0;
+  };
+  std::vector<Slot> slots;
+  std::vector<uint32_t> free_slots;
+
+  // Launch scratch, grown once to the largest parameter list and reused.
+  std::vector<uint64_t> words;
+  std::vector<void*> params;
+
+  /// Makes the primary context current on this thread (cached per thread).
+  void bind() {
+    thread_local CUcontext current = nullptr;
+    if (current != ctx) {
+      d->check(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+      current = ctx;
+    }
+  }
+
+  Slot* lookup(Buffer b) {
+    const uint64_t index = (b.id & 0xffffffffu) - 1;
+    if (b.id == 0 || index >= slots.size()) return nullptr;
+    Slot& s = slots[index];
+    return s.ptr && s.gen == uint32_t(b.id >> 32) ? &s : nullptr;
+  }
+
+  /// The device address of `bytes` bytes at `offset` of `b`, or Error naming `what`.
+  CUdeviceptr range(Buffer b, size_t offset, size_t bytes, const char* what) {
+    Slot* s = lookup(b);
+    if (!s) throw Error(std::string("cuda: ") + what + ": buffer id " + std::to_string(b.id) + " is not a live allocation");
+    if (offset > s->bytes || bytes > s->bytes - offset)
+      throw Error(std::string("cuda: ") + what + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                  ") exceed the buffer's " + std::to_string(s->bytes));
+    return s->ptr + offset;
+  }
+
+  void unload() {
+    for (CUmodule m : modules) d->cuModuleUnload(m);
+    modules.clear();
+    kernels.clear();
+    by_entry.clear();
+    cache_report.clear();
+  }
+
+  /// JIT-compiles `ptx` for the current device; the error log goes into the Error.
+  std::string jit(const std::string& ptx, const std::string& path) {
+    std::vector<char> info_log(1 << 14, '\0'), error_log(1 << 14, '\0');
+    CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                           CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
+    void* vals[] = {info_log.data(), reinterpret_cast<void*>(uintptr_t(info_log.size())), error_log.data(),
+                    reinterpret_cast<void*>(uintptr_t(error_log.size())), reinterpret_cast<void*>(uintptr_t(0))};
+    CUlinkState state = nullptr;
+    d->check(d->cuLinkCreate(5, opts, vals, &state), "cuLinkCreate");
+    auto jit_fail = [&](CUresult r, const char* call) {
+      std::string log(error_log.data());
+      d->cuLinkDestroy(state);
+      throw Error("cuda: " + std::string(call) + "(" + path + ") for " + info.arch + ": " + d->describe(r) +
+                  (log.empty() ? std::string() : "\nJIT error log:\n" + log));
+    };
+    CUresult r = d->cuLinkAddData(state, CU_JIT_INPUT_PTX, const_cast<char*>(ptx.c_str()), ptx.size() + 1, path.c_str(), 0,
+                                  nullptr, nullptr);
+    if (r != CUDA_SUCCESS) jit_fail(r, "cuLinkAddData");
+    void* cubin = nullptr;
+    size_t cubin_bytes = 0;
+    r = d->cuLinkComplete(state, &cubin, &cubin_bytes);
+    if (r != CUDA_SUCCESS) jit_fail(r, "cuLinkComplete");
+    std::string out(static_cast<const char*>(cubin), cubin_bytes);  // owned by the link state
+    d->cuLinkDestroy(state);
+    return out;
+  }
+
+  /// The module for PTX file `file`: from the cubin cache, else JIT (and cached).
+  CUmodule load_module(const std::string& package_dir, const std::string& file) {
+    const std::string path = package_dir + "/" + file;
+    const std::string ptx = backend::read_kernel_file(package_dir, file);
+    const uint64_t ptx_hash = fnv1a(ptx.data(), ptx.size());
+    const std::string module = module_name(file);
+    const std::string tail = info.arch + "." + std::to_string(driver_version) + ".cubin";
+    char hash_hex[17];
+    std::snprintf(hash_hex, sizeof hash_hex, "%016llx", static_cast<unsigned long long>(ptx_hash));
+    std::vector<fs::path> candidates = {fs::path(package_dir) / ".cache" / (module + "." + tail)};
+    if (fs::path user = user_cache_dir(); !user.empty()) candidates.push_back(user / (module + "." + hash_hex + "." + tail));
+
+    CUmodule mod = nullptr;
+    std::string cubin;
+    for (const fs::path& c : candidates) {
+      if (!read_cache(c, ptx_hash, cubin)) continue;
+      if (d->cuModuleLoadData(&mod, cubin.data()) == CUDA_SUCCESS) {
+        cache_report.push_back(c.string() + " (hit)");
+        return mod;
+      }
+      mod = nullptr;  // a cubin the driver rejects: JIT again and overwrite it
+    }
+    cubin = jit(ptx, path);
+    std::string why;
+    for (const fs::path& c : candidates) {
+      std::string e = write_cache(c, ptx_hash, cubin);
+      if (e.empty()) {
+        why.clear();
+        cache_report.push_back(c.string() + " (written)");
+        break;
+      }
+      why += (why.empty() ? "" : "; ") + e;
+    }
+    if (!why.empty()) cache_report.push_back(path + " (not cached: " + why + ")");
+    d->check(d->cuModuleLoadData(&mod, cubin.data()), ("cuModuleLoadData(" + path + ")").c_str());
+    return mod;
+  }
+};
+
+CudaBackend::CudaBackend(const std::string& select, const std::string& library) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.d = Driver::load(library);
+  const Driver& d = *s.d;
+  CUresult r = d.cuInit(0);
+  if (r == CUDA_ERROR_STUB_LIBRARY)
+    d.fail(r, "cuInit: " + library + " is the CUDA toolkit's stub, not a driver (no NVIDIA driver installed)");
+  if (r == CUDA_ERROR_NO_DEVICE) d.fail(r, "cuInit: the NVIDIA driver is loaded but sees no GPU");
+  d.check(r, "cuInit");
+  int count = 0;
+  d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  int ordinal = 0;
+  if (!select.empty()) {
+    char* end = nullptr;
+    long v = std::strtol(select.c_str(), &end, 10);
+    if (*end != '\0' || v < 0) throw Error("cuda: device selector '" + select + "' is not a device ordinal (0, 1, ...)");
+    ordinal = int(v);
+  }
+  if (count == 0) throw Error("cuda: no CUDA device found (the driver is loaded but cuDeviceGetCount is 0)");
+  if (ordinal >= count)
+    throw Error("cuda: no device " + std::to_string(ordinal) + " (" + std::to_string(count) + " device" +
+                (count == 1 ? "" : "s") + ": ordinals 0.." + std::to_string(count - 1) + ")");
+  d.check(d.cuDeviceGet(&s.device, ordinal), "cuDeviceGet");
+  char name[256] = {0};
+  d.check(d.cuDeviceGetName(name, sizeof name - 1, s.device), "cuDeviceGetName");
+  auto attr = [&](CUdevice_attribute a, const char* what) {
+    int v = 0;
+    d.check(d.cuDeviceGetAttribute(&v, a, s.device), what);
+    return v;
+  };
+  s.major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  s.minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+  s.max_grid[0] = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "cuDeviceGetAttribute(MAX_GRID_DIM_X)"));
+  s.max_grid[1] = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, "cuDeviceGetAttribute(MAX_GRID_DIM_Y)"));
+  s.max_grid[2] = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, "cuDeviceGetAttribute(MAX_GRID_DIM_Z)"));
+  s.smem_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                      "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+  d.check(d.cuDriverGetVersion(&s.driver_version), "cuDriverGetVersion");
+  d.check(d.cuDevicePrimaryCtxRetain(&s.ctx, s.device), "cuDevicePrimaryCtxRetain");
+  s.bind();
+  d.check(d.cuStreamCreate(&s.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  size_t total = 0, free_bytes = 0;
+  d.check(d.cuDeviceTotalMem(&total, s.device), "cuDeviceTotalMem");
+  d.check(d.cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+  s.info.backend = "cuda";
+  s.info.name = name;
+  s.info.arch = "sm_" + std::to_string(s.major) + std::to_string(s.minor);
+  s.info.total_bytes = total;
+  s.info.free_bytes = free_bytes;
+}
+
+CudaBackend::~CudaBackend() {
+  Impl& s = *impl_;
+  if (!s.ctx) return;
+  try {
+    s.bind();
+  } catch (const Error&) {
+    return;
+  }
+  if (s.stream) s.d->cuStreamSynchronize(s.stream);
+  for (const Impl::Slot& slot : s.slots)
+    if (slot.ptr) s.d->cuMemFree(slot.ptr);
+  s.unload();
+  if (s.stream) s.d->cuStreamDestroy(s.stream);
+  s.d->cuDevicePrimaryCtxRelease(s.device);
+}
+
+const backend::DeviceInfo& CudaBackend::info() const { return impl_->info; }
+
+const std::vector<std::string>& CudaBackend::cache_report() const { return impl_->cache_report; }
+
+void CudaBackend::load_kernels(const package::Manifest& m, const std::string& package_dir) {
+  Impl& s = *impl_;
+  s.bind();
+  if (std::string why = arch_mismatch(m.target, s.major, s.minor, s.info.name); !why.empty()) throw Error("cuda: " + why);
+  s.unload();
+  std::vector<backend::KernelRecord> recs;
+  for (const package::Kernel& k : m.kernels) recs.push_back(backend::parse_kernel(k, "mlir-memref-expanded"));
+  std::map<std::string, CUmodule> by_file;  // each file read and loaded once
+  for (backend::KernelRecord& rec : recs) {
+    auto it = by_file.find(rec.file);
+    if (it == by_file.end()) {
+      CUmodule mod = s.load_module(package_dir, rec.file);
+      s.modules.push_back(mod);
+      it = by_file.emplace(rec.file, mod).first;
+    }
+    Impl::Kernel k;
+    CUresult r = s.d->cuModuleGetFunction(&k.fn, it->second, rec.function.c_str());
+    if (r != CUDA_SUCCESS)
+      s.d->fail(r, "cuModuleGetFunction: " + rec.file + " has no function " + rec.function + " (kernel " + rec.entry + ")");
+    int max_threads = 0, dyn = 0;
+    s.d->check(s.d->cuFuncGetAttribute(&k.static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.fn), "cuFuncGetAttribute");
+    s.d->check(s.d->cuFuncGetAttribute(&dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.fn), "cuFuncGetAttribute");
+    s.d->check(s.d->cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k.fn), "cuFuncGetAttribute");
+    k.dynamic_limit = uint32_t(dyn);
+    const uint64_t threads = uint64_t(rec.block[0]) * rec.block[1] * rec.block[2];
+    if (threads > uint64_t(max_threads))
+      throw Error("cuda: kernel " + rec.entry + ": block " + std::to_string(rec.block[0]) + "x" + std::to_string(rec.block[1]) +
+                  "x" + std::to_string(rec.block[2]) + " exceeds the function's " + std::to_string(max_threads) +
+                  " threads per block on " + s.info.name);
+    for (const backend::ArgSpec& a : rec.args) k.param_words += a.kind == Arg::Memref ? 3 + 2 * size_t(a.rank) : 1;
+    k.rec = std::move(rec);
+    s.by_entry[k.rec.entry] = int(s.kernels.size());
+    s.kernels.push_back(std::move(k));
+  }
+  size_t most = 0;
+  for (const Impl::Kernel& k : s.kernels) most = std::max(most, k.param_words);
+  s.words.assign(most, 0);
+  s.params.assign(most, nullptr);
+}
+
+int CudaBackend::kernel_index(const std::string& entry) const {
+  auto it = impl_->by_entry.find(entry);
+  if (it == impl_->by_entry.end()) throw Error("cuda: kernel " + entry + " is not loaded (load_kernels() of its package first)");
+  return it->second;
+}
+
+Buffer CudaBackend::alloc(size_t bytes, const std::string& what) {
+  Impl& s = *impl_;
+  s.bind();
+  if (bytes == 0) throw Error("cuda: alloc of 0 bytes for " + what);
+  CUdeviceptr p = 0;
+  CUresult r = s.d->cuMemAlloc(&p, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free_bytes = 0, total = 0;
+    s.d->cuMemGetInfo(&free_bytes, &total);
+    throw backend::OutOfMemory("cuda: out of device memory allocating " + human(bytes) + " for " + what + ": " +
+                               human(free_bytes) + " free of " + human(total) + " on " + s.info.name);
+  }
+  if (r != CUDA_SUCCESS) s.d->fail(r, "cuMemAlloc(" + std::to_string(bytes) + " bytes for " + what + ")");
+  uint32_t index;
+  if (!s.free_slots.empty()) {
+    index = s.free_slots.back();
+    s.free_slots.pop_back();
+  } else {
+    index = uint32_t(s.slots.size());
+    s.slots.emplace_back();
+  }
+  Impl::Slot& slot = s.slots[index];
+  slot.ptr = p;
+  slot.bytes = bytes;
+  ++slot.gen;
+  return Buffer{(uint64_t(slot.gen) << 32) | (index + 1), bytes};
+}
+
+void CudaBackend::free(Buffer b) {
+  Impl& s = *impl_;
+  if (!b) return;
+  s.bind();
+  Impl::Slot* slot = s.lookup(b);
+  if (!slot) throw Error("cuda: free: buffer id " + std::to_string(b.id) + " is not a live allocation");
+  s.d->check(s.d->cuStreamSynchronize(s.stream), "cuStreamSynchronize (before cuMemFree)");
+  s.d->check(s.d->cuMemFree(slot->ptr), "cuMemFree");
+  slot->ptr = 0;
+  slot->bytes = 0;
+  s.free_slots.push_back(uint32_t(slot - s.slots.data()));
+}
+
+void CudaBackend::upload(Buffer dst, size_t offset, const void* src, size_t bytes) {
+  Impl& s = *impl_;
+  s.bind();
+  CUdeviceptr p = s.range(dst, offset, bytes, "upload");
+  if (bytes == 0) return;
+  // Pageable source: the driver stages it before returning, so `src` may be reused.
+  s.d->check(s.d->cuMemcpyHtoDAsync(p, src, bytes, s.stream), "cuMemcpyHtoDAsync");
+}
+
+void CudaBackend::download(void* dst, Buffer src, size_t offset, size_t bytes) {
+  Impl& s = *impl_;
+  s.bind();
+  CUdeviceptr p = s.range(src, offset, bytes, "download");
+  if (bytes) s.d->check(s.d->cuMemcpyDtoHAsync(dst, p, bytes, s.stream), "cuMemcpyDtoHAsync");
+  CUresult r = s.d->cuStreamSynchronize(s.stream);
+  if (r != CUDA_SUCCESS)
+    s.d->fail(r, "download: cuStreamSynchronize (an earlier launch may have failed; CUDA_LAUNCH_BLOCKING=1 finds which)");
+}
+
+void CudaBackend::copy(Buffer dst, size_t dst_offset, Buffer src, size_t src_offset, size_t bytes) {
+  Impl& s = *impl_;
+  s.bind();
+  CUdeviceptr d = s.range(dst, dst_offset, bytes, "copy (destination)");
+  CUdeviceptr from = s.range(src, src_offset, bytes, "copy (source)");
+  if (dst.id == src.id && d < from + bytes && from < d + bytes) throw Error("cuda: copy: overlapping ranges");
+  if (bytes) s.d->check(s.d->cuMemcpyDtoDAsync(d, from, bytes, s.stream), "cuMemcpyDtoDAsync");
+}
+
+void CudaBackend::fill32(Buffer dst, size_t offset, size_t bytes, uint32_t pattern) {
+  Impl& s = *impl_;
+  s.bind();
+  if (offset % 4 || bytes % 4)
+    throw Error("cuda: fill32: offset " + std::to_string(offset) + " and size " + std::to_string(bytes) +
+                " must be multiples of 4");
+  CUdeviceptr p = s.range(dst, offset, bytes, "fill32");
+  if (bytes) s.d->check(s.d->cuMemsetD32Async(p, pattern, bytes / 4, s.stream), "cuMemsetD32Async");
+}
+
+void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) {
+  Impl& s = *impl_;
+  if (kernel < 0 || size_t(kernel) >= s.kernels.size())
+    throw Error("cuda: launch: kernel index " + std::to_string(kernel) + " outside 0.." + std::to_string(s.kernels.size()));
+  Impl::Kernel& k = s.kernels[size_t(kernel)];
+  s.bind();
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] == 0 || grid[i] > s.max_grid[i])
+      throw Error("cuda: launch " + k.rec.entry + ": grid[" + std::to_string(i) + "] = " + std::to_string(grid[i]) +
+                  " outside 1.." + std::to_string(s.max_grid[i]) + " (the device's grid limit)");
+  backend::check_args(k.rec, args, [&](const Arg& a) -> size_t {
+    Impl::Slot* slot = s.lookup(a.buffer);
+    return slot ? slot->bytes : 0;
+  });
+  if (dynamic_smem > k.dynamic_limit) {
+    if (uint64_t(dynamic_smem) + uint64_t(k.static_smem) > uint64_t(s.smem_optin))
+      throw Error("cuda: launch " + k.rec.entry + ": " + std::to_string(dynamic_smem) + " bytes of dynamic shared memory + " +
+                  std::to_string(k.static_smem) + " static exceed the device's " + std::to_string(s.smem_optin) +
+                  " per block");
+    s.d->check(s.d->cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(dynamic_smem)),
+               "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    k.dynamic_limit = dynamic_smem;
+  }
+  // MLIR's expanded memref ABI, one 8-byte word per parameter (i32 / f32 in the low 4).
+  uint64_t* w = s.words.data();
+  void** p = s.params.data();
+  size_t n = 0;
+  auto push = [&](uint64_t v) {
+    w[n] = v;
+    p[n] = &w[n];
+    ++n;
+  };
+  for (const Arg& a : args) {
+    if (a.kind == Arg::I32) {
+      uint64_t v = 0;
+      std::memcpy(&v, &a.i32, 4);
+      push(v);
+    } else if (a.kind == Arg::F32) {
+      uint64_t v = 0;
+      std::memcpy(&v, &a.f32, 4);
+      push(v);
+    } else {
+      const uint64_t ptr = s.lookup(a.buffer)->ptr + a.offset;
+      push(ptr);  // allocated
+      push(ptr);  // aligned
+      push(0);    // offset
+      for (int d = 0; d < a.rank; ++d) push(uint64_t(a.sizes[size_t(d)]));
+      int64_t stride = 1;
+      const size_t strides_at = n;
+      for (int d = 0; d < a.rank; ++d) push(0);
+      for (int d = a.rank - 1; d >= 0; --d) {
+        w[strides_at + size_t(d)] = uint64_t(stride);
+        stride *= a.sizes[size_t(d)];
+      }
+    }
+  }
+  CUresult r = s.d->cuLaunchKernel(k.fn, grid[0], grid[1], grid[2], k.rec.block[0], k.rec.block[1], k.rec.block[2],
+                                   dynamic_smem, s.stream, p, nullptr);
+  if (r != CUDA_SUCCESS)
+    s.d->fail(r, "cuLaunchKernel(" + k.rec.entry + ", grid " + std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" +
+                     std::to_string(grid[2]) + ", block " + std::to_string(k.rec.block[0]) + "x" +
+                     std::to_string(k.rec.block[1]) + "x" + std::to_string(k.rec.block[2]) + ", dynamic smem " +
+                     std::to_string(dynamic_smem) + ")");
+}
+
+void CudaBackend::synchronize() {
+  Impl& s = *impl_;
+  s.bind();
+  CUresult r = s.d->cuStreamSynchronize(s.stream);
+  if (r != CUDA_SUCCESS)
+    s.d->fail(r, "cuStreamSynchronize (a launch failed asynchronously; CUDA_LAUNCH_BLOCKING=1 finds which)");
+}
+
+}  // namespace swz::cuda
