@@ -265,7 +265,7 @@ Manifest from_json(const json& j, const std::string& where) {
   const json& wp = c.object(j, "", "weight_plan");
   m.weight_plan.strategy = c.string(wp, "weight_plan", "strategy");
   if (m.weight_plan.strategy != "mmap-in-place")
-    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version 1 knows mmap-in-place)");
+    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version 2 knows mmap-in-place)");
   const json& tensors = c.array(wp, "weight_plan", "tensors");
   std::set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {
