@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "compile.h"
 
+#include "compiler/mlir/Bindings.h"
+
 #include "codegen/GpuCompiler.h"
 #include "compiler/mlir/Schedule.h"
 
@@ -309,22 +311,26 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     return ks;
   };
 
-  // 3. Launch records, one per kernel entry; each graph op lists its kernels by phase.
+  auto kernelOf = [&](const codegen::KernelRef &ref) -> const codegen::CompiledKernel & {
+    auto &ks = compileSource(ref.source);
+    auto k = std::find_if(ks.begin(), ks.end(), [&](const codegen::CompiledKernel &c) {
+      return c.entry == ref.entry;
+    });
+    if (k == ks.end())
+      throw CompileError("kernel source " + std::string(ref.source) + " has no entry " +
+                         ref.entry);
+    return *k;
+  };
+
+  // 3. One kernels[] record per kernel entry; each group's anchor graph op gets its
+  //    launch records (Bindings.h: the launch contract of format version 2).
   std::map<std::string, std::string> written;  // entry -> kernel source
   std::vector<std::string> report;
   json &ops = m.graph.at("ops");
   for (const codegen::LaunchGroup &group : p.groups) {
-    json phases = json::object();
     for (const codegen::KernelRef &ref : group.kernels) {
-      auto &ks = compileSource(ref.source);
-      auto k = std::find_if(ks.begin(), ks.end(), [&](const codegen::CompiledKernel &c) {
-        return c.entry == ref.entry;
-      });
-      if (k == ks.end())
-        throw CompileError("kernel source " + std::string(ref.source) + " has no entry " +
-                           ref.entry);
+      const codegen::CompiledKernel *k = &kernelOf(ref);
       const std::string entry = m.target + "." + ref.entry;
-      phases[ref.phase].push_back(entry);
       auto [at, fresh] = written.emplace(entry, ref.source);
       if (!fresh) {
         if (at->second != ref.source)
@@ -404,9 +410,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     }
     // The group's first graph op carries the launches; the others were fused into it.
     json &anchor = ops.at(group.graphOps.front());
-    anchor["kernels"] = phases;
-    if (phases.size() == 1 && phases.contains("all") && phases["all"].size() == 1)
-      anchor["kernel"] = phases["all"][0];
+    anchor["launches"] = launchRecords(m, group, kernelOf);
     for (size_t i = 1; i < group.graphOps.size(); ++i) {
       json &fused = ops.at(group.graphOps[i]);
       fused["fused_into"] = group.graphOps.front();

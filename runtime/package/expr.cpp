@@ -1,5 +1,6 @@
 #include "package/expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -135,6 +136,13 @@ Expr Expr::parse(const std::string& text, const std::vector<std::string>& symbol
   Expr e;
   e.text_ = text;
   ExprParser(text, symbols, e).parse();
+  // evaluate() runs on a fixed stack of 32: refuse deeper expressions here, at load.
+  int depth = 0, deepest = 0;
+  for (const Step& s : e.code_) {
+    depth += s.op == Num || s.op == Sym ? 1 : (s.op == Neg || s.op == Ceil || s.op == Floor ? 0 : -1);
+    deepest = std::max(deepest, depth);
+  }
+  if (deepest >= 32) throw ExprError("expression too deep (nested more than 31 levels): '" + text + "'");
   return e;
 }
 

@@ -1,5 +1,7 @@
 #include "package/package.h"
 
+#include "package/checker.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -18,73 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const char* json_type(const json& j) { return j.type_name(); }
-
-/// Field accessors that throw Error("<where>: <path>: <problem>").
-class Checker {
- public:
-  explicit Checker(std::string where) : where_(std::move(where)) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw Error(where_ + ": " + path + ": " + what);
-  }
-  const json& field(const json& obj, const std::string& path, const std::string& key) const {
-    if (!obj.is_object()) fail(path, std::string("expected an object, got ") + json_type(obj));
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(join(path, key), "missing");
-    return *it;
-  }
-  const json& object(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_object()) fail(join(path, key), std::string("expected an object, got ") + json_type(v));
-    return v;
-  }
-  const json& array(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_array()) fail(join(path, key), std::string("expected an array, got ") + json_type(v));
-    return v;
-  }
-  std::string string(const json& obj, const std::string& path, const std::string& key, bool non_empty = true) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_string()) fail(join(path, key), std::string("expected a string, got ") + json_type(v));
-    std::string s = v.get<std::string>();
-    if (non_empty && s.empty()) fail(join(path, key), "must not be empty");
-    return s;
-  }
-  std::optional<std::string> string_or_null(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    if (v.is_null()) return std::nullopt;
-    if (!v.is_string()) fail(join(path, key), std::string("expected a string or null, got ") + json_type(v));
-    return v.get<std::string>();
-  }
-  uint64_t uint(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    return uint_value(v, join(path, key));
-  }
-  uint64_t uint_value(const json& v, const std::string& path) const {
-    if (v.is_number_unsigned()) return v.get<uint64_t>();
-    if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
-    fail(path, std::string("expected a non-negative integer, got ") + (v.is_number() ? v.dump() : json_type(v)));
-  }
-  bool boolean(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_boolean()) fail(join(path, key), std::string("expected a boolean, got ") + json_type(v));
-    return v.get<bool>();
-  }
-  double number(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_number()) fail(join(path, key), std::string("expected a number, got ") + json_type(v));
-    return v.get<double>();
-  }
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-  static std::string idx(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
-
- private:
-  std::string where_;
-};
+using detail::Checker;
+using detail::json_type;
 
 bool is_hex_digest(const std::string& s) {
   return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
@@ -148,9 +85,9 @@ void check_graph(const Checker& c, const Manifest& m) {
       std::string k = c.string(op, p, "kernel");
       if (!m.find_kernel(k)) c.fail(p + ".kernel", "'" + k + "' is not a kernels[] entry");
     }
-    if (op.contains("fused_into")) {  // GPU targets: folded into another op's launch
-      if (op.contains("kernels") || op.contains("kernel"))
-        c.fail(p, "an op fused into another has no kernels of its own");
+    if (op.contains("fused_into")) {  // GPU targets: folded into another op's launches
+      if (op.contains("launches") || op.contains("kernel"))
+        c.fail(p, "an op fused into another has no launches of its own");
       const json& into = op["fused_into"];
       const int64_t at = into.is_number_integer() ? into.get<int64_t>() : -1;
       if (at < 0 || size_t(at) >= ops.size() || size_t(at) == i) {
@@ -163,25 +100,13 @@ void check_graph(const Checker& c, const Manifest& m) {
         if (!listed || anchor.contains("fused_into"))
           c.fail(p + ".fused_into", "op " + into.dump() + " does not list this op in its \"fused\"");
       }
-    } else if (m.target != "cpu" && !op.contains("kernels")) {
-      c.fail(p, "a GPU-target op needs \"kernels\" or \"fused_into\"");
+    } else if (m.target != "cpu" && !op.contains("launches")) {
+      c.fail(p, "a GPU-target op needs \"launches\" or \"fused_into\"");
     }
-    if (op.contains("kernels")) {  // GPU targets: {"all" | "decode" | "prefill": [entry, ...]}
-      const json& phases = c.object(op, p, "kernels");
-      if (phases.contains("decode") != phases.contains("prefill") ||
-          (!phases.contains("all") && !phases.contains("decode")))
-        c.fail(p + ".kernels", "must cover every forward pass: \"all\", or both \"decode\" and \"prefill\"");
-      for (const auto& [phase, list] : phases.items()) {
-        const std::string pp = p + ".kernels." + phase;
-        if (phase != "all" && phase != "decode" && phase != "prefill")
-          c.fail(pp, "unknown phase (expected all, decode or prefill)");
-        if (!list.is_array()) { c.fail(pp, "expected an array of kernel entries"); continue; }
-        for (size_t k = 0; k < list.size(); ++k)
-          if (!list[k].is_string() || !m.find_kernel(list[k].get<std::string>()))
-            c.fail(Checker::idx(pp, k), "is not a kernels[] entry");
-      }
-    }
+    if (m.target == "cpu" && op.contains("launches"))
+      c.fail(p + ".launches", "target cpu runs its built-in kernels (\"kernel\"), not launch records");
   }
+  detail::parse_launches(c, m);  // every op's launch records (launches.cpp)
 }
 
 bool safe_relative(const std::string& f) {
@@ -340,7 +265,7 @@ Manifest from_json(const json& j, const std::string& where) {
   const json& wp = c.object(j, "", "weight_plan");
   m.weight_plan.strategy = c.string(wp, "weight_plan", "strategy");
   if (m.weight_plan.strategy != "mmap-in-place")
-    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version 1 knows mmap-in-place)");
+    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version 2 knows mmap-in-place)");
   const json& tensors = c.array(wp, "weight_plan", "tensors");
   std::set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "ggml/ggml_types.h"
 #include "gguf/gguf.h"
+#include "package/expr.h"
 
 namespace swz::package {
 
@@ -33,7 +35,9 @@ class Error : public std::runtime_error {
 
 inline constexpr const char* kFormatName = "swizzle-package";
 /// Bumped on any change an older reader would misinterpret. Readers refuse other versions.
-inline constexpr int kFormatVersion = 1;
+/// Version 2: GPU-target graph ops carry `launches` (the launch contract) instead of the
+/// `kernels` phase map.
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kHashAlgorithm = "xxh3-128";
 inline constexpr const char* kManifestFile = "manifest.json";
 
@@ -91,7 +95,8 @@ struct Manifest {
   ModelInfo model;
   TokenizerInfo tokenizer;
   SourceGguf source_gguf;
-  nlohmann::json graph;     ///< models::build_graph() output; ops may carry "kernel": entry
+  nlohmann::json graph;     ///< models::build_graph() output; cpu ops carry "kernel": entry,
+                            ///< GPU ops "launches" (parse_launches) or "fused_into"
   std::vector<Kernel> kernels;
   WeightPlan weight_plan;
   nlohmann::json raw;
@@ -99,6 +104,78 @@ struct Manifest {
   const Kernel* find_kernel(const std::string& entry) const;
   const WeightTensor* find_weight(const std::string& name) const;
 };
+
+// ---------------------------------------------------------------------------------------
+// The launch contract (GPU targets; docs/package-format.md, "The launch contract").
+//
+// Every GPU-target graph op that runs kernels carries `launches` in the graph JSON.
+// from_json() validates them; parse_launches() returns them parsed, expressions compiled,
+// for the graph executor, which evaluates them per pass with no MLIR and no per-kernel
+// code. The typed Manifest keeps them only in `graph` (the JSON stays the one source of
+// truth; parse_launches is cheap: a few thousand short expressions).
+
+/// A GPU kernel argument's type, parsed from its signature `dtype` (an MLIR type).
+struct ArgType {
+  enum Kind { Memref, I32, F32 } kind = I32;
+  int rank = 0;          ///< memref: 1 or 2 (sizes, row-major)
+  int elem_bytes = 4;    ///< memref: bytes of one element (i8 1, f16 2, f32/i32 4, vector<4xf32> 16)
+  std::string elem;      ///< memref: the element type as written ("f32", "vector<4xf32>", ...)
+};
+
+/// Parses "memref<?xf32>", "memref<?x?xf16>", "memref<?xvector<4xf32>>", "i32", "f32";
+/// nullopt for any other type.
+std::optional<ArgType> parse_arg_type(const std::string& mlir_type);
+
+enum class Phase { All, Decode, Prefill };
+enum class Scope { Batch, Sequence };
+
+/// Symbol slots of a launch record's expressions (the `values` Expr::evaluate reads):
+/// T, pos0, ctx, kv_pages, then the record's `let` symbols in order (slot kSymLet0 + i).
+/// kv_pages is the number of pages of each layer's K (and V) pool, fixed at load.
+inline constexpr int kSymT = 0, kSymPos0 = 1, kSymCtx = 2, kSymKvPages = 3, kSymLet0 = 4;
+/// Symbol slots of a scratch binding's `bytes`: max_T, max_ctx (evaluated once at load).
+inline constexpr int kScratchMaxT = 0, kScratchMaxCtx = 1;
+
+/// One argument binding of a launch record (docs/package-format.md, "Bindings").
+struct Binding {
+  enum Kind { Buffer, Weight, Tokens, Positions, Kv, BlockTable, Scratch, Absent, I32, F32 } kind = Absent;
+  std::string name;          ///< Buffer: graph buffer; Weight: weight_plan tensor; Scratch: its
+                             ///< name; Kv: "k" or "v"
+  int layer = -1;            ///< Kv: the layer
+  std::vector<Expr> shape;   ///< memref kinds: sizes in elements of the argument's element type
+  Expr value;                ///< I32: the value; Scratch: bytes (slots kScratchMaxT/MaxCtx)
+  float f32 = 0.f;           ///< F32: the value
+  bool memref() const { return kind != I32 && kind != F32; }
+};
+
+/// One launch record, parsed.
+struct Launch {
+  std::string kernel;        ///< kernels[].entry
+  size_t kernel_index = 0;   ///< index of that entry in Manifest::kernels
+  Phase phase = Phase::All;
+  Scope scope = Scope::Batch;
+  bool output_rows = false;  ///< `rows: "output"`: T counts the rows whose logits are wanted
+  std::vector<std::string> let_names;  ///< evaluate let[i] into slot kSymLet0 + i, in order
+  std::vector<Expr> let;
+  std::array<Expr, 3> grid;  ///< workgroups in x, y, z; a launch with a 0 in its grid is skipped
+  Expr dynamic_smem;
+  std::vector<Binding> args;      ///< one per kernel argument, in signature order
+  std::vector<ArgType> arg_types; ///< the kernel signature's parsed dtypes (same order)
+  /// The symbol names of this record's slots: T, pos0, ctx, kv_pages, let names.
+  std::vector<std::string> symbols() const;
+};
+
+/// The launches of graph op `op` (an index into graph.ops), in order.
+struct OpLaunches {
+  size_t op = 0;
+  std::vector<Launch> launches;
+};
+
+/// Every GPU-target graph op's launch records, in graph order (ops fused into another and
+/// cpu packages have none: empty for target cpu). Throws Error naming the field
+/// ("manifest: graph.ops[12].launches[2].args[5]: ...") for an invalid record; a manifest
+/// that from_json() accepted never throws.
+std::vector<OpLaunches> parse_launches(const Manifest& m);
 
 /// Serializes the typed fields (format tag included). Does not validate; see validate().
 nlohmann::json to_json(const Manifest& m);

@@ -78,10 +78,12 @@ def test_ptx_package(swizzlec, tmp_path, name, gguf, target):
             assert i in anchor["fused"], (i, op)
             fused += 1
             continue
-        phases = op["kernels"]
-        assert "all" in phases or ("decode" in phases and "prefill" in phases), op
-        for lst in phases.values():
-            assert all(e in entries for e in lst), op
+        # The launch contract: records covering every pass, one binding per kernel argument.
+        phases = {rec["phase"] for rec in op["launches"]}
+        assert "all" in phases or {"decode", "prefill"} <= phases, op
+        for rec in op["launches"]:
+            assert rec["kernel"] in entries, op
+            assert len(rec["args"]) == len(entries[rec["kernel"]]["signature"]), rec
     assert fused > 0, "swz-fuse folded nothing (residual adds, rope on k)"
     # Every kernel: assembled by ptxas here (swizzlec ran it), no spills; the -v report
     # line agrees with the launch record; the file assembles again with our own ptxas run.

@@ -34,10 +34,23 @@
 // REPORT-DAG: kernel sm_90.attention_split_reduce: swz_attention_f16kv.ptx
 // REPORT: wrote {{.*}}qwen2.swz: {{[0-9]+}} kernels
 
-// Graph op 6 is rope(k): fused into the attention's KV write (op 7).
+// Format version 2: every op that runs kernels carries its launch records
+// (docs/package-format.md, "The launch contract").
+// MANIFEST: "format":"swizzle-package","format_version":2,"graph"
+// Graph op 2 is q = h Wq^T + bq: decode runs the Q8_0 GEMV with the bias (flags 1);
+// Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x as vec4s.
+// MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"buffer":"h","shape":["T*32"]},{"buffer":"q","shape":["T*128"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"1"}],"dynamic_smem":"0","grid":["32","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0","phase":"decode","scope":"batch"}
+// Graph op 6 is rope(k): fused into the attention's KV write (op 7), which takes its
+// n_rot, theta and mode (neox = 1) and the positions; one launch per sequence.
 // MANIFEST: "fused_into":7,"head_dim":32,"in":["k"]
-// MANIFEST: "fused":[6],"head_dim":32,"in":["q","k","v"],"kernels":{"all":["sm_90.rope_kv_store_f16"]
-// Graph op 9 is `x = x + o` (attn_output): fused into op 8's epilogue.
-// MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"]
-// MANIFEST: "fused_into":8,"in":["x","o"]
-// MANIFEST: "entry":"sm_90.gemm_f16","file":"swz_gemm_f16.ptx","launch":{"abi":"mlir-memref-expanded","block":[128,1,1],"dynamic_smem":"0","function":"gemm_f16","grid":"ceil(N/64), ceil(T/64), 1","ptxas":{"arch":"sm_90","registers":{{[0-9]+}},"shared_bytes":49152,"spill_load_bytes":0,"spill_store_bytes":0,"stack_bytes":0},"smem_tiles":[{"claimed_conflict_free":true,"cp_async_16_degree":1,"layout":"{{[^"]*}}Swizzle<3,3,3>{{[^"]*}}","ldmatrix_x4_degree":1,"tile":"gemm_x"}{{.*}}"schedule":"sm_90.gemm"
+// MANIFEST: "fused":[6],"head_dim":32,"in":["q","k","v"],"launches":[{"args":[{"buffer":"k","shape":["T*64"]},{"buffer":"v","shape":["T*64"]},{"kv":"k","layer":0,"shape":["kv_pages*4096"]},{"kv":"v","layer":0,"shape":["kv_pages*4096"]},{"block_table":true,"shape":["ceil(ctx/64)"]},{"i32":"pos0"},{"i32":"32"},{"positions":true,"shape":["T"]},{"i32":"32"},{"f32":1000000.0},{"i32":"1"}],"dynamic_smem":"0","grid":["T","2","1"],"kernel":"sm_90.rope_kv_store_f16","phase":"all","scope":"sequence"}
+// Decode attention: splits of 256 keys into the o_part / lse_part scratches (sized for
+// max_T rows of max_ctx), then the reduction, skipped (grid 0) with one split.
+// MANIFEST-SAME: {"args":[{"buffer":"q","shape":["T*128"]},{"kv":"k","layer":0,"shape":["kv_pages*4096"]},{"kv":"v","layer":0,"shape":["kv_pages*4096"]},{"block_table":true,"shape":["ceil(ctx/64)"]},{"buffer":"attn","shape":["T*128"]},{"bytes":"ceil(max_ctx/256)*max_T*512","scratch":"attn_o_part","shape":["n_split*T*128"]},{"bytes":"ceil(max_ctx/256)*max_T*16","scratch":"attn_lse_part","shape":["n_split*T*4"]},{"i32":"T"},{"i32":"pos0"},{"i32":"4"},{"i32":"32"},{"i32":"split_len"},{"f32":0.1767766952966{{[0-9]*}}}],"dynamic_smem":"0","grid":["ceil(T/4)","2","n_split"],"kernel":"sm_90.flash_attention_f16kv","let":{"n_split":"ceil(ctx/256)","split_len":"256"},"phase":"decode","scope":"sequence"}
+// MANIFEST-SAME: "grid":["min(n_split-1, 1)*T","4","1"],"kernel":"sm_90.attention_split_reduce","let":{"n_split":"ceil(ctx/256)"},"phase":"decode","scope":"sequence"}
+// Graph op 9 is `x = x + o` (attn_output): fused into op 8. Decode: the GEMV adds the
+// residual in place (flags 2, y = res = x). Prefill: the GEMM writes o, add_f32 x = x + o.
+// MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"buffer":"attn","shape":["T*32"]},{"buffer":"x","shape":["T*128"]},{"absent":true,"shape":["1"]},{"buffer":"x","shape":["T*128"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"2"}]
+// MANIFEST-SAME: {"args":[{"bytes":"max_T*256","scratch":"x_f16","shape":["T","128"]},{"bytes":"32768","scratch":"w_f16","shape":["128","128"]},{"buffer":"o","shape":["T","128"]},{"absent":true,"shape":["1"]},{"i32":"0"}],"dynamic_smem":"0","grid":["2","ceil(T/64)","1"],"kernel":"sm_90.gemm_f16","phase":"prefill","scope":"batch"},{"args":[{"buffer":"x","shape":["T*128"]},{"buffer":"o","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"i32":"T*128"}],"dynamic_smem":"0","grid":["ceil(T/2)","1","1"],"kernel":"sm_90.add_f32","phase":"prefill","scope":"batch"}],"op":"matmul","out":"o"}
+// MANIFEST-SAME: "fused_into":8,"in":["x","o"]
+// MANIFEST-SAME: "entry":"sm_90.gemm_f16","file":"swz_gemm_f16.ptx","launch":{"abi":"mlir-memref-expanded","block":[128,1,1],"dynamic_smem":"0","function":"gemm_f16","grid":"ceil(N/64), ceil(T/64), 1","ptxas":{"arch":"sm_90","registers":{{[0-9]+}},"shared_bytes":49152,"spill_load_bytes":0,"spill_store_bytes":0,"stack_bytes":0},"smem_tiles":[{"claimed_conflict_free":true,"cp_async_16_degree":1,"layout":"{{[^"]*}}Swizzle<3,3,3>{{[^"]*}}","ldmatrix_x4_degree":1,"tile":"gemm_x"}{{.*}}"schedule":"sm_90.gemm"

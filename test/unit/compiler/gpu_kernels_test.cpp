@@ -79,9 +79,17 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
   EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
   EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
-  EXPECT_EQ(m.graph["ops"][0]["kernel"], "sm_90.rms_norm_f32");
-  EXPECT_EQ(m.graph["ops"][0]["kernels"], json({{"all", {"sm_90.rms_norm_f32"}}}));
-  EXPECT_EQ(m.graph["ops"][2]["kernel"], "sm_90.rms_norm_f32");
+  // Each op's launch record binds every kernel argument (docs/package-format.md).
+  EXPECT_FALSE(m.graph["ops"][0].contains("kernels"));
+  EXPECT_FALSE(m.graph["ops"][0].contains("kernel"));
+  EXPECT_EQ(m.graph["ops"][0]["launches"],
+            json::parse(R"([{"kernel": "sm_90.rms_norm_f32", "phase": "all", "scope": "batch",
+              "grid": ["T", "1", "1"], "dynamic_smem": "0",
+              "args": [{"buffer": "x", "shape": ["T*576"]},
+                       {"weight": "blk.0.attn_norm.weight", "shape": ["576"]},
+                       {"buffer": "h", "shape": ["T*576"]}, {"i32": "576"}, {"f32": 1e-05}]}])"));
+  EXPECT_EQ(m.graph["ops"][1]["launches"][0]["grid"], json({"ceil(T*24)", "1", "1"}));
+  EXPECT_EQ(m.graph["ops"][2]["launches"][0]["kernel"], "sm_90.rms_norm_f32");
   // ptxas -v (CUDA toolkit present wherever libdevice is): resources recorded per entry.
   const json &px = m.kernels[0].launch.at("ptxas");
   EXPECT_EQ(px.at("arch"), "sm_90");
@@ -98,9 +106,23 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
 const json kAttention = json::array(
     {{{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}}});
 
-/// The entries of `m`'s graph op `i` for `phase`.
+/// The kernel entries `m`'s graph op `i` launches in `phase`, in order.
 json phase(const package::Manifest &m, size_t i, const std::string &phase) {
-  return m.graph["ops"][i]["kernels"].value(phase, json::array());
+  json out = json::array();
+  for (const json &l : m.graph["ops"][i].value("launches", json::array()))
+    if (l.at("phase") == phase)
+      out.push_back(l.at("kernel"));
+  return out;
+}
+
+/// Graph op `i`'s launch record of `kernel` in `phase`.
+json record(const package::Manifest &m, size_t i, const std::string &kernel,
+            const std::string &phase) {
+  for (const json &l : m.graph["ops"][i].value("launches", json::array()))
+    if (l.at("kernel") == kernel && l.at("phase") == phase)
+      return l;
+  ADD_FAILURE() << "op " << i << " has no " << phase << " launch of " << kernel;
+  return json::object();
 }
 
 const package::Kernel *kernel(const package::Manifest &m, const std::string &entry) {
@@ -126,6 +148,34 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(phase(m, 0, "prefill"), json({"sm_80.flash_attention_f16kv_mma"}));
   EXPECT_EQ(phase(m, 0, "decode"),
             json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
+  // One launch per sequence; prefill in one split over the context (a multiple of 64 for
+  // the tensor-core kernel), decode in splits of 256 keys then the reduction, which is
+  // skipped (grid 0) when there is one split. 9 query heads of 3 KV heads (G = 3).
+  const json store = record(m, 0, "sm_80.kv_store_f16", "all");
+  EXPECT_EQ(store["scope"], "sequence");
+  EXPECT_EQ(store["grid"], json({"T", "3", "1"}));
+  EXPECT_EQ(store["args"][2], json({{"kv", "k"}, {"layer", 0}, {"shape", {"kv_pages*12288"}}}));
+  EXPECT_EQ(store["args"][4], json({{"block_table", true}, {"shape", {"ceil(ctx/64)"}}}));
+  EXPECT_EQ(store["args"][5], json({{"i32", "pos0"}}));
+  const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
+  EXPECT_EQ(prefill["scope"], "sequence");
+  EXPECT_EQ(prefill["let"], json({{"n_split", "1"}, {"split_len", "ceil(ctx/64)*64"}}));
+  EXPECT_EQ(prefill["grid"], json({"ceil(T*3/64)", "3", "n_split"}));
+  EXPECT_EQ(prefill["args"][5], json({{"absent", true}, {"shape", {"1"}}}));
+  EXPECT_EQ(prefill["args"][11], json({{"i32", "split_len"}}));
+  EXPECT_EQ(prefill["args"][12], json({{"f32", 0.125}}));
+  const json decode = record(m, 0, "sm_80.flash_attention_f16kv", "decode");
+  EXPECT_EQ(decode["let"], json({{"n_split", "ceil(ctx/256)"}, {"split_len", "256"}}));
+  EXPECT_EQ(decode["grid"], json({"ceil(T*3/8)", "3", "n_split"}));
+  EXPECT_EQ(decode["args"][5], json({{"scratch", "attn_o_part"},
+                                     {"bytes", "ceil(max_ctx/256)*max_T*2304"},
+                                     {"shape", {"n_split*T*576"}}}));
+  EXPECT_EQ(decode["args"][6], json({{"scratch", "attn_lse_part"},
+                                     {"bytes", "ceil(max_ctx/256)*max_T*36"},
+                                     {"shape", {"n_split*T*9"}}}));
+  const json reduce = record(m, 0, "sm_80.attention_split_reduce", "decode");
+  EXPECT_EQ(reduce["grid"], json({"min(n_split-1, 1)*T", "9", "1"}));
+  EXPECT_EQ(reduce["args"][3], json({{"i32", "n_split"}}));
   const package::Kernel *flash = kernel(m, "sm_80.flash_attention_f16kv");
   ASSERT_NE(flash, nullptr);
   EXPECT_EQ(flash->file, "swz_attention_f16kv.ptx");
@@ -163,9 +213,19 @@ TEST(GpuKernels, RopeOnKIsFusedIntoTheKvWrite) {
   const json &ops = m.graph["ops"];
   EXPECT_EQ(phase(m, 0, "all"), json({"spirv.rope_f32"}));
   EXPECT_EQ(ops[1]["fused_into"], 2);
-  EXPECT_FALSE(ops[1].contains("kernels"));
+  EXPECT_FALSE(ops[1].contains("launches"));
   EXPECT_EQ(ops[2]["fused"], json({1}));
   EXPECT_EQ(phase(m, 2, "all"), json({"spirv.rope_kv_store_f16"}));
+  // The rope on q: in place, grid (T, n_head); the fused rope's attributes on the KV write.
+  const json rope = record(m, 0, "spirv.rope_f32", "all");
+  EXPECT_EQ(rope["grid"], json({"T", "9", "1"}));
+  EXPECT_EQ(rope["args"][1], json({{"positions", true}, {"shape", {"T"}}}));
+  EXPECT_EQ(rope["args"][5], json({{"i32", "1"}}));  // neox
+  const json storeRec = record(m, 2, "spirv.rope_kv_store_f16", "all");
+  EXPECT_EQ(storeRec["args"][7], json({{"positions", true}, {"shape", {"T"}}}));
+  EXPECT_EQ(storeRec["args"][8], json({{"i32", "64"}}));
+  EXPECT_EQ(storeRec["args"][9], json({{"f32", 1e6}}));
+  EXPECT_EQ(storeRec["args"][10], json({{"i32", "1"}}));
   const package::Kernel *store = kernel(m, "spirv.rope_kv_store_f16");
   ASSERT_NE(store, nullptr);
   // k, v, k_cache, v_cache, block_table, pos0, head_dim, positions, n_rot, theta, neox
@@ -245,11 +305,78 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   const json &ops = m.graph["ops"];
   EXPECT_EQ(ops[0]["fused"], json({1}));
   EXPECT_EQ(ops[1]["fused_into"], 0);
-  EXPECT_FALSE(ops[1].contains("kernels"));
+  EXPECT_FALSE(ops[1].contains("launches"));
   EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_q4_1"}));
   EXPECT_EQ(phase(m, 0, "prefill"),
             json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16",
                   "sm_90.add_f32"}));
+  // Decode: the GEMV adds the residual in place (flags 2, y = res = x).
+  EXPECT_EQ(record(m, 0, "sm_90.matmul_q4_1", "decode")["args"],
+            json::parse(R"([{"weight": "blk.0.attn_output.weight", "shape": ["51840"]},
+                            {"buffer": "attn", "shape": ["T*144"]},
+                            {"buffer": "x", "shape": ["T*576"]},
+                            {"absent": true, "shape": ["1"]},
+                            {"buffer": "x", "shape": ["T*576"]},
+                            {"i32": "576"}, {"i32": "576"}, {"i32": "T"}, {"i32": "2"}])"));
+  // Prefill: x to f16, W dequantized, the GEMM writes the matmul's own output o, then
+  // add_f32 does x = x + o.
+  EXPECT_EQ(record(m, 0, "sm_90.convert_f32_f16", "prefill")["args"][1],
+            json({{"scratch", "x_f16"}, {"bytes", "max_T*1152"}, {"shape", {"T*576"}}}));
+  EXPECT_EQ(record(m, 0, "sm_90.dequant_q4_1_f16", "prefill")["args"][0],
+            json({{"weight", "blk.0.attn_output.weight"}, {"shape", {"207360"}}}));
+  const json gemm = record(m, 0, "sm_90.gemm_f16", "prefill");
+  EXPECT_EQ(gemm["grid"], json({"9", "ceil(T/64)", "1"}));
+  EXPECT_EQ(gemm["args"][0], json({{"scratch", "x_f16"}, {"bytes", "max_T*1152"}, {"shape", {"T", "576"}}}));
+  EXPECT_EQ(gemm["args"][1], json({{"scratch", "w_f16"}, {"bytes", "663552"}, {"shape", {"576", "576"}}}));
+  EXPECT_EQ(gemm["args"][2], json({{"buffer", "o"}, {"shape", {"T", "576"}}}));
+  EXPECT_EQ(record(m, 0, "sm_90.add_f32", "prefill")["args"],
+            json::parse(R"([{"buffer": "x", "shape": ["T*576"]}, {"buffer": "o", "shape": ["T*576"]},
+                            {"buffer": "x", "shape": ["T*576"]}, {"i32": "T*576"}])"));
+}
+
+// The final norm and the LM head run on the output rows only, with their decode kernels
+// on every pass (phase "all", rows "output"): no dequantized 49152 x 576 scratch.
+TEST(GpuKernels, OutputRowsRunTheGemvOnEveryPass) {
+  package::Manifest m = manifest("sm_90", json::array({
+      {{"op", "rms_norm"}, {"in", {"x", "blk.0.attn_norm.weight"}}, {"out", "h"}, {"eps", 1e-5},
+       {"rows", "output"}},
+      {{"op", "matmul"}, {"in", {"h", "token_embd.weight"}}, {"out", "logits"}, {"rows", "output"}},
+  }));
+  m.graph["buffers"]["logits"] = 49152;
+  m.weight_plan.tensors.push_back({"token_embd.weight", ggml::Type::Q8_0, {576, 49152}, 0, 0});
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  if (!haveLibdevice())
+    GTEST_SKIP() << "rms_norm needs libdevice";
+  compiler::addGpuKernels(m, f, files, {});
+  EXPECT_EQ(m.graph["ops"][0]["launches"][0]["rows"], "output");
+  const json &head = m.graph["ops"][1]["launches"];
+  ASSERT_EQ(head.size(), 1u);
+  EXPECT_EQ(head[0]["kernel"], "sm_90.matmul_q8_0");
+  EXPECT_EQ(head[0]["phase"], "all");
+  EXPECT_EQ(head[0]["rows"], "output");
+  EXPECT_EQ(head[0]["grid"], json({"12288", "ceil(T/8)", "1"}));
+  // Q8_0 [576, 49152]: 49152 rows of 18 blocks of 34 bytes, as 32-bit words.
+  EXPECT_EQ(head[0]["args"][0], json({{"weight", "token_embd.weight"}, {"shape", {"7520256"}}}));
+  EXPECT_EQ(head[0]["args"][1], json({{"buffer", "h"}, {"shape", {"T*144"}}}));
+}
+
+// qwen3's q/k norm: rms_norm_f32 over T * n_head rows of head_dim, in place.
+TEST(GpuKernels, HeadNormRunsOverHeads) {
+  package::Manifest m = manifest("spirv", json::array({
+      {{"op", "head_norm"}, {"in", {"q", "blk.0.attn_norm.weight"}}, {"out", "q"}, {"eps", 1e-6},
+       {"head_dim", 64}},
+  }));
+  m.weight_plan.tensors[0].ne = {64};
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  EXPECT_EQ(m.graph["ops"][0]["launches"],
+            json::parse(R"([{"kernel": "spirv.rms_norm_f32", "phase": "all", "scope": "batch",
+              "grid": ["T*9", "1", "1"], "dynamic_smem": "0",
+              "args": [{"buffer": "q", "shape": ["T*576"]},
+                       {"weight": "blk.0.attn_norm.weight", "shape": ["64"]},
+                       {"buffer": "q", "shape": ["T*576"]}, {"i32": "64"}, {"f32": 1e-06}]}])"));
 }
 
 TEST(GpuKernels, RmsNormAndSwigluForSpirv) {

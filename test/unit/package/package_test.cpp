@@ -54,9 +54,45 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+/// `cpu` as an sm_90 package (docs/package-format.md, "The launch contract"): stand-in GPU
+/// kernels with MLIR signatures, and every graph op launching sm_90.rows over its output
+/// buffer, the contract's smallest valid form. `files` receives the kernel files.
+Manifest gpu_manifest(const Manifest& cpu, swz::package::PackageFiles& files) {
+  Manifest m = cpu;
+  m.target = "sm_90";
+  m.kernels.clear();
+  files.clear();
+  auto kernel = [&](const std::string& name, const std::vector<std::string>& dtypes) {
+    json sig = json::array();
+    for (size_t i = 0; i < dtypes.size(); ++i) sig.push_back({{"name", "arg" + std::to_string(i)}, {"dtype", dtypes[i]}});
+    m.kernels.push_back({"sm_90." + name, name + ".ptx",
+                         {{"function", name}, {"block", {128, 1, 1}}, {"grid", "T, 1, 1"}, {"dynamic_smem", "0"}},
+                         sig, std::nullopt});
+    files.push_back({name + ".ptx", "// ptx\n"});
+  };
+  kernel("rows", {"memref<?xf32>", "memref<?xf32>", "i32", "f32"});
+  kernel("matmul_q4_1", {"memref<?xi32>", "memref<?xvector<4xf32>>", "memref<?xf32>", "memref<?xf32>", "memref<?xf32>",
+                         "i32", "i32", "i32", "i32"});
+  kernel("attn", {"memref<?xf32>", "memref<?xf16>", "memref<?xi32>", "memref<?xf32>", "i32"});
+  for (json& op : m.graph["ops"]) {
+    const std::string out = op["out"];
+    const std::string n = "T*" + std::to_string(m.graph["buffers"][out].get<int>());
+    json rec = {{"kernel", "sm_90.rows"},
+                {"phase", "all"},
+                {"scope", "batch"},
+                {"grid", {"T", "1", "1"}},
+                {"dynamic_smem", "0"},
+                {"args", {{{"buffer", out}, {"shape", {n}}}, {{"buffer", out}, {"shape", {n}}}, {{"i32", "T"}}, {{"f32", 1.5}}}}};
+    if (op.contains("rows")) rec["rows"] = op["rows"];
+    op.erase("kernel");
+    op["launches"] = json::array({rec});
+  }
+  return m;
+}
+
 TEST_F(PackageTest, CompiledManifestHasTheModelsFacts) {
   const Manifest& m = manifest_;
-  EXPECT_EQ(m.format_version, 1);
+  EXPECT_EQ(m.format_version, 2);
   EXPECT_EQ(m.target, "cpu");
   EXPECT_EQ(m.model.architecture, "llama");
   EXPECT_EQ(m.model.name, "tiny");
@@ -140,27 +176,18 @@ TEST_F(PackageTest, WriteRefusesAnInvalidManifestAndWritesNothing) {
 }
 
 TEST_F(PackageTest, GpuTargetKernelFilesTravelWithThePackage) {
-  Manifest m = manifest_;
-  m.target = "sm_90";
-  for (auto& k : m.kernels) {
-    k.file = "kernels/" + k.entry + ".ptx";
-    k.launch = {{"grid", {"N/128", 1, 1}}, {"block", {128, 1, 1}}};
-    k.schedule = "sm_90";
-  }
-  // GPU-target ops name their launches per phase (docs/package-format.md).
-  for (auto& op : m.graph["ops"]) op["kernels"] = {{"all", {op["kernel"]}}};
+  swz::package::PackageFiles files;
+  Manifest m = gpu_manifest(manifest_, files);
   // A kernel file that is not supplied is refused.
   EXPECT_NE(error_of([&] { swz::package::write_package((dir_ / "gpu.swz").string(), m); })
                 .find("not among the files to write"),
             std::string::npos);
-  swz::package::PackageFiles files;
-  for (auto& k : m.kernels) files.push_back({*k.file, "// ptx for " + k.entry + "\n"});
   swz::package::write_package((dir_ / "gpu.swz").string(), m, files);
   Manifest back = swz::package::read_manifest((dir_ / "gpu.swz").string());
   EXPECT_EQ(*back.kernels[0].file, *m.kernels[0].file);
   std::ifstream in(dir_ / "gpu.swz" / *m.kernels[0].file);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "// ptx for " + m.kernels[0].entry + "\n");
+  EXPECT_EQ(text, "// ptx\n");
   // A deleted kernel file is reported on read.
   fs::remove(dir_ / "gpu.swz" / *m.kernels[0].file);
   EXPECT_NE(error_of([&] { swz::package::read_manifest((dir_ / "gpu.swz").string()); })
@@ -168,42 +195,188 @@ TEST_F(PackageTest, GpuTargetKernelFilesTravelWithThePackage) {
             std::string::npos);
 }
 
-// GPU-target graph rules: every op has kernels covering every forward pass or is fused
+// GPU-target graph rules: every op has launches covering every forward pass or is fused
 // into another op that lists it.
 TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
-  Manifest m = manifest_;
-  m.target = "sm_90";
   swz::package::PackageFiles files;
-  for (auto& k : m.kernels) {
-    k.file = k.entry + ".ptx";
-    files.push_back({*k.file, "// ptx\n"});
-  }
+  Manifest m = gpu_manifest(manifest_, files);
   json& ops = m.graph["ops"];
-  for (auto& op : ops) op["kernels"] = {{"all", {op["kernel"]}}};
   const std::string out = (dir_ / "g.swz").string();
   auto expect = [&](Manifest mm, const std::string& what) {
     EXPECT_NE(error_of([&] { swz::package::write_package(out, mm, files); }).find(what), std::string::npos)
         << what;
   };
   Manifest none = m;
-  none.graph["ops"][1].erase("kernels");
-  expect(none, "a GPU-target op needs \"kernels\" or \"fused_into\"");
+  none.graph["ops"][1].erase("launches");
+  expect(none, "graph.ops[1]: a GPU-target op needs \"launches\" or \"fused_into\"");
   Manifest half = m;
-  half.graph["ops"][1]["kernels"] = {{"decode", {ops[1]["kernel"]}}};
-  expect(half, "must cover every forward pass");
+  half.graph["ops"][1]["launches"][0]["phase"] = "decode";
+  expect(half, "graph.ops[1].launches: must cover every forward pass");
   Manifest unlisted = m;
-  unlisted.graph["ops"][2].erase("kernels");
-  unlisted.graph["ops"][2].erase("kernel");
+  unlisted.graph["ops"][2].erase("launches");
   unlisted.graph["ops"][2]["fused_into"] = 1;
   expect(unlisted, "does not list this op in its \"fused\"");
   Manifest both = unlisted;
   both.graph["ops"][1]["fused"] = {2};
-  both.graph["ops"][2]["kernels"] = {{"all", {ops[2]["kernel"]}}};
-  expect(both, "an op fused into another has no kernels of its own");
+  both.graph["ops"][2]["launches"] = ops[2]["launches"];
+  expect(both, "an op fused into another has no launches of its own");
   Manifest ok = unlisted;
   ok.graph["ops"][1]["fused"] = {2};
   swz::package::write_package(out, ok, files);
   EXPECT_EQ(swz::package::read_manifest(out).graph["ops"][2]["fused_into"], 1);
+}
+
+// One launch-contract rule per case: mutate a record of the GPU manifest, expect an Error
+// naming the record's field.
+TEST_F(PackageTest, LaunchRecordErrorsNameTheField) {
+  swz::package::PackageFiles files;
+  const json base = swz::package::to_json(gpu_manifest(manifest_, files));
+  EXPECT_NO_THROW(swz::package::from_json(base, "m"));
+  struct LaunchCase {
+    const char* name;
+    std::function<void(json& rec)> mutate;  // graph.ops[1].launches[0] (rms_norm -> h)
+    const char* expect;
+  };
+  const json attn = {{"kernel", "sm_90.attn"},
+                     {"phase", "all"},
+                     {"scope", "sequence"},
+                     {"let", {{"n_split", "ceil(ctx/256)"}}},
+                     {"grid", {"T", "n_split", "1"}},
+                     {"dynamic_smem", "0"},
+                     {"args",
+                      {{{"buffer", "q"}, {"shape", {"T*64"}}},
+                       {{"kv", "k"}, {"layer", 0}, {"shape", {"kv_pages*2048"}}},
+                       {{"block_table", true}, {"shape", {"ceil(ctx/64)"}}},
+                       {{"scratch", "o_part"}, {"bytes", "ceil(max_ctx/256)*max_T*256"}, {"shape", {"n_split*T*64"}}},
+                       {{"i32", "pos0"}}}}};
+  const std::vector<LaunchCase> cases = {
+      {"args short", [](json& r) { r["args"].erase(3); },
+       "graph.ops[1].launches[0].args: 3 bindings, kernel sm_90.rows has 4 arguments"},
+      {"args kind", [](json& r) { r["args"][2] = {{"buffer", "h"}, {"shape", {"T*64"}}}; },
+       "graph.ops[1].launches[0].args[2]: kernel sm_90.rows argument 2 is i32, the binding is a memref (buffer \"h\")"},
+      {"args f32 as i32", [](json& r) { r["args"][3] = {{"i32", "1"}}; },
+       "graph.ops[1].launches[0].args[3]: kernel sm_90.rows argument 3 is f32, the binding is an i32 (i32 \"1\")"},
+      {"unknown symbol", [](json& r) { r["grid"][0] = "ceil(n/256)"; },
+       "graph.ops[1].launches[0].grid[0]: unknown symbol 'n' at 5 in 'ceil(n/256)'; known: T, pos0, ctx, kv_pages"},
+      {"max_T outside scratch", [](json& r) { r["args"][0]["shape"][0] = "max_T*64"; },
+       "graph.ops[1].launches[0].args[0].shape[0]: unknown symbol 'max_T'"},
+      {"bad expression", [](json& r) { r["dynamic_smem"] = "2*(T"; },
+       "graph.ops[1].launches[0].dynamic_smem: expected ')'"},
+      {"not whole", [](json& r) { r["grid"][1] = "1/8"; }, "graph.ops[1].launches[0].grid[1]: value: '1/8' = 0.125"},
+      {"rank", [](json& r) { r["args"][0]["shape"] = {"T", "64"}; },
+       "graph.ops[1].launches[0].args[0].shape: 2 sizes, kernel sm_90.rows argument 0 (memref<?xf32>) has rank 1"},
+      {"no shape", [](json& r) { r["args"][0].erase("shape"); }, "graph.ops[1].launches[0].args[0].shape: missing"},
+      {"buffer", [](json& r) { r["args"][0]["buffer"] = "zz"; },
+       "graph.ops[1].launches[0].args[0].buffer: 'zz' is not a graph buffer"},
+      {"weight", [](json& r) { r["args"][1] = {{"weight", "nope.weight"}, {"shape", {"64"}}}; },
+       "graph.ops[1].launches[0].args[1].weight: 'nope.weight' is not a weight_plan tensor"},
+      {"two kinds", [](json& r) { r["args"][1]["absent"] = true; },
+       "graph.ops[1].launches[0].args[1]: both \"buffer\" and \"absent\""},
+      {"no kind", [](json& r) { r["args"][1] = {{"shape", {"1"}}}; }, "graph.ops[1].launches[0].args[1]: no binding"},
+      {"f32 type", [](json& r) { r["args"][3]["f32"] = "1.5"; }, "graph.ops[1].launches[0].args[3].f32: expected a number"},
+      {"kernel", [](json& r) { r["kernel"] = "sm_90.nope"; },
+       "graph.ops[1].launches[0].kernel: 'sm_90.nope' is not a kernels[] entry"},
+      {"phase", [](json& r) { r["phase"] = "verify"; }, "graph.ops[1].launches[0].phase: unknown phase \"verify\""},
+      {"scope", [](json& r) { r["scope"] = "token"; }, "graph.ops[1].launches[0].scope: unknown scope \"token\""},
+      {"rows", [](json& r) { r["rows"] = "output"; },
+       "graph.ops[1].launches[0].rows: \"rows\": \"output\" on a graph op that runs on every row"},
+      {"grid size", [](json& r) { r["grid"] = {"T", "1"}; }, "graph.ops[1].launches[0].grid: expected 3 expressions"},
+      {"block_table in batch scope", [&](json& r) { r = attn; r["scope"] = "batch"; },
+       "graph.ops[1].launches[0].args[2]: block_table binds a sequence's block table"},
+      {"kv layer", [&](json& r) { r = attn; r["args"][1]["layer"] = 1; },
+       "graph.ops[1].launches[0].args[1].layer: layer 1 is not below n_layer 1"},
+      {"kv type", [&](json& r) { r = attn; r["args"][2] = {{"kv", "v"}, {"layer", 0}, {"shape", {"1"}}}; },
+       "graph.ops[1].launches[0].args[2]: kernel sm_90.attn argument 2 is memref<?xi32>; kv binds memref<?xf16>"},
+      {"scratch symbol", [&](json& r) { r = attn; r["args"][3]["bytes"] = "T*256"; },
+       "graph.ops[1].launches[0].args[3].bytes: unknown symbol 'T'"},
+      {"let unknown", [&](json& r) { r = attn; r["let"]["n_split"] = "ceil(len/256)"; },
+       "graph.ops[1].launches[0].let.n_split: unknown symbol 'len'"},
+      {"let cycle", [&](json& r) { r = attn; r["let"] = {{"a", "b+1"}, {"b", "a+1"}}; },
+       "graph.ops[1].launches[0].let: its symbols depend on each other in a cycle"},
+      {"let predefined", [&](json& r) { r = attn; r["let"]["ctx"] = "1"; },
+       "graph.ops[1].launches[0].let.ctx: 'ctx' is a predefined symbol"},
+  };
+  for (const LaunchCase& c : cases) {
+    json j = base;
+    c.mutate(j["graph"]["ops"][1]["launches"][0]);
+    std::string err = error_of([&] { swz::package::from_json(j, "pkg/manifest.json"); });
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.name << ": got: " << err;
+    EXPECT_EQ(err.rfind("pkg/manifest.json: ", 0), 0u) << c.name << ": got: " << err;
+  }
+  // The attention-like record itself is valid.
+  json j = base;
+  j["graph"]["ops"][1]["launches"][0] = attn;
+  EXPECT_NO_THROW(swz::package::from_json(j, "m"));
+}
+
+// parse_launches: the records of every op, expressions compiled against the record's
+// symbols (T, pos0, ctx, kv_pages, then `let` in dependency order).
+TEST_F(PackageTest, ParseLaunchesEvaluatesTheRules) {
+  swz::package::PackageFiles files;
+  Manifest m = gpu_manifest(manifest_, files);
+  json& rec = m.graph["ops"][1]["launches"][0];
+  // "a" sorts before "split_len" but depends on it: evaluated after it.
+  rec["let"] = {{"a", "split_len/64"}, {"split_len", "ceil(ctx/64)*64"}};
+  rec["grid"] = {"ceil(T*3/8)", "a", "max(1, pos0)"};
+  rec["args"][0] = {{"scratch", "x_f16"}, {"bytes", "max_T*1152"}, {"shape", {"T*576"}}};
+  m = swz::package::from_json(swz::package::to_json(m), "m");
+  std::vector<swz::package::OpLaunches> all = swz::package::parse_launches(m);
+  ASSERT_EQ(all.size(), m.graph["ops"].size());
+  EXPECT_EQ(all[1].op, 1u);
+  ASSERT_EQ(all[1].launches.size(), 1u);
+  const swz::package::Launch& l = all[1].launches[0];
+  EXPECT_EQ(l.kernel, "sm_90.rows");
+  EXPECT_EQ(m.kernels[l.kernel_index].entry, "sm_90.rows");
+  EXPECT_EQ(l.phase, swz::package::Phase::All);
+  EXPECT_EQ(l.scope, swz::package::Scope::Batch);
+  EXPECT_FALSE(l.output_rows);
+  EXPECT_EQ(l.symbols(), (std::vector<std::string>{"T", "pos0", "ctx", "kv_pages", "split_len", "a"}));
+  // T = 37, pos0 = 100, ctx = 137, kv_pages = 0; then the lets.
+  std::vector<double> v = {37, 100, 137, 0, 0, 0};
+  for (size_t i = 0; i < l.let.size(); ++i) v[swz::package::kSymLet0 + i] = l.let[i].evaluate(v.data());
+  EXPECT_EQ(v[4], 192);
+  EXPECT_EQ(v[5], 3);
+  EXPECT_EQ(l.grid[0].as_int(v.data(), "grid"), 14);
+  EXPECT_EQ(l.grid[1].as_int(v.data(), "grid"), 3);
+  EXPECT_EQ(l.grid[2].as_int(v.data(), "grid"), 100);
+  ASSERT_EQ(l.args.size(), 4u);
+  ASSERT_EQ(l.arg_types.size(), 4u);
+  EXPECT_EQ(l.args[0].kind, swz::package::Binding::Scratch);
+  EXPECT_EQ(l.args[0].name, "x_f16");
+  const double budget[] = {512, 8192};  // max_T, max_ctx
+  EXPECT_EQ(l.args[0].value.as_int(budget, "bytes"), 512 * 1152);
+  EXPECT_EQ(l.args[0].shape[0].as_int(v.data(), "shape"), 37 * 576);
+  EXPECT_EQ(l.args[1].kind, swz::package::Binding::Buffer);
+  EXPECT_EQ(l.args[2].kind, swz::package::Binding::I32);
+  EXPECT_EQ(l.args[2].value.as_int(v.data(), "i32"), 37);
+  EXPECT_EQ(l.args[3].kind, swz::package::Binding::F32);
+  EXPECT_EQ(l.args[3].f32, 1.5f);
+  EXPECT_EQ(l.arg_types[0].kind, swz::package::ArgType::Memref);
+  EXPECT_EQ(l.arg_types[3].kind, swz::package::ArgType::F32);
+  // The LM head's record carries rows: "output".
+  EXPECT_TRUE(all.back().launches[0].output_rows);
+  // A cpu package has none.
+  EXPECT_TRUE(swz::package::parse_launches(manifest_).empty());
+}
+
+TEST(PackageArgType, ParsesTheKernelSignatureTypes) {
+  using swz::package::ArgType;
+  auto t = swz::package::parse_arg_type("memref<?xvector<4xf32>>");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->kind, ArgType::Memref);
+  EXPECT_EQ(t->rank, 1);
+  EXPECT_EQ(t->elem_bytes, 16);
+  t = swz::package::parse_arg_type("memref<?x?xf16>");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rank, 2);
+  EXPECT_EQ(t->elem_bytes, 2);
+  EXPECT_EQ(t->elem, "f16");
+  EXPECT_EQ(swz::package::parse_arg_type("memref<?xi8>")->elem_bytes, 1);
+  EXPECT_EQ(swz::package::parse_arg_type("i32")->kind, ArgType::I32);
+  EXPECT_EQ(swz::package::parse_arg_type("f32")->kind, ArgType::F32);
+  EXPECT_FALSE(swz::package::parse_arg_type("memref<4xf32>"));
+  EXPECT_FALSE(swz::package::parse_arg_type("memref<?xbf16>"));
+  EXPECT_FALSE(swz::package::parse_arg_type("q4_1"));
 }
 
 // One case per validation rule: mutate the compiled manifest's JSON, expect an Error whose
@@ -223,7 +396,9 @@ TEST_F(PackageTest, EveryValidationErrorNamesTheField) {
   const std::vector<Case> cases = {
       {"format", [](json& j) { j["format"] = "gguf"; }, "format: expected \"swizzle-package\", got \"gguf\""},
       {"format missing", [](json& j) { j.erase("format"); }, "format: missing"},
-      {"version", [](json& j) { j["format_version"] = 2; }, "format_version: package format version 2 is not supported"},
+      {"version", [](json& j) { j["format_version"] = 1; },
+       "format_version: package format version 1 is not supported (this build reads version 2); recompile the "
+       "package with this swizzlec"},
       {"version type", [](json& j) { j["format_version"] = "1"; }, "format_version: expected a non-negative integer"},
       {"target", [](json& j) { j["target"] = "sm_75"; }, "target: unknown target \"sm_75\""},
       {"created_by", [](json& j) { j["created_by"] = ""; }, "created_by: must not be empty"},
