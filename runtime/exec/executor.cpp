@@ -16,77 +16,17 @@ namespace swz::exec {
 namespace {
 
 using nlohmann::json;
-using package::Expr;
 using Rows = SequenceModel::Rows;
 
-/// Slots of the symbols every launch rule may name (docs/package-format.md).
-enum Slot { kT, kPos0, kCtx, kMaxT, kMaxCtx, kBaseSlots };
-const std::vector<std::string>& base_symbols() {
-  static const std::vector<std::string> s = {"T", "pos0", "ctx", "max_T", "max_ctx"};
-  return s;
-}
+using package::Phase;
 
-/// A kernel signature entry: memref (rank, element bytes) or a 32-bit scalar.
-struct ArgType {
-  bool memref = false;
-  int rank = 0;
-  int elem_bytes = 4;
-  std::string scalar;  // "i32" | "f32" for scalars
-};
-
-/// Parses an MLIR argument type as swizzlec records it: "memref<?xf32>",
-/// "memref<?x?xf16>", "memref<?xvector<4xf32>>", "i32", "f32".
-ArgType parse_type(const std::string& t, const std::string& where) {
-  ArgType a;
-  if (t == "i32" || t == "f32") {
-    a.scalar = t;
-    return a;
-  }
-  if (t.rfind("memref<", 0) != 0 || t.back() != '>') throw std::runtime_error(where + ": unsupported argument type '" + t + "'");
-  std::string body = t.substr(7, t.size() - 8);
-  a.memref = true;
-  while (body.size() > 2 && body.compare(0, 2, "?x") == 0) {
-    ++a.rank;
-    body = body.substr(2);
-  }
-  auto scalar_bytes = [&](const std::string& e) {
-    if (e == "f32" || e == "i32") return 4;
-    if (e == "f16" || e == "i16" || e == "bf16") return 2;
-    if (e == "i8") return 1;
-    if (e == "f64" || e == "i64") return 8;
-    throw std::runtime_error(where + ": unsupported element type '" + e + "' in '" + t + "'");
-  };
-  if (body.rfind("vector<", 0) == 0) {
-    const size_t x = body.find('x');
-    const int lanes = std::stoi(body.substr(7, x - 7));
-    a.elem_bytes = lanes * scalar_bytes(body.substr(x + 1, body.size() - x - 2));
-  } else {
-    a.elem_bytes = scalar_bytes(body);
-  }
-  if (a.rank < 1 || a.rank > 4) throw std::runtime_error(where + ": memref rank " + std::to_string(a.rank) + " in '" + t + "'");
-  return a;
-}
-
-enum class Phase { All, Decode, Prefill };
-
-struct Binding {
-  enum Kind { Buffer, Weight, Tokens, Positions, KvK, KvV, BlockTable, Scratch, Absent, I32, F32 } kind = Absent;
-  int index = -1;  // graph buffer, weight, scratch or layer
-  std::vector<Expr> shape;
-  Expr value;      // I32
-  float f32 = 0;
-  ArgType type;
-};
-
+/// A launch record (package::Launch, parsed by package::parse_launches) with its names
+/// resolved to the executor's buffers, weights and scratch, and the backend's kernel.
 struct Launch {
+  const package::Launch* rec = nullptr;
   int kernel = -1;
-  std::string entry, where;
-  Phase phase = Phase::All;
-  bool sequence_scope = false;
-  std::vector<Expr> lets;
-  Expr grid[3];
-  Expr smem;
-  std::vector<Binding> args;
+  std::string where;
+  std::vector<int> index;  // per argument: graph buffer, weight or scratch index (-1 otherwise)
 };
 
 struct OpPlan {
@@ -132,6 +72,7 @@ struct GraphExecutor::Impl {
   std::vector<GraphBuffer> bufs;
   std::vector<Weight> weights;
   std::vector<Scratch> scratch;
+  std::vector<package::OpLaunches> records;  // parse_launches(); ops' Launch::rec point into it
   std::vector<OpPlan> ops;
   int out_buf = -1;
   backend::Buffer tokens, positions, block_tables, dummy;
@@ -208,7 +149,9 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
     bufs.push_back(GraphBuffer{name, width.get<int>(), {}, {}, false});
   }
   out_buf = buf_index.at(g.at("output").get<std::string>());
-  std::map<std::string, ArgType> dummy_types;
+  records = package::parse_launches(m);
+  std::vector<const package::OpLaunches*> by_op(g.at("ops").size(), nullptr);
+  for (const package::OpLaunches& ol : records) by_op.at(ol.op) = &ol;
   const json& jops = g.at("ops");
   for (size_t i = 0; i < jops.size(); ++i) {
     const json& jo = jops[i];
@@ -233,98 +176,40 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
       continue;
     }
     op.dumps.emplace_back(static_cast<int>(i), op.out_buffer);
-    if (!jo.contains("launches"))
-      throw std::runtime_error("graph op " + std::to_string(i) + " (" + jo.at("op").get<std::string>() +
-                               ") has no launch records: recompile the package with this swizzlec");
-    const json& jl = jo.at("launches");
-    for (size_t li = 0; li < jl.size(); ++li) {
-      const json& r = jl[li];
+    if (!by_op[i])
+      throw std::runtime_error("graph op " + std::to_string(i) + " (" + op.kind + ") has no launch records");
+    const std::vector<package::Launch>& recs = by_op[i]->launches;
+    for (size_t li = 0; li < recs.size(); ++li) {
+      const package::Launch& r = recs[li];
       Launch l;
-      l.where = "graph.ops[" + std::to_string(i) + "].launches[" + std::to_string(li) + "]";
-      l.entry = r.at("kernel").get<std::string>();
-      const package::Kernel* k = m.find_kernel(l.entry);
-      if (!k) throw std::runtime_error(l.where + ": unknown kernel " + l.entry);
-      l.kernel = be->kernel_index(l.entry);
-      const std::string phase = r.value("phase", std::string("all"));
-      l.phase = phase == "decode" ? Phase::Decode : phase == "prefill" ? Phase::Prefill : Phase::All;
-      l.sequence_scope = r.value("scope", std::string("batch")) == "sequence";
-      std::vector<std::string> syms = base_symbols();
-      if (r.contains("let"))
-        for (auto& [name, e] : r.at("let").items()) {
-          l.lets.push_back(Expr::parse(e.get<std::string>(), syms));
-          syms.push_back(name);
-        }
-      for (int d = 0; d < 3; ++d) l.grid[d] = Expr::parse(r.at("grid").at(d).get<std::string>(), syms);
-      l.smem = Expr::parse(r.value("dynamic_smem", std::string("0")), syms);
-      const json& sig = k->signature;
-      const json& jargs = r.at("args");
-      if (jargs.size() != sig.size())
-        throw std::runtime_error(l.where + ": " + std::to_string(jargs.size()) + " bindings for kernel " + l.entry + " of " +
-                                 std::to_string(sig.size()) + " arguments");
-      for (size_t a = 0; a < jargs.size(); ++a) {
-        const json& b = jargs[a];
-        const std::string aw = l.where + ".args[" + std::to_string(a) + "]";
-        Binding bd;
-        bd.type = parse_type(sig[a].at("dtype").get<std::string>(), aw);
-        if (b.contains("i32")) {
-          bd.kind = Binding::I32;
-          bd.value = Expr::parse(b.at("i32").get<std::string>(), syms);
-        } else if (b.contains("f32")) {
-          bd.kind = Binding::F32;
-          bd.f32 = b.at("f32").get<float>();
-        } else {
-          if (b.contains("buffer")) {
-            bd.kind = Binding::Buffer;
-            auto it = buf_index.find(b.at("buffer").get<std::string>());
-            if (it == buf_index.end()) throw std::runtime_error(aw + ": unknown graph buffer " + b.at("buffer").dump());
-            bd.index = it->second;
-            if (op.output_rows) bufs[it->second].read_by_output = true;
-          } else if (b.contains("weight")) {
-            bd.kind = Binding::Weight;
-            const std::string name = b.at("weight").get<std::string>();
-            const gguf::TensorInfo* t = pkg.gguf.tensor(name);
-            if (!t) throw std::runtime_error(aw + ": weight " + name + " is not in " + pkg.gguf.path());
-            bd.index = index_of(weights, name);
-            weights[bd.index].data = t->data;
-            weights[bd.index].bytes = t->n_bytes;
-          } else if (b.contains("tokens")) {
-            bd.kind = Binding::Tokens;
-          } else if (b.contains("positions")) {
-            bd.kind = Binding::Positions;
-          } else if (b.contains("kv")) {
-            bd.kind = b.at("kv").get<std::string>() == "v" ? Binding::KvV : Binding::KvK;
-            bd.index = b.at("layer").get<int>();
-            if (bd.index < 0 || bd.index >= n_layer) throw std::runtime_error(aw + ": KV layer " + std::to_string(bd.index));
-          } else if (b.contains("block_table")) {
-            bd.kind = Binding::BlockTable;
-          } else if (b.contains("scratch")) {
-            bd.kind = Binding::Scratch;
-            bd.index = index_of(scratch, b.at("scratch").get<std::string>());
-            // Sized once, for the largest pass: T = max_T rows, ctx = the context.
-            std::vector<std::string> ssyms = syms;
-            Expr bytes = Expr::parse(b.at("bytes").get<std::string>(), ssyms);
-            std::vector<double> v(ssyms.size(), 0.0);
-            v[kT] = v[kMaxT] = opts.max_rows;
-            v[kCtx] = v[kMaxCtx] = opts.n_ctx;
-            for (size_t s = 0; s < l.lets.size(); ++s) v[kBaseSlots + s] = l.lets[s].evaluate(v.data());
-            scratch[bd.index].bytes = std::max<size_t>(scratch[bd.index].bytes, bytes.as_int(v.data(), aw + ".bytes"));
-          } else if (b.contains("absent")) {
-            bd.kind = Binding::Absent;
-          } else {
-            throw std::runtime_error(aw + ": unknown binding " + b.dump());
+      l.rec = &r;
+      l.where = "graph.ops[" + std::to_string(i) + "].launches[" + std::to_string(li) + "] (" + r.kernel + ")";
+      l.kernel = be->kernel_index(r.kernel);
+      for (const package::Binding& b : r.args) {
+        int index = -1;
+        switch (b.kind) {
+          case package::Binding::Buffer:
+            index = buf_index.at(b.name);
+            if (r.output_rows) bufs[index].read_by_output = true;
+            break;
+          case package::Binding::Weight: {
+            const gguf::TensorInfo* t = pkg.gguf.tensor(b.name);
+            if (!t) throw std::runtime_error(l.where + ": weight " + b.name + " is not in " + pkg.gguf.path());
+            index = index_of(weights, b.name);
+            weights[index].data = t->data;
+            weights[index].bytes = t->n_bytes;
+            break;
           }
-          if (!bd.type.memref) throw std::runtime_error(aw + ": a memref binding for a scalar argument of " + l.entry);
-          if (b.contains("shape"))
-            for (const json& s : b.at("shape")) bd.shape.push_back(Expr::parse(s.get<std::string>(), syms));
-          const bool sized_here = bd.kind == Binding::KvK || bd.kind == Binding::KvV || bd.kind == Binding::BlockTable ||
-                                  bd.kind == Binding::Absent;
-          if (!sized_here && static_cast<int>(bd.shape.size()) != bd.type.rank)
-            throw std::runtime_error(aw + ": shape of rank " + std::to_string(bd.shape.size()) + " for a rank-" +
-                                     std::to_string(bd.type.rank) + " memref");
+          case package::Binding::Scratch: {
+            index = index_of(scratch, b.name);
+            // Sized once, for the largest pass: max_T rows, a full context.
+            const double v[2] = {static_cast<double>(opts.max_rows), static_cast<double>(opts.n_ctx)};
+            scratch[index].bytes = std::max<size_t>(scratch[index].bytes, b.value.as_int(v, l.where + " scratch " + b.name));
+            break;
+          }
+          default: break;
         }
-        if (!bd.type.memref && (bd.kind == Binding::I32) != (bd.type.scalar == "i32"))
-          throw std::runtime_error(aw + ": binding does not match the " + bd.type.scalar + " argument of " + l.entry);
-        l.args.push_back(std::move(bd));
+        l.index.push_back(index);
       }
       op.launches.push_back(std::move(l));
     }
@@ -346,7 +231,11 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   m.max_blocks = (opts.n_ctx + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens;
   m.tile_bytes = static_cast<size_t>(m.n_head_kv) * kvcache::kBlockTokens * m.head_dim * 2;
   for (Weight& w : m.weights) {
-    w.buf = m.alloc(w.bytes, "weight " + w.name);
+    // Zero-padded to 16 bytes: kernels read quantized rows as whole 32-bit words or
+    // 16-byte vectors, so a binding's shape may round the tensor up (package-format.md).
+    const size_t padded = (w.bytes + 15) / 16 * 16;
+    w.buf = m.alloc(padded, "weight " + w.name);
+    if (padded > w.bytes) m.be->fill32(w.buf, padded - 16, 16, 0);
     m.be->upload(w.buf, 0, w.data, w.bytes);
   }
   for (GraphBuffer& b : m.bufs) {
@@ -407,76 +296,70 @@ void GraphExecutor::copy_page(int dst, int src) {
 // positions pos0.., the longest sequence `ctx`, block table slot `seq_slot` (sequence
 // scope; -1 in batch scope).
 void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output) {
-  values.assign(kBaseSlots + l.lets.size(), 0.0);
-  values[kT] = n_rows;
-  values[kPos0] = pos0;
-  values[kCtx] = ctx;
-  values[kMaxT] = opts.max_rows;
-  values[kMaxCtx] = opts.n_ctx;
-  for (size_t s = 0; s < l.lets.size(); ++s) values[kBaseSlots + s] = l.lets[s].evaluate(values.data());
+  const package::Launch& r = *l.rec;
+  values.assign(package::kSymLet0 + r.let.size(), 0.0);
+  values[package::kSymT] = n_rows;
+  values[package::kSymPos0] = pos0;
+  values[package::kSymCtx] = ctx;
+  values[package::kSymKvPages] = opts.n_pages;
+  for (size_t s = 0; s < r.let.size(); ++s) values[package::kSymLet0 + s] = r.let[s].evaluate(values.data());
+  std::array<uint32_t, 3> grid;
+  for (int d = 0; d < 3; ++d) grid[d] = static_cast<uint32_t>(r.grid[d].as_int(values.data(), l.where + " grid"));
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // e.g. no split-K reduction with one split
   args.clear();
-  for (size_t a = 0; a < l.args.size(); ++a) {
-    const Binding& b = l.args[a];
+  for (size_t a = 0; a < r.args.size(); ++a) {
+    const package::Binding& b = r.args[a];
+    const package::ArgType& type = r.arg_types[a];
     backend::Arg arg;
-    if (b.kind == Binding::I32) {
+    if (b.kind == package::Binding::I32) {
       arg.kind = backend::Arg::I32;
-      arg.i32 = static_cast<int32_t>(b.value.as_int(values.data(), l.where + ".args[" + std::to_string(a) + "]"));
+      arg.i32 = static_cast<int32_t>(b.value.as_int(values.data(), l.where + " argument " + std::to_string(a)));
       args.push_back(arg);
       continue;
     }
-    if (b.kind == Binding::F32) {
+    if (b.kind == package::Binding::F32) {
       arg.kind = backend::Arg::F32;
       arg.f32 = b.f32;
       args.push_back(arg);
       continue;
     }
     arg.kind = backend::Arg::Memref;
-    arg.rank = b.type.rank;
-    size_t limit = 0;  // bytes available from arg.offset
+    arg.rank = type.rank;
+    const int index = l.index[a];
     switch (b.kind) {
-      case Binding::Buffer: {
-        const GraphBuffer& gb = bufs[b.index];
-        arg.buffer = output && compact[b.index] == 2 ? gb.gathered : gb.main;
+      case package::Binding::Buffer: {
+        const GraphBuffer& gb = bufs[index];
+        arg.buffer = output && compact[index] == 2 ? gb.gathered : gb.main;
         arg.offset = static_cast<size_t>(row0) * gb.width * 4;
         break;
       }
-      case Binding::Weight: arg.buffer = weights[b.index].buf; break;
-      case Binding::Tokens: arg.buffer = tokens, arg.offset = static_cast<size_t>(row0) * 4; break;
-      case Binding::Positions: arg.buffer = positions, arg.offset = static_cast<size_t>(row0) * 4; break;
-      case Binding::Scratch: arg.buffer = scratch[b.index].buf; break;
-      case Binding::KvK:
-      case Binding::KvV: arg.buffer = (b.kind == Binding::KvK ? kv_k : kv_v)[b.index]; break;
-      case Binding::BlockTable:
+      case package::Binding::Weight: arg.buffer = weights[index].buf; break;
+      case package::Binding::Tokens: arg.buffer = tokens, arg.offset = static_cast<size_t>(row0) * 4; break;
+      case package::Binding::Positions: arg.buffer = positions, arg.offset = static_cast<size_t>(row0) * 4; break;
+      case package::Binding::Scratch: arg.buffer = scratch[index].buf; break;
+      case package::Binding::Kv: arg.buffer = (b.name == "v" ? kv_v : kv_k)[b.layer]; break;
+      case package::Binding::BlockTable:
         if (seq_slot < 0) throw std::runtime_error(l.where + ": a block table in a batch-scope launch");
         arg.buffer = block_tables, arg.offset = static_cast<size_t>(seq_slot) * max_blocks * 4;
         break;
-      case Binding::Absent: arg.buffer = dummy; break;
-      default: break;
+      default: arg.buffer = dummy; break;  // Absent
     }
-    limit = arg.buffer.bytes - arg.offset;
     int64_t elems = 1;
-    if (b.kind == Binding::Absent) {
-      for (int d = 0; d < arg.rank; ++d) arg.sizes[d] = 1;
-    } else if (b.kind == Binding::KvK || b.kind == Binding::KvV || b.kind == Binding::BlockTable) {
-      // Sized by the executor: the whole page pool, the whole block table slot.
-      const size_t bytes = b.kind == Binding::BlockTable ? static_cast<size_t>(max_blocks) * 4 : limit;
-      arg.sizes[0] = static_cast<int64_t>(bytes / b.type.elem_bytes);
-      for (int d = 1; d < arg.rank; ++d) arg.sizes[d] = 1;
-    } else {
-      for (int d = 0; d < arg.rank; ++d)
-        arg.sizes[d] = b.shape[d].as_int(values.data(), l.where + ".args[" + std::to_string(a) + "].shape");
+    for (int d = 0; d < arg.rank; ++d) {
+      arg.sizes[d] = b.shape[d].as_int(values.data(), l.where + " argument " + std::to_string(a) + " shape");
+      elems *= arg.sizes[d];
     }
-    for (int d = 0; d < arg.rank; ++d) elems *= arg.sizes[d];
-    arg.bytes = static_cast<size_t>(elems) * b.type.elem_bytes;
-    if (arg.bytes > limit)
-      throw std::runtime_error(l.where + ".args[" + std::to_string(a) + "] (" + l.entry + "): " + std::to_string(arg.bytes) +
+    arg.bytes = static_cast<size_t>(elems) * type.elem_bytes;
+    const size_t limit = arg.buffer.bytes - arg.offset;
+    if (b.kind == package::Binding::Absent) {
+      arg.bytes = std::min(arg.bytes, limit);  // never read
+    } else if (arg.bytes > limit) {
+      throw std::runtime_error(l.where + " argument " + std::to_string(a) + ": " + std::to_string(arg.bytes) +
                                " bytes bound, " + std::to_string(limit) + " available");
+    }
     args.push_back(arg);
   }
-  std::array<uint32_t, 3> grid;
-  for (int d = 0; d < 3; ++d) grid[d] = static_cast<uint32_t>(l.grid[d].as_int(values.data(), l.where + ".grid"));
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // nothing to do (e.g. no rows)
-  be->launch(l.kernel, grid, static_cast<uint32_t>(l.smem.as_int(values.data(), l.where + ".dynamic_smem")), args);
+  be->launch(l.kernel, grid, static_cast<uint32_t>(r.dynamic_smem.as_int(values.data(), l.where + " dynamic_smem")), args);
 }
 
 void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>& logits) {
@@ -551,10 +434,10 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     }
     for (const Launch& l : op.launches) {
       const int total = output ? out_rows : rows, gen = output ? gen_out : gen_rows;
-      const int lo = l.phase == Phase::Prefill ? gen : 0;
-      const int hi = l.phase == Phase::Decode ? gen : total;
+      const int lo = l.rec->phase == Phase::Prefill ? gen : 0;
+      const int hi = l.rec->phase == Phase::Decode ? gen : total;
       if (hi <= lo) continue;
-      if (!l.sequence_scope) {
+      if (l.rec->scope == package::Scope::Batch) {
         int ctx = 0;
         for (const SequenceStep& s : seqs) ctx = std::max(ctx, s.pos0 + s.n_tokens);
         m.run_launch(l, lo, hi - lo, 0, ctx, -1, output);

@@ -71,44 +71,52 @@ def _dump(package: Path, n_tokens: int, out: Path) -> None:
     assert r.returncode == 0, r.stderr
 
 
-# Bound per op kind on max|gpu - cpu| / std(cpu) of the op's output. The cpu backend
-# rounds activations to Q8 before every quantized matmul (llama.cpp's order); the GPU
-# kernels multiply f32 activations (decode GEMV) or f16-rounded ones (prefill GEMM), so
-# the outputs differ by that rounding, carried through the residual stream; attention
-# stores K/V as f16 on both.
-BOUNDS = {"get_rows": 1e-6, "rms_norm": 0.05, "head_norm": 0.05, "matmul": 0.05, "rope": 0.05,
-          "attention": 0.05, "swiglu": 0.05, "add": 0.05}
+# Bounds on rms(gpu - cpu) / std(cpu) of an op's output. The cpu backend rounds
+# activations to Q8 before every quantized matmul (llama.cpp's CPU order) and takes f16 q
+# and f16-rounded probabilities in attention; the GPU kernels multiply f32 activations
+# (decode GEMV) or f16 ones (prefill GEMM) and keep attention in f32. Measured on lavapipe
+# (SmolLM2-135M Q4_1): layer 0's ops within 0.011, the worst op 0.08, the logits 0.043.
+# Layer 0 sees (nearly) the same inputs on both backends, so its bound checks each kernel
+# against the cpu's op; later layers compound the rounding, so theirs only catches a
+# wrong kernel (a wrong row, head or page gives O(1)). The embedding lookup and the first
+# RMSNorm are exact.
+EXACT = 1e-6
+LAYER0 = 0.02
+ANY = 0.12
 
 
 @pytest.mark.parametrize("phase,n_tokens", [("prefill", 1), ("decode", 2)])
 def test_every_op_matches_the_cpu_backend(packages, tmp_path, phase, n_tokens):
     """Each op's output after a prefill pass (-n 1) and after a one-token decode pass
-    (-n 2, --no-spec: the last pass is decode), spirv on lavapipe against cpu."""
+    (-n 2, --no-spec: the last pass is decode), spirv on lavapipe against cpu. The cpu
+    backend runs a matmul group (q/k/v, gate/up) as one op and dumps its first only."""
     _dump(packages["cpu"], n_tokens, tmp_path / "cpu")
     _dump(packages["spirv"], n_tokens, tmp_path / "gpu")
-    graph = json.loads((packages["spirv"] / "manifest.json").read_text())["graph"]
-    ops = graph["ops"]
-    gpu_files = sorted((tmp_path / "gpu").glob("*.f32"))
-    assert len(gpu_files) >= len(ops) * 0.9, f"only {len(gpu_files)} op dumps for {len(ops)} ops"
+    ops = json.loads((packages["spirv"] / "manifest.json").read_text())["graph"]["ops"]
+    layer1 = [i for i, op in enumerate(ops) if op["op"] == "attention"][1]
+    compared, failures = set(), []
     worst: dict[str, float] = {}
-    failures = []
-    for f in gpu_files:
-        index = int(f.name.split("_", 1)[0])
+    for f in sorted((tmp_path / "gpu").glob("*.f32")):
         ref_path = tmp_path / "cpu" / f.name
-        assert ref_path.exists(), f"the cpu backend wrote no {f.name}"
+        if not ref_path.exists():
+            continue
+        index = int(f.name.split("_", 1)[0])
         got, ref = np.fromfile(f, dtype=np.float32), np.fromfile(ref_path, dtype=np.float32)
-        kind = ops[index]["op"]
-        if ops[index].get("rows") == "output":
-            ref = ref[-got.size:]  # the cpu dump of an output op holds only its output rows too
         assert got.size == ref.size, f"{f.name}: {got.size} values, the cpu backend's {ref.size}"
         assert np.isfinite(got).all(), f"{f.name}: non-finite values"
-        err = float(np.max(np.abs(got.astype(np.float64) - ref)) / max(float(np.std(ref)), 1e-6))
+        err = float(np.sqrt(np.mean((got.astype(np.float64) - ref) ** 2)) / max(float(np.std(ref)), 1e-6))
+        kind = ops[index]["op"]
+        bound = EXACT if index < 2 else LAYER0 if index < layer1 else ANY
         worst[kind] = max(worst.get(kind, 0.0), err)
-        if err > BOUNDS[kind]:
-            failures.append(f"op {index} {kind} -> {f.name}: {err:.3g} x std > {BOUNDS[kind]}")
-    print(f"{phase}: worst normalised error per op kind: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items())))
+        compared.add(index)
+        if err > bound:
+            failures.append(f"op {index} {kind} -> {f.name}: rms error {err:.3g} x std > {bound}")
+    print(f"{phase}: {len(compared)} ops compared; worst rms error / std per op kind: "
+          + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items())))
     assert not failures, "\n".join(failures[:20])
-    assert set(worst) >= {"get_rows", "rms_norm", "matmul", "rope", "attention", "swiglu"}
+    # Every op kind of the graph, and the last op (the logits), were compared.
+    assert {ops[i]["op"] for i in compared} == {op["op"] for op in ops}
+    assert len(ops) - 1 in compared and len(compared) >= 250
 
 
 def test_greedy_tokens_match_the_cpu_backend(packages, tmp_path):
@@ -124,8 +132,13 @@ def test_greedy_tokens_match_the_cpu_backend(packages, tmp_path):
     assert len(report["prompts"]) == 4
     for p in report["prompts"]:
         assert len(p["tokens"]) == 32 and p["pass"]
+        upto = 32 if p["first_diff"] < 0 else p["first_diff"] + 1
+        assert p["mean_err_until_diff"] <= report["tol"] and max(p["err_per_position"][:upto]) <= 5 * report["tol"]
         if p["first_diff"] >= 0:  # a near-tie flipped by rounding: the bound held up to there
-            assert max(p["err_per_position"][: p["first_diff"] + 1]) <= report["tol"]
+            assert p["gap_over_std_at_diff"] <= report["tie"]
+    # A wrong kernel diverges at once and everywhere; rounding flips near-ties only after
+    # several tokens (measured on lavapipe: the 4 prompts agree for 12, 5, 9 and all 32).
+    assert all(p["first_diff"] == -1 or p["first_diff"] >= 3 for p in report["prompts"])
 
 
 def test_serve_spirv_package_answers_like_cpu(packages):
