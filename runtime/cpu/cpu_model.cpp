@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,13 +31,30 @@ inline float from_f16(uint16_t h) { return ggml::fp16_to_fp32(h); }
 
 enum class OpKind { GetRows, RmsNorm, HeadNorm, MatMul, Rope, Attention, SwiGlu, Add };
 
-OpKind parse_kind(const std::string& k) {
-  static const std::unordered_map<std::string, OpKind> m = {
+// The cpu backend's kernels by manifest entry (docs/package-format.md, "The cpu target's
+// kernel convention"): "cpu.<op>.<type>". A cpu package names each op's kernel, and that
+// entry, not the op, chooses the code here, so the manifest's kernel list is the
+// contract for every backend; an entry this build lacks is refused at load.
+OpKind kernel_kind(const std::string& entry, const std::string& op, const std::string& weight_type) {
+  static const std::unordered_map<std::string, OpKind> kinds = {
       {"get_rows", OpKind::GetRows}, {"rms_norm", OpKind::RmsNorm},     {"head_norm", OpKind::HeadNorm},
       {"matmul", OpKind::MatMul},    {"rope", OpKind::Rope},            {"attention", OpKind::Attention},
       {"swiglu", OpKind::SwiGlu},    {"add", OpKind::Add}};
-  auto it = m.find(k);
-  if (it == m.end()) throw std::runtime_error("graph: unknown op '" + k + "' (this runtime's cpu backend does not implement it)");
+  const size_t a = entry.find('.'), b = entry.rfind('.');
+  auto it = a == std::string::npos || b <= a ? kinds.end() : kinds.find(entry.substr(a + 1, b - a - 1));
+  if (entry.compare(0, 4, "cpu.") != 0 || it == kinds.end())
+    throw std::runtime_error("graph: kernel '" + entry + "' is not a kernel of this runtime's cpu backend");
+  const std::string type = entry.substr(b + 1);
+  const std::string want = it->second == OpKind::Attention ? "f16kv" : weight_type.empty() ? "f32" : weight_type;
+  if (entry.substr(a + 1, b - a - 1) != op || type != want)
+    throw std::runtime_error("graph: op '" + op + "' is bound to kernel '" + entry + "'; this cpu backend runs it as cpu." + op +
+                             "." + want);
+  if (it->second == OpKind::GetRows || it->second == OpKind::MatMul) {
+    // The weight types the cpu dot products and dequantizers implement (runtime/ggml).
+    static const char* types[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
+    if (std::find(std::begin(types), std::end(types), type) == std::end(types))
+      throw std::runtime_error("graph: kernel '" + entry + "': the cpu backend has no " + type + " kernels");
+  }
   return it->second;
 }
 
@@ -132,7 +150,9 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
     m.out_buf = buf_index[out_name];
     for (const json& jo : graph.at("ops")) {
       Op op;
-      op.kind = parse_kind(jo.at("op").get<std::string>());
+      const std::string op_name = jo.at("op").get<std::string>();
+      if (!jo.contains("kernel"))
+        throw std::runtime_error("graph: op '" + op_name + "' names no kernel (a cpu package binds every op to a cpu.* entry)");
       for (const json& jin : jo.at("in")) {
         std::string name = jin.get<std::string>();
         if (auto it = buf_index.find(name); it != buf_index.end()) {
@@ -146,6 +166,12 @@ CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml
           op.in.push_back(-1);
         }
       }
+      // The type suffix: the op's weight's ggml type (get_rows, matmul, norms), else f32.
+      std::string weight_type;
+      if (!op.w.empty() && (op_name == "get_rows" || op_name == "matmul" || op_name == "rms_norm" || op_name == "head_norm"))
+        for (char c : std::string(ggml::type_info(op.w[0].type).name))
+          weight_type += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      op.kind = kernel_kind(jo.at("kernel").get<std::string>(), op_name, weight_type);
       std::string out = jo.at("out").get<std::string>();
       if (!buf_index.count(out)) throw std::runtime_error("graph: op output '" + out + "' is not a declared buffer");
       op.out = buf_index[out];

@@ -156,3 +156,22 @@ def test_serve_spirv_package_answers_like_cpu(packages):
             assert s.stop() == 0, s.log()
     assert answers["spirv"][1] > 0 and answers["spirv"][0]
     assert answers["spirv"] == answers["cpu"]
+
+
+def test_cpu_backend_dispatches_by_kernel_entry(packages, tmp_path):
+    """The cpu backend runs an op by the kernel entry its package names (one contract for
+    every backend): an entry it does not implement is refused at load, naming both."""
+    import shutil
+
+    bad = tmp_path / "bad.swz"
+    shutil.copytree(packages["cpu"], bad)
+    m = json.loads((bad / "manifest.json").read_text())
+    op = next(o for o in m["graph"]["ops"] if o["op"] == "matmul")
+    record = next(k for k in m["kernels"] if k["entry"] == op["kernel"])
+    m["kernels"].append(dict(record, entry="cpu.matmul.q4_0"))
+    op["kernel"] = "cpu.matmul.q4_0"
+    (bad / "manifest.json").write_text(json.dumps(m))
+    r = subprocess.run([str(_rt()), "run", str(bad), "--raw", "-p", "x", "-n", "1"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0
+    assert "bound to kernel 'cpu.matmul.q4_0'; this cpu backend runs it as cpu.matmul.q4_1" in r.stderr
