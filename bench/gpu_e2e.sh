@@ -3,7 +3,11 @@
 # GPU-execution issue, in one call on the GPU machine.
 #
 #   bench/gpu_e2e.sh prepare [build-dir]   # here (swizzlec compile --target sm_90 needs MLIR)
-#   bench/gpu_e2e.sh run [build-dir]       # on the GPU machine (no MLIR, no network)
+#   bench/gpu_e2e.sh run [build-dir] [smoke|models|pytest|all]   # on the GPU machine (no MLIR, no network)
+#
+# (run's last argument splits the work over calls of the 10-minute limit: smoke = one
+# model, 2 prompts x 8 tokens; models = every model's checks; pytest = the engine's tests
+# against swizzle-rt serve; all, the default, = models then pytest.)
 #
 # Models: random-weight GGUFs of the real shapes (`swizzlec synth`, fixed seeds: weights
 # are a pure function of the seed), SmolLM2-135M with the real SmolLM2 tokenizer and chat
@@ -37,7 +41,6 @@ MODELS=(
   "qwen2.5-coder-0.5b-q4_k|--preset qwen2.5-coder-0.5b --type q4_k --seed 2"
   "qwen3-0.6b-q8_0|--preset qwen3-0.6b --type q8_0 --seed 1"
 )
-WHEELS="openai==3.57.0 anthropic==2.14.0 pydantic pydantic-core annotated-types typing-inspection distro jiter sniffio docstring-parser"
 synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR: writes OUT-DIR/<name>.gguf
   local args=${2#*|}
   # shellcheck disable=SC2086
@@ -74,12 +77,15 @@ PY
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
     rm "$dir/models/$name.gguf"
   done
-  # shellcheck disable=SC2086
-  "$src/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dir/wheels" $WHEELS
+  # The SDKs of requirements.txt and their dependencies, for the GPU machine's Python 3.12.
+  # shellcheck disable=SC2046
+  "$src/.venv/bin/python" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dir/wheels" \
+    $(grep -E '^(openai|anthropic)==' "$src/requirements.txt")
   realpath "$dir" > "$dir/ORIGIN"
   du -sh "$dir" ;;
 run)
+  what=${3:-all}
   out=${OUT:-$dir/out}
   mkdir -p "$out"
   here=$(realpath "$dir")
@@ -87,7 +93,7 @@ run)
   if [ "$origin" != "$here" ]; then mkdir -p "$(dirname "$origin")" && ln -sfn "$here" "$origin"; fi
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv || true
   bin=$here/bin
-  for m in "${MODELS[@]}"; do synth "$bin/swizzlec" "$m" "$here/models"; done
+  for m in "${MODELS[@]}"; do [ -f "$here/models/${m%%|*}.gguf" ] || synth "$bin/swizzlec" "$m" "$here/models"; done
   declare -a summary
   step() {  # step NAME CMD...: runs CMD, logs to $out/NAME.log, records pass/FAIL
     local name=$1; shift
@@ -97,21 +103,29 @@ run)
     summary+=("$(printf '%-44s %s (%ds)' "$name" "$([ $rc = 0 ] && echo pass || echo "FAIL rc=$rc")" $((SECONDS - t0)))")
     tail -n 15 "$out/$name.log"
   }
-  for m in "${MODELS[@]}"; do
-    name=${m%%|*}
-    cpu=$here/models/$name-cpu.swz gpu=$here/models/$name-sm_90.swz
-    step "$name.compare" "$bin/swz-backend-compare" "$cpu" "$gpu" -n 64 --prompts 8 --json "$out/compare-$name.json"
-    step "$name.backend-check" "$bin/swz-backend-check" "$gpu"
-    step "$name.memcheck" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
-    step "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
-  done
-  # The engine's own tests against `swizzle-rt serve` of the SmolLM2-shaped sm_90 package.
-  first=${MODELS[0]%%|*}
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
-  export SWZ_RT=$bin/swizzle-rt SWZ_PACKAGE=$here/models/$first-sm_90.swz SWZ_BUILD_DIR=$here SWZ_REQUIRE=1
-  step "pytest.prefix_cache+speculative+sdk" python3 -m pytest -q -p no:cacheprovider "$src/test/python/test_prefix_cache.py" \
-    "$src/test/python/test_speculative.py" -k "not batch_invariance" "$src/test/python/test_openai_sdk.py" \
-    "$src/test/python/test_anthropic_sdk.py"
+  if [ "$what" = smoke ]; then
+    name=${MODELS[0]%%|*}
+    step "$name.smoke" "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 8 --prompts 2
+  fi
+  if [ "$what" = models ] || [ "$what" = all ]; then
+    for m in "${MODELS[@]}"; do
+      name=${m%%|*}
+      cpu=$here/models/$name-cpu.swz gpu=$here/models/$name-sm_90.swz
+      step "$name.compare" "$bin/swz-backend-compare" "$cpu" "$gpu" -n 64 --prompts 8 --json "$out/compare-$name.json"
+      step "$name.backend-check" "$bin/swz-backend-check" "$gpu"
+      step "$name.memcheck" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
+      step "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
+    done
+  fi
+  if [ "$what" = pytest ] || [ "$what" = all ]; then
+    # The engine's own tests against `swizzle-rt serve` of the SmolLM2-shaped sm_90 package.
+    first=${MODELS[0]%%|*}
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
+    export SWZ_RT=$bin/swizzle-rt SWZ_PACKAGE=$here/models/$first-sm_90.swz SWZ_BUILD_DIR=$here SWZ_REQUIRE=1
+    step "pytest.prefix_cache+speculative+sdk" python3 -m pytest -q -p no:cacheprovider "$src/test/python/test_prefix_cache.py" \
+      "$src/test/python/test_speculative.py" -k "not batch_invariance" "$src/test/python/test_openai_sdk.py" \
+      "$src/test/python/test_anthropic_sdk.py"
+  fi
   printf '\n== summary (%s)\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
   printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
   ! grep -q FAIL "$out/summary.txt" ;;
