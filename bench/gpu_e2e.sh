@@ -122,8 +122,8 @@ run)
     first=${MODELS[0]%%|*}
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
     export SWZ_RT=$bin/swizzle-rt SWZ_PACKAGE=$here/models/$first-sm_90.swz SWZ_BUILD_DIR=$here SWZ_REQUIRE=1
-    step "pytest.prefix_cache+speculative+sdk" python3 -m pytest -q -p no:cacheprovider "$src/test/python/test_prefix_cache.py" \
-      "$src/test/python/test_speculative.py" -k "not batch_invariance" "$src/test/python/test_openai_sdk.py" \
+    step "pytest-engine" python3 -m pytest -q -p no:cacheprovider "$src/test/python/test_prefix_cache.py" \
+      "$src/test/python/test_speculative.py" -k "not batch_invariance and not fake" "$src/test/python/test_openai_sdk.py" \
       "$src/test/python/test_anthropic_sdk.py"
   fi
   printf '\n== summary (%s)\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"

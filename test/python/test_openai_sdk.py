@@ -6,6 +6,7 @@ deterministic, so the streamed text must equal the non-streamed text byte for by
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 
@@ -40,10 +41,12 @@ def stream_text(client, **kwargs):
     return "".join(deltas), finish, usage, deltas
 
 
-def test_health_and_models(server, client):
+def test_health_and_models(server, client, package):
     r = requests.get(server.base_url + "/health", timeout=10)
-    # The default package is a cpu one: the cpu backend runs it.
-    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["backend"].startswith("cpu (")
+    # The backend that runs the package's target (SWZ_PACKAGE may be a GPU package).
+    target = json.loads((package / "manifest.json").read_text())["target"]
+    want = "cpu (" if target == "cpu" else "vulkan (" if target == "spirv" else "cuda ("
+    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["backend"].startswith(want), r.text
     ids = [m.id for m in client.models.list().data]
     assert len(ids) == 1 and ids[0]
 

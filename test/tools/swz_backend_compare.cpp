@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
                 5 * tol, tie);
     if (!json_path.empty())
-      std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie}, {"prompts", report}}.dump(1);
+      std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie}, {"prompts", report}}
+                                      .dump(1, ' ', false, json::error_handler_t::replace);  // a token may end mid-character
     return all_pass ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
