@@ -1,4 +1,5 @@
-// swz-bench: llama-bench style throughput of a package on the cpu backend.
+// swz-bench: llama-bench style throughput of a package on its target's backend (cpu,
+// cuda, vulkan: exec::open_backend_model, as the engine opens it).
 //   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--reps 5] [-t threads]
 //   --depth D: the tg decodes run after a D-token prompt (untimed), as llama-bench's -d
 //   ("tg128 @ d2048"): decode speed with a long context in the KV cache.
@@ -13,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "cpu/cpu_model.h"
+#include "exec/backend_model.h"
 #include "ggml/thread_pool.h"
 #include "package/package.h"
 
@@ -59,14 +60,12 @@ int main(int argc, char** argv) {
   }
   try {
     auto pkg = swz::package::open_package(argv[1]);
-    swz::ggml::ThreadPool pool(threads);
-    const auto& graph = pkg.manifest.graph;
     const int n_ctx_model = std::max(pp, depth + tg) + 8;
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
-    swz::kvcache::BlockManager kv(swz::cpu::kv_layout(graph), swz::kvcache::BlockKey{}, kv_opts);
-    swz::cpu::CpuModel model(graph, pkg.gguf, n_ctx_model, pool, kv);
+    swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), swz::kvcache::BlockKey{}, threads);
+    swz::exec::SequenceModel& model = *bm.model;
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
     std::vector<int32_t> prompt(pp);
@@ -79,22 +78,23 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
       auto t0 = Clock::now();
-      for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
+      for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) pp_s.push_back(s);
       model.truncate(0);
       for (int i = 0; i < depth; i += 512)
-        model.forward(depth_prompt.data() + i, std::min(512, depth - i), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
+        model.forward(depth_prompt.data() + i, std::min(512, depth - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       int32_t tok = prompt[0];
       t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
-        model.forward(&tok, 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
+        model.forward(&tok, 1, 1, swz::exec::SequenceModel::Rows::Generated, logits);
         tok = prompt[(i + 1) % pp];
       }
       s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) tg_s.push_back(s);
     }
-    nlohmann::json out = {{"threads", pool.size()},
+    nlohmann::json out = {{"backend", bm.backend},
+                          {"threads", bm.pool ? bm.pool->size() : 0},
                           {"pp", pp},
                           {"tg", tg},
                           {"depth", depth},

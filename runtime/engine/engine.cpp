@@ -26,13 +26,11 @@
 #include <thread>
 
 #include "chat/chat_template.h"
-#include "backend/backend.h"
 #include "cpu/cpu_model.h"
-#include "exec/executor.h"
+#include "exec/backend_model.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/speculative.h"
-#include "ggml/thread_pool.h"
 #include "kvcache/block_manager.h"
 #include "package/package.h"
 #include "tokenizer/tokenizer.h"
@@ -57,8 +55,7 @@ class PackageEngine final : public Engine {
   PackageEngine(const std::string& path, const EngineOptions& opts)
       : opts_(opts),
         pkg_(open(path)),
-        tok_(tokenizer::Tokenizer::from_gguf(pkg_.gguf)),
-        pool_(opts.n_threads > 0 ? opts.n_threads : std::max(1u, std::thread::hardware_concurrency())) {
+        tok_(tokenizer::Tokenizer::from_gguf(pkg_.gguf)) {
     const package::Manifest& mf = pkg_.manifest;
     const nlohmann::json& hp = mf.graph.at("hparams");
     info_.architecture = hp.at("arch").get<std::string>();
@@ -75,7 +72,6 @@ class PackageEngine final : public Engine {
       }
     }
     try {
-      const kvcache::PageLayout layout = cpu::kv_layout(mf.graph);
       const int ctx_pages = (info_.n_ctx + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens;
       kvcache::CacheOptions co;
       co.n_pages = opts.kv_pages > 0 ? opts.kv_pages : 4 * ctx_pages + 1;
@@ -89,37 +85,17 @@ class PackageEngine final : public Engine {
       co.disk_dir = opts.cache_dir;
       co.disk_bytes = opts.cache_disk_mb << 20;
       // What the K/V of a token sequence depends on: the weights (content hash of the
-      // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format.
-      // The tokenizer identity is included as the issue asks (ids mean its vocabulary).
-      // The KV format is the backend's: the cpu page (all layers, V transposed) or the
-      // GPU kernels' per-layer [page][n_head_kv][64][head_dim] tiles, and the kernels
-      // that computed it (the target).
-      const bool cpu = mf.target == "cpu";
-      const std::string kv_format = cpu ? "cpu f16 page64 v-transposed" : mf.target + " f16 page64 per-layer-tiles";
-      const std::string identity = "swizzle-kv/2 " + kv_format + "\n" + mf.source_gguf.hash_algorithm + ":" +
+      // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format
+      // (exec::kv_format: the layout, and the kernels that computed it). The tokenizer
+      // identity is included as the issue asks (ids mean its vocabulary).
+      const std::string identity = "swizzle-kv/2 " + exec::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
-      if (cpu) {
-        info_.backend = "cpu (" + std::to_string(pool_.size()) + " threads)";
-        kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
-        model_ = std::make_unique<cpu::CpuModel>(mf.graph, pkg_.gguf, info_.n_ctx, pool_, *kv_);
-      } else {
-        exec::ExecutorOptions eo;
-        eo.max_rows = kPrefillChunk;
-        eo.max_seqs = 1;
-        eo.n_ctx = info_.n_ctx;
-        eo.n_pages = co.n_pages;
-        executor_ = std::make_unique<exec::GraphExecutor>(pkg_, backend::create_backend(mf.target), eo);
-        const backend::DeviceInfo& d = executor_->device();
-        info_.backend = d.backend + " (" + d.name + (d.arch.empty() ? "" : ", " + d.arch) + ")";
-        if (executor_->page_elems() != layout.page_elems())
-          throw LoadError(path + ": the executor's KV page holds " + std::to_string(executor_->page_elems()) +
-                          " values, the cache's layout " + std::to_string(layout.page_elems()));
-        co.read_page = [ex = executor_.get()](int page, uint16_t* dst) { ex->read_page(page, dst); };
-        co.write_page = [ex = executor_.get()](int page, const uint16_t* src) { ex->write_page(page, src); };
-        kv_ = std::make_unique<kvcache::BlockManager>(layout, kvcache::model_key(identity), co);
-        model_ = std::make_unique<exec::GraphModel>(*executor_, *kv_);
-      }
+      bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), kvcache::model_key(identity), opts.n_threads,
+                                     kPrefillChunk);
+      info_.backend = bm_.backend;
+      kv_ = bm_.kv.get();
+      model_ = bm_.model.get();
     } catch (const LoadError&) {
       throw;
     } catch (const std::exception& e) {
@@ -192,7 +168,7 @@ class PackageEngine final : public Engine {
 
   GenerateResult run(Admission& admission, const TokenCallback& on_token) override {
     auto* a = dynamic_cast<CpuAdmission*>(&admission);
-    if (!a || a->kv != kv_.get()) throw std::invalid_argument("run: the admission comes from another engine");
+    if (!a || a->kv != kv_) throw std::invalid_argument("run: the admission comes from another engine");
     if (a->ran) throw std::invalid_argument("run: this admission has already run");
     a->ran = true;
     const GenerateRequest& req = a->request();
@@ -519,11 +495,10 @@ class PackageEngine final : public Engine {
   EngineOptions opts_;
   package::LoadedPackage pkg_;
   tokenizer::Tokenizer tok_;
-  ggml::ThreadPool pool_;
   std::optional<chat::ChatTemplate> template_;
-  std::unique_ptr<exec::GraphExecutor> executor_;  // GPU packages; before kv_, which reads pages through it
-  std::unique_ptr<kvcache::BlockManager> kv_;  // before model_: the model's pages return to it
-  std::unique_ptr<exec::SequenceModel> model_;
+  exec::BackendModel bm_;  // the backend, the KV page pool and prefix cache, the model
+  kvcache::BlockManager* kv_ = nullptr;   // bm_.kv
+  exec::SequenceModel* model_ = nullptr;  // bm_.model
   ModelInfo info_;
   std::mutex mu_;                 // one sequence at a time
   std::vector<int32_t> history_;  // the running sequence's tokens (K/V computed for the first n_past)

@@ -20,9 +20,9 @@
 // differ there, the cpu's top-2 gap at that position is below `tie` x std (a near-tie
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
-// The GPU package runs through exactly what the engine uses: backend::create_backend,
-// exec::GraphExecutor, exec::GraphModel over a kvcache::BlockManager whose pages live on
-// the device.
+// Both packages are opened as the engine opens them (exec::open_backend_model): the GPU
+// one through backend::create_backend, exec::GraphExecutor and exec::GraphModel over a
+// kvcache::BlockManager whose pages live on the device.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -34,12 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "cpu/cpu_model.h"
 #include "engine/sampler.h"
-#include "exec/executor.h"
-#include "ggml/thread_pool.h"
-#include "kvcache/block_manager.h"
+#include "exec/backend_model.h"
 #include "package/package.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,35 +57,18 @@ const char* kPrompts[] = {
 
 struct Model {
   std::unique_ptr<swz::package::LoadedPackage> pkg;
-  std::unique_ptr<swz::ggml::ThreadPool> pool;
-  std::unique_ptr<swz::exec::GraphExecutor> ex;
-  std::unique_ptr<swz::kvcache::BlockManager> kv;
-  std::unique_ptr<swz::exec::SequenceModel> m;
+  swz::exec::BackendModel bm;
 };
 
+/// A package on its target's backend with a plain paged KV cache for one sequence (no
+/// prefix cache), as the engine opens it.
 std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
   auto r = std::make_unique<Model>();
   r->pkg = std::make_unique<swz::package::LoadedPackage>(swz::package::open_package(path));
-  const json& hp = r->pkg->manifest.graph.at("hparams");
-  const swz::kvcache::PageLayout layout{hp.at("n_layer").get<int>(), hp.at("n_head_kv").get<int>() * hp.at("head_dim").get<int>()};
   swz::kvcache::CacheOptions co;
   co.n_pages = (n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
   co.prefix_cache = false;
-  if (r->pkg->manifest.target == "cpu") {
-    r->pool = std::make_unique<swz::ggml::ThreadPool>(0);
-    r->kv = std::make_unique<swz::kvcache::BlockManager>(layout, swz::kvcache::BlockKey{}, co);
-    r->m = std::make_unique<swz::cpu::CpuModel>(r->pkg->manifest.graph, r->pkg->gguf, n_ctx, *r->pool, *r->kv);
-  } else {
-    swz::exec::ExecutorOptions eo;
-    eo.n_ctx = n_ctx;
-    eo.n_pages = co.n_pages;
-    eo.max_seqs = 1;
-    r->ex = std::make_unique<swz::exec::GraphExecutor>(*r->pkg, swz::backend::create_backend(r->pkg->manifest.target), eo);
-    co.read_page = [ex = r->ex.get()](int p, uint16_t* d) { ex->read_page(p, d); };
-    co.write_page = [ex = r->ex.get()](int p, const uint16_t* s) { ex->write_page(p, s); };
-    r->kv = std::make_unique<swz::kvcache::BlockManager>(layout, swz::kvcache::BlockKey{}, co);
-    r->m = std::make_unique<swz::exec::GraphModel>(*r->ex, *r->kv);
-  }
+  r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), swz::kvcache::BlockKey{});
   return r;
 }
 
@@ -123,10 +102,9 @@ int main(int argc, char** argv) {
     auto gpu = open(gpu_path, n_ctx);
     if (cpu->pkg->manifest.source_gguf.digest != gpu->pkg->manifest.source_gguf.digest)
       throw std::runtime_error("the two packages were compiled from different GGUFs");
-    std::printf("cpu: %s\ngpu: %s (%s, %s)\n", cpu_path.c_str(), gpu_path.c_str(), gpu->ex->device().backend.c_str(),
-                gpu->ex->device().name.c_str());
+    std::printf("cpu: %s\ngpu: %s (%s)\n", cpu_path.c_str(), gpu_path.c_str(), gpu->bm.backend.c_str());
     auto tok = swz::tokenizer::Tokenizer::from_gguf(cpu->pkg->gguf);
-    const int nv = cpu->m->n_vocab();
+    const int nv = cpu->bm.model->n_vocab();
     json report = json::array();
     bool all_pass = true;
     std::printf("%-3s %-7s %-10s %-10s %-10s %-12s %-12s %-10s %s\n", "#", "prompt", "first_diff", "mean_err", "max_err",
@@ -134,10 +112,10 @@ int main(int argc, char** argv) {
     for (int p = 0; p < n_prompts; ++p) {
       const std::vector<int32_t> prompt = tok.encode(kPrompts[p], true, false);
       std::vector<float> lc, lg;
-      cpu->m->release();
-      gpu->m->release();
-      cpu->m->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lc);
-      gpu->m->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lg);
+      cpu->bm.model->release();
+      gpu->bm.model->release();
+      cpu->bm.model->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lc);
+      gpu->bm.model->forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, lg);
       int first_diff = -1;
       double max_err = 0, err_at_diff = 0, gap_at_diff = 0, worst_abs = 0;
       std::vector<int32_t> tokens;
@@ -167,8 +145,8 @@ int main(int argc, char** argv) {
         }
         tokens.push_back(tc);
         if (i + 1 < n) {
-          cpu->m->forward(&tc, 1, 1, Rows::Generated, lc);
-          gpu->m->forward(&tc, 1, 1, Rows::Generated, lg);
+          cpu->bm.model->forward(&tc, 1, 1, Rows::Generated, lc);
+          gpu->bm.model->forward(&tc, 1, 1, Rows::Generated, lg);
         }
       }
       const size_t upto = first_diff < 0 ? errs.size() : static_cast<size_t>(first_diff) + 1;

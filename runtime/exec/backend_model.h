@@ -1,0 +1,51 @@
+// Opens a package's exec::SequenceModel on the backend its target names, with its paged
+// KV cache: the cpu backend's CpuModel for `cpu` packages; for `sm_*` / `spirv` packages
+// the graph executor over backend::create_backend(target) and a GraphModel whose KV pages
+// live on the device (the cache's host and disk tiers read and write them through the
+// executor). The engine, swz-bench and swz-backend-compare all open models here.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/executor.h"
+#include "kvcache/block_manager.h"
+
+namespace swz::package {
+struct LoadedPackage;
+}
+namespace swz::ggml {
+class ThreadPool;
+}
+
+namespace swz::exec {
+
+/// Members in destruction order's reverse: the model returns its pages to the cache, the
+/// cache (its disk thread too) reads pages through the executor.
+struct BackendModel {
+  std::unique_ptr<ggml::ThreadPool> pool;      ///< cpu packages: the kernels' threads
+  std::unique_ptr<GraphExecutor> executor;     ///< GPU packages
+  std::unique_ptr<kvcache::BlockManager> kv;
+  std::unique_ptr<SequenceModel> model;
+  std::string backend;                         ///< "cpu (2 threads)", "cuda (NVIDIA H200, sm_90)", "vulkan (llvmpipe ..., cpu)"
+  BackendModel();
+  BackendModel(BackendModel&&) noexcept;
+  BackendModel& operator=(BackendModel&&) noexcept;
+  ~BackendModel();
+};
+
+/// The KV page format of `target`'s backend, for the prefix cache's model key: K/V
+/// computed by different kernels or laid out differently never share blocks.
+std::string kv_format(const std::string& target);
+
+/// Opens `pkg` (which must outlive the result) for sequences of up to `n_ctx` positions.
+/// `cache`: the page pool size and prefix-cache tiers (read_page / write_page are set
+/// here for GPU packages); `model_key`: the prefix cache's key (kvcache::model_key of the
+/// model's identity; zero without a prefix cache). `n_threads`: cpu threads (0 = all
+/// cores). `max_rows`: rows per forward pass of the GPU executor (longer prompts are
+/// chunked). Throws backend::Error / backend::OutOfMemory (device), std::runtime_error (a
+/// package the backend cannot run: the op and field named).
+BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kvcache::CacheOptions cache,
+                                const kvcache::BlockKey& model_key, int n_threads = 0, int max_rows = 512);
+
+}  // namespace swz::exec
