@@ -701,7 +701,10 @@ Buffer Device::create_buffer(size_t bytes) {
   bi.alloc_size = bci.size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer), "vkCreateBuffer");
+  VkResult cr = d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer);
+  if (cr == VK_ERROR_OUT_OF_DEVICE_MEMORY || cr == VK_ERROR_OUT_OF_HOST_MEMORY)
+    throw OutOfMemory("vkCreateBuffer(" + std::to_string(bci.size) + " bytes): " + result_name(cr));
+  check(cr, "vkCreateBuffer");
   VkMemoryRequirements req;
   d.vk.vkGetBufferMemoryRequirements(d.device, bi.buffer, &req);
   const VkMemoryPropertyFlags want =
