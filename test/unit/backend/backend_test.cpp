@@ -96,7 +96,9 @@ class BackendTest : public testing::TestWithParam<std::string> {
   void SetUp() override {
     const std::string target = GetParam();
     try {  // the device first: no package is compiled for a machine without one
-      b_ = swz::backend::create_backend(target, target == "spirv" ? "llvmpipe" : "");
+      // spirv: lavapipe unless $SWZ_VK_DEVICE names another device.
+      const char* vk = std::getenv("SWZ_VK_DEVICE");
+      b_ = swz::backend::create_backend(target, target != "spirv" ? "" : vk && *vk ? vk : "llvmpipe");
     } catch (const Error& e) {
       if (target != "spirv" && !env_is("SWZ_REQUIRE_CUDA", "1")) GTEST_SKIP() << e.what();
       FAIL() << e.what();
