@@ -219,10 +219,14 @@ struct CudaBackend::Impl {
     epoch.fetch_add(1);
   }
 
+  static void load_all(Impl& s, const package::Manifest& m, const std::string& package_dir);
+
   void unload() {
     for (CUmodule m : modules) d->cuModuleUnload(m);
     modules.clear();
     kernels.clear();
+    words.clear();
+    params.clear();
     by_entry.clear();
     cache_report.clear();
   }
@@ -356,6 +360,15 @@ void CudaBackend::load_kernels(const package::Manifest& m, const std::string& pa
   s.bind();
   if (std::string why = arch_mismatch(m.target, s.major, s.minor, s.info.name); !why.empty()) throw Error("cuda: " + why);
   s.unload();
+  try {
+    Impl::load_all(s, m, package_dir);
+  } catch (...) {
+    s.unload();  // nothing half-loaded stays launchable
+    throw;
+  }
+}
+
+void CudaBackend::Impl::load_all(Impl& s, const package::Manifest& m, const std::string& package_dir) {
   std::vector<backend::KernelRecord> recs;
   for (const package::Kernel& k : m.kernels) recs.push_back(backend::parse_kernel(k, "mlir-memref-expanded"));
   std::map<std::string, CUmodule> by_file;  // each file read and loaded once
