@@ -12,7 +12,14 @@
 // writes. upload() copies `src` before it returns (the caller may reuse it at once);
 // download() returns when the bytes are in `dst`. synchronize() waits for everything.
 //
-// Threads: one thread at a time per Backend (the executor's).
+// Threads: one thread at a time per Backend (the executor's; it may change between calls).
+//
+// Arguments are checked before every launch, allocation-free: their number and kinds
+// against the kernel's manifest signature, each memref's rank, its byte range against its
+// buffer, its view (product of sizes x element size) against `bytes`, and its offset:
+// a multiple of the element size (16 at most) and, on Vulkan, of the device's
+// minStorageBufferOffsetAlignment (a storage-buffer descriptor starts there). Placing
+// every memref at a multiple of kMemrefOffsetAlignment satisfies every device.
 #pragma once
 
 #include <array>
@@ -45,6 +52,11 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
+/// A byte offset every backend accepts for any memref argument: Vulkan requires
+/// minStorageBufferOffsetAlignment <= 256 of every implementation, and 256 is a multiple
+/// of every element size (128-bit vector loads included).
+inline constexpr size_t kMemrefOffsetAlignment = 256;
+
 /// An opaque device allocation. `id` is the backend's handle (0 = none); `bytes` its size.
 struct Buffer {
   uint64_t id = 0;
@@ -73,9 +85,9 @@ struct Arg {
 struct DeviceInfo {
   std::string backend;          ///< "cuda", "vulkan"
   std::string name;             ///< e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
-  std::string arch;             ///< "sm_90" (cuda), device type (vulkan)
-  uint64_t total_bytes = 0;     ///< device memory (0 if unknown)
-  uint64_t free_bytes = 0;      ///< free at creation (0 if unknown)
+  std::string arch;             ///< "sm_90" (cuda), device type (vulkan: "discrete", "cpu", ...)
+  uint64_t total_bytes = 0;     ///< device memory (vulkan: the heap buffers come from; 0 if unknown)
+  uint64_t free_bytes = 0;      ///< free at creation (0 if unknown: vulkan)
 };
 
 class Backend {
@@ -84,9 +96,11 @@ class Backend {
   virtual const DeviceInfo& info() const = 0;
 
   /// Loads every kernel of `m` (kernels[].file under `package_dir`, format per target:
-  /// PTX for sm_*, SPIR-V for spirv) and prepares a launchable function per entry.
-  /// Throws Error when a file is missing, the device rejects a module, or the package's
-  /// target does not suit the device (e.g. an sm_90 package on an sm_80 GPU).
+  /// PTX for sm_*, SPIR-V for spirv) and prepares a launchable function per entry; a
+  /// second call replaces the kernels of the first (indices change). Throws Error when a
+  /// file is missing, the device rejects a module (the JIT log included), a launch record
+  /// is malformed (launch.abi of another backend, block, signature types), or the
+  /// package's target does not suit the device (e.g. an sm_90 package on an sm_80 GPU).
   virtual void load_kernels(const package::Manifest& m, const std::string& package_dir) = 0;
   /// Index of kernel `entry` (manifest kernels[].entry) for launch(); throws Error if
   /// load_kernels() did not load it.
@@ -95,9 +109,12 @@ class Backend {
   /// A device allocation of `bytes` (> 0) bytes, contents undefined. `what` names it in
   /// the error. Throws OutOfMemory (with the size asked and the free memory) or Error.
   virtual Buffer alloc(size_t bytes, const std::string& what) = 0;
-  /// Frees `b` (no-op for an empty Buffer). Ordered after earlier calls.
+  /// Frees `b` (no-op for an empty Buffer). Ordered after earlier calls: waits for the
+  /// work in flight (frees are rare: model unload). A freed or unknown Buffer passed to any
+  /// call is an Error.
   virtual void free(Buffer b) = 0;
-  /// Copies `bytes` from host `src` to `dst` at byte `offset`.
+  /// Copies `bytes` from host `src` to `dst` at byte `offset`. `src` is ordinary
+  /// (pageable) host memory, not memory pinned with cuMemHostRegister.
   virtual void upload(Buffer dst, size_t offset, const void* src, size_t bytes) = 0;
   /// Copies `bytes` from `src` at byte `offset` to host `dst`; returns when done.
   virtual void download(void* dst, Buffer src, size_t offset, size_t bytes) = 0;
@@ -109,8 +126,10 @@ class Backend {
 
   /// Launches kernel `kernel` (kernel_index) over `grid` workgroups of the block size its
   /// manifest record gives, with `dynamic_smem` bytes of dynamic shared memory and `args`
-  /// in signature order. Throws Error when the grid exceeds the device's limits or the
-  /// launch fails.
+  /// in signature order. Throws Error when the arguments do not match the signature (see
+  /// the file comment), a grid dimension is 0 or exceeds the device's limit, the dynamic
+  /// shared memory exceeds the device's (Vulkan: any; SPIR-V kernels have none), or the
+  /// launch fails. A kernel's own fault surfaces at the next download() / synchronize().
   virtual void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) = 0;
   /// Waits for every call made so far; throws Error if a launch failed asynchronously.
   virtual void synchronize() = 0;

@@ -30,10 +30,9 @@ struct Result {
   bool ok() const { return error.empty() && bad == 0 && checked > 0; }
 };
 
-/// Byte alignment of every sub-range the checks place in a buffer (>= the
-/// minStorageBufferOffsetAlignment of every Vulkan device we know, and >= 16 for PTX's
-/// 128-bit loads); sub-ranges start at 1 x, 2 x ... this, never at 0.
-inline constexpr size_t kOffsetAlign = 256;
+/// Byte alignment of every sub-range the checks place in a buffer; sub-ranges start at
+/// 1 x, 2 x ... this, never at 0.
+inline constexpr size_t kOffsetAlign = kMemrefOffsetAlignment;
 
 /// Runs every check `m`'s kernels allow (kernels already loaded into `b`). A kernel the
 /// package lacks is left out; a case that throws is a Result with `error` set.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -169,12 +170,18 @@ struct CudaBackend::Impl {
   std::vector<uint64_t> words;
   std::vector<void*> params;
 
-  /// Makes the primary context current on this thread (cached per thread).
+  /// Makes the primary context current on this thread. Cached per thread; the cache is
+  /// dropped whenever any CudaBackend is created or destroyed (a released primary context
+  /// can come back with the same handle while no longer current).
+  static inline std::atomic<uint64_t> epoch{0};
   void bind() {
     thread_local CUcontext current = nullptr;
-    if (current != ctx) {
+    thread_local uint64_t current_epoch = 0;
+    const uint64_t now = epoch.load(std::memory_order_relaxed);
+    if (current != ctx || current_epoch != now) {
       d->check(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
       current = ctx;
+      current_epoch = now;
     }
   }
 
@@ -195,10 +202,31 @@ struct CudaBackend::Impl {
     return s->ptr + offset;
   }
 
+  /// Releases everything (also after a constructor that threw half-way).
+  ~Impl() {
+    if (!ctx) return;
+    try {
+      bind();
+    } catch (const Error&) {
+      return;
+    }
+    if (stream) d->cuStreamSynchronize(stream);
+    for (const Slot& slot : slots)
+      if (slot.ptr) d->cuMemFree(slot.ptr);
+    unload();
+    if (stream) d->cuStreamDestroy(stream);
+    d->cuDevicePrimaryCtxRelease(device);
+    epoch.fetch_add(1);
+  }
+
+  static void load_all(Impl& s, const package::Manifest& m, const std::string& package_dir);
+
   void unload() {
     for (CUmodule m : modules) d->cuModuleUnload(m);
     modules.clear();
     kernels.clear();
+    words.clear();
+    params.clear();
     by_entry.clear();
     cache_report.clear();
   }
@@ -308,6 +336,7 @@ CudaBackend::CudaBackend(const std::string& select, const std::string& library) 
                       "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
   d.check(d.cuDriverGetVersion(&s.driver_version), "cuDriverGetVersion");
   d.check(d.cuDevicePrimaryCtxRetain(&s.ctx, s.device), "cuDevicePrimaryCtxRetain");
+  Impl::epoch.fetch_add(1);
   s.bind();
   d.check(d.cuStreamCreate(&s.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   size_t total = 0, free_bytes = 0;
@@ -320,21 +349,7 @@ CudaBackend::CudaBackend(const std::string& select, const std::string& library) 
   s.info.free_bytes = free_bytes;
 }
 
-CudaBackend::~CudaBackend() {
-  Impl& s = *impl_;
-  if (!s.ctx) return;
-  try {
-    s.bind();
-  } catch (const Error&) {
-    return;
-  }
-  if (s.stream) s.d->cuStreamSynchronize(s.stream);
-  for (const Impl::Slot& slot : s.slots)
-    if (slot.ptr) s.d->cuMemFree(slot.ptr);
-  s.unload();
-  if (s.stream) s.d->cuStreamDestroy(s.stream);
-  s.d->cuDevicePrimaryCtxRelease(s.device);
-}
+CudaBackend::~CudaBackend() = default;
 
 const backend::DeviceInfo& CudaBackend::info() const { return impl_->info; }
 
@@ -345,6 +360,15 @@ void CudaBackend::load_kernels(const package::Manifest& m, const std::string& pa
   s.bind();
   if (std::string why = arch_mismatch(m.target, s.major, s.minor, s.info.name); !why.empty()) throw Error("cuda: " + why);
   s.unload();
+  try {
+    Impl::load_all(s, m, package_dir);
+  } catch (...) {
+    s.unload();  // nothing half-loaded stays launchable
+    throw;
+  }
+}
+
+void CudaBackend::Impl::load_all(Impl& s, const package::Manifest& m, const std::string& package_dir) {
   std::vector<backend::KernelRecord> recs;
   for (const package::Kernel& k : m.kernels) recs.push_back(backend::parse_kernel(k, "mlir-memref-expanded"));
   std::map<std::string, CUmodule> by_file;  // each file read and loaded once

@@ -587,15 +587,19 @@ void Device::enqueue_dispatch(const Pipeline& pipeline, std::span<const Binding>
       ++scalars;
       continue;
     }
+    const Buffer::Impl* bi = b.buffer->impl_.get();
+    if (bi && b.offset <= bi->alloc_size && b.range <= bi->alloc_size - b.offset &&
+        b.offset % d.info.min_storage_offset_alignment == 0 && b.range != 0 && b.range <= d.info.max_storage_range)
+      continue;
+    // The cold path: say what is wrong.
     const std::string what = "enqueue_dispatch: binding " + std::to_string(i);
-    if (!b.buffer->impl_) throw Error(what + ": empty buffer");
-    check_range(b.buffer->impl_.get(), b.offset, b.range, what.c_str());
+    if (!bi) throw Error(what + ": empty buffer");
+    check_range(bi, b.offset, b.range, what.c_str());
     if (b.offset % d.info.min_storage_offset_alignment != 0)
       throw Error(what + ": byte offset " + std::to_string(b.offset) + " is not a multiple of the device's " +
                   "minStorageBufferOffsetAlignment " + std::to_string(d.info.min_storage_offset_alignment));
-    if (b.range == 0 || b.range > d.info.max_storage_range)
-      throw Error(what + ": range of " + std::to_string(b.range) + " bytes outside 1.." +
-                  std::to_string(d.info.max_storage_range) + " (maxStorageBufferRange)");
+    throw Error(what + ": range of " + std::to_string(b.range) + " bytes outside 1.." +
+                std::to_string(d.info.max_storage_range) + " (maxStorageBufferRange)");
   }
   Batch& batch = record(*this, d, uint32_t(bindings.size()), scalars);
   VkDescriptorSetAllocateInfo dsai{};
@@ -701,7 +705,10 @@ Buffer Device::create_buffer(size_t bytes) {
   bi.alloc_size = bci.size;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check(d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer), "vkCreateBuffer");
+  VkResult cr = d.vk.vkCreateBuffer(d.device, &bci, nullptr, &bi.buffer);
+  if (cr == VK_ERROR_OUT_OF_DEVICE_MEMORY || cr == VK_ERROR_OUT_OF_HOST_MEMORY)
+    throw OutOfMemory("vkCreateBuffer(" + std::to_string(bci.size) + " bytes): " + result_name(cr));
+  check(cr, "vkCreateBuffer");
   VkMemoryRequirements req;
   d.vk.vkGetBufferMemoryRequirements(d.device, bi.buffer, &req);
   const VkMemoryPropertyFlags want =
