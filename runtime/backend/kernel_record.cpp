@@ -8,70 +8,14 @@
 #include "package/package.h"
 
 namespace swz::backend {
-namespace {
-
-/// Bytes of a scalar element type, 0 if unknown.
-uint32_t scalar_bytes(const std::string& t) {
-  if (t == "f32" || t == "i32") return 4;
-  if (t == "f16" || t == "bf16" || t == "i16") return 2;
-  if (t == "i8") return 1;
-  if (t == "f64" || t == "i64") return 8;
-  return 0;
-}
-
-/// Splits `s` at 'x' outside angle brackets ("?x?xvector<4xf32>" -> "?", "?", "vector<4xf32>").
-std::vector<std::string> split_dims(const std::string& s) {
-  std::vector<std::string> parts(1);
-  int depth = 0;
-  for (char c : s) {
-    if (c == '<') ++depth;
-    if (c == '>') --depth;
-    if (c == 'x' && depth == 0)
-      parts.emplace_back();
-    else
-      parts.back() += c;
-  }
-  return parts;
-}
-
-}  // namespace
-
 ArgSpec parse_arg_type(const std::string& type) {
+  // The package reader's parser (the launch contract binds exactly these types).
+  const std::optional<package::ArgType> t = package::parse_arg_type(type);
+  if (!t) throw Error("unsupported kernel argument type '" + type + "' (expected i32, f32 or memref<...>)");
   ArgSpec s;
-  if (type == "i32") return s;
-  if (type == "f32") {
-    s.kind = Arg::F32;
-    return s;
-  }
-  const std::string pre = "memref<";
-  if (type.rfind(pre, 0) != 0 || type.back() != '>')
-    throw Error("unsupported kernel argument type '" + type + "' (expected i32, f32 or memref<...>)");
-  std::string body = type.substr(pre.size(), type.size() - pre.size() - 1);
-  // A layout or memory space after a top-level ',' does not change the descriptor.
-  int depth = 0;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (body[i] == '<') ++depth;
-    if (body[i] == '>') --depth;
-    if (body[i] == ',' && depth == 0) {
-      body.resize(i);
-      break;
-    }
-  }
-  std::vector<std::string> parts = split_dims(body);
-  const std::string elem = parts.back();
-  parts.pop_back();
-  s.kind = Arg::Memref;
-  s.rank = int(parts.size());
-  if (s.rank < 1 || s.rank > 4) throw Error("memref type '" + type + "': rank " + std::to_string(s.rank) + " outside 1..4");
-  s.elem_bytes = scalar_bytes(elem);
-  if (s.elem_bytes == 0 && elem.rfind("vector<", 0) == 0 && elem.back() == '>') {
-    std::vector<std::string> v = split_dims(elem.substr(7, elem.size() - 8));
-    if (v.size() == 2) {
-      const uint32_t lanes = uint32_t(std::strtoul(v[0].c_str(), nullptr, 10));
-      s.elem_bytes = lanes * scalar_bytes(v[1]);
-    }
-  }
-  if (s.elem_bytes == 0) throw Error("memref type '" + type + "': unsupported element type '" + elem + "'");
+  s.kind = t->kind == package::ArgType::Memref ? Arg::Memref : t->kind == package::ArgType::F32 ? Arg::F32 : Arg::I32;
+  s.rank = t->rank;
+  s.elem_bytes = static_cast<uint32_t>(t->elem_bytes);
   return s;
 }
 

@@ -26,9 +26,9 @@ struct ArgSpec {
   uint32_t elem_bytes = 0;  ///< memref: bytes of one element (vector<4xf32> = 16)
 };
 
-/// Parses an argument type: "i32", "f32", "memref<?xf32>", "memref<?x?xf16>",
-/// "memref<?xvector<4xf32>>", "memref<?xi8>" (element types: f32 f16 bf16 f64 i8 i16 i32
-/// i64, vector<NxT> of those). Throws Error for anything else.
+/// Parses an argument type through package::parse_arg_type (the launch contract's types:
+/// "i32", "f32", "memref<?xf32>", "memref<?x?xf16>", "memref<?xvector<4xf32>>", ...).
+/// Throws Error for anything else.
 ArgSpec parse_arg_type(const std::string& type);
 
 /// The parsed manifest entry of one GPU kernel.
