@@ -664,6 +664,14 @@ void bindSplitReduce(const Group &g, const codegen::KernelRef &, const Types &t,
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};
 }
 
+/// argmax_f32(logits, out, n_vocab): one workgroup per output row of the graph's output,
+/// token ids into the scratch "argmax_ids" (package-format.md, "Greedy sampling").
+void bindArgmax(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+  const int64_t nVocab = g.width(g.in(0));
+  r.args = {activation(g.in(0), t[0], "T*" + str(nVocab)), scratch(g.out(), "max_T*4", shape({"T"})), i32(nVocab)};
+  r.gridSymbols = {{"T", "T"}};
+}
+
 using Binder = void (*)(const Group &, const codegen::KernelRef &, const Types &, Record &);
 
 /// The binder of each kernel entry: exact names, or prefixes ending in '_'.
@@ -685,6 +693,7 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"flash_attention_f16kv_mma", bindFlash},
       {"flash_attention_f16kv_mma_hd128", bindFlash},
       {"attention_split_reduce", bindSplitReduce},
+      {"argmax_f32", bindArgmax},         // argmax_f32.mlir: greedy sampling
   };
   return table;
 }
@@ -707,26 +716,15 @@ std::string substituteExpr(const std::string &expr,
   return print(simplify(Parser(expr, &values).parse()));
 }
 
-json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group,
-                   const KernelLookup &kernelOf) {
-  const json &ops = m.graph.at("ops");
-  const int64_t anchor = group.graphOps.front();
-  Group g{m, group, ops.at(anchor), nullptr, nullptr, ""};
-  g.where = "graph op " + std::to_string(anchor) + " (" + g.op.at("op").get<std::string>() + ")";
-  for (size_t i = 1; i < group.graphOps.size(); ++i) {
-    const json &f = ops.at(group.graphOps[i]);
-    if (f.at("op") == "add")
-      g.residualAdd = &f;
-    else if (f.at("op") == "rope")
-      g.ropeK = &f;
-    else
-      g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" +
-             f.at("op").get<std::string>() + ") has no launch binding");
-  }
+namespace {
+
+/// The records of `kernels` for the op of `g`.
+json records(const Group &g, const std::vector<codegen::KernelRef> &kernels, const KernelLookup &kernelOf) {
+  const package::Manifest &m = g.m;
   // Output-row ops (final norm, LM head) run few rows: their decode kernels on every pass.
   const bool outputRows = g.op.contains("rows") && g.op.at("rows") == "output";
   json records = json::array();
-  for (const codegen::KernelRef &ref : group.kernels) {
+  for (const codegen::KernelRef &ref : kernels) {
     if (outputRows && ref.phase == "prefill")
       continue;
     const codegen::CompiledKernel &k = kernelOf(ref);
@@ -792,6 +790,40 @@ json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group
     records.push_back(std::move(rec));
   }
   return records;
+}
+
+} // namespace
+
+json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group,
+                   const KernelLookup &kernelOf) {
+  const json &ops = m.graph.at("ops");
+  const int64_t anchor = group.graphOps.front();
+  Group g{m, group, ops.at(anchor), nullptr, nullptr, ""};
+  g.where = "graph op " + std::to_string(anchor) + " (" + g.op.at("op").get<std::string>() + ")";
+  for (size_t i = 1; i < group.graphOps.size(); ++i) {
+    const json &f = ops.at(group.graphOps[i]);
+    if (f.at("op") == "add")
+      g.residualAdd = &f;
+    else if (f.at("op") == "rope")
+      g.ropeK = &f;
+    else
+      g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" +
+             f.at("op").get<std::string>() + ") has no launch binding");
+  }
+  return records(g, group.kernels, kernelOf);
+}
+
+json samplingRecord(const package::Manifest &m, const codegen::KernelRef &argmax,
+                    const KernelLookup &kernelOf) {
+  const json op = {{"op", "argmax"},
+                   {"in", {m.graph.at("output")}},
+                   {"out", "argmax_ids"},
+                   {"rows", "output"}};
+  const codegen::LaunchGroup none;
+  Group g{m, none, op, nullptr, nullptr, "greedy sampling (argmax of " + m.graph.at("output").get<std::string>() + ")"};
+  json r = op;
+  r["launches"] = records(g, {argmax}, kernelOf);
+  return r;
 }
 
 } // namespace swz::compiler

@@ -31,6 +31,13 @@ using KernelLookup = std::function<const codegen::CompiledKernel &(const codegen
 nlohmann::json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group,
                              const KernelLookup &kernelOf);
 
+/// Greedy sampling on the device (graph.sampling.argmax): the pseudo op
+/// {"op": "argmax", "in": [graph output], "out": "argmax_ids", "rows": "output"} with its
+/// launch records: `argmax` (argmax_f32) over the output rows of the logits into the
+/// scratch "argmax_ids", one i32 token id per row. Throws CompileError as launchRecords.
+nlohmann::json samplingRecord(const package::Manifest &m, const codegen::KernelRef &argmax,
+                              const KernelLookup &kernelOf);
+
 /// `expr` (the launch contract's grammar) with each symbol of `values` replaced by its
 /// expression, then simplified (simplifyExpr). Throws CompileError on a malformed rule.
 std::string substituteExpr(const std::string &expr,

@@ -327,87 +327,90 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   std::map<std::string, std::string> written;  // entry -> kernel source
   std::vector<std::string> report;
   json &ops = m.graph.at("ops");
-  for (const codegen::LaunchGroup &group : p.groups) {
-    for (const codegen::KernelRef &ref : group.kernels) {
-      const codegen::CompiledKernel *k = &kernelOf(ref);
-      const std::string entry = m.target + "." + ref.entry;
-      auto [at, fresh] = written.emplace(entry, ref.source);
-      if (!fresh) {
-        if (at->second != ref.source)
-          throw CompileError("kernel entry " + entry + " is defined by both " + at->second +
-                             " and " + ref.source);
-        continue;
-      }
-      const std::string file = k->module + "." + k->format;
-      if (std::none_of(files.begin(), files.end(), [&](const auto &f) { return f.first == file; }))
-        files.emplace_back(file, k->binary);
-      json signature = json::array();
-      for (size_t i = 0; i < k->arguments.size(); ++i)
-        signature.push_back({{"name", "arg" + std::to_string(i)}, {"dtype", k->arguments[i]}});
-      json launch = {{"function", k->entry},
-                     {"block", {k->block[0], k->block[1], k->block[2]}},
-                     {"grid", k->grid},
-                     {"dynamic_smem", k->dynamicSmem.empty() ? "0" : k->dynamicSmem},
-                     {"abi", k->format == "ptx" ? "mlir-memref-expanded" : "spirv-storage-buffers"}};
-      // Bank conflicts: every ldmatrix / cp.async tile (degree 1 = conflict-free).
-      json tiles = json::array();
-      unsigned worst = 0;
-      for (const auto &t : k->smemTiles) {
-        tiles.push_back({{"tile", t.name},
-                         {"layout", t.layout},
-                         {"ldmatrix_x4_degree", t.ldmatrixDegree},
-                         {"cp_async_16_degree", t.cpAsyncDegree},
-                         {"claimed_conflict_free", t.claimedConflictFree}});
-        worst = std::max({worst, t.ldmatrixDegree, t.cpAsyncDegree});
-      }
-      launch["smem_tiles"] = tiles;
-      std::optional<std::string> scheduleName;
-      if (!k->schedule.empty()) {
-        std::string why = scheduleMismatch(*k, sched);
-        if (!why.empty())
-          throw CompileError("target " + m.target + ": kernel " + k->entry +
-                             " does not follow the " + m.target + " schedule's " + k->schedule +
-                             " entry: " + why);
-        scheduleName = m.target + "." + k->schedule;
-      }
-      std::string line = entry + ": " + file;
-      auto rs = resources.find(ref.source);
-      if (rs != resources.end()) {
-        auto r = rs->second.find(k->entry);
-        if (r == rs->second.end() || r->second.registers < 0)
-          throw CompileError("ptxas reported no register count for entry " + k->entry + " of " +
-                             file);
-        const PtxasInfo &pi = r->second;
-        launch["ptxas"] = {{"arch", m.target},
-                           {"registers", pi.registers},
-                           {"shared_bytes", pi.sharedBytes},
-                           {"stack_bytes", pi.stackBytes},
-                           {"spill_store_bytes", pi.spillStores},
-                           {"spill_load_bytes", pi.spillLoads}};
-        line += ", " + std::to_string(pi.registers) + " registers, " +
-                std::to_string(pi.sharedBytes) + " B smem, " + std::to_string(pi.stackBytes) +
-                " B stack, spills " + std::to_string(pi.spillStores) + "/" +
-                std::to_string(pi.spillLoads) + " B";
-      }
-      if (scheduleName)
-        line += ", schedule " + *scheduleName;
-      line += tiles.empty() ? ", bank conflicts: no ldmatrix/cp.async tiles"
-                            : ", bank conflicts: " + std::to_string(worst) + "-way worst over " +
-                                  std::to_string(tiles.size()) + " tile(s)";
-      report.push_back(line);
-      // Shared / workgroup memory against the target's per-block limit: ptxas's count
-      // for PTX, the IR's static count for every target (SPIR-V has no ptxas).
-      int64_t smem = k->workgroupBytes;
-      if (launch.contains("ptxas"))
-        smem = std::max(smem, launch["ptxas"]["shared_bytes"].get<int64_t>());
-      launch["workgroup_bytes"] = k->workgroupBytes;
-      if (sched.maxSmemBytesPerBlock > 0 && smem > sched.maxSmemBytesPerBlock)
-        throw CompileError("target " + m.target + ": kernel " + k->entry + " uses " +
-                           std::to_string(smem) + " bytes of shared memory, more than the " +
-                           m.target + " schedule's max_smem_bytes_per_block " +
-                           std::to_string(sched.maxSmemBytesPerBlock));
-      m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
+  // The kernels[] record of one kernel entry, written once.
+  auto recordKernel = [&](const codegen::KernelRef &ref) {
+    const codegen::CompiledKernel *k = &kernelOf(ref);
+    const std::string entry = m.target + "." + ref.entry;
+    auto [at, fresh] = written.emplace(entry, ref.source);
+    if (!fresh) {
+      if (at->second != ref.source)
+        throw CompileError("kernel entry " + entry + " is defined by both " + at->second +
+                           " and " + ref.source);
+      return;
     }
+    const std::string file = k->module + "." + k->format;
+    if (std::none_of(files.begin(), files.end(), [&](const auto &f) { return f.first == file; }))
+      files.emplace_back(file, k->binary);
+    json signature = json::array();
+    for (size_t i = 0; i < k->arguments.size(); ++i)
+      signature.push_back({{"name", "arg" + std::to_string(i)}, {"dtype", k->arguments[i]}});
+    json launch = {{"function", k->entry},
+                   {"block", {k->block[0], k->block[1], k->block[2]}},
+                   {"grid", k->grid},
+                   {"dynamic_smem", k->dynamicSmem.empty() ? "0" : k->dynamicSmem},
+                   {"abi", k->format == "ptx" ? "mlir-memref-expanded" : "spirv-storage-buffers"}};
+    // Bank conflicts: every ldmatrix / cp.async tile (degree 1 = conflict-free).
+    json tiles = json::array();
+    unsigned worst = 0;
+    for (const auto &t : k->smemTiles) {
+      tiles.push_back({{"tile", t.name},
+                       {"layout", t.layout},
+                       {"ldmatrix_x4_degree", t.ldmatrixDegree},
+                       {"cp_async_16_degree", t.cpAsyncDegree},
+                       {"claimed_conflict_free", t.claimedConflictFree}});
+      worst = std::max({worst, t.ldmatrixDegree, t.cpAsyncDegree});
+    }
+    launch["smem_tiles"] = tiles;
+    std::optional<std::string> scheduleName;
+    if (!k->schedule.empty()) {
+      std::string why = scheduleMismatch(*k, sched);
+      if (!why.empty())
+        throw CompileError("target " + m.target + ": kernel " + k->entry +
+                           " does not follow the " + m.target + " schedule's " + k->schedule +
+                           " entry: " + why);
+      scheduleName = m.target + "." + k->schedule;
+    }
+    std::string line = entry + ": " + file;
+    auto rs = resources.find(ref.source);
+    if (rs != resources.end()) {
+      auto r = rs->second.find(k->entry);
+      if (r == rs->second.end() || r->second.registers < 0)
+        throw CompileError("ptxas reported no register count for entry " + k->entry + " of " +
+                           file);
+      const PtxasInfo &pi = r->second;
+      launch["ptxas"] = {{"arch", m.target},
+                         {"registers", pi.registers},
+                         {"shared_bytes", pi.sharedBytes},
+                         {"stack_bytes", pi.stackBytes},
+                         {"spill_store_bytes", pi.spillStores},
+                         {"spill_load_bytes", pi.spillLoads}};
+      line += ", " + std::to_string(pi.registers) + " registers, " +
+              std::to_string(pi.sharedBytes) + " B smem, " + std::to_string(pi.stackBytes) +
+              " B stack, spills " + std::to_string(pi.spillStores) + "/" +
+              std::to_string(pi.spillLoads) + " B";
+    }
+    if (scheduleName)
+      line += ", schedule " + *scheduleName;
+    line += tiles.empty() ? ", bank conflicts: no ldmatrix/cp.async tiles"
+                          : ", bank conflicts: " + std::to_string(worst) + "-way worst over " +
+                                std::to_string(tiles.size()) + " tile(s)";
+    report.push_back(line);
+    // Shared / workgroup memory against the target's per-block limit: ptxas's count
+    // for PTX, the IR's static count for every target (SPIR-V has no ptxas).
+    int64_t smem = k->workgroupBytes;
+    if (launch.contains("ptxas"))
+      smem = std::max(smem, launch["ptxas"]["shared_bytes"].get<int64_t>());
+    launch["workgroup_bytes"] = k->workgroupBytes;
+    if (sched.maxSmemBytesPerBlock > 0 && smem > sched.maxSmemBytesPerBlock)
+      throw CompileError("target " + m.target + ": kernel " + k->entry + " uses " +
+                         std::to_string(smem) + " bytes of shared memory, more than the " +
+                         m.target + " schedule's max_smem_bytes_per_block " +
+                         std::to_string(sched.maxSmemBytesPerBlock));
+    m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
+  };
+  for (const codegen::LaunchGroup &group : p.groups) {
+    for (const codegen::KernelRef &ref : group.kernels)
+      recordKernel(ref);
     // The group's first graph op carries the launches; the others were fused into it.
     json &anchor = ops.at(group.graphOps.front());
     anchor["launches"] = launchRecords(m, group, kernelOf);
@@ -417,6 +420,11 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       anchor["fused"].push_back(group.graphOps[i]);
     }
   }
+  // 4. Greedy sampling on the device: argmax of each output row of the graph's output
+  //    (the logits), so a greedy decode step copies back token ids, not logits.
+  const codegen::KernelRef argmax{"argmax_f32", "argmax_f32", "all"};
+  recordKernel(argmax);
+  m.graph["sampling"] = {{"argmax", samplingRecord(m, argmax, kernelOf)}};
   if (log.info)
     for (const std::string &line : report)
       log.info("kernel " + line);

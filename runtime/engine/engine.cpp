@@ -255,6 +255,10 @@ class PackageEngine final : public Engine {
       dopt.n_ctx = info_.n_ctx;
       dopt.n_vocab = nv;
       dopt.speculative = req.speculative.value_or(opts_.speculative);
+      // Greedy with nothing that needs the logits on the host: a GPU decode step copies
+      // back token ids only (the cpu backend has no such path and ignores it).
+      dopt.device_argmax = req.sampling.temperature <= 0 && req.sampling.presence_penalty == 0 &&
+                           req.sampling.frequency_penalty == 0 && req.logprobs < 0;
       dopt.lookup.draft_max = std::max(1, opts_.spec_draft_max);
       dopt.lookup.draft_init = std::min(dopt.lookup.draft_init, dopt.lookup.draft_max);
       HistoryModel seq(*model_, history_);
@@ -324,6 +328,11 @@ class PackageEngine final : public Engine {
     void truncate(int n) override {
       m_.truncate(n);
       history_.resize(static_cast<size_t>(m_.n_past()));
+    }
+    bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, std::vector<int32_t>& ids) override {
+      if (!m_.forward_argmax(tokens, n_tokens, n_out, exec::SequenceModel::Rows::Generated, ids)) return false;
+      history_.insert(history_.end(), tokens, tokens + n_tokens);
+      return true;
     }
 
    private:

@@ -36,7 +36,7 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
   int32_t tok = sampler.sample(logits.data(), nv);  // emitted but not yet in the KV cache
   if (!put(tok, logits.data(), emitted)) return st;
 
-  std::vector<int32_t> draft, batch;
+  std::vector<int32_t> draft, batch, ids;
   for (;;) {
     const int n_past = model.n_past();
     if (n_past + 1 > opts.n_ctx) break;  // context full: Length
@@ -46,6 +46,11 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
     }
     ++st.forward_passes;
     if (!opts.speculative || draft.empty()) {
+      if (opts.device_argmax && model.forward_argmax(&tok, 1, 1, ids)) {
+        tok = ids[0];
+        if (!put(tok, nullptr, emitted)) break;
+        continue;
+      }
       model.forward(&tok, 1, 1, logits);
       tok = sampler.sample(logits.data(), nv);
       if (!put(tok, logits.data(), emitted)) break;
@@ -55,15 +60,22 @@ DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& log
     const int k = static_cast<int>(draft.size());
     batch.assign(1, tok);
     batch.insert(batch.end(), draft.begin(), draft.end());
-    model.forward(batch.data(), k + 1, k + 1, logits);
+    const bool by_ids = opts.device_argmax && model.forward_argmax(batch.data(), k + 1, k + 1, ids);
+    if (!by_ids) model.forward(batch.data(), k + 1, k + 1, logits);
     st.drafted += k;
     ++st.verify_passes;
     int accepted = 0;
     bool go = true;
     for (int i = 0; i <= k; ++i) {
-      const float* row = logits.data() + static_cast<size_t>(i) * nv;
+      const float* row = by_ids ? nullptr : logits.data() + static_cast<size_t>(i) * nv;
       bool ok = false;
-      const int32_t t = i < k ? sampler.verify(row, nv, draft[static_cast<size_t>(i)], ok) : sampler.sample(row, nv);
+      int32_t t;
+      if (by_ids) {  // greedy: the row's argmax, accepted when it is the draft token
+        t = ids[static_cast<size_t>(i)];
+        ok = i < k && t == draft[static_cast<size_t>(i)];
+      } else {
+        t = i < k ? sampler.verify(row, nv, draft[static_cast<size_t>(i)], ok) : sampler.sample(row, nv);
+      }
       go = put(t, row, emitted);
       if (ok && emitted) ++accepted;
       if (!go || !ok) {

@@ -33,6 +33,13 @@ class DecodeModel {
   virtual void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) = 0;
   /// Drops the KV entries at positions >= n.
   virtual void truncate(int n) = 0;
+  /// forward() returning only the argmax (greedy token) of each of the last n_out rows in
+  /// `ids`, computed where the logits are; false (nothing run) when the model has no such
+  /// path. Used by decode() when DecodeOptions::device_argmax.
+  virtual bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, std::vector<int32_t>& ids) {
+    (void)tokens, (void)n_tokens, (void)n_out, (void)ids;
+    return false;
+  }
 };
 
 struct DecodeOptions {
@@ -40,6 +47,11 @@ struct DecodeOptions {
   int n_ctx = 0;             ///< the model's context (tokens): n_past never exceeds it
   int n_vocab = 0;           ///< logits row width
   bool speculative = true;   ///< draft and verify; false = one token per forward pass
+  /// The sampler is greedy with no penalties and `emit` needs no logits rows (no
+  /// logprobs): decode passes ask the model for argmax token ids only
+  /// (DecodeModel::forward_argmax; a GPU then copies back ids, not logits). The tokens are
+  /// the same: argmax with ties to the lowest id is what greedy sample() and verify() pick.
+  bool device_argmax = false;
   PromptLookupOptions lookup;
 };
 
@@ -57,7 +69,8 @@ struct DecodeStats {
 /// initial history; the model's KV cache already holds them). `is_eog(t)`: t ends
 /// generation (not emitted; finish = Stop). `emit(t, row)`: a generated token, in order,
 /// with the f32 [n_vocab] logits row it was chosen from (valid during the call; for
-/// logprobs); return false to stop (finish = Cancelled). Ends with Length when max_tokens tokens were
+/// logprobs; nullptr for tokens of a device_argmax pass); return false to stop (finish =
+/// Cancelled). Ends with Length when max_tokens tokens were
 /// emitted or the context is full. Exceptions of the model propagate.
 DecodeStats decode(DecodeModel& model, Sampler& sampler, std::vector<float>& logits, const std::vector<int32_t>& prompt,
                    const DecodeOptions& opts, const std::function<bool(int32_t)>& is_eog,

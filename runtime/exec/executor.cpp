@@ -103,6 +103,12 @@ struct GraphExecutor::Impl {
   }
 
   void plan(const package::LoadedPackage& pkg);
+  Launch resolve(const package::LoadedPackage& pkg, const package::Launch& r, const std::string& where,
+                 const std::map<std::string, int>& buf_index);
+  std::vector<package::Launch> argmax_records;  // graph.sampling.argmax (argmax.launches point into it)
+  OpPlan argmax;                                // greedy sampling as an output-rows op
+  int argmax_ids = -1;                          // its scratch of token ids
+  std::vector<int32_t> ids_rows;                // per forward: downloaded token ids
   // SWZ_DUMP_DIR=dir (single-sequence passes): each op's output rows written to
   // dir/<op index>_<buffer>.f32 as the cpu backend does (CpuModel::forward), so the two
   // can be compared op by op (test/python/test_gpu_execution.py, the conformance check).
@@ -179,42 +185,58 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
     if (!by_op[i])
       throw std::runtime_error("graph op " + std::to_string(i) + " (" + op.kind + ") has no launch records");
     const std::vector<package::Launch>& recs = by_op[i]->launches;
-    for (size_t li = 0; li < recs.size(); ++li) {
-      const package::Launch& r = recs[li];
-      Launch l;
-      l.rec = &r;
-      l.where = "graph.ops[" + std::to_string(i) + "].launches[" + std::to_string(li) + "] (" + r.kernel + ")";
-      l.kernel = be->kernel_index(r.kernel);
-      for (const package::Binding& b : r.args) {
-        int index = -1;
-        switch (b.kind) {
-          case package::Binding::Buffer:
-            index = buf_index.at(b.name);
-            if (r.output_rows) bufs[index].read_by_output = true;
-            break;
-          case package::Binding::Weight: {
-            const gguf::TensorInfo* t = pkg.gguf.tensor(b.name);
-            if (!t) throw std::runtime_error(l.where + ": weight " + b.name + " is not in " + pkg.gguf.path());
-            index = index_of(weights, b.name);
-            weights[index].data = t->data;
-            weights[index].bytes = t->n_bytes;
-            break;
-          }
-          case package::Binding::Scratch: {
-            index = index_of(scratch, b.name);
-            // Sized once, for the largest pass: max_T rows, a full context.
-            const double v[2] = {static_cast<double>(opts.max_rows), static_cast<double>(opts.n_ctx)};
-            scratch[index].bytes = std::max<size_t>(scratch[index].bytes, b.value.as_int(v, l.where + " scratch " + b.name));
-            break;
-          }
-          default: break;
-        }
-        l.index.push_back(index);
-      }
-      op.launches.push_back(std::move(l));
-    }
+    for (size_t li = 0; li < recs.size(); ++li)
+      op.launches.push_back(resolve(pkg, recs[li], "graph.ops[" + std::to_string(i) + "].launches[" + std::to_string(li) + "]",
+                                    buf_index));
     ops.push_back(std::move(op));
   }
+  // Greedy sampling on the device (graph.sampling.argmax): token ids of the output rows.
+  argmax_records = package::parse_argmax_launches(m);
+  if (!argmax_records.empty()) {
+    const json& op = g.at("sampling").at("argmax");
+    argmax.kind = "argmax";
+    argmax.output_rows = true;
+    argmax.in_buffers.push_back(buf_index.at(op.at("in").at(0).get<std::string>()));
+    for (size_t li = 0; li < argmax_records.size(); ++li)
+      argmax.launches.push_back(resolve(pkg, argmax_records[li], "graph.sampling.argmax.launches[" + std::to_string(li) + "]",
+                                        buf_index));
+    argmax_ids = index_of(scratch, op.at("out").get<std::string>());
+  }
+}
+
+Launch GraphExecutor::Impl::resolve(const package::LoadedPackage& pkg, const package::Launch& r, const std::string& where,
+                                    const std::map<std::string, int>& buf_index) {
+  Launch l;
+  l.rec = &r;
+  l.where = where + " (" + r.kernel + ")";
+  l.kernel = be->kernel_index(r.kernel);
+  for (const package::Binding& b : r.args) {
+    int index = -1;
+    switch (b.kind) {
+      case package::Binding::Buffer:
+        index = buf_index.at(b.name);
+        if (r.output_rows) bufs[index].read_by_output = true;
+        break;
+      case package::Binding::Weight: {
+        const gguf::TensorInfo* t = pkg.gguf.tensor(b.name);
+        if (!t) throw std::runtime_error(l.where + ": weight " + b.name + " is not in " + pkg.gguf.path());
+        index = index_of(weights, b.name);
+        weights[index].data = t->data;
+        weights[index].bytes = t->n_bytes;
+        break;
+      }
+      case package::Binding::Scratch: {
+        index = index_of(scratch, b.name);
+        // Sized once, for the largest pass: max_T rows, a full context.
+        const double v[2] = {static_cast<double>(opts.max_rows), static_cast<double>(opts.n_ctx)};
+        scratch[index].bytes = std::max<size_t>(scratch[index].bytes, b.value.as_int(v, l.where + " scratch " + b.name));
+        break;
+      }
+      default: break;
+    }
+    l.index.push_back(index);
+  }
+  return l;
 }
 
 GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<backend::Backend> be,
@@ -362,7 +384,12 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
   be->launch(l.kernel, grid, static_cast<uint32_t>(r.dynamic_smem.as_int(values.data(), l.where + " dynamic_smem")), args);
 }
 
-void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>& logits) {
+void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>& logits) { forward(seqs, &logits, nullptr); }
+
+bool GraphExecutor::has_device_argmax() const { return !impl_->argmax.launches.empty(); }
+
+void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) {
+  if (token_ids && !has_device_argmax()) throw std::invalid_argument("forward: this package has no device argmax (graph.sampling)");
   std::lock_guard<std::mutex> lock(mu_);
   Impl& m = *impl_;
   if (seqs.empty()) throw std::invalid_argument("forward: no sequences");
@@ -413,7 +440,9 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   // compact[b]: 0 = full rows, 1 = output rows in `main` (written by an output op),
   // 2 = output rows gathered into `gathered`.
   m.compact.assign(m.bufs.size(), 0);
-  for (const OpPlan& op : m.ops) {
+  // One op (its launches over the rows of their phase and scope), output ops on the
+  // gathered output rows.
+  auto run_op = [&](const OpPlan& op) {
     const bool output = op.output_rows;
     if (output) {
       for (int b : op.in_buffers) {
@@ -451,21 +480,35 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
       }
     }
     if (output && op.out_buffer >= 0) m.compact[op.out_buffer] = 1;
-    if (m.dump_dir && n == 1) m.dump(op, output ? out_rows : rows, output);
+    if (m.dump_dir && n == 1 && !op.dumps.empty()) m.dump(op, output ? out_rows : rows, output);
+  };
+  for (const OpPlan& op : m.ops) run_op(op);
+  // For each sequence in the caller's order: its arranged index.
+  std::vector<int> arranged(n);
+  for (int k = 0; k < n; ++k) arranged[order[k]] = k;
+  if (token_ids) {
+    // Greedy sampling on the device: only the output rows' token ids come back.
+    run_op(m.argmax);
+    m.ids_rows.resize(static_cast<size_t>(out_rows));
+    m.be->download(m.ids_rows.data(), m.scratch[m.argmax_ids].buf, 0, m.ids_rows.size() * 4);
+    token_ids->clear();
+    for (int i = 0; i < n; ++i)
+      token_ids->insert(token_ids->end(), m.ids_rows.begin() + out0[arranged[i]], m.ids_rows.begin() + out0[arranged[i]] + seqs[i].n_out);
   }
+  if (!logits) return;
   // Logits: the output buffer's output rows, back in the caller's sequence order.
   const GraphBuffer& ob = m.bufs[m.out_buf];
   const size_t row_bytes = static_cast<size_t>(ob.width) * 4;
-  logits.resize(static_cast<size_t>(out_rows) * n_vocab_);
+  logits->resize(static_cast<size_t>(out_rows) * n_vocab_);
   if (m.compact[m.out_buf]) {
     m.out_rows.resize(static_cast<size_t>(out_rows) * ob.width);
     m.be->download(m.out_rows.data(), m.compact[m.out_buf] == 2 ? ob.gathered : ob.main, 0, out_rows * row_bytes);
   }
   size_t at = 0;
   for (int i = 0; i < n; ++i) {
-    const int k = static_cast<int>(std::find(order.begin(), order.end(), i) - order.begin());
+    const int k = arranged[i];
     const SequenceStep& s = seqs[i];
-    float* dst = logits.data() + at * n_vocab_;
+    float* dst = logits->data() + at * n_vocab_;
     if (m.compact[m.out_buf]) {
       std::copy_n(m.out_rows.data() + static_cast<size_t>(out0[k]) * ob.width, static_cast<size_t>(s.n_out) * ob.width, dst);
     } else {
@@ -506,6 +549,17 @@ void GraphModel::attach(std::vector<int> pages, int n_past) {
 }
 
 void GraphModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) {
+  run(tokens, n_tokens, n_out, rows, &logits, nullptr);
+}
+
+bool GraphModel::forward_argmax(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<int32_t>& ids) {
+  if (!ex_.has_device_argmax()) return false;
+  run(tokens, n_tokens, n_out, rows, nullptr, &ids);
+  return true;
+}
+
+void GraphModel::run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>* logits,
+                     std::vector<int32_t>* ids) {
   if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
   if (n_past_ + n_tokens > n_ctx())
     throw std::length_error("KV cache full: " + std::to_string(n_past_) + " + " + std::to_string(n_tokens) +
@@ -528,7 +582,9 @@ void GraphModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows ro
   // Prompt rows go through the executor in chunks of its row budget.
   const int max_rows = ex_.options().max_rows;
   std::vector<float> part;
-  logits.clear();
+  std::vector<int32_t> part_ids;
+  if (logits) logits->clear();
+  if (ids) ids->clear();
   for (int i = 0; i < n_tokens; i += max_rows) {
     const int cnt = std::min(max_rows, n_tokens - i);
     SequenceStep s;
@@ -542,8 +598,9 @@ void GraphModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows ro
     s.n_out = std::max(1, out_here);
     s.rows = rows;
     s.n_blocks = (s.pos0 + cnt + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens;
-    ex_.forward(std::span<const SequenceStep>(&s, 1), part);
-    if (out_here > 0) logits.insert(logits.end(), part.begin(), part.end());
+    ex_.forward(std::span<const SequenceStep>(&s, 1), logits ? &part : nullptr, ids ? &part_ids : nullptr);
+    if (out_here > 0 && logits) logits->insert(logits->end(), part.begin(), part.end());
+    if (out_here > 0 && ids) ids->insert(ids->end(), part_ids.begin(), part_ids.end());
   }
   n_past_ += n_tokens;
 }

@@ -75,6 +75,14 @@ class GraphExecutor {
   /// over max_rows / max_seqs, a sequence past n_ctx or with too few blocks;
   /// backend::Error when the device fails.
   void forward(std::span<const SequenceStep> seqs, std::vector<float>& logits);
+  /// The same pass with what comes back chosen: `logits` (may be null) as above and/or
+  /// `token_ids` [sum n_out]: each output row's argmax (ties to the lowest id), computed
+  /// on the device by the package's graph.sampling.argmax records, so a greedy step copies
+  /// back n_out ids instead of n_out x n_vocab floats. Throws std::invalid_argument for
+  /// token_ids when !has_device_argmax().
+  void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids);
+  /// Whether the package has device argmax records (swizzlec writes them for GPU targets).
+  bool has_device_argmax() const;
 
   int n_vocab() const { return n_vocab_; }
   const ExecutorOptions& options() const { return opts_; }
@@ -111,8 +119,10 @@ class GraphModel final : public SequenceModel {
   void release() override;
   const std::vector<int>& block_table() const override { return block_table_; }
   void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) override;
+  bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<int32_t>& ids) override;
 
  private:
+  void run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>* logits, std::vector<int32_t>* ids);
   GraphExecutor& ex_;
   kvcache::PageAllocator& kv_;
   std::vector<int> block_table_;

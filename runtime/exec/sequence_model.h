@@ -42,6 +42,14 @@ class SequenceModel {
   /// `logits` (resized). Throws std::length_error if the sequence would pass n_ctx or no
   /// page can be allocated (the sequence is unchanged but may hold new pages).
   virtual void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) = 0;
+  /// forward() that brings back only each wanted row's argmax (the greedy token; ties to
+  /// the lowest id) in `ids` [n_out], computed where the logits are (a GPU keeps them).
+  /// Returns false, having run nothing, when the backend has no such path (cpu: the
+  /// logits are in host memory already); the caller then uses forward().
+  virtual bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<int32_t>& ids) {
+    (void)tokens, (void)n_tokens, (void)n_out, (void)rows, (void)ids;
+    return false;
+  }
 };
 
 }  // namespace swz::exec

@@ -84,5 +84,6 @@ class Checker {
 /// The launch records of every graph op of `m` (graph, kernels and weight_plan already
 /// read), validated as docs/package-format.md says; throws Error through `c`.
 std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m);
+std::vector<Launch> parse_argmax_launches(const Checker& c, const Manifest& m);
 
 }  // namespace swz::package::detail

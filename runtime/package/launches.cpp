@@ -309,6 +309,28 @@ std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m) {
       c.fail(p + ".launches", "must cover every forward pass: phase \"all\", or both \"decode\" and \"prefill\"");
     out.push_back(std::move(ol));
   }
+  parse_argmax_launches(c, m);
+  return out;
+}
+
+std::vector<Launch> parse_argmax_launches(const Checker& c, const Manifest& m) {
+  std::vector<Launch> out;
+  if (!m.graph.contains("sampling")) return out;
+  const json& sampling = c.object(m.graph, "graph", "sampling");
+  if (!sampling.contains("argmax")) return out;
+  const std::string p = "graph.sampling.argmax";
+  const json& op = c.object(sampling, "graph.sampling", "argmax");
+  if (op.value("op", "") != "argmax" || op.value("rows", "") != "output" || !op.contains("in") ||
+      !op["in"].is_array() || op["in"].size() != 1 || op["in"][0] != m.graph["output"])
+    c.fail(p, "expected {\"op\": \"argmax\", \"in\": [the graph's output], \"out\": ..., \"rows\": \"output\", \"launches\": [...]}");
+  const json& records = c.array(op, p, "launches");
+  if (records.empty()) c.fail(p + ".launches", "must not be empty");
+  for (size_t j = 0; j < records.size(); ++j) {
+    Launch l = RecordParser(c, m, op, Checker::idx(p + ".launches", j)).parse(records[j]);
+    if (l.phase != Phase::All || l.scope != Scope::Batch)
+      c.fail(Checker::idx(p + ".launches", j), "greedy sampling runs on every pass, over the batch (phase all, scope batch)");
+    out.push_back(std::move(l));
+  }
   return out;
 }
 
@@ -316,6 +338,10 @@ std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m) {
 
 std::vector<OpLaunches> parse_launches(const Manifest& m) {
   return detail::parse_launches(Checker("manifest"), m);
+}
+
+std::vector<Launch> parse_argmax_launches(const Manifest& m) {
+  return detail::parse_argmax_launches(Checker("manifest"), m);
 }
 
 }  // namespace swz::package

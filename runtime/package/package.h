@@ -177,6 +177,12 @@ struct OpLaunches {
 /// that from_json() accepted never throws.
 std::vector<OpLaunches> parse_launches(const Manifest& m);
 
+/// Greedy sampling on the device, `graph.sampling.argmax` (GPU targets; empty when the
+/// package has none): records over the output rows of the graph's output (the logits)
+/// writing one i32 token id per row (argmax, ties to the lowest id) into the scratch the
+/// pseudo op's `out` names. Throws Error as parse_launches.
+std::vector<Launch> parse_argmax_launches(const Manifest& m);
+
 /// Serializes the typed fields (format tag included). Does not validate; see validate().
 nlohmann::json to_json(const Manifest& m);
 

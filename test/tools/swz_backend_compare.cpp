@@ -20,6 +20,10 @@
 // differ there, the cpu's top-2 gap at that position is below `tie` x std (a near-tie
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
+// Each decode step is also run with greedy sampling on the device (forward_argmax, what a
+// greedy decode step of the engine runs): its token id must equal the host argmax of the
+// step's logits (counted; any difference fails the run).
+//
 // Both packages are opened as the engine opens them (exec::open_backend_model): the GPU
 // one through backend::create_backend, exec::GraphExecutor and exec::GraphModel over a
 // kvcache::BlockManager whose pages live on the device.
@@ -107,6 +111,8 @@ int main(int argc, char** argv) {
     const int nv = cpu->bm.model->n_vocab();
     json report = json::array();
     bool all_pass = true;
+    long argmax_checked = 0, argmax_differ = 0;
+    std::vector<int32_t> ids;
     std::printf("%-3s %-7s %-10s %-10s %-10s %-12s %-12s %-10s %s\n", "#", "prompt", "first_diff", "mean_err", "max_err",
                 "max_abs_err", "err_at_diff", "gap/std", "verdict");
     for (int p = 0; p < n_prompts; ++p) {
@@ -147,6 +153,16 @@ int main(int argc, char** argv) {
         if (i + 1 < n) {
           cpu->bm.model->forward(&tc, 1, 1, Rows::Generated, lc);
           gpu->bm.model->forward(&tc, 1, 1, Rows::Generated, lg);
+          // The same pass with greedy sampling on the device (what a greedy decode step
+          // runs): its token id must be the host argmax of the logits just copied back.
+          swz::exec::SequenceModel& g = *gpu->bm.model;
+          g.truncate(g.n_past() - 1);
+          if (g.forward_argmax(&tc, 1, 1, Rows::Generated, ids)) {
+            ++argmax_checked;
+            if (ids.at(0) != swz::engine::argmax(lg.data(), nv)) ++argmax_differ;
+          } else {
+            g.forward(&tc, 1, 1, Rows::Generated, lg);
+          }
         }
       }
       const size_t upto = first_diff < 0 ? errs.size() : static_cast<size_t>(first_diff) + 1;
@@ -168,11 +184,16 @@ int main(int argc, char** argv) {
                         {"gap_over_std_at_diff", gap_at_diff},
                         {"pass", pass}});
     }
+    std::printf("device argmax: %ld of %ld decode steps differ from the host argmax of the same logits\n", argmax_differ,
+                argmax_checked);
+    all_pass &= argmax_differ == 0;
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
                 5 * tol, tie);
     if (!json_path.empty())
-      std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie}, {"prompts", report}}
+      std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie},
+                                       {"device_argmax_checked", argmax_checked}, {"device_argmax_differ", argmax_differ},
+                                       {"prompts", report}}
                                       .dump(1, ' ', false, json::error_handler_t::replace);  // a token may end mid-character
     return all_pass ? 0 : 1;
   } catch (const std::exception& e) {
