@@ -25,8 +25,9 @@
 # run writes the same GGUFs again at the path the packages recorded (this checkout's
 # path, linked to the copy on the GPU machine), then per model: swz-backend-compare
 # (greedy tokens of 8 prompts x 64 against the cpu backend, logits within the stated
-# bound), swz-backend-check (kernels through the backend, offset arguments),
-# compute-sanitizer memcheck and racecheck on one prefill and one decode step; on the
+# bound; device argmax against the host's; batch invariance, reported), swz-backend-check
+# (kernels through the backend, offset arguments), compute-sanitizer memcheck (racecheck
+# on the first model) on one prefill and one decode step, swz-bench pp512/tg128; on the
 # SmolLM2-shaped model also the prefix-cache exactness, speculative identity and openai /
 # anthropic SDK tests against `swizzle-rt serve` of its sm_90 package. Logs and JSON go to
 # $OUT (or <build-dir>/gpu-e2e/out); a summary table is printed last.
@@ -51,10 +52,10 @@ prepare)
   set -e
   lite=$build-lite
   [ -f "$lite/build.ninja" ] || cmake -S "$src" -B "$lite" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWZ_BUILD_COMPILER=OFF >/dev/null
-  cmake --build "$lite" --target swizzlec swizzle-rt swz-backend-compare swz-spec-check swz-backend-check
+  cmake --build "$lite" --target swizzlec swizzle-rt swz-bench swz-backend-compare swz-spec-check swz-backend-check
   cmake --build "$build" --target swizzlec
   rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/models" "$dir/wheels" "$dir/test/tools"
-  cp -a "$lite/server/swizzle-rt" "$lite/server/lib" "$lite/compiler/swizzlec" "$lite/test/tools/swz-backend-compare" \
+  cp -a "$lite/server/swizzle-rt" "$lite/server/lib" "$lite/compiler/swizzlec" "$lite/bench/swz-bench" "$lite/test/tools/swz-backend-compare" \
         "$lite/runtime/backend/swz-backend-check" "$dir/bin/"
   cp -a "$lite/test/tools/swz-spec-check" "$dir/test/tools/"  # where test_speculative.py looks (SWZ_BUILD_DIR)
   "$src/.venv/bin/python" - "$("$src/scripts/default-model-path.sh")" "$dir/models/vocab-smollm2.gguf" <<'PY'
@@ -114,7 +115,11 @@ run)
       step "$name.compare" "$bin/swz-backend-compare" "$cpu" "$gpu" -n 64 --prompts 8 --json "$out/compare-$name.json"
       step "$name.backend-check" "$bin/swz-backend-check" "$gpu"
       step "$name.memcheck" compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
-      step "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
+      # racecheck takes minutes a model (shared-memory instrumentation): the first model only.
+      [ "$m" = "${MODELS[0]}" ] && step "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
+      # Where speed stands before the performance work (pp512 / tg128, medians of 3).
+      step "$name.bench" "$bin/swz-bench" "$gpu" --pp 512 --tg 128 --reps 3
     done
   fi
   if [ "$what" = pytest ] || [ "$what" = all ]; then

@@ -24,7 +24,7 @@ std::string kv_format(const std::string& target) {
 }
 
 BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kvcache::CacheOptions cache,
-                                const kvcache::BlockKey& model_key, int n_threads, int max_rows) {
+                                const kvcache::BlockKey& model_key, int n_threads, int max_rows, int max_seqs) {
   const package::Manifest& mf = pkg.manifest;
   const kvcache::PageLayout layout = cpu::kv_layout(mf.graph);
   BackendModel r;
@@ -38,7 +38,7 @@ BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kv
   }
   ExecutorOptions eo;
   eo.max_rows = max_rows;
-  eo.max_seqs = 1;
+  eo.max_seqs = max_seqs;
   eo.n_ctx = n_ctx;
   eo.n_pages = cache.n_pages;
   r.executor = std::make_unique<GraphExecutor>(pkg, backend::create_backend(mf.target), eo);

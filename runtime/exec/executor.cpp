@@ -67,6 +67,12 @@ struct GraphExecutor::Impl {
   std::unique_ptr<backend::Backend> be;
   ExecutorOptions opts;
   int n_layer = 0, n_head_kv = 0, head_dim = 0, max_blocks = 0;
+  // Per-sequence slots of the staging buffers, in elements, padded so that every slot
+  // starts at a multiple of backend::kMemrefOffsetAlignment bytes (a Vulkan storage
+  // buffer offset must be aligned): block tables, and positions for sequence-scope
+  // launches (batch-scope launches read `positions` contiguously).
+  int table_stride = 0, pos_stride = 0;
+  std::vector<int> seq_pos0;  // per arranged sequence: its first position this pass
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
   std::vector<backend::Buffer> kv_k, kv_v;  // per layer: n_pages tiles
   std::vector<GraphBuffer> bufs;
@@ -75,9 +81,9 @@ struct GraphExecutor::Impl {
   std::vector<package::OpLaunches> records;  // parse_launches(); ops' Launch::rec point into it
   std::vector<OpPlan> ops;
   int out_buf = -1;
-  backend::Buffer tokens, positions, block_tables, dummy;
+  backend::Buffer tokens, positions, seq_positions, block_tables, dummy;
   // Per forward (reused, never shrunk).
-  std::vector<int32_t> h_tokens, h_positions, h_tables;
+  std::vector<int32_t> h_tokens, h_positions, h_seq_positions, h_tables;
   std::vector<backend::Arg> args;
   std::vector<double> values;
   std::vector<char> compact;  // per graph buffer: holds output rows compactly this pass
@@ -99,7 +105,7 @@ struct GraphExecutor::Impl {
     for (auto& b : bufs) f(b.main), f(b.gathered);
     for (auto& w : weights) f(w.buf);
     for (auto& s : scratch) f(s.buf);
-    f(tokens), f(positions), f(block_tables), f(dummy);
+    f(tokens), f(positions), f(seq_positions), f(block_tables), f(dummy);
   }
 
   void plan(const package::LoadedPackage& pkg);
@@ -271,8 +277,12 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
     m.kv_v.push_back(m.alloc(m.tile_bytes * opts.n_pages, "V cache of layer " + std::to_string(l)));
   }
   m.tokens = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "token ids");
+  const int align = static_cast<int>(backend::kMemrefOffsetAlignment / 4);
+  m.table_stride = (m.max_blocks + align - 1) / align * align;
+  m.pos_stride = (opts.max_rows + align - 1) / align * align;
   m.positions = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "positions");
-  m.block_tables = m.alloc(static_cast<size_t>(opts.max_seqs) * m.max_blocks * 4, "block tables");
+  m.seq_positions = m.alloc(static_cast<size_t>(opts.max_seqs) * m.pos_stride * 4, "positions per sequence");
+  m.block_tables = m.alloc(static_cast<size_t>(opts.max_seqs) * m.table_stride * 4, "block tables");
   m.dummy = m.alloc(256, "absent arguments");
   m.be->fill32(m.dummy, 0, 256, 0);
   m.be->synchronize();
@@ -357,12 +367,19 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
       }
       case package::Binding::Weight: arg.buffer = weights[index].buf; break;
       case package::Binding::Tokens: arg.buffer = tokens, arg.offset = static_cast<size_t>(row0) * 4; break;
-      case package::Binding::Positions: arg.buffer = positions, arg.offset = static_cast<size_t>(row0) * 4; break;
+      case package::Binding::Positions:
+        if (seq_slot < 0) {
+          arg.buffer = positions, arg.offset = static_cast<size_t>(row0) * 4;
+        } else {  // the sequence's own slot (aligned), from its first position this pass
+          arg.buffer = seq_positions;
+          arg.offset = (static_cast<size_t>(seq_slot) * pos_stride + (pos0 - seq_pos0[seq_slot])) * 4;
+        }
+        break;
       case package::Binding::Scratch: arg.buffer = scratch[index].buf; break;
       case package::Binding::Kv: arg.buffer = (b.name == "v" ? kv_v : kv_k)[b.layer]; break;
       case package::Binding::BlockTable:
         if (seq_slot < 0) throw std::runtime_error(l.where + ": a block table in a batch-scope launch");
-        arg.buffer = block_tables, arg.offset = static_cast<size_t>(seq_slot) * max_blocks * 4;
+        arg.buffer = block_tables, arg.offset = static_cast<size_t>(seq_slot) * table_stride * 4;
         break;
       default: arg.buffer = dummy; break;  // Absent
     }
@@ -405,7 +422,9 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   bool identity = true;
   m.h_tokens.clear();
   m.h_positions.clear();
-  m.h_tables.assign(static_cast<size_t>(n) * m.max_blocks, 0);
+  m.h_tables.assign(static_cast<size_t>(n) * m.table_stride, 0);
+  m.h_seq_positions.assign(static_cast<size_t>(n) * m.pos_stride, 0);
+  m.seq_pos0.assign(n, 0);
   for (int k = 0; k < n; ++k) {
     const SequenceStep& s = seqs[order[k]];
     if (s.n_tokens < 1 || s.n_out < 1 || s.n_out > s.n_tokens || s.pos0 < 0)
@@ -427,8 +446,10 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     for (int i = 0; i < s.n_tokens; ++i) {
       m.h_tokens.push_back(s.tokens[i]);
       m.h_positions.push_back(s.pos0 + i);
+      m.h_seq_positions[static_cast<size_t>(k) * m.pos_stride + i] = s.pos0 + i;
     }
-    std::copy(s.block_table, s.block_table + s.n_blocks, m.h_tables.begin() + static_cast<ptrdiff_t>(k) * m.max_blocks);
+    m.seq_pos0[k] = s.pos0;
+    std::copy(s.block_table, s.block_table + s.n_blocks, m.h_tables.begin() + static_cast<ptrdiff_t>(k) * m.table_stride);
   }
   if (rows > opts_.max_rows)
     throw std::invalid_argument("forward: " + std::to_string(rows) + " rows, at most " + std::to_string(opts_.max_rows));
@@ -436,6 +457,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     if (t < 0 || t >= n_vocab_) throw std::out_of_range("token id " + std::to_string(t) + " outside the vocabulary");
   m.be->upload(m.tokens, 0, m.h_tokens.data(), m.h_tokens.size() * 4);
   m.be->upload(m.positions, 0, m.h_positions.data(), m.h_positions.size() * 4);
+  m.be->upload(m.seq_positions, 0, m.h_seq_positions.data(), m.h_seq_positions.size() * 4);
   m.be->upload(m.block_tables, 0, m.h_tables.data(), m.h_tables.size() * 4);
   // compact[b]: 0 = full rows, 1 = output rows in `main` (written by an output op),
   // 2 = output rows gathered into `gathered`.

@@ -32,6 +32,7 @@
 #include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,16 +65,106 @@ struct Model {
   swz::exec::BackendModel bm;
 };
 
-/// A package on its target's backend with a plain paged KV cache for one sequence (no
-/// prefix cache), as the engine opens it.
+/// A package on its target's backend with a plain paged KV cache (no prefix cache), as
+/// the engine opens it; the GPU executor takes up to 8 sequences a pass (batch_check).
 std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
   auto r = std::make_unique<Model>();
   r->pkg = std::make_unique<swz::package::LoadedPackage>(swz::package::open_package(path));
   swz::kvcache::CacheOptions co;
-  co.n_pages = (n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
+  // Pages for the compared sequence and for the batch check's sequences (batch_check).
+  co.n_pages = 9 * ((n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1);
   co.prefix_cache = false;
-  r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), swz::kvcache::BlockKey{});
+  r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), swz::kvcache::BlockKey{}, 0, 512, 8);
   return r;
+}
+
+/// Batch invariance of the executor (exec::GraphExecutor::forward over several sequences,
+/// the continuous-batching path): `prompts` prefilled together in one pass, then one
+/// decode step of all of them together, then a mixed pass (decode rows of the first half,
+/// a second prompt chunk of the others), each sequence's logits compared with the same
+/// sequence run alone (memcmp). Returns the number of rows that differ; prints them.
+/// Informational: batch-invariant kernels are the scheduler issue's work.
+long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
+  swz::exec::GraphExecutor& ex = *gpu.bm.executor;
+  swz::kvcache::BlockManager& kv = *gpu.bm.kv;
+  const int n = static_cast<int>(std::min<size_t>(prompts.size(), ex.options().max_seqs));
+  struct Seq {
+    std::vector<int32_t> tokens;  // prompt, then the decode token, then the second chunk
+    std::vector<int> pages;
+  };
+  auto pages_for = [&](int positions) {
+    std::vector<int> p((positions + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens);
+    for (int& x : p) x = kv.alloc_page();
+    return p;
+  };
+  // Each sequence: its prompt (Prompt rows), one generated token (Generated), then 5 more
+  // prompt-like tokens as a second chunk (Prompt rows at pos0 > 0).
+  std::vector<Seq> seqs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    seqs[i].tokens = prompts[i];
+    seqs[i].tokens.push_back(prompts[i][0]);
+    for (int j = 0; j < 5; ++j) seqs[i].tokens.push_back(prompts[i][static_cast<size_t>(j) % prompts[i].size()]);
+  }
+  using swz::exec::SequenceStep;
+  auto step = [&](Seq& q, int from, int count, Rows rows) {
+    SequenceStep st;
+    st.tokens = q.tokens.data() + from;
+    st.n_tokens = count;
+    st.pos0 = from;
+    st.block_table = q.pages.data();
+    st.n_blocks = static_cast<int>(q.pages.size());
+    st.n_out = 1;
+    st.rows = rows;
+    return st;
+  };
+  // The three passes of one sequence alone: logits rows [3][nv].
+  std::vector<std::vector<float>> alone(static_cast<size_t>(n));
+  std::vector<float> l;
+  for (int i = 0; i < n; ++i) {
+    Seq& q = seqs[i];
+    const int np = static_cast<int>(prompts[i].size());
+    q.pages = pages_for(static_cast<int>(q.tokens.size()));
+    SequenceStep a = step(q, 0, np, Rows::Prompt), b = step(q, np, 1, Rows::Generated), c = step(q, np + 1, 5, Rows::Prompt);
+    for (const SequenceStep& st : {a, b, c}) {
+      ex.forward(std::span<const SequenceStep>(&st, 1), l);
+      alone[i].insert(alone[i].end(), l.begin(), l.end());
+    }
+    for (int p : q.pages) kv.unref_page(p);
+  }
+  long differ = 0, rows = 0;
+  auto compare = [&](const std::vector<float>& got, const std::vector<int>& which, int pass) {
+    for (size_t r = 0; r < which.size(); ++r, ++rows) {
+      const float* a = got.data() + r * nv;
+      const float* b = alone[which[r]].data() + static_cast<size_t>(pass) * nv;
+      if (std::memcmp(a, b, sizeof(float) * nv) == 0) continue;
+      ++differ;
+      double d = 0;
+      for (int v = 0; v < nv; ++v) d = std::max(d, std::fabs(static_cast<double>(a[v]) - b[v]));
+      std::printf("  batch pass %d, sequence %d: max |batched - alone| = %.3g\n", pass, which[r], d);
+    }
+  };
+  for (Seq& q : seqs) q.pages = pages_for(static_cast<int>(q.tokens.size()));
+  std::vector<SequenceStep> batch;
+  std::vector<int> which;
+  for (int i = 0; i < n; ++i) batch.push_back(step(seqs[i], 0, static_cast<int>(prompts[i].size()), Rows::Prompt)), which.push_back(i);
+  ex.forward(batch, l);
+  compare(l, which, 0);
+  // Mixed: the first half decode their token while the others do too, then the second
+  // chunk of the first half runs beside nothing, of the second half beside decode rows.
+  batch.clear();
+  for (int i = 0; i < n; ++i) batch.push_back(step(seqs[i], static_cast<int>(prompts[i].size()), 1, Rows::Generated));
+  ex.forward(batch, l);
+  compare(l, which, 1);
+  batch.clear();
+  for (int i = n - 1; i >= 0; --i) batch.push_back(step(seqs[i], static_cast<int>(prompts[i].size()) + 1, 5, Rows::Prompt));
+  std::vector<int> reversed(which.rbegin(), which.rend());
+  ex.forward(batch, l);
+  compare(l, reversed, 2);
+  for (Seq& q : seqs)
+    for (int p : q.pages) kv.unref_page(p);
+  std::printf("batch invariance: %d sequences prefilled, decoded and chunk-prefilled together (reversed order): %ld of %ld logits "
+              "rows differ from the sequence run alone (bitwise)\n", n, differ, rows);
+  return differ;
 }
 
 int usage() {
@@ -187,12 +278,19 @@ int main(int argc, char** argv) {
     std::printf("device argmax: %ld of %ld decode steps differ from the host argmax of the same logits\n", argmax_differ,
                 argmax_checked);
     all_pass &= argmax_differ == 0;
+    std::vector<std::vector<int32_t>> batch_prompts;
+    for (int p = 0; p < n_prompts; ++p) batch_prompts.push_back(tok.encode(kPrompts[p], true, false));
+    gpu->bm.model->release();
+    // Reported, not a pass condition: batch-invariant kernels are the scheduler issue's
+    // work (issue 14); today's kernels differ in the last bits with the batch (see bench/RESULTS.md).
+    const long batch_differ = batch_check(*gpu, batch_prompts, nv);
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
                 5 * tol, tie);
     if (!json_path.empty())
       std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie},
                                        {"device_argmax_checked", argmax_checked}, {"device_argmax_differ", argmax_differ},
+                                       {"batch_rows_differ", batch_differ},
                                        {"prompts", report}}
                                       .dump(1, ' ', false, json::error_handler_t::replace);  // a token may end mid-character
     return all_pass ? 0 : 1;
