@@ -226,6 +226,44 @@ TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
   EXPECT_EQ(swz::package::read_manifest(out).graph["ops"][2]["fused_into"], 1);
 }
 
+// graph.sampling.argmax: parsed by parse_argmax_launches, refused when it is not an
+// argmax over the graph's output rows.
+TEST_F(PackageTest, GreedySamplingRecordsAreCheckedAndParsed) {
+  swz::package::PackageFiles files;
+  Manifest m = gpu_manifest(manifest_, files);
+  const std::string output = m.graph["output"];
+  const std::string n = "T*" + std::to_string(m.graph["buffers"][output].get<int>());
+  json rec = {{"kernel", "sm_90.rows"},
+              {"phase", "all"},
+              {"scope", "batch"},
+              {"rows", "output"},
+              {"grid", {"T", "1", "1"}},
+              {"dynamic_smem", "0"},
+              {"args", {{{"buffer", output}, {"shape", {n}}}, {{"scratch", "ids"}, {"bytes", "max_T*4"}, {"shape", {"T"}}},
+                        {{"i32", "T"}}, {{"f32", 0.5}}}}};
+  m.graph["sampling"] = {{"argmax", {{"op", "argmax"}, {"in", {output}}, {"out", "ids"}, {"rows", "output"}, {"launches", {rec}}}}};
+  const std::string out = (dir_ / "s.swz").string();
+  swz::package::write_package(out, m, files);
+  const std::vector<swz::package::Launch> l = swz::package::parse_argmax_launches(swz::package::read_manifest(out));
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_TRUE(l[0].output_rows);
+  EXPECT_EQ(l[0].args[1].kind, swz::package::Binding::Scratch);
+  EXPECT_EQ(l[0].args[1].name, "ids");
+  EXPECT_TRUE(swz::package::parse_argmax_launches(manifest_).empty());  // optional: cpu packages have none
+  auto expect = [&](Manifest mm, const std::string& what) {
+    EXPECT_NE(error_of([&] { swz::package::write_package(out, mm, files); }).find(what), std::string::npos) << what;
+  };
+  Manifest other = m;
+  other.graph["sampling"]["argmax"]["in"] = {"h"};
+  expect(other, "graph.sampling.argmax: expected {\"op\": \"argmax\", \"in\": [the graph's output]");
+  Manifest phase = m;
+  phase.graph["sampling"]["argmax"]["launches"][0]["phase"] = "decode";
+  expect(phase, "graph.sampling.argmax.launches[0]: greedy sampling runs on every pass, over the batch");
+  Manifest rows = m;
+  rows.graph["sampling"]["argmax"]["launches"][0].erase("rows");
+  expect(rows, "graph.sampling.argmax.launches[0].rows: the graph op runs on output rows only");
+}
+
 // One launch-contract rule per case: mutate a record of the GPU manifest, expect an Error
 // naming the record's field.
 TEST_F(PackageTest, LaunchRecordErrorsNameTheField) {
