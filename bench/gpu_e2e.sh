@@ -127,9 +127,12 @@ run)
     first=${MODELS[0]%%|*}
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
     export SWZ_RT=$bin/swizzle-rt SWZ_PACKAGE=$here/models/$first-sm_90.swz SWZ_BUILD_DIR=$here SWZ_REQUIRE=1
+    # test_gpu_execution.py on the sm_90 package: op-by-op conformance, greedy tokens, serve.
+    export SWZ_E2E_CPU_PACKAGE=$here/models/$first-cpu.swz SWZ_E2E_GPU_PACKAGE=$SWZ_PACKAGE
+    export SWZ_BACKEND_COMPARE=$bin/swz-backend-compare
     step "pytest-engine" python3 -m pytest -q -p no:cacheprovider "$src/test/python/test_prefix_cache.py" \
-      "$src/test/python/test_speculative.py" -k "not batch_invariance and not fake" "$src/test/python/test_openai_sdk.py" \
-      "$src/test/python/test_anthropic_sdk.py"
+      "$src/test/python/test_speculative.py" -k "not batch_invariance and not fake" \
+      "$src/test/python/test_openai_sdk.py" "$src/test/python/test_anthropic_sdk.py" "$src/test/python/test_gpu_execution.py"
   fi
   printf '\n== summary (%s)\n' "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
   printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

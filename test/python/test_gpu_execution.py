@@ -10,7 +10,8 @@ the same GGUF:
 * served: `swizzle-rt serve` of the spirv package answers an OpenAI chat request, and its
   greedy answer is the cpu package's.
 
-The same checks run on the H200 for sm_90 packages through bench/gpu_e2e.sh.
+The same checks run on the H200 for sm_90 packages through bench/gpu_e2e.sh
+(SWZ_E2E_CPU_PACKAGE, SWZ_E2E_GPU_PACKAGE name prebuilt packages of one GGUF).
 """
 from __future__ import annotations
 
@@ -42,18 +43,28 @@ def _vulkan_device_ok() -> None:
 
 @pytest.fixture(scope="module")
 def packages(tmp_path_factory) -> dict[str, Path]:
+    """{"cpu": package, "gpu": package} of one GGUF: SWZ_E2E_CPU_PACKAGE and
+    SWZ_E2E_GPU_PACKAGE when set (bench/gpu_e2e.sh: sm_90 on the H200), else the default
+    model compiled here for cpu and spirv (lavapipe)."""
+    if os.environ.get("SWZ_E2E_GPU_PACKAGE"):
+        return {"cpu": Path(os.environ["SWZ_E2E_CPU_PACKAGE"]), "gpu": Path(os.environ["SWZ_E2E_GPU_PACKAGE"])}
     _vulkan_device_ok()
     if not DEFAULT_GGUFS:
         _missing("default model not installed")
     out = tmp_path_factory.mktemp("gpu-exec")
     pkgs = {}
-    for target in ("cpu", "spirv"):
+    for key, target in (("cpu", "cpu"), ("gpu", "spirv")):
         p = out / f"smollm2-{target}.swz"
         r = subprocess.run([str(_swizzlec()), "compile", DEFAULT_GGUFS[0], "--target", target, "-o", str(p)],
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr
-        pkgs[target] = p
+        pkgs[key] = p
     return pkgs
+
+
+def _backend_of(package: Path) -> str:
+    target = json.loads((package / "manifest.json").read_text())["target"]
+    return "cpu (" if target == "cpu" else "vulkan (" if target == "spirv" else "cuda ("
 
 
 def _rt() -> Path:
@@ -88,11 +99,11 @@ ANY = 0.12
 @pytest.mark.parametrize("phase,n_tokens", [("prefill", 1), ("decode", 2)])
 def test_every_op_matches_the_cpu_backend(packages, tmp_path, phase, n_tokens):
     """Each op's output after a prefill pass (-n 1) and after a one-token decode pass
-    (-n 2, --no-spec: the last pass is decode), spirv on lavapipe against cpu. The cpu
+    (-n 2, --no-spec: the last pass is decode), the GPU package against cpu. The cpu
     backend runs a matmul group (q/k/v, gate/up) as one op and dumps its first only."""
     _dump(packages["cpu"], n_tokens, tmp_path / "cpu")
-    _dump(packages["spirv"], n_tokens, tmp_path / "gpu")
-    ops = json.loads((packages["spirv"] / "manifest.json").read_text())["graph"]["ops"]
+    _dump(packages["gpu"], n_tokens, tmp_path / "gpu")
+    ops = json.loads((packages["gpu"] / "manifest.json").read_text())["graph"]["ops"]
     layer1 = [i for i, op in enumerate(ops) if op["op"] == "attention"][1]
     compared, failures = set(), []
     worst: dict[str, float] = {}
@@ -124,7 +135,7 @@ def test_greedy_tokens_match_the_cpu_backend(packages, tmp_path):
     if tool is None:
         _missing("swz-backend-compare not built")
     out = tmp_path / "compare.json"
-    r = subprocess.run([str(tool), str(packages["cpu"]), str(packages["spirv"]), "-n", "32", "--prompts", "4",
+    r = subprocess.run([str(tool), str(packages["cpu"]), str(packages["gpu"]), "-n", "32", "--prompts", "4",
                         "--json", str(out)], capture_output=True, text=True, timeout=1800)
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -141,21 +152,21 @@ def test_greedy_tokens_match_the_cpu_backend(packages, tmp_path):
     assert all(p["first_diff"] == -1 or p["first_diff"] >= 3 for p in report["prompts"])
 
 
-def test_serve_spirv_package_answers_like_cpu(packages):
+def test_serve_gpu_package_answers_like_cpu(packages):
     answers = {}
-    for target in ("cpu", "spirv"):
+    for target in ("cpu", "gpu"):
         s = start_rt(_rt(), packages[target], 512)
         try:
             health = __import__("requests").get(s.base_url + "/health", timeout=10).json()
-            assert health["backend"].startswith("vulkan (" if target == "spirv" else "cpu (")
+            assert health["backend"].startswith(_backend_of(packages[target]))
             c = openai_client(s.base_url)
             r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "What is 2+2?"}],
                                           max_tokens=12, temperature=0)
             answers[target] = (r.choices[0].message.content, r.usage.completion_tokens)
         finally:
             assert s.stop() == 0, s.log()
-    assert answers["spirv"][1] > 0 and answers["spirv"][0]
-    assert answers["spirv"] == answers["cpu"]
+    assert answers["gpu"][1] > 0 and answers["gpu"][0]
+    assert answers["gpu"] == answers["cpu"]
 
 
 def test_cpu_backend_dispatches_by_kernel_entry(packages, tmp_path):
