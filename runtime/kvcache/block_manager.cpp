@@ -249,8 +249,10 @@ bool BlockManager::evict_one_page() {
       spill = host_used_ + bytes <= opts_.host_bytes;
     }
     if (spill) {
-      e.host.resize(layout_.page_elems());
-      read_page(e.page, e.host.data());
+      // Copied first, committed after: a device read that throws changes nothing.
+      std::vector<uint16_t> copy(layout_.page_elems());
+      read_page(e.page, copy.data());
+      e.host = std::move(copy);
       host_used_ += bytes;
       ++counters_.spills;
     }
@@ -388,10 +390,11 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
           if (!evict_one_page())
             throw std::length_error("KV cache: all " + std::to_string(opts_.n_pages) +
                                     " pages are held by running sequences (raise --kv-pages)");
+        // Written first, committed after: a device write that throws changes nothing.
+        write_page(free_.back(), e.host.data());
         e.page = free_.back();
         free_.pop_back();
         refcount_[e.page] = 1;
-        write_page(e.page, e.host.data());
         host_used_ -= layout_.page_bytes();
         std::vector<uint16_t>().swap(e.host);
         ++counters_.restores;
@@ -534,23 +537,29 @@ void BlockManager::flush_disk() {
     auto it = index_.find(k);
     if (it == index_.end() || it->second.on_disk) continue;
     Entry& e = it->second;
+    const int page = e.page;
+    if (page < 0 && e.host.empty()) continue;
     std::vector<uint16_t> data;
-    if (e.page >= 0) {
-      data.resize(layout_.page_elems());
-      read_page(e.page, data.data());
-    }
-    else if (!e.host.empty()) data = e.host;
-    else continue;
-    ++e.pins;  // keep the entry while the file is written
+    ++e.pins;                          // keep the entry while the file is written,
+    if (page >= 0) ++refcount_[page];  // and its page, which an eviction would reuse
+    else data = e.host;
+    // The page is read without the lock: on a GPU backend read_page waits for the device
+    // (a running forward pass), and admissions must not wait for that. A failed read (a
+    // lost device) skips the block; the thread and the cache go on.
     lock.unlock();
     bool ok = true;
     try {
+      if (page >= 0) {
+        data.resize(layout_.page_elems());
+        read_page(page, data.data());
+      }
       write_disk(k, data);
     } catch (const std::exception& ex) {
       ok = false;
       log(std::string("swizzle-rt: prefix cache: disk tier write failed: ") + ex.what());
     }
     lock.lock();
+    if (page >= 0) release_page_ref(page);
     it = index_.find(k);
     --it->second.pins;
     if (ok && !it->second.on_disk) {

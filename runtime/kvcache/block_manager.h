@@ -124,8 +124,10 @@ struct CacheOptions {
   /// read_page copies page `page`'s layout.page_elems() values (in the backend's own
   /// order) to `dst`, write_page copies them in. Spills, restores and disk writes go
   /// through them; the pool then maps no host memory and page_data() returns nullptr.
-  /// Called with the cache's lock held, from the thread that allocates a page or
-  /// acquires a block, or from the disk thread: they must not call back into the cache.
+  /// Called with the cache's lock held from the thread that allocates a page or acquires
+  /// a block (spill, restore), and without it from the disk thread (a page it holds a
+  /// reference on); they must not call back into the cache. An exception from either
+  /// leaves the cache as it was (spill / restore) or skips the disk write of that block.
   /// Unset (both): pages are the host mapping.
   std::function<void(int page, uint16_t* dst)> read_page;
   std::function<void(int page, const uint16_t* src)> write_page;

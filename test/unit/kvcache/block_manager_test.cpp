@@ -402,5 +402,70 @@ TEST_F(DiskTier, BudgetDeletesLeastRecentlyUsedFiles) {
   (void)kb;
 }
 
+// Pages that live outside host memory (a GPU backend's pools): spills, restores and disk
+// writes go through read_page / write_page; a failing device read or write leaves the
+// cache as it was, and on the disk thread it skips the block with a log line.
+TEST_F(DiskTier, DevicePagesGoThroughReadAndWritePageAndSurviveDeviceErrors) {
+  FakeClock clock;
+  std::vector<std::string> logs;
+  std::vector<std::vector<uint16_t>> device(4, std::vector<uint16_t>(kLayout.page_elems()));
+  bool fail = false;
+  CacheOptions o = disk_opts(clock, &logs);
+  o.host_bytes = kLayout.page_bytes() * 4;
+  o.read_page = [&](int page, uint16_t* dst) {
+    if (fail) throw std::runtime_error("cuda: device lost");
+    std::copy(device[page].begin(), device[page].end(), dst);
+  };
+  o.write_page = [&](int page, const uint16_t* src) {
+    if (fail) throw std::runtime_error("cuda: device lost");
+    std::copy(src, src + kLayout.page_elems(), device[page].begin());
+  };
+  BlockManager m(kLayout, model_key("m"), o);
+  EXPECT_EQ(m.page_data(0), nullptr);  // no host pool is mapped
+  const auto t = tokens(64, 50);
+  const auto keys = block_keys(m.model(), t.data(), t.size());
+  const int p = m.alloc_page();
+  for (size_t i = 0; i < device[p].size(); ++i) device[p][i] = static_cast<uint16_t>(i * 7);
+  fail = true;  // the disk write cannot read the page: logged, skipped, nothing else changes
+  m.publish(keys[0], p);
+  m.flush_disk();
+  EXPECT_EQ(m.stats().blocks_disk, 0u);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs.back().find("disk tier write failed: cuda: device lost"), std::string::npos) << logs.back();
+  m.unref_page(p);
+  // A spill that cannot read the device throws and leaves the block resident.
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(m.alloc_page());
+  EXPECT_THROW(m.alloc_page(), std::runtime_error);
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  EXPECT_EQ(m.stats().blocks_host, 0u);
+  fail = false;
+  const int q = m.alloc_page();  // now the spill reads the page into the host tier
+  EXPECT_EQ(m.stats().blocks_host, 1u);
+  device[q].assign(device[q].size(), 0xFFFF);  // the reused page is overwritten
+  m.unref_page(q);
+  // A restore that cannot write the device throws; the block stays on the host.
+  std::vector<BlockKey> pinned;
+  ASSERT_EQ(m.match_and_pin(keys, pinned), 1);
+  fail = true;
+  EXPECT_THROW(m.acquire(pinned), std::runtime_error);
+  EXPECT_EQ(m.stats().blocks_host, 1u);
+  fail = false;
+  const std::vector<int> pages = m.acquire(pinned);
+  for (size_t i = 0; i < device[pages[0]].size(); ++i) ASSERT_EQ(device[pages[0]][i], static_cast<uint16_t>(i * 7)) << i;
+  m.unpin(pinned);
+  m.unref_page(pages[0]);
+  for (int h : held) m.unref_page(h);
+  // A block published after the device recovered reaches the disk tier through read_page
+  // (the failed one was skipped, not retried).
+  const auto t2 = tokens(64, 51);
+  const int r = m.alloc_page();
+  m.publish(block_keys(m.model(), t2.data(), t2.size())[0], r);
+  m.unref_page(r);
+  m.flush_disk();
+  EXPECT_EQ(m.stats().blocks_disk, 1u);
+  EXPECT_EQ(m.stats().disk_writes, 1u);
+}
+
 }  // namespace
 }  // namespace swz::kvcache
