@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
-    swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), swz::kvcache::BlockKey{}, threads);
+    swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), "", threads);
     swz::exec::SequenceModel& model = *bm.model;
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);

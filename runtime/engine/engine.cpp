@@ -91,8 +91,7 @@ class PackageEngine final : public Engine {
       const std::string identity = "swizzle-kv/2 " + exec::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
-      bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), kvcache::model_key(identity), opts.n_threads,
-                                     kPrefillChunk);
+      bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), identity, opts.n_threads, kPrefillChunk);
       info_.backend = bm_.backend;
       kv_ = bm_.kv.get();
       model_ = bm_.model.get();

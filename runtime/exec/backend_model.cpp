@@ -24,7 +24,7 @@ std::string kv_format(const std::string& target) {
 }
 
 BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kvcache::CacheOptions cache,
-                                const kvcache::BlockKey& model_key, int n_threads, int max_rows, int max_seqs) {
+                                const std::string& kv_identity, int n_threads, int max_rows, int max_seqs) {
   const package::Manifest& mf = pkg.manifest;
   const kvcache::PageLayout layout = cpu::kv_layout(mf.graph);
   BackendModel r;
@@ -32,7 +32,8 @@ BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kv
     r.pool = std::make_unique<ggml::ThreadPool>(n_threads > 0 ? n_threads
                                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     r.backend = "cpu (" + std::to_string(r.pool->size()) + " threads)";
-    r.kv = std::make_unique<kvcache::BlockManager>(layout, model_key, std::move(cache));
+    const kvcache::BlockKey key = kv_identity.empty() ? kvcache::BlockKey{} : kvcache::model_key(kv_identity);
+    r.kv = std::make_unique<kvcache::BlockManager>(layout, key, std::move(cache));
     r.model = std::make_unique<cpu::CpuModel>(mf.graph, pkg.gguf, n_ctx, *r.pool, *r.kv);
     return r;
   }
@@ -49,7 +50,9 @@ BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kv
                              " values, the cache's layout " + std::to_string(layout.page_elems()));
   cache.read_page = [ex = r.executor.get()](int page, uint16_t* dst) { ex->read_page(page, dst); };
   cache.write_page = [ex = r.executor.get()](int page, const uint16_t* src) { ex->write_page(page, src); };
-  r.kv = std::make_unique<kvcache::BlockManager>(layout, model_key, std::move(cache));
+  const kvcache::BlockKey key =
+      kv_identity.empty() ? kvcache::BlockKey{} : kvcache::model_key(kv_identity + "\nkv device: " + d.name + " " + d.arch);
+  r.kv = std::make_unique<kvcache::BlockManager>(layout, key, std::move(cache));
   r.model = std::make_unique<GraphModel>(*r.executor, *r.kv);
   return r;
 }

@@ -40,13 +40,15 @@ std::string kv_format(const std::string& target);
 
 /// Opens `pkg` (which must outlive the result) for sequences of up to `n_ctx` positions.
 /// `cache`: the page pool size and prefix-cache tiers (read_page / write_page are set
-/// here for GPU packages); `model_key`: the prefix cache's key (kvcache::model_key of the
-/// model's identity; zero without a prefix cache). `n_threads`: cpu threads (0 = all
+/// here for GPU packages); `kv_identity`: what the model's K/V depend on (weights, graph,
+/// tokenizer, kv_format(target)); the prefix cache's model key hashes it, for GPU
+/// packages with the device's name and architecture appended (K/V computed by another
+/// device's kernels never share the disk tier). "" = a zero key (no prefix cache). `n_threads`: cpu threads (0 = all
 /// cores). `max_rows`, `max_seqs`: rows and sequences per forward pass of the GPU
 /// executor (longer prompts are chunked). Throws backend::Error / backend::OutOfMemory (device), std::runtime_error (a
 /// package the backend cannot run: the op and field named).
 BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kvcache::CacheOptions cache,
-                                const kvcache::BlockKey& model_key, int n_threads = 0, int max_rows = 512,
+                                const std::string& kv_identity, int n_threads = 0, int max_rows = 512,
                                 int max_seqs = 1);
 
 }  // namespace swz::exec

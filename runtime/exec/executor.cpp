@@ -37,6 +37,10 @@ struct OpPlan {
   /// add's sum; not a rope folded into the KV write, whose rotated k is never stored).
   std::vector<std::pair<int, int>> dumps;
   std::vector<int> in_buffers;  // graph buffers the op reads
+  /// Output-rows ops: the buffers its records bind that hold full rows when it runs (not
+  /// written by an earlier output op; not its own output, unless it also reads it): their
+  /// output rows are gathered into `gathered` first.
+  std::vector<int> gather;
   int out_buffer = -1;
   std::vector<Launch> launches;
 };
@@ -45,7 +49,7 @@ struct GraphBuffer {
   std::string name;
   int width = 0;
   backend::Buffer main, gathered;
-  bool read_by_output = false;
+  bool gathered_by_output = false;  // some output op gathers it: `gathered` is allocated
 };
 
 struct Weight {
@@ -207,7 +211,29 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
       argmax.launches.push_back(resolve(pkg, argmax_records[li], "graph.sampling.argmax.launches[" + std::to_string(li) + "]",
                                         buf_index));
     argmax_ids = index_of(scratch, op.at("out").get<std::string>());
+    if (scratch[argmax_ids].bytes < static_cast<size_t>(opts.max_rows) * 4)
+      throw std::runtime_error("graph.sampling.argmax: its out '" + scratch[argmax_ids].name +
+                               "' is not a scratch its records bind with room for one i32 per row");
   }
+  // Which buffers each output-rows op gathers (OpPlan::gather), in graph order.
+  std::vector<char> compact(bufs.size(), 0);
+  auto plan_gather = [&](OpPlan& op) {
+    if (!op.output_rows) return;
+    std::vector<char> bound(bufs.size(), 0);
+    for (const Launch& l : op.launches)
+      for (size_t a = 0; a < l.rec->args.size(); ++a)
+        if (l.rec->args[a].kind == package::Binding::Buffer) bound[l.index[a]] = 1;
+    const bool reads_out = std::count(op.in_buffers.begin(), op.in_buffers.end(), op.out_buffer) > 0;
+    for (size_t b = 0; b < bufs.size(); ++b)
+      if (bound[b] && !compact[b] && (static_cast<int>(b) != op.out_buffer || reads_out)) {
+        op.gather.push_back(static_cast<int>(b));
+        bufs[b].gathered_by_output = true;
+        compact[b] = 1;
+      }
+    if (op.out_buffer >= 0) compact[op.out_buffer] = 1;
+  };
+  for (OpPlan& op : ops) plan_gather(op);
+  plan_gather(argmax);
 }
 
 Launch GraphExecutor::Impl::resolve(const package::LoadedPackage& pkg, const package::Launch& r, const std::string& where,
@@ -221,7 +247,6 @@ Launch GraphExecutor::Impl::resolve(const package::LoadedPackage& pkg, const pac
     switch (b.kind) {
       case package::Binding::Buffer:
         index = buf_index.at(b.name);
-        if (r.output_rows) bufs[index].read_by_output = true;
         break;
       case package::Binding::Weight: {
         const gguf::TensorInfo* t = pkg.gguf.tensor(b.name);
@@ -269,7 +294,7 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   for (GraphBuffer& b : m.bufs) {
     const size_t bytes = static_cast<size_t>(opts.max_rows) * b.width * 4;
     b.main = m.alloc(bytes, "activation buffer " + b.name);
-    if (b.read_by_output) b.gathered = m.alloc(bytes, "output rows of " + b.name);
+    if (b.gathered_by_output) b.gathered = m.alloc(bytes, "output rows of " + b.name);
   }
   for (Scratch& s : m.scratch) s.buf = m.alloc(s.bytes, "scratch " + s.name);
   for (int l = 0; l < m.n_layer; ++l) {
@@ -336,7 +361,11 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
   values[package::kSymKvPages] = opts.n_pages;
   for (size_t s = 0; s < r.let.size(); ++s) values[package::kSymLet0 + s] = r.let[s].evaluate(values.data());
   std::array<uint32_t, 3> grid;
-  for (int d = 0; d < 3; ++d) grid[d] = static_cast<uint32_t>(r.grid[d].as_int(values.data(), l.where + " grid"));
+  for (int d = 0; d < 3; ++d) {
+    const int64_t g = r.grid[d].as_int(values.data(), l.where + " grid");
+    if (g > 0xFFFFFFFFll) throw std::runtime_error(l.where + ": grid " + std::to_string(g) + " does not fit 32 bits");
+    grid[d] = static_cast<uint32_t>(g);
+  }
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // e.g. no split-K reduction with one split
   args.clear();
   for (size_t a = 0; a < r.args.size(); ++a) {
@@ -345,7 +374,9 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
     backend::Arg arg;
     if (b.kind == package::Binding::I32) {
       arg.kind = backend::Arg::I32;
-      arg.i32 = static_cast<int32_t>(b.value.as_int(values.data(), l.where + " argument " + std::to_string(a)));
+      const int64_t v = b.value.as_int(values.data(), l.where + " argument " + std::to_string(a));
+      if (v > 0x7FFFFFFFll) throw std::runtime_error(l.where + " argument " + std::to_string(a) + ": " + std::to_string(v) + " does not fit an i32");
+      arg.i32 = static_cast<int32_t>(v);
       args.push_back(arg);
       continue;
     }
@@ -389,7 +420,10 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
       elems *= arg.sizes[d];
     }
     arg.bytes = static_cast<size_t>(elems) * type.elem_bytes;
-    const size_t limit = arg.buffer.bytes - arg.offset;
+    // A graph buffer binding covers this launch's rows only (T rows from row0); anything
+    // else its whole allocation.
+    const size_t limit = b.kind == package::Binding::Buffer ? static_cast<size_t>(n_rows) * bufs[index].width * 4
+                                                            : arg.buffer.bytes - arg.offset;
     if (b.kind == package::Binding::Absent) {
       arg.bytes = std::min(arg.bytes, limit);  // never read
     } else if (arg.bytes > limit) {
@@ -449,6 +483,10 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
       m.h_seq_positions[static_cast<size_t>(k) * m.pos_stride + i] = s.pos0 + i;
     }
     m.seq_pos0[k] = s.pos0;
+    for (int b = 0; b < s.n_blocks; ++b)
+      if (s.block_table[b] < 0 || s.block_table[b] >= opts_.n_pages)
+        throw std::invalid_argument("forward: sequence " + std::to_string(order[k]) + " names KV page " +
+                                    std::to_string(s.block_table[b]) + " of a pool of " + std::to_string(opts_.n_pages));
     std::copy(s.block_table, s.block_table + s.n_blocks, m.h_tables.begin() + static_cast<ptrdiff_t>(k) * m.table_stride);
   }
   if (rows > opts_.max_rows)
@@ -467,7 +505,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   auto run_op = [&](const OpPlan& op) {
     const bool output = op.output_rows;
     if (output) {
-      for (int b : op.in_buffers) {
+      for (int b : op.gather) {
         if (m.compact[b]) continue;
         GraphBuffer& gb = m.bufs[b];
         if (identity) {
@@ -501,7 +539,9 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         m.run_launch(l, r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
       }
     }
-    if (output && op.out_buffer >= 0) m.compact[op.out_buffer] = 1;
+    // An output op's result is in output rows: in `main`, or in `gathered` when it wrote
+    // into a buffer it gathered (in place).
+    if (output && op.out_buffer >= 0 && m.compact[op.out_buffer] != 2) m.compact[op.out_buffer] = 1;
     if (m.dump_dir && n == 1 && !op.dumps.empty()) m.dump(op, output ? out_rows : rows, output);
   };
   for (const OpPlan& op : m.ops) run_op(op);
@@ -596,7 +636,12 @@ void GraphModel::run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, 
       block_table_.push_back(kv_.alloc_page());
     } else if (kv_.page_refcount(block_table_[b]) > 1) {
       const int fresh = kv_.alloc_page();
-      ex_.copy_page(fresh, block_table_[b]);
+      try {
+        ex_.copy_page(fresh, block_table_[b]);
+      } catch (...) {
+        kv_.unref_page(fresh);
+        throw;
+      }
       kv_.unref_page(block_table_[b]);
       block_table_[b] = fresh;
     }
@@ -614,7 +659,6 @@ void GraphModel::run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, 
     s.n_tokens = cnt;
     s.pos0 = n_past_ + i;
     s.block_table = block_table_.data();
-    s.n_blocks = static_cast<int>(block_table_.size());
     const int want_from = n_tokens - n_out;  // first row whose logits are wanted
     const int out_here = std::max(0, i + cnt - std::max(want_from, i));
     s.n_out = std::max(1, out_here);

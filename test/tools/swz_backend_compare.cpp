@@ -74,16 +74,20 @@ std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
   // Pages for the compared sequence and for the batch check's sequences (batch_check).
   co.n_pages = 9 * ((n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1);
   co.prefix_cache = false;
-  r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), swz::kvcache::BlockKey{}, 0, 512, 8);
+  r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), "", 0, 512, 8);
   return r;
 }
 
 /// Batch invariance of the executor (exec::GraphExecutor::forward over several sequences,
-/// the continuous-batching path): `prompts` prefilled together in one pass, then one
-/// decode step of all of them together, then a mixed pass (decode rows of the first half,
-/// a second prompt chunk of the others), each sequence's logits compared with the same
-/// sequence run alone (memcmp). Returns the number of rows that differ; prints them.
-/// Informational: batch-invariant kernels are the scheduler issue's work.
+/// the continuous-batching path): `prompts` prefilled together in one pass, the
+/// generated token of half of them, a mixed pass (prompt rows of some sequences beside
+/// decode rows of others, in reverse order), then the rest; each sequence's logits
+/// compared with the same sequence run alone. On the H200 every row is bit-identical;
+/// lavapipe's results move in the last bits with the batch (up to 1.5e-4 x std), so the
+/// bound is kBatchTol x std(logits), and bitwise differences are printed. Returns the
+/// number of differing rows when the bound is broken, else 0.
+constexpr double kBatchTol = 1e-3;
+
 long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
   swz::kvcache::BlockManager& kv = *gpu.bm.kv;
@@ -132,39 +136,54 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     for (int p : q.pages) kv.unref_page(p);
   }
   long differ = 0, rows = 0;
-  auto compare = [&](const std::vector<float>& got, const std::vector<int>& which, int pass) {
+  double worst = 0;  // max |batched - alone| / std(alone) over all rows
+  // `got` row r is sequence which[r]'s row of kind `kinds[r]` (0 prompt, 1 generated, 2 chunk).
+  auto compare = [&](const std::vector<float>& got, const std::vector<int>& which, const std::vector<int>& kinds) {
     for (size_t r = 0; r < which.size(); ++r, ++rows) {
       const float* a = got.data() + r * nv;
-      const float* b = alone[which[r]].data() + static_cast<size_t>(pass) * nv;
+      const float* b = alone[which[r]].data() + static_cast<size_t>(kinds[r]) * nv;
       if (std::memcmp(a, b, sizeof(float) * nv) == 0) continue;
       ++differ;
-      double d = 0;
-      for (int v = 0; v < nv; ++v) d = std::max(d, std::fabs(static_cast<double>(a[v]) - b[v]));
-      std::printf("  batch pass %d, sequence %d: max |batched - alone| = %.3g\n", pass, which[r], d);
+      double d = 0, mean = 0, var = 0;
+      for (int v = 0; v < nv; ++v) mean += b[v] / nv;
+      for (int v = 0; v < nv; ++v) {
+        d = std::max(d, std::fabs(static_cast<double>(a[v]) - b[v]));
+        var += (b[v] - mean) * (b[v] - mean) / nv;
+      }
+      worst = std::max(worst, d / std::sqrt(var));
+      std::printf("  batch: sequence %d, %s row: max |batched - alone| = %.3g (%.3g x std)\n", which[r],
+                  kinds[r] == 0 ? "prompt" : kinds[r] == 1 ? "generated" : "second-chunk", d, d / std::sqrt(var));
     }
   };
   for (Seq& q : seqs) q.pages = pages_for(static_cast<int>(q.tokens.size()));
+  auto np = [&](int i) { return static_cast<int>(prompts[i].size()); };
   std::vector<SequenceStep> batch;
-  std::vector<int> which;
-  for (int i = 0; i < n; ++i) batch.push_back(step(seqs[i], 0, static_cast<int>(prompts[i].size()), Rows::Prompt)), which.push_back(i);
-  ex.forward(batch, l);
-  compare(l, which, 0);
-  // Mixed: the first half decode their token while the others do too, then the second
-  // chunk of the first half runs beside nothing, of the second half beside decode rows.
-  batch.clear();
-  for (int i = 0; i < n; ++i) batch.push_back(step(seqs[i], static_cast<int>(prompts[i].size()), 1, Rows::Generated));
-  ex.forward(batch, l);
-  compare(l, which, 1);
-  batch.clear();
-  for (int i = n - 1; i >= 0; --i) batch.push_back(step(seqs[i], static_cast<int>(prompts[i].size()) + 1, 5, Rows::Prompt));
-  std::vector<int> reversed(which.rbegin(), which.rend());
-  ex.forward(batch, l);
-  compare(l, reversed, 2);
+  std::vector<int> which, kinds;
+  auto run = [&] {
+    ex.forward(batch, l);
+    compare(l, which, kinds);
+    batch.clear(), which.clear(), kinds.clear();
+  };
+  // 1. every prompt together; 2. the even sequences' generated token; 3. a mixed pass, in
+  // reverse order: the even sequences' second chunk (prompt rows) with the odd ones'
+  // generated token (decode rows); 4. the odd sequences' second chunk.
+  for (int i = 0; i < n; ++i) batch.push_back(step(seqs[i], 0, np(i), Rows::Prompt)), which.push_back(i), kinds.push_back(0);
+  run();
+  for (int i = 0; i < n; i += 2) batch.push_back(step(seqs[i], np(i), 1, Rows::Generated)), which.push_back(i), kinds.push_back(1);
+  run();
+  for (int i = n - 1; i >= 0; --i) {
+    if (i % 2 == 0) batch.push_back(step(seqs[i], np(i) + 1, 5, Rows::Prompt)), kinds.push_back(2);
+    else batch.push_back(step(seqs[i], np(i), 1, Rows::Generated)), kinds.push_back(1);
+    which.push_back(i);
+  }
+  run();
+  for (int i = 1; i < n; i += 2) batch.push_back(step(seqs[i], np(i) + 1, 5, Rows::Prompt)), which.push_back(i), kinds.push_back(2);
+  if (!batch.empty()) run();
   for (Seq& q : seqs)
     for (int p : q.pages) kv.unref_page(p);
-  std::printf("batch invariance: %d sequences prefilled, decoded and chunk-prefilled together (reversed order): %ld of %ld logits "
-              "rows differ from the sequence run alone (bitwise)\n", n, differ, rows);
-  return differ;
+  std::printf("batch invariance: %d sequences, prompt / generated / mixed passes: %ld of %ld logits rows differ from the "
+              "sequence run alone (bitwise), worst %.3g x std (bound %.3g)\n", n, differ, rows, worst, kBatchTol);
+  return worst <= kBatchTol ? 0 : differ;
 }
 
 int usage() {
@@ -281,9 +300,8 @@ int main(int argc, char** argv) {
     std::vector<std::vector<int32_t>> batch_prompts;
     for (int p = 0; p < n_prompts; ++p) batch_prompts.push_back(tok.encode(kPrompts[p], true, false));
     gpu->bm.model->release();
-    // Reported, not a pass condition: batch-invariant kernels are the scheduler issue's
-    // work (issue 14); today's kernels differ in the last bits with the batch (see bench/RESULTS.md).
     const long batch_differ = batch_check(*gpu, batch_prompts, nv);
+    all_pass &= batch_differ == 0;
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
                 5 * tol, tie);
