@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 namespace swz::server {
@@ -53,6 +54,44 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   set_cache_headers(res, 0, 0);
   res.set_content(dump(anthropic_error_body(e)), "application/json");
+}
+
+/// RFC 9110 §8.6: Content-Length = 1*DIGIT, and several fields must agree; RFC 9112
+/// §6.3: an invalid one is unrecoverable framing, answered 400 before the body is read.
+/// httplib 0.11 reads the value with strtoull, which turns "-1" into 2^64 - 1 (a 413
+/// after waiting out the read timeout for a body that never comes) and "+5" or "5x"
+/// into 5, so the check runs here, in the pre-routing handler.
+std::optional<ApiError> check_content_length(const httplib::Request& req) {
+  auto [begin, end] = req.headers.equal_range("Content-Length");
+  std::optional<std::string> seen;
+  for (auto it = begin; it != end; ++it) {
+    std::string v = it->second;  // optional whitespace around the value is not part of it
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    const bool digits = !v.empty() && v.size() <= 19 &&  // 19 digits always fit in int64
+                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits)
+      return ApiError(400, "Invalid Content-Length header '" + v + "': expected a non-negative decimal integer of at most 19 digits.");
+    if (seen && std::stoull(*seen) != std::stoull(v))
+      return ApiError(400, "Conflicting Content-Length headers ('" + *seen + "' and '" + v + "').");
+    seen = v;
+  }
+  return std::nullopt;
+}
+
+/// Answers `status` with the JSON `body`, then closes the connection. httplib 0.11 keeps
+/// a connection open whatever a handler says (only the request's own "Connection: close"
+/// ends it), but drops it when a content provider fails: this provider writes the whole
+/// body, then reports failure.
+void send_and_close(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  set_cache_headers(res, 0, 0);
+  set_unique_header(res, "Connection", "close");
+  auto data = std::make_shared<const std::string>(std::move(body));
+  res.set_content_provider(data->size(), "application/json", [data](size_t offset, size_t length, httplib::DataSink& sink) {
+    sink.write(data->data() + offset, length);
+    return false;
+  });
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -210,8 +249,15 @@ struct Server::Impl {
                                           : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
     http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
 
-    if (keys.required()) {
-      http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Runs after the headers are read and before the body is: message framing, then auth.
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (std::optional<ApiError> bad = check_content_length(req)) {
+        // Where the body ends is unknown, so nothing after the headers may be read as
+        // another request: answer, then close the connection.
+        send_and_close(res, bad->status, dump(is_anthropic_path(req.path) ? anthropic_error_body(*bad) : bad->body()));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (keys.required()) {
         // Everything needs the key but the probes (as llama.cpp's server: /health; and
         // /metrics, which carries no request content).
         if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
@@ -228,8 +274,9 @@ struct Server::Impl {
                                               : "Incorrect API key provided.",
                                  "invalid_request_error", "", "invalid_api_key"));
         return httplib::Server::HandlerResponse::Handled;
-      });
-    }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
@@ -332,7 +379,7 @@ struct Server::Impl {
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
       std::string msg;
       std::string code;
       if (res.status == 404) {
