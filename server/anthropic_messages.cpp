@@ -1,6 +1,7 @@
 #include "anthropic_messages.h"
 
 #include "accounting.h"
+#include "json_depth.h"
 
 #include "server.h"
 #include "text_stream.h"
@@ -260,6 +261,7 @@ void parse_tools(const json& body, MessagesRequest& r) {
 }  // namespace
 
 MessagesRequest parse_messages_request(std::string_view body_text, bool count_tokens) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);

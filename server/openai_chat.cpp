@@ -1,5 +1,6 @@
 #include "openai_chat.h"
 
+#include "json_depth.h"
 #include "openai_logprobs.h"
 #include "text_stream.h"
 #include "tool_calls.h"
@@ -168,6 +169,7 @@ std::vector<engine::ToolCall> parse_tool_calls(const json& calls, const std::str
         wrong_type(cp + ".function.arguments", "a string", *a);
       }
     }
+    check_json_depth(args, "The JSON in '" + cp + ".function.arguments'", cp + ".function.arguments");
     json parsed = json::parse(args, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object())
       throw bad_param(cp + ".function.arguments", "Invalid '" + cp + ".function.arguments': not a JSON object.");
@@ -205,6 +207,7 @@ bool get_bool(const json& v, const std::string& param) {
 }
 
 ChatRequest parse_chat_request(std::string_view body_text) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);

@@ -1,6 +1,7 @@
 #include "openai_completions.h"
 
 #include "accounting.h"
+#include "json_depth.h"
 
 #include "openai_chat.h"
 #include "openai_logprobs.h"
@@ -42,6 +43,7 @@ CompletionsPrompt token_prompt(const json& ids, const std::string& param) {
 }  // namespace
 
 CompletionsRequest parse_completions_request(std::string_view body_text) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);

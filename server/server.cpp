@@ -4,6 +4,7 @@
 #include "anthropic_messages.h"
 #include "api_error.h"
 #include "client_socket.h"
+#include "json_depth.h"
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
@@ -305,6 +306,7 @@ struct Server::Impl {
     // {"content": str}.
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
+        check_json_depth(req.body, "The request body");
         const json body = json::parse(req.body, nullptr, false);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* content = json_field(body, "content");
@@ -334,6 +336,7 @@ struct Server::Impl {
     });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
+        check_json_depth(req.body, "The request body");
         const json body = json::parse(req.body, nullptr, false);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* tokens = json_field(body, "tokens");
