@@ -506,13 +506,12 @@ ChatCompletions::ChoiceRun ChatCompletions::run_choice(
   };
   take(tools.push(p.req.forced_prefix));
   auto on_token = [&](const engine::TokenEvent& ev) {
-    clock.on_token();
     if (ev.logprobs) pending.push_back(*ev.logprobs);
     if (!take(tools.push(text.push(ev.piece)))) return false;
     if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
     return !text.stopped() && !tools.done() && !cancelled_;
   };
-  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], on_token);
+  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], timed(clock, on_token));
   if (!ok) return run;
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));

@@ -8,6 +8,7 @@
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
+#include "route_hooks.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,7 @@ struct Server::Impl {
   ApiKeys keys;
   Accounting accounting;  ///< the usage ledger and the metrics; every endpoint reports finished requests here
   AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
+  GenerationHooks hooks;  ///< what every endpoint calls around a generation (route_hooks.h); filled by setup()
   std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
   httplib::Server http;
@@ -188,13 +190,7 @@ struct Server::Impl {
         json body;
         ChatCompletions::Outcome o = chat.complete(*p, body);
         if (gone->load()) o.client_gone = true;
-        const Money cost = accounting.finish({"/v1/chat/completions", caller_of(req).key_id, engine.info().id,
-                                              o.result.prompt_tokens, o.result.cached_tokens,
-                                              o.result.completion_tokens, &o.clock});
-        set_cache_headers(res, o.result.cached_tokens, o.result.prompt_tokens - o.result.cached_tokens);
-        set_unique_header(res, kCostHeader, cost.usd());
-        set_unique_header(res, kSpecDraftedHeader, std::to_string(o.result.spec_drafted));
-        set_unique_header(res, kSpecAcceptedHeader, std::to_string(o.result.spec_accepted));
+        set_generation_headers(res, o.result, hooks.finished(req, "/v1/chat/completions", o.result, o.clock));
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {
@@ -212,12 +208,10 @@ struct Server::Impl {
     // The cost header can only carry the prompt's cost here; the ledger gets the whole.
     const engine::Admission& first = *p->admissions.front();
     set_cache_headers(res, first.cached_tokens(), first.uncached_tokens());
-    set_unique_header(res, kCostHeader,
-                      accounting.quote_prompt(engine.info().id, first.prompt_tokens(), first.cached_tokens()).usd());
+    set_unique_header(res, kCostHeader, hooks.quote(first.prompt_tokens(), first.cached_tokens()));
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
-    std::string key_id = caller_of(req).key_id;
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, key_id, gone](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, gone](size_t, httplib::DataSink& sink) {
       ChatCompletions::Outcome o;
       bool recorded = false;
       // Recorded before [DONE] is written, or after a client went away mid-stream (the
@@ -225,8 +219,7 @@ struct Server::Impl {
       auto record = [&](const ChatCompletions::Outcome& done) {
         if (recorded) return;
         recorded = true;
-        accounting.finish({"/v1/chat/completions", key_id, engine.info().id, done.result.prompt_tokens,
-                           done.result.cached_tokens, done.result.completion_tokens, &done.clock});
+        hooks.finished(req, "/v1/chat/completions", done.result, done.clock);
       };
       try {
         o = chat.stream(
@@ -367,13 +360,15 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
-    GenerationHooks hooks;
     hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
       const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
       a.set_cancel_check([this, fd] { return chat.cancelling() || !client_socket_alive(fd); });
     };
-    hooks.finished = [this](const std::string& endpoint, const httplib::Request& req, int prompt, int cached, int output) {
-      return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, prompt, cached, output, nullptr}).usd();
+    hooks.finished = [this](const httplib::Request& req, const std::string& endpoint, const engine::GenerateResult& r,
+                            const TokenClock& clock) {
+      return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, r.prompt_tokens, r.cached_tokens,
+                                r.completion_tokens, &clock})
+          .usd();
     };
     hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };
     add_anthropic_routes(http, anthropic, opts.log, hooks);
