@@ -1,13 +1,13 @@
-// The one call every endpoint makes when a request that ran the engine has finished:
-// it adds the request to the usage ledger (per API key and model) and to the metrics
-// (tokens, cost, TTFT / ITL / duration), and returns the cost for the response header.
+// What is recorded when a request that ran the engine has finished: the request goes into
+// the usage ledger (per API key and model) and the metrics (tokens, cost, TTFT / ITL /
+// duration), and its cost comes back for the response header. Endpoints do not call this
+// directly: they call GenerationHooks::finished (route_hooks.h), the one recording path,
+// which fills in the caller's key and the model:
 //
-//   // in an endpoint handler (see Server::Impl::chat_completions):
-//   Caller who = impl.caller_of(req);                     // API key -> ledger identity
-//   TokenClock clock(arrival);  ... clock.on_token() in the engine's token callback ...
-//   Money cost = accounting.finish({"/v1/messages", who.key_id, engine.info().id,
-//                                   r.prompt_tokens, r.cached_tokens, r.completion_tokens, &clock});
-//   set_header(res, kCostHeader, cost.usd());
+//   TokenClock clock(arrival);
+//   GenerateResult r = engine.run(admission, timed(clock, on_token));
+//   std::string cost = hooks.finished(req, "/v1/messages", r, clock);
+//     // = accounting.finish({endpoint, key_id, model, prompt, cached, output, &clock}).usd()
 //
 // Requests rejected before the engine ran (4xx) cost nothing and are not recorded here;
 // the server counts every response by status itself (Metrics::count_response).

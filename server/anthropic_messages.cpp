@@ -1,6 +1,7 @@
 #include "anthropic_messages.h"
 
 #include "accounting.h"
+#include "json_depth.h"
 
 #include "server.h"
 #include "text_stream.h"
@@ -260,6 +261,7 @@ void parse_tools(const json& body, MessagesRequest& r) {
 }  // namespace
 
 MessagesRequest parse_messages_request(std::string_view body_text, bool count_tokens) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);
@@ -436,6 +438,7 @@ struct AnthropicMessages::Sink {
 
 AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& sink) {
   Outcome o;
+  o.clock = TokenClock(p.received);
   CompletionText text(p.req.stop_sequences);
   std::vector<std::string> names;
   for (const auto& t : p.req.prompt.tools) names.push_back(t.name);
@@ -455,7 +458,7 @@ AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& 
     if (p.req.disable_parallel_tool_use && tools.calls() > 0) return false;
     return !text.stopped() && !tools.done() && !cancelled_;
   };
-  o.result = engine_.run(*p.admission, on_token);  // exceptions: the caller's
+  o.result = engine_.run(*p.admission, timed(o.clock, on_token));  // exceptions: the caller's
   if (o.client_gone) return o;
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
@@ -658,11 +661,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       if (!p->req.stream) {
         json body;
         AnthropicMessages::Outcome o = messages.complete(*p, body);
-        set_header(res, kCacheHitHeader, std::to_string(o.result.cached_tokens));
-        set_header(res, kUncachedHeader, std::to_string(o.result.prompt_tokens - o.result.cached_tokens));
-        if (hooks.finished)
-          set_header(res, kCostHeader, hooks.finished("/v1/messages", req, o.result.prompt_tokens, o.result.cached_tokens,
-                                                      o.result.completion_tokens));
+        set_generation_headers(res, o.result, hooks.finished ? hooks.finished(req, "/v1/messages", o.result, o.clock) : "");
         res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
         log_line(req, 200, &o, ms_since(t0));
         return;
@@ -688,8 +687,9 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       } catch (...) {
         o.client_gone = true;
       }
-      if (hooks.finished)  // the tokens a client consumed before leaving are billed too
-        hooks.finished("/v1/messages", req, o.result.prompt_tokens, o.result.cached_tokens, o.result.completion_tokens);
+      // Recorded when the engine ran (an engine failure ran nothing billable), also when
+      // the client left mid-stream: the tokens it consumed are billed.
+      if (hooks.finished && o.result.prompt_tokens > 0) hooks.finished(req, "/v1/messages", o.result, o.clock);
       log_line(req, 200, &o, ms_since(t0));
       if (o.client_gone) return false;
       sink.done();

@@ -80,6 +80,7 @@ class AnthropicMessages {
     engine::GenerateRequest gen;
     std::shared_ptr<engine::Admission> admission;  ///< cached-prefix counts known before any byte
     std::string id;                                ///< msg_...
+    TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
   };
 
   /// Parses, templates, tokenizes, checks the context (prompt + 1 <= n_ctx, else 400
@@ -96,6 +97,7 @@ class AnthropicMessages {
     std::string stop_sequence;  ///< the matched one, for stop_reason stop_sequence
     int tool_calls = 0;
     bool client_gone = false;
+    TokenClock clock;  ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };
 
   /// Non-streaming: runs generation, fills `body` with the Message object. Throws ApiError.

@@ -85,6 +85,13 @@ void TokenClock::on_token() {
   last_ = now;
 }
 
+engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token) {
+  return [&clock, on_token = std::move(on_token)](const engine::TokenEvent& ev) {
+    clock.on_token();
+    return on_token(ev);
+  };
+}
+
 std::optional<double> TokenClock::ttft_s() const {
   if (!first_) return std::nullopt;
   return seconds(*first_ - start_);

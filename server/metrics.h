@@ -42,6 +42,11 @@ class TokenClock {
   std::vector<double> itl_s_;
 };
 
+/// `on_token` with every token first stamped on `clock`: how every endpoint hands its token
+/// callback to Engine::run, so TTFT and ITL are measured at the same point for all of them
+/// (route_hooks.h). `clock` must outlive the run.
+engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token);
+
 /// A cumulative histogram with fixed upper bounds (seconds), as Prometheus defines it.
 class Histogram {
  public:

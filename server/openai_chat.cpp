@@ -1,5 +1,6 @@
 #include "openai_chat.h"
 
+#include "json_depth.h"
 #include "openai_logprobs.h"
 #include "text_stream.h"
 #include "tool_calls.h"
@@ -168,6 +169,7 @@ std::vector<engine::ToolCall> parse_tool_calls(const json& calls, const std::str
         wrong_type(cp + ".function.arguments", "a string", *a);
       }
     }
+    check_json_depth(args, "The JSON in '" + cp + ".function.arguments'", cp + ".function.arguments");
     json parsed = json::parse(args, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object())
       throw bad_param(cp + ".function.arguments", "Invalid '" + cp + ".function.arguments': not a JSON object.");
@@ -205,6 +207,7 @@ bool get_bool(const json& v, const std::string& param) {
 }
 
 ChatRequest parse_chat_request(std::string_view body_text) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);
@@ -503,13 +506,12 @@ ChatCompletions::ChoiceRun ChatCompletions::run_choice(
   };
   take(tools.push(p.req.forced_prefix));
   auto on_token = [&](const engine::TokenEvent& ev) {
-    clock.on_token();
     if (ev.logprobs) pending.push_back(*ev.logprobs);
     if (!take(tools.push(text.push(ev.piece)))) return false;
     if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
     return !text.stopped() && !tools.done() && !cancelled_;
   };
-  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], on_token);
+  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], timed(clock, on_token));
   if (!ok) return run;
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));

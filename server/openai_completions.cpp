@@ -1,6 +1,7 @@
 #include "openai_completions.h"
 
 #include "accounting.h"
+#include "json_depth.h"
 
 #include "openai_chat.h"
 #include "openai_logprobs.h"
@@ -42,6 +43,7 @@ CompletionsPrompt token_prompt(const json& ids, const std::string& param) {
 }  // namespace
 
 CompletionsRequest parse_completions_request(std::string_view body_text) {
+  check_json_depth(body_text, "The request body");
   json body;
   try {
     body = json::parse(body_text);
@@ -126,6 +128,7 @@ struct Job {
   std::string id;
   int64_t created = 0;
   std::string model;
+  TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
 };
 
 std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool cancelled) {
@@ -178,8 +181,11 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
 }
 
 struct Totals {
-  int prompt = 0, completion = 0, cached = 0;
+  /// All choices: prompt and cached tokens once per prompt (its first choice reports
+  /// them), generated and draft tokens summed.
+  engine::GenerateResult result;
   bool gone = false;
+  TokenClock clock;  ///< every choice's tokens, from Job::received
 };
 
 /// Text of a choice as it becomes final, and the logprobs object of the tokens since the
@@ -193,6 +199,7 @@ using Emit = std::function<bool(int index, const std::string& text, const char* 
 Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled, const Emit& emit,
                const std::function<void(engine::Admission&)>& admitted) {
   Totals t;
+  t.clock = TokenClock(job.received);
   const bool want = job.req.logprobs >= 0;
   for (size_t i = 0; i < job.choices.size() && !t.gone; ++i) {
     const Choice& c = job.choices[i];
@@ -230,7 +237,7 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
       }
       return !text.stopped() && !cancelled;
     };
-    engine::GenerateResult r = engine.run(*a, on_token);
+    engine::GenerateResult r = engine.run(*a, timed(t.clock, on_token));
     if (t.gone) break;
     std::string rest = text.finish();
     if (!rest.empty() && !emit(idx, rest, nullptr, take())) {
@@ -239,10 +246,14 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
     }
     if (!emit(idx, "", finish_reason_name(r.finish, text.stopped()), want && !lp.empty() ? lp.take() : json(nullptr))) t.gone = true;
     if (c.first) {  // a prompt counts once, however many choices it has (as OpenAI bills n)
-      t.prompt += r.prompt_tokens;
-      t.cached += r.cached_tokens;
+      t.result.prompt_tokens += r.prompt_tokens;
+      t.result.cached_tokens += r.cached_tokens;
     }
-    t.completion += r.completion_tokens;
+    t.result.completion_tokens += r.completion_tokens;
+    t.result.spec_drafted += r.spec_drafted;
+    t.result.spec_accepted += r.spec_accepted;
+    t.result.prefill_ms += r.prefill_ms;
+    t.result.decode_ms += r.decode_ms;
   }
   return t;
 }
@@ -258,9 +269,10 @@ void append_logprobs(json& into, const json& more) {
     for (const auto& v : more[k]) into[k].push_back(v);
 }
 
+/// Chat's usage object (speculative drafts in completion_tokens_details, as chat reports them).
 json usage(const Totals& t) {
-  return {{"prompt_tokens", t.prompt}, {"completion_tokens", t.completion}, {"total_tokens", t.prompt + t.completion},
-          {"prompt_tokens_details", {{"cached_tokens", t.cached}}}};
+  const engine::GenerateResult& r = t.result;
+  return usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted);
 }
 
 void send_openai_error(httplib::Response& res, const ApiError& e) {
@@ -279,7 +291,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       if (hooks.admitted) hooks.admitted(req, a);
     };
     auto finished = [&req, hooks](const Totals& t) {
-      return hooks.finished ? hooks.finished("/v1/completions", req, t.prompt, t.cached, t.completion) : std::string();
+      return hooks.finished ? hooks.finished(req, "/v1/completions", t.result, t.clock) : std::string();
     };
     const auto t0 = std::chrono::steady_clock::now();
     auto log_line = [&](int status, const Totals* t) {
@@ -287,8 +299,12 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       char buf[256];
       if (t) {
-        std::snprintf(buf, sizeof buf, "POST /v1/completions %d prompt=%d cached=%d completion=%d%s total=%.1fms", status,
-                      t->prompt, t->cached, t->completion, t->gone ? " (client disconnected)" : "", ms);
+        const engine::GenerateResult& r = t->result;
+        std::snprintf(buf, sizeof buf,
+                      "POST /v1/completions %d prompt=%d cached=%d completion=%d%s drafted=%d accepted=%d prefill=%.1fms "
+                      "decode=%.1fms total=%.1fms",
+                      status, r.prompt_tokens, r.cached_tokens, r.completion_tokens, t->gone ? " (client disconnected)" : "",
+                      r.spec_drafted, r.spec_accepted, r.prefill_ms, r.decode_ms, ms);
       } else {
         std::snprintf(buf, sizeof buf, "POST /v1/completions %d %.1fms", status, ms);
       }
@@ -313,9 +329,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         }, admitted);
         json body = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                      {"system_fingerprint", nullptr}, {"choices", choices}, {"usage", usage(t)}};
-        res.set_header(kCacheHitHeader, std::to_string(t.cached));
-        res.set_header(kUncachedHeader, std::to_string(t.prompt - t.cached));
-        if (hooks.finished) res.set_header(kCostHeader, finished(t));
+        set_generation_headers(res, t.result, finished(t));
         res.set_content(dump(body), "application/json");
         log_line(200, &t);
         return;
@@ -339,6 +353,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         return c;
       };
       Totals t;
+      bool recorded = false;
       try {
         t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
           json ch = {{"text", s}, {"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
@@ -351,6 +366,10 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
           std::string ev = sse_event(u);
           t.gone = !sink.write(ev.data(), ev.size());
         }
+        // Recorded before [DONE], so a client that has seen the end of the stream sees it
+        // in /metrics and /v1/usage (as chat does).
+        finished(t);
+        recorded = true;
         if (!t.gone) t.gone = !sink.write(kSseDone.data(), kSseDone.size());
       } catch (const ApiError& e) {
         std::string ev = sse_event(e.body());
@@ -359,7 +378,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         std::string ev = sse_event(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
         sink.write(ev.data(), ev.size());
       }
-      finished(t);
+      if (!recorded && t.result.prompt_tokens > 0) finished(t);  // an engine failure ran nothing billable
       log_line(200, &t);
       if (t.gone) return false;
       sink.done();

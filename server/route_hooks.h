@@ -1,9 +1,18 @@
-// What the server core (server.cpp) does around a generation of an endpoint that lives in
-// its own file (Anthropic /v1/messages, OpenAI /v1/completions): the client-disconnect
-// check during prefill, and the usage ledger / metrics with the cost header.
+// What the server core (server.cpp) does around a generation, the same for every endpoint
+// (OpenAI chat in server.cpp, Anthropic /v1/messages, OpenAI /v1/completions in their own
+// files): the client-disconnect check during prefill, the usage ledger and metrics (with
+// TTFT / ITL / duration from the request's TokenClock), and the response headers.
+//
+//   TokenClock clock(arrival);
+//   GenerateResult r = engine.run(admission, timed(clock, on_token));    // metrics.h
+//   std::string cost = hooks.finished(req, "/v1/messages", r, clock);   // ledger + metrics
+//   set_generation_headers(res, r, cost);                               // non-streamed answers
 #pragma once
 
+#include "accounting.h"
 #include "engine/engine.h"
+#include "metrics.h"
+#include "server.h"
 
 #include <httplib.h>
 
@@ -16,13 +25,31 @@ struct GenerationHooks {
   /// After admission, before run(): installs the engine's cancel check (the client's
   /// socket closed, or the server is stopping).
   std::function<void(const httplib::Request&, engine::Admission&)> admitted;
-  /// After a generation: records prompt / cached / output tokens for the caller's API
-  /// key under `endpoint`; returns the cost in USD as the X-Swizzle-Cost-USD value.
-  std::function<std::string(const std::string& endpoint, const httplib::Request&, int prompt_tokens, int cached_tokens,
-                            int output_tokens)>
+  /// After a generation (also one a client left mid-stream: what it consumed is billed):
+  /// records `totals` (prompt / cached / generated tokens of all choices) for the
+  /// caller's API key under `endpoint` in the ledger, and `clock` in the TTFT / ITL /
+  /// duration histograms; returns the cost in USD as the X-Swizzle-Cost-USD value. The
+  /// one recording path of every endpoint.
+  std::function<std::string(const httplib::Request&, const std::string& endpoint, const engine::GenerateResult& totals,
+                            const TokenClock& clock)>
       finished;
   /// A stream's cost header, sent before any token: the prompt's cost.
   std::function<std::string(int prompt_tokens, int cached_tokens)> quote;
 };
+
+/// The headers of a non-streamed answer that ran the engine, the same on every endpoint:
+/// X-Swizzle-Cache-Hit-Tokens / X-Swizzle-Uncached-Tokens, X-Swizzle-Cost-USD (`cost_usd`;
+/// not sent when empty) and X-Swizzle-Spec-Drafted / X-Swizzle-Spec-Accepted.
+inline void set_generation_headers(httplib::Response& res, const engine::GenerateResult& totals, const std::string& cost_usd) {
+  auto set = [&res](const char* key, const std::string& value) {
+    res.headers.erase(key);
+    res.headers.emplace(key, value);
+  };
+  set(kCacheHitHeader, std::to_string(totals.cached_tokens));
+  set(kUncachedHeader, std::to_string(totals.prompt_tokens - totals.cached_tokens));
+  if (!cost_usd.empty()) set(kCostHeader, cost_usd);
+  set(kSpecDraftedHeader, std::to_string(totals.spec_drafted));
+  set(kSpecAcceptedHeader, std::to_string(totals.spec_accepted));
+}
 
 }  // namespace swz::server

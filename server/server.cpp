@@ -4,9 +4,11 @@
 #include "anthropic_messages.h"
 #include "api_error.h"
 #include "client_socket.h"
+#include "json_depth.h"
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
+#include "route_hooks.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 namespace swz::server {
@@ -55,6 +58,44 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump(anthropic_error_body(e)), "application/json");
 }
 
+/// RFC 9110 §8.6: Content-Length = 1*DIGIT, and several fields must agree; RFC 9112
+/// §6.3: an invalid one is unrecoverable framing, answered 400 before the body is read.
+/// httplib 0.11 reads the value with strtoull, which turns "-1" into 2^64 - 1 (a 413
+/// after waiting out the read timeout for a body that never comes) and "+5" or "5x"
+/// into 5, so the check runs here, in the pre-routing handler.
+std::optional<ApiError> check_content_length(const httplib::Request& req) {
+  auto [begin, end] = req.headers.equal_range("Content-Length");
+  std::optional<std::string> seen;
+  for (auto it = begin; it != end; ++it) {
+    std::string v = it->second;  // optional whitespace around the value is not part of it
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    const bool digits = !v.empty() && v.size() <= 19 &&  // 19 digits always fit in int64
+                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits)
+      return ApiError(400, "Invalid Content-Length header '" + v + "': expected a non-negative decimal integer of at most 19 digits.");
+    if (seen && std::stoull(*seen) != std::stoull(v))
+      return ApiError(400, "Conflicting Content-Length headers ('" + *seen + "' and '" + v + "').");
+    seen = v;
+  }
+  return std::nullopt;
+}
+
+/// Answers `status` with the JSON `body`, then closes the connection. httplib 0.11 keeps
+/// a connection open whatever a handler says (only the request's own "Connection: close"
+/// ends it), but drops it when a content provider fails: this provider writes the whole
+/// body, then reports failure.
+void send_and_close(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  set_cache_headers(res, 0, 0);
+  set_unique_header(res, "Connection", "close");
+  auto data = std::make_shared<const std::string>(std::move(body));
+  res.set_content_provider(data->size(), "application/json", [data](size_t offset, size_t length, httplib::DataSink& sink) {
+    sink.write(data->data() + offset, length);
+    return false;
+  });
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -77,6 +118,7 @@ struct Server::Impl {
   ApiKeys keys;
   Accounting accounting;  ///< the usage ledger and the metrics; every endpoint reports finished requests here
   AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
+  GenerationHooks hooks;  ///< what every endpoint calls around a generation (route_hooks.h); filled by setup()
   std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
   httplib::Server http;
@@ -148,13 +190,7 @@ struct Server::Impl {
         json body;
         ChatCompletions::Outcome o = chat.complete(*p, body);
         if (gone->load()) o.client_gone = true;
-        const Money cost = accounting.finish({"/v1/chat/completions", caller_of(req).key_id, engine.info().id,
-                                              o.result.prompt_tokens, o.result.cached_tokens,
-                                              o.result.completion_tokens, &o.clock});
-        set_cache_headers(res, o.result.cached_tokens, o.result.prompt_tokens - o.result.cached_tokens);
-        set_unique_header(res, kCostHeader, cost.usd());
-        set_unique_header(res, kSpecDraftedHeader, std::to_string(o.result.spec_drafted));
-        set_unique_header(res, kSpecAcceptedHeader, std::to_string(o.result.spec_accepted));
+        set_generation_headers(res, o.result, hooks.finished(req, "/v1/chat/completions", o.result, o.clock));
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {
@@ -172,12 +208,10 @@ struct Server::Impl {
     // The cost header can only carry the prompt's cost here; the ledger gets the whole.
     const engine::Admission& first = *p->admissions.front();
     set_cache_headers(res, first.cached_tokens(), first.uncached_tokens());
-    set_unique_header(res, kCostHeader,
-                      accounting.quote_prompt(engine.info().id, first.prompt_tokens(), first.cached_tokens()).usd());
+    set_unique_header(res, kCostHeader, hooks.quote(first.prompt_tokens(), first.cached_tokens()));
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
-    std::string key_id = caller_of(req).key_id;
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, key_id, gone](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, gone](size_t, httplib::DataSink& sink) {
       ChatCompletions::Outcome o;
       bool recorded = false;
       // Recorded before [DONE] is written, or after a client went away mid-stream (the
@@ -185,8 +219,7 @@ struct Server::Impl {
       auto record = [&](const ChatCompletions::Outcome& done) {
         if (recorded) return;
         recorded = true;
-        accounting.finish({"/v1/chat/completions", key_id, engine.info().id, done.result.prompt_tokens,
-                           done.result.cached_tokens, done.result.completion_tokens, &done.clock});
+        hooks.finished(req, "/v1/chat/completions", done.result, done.clock);
       };
       try {
         o = chat.stream(
@@ -210,8 +243,15 @@ struct Server::Impl {
                                           : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
     http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
 
-    if (keys.required()) {
-      http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Runs after the headers are read and before the body is: message framing, then auth.
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (std::optional<ApiError> bad = check_content_length(req)) {
+        // Where the body ends is unknown, so nothing after the headers may be read as
+        // another request: answer, then close the connection.
+        send_and_close(res, bad->status, dump(is_anthropic_path(req.path) ? anthropic_error_body(*bad) : bad->body()));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (keys.required()) {
         // Everything needs the key but the probes (as llama.cpp's server: /health; and
         // /metrics, which carries no request content).
         if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
@@ -228,8 +268,9 @@ struct Server::Impl {
                                               : "Incorrect API key provided.",
                                  "invalid_request_error", "", "invalid_api_key"));
         return httplib::Server::HandlerResponse::Handled;
-      });
-    }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
@@ -258,6 +299,7 @@ struct Server::Impl {
     // {"content": str}.
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
+        check_json_depth(req.body, "The request body");
         const json body = json::parse(req.body, nullptr, false);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* content = json_field(body, "content");
@@ -287,6 +329,7 @@ struct Server::Impl {
     });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
+        check_json_depth(req.body, "The request body");
         const json body = json::parse(req.body, nullptr, false);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* tokens = json_field(body, "tokens");
@@ -317,13 +360,15 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
-    GenerationHooks hooks;
     hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
       const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
       a.set_cancel_check([this, fd] { return chat.cancelling() || !client_socket_alive(fd); });
     };
-    hooks.finished = [this](const std::string& endpoint, const httplib::Request& req, int prompt, int cached, int output) {
-      return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, prompt, cached, output, nullptr}).usd();
+    hooks.finished = [this](const httplib::Request& req, const std::string& endpoint, const engine::GenerateResult& r,
+                            const TokenClock& clock) {
+      return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, r.prompt_tokens, r.cached_tokens,
+                                r.completion_tokens, &clock})
+          .usd();
     };
     hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };
     add_anthropic_routes(http, anthropic, opts.log, hooks);
@@ -332,7 +377,7 @@ struct Server::Impl {
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
       std::string msg;
       std::string code;
       if (res.status == 404) {

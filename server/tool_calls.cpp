@@ -1,5 +1,7 @@
 #include "tool_calls.h"
 
+#include "json_depth.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -26,6 +28,8 @@ bool has_non_space(std::string_view s) {
 }  // namespace
 
 bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
+  // Deeper than the request limit: not a call the server would accept back, so text.
+  if (json_depth_exceeded_at(json_text) != std::string_view::npos) return false;
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return false;
   auto name = j.find("name");
@@ -35,6 +39,7 @@ bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
   nlohmann::ordered_json a = nlohmann::ordered_json::object();
   if (args != j.end() && !args->is_null()) {
     if (args->is_string()) {
+      if (json_depth_exceeded_at(args->get<std::string>()) != std::string_view::npos) return false;
       a = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, false);
       if (a.is_discarded()) return false;
     } else {

@@ -360,6 +360,33 @@ TEST(ServerHttp, ClientDisconnectMidStreamCancelsGenerationAndServerKeepsServing
   EXPECT_EQ(json::parse(ok->body)["choices"][0]["message"]["content"], kText);
 }
 
+TEST(ServerHttp, InvalidContentLengthIs400AndClosesTheConnection) {
+  Running s;
+  for (const std::string length : {"-1", "+5", "5x", "99999999999999999999"}) {
+    int fd = connect_to(s.port);
+    ASSERT_GE(fd, 0);
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + length + "\r\n\r\n{}";
+    ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+    EXPECT_EQ(n, 0) << "the server closes the connection after answering (" << length << ")";
+    ::close(fd);
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
+    const json body = json::parse(got.substr(got.find("\r\n\r\n") + 4));
+    EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(body["error"]["message"], "Invalid Content-Length header '" + length +
+                                            "': expected a non-negative decimal integer of at most 19 digits.");
+  }
+  auto ok = s.chat({{"messages", user("hi")}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
 TEST(ServerHttp, ApiKeyIsRequiredOnV1WhenConfigured) {
   ServerOptions o;
   o.api_key = "sekret";

@@ -1,0 +1,32 @@
+#include "json_depth.h"
+
+namespace swz::server {
+
+size_t json_depth_exceeded_at(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character (\" included) cannot end the string
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+void check_json_depth(std::string_view text, const std::string& what, const std::string& param) {
+  const size_t at = json_depth_exceeded_at(text);
+  if (at == std::string_view::npos) return;
+  throw ApiError(400, what + " nests arrays and objects deeper than the nesting limit of " + std::to_string(kMaxJsonDepth) +
+                          " levels (level " + std::to_string(kMaxJsonDepth + 1) + " opens at byte " + std::to_string(at) + ").",
+                 "invalid_request_error", param);
+}
+
+}  // namespace swz::server
