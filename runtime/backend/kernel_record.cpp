@@ -1,6 +1,7 @@
 // Manifest kernel entries as backends use them. See kernel_record.h.
 #include "backend/kernel_record.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,19 @@ ArgSpec parse_arg_type(const std::string& type) {
   s.rank = t->rank;
   s.elem_bytes = static_cast<uint32_t>(t->elem_bytes);
   return s;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t(1) << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return buf;
 }
 
 KernelRecord parse_kernel(const package::Kernel& k, const std::string& abi) {

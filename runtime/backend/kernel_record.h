@@ -46,6 +46,9 @@ struct KernelRecord {
 /// "spirv-storage-buffers") and the signature. Throws Error naming the entry and field.
 KernelRecord parse_kernel(const package::Kernel& k, const std::string& abi);
 
+/// "1.1 GiB", "12.0 MiB", "3.5 KiB", "512 bytes": sizes in the backends' messages.
+std::string human_bytes(uint64_t bytes);
+
 /// The whole file `dir`/`file` (Error if unreadable or empty).
 std::string read_kernel_file(const std::string& dir, const std::string& file);
 

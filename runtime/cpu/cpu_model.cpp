@@ -133,7 +133,7 @@ kvcache::PageLayout kv_layout(const json& graph) {
 
 CpuModel::CpuModel(const json& graph, const gguf::File& weights, int n_ctx, ggml::ThreadPool& pool,
                    kvcache::PageAllocator& kv)
-    : impl_(std::make_unique<Impl>(weights, pool)), kv_(kv), n_ctx_(n_ctx) {
+    : PagedSequenceModel(kv, n_ctx), impl_(std::make_unique<Impl>(weights, pool)) {
   Impl& m = *impl_;
   std::unordered_map<std::string, int> buf_index;
   try {
@@ -322,57 +322,13 @@ CpuModel::~CpuModel() {
   }
 }
 
-void CpuModel::truncate(int n) {
-  n_past_ = std::clamp(n, 0, n_past_);
-  const size_t keep = static_cast<size_t>((n_past_ + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens);
-  while (block_table_.size() > keep) {
-    kv_.unref_page(block_table_.back());
-    block_table_.pop_back();
-  }
-}
-
-void CpuModel::release() {
-  for (int p : block_table_) kv_.unref_page(p);
-  block_table_.clear();
-  n_past_ = 0;
-}
-
-void CpuModel::attach(std::vector<int> pages, int n_past) {
-  if (n_past < 0 || n_past > n_ctx_ || pages.size() * kvcache::kBlockTokens < static_cast<size_t>(n_past)) {
-    for (int p : pages) kv_.unref_page(p);
-    throw std::invalid_argument("attach: " + std::to_string(pages.size()) + " pages cannot hold " + std::to_string(n_past) +
-                                " positions");
-  }
-  release();
-  block_table_ = std::move(pages);
-  n_past_ = n_past;
-}
-
-// Makes the pages for positions n_past .. n_past+n_tokens-1 exist and be private to this
-// sequence: a missing page is allocated, a shared one (prefix-cache block, another
-// sequence) is copied first.
-void CpuModel::prepare_pages(int n_tokens) {
-  const int first = n_past_ / kvcache::kBlockTokens, last = (n_past_ + n_tokens - 1) / kvcache::kBlockTokens;
-  const size_t bytes = kv_.layout().page_bytes();
-  for (int b = first; b <= last; ++b) {
-    if (static_cast<size_t>(b) >= block_table_.size()) {
-      block_table_.push_back(kv_.alloc_page());
-    } else if (kv_.page_refcount(block_table_[b]) > 1) {
-      const int fresh = kv_.alloc_page();
-      std::memcpy(kv_.page_data(fresh), kv_.page_data(block_table_[b]), bytes);
-      kv_.unref_page(block_table_[b]);
-      block_table_[b] = fresh;
-    }
-  }
-  impl_->pages.resize(block_table_.size());
-  for (size_t i = 0; i < block_table_.size(); ++i) impl_->pages[i] = kv_.page_data(block_table_[i]);
+void CpuModel::copy_page(int dst, int src) {
+  std::memcpy(kv_.page_data(dst), kv_.page_data(src), kv_.layout().page_bytes());
 }
 
 void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) {
   if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
-  if (n_past_ + n_tokens > n_ctx_)
-    throw std::length_error("KV cache full: " + std::to_string(n_past_) + " + " + std::to_string(n_tokens) +
-                            " tokens exceed the context of " + std::to_string(n_ctx_));
+  check_room(n_tokens);
   n_out = std::clamp(n_out, 1, n_tokens);
   Impl& m = *impl_;
   for (int i = 0; i < n_tokens; ++i) {
@@ -380,6 +336,8 @@ void CpuModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows
       throw std::out_of_range("token id " + std::to_string(tokens[i]) + " outside the vocabulary of " + std::to_string(n_vocab_));
   }
   prepare_pages(n_tokens);
+  m.pages.resize(block_table_.size());
+  for (size_t i = 0; i < block_table_.size(); ++i) m.pages[i] = kv_.page_data(block_table_[i]);
   m.tokens.assign(tokens, tokens + n_tokens);
   for (Buffer& b : m.bufs) {
     size_t need = static_cast<size_t>(b.output_only ? n_out : n_tokens) * b.width;

@@ -39,7 +39,7 @@ namespace swz::cpu {
 kvcache::PageLayout kv_layout(const nlohmann::json& graph);
 
 /// Executes one sequence's forward passes. Not thread-safe: one caller at a time.
-class CpuModel final : public exec::SequenceModel {
+class CpuModel final : public exec::PagedSequenceModel {
  public:
   /// `graph` is the manifest's graph JSON; `weights` the package's source GGUF (must
   /// outlive the model). `n_ctx` is the longest sequence (tokens). `kv` supplies the KV
@@ -51,21 +51,8 @@ class CpuModel final : public exec::SequenceModel {
   CpuModel(const CpuModel&) = delete;
   CpuModel& operator=(const CpuModel&) = delete;
 
-  int n_ctx() const override { return n_ctx_; }
   int n_vocab() const override { return n_vocab_; }
-  /// Tokens currently held in the KV cache (positions 0..n_past-1).
-  int n_past() const override { return n_past_; }
-  /// Drops KV entries at positions >= n (rollback of rejected draft tokens, reuse of a
-  /// prefix); pages wholly past n are released.
-  void truncate(int n) override;
-  /// Starts a new sequence whose positions 0..n_past-1 are already in `pages` (in order;
-  /// pages.size() * 64 >= n_past). The model takes over one reference per page (the
-  /// caller's, e.g. from BlockManager::acquire). The previous sequence is released.
-  void attach(std::vector<int> pages, int n_past) override;
-  /// Releases the sequence's pages (one reference each) and empties it.
-  void release() override;
-  /// The sequence's block table: page ids, position p in block_table()[p / 64].
-  const std::vector<int>& block_table() const override { return block_table_; }
+  // n_ctx, n_past, truncate, attach, release, block_table: exec::PagedSequenceModel.
 
   /// Which reduction order attention uses for the rows of a forward pass. llama.cpp's
   /// CPU backend reduces f16 attention products in one order for a batch of query rows
@@ -87,13 +74,9 @@ class CpuModel final : public exec::SequenceModel {
 
  private:
   struct Impl;
-  void prepare_pages(int n_tokens);
+  void copy_page(int dst, int src) override;
   std::unique_ptr<Impl> impl_;
-  kvcache::PageAllocator& kv_;
-  std::vector<int> block_table_;
-  int n_ctx_ = 0;
   int n_vocab_ = 0;
-  int n_past_ = 0;
 };
 
 }  // namespace swz::cpu

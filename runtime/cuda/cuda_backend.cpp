@@ -27,20 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// "1.1 GiB", "12.0 MiB", "512 bytes".
-std::string human(uint64_t bytes) {
-  char buf[64];
-  if (bytes >= (uint64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
-  else if (bytes >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t(1) << 20));
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
-  return buf;
-}
-
 /// FNV-1a, 64 bits: identifies a PTX source and checks a cached cubin (not cryptographic).
 uint64_t fnv1a(const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -419,8 +405,8 @@ Buffer CudaBackend::alloc(size_t bytes, const std::string& what) {
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     size_t free_bytes = 0, total = 0;
     s.d->cuMemGetInfo(&free_bytes, &total);
-    throw backend::OutOfMemory("cuda: out of device memory allocating " + human(bytes) + " for " + what + ": " +
-                               human(free_bytes) + " free of " + human(total) + " on " + s.info.name);
+    throw backend::OutOfMemory("cuda: out of device memory allocating " + backend::human_bytes(bytes) + " for " + what + ": " +
+                               backend::human_bytes(free_bytes) + " free of " + backend::human_bytes(total) + " on " + s.info.name);
   }
   if (r != CUDA_SUCCESS) s.d->fail(r, "cuMemAlloc(" + std::to_string(bytes) + " bytes for " + what + ")");
   uint32_t index;

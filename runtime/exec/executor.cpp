@@ -580,35 +580,10 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   }
 }
 
-GraphModel::GraphModel(GraphExecutor& ex, kvcache::PageAllocator& kv) : ex_(ex), kv_(kv) {}
+GraphModel::GraphModel(GraphExecutor& ex, kvcache::PageAllocator& kv)
+    : PagedSequenceModel(kv, ex.options().n_ctx), ex_(ex) {}
 
 GraphModel::~GraphModel() { release(); }
-
-void GraphModel::truncate(int n) {
-  n_past_ = std::clamp(n, 0, n_past_);
-  const size_t keep = static_cast<size_t>((n_past_ + kvcache::kBlockTokens - 1) / kvcache::kBlockTokens);
-  while (block_table_.size() > keep) {
-    kv_.unref_page(block_table_.back());
-    block_table_.pop_back();
-  }
-}
-
-void GraphModel::release() {
-  for (int p : block_table_) kv_.unref_page(p);
-  block_table_.clear();
-  n_past_ = 0;
-}
-
-void GraphModel::attach(std::vector<int> pages, int n_past) {
-  if (n_past < 0 || n_past > n_ctx() || pages.size() * kvcache::kBlockTokens < static_cast<size_t>(n_past)) {
-    for (int p : pages) kv_.unref_page(p);
-    throw std::invalid_argument("attach: " + std::to_string(pages.size()) + " pages cannot hold " + std::to_string(n_past) +
-                                " positions");
-  }
-  release();
-  block_table_ = std::move(pages);
-  n_past_ = n_past;
-}
 
 void GraphModel::forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) {
   run(tokens, n_tokens, n_out, rows, &logits, nullptr);
@@ -623,29 +598,11 @@ bool GraphModel::forward_argmax(const int32_t* tokens, int n_tokens, int n_out, 
 void GraphModel::run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>* logits,
                      std::vector<int32_t>* ids) {
   if (n_tokens <= 0) throw std::invalid_argument("forward: no tokens");
-  if (n_past_ + n_tokens > n_ctx())
-    throw std::length_error("KV cache full: " + std::to_string(n_past_) + " + " + std::to_string(n_tokens) +
-                            " tokens exceed the context of " + std::to_string(n_ctx()));
+  check_room(n_tokens);
   n_out = std::clamp(n_out, 1, n_tokens);
-  // The pages for positions n_past.. exist and are this sequence's own: a missing page is
-  // allocated, a shared one (a prefix-cache block) copied on the device first. Page
-  // allocation happens here, never inside the executor (which holds its lock).
-  const int first = n_past_ / kvcache::kBlockTokens, last = (n_past_ + n_tokens - 1) / kvcache::kBlockTokens;
-  for (int b = first; b <= last; ++b) {
-    if (static_cast<size_t>(b) >= block_table_.size()) {
-      block_table_.push_back(kv_.alloc_page());
-    } else if (kv_.page_refcount(block_table_[b]) > 1) {
-      const int fresh = kv_.alloc_page();
-      try {
-        ex_.copy_page(fresh, block_table_[b]);
-      } catch (...) {
-        kv_.unref_page(fresh);
-        throw;
-      }
-      kv_.unref_page(block_table_[b]);
-      block_table_[b] = fresh;
-    }
-  }
+  // Page allocation and copy-on-write happen here, never inside the executor (which
+  // holds its lock while it runs).
+  prepare_pages(n_tokens);
   // Prompt rows go through the executor in chunks of its row budget.
   const int max_rows = ex_.options().max_rows;
   std::vector<float> part;

@@ -107,26 +107,18 @@ class GraphExecutor {
 /// SequenceModel over a GraphExecutor: one sequence, page ids from `kv` (its page_data()
 /// is not used: the pages live on the device), copy-on-write of shared pages on the
 /// device. The executor and allocator must outlive it.
-class GraphModel final : public SequenceModel {
+class GraphModel final : public PagedSequenceModel {
  public:
   GraphModel(GraphExecutor& ex, kvcache::PageAllocator& kv);
   ~GraphModel() override;
-  int n_ctx() const override { return ex_.options().n_ctx; }
   int n_vocab() const override { return ex_.n_vocab(); }
-  int n_past() const override { return n_past_; }
-  void truncate(int n) override;
-  void attach(std::vector<int> pages, int n_past) override;
-  void release() override;
-  const std::vector<int>& block_table() const override { return block_table_; }
   void forward(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>& logits) override;
   bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<int32_t>& ids) override;
 
  private:
+  void copy_page(int dst, int src) override { ex_.copy_page(dst, src); }
   void run(const int32_t* tokens, int n_tokens, int n_out, Rows rows, std::vector<float>* logits, std::vector<int32_t>* ids);
   GraphExecutor& ex_;
-  kvcache::PageAllocator& kv_;
-  std::vector<int> block_table_;
-  int n_past_ = 0;
 };
 
 }  // namespace swz::exec

@@ -16,17 +16,6 @@ using backend::Arg;
 
 namespace {
 
-std::string human(uint64_t bytes) {
-  char buf[64];
-  if (bytes >= (uint64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
-  else if (bytes >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t(1) << 20));
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
-  return buf;
-}
-
 /// Runs `f`, turning vulkan::Error into backend::Error ("vulkan: ...").
 template <typename F>
 auto guard(F&& f) -> decltype(f()) {
@@ -146,10 +135,10 @@ backend::Buffer VulkanBackend::alloc(size_t bytes, const std::string& what) {
   try {
     b = s.dev->create_buffer(bytes);
   } catch (const OutOfMemory& e) {
-    throw backend::OutOfMemory("vulkan: out of device memory allocating " + human(bytes) + " for " + what + " (heap of " +
-                               human(s.info.total_bytes) + " on " + s.info.name + "): " + e.what());
+    throw backend::OutOfMemory("vulkan: out of device memory allocating " + backend::human_bytes(bytes) + " for " + what + " (heap of " +
+                               backend::human_bytes(s.info.total_bytes) + " on " + s.info.name + "): " + e.what());
   } catch (const Error& e) {
-    throw backend::Error("vulkan: allocating " + human(bytes) + " for " + what + ": " + e.what());
+    throw backend::Error("vulkan: allocating " + backend::human_bytes(bytes) + " for " + what + ": " + e.what());
   }
   uint32_t index;
   if (!s.free_slots.empty()) {
