@@ -274,7 +274,12 @@ struct Server::Impl {
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
-      res.set_content(dump({{"status", "ok"}, {"backend", engine.info().backend}}), "application/json");
+      // 503 once the engine's device failed (Engine::failure()): a supervisor restarts it.
+      const std::string failure = engine.failure();
+      if (!failure.empty()) res.status = 503;
+      res.set_content(failure.empty() ? dump({{"status", "ok"}, {"backend", engine.info().backend}})
+                                      : dump({{"status", "error"}, {"backend", engine.info().backend}, {"error", failure}}),
+                      "application/json");
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);

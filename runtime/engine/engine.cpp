@@ -143,7 +143,13 @@ class PackageEngine final : public Engine {
   std::string detokenize(const std::vector<int32_t>& tokens) override { return tok_.decode(tokens); }
   std::string token_piece(int32_t id) override { return tok_.token_to_piece(id); }
 
+  void check_not_failed() const {
+    const std::string f = failure();
+    if (!f.empty()) throw EngineFailed("the model's device failed (" + f + "); restart swizzle-rt");
+  }
+
   std::unique_ptr<Admission> admit(const GenerateRequest& req) override {
+    check_not_failed();
     Sampler validate(req.sampling);
     (void)validate;
     const int n_prompt = static_cast<int>(req.prompt.size());
@@ -165,7 +171,25 @@ class PackageEngine final : public Engine {
     return a;
   }
 
+  std::string failure() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return failure_;
+  }
+
   GenerateResult run(Admission& admission, const TokenCallback& on_token) override {
+    check_not_failed();
+    try {
+      return run_sequence(admission, on_token);
+    } catch (const backend::Error& e) {
+      // A device error sticks to the context (CUDA) or the device is gone (Vulkan): no
+      // later request could run, so the engine says so instead of failing each one.
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      if (failure_.empty()) failure_ = e.what();
+      throw;
+    }
+  }
+
+  GenerateResult run_sequence(Admission& admission, const TokenCallback& on_token) {
     auto* a = dynamic_cast<CpuAdmission*>(&admission);
     if (!a || a->kv != kv_) throw std::invalid_argument("run: the admission comes from another engine");
     if (a->ran) throw std::invalid_argument("run: this admission has already run");
@@ -513,6 +537,7 @@ class PackageEngine final : public Engine {
   mutable std::mutex stats_mu_;
   uint64_t hit_tokens_ = 0, miss_tokens_ = 0;
   SpecStats spec_;
+  std::string failure_;  // the device error that stopped the engine (stats_mu_)
 };
 
 }  // namespace

@@ -21,6 +21,13 @@ class InvalidRequest : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The engine's device failed and it serves no more requests (Engine::failure()).
+/// what() names the first error and says to restart.
+class EngineFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// A package or model that cannot be loaded (missing files, GGUF mismatch, unsupported
 /// architecture or chat template). what() names the file and the reason.
 class LoadError : public std::runtime_error {
@@ -286,6 +293,11 @@ class Engine {
   }
   virtual CacheStats cache_stats() const { return {}; }
   virtual SpecStats spec_stats() const { return {}; }
+  /// Empty while the engine can serve; after its device failed (a CUDA fault, a lost
+  /// Vulkan device: such errors stick to the context) the reason, and every later
+  /// admit() and run() throws EngineFailed. A server reports it on /health (503) so that
+  /// a supervisor restarts the process.
+  virtual std::string failure() const { return {}; }
 };
 
 }  // namespace swz::engine

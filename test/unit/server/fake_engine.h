@@ -27,6 +27,8 @@ class FakeEngine : public engine::Engine {
   }
 
   const engine::ModelInfo& info() const override { return info_; }
+  std::string failure() const override { return failed; }
+  std::string failed;  ///< tests set it: the engine's device failed
 
   std::vector<int32_t> tokenize_chat(const std::vector<engine::ChatMessage>& messages, bool add_generation_prompt) override {
     std::vector<int32_t> t;

@@ -432,4 +432,20 @@ TEST(ServerHttp, ConcurrentRequestsAllSucceed) {
   EXPECT_EQ(s.engine.generate_calls, 6);
 }
 
+
+// After the engine's device failed, /health answers 503 with the reason (a supervisor
+// restarts the process); before, 200 with the backend.
+TEST(ServerHttp, HealthIs503OnceTheEngineDeviceFailed) {
+  Running s;
+  auto ok = s.client().Get("/health");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  s.engine.failed = "cuda: cuStreamSynchronize: an illegal memory access was encountered";
+  auto bad = s.client().Get("/health");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 503);
+  EXPECT_EQ(json::parse(bad->body),
+            json({{"status", "error"}, {"backend", "fake"}, {"error", "cuda: cuStreamSynchronize: an illegal memory access was encountered"}}));
+}
+
 }  // namespace
