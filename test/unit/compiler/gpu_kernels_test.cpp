@@ -67,7 +67,8 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
     return;
   }
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(m.kernels.size(), 2u);
+  ASSERT_EQ(m.kernels.size(), 3u);  // + greedy sampling's argmax (graph.sampling), last
+  EXPECT_EQ(m.kernels[2].entry, "sm_90.argmax_f32");
   EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
@@ -97,8 +98,11 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(px.at("spill_store_bytes"), 0);
   EXPECT_EQ(px.at("spill_load_bytes"), 0);
   EXPECT_EQ(m.kernels[0].launch.at("smem_tiles"), json::array()) << "no ldmatrix tiles";
-  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(files.size(), 3u);  // rms_norm, swiglu, argmax
   EXPECT_EQ(files[0].first, "swz_rms_norm.ptx");
+  // Greedy sampling on the device: argmax of the graph output's rows (graph.sampling).
+  EXPECT_EQ(m.graph["sampling"]["argmax"]["launches"][0]["kernel"], "sm_90.argmax_f32");
+  EXPECT_EQ(m.graph["sampling"]["argmax"]["in"], json({m.graph["output"]}));
   EXPECT_NE(files[0].second.find(".entry rms_norm_f32("), std::string::npos);
   EXPECT_EQ(files[0].second.find(".extern"), std::string::npos) << "libdevice not linked";
 }
@@ -196,7 +200,8 @@ TEST(GpuKernels, AttentionForSm80) {
   // Its tiles follow the sm_80 schedule's attention entry (checked at compile time).
   EXPECT_EQ(mma->schedule, "sm_80.attention");
   EXPECT_EQ(flash->schedule, std::nullopt);
-  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(files.size(), 3u);  // + swz_argmax.ptx (greedy sampling)
+  EXPECT_EQ(files[2].first, "swz_argmax.ptx");
 }
 
 // swz-fuse folds rope(k) into the KV write: the rope op launches nothing and the
@@ -257,9 +262,10 @@ TEST(GpuKernels, AttentionForSpirv) {
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
   EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv"}));
-  EXPECT_EQ(m.kernels.size(), 3u);  // kv_store, flash attention, split reduce
+  EXPECT_EQ(m.kernels.size(), 4u);  // kv_store, flash attention, split reduce; argmax
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
-  ASSERT_EQ(files.size(), 1u);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[1].first, "swz_argmax.spv");
   EXPECT_EQ(files[0].first, "swz_attention_f16kv.spv");
   ASSERT_GE(files[0].second.size(), 4u);
   uint32_t magic = 0;
@@ -384,12 +390,12 @@ TEST(GpuKernels, RmsNormAndSwigluForSpirv) {
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(m.kernels.size(), 2u);
+  ASSERT_EQ(m.kernels.size(), 3u);  // + argmax (greedy sampling)
   EXPECT_EQ(m.kernels[0].entry, "spirv.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.spv");
   EXPECT_EQ(m.kernels[0].launch.at("block"), json({256, 1, 1}));
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
-  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(files.size(), 3u);
   EXPECT_EQ(files[0].first, "swz_rms_norm.spv");
   ASSERT_GE(files[0].second.size(), 4u);
   uint32_t magic = 0;
@@ -402,7 +408,7 @@ TEST(GpuKernels, SwigluForSpirv) {
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(files.size(), 1u);
+  ASSERT_EQ(files.size(), 2u);  // + swz_argmax.spv (greedy sampling)
   EXPECT_EQ(files[0].first, "swz_swiglu.spv");
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
 }
@@ -436,7 +442,7 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
     EXPECT_EQ(m.kernels[1].signature.size(), 9u);
     const std::string ext = target == "spirv" ? ".spv" : ".ptx";
-    ASSERT_EQ(files.size(), 4u);
+    ASSERT_EQ(files.size(), 5u);  // + swz_argmax (greedy sampling)
     EXPECT_EQ(files[0].first, "swz_gemv_q8_0" + ext);
     EXPECT_EQ(files[1].first, "swz_gemv_q4_1" + ext);
   }
