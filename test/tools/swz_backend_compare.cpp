@@ -83,10 +83,11 @@ std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
 /// generated token of half of them, a mixed pass (prompt rows of some sequences beside
 /// decode rows of others, in reverse order), then the rest; each sequence's logits
 /// compared with the same sequence run alone. On the H200 every row is bit-identical;
-/// lavapipe's results move in the last bits with the batch (up to 1.5e-4 x std), so the
-/// bound is kBatchTol x std(logits), and bitwise differences are printed. Returns the
+/// lavapipe's results move with the batch (the real SmolLM2: up to 1.8e-3 x std after 30
+/// layers), so the bound is kBatchTol x std(logits), far below what a wrong row, offset or
+/// block table gives (O(1)); bitwise differences are printed. Returns the
 /// number of differing rows when the bound is broken, else 0.
-constexpr double kBatchTol = 1e-3;
+constexpr double kBatchTol = 1e-2;
 
 long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
