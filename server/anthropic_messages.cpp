@@ -443,8 +443,12 @@ AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& 
   std::vector<std::string> names;
   for (const auto& t : p.req.prompt.tools) names.push_back(t.name);
   ToolCallText tools(p.req.parse_tool_calls, names);
+  int calls = 0;  // delivered
   auto deliver = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
+      // disable_parallel_tool_use: one call, also when one <tool_call> tag holds several.
+      if (ev.is_call && p.req.disable_parallel_tool_use && calls > 0) continue;
+      if (ev.is_call) ++calls;
       if (ev.is_call ? !sink.call(ev.call) : !sink.text(ev.text)) {
         o.client_gone = true;
         return false;
@@ -463,7 +467,7 @@ AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& 
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
   deliver(rest);
-  o.tool_calls = tools.calls();
+  o.tool_calls = calls;
   if (o.tool_calls > 0) {
     o.stop_reason = "tool_use";
   } else if (text.stopped()) {

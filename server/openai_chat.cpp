@@ -491,6 +491,8 @@ ChatCompletions::ChoiceRun ChatCompletions::run_choice(
   bool ok = true;
   auto take = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
+      // parallel_tool_calls false: one call, also when one <tool_call> tag holds several.
+      if (ev.is_call && !p.req.parallel_tool_calls && run.tool_calls > 0) continue;
       json d;
       if (ev.is_call) {
         d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), run.tool_calls++)})}};

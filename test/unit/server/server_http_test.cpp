@@ -433,3 +433,96 @@ TEST(ServerHttp, ConcurrentRequestsAllSucceed) {
 }
 
 }  // namespace
+
+namespace {
+
+/// What Qwen2.5 generates after the forced prefix "<tool_call>\n{\"name\": \"" when it
+/// calls two tools: both calls inside the one tag (issue 14, item 8).
+void script_two_calls_in_one_tag(FakeEngine& e) {
+  e.scripts.push_back({"<tool_call>\n{\"name\": \"",
+                       {"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", "\n{\"name\": \"get_time\", ",
+                        "\"arguments\": {\"tz\": \"CET\"}}", "\n</tool_call>"}});
+}
+
+const json kTwoTools = json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+                                    {{"type", "function"}, {"function", {{"name", "get_time"}}}}});
+const json kTwoAnthropicTools = json::array({{{"name", "get_weather"}, {"input_schema", {{"type", "object"}}}},
+                                             {{"name", "get_time"}, {"input_schema", {{"type", "object"}}}}});
+
+}  // namespace
+
+TEST(ServerHttp, ForcedToolCallWithTwoCallsInOneTagIsTwoCallsInChat) {
+  Running s;
+  script_two_calls_in_one_tag(s.engine);
+  auto r = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json c = json::parse(r->body)["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls") << r->body;
+  EXPECT_TRUE(c["message"]["content"].is_null()) << r->body;
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 2u) << r->body;
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+  EXPECT_EQ(c["message"]["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_EQ(c["message"]["tool_calls"][1]["function"]["arguments"], "{\"tz\":\"CET\"}");
+
+  // Streamed: two tool-call deltas (index 0 and 1), then finish_reason tool_calls.
+  auto st = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"}, {"stream", true}});
+  ASSERT_TRUE(st);
+  std::vector<std::string> names;
+  std::string finish;
+  for (const auto& d : sse_data(st->body)) {
+    if (d == "[DONE]") continue;
+    json ch = json::parse(d)["choices"][0];
+    if (ch["delta"].contains("tool_calls")) names.push_back(ch["delta"]["tool_calls"][0]["function"]["name"]);
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"get_weather", "get_time"}));
+  EXPECT_EQ(finish, "tool_calls");
+
+  // parallel_tool_calls: false keeps the first call only.
+  auto one = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"},
+                     {"parallel_tool_calls", false}});
+  ASSERT_TRUE(one);
+  json c1 = json::parse(one->body)["choices"][0];
+  EXPECT_EQ(c1["finish_reason"], "tool_calls");
+  ASSERT_EQ(c1["message"]["tool_calls"].size(), 1u) << one->body;
+  EXPECT_EQ(c1["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+}
+
+TEST(ServerHttp, ForcedToolCallWithTwoCallsInOneTagIsTwoToolUseBlocksInMessages) {
+  Running s;
+  script_two_calls_in_one_tag(s.engine);
+  auto post = [&](json body) {
+    body["model"] = "m";
+    body["max_tokens"] = 100;
+    body["messages"] = user("weather and time?");
+    body["tools"] = kTwoAnthropicTools;
+    return s.client().Post("/v1/messages", body.dump(), "application/json");
+  };
+  auto r = post({{"tool_choice", {{"type", "any"}}}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json b = json::parse(r->body);
+  EXPECT_EQ(b["stop_reason"], "tool_use") << r->body;
+  ASSERT_EQ(b["content"].size(), 2u) << r->body;
+  EXPECT_EQ(b["content"][0]["type"], "tool_use");
+  EXPECT_EQ(b["content"][0]["name"], "get_weather");
+  EXPECT_EQ(b["content"][0]["input"], json({{"city", "Paris"}}));
+  EXPECT_EQ(b["content"][1]["name"], "get_time");
+  EXPECT_EQ(b["content"][1]["input"], json({{"tz", "CET"}}));
+
+  auto st = post({{"tool_choice", {{"type", "any"}}}, {"stream", true}});
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->body.find("\"type\":\"text\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"name\":\"get_weather\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"name\":\"get_time\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"stop_reason\":\"tool_use\""), std::string::npos) << st->body;
+
+  auto one = post({{"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}}});
+  ASSERT_TRUE(one);
+  json b1 = json::parse(one->body);
+  EXPECT_EQ(b1["stop_reason"], "tool_use");
+  ASSERT_EQ(b1["content"].size(), 1u) << one->body;
+  EXPECT_EQ(b1["content"][0]["name"], "get_weather");
+}
