@@ -526,3 +526,78 @@ TEST(ServerHttp, ForcedToolCallWithTwoCallsInOneTagIsTwoToolUseBlocksInMessages)
   ASSERT_EQ(b1["content"].size(), 1u) << one->body;
   EXPECT_EQ(b1["content"][0]["name"], "get_weather");
 }
+
+/// Sends `body` to `path` on a fresh raw connection; returns the socket.
+int post_raw(int port, const std::string& path, const json& body) {
+  int fd = connect_to(port);
+  if (fd < 0) return fd;
+  const std::string b = body.dump();
+  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(b.size()) + "\r\n\r\n" + b;
+  if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string read_until_close(int fd) {
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return got;
+}
+
+TEST(ServerHttp, ShutdownCutsWhatOutlivesTheGracePeriodWithAnErrorNeverANormalEnd) {
+  Running s;
+  s.engine.info_.n_ctx = 1 << 30;
+  s.engine.endless_trigger = "forever";
+  s.engine.token_delay_ms = 1;
+  // A long stream in each format (the engine runs one, the other waits for it).
+  int chat = post_raw(s.port, "/v1/chat/completions", {{"messages", user("forever")}, {"stream", true}});
+  int msgs = post_raw(s.port, "/v1/messages",
+                      {{"model", "m"}, {"max_tokens", 1 << 30}, {"messages", user("forever")}, {"stream", true}});
+  ASSERT_GE(chat, 0);
+  ASSERT_GE(msgs, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> notes;
+  s.server->shutdown(std::chrono::milliseconds(300), [&](const std::string& l) { notes.push_back(l); });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(ms, 290) << "the grace period was given";
+  EXPECT_LT(ms, 3000);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[1], "grace period over, cutting 2 running request(s)");
+
+  const std::string c = read_until_close(chat);
+  EXPECT_EQ(c.find("[DONE]"), std::string::npos) << c.substr(c.size() - 300);
+  EXPECT_EQ(c.find("\"finish_reason\":\"stop\""), std::string::npos);
+  EXPECT_NE(c.find("data: {\"error\":{\"code\":\"server_shutting_down\""), std::string::npos) << c.substr(c.size() - 300);
+  const std::string m = read_until_close(msgs);
+  EXPECT_EQ(m.find("message_stop"), std::string::npos) << m.substr(m.size() - 300);
+  EXPECT_EQ(m.find("end_turn"), std::string::npos);
+  EXPECT_NE(m.find("event: error\ndata: {\"error\":{\"message\":\"The server is shutting down"), std::string::npos)
+      << m.substr(m.size() - 300);
+  EXPECT_NE(m.find("\"type\":\"overloaded_error\""), std::string::npos);
+  // Refused afterwards.
+  EXPECT_LT(connect_to(s.port), 0);
+}
+
+TEST(ServerHttp, ShutdownLetsRunningRequestsFinishWithinTheGracePeriod) {
+  Running s;
+  s.engine.token_delay_ms = 30;  // 7 tokens: ~0.2 s
+  json body;
+  std::thread client([&] {
+    auto r = s.chat({{"messages", user("hi")}});
+    if (r) body = json::parse(r->body);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const auto t0 = std::chrono::steady_clock::now();
+  s.server->shutdown(std::chrono::seconds(10));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  client.join();
+  EXPECT_LT(ms, 5000) << "returned when the request was done, not at the end of the period";
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop") << body;
+  EXPECT_EQ(body["choices"][0]["message"]["content"], kText);
+}
