@@ -70,9 +70,11 @@ inline ApiError shutting_down_error() {
 /// (Server::shutdown), after `generated` tokens: the response is incomplete, so it is an
 /// error, never a normal end.
 inline ApiError shutdown_cut_error(int generated) {
+  const std::string cut = generated == 0 ? "it was cut before its first token"
+                                          : "generation was cut after " + std::to_string(generated) + " token" +
+                                                (generated == 1 ? "" : "s");
   return ApiError(503,
-                  "The server is shutting down: its grace period ended before this response was complete, and generation "
-                  "was cut after " + std::to_string(generated) + " token" + (generated == 1 ? "" : "s") +
+                  "The server is shutting down: its grace period ended before this response was complete, and " + cut +
                       ". Retry the request.",
                   "server_error", "", "server_shutting_down");
 }

@@ -219,3 +219,18 @@ def test_requests_in_flight_finish_normally_within_the_grace_period(sig):
         assert "cut by shutdown" not in s.log()
     finally:
         s.kill()
+
+
+def test_idle_keep_alive_connections_do_not_hold_the_exit():
+    """Nothing running: the exit is immediate, not after the connections' 5 s keep-alive timeout."""
+    s = start_fake(10.0)
+    try:
+        sessions = [requests.Session() for _ in range(4)]
+        for sess in sessions:
+            assert sess.get(s.base_url + "/health", timeout=5).status_code == 200
+        t0 = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        assert wait_exit(s, 10) == 0, s.log()
+        assert time.monotonic() - t0 < 2, s.log()
+    finally:
+        s.kill()
