@@ -360,6 +360,7 @@ const char* anthropic_error_type(int status) {
     case 404: return "not_found_error";
     case 413: return "request_too_large";
     case 429: return "rate_limit_error";
+    case 503:  // the server is shutting down (Server::shutdown): try again later, as for 529
     case 529: return "overloaded_error";
     default: return status >= 500 ? "api_error" : "invalid_request_error";
   }
@@ -403,7 +404,7 @@ std::vector<int32_t> tokenize_prompt(engine::Engine& engine, const engine::ChatP
 }  // namespace
 
 AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body) {
-  if (cancelled_) throw ApiError(529, "The server is shutting down.", "overloaded_error");
+  if (cancelled_) throw shutting_down_error();
   Prepared p;
   p.req = parse_messages_request(body);
   p.gen.prompt = tokenize_prompt(engine_, p.req.prompt);
@@ -443,8 +444,12 @@ AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& 
   std::vector<std::string> names;
   for (const auto& t : p.req.prompt.tools) names.push_back(t.name);
   ToolCallText tools(p.req.parse_tool_calls, names);
+  int calls = 0;  // delivered
   auto deliver = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
+      // disable_parallel_tool_use: one call, also when one <tool_call> tag holds several.
+      if (ev.is_call && p.req.disable_parallel_tool_use && calls > 0) continue;
+      if (ev.is_call) ++calls;
       if (ev.is_call ? !sink.call(ev.call) : !sink.text(ev.text)) {
         o.client_gone = true;
         return false;
@@ -460,10 +465,15 @@ AnthropicMessages::Outcome AnthropicMessages::generate(const Prepared& p, Sink& 
   };
   o.result = engine_.run(*p.admission, timed(o.clock, on_token));  // exceptions: the caller's
   if (o.client_gone) return o;
+  // Stopped by the shutdown (at a token, or by the cancel check before one), not by the
+  // text itself: incomplete.
+  o.cut = o.result.finish == engine::FinishReason::Cancelled && cancelled_ && !text.stopped() && !tools.done() &&
+          !(p.req.disable_parallel_tool_use && tools.calls() > 0);
+  if (o.cut) return o;
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
   deliver(rest);
-  o.tool_calls = tools.calls();
+  o.tool_calls = calls;
   if (o.tool_calls > 0) {
     o.stop_reason = "tool_use";
   } else if (text.stopped()) {
@@ -514,6 +524,7 @@ AnthropicMessages::Outcome AnthropicMessages::complete(const Prepared& p, json& 
   } catch (const std::exception& e) {
     throw ApiError(500, std::string("The engine failed: ") + e.what(), "api_error");
   }
+  if (o.cut) throw shutdown_cut_error(o.result.completion_tokens);
   const auto& r = o.result;
   body = {{"id", p.id},
           {"type", "message"},
@@ -585,7 +596,12 @@ AnthropicMessages::Outcome AnthropicMessages::stream(const Prepared& p,
     ev.send(anthropic_error_body(ApiError(500, std::string("The engine failed: ") + e.what(), "api_error")));
     return o;
   }
-  if (o.client_gone || !ev.close_text()) {
+  if (o.client_gone) return o;
+  if (o.cut) {  // an error, not a message_delta claiming a stop_reason
+    if (!ev.send(anthropic_error_body(shutdown_cut_error(o.result.completion_tokens)))) o.client_gone = true;
+    return o;
+  }
+  if (!ev.close_text()) {
     o.client_gone = true;
     return o;
   }
@@ -644,7 +660,8 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       std::snprintf(buf, sizeof buf,
                     "%s %s %d prompt=%d cached=%d completion=%d stop=%s%s prefill=%.1fms decode=%.1fms total=%.1fms",
                     req.method.c_str(), req.path.c_str(), status, r.prompt_tokens, r.cached_tokens, r.completion_tokens,
-                    o->stop_reason.c_str(), o->client_gone ? " (client disconnected)" : "", r.prefill_ms, r.decode_ms, ms);
+                    o->stop_reason.c_str(), o->client_gone ? " (client disconnected)" : o->cut ? " (cut by shutdown)" : "",
+                    r.prefill_ms, r.decode_ms, ms);
     } else {
       std::snprintf(buf, sizeof buf, "%s %s %d %.1fms", req.method.c_str(), req.path.c_str(), status, ms);
     }
@@ -653,8 +670,10 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
 
   http.Post("/v1/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<AnthropicMessages::Prepared> p;
     try {
+      if (!running) throw shutting_down_error();
       check_version(req);
       p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(req.body));
       if (hooks.admitted) hooks.admitted(req, *p->admission);
@@ -680,7 +699,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     if (hooks.quote) set_header(res, kCostHeader, hooks.quote(p->admission->prompt_tokens(), p->admission->cached_tokens()));
     set_header(res, "Cache-Control", "no-cache");
     set_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&messages, log_line, hooks, p, t0, &req](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&messages, log_line, hooks, p, t0, &req, running](size_t, httplib::DataSink& sink) {
       AnthropicMessages::Outcome o;
       try {
         o = messages.stream(*p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); });

@@ -85,7 +85,7 @@ class AnthropicMessages {
 
   /// Parses, templates, tokenizes, checks the context (prompt + 1 <= n_ctx, else 400
   /// "prompt is too long: N tokens > M maximum", Anthropic's wording, which Claude Code
-  /// reads), admits. Throws ApiError; 529 overloaded_error once cancel_all() was called.
+  /// reads), admits. Throws ApiError; 503 (overloaded_error) once cancel_all() was called.
   Prepared prepare(std::string_view body);
 
   /// /v1/messages/count_tokens: the prompt's token count, as prepare() would make it.
@@ -97,18 +97,26 @@ class AnthropicMessages {
     std::string stop_sequence;  ///< the matched one, for stop_reason stop_sequence
     int tool_calls = 0;
     bool client_gone = false;
+    /// cancel_all() (the shutdown grace period ended) stopped generation before it was
+    /// complete: the answer is an error (shutdown_cut_error), never a normal stop.
+    bool cut = false;
     TokenClock clock;  ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };
 
-  /// Non-streaming: runs generation, fills `body` with the Message object. Throws ApiError.
+  /// Non-streaming: runs generation, fills `body` with the Message object. Throws ApiError
+  /// (a generation cut by cancel_all(): 503, shutdown_cut_error).
   Outcome complete(const Prepared& p, nlohmann::json& body);
 
   /// Streaming: message_start (with usage) -> per content block: content_block_start,
   /// text_delta / input_json_delta events, content_block_stop -> message_delta
-  /// (stop_reason, usage) -> message_stop. An engine error after the first byte becomes
-  /// an `error` event and the stream ends. Never throws.
+  /// (stop_reason, usage) -> message_stop. An engine error after the first byte, or a
+  /// generation cut by cancel_all(), becomes an `error` event (the cut:
+  /// overloaded_error) and the stream ends there, without message_delta / message_stop.
+  /// Never throws.
   Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write);
 
+  /// Server shutdown, once its grace period has ended: running generations stop at their
+  /// next token and are reported as cut (Outcome::cut); prepare() refuses new ones.
   void cancel_all() { cancelled_ = true; }
 
  private:

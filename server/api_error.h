@@ -59,6 +59,26 @@ inline const nlohmann::json* json_field(const nlohmann::json& obj, const char* n
   return &*it;
 }
 
+/// 503 for a request that arrives while the server shuts down (Server::shutdown).
+/// Anthropic's schema shows it as overloaded_error (anthropic_error_type).
+inline ApiError shutting_down_error() {
+  return ApiError(503, "The server is shutting down and accepts no new requests; retry on another server or once it is back.",
+                  "server_error", "", "server_shutting_down");
+}
+
+/// 503 for a generation the server cut when its shutdown grace period ended
+/// (Server::shutdown), after `generated` tokens: the response is incomplete, so it is an
+/// error, never a normal end.
+inline ApiError shutdown_cut_error(int generated) {
+  const std::string cut = generated == 0 ? "it was cut before its first token"
+                                          : "generation was cut after " + std::to_string(generated) + " token" +
+                                                (generated == 1 ? "" : "s");
+  return ApiError(503,
+                  "The server is shutting down: its grace period ended before this response was complete, and " + cut +
+                      ". Retry the request.",
+                  "server_error", "", "server_shutting_down");
+}
+
 /// 400 invalid_request_error naming the offending field.
 inline ApiError bad_param(const std::string& param, const std::string& message) {
   return ApiError(400, message, "invalid_request_error", param);

@@ -1,6 +1,7 @@
 #include "client_socket.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,6 +39,28 @@ int find_client_socket(const std::string& local_addr, int local_port, const std:
     if (endpoint_is(sa, len, remote_addr, remote_port)) return static_cast<int>(fd);
   }
   return -1;
+}
+
+int shut_down_connection_reads(int local_port) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    char* end = nullptr;
+    const std::string name = e.path().filename().string();
+    const long fd = std::strtol(name.c_str(), &end, 10);
+    if (end == name.c_str() || *end != '\0') continue;
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not a socket
+    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) continue;
+    const int port = sa.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port)
+                                             : ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
+    if (port != local_port) continue;
+    len = sizeof sa;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not connected
+    if (::shutdown(static_cast<int>(fd), SHUT_RD) == 0) ++n;
+  }
+  return n;
 }
 
 bool client_socket_alive(int fd) {

@@ -20,4 +20,12 @@ int find_client_socket(const std::string& local_addr, int local_port, const std:
 /// consumes data. A negative fd counts as alive (unknown).
 bool client_socket_alive(int fd);
 
+/// Shuts down the reading side of every connected TCP socket of this process whose local
+/// port is `local_port` (a server's accepted connections): a worker waiting for the next
+/// request on a keep-alive connection sees the end of the stream at once and closes it,
+/// while a response still being written goes out unharmed (writes are not shut down).
+/// For the end of Server::shutdown(), once nothing polls these sockets for a disconnect
+/// (client_socket_alive would read it as one). Returns how many it shut down.
+int shut_down_connection_reads(int local_port);
+
 }  // namespace swz::server

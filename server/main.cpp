@@ -2,7 +2,7 @@
 //   swizzle-rt serve model.swz [--host H] [--port P] [-c CTX] [-t THREADS] [--api-key KEY]...
 //                    [--api-keys-file FILE] [--admin-key KEY] [--prices prices.json]
 //                    [--kv-pages N] [--cache-ttl S] [--cache-host-mb M] [--cache-dir DIR]
-//                    [--cache-disk-mb M] [--no-prefix-cache]
+//                    [--cache-disk-mb M] [--no-prefix-cache] [--shutdown-grace S]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
 //   both: [--spec|--no-spec] [--draft-max N]   (prompt-lookup speculative decoding)
@@ -65,7 +65,7 @@ struct Accounts {
 };
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
-          const Accounts& accounts, int http_threads, bool quiet, const EngineOptions& cache_opts) {
+          const Accounts& accounts, int http_threads, bool quiet, const EngineOptions& cache_opts, double shutdown_grace_s) {
   swz::server::ServerOptions so;
   for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
   so.admin_key = accounts.admin_key;
@@ -102,6 +102,7 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
                cache_opts.cache_dir.empty() ? "off" : cache_opts.cache_dir.c_str());
 
   so.http_threads = http_threads;
+  so.shutdown_grace_s = shutdown_grace_s;
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
     so.log = [mu](const std::string& line) {
@@ -174,6 +175,7 @@ int main(int argc, char** argv) {
   int port = 8080;
   Accounts accounts;
   int http_threads = 0;
+  double shutdown_grace_s = 10.0;
   bool quiet = false;
   serve_cmd->add_option("package", package, "the .swz package (swizzlec compile ... -o model.swz)")->required();
   serve_cmd->add_option("--host", host, "address to listen on")->capture_default_str();
@@ -197,6 +199,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = max(8, cores))")
       ->check(CLI::NonNegativeNumber);
+  serve_cmd->add_option("--shutdown-grace", shutdown_grace_s,
+                        "SIGINT/SIGTERM: seconds running requests may take to finish before they are cut (with an "
+                        "error to their clients)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
   EngineOptions cache_opts;
   add_cache_options(serve_cmd, cache_opts);
@@ -241,7 +248,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet, cache_opts);
+    if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet, cache_opts,
+                                          shutdown_grace_s);
     if (*seed_opt) sp.seed = seed;
     return run(package, prompt, system, raw, n_predict, n_ctx, n_threads, sp, cache_opts);
   } catch (const swz::engine::LoadError& e) {

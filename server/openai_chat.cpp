@@ -475,6 +475,7 @@ struct ChatCompletions::ChoiceRun {
   std::string text;
   bool stop_sequence = false;
   int tool_calls = 0;
+  bool cut = false;  ///< stopped by cancel_all() before it was complete (ChatCompletions::Outcome::cut)
   std::vector<engine::TokenLogprobs> rest;  ///< logprob entries no delta carried (held-back or cut text)
   const char* finish_reason() const {
     return tool_calls ? "tool_calls" : finish_reason_name(result.finish, stop_sequence);
@@ -491,6 +492,8 @@ ChatCompletions::ChoiceRun ChatCompletions::run_choice(
   bool ok = true;
   auto take = [&](const std::vector<ToolCallText::Event>& evs) {
     for (const auto& ev : evs) {
+      // parallel_tool_calls false: one call, also when one <tool_call> tag holds several.
+      if (ev.is_call && !p.req.parallel_tool_calls && run.tool_calls > 0) continue;
       json d;
       if (ev.is_call) {
         d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), run.tool_calls++)})}};
@@ -513,6 +516,11 @@ ChatCompletions::ChoiceRun ChatCompletions::run_choice(
   };
   run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], timed(clock, on_token));
   if (!ok) return run;
+  // Stopped by the shutdown (at a token, or by the cancel check before one), not by the
+  // text itself: incomplete, so no finish_reason may be claimed for it.
+  run.cut = run.result.finish == engine::FinishReason::Cancelled && cancelled_ && !text.stopped() && !tools.done() &&
+            (p.req.parallel_tool_calls || tools.calls() == 0);
+  if (run.cut) return run;
   std::vector<ToolCallText::Event> rest = tools.push(text.finish());
   for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
   run.stop_sequence = text.stopped();
@@ -567,6 +575,7 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
     } catch (const std::exception& e) {
       throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
     }
+    if (run.cut) throw shutdown_cut_error(o.result.completion_tokens + run.result.completion_tokens);
     entries.insert(entries.end(), run.rest.begin(), run.rest.end());
     accumulate(o.result, run, i == 0);
     o.tool_calls += run.tool_calls;
@@ -585,7 +594,6 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
                        {"message", std::move(message)},
                        {"logprobs", std::move(logprobs)},
                        {"finish_reason", run.finish_reason()}});
-    if (cancelled_) break;
   }
   const auto& r = o.result;
   body = {{"id", p.id},
@@ -647,9 +655,13 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
       o.stop_sequence = run.stop_sequence;
     }
     if (o.client_gone) return o;
+    if (run.cut) {  // an error event, not a finish_reason claiming a normal end
+      o.cut = true;
+      send(shutdown_cut_error(o.result.completion_tokens).body());
+      return o;
+    }
     json rest = want_logprobs && !run.rest.empty() ? logprobs_json(run.rest) : json(nullptr);
     if (!send(chunk(p, i, json::object(), run.finish_reason(), std::move(rest)))) return o;
-    if (cancelled_) break;
   }
   if (p.req.include_usage) {
     json u = {{"id", p.id},

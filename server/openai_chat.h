@@ -119,12 +119,15 @@ class ChatCompletions {
     bool stop_sequence = false;  ///< a `stop` sequence ended generation (choice 0)
     int tool_calls = 0;          ///< calls returned, all choices (finish_reason "tool_calls" for a choice with calls)
     bool client_gone = false;    ///< streaming: a write failed, generation was cancelled
+    /// cancel_all() (the shutdown grace period ended) stopped a choice before it was
+    /// complete: the answer is an error (shutdown_cut_error), never a normal stop.
+    bool cut = false;
     TokenClock clock;            ///< per-token timestamps from Prepared::received (TTFT, ITL)
   };
 
   /// Non-streaming: runs generation of every choice; returns the outcome and fills `body`
   /// with the chat.completion object. Throws ApiError (engine::InvalidRequest -> 400, any
-  /// other exception -> 500).
+  /// other exception -> 500, a choice cut by cancel_all() -> 503 shutdown_cut_error).
   Outcome complete(const Prepared& p, nlohmann::json& body);
 
   /// Streaming: writes SSE events through `write` (returns false once the client is
@@ -135,15 +138,18 @@ class ChatCompletions {
   /// the entries of the tokens generated since the previous chunk of that choice (text
   /// held back for a stop string or an incomplete character delays its entries to the
   /// chunk that releases text; the finish chunk carries the rest), so the joined entries
-  /// equal the non-streamed ones. An engine error after the first byte is sent as an SSE
-  /// event {"error": {...}} and the stream ends without [DONE]. Never throws.
+  /// equal the non-streamed ones. An engine error after the first byte, or a choice cut by
+  /// cancel_all(), is sent as an SSE event {"error": {...}} (the cut: 503's body,
+  /// code server_shutting_down) and the stream ends there, without a finish_reason for
+  /// that choice and without [DONE]. Never throws.
   /// `before_done`, if set, is called once generation has ended and every chunk but
   /// [DONE] is written (not when the client is gone or the engine failed), so what it
   /// records is visible to a client that has seen the end of the stream.
   Outcome stream(const Prepared& p, const std::function<bool(std::string_view)>& write,
                  const std::function<void(const Outcome&)>& before_done = {});
 
-  /// Makes every running and future generation stop at its next token (server shutdown).
+  /// Server shutdown, once its grace period has ended: every running and future
+  /// generation stops at its next token and is reported as cut (Outcome::cut).
   void cancel_all() { cancelled_ = true; }
   /// True once cancel_all() was called.
   bool cancelling() const { return cancelled_; }

@@ -132,7 +132,7 @@ struct Job {
 };
 
 std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool cancelled) {
-  if (cancelled) throw ApiError(503, "The server is shutting down.", "server_error");
+  if (cancelled) throw shutting_down_error();
   auto job = std::make_shared<Job>();
   job->req = parse_completions_request(body);
   const int n_ctx = engine.info().n_ctx;
@@ -185,6 +185,9 @@ struct Totals {
   /// them), generated and draft tokens summed.
   engine::GenerateResult result;
   bool gone = false;
+  /// The shutdown's cancel (its grace period ended) stopped a choice before it was
+  /// complete: the answer is an error (shutdown_cut_error), never a normal finish.
+  bool cut = false;
   TokenClock clock;  ///< every choice's tokens, from Job::received
 };
 
@@ -193,7 +196,7 @@ struct Totals {
 using Emit = std::function<bool(int index, const std::string& text, const char* finish, json logprobs)>;
 
 /// Runs every choice; `emit` gets text as it is final and one call with the finish
-/// reason per choice. Each non-empty text carries the logprob entries of the tokens
+/// reason per choice (none for a choice cut by the shutdown: Totals::cut, and the run ends). Each non-empty text carries the logprob entries of the tokens
 /// generated since the previous one (held-back text delays them; the finish call carries
 /// the rest), so the joined entries are the same however the text was cut.
 Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled, const Emit& emit,
@@ -239,6 +242,17 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
     };
     engine::GenerateResult r = engine.run(*a, timed(t.clock, on_token));
     if (t.gone) break;
+    // Stopped by the shutdown (at a token, or by the cancel check before one), not by a
+    // stop string: incomplete, so no finish_reason may be claimed for it.
+    t.cut = r.finish == engine::FinishReason::Cancelled && cancelled && !text.stopped();
+    if (t.cut) {
+      if (c.first) {
+        t.result.prompt_tokens += r.prompt_tokens;
+        t.result.cached_tokens += r.cached_tokens;
+      }
+      t.result.completion_tokens += r.completion_tokens;
+      break;
+    }
     std::string rest = text.finish();
     if (!rest.empty() && !emit(idx, rest, nullptr, take())) {
       t.gone = true;
@@ -294,7 +308,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       return hooks.finished ? hooks.finished(req, "/v1/completions", t.result, t.clock) : std::string();
     };
     const auto t0 = std::chrono::steady_clock::now();
-    auto log_line = [&](int status, const Totals* t) {
+    auto log_line = [&log, t0](int status, const Totals* t) {  // by value: streams log after the handler returned
       if (!log) return;
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       char buf[256];
@@ -303,15 +317,18 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         std::snprintf(buf, sizeof buf,
                       "POST /v1/completions %d prompt=%d cached=%d completion=%d%s drafted=%d accepted=%d prefill=%.1fms "
                       "decode=%.1fms total=%.1fms",
-                      status, r.prompt_tokens, r.cached_tokens, r.completion_tokens, t->gone ? " (client disconnected)" : "",
+                      status, r.prompt_tokens, r.cached_tokens, r.completion_tokens,
+                      t->gone ? " (client disconnected)" : t->cut ? " (cut by shutdown)" : "",
                       r.spec_drafted, r.spec_accepted, r.prefill_ms, r.decode_ms, ms);
       } else {
         std::snprintf(buf, sizeof buf, "POST /v1/completions %d %.1fms", status, ms);
       }
       log(buf);
     };
+    std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<Job> job;
     try {
+      if (!running) throw shutting_down_error();
       job = prepare(engine, req.body, cancelled);
       if (!job->req.stream) {
         std::vector<json> choices(job->choices.size());
@@ -327,6 +344,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
           }
           return true;
         }, admitted);
+        if (t.cut) throw shutdown_cut_error(t.result.completion_tokens);
         json body = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                      {"system_fingerprint", nullptr}, {"choices", choices}, {"usage", usage(t)}};
         set_generation_headers(res, t.result, finished(t));
@@ -345,7 +363,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     }
     // Streaming (several prompts: their choices follow one another).
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished, running](size_t, httplib::DataSink& sink) {
       auto chunk = [&](json choices) {
         json c = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                   {"system_fingerprint", nullptr}, {"choices", std::move(choices)}};
@@ -360,7 +378,13 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
           std::string ev = sse_event(chunk(json::array({ch})));
           return sink.write(ev.data(), ev.size());
         }, admitted);
-        if (!t.gone && job->req.include_usage) {
+        if (t.cut) {  // an error event, no usage chunk and no [DONE]
+          finished(t);
+          recorded = true;
+          std::string ev = sse_event(shutdown_cut_error(t.result.completion_tokens).body());
+          t.gone = !sink.write(ev.data(), ev.size());
+        }
+        if (!t.gone && !t.cut && job->req.include_usage) {
           json u = chunk(json::array());
           u["usage"] = usage(t);
           std::string ev = sse_event(u);
@@ -368,9 +392,9 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         }
         // Recorded before [DONE], so a client that has seen the end of the stream sees it
         // in /metrics and /v1/usage (as chat does).
-        finished(t);
+        if (!recorded) finished(t);
         recorded = true;
-        if (!t.gone) t.gone = !sink.write(kSseDone.data(), kSseDone.size());
+        if (!t.gone && !t.cut) t.gone = !sink.write(kSseDone.data(), kSseDone.size());
       } catch (const ApiError& e) {
         std::string ev = sse_event(e.body());
         sink.write(ev.data(), ev.size());

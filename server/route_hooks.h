@@ -17,11 +17,17 @@
 #include <httplib.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace swz::server {
 
 struct GenerationHooks {
+  /// First thing a generation request does, before parsing: counts it as running (the
+  /// server's shutdown waits for it, or cuts it) until the returned token is destroyed;
+  /// a stream keeps the token in its content provider. Null once the server is shutting
+  /// down: answer shutting_down_error() (503) instead.
+  std::function<std::shared_ptr<void>()> enter;
   /// After admission, before run(): installs the engine's cancel check (the client's
   /// socket closed, or the server is stopping).
   std::function<void(const httplib::Request&, engine::Admission&)> admitted;

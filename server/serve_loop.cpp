@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -27,26 +29,28 @@ void block_shutdown_signals() {
 
 int serve_until_signal(engine::Engine& engine, const std::string& host, int port, ServerOptions opts) {
   block_shutdown_signals();  // (again, for callers that forgot; threads made before keep their mask)
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, opts.shutdown_grace_s) * 1000.0));
   Server server(engine, std::move(opts));
   const int bound = server.bind(host, port);
 
   std::atomic<bool> done{false};
+  std::thread stopper;  // runs Server::shutdown (it blocks for up to the grace period)
   std::thread watcher([&] {
     const sigset_t set = shutdown_set();
-    bool stopping = false;
     const timespec tick{0, 100'000'000};
     while (!done) {
       int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig > 0) {
-        if (stopping) {
-          std::fprintf(stderr, "swizzle-rt: second signal, exiting now\n");
-          std::_Exit(128 + sig);
-        }
-        stopping = true;
-        std::fprintf(stderr, "swizzle-rt: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      if (sig <= 0) continue;
+      if (stopper.joinable()) {
+        std::fprintf(stderr, "swizzle-rt: second signal, exiting now\n");
+        std::_Exit(128 + sig);
       }
-      // Repeated every tick: also covers a signal that came before run() started.
-      if (stopping) server.stop();
+      std::fprintf(stderr, "swizzle-rt: %s received, shutting down (grace period %.1f s; a second signal exits at once)\n",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", grace.count() / 1000.0);
+      // Also right for a signal that came before run() started (shutdown() waits for it).
+      stopper = std::thread([&server, grace] {
+        server.shutdown(grace, [](const std::string& line) { std::fprintf(stderr, "swizzle-rt: %s\n", line.c_str()); });
+      });
     }
   });
 
@@ -55,6 +59,7 @@ int serve_until_signal(engine::Engine& engine, const std::string& host, int port
   const bool ok = server.run();
   done = true;
   watcher.join();
+  if (stopper.joinable()) stopper.join();
   std::fprintf(stderr, "swizzle-rt: stopped\n");
   return ok ? 0 : 1;
 }

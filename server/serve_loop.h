@@ -15,9 +15,10 @@ void block_shutdown_signals();
 
 /// Binds host:port (0 = any free port), prints "swizzle-rt: listening on
 /// http://HOST:PORT" to stdout (flushed; tests and scripts wait for it), then serves
-/// until SIGINT/SIGTERM: the first stops accepting and cancels running generations at
-/// their next token, a second exits immediately with 128+signal. Returns 0 after a clean
-/// shutdown. Throws std::runtime_error if the address cannot be bound.
+/// until SIGINT/SIGTERM: the first starts Server::shutdown with opts.shutdown_grace_s
+/// (stop accepting, let running generations finish within the grace period, cut the rest
+/// with an error to their clients), a second exits immediately with 128+signal. Returns 0
+/// after a clean shutdown. Throws std::runtime_error if the address cannot be bound.
 int serve_until_signal(engine::Engine& engine, const std::string& host, int port, ServerOptions opts);
 
 }  // namespace swz::server

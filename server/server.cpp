@@ -18,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -122,6 +123,34 @@ struct Server::Impl {
   std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
   httplib::Server http;
+  int port = -1;  ///< bound port (bind())
+
+  // Graceful shutdown (Server::shutdown). `draining` and `generating` are a handshake: a
+  // generation request counts itself in `generating`, then checks `draining`; shutdown
+  // sets `draining`, then reads `generating` (both sequentially consistent), so every
+  // request is either refused or waited for.
+  std::atomic<bool> draining{false};
+  std::atomic<int> generating{0};  ///< generation requests from GenerationHooks::enter to their response's end
+  std::atomic<bool> in_run{false};  ///< run() is between its start and its return
+  std::mutex shutdown_mu;  ///< one shutdown at a time
+
+  /// GenerationHooks::enter.
+  std::shared_ptr<void> enter_generation() {
+    generating.fetch_add(1);
+    if (draining.load()) {
+      generating.fetch_sub(1);
+      return nullptr;
+    }
+    // Non-null (a null shared_ptr reads as "refused"); the deleter only counts.
+    return std::shared_ptr<void>(static_cast<void*>(this), [this](void*) { generating.fetch_sub(1); });
+  }
+
+  /// Cuts every running and future generation at its next token (reported as errors).
+  void cancel_generations() {
+    chat.cancel_all();
+    anthropic.cancel_all();
+    completions_cancelled = true;
+  }
 
   void log(const std::string& line) {
     if (opts.log) opts.log(line);
@@ -136,7 +165,7 @@ struct Server::Impl {
                     "%s %s %d prompt=%d cached=%d completion=%d%s drafted=%d accepted=%d prefill=%.1fms decode=%.1fms "
                     "total=%.1fms",
                     req.method.c_str(), req.path.c_str(), status, r.prompt_tokens, r.cached_tokens, r.completion_tokens,
-                    o->client_gone ? " (client disconnected)" : "", r.spec_drafted, r.spec_accepted, r.prefill_ms,
+                    o->client_gone ? " (client disconnected)" : o->cut ? " (cut by shutdown)" : "", r.spec_drafted, r.spec_accepted, r.prefill_ms,
                     r.decode_ms, total_ms);
     } else {
       std::snprintf(buf, sizeof buf, "%s %s %d %.1fms", req.method.c_str(), req.path.c_str(), status, total_ms);
@@ -158,8 +187,10 @@ struct Server::Impl {
 
   void chat_completions(const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<void> running = enter_generation();  // counted until the response is written
     std::shared_ptr<ChatCompletions::Prepared> p;
     try {
+      if (!running) throw shutting_down_error();
       p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(req.body));
     } catch (const ApiError& e) {
       send_error(res, e);
@@ -211,7 +242,7 @@ struct Server::Impl {
     set_unique_header(res, kCostHeader, hooks.quote(first.prompt_tokens(), first.cached_tokens()));
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, gone](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, gone, running](size_t, httplib::DataSink& sink) {
       ChatCompletions::Outcome o;
       bool recorded = false;
       // Recorded before [DONE] is written, or after a client went away mid-stream (the
@@ -224,7 +255,9 @@ struct Server::Impl {
       try {
         o = chat.stream(
             *p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); }, record);
-        if (o.client_gone && o.result.prompt_tokens > 0) record(o);
+        // A stream cut by the shutdown is billed for what its client received, as one the
+        // client left.
+        if ((o.client_gone || o.cut) && o.result.prompt_tokens > 0) record(o);
       } catch (...) {
         o.client_gone = true;  // stream() does not throw; never let anything cross into httplib
       }
@@ -245,6 +278,21 @@ struct Server::Impl {
 
     // Runs after the headers are read and before the body is: message framing, then auth.
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (draining && req.path != "/metrics") {
+        // A request on a connection opened before the shutdown began (new ones are no
+        // longer accepted). The connection closes after this answer.
+        if (req.path == "/health") {
+          res.status = 503;
+          set_cache_headers(res, 0, 0);
+          res.set_content(dump({{"status", "shutting_down"}, {"backend", engine.info().backend}}), "application/json");
+        } else if (is_anthropic_path(req.path)) {
+          send_anthropic_error(res, shutting_down_error());
+        } else {
+          send_error(res, shutting_down_error());
+        }
+        set_unique_header(res, "Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (std::optional<ApiError> bad = check_content_length(req)) {
         // Where the body ends is unknown, so nothing after the headers may be read as
         // another request: answer, then close the connection.
@@ -365,6 +413,7 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
+    hooks.enter = [this] { return enter_generation(); };
     hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
       const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
       a.set_cancel_check([this, fd] { return chat.cancelling() || !client_socket_alive(fd); });
@@ -432,21 +481,57 @@ Server::~Server() { stop(); }
 int Server::bind(const std::string& host, int port) {
   int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
   if (bound < 0) throw std::runtime_error("cannot bind " + host + ":" + std::to_string(port) + " (address in use or invalid)");
+  impl_->port = bound;
   return bound;
 }
 
-bool Server::run() { return impl_->http.listen_after_bind(); }
+bool Server::run() {
+  impl_->in_run = true;  // before `draining` is read: see shutdown()
+  bool ok = true;
+  if (!impl_->draining) ok = impl_->http.listen_after_bind();
+  impl_->in_run = false;
+  return ok;
+}
 
 bool Server::listen(const std::string& host, int port) {
   bind(host, port);
   return run();
 }
 
-void Server::stop() {
-  impl_->chat.cancel_all();
-  impl_->anthropic.cancel_all();
-  impl_->completions_cancelled = true;
-  if (impl_->http.is_running()) impl_->http.stop();
+void Server::shutdown(std::chrono::milliseconds grace, const std::function<void(const std::string&)>& note) {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> one_at_a_time(s.shutdown_mu);
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + grace;
+  auto sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  // 1. Refuse new requests, then stop accepting connections. run() may be about to start
+  // listening: it either sees `draining` (and returns) or is waited for until it listens.
+  s.draining = true;
+  while (s.in_run && !s.http.is_running()) sleep();
+  if (s.http.is_running()) s.http.stop();  // closes the listening socket; the workers finish their requests
+  // 2. Let running generations finish within the grace period.
+  if (s.generating > 0 && note) {
+    char line[160];
+    std::snprintf(line, sizeof line, "waiting up to %.1f s for %d running request(s)", grace.count() / 1000.0,
+                  s.generating.load());
+    note(line);
+  }
+  while (s.generating > 0 && Clock::now() < deadline) sleep();
+  // 3. Cut the rest: each stops at its next token and answers an error.
+  if (s.generating > 0) {
+    if (note) {
+      char line[160];
+      std::snprintf(line, sizeof line, "grace period over, cutting %d running request(s)", s.generating.load());
+      note(line);
+    }
+    s.cancel_generations();
+    while (s.generating > 0) sleep();
+  }
+  s.cancel_generations();  // anything still on its way in is refused
+  // 4. Idle keep-alive connections would hold run() for their whole timeout.
+  if (s.port > 0) shut_down_connection_reads(s.port);
 }
+
+void Server::stop() { shutdown(std::chrono::milliseconds(0)); }
 
 }  // namespace swz::server

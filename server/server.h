@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "ledger.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,9 @@ struct ServerOptions {
   PriceTable prices;                 ///< prices of the usage ledger (default: every price 0)
   int http_threads = 0;              ///< connection worker threads; 0 = max(8, hardware concurrency)
   size_t max_body_bytes = 32u << 20; ///< larger request bodies get 413
+  /// SIGINT/SIGTERM under serve_until_signal: how long running generations may take to
+  /// finish before they are cut (Server::shutdown). `swizzle-rt serve --shutdown-grace`.
+  double shutdown_grace_s = 10.0;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };
@@ -56,8 +60,23 @@ class Server {
   bool run();
   /// bind() + run().
   bool listen(const std::string& host, int port);
-  /// Thread-safe, also from another thread while run() blocks: stops accepting,
-  /// cancels running generations at their next token, and makes run() return.
+  /// Graceful shutdown; thread-safe, also from another thread while run() blocks; returns
+  /// once no generation runs any more (run() returns right after):
+  ///  1. stops accepting connections; a request arriving on a connection that is already
+  ///     open gets 503 in its API's error schema (OpenAI: server_error /
+  ///     server_shutting_down; Anthropic: overloaded_error), GET /health 503
+  ///     {"status": "shutting_down"};
+  ///  2. lets the generations that run (chat, completions, messages, streamed or not)
+  ///     finish, for at most `grace`;
+  ///  3. cuts the ones still running at their next token: each client gets an error,
+  ///     never a normal end (non-streamed: 503 in its API's schema; streamed: OpenAI a
+  ///     final `data: {"error": {...}}` event and no [DONE], Anthropic `event: error`
+  ///     overloaded_error and no message_stop);
+  ///  4. closes idle keep-alive connections, so run() need not wait out their timeout.
+  /// A second call waits for the first. `note`, if set, gets a line when the shutdown has
+  /// to wait for running requests and when it cuts them.
+  void shutdown(std::chrono::milliseconds grace, const std::function<void(const std::string&)>& note = {});
+  /// shutdown() without grace: running generations are cut at once (reported as errors).
   void stop();
 
  private:

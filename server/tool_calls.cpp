@@ -25,6 +25,28 @@ bool has_non_space(std::string_view s) {
   return false;
 }
 
+/// The end (one past the closing '}' or ']') of the JSON object or array starting at
+/// `text[start]`, strings and escapes respected; npos while it is not closed.
+size_t json_container_end(std::string_view text, size_t start) {
+  int depth = 0;
+  bool in_str = false, esc = false;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
@@ -49,6 +71,41 @@ bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
   if (!a.is_object()) return false;
   out.name = name->get<std::string>();
   out.arguments = a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return true;
+}
+
+bool parse_tool_calls(std::string_view body, std::vector<ParsedToolCall>& out) {
+  auto skip = [&](size_t i, bool commas) {
+    while (i < body.size() && (is_space(body[i]) || (commas && body[i] == ','))) ++i;
+    return i;
+  };
+  std::vector<ParsedToolCall> calls;
+  const size_t first = skip(0, false);
+  if (first < body.size() && body[first] == '[') {
+    // [{call}, {call}]: the array is the whole body.
+    if (json_depth_exceeded_at(body) != std::string_view::npos) return false;
+    const nlohmann::ordered_json a = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (a.is_discarded() || !a.is_array() || a.empty()) return false;
+    for (const auto& e : a) {
+      ParsedToolCall c;
+      if (!e.is_object() || !parse_tool_call_json(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), c))
+        return false;
+      calls.push_back(std::move(c));
+    }
+  } else {
+    // {call}{call}, {call}\n{call}, {call}, {call}: one object after another, nothing else.
+    for (size_t i = first; i < body.size(); i = skip(i, true)) {
+      if (body[i] != '{') return false;
+      const size_t end = json_container_end(body, i);
+      if (end == std::string_view::npos) return false;
+      ParsedToolCall c;
+      if (!parse_tool_call_json(body.substr(i, end - i), c)) return false;
+      calls.push_back(std::move(c));
+      i = end;
+    }
+    if (calls.empty()) return false;
+  }
+  for (auto& c : calls) out.push_back(std::move(c));
   return true;
 }
 
@@ -95,24 +152,7 @@ bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
     if (obj == text.size()) return !at_end;
   }
   if (text[obj] != '{') return not_a_call();
-  // The end of the first JSON object (strings and escapes respected).
-  int depth = 0;
-  bool in_str = false, esc = false;
-  size_t end = std::string::npos;
-  for (size_t i = obj; i < text.size() && end == std::string::npos; ++i) {
-    const char c = text[i];
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      end = i + 1;
-    }
-  }
+  const size_t end = json_container_end(text, obj);  // the end of the first JSON object
   if (end == std::string::npos) return at_end ? not_a_call() : true;  // wait for the object to close
   size_t consumed = end;
   if (fenced) {
@@ -176,12 +216,16 @@ void ToolCallText::drain(bool at_end, std::vector<Event>& out) {
     std::string body = pending_.substr(0, k);
     pending_.erase(0, k == std::string::npos ? pending_.size() : k + kClose.size());
     in_call_ = false;
-    Event ev;
-    ev.is_call = true;
-    if (parse_tool_call_json(body, ev.call)) {
+    std::vector<ParsedToolCall> calls;
+    if (parse_tool_calls(body, calls)) {
       space_.clear();  // whitespace before a call is not content
-      out.push_back(std::move(ev));
-      ++calls_;
+      for (auto& c : calls) {
+        Event ev;
+        ev.is_call = true;
+        ev.call = std::move(c);
+        out.push_back(std::move(ev));
+        ++calls_;
+      }
     } else {
       emit_text(std::string(kOpen) + body + (k == std::string::npos ? std::string() : std::string(kClose)), out);
     }

@@ -26,12 +26,21 @@ struct ParsedToolCall {
 /// Returns false when `json_text` is not such an object.
 bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out);
 
+/// The body of one <tool_call>...</tool_call> tag, which may hold several calls: one call
+/// object, call objects back to back (separated by nothing, whitespace or commas, as
+/// Qwen2.5 writes parallel calls when a call is forced), or a JSON array of call objects.
+/// Appends every call to `out` and returns true only when all of them parse
+/// (parse_tool_call_json) and there is at least one; else `out` is unchanged (the caller
+/// gives the body back as text, never a part of it as calls).
+bool parse_tool_calls(std::string_view body, std::vector<ParsedToolCall>& out);
+
 /// Splits decoded completion text into plain text and tool calls, incrementally, so a
 /// stream and a whole response see the same split however the text was cut.
 ///
 /// Text that may still become "<tool_call>" is held back; a call's body is held until
-/// "</tool_call>" (or the end of generation) and becomes a call if it parses
-/// (parse_tool_call_json), else it is given back verbatim as text (never dropped).
+/// "</tool_call>" (or the end of generation) and becomes one call per call object in it
+/// if it parses (parse_tool_calls: one object, several back to back, or an array), else
+/// it is given back verbatim as text (never dropped).
 /// Whitespace right before a call and between calls is not text (so no empty text
 /// block precedes a tool_use). After a call, the first text that cannot begin another
 /// call ends the turn: done() becomes true and that text is not returned (the turn ends

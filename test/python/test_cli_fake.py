@@ -1,7 +1,8 @@
 """The `swizzle-rt` command line (server/main.cpp) over the scripted FakeEngine
 (swizzle_rt_fake): `run` prints whole characters then timings, `serve` prints the
-listening line, honours --api-key (repeatable), --api-keys-file, --admin-key and --prices
-(and refuses bad files with exit 1), and load errors exit 2 with the reason."""
+listening line, honours --api-key (repeatable), --api-keys-file, --admin-key, --prices
+(and refuses bad files with exit 1) and --shutdown-grace, and load errors exit 2 with the
+reason."""
 from __future__ import annotations
 
 import os
@@ -70,6 +71,33 @@ def test_serve_with_api_key(cli):
         assert "128 tokens" in e.value.message  # -c reached the engine's n_ctx
     finally:
         assert s.stop() == 0, s.log()
+
+
+def test_serve_shutdown_grace(cli):
+    """--shutdown-grace S: on SIGTERM a running stream gets S seconds, then is cut with an
+    error event (not a normal end) and the process exits 0."""
+    import signal
+    import time
+
+    b, pkg = cli
+    r = subprocess.run([str(b), "serve", str(pkg), "--shutdown-grace", "-1"], capture_output=True, timeout=60)
+    assert r.returncode != 0 and b"--shutdown-grace" in r.stderr
+    s = ServerProcess([str(b), "serve", str(pkg), "--port", "0", "-c", "1000000", "--shutdown-grace", "0.5"])
+    try:
+        it = iter(openai_client(s.base_url).chat.completions.create(
+            model="x", messages=[{"role": "user", "content": "forever"}], stream=True))
+        next(it)
+        next(it)
+        t0 = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        with pytest.raises(openai.APIError, match="shutting down"):
+            for _ in it:
+                pass
+        assert s.proc.wait(timeout=10) == 0, s.log()
+        assert 0.3 < time.monotonic() - t0 < 4
+        assert "grace period 0.5 s" in s.log() and "cutting 1 running request" in s.log()
+    finally:
+        s.stop()
 
 
 def test_serve_with_several_keys_an_admin_key_and_prices(cli, tmp_path):

@@ -129,6 +129,7 @@ TEST(MessagesRequest, ErrorBodyUsesAnthropicSchema) {
   EXPECT_STREQ(swz::server::anthropic_error_type(401), "authentication_error");
   EXPECT_STREQ(swz::server::anthropic_error_type(404), "not_found_error");
   EXPECT_STREQ(swz::server::anthropic_error_type(529), "overloaded_error");
+  EXPECT_STREQ(swz::server::anthropic_error_type(503), "overloaded_error");  // shutting down
   EXPECT_STREQ(swz::server::anthropic_error_type(500), "api_error");
 }
 

@@ -111,7 +111,8 @@ class FakeEngine : public engine::Engine {
         r.finish = engine::FinishReason::Length;
         break;
       }
-      if (token_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(token_delay_ms));
+      const bool slow = !slow_trigger.empty() && prompt_bytes.find(slow_trigger) != std::string::npos;
+      if (const int ms = slow ? slow_delay_ms : token_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i], std::nullopt};
       if (req.logprobs >= 0) {  // scripted: token i has logprob -(i+1)/4; alternatives i, i+1, ...
         engine::TokenLogprobs lp{ev.token, -0.25 * static_cast<double>(i + 1), {}};
@@ -142,6 +143,8 @@ class FakeEngine : public engine::Engine {
   bool endless = false;  ///< generate "tok " until cancelled or the context is full
   std::string endless_trigger;  ///< non-empty: endless for prompts whose bytes contain it
   int token_delay_ms = 0;
+  std::string slow_trigger;  ///< non-empty: prompts whose bytes contain it wait slow_delay_ms per token instead
+  int slow_delay_ms = 0;
   std::atomic<int> generate_calls{0};
   std::atomic<int> cancelled{0};
   engine::GenerateRequest last_request;

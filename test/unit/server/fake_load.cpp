@@ -13,6 +13,9 @@ std::unique_ptr<Engine> Engine::load(const std::string& package_path, const Engi
   e->info_.n_ctx = opts.n_ctx;
   e->info_.package_path = package_path;
   e->pieces = {"Hel", "lo", " \xF0\x9F", "\x98", "\x80 \xE4", "\xB8\x96\xE7\x95\x8C", "!"};
+  e->endless_trigger = "forever";  // "tok " until cancelled, 1 ms a token
+  e->slow_trigger = "forever";
+  e->slow_delay_ms = 1;
   return e;
 }
 

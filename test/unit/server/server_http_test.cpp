@@ -449,3 +449,171 @@ TEST(ServerHttp, HealthIs503OnceTheEngineDeviceFailed) {
 }
 
 }  // namespace
+
+namespace {
+
+/// What Qwen2.5 generates after the forced prefix "<tool_call>\n{\"name\": \"" when it
+/// calls two tools: both calls inside the one tag (issue 14, item 8).
+void script_two_calls_in_one_tag(FakeEngine& e) {
+  e.scripts.push_back({"<tool_call>\n{\"name\": \"",
+                       {"get_weather\", \"arguments\": {\"city\": \"Paris\"}}", "\n{\"name\": \"get_time\", ",
+                        "\"arguments\": {\"tz\": \"CET\"}}", "\n</tool_call>"}});
+}
+
+const json kTwoTools = json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+                                    {{"type", "function"}, {"function", {{"name", "get_time"}}}}});
+const json kTwoAnthropicTools = json::array({{{"name", "get_weather"}, {"input_schema", {{"type", "object"}}}},
+                                             {{"name", "get_time"}, {"input_schema", {{"type", "object"}}}}});
+
+}  // namespace
+
+TEST(ServerHttp, ForcedToolCallWithTwoCallsInOneTagIsTwoCallsInChat) {
+  Running s;
+  script_two_calls_in_one_tag(s.engine);
+  auto r = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json c = json::parse(r->body)["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls") << r->body;
+  EXPECT_TRUE(c["message"]["content"].is_null()) << r->body;
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 2u) << r->body;
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\"}");
+  EXPECT_EQ(c["message"]["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_EQ(c["message"]["tool_calls"][1]["function"]["arguments"], "{\"tz\":\"CET\"}");
+
+  // Streamed: two tool-call deltas (index 0 and 1), then finish_reason tool_calls.
+  auto st = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"}, {"stream", true}});
+  ASSERT_TRUE(st);
+  std::vector<std::string> names;
+  std::string finish;
+  for (const auto& d : sse_data(st->body)) {
+    if (d == "[DONE]") continue;
+    json ch = json::parse(d)["choices"][0];
+    if (ch["delta"].contains("tool_calls")) names.push_back(ch["delta"]["tool_calls"][0]["function"]["name"]);
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"get_weather", "get_time"}));
+  EXPECT_EQ(finish, "tool_calls");
+
+  // parallel_tool_calls: false keeps the first call only.
+  auto one = s.chat({{"messages", user("weather and time?")}, {"tools", kTwoTools}, {"tool_choice", "required"},
+                     {"parallel_tool_calls", false}});
+  ASSERT_TRUE(one);
+  json c1 = json::parse(one->body)["choices"][0];
+  EXPECT_EQ(c1["finish_reason"], "tool_calls");
+  ASSERT_EQ(c1["message"]["tool_calls"].size(), 1u) << one->body;
+  EXPECT_EQ(c1["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+}
+
+TEST(ServerHttp, ForcedToolCallWithTwoCallsInOneTagIsTwoToolUseBlocksInMessages) {
+  Running s;
+  script_two_calls_in_one_tag(s.engine);
+  auto post = [&](json body) {
+    body["model"] = "m";
+    body["max_tokens"] = 100;
+    body["messages"] = user("weather and time?");
+    body["tools"] = kTwoAnthropicTools;
+    return s.client().Post("/v1/messages", body.dump(), "application/json");
+  };
+  auto r = post({{"tool_choice", {{"type", "any"}}}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json b = json::parse(r->body);
+  EXPECT_EQ(b["stop_reason"], "tool_use") << r->body;
+  ASSERT_EQ(b["content"].size(), 2u) << r->body;
+  EXPECT_EQ(b["content"][0]["type"], "tool_use");
+  EXPECT_EQ(b["content"][0]["name"], "get_weather");
+  EXPECT_EQ(b["content"][0]["input"], json({{"city", "Paris"}}));
+  EXPECT_EQ(b["content"][1]["name"], "get_time");
+  EXPECT_EQ(b["content"][1]["input"], json({{"tz", "CET"}}));
+
+  auto st = post({{"tool_choice", {{"type", "any"}}}, {"stream", true}});
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->body.find("\"type\":\"text\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"name\":\"get_weather\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"name\":\"get_time\""), std::string::npos) << st->body;
+  EXPECT_NE(st->body.find("\"stop_reason\":\"tool_use\""), std::string::npos) << st->body;
+
+  auto one = post({{"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}}});
+  ASSERT_TRUE(one);
+  json b1 = json::parse(one->body);
+  EXPECT_EQ(b1["stop_reason"], "tool_use");
+  ASSERT_EQ(b1["content"].size(), 1u) << one->body;
+  EXPECT_EQ(b1["content"][0]["name"], "get_weather");
+}
+
+/// Sends `body` to `path` on a fresh raw connection; returns the socket.
+int post_raw(int port, const std::string& path, const json& body) {
+  int fd = connect_to(port);
+  if (fd < 0) return fd;
+  const std::string b = body.dump();
+  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(b.size()) + "\r\n\r\n" + b;
+  if (::send(fd, req.data(), req.size(), 0) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string read_until_close(int fd) {
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return got;
+}
+
+TEST(ServerHttp, ShutdownCutsWhatOutlivesTheGracePeriodWithAnErrorNeverANormalEnd) {
+  Running s;
+  s.engine.info_.n_ctx = 1 << 30;
+  s.engine.endless_trigger = "forever";
+  s.engine.token_delay_ms = 1;
+  // A long stream in each format (the engine runs one, the other waits for it).
+  int chat = post_raw(s.port, "/v1/chat/completions", {{"messages", user("forever")}, {"stream", true}});
+  int msgs = post_raw(s.port, "/v1/messages",
+                      {{"model", "m"}, {"max_tokens", 1 << 30}, {"messages", user("forever")}, {"stream", true}});
+  ASSERT_GE(chat, 0);
+  ASSERT_GE(msgs, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> notes;
+  s.server->shutdown(std::chrono::milliseconds(300), [&](const std::string& l) { notes.push_back(l); });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(ms, 290) << "the grace period was given";
+  EXPECT_LT(ms, 3000);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[1], "grace period over, cutting 2 running request(s)");
+
+  const std::string c = read_until_close(chat);
+  EXPECT_EQ(c.find("[DONE]"), std::string::npos) << c.substr(c.size() - 300);
+  EXPECT_EQ(c.find("\"finish_reason\":\"stop\""), std::string::npos);
+  EXPECT_NE(c.find("data: {\"error\":{\"code\":\"server_shutting_down\""), std::string::npos) << c.substr(c.size() - 300);
+  const std::string m = read_until_close(msgs);
+  EXPECT_EQ(m.find("message_stop"), std::string::npos) << m.substr(m.size() - 300);
+  EXPECT_EQ(m.find("end_turn"), std::string::npos);
+  EXPECT_NE(m.find("event: error\ndata: {\"error\":{\"message\":\"The server is shutting down"), std::string::npos)
+      << m.substr(m.size() - 300);
+  EXPECT_NE(m.find("\"type\":\"overloaded_error\""), std::string::npos);
+  // Refused afterwards.
+  EXPECT_LT(connect_to(s.port), 0);
+}
+
+TEST(ServerHttp, ShutdownLetsRunningRequestsFinishWithinTheGracePeriod) {
+  Running s;
+  s.engine.token_delay_ms = 30;  // 7 tokens: ~0.2 s
+  json body;
+  std::thread client([&] {
+    auto r = s.chat({{"messages", user("hi")}});
+    if (r) body = json::parse(r->body);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const auto t0 = std::chrono::steady_clock::now();
+  s.server->shutdown(std::chrono::seconds(10));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  client.join();
+  EXPECT_LT(ms, 5000) << "returned when the request was done, not at the end of the period";
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop") << body;
+  EXPECT_EQ(body["choices"][0]["message"]["content"], kText);
+}
