@@ -21,8 +21,9 @@
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
 // Each decode step is also run with greedy sampling on the device (forward_argmax, what a
-// greedy decode step of the engine runs): its token id must equal the host argmax of the
-// step's logits (counted; any difference fails the run).
+// greedy decode step of the engine runs), and so is one 8-row pass as a speculative
+// verification runs it: each token id must equal the host argmax of the same row's
+// logits (counted; any difference fails the run).
 //
 // Both packages are opened as the engine opens them (exec::open_backend_model): the GPU
 // one through backend::create_backend, exec::GraphExecutor and exec::GraphModel over a
@@ -295,8 +296,29 @@ int main(int argc, char** argv) {
                         {"gap_over_std_at_diff", gap_at_diff},
                         {"pass", pass}});
     }
-    std::printf("device argmax: %ld of %ld decode steps differ from the host argmax of the same logits\n", argmax_differ,
-                argmax_checked);
+    // Several rows in one pass, as a speculative verification runs them: the last prompt's
+    // first 8 generated tokens fed at once (Generated rows, n_out = 8).
+    {
+      swz::exec::SequenceModel& g = *gpu->bm.model;
+      const std::vector<int32_t> t = report.back()["tokens"].get<std::vector<int32_t>>();
+      const int k = std::min<int>(8, static_cast<int>(t.size()));
+      if (k > 1) {
+        const std::vector<int32_t> prompt = tok.encode(kPrompts[n_prompts - 1], true, false);
+        std::vector<float> rows;
+        g.release();
+        g.forward(prompt.data(), static_cast<int>(prompt.size()), 1, Rows::Prompt, rows);
+        const int n0 = g.n_past();
+        g.forward(t.data(), k, k, Rows::Generated, rows);
+        g.truncate(n0);
+        if (g.forward_argmax(t.data(), k, k, Rows::Generated, ids)) {
+          for (int r = 0; r < k; ++r, ++argmax_checked)
+            if (ids.at(static_cast<size_t>(r)) != swz::engine::argmax(rows.data() + static_cast<size_t>(r) * nv, nv))
+              ++argmax_differ;
+        }
+      }
+    }
+    std::printf("device argmax: %ld of %ld rows (decode steps, and one 8-row verification pass) differ from the host "
+                "argmax of the same logits\n", argmax_differ, argmax_checked);
     all_pass &= argmax_differ == 0;
     std::vector<std::vector<int32_t>> batch_prompts;
     for (int p = 0; p < n_prompts; ++p) batch_prompts.push_back(tok.encode(kPrompts[p], true, false));
