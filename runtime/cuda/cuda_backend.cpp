@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "backend/buffer_table.h"
 #include "backend/kernel_record.h"
 #include "cuda/cuda_driver.h"
 #include "package/package.h"
@@ -144,13 +145,7 @@ struct CudaBackend::Impl {
   std::unordered_map<std::string, int> by_entry;
   std::vector<std::string> cache_report;
 
-  struct Slot {
-    CUdeviceptr ptr = 0;
-    size_t bytes = 0;
-    uint32_t gen = 0;
-  };
-  std::vector<Slot> slots;
-  std::vector<uint32_t> free_slots;
+  backend::BufferTable<CUdeviceptr> buffers;
 
   // Launch scratch, grown once to the largest parameter list and reused.
   std::vector<uint64_t> words;
@@ -171,21 +166,9 @@ struct CudaBackend::Impl {
     }
   }
 
-  Slot* lookup(Buffer b) {
-    const uint64_t index = (b.id & 0xffffffffu) - 1;
-    if (b.id == 0 || index >= slots.size()) return nullptr;
-    Slot& s = slots[index];
-    return s.ptr && s.gen == uint32_t(b.id >> 32) ? &s : nullptr;
-  }
-
   /// The device address of `bytes` bytes at `offset` of `b`, or Error naming `what`.
   CUdeviceptr range(Buffer b, size_t offset, size_t bytes, const char* what) {
-    Slot* s = lookup(b);
-    if (!s) throw Error(std::string("cuda: ") + what + ": buffer id " + std::to_string(b.id) + " is not a live allocation");
-    if (offset > s->bytes || bytes > s->bytes - offset)
-      throw Error(std::string("cuda: ") + what + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
-                  ") exceed the buffer's " + std::to_string(s->bytes));
-    return s->ptr + offset;
+    return buffers.range(b, offset, bytes, "cuda", what).handle + offset;
   }
 
   /// Releases everything (also after a constructor that threw half-way).
@@ -197,8 +180,8 @@ struct CudaBackend::Impl {
       return;
     }
     if (stream) d->cuStreamSynchronize(stream);
-    for (const Slot& slot : slots)
-      if (slot.ptr) d->cuMemFree(slot.ptr);
+    for (const auto& slot : buffers.slots())
+      if (slot.bytes) d->cuMemFree(slot.handle);
     unload();
     if (stream) d->cuStreamDestroy(stream);
     d->cuDevicePrimaryCtxRelease(device);
@@ -409,32 +392,17 @@ Buffer CudaBackend::alloc(size_t bytes, const std::string& what) {
                                backend::human_bytes(free_bytes) + " free of " + backend::human_bytes(total) + " on " + s.info.name);
   }
   if (r != CUDA_SUCCESS) s.d->fail(r, "cuMemAlloc(" + std::to_string(bytes) + " bytes for " + what + ")");
-  uint32_t index;
-  if (!s.free_slots.empty()) {
-    index = s.free_slots.back();
-    s.free_slots.pop_back();
-  } else {
-    index = uint32_t(s.slots.size());
-    s.slots.emplace_back();
-  }
-  Impl::Slot& slot = s.slots[index];
-  slot.ptr = p;
-  slot.bytes = bytes;
-  ++slot.gen;
-  return Buffer{(uint64_t(slot.gen) << 32) | (index + 1), bytes};
+  return s.buffers.add(p, bytes);
 }
 
 void CudaBackend::free(Buffer b) {
   Impl& s = *impl_;
   if (!b) return;
   s.bind();
-  Impl::Slot* slot = s.lookup(b);
-  if (!slot) throw Error("cuda: free: buffer id " + std::to_string(b.id) + " is not a live allocation");
+  auto& slot = s.buffers.range(b, 0, 0, "cuda", "free");
   s.d->check(s.d->cuStreamSynchronize(s.stream), "cuStreamSynchronize (before cuMemFree)");
-  s.d->check(s.d->cuMemFree(slot->ptr), "cuMemFree");
-  slot->ptr = 0;
-  slot->bytes = 0;
-  s.free_slots.push_back(uint32_t(slot - s.slots.data()));
+  s.d->check(s.d->cuMemFree(slot.handle), "cuMemFree");
+  s.buffers.release(slot);
 }
 
 void CudaBackend::upload(Buffer dst, size_t offset, const void* src, size_t bytes) {
@@ -486,7 +454,7 @@ void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dyna
       throw Error("cuda: launch " + k.rec.entry + ": grid[" + std::to_string(i) + "] = " + std::to_string(grid[i]) +
                   " outside 1.." + std::to_string(s.max_grid[i]) + " (the device's grid limit)");
   backend::check_args(k.rec, args, [&](const Arg& a) -> size_t {
-    Impl::Slot* slot = s.lookup(a.buffer);
+    const auto* slot = s.buffers.find(a.buffer);
     return slot ? slot->bytes : 0;
   });
   if (dynamic_smem > k.dynamic_limit) {
@@ -517,7 +485,7 @@ void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dyna
       std::memcpy(&v, &a.f32, 4);
       push(v);
     } else {
-      const uint64_t ptr = s.lookup(a.buffer)->ptr + a.offset;
+      const uint64_t ptr = s.buffers.find(a.buffer)->handle + a.offset;
       push(ptr);  // allocated
       push(ptr);  // aligned
       push(0);    // offset

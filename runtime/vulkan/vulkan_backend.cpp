@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "backend/buffer_table.h"
 #include "backend/kernel_record.h"
 #include "package/package.h"
 #include "vulkan/vulkan_device.h"
@@ -39,29 +40,12 @@ struct VulkanBackend::Impl {
   };
   std::vector<Kernel> kernels;
   std::unordered_map<std::string, int> by_entry;
-  struct Slot {
-    Buffer buffer;
-    size_t bytes = 0;  ///< 0: free
-    uint32_t gen = 0;
-  };
-  std::vector<Slot> slots;
-  std::vector<uint32_t> free_slots;
+  backend::BufferTable<Buffer> buffers;
   std::vector<Device::Binding> bindings;  // launch scratch
 
-  Slot* lookup(backend::Buffer b) {
-    const uint64_t index = (b.id & 0xffffffffu) - 1;
-    if (b.id == 0 || index >= slots.size()) return nullptr;
-    Slot& s = slots[index];
-    return s.bytes && s.gen == uint32_t(b.id >> 32) ? &s : nullptr;
-  }
-
-  Slot& range(backend::Buffer b, size_t offset, size_t bytes, const char* what) {
-    Slot* s = lookup(b);
-    if (!s) throw backend::Error(std::string("vulkan: ") + what + ": buffer id " + std::to_string(b.id) + " is not a live allocation");
-    if (offset > s->bytes || bytes > s->bytes - offset)
-      throw backend::Error(std::string("vulkan: ") + what + ": bytes [" + std::to_string(offset) + ", " +
-                           std::to_string(offset + bytes) + ") exceed the buffer's " + std::to_string(s->bytes));
-    return *s;
+  /// The vulkan::Buffer of `b` when bytes [offset, offset + bytes) lie inside it; else Error.
+  Buffer& range(backend::Buffer b, size_t offset, size_t bytes, const char* what) {
+    return buffers.range(b, offset, bytes, "vulkan", what).handle;
   }
 };
 
@@ -82,7 +66,7 @@ VulkanBackend::~VulkanBackend() {
     // A lost device: the buffers and pipelines are released all the same.
   }
   impl_->kernels.clear();
-  impl_->slots.clear();
+  impl_->buffers.clear();
 }
 
 const backend::DeviceInfo& VulkanBackend::info() const { return impl_->info; }
@@ -140,73 +124,58 @@ backend::Buffer VulkanBackend::alloc(size_t bytes, const std::string& what) {
   } catch (const Error& e) {
     throw backend::Error("vulkan: allocating " + backend::human_bytes(bytes) + " for " + what + ": " + e.what());
   }
-  uint32_t index;
-  if (!s.free_slots.empty()) {
-    index = s.free_slots.back();
-    s.free_slots.pop_back();
-  } else {
-    index = uint32_t(s.slots.size());
-    s.slots.emplace_back();
-  }
-  Impl::Slot& slot = s.slots[index];
-  slot.buffer = std::move(b);
-  slot.bytes = bytes;
-  ++slot.gen;
-  return backend::Buffer{(uint64_t(slot.gen) << 32) | (index + 1), bytes};
+  return s.buffers.add(std::move(b), bytes);
 }
 
 void VulkanBackend::free(backend::Buffer b) {
   Impl& s = *impl_;
   if (!b) return;
-  Impl::Slot* slot = s.lookup(b);
-  if (!slot) throw backend::Error("vulkan: free: buffer id " + std::to_string(b.id) + " is not a live allocation");
+  auto& slot = s.buffers.range(b, 0, 0, "vulkan", "free");
   guard([&] { s.dev->finish(); });  // no pending command may still use it
-  slot->buffer = Buffer();
-  slot->bytes = 0;
-  s.free_slots.push_back(uint32_t(slot - s.slots.data()));
+  s.buffers.release(slot);
 }
 
 void VulkanBackend::upload(backend::Buffer dst, size_t offset, const void* src, size_t bytes) {
   Impl& s = *impl_;
-  Impl::Slot& slot = s.range(dst, offset, bytes, "upload");
+  Buffer& buf = s.range(dst, offset, bytes, "upload");
   if (bytes == 0) return;
   guard([&] {
     if (s.dev->busy()) {
       if (bytes <= 65536 && offset % 4 == 0 && bytes % 4 == 0) {
-        s.dev->enqueue_update(slot.buffer, offset, src, bytes);  // ordered, copied now
+        s.dev->enqueue_update(buf, offset, src, bytes);  // ordered, copied now
         return;
       }
       s.dev->finish();
     }
-    slot.buffer.write(src, bytes, offset);
+    buf.write(src, bytes, offset);
   });
 }
 
 void VulkanBackend::download(void* dst, backend::Buffer src, size_t offset, size_t bytes) {
   Impl& s = *impl_;
-  Impl::Slot& slot = s.range(src, offset, bytes, "download");
+  Buffer& buf = s.range(src, offset, bytes, "download");
   guard([&] {
     s.dev->finish();
-    if (bytes) slot.buffer.read(dst, bytes, offset);
+    if (bytes) buf.read(dst, bytes, offset);
   });
 }
 
 void VulkanBackend::copy(backend::Buffer dst, size_t dst_offset, backend::Buffer src, size_t src_offset, size_t bytes) {
   Impl& s = *impl_;
-  Impl::Slot& d = s.range(dst, dst_offset, bytes, "copy (destination)");
-  Impl::Slot& from = s.range(src, src_offset, bytes, "copy (source)");
+  Buffer& d = s.range(dst, dst_offset, bytes, "copy (destination)");
+  Buffer& from = s.range(src, src_offset, bytes, "copy (source)");
   if (&d == &from && dst_offset < src_offset + bytes && src_offset < dst_offset + bytes)
     throw backend::Error("vulkan: copy: overlapping ranges");
-  guard([&] { s.dev->enqueue_copy(d.buffer, dst_offset, from.buffer, src_offset, bytes); });
+  guard([&] { s.dev->enqueue_copy(d, dst_offset, from, src_offset, bytes); });
 }
 
 void VulkanBackend::fill32(backend::Buffer dst, size_t offset, size_t bytes, uint32_t pattern) {
   Impl& s = *impl_;
-  Impl::Slot& d = s.range(dst, offset, bytes, "fill32");
+  Buffer& d = s.range(dst, offset, bytes, "fill32");
   if (offset % 4 || bytes % 4)
     throw backend::Error("vulkan: fill32: offset " + std::to_string(offset) + " and size " + std::to_string(bytes) +
                          " must be multiples of 4");
-  guard([&] { s.dev->enqueue_fill(d.buffer, offset, bytes, pattern); });
+  guard([&] { s.dev->enqueue_fill(d, offset, bytes, pattern); });
 }
 
 void VulkanBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) {
@@ -224,7 +193,7 @@ void VulkanBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dy
       throw backend::Error("vulkan: launch " + k.rec.entry + ": grid[" + std::to_string(i) + "] = " + std::to_string(grid[i]) +
                            " outside 1.." + std::to_string(di.max_workgroup_count[i]) + " (maxComputeWorkGroupCount)");
   backend::check_args(k.rec, args, [&](const Arg& a) -> size_t {
-    Impl::Slot* slot = s.lookup(a.buffer);
+    const auto* slot = s.buffers.find(a.buffer);
     return slot ? slot->bytes : 0;
   });
   s.bindings.resize(args.size());
@@ -243,7 +212,7 @@ void VulkanBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dy
                                      "'s minStorageBufferOffsetAlignment " +
                                      std::to_string(di.min_storage_offset_alignment) +
                                      " (a storage-buffer descriptor cannot start there)");
-      b.buffer = &s.lookup(a.buffer)->buffer;
+      b.buffer = &s.buffers.find(a.buffer)->handle;
       b.offset = a.offset;
       b.range = std::max<size_t>(4, (a.bytes + 3) & ~size_t(3));
     }
