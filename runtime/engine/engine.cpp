@@ -1,6 +1,6 @@
-// The engine over any backend: the cpu backend's CpuModel for `cpu` packages, the graph
-// executor (runtime/exec) over the CUDA or Vulkan backend for `sm_*` / `spirv` packages;
-// both are an exec::SequenceModel, so everything below is one code path. One sequence
+// The engine over any backend: the graph executor (runtime/exec) over the cpu, CUDA or
+// Vulkan backend, as the package's target names, behind one exec::SequenceModel, so
+// everything below is one code path. One sequence
 // runs at a time (a mutex); admission is concurrent. KV memory is a paged pool shared with the content-addressed prefix cache
 // (runtime/kvcache/block_manager.h):
 //   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
@@ -26,7 +26,6 @@
 #include <thread>
 
 #include "chat/chat_template.h"
-#include "cpu/cpu_model.h"
 #include "exec/backend_model.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
@@ -86,9 +85,9 @@ class PackageEngine final : public Engine {
       co.disk_bytes = opts.cache_disk_mb << 20;
       // What the K/V of a token sequence depends on: the weights (content hash of the
       // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format
-      // (exec::kv_format: the layout, and the kernels that computed it). The tokenizer
+      // (backend::kv_format: the layout, and the kernels that computed it). The tokenizer
       // identity is included as the issue asks (ids mean its vocabulary).
-      const std::string identity = "swizzle-kv/2 " + exec::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
+      const std::string identity = "swizzle-kv/3 " + backend::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
       bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), identity, opts.n_threads, kPrefillChunk);
@@ -161,7 +160,7 @@ class PackageEngine final : public Engine {
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
     if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
       throw InvalidRequest("logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(req.logprobs));
-    auto a = std::make_unique<CpuAdmission>(req, *kv_);
+    auto a = std::make_unique<CacheAdmission>(req, *kv_);
     // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
     if (kv_->prefix_cache_enabled() && !req.prompt_logprobs) {
       a->keys = kvcache::block_keys(kv_->model(), req.prompt.data(), req.prompt.size());
@@ -190,7 +189,7 @@ class PackageEngine final : public Engine {
   }
 
   GenerateResult run_sequence(Admission& admission, const TokenCallback& on_token) {
-    auto* a = dynamic_cast<CpuAdmission*>(&admission);
+    auto* a = dynamic_cast<CacheAdmission*>(&admission);
     if (!a || a->kv != kv_) throw std::invalid_argument("run: the admission comes from another engine");
     if (a->ran) throw std::invalid_argument("run: this admission has already run");
     a->ran = true;
@@ -363,9 +362,9 @@ class PackageEngine final : public Engine {
     std::vector<int32_t>& history_;
   };
 
-  struct CpuAdmission final : Admission {
-    CpuAdmission(const GenerateRequest& r, kvcache::BlockManager& m) : Admission(r, 0), kv(&m) {}
-    ~CpuAdmission() override { release_pins(); }
+  struct CacheAdmission final : Admission {
+    CacheAdmission(const GenerateRequest& r, kvcache::BlockManager& m) : Admission(r, 0), kv(&m) {}
+    ~CacheAdmission() override { release_pins(); }
     void set_cached(int n) { cached_tokens_ = n; }
     void release_pins() {
       if (!pinned.empty()) kv->unpin(pinned);

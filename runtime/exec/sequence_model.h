@@ -1,7 +1,7 @@
 // What the engine needs from a backend model that runs one sequence's forward passes over
-// a paged KV cache (kvcache::PageAllocator): the cpu backend's CpuModel and the GPU graph
-// executor's GraphModel implement it, so the engine's admission, prefix cache, sampling
-// and speculative decoding are the same code on every backend.
+// a paged KV cache (kvcache::PageAllocator): the graph executor's GraphModel implements it
+// on every backend (cpu, cuda, vulkan), so the engine's admission, prefix cache, sampling
+// and speculative decoding are the same code everywhere.
 #pragma once
 
 #include <algorithm>
@@ -22,9 +22,8 @@ class SequenceModel {
   /// names the kind of row, never the row count, so results never depend on batching:
   /// prompt rows always use Prompt (any chunking of a prompt gives the same K/V and
   /// logits), generated tokens always use Generated (a speculative batch verified in one
-  /// pass gives exactly the logits of decoding its tokens one at a time). cpu: llama.cpp's
-  /// batched and single-row orders; GPU packages: the launch records' prefill and decode
-  /// phases.
+  /// pass gives exactly the logits of decoding its tokens one at a time): the launch
+  /// records' prefill and decode phases (cpu: llama.cpp's batched and single-row orders).
   enum class Rows { Prompt, Generated };
 
   virtual int n_ctx() const = 0;
