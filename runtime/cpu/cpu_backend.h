@@ -8,9 +8,12 @@
 // step streams (copied out of the GGUF mapping at load) and the KV pools sit on huge pages
 // and the step does not miss the TLB on every 4 KiB page. upload/download/copy are memcpy.
 //
-// Launches run synchronously on the calling thread, which takes part in the pool's work;
-// the grid and dynamic shared memory of a record mean nothing here (the kernels split
-// their work over the pool themselves). Arguments are checked as on the GPU backends
+// Launches run on the calling thread, which takes part in the pool's work; the grid and
+// dynamic shared memory of a record mean nothing here (the kernels split their work over
+// the pool themselves). Consecutive cpu.matmul launches of the same input (Q/K/V,
+// gate/up) are held back and run together in one parallel region when the next launch of
+// another kind or input, or any other call, comes (ggml::matmul_multi: bit-identical to
+// running them one by one), so a decode step pays one thread hand-off for them, not three. Arguments are checked as on the GPU backends
 // (backend::check_args: kinds, ranks, byte ranges, views) and each kernel checks that its
 // scalars agree with the memory bound to it before reading any.
 //
@@ -49,7 +52,7 @@ class CpuBackend final : public backend::Backend {
   /// Runs the kernel now; throws backend::Error when the arguments do not match its
   /// signature or the kernel refuses them (its message names the entry and the argument).
   void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const backend::Arg> args) override;
-  void synchronize() override {}
+  void synchronize() override;
   /// Threads taking part in each kernel.
   int n_threads() const;
 

@@ -297,21 +297,8 @@ void rms_norm(const KernelCall& c) {
 
 // matmul: x, w, bias, out, T, K, N, has_bias
 void matmul(const KernelCall& c) {
-  const int T = c.args[4].i32, K = c.args[5].i32, N = c.args[6].i32;
-  const bool has_bias = c.args[7].i32 != 0;
-  need(c, T >= 0 && K > 0 && N > 0 && K % ggml::type_info(c.type).block_size == 0, "bad T, K or N");
-  need_elems(c, 0, static_cast<size_t>(T) * K, 4, "x");
-  need(c, c.args[1].bytes >= ggml::row_size(c.type, K) * N, "w binds fewer bytes than N rows of K values");
-  if (has_bias) need_elems(c, 2, N, 4, "bias");
-  need_elems(c, 3, static_cast<size_t>(T) * N, 4, "out");
-  need(c, c.args[0].data != c.args[3].data, "out must not alias x");
-  float* y = ptr<float>(c, 3);
-  ggml::matmul(ptr<uint8_t>(c, 1), c.type, N, K, ptr<float>(c, 0), T, y, *c.pool, *c.scratch);
-  if (has_bias) {
-    const float* b = ptr<float>(c, 2);
-    for (int t = 0; t < T; ++t)
-      for (int k = 0; k < N; ++k) y[static_cast<size_t>(t) * N + k] += b[k];
-  }
+  const MatmulLaunch m = matmul_launch(c);
+  run_matmuls(&m, 1, *c.pool, *c.scratch);
 }
 
 // rope: x (in place), positions, T, n_head, head_dim, n_rot, theta, neox
@@ -482,6 +469,37 @@ void add(const KernelCall& c) {
 }
 
 }  // namespace
+
+MatmulLaunch matmul_launch(const KernelCall& c) {
+  MatmulLaunch m;
+  m.T = c.args[4].i32;
+  m.K = c.args[5].i32;
+  const int N = c.args[6].i32;
+  const bool has_bias = c.args[7].i32 != 0;
+  need(c, m.T >= 0 && m.K > 0 && N > 0 && m.K % ggml::type_info(c.type).block_size == 0, "bad T, K or N");
+  need_elems(c, 0, static_cast<size_t>(m.T) * m.K, 4, "x");
+  need(c, c.args[1].bytes >= ggml::row_size(c.type, m.K) * N, "w binds fewer bytes than N rows of K values");
+  if (has_bias) need_elems(c, 2, N, 4, "bias");
+  need_elems(c, 3, static_cast<size_t>(m.T) * N, 4, "out");
+  need(c, c.args[0].data != c.args[3].data, "out must not alias x");
+  m.x = ptr<float>(c, 0);
+  m.job = ggml::MatmulJob{ptr<uint8_t>(c, 1), c.type, N, ptr<float>(c, 3)};
+  m.bias = has_bias ? ptr<float>(c, 2) : nullptr;
+  return m;
+}
+
+void run_matmuls(const MatmulLaunch* ms, size_t n, ggml::ThreadPool& pool, std::vector<uint8_t>& scratch) {
+  if (n == 0) return;
+  ggml::MatmulJob jobs[kMaxMatmulGroup];
+  for (size_t i = 0; i < n; ++i) jobs[i] = ms[i].job;
+  ggml::matmul_multi(jobs, n, ms[0].K, ms[0].x, ms[0].T, pool, scratch);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ms[i].bias) continue;
+    const int64_t N = ms[i].job.n_out;
+    for (int t = 0; t < ms[i].T; ++t)
+      for (int64_t k = 0; k < N; ++k) ms[i].job.y[static_cast<size_t>(t) * N + k] += ms[i].bias[k];
+  }
+}
 
 KernelImpl find_kernel(const std::string& entry) {
   struct Known {

@@ -28,10 +28,8 @@
 #include <vector>
 
 #include "ggml/ggml_types.h"
+#include "ggml/matmul.h"
 
-namespace swz::ggml {
-class ThreadPool;
-}
 
 namespace swz::cpu {
 
@@ -58,6 +56,25 @@ struct KernelImpl {
   ggml::Type type = ggml::Type::F32;
   std::string op;
 };
+
+/// A matmul launch checked and resolved (cpu.matmul.<type>: out = W x (+ bias)), so the
+/// cpu backend can run consecutive ones that share their input in one parallel region.
+struct MatmulLaunch {
+  const float* x = nullptr;  ///< [T, K] f32
+  int T = 0, K = 0;
+  ggml::MatmulJob job;       ///< W (N rows of K values of its type), y [T, N]
+  const float* bias = nullptr;  ///< [N] or null
+};
+/// Most matmuls run_matmuls() takes at once.
+inline constexpr size_t kMaxMatmulGroup = 8;
+
+/// Checks a cpu.matmul launch's arguments (as the kernel does) and resolves them. Throws
+/// std::invalid_argument naming the entry and argument.
+MatmulLaunch matmul_launch(const KernelCall& c);
+/// Runs `n` (1..kMaxMatmulGroup) matmul launches of the same x, T and K (none writing x or
+/// another's y) in one parallel region: ggml::matmul_multi, bit-identical to running them
+/// one by one; then each one's bias.
+void run_matmuls(const MatmulLaunch* ms, size_t n, ggml::ThreadPool& pool, std::vector<uint8_t>& scratch);
 
 /// The implementation of manifest entry `entry` ("cpu.matmul.q4_k"). Throws
 /// std::invalid_argument naming the entry when this build has no such kernel (an unknown

@@ -207,7 +207,7 @@ TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
   };
   Manifest none = m;
   none.graph["ops"][1].erase("launches");
-  expect(none, "graph.ops[1]: a GPU-target op needs \"launches\" or \"fused_into\"");
+  expect(none, "graph.ops[1]: an op needs \"launches\" or \"fused_into\"");
   Manifest half = m;
   half.graph["ops"][1]["launches"][0]["phase"] = "decode";
   expect(half, "graph.ops[1].launches: must cover every forward pass");
@@ -392,8 +392,10 @@ TEST_F(PackageTest, ParseLaunchesEvaluatesTheRules) {
   EXPECT_EQ(l.arg_types[3].kind, swz::package::ArgType::F32);
   // The LM head's record carries rows: "output".
   EXPECT_TRUE(all.back().launches[0].output_rows);
-  // A cpu package has none.
-  EXPECT_TRUE(swz::package::parse_launches(manifest_).empty());
+  // A cpu package has records too, one op each (attention: one per phase).
+  const auto cpu = swz::package::parse_launches(manifest_);
+  ASSERT_EQ(cpu.size(), manifest_.graph["ops"].size());
+  EXPECT_EQ(cpu[0].launches[0].kernel, "cpu.get_rows.f32");
 }
 
 TEST(PackageArgType, ParsesTheKernelSignatureTypes) {
