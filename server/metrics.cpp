@@ -86,8 +86,10 @@ void TokenClock::on_token() {
 }
 
 engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token) {
+  clock.begin_run();
   return [&clock, on_token = std::move(on_token)](const engine::TokenEvent& ev) {
     clock.on_token();
+    clock.record_token(ev.token);
     return on_token(ev);
   };
 }

@@ -8,6 +8,7 @@
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
+#include "receipt.h"
 #include "route_hooks.h"
 
 #include <httplib.h>
@@ -181,6 +182,13 @@ struct Server::Impl {
     return c ? *c : Caller{"anonymous", false};
   }
 
+  /// The receipt facts of a chat completion (route_hooks.h).
+  static ReceiptFacts chat_receipt_facts(const httplib::Request& req, const ChatCompletions::Prepared& p,
+                                         const ChatCompletions::Outcome& o) {
+    return receipt_facts("/v1/chat/completions", req.body, p.req.stream, p.req.sampling, p.req.max_tokens.value_or(-1),
+                         p.req.n, o.result, o.clock);
+  }
+
   json model_json() const {
     return {{"id", engine.info().id}, {"object", "model"}, {"created", created}, {"owned_by", "swizzle"}};
   }
@@ -222,6 +230,8 @@ struct Server::Impl {
         ChatCompletions::Outcome o = chat.complete(*p, body);
         if (gone->load()) o.client_gone = true;
         set_generation_headers(res, o.result, hooks.finished(req, "/v1/chat/completions", o.result, o.clock));
+        if (hooks.receipts)
+          set_unique_header(res, kReceiptHeader, seal_response_body(*hooks.receipts, chat_receipt_facts(req, *p, o), body));
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {
@@ -252,9 +262,17 @@ struct Server::Impl {
         recorded = true;
         hooks.finished(req, "/v1/chat/completions", done.result, done.clock);
       };
+      // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
+      ReceiptStream out(
+          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          hooks.receipts != nullptr);
       try {
         o = chat.stream(
-            *p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); }, record);
+            *p, [&out](std::string_view s) { return out.write(s); },
+            [&](const ChatCompletions::Outcome& done) {
+              record(done);
+              if (hooks.receipts) out.seal(*hooks.receipts, chat_receipt_facts(req, *p, done));
+            });
         // A stream cut by the shutdown is billed for what its client received, as one the
         // client left.
         if ((o.client_gone || o.cut) && o.result.prompt_tokens > 0) record(o);
@@ -413,6 +431,7 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
+    hooks.receipts = opts.receipts;
     hooks.enter = [this] { return enter_generation(); };
     hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
       const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);

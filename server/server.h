@@ -23,6 +23,8 @@
 
 namespace swz::server {
 
+class ReceiptSigner;
+
 struct ServerOptions {
   std::string api_key;               ///< non-empty: /v1/* requires "Authorization: Bearer <api_key>" (401 otherwise)
   std::vector<ApiKey> api_keys;      ///< more accepted keys (with names for the ledger); see api_keys.h
@@ -33,6 +35,9 @@ struct ServerOptions {
   /// SIGINT/SIGTERM under serve_until_signal: how long running generations may take to
   /// finish before they are cut (Server::shutdown). `swizzle-rt serve --shutdown-grace`.
   double shutdown_grace_s = 10.0;
+  /// Execution receipts: non-null = every successful generation response carries one
+  /// signed by this signer (receipt.h, docs/receipts.md). `swizzle-rt serve --receipts`.
+  std::shared_ptr<const ReceiptSigner> receipts;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };
