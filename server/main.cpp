@@ -5,20 +5,26 @@
 //                    [--cache-disk-mb M] [--no-prefix-cache] [--shutdown-grace S]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
+//                    [--receipts KEYFILE]
 //   both: [--spec|--no-spec] [--draft-max N]   (prompt-lookup speculative decoding)
-// See docs/server.md.
+//   swizzle-rt keygen KEYFILE [--force]          (receipt signing key: KEYFILE and KEYFILE.pub)
+//   swizzle-rt verify-receipt RECEIPT --pubkey KEY [--request FILE] [--response FILE] [--package DIR]
+// See docs/server.md and docs/receipts.md.
 #include "engine/engine.h"
+#include "receipt.h"
 #include "serve_loop.h"
 #include "text_stream.h"
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace {
 
@@ -62,6 +68,7 @@ struct Accounts {
   std::string api_keys_file;          ///< --api-keys-file: "NAME KEY" or "KEY" per line
   std::string admin_key;              ///< --admin-key
   std::string prices_file;            ///< --prices
+  std::string receipts_key;           ///< --receipts: the Ed25519 signing key file (swizzle-rt keygen)
 };
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
@@ -83,6 +90,8 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   if (!accounts.prices_file.empty()) so.prices = swz::server::PriceTable::load(accounts.prices_file);
   swz::server::ApiKeys check(so.api_keys, so.admin_key);  // duplicate keys/names: an error now, not at bind
   (void)check;
+  std::optional<swz::server::ReceiptKey> receipt_key;  // read before the model loads: a bad file fails fast
+  if (!accounts.receipts_key.empty()) receipt_key = swz::server::read_receipt_secret_key(accounts.receipts_key);
   if (!so.api_keys.empty() || !so.admin_key.empty() || !accounts.prices_file.empty())
     std::fprintf(stderr, "swizzle-rt: %zu API key(s)%s; prices %s\n", so.api_keys.size(),
                  so.admin_key.empty() ? "" : " and an admin key",
@@ -101,6 +110,13 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
                static_cast<unsigned long long>(cache_opts.cache_host_mb),
                cache_opts.cache_dir.empty() ? "off" : cache_opts.cache_dir.c_str());
 
+  if (receipt_key) {
+    auto signer = std::make_shared<swz::server::ReceiptSigner>(
+        *receipt_key, swz::server::read_model_identity(info.package_path, info.id));
+    std::fprintf(stderr, "swizzle-rt: signing execution receipts with key %s (manifest blake3 %.16s...)\n",
+                 signer->key_id().c_str(), signer->model().manifest_blake3.c_str());
+    so.receipts = std::move(signer);
+  }
   so.http_threads = http_threads;
   so.shutdown_grace_s = shutdown_grace_s;
   if (!quiet) {
@@ -111,6 +127,63 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
     };
   }
   return swz::server::serve_until_signal(*engine, host, port, std::move(so));
+}
+
+/// `swizzle-rt keygen KEYFILE`: a fresh Ed25519 key pair, KEYFILE (secret, 0600) and KEYFILE.pub.
+int keygen(const std::string& path, bool force) {
+  const swz::server::ReceiptKey key = swz::server::generate_receipt_key();
+  swz::server::write_receipt_key(key, path, path + ".pub", force);
+  std::printf("key id %s\nsecret key: %s (serve --receipts %s)\npublic key: %s.pub (verify-receipt --pubkey %s.pub)\n",
+              swz::server::receipt_key_id(key.public_key).c_str(), path.c_str(), path.c_str(), path.c_str(), path.c_str());
+  return 0;
+}
+
+std::string read_text(const std::string& path) {
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw std::invalid_argument(path + ": cannot be read");
+  std::string s;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  if (f != stdin) std::fclose(f);
+  return s;
+}
+
+/// `swizzle-rt verify-receipt`: prints one line per check ("ok   ..." / "FAIL ..."), then a
+/// verdict. RECEIPT is the receipt itself, a file holding it, or a saved response that
+/// carries one (then also checked as --response unless another is given). Exit status 0
+/// when everything matches, 1 when something does not, 2 when an input cannot be used.
+int verify_receipt_cmd(const std::string& receipt_arg, const std::string& pubkey, const std::string& request_file,
+                       const std::string& response_file, const std::string& package_dir) {
+  std::array<unsigned char, 32> pk;
+  swz::server::VerifyInputs in;
+  std::string receipt = receipt_arg;
+  try {
+    pk = swz::server::read_receipt_public_key(pubkey);
+    if (receipt.rfind(std::string(swz::server::kReceiptPrefix) + ".", 0) != 0) {
+      const std::string text = read_text(receipt_arg);
+      const size_t first = text.find_first_not_of(" \t\r\n");
+      if (first != std::string::npos && text.compare(first, 6, std::string(swz::server::kReceiptPrefix) + ".") == 0) {
+        receipt = text;
+      } else {  // a saved response: its own receipt
+        receipt = swz::server::digest_response(text).receipt;
+        if (receipt.empty()) throw std::invalid_argument(receipt_arg + ": neither a receipt nor a response carrying one");
+        if (response_file.empty()) in.response = text;
+      }
+    }
+    if (!request_file.empty()) in.request = read_text(request_file);
+    if (!response_file.empty()) in.response = read_text(response_file);
+    if (!package_dir.empty()) in.model = swz::server::read_model_identity(package_dir, "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "swizzle-rt: verify-receipt: %s\n", e.what());
+    return 2;
+  }
+  const swz::server::ReceiptVerification v = swz::server::verify_receipt(receipt, pk, in);
+  if (!v.payload.is_null()) std::printf("receipt: %s\n", v.payload.dump(2).c_str());
+  for (const std::string& c : v.checked) std::printf("ok   %s\n", c.c_str());
+  for (const std::string& p : v.problems) std::printf("FAIL %s\n", p.c_str());
+  std::printf("%s\n", v.ok() ? "receipt verified" : "receipt NOT verified");
+  return v.ok() ? 0 : 1;
 }
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -205,6 +278,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
+  serve_cmd->add_option("--receipts", accounts.receipts_key,
+                        "sign an execution receipt for every response with this Ed25519 key (swizzle-rt keygen; "
+                        "docs/receipts.md)")
+      ->check(CLI::ExistingFile);
   EngineOptions cache_opts;
   add_cache_options(serve_cmd, cache_opts);
 
@@ -245,7 +322,36 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   }
 
+  auto* keygen_cmd = app.add_subcommand("keygen", "Write an Ed25519 key pair for execution receipts (KEYFILE, KEYFILE.pub)");
+  std::string key_path;
+  bool force = false;
+  keygen_cmd->add_option("keyfile", key_path, "the secret key file to write (mode 0600); the public key goes to KEYFILE.pub")
+      ->required();
+  keygen_cmd->add_flag("--force", force, "replace an existing key file");
+
+  auto* verify_cmd = app.add_subcommand("verify-receipt", "Check an execution receipt's signature and hashes (docs/receipts.md)");
+  std::string receipt_arg, pubkey, request_file, response_file, package_dir;
+  verify_cmd->add_option("receipt", receipt_arg,
+                         "the receipt (swzr1....), a file holding it, or a saved response carrying one ('-' = stdin)")
+      ->required();
+  verify_cmd->add_option("--pubkey", pubkey, "the signer's public key: 64 hex digits or a KEYFILE.pub")->required();
+  verify_cmd->add_option("--request", request_file, "the request body as sent: checks request_blake3 and the sampling fields");
+  verify_cmd->add_option("--response", response_file,
+                         "the response as received (JSON body, or the raw SSE bytes of a stream): checks response_blake3, "
+                         "the receipt it carries and its usage");
+  verify_cmd->add_option("--package", package_dir, "a local .swz package: checks manifest_blake3 and gguf_content_hash");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (keygen_cmd->parsed()) {
+    try {
+      return keygen(key_path, force);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "swizzle-rt: keygen: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (verify_cmd->parsed()) return verify_receipt_cmd(receipt_arg, pubkey, request_file, response_file, package_dir);
 
   try {
     if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet, cache_opts,
