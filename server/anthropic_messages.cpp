@@ -615,7 +615,16 @@ AnthropicMessages::Outcome AnthropicMessages::stream(const Prepared& p,
 }
 
 bool is_anthropic_path(std::string_view path) {
-  return path == "/v1/messages" || path.rfind("/v1/messages/", 0) == 0;
+  // Also the security endpoint's copies: /v1/security/messages..., /security/v1/messages...
+  bool under_base = false;
+  for (std::string_view base : {"/v1/security", "/security/v1", "/v1"}) {
+    if (path.rfind(base, 0) == 0) {
+      path.remove_prefix(base.size());
+      under_base = true;
+      break;
+    }
+  }
+  return under_base && (path == "/messages" || path.rfind("/messages/", 0) == 0);
 }
 
 namespace {
@@ -651,7 +660,7 @@ void check_version(const httplib::Request& req) {
 }  // namespace
 
 void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
-                          std::function<void(const std::string&)> log, GenerationHooks hooks) {
+                          std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
   auto log_line = [log](const httplib::Request& req, int status, const AnthropicMessages::Outcome* o, double ms) {
     if (!log) return;
     char buf[512];
@@ -668,7 +677,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     log(buf);
   };
 
-  http.Post("/v1/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
+  http.Post(base + "/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     // The receipt facts of this request (route_hooks.h).
     auto receipt_of = [&req](const AnthropicMessages::Prepared& p, const AnthropicMessages::Outcome& o) {
@@ -727,7 +736,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     });
   });
 
-  http.Post("/v1/messages/count_tokens", [&messages, log_line](const httplib::Request& req, httplib::Response& res) {
+  http.Post(base + "/messages/count_tokens", [&messages, log_line](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       check_version(req);

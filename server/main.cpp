@@ -5,12 +5,15 @@
 //                    [--cache-disk-mb M] [--no-prefix-cache] [--shutdown-grace S]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
-//                    [--receipts KEYFILE]
+//                    [--receipts KEYFILE] [--key-store FILE]
 //   both: [--spec|--no-spec] [--draft-max N]   (prompt-lookup speculative decoding)
+//   swizzle-rt keys add --store FILE --org ORG [--scope general|security]... [--accept-terms V --accepted-by NAME]
+//   swizzle-rt keys revoke --store FILE KEY_ID;  swizzle-rt keys list --store FILE
 //   swizzle-rt keygen KEYFILE [--force]          (receipt signing key: KEYFILE and KEYFILE.pub)
 //   swizzle-rt verify-receipt RECEIPT --pubkey KEY [--request FILE] [--response FILE] [--package DIR]
 // See docs/server.md and docs/receipts.md.
 #include "engine/engine.h"
+#include "key_store.h"
 #include "receipt.h"
 #include "serve_loop.h"
 #include "text_stream.h"
@@ -69,6 +72,7 @@ struct Accounts {
   std::string admin_key;              ///< --admin-key
   std::string prices_file;            ///< --prices
   std::string receipts_key;           ///< --receipts: the Ed25519 signing key file (swizzle-rt keygen)
+  std::string key_store;              ///< --key-store: per-organisation keys with scopes (swizzle-rt keys)
 };
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
@@ -92,6 +96,14 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   (void)check;
   std::optional<swz::server::ReceiptKey> receipt_key;  // read before the model loads: a bad file fails fast
   if (!accounts.receipts_key.empty()) receipt_key = swz::server::read_receipt_secret_key(accounts.receipts_key);
+  if (!accounts.key_store.empty()) {  // a bad store fails now; the server re-reads it when it changes
+    const swz::server::KeyStoreData ks = swz::server::KeyStoreData::load(accounts.key_store);
+    size_t active = 0;
+    for (const auto& k : ks.keys) active += k.revoked.empty();
+    std::fprintf(stderr, "swizzle-rt: key store %s: %zu active key(s) of %zu organisation(s) with accepted terms\n",
+                 accounts.key_store.c_str(), active, ks.terms.size());
+    so.key_store = accounts.key_store;
+  }
   if (!so.api_keys.empty() || !so.admin_key.empty() || !accounts.prices_file.empty())
     std::fprintf(stderr, "swizzle-rt: %zu API key(s)%s; prices %s\n", so.api_keys.size(),
                  so.admin_key.empty() ? "" : " and an admin key",
@@ -184,6 +196,44 @@ int verify_receipt_cmd(const std::string& receipt_arg, const std::string& pubkey
   for (const std::string& p : v.problems) std::printf("FAIL %s\n", p.c_str());
   std::printf("%s\n", v.ok() ? "receipt verified" : "receipt NOT verified");
   return v.ok() ? 0 : 1;
+}
+
+/// `swizzle-rt keys add|revoke|list --store FILE` (key_store.h). `add` prints the secret
+/// alone on stdout (shown once; the store keeps its SHA-256) and what was issued on stderr.
+int keys_cmd(const std::string& action, const std::string& store, const std::string& org, const std::vector<std::string>& scopes,
+             const std::string& terms_version, const std::string& accepted_by, const std::string& key_id) {
+  swz::server::KeyStoreData d = swz::server::KeyStoreData::load(store);
+  if (action == "add") {
+    std::optional<swz::server::TermsAcceptance> terms;
+    if (!terms_version.empty() || !accepted_by.empty()) terms = swz::server::TermsAcceptance{terms_version, accepted_by, ""};
+    auto [id, secret] = d.add(org, scopes.empty() ? std::vector<std::string>{swz::server::kScopeGeneral} : scopes, terms);
+    d.save(store);
+    const auto& k = d.keys.back();
+    std::string sc;
+    for (const auto& s : k.scopes) sc += (sc.empty() ? "" : ",") + s;
+    std::printf("%s\n", secret.c_str());
+    std::fprintf(stderr, "swizzle-rt: issued %s to organisation '%s' (scopes %s); the secret above is shown once, %s keeps only its SHA-256\n",
+                 id.c_str(), org.c_str(), sc.c_str(), store.c_str());
+    return 0;
+  }
+  if (action == "revoke") {
+    d.revoke(key_id);
+    d.save(store);
+    std::fprintf(stderr, "swizzle-rt: revoked %s (a server with --key-store %s refuses it from its next request)\n",
+                 key_id.c_str(), store.c_str());
+    return 0;
+  }
+  std::printf("%-16s %-20s %-17s %-20s %s\n", "ID", "ORGANISATION", "SCOPES", "CREATED", "REVOKED");
+  for (const auto& k : d.keys) {
+    std::string sc;
+    for (const auto& s : k.scopes) sc += (sc.empty() ? "" : ",") + s;
+    std::printf("%-16s %-20s %-17s %-20s %s\n", k.id.c_str(), k.org.c_str(), sc.c_str(), k.created.c_str(),
+                k.revoked.empty() ? "-" : k.revoked.c_str());
+  }
+  for (const auto& [o, t] : d.terms)
+    std::printf("terms: organisation '%s' accepted version '%s' (by %s, %s)\n", o.c_str(), t.version.c_str(),
+                t.accepted_by.c_str(), t.accepted_at.c_str());
+  return 0;
 }
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -282,6 +332,10 @@ int main(int argc, char** argv) {
                         "sign an execution receipt for every response with this Ed25519 key (swizzle-rt keygen; "
                         "docs/receipts.md)")
       ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--key-store", accounts.key_store,
+                        "per-organisation keys with scopes (swizzle-rt keys; re-read when it changes); /v1/security/* "
+                        "needs the security scope")
+      ->check(CLI::ExistingFile);
   EngineOptions cache_opts;
   add_cache_options(serve_cmd, cache_opts);
 
@@ -341,8 +395,36 @@ int main(int argc, char** argv) {
                          "the receipt it carries and its usage");
   verify_cmd->add_option("--package", package_dir, "a local .swz package: checks manifest_blake3 and gguf_content_hash");
 
+  auto* keys_app = app.add_subcommand("keys", "Manage per-organisation API keys with scopes (a --key-store file)");
+  keys_app->require_subcommand(1);
+  std::string store_path, org, terms_version, accepted_by, revoke_id;
+  std::vector<std::string> scopes;
+  auto* keys_add = keys_app->add_subcommand("add", "Issue a key to an organisation; prints the secret once");
+  auto* keys_revoke = keys_app->add_subcommand("revoke", "Revoke a key by its id");
+  auto* keys_list = keys_app->add_subcommand("list", "List keys (never secrets) and accepted terms");
+  for (CLI::App* c : {keys_add, keys_revoke, keys_list})
+    c->add_option("--store", store_path, "the key store file (created by the first add)")->required();
+  keys_add->add_option("--org", org, "the organisation")->required();
+  keys_add->add_option("--scope", scopes, "general (default) and/or security (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  keys_add->add_option("--accept-terms", terms_version,
+                       "record that the organisation accepted this version of the acceptable-use terms (needed once "
+                       "before its first security key)");
+  keys_add->add_option("--accepted-by", accepted_by, "who accepted the terms for the organisation");
+  keys_revoke->add_option("key_id", revoke_id, "the key's id (keys list)")->required();
+
   CLI11_PARSE(app, argc, argv);
 
+  if (keys_app->parsed()) {
+    try {
+      return keys_cmd(keys_add->parsed() ? "add" : keys_revoke->parsed() ? "revoke" : "list", store_path, org, scopes,
+                      terms_version, accepted_by, revoke_id);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "swizzle-rt: keys: %s\n", e.what());
+      return 1;
+    }
+  }
   if (keygen_cmd->parsed()) {
     try {
       return keygen(key_path, force);

@@ -299,8 +299,8 @@ void send_openai_error(httplib::Response& res, const ApiError& e) {
 }  // namespace
 
 void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
-                           std::function<void(const std::string&)> log, GenerationHooks hooks) {
-  http.Post("/v1/completions", [&engine, &cancelled, log, hooks](const httplib::Request& req, httplib::Response& res) {
+                           std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
+  http.Post(base + "/completions", [&engine, &cancelled, log, hooks](const httplib::Request& req, httplib::Response& res) {
     auto admitted = [&req, hooks](engine::Admission& a) {
       if (hooks.admitted) hooks.admitted(req, a);
     };
