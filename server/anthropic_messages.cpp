@@ -681,7 +681,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     const auto t0 = std::chrono::steady_clock::now();
     // The receipt facts of this request (route_hooks.h).
     auto receipt_of = [&req](const AnthropicMessages::Prepared& p, const AnthropicMessages::Outcome& o) {
-      return receipt_facts("/v1/messages", req.body, p.req.stream, p.req.sampling, p.req.max_tokens, 1, o.result, o.clock);
+      return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens, 1, o.result, o.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<AnthropicMessages::Prepared> p;

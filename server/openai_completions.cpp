@@ -327,7 +327,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     };
     // The receipt facts of this request (route_hooks.h).
     auto receipt_of = [&req](const Job& job, const Totals& t) {
-      return receipt_facts("/v1/completions", req.body, job.req.stream, job.req.sampling, job.req.max_tokens, job.req.n,
+      return receipt_facts(endpoint_label(req.path), req.body, job.req.stream, job.req.sampling, job.req.max_tokens, job.req.n,
                            t.result, t.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);

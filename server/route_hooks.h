@@ -49,7 +49,8 @@ struct GenerationHooks {
   std::shared_ptr<const ReceiptSigner> receipts;
 };
 
-/// The facts of a receipt for a request that ran the engine: `body` is the request body
+/// The facts of a receipt for a request that ran the engine: `endpoint` the route
+/// (endpoint_label(req.path): the security endpoint's as /v1/security/...), `body` the request body
 /// as received, `totals` the counts of all choices, `clock` the run's TokenClock (its
 /// token ids per choice). response_blake3 is left for the sealing step.
 inline ReceiptFacts receipt_facts(const std::string& endpoint, const std::string& body, bool stream,

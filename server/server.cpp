@@ -224,7 +224,7 @@ struct Server::Impl {
   /// The receipt facts of a chat completion (route_hooks.h).
   static ReceiptFacts chat_receipt_facts(const httplib::Request& req, const ChatCompletions::Prepared& p,
                                          const ChatCompletions::Outcome& o) {
-    return receipt_facts("/v1/chat/completions", req.body, p.req.stream, p.req.sampling, p.req.max_tokens.value_or(-1),
+    return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens.value_or(-1),
                          p.req.n, o.result, o.clock);
   }
 

@@ -5,6 +5,7 @@
 // organisation.
 #include "fake_engine.h"
 #include "key_store.h"
+#include "receipt.h"
 #include "server.h"
 
 #include <gtest/gtest.h>
@@ -184,6 +185,8 @@ TEST(SecurityEndpoint, ScopesDecide200Or403InEachApisSchema) {
   ServerOptions o;
   o.key_store = path;
   o.api_keys = {{"legacy", "sk-legacy"}};
+  const ReceiptKey rk = generate_receipt_key();
+  o.receipts = std::make_shared<ReceiptSigner>(rk, ModelIdentity{"fake-model", "aa", ""});
   ScopedServer s(std::move(o));
 
   const std::vector<std::string> general_paths = {"/v1/chat/completions", "/v1/completions", "/v1/messages"};
@@ -204,6 +207,11 @@ TEST(SecurityEndpoint, ScopesDecide200Or403InEachApisSchema) {
   }
   for (const auto& p : security_paths) {
     EXPECT_EQ(status(p, security), 200) << p;
+    // A receipt names the route as the security endpoint's, whichever spelling was used.
+    auto ok = s.post(p, security, p.find("messages") != std::string::npos);
+    ASSERT_TRUE(ok);
+    const json payload = decode_receipt(digest_response(ok->body).receipt).payload;
+    EXPECT_EQ(payload["endpoint"], "/v1/security/" + p.substr(13)) << p;
     EXPECT_EQ(status(p, both), 200) << p;
     EXPECT_EQ(status(p, general), 403) << p;
     EXPECT_EQ(status(p, "sk-legacy"), 403) << p;
@@ -235,8 +243,8 @@ TEST(SecurityEndpoint, ScopesDecide200Or403InEachApisSchema) {
   json rows = json::parse(u->body)["data"];
   ASSERT_EQ(rows.size(), 1u) << u->body;
   EXPECT_EQ(rows[0]["key_id"], "org:acme");
-  EXPECT_EQ(rows[0]["requests"], 9);  // 3 general (general key) + 6 security (security key)
-  EXPECT_EQ(rows[0]["output_tokens"], 27);
+  EXPECT_EQ(rows[0]["requests"], 15);  // 3 general (general key) + 2 x 6 security (security key)
+  EXPECT_EQ(rows[0]["output_tokens"], 45);
   u = s.usage(both);
   rows = json::parse(u->body)["data"];
   ASSERT_EQ(rows.size(), 1u);
