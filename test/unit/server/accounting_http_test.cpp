@@ -3,6 +3,7 @@
 // streaming (prompt cost in the header, the whole in the ledger), responses counted by status.
 #include "accounting.h"
 #include "fake_engine.h"
+#include "running_server.h"
 #include "server.h"
 
 #include <gtest/gtest.h>
@@ -19,22 +20,10 @@ using nlohmann::json;
 using namespace swz::server;
 using swz::test::FakeEngine;
 
-struct Running {
+struct Running : swz::test::RunningServer {
   explicit Running(ServerOptions opts) {
     engine.pieces = {"a", "b", "c", "d"};
-    server = std::make_unique<Server>(engine, std::move(opts));
-    port = server->bind("127.0.0.1", 0);
-    thread = std::thread([this] { server->run(); });
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "server did not come up";
-  }
-  ~Running() {
-    server->stop();
-    thread.join();
+    start(std::move(opts));
   }
   httplib::Result get(const std::string& path, const std::string& key = "") const {
     httplib::Client c("127.0.0.1", port);
@@ -66,10 +55,6 @@ struct Running {
     return v;
   }
 
-  FakeEngine engine;
-  std::unique_ptr<Server> server;
-  std::thread thread;
-  int port = 0;
 };
 
 ServerOptions priced_options() {

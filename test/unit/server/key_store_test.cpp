@@ -4,6 +4,7 @@
 // unknown and revoked keys, keys added and revoked without a restart, the ledger per
 // organisation.
 #include "fake_engine.h"
+#include "running_server.h"
 #include "key_store.h"
 #include "receipt.h"
 #include "server.h"
@@ -137,23 +138,11 @@ TEST(KeyStore, ResolvesActiveKeysAndReloadsWhenTheFileChanges) {
   EXPECT_NE(notes.back().find("keeping the previous keys"), std::string::npos) << notes.back();
 }
 
-struct ScopedServer {
+struct ScopedServer : swz::test::RunningServer {
   explicit ScopedServer(ServerOptions o) {
     engine.pieces = {"a", "b", "c"};
     o.key_store_recheck_ms = 0;
-    server = std::make_unique<Server>(engine, std::move(o));
-    port = server->bind("127.0.0.1", 0);
-    thread = std::thread([this] { server->run(); });
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "server did not come up";
-  }
-  ~ScopedServer() {
-    server->stop();
-    thread.join();
+    start(std::move(o));
   }
   httplib::Result post(const std::string& path, const std::string& key, bool anthropic_header = false) const {
     httplib::Client c("127.0.0.1", port);
@@ -168,10 +157,6 @@ struct ScopedServer {
     httplib::Client c("127.0.0.1", port);
     return c.Get("/v1/usage", {{"Authorization", "Bearer " + key}});
   }
-  FakeEngine engine;
-  std::unique_ptr<Server> server;
-  std::thread thread;
-  int port = 0;
 };
 
 TEST(SecurityEndpoint, ScopesDecide200Or403InEachApisSchema) {

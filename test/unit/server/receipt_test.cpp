@@ -4,6 +4,7 @@
 // chat / completions, Anthropic messages; streamed or not) answers with a receipt over a
 // real socket with the scripted FakeEngine.
 #include "fake_engine.h"
+#include "running_server.h"
 #include "receipt.h"
 #include "server.h"
 
@@ -299,25 +300,13 @@ TEST(Receipt, StreamHoldsOnlyTheLastCandidateAndHashesWhatWasSent) {
 
 // ---- over HTTP with the FakeEngine --------------------------------------------------
 
-struct ReceiptServer {
+struct ReceiptServer : swz::test::RunningServer {
   ReceiptServer() : key(generate_receipt_key()) {
     engine.pieces = {"Hel", "lo", " wor", "ld"};
     engine.cached_tokens = 0;
     ServerOptions o;
     o.receipts = std::make_shared<ReceiptSigner>(key, ModelIdentity{"fake-model", blake3_hex("manifest"), "xxh3-128:00"});
-    server = std::make_unique<Server>(engine, std::move(o));
-    port = server->bind("127.0.0.1", 0);
-    thread = std::thread([this] { server->run(); });
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "server did not come up";
-  }
-  ~ReceiptServer() {
-    server->stop();
-    thread.join();
+    start(std::move(o));
   }
   httplib::Result post(const std::string& path, const std::string& body) const {
     httplib::Client c("127.0.0.1", port);
@@ -325,10 +314,6 @@ struct ReceiptServer {
     return c.Post(path.c_str(), body, "application/json");
   }
   ReceiptKey key;
-  FakeEngine engine;
-  std::unique_ptr<Server> server;
-  std::thread thread;
-  int port = 0;
 };
 
 TEST(ReceiptHttp, EveryEndpointStreamedOrNotCarriesAVerifiableReceipt) {

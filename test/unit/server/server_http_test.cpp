@@ -2,6 +2,7 @@
 // with a scripted FakeEngine: response schema, SSE framing, UTF-8-safe streaming,
 // headers, errors in OpenAI's schema, disconnects, auth and concurrency.
 #include "fake_engine.h"
+#include "running_server.h"
 #include "openai_chat.h"
 #include "server.h"
 #include "text_stream.h"
@@ -28,22 +29,10 @@ using swz::test::FakeEngine;
 const std::vector<std::string> kPieces = {"Hel", "lo", " \xF0\x9F", "\x98", "\x80 \xE4", "\xB8\x96\xE7\x95\x8C", "!"};
 const std::string kText = "Hello \xF0\x9F\x98\x80 \xE4\xB8\x96\xE7\x95\x8C!";
 
-struct Running {
+struct Running : swz::test::RunningServer {
   explicit Running(ServerOptions opts = {}) {
     engine.pieces = kPieces;
-    server = std::make_unique<Server>(engine, std::move(opts));
-    port = server->bind("127.0.0.1", 0);
-    thread = std::thread([this] { server->run(); });
-    httplib::Client c("127.0.0.1", port);
-    for (int i = 0; i < 200; ++i) {
-      if (auto r = c.Get("/health"); r && r->status == 200) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ADD_FAILURE() << "server did not come up";
-  }
-  ~Running() {
-    server->stop();
-    thread.join();
+    start(std::move(opts));
   }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port);
@@ -54,10 +43,6 @@ struct Running {
     return client().Post("/v1/chat/completions", headers, body.dump(), "application/json");
   }
 
-  FakeEngine engine;
-  std::unique_ptr<Server> server;
-  std::thread thread;
-  int port = 0;
 };
 
 json user(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
