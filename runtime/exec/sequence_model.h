@@ -92,6 +92,41 @@ class PagedSequenceModel : public SequenceModel {
   }
   const std::vector<int>& block_table() const override { return block_table_; }
 
+  /// One forward() over a block table the caller owns (exec::SequentialBatchModel): the
+  /// model takes `table` [n_blocks] and `pos0` as its sequence for the call, runs `tokens`
+  /// [n_tokens] at positions pos0.., and gives the table back (no reference taken or
+  /// dropped). The model must hold no sequence of its own (release() first). The caller
+  /// has made every page the pass writes exist and be exclusively the sequence's; a pass
+  /// that had to allocate or copy a page throws std::logic_error (pages it got released).
+  /// Other exceptions as forward().
+  void run_borrowed(const int* table, int n_blocks, int pos0, const int32_t* tokens, int n_tokens, int n_out, Rows rows,
+                    std::vector<float>& logits) {
+    if (!block_table_.empty() || n_past_ != 0) throw std::logic_error("run_borrowed: the model holds a sequence");
+    block_table_.assign(table, table + n_blocks);
+    n_past_ = pos0;
+    auto give_back = [&] {
+      bool changed = block_table_.size() != static_cast<size_t>(n_blocks);
+      for (size_t i = 0; i < block_table_.size(); ++i) {
+        if (i >= static_cast<size_t>(n_blocks) || block_table_[i] != table[i]) {
+          kv_.unref_page(block_table_[i]);
+          changed = true;
+        }
+      }
+      block_table_.clear();
+      n_past_ = 0;
+      return changed;
+    };
+    try {
+      forward(tokens, n_tokens, n_out, rows, logits);
+    } catch (...) {
+      give_back();
+      throw;
+    }
+    if (give_back()) throw std::logic_error("run_borrowed: the caller's block table lacked a page or shared one");
+  }
+  /// Copies page `src`'s K/V into page `dst` in the backend's page format.
+  void copy_kv_page(int dst, int src) { copy_page(dst, src); }
+
  protected:
   /// Copies page `src`'s K/V into page `dst` (the backend's page format).
   virtual void copy_page(int dst, int src) = 0;
