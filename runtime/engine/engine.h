@@ -215,11 +215,14 @@ class Admission {
   int prompt_tokens() const { return static_cast<int>(req_.prompt.size()); }
   int cached_tokens() const { return cached_tokens_; }
   int uncached_tokens() const { return prompt_tokens() - cached_tokens_; }
-  /// Cancellation while no token is being delivered: run() calls `check` before every
-  /// prefill chunk (at most 512 prompt tokens apart) and before every decode step, from
-  /// its own thread; when it returns true, run() stops and returns FinishReason::Cancelled
-  /// (completion_tokens 0 if prefill was not finished). The TokenCallback returning false
-  /// still cancels between generated tokens. Set it before run().
+  /// Cancellation while no token is being delivered: `check` is called before every step
+  /// of the request's sequence (each prefill chunk, at most --batch-tokens prompt tokens
+  /// apart, and each decode step) from the engine's scheduler thread, and from run()'s
+  /// thread every 20 ms while the request waits and after every token; never two calls at
+  /// once. When it returns true, the sequence leaves at its next step and run() returns
+  /// FinishReason::Cancelled (completion_tokens 0 if prefill was not finished). The
+  /// TokenCallback returning false still cancels between generated tokens. Set it before
+  /// run(); it must be callable from another thread.
   void set_cancel_check(CancelCheck check) { cancel_ = std::move(check); }
   bool cancel_requested() const { return cancel_ && cancel_(); }
   /// Called by run() once, from its thread, when prefill has finished (not when it was

@@ -81,8 +81,18 @@ struct Scheduler::Job {
     }
     cv.notify_one();
   }
+  /// The caller's cancel check (Admission::set_cancel_check), called from run()'s thread
+  /// while the request waits and between tokens, and from the step thread before each
+  /// step of the sequence; one call at a time.
+  bool poll_cancel() {
+    if (cancel) return true;
+    std::lock_guard<std::mutex> lock(check_mu);
+    if (adm.cancel_requested()) cancel = true;
+    return cancel;
+  }
   PagedAdmission& adm;
   Clock::time_point submitted;
+  std::mutex check_mu;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Event> events;
@@ -216,7 +226,7 @@ GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_toke
         lock.unlock();
         // Nothing arrived: the request waits for a slot or its prefill runs; the client may
         // have gone away meanwhile.
-        if (!stopped && a->cancel_requested()) stop();
+        if (!stopped && job->poll_cancel()) stop();
         continue;
       }
       ev = std::move(job->events.front());
@@ -234,7 +244,7 @@ GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_toke
           cb_error = std::current_exception();
           go = false;
         }
-        if (!go || a->cancel_requested()) stop();
+        if (!go || job->poll_cancel()) stop();
         break;
       }
       case Job::Kind::Prefilled:
@@ -536,7 +546,9 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   std::vector<Seq*> decode, prefill;
   for (auto& sp : running) {
     Seq& s = *sp;
-    if (s.job->cancel) {
+    // The client may have gone away: checked before each of its steps (a prompt chunk, a
+    // decode step), as the single-sequence engine did before each chunk and token.
+    if (s.job->poll_cancel()) {
       finish(s, FinishReason::Cancelled);
       continue;
     }

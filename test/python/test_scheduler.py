@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import socket
 import threading
 import time
 
@@ -24,6 +25,9 @@ from conftest import start_rt
 TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compilers",
           "the difference between TCP and UDP", "how to reverse a linked list in Python",
           "three uses of a hash map", "what a KV cache is in a transformer", "the rules of tic-tac-toe"]
+# A completion prompt the model goes on repeating: generation that lasts (the default model
+# continues it to max_tokens).
+COUNTING = "la " * 100
 
 
 def scrape(base_url: str) -> dict:
@@ -136,9 +140,8 @@ def test_disconnect_mid_stream_frees_the_pages(batch_server):
     assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
     total = metric(scrape(url), "swizzle_kv_pages", state="total")
     assert metric(scrape(url), "swizzle_kv_pages", state="free") == total
-    body = {"model": "m", "messages": [{"role": "user", "content": "Write a very long essay about compilers. " * 20}],
-            "max_tokens": 800, "temperature": 0, "stream": True}
-    r = requests.post(url + "/v1/chat/completions", json=body, timeout=300, stream=True)
+    body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "stream": True}
+    r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
     assert r.status_code == 200
     it = r.iter_lines()
     got = 0
@@ -163,11 +166,14 @@ def one_slot_server(rt_binary, package):
 
 
 def long_stream(url: str):
-    body = {"model": "m", "messages": [{"role": "user", "content": "Write a very long essay about compilers."}],
-            "max_tokens": 800, "temperature": 0, "stream": True}
-    r = requests.post(url + "/v1/chat/completions", json=body, timeout=300, stream=True)
+    """A streamed completion that keeps the model busy for hundreds of tokens (it goes on
+    repeating), read up to its first token; close() it to end it."""
+    body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "stream": True}
+    r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
     assert r.status_code == 200
-    for line in r.iter_lines():
+    # The line iterator stays referenced: a discarded one closes the connection (urllib3).
+    r.lines = r.iter_lines()
+    for line in r.lines:
         if line.startswith(b"data: {"):
             break
     return r
@@ -175,14 +181,21 @@ def long_stream(url: str):
 
 def test_queued_client_that_leaves_is_dropped(one_slot_server):
     url = one_slot_server.base_url
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
     running = long_stream(url)
     try:
-        # A second request waits for the only slot; its client gives up after 0.5 s.
-        body = {"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 5, "temperature": 0}
-        with pytest.raises(requests.exceptions.ReadTimeout):
-            requests.post(url + "/v1/chat/completions", json=body, timeout=(5, 0.5))
+        # A second request waits for the only slot; its client hangs up while it waits.
+        host, port = url.removeprefix("http://").split(":")
+        payload = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 5,
+                              "temperature": 0}).encode()
+        s = socket.create_connection((host, int(port)), timeout=30)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 1, 10)
         assert metric(scrape(url), "swizzle_running_sequences") == 1
+        s.close()
         assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 0, 2.0)
+        assert metric(scrape(url), "swizzle_running_sequences") == 1  # the running one is untouched
     finally:
         running.close()
     assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 2.0)

@@ -49,6 +49,10 @@ const char* kTopics[] = {"a binary search in C",
 
 std::vector<int32_t> prompt_for(Engine& e, int i) {
   std::string text = std::string("Explain ") + kTopics[i % 8] + ".";
+  // Two prompts of over 256 tokens: decode attention over more than 256 positions runs
+  // split over the context on GPU packages (partials in scratch, then a reduction).
+  if (i % 4 == 3)
+    for (int r = 0; r < 24; ++r) text += " Consider also item " + std::to_string(r) + " of the list, " + kTopics[r % 8] + ".";
   // Longer prompts for some, so prefill spans several steps of a small token budget.
   for (int r = 0; r < i % 3; ++r) text += " Please be precise and give a short example of " + std::string(kTopics[(i + r + 1) % 8]) + ".";
   return e.tokenize_chat({{"user", text}}, true);
