@@ -3,11 +3,12 @@
 # GPU-execution issue, in one call on the GPU machine.
 #
 #   bench/gpu_e2e.sh prepare [build-dir]   # here (swizzlec compile --target sm_90 needs MLIR)
-#   bench/gpu_e2e.sh run [build-dir] [smoke|models|pytest|all]   # on the GPU machine (no MLIR, no network)
+#   bench/gpu_e2e.sh run [build-dir] [smoke|models|pytest|racecheck|all]   # on the GPU machine (no MLIR, no network)
 #
 # (run's last argument splits the work over calls of the 10-minute limit: smoke = one
-# model, 2 prompts x 8 tokens; models = every model's checks; pytest = the engine's tests
-# against swizzle-rt serve; all, the default, = models then pytest.)
+# model, 2 prompts x 8 tokens; models = every model's checks (racecheck on the first);
+# pytest = the engine's tests against swizzle-rt serve; racecheck = racecheck of the
+# other models (minutes each); all, the default, = models then pytest.)
 #
 # Models: random-weight GGUFs of the real shapes (`swizzlec synth`, fixed seeds: weights
 # are a pure function of the seed), SmolLM2-135M with the real SmolLM2 tokenizer and chat
@@ -120,6 +121,13 @@ run)
         "$bin/swz-backend-compare" "$cpu" "$gpu" -n 2 --prompts 1
       # Where speed stands before the performance work (pp512 / tg128, medians of 3).
       step "$name.bench" "$bin/swz-bench" "$gpu" --pp 512 --tg 128 --reps 3
+    done
+  fi
+  if [ "$what" = racecheck ]; then
+    for m in "${MODELS[@]:1}"; do
+      name=${m%%|*}
+      step "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 2 --prompts 1
     done
   fi
   if [ "$what" = pytest ] || [ "$what" = all ]; then

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "exec/backend_model.h"
-#include "ggml/thread_pool.h"
 #include "package/package.h"
 
 namespace {
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       if (r) tg_s.push_back(s);
     }
     nlohmann::json out = {{"backend", bm.backend},
-                          {"threads", bm.pool ? bm.pool->size() : 0},
+                          {"threads", pkg.manifest.target == "cpu" ? (threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())) : 0},
                           {"pp", pp},
                           {"tg", tg},
                           {"depth", depth},

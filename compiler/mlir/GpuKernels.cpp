@@ -323,7 +323,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   };
 
   // 3. One kernels[] record per kernel entry; each group's anchor graph op gets its
-  //    launch records (Bindings.h: the launch contract of format version 2).
+  //    launch records (Bindings.h: the launch contract).
   std::map<std::string, std::string> written;  // entry -> kernel source
   std::vector<std::string> report;
   json &ops = m.graph.at("ops");

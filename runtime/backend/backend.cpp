@@ -1,26 +1,24 @@
-// create_backend(): the backend for a package target. See backend.h.
+// create_backend() and kv_format() over the registered backends. See backend.h.
 #include "backend/backend.h"
 
-#include "cuda/cuda_backend.h"
-#if SWZ_HAVE_VULKAN
-#include "vulkan/vulkan_backend.h"
-#endif
-
 namespace swz::backend {
+namespace {
 
-std::unique_ptr<Backend> create_backend(const std::string& target, const std::string& select) {
-  if (target.rfind("sm_", 0) == 0) return std::make_unique<cuda::CudaBackend>(select);
-  if (target == "spirv") {
-#if SWZ_HAVE_VULKAN
-    return std::make_unique<vulkan::VulkanBackend>(select);
-#else
-    throw Error("vulkan: this swizzle-rt was built without the Vulkan headers (Debian libvulkan-dev), so it cannot run "
-                "spirv packages; rebuild with them installed");
-#endif
+const BackendEntry& entry_for(const std::string& target) {
+  std::string known;
+  for (const BackendEntry* e : registered_backends()) {
+    if (e->runs(target)) return *e;
+    known += std::string(known.empty() ? "" : "; ") + e->targets + " -> " + e->name;
   }
-  if (target == "cpu")
-    throw Error("target cpu has no device backend: its kernels are built into swizzle-rt (runtime/cpu)");
-  throw Error("no backend for package target '" + target + "' (known: sm_80, sm_90 -> cuda; spirv -> vulkan)");
+  throw Error("no backend for package target '" + target + "' (known: " + known + ")");
 }
+
+}  // namespace
+
+std::unique_ptr<Backend> create_backend(const std::string& target, const std::string& select, int n_threads) {
+  return entry_for(target).create(select, n_threads);
+}
+
+std::string kv_format(const std::string& target) { return entry_for(target).kv_format(target); }
 
 }  // namespace swz::backend

@@ -1,6 +1,6 @@
 // The backend interface: what the graph executor (runtime/exec/executor.h) needs from a
 // device to run a package's kernels. One folder per backend implements it
-// (runtime/cuda, runtime/vulkan); adding a backend touches its folder only. The
+// (runtime/cpu, runtime/cuda, runtime/vulkan). The
 // interface knows nothing of graphs, ops or models: it allocates device memory, copies
 // bytes, and launches a package's kernel by its manifest entry with already-resolved
 // arguments (docs/package-format.md, "The launch contract"). Modelled on IREE's HAL
@@ -83,7 +83,7 @@ struct Arg {
 
 /// What a backend is running on (for logs, /health and errors).
 struct DeviceInfo {
-  std::string backend;          ///< "cuda", "vulkan"
+  std::string backend;          ///< "cpu", "cuda", "vulkan"
   std::string name;             ///< e.g. "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string arch;             ///< "sm_90" (cuda), device type (vulkan: "discrete", "cpu", ...)
   uint64_t total_bytes = 0;     ///< device memory (vulkan: the heap buffers come from; 0 if unknown)
@@ -135,10 +135,38 @@ class Backend {
   virtual void synchronize() = 0;
 };
 
-/// The backend for a package target: "sm_80"/"sm_90" → cuda, "spirv" → vulkan. `select`
-/// picks a device (cuda: ordinal, "" = 0; vulkan: name substring, "" = $SWZ_VK_DEVICE).
-/// Throws Error when the target has no backend or its driver/device is missing
-/// ("cuda: libcuda.so.1 not found (no NVIDIA driver): this package needs an NVIDIA GPU").
-std::unique_ptr<Backend> create_backend(const std::string& target, const std::string& select = "");
+/// What a backend folder registers (cmake/SwzBackends.cmake: swz_register_backend names
+/// this object and its library): the package targets it runs, how to create it, and the
+/// KV page format of those targets' kernels. One `const BackendEntry kBackendEntry` per
+/// backend folder (cpu::kBackendEntry, cuda::kBackendEntry, vulkan::kBackendEntry).
+struct BackendEntry {
+  const char* name;  ///< "cpu", "cuda", "vulkan"
+  /// Whether it runs packages of `target` ("cpu", "sm_90", "spirv", ...).
+  bool (*runs)(const std::string& target);
+  /// A backend on device `select` (the backend's own syntax, "" = its default) with
+  /// `n_threads` host threads (0 = all cores; only the cpu backend uses it). Throws Error
+  /// when the driver or device is missing.
+  std::unique_ptr<Backend> (*create)(const std::string& select, int n_threads);
+  /// The KV page format its kernels for `target` read and write (for the prefix cache's
+  /// model key: pages of different formats never share blocks).
+  std::string (*kv_format)(const std::string& target);
+  /// The targets it runs, for messages ("sm_80, sm_90").
+  const char* targets;
+};
+
+/// Every backend this build has (a table generated from the registered backend folders).
+std::span<const BackendEntry* const> registered_backends();
+
+/// The backend for a package target, from registered_backends(): "cpu" → cpu
+/// (runtime/cpu), "sm_80"/"sm_90" → cuda, "spirv" → vulkan. `select` picks a device (cuda:
+/// ordinal, "" = 0; vulkan: name substring, "" = $SWZ_VK_DEVICE); `n_threads` the cpu
+/// backend's threads (0 = all cores). Throws Error when no backend runs the target or its
+/// driver/device is missing ("cuda: libcuda.so.1 not found (no NVIDIA driver): this
+/// package needs an NVIDIA GPU").
+std::unique_ptr<Backend> create_backend(const std::string& target, const std::string& select = "", int n_threads = 0);
+
+/// The KV page format of `target`'s kernels (BackendEntry::kv_format of the backend that
+/// runs it). Throws Error when no backend runs the target.
+std::string kv_format(const std::string& target);
 
 }  // namespace swz::backend

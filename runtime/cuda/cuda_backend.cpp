@@ -517,3 +517,17 @@ void CudaBackend::synchronize() {
 }
 
 }  // namespace swz::cuda
+
+namespace swz::cuda {
+
+// The CUDA backend's registration (cmake/SwzBackends.cmake): sm_* packages.
+extern const backend::BackendEntry kBackendEntry;
+const backend::BackendEntry kBackendEntry = {
+    "cuda",
+    [](const std::string& target) { return target.rfind("sm_", 0) == 0; },
+    [](const std::string& select, int) -> std::unique_ptr<backend::Backend> { return std::make_unique<CudaBackend>(select); },
+    [](const std::string& target) { return target + " f16 page64 per-layer-tiles"; },
+    "sm_80, sm_90",
+};
+
+}  // namespace swz::cuda

@@ -1,9 +1,7 @@
-// The engine over any backend: the cpu backend's CpuModel for `cpu` packages, the graph
-// executor (runtime/exec) over the CUDA or Vulkan backend for `sm_*` / `spirv` packages.
-// Generation runs in the scheduler (engine/scheduler.h): continuous batching with chunked
-// prefill over one exec::BatchModel (the executor itself for GPU packages; for cpu packages
-// exec::SequentialBatchModel runs the step's sequences one after another through CpuModel).
-// Admission is concurrent. KV memory is a paged pool shared with the content-addressed
+// The engine over any backend: the graph executor (runtime/exec) over the cpu, CUDA or
+// Vulkan backend, as the package's target names. Generation runs in the scheduler
+// (engine/scheduler.h): continuous batching with chunked prefill, each step one batched
+// forward pass of the executor (an exec::BatchModel). Admission is concurrent. KV memory is a paged pool shared with the content-addressed
 // prefix cache (runtime/kvcache/block_manager.h):
 //   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
 //            in any tier and pins it: cached_tokens = min(64 * matched blocks, prompt - 1).
@@ -29,7 +27,6 @@
 #include <thread>
 
 #include "chat/chat_template.h"
-#include "cpu/cpu_model.h"
 #include "exec/backend_model.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
@@ -80,9 +77,9 @@ class PackageEngine final : public Engine {
       co.disk_bytes = opts.cache_disk_mb << 20;
       // What the K/V of a token sequence depends on: the weights (content hash of the
       // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format
-      // (exec::kv_format: the layout, and the kernels that computed it). The tokenizer
+      // (backend::kv_format: the layout, and the kernels that computed it). The tokenizer
       // identity is included as the issue asks (ids mean its vocabulary).
-      const std::string identity = "swizzle-kv/2 " + exec::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
+      const std::string identity = "swizzle-kv/3 " + backend::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
       if (opts.parallel < 1) throw LoadError("--parallel must be at least 1");
@@ -94,14 +91,7 @@ class PackageEngine final : public Engine {
       info_.backend = bm_.backend;
       kv_ = bm_.kv.get();
       model_ = bm_.model.get();
-      if (bm_.executor) {
-        batch_ = bm_.executor.get();
-      } else {
-        auto* paged = dynamic_cast<exec::PagedSequenceModel*>(model_);
-        if (!paged) throw LoadError(path + ": the backend's model has no paged KV cache");
-        sequential_ = std::make_unique<exec::SequentialBatchModel>(*paged, opts.batch_tokens, opts.parallel);
-        batch_ = sequential_.get();
-      }
+      batch_ = bm_.executor.get();
       SchedulerOptions so;
       so.n_ctx = info_.n_ctx;
       so.parallel = opts.parallel;
@@ -353,12 +343,11 @@ class PackageEngine final : public Engine {
   mutable std::mutex stats_mu_;
   std::string failure_;  // the device error that stopped the engine (stats_mu_)
   // Destroyed in reverse order: the scheduler (its thread, the sequences' pages) first,
-  // then the batch adapter, then the backend, the KV pool and the model.
+  // then the backend, the KV pool and the model.
   exec::BackendModel bm_;  // the backend, the KV page pool and prefix cache, the model
   kvcache::BlockManager* kv_ = nullptr;   // bm_.kv
   exec::SequenceModel* model_ = nullptr;  // bm_.model (holds no sequence: the scheduler owns them)
-  std::unique_ptr<exec::SequentialBatchModel> sequential_;  // cpu packages
-  exec::BatchModel* batch_ = nullptr;     // bm_.executor or sequential_
+  exec::BatchModel* batch_ = nullptr;     // bm_.executor
   std::unique_ptr<Scheduler> sched_;
 };
 

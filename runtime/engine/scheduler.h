@@ -1,6 +1,6 @@
 // The serving core's scheduler: continuous batching with chunked prefill over one
-// exec::BatchModel (the graph executor for GPU packages, exec::SequentialBatchModel over
-// the cpu backend's CpuModel). No JSON, no HTTP.
+// exec::BatchModel (the graph executor, on the cpu, cuda or vulkan backend). No JSON, no
+// HTTP.
 //
 // Requests: admit() validates nothing (the engine did) but counts the admission against the
 // limits and pins the prompt's cached prefix; run() submits it and then, on the caller's
@@ -25,7 +25,7 @@
 // here, not in the model. Exactness: prompt rows always run as Rows::Prompt and generated
 // rows (decode and verification) as Rows::Generated whatever the batch holds, and the
 // backends compute a row independently of the other rows and sequences of the pass
-// (batch invariance: cpu_model.h, executor.h), so a request's greedy output does not
+// (batch invariance: executor.h, docs/package-format.md), so a request's greedy output does not
 // depend on what it is batched with or how its prompt is chunked.
 #pragma once
 

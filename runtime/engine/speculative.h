@@ -5,7 +5,7 @@
 //
 // Exactness. Greedy: every emitted token is the argmax of the logits of its position,
 // and the backend computes a position's logits bit-identically whether it is evaluated
-// alone or inside a batch (cpu_model.h "batch invariance"; checked by
+// alone or inside a batch (exec/sequence_model.h, Rows; checked by
 // test/unit/engine/batch_invariance_test.cpp), so the output is byte-identical to plain
 // decoding. Temperature > 0: Sampler::verify's rejection rule (Leviathan et al. 2023,
 // Chen et al. 2023) makes each emitted token distributed exactly as plain sampling's.
@@ -22,7 +22,7 @@
 namespace swz::engine {
 
 /// The running sequence as the decode loop drives it: exactly the backend's forward()
-/// and truncate() (cpu::CpuModel's contract).
+/// and truncate() (exec::SequenceModel's contract).
 class DecodeModel {
  public:
   virtual ~DecodeModel() = default;

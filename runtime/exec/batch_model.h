@@ -1,8 +1,7 @@
 // What the scheduler (runtime/engine/scheduler.h) needs from a backend model: one forward
 // pass over a batch of sequences, each with its own tokens, first position, block table
-// (owned by the caller) and row kind. The graph executor (GPU packages) runs the batch in
-// one pass; SequentialBatchModel runs a SequenceModel (the cpu backend's CpuModel) over the
-// same batch one sequence after another, so the scheduler is one code path everywhere.
+// (owned by the caller) and row kind. The graph executor (runtime/exec/executor.h)
+// implements it for every backend (cpu, cuda, vulkan).
 //
 // Page management is the caller's: before forward(), every page covering a step's positions
 // pos0 .. pos0 + n_tokens - 1 exists in its block table and is the sequence's own (a page
@@ -49,37 +48,6 @@ class BatchModel {
   virtual void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) = 0;
   /// Copies page `src`'s K/V into page `dst` (copy-on-write of a shared page).
   virtual void copy_page(int dst, int src) = 0;
-};
-
-/// BatchModel over a PagedSequenceModel that runs one sequence per call (the cpu backend
-/// today): forward() lends each step's block table to the model, runs it, takes the table
-/// back. Results are those of running each sequence alone (the model's batch invariance
-/// makes them equal to one batched pass). The model must outlive this object and must hold
-/// no sequence of its own while used here.
-class SequentialBatchModel final : public BatchModel {
- public:
-  SequentialBatchModel(PagedSequenceModel& model, int max_rows, int max_seqs)
-      : m_(model), max_rows_(max_rows), max_seqs_(max_seqs) {}
-  int n_vocab() const override { return m_.n_vocab(); }
-  int max_rows() const override { return max_rows_; }
-  int max_seqs() const override { return max_seqs_; }
-  bool has_device_argmax() const override { return false; }
-  void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) override {
-    if (token_ids) throw std::invalid_argument("SequentialBatchModel: no device argmax");
-    if (static_cast<int>(seqs.size()) > max_seqs_)
-      throw std::invalid_argument("forward: " + std::to_string(seqs.size()) + " sequences exceed " + std::to_string(max_seqs_));
-    if (logits) logits->clear();
-    std::vector<float> part;
-    for (const SequenceStep& s : seqs) {
-      m_.run_borrowed(s.block_table, s.n_blocks, s.pos0, s.tokens, s.n_tokens, s.n_out, s.rows, part);
-      if (logits) logits->insert(logits->end(), part.begin(), part.end());
-    }
-  }
-  void copy_page(int dst, int src) override { m_.copy_kv_page(dst, src); }
-
- private:
-  PagedSequenceModel& m_;
-  int max_rows_, max_seqs_;
 };
 
 }  // namespace swz::exec

@@ -120,7 +120,7 @@ struct GraphExecutor::Impl {
   int argmax_ids = -1;                          // its scratch of token ids
   std::vector<int32_t> ids_rows;                // per forward: downloaded token ids
   // SWZ_DUMP_DIR=dir (single-sequence passes): each op's output rows written to
-  // dir/<op index>_<buffer>.f32 as the cpu backend does (CpuModel::forward), so the two
+  // dir/<op index>_<buffer>.f32, on every backend, so a cpu and a GPU package's runs
   // can be compared op by op (test/python/test_gpu_execution.py, the conformance check).
   const char* dump_dir = std::getenv("SWZ_DUMP_DIR");
   void dump(const OpPlan& op, int n_rows, bool output) {

@@ -1,4 +1,5 @@
-// The graph executor: runs a GPU package's graph on any backend (runtime/backend/backend.h)
+// The graph executor: runs a package's graph on any backend (runtime/backend/backend.h:
+// cpu, cuda, vulkan)
 // from the package's launch records alone (docs/package-format.md, "The launch
 // contract"). No per-kernel C++ here: a kernel is launched by its manifest entry with the
 // arguments its record binds, the grid and shared memory its rules give.
@@ -14,12 +15,14 @@
 //     last n_out rows of each sequence), copied once into compact buffers.
 // Device memory is allocated once at construction: weights (as stored in the GGUF),
 // activation buffers for `max_rows` rows, scratch sized by the records' rules at max_rows
-// and n_ctx, the KV page pools (f16 [page][n_head_kv][64][head_dim] per layer, K and V),
+// and n_ctx, the KV page pools (per layer, K and V: one tile of n_head_kv * 64 * head_dim
+// f16 per page, laid out as the target's kernels read it: GPU targets
+// [n_head_kv][64][head_dim], cpu K [64][n_head_kv * head_dim] and V transposed),
 // token/position/block-table staging. Nothing is allocated while running.
 //
 // KV pages: page ids are the kvcache::PageAllocator's; the executor stores them. A page's
 // host image (read_page / write_page, for the prefix cache's host and disk tiers) is
-// per layer K [n_head_kv][64][head_dim] then V, f16: page_elems() values.
+// per layer the K tile then the V tile, f16: page_elems() values.
 //
 // Thread safety: every public member takes the executor's mutex (the backend is used by
 // one thread at a time); none calls back into the page allocator.

@@ -1,7 +1,7 @@
 // What the engine needs from a backend model that runs one sequence's forward passes over
-// a paged KV cache (kvcache::PageAllocator): the cpu backend's CpuModel and the GPU graph
-// executor's GraphModel implement it, so the engine's admission, prefix cache, sampling
-// and speculative decoding are the same code on every backend.
+// a paged KV cache (kvcache::PageAllocator): the graph executor's GraphModel implements it
+// on every backend (cpu, cuda, vulkan), so the engine's admission, prefix cache, sampling
+// and speculative decoding are the same code everywhere.
 #pragma once
 
 #include <algorithm>
@@ -22,9 +22,8 @@ class SequenceModel {
   /// names the kind of row, never the row count, so results never depend on batching:
   /// prompt rows always use Prompt (any chunking of a prompt gives the same K/V and
   /// logits), generated tokens always use Generated (a speculative batch verified in one
-  /// pass gives exactly the logits of decoding its tokens one at a time). cpu: llama.cpp's
-  /// batched and single-row orders; GPU packages: the launch records' prefill and decode
-  /// phases.
+  /// pass gives exactly the logits of decoding its tokens one at a time): the launch
+  /// records' prefill and decode phases (cpu: llama.cpp's batched and single-row orders).
   enum class Rows { Prompt, Generated };
 
   virtual int n_ctx() const = 0;
@@ -91,41 +90,6 @@ class PagedSequenceModel : public SequenceModel {
     n_past_ = n_past;
   }
   const std::vector<int>& block_table() const override { return block_table_; }
-
-  /// One forward() over a block table the caller owns (exec::SequentialBatchModel): the
-  /// model takes `table` [n_blocks] and `pos0` as its sequence for the call, runs `tokens`
-  /// [n_tokens] at positions pos0.., and gives the table back (no reference taken or
-  /// dropped). The model must hold no sequence of its own (release() first). The caller
-  /// has made every page the pass writes exist and be exclusively the sequence's; a pass
-  /// that had to allocate or copy a page throws std::logic_error (pages it got released).
-  /// Other exceptions as forward().
-  void run_borrowed(const int* table, int n_blocks, int pos0, const int32_t* tokens, int n_tokens, int n_out, Rows rows,
-                    std::vector<float>& logits) {
-    if (!block_table_.empty() || n_past_ != 0) throw std::logic_error("run_borrowed: the model holds a sequence");
-    block_table_.assign(table, table + n_blocks);
-    n_past_ = pos0;
-    auto give_back = [&] {
-      bool changed = block_table_.size() != static_cast<size_t>(n_blocks);
-      for (size_t i = 0; i < block_table_.size(); ++i) {
-        if (i >= static_cast<size_t>(n_blocks) || block_table_[i] != table[i]) {
-          kv_.unref_page(block_table_[i]);
-          changed = true;
-        }
-      }
-      block_table_.clear();
-      n_past_ = 0;
-      return changed;
-    };
-    try {
-      forward(tokens, n_tokens, n_out, rows, logits);
-    } catch (...) {
-      give_back();
-      throw;
-    }
-    if (give_back()) throw std::logic_error("run_borrowed: the caller's block table lacked a page or shared one");
-  }
-  /// Copies page `src`'s K/V into page `dst` in the backend's page format.
-  void copy_kv_page(int dst, int src) { copy_page(dst, src); }
 
  protected:
   /// Copies page `src`'s K/V into page `dst` (the backend's page format).

@@ -7,7 +7,7 @@
 // lives in page table[p / 64], slot p % 64). Pages are reference counted: the sequence
 // holding a page in its block table holds one reference, the prefix cache holds one for
 // every block it keeps resident; a page returns to the free list at zero. A writer of a
-// page whose count is above one copies it first (copy-on-write, CpuModel::forward).
+// page whose count is above one copies it first (copy-on-write, exec::PagedSequenceModel::prepare_pages).
 //
 // Prefix cache. A prompt is cut into 64-token blocks; block i's key is
 //   key_i = XXH3-128(model key ‖ key_{i-1} ‖ tokens of block i)   (key_{-1} = 0)
@@ -92,7 +92,7 @@ struct PageLayout {
   }
 };
 
-/// What a backend needs from the page pool (CpuModel's view of the KV cache).
+/// What a backend needs from the page pool (a sequence model's view of the KV cache).
 class PageAllocator {
  public:
   virtual ~PageAllocator() = default;

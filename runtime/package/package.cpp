@@ -81,12 +81,11 @@ void check_graph(const Checker& c, const Manifest& m) {
     }
     std::string out = c.string(op, p, "out");
     if (!values.count(out)) c.fail(p + ".out", "'" + out + "' is not a graph buffer");
-    if (op.contains("kernel")) {
-      std::string k = c.string(op, p, "kernel");
-      if (!m.find_kernel(k)) c.fail(p + ".kernel", "'" + k + "' is not a kernels[] entry");
-    }
-    if (op.contains("fused_into")) {  // GPU targets: folded into another op's launches
-      if (op.contains("launches") || op.contains("kernel"))
+    if (op.contains("kernel"))  // format 2's cpu ops named one kernel; format 3 ops carry launch records
+      c.fail(p + ".kernel", "ops name their kernels in \"launches\" (format version " + std::to_string(kFormatVersion) +
+                                "); recompile the package with this swizzlec");
+    if (op.contains("fused_into")) {  // folded into another op's launches
+      if (op.contains("launches"))
         c.fail(p, "an op fused into another has no launches of its own");
       const json& into = op["fused_into"];
       const int64_t at = into.is_number_integer() ? into.get<int64_t>() : -1;
@@ -100,11 +99,9 @@ void check_graph(const Checker& c, const Manifest& m) {
         if (!listed || anchor.contains("fused_into"))
           c.fail(p + ".fused_into", "op " + into.dump() + " does not list this op in its \"fused\"");
       }
-    } else if (m.target != "cpu" && !op.contains("launches")) {
-      c.fail(p, "a GPU-target op needs \"launches\" or \"fused_into\"");
+    } else if (!op.contains("launches")) {
+      c.fail(p, "an op needs \"launches\" or \"fused_into\"");
     }
-    if (m.target == "cpu" && op.contains("launches"))
-      c.fail(p + ".launches", "target cpu runs its built-in kernels (\"kernel\"), not launch records");
   }
   detail::parse_launches(c, m);  // every op's launch records (launches.cpp)
 }
@@ -265,7 +262,7 @@ Manifest from_json(const json& j, const std::string& where) {
   const json& wp = c.object(j, "", "weight_plan");
   m.weight_plan.strategy = c.string(wp, "weight_plan", "strategy");
   if (m.weight_plan.strategy != "mmap-in-place")
-    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version 2 knows mmap-in-place)");
+    c.fail("weight_plan.strategy", "unknown strategy \"" + m.weight_plan.strategy + "\" (format version " + std::to_string(kFormatVersion) + " knows mmap-in-place)");
   const json& tensors = c.array(wp, "weight_plan", "tensors");
   std::set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -36,8 +36,9 @@ class Error : public std::runtime_error {
 inline constexpr const char* kFormatName = "swizzle-package";
 /// Bumped on any change an older reader would misinterpret. Readers refuse other versions.
 /// Version 2: GPU-target graph ops carry `launches` (the launch contract) instead of the
-/// `kernels` phase map.
-inline constexpr int kFormatVersion = 2;
+/// `kernels` phase map. Version 3: cpu-target ops carry `launches` too (cpu kernels in
+/// the same contract, run by the same graph executor) instead of a `kernel` name.
+inline constexpr int kFormatVersion = 3;
 inline constexpr const char* kHashAlgorithm = "xxh3-128";
 inline constexpr const char* kManifestFile = "manifest.json";
 
@@ -95,8 +96,8 @@ struct Manifest {
   ModelInfo model;
   TokenizerInfo tokenizer;
   SourceGguf source_gguf;
-  nlohmann::json graph;     ///< models::build_graph() output; cpu ops carry "kernel": entry,
-                            ///< GPU ops "launches" (parse_launches) or "fused_into"
+  nlohmann::json graph;     ///< models::build_graph() output; each op carries "launches"
+                            ///< (parse_launches) or "fused_into"
   std::vector<Kernel> kernels;
   WeightPlan weight_plan;
   nlohmann::json raw;

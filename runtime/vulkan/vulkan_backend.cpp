@@ -225,3 +225,17 @@ void VulkanBackend::synchronize() {
 }
 
 }  // namespace swz::vulkan
+
+namespace swz::vulkan {
+
+// The Vulkan backend's registration (cmake/SwzBackends.cmake): spirv packages.
+extern const backend::BackendEntry kBackendEntry;
+const backend::BackendEntry kBackendEntry = {
+    "vulkan",
+    [](const std::string& target) { return target == "spirv"; },
+    [](const std::string& select, int) -> std::unique_ptr<backend::Backend> { return std::make_unique<VulkanBackend>(select); },
+    [](const std::string& target) { return target + " f16 page64 per-layer-tiles"; },
+    "spirv",
+};
+
+}  // namespace swz::vulkan

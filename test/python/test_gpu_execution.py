@@ -170,19 +170,37 @@ def test_serve_gpu_package_answers_like_cpu(packages):
 
 
 def test_cpu_backend_dispatches_by_kernel_entry(packages, tmp_path):
-    """The cpu backend runs an op by the kernel entry its package names (one contract for
-    every backend): an entry it does not implement is refused at load, naming both."""
+    """The cpu backend runs a package's kernels by their manifest entries through the same
+    graph executor and launch records as the GPU backends: an entry it does not implement,
+    or one whose signature differs from its own, is refused at load, naming it."""
     import shutil
 
-    bad = tmp_path / "bad.swz"
-    shutil.copytree(packages["cpu"], bad)
-    m = json.loads((bad / "manifest.json").read_text())
-    op = next(o for o in m["graph"]["ops"] if o["op"] == "matmul")
-    record = next(k for k in m["kernels"] if k["entry"] == op["kernel"])
-    m["kernels"].append(dict(record, entry="cpu.matmul.q4_0"))
-    op["kernel"] = "cpu.matmul.q4_0"
-    (bad / "manifest.json").write_text(json.dumps(m))
-    r = subprocess.run([str(_rt()), "run", str(bad), "--raw", "-p", "x", "-n", "1"], capture_output=True, text=True,
-                       timeout=120)
+    def run_with(mutate):
+        bad = tmp_path / "bad.swz"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(packages["cpu"], bad)
+        m = json.loads((bad / "manifest.json").read_text())
+        mutate(m)
+        (bad / "manifest.json").write_text(json.dumps(m))
+        return subprocess.run([str(_rt()), "run", str(bad), "--raw", "-p", "x", "-n", "1"], capture_output=True,
+                              text=True, timeout=120)
+
+    def unknown_type(m):
+        rec = next(k for k in m["kernels"] if k["entry"].startswith("cpu.matmul."))
+        m["kernels"].append(dict(rec, entry="cpu.matmul.iq2_xs"))
+
+    r = run_with(unknown_type)
     assert r.returncode != 0
-    assert "bound to kernel 'cpu.matmul.q4_0'; this cpu backend runs it as cpu.matmul.q4_1" in r.stderr
+    assert "kernel 'cpu.matmul.iq2_xs': the cpu backend has no iq2_xs kernels" in r.stderr, r.stderr
+
+    def other_signature(m):
+        rec = next(k for k in m["kernels"] if k["entry"] == "cpu.rope.f32")
+        rec["signature"][6]["dtype"] = "i32"  # theta
+        for op in m["graph"]["ops"]:
+            for launch in op.get("launches", []):
+                if launch["kernel"] == "cpu.rope.f32":
+                    launch["args"][6] = {"i32": "0"}
+
+    r = run_with(other_signature)
+    assert r.returncode != 0
+    assert "kernel cpu.rope.f32 argument 6 (theta) is i32 in the package, f32 in this cpu backend" in r.stderr, r.stderr

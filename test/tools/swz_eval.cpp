@@ -16,7 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cpu/cpu_model.h"
+#include "exec/backend_model.h"
 #include "engine/sampler.h"
 #include "ggml/thread_pool.h"
 #include "package/package.h"
@@ -30,8 +30,7 @@ int main(int argc, char** argv) {
   try {
     auto pkg = swz::package::open_package(argv[1]);
     auto tok = swz::tokenizer::Tokenizer::from_gguf(pkg.gguf);
-    swz::ggml::ThreadPool pool(0);
-    std::ifstream in(argv[2]);
+      std::ifstream in(argv[2]);
     if (!in) throw std::runtime_error(std::string("cannot read ") + argv[2]);
     nlohmann::json prompts = nlohmann::json::parse(in);
     const int n_predict = std::stoi(argv[3]);
@@ -46,20 +45,20 @@ int main(int argc, char** argv) {
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
-    swz::kvcache::BlockManager kv(swz::cpu::kv_layout(pkg.manifest.graph), swz::kvcache::BlockKey{}, kv_opts);
-    swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, n_ctx_model, pool, kv);
+    swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), "");
+    swz::exec::SequenceModel& model = *bm.model;
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : prompts) {
       std::vector<int32_t> ids = tok.encode(p.at("text").get<std::string>(), true, p.value("special", false));
       model.truncate(0);
       std::vector<float> logits;
-      model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
+      model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       nlohmann::json rec = {{"prompt_tokens", ids}, {"logits", logits}};
       std::vector<int32_t> greedy;
       for (int i = 0; i < n_predict; ++i) {
         int32_t t = swz::engine::argmax(logits.data(), model.n_vocab());
         greedy.push_back(t);
-        if (i + 1 < n_predict) model.forward(&t, 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
+        if (i + 1 < n_predict) model.forward(&t, 1, 1, swz::exec::SequenceModel::Rows::Generated, logits);
       }
       rec["greedy"] = greedy;
       if (p.contains("force")) {
@@ -67,7 +66,7 @@ int main(int argc, char** argv) {
         std::vector<int32_t> am;
         std::vector<float> margin;
         model.truncate(0);
-        model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::cpu::CpuModel::Rows::Prompt, logits);
+        model.forward(ids.data(), static_cast<int>(ids.size()), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
         for (size_t i = 0; i < force.size(); ++i) {
           int32_t best = swz::engine::argmax(logits.data(), model.n_vocab());
           float second = -INFINITY;
@@ -75,7 +74,7 @@ int main(int argc, char** argv) {
             if (v != best) second = std::max(second, logits[v]);
           am.push_back(best);
           margin.push_back(logits[best] - second);
-          if (i + 1 < force.size()) model.forward(&force[i], 1, 1, swz::cpu::CpuModel::Rows::Generated, logits);
+          if (i + 1 < force.size()) model.forward(&force[i], 1, 1, swz::exec::SequenceModel::Rows::Generated, logits);
         }
         rec["forced_argmax"] = am;
         rec["forced_margin"] = margin;

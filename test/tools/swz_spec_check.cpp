@@ -24,7 +24,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cpu/cpu_model.h"
+#include "exec/backend_model.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 #include "ggml/thread_pool.h"
@@ -39,16 +39,15 @@ using nlohmann::json;
 int batch_check(const std::string& package, const std::string& text, int n, const std::string& out_path) {
   auto pkg = swz::package::open_package(package);
   auto tok = swz::tokenizer::Tokenizer::from_gguf(pkg.gguf);
-  swz::ggml::ThreadPool pool(0);
   const std::vector<int32_t> prompt = tok.encode(text, true, false);
   const int np = static_cast<int>(prompt.size());
   const int n_ctx_model = np + n + 32;
   swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
   kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
   kv_opts.prefix_cache = false;
-  swz::kvcache::BlockManager kv(swz::cpu::kv_layout(pkg.manifest.graph), swz::kvcache::BlockKey{}, kv_opts);
-  swz::cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, n_ctx_model, pool, kv);
-  using Rows = swz::cpu::CpuModel::Rows;
+  swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), "");
+  swz::exec::SequenceModel& model = *bm.model;
+  using Rows = swz::exec::SequenceModel::Rows;
   const int nv = model.n_vocab();
   std::vector<float> logits;
   model.forward(prompt.data(), np, 1, Rows::Prompt, logits);

@@ -34,9 +34,9 @@
 // REPORT-DAG: kernel sm_90.attention_split_reduce: swz_attention_f16kv.ptx
 // REPORT: wrote {{.*}}qwen2.swz: {{[0-9]+}} kernels
 
-// Format version 2: every op that runs kernels carries its launch records
+// Format version 3: every op that runs kernels carries its launch records
 // (docs/package-format.md, "The launch contract").
-// MANIFEST: "format":"swizzle-package","format_version":2,"graph"
+// MANIFEST: "format":"swizzle-package","format_version":3,"graph"
 // Graph op 2 is q = h Wq^T + bq: decode runs the Q8_0 GEMV with the bias (flags 1);
 // Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x as vec4s.
 // MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"buffer":"h","shape":["T*32"]},{"buffer":"q","shape":["T*128"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"1"}],"dynamic_smem":"0","grid":["32","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0","phase":"decode","scope":"batch"}

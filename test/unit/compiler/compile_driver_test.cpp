@@ -55,15 +55,32 @@ TEST_F(CompileDriverTest, CpuKernelsAreOnePerOpKindAndWeightType) {
   }
   EXPECT_EQ(entries, (std::set<std::string>{"cpu.add.f32", "cpu.attention.f16kv", "cpu.get_rows.f32", "cpu.matmul.f32",
                                             "cpu.rms_norm.f32", "cpu.rope.f32", "cpu.swiglu.f32"}));
+  // Every op runs through launch records of the common contract; attention has one per
+  // phase (llama.cpp's batched order for prompt rows, its single-row order for generated).
   for (const auto& op : m.graph["ops"]) {
-    ASSERT_TRUE(op.contains("kernel")) << op.dump();
-    EXPECT_EQ(op["kernel"].get<std::string>().rfind("cpu." + op["op"].get<std::string>() + ".", 0), 0u);
+    ASSERT_TRUE(op.contains("launches")) << op.dump();
+    ASSERT_FALSE(op.contains("kernel")) << op.dump();
+    const auto& ls = op["launches"];
+    for (const auto& l : ls)
+      EXPECT_EQ(l["kernel"].get<std::string>().rfind("cpu." + op["op"].get<std::string>() + ".", 0), 0u) << l.dump();
+    if (op["op"] == "attention") {
+      ASSERT_EQ(ls.size(), 2u);
+      EXPECT_EQ(ls[0]["phase"], "prefill");
+      EXPECT_EQ(ls[0]["args"].back(), (nlohmann::json{{"i32", "0"}}));
+      EXPECT_EQ(ls[1]["phase"], "decode");
+      EXPECT_EQ(ls[1]["args"].back(), (nlohmann::json{{"i32", "1"}}));
+      EXPECT_EQ(ls[1]["scope"], "sequence");
+    } else {
+      ASSERT_EQ(ls.size(), 1u);
+      EXPECT_EQ(ls[0]["phase"], "all");
+    }
   }
   const auto* mm = m.find_kernel("cpu.matmul.f32");
   ASSERT_NE(mm, nullptr);
   EXPECT_EQ(mm->signature[1]["name"], "w");
-  EXPECT_EQ(mm->signature[1]["dtype"], "f32");
-  EXPECT_EQ(mm->signature[2]["optional"], true);  // bias
+  EXPECT_EQ(mm->signature[1]["dtype"], "memref<?xi8>");  // the weight's raw GGUF bytes
+  EXPECT_EQ(mm->signature[2]["name"], "bias");
+  EXPECT_EQ(mm->signature.size(), 8u);
 }
 
 TEST_F(CompileDriverTest, TargetsAreCheckedBeforeAnyWork) {

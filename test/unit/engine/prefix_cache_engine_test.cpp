@@ -18,7 +18,7 @@
 
 #include <unistd.h>
 
-#include "cpu/cpu_model.h"
+#include "exec/backend_model.h"
 #include "engine/engine.h"
 #include "ggml/thread_pool.h"
 #include "kvcache/block_manager.h"
@@ -110,13 +110,13 @@ EngineOptions cold_opts() {
 TEST(PrefillBatchInvariance, KvAndLogitsDoNotDependOnChunking) {
   REQUIRE_PACKAGE(path);
   package::LoadedPackage pkg = package::open_package(path);
-  ggml::ThreadPool pool(2);
-  const kvcache::PageLayout layout = cpu::kv_layout(pkg.manifest.graph);
+  const kvcache::PageLayout layout = exec::kv_layout(pkg.manifest.graph);
   kvcache::CacheOptions co;
   co.n_pages = 16;
   co.prefix_cache = false;
-  kvcache::BlockManager kv(layout, kvcache::BlockKey{}, co);
-  cpu::CpuModel model(pkg.manifest.graph, pkg.gguf, 1024, pool, kv);
+  exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "", 2);
+  exec::SequenceModel& model = *bm.model;
+  std::vector<uint16_t> page(layout.page_elems());  // a page's host image (exec::GraphExecutor::read_page)
   std::vector<int32_t> prompt;
   for (int i = 0; i < 140; ++i) prompt.push_back(static_cast<int32_t>((i * 7919 + 13) % model.n_vocab()));
   const int n = static_cast<int>(prompt.size());
@@ -125,7 +125,7 @@ TEST(PrefillBatchInvariance, KvAndLogitsDoNotDependOnChunking) {
     model.release();
     int at = 0;
     for (int c : chunks) {
-      model.forward(prompt.data() + at, c, 1, cpu::CpuModel::Rows::Prompt, logits);
+      model.forward(prompt.data() + at, c, 1, exec::SequenceModel::Rows::Prompt, logits);
       at += c;
     }
     EXPECT_EQ(at, n);
@@ -133,8 +133,8 @@ TEST(PrefillBatchInvariance, KvAndLogitsDoNotDependOnChunking) {
     // Every layer's K and V of positions 0..n-1, in position order (V is stored transposed).
     for (int l = 0; l < layout.n_layer; ++l)
       for (int p = 0; p < n; ++p) {
-        const uint16_t* page = kv.page_data(model.block_table()[p / 64]);
-        const uint16_t* row = page + layout.k_offset(l, p % 64);
+        bm.executor->read_page(model.block_table()[p / 64], page.data());
+        const uint16_t* row = page.data() + layout.k_offset(l, p % 64);
         kv_bytes.insert(kv_bytes.end(), row, row + layout.kv_width);
         for (int c = 0; c < layout.kv_width; ++c) kv_bytes.push_back(page[layout.v_offset(l, c) + p % 64]);
       }

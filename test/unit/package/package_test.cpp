@@ -84,7 +84,6 @@ Manifest gpu_manifest(const Manifest& cpu, swz::package::PackageFiles& files) {
                 {"dynamic_smem", "0"},
                 {"args", {{{"buffer", out}, {"shape", {n}}}, {{"buffer", out}, {"shape", {n}}}, {{"i32", "T"}}, {{"f32", 1.5}}}}};
     if (op.contains("rows")) rec["rows"] = op["rows"];
-    op.erase("kernel");
     op["launches"] = json::array({rec});
   }
   return m;
@@ -92,7 +91,7 @@ Manifest gpu_manifest(const Manifest& cpu, swz::package::PackageFiles& files) {
 
 TEST_F(PackageTest, CompiledManifestHasTheModelsFacts) {
   const Manifest& m = manifest_;
-  EXPECT_EQ(m.format_version, 2);
+  EXPECT_EQ(m.format_version, 3);
   EXPECT_EQ(m.target, "cpu");
   EXPECT_EQ(m.model.architecture, "llama");
   EXPECT_EQ(m.model.name, "tiny");
@@ -208,7 +207,7 @@ TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
   };
   Manifest none = m;
   none.graph["ops"][1].erase("launches");
-  expect(none, "graph.ops[1]: a GPU-target op needs \"launches\" or \"fused_into\"");
+  expect(none, "graph.ops[1]: an op needs \"launches\" or \"fused_into\"");
   Manifest half = m;
   half.graph["ops"][1]["launches"][0]["phase"] = "decode";
   expect(half, "graph.ops[1].launches: must cover every forward pass");
@@ -393,8 +392,10 @@ TEST_F(PackageTest, ParseLaunchesEvaluatesTheRules) {
   EXPECT_EQ(l.arg_types[3].kind, swz::package::ArgType::F32);
   // The LM head's record carries rows: "output".
   EXPECT_TRUE(all.back().launches[0].output_rows);
-  // A cpu package has none.
-  EXPECT_TRUE(swz::package::parse_launches(manifest_).empty());
+  // A cpu package has records too, one op each (attention: one per phase).
+  const auto cpu = swz::package::parse_launches(manifest_);
+  ASSERT_EQ(cpu.size(), manifest_.graph["ops"].size());
+  EXPECT_EQ(cpu[0].launches[0].kernel, "cpu.get_rows.f32");
 }
 
 TEST(PackageArgType, ParsesTheKernelSignatureTypes) {
@@ -435,7 +436,7 @@ TEST_F(PackageTest, EveryValidationErrorNamesTheField) {
       {"format", [](json& j) { j["format"] = "gguf"; }, "format: expected \"swizzle-package\", got \"gguf\""},
       {"format missing", [](json& j) { j.erase("format"); }, "format: missing"},
       {"version", [](json& j) { j["format_version"] = 1; },
-       "format_version: package format version 1 is not supported (this build reads version 2); recompile the "
+       "format_version: package format version 1 is not supported (this build reads version 3); recompile the "
        "package with this swizzlec"},
       {"version type", [](json& j) { j["format_version"] = "1"; }, "format_version: expected a non-negative integer"},
       {"target", [](json& j) { j["target"] = "sm_75"; }, "target: unknown target \"sm_75\""},
@@ -500,8 +501,12 @@ TEST_F(PackageTest, EveryValidationErrorNamesTheField) {
        [&](json& j) { j["graph"]["ops"][op_index(j, "matmul")]["in"][1] = "blk.9.attn_q.weight"; },
        "'blk.9.attn_q.weight' is neither a graph buffer nor a weight_plan tensor"},
       {"graph op out", [](json& j) { j["graph"]["ops"][0]["out"] = "zz"; }, "graph.ops[0].out: 'zz' is not a graph buffer"},
-      {"graph op kernel", [](json& j) { j["graph"]["ops"][0]["kernel"] = "cpu.get_rows.q9"; },
-       "graph.ops[0].kernel: 'cpu.get_rows.q9' is not a kernels[] entry"},
+      {"graph op kernel", [](json& j) { j["graph"]["ops"][0]["kernel"] = "cpu.get_rows.q8_0"; },
+       "graph.ops[0].kernel: ops name their kernels in \"launches\" (format version 3); recompile the package"},
+      {"graph op launches", [](json& j) { j["graph"]["ops"][0].erase("launches"); },
+       "graph.ops[0]: an op needs \"launches\" or \"fused_into\""},
+      {"graph op launch kernel", [](json& j) { j["graph"]["ops"][0]["launches"][0]["kernel"] = "cpu.get_rows.q9"; },
+       "graph.ops[0].launches[0].kernel: 'cpu.get_rows.q9' is not a kernels[] entry"},
       {"not object", [](json& j) { j = json::array(); }, "(top level): expected an object"},
   };
   const json base = swz::package::to_json(manifest_);
