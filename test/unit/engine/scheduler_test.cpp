@@ -1,8 +1,8 @@
 // The scheduler (engine/scheduler.h) on the real default model (SmolLM2-135M-Instruct
 // Q4_1; path from SWZ_PACKAGE, as prefix_cache_engine_test):
-//  - requests run together give exactly the greedy tokens each gives alone, with chunked
-//    prefill (a small --batch-tokens) and speculative decoding on, and the steps really
-//    carried several sequences;
+//  - 16 requests run together give exactly the greedy tokens each gives alone, with
+//    chunked prefill (a small --batch-tokens) and speculative decoding, and without
+//    either, and the steps really carried several sequences;
 //  - a request cancelled while it waits for a slot ends at once without a token;
 //  - admissions past parallel + max_queue throw Overloaded;
 //  - a page pool that fits one request at a time queues the second, both are exact, and
@@ -85,43 +85,71 @@ EngineOptions opts() {
   return o;
 }
 
+/// Runs `prompts` concurrently (one thread each) on `e`, kTokens greedy tokens each.
+std::vector<Gen> together(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int n) {
+  std::vector<Gen> out(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) threads.emplace_back([&, i] { out[i] = greedy(e, prompts[i], n); });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+/// Steps since `before` that carried two or more sequences.
+uint64_t multi_sequence_steps(const SchedulerStats& before, const SchedulerStats& after) {
+  uint64_t multi = 0;
+  for (size_t b = 1; b < after.batch_seqs_counts.size(); ++b) multi += after.batch_seqs_counts[b] - before.batch_seqs_counts[b];
+  return multi;
+}
+
+// Issue 14 item 5: 16 different prompts (four of them past 256 tokens) give the same
+// greedy tokens alone and all together, with chunked prefill (a 48-token budget) and
+// speculative decoding, and without either.
 TEST(Scheduler, ConcurrentGreedyEqualsAlone) {
   REQUIRE_PACKAGE(path);
+  constexpr int kN = 16, kTokens = 16;
   EngineOptions o = opts();
-  o.parallel = 8;
-  o.batch_tokens = 48;  // prompts of 30..90 tokens take one to three steps next to the decoders
-  std::unique_ptr<Engine> e = Engine::load(path, o);
-  constexpr int kN = 8, kTokens = 24;
+  o.n_ctx = 1024;
+  o.kv_pages = 256;  // room for all 16 at once
+  o.parallel = kN;
+  std::unique_ptr<Engine> alone_engine = Engine::load(path, o);
   std::vector<std::vector<int32_t>> prompts;
   std::vector<Gen> alone;
   for (int i = 0; i < kN; ++i) {
-    prompts.push_back(prompt_for(*e, i));
-    alone.push_back(greedy(*e, prompts.back(), kTokens));
+    prompts.push_back(prompt_for(*alone_engine, i));
+    alone.push_back(greedy(*alone_engine, prompts.back(), kTokens));
     ASSERT_GT(alone.back().tokens.size(), 0u);
   }
-  const SchedulerStats before = e->scheduler_stats();
-  EXPECT_EQ(before.batch_seqs_counts[0], before.steps) << "alone, every step carries one sequence";
+  const SchedulerStats a = alone_engine->scheduler_stats();
+  EXPECT_EQ(a.batch_seqs_counts[0], a.steps) << "alone, every step carries one sequence";
 
-  std::vector<Gen> together(kN);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kN; ++i) threads.emplace_back([&, i] { together[i] = greedy(*e, prompts[i], kTokens); });
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < kN; ++i) {
-    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(together[i].r.text, alone[i].r.text) << "request " << i;
-    EXPECT_EQ(together[i].r.finish, alone[i].r.finish) << "request " << i;
-    EXPECT_EQ(together[i].r.completion_tokens, static_cast<int>(alone[i].tokens.size()));
+  struct Case {
+    const char* name;
+    int batch_tokens;
+    bool speculative;
+  };
+  for (const Case& c : {Case{"chunked prefill, speculative", 48, true}, Case{"whole prompts, no speculation", 512, false}}) {
+    SCOPED_TRACE(c.name);
+    EngineOptions oc = o;
+    oc.batch_tokens = c.batch_tokens;
+    oc.speculative = c.speculative;
+    std::unique_ptr<Engine> e = Engine::load(path, oc);
+    const SchedulerStats before = e->scheduler_stats();
+    const std::vector<Gen> got = together(*e, prompts, kTokens);
+    for (int i = 0; i < kN; ++i) {
+      EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
+      EXPECT_EQ(got[i].r.text, alone[i].r.text) << "request " << i;
+      EXPECT_EQ(got[i].r.finish, alone[i].r.finish) << "request " << i;
+      EXPECT_EQ(got[i].r.completion_tokens, static_cast<int>(alone[i].tokens.size()));
+    }
+    const SchedulerStats after = e->scheduler_stats();
+    EXPECT_GT(multi_sequence_steps(before, after), 0u);
+    EXPECT_GT(after.step_seqs - before.step_seqs, after.steps - before.steps) << "more sequences than steps: batching happened";
+    EXPECT_EQ(after.running, 0);
+    EXPECT_EQ(after.queued, 0);
+    EXPECT_EQ(after.admitted, 0);
+    const CacheStats cs = e->cache_stats();
+    EXPECT_EQ(cs.pages_free, cs.pages_total) << "every page is back (prefix cache off)";
   }
-  const SchedulerStats after = e->scheduler_stats();
-  uint64_t multi = 0;  // steps that carried 2 or more sequences
-  for (size_t b = 1; b < after.batch_seqs_counts.size(); ++b) multi += after.batch_seqs_counts[b] - before.batch_seqs_counts[b];
-  EXPECT_GT(multi, 0u);
-  EXPECT_GT(after.step_seqs - before.step_seqs, after.steps - before.steps) << "more sequences than steps: batching happened";
-  EXPECT_EQ(after.running, 0);
-  EXPECT_EQ(after.queued, 0);
-  EXPECT_EQ(after.admitted, 0);
-  const CacheStats cs = e->cache_stats();
-  EXPECT_EQ(cs.pages_free, cs.pages_total) << "every page is back (prefix cache off)";
 }
 
 TEST(Scheduler, CancelWhileQueuedEndsAtOnceWithoutTokens) {
