@@ -63,8 +63,11 @@ struct EngineOptions {
   int parallel = 8;        ///< sequences decoded together at most (running slots); >= 1
   /// Rows (tokens) of one forward pass: every running sequence's decode tokens first
   /// (speculative drafts included), then prompt tokens of prefilling sequences up to this
-  /// budget, so a long prompt is spread over several steps. >= parallel.
-  int batch_tokens = 512;
+  /// budget, so a long prompt is spread over several steps. >= parallel. Default 256:
+  /// measured on the 2-core dev VM (SmolLM2, 4 streams decoding while a 2,670-token prompt
+  /// arrives): 128 / 256 / 512 gave the long prompt's TTFT 29.9 / 26.4 / 30.8 s and the
+  /// streams' median inter-token gap meanwhile 1.4 / 2.1 / 5.9 s (docs/server.md).
+  int batch_tokens = 256;
   /// Admitted requests that may wait for a slot or for KV pages beyond the running ones;
   /// admit() throws Overloaded past parallel + max_queue outstanding admissions. >= 0.
   int max_queue = 64;
