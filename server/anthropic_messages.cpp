@@ -617,7 +617,16 @@ AnthropicMessages::Outcome AnthropicMessages::stream(const Prepared& p,
 }
 
 bool is_anthropic_path(std::string_view path) {
-  return path == "/v1/messages" || path.rfind("/v1/messages/", 0) == 0;
+  // Also the security endpoint's copies: /v1/security/messages..., /security/v1/messages...
+  bool under_base = false;
+  for (std::string_view base : {"/v1/security", "/security/v1", "/v1"}) {
+    if (path.rfind(base, 0) == 0) {
+      path.remove_prefix(base.size());
+      under_base = true;
+      break;
+    }
+  }
+  return under_base && (path == "/messages" || path.rfind("/messages/", 0) == 0);
 }
 
 namespace {
@@ -654,7 +663,7 @@ void check_version(const httplib::Request& req) {
 }  // namespace
 
 void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
-                          std::function<void(const std::string&)> log, GenerationHooks hooks) {
+                          std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
   auto log_line = [log](const httplib::Request& req, int status, const AnthropicMessages::Outcome* o, double ms) {
     if (!log) return;
     char buf[512];
@@ -671,8 +680,12 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     log(buf);
   };
 
-  http.Post("/v1/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
+  http.Post(base + "/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
+    // The receipt facts of this request (route_hooks.h).
+    auto receipt_of = [&req](const AnthropicMessages::Prepared& p, const AnthropicMessages::Outcome& o) {
+      return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens, 1, o.result, o.clock);
+    };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<AnthropicMessages::Prepared> p;
     try {
@@ -684,6 +697,8 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
         json body;
         AnthropicMessages::Outcome o = messages.complete(*p, body);
         set_generation_headers(res, o.result, hooks.finished ? hooks.finished(req, "/v1/messages", o.result, o.clock) : "");
+        if (hooks.receipts)
+          set_header(res, kReceiptHeader, seal_response_body(*hooks.receipts, receipt_of(*p, o), body));
         res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
         log_line(req, 200, &o, ms_since(t0));
         return;
@@ -702,16 +717,21 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     if (hooks.quote) set_header(res, kCostHeader, hooks.quote(p->admission->prompt_tokens(), p->admission->cached_tokens()));
     set_header(res, "Cache-Control", "no-cache");
     set_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&messages, log_line, hooks, p, t0, &req, running](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&messages, log_line, hooks, p, t0, &req, running, receipt_of](size_t, httplib::DataSink& sink) {
       AnthropicMessages::Outcome o;
+      // With receipts, message_stop is held back until it is sealed with one (receipt.h).
+      ReceiptStream out(
+          ReceiptStream::Wire::Anthropic, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          hooks.receipts != nullptr);
       try {
-        o = messages.stream(*p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); });
+        o = messages.stream(*p, [&out](std::string_view s) { return out.write(s); });
       } catch (...) {
         o.client_gone = true;
       }
       // Recorded when the engine ran (an engine failure ran nothing billable), also when
       // the client left mid-stream: the tokens it consumed are billed.
       if (hooks.finished && o.result.prompt_tokens > 0) hooks.finished(req, "/v1/messages", o.result, o.clock);
+      if (out.holding() && !o.client_gone && !o.cut && !out.seal(*hooks.receipts, receipt_of(*p, o))) o.client_gone = true;
       log_line(req, 200, &o, ms_since(t0));
       if (o.client_gone) return false;
       sink.done();
@@ -719,7 +739,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     });
   });
 
-  http.Post("/v1/messages/count_tokens", [&messages, log_line](const httplib::Request& req, httplib::Response& res) {
+  http.Post(base + "/messages/count_tokens", [&messages, log_line](const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       check_version(req);

@@ -128,11 +128,15 @@ class AnthropicMessages {
 
 /// Registers POST /v1/messages and POST /v1/messages/count_tokens on `http`. `log`
 /// receives one line per finished request (may be empty); `hooks` (route_hooks.h) are the
-/// server core's disconnect check, ledger and cost header (each may be empty).
+/// server core's disconnect check, ledger and cost header (each may be empty). `base`
+/// is the path they hang under ("/v1"; the security endpoint's "/v1/security" and
+/// "/security/v1").
 void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
-                          std::function<void(const std::string&)> log, GenerationHooks hooks = {});
+                          std::function<void(const std::string&)> log, GenerationHooks hooks = {},
+                          const std::string& base = "/v1");
 
-/// True for paths whose errors use Anthropic's schema (/v1/messages and below).
+/// True for paths whose errors use Anthropic's schema (/v1/messages and below, also as
+/// /v1/security/messages... and /security/v1/messages...).
 bool is_anthropic_path(std::string_view path);
 
 }  // namespace swz::server

@@ -6,20 +6,29 @@
 //                    [--parallel N] [--batch-tokens N] [--max-queue N]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
+//                    [--receipts KEYFILE] [--key-store FILE]
 //   both: [--spec|--no-spec] [--draft-max N]   (prompt-lookup speculative decoding)
-// See docs/server.md.
+//   swizzle-rt keys add --store FILE --org ORG [--scope general|security]... [--accept-terms V --accepted-by NAME]
+//   swizzle-rt keys revoke --store FILE KEY_ID;  swizzle-rt keys list --store FILE
+//   swizzle-rt keygen KEYFILE [--force]          (receipt signing key: KEYFILE and KEYFILE.pub)
+//   swizzle-rt verify-receipt RECEIPT --pubkey KEY [--request FILE] [--response FILE] [--package DIR]
+// See docs/server.md and docs/receipts.md.
 #include "engine/engine.h"
+#include "key_store.h"
+#include "receipt.h"
 #include "serve_loop.h"
 #include "text_stream.h"
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace {
 
@@ -63,6 +72,8 @@ struct Accounts {
   std::string api_keys_file;          ///< --api-keys-file: "NAME KEY" or "KEY" per line
   std::string admin_key;              ///< --admin-key
   std::string prices_file;            ///< --prices
+  std::string receipts_key;           ///< --receipts: the Ed25519 signing key file (swizzle-rt keygen)
+  std::string key_store;              ///< --key-store: per-organisation keys with scopes (swizzle-rt keys)
 };
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
@@ -84,6 +95,16 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   if (!accounts.prices_file.empty()) so.prices = swz::server::PriceTable::load(accounts.prices_file);
   swz::server::ApiKeys check(so.api_keys, so.admin_key);  // duplicate keys/names: an error now, not at bind
   (void)check;
+  std::optional<swz::server::ReceiptKey> receipt_key;  // read before the model loads: a bad file fails fast
+  if (!accounts.receipts_key.empty()) receipt_key = swz::server::read_receipt_secret_key(accounts.receipts_key);
+  if (!accounts.key_store.empty()) {  // a bad store fails now; the server re-reads it when it changes
+    const swz::server::KeyStoreData ks = swz::server::KeyStoreData::load(accounts.key_store);
+    size_t active = 0;
+    for (const auto& k : ks.keys) active += k.revoked.empty();
+    std::fprintf(stderr, "swizzle-rt: key store %s: %zu active key(s) of %zu organisation(s) with accepted terms\n",
+                 accounts.key_store.c_str(), active, ks.terms.size());
+    so.key_store = accounts.key_store;
+  }
   if (!so.api_keys.empty() || !so.admin_key.empty() || !accounts.prices_file.empty())
     std::fprintf(stderr, "swizzle-rt: %zu API key(s)%s; prices %s\n", so.api_keys.size(),
                  so.admin_key.empty() ? "" : " and an admin key",
@@ -102,6 +123,13 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
                static_cast<unsigned long long>(cache_opts.cache_host_mb),
                cache_opts.cache_dir.empty() ? "off" : cache_opts.cache_dir.c_str());
 
+  if (receipt_key) {
+    auto signer = std::make_shared<swz::server::ReceiptSigner>(
+        *receipt_key, swz::server::read_model_identity(info.package_path, info.id));
+    std::fprintf(stderr, "swizzle-rt: signing execution receipts with key %s (manifest blake3 %.16s...)\n",
+                 signer->key_id().c_str(), signer->model().manifest_blake3.c_str());
+    so.receipts = std::move(signer);
+  }
   // Every queued or running request holds a connection thread while it waits for its
   // tokens: leave room for them and for /health, /metrics and other quick requests.
   so.http_threads = http_threads > 0 ? http_threads : cache_opts.parallel + cache_opts.max_queue + 8;
@@ -114,6 +142,101 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
     };
   }
   return swz::server::serve_until_signal(*engine, host, port, std::move(so));
+}
+
+/// `swizzle-rt keygen KEYFILE`: a fresh Ed25519 key pair, KEYFILE (secret, 0600) and KEYFILE.pub.
+int keygen(const std::string& path, bool force) {
+  const swz::server::ReceiptKey key = swz::server::generate_receipt_key();
+  swz::server::write_receipt_key(key, path, path + ".pub", force);
+  std::printf("key id %s\nsecret key: %s (serve --receipts %s)\npublic key: %s.pub (verify-receipt --pubkey %s.pub)\n",
+              swz::server::receipt_key_id(key.public_key).c_str(), path.c_str(), path.c_str(), path.c_str(), path.c_str());
+  return 0;
+}
+
+std::string read_text(const std::string& path) {
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw std::invalid_argument(path + ": cannot be read");
+  std::string s;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  if (f != stdin) std::fclose(f);
+  return s;
+}
+
+/// `swizzle-rt verify-receipt`: prints one line per check ("ok   ..." / "FAIL ..."), then a
+/// verdict. RECEIPT is the receipt itself, a file holding it, or a saved response that
+/// carries one (then also checked as --response unless another is given). Exit status 0
+/// when everything matches, 1 when something does not, 2 when an input cannot be used.
+int verify_receipt_cmd(const std::string& receipt_arg, const std::string& pubkey, const std::string& request_file,
+                       const std::string& response_file, const std::string& package_dir) {
+  std::array<unsigned char, 32> pk;
+  swz::server::VerifyInputs in;
+  std::string receipt = receipt_arg;
+  try {
+    pk = swz::server::read_receipt_public_key(pubkey);
+    if (receipt.rfind(std::string(swz::server::kReceiptPrefix) + ".", 0) != 0) {
+      const std::string text = read_text(receipt_arg);
+      const size_t first = text.find_first_not_of(" \t\r\n");
+      if (first != std::string::npos && text.compare(first, 6, std::string(swz::server::kReceiptPrefix) + ".") == 0) {
+        receipt = text;
+      } else {  // a saved response: its own receipt
+        receipt = swz::server::digest_response(text).receipt;
+        if (receipt.empty()) throw std::invalid_argument(receipt_arg + ": neither a receipt nor a response carrying one");
+        if (response_file.empty()) in.response = text;
+      }
+    }
+    if (!request_file.empty()) in.request = read_text(request_file);
+    if (!response_file.empty()) in.response = read_text(response_file);
+    if (!package_dir.empty()) in.model = swz::server::read_model_identity(package_dir, "");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "swizzle-rt: verify-receipt: %s\n", e.what());
+    return 2;
+  }
+  const swz::server::ReceiptVerification v = swz::server::verify_receipt(receipt, pk, in);
+  if (!v.payload.is_null()) std::printf("receipt: %s\n", v.payload.dump(2).c_str());
+  for (const std::string& c : v.checked) std::printf("ok   %s\n", c.c_str());
+  for (const std::string& p : v.problems) std::printf("FAIL %s\n", p.c_str());
+  std::printf("%s\n", v.ok() ? "receipt verified" : "receipt NOT verified");
+  return v.ok() ? 0 : 1;
+}
+
+/// `swizzle-rt keys add|revoke|list --store FILE` (key_store.h). `add` prints the secret
+/// alone on stdout (shown once; the store keeps its SHA-256) and what was issued on stderr.
+int keys_cmd(const std::string& action, const std::string& store, const std::string& org, const std::vector<std::string>& scopes,
+             const std::string& terms_version, const std::string& accepted_by, const std::string& key_id) {
+  swz::server::KeyStoreData d = swz::server::KeyStoreData::load(store);
+  if (action == "add") {
+    std::optional<swz::server::TermsAcceptance> terms;
+    if (!terms_version.empty() || !accepted_by.empty()) terms = swz::server::TermsAcceptance{terms_version, accepted_by, ""};
+    auto [id, secret] = d.add(org, scopes.empty() ? std::vector<std::string>{swz::server::kScopeGeneral} : scopes, terms);
+    d.save(store);
+    const auto& k = d.keys.back();
+    std::string sc;
+    for (const auto& s : k.scopes) sc += (sc.empty() ? "" : ",") + s;
+    std::printf("%s\n", secret.c_str());
+    std::fprintf(stderr, "swizzle-rt: issued %s to organisation '%s' (scopes %s); the secret above is shown once, %s keeps only its SHA-256\n",
+                 id.c_str(), org.c_str(), sc.c_str(), store.c_str());
+    return 0;
+  }
+  if (action == "revoke") {
+    d.revoke(key_id);
+    d.save(store);
+    std::fprintf(stderr, "swizzle-rt: revoked %s (a server with --key-store %s refuses it from its next request)\n",
+                 key_id.c_str(), store.c_str());
+    return 0;
+  }
+  std::printf("%-16s %-20s %-17s %-20s %s\n", "ID", "ORGANISATION", "SCOPES", "CREATED", "REVOKED");
+  for (const auto& k : d.keys) {
+    std::string sc;
+    for (const auto& s : k.scopes) sc += (sc.empty() ? "" : ",") + s;
+    std::printf("%-16s %-20s %-17s %-20s %s\n", k.id.c_str(), k.org.c_str(), sc.c_str(), k.created.c_str(),
+                k.revoked.empty() ? "-" : k.revoked.c_str());
+  }
+  for (const auto& [o, t] : d.terms)
+    std::printf("terms: organisation '%s' accepted version '%s' (by %s, %s)\n", o.c_str(), t.version.c_str(),
+                t.accepted_by.c_str(), t.accepted_at.c_str());
+  return 0;
 }
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -208,6 +331,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
+  serve_cmd->add_option("--receipts", accounts.receipts_key,
+                        "sign an execution receipt for every response with this Ed25519 key (swizzle-rt keygen; "
+                        "docs/receipts.md)")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--key-store", accounts.key_store,
+                        "per-organisation keys with scopes (swizzle-rt keys; re-read when it changes); /v1/security/* "
+                        "needs the security scope")
+      ->check(CLI::ExistingFile);
   EngineOptions cache_opts;
   add_cache_options(serve_cmd, cache_opts);
   // The scheduler (docs/server.md, "Scheduling").
@@ -262,7 +393,64 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   }
 
+  auto* keygen_cmd = app.add_subcommand("keygen", "Write an Ed25519 key pair for execution receipts (KEYFILE, KEYFILE.pub)");
+  std::string key_path;
+  bool force = false;
+  keygen_cmd->add_option("keyfile", key_path, "the secret key file to write (mode 0600); the public key goes to KEYFILE.pub")
+      ->required();
+  keygen_cmd->add_flag("--force", force, "replace an existing key file");
+
+  auto* verify_cmd = app.add_subcommand("verify-receipt", "Check an execution receipt's signature and hashes (docs/receipts.md)");
+  std::string receipt_arg, pubkey, request_file, response_file, package_dir;
+  verify_cmd->add_option("receipt", receipt_arg,
+                         "the receipt (swzr1....), a file holding it, or a saved response carrying one ('-' = stdin)")
+      ->required();
+  verify_cmd->add_option("--pubkey", pubkey, "the signer's public key: 64 hex digits or a KEYFILE.pub")->required();
+  verify_cmd->add_option("--request", request_file, "the request body as sent: checks request_blake3 and the sampling fields");
+  verify_cmd->add_option("--response", response_file,
+                         "the response as received (JSON body, or the raw SSE bytes of a stream): checks response_blake3, "
+                         "the receipt it carries and its usage");
+  verify_cmd->add_option("--package", package_dir, "a local .swz package: checks manifest_blake3 and gguf_content_hash");
+
+  auto* keys_app = app.add_subcommand("keys", "Manage per-organisation API keys with scopes (a --key-store file)");
+  keys_app->require_subcommand(1);
+  std::string store_path, org, terms_version, accepted_by, revoke_id;
+  std::vector<std::string> scopes;
+  auto* keys_add = keys_app->add_subcommand("add", "Issue a key to an organisation; prints the secret once");
+  auto* keys_revoke = keys_app->add_subcommand("revoke", "Revoke a key by its id");
+  auto* keys_list = keys_app->add_subcommand("list", "List keys (never secrets) and accepted terms");
+  for (CLI::App* c : {keys_add, keys_revoke, keys_list})
+    c->add_option("--store", store_path, "the key store file (created by the first add)")->required();
+  keys_add->add_option("--org", org, "the organisation")->required();
+  keys_add->add_option("--scope", scopes, "general (default) and/or security (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  keys_add->add_option("--accept-terms", terms_version,
+                       "record that the organisation accepted this version of the acceptable-use terms (needed once "
+                       "before its first security key)");
+  keys_add->add_option("--accepted-by", accepted_by, "who accepted the terms for the organisation");
+  keys_revoke->add_option("key_id", revoke_id, "the key's id (keys list)")->required();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (keys_app->parsed()) {
+    try {
+      return keys_cmd(keys_add->parsed() ? "add" : keys_revoke->parsed() ? "revoke" : "list", store_path, org, scopes,
+                      terms_version, accepted_by, revoke_id);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "swizzle-rt: keys: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (keygen_cmd->parsed()) {
+    try {
+      return keygen(key_path, force);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "swizzle-rt: keygen: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (verify_cmd->parsed()) return verify_receipt_cmd(receipt_arg, pubkey, request_file, response_file, package_dir);
 
   try {
     if (serve_cmd->parsed()) return serve(package, host, port, n_ctx, n_threads, accounts, http_threads, quiet, cache_opts,

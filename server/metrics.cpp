@@ -101,8 +101,10 @@ void TokenClock::on_token() {
 }
 
 engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token) {
+  clock.begin_run();
   return [&clock, on_token = std::move(on_token)](const engine::TokenEvent& ev) {
     clock.on_token();
+    clock.record_token(ev.token);
     return on_token(ev);
   };
 }
@@ -251,9 +253,12 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
 }
 
 std::string endpoint_label(const std::string& path) {
+  if (path.rfind("/security/v1/", 0) == 0) return endpoint_label("/v1/security/" + path.substr(13));  // one label per route
   static const char* const kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/messages",
                                         "/v1/messages/count_tokens", "/v1/models", "/v1/usage",
-                                        "/health", "/metrics", "/tokenize", "/detokenize"};
+                                        "/health", "/metrics", "/tokenize", "/detokenize",
+                                        "/v1/security/chat/completions", "/v1/security/completions",
+                                        "/v1/security/messages", "/v1/security/messages/count_tokens"};
   for (const char* r : kRoutes)
     if (path == r) return r;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";

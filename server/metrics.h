@@ -28,6 +28,17 @@ class TokenClock {
   explicit TokenClock(Clock::time_point start = Clock::now()) : start_(start) {}
   /// Call once per generated token, as the engine hands it over.
   void on_token();
+  /// A new engine run (one choice) begins: tokens recorded from now on are its own.
+  /// timed() calls it when it wraps a run's callback.
+  void begin_run() { runs_.emplace_back(); }
+  /// Records a generated token id in the current run (timed() calls it per token).
+  void record_token(int32_t id) {
+    if (runs_.empty()) runs_.emplace_back();
+    runs_.back().push_back(id);
+  }
+  /// The generated token ids per run (choice), in the order the runs began: what an
+  /// execution receipt hashes (receipt.h).
+  const std::vector<std::vector<int32_t>>& token_runs() const { return runs_; }
   /// Seconds from start to the first token; nullopt when no token was generated.
   std::optional<double> ttft_s() const;
   /// Seconds between consecutive tokens (size: tokens - 1).
@@ -40,9 +51,11 @@ class TokenClock {
   Clock::time_point start_;
   std::optional<Clock::time_point> first_, last_;
   std::vector<double> itl_s_;
+  std::vector<std::vector<int32_t>> runs_;
 };
 
-/// `on_token` with every token first stamped on `clock`: how every endpoint hands its token
+/// `on_token` with every token first stamped (and its id recorded) on `clock`, which
+/// begins a new run (TokenClock::begin_run): how every endpoint hands its token
 /// callback to Engine::run, so TTFT and ITL are measured at the same point for all of them
 /// (route_hooks.h). `clock` must outlive the run.
 engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token);

@@ -302,8 +302,8 @@ void send_openai_error(httplib::Response& res, const ApiError& e) {
 }  // namespace
 
 void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
-                           std::function<void(const std::string&)> log, GenerationHooks hooks) {
-  http.Post("/v1/completions", [&engine, &cancelled, log, hooks](const httplib::Request& req, httplib::Response& res) {
+                           std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
+  http.Post(base + "/completions", [&engine, &cancelled, log, hooks](const httplib::Request& req, httplib::Response& res) {
     auto admitted = [&req, hooks](engine::Admission& a) {
       if (hooks.admitted) hooks.admitted(req, a);
     };
@@ -328,6 +328,11 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       }
       log(buf);
     };
+    // The receipt facts of this request (route_hooks.h).
+    auto receipt_of = [&req](const Job& job, const Totals& t) {
+      return receipt_facts(endpoint_label(req.path), req.body, job.req.stream, job.req.sampling, job.req.max_tokens, job.req.n,
+                           t.result, t.clock);
+    };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<Job> job;
     try {
@@ -351,6 +356,8 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         json body = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                      {"system_fingerprint", nullptr}, {"choices", choices}, {"usage", usage(t)}};
         set_generation_headers(res, t.result, finished(t));
+        if (hooks.receipts)
+          res.set_header(kReceiptHeader, seal_response_body(*hooks.receipts, receipt_of(*job, t), body));
         res.set_content(dump(body), "application/json");
         log_line(200, &t);
         return;
@@ -366,7 +373,12 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     }
     // Streaming (several prompts: their choices follow one another).
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished, running](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished, running,
+                                                           receipts = hooks.receipts, receipt_of](size_t, httplib::DataSink& sink) {
+      // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
+      ReceiptStream out(
+          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          receipts != nullptr);
       auto chunk = [&](json choices) {
         json c = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                   {"system_fingerprint", nullptr}, {"choices", std::move(choices)}};
@@ -378,32 +390,28 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       try {
         t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
           json ch = {{"text", s}, {"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
-          std::string ev = sse_event(chunk(json::array({ch})));
-          return sink.write(ev.data(), ev.size());
+          return out.write(sse_event(chunk(json::array({ch}))));
         }, admitted);
         if (t.cut) {  // an error event, no usage chunk and no [DONE]
           finished(t);
           recorded = true;
-          std::string ev = sse_event(shutdown_cut_error(t.result.completion_tokens).body());
-          t.gone = !sink.write(ev.data(), ev.size());
+          t.gone = !out.write(sse_event(shutdown_cut_error(t.result.completion_tokens).body()));
         }
         if (!t.gone && !t.cut && job->req.include_usage) {
           json u = chunk(json::array());
           u["usage"] = usage(t);
-          std::string ev = sse_event(u);
-          t.gone = !sink.write(ev.data(), ev.size());
+          t.gone = !out.write(sse_event(u));
         }
         // Recorded before [DONE], so a client that has seen the end of the stream sees it
         // in /metrics and /v1/usage (as chat does).
         if (!recorded) finished(t);
         recorded = true;
-        if (!t.gone && !t.cut) t.gone = !sink.write(kSseDone.data(), kSseDone.size());
+        if (receipts && !t.gone && !t.cut) t.gone = !out.seal(*receipts, receipt_of(*job, t));
+        if (!t.gone && !t.cut) t.gone = !out.write(kSseDone);
       } catch (const ApiError& e) {
-        std::string ev = sse_event(e.body());
-        sink.write(ev.data(), ev.size());
+        out.write(sse_event(e.body()));
       } catch (const std::exception& e) {
-        std::string ev = sse_event(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
-        sink.write(ev.data(), ev.size());
+        out.write(sse_event(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body()));
       }
       if (!recorded && t.result.prompt_tokens > 0) finished(t);  // an engine failure ran nothing billable
       log_line(200, &t);

@@ -53,8 +53,10 @@ CompletionsRequest parse_completions_request(std::string_view body);
 /// tokenized as plain text with BOS as the model says; token-id prompts are checked
 /// against the vocabulary (400 naming the index) and used as sent. Choices (n per
 /// prompt) are generated one after another; `logprobs` (with echo, the prompt's too)
-/// follow the legacy schema (openai_logprobs.h).
+/// follow the legacy schema (openai_logprobs.h). `base` is the
+/// path it hangs under ("/v1"; the security endpoint's "/v1/security" and "/security/v1").
 void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
-                           std::function<void(const std::string&)> log, GenerationHooks hooks = {});
+                           std::function<void(const std::string&)> log, GenerationHooks hooks = {},
+                           const std::string& base = "/v1");
 
 }  // namespace swz::server

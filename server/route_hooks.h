@@ -7,11 +7,13 @@
 //   GenerateResult r = engine.run(admission, timed(clock, on_token));    // metrics.h
 //   std::string cost = hooks.finished(req, "/v1/messages", r, clock);   // ledger + metrics
 //   set_generation_headers(res, r, cost);                               // non-streamed answers
+//   if (hooks.receipts) ... seal_response_body(*hooks.receipts, receipt_facts(...), body)
 #pragma once
 
 #include "accounting.h"
 #include "engine/engine.h"
 #include "metrics.h"
+#include "receipt.h"
 #include "server.h"
 
 #include <httplib.h>
@@ -41,7 +43,31 @@ struct GenerationHooks {
       finished;
   /// A stream's cost header, sent before any token: the prompt's cost.
   std::function<std::string(int prompt_tokens, int cached_tokens)> quote;
+  /// Execution receipts (receipt.h): null unless the server signs them (`serve --receipts`).
+  /// A successful answer gets one: non-streamed, seal_response_body + the X-Swizzle-Receipt
+  /// header; streamed, its writes go through a ReceiptStream sealed before the end.
+  std::shared_ptr<const ReceiptSigner> receipts;
 };
+
+/// The facts of a receipt for a request that ran the engine: `endpoint` the route
+/// (endpoint_label(req.path): the security endpoint's as /v1/security/...), `body` the request body
+/// as received, `totals` the counts of all choices, `clock` the run's TokenClock (its
+/// token ids per choice). response_blake3 is left for the sealing step.
+inline ReceiptFacts receipt_facts(const std::string& endpoint, const std::string& body, bool stream,
+                                  const engine::SamplingParams& sampling, int max_tokens, int n,
+                                  const engine::GenerateResult& totals, const TokenClock& clock) {
+  ReceiptFacts f;
+  f.endpoint = endpoint;
+  f.stream = stream;
+  f.request_blake3 = blake3_hex(canonical_request(body));
+  f.output = clock.token_runs();
+  f.sampling = sampling;
+  f.max_tokens = max_tokens;
+  f.n = n;
+  f.prompt_tokens = totals.prompt_tokens;
+  f.cached_tokens = totals.cached_tokens;
+  return f;
+}
 
 /// The headers of a non-streamed answer that ran the engine, the same on every endpoint:
 /// X-Swizzle-Cache-Hit-Tokens / X-Swizzle-Uncached-Tokens, X-Swizzle-Cost-USD (`cost_usd`;

@@ -5,9 +5,11 @@
 #include "api_error.h"
 #include "client_socket.h"
 #include "json_depth.h"
+#include "key_store.h"
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
+#include "receipt.h"
 #include "route_hooks.h"
 
 #include <httplib.h>
@@ -109,6 +111,10 @@ struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
       : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices), anthropic(e),
         created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {
+    if (!opts.key_store.empty()) {
+      store = std::make_unique<KeyStore>(opts.key_store, opts.key_store_recheck_ms);
+      store->note = [this](const std::string& line) { log(line); };
+    }
     // From here on the keys exist only as digests inside `keys`.
     opts.api_key.clear();
     opts.api_keys.clear();
@@ -119,6 +125,7 @@ struct Server::Impl {
   ServerOptions opts;
   ChatCompletions chat;
   ApiKeys keys;
+  std::unique_ptr<KeyStore> store;  ///< --key-store: per-organisation keys with scopes (key_store.h); null = none
   Accounting accounting;  ///< the usage ledger and the metrics; every endpoint reports finished requests here
   AnthropicMessages anthropic;  // POST /v1/messages (anthropic_messages.h)
   GenerationHooks hooks;  ///< what every endpoint calls around a generation (route_hooks.h); filled by setup()
@@ -175,12 +182,52 @@ struct Server::Impl {
     log(buf);
   }
 
+  /// Who sent a request and what it may do.
+  struct Who {
+    bool ok = false;          ///< the credential is accepted
+    Caller caller;            ///< ledger identity: a configured key's name, "org:<org>" for a store key, ...
+    bool general = false;     ///< may use the generation routes under /v1/
+    bool security = false;    ///< may use /v1/security/...
+    std::string label;        ///< how error messages name the key
+  };
+
+  /// A store key (key_store.h) is {"org:<org>", its scopes}; any other accepted credential
+  /// (--api-key, --api-keys-file, the admin key, or anyone on a server without keys) has
+  /// the general scope only. With a key store, only configured or stored keys are accepted.
+  Who who(const httplib::Request& req) const {
+    const std::string credential =
+        request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+    if (store)
+      if (std::optional<KeyIdentity> k = store->resolve(credential))
+        return {true, Caller{"org:" + k->org, false}, k->general, k->security, "Key " + k->id + " of organisation '" + k->org + "'"};
+    std::optional<Caller> c = keys.resolve(credential);
+    if (store && c && !keys.required() && !c->admin) c.reset();
+    if (!c) return {};
+    return {true, *c, true, false, "This API key"};
+  }
+
   /// The ledger identity of a request (already authenticated by the pre-routing handler
   /// when keys are required; a rejected credential here means the path is not under /v1/).
   Caller caller_of(const httplib::Request& req) const {
-    std::optional<Caller> c =
-        keys.resolve(request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key")));
-    return c ? *c : Caller{"anonymous", false};
+    Who w = who(req);
+    return w.ok ? w.caller : Caller{"anonymous", false};
+  }
+
+  /// The scope a path needs: security under /v1/security/ and /security/, general for the other
+  /// generation and tokenizer routes, none for the rest (models, usage, probes).
+  static const char* required_scope(const std::string& path) {
+    if (path.rfind("/v1/security/", 0) == 0 || path.rfind("/security/", 0) == 0) return kScopeSecurity;
+    for (const char* p : {"/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
+                          "/tokenize", "/detokenize"})
+      if (path == p) return kScopeGeneral;
+    return nullptr;
+  }
+
+  /// The receipt facts of a chat completion (route_hooks.h).
+  static ReceiptFacts chat_receipt_facts(const httplib::Request& req, const ChatCompletions::Prepared& p,
+                                         const ChatCompletions::Outcome& o) {
+    return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens.value_or(-1),
+                         p.req.n, o.result, o.clock);
   }
 
   json model_json() const {
@@ -224,6 +271,8 @@ struct Server::Impl {
         ChatCompletions::Outcome o = chat.complete(*p, body);
         if (gone->load()) o.client_gone = true;
         set_generation_headers(res, o.result, hooks.finished(req, "/v1/chat/completions", o.result, o.clock));
+        if (hooks.receipts)
+          set_unique_header(res, kReceiptHeader, seal_response_body(*hooks.receipts, chat_receipt_facts(req, *p, o), body));
         res.set_content(dump(body), "application/json");
         log_request(req, 200, &o, ms_since(t0));
       } catch (const ApiError& e) {
@@ -254,9 +303,17 @@ struct Server::Impl {
         recorded = true;
         hooks.finished(req, "/v1/chat/completions", done.result, done.clock);
       };
+      // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
+      ReceiptStream out(
+          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          hooks.receipts != nullptr);
       try {
         o = chat.stream(
-            *p, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); }, record);
+            *p, [&out](std::string_view s) { return out.write(s); },
+            [&](const ChatCompletions::Outcome& done) {
+              record(done);
+              if (hooks.receipts) out.seal(*hooks.receipts, chat_receipt_facts(req, *p, done));
+            });
         // A stream cut by the shutdown is billed for what its client received, as one the
         // client left.
         if ((o.client_gone || o.cut) && o.result.prompt_tokens > 0) record(o);
@@ -301,25 +358,35 @@ struct Server::Impl {
         send_and_close(res, bad->status, dump(is_anthropic_path(req.path) ? anthropic_error_body(*bad) : bad->body()));
         return httplib::Server::HandlerResponse::Handled;
       }
-      if (keys.required()) {
-        // Everything needs the key but the probes (as llama.cpp's server: /health; and
-        // /metrics, which carries no request content).
-        if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
-        const std::string credential =
-            request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
-        if (keys.resolve(credential)) return httplib::Server::HandlerResponse::Unhandled;
-        if (is_anthropic_path(req.path)) {
-          send_anthropic_error(res, ApiError(401, credential.empty() ? "x-api-key header is required." : "invalid x-api-key"));
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        send_error(res, ApiError(401,
-                                 credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
-                                                "(Authorization: Bearer YOUR_KEY)."
-                                              : "Incorrect API key provided.",
-                                 "invalid_request_error", "", "invalid_api_key"));
+      // Everything needs an accepted key but the probes (as llama.cpp's server: /health;
+      // and /metrics, which carries no request content).
+      if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
+      const Who w = who(req);
+      if (w.ok) {
+        // The key's scopes (key_store.h): 403 in the API's schema when it lacks the path's.
+        const char* scope = required_scope(req.path);
+        const bool security = scope && std::string_view(scope) == kScopeSecurity;
+        if (!scope || (security ? w.security : w.general)) return httplib::Server::HandlerResponse::Unhandled;
+        std::string msg = w.label + " lacks the '" + scope + "' scope that " + req.path + " requires.";
+        if (security && !store)
+          msg += " This server has no key store, so no key has it (swizzle-rt serve --key-store FILE).";
+        ApiError e(403, msg, "permission_error", "", "missing_scope");
+        if (is_anthropic_path(req.path)) send_anthropic_error(res, e);
+        else send_error(res, e);
         return httplib::Server::HandlerResponse::Handled;
       }
-      return httplib::Server::HandlerResponse::Unhandled;
+      const std::string credential =
+          request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
+      if (is_anthropic_path(req.path)) {
+        send_anthropic_error(res, ApiError(401, credential.empty() ? "x-api-key header is required." : "invalid x-api-key"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      send_error(res, ApiError(401,
+                               credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
+                                                    "(Authorization: Bearer YOUR_KEY)."
+                                                  : "Incorrect API key provided.",
+                               "invalid_request_error", "", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
     });
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -345,8 +412,8 @@ struct Server::Impl {
       set_cache_headers(res, 0, 0);
       res.set_content(dump(model_json()), "application/json");
     });
-    http.Post("/v1/chat/completions",
-              [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+    for (const char* path : {"/v1/chat/completions", "/v1/security/chat/completions", "/security/v1/chat/completions"})
+      http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
     // llama.cpp server's tokenizer endpoints, with its defaults: POST /tokenize {"content":
     // str, "add_special": bool = false, "parse_special": bool = true, "with_pieces": bool =
     // false} -> {"tokens": [ids]} or, with pieces, {"tokens": [{"id", "piece"}]} (piece a
@@ -415,6 +482,7 @@ struct Server::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       accounting.metrics.count_response(endpoint_label(req.path), res.status);
     });
+    hooks.receipts = opts.receipts;
     hooks.enter = [this] { return enter_generation(); };
     hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
       const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
@@ -429,6 +497,15 @@ struct Server::Impl {
     hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };
     add_anthropic_routes(http, anthropic, opts.log, hooks);
     add_completions_route(http, engine, completions_cancelled, opts.log, hooks);
+    // The security endpoint: the same routes under /v1/security/, for keys with the
+    // security scope (pre-routing handler above; docs/server.md).
+    // Both spellings, so that SDKs whose base URL ends in /v1 (OpenAI: base_url
+    // http://host/v1/security) and those that add /v1 themselves (Anthropic: base_url
+    // http://host/security) reach it.
+    for (const char* base : {"/v1/security", "/security/v1"}) {
+      add_anthropic_routes(http, anthropic, opts.log, hooks, base);
+      add_completions_route(http, engine, completions_cancelled, opts.log, hooks, base);
+    }
 
     // Called for every response with status >= 400; fills only those httplib itself
     // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).

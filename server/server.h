@@ -3,6 +3,8 @@
 //   POST /v1/chat/completions   (stream or not; see openai_chat.h)
 //   GET  /v1/models, GET /v1/models/{id}
 //   GET  /v1/usage              the usage ledger: the caller's rows (all rows for the admin key)
+//   POST /v1/security/{chat/completions,completions,messages} (also /security/v1/...): the
+//                               same routes for keys with the security scope (key_store.h)
 //   POST /tokenize, /detokenize (llama.cpp server's tokenizer endpoints)
 //   GET  /health                -> {"status": "ok"}
 //   GET  /metrics               Prometheus text format 0.0.4 (metrics.h)
@@ -23,6 +25,8 @@
 
 namespace swz::server {
 
+class ReceiptSigner;
+
 struct ServerOptions {
   std::string api_key;               ///< non-empty: /v1/* requires "Authorization: Bearer <api_key>" (401 otherwise)
   std::vector<ApiKey> api_keys;      ///< more accepted keys (with names for the ledger); see api_keys.h
@@ -33,6 +37,13 @@ struct ServerOptions {
   /// SIGINT/SIGTERM under serve_until_signal: how long running generations may take to
   /// finish before they are cut (Server::shutdown). `swizzle-rt serve --shutdown-grace`.
   double shutdown_grace_s = 10.0;
+  /// Per-organisation keys with scopes (key_store.h; `swizzle-rt keys`), re-read when the
+  /// file changes. Empty = none. With a store, only its keys and the configured ones are accepted.
+  std::string key_store;
+  int key_store_recheck_ms = 1000;  ///< how often the store file's stamp is checked at most
+  /// Execution receipts: non-null = every successful generation response carries one
+  /// signed by this signer (receipt.h, docs/receipts.md). `swizzle-rt serve --receipts`.
+  std::shared_ptr<const ReceiptSigner> receipts;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };
