@@ -420,6 +420,8 @@ AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body) {
     p.admission = engine_.admit(p.gen);
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what());
+  } catch (const engine::Overloaded& e) {
+    throw queue_full_error(e.what(), e.retry_after_s);
   }
   p.id = random_id("msg_");
   return p;
@@ -640,6 +642,7 @@ void set_header(httplib::Response& res, const std::string& key, const std::strin
 
 void send_anthropic_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  set_error_headers(res, e);
   set_header(res, kCacheHitHeader, "0");
   set_header(res, kUncachedHeader, "0");
   res.set_content(anthropic_error_body(e).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");

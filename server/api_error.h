@@ -24,6 +24,7 @@ class ApiError : public std::runtime_error {
   std::string type;
   std::string param;
   std::string code;
+  int retry_after_s = 0;  ///< > 0: the response carries "Retry-After: <seconds>" (429)
 
   /// The response body for this error.
   nlohmann::json body() const {
@@ -77,6 +78,21 @@ inline ApiError shutdown_cut_error(int generated) {
                   "The server is shutting down: its grace period ended before this response was complete, and " + cut +
                       ". Retry the request.",
                   "server_error", "", "server_shutting_down");
+}
+
+/// 429 for a request refused because the scheduler's queue is full
+/// (engine::Overloaded: --parallel requests run and --max-queue wait), with Retry-After.
+/// Anthropic's schema shows it as rate_limit_error; OpenAI's SDK retries 429s itself.
+inline ApiError queue_full_error(const std::string& message, int retry_after_s) {
+  ApiError e(429, message, "server_overloaded", "", "queue_full");
+  e.retry_after_s = retry_after_s > 0 ? retry_after_s : 1;
+  return e;
+}
+
+/// Sets the headers an error carries beyond its body (Retry-After).
+template <class Response>
+void set_error_headers(Response& res, const ApiError& e) {
+  if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
 }
 
 /// 400 invalid_request_error naming the offending field.

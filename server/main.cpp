@@ -3,6 +3,7 @@
 //                    [--api-keys-file FILE] [--admin-key KEY] [--prices prices.json]
 //                    [--kv-pages N] [--cache-ttl S] [--cache-host-mb M] [--cache-dir DIR]
 //                    [--cache-disk-mb M] [--no-prefix-cache] [--shutdown-grace S]
+//                    [--parallel N] [--batch-tokens N] [--max-queue N]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
 //                    [--receipts KEYFILE] [--key-store FILE]
@@ -129,7 +130,9 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
                  signer->key_id().c_str(), signer->model().manifest_blake3.c_str());
     so.receipts = std::move(signer);
   }
-  so.http_threads = http_threads;
+  // Every queued or running request holds a connection thread while it waits for its
+  // tokens: leave room for them and for /health, /metrics and other quick requests.
+  so.http_threads = http_threads > 0 ? http_threads : cache_opts.parallel + cache_opts.max_queue + 8;
   so.shutdown_grace_s = shutdown_grace_s;
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
@@ -320,7 +323,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--prices", accounts.prices_file,
                         "prices of the usage ledger, JSON (USD per million tokens; see docs/server.md)")
       ->check(CLI::ExistingFile);
-  serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = max(8, cores))")
+  serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = --parallel + --max-queue + 8: each waiting or running request holds one)")
       ->check(CLI::NonNegativeNumber);
   serve_cmd->add_option("--shutdown-grace", shutdown_grace_s,
                         "SIGINT/SIGTERM: seconds running requests may take to finish before they are cut (with an "
@@ -338,6 +341,20 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   EngineOptions cache_opts;
   add_cache_options(serve_cmd, cache_opts);
+  // The scheduler (docs/server.md, "Scheduling").
+  serve_cmd->add_option("--parallel", cache_opts.parallel, "sequences decoded together at most (running slots)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  serve_cmd->add_option("--batch-tokens", cache_opts.batch_tokens,
+                        "rows (tokens) per forward pass: decode tokens of the running sequences first, then prompt "
+                        "tokens (chunked prefill) up to this budget; >= --parallel")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  serve_cmd->add_option("--max-queue", cache_opts.max_queue,
+                        "requests that may wait for a slot or KV pages; beyond --parallel + --max-queue a request gets "
+                        "429 with Retry-After")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
 
   auto* run_cmd = app.add_subcommand("run", "Generate once from a prompt and print the text");
   std::string prompt;

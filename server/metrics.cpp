@@ -76,6 +76,21 @@ void histogram(std::string& out, const std::string& name, const std::string& lab
   sample(out, name + "_count", labels, num(h.count()));
 }
 
+/// A histogram given as bounds and per-bucket counts (the last one +Inf), as the engine's
+/// SchedulerStats carry them.
+void histogram(std::string& out, const std::string& name, const std::vector<double>& bounds,
+               const std::vector<uint64_t>& counts, double sum) {
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds.size() && i < counts.size(); ++i) {
+    cum += counts[i];
+    sample(out, name + "_bucket", "le=\"" + num(bounds[i]) + "\"", num(cum));
+  }
+  if (counts.size() > bounds.size()) cum += counts.back();
+  sample(out, name + "_bucket", "le=\"+Inf\"", num(cum));
+  sample(out, name + "_sum", "", num(sum));
+  sample(out, name + "_count", "", num(cum));
+}
+
 }  // namespace
 
 void TokenClock::on_token() {
@@ -148,7 +163,8 @@ void Metrics::observe_generation(const std::string& endpoint, const std::string&
   }
 }
 
-std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecStats& spec) const {
+std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecStats& spec,
+                            const engine::SchedulerStats& sched) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   family(out, "swizzle_requests_total", "counter", "HTTP responses by endpoint and status code.");
@@ -183,6 +199,30 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   sample(out, "swizzle_prefix_cache_blocks", "tier=\"disk\"", num(cache.blocks_disk));
   family(out, "swizzle_prefix_cache_evictions_total", "counter", "Cached blocks dropped from the last tier.");
   sample(out, "swizzle_prefix_cache_evictions_total", "", num(cache.evictions));
+  family(out, "swizzle_kv_pages", "gauge",
+         "KV page pool (64 tokens a page): all pages, and free ones (in no block table and holding no cached block).");
+  sample(out, "swizzle_kv_pages", "state=\"total\"", num(cache.pages_total));
+  sample(out, "swizzle_kv_pages", "state=\"free\"", num(cache.pages_free));
+
+  // The scheduler (engine/scheduler.h).
+  auto gauge = [&](const char* name, const char* help, double v) {
+    family(out, name, "gauge", help);
+    sample(out, name, "", num(v));
+  };
+  gauge("swizzle_queue_length", "Requests waiting for a running slot or KV pages.", sched.queued);
+  gauge("swizzle_running_sequences", "Sequences in the running batch.", sched.running);
+  gauge("swizzle_parallel_slots", "Running sequences at most (--parallel).", sched.parallel);
+  family(out, "swizzle_requests_rejected_total", "counter", "Requests refused with 429 because the queue was full (--max-queue).");
+  sample(out, "swizzle_requests_rejected_total", "", num(sched.rejected));
+  family(out, "swizzle_steps_total", "counter", "Scheduler steps (forward passes).");
+  sample(out, "swizzle_steps_total", "", num(sched.steps));
+  family(out, "swizzle_step_seconds", "histogram", "Seconds of one scheduler step's forward pass.");
+  histogram(out, "swizzle_step_seconds", sched.step_seconds_bounds, sched.step_seconds_counts, sched.step_seconds_sum);
+  family(out, "swizzle_batch_sequences", "histogram", "Sequences in one step (batch size).");
+  histogram(out, "swizzle_batch_sequences", sched.batch_seqs_bounds, sched.batch_seqs_counts,
+            static_cast<double>(sched.step_seqs));
+  family(out, "swizzle_batch_rows", "histogram", "Rows (tokens) in one step: decode and draft tokens plus prompt chunks.");
+  histogram(out, "swizzle_batch_rows", sched.batch_rows_bounds, sched.batch_rows_counts, static_cast<double>(sched.step_rows));
 
   // Speculative decoding (engine/speculative.h): acceptance rate = accepted / drafted.
   auto engine_counter = [&](const char* name, const char* help, uint64_t v) {

@@ -89,7 +89,9 @@ class Metrics {
                           int cached_tokens, int output_tokens, double cost_usd, const TokenClock* timing);
   /// The exposition text (Content-Type: text/plain; version=0.0.4), with the engine's
   /// prefix-cache counters from `cache`.
-  std::string render(const engine::CacheStats& cache, const engine::SpecStats& spec = {}) const;
+  /// With `sched`, the scheduler's queue, running sequences, step time and batch size.
+  std::string render(const engine::CacheStats& cache, const engine::SpecStats& spec = {},
+                     const engine::SchedulerStats& sched = {}) const;
 
   /// Upper bounds (seconds) of the TTFT, ITL and duration histograms.
   static const std::vector<double>& ttft_buckets();

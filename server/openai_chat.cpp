@@ -464,6 +464,8 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
     }
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what());
+  } catch (const engine::Overloaded& e) {
+    throw queue_full_error(e.what(), e.retry_after_s);
   }
   p.id = new_completion_id();
   p.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -212,6 +212,8 @@ Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancel
       a = engine.admit(c.gen);
     } catch (const engine::InvalidRequest& e) {
       throw ApiError(400, e.what());
+    } catch (const engine::Overloaded& e) {
+      throw queue_full_error(e.what(), e.retry_after_s);
     }
     if (admitted) admitted(*a);
     LegacyLogprobs lp(engine);
@@ -291,6 +293,7 @@ json usage(const Totals& t) {
 
 void send_openai_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  set_error_headers(res, e);
   res.set_header(kCacheHitHeader, "0");
   res.set_header(kUncachedHeader, "0");
   res.set_content(dump(e.body()), "application/json");

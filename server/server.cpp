@@ -44,6 +44,7 @@ void set_cache_headers(httplib::Response& res, int cached, int uncached) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  set_error_headers(res, e);
   set_cache_headers(res, 0, 0);
   res.set_content(dump(e.body()), "application/json");
 }
@@ -57,6 +58,7 @@ ApiKeys make_keys(const ServerOptions& o) {
 
 void send_anthropic_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  set_error_headers(res, e);
   set_cache_headers(res, 0, 0);
   res.set_content(dump(anthropic_error_body(e)), "application/json");
 }
@@ -474,7 +476,7 @@ struct Server::Impl {
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       set_cache_headers(res, 0, 0);
-      res.set_content(accounting.metrics.render(engine.cache_stats(), engine.spec_stats()), "text/plain; version=0.0.4; charset=utf-8");
+      res.set_content(accounting.metrics.render(engine.cache_stats(), engine.spec_stats(), engine.scheduler_stats()), "text/plain; version=0.0.4; charset=utf-8");
     });
     // Every response, whatever produced it (handler, auth, error page), by route and status.
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {

@@ -1,22 +1,23 @@
 // The engine over any backend: the graph executor (runtime/exec) over the cpu, CUDA or
-// Vulkan backend, as the package's target names, behind one exec::SequenceModel, so
-// everything below is one code path. One sequence
-// runs at a time (a mutex); admission is concurrent. KV memory is a paged pool shared with the content-addressed prefix cache
-// (runtime/kvcache/block_manager.h):
+// Vulkan backend, as the package's target names. Generation runs in the scheduler
+// (engine/scheduler.h): continuous batching with chunked prefill, each step one batched
+// forward pass of the executor (an exec::BatchModel). Admission is concurrent. KV memory is a paged pool shared with the content-addressed
+// prefix cache (runtime/kvcache/block_manager.h):
 //   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
 //            in any tier and pins it: cached_tokens = min(64 * matched blocks, prompt - 1).
-//   run()    takes the pinned blocks into the sequence's block table (restoring host /
-//            disk copies into pages), prefills the rest (the last prompt position is
-//            always evaluated, so a full hit copies that block on write), publishes each
-//            full block of the prompt after prefill, and releases the sequence. Blocks
-//            that generated tokens complete are not published: their K/V were computed
-//            as Rows::Generated (cpu: llama.cpp's single-row order; GPU: the decode
+//   run()    submits the admission to the scheduler, which takes the pinned blocks into
+//            the sequence's block table (restoring host / disk copies into pages),
+//            prefills the rest (the last prompt position is always evaluated, so a full
+//            hit copies that block on write), publishes each full block of the prompt
+//            after prefill, and releases the sequence's pages when it ends. Blocks that
+//            generated tokens complete are not published: their K/V were computed as
+//            Rows::Generated (cpu: llama.cpp's single-row order; GPU: the decode
 //            kernels), a cold prefill of the same tokens computes Rows::Prompt.
 // Exactness rests on batch invariance: a token's K/V and logits do not depend on how
-// the prompt is split into forward() calls (ggml::matmul is bit-identical per row for
-// any row count, every other op is per row or per (token, head), attention's order is
-// fixed by Rows, not by the row count); tested in
-// test/unit/engine/prefix_cache_engine_test.cpp.
+// the prompt is split into forward passes or what else the pass carries (ggml::matmul is
+// bit-identical per row for any row count, every other op is per row or per (token,
+// head), attention's order is fixed by Rows, not by the row count); tested in
+// test/unit/engine/prefix_cache_engine_test.cpp and scheduler_test.cpp.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "exec/backend_model.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
+#include "engine/scheduler.h"
 #include "engine/speculative.h"
 #include "kvcache/block_manager.h"
 #include "package/package.h"
@@ -37,17 +39,7 @@
 namespace swz::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
-/// Prefill is evaluated in chunks of this many tokens (llama.cpp's default n_ubatch).
-constexpr int kPrefillChunk = 512;
-/// Prefill chunk when every prompt row's logits are needed (prompt logprobs): bounds the
-/// logits buffer to 64 rows (e.g. 39 MB for Qwen2.5's 151,936-token vocabulary). The
-/// chunking does not change any result (batch invariance, above).
-constexpr int kPromptLogprobsChunk = 64;
 
 class PackageEngine final : public Engine {
  public:
@@ -90,10 +82,33 @@ class PackageEngine final : public Engine {
       const std::string identity = "swizzle-kv/3 " + backend::kv_format(mf.target) + "\n" + mf.source_gguf.hash_algorithm + ":" +
                                    mf.source_gguf.digest + "\n" + mf.tokenizer.model + "/" + mf.tokenizer.pre + "/" +
                                    std::to_string(mf.tokenizer.n_vocab) + "\n" + mf.graph.dump();
-      bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), identity, opts.n_threads, kPrefillChunk);
+      if (opts.parallel < 1) throw LoadError("--parallel must be at least 1");
+      if (opts.batch_tokens < opts.parallel)
+        throw LoadError("--batch-tokens " + std::to_string(opts.batch_tokens) + " must be at least --parallel (" +
+                        std::to_string(opts.parallel) + "): every running sequence decodes in every step");
+      bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), identity, opts.n_threads, opts.batch_tokens,
+                                     opts.parallel);
       info_.backend = bm_.backend;
       kv_ = bm_.kv.get();
       model_ = bm_.model.get();
+      batch_ = bm_.executor.get();
+      SchedulerOptions so;
+      so.n_ctx = info_.n_ctx;
+      so.parallel = opts.parallel;
+      so.batch_tokens = opts.batch_tokens;
+      so.max_queue = opts.max_queue;
+      so.speculative = opts.speculative;
+      so.spec_draft_max = opts.spec_draft_max;
+      SchedulerHooks hooks;
+      hooks.is_eog = [this](int32_t t) { return tok_.is_eog(t); };
+      hooks.piece = [this](int32_t t) { return tok_.token_to_piece(t); };
+      // A device error sticks to the context (CUDA) or the device is gone (Vulkan): no
+      // later request could run, so the engine says so instead of failing each one.
+      hooks.failed = [this](const std::string& what) {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        if (failure_.empty()) failure_ = what;
+      };
+      sched_ = std::make_unique<Scheduler>(*batch_, *kv_, so, std::move(hooks));
     } catch (const LoadError&) {
       throw;
     } catch (const std::exception& e) {
@@ -103,10 +118,8 @@ class PackageEngine final : public Engine {
 
   const ModelInfo& info() const override { return info_; }
 
-  SpecStats spec_stats() const override {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    return spec_;
-  }
+  SpecStats spec_stats() const override { return sched_->spec_stats(); }
+  SchedulerStats scheduler_stats() const override { return sched_->stats(); }
 
   std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) override {
     ChatPrompt p;
@@ -160,14 +173,7 @@ class PackageEngine final : public Engine {
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
     if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
       throw InvalidRequest("logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(req.logprobs));
-    auto a = std::make_unique<CacheAdmission>(req, *kv_);
-    // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
-    if (kv_->prefix_cache_enabled() && !req.prompt_logprobs) {
-      a->keys = kvcache::block_keys(kv_->model(), req.prompt.data(), req.prompt.size());
-      const int matched = kv_->match_and_pin(a->keys, a->pinned);
-      a->set_cached(std::min(matched * kvcache::kBlockTokens, n_prompt - 1));
-    }
-    return a;
+    return sched_->admit(req);
   }
 
   std::string failure() const override {
@@ -177,148 +183,15 @@ class PackageEngine final : public Engine {
 
   GenerateResult run(Admission& admission, const TokenCallback& on_token) override {
     check_not_failed();
-    try {
-      return run_sequence(admission, on_token);
-    } catch (const backend::Error& e) {
-      // A device error sticks to the context (CUDA) or the device is gone (Vulkan): no
-      // later request could run, so the engine says so instead of failing each one.
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      if (failure_.empty()) failure_ = e.what();
-      throw;
-    }
-  }
-
-  GenerateResult run_sequence(Admission& admission, const TokenCallback& on_token) {
-    auto* a = dynamic_cast<CacheAdmission*>(&admission);
-    if (!a || a->kv != kv_) throw std::invalid_argument("run: the admission comes from another engine");
-    if (a->ran) throw std::invalid_argument("run: this admission has already run");
-    a->ran = true;
-    const GenerateRequest& req = a->request();
-    Sampler sampler(req.sampling);
-    std::lock_guard<std::mutex> lock(mu_);
-    GenerateResult res;
-    res.prompt_tokens = a->prompt_tokens();
-    res.cached_tokens = a->cached_tokens();
-    const auto t0 = Clock::now();
-    const int n_prompt = res.prompt_tokens;
-
-    // The pinned blocks become the head of the block table; their pins are then
-    // redundant (the table's page references keep them) and are dropped. Blocks that
-    // requests running between admit() and run() published extend the match: they are
-    // used too (less prefill) but not reported, since cached_tokens was final at
-    // admission (a stream's headers already carry it); CacheStats counts them as hits.
-    std::vector<int> pages = kv_->acquire(a->pinned);
-    a->release_pins();
-    if (kv_->prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a->keys.size()) {
-      std::vector<kvcache::BlockKey> more(a->keys.begin() + static_cast<ptrdiff_t>(pages.size()), a->keys.end()), pinned;
-      kv_->match_and_pin(more, pinned);
-      std::vector<int> extra;
-      try {
-        extra = kv_->acquire(pinned);
-      } catch (...) {
-        kv_->unpin(pinned);
-        for (int p : pages) kv_->unref_page(p);
-        throw;
-      }
-      kv_->unpin(pinned);
-      pages.insert(pages.end(), extra.begin(), extra.end());
-    }
-    const int reused = std::min(static_cast<int>(pages.size()) * kvcache::kBlockTokens, n_prompt - 1);
-    model_->attach(std::move(pages), reused);
-    history_.assign(req.prompt.begin(), req.prompt.begin() + reused);
-    struct Release {  // the sequence's pages go back on every exit path
-      exec::SequenceModel& m;
-      ~Release() { m.release(); }
-    } release{*model_};
-
-    std::vector<float> logits;
-    res.finish = FinishReason::Length;
-    const int nv = info_.n_vocab;
-    const int chunk = req.prompt_logprobs ? kPromptLogprobsChunk : kPrefillChunk;
-    for (int i = reused; i < n_prompt; i += chunk) {
-      if (a->cancel_requested()) {
-        res.finish = FinishReason::Cancelled;
-        res.prompt_logprobs.clear();
-        break;
-      }
-      const int n = std::min(chunk, n_prompt - i);
-      model_->forward(req.prompt.data() + i, n, req.prompt_logprobs ? n : 1, exec::SequenceModel::Rows::Prompt, logits);
-      history_.insert(history_.end(), req.prompt.begin() + i, req.prompt.begin() + i + n);
-      if (req.prompt_logprobs) {
-        // Row r (position i + r) predicts prompt token i + r + 1; the last row predicts
-        // the first generated token and stays, alone, for the decode loop.
-        for (int r = 0; r < n && i + r + 1 < n_prompt; ++r)
-          res.prompt_logprobs.push_back(token_logprobs(logits.data() + static_cast<size_t>(r) * nv, nv,
-                                                       req.prompt[static_cast<size_t>(i + r + 1)], std::max(0, req.logprobs)));
-        std::copy(logits.end() - nv, logits.end(), logits.begin());
-        logits.resize(static_cast<size_t>(nv));
-      }
-    }
-    const int evaluated = model_->n_past() - reused;
-    {
-      std::lock_guard<std::mutex> slock(stats_mu_);
-      hit_tokens_ += static_cast<uint64_t>(reused);
-      miss_tokens_ += static_cast<uint64_t>(evaluated);
-    }
-    // Full prompt blocks are shared as soon as they exist (a request admitted during
-    // this one's decode already finds them); also after a cancelled prefill: what was
-    // computed is exact. Only prompt blocks are ever published: generated tokens' K/V are
-    // computed as Rows::Generated (llama.cpp's single-row order), and a later prompt that
-    // contains them must get exactly what a cold prefill (Rows::Prompt) computes.
-    publish_blocks(a->keys);
-    res.prefill_ms = ms_since(t0);
-    const auto t1 = Clock::now();
-
-    DecodeStats ds;
-    if (res.finish != FinishReason::Cancelled) a->prefilled(res.prompt_logprobs);
-    if (res.finish != FinishReason::Cancelled) {
-      DecodeOptions dopt;
-      dopt.max_tokens = req.max_tokens >= 0 ? req.max_tokens : info_.n_ctx;
-      dopt.n_ctx = info_.n_ctx;
-      dopt.n_vocab = nv;
-      dopt.speculative = req.speculative.value_or(opts_.speculative);
-      // Greedy with nothing that needs the logits on the host: a GPU decode step copies
-      // back token ids only (the cpu backend has no such path and ignores it).
-      dopt.device_argmax = req.sampling.temperature <= 0 && req.sampling.presence_penalty == 0 &&
-                           req.sampling.frequency_penalty == 0 && req.logprobs < 0;
-      dopt.lookup.draft_max = std::max(1, opts_.spec_draft_max);
-      dopt.lookup.draft_init = std::min(dopt.lookup.draft_init, dopt.lookup.draft_max);
-      HistoryModel seq(*model_, history_);
-      ds = decode(
-          seq, sampler, logits, req.prompt, dopt, [this](int32_t t) { return tok_.is_eog(t); },
-          [&](int32_t t, const float* row) {
-            TokenEvent ev{t, tok_.token_to_piece(t), std::nullopt};
-            // The raw logits of t's position (verified positions' rows are bit-identical
-            // to plain decoding's, speculative.h), before penalties and temperature.
-            if (req.logprobs >= 0) ev.logprobs = token_logprobs(row, nv, t, req.logprobs);
-            res.text += ev.piece;
-            if (on_token && !on_token(ev)) return false;
-            return !a->cancel_requested();  // the client went away: stop before the next forward pass
-          });
-      res.completion_tokens = ds.completion_tokens;
-      res.finish = ds.finish;
-      res.spec_drafted = ds.drafted;
-      res.spec_accepted = ds.accepted;
-    }
-    {
-      std::lock_guard<std::mutex> slock(stats_mu_);
-      spec_.drafted_tokens += static_cast<uint64_t>(ds.drafted);
-      spec_.accepted_tokens += static_cast<uint64_t>(ds.accepted);
-      spec_.verify_passes += static_cast<uint64_t>(ds.verify_passes);
-      spec_.decode_passes += static_cast<uint64_t>(ds.forward_passes);
-      spec_.decode_tokens += static_cast<uint64_t>(ds.completion_tokens);
-    }
-    res.decode_ms = ms_since(t1);
-    return res;
+    return sched_->run(admission, on_token);
   }
 
   CacheStats cache_stats() const override {
     const kvcache::BlockStats b = kv_->stats();
     CacheStats s;
     {
-      std::lock_guard<std::mutex> slock(stats_mu_);
-      s.hit_tokens = hit_tokens_;
-      s.miss_tokens = miss_tokens_;
+      s.hit_tokens = sched_->hit_tokens();
+      s.miss_tokens = sched_->miss_tokens();
     }
     s.blocks_device = b.blocks_device;
     s.blocks_host = b.blocks_host;
@@ -335,67 +208,6 @@ class PackageEngine final : public Engine {
   }
 
  private:
-  /// The running sequence for the decode loop: the model's forward()/truncate(), with
-  /// history_ kept equal to the tokens whose K/V the cache holds.
-  class HistoryModel final : public DecodeModel {
-   public:
-    HistoryModel(exec::SequenceModel& m, std::vector<int32_t>& history) : m_(m), history_(history) {}
-    int n_past() const override { return m_.n_past(); }
-    // Generated tokens, alone or a speculative batch: Rows::Generated, so a verified
-    // position's logits are exactly those of decoding it alone.
-    void forward(const int32_t* tokens, int n_tokens, int n_out, std::vector<float>& logits) override {
-      m_.forward(tokens, n_tokens, n_out, exec::SequenceModel::Rows::Generated, logits);
-      history_.insert(history_.end(), tokens, tokens + n_tokens);
-    }
-    void truncate(int n) override {
-      m_.truncate(n);
-      history_.resize(static_cast<size_t>(m_.n_past()));
-    }
-    bool forward_argmax(const int32_t* tokens, int n_tokens, int n_out, std::vector<int32_t>& ids) override {
-      if (!m_.forward_argmax(tokens, n_tokens, n_out, exec::SequenceModel::Rows::Generated, ids)) return false;
-      history_.insert(history_.end(), tokens, tokens + n_tokens);
-      return true;
-    }
-
-   private:
-    exec::SequenceModel& m_;
-    std::vector<int32_t>& history_;
-  };
-
-  struct CacheAdmission final : Admission {
-    CacheAdmission(const GenerateRequest& r, kvcache::BlockManager& m) : Admission(r, 0), kv(&m) {}
-    ~CacheAdmission() override { release_pins(); }
-    void set_cached(int n) { cached_tokens_ = n; }
-    void release_pins() {
-      if (!pinned.empty()) kv->unpin(pinned);
-      pinned.clear();
-    }
-    kvcache::BlockManager* kv;
-    std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
-    std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched) while pinned
-    bool ran = false;
-  };
-
-  /// Publishes every full block of the sequence (history_, whose K/V positions
-  /// 0..n_past-1 are computed) that the cache may not hold yet. `prompt_keys` are the
-  /// prompt's block keys; keys of later blocks continue the chain. Caller holds mu_.
-  void publish_blocks(const std::vector<kvcache::BlockKey>& prompt_keys) {
-    if (!kv_->prefix_cache_enabled()) return;
-    const size_t n_full = static_cast<size_t>(model_->n_past()) / kvcache::kBlockTokens;
-    const std::vector<int>& table = model_->block_table();
-    std::vector<kvcache::BlockKey> keys(prompt_keys.begin(), prompt_keys.begin() + std::min(n_full, prompt_keys.size()));
-    if (n_full > keys.size()) {
-      const size_t from = keys.size() * kvcache::kBlockTokens;
-      const std::vector<kvcache::BlockKey> more =
-          kvcache::block_keys(kv_->model(), history_.data() + from, n_full * kvcache::kBlockTokens - from,
-                              keys.empty() ? kvcache::BlockKey{} : keys.back());
-      keys.insert(keys.end(), more.begin(), more.end());
-    }
-    // Deepest block first: a prefix ends up more recently used than its extensions, so
-    // LRU eviction never strands a chain's tail behind an evicted head.
-    for (size_t b = keys.size(); b-- > 0;) kv_->publish(keys[b], table[b]);
-  }
-
   /// Renders `p` with the model's template (see Engine::tokenize_chat_prompt).
   chat::Rendered render_chat(const ChatPrompt& p) const {
     if (p.messages.empty()) throw InvalidRequest("messages must not be empty");
@@ -527,16 +339,16 @@ class PackageEngine final : public Engine {
   package::LoadedPackage pkg_;
   tokenizer::Tokenizer tok_;
   std::optional<chat::ChatTemplate> template_;
+  ModelInfo info_;
+  mutable std::mutex stats_mu_;
+  std::string failure_;  // the device error that stopped the engine (stats_mu_)
+  // Destroyed in reverse order: the scheduler (its thread, the sequences' pages) first,
+  // then the backend, the KV pool and the model.
   exec::BackendModel bm_;  // the backend, the KV page pool and prefix cache, the model
   kvcache::BlockManager* kv_ = nullptr;   // bm_.kv
-  exec::SequenceModel* model_ = nullptr;  // bm_.model
-  ModelInfo info_;
-  std::mutex mu_;                 // one sequence at a time
-  std::vector<int32_t> history_;  // the running sequence's tokens (K/V computed for the first n_past)
-  mutable std::mutex stats_mu_;
-  uint64_t hit_tokens_ = 0, miss_tokens_ = 0;
-  SpecStats spec_;
-  std::string failure_;  // the device error that stopped the engine (stats_mu_)
+  exec::SequenceModel* model_ = nullptr;  // bm_.model (holds no sequence: the scheduler owns them)
+  exec::BatchModel* batch_ = nullptr;     // bm_.executor
+  std::unique_ptr<Scheduler> sched_;
 };
 
 }  // namespace

@@ -28,6 +28,15 @@ class EngineFailed : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The server is at its limit: every running slot is taken and the admission queue is full
+/// (EngineOptions::parallel, max_queue). what() says so; retry_after_s is a hint for the
+/// client (HTTP 429 with Retry-After).
+class Overloaded : public std::runtime_error {
+ public:
+  Overloaded(const std::string& what, int retry_after_s) : std::runtime_error(what), retry_after_s(retry_after_s) {}
+  int retry_after_s = 1;
+};
+
 /// A package or model that cannot be loaded (missing files, GGUF mismatch, unsupported
 /// architecture or chat template). what() names the file and the reason.
 class LoadError : public std::runtime_error {
@@ -50,6 +59,18 @@ struct EngineOptions {
   /// byte-identical; sampled: the same distribution); only speed differs.
   bool speculative = true;
   int spec_draft_max = 16;  ///< upper bound of the draft length γ (>= 1)
+  // The scheduler (engine/scheduler.h): continuous batching with chunked prefill.
+  int parallel = 8;        ///< sequences decoded together at most (running slots); >= 1
+  /// Rows (tokens) of one forward pass: every running sequence's decode tokens first
+  /// (speculative drafts included), then prompt tokens of prefilling sequences up to this
+  /// budget, so a long prompt is spread over several steps. >= parallel. Default 256:
+  /// measured on the 2-core dev VM (SmolLM2, 4 streams decoding while a 2,670-token prompt
+  /// arrives): 128 / 256 / 512 gave the long prompt's TTFT 29.9 / 26.4 / 30.8 s and the
+  /// streams' median inter-token gap meanwhile 1.4 / 2.1 / 5.9 s (docs/server.md).
+  int batch_tokens = 256;
+  /// Admitted requests that may wait for a slot or for KV pages beyond the running ones;
+  /// admit() throws Overloaded past parallel + max_queue outstanding admissions. >= 0.
+  int max_queue = 64;
 };
 
 /// Sampling, in the order llama.cpp applies them: top_k, top_p, min_p, temperature.
@@ -197,11 +218,14 @@ class Admission {
   int prompt_tokens() const { return static_cast<int>(req_.prompt.size()); }
   int cached_tokens() const { return cached_tokens_; }
   int uncached_tokens() const { return prompt_tokens() - cached_tokens_; }
-  /// Cancellation while no token is being delivered: run() calls `check` before every
-  /// prefill chunk (at most 512 prompt tokens apart) and before every decode step, from
-  /// its own thread; when it returns true, run() stops and returns FinishReason::Cancelled
-  /// (completion_tokens 0 if prefill was not finished). The TokenCallback returning false
-  /// still cancels between generated tokens. Set it before run().
+  /// Cancellation while no token is being delivered: `check` is called before every step
+  /// of the request's sequence (each prefill chunk, at most --batch-tokens prompt tokens
+  /// apart, and each decode step) from the engine's scheduler thread, and from run()'s
+  /// thread every 20 ms while the request waits and after every token; never two calls at
+  /// once. When it returns true, the sequence leaves at its next step and run() returns
+  /// FinishReason::Cancelled (completion_tokens 0 if prefill was not finished). The
+  /// TokenCallback returning false still cancels between generated tokens. Set it before
+  /// run(); it must be callable from another thread.
   void set_cancel_check(CancelCheck check) { cancel_ = std::move(check); }
   bool cancel_requested() const { return cancel_ && cancel_(); }
   /// Called by run() once, from its thread, when prefill has finished (not when it was
@@ -247,6 +271,27 @@ struct SpecStats {
   uint64_t decode_tokens = 0;     ///< tokens emitted by decode (tokens per pass = decode_tokens / decode_passes)
 };
 
+/// The scheduler's state and counters (for /metrics). Histogram counts are per bucket
+/// (not cumulative); the last count is the +Inf bucket.
+struct SchedulerStats {
+  int parallel = 0;          ///< running slots (EngineOptions::parallel)
+  int batch_tokens = 0;      ///< rows per forward pass at most
+  int running = 0;           ///< sequences in the running batch now
+  int queued = 0;            ///< submitted requests waiting for a slot or KV pages
+  int admitted = 0;          ///< admissions outstanding (queued, running, or admitted and not yet submitted)
+  uint64_t rejected = 0;     ///< admissions refused with Overloaded (queue full)
+  uint64_t steps = 0;        ///< forward passes run
+  uint64_t step_rows = 0;    ///< rows (tokens) over all steps
+  uint64_t step_seqs = 0;    ///< sequences over all steps (batch size = step_seqs / steps)
+  std::vector<double> step_seconds_bounds;  ///< upper bounds of the step-time histogram, seconds
+  std::vector<uint64_t> step_seconds_counts;
+  double step_seconds_sum = 0;
+  std::vector<double> batch_seqs_bounds;    ///< upper bounds of the sequences-per-step histogram
+  std::vector<uint64_t> batch_seqs_counts;
+  std::vector<double> batch_rows_bounds;    ///< upper bounds of the rows-per-step histogram
+  std::vector<uint64_t> batch_rows_counts;
+};
+
 class Engine {
  public:
   /// Loads a package directory written by `swizzlec compile`. Throws LoadError.
@@ -278,13 +323,15 @@ class Engine {
   /// The raw bytes of one token as generation emits them (TokenEvent::piece; may be a
   /// partial UTF-8 character). Default: detokenize({id}).
   virtual std::string token_piece(int32_t id) { return detokenize({id}); }
-  /// Validates `req` and looks up its cached prefix. Throws InvalidRequest when the
+  /// Validates `req` and looks up its cached prefix. Throws Overloaded when the
+  /// scheduler's queue is full (EngineOptions::max_queue), InvalidRequest when the
   /// prompt is empty, holds an id outside the vocabulary, does not leave room in the
   /// context, the sampling values are invalid, or logprobs is outside -1..kMaxTopLogprobs.
   virtual std::unique_ptr<Admission> admit(const GenerateRequest& req) = 0;
   /// Generates for an admitted request until an end-of-generation token, max_tokens, a
-  /// full context, or the callback returns false. Thread-safe: concurrent calls are
-  /// served one after another. `a` must come from this engine's admit().
+  /// full context, or the callback returns false. Thread-safe: concurrent calls run
+  /// together (PackageEngine: the scheduler's step loop batches them; the callback and
+  /// the cancel check run on the caller's thread). `a` must come from this engine's admit().
   virtual GenerateResult run(Admission& a, const TokenCallback& on_token) = 0;
   /// admit() then run().
   GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) {
@@ -293,6 +340,7 @@ class Engine {
   }
   virtual CacheStats cache_stats() const { return {}; }
   virtual SpecStats spec_stats() const { return {}; }
+  virtual SchedulerStats scheduler_stats() const { return {}; }
   /// Empty while the engine can serve; after its device failed (a CUDA fault, a lost
   /// Vulkan device: such errors stick to the context) the reason, and every later
   /// admit() and run() throws EngineFailed. A server reports it on /health (503) so that

@@ -521,23 +521,38 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         m.compact[b] = 2;
       }
     }
-    for (const Launch& l : op.launches) {
-      const int total = output ? out_rows : rows, gen = output ? gen_out : gen_rows;
-      const int lo = l.rec->phase == Phase::Prefill ? gen : 0;
-      const int hi = l.rec->phase == Phase::Decode ? gen : total;
-      if (hi <= lo) continue;
-      if (l.rec->scope == package::Scope::Batch) {
-        int ctx = 0;
-        for (const SequenceStep& s : seqs) ctx = std::max(ctx, s.pos0 + s.n_tokens);
-        m.run_launch(l, lo, hi - lo, 0, ctx, -1, output);
+    const int total = output ? out_rows : rows, gen = output ? gen_out : gen_rows;
+    auto range = [&](const Launch& l) {
+      return std::pair<int, int>(l.rec->phase == Phase::Prefill ? gen : 0, l.rec->phase == Phase::Decode ? gen : total);
+    };
+    const std::vector<Launch>& ls = op.launches;
+    for (size_t i = 0; i < ls.size();) {
+      if (ls[i].rec->scope == package::Scope::Batch) {
+        const auto [lo, hi] = range(ls[i]);
+        if (hi > lo) {
+          int ctx = 0;
+          for (const SequenceStep& s : seqs) ctx = std::max(ctx, s.pos0 + s.n_tokens);
+          m.run_launch(ls[i], lo, hi - lo, 0, ctx, -1, output);
+        }
+        ++i;
         continue;
       }
+      // A run of sequence-scope launches goes sequence by sequence: one sequence's launches
+      // that pass data through scratch (split-KV attention's partials, then their
+      // reduction) finish before the next sequence's reuse that scratch, which is sized
+      // for one sequence.
+      size_t j = i;
+      while (j < ls.size() && ls[j].rec->scope != package::Scope::Batch) ++j;
       for (int k = 0; k < n; ++k) {
         const SequenceStep& s = seqs[order[k]];
         const int r = output ? out0[k] : row0[k], cnt = output ? s.n_out : s.n_tokens;
-        if (r < lo || r >= hi) continue;
-        m.run_launch(l, r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
+        for (size_t t = i; t < j; ++t) {
+          const auto [lo, hi] = range(ls[t]);
+          if (r < lo || r >= hi) continue;
+          m.run_launch(ls[t], r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
+        }
       }
+      i = j;
     }
     // An output op's result is in output rows: in `main`, or in `gathered` when it wrote
     // into a buffer it gathered (in place).

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "exec/batch_model.h"
 #include "exec/sequence_model.h"
 #include "kvcache/block_manager.h"
 
@@ -45,17 +46,6 @@ struct LoadedPackage;
 
 namespace swz::exec {
 
-/// One sequence's part of a forward pass.
-struct SequenceStep {
-  const int32_t* tokens = nullptr;  ///< n_tokens token ids
-  int n_tokens = 0;
-  int pos0 = 0;                     ///< position of tokens[0]; the sequence holds 0..pos0-1 already
-  const int* block_table = nullptr; ///< page ids covering positions 0..pos0+n_tokens-1
-  int n_blocks = 0;
-  int n_out = 1;                    ///< logits rows wanted: the last n_out tokens (1..n_tokens)
-  SequenceModel::Rows rows = SequenceModel::Rows::Prompt;
-};
-
 struct ExecutorOptions {
   int max_rows = 512;   ///< rows (tokens of all sequences) per forward pass
   int max_seqs = 16;    ///< sequences per forward pass
@@ -63,7 +53,8 @@ struct ExecutorOptions {
   int n_pages = 0;      ///< KV page pool size (pages of 64 positions), >= 1
 };
 
-class GraphExecutor {
+/// SequenceStep (the batch's per-sequence record) is defined in exec/batch_model.h.
+class GraphExecutor final : public BatchModel {
  public:
   /// Uploads the package's weights and allocates everything (see the file comment).
   /// Throws backend::OutOfMemory / backend::Error from the device, std::runtime_error for
@@ -83,18 +74,20 @@ class GraphExecutor {
   /// on the device by the package's graph.sampling.argmax records, so a greedy step copies
   /// back n_out ids instead of n_out x n_vocab floats. Throws std::invalid_argument for
   /// token_ids when !has_device_argmax().
-  void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids);
+  void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) override;
   /// Whether the package has device argmax records (swizzlec writes them for GPU targets).
-  bool has_device_argmax() const;
+  bool has_device_argmax() const override;
 
-  int n_vocab() const { return n_vocab_; }
+  int n_vocab() const override { return n_vocab_; }
+  int max_rows() const override { return opts_.max_rows; }
+  int max_seqs() const override { return opts_.max_seqs; }
   const ExecutorOptions& options() const { return opts_; }
   const backend::DeviceInfo& device() const;
   /// f16 values in one page's host image (= kvcache::PageLayout::page_elems()).
   size_t page_elems() const;
   void read_page(int page, uint16_t* host);
   void write_page(int page, const uint16_t* host);
-  void copy_page(int dst, int src);
+  void copy_page(int dst, int src) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
 

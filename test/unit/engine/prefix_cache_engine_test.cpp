@@ -331,6 +331,7 @@ TEST(PrefixCacheEngine, CancelDuringPrefillStopsAndPublishesOnlyExactBlocks) {
   REQUIRE_PACKAGE(path);
   EngineOptions o = cold_opts();
   o.prefix_cache = true;
+  o.batch_tokens = 512;  // prefill chunks of 512 (the scheduler's step budget)
   std::unique_ptr<Engine> warm = Engine::load(path, o);
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
   std::vector<int32_t> base = warm->tokenize(kSource, true, false);
@@ -342,7 +343,9 @@ TEST(PrefixCacheEngine, CancelDuringPrefillStopsAndPublishesOnlyExactBlocks) {
   req.sampling.temperature = 0;
   std::unique_ptr<Admission> a = warm->admit(req);
   int polls = 0;
-  a->set_cancel_check([&] { return ++polls >= 2; });  // cancel after the first 512-token chunk
+  // The scheduler polls before each step, run() while it waits: the second poll comes
+  // during the first 512-token chunk, so the second chunk never runs.
+  a->set_cancel_check([&] { return ++polls >= 2; });
   bool got_token = false;
   GenerateResult r = warm->run(*a, [&](const TokenEvent&) {
     got_token = true;

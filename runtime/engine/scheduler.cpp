@@ -1,0 +1,763 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "engine/logprobs.h"
+#include "engine/prompt_lookup.h"
+#include "engine/sampler.h"
+
+namespace swz::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+/// Prefill chunk of a request that wants every prompt row's logits (prompt logprobs):
+/// bounds the logits of one step to 64 rows per such sequence.
+constexpr int kPromptLogprobsChunk = 64;
+constexpr int kTok = kvcache::kBlockTokens;
+
+const std::vector<double>& step_seconds_bounds() {
+  static const std::vector<double> b = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12};
+  return b;
+}
+const std::vector<double>& batch_seqs_bounds() {
+  static const std::vector<double> b = {1, 2, 4, 8, 16, 32, 64};
+  return b;
+}
+const std::vector<double>& batch_rows_bounds() {
+  static const std::vector<double> b = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  return b;
+}
+void observe(std::vector<uint64_t>& counts, const std::vector<double>& bounds, double v) {
+  ++counts[static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin())];
+}
+
+}  // namespace
+
+/// An admission of this scheduler: the request, its prompt's block keys and the pinned
+/// cached prefix; counted in admitted_ until run() ends or it is destroyed.
+class Scheduler::PagedAdmission final : public Admission {
+ public:
+  PagedAdmission(const GenerateRequest& r, Scheduler& s) : Admission(r, 0), sched(&s) {}
+  ~PagedAdmission() override {
+    release_pins();
+    uncount();
+  }
+  void set_cached(int n) { cached_tokens_ = n; }
+  void release_pins() {
+    if (!pinned.empty()) sched->kv_.unpin(pinned);
+    pinned.clear();
+  }
+  void uncount() {
+    if (counted) sched->admitted_.fetch_sub(1);
+    counted = false;
+  }
+  Scheduler* sched;
+  std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
+  std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched) while pinned
+  bool ran = false;
+  bool counted = true;
+};
+
+/// A submitted request as its caller's thread and the step thread share it.
+struct Scheduler::Job {
+  enum class Kind { Token, Prefilled, Done, Error };
+  struct Event {
+    Kind kind = Kind::Token;
+    TokenEvent token{0, {}, std::nullopt};
+    std::vector<TokenLogprobs> prompt_logprobs;
+    GenerateResult result;
+    std::exception_ptr error;
+  };
+  explicit Job(PagedAdmission& a) : adm(a), submitted(Clock::now()) {}
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      events.push_back(std::move(e));
+    }
+    cv.notify_one();
+  }
+  /// The caller's cancel check (Admission::set_cancel_check), called from run()'s thread
+  /// while the request waits and between tokens, and from the step thread before each
+  /// step of the sequence; one call at a time.
+  bool poll_cancel() {
+    if (cancel) return true;
+    std::lock_guard<std::mutex> lock(check_mu);
+    if (adm.cancel_requested()) cancel = true;
+    return cancel;
+  }
+  PagedAdmission& adm;
+  Clock::time_point submitted;
+  std::mutex check_mu;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Event> events;
+  std::atomic<bool> cancel{false};
+};
+
+/// A running sequence (step thread only).
+struct Scheduler::Seq {
+  Seq(std::shared_ptr<Job> j, const PromptLookupOptions& lo)
+      : job(std::move(j)), req(job->adm.request()), sampler(req.sampling), lookup(lo) {}
+  std::shared_ptr<Job> job;
+  const GenerateRequest& req;
+  std::vector<int> table;          // block table: position p in table[p / 64]
+  int n_past = 0;                  // positions whose K/V are computed
+  std::vector<int32_t> history;    // the tokens of positions 0..n_past-1
+  int reused = 0;                  // prompt tokens taken from the prefix cache
+  int reserve = 0;                 // pages reserved for this sequence
+  bool prefilling = true;
+  bool speculative = true;
+  bool argmax_ok = false;          // greedy, no penalties, no logprobs: device argmax ids suffice
+  int limit = 0;                   // max tokens to emit
+  Sampler sampler;
+  PromptLookup lookup;
+  int32_t pending = -1;            // emitted, not yet in the KV cache
+  int completion = 0;
+  FinishReason finish = FinishReason::Length;
+  bool done = false;
+  std::vector<TokenLogprobs> prompt_lp;
+  Clock::time_point t_prefilled;
+  int drafted = 0, accepted = 0, verify_passes = 0, forward_passes = 0;
+  // this step
+  std::vector<int32_t> tokens;
+  int n_draft = 0;
+  int n_out = 0;
+  bool use_ids = false;
+};
+
+Scheduler::Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks)
+    : model_(model), kv_(kv), opts_(opts), hooks_(std::move(hooks)), n_vocab_(model.n_vocab()) {
+  if (opts_.parallel < 1 || opts_.parallel > model.max_seqs())
+    throw std::invalid_argument("--parallel " + std::to_string(opts_.parallel) + " must be in 1.." + std::to_string(model.max_seqs()));
+  if (opts_.batch_tokens < opts_.parallel || opts_.batch_tokens > model.max_rows())
+    throw std::invalid_argument("--batch-tokens " + std::to_string(opts_.batch_tokens) + " must be in " +
+                                std::to_string(opts_.parallel) + " (--parallel).." + std::to_string(model.max_rows()));
+  if (opts_.max_queue < 0) throw std::invalid_argument("--max-queue must be >= 0");
+  pages_total_ = kv_.stats().pages_total;
+  step_s_counts_.assign(step_seconds_bounds().size() + 1, 0);
+  batch_seqs_counts_.assign(batch_seqs_bounds().size() + 1, 0);
+  batch_rows_counts_.assign(batch_rows_bounds().size() + 1, 0);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+int Scheduler::pages_needed(const GenerateRequest& req) const {
+  const int n_prompt = static_cast<int>(req.prompt.size());
+  const int gen = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
+  const int positions = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(n_prompt) + gen, opts_.n_ctx));
+  return (positions + kTok - 1) / kTok + 1;  // + one page for copy-on-write of a shared last block
+}
+
+std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
+  const int limit = opts_.parallel + opts_.max_queue;
+  int n = admitted_.load();
+  do {
+    if (n >= limit) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++rejected_;
+      throw Overloaded("the server is at capacity: " + std::to_string(opts_.parallel) + " requests run and " +
+                           std::to_string(opts_.max_queue) + " wait (--parallel, --max-queue); retry shortly",
+                       1);
+    }
+  } while (!admitted_.compare_exchange_weak(n, n + 1));
+  auto a = std::make_unique<PagedAdmission>(req, *this);  // counted from here
+  const int n_prompt = static_cast<int>(req.prompt.size());
+  // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
+  if (kv_.prefix_cache_enabled() && !req.prompt_logprobs) {
+    a->keys = kvcache::block_keys(kv_.model(), req.prompt.data(), req.prompt.size());
+    const int matched = kv_.match_and_pin(a->keys, a->pinned);
+    a->set_cached(std::min(matched * kTok, n_prompt - 1));
+  }
+  return a;
+}
+
+void Scheduler::cancel(Job& j) {
+  j.cancel = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_token) {
+  auto* a = dynamic_cast<PagedAdmission*>(&admission);
+  if (!a || a->sched != this) throw std::invalid_argument("run: the admission comes from another engine");
+  if (a->ran) throw std::invalid_argument("run: this admission has already run");
+  a->ran = true;
+  struct Uncount {  // the admission leaves the limit's count when run() returns
+    PagedAdmission& a;
+    ~Uncount() { a.uncount(); }
+  } uncount{*a};
+  auto job = std::make_shared<Job>(*a);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) throw std::runtime_error("the engine is shutting down");
+    waiting_.push_back(job);
+    wake_ = true;
+  }
+  cv_.notify_all();
+
+  GenerateResult res;
+  bool stopped = false;          // the caller stopped it (callback false, cancel check)
+  std::exception_ptr cb_error;   // the callback threw
+  auto stop = [&] {
+    if (!stopped) cancel(*job);
+    stopped = true;
+  };
+  for (;;) {
+    Job::Event ev;
+    {
+      std::unique_lock<std::mutex> lock(job->mu);
+      if (!job->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !job->events.empty(); })) {
+        lock.unlock();
+        // Nothing arrived: the request waits for a slot or its prefill runs; the client may
+        // have gone away meanwhile.
+        if (!stopped && job->poll_cancel()) stop();
+        continue;
+      }
+      ev = std::move(job->events.front());
+      job->events.pop_front();
+    }
+    switch (ev.kind) {
+      case Job::Kind::Token: {
+        if (stopped) break;
+        ++res.completion_tokens;
+        res.text += ev.token.piece;
+        bool go = true;
+        try {
+          go = !on_token || on_token(ev.token);
+        } catch (...) {
+          cb_error = std::current_exception();
+          go = false;
+        }
+        if (!go || job->poll_cancel()) stop();
+        break;
+      }
+      case Job::Kind::Prefilled:
+        if (stopped) break;
+        try {
+          a->prefilled(ev.prompt_logprobs);
+        } catch (...) {
+          cb_error = std::current_exception();
+          stop();
+        }
+        break;
+      case Job::Kind::Done: {
+        const int completion = res.completion_tokens;
+        std::string text = std::move(res.text);
+        res = std::move(ev.result);
+        res.completion_tokens = completion;
+        res.text = std::move(text);
+        if (stopped) res.finish = FinishReason::Cancelled;
+        if (cb_error) std::rethrow_exception(cb_error);
+        return res;
+      }
+      case Job::Kind::Error:
+        if (cb_error) std::rethrow_exception(cb_error);
+        std::rethrow_exception(ev.error);
+    }
+  }
+}
+
+void Scheduler::loop() {
+  std::vector<std::unique_ptr<Seq>> running;
+  std::deque<std::shared_ptr<Job>> local;  // jobs taken from waiting_, in arrival order
+  bool blocked = false;  // a waiting job could not start; retry after a while
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (running.empty()) {
+        if (blocked) cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return stop_ || wake_; });
+        else cv_.wait(lock, [&] { return stop_ || wake_; });
+      }
+      wake_ = false;
+      if (stop_) break;
+      while (!waiting_.empty()) {
+        local.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+    }
+    // Cancelled while waiting: they end without running (nothing was computed).
+    for (auto it = local.begin(); it != local.end();) {
+      if ((*it)->cancel) {
+        Job::Event ev;
+        ev.kind = Job::Kind::Done;
+        ev.result.prompt_tokens = (*it)->adm.prompt_tokens();
+        ev.result.cached_tokens = (*it)->adm.cached_tokens();
+        ev.result.finish = FinishReason::Cancelled;
+        (*it)->adm.release_pins();
+        (*it)->push(std::move(ev));
+        it = local.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Start the oldest waiting jobs while a slot and their pages are free.
+    while (!local.empty() && static_cast<int>(running.size()) < opts_.parallel) {
+      const int need = pages_needed(local.front()->adm.request());
+      if (reserved_pages_ + need > pages_total_) break;
+      PromptLookupOptions lo;
+      lo.draft_max = std::max(1, opts_.spec_draft_max);
+      lo.draft_init = std::min(lo.draft_init, lo.draft_max);
+      auto s = std::make_unique<Seq>(local.front(), lo);
+      s->reserve = need;
+      if (!start(*s)) break;  // pages of its cached prefix cannot be restored now: retry next step
+      reserved_pages_ += need;
+      running_n_.fetch_add(1);
+      running.push_back(std::move(s));
+      local.pop_front();
+    }
+    blocked = !local.empty();
+    {
+      // Jobs not yet started count as queued (stats): put them back in front.
+      std::lock_guard<std::mutex> lock(mu_);
+      while (!local.empty()) {
+        waiting_.push_front(std::move(local.back()));
+        local.pop_back();
+      }
+    }
+    if (running.empty()) continue;
+    bool device_failed = false;
+    try {
+      device_failed = !step(running);
+    } catch (...) {  // a bug, not the device: the running requests get the error
+      auto err = std::current_exception();
+      for (auto& sp : running) fail(*sp, err);
+    }
+    for (auto it = running.begin(); it != running.end();) {
+      if ((*it)->done) {
+        reserved_pages_ -= (*it)->reserve;
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (device_failed) {
+      // The device is gone: nothing queued can run either.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& j : waiting_) {
+        Job::Event ev;
+        ev.kind = Job::Kind::Error;
+        ev.error = std::make_exception_ptr(EngineFailed("the model's device failed; restart swizzle-rt"));
+        j->adm.release_pins();
+        j->push(std::move(ev));
+      }
+      waiting_.clear();
+    }
+  }
+  // Stopping: everything still here ends with an error.
+  auto err = std::make_exception_ptr(std::runtime_error("the engine stopped"));
+  for (auto& s : running) fail(*s, err);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& j : waiting_) {
+    Job::Event ev;
+    ev.kind = Job::Kind::Error;
+    ev.error = err;
+    j->adm.release_pins();
+    j->push(std::move(ev));
+  }
+  waiting_.clear();
+}
+
+bool Scheduler::start(Seq& s) {
+  PagedAdmission& a = s.job->adm;
+  const GenerateRequest& req = s.req;
+  const int n_prompt = static_cast<int>(req.prompt.size());
+  // The pinned blocks become the head of the block table; their pins are then redundant
+  // (the table's page references keep them). Blocks published after admit() extend the
+  // match: used (less prefill) but not reported, cached_tokens was final at admission.
+  std::vector<int> pages;
+  try {
+    pages = kv_.acquire(a.pinned);
+  } catch (const std::length_error&) {
+    return false;
+  }
+  a.release_pins();
+  if (kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
+    std::vector<kvcache::BlockKey> more(a.keys.begin() + static_cast<ptrdiff_t>(pages.size()), a.keys.end()), pinned;
+    kv_.match_and_pin(more, pinned);
+    try {
+      std::vector<int> extra = kv_.acquire(pinned);
+      pages.insert(pages.end(), extra.begin(), extra.end());
+    } catch (const std::length_error&) {
+      // fewer cached blocks: they are prefilled instead
+    }
+    kv_.unpin(pinned);
+  }
+  s.reused = std::min(static_cast<int>(pages.size()) * kTok, n_prompt - 1);
+  // A full hit keeps its last block: position n_prompt - 1 is recomputed into a copy of it.
+  s.table = std::move(pages);
+  s.n_past = s.reused;
+  s.history.assign(req.prompt.begin(), req.prompt.begin() + s.reused);
+  s.speculative = req.speculative.value_or(opts_.speculative);
+  s.argmax_ok = req.sampling.temperature <= 0 && req.sampling.presence_penalty == 0 && req.sampling.frequency_penalty == 0 &&
+                req.logprobs < 0;
+  s.limit = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
+  if (s.speculative) s.lookup.reset(req.prompt.data(), req.prompt.size());
+  return true;
+}
+
+bool Scheduler::prepare_pages(Seq& s, int n_tokens) {
+  const int first = s.n_past / kTok, last = (s.n_past + n_tokens - 1) / kTok;
+  try {
+    for (int b = first; b <= last; ++b) {
+      if (static_cast<size_t>(b) >= s.table.size()) {
+        s.table.push_back(kv_.alloc_page());
+      } else if (kv_.page_refcount(s.table[static_cast<size_t>(b)]) > 1) {
+        const int fresh = kv_.alloc_page();
+        try {
+          model_.copy_page(fresh, s.table[static_cast<size_t>(b)]);
+        } catch (...) {
+          kv_.unref_page(fresh);
+          throw;
+        }
+        kv_.unref_page(s.table[static_cast<size_t>(b)]);
+        s.table[static_cast<size_t>(b)] = fresh;
+      }
+    }
+  } catch (const std::length_error&) {
+    return false;  // no page now; the sequence keeps what it got and tries again
+  }
+  return true;
+}
+
+void Scheduler::truncate(Seq& s, int n) {
+  s.n_past = std::clamp(n, 0, s.n_past);
+  s.history.resize(static_cast<size_t>(s.n_past));
+  const size_t keep = static_cast<size_t>((s.n_past + kTok - 1) / kTok);
+  while (s.table.size() > keep) {
+    kv_.unref_page(s.table.back());
+    s.table.pop_back();
+  }
+}
+
+void Scheduler::publish_prompt_blocks(Seq& s) {
+  // Only prompt blocks are published: generated tokens' K/V are computed as
+  // Rows::Generated, and a later prompt that holds them must get what a cold prefill
+  // (Rows::Prompt) computes.
+  if (!kv_.prefix_cache_enabled()) return;
+  const size_t n_full = static_cast<size_t>(s.n_past) / kTok;
+  const std::vector<kvcache::BlockKey>& pk = s.job->adm.keys;
+  std::vector<kvcache::BlockKey> keys(pk.begin(), pk.begin() + static_cast<ptrdiff_t>(std::min(n_full, pk.size())));
+  if (n_full > keys.size()) {
+    const size_t from = keys.size() * kTok;
+    const std::vector<kvcache::BlockKey> more = kvcache::block_keys(kv_.model(), s.history.data() + from, n_full * kTok - from,
+                                                                     keys.empty() ? kvcache::BlockKey{} : keys.back());
+    keys.insert(keys.end(), more.begin(), more.end());
+  }
+  // Deepest block first: a prefix ends up more recently used than its extensions.
+  for (size_t b = keys.size(); b-- > 0;) kv_.publish(keys[b], s.table[b]);
+}
+
+void Scheduler::end_prefill_stats(Seq& s) {
+  hit_tokens_ += static_cast<uint64_t>(s.reused);
+  miss_tokens_ += static_cast<uint64_t>(s.n_past - s.reused);
+  publish_prompt_blocks(s);
+  s.t_prefilled = Clock::now();
+}
+
+void Scheduler::finish(Seq& s, FinishReason why) {
+  if (s.done) return;
+  if (s.prefilling) end_prefill_stats(s);  // cancelled during prefill: what was computed is exact and shared
+  s.done = true;
+  running_n_.fetch_sub(1);
+  s.finish = why;
+  for (int p : s.table) kv_.unref_page(p);
+  s.table.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    spec_.drafted_tokens += static_cast<uint64_t>(s.drafted);
+    spec_.accepted_tokens += static_cast<uint64_t>(s.accepted);
+    spec_.verify_passes += static_cast<uint64_t>(s.verify_passes);
+    spec_.decode_passes += static_cast<uint64_t>(s.forward_passes);
+    spec_.decode_tokens += static_cast<uint64_t>(s.completion);
+  }
+  Job::Event ev;
+  ev.kind = Job::Kind::Done;
+  GenerateResult& r = ev.result;
+  r.prompt_tokens = s.job->adm.prompt_tokens();
+  r.cached_tokens = s.job->adm.cached_tokens();
+  r.finish = why;
+  r.prefill_ms = ms_between(s.job->submitted, s.prefilling ? Clock::now() : s.t_prefilled);
+  r.decode_ms = s.prefilling ? 0 : ms_between(s.t_prefilled, Clock::now());
+  r.spec_drafted = s.drafted;
+  r.spec_accepted = s.accepted;
+  if (why != FinishReason::Cancelled || !s.prefilling) r.prompt_logprobs = s.prompt_lp;
+  s.job->push(std::move(ev));
+}
+
+void Scheduler::fail(Seq& s, std::exception_ptr e) {
+  if (s.done) return;
+  s.done = true;
+  running_n_.fetch_sub(1);
+  for (int p : s.table) kv_.unref_page(p);
+  s.table.clear();
+  Job::Event ev;
+  ev.kind = Job::Kind::Error;
+  ev.error = std::move(e);
+  s.job->push(std::move(ev));
+}
+
+bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
+  const int nv = n_vocab_;
+  // Ends a sequence's turn with token t (sampled from `row`, null for device ids).
+  // Returns whether generation goes on.
+  auto put = [&](Seq& s, int32_t t, const float* row, bool& emitted) {
+    emitted = false;
+    if (hooks_.is_eog(t)) {
+      finish(s, FinishReason::Stop);
+      return false;
+    }
+    ++s.completion;
+    emitted = true;
+    Job::Event ev;
+    ev.kind = Job::Kind::Token;
+    ev.token = TokenEvent{t, hooks_.piece(t), std::nullopt};
+    // The raw logits of t's position (verified rows are bit-identical to plain decoding's).
+    if (s.req.logprobs >= 0 && row) ev.token.logprobs = token_logprobs(row, nv, t, s.req.logprobs);
+    s.job->push(std::move(ev));
+    if (s.speculative) s.lookup.push(t);
+    if (s.job->cancel) {
+      finish(s, FinishReason::Cancelled);
+      return false;
+    }
+    if (s.completion >= s.limit) {
+      finish(s, FinishReason::Length);
+      return false;
+    }
+    return true;
+  };
+
+  // 1. Who is in this step: decoding sequences first, then prefill chunks.
+  std::vector<Seq*> decode, prefill;
+  for (auto& sp : running) {
+    Seq& s = *sp;
+    // The client may have gone away: checked before each of its steps (a prompt chunk, a
+    // decode step), as the single-sequence engine did before each chunk and token.
+    if (s.job->poll_cancel()) {
+      finish(s, FinishReason::Cancelled);
+      continue;
+    }
+    if (s.prefilling) {
+      prefill.push_back(&s);
+    } else if (s.n_past + 1 > opts_.n_ctx) {
+      finish(s, FinishReason::Length);  // context full
+    } else {
+      decode.push_back(&s);
+    }
+  }
+  int rows_left = opts_.batch_tokens - static_cast<int>(decode.size());
+  std::vector<Seq*> step;
+  std::vector<int32_t> draft;
+  for (Seq* sp : decode) {
+    Seq& s = *sp;
+    draft.clear();
+    if (s.speculative && rows_left > 0) {
+      // Emitting every draft token may not pass max_tokens; the batch must fit the context.
+      s.lookup.draft(std::min({s.limit - s.completion, opts_.n_ctx - s.n_past - 1, rows_left}), draft);
+    }
+    s.tokens.assign(1, s.pending);
+    s.tokens.insert(s.tokens.end(), draft.begin(), draft.end());
+    s.n_draft = static_cast<int>(draft.size());
+    s.n_out = 1 + s.n_draft;
+    if (!prepare_pages(s, static_cast<int>(s.tokens.size()))) {
+      // Cannot happen while reservations hold (pinned blocks of queued requests may keep
+      // pages); the sequence waits a step, keeping its pages.
+      continue;
+    }
+    rows_left -= s.n_draft;
+    step.push_back(&s);
+  }
+  for (Seq* sp : prefill) {
+    if (rows_left <= 0) break;
+    Seq& s = *sp;
+    const int n_prompt = static_cast<int>(s.req.prompt.size());
+    int n = std::min(n_prompt - s.n_past, rows_left);
+    if (s.req.prompt_logprobs) n = std::min(n, kPromptLogprobsChunk);
+    if (!prepare_pages(s, n)) continue;
+    s.tokens.assign(s.req.prompt.begin() + s.n_past, s.req.prompt.begin() + s.n_past + n);
+    s.n_draft = 0;
+    s.n_out = s.req.prompt_logprobs ? n : 1;
+    rows_left -= n;
+    step.push_back(&s);
+  }
+  if (step.empty()) {
+    if (!running.empty() && std::all_of(running.begin(), running.end(), [](const auto& s) { return s->done; })) return true;
+    // Every live sequence waits for pages that nothing running will free: end the newest.
+    for (auto it = running.rbegin(); it != running.rend(); ++it) {
+      if (!(*it)->done) {
+        fail(**it, std::make_exception_ptr(std::runtime_error("out of KV cache pages (--kv-pages)")));
+        break;
+      }
+    }
+    return true;
+  }
+
+  // 2. One forward pass.
+  bool need_logits = false, need_ids = false;
+  for (Seq* s : step) {
+    s->use_ids = s->argmax_ok && model_.has_device_argmax();
+    need_logits |= !s->use_ids;
+    need_ids |= s->use_ids;
+  }
+  std::vector<exec::SequenceStep> seqs;
+  seqs.reserve(step.size());
+  int rows = 0;
+  for (Seq* s : step) {
+    exec::SequenceStep st;
+    st.tokens = s->tokens.data();
+    st.n_tokens = static_cast<int>(s->tokens.size());
+    st.pos0 = s->n_past;
+    st.block_table = s->table.data();
+    st.n_blocks = (s->n_past + st.n_tokens + kTok - 1) / kTok;
+    st.n_out = s->n_out;
+    st.rows = s->prefilling ? exec::SequenceModel::Rows::Prompt : exec::SequenceModel::Rows::Generated;
+    rows += st.n_tokens;
+    seqs.push_back(st);
+  }
+  std::vector<float> logits;
+  std::vector<int32_t> ids;
+  const auto t0 = Clock::now();
+  try {
+    model_.forward(seqs, need_logits ? &logits : nullptr, need_ids ? &ids : nullptr);
+  } catch (const backend::Error& e) {
+    if (hooks_.failed) hooks_.failed(e.what());
+    auto err = std::current_exception();
+    for (auto& s : running) fail(*s, err);
+    return false;
+  } catch (...) {
+    auto err = std::current_exception();
+    for (Seq* s : step) fail(*s, err);
+    return true;
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++steps_;
+    step_rows_ += static_cast<uint64_t>(rows);
+    step_seqs_ += step.size();
+    step_s_sum_ += secs;
+    observe(step_s_counts_, step_seconds_bounds(), secs);
+    observe(batch_seqs_counts_, batch_seqs_bounds(), static_cast<double>(step.size()));
+    observe(batch_rows_counts_, batch_rows_bounds(), rows);
+  }
+
+  // 3. Per sequence: sample, verify, emit.
+  size_t out = 0;  // output row index of the sequence's first row
+  for (Seq* sp : step) {
+    Seq& s = *sp;
+    const size_t out0 = out;
+    out += static_cast<size_t>(s.n_out);
+    auto row = [&](int i) { return need_logits ? logits.data() + (out0 + static_cast<size_t>(i)) * nv : nullptr; };
+    const int n = static_cast<int>(s.tokens.size());
+    const int n_past0 = s.n_past;
+    s.n_past += n;
+    s.history.insert(s.history.end(), s.tokens.begin(), s.tokens.end());
+    if (s.prefilling) {
+      const int n_prompt = static_cast<int>(s.req.prompt.size());
+      if (s.req.prompt_logprobs) {
+        // Row r (position n_past0 + r) predicts prompt token n_past0 + r + 1.
+        for (int r = 0; r < n && n_past0 + r + 1 < n_prompt; ++r)
+          s.prompt_lp.push_back(token_logprobs(row(r), nv, s.req.prompt[static_cast<size_t>(n_past0 + r + 1)],
+                                               std::max(0, s.req.logprobs)));
+      }
+      if (s.n_past < n_prompt) continue;
+      s.prefilling = false;
+      end_prefill_stats(s);
+      if (s.job->cancel) {
+        finish(s, FinishReason::Cancelled);
+        continue;
+      }
+      Job::Event ev;
+      ev.kind = Job::Kind::Prefilled;
+      ev.prompt_logprobs = s.prompt_lp;
+      s.job->push(std::move(ev));
+      if (s.limit <= 0) {
+        finish(s, FinishReason::Length);
+        continue;
+      }
+      const float* last = row(s.n_out - 1);
+      const int32_t t = s.use_ids ? ids[out0 + static_cast<size_t>(s.n_out - 1)] : s.sampler.sample(last, nv);
+      bool emitted = false;
+      if (put(s, t, last, emitted)) s.pending = t;
+      continue;
+    }
+    // Decode: rows 0..k of [tok, d_1..d_k] predict d_1..d_k and one more token.
+    ++s.forward_passes;
+    const int k = s.n_draft;
+    if (k > 0) {
+      s.drafted += k;
+      ++s.verify_passes;
+    }
+    int accepted = 0;
+    for (int i = 0; i <= k; ++i) {
+      const float* r = row(i);
+      bool ok = false;
+      int32_t t;
+      if (s.use_ids) {  // greedy: the row's argmax, accepted when it is the draft token
+        t = ids[out0 + static_cast<size_t>(i)];
+        ok = i < k && t == s.tokens[static_cast<size_t>(i + 1)];
+      } else if (i < k) {
+        t = s.sampler.verify(r, nv, s.tokens[static_cast<size_t>(i + 1)], ok);
+      } else {
+        t = s.sampler.sample(r, nv);
+      }
+      bool emitted = false;
+      const bool go = put(s, t, r, emitted);
+      if (ok && emitted) ++accepted;
+      if (!go || !ok) {
+        // Keep the K/V of tok, d_1..d_i only: d_{i+1}.. follow a rejected token, or
+        // generation ended at t (which, like any last token, stays out of the cache).
+        if (!s.done && i < k) truncate(s, n_past0 + 1 + i);
+        s.pending = t;
+        break;
+      }
+    }
+    s.accepted += accepted;
+    if (k > 0) s.lookup.update(k, accepted);
+  }
+  return true;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats st;
+  st.parallel = opts_.parallel;
+  st.batch_tokens = opts_.batch_tokens;
+  st.running = running_n_.load();
+  st.admitted = admitted_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  st.queued = static_cast<int>(waiting_.size());
+  st.rejected = rejected_;
+  st.steps = steps_;
+  st.step_rows = step_rows_;
+  st.step_seqs = step_seqs_;
+  st.step_seconds_bounds = step_seconds_bounds();
+  st.step_seconds_counts = step_s_counts_;
+  st.step_seconds_sum = step_s_sum_;
+  st.batch_seqs_bounds = batch_seqs_bounds();
+  st.batch_seqs_counts = batch_seqs_counts_;
+  st.batch_rows_bounds = batch_rows_bounds();
+  st.batch_rows_counts = batch_rows_counts_;
+  return st;
+}
+
+SpecStats Scheduler::spec_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spec_;
+}
+
+}  // namespace swz::engine

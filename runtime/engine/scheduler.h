@@ -1,0 +1,131 @@
+// The serving core's scheduler: continuous batching with chunked prefill over one
+// exec::BatchModel (the graph executor, on the cpu, cuda or vulkan backend). No JSON, no
+// HTTP.
+//
+// Requests: admit() validates nothing (the engine did) but counts the admission against the
+// limits and pins the prompt's cached prefix; run() submits it and then, on the caller's
+// thread, reads the request's event queue (tokens, "prefill done", the end) and calls the
+// caller's TokenCallback, polling its cancel check between events. Generation itself runs
+// on the scheduler's own thread, one step (forward pass) at a time:
+//
+//   1. start waiting requests, oldest first, while fewer than `parallel` run and the KV
+//      page pool can hold what each may need (its prompt plus max_tokens, capped by the
+//      context, plus one page for copy-on-write): a running sequence never loses a page
+//      and never waits for one; a request that does not fit waits (FIFO, no overtaking);
+//   2. build the step: every decoding sequence's pending token (plus its prompt-lookup
+//      draft, verified in the same pass), then prompt tokens of prefilling sequences in
+//      arrival order up to `batch_tokens` rows (chunked prefill: a long prompt takes many
+//      steps while the others keep decoding);
+//   3. make the pages each sequence writes exist and be its own (copy-on-write of pages
+//      shared with the prefix cache), run one forward pass, sample / verify per sequence,
+//      send tokens to the requests' queues, retire finished and cancelled sequences (their
+//      pages go back at once).
+//
+// Per-sequence state (block table, token history, sampler, drafter, stop conditions) lives
+// here, not in the model. Exactness: prompt rows always run as Rows::Prompt and generated
+// rows (decode and verification) as Rows::Generated whatever the batch holds, and the
+// backends compute a row independently of the other rows and sequences of the pass
+// (batch invariance: executor.h, docs/package-format.md), so a request's greedy output does not
+// depend on what it is batched with or how its prompt is chunked.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "exec/batch_model.h"
+#include "kvcache/block_manager.h"
+
+namespace swz::engine {
+
+struct SchedulerOptions {
+  int n_ctx = 4096;          ///< longest sequence (positions)
+  int parallel = 8;          ///< running sequences at most (<= model.max_seqs())
+  int batch_tokens = 512;    ///< rows per step (<= model.max_rows(), >= parallel)
+  int max_queue = 64;        ///< outstanding admissions beyond `parallel` before Overloaded
+  bool speculative = true;   ///< default for requests that do not choose
+  int spec_draft_max = 16;   ///< upper bound of the draft length
+};
+
+/// What the scheduler needs from the tokenizer and the engine.
+struct SchedulerHooks {
+  std::function<bool(int32_t)> is_eog;          ///< token ends generation (not emitted)
+  std::function<std::string(int32_t)> piece;    ///< TokenEvent::piece of a token
+  std::function<void(const std::string&)> failed;  ///< the device failed (backend::Error); the engine records it
+};
+
+class Scheduler {
+ public:
+  /// Starts the step thread. `model` and `kv` must outlive the scheduler. Throws
+  /// std::invalid_argument when the options do not fit the model (parallel > max_seqs,
+  /// batch_tokens > max_rows or < parallel).
+  Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks);
+  /// Stops the step thread; requests still queued or running end with an error.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// Counts a (validated) request against parallel + max_queue and pins its cached prompt
+  /// prefix (unless prompt_logprobs). Throws Overloaded when the limit is reached.
+  std::unique_ptr<Admission> admit(const GenerateRequest& req);
+  /// Runs an admission of this scheduler to its end (see the file comment); exceptions of
+  /// the model (backend::Error, ...) and of `on_token` propagate. Throws
+  /// std::invalid_argument for a foreign or already-run admission.
+  GenerateResult run(Admission& a, const TokenCallback& on_token);
+
+  SchedulerStats stats() const;
+  SpecStats spec_stats() const;
+  /// Prompt tokens served from the prefix cache / prefilled since start.
+  uint64_t hit_tokens() const { return hit_tokens_.load(); }
+  uint64_t miss_tokens() const { return miss_tokens_.load(); }
+
+ private:
+  struct Job;
+  struct Seq;
+  class PagedAdmission;
+  void loop();
+  bool start(Seq& s);
+  bool step(std::vector<std::unique_ptr<Seq>>& running);
+  void finish(Seq& s, FinishReason why);
+  void fail(Seq& s, std::exception_ptr e);
+  bool prepare_pages(Seq& s, int n_tokens);
+  void truncate(Seq& s, int n);
+  void publish_prompt_blocks(Seq& s);
+  void end_prefill_stats(Seq& s);
+  int pages_needed(const GenerateRequest& req) const;
+  void cancel(Job& j);
+
+  exec::BatchModel& model_;
+  kvcache::BlockManager& kv_;
+  SchedulerOptions opts_;
+  SchedulerHooks hooks_;
+  int n_vocab_ = 0;
+  int pages_total_ = 0;
+  int reserved_pages_ = 0;  // step thread only
+
+  mutable std::mutex mu_;  // waiting_, stop_, stats below
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> waiting_;
+  bool stop_ = false;
+  bool wake_ = false;  // a waiting job was cancelled
+  std::atomic<int> admitted_{0};
+  std::atomic<int> running_n_{0};
+  std::atomic<uint64_t> hit_tokens_{0}, miss_tokens_{0};
+  // stats (mu_)
+  uint64_t rejected_ = 0, steps_ = 0, step_rows_ = 0, step_seqs_ = 0;
+  std::vector<uint64_t> step_s_counts_, batch_seqs_counts_, batch_rows_counts_;
+  double step_s_sum_ = 0;
+  SpecStats spec_;
+  std::thread thread_;
+};
+
+}  // namespace swz::engine

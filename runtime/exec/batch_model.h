@@ -1,0 +1,53 @@
+// What the scheduler (runtime/engine/scheduler.h) needs from a backend model: one forward
+// pass over a batch of sequences, each with its own tokens, first position, block table
+// (owned by the caller) and row kind. The graph executor (runtime/exec/executor.h)
+// implements it for every backend (cpu, cuda, vulkan).
+//
+// Page management is the caller's: before forward(), every page covering a step's positions
+// pos0 .. pos0 + n_tokens - 1 exists in its block table and is the sequence's own (a page
+// shared with the prefix cache or another sequence was copied first, through copy_page).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exec/sequence_model.h"
+
+namespace swz::exec {
+
+/// One sequence's part of a forward pass.
+struct SequenceStep {
+  const int32_t* tokens = nullptr;  ///< n_tokens token ids
+  int n_tokens = 0;
+  int pos0 = 0;                     ///< position of tokens[0]; the sequence holds 0..pos0-1 already
+  const int* block_table = nullptr; ///< page ids covering positions 0..pos0+n_tokens-1
+  int n_blocks = 0;
+  int n_out = 1;                    ///< logits rows wanted: the last n_out tokens (1..n_tokens)
+  SequenceModel::Rows rows = SequenceModel::Rows::Prompt;
+};
+
+class BatchModel {
+ public:
+  virtual ~BatchModel() = default;
+  virtual int n_vocab() const = 0;
+  /// Rows (tokens of all sequences) one forward() may carry.
+  virtual int max_rows() const = 0;
+  /// Sequences one forward() may carry.
+  virtual int max_seqs() const = 0;
+  /// Whether forward() can return device-computed argmax ids (token_ids).
+  virtual bool has_device_argmax() const = 0;
+  /// Runs the graph over `seqs` (KV written at each sequence's positions through its block
+  /// table). `logits` (may be null): f32 [sum n_out, n_vocab], sequence by sequence in the
+  /// order given. `token_ids` (may be null; only when has_device_argmax()): [sum n_out],
+  /// each output row's argmax, ties to the lowest id. Throws std::invalid_argument for a
+  /// batch over max_rows / max_seqs, a sequence past the context or with too few blocks;
+  /// backend::Error when the device fails.
+  virtual void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) = 0;
+  /// Copies page `src`'s K/V into page `dst` (copy-on-write of a shared page).
+  virtual void copy_page(int dst, int src) = 0;
+};
+
+}  // namespace swz::exec

@@ -1,0 +1,240 @@
+"""The scheduler behind `swizzle-rt serve` (issue 14 items 1-4), on the real default model:
+
+- 8 concurrent greedy requests (chat, streamed and not) give exactly the text each gives
+  alone, and /metrics shows steps that carried several sequences (continuous batching);
+- /health and /metrics answer within 200 ms while 8 streams run;
+- a client that disconnects mid-stream, or while its request waits in the queue, is gone
+  from the running set / queue within a step and its KV pages are free again (/metrics);
+- with every slot taken and the queue full, a request gets 429 with Retry-After in its
+  API's error schema (OpenAI and Anthropic), and the rejection is counted.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import socket
+import threading
+import time
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import start_rt
+
+TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compilers",
+          "the difference between TCP and UDP", "how to reverse a linked list in Python",
+          "three uses of a hash map", "what a KV cache is in a transformer", "the rules of tic-tac-toe"]
+# A completion prompt the model goes on repeating: generation that lasts (the default model
+# continues it to max_tokens).
+COUNTING = "la " * 100
+
+
+def scrape(base_url: str) -> dict:
+    r = requests.get(base_url + "/metrics", timeout=30)
+    assert r.status_code == 200
+    out = {}
+    for fam in text_string_to_metric_families(r.text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def metric(m: dict, name: str, **labels) -> float:
+    return m.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def chat(base_url: str, text: str, max_tokens: int, stream: bool) -> str:
+    body = {"model": "m", "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
+            "temperature": 0, "stream": stream}
+    r = requests.post(base_url + "/v1/chat/completions", json=body, timeout=300, stream=stream)
+    assert r.status_code == 200, r.text
+    if not stream:
+        return r.json()["choices"][0]["message"]["content"]
+    text = ""
+    for line in r.iter_lines():
+        if line.startswith(b"data: {"):
+            for c in json.loads(line[6:])["choices"]:
+                text += c["delta"].get("content") or ""
+    return text
+
+
+def wait_for(pred, timeout: float, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+@pytest.fixture(scope="module")
+def batch_server(rt_binary, package):
+    # A small token budget so prompts are chunked next to decoding streams.
+    s = start_rt(rt_binary, package, 1024, "--parallel", "8", "--batch-tokens", "64", "--no-prefix-cache")
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def test_concurrent_greedy_equals_alone(batch_server):
+    url = batch_server.base_url
+    prompts = [f"Explain {t}." for t in TOPICS]
+    alone = [chat(url, p, 20, stream=False) for p in prompts]
+    assert all(alone)
+    before = scrape(url)
+    with cf.ThreadPoolExecutor(8) as ex:
+        together = list(ex.map(lambda i: chat(url, prompts[i], 20, stream=i % 2 == 1), range(8)))
+    assert together == alone
+    after = scrape(url)
+    steps = metric(after, "swizzle_batch_sequences_count") - metric(before, "swizzle_batch_sequences_count")
+    single = (metric(after, "swizzle_batch_sequences_bucket", le="1.0") -
+              metric(before, "swizzle_batch_sequences_bucket", le="1.0"))
+    assert steps > 0 and single < steps, "some steps carried several sequences"
+    assert metric(after, "swizzle_running_sequences") == 0
+    assert metric(after, "swizzle_queue_length") == 0
+
+
+def test_health_and_metrics_answer_fast_while_8_streams_run(batch_server):
+    url = batch_server.base_url
+    started = threading.Barrier(9)
+    stop = threading.Event()
+
+    def stream(i: int):
+        body = {"model": "m", "messages": [{"role": "user", "content": f"Write a long story about {TOPICS[i]}."}],
+                "max_tokens": 200, "temperature": 0, "stream": True}
+        with requests.post(url + "/v1/chat/completions", json=body, timeout=300, stream=True) as r:
+            assert r.status_code == 200
+            first = True
+            for line in r.iter_lines():
+                if first and line.startswith(b"data: {"):
+                    first = False
+                    started.wait(timeout=120)
+                if stop.is_set():
+                    return
+
+    threads = [threading.Thread(target=stream, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        started.wait(timeout=120)
+        m = scrape(url)
+        assert metric(m, "swizzle_running_sequences") >= 1
+        worst = 0.0
+        for _ in range(10):
+            for path in ("/health", "/metrics"):
+                t0 = time.monotonic()
+                r = requests.get(url + path, timeout=10)
+                worst = max(worst, time.monotonic() - t0)
+                assert r.status_code == 200
+            time.sleep(0.05)
+        assert worst < 0.2, f"/health or /metrics took {worst:.3f}s while 8 streams ran"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 10)
+
+
+def test_disconnect_mid_stream_frees_the_pages(batch_server):
+    url = batch_server.base_url
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
+    total = metric(scrape(url), "swizzle_kv_pages", state="total")
+    assert metric(scrape(url), "swizzle_kv_pages", state="free") == total
+    body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "stream": True}
+    r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
+    assert r.status_code == 200
+    it = r.iter_lines()
+    got = 0
+    for line in it:
+        if line.startswith(b"data: {"):
+            got += 1
+            if got == 3:
+                break
+    m = scrape(url)
+    assert metric(m, "swizzle_running_sequences") == 1
+    assert metric(m, "swizzle_kv_pages", state="free") < total
+    r.close()  # the client goes away
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 2.0)
+    assert metric(scrape(url), "swizzle_kv_pages", state="free") == total
+
+
+@pytest.fixture(scope="module")
+def one_slot_server(rt_binary, package):
+    s = start_rt(rt_binary, package, 1024, "--parallel", "1", "--max-queue", "1", "--no-prefix-cache")
+    yield s
+    assert s.stop() == 0, s.log()
+
+
+def long_stream(url: str):
+    """A streamed completion that keeps the model busy for hundreds of tokens (it goes on
+    repeating), read up to its first token; close() it to end it."""
+    body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "stream": True}
+    r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
+    assert r.status_code == 200
+    # The line iterator stays referenced: a discarded one closes the connection (urllib3).
+    r.lines = r.iter_lines()
+    for line in r.lines:
+        if line.startswith(b"data: {"):
+            break
+    return r
+
+
+def test_queued_client_that_leaves_is_dropped(one_slot_server):
+    url = one_slot_server.base_url
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
+    running = long_stream(url)
+    try:
+        # A second request waits for the only slot; its client hangs up while it waits.
+        host, port = url.removeprefix("http://").split(":")
+        payload = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 5,
+                              "temperature": 0}).encode()
+        s = socket.create_connection((host, int(port)), timeout=30)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 1, 10)
+        assert metric(scrape(url), "swizzle_running_sequences") == 1
+        s.close()
+        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 0, 2.0)
+        assert metric(scrape(url), "swizzle_running_sequences") == 1  # the running one is untouched
+    finally:
+        running.close()
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 2.0)
+
+
+def test_queue_full_is_429_with_retry_after(one_slot_server):
+    url = one_slot_server.base_url
+    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 10)
+    rejected0 = metric(scrape(url), "swizzle_requests_rejected_total")
+    running = long_stream(url)
+    queued_result = {}
+
+    def queued():  # takes the one queue place
+        body = {"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
+        queued_result["r"] = requests.post(url + "/v1/chat/completions", json=body, timeout=300)
+
+    t = threading.Thread(target=queued)
+    t.start()
+    try:
+        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 1, 10)
+        body = {"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
+        r = requests.post(url + "/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 429, r.text
+        assert int(r.headers["Retry-After"]) >= 1
+        err = r.json()["error"]
+        assert err["code"] == "queue_full" and "capacity" in err["message"]
+        r = requests.post(url + "/v1/messages", json={"model": "m", "max_tokens": 3,
+                                                      "messages": [{"role": "user", "content": "Say hi."}]},
+                          headers={"anthropic-version": "2023-06-01"}, timeout=30)
+        assert r.status_code == 429, r.text
+        assert int(r.headers["Retry-After"]) >= 1
+        assert r.json()["type"] == "error" and r.json()["error"]["type"] == "rate_limit_error"
+        r = requests.post(url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3}, timeout=30)
+        assert r.status_code == 429, r.text
+        assert int(r.headers["Retry-After"]) >= 1
+        assert metric(scrape(url), "swizzle_requests_rejected_total") - rejected0 == 3
+    finally:
+        running.close()
+        t.join(timeout=120)
+    assert queued_result["r"].status_code == 200  # the queued one ran once the slot was free
+    # With the slot free again, requests are served.
+    assert chat(url, "Say hi.", 3, stream=False) is not None

@@ -1,0 +1,252 @@
+// The scheduler (engine/scheduler.h) on the real default model (SmolLM2-135M-Instruct
+// Q4_1; path from SWZ_PACKAGE, as prefix_cache_engine_test):
+//  - 16 requests run together give exactly the greedy tokens each gives alone, with
+//    chunked prefill (a small --batch-tokens) and speculative decoding, and without
+//    either, and the steps really carried several sequences;
+//  - a request cancelled while it waits for a slot ends at once without a token;
+//  - admissions past parallel + max_queue throw Overloaded;
+//  - a page pool that fits one request at a time queues the second, both are exact, and
+//    every page is free afterwards.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace swz::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string package_path() {
+  if (const char* p = std::getenv("SWZ_PACKAGE")) return p;
+  const std::string local = std::string(SWZ_SOURCE_DIR) + "/build/models/smollm2.swz";
+  return fs::exists(local + "/manifest.json") ? local : "";
+}
+
+#define REQUIRE_PACKAGE(path)                                                                              \
+  const std::string path = package_path();                                                                 \
+  if (path.empty()) {                                                                                      \
+    if (const char* r = std::getenv("SWZ_REQUIRE"); r && std::string(r) == "1")                            \
+      FAIL() << "SWZ_PACKAGE is not set (SWZ_REQUIRE=1)";                                                  \
+    GTEST_SKIP() << "no compiled default model: set SWZ_PACKAGE (scripts/compile-default.sh prints it)";  \
+  }
+
+const char* kTopics[] = {"a binary search in C",
+                         "why the sky is blue",
+                         "a haiku about compilers",
+                         "the difference between TCP and UDP",
+                         "how to reverse a linked list in Python, with the code repeated twice",
+                         "three uses of a hash map",
+                         "what a KV cache is in a transformer",
+                         "the rules of tic-tac-toe"};
+
+std::vector<int32_t> prompt_for(Engine& e, int i) {
+  std::string text = std::string("Explain ") + kTopics[i % 8] + ".";
+  // Two prompts of over 256 tokens: decode attention over more than 256 positions runs
+  // split over the context on GPU packages (partials in scratch, then a reduction).
+  if (i % 4 == 3)
+    for (int r = 0; r < 24; ++r) text += " Consider also item " + std::to_string(r) + " of the list, " + kTopics[r % 8] + ".";
+  // Longer prompts for some, so prefill spans several steps of a small token budget.
+  for (int r = 0; r < i % 3; ++r) text += " Please be precise and give a short example of " + std::string(kTopics[(i + r + 1) % 8]) + ".";
+  return e.tokenize_chat({{"user", text}}, true);
+}
+
+struct Gen {
+  std::vector<int32_t> tokens;
+  GenerateResult r;
+};
+
+Gen greedy(Engine& e, const std::vector<int32_t>& prompt, int n, std::function<bool()> cancel = {}) {
+  GenerateRequest req;
+  req.prompt = prompt;
+  req.max_tokens = n;
+  req.sampling.temperature = 0;
+  std::unique_ptr<Admission> a = e.admit(req);
+  if (cancel) a->set_cancel_check(cancel);
+  Gen out;
+  out.r = e.run(*a, [&](const TokenEvent& ev) {
+    out.tokens.push_back(ev.token);
+    return true;
+  });
+  return out;
+}
+
+EngineOptions opts() {
+  EngineOptions o;
+  o.n_ctx = 512;
+  o.prefix_cache = false;
+  return o;
+}
+
+/// Runs `prompts` concurrently (one thread each) on `e`, kTokens greedy tokens each.
+std::vector<Gen> together(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int n) {
+  std::vector<Gen> out(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) threads.emplace_back([&, i] { out[i] = greedy(e, prompts[i], n); });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+/// Steps since `before` that carried two or more sequences.
+uint64_t multi_sequence_steps(const SchedulerStats& before, const SchedulerStats& after) {
+  uint64_t multi = 0;
+  for (size_t b = 1; b < after.batch_seqs_counts.size(); ++b) multi += after.batch_seqs_counts[b] - before.batch_seqs_counts[b];
+  return multi;
+}
+
+// Issue 14 item 5: 16 different prompts (four of them past 256 tokens) give the same
+// greedy tokens alone and all together, with chunked prefill (a 48-token budget) and
+// speculative decoding, and without either.
+TEST(Scheduler, ConcurrentGreedyEqualsAlone) {
+  REQUIRE_PACKAGE(path);
+  constexpr int kN = 16, kTokens = 16;
+  EngineOptions o = opts();
+  o.n_ctx = 1024;
+  o.kv_pages = 256;  // room for all 16 at once
+  o.parallel = kN;
+  std::unique_ptr<Engine> alone_engine = Engine::load(path, o);
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Gen> alone;
+  for (int i = 0; i < kN; ++i) {
+    prompts.push_back(prompt_for(*alone_engine, i));
+    alone.push_back(greedy(*alone_engine, prompts.back(), kTokens));
+    ASSERT_GT(alone.back().tokens.size(), 0u);
+  }
+  const SchedulerStats a = alone_engine->scheduler_stats();
+  EXPECT_EQ(a.batch_seqs_counts[0], a.steps) << "alone, every step carries one sequence";
+
+  struct Case {
+    const char* name;
+    int batch_tokens;
+    bool speculative;
+  };
+  for (const Case& c : {Case{"chunked prefill, speculative", 48, true}, Case{"whole prompts, no speculation", 512, false}}) {
+    SCOPED_TRACE(c.name);
+    EngineOptions oc = o;
+    oc.batch_tokens = c.batch_tokens;
+    oc.speculative = c.speculative;
+    std::unique_ptr<Engine> e = Engine::load(path, oc);
+    const SchedulerStats before = e->scheduler_stats();
+    const std::vector<Gen> got = together(*e, prompts, kTokens);
+    for (int i = 0; i < kN; ++i) {
+      EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
+      EXPECT_EQ(got[i].r.text, alone[i].r.text) << "request " << i;
+      EXPECT_EQ(got[i].r.finish, alone[i].r.finish) << "request " << i;
+      EXPECT_EQ(got[i].r.completion_tokens, static_cast<int>(alone[i].tokens.size()));
+    }
+    const SchedulerStats after = e->scheduler_stats();
+    EXPECT_GT(multi_sequence_steps(before, after), 0u);
+    EXPECT_GT(after.step_seqs - before.step_seqs, after.steps - before.steps) << "more sequences than steps: batching happened";
+    EXPECT_EQ(after.running, 0);
+    EXPECT_EQ(after.queued, 0);
+    EXPECT_EQ(after.admitted, 0);
+    const CacheStats cs = e->cache_stats();
+    EXPECT_EQ(cs.pages_free, cs.pages_total) << "every page is back (prefix cache off)";
+  }
+}
+
+TEST(Scheduler, CancelWhileQueuedEndsAtOnceWithoutTokens) {
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = opts();
+  o.parallel = 1;
+  std::unique_ptr<Engine> e = Engine::load(path, o);
+  const std::vector<int32_t> p = prompt_for(*e, 1);
+  std::atomic<bool> first_started{false};
+  Gen first;
+  std::chrono::steady_clock::time_point first_end, second_end;
+  std::thread t([&] {
+    GenerateRequest req;
+    req.prompt = p;
+    req.max_tokens = 64;
+    req.sampling.temperature = 0;
+    std::unique_ptr<Admission> a = e->admit(req);
+    first.r = e->run(*a, [&](const TokenEvent& ev) {
+      first_started = true;
+      first.tokens.push_back(ev.token);
+      return true;
+    });
+    first_end = std::chrono::steady_clock::now();
+  });
+  while (!first_started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Gen second = greedy(*e, p, 64, [&] { return cancel.load(); });
+  second_end = std::chrono::steady_clock::now();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceller.join();
+  t.join();
+  EXPECT_EQ(second.r.finish, FinishReason::Cancelled);
+  EXPECT_TRUE(second.tokens.empty());
+  EXPECT_EQ(second.r.completion_tokens, 0);
+  EXPECT_NE(first.r.finish, FinishReason::Cancelled);
+  EXPECT_EQ(first.r.completion_tokens, static_cast<int>(first.tokens.size()));
+  // Left the queue within a few polls, while the first request still ran.
+  EXPECT_LT(waited, 1.0);
+  EXPECT_LT(second_end, first_end);
+  const CacheStats cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+TEST(Scheduler, AdmissionsPastTheQueueAreOverloaded) {
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = opts();
+  o.parallel = 1;
+  o.max_queue = 1;
+  std::unique_ptr<Engine> e = Engine::load(path, o);
+  GenerateRequest req;
+  req.prompt = prompt_for(*e, 0);
+  req.max_tokens = 2;
+  std::unique_ptr<Admission> a = e->admit(req), b = e->admit(req);
+  try {
+    (void)e->admit(req);
+    FAIL() << "a third admission must be refused";
+  } catch (const Overloaded& ex) {
+    EXPECT_GE(ex.retry_after_s, 1);
+  }
+  EXPECT_EQ(e->scheduler_stats().rejected, 1u);
+  EXPECT_EQ(e->scheduler_stats().admitted, 2);
+  e->run(*a, nullptr);  // a finished run gives its place back
+  EXPECT_EQ(e->scheduler_stats().admitted, 1);
+  std::unique_ptr<Admission> c = e->admit(req);
+  b.reset();  // as does a dropped admission
+  std::unique_ptr<Admission> d = e->admit(req);
+  EXPECT_EQ(e->scheduler_stats().admitted, 2);
+}
+
+TEST(Scheduler, KvExhaustionQueuesInsteadOfFailing) {
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = opts();
+  o.n_ctx = 256;
+  o.kv_pages = 5;  // room for one request of the whole context at a time
+  o.parallel = 4;
+  std::unique_ptr<Engine> e = Engine::load(path, o);
+  const std::vector<int32_t> p0 = prompt_for(*e, 2), p1 = prompt_for(*e, 5);
+  const Gen a0 = greedy(*e, p0, -1), a1 = greedy(*e, p1, -1);  // until the end of the answer or the context
+  const SchedulerStats before = e->scheduler_stats();
+  Gen t0, t1;
+  std::thread x([&] { t0 = greedy(*e, p0, -1); });
+  std::thread y([&] { t1 = greedy(*e, p1, -1); });
+  x.join();
+  y.join();
+  EXPECT_EQ(t0.tokens, a0.tokens);
+  EXPECT_EQ(t1.tokens, a1.tokens);
+  const SchedulerStats after = e->scheduler_stats();
+  EXPECT_EQ(after.batch_seqs_counts[0] - before.batch_seqs_counts[0], after.steps - before.steps)
+      << "the pool holds one such request: they ran one after the other";
+  const CacheStats cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+}  // namespace
+}  // namespace swz::engine
