@@ -195,26 +195,35 @@ struct Totals {
 /// previous call (null when logprobs were not asked or, for a finish call, none are left).
 using Emit = std::function<bool(int index, const std::string& text, const char* finish, json logprobs)>;
 
+/// Engine::admit with its refusals as API errors: 400 for an invalid request, 429 (with
+/// Retry-After) when the scheduler's queue is full.
+std::unique_ptr<engine::Admission> admit(engine::Engine& engine, const engine::GenerateRequest& gen) {
+  try {
+    return engine.admit(gen);
+  } catch (const engine::InvalidRequest& e) {
+    throw ApiError(400, e.what());
+  } catch (const engine::Overloaded& e) {
+    throw queue_full_error(e.what(), e.retry_after_s);
+  }
+}
+
 /// Runs every choice; `emit` gets text as it is final and one call with the finish
 /// reason per choice (none for a choice cut by the shutdown: Totals::cut, and the run ends). Each non-empty text carries the logprob entries of the tokens
 /// generated since the previous one (held-back text delays them; the finish call carries
-/// the rest), so the joined entries are the same however the text was cut.
+/// the rest), so the joined entries are the same however the text was cut. `first`, when
+/// set, is the first choice's admission, taken before the response started (a stream's
+/// 429 must come before its 200 headers); the others are admitted here in turn.
 Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled, const Emit& emit,
-               const std::function<void(engine::Admission&)>& admitted) {
+               const std::function<void(engine::Admission&)>& admitted,
+               std::unique_ptr<engine::Admission> first = nullptr) {
   Totals t;
   t.clock = TokenClock(job.received);
   const bool want = job.req.logprobs >= 0;
   for (size_t i = 0; i < job.choices.size() && !t.gone; ++i) {
     const Choice& c = job.choices[i];
     const int idx = static_cast<int>(i);
-    std::unique_ptr<engine::Admission> a;
-    try {
-      a = engine.admit(c.gen);
-    } catch (const engine::InvalidRequest& e) {
-      throw ApiError(400, e.what());
-    } catch (const engine::Overloaded& e) {
-      throw queue_full_error(e.what(), e.retry_after_s);
-    }
+    std::unique_ptr<engine::Admission> a = i == 0 ? std::move(first) : nullptr;
+    if (!a) a = admit(engine, c.gen);
     if (admitted) admitted(*a);
     LegacyLogprobs lp(engine);
     auto take = [&] { return want ? lp.take() : json(nullptr); };
@@ -335,9 +344,13 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<Job> job;
+    // A stream's first admission is taken here, so that a full queue is a 429 before the
+    // 200 headers go out (shared: the content provider below is copied).
+    auto first = std::make_shared<std::unique_ptr<engine::Admission>>();
     try {
       if (!running) throw shutting_down_error();
       job = prepare(engine, req.body, cancelled);
+      if (job->req.stream) *first = admit(engine, job->choices.front().gen);
       if (!job->req.stream) {
         std::vector<json> choices(job->choices.size());
         for (size_t i = 0; i < choices.size(); ++i)
@@ -374,7 +387,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     // Streaming (several prompts: their choices follow one another).
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished, running,
-                                                           receipts = hooks.receipts, receipt_of](size_t, httplib::DataSink& sink) {
+                                                           receipts = hooks.receipts, receipt_of, first](size_t, httplib::DataSink& sink) {
       // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
       ReceiptStream out(
           ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
@@ -391,7 +404,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
           json ch = {{"text", s}, {"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
           return out.write(sse_event(chunk(json::array({ch}))));
-        }, admitted);
+        }, admitted, std::move(*first));
         if (t.cut) {  // an error event, no usage chunk and no [DONE]
           finished(t);
           recorded = true;

@@ -231,7 +231,12 @@ def test_queue_full_is_429_with_retry_after(one_slot_server):
         r = requests.post(url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3}, timeout=30)
         assert r.status_code == 429, r.text
         assert int(r.headers["Retry-After"]) >= 1
-        assert metric(scrape(url), "swizzle_requests_rejected_total") - rejected0 == 3
+        # Streamed too: the 429 comes before any 200 headers, in the same schema.
+        r = requests.post(url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3, "stream": True}, timeout=30)
+        assert r.status_code == 429, r.text
+        assert int(r.headers["Retry-After"]) >= 1
+        assert r.json()["error"]["code"] == "queue_full"
+        assert metric(scrape(url), "swizzle_requests_rejected_total") - rejected0 == 4
     finally:
         running.close()
         t.join(timeout=120)
