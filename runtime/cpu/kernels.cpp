@@ -368,7 +368,16 @@ void attention(const KernelCall& c) {
   const size_t n_pages = c.args[3].bytes / 2 / tile;
   need(c, c.args[4].bytes / 2 / tile == n_pages, "k_cache and v_cache pools differ");
   const int32_t* table = ptr<int32_t>(c, 5);
-  std::vector<uint16_t*> kpages(n_blocks), vpages(n_blocks);
+  // Page and K-row tables, reused from launch to launch (no allocation per layer on the
+  // decode path). The calling thread's own; the pool's workers below read them through
+  // these references (a thread_local named inside the lambda would be the worker's).
+  thread_local std::vector<uint16_t*> tl_kpages, tl_vpages;
+  thread_local std::vector<const uint16_t*> tl_krows;
+  std::vector<uint16_t*>& kpages = tl_kpages;
+  std::vector<uint16_t*>& vpages = tl_vpages;
+  std::vector<const uint16_t*>& krows = tl_krows;
+  kpages.resize(n_blocks);
+  vpages.resize(n_blocks);
   for (int b = 0; b < n_blocks; ++b) {
     need(c, table[b] >= 0 && static_cast<size_t>(table[b]) < n_pages,
          "block table names page " + std::to_string(table[b]) + " of a pool of " + std::to_string(n_pages));
@@ -387,7 +396,7 @@ void attention(const KernelCall& c) {
   }
   // K row table per KV head; rows past n_kv point at row 0 (their scores are masked).
   const int n_pad = (n_kv + 31) & ~31;
-  std::vector<const uint16_t*> krows(static_cast<size_t>(n_head_kv) * n_pad);
+  krows.resize(static_cast<size_t>(n_head_kv) * n_pad);
   for (int hk = 0; hk < n_head_kv; ++hk)
     for (int j = 0; j < n_pad; ++j) {
       const int p = j < n_kv ? j : 0;

@@ -90,7 +90,6 @@ class PackageEngine final : public Engine {
                                      opts.parallel);
       info_.backend = bm_.backend;
       kv_ = bm_.kv.get();
-      model_ = bm_.model.get();
       batch_ = bm_.executor.get();
       SchedulerOptions so;
       so.n_ctx = info_.n_ctx;
@@ -346,7 +345,6 @@ class PackageEngine final : public Engine {
   // then the backend, the KV pool and the model.
   exec::BackendModel bm_;  // the backend, the KV page pool and prefix cache, the model
   kvcache::BlockManager* kv_ = nullptr;   // bm_.kv
-  exec::SequenceModel* model_ = nullptr;  // bm_.model (holds no sequence: the scheduler owns them)
   exec::BatchModel* batch_ = nullptr;     // bm_.executor
   std::unique_ptr<Scheduler> sched_;
 };
