@@ -21,45 +21,44 @@ bool endpoint_is(const sockaddr_storage& sa, socklen_t len, const std::string& a
   return std::atoi(serv) == port && addr == host;
 }
 
-}  // namespace
-
-int find_client_socket(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port) {
+/// Walks this process's open file descriptors (/proc/self/fd) and calls
+/// fn(fd, local, local_len, peer, peer_len) for each connected socket; returns the first fd
+/// fn returns true for, or -1.
+template <typename Fn>
+int find_connected_socket(Fn&& fn) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     char* end = nullptr;
     const std::string name = e.path().filename().string();
     const long fd = std::strtol(name.c_str(), &end, 10);
     if (end == name.c_str() || *end != '\0') continue;
-    sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not a socket
-    if (!endpoint_is(sa, len, local_addr, local_port)) continue;
-    len = sizeof sa;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
-    if (endpoint_is(sa, len, remote_addr, remote_port)) return static_cast<int>(fd);
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;  // not a socket
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;  // not connected
+    if (fn(static_cast<int>(fd), local, local_len, peer, peer_len)) return static_cast<int>(fd);
   }
   return -1;
 }
 
+}  // namespace
+
+int find_client_socket(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port) {
+  return find_connected_socket([&](int, const sockaddr_storage& local, socklen_t local_len, const sockaddr_storage& peer,
+                                   socklen_t peer_len) {
+    return endpoint_is(local, local_len, local_addr, local_port) && endpoint_is(peer, peer_len, remote_addr, remote_port);
+  });
+}
+
 int shut_down_connection_reads(int local_port) {
   int n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    char* end = nullptr;
-    const std::string name = e.path().filename().string();
-    const long fd = std::strtol(name.c_str(), &end, 10);
-    if (end == name.c_str() || *end != '\0') continue;
-    sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not a socket
-    if (sa.ss_family != AF_INET && sa.ss_family != AF_INET6) continue;
-    const int port = sa.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port)
-                                             : ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
-    if (port != local_port) continue;
-    len = sizeof sa;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;  // not connected
-    if (::shutdown(static_cast<int>(fd), SHUT_RD) == 0) ++n;
-  }
+  find_connected_socket([&](int fd, const sockaddr_storage& local, socklen_t, const sockaddr_storage&, socklen_t) {
+    if (local.ss_family != AF_INET && local.ss_family != AF_INET6) return false;
+    const int port = local.ss_family == AF_INET ? ntohs(reinterpret_cast<const sockaddr_in&>(local).sin_port)
+                                                : ntohs(reinterpret_cast<const sockaddr_in6&>(local).sin6_port);
+    if (port == local_port && ::shutdown(fd, SHUT_RD) == 0) ++n;
+    return false;
+  });
   return n;
 }
 

@@ -206,6 +206,27 @@ def fake_server():
     assert rc == 0, f"swz_fake_serve did not exit cleanly on SIGINT (status {rc})\n{s.log()}"
 
 
+def scrape_metrics(base_url: str) -> dict:
+    """GET /metrics (Prometheus text format 0.0.4) parsed with prometheus_client:
+    {(sample name, sorted label pairs): value}."""
+    import requests
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = requests.get(base_url + "/metrics", timeout=30)
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    out = {}
+    for fam in text_string_to_metric_families(r.text):
+        for smp in fam.samples:
+            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+    return out
+
+
+def metric(m: dict, name: str, **labels) -> float:
+    """One sample of a scrape_metrics() result (0 when absent)."""
+    return m.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
 def openai_client(base_url: str, api_key: str = "unused", **kw):
     import openai
 

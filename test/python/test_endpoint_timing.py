@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 import requests
-from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import metric, scrape_metrics
 
 GENERATION_HEADERS = ["X-Swizzle-Cache-Hit-Tokens", "X-Swizzle-Uncached-Tokens", "X-Swizzle-Cost-USD",
                       "X-Swizzle-Spec-Drafted", "X-Swizzle-Spec-Accepted"]
@@ -18,20 +19,6 @@ HISTOGRAMS = ["swizzle_time_to_first_token_seconds", "swizzle_inter_token_latenc
               "swizzle_request_duration_seconds"]
 # Repetitive text: prompt lookup finds n-grams to draft from.
 REPEAT = "one two three four five six seven eight. " * 6
-
-
-def scrape(base_url: str) -> dict:
-    r = requests.get(base_url + "/metrics", timeout=30)
-    assert r.status_code == 200
-    out = {}
-    for fam in text_string_to_metric_families(r.text):
-        for s in fam.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def metric(m: dict, name: str, **labels) -> float:
-    return m.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def completions(base_url: str, text: str, stream: bool, **extra) -> tuple[dict, requests.Response]:
@@ -75,10 +62,10 @@ def messages(base_url: str, text: str, stream: bool) -> tuple[dict, requests.Res
 
 
 def check_histograms_move(base_url: str, text: str):
-    before = scrape(base_url)
+    before = scrape_metrics(base_url)
     runs = {"/v1/completions": [completions(base_url, text, False)[0], completions(base_url, text, True)[0]],
             "/v1/messages": [messages(base_url, text, False)[0], messages(base_url, text, True)[0]]}
-    after = scrape(base_url)
+    after = scrape_metrics(base_url)
     for ep, usages in runs.items():
         def delta(name):
             return metric(after, name, endpoint=ep) - metric(before, name, endpoint=ep)

@@ -21,9 +21,8 @@ from decimal import Decimal
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import openai_client, start_rt
+from conftest import metric, openai_client, scrape_metrics, start_rt
 
 # A system prompt of a few hundred tokens, so a repeat shares whole cache blocks
 # (64 tokens each in the paged prefix cache), not only the template's first tokens.
@@ -147,24 +146,9 @@ def test_ledger_two_keys_costs_add_up_exactly(priced_server):
                         timeout=30).status_code == 401
 
 
-def scrape(server) -> dict:
-    r = requests.get(server.base_url + "/metrics", timeout=30)
-    assert r.status_code == 200
-    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-    out = {}
-    for fam in text_string_to_metric_families(r.text):
-        for smp in fam.samples:
-            out[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
-    return out
-
-
-def metric(m, name, **labels):
-    return m.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
 def test_metrics_parse_and_move_by_the_requests_usage(priced_server):
     s = priced_server
-    before = scrape(s)
+    before = scrape_metrics(s.base_url)
     client = openai_client(s.base_url, api_key="sk-bob-456")
     usages = [call(client, "Say hi.", False)[0], call(client, "Say hi.", True)[0], call(client, "Say bye.", False, 4)[0]]
     assert requests.get(s.base_url + "/no-such-path", headers={"Authorization": "Bearer sk-bob-456"}, timeout=30).status_code == 404
@@ -175,7 +159,7 @@ def test_metrics_parse_and_move_by_the_requests_usage(priced_server):
 
     # Responses are counted once their last byte is written: allow the server a moment.
     for _ in range(100):
-        after = scrape(s)
+        after = scrape_metrics(s.base_url)
         if metric(after, "swizzle_requests_total", endpoint="other", status="404") > \
                 metric(before, "swizzle_requests_total", endpoint="other", status="404"):
             break

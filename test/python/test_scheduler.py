@@ -18,9 +18,8 @@ import time
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import start_rt
+from conftest import metric, scrape_metrics, start_rt
 
 TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compilers",
           "the difference between TCP and UDP", "how to reverse a linked list in Python",
@@ -28,20 +27,6 @@ TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compiler
 # A completion prompt the model goes on repeating: generation that lasts (the default model
 # continues it to max_tokens).
 COUNTING = "la " * 100
-
-
-def scrape(base_url: str) -> dict:
-    r = requests.get(base_url + "/metrics", timeout=30)
-    assert r.status_code == 200
-    out = {}
-    for fam in text_string_to_metric_families(r.text):
-        for s in fam.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-def metric(m: dict, name: str, **labels) -> float:
-    return m.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def chat(base_url: str, text: str, max_tokens: int, stream: bool) -> str:
@@ -81,11 +66,11 @@ def test_concurrent_greedy_equals_alone(batch_server):
     prompts = [f"Explain {t}." for t in TOPICS]
     alone = [chat(url, p, 20, stream=False) for p in prompts]
     assert all(alone)
-    before = scrape(url)
+    before = scrape_metrics(url)
     with cf.ThreadPoolExecutor(8) as ex:
         together = list(ex.map(lambda i: chat(url, prompts[i], 20, stream=i % 2 == 1), range(8)))
     assert together == alone
-    after = scrape(url)
+    after = scrape_metrics(url)
     steps = metric(after, "swizzle_batch_sequences_count") - metric(before, "swizzle_batch_sequences_count")
     single = (metric(after, "swizzle_batch_sequences_bucket", le="1.0") -
               metric(before, "swizzle_batch_sequences_bucket", le="1.0"))
@@ -117,7 +102,7 @@ def test_health_and_metrics_answer_fast_while_8_streams_run(batch_server):
         t.start()
     try:
         started.wait(timeout=120)
-        m = scrape(url)
+        m = scrape_metrics(url)
         assert metric(m, "swizzle_running_sequences") >= 1
         worst = 0.0
         for _ in range(10):
@@ -132,14 +117,14 @@ def test_health_and_metrics_answer_fast_while_8_streams_run(batch_server):
         stop.set()
         for t in threads:
             t.join(timeout=120)
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 10)
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 10)
 
 
 def test_disconnect_mid_stream_frees_the_pages(batch_server):
     url = batch_server.base_url
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
-    total = metric(scrape(url), "swizzle_kv_pages", state="total")
-    assert metric(scrape(url), "swizzle_kv_pages", state="free") == total
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 30)
+    total = metric(scrape_metrics(url), "swizzle_kv_pages", state="total")
+    assert metric(scrape_metrics(url), "swizzle_kv_pages", state="free") == total
     body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "stream": True}
     r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
     assert r.status_code == 200
@@ -150,12 +135,12 @@ def test_disconnect_mid_stream_frees_the_pages(batch_server):
             got += 1
             if got == 3:
                 break
-    m = scrape(url)
+    m = scrape_metrics(url)
     assert metric(m, "swizzle_running_sequences") == 1
     assert metric(m, "swizzle_kv_pages", state="free") < total
     r.close()  # the client goes away
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 2.0)
-    assert metric(scrape(url), "swizzle_kv_pages", state="free") == total
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 2.0)
+    assert metric(scrape_metrics(url), "swizzle_kv_pages", state="free") == total
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +166,7 @@ def long_stream(url: str):
 
 def test_queued_client_that_leaves_is_dropped(one_slot_server):
     url = one_slot_server.base_url
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 30)
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 30)
     running = long_stream(url)
     try:
         # A second request waits for the only slot; its client hangs up while it waits.
@@ -191,20 +176,20 @@ def test_queued_client_that_leaves_is_dropped(one_slot_server):
         s = socket.create_connection((host, int(port)), timeout=30)
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
-        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 1, 10)
-        assert metric(scrape(url), "swizzle_running_sequences") == 1
+        assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_queue_length") == 1, 10)
+        assert metric(scrape_metrics(url), "swizzle_running_sequences") == 1
         s.close()
-        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 0, 2.0)
-        assert metric(scrape(url), "swizzle_running_sequences") == 1  # the running one is untouched
+        assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_queue_length") == 0, 2.0)
+        assert metric(scrape_metrics(url), "swizzle_running_sequences") == 1  # the running one is untouched
     finally:
         running.close()
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 2.0)
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 2.0)
 
 
 def test_queue_full_is_429_with_retry_after(one_slot_server):
     url = one_slot_server.base_url
-    assert wait_for(lambda: metric(scrape(url), "swizzle_running_sequences") == 0, 10)
-    rejected0 = metric(scrape(url), "swizzle_requests_rejected_total")
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 10)
+    rejected0 = metric(scrape_metrics(url), "swizzle_requests_rejected_total")
     running = long_stream(url)
     queued_result = {}
 
@@ -215,7 +200,7 @@ def test_queue_full_is_429_with_retry_after(one_slot_server):
     t = threading.Thread(target=queued)
     t.start()
     try:
-        assert wait_for(lambda: metric(scrape(url), "swizzle_queue_length") == 1, 10)
+        assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_queue_length") == 1, 10)
         body = {"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3, "temperature": 0}
         r = requests.post(url + "/v1/chat/completions", json=body, timeout=30)
         assert r.status_code == 429, r.text
@@ -236,7 +221,7 @@ def test_queue_full_is_429_with_retry_after(one_slot_server):
         assert r.status_code == 429, r.text
         assert int(r.headers["Retry-After"]) >= 1
         assert r.json()["error"]["code"] == "queue_full"
-        assert metric(scrape(url), "swizzle_requests_rejected_total") - rejected0 == 4
+        assert metric(scrape_metrics(url), "swizzle_requests_rejected_total") - rejected0 == 4
     finally:
         running.close()
         t.join(timeout=120)

@@ -20,7 +20,7 @@
 
 #include "exec/backend_model.h"
 #include "engine/engine.h"
-#include "ggml/thread_pool.h"
+#include "require_package.h"
 #include "kvcache/block_manager.h"
 #include "package/package.h"
 
@@ -28,20 +28,6 @@ namespace swz::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string package_path() {
-  if (const char* p = std::getenv("SWZ_PACKAGE")) return p;
-  const std::string local = std::string(SWZ_SOURCE_DIR) + "/build/models/smollm2.swz";
-  return fs::exists(local + "/manifest.json") ? local : "";
-}
-
-#define REQUIRE_PACKAGE(path)                                                                              \
-  const std::string path = package_path();                                                                 \
-  if (path.empty()) {                                                                                      \
-    if (const char* r = std::getenv("SWZ_REQUIRE"); r && std::string(r) == "1")                            \
-      FAIL() << "SWZ_PACKAGE is not set (SWZ_REQUIRE=1)";                                                  \
-    GTEST_SKIP() << "no compiled default model: set SWZ_PACKAGE (scripts/compile-default.sh prints it)";  \
-  }
 
 // A real code prompt long enough for several blocks.
 const char* kSource = R"(#include <stdio.h>

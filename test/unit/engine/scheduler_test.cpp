@@ -12,31 +12,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/engine.h"
+#include "require_package.h"
 
 namespace swz::engine {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string package_path() {
-  if (const char* p = std::getenv("SWZ_PACKAGE")) return p;
-  const std::string local = std::string(SWZ_SOURCE_DIR) + "/build/models/smollm2.swz";
-  return fs::exists(local + "/manifest.json") ? local : "";
-}
-
-#define REQUIRE_PACKAGE(path)                                                                              \
-  const std::string path = package_path();                                                                 \
-  if (path.empty()) {                                                                                      \
-    if (const char* r = std::getenv("SWZ_REQUIRE"); r && std::string(r) == "1")                            \
-      FAIL() << "SWZ_PACKAGE is not set (SWZ_REQUIRE=1)";                                                  \
-    GTEST_SKIP() << "no compiled default model: set SWZ_PACKAGE (scripts/compile-default.sh prints it)";  \
-  }
 
 const char* kTopics[] = {"a binary search in C",
                          "why the sky is blue",
