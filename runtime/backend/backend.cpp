@@ -1,6 +1,8 @@
 // create_backend() and kv_format() over the registered backends. See backend.h.
 #include "backend/backend.h"
 
+#include <optional>
+
 namespace swz::backend {
 namespace {
 
@@ -20,5 +22,42 @@ std::unique_ptr<Backend> create_backend(const std::string& target, const std::st
 }
 
 std::string kv_format(const std::string& target) { return entry_for(target).kv_format(target); }
+
+// The default launch graphs: the launches kept and replayed through launch().
+
+int Backend::create_graph(std::span<const LaunchDesc> launches) {
+  size_t g = 0;
+  while (g < replay_graphs_.size() && replay_graphs_[g]) ++g;
+  if (g == replay_graphs_.size()) replay_graphs_.emplace_back();
+  replay_graphs_[g].emplace(launches.begin(), launches.end());
+  return static_cast<int>(g);
+}
+
+namespace {
+std::vector<LaunchDesc>& replay_graph(std::vector<std::optional<std::vector<LaunchDesc>>>& graphs, int graph) {
+  if (graph < 0 || static_cast<size_t>(graph) >= graphs.size() || !graphs[graph])
+    throw Error("launch graph " + std::to_string(graph) + " does not exist");
+  return *graphs[graph];
+}
+}  // namespace
+
+void Backend::update_graph(int graph, size_t index, const LaunchDesc& launch) {
+  std::vector<LaunchDesc>& g = replay_graph(replay_graphs_, graph);
+  if (index >= g.size())
+    throw Error("launch graph " + std::to_string(graph) + " has no launch " + std::to_string(index));
+  if (g[index].kernel != launch.kernel)
+    throw Error("launch graph " + std::to_string(graph) + ": launch " + std::to_string(index) + " runs kernel " +
+                std::to_string(g[index].kernel) + ", not " + std::to_string(launch.kernel));
+  g[index] = launch;
+}
+
+void Backend::launch_graph(int graph) {
+  for (const LaunchDesc& l : replay_graph(replay_graphs_, graph)) launch(l.kernel, l.grid, l.dynamic_smem, l.args);
+}
+
+void Backend::destroy_graph(int graph) {
+  replay_graph(replay_graphs_, graph);  // throws for an unknown graph
+  replay_graphs_[static_cast<size_t>(graph)].reset();
+}
 
 }  // namespace swz::backend

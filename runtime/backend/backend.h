@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,7 @@ struct Buffer {
   uint64_t id = 0;
   size_t bytes = 0;
   explicit operator bool() const { return id != 0; }
+  bool operator==(const Buffer&) const = default;
 };
 
 /// One resolved kernel argument.
@@ -79,6 +81,16 @@ struct Arg {
   int rank = 0;
   int32_t i32 = 0;
   float f32 = 0.f;
+  bool operator==(const Arg&) const = default;
+};
+
+/// One launch as Backend::launch() takes it, kept for a launch graph.
+struct LaunchDesc {
+  int kernel = -1;
+  std::array<uint32_t, 3> grid{};
+  uint32_t dynamic_smem = 0;
+  std::vector<Arg> args;
+  bool operator==(const LaunchDesc&) const = default;
 };
 
 /// What a backend is running on (for logs, /health and errors).
@@ -133,6 +145,30 @@ class Backend {
   virtual void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) = 0;
   /// Waits for every call made so far; throws Error if a launch failed asynchronously.
   virtual void synchronize() = 0;
+
+  // Launch graphs: a fixed sequence of launches recorded once and run again with one call,
+  // for work that repeats with few changes (a decode step of one batch shape: the executor
+  // records it once, then per step changes only the launches whose grid or arguments
+  // moved, such as attention over a longer context). The CUDA backend builds a CUDA graph
+  // (one cuGraphLaunch per step instead of hundreds of cuLaunchKernel calls, and shorter
+  // gaps between kernels on the device); this default replays the kept launches through
+  // launch() (the host still skips re-evaluating the launches that did not change).
+  // Graph ids are small integers, reused after destroy_graph().
+
+  /// Keeps `launches`, in order, as one graph; returns its id. Nothing runs. Throws Error
+  /// as launch() does for a bad launch (CUDA: here; the default replay: at launch_graph).
+  virtual int create_graph(std::span<const LaunchDesc> launches);
+  /// Replaces launch `index` of `graph`: the same kernel, any grid, shared memory and
+  /// arguments. Takes effect from the next launch_graph(); a run in flight is not changed.
+  /// Throws Error for an unknown graph or index, another kernel, or a bad launch.
+  virtual void update_graph(int graph, size_t index, const LaunchDesc& launch);
+  /// Runs `graph`'s launches in order, ordered with every other call like a launch().
+  virtual void launch_graph(int graph);
+  /// Releases `graph` (waits for a run in flight where the device needs it).
+  virtual void destroy_graph(int graph);
+
+ private:
+  std::vector<std::optional<std::vector<LaunchDesc>>> replay_graphs_;  // the default implementation's graphs
 };
 
 /// What a backend folder registers (cmake/SwzBackends.cmake: swz_register_backend names

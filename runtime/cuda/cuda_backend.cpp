@@ -24,6 +24,7 @@ namespace swz::cuda {
 using backend::Arg;
 using backend::Buffer;
 using backend::Error;
+using backend::LaunchDesc;
 namespace fs = std::filesystem;
 
 namespace {
@@ -151,6 +152,21 @@ struct CudaBackend::Impl {
   std::vector<uint64_t> words;
   std::vector<void*> params;
 
+  Kernel& marshal(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args);
+  static std::string describe(const Kernel& k, std::array<uint32_t, 3> grid, uint32_t dynamic_smem);
+
+  /// A launch graph: its kernel nodes in order (a chain) and their kernels.
+  struct Graph {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    std::vector<CUgraphNode> nodes;
+    std::vector<int> kernels;
+  };
+  std::vector<Graph> graphs;  // by id; exec == nullptr: free
+  CUDA_KERNEL_NODE_PARAMS node_params(const LaunchDesc& l);
+  Graph& graph(int id);
+  void release(Graph& g);
+
   /// Makes the primary context current on this thread. Cached per thread; the cache is
   /// dropped whenever any CudaBackend is created or destroyed (a released primary context
   /// can come back with the same handle while no longer current).
@@ -180,6 +196,7 @@ struct CudaBackend::Impl {
       return;
     }
     if (stream) d->cuStreamSynchronize(stream);
+    for (Graph& g : graphs) release(g);
     for (const auto& slot : buffers.slots())
       if (slot.bytes) d->cuMemFree(slot.handle);
     unload();
@@ -191,6 +208,11 @@ struct CudaBackend::Impl {
   static void load_all(Impl& s, const package::Manifest& m, const std::string& package_dir);
 
   void unload() {
+    if (!graphs.empty()) {  // their nodes name the modules' functions
+      if (stream) d->cuStreamSynchronize(stream);
+      for (Graph& g : graphs) release(g);
+      graphs.clear();
+    }
     for (CUmodule m : modules) d->cuModuleUnload(m);
     modules.clear();
     kernels.clear();
@@ -443,8 +465,12 @@ void CudaBackend::fill32(Buffer dst, size_t offset, size_t bytes, uint32_t patte
   if (bytes) s.d->check(s.d->cuMemsetD32Async(p, pattern, bytes / 4, s.stream), "cuMemsetD32Async");
 }
 
-void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) {
-  Impl& s = *impl_;
+// Checks a launch and writes its parameter block into s.words / s.params (MLIR's expanded
+// memref ABI, one 8-byte word per parameter; i32 / f32 in the low 4 bytes). Returns the
+// kernel.
+CudaBackend::Impl::Kernel& CudaBackend::Impl::marshal(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem,
+                                                      std::span<const Arg> args) {
+  Impl& s = *this;
   if (kernel < 0 || size_t(kernel) >= s.kernels.size())
     throw Error("cuda: launch: kernel index " + std::to_string(kernel) + " outside 0.." + std::to_string(s.kernels.size()));
   Impl::Kernel& k = s.kernels[size_t(kernel)];
@@ -466,7 +492,6 @@ void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dyna
                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     k.dynamic_limit = dynamic_smem;
   }
-  // MLIR's expanded memref ABI, one 8-byte word per parameter (i32 / f32 in the low 4).
   uint64_t* w = s.words.data();
   void** p = s.params.data();
   size_t n = 0;
@@ -499,13 +524,107 @@ void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dyna
       }
     }
   }
+  return k;
+}
+
+std::string CudaBackend::Impl::describe(const Kernel& k, std::array<uint32_t, 3> grid, uint32_t dynamic_smem) {
+  return k.rec.entry + ", grid " + std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]) +
+         ", block " + std::to_string(k.rec.block[0]) + "x" + std::to_string(k.rec.block[1]) + "x" +
+         std::to_string(k.rec.block[2]) + ", dynamic smem " + std::to_string(dynamic_smem);
+}
+
+void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) {
+  Impl& s = *impl_;
+  Impl::Kernel& k = s.marshal(kernel, grid, dynamic_smem, args);
   CUresult r = s.d->cuLaunchKernel(k.fn, grid[0], grid[1], grid[2], k.rec.block[0], k.rec.block[1], k.rec.block[2],
-                                   dynamic_smem, s.stream, p, nullptr);
+                                   dynamic_smem, s.stream, s.params.data(), nullptr);
+  if (r != CUDA_SUCCESS) s.d->fail(r, "cuLaunchKernel(" + Impl::describe(k, grid, dynamic_smem) + ")");
+}
+
+// Launch graphs: one CUDA graph per id, its kernel nodes in a chain (each depends on the
+// one before, as on the stream), instantiated once; update_graph() changes one node of the
+// executable graph in place (cuGraphExecKernelNodeSetParams copies the parameters, as
+// cuLaunchKernel does, and leaves launches already enqueued unchanged).
+
+CUDA_KERNEL_NODE_PARAMS CudaBackend::Impl::node_params(const LaunchDesc& l) {
+  Kernel& k = marshal(l.kernel, l.grid, l.dynamic_smem, l.args);
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = k.fn;
+  p.gridDimX = l.grid[0], p.gridDimY = l.grid[1], p.gridDimZ = l.grid[2];
+  p.blockDimX = k.rec.block[0], p.blockDimY = k.rec.block[1], p.blockDimZ = k.rec.block[2];
+  p.sharedMemBytes = l.dynamic_smem;
+  p.kernelParams = params.data();
+  return p;
+}
+
+CudaBackend::Impl::Graph& CudaBackend::Impl::graph(int id) {
+  if (id < 0 || size_t(id) >= graphs.size() || !graphs[size_t(id)].exec)
+    throw Error("cuda: launch graph " + std::to_string(id) + " does not exist");
+  return graphs[size_t(id)];
+}
+
+void CudaBackend::Impl::release(Graph& g) {
+  if (g.exec) d->cuGraphExecDestroy(g.exec);
+  if (g.graph) d->cuGraphDestroy(g.graph);
+  g = Graph{};
+}
+
+int CudaBackend::create_graph(std::span<const LaunchDesc> launches) {
+  Impl& s = *impl_;
+  s.bind();
+  Impl::Graph g;
+  try {
+    s.d->check(s.d->cuGraphCreate(&g.graph, 0), "cuGraphCreate");
+    for (const LaunchDesc& l : launches) {
+      const CUDA_KERNEL_NODE_PARAMS p = s.node_params(l);
+      CUgraphNode node = nullptr;
+      const CUgraphNode* dep = g.nodes.empty() ? nullptr : &g.nodes.back();
+      CUresult r = s.d->cuGraphAddKernelNode(&node, g.graph, dep, dep ? 1 : 0, &p);
+      if (r != CUDA_SUCCESS)
+        s.d->fail(r, "cuGraphAddKernelNode(" + Impl::describe(s.kernels[size_t(l.kernel)], l.grid, l.dynamic_smem) + ")");
+      g.nodes.push_back(node);
+      g.kernels.push_back(l.kernel);
+    }
+    s.d->check(s.d->cuGraphInstantiate(&g.exec, g.graph, 0), "cuGraphInstantiate");
+  } catch (...) {
+    s.release(g);
+    throw;
+  }
+  size_t id = 0;
+  while (id < s.graphs.size() && s.graphs[id].exec) ++id;
+  if (id == s.graphs.size()) s.graphs.emplace_back();
+  s.graphs[id] = std::move(g);
+  return int(id);
+}
+
+void CudaBackend::update_graph(int graph, size_t index, const LaunchDesc& launch) {
+  Impl& s = *impl_;
+  Impl::Graph& g = s.graph(graph);
+  if (index >= g.nodes.size())
+    throw Error("cuda: launch graph " + std::to_string(graph) + " has no launch " + std::to_string(index));
+  if (g.kernels[index] != launch.kernel)
+    throw Error("cuda: launch graph " + std::to_string(graph) + ": launch " + std::to_string(index) + " runs kernel " +
+                std::to_string(g.kernels[index]) + ", not " + std::to_string(launch.kernel));
+  const CUDA_KERNEL_NODE_PARAMS p = s.node_params(launch);
+  CUresult r = s.d->cuGraphExecKernelNodeSetParams(g.exec, g.nodes[index], &p);
   if (r != CUDA_SUCCESS)
-    s.d->fail(r, "cuLaunchKernel(" + k.rec.entry + ", grid " + std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" +
-                     std::to_string(grid[2]) + ", block " + std::to_string(k.rec.block[0]) + "x" +
-                     std::to_string(k.rec.block[1]) + "x" + std::to_string(k.rec.block[2]) + ", dynamic smem " +
-                     std::to_string(dynamic_smem) + ")");
+    s.d->fail(r, "cuGraphExecKernelNodeSetParams(" +
+                     Impl::describe(s.kernels[size_t(launch.kernel)], launch.grid, launch.dynamic_smem) + ")");
+}
+
+void CudaBackend::launch_graph(int graph) {
+  Impl& s = *impl_;
+  Impl::Graph& g = s.graph(graph);
+  s.bind();
+  s.d->check(s.d->cuGraphLaunch(g.exec, s.stream), "cuGraphLaunch");
+}
+
+void CudaBackend::destroy_graph(int graph) {
+  Impl& s = *impl_;
+  Impl::Graph& g = s.graph(graph);
+  s.bind();
+  s.d->check(s.d->cuStreamSynchronize(s.stream), "cuStreamSynchronize (before cuGraphExecDestroy)");
+  s.release(g);
 }
 
 void CudaBackend::synchronize() {

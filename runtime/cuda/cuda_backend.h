@@ -22,8 +22,8 @@
 // Launches. Each memref Arg is expanded into MLIR's descriptor (allocated pointer =
 // aligned pointer = buffer + offset, offset 0, sizes[rank], row-major strides[rank], all
 // i64); i32 / f32 are 4-byte parameters. The parameter block lives in scratch vectors
-// reused by every launch (no host allocation per launch), so a run of launches can later
-// be captured as a CUDA graph. The block size is the manifest's launch.block; a dynamic
+// reused by every launch (no host allocation per launch). Launch graphs (backend.h) are
+// CUDA graphs built from the same parameter blocks. The block size is the manifest's launch.block; a dynamic
 // shared-memory size above the function's current limit raises it with cuFuncSetAttribute
 // (up to the device's opt-in maximum; above it, Error).
 //
@@ -64,6 +64,13 @@ class CudaBackend final : public backend::Backend {
   void fill32(backend::Buffer dst, size_t offset, size_t bytes, uint32_t pattern) override;
   void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const backend::Arg> args) override;
   void synchronize() override;
+  /// Launch graphs as CUDA graphs (backend.h): a chain of kernel nodes, instantiated once;
+  /// update_graph() is cuGraphExecKernelNodeSetParams on one node, launch_graph() one
+  /// cuGraphLaunch on the backend's stream. destroy_graph() waits for the stream first.
+  int create_graph(std::span<const backend::LaunchDesc> launches) override;
+  void update_graph(int graph, size_t index, const backend::LaunchDesc& launch) override;
+  void launch_graph(int graph) override;
+  void destroy_graph(int graph) override;
 
   /// Where load_kernels() found or put each module's cubin ("<path> (hit)" / "(written)" /
   /// "(not cached: <why>)"), for logs and tests.

@@ -28,11 +28,32 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUlinkState_st;
+struct CUgraph_st;
+struct CUgraphNode_st;
+struct CUgraphExec_st;
+struct CUkern_st;
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
 using CUstream = CUstream_st*;
 using CUlinkState = CUlinkState_st*;
+using CUgraph = CUgraph_st*;
+using CUgraphNode = CUgraphNode_st*;
+using CUgraphExec = CUgraphExec_st*;
+using CUkernel = CUkern_st*;
+
+/// cuda.h's CUDA_KERNEL_NODE_PARAMS (CUDA_KERNEL_NODE_PARAMS_v2, the layout the _v2 graph
+/// entry points take since CUDA 12.0).
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;  ///< unused (func is set)
+  CUcontext ctx;  ///< unused (func is set)
+};
 
 // CUresult values (enum cudaError_enum).
 inline constexpr CUresult CUDA_SUCCESS = 0;

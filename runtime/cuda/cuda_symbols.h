@@ -46,4 +46,13 @@
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, CUfunction_attribute, int))            \
   X(cuLaunchKernel, "cuLaunchKernel",                                                             \
     (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,            \
-     unsigned int, unsigned int, CUstream, void**, void**))
+     unsigned int, unsigned int, CUstream, void**, void**))                                       \
+  X(cuGraphCreate, "cuGraphCreate", (CUgraph*, unsigned int))                                     \
+  X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2",                                              \
+    (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*))           \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", (CUgraphExec*, CUgraph, unsigned long long)) \
+  X(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2",                          \
+    (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*))                                   \
+  X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                                      \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                                      \
+  X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))

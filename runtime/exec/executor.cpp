@@ -27,6 +27,28 @@ struct Launch {
   int kernel = -1;
   std::string where;
   std::vector<int> index;  // per argument: graph buffer, weight or scratch index (-1 otherwise)
+  /// Some rule of the record reads pos0 or ctx: its grid or arguments change from one
+  /// step to the next even when the batch's shape does not (attention, the KV write).
+  bool dynamic = false;
+};
+
+/// A step program: the launches of one forward pass shape (see GraphExecutor::Impl::
+/// programs), kept as a backend launch graph. Only the dynamic launches are evaluated
+/// again on later passes of the same shape; the rest are the graph's as recorded.
+struct StepItem {
+  const Launch* launch = nullptr;
+  int row0 = 0, n_rows = 0;
+  int seq_slot = -1;    // arranged sequence (sequence scope), -1: batch scope
+  bool output = false;
+  int node = -1;        // index in the graph, -1: not launched (a 0 in its grid)
+};
+struct StepProgram {
+  int graph = -1;                       // backend launch graph, -1: none yet
+  int passes = 0;                       // passes of this shape seen
+  uint64_t last_used = 0;
+  std::vector<StepItem> dynamic;        // the dynamic launches, in order
+  std::vector<backend::LaunchDesc> descs;  // per dynamic item with a node: its last launch
+  std::vector<char> compact;            // the pass's final compact[] (GraphExecutor::Impl)
 };
 
 struct OpPlan {
@@ -110,6 +132,8 @@ struct GraphExecutor::Impl {
     for (auto& w : weights) f(w.buf);
     for (auto& s : scratch) f(s.buf);
     f(tokens), f(positions), f(seq_positions), f(block_tables), f(dummy);
+    for (auto& [k, p] : programs)
+      if (p.graph >= 0) be->destroy_graph(p.graph);
   }
 
   void plan(const package::LoadedPackage& pkg);
@@ -136,7 +160,44 @@ struct GraphExecutor::Impl {
       }
     }
   }
-  void run_launch(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
+  /// Fills `cur` with launch `l` over rows [row0, row0 + n_rows) (see the definition);
+  /// false when its grid has a 0 (nothing to launch).
+  bool prepare(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
+  /// prepare() then launch `cur`, or, while recording a step program, keep it.
+  void emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
+  [[noreturn]] void bad_rule(const Launch& l, const package::Expr& e, const char* field, size_t arg);
+  int64_t eval(const Launch& l, const package::Expr& e, const char* field, size_t arg) {
+    int64_t v = 0;
+    if (!e.try_int(values.data(), v)) bad_rule(l, e, field, arg);
+    return v;
+  }
+  backend::LaunchDesc cur;  // the launch prepare() built
+
+  // Launch graphs (backend.h) for passes that repeat: every pass whose rows are all output
+  // rows (each decode step; speculative verification) has a shape key (the sequences'
+  // token counts, what comes back). From its second pass, a shape's launches are recorded
+  // into a StepProgram and a backend graph; later passes of that shape evaluate only the
+  // dynamic launches, update those that changed, and launch the graph. SWZ_GRAPHS=0 turns
+  // this off (every launch evaluated and launched one by one).
+  bool use_graphs = [] {
+    const char* e = std::getenv("SWZ_GRAPHS");
+    return !e || std::string(e) != "0";
+  }();
+  static constexpr size_t kMaxPrograms = 32;  // least recently used beyond this are dropped
+  std::unordered_map<std::string, StepProgram> programs;
+  uint64_t pass_counter = 0;
+  StepProgram* recording = nullptr;  // emit() keeps launches here instead of launching
+  std::vector<backend::LaunchDesc> recorded;  // the whole pass being recorded
+  std::string key;
+  bool replay(StepProgram& p, std::span<const SequenceStep> seqs, int max_ctx);
+  void drop(StepProgram& p) {
+    if (p.graph >= 0) be->destroy_graph(p.graph);
+    p.graph = -1;
+    p.dynamic.clear();
+    p.descs.clear();
+  }
+  // Per forward (reused): arrangement of the sequences.
+  std::vector<int> order, row0, out0, arranged;
 };
 
 namespace {
@@ -267,6 +328,14 @@ Launch GraphExecutor::Impl::resolve(const package::LoadedPackage& pkg, const pac
     }
     l.index.push_back(index);
   }
+  auto reads_step = [](const package::Expr& e) { return e.uses(package::kSymPos0) || e.uses(package::kSymCtx); };
+  for (const package::Expr& e : r.let) l.dynamic |= reads_step(e);
+  for (const package::Expr& e : r.grid) l.dynamic |= reads_step(e);
+  l.dynamic |= reads_step(r.dynamic_smem);
+  for (const package::Binding& b : r.args) {
+    if (b.kind == package::Binding::I32) l.dynamic |= reads_step(b.value);
+    for (const package::Expr& e : b.shape) l.dynamic |= reads_step(e);
+  }
   return l;
 }
 
@@ -349,10 +418,17 @@ void GraphExecutor::copy_page(int dst, int src) {
   }
 }
 
+void GraphExecutor::Impl::bad_rule(const Launch& l, const package::Expr& e, const char* field, size_t arg) {
+  std::string what = l.where + " " + field;
+  if (arg != size_t(-1)) what += " of argument " + std::to_string(arg);
+  e.as_int(values.data(), what);  // throws, naming the rule and its value
+  throw std::logic_error(what + ": try_int and as_int disagree");
+}
+
 // One launch over rows [row0, row0 + n_rows) of the pass (output rows when `output`),
 // positions pos0.., the longest sequence `ctx`, block table slot `seq_slot` (sequence
-// scope; -1 in batch scope).
-void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output) {
+// scope; -1 in batch scope), into `cur`. No allocation once `cur` has grown.
+bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output) {
   const package::Launch& r = *l.rec;
   values.assign(package::kSymLet0 + r.let.size(), 0.0);
   values[package::kSymT] = n_rows;
@@ -360,30 +436,30 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
   values[package::kSymCtx] = ctx;
   values[package::kSymKvPages] = opts.n_pages;
   for (size_t s = 0; s < r.let.size(); ++s) values[package::kSymLet0 + s] = r.let[s].evaluate(values.data());
-  std::array<uint32_t, 3> grid;
   for (int d = 0; d < 3; ++d) {
-    const int64_t g = r.grid[d].as_int(values.data(), l.where + " grid");
+    const int64_t g = eval(l, r.grid[d], "grid", size_t(-1));
     if (g > 0xFFFFFFFFll) throw std::runtime_error(l.where + ": grid " + std::to_string(g) + " does not fit 32 bits");
-    grid[d] = static_cast<uint32_t>(g);
+    cur.grid[d] = static_cast<uint32_t>(g);
   }
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // e.g. no split-K reduction with one split
-  args.clear();
+  if (cur.grid[0] == 0 || cur.grid[1] == 0 || cur.grid[2] == 0) return false;  // e.g. no split-K reduction with one split
+  cur.kernel = l.kernel;
+  cur.dynamic_smem = static_cast<uint32_t>(eval(l, r.dynamic_smem, "dynamic_smem", size_t(-1)));
+  cur.args.resize(r.args.size());
   for (size_t a = 0; a < r.args.size(); ++a) {
     const package::Binding& b = r.args[a];
     const package::ArgType& type = r.arg_types[a];
-    backend::Arg arg;
+    backend::Arg& arg = cur.args[a];
+    arg = backend::Arg{};
     if (b.kind == package::Binding::I32) {
       arg.kind = backend::Arg::I32;
-      const int64_t v = b.value.as_int(values.data(), l.where + " argument " + std::to_string(a));
+      const int64_t v = eval(l, b.value, "value", a);
       if (v > 0x7FFFFFFFll) throw std::runtime_error(l.where + " argument " + std::to_string(a) + ": " + std::to_string(v) + " does not fit an i32");
       arg.i32 = static_cast<int32_t>(v);
-      args.push_back(arg);
       continue;
     }
     if (b.kind == package::Binding::F32) {
       arg.kind = backend::Arg::F32;
       arg.f32 = b.f32;
-      args.push_back(arg);
       continue;
     }
     arg.kind = backend::Arg::Memref;
@@ -416,7 +492,7 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
     }
     int64_t elems = 1;
     for (int d = 0; d < arg.rank; ++d) {
-      arg.sizes[d] = b.shape[d].as_int(values.data(), l.where + " argument " + std::to_string(a) + " shape");
+      arg.sizes[d] = eval(l, b.shape[d], "shape", a);
       elems *= arg.sizes[d];
     }
     arg.bytes = static_cast<size_t>(elems) * type.elem_bytes;
@@ -430,9 +506,47 @@ void GraphExecutor::Impl::run_launch(const Launch& l, int row0, int n_rows, int 
       throw std::runtime_error(l.where + " argument " + std::to_string(a) + ": " + std::to_string(arg.bytes) +
                                " bytes bound, " + std::to_string(limit) + " available");
     }
-    args.push_back(arg);
   }
-  be->launch(l.kernel, grid, static_cast<uint32_t>(r.dynamic_smem.as_int(values.data(), l.where + " dynamic_smem")), args);
+  return true;
+}
+
+void GraphExecutor::Impl::emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output) {
+  const bool active = prepare(l, row0, n_rows, pos0, ctx, seq_slot, output);
+  if (!recording) {
+    if (active) be->launch(cur.kernel, cur.grid, cur.dynamic_smem, cur.args);
+    return;
+  }
+  if (active) recorded.push_back(cur);
+  if (!l.dynamic) return;
+  recording->dynamic.push_back(StepItem{&l, row0, n_rows, seq_slot, output, active ? int(recorded.size()) - 1 : -1});
+  if (active) recording->descs.push_back(cur);
+}
+
+// A pass of a recorded shape: the dynamic launches evaluated for this pass's positions,
+// those that changed updated in the graph, the graph launched. False (nothing launched)
+// when a dynamic launch appears or vanishes (a 0 in its grid changed): the program must
+// be recorded again.
+bool GraphExecutor::Impl::replay(StepProgram& p, std::span<const SequenceStep> seqs, int max_ctx) {
+  size_t d = 0;
+  for (StepItem& it : p.dynamic) {
+    int pos0 = 0, ctx = max_ctx;
+    if (it.seq_slot >= 0) {
+      const SequenceStep& s = seqs[order[it.seq_slot]];
+      pos0 = s.pos0 + s.n_tokens - it.n_rows;
+      ctx = s.pos0 + s.n_tokens;
+    }
+    const bool active = prepare(*it.launch, it.row0, it.n_rows, pos0, ctx, it.seq_slot, it.output);
+    if (active != (it.node >= 0)) return false;
+    if (!active) continue;
+    backend::LaunchDesc& last = p.descs[d++];
+    if (!(cur == last)) {
+      be->update_graph(p.graph, static_cast<size_t>(it.node), cur);
+      last = cur;
+    }
+  }
+  be->launch_graph(p.graph);
+  compact = p.compact;
+  return true;
 }
 
 void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>& logits) { forward(seqs, &logits, nullptr); }
@@ -447,12 +561,15 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   if (static_cast<int>(seqs.size()) > opts_.max_seqs)
     throw std::invalid_argument("forward: " + std::to_string(seqs.size()) + " sequences, at most " + std::to_string(opts_.max_seqs));
   // Generated-row sequences first, then prompt rows (decode / prefill phase ranges).
-  std::vector<int> order(seqs.size());
+  std::vector<int>& order = m.order;
+  order.resize(seqs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_partition(order.begin(), order.end(), [&](int i) { return seqs[i].rows == Rows::Generated; });
   const int n = static_cast<int>(seqs.size());
-  std::vector<int> row0(n), out0(n);
-  int rows = 0, out_rows = 0, gen_rows = 0, gen_out = 0;
+  std::vector<int>& row0 = m.row0;
+  std::vector<int>& out0 = m.out0;
+  row0.resize(n), out0.resize(n);
+  int rows = 0, out_rows = 0, gen_rows = 0, gen_out = 0, max_ctx = 0;
   bool identity = true;
   m.h_tokens.clear();
   m.h_positions.clear();
@@ -473,6 +590,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
                                   " blocks for " + std::to_string(s.pos0 + s.n_tokens) + " positions");
     row0[k] = rows;
     out0[k] = out_rows;
+    max_ctx = std::max(max_ctx, s.pos0 + s.n_tokens);
     rows += s.n_tokens;
     out_rows += s.n_out;
     identity &= s.n_out == s.n_tokens;
@@ -529,11 +647,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     for (size_t i = 0; i < ls.size();) {
       if (ls[i].rec->scope == package::Scope::Batch) {
         const auto [lo, hi] = range(ls[i]);
-        if (hi > lo) {
-          int ctx = 0;
-          for (const SequenceStep& s : seqs) ctx = std::max(ctx, s.pos0 + s.n_tokens);
-          m.run_launch(ls[i], lo, hi - lo, 0, ctx, -1, output);
-        }
+        if (hi > lo) m.emit(ls[i], lo, hi - lo, 0, max_ctx, -1, output);
         ++i;
         continue;
       }
@@ -549,7 +663,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         for (size_t t = i; t < j; ++t) {
           const auto [lo, hi] = range(ls[t]);
           if (r < lo || r >= hi) continue;
-          m.run_launch(ls[t], r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
+          m.emit(ls[t], r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
         }
       }
       i = j;
@@ -559,13 +673,57 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     if (output && op.out_buffer >= 0 && m.compact[op.out_buffer] != 2) m.compact[op.out_buffer] = 1;
     if (m.dump_dir && n == 1 && !op.dumps.empty()) m.dump(op, output ? out_rows : rows, output);
   };
-  for (const OpPlan& op : m.ops) run_op(op);
+  // A pass whose rows are all output rows gathers nothing (no copies between launches):
+  // it can run as a launch graph (Impl::programs).
+  bool launched = false;           // the pass ran as a recorded launch graph
+  StepProgram* record = nullptr;  // the pass is recorded into this program
+  if (identity && m.use_graphs && !m.dump_dir) {
+    m.key.assign(token_ids ? "a" : "l");
+    for (int k = 0; k < n; ++k) {
+      const SequenceStep& s = seqs[order[k]];
+      m.key += s.rows == Rows::Generated ? 'g' : 'p';
+      m.key += std::to_string(s.n_tokens);
+    }
+    if (m.programs.size() >= Impl::kMaxPrograms && !m.programs.count(m.key)) {  // drop the least recently used shape
+      auto lru = m.programs.begin();
+      for (auto it = m.programs.begin(); it != m.programs.end(); ++it)
+        if (it->second.last_used < lru->second.last_used) lru = it;
+      m.drop(lru->second);
+      m.programs.erase(lru);
+    }
+    StepProgram& p = m.programs[m.key];
+    p.last_used = ++m.pass_counter;
+    ++p.passes;
+    if (p.graph >= 0) {
+      launched = m.replay(p, seqs, max_ctx);
+      if (!launched) m.drop(p);  // a launch appeared or vanished: record it again
+    }
+    if (!launched && p.passes >= 2) record = &p;  // a shape seen once runs launch by launch
+  }
+  if (!launched) {
+    m.recording = record;
+    m.recorded.clear();
+    try {
+      for (const OpPlan& op : m.ops) run_op(op);
+      if (token_ids) run_op(m.argmax);
+    } catch (...) {
+      m.recording = nullptr;
+      if (record) m.drop(*record);
+      throw;
+    }
+    m.recording = nullptr;
+    if (record) {
+      record->compact = m.compact;
+      record->graph = m.be->create_graph(m.recorded);
+      m.be->launch_graph(record->graph);
+    }
+  }
   // For each sequence in the caller's order: its arranged index.
-  std::vector<int> arranged(n);
+  std::vector<int>& arranged = m.arranged;
+  arranged.resize(n);
   for (int k = 0; k < n; ++k) arranged[order[k]] = k;
   if (token_ids) {
-    // Greedy sampling on the device: only the output rows' token ids come back.
-    run_op(m.argmax);
+    // Greedy sampling on the device (run above): only the output rows' token ids come back.
     m.ids_rows.resize(static_cast<size_t>(out_rows));
     m.be->download(m.ids_rows.data(), m.scratch[m.argmax_ids].buf, 0, m.ids_rows.size() * 4);
     token_ids->clear();

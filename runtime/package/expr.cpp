@@ -169,12 +169,26 @@ double Expr::evaluate(const double* values) const {
   return n == 1 ? stack[0] : 0.0;
 }
 
-int64_t Expr::as_int(const double* values, const std::string& what) const {
+bool Expr::try_int(const double* values, int64_t& out) const {
   const double v = evaluate(values);
   const double r = std::round(v);
-  if (!(std::fabs(v - r) < 1e-6) || r < 0 || r > 9.0e15)
-    throw ExprError(what + ": '" + text_ + "' = " + std::to_string(v) + " is not a non-negative whole number");
-  return static_cast<int64_t>(r);
+  if (!(std::fabs(v - r) < 1e-6) || r < 0 || r > 9.0e15) return false;
+  out = static_cast<int64_t>(r);
+  return true;
+}
+
+int64_t Expr::as_int(const double* values, const std::string& what) const {
+  int64_t out = 0;
+  if (!try_int(values, out))
+    throw ExprError(what + ": '" + text_ + "' = " + std::to_string(evaluate(values)) +
+                    " is not a non-negative whole number");
+  return out;
+}
+
+bool Expr::uses(int slot) const {
+  for (const Step& s : code_)
+    if (s.op == Sym && s.slot == slot) return true;
+  return false;
 }
 
 bool Expr::constant() const {

@@ -37,9 +37,14 @@ class Expr {
   /// evaluate() as a whole, non-negative number; throws ExprError ("'T/8' = 0.125 is not a
   /// whole number") otherwise. `what` names the field in the message.
   int64_t as_int(const double* values, const std::string& what) const;
+  /// as_int() without the message: false (and `out` untouched) where as_int() throws.
+  /// For hot paths that build the message only on failure.
+  bool try_int(const double* values, int64_t& out) const;
   const std::string& text() const { return text_; }
   /// True when the expression names no symbol (its value never changes).
   bool constant() const;
+  /// True when the expression reads symbol slot `slot`.
+  bool uses(int slot) const;
 
  private:
   enum Op : uint8_t { Num, Sym, Add, Sub, Mul, Div, Neg, Ceil, Floor, Min, Max };
