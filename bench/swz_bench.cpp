@@ -1,11 +1,16 @@
 // swz-bench: llama-bench style throughput of a package on its target's backend (cpu,
 // cuda, vulkan: exec::open_backend_model, as the engine opens it).
-//   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--reps 5] [-t threads]
+//   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--reps 5] [-t threads] [--seqs S]
 //   --depth D: the tg decodes run after a D-token prompt (untimed), as llama-bench's -d
 //   ("tg128 @ d2048"): decode speed with a long context in the KV cache.
 // pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
 // KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
-// KV cache (llama-bench's definition). Prints JSON: per-rep seconds and tokens/s medians.
+// KV cache (llama-bench's definition), each token the greedy pick of the step before
+// (device argmax where the package has it, as the server's greedy path; else host logits).
+// --seqs S (S >= 1): aggregate decode of S sequences in one batch, as llama-batched-bench's
+// S_TG: each sequence gets its own pp-token prompt (untimed), then tg steps decode all S
+// together (one forward pass per step); reports S * tg / seconds.
+// Prints JSON: per-rep seconds and tokens/s medians.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -23,14 +28,94 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
+using Clock = std::chrono::steady_clock;
+
+/// --seqs: S sequences, each a pp-token prompt, then tg steps of all S together.
+int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
+  try {
+    auto pkg = swz::package::open_package(path);
+    const int n_ctx = pp + tg + 8;
+    const int pages_per_seq = (n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens;
+    swz::kvcache::CacheOptions kv_opts;
+    kv_opts.n_pages = seqs * pages_per_seq + 1;
+    kv_opts.prefix_cache = false;
+    swz::exec::BackendModel bm =
+        swz::exec::open_backend_model(pkg, n_ctx, std::move(kv_opts), "", threads, 512, std::max(seqs, 1));
+    swz::exec::GraphExecutor& ex = *bm.executor;
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int> dist(0, ex.n_vocab() - 1);
+    // Pages k * pages_per_seq .. for sequence k, straight from the executor's pool.
+    std::vector<std::vector<int>> tables(seqs);
+    for (int k = 0; k < seqs; ++k)
+      for (int p = 0; p < pages_per_seq; ++p) tables[k].push_back(k * pages_per_seq + p);
+    std::vector<std::vector<int32_t>> prompts(seqs, std::vector<int32_t>(pp));
+    for (auto& p : prompts)
+      for (auto& t : p) t = dist(rng);
+    std::vector<float> logits;
+    std::vector<int32_t> ids;
+    auto step = [&](std::vector<swz::exec::SequenceStep>& st) {
+      if (ex.has_device_argmax()) {
+        ex.forward(st, nullptr, &ids);
+      } else {
+        ex.forward(st, &logits, nullptr);
+        ids.resize(st.size());
+        for (size_t k = 0; k < st.size(); ++k) {
+          const auto row = logits.begin() + static_cast<ptrdiff_t>(k) * ex.n_vocab();
+          ids[k] = static_cast<int32_t>(std::max_element(row, row + ex.n_vocab()) - row);
+        }
+      }
+    };
+    std::vector<double> tg_s;
+    for (int r = 0; r < reps + 1; ++r) {  // the first rep warms up
+      std::vector<int32_t> tok(seqs);
+      for (int k = 0; k < seqs; ++k) {
+        for (int i = 0; i < pp; i += 512) {
+          std::vector<swz::exec::SequenceStep> st(1);
+          st[0].tokens = prompts[k].data() + i;
+          st[0].n_tokens = std::min(512, pp - i);
+          st[0].pos0 = i;
+          st[0].block_table = tables[k].data();
+          st[0].n_blocks = (i + st[0].n_tokens + 63) / 64;
+          st[0].rows = swz::exec::SequenceModel::Rows::Prompt;
+          step(st);
+          tok[k] = ids[0];
+        }
+      }
+      std::vector<swz::exec::SequenceStep> st(seqs);
+      const auto t0 = Clock::now();
+      for (int i = 0; i < tg; ++i) {
+        for (int k = 0; k < seqs; ++k) {
+          st[k].tokens = &tok[k];
+          st[k].n_tokens = 1;
+          st[k].pos0 = pp + i;
+          st[k].block_table = tables[k].data();
+          st[k].n_blocks = (pp + i + 1 + 63) / 64;
+          st[k].rows = swz::exec::SequenceModel::Rows::Generated;
+        }
+        step(st);
+        std::copy(ids.begin(), ids.end(), tok.begin());
+      }
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r) tg_s.push_back(s);
+    }
+    nlohmann::json out = {{"backend", bm.backend}, {"seqs", seqs},  {"pp", pp},
+                          {"tg", tg},              {"tg_seconds", tg_s},
+                          {"batch_tg_tok_s", double(seqs) * tg / median(tg_s)}};
+    std::cout << out.dump() << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "swz-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--reps N] [-t threads]\n";
+    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--reps N] [-t threads] [--seqs S]\n";
     return 2;
   }
-  int pp = 512, tg = 128, depth = 0, reps = 5, threads = 0;
+  int pp = 512, tg = 128, depth = 0, reps = 5, threads = 0, seqs = 0;
   for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -49,15 +134,17 @@ int main(int argc, char** argv) {
     else if (a == "--depth") depth = v;
     else if (a == "--reps") reps = v;
     else if (a == "-t") threads = v;
+    else if (a == "--seqs") seqs = v;
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
     }
   }
-  if (pp < 1 || tg < 1 || reps < 1 || threads < 0) {
-    std::cerr << "--pp, --tg and --reps must be >= 1, -t >= 0\n";
+  if (pp < 1 || tg < 1 || reps < 1 || threads < 0 || seqs < 0) {
+    std::cerr << "--pp, --tg and --reps must be >= 1, -t and --seqs >= 0\n";
     return 2;
   }
+  if (seqs > 0) return batched(argv[1], pp, tg, reps, threads, seqs);
   try {
     auto pkg = swz::package::open_package(argv[1]);
     const int n_ctx_model = std::max(pp, depth + tg) + 8;
@@ -73,7 +160,6 @@ int main(int argc, char** argv) {
     std::vector<int32_t> depth_prompt(depth);
     for (auto& t : depth_prompt) t = dist(rng);
     std::vector<float> logits;
-    using Clock = std::chrono::steady_clock;
     std::vector<double> pp_s, tg_s;
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
@@ -85,10 +171,15 @@ int main(int argc, char** argv) {
       for (int i = 0; i < depth; i += 512)
         model.forward(depth_prompt.data() + i, std::min(512, depth - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       int32_t tok = prompt[0];
+      std::vector<int32_t> ids;
       t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
-        model.forward(&tok, 1, 1, swz::exec::SequenceModel::Rows::Generated, logits);
-        tok = prompt[(i + 1) % pp];
+        if (model.forward_argmax(&tok, 1, 1, swz::exec::SequenceModel::Rows::Generated, ids)) {
+          tok = ids[0];
+        } else {
+          model.forward(&tok, 1, 1, swz::exec::SequenceModel::Rows::Generated, logits);
+          tok = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
       }
       s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) tg_s.push_back(s);

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Speed on an NVIDIA GPU (the lent H200) against llama.cpp, same GGUF files, same run:
+# the benchmark of the speed issue (#13), in two calls on the GPU machine.
+#
+#   bench/gpu_speed.sh prepare [build-dir]        # here (swizzlec compile needs MLIR)
+#   bench/gpu_speed.sh run [build-dir] check      # there: starts llama.cpp's CUDA build
+#                                                 # (in the background), writes the GGUFs,
+#                                                 # checks correctness
+#   bench/gpu_speed.sh run [build-dir] time       # there, while warm: times both engines
+#
+# prepare writes <build-dir>/gpu-speed/ (carry it): the MLIR-free binaries of
+# bench/gpu_e2e.sh (swizzle-rt, swizzlec for synth, swz-bench, swz-backend-compare), the cpu
+# and sm_90 packages of each model (compiled here from GGUFs synthesised here and deleted
+# again), llama.cpp's source from the newest llama-cpp-python sdist on PyPI, trimmed to
+# what a CUDA build of llama-bench and llama-batched-bench needs (no models/, docs/,
+# other backends, tests, examples, web UI), and the `gguf` wheel (weight bytes and FLOPs
+# for the roofline).
+#
+# Our runtime is built here, not there: its Debian build dependencies (nlohmann-json,
+# CLI11, cpp-httplib, libsodium, BLAKE3) are not on the GPU machine, which has no network;
+# its binaries are static in libstdc++ and open libcuda at run time.
+#
+# check (first call): the GGUFs are written again at the paths the packages recorded
+# (fixed seeds: the same bytes), then each model's greedy tokens on the sm_90 package are
+# compared with the cpu backend's (swz-backend-compare: tokens equal up to a near-tie,
+# logits within the stated bound). A model that fails is never timed: `time` reads the
+# verdicts and skips it.
+#
+# time (second call, same machine): waits for llama.cpp's build, measures the H200's copy
+# bandwidth and f16 tensor-core peak (PyTorch), then per model, medians of 5 repetitions:
+#   pp512, tg128, pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), tg128 with launch graphs
+#   off (SWZ_GRAPHS=0, ours only), aggregate decode of 1..32 sequences of 512+128 tokens
+#   (swz-bench --seqs; llama-batched-bench), an ncu profile of our decode step (7B shape).
+# Writes $OUT/speed.json ({"machine", "commit", "rows": [{"model", "test", "swizzle",
+# "llama_cpp", ...}]}), every log, and prints the table.
+set -uo pipefail
+mode=${1:?usage: $0 prepare|run [build-dir] [check|time]}
+build=${2:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+dir=$build/gpu-speed
+# name | synth arguments | compare prompts
+MODELS=(
+  "smollm2-135m-q4_1|--preset smollm2-135m --type q4_1 --seed 3|4"
+  "qwen3-0.6b-q8_0|--preset qwen3-0.6b --type q8_0 --seed 1|4"
+  "qwen2.5-coder-7b-q4_k|--preset qwen2.5-coder-7b --type q4_k --seed 4|1"
+)
+synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR
+  local rest=${2#*|}
+  # shellcheck disable=SC2086
+  "$1" synth ${rest%|*} -o "$3/${2%%|*}.gguf" >/dev/null
+}
+case $mode in
+prepare)
+  set -e
+  lite=$build-lite
+  [ -f "$lite/build.ninja" ] || cmake -S "$src" -B "$lite" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWZ_BUILD_COMPILER=OFF >/dev/null
+  cmake --build "$lite" --target swizzlec swizzle-rt swz-bench swz-backend-compare
+  cmake --build "$build" --target swizzlec
+  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/models" "$dir/wheels"
+  cp -a "$lite/server/swizzle-rt" "$lite/server/lib" "$lite/compiler/swizzlec" "$lite/bench/swz-bench" \
+        "$lite/test/tools/swz-backend-compare" "$dir/bin/"
+  for m in "${MODELS[@]}"; do
+    name=${m%%|*}
+    synth "$build/compiler/swizzlec" "$m" "$dir/models"
+    for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
+    rm "$dir/models/$name.gguf"
+  done
+  # llama.cpp: the sdist of the newest llama-cpp-python vendors it.
+  tmp=$(mktemp -d)
+  "$src/.venv/bin/python" -m pip download -q --no-deps --no-binary :all: -d "$tmp" llama-cpp-python
+  tar -xzf "$tmp"/llama_cpp_python-*.tar.gz -C "$tmp"
+  lc=$(echo "$tmp"/llama_cpp_python-*/vendor/llama.cpp)
+  basename "$tmp"/llama_cpp_python-*.tar.gz > "$dir/LLAMA_CPP_SOURCE"
+  rm -rf "$lc"/{models,docs,media,examples,tests,benches,conversion,gguf-py,scripts,pocs,skills,ci,grammars,requirements}
+  (cd "$lc/ggml/src" && for b in ggml-*/; do case $b in ggml-cpu/|ggml-cuda/) ;; *) rm -rf "$b" ;; esac; done)
+  (cd "$lc/tools" && for t in */; do case $t in llama-bench/|batched-bench/) ;; *) rm -rf "$t" ;; esac; done)
+  printf 'llama_add_compile_flags()\nadd_subdirectory(batched-bench)\nadd_subdirectory(llama-bench)\n' > "$lc/tools/CMakeLists.txt"
+  tar -czf "$dir/llama.cpp.tar.gz" -C "$(dirname "$lc")" llama.cpp
+  rm -rf "$tmp"
+  "$src/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$dir/wheels" \
+    "$(grep -E '^gguf==' "$src/requirements.txt" || echo gguf)"
+  git -C "$src" rev-parse --short HEAD > "$dir/COMMIT"
+  realpath "$dir" > "$dir/ORIGIN"
+  du -sh "$dir" ;;
+run)
+  what=${3:?run needs check or time}
+  out=${OUT:-$dir/out}
+  mkdir -p "$out"
+  here=$(realpath "$dir")
+  origin=$(cat "$dir/ORIGIN")
+  if [ "$origin" != "$here" ]; then mkdir -p "$(dirname "$origin")" && ln -sfn "$here" "$origin"; fi
+  bin=$here/bin
+  lcb=/tmp/llama.cpp-build
+  nproc=$(nproc)
+  if [ "$what" = check ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.csv"
+    # llama.cpp's CUDA build (sm_90 only) runs on in its own session while we check.
+    if [ ! -f $lcb/done ]; then
+      rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
+      setsid nohup bash -c "cd $lcb && cmake -S llama.cpp -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > build.log 2>&1 && \
+        nice cmake --build b --target llama-bench llama-batched-bench -j $nproc >> build.log 2>&1; echo \$? > done" \
+        > /dev/null 2>&1 < /dev/null &
+    fi
+    for m in "${MODELS[@]}"; do
+      name=${m%%|*} prompts=${m##*|}
+      [ -f "$here/models/$name.gguf" ] || synth "$bin/swizzlec" "$m" "$here/models"
+      "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 16 --prompts "$prompts" \
+        --json "$out/check-$name.json" > "$out/check-$name.log" 2>&1
+      echo "$?" > "$here/models/$name.verdict"
+      printf '%-28s correctness vs cpu: %s\n' "$name" "$([ "$(cat "$here/models/$name.verdict")" = 0 ] && echo pass || echo FAIL)"
+      tail -n 4 "$out/check-$name.log"
+    done
+    tail -n 3 $lcb/build.log 2>/dev/null
+    exit 0
+  fi
+  [ "$what" = time ] || { echo "run: check or time" >&2; exit 2; }
+  for _ in $(seq 1 120); do [ -f $lcb/done ] && break; sleep 5; done
+  [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || { echo "llama.cpp build did not finish:"; tail -n 30 $lcb/build.log; }
+  cp $lcb/build.log "$out/llama-build.log" 2>/dev/null
+  lbin=$lcb/b/bin
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
+  # The machine's measured peaks: device-to-device copy bandwidth (read + write bytes over
+  # time, 2 GiB buffers) and the dense f16 tensor-core rate (8192^3 matmul, f32 accumulate).
+  python3 - > "$out/peaks.json" <<'PY'
+import json, torch
+x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+a = torch.randn(8192, 8192, dtype=torch.float16, device="cuda"); b = torch.randn_like(a)
+def timed(f, n):
+    f(); torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); [f() for _ in range(n)]; e.record(); torch.cuda.synchronize()
+    return s.elapsed_time(e) / 1e3 / n
+t = timed(lambda: y.copy_(x), 20)
+m = timed(lambda: a @ b, 20)
+print(json.dumps({"hbm_gbs": 2 * x.numel() / t / 1e9, "f16_tflops": 2 * 8192**3 / m / 1e12,
+                  "device": torch.cuda.get_device_name()}))
+PY
+  cat "$out/peaks.json"
+  run_swz() {  # run_swz LOG ARGS...: swz-bench's JSON line, logged
+    local log=$1; shift
+    "$bin/swz-bench" "$@" > "$out/$log.log" 2>&1; tail -n 1 "$out/$log.log"
+  }
+  for m in "${MODELS[@]}"; do
+    name=${m%%|*}
+    gguf=$here/models/$name.gguf gpu=$here/models/$name-sm_90.swz
+    if [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" != 0 ]; then echo "$name: not checked or failed the check: not timed"; continue; fi
+    echo "== $name"
+    run_swz "swz-$name-pp512-tg128" "$gpu" --pp 512 --tg 128 --reps 5
+    SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
+    run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
+    for s in 1 4 8 16 32; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
+    if [ -x "$lbin/llama-bench" ]; then
+      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$out/llama-$name-pp512-tg128.json" 2> "$out/llama-$name-pp512-tg128.log"
+      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$out/llama-$name-pp8192.json" 2> "$out/llama-$name-pp8192.log"
+      "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl 1,4,8,16,32 \
+        --output-format jsonl > "$out/llama-$name-batched.jsonl" 2> "$out/llama-$name-batched.log"
+      grep -h '"avg_ts"' "$out/llama-$name-pp512-tg128.json" | head -2
+    fi
+  done
+  # ncu on our decode step, 7B shape, launch by launch (graphs off), 2 steps' kernels.
+  big=${MODELS[2]%%|*}
+  if command -v ncu > /dev/null && [ "$(cat "$here/models/$big.verdict" 2>/dev/null)" = 0 ]; then
+    SWZ_GRAPHS=0 timeout 240 ncu --launch-skip 2000 --launch-count 900 --csv \
+      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size \
+      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$out/ncu-$big-decode.csv" 2> "$out/ncu.log"
+  fi
+  python3 "$src/bench/gpu_speed_table.py" "$out" "$here" "$(cat "$here/COMMIT")" "${MODELS[@]%%|*}" ;;
+*) echo "usage: $0 prepare|run [build-dir] [check|time]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,136 @@
+"""The table of bench/gpu_speed.sh: reads the logs of `run time` in OUT, writes
+OUT/speed.json and prints a Markdown table.
+
+    python3 gpu_speed_table.py OUT PACKAGE_DIR COMMIT MODEL...
+
+Rows: per model pp512, tg128, pp8192 and aggregate decode at 1..32 sequences (tok/s
+medians of both engines, their ratio), tg128 with launch graphs off (ours only), and
+each row's roofline fraction: a decode row's weight bytes per token (every tensor but
+the token embedding, which decode gathers one row of; the embedding when it is also the
+LM head) over the measured copy bandwidth; a prefill row's FLOPs (2 x matmul weights
+per token, LM head for the last token only, plus causal attention) over the measured
+f16 tensor-core peak.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def last_json(path):
+    try:
+        with open(path) as f:
+            lines = [l for l in f.read().splitlines() if l.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except OSError:
+        return None
+
+
+def model_costs(gguf_path):
+    """(weight bytes read per decoded token, matmul weight elements per prompt token,
+    attention FLOPs per token per context position)."""
+    import gguf  # the carried wheel
+
+    r = gguf.GGUFReader(gguf_path)
+    tensors = {t.name: t for t in r.tensors}
+    tied = "output.weight" not in tensors
+    decode_bytes = 0
+    prefill_elems = 0
+    for name, t in tensors.items():
+        if name == "token_embd.weight":
+            if tied:
+                decode_bytes += int(t.n_bytes)
+            continue
+        decode_bytes += int(t.n_bytes)
+        if len(t.shape) == 2 and name != "output.weight":
+            prefill_elems += int(t.n_elements)
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+
+    def kv(key):
+        f = r.fields[f"{arch}.{key}"]
+        return int(f.parts[-1][0])
+
+    n_layer, n_head = kv("block_count"), kv("attention.head_count")
+    head_dim = kv("attention.key_length") if f"{arch}.attention.key_length" in r.fields else kv("embedding_length") // n_head
+    # QK^T and PV: 2 x 2 x head_dim FLOPs per head per (token, earlier position).
+    attn_per_pos = 4 * n_layer * n_head * head_dim
+    return decode_bytes, prefill_elems, attn_per_pos
+
+
+def main():
+    out, pkgdir, commit, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    peaks = last_json(os.path.join(out, "peaks.json")) or {}
+    bw, peak = peaks.get("hbm_gbs"), peaks.get("f16_tflops")
+    try:
+        machine = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True).stdout.strip()
+    except OSError:
+        machine = peaks.get("device", "?")
+    rows = []
+    for m in models:
+        gguf_path = os.path.join(pkgdir, "models", m + ".gguf")
+        if not os.path.exists(gguf_path):
+            continue
+        dbytes, pelems, attn = model_costs(gguf_path)
+
+        def decode_roof(tok_s):
+            return dbytes * tok_s / (bw * 1e9) if tok_s and bw else None
+
+        def prefill_roof(tok_s, n):
+            flops = 2 * pelems + attn * n / 2  # per token, causal: n/2 earlier positions on average
+            return flops * tok_s / (peak * 1e12) if tok_s and peak else None
+
+        swz = last_json(os.path.join(out, f"swz-{m}-pp512-tg128.log")) or {}
+        nog = last_json(os.path.join(out, f"swz-{m}-tg128-nographs.log")) or {}
+        s8k = last_json(os.path.join(out, f"swz-{m}-pp8192.log")) or {}
+        lb = {}
+        for f in (f"llama-{m}-pp512-tg128.json", f"llama-{m}-pp8192.json"):
+            try:
+                for t in json.load(open(os.path.join(out, f))):
+                    key = f"pp{t['n_prompt']}" if t["n_gen"] == 0 else f"tg{t['n_gen']}"
+                    lb[key] = statistics.median(t["samples_ts"])
+            except (OSError, ValueError, KeyError):
+                pass
+        batched = {}
+        try:
+            for line in open(os.path.join(out, f"llama-{m}-batched.jsonl")):
+                if line.startswith("{"):
+                    j = json.loads(line)
+                    batched[j["pl"]] = j["speed_tg"]
+        except OSError:
+            pass
+
+        def row(test, ours, theirs, roof):
+            rows.append({"model": m, "test": test, "swizzle": ours, "llama_cpp": theirs,
+                         "ratio": ours / theirs if ours and theirs else None,
+                         "swizzle_roofline": roof(ours), "llama_cpp_roofline": roof(theirs)})
+
+        row("pp512", swz.get("pp_tok_s"), lb.get("pp512"), lambda v: prefill_roof(v, 512))
+        row("tg128", swz.get("tg_tok_s"), lb.get("tg128"), decode_roof)
+        row("tg128 (launch graphs off)", nog.get("tg_tok_s"), None, decode_roof)
+        row("pp8192", s8k.get("pp_tok_s"), lb.get("pp8192"), lambda v: prefill_roof(v, 8192))
+        for s in (1, 4, 8, 16, 32):
+            b = last_json(os.path.join(out, f"swz-{m}-batch{s}.log")) or {}
+            # Aggregate decode: S sequences share each weight read.
+            row(f"decode x{s} (512+128)", b.get("batch_tg_tok_s"), batched.get(s),
+                lambda v, s=s: decode_roof(v / s) if v else None)
+    result = {"machine": machine, "commit": commit, "peaks": peaks, "rows": rows}
+    with open(os.path.join(out, "speed.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+    def fmt(v, pct=False):
+        if v is None:
+            return "-"
+        return f"{100 * v:.0f}%" if pct else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}")
+
+    print(f"\n{machine}, commit {commit}; peaks: copy {fmt(bw)} GB/s, f16 tensor cores {fmt(peak)} TFLOP/s")
+    print("| model | test | swizzle tok/s | llama.cpp tok/s | ratio | swizzle roofline | llama.cpp roofline |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['test']} | {fmt(r['swizzle'])} | {fmt(r['llama_cpp'])} | "
+              f"{fmt(r['ratio'])} | {fmt(r['swizzle_roofline'], True)} | {fmt(r['llama_cpp_roofline'], True)} |")
+
+
+if __name__ == "__main__":
+    main()
