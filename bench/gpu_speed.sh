@@ -5,9 +5,12 @@
 #   bench/gpu_speed.sh prepare [build-dir]        # here (swizzlec compile needs MLIR)
 #   bench/gpu_speed.sh run [build-dir] check      # there: starts llama.cpp's CUDA build
 #                                                 # (in the background), writes the GGUFs,
-#                                                 # checks correctness
+#                                                 # checks correctness, waits for the build
 #   bench/gpu_speed.sh run [build-dir] time       # there, while warm: times both engines
+#   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
 #
+# (three calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
+# while it stays warm between them.)
 # prepare writes <build-dir>/gpu-speed/ (carry it): the MLIR-free binaries of
 # bench/gpu_e2e.sh (swizzle-rt, swizzlec for synth, swz-bench, swz-backend-compare), the cpu
 # and sm_90 packages of each model (compiled here from GGUFs synthesised here and deleted
@@ -26,15 +29,19 @@
 # logits within the stated bound). A model that fails is never timed: `time` reads the
 # verdicts and skips it.
 #
-# time (second call, same machine): waits for llama.cpp's build, measures the H200's copy
-# bandwidth and f16 tensor-core peak (PyTorch), then per model, medians of 5 repetitions:
-#   pp512, tg128, pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), tg128 with launch graphs
-#   off (SWZ_GRAPHS=0, ours only), aggregate decode of 1..32 sequences of 512+128 tokens
-#   (swz-bench --seqs; llama-batched-bench), an ncu profile of our decode step (7B shape).
-# Writes $OUT/speed.json ({"machine", "commit", "rows": [{"model", "test", "swizzle",
-# "llama_cpp", ...}]}), every log, and prints the table.
+# time (second call, same machine): measures the H200's copy bandwidth and f16
+# tensor-core peak (PyTorch), then per model, medians of 5 repetitions: pp512, tg128,
+# pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), tg128 with launch graphs off
+# (SWZ_GRAPHS=0, ours only), aggregate decode of 1..32 sequences of 512+128 tokens
+# (swz-bench --seqs; llama-batched-bench, medians of 3). Writes $OUT/speed.json
+# ({"machine", "commit", "rows": [{"model", "test", "swizzle", "llama_cpp", ...}]}),
+# every log, and prints the table (bench/gpu_speed_table.py).
+#
+# ncu (third call): one decode step of the 7B shape launch by launch under Nsight
+# Compute (caches flushed before each kernel, so weights come from HBM as at 7B scale):
+# per kernel time, DRAM throughput, registers, occupancy; $OUT/ncu-top.md.
 set -uo pipefail
-mode=${1:?usage: $0 prepare|run [build-dir] [check|time]}
+mode=${1:?usage: $0 prepare|run [build-dir] [check|time|ncu]}
 build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-speed
@@ -83,7 +90,7 @@ prepare)
   realpath "$dir" > "$dir/ORIGIN"
   du -sh "$dir" ;;
 run)
-  what=${3:?run needs check or time}
+  what=${3:?run needs check, time or ncu}
   out=${OUT:-$dir/out}
   mkdir -p "$out"
   here=$(realpath "$dir")
@@ -112,13 +119,24 @@ run)
       printf '%-28s correctness vs cpu: %s\n' "$name" "$([ "$(cat "$here/models/$name.verdict")" = 0 ] && echo pass || echo FAIL)"
       tail -n 4 "$out/check-$name.log"
     done
+    t0=$SECONDS
+    for _ in $(seq 1 100); do [ -f $lcb/done ] && break; sleep 5; done
+    echo "llama.cpp build: $([ "$(cat $lcb/done 2>/dev/null)" = 0 ] && echo done || echo FAILED) (waited $((SECONDS - t0)) s after the checks)"
     tail -n 3 $lcb/build.log 2>/dev/null
+    cp $lcb/build.log "$out/llama-build.log" 2>/dev/null
     exit 0
   fi
-  [ "$what" = time ] || { echo "run: check or time" >&2; exit 2; }
-  for _ in $(seq 1 120); do [ -f $lcb/done ] && break; sleep 5; done
-  [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || { echo "llama.cpp build did not finish:"; tail -n 30 $lcb/build.log; }
-  cp $lcb/build.log "$out/llama-build.log" 2>/dev/null
+  big=${MODELS[2]%%|*}
+  if [ "$what" = ncu ]; then
+    # One decode step (about 450 launches at 28 layers), after a 16-token prompt and 64 steps.
+    SWZ_GRAPHS=0 timeout 500 ncu --launch-skip 3000 --launch-count 460 --csv --print-units base \
+      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$out/ncu-$big-decode.csv" 2> "$out/ncu.log"
+    python3 "$src/bench/gpu_speed_table.py" --ncu "$out/ncu-$big-decode.csv" | tee "$out/ncu-top.md"
+    exit 0
+  fi
+  [ "$what" = time ] || { echo "run: check, time or ncu" >&2; exit 2; }
+  [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
   lbin=$lcb/b/bin
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
   # The machine's measured peaks: device-to-device copy bandwidth (read + write bytes over
@@ -159,13 +177,6 @@ PY
       grep -h '"avg_ts"' "$out/llama-$name-pp512-tg128.json" | head -2
     fi
   done
-  # ncu on our decode step, 7B shape, launch by launch (graphs off), 2 steps' kernels.
-  big=${MODELS[2]%%|*}
-  if command -v ncu > /dev/null && [ "$(cat "$here/models/$big.verdict" 2>/dev/null)" = 0 ]; then
-    SWZ_GRAPHS=0 timeout 240 ncu --launch-skip 2000 --launch-count 900 --csv \
-      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size \
-      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$out/ncu-$big-decode.csv" 2> "$out/ncu.log"
-  fi
   python3 "$src/bench/gpu_speed_table.py" "$out" "$here" "$(cat "$here/COMMIT")" "${MODELS[@]%%|*}" ;;
-*) echo "usage: $0 prepare|run [build-dir] [check|time]" >&2; exit 2 ;;
+*) echo "usage: $0 prepare|run [build-dir] [check|time|ncu]" >&2; exit 2 ;;
 esac
