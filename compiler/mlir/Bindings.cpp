@@ -586,9 +586,18 @@ Attention attentionOf(const Group &g) {
 
 /// Pages hold 64 positions (runtime/kvcache/block_manager.h; attention_f16kv.mlir).
 constexpr int64_t kPage = 64;
-/// Decode's split-K: keys in splits of 256 (a multiple of the portable kernel's 32-key
-/// tiles), one partial per split, then attention_split_reduce.
-constexpr int64_t kDecodeSplit = 256;
+/// Decode's split-K ("flash decoding"): the context in n_split splits of split_len keys
+/// (a multiple of the portable kernel's 32-key tiles), one partial per split, then
+/// attention_split_reduce. A workgroup walks its split's keys one tile after another, so
+/// the splits are what spreads a decode step's attention over the SMs: one split per 64
+/// keys up to kDecodeMaxSplits (the grid is n_split x n_head_kv workgroups per sequence;
+/// 256-key splits left a 600-key context at 3 x n_head_kv workgroups), then longer splits.
+/// The partials' scratch is sized for kDecodeMaxSplits.
+constexpr int64_t kDecodeMinSplit = 64;
+constexpr int64_t kDecodeMaxSplits = 16;
+const std::string kDecodeNSplit =
+    "min(ceil(ctx/" + std::to_string(kDecodeMinSplit) + "), " + std::to_string(kDecodeMaxSplits) + ")";
+const std::string kDecodeSplitLen = "ceil(ctx/(n_split*32))*32";
 
 json kvPool(const Attention &a, const char *which) {
   return {{"kv", which},
@@ -622,26 +631,26 @@ void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, 
 /// [n_split, T, n_head] f32, scratches sized for the longest context and row budget.
 json oPart(const Attention &a) {
   const std::string per = str(a.nHead * a.hd);
-  return scratch("attn_o_part", "ceil(max_ctx/" + str(kDecodeSplit) + ")*max_T*" + per + "*4",
+  return scratch("attn_o_part", "min(ceil(max_ctx/" + str(kDecodeMinSplit) + "), " + str(kDecodeMaxSplits) + ")*max_T*" + per + "*4",
                  shape({"n_split*T*" + per}));
 }
 json lsePart(const Attention &a) {
   const std::string per = str(a.nHead);
-  return scratch("attn_lse_part", "ceil(max_ctx/" + str(kDecodeSplit) + ")*max_T*" + per + "*4",
+  return scratch("attn_lse_part", "min(ceil(max_ctx/" + str(kDecodeMinSplit) + "), " + str(kDecodeMaxSplits) + ")*max_T*" + per + "*4",
                  shape({"n_split*T*" + per}));
 }
 
 /// flash_attention_f16kv[_mma[_hd128]](q, k_cache, v_cache, block_table, out, o_part,
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
 /// Prefill: one split over the whole context (split_len a multiple of 64, as the tensor-core
-/// kernel needs; o_part/lse_part unused). Decode: splits of 256 keys into the partials.
+/// kernel needs; o_part/lse_part unused). Decode: kDecodeNSplit splits into the partials.
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const bool decode = ref.phase == "decode";
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
   if (decode)
-    r.let = {{"n_split", "ceil(ctx/" + str(kDecodeSplit) + ")"}, {"split_len", str(kDecodeSplit)}};
+    r.let = {{"n_split", kDecodeNSplit}, {"split_len", kDecodeSplitLen}};
   else
     r.let = {{"n_split", "1"}, {"split_len", "ceil(ctx/" + str(kPage) + ")*" + str(kPage)}};
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
@@ -658,7 +667,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
 void bindSplitReduce(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   r.scope = "sequence";
-  r.let = {{"n_split", "ceil(ctx/" + str(kDecodeSplit) + ")"}};
+  r.let = {{"n_split", kDecodeNSplit}};
   r.args = {oPart(a), lsePart(a), activation(a.out, t[2], "T*" + str(a.nHead * a.hd)),
             i32("n_split"), i32(a.hd)};
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};
