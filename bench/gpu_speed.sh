@@ -6,11 +6,14 @@
 #   bench/gpu_speed.sh run [build-dir] check      # there: starts llama.cpp's CUDA build
 #                                                 # (in the background), writes the GGUFs,
 #                                                 # checks correctness, waits for the build
-#   bench/gpu_speed.sh run [build-dir] time       # there, while warm: times both engines
+#   bench/gpu_speed.sh run [build-dir] time [MODEL]  # there, while warm: times both
+#                                                 # engines (one model a call: a call
+#                                                 # runs 10 minutes at most)
 #   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
 #
-# (three calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
-# while it stays warm between them.)
+# (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
+# while it stays warm between them. Carry <build-dir>/gpu-speed in the first call only:
+# a carried path replaces the machine's copy, GGUFs and verdicts included.)
 # prepare writes <build-dir>/gpu-speed/ (carry it): the MLIR-free binaries of
 # bench/gpu_e2e.sh (swizzle-rt, swizzlec for synth, swz-bench, swz-backend-compare), the cpu
 # and sm_90 packages of each model (compiled here from GGUFs synthesised here and deleted
@@ -91,16 +94,32 @@ prepare)
   du -sh "$dir" ;;
 run)
   what=${3:?run needs check, time or ncu}
+  # Logs accumulate in $work, which outlives a call while the machine stays warm (time
+  # runs one model a call); each call ends by packing them into $OUT (8 files come back
+  # from a call): logs.tgz, speed.json and the tables.
+  work=/tmp/swz-speed
   out=${OUT:-$dir/out}
-  mkdir -p "$out"
+  mkdir -p "$work" "$out"
+  trap 'tar -czf "$out/logs.tgz" -C "$work" . 2>/dev/null; cp "$work"/speed.json "$work"/*.md "$out/" 2>/dev/null' EXIT
   here=$(realpath "$dir")
   origin=$(cat "$dir/ORIGIN")
   if [ "$origin" != "$here" ]; then mkdir -p "$(dirname "$origin")" && ln -sfn "$here" "$origin"; fi
   bin=$here/bin
   lcb=/tmp/llama.cpp-build
   nproc=$(nproc)
+  check_models() {  # writes the GGUFs (where missing) and each model's verdict
+    for m in "${MODELS[@]}"; do
+      name=${m%%|*} prompts=${m##*|}
+      [ -f "$here/models/$name.gguf" ] || synth "$bin/swizzlec" "$m" "$here/models"
+      "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 16 --prompts "$prompts" \
+        --json "$work/check-$name.json" > "$work/check-$name.log" 2>&1
+      echo "$?" > "$here/models/$name.verdict"
+      printf '%-28s correctness vs cpu: %s\n' "$name" "$([ "$(cat "$here/models/$name.verdict")" = 0 ] && echo pass || echo FAIL)"
+      tail -n 4 "$work/check-$name.log"
+    done
+  }
   if [ "$what" = check ]; then
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.csv"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$work/gpu.csv"
     # llama.cpp's CUDA build (sm_90 only) runs on in its own session while we check.
     if [ ! -f $lcb/done ]; then
       rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
@@ -110,20 +129,12 @@ run)
         nice cmake --build b --target llama-bench llama-batched-bench -j $nproc >> build.log 2>&1; echo \$? > done" \
         > /dev/null 2>&1 < /dev/null &
     fi
-    for m in "${MODELS[@]}"; do
-      name=${m%%|*} prompts=${m##*|}
-      [ -f "$here/models/$name.gguf" ] || synth "$bin/swizzlec" "$m" "$here/models"
-      "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 16 --prompts "$prompts" \
-        --json "$out/check-$name.json" > "$out/check-$name.log" 2>&1
-      echo "$?" > "$here/models/$name.verdict"
-      printf '%-28s correctness vs cpu: %s\n' "$name" "$([ "$(cat "$here/models/$name.verdict")" = 0 ] && echo pass || echo FAIL)"
-      tail -n 4 "$out/check-$name.log"
-    done
+    check_models
     t0=$SECONDS
     for _ in $(seq 1 100); do [ -f $lcb/done ] && break; sleep 5; done
     echo "llama.cpp build: $([ "$(cat $lcb/done 2>/dev/null)" = 0 ] && echo done || echo FAILED) (waited $((SECONDS - t0)) s after the checks)"
     tail -n 3 $lcb/build.log 2>/dev/null
-    cp $lcb/build.log "$out/llama-build.log" 2>/dev/null
+    cp $lcb/build.log "$work/llama-build.log" 2>/dev/null
     exit 0
   fi
   big=${MODELS[2]%%|*}
@@ -131,17 +142,20 @@ run)
     # One decode step (about 450 launches at 28 layers), after a 16-token prompt and 64 steps.
     SWZ_GRAPHS=0 timeout 500 ncu --launch-skip 3000 --launch-count 460 --csv --print-units base \
       --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
-      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$out/ncu-$big-decode.csv" 2> "$out/ncu.log"
-    python3 "$src/bench/gpu_speed_table.py" --ncu "$out/ncu-$big-decode.csv" | tee "$out/ncu-top.md"
+      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$work/ncu-$big-decode.csv" 2> "$work/ncu.log"
+    python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-$big-decode.csv" | tee "$work/ncu-top.md"
     exit 0
   fi
   [ "$what" = time ] || { echo "run: check, time or ncu" >&2; exit 2; }
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
+  # A call that carries <build-dir>/gpu-speed again replaces the GGUFs and verdicts of
+  # the check call: check again then (seconds; the GGUFs are the same bytes).
+  for m in "${MODELS[@]}"; do [ -f "$here/models/${m%%|*}.verdict" ] || { check_models; break; }; done
   lbin=$lcb/b/bin
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
+  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
   # The machine's measured peaks: device-to-device copy bandwidth (read + write bytes over
   # time, 2 GiB buffers) and the dense f16 tensor-core rate (8192^3 matmul, f32 accumulate).
-  python3 - > "$out/peaks.json" <<'PY'
+  python3 - > "$work/peaks.json" <<'PY'
 import json, torch
 x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
 a = torch.randn(8192, 8192, dtype=torch.float16, device="cuda"); b = torch.randn_like(a)
@@ -155,13 +169,15 @@ m = timed(lambda: a @ b, 20)
 print(json.dumps({"hbm_gbs": 2 * x.numel() / t / 1e9, "f16_tflops": 2 * 8192**3 / m / 1e12,
                   "device": torch.cuda.get_device_name()}))
 PY
-  cat "$out/peaks.json"
+  cat "$work/peaks.json"
   run_swz() {  # run_swz LOG ARGS...: swz-bench's JSON line, logged
     local log=$1; shift
-    "$bin/swz-bench" "$@" > "$out/$log.log" 2>&1; tail -n 1 "$out/$log.log"
+    "$bin/swz-bench" "$@" > "$work/$log.log" 2>&1; tail -n 1 "$work/$log.log"
   }
+  only=${4:-}
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
+    [ -z "$only" ] || [ "$only" = "$name" ] || continue
     gguf=$here/models/$name.gguf gpu=$here/models/$name-sm_90.swz
     if [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" != 0 ]; then echo "$name: not checked or failed the check: not timed"; continue; fi
     echo "== $name"
@@ -170,13 +186,13 @@ PY
     run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
     for s in 1 4 8 16 32; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
     if [ -x "$lbin/llama-bench" ]; then
-      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$out/llama-$name-pp512-tg128.json" 2> "$out/llama-$name-pp512-tg128.log"
-      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$out/llama-$name-pp8192.json" 2> "$out/llama-$name-pp8192.log"
+      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
+      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
       "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl 1,4,8,16,32 \
-        --output-format jsonl > "$out/llama-$name-batched.jsonl" 2> "$out/llama-$name-batched.log"
-      grep -h '"avg_ts"' "$out/llama-$name-pp512-tg128.json" | head -2
+        --output-format jsonl > "$work/llama-$name-batched.jsonl" 2> "$work/llama-$name-batched.log"
+      grep -h '"avg_ts"' "$work/llama-$name-pp512-tg128.json" | head -2
     fi
   done
-  python3 "$src/bench/gpu_speed_table.py" "$out" "$here" "$(cat "$here/COMMIT")" "${MODELS[@]%%|*}" ;;
+  python3 "$src/bench/gpu_speed_table.py" "$work" "$here" "$(cat "$here/COMMIT")" "${MODELS[@]%%|*}" | tee "$work/table.md" ;;
 *) echo "usage: $0 prepare|run [build-dir] [check|time|ncu]" >&2; exit 2 ;;
 esac
