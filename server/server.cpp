@@ -421,8 +421,7 @@ struct Server::Impl {
     // {"content": str}.
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
-        check_json_depth(req.body, "The request body");
-        const json body = json::parse(req.body, nullptr, false);
+        const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* content = json_field(body, "content");
         if (!content || !content->is_string()) throw bad_param("content", "Missing or invalid 'content': expected a string.");
@@ -451,8 +450,7 @@ struct Server::Impl {
     });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
-        check_json_depth(req.body, "The request body");
-        const json body = json::parse(req.body, nullptr, false);
+        const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* tokens = json_field(body, "tokens");
         if (!tokens || !tokens->is_array()) throw bad_param("tokens", "Missing or invalid 'tokens': expected an array of token ids.");
