@@ -68,7 +68,15 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
 /// httplib 0.11 reads the value with strtoull, which turns "-1" into 2^64 - 1 (a 413
 /// after waiting out the read timeout for a body that never comes) and "+5" or "5x"
 /// into 5, so the check runs here, in the pre-routing handler.
+/// A POST / PUT / PATCH with neither Content-Length nor Transfer-Encoding (an empty
+/// `Content-Length:` too: httplib drops a header without a value) is 411 Length Required:
+/// httplib 0.11 would read such a request's body until the client closes, holding an HTTP
+/// thread for the whole read timeout and then answering a bare 400.
 std::optional<ApiError> check_content_length(const httplib::Request& req) {
+  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length") &&
+      !req.has_header("Transfer-Encoding"))
+    return ApiError(411, "A " + req.method + " request needs a Content-Length header (or Transfer-Encoding: chunked).",
+                    "invalid_request_error", "", "length_required");
   auto [begin, end] = req.headers.equal_range("Content-Length");
   std::optional<std::string> seen;
   for (auto it = begin; it != end; ++it) {
