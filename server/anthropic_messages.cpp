@@ -261,13 +261,7 @@ void parse_tools(const json& body, MessagesRequest& r) {
 }  // namespace
 
 MessagesRequest parse_messages_request(std::string_view body_text, bool count_tokens) {
-  check_json_depth(body_text, "The request body");
-  json body;
-  try {
-    body = json::parse(body_text);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("The request body is not valid JSON: ") + e.what());
-  }
+  const json body = parse_request_json(body_text, "The request body is not valid JSON: ");
   if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + json_type_name(body) + ".");
   MessagesRequest r;
   r.model = get_string(required(body, "model", "model"), "model");

@@ -29,4 +29,13 @@ void check_json_depth(std::string_view text, const std::string& what, const std:
                  "invalid_request_error", param);
 }
 
+nlohmann::json parse_request_json(std::string_view body, std::string_view not_json) {
+  check_json_depth(body, "The request body");
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range 406 for 1e999 (no inf in JSON)
+    throw ApiError(400, std::string(not_json) + e.what());
+  }
+}
+
 }  // namespace swz::server

@@ -13,6 +13,8 @@
 
 #include "api_error.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -35,5 +37,17 @@ size_t json_depth_exceeded_at(std::string_view text, int limit = kMaxJsonDepth);
 /// the nesting limit of 512 levels (level 513 opens at byte N)."; `what` is e.g. "The
 /// request body" or "The JSON in 'messages[1].tool_calls[0].function.arguments'".
 void check_json_depth(std::string_view text, const std::string& what, const std::string& param = {});
+
+/// OpenAI's words for a body that is not JSON (parse_request_json's `not_json`).
+inline constexpr std::string_view kNotJsonOpenAI = "We could not parse the JSON body of your request: ";
+
+/// The one way a request body becomes JSON, for every endpoint that reads one (chat,
+/// completions, messages, count_tokens, tokenize, detokenize, on every base path): the
+/// body is measured (check_json_depth, "The request body ...") before the parser sees it,
+/// so nothing deeper than kMaxJsonDepth is ever built. Throws ApiError 400
+/// (invalid_request_error) for too deep, and `not_json` + the parser's message for text
+/// that is not JSON (e.g. "We could not parse the JSON body of your request: ", OpenAI's
+/// wording). Any JSON value comes back; the caller checks it is an object.
+nlohmann::json parse_request_json(std::string_view body, std::string_view not_json);
 
 }  // namespace swz::server

@@ -207,13 +207,7 @@ bool get_bool(const json& v, const std::string& param) {
 }
 
 ChatRequest parse_chat_request(std::string_view body_text) {
-  check_json_depth(body_text, "The request body");
-  json body;
-  try {
-    body = json::parse(body_text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range 406 for 1e999 (no inf in JSON)
-    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what());
-  }
+  const json body = parse_request_json(body_text, kNotJsonOpenAI);
   if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object, not " + json_type_name(body) + ".");
 
   ChatRequest r;

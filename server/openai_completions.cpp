@@ -43,13 +43,7 @@ CompletionsPrompt token_prompt(const json& ids, const std::string& param) {
 }  // namespace
 
 CompletionsRequest parse_completions_request(std::string_view body_text) {
-  check_json_depth(body_text, "The request body");
-  json body;
-  try {
-    body = json::parse(body_text);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("We could not parse the JSON body of your request: ") + e.what());
-  }
+  const json body = parse_request_json(body_text, kNotJsonOpenAI);
   if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
   CompletionsRequest r;
   auto it = body.find("prompt");

@@ -68,7 +68,15 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
 /// httplib 0.11 reads the value with strtoull, which turns "-1" into 2^64 - 1 (a 413
 /// after waiting out the read timeout for a body that never comes) and "+5" or "5x"
 /// into 5, so the check runs here, in the pre-routing handler.
+/// A POST / PUT / PATCH with neither Content-Length nor Transfer-Encoding (an empty
+/// `Content-Length:` too: httplib drops a header without a value) is 411 Length Required:
+/// httplib 0.11 would read such a request's body until the client closes, holding an HTTP
+/// thread for the whole read timeout and then answering a bare 400.
 std::optional<ApiError> check_content_length(const httplib::Request& req) {
+  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length") &&
+      !req.has_header("Transfer-Encoding"))
+    return ApiError(411, "A " + req.method + " request needs a Content-Length header (or Transfer-Encoding: chunked).",
+                    "invalid_request_error", "", "length_required");
   auto [begin, end] = req.headers.equal_range("Content-Length");
   std::optional<std::string> seen;
   for (auto it = begin; it != end; ++it) {
@@ -421,8 +429,7 @@ struct Server::Impl {
     // {"content": str}.
     http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
-        check_json_depth(req.body, "The request body");
-        const json body = json::parse(req.body, nullptr, false);
+        const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* content = json_field(body, "content");
         if (!content || !content->is_string()) throw bad_param("content", "Missing or invalid 'content': expected a string.");
@@ -451,8 +458,7 @@ struct Server::Impl {
     });
     http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
       try {
-        check_json_depth(req.body, "The request body");
-        const json body = json::parse(req.body, nullptr, false);
+        const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
         const json* tokens = json_field(body, "tokens");
         if (!tokens || !tokens->is_array()) throw bad_param("tokens", "Missing or invalid 'tokens': expected an array of token ids.");

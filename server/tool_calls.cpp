@@ -47,30 +47,83 @@ size_t json_container_end(std::string_view text, size_t start) {
   return std::string_view::npos;
 }
 
+using ojson = nlohmann::ordered_json;
+
+/// One JSON object's members in their order, a repeated name kept every time (a parsed
+/// object keeps only the last value of a name).
+using Members = std::vector<std::pair<std::string, ojson>>;
+
+/// Parses `text` (no exceptions: a discarded value when it is not JSON) and records in
+/// `members` the members of the top-level object (`under` empty) or of the object that is
+/// the value of the top-level member `under` (its last occurrence, as the parsed value
+/// keeps). The caller has bounded the depth, so copying a member's value is safe.
+ojson parse_recording_members(std::string_view text, std::string_view under, Members& members) {
+  using Event = ojson::parse_event_t;
+  const int depth_of_members = under.empty() ? 1 : 2;
+  bool inside = under.empty();
+  members.clear();
+  ojson::parser_callback_t record = [&](int depth, Event ev, ojson& v) {
+    if (!under.empty() && depth == 1 && ev == Event::key) {
+      inside = v.is_string() && v.get_ref<const std::string&>() == under;
+      if (inside) members.clear();
+    }
+    if (inside && depth == depth_of_members) {
+      // A member's value ends with a `value` event (scalars) or its container's end event.
+      if (ev == Event::key) members.emplace_back(v.get<std::string>(), ojson());
+      else if ((ev == Event::value || ev == Event::object_end || ev == Event::array_end) && !members.empty())
+        members.back().second = v;
+    }
+    return true;
+  };
+  return ojson::parse(text, record, /*allow_exceptions=*/false);
+}
+
+/// An arguments object whose member names repeat is the arguments of several calls of the
+/// one function written into one object: Qwen2.5-Coder-0.5B, forced to call get_weather
+/// for Paris and Tokyo, writes {"city": "Paris", "city": "Tokyo"}. A name already present
+/// starts the next object, so every value is kept (a JSON parser would keep only the last
+/// and the call for Paris would be lost). No repeated name: one object, as parsed.
+std::vector<ojson> split_at_repeated_names(const Members& members) {
+  std::vector<ojson> out(1, ojson::object());
+  for (const auto& [name, value] : members) {
+    if (out.back().contains(name)) out.push_back(ojson::object());
+    out.back()[name] = value;
+  }
+  return out;
+}
+
 }  // namespace
 
-bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out) {
+bool parse_tool_call_json(std::string_view json_text, std::vector<ParsedToolCall>& out) {
   // Deeper than the request limit: not a call the server would accept back, so text.
   if (json_depth_exceeded_at(json_text) != std::string_view::npos) return false;
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  Members inline_args;
+  ojson j = parse_recording_members(json_text, "arguments", inline_args);
   if (j.is_discarded() || !j.is_object()) return false;
   auto name = j.find("name");
   if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return false;
   auto args = j.find("arguments");
-  if (args == j.end()) args = j.find("parameters");
-  nlohmann::ordered_json a = nlohmann::ordered_json::object();
-  if (args != j.end() && !args->is_null()) {
-    if (args->is_string()) {
-      if (json_depth_exceeded_at(args->get<std::string>()) != std::string_view::npos) return false;
-      a = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr, false);
-      if (a.is_discarded()) return false;
-    } else {
-      a = *args;
-    }
+  if (args == j.end()) {
+    args = j.find("parameters");
+    if (args != j.end()) parse_recording_members(json_text, "parameters", inline_args);
   }
-  if (!a.is_object()) return false;
-  out.name = name->get<std::string>();
-  out.arguments = a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::vector<ojson> objects;  // the arguments of each call
+  if (args == j.end() || args->is_null()) {
+    objects.push_back(ojson::object());
+  } else if (args->is_string()) {
+    const std::string& text = args->get_ref<const std::string&>();
+    if (json_depth_exceeded_at(text) != std::string_view::npos) return false;
+    Members members;
+    const ojson a = parse_recording_members(text, {}, members);
+    if (a.is_discarded() || !a.is_object()) return false;
+    objects = split_at_repeated_names(members);
+  } else if (args->is_object()) {
+    objects = split_at_repeated_names(inline_args);
+  } else {
+    return false;
+  }
+  for (const ojson& a : objects)
+    out.push_back({name->get<std::string>(), a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   return true;
 }
 
@@ -86,21 +139,16 @@ bool parse_tool_calls(std::string_view body, std::vector<ParsedToolCall>& out) {
     if (json_depth_exceeded_at(body) != std::string_view::npos) return false;
     const nlohmann::ordered_json a = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (a.is_discarded() || !a.is_array() || a.empty()) return false;
-    for (const auto& e : a) {
-      ParsedToolCall c;
-      if (!e.is_object() || !parse_tool_call_json(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), c))
+    for (const auto& e : a)
+      if (!e.is_object() || !parse_tool_call_json(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), calls))
         return false;
-      calls.push_back(std::move(c));
-    }
   } else {
     // {call}{call}, {call}\n{call}, {call}, {call}: one object after another, nothing else.
     for (size_t i = first; i < body.size(); i = skip(i, true)) {
       if (body[i] != '{') return false;
       const size_t end = json_container_end(body, i);
       if (end == std::string_view::npos) return false;
-      ParsedToolCall c;
-      if (!parse_tool_call_json(body.substr(i, end - i), c)) return false;
-      calls.push_back(std::move(c));
+      if (!parse_tool_call_json(body.substr(i, end - i), calls)) return false;
       i = end;
     }
     if (calls.empty()) return false;
@@ -165,15 +213,19 @@ bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
     if (rest.substr(0, 3) != "```") return not_a_call();
     consumed = close + 3;
   }
-  Event ev;
-  ev.is_call = true;
-  if (!parse_tool_call_json(text.substr(obj, end - obj), ev.call) ||
-      std::find(names_.begin(), names_.end(), ev.call.name) == names_.end())
+  std::vector<ParsedToolCall> calls;
+  if (!parse_tool_call_json(text.substr(obj, end - obj), calls) ||
+      std::find(names_.begin(), names_.end(), calls.front().name) == names_.end())
     return not_a_call();
   bare_possible_ = false;
   pending_.erase(0, consumed);
-  out.push_back(std::move(ev));
-  ++calls_;
+  for (auto& c : calls) {
+    Event ev;
+    ev.is_call = true;
+    ev.call = std::move(c);
+    out.push_back(std::move(ev));
+    ++calls_;
+  }
   return false;
 }
 

@@ -22,13 +22,18 @@ struct ParsedToolCall {
 };
 
 /// A tool-call JSON body {"name": s, "arguments": object | JSON-object string} (also
-/// "parameters" for "arguments", Llama-3's spelling; missing arguments = {}), into `out`.
-/// Returns false when `json_text` is not such an object.
-bool parse_tool_call_json(std::string_view json_text, ParsedToolCall& out);
+/// "parameters" for "arguments", Llama-3's spelling; missing arguments = {}): appends its
+/// call to `out`, or several calls of that function when member names repeat in the
+/// arguments object (a repeated name starts the next call's arguments:
+/// {"city": "Paris", "city": "Tokyo"} is two calls, as Qwen2.5 writes parallel calls of
+/// one function when a call is forced; a JSON parser would silently keep only Tokyo).
+/// Returns false, appending nothing, when `json_text` is not such an object.
+bool parse_tool_call_json(std::string_view json_text, std::vector<ParsedToolCall>& out);
 
 /// The body of one <tool_call>...</tool_call> tag, which may hold several calls: one call
 /// object, call objects back to back (separated by nothing, whitespace or commas, as
-/// Qwen2.5 writes parallel calls when a call is forced), or a JSON array of call objects.
+/// Qwen2.5 writes parallel calls when a call is forced), or a JSON array of call objects;
+/// each object may itself be several calls (repeated argument names, parse_tool_call_json).
 /// Appends every call to `out` and returns true only when all of them parse
 /// (parse_tool_call_json) and there is at least one; else `out` is unchanged (the caller
 /// gives the body back as text, never a part of it as calls).

@@ -279,6 +279,28 @@ def test_real_tool_use_then_tool_result_round_trip(real_anthropic):
     assert second.content
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_qwen_forced_parallel_calls_in_one_tag_are_separate_tool_uses(qwen_server, stream):
+    """Issue 14, item 8: tool_choice {type: any}; greedy Qwen2.5-Coder-0.5B writes both
+    cities into one <tool_call> as {"city": "Paris", "city": "Tokyo"}: two tool_use blocks."""
+    client = anthropic_client(qwen_server.base_url)
+    kw = dict(model="qwen", max_tokens=96, tools=[WEATHER_TOOL], tool_choice={"type": "any"},
+              messages=user("What is the weather in Paris and in Tokyo?"), extra_body=GREEDY)
+    if stream:
+        with client.messages.stream(**kw) as s:
+            msg = s.get_final_message()
+    else:
+        msg = client.messages.create(**kw)
+    assert msg.stop_reason == "tool_use", msg
+    assert [b.type for b in msg.content] == ["tool_use", "tool_use"], msg.content
+    assert [(b.name, b.input) for b in msg.content] == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})]
+    assert msg.content[0].id != msg.content[1].id
+    if not stream:
+        kw["tool_choice"] = {"type": "any", "disable_parallel_tool_use": True}
+        one = client.messages.create(**kw)
+        assert [(b.name, b.input) for b in one.content] == [("get_weather", {"city": "Paris"})]
+
+
 def test_real_context_overflow_is_prompt_too_long(real_anthropic, n_ctx):
     with pytest.raises(anthropic.BadRequestError) as ei:
         real_anthropic.messages.create(model="any", max_tokens=5, messages=user("word " * (n_ctx + 10)))

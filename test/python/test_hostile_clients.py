@@ -81,6 +81,29 @@ def test_invalid_content_length_is_400_and_closes_the_connection(fake_server, pa
     assert_healthy(fake_server.base_url)
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/messages/count_tokens"])
+@pytest.mark.parametrize("header", ["", "Content-Length: \r\n"], ids=["none", "empty"])
+def test_post_without_content_length_is_411_at_once(fake_server, path, header):
+    """Was: the body read until the client closed, i.e. the read timeout (5 s) holding an
+    HTTP thread, then a bare "HTTP error 400."."""
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{header}\r\n").encode()
+    data, closed_after = raw_exchange(fake_server.port, head, b'{"messages": []}')
+    status_line, _, rest = data.partition(b"\r\n")
+    assert status_line == b"HTTP/1.1 411 Length Required", data[:300]
+    assert closed_after is not None and closed_after < 2.0, closed_after
+    check_error(path, json.loads(rest.partition(b"\r\n\r\n")[2]),
+                "A POST request needs a Content-Length header (or Transfer-Encoding: chunked).")
+    assert_healthy(fake_server.base_url)
+
+
+def test_chunked_post_is_still_served(fake_server):
+    body = b'{"messages":[{"role":"user","content":"hi"}]}'
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+    data, _ = raw_exchange(fake_server.port, head, b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+    assert data.startswith(b"HTTP/1.1 200 OK"), data[:300]
+
+
 def test_conflicting_content_lengths_are_400(fake_server):
     body = b'{"messages":[{"role":"user","content":"hi"}]}'
     head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"

@@ -97,3 +97,45 @@ def test_real_tool_round_trip_through_stream_helper(qwen_server):
                                            max_tokens=48)
     assert (again.choices[0].message.content or "") == (second.choices[0].message.content or "")
     assert again.choices[0].finish_reason == second.choices[0].finish_reason
+
+
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "Get the current local time in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+# Issue 14, item 8: with a call forced, Qwen2.5-Coder-0.5B writes its parallel calls inside
+# the one <tool_call> tag the prompt opened. Greedy, it writes two calls of one function as
+# one object with a repeated name ({"city": "Paris", "city": "Tokyo"}) and calls of two
+# functions as objects back to back; each must come out as its own call.
+FORCED_PARALLEL = [
+    ("What is the weather in Paris and in Tokyo?", [WEATHER],
+     [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})]),
+    ("Tell me the weather in Paris and the time in Tokyo.", [WEATHER, TIME],
+     [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Tokyo"})]),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("question,tools,expected", FORCED_PARALLEL, ids=["one-function", "two-functions"])
+def test_real_forced_parallel_calls_in_one_tag_are_separate_calls(qwen_server, question, tools, expected, stream):
+    client = openai_client(qwen_server.base_url)
+    kw = dict(model="qwen", messages=user(question), tools=tools, tool_choice="required", temperature=0, max_tokens=96)
+    if stream:
+        chunks = list(client.chat.completions.create(stream=True, **kw))
+        deltas = [tc for ch in chunks if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
+        calls = [(d.function.name, json.loads(d.function.arguments)) for d in deltas]
+        assert [d.index for d in deltas] == list(range(len(expected)))
+        assert chunks[-1].choices[0].finish_reason == "tool_calls"
+        assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == ""
+    else:
+        r = client.chat.completions.create(**kw)
+        assert r.choices[0].finish_reason == "tool_calls", r.choices[0]
+        assert r.choices[0].message.content is None
+        calls = [(tc.function.name, json.loads(tc.function.arguments)) for tc in r.choices[0].message.tool_calls]
+        assert len({tc.id for tc in r.choices[0].message.tool_calls}) == len(calls)
+    assert calls == expected
+    # parallel_tool_calls false keeps the first call only.
+    if not stream:
+        one = client.chat.completions.create(parallel_tool_calls=False, **kw)
+        assert one.choices[0].finish_reason == "tool_calls"
+        assert [(tc.function.name, json.loads(tc.function.arguments)) for tc in one.choices[0].message.tool_calls] == expected[:1]

@@ -24,7 +24,7 @@ import openai
 import pytest
 import requests
 
-from conftest import ROOT, ServerProcess, openai_client
+from conftest import ROOT, ServerProcess, openai_client, start_rt
 
 GRACE = 2.0
 
@@ -232,5 +232,81 @@ def test_idle_keep_alive_connections_do_not_hold_the_exit():
         s.proc.send_signal(signal.SIGTERM)
         assert wait_exit(s, 10) == 0, s.log()
         assert time.monotonic() - t0 < 2, s.log()
+    finally:
+        s.kill()
+
+
+def test_real_engine_sigterm_cuts_running_generations_as_errors(rt_binary, package, n_ctx):
+    """The same on `swizzle-rt serve` with a real model (the scheduler runs every request):
+    each endpoint, streamed and not, still generating when a 1 s grace period ends, is cut
+    and reported as an error, never as a normal stop."""
+    s = start_rt(rt_binary, package, n_ctx, "--shutdown-grace", "1")
+    url = s.base_url
+    # Greedy SmolLM2 counts on and on: nothing finishes its 1,500 tokens within the grace
+    # period. The KV pool holds 4 such requests (prompt + max_tokens reserved each), so the
+    # streams start first and the last non-streamed ones wait in the queue (cut there).
+    count = [{"role": "user", "content": "Count from 1 to 1000."}, {"role": "assistant", "content": "1, 2, 3, 4, 5, 6, 7,"}]
+    bodies = {
+        "/v1/chat/completions": {"messages": count, "max_tokens": 1500, "temperature": 0},
+        "/v1/completions": {"prompt": "1, 2, 3, 4, 5, 6, 7,", "max_tokens": 1500, "temperature": 0},
+        "/v1/messages": {"model": "m", "messages": count, "max_tokens": 1500, "temperature": 0},
+    }
+    try:
+        results: dict = {}
+        streaming = {path: threading.Event() for path in bodies}
+
+        def streamed(path):
+            r = requests.post(url + path, json=bodies[path] | {"stream": True}, stream=True, timeout=60)
+            events, event = [], None
+            for line in r.iter_lines(decode_unicode=True):
+                if line.startswith("event: "):
+                    event = line[len("event: "):]
+                elif line.startswith("data: "):
+                    events.append((event, line[len("data: "):]))
+                    event = None
+                    if len(events) >= 3:
+                        streaming[path].set()
+            return r.status_code, events
+
+        threads = [in_thread(lambda p=path: streamed(p), results, path + " stream") for path in bodies]
+        for path, ev in streaming.items():
+            assert ev.wait(60), f"{path}: no tokens streamed\n{s.log()}"
+        threads += [in_thread(lambda p=path: requests.post(url + p, json=bodies[p], timeout=60), results, path)
+                    for path in bodies]
+        time.sleep(0.5)  # they reached the server: running or queued
+
+        s.proc.send_signal(signal.SIGTERM)
+        assert wait_exit(s, 20) == 0, s.log()
+        for t in threads:
+            t.join(timeout=10)
+        assert s.log().count("cut by shutdown") >= 3, s.log()
+
+        for path in bodies:
+            anthropic = path == "/v1/messages"
+            status, events = results[path + " stream"]
+            assert status == 200
+            names = [e for e, _ in events]
+            data = [d for _, d in events]
+            last = json.loads(data[-1])
+            if anthropic:
+                assert names[-1] == "error", names[-5:]
+                assert "message_stop" not in names and "message_delta" not in names, names[-5:]
+                assert last["type"] == "error" and last["error"]["type"] == "overloaded_error", last
+                assert "shutting down" in last["error"]["message"] and "cut after" in last["error"]["message"], last
+            else:
+                assert "[DONE]" not in data, data[-3:]
+                assert last["error"]["code"] == "server_shutting_down" and last["error"]["type"] == "server_error", last
+                assert "cut after" in last["error"]["message"], last
+                assert all(c["finish_reason"] is None for d in data[:-1] for c in json.loads(d)["choices"])
+
+            r = results[path]
+            assert isinstance(r, requests.Response), r
+            assert r.status_code == 503, r.text
+            err = r.json()
+            if anthropic:
+                assert err["type"] == "error" and err["error"]["type"] == "overloaded_error", err
+            else:
+                assert set(err) == {"error"} and err["error"]["code"] == "server_shutting_down", err
+            assert "shutting down" in r.text
     finally:
         s.kill()

@@ -65,7 +65,7 @@ TEST(JsonDepth, RequestBodiesDeeperThanTheLimitAre400NamingIt) {
 }
 
 TEST(JsonDepth, GeneratedToolCallsDeeperThanTheLimitAreText) {
-  swz::server::ParsedToolCall c;
+  std::vector<swz::server::ParsedToolCall> c;
   EXPECT_TRUE(swz::server::parse_tool_call_json(R"({"name": "f", "arguments": {"a": )" + nested(kMaxJsonDepth - 2) + "}}", c));
   EXPECT_FALSE(swz::server::parse_tool_call_json(R"({"name": "f", "arguments": {"a": )" + nested(kMaxJsonDepth - 1) + "}}", c));
   EXPECT_FALSE(swz::server::parse_tool_call_json(R"({"name": "f", "arguments": "{\"a\": )" + nested(kMaxJsonDepth) + "}\"}", c));

@@ -372,6 +372,51 @@ TEST(ServerHttp, InvalidContentLengthIs400AndClosesTheConnection) {
   EXPECT_EQ(ok->status, 200);
 }
 
+/// A POST without a length (no Content-Length, or one without a value) used to be read
+/// until the client closed: the HTTP thread waited out the read timeout (5 s), then a bare
+/// "HTTP error 400.". Now: 411 at once, in the API's error schema, connection closed.
+TEST(ServerHttp, PostWithoutContentLengthIs411AtOnce) {
+  Running s;
+  for (const std::string path : {"/v1/chat/completions", "/v1/messages"}) {
+    for (const std::string header : {"", "Content-Length: \r\n", "Content-Length:\r\n"}) {
+      int fd = connect_to(s.port);
+      ASSERT_GE(fd, 0);
+      timeval tv{10, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + header +
+                              "\r\n{}";
+      ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+      std::string got;
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, static_cast<size_t>(n));
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ::close(fd);
+      EXPECT_EQ(n, 0) << "the server closes the connection after answering";
+      EXPECT_LT(secs, 2.0) << "answered without waiting for a body (" << path << ", '" << header << "')";
+      ASSERT_EQ(got.rfind("HTTP/1.1 411 Length Required\r\n", 0), 0u) << got;
+      const json body = json::parse(got.substr(got.find("\r\n\r\n") + 4));
+      const std::string msg = "A POST request needs a Content-Length header (or Transfer-Encoding: chunked).";
+      if (path == "/v1/messages") {
+        EXPECT_EQ(body["type"], "error");
+        EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+        EXPECT_EQ(body["error"]["message"], msg);
+      } else {
+        EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+        EXPECT_EQ(body["error"]["code"], "length_required");
+        EXPECT_EQ(body["error"]["message"], msg);
+      }
+    }
+  }
+  auto ok = s.chat({{"messages", user("hi")}});  // framed requests are still served
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  auto health = s.client().Get("/health");  // a GET needs no length
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
 TEST(ServerHttp, ApiKeyIsRequiredOnV1WhenConfigured) {
   ServerOptions o;
   o.api_key = "sekret";

@@ -78,6 +78,45 @@ TEST(ParseToolCalls, BracesInsideStringsDoNotSplit) {
   EXPECT_EQ(describe(out), "[call f {\"s\":\"}{ ] [\\\"\"}][call g {}]");
 }
 
+/// Qwen2.5-Coder-0.5B, forced to call get_weather for Paris and Tokyo, writes both
+/// cities into one arguments object: {"city": "Paris", "city": "Tokyo"}. A JSON parser
+/// keeps only the last value (one call, for Tokyo); each repeated name starts the next call.
+TEST(ParseToolCalls, RepeatedArgumentNamesAreSeveralCallsOfOneFunction) {
+  std::vector<ParsedToolCall> out;
+  ASSERT_TRUE(parse_tool_calls("\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"city\": \"Tokyo\"}}\n", out));
+  EXPECT_EQ(describe(out), "[call get_weather {\"city\":\"Paris\"}][call get_weather {\"city\":\"Tokyo\"}]");
+  // Several names per call, nested values, the arguments as a JSON string, "parameters",
+  // and objects back to back after it: every value lands in its own call, in order.
+  out.clear();
+  ASSERT_TRUE(parse_tool_calls(
+      "{\"name\": \"f\", \"arguments\": {\"a\": 1, \"b\": {\"x\": [1, {\"a\": 0}]}, \"a\": 2, \"b\": [], \"a\": 3}}"
+      "{\"name\": \"g\", \"arguments\": \"{\\\"q\\\": \\\"u\\\", \\\"q\\\": \\\"v\\\"}\"}"
+      "{\"name\": \"h\", \"parameters\": {\"k\": true, \"k\": false}}",
+      out));
+  EXPECT_EQ(describe(out),
+            "[call f {\"a\":1,\"b\":{\"x\":[1,{\"a\":0}]}}][call f {\"a\":2,\"b\":[]}][call f {\"a\":3}]"
+            "[call g {\"q\":\"u\"}][call g {\"q\":\"v\"}][call h {\"k\":true}][call h {\"k\":false}]");
+  // A name repeated only inside a nested value, or in another top-level member, splits nothing.
+  out.clear();
+  ASSERT_TRUE(parse_tool_calls("{\"arguments\": {\"o\": {\"a\": 1}, \"p\": {\"a\": 2}}, \"name\": \"f\", \"x\": {\"o\": 1}}", out));
+  EXPECT_EQ(describe(out), "[call f {\"o\":{\"a\":1},\"p\":{\"a\":2}}]");
+}
+
+/// The exact text Qwen2.5-Coder-0.5B generates for "What is the weather in Paris and in
+/// Tokyo?" with tool_choice "required" (greedy), after the forced prefix.
+TEST(ToolCallText, RepeatedArgumentNamesAfterAForcedPrefix) {
+  const std::string text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"city\": \"Tokyo\"}}";
+  for (size_t step : {0, 1, 3, 7}) {
+    int calls = 0;
+    EXPECT_EQ(run(text, step, nullptr, &calls), "[call get_weather {\"city\":\"Paris\"}][call get_weather {\"city\":\"Tokyo\"}]")
+        << "step " << step;
+    EXPECT_EQ(calls, 2);
+  }
+  // A bare JSON call (no tag) is split the same way.
+  EXPECT_EQ(run("{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"tz\": \"JST\"}}"),
+            "[call get_time {\"tz\":\"CET\"}][call get_time {\"tz\":\"JST\"}]");
+}
+
 TEST(ParseToolCalls, AllOrNothing) {
   const char* bad[] = {
       "",
