@@ -1,6 +1,7 @@
 // create_backend() and kv_format() over the registered backends. See backend.h.
 #include "backend/backend.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace swz::backend {
@@ -22,6 +23,31 @@ std::unique_ptr<Backend> create_backend(const std::string& target, const std::st
 }
 
 std::string kv_format(const std::string& target) { return entry_for(target).kv_format(target); }
+
+std::vector<std::vector<int>> graph_dependencies(std::span<const LaunchDesc> launches) {
+  std::vector<std::vector<int>> deps(launches.size());
+  int main = -1;
+  std::vector<std::pair<int, int>> open;  // branch -> its last launch since `main`
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const int branch = launches[i].branch;
+    auto it = std::find_if(open.begin(), open.end(), [&](const auto& b) { return b.first == branch; });
+    if (branch == 0) {
+      for (const auto& b : open) deps[i].push_back(b.second);
+      if (open.empty() && main >= 0) deps[i].push_back(main);
+      main = static_cast<int>(i);
+      open.clear();
+    } else {
+      if (it != open.end()) {
+        deps[i].push_back(it->second);
+        it->second = static_cast<int>(i);
+      } else {
+        if (main >= 0) deps[i].push_back(main);
+        open.emplace_back(branch, static_cast<int>(i));
+      }
+    }
+  }
+  return deps;
+}
 
 // The default launch graphs: the launches kept and replayed through launch().
 

@@ -90,6 +90,12 @@ struct LaunchDesc {
   std::array<uint32_t, 3> grid{};
   uint32_t dynamic_smem = 0;
   std::vector<Arg> args;
+  /// Ordering within a graph. 0: after every launch before it. k > 0: after the branch-0
+  /// launch before it and the earlier launches of branch k only, so branches between two
+  /// branch-0 launches may run concurrently (the sequences of a batch in attention); the
+  /// next branch-0 launch waits for all of them. Running everything in order is always
+  /// correct (the default replay and launch() do).
+  int branch = 0;
   bool operator==(const LaunchDesc&) const = default;
 };
 
@@ -189,6 +195,14 @@ struct BackendEntry {
   /// The targets it runs, for messages ("sm_80, sm_90").
   const char* targets;
 };
+
+/// The launches each launch of a graph must wait for, as indices of earlier launches,
+/// from their LaunchDesc::branch: a branch-0 launch waits for the last launch of every
+/// branch opened since the previous branch-0 launch, or for that launch when none was; a
+/// branch-k launch waits for the previous launch of branch k since then, else for the
+/// previous branch-0 launch. The first launch waits for nothing. (How the CUDA backend
+/// links a graph's nodes; any order these allow gives the in-order result.)
+std::vector<std::vector<int>> graph_dependencies(std::span<const LaunchDesc> launches);
 
 /// Every backend this build has (a table generated from the registered backend folders).
 std::span<const BackendEntry* const> registered_backends();

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -541,8 +542,8 @@ void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dyna
   if (r != CUDA_SUCCESS) s.d->fail(r, "cuLaunchKernel(" + Impl::describe(k, grid, dynamic_smem) + ")");
 }
 
-// Launch graphs: one CUDA graph per id, its kernel nodes in a chain (each depends on the
-// one before, as on the stream), instantiated once; update_graph() changes one node of the
+// Launch graphs: one CUDA graph per id, its kernel nodes ordered as LaunchDesc::branch
+// says (a chain, where every launch is branch 0, as on the stream), instantiated once; update_graph() changes one node of the
 // executable graph in place (cuGraphExecKernelNodeSetParams copies the parameters, as
 // cuLaunchKernel does, and leaves launches already enqueued unchanged).
 
@@ -575,11 +576,15 @@ int CudaBackend::create_graph(std::span<const LaunchDesc> launches) {
   Impl::Graph g;
   try {
     s.d->check(s.d->cuGraphCreate(&g.graph, 0), "cuGraphCreate");
-    for (const LaunchDesc& l : launches) {
+    const std::vector<std::vector<int>> order = backend::graph_dependencies(launches);
+    std::vector<CUgraphNode> deps;
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const LaunchDesc& l = launches[i];
       const CUDA_KERNEL_NODE_PARAMS p = s.node_params(l);
       CUgraphNode node = nullptr;
-      const CUgraphNode* dep = g.nodes.empty() ? nullptr : &g.nodes.back();
-      CUresult r = s.d->cuGraphAddKernelNode(&node, g.graph, dep, dep ? 1 : 0, &p);
+      deps.clear();
+      for (int d : order[i]) deps.push_back(g.nodes[size_t(d)]);
+      CUresult r = s.d->cuGraphAddKernelNode(&node, g.graph, deps.data(), deps.size(), &p);
       if (r != CUDA_SUCCESS)
         s.d->fail(r, "cuGraphAddKernelNode(" + Impl::describe(s.kernels[size_t(l.kernel)], l.grid, l.dynamic_smem) + ")");
       g.nodes.push_back(node);

@@ -64,7 +64,8 @@ class CudaBackend final : public backend::Backend {
   void fill32(backend::Buffer dst, size_t offset, size_t bytes, uint32_t pattern) override;
   void launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const backend::Arg> args) override;
   void synchronize() override;
-  /// Launch graphs as CUDA graphs (backend.h): a chain of kernel nodes, instantiated once;
+  /// Launch graphs as CUDA graphs (backend.h): kernel nodes ordered by their branches (a
+  /// chain where all are branch 0), instantiated once;
   /// update_graph() is cuGraphExecKernelNodeSetParams on one node, launch_graph() one
   /// cuGraphLaunch on the backend's stream. destroy_graph() waits for the stream first.
   int create_graph(std::span<const backend::LaunchDesc> launches) override;

@@ -40,6 +40,7 @@ struct StepItem {
   int row0 = 0, n_rows = 0;
   int seq_slot = -1;    // arranged sequence (sequence scope), -1: batch scope
   bool output = false;
+  int branch = 0;       // backend::LaunchDesc::branch
   int node = -1;        // index in the graph, -1: not launched (a 0 in its grid)
 };
 struct StepProgram {
@@ -84,6 +85,12 @@ struct Weight {
 struct Scratch {
   std::string name;
   size_t bytes = 0;
+  /// Bound by a sequence-scope launch (attention's split-K partials): the scratch is per
+  /// row (its bytes rule is linear in max_T), and each sequence's launches get the slice
+  /// of its own rows, `row_bytes` a row (rounded up to kMemrefOffsetAlignment), so the
+  /// sequences of a pass never share it and their launches may run concurrently. 0: one
+  /// scratch for the whole launch.
+  size_t row_bytes = 0;
   backend::Buffer buf;
 };
 
@@ -163,8 +170,9 @@ struct GraphExecutor::Impl {
   /// Fills `cur` with launch `l` over rows [row0, row0 + n_rows) (see the definition);
   /// false when its grid has a 0 (nothing to launch).
   bool prepare(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
-  /// prepare() then launch `cur`, or, while recording a step program, keep it.
-  void emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output);
+  /// prepare() then launch `cur`, or, while recording a step program, keep it (in graph
+  /// branch `branch`: backend::LaunchDesc::branch).
+  void emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output, int branch = 0);
   [[noreturn]] void bad_rule(const Launch& l, const package::Expr& e, const char* field, size_t arg);
   int64_t eval(const Launch& l, const package::Expr& e, const char* field, size_t arg) {
     int64_t v = 0;
@@ -322,6 +330,17 @@ Launch GraphExecutor::Impl::resolve(const package::LoadedPackage& pkg, const pac
         // Sized once, for the largest pass: max_T rows, a full context.
         const double v[2] = {static_cast<double>(opts.max_rows), static_cast<double>(opts.n_ctx)};
         scratch[index].bytes = std::max<size_t>(scratch[index].bytes, b.value.as_int(v, l.where + " scratch " + b.name));
+        if (r.scope == package::Scope::Sequence) {
+          const double one[2] = {1, static_cast<double>(opts.n_ctx)}, two[2] = {2, static_cast<double>(opts.n_ctx)};
+          const int64_t b1 = b.value.as_int(one, l.where + " scratch " + b.name);
+          if (b.value.as_int(two, l.where + " scratch " + b.name) != 2 * b1)
+            throw std::runtime_error(l.where + ": scratch " + b.name + " is bound per sequence, so its bytes rule '" +
+                                     b.value.text() + "' must be linear in max_T (bytes per row); recompile the package");
+          const size_t a = backend::kMemrefOffsetAlignment;
+          Scratch& sc = scratch[index];
+          sc.row_bytes = std::max<size_t>(sc.row_bytes, (static_cast<size_t>(b1) + a - 1) / a * a);
+          sc.bytes = std::max(sc.bytes, sc.row_bytes * static_cast<size_t>(opts.max_rows));
+        }
         break;
       }
       default: break;
@@ -482,7 +501,10 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
           arg.offset = (static_cast<size_t>(seq_slot) * pos_stride + (pos0 - seq_pos0[seq_slot])) * 4;
         }
         break;
-      case package::Binding::Scratch: arg.buffer = scratch[index].buf; break;
+      case package::Binding::Scratch:
+        arg.buffer = scratch[index].buf;
+        if (seq_slot >= 0 && scratch[index].row_bytes) arg.offset = static_cast<size_t>(row0) * scratch[index].row_bytes;
+        break;
       case package::Binding::Kv: arg.buffer = (b.name == "v" ? kv_v : kv_k)[b.layer]; break;
       case package::Binding::BlockTable:
         if (seq_slot < 0) throw std::runtime_error(l.where + ": a block table in a batch-scope launch");
@@ -510,15 +532,17 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
   return true;
 }
 
-void GraphExecutor::Impl::emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output) {
+void GraphExecutor::Impl::emit(const Launch& l, int row0, int n_rows, int pos0, int ctx, int seq_slot, bool output,
+                               int branch) {
   const bool active = prepare(l, row0, n_rows, pos0, ctx, seq_slot, output);
+  cur.branch = branch;
   if (!recording) {
     if (active) be->launch(cur.kernel, cur.grid, cur.dynamic_smem, cur.args);
     return;
   }
   if (active) recorded.push_back(cur);
   if (!l.dynamic) return;
-  recording->dynamic.push_back(StepItem{&l, row0, n_rows, seq_slot, output, active ? int(recorded.size()) - 1 : -1});
+  recording->dynamic.push_back(StepItem{&l, row0, n_rows, seq_slot, output, branch, active ? int(recorded.size()) - 1 : -1});
   if (active) recording->descs.push_back(cur);
 }
 
@@ -536,6 +560,7 @@ bool GraphExecutor::Impl::replay(StepProgram& p, std::span<const SequenceStep> s
       ctx = s.pos0 + s.n_tokens;
     }
     const bool active = prepare(*it.launch, it.row0, it.n_rows, pos0, ctx, it.seq_slot, it.output);
+    cur.branch = it.branch;
     if (active != (it.node >= 0)) return false;
     if (!active) continue;
     backend::LaunchDesc& last = p.descs[d++];
@@ -651,10 +676,10 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         ++i;
         continue;
       }
-      // A run of sequence-scope launches goes sequence by sequence: one sequence's launches
-      // that pass data through scratch (split-KV attention's partials, then their
-      // reduction) finish before the next sequence's reuse that scratch, which is sized
-      // for one sequence.
+      // A run of sequence-scope launches goes sequence by sequence, each sequence's
+      // launches in order (the KV write, attention, the split reduction, which pass data
+      // through the sequence's own slice of scratch: Scratch::row_bytes). In a launch
+      // graph each sequence is a branch, so the sequences' launches may run concurrently.
       size_t j = i;
       while (j < ls.size() && ls[j].rec->scope != package::Scope::Batch) ++j;
       for (int k = 0; k < n; ++k) {
@@ -663,7 +688,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         for (size_t t = i; t < j; ++t) {
           const auto [lo, hi] = range(ls[t]);
           if (r < lo || r >= hi) continue;
-          m.emit(ls[t], r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output);
+          m.emit(ls[t], r, cnt, s.pos0 + s.n_tokens - cnt, s.pos0 + s.n_tokens, k, output, n > 1 ? k + 1 : 0);
         }
       }
       i = j;

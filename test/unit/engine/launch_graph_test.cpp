@@ -6,11 +6,14 @@
 //    bitwise equal to the same passes with graphs off (SWZ_GRAPHS=0), every step;
 //  - the graphs were really used: one graph per pass shape, created on its second pass,
 //    launched on every later one, its dynamic launches updated as positions advance;
+//  - a multi-sequence pass puts each sequence's attention launches on its own branch
+//    (backend::LaunchDesc::branch), and graph_dependencies forks and joins at them;
 //  - the default graphs' errors: an unknown graph, an index past the end, another kernel.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -42,8 +45,12 @@ class CountingBackend final : public backend::Backend {
     be_->launch(k, grid, smem, args);
   }
   void synchronize() override { be_->synchronize(); }
+  /// Per created graph: how many of its launches are on each branch (LaunchDesc::branch).
+  std::vector<std::map<int, int>> branches;
   int create_graph(std::span<const backend::LaunchDesc> l) override {
     ++created;
+    branches.emplace_back();
+    for (const backend::LaunchDesc& d : l) ++branches.back()[d.branch];
     return Backend::create_graph(l);
   }
   void update_graph(int g, size_t i, const backend::LaunchDesc& l) override {
@@ -146,12 +153,38 @@ TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) {
   EXPECT_EQ(on.be->created, 2);
   EXPECT_EQ(on.be->launched_graphs, 39 + 9);
   EXPECT_EQ(off.be->created, 0);
+  // The 3-sequence shape's attention launches (sequence scope) are one branch per
+  // sequence, one launch a layer each on the cpu package; everything else is branch 0.
+  // The single-sequence shape has no branches.
+  const int n_layer_ = pkg.manifest.graph.at("hparams").at("n_layer").get<int>();
+  ASSERT_EQ(on.be->branches.size(), 2u);
+  EXPECT_EQ(on.be->branches[0].size(), 4u);
+  for (int b = 1; b <= 3; ++b) EXPECT_EQ(on.be->branches[0][b], n_layer_) << "branch " << b;
+  EXPECT_EQ(on.be->branches[1].size(), 1u);
+  EXPECT_EQ(on.be->branches[1].count(0), 1u);
   // Attention reads ctx: its launches were updated each replayed step (3 sequences x
   // layers x the dynamic launches of a layer, at least one per sequence and layer).
   const int n_layer = pkg.manifest.graph.at("hparams").at("n_layer").get<int>();
   EXPECT_GE(on.be->updated, 38 * 3 * n_layer + 8 * n_layer);
   // As many kernels ran, replayed or not.
   EXPECT_EQ(on.be->launches - on_before, off.be->launches - off_before);
+}
+
+// backend::graph_dependencies: what each launch waits for, from the branches.
+TEST(LaunchGraphs, DependenciesForkAtBranchesAndJoinAtTheNextBranchZeroLaunch) {
+  std::vector<backend::LaunchDesc> l(9);
+  //          0  1  2  3  4  5  6  7  8
+  int br[] = {0, 0, 1, 2, 1, 2, 0, 3, 3};
+  for (size_t i = 0; i < l.size(); ++i) l[i].branch = br[i];
+  const std::vector<std::vector<int>> d = backend::graph_dependencies(l);
+  const std::vector<std::vector<int>> want = {{}, {0}, {1}, {1}, {2}, {3}, {4, 5}, {6}, {7}};
+  EXPECT_EQ(d, want);
+  // A graph whose first launch is on a branch, and one with no branches: a chain.
+  std::vector<backend::LaunchDesc> f(2);
+  f[0].branch = 5;
+  EXPECT_EQ(backend::graph_dependencies(f), (std::vector<std::vector<int>>{{}, {0}}));
+  std::vector<backend::LaunchDesc> c(3);
+  EXPECT_EQ(backend::graph_dependencies(c), (std::vector<std::vector<int>>{{}, {0}, {1}}));
 }
 
 TEST(LaunchGraphs, DefaultGraphsRefuseUnknownGraphsIndicesAndKernels) {
