@@ -20,6 +20,8 @@
 #include "text_stream.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <array>
 #include <atomic>
@@ -78,6 +80,12 @@ struct Accounts {
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
           const Accounts& accounts, int http_threads, bool quiet, const EngineOptions& cache_opts, double shutdown_grace_s) {
+  // Zero data retention: a crash must not write the process memory (prompts, completions,
+  // KV) to disk. No core file (RLIMIT_CORE 0), and not dumpable, which also stops a
+  // core_pattern pipe (systemd-coredump) and ptrace / /proc/PID/mem readers of the same uid.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   swz::server::ServerOptions so;
   for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
   so.admin_key = accounts.admin_key;
