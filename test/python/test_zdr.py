@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -183,3 +184,72 @@ def test_the_search_finds_what_it_looks_for(zdr_run):
     assert _search(b"\0" * 5 + b"".join(i.to_bytes(4, "little") for i in ids) + b"\0", needles, "x") == \
         ["canary token ids (int32 LE) in x"]
     assert _search(("log: " + zdr_run["generated"][0].upper()).encode(), needles, "x")
+
+
+def _keys(rt_binary, store: Path, *args: str) -> str:
+    r = subprocess.run([str(rt_binary), "keys", *args, "--store", str(store)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def _tenant_dirs(cache: Path) -> dict[str, int]:
+    """The disk tier's tenant folders (cache/<model>/<tenant>/) and their file counts."""
+    return {str(d.relative_to(cache)): sum(1 for f in d.iterdir() if f.is_file())
+            for d in cache.glob("*/*") if d.is_dir()}
+
+
+def test_each_organisation_has_its_own_disk_tier_and_security_keys_stay_off_it(rt_binary, package, n_ctx,
+                                                                                tmp_path):
+    store = tmp_path / "keys.json"
+    acme = _keys(rt_binary, store, "add", "--org", "acme")
+    sec = _keys(rt_binary, store, "add", "--org", "sec", "--scope", "security", "--accept-terms", "aup-1",
+                "--accepted-by", "Ada")
+    secok = _keys(rt_binary, store, "add", "--org", "secok", "--scope", "security", "--accept-terms", "aup-1",
+                  "--accepted-by", "Grace")
+    _keys(rt_binary, store, "set", "--org", "secok", "--security-disk-cache", "on")
+    assert "organisation 'secok' lets its security keys use it" in _keys(rt_binary, store, "list")
+    cache = tmp_path / "cache"
+
+    def ask(base: str, key: str, security: bool, who: str) -> int:
+        """One greedy chat request of `who`'s own long prompt; returns its cached tokens."""
+        c = openai_client(base + ("/security" if security else ""), api_key=key)  # it adds /v1
+        c = c.chat.completions.create(model="m", max_tokens=4, temperature=0, messages=[
+            {"role": "user", "content": f"Organisation {who}. The secret word is {CANARY}. {FILLER} {FILLER}"}])
+        return c.usage.prompt_tokens_details.cached_tokens
+
+    def serve():
+        return _start(rt_binary, package, n_ctx, Path(tempfile.mkdtemp(dir=tmp_path)), "--cache-dir", str(cache),
+                      "--key-store", str(store))
+
+    proc, base = serve()
+    try:
+        assert ask(base, acme, False, "acme") == 0
+        assert ask(base, sec, True, "sec") == 0
+        assert ask(base, secok, True, "secok") == 0
+        # The security key's request through the Anthropic wire format too.
+        an = anthropic.Anthropic(base_url=base + "/security", api_key=sec, max_retries=0)
+        an.messages.create(model="m", max_tokens=4, messages=[
+            {"role": "user", "content": f"Organisation sec. The secret word is {CANARY}. {FILLER} {FILLER} {FILLER}"}])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    dirs = _tenant_dirs(cache)
+    # The default tenant's folder (opened at start, unused here), acme's and secok's; none for sec.
+    assert len(dirs) == 3, dirs
+    assert sorted(n > 0 for n in dirs.values()) == [False, True, True], dirs
+    key_file = Path(str(cache) + ".key")
+    assert key_file.stat().st_size == 32 and (key_file.stat().st_mode & 0o777) == 0o600
+    assert not any(key_file.read_bytes() in f.read_bytes() for f in cache.rglob("*") if f.is_file())
+
+    # After a restart only the disk tier remains: acme and secok read their own blocks back,
+    # sec has nothing there.
+    proc, base = serve()
+    try:
+        assert ask(base, acme, False, "acme") >= 64
+        assert ask(base, secok, True, "secok") >= 64
+        assert ask(base, sec, True, "sec") == 0
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    assert _tenant_dirs(cache).keys() == dirs.keys()
