@@ -109,6 +109,21 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
   disk_model_dir_ = (fs::path(opts_.disk_dir) / model_.hex()).string();
   try {
     std::lock_guard<std::mutex> lock(mu_);
+    // Files directly in the model's folder are version-1 blocks (unencrypted, named by
+    // block key) or their temporaries: deleted, so an upgrade leaves no plaintext K/V.
+    std::error_code ec;
+    int removed = 0;
+    for (const fs::directory_entry& de : fs::directory_iterator(disk_model_dir_, ec)) {
+      std::error_code e2;
+      if (!de.is_regular_file(e2)) continue;
+      fs::remove(de.path(), e2);
+      ++removed;
+    }
+    if (removed > 0) {
+      counters_.disk_rejects += static_cast<uint64_t>(removed);
+      log("swizzle-rt: prefix cache: deleted " + std::to_string(removed) + " unencrypted version-1 file(s) in " +
+          disk_model_dir_);
+    }
     open_tenant("");  // id 0
     enforce_disk_budget();
   } catch (...) {

@@ -591,7 +591,7 @@ TEST_F(DiskTier, FilesAreEncryptedPerTenantAndNamesRevealNothing) {
   }
 }
 
-TEST_F(DiskTier, ATenantOfMinusOneNeverTouchesDiskAndAKeyIsRequired) {
+TEST_F(DiskTier, ATenantOfMinusOneNeverTouchesDiskAKeyIsRequiredAndV1FilesAreDeleted) {
   FakeClock clock;
   const BlockKey model = model_key("m");
   {
@@ -610,6 +610,18 @@ TEST_F(DiskTier, ATenantOfMinusOneNeverTouchesDiskAndAKeyIsRequired) {
   CacheOptions o = disk_opts(clock, nullptr);
   o.disk_key.clear();
   EXPECT_THROW(BlockManager(kLayout, model, o), std::invalid_argument);
+  // Version-1 files (plain pages named by block key, directly in the model's folder) are
+  // deleted at start: an upgrade leaves no plaintext behind.
+  fs::create_directories(dir / model.hex());
+  std::ofstream(dir / model.hex() / (std::string(32, 'a') + ".kv")) << "plaintext K/V";
+  std::vector<std::string> logs;
+  {
+    BlockManager m1(kLayout, model, disk_opts(clock, &logs));
+    EXPECT_EQ(m1.stats().disk_rejects, 1u);
+  }
+  EXPECT_FALSE(fs::exists(dir / model.hex() / (std::string(32, 'a') + ".kv")));
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("deleted 1 unencrypted version-1 file(s)"), std::string::npos) << logs[0];
   CacheOptions plain = opts(4, clock);  // no disk tier: no tenant
   BlockManager m(kLayout, model, plain);
   EXPECT_EQ(m.disk_tenant("acme"), -1);
