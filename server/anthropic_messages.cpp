@@ -397,7 +397,8 @@ std::vector<int32_t> tokenize_prompt(engine::Engine& engine, const engine::ChatP
 
 }  // namespace
 
-AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body) {
+AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
+                                                       const std::function<void(engine::GenerateRequest&)>& scope) {
   if (cancelled_) throw shutting_down_error();
   Prepared p;
   p.req = parse_messages_request(body);
@@ -410,6 +411,7 @@ AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body) {
   }
   p.gen.max_tokens = p.req.max_tokens;
   p.gen.sampling = p.req.sampling;
+  if (scope) scope(p.gen);
   try {
     p.admission = engine_.admit(p.gen);
   } catch (const engine::InvalidRequest& e) {
@@ -685,7 +687,9 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     try {
       if (!running) throw shutting_down_error();
       check_version(req);
-      p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(req.body));
+      p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(req.body, [&](engine::GenerateRequest& g) {
+        if (hooks.cache_scope) hooks.cache_scope(req, g);
+      }));
       if (hooks.admitted) hooks.admitted(req, *p->admission);
       if (!p->req.stream) {
         json body;

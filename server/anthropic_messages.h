@@ -86,7 +86,9 @@ class AnthropicMessages {
   /// Parses, templates, tokenizes, checks the context (prompt + 1 <= n_ctx, else 400
   /// "prompt is too long: N tokens > M maximum", Anthropic's wording, which Claude Code
   /// reads), admits. Throws ApiError; 503 (overloaded_error) once cancel_all() was called.
-  Prepared prepare(std::string_view body);
+  /// `scope`, when set, fills the request's disk tier fields before admission (as
+  /// ChatCompletions::prepare).
+  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {});
 
   /// /v1/messages/count_tokens: the prompt's token count, as prepare() would make it.
   int count_tokens(std::string_view body);

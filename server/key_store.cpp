@@ -69,7 +69,8 @@ bool StoredKey::has(std::string_view scope) const {
 json KeyStoreData::to_json() const {
   json orgs = json::object();
   for (const auto& [org, t] : terms)
-    orgs[org] = {{"terms", {{"version", t.version}, {"accepted_by", t.accepted_by}, {"accepted_at", t.accepted_at}}}};
+    orgs[org]["terms"] = {{"version", t.version}, {"accepted_by", t.accepted_by}, {"accepted_at", t.accepted_at}};
+  for (const std::string& org : security_disk_cache) orgs[org]["security_disk_cache"] = true;
   json ks = json::array();
   for (const StoredKey& k : keys)
     ks.push_back({{"id", k.id}, {"org", k.org}, {"scopes", k.scopes}, {"sha256", k.sha256}, {"created", k.created},
@@ -84,10 +85,16 @@ KeyStoreData KeyStoreData::from_json(const json& j, const std::string& source) {
   if (auto o = j.find("organisations"); o != j.end() && o->is_object()) {
     for (auto it = o->begin(); it != o->end(); ++it) {
       const std::string where = source + ": organisations." + it.key();
-      auto t = it->find("terms");
-      if (t == it->end() || !t->is_object()) throw std::invalid_argument(where + ".terms: expected an object");
-      d.terms[it.key()] = {str(*t, "version", where + ".terms"), str(*t, "accepted_by", where + ".terms"),
-                           str(*t, "accepted_at", where + ".terms")};
+      if (!it->is_object()) throw std::invalid_argument(where + ": expected an object");
+      if (auto t = it->find("terms"); t != it->end()) {
+        if (!t->is_object()) throw std::invalid_argument(where + ".terms: expected an object");
+        d.terms[it.key()] = {str(*t, "version", where + ".terms"), str(*t, "accepted_by", where + ".terms"),
+                             str(*t, "accepted_at", where + ".terms")};
+      }
+      if (auto c = it->find("security_disk_cache"); c != it->end()) {
+        if (!c->is_boolean()) throw std::invalid_argument(where + ".security_disk_cache: expected true or false");
+        if (c->get<bool>()) d.security_disk_cache.insert(it.key());
+      }
     }
   }
   auto ks = j.find("keys");
@@ -185,6 +192,12 @@ void KeyStoreData::revoke(const std::string& id) {
   throw std::invalid_argument("no key " + id + " in the store");
 }
 
+void KeyStoreData::set_security_disk_cache(const std::string& org, bool on) {
+  if (!valid_org(org)) throw std::invalid_argument("organisation '" + org + "': 1 to 64 of A-Z a-z 0-9 . _ -");
+  if (on) security_disk_cache.insert(org);
+  else security_disk_cache.erase(org);
+}
+
 KeyStore::KeyStore(std::string path, int recheck_ms) : path_(std::move(path)), recheck_ms_(recheck_ms) {
   sodium_ready();
   data_ = std::make_shared<const KeyStoreData>(KeyStoreData::load(path_));  // a bad file: an error at start
@@ -228,7 +241,9 @@ std::optional<KeyIdentity> KeyStore::resolve(std::string_view credential) {
   for (const StoredKey& k : d->keys)  // no early exit: every key is compared
     if (k.sha256.size() == 64 && sodium_memcmp(k.sha256.data(), digest.data(), 64) == 0) found = &k;
   if (!found || !found->revoked.empty()) return std::nullopt;
-  return KeyIdentity{found->id, found->org, found->has(kScopeGeneral), found->has(kScopeSecurity)};
+  const bool security = found->has(kScopeSecurity);
+  return KeyIdentity{found->id, found->org, found->has(kScopeGeneral), security,
+                     !security || d->security_disk_cache.count(found->org) > 0};
 }
 
 }  // namespace swz::server

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,10 +46,14 @@ struct StoredKey {
 };
 
 /// The key store file's content: {"format": "swizzle-keys/1", "organisations": {ORG:
-/// {"terms": {version, accepted_by, accepted_at}}}, "keys": [{id, org, scopes, sha256,
-/// created, revoked}]}.
+/// {"terms": {version, accepted_by, accepted_at}, "security_disk_cache": bool}}, "keys":
+/// [{id, org, scopes, sha256, created, revoked}]} (both organisation fields optional).
 struct KeyStoreData {
   std::map<std::string, TermsAcceptance> terms;  ///< by organisation
+  /// Organisations whose security-scope keys may use the prefix cache's disk tier
+  /// (`swizzle-rt keys set --org ORG --security-disk-cache on`); off for every other
+  /// organisation's security keys (zero data retention, docs/server.md).
+  std::set<std::string> security_disk_cache;
   std::vector<StoredKey> keys;
 
   /// Reads `path`; a file that does not exist is an empty store. Throws
@@ -69,6 +74,9 @@ struct KeyStoreData {
   /// Marks key `id` revoked (now). Throws std::invalid_argument for an unknown or
   /// already revoked id.
   void revoke(const std::string& id);
+  /// Turns the disk tier on or off for `org`'s security-scope keys (org as in add()).
+  /// Throws std::invalid_argument for a malformed organisation name.
+  void set_security_disk_cache(const std::string& org, bool on);
 };
 
 /// What an authenticated store key may do.
@@ -77,6 +85,10 @@ struct KeyIdentity {
   std::string org;  ///< its organisation
   bool general = false;
   bool security = false;
+  /// The prefix cache's disk tier may hold this key's requests: always for a key without
+  /// the security scope; for a security key only when its organisation enabled it
+  /// (KeyStoreData::security_disk_cache).
+  bool disk_cache = true;
 };
 
 /// The server's view of a key store file: resolves credentials and re-reads the file when

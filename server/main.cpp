@@ -20,12 +20,17 @@
 #include "text_stream.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,8 +46,46 @@ struct SpecFlags {
   int draft_max = 16;
 };
 SpecFlags g_spec;
+/// --cache-key: the disk tier's master key file ("" = DIR.key beside --cache-dir DIR).
+std::string g_cache_key_path;
+
+/// The disk tier's 32-byte master key from `path`, created (random, mode 0600) when the
+/// file does not exist. Kept outside the cache directory: a copy of the directory alone
+/// reveals nothing (docs/server.md "Zero data retention"). Throws std::runtime_error.
+std::string read_or_create_cache_key(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    std::string key(32, '\0');
+    std::ifstream rnd("/dev/urandom", std::ios::binary);
+    if (!rnd.read(key.data(), static_cast<std::streamsize>(key.size())))
+      throw std::runtime_error("cannot read /dev/urandom for the disk tier key");
+    if (fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write, ec);
+      f.write(key.data(), static_cast<std::streamsize>(key.size()));
+      if (!f.flush()) throw std::runtime_error("cannot write the disk tier key " + tmp);
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) throw std::runtime_error("cannot write the disk tier key " + path + ": " + ec.message());
+    std::fprintf(stderr, "swizzle-rt: created the disk tier key %s (keep it; without it the disk tier cannot be read)\n",
+                 path.c_str());
+    return key;
+  }
+  std::ifstream f(path, std::ios::binary);
+  std::string key((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (key.size() != 32) throw std::runtime_error("the disk tier key " + path + " is not 32 bytes");
+  return key;
+}
 
 std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n_threads, EngineOptions eo = {}) {
+  if (!eo.cache_dir.empty()) {
+    std::string dir = eo.cache_dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    eo.cache_key = read_or_create_cache_key(g_cache_key_path.empty() ? dir + ".key" : g_cache_key_path);
+  }
   eo.n_ctx = n_ctx;
   eo.n_threads = n_threads;
   eo.speculative = g_spec.on;
@@ -62,6 +105,8 @@ void add_cache_options(CLI::App* cmd, EngineOptions& eo) {
       ->capture_default_str();
   cmd->add_option("--cache-dir", eo.cache_dir, "prefix cache: disk tier directory (survives restarts; default: none)");
   cmd->add_option("--cache-disk-mb", eo.cache_disk_mb, "prefix cache: disk tier budget, MiB")->capture_default_str();
+  cmd->add_option("--cache-key", g_cache_key_path,
+                  "prefix cache: the disk tier's 32-byte master key file, created when missing (default: DIR.key beside --cache-dir DIR)");
   cmd->add_flag("--no-prefix-cache", [&eo](int64_t) { eo.prefix_cache = false; }, "do not share or keep KV blocks between requests");
 }
 
@@ -78,6 +123,12 @@ struct Accounts {
 
 int serve(const std::string& package, const std::string& host, int port, int n_ctx, int n_threads,
           const Accounts& accounts, int http_threads, bool quiet, const EngineOptions& cache_opts, double shutdown_grace_s) {
+  // Zero data retention: a crash must not write the process memory (prompts, completions,
+  // KV) to disk. No core file (RLIMIT_CORE 0), and not dumpable, which also stops a
+  // core_pattern pipe (systemd-coredump) and ptrace / /proc/PID/mem readers of the same uid.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   swz::server::ServerOptions so;
   for (const std::string& k : accounts.api_keys) so.api_keys.push_back({"", k});
   so.admin_key = accounts.admin_key;
@@ -201,11 +252,20 @@ int verify_receipt_cmd(const std::string& receipt_arg, const std::string& pubkey
   return v.ok() ? 0 : 1;
 }
 
-/// `swizzle-rt keys add|revoke|list --store FILE` (key_store.h). `add` prints the secret
+/// `swizzle-rt keys add|revoke|list|set --store FILE` (key_store.h). `add` prints the secret
 /// alone on stdout (shown once; the store keeps its SHA-256) and what was issued on stderr.
 int keys_cmd(const std::string& action, const std::string& store, const std::string& org, const std::vector<std::string>& scopes,
-             const std::string& terms_version, const std::string& accepted_by, const std::string& key_id) {
+             const std::string& terms_version, const std::string& accepted_by, const std::string& key_id,
+             const std::string& security_disk_cache = "") {
   swz::server::KeyStoreData d = swz::server::KeyStoreData::load(store);
+  if (action == "set") {
+    const bool on = security_disk_cache == "on";
+    d.set_security_disk_cache(org, on);
+    d.save(store);
+    std::fprintf(stderr, "swizzle-rt: organisation '%s': security keys %s the prefix cache's disk tier\n", org.c_str(),
+                 on ? "may use" : "do not use");
+    return 0;
+  }
   if (action == "add") {
     std::optional<swz::server::TermsAcceptance> terms;
     if (!terms_version.empty() || !accepted_by.empty()) terms = swz::server::TermsAcceptance{terms_version, accepted_by, ""};
@@ -236,6 +296,8 @@ int keys_cmd(const std::string& action, const std::string& store, const std::str
   for (const auto& [o, t] : d.terms)
     std::printf("terms: organisation '%s' accepted version '%s' (by %s, %s)\n", o.c_str(), t.version.c_str(),
                 t.accepted_by.c_str(), t.accepted_at.c_str());
+  for (const auto& o : d.security_disk_cache)
+    std::printf("disk tier: organisation '%s' lets its security keys use it\n", o.c_str());
   return 0;
 }
 
@@ -419,7 +481,14 @@ int main(int argc, char** argv) {
   auto* keys_add = keys_app->add_subcommand("add", "Issue a key to an organisation; prints the secret once");
   auto* keys_revoke = keys_app->add_subcommand("revoke", "Revoke a key by its id");
   auto* keys_list = keys_app->add_subcommand("list", "List keys (never secrets) and accepted terms");
-  for (CLI::App* c : {keys_add, keys_revoke, keys_list})
+  auto* keys_set = keys_app->add_subcommand("set", "Change an organisation's settings");
+  std::string security_disk_cache;
+  keys_set->add_option("--org", org, "the organisation")->required();
+  keys_set->add_option("--security-disk-cache", security_disk_cache,
+                       "on: the organisation's security keys may use the prefix cache's disk tier (default off)")
+      ->required()
+      ->check(CLI::IsMember({"on", "off"}));
+  for (CLI::App* c : {keys_add, keys_revoke, keys_list, keys_set})
     c->add_option("--store", store_path, "the key store file (created by the first add)")->required();
   keys_add->add_option("--org", org, "the organisation")->required();
   keys_add->add_option("--scope", scopes, "general (default) and/or security (repeatable)")
@@ -435,8 +504,11 @@ int main(int argc, char** argv) {
 
   if (keys_app->parsed()) {
     try {
-      return keys_cmd(keys_add->parsed() ? "add" : keys_revoke->parsed() ? "revoke" : "list", store_path, org, scopes,
-                      terms_version, accepted_by, revoke_id);
+      return keys_cmd(keys_add->parsed()      ? "add"
+                      : keys_revoke->parsed() ? "revoke"
+                      : keys_set->parsed()    ? "set"
+                                              : "list",
+                      store_path, org, scopes, terms_version, accepted_by, revoke_id, security_disk_cache);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "swizzle-rt: keys: %s\n", e.what());
       return 1;

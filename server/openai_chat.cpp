@@ -423,7 +423,8 @@ json tool_call_json(const ParsedToolCall& c, const std::string& id, int index) {
 
 ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
 
-ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
+ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
+                                                   const std::function<void(engine::GenerateRequest&)>& scope) {
   Prepared p;
   p.received = TokenClock::Clock::now();
   p.req = parse_chat_request(body);
@@ -450,6 +451,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body) {
   p.gen.sampling = p.req.sampling;
   p.gen.speculative = p.req.speculative;
   p.gen.logprobs = p.req.logprobs;
+  if (scope) scope(p.gen);
   try {
     for (int i = 0; i < p.req.n; ++i) {
       engine::GenerateRequest g = p.gen;

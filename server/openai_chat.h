@@ -108,8 +108,10 @@ class ChatCompletions {
   /// "context_length_exceeded" naming both numbers. Then admits the request to the
   /// engine (prefix-cache lookup), so the cache counts are known before any byte is sent. max_tokens beyond the remaining
   /// context is not an error: generation ends at the full context with finish_reason
-  /// "length". Throws ApiError; engine::InvalidRequest becomes a 400.
-  Prepared prepare(std::string_view body);
+  /// "length". Throws ApiError; engine::InvalidRequest becomes a 400. `scope`, when set,
+  /// fills the request's prefix-cache disk tier fields (GenerateRequest::disk_cache,
+  /// cache_tenant: GenerationHooks::cache_scope) before admission.
+  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {});
 
   struct Outcome {
     /// All choices together: prompt and cached tokens once (choice 0's), completion

@@ -344,6 +344,8 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     try {
       if (!running) throw shutting_down_error();
       job = prepare(engine, req.body, cancelled);
+      if (hooks.cache_scope)
+        for (Choice& c : job->choices) hooks.cache_scope(req, c.gen);
       if (job->req.stream) *first = admit(engine, job->choices.front().gen);
       if (!job->req.stream) {
         std::vector<json> choices(job->choices.size());

@@ -43,6 +43,11 @@ struct GenerationHooks {
       finished;
   /// A stream's cost header, sent before any token: the prompt's cost.
   std::function<std::string(int prompt_tokens, int cached_tokens)> quote;
+  /// Before admission: sets the request's prefix-cache disk tier (GenerateRequest::
+  /// disk_cache, cache_tenant) from its key: a store key's organisation is its tenant,
+  /// and a security-scope key gets no disk tier unless its organisation enabled it
+  /// (key_store.h); other keys use the default tenant. Unset: the engine's defaults.
+  std::function<void(const httplib::Request&, engine::GenerateRequest&)> cache_scope;
   /// Execution receipts (receipt.h): null unless the server signs them (`serve --receipts`).
   /// A successful answer gets one: non-streamed, seal_response_body + the X-Swizzle-Receipt
   /// header; streamed, its writes go through a ReceiptStream sealed before the end.

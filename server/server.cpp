@@ -197,6 +197,8 @@ struct Server::Impl {
     bool general = false;     ///< may use the generation routes under /v1/
     bool security = false;    ///< may use /v1/security/...
     std::string label;        ///< how error messages name the key
+    std::string org;          ///< a store key's organisation ("" for other keys)
+    bool disk_cache = true;   ///< the prefix cache's disk tier may hold its requests (KeyIdentity::disk_cache)
   };
 
   /// A store key (key_store.h) is {"org:<org>", its scopes}; any other accepted credential
@@ -207,7 +209,8 @@ struct Server::Impl {
         request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
     if (store)
       if (std::optional<KeyIdentity> k = store->resolve(credential))
-        return {true, Caller{"org:" + k->org, false}, k->general, k->security, "Key " + k->id + " of organisation '" + k->org + "'"};
+        return {true, Caller{"org:" + k->org, false}, k->general, k->security,
+                "Key " + k->id + " of organisation '" + k->org + "'", k->org, k->disk_cache};
     std::optional<Caller> c = keys.resolve(credential);
     if (store && c && !keys.required() && !c->admin) c.reset();
     if (!c) return {};
@@ -248,7 +251,9 @@ struct Server::Impl {
     std::shared_ptr<ChatCompletions::Prepared> p;
     try {
       if (!running) throw shutting_down_error();
-      p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(req.body));
+      p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(req.body, [&](engine::GenerateRequest& g) {
+        if (hooks.cache_scope) hooks.cache_scope(req, g);
+      }));
     } catch (const ApiError& e) {
       send_error(res, e);
       log_request(req, res.status, nullptr, ms_since(t0));
@@ -499,6 +504,14 @@ struct Server::Impl {
       return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, r.prompt_tokens, r.cached_tokens,
                                 r.completion_tokens, &clock})
           .usd();
+    };
+    // Zero data retention (docs/server.md): each organisation's disk tier files are its
+    // own, encrypted with its key; a security key's requests stay off the disk unless its
+    // organisation enabled it.
+    hooks.cache_scope = [this](const httplib::Request& req, engine::GenerateRequest& g) {
+      const Who w = who(req);
+      g.cache_tenant = w.org;
+      g.disk_cache = !w.ok || w.disk_cache;
     };
     hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };
     add_anthropic_routes(http, anthropic, opts.log, hooks);

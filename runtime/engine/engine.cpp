@@ -74,6 +74,7 @@ class PackageEngine final : public Engine {
       co.host_bytes = static_cast<size_t>(opts.cache_host_mb) << 20;
       co.ttl = std::chrono::seconds(std::max(0, opts.cache_ttl_s));
       co.disk_dir = opts.cache_dir;
+      co.disk_key = opts.cache_key;
       co.disk_bytes = opts.cache_disk_mb << 20;
       // What the K/V of a token sequence depends on: the weights (content hash of the
       // GGUF's tensor data), the graph (hyper-parameters, ops), the backend's KV format

@@ -53,6 +53,7 @@ struct EngineOptions {
   uint64_t cache_host_mb = 1024;  ///< host-RAM tier budget in MiB (0 = no host tier)
   int cache_ttl_s = 300;       ///< sliding TTL of cached blocks in the RAM tiers, seconds (0 = none)
   std::string cache_dir;       ///< disk tier directory ("" = no disk tier)
+  std::string cache_key;       ///< the disk tier's 32-byte master key (raw bytes; required with cache_dir)
   uint64_t cache_disk_mb = 10240;  ///< disk tier budget in MiB
   /// Prompt-lookup speculative decoding (engine/speculative.h) for requests that do not
   /// choose (GenerateRequest::speculative). Output is the same either way (greedy:
@@ -162,6 +163,13 @@ struct GenerateRequest {
   /// max(logprobs, 0) alternatives). Needs every prompt row's logits, so the prefix cache
   /// is not used for such a request (cached_tokens is 0; its blocks are still published).
   bool prompt_logprobs = false;
+  /// The prefix cache's disk tier for this request: its blocks are read from and written
+  /// to the tier of `cache_tenant` (an organisation; "" = the default tenant), each
+  /// tenant's files encrypted with its own key (kvcache/block_manager.h). false: the RAM
+  /// tiers only, nothing of this request reaches the disk (zero data retention for the
+  /// security endpoint, docs/server.md).
+  bool disk_cache = true;
+  std::string cache_tenant;
 };
 
 enum class FinishReason { Stop, Length, Cancelled };

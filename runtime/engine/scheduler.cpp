@@ -58,6 +58,7 @@ class Scheduler::PagedAdmission final : public Admission {
   }
   Scheduler* sched;
   std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
+  int disk_tenant = -1;                   // the request's disk tier (kvcache::BlockManager::disk_tenant), -1: none
   std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched) while pinned
   bool ran = false;
   bool counted = true;
@@ -175,10 +176,11 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
   } while (!admitted_.compare_exchange_weak(n, n + 1));
   auto a = std::make_unique<PagedAdmission>(req, *this);  // counted from here
   const int n_prompt = static_cast<int>(req.prompt.size());
+  if (kv_.prefix_cache_enabled() && req.disk_cache) a->disk_tenant = kv_.disk_tenant(req.cache_tenant);
   // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
   if (kv_.prefix_cache_enabled() && !req.prompt_logprobs) {
     a->keys = kvcache::block_keys(kv_.model(), req.prompt.data(), req.prompt.size());
-    const int matched = kv_.match_and_pin(a->keys, a->pinned);
+    const int matched = kv_.match_and_pin(a->keys, a->pinned, a->disk_tenant);
     a->set_cached(std::min(matched * kTok, n_prompt - 1));
   }
   return a;
@@ -389,7 +391,7 @@ bool Scheduler::start(Seq& s) {
   a.release_pins();
   if (kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
     std::vector<kvcache::BlockKey> more(a.keys.begin() + static_cast<ptrdiff_t>(pages.size()), a.keys.end()), pinned;
-    kv_.match_and_pin(more, pinned);
+    kv_.match_and_pin(more, pinned, a.disk_tenant);
     try {
       std::vector<int> extra = kv_.acquire(pinned);
       pages.insert(pages.end(), extra.begin(), extra.end());
@@ -460,7 +462,7 @@ void Scheduler::publish_prompt_blocks(Seq& s) {
     keys.insert(keys.end(), more.begin(), more.end());
   }
   // Deepest block first: a prefix ends up more recently used than its extensions.
-  for (size_t b = keys.size(); b-- > 0;) kv_.publish(keys[b], s.table[b]);
+  for (size_t b = keys.size(); b-- > 0;) kv_.publish(keys[b], s.table[b], s.job->adm.disk_tenant);
 }
 
 void Scheduler::end_prefill_stats(Seq& s) {

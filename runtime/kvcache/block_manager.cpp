@@ -1,5 +1,6 @@
 #include "kvcache/block_manager.h"
 
+#include <sodium.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -30,26 +31,20 @@ void put_key(uint8_t* dst, const BlockKey& k) {
   std::memcpy(dst + 8, &k.hi, 8);
 }
 
-bool parse_hex_key(const std::string& s, BlockKey& k) {
-  if (s.size() != 32) return false;
-  uint64_t parts[2] = {0, 0};
-  for (int i = 0; i < 32; ++i) {
-    const char c = s[i];
-    int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return false;
-    parts[i / 16] = parts[i / 16] << 4 | static_cast<uint64_t>(v);
-  }
-  k.hi = parts[0];
-  k.lo = parts[1];
-  return true;
-}
-
-// Disk tier file: a fixed header, the page bytes, then XXH3-64 of everything before it.
-constexpr char kMagic[8] = {'S', 'W', 'Z', 'K', 'V', 'B', 'L', 'K'};
-constexpr uint32_t kDiskVersion = 1;
-struct DiskHeader {
+// Disk tier file (block_manager.h, "Disk tier encryption"): a plain head, then the
+// header and the page bytes, each sealed with XChaCha20-Poly1305 under a random nonce.
+constexpr char kMagic[8] = {'S', 'W', 'Z', 'K', 'V', 'E', 'N', 'C'};
+constexpr char kHeaderMagic[8] = {'S', 'W', 'Z', 'K', 'V', 'B', 'L', 'K'};
+constexpr uint32_t kDiskVersion = 2;
+struct PlainHead {
+  char magic[8];
+  uint32_t version;
+  uint32_t reserved;
+};
+static_assert(sizeof(PlainHead) == 16);
+constexpr size_t kNonce = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+constexpr size_t kTag = crypto_aead_xchacha20poly1305_ietf_ABYTES;
+struct DiskHeader {  // sealed
   char magic[8];
   uint32_t version;
   uint32_t n_layer;
@@ -107,49 +102,110 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
   for (int i = opts_.n_pages - 1; i >= 0; --i) free_.push_back(i);
 
   if (!opts_.prefix_cache || opts_.disk_dir.empty()) return;
-  disk_model_dir_ = (fs::path(opts_.disk_dir) / model_.hex()).string();
-  std::error_code ec;
-  fs::create_directories(disk_model_dir_, ec);
-  if (ec) {
+  if (opts_.disk_key.size() != crypto_kdf_KEYBYTES || sodium_init() < 0) {
     if (base_) munmap(base_, map_bytes_);
-    throw std::runtime_error("KV cache: cannot create the disk tier directory " + disk_model_dir_ + ": " + ec.message());
+    throw std::invalid_argument("KV cache: the disk tier needs a 32-byte key (CacheOptions::disk_key)");
   }
-  const uint64_t file_bytes = sizeof(DiskHeader) + layout_.page_bytes() + 8;
-  std::vector<std::pair<fs::file_time_type, BlockKey>> found;
-  for (const fs::directory_entry& de : fs::directory_iterator(disk_model_dir_, ec)) {
-    const std::string name = de.path().filename().string();
-    BlockKey k;
-    if (name.size() == 35 && name.substr(32) == ".kv" && parse_hex_key(name.substr(0, 32), k)) {
-      std::error_code e2;
-      const uint64_t size = de.file_size(e2);
-      if (e2 || size != file_bytes) {
-        log("swizzle-rt: prefix cache: ignoring " + de.path().string() + " (size " + std::to_string(size) + ", expected " +
-            std::to_string(file_bytes) + ")");
-        fs::remove(de.path(), e2);
-        ++counters_.disk_rejects;
-        continue;
-      }
-      found.emplace_back(de.last_write_time(e2), k);
-    } else if (name.find(".tmp.") != std::string::npos) {
-      std::error_code e2;
-      fs::remove(de.path(), e2);  // a write cut short by a crash
-    }
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto t = now();
-  for (const auto& [mtime, k] : found) {
-    Entry& e = index_[k];
-    e.on_disk = true;
-    e.last_used = t;
-    e.lru = lru_.insert(lru_.end(), k);
-    disk_used_ += file_bytes;
-  }
-  {
+  disk_model_dir_ = (fs::path(opts_.disk_dir) / model_.hex()).string();
+  try {
     std::lock_guard<std::mutex> lock(mu_);
+    // Files directly in the model's folder are version-1 blocks (unencrypted, named by
+    // block key) or their temporaries: deleted, so an upgrade leaves no plaintext K/V.
+    std::error_code ec;
+    int removed = 0;
+    for (const fs::directory_entry& de : fs::directory_iterator(disk_model_dir_, ec)) {
+      std::error_code e2;
+      if (!de.is_regular_file(e2)) continue;
+      fs::remove(de.path(), e2);
+      ++removed;
+    }
+    if (removed > 0) {
+      counters_.disk_rejects += static_cast<uint64_t>(removed);
+      log("swizzle-rt: prefix cache: deleted " + std::to_string(removed) + " unencrypted version-1 file(s) in " +
+          disk_model_dir_);
+    }
+    open_tenant("");  // id 0
     enforce_disk_budget();
+  } catch (...) {
+    if (base_) munmap(base_, map_bytes_);
+    throw;
   }
   disk_thread_ = std::thread([this] { disk_worker(); });
 }
+
+uint64_t BlockManager::disk_file_bytes() const {
+  return sizeof(PlainHead) + kNonce + sizeof(DiskHeader) + kTag + kNonce + layout_.page_bytes() + kTag;
+}
+
+int BlockManager::disk_tenant(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (disk_model_dir_.empty()) return -1;
+  const int id = open_tenant(name);
+  enforce_disk_budget();
+  return id;
+}
+
+int BlockManager::open_tenant(const std::string& name) {
+  if (auto it = tenant_ids_.find(name); it != tenant_ids_.end()) return it->second;
+  Tenant t;
+  unsigned char tenant_key[32];
+  const std::string label = "swizzle-kv-tenant:" + name;
+  crypto_generichash(tenant_key, sizeof tenant_key, reinterpret_cast<const unsigned char*>(label.data()), label.size(),
+                     reinterpret_cast<const unsigned char*>(opts_.disk_key.data()), opts_.disk_key.size());
+  crypto_kdf_derive_from_key(t.enc, sizeof t.enc, 1, "swzkvenc", tenant_key);
+  crypto_kdf_derive_from_key(t.names, sizeof t.names, 2, "swzkvenc", tenant_key);
+  sodium_memzero(tenant_key, sizeof tenant_key);
+  unsigned char dir_id[16];
+  crypto_generichash(dir_id, sizeof dir_id, reinterpret_cast<const unsigned char*>("dir"), 3, t.names, sizeof t.names);
+  char hex[33];
+  sodium_bin2hex(hex, sizeof hex, dir_id, sizeof dir_id);
+  t.dir = (fs::path(disk_model_dir_) / (std::string("t") + hex)).string();
+  std::error_code ec;
+  fs::create_directories(t.dir, ec);
+  if (ec) throw std::runtime_error("KV cache: cannot create the disk tier directory " + t.dir + ": " + ec.message());
+  const int id = static_cast<int>(tenants_.size());
+  tenants_.push_back(t);
+  tenant_ids_.emplace(name, id);
+  // Index the tenant's files: each header is authenticated with the tenant's key.
+  const uint64_t file_bytes = disk_file_bytes();
+  std::vector<std::pair<fs::file_time_type, BlockKey>> found;
+  for (const fs::directory_entry& de : fs::directory_iterator(t.dir, ec)) {
+    const std::string name_on_disk = de.path().filename().string();
+    if (name_on_disk.find(".tmp.") != std::string::npos) {
+      std::error_code e2;
+      fs::remove(de.path(), e2);  // a write cut short by a crash
+      continue;
+    }
+    std::error_code e2;
+    const uint64_t size = de.file_size(e2);
+    BlockKey k;
+    std::string why;
+    if (e2 || size != file_bytes) why = "size " + std::to_string(size) + ", expected " + std::to_string(file_bytes);
+    else if (read_header(t, de.path().string(), k, why) && disk_path(t, k) != de.path().string())
+      why = "block key in the file differs from its name";
+    if (!why.empty()) {
+      log("swizzle-rt: prefix cache: ignoring " + de.path().string() + " (" + why + ")");
+      fs::remove(de.path(), e2);
+      ++counters_.disk_rejects;
+      continue;
+    }
+    found.emplace_back(de.last_write_time(e2), k);
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto now_t = now();
+  for (const auto& [mtime, k] : found) {
+    auto [it, fresh] = index_.try_emplace(k);
+    Entry& e = it->second;
+    if (fresh) {
+      e.last_used = now_t;
+      e.lru = lru_.insert(lru_.end(), k);
+    }
+    e.disk.push_back(id);
+    disk_used_ += file_bytes;
+  }
+  return id;
+}
+
 
 BlockManager::~BlockManager() {
   if (disk_thread_.joinable()) {
@@ -290,7 +346,7 @@ void BlockManager::drop_ram(Map::iterator it) {
 
 void BlockManager::erase_if_empty(Map::iterator it) {
   Entry& e = it->second;
-  if (e.page >= 0 || !e.host.empty() || e.on_disk || e.pins > 0) return;
+  if (e.page >= 0 || !e.host.empty() || !e.disk.empty() || e.pins > 0) return;
   lru_.erase(e.lru);
   index_.erase(it);
   ++counters_.evictions;
@@ -311,7 +367,7 @@ void BlockManager::expire() {
   }
 }
 
-int BlockManager::match_and_pin(const std::vector<BlockKey>& keys, std::vector<BlockKey>& pinned) {
+int BlockManager::match_and_pin(const std::vector<BlockKey>& keys, std::vector<BlockKey>& pinned, int tenant) {
   if (!opts_.prefix_cache) return 0;
   expire();
   std::unique_lock<std::mutex> lock(mu_);
@@ -322,24 +378,29 @@ int BlockManager::match_and_pin(const std::vector<BlockKey>& keys, std::vector<B
     if (it == index_.end()) break;
     Entry& e = it->second;
     if (e.page < 0 && e.host.empty()) {
-      if (!e.on_disk) break;
-      // Disk only: read and verify the file without holding the lock (the pin keeps the
-      // entry), then keep it in the host tier until the run restores it.
+      if (tenant < 0 || tenant >= static_cast<int>(tenants_.size()) ||
+          std::find(e.disk.begin(), e.disk.end(), tenant) == e.disk.end())
+        break;
+      // Disk only: read and authenticate the file without holding the lock (the pin keeps
+      // the entry), then keep it in the host tier until the run restores it.
       ++e.pins;
+      const Tenant t = tenants_[tenant];
       lock.unlock();
       std::vector<uint16_t> data;
       std::string why;
-      const bool ok = read_disk(k, data, why);
+      const bool ok = read_disk(t, k, data, why);
       lock.lock();
       it = index_.find(k);
       Entry& e2 = it->second;
       if (!ok) {
         --e2.pins;
-        log("swizzle-rt: prefix cache: ignoring " + disk_path(k) + " (" + why + ")");
+        log("swizzle-rt: prefix cache: ignoring " + disk_path(t, k) + " (" + why + ")");
         std::error_code ec;
-        fs::remove(disk_path(k), ec);
-        if (e2.on_disk) disk_used_ -= sizeof(DiskHeader) + layout_.page_bytes() + 8;
-        e2.on_disk = false;
+        fs::remove(disk_path(t, k), ec);
+        if (auto d = std::find(e2.disk.begin(), e2.disk.end(), tenant); d != e2.disk.end()) {
+          e2.disk.erase(d);
+          disk_used_ -= disk_file_bytes();
+        }
         ++counters_.disk_rejects;
         erase_if_empty(it);
         break;
@@ -409,7 +470,7 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
   return pages;
 }
 
-void BlockManager::publish(const BlockKey& key, int page) {
+void BlockManager::publish(const BlockKey& key, int page, int tenant) {
   if (!opts_.prefix_cache) return;
   expire();
   bool queued = false;
@@ -418,12 +479,12 @@ void BlockManager::publish(const BlockKey& key, int page) {
     if (page < 0 || page >= opts_.n_pages || refcount_[page] <= 0) throw std::logic_error("KV cache: publish of a free page");
     auto [it, fresh] = index_.try_emplace(key);
     Entry& e = it->second;
-    if (fresh) {
-      e.lru = lru_.insert(lru_.end(), key);
-      if (!disk_model_dir_.empty()) {
-        disk_queue_.push_back(key);
-        queued = true;
-      }
+    if (fresh) e.lru = lru_.insert(lru_.end(), key);
+    if (!disk_model_dir_.empty() && tenant >= 0 && tenant < static_cast<int>(tenants_.size()) &&
+        std::find(e.disk.begin(), e.disk.end(), tenant) == e.disk.end() &&
+        std::find(disk_queue_.begin(), disk_queue_.end(), std::make_pair(key, tenant)) == disk_queue_.end()) {
+      disk_queue_.emplace_back(key, tenant);
+      queued = true;
     }
     if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
       e.page = page;
@@ -436,19 +497,74 @@ void BlockManager::publish(const BlockKey& key, int page) {
 
 // ---- disk tier ---------------------------------------------------------------------
 
-std::string BlockManager::disk_path(const BlockKey& key) const {
-  return (fs::path(disk_model_dir_) / (key.hex() + ".kv")).string();
+std::string BlockManager::disk_path(const Tenant& t, const BlockKey& key) const {
+  unsigned char in[32], id[16];
+  put_key(in, model_);
+  put_key(in + 16, key);
+  crypto_generichash(id, sizeof id, in, sizeof in, t.names, sizeof t.names);
+  char hex[33];
+  sodium_bin2hex(hex, sizeof hex, id, sizeof id);
+  return (fs::path(t.dir) / (std::string(hex) + ".kv")).string();
 }
 
-bool BlockManager::read_disk(const BlockKey& key, std::vector<uint16_t>& out, std::string& why) const {
-  const std::string path = disk_path(key);
+std::string BlockManager::disk_file(const BlockKey& key, int tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tenant < 0 || tenant >= static_cast<int>(tenants_.size())) return "";
+  return disk_path(tenants_[tenant], key);
+}
+
+namespace {
+
+// Opens the sealed header at the start of `buf` (PlainHead, nonce, sealed DiskHeader).
+bool open_header(const unsigned char* enc_key, const uint8_t* buf, DiskHeader& h, std::string& why) {
+  PlainHead p;
+  std::memcpy(&p, buf, sizeof p);
+  if (std::memcmp(p.magic, kMagic, 8) != 0 || p.version != kDiskVersion) {
+    why = "not a version-2 swizzle KV block file";
+    return false;
+  }
+  const uint8_t* nonce = buf + sizeof p;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(&h), nullptr, nullptr,
+                                                 nonce + kNonce, sizeof h + kTag, buf, sizeof p, nonce, enc_key) != 0) {
+    why = "does not authenticate with this tenant's key";
+    return false;
+  }
+  if (std::memcmp(h.magic, kHeaderMagic, 8) != 0 || h.version != kDiskVersion) {
+    why = "not a version-2 swizzle KV block file";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool BlockManager::read_header(const Tenant& t, const std::string& path, BlockKey& key, std::string& why) const {
+  std::ifstream f(path, std::ios::binary);
+  uint8_t buf[sizeof(PlainHead) + kNonce + sizeof(DiskHeader) + kTag];
+  if (!f.read(reinterpret_cast<char*>(buf), sizeof buf)) {
+    why = "cannot read its header";
+    return false;
+  }
+  DiskHeader h;
+  if (!open_header(t.enc, buf, h, why)) return false;
+  if (h.model_lo != model_.lo || h.model_hi != model_.hi) {
+    why = "written for another model";
+    return false;
+  }
+  key = BlockKey{h.key_lo, h.key_hi};
+  return true;
+}
+
+bool BlockManager::read_disk(const Tenant& t, const BlockKey& key, std::vector<uint16_t>& out, std::string& why) const {
+  const std::string path = disk_path(t, key);
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     why = "cannot open";
     return false;
   }
   const size_t payload = layout_.page_bytes();
-  std::vector<uint8_t> buf(sizeof(DiskHeader) + payload + 8);
+  const size_t head = sizeof(PlainHead) + kNonce + sizeof(DiskHeader) + kTag;
+  std::vector<uint8_t> buf(disk_file_bytes());
   f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
   if (static_cast<size_t>(f.gcount()) != buf.size()) {
     why = "truncated: " + std::to_string(f.gcount()) + " of " + std::to_string(buf.size()) + " bytes";
@@ -459,13 +575,7 @@ bool BlockManager::read_disk(const BlockKey& key, std::vector<uint16_t>& out, st
     return false;
   }
   DiskHeader h;
-  std::memcpy(&h, buf.data(), sizeof h);
-  uint64_t sum;
-  std::memcpy(&sum, buf.data() + sizeof h + payload, 8);
-  if (std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kDiskVersion) {
-    why = "not a version-1 swizzle KV block file";
-    return false;
-  }
+  if (!open_header(t.enc, buf.data(), h, why)) return false;
   if (h.n_layer != static_cast<uint32_t>(layout_.n_layer) || h.kv_width != static_cast<uint32_t>(layout_.kv_width) ||
       h.block_tokens != kBlockTokens || h.payload_bytes != payload) {
     why = "page layout differs from this model's";
@@ -479,22 +589,30 @@ bool BlockManager::read_disk(const BlockKey& key, std::vector<uint16_t>& out, st
     why = "block key in the file differs from its name";
     return false;
   }
-  if (XXH3_64bits(buf.data(), sizeof h + payload) != sum) {
-    why = "checksum mismatch";
+  // The page is bound to its plain head and header: AD = PlainHead ‖ DiskHeader.
+  uint8_t ad[sizeof(PlainHead) + sizeof(DiskHeader)];
+  std::memcpy(ad, buf.data(), sizeof(PlainHead));
+  std::memcpy(ad + sizeof(PlainHead), &h, sizeof h);
+  out.resize(layout_.page_elems());
+  const uint8_t* nonce = buf.data() + head;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(out.data()), nullptr, nullptr,
+                                                 nonce + kNonce, payload + kTag, ad, sizeof ad, nonce, t.enc) != 0) {
+    why = "page does not authenticate (corrupt or altered)";
     return false;
   }
-  out.resize(layout_.page_elems());
-  std::memcpy(out.data(), buf.data() + sizeof h, payload);
   std::error_code ec;
   fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // LRU order across restarts
   return true;
 }
 
-void BlockManager::write_disk(const BlockKey& key, const std::vector<uint16_t>& data) {
+void BlockManager::write_disk(const Tenant& t, const BlockKey& key, const std::vector<uint16_t>& data) {
   const size_t payload = layout_.page_bytes();
-  std::vector<uint8_t> buf(sizeof(DiskHeader) + payload + 8);
+  std::vector<uint8_t> buf(disk_file_bytes());
+  PlainHead p{};
+  std::memcpy(p.magic, kMagic, 8);
+  p.version = kDiskVersion;
   DiskHeader h{};
-  std::memcpy(h.magic, kMagic, 8);
+  std::memcpy(h.magic, kHeaderMagic, 8);
   h.version = kDiskVersion;
   h.n_layer = static_cast<uint32_t>(layout_.n_layer);
   h.kv_width = static_cast<uint32_t>(layout_.kv_width);
@@ -504,11 +622,21 @@ void BlockManager::write_disk(const BlockKey& key, const std::vector<uint16_t>& 
   h.key_lo = key.lo;
   h.key_hi = key.hi;
   h.payload_bytes = payload;
-  std::memcpy(buf.data(), &h, sizeof h);
-  std::memcpy(buf.data() + sizeof h, data.data(), payload);
-  const uint64_t sum = XXH3_64bits(buf.data(), sizeof h + payload);
-  std::memcpy(buf.data() + sizeof h + payload, &sum, 8);
-  const std::string path = disk_path(key);
+  uint8_t* at = buf.data();
+  std::memcpy(at, &p, sizeof p);
+  at += sizeof p;
+  randombytes_buf(at, kNonce);
+  crypto_aead_xchacha20poly1305_ietf_encrypt(at + kNonce, nullptr, reinterpret_cast<const unsigned char*>(&h), sizeof h,
+                                             buf.data(), sizeof p, nullptr, at, t.enc);
+  at += kNonce + sizeof h + kTag;
+  uint8_t ad[sizeof(PlainHead) + sizeof(DiskHeader)];
+  std::memcpy(ad, &p, sizeof p);
+  std::memcpy(ad + sizeof p, &h, sizeof h);
+  randombytes_buf(at, kNonce);
+  crypto_aead_xchacha20poly1305_ietf_encrypt(at + kNonce, nullptr, reinterpret_cast<const unsigned char*>(data.data()),
+                                             payload, ad, sizeof ad, nullptr, at, t.enc);
+  sodium_memzero(&h, sizeof h);
+  const std::string path = disk_path(t, key);
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -530,13 +658,15 @@ void BlockManager::write_disk(const BlockKey& key, const std::vector<uint16_t>& 
 void BlockManager::flush_disk() {
   std::unique_lock<std::mutex> lock(mu_);
   if (disk_model_dir_.empty()) return;
-  std::vector<BlockKey> queue;
+  std::vector<std::pair<BlockKey, int>> queue;
   queue.swap(disk_queue_);
   ++flushing_;
-  for (const BlockKey& k : queue) {
+  for (const auto& [k, tenant] : queue) {
     auto it = index_.find(k);
-    if (it == index_.end() || it->second.on_disk) continue;
+    if (it == index_.end() || std::find(it->second.disk.begin(), it->second.disk.end(), tenant) != it->second.disk.end())
+      continue;
     Entry& e = it->second;
+    const Tenant t = tenants_[tenant];
     const int page = e.page;
     if (page < 0 && e.host.empty()) continue;
     std::vector<uint16_t> data;
@@ -553,7 +683,7 @@ void BlockManager::flush_disk() {
         data.resize(layout_.page_elems());
         read_page(page, data.data());
       }
-      write_disk(k, data);
+      write_disk(t, k, data);
     } catch (const std::exception& ex) {
       ok = false;
       log(std::string("swizzle-rt: prefix cache: disk tier write failed: ") + ex.what());
@@ -562,9 +692,9 @@ void BlockManager::flush_disk() {
     if (page >= 0) release_page_ref(page);
     it = index_.find(k);
     --it->second.pins;
-    if (ok && !it->second.on_disk) {
-      it->second.on_disk = true;
-      disk_used_ += sizeof(DiskHeader) + layout_.page_bytes() + 8;
+    if (ok && std::find(it->second.disk.begin(), it->second.disk.end(), tenant) == it->second.disk.end()) {
+      it->second.disk.push_back(tenant);
+      disk_used_ += disk_file_bytes();
       ++counters_.disk_writes;
     }
     erase_if_empty(it);
@@ -579,11 +709,13 @@ void BlockManager::enforce_disk_budget() {
   for (auto li = lru_.begin(); li != lru_.end() && disk_used_ > opts_.disk_bytes;) {
     auto it = index_.find(*li++);
     Entry& e = it->second;
-    if (!e.on_disk || e.pins > 0) continue;
-    std::error_code ec;
-    fs::remove(disk_path(it->first), ec);
-    e.on_disk = false;
-    disk_used_ -= sizeof(DiskHeader) + layout_.page_bytes() + 8;
+    if (e.disk.empty() || e.pins > 0) continue;
+    for (int tenant : e.disk) {
+      std::error_code ec;
+      fs::remove(disk_path(tenants_[tenant], it->first), ec);
+      disk_used_ -= disk_file_bytes();
+    }
+    e.disk.clear();
     erase_if_empty(it);
   }
 }
@@ -595,7 +727,7 @@ BlockStats BlockManager::stats() {
   for (const auto& [k, e] : index_) {
     s.blocks_device += e.page >= 0;
     s.blocks_host += !e.host.empty();
-    s.blocks_disk += e.on_disk;
+    s.blocks_disk += e.disk.size();
   }
   s.pages_free = static_cast<int>(free_.size());
   s.pages_total = opts_.n_pages;

@@ -17,11 +17,27 @@
 //   device  a page of the pool (on the cpu backend also RAM, but a bounded pool);
 //   host    a copy in host RAM (bounded by bytes), made when a device block is evicted
 //           (spill) and moved back into a page when a request hits it (restore);
-//   disk    optional (`cache_dir`): one file per block, written by a background thread
-//           after the block is published, read back (and verified) on a hit; survives
-//           restarts (the destructor finishes pending writes).
-// Lookup is the longest prefix of a prompt's keys present in any tier, across all
-// requests, sessions and API keys of the model. Blocks no sequence uses are evicted in
+//   disk    optional (`cache_dir`): one file per block and *tenant* (an organisation),
+//           written by a background thread after the block is published, read back (and
+//           authenticated) on a hit; survives restarts (the destructor finishes pending
+//           writes). Encrypted at rest (below).
+// Lookup is the longest prefix of a prompt's keys present in the RAM tiers, across all
+// requests, sessions and API keys of the model, or on the disk tier of the request's
+// own tenant (a request may have none: RAM tiers only).
+//
+// Disk tier encryption (zero data retention, docs/server.md "Zero data retention"). A
+// tenant's keys come from the server's 32-byte master key (CacheOptions::disk_key, a key
+// file kept outside the cache directory) and the tenant's name:
+//   tenant key = BLAKE2b-256(key = master, "swizzle-kv-tenant:" ‖ name)
+//   enc key    = crypto_kdf(tenant key, id 1, "swzkvenc"),  name key = id 2
+// Files live in DIR/<model key hex>/t<BLAKE2b-128(name key, "dir")>/ and are named
+// BLAKE2b-128(name key, model key ‖ block key).kv, so neither the organisation nor the
+// block key (which anyone could compute from a guessed prompt) shows in a path. A file is
+//   "SWZKVENC" u32 version u32 0 | nonce | XChaCha20-Poly1305(header: layout, model key,
+//   block key) | nonce | XChaCha20-Poly1305(page bytes, AD = plain head ‖ header)
+// with random 24-byte nonces: a copied cache directory reveals neither tokens nor K/V,
+// a file moved into another tenant's folder (or read with another master key) fails
+// authentication and is deleted, and a flipped bit anywhere is caught. Blocks no sequence uses are evicted in
 // LRU order (spilled device → host, dropped host → gone unless on disk, disk files
 // deleted LRU beyond the disk budget) and expire from the RAM tiers after a sliding TTL
 // (each hit restarts it). Blocks matched by an admitted request are pinned until its run
@@ -55,7 +71,7 @@ struct BlockKey {
   uint64_t lo = 0, hi = 0;
   bool operator==(const BlockKey&) const = default;
   bool is_zero() const { return lo == 0 && hi == 0; }
-  /// 32 lower-case hex digits, high half first (the disk tier's file name).
+  /// 32 lower-case hex digits, high half first (the model's disk tier folder; logs).
   std::string hex() const;
 };
 struct BlockKeyHash {
@@ -115,7 +131,10 @@ struct CacheOptions {
   size_t host_bytes = size_t{1} << 30;  ///< host tier budget for unpinned blocks (0 = no host tier)
   std::chrono::milliseconds ttl{std::chrono::minutes(5)};  ///< sliding TTL of the RAM tiers (0 = none)
   std::string disk_dir;               ///< disk tier directory ("" = none); a subfolder per model key
-  uint64_t disk_bytes = uint64_t{10} << 30;  ///< disk tier budget
+  uint64_t disk_bytes = uint64_t{10} << 30;  ///< disk tier budget, all tenants together
+  /// The disk tier's 32-byte master key (raw bytes; required with disk_dir): every
+  /// tenant's keys derive from it (file comment, "Disk tier encryption").
+  std::string disk_key;
   /// Injectable clock (tests); default std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> clock;
   /// Log sink for tier events worth an operator's eye (a corrupt disk file); default stderr.
@@ -144,10 +163,11 @@ struct BlockStats {
 /// The page pool plus the prefix index and its tiers.
 class BlockManager final : public PageAllocator {
  public:
-  /// Maps the pool (lazily committed anonymous memory) and, with a disk tier, scans
-  /// `disk_dir/<model key hex>/` for block files (contents verified when read).
-  /// Throws std::invalid_argument for n_pages < 1 or an empty layout, std::runtime_error
-  /// when the pool cannot be mapped or the disk directory cannot be created.
+  /// Maps the pool (lazily committed anonymous memory) and, with a disk tier, opens the
+  /// default tenant ("", id 0; disk_tenant()). Throws std::invalid_argument for
+  /// n_pages < 1, an empty layout or a disk tier without a 32-byte disk_key,
+  /// std::runtime_error when the pool cannot be mapped or the disk directory cannot be
+  /// created.
   BlockManager(const PageLayout& layout, const BlockKey& model, CacheOptions opts);
   ~BlockManager() override;
   BlockManager(const BlockManager&) = delete;
@@ -167,11 +187,16 @@ class BlockManager final : public PageAllocator {
   const BlockKey& model() const { return model_; }
   bool prefix_cache_enabled() const { return opts_.prefix_cache; }
 
-  /// Longest prefix of `keys` held in any tier. Pins each matched block (appends its key
-  /// to `pinned`), restarts its TTL, and loads disk-only blocks into the host tier
-  /// (a file that fails verification ends the match there, is deleted and logged).
-  /// Returns the number of matched blocks.
-  int match_and_pin(const std::vector<BlockKey>& keys, std::vector<BlockKey>& pinned);
+  /// The disk tier id of tenant `name` (an organisation; "" = the default tenant, id 0),
+  /// for match_and_pin and publish; -1 without a disk tier. The first call for a name
+  /// derives its keys, creates its folder and reads the headers of the files in it
+  /// (a file that does not authenticate is deleted and logged).
+  int disk_tenant(const std::string& name);
+  /// Longest prefix of `keys` held in a RAM tier or on the disk tier of `tenant` (-1:
+  /// none). Pins each matched block (appends its key to `pinned`), restarts its TTL, and
+  /// loads disk-only blocks into the host tier (a file that fails authentication ends the
+  /// match there, is deleted and logged). Returns the number of matched blocks.
+  int match_and_pin(const std::vector<BlockKey>& keys, std::vector<BlockKey>& pinned, int tenant = 0);
   /// Releases pins taken by match_and_pin.
   void unpin(const std::vector<BlockKey>& pinned);
   /// Makes the pinned blocks `keys` device-resident (restoring host copies into fresh
@@ -179,13 +204,19 @@ class BlockManager final : public PageAllocator {
   /// caller's block table. The pins are kept (unpin separately).
   std::vector<int> acquire(const std::vector<BlockKey>& keys);
   /// Offers a full block a sequence computed in `page` to the cache under `key`. If the
-  /// key is new the cache takes a reference on the page (and queues a disk write);
-  /// if it exists already nothing changes. No-op with the prefix cache off.
-  void publish(const BlockKey& key, int page);
+  /// key is new the cache takes a reference on the page; if it exists already the RAM
+  /// tiers do not change. Either way a disk write for `tenant` is queued unless that
+  /// tenant has the block already (-1: no disk write). No-op with the prefix cache off.
+  void publish(const BlockKey& key, int page, int tenant = 0);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
   /// The disk thread does this on its own after every publish; this is for tests and
   /// for callers that need the files before going on.
   void flush_disk();
+  /// Path of `key`'s file on `tenant`'s disk tier (whether or not it exists); "" without
+  /// a disk tier or for an unknown tenant. For tests and tools.
+  std::string disk_file(const BlockKey& key, int tenant = 0) const;
+  /// Size in bytes of every disk tier file of this layout.
+  uint64_t disk_file_bytes() const;
   /// Applies the TTL now (also done by match_and_pin, publish and stats).
   void expire();
   BlockStats stats();
@@ -194,7 +225,7 @@ class BlockManager final : public PageAllocator {
   struct Entry {
     int page = -1;                   // device tier: a page with one reference held by the cache
     std::vector<uint16_t> host;      // host tier copy (empty: not on host)
-    bool on_disk = false;
+    std::vector<int> disk;           // tenants whose disk tier holds a file of this block
     int pins = 0;
     std::chrono::steady_clock::time_point last_used;
     std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
@@ -208,9 +239,17 @@ class BlockManager final : public PageAllocator {
   void drop_ram(Map::iterator it);    // drops device+host copies; erases when nothing is left
   void erase_if_empty(Map::iterator it);
   void enforce_disk_budget();         // caller holds mu_
-  std::string disk_path(const BlockKey& key) const;
-  bool read_disk(const BlockKey& key, std::vector<uint16_t>& out, std::string& why) const;
-  void write_disk(const BlockKey& key, const std::vector<uint16_t>& data);
+  /// A disk tier tenant: its folder and keys (file comment, "Disk tier encryption").
+  struct Tenant {
+    std::string dir;
+    unsigned char enc[32];
+    unsigned char names[32];
+  };
+  int open_tenant(const std::string& name);  // caller holds mu_
+  std::string disk_path(const Tenant& t, const BlockKey& key) const;
+  bool read_disk(const Tenant& t, const BlockKey& key, std::vector<uint16_t>& out, std::string& why) const;
+  void write_disk(const Tenant& t, const BlockKey& key, const std::vector<uint16_t>& data);
+  bool read_header(const Tenant& t, const std::string& path, BlockKey& key, std::string& why) const;
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
   void read_page(int page, uint16_t* dst);        // through CacheOptions::read_page or page_data()
@@ -228,8 +267,10 @@ class BlockManager final : public PageAllocator {
   std::list<BlockKey> lru_;
   size_t host_used_ = 0;
   uint64_t disk_used_ = 0;
-  std::vector<BlockKey> disk_queue_;
+  std::vector<std::pair<BlockKey, int>> disk_queue_;  // (block, tenant)
   std::string disk_model_dir_;
+  std::vector<Tenant> tenants_;                        // by tenant id (copied out before unlocking)
+  std::unordered_map<std::string, int> tenant_ids_;
   BlockStats counters_;
   mutable std::mutex mu_;
   std::condition_variable disk_cv_;  // disk_queue_ not empty, or stopping_

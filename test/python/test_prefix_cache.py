@@ -192,7 +192,7 @@ def test_disk_tier_survives_restart_and_ignores_corrupt_files(rt_binary, package
         assert cached == 0 and text == ref
     finally:
         assert s.stop() == 0, s.log()
-    files = sorted(cache_dir.glob("*/*.kv"))
+    files = sorted(cache_dir.glob("*/*/*.kv"))  # model / tenant (the default one) / block
     assert len(files) >= prompt // 64 - 1
 
     s = start_rt(rt_binary, package, CTX, "--cache-dir", str(cache_dir))  # restart: RAM tiers empty
@@ -203,17 +203,19 @@ def test_disk_tier_survives_restart_and_ignores_corrupt_files(rt_binary, package
     finally:
         assert s.stop() == 0, s.log()
 
-    # Corrupt every file (one flipped payload byte): a restarted server reads the first
-    # block's file, rejects it with a log line, evaluates everything, and still answers exactly.
+    # Corrupt every file (one flipped byte of its sealed header, and one of its page): a
+    # restarted server rejects them with a log line, evaluates everything, and still answers
+    # exactly.
     for f in files:
         data = bytearray(f.read_bytes())
         data[100] ^= 0xFF
+        data[-100] ^= 0xFF
         f.write_bytes(bytes(data))
     s = start_rt(rt_binary, package, CTX, "--cache-dir", str(cache_dir))
     try:
         text, cached, _, _, _ = complete(s, m)
         assert text == ref
         assert cached == 0
-        assert "ignoring" in s.log() and "checksum mismatch" in s.log()
+        assert "ignoring" in s.log() and "does not authenticate" in s.log()
     finally:
         assert s.stop() == 0, s.log()

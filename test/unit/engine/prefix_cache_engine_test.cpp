@@ -294,6 +294,7 @@ TEST(PrefixCacheEngine, DiskTierSurvivesARestart) {
   EngineOptions o = cold_opts();
   o.prefix_cache = true;
   o.cache_dir = dir.string();
+  o.cache_key = std::string(32, 'k');
   std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
   const std::vector<int32_t> base = cold->tokenize(kSource, true, false);
   const std::vector<int32_t> p(base.begin(), base.begin() + 210);

@@ -1,6 +1,8 @@
 // BlockManager: page reference counts, the prefix index (chained keys, pins), LRU and
 // sliding-TTL eviction with an injected clock, device -> host spill and restore, the
-// disk tier's round trip across a restart, and rejection of corrupt files.
+// disk tier's round trip across a restart, rejection of corrupt files, and its encryption
+// at rest per tenant (no plaintext page bytes, tokens or block keys in files or names;
+// another tenant's or master key's reads fail).
 #include "kvcache/block_manager.h"
 
 #include <gtest/gtest.h>
@@ -58,7 +60,7 @@ CacheOptions opts(int n_pages, FakeClock& clock) {
 
 // Publishes the blocks of `toks` in fresh pages tagged 100+i and releases the
 // sequence's references (the cache keeps one each). Returns the keys.
-std::vector<BlockKey> publish_all(BlockManager& m, const std::vector<int32_t>& toks) {
+std::vector<BlockKey> publish_all(BlockManager& m, const std::vector<int32_t>& toks, int tenant = 0) {
   std::vector<BlockKey> keys = block_keys(m.model(), toks.data(), toks.size());
   std::vector<int> pages;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -66,7 +68,7 @@ std::vector<BlockKey> publish_all(BlockManager& m, const std::vector<int32_t>& t
     fill(m, pages.back(), static_cast<uint16_t>(100 + i));
   }
   for (size_t i = keys.size(); i-- > 0;) {  // deepest first, as the engine does
-    m.publish(keys[i], pages[i]);
+    m.publish(keys[i], pages[i], tenant);
     m.unref_page(pages[i]);
   }
   return keys;
@@ -278,12 +280,14 @@ class DiskTier : public ::testing::Test {
   CacheOptions disk_opts(FakeClock& clock, std::vector<std::string>* logs) {
     CacheOptions o = opts(4, clock);
     o.disk_dir = dir.string();
+    o.disk_key = key;
     o.log = [logs](const std::string& l) {
       if (logs) logs->push_back(l);
     };
     return o;
   }
   fs::path dir;
+  std::string key = std::string(32, '\x5a');  // the disk tier's master key
 };
 
 TEST_F(DiskTier, SurvivesRestartAndIsKeyedByModel) {
@@ -345,36 +349,40 @@ TEST_F(DiskTier, CorruptTruncatedOrForeignFilesAreIgnoredWithALogLine) {
     keys = publish_all(m, t);
     m.flush_disk();
   }
-  const fs::path folder = dir / model.hex();
-  // Block 1: flip one payload byte (checksum). Block 2: truncate.
+  std::vector<std::string> files;
   {
-    std::fstream f(folder / (keys[1].hex() + ".kv"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(64 + 100);
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    for (const BlockKey& k : keys) files.push_back(m.disk_file(k));
+  }
+  // Block 1: flip one payload byte (authentication). Block 2: truncate.
+  {
+    std::fstream f(files[1], std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff at = static_cast<std::streamoff>(fs::file_size(files[1])) - 200;
     char c;
-    f.seekg(64 + 100);
+    f.seekg(at);
     f.read(&c, 1);
     c ^= 0x10;
-    f.seekp(64 + 100);
+    f.seekp(at);
     f.write(&c, 1);
   }
-  fs::resize_file(folder / (keys[2].hex() + ".kv"), 1000);
+  fs::resize_file(files[2], 1000);
   std::vector<std::string> logs;
   BlockManager m(kLayout, model, disk_opts(clock, &logs));
   ASSERT_EQ(logs.size(), 1u);  // the truncated file, at the scan
   EXPECT_NE(logs[0].find("ignoring"), std::string::npos);
-  EXPECT_FALSE(fs::exists(folder / (keys[2].hex() + ".kv")));
+  EXPECT_FALSE(fs::exists(files[2]));
   std::vector<BlockKey> pinned;
-  EXPECT_EQ(m.match_and_pin(keys, pinned), 1);  // block 0 good, block 1 fails its checksum
+  EXPECT_EQ(m.match_and_pin(keys, pinned), 1);  // block 0 good, block 1 fails authentication
   ASSERT_EQ(logs.size(), 2u);
-  EXPECT_NE(logs[1].find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(logs[1].find("page does not authenticate"), std::string::npos) << logs[1];
   EXPECT_EQ(m.stats().disk_rejects, 2u);
   const std::vector<int> pages = m.acquire(pinned);
   EXPECT_TRUE(has(m, pages[0], 100));
   m.unpin(pinned);
   m.unref_page(pages[0]);
 
-  // A file renamed to another key's name: the key inside disagrees.
-  fs::copy_file(folder / (keys[0].hex() + ".kv"), folder / (keys[1].hex() + ".kv"));
+  // A file renamed to another key's name: the key inside disagrees (found at the scan).
+  fs::copy_file(files[0], files[1]);
   std::vector<std::string> logs2;
   BlockManager m2(kLayout, model, disk_opts(clock, &logs2));
   std::vector<BlockKey> p2;
@@ -382,12 +390,13 @@ TEST_F(DiskTier, CorruptTruncatedOrForeignFilesAreIgnoredWithALogLine) {
   EXPECT_EQ(m2.match_and_pin(k1, p2), 0);
   ASSERT_EQ(logs2.size(), 1u);
   EXPECT_NE(logs2[0].find("differs from its name"), std::string::npos);
+  EXPECT_FALSE(fs::exists(files[1]));
 }
 
 TEST_F(DiskTier, BudgetDeletesLeastRecentlyUsedFiles) {
   FakeClock clock;
   CacheOptions o = disk_opts(clock, nullptr);
-  const uint64_t file_bytes = 64 + kLayout.page_bytes() + 8;
+  const uint64_t file_bytes = kLayout.page_bytes() + 160;
   o.disk_bytes = file_bytes * 2;
   BlockManager m(kLayout, model_key("m"), o);
   const auto ka = publish_all(m, tokens(64, 60));
@@ -396,9 +405,10 @@ TEST_F(DiskTier, BudgetDeletesLeastRecentlyUsedFiles) {
   clock.t += 1s;
   const auto kc = publish_all(m, tokens(64, 62));
   m.flush_disk();
+  EXPECT_EQ(m.disk_file_bytes(), file_bytes);
   EXPECT_EQ(m.stats().blocks_disk, 2u);
-  EXPECT_FALSE(fs::exists(dir / m.model().hex() / (ka[0].hex() + ".kv")));
-  EXPECT_TRUE(fs::exists(dir / m.model().hex() / (kc[0].hex() + ".kv")));
+  EXPECT_FALSE(fs::exists(m.disk_file(ka[0])));
+  EXPECT_TRUE(fs::exists(m.disk_file(kc[0])));
   (void)kb;
 }
 
@@ -465,6 +475,156 @@ TEST_F(DiskTier, DevicePagesGoThroughReadAndWritePageAndSurviveDeviceErrors) {
   m.flush_disk();
   EXPECT_EQ(m.stats().blocks_disk, 1u);
   EXPECT_EQ(m.stats().disk_writes, 1u);
+}
+
+}  // namespace
+}  // namespace swz::kvcache
+
+namespace swz::kvcache {
+namespace {
+
+bool contains(const std::string& hay, const void* needle, size_t n) {
+  return hay.find(std::string(static_cast<const char*>(needle), n)) != std::string::npos;
+}
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST_F(DiskTier, FilesAreEncryptedPerTenantAndNamesRevealNothing) {
+  FakeClock clock;
+  const auto t = tokens(64 * 2, 70);
+  const BlockKey model = model_key("m");
+  std::vector<BlockKey> keys;
+  std::vector<std::string> acme_files;
+  {
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    const int acme = m.disk_tenant("acme");
+    EXPECT_EQ(acme, 1);
+    EXPECT_EQ(m.disk_tenant("acme"), 1);
+    EXPECT_EQ(m.disk_tenant(""), 0);
+    keys = publish_all(m, t, acme);
+    m.flush_disk();
+    EXPECT_EQ(m.stats().blocks_disk, 2u);
+    for (const BlockKey& k : keys) {
+      acme_files.push_back(m.disk_file(k, acme));
+      EXPECT_FALSE(fs::exists(m.disk_file(k, 0)));  // only the publishing tenant's tier has it
+    }
+  }
+  uint16_t page0[64];  // the first 64 values of block 0's page (fill(..., 100))
+  for (int i = 0; i < 64; ++i) page0[i] = static_cast<uint16_t>(100 * 31 + i);
+  size_t n_files = 0;
+  for (const auto& de : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(de.path(), dir).string();
+    // No block key, tenant name or model-independent token bytes in any path.
+    for (const BlockKey& k : keys) EXPECT_EQ(rel.find(k.hex()), std::string::npos) << rel;
+    EXPECT_EQ(rel.find("acme"), std::string::npos) << rel;
+    if (!de.is_regular_file()) continue;
+    ++n_files;
+    const std::string bytes = slurp(de.path());
+    EXPECT_EQ(bytes.size(), kLayout.page_bytes() + 160);
+    EXPECT_FALSE(contains(bytes, page0, sizeof page0)) << "plaintext K/V in " << rel;
+    EXPECT_FALSE(contains(bytes, page0 + 32, 16)) << "plaintext K/V in " << rel;
+    EXPECT_FALSE(contains(bytes, t.data(), 64)) << "token ids in " << rel;
+    EXPECT_FALSE(contains(bytes, &keys[0], 16)) << "block key in " << rel;
+    EXPECT_FALSE(contains(bytes, &keys[1], 16)) << "block key in " << rel;
+  }
+  EXPECT_EQ(n_files, 2u);
+  {
+    // The owner reads them back across a restart.
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    const int acme = m.disk_tenant("acme");
+    EXPECT_EQ(m.stats().blocks_disk, 2u);
+    std::vector<BlockKey> pinned;
+    EXPECT_EQ(m.match_and_pin(keys, pinned, 0), 0);  // not on the default tenant's tier
+    ASSERT_EQ(m.match_and_pin(keys, pinned, acme), 2);
+    const std::vector<int> pages = m.acquire(pinned);
+    EXPECT_TRUE(has(m, pages[0], 100));
+    EXPECT_TRUE(has(m, pages[1], 101));
+    m.unpin(pinned);
+    for (int p : pages) m.unref_page(p);
+  }
+  {
+    // Another organisation's key cannot open acme's files: copied into globex's folder
+    // under the names globex would use, they fail authentication and are deleted.
+    std::vector<std::string> logs;
+    BlockManager m(kLayout, model, disk_opts(clock, &logs));
+    const int globex = m.disk_tenant("globex");
+    std::vector<std::string> globex_files;
+    for (const BlockKey& k : keys) globex_files.push_back(m.disk_file(k, globex));
+    EXPECT_NE(fs::path(globex_files[0]).parent_path(), fs::path(acme_files[0]).parent_path());
+    for (size_t i = 0; i < keys.size(); ++i) fs::copy_file(acme_files[i], globex_files[i]);
+  }
+  {
+    std::vector<std::string> logs;
+    BlockManager m(kLayout, model, disk_opts(clock, &logs));
+    const int globex = m.disk_tenant("globex");
+    ASSERT_EQ(logs.size(), 2u);
+    EXPECT_NE(logs[0].find("does not authenticate with this tenant's key"), std::string::npos) << logs[0];
+    std::vector<BlockKey> pinned;
+    EXPECT_EQ(m.match_and_pin(keys, pinned, globex), 0);
+    EXPECT_EQ(m.stats().disk_rejects, 2u);
+  }
+  {
+    // Another master key: acme's folder and names differ, and acme's files copied there
+    // under the new names do not open either.
+    CacheOptions o = disk_opts(clock, nullptr);
+    o.disk_key = std::string(32, '\x33');
+    {
+      BlockManager m(kLayout, model, o);
+      const int acme = m.disk_tenant("acme");
+      std::vector<BlockKey> pinned;
+      EXPECT_EQ(m.match_and_pin(keys, pinned, acme), 0);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        EXPECT_NE(m.disk_file(keys[i], acme), acme_files[i]);
+        fs::copy_file(acme_files[i], m.disk_file(keys[i], acme));
+      }
+    }
+    std::vector<std::string> logs;
+    o.log = [&logs](const std::string& l) { logs.push_back(l); };
+    BlockManager m(kLayout, model, o);
+    const int acme = m.disk_tenant("acme");
+    ASSERT_EQ(logs.size(), 2u);
+    EXPECT_NE(logs[1].find("does not authenticate with this tenant's key"), std::string::npos) << logs[1];
+    std::vector<BlockKey> pinned;
+    EXPECT_EQ(m.match_and_pin(keys, pinned, acme), 0);
+  }
+}
+
+TEST_F(DiskTier, ATenantOfMinusOneNeverTouchesDiskAKeyIsRequiredAndV1FilesAreDeleted) {
+  FakeClock clock;
+  const BlockKey model = model_key("m");
+  {
+    BlockManager m(kLayout, model, disk_opts(clock, nullptr));
+    const auto keys = publish_all(m, tokens(64 * 2, 80), -1);
+    m.flush_disk();
+    EXPECT_EQ(m.stats().blocks_disk, 0u);
+    EXPECT_EQ(m.stats().disk_writes, 0u);
+    std::vector<BlockKey> pinned;
+    EXPECT_EQ(m.match_and_pin(keys, pinned, -1), 2);  // the RAM tiers still serve it
+    m.unpin(pinned);
+  }
+  size_t files = 0;
+  for (const auto& de : fs::recursive_directory_iterator(dir)) files += de.is_regular_file();
+  EXPECT_EQ(files, 0u);
+  CacheOptions o = disk_opts(clock, nullptr);
+  o.disk_key.clear();
+  EXPECT_THROW(BlockManager(kLayout, model, o), std::invalid_argument);
+  // Version-1 files (plain pages named by block key, directly in the model's folder) are
+  // deleted at start: an upgrade leaves no plaintext behind.
+  fs::create_directories(dir / model.hex());
+  std::ofstream(dir / model.hex() / (std::string(32, 'a') + ".kv")) << "plaintext K/V";
+  std::vector<std::string> logs;
+  {
+    BlockManager m1(kLayout, model, disk_opts(clock, &logs));
+    EXPECT_EQ(m1.stats().disk_rejects, 1u);
+  }
+  EXPECT_FALSE(fs::exists(dir / model.hex() / (std::string(32, 'a') + ".kv")));
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("deleted 1 unencrypted version-1 file(s)"), std::string::npos) << logs[0];
+  CacheOptions plain = opts(4, clock);  // no disk tier: no tenant
+  BlockManager m(kLayout, model, plain);
+  EXPECT_EQ(m.disk_tenant("acme"), -1);
 }
 
 }  // namespace

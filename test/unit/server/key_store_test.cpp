@@ -159,6 +159,39 @@ struct ScopedServer : swz::test::RunningServer {
   }
 };
 
+TEST(KeyStore, SecurityKeysStayOffTheDiskTierUnlessTheirOrganisationEnablesIt) {
+  TempDir dir;
+  const std::string path = dir.file("keys.json");
+  KeyStoreData d;
+  auto [gid, g] = d.add("acme", {"general"});
+  auto [sid, s] = d.add("acme", {"security"}, TermsAcceptance{"v1", "Ada", ""});
+  auto [bid, b] = d.add("globex", {"general", "security"}, TermsAcceptance{"v1", "Grace", ""});
+  d.save(path);
+  KeyStore store(path, 0);
+  EXPECT_TRUE(store.resolve(g)->disk_cache);   // no security scope: always
+  EXPECT_FALSE(store.resolve(s)->disk_cache);  // security scope: off by default
+  EXPECT_FALSE(store.resolve(b)->disk_cache);  // either scope with security: off
+  d.set_security_disk_cache("acme", true);
+  d.save(path);  // reloaded without a restart
+  EXPECT_TRUE(store.resolve(s)->disk_cache);
+  EXPECT_FALSE(store.resolve(b)->disk_cache);  // per organisation
+  const nlohmann::json j = nlohmann::json::parse(slurp(path));
+  EXPECT_EQ(j["organisations"]["acme"]["security_disk_cache"], true);
+  EXPECT_FALSE(j["organisations"]["globex"].contains("security_disk_cache"));
+  KeyStoreData back = KeyStoreData::load(path);
+  EXPECT_EQ(back.security_disk_cache, std::set<std::string>{"acme"});
+  EXPECT_EQ(back.terms.size(), 2u);
+  d.set_security_disk_cache("acme", false);
+  d.save(path);
+  EXPECT_FALSE(store.resolve(s)->disk_cache);
+  EXPECT_THROW(d.set_security_disk_cache("bad name!", true), std::invalid_argument);
+  // An organisation with the setting and no terms yet is a valid store.
+  d.set_security_disk_cache("initech", true);
+  d.save(path);
+  EXPECT_EQ(KeyStoreData::load(path).security_disk_cache.count("initech"), 1u);
+  EXPECT_EQ(KeyStoreData::load(path).terms.count("initech"), 0u);
+}
+
 TEST(SecurityEndpoint, ScopesDecide200Or403InEachApisSchema) {
   TempDir dir;
   const std::string path = dir.file("keys.json");
