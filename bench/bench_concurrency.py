@@ -33,7 +33,8 @@ Setup (once; bench-only, not in requirements.txt; builds llama.cpp from source):
 
 Usage:
   .venv/bin/python bench/bench_concurrency.py [--models smollm2,qwen] [--streams 1,2,4,8,16]
-      [--reps 2] [--threads 2] [--itl-models smollm2] [--build DIR] [--no-peer] [--json OUT]
+      [--reps 2] [--threads 2] [--itl-models smollm2] [--itl-batch-tokens 64,512,4096]
+      [--build DIR] [--no-peer] [--json OUT]     (--streams '' runs part 2 only)
 Models: smollm2 (the default SmolLM2-135M-Instruct Q4_1; package build/models/smollm2.swz
 or --smollm2-package), qwen (.venv/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf; compiled
 with --build's swizzlec into a temp dir unless --qwen-package). Prints markdown tables and
@@ -236,6 +237,8 @@ def main():
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--itl-models", default="smollm2", help="models of part 2 ('' = none)")
     ap.add_argument("--long-tokens", type=int, default=3000)
+    ap.add_argument("--itl-batch-tokens", default="64,512,4096",
+                    help="swizzle's --batch-tokens for part 2, one run each (>= the prompt: unchunked)")
     ap.add_argument("--parallel", type=int, default=16)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--smollm2-package", default=None)
@@ -244,7 +247,7 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    streams = [int(x) for x in args.streams.split(",")]
+    streams = [int(x) for x in args.streams.split(",") if x]
     MODELS["smollm2"]["gguf"] = models.default_gguf()
     tmp = tempfile.mkdtemp(prefix="bench-conc-")
     out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -276,7 +279,7 @@ def main():
             servers["swizzle"] = start_swizzle(args.build, pkg, args.ctx, args.threads, "--parallel", str(args.parallel))
             if not args.no_peer:
                 servers["llama.cpp"] = start_llama(gguf, args.ctx, args.threads)
-            for srv in servers.values():  # warm-up (page faults, first allocations)
+            for srv in servers.values() if streams else []:  # warm-up (page faults, first allocations)
                 round_of(srv.base, 2, 8)
             for n in streams:
                 rows = {s: [] for s in servers}
@@ -298,9 +301,9 @@ def main():
                 res["long_prompt_tokens"] = n_long
                 servers["swizzle"].stop()
                 del servers["swizzle"]
-                configs = [("swizzle bt=64 (chunked)", ["--batch-tokens", "64"]),
-                           ("swizzle bt=512 (chunked, default)", ["--batch-tokens", "512"]),
-                           (f"swizzle bt=4096 (unchunked)", ["--batch-tokens", "4096"])]
+                configs = [(f"swizzle bt={bt} ({'unchunked' if int(bt) >= n_long else 'chunked'}"
+                            f"{', default' if bt == '512' else ''})", ["--batch-tokens", bt])
+                           for bt in args.itl_batch_tokens.split(",")]
                 for label, extra in configs:
                     srv = start_swizzle(args.build, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *extra)
                     try:
@@ -320,6 +323,8 @@ def main():
     for name, res in out["models"].items():
         print(f"\n### {name} ({os.path.basename(res['gguf'])}), max_tokens {res['max_tokens']}, {args.threads} threads\n")
         peer = any("llama.cpp" in v for v in res["throughput"].values())
+        if not res["throughput"]:
+            print("(no throughput rounds: --streams '')")
         print("| streams | swizzle tok/s | swizzle TTFT p50 / p99 s |" +
               (" llama.cpp tok/s | llama.cpp TTFT p50 / p99 s | tok/s ratio | TTFT p99 ratio (llama/swz) |" if peer else ""))
         print("|---|---|---|" + ("---|---|---|---|" if peer else ""))
