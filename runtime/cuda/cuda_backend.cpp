@@ -572,6 +572,7 @@ void CudaBackend::Impl::release(Graph& g) {
 
 int CudaBackend::create_graph(std::span<const LaunchDesc> launches) {
   Impl& s = *impl_;
+  if (!s.d->has_graphs()) return Backend::create_graph(launches);  // a pre-12.0 driver: replay
   s.bind();
   Impl::Graph g;
   try {
@@ -604,6 +605,7 @@ int CudaBackend::create_graph(std::span<const LaunchDesc> launches) {
 
 void CudaBackend::update_graph(int graph, size_t index, const LaunchDesc& launch) {
   Impl& s = *impl_;
+  if (!s.d->has_graphs()) return Backend::update_graph(graph, index, launch);
   Impl::Graph& g = s.graph(graph);
   if (index >= g.nodes.size())
     throw Error("cuda: launch graph " + std::to_string(graph) + " has no launch " + std::to_string(index));
@@ -619,6 +621,7 @@ void CudaBackend::update_graph(int graph, size_t index, const LaunchDesc& launch
 
 void CudaBackend::launch_graph(int graph) {
   Impl& s = *impl_;
+  if (!s.d->has_graphs()) return Backend::launch_graph(graph);
   Impl::Graph& g = s.graph(graph);
   s.bind();
   s.d->check(s.d->cuGraphLaunch(g.exec, s.stream), "cuGraphLaunch");
@@ -626,6 +629,7 @@ void CudaBackend::launch_graph(int graph) {
 
 void CudaBackend::destroy_graph(int graph) {
   Impl& s = *impl_;
+  if (!s.d->has_graphs()) return Backend::destroy_graph(graph);
   Impl::Graph& g = s.graph(graph);
   s.bind();
   s.d->check(s.d->cuStreamSynchronize(s.stream), "cuStreamSynchronize (before cuGraphExecDestroy)");

@@ -68,6 +68,7 @@ class CudaBackend final : public backend::Backend {
   /// chain where all are branch 0), instantiated once;
   /// update_graph() is cuGraphExecKernelNodeSetParams on one node, launch_graph() one
   /// cuGraphLaunch on the backend's stream. destroy_graph() waits for the stream first.
+  /// On a driver without the CUDA 12.0 graph entry points, backend.h's replay instead.
   int create_graph(std::span<const backend::LaunchDesc> launches) override;
   void update_graph(int graph, size_t index, const backend::LaunchDesc& launch) override;
   void launch_graph(int graph) override;

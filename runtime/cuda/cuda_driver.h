@@ -105,11 +105,22 @@ namespace swz::cuda {
 struct Driver {
 #define SWZ_CU_MEMBER(api, symbol, params) CUresult (*api) params = nullptr;
   SWZ_CUDA_SYMBOLS(SWZ_CU_MEMBER)
+  SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_MEMBER)
 #undef SWZ_CU_MEMBER
+
+  /// Whether the driver has every SWZ_CUDA_GRAPH_SYMBOLS entry (CUDA 12.0+ drivers).
+  bool has_graphs() const {
+    bool all = true;
+#define SWZ_CU_HAS(api, symbol, params) all = all && api != nullptr;
+    SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_HAS)
+#undef SWZ_CU_HAS
+    return all;
+  }
 
   /// Opens `library` ("libcuda.so.1"; a path in tests) and fetches every entry point.
   /// Throws backend::Error: "cuda: libcuda.so.1 not found (no NVIDIA driver): ..." when
-  /// dlopen fails, "cuda: libcuda.so.1 has no cuLinkCreate_v2 ..." when a symbol is missing.
+  /// dlopen fails, "cuda: libcuda.so.1 has no cuLinkCreate_v2 ..." when a symbol of
+  /// SWZ_CUDA_SYMBOLS is missing (those of SWZ_CUDA_GRAPH_SYMBOLS may be: null then).
   static std::unique_ptr<Driver> load(const std::string& library = "libcuda.so.1");
 
   /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" for a CUresult (cuGetErrorName/String).
@@ -121,7 +132,7 @@ struct Driver {
   [[noreturn]] void fail(CUresult r, const std::string& what) const;
 };
 
-/// The (api, exported symbol) pairs of cuda_symbols.h, for tests.
+/// The (api, exported symbol) pairs of cuda_symbols.h (both lists), for tests.
 std::vector<std::pair<const char*, const char*>> symbol_names();
 
 }  // namespace swz::cuda

@@ -8,7 +8,7 @@
 // test/unit/backend/cuda_symbols_test.cpp checks every pair against cuda.h's #defines
 // and against the exports of the CUDA toolkit's stub libcuda.so.
 //
-// This header holds the list only, so that a file including cuda.h can include it too.
+// This header holds the lists only, so that a file including cuda.h can include it too.
 #pragma once
 
 #define SWZ_CUDA_SYMBOLS(X)                                                                       \
@@ -46,7 +46,12 @@
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, CUfunction_attribute, int))            \
   X(cuLaunchKernel, "cuLaunchKernel",                                                             \
     (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,            \
-     unsigned int, unsigned int, CUstream, void**, void**))                                       \
+     unsigned int, unsigned int, CUstream, void**, void**))
+
+// Launch graphs (CUDA graphs): optional. The _v2 kernel-node entry points exist from the
+// CUDA 12.0 driver on; a driver without them still runs everything, launch graphs then
+// replay their launches one by one (backend.h's default).
+#define SWZ_CUDA_GRAPH_SYMBOLS(X)                                                                 \
   X(cuGraphCreate, "cuGraphCreate", (CUgraph*, unsigned int))                                     \
   X(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2",                                              \
     (CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*))           \

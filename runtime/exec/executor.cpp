@@ -731,16 +731,17 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     try {
       for (const OpPlan& op : m.ops) run_op(op);
       if (token_ids) run_op(m.argmax);
+      m.recording = nullptr;
+      if (record) {
+        record->compact = m.compact;
+        record->graph = m.be->create_graph(m.recorded);
+        m.be->launch_graph(record->graph);
+      }
     } catch (...) {
+      // Nothing half-recorded stays: the shape records again from scratch next time.
       m.recording = nullptr;
       if (record) m.drop(*record);
       throw;
-    }
-    m.recording = nullptr;
-    if (record) {
-      record->compact = m.compact;
-      record->graph = m.be->create_graph(m.recorded);
-      m.be->launch_graph(record->graph);
     }
   }
   // For each sequence in the caller's order: its arranged index.

@@ -18,7 +18,7 @@
 std::vector<std::vector<std::string>> swz_cuda_header_names() {
   return {
 #define SWZ_ROW(api, symbol, params) {#api, SWZ_STR(api), symbol},
-      SWZ_CUDA_SYMBOLS(SWZ_ROW)
+      SWZ_CUDA_SYMBOLS(SWZ_ROW) SWZ_CUDA_GRAPH_SYMBOLS(SWZ_ROW)
 #undef SWZ_ROW
   };
 }
