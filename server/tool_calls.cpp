@@ -157,6 +157,16 @@ bool parse_tool_calls(std::string_view body, std::vector<ParsedToolCall>& out) {
   return true;
 }
 
+void ToolCallText::emit_calls(std::vector<ParsedToolCall>& calls, std::vector<Event>& out) {
+  for (auto& c : calls) {
+    Event ev;
+    ev.is_call = true;
+    ev.call = std::move(c);
+    out.push_back(std::move(ev));
+    ++calls_;
+  }
+}
+
 void ToolCallText::emit_text(std::string s, std::vector<Event>& out) {
   if (!enabled_) {
     if (!s.empty()) out.push_back({false, std::move(s), {}});
@@ -219,13 +229,7 @@ bool ToolCallText::bare_json(bool at_end, std::vector<Event>& out) {
     return not_a_call();
   bare_possible_ = false;
   pending_.erase(0, consumed);
-  for (auto& c : calls) {
-    Event ev;
-    ev.is_call = true;
-    ev.call = std::move(c);
-    out.push_back(std::move(ev));
-    ++calls_;
-  }
+  emit_calls(calls, out);
   return false;
 }
 
@@ -271,13 +275,7 @@ void ToolCallText::drain(bool at_end, std::vector<Event>& out) {
     std::vector<ParsedToolCall> calls;
     if (parse_tool_calls(body, calls)) {
       space_.clear();  // whitespace before a call is not content
-      for (auto& c : calls) {
-        Event ev;
-        ev.is_call = true;
-        ev.call = std::move(c);
-        out.push_back(std::move(ev));
-        ++calls_;
-      }
+      emit_calls(calls, out);
     } else {
       emit_text(std::string(kOpen) + body + (k == std::string::npos ? std::string() : std::string(kClose)), out);
     }

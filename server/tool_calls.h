@@ -75,6 +75,8 @@ class ToolCallText {
  private:
   void drain(bool at_end, std::vector<Event>& out);
   void emit_text(std::string s, std::vector<Event>& out);
+  /// Appends one call event per parsed call, counting them.
+  void emit_calls(std::vector<ParsedToolCall>& calls, std::vector<Event>& out);
   /// Bare-JSON start: returns true while the decision must wait for more text.
   bool bare_json(bool at_end, std::vector<Event>& out);
   bool enabled_;

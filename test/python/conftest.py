@@ -206,6 +206,17 @@ def fake_server():
     assert rc == 0, f"swz_fake_serve did not exit cleanly on SIGINT (status {rc})\n{s.log()}"
 
 
+def wait_for(pred, timeout: float, step: float = 0.02) -> bool:
+    """Polls `pred` every `step` seconds until it is true or `timeout` seconds pass; its
+    last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
 def scrape_metrics(base_url: str) -> dict:
     """GET /metrics (Prometheus text format 0.0.4) parsed with prometheus_client:
     {(sample name, sorted label pairs): value}."""

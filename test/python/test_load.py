@@ -47,7 +47,7 @@ import time
 import pytest
 import requests
 
-from conftest import metric, scrape_metrics, start_rt
+from conftest import metric, scrape_metrics, start_rt, wait_for
 
 N_CLIENTS = 32
 PARALLEL = 8
@@ -348,15 +348,6 @@ def vm_rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
-
-
-def wait_for(pred, timeout: float, step: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import time
 import pytest
 import requests
 
-from conftest import metric, scrape_metrics, start_rt
+from conftest import metric, scrape_metrics, start_rt, wait_for
 
 TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compilers",
           "the difference between TCP and UDP", "how to reverse a linked list in Python",
@@ -42,15 +42,6 @@ def chat(base_url: str, text: str, max_tokens: int, stream: bool) -> str:
             for c in json.loads(line[6:])["choices"]:
                 text += c["delta"].get("content") or ""
     return text
-
-
-def wait_for(pred, timeout: float, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
 
 
 @pytest.fixture(scope="module")
