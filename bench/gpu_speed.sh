@@ -8,7 +8,9 @@
 #                                                 # checks correctness, waits for the build
 #   bench/gpu_speed.sh run [build-dir] time [MODEL]  # there, while warm: times both
 #                                                 # engines (one model a call: a call
-#                                                 # runs 10 minutes at most)
+#                                                 # runs 10 minutes at most;
+#                                                 # SWZ_SPEED_QUICK=1: pp512, tg128,
+#                                                 # decode x1 and x8 only)
 #   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
@@ -175,6 +177,11 @@ PY
     "$bin/swz-bench" "$@" > "$work/$log.log" 2>&1; tail -n 1 "$work/$log.log"
   }
   only=${4:-}
+  # SWZ_SPEED_QUICK=1: the bars' rows only (pp512, tg128) and decode at 1 and 8 sequences
+  # (a call for one model then fits well inside the 10 minutes).
+  quick=${SWZ_SPEED_QUICK:-0}
+  seqs="1 4 8 16 32"
+  [ "$quick" = 1 ] && seqs="1 8"
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
     [ -z "$only" ] || [ "$only" = "$name" ] || continue
@@ -182,13 +189,13 @@ PY
     if [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" != 0 ]; then echo "$name: not checked or failed the check: not timed"; continue; fi
     echo "== $name"
     run_swz "swz-$name-pp512-tg128" "$gpu" --pp 512 --tg 128 --reps 5
-    SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
-    run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
-    for s in 1 4 8 16 32; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
+    [ "$quick" = 1 ] || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
+    [ "$quick" = 1 ] || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
+    for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
     if [ -x "$lbin/llama-bench" ]; then
       "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
-      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
-      "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl 1,4,8,16,32 \
+      [ "$quick" = 1 ] || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
+      "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl "${seqs// /,}" \
         --output-format jsonl > "$work/llama-$name-batched.jsonl" 2> "$work/llama-$name-batched.log"
       grep -h '"avg_ts"' "$work/llama-$name-pp512-tg128.json" | head -2
     fi

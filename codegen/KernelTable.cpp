@@ -57,20 +57,30 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // straight into their shared tiles (gemm_q4_1_f16, gemm_q8_0_f16) are not used:
     // on the H200 they ran 3.5x slower at T = 512 than dequant + gemm_f16 (bench/RESULTS.md). The prefill GEMMs have no residual input,
     // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
-    // Q5_0 has no dequant kernel yet: its GEMV runs for every batch.
+    // Q5_0 has no dequant kernel yet: its GEMV runs for every batch. On PTX, Q4_K and
+    // Q8_0 decode on int8 activations with dp4a (gemv_q8x.mlir, llama.cpp's mmvq).
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
     const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
     for (const char *type : {"f16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
       const std::string ty = type, source = "gemv_" + ty;
       t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
       const bool hasDequant = ty != "f16" && ty != "q5_0";
+      const bool int8Decode = ty == "q4_k" || ty == "q8_0";
       for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"}) {
         const bool residual = std::string(epilogue).find("residual") != std::string::npos;
         std::vector<KernelRef> v;
         if (ty == "q5_0") {
           v.push_back({source, "matmul_" + ty, "all"});
         } else {
-          v.push_back({source, "matmul_" + ty, "decode"});
+          if (int8Decode) {
+            // PTX decode: the activations quantized to int8 (quantize_q8_x; consecutive
+            // matmuls of one input share it, see GpuKernels.cpp), then the dp4a GEMV.
+            v.push_back({"gemv_q8x", "quantize_q8_x", "decode", true, false});
+            v.push_back({"gemv_q8x", "matmul_" + ty + "_q8x", "decode", true, false});
+            v.push_back({source, "matmul_" + ty, "decode", false, true});
+          } else {
+            v.push_back({source, "matmul_" + ty, "decode"});
+          }
           v.push_back(convert);
           if (hasDequant)
             v.push_back({"dequant_f16", "dequant_" + ty + "_f16", "prefill", true, false});

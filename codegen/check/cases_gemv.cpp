@@ -325,6 +325,168 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue 
   return c;
 }
 
+/// quantize_q8_x's definition (gemv_q8x.mlir), in f32 as the kernel computes it: per
+/// 32 elements d = amax / 127, q = round-half-even(x / d) (0 when d = 0), and the vec4
+/// (d, d * sum q[0..15], d * sum q[16..31], 0).
+void quantizeQ8x(const std::vector<float> &x, std::vector<int8_t> &q, std::vector<float> &ds) {
+  const size_t nblk = x.size() / 32;
+  q.assign(x.size(), 0);
+  ds.assign(nblk * 4, 0.f);
+  for (size_t b = 0; b < nblk; ++b) {
+    float amax = 0.f;
+    for (int i = 0; i < 32; ++i)
+      amax = std::max(amax, std::fabs(x[b * 32 + i]));
+    const float d = amax / 127.0f;
+    int s[2] = {0, 0};
+    for (int i = 0; i < 32; ++i) {
+      const int v = d > 0.f ? int(std::nearbyint(x[b * 32 + i] / d)) : 0;
+      q[b * 32 + i] = int8_t(v);
+      s[i / 16] += v;
+    }
+    ds[b * 4] = d;
+    ds[b * 4 + 1] = d * float(s[0]);
+    ds[b * 4 + 2] = d * float(s[1]);
+  }
+}
+
+/// `bytes` as an argument of 16-byte elements (memref<?xvector<4x...>>), zero-padded.
+Buffer vec4Buffer(std::vector<uint8_t> bytes) {
+  Buffer b;
+  b.bytes = std::move(bytes);
+  b.bytes.resize((b.bytes.size() + 15) / 16 * 16, 0);
+  b.sizes = {int64_t(b.bytes.size() / 16)};
+  b.elemBytes = 16;
+  return b;
+}
+
+template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!v.empty())
+    std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+/// quantize_q8_x(x, xq, xds, nblk): grid (ceil(nblk / 16)), block 128. Exact: the same
+/// f32 division and rounding. Some blocks are all zero (d = 0) and some hold exact ties
+/// (x / d = k + 0.5, rounded to even).
+Case quantizeQ8xCase(int64_t T, int64_t K, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> x(static_cast<size_t>(T * K));
+  for (auto &v : x) v = float(rng.next() * 3.0);
+  for (int i = 0; i < 32; ++i) x[size_t(32 + i)] = 0.f;        // block 1: all zero
+  for (int i = 0; i < 32; ++i) x[size_t(64 + i)] = float(i % 8) - 3.5f;  // ties
+  x[64] = 127.f;  // d = 1: x / d = k + 0.5 exactly
+  std::vector<int8_t> q;
+  std::vector<float> ds;
+  quantizeQ8x(x, q, ds);
+  const int64_t nblk = T * K / 32;
+  Case c;
+  c.module = "swz_gemv_q8x";
+  c.entry = "quantize_q8_x";
+  c.label = "T=" + std::to_string(T) + " K=" + std::to_string(K) + " (zero block, ties)";
+  c.buffers = {makeBuffer(x, {T * K / 4}), makeBuffer(std::vector<int32_t>(size_t(T * K / 4), 0x5a5a5a5a), {T * K / 4}),
+               makeBuffer(std::vector<float>(size_t(nblk * 4), kSentinel), {nblk})};
+  c.buffers[0].sizes = {T * K / 4};
+  c.buffers[0].elemBytes = 16;
+  c.buffers[2].elemBytes = 16;
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::i(int32_t(nblk))};
+  c.grid = {unsigned((nblk + 15) / 16), 1, 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = 4.0 * double(T * K) + double(T * K) + 16.0 * double(nblk);
+  c.flops = 4.0 * double(T * K);
+  c.check = [q, ds](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "exact: int8 values and the f32 (d, d*sum) of the reference quantizer";
+    std::vector<int8_t> gq = asVector<int8_t>(out[1]);
+    std::vector<float> gds = asVector<float>(out[2]);
+    for (size_t i = 0; i < q.size(); ++i)
+      compare(v, double(gq[i]), double(q[i]), 0.0);
+    for (size_t i = 0; i < ds.size(); ++i)
+      if (i % 4 != 3)
+        compare(v, double(gds[i]), double(ds[i]), 0.0);
+    return v;
+  };
+  return c;
+}
+
+/// matmul_<t>_q8x(w, xq, xds, y, bias, res, N, K, T, flags) on int8 activations from
+/// the reference quantizer; the reference is the float64 dot product of the weights with
+/// the dequantized activations (d q), so the check isolates the kernel's own rounding.
+Case matmulQ8xCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue ep,
+                   uint64_t seed) {
+  const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
+  const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
+  const bool residual = ep != kPlain;
+  std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
+  Rng rng{seed * 31 + 7};
+  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
+  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
+  for (auto &v : x) v = float(rng.next() * 2.0);
+  for (auto &v : bv) v = float(rng.next());
+  for (auto &v : rv) v = float(rng.next() * 4.0);
+  std::vector<int8_t> xq;
+  std::vector<float> xds;
+  quantizeQ8x(x, xq, xds);
+  std::vector<double> xd(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xd[i] = double(xds[i / 32 * 4]) * double(xq[i]);
+  Case c;
+  c.module = "swz_gemv_q8x";
+  c.entry = "matmul_" + t + "_q8x";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
+  c.buffers = {t == "q4_k" ? vec4Buffer(wb) : weightBuffer(t, wb), vec4Buffer(bytesOf(xq)),
+               vec4Buffer(bytesOf(xds)),
+               makeBuffer(inPlace ? rv : std::vector<float>(static_cast<size_t>(T * N), kSentinel),
+                          {T * N}),
+               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(rv, {int64_t(rv.size())})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
+            Arg::memref(inPlace ? 3 : 5), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
+            Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
+  c.grid = {unsigned((N + 3) / 4), unsigned((T + 7) / 8), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = double(wb.size()) + double(T * K) * (1.0 + 0.5) + 4.0 * double(T * N + (bias ? N : 0) + (residual ? T * N : 0));
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  // f32 roundings behind one output: a unit's scale products and combine (5: d sc, x dx,
+  // x acc, the min term, the difference; the int8 dot product is exact), the unit's two
+  // halves (1), one add per unit the thread handles, the reduction (5).
+  const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 8 : 2);
+  const double L = 6 + double((units + 31) / 32) + 5;
+  c.check = [t, T, N, K, bias, residual, rowBytes, wb, xd, bv, rv, L](
+                const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights "
+             "with the dequantized int8 activations d q in float64; S = sum_k |d q| (|scale q| + "
+             "|offset|), u = 2^-24, L = " + std::to_string(int(L));
+    std::vector<float> y = asVector<float>(out[3]);
+    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      gemv::dequantRow(t, wb.data() + n * rowBytes, K, w.data(), mag.data());
+      for (int64_t tt = 0; tt < T; ++tt) {
+        double ref = 0, s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += xd[tt * K + k] * w[k];
+          s += std::fabs(xd[tt * K + k]) * mag[k];
+        }
+        double tol = 2.0 * L * kU * s, extra = 0;
+        if (bias) {
+          ref += double(bv[n]);
+          extra += std::fabs(double(bv[n]));
+        }
+        if (residual) {
+          ref += double(rv[tt * N + n]);
+          extra += std::fabs(double(rv[tt * N + n]));
+        }
+        if (bias || residual)
+          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
+        compare(v, y[tt * N + n], ref, tol);
+      }
+    }
+    return v;
+  };
+  return c;
+}
+
 /// get_rows_<t>(w, tokens, out, K): grid (T), block 128.
 Case getRowsCase(const std::string &t, int64_t T, int64_t N, int64_t K, uint64_t seed) {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
@@ -409,7 +571,8 @@ Case argmaxCase(int64_t T, int64_t V, bool ties, uint64_t seed) {
 } // namespace
 
 std::vector<Case> gemvCases(const std::string &format) {
-  (void)format;  // every kernel here is target-neutral: the same cases for ptx and spv
+  // The gemv_<type> kernels are target-neutral (the same cases for ptx and spv);
+  // gemv_q8x is PTX only.
   std::vector<Case> cases;
   uint64_t seed = 1000;
   for (const std::string &t : gemv::weightTypes()) {
@@ -436,6 +599,24 @@ std::vector<Case> gemvCases(const std::string &format) {
   cases.push_back(matmulCase("q8_0", 1, 49152, 576, kPlain, 61));
   cases.push_back(matmulCase("q5_0", 1, 4864, 896, kPlain, 62));
   cases.push_back(matmulCase("q6_k", 1, 896, 4864, kResidual, 63));
+  // The int8 (dp4a) decode path, PTX only (gemv_q8x.mlir): the activation quantizer,
+  // and each GEMV at decode, verification (T = 3, residual) and T = 9 (bias, in place).
+  if (format == "ptx") {
+    cases.push_back(quantizeQ8xCase(3, 1536, 81));
+    for (const std::string t : {"q4_k", "q8_0"}) {
+      const bool kq = t == "q4_k";
+      cases.push_back(matmulQ8xCase(t, 1, 577, kq ? 1536 : 576, kPlain, 82));
+      cases.push_back(matmulQ8xCase(t, 3, 131, kq ? 4864 : 1504, kResidual, 83));
+      cases.push_back(matmulQ8xCase(t, 9, 7, 256, kBiasInPlaceResidual, 84));
+    }
+    // Full-size: Qwen2.5-Coder-7B's Q4_K ffn_up (3584 -> 18944) and Qwen3-0.6B's Q8_0
+    // ffn_down (3072 -> 1024), for the roofline column.
+    cases.push_back(matmulQ8xCase("q4_k", 1, 18944, 3584, kPlain, 85));
+    cases.push_back(matmulQ8xCase("q8_0", 1, 1024, 3072, kResidual, 86));
+  }
+  // The same two shapes on the f32-activation GEMVs (what SPIR-V runs), beside them.
+  cases.push_back(matmulCase("q4_k", 1, 18944, 3584, kPlain, 85));
+  cases.push_back(matmulCase("q8_0", 1, 1024, 3072, kResidual, 86));
   cases.push_back(argmaxCase(1, 49152, false, 71));
   cases.push_back(argmaxCase(3, 151936, true, 72));
   cases.push_back(argmaxCase(2, 1000, true, 73));

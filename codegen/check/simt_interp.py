@@ -5,7 +5,9 @@ codegen/check/cases.h.
 
 What it runs: the op subset our kernels use after swz-materialize-swizzle, printed with
 --mlir-print-op-generic (arith, math, scf.for/if, memref load/store/get_global, vector
-extract/insert, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy).
+extract/insert, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy, and
+the dp4a inline assembly of gemv_q8x.mlir). i32 values wrap to 32 bits; memrefs of
+vector<4xf32> / vector<4xi32> are rows of 4 lanes.
 One workgroup at a time; its 128 threads run in lockstep as numpy arrays of lanes, with
 a mask for divergent scf.if / scf.for. Warp operations follow the PTX ISA fragment
 layouts: ldmatrix (.x1/.x2/.x4, .trans): lanes 8m..8m+7 address the rows of matrix m,
@@ -111,6 +113,10 @@ PRED_I = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.grea
           6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal}
 PRED_F = {1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal, 6: np.not_equal}
 
+def rtype(rest):
+    """The (first) result type of a generic op: '... : (i32, i32) -> i32' gives 'i32'."""
+    return rest.rsplit('->', 1)[-1].strip().strip('()').split(',')[0].strip()
+
 def ftype(rest):
     t = rest.split('->')[-1]
     if 'f16' in t: return np.float16
@@ -156,7 +162,11 @@ class Machine:
         res = None
         if n == 'arith.constant':
             m = re.search(r'value = (dense<([^>]*)>|[-+\w.]+)(?: : (\w+))?', rest)
-            if m.group(2) is not None:
+            if m.group(2) is not None and re.search(r'vector<\d+x(f16|f32)>', rest):
+                shape = re.search(r'vector<(\d+)x(f16|f32)>', rest)
+                dt = np.float16 if shape.group(2) == 'f16' else np.float32
+                res = np.full((NL, int(shape.group(1))), float(m.group(2)), dtype=dt)
+            elif m.group(2) is not None:
                 shape = re.search(r'vector<(\d+)x(\d+)x(f16|f32)>', rest)
                 dt = np.float16 if shape.group(3) == 'f16' else np.float32
                 res = np.full((NL, int(shape.group(1)), int(shape.group(2))), float(m.group(2)), dtype=dt)
@@ -172,13 +182,34 @@ class Machine:
         elif n in ('arith.addi', 'arith.addf'): res = ins[0] + ins[1]
         elif n in ('arith.subi', 'arith.subf'): res = ins[0] - ins[1]
         elif n in ('arith.muli', 'arith.mulf'): res = ins[0] * ins[1]
+        elif n == 'arith.ori': res = ins[0] | ins[1]
+        elif n == 'arith.shli': res = ins[0] << ins[1]
+        elif n == 'arith.shrsi': res = ins[0] >> ins[1]
+        elif n == 'arith.trunci': res = ins[0] & ((1 << int(rtype(rest)[1:])) - 1)
+        elif n == 'arith.bitcast':
+            src, dst = re.search(r': \((\w+)\) -> (\w+)', rest).groups()
+            u = {'i16': np.uint16, 'i32': np.uint32}[src]
+            res = (ins[0] & ((1 << int(src[1:])) - 1)).astype(u).view({'f16': np.float16, 'f32': np.float32}[dst])
+        elif n == 'arith.sitofp': res = ins[0].astype(np.float32)
+        elif n == 'arith.fptosi': res = np.trunc(ins[0]).astype(np.int64)
+        elif n == 'math.absf': res = np.abs(ins[0])
+        elif n == 'math.roundeven': res = np.rint(ins[0])
+        elif n == 'llvm.inline_asm':
+            asm = re.search(r'asm_string = "([^"]*)"', rest).group(1)
+            m = re.match(r'dp4a\.([us])32\.s32 ', asm)
+            if not m:
+                raise NotImplementedError('inline asm: ' + asm)
+            a = (ins[0] & 0xFFFFFFFF).astype(np.uint32).view(np.uint8 if m.group(1) == 'u' else np.int8)
+            b = (ins[1] & 0xFFFFFFFF).astype(np.uint32).view(np.int8)
+            res = (a.reshape(NL, 4).astype(np.int64) * b.reshape(NL, 4).astype(np.int64)).sum(axis=1) + ins[2]
         elif n == 'arith.divf':
             with np.errstate(all='ignore'): res = ins[0] / ins[1]
         elif n == 'arith.divui': res = ins[0] // np.where(ins[1] == 0, 1, ins[1])
         elif n == 'arith.remui': res = ins[0] % np.where(ins[1] == 0, 1, ins[1])
         elif n == 'arith.andi': res = ins[0] & ins[1]
         elif n == 'arith.xori': res = ins[0] ^ ins[1]
-        elif n == 'arith.shrui': res = ins[0] >> ins[1]
+        elif n == 'arith.shrui':
+            res = ((ins[0] & 0xFFFFFFFF) if rtype(rest) == 'i32' else ins[0]) >> ins[1]
         elif n == 'arith.minui': res = np.minimum(ins[0], ins[1])
         elif n == 'arith.maximumf': res = np.maximum(ins[0], ins[1])
         elif n == 'arith.index_cast': res = ins[0].astype(np.int64)
@@ -281,6 +312,8 @@ class Machine:
             res = vals if op.nres else None
         else:
             raise NotImplementedError(n)
+        if n.startswith('arith.') and isinstance(res, np.ndarray) and res.dtype == np.int64 and rtype(rest) == 'i32':
+            res = ((res + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
         if op.res:
             if op.nres > 1 or n in ('scf.for', 'scf.if') or isinstance(res, list):
                 env[op.res] = res if isinstance(res, list) else [res]
@@ -311,7 +344,7 @@ class Machine:
             arr = self.buf[ref]; flat = idx[0]
         if mask.any():
             fm = flat[mask]
-            assert (fm >= 0).all() and (fm < arr.size).all(), ("OOB", ref if not isinstance(ref, tuple) else ref[1], fm.min(), fm.max(), arr.size)
+            assert (fm >= 0).all() and (fm < len(arr)).all(), ("OOB", ref if not isinstance(ref, tuple) else ref[1], fm.min(), fm.max(), len(arr))
         return arr, flat
 
     def ldmatrix(self, ref, i0, i1, rest, mask):
@@ -380,9 +413,13 @@ def run_case_dir(ir_path, case_dir):
             args.append(np.full(NL, np.float32(float(p[2])), dtype=np.float32))
     for b, e in elem.items():
         raw = open(f'{case_dir}/buf{b}.bin', 'rb').read()
-        bufs['buf%d' % b] = np.frombuffer(raw, dtype={1: np.int8, 2: np.float16, 4: np.float32}[e]).copy()
+        bufs['buf%d' % b] = np.frombuffer(raw, dtype={1: np.int8, 2: np.float16, 4: np.float32, 16: np.float32}[e]).copy()
     for a, t in zip(args, types):
-        if isinstance(a, str) and 'xi32' in t:
+        if not isinstance(a, str):
+            continue
+        if 'vector<4x' in t:  # 16-byte elements: rows of 4 lanes
+            bufs[a] = bufs[a].view(np.int32 if 'vector<4xi32>' in t else np.float32).reshape(-1, 4)
+        elif 'xi32' in t:
             bufs[a] = bufs[a].view(np.int32)
     with np.errstate(all='ignore'):
         Machine(bufs, smem).run(fn, args, grid)

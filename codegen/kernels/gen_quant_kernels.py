@@ -16,6 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 XVEC = "memref<?xvector<4xf32>>"
+IVEC = "memref<?xvector<4xi32>>"
 TOK = 8  # tokens per block (grid y covers T in blocks of 8)
 
 TARGET_ENV = """spirv.target_env = #spirv.target_env<#spirv.vce<v1.3,
@@ -265,6 +266,228 @@ def dequant_unit(e, fmt, blockbyte, q):
     raise ValueError(fmt)
 
 
+# The int8 path (PTX only, gemv_q8x.mlir): quantize_q8_x rounds the activations to
+# int8 per 32-element block (llama.cpp's block_q8_1: d = amax / 127, q = round(x / d),
+# here round-half-even) with the block's d and d * (sum of q) over each 16-element half;
+# matmul_<fmt>_q8x then forms each unit's dot product with dp4a (4 int8 products and
+# their sum per instruction) and applies the scales once per 16 or 32 weights.
+# units: one thread's share of a block; vecs: the row's 16-byte vectors per block (q4_k:
+# a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
+# aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
+Q8X = {
+    "q4_k": dict(units=8, vecs=9),
+    "q8_0": dict(units=2, vecs=None),
+}
+
+
+def dp4a(e, a, b, acc, a_unsigned):
+    """acc + the sum of the four int8 products of a and b (b signed; a unsigned 0..255
+    bytes when a_unsigned): PTX dp4a, as inline assembly (MLIR 19 has no NVVM op)."""
+    at = "u32" if a_unsigned else "s32"
+    return e.v(f'llvm.inline_asm "dp4a.{at}.s32 $0, $1, $2, $3;", "=r,r,r,r" {a}, {b}, {acc} : (i32, i32, i32) -> i32', "dp")
+
+
+def q8x_unit(e, fmt, u, sfx):
+    """The int8 path's unit body (gemv's unit_body with q8x): weight loads and
+    unpacking; returns token(tg) emitting the activation loads and the dp4a sums."""
+    c = lambda v: e.ci(v, "index")
+    q8 = Q8X[fmt]
+    zero_i = e.ci(0)
+    e.emit(f"%b{sfx} = arith.divui {u}, {c(q8['units'])} : index")
+    e.emit(f"%q{sfx} = arith.remui {u}, {c(q8['units'])} : index")
+    b, q = f"%b{sfx}", f"%q{sfx}"
+    if fmt == "q4_k":
+        # Unit q of block b: qs bytes 16q .. 16q+15 = half h = q % 2 of 32-byte chunk
+        # p = q / 2, whose low nibbles are weights 16h.. of sub-block 2p and high nibbles
+        # the same weights of sub-block 2p+1.
+        vb = e.add("%rowbase", e.mul(b, c(9)))
+        hdr = e.v(f"memref.load %w[{vb}] : {IVEC}", "hd")
+        qv = e.v(f"memref.load %w[{e.add(e.add(vb, c(1)), q)}] : {IVEC}", "qv")
+        w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
+        d = e.half(w0, False)
+        dmin = e.half(w0, True)
+        p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
+        h = e.v(f"arith.remui {q}, {c(2)} : index", "p")
+        pi = e.i32(p)
+        small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
+        scales = []
+        for jj in range(2):
+            j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
+            sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
+            b0 = e.band(e.shr(s0, sh), e.ci(255))
+            b1 = e.band(e.shr(s1, sh), e.ci(255))
+            b2 = e.band(e.shr(s2, sh), e.ci(255))
+            sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
+            m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
+            sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
+            m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
+            scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
+        words = [e.v(f"vector.extract {qv}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)]
+        lo = [e.band(wd, e.ci(0x0F0F0F0F)) for wd in words]
+        hi = [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in words]
+        # Activation block of sub-block 2p within the row: 8 per weight block.
+        sb0 = e.add(e.mul(b, c(8)), e.mul(p, c(2)))
+        hsel = e.v(f"arith.cmpi eq, {h}, {c(0)} : index", "h0")
+
+        def token(tg):
+            sb = e.add(e.mul(tg, "%K32"), sb0)
+            parts = []
+            for jj, nib in enumerate((lo, hi)):
+                blk = e.add(sb, c(jj)) if jj else sb
+                xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), h)}] : {IVEC}", "xq")
+                ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
+                acc = zero_i
+                for i in range(4):
+                    xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                    acc = dp4a(e, nib[i], xw, acc, True)
+                dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
+                s_lo = e.v(f"vector.extract {ds}[1] : f32 from vector<4xf32>", "sx")
+                s_hi = e.v(f"vector.extract {ds}[2] : f32 from vector<4xf32>", "sx")
+                sx = e.v(f"arith.select {hsel}, {s_lo}, {s_hi} : f32", "sel")
+                scale, mins = scales[jj]
+                accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+                part = e.fmul(e.fmul(scale, dx), accf)
+                parts.append(e.fsub(part, e.fmul(mins, sx)))
+            return e.fadd(parts[0], parts[1])
+        return token
+    if fmt == "q8_0":
+        # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words
+        # from 5 aligned loads and a funnel shift when the block is 2 mod 4.
+        blockbyte = e.mul(e.add("%rowbase", b), c(34))
+        d = e.half(e.word("q8_0", blockbyte), False)
+        qb = e.add(blockbyte, e.add(e.mul(q, c(16)), c(2)))
+        wi = e.v(f"arith.shrui {qb}, {c(2)} : index", "w")
+        odd = e.v(f"arith.cmpi ne, {e.band(e.i32(qb), e.ci(2))}, {zero_i} : i32", "od")
+        # The fifth word only when the unit straddles it (a block ending on a word
+        # boundary may end the tensor).
+        w4 = e.v(f"arith.select {odd}, {e.add(wi, c(4))}, {e.add(wi, c(3))} : index", "sel")
+        raw = [e.v(f"memref.load %w[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(4)]
+        raw.append(e.v(f"memref.load %w[{w4}] : memref<?xi32>", "ld"))
+        words = []
+        for i in range(4):
+            fun = e.bor(e.shr(raw[i], e.ci(16)), e.shl(raw[i + 1], e.ci(16)))
+            words.append(e.v(f"arith.select {odd}, {fun}, {raw[i]} : i32", "sel"))
+        blk0 = b
+        hsel = e.v(f"arith.cmpi eq, {q}, {c(0)} : index", "h0")
+
+        def token(tg):
+            blk = e.add(e.mul(tg, "%K32"), blk0)
+            xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), q)}] : {IVEC}", "xq")
+            ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
+            acc = zero_i
+            for i in range(4):
+                xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                acc = dp4a(e, words[i], xw, acc, False)
+            dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
+            accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+            return e.fmul(e.fmul(d, dx), accf)
+        return token
+    raise ValueError(fmt)
+
+
+def quantize_q8_x():
+    """quantize_q8_x(x, xq, xds, nblk): the int8 activations of the q8x GEMVs."""
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    out = ["    gpu.func @quantize_q8_x(%x: memref<?xvector<4xf32>>, %xq: memref<?xi32>, %xds: memref<?xvector<4xf32>>,",
+           "                            %nblk: i32) kernel",
+           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           "                    swz.grid = \"ceil(nblk/16), 1, 1\"} {"]
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit(f"%g = arith.divui %tid, {c(8)} : index")
+    e.emit(f"%l = arith.remui %tid, {c(8)} : index")
+    e.emit(f"%blk0 = arith.muli %bx, {c(16)} : index")
+    e.emit("%blk = arith.addi %blk0, %g : index")
+    e.emit("%nb = arith.index_cast %nblk : i32 to index")
+    e.emit("%live = arith.cmpi ult, %blk, %nb : index")
+    # Lanes past the end read block 0 (shuffles need every lane) and store nothing.
+    e.emit(f"%blkc = arith.select %live, %blk, {c(0)} : index")
+    e.emit(f"%vb = arith.muli %blkc, {c(8)} : index")
+    e.emit("%vi = arith.addi %vb, %l : index")
+    e.emit("%v = memref.load %x[%vi] : memref<?xvector<4xf32>>")
+    xs = [e.v(f"vector.extract %v[{i}] : f32 from vector<4xf32>", "x") for i in range(4)]
+    a = None
+    for xv in xs:
+        ab = e.v(f"math.absf {xv} : f32", "ab")
+        a = ab if a is None else e.v(f"arith.maximumf {a}, {ab} : f32", "mx")
+    for off in (1, 2, 4):
+        e.n += 1
+        sh = f"%sh{e.n}"
+        e.emit(f"{sh}:2 = gpu.shuffle xor {a}, {e.ci(off)}, {e.ci(32)} : f32")
+        a = e.v(f"arith.maximumf {a}, {sh}#0 : f32", "mx")
+    d = e.v(f"arith.divf {a}, {e.ci('1.270000e+02', 'f32')} : f32", "d")
+    pos = e.v(f"arith.cmpf ogt, {d}, {e.ci('0.0', 'f32')} : f32", "pos")
+    qs = []
+    for xv in xs:
+        r = e.v(f"math.roundeven {e.v(f'arith.divf {xv}, {d} : f32', 'xd')} : f32", "r")
+        qi = e.v(f"arith.fptosi {r} : f32 to i32", "qi")
+        qs.append(e.v(f"arith.select {pos}, {qi}, {e.ci(0)} : i32", "sel"))
+    packed = e.band(qs[0], e.ci(255))
+    for i in (1, 2, 3):
+        packed = e.bor(packed, e.shl(e.band(qs[i], e.ci(255)), e.ci(8 * i)))
+    ssum = e.add(e.add(qs[0], qs[1], "i32"), e.add(qs[2], qs[3], "i32"), "i32")
+    for off in (1, 2):
+        e.n += 1
+        sh = f"%sh{e.n}"
+        e.emit(f"{sh}:2 = gpu.shuffle xor {ssum}, {e.ci(off)}, {e.ci(32)} : i32")
+        ssum = e.add(ssum, f"{sh}#0", "i32")
+    e.n += 1
+    shh = f"%sh{e.n}"
+    e.emit(f"{shh}:2 = gpu.shuffle xor {ssum}, {e.ci(4)}, {e.ci(32)} : i32")
+    e.emit("scf.if %live {")
+    e.emit(f"  memref.store {packed}, %xq[%vi] : memref<?xi32>")
+    e.emit("}")
+    e.emit(f"%lead0 = arith.cmpi eq, %l, {c(0)} : index")
+    e.emit("%lead = arith.andi %lead0, %live : i1")
+    e.emit("scf.if %lead {")
+    e.indent += 2
+    flo = e.v(f"arith.sitofp {ssum} : i32 to f32", "sf")
+    fhi = e.v(f"arith.sitofp {shh}#0 : i32 to f32", "sf")
+    vec = e.ci("dense<0.0>", "vector<4xf32>")
+    vec = e.v(f"vector.insert {d}, {vec} [0] : f32 into vector<4xf32>", "vi")
+    vec = e.v(f"vector.insert {e.fmul(d, flo)}, {vec} [1] : f32 into vector<4xf32>", "vi")
+    vec = e.v(f"vector.insert {e.fmul(d, fhi)}, {vec} [2] : f32 into vector<4xf32>", "vi")
+    e.emit(f"memref.store {vec}, %xds[%blk] : memref<?xvector<4xf32>>")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("gpu.return")
+    consts = [" " * 6 + l for l in e.const_lines()]
+    return "\n".join(out + consts + e.lines) + "\n    }\n"
+
+
+def module_q8x():
+    return ("""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
+//
+// The decode GEMVs' int8 path, PTX only (dp4a; the SPIR-V target keeps matmul_<type>).
+//
+// quantize_q8_x(x, xq, xds, nblk): the activations [T, K] (flat, nblk = T * K / 32
+//   blocks of 32) rounded to int8 per block, as llama.cpp's quantize_q8_1 (d = amax / 127,
+//   q = round(x / d), here half to even; d = 0 gives q = 0). x: memref<?xvector<4xf32>>
+//   (16-byte aligned), xq: int8 [nblk * 32] as i32 words (byte i of word w = element
+//   4w + i), xds: [nblk] vec4 (d, d * sum q over elements 0..15, d * sum q over 16..31, 0).
+//   Launch: block 128 = 16 blocks of 32 elements, 8 lanes each (4 elements a lane; the
+//   amax and the sums by shuffles inside 8-lane segments); grid (ceil(nblk / 16), 1, 1).
+//
+// matmul_<type>_q8x(w, xq, xds, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] W[n, k]
+//   (+ bias, + res as matmul_<type>) with x the quantized activations of quantize_q8_x
+//   (xq as memref<?xvector<4xi32>>: 16 int8 a vector). Launch and reduction as
+//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil(N / 4), ceil(T / 8), 1)).
+//   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
+//   unit is one qs vector = 16 weights of sub-blocks 2p and 2p+1 each; 8 dp4a (weights as
+//   unsigned nibbles) and two scale/min terms: d sc dx sum(q xq) - dmin m (dx sum xq).
+//   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
+//   unit is 16 weights, 4 signed dp4a, one scale d dx.
+module attributes {gpu.container_module} {
+  gpu.module @swz_gemv_q8x {
+    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
+    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+
+""" + quantize_q8_x() + "".join(gemv(f, q8x=True) for f in Q8X) + "  }\n}\n")
+
+
 def header(fmt):
     f = FORMATS[fmt]
     if fmt == "f16":
@@ -309,18 +532,25 @@ def header(fmt):
 """
 
 
-def gemv(fmt):
+def gemv(fmt, q8x=False):
+    """matmul_<fmt>; with q8x, matmul_<fmt>_q8x (PTX only): the activations come
+    quantized (quantize_q8_x) and each unit's dot product is dp4a on int8."""
     f = FORMATS[fmt]
     e = Emitter(6)
     wty = "memref<?xf16>" if fmt == "f16" else "memref<?xi32>"
     out = []
     xty = "memref<?xf32>" if fmt == "f16" else XVEC
-    out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: {xty}, %y: memref<?xf32>,")
+    if q8x:
+        wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
+        out.append(f"    gpu.func @matmul_{fmt}_q8x(%w: {wq}, %xq: {IVEC}, %xds: {XVEC}, %y: memref<?xf32>,")
+    else:
+        out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: {xty}, %y: memref<?xf32>,")
     out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
     out.append(f"                           %flags: i32)")
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
-    out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
+    if not q8x:
+        out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
     out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
     e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
@@ -344,9 +574,19 @@ def gemv(fmt):
         e.emit(f"%units_all = arith.divui %k7, {c(8)} : index")
     else:
         e.emit(f"%nb = arith.divui %Ki, {c(f['qk'])} : index")
-        e.emit(f"%units_all = arith.muli %nb, {c(f['units'])} : index")
-        e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
-        e.emit("%rowbase = arith.muli %n, %rowbytes : index")
+        if q8x:
+            q = Q8X[fmt]
+            e.emit(f"%units_all = arith.muli %nb, {c(q['units'])} : index")
+            if q["vecs"]:  # rowbase in 16-byte vectors
+                e.emit(f"%rowvecs = arith.muli %nb, {c(q['vecs'])} : index")
+                e.emit("%rowbase = arith.muli %n, %rowvecs : index")
+            else:  # rowbase in blocks
+                e.emit("%rowbase = arith.muli %n, %nb : index")
+            e.emit(f"%K32 = arith.divui %Ki, {c(32)} : index")
+        else:
+            e.emit(f"%units_all = arith.muli %nb, {c(f['units'])} : index")
+            e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
+            e.emit("%rowbase = arith.muli %n, %rowbytes : index")
     e.emit(f"%units = arith.select %live, %units_all, {c(0)} : index")
     # Token j < tb of the block (uniform over the block; token 0 always is).
     for j in range(1, TOK):
@@ -358,6 +598,8 @@ def gemv(fmt):
         """Emits the current unit %u's weight loads and dequantization; returns
         token(tg): emits token tg's (index: absolute token) x loads and dot
         product with the unit and returns the f32 contribution."""
+        if q8x:
+            return q8x_unit(e, fmt, u, sfx)
         if fmt == "f16":
             e.emit(f"%kb{sfx} = arith.muli {u}, {c(8)} : index")
             e.emit(f"%wrow{sfx} = arith.muli %n, %Ki : index")
@@ -628,9 +870,10 @@ def module(fmt):
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
-    for fmt in FORMATS:
-        path = os.path.join(HERE, f"gemv_{fmt}.mlir")
-        text = module(fmt)
+    files = [(f"gemv_{fmt}.mlir", module(fmt)) for fmt in FORMATS]
+    files.append(("gemv_q8x.mlir", module_q8x()))
+    for name, text in files:
+        path = os.path.join(HERE, name)
         if check:
             try:
                 with open(path) as fh:

@@ -432,6 +432,16 @@ Matmul matmulOf(const Group &g) {
   return mm;
 }
 
+/// The int8 activations of the q8x GEMVs: x_q8, T*K int8 (bound as i32 words or 16-byte
+/// vectors), and x_q8_ds, a vec4 (d, d * sum q of each 16-element half, 0) per 32 elements.
+json xQ8(const Matmul &mm, const ArgType &t) {
+  return scratch("x_q8", "max_T*" + str(mm.K), json::array({elems(t, "T*" + str(mm.K), 1)}));
+}
+json xQ8Scales(const Matmul &mm, const ArgType &t) {
+  return scratch("x_q8_ds", "max_T*" + str(mm.K / 32) + "*16",
+                 json::array({elems(t, "T*" + str(mm.K / 32), 16)}));
+}
+
 /// get_rows_<type>(w, tokens, out, K): out[t] = dequant(W[tokens[t]]); grid (T).
 void bindGetRows(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const std::string w = g.in(0), out = g.out();
@@ -445,20 +455,41 @@ void bindGetRows(const Group &g, const codegen::KernelRef &, const Types &t, Rec
 /// bias[n], 2 adds res[t, n] (read, then y written, by the same thread: res may be y).
 /// A fused residual `r = a + y` writes r with res = the other input (in place for the
 /// graph's `x = x + matmul(...)`).
-void bindGemv(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+/// matmul_<type>_q8x(w, xq, xds, y, bias, res, N, K, T, flags) (gemv_q8x.mlir, PTX) reads
+/// the activations from quantize_q8_x's scratches instead of x.
+void bindGemv(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Matmul mm = matmulOf(g);
   const std::string TK = "T*" + str(mm.K), TN = "T*" + str(mm.N);
   const bool residual = !mm.residual.empty();
-  r.args = {weight(g, mm.w, t[0]),
-            activation(mm.x, t[1], TK),
-            activation(residual ? mm.result : mm.y, t[2], TN),
-            mm.bias.empty() ? absent(t[3]) : weight(g, mm.bias, t[3]),
-            residual ? activation(mm.residual, t[4], TN) : absent(t[4]),
+  const bool q8x = ref.entry.size() > 4 && ref.entry.compare(ref.entry.size() - 4, 4, "_q8x") == 0;
+  if (q8x) {
+    r.args = {weight(g, mm.w, t[0]), xQ8(mm, t[1]), xQ8Scales(mm, t[2])};
+  } else {
+    r.args = {weight(g, mm.w, t[0]), activation(mm.x, t[1], TK)};
+  }
+  const size_t o = r.args.size() - 2;  // the argument index of x in matmul_<type>
+  const json rest = json::array({
+            activation(residual ? mm.result : mm.y, t[o + 2], TN),
+            mm.bias.empty() ? absent(t[o + 3]) : weight(g, mm.bias, t[o + 3]),
+            residual ? activation(mm.residual, t[o + 4], TN) : absent(t[o + 4]),
             i32(mm.N),
             i32(mm.K),
             i32("T"),
-            i32((mm.bias.empty() ? 0 : 1) | (residual ? 2 : 0))};
+            i32((mm.bias.empty() ? 0 : 1) | (residual ? 2 : 0))});
+  for (const json &a : rest)
+    r.args.push_back(a);
   r.gridSymbols = {{"N", str(mm.N)}, {"T", "T"}};
+}
+
+/// quantize_q8_x(x, xq, xds, nblk): the matmul's input rounded to int8 per 32 elements
+/// into the scratches x_q8 (T*K bytes) and x_q8_ds (a vec4 per 32 elements).
+void bindQuantizeQ8(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+  const Matmul mm = matmulOf(g);
+  if (mm.K % 32 != 0)
+    g.fail("quantize_q8_x needs K % 32 == 0, the matmul has K = " + str(mm.K));
+  const std::string nblk = "T*" + str(mm.K / 32);
+  r.args = {activation(mm.x, t[0], "T*" + str(mm.K)), xQ8(mm, t[1]), xQ8Scales(mm, t[2]), i32(nblk)};
+  r.gridSymbols = {{"nblk", nblk}};
 }
 
 /// convert_f32_f16(x, out, rows, k): the activations rounded to f16 into scratch x_f16.
@@ -687,7 +718,8 @@ using Binder = void (*)(const Group &, const codegen::KernelRef &, const Types &
 const std::vector<std::pair<std::string, Binder>> &binders() {
   static const std::vector<std::pair<std::string, Binder>> table = {
       {"get_rows_", bindGetRows},         // gemv_<type>.mlir
-      {"matmul_", bindGemv},              // gemv_<type>.mlir
+      {"matmul_", bindGemv},              // gemv_<type>.mlir, gemv_q8x.mlir
+      {"quantize_q8_x", bindQuantizeQ8},  // gemv_q8x.mlir
       {"convert_f32_f16", bindConvert},   // dequant_f16.mlir
       {"dequant_", bindDequant},          // dequant_f16.mlir
       {"gemm_f16", bindGemmF16},          // gemm_f16.mlir

@@ -408,12 +408,33 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                          std::to_string(sched.maxSmemBytesPerBlock));
     m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
   };
+  // Matmuls of one input in a row (q, k, v; gate, up) share its int8 copy: a
+  // quantize_q8_x launch equal to the last one kept is dropped while no op in between
+  // wrote that input (every quantize writes the same scratches, so the last one is
+  // what they hold).
+  json lastQuant;          // the last quantize_q8_x record kept
+  std::string lastQuantOf; // the activation it read
   for (const codegen::LaunchGroup &group : p.groups) {
     for (const codegen::KernelRef &ref : group.kernels)
       recordKernel(ref);
     // The group's first graph op carries the launches; the others were fused into it.
     json &anchor = ops.at(group.graphOps.front());
-    anchor["launches"] = launchRecords(m, group, kernelOf);
+    json launches = launchRecords(m, group, kernelOf);
+    json kept = json::array();
+    for (json &l : launches) {
+      const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
+      if (kernel.size() > 14 && kernel.compare(kernel.size() - 14, 14, ".quantize_q8_x") == 0) {
+        if (l == lastQuant)
+          continue;
+        lastQuant = l;
+        lastQuantOf = l.at("args").at(0).at("buffer").get<std::string>();
+      }
+      kept.push_back(std::move(l));
+    }
+    anchor["launches"] = std::move(kept);
+    for (int64_t id : group.graphOps)
+      if (ops.at(id).contains("out") && ops.at(id).at("out") == lastQuantOf)
+        lastQuant = json();
     for (size_t i = 1; i < group.graphOps.size(); ++i) {
       json &fused = ops.at(group.graphOps[i]);
       fused["fused_into"] = group.graphOps.front();

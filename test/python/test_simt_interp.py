@@ -1,5 +1,6 @@
-"""The PTX-only tensor-core attention kernels (codegen/kernels/attention_f16kv_mma.mlir)
-run on the CPU: swizzle-opt materialises the swizzle and prints the kernel in generic
+"""The PTX-only kernels run on the CPU: the tensor-core attention
+(codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
+quantize_q8_x, matmul_q4_k_q8x, matmul_q8_0_q8x with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
 form, codegen/check/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
 per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io checks the
 results against the float64 references of codegen/check/cases_attention.cpp (the same
@@ -40,14 +41,14 @@ def _generic_ir(src: Path, out: Path) -> Path:
     return out
 
 
-def _dump(tmp: Path, *only: str) -> list[str]:
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "dump", "ptx", MODULE, str(tmp), *only],
+def _dump(tmp: Path, *only: str, module: str = MODULE) -> list[str]:
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "dump", "ptx", module, str(tmp), *only],
                        check=True, capture_output=True, text=True)
     return [line.split()[0] for line in r.stdout.splitlines()]
 
 
-def _check(tmp: Path, *only: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_tool("codegen/swz-case-io")), "check", "ptx", MODULE, str(tmp), *only],
+def _check(tmp: Path, *only: str, module: str = MODULE) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_tool("codegen/swz-case-io")), "check", "ptx", module, str(tmp), *only],
                           capture_output=True, text=True)
 
 
@@ -77,3 +78,44 @@ def test_v_without_transpose_fails(tmp_path):
     r = _check(tmp_path / "cases", small)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"FAIL {small} " in r.stdout
+
+
+Q8X = ROOT / "codegen" / "kernels" / "gemv_q8x.mlir"
+
+
+def _q8x_small_cases() -> list[str]:
+    """gemv_q8x's cases but the full-size ones (minutes in the interpreter)."""
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_gemv_q8x"],
+                       check=True, capture_output=True, text=True)
+    return [line.split()[0] for line in r.stdout.splitlines()
+            if "N=18944" not in line and "N=1024 " not in line]
+
+
+def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
+    small = _q8x_small_cases()
+    assert len(small) == 7  # the quantizer; q4_k and q8_0 at T = 1, 3, 9
+    ir = _generic_ir(Q8X, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", *small, module="swz_gemv_q8x") == small
+    for c in small:
+        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
+    r = _check(tmp_path / "cases", *small, module="swz_gemv_q8x")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   case") == len(small)
+
+
+def test_q8_0_weights_read_unsigned_fail(tmp_path):
+    # Q8_0 weights are signed int8: dp4a.u32 on them turns -1 into 255, and the cases
+    # must catch it (and the interpreter must model dp4a's operand signedness).
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_gemv_q8x"],
+                       check=True, capture_output=True, text=True)
+    case = next(line.split()[0] for line in r.stdout.splitlines()
+                if "matmul_q8_0_q8x T=9 " in line)
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(Q8X.read_text().replace("dp4a.s32.s32", "dp4a.u32.s32"))
+    ir = _generic_ir(bad, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", case, module="swz_gemv_q8x") == [case]
+    simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / case))
+    r = _check(tmp_path / "cases", case, module="swz_gemv_q8x")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"FAIL {case} " in r.stdout

@@ -17,7 +17,7 @@
 // RUN: %swizzlec compile %t/qwen3.gguf --target spirv -o %t/qwen3-spv.swz
 // QWEN3-DAG: kernel sm_90.rms_norm_f32: swz_rms_norm.ptx
 // QWEN3-DAG: kernel sm_90.flash_attention_f16kv_mma_hd128: swz_attention_f16kv_mma.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.attention, bank conflicts: 1-way worst over 3 tile(s)
-// QWEN3-DAG: kernel sm_90.matmul_q4_k: swz_gemv_q4_k.ptx
+// QWEN3-DAG: kernel sm_90.matmul_q4_k_q8x: swz_gemv_q8x.ptx
 // QWEN3-DAG: kernel sm_90.dequant_q4_k_f16: swz_dequant_f16.ptx
 // QWEN3: wrote {{.*}}qwen3.swz
 // A schedule the GEMM kernel's tiles do not follow (tile_k 32) fails the compilation.
@@ -27,7 +27,8 @@
 // SCHED: error: target sm_90: kernel gemm_f16 does not follow the sm_90 schedule's gemm entry: tile @gemm_x is 192x64, the schedule's 3 stages of 64 or 64 rows of tile_k 32 elements
 
 // REPORT-DAG: kernel sm_90.get_rows_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B, bank conflicts: no ldmatrix/cp.async tiles
-// REPORT-DAG: kernel sm_90.matmul_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 4608 B smem, 0 B stack, spills 0/0 B
+// REPORT-DAG: kernel sm_90.quantize_q8_x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B
+// REPORT-DAG: kernel sm_90.matmul_q8_0_q8x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 4608 B smem, 0 B stack, spills 0/0 B
 // REPORT-DAG: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
 // REPORT-DAG: kernel sm_90.rope_kv_store_f16: swz_attention_f16kv.ptx
 // REPORT-DAG: kernel sm_90.flash_attention_f16kv: swz_attention_f16kv.ptx
@@ -37,9 +38,12 @@
 // Format version 3: every op that runs kernels carries its launch records
 // (docs/package-format.md, "The launch contract").
 // MANIFEST: "format":"swizzle-package","format_version":3,"graph"
-// Graph op 2 is q = h Wq^T + bq: decode runs the Q8_0 GEMV with the bias (flags 1);
-// Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x as vec4s.
-// MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"buffer":"h","shape":["T*32"]},{"buffer":"q","shape":["T*128"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"1"}],"dynamic_smem":"0","grid":["32","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0","phase":"decode","scope":"batch"}
+// Graph op 2 is q = h Wq^T + bq: decode quantizes h to int8 (x_q8: T*128 bytes as words,
+// x_q8_ds: a vec4 per 32 elements), then runs the dp4a Q8_0 GEMV with the bias (flags 1);
+// Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x_q8 as vec4s.
+// MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"buffer":"h","shape":["T*32"]},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*32"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"i32":"T*4"}],"dynamic_smem":"0","grid":["ceil(T/4)","1","1"],"kernel":"sm_90.quantize_q8_x","phase":"decode","scope":"batch"},{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"buffer":"q","shape":["T*128"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"1"}],"dynamic_smem":"0","grid":["32","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0_q8x","phase":"decode","scope":"batch"}
+// Graph op 3 (k = h Wk^T + bk) reads the same h: its decode reuses op 2's x_q8 (no quantize).
+// MANIFEST: "in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"shape":["2176"],"weight":"blk.0.attn_k.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]}
 // Graph op 6 is rope(k): fused into the attention's KV write (op 7), which takes its
 // n_rot, theta and mode (neox = 1) and the positions; one launch per sequence.
 // MANIFEST: "fused_into":7,"head_dim":32,"in":["k"]
@@ -50,7 +54,7 @@
 // MANIFEST-SAME: "grid":["min(n_split-1, 1)*T","4","1"],"kernel":"sm_90.attention_split_reduce","let":{"n_split":"min(ceil(ctx/64), 16)"},"phase":"decode","scope":"sequence"}
 // Graph op 9 is `x = x + o` (attn_output): fused into op 8. Decode: the GEMV adds the
 // residual in place (flags 2, y = res = x). Prefill: the GEMM writes o, add_f32 x = x + o.
-// MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"buffer":"attn","shape":["T*32"]},{"buffer":"x","shape":["T*128"]},{"absent":true,"shape":["1"]},{"buffer":"x","shape":["T*128"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"2"}]
+// MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"],"launches":[{"args":[{"buffer":"attn","shape":["T*32"]},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*32"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"i32":"T*4"}],"dynamic_smem":"0","grid":["ceil(T/4)","1","1"],"kernel":"sm_90.quantize_q8_x","phase":"decode","scope":"batch"},{"args":[{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"buffer":"x","shape":["T*128"]},{"absent":true,"shape":["1"]},{"buffer":"x","shape":["T*128"]},{"i32":"128"},{"i32":"128"},{"i32":"T"},{"i32":"2"}]
 // MANIFEST-SAME: {"args":[{"bytes":"max_T*256","scratch":"x_f16","shape":["T","128"]},{"bytes":"32768","scratch":"w_f16","shape":["128","128"]},{"buffer":"o","shape":["T","128"]},{"absent":true,"shape":["1"]},{"i32":"0"}],"dynamic_smem":"0","grid":["2","ceil(T/64)","1"],"kernel":"sm_90.gemm_f16","phase":"prefill","scope":"batch"},{"args":[{"buffer":"x","shape":["T*128"]},{"buffer":"o","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"i32":"T*128"}],"dynamic_smem":"0","grid":["ceil(T/2)","1","1"],"kernel":"sm_90.add_f32","phase":"prefill","scope":"batch"}],"op":"matmul","out":"o"}
 // MANIFEST-SAME: "fused_into":8,"in":["x","o"]
 // Greedy sampling on the device: argmax of the logits' output rows (docs/package-format.md).
