@@ -27,8 +27,12 @@ module attributes {gpu.container_module} {
       %c8 = arith.constant 8 : index
       %c128 = arith.constant 128 : index
       %c256 = arith.constant 256 : index
+      %c512 = arith.constant 512 : index
+      %c768 = arith.constant 768 : index
+      %c1024 = arith.constant 1024 : index
       %zero_i = arith.constant 0 : i32
       %ninf = arith.constant 0xFF800000 : f32
+      %nan = arith.constant 0x7FC00000 : f32
       %bv_s = memref.get_global @best_v : memref<256xf32, #gpu.address_space<workgroup>>
       %bi_s = memref.get_global @best_i : memref<256xi32, #gpu.address_space<workgroup>>
       %row = gpu.block_id x
@@ -37,18 +41,63 @@ module attributes {gpu.container_module} {
       %base = arith.muli %row, %V : index
       // (value, index); index n_vocab = none yet. Within a thread indices grow, so a
       // later equal value never replaces an earlier one; -inf is taken by the tie rule.
-      %best:2 = scf.for %i = %tid to %V step %c256 iter_args(%bv = %ninf, %bi = %n_vocab) -> (f32, i32) {
-        %k = arith.addi %base, %i : index
-        %v = memref.load %logits[%k] : memref<?xf32>
-        %ii = arith.index_cast %i : index to i32
-        %gt = arith.cmpf ogt, %v, %bv : f32
-        %eq = arith.cmpf oeq, %v, %bv : f32
-        %lt = arith.cmpi slt, %ii, %bi : i32
-        %tie = arith.andi %eq, %lt : i1
-        %take = arith.ori %gt, %tie : i1
-        %nv = arith.select %take, %v, %bv : f32
-        %ni = arith.select %take, %ii, %bi : i32
-        scf.yield %nv, %ni : f32, i32
+      // Columns tid, tid + 256, ... in order, four an iteration (their loads in flight
+      // together); columns past n_vocab read column i and count as NaN (never taken).
+      %best:2 = scf.for %i = %tid to %V step %c1024 iter_args(%bv = %ninf, %bi = %n_vocab) -> (f32, i32) {
+        %k0 = arith.addi %base, %i : index
+        %i0 = arith.addi %i, %c0 : index
+        %i1 = arith.addi %i, %c256 : index
+        %in1 = arith.cmpi ult, %i1, %V : index
+        %ic1 = arith.select %in1, %i1, %i : index
+        %k1 = arith.addi %base, %ic1 : index
+        %i2 = arith.addi %i, %c512 : index
+        %in2 = arith.cmpi ult, %i2, %V : index
+        %ic2 = arith.select %in2, %i2, %i : index
+        %k2 = arith.addi %base, %ic2 : index
+        %i3 = arith.addi %i, %c768 : index
+        %in3 = arith.cmpi ult, %i3, %V : index
+        %ic3 = arith.select %in3, %i3, %i : index
+        %k3 = arith.addi %base, %ic3 : index
+        %l0 = memref.load %logits[%k0] : memref<?xf32>
+        %l1 = memref.load %logits[%k1] : memref<?xf32>
+        %l2 = memref.load %logits[%k2] : memref<?xf32>
+        %l3 = memref.load %logits[%k3] : memref<?xf32>
+        %ii0 = arith.index_cast %i0 : index to i32
+        %gt0 = arith.cmpf ogt, %l0, %bv : f32
+        %eq0 = arith.cmpf oeq, %l0, %bv : f32
+        %lt0 = arith.cmpi slt, %ii0, %bi : i32
+        %tie0 = arith.andi %eq0, %lt0 : i1
+        %take0 = arith.ori %gt0, %tie0 : i1
+        %nv0 = arith.select %take0, %l0, %bv : f32
+        %ni0 = arith.select %take0, %ii0, %bi : i32
+        %v1 = arith.select %in1, %l1, %nan : f32
+        %ii1 = arith.index_cast %i1 : index to i32
+        %gt1 = arith.cmpf ogt, %v1, %nv0 : f32
+        %eq1 = arith.cmpf oeq, %v1, %nv0 : f32
+        %lt1 = arith.cmpi slt, %ii1, %ni0 : i32
+        %tie1 = arith.andi %eq1, %lt1 : i1
+        %take1 = arith.ori %gt1, %tie1 : i1
+        %nv1 = arith.select %take1, %v1, %nv0 : f32
+        %ni1 = arith.select %take1, %ii1, %ni0 : i32
+        %v2 = arith.select %in2, %l2, %nan : f32
+        %ii2 = arith.index_cast %i2 : index to i32
+        %gt2 = arith.cmpf ogt, %v2, %nv1 : f32
+        %eq2 = arith.cmpf oeq, %v2, %nv1 : f32
+        %lt2 = arith.cmpi slt, %ii2, %ni1 : i32
+        %tie2 = arith.andi %eq2, %lt2 : i1
+        %take2 = arith.ori %gt2, %tie2 : i1
+        %nv2 = arith.select %take2, %v2, %nv1 : f32
+        %ni2 = arith.select %take2, %ii2, %ni1 : i32
+        %v3 = arith.select %in3, %l3, %nan : f32
+        %ii3 = arith.index_cast %i3 : index to i32
+        %gt3 = arith.cmpf ogt, %v3, %nv2 : f32
+        %eq3 = arith.cmpf oeq, %v3, %nv2 : f32
+        %lt3 = arith.cmpi slt, %ii3, %ni2 : i32
+        %tie3 = arith.andi %eq3, %lt3 : i1
+        %take3 = arith.ori %gt3, %tie3 : i1
+        %nv3 = arith.select %take3, %v3, %nv2 : f32
+        %ni3 = arith.select %take3, %ii3, %ni2 : i32
+        scf.yield %nv3, %ni3 : f32, i32
       }
       memref.store %best#0, %bv_s[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
       memref.store %best#1, %bi_s[%tid] : memref<256xi32, #gpu.address_space<workgroup>>

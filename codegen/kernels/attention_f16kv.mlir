@@ -229,6 +229,13 @@ module attributes {gpu.container_module} {
       %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
       %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
+      %c384 = arith.constant 384 : index
+      %c512 = arith.constant 512 : index
+      %c640 = arith.constant 640 : index
+      %c768 = arith.constant 768 : index
+      %c896 = arith.constant 896 : index
+      %c1024 = arith.constant 1024 : index
       %zero = arith.constant 0.0 : f32
       %ninf = arith.constant 0xFF800000 : f32
       %qs = memref.get_global @attn_qs : memref<1024xf32, #gpu.address_space<workgroup>>
@@ -304,34 +311,246 @@ module attributes {gpu.container_module} {
       scf.for %kt = %kv_lo to %kv_hi step %c32 {
         // K and V tile: 32 keys x head_dim, f16 -> f32; keys >= kv_hi read as 0
         // (never from the cache: slots past the context may hold anything).
-        scf.for %e = %tid to %n_tile step %c128 {
-          %j = arith.divui %e, %hd : index
-          %d = arith.remui %e, %hd : index
-          %p = arith.addi %kt, %j : index
-          %in = arith.cmpi ult, %p, %kv_hi : index
-          %kv:2 = scf.if %in -> (f32, f32) {
-            %blk = arith.divui %p, %c64 : index
-            %slot = arith.remui %p, %c64 : index
-            %page_i = memref.load %block_table[%blk] : memref<?xi32>
-            %page = arith.index_cast %page_i : i32 to index
-            %a0 = arith.muli %page, %n_kv : index
-            %a1 = arith.addi %a0, %kvh : index
-            %a2 = arith.muli %a1, %c64 : index
-            %a3 = arith.addi %a2, %slot : index
-            %a4 = arith.muli %a3, %hd : index
-            %a5 = arith.addi %a4, %d : index
-            %kh = memref.load %k_cache[%a5] : memref<?xf16>
-            %vh = memref.load %v_cache[%a5] : memref<?xf16>
-            %kf = arith.extf %kh : f16 to f32
-            %vf = arith.extf %vh : f16 to f32
-            scf.yield %kf, %vf : f32, f32
-          } else {
-            scf.yield %zero, %zero : f32, f32
+        // Unrolled by 8 (elements et + 128 u): the 8 block-table loads, then the 16
+        // cache loads, are independent and in flight together (a loop of one element
+        // an iteration waited on two dependent loads per element). Keys >= kv_hi and
+        // elements past the tile load key kt instead (always visible) and keep 0.
+        scf.for %et = %tid to %n_tile step %c1024 {
+          %t_j0 = arith.divui %et, %hd : index
+          %t_d0 = arith.remui %et, %hd : index
+          %t_p0 = arith.addi %kt, %t_j0 : index
+          %t_in0 = arith.cmpi ult, %t_p0, %kv_hi : index
+          %t_pc0 = arith.select %t_in0, %t_p0, %kt : index
+          %t_blk0 = arith.divui %t_pc0, %c64 : index
+          %t_slot0 = arith.remui %t_pc0, %c64 : index
+          %t_page_i0 = memref.load %block_table[%t_blk0] : memref<?xi32>
+          %t_eu1 = arith.addi %et, %c128 : index
+          %t_ev1 = arith.cmpi ult, %t_eu1, %n_tile : index
+          %t_ec1 = arith.select %t_ev1, %t_eu1, %et : index
+          %t_j1 = arith.divui %t_ec1, %hd : index
+          %t_d1 = arith.remui %t_ec1, %hd : index
+          %t_p1 = arith.addi %kt, %t_j1 : index
+          %t_in1 = arith.cmpi ult, %t_p1, %kv_hi : index
+          %t_pc1 = arith.select %t_in1, %t_p1, %kt : index
+          %t_blk1 = arith.divui %t_pc1, %c64 : index
+          %t_slot1 = arith.remui %t_pc1, %c64 : index
+          %t_page_i1 = memref.load %block_table[%t_blk1] : memref<?xi32>
+          %t_eu2 = arith.addi %et, %c256 : index
+          %t_ev2 = arith.cmpi ult, %t_eu2, %n_tile : index
+          %t_ec2 = arith.select %t_ev2, %t_eu2, %et : index
+          %t_j2 = arith.divui %t_ec2, %hd : index
+          %t_d2 = arith.remui %t_ec2, %hd : index
+          %t_p2 = arith.addi %kt, %t_j2 : index
+          %t_in2 = arith.cmpi ult, %t_p2, %kv_hi : index
+          %t_pc2 = arith.select %t_in2, %t_p2, %kt : index
+          %t_blk2 = arith.divui %t_pc2, %c64 : index
+          %t_slot2 = arith.remui %t_pc2, %c64 : index
+          %t_page_i2 = memref.load %block_table[%t_blk2] : memref<?xi32>
+          %t_eu3 = arith.addi %et, %c384 : index
+          %t_ev3 = arith.cmpi ult, %t_eu3, %n_tile : index
+          %t_ec3 = arith.select %t_ev3, %t_eu3, %et : index
+          %t_j3 = arith.divui %t_ec3, %hd : index
+          %t_d3 = arith.remui %t_ec3, %hd : index
+          %t_p3 = arith.addi %kt, %t_j3 : index
+          %t_in3 = arith.cmpi ult, %t_p3, %kv_hi : index
+          %t_pc3 = arith.select %t_in3, %t_p3, %kt : index
+          %t_blk3 = arith.divui %t_pc3, %c64 : index
+          %t_slot3 = arith.remui %t_pc3, %c64 : index
+          %t_page_i3 = memref.load %block_table[%t_blk3] : memref<?xi32>
+          %t_eu4 = arith.addi %et, %c512 : index
+          %t_ev4 = arith.cmpi ult, %t_eu4, %n_tile : index
+          %t_ec4 = arith.select %t_ev4, %t_eu4, %et : index
+          %t_j4 = arith.divui %t_ec4, %hd : index
+          %t_d4 = arith.remui %t_ec4, %hd : index
+          %t_p4 = arith.addi %kt, %t_j4 : index
+          %t_in4 = arith.cmpi ult, %t_p4, %kv_hi : index
+          %t_pc4 = arith.select %t_in4, %t_p4, %kt : index
+          %t_blk4 = arith.divui %t_pc4, %c64 : index
+          %t_slot4 = arith.remui %t_pc4, %c64 : index
+          %t_page_i4 = memref.load %block_table[%t_blk4] : memref<?xi32>
+          %t_eu5 = arith.addi %et, %c640 : index
+          %t_ev5 = arith.cmpi ult, %t_eu5, %n_tile : index
+          %t_ec5 = arith.select %t_ev5, %t_eu5, %et : index
+          %t_j5 = arith.divui %t_ec5, %hd : index
+          %t_d5 = arith.remui %t_ec5, %hd : index
+          %t_p5 = arith.addi %kt, %t_j5 : index
+          %t_in5 = arith.cmpi ult, %t_p5, %kv_hi : index
+          %t_pc5 = arith.select %t_in5, %t_p5, %kt : index
+          %t_blk5 = arith.divui %t_pc5, %c64 : index
+          %t_slot5 = arith.remui %t_pc5, %c64 : index
+          %t_page_i5 = memref.load %block_table[%t_blk5] : memref<?xi32>
+          %t_eu6 = arith.addi %et, %c768 : index
+          %t_ev6 = arith.cmpi ult, %t_eu6, %n_tile : index
+          %t_ec6 = arith.select %t_ev6, %t_eu6, %et : index
+          %t_j6 = arith.divui %t_ec6, %hd : index
+          %t_d6 = arith.remui %t_ec6, %hd : index
+          %t_p6 = arith.addi %kt, %t_j6 : index
+          %t_in6 = arith.cmpi ult, %t_p6, %kv_hi : index
+          %t_pc6 = arith.select %t_in6, %t_p6, %kt : index
+          %t_blk6 = arith.divui %t_pc6, %c64 : index
+          %t_slot6 = arith.remui %t_pc6, %c64 : index
+          %t_page_i6 = memref.load %block_table[%t_blk6] : memref<?xi32>
+          %t_eu7 = arith.addi %et, %c896 : index
+          %t_ev7 = arith.cmpi ult, %t_eu7, %n_tile : index
+          %t_ec7 = arith.select %t_ev7, %t_eu7, %et : index
+          %t_j7 = arith.divui %t_ec7, %hd : index
+          %t_d7 = arith.remui %t_ec7, %hd : index
+          %t_p7 = arith.addi %kt, %t_j7 : index
+          %t_in7 = arith.cmpi ult, %t_p7, %kv_hi : index
+          %t_pc7 = arith.select %t_in7, %t_p7, %kt : index
+          %t_blk7 = arith.divui %t_pc7, %c64 : index
+          %t_slot7 = arith.remui %t_pc7, %c64 : index
+          %t_page_i7 = memref.load %block_table[%t_blk7] : memref<?xi32>
+          %t_page0 = arith.index_cast %t_page_i0 : i32 to index
+          %t_a0_0 = arith.muli %t_page0, %n_kv : index
+          %t_a1_0 = arith.addi %t_a0_0, %kvh : index
+          %t_a2_0 = arith.muli %t_a1_0, %c64 : index
+          %t_a3_0 = arith.addi %t_a2_0, %t_slot0 : index
+          %t_a4_0 = arith.muli %t_a3_0, %hd : index
+          %t_a5_0 = arith.addi %t_a4_0, %t_d0 : index
+          %t_kh0 = memref.load %k_cache[%t_a5_0] : memref<?xf16>
+          %t_vh0 = memref.load %v_cache[%t_a5_0] : memref<?xf16>
+          %t_page1 = arith.index_cast %t_page_i1 : i32 to index
+          %t_a0_1 = arith.muli %t_page1, %n_kv : index
+          %t_a1_1 = arith.addi %t_a0_1, %kvh : index
+          %t_a2_1 = arith.muli %t_a1_1, %c64 : index
+          %t_a3_1 = arith.addi %t_a2_1, %t_slot1 : index
+          %t_a4_1 = arith.muli %t_a3_1, %hd : index
+          %t_a5_1 = arith.addi %t_a4_1, %t_d1 : index
+          %t_kh1 = memref.load %k_cache[%t_a5_1] : memref<?xf16>
+          %t_vh1 = memref.load %v_cache[%t_a5_1] : memref<?xf16>
+          %t_page2 = arith.index_cast %t_page_i2 : i32 to index
+          %t_a0_2 = arith.muli %t_page2, %n_kv : index
+          %t_a1_2 = arith.addi %t_a0_2, %kvh : index
+          %t_a2_2 = arith.muli %t_a1_2, %c64 : index
+          %t_a3_2 = arith.addi %t_a2_2, %t_slot2 : index
+          %t_a4_2 = arith.muli %t_a3_2, %hd : index
+          %t_a5_2 = arith.addi %t_a4_2, %t_d2 : index
+          %t_kh2 = memref.load %k_cache[%t_a5_2] : memref<?xf16>
+          %t_vh2 = memref.load %v_cache[%t_a5_2] : memref<?xf16>
+          %t_page3 = arith.index_cast %t_page_i3 : i32 to index
+          %t_a0_3 = arith.muli %t_page3, %n_kv : index
+          %t_a1_3 = arith.addi %t_a0_3, %kvh : index
+          %t_a2_3 = arith.muli %t_a1_3, %c64 : index
+          %t_a3_3 = arith.addi %t_a2_3, %t_slot3 : index
+          %t_a4_3 = arith.muli %t_a3_3, %hd : index
+          %t_a5_3 = arith.addi %t_a4_3, %t_d3 : index
+          %t_kh3 = memref.load %k_cache[%t_a5_3] : memref<?xf16>
+          %t_vh3 = memref.load %v_cache[%t_a5_3] : memref<?xf16>
+          %t_page4 = arith.index_cast %t_page_i4 : i32 to index
+          %t_a0_4 = arith.muli %t_page4, %n_kv : index
+          %t_a1_4 = arith.addi %t_a0_4, %kvh : index
+          %t_a2_4 = arith.muli %t_a1_4, %c64 : index
+          %t_a3_4 = arith.addi %t_a2_4, %t_slot4 : index
+          %t_a4_4 = arith.muli %t_a3_4, %hd : index
+          %t_a5_4 = arith.addi %t_a4_4, %t_d4 : index
+          %t_kh4 = memref.load %k_cache[%t_a5_4] : memref<?xf16>
+          %t_vh4 = memref.load %v_cache[%t_a5_4] : memref<?xf16>
+          %t_page5 = arith.index_cast %t_page_i5 : i32 to index
+          %t_a0_5 = arith.muli %t_page5, %n_kv : index
+          %t_a1_5 = arith.addi %t_a0_5, %kvh : index
+          %t_a2_5 = arith.muli %t_a1_5, %c64 : index
+          %t_a3_5 = arith.addi %t_a2_5, %t_slot5 : index
+          %t_a4_5 = arith.muli %t_a3_5, %hd : index
+          %t_a5_5 = arith.addi %t_a4_5, %t_d5 : index
+          %t_kh5 = memref.load %k_cache[%t_a5_5] : memref<?xf16>
+          %t_vh5 = memref.load %v_cache[%t_a5_5] : memref<?xf16>
+          %t_page6 = arith.index_cast %t_page_i6 : i32 to index
+          %t_a0_6 = arith.muli %t_page6, %n_kv : index
+          %t_a1_6 = arith.addi %t_a0_6, %kvh : index
+          %t_a2_6 = arith.muli %t_a1_6, %c64 : index
+          %t_a3_6 = arith.addi %t_a2_6, %t_slot6 : index
+          %t_a4_6 = arith.muli %t_a3_6, %hd : index
+          %t_a5_6 = arith.addi %t_a4_6, %t_d6 : index
+          %t_kh6 = memref.load %k_cache[%t_a5_6] : memref<?xf16>
+          %t_vh6 = memref.load %v_cache[%t_a5_6] : memref<?xf16>
+          %t_page7 = arith.index_cast %t_page_i7 : i32 to index
+          %t_a0_7 = arith.muli %t_page7, %n_kv : index
+          %t_a1_7 = arith.addi %t_a0_7, %kvh : index
+          %t_a2_7 = arith.muli %t_a1_7, %c64 : index
+          %t_a3_7 = arith.addi %t_a2_7, %t_slot7 : index
+          %t_a4_7 = arith.muli %t_a3_7, %hd : index
+          %t_a5_7 = arith.addi %t_a4_7, %t_d7 : index
+          %t_kh7 = memref.load %k_cache[%t_a5_7] : memref<?xf16>
+          %t_vh7 = memref.load %v_cache[%t_a5_7] : memref<?xf16>
+          %t_kf0 = arith.extf %t_kh0 : f16 to f32
+          %t_vf0 = arith.extf %t_vh0 : f16 to f32
+          %t_k0 = arith.select %t_in0, %t_kf0, %zero : f32
+          %t_v0 = arith.select %t_in0, %t_vf0, %zero : f32
+          %t_kr0 = arith.muli %t_j0, %pitch : index
+          %t_ki0 = arith.addi %t_kr0, %t_d0 : index
+          memref.store %t_k0, %ks[%t_ki0] : memref<4128xf32, #gpu.address_space<workgroup>>
+          memref.store %t_v0, %vs[%et] : memref<4096xf32, #gpu.address_space<workgroup>>
+          %t_kf1 = arith.extf %t_kh1 : f16 to f32
+          %t_vf1 = arith.extf %t_vh1 : f16 to f32
+          %t_k1 = arith.select %t_in1, %t_kf1, %zero : f32
+          %t_v1 = arith.select %t_in1, %t_vf1, %zero : f32
+          %t_kr1 = arith.muli %t_j1, %pitch : index
+          %t_ki1 = arith.addi %t_kr1, %t_d1 : index
+          scf.if %t_ev1 {
+            memref.store %t_k1, %ks[%t_ki1] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v1, %vs[%t_eu1] : memref<4096xf32, #gpu.address_space<workgroup>>
           }
-          %kr = arith.muli %j, %pitch : index
-          %ki = arith.addi %kr, %d : index
-          memref.store %kv#0, %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
-          memref.store %kv#1, %vs[%e] : memref<4096xf32, #gpu.address_space<workgroup>>
+          %t_kf2 = arith.extf %t_kh2 : f16 to f32
+          %t_vf2 = arith.extf %t_vh2 : f16 to f32
+          %t_k2 = arith.select %t_in2, %t_kf2, %zero : f32
+          %t_v2 = arith.select %t_in2, %t_vf2, %zero : f32
+          %t_kr2 = arith.muli %t_j2, %pitch : index
+          %t_ki2 = arith.addi %t_kr2, %t_d2 : index
+          scf.if %t_ev2 {
+            memref.store %t_k2, %ks[%t_ki2] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v2, %vs[%t_eu2] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
+          %t_kf3 = arith.extf %t_kh3 : f16 to f32
+          %t_vf3 = arith.extf %t_vh3 : f16 to f32
+          %t_k3 = arith.select %t_in3, %t_kf3, %zero : f32
+          %t_v3 = arith.select %t_in3, %t_vf3, %zero : f32
+          %t_kr3 = arith.muli %t_j3, %pitch : index
+          %t_ki3 = arith.addi %t_kr3, %t_d3 : index
+          scf.if %t_ev3 {
+            memref.store %t_k3, %ks[%t_ki3] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v3, %vs[%t_eu3] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
+          %t_kf4 = arith.extf %t_kh4 : f16 to f32
+          %t_vf4 = arith.extf %t_vh4 : f16 to f32
+          %t_k4 = arith.select %t_in4, %t_kf4, %zero : f32
+          %t_v4 = arith.select %t_in4, %t_vf4, %zero : f32
+          %t_kr4 = arith.muli %t_j4, %pitch : index
+          %t_ki4 = arith.addi %t_kr4, %t_d4 : index
+          scf.if %t_ev4 {
+            memref.store %t_k4, %ks[%t_ki4] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v4, %vs[%t_eu4] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
+          %t_kf5 = arith.extf %t_kh5 : f16 to f32
+          %t_vf5 = arith.extf %t_vh5 : f16 to f32
+          %t_k5 = arith.select %t_in5, %t_kf5, %zero : f32
+          %t_v5 = arith.select %t_in5, %t_vf5, %zero : f32
+          %t_kr5 = arith.muli %t_j5, %pitch : index
+          %t_ki5 = arith.addi %t_kr5, %t_d5 : index
+          scf.if %t_ev5 {
+            memref.store %t_k5, %ks[%t_ki5] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v5, %vs[%t_eu5] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
+          %t_kf6 = arith.extf %t_kh6 : f16 to f32
+          %t_vf6 = arith.extf %t_vh6 : f16 to f32
+          %t_k6 = arith.select %t_in6, %t_kf6, %zero : f32
+          %t_v6 = arith.select %t_in6, %t_vf6, %zero : f32
+          %t_kr6 = arith.muli %t_j6, %pitch : index
+          %t_ki6 = arith.addi %t_kr6, %t_d6 : index
+          scf.if %t_ev6 {
+            memref.store %t_k6, %ks[%t_ki6] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v6, %vs[%t_eu6] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
+          %t_kf7 = arith.extf %t_kh7 : f16 to f32
+          %t_vf7 = arith.extf %t_vh7 : f16 to f32
+          %t_k7 = arith.select %t_in7, %t_kf7, %zero : f32
+          %t_v7 = arith.select %t_in7, %t_vf7, %zero : f32
+          %t_kr7 = arith.muli %t_j7, %pitch : index
+          %t_ki7 = arith.addi %t_kr7, %t_d7 : index
+          scf.if %t_ev7 {
+            memref.store %t_k7, %ks[%t_ki7] : memref<4128xf32, #gpu.address_space<workgroup>>
+            memref.store %t_v7, %vs[%t_eu7] : memref<4096xf32, #gpu.address_space<workgroup>>
+          }
         }
         gpu.barrier
 

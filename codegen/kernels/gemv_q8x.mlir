@@ -132,6 +132,7 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
+                    nvvm.minctasm = 8 : i32,
                     swz.grid = "ceil(N/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
@@ -844,6 +845,7 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
+                    nvvm.minctasm = 8 : i32,
                     swz.grid = "ceil(N/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index

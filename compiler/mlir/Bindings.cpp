@@ -620,11 +620,12 @@ constexpr int64_t kPage = 64;
 /// Decode's split-K ("flash decoding"): the context in n_split splits of split_len keys
 /// (a multiple of the portable kernel's 32-key tiles), one partial per split, then
 /// attention_split_reduce. A workgroup walks its split's keys one tile after another, so
-/// the splits are what spreads a decode step's attention over the SMs: one split per 64
-/// keys up to kDecodeMaxSplits (the grid is n_split x n_head_kv workgroups per sequence;
-/// 256-key splits left a 600-key context at 3 x n_head_kv workgroups), then longer splits.
+/// the splits are what spreads a decode step's attention over the SMs: one split (one
+/// tile) per 32 keys up to kDecodeMaxSplits (the grid is n_split x n_head_kv workgroups
+/// per sequence; 256-key splits left a 600-key context at 3 x n_head_kv workgroups, and
+/// 64-key splits one workgroup per KV head up to 64 keys), then longer splits.
 /// The partials' scratch is sized for kDecodeMaxSplits.
-constexpr int64_t kDecodeMinSplit = 64;
+constexpr int64_t kDecodeMinSplit = 32;
 constexpr int64_t kDecodeMaxSplits = 16;
 const std::string kDecodeNSplit =
     "min(ceil(ctx/" + std::to_string(kDecodeMinSplit) + "), " + std::to_string(kDecodeMaxSplits) + ")";

@@ -155,7 +155,7 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(phase(m, 0, "decode"),
             json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
   // One launch per sequence; prefill in one split over the context (a multiple of 64 for
-  // the tensor-core kernel), decode in up to 16 splits (one per 64 keys) then the reduction, which is
+  // the tensor-core kernel), decode in up to 16 splits (one per 32 keys) then the reduction, which is
   // skipped (grid 0) when there is one split. 9 query heads of 3 KV heads (G = 3).
   const json store = record(m, 0, "sm_80.kv_store_f16", "all");
   EXPECT_EQ(store["scope"], "sequence");
@@ -171,15 +171,15 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(prefill["args"][11], json({{"i32", "split_len"}}));
   EXPECT_EQ(prefill["args"][12], json({{"f32", 0.125}}));
   const json decode = record(m, 0, "sm_80.flash_attention_f16kv", "decode");
-  EXPECT_EQ(decode["let"], json({{"n_split", "min(ceil(ctx/64), 16)"}, {"split_len", "ceil(ctx/n_split/32)*32"}}));
-  // The splits cover the context in whole 32-key tiles, one per 64 keys up to 16 splits:
+  EXPECT_EQ(decode["let"], json({{"n_split", "min(ceil(ctx/32), 16)"}, {"split_len", "ceil(ctx/n_split/32)*32"}}));
+  // The splits cover the context in whole 32-key tiles, one per 32 keys up to 16 splits:
   // (ctx, n_split, split_len) as the executor evaluates the rules.
   {
     const std::vector<std::string> syms = {"T", "pos0", "ctx", "kv_pages", "n_split", "split_len"};
     const package::Expr n_split = package::Expr::parse(decode["let"]["n_split"], syms);
     const package::Expr split_len = package::Expr::parse(decode["let"]["split_len"], syms);
     for (const auto& [ctx, want_n, want_len] : std::vector<std::array<int, 3>>{
-             {1, 1, 32}, {64, 1, 64}, {65, 2, 64}, {600, 10, 64}, {1000, 16, 64}, {4096, 16, 256}, {32768, 16, 2048}}) {
+             {1, 1, 32}, {32, 1, 32}, {33, 2, 32}, {65, 3, 32}, {512, 16, 32}, {600, 16, 64}, {1000, 16, 64}, {4096, 16, 256}, {32768, 16, 2048}}) {
       double v[6] = {1, double(ctx - 1), double(ctx), 100, 0, 0};
       v[4] = n_split.evaluate(v);
       v[5] = split_len.evaluate(v);
@@ -197,10 +197,10 @@ TEST(GpuKernels, AttentionForSm80) {
   }
   EXPECT_EQ(decode["grid"], json({"ceil(T*3/8)", "3", "n_split"}));
   EXPECT_EQ(decode["args"][5], json({{"scratch", "attn_o_part"},
-                                     {"bytes", "min(ceil(max_ctx/64), 16)*max_T*2304"},
+                                     {"bytes", "min(ceil(max_ctx/32), 16)*max_T*2304"},
                                      {"shape", {"n_split*T*576"}}}));
   EXPECT_EQ(decode["args"][6], json({{"scratch", "attn_lse_part"},
-                                     {"bytes", "min(ceil(max_ctx/64), 16)*max_T*36"},
+                                     {"bytes", "min(ceil(max_ctx/32), 16)*max_T*36"},
                                      {"shape", {"n_split*T*9"}}}));
   const json reduce = record(m, 0, "sm_80.attention_split_reduce", "decode");
   EXPECT_EQ(reduce["grid"], json({"min(n_split-1, 1)*T", "9", "1"}));
