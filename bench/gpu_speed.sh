@@ -123,7 +123,8 @@ run)
   if [ "$what" = check ]; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$work/gpu.csv"
     # llama.cpp's CUDA build (sm_90 only) runs on in its own session while we check.
-    if [ ! -f $lcb/done ]; then
+    # SWZ_SPEED_PEER=0: no llama.cpp build (our rows only, e.g. between two changes).
+    if [ "${SWZ_SPEED_PEER:-1}" = 1 ] && [ ! -f $lcb/done ]; then
       rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
       setsid nohup bash -c "cd $lcb && cmake -S llama.cpp -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -132,6 +133,7 @@ run)
         > /dev/null 2>&1 < /dev/null &
     fi
     check_models
+    [ "${SWZ_SPEED_PEER:-1}" = 1 ] || exit 0
     t0=$SECONDS
     for _ in $(seq 1 100); do [ -f $lcb/done ] && break; sleep 5; done
     echo "llama.cpp build: $([ "$(cat $lcb/done 2>/dev/null)" = 0 ] && echo done || echo FAILED) (waited $((SECONDS - t0)) s after the checks)"
