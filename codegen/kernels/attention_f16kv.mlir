@@ -46,7 +46,8 @@
 //                    split holds no visible key; o_part is then 0); then run
 //                    attention_split_reduce. o_part: [n_split, T, n_head, head_dim] f32,
 //                    lse_part: [n_split, T, n_head] f32.
-//    Requires head_dim <= 128 (workgroup tiles are sized for it), T * G rows, any T.
+//    Requires head_dim <= 128 (workgroup tiles are sized for it) and a multiple of 4
+//    (the score dot product runs four features at a time), T * G rows, any T.
 //    Workgroup memory: 42,208 bytes (Q 8 x 128, K 32 x 129 (padded: the score loop
 //    reads K along a row per lane, conflict-free), V 32 x 128, scores 8 x 32,
 //    O 8 x 128, row statistics 24, all f32).
@@ -236,6 +237,9 @@ module attributes {gpu.container_module} {
       %c768 = arith.constant 768 : index
       %c896 = arith.constant 896 : index
       %c1024 = arith.constant 1024 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %zero4 = arith.constant dense<0.0> : vector<4xf32>
       %zero = arith.constant 0.0 : f32
       %ninf = arith.constant 0xFF800000 : f32
       %qs = memref.get_global @attn_qs : memref<1024xf32, #gpu.address_space<workgroup>>
@@ -575,15 +579,49 @@ module attributes {gpu.container_module} {
           %s = scf.if %vis2 -> (f32) {
             %qb = arith.muli %r, %hd : index
             %kb = arith.muli %j, %pitch : index
-            %dot = scf.for %d = %c0 to %hd step %c1 iter_args(%acc = %zero) -> (f32) {
-              %qi = arith.addi %qb, %d : index
-              %ki = arith.addi %kb, %d : index
-              %qx = memref.load %qs[%qi] : memref<1024xf32, #gpu.address_space<workgroup>>
-              %kx = memref.load %ks[%ki] : memref<4128xf32, #gpu.address_space<workgroup>>
-              %acc2 = math.fma %qx, %kx, %acc : f32
-              scf.yield %acc2 : f32
+            // Four partial sums (d = 0, 1, 2, 3 mod 4; head_dim % 4 == 0), the lanes of
+            // a vector<4xf32> accumulator, added pairwise: four independent fma chains.
+            %hd4 = arith.divui %hd, %c4 : index
+            %hd4e = arith.muli %hd4, %c4 : index
+            %dot4 = scf.for %d = %c0 to %hd4e step %c4 iter_args(%a4 = %zero4) -> (vector<4xf32>) {
+              %qi0 = arith.addi %qb, %d : index
+              %ki0 = arith.addi %kb, %d : index
+              %qx0 = memref.load %qs[%qi0] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx0 = memref.load %ks[%ki0] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %qv0 = vector.insert %qx0, %zero4 [0] : f32 into vector<4xf32>
+              %kv0 = vector.insert %kx0, %zero4 [0] : f32 into vector<4xf32>
+              %du1 = arith.addi %d, %c1 : index
+              %qi1 = arith.addi %qb, %du1 : index
+              %ki1 = arith.addi %kb, %du1 : index
+              %qx1 = memref.load %qs[%qi1] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx1 = memref.load %ks[%ki1] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %qv1 = vector.insert %qx1, %qv0 [1] : f32 into vector<4xf32>
+              %kv1 = vector.insert %kx1, %kv0 [1] : f32 into vector<4xf32>
+              %du2 = arith.addi %d, %c2 : index
+              %qi2 = arith.addi %qb, %du2 : index
+              %ki2 = arith.addi %kb, %du2 : index
+              %qx2 = memref.load %qs[%qi2] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx2 = memref.load %ks[%ki2] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %qv2 = vector.insert %qx2, %qv1 [2] : f32 into vector<4xf32>
+              %kv2 = vector.insert %kx2, %kv1 [2] : f32 into vector<4xf32>
+              %du3 = arith.addi %d, %c3 : index
+              %qi3 = arith.addi %qb, %du3 : index
+              %ki3 = arith.addi %kb, %du3 : index
+              %qx3 = memref.load %qs[%qi3] : memref<1024xf32, #gpu.address_space<workgroup>>
+              %kx3 = memref.load %ks[%ki3] : memref<4128xf32, #gpu.address_space<workgroup>>
+              %qv3 = vector.insert %qx3, %qv2 [3] : f32 into vector<4xf32>
+              %kv3 = vector.insert %kx3, %kv2 [3] : f32 into vector<4xf32>
+              %b4 = vector.fma %qv3, %kv3, %a4 : vector<4xf32>
+              scf.yield %b4 : vector<4xf32>
             }
-            scf.yield %dot : f32
+            %dl0 = vector.extract %dot4[0] : f32 from vector<4xf32>
+            %dl1 = vector.extract %dot4[1] : f32 from vector<4xf32>
+            %dl2 = vector.extract %dot4[2] : f32 from vector<4xf32>
+            %dl3 = vector.extract %dot4[3] : f32 from vector<4xf32>
+            %s01 = arith.addf %dl0, %dl1 : f32
+            %s23 = arith.addf %dl2, %dl3 : f32
+            %s0123 = arith.addf %s01, %s23 : f32
+            scf.yield %s0123 : f32
           } else {
             scf.yield %ninf : f32
           }
@@ -644,15 +682,42 @@ module attributes {gpu.container_module} {
             %o_old = memref.load %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
             %o_sc = arith.mulf %o_old, %alpha : f32
             %sb = arith.muli %r, %c32 : index
-            %o_new = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %o_sc) -> (f32) {
-              %si = arith.addi %sb, %j : index
-              %pj = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
-              %vr = arith.muli %j, %hd : index
-              %vi = arith.addi %vr, %d : index
-              %vx = memref.load %vs[%vi] : memref<4096xf32, #gpu.address_space<workgroup>>
-              %acc2 = math.fma %pj, %vx, %acc : f32
-              scf.yield %acc2 : f32
+            // Four partial sums over the 32 keys (j = 0, 1, 2, 3 mod 4), added pairwise
+            // to the rescaled O: four independent fma chains.
+            %pv:4 = scf.for %j = %c0 to %c32 step %c4 iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero) -> (f32, f32, f32, f32) {
+              %si0 = arith.addi %sb, %j : index
+              %pj0 = memref.load %ss[%si0] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr0 = arith.muli %j, %hd : index
+              %vi0 = arith.addi %vr0, %d : index
+              %vx0 = memref.load %vs[%vi0] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %b0 = math.fma %pj0, %vx0, %a0 : f32
+              %ju1 = arith.addi %j, %c1 : index
+              %si1 = arith.addi %sb, %ju1 : index
+              %pj1 = memref.load %ss[%si1] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr1 = arith.muli %ju1, %hd : index
+              %vi1 = arith.addi %vr1, %d : index
+              %vx1 = memref.load %vs[%vi1] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %b1 = math.fma %pj1, %vx1, %a1 : f32
+              %ju2 = arith.addi %j, %c2 : index
+              %si2 = arith.addi %sb, %ju2 : index
+              %pj2 = memref.load %ss[%si2] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr2 = arith.muli %ju2, %hd : index
+              %vi2 = arith.addi %vr2, %d : index
+              %vx2 = memref.load %vs[%vi2] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %b2 = math.fma %pj2, %vx2, %a2 : f32
+              %ju3 = arith.addi %j, %c3 : index
+              %si3 = arith.addi %sb, %ju3 : index
+              %pj3 = memref.load %ss[%si3] : memref<256xf32, #gpu.address_space<workgroup>>
+              %vr3 = arith.muli %ju3, %hd : index
+              %vi3 = arith.addi %vr3, %d : index
+              %vx3 = memref.load %vs[%vi3] : memref<4096xf32, #gpu.address_space<workgroup>>
+              %b3 = math.fma %pj3, %vx3, %a3 : f32
+              scf.yield %b0, %b1, %b2, %b3 : f32, f32, f32, f32
             }
+            %p01 = arith.addf %pv#0, %pv#1 : f32
+            %p23 = arith.addf %pv#2, %pv#3 : f32
+            %p0123 = arith.addf %p01, %p23 : f32
+            %o_new = arith.addf %o_sc, %p0123 : f32
             memref.store %o_new, %os[%e] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }

@@ -172,6 +172,7 @@ module attributes {gpu.container_module} {
       %c896_index = arith.constant 896 : index
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
+      %c96_index = arith.constant 96 : index
       %c9_index = arith.constant 9 : index
       %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
@@ -203,7 +204,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c8_index : index
           %q = arith.remui %u, %c8_index : index
           %m1 = arith.muli %b, %c9_index : index
@@ -212,303 +213,611 @@ module attributes {gpu.container_module} {
           %a4 = arith.addi %a2, %c1_index : index
           %a5 = arith.addi %a4, %q : index
           %qv6 = memref.load %w[%a5] : memref<?xvector<4xi32>>
-          %hw7 = vector.extract %hd3[0] : i32 from vector<4xi32>
-          %hw8 = vector.extract %hd3[1] : i32 from vector<4xi32>
-          %hw9 = vector.extract %hd3[2] : i32 from vector<4xi32>
-          %hw10 = vector.extract %hd3[3] : i32 from vector<4xi32>
-          %h11 = arith.trunci %hw7 : i32 to i16
-          %h12 = arith.bitcast %h11 : i16 to f16
-          %h13 = arith.extf %h12 : f16 to f32
-          %s14 = arith.shrui %hw7, %c16_i32 : i32
-          %h15 = arith.trunci %s14 : i32 to i16
-          %h16 = arith.bitcast %h15 : i16 to f16
-          %h17 = arith.extf %h16 : f16 to f32
-          %p18 = arith.divui %q, %c2_index : index
-          %p19 = arith.remui %q, %c2_index : index
-          %n20 = arith.index_cast %p18 : index to i32
-          %lt21 = arith.cmpi ult, %n20, %c2_i32 : i32
-          %s22 = arith.shli %n20, %c1_i32 : i32
-          %a23 = arith.addi %s22, %c0_i32 : i32
-          %b24 = arith.andi %a23, %c3_i32 : i32
-          %s25 = arith.shli %b24, %c3_i32 : i32
-          %s26 = arith.shrui %hw8, %s25 : i32
-          %b27 = arith.andi %s26, %c255_i32 : i32
-          %s28 = arith.shrui %hw9, %s25 : i32
-          %b29 = arith.andi %s28, %c255_i32 : i32
-          %s30 = arith.shrui %hw10, %s25 : i32
-          %b31 = arith.andi %s30, %c255_i32 : i32
-          %b32 = arith.andi %b31, %c15_i32 : i32
-          %s33 = arith.shrui %b27, %c6_i32 : i32
-          %s34 = arith.shli %s33, %c4_i32 : i32
-          %o35 = arith.ori %b32, %s34 : i32
-          %s36 = arith.shrui %b31, %c4_i32 : i32
-          %s37 = arith.shrui %b29, %c6_i32 : i32
-          %s38 = arith.shli %s37, %c4_i32 : i32
-          %o39 = arith.ori %s36, %s38 : i32
-          %b40 = arith.andi %b27, %c63_i32 : i32
-          %sel41 = arith.select %lt21, %b40, %o35 : i32
-          %b42 = arith.andi %b29, %c63_i32 : i32
-          %sel43 = arith.select %lt21, %b42, %o39 : i32
-          %o44 = arith.ori %sel41, %c1258291200_i32 : i32
-          %q45 = arith.bitcast %o44 : i32 to f32
-          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
-          %f47 = arith.mulf %h13, %f46 : f32
-          %o48 = arith.ori %sel43, %c1258291200_i32 : i32
-          %q49 = arith.bitcast %o48 : i32 to f32
-          %f50 = arith.subf %q49, %c8p388608e06_f32 : f32
-          %f51 = arith.mulf %h17, %f50 : f32
-          %s52 = arith.shli %n20, %c1_i32 : i32
-          %a53 = arith.addi %s52, %c1_i32 : i32
-          %b54 = arith.andi %a53, %c3_i32 : i32
-          %s55 = arith.shli %b54, %c3_i32 : i32
-          %s56 = arith.shrui %hw8, %s55 : i32
-          %b57 = arith.andi %s56, %c255_i32 : i32
-          %s58 = arith.shrui %hw9, %s55 : i32
-          %b59 = arith.andi %s58, %c255_i32 : i32
-          %s60 = arith.shrui %hw10, %s55 : i32
-          %b61 = arith.andi %s60, %c255_i32 : i32
-          %b62 = arith.andi %b61, %c15_i32 : i32
-          %s63 = arith.shrui %b57, %c6_i32 : i32
-          %s64 = arith.shli %s63, %c4_i32 : i32
-          %o65 = arith.ori %b62, %s64 : i32
-          %s66 = arith.shrui %b61, %c4_i32 : i32
-          %s67 = arith.shrui %b59, %c6_i32 : i32
-          %s68 = arith.shli %s67, %c4_i32 : i32
-          %o69 = arith.ori %s66, %s68 : i32
-          %b70 = arith.andi %b57, %c63_i32 : i32
-          %sel71 = arith.select %lt21, %b70, %o65 : i32
-          %b72 = arith.andi %b59, %c63_i32 : i32
-          %sel73 = arith.select %lt21, %b72, %o69 : i32
-          %o74 = arith.ori %sel71, %c1258291200_i32 : i32
-          %q75 = arith.bitcast %o74 : i32 to f32
-          %f76 = arith.subf %q75, %c8p388608e06_f32 : f32
-          %f77 = arith.mulf %h13, %f76 : f32
-          %o78 = arith.ori %sel73, %c1258291200_i32 : i32
-          %q79 = arith.bitcast %o78 : i32 to f32
-          %f80 = arith.subf %q79, %c8p388608e06_f32 : f32
-          %f81 = arith.mulf %h17, %f80 : f32
-          %qw82 = vector.extract %qv6[0] : i32 from vector<4xi32>
-          %qw83 = vector.extract %qv6[1] : i32 from vector<4xi32>
-          %qw84 = vector.extract %qv6[2] : i32 from vector<4xi32>
-          %qw85 = vector.extract %qv6[3] : i32 from vector<4xi32>
-          %b86 = arith.andi %qw82, %c252645135_i32 : i32
-          %b87 = arith.andi %qw83, %c252645135_i32 : i32
-          %b88 = arith.andi %qw84, %c252645135_i32 : i32
-          %b89 = arith.andi %qw85, %c252645135_i32 : i32
-          %s90 = arith.shrui %qw82, %c4_i32 : i32
-          %b91 = arith.andi %s90, %c252645135_i32 : i32
-          %s92 = arith.shrui %qw83, %c4_i32 : i32
-          %b93 = arith.andi %s92, %c252645135_i32 : i32
-          %s94 = arith.shrui %qw84, %c4_i32 : i32
-          %b95 = arith.andi %s94, %c252645135_i32 : i32
-          %s96 = arith.shrui %qw85, %c4_i32 : i32
-          %b97 = arith.andi %s96, %c252645135_i32 : i32
-          %m98 = arith.muli %b, %c8_index : index
-          %m99 = arith.muli %p18, %c2_index : index
-          %a100 = arith.addi %m98, %m99 : index
-          %h0101 = arith.cmpi eq, %p19, %c0_index : index
-          %a102 = arith.addi %u, %c32_index : index
-          %vr103 = arith.cmpi ult, %a102, %units : index
-          %uc104 = arith.select %vr103, %a102, %u : index
-          %b_1 = arith.divui %uc104, %c8_index : index
-          %q_1 = arith.remui %uc104, %c8_index : index
-          %m105 = arith.muli %b_1, %c9_index : index
-          %a106 = arith.addi %rowbase, %m105 : index
-          %hd107 = memref.load %w[%a106] : memref<?xvector<4xi32>>
-          %a108 = arith.addi %a106, %c1_index : index
-          %a109 = arith.addi %a108, %q_1 : index
-          %qv110 = memref.load %w[%a109] : memref<?xvector<4xi32>>
-          %hw111 = vector.extract %hd107[0] : i32 from vector<4xi32>
-          %hw112 = vector.extract %hd107[1] : i32 from vector<4xi32>
-          %hw113 = vector.extract %hd107[2] : i32 from vector<4xi32>
-          %hw114 = vector.extract %hd107[3] : i32 from vector<4xi32>
-          %h115 = arith.trunci %hw111 : i32 to i16
-          %h116 = arith.bitcast %h115 : i16 to f16
-          %h117 = arith.extf %h116 : f16 to f32
-          %s118 = arith.shrui %hw111, %c16_i32 : i32
-          %h119 = arith.trunci %s118 : i32 to i16
-          %h120 = arith.bitcast %h119 : i16 to f16
-          %h121 = arith.extf %h120 : f16 to f32
-          %p122 = arith.divui %q_1, %c2_index : index
-          %p123 = arith.remui %q_1, %c2_index : index
-          %n124 = arith.index_cast %p122 : index to i32
-          %lt125 = arith.cmpi ult, %n124, %c2_i32 : i32
-          %s126 = arith.shli %n124, %c1_i32 : i32
-          %a127 = arith.addi %s126, %c0_i32 : i32
-          %b128 = arith.andi %a127, %c3_i32 : i32
-          %s129 = arith.shli %b128, %c3_i32 : i32
-          %s130 = arith.shrui %hw112, %s129 : i32
-          %b131 = arith.andi %s130, %c255_i32 : i32
-          %s132 = arith.shrui %hw113, %s129 : i32
-          %b133 = arith.andi %s132, %c255_i32 : i32
-          %s134 = arith.shrui %hw114, %s129 : i32
-          %b135 = arith.andi %s134, %c255_i32 : i32
-          %b136 = arith.andi %b135, %c15_i32 : i32
-          %s137 = arith.shrui %b131, %c6_i32 : i32
-          %s138 = arith.shli %s137, %c4_i32 : i32
-          %o139 = arith.ori %b136, %s138 : i32
-          %s140 = arith.shrui %b135, %c4_i32 : i32
-          %s141 = arith.shrui %b133, %c6_i32 : i32
-          %s142 = arith.shli %s141, %c4_i32 : i32
-          %o143 = arith.ori %s140, %s142 : i32
-          %b144 = arith.andi %b131, %c63_i32 : i32
-          %sel145 = arith.select %lt125, %b144, %o139 : i32
-          %b146 = arith.andi %b133, %c63_i32 : i32
-          %sel147 = arith.select %lt125, %b146, %o143 : i32
-          %o148 = arith.ori %sel145, %c1258291200_i32 : i32
-          %q149 = arith.bitcast %o148 : i32 to f32
-          %f150 = arith.subf %q149, %c8p388608e06_f32 : f32
-          %f151 = arith.mulf %h117, %f150 : f32
-          %o152 = arith.ori %sel147, %c1258291200_i32 : i32
-          %q153 = arith.bitcast %o152 : i32 to f32
-          %f154 = arith.subf %q153, %c8p388608e06_f32 : f32
-          %f155 = arith.mulf %h121, %f154 : f32
-          %s156 = arith.shli %n124, %c1_i32 : i32
-          %a157 = arith.addi %s156, %c1_i32 : i32
-          %b158 = arith.andi %a157, %c3_i32 : i32
-          %s159 = arith.shli %b158, %c3_i32 : i32
-          %s160 = arith.shrui %hw112, %s159 : i32
-          %b161 = arith.andi %s160, %c255_i32 : i32
-          %s162 = arith.shrui %hw113, %s159 : i32
-          %b163 = arith.andi %s162, %c255_i32 : i32
-          %s164 = arith.shrui %hw114, %s159 : i32
-          %b165 = arith.andi %s164, %c255_i32 : i32
-          %b166 = arith.andi %b165, %c15_i32 : i32
-          %s167 = arith.shrui %b161, %c6_i32 : i32
-          %s168 = arith.shli %s167, %c4_i32 : i32
-          %o169 = arith.ori %b166, %s168 : i32
-          %s170 = arith.shrui %b165, %c4_i32 : i32
-          %s171 = arith.shrui %b163, %c6_i32 : i32
-          %s172 = arith.shli %s171, %c4_i32 : i32
-          %o173 = arith.ori %s170, %s172 : i32
-          %b174 = arith.andi %b161, %c63_i32 : i32
-          %sel175 = arith.select %lt125, %b174, %o169 : i32
-          %b176 = arith.andi %b163, %c63_i32 : i32
-          %sel177 = arith.select %lt125, %b176, %o173 : i32
-          %o178 = arith.ori %sel175, %c1258291200_i32 : i32
-          %q179 = arith.bitcast %o178 : i32 to f32
-          %f180 = arith.subf %q179, %c8p388608e06_f32 : f32
-          %f181 = arith.mulf %h117, %f180 : f32
-          %o182 = arith.ori %sel177, %c1258291200_i32 : i32
-          %q183 = arith.bitcast %o182 : i32 to f32
-          %f184 = arith.subf %q183, %c8p388608e06_f32 : f32
-          %f185 = arith.mulf %h121, %f184 : f32
-          %qw186 = vector.extract %qv110[0] : i32 from vector<4xi32>
-          %qw187 = vector.extract %qv110[1] : i32 from vector<4xi32>
-          %qw188 = vector.extract %qv110[2] : i32 from vector<4xi32>
-          %qw189 = vector.extract %qv110[3] : i32 from vector<4xi32>
-          %b190 = arith.andi %qw186, %c252645135_i32 : i32
-          %b191 = arith.andi %qw187, %c252645135_i32 : i32
-          %b192 = arith.andi %qw188, %c252645135_i32 : i32
-          %b193 = arith.andi %qw189, %c252645135_i32 : i32
-          %s194 = arith.shrui %qw186, %c4_i32 : i32
-          %b195 = arith.andi %s194, %c252645135_i32 : i32
-          %s196 = arith.shrui %qw187, %c4_i32 : i32
-          %b197 = arith.andi %s196, %c252645135_i32 : i32
-          %s198 = arith.shrui %qw188, %c4_i32 : i32
-          %b199 = arith.andi %s198, %c252645135_i32 : i32
-          %s200 = arith.shrui %qw189, %c4_i32 : i32
-          %b201 = arith.andi %s200, %c252645135_i32 : i32
-          %m202 = arith.muli %b_1, %c8_index : index
-          %m203 = arith.muli %p122, %c2_index : index
-          %a204 = arith.addi %m202, %m203 : index
-          %h0205 = arith.cmpi eq, %p123, %c0_index : index
-          %m206 = arith.muli %t0, %K32 : index
-          %a207 = arith.addi %m206, %a100 : index
-          %m208 = arith.muli %a207, %c2_index : index
-          %a209 = arith.addi %m208, %p19 : index
-          %xq210 = memref.load %xq[%a209] : memref<?xvector<4xi32>>
-          %ds211 = memref.load %xds[%a207] : memref<?xvector<4xf32>>
-          %xw212 = vector.extract %xq210[0] : i32 from vector<4xi32>
-          %dp213 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b86, %xw212, %c0_i32 : (i32, i32, i32) -> i32
-          %xw214 = vector.extract %xq210[1] : i32 from vector<4xi32>
-          %dp215 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b87, %xw214, %dp213 : (i32, i32, i32) -> i32
-          %xw216 = vector.extract %xq210[2] : i32 from vector<4xi32>
-          %dp217 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b88, %xw216, %dp215 : (i32, i32, i32) -> i32
-          %xw218 = vector.extract %xq210[3] : i32 from vector<4xi32>
-          %dp219 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b89, %xw218, %dp217 : (i32, i32, i32) -> i32
-          %dx220 = vector.extract %ds211[0] : f32 from vector<4xf32>
-          %sx221 = vector.extract %ds211[1] : f32 from vector<4xf32>
-          %sx222 = vector.extract %ds211[2] : f32 from vector<4xf32>
-          %sel223 = arith.select %h0101, %sx221, %sx222 : f32
-          %af224 = arith.sitofp %dp219 : i32 to f32
-          %f225 = arith.mulf %f47, %dx220 : f32
-          %f226 = arith.mulf %f225, %af224 : f32
-          %f227 = arith.mulf %f51, %sel223 : f32
-          %f228 = arith.subf %f226, %f227 : f32
-          %a229 = arith.addi %a207, %c1_index : index
-          %m230 = arith.muli %a229, %c2_index : index
-          %a231 = arith.addi %m230, %p19 : index
-          %xq232 = memref.load %xq[%a231] : memref<?xvector<4xi32>>
-          %ds233 = memref.load %xds[%a229] : memref<?xvector<4xf32>>
-          %xw234 = vector.extract %xq232[0] : i32 from vector<4xi32>
-          %dp235 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b91, %xw234, %c0_i32 : (i32, i32, i32) -> i32
-          %xw236 = vector.extract %xq232[1] : i32 from vector<4xi32>
-          %dp237 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b93, %xw236, %dp235 : (i32, i32, i32) -> i32
-          %xw238 = vector.extract %xq232[2] : i32 from vector<4xi32>
-          %dp239 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b95, %xw238, %dp237 : (i32, i32, i32) -> i32
-          %xw240 = vector.extract %xq232[3] : i32 from vector<4xi32>
-          %dp241 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b97, %xw240, %dp239 : (i32, i32, i32) -> i32
-          %dx242 = vector.extract %ds233[0] : f32 from vector<4xf32>
-          %sx243 = vector.extract %ds233[1] : f32 from vector<4xf32>
-          %sx244 = vector.extract %ds233[2] : f32 from vector<4xf32>
-          %sel245 = arith.select %h0101, %sx243, %sx244 : f32
-          %af246 = arith.sitofp %dp241 : i32 to f32
-          %f247 = arith.mulf %f77, %dx242 : f32
-          %f248 = arith.mulf %f247, %af246 : f32
-          %f249 = arith.mulf %f81, %sel245 : f32
-          %f250 = arith.subf %f248, %f249 : f32
-          %f251 = arith.addf %f228, %f250 : f32
-          %f252 = arith.addf %sacc, %f251 : f32
-          %m253 = arith.muli %t0, %K32 : index
-          %a254 = arith.addi %m253, %a204 : index
-          %m255 = arith.muli %a254, %c2_index : index
-          %a256 = arith.addi %m255, %p123 : index
-          %xq257 = memref.load %xq[%a256] : memref<?xvector<4xi32>>
-          %ds258 = memref.load %xds[%a254] : memref<?xvector<4xf32>>
-          %xw259 = vector.extract %xq257[0] : i32 from vector<4xi32>
-          %dp260 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b190, %xw259, %c0_i32 : (i32, i32, i32) -> i32
-          %xw261 = vector.extract %xq257[1] : i32 from vector<4xi32>
-          %dp262 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b191, %xw261, %dp260 : (i32, i32, i32) -> i32
-          %xw263 = vector.extract %xq257[2] : i32 from vector<4xi32>
-          %dp264 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b192, %xw263, %dp262 : (i32, i32, i32) -> i32
-          %xw265 = vector.extract %xq257[3] : i32 from vector<4xi32>
-          %dp266 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b193, %xw265, %dp264 : (i32, i32, i32) -> i32
-          %dx267 = vector.extract %ds258[0] : f32 from vector<4xf32>
-          %sx268 = vector.extract %ds258[1] : f32 from vector<4xf32>
-          %sx269 = vector.extract %ds258[2] : f32 from vector<4xf32>
-          %sel270 = arith.select %h0205, %sx268, %sx269 : f32
-          %af271 = arith.sitofp %dp266 : i32 to f32
-          %f272 = arith.mulf %f151, %dx267 : f32
-          %f273 = arith.mulf %f272, %af271 : f32
-          %f274 = arith.mulf %f155, %sel270 : f32
-          %f275 = arith.subf %f273, %f274 : f32
-          %a276 = arith.addi %a254, %c1_index : index
-          %m277 = arith.muli %a276, %c2_index : index
-          %a278 = arith.addi %m277, %p123 : index
-          %xq279 = memref.load %xq[%a278] : memref<?xvector<4xi32>>
-          %ds280 = memref.load %xds[%a276] : memref<?xvector<4xf32>>
-          %xw281 = vector.extract %xq279[0] : i32 from vector<4xi32>
-          %dp282 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b195, %xw281, %c0_i32 : (i32, i32, i32) -> i32
-          %xw283 = vector.extract %xq279[1] : i32 from vector<4xi32>
-          %dp284 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b197, %xw283, %dp282 : (i32, i32, i32) -> i32
-          %xw285 = vector.extract %xq279[2] : i32 from vector<4xi32>
-          %dp286 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b199, %xw285, %dp284 : (i32, i32, i32) -> i32
-          %xw287 = vector.extract %xq279[3] : i32 from vector<4xi32>
-          %dp288 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b201, %xw287, %dp286 : (i32, i32, i32) -> i32
-          %dx289 = vector.extract %ds280[0] : f32 from vector<4xf32>
-          %sx290 = vector.extract %ds280[1] : f32 from vector<4xf32>
-          %sx291 = vector.extract %ds280[2] : f32 from vector<4xf32>
-          %sel292 = arith.select %h0205, %sx290, %sx291 : f32
-          %af293 = arith.sitofp %dp288 : i32 to f32
-          %f294 = arith.mulf %f181, %dx289 : f32
-          %f295 = arith.mulf %f294, %af293 : f32
-          %f296 = arith.mulf %f185, %sel292 : f32
-          %f297 = arith.subf %f295, %f296 : f32
-          %f298 = arith.addf %f275, %f297 : f32
-          %sel299 = arith.select %vr103, %f298, %c0p0_f32 : f32
-          %f300 = arith.addf %f252, %sel299 : f32
-          scf.yield %f300 : f32
+          %a7 = arith.addi %u, %c32_index : index
+          %vr8 = arith.cmpi ult, %a7, %units : index
+          %uc9 = arith.select %vr8, %a7, %u : index
+          %b_1 = arith.divui %uc9, %c8_index : index
+          %q_1 = arith.remui %uc9, %c8_index : index
+          %m10 = arith.muli %b_1, %c9_index : index
+          %a11 = arith.addi %rowbase, %m10 : index
+          %hd12 = memref.load %w[%a11] : memref<?xvector<4xi32>>
+          %a13 = arith.addi %a11, %c1_index : index
+          %a14 = arith.addi %a13, %q_1 : index
+          %qv15 = memref.load %w[%a14] : memref<?xvector<4xi32>>
+          %a16 = arith.addi %u, %c64_index : index
+          %vr17 = arith.cmpi ult, %a16, %units : index
+          %uc18 = arith.select %vr17, %a16, %u : index
+          %b_2 = arith.divui %uc18, %c8_index : index
+          %q_2 = arith.remui %uc18, %c8_index : index
+          %m19 = arith.muli %b_2, %c9_index : index
+          %a20 = arith.addi %rowbase, %m19 : index
+          %hd21 = memref.load %w[%a20] : memref<?xvector<4xi32>>
+          %a22 = arith.addi %a20, %c1_index : index
+          %a23 = arith.addi %a22, %q_2 : index
+          %qv24 = memref.load %w[%a23] : memref<?xvector<4xi32>>
+          %a25 = arith.addi %u, %c96_index : index
+          %vr26 = arith.cmpi ult, %a25, %units : index
+          %uc27 = arith.select %vr26, %a25, %u : index
+          %b_3 = arith.divui %uc27, %c8_index : index
+          %q_3 = arith.remui %uc27, %c8_index : index
+          %m28 = arith.muli %b_3, %c9_index : index
+          %a29 = arith.addi %rowbase, %m28 : index
+          %hd30 = memref.load %w[%a29] : memref<?xvector<4xi32>>
+          %a31 = arith.addi %a29, %c1_index : index
+          %a32 = arith.addi %a31, %q_3 : index
+          %qv33 = memref.load %w[%a32] : memref<?xvector<4xi32>>
+          %hw34 = vector.extract %hd3[0] : i32 from vector<4xi32>
+          %hw35 = vector.extract %hd3[1] : i32 from vector<4xi32>
+          %hw36 = vector.extract %hd3[2] : i32 from vector<4xi32>
+          %hw37 = vector.extract %hd3[3] : i32 from vector<4xi32>
+          %h38 = arith.trunci %hw34 : i32 to i16
+          %h39 = arith.bitcast %h38 : i16 to f16
+          %h40 = arith.extf %h39 : f16 to f32
+          %s41 = arith.shrui %hw34, %c16_i32 : i32
+          %h42 = arith.trunci %s41 : i32 to i16
+          %h43 = arith.bitcast %h42 : i16 to f16
+          %h44 = arith.extf %h43 : f16 to f32
+          %p45 = arith.divui %q, %c2_index : index
+          %p46 = arith.remui %q, %c2_index : index
+          %n47 = arith.index_cast %p45 : index to i32
+          %lt48 = arith.cmpi ult, %n47, %c2_i32 : i32
+          %s49 = arith.shli %n47, %c1_i32 : i32
+          %a50 = arith.addi %s49, %c0_i32 : i32
+          %b51 = arith.andi %a50, %c3_i32 : i32
+          %s52 = arith.shli %b51, %c3_i32 : i32
+          %s53 = arith.shrui %hw35, %s52 : i32
+          %b54 = arith.andi %s53, %c255_i32 : i32
+          %s55 = arith.shrui %hw36, %s52 : i32
+          %b56 = arith.andi %s55, %c255_i32 : i32
+          %s57 = arith.shrui %hw37, %s52 : i32
+          %b58 = arith.andi %s57, %c255_i32 : i32
+          %b59 = arith.andi %b58, %c15_i32 : i32
+          %s60 = arith.shrui %b54, %c6_i32 : i32
+          %s61 = arith.shli %s60, %c4_i32 : i32
+          %o62 = arith.ori %b59, %s61 : i32
+          %s63 = arith.shrui %b58, %c4_i32 : i32
+          %s64 = arith.shrui %b56, %c6_i32 : i32
+          %s65 = arith.shli %s64, %c4_i32 : i32
+          %o66 = arith.ori %s63, %s65 : i32
+          %b67 = arith.andi %b54, %c63_i32 : i32
+          %sel68 = arith.select %lt48, %b67, %o62 : i32
+          %b69 = arith.andi %b56, %c63_i32 : i32
+          %sel70 = arith.select %lt48, %b69, %o66 : i32
+          %o71 = arith.ori %sel68, %c1258291200_i32 : i32
+          %q72 = arith.bitcast %o71 : i32 to f32
+          %f73 = arith.subf %q72, %c8p388608e06_f32 : f32
+          %f74 = arith.mulf %h40, %f73 : f32
+          %o75 = arith.ori %sel70, %c1258291200_i32 : i32
+          %q76 = arith.bitcast %o75 : i32 to f32
+          %f77 = arith.subf %q76, %c8p388608e06_f32 : f32
+          %f78 = arith.mulf %h44, %f77 : f32
+          %s79 = arith.shli %n47, %c1_i32 : i32
+          %a80 = arith.addi %s79, %c1_i32 : i32
+          %b81 = arith.andi %a80, %c3_i32 : i32
+          %s82 = arith.shli %b81, %c3_i32 : i32
+          %s83 = arith.shrui %hw35, %s82 : i32
+          %b84 = arith.andi %s83, %c255_i32 : i32
+          %s85 = arith.shrui %hw36, %s82 : i32
+          %b86 = arith.andi %s85, %c255_i32 : i32
+          %s87 = arith.shrui %hw37, %s82 : i32
+          %b88 = arith.andi %s87, %c255_i32 : i32
+          %b89 = arith.andi %b88, %c15_i32 : i32
+          %s90 = arith.shrui %b84, %c6_i32 : i32
+          %s91 = arith.shli %s90, %c4_i32 : i32
+          %o92 = arith.ori %b89, %s91 : i32
+          %s93 = arith.shrui %b88, %c4_i32 : i32
+          %s94 = arith.shrui %b86, %c6_i32 : i32
+          %s95 = arith.shli %s94, %c4_i32 : i32
+          %o96 = arith.ori %s93, %s95 : i32
+          %b97 = arith.andi %b84, %c63_i32 : i32
+          %sel98 = arith.select %lt48, %b97, %o92 : i32
+          %b99 = arith.andi %b86, %c63_i32 : i32
+          %sel100 = arith.select %lt48, %b99, %o96 : i32
+          %o101 = arith.ori %sel98, %c1258291200_i32 : i32
+          %q102 = arith.bitcast %o101 : i32 to f32
+          %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
+          %f104 = arith.mulf %h40, %f103 : f32
+          %o105 = arith.ori %sel100, %c1258291200_i32 : i32
+          %q106 = arith.bitcast %o105 : i32 to f32
+          %f107 = arith.subf %q106, %c8p388608e06_f32 : f32
+          %f108 = arith.mulf %h44, %f107 : f32
+          %qw109 = vector.extract %qv6[0] : i32 from vector<4xi32>
+          %qw110 = vector.extract %qv6[1] : i32 from vector<4xi32>
+          %qw111 = vector.extract %qv6[2] : i32 from vector<4xi32>
+          %qw112 = vector.extract %qv6[3] : i32 from vector<4xi32>
+          %b113 = arith.andi %qw109, %c252645135_i32 : i32
+          %b114 = arith.andi %qw110, %c252645135_i32 : i32
+          %b115 = arith.andi %qw111, %c252645135_i32 : i32
+          %b116 = arith.andi %qw112, %c252645135_i32 : i32
+          %s117 = arith.shrui %qw109, %c4_i32 : i32
+          %b118 = arith.andi %s117, %c252645135_i32 : i32
+          %s119 = arith.shrui %qw110, %c4_i32 : i32
+          %b120 = arith.andi %s119, %c252645135_i32 : i32
+          %s121 = arith.shrui %qw111, %c4_i32 : i32
+          %b122 = arith.andi %s121, %c252645135_i32 : i32
+          %s123 = arith.shrui %qw112, %c4_i32 : i32
+          %b124 = arith.andi %s123, %c252645135_i32 : i32
+          %m125 = arith.muli %b, %c8_index : index
+          %m126 = arith.muli %p45, %c2_index : index
+          %a127 = arith.addi %m125, %m126 : index
+          %h0128 = arith.cmpi eq, %p46, %c0_index : index
+          %m129 = arith.muli %t0, %K32 : index
+          %a130 = arith.addi %m129, %a127 : index
+          %m131 = arith.muli %a130, %c2_index : index
+          %a132 = arith.addi %m131, %p46 : index
+          %xq133 = memref.load %xq[%a132] : memref<?xvector<4xi32>>
+          %ds134 = memref.load %xds[%a130] : memref<?xvector<4xf32>>
+          %xw135 = vector.extract %xq133[0] : i32 from vector<4xi32>
+          %dp136 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b113, %xw135, %c0_i32 : (i32, i32, i32) -> i32
+          %xw137 = vector.extract %xq133[1] : i32 from vector<4xi32>
+          %dp138 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b114, %xw137, %dp136 : (i32, i32, i32) -> i32
+          %xw139 = vector.extract %xq133[2] : i32 from vector<4xi32>
+          %dp140 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b115, %xw139, %dp138 : (i32, i32, i32) -> i32
+          %xw141 = vector.extract %xq133[3] : i32 from vector<4xi32>
+          %dp142 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b116, %xw141, %dp140 : (i32, i32, i32) -> i32
+          %dx143 = vector.extract %ds134[0] : f32 from vector<4xf32>
+          %sx144 = vector.extract %ds134[1] : f32 from vector<4xf32>
+          %sx145 = vector.extract %ds134[2] : f32 from vector<4xf32>
+          %sel146 = arith.select %h0128, %sx144, %sx145 : f32
+          %af147 = arith.sitofp %dp142 : i32 to f32
+          %f148 = arith.mulf %f74, %dx143 : f32
+          %f149 = arith.mulf %f148, %af147 : f32
+          %f150 = arith.mulf %f78, %sel146 : f32
+          %f151 = arith.subf %f149, %f150 : f32
+          %a152 = arith.addi %a130, %c1_index : index
+          %m153 = arith.muli %a152, %c2_index : index
+          %a154 = arith.addi %m153, %p46 : index
+          %xq155 = memref.load %xq[%a154] : memref<?xvector<4xi32>>
+          %ds156 = memref.load %xds[%a152] : memref<?xvector<4xf32>>
+          %xw157 = vector.extract %xq155[0] : i32 from vector<4xi32>
+          %dp158 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b118, %xw157, %c0_i32 : (i32, i32, i32) -> i32
+          %xw159 = vector.extract %xq155[1] : i32 from vector<4xi32>
+          %dp160 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b120, %xw159, %dp158 : (i32, i32, i32) -> i32
+          %xw161 = vector.extract %xq155[2] : i32 from vector<4xi32>
+          %dp162 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b122, %xw161, %dp160 : (i32, i32, i32) -> i32
+          %xw163 = vector.extract %xq155[3] : i32 from vector<4xi32>
+          %dp164 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b124, %xw163, %dp162 : (i32, i32, i32) -> i32
+          %dx165 = vector.extract %ds156[0] : f32 from vector<4xf32>
+          %sx166 = vector.extract %ds156[1] : f32 from vector<4xf32>
+          %sx167 = vector.extract %ds156[2] : f32 from vector<4xf32>
+          %sel168 = arith.select %h0128, %sx166, %sx167 : f32
+          %af169 = arith.sitofp %dp164 : i32 to f32
+          %f170 = arith.mulf %f104, %dx165 : f32
+          %f171 = arith.mulf %f170, %af169 : f32
+          %f172 = arith.mulf %f108, %sel168 : f32
+          %f173 = arith.subf %f171, %f172 : f32
+          %f174 = arith.addf %f151, %f173 : f32
+          %f175 = arith.addf %sacc, %f174 : f32
+          %hw176 = vector.extract %hd12[0] : i32 from vector<4xi32>
+          %hw177 = vector.extract %hd12[1] : i32 from vector<4xi32>
+          %hw178 = vector.extract %hd12[2] : i32 from vector<4xi32>
+          %hw179 = vector.extract %hd12[3] : i32 from vector<4xi32>
+          %h180 = arith.trunci %hw176 : i32 to i16
+          %h181 = arith.bitcast %h180 : i16 to f16
+          %h182 = arith.extf %h181 : f16 to f32
+          %s183 = arith.shrui %hw176, %c16_i32 : i32
+          %h184 = arith.trunci %s183 : i32 to i16
+          %h185 = arith.bitcast %h184 : i16 to f16
+          %h186 = arith.extf %h185 : f16 to f32
+          %p187 = arith.divui %q_1, %c2_index : index
+          %p188 = arith.remui %q_1, %c2_index : index
+          %n189 = arith.index_cast %p187 : index to i32
+          %lt190 = arith.cmpi ult, %n189, %c2_i32 : i32
+          %s191 = arith.shli %n189, %c1_i32 : i32
+          %a192 = arith.addi %s191, %c0_i32 : i32
+          %b193 = arith.andi %a192, %c3_i32 : i32
+          %s194 = arith.shli %b193, %c3_i32 : i32
+          %s195 = arith.shrui %hw177, %s194 : i32
+          %b196 = arith.andi %s195, %c255_i32 : i32
+          %s197 = arith.shrui %hw178, %s194 : i32
+          %b198 = arith.andi %s197, %c255_i32 : i32
+          %s199 = arith.shrui %hw179, %s194 : i32
+          %b200 = arith.andi %s199, %c255_i32 : i32
+          %b201 = arith.andi %b200, %c15_i32 : i32
+          %s202 = arith.shrui %b196, %c6_i32 : i32
+          %s203 = arith.shli %s202, %c4_i32 : i32
+          %o204 = arith.ori %b201, %s203 : i32
+          %s205 = arith.shrui %b200, %c4_i32 : i32
+          %s206 = arith.shrui %b198, %c6_i32 : i32
+          %s207 = arith.shli %s206, %c4_i32 : i32
+          %o208 = arith.ori %s205, %s207 : i32
+          %b209 = arith.andi %b196, %c63_i32 : i32
+          %sel210 = arith.select %lt190, %b209, %o204 : i32
+          %b211 = arith.andi %b198, %c63_i32 : i32
+          %sel212 = arith.select %lt190, %b211, %o208 : i32
+          %o213 = arith.ori %sel210, %c1258291200_i32 : i32
+          %q214 = arith.bitcast %o213 : i32 to f32
+          %f215 = arith.subf %q214, %c8p388608e06_f32 : f32
+          %f216 = arith.mulf %h182, %f215 : f32
+          %o217 = arith.ori %sel212, %c1258291200_i32 : i32
+          %q218 = arith.bitcast %o217 : i32 to f32
+          %f219 = arith.subf %q218, %c8p388608e06_f32 : f32
+          %f220 = arith.mulf %h186, %f219 : f32
+          %s221 = arith.shli %n189, %c1_i32 : i32
+          %a222 = arith.addi %s221, %c1_i32 : i32
+          %b223 = arith.andi %a222, %c3_i32 : i32
+          %s224 = arith.shli %b223, %c3_i32 : i32
+          %s225 = arith.shrui %hw177, %s224 : i32
+          %b226 = arith.andi %s225, %c255_i32 : i32
+          %s227 = arith.shrui %hw178, %s224 : i32
+          %b228 = arith.andi %s227, %c255_i32 : i32
+          %s229 = arith.shrui %hw179, %s224 : i32
+          %b230 = arith.andi %s229, %c255_i32 : i32
+          %b231 = arith.andi %b230, %c15_i32 : i32
+          %s232 = arith.shrui %b226, %c6_i32 : i32
+          %s233 = arith.shli %s232, %c4_i32 : i32
+          %o234 = arith.ori %b231, %s233 : i32
+          %s235 = arith.shrui %b230, %c4_i32 : i32
+          %s236 = arith.shrui %b228, %c6_i32 : i32
+          %s237 = arith.shli %s236, %c4_i32 : i32
+          %o238 = arith.ori %s235, %s237 : i32
+          %b239 = arith.andi %b226, %c63_i32 : i32
+          %sel240 = arith.select %lt190, %b239, %o234 : i32
+          %b241 = arith.andi %b228, %c63_i32 : i32
+          %sel242 = arith.select %lt190, %b241, %o238 : i32
+          %o243 = arith.ori %sel240, %c1258291200_i32 : i32
+          %q244 = arith.bitcast %o243 : i32 to f32
+          %f245 = arith.subf %q244, %c8p388608e06_f32 : f32
+          %f246 = arith.mulf %h182, %f245 : f32
+          %o247 = arith.ori %sel242, %c1258291200_i32 : i32
+          %q248 = arith.bitcast %o247 : i32 to f32
+          %f249 = arith.subf %q248, %c8p388608e06_f32 : f32
+          %f250 = arith.mulf %h186, %f249 : f32
+          %qw251 = vector.extract %qv15[0] : i32 from vector<4xi32>
+          %qw252 = vector.extract %qv15[1] : i32 from vector<4xi32>
+          %qw253 = vector.extract %qv15[2] : i32 from vector<4xi32>
+          %qw254 = vector.extract %qv15[3] : i32 from vector<4xi32>
+          %b255 = arith.andi %qw251, %c252645135_i32 : i32
+          %b256 = arith.andi %qw252, %c252645135_i32 : i32
+          %b257 = arith.andi %qw253, %c252645135_i32 : i32
+          %b258 = arith.andi %qw254, %c252645135_i32 : i32
+          %s259 = arith.shrui %qw251, %c4_i32 : i32
+          %b260 = arith.andi %s259, %c252645135_i32 : i32
+          %s261 = arith.shrui %qw252, %c4_i32 : i32
+          %b262 = arith.andi %s261, %c252645135_i32 : i32
+          %s263 = arith.shrui %qw253, %c4_i32 : i32
+          %b264 = arith.andi %s263, %c252645135_i32 : i32
+          %s265 = arith.shrui %qw254, %c4_i32 : i32
+          %b266 = arith.andi %s265, %c252645135_i32 : i32
+          %m267 = arith.muli %b_1, %c8_index : index
+          %m268 = arith.muli %p187, %c2_index : index
+          %a269 = arith.addi %m267, %m268 : index
+          %h0270 = arith.cmpi eq, %p188, %c0_index : index
+          %m271 = arith.muli %t0, %K32 : index
+          %a272 = arith.addi %m271, %a269 : index
+          %m273 = arith.muli %a272, %c2_index : index
+          %a274 = arith.addi %m273, %p188 : index
+          %xq275 = memref.load %xq[%a274] : memref<?xvector<4xi32>>
+          %ds276 = memref.load %xds[%a272] : memref<?xvector<4xf32>>
+          %xw277 = vector.extract %xq275[0] : i32 from vector<4xi32>
+          %dp278 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b255, %xw277, %c0_i32 : (i32, i32, i32) -> i32
+          %xw279 = vector.extract %xq275[1] : i32 from vector<4xi32>
+          %dp280 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b256, %xw279, %dp278 : (i32, i32, i32) -> i32
+          %xw281 = vector.extract %xq275[2] : i32 from vector<4xi32>
+          %dp282 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b257, %xw281, %dp280 : (i32, i32, i32) -> i32
+          %xw283 = vector.extract %xq275[3] : i32 from vector<4xi32>
+          %dp284 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b258, %xw283, %dp282 : (i32, i32, i32) -> i32
+          %dx285 = vector.extract %ds276[0] : f32 from vector<4xf32>
+          %sx286 = vector.extract %ds276[1] : f32 from vector<4xf32>
+          %sx287 = vector.extract %ds276[2] : f32 from vector<4xf32>
+          %sel288 = arith.select %h0270, %sx286, %sx287 : f32
+          %af289 = arith.sitofp %dp284 : i32 to f32
+          %f290 = arith.mulf %f216, %dx285 : f32
+          %f291 = arith.mulf %f290, %af289 : f32
+          %f292 = arith.mulf %f220, %sel288 : f32
+          %f293 = arith.subf %f291, %f292 : f32
+          %a294 = arith.addi %a272, %c1_index : index
+          %m295 = arith.muli %a294, %c2_index : index
+          %a296 = arith.addi %m295, %p188 : index
+          %xq297 = memref.load %xq[%a296] : memref<?xvector<4xi32>>
+          %ds298 = memref.load %xds[%a294] : memref<?xvector<4xf32>>
+          %xw299 = vector.extract %xq297[0] : i32 from vector<4xi32>
+          %dp300 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b260, %xw299, %c0_i32 : (i32, i32, i32) -> i32
+          %xw301 = vector.extract %xq297[1] : i32 from vector<4xi32>
+          %dp302 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b262, %xw301, %dp300 : (i32, i32, i32) -> i32
+          %xw303 = vector.extract %xq297[2] : i32 from vector<4xi32>
+          %dp304 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b264, %xw303, %dp302 : (i32, i32, i32) -> i32
+          %xw305 = vector.extract %xq297[3] : i32 from vector<4xi32>
+          %dp306 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b266, %xw305, %dp304 : (i32, i32, i32) -> i32
+          %dx307 = vector.extract %ds298[0] : f32 from vector<4xf32>
+          %sx308 = vector.extract %ds298[1] : f32 from vector<4xf32>
+          %sx309 = vector.extract %ds298[2] : f32 from vector<4xf32>
+          %sel310 = arith.select %h0270, %sx308, %sx309 : f32
+          %af311 = arith.sitofp %dp306 : i32 to f32
+          %f312 = arith.mulf %f246, %dx307 : f32
+          %f313 = arith.mulf %f312, %af311 : f32
+          %f314 = arith.mulf %f250, %sel310 : f32
+          %f315 = arith.subf %f313, %f314 : f32
+          %f316 = arith.addf %f293, %f315 : f32
+          %sel317 = arith.select %vr8, %f316, %c0p0_f32 : f32
+          %f318 = arith.addf %f175, %sel317 : f32
+          %hw319 = vector.extract %hd21[0] : i32 from vector<4xi32>
+          %hw320 = vector.extract %hd21[1] : i32 from vector<4xi32>
+          %hw321 = vector.extract %hd21[2] : i32 from vector<4xi32>
+          %hw322 = vector.extract %hd21[3] : i32 from vector<4xi32>
+          %h323 = arith.trunci %hw319 : i32 to i16
+          %h324 = arith.bitcast %h323 : i16 to f16
+          %h325 = arith.extf %h324 : f16 to f32
+          %s326 = arith.shrui %hw319, %c16_i32 : i32
+          %h327 = arith.trunci %s326 : i32 to i16
+          %h328 = arith.bitcast %h327 : i16 to f16
+          %h329 = arith.extf %h328 : f16 to f32
+          %p330 = arith.divui %q_2, %c2_index : index
+          %p331 = arith.remui %q_2, %c2_index : index
+          %n332 = arith.index_cast %p330 : index to i32
+          %lt333 = arith.cmpi ult, %n332, %c2_i32 : i32
+          %s334 = arith.shli %n332, %c1_i32 : i32
+          %a335 = arith.addi %s334, %c0_i32 : i32
+          %b336 = arith.andi %a335, %c3_i32 : i32
+          %s337 = arith.shli %b336, %c3_i32 : i32
+          %s338 = arith.shrui %hw320, %s337 : i32
+          %b339 = arith.andi %s338, %c255_i32 : i32
+          %s340 = arith.shrui %hw321, %s337 : i32
+          %b341 = arith.andi %s340, %c255_i32 : i32
+          %s342 = arith.shrui %hw322, %s337 : i32
+          %b343 = arith.andi %s342, %c255_i32 : i32
+          %b344 = arith.andi %b343, %c15_i32 : i32
+          %s345 = arith.shrui %b339, %c6_i32 : i32
+          %s346 = arith.shli %s345, %c4_i32 : i32
+          %o347 = arith.ori %b344, %s346 : i32
+          %s348 = arith.shrui %b343, %c4_i32 : i32
+          %s349 = arith.shrui %b341, %c6_i32 : i32
+          %s350 = arith.shli %s349, %c4_i32 : i32
+          %o351 = arith.ori %s348, %s350 : i32
+          %b352 = arith.andi %b339, %c63_i32 : i32
+          %sel353 = arith.select %lt333, %b352, %o347 : i32
+          %b354 = arith.andi %b341, %c63_i32 : i32
+          %sel355 = arith.select %lt333, %b354, %o351 : i32
+          %o356 = arith.ori %sel353, %c1258291200_i32 : i32
+          %q357 = arith.bitcast %o356 : i32 to f32
+          %f358 = arith.subf %q357, %c8p388608e06_f32 : f32
+          %f359 = arith.mulf %h325, %f358 : f32
+          %o360 = arith.ori %sel355, %c1258291200_i32 : i32
+          %q361 = arith.bitcast %o360 : i32 to f32
+          %f362 = arith.subf %q361, %c8p388608e06_f32 : f32
+          %f363 = arith.mulf %h329, %f362 : f32
+          %s364 = arith.shli %n332, %c1_i32 : i32
+          %a365 = arith.addi %s364, %c1_i32 : i32
+          %b366 = arith.andi %a365, %c3_i32 : i32
+          %s367 = arith.shli %b366, %c3_i32 : i32
+          %s368 = arith.shrui %hw320, %s367 : i32
+          %b369 = arith.andi %s368, %c255_i32 : i32
+          %s370 = arith.shrui %hw321, %s367 : i32
+          %b371 = arith.andi %s370, %c255_i32 : i32
+          %s372 = arith.shrui %hw322, %s367 : i32
+          %b373 = arith.andi %s372, %c255_i32 : i32
+          %b374 = arith.andi %b373, %c15_i32 : i32
+          %s375 = arith.shrui %b369, %c6_i32 : i32
+          %s376 = arith.shli %s375, %c4_i32 : i32
+          %o377 = arith.ori %b374, %s376 : i32
+          %s378 = arith.shrui %b373, %c4_i32 : i32
+          %s379 = arith.shrui %b371, %c6_i32 : i32
+          %s380 = arith.shli %s379, %c4_i32 : i32
+          %o381 = arith.ori %s378, %s380 : i32
+          %b382 = arith.andi %b369, %c63_i32 : i32
+          %sel383 = arith.select %lt333, %b382, %o377 : i32
+          %b384 = arith.andi %b371, %c63_i32 : i32
+          %sel385 = arith.select %lt333, %b384, %o381 : i32
+          %o386 = arith.ori %sel383, %c1258291200_i32 : i32
+          %q387 = arith.bitcast %o386 : i32 to f32
+          %f388 = arith.subf %q387, %c8p388608e06_f32 : f32
+          %f389 = arith.mulf %h325, %f388 : f32
+          %o390 = arith.ori %sel385, %c1258291200_i32 : i32
+          %q391 = arith.bitcast %o390 : i32 to f32
+          %f392 = arith.subf %q391, %c8p388608e06_f32 : f32
+          %f393 = arith.mulf %h329, %f392 : f32
+          %qw394 = vector.extract %qv24[0] : i32 from vector<4xi32>
+          %qw395 = vector.extract %qv24[1] : i32 from vector<4xi32>
+          %qw396 = vector.extract %qv24[2] : i32 from vector<4xi32>
+          %qw397 = vector.extract %qv24[3] : i32 from vector<4xi32>
+          %b398 = arith.andi %qw394, %c252645135_i32 : i32
+          %b399 = arith.andi %qw395, %c252645135_i32 : i32
+          %b400 = arith.andi %qw396, %c252645135_i32 : i32
+          %b401 = arith.andi %qw397, %c252645135_i32 : i32
+          %s402 = arith.shrui %qw394, %c4_i32 : i32
+          %b403 = arith.andi %s402, %c252645135_i32 : i32
+          %s404 = arith.shrui %qw395, %c4_i32 : i32
+          %b405 = arith.andi %s404, %c252645135_i32 : i32
+          %s406 = arith.shrui %qw396, %c4_i32 : i32
+          %b407 = arith.andi %s406, %c252645135_i32 : i32
+          %s408 = arith.shrui %qw397, %c4_i32 : i32
+          %b409 = arith.andi %s408, %c252645135_i32 : i32
+          %m410 = arith.muli %b_2, %c8_index : index
+          %m411 = arith.muli %p330, %c2_index : index
+          %a412 = arith.addi %m410, %m411 : index
+          %h0413 = arith.cmpi eq, %p331, %c0_index : index
+          %m414 = arith.muli %t0, %K32 : index
+          %a415 = arith.addi %m414, %a412 : index
+          %m416 = arith.muli %a415, %c2_index : index
+          %a417 = arith.addi %m416, %p331 : index
+          %xq418 = memref.load %xq[%a417] : memref<?xvector<4xi32>>
+          %ds419 = memref.load %xds[%a415] : memref<?xvector<4xf32>>
+          %xw420 = vector.extract %xq418[0] : i32 from vector<4xi32>
+          %dp421 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b398, %xw420, %c0_i32 : (i32, i32, i32) -> i32
+          %xw422 = vector.extract %xq418[1] : i32 from vector<4xi32>
+          %dp423 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b399, %xw422, %dp421 : (i32, i32, i32) -> i32
+          %xw424 = vector.extract %xq418[2] : i32 from vector<4xi32>
+          %dp425 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b400, %xw424, %dp423 : (i32, i32, i32) -> i32
+          %xw426 = vector.extract %xq418[3] : i32 from vector<4xi32>
+          %dp427 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b401, %xw426, %dp425 : (i32, i32, i32) -> i32
+          %dx428 = vector.extract %ds419[0] : f32 from vector<4xf32>
+          %sx429 = vector.extract %ds419[1] : f32 from vector<4xf32>
+          %sx430 = vector.extract %ds419[2] : f32 from vector<4xf32>
+          %sel431 = arith.select %h0413, %sx429, %sx430 : f32
+          %af432 = arith.sitofp %dp427 : i32 to f32
+          %f433 = arith.mulf %f359, %dx428 : f32
+          %f434 = arith.mulf %f433, %af432 : f32
+          %f435 = arith.mulf %f363, %sel431 : f32
+          %f436 = arith.subf %f434, %f435 : f32
+          %a437 = arith.addi %a415, %c1_index : index
+          %m438 = arith.muli %a437, %c2_index : index
+          %a439 = arith.addi %m438, %p331 : index
+          %xq440 = memref.load %xq[%a439] : memref<?xvector<4xi32>>
+          %ds441 = memref.load %xds[%a437] : memref<?xvector<4xf32>>
+          %xw442 = vector.extract %xq440[0] : i32 from vector<4xi32>
+          %dp443 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b403, %xw442, %c0_i32 : (i32, i32, i32) -> i32
+          %xw444 = vector.extract %xq440[1] : i32 from vector<4xi32>
+          %dp445 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b405, %xw444, %dp443 : (i32, i32, i32) -> i32
+          %xw446 = vector.extract %xq440[2] : i32 from vector<4xi32>
+          %dp447 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b407, %xw446, %dp445 : (i32, i32, i32) -> i32
+          %xw448 = vector.extract %xq440[3] : i32 from vector<4xi32>
+          %dp449 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b409, %xw448, %dp447 : (i32, i32, i32) -> i32
+          %dx450 = vector.extract %ds441[0] : f32 from vector<4xf32>
+          %sx451 = vector.extract %ds441[1] : f32 from vector<4xf32>
+          %sx452 = vector.extract %ds441[2] : f32 from vector<4xf32>
+          %sel453 = arith.select %h0413, %sx451, %sx452 : f32
+          %af454 = arith.sitofp %dp449 : i32 to f32
+          %f455 = arith.mulf %f389, %dx450 : f32
+          %f456 = arith.mulf %f455, %af454 : f32
+          %f457 = arith.mulf %f393, %sel453 : f32
+          %f458 = arith.subf %f456, %f457 : f32
+          %f459 = arith.addf %f436, %f458 : f32
+          %sel460 = arith.select %vr17, %f459, %c0p0_f32 : f32
+          %f461 = arith.addf %f318, %sel460 : f32
+          %hw462 = vector.extract %hd30[0] : i32 from vector<4xi32>
+          %hw463 = vector.extract %hd30[1] : i32 from vector<4xi32>
+          %hw464 = vector.extract %hd30[2] : i32 from vector<4xi32>
+          %hw465 = vector.extract %hd30[3] : i32 from vector<4xi32>
+          %h466 = arith.trunci %hw462 : i32 to i16
+          %h467 = arith.bitcast %h466 : i16 to f16
+          %h468 = arith.extf %h467 : f16 to f32
+          %s469 = arith.shrui %hw462, %c16_i32 : i32
+          %h470 = arith.trunci %s469 : i32 to i16
+          %h471 = arith.bitcast %h470 : i16 to f16
+          %h472 = arith.extf %h471 : f16 to f32
+          %p473 = arith.divui %q_3, %c2_index : index
+          %p474 = arith.remui %q_3, %c2_index : index
+          %n475 = arith.index_cast %p473 : index to i32
+          %lt476 = arith.cmpi ult, %n475, %c2_i32 : i32
+          %s477 = arith.shli %n475, %c1_i32 : i32
+          %a478 = arith.addi %s477, %c0_i32 : i32
+          %b479 = arith.andi %a478, %c3_i32 : i32
+          %s480 = arith.shli %b479, %c3_i32 : i32
+          %s481 = arith.shrui %hw463, %s480 : i32
+          %b482 = arith.andi %s481, %c255_i32 : i32
+          %s483 = arith.shrui %hw464, %s480 : i32
+          %b484 = arith.andi %s483, %c255_i32 : i32
+          %s485 = arith.shrui %hw465, %s480 : i32
+          %b486 = arith.andi %s485, %c255_i32 : i32
+          %b487 = arith.andi %b486, %c15_i32 : i32
+          %s488 = arith.shrui %b482, %c6_i32 : i32
+          %s489 = arith.shli %s488, %c4_i32 : i32
+          %o490 = arith.ori %b487, %s489 : i32
+          %s491 = arith.shrui %b486, %c4_i32 : i32
+          %s492 = arith.shrui %b484, %c6_i32 : i32
+          %s493 = arith.shli %s492, %c4_i32 : i32
+          %o494 = arith.ori %s491, %s493 : i32
+          %b495 = arith.andi %b482, %c63_i32 : i32
+          %sel496 = arith.select %lt476, %b495, %o490 : i32
+          %b497 = arith.andi %b484, %c63_i32 : i32
+          %sel498 = arith.select %lt476, %b497, %o494 : i32
+          %o499 = arith.ori %sel496, %c1258291200_i32 : i32
+          %q500 = arith.bitcast %o499 : i32 to f32
+          %f501 = arith.subf %q500, %c8p388608e06_f32 : f32
+          %f502 = arith.mulf %h468, %f501 : f32
+          %o503 = arith.ori %sel498, %c1258291200_i32 : i32
+          %q504 = arith.bitcast %o503 : i32 to f32
+          %f505 = arith.subf %q504, %c8p388608e06_f32 : f32
+          %f506 = arith.mulf %h472, %f505 : f32
+          %s507 = arith.shli %n475, %c1_i32 : i32
+          %a508 = arith.addi %s507, %c1_i32 : i32
+          %b509 = arith.andi %a508, %c3_i32 : i32
+          %s510 = arith.shli %b509, %c3_i32 : i32
+          %s511 = arith.shrui %hw463, %s510 : i32
+          %b512 = arith.andi %s511, %c255_i32 : i32
+          %s513 = arith.shrui %hw464, %s510 : i32
+          %b514 = arith.andi %s513, %c255_i32 : i32
+          %s515 = arith.shrui %hw465, %s510 : i32
+          %b516 = arith.andi %s515, %c255_i32 : i32
+          %b517 = arith.andi %b516, %c15_i32 : i32
+          %s518 = arith.shrui %b512, %c6_i32 : i32
+          %s519 = arith.shli %s518, %c4_i32 : i32
+          %o520 = arith.ori %b517, %s519 : i32
+          %s521 = arith.shrui %b516, %c4_i32 : i32
+          %s522 = arith.shrui %b514, %c6_i32 : i32
+          %s523 = arith.shli %s522, %c4_i32 : i32
+          %o524 = arith.ori %s521, %s523 : i32
+          %b525 = arith.andi %b512, %c63_i32 : i32
+          %sel526 = arith.select %lt476, %b525, %o520 : i32
+          %b527 = arith.andi %b514, %c63_i32 : i32
+          %sel528 = arith.select %lt476, %b527, %o524 : i32
+          %o529 = arith.ori %sel526, %c1258291200_i32 : i32
+          %q530 = arith.bitcast %o529 : i32 to f32
+          %f531 = arith.subf %q530, %c8p388608e06_f32 : f32
+          %f532 = arith.mulf %h468, %f531 : f32
+          %o533 = arith.ori %sel528, %c1258291200_i32 : i32
+          %q534 = arith.bitcast %o533 : i32 to f32
+          %f535 = arith.subf %q534, %c8p388608e06_f32 : f32
+          %f536 = arith.mulf %h472, %f535 : f32
+          %qw537 = vector.extract %qv33[0] : i32 from vector<4xi32>
+          %qw538 = vector.extract %qv33[1] : i32 from vector<4xi32>
+          %qw539 = vector.extract %qv33[2] : i32 from vector<4xi32>
+          %qw540 = vector.extract %qv33[3] : i32 from vector<4xi32>
+          %b541 = arith.andi %qw537, %c252645135_i32 : i32
+          %b542 = arith.andi %qw538, %c252645135_i32 : i32
+          %b543 = arith.andi %qw539, %c252645135_i32 : i32
+          %b544 = arith.andi %qw540, %c252645135_i32 : i32
+          %s545 = arith.shrui %qw537, %c4_i32 : i32
+          %b546 = arith.andi %s545, %c252645135_i32 : i32
+          %s547 = arith.shrui %qw538, %c4_i32 : i32
+          %b548 = arith.andi %s547, %c252645135_i32 : i32
+          %s549 = arith.shrui %qw539, %c4_i32 : i32
+          %b550 = arith.andi %s549, %c252645135_i32 : i32
+          %s551 = arith.shrui %qw540, %c4_i32 : i32
+          %b552 = arith.andi %s551, %c252645135_i32 : i32
+          %m553 = arith.muli %b_3, %c8_index : index
+          %m554 = arith.muli %p473, %c2_index : index
+          %a555 = arith.addi %m553, %m554 : index
+          %h0556 = arith.cmpi eq, %p474, %c0_index : index
+          %m557 = arith.muli %t0, %K32 : index
+          %a558 = arith.addi %m557, %a555 : index
+          %m559 = arith.muli %a558, %c2_index : index
+          %a560 = arith.addi %m559, %p474 : index
+          %xq561 = memref.load %xq[%a560] : memref<?xvector<4xi32>>
+          %ds562 = memref.load %xds[%a558] : memref<?xvector<4xf32>>
+          %xw563 = vector.extract %xq561[0] : i32 from vector<4xi32>
+          %dp564 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b541, %xw563, %c0_i32 : (i32, i32, i32) -> i32
+          %xw565 = vector.extract %xq561[1] : i32 from vector<4xi32>
+          %dp566 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b542, %xw565, %dp564 : (i32, i32, i32) -> i32
+          %xw567 = vector.extract %xq561[2] : i32 from vector<4xi32>
+          %dp568 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b543, %xw567, %dp566 : (i32, i32, i32) -> i32
+          %xw569 = vector.extract %xq561[3] : i32 from vector<4xi32>
+          %dp570 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b544, %xw569, %dp568 : (i32, i32, i32) -> i32
+          %dx571 = vector.extract %ds562[0] : f32 from vector<4xf32>
+          %sx572 = vector.extract %ds562[1] : f32 from vector<4xf32>
+          %sx573 = vector.extract %ds562[2] : f32 from vector<4xf32>
+          %sel574 = arith.select %h0556, %sx572, %sx573 : f32
+          %af575 = arith.sitofp %dp570 : i32 to f32
+          %f576 = arith.mulf %f502, %dx571 : f32
+          %f577 = arith.mulf %f576, %af575 : f32
+          %f578 = arith.mulf %f506, %sel574 : f32
+          %f579 = arith.subf %f577, %f578 : f32
+          %a580 = arith.addi %a558, %c1_index : index
+          %m581 = arith.muli %a580, %c2_index : index
+          %a582 = arith.addi %m581, %p474 : index
+          %xq583 = memref.load %xq[%a582] : memref<?xvector<4xi32>>
+          %ds584 = memref.load %xds[%a580] : memref<?xvector<4xf32>>
+          %xw585 = vector.extract %xq583[0] : i32 from vector<4xi32>
+          %dp586 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b546, %xw585, %c0_i32 : (i32, i32, i32) -> i32
+          %xw587 = vector.extract %xq583[1] : i32 from vector<4xi32>
+          %dp588 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b548, %xw587, %dp586 : (i32, i32, i32) -> i32
+          %xw589 = vector.extract %xq583[2] : i32 from vector<4xi32>
+          %dp590 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b550, %xw589, %dp588 : (i32, i32, i32) -> i32
+          %xw591 = vector.extract %xq583[3] : i32 from vector<4xi32>
+          %dp592 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b552, %xw591, %dp590 : (i32, i32, i32) -> i32
+          %dx593 = vector.extract %ds584[0] : f32 from vector<4xf32>
+          %sx594 = vector.extract %ds584[1] : f32 from vector<4xf32>
+          %sx595 = vector.extract %ds584[2] : f32 from vector<4xf32>
+          %sel596 = arith.select %h0556, %sx594, %sx595 : f32
+          %af597 = arith.sitofp %dp592 : i32 to f32
+          %f598 = arith.mulf %f532, %dx593 : f32
+          %f599 = arith.mulf %f598, %af597 : f32
+          %f600 = arith.mulf %f536, %sel596 : f32
+          %f601 = arith.subf %f599, %f600 : f32
+          %f602 = arith.addf %f579, %f601 : f32
+          %sel603 = arith.select %vr26, %f602, %c0p0_f32 : f32
+          %f604 = arith.addf %f461, %sel603 : f32
+          scf.yield %f604 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -521,259 +830,259 @@ module attributes {gpu.container_module} {
         scf.for %u = %lane to %units step %c32_index {
           %b = arith.divui %u, %c8_index : index
           %q = arith.remui %u, %c8_index : index
-          %m301 = arith.muli %b, %c9_index : index
-          %a302 = arith.addi %rowbase, %m301 : index
-          %hd303 = memref.load %w[%a302] : memref<?xvector<4xi32>>
-          %a304 = arith.addi %a302, %c1_index : index
-          %a305 = arith.addi %a304, %q : index
-          %qv306 = memref.load %w[%a305] : memref<?xvector<4xi32>>
-          %hw307 = vector.extract %hd303[0] : i32 from vector<4xi32>
-          %hw308 = vector.extract %hd303[1] : i32 from vector<4xi32>
-          %hw309 = vector.extract %hd303[2] : i32 from vector<4xi32>
-          %hw310 = vector.extract %hd303[3] : i32 from vector<4xi32>
-          %h311 = arith.trunci %hw307 : i32 to i16
-          %h312 = arith.bitcast %h311 : i16 to f16
-          %h313 = arith.extf %h312 : f16 to f32
-          %s314 = arith.shrui %hw307, %c16_i32 : i32
-          %h315 = arith.trunci %s314 : i32 to i16
-          %h316 = arith.bitcast %h315 : i16 to f16
-          %h317 = arith.extf %h316 : f16 to f32
-          %p318 = arith.divui %q, %c2_index : index
-          %p319 = arith.remui %q, %c2_index : index
-          %n320 = arith.index_cast %p318 : index to i32
-          %lt321 = arith.cmpi ult, %n320, %c2_i32 : i32
-          %s322 = arith.shli %n320, %c1_i32 : i32
-          %a323 = arith.addi %s322, %c0_i32 : i32
-          %b324 = arith.andi %a323, %c3_i32 : i32
-          %s325 = arith.shli %b324, %c3_i32 : i32
-          %s326 = arith.shrui %hw308, %s325 : i32
-          %b327 = arith.andi %s326, %c255_i32 : i32
-          %s328 = arith.shrui %hw309, %s325 : i32
-          %b329 = arith.andi %s328, %c255_i32 : i32
-          %s330 = arith.shrui %hw310, %s325 : i32
-          %b331 = arith.andi %s330, %c255_i32 : i32
-          %b332 = arith.andi %b331, %c15_i32 : i32
-          %s333 = arith.shrui %b327, %c6_i32 : i32
-          %s334 = arith.shli %s333, %c4_i32 : i32
-          %o335 = arith.ori %b332, %s334 : i32
-          %s336 = arith.shrui %b331, %c4_i32 : i32
-          %s337 = arith.shrui %b329, %c6_i32 : i32
-          %s338 = arith.shli %s337, %c4_i32 : i32
-          %o339 = arith.ori %s336, %s338 : i32
-          %b340 = arith.andi %b327, %c63_i32 : i32
-          %sel341 = arith.select %lt321, %b340, %o335 : i32
-          %b342 = arith.andi %b329, %c63_i32 : i32
-          %sel343 = arith.select %lt321, %b342, %o339 : i32
-          %o344 = arith.ori %sel341, %c1258291200_i32 : i32
-          %q345 = arith.bitcast %o344 : i32 to f32
-          %f346 = arith.subf %q345, %c8p388608e06_f32 : f32
-          %f347 = arith.mulf %h313, %f346 : f32
-          %o348 = arith.ori %sel343, %c1258291200_i32 : i32
-          %q349 = arith.bitcast %o348 : i32 to f32
-          %f350 = arith.subf %q349, %c8p388608e06_f32 : f32
-          %f351 = arith.mulf %h317, %f350 : f32
-          %s352 = arith.shli %n320, %c1_i32 : i32
-          %a353 = arith.addi %s352, %c1_i32 : i32
-          %b354 = arith.andi %a353, %c3_i32 : i32
-          %s355 = arith.shli %b354, %c3_i32 : i32
-          %s356 = arith.shrui %hw308, %s355 : i32
-          %b357 = arith.andi %s356, %c255_i32 : i32
-          %s358 = arith.shrui %hw309, %s355 : i32
-          %b359 = arith.andi %s358, %c255_i32 : i32
-          %s360 = arith.shrui %hw310, %s355 : i32
-          %b361 = arith.andi %s360, %c255_i32 : i32
-          %b362 = arith.andi %b361, %c15_i32 : i32
-          %s363 = arith.shrui %b357, %c6_i32 : i32
-          %s364 = arith.shli %s363, %c4_i32 : i32
-          %o365 = arith.ori %b362, %s364 : i32
-          %s366 = arith.shrui %b361, %c4_i32 : i32
-          %s367 = arith.shrui %b359, %c6_i32 : i32
-          %s368 = arith.shli %s367, %c4_i32 : i32
-          %o369 = arith.ori %s366, %s368 : i32
-          %b370 = arith.andi %b357, %c63_i32 : i32
-          %sel371 = arith.select %lt321, %b370, %o365 : i32
-          %b372 = arith.andi %b359, %c63_i32 : i32
-          %sel373 = arith.select %lt321, %b372, %o369 : i32
-          %o374 = arith.ori %sel371, %c1258291200_i32 : i32
-          %q375 = arith.bitcast %o374 : i32 to f32
-          %f376 = arith.subf %q375, %c8p388608e06_f32 : f32
-          %f377 = arith.mulf %h313, %f376 : f32
-          %o378 = arith.ori %sel373, %c1258291200_i32 : i32
-          %q379 = arith.bitcast %o378 : i32 to f32
-          %f380 = arith.subf %q379, %c8p388608e06_f32 : f32
-          %f381 = arith.mulf %h317, %f380 : f32
-          %qw382 = vector.extract %qv306[0] : i32 from vector<4xi32>
-          %qw383 = vector.extract %qv306[1] : i32 from vector<4xi32>
-          %qw384 = vector.extract %qv306[2] : i32 from vector<4xi32>
-          %qw385 = vector.extract %qv306[3] : i32 from vector<4xi32>
-          %b386 = arith.andi %qw382, %c252645135_i32 : i32
-          %b387 = arith.andi %qw383, %c252645135_i32 : i32
-          %b388 = arith.andi %qw384, %c252645135_i32 : i32
-          %b389 = arith.andi %qw385, %c252645135_i32 : i32
-          %s390 = arith.shrui %qw382, %c4_i32 : i32
-          %b391 = arith.andi %s390, %c252645135_i32 : i32
-          %s392 = arith.shrui %qw383, %c4_i32 : i32
-          %b393 = arith.andi %s392, %c252645135_i32 : i32
-          %s394 = arith.shrui %qw384, %c4_i32 : i32
-          %b395 = arith.andi %s394, %c252645135_i32 : i32
-          %s396 = arith.shrui %qw385, %c4_i32 : i32
-          %b397 = arith.andi %s396, %c252645135_i32 : i32
-          %m398 = arith.muli %b, %c8_index : index
-          %m399 = arith.muli %p318, %c2_index : index
-          %a400 = arith.addi %m398, %m399 : index
-          %h0401 = arith.cmpi eq, %p319, %c0_index : index
+          %m605 = arith.muli %b, %c9_index : index
+          %a606 = arith.addi %rowbase, %m605 : index
+          %hd607 = memref.load %w[%a606] : memref<?xvector<4xi32>>
+          %a608 = arith.addi %a606, %c1_index : index
+          %a609 = arith.addi %a608, %q : index
+          %qv610 = memref.load %w[%a609] : memref<?xvector<4xi32>>
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m402 = arith.muli %tg, %K32 : index
-            %a403 = arith.addi %m402, %a400 : index
-            %m404 = arith.muli %a403, %c2_index : index
-            %a405 = arith.addi %m404, %p319 : index
-            %xq406 = memref.load %xq[%a405] : memref<?xvector<4xi32>>
-            %ds407 = memref.load %xds[%a403] : memref<?xvector<4xf32>>
-            %xw408 = vector.extract %xq406[0] : i32 from vector<4xi32>
-            %dp409 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b386, %xw408, %c0_i32 : (i32, i32, i32) -> i32
-            %xw410 = vector.extract %xq406[1] : i32 from vector<4xi32>
-            %dp411 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b387, %xw410, %dp409 : (i32, i32, i32) -> i32
-            %xw412 = vector.extract %xq406[2] : i32 from vector<4xi32>
-            %dp413 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b388, %xw412, %dp411 : (i32, i32, i32) -> i32
-            %xw414 = vector.extract %xq406[3] : i32 from vector<4xi32>
-            %dp415 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b389, %xw414, %dp413 : (i32, i32, i32) -> i32
-            %dx416 = vector.extract %ds407[0] : f32 from vector<4xf32>
-            %sx417 = vector.extract %ds407[1] : f32 from vector<4xf32>
-            %sx418 = vector.extract %ds407[2] : f32 from vector<4xf32>
-            %sel419 = arith.select %h0401, %sx417, %sx418 : f32
-            %af420 = arith.sitofp %dp415 : i32 to f32
-            %f421 = arith.mulf %f347, %dx416 : f32
-            %f422 = arith.mulf %f421, %af420 : f32
-            %f423 = arith.mulf %f351, %sel419 : f32
-            %f424 = arith.subf %f422, %f423 : f32
-            %a425 = arith.addi %a403, %c1_index : index
-            %m426 = arith.muli %a425, %c2_index : index
-            %a427 = arith.addi %m426, %p319 : index
-            %xq428 = memref.load %xq[%a427] : memref<?xvector<4xi32>>
-            %ds429 = memref.load %xds[%a425] : memref<?xvector<4xf32>>
-            %xw430 = vector.extract %xq428[0] : i32 from vector<4xi32>
-            %dp431 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b391, %xw430, %c0_i32 : (i32, i32, i32) -> i32
-            %xw432 = vector.extract %xq428[1] : i32 from vector<4xi32>
-            %dp433 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b393, %xw432, %dp431 : (i32, i32, i32) -> i32
-            %xw434 = vector.extract %xq428[2] : i32 from vector<4xi32>
-            %dp435 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b395, %xw434, %dp433 : (i32, i32, i32) -> i32
-            %xw436 = vector.extract %xq428[3] : i32 from vector<4xi32>
-            %dp437 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b397, %xw436, %dp435 : (i32, i32, i32) -> i32
-            %dx438 = vector.extract %ds429[0] : f32 from vector<4xf32>
-            %sx439 = vector.extract %ds429[1] : f32 from vector<4xf32>
-            %sx440 = vector.extract %ds429[2] : f32 from vector<4xf32>
-            %sel441 = arith.select %h0401, %sx439, %sx440 : f32
-            %af442 = arith.sitofp %dp437 : i32 to f32
-            %f443 = arith.mulf %f377, %dx438 : f32
-            %f444 = arith.mulf %f443, %af442 : f32
-            %f445 = arith.mulf %f381, %sel441 : f32
-            %f446 = arith.subf %f444, %f445 : f32
-            %f447 = arith.addf %f424, %f446 : f32
+            %hw611 = vector.extract %hd607[0] : i32 from vector<4xi32>
+            %hw612 = vector.extract %hd607[1] : i32 from vector<4xi32>
+            %hw613 = vector.extract %hd607[2] : i32 from vector<4xi32>
+            %hw614 = vector.extract %hd607[3] : i32 from vector<4xi32>
+            %h615 = arith.trunci %hw611 : i32 to i16
+            %h616 = arith.bitcast %h615 : i16 to f16
+            %h617 = arith.extf %h616 : f16 to f32
+            %s618 = arith.shrui %hw611, %c16_i32 : i32
+            %h619 = arith.trunci %s618 : i32 to i16
+            %h620 = arith.bitcast %h619 : i16 to f16
+            %h621 = arith.extf %h620 : f16 to f32
+            %p622 = arith.divui %q, %c2_index : index
+            %p623 = arith.remui %q, %c2_index : index
+            %n624 = arith.index_cast %p622 : index to i32
+            %lt625 = arith.cmpi ult, %n624, %c2_i32 : i32
+            %s626 = arith.shli %n624, %c1_i32 : i32
+            %a627 = arith.addi %s626, %c0_i32 : i32
+            %b628 = arith.andi %a627, %c3_i32 : i32
+            %s629 = arith.shli %b628, %c3_i32 : i32
+            %s630 = arith.shrui %hw612, %s629 : i32
+            %b631 = arith.andi %s630, %c255_i32 : i32
+            %s632 = arith.shrui %hw613, %s629 : i32
+            %b633 = arith.andi %s632, %c255_i32 : i32
+            %s634 = arith.shrui %hw614, %s629 : i32
+            %b635 = arith.andi %s634, %c255_i32 : i32
+            %b636 = arith.andi %b635, %c15_i32 : i32
+            %s637 = arith.shrui %b631, %c6_i32 : i32
+            %s638 = arith.shli %s637, %c4_i32 : i32
+            %o639 = arith.ori %b636, %s638 : i32
+            %s640 = arith.shrui %b635, %c4_i32 : i32
+            %s641 = arith.shrui %b633, %c6_i32 : i32
+            %s642 = arith.shli %s641, %c4_i32 : i32
+            %o643 = arith.ori %s640, %s642 : i32
+            %b644 = arith.andi %b631, %c63_i32 : i32
+            %sel645 = arith.select %lt625, %b644, %o639 : i32
+            %b646 = arith.andi %b633, %c63_i32 : i32
+            %sel647 = arith.select %lt625, %b646, %o643 : i32
+            %o648 = arith.ori %sel645, %c1258291200_i32 : i32
+            %q649 = arith.bitcast %o648 : i32 to f32
+            %f650 = arith.subf %q649, %c8p388608e06_f32 : f32
+            %f651 = arith.mulf %h617, %f650 : f32
+            %o652 = arith.ori %sel647, %c1258291200_i32 : i32
+            %q653 = arith.bitcast %o652 : i32 to f32
+            %f654 = arith.subf %q653, %c8p388608e06_f32 : f32
+            %f655 = arith.mulf %h621, %f654 : f32
+            %s656 = arith.shli %n624, %c1_i32 : i32
+            %a657 = arith.addi %s656, %c1_i32 : i32
+            %b658 = arith.andi %a657, %c3_i32 : i32
+            %s659 = arith.shli %b658, %c3_i32 : i32
+            %s660 = arith.shrui %hw612, %s659 : i32
+            %b661 = arith.andi %s660, %c255_i32 : i32
+            %s662 = arith.shrui %hw613, %s659 : i32
+            %b663 = arith.andi %s662, %c255_i32 : i32
+            %s664 = arith.shrui %hw614, %s659 : i32
+            %b665 = arith.andi %s664, %c255_i32 : i32
+            %b666 = arith.andi %b665, %c15_i32 : i32
+            %s667 = arith.shrui %b661, %c6_i32 : i32
+            %s668 = arith.shli %s667, %c4_i32 : i32
+            %o669 = arith.ori %b666, %s668 : i32
+            %s670 = arith.shrui %b665, %c4_i32 : i32
+            %s671 = arith.shrui %b663, %c6_i32 : i32
+            %s672 = arith.shli %s671, %c4_i32 : i32
+            %o673 = arith.ori %s670, %s672 : i32
+            %b674 = arith.andi %b661, %c63_i32 : i32
+            %sel675 = arith.select %lt625, %b674, %o669 : i32
+            %b676 = arith.andi %b663, %c63_i32 : i32
+            %sel677 = arith.select %lt625, %b676, %o673 : i32
+            %o678 = arith.ori %sel675, %c1258291200_i32 : i32
+            %q679 = arith.bitcast %o678 : i32 to f32
+            %f680 = arith.subf %q679, %c8p388608e06_f32 : f32
+            %f681 = arith.mulf %h617, %f680 : f32
+            %o682 = arith.ori %sel677, %c1258291200_i32 : i32
+            %q683 = arith.bitcast %o682 : i32 to f32
+            %f684 = arith.subf %q683, %c8p388608e06_f32 : f32
+            %f685 = arith.mulf %h621, %f684 : f32
+            %qw686 = vector.extract %qv610[0] : i32 from vector<4xi32>
+            %qw687 = vector.extract %qv610[1] : i32 from vector<4xi32>
+            %qw688 = vector.extract %qv610[2] : i32 from vector<4xi32>
+            %qw689 = vector.extract %qv610[3] : i32 from vector<4xi32>
+            %b690 = arith.andi %qw686, %c252645135_i32 : i32
+            %b691 = arith.andi %qw687, %c252645135_i32 : i32
+            %b692 = arith.andi %qw688, %c252645135_i32 : i32
+            %b693 = arith.andi %qw689, %c252645135_i32 : i32
+            %s694 = arith.shrui %qw686, %c4_i32 : i32
+            %b695 = arith.andi %s694, %c252645135_i32 : i32
+            %s696 = arith.shrui %qw687, %c4_i32 : i32
+            %b697 = arith.andi %s696, %c252645135_i32 : i32
+            %s698 = arith.shrui %qw688, %c4_i32 : i32
+            %b699 = arith.andi %s698, %c252645135_i32 : i32
+            %s700 = arith.shrui %qw689, %c4_i32 : i32
+            %b701 = arith.andi %s700, %c252645135_i32 : i32
+            %m702 = arith.muli %b, %c8_index : index
+            %m703 = arith.muli %p622, %c2_index : index
+            %a704 = arith.addi %m702, %m703 : index
+            %h0705 = arith.cmpi eq, %p623, %c0_index : index
+            %m706 = arith.muli %tg, %K32 : index
+            %a707 = arith.addi %m706, %a704 : index
+            %m708 = arith.muli %a707, %c2_index : index
+            %a709 = arith.addi %m708, %p623 : index
+            %xq710 = memref.load %xq[%a709] : memref<?xvector<4xi32>>
+            %ds711 = memref.load %xds[%a707] : memref<?xvector<4xf32>>
+            %xw712 = vector.extract %xq710[0] : i32 from vector<4xi32>
+            %dp713 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b690, %xw712, %c0_i32 : (i32, i32, i32) -> i32
+            %xw714 = vector.extract %xq710[1] : i32 from vector<4xi32>
+            %dp715 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b691, %xw714, %dp713 : (i32, i32, i32) -> i32
+            %xw716 = vector.extract %xq710[2] : i32 from vector<4xi32>
+            %dp717 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b692, %xw716, %dp715 : (i32, i32, i32) -> i32
+            %xw718 = vector.extract %xq710[3] : i32 from vector<4xi32>
+            %dp719 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b693, %xw718, %dp717 : (i32, i32, i32) -> i32
+            %dx720 = vector.extract %ds711[0] : f32 from vector<4xf32>
+            %sx721 = vector.extract %ds711[1] : f32 from vector<4xf32>
+            %sx722 = vector.extract %ds711[2] : f32 from vector<4xf32>
+            %sel723 = arith.select %h0705, %sx721, %sx722 : f32
+            %af724 = arith.sitofp %dp719 : i32 to f32
+            %f725 = arith.mulf %f651, %dx720 : f32
+            %f726 = arith.mulf %f725, %af724 : f32
+            %f727 = arith.mulf %f655, %sel723 : f32
+            %f728 = arith.subf %f726, %f727 : f32
+            %a729 = arith.addi %a707, %c1_index : index
+            %m730 = arith.muli %a729, %c2_index : index
+            %a731 = arith.addi %m730, %p623 : index
+            %xq732 = memref.load %xq[%a731] : memref<?xvector<4xi32>>
+            %ds733 = memref.load %xds[%a729] : memref<?xvector<4xf32>>
+            %xw734 = vector.extract %xq732[0] : i32 from vector<4xi32>
+            %dp735 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b695, %xw734, %c0_i32 : (i32, i32, i32) -> i32
+            %xw736 = vector.extract %xq732[1] : i32 from vector<4xi32>
+            %dp737 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b697, %xw736, %dp735 : (i32, i32, i32) -> i32
+            %xw738 = vector.extract %xq732[2] : i32 from vector<4xi32>
+            %dp739 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b699, %xw738, %dp737 : (i32, i32, i32) -> i32
+            %xw740 = vector.extract %xq732[3] : i32 from vector<4xi32>
+            %dp741 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b701, %xw740, %dp739 : (i32, i32, i32) -> i32
+            %dx742 = vector.extract %ds733[0] : f32 from vector<4xf32>
+            %sx743 = vector.extract %ds733[1] : f32 from vector<4xf32>
+            %sx744 = vector.extract %ds733[2] : f32 from vector<4xf32>
+            %sel745 = arith.select %h0705, %sx743, %sx744 : f32
+            %af746 = arith.sitofp %dp741 : i32 to f32
+            %f747 = arith.mulf %f681, %dx742 : f32
+            %f748 = arith.mulf %f747, %af746 : f32
+            %f749 = arith.mulf %f685, %sel745 : f32
+            %f750 = arith.subf %f748, %f749 : f32
+            %f751 = arith.addf %f728, %f750 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f447 : f32
+            %new = arith.addf %old, %f751 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv448 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a449 = arith.addi %tid, %c128_index : index
-        %sv450 = memref.load %slots[%a449] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a451 = arith.addi %tid, %c256_index : index
-        %sv452 = memref.load %slots[%a451] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a453 = arith.addi %tid, %c384_index : index
-        %sv454 = memref.load %slots[%a453] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a455 = arith.addi %tid, %c512_index : index
-        %sv456 = memref.load %slots[%a455] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a457 = arith.addi %tid, %c640_index : index
-        %sv458 = memref.load %slots[%a457] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a459 = arith.addi %tid, %c768_index : index
-        %sv460 = memref.load %slots[%a459] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a461 = arith.addi %tid, %c896_index : index
-        %sv462 = memref.load %slots[%a461] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv448, %sv450, %sv452, %sv454, %sv456, %sv458, %sv460, %sv462 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv752 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a753 = arith.addi %tid, %c128_index : index
+        %sv754 = memref.load %slots[%a753] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a755 = arith.addi %tid, %c256_index : index
+        %sv756 = memref.load %slots[%a755] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a757 = arith.addi %tid, %c384_index : index
+        %sv758 = memref.load %slots[%a757] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a759 = arith.addi %tid, %c512_index : index
+        %sv760 = memref.load %slots[%a759] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a761 = arith.addi %tid, %c640_index : index
+        %sv762 = memref.load %slots[%a761] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a763 = arith.addi %tid, %c768_index : index
+        %sv764 = memref.load %slots[%a763] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a765 = arith.addi %tid, %c896_index : index
+        %sv766 = memref.load %slots[%a765] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv752, %sv754, %sv756, %sv758, %sv760, %sv762, %sv764, %sv766 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh463:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f464 = arith.addf %acc_r#0, %sh463#0 : f32
-      %sh465:2 = gpu.shuffle xor %f464, %c2_i32, %c32_i32 : f32
-      %f466 = arith.addf %f464, %sh465#0 : f32
-      %sh467:2 = gpu.shuffle xor %f466, %c1_i32, %c32_i32 : f32
-      %f468 = arith.addf %f466, %sh467#0 : f32
-      %c469 = scf.if %tok1 -> (f32) {
-        %sh470:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f471 = arith.addf %acc_r#1, %sh470#0 : f32
-        %sh472:2 = gpu.shuffle xor %f471, %c2_i32, %c32_i32 : f32
-        %f473 = arith.addf %f471, %sh472#0 : f32
-        %sh474:2 = gpu.shuffle xor %f473, %c1_i32, %c32_i32 : f32
-        %f475 = arith.addf %f473, %sh474#0 : f32
-        scf.yield %f475 : f32
+      %sh767:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f768 = arith.addf %acc_r#0, %sh767#0 : f32
+      %sh769:2 = gpu.shuffle xor %f768, %c2_i32, %c32_i32 : f32
+      %f770 = arith.addf %f768, %sh769#0 : f32
+      %sh771:2 = gpu.shuffle xor %f770, %c1_i32, %c32_i32 : f32
+      %f772 = arith.addf %f770, %sh771#0 : f32
+      %c773 = scf.if %tok1 -> (f32) {
+        %sh774:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f775 = arith.addf %acc_r#1, %sh774#0 : f32
+        %sh776:2 = gpu.shuffle xor %f775, %c2_i32, %c32_i32 : f32
+        %f777 = arith.addf %f775, %sh776#0 : f32
+        %sh778:2 = gpu.shuffle xor %f777, %c1_i32, %c32_i32 : f32
+        %f779 = arith.addf %f777, %sh778#0 : f32
+        scf.yield %f779 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c476 = scf.if %tok2 -> (f32) {
-        %sh477:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f478 = arith.addf %acc_r#2, %sh477#0 : f32
-        %sh479:2 = gpu.shuffle xor %f478, %c2_i32, %c32_i32 : f32
-        %f480 = arith.addf %f478, %sh479#0 : f32
-        %sh481:2 = gpu.shuffle xor %f480, %c1_i32, %c32_i32 : f32
-        %f482 = arith.addf %f480, %sh481#0 : f32
-        scf.yield %f482 : f32
+      %c780 = scf.if %tok2 -> (f32) {
+        %sh781:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f782 = arith.addf %acc_r#2, %sh781#0 : f32
+        %sh783:2 = gpu.shuffle xor %f782, %c2_i32, %c32_i32 : f32
+        %f784 = arith.addf %f782, %sh783#0 : f32
+        %sh785:2 = gpu.shuffle xor %f784, %c1_i32, %c32_i32 : f32
+        %f786 = arith.addf %f784, %sh785#0 : f32
+        scf.yield %f786 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c483 = scf.if %tok3 -> (f32) {
-        %sh484:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f485 = arith.addf %acc_r#3, %sh484#0 : f32
-        %sh486:2 = gpu.shuffle xor %f485, %c2_i32, %c32_i32 : f32
-        %f487 = arith.addf %f485, %sh486#0 : f32
-        %sh488:2 = gpu.shuffle xor %f487, %c1_i32, %c32_i32 : f32
-        %f489 = arith.addf %f487, %sh488#0 : f32
-        scf.yield %f489 : f32
+      %c787 = scf.if %tok3 -> (f32) {
+        %sh788:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f789 = arith.addf %acc_r#3, %sh788#0 : f32
+        %sh790:2 = gpu.shuffle xor %f789, %c2_i32, %c32_i32 : f32
+        %f791 = arith.addf %f789, %sh790#0 : f32
+        %sh792:2 = gpu.shuffle xor %f791, %c1_i32, %c32_i32 : f32
+        %f793 = arith.addf %f791, %sh792#0 : f32
+        scf.yield %f793 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c490 = scf.if %tok4 -> (f32) {
-        %sh491:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f492 = arith.addf %acc_r#4, %sh491#0 : f32
-        %sh493:2 = gpu.shuffle xor %f492, %c2_i32, %c32_i32 : f32
-        %f494 = arith.addf %f492, %sh493#0 : f32
-        %sh495:2 = gpu.shuffle xor %f494, %c1_i32, %c32_i32 : f32
-        %f496 = arith.addf %f494, %sh495#0 : f32
-        scf.yield %f496 : f32
+      %c794 = scf.if %tok4 -> (f32) {
+        %sh795:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f796 = arith.addf %acc_r#4, %sh795#0 : f32
+        %sh797:2 = gpu.shuffle xor %f796, %c2_i32, %c32_i32 : f32
+        %f798 = arith.addf %f796, %sh797#0 : f32
+        %sh799:2 = gpu.shuffle xor %f798, %c1_i32, %c32_i32 : f32
+        %f800 = arith.addf %f798, %sh799#0 : f32
+        scf.yield %f800 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c497 = scf.if %tok5 -> (f32) {
-        %sh498:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f499 = arith.addf %acc_r#5, %sh498#0 : f32
-        %sh500:2 = gpu.shuffle xor %f499, %c2_i32, %c32_i32 : f32
-        %f501 = arith.addf %f499, %sh500#0 : f32
-        %sh502:2 = gpu.shuffle xor %f501, %c1_i32, %c32_i32 : f32
-        %f503 = arith.addf %f501, %sh502#0 : f32
-        scf.yield %f503 : f32
+      %c801 = scf.if %tok5 -> (f32) {
+        %sh802:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f803 = arith.addf %acc_r#5, %sh802#0 : f32
+        %sh804:2 = gpu.shuffle xor %f803, %c2_i32, %c32_i32 : f32
+        %f805 = arith.addf %f803, %sh804#0 : f32
+        %sh806:2 = gpu.shuffle xor %f805, %c1_i32, %c32_i32 : f32
+        %f807 = arith.addf %f805, %sh806#0 : f32
+        scf.yield %f807 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c504 = scf.if %tok6 -> (f32) {
-        %sh505:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f506 = arith.addf %acc_r#6, %sh505#0 : f32
-        %sh507:2 = gpu.shuffle xor %f506, %c2_i32, %c32_i32 : f32
-        %f508 = arith.addf %f506, %sh507#0 : f32
-        %sh509:2 = gpu.shuffle xor %f508, %c1_i32, %c32_i32 : f32
-        %f510 = arith.addf %f508, %sh509#0 : f32
-        scf.yield %f510 : f32
+      %c808 = scf.if %tok6 -> (f32) {
+        %sh809:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f810 = arith.addf %acc_r#6, %sh809#0 : f32
+        %sh811:2 = gpu.shuffle xor %f810, %c2_i32, %c32_i32 : f32
+        %f812 = arith.addf %f810, %sh811#0 : f32
+        %sh813:2 = gpu.shuffle xor %f812, %c1_i32, %c32_i32 : f32
+        %f814 = arith.addf %f812, %sh813#0 : f32
+        scf.yield %f814 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c511 = scf.if %tok7 -> (f32) {
-        %sh512:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f513 = arith.addf %acc_r#7, %sh512#0 : f32
-        %sh514:2 = gpu.shuffle xor %f513, %c2_i32, %c32_i32 : f32
-        %f515 = arith.addf %f513, %sh514#0 : f32
-        %sh516:2 = gpu.shuffle xor %f515, %c1_i32, %c32_i32 : f32
-        %f517 = arith.addf %f515, %sh516#0 : f32
-        scf.yield %f517 : f32
+      %c815 = scf.if %tok7 -> (f32) {
+        %sh816:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f817 = arith.addf %acc_r#7, %sh816#0 : f32
+        %sh818:2 = gpu.shuffle xor %f817, %c2_i32, %c32_i32 : f32
+        %f819 = arith.addf %f817, %sh818#0 : f32
+        %sh820:2 = gpu.shuffle xor %f819, %c1_i32, %c32_i32 : f32
+        %f821 = arith.addf %f819, %sh820#0 : f32
+        scf.yield %f821 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -783,21 +1092,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f468, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a518 = arith.addi %pbase, %c4_index : index
-        memref.store %c469, %acc[%a518] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a519 = arith.addi %pbase, %c8_index : index
-        memref.store %c476, %acc[%a519] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a520 = arith.addi %pbase, %c12_index : index
-        memref.store %c483, %acc[%a520] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a521 = arith.addi %pbase, %c16_index : index
-        memref.store %c490, %acc[%a521] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a522 = arith.addi %pbase, %c20_index : index
-        memref.store %c497, %acc[%a522] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a523 = arith.addi %pbase, %c24_index : index
-        memref.store %c504, %acc[%a523] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a524 = arith.addi %pbase, %c28_index : index
-        memref.store %c511, %acc[%a524] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f772, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a822 = arith.addi %pbase, %c4_index : index
+        memref.store %c773, %acc[%a822] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a823 = arith.addi %pbase, %c8_index : index
+        memref.store %c780, %acc[%a823] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a824 = arith.addi %pbase, %c12_index : index
+        memref.store %c787, %acc[%a824] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a825 = arith.addi %pbase, %c16_index : index
+        memref.store %c794, %acc[%a825] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a826 = arith.addi %pbase, %c20_index : index
+        memref.store %c801, %acc[%a826] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a827 = arith.addi %pbase, %c24_index : index
+        memref.store %c808, %acc[%a827] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a828 = arith.addi %pbase, %c28_index : index
+        memref.store %c815, %acc[%a828] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
@@ -909,7 +1218,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c2_index : index
           %q = arith.remui %u, %c2_index : index
           %a1 = arith.addi %rowbase, %b : index
@@ -1081,66 +1390,144 @@ module attributes {gpu.container_module} {
           %o163 = arith.ori %s161, %s162 : i32
           %sel164 = arith.select %od137, %o163, %ld147 : i32
           %h0165 = arith.cmpi eq, %q_2, %c0_index : index
-          %m166 = arith.muli %t0, %K32 : index
-          %a167 = arith.addi %m166, %b : index
-          %m168 = arith.muli %a167, %c2_index : index
-          %a169 = arith.addi %m168, %q : index
-          %xq170 = memref.load %xq[%a169] : memref<?xvector<4xi32>>
-          %ds171 = memref.load %xds[%a167] : memref<?xvector<4xf32>>
-          %xw172 = vector.extract %xq170[0] : i32 from vector<4xi32>
-          %dp173 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel40, %xw172, %c0_i32 : (i32, i32, i32) -> i32
-          %xw174 = vector.extract %xq170[1] : i32 from vector<4xi32>
-          %dp175 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel44, %xw174, %dp173 : (i32, i32, i32) -> i32
-          %xw176 = vector.extract %xq170[2] : i32 from vector<4xi32>
-          %dp177 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel48, %xw176, %dp175 : (i32, i32, i32) -> i32
-          %xw178 = vector.extract %xq170[3] : i32 from vector<4xi32>
-          %dp179 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel52, %xw178, %dp177 : (i32, i32, i32) -> i32
-          %dx180 = vector.extract %ds171[0] : f32 from vector<4xf32>
-          %af181 = arith.sitofp %dp179 : i32 to f32
-          %f182 = arith.mulf %h18, %dx180 : f32
-          %f183 = arith.mulf %f182, %af181 : f32
-          %f184 = arith.addf %sacc, %f183 : f32
-          %m185 = arith.muli %t0, %K32 : index
-          %a186 = arith.addi %m185, %b_1 : index
-          %m187 = arith.muli %a186, %c2_index : index
-          %a188 = arith.addi %m187, %q_1 : index
-          %xq189 = memref.load %xq[%a188] : memref<?xvector<4xi32>>
-          %ds190 = memref.load %xds[%a186] : memref<?xvector<4xf32>>
-          %xw191 = vector.extract %xq189[0] : i32 from vector<4xi32>
-          %dp192 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel96, %xw191, %c0_i32 : (i32, i32, i32) -> i32
-          %xw193 = vector.extract %xq189[1] : i32 from vector<4xi32>
-          %dp194 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel100, %xw193, %dp192 : (i32, i32, i32) -> i32
-          %xw195 = vector.extract %xq189[2] : i32 from vector<4xi32>
-          %dp196 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel104, %xw195, %dp194 : (i32, i32, i32) -> i32
-          %xw197 = vector.extract %xq189[3] : i32 from vector<4xi32>
-          %dp198 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw197, %dp196 : (i32, i32, i32) -> i32
-          %dx199 = vector.extract %ds190[0] : f32 from vector<4xf32>
-          %af200 = arith.sitofp %dp198 : i32 to f32
-          %f201 = arith.mulf %h74, %dx199 : f32
-          %f202 = arith.mulf %f201, %af200 : f32
-          %sel203 = arith.select %vr55, %f202, %c0p0_f32 : f32
-          %f204 = arith.addf %f184, %sel203 : f32
-          %m205 = arith.muli %t0, %K32 : index
-          %a206 = arith.addi %m205, %b_2 : index
-          %m207 = arith.muli %a206, %c2_index : index
-          %a208 = arith.addi %m207, %q_2 : index
-          %xq209 = memref.load %xq[%a208] : memref<?xvector<4xi32>>
-          %ds210 = memref.load %xds[%a206] : memref<?xvector<4xf32>>
-          %xw211 = vector.extract %xq209[0] : i32 from vector<4xi32>
-          %dp212 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel152, %xw211, %c0_i32 : (i32, i32, i32) -> i32
-          %xw213 = vector.extract %xq209[1] : i32 from vector<4xi32>
-          %dp214 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel156, %xw213, %dp212 : (i32, i32, i32) -> i32
-          %xw215 = vector.extract %xq209[2] : i32 from vector<4xi32>
-          %dp216 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel160, %xw215, %dp214 : (i32, i32, i32) -> i32
-          %xw217 = vector.extract %xq209[3] : i32 from vector<4xi32>
-          %dp218 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel164, %xw217, %dp216 : (i32, i32, i32) -> i32
-          %dx219 = vector.extract %ds210[0] : f32 from vector<4xf32>
-          %af220 = arith.sitofp %dp218 : i32 to f32
-          %f221 = arith.mulf %h130, %dx219 : f32
-          %f222 = arith.mulf %f221, %af220 : f32
-          %sel223 = arith.select %vr111, %f222, %c0p0_f32 : f32
-          %f224 = arith.addf %f204, %sel223 : f32
-          scf.yield %f224 : f32
+          %a166 = arith.addi %u, %c96_index : index
+          %vr167 = arith.cmpi ult, %a166, %units : index
+          %uc168 = arith.select %vr167, %a166, %u : index
+          %b_3 = arith.divui %uc168, %c2_index : index
+          %q_3 = arith.remui %uc168, %c2_index : index
+          %a169 = arith.addi %rowbase, %b_3 : index
+          %m170 = arith.muli %a169, %c34_index : index
+          %w171 = arith.shrui %m170, %c2_index : index
+          %ld172 = memref.load %w[%w171] : memref<?xi32>
+          %a173 = arith.addi %m170, %c2_index : index
+          %w174 = arith.shrui %a173, %c2_index : index
+          %ld175 = memref.load %w[%w174] : memref<?xi32>
+          %n176 = arith.index_cast %m170 : index to i32
+          %b177 = arith.andi %n176, %c2_i32 : i32
+          %s178 = arith.shli %b177, %c3_i32 : i32
+          %s179 = arith.shrui %ld172, %s178 : i32
+          %s180 = arith.subi %c16_i32, %s178 : i32
+          %s181 = arith.shli %ld175, %c16_i32 : i32
+          %s182 = arith.shli %s181, %s180 : i32
+          %o183 = arith.ori %s179, %s182 : i32
+          %h184 = arith.trunci %o183 : i32 to i16
+          %h185 = arith.bitcast %h184 : i16 to f16
+          %h186 = arith.extf %h185 : f16 to f32
+          %m187 = arith.muli %q_3, %c16_index : index
+          %a188 = arith.addi %m187, %c2_index : index
+          %a189 = arith.addi %m170, %a188 : index
+          %w190 = arith.shrui %a189, %c2_index : index
+          %n191 = arith.index_cast %a189 : index to i32
+          %b192 = arith.andi %n191, %c2_i32 : i32
+          %od193 = arith.cmpi ne, %b192, %c0_i32 : i32
+          %a194 = arith.addi %w190, %c4_index : index
+          %a195 = arith.addi %w190, %c3_index : index
+          %sel196 = arith.select %od193, %a194, %a195 : index
+          %ld197 = memref.load %w[%w190] : memref<?xi32>
+          %a198 = arith.addi %w190, %c1_index : index
+          %ld199 = memref.load %w[%a198] : memref<?xi32>
+          %a200 = arith.addi %w190, %c2_index : index
+          %ld201 = memref.load %w[%a200] : memref<?xi32>
+          %a202 = arith.addi %w190, %c3_index : index
+          %ld203 = memref.load %w[%a202] : memref<?xi32>
+          %ld204 = memref.load %w[%sel196] : memref<?xi32>
+          %s205 = arith.shrui %ld197, %c16_i32 : i32
+          %s206 = arith.shli %ld199, %c16_i32 : i32
+          %o207 = arith.ori %s205, %s206 : i32
+          %sel208 = arith.select %od193, %o207, %ld197 : i32
+          %s209 = arith.shrui %ld199, %c16_i32 : i32
+          %s210 = arith.shli %ld201, %c16_i32 : i32
+          %o211 = arith.ori %s209, %s210 : i32
+          %sel212 = arith.select %od193, %o211, %ld199 : i32
+          %s213 = arith.shrui %ld201, %c16_i32 : i32
+          %s214 = arith.shli %ld203, %c16_i32 : i32
+          %o215 = arith.ori %s213, %s214 : i32
+          %sel216 = arith.select %od193, %o215, %ld201 : i32
+          %s217 = arith.shrui %ld203, %c16_i32 : i32
+          %s218 = arith.shli %ld204, %c16_i32 : i32
+          %o219 = arith.ori %s217, %s218 : i32
+          %sel220 = arith.select %od193, %o219, %ld203 : i32
+          %h0221 = arith.cmpi eq, %q_3, %c0_index : index
+          %m222 = arith.muli %t0, %K32 : index
+          %a223 = arith.addi %m222, %b : index
+          %m224 = arith.muli %a223, %c2_index : index
+          %a225 = arith.addi %m224, %q : index
+          %xq226 = memref.load %xq[%a225] : memref<?xvector<4xi32>>
+          %ds227 = memref.load %xds[%a223] : memref<?xvector<4xf32>>
+          %xw228 = vector.extract %xq226[0] : i32 from vector<4xi32>
+          %dp229 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel40, %xw228, %c0_i32 : (i32, i32, i32) -> i32
+          %xw230 = vector.extract %xq226[1] : i32 from vector<4xi32>
+          %dp231 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel44, %xw230, %dp229 : (i32, i32, i32) -> i32
+          %xw232 = vector.extract %xq226[2] : i32 from vector<4xi32>
+          %dp233 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel48, %xw232, %dp231 : (i32, i32, i32) -> i32
+          %xw234 = vector.extract %xq226[3] : i32 from vector<4xi32>
+          %dp235 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel52, %xw234, %dp233 : (i32, i32, i32) -> i32
+          %dx236 = vector.extract %ds227[0] : f32 from vector<4xf32>
+          %af237 = arith.sitofp %dp235 : i32 to f32
+          %f238 = arith.mulf %h18, %dx236 : f32
+          %f239 = arith.mulf %f238, %af237 : f32
+          %f240 = arith.addf %sacc, %f239 : f32
+          %m241 = arith.muli %t0, %K32 : index
+          %a242 = arith.addi %m241, %b_1 : index
+          %m243 = arith.muli %a242, %c2_index : index
+          %a244 = arith.addi %m243, %q_1 : index
+          %xq245 = memref.load %xq[%a244] : memref<?xvector<4xi32>>
+          %ds246 = memref.load %xds[%a242] : memref<?xvector<4xf32>>
+          %xw247 = vector.extract %xq245[0] : i32 from vector<4xi32>
+          %dp248 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel96, %xw247, %c0_i32 : (i32, i32, i32) -> i32
+          %xw249 = vector.extract %xq245[1] : i32 from vector<4xi32>
+          %dp250 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel100, %xw249, %dp248 : (i32, i32, i32) -> i32
+          %xw251 = vector.extract %xq245[2] : i32 from vector<4xi32>
+          %dp252 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel104, %xw251, %dp250 : (i32, i32, i32) -> i32
+          %xw253 = vector.extract %xq245[3] : i32 from vector<4xi32>
+          %dp254 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw253, %dp252 : (i32, i32, i32) -> i32
+          %dx255 = vector.extract %ds246[0] : f32 from vector<4xf32>
+          %af256 = arith.sitofp %dp254 : i32 to f32
+          %f257 = arith.mulf %h74, %dx255 : f32
+          %f258 = arith.mulf %f257, %af256 : f32
+          %sel259 = arith.select %vr55, %f258, %c0p0_f32 : f32
+          %f260 = arith.addf %f240, %sel259 : f32
+          %m261 = arith.muli %t0, %K32 : index
+          %a262 = arith.addi %m261, %b_2 : index
+          %m263 = arith.muli %a262, %c2_index : index
+          %a264 = arith.addi %m263, %q_2 : index
+          %xq265 = memref.load %xq[%a264] : memref<?xvector<4xi32>>
+          %ds266 = memref.load %xds[%a262] : memref<?xvector<4xf32>>
+          %xw267 = vector.extract %xq265[0] : i32 from vector<4xi32>
+          %dp268 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel152, %xw267, %c0_i32 : (i32, i32, i32) -> i32
+          %xw269 = vector.extract %xq265[1] : i32 from vector<4xi32>
+          %dp270 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel156, %xw269, %dp268 : (i32, i32, i32) -> i32
+          %xw271 = vector.extract %xq265[2] : i32 from vector<4xi32>
+          %dp272 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel160, %xw271, %dp270 : (i32, i32, i32) -> i32
+          %xw273 = vector.extract %xq265[3] : i32 from vector<4xi32>
+          %dp274 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel164, %xw273, %dp272 : (i32, i32, i32) -> i32
+          %dx275 = vector.extract %ds266[0] : f32 from vector<4xf32>
+          %af276 = arith.sitofp %dp274 : i32 to f32
+          %f277 = arith.mulf %h130, %dx275 : f32
+          %f278 = arith.mulf %f277, %af276 : f32
+          %sel279 = arith.select %vr111, %f278, %c0p0_f32 : f32
+          %f280 = arith.addf %f260, %sel279 : f32
+          %m281 = arith.muli %t0, %K32 : index
+          %a282 = arith.addi %m281, %b_3 : index
+          %m283 = arith.muli %a282, %c2_index : index
+          %a284 = arith.addi %m283, %q_3 : index
+          %xq285 = memref.load %xq[%a284] : memref<?xvector<4xi32>>
+          %ds286 = memref.load %xds[%a282] : memref<?xvector<4xf32>>
+          %xw287 = vector.extract %xq285[0] : i32 from vector<4xi32>
+          %dp288 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel208, %xw287, %c0_i32 : (i32, i32, i32) -> i32
+          %xw289 = vector.extract %xq285[1] : i32 from vector<4xi32>
+          %dp290 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel212, %xw289, %dp288 : (i32, i32, i32) -> i32
+          %xw291 = vector.extract %xq285[2] : i32 from vector<4xi32>
+          %dp292 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel216, %xw291, %dp290 : (i32, i32, i32) -> i32
+          %xw293 = vector.extract %xq285[3] : i32 from vector<4xi32>
+          %dp294 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel220, %xw293, %dp292 : (i32, i32, i32) -> i32
+          %dx295 = vector.extract %ds286[0] : f32 from vector<4xf32>
+          %af296 = arith.sitofp %dp294 : i32 to f32
+          %f297 = arith.mulf %h186, %dx295 : f32
+          %f298 = arith.mulf %f297, %af296 : f32
+          %sel299 = arith.select %vr167, %f298, %c0p0_f32 : f32
+          %f300 = arith.addf %f280, %sel299 : f32
+          scf.yield %f300 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -1153,183 +1540,183 @@ module attributes {gpu.container_module} {
         scf.for %u = %lane to %units step %c32_index {
           %b = arith.divui %u, %c2_index : index
           %q = arith.remui %u, %c2_index : index
-          %a225 = arith.addi %rowbase, %b : index
-          %m226 = arith.muli %a225, %c34_index : index
-          %w227 = arith.shrui %m226, %c2_index : index
-          %ld228 = memref.load %w[%w227] : memref<?xi32>
-          %a229 = arith.addi %m226, %c2_index : index
-          %w230 = arith.shrui %a229, %c2_index : index
-          %ld231 = memref.load %w[%w230] : memref<?xi32>
-          %n232 = arith.index_cast %m226 : index to i32
-          %b233 = arith.andi %n232, %c2_i32 : i32
-          %s234 = arith.shli %b233, %c3_i32 : i32
-          %s235 = arith.shrui %ld228, %s234 : i32
-          %s236 = arith.subi %c16_i32, %s234 : i32
-          %s237 = arith.shli %ld231, %c16_i32 : i32
-          %s238 = arith.shli %s237, %s236 : i32
-          %o239 = arith.ori %s235, %s238 : i32
-          %h240 = arith.trunci %o239 : i32 to i16
-          %h241 = arith.bitcast %h240 : i16 to f16
-          %h242 = arith.extf %h241 : f16 to f32
-          %m243 = arith.muli %q, %c16_index : index
-          %a244 = arith.addi %m243, %c2_index : index
-          %a245 = arith.addi %m226, %a244 : index
-          %w246 = arith.shrui %a245, %c2_index : index
-          %n247 = arith.index_cast %a245 : index to i32
-          %b248 = arith.andi %n247, %c2_i32 : i32
-          %od249 = arith.cmpi ne, %b248, %c0_i32 : i32
-          %a250 = arith.addi %w246, %c4_index : index
-          %a251 = arith.addi %w246, %c3_index : index
-          %sel252 = arith.select %od249, %a250, %a251 : index
-          %ld253 = memref.load %w[%w246] : memref<?xi32>
-          %a254 = arith.addi %w246, %c1_index : index
-          %ld255 = memref.load %w[%a254] : memref<?xi32>
-          %a256 = arith.addi %w246, %c2_index : index
-          %ld257 = memref.load %w[%a256] : memref<?xi32>
-          %a258 = arith.addi %w246, %c3_index : index
-          %ld259 = memref.load %w[%a258] : memref<?xi32>
-          %ld260 = memref.load %w[%sel252] : memref<?xi32>
-          %s261 = arith.shrui %ld253, %c16_i32 : i32
-          %s262 = arith.shli %ld255, %c16_i32 : i32
-          %o263 = arith.ori %s261, %s262 : i32
-          %sel264 = arith.select %od249, %o263, %ld253 : i32
-          %s265 = arith.shrui %ld255, %c16_i32 : i32
-          %s266 = arith.shli %ld257, %c16_i32 : i32
-          %o267 = arith.ori %s265, %s266 : i32
-          %sel268 = arith.select %od249, %o267, %ld255 : i32
-          %s269 = arith.shrui %ld257, %c16_i32 : i32
-          %s270 = arith.shli %ld259, %c16_i32 : i32
-          %o271 = arith.ori %s269, %s270 : i32
-          %sel272 = arith.select %od249, %o271, %ld257 : i32
-          %s273 = arith.shrui %ld259, %c16_i32 : i32
-          %s274 = arith.shli %ld260, %c16_i32 : i32
-          %o275 = arith.ori %s273, %s274 : i32
-          %sel276 = arith.select %od249, %o275, %ld259 : i32
-          %h0277 = arith.cmpi eq, %q, %c0_index : index
+          %a301 = arith.addi %rowbase, %b : index
+          %m302 = arith.muli %a301, %c34_index : index
+          %w303 = arith.shrui %m302, %c2_index : index
+          %ld304 = memref.load %w[%w303] : memref<?xi32>
+          %a305 = arith.addi %m302, %c2_index : index
+          %w306 = arith.shrui %a305, %c2_index : index
+          %ld307 = memref.load %w[%w306] : memref<?xi32>
+          %n308 = arith.index_cast %m302 : index to i32
+          %b309 = arith.andi %n308, %c2_i32 : i32
+          %s310 = arith.shli %b309, %c3_i32 : i32
+          %s311 = arith.shrui %ld304, %s310 : i32
+          %s312 = arith.subi %c16_i32, %s310 : i32
+          %s313 = arith.shli %ld307, %c16_i32 : i32
+          %s314 = arith.shli %s313, %s312 : i32
+          %o315 = arith.ori %s311, %s314 : i32
+          %h316 = arith.trunci %o315 : i32 to i16
+          %h317 = arith.bitcast %h316 : i16 to f16
+          %h318 = arith.extf %h317 : f16 to f32
+          %m319 = arith.muli %q, %c16_index : index
+          %a320 = arith.addi %m319, %c2_index : index
+          %a321 = arith.addi %m302, %a320 : index
+          %w322 = arith.shrui %a321, %c2_index : index
+          %n323 = arith.index_cast %a321 : index to i32
+          %b324 = arith.andi %n323, %c2_i32 : i32
+          %od325 = arith.cmpi ne, %b324, %c0_i32 : i32
+          %a326 = arith.addi %w322, %c4_index : index
+          %a327 = arith.addi %w322, %c3_index : index
+          %sel328 = arith.select %od325, %a326, %a327 : index
+          %ld329 = memref.load %w[%w322] : memref<?xi32>
+          %a330 = arith.addi %w322, %c1_index : index
+          %ld331 = memref.load %w[%a330] : memref<?xi32>
+          %a332 = arith.addi %w322, %c2_index : index
+          %ld333 = memref.load %w[%a332] : memref<?xi32>
+          %a334 = arith.addi %w322, %c3_index : index
+          %ld335 = memref.load %w[%a334] : memref<?xi32>
+          %ld336 = memref.load %w[%sel328] : memref<?xi32>
+          %s337 = arith.shrui %ld329, %c16_i32 : i32
+          %s338 = arith.shli %ld331, %c16_i32 : i32
+          %o339 = arith.ori %s337, %s338 : i32
+          %sel340 = arith.select %od325, %o339, %ld329 : i32
+          %s341 = arith.shrui %ld331, %c16_i32 : i32
+          %s342 = arith.shli %ld333, %c16_i32 : i32
+          %o343 = arith.ori %s341, %s342 : i32
+          %sel344 = arith.select %od325, %o343, %ld331 : i32
+          %s345 = arith.shrui %ld333, %c16_i32 : i32
+          %s346 = arith.shli %ld335, %c16_i32 : i32
+          %o347 = arith.ori %s345, %s346 : i32
+          %sel348 = arith.select %od325, %o347, %ld333 : i32
+          %s349 = arith.shrui %ld335, %c16_i32 : i32
+          %s350 = arith.shli %ld336, %c16_i32 : i32
+          %o351 = arith.ori %s349, %s350 : i32
+          %sel352 = arith.select %od325, %o351, %ld335 : i32
+          %h0353 = arith.cmpi eq, %q, %c0_index : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m278 = arith.muli %tg, %K32 : index
-            %a279 = arith.addi %m278, %b : index
-            %m280 = arith.muli %a279, %c2_index : index
-            %a281 = arith.addi %m280, %q : index
-            %xq282 = memref.load %xq[%a281] : memref<?xvector<4xi32>>
-            %ds283 = memref.load %xds[%a279] : memref<?xvector<4xf32>>
-            %xw284 = vector.extract %xq282[0] : i32 from vector<4xi32>
-            %dp285 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel264, %xw284, %c0_i32 : (i32, i32, i32) -> i32
-            %xw286 = vector.extract %xq282[1] : i32 from vector<4xi32>
-            %dp287 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel268, %xw286, %dp285 : (i32, i32, i32) -> i32
-            %xw288 = vector.extract %xq282[2] : i32 from vector<4xi32>
-            %dp289 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel272, %xw288, %dp287 : (i32, i32, i32) -> i32
-            %xw290 = vector.extract %xq282[3] : i32 from vector<4xi32>
-            %dp291 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel276, %xw290, %dp289 : (i32, i32, i32) -> i32
-            %dx292 = vector.extract %ds283[0] : f32 from vector<4xf32>
-            %af293 = arith.sitofp %dp291 : i32 to f32
-            %f294 = arith.mulf %h242, %dx292 : f32
-            %f295 = arith.mulf %f294, %af293 : f32
+            %m354 = arith.muli %tg, %K32 : index
+            %a355 = arith.addi %m354, %b : index
+            %m356 = arith.muli %a355, %c2_index : index
+            %a357 = arith.addi %m356, %q : index
+            %xq358 = memref.load %xq[%a357] : memref<?xvector<4xi32>>
+            %ds359 = memref.load %xds[%a355] : memref<?xvector<4xf32>>
+            %xw360 = vector.extract %xq358[0] : i32 from vector<4xi32>
+            %dp361 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel340, %xw360, %c0_i32 : (i32, i32, i32) -> i32
+            %xw362 = vector.extract %xq358[1] : i32 from vector<4xi32>
+            %dp363 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel344, %xw362, %dp361 : (i32, i32, i32) -> i32
+            %xw364 = vector.extract %xq358[2] : i32 from vector<4xi32>
+            %dp365 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel348, %xw364, %dp363 : (i32, i32, i32) -> i32
+            %xw366 = vector.extract %xq358[3] : i32 from vector<4xi32>
+            %dp367 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel352, %xw366, %dp365 : (i32, i32, i32) -> i32
+            %dx368 = vector.extract %ds359[0] : f32 from vector<4xf32>
+            %af369 = arith.sitofp %dp367 : i32 to f32
+            %f370 = arith.mulf %h318, %dx368 : f32
+            %f371 = arith.mulf %f370, %af369 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f295 : f32
+            %new = arith.addf %old, %f371 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv296 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a297 = arith.addi %tid, %c128_index : index
-        %sv298 = memref.load %slots[%a297] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a299 = arith.addi %tid, %c256_index : index
-        %sv300 = memref.load %slots[%a299] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a301 = arith.addi %tid, %c384_index : index
-        %sv302 = memref.load %slots[%a301] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a303 = arith.addi %tid, %c512_index : index
-        %sv304 = memref.load %slots[%a303] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a305 = arith.addi %tid, %c640_index : index
-        %sv306 = memref.load %slots[%a305] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a307 = arith.addi %tid, %c768_index : index
-        %sv308 = memref.load %slots[%a307] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a309 = arith.addi %tid, %c896_index : index
-        %sv310 = memref.load %slots[%a309] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv296, %sv298, %sv300, %sv302, %sv304, %sv306, %sv308, %sv310 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv372 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a373 = arith.addi %tid, %c128_index : index
+        %sv374 = memref.load %slots[%a373] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a375 = arith.addi %tid, %c256_index : index
+        %sv376 = memref.load %slots[%a375] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a377 = arith.addi %tid, %c384_index : index
+        %sv378 = memref.load %slots[%a377] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a379 = arith.addi %tid, %c512_index : index
+        %sv380 = memref.load %slots[%a379] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a381 = arith.addi %tid, %c640_index : index
+        %sv382 = memref.load %slots[%a381] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a383 = arith.addi %tid, %c768_index : index
+        %sv384 = memref.load %slots[%a383] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a385 = arith.addi %tid, %c896_index : index
+        %sv386 = memref.load %slots[%a385] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv372, %sv374, %sv376, %sv378, %sv380, %sv382, %sv384, %sv386 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh311:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f312 = arith.addf %acc_r#0, %sh311#0 : f32
-      %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
-      %f314 = arith.addf %f312, %sh313#0 : f32
-      %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
-      %f316 = arith.addf %f314, %sh315#0 : f32
-      %c317 = scf.if %tok1 -> (f32) {
-        %sh318:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f319 = arith.addf %acc_r#1, %sh318#0 : f32
-        %sh320:2 = gpu.shuffle xor %f319, %c2_i32, %c32_i32 : f32
-        %f321 = arith.addf %f319, %sh320#0 : f32
-        %sh322:2 = gpu.shuffle xor %f321, %c1_i32, %c32_i32 : f32
-        %f323 = arith.addf %f321, %sh322#0 : f32
-        scf.yield %f323 : f32
+      %sh387:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f388 = arith.addf %acc_r#0, %sh387#0 : f32
+      %sh389:2 = gpu.shuffle xor %f388, %c2_i32, %c32_i32 : f32
+      %f390 = arith.addf %f388, %sh389#0 : f32
+      %sh391:2 = gpu.shuffle xor %f390, %c1_i32, %c32_i32 : f32
+      %f392 = arith.addf %f390, %sh391#0 : f32
+      %c393 = scf.if %tok1 -> (f32) {
+        %sh394:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f395 = arith.addf %acc_r#1, %sh394#0 : f32
+        %sh396:2 = gpu.shuffle xor %f395, %c2_i32, %c32_i32 : f32
+        %f397 = arith.addf %f395, %sh396#0 : f32
+        %sh398:2 = gpu.shuffle xor %f397, %c1_i32, %c32_i32 : f32
+        %f399 = arith.addf %f397, %sh398#0 : f32
+        scf.yield %f399 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c324 = scf.if %tok2 -> (f32) {
-        %sh325:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f326 = arith.addf %acc_r#2, %sh325#0 : f32
-        %sh327:2 = gpu.shuffle xor %f326, %c2_i32, %c32_i32 : f32
-        %f328 = arith.addf %f326, %sh327#0 : f32
-        %sh329:2 = gpu.shuffle xor %f328, %c1_i32, %c32_i32 : f32
-        %f330 = arith.addf %f328, %sh329#0 : f32
-        scf.yield %f330 : f32
+      %c400 = scf.if %tok2 -> (f32) {
+        %sh401:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f402 = arith.addf %acc_r#2, %sh401#0 : f32
+        %sh403:2 = gpu.shuffle xor %f402, %c2_i32, %c32_i32 : f32
+        %f404 = arith.addf %f402, %sh403#0 : f32
+        %sh405:2 = gpu.shuffle xor %f404, %c1_i32, %c32_i32 : f32
+        %f406 = arith.addf %f404, %sh405#0 : f32
+        scf.yield %f406 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c331 = scf.if %tok3 -> (f32) {
-        %sh332:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f333 = arith.addf %acc_r#3, %sh332#0 : f32
-        %sh334:2 = gpu.shuffle xor %f333, %c2_i32, %c32_i32 : f32
-        %f335 = arith.addf %f333, %sh334#0 : f32
-        %sh336:2 = gpu.shuffle xor %f335, %c1_i32, %c32_i32 : f32
-        %f337 = arith.addf %f335, %sh336#0 : f32
-        scf.yield %f337 : f32
+      %c407 = scf.if %tok3 -> (f32) {
+        %sh408:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f409 = arith.addf %acc_r#3, %sh408#0 : f32
+        %sh410:2 = gpu.shuffle xor %f409, %c2_i32, %c32_i32 : f32
+        %f411 = arith.addf %f409, %sh410#0 : f32
+        %sh412:2 = gpu.shuffle xor %f411, %c1_i32, %c32_i32 : f32
+        %f413 = arith.addf %f411, %sh412#0 : f32
+        scf.yield %f413 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c338 = scf.if %tok4 -> (f32) {
-        %sh339:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f340 = arith.addf %acc_r#4, %sh339#0 : f32
-        %sh341:2 = gpu.shuffle xor %f340, %c2_i32, %c32_i32 : f32
-        %f342 = arith.addf %f340, %sh341#0 : f32
-        %sh343:2 = gpu.shuffle xor %f342, %c1_i32, %c32_i32 : f32
-        %f344 = arith.addf %f342, %sh343#0 : f32
-        scf.yield %f344 : f32
+      %c414 = scf.if %tok4 -> (f32) {
+        %sh415:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f416 = arith.addf %acc_r#4, %sh415#0 : f32
+        %sh417:2 = gpu.shuffle xor %f416, %c2_i32, %c32_i32 : f32
+        %f418 = arith.addf %f416, %sh417#0 : f32
+        %sh419:2 = gpu.shuffle xor %f418, %c1_i32, %c32_i32 : f32
+        %f420 = arith.addf %f418, %sh419#0 : f32
+        scf.yield %f420 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c345 = scf.if %tok5 -> (f32) {
-        %sh346:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f347 = arith.addf %acc_r#5, %sh346#0 : f32
-        %sh348:2 = gpu.shuffle xor %f347, %c2_i32, %c32_i32 : f32
-        %f349 = arith.addf %f347, %sh348#0 : f32
-        %sh350:2 = gpu.shuffle xor %f349, %c1_i32, %c32_i32 : f32
-        %f351 = arith.addf %f349, %sh350#0 : f32
-        scf.yield %f351 : f32
+      %c421 = scf.if %tok5 -> (f32) {
+        %sh422:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f423 = arith.addf %acc_r#5, %sh422#0 : f32
+        %sh424:2 = gpu.shuffle xor %f423, %c2_i32, %c32_i32 : f32
+        %f425 = arith.addf %f423, %sh424#0 : f32
+        %sh426:2 = gpu.shuffle xor %f425, %c1_i32, %c32_i32 : f32
+        %f427 = arith.addf %f425, %sh426#0 : f32
+        scf.yield %f427 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c352 = scf.if %tok6 -> (f32) {
-        %sh353:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f354 = arith.addf %acc_r#6, %sh353#0 : f32
-        %sh355:2 = gpu.shuffle xor %f354, %c2_i32, %c32_i32 : f32
-        %f356 = arith.addf %f354, %sh355#0 : f32
-        %sh357:2 = gpu.shuffle xor %f356, %c1_i32, %c32_i32 : f32
-        %f358 = arith.addf %f356, %sh357#0 : f32
-        scf.yield %f358 : f32
+      %c428 = scf.if %tok6 -> (f32) {
+        %sh429:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f430 = arith.addf %acc_r#6, %sh429#0 : f32
+        %sh431:2 = gpu.shuffle xor %f430, %c2_i32, %c32_i32 : f32
+        %f432 = arith.addf %f430, %sh431#0 : f32
+        %sh433:2 = gpu.shuffle xor %f432, %c1_i32, %c32_i32 : f32
+        %f434 = arith.addf %f432, %sh433#0 : f32
+        scf.yield %f434 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c359 = scf.if %tok7 -> (f32) {
-        %sh360:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f361 = arith.addf %acc_r#7, %sh360#0 : f32
-        %sh362:2 = gpu.shuffle xor %f361, %c2_i32, %c32_i32 : f32
-        %f363 = arith.addf %f361, %sh362#0 : f32
-        %sh364:2 = gpu.shuffle xor %f363, %c1_i32, %c32_i32 : f32
-        %f365 = arith.addf %f363, %sh364#0 : f32
-        scf.yield %f365 : f32
+      %c435 = scf.if %tok7 -> (f32) {
+        %sh436:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f437 = arith.addf %acc_r#7, %sh436#0 : f32
+        %sh438:2 = gpu.shuffle xor %f437, %c2_i32, %c32_i32 : f32
+        %f439 = arith.addf %f437, %sh438#0 : f32
+        %sh440:2 = gpu.shuffle xor %f439, %c1_i32, %c32_i32 : f32
+        %f441 = arith.addf %f439, %sh440#0 : f32
+        scf.yield %f441 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1339,21 +1726,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f316, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a366 = arith.addi %pbase, %c4_index : index
-        memref.store %c317, %acc[%a366] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a367 = arith.addi %pbase, %c8_index : index
-        memref.store %c324, %acc[%a367] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a368 = arith.addi %pbase, %c12_index : index
-        memref.store %c331, %acc[%a368] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a369 = arith.addi %pbase, %c16_index : index
-        memref.store %c338, %acc[%a369] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a370 = arith.addi %pbase, %c20_index : index
-        memref.store %c345, %acc[%a370] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a371 = arith.addi %pbase, %c24_index : index
-        memref.store %c352, %acc[%a371] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a372 = arith.addi %pbase, %c28_index : index
-        memref.store %c359, %acc[%a372] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f392, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a442 = arith.addi %pbase, %c4_index : index
+        memref.store %c393, %acc[%a442] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a443 = arith.addi %pbase, %c8_index : index
+        memref.store %c400, %acc[%a443] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a444 = arith.addi %pbase, %c12_index : index
+        memref.store %c407, %acc[%a444] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a445 = arith.addi %pbase, %c16_index : index
+        memref.store %c414, %acc[%a445] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a446 = arith.addi %pbase, %c20_index : index
+        memref.store %c421, %acc[%a446] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a447 = arith.addi %pbase, %c24_index : index
+        memref.store %c428, %acc[%a447] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a448 = arith.addi %pbase, %c28_index : index
+        memref.store %c435, %acc[%a448] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index

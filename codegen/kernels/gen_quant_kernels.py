@@ -274,9 +274,11 @@ def dequant_unit(e, fmt, blockbyte, q):
 # units: one thread's share of a block; vecs: the row's 16-byte vectors per block (q4_k:
 # a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
 # aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
+# unroll: units in flight per thread (a 3584-wide Q4_K row is 3.5 units a lane: one
+# iteration).
 Q8X = {
-    "q4_k": dict(units=8, vecs=9),
-    "q8_0": dict(units=2, vecs=None),
+    "q4_k": dict(units=8, vecs=9, unroll=4),
+    "q8_0": dict(units=2, vecs=None, unroll=4),
 }
 
 
@@ -299,37 +301,39 @@ def q8x_unit(e, fmt, u, sfx):
     if fmt == "q4_k":
         # Unit q of block b: qs bytes 16q .. 16q+15 = half h = q % 2 of 32-byte chunk
         # p = q / 2, whose low nibbles are weights 16h.. of sub-block 2p and high nibbles
-        # the same weights of sub-block 2p+1.
+        # the same weights of sub-block 2p+1. The unit's two loads are issued here; the
+        # unpacking happens in token(), so only the loads of the units in flight hold
+        # registers.
         vb = e.add("%rowbase", e.mul(b, c(9)))
         hdr = e.v(f"memref.load %w[{vb}] : {IVEC}", "hd")
         qv = e.v(f"memref.load %w[{e.add(e.add(vb, c(1)), q)}] : {IVEC}", "qv")
-        w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
-        d = e.half(w0, False)
-        dmin = e.half(w0, True)
-        p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
-        h = e.v(f"arith.remui {q}, {c(2)} : index", "p")
-        pi = e.i32(p)
-        small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
-        scales = []
-        for jj in range(2):
-            j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
-            sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
-            b0 = e.band(e.shr(s0, sh), e.ci(255))
-            b1 = e.band(e.shr(s1, sh), e.ci(255))
-            b2 = e.band(e.shr(s2, sh), e.ci(255))
-            sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
-            m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
-            sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
-            m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
-            scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
-        words = [e.v(f"vector.extract {qv}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)]
-        lo = [e.band(wd, e.ci(0x0F0F0F0F)) for wd in words]
-        hi = [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in words]
-        # Activation block of sub-block 2p within the row: 8 per weight block.
-        sb0 = e.add(e.mul(b, c(8)), e.mul(p, c(2)))
-        hsel = e.v(f"arith.cmpi eq, {h}, {c(0)} : index", "h0")
 
         def token(tg):
+            w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
+            d = e.half(w0, False)
+            dmin = e.half(w0, True)
+            p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
+            h = e.v(f"arith.remui {q}, {c(2)} : index", "p")
+            pi = e.i32(p)
+            small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
+            scales = []
+            for jj in range(2):
+                j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
+                sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
+                b0 = e.band(e.shr(s0, sh), e.ci(255))
+                b1 = e.band(e.shr(s1, sh), e.ci(255))
+                b2 = e.band(e.shr(s2, sh), e.ci(255))
+                sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
+                m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
+                sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
+                m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
+                scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
+            words = [e.v(f"vector.extract {qv}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)]
+            lo = [e.band(wd, e.ci(0x0F0F0F0F)) for wd in words]
+            hi = [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in words]
+            # Activation block of sub-block 2p within the row: 8 per weight block.
+            sb0 = e.add(e.mul(b, c(8)), e.mul(p, c(2)))
+            hsel = e.v(f"arith.cmpi eq, {h}, {c(0)} : index", "h0")
             sb = e.add(e.mul(tg, "%K32"), sb0)
             parts = []
             for jj, nib in enumerate((lo, hi)):
@@ -667,7 +671,7 @@ def gemv(fmt, q8x=False):
     e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
     e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
-    R = f["unroll"]
+    R = Q8X[fmt]["unroll"] if q8x else f["unroll"]
     e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before

@@ -679,6 +679,9 @@ json lsePart(const Attention &a) {
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const bool decode = ref.phase == "decode";
+  if (ref.entry == "flash_attention_f16kv" && a.hd % 4 != 0)
+    g.fail("flash_attention_f16kv needs head_dim % 4 == 0 (its dot products run four "
+           "features at a time); this model's head_dim is " + str(a.hd));
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
   if (decode)
