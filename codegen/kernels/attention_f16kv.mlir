@@ -260,6 +260,10 @@ module attributes {gpu.container_module} {
       %p0 = arith.index_cast %pos0 : i32 to index
       %sl = arith.index_cast %split_len : i32 to index
       %G = arith.divui %nh, %n_kv : index
+      // Divisions by head_dim and G in 32 bits (index is 64-bit on PTX, and a 64-bit
+      // division by a run-time value is several times the instructions).
+      %hd32 = arith.index_cast %hd : index to i32
+      %G32 = arith.index_cast %G : index to i32
       %rows = arith.muli %Ti, %G : index
       %row0 = arith.muli %tile, %c8 : index
       %pitch = arith.addi %hd, %c1 : index
@@ -269,13 +273,21 @@ module attributes {gpu.container_module} {
 
       // Q tile (pre-multiplied by scale) and O = 0; dead rows (i >= T * G) get 0.
       scf.for %e = %tid to %n_q step %c128 {
-        %r = arith.divui %e, %hd : index
-        %d = arith.remui %e, %hd : index
+        %r_x32 = arith.index_cast %e : index to i32
+        %r_q32 = arith.divui %r_x32, %hd32 : i32
+        %r = arith.index_cast %r_q32 : i32 to index
+        %d_x32 = arith.index_cast %e : index to i32
+        %d_q32 = arith.remui %d_x32, %hd32 : i32
+        %d = arith.index_cast %d_q32 : i32 to index
         %i = arith.addi %row0, %r : index
         %live = arith.cmpi ult, %i, %rows : index
         %qv = scf.if %live -> (f32) {
-          %t = arith.divui %i, %G : index
-          %g = arith.remui %i, %G : index
+          %t_x32 = arith.index_cast %i : index to i32
+          %t_q32 = arith.divui %t_x32, %G32 : i32
+          %t = arith.index_cast %t_q32 : i32 to index
+          %g_x32 = arith.index_cast %i : index to i32
+          %g_q32 = arith.remui %g_x32, %G32 : i32
+          %g = arith.index_cast %g_q32 : i32 to index
           %h = arith.addi %h0, %g : index
           %x0 = arith.muli %t, %nh : index
           %x1 = arith.addi %x0, %h : index
@@ -304,7 +316,9 @@ module attributes {gpu.container_module} {
       %row_end = arith.addi %row0, %c8 : index
       %row_lim = arith.minui %row_end, %rows : index
       %last_row = arith.subi %row_lim, %c1 : index
-      %t_last = arith.divui %last_row, %G : index
+      %t_last_x32 = arith.index_cast %last_row : index to i32
+      %t_last_q32 = arith.divui %t_last_x32, %G32 : i32
+      %t_last = arith.index_cast %t_last_q32 : i32 to index
       %e0 = arith.addi %p0, %t_last : index
       %kv_end = arith.addi %e0, %c1 : index
       %kv_lo = arith.muli %split, %sl : index
@@ -320,8 +334,12 @@ module attributes {gpu.container_module} {
         // an iteration waited on two dependent loads per element). Keys >= kv_hi and
         // elements past the tile load key kt instead (always visible) and keep 0.
         scf.for %et = %tid to %n_tile step %c1024 {
-          %t_j0 = arith.divui %et, %hd : index
-          %t_d0 = arith.remui %et, %hd : index
+          %t_j0_x32 = arith.index_cast %et : index to i32
+          %t_j0_q32 = arith.divui %t_j0_x32, %hd32 : i32
+          %t_j0 = arith.index_cast %t_j0_q32 : i32 to index
+          %t_d0_x32 = arith.index_cast %et : index to i32
+          %t_d0_q32 = arith.remui %t_d0_x32, %hd32 : i32
+          %t_d0 = arith.index_cast %t_d0_q32 : i32 to index
           %t_p0 = arith.addi %kt, %t_j0 : index
           %t_in0 = arith.cmpi ult, %t_p0, %kv_hi : index
           %t_pc0 = arith.select %t_in0, %t_p0, %kt : index
@@ -331,8 +349,12 @@ module attributes {gpu.container_module} {
           %t_eu1 = arith.addi %et, %c128 : index
           %t_ev1 = arith.cmpi ult, %t_eu1, %n_tile : index
           %t_ec1 = arith.select %t_ev1, %t_eu1, %et : index
-          %t_j1 = arith.divui %t_ec1, %hd : index
-          %t_d1 = arith.remui %t_ec1, %hd : index
+          %t_j1_x32 = arith.index_cast %t_ec1 : index to i32
+          %t_j1_q32 = arith.divui %t_j1_x32, %hd32 : i32
+          %t_j1 = arith.index_cast %t_j1_q32 : i32 to index
+          %t_d1_x32 = arith.index_cast %t_ec1 : index to i32
+          %t_d1_q32 = arith.remui %t_d1_x32, %hd32 : i32
+          %t_d1 = arith.index_cast %t_d1_q32 : i32 to index
           %t_p1 = arith.addi %kt, %t_j1 : index
           %t_in1 = arith.cmpi ult, %t_p1, %kv_hi : index
           %t_pc1 = arith.select %t_in1, %t_p1, %kt : index
@@ -342,8 +364,12 @@ module attributes {gpu.container_module} {
           %t_eu2 = arith.addi %et, %c256 : index
           %t_ev2 = arith.cmpi ult, %t_eu2, %n_tile : index
           %t_ec2 = arith.select %t_ev2, %t_eu2, %et : index
-          %t_j2 = arith.divui %t_ec2, %hd : index
-          %t_d2 = arith.remui %t_ec2, %hd : index
+          %t_j2_x32 = arith.index_cast %t_ec2 : index to i32
+          %t_j2_q32 = arith.divui %t_j2_x32, %hd32 : i32
+          %t_j2 = arith.index_cast %t_j2_q32 : i32 to index
+          %t_d2_x32 = arith.index_cast %t_ec2 : index to i32
+          %t_d2_q32 = arith.remui %t_d2_x32, %hd32 : i32
+          %t_d2 = arith.index_cast %t_d2_q32 : i32 to index
           %t_p2 = arith.addi %kt, %t_j2 : index
           %t_in2 = arith.cmpi ult, %t_p2, %kv_hi : index
           %t_pc2 = arith.select %t_in2, %t_p2, %kt : index
@@ -353,8 +379,12 @@ module attributes {gpu.container_module} {
           %t_eu3 = arith.addi %et, %c384 : index
           %t_ev3 = arith.cmpi ult, %t_eu3, %n_tile : index
           %t_ec3 = arith.select %t_ev3, %t_eu3, %et : index
-          %t_j3 = arith.divui %t_ec3, %hd : index
-          %t_d3 = arith.remui %t_ec3, %hd : index
+          %t_j3_x32 = arith.index_cast %t_ec3 : index to i32
+          %t_j3_q32 = arith.divui %t_j3_x32, %hd32 : i32
+          %t_j3 = arith.index_cast %t_j3_q32 : i32 to index
+          %t_d3_x32 = arith.index_cast %t_ec3 : index to i32
+          %t_d3_q32 = arith.remui %t_d3_x32, %hd32 : i32
+          %t_d3 = arith.index_cast %t_d3_q32 : i32 to index
           %t_p3 = arith.addi %kt, %t_j3 : index
           %t_in3 = arith.cmpi ult, %t_p3, %kv_hi : index
           %t_pc3 = arith.select %t_in3, %t_p3, %kt : index
@@ -364,8 +394,12 @@ module attributes {gpu.container_module} {
           %t_eu4 = arith.addi %et, %c512 : index
           %t_ev4 = arith.cmpi ult, %t_eu4, %n_tile : index
           %t_ec4 = arith.select %t_ev4, %t_eu4, %et : index
-          %t_j4 = arith.divui %t_ec4, %hd : index
-          %t_d4 = arith.remui %t_ec4, %hd : index
+          %t_j4_x32 = arith.index_cast %t_ec4 : index to i32
+          %t_j4_q32 = arith.divui %t_j4_x32, %hd32 : i32
+          %t_j4 = arith.index_cast %t_j4_q32 : i32 to index
+          %t_d4_x32 = arith.index_cast %t_ec4 : index to i32
+          %t_d4_q32 = arith.remui %t_d4_x32, %hd32 : i32
+          %t_d4 = arith.index_cast %t_d4_q32 : i32 to index
           %t_p4 = arith.addi %kt, %t_j4 : index
           %t_in4 = arith.cmpi ult, %t_p4, %kv_hi : index
           %t_pc4 = arith.select %t_in4, %t_p4, %kt : index
@@ -375,8 +409,12 @@ module attributes {gpu.container_module} {
           %t_eu5 = arith.addi %et, %c640 : index
           %t_ev5 = arith.cmpi ult, %t_eu5, %n_tile : index
           %t_ec5 = arith.select %t_ev5, %t_eu5, %et : index
-          %t_j5 = arith.divui %t_ec5, %hd : index
-          %t_d5 = arith.remui %t_ec5, %hd : index
+          %t_j5_x32 = arith.index_cast %t_ec5 : index to i32
+          %t_j5_q32 = arith.divui %t_j5_x32, %hd32 : i32
+          %t_j5 = arith.index_cast %t_j5_q32 : i32 to index
+          %t_d5_x32 = arith.index_cast %t_ec5 : index to i32
+          %t_d5_q32 = arith.remui %t_d5_x32, %hd32 : i32
+          %t_d5 = arith.index_cast %t_d5_q32 : i32 to index
           %t_p5 = arith.addi %kt, %t_j5 : index
           %t_in5 = arith.cmpi ult, %t_p5, %kv_hi : index
           %t_pc5 = arith.select %t_in5, %t_p5, %kt : index
@@ -386,8 +424,12 @@ module attributes {gpu.container_module} {
           %t_eu6 = arith.addi %et, %c768 : index
           %t_ev6 = arith.cmpi ult, %t_eu6, %n_tile : index
           %t_ec6 = arith.select %t_ev6, %t_eu6, %et : index
-          %t_j6 = arith.divui %t_ec6, %hd : index
-          %t_d6 = arith.remui %t_ec6, %hd : index
+          %t_j6_x32 = arith.index_cast %t_ec6 : index to i32
+          %t_j6_q32 = arith.divui %t_j6_x32, %hd32 : i32
+          %t_j6 = arith.index_cast %t_j6_q32 : i32 to index
+          %t_d6_x32 = arith.index_cast %t_ec6 : index to i32
+          %t_d6_q32 = arith.remui %t_d6_x32, %hd32 : i32
+          %t_d6 = arith.index_cast %t_d6_q32 : i32 to index
           %t_p6 = arith.addi %kt, %t_j6 : index
           %t_in6 = arith.cmpi ult, %t_p6, %kv_hi : index
           %t_pc6 = arith.select %t_in6, %t_p6, %kt : index
@@ -397,8 +439,12 @@ module attributes {gpu.container_module} {
           %t_eu7 = arith.addi %et, %c896 : index
           %t_ev7 = arith.cmpi ult, %t_eu7, %n_tile : index
           %t_ec7 = arith.select %t_ev7, %t_eu7, %et : index
-          %t_j7 = arith.divui %t_ec7, %hd : index
-          %t_d7 = arith.remui %t_ec7, %hd : index
+          %t_j7_x32 = arith.index_cast %t_ec7 : index to i32
+          %t_j7_q32 = arith.divui %t_j7_x32, %hd32 : i32
+          %t_j7 = arith.index_cast %t_j7_q32 : i32 to index
+          %t_d7_x32 = arith.index_cast %t_ec7 : index to i32
+          %t_d7_q32 = arith.remui %t_d7_x32, %hd32 : i32
+          %t_d7 = arith.index_cast %t_d7_q32 : i32 to index
           %t_p7 = arith.addi %kt, %t_j7 : index
           %t_in7 = arith.cmpi ult, %t_p7, %kv_hi : index
           %t_pc7 = arith.select %t_in7, %t_p7, %kt : index
@@ -567,7 +613,9 @@ module attributes {gpu.container_module} {
           %r = arith.divui %pr, %c32 : index
           %j = arith.remui %pr, %c32 : index
           %i = arith.addi %row0, %r : index
-          %t = arith.divui %i, %G : index
+          %t_x32 = arith.index_cast %i : index to i32
+          %t_q32 = arith.divui %t_x32, %G32 : i32
+          %t = arith.index_cast %t_q32 : i32 to index
           %pos_r = arith.addi %p0, %t : index
           %key = arith.addi %kt, %j : index
           %causal = arith.cmpi ule, %key, %pos_r : index
@@ -639,27 +687,73 @@ module attributes {gpu.container_module} {
           %sb = arith.muli %r, %c32 : index
           %m_old = memref.load %stat[%r] : memref<24xf32, #gpu.address_space<workgroup>>
           %l_old = memref.load %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
-          %mx = scf.for %j = %c0 to %c32 step %c1 iter_args(%m = %m_old) -> (f32) {
-            %si = arith.addi %sb, %j : index
-            %s = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
-            %m2 = arith.maximumf %m, %s : f32
-            scf.yield %m2 : f32
+          // Both loops over the row's 32 scores four at a time (four independent chains).
+          %mx4:4 = scf.for %j = %c0 to %c32 step %c4 iter_args(%m0 = %m_old, %m1 = %m_old, %m2 = %m_old, %m3 = %m_old) -> (f32, f32, f32, f32) {
+            %si0 = arith.addi %sb, %j : index
+            %s0 = memref.load %ss[%si0] : memref<256xf32, #gpu.address_space<workgroup>>
+            %n0 = arith.maximumf %m0, %s0 : f32
+            %jm1 = arith.addi %j, %c1 : index
+            %si1 = arith.addi %sb, %jm1 : index
+            %s1 = memref.load %ss[%si1] : memref<256xf32, #gpu.address_space<workgroup>>
+            %n1 = arith.maximumf %m1, %s1 : f32
+            %jm2 = arith.addi %j, %c2 : index
+            %si2 = arith.addi %sb, %jm2 : index
+            %s2 = memref.load %ss[%si2] : memref<256xf32, #gpu.address_space<workgroup>>
+            %n2 = arith.maximumf %m2, %s2 : f32
+            %jm3 = arith.addi %j, %c3 : index
+            %si3 = arith.addi %sb, %jm3 : index
+            %s3 = memref.load %ss[%si3] : memref<256xf32, #gpu.address_space<workgroup>>
+            %n3 = arith.maximumf %m3, %s3 : f32
+            scf.yield %n0, %n1, %n2, %n3 : f32, f32, f32, f32
           }
+          %mx01 = arith.maximumf %mx4#0, %mx4#1 : f32
+          %mx23 = arith.maximumf %mx4#2, %mx4#3 : f32
+          %mx = arith.maximumf %mx01, %mx23 : f32
           %old_ninf = arith.cmpf oeq, %m_old, %ninf : f32
           %dm = arith.subf %m_old, %mx : f32
           %ea = math.exp %dm : f32
           %alpha = arith.select %old_ninf, %zero, %ea : f32
-          %sum = scf.for %j = %c0 to %c32 step %c1 iter_args(%acc = %zero) -> (f32) {
-            %si = arith.addi %sb, %j : index
-            %s = memref.load %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
-            %masked = arith.cmpf oeq, %s, %ninf : f32
-            %ds = arith.subf %s, %mx : f32
-            %ep = math.exp %ds : f32
-            %pv = arith.select %masked, %zero, %ep : f32
-            memref.store %pv, %ss[%si] : memref<256xf32, #gpu.address_space<workgroup>>
-            %acc2 = arith.addf %acc, %pv : f32
-            scf.yield %acc2 : f32
+          %sum4:4 = scf.for %j = %c0 to %c32 step %c4 iter_args(%a0 = %zero, %a1 = %zero, %a2 = %zero, %a3 = %zero) -> (f32, f32, f32, f32) {
+            %si0 = arith.addi %sb, %j : index
+            %s0 = memref.load %ss[%si0] : memref<256xf32, #gpu.address_space<workgroup>>
+            %masked0 = arith.cmpf oeq, %s0, %ninf : f32
+            %ds0 = arith.subf %s0, %mx : f32
+            %ep0 = math.exp %ds0 : f32
+            %pv0 = arith.select %masked0, %zero, %ep0 : f32
+            memref.store %pv0, %ss[%si0] : memref<256xf32, #gpu.address_space<workgroup>>
+            %b0 = arith.addf %a0, %pv0 : f32
+            %jm1 = arith.addi %j, %c1 : index
+            %si1 = arith.addi %sb, %jm1 : index
+            %s1 = memref.load %ss[%si1] : memref<256xf32, #gpu.address_space<workgroup>>
+            %masked1 = arith.cmpf oeq, %s1, %ninf : f32
+            %ds1 = arith.subf %s1, %mx : f32
+            %ep1 = math.exp %ds1 : f32
+            %pv1 = arith.select %masked1, %zero, %ep1 : f32
+            memref.store %pv1, %ss[%si1] : memref<256xf32, #gpu.address_space<workgroup>>
+            %b1 = arith.addf %a1, %pv1 : f32
+            %jm2 = arith.addi %j, %c2 : index
+            %si2 = arith.addi %sb, %jm2 : index
+            %s2 = memref.load %ss[%si2] : memref<256xf32, #gpu.address_space<workgroup>>
+            %masked2 = arith.cmpf oeq, %s2, %ninf : f32
+            %ds2 = arith.subf %s2, %mx : f32
+            %ep2 = math.exp %ds2 : f32
+            %pv2 = arith.select %masked2, %zero, %ep2 : f32
+            memref.store %pv2, %ss[%si2] : memref<256xf32, #gpu.address_space<workgroup>>
+            %b2 = arith.addf %a2, %pv2 : f32
+            %jm3 = arith.addi %j, %c3 : index
+            %si3 = arith.addi %sb, %jm3 : index
+            %s3 = memref.load %ss[%si3] : memref<256xf32, #gpu.address_space<workgroup>>
+            %masked3 = arith.cmpf oeq, %s3, %ninf : f32
+            %ds3 = arith.subf %s3, %mx : f32
+            %ep3 = math.exp %ds3 : f32
+            %pv3 = arith.select %masked3, %zero, %ep3 : f32
+            memref.store %pv3, %ss[%si3] : memref<256xf32, #gpu.address_space<workgroup>>
+            %b3 = arith.addf %a3, %pv3 : f32
+            scf.yield %b0, %b1, %b2, %b3 : f32, f32, f32, f32
           }
+          %sum01 = arith.addf %sum4#0, %sum4#1 : f32
+          %sum23 = arith.addf %sum4#2, %sum4#3 : f32
+          %sum = arith.addf %sum01, %sum23 : f32
           %l_sc = arith.mulf %l_old, %alpha : f32
           %l_new = arith.addf %l_sc, %sum : f32
           memref.store %mx, %stat[%r] : memref<24xf32, #gpu.address_space<workgroup>>
@@ -672,8 +766,12 @@ module attributes {gpu.container_module} {
         // owns the elements tid, tid + 128, ... of the 8 x head_dim tile for the whole
         // kernel (a row is uniform over 32 consecutive threads when head_dim % 32 == 0).
         scf.for %e = %tid to %n_q step %c128 {
-          %r = arith.divui %e, %hd : index
-          %d = arith.remui %e, %hd : index
+          %r_x32 = arith.index_cast %e : index to i32
+          %r_q32 = arith.divui %r_x32, %hd32 : i32
+          %r = arith.index_cast %r_q32 : i32 to index
+          %d_x32 = arith.index_cast %e : index to i32
+          %d_q32 = arith.remui %d_x32, %hd32 : i32
+          %d = arith.index_cast %d_q32 : i32 to index
           %i = arith.addi %row0, %r : index
           %live = arith.cmpi ult, %i, %rows : index
           scf.if %live {
@@ -729,13 +827,21 @@ module attributes {gpu.container_module} {
       %single = arith.cmpi eq, %n_split, %c1 : index
       %sT = arith.muli %split, %Ti : index
       scf.for %e = %tid to %n_q step %c128 {
-        %r = arith.divui %e, %hd : index
-        %d = arith.remui %e, %hd : index
+        %r_x32 = arith.index_cast %e : index to i32
+        %r_q32 = arith.divui %r_x32, %hd32 : i32
+        %r = arith.index_cast %r_q32 : i32 to index
+        %d_x32 = arith.index_cast %e : index to i32
+        %d_q32 = arith.remui %d_x32, %hd32 : i32
+        %d = arith.index_cast %d_q32 : i32 to index
         %i = arith.addi %row0, %r : index
         %live = arith.cmpi ult, %i, %rows : index
         scf.if %live {
-          %t = arith.divui %i, %G : index
-          %g = arith.remui %i, %G : index
+          %t_x32 = arith.index_cast %i : index to i32
+          %t_q32 = arith.divui %t_x32, %G32 : i32
+          %t = arith.index_cast %t_q32 : i32 to index
+          %g_x32 = arith.index_cast %i : index to i32
+          %g_q32 = arith.remui %g_x32, %G32 : i32
+          %g = arith.index_cast %g_q32 : i32 to index
           %h = arith.addi %h0, %g : index
           %li = arith.addi %r, %c8 : index
           %l = memref.load %stat[%li] : memref<24xf32, #gpu.address_space<workgroup>>
@@ -765,8 +871,12 @@ module attributes {gpu.container_module} {
         %i = arith.addi %row0, %tid : index
         %live = arith.cmpi ult, %i, %rows : index
         scf.if %live {
-          %t = arith.divui %i, %G : index
-          %g = arith.remui %i, %G : index
+          %t_x32 = arith.index_cast %i : index to i32
+          %t_q32 = arith.divui %t_x32, %G32 : i32
+          %t = arith.index_cast %t_q32 : i32 to index
+          %g_x32 = arith.index_cast %i : index to i32
+          %g_q32 = arith.remui %g_x32, %G32 : i32
+          %g = arith.index_cast %g_q32 : i32 to index
           %h = arith.addi %h0, %g : index
           %li = arith.addi %tid, %c8 : index
           %m = memref.load %stat[%tid] : memref<24xf32, #gpu.address_space<workgroup>>
