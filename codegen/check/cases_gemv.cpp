@@ -409,21 +409,31 @@ Case quantizeQ8xCase(int64_t T, int64_t K, uint64_t seed) {
   return c;
 }
 
-/// matmul_<t>_q8x(w, xq, xds, y, bias, res, N, K, T, flags) on int8 activations from
-/// the reference quantizer; the reference is the float64 dot product of the weights with
-/// the dequantized activations (d q), so the check isolates the kernel's own rounding.
-Case matmulQ8xCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue ep,
-                   uint64_t seed) {
+/// matmul_<t>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2, K,
+/// T, flags) on int8 activations from the reference quantizer, with `Ns.size()` (1..3)
+/// outputs of Ns[o] rows each (one launch of the merged q/k/v or gate/up GEMV); the
+/// reference is the float64 dot product of the weights with the dequantized activations
+/// (d q), so the check isolates the kernel's own rounding. kResidual / kBiasInPlaceResidual
+/// apply to output 0; output 1 has a bias when `bias1`.
+Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
+                   uint64_t seed, bool bias1 = false) {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
   const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
   const bool residual = ep != kPlain;
-  std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
+  const size_t nOut = Ns.size();
+  Ns.resize(3, 0);
+  const int64_t N = Ns[0];
+  std::vector<std::vector<uint8_t>> wb(3);
+  for (size_t o = 0; o < 3; ++o)
+    wb[o] = gemv::randomWeights(t, std::max<int64_t>(Ns[o], 1), K, seed + 1000 * o);
   Rng rng{seed * 31 + 7};
   std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
   std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
+  std::vector<float> bv1(static_cast<size_t>(bias1 ? Ns[1] : 1), 0.f);
   for (auto &v : x) v = float(rng.next() * 2.0);
   for (auto &v : bv) v = float(rng.next());
   for (auto &v : rv) v = float(rng.next() * 4.0);
+  for (auto &v : bv1) v = float(rng.next());
   std::vector<int8_t> xq;
   std::vector<float> xds;
   quantizeQ8x(x, xq, xds);
@@ -433,53 +443,68 @@ Case matmulQ8xCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilog
   Case c;
   c.module = "swz_gemv_q8x";
   c.entry = "matmul_" + t + "_q8x";
-  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-            (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
-  c.buffers = {t == "q4_k" ? vec4Buffer(wb) : weightBuffer(t, wb), vec4Buffer(bytesOf(xq)),
-               vec4Buffer(bytesOf(xds)),
-               makeBuffer(inPlace ? rv : std::vector<float>(static_cast<size_t>(T * N), kSentinel),
-                          {T * N}),
-               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(rv, {int64_t(rv.size())})};
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N);
+  for (size_t o = 1; o < nOut; ++o)
+    c.label += "+" + std::to_string(Ns[o]);
+  c.label += " K=" + std::to_string(K) +
+             (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "") +
+             (bias1 ? " +bias1" : "");
+  auto wbuf = [&](const std::vector<uint8_t> &b) { return t == "q4_k" ? vec4Buffer(b) : weightBuffer(t, b); };
+  auto ybuf = [&](int64_t n) { return makeBuffer(std::vector<float>(static_cast<size_t>(std::max<int64_t>(T * n, 1)), kSentinel), {std::max<int64_t>(T * n, 1)}); };
+  // 0..2 weights, 3 xq, 4 xds, 5..7 y, 8 bias0, 9 bias1, 10 res
+  c.buffers = {wbuf(wb[0]), wbuf(wb[1]), wbuf(wb[2]), vec4Buffer(bytesOf(xq)), vec4Buffer(bytesOf(xds)),
+               inPlace ? makeBuffer(rv, {T * N}) : ybuf(N), ybuf(Ns[1]), ybuf(Ns[2]),
+               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(bv1, {int64_t(bv1.size())}),
+               makeBuffer(rv, {int64_t(rv.size())})};
+  const int32_t flags = int32_t(ep) | (bias1 ? 4 : 0);
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
-            Arg::memref(inPlace ? 3 : 5), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
-            Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
-  c.grid = {unsigned((N + 3) / 4), unsigned((T + 7) / 8), 1};
+            Arg::memref(5), Arg::memref(6), Arg::memref(7), Arg::memref(8), Arg::memref(9), Arg::memref(8),
+            Arg::memref(inPlace ? 5 : 10), Arg::i(int32_t(Ns[0])), Arg::i(int32_t(Ns[1])),
+            Arg::i(int32_t(Ns[2])), Arg::i(int32_t(K)), Arg::i(int32_t(T)), Arg::i(flags)};
+  const int64_t rows = Ns[0] + Ns[1] + Ns[2];
+  c.grid = {unsigned((rows + 3) / 4), unsigned((T + 7) / 8), 1};
   c.block = {128, 1, 1};
-  c.bytesMoved = double(wb.size()) + double(T * K) * (1.0 + 0.5) + 4.0 * double(T * N + (bias ? N : 0) + (residual ? T * N : 0));
-  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.bytesMoved = double(wb[0].size() * (Ns[0] > 0) + wb[1].size() * (Ns[1] > 0) + wb[2].size() * (Ns[2] > 0)) +
+                 double(T * K) * (1.0 + 0.5) + 4.0 * double(T * rows + (bias ? N : 0) + (residual ? T * N : 0));
+  c.flops = 2.0 * double(T) * double(rows) * double(K);
   // f32 roundings behind one output: a unit's scale products and combine (5: d sc, x dx,
   // x acc, the min term, the difference; the int8 dot product is exact), the unit's two
   // halves (1), one add per unit the thread handles, the reduction (5).
   const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 8 : 2);
   const double L = 6 + double((units + 31) / 32) + 5;
-  c.check = [t, T, N, K, bias, residual, rowBytes, wb, xd, bv, rv, L](
+  c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights "
              "with the dequantized int8 activations d q in float64; S = sum_k |d q| (|scale q| + "
              "|offset|), u = 2^-24, L = " + std::to_string(int(L));
-    std::vector<float> y = asVector<float>(out[3]);
     std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
-    for (int64_t n = 0; n < N; ++n) {
-      gemv::dequantRow(t, wb.data() + n * rowBytes, K, w.data(), mag.data());
-      for (int64_t tt = 0; tt < T; ++tt) {
-        double ref = 0, s = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          ref += xd[tt * K + k] * w[k];
-          s += std::fabs(xd[tt * K + k]) * mag[k];
+    for (size_t o = 0; o < 3; ++o) {
+      std::vector<float> y = asVector<float>(out[5 + o]);
+      const int64_t No = Ns[o];
+      for (int64_t n = 0; n < No; ++n) {
+        gemv::dequantRow(t, wb[o].data() + n * rowBytes, K, w.data(), mag.data());
+        for (int64_t tt = 0; tt < T; ++tt) {
+          double ref = 0, s = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            ref += xd[tt * K + k] * w[k];
+            s += std::fabs(xd[tt * K + k]) * mag[k];
+          }
+          double tol = 2.0 * L * kU * s, extra = 0;
+          const bool b = (o == 0 && bias) || (o == 1 && bias1);
+          if (b) {
+            const double bb = o == 0 ? double(bv[n]) : double(bv1[n]);
+            ref += bb;
+            extra += std::fabs(bb);
+          }
+          if (o == 0 && residual) {
+            ref += double(rv[tt * No + n]);
+            extra += std::fabs(double(rv[tt * No + n]));
+          }
+          if (b || (o == 0 && residual))
+            tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
+          compare(v, y[tt * No + n], ref, tol);
         }
-        double tol = 2.0 * L * kU * s, extra = 0;
-        if (bias) {
-          ref += double(bv[n]);
-          extra += std::fabs(double(bv[n]));
-        }
-        if (residual) {
-          ref += double(rv[tt * N + n]);
-          extra += std::fabs(double(rv[tt * N + n]));
-        }
-        if (bias || residual)
-          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
-        compare(v, y[tt * N + n], ref, tol);
       }
     }
     return v;
@@ -605,14 +630,18 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(quantizeQ8xCase(3, 1536, 81));
     for (const std::string t : {"q4_k", "q8_0"}) {
       const bool kq = t == "q4_k";
-      cases.push_back(matmulQ8xCase(t, 1, 577, kq ? 1536 : 576, kPlain, 82));
-      cases.push_back(matmulQ8xCase(t, 3, 131, kq ? 4864 : 1504, kResidual, 83));
-      cases.push_back(matmulQ8xCase(t, 9, 7, 256, kBiasInPlaceResidual, 84));
+      cases.push_back(matmulQ8xCase(t, 1, {577}, kq ? 1536 : 576, kPlain, 82));
+      cases.push_back(matmulQ8xCase(t, 3, {131}, kq ? 4864 : 1504, kResidual, 83));
+      cases.push_back(matmulQ8xCase(t, 9, {7}, 256, kBiasInPlaceResidual, 84));
+      // Merged q/k/v (three outputs, row counts not multiples of 4: a workgroup spans
+      // two outputs) with biases on q and k, and merged gate/up (two) at T = 3.
+      cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true));
+      cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88));
     }
     // Full-size: Qwen2.5-Coder-7B's Q4_K ffn_up (3584 -> 18944) and Qwen3-0.6B's Q8_0
     // ffn_down (3072 -> 1024), for the roofline column.
-    cases.push_back(matmulQ8xCase("q4_k", 1, 18944, 3584, kPlain, 85));
-    cases.push_back(matmulQ8xCase("q8_0", 1, 1024, 3072, kResidual, 86));
+    cases.push_back(matmulQ8xCase("q4_k", 1, {18944}, 3584, kPlain, 85));
+    cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 3072, kResidual, 86));
   }
   // The same two shapes on the f32-activation GEMVs (what SPIR-V runs), beside them.
   cases.push_back(matmulCase("q4_k", 1, 18944, 3584, kPlain, 85));

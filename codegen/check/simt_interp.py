@@ -216,6 +216,10 @@ class Machine:
         elif n == 'arith.truncf':
             res = ins[0].astype(np.float16)
         elif n == 'arith.extf': res = ins[0].astype(np.float32)
+        elif n == 'arith.select' and isinstance(ins[1], (str, np.ndarray)) and (
+                isinstance(ins[1], str) or ins[1].dtype.kind == 'U'):
+            # memref operands (global buffer names): a per-lane choice of buffer
+            res = np.where(ins[0], np.broadcast_to(np.asarray(ins[1]), (NL,)), np.broadcast_to(np.asarray(ins[2]), (NL,)))
         elif n == 'arith.select':
             c = ins[0]
             if ins[1].ndim > 1: c = c.reshape((NL,) + (1,) * (ins[1].ndim - 1))
@@ -238,6 +242,19 @@ class Machine:
         elif n == 'gpu.barrier': pass
         elif n == 'memref.get_global':
             res = ('smem', re.search(r'name = @(\w+)', rest).group(1))
+        elif n in ('memref.load', 'memref.store') and isinstance(ins[0 if n == 'memref.load' else 1], np.ndarray) \
+                and ins[0 if n == 'memref.load' else 1].dtype.kind == 'U':
+            # a buffer chosen per lane (arith.select of memrefs): one access per buffer
+            k = 0 if n == 'memref.load' else 1
+            refs = ins[k]
+            for name in np.unique(refs[mask]):
+                sub = mask & (refs == name)
+                op_ins = list(ins); op_ins[k] = str(name)
+                r = self.access(n, op_ins, sub)
+                if n == 'memref.load':
+                    res = r if res is None else np.where(sub.reshape((NL,) + (1,) * (r.ndim - 1)), r, res)
+            if n == 'memref.load' and res is None:
+                res = np.zeros(NL, dtype=np.float32)
         elif n == 'memref.load':
             ref = ins[0]; idx = ins[1:]
             arr, flat = self.addr(ref, idx, mask)
@@ -323,6 +340,17 @@ class Machine:
                     env[op.res] = res[0]
             else:
                 env[op.res] = res
+        return None
+
+    def access(self, n, ins, mask):
+        """memref.load (returns the lanes' values) or memref.store on one named buffer."""
+        if n == 'memref.load':
+            arr, flat = self.addr(ins[0], ins[1:], mask)
+            r = arr[np.where(mask, flat, 0)]
+            return r.astype(np.int64) if arr.dtype == np.int32 else r
+        val, ref, idx = ins[0], ins[1], ins[2:]
+        arr, flat = self.addr(ref, idx, mask)
+        arr[flat[mask]] = val[mask]
         return None
 
     def flat2(self, ref, i0, i1):

@@ -10,10 +10,15 @@
 //   Launch: block 128 = 16 blocks of 32 elements, 8 lanes each (4 elements a lane; the
 //   amax and the sums by shuffles inside 8-lane segments); grid (ceil(nblk / 16), 1, 1).
 //
-// matmul_<type>_q8x(w, xq, xds, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] W[n, k]
-//   (+ bias, + res as matmul_<type>) with x the quantized activations of quantize_q8_x
-//   (xq as memref<?xvector<4xi32>>: 16 int8 a vector). Launch and reduction as
-//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil(N / 4), ceil(T / 8), 1)).
+// matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2,
+//   K, T, flags): up to three matmuls of one input, yo[t, n] = sum_k x[t, k] Wo[n, k]
+//   (+ biaso[n]) for o = 0, 1, 2 with No rows each (No = 0: unused; q, k, v or gate, up run
+//   as one launch), (+ res[t, n] on output 0), x the quantized activations of
+//   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
+//   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
+//   weight, y and bias are arith.selects of the three). Launch and reduction as
+//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil((N0+N1+N2) / 4),
+//   ceil(T / 8), 1)).
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
 //   unit is one qs vector = 16 weights of sub-blocks 2p and 2p+1 each; 8 dp4a (weights as
 //   unsigned nibbles) and two scale/min terms: d sc dx sum(q xq) - dmin m (dx sum xq).
@@ -127,13 +132,15 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
-    gpu.func @matmul_q4_k_q8x(%w: memref<?xvector<4xi32>>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>, %y: memref<?xf32>,
-                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
+    gpu.func @matmul_q4_k_q8x(%w0: memref<?xvector<4xi32>>, %w1: memref<?xvector<4xi32>>, %w2: memref<?xvector<4xi32>>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>,
+                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,
+                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,
+                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     nvvm.minctasm = 8 : i32,
-                    swz.grid = "ceil(N/4), ceil(T/8), 1"} {
+                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -170,6 +177,7 @@ module attributes {gpu.container_module} {
       %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
       %c896_index = arith.constant 896 : index
+      %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %c96_index = arith.constant 96 : index
@@ -181,14 +189,35 @@ module attributes {gpu.container_module} {
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
       %row4 = arith.muli %bx, %c4_index : index
-      %n = arith.addi %row4, %grp : index
-      %Ni = arith.index_cast %N : i32 to index
+      %ng = arith.addi %row4, %grp : index
+      %N0i = arith.index_cast %N0 : i32 to index
+      %N1i = arith.index_cast %N1 : i32 to index
+      %N2i = arith.index_cast %N2 : i32 to index
+      %N01 = arith.addi %N0i, %N1i : index
+      %Ntot = arith.addi %N01, %N2i : index
+      %in0 = arith.cmpi ult, %ng, %N0i : index
+      %in1 = arith.cmpi ult, %ng, %N01 : index
+      %w12 = arith.select %in1, %w1, %w2 : memref<?xvector<4xi32>>
+      %w = arith.select %in0, %w0, %w12 : memref<?xvector<4xi32>>
+      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
+      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
+      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
+      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
+      %nbase12 = arith.select %in1, %N0i, %N01 : index
+      %nbase = arith.select %in0, %c0_index, %nbase12 : index
+      %Ni12 = arith.select %in1, %N1i, %N2i : index
+      %Ni = arith.select %in0, %N0i, %Ni12 : index
+      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
+      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
+      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
+      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
+      %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
       %tleft = arith.subi %Ti, %t0 : index
       %tb = arith.minui %tleft, %c8_index : index
-      %live = arith.cmpi ult, %n, %Ni : index
+      %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c256_index : index
       %units_all = arith.muli %nb, %c8_index : index
       %rowvecs = arith.muli %nb, %c9_index : index
@@ -204,7 +233,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c8_index : index
           %q = arith.remui %u, %c8_index : index
           %m1 = arith.muli %b, %c9_index : index
@@ -235,589 +264,435 @@ module attributes {gpu.container_module} {
           %a22 = arith.addi %a20, %c1_index : index
           %a23 = arith.addi %a22, %q_2 : index
           %qv24 = memref.load %w[%a23] : memref<?xvector<4xi32>>
-          %a25 = arith.addi %u, %c96_index : index
-          %vr26 = arith.cmpi ult, %a25, %units : index
-          %uc27 = arith.select %vr26, %a25, %u : index
-          %b_3 = arith.divui %uc27, %c8_index : index
-          %q_3 = arith.remui %uc27, %c8_index : index
-          %m28 = arith.muli %b_3, %c9_index : index
-          %a29 = arith.addi %rowbase, %m28 : index
-          %hd30 = memref.load %w[%a29] : memref<?xvector<4xi32>>
-          %a31 = arith.addi %a29, %c1_index : index
-          %a32 = arith.addi %a31, %q_3 : index
-          %qv33 = memref.load %w[%a32] : memref<?xvector<4xi32>>
-          %hw34 = vector.extract %hd3[0] : i32 from vector<4xi32>
-          %hw35 = vector.extract %hd3[1] : i32 from vector<4xi32>
-          %hw36 = vector.extract %hd3[2] : i32 from vector<4xi32>
-          %hw37 = vector.extract %hd3[3] : i32 from vector<4xi32>
-          %h38 = arith.trunci %hw34 : i32 to i16
-          %h39 = arith.bitcast %h38 : i16 to f16
-          %h40 = arith.extf %h39 : f16 to f32
-          %s41 = arith.shrui %hw34, %c16_i32 : i32
-          %h42 = arith.trunci %s41 : i32 to i16
-          %h43 = arith.bitcast %h42 : i16 to f16
-          %h44 = arith.extf %h43 : f16 to f32
-          %p45 = arith.divui %q, %c2_index : index
-          %p46 = arith.remui %q, %c2_index : index
-          %n47 = arith.index_cast %p45 : index to i32
-          %lt48 = arith.cmpi ult, %n47, %c2_i32 : i32
-          %s49 = arith.shli %n47, %c1_i32 : i32
-          %a50 = arith.addi %s49, %c0_i32 : i32
-          %b51 = arith.andi %a50, %c3_i32 : i32
-          %s52 = arith.shli %b51, %c3_i32 : i32
-          %s53 = arith.shrui %hw35, %s52 : i32
-          %b54 = arith.andi %s53, %c255_i32 : i32
-          %s55 = arith.shrui %hw36, %s52 : i32
-          %b56 = arith.andi %s55, %c255_i32 : i32
-          %s57 = arith.shrui %hw37, %s52 : i32
-          %b58 = arith.andi %s57, %c255_i32 : i32
-          %b59 = arith.andi %b58, %c15_i32 : i32
-          %s60 = arith.shrui %b54, %c6_i32 : i32
-          %s61 = arith.shli %s60, %c4_i32 : i32
-          %o62 = arith.ori %b59, %s61 : i32
-          %s63 = arith.shrui %b58, %c4_i32 : i32
-          %s64 = arith.shrui %b56, %c6_i32 : i32
-          %s65 = arith.shli %s64, %c4_i32 : i32
-          %o66 = arith.ori %s63, %s65 : i32
-          %b67 = arith.andi %b54, %c63_i32 : i32
-          %sel68 = arith.select %lt48, %b67, %o62 : i32
-          %b69 = arith.andi %b56, %c63_i32 : i32
-          %sel70 = arith.select %lt48, %b69, %o66 : i32
-          %o71 = arith.ori %sel68, %c1258291200_i32 : i32
-          %q72 = arith.bitcast %o71 : i32 to f32
-          %f73 = arith.subf %q72, %c8p388608e06_f32 : f32
-          %f74 = arith.mulf %h40, %f73 : f32
-          %o75 = arith.ori %sel70, %c1258291200_i32 : i32
-          %q76 = arith.bitcast %o75 : i32 to f32
-          %f77 = arith.subf %q76, %c8p388608e06_f32 : f32
-          %f78 = arith.mulf %h44, %f77 : f32
-          %s79 = arith.shli %n47, %c1_i32 : i32
-          %a80 = arith.addi %s79, %c1_i32 : i32
-          %b81 = arith.andi %a80, %c3_i32 : i32
-          %s82 = arith.shli %b81, %c3_i32 : i32
-          %s83 = arith.shrui %hw35, %s82 : i32
-          %b84 = arith.andi %s83, %c255_i32 : i32
-          %s85 = arith.shrui %hw36, %s82 : i32
-          %b86 = arith.andi %s85, %c255_i32 : i32
-          %s87 = arith.shrui %hw37, %s82 : i32
-          %b88 = arith.andi %s87, %c255_i32 : i32
-          %b89 = arith.andi %b88, %c15_i32 : i32
-          %s90 = arith.shrui %b84, %c6_i32 : i32
-          %s91 = arith.shli %s90, %c4_i32 : i32
-          %o92 = arith.ori %b89, %s91 : i32
-          %s93 = arith.shrui %b88, %c4_i32 : i32
-          %s94 = arith.shrui %b86, %c6_i32 : i32
-          %s95 = arith.shli %s94, %c4_i32 : i32
-          %o96 = arith.ori %s93, %s95 : i32
-          %b97 = arith.andi %b84, %c63_i32 : i32
-          %sel98 = arith.select %lt48, %b97, %o92 : i32
-          %b99 = arith.andi %b86, %c63_i32 : i32
-          %sel100 = arith.select %lt48, %b99, %o96 : i32
-          %o101 = arith.ori %sel98, %c1258291200_i32 : i32
-          %q102 = arith.bitcast %o101 : i32 to f32
-          %f103 = arith.subf %q102, %c8p388608e06_f32 : f32
-          %f104 = arith.mulf %h40, %f103 : f32
-          %o105 = arith.ori %sel100, %c1258291200_i32 : i32
-          %q106 = arith.bitcast %o105 : i32 to f32
-          %f107 = arith.subf %q106, %c8p388608e06_f32 : f32
-          %f108 = arith.mulf %h44, %f107 : f32
-          %qw109 = vector.extract %qv6[0] : i32 from vector<4xi32>
-          %qw110 = vector.extract %qv6[1] : i32 from vector<4xi32>
-          %qw111 = vector.extract %qv6[2] : i32 from vector<4xi32>
-          %qw112 = vector.extract %qv6[3] : i32 from vector<4xi32>
-          %b113 = arith.andi %qw109, %c252645135_i32 : i32
-          %b114 = arith.andi %qw110, %c252645135_i32 : i32
-          %b115 = arith.andi %qw111, %c252645135_i32 : i32
-          %b116 = arith.andi %qw112, %c252645135_i32 : i32
-          %s117 = arith.shrui %qw109, %c4_i32 : i32
-          %b118 = arith.andi %s117, %c252645135_i32 : i32
-          %s119 = arith.shrui %qw110, %c4_i32 : i32
-          %b120 = arith.andi %s119, %c252645135_i32 : i32
-          %s121 = arith.shrui %qw111, %c4_i32 : i32
-          %b122 = arith.andi %s121, %c252645135_i32 : i32
-          %s123 = arith.shrui %qw112, %c4_i32 : i32
-          %b124 = arith.andi %s123, %c252645135_i32 : i32
-          %m125 = arith.muli %b, %c8_index : index
-          %m126 = arith.muli %p45, %c2_index : index
-          %a127 = arith.addi %m125, %m126 : index
-          %h0128 = arith.cmpi eq, %p46, %c0_index : index
-          %m129 = arith.muli %t0, %K32 : index
-          %a130 = arith.addi %m129, %a127 : index
-          %m131 = arith.muli %a130, %c2_index : index
-          %a132 = arith.addi %m131, %p46 : index
-          %xq133 = memref.load %xq[%a132] : memref<?xvector<4xi32>>
-          %ds134 = memref.load %xds[%a130] : memref<?xvector<4xf32>>
-          %xw135 = vector.extract %xq133[0] : i32 from vector<4xi32>
-          %dp136 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b113, %xw135, %c0_i32 : (i32, i32, i32) -> i32
-          %xw137 = vector.extract %xq133[1] : i32 from vector<4xi32>
-          %dp138 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b114, %xw137, %dp136 : (i32, i32, i32) -> i32
-          %xw139 = vector.extract %xq133[2] : i32 from vector<4xi32>
-          %dp140 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b115, %xw139, %dp138 : (i32, i32, i32) -> i32
-          %xw141 = vector.extract %xq133[3] : i32 from vector<4xi32>
-          %dp142 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b116, %xw141, %dp140 : (i32, i32, i32) -> i32
-          %dx143 = vector.extract %ds134[0] : f32 from vector<4xf32>
-          %sx144 = vector.extract %ds134[1] : f32 from vector<4xf32>
-          %sx145 = vector.extract %ds134[2] : f32 from vector<4xf32>
-          %sel146 = arith.select %h0128, %sx144, %sx145 : f32
-          %af147 = arith.sitofp %dp142 : i32 to f32
-          %f148 = arith.mulf %f74, %dx143 : f32
-          %f149 = arith.mulf %f148, %af147 : f32
-          %f150 = arith.mulf %f78, %sel146 : f32
-          %f151 = arith.subf %f149, %f150 : f32
-          %a152 = arith.addi %a130, %c1_index : index
-          %m153 = arith.muli %a152, %c2_index : index
-          %a154 = arith.addi %m153, %p46 : index
-          %xq155 = memref.load %xq[%a154] : memref<?xvector<4xi32>>
-          %ds156 = memref.load %xds[%a152] : memref<?xvector<4xf32>>
-          %xw157 = vector.extract %xq155[0] : i32 from vector<4xi32>
-          %dp158 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b118, %xw157, %c0_i32 : (i32, i32, i32) -> i32
-          %xw159 = vector.extract %xq155[1] : i32 from vector<4xi32>
-          %dp160 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b120, %xw159, %dp158 : (i32, i32, i32) -> i32
-          %xw161 = vector.extract %xq155[2] : i32 from vector<4xi32>
-          %dp162 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b122, %xw161, %dp160 : (i32, i32, i32) -> i32
-          %xw163 = vector.extract %xq155[3] : i32 from vector<4xi32>
-          %dp164 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b124, %xw163, %dp162 : (i32, i32, i32) -> i32
-          %dx165 = vector.extract %ds156[0] : f32 from vector<4xf32>
-          %sx166 = vector.extract %ds156[1] : f32 from vector<4xf32>
-          %sx167 = vector.extract %ds156[2] : f32 from vector<4xf32>
-          %sel168 = arith.select %h0128, %sx166, %sx167 : f32
-          %af169 = arith.sitofp %dp164 : i32 to f32
-          %f170 = arith.mulf %f104, %dx165 : f32
-          %f171 = arith.mulf %f170, %af169 : f32
-          %f172 = arith.mulf %f108, %sel168 : f32
-          %f173 = arith.subf %f171, %f172 : f32
-          %f174 = arith.addf %f151, %f173 : f32
-          %f175 = arith.addf %sacc, %f174 : f32
-          %hw176 = vector.extract %hd12[0] : i32 from vector<4xi32>
-          %hw177 = vector.extract %hd12[1] : i32 from vector<4xi32>
-          %hw178 = vector.extract %hd12[2] : i32 from vector<4xi32>
-          %hw179 = vector.extract %hd12[3] : i32 from vector<4xi32>
-          %h180 = arith.trunci %hw176 : i32 to i16
-          %h181 = arith.bitcast %h180 : i16 to f16
-          %h182 = arith.extf %h181 : f16 to f32
-          %s183 = arith.shrui %hw176, %c16_i32 : i32
-          %h184 = arith.trunci %s183 : i32 to i16
-          %h185 = arith.bitcast %h184 : i16 to f16
-          %h186 = arith.extf %h185 : f16 to f32
-          %p187 = arith.divui %q_1, %c2_index : index
-          %p188 = arith.remui %q_1, %c2_index : index
-          %n189 = arith.index_cast %p187 : index to i32
-          %lt190 = arith.cmpi ult, %n189, %c2_i32 : i32
-          %s191 = arith.shli %n189, %c1_i32 : i32
-          %a192 = arith.addi %s191, %c0_i32 : i32
-          %b193 = arith.andi %a192, %c3_i32 : i32
-          %s194 = arith.shli %b193, %c3_i32 : i32
-          %s195 = arith.shrui %hw177, %s194 : i32
-          %b196 = arith.andi %s195, %c255_i32 : i32
-          %s197 = arith.shrui %hw178, %s194 : i32
-          %b198 = arith.andi %s197, %c255_i32 : i32
-          %s199 = arith.shrui %hw179, %s194 : i32
-          %b200 = arith.andi %s199, %c255_i32 : i32
-          %b201 = arith.andi %b200, %c15_i32 : i32
-          %s202 = arith.shrui %b196, %c6_i32 : i32
-          %s203 = arith.shli %s202, %c4_i32 : i32
-          %o204 = arith.ori %b201, %s203 : i32
-          %s205 = arith.shrui %b200, %c4_i32 : i32
-          %s206 = arith.shrui %b198, %c6_i32 : i32
-          %s207 = arith.shli %s206, %c4_i32 : i32
-          %o208 = arith.ori %s205, %s207 : i32
-          %b209 = arith.andi %b196, %c63_i32 : i32
-          %sel210 = arith.select %lt190, %b209, %o204 : i32
-          %b211 = arith.andi %b198, %c63_i32 : i32
-          %sel212 = arith.select %lt190, %b211, %o208 : i32
-          %o213 = arith.ori %sel210, %c1258291200_i32 : i32
-          %q214 = arith.bitcast %o213 : i32 to f32
-          %f215 = arith.subf %q214, %c8p388608e06_f32 : f32
-          %f216 = arith.mulf %h182, %f215 : f32
-          %o217 = arith.ori %sel212, %c1258291200_i32 : i32
-          %q218 = arith.bitcast %o217 : i32 to f32
-          %f219 = arith.subf %q218, %c8p388608e06_f32 : f32
-          %f220 = arith.mulf %h186, %f219 : f32
-          %s221 = arith.shli %n189, %c1_i32 : i32
-          %a222 = arith.addi %s221, %c1_i32 : i32
-          %b223 = arith.andi %a222, %c3_i32 : i32
-          %s224 = arith.shli %b223, %c3_i32 : i32
-          %s225 = arith.shrui %hw177, %s224 : i32
-          %b226 = arith.andi %s225, %c255_i32 : i32
-          %s227 = arith.shrui %hw178, %s224 : i32
-          %b228 = arith.andi %s227, %c255_i32 : i32
-          %s229 = arith.shrui %hw179, %s224 : i32
-          %b230 = arith.andi %s229, %c255_i32 : i32
-          %b231 = arith.andi %b230, %c15_i32 : i32
-          %s232 = arith.shrui %b226, %c6_i32 : i32
-          %s233 = arith.shli %s232, %c4_i32 : i32
-          %o234 = arith.ori %b231, %s233 : i32
-          %s235 = arith.shrui %b230, %c4_i32 : i32
-          %s236 = arith.shrui %b228, %c6_i32 : i32
-          %s237 = arith.shli %s236, %c4_i32 : i32
-          %o238 = arith.ori %s235, %s237 : i32
-          %b239 = arith.andi %b226, %c63_i32 : i32
-          %sel240 = arith.select %lt190, %b239, %o234 : i32
-          %b241 = arith.andi %b228, %c63_i32 : i32
-          %sel242 = arith.select %lt190, %b241, %o238 : i32
-          %o243 = arith.ori %sel240, %c1258291200_i32 : i32
-          %q244 = arith.bitcast %o243 : i32 to f32
-          %f245 = arith.subf %q244, %c8p388608e06_f32 : f32
-          %f246 = arith.mulf %h182, %f245 : f32
-          %o247 = arith.ori %sel242, %c1258291200_i32 : i32
-          %q248 = arith.bitcast %o247 : i32 to f32
-          %f249 = arith.subf %q248, %c8p388608e06_f32 : f32
-          %f250 = arith.mulf %h186, %f249 : f32
-          %qw251 = vector.extract %qv15[0] : i32 from vector<4xi32>
-          %qw252 = vector.extract %qv15[1] : i32 from vector<4xi32>
-          %qw253 = vector.extract %qv15[2] : i32 from vector<4xi32>
-          %qw254 = vector.extract %qv15[3] : i32 from vector<4xi32>
-          %b255 = arith.andi %qw251, %c252645135_i32 : i32
-          %b256 = arith.andi %qw252, %c252645135_i32 : i32
-          %b257 = arith.andi %qw253, %c252645135_i32 : i32
-          %b258 = arith.andi %qw254, %c252645135_i32 : i32
-          %s259 = arith.shrui %qw251, %c4_i32 : i32
-          %b260 = arith.andi %s259, %c252645135_i32 : i32
-          %s261 = arith.shrui %qw252, %c4_i32 : i32
-          %b262 = arith.andi %s261, %c252645135_i32 : i32
-          %s263 = arith.shrui %qw253, %c4_i32 : i32
-          %b264 = arith.andi %s263, %c252645135_i32 : i32
-          %s265 = arith.shrui %qw254, %c4_i32 : i32
-          %b266 = arith.andi %s265, %c252645135_i32 : i32
-          %m267 = arith.muli %b_1, %c8_index : index
-          %m268 = arith.muli %p187, %c2_index : index
-          %a269 = arith.addi %m267, %m268 : index
-          %h0270 = arith.cmpi eq, %p188, %c0_index : index
-          %m271 = arith.muli %t0, %K32 : index
-          %a272 = arith.addi %m271, %a269 : index
-          %m273 = arith.muli %a272, %c2_index : index
-          %a274 = arith.addi %m273, %p188 : index
-          %xq275 = memref.load %xq[%a274] : memref<?xvector<4xi32>>
-          %ds276 = memref.load %xds[%a272] : memref<?xvector<4xf32>>
-          %xw277 = vector.extract %xq275[0] : i32 from vector<4xi32>
-          %dp278 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b255, %xw277, %c0_i32 : (i32, i32, i32) -> i32
-          %xw279 = vector.extract %xq275[1] : i32 from vector<4xi32>
-          %dp280 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b256, %xw279, %dp278 : (i32, i32, i32) -> i32
-          %xw281 = vector.extract %xq275[2] : i32 from vector<4xi32>
-          %dp282 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b257, %xw281, %dp280 : (i32, i32, i32) -> i32
-          %xw283 = vector.extract %xq275[3] : i32 from vector<4xi32>
-          %dp284 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b258, %xw283, %dp282 : (i32, i32, i32) -> i32
-          %dx285 = vector.extract %ds276[0] : f32 from vector<4xf32>
-          %sx286 = vector.extract %ds276[1] : f32 from vector<4xf32>
-          %sx287 = vector.extract %ds276[2] : f32 from vector<4xf32>
-          %sel288 = arith.select %h0270, %sx286, %sx287 : f32
-          %af289 = arith.sitofp %dp284 : i32 to f32
-          %f290 = arith.mulf %f216, %dx285 : f32
-          %f291 = arith.mulf %f290, %af289 : f32
-          %f292 = arith.mulf %f220, %sel288 : f32
-          %f293 = arith.subf %f291, %f292 : f32
-          %a294 = arith.addi %a272, %c1_index : index
-          %m295 = arith.muli %a294, %c2_index : index
-          %a296 = arith.addi %m295, %p188 : index
-          %xq297 = memref.load %xq[%a296] : memref<?xvector<4xi32>>
-          %ds298 = memref.load %xds[%a294] : memref<?xvector<4xf32>>
-          %xw299 = vector.extract %xq297[0] : i32 from vector<4xi32>
-          %dp300 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b260, %xw299, %c0_i32 : (i32, i32, i32) -> i32
-          %xw301 = vector.extract %xq297[1] : i32 from vector<4xi32>
-          %dp302 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b262, %xw301, %dp300 : (i32, i32, i32) -> i32
-          %xw303 = vector.extract %xq297[2] : i32 from vector<4xi32>
-          %dp304 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b264, %xw303, %dp302 : (i32, i32, i32) -> i32
-          %xw305 = vector.extract %xq297[3] : i32 from vector<4xi32>
-          %dp306 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b266, %xw305, %dp304 : (i32, i32, i32) -> i32
-          %dx307 = vector.extract %ds298[0] : f32 from vector<4xf32>
-          %sx308 = vector.extract %ds298[1] : f32 from vector<4xf32>
-          %sx309 = vector.extract %ds298[2] : f32 from vector<4xf32>
-          %sel310 = arith.select %h0270, %sx308, %sx309 : f32
-          %af311 = arith.sitofp %dp306 : i32 to f32
-          %f312 = arith.mulf %f246, %dx307 : f32
-          %f313 = arith.mulf %f312, %af311 : f32
-          %f314 = arith.mulf %f250, %sel310 : f32
-          %f315 = arith.subf %f313, %f314 : f32
-          %f316 = arith.addf %f293, %f315 : f32
-          %sel317 = arith.select %vr8, %f316, %c0p0_f32 : f32
-          %f318 = arith.addf %f175, %sel317 : f32
-          %hw319 = vector.extract %hd21[0] : i32 from vector<4xi32>
-          %hw320 = vector.extract %hd21[1] : i32 from vector<4xi32>
-          %hw321 = vector.extract %hd21[2] : i32 from vector<4xi32>
-          %hw322 = vector.extract %hd21[3] : i32 from vector<4xi32>
-          %h323 = arith.trunci %hw319 : i32 to i16
-          %h324 = arith.bitcast %h323 : i16 to f16
-          %h325 = arith.extf %h324 : f16 to f32
-          %s326 = arith.shrui %hw319, %c16_i32 : i32
-          %h327 = arith.trunci %s326 : i32 to i16
-          %h328 = arith.bitcast %h327 : i16 to f16
-          %h329 = arith.extf %h328 : f16 to f32
-          %p330 = arith.divui %q_2, %c2_index : index
-          %p331 = arith.remui %q_2, %c2_index : index
-          %n332 = arith.index_cast %p330 : index to i32
-          %lt333 = arith.cmpi ult, %n332, %c2_i32 : i32
-          %s334 = arith.shli %n332, %c1_i32 : i32
-          %a335 = arith.addi %s334, %c0_i32 : i32
-          %b336 = arith.andi %a335, %c3_i32 : i32
-          %s337 = arith.shli %b336, %c3_i32 : i32
-          %s338 = arith.shrui %hw320, %s337 : i32
-          %b339 = arith.andi %s338, %c255_i32 : i32
-          %s340 = arith.shrui %hw321, %s337 : i32
-          %b341 = arith.andi %s340, %c255_i32 : i32
-          %s342 = arith.shrui %hw322, %s337 : i32
-          %b343 = arith.andi %s342, %c255_i32 : i32
-          %b344 = arith.andi %b343, %c15_i32 : i32
-          %s345 = arith.shrui %b339, %c6_i32 : i32
-          %s346 = arith.shli %s345, %c4_i32 : i32
-          %o347 = arith.ori %b344, %s346 : i32
-          %s348 = arith.shrui %b343, %c4_i32 : i32
-          %s349 = arith.shrui %b341, %c6_i32 : i32
-          %s350 = arith.shli %s349, %c4_i32 : i32
-          %o351 = arith.ori %s348, %s350 : i32
-          %b352 = arith.andi %b339, %c63_i32 : i32
-          %sel353 = arith.select %lt333, %b352, %o347 : i32
-          %b354 = arith.andi %b341, %c63_i32 : i32
-          %sel355 = arith.select %lt333, %b354, %o351 : i32
-          %o356 = arith.ori %sel353, %c1258291200_i32 : i32
-          %q357 = arith.bitcast %o356 : i32 to f32
-          %f358 = arith.subf %q357, %c8p388608e06_f32 : f32
-          %f359 = arith.mulf %h325, %f358 : f32
-          %o360 = arith.ori %sel355, %c1258291200_i32 : i32
-          %q361 = arith.bitcast %o360 : i32 to f32
-          %f362 = arith.subf %q361, %c8p388608e06_f32 : f32
-          %f363 = arith.mulf %h329, %f362 : f32
-          %s364 = arith.shli %n332, %c1_i32 : i32
-          %a365 = arith.addi %s364, %c1_i32 : i32
-          %b366 = arith.andi %a365, %c3_i32 : i32
-          %s367 = arith.shli %b366, %c3_i32 : i32
-          %s368 = arith.shrui %hw320, %s367 : i32
-          %b369 = arith.andi %s368, %c255_i32 : i32
-          %s370 = arith.shrui %hw321, %s367 : i32
-          %b371 = arith.andi %s370, %c255_i32 : i32
-          %s372 = arith.shrui %hw322, %s367 : i32
-          %b373 = arith.andi %s372, %c255_i32 : i32
-          %b374 = arith.andi %b373, %c15_i32 : i32
-          %s375 = arith.shrui %b369, %c6_i32 : i32
-          %s376 = arith.shli %s375, %c4_i32 : i32
-          %o377 = arith.ori %b374, %s376 : i32
-          %s378 = arith.shrui %b373, %c4_i32 : i32
-          %s379 = arith.shrui %b371, %c6_i32 : i32
-          %s380 = arith.shli %s379, %c4_i32 : i32
-          %o381 = arith.ori %s378, %s380 : i32
-          %b382 = arith.andi %b369, %c63_i32 : i32
-          %sel383 = arith.select %lt333, %b382, %o377 : i32
-          %b384 = arith.andi %b371, %c63_i32 : i32
-          %sel385 = arith.select %lt333, %b384, %o381 : i32
-          %o386 = arith.ori %sel383, %c1258291200_i32 : i32
-          %q387 = arith.bitcast %o386 : i32 to f32
-          %f388 = arith.subf %q387, %c8p388608e06_f32 : f32
-          %f389 = arith.mulf %h325, %f388 : f32
-          %o390 = arith.ori %sel385, %c1258291200_i32 : i32
-          %q391 = arith.bitcast %o390 : i32 to f32
-          %f392 = arith.subf %q391, %c8p388608e06_f32 : f32
-          %f393 = arith.mulf %h329, %f392 : f32
-          %qw394 = vector.extract %qv24[0] : i32 from vector<4xi32>
-          %qw395 = vector.extract %qv24[1] : i32 from vector<4xi32>
-          %qw396 = vector.extract %qv24[2] : i32 from vector<4xi32>
-          %qw397 = vector.extract %qv24[3] : i32 from vector<4xi32>
-          %b398 = arith.andi %qw394, %c252645135_i32 : i32
-          %b399 = arith.andi %qw395, %c252645135_i32 : i32
-          %b400 = arith.andi %qw396, %c252645135_i32 : i32
-          %b401 = arith.andi %qw397, %c252645135_i32 : i32
-          %s402 = arith.shrui %qw394, %c4_i32 : i32
-          %b403 = arith.andi %s402, %c252645135_i32 : i32
-          %s404 = arith.shrui %qw395, %c4_i32 : i32
-          %b405 = arith.andi %s404, %c252645135_i32 : i32
-          %s406 = arith.shrui %qw396, %c4_i32 : i32
-          %b407 = arith.andi %s406, %c252645135_i32 : i32
-          %s408 = arith.shrui %qw397, %c4_i32 : i32
-          %b409 = arith.andi %s408, %c252645135_i32 : i32
-          %m410 = arith.muli %b_2, %c8_index : index
-          %m411 = arith.muli %p330, %c2_index : index
-          %a412 = arith.addi %m410, %m411 : index
-          %h0413 = arith.cmpi eq, %p331, %c0_index : index
-          %m414 = arith.muli %t0, %K32 : index
-          %a415 = arith.addi %m414, %a412 : index
-          %m416 = arith.muli %a415, %c2_index : index
-          %a417 = arith.addi %m416, %p331 : index
-          %xq418 = memref.load %xq[%a417] : memref<?xvector<4xi32>>
-          %ds419 = memref.load %xds[%a415] : memref<?xvector<4xf32>>
-          %xw420 = vector.extract %xq418[0] : i32 from vector<4xi32>
-          %dp421 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b398, %xw420, %c0_i32 : (i32, i32, i32) -> i32
-          %xw422 = vector.extract %xq418[1] : i32 from vector<4xi32>
-          %dp423 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b399, %xw422, %dp421 : (i32, i32, i32) -> i32
-          %xw424 = vector.extract %xq418[2] : i32 from vector<4xi32>
-          %dp425 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b400, %xw424, %dp423 : (i32, i32, i32) -> i32
-          %xw426 = vector.extract %xq418[3] : i32 from vector<4xi32>
-          %dp427 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b401, %xw426, %dp425 : (i32, i32, i32) -> i32
-          %dx428 = vector.extract %ds419[0] : f32 from vector<4xf32>
-          %sx429 = vector.extract %ds419[1] : f32 from vector<4xf32>
-          %sx430 = vector.extract %ds419[2] : f32 from vector<4xf32>
-          %sel431 = arith.select %h0413, %sx429, %sx430 : f32
-          %af432 = arith.sitofp %dp427 : i32 to f32
-          %f433 = arith.mulf %f359, %dx428 : f32
-          %f434 = arith.mulf %f433, %af432 : f32
-          %f435 = arith.mulf %f363, %sel431 : f32
-          %f436 = arith.subf %f434, %f435 : f32
-          %a437 = arith.addi %a415, %c1_index : index
-          %m438 = arith.muli %a437, %c2_index : index
-          %a439 = arith.addi %m438, %p331 : index
-          %xq440 = memref.load %xq[%a439] : memref<?xvector<4xi32>>
-          %ds441 = memref.load %xds[%a437] : memref<?xvector<4xf32>>
-          %xw442 = vector.extract %xq440[0] : i32 from vector<4xi32>
-          %dp443 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b403, %xw442, %c0_i32 : (i32, i32, i32) -> i32
-          %xw444 = vector.extract %xq440[1] : i32 from vector<4xi32>
-          %dp445 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b405, %xw444, %dp443 : (i32, i32, i32) -> i32
-          %xw446 = vector.extract %xq440[2] : i32 from vector<4xi32>
-          %dp447 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b407, %xw446, %dp445 : (i32, i32, i32) -> i32
-          %xw448 = vector.extract %xq440[3] : i32 from vector<4xi32>
-          %dp449 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b409, %xw448, %dp447 : (i32, i32, i32) -> i32
-          %dx450 = vector.extract %ds441[0] : f32 from vector<4xf32>
-          %sx451 = vector.extract %ds441[1] : f32 from vector<4xf32>
-          %sx452 = vector.extract %ds441[2] : f32 from vector<4xf32>
-          %sel453 = arith.select %h0413, %sx451, %sx452 : f32
-          %af454 = arith.sitofp %dp449 : i32 to f32
-          %f455 = arith.mulf %f389, %dx450 : f32
-          %f456 = arith.mulf %f455, %af454 : f32
-          %f457 = arith.mulf %f393, %sel453 : f32
-          %f458 = arith.subf %f456, %f457 : f32
-          %f459 = arith.addf %f436, %f458 : f32
-          %sel460 = arith.select %vr17, %f459, %c0p0_f32 : f32
-          %f461 = arith.addf %f318, %sel460 : f32
-          %hw462 = vector.extract %hd30[0] : i32 from vector<4xi32>
-          %hw463 = vector.extract %hd30[1] : i32 from vector<4xi32>
-          %hw464 = vector.extract %hd30[2] : i32 from vector<4xi32>
-          %hw465 = vector.extract %hd30[3] : i32 from vector<4xi32>
-          %h466 = arith.trunci %hw462 : i32 to i16
-          %h467 = arith.bitcast %h466 : i16 to f16
-          %h468 = arith.extf %h467 : f16 to f32
-          %s469 = arith.shrui %hw462, %c16_i32 : i32
-          %h470 = arith.trunci %s469 : i32 to i16
-          %h471 = arith.bitcast %h470 : i16 to f16
-          %h472 = arith.extf %h471 : f16 to f32
-          %p473 = arith.divui %q_3, %c2_index : index
-          %p474 = arith.remui %q_3, %c2_index : index
-          %n475 = arith.index_cast %p473 : index to i32
-          %lt476 = arith.cmpi ult, %n475, %c2_i32 : i32
-          %s477 = arith.shli %n475, %c1_i32 : i32
-          %a478 = arith.addi %s477, %c0_i32 : i32
-          %b479 = arith.andi %a478, %c3_i32 : i32
-          %s480 = arith.shli %b479, %c3_i32 : i32
-          %s481 = arith.shrui %hw463, %s480 : i32
-          %b482 = arith.andi %s481, %c255_i32 : i32
-          %s483 = arith.shrui %hw464, %s480 : i32
-          %b484 = arith.andi %s483, %c255_i32 : i32
-          %s485 = arith.shrui %hw465, %s480 : i32
-          %b486 = arith.andi %s485, %c255_i32 : i32
-          %b487 = arith.andi %b486, %c15_i32 : i32
-          %s488 = arith.shrui %b482, %c6_i32 : i32
-          %s489 = arith.shli %s488, %c4_i32 : i32
-          %o490 = arith.ori %b487, %s489 : i32
-          %s491 = arith.shrui %b486, %c4_i32 : i32
-          %s492 = arith.shrui %b484, %c6_i32 : i32
-          %s493 = arith.shli %s492, %c4_i32 : i32
-          %o494 = arith.ori %s491, %s493 : i32
-          %b495 = arith.andi %b482, %c63_i32 : i32
-          %sel496 = arith.select %lt476, %b495, %o490 : i32
-          %b497 = arith.andi %b484, %c63_i32 : i32
-          %sel498 = arith.select %lt476, %b497, %o494 : i32
-          %o499 = arith.ori %sel496, %c1258291200_i32 : i32
-          %q500 = arith.bitcast %o499 : i32 to f32
-          %f501 = arith.subf %q500, %c8p388608e06_f32 : f32
-          %f502 = arith.mulf %h468, %f501 : f32
-          %o503 = arith.ori %sel498, %c1258291200_i32 : i32
-          %q504 = arith.bitcast %o503 : i32 to f32
-          %f505 = arith.subf %q504, %c8p388608e06_f32 : f32
-          %f506 = arith.mulf %h472, %f505 : f32
-          %s507 = arith.shli %n475, %c1_i32 : i32
-          %a508 = arith.addi %s507, %c1_i32 : i32
-          %b509 = arith.andi %a508, %c3_i32 : i32
-          %s510 = arith.shli %b509, %c3_i32 : i32
-          %s511 = arith.shrui %hw463, %s510 : i32
-          %b512 = arith.andi %s511, %c255_i32 : i32
-          %s513 = arith.shrui %hw464, %s510 : i32
-          %b514 = arith.andi %s513, %c255_i32 : i32
-          %s515 = arith.shrui %hw465, %s510 : i32
-          %b516 = arith.andi %s515, %c255_i32 : i32
-          %b517 = arith.andi %b516, %c15_i32 : i32
-          %s518 = arith.shrui %b512, %c6_i32 : i32
-          %s519 = arith.shli %s518, %c4_i32 : i32
-          %o520 = arith.ori %b517, %s519 : i32
-          %s521 = arith.shrui %b516, %c4_i32 : i32
-          %s522 = arith.shrui %b514, %c6_i32 : i32
-          %s523 = arith.shli %s522, %c4_i32 : i32
-          %o524 = arith.ori %s521, %s523 : i32
-          %b525 = arith.andi %b512, %c63_i32 : i32
-          %sel526 = arith.select %lt476, %b525, %o520 : i32
-          %b527 = arith.andi %b514, %c63_i32 : i32
-          %sel528 = arith.select %lt476, %b527, %o524 : i32
-          %o529 = arith.ori %sel526, %c1258291200_i32 : i32
-          %q530 = arith.bitcast %o529 : i32 to f32
-          %f531 = arith.subf %q530, %c8p388608e06_f32 : f32
-          %f532 = arith.mulf %h468, %f531 : f32
-          %o533 = arith.ori %sel528, %c1258291200_i32 : i32
-          %q534 = arith.bitcast %o533 : i32 to f32
-          %f535 = arith.subf %q534, %c8p388608e06_f32 : f32
-          %f536 = arith.mulf %h472, %f535 : f32
-          %qw537 = vector.extract %qv33[0] : i32 from vector<4xi32>
-          %qw538 = vector.extract %qv33[1] : i32 from vector<4xi32>
-          %qw539 = vector.extract %qv33[2] : i32 from vector<4xi32>
-          %qw540 = vector.extract %qv33[3] : i32 from vector<4xi32>
-          %b541 = arith.andi %qw537, %c252645135_i32 : i32
-          %b542 = arith.andi %qw538, %c252645135_i32 : i32
-          %b543 = arith.andi %qw539, %c252645135_i32 : i32
-          %b544 = arith.andi %qw540, %c252645135_i32 : i32
-          %s545 = arith.shrui %qw537, %c4_i32 : i32
-          %b546 = arith.andi %s545, %c252645135_i32 : i32
-          %s547 = arith.shrui %qw538, %c4_i32 : i32
-          %b548 = arith.andi %s547, %c252645135_i32 : i32
-          %s549 = arith.shrui %qw539, %c4_i32 : i32
-          %b550 = arith.andi %s549, %c252645135_i32 : i32
-          %s551 = arith.shrui %qw540, %c4_i32 : i32
-          %b552 = arith.andi %s551, %c252645135_i32 : i32
-          %m553 = arith.muli %b_3, %c8_index : index
-          %m554 = arith.muli %p473, %c2_index : index
-          %a555 = arith.addi %m553, %m554 : index
-          %h0556 = arith.cmpi eq, %p474, %c0_index : index
-          %m557 = arith.muli %t0, %K32 : index
-          %a558 = arith.addi %m557, %a555 : index
-          %m559 = arith.muli %a558, %c2_index : index
-          %a560 = arith.addi %m559, %p474 : index
-          %xq561 = memref.load %xq[%a560] : memref<?xvector<4xi32>>
-          %ds562 = memref.load %xds[%a558] : memref<?xvector<4xf32>>
-          %xw563 = vector.extract %xq561[0] : i32 from vector<4xi32>
-          %dp564 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b541, %xw563, %c0_i32 : (i32, i32, i32) -> i32
-          %xw565 = vector.extract %xq561[1] : i32 from vector<4xi32>
-          %dp566 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b542, %xw565, %dp564 : (i32, i32, i32) -> i32
-          %xw567 = vector.extract %xq561[2] : i32 from vector<4xi32>
-          %dp568 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b543, %xw567, %dp566 : (i32, i32, i32) -> i32
-          %xw569 = vector.extract %xq561[3] : i32 from vector<4xi32>
-          %dp570 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b544, %xw569, %dp568 : (i32, i32, i32) -> i32
-          %dx571 = vector.extract %ds562[0] : f32 from vector<4xf32>
-          %sx572 = vector.extract %ds562[1] : f32 from vector<4xf32>
-          %sx573 = vector.extract %ds562[2] : f32 from vector<4xf32>
-          %sel574 = arith.select %h0556, %sx572, %sx573 : f32
-          %af575 = arith.sitofp %dp570 : i32 to f32
-          %f576 = arith.mulf %f502, %dx571 : f32
-          %f577 = arith.mulf %f576, %af575 : f32
-          %f578 = arith.mulf %f506, %sel574 : f32
-          %f579 = arith.subf %f577, %f578 : f32
-          %a580 = arith.addi %a558, %c1_index : index
-          %m581 = arith.muli %a580, %c2_index : index
-          %a582 = arith.addi %m581, %p474 : index
-          %xq583 = memref.load %xq[%a582] : memref<?xvector<4xi32>>
-          %ds584 = memref.load %xds[%a580] : memref<?xvector<4xf32>>
-          %xw585 = vector.extract %xq583[0] : i32 from vector<4xi32>
-          %dp586 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b546, %xw585, %c0_i32 : (i32, i32, i32) -> i32
-          %xw587 = vector.extract %xq583[1] : i32 from vector<4xi32>
-          %dp588 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b548, %xw587, %dp586 : (i32, i32, i32) -> i32
-          %xw589 = vector.extract %xq583[2] : i32 from vector<4xi32>
-          %dp590 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b550, %xw589, %dp588 : (i32, i32, i32) -> i32
-          %xw591 = vector.extract %xq583[3] : i32 from vector<4xi32>
-          %dp592 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b552, %xw591, %dp590 : (i32, i32, i32) -> i32
-          %dx593 = vector.extract %ds584[0] : f32 from vector<4xf32>
-          %sx594 = vector.extract %ds584[1] : f32 from vector<4xf32>
-          %sx595 = vector.extract %ds584[2] : f32 from vector<4xf32>
-          %sel596 = arith.select %h0556, %sx594, %sx595 : f32
-          %af597 = arith.sitofp %dp592 : i32 to f32
-          %f598 = arith.mulf %f532, %dx593 : f32
-          %f599 = arith.mulf %f598, %af597 : f32
-          %f600 = arith.mulf %f536, %sel596 : f32
-          %f601 = arith.subf %f599, %f600 : f32
-          %f602 = arith.addf %f579, %f601 : f32
-          %sel603 = arith.select %vr26, %f602, %c0p0_f32 : f32
-          %f604 = arith.addf %f461, %sel603 : f32
-          scf.yield %f604 : f32
+          %hw25 = vector.extract %hd3[0] : i32 from vector<4xi32>
+          %hw26 = vector.extract %hd3[1] : i32 from vector<4xi32>
+          %hw27 = vector.extract %hd3[2] : i32 from vector<4xi32>
+          %hw28 = vector.extract %hd3[3] : i32 from vector<4xi32>
+          %h29 = arith.trunci %hw25 : i32 to i16
+          %h30 = arith.bitcast %h29 : i16 to f16
+          %h31 = arith.extf %h30 : f16 to f32
+          %s32 = arith.shrui %hw25, %c16_i32 : i32
+          %h33 = arith.trunci %s32 : i32 to i16
+          %h34 = arith.bitcast %h33 : i16 to f16
+          %h35 = arith.extf %h34 : f16 to f32
+          %p36 = arith.divui %q, %c2_index : index
+          %p37 = arith.remui %q, %c2_index : index
+          %n38 = arith.index_cast %p36 : index to i32
+          %lt39 = arith.cmpi ult, %n38, %c2_i32 : i32
+          %s40 = arith.shli %n38, %c1_i32 : i32
+          %a41 = arith.addi %s40, %c0_i32 : i32
+          %b42 = arith.andi %a41, %c3_i32 : i32
+          %s43 = arith.shli %b42, %c3_i32 : i32
+          %s44 = arith.shrui %hw26, %s43 : i32
+          %b45 = arith.andi %s44, %c255_i32 : i32
+          %s46 = arith.shrui %hw27, %s43 : i32
+          %b47 = arith.andi %s46, %c255_i32 : i32
+          %s48 = arith.shrui %hw28, %s43 : i32
+          %b49 = arith.andi %s48, %c255_i32 : i32
+          %b50 = arith.andi %b49, %c15_i32 : i32
+          %s51 = arith.shrui %b45, %c6_i32 : i32
+          %s52 = arith.shli %s51, %c4_i32 : i32
+          %o53 = arith.ori %b50, %s52 : i32
+          %s54 = arith.shrui %b49, %c4_i32 : i32
+          %s55 = arith.shrui %b47, %c6_i32 : i32
+          %s56 = arith.shli %s55, %c4_i32 : i32
+          %o57 = arith.ori %s54, %s56 : i32
+          %b58 = arith.andi %b45, %c63_i32 : i32
+          %sel59 = arith.select %lt39, %b58, %o53 : i32
+          %b60 = arith.andi %b47, %c63_i32 : i32
+          %sel61 = arith.select %lt39, %b60, %o57 : i32
+          %o62 = arith.ori %sel59, %c1258291200_i32 : i32
+          %q63 = arith.bitcast %o62 : i32 to f32
+          %f64 = arith.subf %q63, %c8p388608e06_f32 : f32
+          %f65 = arith.mulf %h31, %f64 : f32
+          %o66 = arith.ori %sel61, %c1258291200_i32 : i32
+          %q67 = arith.bitcast %o66 : i32 to f32
+          %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
+          %f69 = arith.mulf %h35, %f68 : f32
+          %s70 = arith.shli %n38, %c1_i32 : i32
+          %a71 = arith.addi %s70, %c1_i32 : i32
+          %b72 = arith.andi %a71, %c3_i32 : i32
+          %s73 = arith.shli %b72, %c3_i32 : i32
+          %s74 = arith.shrui %hw26, %s73 : i32
+          %b75 = arith.andi %s74, %c255_i32 : i32
+          %s76 = arith.shrui %hw27, %s73 : i32
+          %b77 = arith.andi %s76, %c255_i32 : i32
+          %s78 = arith.shrui %hw28, %s73 : i32
+          %b79 = arith.andi %s78, %c255_i32 : i32
+          %b80 = arith.andi %b79, %c15_i32 : i32
+          %s81 = arith.shrui %b75, %c6_i32 : i32
+          %s82 = arith.shli %s81, %c4_i32 : i32
+          %o83 = arith.ori %b80, %s82 : i32
+          %s84 = arith.shrui %b79, %c4_i32 : i32
+          %s85 = arith.shrui %b77, %c6_i32 : i32
+          %s86 = arith.shli %s85, %c4_i32 : i32
+          %o87 = arith.ori %s84, %s86 : i32
+          %b88 = arith.andi %b75, %c63_i32 : i32
+          %sel89 = arith.select %lt39, %b88, %o83 : i32
+          %b90 = arith.andi %b77, %c63_i32 : i32
+          %sel91 = arith.select %lt39, %b90, %o87 : i32
+          %o92 = arith.ori %sel89, %c1258291200_i32 : i32
+          %q93 = arith.bitcast %o92 : i32 to f32
+          %f94 = arith.subf %q93, %c8p388608e06_f32 : f32
+          %f95 = arith.mulf %h31, %f94 : f32
+          %o96 = arith.ori %sel91, %c1258291200_i32 : i32
+          %q97 = arith.bitcast %o96 : i32 to f32
+          %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
+          %f99 = arith.mulf %h35, %f98 : f32
+          %qw100 = vector.extract %qv6[0] : i32 from vector<4xi32>
+          %qw101 = vector.extract %qv6[1] : i32 from vector<4xi32>
+          %qw102 = vector.extract %qv6[2] : i32 from vector<4xi32>
+          %qw103 = vector.extract %qv6[3] : i32 from vector<4xi32>
+          %b104 = arith.andi %qw100, %c252645135_i32 : i32
+          %b105 = arith.andi %qw101, %c252645135_i32 : i32
+          %b106 = arith.andi %qw102, %c252645135_i32 : i32
+          %b107 = arith.andi %qw103, %c252645135_i32 : i32
+          %s108 = arith.shrui %qw100, %c4_i32 : i32
+          %b109 = arith.andi %s108, %c252645135_i32 : i32
+          %s110 = arith.shrui %qw101, %c4_i32 : i32
+          %b111 = arith.andi %s110, %c252645135_i32 : i32
+          %s112 = arith.shrui %qw102, %c4_i32 : i32
+          %b113 = arith.andi %s112, %c252645135_i32 : i32
+          %s114 = arith.shrui %qw103, %c4_i32 : i32
+          %b115 = arith.andi %s114, %c252645135_i32 : i32
+          %m116 = arith.muli %b, %c8_index : index
+          %m117 = arith.muli %p36, %c2_index : index
+          %a118 = arith.addi %m116, %m117 : index
+          %h0119 = arith.cmpi eq, %p37, %c0_index : index
+          %m120 = arith.muli %t0, %K32 : index
+          %a121 = arith.addi %m120, %a118 : index
+          %m122 = arith.muli %a121, %c2_index : index
+          %a123 = arith.addi %m122, %p37 : index
+          %xq124 = memref.load %xq[%a123] : memref<?xvector<4xi32>>
+          %ds125 = memref.load %xds[%a121] : memref<?xvector<4xf32>>
+          %xw126 = vector.extract %xq124[0] : i32 from vector<4xi32>
+          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b104, %xw126, %c0_i32 : (i32, i32, i32) -> i32
+          %xw128 = vector.extract %xq124[1] : i32 from vector<4xi32>
+          %dp129 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b105, %xw128, %dp127 : (i32, i32, i32) -> i32
+          %xw130 = vector.extract %xq124[2] : i32 from vector<4xi32>
+          %dp131 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b106, %xw130, %dp129 : (i32, i32, i32) -> i32
+          %xw132 = vector.extract %xq124[3] : i32 from vector<4xi32>
+          %dp133 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b107, %xw132, %dp131 : (i32, i32, i32) -> i32
+          %dx134 = vector.extract %ds125[0] : f32 from vector<4xf32>
+          %sx135 = vector.extract %ds125[1] : f32 from vector<4xf32>
+          %sx136 = vector.extract %ds125[2] : f32 from vector<4xf32>
+          %sel137 = arith.select %h0119, %sx135, %sx136 : f32
+          %af138 = arith.sitofp %dp133 : i32 to f32
+          %f139 = arith.mulf %f65, %dx134 : f32
+          %f140 = arith.mulf %f139, %af138 : f32
+          %f141 = arith.mulf %f69, %sel137 : f32
+          %f142 = arith.subf %f140, %f141 : f32
+          %a143 = arith.addi %a121, %c1_index : index
+          %m144 = arith.muli %a143, %c2_index : index
+          %a145 = arith.addi %m144, %p37 : index
+          %xq146 = memref.load %xq[%a145] : memref<?xvector<4xi32>>
+          %ds147 = memref.load %xds[%a143] : memref<?xvector<4xf32>>
+          %xw148 = vector.extract %xq146[0] : i32 from vector<4xi32>
+          %dp149 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b109, %xw148, %c0_i32 : (i32, i32, i32) -> i32
+          %xw150 = vector.extract %xq146[1] : i32 from vector<4xi32>
+          %dp151 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b111, %xw150, %dp149 : (i32, i32, i32) -> i32
+          %xw152 = vector.extract %xq146[2] : i32 from vector<4xi32>
+          %dp153 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b113, %xw152, %dp151 : (i32, i32, i32) -> i32
+          %xw154 = vector.extract %xq146[3] : i32 from vector<4xi32>
+          %dp155 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b115, %xw154, %dp153 : (i32, i32, i32) -> i32
+          %dx156 = vector.extract %ds147[0] : f32 from vector<4xf32>
+          %sx157 = vector.extract %ds147[1] : f32 from vector<4xf32>
+          %sx158 = vector.extract %ds147[2] : f32 from vector<4xf32>
+          %sel159 = arith.select %h0119, %sx157, %sx158 : f32
+          %af160 = arith.sitofp %dp155 : i32 to f32
+          %f161 = arith.mulf %f95, %dx156 : f32
+          %f162 = arith.mulf %f161, %af160 : f32
+          %f163 = arith.mulf %f99, %sel159 : f32
+          %f164 = arith.subf %f162, %f163 : f32
+          %f165 = arith.addf %f142, %f164 : f32
+          %f166 = arith.addf %sacc, %f165 : f32
+          %hw167 = vector.extract %hd12[0] : i32 from vector<4xi32>
+          %hw168 = vector.extract %hd12[1] : i32 from vector<4xi32>
+          %hw169 = vector.extract %hd12[2] : i32 from vector<4xi32>
+          %hw170 = vector.extract %hd12[3] : i32 from vector<4xi32>
+          %h171 = arith.trunci %hw167 : i32 to i16
+          %h172 = arith.bitcast %h171 : i16 to f16
+          %h173 = arith.extf %h172 : f16 to f32
+          %s174 = arith.shrui %hw167, %c16_i32 : i32
+          %h175 = arith.trunci %s174 : i32 to i16
+          %h176 = arith.bitcast %h175 : i16 to f16
+          %h177 = arith.extf %h176 : f16 to f32
+          %p178 = arith.divui %q_1, %c2_index : index
+          %p179 = arith.remui %q_1, %c2_index : index
+          %n180 = arith.index_cast %p178 : index to i32
+          %lt181 = arith.cmpi ult, %n180, %c2_i32 : i32
+          %s182 = arith.shli %n180, %c1_i32 : i32
+          %a183 = arith.addi %s182, %c0_i32 : i32
+          %b184 = arith.andi %a183, %c3_i32 : i32
+          %s185 = arith.shli %b184, %c3_i32 : i32
+          %s186 = arith.shrui %hw168, %s185 : i32
+          %b187 = arith.andi %s186, %c255_i32 : i32
+          %s188 = arith.shrui %hw169, %s185 : i32
+          %b189 = arith.andi %s188, %c255_i32 : i32
+          %s190 = arith.shrui %hw170, %s185 : i32
+          %b191 = arith.andi %s190, %c255_i32 : i32
+          %b192 = arith.andi %b191, %c15_i32 : i32
+          %s193 = arith.shrui %b187, %c6_i32 : i32
+          %s194 = arith.shli %s193, %c4_i32 : i32
+          %o195 = arith.ori %b192, %s194 : i32
+          %s196 = arith.shrui %b191, %c4_i32 : i32
+          %s197 = arith.shrui %b189, %c6_i32 : i32
+          %s198 = arith.shli %s197, %c4_i32 : i32
+          %o199 = arith.ori %s196, %s198 : i32
+          %b200 = arith.andi %b187, %c63_i32 : i32
+          %sel201 = arith.select %lt181, %b200, %o195 : i32
+          %b202 = arith.andi %b189, %c63_i32 : i32
+          %sel203 = arith.select %lt181, %b202, %o199 : i32
+          %o204 = arith.ori %sel201, %c1258291200_i32 : i32
+          %q205 = arith.bitcast %o204 : i32 to f32
+          %f206 = arith.subf %q205, %c8p388608e06_f32 : f32
+          %f207 = arith.mulf %h173, %f206 : f32
+          %o208 = arith.ori %sel203, %c1258291200_i32 : i32
+          %q209 = arith.bitcast %o208 : i32 to f32
+          %f210 = arith.subf %q209, %c8p388608e06_f32 : f32
+          %f211 = arith.mulf %h177, %f210 : f32
+          %s212 = arith.shli %n180, %c1_i32 : i32
+          %a213 = arith.addi %s212, %c1_i32 : i32
+          %b214 = arith.andi %a213, %c3_i32 : i32
+          %s215 = arith.shli %b214, %c3_i32 : i32
+          %s216 = arith.shrui %hw168, %s215 : i32
+          %b217 = arith.andi %s216, %c255_i32 : i32
+          %s218 = arith.shrui %hw169, %s215 : i32
+          %b219 = arith.andi %s218, %c255_i32 : i32
+          %s220 = arith.shrui %hw170, %s215 : i32
+          %b221 = arith.andi %s220, %c255_i32 : i32
+          %b222 = arith.andi %b221, %c15_i32 : i32
+          %s223 = arith.shrui %b217, %c6_i32 : i32
+          %s224 = arith.shli %s223, %c4_i32 : i32
+          %o225 = arith.ori %b222, %s224 : i32
+          %s226 = arith.shrui %b221, %c4_i32 : i32
+          %s227 = arith.shrui %b219, %c6_i32 : i32
+          %s228 = arith.shli %s227, %c4_i32 : i32
+          %o229 = arith.ori %s226, %s228 : i32
+          %b230 = arith.andi %b217, %c63_i32 : i32
+          %sel231 = arith.select %lt181, %b230, %o225 : i32
+          %b232 = arith.andi %b219, %c63_i32 : i32
+          %sel233 = arith.select %lt181, %b232, %o229 : i32
+          %o234 = arith.ori %sel231, %c1258291200_i32 : i32
+          %q235 = arith.bitcast %o234 : i32 to f32
+          %f236 = arith.subf %q235, %c8p388608e06_f32 : f32
+          %f237 = arith.mulf %h173, %f236 : f32
+          %o238 = arith.ori %sel233, %c1258291200_i32 : i32
+          %q239 = arith.bitcast %o238 : i32 to f32
+          %f240 = arith.subf %q239, %c8p388608e06_f32 : f32
+          %f241 = arith.mulf %h177, %f240 : f32
+          %qw242 = vector.extract %qv15[0] : i32 from vector<4xi32>
+          %qw243 = vector.extract %qv15[1] : i32 from vector<4xi32>
+          %qw244 = vector.extract %qv15[2] : i32 from vector<4xi32>
+          %qw245 = vector.extract %qv15[3] : i32 from vector<4xi32>
+          %b246 = arith.andi %qw242, %c252645135_i32 : i32
+          %b247 = arith.andi %qw243, %c252645135_i32 : i32
+          %b248 = arith.andi %qw244, %c252645135_i32 : i32
+          %b249 = arith.andi %qw245, %c252645135_i32 : i32
+          %s250 = arith.shrui %qw242, %c4_i32 : i32
+          %b251 = arith.andi %s250, %c252645135_i32 : i32
+          %s252 = arith.shrui %qw243, %c4_i32 : i32
+          %b253 = arith.andi %s252, %c252645135_i32 : i32
+          %s254 = arith.shrui %qw244, %c4_i32 : i32
+          %b255 = arith.andi %s254, %c252645135_i32 : i32
+          %s256 = arith.shrui %qw245, %c4_i32 : i32
+          %b257 = arith.andi %s256, %c252645135_i32 : i32
+          %m258 = arith.muli %b_1, %c8_index : index
+          %m259 = arith.muli %p178, %c2_index : index
+          %a260 = arith.addi %m258, %m259 : index
+          %h0261 = arith.cmpi eq, %p179, %c0_index : index
+          %m262 = arith.muli %t0, %K32 : index
+          %a263 = arith.addi %m262, %a260 : index
+          %m264 = arith.muli %a263, %c2_index : index
+          %a265 = arith.addi %m264, %p179 : index
+          %xq266 = memref.load %xq[%a265] : memref<?xvector<4xi32>>
+          %ds267 = memref.load %xds[%a263] : memref<?xvector<4xf32>>
+          %xw268 = vector.extract %xq266[0] : i32 from vector<4xi32>
+          %dp269 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b246, %xw268, %c0_i32 : (i32, i32, i32) -> i32
+          %xw270 = vector.extract %xq266[1] : i32 from vector<4xi32>
+          %dp271 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b247, %xw270, %dp269 : (i32, i32, i32) -> i32
+          %xw272 = vector.extract %xq266[2] : i32 from vector<4xi32>
+          %dp273 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b248, %xw272, %dp271 : (i32, i32, i32) -> i32
+          %xw274 = vector.extract %xq266[3] : i32 from vector<4xi32>
+          %dp275 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b249, %xw274, %dp273 : (i32, i32, i32) -> i32
+          %dx276 = vector.extract %ds267[0] : f32 from vector<4xf32>
+          %sx277 = vector.extract %ds267[1] : f32 from vector<4xf32>
+          %sx278 = vector.extract %ds267[2] : f32 from vector<4xf32>
+          %sel279 = arith.select %h0261, %sx277, %sx278 : f32
+          %af280 = arith.sitofp %dp275 : i32 to f32
+          %f281 = arith.mulf %f207, %dx276 : f32
+          %f282 = arith.mulf %f281, %af280 : f32
+          %f283 = arith.mulf %f211, %sel279 : f32
+          %f284 = arith.subf %f282, %f283 : f32
+          %a285 = arith.addi %a263, %c1_index : index
+          %m286 = arith.muli %a285, %c2_index : index
+          %a287 = arith.addi %m286, %p179 : index
+          %xq288 = memref.load %xq[%a287] : memref<?xvector<4xi32>>
+          %ds289 = memref.load %xds[%a285] : memref<?xvector<4xf32>>
+          %xw290 = vector.extract %xq288[0] : i32 from vector<4xi32>
+          %dp291 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b251, %xw290, %c0_i32 : (i32, i32, i32) -> i32
+          %xw292 = vector.extract %xq288[1] : i32 from vector<4xi32>
+          %dp293 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b253, %xw292, %dp291 : (i32, i32, i32) -> i32
+          %xw294 = vector.extract %xq288[2] : i32 from vector<4xi32>
+          %dp295 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b255, %xw294, %dp293 : (i32, i32, i32) -> i32
+          %xw296 = vector.extract %xq288[3] : i32 from vector<4xi32>
+          %dp297 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b257, %xw296, %dp295 : (i32, i32, i32) -> i32
+          %dx298 = vector.extract %ds289[0] : f32 from vector<4xf32>
+          %sx299 = vector.extract %ds289[1] : f32 from vector<4xf32>
+          %sx300 = vector.extract %ds289[2] : f32 from vector<4xf32>
+          %sel301 = arith.select %h0261, %sx299, %sx300 : f32
+          %af302 = arith.sitofp %dp297 : i32 to f32
+          %f303 = arith.mulf %f237, %dx298 : f32
+          %f304 = arith.mulf %f303, %af302 : f32
+          %f305 = arith.mulf %f241, %sel301 : f32
+          %f306 = arith.subf %f304, %f305 : f32
+          %f307 = arith.addf %f284, %f306 : f32
+          %sel308 = arith.select %vr8, %f307, %c0p0_f32 : f32
+          %f309 = arith.addf %f166, %sel308 : f32
+          %hw310 = vector.extract %hd21[0] : i32 from vector<4xi32>
+          %hw311 = vector.extract %hd21[1] : i32 from vector<4xi32>
+          %hw312 = vector.extract %hd21[2] : i32 from vector<4xi32>
+          %hw313 = vector.extract %hd21[3] : i32 from vector<4xi32>
+          %h314 = arith.trunci %hw310 : i32 to i16
+          %h315 = arith.bitcast %h314 : i16 to f16
+          %h316 = arith.extf %h315 : f16 to f32
+          %s317 = arith.shrui %hw310, %c16_i32 : i32
+          %h318 = arith.trunci %s317 : i32 to i16
+          %h319 = arith.bitcast %h318 : i16 to f16
+          %h320 = arith.extf %h319 : f16 to f32
+          %p321 = arith.divui %q_2, %c2_index : index
+          %p322 = arith.remui %q_2, %c2_index : index
+          %n323 = arith.index_cast %p321 : index to i32
+          %lt324 = arith.cmpi ult, %n323, %c2_i32 : i32
+          %s325 = arith.shli %n323, %c1_i32 : i32
+          %a326 = arith.addi %s325, %c0_i32 : i32
+          %b327 = arith.andi %a326, %c3_i32 : i32
+          %s328 = arith.shli %b327, %c3_i32 : i32
+          %s329 = arith.shrui %hw311, %s328 : i32
+          %b330 = arith.andi %s329, %c255_i32 : i32
+          %s331 = arith.shrui %hw312, %s328 : i32
+          %b332 = arith.andi %s331, %c255_i32 : i32
+          %s333 = arith.shrui %hw313, %s328 : i32
+          %b334 = arith.andi %s333, %c255_i32 : i32
+          %b335 = arith.andi %b334, %c15_i32 : i32
+          %s336 = arith.shrui %b330, %c6_i32 : i32
+          %s337 = arith.shli %s336, %c4_i32 : i32
+          %o338 = arith.ori %b335, %s337 : i32
+          %s339 = arith.shrui %b334, %c4_i32 : i32
+          %s340 = arith.shrui %b332, %c6_i32 : i32
+          %s341 = arith.shli %s340, %c4_i32 : i32
+          %o342 = arith.ori %s339, %s341 : i32
+          %b343 = arith.andi %b330, %c63_i32 : i32
+          %sel344 = arith.select %lt324, %b343, %o338 : i32
+          %b345 = arith.andi %b332, %c63_i32 : i32
+          %sel346 = arith.select %lt324, %b345, %o342 : i32
+          %o347 = arith.ori %sel344, %c1258291200_i32 : i32
+          %q348 = arith.bitcast %o347 : i32 to f32
+          %f349 = arith.subf %q348, %c8p388608e06_f32 : f32
+          %f350 = arith.mulf %h316, %f349 : f32
+          %o351 = arith.ori %sel346, %c1258291200_i32 : i32
+          %q352 = arith.bitcast %o351 : i32 to f32
+          %f353 = arith.subf %q352, %c8p388608e06_f32 : f32
+          %f354 = arith.mulf %h320, %f353 : f32
+          %s355 = arith.shli %n323, %c1_i32 : i32
+          %a356 = arith.addi %s355, %c1_i32 : i32
+          %b357 = arith.andi %a356, %c3_i32 : i32
+          %s358 = arith.shli %b357, %c3_i32 : i32
+          %s359 = arith.shrui %hw311, %s358 : i32
+          %b360 = arith.andi %s359, %c255_i32 : i32
+          %s361 = arith.shrui %hw312, %s358 : i32
+          %b362 = arith.andi %s361, %c255_i32 : i32
+          %s363 = arith.shrui %hw313, %s358 : i32
+          %b364 = arith.andi %s363, %c255_i32 : i32
+          %b365 = arith.andi %b364, %c15_i32 : i32
+          %s366 = arith.shrui %b360, %c6_i32 : i32
+          %s367 = arith.shli %s366, %c4_i32 : i32
+          %o368 = arith.ori %b365, %s367 : i32
+          %s369 = arith.shrui %b364, %c4_i32 : i32
+          %s370 = arith.shrui %b362, %c6_i32 : i32
+          %s371 = arith.shli %s370, %c4_i32 : i32
+          %o372 = arith.ori %s369, %s371 : i32
+          %b373 = arith.andi %b360, %c63_i32 : i32
+          %sel374 = arith.select %lt324, %b373, %o368 : i32
+          %b375 = arith.andi %b362, %c63_i32 : i32
+          %sel376 = arith.select %lt324, %b375, %o372 : i32
+          %o377 = arith.ori %sel374, %c1258291200_i32 : i32
+          %q378 = arith.bitcast %o377 : i32 to f32
+          %f379 = arith.subf %q378, %c8p388608e06_f32 : f32
+          %f380 = arith.mulf %h316, %f379 : f32
+          %o381 = arith.ori %sel376, %c1258291200_i32 : i32
+          %q382 = arith.bitcast %o381 : i32 to f32
+          %f383 = arith.subf %q382, %c8p388608e06_f32 : f32
+          %f384 = arith.mulf %h320, %f383 : f32
+          %qw385 = vector.extract %qv24[0] : i32 from vector<4xi32>
+          %qw386 = vector.extract %qv24[1] : i32 from vector<4xi32>
+          %qw387 = vector.extract %qv24[2] : i32 from vector<4xi32>
+          %qw388 = vector.extract %qv24[3] : i32 from vector<4xi32>
+          %b389 = arith.andi %qw385, %c252645135_i32 : i32
+          %b390 = arith.andi %qw386, %c252645135_i32 : i32
+          %b391 = arith.andi %qw387, %c252645135_i32 : i32
+          %b392 = arith.andi %qw388, %c252645135_i32 : i32
+          %s393 = arith.shrui %qw385, %c4_i32 : i32
+          %b394 = arith.andi %s393, %c252645135_i32 : i32
+          %s395 = arith.shrui %qw386, %c4_i32 : i32
+          %b396 = arith.andi %s395, %c252645135_i32 : i32
+          %s397 = arith.shrui %qw387, %c4_i32 : i32
+          %b398 = arith.andi %s397, %c252645135_i32 : i32
+          %s399 = arith.shrui %qw388, %c4_i32 : i32
+          %b400 = arith.andi %s399, %c252645135_i32 : i32
+          %m401 = arith.muli %b_2, %c8_index : index
+          %m402 = arith.muli %p321, %c2_index : index
+          %a403 = arith.addi %m401, %m402 : index
+          %h0404 = arith.cmpi eq, %p322, %c0_index : index
+          %m405 = arith.muli %t0, %K32 : index
+          %a406 = arith.addi %m405, %a403 : index
+          %m407 = arith.muli %a406, %c2_index : index
+          %a408 = arith.addi %m407, %p322 : index
+          %xq409 = memref.load %xq[%a408] : memref<?xvector<4xi32>>
+          %ds410 = memref.load %xds[%a406] : memref<?xvector<4xf32>>
+          %xw411 = vector.extract %xq409[0] : i32 from vector<4xi32>
+          %dp412 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b389, %xw411, %c0_i32 : (i32, i32, i32) -> i32
+          %xw413 = vector.extract %xq409[1] : i32 from vector<4xi32>
+          %dp414 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b390, %xw413, %dp412 : (i32, i32, i32) -> i32
+          %xw415 = vector.extract %xq409[2] : i32 from vector<4xi32>
+          %dp416 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b391, %xw415, %dp414 : (i32, i32, i32) -> i32
+          %xw417 = vector.extract %xq409[3] : i32 from vector<4xi32>
+          %dp418 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b392, %xw417, %dp416 : (i32, i32, i32) -> i32
+          %dx419 = vector.extract %ds410[0] : f32 from vector<4xf32>
+          %sx420 = vector.extract %ds410[1] : f32 from vector<4xf32>
+          %sx421 = vector.extract %ds410[2] : f32 from vector<4xf32>
+          %sel422 = arith.select %h0404, %sx420, %sx421 : f32
+          %af423 = arith.sitofp %dp418 : i32 to f32
+          %f424 = arith.mulf %f350, %dx419 : f32
+          %f425 = arith.mulf %f424, %af423 : f32
+          %f426 = arith.mulf %f354, %sel422 : f32
+          %f427 = arith.subf %f425, %f426 : f32
+          %a428 = arith.addi %a406, %c1_index : index
+          %m429 = arith.muli %a428, %c2_index : index
+          %a430 = arith.addi %m429, %p322 : index
+          %xq431 = memref.load %xq[%a430] : memref<?xvector<4xi32>>
+          %ds432 = memref.load %xds[%a428] : memref<?xvector<4xf32>>
+          %xw433 = vector.extract %xq431[0] : i32 from vector<4xi32>
+          %dp434 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b394, %xw433, %c0_i32 : (i32, i32, i32) -> i32
+          %xw435 = vector.extract %xq431[1] : i32 from vector<4xi32>
+          %dp436 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b396, %xw435, %dp434 : (i32, i32, i32) -> i32
+          %xw437 = vector.extract %xq431[2] : i32 from vector<4xi32>
+          %dp438 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b398, %xw437, %dp436 : (i32, i32, i32) -> i32
+          %xw439 = vector.extract %xq431[3] : i32 from vector<4xi32>
+          %dp440 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b400, %xw439, %dp438 : (i32, i32, i32) -> i32
+          %dx441 = vector.extract %ds432[0] : f32 from vector<4xf32>
+          %sx442 = vector.extract %ds432[1] : f32 from vector<4xf32>
+          %sx443 = vector.extract %ds432[2] : f32 from vector<4xf32>
+          %sel444 = arith.select %h0404, %sx442, %sx443 : f32
+          %af445 = arith.sitofp %dp440 : i32 to f32
+          %f446 = arith.mulf %f380, %dx441 : f32
+          %f447 = arith.mulf %f446, %af445 : f32
+          %f448 = arith.mulf %f384, %sel444 : f32
+          %f449 = arith.subf %f447, %f448 : f32
+          %f450 = arith.addf %f427, %f449 : f32
+          %sel451 = arith.select %vr17, %f450, %c0p0_f32 : f32
+          %f452 = arith.addf %f309, %sel451 : f32
+          scf.yield %f452 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -830,259 +705,259 @@ module attributes {gpu.container_module} {
         scf.for %u = %lane to %units step %c32_index {
           %b = arith.divui %u, %c8_index : index
           %q = arith.remui %u, %c8_index : index
-          %m605 = arith.muli %b, %c9_index : index
-          %a606 = arith.addi %rowbase, %m605 : index
-          %hd607 = memref.load %w[%a606] : memref<?xvector<4xi32>>
-          %a608 = arith.addi %a606, %c1_index : index
-          %a609 = arith.addi %a608, %q : index
-          %qv610 = memref.load %w[%a609] : memref<?xvector<4xi32>>
+          %m453 = arith.muli %b, %c9_index : index
+          %a454 = arith.addi %rowbase, %m453 : index
+          %hd455 = memref.load %w[%a454] : memref<?xvector<4xi32>>
+          %a456 = arith.addi %a454, %c1_index : index
+          %a457 = arith.addi %a456, %q : index
+          %qv458 = memref.load %w[%a457] : memref<?xvector<4xi32>>
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %hw611 = vector.extract %hd607[0] : i32 from vector<4xi32>
-            %hw612 = vector.extract %hd607[1] : i32 from vector<4xi32>
-            %hw613 = vector.extract %hd607[2] : i32 from vector<4xi32>
-            %hw614 = vector.extract %hd607[3] : i32 from vector<4xi32>
-            %h615 = arith.trunci %hw611 : i32 to i16
-            %h616 = arith.bitcast %h615 : i16 to f16
-            %h617 = arith.extf %h616 : f16 to f32
-            %s618 = arith.shrui %hw611, %c16_i32 : i32
-            %h619 = arith.trunci %s618 : i32 to i16
-            %h620 = arith.bitcast %h619 : i16 to f16
-            %h621 = arith.extf %h620 : f16 to f32
-            %p622 = arith.divui %q, %c2_index : index
-            %p623 = arith.remui %q, %c2_index : index
-            %n624 = arith.index_cast %p622 : index to i32
-            %lt625 = arith.cmpi ult, %n624, %c2_i32 : i32
-            %s626 = arith.shli %n624, %c1_i32 : i32
-            %a627 = arith.addi %s626, %c0_i32 : i32
-            %b628 = arith.andi %a627, %c3_i32 : i32
-            %s629 = arith.shli %b628, %c3_i32 : i32
-            %s630 = arith.shrui %hw612, %s629 : i32
-            %b631 = arith.andi %s630, %c255_i32 : i32
-            %s632 = arith.shrui %hw613, %s629 : i32
-            %b633 = arith.andi %s632, %c255_i32 : i32
-            %s634 = arith.shrui %hw614, %s629 : i32
-            %b635 = arith.andi %s634, %c255_i32 : i32
-            %b636 = arith.andi %b635, %c15_i32 : i32
-            %s637 = arith.shrui %b631, %c6_i32 : i32
-            %s638 = arith.shli %s637, %c4_i32 : i32
-            %o639 = arith.ori %b636, %s638 : i32
-            %s640 = arith.shrui %b635, %c4_i32 : i32
-            %s641 = arith.shrui %b633, %c6_i32 : i32
-            %s642 = arith.shli %s641, %c4_i32 : i32
-            %o643 = arith.ori %s640, %s642 : i32
-            %b644 = arith.andi %b631, %c63_i32 : i32
-            %sel645 = arith.select %lt625, %b644, %o639 : i32
-            %b646 = arith.andi %b633, %c63_i32 : i32
-            %sel647 = arith.select %lt625, %b646, %o643 : i32
-            %o648 = arith.ori %sel645, %c1258291200_i32 : i32
-            %q649 = arith.bitcast %o648 : i32 to f32
-            %f650 = arith.subf %q649, %c8p388608e06_f32 : f32
-            %f651 = arith.mulf %h617, %f650 : f32
-            %o652 = arith.ori %sel647, %c1258291200_i32 : i32
-            %q653 = arith.bitcast %o652 : i32 to f32
-            %f654 = arith.subf %q653, %c8p388608e06_f32 : f32
-            %f655 = arith.mulf %h621, %f654 : f32
-            %s656 = arith.shli %n624, %c1_i32 : i32
-            %a657 = arith.addi %s656, %c1_i32 : i32
-            %b658 = arith.andi %a657, %c3_i32 : i32
-            %s659 = arith.shli %b658, %c3_i32 : i32
-            %s660 = arith.shrui %hw612, %s659 : i32
-            %b661 = arith.andi %s660, %c255_i32 : i32
-            %s662 = arith.shrui %hw613, %s659 : i32
-            %b663 = arith.andi %s662, %c255_i32 : i32
-            %s664 = arith.shrui %hw614, %s659 : i32
-            %b665 = arith.andi %s664, %c255_i32 : i32
-            %b666 = arith.andi %b665, %c15_i32 : i32
-            %s667 = arith.shrui %b661, %c6_i32 : i32
-            %s668 = arith.shli %s667, %c4_i32 : i32
-            %o669 = arith.ori %b666, %s668 : i32
-            %s670 = arith.shrui %b665, %c4_i32 : i32
-            %s671 = arith.shrui %b663, %c6_i32 : i32
-            %s672 = arith.shli %s671, %c4_i32 : i32
-            %o673 = arith.ori %s670, %s672 : i32
-            %b674 = arith.andi %b661, %c63_i32 : i32
-            %sel675 = arith.select %lt625, %b674, %o669 : i32
-            %b676 = arith.andi %b663, %c63_i32 : i32
-            %sel677 = arith.select %lt625, %b676, %o673 : i32
-            %o678 = arith.ori %sel675, %c1258291200_i32 : i32
-            %q679 = arith.bitcast %o678 : i32 to f32
-            %f680 = arith.subf %q679, %c8p388608e06_f32 : f32
-            %f681 = arith.mulf %h617, %f680 : f32
-            %o682 = arith.ori %sel677, %c1258291200_i32 : i32
-            %q683 = arith.bitcast %o682 : i32 to f32
-            %f684 = arith.subf %q683, %c8p388608e06_f32 : f32
-            %f685 = arith.mulf %h621, %f684 : f32
-            %qw686 = vector.extract %qv610[0] : i32 from vector<4xi32>
-            %qw687 = vector.extract %qv610[1] : i32 from vector<4xi32>
-            %qw688 = vector.extract %qv610[2] : i32 from vector<4xi32>
-            %qw689 = vector.extract %qv610[3] : i32 from vector<4xi32>
-            %b690 = arith.andi %qw686, %c252645135_i32 : i32
-            %b691 = arith.andi %qw687, %c252645135_i32 : i32
-            %b692 = arith.andi %qw688, %c252645135_i32 : i32
-            %b693 = arith.andi %qw689, %c252645135_i32 : i32
-            %s694 = arith.shrui %qw686, %c4_i32 : i32
-            %b695 = arith.andi %s694, %c252645135_i32 : i32
-            %s696 = arith.shrui %qw687, %c4_i32 : i32
-            %b697 = arith.andi %s696, %c252645135_i32 : i32
-            %s698 = arith.shrui %qw688, %c4_i32 : i32
-            %b699 = arith.andi %s698, %c252645135_i32 : i32
-            %s700 = arith.shrui %qw689, %c4_i32 : i32
-            %b701 = arith.andi %s700, %c252645135_i32 : i32
-            %m702 = arith.muli %b, %c8_index : index
-            %m703 = arith.muli %p622, %c2_index : index
-            %a704 = arith.addi %m702, %m703 : index
-            %h0705 = arith.cmpi eq, %p623, %c0_index : index
-            %m706 = arith.muli %tg, %K32 : index
-            %a707 = arith.addi %m706, %a704 : index
-            %m708 = arith.muli %a707, %c2_index : index
-            %a709 = arith.addi %m708, %p623 : index
-            %xq710 = memref.load %xq[%a709] : memref<?xvector<4xi32>>
-            %ds711 = memref.load %xds[%a707] : memref<?xvector<4xf32>>
-            %xw712 = vector.extract %xq710[0] : i32 from vector<4xi32>
-            %dp713 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b690, %xw712, %c0_i32 : (i32, i32, i32) -> i32
-            %xw714 = vector.extract %xq710[1] : i32 from vector<4xi32>
-            %dp715 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b691, %xw714, %dp713 : (i32, i32, i32) -> i32
-            %xw716 = vector.extract %xq710[2] : i32 from vector<4xi32>
-            %dp717 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b692, %xw716, %dp715 : (i32, i32, i32) -> i32
-            %xw718 = vector.extract %xq710[3] : i32 from vector<4xi32>
-            %dp719 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b693, %xw718, %dp717 : (i32, i32, i32) -> i32
-            %dx720 = vector.extract %ds711[0] : f32 from vector<4xf32>
-            %sx721 = vector.extract %ds711[1] : f32 from vector<4xf32>
-            %sx722 = vector.extract %ds711[2] : f32 from vector<4xf32>
-            %sel723 = arith.select %h0705, %sx721, %sx722 : f32
-            %af724 = arith.sitofp %dp719 : i32 to f32
-            %f725 = arith.mulf %f651, %dx720 : f32
-            %f726 = arith.mulf %f725, %af724 : f32
-            %f727 = arith.mulf %f655, %sel723 : f32
-            %f728 = arith.subf %f726, %f727 : f32
-            %a729 = arith.addi %a707, %c1_index : index
-            %m730 = arith.muli %a729, %c2_index : index
-            %a731 = arith.addi %m730, %p623 : index
-            %xq732 = memref.load %xq[%a731] : memref<?xvector<4xi32>>
-            %ds733 = memref.load %xds[%a729] : memref<?xvector<4xf32>>
-            %xw734 = vector.extract %xq732[0] : i32 from vector<4xi32>
-            %dp735 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b695, %xw734, %c0_i32 : (i32, i32, i32) -> i32
-            %xw736 = vector.extract %xq732[1] : i32 from vector<4xi32>
-            %dp737 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b697, %xw736, %dp735 : (i32, i32, i32) -> i32
-            %xw738 = vector.extract %xq732[2] : i32 from vector<4xi32>
-            %dp739 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b699, %xw738, %dp737 : (i32, i32, i32) -> i32
-            %xw740 = vector.extract %xq732[3] : i32 from vector<4xi32>
-            %dp741 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b701, %xw740, %dp739 : (i32, i32, i32) -> i32
-            %dx742 = vector.extract %ds733[0] : f32 from vector<4xf32>
-            %sx743 = vector.extract %ds733[1] : f32 from vector<4xf32>
-            %sx744 = vector.extract %ds733[2] : f32 from vector<4xf32>
-            %sel745 = arith.select %h0705, %sx743, %sx744 : f32
-            %af746 = arith.sitofp %dp741 : i32 to f32
-            %f747 = arith.mulf %f681, %dx742 : f32
-            %f748 = arith.mulf %f747, %af746 : f32
-            %f749 = arith.mulf %f685, %sel745 : f32
-            %f750 = arith.subf %f748, %f749 : f32
-            %f751 = arith.addf %f728, %f750 : f32
+            %hw459 = vector.extract %hd455[0] : i32 from vector<4xi32>
+            %hw460 = vector.extract %hd455[1] : i32 from vector<4xi32>
+            %hw461 = vector.extract %hd455[2] : i32 from vector<4xi32>
+            %hw462 = vector.extract %hd455[3] : i32 from vector<4xi32>
+            %h463 = arith.trunci %hw459 : i32 to i16
+            %h464 = arith.bitcast %h463 : i16 to f16
+            %h465 = arith.extf %h464 : f16 to f32
+            %s466 = arith.shrui %hw459, %c16_i32 : i32
+            %h467 = arith.trunci %s466 : i32 to i16
+            %h468 = arith.bitcast %h467 : i16 to f16
+            %h469 = arith.extf %h468 : f16 to f32
+            %p470 = arith.divui %q, %c2_index : index
+            %p471 = arith.remui %q, %c2_index : index
+            %n472 = arith.index_cast %p470 : index to i32
+            %lt473 = arith.cmpi ult, %n472, %c2_i32 : i32
+            %s474 = arith.shli %n472, %c1_i32 : i32
+            %a475 = arith.addi %s474, %c0_i32 : i32
+            %b476 = arith.andi %a475, %c3_i32 : i32
+            %s477 = arith.shli %b476, %c3_i32 : i32
+            %s478 = arith.shrui %hw460, %s477 : i32
+            %b479 = arith.andi %s478, %c255_i32 : i32
+            %s480 = arith.shrui %hw461, %s477 : i32
+            %b481 = arith.andi %s480, %c255_i32 : i32
+            %s482 = arith.shrui %hw462, %s477 : i32
+            %b483 = arith.andi %s482, %c255_i32 : i32
+            %b484 = arith.andi %b483, %c15_i32 : i32
+            %s485 = arith.shrui %b479, %c6_i32 : i32
+            %s486 = arith.shli %s485, %c4_i32 : i32
+            %o487 = arith.ori %b484, %s486 : i32
+            %s488 = arith.shrui %b483, %c4_i32 : i32
+            %s489 = arith.shrui %b481, %c6_i32 : i32
+            %s490 = arith.shli %s489, %c4_i32 : i32
+            %o491 = arith.ori %s488, %s490 : i32
+            %b492 = arith.andi %b479, %c63_i32 : i32
+            %sel493 = arith.select %lt473, %b492, %o487 : i32
+            %b494 = arith.andi %b481, %c63_i32 : i32
+            %sel495 = arith.select %lt473, %b494, %o491 : i32
+            %o496 = arith.ori %sel493, %c1258291200_i32 : i32
+            %q497 = arith.bitcast %o496 : i32 to f32
+            %f498 = arith.subf %q497, %c8p388608e06_f32 : f32
+            %f499 = arith.mulf %h465, %f498 : f32
+            %o500 = arith.ori %sel495, %c1258291200_i32 : i32
+            %q501 = arith.bitcast %o500 : i32 to f32
+            %f502 = arith.subf %q501, %c8p388608e06_f32 : f32
+            %f503 = arith.mulf %h469, %f502 : f32
+            %s504 = arith.shli %n472, %c1_i32 : i32
+            %a505 = arith.addi %s504, %c1_i32 : i32
+            %b506 = arith.andi %a505, %c3_i32 : i32
+            %s507 = arith.shli %b506, %c3_i32 : i32
+            %s508 = arith.shrui %hw460, %s507 : i32
+            %b509 = arith.andi %s508, %c255_i32 : i32
+            %s510 = arith.shrui %hw461, %s507 : i32
+            %b511 = arith.andi %s510, %c255_i32 : i32
+            %s512 = arith.shrui %hw462, %s507 : i32
+            %b513 = arith.andi %s512, %c255_i32 : i32
+            %b514 = arith.andi %b513, %c15_i32 : i32
+            %s515 = arith.shrui %b509, %c6_i32 : i32
+            %s516 = arith.shli %s515, %c4_i32 : i32
+            %o517 = arith.ori %b514, %s516 : i32
+            %s518 = arith.shrui %b513, %c4_i32 : i32
+            %s519 = arith.shrui %b511, %c6_i32 : i32
+            %s520 = arith.shli %s519, %c4_i32 : i32
+            %o521 = arith.ori %s518, %s520 : i32
+            %b522 = arith.andi %b509, %c63_i32 : i32
+            %sel523 = arith.select %lt473, %b522, %o517 : i32
+            %b524 = arith.andi %b511, %c63_i32 : i32
+            %sel525 = arith.select %lt473, %b524, %o521 : i32
+            %o526 = arith.ori %sel523, %c1258291200_i32 : i32
+            %q527 = arith.bitcast %o526 : i32 to f32
+            %f528 = arith.subf %q527, %c8p388608e06_f32 : f32
+            %f529 = arith.mulf %h465, %f528 : f32
+            %o530 = arith.ori %sel525, %c1258291200_i32 : i32
+            %q531 = arith.bitcast %o530 : i32 to f32
+            %f532 = arith.subf %q531, %c8p388608e06_f32 : f32
+            %f533 = arith.mulf %h469, %f532 : f32
+            %qw534 = vector.extract %qv458[0] : i32 from vector<4xi32>
+            %qw535 = vector.extract %qv458[1] : i32 from vector<4xi32>
+            %qw536 = vector.extract %qv458[2] : i32 from vector<4xi32>
+            %qw537 = vector.extract %qv458[3] : i32 from vector<4xi32>
+            %b538 = arith.andi %qw534, %c252645135_i32 : i32
+            %b539 = arith.andi %qw535, %c252645135_i32 : i32
+            %b540 = arith.andi %qw536, %c252645135_i32 : i32
+            %b541 = arith.andi %qw537, %c252645135_i32 : i32
+            %s542 = arith.shrui %qw534, %c4_i32 : i32
+            %b543 = arith.andi %s542, %c252645135_i32 : i32
+            %s544 = arith.shrui %qw535, %c4_i32 : i32
+            %b545 = arith.andi %s544, %c252645135_i32 : i32
+            %s546 = arith.shrui %qw536, %c4_i32 : i32
+            %b547 = arith.andi %s546, %c252645135_i32 : i32
+            %s548 = arith.shrui %qw537, %c4_i32 : i32
+            %b549 = arith.andi %s548, %c252645135_i32 : i32
+            %m550 = arith.muli %b, %c8_index : index
+            %m551 = arith.muli %p470, %c2_index : index
+            %a552 = arith.addi %m550, %m551 : index
+            %h0553 = arith.cmpi eq, %p471, %c0_index : index
+            %m554 = arith.muli %tg, %K32 : index
+            %a555 = arith.addi %m554, %a552 : index
+            %m556 = arith.muli %a555, %c2_index : index
+            %a557 = arith.addi %m556, %p471 : index
+            %xq558 = memref.load %xq[%a557] : memref<?xvector<4xi32>>
+            %ds559 = memref.load %xds[%a555] : memref<?xvector<4xf32>>
+            %xw560 = vector.extract %xq558[0] : i32 from vector<4xi32>
+            %dp561 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b538, %xw560, %c0_i32 : (i32, i32, i32) -> i32
+            %xw562 = vector.extract %xq558[1] : i32 from vector<4xi32>
+            %dp563 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b539, %xw562, %dp561 : (i32, i32, i32) -> i32
+            %xw564 = vector.extract %xq558[2] : i32 from vector<4xi32>
+            %dp565 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b540, %xw564, %dp563 : (i32, i32, i32) -> i32
+            %xw566 = vector.extract %xq558[3] : i32 from vector<4xi32>
+            %dp567 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b541, %xw566, %dp565 : (i32, i32, i32) -> i32
+            %dx568 = vector.extract %ds559[0] : f32 from vector<4xf32>
+            %sx569 = vector.extract %ds559[1] : f32 from vector<4xf32>
+            %sx570 = vector.extract %ds559[2] : f32 from vector<4xf32>
+            %sel571 = arith.select %h0553, %sx569, %sx570 : f32
+            %af572 = arith.sitofp %dp567 : i32 to f32
+            %f573 = arith.mulf %f499, %dx568 : f32
+            %f574 = arith.mulf %f573, %af572 : f32
+            %f575 = arith.mulf %f503, %sel571 : f32
+            %f576 = arith.subf %f574, %f575 : f32
+            %a577 = arith.addi %a555, %c1_index : index
+            %m578 = arith.muli %a577, %c2_index : index
+            %a579 = arith.addi %m578, %p471 : index
+            %xq580 = memref.load %xq[%a579] : memref<?xvector<4xi32>>
+            %ds581 = memref.load %xds[%a577] : memref<?xvector<4xf32>>
+            %xw582 = vector.extract %xq580[0] : i32 from vector<4xi32>
+            %dp583 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b543, %xw582, %c0_i32 : (i32, i32, i32) -> i32
+            %xw584 = vector.extract %xq580[1] : i32 from vector<4xi32>
+            %dp585 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b545, %xw584, %dp583 : (i32, i32, i32) -> i32
+            %xw586 = vector.extract %xq580[2] : i32 from vector<4xi32>
+            %dp587 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b547, %xw586, %dp585 : (i32, i32, i32) -> i32
+            %xw588 = vector.extract %xq580[3] : i32 from vector<4xi32>
+            %dp589 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b549, %xw588, %dp587 : (i32, i32, i32) -> i32
+            %dx590 = vector.extract %ds581[0] : f32 from vector<4xf32>
+            %sx591 = vector.extract %ds581[1] : f32 from vector<4xf32>
+            %sx592 = vector.extract %ds581[2] : f32 from vector<4xf32>
+            %sel593 = arith.select %h0553, %sx591, %sx592 : f32
+            %af594 = arith.sitofp %dp589 : i32 to f32
+            %f595 = arith.mulf %f529, %dx590 : f32
+            %f596 = arith.mulf %f595, %af594 : f32
+            %f597 = arith.mulf %f533, %sel593 : f32
+            %f598 = arith.subf %f596, %f597 : f32
+            %f599 = arith.addf %f576, %f598 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f751 : f32
+            %new = arith.addf %old, %f599 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv752 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a753 = arith.addi %tid, %c128_index : index
-        %sv754 = memref.load %slots[%a753] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a755 = arith.addi %tid, %c256_index : index
-        %sv756 = memref.load %slots[%a755] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a757 = arith.addi %tid, %c384_index : index
-        %sv758 = memref.load %slots[%a757] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a759 = arith.addi %tid, %c512_index : index
-        %sv760 = memref.load %slots[%a759] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a761 = arith.addi %tid, %c640_index : index
-        %sv762 = memref.load %slots[%a761] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a763 = arith.addi %tid, %c768_index : index
-        %sv764 = memref.load %slots[%a763] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a765 = arith.addi %tid, %c896_index : index
-        %sv766 = memref.load %slots[%a765] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv752, %sv754, %sv756, %sv758, %sv760, %sv762, %sv764, %sv766 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv600 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a601 = arith.addi %tid, %c128_index : index
+        %sv602 = memref.load %slots[%a601] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a603 = arith.addi %tid, %c256_index : index
+        %sv604 = memref.load %slots[%a603] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a605 = arith.addi %tid, %c384_index : index
+        %sv606 = memref.load %slots[%a605] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a607 = arith.addi %tid, %c512_index : index
+        %sv608 = memref.load %slots[%a607] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a609 = arith.addi %tid, %c640_index : index
+        %sv610 = memref.load %slots[%a609] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a611 = arith.addi %tid, %c768_index : index
+        %sv612 = memref.load %slots[%a611] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a613 = arith.addi %tid, %c896_index : index
+        %sv614 = memref.load %slots[%a613] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv600, %sv602, %sv604, %sv606, %sv608, %sv610, %sv612, %sv614 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh767:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f768 = arith.addf %acc_r#0, %sh767#0 : f32
-      %sh769:2 = gpu.shuffle xor %f768, %c2_i32, %c32_i32 : f32
-      %f770 = arith.addf %f768, %sh769#0 : f32
-      %sh771:2 = gpu.shuffle xor %f770, %c1_i32, %c32_i32 : f32
-      %f772 = arith.addf %f770, %sh771#0 : f32
-      %c773 = scf.if %tok1 -> (f32) {
-        %sh774:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f775 = arith.addf %acc_r#1, %sh774#0 : f32
-        %sh776:2 = gpu.shuffle xor %f775, %c2_i32, %c32_i32 : f32
-        %f777 = arith.addf %f775, %sh776#0 : f32
-        %sh778:2 = gpu.shuffle xor %f777, %c1_i32, %c32_i32 : f32
-        %f779 = arith.addf %f777, %sh778#0 : f32
-        scf.yield %f779 : f32
+      %sh615:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f616 = arith.addf %acc_r#0, %sh615#0 : f32
+      %sh617:2 = gpu.shuffle xor %f616, %c2_i32, %c32_i32 : f32
+      %f618 = arith.addf %f616, %sh617#0 : f32
+      %sh619:2 = gpu.shuffle xor %f618, %c1_i32, %c32_i32 : f32
+      %f620 = arith.addf %f618, %sh619#0 : f32
+      %c621 = scf.if %tok1 -> (f32) {
+        %sh622:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f623 = arith.addf %acc_r#1, %sh622#0 : f32
+        %sh624:2 = gpu.shuffle xor %f623, %c2_i32, %c32_i32 : f32
+        %f625 = arith.addf %f623, %sh624#0 : f32
+        %sh626:2 = gpu.shuffle xor %f625, %c1_i32, %c32_i32 : f32
+        %f627 = arith.addf %f625, %sh626#0 : f32
+        scf.yield %f627 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c780 = scf.if %tok2 -> (f32) {
-        %sh781:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f782 = arith.addf %acc_r#2, %sh781#0 : f32
-        %sh783:2 = gpu.shuffle xor %f782, %c2_i32, %c32_i32 : f32
-        %f784 = arith.addf %f782, %sh783#0 : f32
-        %sh785:2 = gpu.shuffle xor %f784, %c1_i32, %c32_i32 : f32
-        %f786 = arith.addf %f784, %sh785#0 : f32
-        scf.yield %f786 : f32
+      %c628 = scf.if %tok2 -> (f32) {
+        %sh629:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f630 = arith.addf %acc_r#2, %sh629#0 : f32
+        %sh631:2 = gpu.shuffle xor %f630, %c2_i32, %c32_i32 : f32
+        %f632 = arith.addf %f630, %sh631#0 : f32
+        %sh633:2 = gpu.shuffle xor %f632, %c1_i32, %c32_i32 : f32
+        %f634 = arith.addf %f632, %sh633#0 : f32
+        scf.yield %f634 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c787 = scf.if %tok3 -> (f32) {
-        %sh788:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f789 = arith.addf %acc_r#3, %sh788#0 : f32
-        %sh790:2 = gpu.shuffle xor %f789, %c2_i32, %c32_i32 : f32
-        %f791 = arith.addf %f789, %sh790#0 : f32
-        %sh792:2 = gpu.shuffle xor %f791, %c1_i32, %c32_i32 : f32
-        %f793 = arith.addf %f791, %sh792#0 : f32
-        scf.yield %f793 : f32
+      %c635 = scf.if %tok3 -> (f32) {
+        %sh636:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f637 = arith.addf %acc_r#3, %sh636#0 : f32
+        %sh638:2 = gpu.shuffle xor %f637, %c2_i32, %c32_i32 : f32
+        %f639 = arith.addf %f637, %sh638#0 : f32
+        %sh640:2 = gpu.shuffle xor %f639, %c1_i32, %c32_i32 : f32
+        %f641 = arith.addf %f639, %sh640#0 : f32
+        scf.yield %f641 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c794 = scf.if %tok4 -> (f32) {
-        %sh795:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f796 = arith.addf %acc_r#4, %sh795#0 : f32
-        %sh797:2 = gpu.shuffle xor %f796, %c2_i32, %c32_i32 : f32
-        %f798 = arith.addf %f796, %sh797#0 : f32
-        %sh799:2 = gpu.shuffle xor %f798, %c1_i32, %c32_i32 : f32
-        %f800 = arith.addf %f798, %sh799#0 : f32
-        scf.yield %f800 : f32
+      %c642 = scf.if %tok4 -> (f32) {
+        %sh643:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f644 = arith.addf %acc_r#4, %sh643#0 : f32
+        %sh645:2 = gpu.shuffle xor %f644, %c2_i32, %c32_i32 : f32
+        %f646 = arith.addf %f644, %sh645#0 : f32
+        %sh647:2 = gpu.shuffle xor %f646, %c1_i32, %c32_i32 : f32
+        %f648 = arith.addf %f646, %sh647#0 : f32
+        scf.yield %f648 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c801 = scf.if %tok5 -> (f32) {
-        %sh802:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f803 = arith.addf %acc_r#5, %sh802#0 : f32
-        %sh804:2 = gpu.shuffle xor %f803, %c2_i32, %c32_i32 : f32
-        %f805 = arith.addf %f803, %sh804#0 : f32
-        %sh806:2 = gpu.shuffle xor %f805, %c1_i32, %c32_i32 : f32
-        %f807 = arith.addf %f805, %sh806#0 : f32
-        scf.yield %f807 : f32
+      %c649 = scf.if %tok5 -> (f32) {
+        %sh650:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f651 = arith.addf %acc_r#5, %sh650#0 : f32
+        %sh652:2 = gpu.shuffle xor %f651, %c2_i32, %c32_i32 : f32
+        %f653 = arith.addf %f651, %sh652#0 : f32
+        %sh654:2 = gpu.shuffle xor %f653, %c1_i32, %c32_i32 : f32
+        %f655 = arith.addf %f653, %sh654#0 : f32
+        scf.yield %f655 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c808 = scf.if %tok6 -> (f32) {
-        %sh809:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f810 = arith.addf %acc_r#6, %sh809#0 : f32
-        %sh811:2 = gpu.shuffle xor %f810, %c2_i32, %c32_i32 : f32
-        %f812 = arith.addf %f810, %sh811#0 : f32
-        %sh813:2 = gpu.shuffle xor %f812, %c1_i32, %c32_i32 : f32
-        %f814 = arith.addf %f812, %sh813#0 : f32
-        scf.yield %f814 : f32
+      %c656 = scf.if %tok6 -> (f32) {
+        %sh657:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f658 = arith.addf %acc_r#6, %sh657#0 : f32
+        %sh659:2 = gpu.shuffle xor %f658, %c2_i32, %c32_i32 : f32
+        %f660 = arith.addf %f658, %sh659#0 : f32
+        %sh661:2 = gpu.shuffle xor %f660, %c1_i32, %c32_i32 : f32
+        %f662 = arith.addf %f660, %sh661#0 : f32
+        scf.yield %f662 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c815 = scf.if %tok7 -> (f32) {
-        %sh816:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f817 = arith.addf %acc_r#7, %sh816#0 : f32
-        %sh818:2 = gpu.shuffle xor %f817, %c2_i32, %c32_i32 : f32
-        %f819 = arith.addf %f817, %sh818#0 : f32
-        %sh820:2 = gpu.shuffle xor %f819, %c1_i32, %c32_i32 : f32
-        %f821 = arith.addf %f819, %sh820#0 : f32
-        scf.yield %f821 : f32
+      %c663 = scf.if %tok7 -> (f32) {
+        %sh664:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f665 = arith.addf %acc_r#7, %sh664#0 : f32
+        %sh666:2 = gpu.shuffle xor %f665, %c2_i32, %c32_i32 : f32
+        %f667 = arith.addf %f665, %sh666#0 : f32
+        %sh668:2 = gpu.shuffle xor %f667, %c1_i32, %c32_i32 : f32
+        %f669 = arith.addf %f667, %sh668#0 : f32
+        scf.yield %f669 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1092,21 +967,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f772, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a822 = arith.addi %pbase, %c4_index : index
-        memref.store %c773, %acc[%a822] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a823 = arith.addi %pbase, %c8_index : index
-        memref.store %c780, %acc[%a823] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a824 = arith.addi %pbase, %c12_index : index
-        memref.store %c787, %acc[%a824] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a825 = arith.addi %pbase, %c16_index : index
-        memref.store %c794, %acc[%a825] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a826 = arith.addi %pbase, %c20_index : index
-        memref.store %c801, %acc[%a826] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a827 = arith.addi %pbase, %c24_index : index
-        memref.store %c808, %acc[%a827] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a828 = arith.addi %pbase, %c28_index : index
-        memref.store %c815, %acc[%a828] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f620, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a670 = arith.addi %pbase, %c4_index : index
+        memref.store %c621, %acc[%a670] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a671 = arith.addi %pbase, %c8_index : index
+        memref.store %c628, %acc[%a671] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a672 = arith.addi %pbase, %c12_index : index
+        memref.store %c635, %acc[%a672] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a673 = arith.addi %pbase, %c16_index : index
+        memref.store %c642, %acc[%a673] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a674 = arith.addi %pbase, %c20_index : index
+        memref.store %c649, %acc[%a674] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a675 = arith.addi %pbase, %c24_index : index
+        memref.store %c656, %acc[%a675] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a676 = arith.addi %pbase, %c28_index : index
+        memref.store %c663, %acc[%a676] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
@@ -1127,7 +1002,7 @@ module attributes {gpu.container_module} {
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index
-        %fb = arith.andi %flags, %c1_i32 : i32
+        %fb = arith.andi %flags, %bflag : i32
         %hb = arith.cmpi ne, %fb, %c0_i32 : i32
         %withb = scf.if %hb -> (f32) {
           %bv = memref.load %bias[%n] : memref<?xf32>
@@ -1136,7 +1011,7 @@ module attributes {gpu.container_module} {
         } else {
           scf.yield %sum : f32
         }
-        %fr = arith.andi %flags, %c2_i32 : i32
+        %fr = arith.andi %flags, %rflag : i32
         %hr = arith.cmpi ne, %fr, %c0_i32 : i32
         %out = scf.if %hr -> (f32) {
           %rv = memref.load %res[%yi] : memref<?xf32>
@@ -1149,13 +1024,15 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
-    gpu.func @matmul_q8_0_q8x(%w: memref<?xi32>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>, %y: memref<?xf32>,
-                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,
+    gpu.func @matmul_q8_0_q8x(%w0: memref<?xi32>, %w1: memref<?xi32>, %w2: memref<?xi32>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>,
+                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,
+                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,
+                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     nvvm.minctasm = 8 : i32,
-                    swz.grid = "ceil(N/4), ceil(T/8), 1"} {
+                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -1187,6 +1064,7 @@ module attributes {gpu.container_module} {
       %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
       %c896_index = arith.constant 896 : index
+      %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c96_index = arith.constant 96 : index
       %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
@@ -1196,14 +1074,35 @@ module attributes {gpu.container_module} {
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
       %row4 = arith.muli %bx, %c4_index : index
-      %n = arith.addi %row4, %grp : index
-      %Ni = arith.index_cast %N : i32 to index
+      %ng = arith.addi %row4, %grp : index
+      %N0i = arith.index_cast %N0 : i32 to index
+      %N1i = arith.index_cast %N1 : i32 to index
+      %N2i = arith.index_cast %N2 : i32 to index
+      %N01 = arith.addi %N0i, %N1i : index
+      %Ntot = arith.addi %N01, %N2i : index
+      %in0 = arith.cmpi ult, %ng, %N0i : index
+      %in1 = arith.cmpi ult, %ng, %N01 : index
+      %w12 = arith.select %in1, %w1, %w2 : memref<?xi32>
+      %w = arith.select %in0, %w0, %w12 : memref<?xi32>
+      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
+      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
+      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
+      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
+      %nbase12 = arith.select %in1, %N0i, %N01 : index
+      %nbase = arith.select %in0, %c0_index, %nbase12 : index
+      %Ni12 = arith.select %in1, %N1i, %N2i : index
+      %Ni = arith.select %in0, %N0i, %Ni12 : index
+      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
+      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
+      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
+      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
+      %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
       %tleft = arith.subi %Ti, %t0 : index
       %tb = arith.minui %tleft, %c8_index : index
-      %live = arith.cmpi ult, %n, %Ni : index
+      %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c32_index : index
       %units_all = arith.muli %nb, %c2_index : index
       %rowbase = arith.muli %n, %nb : index
@@ -1218,7 +1117,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c128_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
           %b = arith.divui %u, %c2_index : index
           %q = arith.remui %u, %c2_index : index
           %a1 = arith.addi %rowbase, %b : index
@@ -1390,144 +1289,66 @@ module attributes {gpu.container_module} {
           %o163 = arith.ori %s161, %s162 : i32
           %sel164 = arith.select %od137, %o163, %ld147 : i32
           %h0165 = arith.cmpi eq, %q_2, %c0_index : index
-          %a166 = arith.addi %u, %c96_index : index
-          %vr167 = arith.cmpi ult, %a166, %units : index
-          %uc168 = arith.select %vr167, %a166, %u : index
-          %b_3 = arith.divui %uc168, %c2_index : index
-          %q_3 = arith.remui %uc168, %c2_index : index
-          %a169 = arith.addi %rowbase, %b_3 : index
-          %m170 = arith.muli %a169, %c34_index : index
-          %w171 = arith.shrui %m170, %c2_index : index
-          %ld172 = memref.load %w[%w171] : memref<?xi32>
-          %a173 = arith.addi %m170, %c2_index : index
-          %w174 = arith.shrui %a173, %c2_index : index
-          %ld175 = memref.load %w[%w174] : memref<?xi32>
-          %n176 = arith.index_cast %m170 : index to i32
-          %b177 = arith.andi %n176, %c2_i32 : i32
-          %s178 = arith.shli %b177, %c3_i32 : i32
-          %s179 = arith.shrui %ld172, %s178 : i32
-          %s180 = arith.subi %c16_i32, %s178 : i32
-          %s181 = arith.shli %ld175, %c16_i32 : i32
-          %s182 = arith.shli %s181, %s180 : i32
-          %o183 = arith.ori %s179, %s182 : i32
-          %h184 = arith.trunci %o183 : i32 to i16
-          %h185 = arith.bitcast %h184 : i16 to f16
-          %h186 = arith.extf %h185 : f16 to f32
-          %m187 = arith.muli %q_3, %c16_index : index
-          %a188 = arith.addi %m187, %c2_index : index
-          %a189 = arith.addi %m170, %a188 : index
-          %w190 = arith.shrui %a189, %c2_index : index
-          %n191 = arith.index_cast %a189 : index to i32
-          %b192 = arith.andi %n191, %c2_i32 : i32
-          %od193 = arith.cmpi ne, %b192, %c0_i32 : i32
-          %a194 = arith.addi %w190, %c4_index : index
-          %a195 = arith.addi %w190, %c3_index : index
-          %sel196 = arith.select %od193, %a194, %a195 : index
-          %ld197 = memref.load %w[%w190] : memref<?xi32>
-          %a198 = arith.addi %w190, %c1_index : index
-          %ld199 = memref.load %w[%a198] : memref<?xi32>
-          %a200 = arith.addi %w190, %c2_index : index
-          %ld201 = memref.load %w[%a200] : memref<?xi32>
-          %a202 = arith.addi %w190, %c3_index : index
-          %ld203 = memref.load %w[%a202] : memref<?xi32>
-          %ld204 = memref.load %w[%sel196] : memref<?xi32>
-          %s205 = arith.shrui %ld197, %c16_i32 : i32
-          %s206 = arith.shli %ld199, %c16_i32 : i32
-          %o207 = arith.ori %s205, %s206 : i32
-          %sel208 = arith.select %od193, %o207, %ld197 : i32
-          %s209 = arith.shrui %ld199, %c16_i32 : i32
-          %s210 = arith.shli %ld201, %c16_i32 : i32
-          %o211 = arith.ori %s209, %s210 : i32
-          %sel212 = arith.select %od193, %o211, %ld199 : i32
-          %s213 = arith.shrui %ld201, %c16_i32 : i32
-          %s214 = arith.shli %ld203, %c16_i32 : i32
-          %o215 = arith.ori %s213, %s214 : i32
-          %sel216 = arith.select %od193, %o215, %ld201 : i32
-          %s217 = arith.shrui %ld203, %c16_i32 : i32
-          %s218 = arith.shli %ld204, %c16_i32 : i32
-          %o219 = arith.ori %s217, %s218 : i32
-          %sel220 = arith.select %od193, %o219, %ld203 : i32
-          %h0221 = arith.cmpi eq, %q_3, %c0_index : index
-          %m222 = arith.muli %t0, %K32 : index
-          %a223 = arith.addi %m222, %b : index
-          %m224 = arith.muli %a223, %c2_index : index
-          %a225 = arith.addi %m224, %q : index
-          %xq226 = memref.load %xq[%a225] : memref<?xvector<4xi32>>
-          %ds227 = memref.load %xds[%a223] : memref<?xvector<4xf32>>
-          %xw228 = vector.extract %xq226[0] : i32 from vector<4xi32>
-          %dp229 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel40, %xw228, %c0_i32 : (i32, i32, i32) -> i32
-          %xw230 = vector.extract %xq226[1] : i32 from vector<4xi32>
-          %dp231 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel44, %xw230, %dp229 : (i32, i32, i32) -> i32
-          %xw232 = vector.extract %xq226[2] : i32 from vector<4xi32>
-          %dp233 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel48, %xw232, %dp231 : (i32, i32, i32) -> i32
-          %xw234 = vector.extract %xq226[3] : i32 from vector<4xi32>
-          %dp235 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel52, %xw234, %dp233 : (i32, i32, i32) -> i32
-          %dx236 = vector.extract %ds227[0] : f32 from vector<4xf32>
-          %af237 = arith.sitofp %dp235 : i32 to f32
-          %f238 = arith.mulf %h18, %dx236 : f32
-          %f239 = arith.mulf %f238, %af237 : f32
-          %f240 = arith.addf %sacc, %f239 : f32
-          %m241 = arith.muli %t0, %K32 : index
-          %a242 = arith.addi %m241, %b_1 : index
-          %m243 = arith.muli %a242, %c2_index : index
-          %a244 = arith.addi %m243, %q_1 : index
-          %xq245 = memref.load %xq[%a244] : memref<?xvector<4xi32>>
-          %ds246 = memref.load %xds[%a242] : memref<?xvector<4xf32>>
-          %xw247 = vector.extract %xq245[0] : i32 from vector<4xi32>
-          %dp248 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel96, %xw247, %c0_i32 : (i32, i32, i32) -> i32
-          %xw249 = vector.extract %xq245[1] : i32 from vector<4xi32>
-          %dp250 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel100, %xw249, %dp248 : (i32, i32, i32) -> i32
-          %xw251 = vector.extract %xq245[2] : i32 from vector<4xi32>
-          %dp252 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel104, %xw251, %dp250 : (i32, i32, i32) -> i32
-          %xw253 = vector.extract %xq245[3] : i32 from vector<4xi32>
-          %dp254 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw253, %dp252 : (i32, i32, i32) -> i32
-          %dx255 = vector.extract %ds246[0] : f32 from vector<4xf32>
-          %af256 = arith.sitofp %dp254 : i32 to f32
-          %f257 = arith.mulf %h74, %dx255 : f32
-          %f258 = arith.mulf %f257, %af256 : f32
-          %sel259 = arith.select %vr55, %f258, %c0p0_f32 : f32
-          %f260 = arith.addf %f240, %sel259 : f32
-          %m261 = arith.muli %t0, %K32 : index
-          %a262 = arith.addi %m261, %b_2 : index
-          %m263 = arith.muli %a262, %c2_index : index
-          %a264 = arith.addi %m263, %q_2 : index
-          %xq265 = memref.load %xq[%a264] : memref<?xvector<4xi32>>
-          %ds266 = memref.load %xds[%a262] : memref<?xvector<4xf32>>
-          %xw267 = vector.extract %xq265[0] : i32 from vector<4xi32>
-          %dp268 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel152, %xw267, %c0_i32 : (i32, i32, i32) -> i32
-          %xw269 = vector.extract %xq265[1] : i32 from vector<4xi32>
-          %dp270 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel156, %xw269, %dp268 : (i32, i32, i32) -> i32
-          %xw271 = vector.extract %xq265[2] : i32 from vector<4xi32>
-          %dp272 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel160, %xw271, %dp270 : (i32, i32, i32) -> i32
-          %xw273 = vector.extract %xq265[3] : i32 from vector<4xi32>
-          %dp274 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel164, %xw273, %dp272 : (i32, i32, i32) -> i32
-          %dx275 = vector.extract %ds266[0] : f32 from vector<4xf32>
-          %af276 = arith.sitofp %dp274 : i32 to f32
-          %f277 = arith.mulf %h130, %dx275 : f32
-          %f278 = arith.mulf %f277, %af276 : f32
-          %sel279 = arith.select %vr111, %f278, %c0p0_f32 : f32
-          %f280 = arith.addf %f260, %sel279 : f32
-          %m281 = arith.muli %t0, %K32 : index
-          %a282 = arith.addi %m281, %b_3 : index
-          %m283 = arith.muli %a282, %c2_index : index
-          %a284 = arith.addi %m283, %q_3 : index
-          %xq285 = memref.load %xq[%a284] : memref<?xvector<4xi32>>
-          %ds286 = memref.load %xds[%a282] : memref<?xvector<4xf32>>
-          %xw287 = vector.extract %xq285[0] : i32 from vector<4xi32>
-          %dp288 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel208, %xw287, %c0_i32 : (i32, i32, i32) -> i32
-          %xw289 = vector.extract %xq285[1] : i32 from vector<4xi32>
-          %dp290 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel212, %xw289, %dp288 : (i32, i32, i32) -> i32
-          %xw291 = vector.extract %xq285[2] : i32 from vector<4xi32>
-          %dp292 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel216, %xw291, %dp290 : (i32, i32, i32) -> i32
-          %xw293 = vector.extract %xq285[3] : i32 from vector<4xi32>
-          %dp294 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel220, %xw293, %dp292 : (i32, i32, i32) -> i32
-          %dx295 = vector.extract %ds286[0] : f32 from vector<4xf32>
-          %af296 = arith.sitofp %dp294 : i32 to f32
-          %f297 = arith.mulf %h186, %dx295 : f32
-          %f298 = arith.mulf %f297, %af296 : f32
-          %sel299 = arith.select %vr167, %f298, %c0p0_f32 : f32
-          %f300 = arith.addf %f280, %sel299 : f32
-          scf.yield %f300 : f32
+          %m166 = arith.muli %t0, %K32 : index
+          %a167 = arith.addi %m166, %b : index
+          %m168 = arith.muli %a167, %c2_index : index
+          %a169 = arith.addi %m168, %q : index
+          %xq170 = memref.load %xq[%a169] : memref<?xvector<4xi32>>
+          %ds171 = memref.load %xds[%a167] : memref<?xvector<4xf32>>
+          %xw172 = vector.extract %xq170[0] : i32 from vector<4xi32>
+          %dp173 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel40, %xw172, %c0_i32 : (i32, i32, i32) -> i32
+          %xw174 = vector.extract %xq170[1] : i32 from vector<4xi32>
+          %dp175 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel44, %xw174, %dp173 : (i32, i32, i32) -> i32
+          %xw176 = vector.extract %xq170[2] : i32 from vector<4xi32>
+          %dp177 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel48, %xw176, %dp175 : (i32, i32, i32) -> i32
+          %xw178 = vector.extract %xq170[3] : i32 from vector<4xi32>
+          %dp179 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel52, %xw178, %dp177 : (i32, i32, i32) -> i32
+          %dx180 = vector.extract %ds171[0] : f32 from vector<4xf32>
+          %af181 = arith.sitofp %dp179 : i32 to f32
+          %f182 = arith.mulf %h18, %dx180 : f32
+          %f183 = arith.mulf %f182, %af181 : f32
+          %f184 = arith.addf %sacc, %f183 : f32
+          %m185 = arith.muli %t0, %K32 : index
+          %a186 = arith.addi %m185, %b_1 : index
+          %m187 = arith.muli %a186, %c2_index : index
+          %a188 = arith.addi %m187, %q_1 : index
+          %xq189 = memref.load %xq[%a188] : memref<?xvector<4xi32>>
+          %ds190 = memref.load %xds[%a186] : memref<?xvector<4xf32>>
+          %xw191 = vector.extract %xq189[0] : i32 from vector<4xi32>
+          %dp192 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel96, %xw191, %c0_i32 : (i32, i32, i32) -> i32
+          %xw193 = vector.extract %xq189[1] : i32 from vector<4xi32>
+          %dp194 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel100, %xw193, %dp192 : (i32, i32, i32) -> i32
+          %xw195 = vector.extract %xq189[2] : i32 from vector<4xi32>
+          %dp196 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel104, %xw195, %dp194 : (i32, i32, i32) -> i32
+          %xw197 = vector.extract %xq189[3] : i32 from vector<4xi32>
+          %dp198 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw197, %dp196 : (i32, i32, i32) -> i32
+          %dx199 = vector.extract %ds190[0] : f32 from vector<4xf32>
+          %af200 = arith.sitofp %dp198 : i32 to f32
+          %f201 = arith.mulf %h74, %dx199 : f32
+          %f202 = arith.mulf %f201, %af200 : f32
+          %sel203 = arith.select %vr55, %f202, %c0p0_f32 : f32
+          %f204 = arith.addf %f184, %sel203 : f32
+          %m205 = arith.muli %t0, %K32 : index
+          %a206 = arith.addi %m205, %b_2 : index
+          %m207 = arith.muli %a206, %c2_index : index
+          %a208 = arith.addi %m207, %q_2 : index
+          %xq209 = memref.load %xq[%a208] : memref<?xvector<4xi32>>
+          %ds210 = memref.load %xds[%a206] : memref<?xvector<4xf32>>
+          %xw211 = vector.extract %xq209[0] : i32 from vector<4xi32>
+          %dp212 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel152, %xw211, %c0_i32 : (i32, i32, i32) -> i32
+          %xw213 = vector.extract %xq209[1] : i32 from vector<4xi32>
+          %dp214 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel156, %xw213, %dp212 : (i32, i32, i32) -> i32
+          %xw215 = vector.extract %xq209[2] : i32 from vector<4xi32>
+          %dp216 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel160, %xw215, %dp214 : (i32, i32, i32) -> i32
+          %xw217 = vector.extract %xq209[3] : i32 from vector<4xi32>
+          %dp218 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel164, %xw217, %dp216 : (i32, i32, i32) -> i32
+          %dx219 = vector.extract %ds210[0] : f32 from vector<4xf32>
+          %af220 = arith.sitofp %dp218 : i32 to f32
+          %f221 = arith.mulf %h130, %dx219 : f32
+          %f222 = arith.mulf %f221, %af220 : f32
+          %sel223 = arith.select %vr111, %f222, %c0p0_f32 : f32
+          %f224 = arith.addf %f204, %sel223 : f32
+          scf.yield %f224 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -1540,183 +1361,183 @@ module attributes {gpu.container_module} {
         scf.for %u = %lane to %units step %c32_index {
           %b = arith.divui %u, %c2_index : index
           %q = arith.remui %u, %c2_index : index
-          %a301 = arith.addi %rowbase, %b : index
-          %m302 = arith.muli %a301, %c34_index : index
-          %w303 = arith.shrui %m302, %c2_index : index
-          %ld304 = memref.load %w[%w303] : memref<?xi32>
-          %a305 = arith.addi %m302, %c2_index : index
-          %w306 = arith.shrui %a305, %c2_index : index
-          %ld307 = memref.load %w[%w306] : memref<?xi32>
-          %n308 = arith.index_cast %m302 : index to i32
-          %b309 = arith.andi %n308, %c2_i32 : i32
-          %s310 = arith.shli %b309, %c3_i32 : i32
-          %s311 = arith.shrui %ld304, %s310 : i32
-          %s312 = arith.subi %c16_i32, %s310 : i32
-          %s313 = arith.shli %ld307, %c16_i32 : i32
-          %s314 = arith.shli %s313, %s312 : i32
-          %o315 = arith.ori %s311, %s314 : i32
-          %h316 = arith.trunci %o315 : i32 to i16
-          %h317 = arith.bitcast %h316 : i16 to f16
-          %h318 = arith.extf %h317 : f16 to f32
-          %m319 = arith.muli %q, %c16_index : index
-          %a320 = arith.addi %m319, %c2_index : index
-          %a321 = arith.addi %m302, %a320 : index
-          %w322 = arith.shrui %a321, %c2_index : index
-          %n323 = arith.index_cast %a321 : index to i32
-          %b324 = arith.andi %n323, %c2_i32 : i32
-          %od325 = arith.cmpi ne, %b324, %c0_i32 : i32
-          %a326 = arith.addi %w322, %c4_index : index
-          %a327 = arith.addi %w322, %c3_index : index
-          %sel328 = arith.select %od325, %a326, %a327 : index
-          %ld329 = memref.load %w[%w322] : memref<?xi32>
-          %a330 = arith.addi %w322, %c1_index : index
-          %ld331 = memref.load %w[%a330] : memref<?xi32>
-          %a332 = arith.addi %w322, %c2_index : index
-          %ld333 = memref.load %w[%a332] : memref<?xi32>
-          %a334 = arith.addi %w322, %c3_index : index
-          %ld335 = memref.load %w[%a334] : memref<?xi32>
-          %ld336 = memref.load %w[%sel328] : memref<?xi32>
-          %s337 = arith.shrui %ld329, %c16_i32 : i32
-          %s338 = arith.shli %ld331, %c16_i32 : i32
-          %o339 = arith.ori %s337, %s338 : i32
-          %sel340 = arith.select %od325, %o339, %ld329 : i32
-          %s341 = arith.shrui %ld331, %c16_i32 : i32
-          %s342 = arith.shli %ld333, %c16_i32 : i32
-          %o343 = arith.ori %s341, %s342 : i32
-          %sel344 = arith.select %od325, %o343, %ld331 : i32
-          %s345 = arith.shrui %ld333, %c16_i32 : i32
-          %s346 = arith.shli %ld335, %c16_i32 : i32
-          %o347 = arith.ori %s345, %s346 : i32
-          %sel348 = arith.select %od325, %o347, %ld333 : i32
-          %s349 = arith.shrui %ld335, %c16_i32 : i32
-          %s350 = arith.shli %ld336, %c16_i32 : i32
-          %o351 = arith.ori %s349, %s350 : i32
-          %sel352 = arith.select %od325, %o351, %ld335 : i32
-          %h0353 = arith.cmpi eq, %q, %c0_index : index
+          %a225 = arith.addi %rowbase, %b : index
+          %m226 = arith.muli %a225, %c34_index : index
+          %w227 = arith.shrui %m226, %c2_index : index
+          %ld228 = memref.load %w[%w227] : memref<?xi32>
+          %a229 = arith.addi %m226, %c2_index : index
+          %w230 = arith.shrui %a229, %c2_index : index
+          %ld231 = memref.load %w[%w230] : memref<?xi32>
+          %n232 = arith.index_cast %m226 : index to i32
+          %b233 = arith.andi %n232, %c2_i32 : i32
+          %s234 = arith.shli %b233, %c3_i32 : i32
+          %s235 = arith.shrui %ld228, %s234 : i32
+          %s236 = arith.subi %c16_i32, %s234 : i32
+          %s237 = arith.shli %ld231, %c16_i32 : i32
+          %s238 = arith.shli %s237, %s236 : i32
+          %o239 = arith.ori %s235, %s238 : i32
+          %h240 = arith.trunci %o239 : i32 to i16
+          %h241 = arith.bitcast %h240 : i16 to f16
+          %h242 = arith.extf %h241 : f16 to f32
+          %m243 = arith.muli %q, %c16_index : index
+          %a244 = arith.addi %m243, %c2_index : index
+          %a245 = arith.addi %m226, %a244 : index
+          %w246 = arith.shrui %a245, %c2_index : index
+          %n247 = arith.index_cast %a245 : index to i32
+          %b248 = arith.andi %n247, %c2_i32 : i32
+          %od249 = arith.cmpi ne, %b248, %c0_i32 : i32
+          %a250 = arith.addi %w246, %c4_index : index
+          %a251 = arith.addi %w246, %c3_index : index
+          %sel252 = arith.select %od249, %a250, %a251 : index
+          %ld253 = memref.load %w[%w246] : memref<?xi32>
+          %a254 = arith.addi %w246, %c1_index : index
+          %ld255 = memref.load %w[%a254] : memref<?xi32>
+          %a256 = arith.addi %w246, %c2_index : index
+          %ld257 = memref.load %w[%a256] : memref<?xi32>
+          %a258 = arith.addi %w246, %c3_index : index
+          %ld259 = memref.load %w[%a258] : memref<?xi32>
+          %ld260 = memref.load %w[%sel252] : memref<?xi32>
+          %s261 = arith.shrui %ld253, %c16_i32 : i32
+          %s262 = arith.shli %ld255, %c16_i32 : i32
+          %o263 = arith.ori %s261, %s262 : i32
+          %sel264 = arith.select %od249, %o263, %ld253 : i32
+          %s265 = arith.shrui %ld255, %c16_i32 : i32
+          %s266 = arith.shli %ld257, %c16_i32 : i32
+          %o267 = arith.ori %s265, %s266 : i32
+          %sel268 = arith.select %od249, %o267, %ld255 : i32
+          %s269 = arith.shrui %ld257, %c16_i32 : i32
+          %s270 = arith.shli %ld259, %c16_i32 : i32
+          %o271 = arith.ori %s269, %s270 : i32
+          %sel272 = arith.select %od249, %o271, %ld257 : i32
+          %s273 = arith.shrui %ld259, %c16_i32 : i32
+          %s274 = arith.shli %ld260, %c16_i32 : i32
+          %o275 = arith.ori %s273, %s274 : i32
+          %sel276 = arith.select %od249, %o275, %ld259 : i32
+          %h0277 = arith.cmpi eq, %q, %c0_index : index
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m354 = arith.muli %tg, %K32 : index
-            %a355 = arith.addi %m354, %b : index
-            %m356 = arith.muli %a355, %c2_index : index
-            %a357 = arith.addi %m356, %q : index
-            %xq358 = memref.load %xq[%a357] : memref<?xvector<4xi32>>
-            %ds359 = memref.load %xds[%a355] : memref<?xvector<4xf32>>
-            %xw360 = vector.extract %xq358[0] : i32 from vector<4xi32>
-            %dp361 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel340, %xw360, %c0_i32 : (i32, i32, i32) -> i32
-            %xw362 = vector.extract %xq358[1] : i32 from vector<4xi32>
-            %dp363 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel344, %xw362, %dp361 : (i32, i32, i32) -> i32
-            %xw364 = vector.extract %xq358[2] : i32 from vector<4xi32>
-            %dp365 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel348, %xw364, %dp363 : (i32, i32, i32) -> i32
-            %xw366 = vector.extract %xq358[3] : i32 from vector<4xi32>
-            %dp367 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel352, %xw366, %dp365 : (i32, i32, i32) -> i32
-            %dx368 = vector.extract %ds359[0] : f32 from vector<4xf32>
-            %af369 = arith.sitofp %dp367 : i32 to f32
-            %f370 = arith.mulf %h318, %dx368 : f32
-            %f371 = arith.mulf %f370, %af369 : f32
+            %m278 = arith.muli %tg, %K32 : index
+            %a279 = arith.addi %m278, %b : index
+            %m280 = arith.muli %a279, %c2_index : index
+            %a281 = arith.addi %m280, %q : index
+            %xq282 = memref.load %xq[%a281] : memref<?xvector<4xi32>>
+            %ds283 = memref.load %xds[%a279] : memref<?xvector<4xf32>>
+            %xw284 = vector.extract %xq282[0] : i32 from vector<4xi32>
+            %dp285 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel264, %xw284, %c0_i32 : (i32, i32, i32) -> i32
+            %xw286 = vector.extract %xq282[1] : i32 from vector<4xi32>
+            %dp287 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel268, %xw286, %dp285 : (i32, i32, i32) -> i32
+            %xw288 = vector.extract %xq282[2] : i32 from vector<4xi32>
+            %dp289 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel272, %xw288, %dp287 : (i32, i32, i32) -> i32
+            %xw290 = vector.extract %xq282[3] : i32 from vector<4xi32>
+            %dp291 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel276, %xw290, %dp289 : (i32, i32, i32) -> i32
+            %dx292 = vector.extract %ds283[0] : f32 from vector<4xf32>
+            %af293 = arith.sitofp %dp291 : i32 to f32
+            %f294 = arith.mulf %h242, %dx292 : f32
+            %f295 = arith.mulf %f294, %af293 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f371 : f32
+            %new = arith.addf %old, %f295 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv372 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a373 = arith.addi %tid, %c128_index : index
-        %sv374 = memref.load %slots[%a373] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a375 = arith.addi %tid, %c256_index : index
-        %sv376 = memref.load %slots[%a375] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a377 = arith.addi %tid, %c384_index : index
-        %sv378 = memref.load %slots[%a377] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a379 = arith.addi %tid, %c512_index : index
-        %sv380 = memref.load %slots[%a379] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a381 = arith.addi %tid, %c640_index : index
-        %sv382 = memref.load %slots[%a381] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a383 = arith.addi %tid, %c768_index : index
-        %sv384 = memref.load %slots[%a383] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a385 = arith.addi %tid, %c896_index : index
-        %sv386 = memref.load %slots[%a385] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv372, %sv374, %sv376, %sv378, %sv380, %sv382, %sv384, %sv386 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv296 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a297 = arith.addi %tid, %c128_index : index
+        %sv298 = memref.load %slots[%a297] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a299 = arith.addi %tid, %c256_index : index
+        %sv300 = memref.load %slots[%a299] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a301 = arith.addi %tid, %c384_index : index
+        %sv302 = memref.load %slots[%a301] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a303 = arith.addi %tid, %c512_index : index
+        %sv304 = memref.load %slots[%a303] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a305 = arith.addi %tid, %c640_index : index
+        %sv306 = memref.load %slots[%a305] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a307 = arith.addi %tid, %c768_index : index
+        %sv308 = memref.load %slots[%a307] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a309 = arith.addi %tid, %c896_index : index
+        %sv310 = memref.load %slots[%a309] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv296, %sv298, %sv300, %sv302, %sv304, %sv306, %sv308, %sv310 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh387:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f388 = arith.addf %acc_r#0, %sh387#0 : f32
-      %sh389:2 = gpu.shuffle xor %f388, %c2_i32, %c32_i32 : f32
-      %f390 = arith.addf %f388, %sh389#0 : f32
-      %sh391:2 = gpu.shuffle xor %f390, %c1_i32, %c32_i32 : f32
-      %f392 = arith.addf %f390, %sh391#0 : f32
-      %c393 = scf.if %tok1 -> (f32) {
-        %sh394:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f395 = arith.addf %acc_r#1, %sh394#0 : f32
-        %sh396:2 = gpu.shuffle xor %f395, %c2_i32, %c32_i32 : f32
-        %f397 = arith.addf %f395, %sh396#0 : f32
-        %sh398:2 = gpu.shuffle xor %f397, %c1_i32, %c32_i32 : f32
-        %f399 = arith.addf %f397, %sh398#0 : f32
-        scf.yield %f399 : f32
+      %sh311:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f312 = arith.addf %acc_r#0, %sh311#0 : f32
+      %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
+      %f314 = arith.addf %f312, %sh313#0 : f32
+      %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
+      %f316 = arith.addf %f314, %sh315#0 : f32
+      %c317 = scf.if %tok1 -> (f32) {
+        %sh318:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f319 = arith.addf %acc_r#1, %sh318#0 : f32
+        %sh320:2 = gpu.shuffle xor %f319, %c2_i32, %c32_i32 : f32
+        %f321 = arith.addf %f319, %sh320#0 : f32
+        %sh322:2 = gpu.shuffle xor %f321, %c1_i32, %c32_i32 : f32
+        %f323 = arith.addf %f321, %sh322#0 : f32
+        scf.yield %f323 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c400 = scf.if %tok2 -> (f32) {
-        %sh401:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f402 = arith.addf %acc_r#2, %sh401#0 : f32
-        %sh403:2 = gpu.shuffle xor %f402, %c2_i32, %c32_i32 : f32
-        %f404 = arith.addf %f402, %sh403#0 : f32
-        %sh405:2 = gpu.shuffle xor %f404, %c1_i32, %c32_i32 : f32
-        %f406 = arith.addf %f404, %sh405#0 : f32
-        scf.yield %f406 : f32
+      %c324 = scf.if %tok2 -> (f32) {
+        %sh325:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f326 = arith.addf %acc_r#2, %sh325#0 : f32
+        %sh327:2 = gpu.shuffle xor %f326, %c2_i32, %c32_i32 : f32
+        %f328 = arith.addf %f326, %sh327#0 : f32
+        %sh329:2 = gpu.shuffle xor %f328, %c1_i32, %c32_i32 : f32
+        %f330 = arith.addf %f328, %sh329#0 : f32
+        scf.yield %f330 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c407 = scf.if %tok3 -> (f32) {
-        %sh408:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f409 = arith.addf %acc_r#3, %sh408#0 : f32
-        %sh410:2 = gpu.shuffle xor %f409, %c2_i32, %c32_i32 : f32
-        %f411 = arith.addf %f409, %sh410#0 : f32
-        %sh412:2 = gpu.shuffle xor %f411, %c1_i32, %c32_i32 : f32
-        %f413 = arith.addf %f411, %sh412#0 : f32
-        scf.yield %f413 : f32
+      %c331 = scf.if %tok3 -> (f32) {
+        %sh332:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f333 = arith.addf %acc_r#3, %sh332#0 : f32
+        %sh334:2 = gpu.shuffle xor %f333, %c2_i32, %c32_i32 : f32
+        %f335 = arith.addf %f333, %sh334#0 : f32
+        %sh336:2 = gpu.shuffle xor %f335, %c1_i32, %c32_i32 : f32
+        %f337 = arith.addf %f335, %sh336#0 : f32
+        scf.yield %f337 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c414 = scf.if %tok4 -> (f32) {
-        %sh415:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f416 = arith.addf %acc_r#4, %sh415#0 : f32
-        %sh417:2 = gpu.shuffle xor %f416, %c2_i32, %c32_i32 : f32
-        %f418 = arith.addf %f416, %sh417#0 : f32
-        %sh419:2 = gpu.shuffle xor %f418, %c1_i32, %c32_i32 : f32
-        %f420 = arith.addf %f418, %sh419#0 : f32
-        scf.yield %f420 : f32
+      %c338 = scf.if %tok4 -> (f32) {
+        %sh339:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f340 = arith.addf %acc_r#4, %sh339#0 : f32
+        %sh341:2 = gpu.shuffle xor %f340, %c2_i32, %c32_i32 : f32
+        %f342 = arith.addf %f340, %sh341#0 : f32
+        %sh343:2 = gpu.shuffle xor %f342, %c1_i32, %c32_i32 : f32
+        %f344 = arith.addf %f342, %sh343#0 : f32
+        scf.yield %f344 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c421 = scf.if %tok5 -> (f32) {
-        %sh422:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f423 = arith.addf %acc_r#5, %sh422#0 : f32
-        %sh424:2 = gpu.shuffle xor %f423, %c2_i32, %c32_i32 : f32
-        %f425 = arith.addf %f423, %sh424#0 : f32
-        %sh426:2 = gpu.shuffle xor %f425, %c1_i32, %c32_i32 : f32
-        %f427 = arith.addf %f425, %sh426#0 : f32
-        scf.yield %f427 : f32
+      %c345 = scf.if %tok5 -> (f32) {
+        %sh346:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f347 = arith.addf %acc_r#5, %sh346#0 : f32
+        %sh348:2 = gpu.shuffle xor %f347, %c2_i32, %c32_i32 : f32
+        %f349 = arith.addf %f347, %sh348#0 : f32
+        %sh350:2 = gpu.shuffle xor %f349, %c1_i32, %c32_i32 : f32
+        %f351 = arith.addf %f349, %sh350#0 : f32
+        scf.yield %f351 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c428 = scf.if %tok6 -> (f32) {
-        %sh429:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f430 = arith.addf %acc_r#6, %sh429#0 : f32
-        %sh431:2 = gpu.shuffle xor %f430, %c2_i32, %c32_i32 : f32
-        %f432 = arith.addf %f430, %sh431#0 : f32
-        %sh433:2 = gpu.shuffle xor %f432, %c1_i32, %c32_i32 : f32
-        %f434 = arith.addf %f432, %sh433#0 : f32
-        scf.yield %f434 : f32
+      %c352 = scf.if %tok6 -> (f32) {
+        %sh353:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f354 = arith.addf %acc_r#6, %sh353#0 : f32
+        %sh355:2 = gpu.shuffle xor %f354, %c2_i32, %c32_i32 : f32
+        %f356 = arith.addf %f354, %sh355#0 : f32
+        %sh357:2 = gpu.shuffle xor %f356, %c1_i32, %c32_i32 : f32
+        %f358 = arith.addf %f356, %sh357#0 : f32
+        scf.yield %f358 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c435 = scf.if %tok7 -> (f32) {
-        %sh436:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f437 = arith.addf %acc_r#7, %sh436#0 : f32
-        %sh438:2 = gpu.shuffle xor %f437, %c2_i32, %c32_i32 : f32
-        %f439 = arith.addf %f437, %sh438#0 : f32
-        %sh440:2 = gpu.shuffle xor %f439, %c1_i32, %c32_i32 : f32
-        %f441 = arith.addf %f439, %sh440#0 : f32
-        scf.yield %f441 : f32
+      %c359 = scf.if %tok7 -> (f32) {
+        %sh360:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f361 = arith.addf %acc_r#7, %sh360#0 : f32
+        %sh362:2 = gpu.shuffle xor %f361, %c2_i32, %c32_i32 : f32
+        %f363 = arith.addf %f361, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c1_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        scf.yield %f365 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1726,21 +1547,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f392, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a442 = arith.addi %pbase, %c4_index : index
-        memref.store %c393, %acc[%a442] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a443 = arith.addi %pbase, %c8_index : index
-        memref.store %c400, %acc[%a443] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a444 = arith.addi %pbase, %c12_index : index
-        memref.store %c407, %acc[%a444] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a445 = arith.addi %pbase, %c16_index : index
-        memref.store %c414, %acc[%a445] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a446 = arith.addi %pbase, %c20_index : index
-        memref.store %c421, %acc[%a446] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a447 = arith.addi %pbase, %c24_index : index
-        memref.store %c428, %acc[%a447] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a448 = arith.addi %pbase, %c28_index : index
-        memref.store %c435, %acc[%a448] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f316, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a366 = arith.addi %pbase, %c4_index : index
+        memref.store %c317, %acc[%a366] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a367 = arith.addi %pbase, %c8_index : index
+        memref.store %c324, %acc[%a367] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a368 = arith.addi %pbase, %c12_index : index
+        memref.store %c331, %acc[%a368] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a369 = arith.addi %pbase, %c16_index : index
+        memref.store %c338, %acc[%a369] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a370 = arith.addi %pbase, %c20_index : index
+        memref.store %c345, %acc[%a370] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a371 = arith.addi %pbase, %c24_index : index
+        memref.store %c352, %acc[%a371] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a372 = arith.addi %pbase, %c28_index : index
+        memref.store %c359, %acc[%a372] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %wr0 = arith.cmpi ult, %lane, %tb : index
@@ -1761,7 +1582,7 @@ module attributes {gpu.container_module} {
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index
-        %fb = arith.andi %flags, %c1_i32 : i32
+        %fb = arith.andi %flags, %bflag : i32
         %hb = arith.cmpi ne, %fb, %c0_i32 : i32
         %withb = scf.if %hb -> (f32) {
           %bv = memref.load %bias[%n] : memref<?xf32>
@@ -1770,7 +1591,7 @@ module attributes {gpu.container_module} {
         } else {
           scf.yield %sum : f32
         }
-        %fr = arith.andi %flags, %c2_i32 : i32
+        %fr = arith.andi %flags, %rflag : i32
         %hr = arith.cmpi ne, %fr, %c0_i32 : i32
         %out = scf.if %hr -> (f32) {
           %rv = memref.load %res[%yi] : memref<?xf32>

@@ -274,11 +274,11 @@ def dequant_unit(e, fmt, blockbyte, q):
 # units: one thread's share of a block; vecs: the row's 16-byte vectors per block (q4_k:
 # a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
 # aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
-# unroll: units in flight per thread (a 3584-wide Q4_K row is 3.5 units a lane: one
-# iteration).
+# unroll: units in flight per thread (the most at which the merged kernel spills at most
+# a few words at 64 registers; 2 and 4 measured the same on the H200).
 Q8X = {
-    "q4_k": dict(units=8, vecs=9, unroll=4),
-    "q8_0": dict(units=2, vecs=None, unroll=4),
+    "q4_k": dict(units=8, vecs=9, unroll=3),
+    "q8_0": dict(units=2, vecs=None, unroll=3),
 }
 
 
@@ -473,10 +473,15 @@ def module_q8x():
 //   Launch: block 128 = 16 blocks of 32 elements, 8 lanes each (4 elements a lane; the
 //   amax and the sums by shuffles inside 8-lane segments); grid (ceil(nblk / 16), 1, 1).
 //
-// matmul_<type>_q8x(w, xq, xds, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] W[n, k]
-//   (+ bias, + res as matmul_<type>) with x the quantized activations of quantize_q8_x
-//   (xq as memref<?xvector<4xi32>>: 16 int8 a vector). Launch and reduction as
-//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil(N / 4), ceil(T / 8), 1)).
+// matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2,
+//   K, T, flags): up to three matmuls of one input, yo[t, n] = sum_k x[t, k] Wo[n, k]
+//   (+ biaso[n]) for o = 0, 1, 2 with No rows each (No = 0: unused; q, k, v or gate, up run
+//   as one launch), (+ res[t, n] on output 0), x the quantized activations of
+//   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
+//   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
+//   weight, y and bias are arith.selects of the three). Launch and reduction as
+//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil((N0+N1+N2) / 4),
+//   ceil(T / 8), 1)).
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
 //   unit is one qs vector = 16 weights of sub-blocks 2p and 2p+1 each; 8 dp4a (weights as
 //   unsigned nibbles) and two scale/min terms: d sc dx sum(q xq) - dmin m (dx sum xq).
@@ -546,10 +551,13 @@ def gemv(fmt, q8x=False):
     xty = "memref<?xf32>" if fmt == "f16" else XVEC
     if q8x:
         wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
-        out.append(f"    gpu.func @matmul_{fmt}_q8x(%w: {wq}, %xq: {IVEC}, %xds: {XVEC}, %y: memref<?xf32>,")
+        out.append(f"    gpu.func @matmul_{fmt}_q8x(%w0: {wq}, %w1: {wq}, %w2: {wq}, %xq: {IVEC}, %xds: {XVEC},")
+        out.append(f"                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,")
+        out.append(f"                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,")
+        out.append(f"                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,")
     else:
         out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: {xty}, %y: memref<?xf32>,")
-    out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
+        out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
     out.append(f"                           %flags: i32)")
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
@@ -559,7 +567,7 @@ def gemv(fmt, q8x=False):
         out.append(f"                    nvvm.minctasm = 8 : i32,")
     else:
         out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
-    out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
+    out.append(f"                    swz.grid = \"{'ceil((N0+N1+N2)/4)' if q8x else 'ceil(N/4)'}, ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
     e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("%tid = gpu.thread_id x")
@@ -568,14 +576,40 @@ def gemv(fmt, q8x=False):
     e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
     e.emit(f"%row4 = arith.muli %bx, {c(4)} : index")
-    e.emit("%n = arith.addi %row4, %grp : index")
-    e.emit("%Ni = arith.index_cast %N : i32 to index")
+    if q8x:
+        # Up to three matmuls of one input in one launch (q, k, v; gate, up): global row
+        # ng picks output o (rows [0, N0) -> 0, [N0, N0+N1) -> 1, the rest -> 2), whose
+        # weight, y and bias the warp then uses with its local row n. flags: 1 bias0,
+        # 2 res (output 0 only), 4 bias1, 8 bias2.
+        e.emit("%ng = arith.addi %row4, %grp : index")
+        e.emit("%N0i = arith.index_cast %N0 : i32 to index")
+        e.emit("%N1i = arith.index_cast %N1 : i32 to index")
+        e.emit("%N2i = arith.index_cast %N2 : i32 to index")
+        e.emit("%N01 = arith.addi %N0i, %N1i : index")
+        e.emit("%Ntot = arith.addi %N01, %N2i : index")
+        e.emit("%in0 = arith.cmpi ult, %ng, %N0i : index")
+        e.emit("%in1 = arith.cmpi ult, %ng, %N01 : index")
+        wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
+        for name, ty in (("w", wq), ("y", "memref<?xf32>"), ("bias", "memref<?xf32>")):
+            e.emit(f"%{name}12 = arith.select %in1, %{name}1, %{name}2 : {ty}")
+            e.emit(f"%{name} = arith.select %in0, %{name}0, %{name}12 : {ty}")
+        for name, a0, a1, a2, ty in (("nbase", "%c0_index", "%N0i", "%N01", "index"),
+                                     ("Ni", "%N0i", "%N1i", "%N2i", "index"),
+                                     ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
+                                     ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
+            e.emit(f"%{name}12 = arith.select %in1, {a1}, {a2} : {ty}")
+            e.emit(f"%{name} = arith.select %in0, {a0}, %{name}12 : {ty}")
+        c(0)
+        e.emit("%n = arith.subi %ng, %nbase : index")
+    else:
+        e.emit("%n = arith.addi %row4, %grp : index")
+        e.emit("%Ni = arith.index_cast %N : i32 to index")
     e.emit("%Ki = arith.index_cast %K : i32 to index")
     e.emit("%Ti = arith.index_cast %T : i32 to index")
     e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
     e.emit("%tleft = arith.subi %Ti, %t0 : index")
     e.emit(f"%tb = arith.minui %tleft, {c(8)} : index")
-    e.emit("%live = arith.cmpi ult, %n, %Ni : index")
+    e.emit("%live = arith.cmpi ult, %ng, %Ntot : index" if q8x else "%live = arith.cmpi ult, %n, %Ni : index")
     # Units of this row (0 for a padding group past N).
     if fmt == "f16":
         e.emit(f"%k7 = arith.addi %Ki, {c(7)} : index")
@@ -785,7 +819,7 @@ def gemv(fmt, q8x=False):
     e.emit("  %tg = arith.addi %t0, %lane : index")
     e.emit("  %yrow = arith.muli %tg, %Ni : index")
     e.emit("  %yi = arith.addi %yrow, %n : index")
-    e.emit(f"  %fb = arith.andi %flags, {e.ci(1)} : i32")
+    e.emit(f"  %fb = arith.andi %flags, {'%bflag' if q8x else e.ci(1)} : i32")
     e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit("  %withb = scf.if %hb -> (f32) {")
     e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
@@ -794,7 +828,7 @@ def gemv(fmt, q8x=False):
     e.emit("  } else {")
     e.emit("    scf.yield %sum : f32")
     e.emit("  }")
-    e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
+    e.emit(f"  %fr = arith.andi %flags, {'%rflag' if q8x else e.ci(2)} : i32")
     e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
     e.emit("  %out = scf.if %hr -> (f32) {")
     e.emit("    %rv = memref.load %res[%yi] : memref<?xf32>")

@@ -455,30 +455,30 @@ void bindGetRows(const Group &g, const codegen::KernelRef &, const Types &t, Rec
 /// bias[n], 2 adds res[t, n] (read, then y written, by the same thread: res may be y).
 /// A fused residual `r = a + y` writes r with res = the other input (in place for the
 /// graph's `x = x + matmul(...)`).
-/// matmul_<type>_q8x(w, xq, xds, y, bias, res, N, K, T, flags) (gemv_q8x.mlir, PTX) reads
-/// the activations from quantize_q8_x's scratches instead of x.
+/// matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2,
+/// K, T, flags) (gemv_q8x.mlir, PTX) reads the activations from quantize_q8_x's scratches
+/// and computes up to three matmuls of one input; bound here as one (output 0; outputs 1
+/// and 2 empty: N1 = N2 = 0), GpuKernels.cpp merges consecutive ones (q, k, v; gate, up).
+/// flags: 1 bias0, 2 res (output 0), 4 bias1, 8 bias2.
 void bindGemv(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Matmul mm = matmulOf(g);
   const std::string TK = "T*" + str(mm.K), TN = "T*" + str(mm.N);
   const bool residual = !mm.residual.empty();
   const bool q8x = ref.entry.size() > 4 && ref.entry.compare(ref.entry.size() - 4, 4, "_q8x") == 0;
+  const json y = activation(residual ? mm.result : mm.y, t[q8x ? 5 : 2], TN);
+  const json bias = mm.bias.empty() ? absent(t[q8x ? 8 : 3]) : weight(g, mm.bias, t[q8x ? 8 : 3]);
+  const json res = residual ? activation(mm.residual, t[q8x ? 11 : 4], TN) : absent(t[q8x ? 11 : 4]);
+  const json flags = i32((mm.bias.empty() ? 0 : 1) | (residual ? 2 : 0));
   if (q8x) {
-    r.args = {weight(g, mm.w, t[0]), xQ8(mm, t[1]), xQ8Scales(mm, t[2])};
+    const json w = weight(g, mm.w, t[0]);
+    r.args = {w, w, w, xQ8(mm, t[3]), xQ8Scales(mm, t[4]), y, y, y, bias, absent(t[9]), absent(t[10]),
+              res, i32(mm.N), i32(0), i32(0), i32(mm.K), i32("T"), flags};
+    r.gridSymbols = {{"N0", str(mm.N)}, {"N1", "0"}, {"N2", "0"}, {"T", "T"}};
   } else {
-    r.args = {weight(g, mm.w, t[0]), activation(mm.x, t[1], TK)};
+    r.args = {weight(g, mm.w, t[0]), activation(mm.x, t[1], TK), y, bias, res,
+              i32(mm.N), i32(mm.K), i32("T"), flags};
+    r.gridSymbols = {{"N", str(mm.N)}, {"T", "T"}};
   }
-  const size_t o = r.args.size() - 2;  // the argument index of x in matmul_<type>
-  const json rest = json::array({
-            activation(residual ? mm.result : mm.y, t[o + 2], TN),
-            mm.bias.empty() ? absent(t[o + 3]) : weight(g, mm.bias, t[o + 3]),
-            residual ? activation(mm.residual, t[o + 4], TN) : absent(t[o + 4]),
-            i32(mm.N),
-            i32(mm.K),
-            i32("T"),
-            i32((mm.bias.empty() ? 0 : 1) | (residual ? 2 : 0))});
-  for (const json &a : rest)
-    r.args.push_back(a);
-  r.gridSymbols = {{"N", str(mm.N)}, {"T", "T"}};
 }
 
 /// quantize_q8_x(x, xq, xds, nblk): the matmul's input rounded to int8 per 32 elements

@@ -414,6 +414,17 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // what they hold).
   json lastQuant;          // the last quantize_q8_x record kept
   std::string lastQuantOf; // the activation it read
+  // And such matmuls in consecutive graph ops run as one launch of matmul_<type>_q8x (up
+  // to three outputs: q, k, v; gate, up), which reads the int8 input once per row
+  // block and saves the launches' fixed cost: `open` is the record of the last such
+  // matmul launch kept (in the previous group), `openOutputs` how many outputs it holds.
+  json *open = nullptr;
+  int openOutputs = 0;
+  int64_t openOp = -1;  // the graph op whose launches hold `open`
+  auto endsWith = [](const std::string &s, const std::string &tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  auto i32Of = [](const json &arg) { return std::stoll(arg.at("i32").get<std::string>()); };
   for (const codegen::LaunchGroup &group : p.groups) {
     for (const codegen::KernelRef &ref : group.kernels)
       recordKernel(ref);
@@ -431,7 +442,49 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       }
       kept.push_back(std::move(l));
     }
+    // Merge this group's int8 GEMV into the previous group's when nothing re-quantized
+    // the input in between, neither adds a residual, and the launch has room.
+    json *mine = nullptr;
+    bool requantized = false;
+    for (json &l : kept) {
+      const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
+      requantized |= endsWith(kernel, ".quantize_q8_x");
+      if (endsWith(kernel, "_q8x") && !l.contains("rows"))
+        mine = &l;
+    }
+    bool merged = false;
+    if (mine && open && !requantized && openOutputs < 3 && (*open)["kernel"] == (*mine)["kernel"] &&
+        (*open)["phase"] == (*mine)["phase"]) {
+      json &a = (*open)["args"];
+      const json &b = (*mine)["args"];
+      const int64_t fa = i32Of(a[17]), fb = i32Of(b[17]);
+      if (a[3] == b[3] && a[4] == b[4] && a[15] == b[15] && a[16] == b[16] && !(fa & 2) && !(fb & 2)) {
+        const int k = openOutputs;
+        a[k] = b[0];          // weight
+        a[5 + k] = b[5];      // y
+        a[8 + k] = b[8];      // bias
+        a[12 + k] = b[12];    // N
+        a[17] = {{"i32", std::to_string(fa | ((fb & 1) ? (k == 1 ? 4 : 8) : 0))}};
+        const int64_t rows = i32Of(a[12]) + i32Of(a[13]) + i32Of(a[14]);
+        (*open)["grid"][0] = std::to_string((rows + 3) / 4);
+        ++openOutputs;
+        merged = true;
+        anchor["decode_into"] = openOp;
+        kept.erase(kept.begin() + (mine - &kept[0]));
+      }
+    }
     anchor["launches"] = std::move(kept);
+    if (!merged) {
+      open = nullptr;
+      openOutputs = 0;
+      for (json &l : anchor["launches"])
+        if (endsWith(l.at("kernel").get_ref<const std::string &>(), "_q8x") && !l.contains("rows") &&
+            !(i32Of(l["args"][17]) & 2)) {
+          open = &l;
+          openOutputs = 1;
+          openOp = group.graphOps.front();
+        }
+    }
     for (int64_t id : group.graphOps)
       if (ops.at(id).contains("out") && ops.at(id).at("out") == lastQuantOf)
         lastQuant = json();

@@ -305,6 +305,15 @@ std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m) {
       prefill |= l.phase == Phase::Prefill;
       ol.launches.push_back(std::move(l));
     }
+    if (op.contains("decode_into")) {  // its decode launch is in an earlier op's (merged GEMV)
+      const json& into = op["decode_into"];
+      const int64_t at = into.is_number_integer() ? into.get<int64_t>() : -1;
+      if (at < 0 || size_t(at) >= i || !ops[size_t(at)].contains("launches"))
+        c.fail(p + ".decode_into", "must be the index of an earlier graph op with launches");
+      if (decode || all)
+        c.fail(p + ".decode_into", "an op whose decode runs in another op's launch has no decode launch");
+      decode = true;
+    }
     if (decode != prefill || (!all && !decode))
       c.fail(p + ".launches", "must cover every forward pass: phase \"all\", or both \"decode\" and \"prefill\"");
     out.push_back(std::move(ol));

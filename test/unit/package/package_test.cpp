@@ -223,6 +223,25 @@ TEST_F(PackageTest, GpuTargetGraphFusionAndPhasesAreChecked) {
   ok.graph["ops"][1]["fused"] = {2};
   swz::package::write_package(out, ok, files);
   EXPECT_EQ(swz::package::read_manifest(out).graph["ops"][2]["fused_into"], 1);
+  // "decode_into": the op's decode runs in an earlier op's launch (a merged GEMV), so
+  // prefill launches alone cover it; an index that is not earlier, or a decode launch
+  // of its own besides, is refused.
+  Manifest prefillOnly = m;
+  prefillOnly.graph["ops"][2]["launches"][0]["phase"] = "prefill";
+  expect(prefillOnly, "graph.ops[2].launches: must cover every forward pass");
+  Manifest merged = prefillOnly;
+  merged.graph["ops"][2]["decode_into"] = 1;
+  swz::package::write_package(out, merged, files);
+  EXPECT_EQ(swz::package::read_manifest(out).graph["ops"][2]["decode_into"], 1);
+  Manifest later = prefillOnly;
+  later.graph["ops"][2]["decode_into"] = 3;
+  expect(later, "graph.ops[2].decode_into: must be the index of an earlier graph op with launches");
+  Manifest twice = m;
+  twice.graph["ops"][2]["launches"][0]["phase"] = "decode";
+  twice.graph["ops"][2]["launches"].push_back(ops[2]["launches"][0]);
+  twice.graph["ops"][2]["launches"][1]["phase"] = "prefill";
+  twice.graph["ops"][2]["decode_into"] = 1;
+  expect(twice, "an op whose decode runs in another op's launch has no decode launch");
 }
 
 // graph.sampling.argmax: parsed by parse_argmax_launches, refused when it is not an
