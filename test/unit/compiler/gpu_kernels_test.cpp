@@ -381,15 +381,23 @@ TEST(GpuKernels, OutputRowsRunTheGemvOnEveryPass) {
     GTEST_SKIP() << "rms_norm needs libdevice";
   compiler::addGpuKernels(m, f, files, {});
   EXPECT_EQ(m.graph["ops"][0]["launches"][0]["rows"], "output");
+  // On PTX the Q8_0 decode GEMV takes int8 activations: quantize_q8_x, then the dp4a GEMV
+  // (one output: N1 = N2 = 0), both on the output rows of every pass.
   const json &head = m.graph["ops"][1]["launches"];
-  ASSERT_EQ(head.size(), 1u);
-  EXPECT_EQ(head[0]["kernel"], "sm_90.matmul_q8_0");
-  EXPECT_EQ(head[0]["phase"], "all");
-  EXPECT_EQ(head[0]["rows"], "output");
-  EXPECT_EQ(head[0]["grid"], json({"12288", "ceil(T/8)", "1"}));
+  ASSERT_EQ(head.size(), 2u);
+  EXPECT_EQ(head[0]["kernel"], "sm_90.quantize_q8_x");
+  EXPECT_EQ(head[1]["kernel"], "sm_90.matmul_q8_0_q8x");
+  for (const json &l : head) {
+    EXPECT_EQ(l["phase"], "all");
+    EXPECT_EQ(l["rows"], "output");
+  }
+  EXPECT_EQ(head[0]["args"][0], json({{"buffer", "h"}, {"shape", {"T*144"}}}));
+  EXPECT_EQ(head[1]["grid"], json({"12288", "ceil(T/8)", "1"}));
   // Q8_0 [576, 49152]: 49152 rows of 18 blocks of 34 bytes, as 32-bit words.
-  EXPECT_EQ(head[0]["args"][0], json({{"weight", "token_embd.weight"}, {"shape", {"7520256"}}}));
-  EXPECT_EQ(head[0]["args"][1], json({{"buffer", "h"}, {"shape", {"T*144"}}}));
+  EXPECT_EQ(head[1]["args"][0], json({{"weight", "token_embd.weight"}, {"shape", {"7520256"}}}));
+  EXPECT_EQ(head[1]["args"][3], json({{"scratch", "x_q8"}, {"bytes", "max_T*576"}, {"shape", {"T*36"}}}));
+  EXPECT_EQ(head[1]["args"][12], json({{"i32", "49152"}}));
+  EXPECT_EQ(head[1]["args"][13], json({{"i32", "0"}}));
 }
 
 // qwen3's q/k norm: rms_norm_f32 over T * n_head rows of head_dim, in place.
