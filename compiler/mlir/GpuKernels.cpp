@@ -418,6 +418,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // to three outputs: q, k, v; gate, up), which reads the int8 input once per row
   // block and saves the launches' fixed cost: `open` is the record of the last such
   // matmul launch kept (in the previous group), `openOutputs` how many outputs it holds.
+  // SWZ_MERGE_GEMV=0 keeps one launch per matmul (for A/B measurements).
+  const char *mergeEnv = std::getenv("SWZ_MERGE_GEMV");
+  const bool mergeGemv = !(mergeEnv && std::string(mergeEnv) == "0");
   json *open = nullptr;
   int openOutputs = 0;
   int64_t openOp = -1;  // the graph op whose launches hold `open`
@@ -453,7 +456,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         mine = &l;
     }
     bool merged = false;
-    if (mine && open && !requantized && openOutputs < 3 && (*open)["kernel"] == (*mine)["kernel"] &&
+    if (mergeGemv && mine && open && !requantized && openOutputs < 3 && (*open)["kernel"] == (*mine)["kernel"] &&
         (*open)["phase"] == (*mine)["phase"]) {
       json &a = (*open)["args"];
       const json &b = (*mine)["args"];
