@@ -289,6 +289,20 @@ def dp4a(e, a, b, acc, a_unsigned):
     return e.v(f'llvm.inline_asm "dp4a.{at}.s32 $0, $1, $2, $3;", "=r,r,r,r" {a}, {b}, {acc} : (i32, i32, i32) -> i32', "dp")
 
 
+def dot16(e, blk, half, words, a_unsigned):
+    """dp4a of 16 weights (4 words of 4 bytes or nibbles-as-bytes) with the int8
+    activations of half `half` (index, 0 or 1) of activation block `blk` (index);
+    returns (the i32 sum, the block's (d, d sum lo, d sum hi, 0) vector)."""
+    c = lambda v: e.ci(v, "index")
+    xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), half)}] : {IVEC}", "xq")
+    ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
+    acc = e.ci(0)
+    for i in range(4):
+        xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+        acc = dp4a(e, words[i], xw, acc, a_unsigned)
+    return acc, ds
+
+
 def q8x_unit(e, fmt, u, sfx):
     """The int8 path's unit body (gemv's unit_body with q8x): weight loads and
     unpacking; returns token(tg) emitting the activation loads and the dp4a sums."""
@@ -338,12 +352,7 @@ def q8x_unit(e, fmt, u, sfx):
             parts = []
             for jj, nib in enumerate((lo, hi)):
                 blk = e.add(sb, c(jj)) if jj else sb
-                xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), h)}] : {IVEC}", "xq")
-                ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
-                acc = zero_i
-                for i in range(4):
-                    xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
-                    acc = dp4a(e, nib[i], xw, acc, True)
+                acc, ds = dot16(e, blk, h, nib, True)
                 dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
                 s_lo = e.v(f"vector.extract {ds}[1] : f32 from vector<4xf32>", "sx")
                 s_hi = e.v(f"vector.extract {ds}[2] : f32 from vector<4xf32>", "sx")
@@ -376,12 +385,7 @@ def q8x_unit(e, fmt, u, sfx):
 
         def token(tg):
             blk = e.add(e.mul(tg, "%K32"), blk0)
-            xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), q)}] : {IVEC}", "xq")
-            ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
-            acc = zero_i
-            for i in range(4):
-                xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
-                acc = dp4a(e, words[i], xw, acc, False)
+            acc, ds = dot16(e, blk, q, words, False)
             dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fmul(e.fmul(d, dx), accf)
