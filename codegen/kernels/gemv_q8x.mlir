@@ -139,7 +139,7 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    nvvm.minctasm = 8 : i32,
+                    nvvm.minctasm = 5 : i32,
                     swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
@@ -199,18 +199,8 @@ module attributes {gpu.container_module} {
       %in1 = arith.cmpi ult, %ng, %N01 : index
       %w12 = arith.select %in1, %w1, %w2 : memref<?xvector<4xi32>>
       %w = arith.select %in0, %w0, %w12 : memref<?xvector<4xi32>>
-      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
-      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
-      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
-      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
       %nbase12 = arith.select %in1, %N0i, %N01 : index
       %nbase = arith.select %in0, %c0_index, %nbase12 : index
-      %Ni12 = arith.select %in1, %N1i, %N2i : index
-      %Ni = arith.select %in0, %N0i, %Ni12 : index
-      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
-      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
-      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
-      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
@@ -984,6 +974,16 @@ module attributes {gpu.container_module} {
         memref.store %c663, %acc[%a676] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
+      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
+      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
+      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
+      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
+      %Ni12 = arith.select %in1, %N1i, %N2i : index
+      %Ni = arith.select %in0, %N0i, %Ni12 : index
+      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
+      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
+      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
+      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
@@ -1084,18 +1084,8 @@ module attributes {gpu.container_module} {
       %in1 = arith.cmpi ult, %ng, %N01 : index
       %w12 = arith.select %in1, %w1, %w2 : memref<?xi32>
       %w = arith.select %in0, %w0, %w12 : memref<?xi32>
-      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
-      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
-      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
-      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
       %nbase12 = arith.select %in1, %N0i, %N01 : index
       %nbase = arith.select %in0, %c0_index, %nbase12 : index
-      %Ni12 = arith.select %in1, %N1i, %N2i : index
-      %Ni = arith.select %in0, %N0i, %Ni12 : index
-      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
-      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
-      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
-      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
@@ -1564,6 +1554,16 @@ module attributes {gpu.container_module} {
         memref.store %c359, %acc[%a372] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
+      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
+      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
+      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
+      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
+      %Ni12 = arith.select %in1, %N1i, %N2i : index
+      %Ni = arith.select %in0, %N0i, %Ni12 : index
+      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
+      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
+      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
+      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %wr0 = arith.cmpi ult, %lane, %tb : index
       %wr = arith.andi %wr0, %live : i1
       scf.if %wr {

@@ -274,11 +274,13 @@ def dequant_unit(e, fmt, blockbyte, q):
 # units: one thread's share of a block; vecs: the row's 16-byte vectors per block (q4_k:
 # a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
 # aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
-# unroll: units in flight per thread (the most at which the merged kernel spills at most
-# a few words at 64 registers; 2 and 4 measured the same on the H200).
+# unroll: units in flight per thread; minctasm: workgroups an SM the registers must allow
+# (.minnctapersm; 8 = 64 registers). Both chosen so that ptxas spills nothing on sm_80 and
+# sm_90 (test_gpu_packages.py): Q4_K with three units in flight needs 96 registers (5 an
+# SM; at 64 the three-output kernel spilled 12 bytes); Q8_0 fits 64 with three.
 Q8X = {
-    "q4_k": dict(units=8, vecs=9, unroll=3),
-    "q8_0": dict(units=2, vecs=None, unroll=3),
+    "q4_k": dict(units=8, vecs=9, unroll=3, minctasm=5),
+    "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8),
 }
 
 
@@ -566,9 +568,10 @@ def gemv(fmt, q8x=False):
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
     if q8x:
-        # 8 workgroups an SM (<= 64 registers): a 7B Q/O projection (896 workgroups)
-        # runs in one wave on the H200's 132 SMs instead of two at the JIT's 122.
-        out.append(f"                    nvvm.minctasm = 8 : i32,")
+        # Workgroups an SM the registers must allow (Q8X): without it the driver's JIT
+        # took 122 registers for the Q4_K kernel, 4 workgroups an SM, so a 7B Q/O
+        # projection (896 workgroups) ran in two waves on the H200's 132 SMs.
+        out.append(f"                    nvvm.minctasm = {Q8X[fmt]['minctasm']} : i32,")
     else:
         out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
     out.append(f"                    swz.grid = \"{'ceil((N0+N1+N2)/4)' if q8x else 'ceil(N/4)'}, ceil(T/8), 1\"}} {{")
@@ -594,16 +597,12 @@ def gemv(fmt, q8x=False):
         e.emit("%in0 = arith.cmpi ult, %ng, %N0i : index")
         e.emit("%in1 = arith.cmpi ult, %ng, %N01 : index")
         wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
-        for name, ty in (("w", wq), ("y", "memref<?xf32>"), ("bias", "memref<?xf32>")):
-            e.emit(f"%{name}12 = arith.select %in1, %{name}1, %{name}2 : {ty}")
-            e.emit(f"%{name} = arith.select %in0, %{name}0, %{name}12 : {ty}")
-        for name, a0, a1, a2, ty in (("nbase", "%c0_index", "%N0i", "%N01", "index"),
-                                     ("Ni", "%N0i", "%N1i", "%N2i", "index"),
-                                     ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
-                                     ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
-            e.emit(f"%{name}12 = arith.select %in1, {a1}, {a2} : {ty}")
-            e.emit(f"%{name} = arith.select %in0, {a0}, %{name}12 : {ty}")
-        c(0)
+        # The weight and local row here; the output's y, bias, row count and flags after
+        # the loop (selected there, so they hold no registers across it).
+        e.emit(f"%w12 = arith.select %in1, %w1, %w2 : {wq}")
+        e.emit(f"%w = arith.select %in0, %w0, %w12 : {wq}")
+        e.emit(f"%nbase12 = arith.select %in1, %N0i, %N01 : index")
+        e.emit(f"%nbase = arith.select %in0, {c(0)}, %nbase12 : index")
         e.emit("%n = arith.subi %ng, %nbase : index")
     else:
         e.emit("%n = arith.addi %row4, %grp : index")
@@ -805,6 +804,15 @@ def gemv(fmt, q8x=False):
     e.emit("}")
     e.emit("gpu.barrier")
     # Thread `lane` of the group sums token t0 + lane's 4 segment partials and writes it.
+    if q8x:
+        for name, ty in (("y", "memref<?xf32>"), ("bias", "memref<?xf32>")):
+            e.emit(f"%{name}12 = arith.select %in1, %{name}1, %{name}2 : {ty}")
+            e.emit(f"%{name} = arith.select %in0, %{name}0, %{name}12 : {ty}")
+        for name, a0, a1, a2, ty in (("Ni", "%N0i", "%N1i", "%N2i", "index"),
+                                     ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
+                                     ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
+            e.emit(f"%{name}12 = arith.select %in1, {a1}, {a2} : {ty}")
+            e.emit(f"%{name} = arith.select %in0, {a0}, %{name}12 : {ty}")
     e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
     e.emit("%wr = arith.andi %wr0, %live : i1")
     e.emit("scf.if %wr {")
