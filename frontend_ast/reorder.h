@@ -1,0 +1,72 @@
+// Prompt cache modes and the `reorder` rewrite of code in prompt text (issue 15 item 2).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace swz::frontend_ast {
+
+/// How a request's prompt meets the prefix cache.
+enum class CacheMode {
+  Exact,    ///< the prompt is untouched; plain prefix caching (the default)
+  Reorder,  ///< code atoms in a canonical order (reorder_prompt_text); the rest untouched
+  Approx,   ///< position-independent reuse with RoPE re-rotation: NOT implemented, rejected
+};
+
+/// "exact", "reorder" or "approx".
+std::string_view cache_mode_name(CacheMode mode);
+
+/// The mode named by `name` (exact spelling, lower case), or nullopt.
+std::optional<CacheMode> parse_cache_mode(std::string_view name);
+
+/// For each code region key (its path, or "<language>#<n>" for the n-th region without
+/// a path in one prompt), the atom order last rendered: the XXH3-64 content hashes of its
+/// atoms. Shared by all requests of a server (so across sessions, like the prefix cache
+/// it serves); bounded to `max_keys` keys, least recently used dropped. Thread-safe.
+/// Holds hashes only, never prompt text.
+class AtomOrderMemory {
+ public:
+  explicit AtomOrderMemory(size_t max_keys = 4096) : max_keys_(max_keys) {}
+  /// The remembered order of `key` (empty if none).
+  std::vector<uint64_t> get(const std::string& key);
+  /// Remembers `order` for `key`.
+  void put(const std::string& key, std::vector<uint64_t> order);
+
+ private:
+  size_t max_keys_;
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::vector<uint64_t>>> lru_;  // most recent first
+  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+};
+
+/// What reorder_prompt_text did, summed over the texts of one request.
+struct ReorderStats {
+  int regions = 0;    ///< code regions found
+  int reordered = 0;  ///< regions rewritten (parsed without error, at least two atoms)
+  int atoms = 0;      ///< atoms in rewritten regions
+  int moved = 0;      ///< atoms new or edited since the remembered order (placed last)
+};
+
+/// Rewrites one prompt text (a message's content) for CacheMode::Reorder:
+/// every code region (find_code_regions) that parses without error into two or more
+/// atoms is rendered as its atoms, each preceded by a label line
+/// `<line comment><key>` (e.g. "# src/app.py"), in a canonical order: first the atoms
+/// whose content hash is in the key's remembered order, in that order, then the others
+/// (new or edited) in source order; the rendered order is then remembered. So the first
+/// time a file is seen its atoms keep their order, and after an edit the unchanged atoms
+/// keep the order (hence the token prefix) they had before while the edited one moves to
+/// the end of its file's region. Numbered regions keep their line-number prefixes (so
+/// the original position of every line stays visible to the model). Text outside regions,
+/// regions with parse errors, Language::None or a single atom are left byte-identical:
+/// a text without code comes back unchanged. `unnamed` counts regions without a path
+/// across the texts of one request (for their keys); `path_hint` as in find_code_regions.
+std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
+                                std::string_view path_hint = "");
+
+}  // namespace swz::frontend_ast
