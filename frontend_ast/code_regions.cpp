@@ -94,6 +94,24 @@ std::string path_in(std::string_view s) {
   return found;
 }
 
+/// `<file path="P">` / `<file name="P">` / `<document path="P">` alone on a line (the
+/// way agents pin files): the tag name and the path, or nullopt.
+std::optional<std::pair<std::string, std::string>> file_tag_open(std::string_view line) {
+  line = trim(line);
+  if (line.size() < 4 || line.front() != '<' || line.back() != '>' || line[1] == '/') return std::nullopt;
+  const size_t name_end = line.find_first_of(" >");
+  const std::string tag(line.substr(1, name_end - 1));
+  if (tag != "file" && tag != "document") return std::nullopt;
+  for (std::string_view attr : {"path=\"", "name=\""}) {
+    const size_t a = line.find(attr);
+    if (a == std::string_view::npos) continue;
+    const size_t b = a + attr.size(), e = line.find('"', b);
+    if (e == std::string_view::npos) return std::nullopt;
+    return std::make_pair(tag, std::string(line.substr(b, e - b)));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string region_code(std::string_view bytes, Numbering numbering) {
@@ -148,6 +166,22 @@ std::vector<CodeRegion> find_code_regions(std::string_view text, std::string_vie
       }
       i = j + 1;
       continue;
+    }
+    if (auto tag = file_tag_open(lines[i].body)) {
+      const std::string close = "</" + tag->first + ">";
+      size_t j = i + 1;
+      while (j < lines.size() && trim(lines[j].body) != close) ++j;
+      if (j < lines.size() && j > i + 1) {
+        CodeRegion r;
+        r.fenced = true;
+        r.begin = lines[i + 1].begin;
+        r.end = lines[j - 1].end;
+        r.path = tag->second;
+        r.lang = language_from_path(r.path);
+        finish(std::move(r), i + 1);
+        i = j + 1;
+        continue;
+      }
     }
     bool took = false;
     for (Numbering form : {Numbering::Arrow, Numbering::Tab}) {

@@ -35,6 +35,8 @@ struct CodeRegion {
 ///   unclosed fence runs to the end of the text. Its info string gives the language (first
 ///   word, or the part before ':' in "lang:path") and a path (a word with a known
 ///   extension, or title="..." / file="..."); an empty fence is not a region;
+/// - a line `<file path="P">` (or `name=`, or `<document ...>`) up to a line `</file>`
+///   (`</document>`) is a region with path P (the way agents pin files in prompts);
 /// - outside fences, two or more consecutive lines numbered n, n+1, ... in the Arrow or
 ///   Tab form form a numbered region (the numbers stay part of the region's bytes).
 /// The path falls back to a file name with a known extension on the non-empty line just
