@@ -306,6 +306,13 @@ TEST(CodeRegions, FencesAndNumberedToolOutput) {
   EXPECT_EQ(hinted[0].path, "/repo/pkg/mod.py");
   EXPECT_EQ(hinted[0].lang, Language::Python);
   EXPECT_TRUE(fa::find_code_regions("No code here, 1. a list\n2. of things\n").empty());
+  // Pinned files in <file path="..."> tags.
+  const std::string pinned = "Pinned files:\n<file path=\"pkg/enc.py\">\nimport base64\n\ndef enc(b):\n    return b\n</file>\n";
+  auto tagged = fa::find_code_regions(pinned);
+  ASSERT_EQ(tagged.size(), 1u);
+  EXPECT_EQ(tagged[0].path, "pkg/enc.py");
+  EXPECT_EQ(tagged[0].lang, Language::Python);
+  EXPECT_EQ(pinned.substr(tagged[0].begin, tagged[0].end - tagged[0].begin), "import base64\n\ndef enc(b):\n    return b\n");
 }
 
 TEST(Reorder, UnchangedAtomsKeepTheirOrderAfterAnEarlyEdit) {
