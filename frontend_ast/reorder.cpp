@@ -3,6 +3,7 @@
 #include "frontend_ast/atomize.h"
 #include "frontend_ast/code_regions.h"
 
+#include <algorithm>
 #include <string>
 
 namespace swz::frontend_ast {
@@ -86,11 +87,17 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
       }
 
     out.append(text.substr(done, r.begin - done));
-    const std::string label = std::string(line_comment(r.lang)) + key + "\n";
+    // Only atoms placed after an atom that follows them in the source are labelled, so a
+    // region in source order (every file the first time) stays byte-identical.
+    const std::string label = std::string(line_comment(r.lang)) + "[" + key + ", out of file order]\n";
     std::vector<uint64_t> rendered;
+    size_t max_source = 0;
+    bool first = true;
     for (size_t a : order) {
       const Atom& atom = az->atoms[a];
-      out += label;
+      if (!first && a < max_source) out += label;
+      max_source = first ? a : std::max(max_source, a);
+      first = false;
       const size_t b = line_byte(atom.first_line), e = line_byte(atom.end_line);
       out.append(bytes.substr(b, e - b));
       if (e > b && bytes[e - 1] != '\n') out += '\n';

@@ -327,17 +327,15 @@ TEST(Reorder, UnchangedAtomsKeepTheirOrderAfterAnEarlyEdit) {
   EXPECT_EQ(s1.reordered, 1);
   EXPECT_EQ(s1.atoms, 4);
   EXPECT_EQ(s1.moved, 0);
-  EXPECT_EQ(t1,
-            "Here is the file:\n```python app.py\n# app.py\nimport os\n\n# app.py\ndef a():\n    return 1\n\n"
-            "# app.py\ndef b():\n    return 2\n\n\n# app.py\ndef c():\n    return 3\n```\nWhat does it do?\n");
+  EXPECT_EQ(t1, file("def a():\n    return 1"));  // in source order: byte-identical, no labels
   // Edit a(): the unchanged atoms keep their order, the edited one goes last.
   fa::ReorderStats s2;
   unnamed = 0;
   const std::string t2 = fa::reorder_prompt_text(file("def a():\n    return 100"), memory, s2, unnamed);
   EXPECT_EQ(s2.moved, 1);
   EXPECT_EQ(t2,
-            "Here is the file:\n```python app.py\n# app.py\nimport os\n\n# app.py\ndef b():\n    return 2\n\n\n"
-            "# app.py\ndef c():\n    return 3\n# app.py\ndef a():\n    return 100\n\n```\nWhat does it do?\n");
+            "Here is the file:\n```python app.py\nimport os\n\ndef b():\n    return 2\n\n\n"
+            "def c():\n    return 3\n# [app.py, out of file order]\ndef a():\n    return 100\n\n```\nWhat does it do?\n");
   // Edit a() again: everything before it is the previous rendering's prefix.
   fa::ReorderStats s3;
   unnamed = 0;

@@ -48,9 +48,6 @@ TEST(CacheModeHttp, ExactIsTheDefaultAndLeavesThePromptUntouched) {
 
 TEST(CacheModeHttp, ReorderByFieldOrHeaderInBothWireFormats) {
   Running s;
-  const std::string labelled =
-      "Review this file.\n```python app.py\n# app.py\nimport os\n\n\n# app.py\ndef a():\n    return 1\n\n\n"
-      "# app.py\ndef b():\n    return 2\n```\nThanks.\n";
   json body = chat_body(kFile);
   body["swizzle_cache_mode"] = "reorder";
   auto r = s.post("/v1/chat/completions", body);
@@ -58,7 +55,7 @@ TEST(CacheModeHttp, ReorderByFieldOrHeaderInBothWireFormats) {
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(r->get_header_value(swz::server::kCacheModeHeader), "reorder");
   EXPECT_EQ(json::parse(r->body)["usage"]["swizzle_cache_mode"], "reorder");
-  EXPECT_EQ(s.engine.last_prompt.messages[0].content, labelled);
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);  // first sighting: source order, unchanged
 
   // Anthropic, by header, after an edit of a(): a() moves behind b().
   std::string edited = kFile;
@@ -70,7 +67,9 @@ TEST(CacheModeHttp, ReorderByFieldOrHeaderInBothWireFormats) {
   EXPECT_EQ(json::parse(m->body)["usage"]["swizzle_cache_mode"], "reorder");
   const std::string& got = s.engine.last_prompt.messages.back().content;
   EXPECT_LT(got.find("def b()"), got.find("def a()")) << got;
-  EXPECT_EQ(got.rfind("Review this file.\n```python app.py\n# app.py\nimport os\n\n\n# app.py\ndef b():", 0), 0u) << got;
+  EXPECT_EQ(got,
+            "Review this file.\n```python app.py\nimport os\n\n\ndef b():\n    return 2\n"
+            "# [app.py, out of file order]\ndef a():\n    return 10\n\n\n```\nThanks.\n");
 
   // Streaming responses carry the header too.
   json stream = chat_body(kFile);
