@@ -253,6 +253,50 @@ TEST(Atomize, RealSourcesFromTheGrammarSdists) {
   EXPECT_EQ(fa::language_from_content(c), Language::C);
 }
 
+/// The first file matching `dir_glob_prefix`*/`rel` under `root` (empty if none).
+std::filesystem::path installed_file(const std::string& root, const std::string& prefix, const std::string& rel) {
+  if (!std::filesystem::is_directory(root)) return {};
+  for (const auto& e : std::filesystem::directory_iterator(root))
+    if (e.path().filename().string().rfind(prefix, 0) == 0 && std::filesystem::exists(e.path() / rel)) return e.path() / rel;
+  return {};
+}
+
+TEST(Atomize, RealSourcesFromDebianPackagesOfTheSetup) {
+  // Rust: the blake3 crate's sources (librust-blake3-dev); C++: GoogleTest's (libgtest-dev).
+  // Both are in scripts/setup.sh's APT_PKGS, so a missing file is a failure, not a skip.
+  const auto rs = installed_file("/usr/share/cargo/registry", "blake3-", "src/lib.rs");
+  ASSERT_FALSE(rs.empty()) << "apt-get install librust-blake3-dev";
+  const std::string rust = read(rs);
+  auto rz = fa::atomize(rust, Language::Rust);
+  EXPECT_TRUE(rz->parsed);
+  EXPECT_FALSE(rz->has_error);
+  int rust_functions = 0, rust_types = 0;
+  for (const auto& a : rz->atoms) {
+    rust_functions += a.kind == AtomKind::Function;
+    rust_types += a.kind == AtomKind::Class;
+  }
+  EXPECT_GE(rust_functions, 20);  // blake3's hash(), keyed_hash(), Hasher methods, ...
+  EXPECT_GE(rust_types, 5);       // Hash, Hasher, OutputReader and their impls
+  EXPECT_EQ(fa::language_from_content(rust), Language::Rust);
+
+  const std::filesystem::path cc = "/usr/src/googletest/googletest/src/gtest-printers.cc";
+  ASSERT_TRUE(std::filesystem::exists(cc)) << "apt-get install libgtest-dev";
+  const std::string cpp = read(cc);
+  auto cz = fa::atomize(cpp, Language::Cpp);
+  EXPECT_TRUE(cz->parsed);
+  int cpp_functions = 0;
+  for (const auto& a : cz->atoms) cpp_functions += a.kind == AtomKind::Function;
+  // Real C++ with its macros (GTEST_API_, ...) holds a few ERROR nodes: those parts are
+  // line blocks, the rest stays AST atoms.
+  size_t line_bytes = 0;
+  for (const auto& a : cz->atoms)
+    if (a.kind == AtomKind::Lines) line_bytes += a.end - a.begin;
+  std::printf("gtest-printers.cc: %zu atoms, %zu of %zu bytes in line blocks\n", cz->atoms.size(), line_bytes, cpp.size());
+  EXPECT_LT(line_bytes * 4, cpp.size());
+  EXPECT_GE(cpp_functions, 10);
+  EXPECT_EQ(cz->atoms.front().kind, AtomKind::Import);
+}
+
 TEST(Atomize, BrokenCodeFallsBackToLineBlocks) {
   const std::string code = "def ok():\n    return 1\n\nclass (((:\n  ]]]\n\n  }}} oops\n\ndef fine():\n    return 2\n";
   auto az = fa::atomize(code, Language::Python);
