@@ -8,6 +8,10 @@
 
 namespace swz::frontend_ast {
 
+namespace {
+constexpr size_t kMaxSeenPerKey = 8192;  // atom hashes remembered per key
+}  // namespace
+
 std::string_view cache_mode_name(CacheMode mode) {
   switch (mode) {
     case CacheMode::Exact: return "exact";
@@ -69,10 +73,12 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
       if (bytes[i] == '\n') starts.push_back(i + 1);
     auto line_byte = [&](int line) { return static_cast<size_t>(line) < starts.size() ? starts[static_cast<size_t>(line)] : bytes.size(); };
 
-    const std::vector<uint64_t> prev = memory.get(key);
+    // The key's atoms in first-seen order (append-only): atoms seen before take their
+    // place in it, the others follow in source order and are appended to it.
+    std::vector<uint64_t> seen = memory.get(key);
     std::vector<size_t> order;
     std::vector<bool> used(az->atoms.size(), false);
-    for (uint64_t h : prev)
+    for (uint64_t h : seen)
       for (size_t a = 0; a < az->atoms.size(); ++a)
         if (!used[a] && az->atoms[a].hash == h) {
           used[a] = true;
@@ -80,17 +86,22 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
           break;
         }
     int moved = 0;
+    const bool known = !seen.empty();
     for (size_t a = 0; a < az->atoms.size(); ++a)
       if (!used[a]) {
         order.push_back(a);
-        if (!prev.empty()) ++moved;
+        seen.push_back(az->atoms[a].hash);
+        if (known) ++moved;
       }
+    if (seen.size() > kMaxSeenPerKey) {  // start over from this rendering
+      seen.clear();
+      for (size_t a : order) seen.push_back(az->atoms[a].hash);
+    }
 
     out.append(text.substr(done, r.begin - done));
     // Only atoms placed after an atom that follows them in the source are labelled, so a
     // region in source order (every file the first time) stays byte-identical.
     const std::string label = std::string(line_comment(r.lang)) + "[" + key + ", out of file order]\n";
-    std::vector<uint64_t> rendered;
     size_t max_source = 0;
     bool first = true;
     for (size_t a : order) {
@@ -101,12 +112,11 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
       const size_t b = line_byte(atom.first_line), e = line_byte(atom.end_line);
       out.append(bytes.substr(b, e - b));
       if (e > b && bytes[e - 1] != '\n') out += '\n';
-      rendered.push_back(atom.hash);
     }
     // The region's bytes ended without '\n' (an unclosed fence at the end): so does its rewrite.
     if (!bytes.empty() && bytes.back() != '\n' && !out.empty() && out.back() == '\n') out.pop_back();
     done = r.end;
-    memory.put(key, std::move(rendered));
+    memory.put(key, std::move(seen));
     stats.reordered += 1;
     stats.atoms += static_cast<int>(order.size());
     stats.moved += moved;

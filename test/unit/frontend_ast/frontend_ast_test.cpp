@@ -387,6 +387,10 @@ TEST(Reorder, UnchangedAtomsKeepTheirOrderAfterAnEarlyEdit) {
   const size_t common = std::mismatch(t2.begin(), t2.end(), t3.begin()).first - t2.begin();
   EXPECT_GT(common, t2.find("def a"));  // all of b, c and a's first line are shared
   EXPECT_EQ(t3.substr(common, 1), "7");
+  // Another session sends the original file again: rendered exactly as the first time.
+  fa::ReorderStats s4;
+  unnamed = 0;
+  EXPECT_EQ(fa::reorder_prompt_text(file("def a():\n    return 1"), memory, s4, unnamed), t1);
 }
 
 TEST(Reorder, TextWithoutCodeOrWithBrokenCodeIsByteIdentical) {
