@@ -37,7 +37,8 @@ Usage:
       [--max-turns N] [--no-peer] [--json OUT] [--modes exact,reorder [--agree-tokens 64]]
 With --modes: no peer; each cache mode (server/cache_mode.h) on a fresh swizzle server over
 the sessions plus 'edit-pinned-twice' (agent_sessions.build_edit_twice_session): cached
-ratio and TTFT per turn, greedy agreement of the first 64 tokens with exact; JSON to
+ratio and TTFT per turn, greedy agreement of the first 64 tokens with exact and mean KL
+of the next-token distributions (top 20); JSON to
 bench/results/cache-modes-<date>-<commit>.json.
 Default GGUF: SmolLM2-135M-Instruct Q4_1 (8192-token context); the Qwen2.5-Coder-0.5B GGUF
 (scripts/fetch-qwen.sh) works too (--ctx up to 32768; the sessions fit in 8192 either way).
@@ -49,6 +50,7 @@ import argparse
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import re
@@ -135,7 +137,7 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool, extra
     r = requests.post(base + "/v1/chat/completions", json=body, stream=True, timeout=1800)
     if r.status_code != 200:
         raise RuntimeError(f"{base}: HTTP {r.status_code}: {r.text[:500]}")
-    ttft, usage, chunks, finish_t, tokens = None, None, 0, None, []
+    ttft, usage, chunks, finish_t, tokens, tops = None, None, 0, None, [], []
     for line in r.iter_lines(decode_unicode=True):
         if not line or not line.startswith("data: "):
             continue
@@ -148,7 +150,9 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool, extra
         if ev.get("usage"):
             usage = ev["usage"]
         for ch in ev.get("choices") or []:
-            tokens += [e["token"] for e in ((ch.get("logprobs") or {}).get("content") or [])]
+            for e in (ch.get("logprobs") or {}).get("content") or []:
+                tokens.append(e["token"])
+                tops.append({t["token"]: t["logprob"] for t in e.get("top_logprobs") or []})
             if (ch.get("delta") or {}).get("content"):
                 chunks += 1
                 if ttft is None:
@@ -157,7 +161,7 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool, extra
                 finish_t = time.perf_counter() - t0
     total = time.perf_counter() - t0
     return {"ttft_s": ttft if ttft is not None else (finish_t or total), "total_s": total, "content_chunks": chunks,
-            "usage": usage, "headers": dict(r.headers), "tokens": tokens}
+            "usage": usage, "headers": dict(r.headers), "tokens": tokens, "top_logprobs": tops}
 
 
 def cost(prices: dict, prompt: int, cached: int, output: int) -> Decimal:
@@ -370,7 +374,8 @@ def run_modes(args, sessions, pkg, scale, gguf):
     ratio (usage; the X-Swizzle-Cache-Hit-Tokens header and the reported mode are checked),
     TTFT, and for modes other than exact the greedy agreement with exact's answer to the same
     turn: the fraction of the first N token positions where both generated the same token,
-    and the length of the common token prefix."""
+    and the length of the common token prefix, and the mean KL divergence of the next-token
+    distributions (top_logprobs 20) over the positions generated from the same text."""
     modes = args.modes.split(",")
     if "exact" not in modes:
         modes.insert(0, "exact")
@@ -391,14 +396,14 @@ def run_modes(args, sessions, pkg, scale, gguf):
             for s in sessions:
                 for i, msgs in enumerate(s.turns, 1):
                     r = stream_chat(base, msgs, args.agree_tokens, include_usage=True,
-                                    extra={"swizzle_cache_mode": mode, "logprobs": True})
+                                    extra={"swizzle_cache_mode": mode, "logprobs": True, "top_logprobs": 20})
                     u = r["usage"]
                     assert r["headers"]["X-Swizzle-Cache-Mode"] == mode and u["swizzle_cache_mode"] == mode, (mode, u)
                     cached = u["prompt_tokens_details"]["cached_tokens"]
                     assert int(r["headers"]["X-Swizzle-Cache-Hit-Tokens"]) == cached
                     runs[(mode, s.name, i)] = {"prompt_tokens": u["prompt_tokens"], "cached_tokens": cached,
                                                "cached_ratio": cached / u["prompt_tokens"], "ttft_s": r["ttft_s"],
-                                               "tokens": r["tokens"]}
+                                               "tokens": r["tokens"], "top_logprobs": r["top_logprobs"]}
                     print(f"{mode} {s.name} turn {i}: {cached}/{u['prompt_tokens']} ttft {r['ttft_s']:.3f}s",
                           file=sys.stderr)
         finally:
@@ -410,6 +415,19 @@ def run_modes(args, sessions, pkg, scale, gguf):
         prefix = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         return same / max(len(a), len(b), 1), prefix
 
+    def mean_kl(ref, other, n_same):
+        """Mean KL(exact || mode) of the next-token distributions over the positions both
+        generated from the same text (up to and including the first disagreement), each over
+        exact's top-20 tokens: a token missing from the mode's top 20 gets the mode's 20th
+        logprob (so the figure is a lower bound where that happens)."""
+        kls = []
+        for p, q in list(zip(ref, other))[:n_same + 1]:
+            if not p or not q:
+                continue
+            floor = min(q.values())
+            kls.append(sum(math.exp(lp) * (lp - q.get(t, floor)) for t, lp in p.items()))
+        return statistics.mean(kls) if kls else None
+
     rows = []
     for s in sessions:
         for i in range(1, len(s.turns) + 1):
@@ -417,8 +435,9 @@ def run_modes(args, sessions, pkg, scale, gguf):
             for mode in modes:
                 x = dict(runs[(mode, s.name, i)])
                 if mode != "exact":
-                    x["agree"], x["agree_prefix"] = agreement(x["tokens"], runs[("exact", s.name, i)]["tokens"],
-                                                              args.agree_tokens)
+                    ref = runs[("exact", s.name, i)]
+                    x["agree"], x["agree_prefix"] = agreement(x["tokens"], ref["tokens"], args.agree_tokens)
+                    x["kl"] = mean_kl(ref["top_logprobs"], x["top_logprobs"], x["agree_prefix"])
                 row[mode] = x
             rows.append(row)
     summary = {}
@@ -430,22 +449,25 @@ def run_modes(args, sessions, pkg, scale, gguf):
         if mode != "exact":
             summary[mode]["agree_mean"] = statistics.mean(x["agree"] for x in xs)
             summary[mode]["identical_turns"] = sum(x["agree"] == 1.0 for x in xs)
-    head = "| session | turn |" + "".join(f" {m} prompt | {m} cached | {m} TTFT s |" + (" agree | prefix |" if m != "exact" else "")
+            kls = [x["kl"] for x in xs if x["kl"] is not None]
+            summary[mode]["kl_mean"] = statistics.mean(kls) if kls else None
+    head = "| session | turn |" + "".join(f" {m} prompt | {m} cached | {m} TTFT s |" + (" agree | prefix | KL |" if m != "exact" else "")
                                        for m in modes)
     print(head)
-    print("|---|---|" + "".join("---|---|---|" + ("---|---|" if m != "exact" else "") for m in modes))
+    print("|---|---|" + "".join("---|---|---|" + ("---|---|---|" if m != "exact" else "") for m in modes))
     for r in rows:
         line = f"| {r['session']} | {r['turn']} |"
         for m in modes:
             x = r[m]
             line += f" {x['prompt_tokens']} | {x['cached_ratio']:.0%} | {x['ttft_s']:.3f} |"
             if m != "exact":
-                line += f" {x['agree']:.0%} | {x['agree_prefix']} |"
+                line += f" {x['agree']:.0%} | {x['agree_prefix']} | {x['kl']:.4f} |" if x["kl"] is not None else f" {x['agree']:.0%} | {x['agree_prefix']} | - |"
         print(line)
     for m in modes:
         sm = summary[m]
         extra = (f"; greedy agreement with exact {sm['agree_mean']:.1%} of the first {args.agree_tokens} tokens, "
-                 f"{sm['identical_turns']}/{len(rows)} turns identical") if m != "exact" else ""
+                 f"{sm['identical_turns']}/{len(rows)} turns identical, mean KL(exact || {m}) "
+                 f"{sm['kl_mean']:.4f} nats (top-20)") if m != "exact" else ""
         print(f"{m}: cached {sm['cached_ratio']:.1%} of prompt tokens; TTFT median {sm['ttft_median_s']:.3f} s, "
               f"sum {sm['ttft_sum_s']:.2f} s{extra}")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
