@@ -52,8 +52,15 @@ void AtomOrderMemory::put(const std::string& key, std::vector<uint64_t> order) {
 }
 
 std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
-                                std::string_view path_hint) {
-  const std::vector<CodeRegion> regions = find_code_regions(text, path_hint);
+                                std::string_view path_hint, bool whole_text_is_file) {
+  std::vector<CodeRegion> regions = find_code_regions(text, path_hint);
+  if (regions.empty() && whole_text_is_file && !text.empty() && language_from_path(path_hint) != Language::None) {
+    CodeRegion whole;
+    whole.end = text.size();
+    whole.path = std::string(path_hint);
+    whole.lang = language_from_path(path_hint);
+    regions.push_back(std::move(whole));
+  }
   stats.regions += static_cast<int>(regions.size());
   if (regions.empty()) return std::string(text);
   std::string out;

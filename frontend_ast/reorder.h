@@ -73,7 +73,10 @@ struct ReorderStats {
 /// regions with parse errors, Language::None or a single atom are left byte-identical:
 /// a text without code comes back unchanged. `unnamed` counts regions without a path
 /// across the texts of one request (for their keys); `path_hint` as in find_code_regions.
+/// `whole_text_is_file`: a text in which no region is found is itself the file
+/// `path_hint` when that names a known language (a tool result that returns a file's
+/// bytes, e.g. {"path": ..., "content": ...}).
 std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
-                                std::string_view path_hint = "");
+                                std::string_view path_hint = "", bool whole_text_is_file = false);
 
 }  // namespace swz::frontend_ast

@@ -79,6 +79,36 @@ TEST(CacheModeHttp, ReorderByFieldOrHeaderInBothWireFormats) {
   EXPECT_EQ(st->get_header_value(swz::server::kCacheModeHeader), "reorder");
 }
 
+TEST(CacheModeHttp, CodeInsideAJsonToolResult) {
+  Running s;
+  auto messages = [](const std::string& first_body) {
+    const json result = {{"path", "lib/calc.py"},
+                         {"content", "import math\n\n\ndef a():\n    return " + first_body + "\n\n\ndef b():\n    return 2\n"}};
+    return json::array({{{"role", "user"}, {"content", "Read lib/calc.py"}},
+                        {{"role", "assistant"},
+                         {"content", nullptr},
+                         {"tool_calls", json::array({{{"id", "call_1"},
+                                                      {"type", "function"},
+                                                      {"function", {{"name", "read"}, {"arguments", "{}"}}}}})}},
+                        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", result.dump(2)}}});
+  };
+  auto send = [&](const json& msgs) {
+    json body = {{"messages", msgs}, {"swizzle_cache_mode", "reorder"}};
+    auto r = s.post("/v1/chat/completions", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  };
+  const json first = messages("1");
+  send(first);
+  // Nothing moved: the JSON text is left exactly as sent (its 2-space indentation included).
+  EXPECT_EQ(s.engine.last_prompt.messages.back().content, first[2]["content"].get<std::string>());
+  send(messages("10"));
+  const json got = json::parse(s.engine.last_prompt.messages.back().content);
+  EXPECT_EQ(got["path"], "lib/calc.py");
+  EXPECT_EQ(got["content"],
+            "import math\n\n\ndef b():\n    return 2\n# [lib/calc.py, out of file order]\ndef a():\n    return 10\n\n\n");
+}
+
 TEST(CacheModeHttp, PromptWithoutCodeIsByteIdenticalInReorder) {
   Running s;
   const std::string prose = "Tell me about the weather in Lisbon.\n1. briefly\n2. kindly\n";
