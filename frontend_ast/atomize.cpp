@@ -31,6 +31,7 @@ namespace {
 constexpr int kMaxLineBlock = 40;   // lines per fallback block
 constexpr size_t kCacheEntries = 512;
 constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
+constexpr uint64_t kParseTimeoutUs = 500'000;  // a pathological input becomes line blocks
 
 struct Anchor {
   int line;
@@ -202,8 +203,11 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
   TSTree* tree = nullptr;
   if (grammar && code.size() < UINT32_MAX) {
     thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
-    if (ts_parser_set_language(parser.get(), grammar))
+    ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
+    if (ts_parser_set_language(parser.get(), grammar)) {
       tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
+      if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
+    }
   }
   if (tree) {
     TSNode root = ts_tree_root_node(tree);
