@@ -477,6 +477,9 @@ def run_modes(args, sessions, pkg, scale, gguf):
            "project": f"{agent_sessions.PROJECT} {importlib.metadata.version(agent_sessions.PROJECT)}",
            "sessions": [{"name": s.name, "description": s.description, "turns": len(s.turns)} for s in sessions],
            "rows": rows, "summary": summary}
+    for r in rows:  # the per-token top-20 lists served the KL above; the JSON keeps the figures
+        for m in modes:
+            r[m].pop("top_logprobs", None)
     path = args.json or os.path.join(ROOT, "bench", "results", f"cache-modes-{res['date']}-{commit}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
