@@ -235,6 +235,57 @@ def build_sessions(scale: float = 1.0) -> list:
     return sessions
 
 
+def build_edit_twice_session(scale: float = 1.0) -> Session:
+    """'edit-pinned-twice' (cache-mode comparison of bench_prefix_cache.py --modes): as
+    'edit-pinned-turn3', and at turn 5 the agent edits the same function of the pinned
+    encoding.py again (the check the task asks for), so the pinned section changes twice.
+    The case `reorder` is for: after the first edit the edited function sits at the end of
+    its file's region, so the second edit keeps the rest of the file cached."""
+    version = importlib.metadata.version(PROJECT)
+    system = SYSTEM.format(project=PROJECT, version=version, tools=json.dumps(TOOLS, indent=1))
+    big = max(400, int(6000 * scale))
+    small = max(200, int(1500 * scale))
+    enc = read("encoding.py")
+    first_old = '    string += b"=" * (-len(string) % 4)\n'
+    first_new = '    # Restore the padding that base64_encode strips.\n' + first_old
+    assert first_old in enc
+    enc1 = enc.replace(first_old, first_new, 1)
+    second_new = ('    if string.strip(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_="):\n'
+                  '        raise BadData("Invalid base64-encoded data")\n') + first_new
+    enc2 = enc1.replace(first_new, second_new, 1)
+    _, diff1 = edit("encoding.py", first_old, first_new)
+    diff2 = f"--- a/{PROJECT}/encoding.py\n+++ b/{PROJECT}/encoding.py\n" + "".join(
+        "+" + l + "\n" for l in second_new.splitlines()[:2])
+    files = {"encoding.py": enc, "exc.py": read("exc.py")}
+    task = ("Task: base64_decode should reject input that contains characters outside the URL-safe "
+            "alphabet with BadData instead of silently ignoring them. Add the check and a test.\n\n"
+            "Pinned files:\n")
+    signer = read("signer.py")
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": task + pinned(files)}]
+    s = Session("edit-pinned-twice", "as 'edit-pinned-turn3', with a second edit of the same function at turn 5")
+    s.turns.append(list(msgs))
+    steps = [
+        (tool_call("list_dir", path=PROJECT), tool_result("list_dir", listing())),
+        (tool_call("apply_patch", diff=diff1), tool_result("apply_patch", f"Applied 1 hunk to {PROJECT}/encoding.py.")),
+        (tool_call("grep", pattern="base64_decode", path=PROJECT),
+         tool_result("grep", grep(r"base64_decode", ["encoding.py", "signer.py", "serializer.py"], small))),
+        (tool_call("apply_patch", diff=diff2), tool_result("apply_patch", f"Applied 1 hunk to {PROJECT}/encoding.py.")),
+        (tool_call("read_file", path=f"{PROJECT}/signer.py", start=1, end=120),
+         tool_result("read_file", cut(numbered(signer, 1, 120), big))),
+        (tool_call("run_tests", args="-q tests/test_encoding.py"), tool_result("run_tests", pytest_log(62, [], 0.39))),
+        (tool_call("read_file", path=f"{PROJECT}/timed.py", start=1, end=80),
+         tool_result("read_file", cut(numbered(read("timed.py"), 1, 80), big))),
+    ]
+    for turn, step in enumerate(steps, start=2):
+        if turn == 3:
+            msgs[1] = {"role": "user", "content": task + pinned(dict(files, **{"encoding.py": enc1}))}
+        if turn == 5:
+            msgs[1] = {"role": "user", "content": task + pinned(dict(files, **{"encoding.py": enc2}))}
+        msgs += list(step)
+        s.turns.append(list(msgs))
+    return s
+
+
 if __name__ == "__main__":
     for sess in build_sessions():
         sizes = [sum(len(m["content"]) for m in t) for t in sess.turns]

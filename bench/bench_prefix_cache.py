@@ -34,7 +34,12 @@ Setup (once; the server extras are for this benchmark only, not in requirements.
 Usage:
   .venv/bin/python bench/bench_prefix_cache.py [--gguf PATH] [--ctx 8192] [--max-tokens 16]
       [--threads N] [--prices bench/prices.json] [--no-cold] [--sessions feature,review]
-      [--max-turns N] [--no-peer] [--json OUT]
+      [--max-turns N] [--no-peer] [--json OUT] [--modes exact,reorder [--agree-tokens 64]]
+With --modes: no peer; each cache mode (server/cache_mode.h) on a fresh swizzle server over
+the sessions plus 'edit-pinned-twice' (agent_sessions.build_edit_twice_session): cached
+ratio and TTFT per turn, greedy agreement of the first 64 tokens with exact and mean KL
+of the next-token distributions (top 20); JSON to
+bench/results/cache-modes-<date>-<commit>.json.
 Default GGUF: SmolLM2-135M-Instruct Q4_1 (8192-token context); the Qwen2.5-Coder-0.5B GGUF
 (scripts/fetch-qwen.sh) works too (--ctx up to 32768; the sessions fit in 8192 either way).
 Prints a markdown table and writes JSON to bench/results/prefix-cache-<date>-<commit>.json.
@@ -45,6 +50,7 @@ import argparse
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import re
@@ -120,16 +126,18 @@ class Proc:
         self.log_file.close()
 
 
-def stream_chat(base: str, messages, max_tokens: int, include_usage: bool):
-    """One streamed greedy chat completion; returns timings, text chunks, usage, headers."""
+def stream_chat(base: str, messages, max_tokens: int, include_usage: bool, extra: dict | None = None):
+    """One streamed greedy chat completion; returns timings, text chunks, usage, headers, and
+    (with extra={"logprobs": True}) the generated tokens' strings from the logprobs entries."""
     body = {"model": "bench", "messages": messages, "temperature": 0, "max_tokens": max_tokens, "stream": True}
+    body.update(extra or {})
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     t0 = time.perf_counter()
     r = requests.post(base + "/v1/chat/completions", json=body, stream=True, timeout=1800)
     if r.status_code != 200:
         raise RuntimeError(f"{base}: HTTP {r.status_code}: {r.text[:500]}")
-    ttft, usage, chunks, finish_t = None, None, 0, None
+    ttft, usage, chunks, finish_t, tokens, tops = None, None, 0, None, [], []
     for line in r.iter_lines(decode_unicode=True):
         if not line or not line.startswith("data: "):
             continue
@@ -142,6 +150,9 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool):
         if ev.get("usage"):
             usage = ev["usage"]
         for ch in ev.get("choices") or []:
+            for e in (ch.get("logprobs") or {}).get("content") or []:
+                tokens.append(e["token"])
+                tops.append({t["token"]: t["logprob"] for t in e.get("top_logprobs") or []})
             if (ch.get("delta") or {}).get("content"):
                 chunks += 1
                 if ttft is None:
@@ -150,7 +161,7 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool):
                 finish_t = time.perf_counter() - t0
     total = time.perf_counter() - t0
     return {"ttft_s": ttft if ttft is not None else (finish_t or total), "total_s": total, "content_chunks": chunks,
-            "usage": usage, "headers": dict(r.headers)}
+            "usage": usage, "headers": dict(r.headers), "tokens": tokens, "top_logprobs": tops}
 
 
 def cost(prices: dict, prompt: int, cached: int, output: int) -> Decimal:
@@ -206,6 +217,10 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--package", default=None, help="a compiled .swz of --gguf (default: compiled now)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--modes", default=None,
+                    help="comma-separated cache modes (e.g. exact,reorder): instead of the peer comparison, run every "
+                         "session once per mode, each mode on a fresh swizzle server, and compare with exact")
+    ap.add_argument("--agree-tokens", type=int, default=64, help="--modes: greedy tokens compared with exact per turn")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally) when killed
     gguf = os.path.abspath(args.gguf or models.default_gguf())
@@ -227,6 +242,9 @@ def main():
         pkg = os.path.join(tmp, "model.swz")
         subprocess.run([os.path.join(args.build, "compiler", "swizzlec"), "compile", gguf, "--target", "cpu", "-o", pkg],
                        check=True, stdout=subprocess.DEVNULL)
+    if args.modes:
+        run_modes(args, sessions, pkg, scale, gguf)
+        return
     servers = {}
     try:
         port = free_port()
@@ -343,6 +361,126 @@ def main():
            "rows": rows, "summary": summary, "swizzle_ledger": ledger,
            "swizzle_metrics": [l for l in metrics.splitlines() if l.startswith("swizzle_prefix_cache")]}
     path = args.json or os.path.join(ROOT, "bench", "results", f"prefix-cache-{res['date']}-{commit}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    print(f"wrote {path}")
+
+
+def run_modes(args, sessions, pkg, scale, gguf):
+    """The cache-mode comparison (issue 15 item 3): per mode a fresh `swizzle-rt serve`, every
+    session's turns in order as streamed greedy chat completions with "swizzle_cache_mode",
+    max_tokens = --agree-tokens and logprobs (for the generated tokens). Per turn: cached-token
+    ratio (usage; the X-Swizzle-Cache-Hit-Tokens header and the reported mode are checked),
+    TTFT, and for modes other than exact the greedy agreement with exact's answer to the same
+    turn: the fraction of the first N token positions where both generated the same token,
+    and the length of the common token prefix, and the mean KL divergence of the next-token
+    distributions (top_logprobs 20) over the positions generated from the same text."""
+    modes = args.modes.split(",")
+    if "exact" not in modes:
+        modes.insert(0, "exact")
+    sessions = list(sessions) + [agent_sessions.build_edit_twice_session(scale)]
+    if args.sessions:
+        sessions = [s for s in sessions if s.name in args.sessions.split(",")]
+    if args.max_turns:
+        for s in sessions:
+            s.turns = s.turns[:args.max_turns]
+    runs = {}
+    for mode in modes:
+        port = free_port()
+        srv = Proc([os.path.join(args.build, "server", "swizzle-rt"), "serve", pkg, "--host", "127.0.0.1", "--port",
+                    str(port), "-c", str(args.ctx), "-t", str(args.threads), "-q"], f"swizzle-{mode}")
+        base = f"http://127.0.0.1:{port}"
+        try:
+            srv.wait_ready(base + "/health")
+            for s in sessions:
+                for i, msgs in enumerate(s.turns, 1):
+                    r = stream_chat(base, msgs, args.agree_tokens, include_usage=True,
+                                    extra={"swizzle_cache_mode": mode, "logprobs": True, "top_logprobs": 20})
+                    u = r["usage"]
+                    assert r["headers"]["X-Swizzle-Cache-Mode"] == mode and u["swizzle_cache_mode"] == mode, (mode, u)
+                    cached = u["prompt_tokens_details"]["cached_tokens"]
+                    assert int(r["headers"]["X-Swizzle-Cache-Hit-Tokens"]) == cached
+                    runs[(mode, s.name, i)] = {"prompt_tokens": u["prompt_tokens"], "cached_tokens": cached,
+                                               "cached_ratio": cached / u["prompt_tokens"], "ttft_s": r["ttft_s"],
+                                               "tokens": r["tokens"], "top_logprobs": r["top_logprobs"]}
+                    print(f"{mode} {s.name} turn {i}: {cached}/{u['prompt_tokens']} ttft {r['ttft_s']:.3f}s",
+                          file=sys.stderr)
+        finally:
+            srv.stop()
+
+    def agreement(a, b, n):
+        a, b = a[:n], b[:n]
+        same = sum(x == y for x, y in zip(a, b))
+        prefix = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        return same / max(len(a), len(b), 1), prefix
+
+    def mean_kl(ref, other, n_same):
+        """Mean KL(exact || mode) of the next-token distributions over the positions both
+        generated from the same text (up to and including the first disagreement), each over
+        exact's top-20 tokens: a token missing from the mode's top 20 gets the mode's 20th
+        logprob (so the figure is a lower bound where that happens)."""
+        kls = []
+        for p, q in list(zip(ref, other))[:n_same + 1]:
+            if not p or not q:
+                continue
+            floor = min(q.values())
+            kls.append(sum(math.exp(lp) * (lp - q.get(t, floor)) for t, lp in p.items()))
+        return statistics.mean(kls) if kls else None
+
+    rows = []
+    for s in sessions:
+        for i in range(1, len(s.turns) + 1):
+            row = {"session": s.name, "turn": i}
+            for mode in modes:
+                x = dict(runs[(mode, s.name, i)])
+                if mode != "exact":
+                    ref = runs[("exact", s.name, i)]
+                    x["agree"], x["agree_prefix"] = agreement(x["tokens"], ref["tokens"], args.agree_tokens)
+                    x["kl"] = mean_kl(ref["top_logprobs"], x["top_logprobs"], x["agree_prefix"])
+                row[mode] = x
+            rows.append(row)
+    summary = {}
+    for mode in modes:
+        xs = [r[mode] for r in rows]
+        p, c = sum(x["prompt_tokens"] for x in xs), sum(x["cached_tokens"] for x in xs)
+        summary[mode] = {"cached_ratio": c / p, "ttft_median_s": statistics.median(x["ttft_s"] for x in xs),
+                         "ttft_sum_s": sum(x["ttft_s"] for x in xs)}
+        if mode != "exact":
+            summary[mode]["agree_mean"] = statistics.mean(x["agree"] for x in xs)
+            summary[mode]["identical_turns"] = sum(x["agree"] == 1.0 for x in xs)
+            kls = [x["kl"] for x in xs if x["kl"] is not None]
+            summary[mode]["kl_mean"] = statistics.mean(kls) if kls else None
+    head = "| session | turn |" + "".join(f" {m} prompt | {m} cached | {m} TTFT s |" + (" agree | prefix | KL |" if m != "exact" else "")
+                                       for m in modes)
+    print(head)
+    print("|---|---|" + "".join("---|---|---|" + ("---|---|---|" if m != "exact" else "") for m in modes))
+    for r in rows:
+        line = f"| {r['session']} | {r['turn']} |"
+        for m in modes:
+            x = r[m]
+            line += f" {x['prompt_tokens']} | {x['cached_ratio']:.0%} | {x['ttft_s']:.3f} |"
+            if m != "exact":
+                line += f" {x['agree']:.0%} | {x['agree_prefix']} | {x['kl']:.4f} |" if x["kl"] is not None else f" {x['agree']:.0%} | {x['agree_prefix']} | - |"
+        print(line)
+    for m in modes:
+        sm = summary[m]
+        extra = (f"; greedy agreement with exact {sm['agree_mean']:.1%} of the first {args.agree_tokens} tokens, "
+                 f"{sm['identical_turns']}/{len(rows)} turns identical, mean KL(exact || {m}) "
+                 f"{sm['kl_mean']:.4f} nats (top-20)") if m != "exact" else ""
+        print(f"{m}: cached {sm['cached_ratio']:.1%} of prompt tokens; TTFT median {sm['ttft_median_s']:.3f} s, "
+              f"sum {sm['ttft_sum_s']:.2f} s{extra}")
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = {"date": datetime.date.today().isoformat(), "commit": commit,
+           "machine": f"{platform.machine()} {os.cpu_count()} cores", "gguf": os.path.basename(gguf), "ctx": args.ctx,
+           "agree_tokens": args.agree_tokens, "threads": args.threads, "modes": modes, "tool_output_scale": scale,
+           "project": f"{agent_sessions.PROJECT} {importlib.metadata.version(agent_sessions.PROJECT)}",
+           "sessions": [{"name": s.name, "description": s.description, "turns": len(s.turns)} for s in sessions],
+           "rows": rows, "summary": summary}
+    for r in rows:  # the per-token top-20 lists served the KL above; the JSON keeps the figures
+        for m in modes:
+            r[m].pop("top_logprobs", None)
+    path = args.json or os.path.join(ROOT, "bench", "results", f"cache-modes-{res['date']}-{commit}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(res, f, indent=1)

@@ -268,6 +268,7 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   if (const json* sys = json_field(body, "system")) parse_system(*sys, r);
   parse_messages(required(body, "messages", "messages"), r);
   parse_tools(body, r);
+  if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;  // extension (cache_mode.h)
   if (const json* th = json_field(body, "thinking")) {
     if (!th->is_object()) wrong_type("thinking", "an object", *th);
     std::string type = get_string(required(*th, "type", "thinking.type"), "thinking.type");
@@ -366,12 +367,14 @@ json anthropic_error_body(const ApiError& e) {
   return {{"type", "error"}, {"error", {{"type", anthropic_error_type(e.status)}, {"message", msg}}}};
 }
 
-json anthropic_usage(int prompt_tokens, int cached_tokens, int output_tokens) {
+json anthropic_usage(int prompt_tokens, int cached_tokens, int output_tokens, const char* cache_mode) {
   const int creation = prompt_tokens - cached_tokens;  // evaluated now, and kept by the engine's cache
-  return {{"input_tokens", prompt_tokens - cached_tokens - creation},
-          {"cache_creation_input_tokens", creation},
-          {"cache_read_input_tokens", cached_tokens},
-          {"output_tokens", output_tokens}};
+  json u = {{"input_tokens", prompt_tokens - cached_tokens - creation},
+            {"cache_creation_input_tokens", creation},
+            {"cache_read_input_tokens", cached_tokens},
+            {"output_tokens", output_tokens}};
+  if (cache_mode) u["swizzle_cache_mode"] = cache_mode;
+  return u;
 }
 
 std::string anthropic_sse_event(const json& payload) {
@@ -398,11 +401,15 @@ std::vector<int32_t> tokenize_prompt(engine::Engine& engine, const engine::ChatP
 }  // namespace
 
 AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
-                                                       const std::function<void(engine::GenerateRequest&)>& scope) {
+                                                       const std::function<void(engine::GenerateRequest&)>& scope,
+                                                       const std::string& mode_header) {
   if (cancelled_) throw shutting_down_error();
   Prepared p;
   p.req = parse_messages_request(body);
-  p.gen.prompt = tokenize_prompt(engine_, p.req.prompt);
+  p.cache_mode = resolve_cache_mode(p.req.cache_mode ? &*p.req.cache_mode : nullptr, mode_header, cache_policy_);
+  engine::ChatPrompt prompt = p.req.prompt;
+  p.reorder = apply_cache_mode(p.cache_mode, prompt.messages, cache_policy_);
+  p.gen.prompt = tokenize_prompt(engine_, prompt);
   const int n_ctx = engine_.info().n_ctx;
   const int n_prompt = static_cast<int>(p.gen.prompt.size());
   if (n_prompt + 1 > n_ctx) {
@@ -531,7 +538,7 @@ AnthropicMessages::Outcome AnthropicMessages::complete(const Prepared& p, json& 
           {"content", std::move(sink.content)},
           {"stop_reason", o.stop_reason},
           {"stop_sequence", o.stop_sequence.empty() ? json(nullptr) : json(o.stop_sequence)},
-          {"usage", anthropic_usage(r.prompt_tokens, r.cached_tokens, r.completion_tokens)}};
+          {"usage", anthropic_usage(r.prompt_tokens, r.cached_tokens, r.completion_tokens, frontend_ast::cache_mode_name(p.cache_mode).data())}};
   return o;
 }
 
@@ -580,7 +587,7 @@ AnthropicMessages::Outcome AnthropicMessages::stream(const Prepared& p,
                   {"content", json::array()},
                   {"stop_reason", nullptr},
                   {"stop_sequence", nullptr},
-                  {"usage", anthropic_usage(a.prompt_tokens(), a.cached_tokens(), 0)}}}};
+                  {"usage", anthropic_usage(a.prompt_tokens(), a.cached_tokens(), 0, frontend_ast::cache_mode_name(p.cache_mode).data())}}}};
   if (!ev.send(start)) {
     o.client_gone = true;
     return o;
@@ -607,7 +614,7 @@ AnthropicMessages::Outcome AnthropicMessages::stream(const Prepared& p,
   json delta = {{"type", "message_delta"},
                 {"delta", {{"stop_reason", o.stop_reason},
                            {"stop_sequence", o.stop_sequence.empty() ? json(nullptr) : json(o.stop_sequence)}}},
-                {"usage", anthropic_usage(r.prompt_tokens, r.cached_tokens, r.completion_tokens)}};
+                {"usage", anthropic_usage(r.prompt_tokens, r.cached_tokens, r.completion_tokens, frontend_ast::cache_mode_name(p.cache_mode).data())}};
   if (!ev.send(delta) || !ev.send({{"type", "message_stop"}})) o.client_gone = true;
   return o;
 }
@@ -687,9 +694,10 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     try {
       if (!running) throw shutting_down_error();
       check_version(req);
-      p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(req.body, [&](engine::GenerateRequest& g) {
-        if (hooks.cache_scope) hooks.cache_scope(req, g);
-      }));
+      p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(
+          req.body, [&](engine::GenerateRequest& g) { if (hooks.cache_scope) hooks.cache_scope(req, g); },
+          req.get_header_value(kCacheModeHeader)));
+      set_header(res, kCacheModeHeader, std::string(frontend_ast::cache_mode_name(p->cache_mode)));
       if (hooks.admitted) hooks.admitted(req, *p->admission);
       if (!p->req.stream) {
         json body;

@@ -18,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "cache_mode.h"
 #include <vector>
 
 namespace httplib {
@@ -40,6 +42,8 @@ struct MessagesRequest {
   /// tool-call parser before the generated text.
   std::string forced_prefix;
   int dropped_billing_blocks = 0;      ///< Claude Code's per-request billing-header system blocks removed
+  /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
+  std::optional<nlohmann::json> cache_mode;
 };
 
 /// Parses and validates a Messages request body. `count_tokens`: the body of
@@ -65,7 +69,8 @@ nlohmann::json anthropic_error_body(const ApiError& e);
 /// prefix cache: prompt - cached, since the engine keeps every evaluated token),
 /// cache_read_input_tokens (= cached), output_tokens. The three input counts add up to
 /// the prompt's token count, as in Anthropic's API.
-nlohmann::json anthropic_usage(int prompt_tokens, int cached_tokens, int output_tokens);
+/// `cache_mode` non-null: also "swizzle_cache_mode" (cache_mode.h).
+nlohmann::json anthropic_usage(int prompt_tokens, int cached_tokens, int output_tokens, const char* cache_mode = nullptr);
 
 /// One SSE event: "event: <type>\ndata: <compact JSON>\n\n".
 std::string anthropic_sse_event(const nlohmann::json& payload);
@@ -81,14 +86,21 @@ class AnthropicMessages {
     std::shared_ptr<engine::Admission> admission;  ///< cached-prefix counts known before any byte
     std::string id;                                ///< msg_...
     TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
+    frontend_ast::CacheMode cache_mode = frontend_ast::CacheMode::Exact;  ///< the mode used (cache_mode.h)
+    frontend_ast::ReorderStats reorder;  ///< what `reorder` did to the messages (zero for exact)
   };
+
+  /// The server default mode and the shared atom-order memory (cache_mode.h).
+  void set_cache_policy(CacheModePolicy policy) { cache_policy_ = std::move(policy); }
 
   /// Parses, templates, tokenizes, checks the context (prompt + 1 <= n_ctx, else 400
   /// "prompt is too long: N tokens > M maximum", Anthropic's wording, which Claude Code
   /// reads), admits. Throws ApiError; 503 (overloaded_error) once cancel_all() was called.
   /// `scope`, when set, fills the request's disk tier fields before admission (as
-  /// ChatCompletions::prepare).
-  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {});
+  /// ChatCompletions::prepare). `mode_header`: the X-Swizzle-Cache-Mode request header
+  /// ("" if absent); the mode is resolved and applied before templating (cache_mode.h).
+  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {},
+                   const std::string& mode_header = "");
 
   /// /v1/messages/count_tokens: the prompt's token count, as prepare() would make it.
   int count_tokens(std::string_view body);
@@ -126,6 +138,7 @@ class AnthropicMessages {
   Outcome generate(const Prepared& p, Sink& sink);
   engine::Engine& engine_;
   std::atomic<bool> cancelled_{false};
+  CacheModePolicy cache_policy_;
 };
 
 /// Registers POST /v1/messages and POST /v1/messages/count_tokens on `http`. `log`

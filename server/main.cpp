@@ -3,7 +3,7 @@
 //                    [--api-keys-file FILE] [--admin-key KEY] [--prices prices.json]
 //                    [--kv-pages N] [--cache-ttl S] [--cache-host-mb M] [--cache-dir DIR]
 //                    [--cache-disk-mb M] [--no-prefix-cache] [--shutdown-grace S]
-//                    [--parallel N] [--batch-tokens N] [--max-queue N]
+//                    [--parallel N] [--batch-tokens N] [--max-queue N] [--cache-mode exact|reorder]
 //   swizzle-rt run   model.swz -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M]
 //                    [--seed S] [--chat|--raw] [--system TEXT]
 //                    [--receipts KEYFILE] [--key-store FILE]
@@ -46,6 +46,7 @@ struct SpecFlags {
   int draft_max = 16;
 };
 SpecFlags g_spec;
+std::string g_cache_mode = "exact";  ///< serve --cache-mode (frontend_ast::parse_cache_mode names)
 /// --cache-key: the disk tier's master key file ("" = DIR.key beside --cache-dir DIR).
 std::string g_cache_key_path;
 
@@ -185,6 +186,7 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   // tokens: leave room for them and for /health, /metrics and other quick requests.
   so.http_threads = http_threads > 0 ? http_threads : cache_opts.parallel + cache_opts.max_queue + 8;
   so.shutdown_grace_s = shutdown_grace_s;
+  so.cache_mode = *swz::frontend_ast::parse_cache_mode(g_cache_mode);  // checked by the option's validator
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
     so.log = [mu](const std::string& line) {
@@ -393,6 +395,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
+  serve_cmd
+      ->add_option("--cache-mode", g_cache_mode,
+                   "prompt cache mode of requests that name none (field swizzle_cache_mode / header "
+                   "X-Swizzle-Cache-Mode): exact (prompt untouched) or reorder (code atoms in a canonical order; "
+                   "docs/server.md)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "exact" || v == "reorder") return "";
+            if (v == "approx") return "cache mode 'approx' is not implemented (use exact or reorder)";
+            return "expected exact or reorder, got '" + v + "'";
+          },
+          "exact|reorder"))
+      ->capture_default_str();
   serve_cmd->add_option("--receipts", accounts.receipts_key,
                         "sign an execution receipt for every response with this Ed25519 key (swizzle-rt keygen; "
                         "docs/receipts.md)")

@@ -357,13 +357,15 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     }
   }
   if (const json* v = json_field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
+  if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;                           // extension
   parse_tools(body, r);
   reject_unsupported(body);
   return r;
 }
 
-json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int spec_drafted, int spec_accepted) {
-  return {{"prompt_tokens", prompt_tokens},
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int spec_drafted, int spec_accepted,
+                const char* cache_mode) {
+  json u = {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}},
@@ -371,6 +373,8 @@ json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int
            {{"reasoning_tokens", 0},
             {"accepted_prediction_tokens", spec_accepted},
             {"rejected_prediction_tokens", spec_drafted - spec_accepted}}}};
+  if (cache_mode) u["swizzle_cache_mode"] = cache_mode;
+  return u;
 }
 
 const char* finish_reason_name(engine::FinishReason reason, bool stop_sequence_hit) {
@@ -424,13 +428,16 @@ json tool_call_json(const ParsedToolCall& c, const std::string& id, int index) {
 ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
 
 ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
-                                                   const std::function<void(engine::GenerateRequest&)>& scope) {
+                                                   const std::function<void(engine::GenerateRequest&)>& scope,
+                                                   const std::string& mode_header) {
   Prepared p;
   p.received = TokenClock::Clock::now();
   p.req = parse_chat_request(body);
+  p.cache_mode = resolve_cache_mode(p.req.cache_mode ? &*p.req.cache_mode : nullptr, mode_header, cache_policy_);
   try {
     engine::ChatPrompt prompt;
     prompt.messages = p.req.messages;
+    p.reorder = apply_cache_mode(p.cache_mode, prompt.messages, cache_policy_);
     prompt.tools = p.req.tools;
     prompt.continue_final_message = p.req.continue_final_message;
     prompt.assistant_prefix = p.req.forced_prefix;
@@ -600,7 +607,8 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
           {"model", engine_.info().id},
           {"system_fingerprint", nullptr},
           {"choices", std::move(choices)},
-          {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted)}};
+          {"usage", usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted,
+                               frontend_ast::cache_mode_name(p.cache_mode).data())}};
   return o;
 }
 
@@ -669,7 +677,8 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
               {"system_fingerprint", nullptr},
               {"choices", json::array()},
               {"usage", usage_json(o.result.prompt_tokens, o.result.completion_tokens, o.result.cached_tokens,
-                                   o.result.spec_drafted, o.result.spec_accepted)}};
+                                   o.result.spec_drafted, o.result.spec_accepted,
+                                   frontend_ast::cache_mode_name(p.cache_mode).data())}};
     if (!send(u)) return o;
   }
   if (before_done) before_done(o);

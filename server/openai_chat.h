@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "cache_mode.h"
 #include <vector>
 
 namespace swz::server {
@@ -41,6 +43,8 @@ struct ChatRequest {
   bool continue_final_message = false;            ///< the last message is the assistant's: continue it
   int n = 1;                                      ///< choices to generate (1..kMaxChoices)
   int logprobs = -1;                              ///< -1: none; else top_logprobs (logprobs: true, 0..20)
+  /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
+  std::optional<nlohmann::json> cache_mode;
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
@@ -65,9 +69,9 @@ bool get_bool(const nlohmann::json& v, const std::string& param);
 /// accepted_prediction_tokens, rejected_prediction_tokens}}. The prediction counts are
 /// speculative decoding's accepted and rejected draft tokens (OpenAI's fields for its
 /// Predicted Outputs, the same mechanism; unlike OpenAI, rejected drafts are not part of
-/// completion_tokens).
+/// completion_tokens). `cache_mode` non-null: also "swizzle_cache_mode" (cache_mode.h).
 nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens, int spec_drafted = 0,
-                          int spec_accepted = 0);
+                          int spec_accepted = 0, const char* cache_mode = nullptr);
 
 /// "stop" | "length" (the engine's Cancelled happens on a stop sequence or a vanished
 /// client; the former is reported as "stop", the latter never reaches a client).
@@ -101,7 +105,12 @@ class ChatCompletions {
     std::string id;               ///< chatcmpl-...
     int64_t created = 0;          ///< unix seconds
     TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
+    frontend_ast::CacheMode cache_mode = frontend_ast::CacheMode::Exact;  ///< the mode used (cache_mode.h)
+    frontend_ast::ReorderStats reorder;  ///< what `reorder` did to the messages (zero for exact)
   };
+
+  /// The server default mode and the shared atom-order memory (cache_mode.h).
+  void set_cache_policy(CacheModePolicy policy) { cache_policy_ = std::move(policy); }
 
   /// Parses, templates, tokenizes and checks the context: prompt tokens + 1 must fit in
   /// n_ctx (room for at least one generated token), else 400 code
@@ -111,7 +120,10 @@ class ChatCompletions {
   /// "length". Throws ApiError; engine::InvalidRequest becomes a 400. `scope`, when set,
   /// fills the request's prefix-cache disk tier fields (GenerateRequest::disk_cache,
   /// cache_tenant: GenerationHooks::cache_scope) before admission.
-  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {});
+  /// `mode_header`: the X-Swizzle-Cache-Mode request header ("" if absent); the mode is
+  /// resolved and applied to the messages before templating (cache_mode.h; 400 for approx).
+  Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {},
+                   const std::string& mode_header = "");
 
   struct Outcome {
     /// All choices together: prompt and cached tokens once (choice 0's), completion
@@ -169,6 +181,7 @@ class ChatCompletions {
                        const std::function<bool(nlohmann::json, std::vector<engine::TokenLogprobs>)>& deliver);
   engine::Engine& engine_;
   std::atomic<bool> cancelled_{false};
+  CacheModePolicy cache_policy_;
 };
 
 }  // namespace swz::server

@@ -123,6 +123,12 @@ struct Server::Impl {
       store = std::make_unique<KeyStore>(opts.key_store, opts.key_store_recheck_ms);
       store->note = [this](const std::string& line) { log(line); };
     }
+    if (opts.cache_mode == frontend_ast::CacheMode::Approx)
+      throw std::invalid_argument("cache mode 'approx' is not implemented (use exact or reorder)");
+    CacheModePolicy policy;  // one atom-order memory for both wire formats
+    policy.default_mode = opts.cache_mode;
+    chat.set_cache_policy(policy);
+    anthropic.set_cache_policy(policy);
     // From here on the keys exist only as digests inside `keys`.
     opts.api_key.clear();
     opts.api_keys.clear();
@@ -251,9 +257,10 @@ struct Server::Impl {
     std::shared_ptr<ChatCompletions::Prepared> p;
     try {
       if (!running) throw shutting_down_error();
-      p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(req.body, [&](engine::GenerateRequest& g) {
-        if (hooks.cache_scope) hooks.cache_scope(req, g);
-      }));
+      p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(
+          req.body, [&](engine::GenerateRequest& g) { if (hooks.cache_scope) hooks.cache_scope(req, g); },
+          req.get_header_value(kCacheModeHeader)));
+      set_unique_header(res, kCacheModeHeader, std::string(frontend_ast::cache_mode_name(p->cache_mode)));
     } catch (const ApiError& e) {
       send_error(res, e);
       log_request(req, res.status, nullptr, ms_since(t0));

@@ -15,6 +15,7 @@
 
 #include "api_keys.h"
 #include "engine/engine.h"
+#include "frontend_ast/reorder.h"
 #include "ledger.h"
 
 #include <chrono>
@@ -44,6 +45,9 @@ struct ServerOptions {
   /// Execution receipts: non-null = every successful generation response carries one
   /// signed by this signer (receipt.h, docs/receipts.md). `swizzle-rt serve --receipts`.
   std::shared_ptr<const ReceiptSigner> receipts;
+  /// The cache mode of requests that name none (cache_mode.h; `swizzle-rt serve
+  /// --cache-mode`). Approx is refused by the constructor (std::invalid_argument).
+  frontend_ast::CacheMode cache_mode = frontend_ast::CacheMode::Exact;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };

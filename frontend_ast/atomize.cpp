@@ -1,0 +1,281 @@
+#include "frontend_ast/atomize.h"
+
+#include <tree_sitter/api.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+namespace swz::frontend_ast {
+
+std::string_view atom_kind_name(AtomKind kind) {
+  switch (kind) {
+    case AtomKind::Import: return "import";
+    case AtomKind::Definition: return "definition";
+    case AtomKind::Class: return "class";
+    case AtomKind::Function: return "function";
+    case AtomKind::Lines: break;
+  }
+  return "lines";
+}
+
+uint64_t content_hash(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+namespace {
+
+constexpr int kMaxLineBlock = 40;   // lines per fallback block
+constexpr size_t kCacheEntries = 512;
+constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
+constexpr uint64_t kParseTimeoutUs = 500'000;  // a pathological input becomes line blocks
+
+struct Anchor {
+  int line;
+  AtomKind kind;
+  std::string name;
+};
+
+/// Byte offset of every line start; the code's last line need not end in '\n'.
+std::vector<size_t> line_starts(std::string_view code) {
+  std::vector<size_t> starts;
+  if (code.empty()) return starts;
+  starts.push_back(0);
+  for (size_t i = 0; i + 1 < code.size(); ++i)
+    if (code[i] == '\n') starts.push_back(i + 1);
+  return starts;
+}
+
+bool blank_line(std::string_view code, const std::vector<size_t>& starts, int line) {
+  const size_t b = starts[static_cast<size_t>(line)];
+  const size_t e = static_cast<size_t>(line) + 1 < starts.size() ? starts[static_cast<size_t>(line) + 1] : code.size();
+  for (size_t i = b; i < e; ++i)
+    if (!std::isspace(static_cast<unsigned char>(code[i]))) return false;
+  return true;
+}
+
+bool contains(const char* type, const char* part) { return std::strstr(type, part) != nullptr; }
+
+bool is_attachable(const char* t) {  // comments and attributes bind to the node below them
+  return contains(t, "comment") || std::strcmp(t, "attribute_item") == 0 || std::strcmp(t, "decorator") == 0;
+}
+
+TSNode field(TSNode n, const char* name) {
+  return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));
+}
+
+/// Unwraps decorators, templates and exports to the node that defines something.
+TSNode definition_of(TSNode n) {
+  for (int guard = 0; guard < 4; ++guard) {
+    const char* t = ts_node_type(n);
+    TSNode inner = {};
+    if (std::strcmp(t, "decorated_definition") == 0) {
+      inner = field(n, "definition");
+    } else if (std::strcmp(t, "export_statement") == 0) {
+      inner = field(n, "declaration");
+    } else if (std::strcmp(t, "template_declaration") == 0) {
+      const uint32_t k = ts_node_named_child_count(n);
+      if (k) inner = ts_node_named_child(n, k - 1);
+    }
+    if (ts_node_is_null(inner)) return n;
+    n = inner;
+  }
+  return n;
+}
+
+AtomKind classify(const char* t) {
+  if (contains(t, "import") || contains(t, "include") || contains(t, "use_declaration") || contains(t, "using_declaration") ||
+      contains(t, "package_clause") || contains(t, "package_declaration") || contains(t, "extern_crate") ||
+      std::strcmp(t, "future_import_statement") == 0)
+    return AtomKind::Import;
+  if (contains(t, "function") || contains(t, "method") || contains(t, "constructor")) return AtomKind::Function;
+  if (contains(t, "class") || contains(t, "struct") || contains(t, "interface") || contains(t, "enum") ||
+      std::strcmp(t, "impl_item") == 0 || std::strcmp(t, "trait_item") == 0 || contains(t, "namespace") ||
+      std::strcmp(t, "mod_item") == 0 || contains(t, "union") || contains(t, "record"))
+    return AtomKind::Class;
+  return AtomKind::Definition;
+}
+
+class Cutter {
+ public:
+  Cutter(std::string_view code, std::vector<size_t> starts) : code_(code), starts_(std::move(starts)) {}
+
+  int lines() const { return static_cast<int>(starts_.size()); }
+
+  /// Line blocks over [a, b): a new block after each blank line or every kMaxLineBlock lines.
+  void line_blocks(int a, int b) {
+    int block_start = -1;
+    for (int l = a; l < b; ++l) {
+      const bool new_block = block_start < 0 || l - block_start >= kMaxLineBlock ||
+                             (l > a && blank_line(code_, starts_, l - 1) && !blank_line(code_, starts_, l));
+      if (new_block) {
+        add(l, AtomKind::Lines, "");
+        block_start = l;
+      }
+    }
+  }
+
+  /// Anchors for the named children of `parent` (the tree's root, or a class body).
+  void children(TSNode parent, int depth, int min_line) {
+    const uint32_t k = ts_node_named_child_count(parent);
+    int attach_start = -1, attach_end = -1;  // rows of the comment/attribute run above the next node
+    AtomKind prev = AtomKind::Lines;
+    bool have_prev = false;
+    for (uint32_t i = 0; i < k; ++i) {
+      TSNode c = ts_node_named_child(parent, i);
+      const char* t = ts_node_type(c);
+      const int row = static_cast<int>(ts_node_start_point(c).row);
+      const int end_row = last_row(c);
+      if (is_attachable(t)) {
+        if (attach_start < 0 || row > attach_end + 1) attach_start = row;
+        attach_end = end_row;
+        continue;
+      }
+      const int anchor = attach_start >= 0 && row <= attach_end + 1 ? attach_start : row;
+      attach_start = attach_end = -1;
+      if (ts_node_is_missing(c) || std::strcmp(t, "ERROR") == 0) {
+        line_blocks(std::max(anchor, min_line), std::min(end_row + 1, lines()));
+        have_prev = false;
+        continue;
+      }
+      TSNode def = definition_of(c);
+      const AtomKind kind = classify(ts_node_type(def));
+      if (kind == AtomKind::Import && have_prev && prev == AtomKind::Import) continue;  // one import group
+      prev = kind;
+      have_prev = true;
+      if (anchor < min_line) continue;
+      add(anchor, depth > 0 && kind == AtomKind::Definition ? AtomKind::Definition : kind, name_of(def));
+      if (kind == AtomKind::Class && depth < kMaxSplitDepth) {
+        TSNode body = field(def, "body");
+        if (!ts_node_is_null(body) && members(body) >= 2) children(body, depth + 1, anchor + 1);
+      }
+    }
+  }
+
+  std::vector<Anchor> anchors;
+
+ private:
+  int last_row(TSNode n) const {
+    const TSPoint e = ts_node_end_point(n);
+    const int row = static_cast<int>(e.row);
+    return e.column == 0 && row > static_cast<int>(ts_node_start_point(n).row) ? row - 1 : row;
+  }
+
+  static uint32_t members(TSNode body) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < ts_node_named_child_count(body); ++i)
+      if (!is_attachable(ts_node_type(ts_node_named_child(body, i)))) ++n;
+    return n;
+  }
+
+  std::string name_of(TSNode def) const {
+    TSNode n = field(def, "name");
+    if (ts_node_is_null(n)) return "";
+    const uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
+    if (e <= b || e > code_.size() || e - b > 200) return "";
+    return std::string(code_.substr(b, e - b));
+  }
+
+  void add(int line, AtomKind kind, std::string name) {
+    if (line >= lines()) return;
+    if (!anchors.empty() && line <= anchors.back().line) return;  // same line as the previous atom
+    anchors.push_back({line, kind, std::move(name)});
+  }
+
+  std::string_view code_;
+  std::vector<size_t> starts_;
+};
+
+struct ParserDeleter {
+  void operator()(TSParser* p) const { ts_parser_delete(p); }
+};
+
+std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
+  auto out = std::make_shared<Atomization>();
+  out->lang = lang;
+  std::vector<size_t> starts = line_starts(code);
+  if (starts.empty()) return out;
+  Cutter cutter(code, starts);
+  const TSLanguage* grammar = ts_language(lang);
+  TSTree* tree = nullptr;
+  if (grammar && code.size() < UINT32_MAX) {
+    thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
+    ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
+    if (ts_parser_set_language(parser.get(), grammar)) {
+      tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
+      if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
+    }
+  }
+  if (tree) {
+    TSNode root = ts_tree_root_node(tree);
+    out->parsed = true;
+    out->has_error = ts_node_has_error(root);
+    cutter.children(root, 0, 0);
+    ts_tree_delete(tree);
+  } else {
+    cutter.line_blocks(0, cutter.lines());
+  }
+  std::vector<Anchor>& a = cutter.anchors;
+  if (a.empty()) a.push_back({0, AtomKind::Lines, ""});
+  a.front().line = 0;  // lines above the first node (a licence, a module docstring) join it
+  for (size_t i = 0; i < a.size(); ++i) {
+    Atom atom;
+    atom.kind = a[i].kind;
+    atom.name = std::move(a[i].name);
+    atom.first_line = a[i].line;
+    atom.end_line = i + 1 < a.size() ? a[i + 1].line : cutter.lines();
+    atom.begin = starts[static_cast<size_t>(atom.first_line)];
+    atom.end = static_cast<size_t>(atom.end_line) < starts.size() ? starts[static_cast<size_t>(atom.end_line)] : code.size();
+    atom.hash = content_hash(code.substr(atom.begin, atom.end - atom.begin));
+    out->atoms.push_back(std::move(atom));
+  }
+  return out;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::list<std::pair<uint64_t, std::shared_ptr<const Atomization>>> lru;  // most recent first
+  std::unordered_map<uint64_t, decltype(lru)::iterator> index;
+  AtomizeCacheStats stats;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang) {
+  const uint64_t key = XXH3_64bits_withSeed(code.data(), code.size(), static_cast<uint64_t>(lang) + 1);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (auto it = c.index.find(key); it != c.index.end()) {
+      c.lru.splice(c.lru.begin(), c.lru, it->second);
+      ++c.stats.hits;
+      return it->second->second;
+    }
+  }
+  std::shared_ptr<const Atomization> result = cut(code, lang);
+  std::lock_guard<std::mutex> lock(c.mu);
+  ++c.stats.parses;
+  if (c.index.count(key)) return result;
+  c.lru.emplace_front(key, result);
+  c.index[key] = c.lru.begin();
+  if (c.lru.size() > kCacheEntries) {
+    c.index.erase(c.lru.back().first);
+    c.lru.pop_back();
+  }
+  return result;
+}
+
+AtomizeCacheStats atomize_cache_stats() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  return cache().stats;
+}
+
+}  // namespace swz::frontend_ast

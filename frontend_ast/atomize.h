@@ -1,0 +1,72 @@
+// Cutting one piece of source code into AST atoms: line ranges that each hold one import
+// group, top-level definition, class (or, for a class with several members, its header
+// and one atom per member) or function, with the comments and attributes right above it.
+// Code that does not parse falls back to line blocks; atomize() never fails.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend_ast/language.h"
+
+namespace swz::frontend_ast {
+
+/// What an atom holds.
+enum class AtomKind {
+  Import,      ///< one or more consecutive import / include / use / package lines
+  Definition,  ///< any other top-level declaration or statement (variables, types, macros, ...)
+  Class,       ///< a class / struct / interface / enum / impl / trait / namespace (or its header)
+  Function,    ///< a function or method
+  Lines,       ///< a line block: code that did not parse (ERROR node), or Language::None
+};
+
+/// "import", "definition", "class", "function" or "lines".
+std::string_view atom_kind_name(AtomKind kind);
+
+/// One atom: lines [first_line, end_line) of the atomized code (0-based), and the byte
+/// range [begin, end) of those lines (each line with its '\n'). Atoms of one
+/// Atomization partition the code: the first starts at line 0 / byte 0, each next one
+/// where the previous ends, the last ends at the code's end.
+struct Atom {
+  AtomKind kind = AtomKind::Lines;
+  int first_line = 0;
+  int end_line = 0;
+  size_t begin = 0;
+  size_t end = 0;
+  std::string name;   ///< the defined name where the grammar gives one ("" otherwise)
+  uint64_t hash = 0;  ///< XXH3-64 of the atom's bytes: content-addressed, independent of position
+};
+
+/// The atoms of one piece of code.
+struct Atomization {
+  Language lang = Language::None;
+  bool parsed = false;     ///< a grammar parsed it (false: Language::None, or no tree)
+  bool has_error = false;  ///< the tree holds ERROR / MISSING nodes (those parts are line blocks)
+  std::vector<Atom> atoms;
+};
+
+/// Atomizes `code` as `lang`. Top-level nodes of the Tree-sitter tree start atoms;
+/// comments and attribute lines directly above a node (no blank line between) belong to
+/// it; consecutive imports form one atom; two nodes starting on one line share an atom;
+/// a class-like node with at least two members in its `body` field is split into a header
+/// atom and one atom per member (the closing lines stay with the last member). ERROR
+/// nodes and Language::None are cut into line blocks at blank lines, at most 40 lines
+/// each; so is code whose parse takes over 500 ms (Tree-sitter's parser timeout). Empty code gives no atoms. Thread-safe; results are cached by content hash
+/// (XXH3-64 of language and bytes, 512 entries, least recently used evicted), so
+/// unchanged code is parsed once per process.
+std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang);
+
+/// Cache statistics of atomize() since start: parses done and cache hits.
+struct AtomizeCacheStats {
+  uint64_t parses = 0;
+  uint64_t hits = 0;
+};
+AtomizeCacheStats atomize_cache_stats();
+
+/// XXH3-64 of `bytes` (the hash Atom::hash uses).
+uint64_t content_hash(std::string_view bytes);
+
+}  // namespace swz::frontend_ast

@@ -1,0 +1,407 @@
+// frontend_ast: every grammar parses real code of its language into the expected atoms,
+// broken code falls back to line blocks, code is found in fences and in numbered tool
+// output, and the reorder rewrite keeps unchanged atoms' order after an early edit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "frontend_ast/atomize.h"
+#include "frontend_ast/code_regions.h"
+#include "frontend_ast/language.h"
+#include "frontend_ast/reorder.h"
+
+namespace fa = swz::frontend_ast;
+using fa::AtomKind;
+using fa::Language;
+
+namespace {
+
+struct Expect {
+  AtomKind kind;
+  std::string name;  // "" = not checked
+};
+
+/// The atoms' kinds and names, and that they partition the code.
+void expect_atoms(const std::string& code, Language lang, const std::vector<Expect>& want) {
+  auto az = fa::atomize(code, lang);
+  ASSERT_TRUE(az->parsed) << fa::language_name(lang);
+  EXPECT_FALSE(az->has_error) << fa::language_name(lang);
+  ASSERT_EQ(az->atoms.size(), want.size()) << fa::language_name(lang);
+  size_t at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const fa::Atom& a = az->atoms[i];
+    EXPECT_EQ(a.begin, at) << i;
+    at = a.end;
+    EXPECT_EQ(fa::atom_kind_name(a.kind), fa::atom_kind_name(want[i].kind)) << fa::language_name(lang) << " atom " << i << ": "
+                                                                               << code.substr(a.begin, a.end - a.begin);
+    if (!want[i].name.empty()) {
+      EXPECT_EQ(a.name, want[i].name) << i;
+    }
+  }
+  EXPECT_EQ(at, code.size());
+}
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::filesystem::path grammar_file(const std::string& glob_dir, const std::string& rel) {
+  for (const auto& e : std::filesystem::directory_iterator(SWZ_GRAMMAR_SRC_DIR))
+    if (e.path().filename().string().rfind(glob_dir, 0) == 0) return e.path() / rel;
+  return {};
+}
+
+}  // namespace
+
+TEST(Language, FromTagPathAndContent) {
+  EXPECT_EQ(fa::language_from_tag("Python"), Language::Python);
+  EXPECT_EQ(fa::language_from_tag("c++"), Language::Cpp);
+  EXPECT_EQ(fa::language_from_tag("ts"), Language::TypeScript);
+  EXPECT_EQ(fa::language_from_tag("text"), Language::None);
+  EXPECT_EQ(fa::language_from_path("src/lib.rs"), Language::Rust);
+  EXPECT_EQ(fa::language_from_path("a/B.java"), Language::Java);
+  EXPECT_EQ(fa::language_from_path("x.tsx"), Language::Tsx);
+  EXPECT_EQ(fa::language_from_path("Makefile"), Language::None);
+  EXPECT_EQ(fa::language_from_content("package main\n\nimport \"fmt\"\n\nfunc main() {\n\tx := 1\n\tfmt.Println(x)\n}\n"),
+            Language::Go);
+  EXPECT_EQ(fa::language_from_content("use std::io;\n\nfn main() {\n    let mut s = String::new();\n}\n"), Language::Rust);
+  EXPECT_EQ(fa::language_from_content("import os\n\ndef main():\n    return os.getcwd()\n"), Language::Python);
+  EXPECT_EQ(fa::language_from_content("#include <vector>\nnamespace a {\ntemplate <class T> T f(std::vector<T> v);\n}\n"),
+            Language::Cpp);
+  EXPECT_EQ(fa::language_from_content("#include <stdio.h>\ntypedef struct { int x; } P;\nint main(void) { return 0; }\n"),
+            Language::C);
+  EXPECT_EQ(fa::language_from_content("The quick brown fox jumps over the lazy dog.\nNothing here is code."), Language::None);
+}
+
+TEST(Atomize, Python) {
+  const std::string code =
+      "\"\"\"Module docstring.\"\"\"\n"
+      "import os\n"
+      "from typing import List\n"
+      "\n"
+      "LIMIT = 10\n"
+      "\n"
+      "\n"
+      "# Reads a file.\n"
+      "def read(path: str) -> str:\n"
+      "    with open(path) as f:\n"
+      "        return f.read()\n"
+      "\n"
+      "\n"
+      "@dataclass\n"
+      "class Point:\n"
+      "    x: int\n"
+      "    y: int\n"
+      "\n"
+      "    def norm(self) -> float:\n"
+      "        return (self.x ** 2 + self.y ** 2) ** 0.5\n";
+  // The docstring (an expression statement) opens the file: the imports' group follows it.
+  expect_atoms(code, Language::Python,
+               {{AtomKind::Definition, ""},
+                {AtomKind::Import, ""},
+                {AtomKind::Definition, ""},
+                {AtomKind::Function, "read"},
+                {AtomKind::Class, "Point"},  // split into its header and members
+                {AtomKind::Definition, ""},
+                {AtomKind::Definition, ""},
+                {AtomKind::Function, "norm"}});
+  auto az = fa::atomize(code, Language::Python);
+  EXPECT_EQ(az->atoms[3].first_line, 7);  // the comment above `def read` belongs to it
+  EXPECT_EQ(az->atoms[4].first_line, 13);  // the decorator belongs to the class
+}
+
+TEST(Atomize, C) {
+  const std::string code =
+      "#include <stdio.h>\n#include <stdlib.h>\n\n"
+      "typedef struct node {\n  int value;\n  struct node *next;\n} node;\n\n"
+      "static int count(const node *n) {\n  int k = 0;\n  for (; n; n = n->next) ++k;\n  return k;\n}\n\n"
+      "int main(void) {\n  printf(\"%d\\n\", count(NULL));\n  return 0;\n}\n";
+  expect_atoms(code, Language::C,
+               {{AtomKind::Import, ""}, {AtomKind::Definition, ""}, {AtomKind::Function, ""}, {AtomKind::Function, ""}});
+}
+
+TEST(Atomize, Cpp) {
+  const std::string code =
+      "#include <string>\n#include <vector>\n\n"
+      "namespace demo {\n\n"
+      "class Stack {\n public:\n  void push(int v) { items_.push_back(v); }\n  int pop() {\n    int v = items_.back();\n"
+      "    items_.pop_back();\n    return v;\n  }\n\n private:\n  std::vector<int> items_;\n};\n\n"
+      "template <class T>\nT twice(T x) {\n  return x + x;\n}\n\n"
+      "}  // namespace demo\n";
+  auto az = fa::atomize(code, Language::Cpp);
+  ASSERT_TRUE(az->parsed);
+  EXPECT_FALSE(az->has_error);
+  ASSERT_GE(az->atoms.size(), 4u);
+  EXPECT_EQ(az->atoms[0].kind, AtomKind::Import);
+  EXPECT_EQ(az->atoms[1].kind, AtomKind::Class);  // the namespace, split into its members
+  bool saw_template_function = false, saw_class = false;
+  for (const auto& a : az->atoms) {
+    if (a.kind == AtomKind::Function && code.substr(a.begin, a.end - a.begin).find("template <class T>") != std::string::npos)
+      saw_template_function = true;
+    if (a.kind == AtomKind::Class && a.name == "Stack") saw_class = true;
+  }
+  EXPECT_TRUE(saw_template_function);
+  EXPECT_TRUE(saw_class);
+}
+
+TEST(Atomize, JavaScript) {
+  const std::string code =
+      "const fs = require('fs');\nimport path from 'path';\nimport { a } from './a.js';\n\n"
+      "export function load(file) {\n  return fs.readFileSync(path.resolve(file), 'utf8');\n}\n\n"
+      "class Cache {\n  constructor() {\n    this.map = new Map();\n  }\n  get(k) {\n    return this.map.get(k);\n  }\n}\n\n"
+      "const greet = (name) => `hello ${name}`;\n";
+  expect_atoms(code, Language::JavaScript,
+               {{AtomKind::Definition, ""},
+                {AtomKind::Import, ""},
+                {AtomKind::Function, "load"},
+                {AtomKind::Class, "Cache"},
+                {AtomKind::Function, "constructor"},
+                {AtomKind::Function, "get"},
+                {AtomKind::Definition, ""}});
+}
+
+TEST(Atomize, TypeScript) {
+  const std::string code =
+      "import { readFile } from 'fs/promises';\n\n"
+      "export interface User {\n  id: number;\n  name: string;\n}\n\n"
+      "type Id = number | string\n\n"
+      "export async function loadUser(id: Id): Promise<User> {\n  const raw = await readFile(`users/${id}.json`, 'utf8')\n"
+      "  return JSON.parse(raw) as User\n}\n\n"
+      "export class Repo<T extends { id: number }> {\n  private items: T[] = [];\n"
+      "  add(item: T): void {\n    this.items.push(item)\n  }\n}\n";
+  expect_atoms(code, Language::TypeScript,
+               {{AtomKind::Import, ""},
+                {AtomKind::Class, "User"},
+                {AtomKind::Definition, "id"},
+                {AtomKind::Definition, "name"},
+                {AtomKind::Definition, ""},
+                {AtomKind::Function, "loadUser"},
+                {AtomKind::Class, "Repo"},
+                {AtomKind::Definition, ""},
+                {AtomKind::Function, "add"}});
+  // The same in TSX, with JSX.
+  const std::string tsx = "import React from 'react';\n\nexport function Hello(p: { name: string }) {\n  return <b>{p.name}</b>;\n}\n";
+  expect_atoms(tsx, Language::Tsx, {{AtomKind::Import, ""}, {AtomKind::Function, "Hello"}});
+}
+
+TEST(Atomize, Go) {
+  const std::string code =
+      "package main\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n"
+      "// Point is a 2-D point.\ntype Point struct {\n\tX, Y int\n}\n\n"
+      "func (p Point) String() string {\n\treturn fmt.Sprintf(\"(%d, %d)\", p.X, p.Y)\n}\n\n"
+      "func main() {\n\tfmt.Println(strings.ToUpper(Point{1, 2}.String()))\n}\n";
+  expect_atoms(code, Language::Go,
+               {{AtomKind::Import, ""}, {AtomKind::Definition, ""}, {AtomKind::Function, "String"}, {AtomKind::Function, "main"}});
+  auto az = fa::atomize(code, Language::Go);
+  EXPECT_EQ(az->atoms[1].first_line, 7);  // with its doc comment
+}
+
+TEST(Atomize, Rust) {
+  const std::string code =
+      "use std::collections::HashMap;\nuse std::fmt;\n\n"
+      "#[derive(Debug, Clone)]\npub struct Counter {\n    counts: HashMap<String, usize>,\n}\n\n"
+      "impl Counter {\n    pub fn new() -> Self {\n        Counter { counts: HashMap::new() }\n    }\n\n"
+      "    pub fn add(&mut self, word: &str) {\n        *self.counts.entry(word.to_string()).or_insert(0) += 1;\n    }\n}\n\n"
+      "fn main() {\n    let mut c = Counter::new();\n    c.add(\"a\");\n    println!(\"{:?}\", c);\n}\n";
+  expect_atoms(code, Language::Rust,
+               {{AtomKind::Import, ""},
+                {AtomKind::Class, "Counter"},
+                {AtomKind::Class, ""},
+                {AtomKind::Function, "new"},
+                {AtomKind::Function, "add"},
+                {AtomKind::Function, "main"}});
+  auto az = fa::atomize(code, Language::Rust);
+  EXPECT_EQ(az->atoms[1].first_line, 3);  // the attribute belongs to the struct
+}
+
+TEST(Atomize, Java) {
+  const std::string code =
+      "package com.example;\n\nimport java.util.ArrayList;\nimport java.util.List;\n\n"
+      "public class Inventory {\n    private final List<String> items = new ArrayList<>();\n\n"
+      "    /** Adds one item. */\n    public void add(String item) {\n        items.add(item);\n    }\n\n"
+      "    public int size() {\n        return items.size();\n    }\n}\n";
+  expect_atoms(code, Language::Java,
+               {{AtomKind::Import, ""},
+                {AtomKind::Class, "Inventory"},
+                {AtomKind::Definition, ""},
+                {AtomKind::Function, "add"},
+                {AtomKind::Function, "size"}});
+}
+
+TEST(Atomize, RealSourcesFromTheGrammarSdists) {
+  // Real C: tree-sitter-python's external scanner; real Python: py-tree-sitter's package.
+  const std::string c = read(grammar_file("tree_sitter_python-", "src/scanner.c"));
+  ASSERT_GT(c.size(), 5000u);
+  auto az = fa::atomize(c, Language::C);
+  EXPECT_TRUE(az->parsed);
+  EXPECT_FALSE(az->has_error);
+  int functions = 0;
+  for (const auto& a : az->atoms) functions += a.kind == AtomKind::Function;
+  EXPECT_GE(functions, 5);
+  EXPECT_EQ(az->atoms.front().kind, AtomKind::Import);
+  const std::string py = read(grammar_file("tree-sitter-", "setup.py"));
+  ASSERT_GT(py.size(), 200u);
+  auto pz = fa::atomize(py, Language::Python);
+  EXPECT_FALSE(pz->has_error);
+  EXPECT_GE(pz->atoms.size(), 2u);
+  EXPECT_EQ(fa::language_from_content(py), Language::Python);
+  EXPECT_EQ(fa::language_from_content(c), Language::C);
+}
+
+/// The first file matching `dir_glob_prefix`*/`rel` under `root` (empty if none).
+std::filesystem::path installed_file(const std::string& root, const std::string& prefix, const std::string& rel) {
+  if (!std::filesystem::is_directory(root)) return {};
+  for (const auto& e : std::filesystem::directory_iterator(root))
+    if (e.path().filename().string().rfind(prefix, 0) == 0 && std::filesystem::exists(e.path() / rel)) return e.path() / rel;
+  return {};
+}
+
+TEST(Atomize, RealSourcesFromDebianPackagesOfTheSetup) {
+  // Rust: the blake3 crate's sources (librust-blake3-dev); C++: GoogleTest's (libgtest-dev).
+  // Both are in scripts/setup.sh's APT_PKGS, so a missing file is a failure, not a skip.
+  const auto rs = installed_file("/usr/share/cargo/registry", "blake3-", "src/lib.rs");
+  ASSERT_FALSE(rs.empty()) << "apt-get install librust-blake3-dev";
+  const std::string rust = read(rs);
+  auto rz = fa::atomize(rust, Language::Rust);
+  EXPECT_TRUE(rz->parsed);
+  EXPECT_FALSE(rz->has_error);
+  int rust_functions = 0, rust_types = 0;
+  for (const auto& a : rz->atoms) {
+    rust_functions += a.kind == AtomKind::Function;
+    rust_types += a.kind == AtomKind::Class;
+  }
+  EXPECT_GE(rust_functions, 20);  // blake3's hash(), keyed_hash(), Hasher methods, ...
+  EXPECT_GE(rust_types, 5);       // Hash, Hasher, OutputReader and their impls
+  EXPECT_EQ(fa::language_from_content(rust), Language::Rust);
+
+  const std::filesystem::path cc = "/usr/src/googletest/googletest/src/gtest-printers.cc";
+  ASSERT_TRUE(std::filesystem::exists(cc)) << "apt-get install libgtest-dev";
+  const std::string cpp = read(cc);
+  auto cz = fa::atomize(cpp, Language::Cpp);
+  EXPECT_TRUE(cz->parsed);
+  int cpp_functions = 0;
+  for (const auto& a : cz->atoms) cpp_functions += a.kind == AtomKind::Function;
+  // Real C++ with its macros (GTEST_API_, ...) holds a few ERROR nodes: those parts are
+  // line blocks, the rest stays AST atoms.
+  size_t line_bytes = 0;
+  for (const auto& a : cz->atoms)
+    if (a.kind == AtomKind::Lines) line_bytes += a.end - a.begin;
+  std::printf("gtest-printers.cc: %zu atoms, %zu of %zu bytes in line blocks\n", cz->atoms.size(), line_bytes, cpp.size());
+  EXPECT_LT(line_bytes * 4, cpp.size());
+  EXPECT_GE(cpp_functions, 10);
+  EXPECT_EQ(cz->atoms.front().kind, AtomKind::Import);
+}
+
+TEST(Atomize, BrokenCodeFallsBackToLineBlocks) {
+  const std::string code = "def ok():\n    return 1\n\nclass (((:\n  ]]]\n\n  }}} oops\n\ndef fine():\n    return 2\n";
+  auto az = fa::atomize(code, Language::Python);
+  EXPECT_TRUE(az->has_error);
+  ASSERT_FALSE(az->atoms.empty());
+  EXPECT_EQ(az->atoms.back().end, code.size());
+  bool lines = false;
+  for (const auto& a : az->atoms) lines |= a.kind == AtomKind::Lines;
+  EXPECT_TRUE(lines);
+  // Not code at all: line blocks split at blank lines.
+  const std::string prose = "first paragraph\nstill first\n\nsecond paragraph\n";
+  auto pz = fa::atomize(prose, Language::None);
+  ASSERT_EQ(pz->atoms.size(), 2u);
+  EXPECT_EQ(pz->atoms[1].kind, AtomKind::Lines);
+  EXPECT_EQ(pz->atoms[1].first_line, 3);
+  EXPECT_TRUE(fa::atomize("", Language::Go)->atoms.empty());
+}
+
+TEST(Atomize, CachedByContentHash) {
+  const std::string code = "fn unique_for_cache_test() -> u32 { 7 }\nfn two() -> u32 { 2 }\n";
+  const auto before = fa::atomize_cache_stats();
+  auto a = fa::atomize(code, Language::Rust);
+  auto b = fa::atomize(code, Language::Rust);
+  const auto after = fa::atomize_cache_stats();
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(after.parses - before.parses, 1u);
+  EXPECT_EQ(after.hits - before.hits, 1u);
+}
+
+TEST(CodeRegions, FencesAndNumberedToolOutput) {
+  const std::string text =
+      "Please fix this.\n\n```python src/app.py\nimport os\n\ndef f():\n    pass\n```\n\nAnd main.go:\n"
+      "```\npackage main\n\nfunc main() {}\n```\n"
+      "Tool output:\n     1\xE2\x86\x92use std::fmt;\n     2\xE2\x86\x92\n     3\xE2\x86\x92" "fn main() {}\n"
+      "cat -n:\n     7\tint x = 1;\n     8\tint y = 2;\n";
+  auto regions = fa::find_code_regions(text);
+  ASSERT_EQ(regions.size(), 4u);
+  EXPECT_EQ(regions[0].lang, Language::Python);
+  EXPECT_EQ(regions[0].path, "src/app.py");
+  EXPECT_EQ(text.substr(regions[0].begin, regions[0].end - regions[0].begin), "import os\n\ndef f():\n    pass\n");
+  EXPECT_EQ(regions[1].lang, Language::Go);
+  EXPECT_EQ(regions[1].path, "main.go");  // from the line above the fence
+  EXPECT_EQ(regions[2].numbering, fa::Numbering::Arrow);
+  EXPECT_EQ(regions[2].lang, Language::Rust);
+  EXPECT_EQ(fa::region_code(text.substr(regions[2].begin, regions[2].end - regions[2].begin), regions[2].numbering),
+            "use std::fmt;\n\nfn main() {}\n");
+  EXPECT_EQ(regions[3].numbering, fa::Numbering::Tab);
+  // The path hint names the file of a bare numbered tool result.
+  auto hinted = fa::find_code_regions("     1\xE2\x86\x92x = 1\n     2\xE2\x86\x92y = 2\n", "/repo/pkg/mod.py");
+  ASSERT_EQ(hinted.size(), 1u);
+  EXPECT_EQ(hinted[0].path, "/repo/pkg/mod.py");
+  EXPECT_EQ(hinted[0].lang, Language::Python);
+  EXPECT_TRUE(fa::find_code_regions("No code here, 1. a list\n2. of things\n").empty());
+  // Pinned files in <file path="..."> tags.
+  const std::string pinned = "Pinned files:\n<file path=\"pkg/enc.py\">\nimport base64\n\ndef enc(b):\n    return b\n</file>\n";
+  auto tagged = fa::find_code_regions(pinned);
+  ASSERT_EQ(tagged.size(), 1u);
+  EXPECT_EQ(tagged[0].path, "pkg/enc.py");
+  EXPECT_EQ(tagged[0].lang, Language::Python);
+  EXPECT_EQ(pinned.substr(tagged[0].begin, tagged[0].end - tagged[0].begin), "import base64\n\ndef enc(b):\n    return b\n");
+}
+
+TEST(Reorder, UnchangedAtomsKeepTheirOrderAfterAnEarlyEdit) {
+  fa::AtomOrderMemory memory;
+  auto file = [](const std::string& first) {
+    return "Here is the file:\n```python app.py\nimport os\n\n" + first +
+           "\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n```\nWhat does it do?\n";
+  };
+  fa::ReorderStats s1;
+  int unnamed = 0;
+  const std::string t1 = fa::reorder_prompt_text(file("def a():\n    return 1"), memory, s1, unnamed);
+  EXPECT_EQ(s1.reordered, 1);
+  EXPECT_EQ(s1.atoms, 4);
+  EXPECT_EQ(s1.moved, 0);
+  EXPECT_EQ(t1, file("def a():\n    return 1"));  // in source order: byte-identical, no labels
+  // Edit a(): the unchanged atoms keep their order, the edited one goes last.
+  fa::ReorderStats s2;
+  unnamed = 0;
+  const std::string t2 = fa::reorder_prompt_text(file("def a():\n    return 100"), memory, s2, unnamed);
+  EXPECT_EQ(s2.moved, 1);
+  EXPECT_EQ(t2,
+            "Here is the file:\n```python app.py\nimport os\n\ndef b():\n    return 2\n\n\n"
+            "def c():\n    return 3\n# [app.py, out of file order]\ndef a():\n    return 100\n\n```\nWhat does it do?\n");
+  // Edit a() again: everything before it is the previous rendering's prefix.
+  fa::ReorderStats s3;
+  unnamed = 0;
+  const std::string t3 = fa::reorder_prompt_text(file("def a():\n    return 7"), memory, s3, unnamed);
+  const size_t common = std::mismatch(t2.begin(), t2.end(), t3.begin()).first - t2.begin();
+  EXPECT_GT(common, t2.find("def a"));  // all of b, c and a's first line are shared
+  EXPECT_EQ(t3.substr(common, 1), "7");
+  // Another session sends the original file again: rendered exactly as the first time.
+  fa::ReorderStats s4;
+  unnamed = 0;
+  EXPECT_EQ(fa::reorder_prompt_text(file("def a():\n    return 1"), memory, s4, unnamed), t1);
+}
+
+TEST(Reorder, TextWithoutCodeOrWithBrokenCodeIsByteIdentical) {
+  fa::AtomOrderMemory memory;
+  fa::ReorderStats s;
+  int unnamed = 0;
+  const std::string prose = "Summarise the meeting notes.\nThey mention `foo()` once.\n";
+  EXPECT_EQ(fa::reorder_prompt_text(prose, memory, s, unnamed), prose);
+  const std::string broken = "```python\ndef a(:\n  pass\n\ndef b():\n  pass\n```\n";
+  EXPECT_EQ(fa::reorder_prompt_text(broken, memory, s, unnamed), broken);
+  EXPECT_EQ(s.reordered, 0);
+  EXPECT_EQ(fa::parse_cache_mode("reorder"), fa::CacheMode::Reorder);
+  EXPECT_FALSE(fa::parse_cache_mode("Reorder").has_value());
+}

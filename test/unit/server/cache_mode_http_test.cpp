@@ -1,0 +1,168 @@
+// Cache modes through both wire formats over the FakeEngine: the request field and the
+// header select the mode, the server default applies otherwise, `reorder` rewrites the
+// code the engine is given (and nothing else), `approx` and bad values are 400, and every
+// response names the mode in X-Swizzle-Cache-Mode and usage.swizzle_cache_mode.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "cache_mode.h"
+#include "running_server.h"
+
+namespace {
+
+using json = nlohmann::json;
+using swz::server::ServerOptions;
+
+struct Running : swz::test::RunningServer {
+  explicit Running(ServerOptions opts = {}) {
+    engine.pieces = {"ok"};
+    start(std::move(opts));
+  }
+  httplib::Result post(const std::string& path, const json& body, const httplib::Headers& h = {}) const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10, 0);
+    return c.Post(path.c_str(), h, body.dump(), "application/json");
+  }
+};
+
+const std::string kFile =
+    "Review this file.\n```python app.py\nimport os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n```\nThanks.\n";
+
+json chat_body(const std::string& text) { return {{"messages", json::array({{{"role", "user"}, {"content", text}}})}}; }
+json messages_body(const std::string& text) {
+  return {{"model", "m"}, {"max_tokens", 4}, {"messages", json::array({{{"role", "user"}, {"content", text}}})}};
+}
+
+TEST(CacheModeHttp, ExactIsTheDefaultAndLeavesThePromptUntouched) {
+  Running s;
+  auto r = s.post("/v1/chat/completions", chat_body(kFile));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value(swz::server::kCacheModeHeader), "exact");
+  EXPECT_EQ(json::parse(r->body)["usage"]["swizzle_cache_mode"], "exact");
+  ASSERT_EQ(s.engine.last_prompt.messages.size(), 1u);
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);
+}
+
+TEST(CacheModeHttp, ReorderByFieldOrHeaderInBothWireFormats) {
+  Running s;
+  json body = chat_body(kFile);
+  body["swizzle_cache_mode"] = "reorder";
+  auto r = s.post("/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value(swz::server::kCacheModeHeader), "reorder");
+  EXPECT_EQ(json::parse(r->body)["usage"]["swizzle_cache_mode"], "reorder");
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);  // first sighting: source order, unchanged
+
+  // Anthropic, by header, after an edit of a(): a() moves behind b().
+  std::string edited = kFile;
+  edited.replace(edited.find("return 1"), 8, "return 10");
+  auto m = s.post("/v1/messages", messages_body(edited), {{"X-Swizzle-Cache-Mode", "reorder"}});
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->status, 200) << m->body;
+  EXPECT_EQ(m->get_header_value(swz::server::kCacheModeHeader), "reorder");
+  EXPECT_EQ(json::parse(m->body)["usage"]["swizzle_cache_mode"], "reorder");
+  const std::string& got = s.engine.last_prompt.messages.back().content;
+  EXPECT_LT(got.find("def b()"), got.find("def a()")) << got;
+  EXPECT_EQ(got,
+            "Review this file.\n```python app.py\nimport os\n\n\ndef b():\n    return 2\n"
+            "# [app.py, out of file order]\ndef a():\n    return 10\n\n\n```\nThanks.\n");
+
+  // Streaming responses carry the header too.
+  json stream = chat_body(kFile);
+  stream["stream"] = true;
+  auto st = s.post("/v1/chat/completions", stream, {{"X-Swizzle-Cache-Mode", "reorder"}});
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->get_header_value(swz::server::kCacheModeHeader), "reorder");
+}
+
+TEST(CacheModeHttp, CodeInsideAJsonToolResult) {
+  Running s;
+  auto messages = [](const std::string& first_body) {
+    const json result = {{"path", "lib/calc.py"},
+                         {"content", "import math\n\n\ndef a():\n    return " + first_body + "\n\n\ndef b():\n    return 2\n"}};
+    return json::array({{{"role", "user"}, {"content", "Read lib/calc.py"}},
+                        {{"role", "assistant"},
+                         {"content", nullptr},
+                         {"tool_calls", json::array({{{"id", "call_1"},
+                                                      {"type", "function"},
+                                                      {"function", {{"name", "read"}, {"arguments", "{}"}}}}})}},
+                        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", result.dump(2)}}});
+  };
+  auto send = [&](const json& msgs) {
+    json body = {{"messages", msgs}, {"swizzle_cache_mode", "reorder"}};
+    auto r = s.post("/v1/chat/completions", body);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  };
+  const json first = messages("1");
+  send(first);
+  // Nothing moved: the JSON text is left exactly as sent (its 2-space indentation included).
+  EXPECT_EQ(s.engine.last_prompt.messages.back().content, first[2]["content"].get<std::string>());
+  send(messages("10"));
+  const json got = json::parse(s.engine.last_prompt.messages.back().content);
+  EXPECT_EQ(got["path"], "lib/calc.py");
+  EXPECT_EQ(got["content"],
+            "import math\n\n\ndef b():\n    return 2\n# [lib/calc.py, out of file order]\ndef a():\n    return 10\n\n\n");
+}
+
+TEST(CacheModeHttp, PromptWithoutCodeIsByteIdenticalInReorder) {
+  Running s;
+  const std::string prose = "Tell me about the weather in Lisbon.\n1. briefly\n2. kindly\n";
+  json body = chat_body(prose);
+  body["swizzle_cache_mode"] = "reorder";
+  auto r = s.post("/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, prose);
+}
+
+TEST(CacheModeHttp, ServerDefaultApplies) {
+  ServerOptions o;
+  o.cache_mode = swz::frontend_ast::CacheMode::Reorder;
+  Running s(o);
+  auto r = s.post("/v1/messages", messages_body(kFile));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value(swz::server::kCacheModeHeader), "reorder");
+  // A request can still ask for exact.
+  auto e = s.post("/v1/chat/completions", chat_body(kFile), {{"X-Swizzle-Cache-Mode", "exact"}});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->get_header_value(swz::server::kCacheModeHeader), "exact");
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);
+  o.cache_mode = swz::frontend_ast::CacheMode::Approx;
+  EXPECT_THROW(swz::server::Server(s.engine, o), std::invalid_argument);
+}
+
+TEST(CacheModeHttp, ApproxConflictsAndBadValuesAre400) {
+  Running s;
+  json approx = chat_body(kFile);
+  approx["swizzle_cache_mode"] = "approx";
+  auto a = s.post("/v1/chat/completions", approx);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->status, 400);
+  EXPECT_NE(json::parse(a->body)["error"]["message"].get<std::string>().find("not implemented"), std::string::npos);
+  EXPECT_EQ(json::parse(a->body)["error"]["param"], "swizzle_cache_mode");
+  auto am = s.post("/v1/messages", messages_body(kFile), {{"X-Swizzle-Cache-Mode", "approx"}});
+  ASSERT_TRUE(am);
+  EXPECT_EQ(am->status, 400);
+  EXPECT_EQ(json::parse(am->body)["error"]["type"], "invalid_request_error");
+  json conflict = chat_body(kFile);
+  conflict["swizzle_cache_mode"] = "exact";
+  auto c = s.post("/v1/chat/completions", conflict, {{"X-Swizzle-Cache-Mode", "reorder"}});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status, 400);
+  json bad = chat_body(kFile);
+  bad["swizzle_cache_mode"] = 3;
+  auto b = s.post("/v1/chat/completions", bad);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->status, 400);
+  auto h = s.post("/v1/chat/completions", chat_body(kFile), {{"X-Swizzle-Cache-Mode", "fast"}});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 400);
+}
+
+}  // namespace
