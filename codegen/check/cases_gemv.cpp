@@ -445,7 +445,7 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
   c.entry = "matmul_" + t + "_q8x";
   c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N);
   for (size_t o = 1; o < nOut; ++o)
-    c.label += "+" + std::to_string(Ns[o]);
+    c.label.append("+").append(std::to_string(Ns[o]));
   c.label += " K=" + std::to_string(K) +
              (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "") +
              (bias1 ? " +bias1" : "");
