@@ -1,0 +1,211 @@
+#include "grammar/formats.h"
+
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "grammar/json_schema.h"
+
+namespace swz::grammar {
+namespace {
+using json = nlohmann::ordered_json;
+using Frag = Builder::Frag;
+}  // namespace
+
+const json& sarif_schema() {
+  static const json k = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "version": {"const": "2.1.0"},
+    "runs": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"$ref": "#/$defs/run"}}
+  },
+  "required": ["version", "runs"],
+  "additionalProperties": false,
+  "$defs": {
+    "message": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false},
+    "run": {
+      "type": "object",
+      "properties": {
+        "tool": {
+          "type": "object",
+          "properties": {
+            "driver": {
+              "type": "object",
+              "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 64},
+                "rules": {"type": "array", "maxItems": 16, "items": {
+                  "type": "object",
+                  "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
+                                 "shortDescription": {"$ref": "#/$defs/message"}},
+                  "required": ["id"], "additionalProperties": false}}
+              },
+              "required": ["name"], "additionalProperties": false
+            }
+          },
+          "required": ["driver"], "additionalProperties": false
+        },
+        "results": {"type": "array", "maxItems": 16, "items": {"$ref": "#/$defs/result"}}
+      },
+      "required": ["tool", "results"], "additionalProperties": false
+    },
+    "result": {
+      "type": "object",
+      "properties": {
+        "ruleId": {"type": "string", "minLength": 1, "maxLength": 64},
+        "level": {"enum": ["none", "note", "warning", "error"]},
+        "message": {"$ref": "#/$defs/message"},
+        "locations": {"type": "array", "maxItems": 4, "items": {
+          "type": "object",
+          "properties": {
+            "physicalLocation": {
+              "type": "object",
+              "properties": {
+                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1, "maxLength": 256}},
+                                     "required": ["uri"], "additionalProperties": false},
+                "region": {"type": "object", "properties": {"startLine": {"type": "integer", "minimum": 1}},
+                           "required": ["startLine"], "additionalProperties": false}
+              },
+              "required": ["artifactLocation", "region"], "additionalProperties": false
+            }
+          },
+          "required": ["physicalLocation"], "additionalProperties": false}}
+      },
+      "required": ["ruleId", "level", "message", "locations"], "additionalProperties": false
+    }
+  }
+})");
+  return k;
+}
+
+namespace {
+
+Frag not_newline_star(Builder& b) { return b.star(b.ranges({{0x00, 0x09}, {0x0B, 0xFF}})); }
+
+Frag number(Builder& b) {  // 0 or a positive decimal of up to 7 digits
+  Frag tail = b.empty();
+  for (int i = 0; i < 6; ++i) tail = b.opt(b.seq({b.range('0', '9'), tail}));
+  return b.alt({b.lit("0"), b.seq({b.range('1', '9'), tail})});
+}
+
+}  // namespace
+
+Grammar unified_diff_grammar(const DiffOriginal* original) {
+  Builder b;
+  const uint32_t text = b.declare_rule();  // the rest of a line, without its newline
+  b.define_rule(text, not_newline_star(b));
+  const uint32_t root = b.declare_rule();
+  if (!original) {
+    const int M = kMaxHunkLines;
+    // lines[i][j]: hunk lines with i old-side and j new-side lines still to come.
+    std::vector<std::vector<uint32_t>> lines(M + 1, std::vector<uint32_t>(M + 1));
+    for (auto& row : lines)
+      for (auto& r : row) r = b.declare_rule();
+    for (int i = 0; i <= M; ++i)
+      for (int j = 0; j <= M; ++j) {
+        std::vector<Frag> alts;
+        if (i > 0 && j > 0) alts.push_back(b.seq({b.lit(" "), b.call(text), b.lit("\n"), b.call(lines[i - 1][j - 1])}));
+        if (i > 0) alts.push_back(b.seq({b.lit("-"), b.call(text), b.lit("\n"), b.call(lines[i - 1][j])}));
+        if (j > 0) alts.push_back(b.seq({b.lit("+"), b.call(text), b.lit("\n"), b.call(lines[i][j - 1])}));
+        b.define_rule(lines[i][j], alts.empty() ? b.empty() : b.alt(alts));
+      }
+    const uint32_t num = b.declare_rule();
+    b.define_rule(num, number(b));
+    std::vector<Frag> olds;
+    for (int i = 0; i <= M; ++i) {
+      std::vector<Frag> news;
+      for (int j = 0; j <= M; ++j) {
+        if (i == 0 && j == 0) continue;
+        news.push_back(b.seq({b.lit(std::to_string(j) + " @@"), b.opt(b.seq({b.lit(" "), b.call(text)})), b.lit("\n"),
+                              b.call(lines[i][j])}));
+      }
+      olds.push_back(b.seq({b.lit(std::to_string(i) + " +"), b.call(num), b.lit(","), b.alt(news)}));
+    }
+    const uint32_t hunk = b.declare_rule();
+    b.define_rule(hunk, b.seq({b.lit("@@ -"), b.call(num), b.lit(","), b.alt(olds)}));
+    const uint32_t path = b.declare_rule();
+    b.define_rule(path, b.plus(b.ranges({{0x21, 0xFF}})));
+    b.define_rule(root, b.seq({b.lit("--- "), b.call(path), b.lit("\n+++ "), b.call(path), b.lit("\n"), b.plus(b.call(hunk))}));
+    return b.finish(root, "unified-diff");
+  }
+  const std::string& c = original->content;
+  if (original->path.empty() || original->path.find_first_of("\n\t") != std::string::npos)
+    throw GrammarError("original", "", "'original.path' must be a non-empty path without newlines or tabs");
+  if (c.empty() || c.back() != '\n') throw GrammarError("original", "", "'original.content' must end with a newline");
+  std::vector<std::string> file;
+  for (size_t at = 0; at < c.size();) {
+    const size_t nl = c.find('\n', at);
+    file.push_back(c.substr(at, nl - at));
+    at = nl + 1;
+  }
+  const int N = static_cast<int>(file.size());
+  if (N > kMaxAnchoredFileLines)
+    throw GrammarError("original", "", "'original.content' has " + std::to_string(N) + " lines; at most " +
+                                           std::to_string(kMaxAnchoredFileLines) + " are supported");
+  const int M = kMaxAnchoredHunkLines;
+  // at(k, i, j): at old line k (0-based), i old-side and j new-side lines to come.
+  std::map<std::tuple<int, int, int>, uint32_t> rules;
+  std::function<uint32_t(int, int, int)> at = [&](int k, int i, int j) -> uint32_t {
+    auto key = std::make_tuple(k, i, j);
+    if (auto it = rules.find(key); it != rules.end()) return it->second;
+    const uint32_t r = b.declare_rule();
+    rules.emplace(key, r);
+    std::vector<Frag> alts;
+    if (i > 0 && j > 0) alts.push_back(b.seq({b.lit(" " + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j - 1))}));
+    if (i > 0) alts.push_back(b.seq({b.lit("-" + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j))}));
+    if (j > 0) alts.push_back(b.seq({b.lit("+"), b.call(text), b.lit("\n"), b.call(at(k, i, j - 1))}));
+    b.define_rule(r, alts.empty() ? b.empty() : b.alt(alts));
+    return r;
+  };
+  std::vector<Frag> starts;
+  for (int s = 1; s <= N; ++s) {
+    std::vector<Frag> olds;
+    for (int i = 1; i <= std::min(M, N - s + 1); ++i) {
+      std::vector<Frag> news;
+      for (int j = 1; j <= M; ++j) news.push_back(b.seq({b.lit(std::to_string(j) + " @@\n"), b.call(at(s - 1, i, j))}));
+      olds.push_back(b.seq({b.lit(std::to_string(i) + " +" + std::to_string(s) + ","), b.alt(news)}));
+    }
+    starts.push_back(b.seq({b.lit(std::to_string(s) + ","), b.alt(olds)}));
+  }
+  b.define_rule(root, b.seq({b.lit("--- a/" + original->path + "\n+++ b/" + original->path + "\n@@ -"), b.alt(starts)}));
+  return b.finish(root, "unified-diff");
+}
+
+Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced) {
+  Builder b;
+  JsonSchemaCompiler c(b);
+  std::vector<Frag> alts;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ToolSchema& t = tools[i];
+    if (!forced.empty() && t.name != forced) continue;
+    uint32_t args;
+    try {
+      args = c.compile(t.parameters);
+    } catch (const GrammarError& e) {
+      throw GrammarError(e.keyword, "tools[" + std::to_string(i) + "]" + e.path, e.what());
+    }
+    if (forced.empty()) {
+      const std::string quoted = json(t.name).dump(-1, ' ', false, json::error_handler_t::replace);
+      alts.push_back(b.seq({b.lit(quoted.substr(1) + ", \"arguments\": "), b.call(args)}));
+    } else {
+      alts.push_back(b.call(args));
+    }
+  }
+  if (alts.empty()) throw GrammarError("tool_choice", "", "the forced tool is not among the tools");
+  const uint32_t root = b.declare_rule();
+  b.define_rule(root, b.seq({b.alt(alts), b.lit("}\n</tool_call>")}));
+  Grammar g = b.finish(root, "tool_call");
+  check_productive(g);
+  return g;
+}
+
+Grammar builtin_format(std::string_view name) {
+  if (name == "sarif-2.1.0") {
+    Grammar g = compile_json_schema(sarif_schema());
+    g.name = "sarif-2.1.0";
+    return g;
+  }
+  if (name == "unified-diff") return unified_diff_grammar(nullptr);
+  throw GrammarError("type", "", "unknown format '" + std::string(name) + "'");
+}
+
+}  // namespace swz::grammar

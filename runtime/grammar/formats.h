@@ -1,0 +1,59 @@
+// Built-in output formats and the grammar of forced tool calls. docs/structured-output.md
+// says how requests select them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grammar/grammar.h"
+
+namespace swz::grammar {
+
+/// The JSON Schema behind the `sarif-2.1.0` format: a subset of SARIF 2.1.0 (OASIS
+/// sarif-schema-2.1.0.json) whose every instance is a valid SARIF 2.1.0 log: version
+/// "2.1.0", one run with tool.driver {name, rules[] {id, shortDescription}}, results[]
+/// {ruleId, level, message {text}, locations[] {physicalLocation {artifactLocation {uri},
+/// region {startLine >= 1}}}} (at most 16 results, 4 locations each).
+const nlohmann::ordered_json& sarif_schema();
+
+/// A file a unified diff is made against (response_format {type: "unified-diff", original}).
+struct DiffOriginal {
+  std::string path;     ///< the file's path relative to the repository root (no newline or tab)
+  std::string content;  ///< its text; must end with a newline
+};
+
+inline constexpr int kMaxHunkLines = 24;        ///< lines per side of a hunk (generic diffs)
+inline constexpr int kMaxAnchoredHunkLines = 12;  ///< lines per side of an anchored hunk
+inline constexpr int kMaxAnchoredFileLines = 200;
+
+/// `unified-diff`: "--- PATH\n+++ PATH\n" then hunks "@@ -a,B +c,D @@[ text]\n" whose lines
+/// (" ", "-", "+" followed by a line of text) agree with the counts B and D (at most
+/// kMaxHunkLines each). With `original`: one hunk against that file, "--- a/PATH" and
+/// "+++ b/PATH", its context and removed lines exactly the file's lines from line a on, so
+/// `git apply --check` accepts it (B in 1..kMaxAnchoredHunkLines, D in 1..that; files of
+/// at most kMaxAnchoredFileLines lines). Throws GrammarError (keyword "original") for a file
+/// over the limit, without a final newline, or a path with a newline or tab.
+Grammar unified_diff_grammar(const DiffOriginal* original = nullptr);
+
+/// A tool the model may be forced to call: its name and its parameters' JSON Schema.
+struct ToolSchema {
+  std::string name;
+  nlohmann::ordered_json parameters;
+};
+
+/// The rest of a forced call in the Hermes / Qwen2.5 syntax (server/tool_calls.h) after the
+/// forced prefix the server puts in the prompt: with `forced` = a tool's name the prefix
+/// ends in `"arguments": ` and the grammar is ARGS "}\n</tool_call>"; with `forced` empty
+/// (OpenAI "required", Anthropic "any") the prefix ends in `{"name": "` and the grammar is
+/// one of NAME `", "arguments": ` ARGS "}\n</tool_call>" over the tools. ARGS: the tool's
+/// parameters schema (json_schema.h). Throws GrammarError with `path` prefixed by the index
+/// of the tool ("tools[i]").
+Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced);
+
+/// A built-in format by name: "sarif-2.1.0" or "unified-diff" (no original). Throws
+/// GrammarError(keyword "type") for another name.
+Grammar builtin_format(std::string_view name);
+
+}  // namespace swz::grammar
