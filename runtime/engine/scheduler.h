@@ -43,6 +43,7 @@
 
 #include "engine/engine.h"
 #include "exec/batch_model.h"
+#include "grammar/matcher.h"
 #include "kvcache/block_manager.h"
 
 namespace swz::engine {
@@ -61,6 +62,9 @@ struct SchedulerHooks {
   std::function<bool(int32_t)> is_eog;          ///< token ends generation (not emitted)
   std::function<std::string(int32_t)> piece;    ///< TokenEvent::piece of a token
   std::function<void(const std::string&)> failed;  ///< the device failed (backend::Error); the engine records it
+  /// The vocabulary's byte trie for grammar-constrained requests (GenerateRequest::grammar);
+  /// called on the step thread when such a request starts, so it should be built already.
+  std::function<std::shared_ptr<const grammar::Vocabulary>()> vocab;
 };
 
 class Scheduler {

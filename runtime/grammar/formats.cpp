@@ -79,7 +79,12 @@ const json& sarif_schema() {
 
 namespace {
 
-Frag not_newline_star(Builder& b) { return b.star(b.ranges({{0x00, 0x09}, {0x0B, 0xFF}})); }
+// A line's text: 0..kMaxDiffLineBytes bytes other than a newline.
+Frag line_text(Builder& b) {
+  Frag f = b.empty();
+  for (int i = 0; i < kMaxDiffLineBytes; ++i) f = b.opt(b.seq({b.ranges({{0x00, 0x09}, {0x0B, 0xFF}}), f}));
+  return f;
+}
 
 Frag number(Builder& b) {  // 0 or a positive decimal of up to 7 digits
   Frag tail = b.empty();
@@ -92,7 +97,7 @@ Frag number(Builder& b) {  // 0 or a positive decimal of up to 7 digits
 Grammar unified_diff_grammar(const DiffOriginal* original) {
   Builder b;
   const uint32_t text = b.declare_rule();  // the rest of a line, without its newline
-  b.define_rule(text, not_newline_star(b));
+  b.define_rule(text, line_text(b));
   const uint32_t root = b.declare_rule();
   if (!original) {
     const int M = kMaxHunkLines;

@@ -25,12 +25,13 @@ struct DiffOriginal {
 };
 
 inline constexpr int kMaxHunkLines = 24;        ///< lines per side of a hunk (generic diffs)
-inline constexpr int kMaxAnchoredHunkLines = 12;  ///< lines per side of an anchored hunk
+inline constexpr int kMaxAnchoredHunkLines = 8;  ///< lines per side of an anchored hunk
+inline constexpr int kMaxDiffLineBytes = 160;    ///< bytes of a generated line of text (added lines, hunk titles)
 inline constexpr int kMaxAnchoredFileLines = 200;
 
 /// `unified-diff`: "--- PATH\n+++ PATH\n" then hunks "@@ -a,B +c,D @@[ text]\n" whose lines
-/// (" ", "-", "+" followed by a line of text) agree with the counts B and D (at most
-/// kMaxHunkLines each). With `original`: one hunk against that file, "--- a/PATH" and
+/// (" ", "-", "+" followed by a line of text of at most kMaxDiffLineBytes bytes) agree with
+/// the counts B and D (at most kMaxHunkLines each). With `original`: one hunk against that file, "--- a/PATH" and
 /// "+++ b/PATH", its context and removed lines exactly the file's lines from line a on, so
 /// `git apply --check` accepts it (B in 1..kMaxAnchoredHunkLines, D in 1..that; files of
 /// at most kMaxAnchoredFileLines lines). Throws GrammarError (keyword "original") for a file

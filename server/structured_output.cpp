@@ -1,0 +1,109 @@
+#include "structured_output.h"
+
+#include "grammar/json_schema.h"
+#include "api_error.h"
+
+namespace swz::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ApiError schema_error(const grammar::GrammarError& e, const std::string& param) {
+  std::string msg = e.what();
+  if (msg.find("'" + e.keyword + "'") == std::string::npos) msg += " (keyword '" + e.keyword + "')";
+  return ApiError(400, msg, "invalid_request_error", param, "invalid_schema");
+}
+
+std::shared_ptr<const grammar::Grammar> diff_format(const ojson& f, const std::string& param) {
+  auto it = f.find("original");
+  if (it == f.end() || it->is_null()) return std::make_shared<const grammar::Grammar>(grammar::unified_diff_grammar());
+  if (!it->is_object() || !it->contains("path") || !it->contains("content") || !(*it)["path"].is_string() ||
+      !(*it)["content"].is_string())
+    throw ApiError(400, "Invalid '" + param + ".original': expected an object {\"path\": string, \"content\": string}.",
+                   "invalid_request_error", param + ".original");
+  grammar::DiffOriginal o{(*it)["path"].get<std::string>(), (*it)["content"].get<std::string>()};
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::unified_diff_grammar(&o));
+  } catch (const grammar::GrammarError& e) {
+    throw ApiError(400, std::string("Invalid '") + param + ".original': " + e.what(), "invalid_request_error",
+                   param + ".original");
+  }
+}
+
+std::shared_ptr<const grammar::Grammar> compile(const ojson& schema, const std::string& param) {
+  if (!schema.is_object() && !schema.is_boolean())
+    throw ApiError(400, "Invalid '" + param + "': a JSON schema must be an object.", "invalid_request_error", param);
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::compile_json_schema(schema));
+  } catch (const grammar::GrammarError& e) {
+    throw schema_error(e, param);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const grammar::Grammar> openai_response_format(const ojson& rf, const std::string& param) {
+  if (!rf.is_object()) throw ApiError(400, "Invalid type for '" + param + "': expected an object.", "invalid_request_error", param);
+  auto t = rf.find("type");
+  if (t == rf.end() || !t->is_string())
+    throw ApiError(400, "Missing '" + param + ".type'.", "invalid_request_error", param + ".type");
+  const std::string type = t->get<std::string>();
+  if (type == "text") return nullptr;
+  if (type == "json_object") return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+  if (type == "json_schema") {
+    auto js = rf.find("json_schema");
+    if (js == rf.end() || !js->is_object())
+      throw ApiError(400, "Missing required parameter: '" + param + ".json_schema'.", "invalid_request_error",
+                     param + ".json_schema");
+    auto schema = js->find("schema");
+    if (schema == js->end() || schema->is_null()) return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+    return compile(*schema, param + ".json_schema.schema");
+  }
+  if (type == "sarif-2.1.0") return std::make_shared<const grammar::Grammar>(grammar::builtin_format(type));
+  if (type == "unified-diff") return diff_format(rf, param);
+  throw ApiError(400,
+                 "Invalid value for '" + param + ".type': '" + type +
+                     "'. Supported values are: 'text', 'json_object', 'json_schema', 'sarif-2.1.0' and 'unified-diff'.",
+                 "invalid_request_error", param + ".type");
+}
+
+std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of) {
+  const std::string param = "output_format";
+  if (!of.is_object()) throw ApiError(400, "output_format: Input should be an object.", "invalid_request_error", param);
+  auto t = of.find("type");
+  if (t == of.end() || !t->is_string()) throw ApiError(400, "output_format.type: Field required.", "invalid_request_error", param);
+  const std::string type = t->get<std::string>();
+  if (type == "json_schema") {
+    auto s = of.find("schema");
+    if (s == of.end() || s->is_null()) throw ApiError(400, "output_format.schema: Field required.", "invalid_request_error", param);
+    return compile(*s, "output_format.schema");
+  }
+  if (type == "sarif-2.1.0") return std::make_shared<const grammar::Grammar>(grammar::builtin_format(type));
+  if (type == "unified-diff") return diff_format(of, param);
+  throw ApiError(400, "output_format.type: Input should be 'json_schema', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
+                 "invalid_request_error", param);
+}
+
+std::shared_ptr<const grammar::Grammar> forced_tool_grammar(
+    const ojson& tools_json, const std::string& forced, const std::function<const ojson*(const ojson&)>& schema_of,
+    const std::function<std::string(size_t)>& param_of) {
+  std::vector<grammar::ToolSchema> tools;
+  for (const ojson& t : tools_json) {
+    grammar::ToolSchema ts;
+    const ojson* fn = t.contains("function") ? &t["function"] : &t;
+    ts.name = fn->value("name", std::string());
+    const ojson* s = schema_of(t);
+    ts.parameters = s ? *s : ojson{{"type", "object"}};
+    tools.push_back(std::move(ts));
+  }
+  try {
+    return std::make_shared<const grammar::Grammar>(grammar::forced_tool_call_grammar(tools, forced));
+  } catch (const grammar::GrammarError& e) {
+    // e.path: "tools[i]/pointer..."
+    size_t index = 0;
+    if (e.path.rfind("tools[", 0) == 0) index = std::stoul(e.path.substr(6));
+    throw schema_error(e, param_of(index));
+  }
+}
+
+}  // namespace swz::server
