@@ -1,5 +1,8 @@
 #include "structured_output.h"
 
+#include <list>
+#include <mutex>
+
 #include "grammar/json_schema.h"
 #include "api_error.h"
 
@@ -7,6 +10,28 @@ namespace swz::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+using GrammarPtr = std::shared_ptr<const grammar::Grammar>;
+
+// Compiled grammars by what they were compiled from (kind + the schema's text), the 64 most
+// recently used: a repeated schema gets the same Grammar object, so its matcher tables
+// (grammar/matcher.h) are warm. A failed compilation is not cached.
+GrammarPtr cached(const std::string& key, const std::function<grammar::Grammar()>& build) {
+  static std::mutex mu;
+  static std::list<std::pair<std::string, GrammarPtr>> lru;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = lru.begin(); it != lru.end(); ++it)
+      if (it->first == key) {
+        lru.splice(lru.begin(), lru, it);
+        return it->second;
+      }
+  }
+  GrammarPtr g = std::make_shared<const grammar::Grammar>(build());
+  std::lock_guard<std::mutex> lock(mu);
+  lru.emplace_front(key, g);
+  while (lru.size() > 64) lru.pop_back();
+  return g;
+}
 
 ApiError schema_error(const grammar::GrammarError& e, const std::string& param) {
   std::string msg = e.what();
@@ -16,14 +41,14 @@ ApiError schema_error(const grammar::GrammarError& e, const std::string& param) 
 
 std::shared_ptr<const grammar::Grammar> diff_format(const ojson& f, const std::string& param) {
   auto it = f.find("original");
-  if (it == f.end() || it->is_null()) return std::make_shared<const grammar::Grammar>(grammar::unified_diff_grammar());
+  if (it == f.end() || it->is_null()) return cached("unified-diff", [] { return grammar::unified_diff_grammar(); });
   if (!it->is_object() || !it->contains("path") || !it->contains("content") || !(*it)["path"].is_string() ||
       !(*it)["content"].is_string())
     throw ApiError(400, "Invalid '" + param + ".original': expected an object {\"path\": string, \"content\": string}.",
                    "invalid_request_error", param + ".original");
   grammar::DiffOriginal o{(*it)["path"].get<std::string>(), (*it)["content"].get<std::string>()};
   try {
-    return std::make_shared<const grammar::Grammar>(grammar::unified_diff_grammar(&o));
+    return cached("unified-diff\n" + o.path + "\n" + o.content, [&] { return grammar::unified_diff_grammar(&o); });
   } catch (const grammar::GrammarError& e) {
     throw ApiError(400, std::string("Invalid '") + param + ".original': " + e.what(), "invalid_request_error",
                    param + ".original");
@@ -34,7 +59,8 @@ std::shared_ptr<const grammar::Grammar> compile(const ojson& schema, const std::
   if (!schema.is_object() && !schema.is_boolean())
     throw ApiError(400, "Invalid '" + param + "': a JSON schema must be an object.", "invalid_request_error", param);
   try {
-    return std::make_shared<const grammar::Grammar>(grammar::compile_json_schema(schema));
+    return cached("json_schema\n" + schema.dump(-1, ' ', false, ojson::error_handler_t::replace),
+                  [&] { return grammar::compile_json_schema(schema); });
   } catch (const grammar::GrammarError& e) {
     throw schema_error(e, param);
   }
@@ -49,17 +75,17 @@ std::shared_ptr<const grammar::Grammar> openai_response_format(const ojson& rf, 
     throw ApiError(400, "Missing '" + param + ".type'.", "invalid_request_error", param + ".type");
   const std::string type = t->get<std::string>();
   if (type == "text") return nullptr;
-  if (type == "json_object") return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+  if (type == "json_object") return cached("json_object", [] { return grammar::json_object_grammar(); });
   if (type == "json_schema") {
     auto js = rf.find("json_schema");
     if (js == rf.end() || !js->is_object())
       throw ApiError(400, "Missing required parameter: '" + param + ".json_schema'.", "invalid_request_error",
                      param + ".json_schema");
     auto schema = js->find("schema");
-    if (schema == js->end() || schema->is_null()) return std::make_shared<const grammar::Grammar>(grammar::json_object_grammar());
+    if (schema == js->end() || schema->is_null()) return cached("json_object", [] { return grammar::json_object_grammar(); });
     return compile(*schema, param + ".json_schema.schema");
   }
-  if (type == "sarif-2.1.0") return std::make_shared<const grammar::Grammar>(grammar::builtin_format(type));
+  if (type == "sarif-2.1.0") return cached(type, [&] { return grammar::builtin_format(type); });
   if (type == "unified-diff") return diff_format(rf, param);
   throw ApiError(400,
                  "Invalid value for '" + param + ".type': '" + type +
@@ -78,7 +104,7 @@ std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of)
     if (s == of.end() || s->is_null()) throw ApiError(400, "output_format.schema: Field required.", "invalid_request_error", param);
     return compile(*s, "output_format.schema");
   }
-  if (type == "sarif-2.1.0") return std::make_shared<const grammar::Grammar>(grammar::builtin_format(type));
+  if (type == "sarif-2.1.0") return cached(type, [&] { return grammar::builtin_format(type); });
   if (type == "unified-diff") return diff_format(of, param);
   throw ApiError(400, "output_format.type: Input should be 'json_schema', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
                  "invalid_request_error", param);
@@ -88,16 +114,18 @@ std::shared_ptr<const grammar::Grammar> forced_tool_grammar(
     const ojson& tools_json, const std::string& forced, const std::function<const ojson*(const ojson&)>& schema_of,
     const std::function<std::string(size_t)>& param_of) {
   std::vector<grammar::ToolSchema> tools;
+  std::string key = "tool_call\n" + forced;
   for (const ojson& t : tools_json) {
     grammar::ToolSchema ts;
     const ojson* fn = t.contains("function") ? &t["function"] : &t;
     ts.name = fn->value("name", std::string());
     const ojson* s = schema_of(t);
     ts.parameters = s ? *s : ojson{{"type", "object"}};
+    key += "\n" + ojson(ts.name).dump() + ts.parameters.dump(-1, ' ', false, ojson::error_handler_t::replace);
     tools.push_back(std::move(ts));
   }
   try {
-    return std::make_shared<const grammar::Grammar>(grammar::forced_tool_call_grammar(tools, forced));
+    return cached(key, [&] { return grammar::forced_tool_call_grammar(tools, forced); });
   } catch (const grammar::GrammarError& e) {
     // e.path: "tools[i]/pointer..."
     size_t index = 0;

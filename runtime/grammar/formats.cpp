@@ -32,10 +32,10 @@ const json& sarif_schema() {
             "driver": {
               "type": "object",
               "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 64},
+                "name": {"type": "string", "minLength": 1},
                 "rules": {"type": "array", "maxItems": 16, "items": {
                   "type": "object",
-                  "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
+                  "properties": {"id": {"type": "string", "minLength": 1},
                                  "shortDescription": {"$ref": "#/$defs/message"}},
                   "required": ["id"], "additionalProperties": false}}
               },
@@ -51,7 +51,7 @@ const json& sarif_schema() {
     "result": {
       "type": "object",
       "properties": {
-        "ruleId": {"type": "string", "minLength": 1, "maxLength": 64},
+        "ruleId": {"type": "string", "minLength": 1},
         "level": {"enum": ["none", "note", "warning", "error"]},
         "message": {"$ref": "#/$defs/message"},
         "locations": {"type": "array", "maxItems": 4, "items": {
@@ -60,7 +60,7 @@ const json& sarif_schema() {
             "physicalLocation": {
               "type": "object",
               "properties": {
-                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1, "maxLength": 256}},
+                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1}},
                                      "required": ["uri"], "additionalProperties": false},
                 "region": {"type": "object", "properties": {"startLine": {"type": "integer", "minimum": 1}},
                            "required": ["startLine"], "additionalProperties": false}

@@ -65,10 +65,8 @@ struct JsonSchemaCompiler::Impl {
   }
   Frag w() { return b.call(ws()); }
 
-  uint32_t chr() {  // one JSON string character (escapes, valid UTF-8)
-    if (chr_rule < 0) {
-      const uint32_t r = b.declare_rule();
-      chr_rule = static_cast<int32_t>(r);
+  // One JSON string character (escapes, valid UTF-8), as fresh states.
+  Frag chr_frag() {
       auto cont = [&] { return b.range(0x80, 0xBF); };
       auto hex = [&] { return b.ranges({{'0', '9'}, {'a', 'f'}, {'A', 'F'}}); };
       Frag esc = b.seq({b.lit("\\"), b.alt({b.ranges({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
@@ -79,7 +77,14 @@ struct JsonSchemaCompiler::Impl {
                       b.seq({b.range(0xF0, 0xF0), b.range(0x90, 0xBF), cont(), cont()}),
                       b.seq({b.range(0xF1, 0xF3), cont(), cont(), cont()}),
                       b.seq({b.range(0xF4, 0xF4), b.range(0x80, 0x8F), cont(), cont()})});
-      b.define_rule(r, f);
+      return f;
+  }
+
+  uint32_t chr() {  // the rule of one character (bounded strings call it)
+    if (chr_rule < 0) {
+      const uint32_t r = b.declare_rule();
+      chr_rule = static_cast<int32_t>(r);
+      b.define_rule(r, chr_frag());
     }
     return static_cast<uint32_t>(chr_rule);
   }
@@ -89,14 +94,16 @@ struct JsonSchemaCompiler::Impl {
       if (str_rule < 0) {
         const uint32_t r = b.declare_rule();
         str_rule = static_cast<int32_t>(r);
-        b.define_rule(r, b.seq({b.lit("\""), b.star(b.call(chr())), b.lit("\"")}));
+        // The characters inline (not a call per character): a string's inside is then one
+        // configuration whatever the context (matcher.h's local masks cache it).
+        b.define_rule(r, b.seq({b.lit("\""), b.star(chr_frag()), b.lit("\"")}));
       }
       return b.call(static_cast<uint32_t>(str_rule));
     }
     std::vector<Frag> parts{b.lit("\"")};
     for (int i = 0; i < min_len; ++i) parts.push_back(b.call(chr()));
     if (max_len < 0) {
-      parts.push_back(b.star(b.call(chr())));
+      parts.push_back(b.star(chr_frag()));
     } else {
       Frag tail = b.empty();
       for (int i = min_len; i < max_len; ++i) tail = b.opt(b.seq({b.call(chr()), tail}));

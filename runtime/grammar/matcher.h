@@ -7,8 +7,21 @@
 // configuration, skipping every subtree whose prefix the grammar rejects, each trie edge one
 // table lookup once the configurations it reaches are known. Masks are cached per
 // configuration, so decoding inside a JSON string (the configuration does not change from
-// token to token) costs a cache lookup. Memory is bounded: past kMaxConfigs configurations
-// or kMaxMaskBytes of cached masks the tables are cleared and rebuilt as needed.
+// token to token) costs a cache lookup.
+//
+// A configuration seen for the first time reuses work too (the idea of XGrammar's
+// context-independent tokens, Dong et al. 2024): its top states are walked once over an
+// unknown context (a "local" configuration, the same for every string value of a schema,
+// every line of a diff...), which decides every token that stays inside those states; only
+// the trie subtrees of tokens whose bytes end a rule into the context (a closing quote, a
+// newline) are then walked from the real configuration.
+//
+// The tables belong to a (grammar, vocabulary) pair, not to a matcher: every matcher of the
+// same Grammar object shares them (under a mutex), and the kSharedTables most recently used
+// pairs are kept after their matchers end, so a server that reuses a compiled grammar
+// (server/structured_output.cpp caches them by schema) starts warm. Memory is bounded: past
+// kMaxConfigs configurations or kMaxMaskBytes of cached masks a pair's tables are cleared
+// and rebuilt as needed.
 #pragma once
 
 #include <cstdint>
@@ -66,15 +79,16 @@ struct MatcherStats {
 class Matcher {
  public:
   static constexpr size_t kMaxConfigs = 1 << 16;
-  static constexpr size_t kMaxMaskBytes = size_t{96} << 20;
+  static constexpr size_t kMaxMaskBytes = size_t{32} << 20;
+  static constexpr size_t kSharedTables = 16;
   /// max_depth: the rule stack's depth limit (nesting deeper than this is not generated).
   Matcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabulary> v, int max_depth = 128);
   ~Matcher();
   Matcher(const Matcher&) = delete;
   Matcher& operator=(const Matcher&) = delete;
 
-  /// The tokens allowed next: bit t of word t / 64 set = token t allowed. n_words() words,
-  /// valid until the next call of a non-const member. All zero once the grammar has ended
+  /// The tokens allowed next: bit t of word t / 64 set = token t allowed. n_words() words
+  /// (the matcher's own copy), valid until the next call of a non-const member. All zero once the grammar has ended
   /// (accept() of an end-of-generation token, or must_end()).
   const uint64_t* mask();
   /// Whether token t is allowed next (without computing the whole mask).
@@ -87,19 +101,34 @@ class Matcher {
   bool must_end() const;
   const MatcherStats& stats() const { return stats_; }
   const Vocabulary& vocab() const { return *v_; }
+  struct Tables;  ///< the shared lazily built tables (matcher.cpp)
 
  private:
-  struct Tables;
+  /// Re-interns the current configuration after another matcher cleared the shared tables.
+  void sync();
+  void set_cur(int32_t cfg);
   int32_t step(int32_t cfg, uint8_t b);
   int32_t advance(int32_t cfg, const std::string& bytes);
   void maybe_reset();
+  /// Marks in `m` the tokens of trie nodes [begin, end) (one subtree, or all) allowed from
+  /// configuration c0 at the parent of `begin`.
+  void walk(int32_t c0, size_t begin, size_t end, uint64_t* m);
+  struct LocalMask;
+  /// The context-independent part of the masks of every configuration whose top states are
+  /// those of local configuration `loc` (cached).
+  const LocalMask& local(int32_t loc);
   std::shared_ptr<const Grammar> g_;
   std::shared_ptr<const Vocabulary> v_;
-  std::unique_ptr<Tables> t_;
+  std::shared_ptr<Tables> t_;
   int32_t cur_ = -1;
+  uint64_t gen_ = 0;                ///< t_'s generation cur_ belongs to
+  std::vector<int32_t> cur_tops_;   ///< cur_'s stacks (stack node ids survive clears)
+  bool cur_acc_ = false;
+  std::vector<uint64_t> mask_buf_;
   bool ended_ = false;  ///< an end-of-generation token was accepted
   std::vector<uint64_t> zero_;
   std::vector<int32_t> walk_;  ///< configuration per trie depth during a walk
+  std::vector<char> path_;     ///< trie path bytes during a local walk
   MatcherStats stats_;
 };
 
