@@ -22,7 +22,7 @@ const json& sarif_schema() {
   "required": ["version", "runs"],
   "additionalProperties": false,
   "$defs": {
-    "message": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false},
+    "message": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}}, "required": ["text"], "additionalProperties": false},
     "run": {
       "type": "object",
       "properties": {
@@ -32,10 +32,10 @@ const json& sarif_schema() {
             "driver": {
               "type": "object",
               "properties": {
-                "name": {"type": "string", "minLength": 1},
+                "name": {"type": "string", "minLength": 1, "maxLength": 64},
                 "rules": {"type": "array", "maxItems": 16, "items": {
                   "type": "object",
-                  "properties": {"id": {"type": "string", "minLength": 1},
+                  "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
                                  "shortDescription": {"$ref": "#/$defs/message"}},
                   "required": ["id"], "additionalProperties": false}}
               },
@@ -51,7 +51,7 @@ const json& sarif_schema() {
     "result": {
       "type": "object",
       "properties": {
-        "ruleId": {"type": "string", "minLength": 1},
+        "ruleId": {"type": "string", "minLength": 1, "maxLength": 64},
         "level": {"enum": ["none", "note", "warning", "error"]},
         "message": {"$ref": "#/$defs/message"},
         "locations": {"type": "array", "maxItems": 4, "items": {
@@ -60,7 +60,7 @@ const json& sarif_schema() {
             "physicalLocation": {
               "type": "object",
               "properties": {
-                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1}},
+                "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1, "maxLength": 256}},
                                      "required": ["uri"], "additionalProperties": false},
                 "region": {"type": "object", "properties": {"startLine": {"type": "integer", "minimum": 1}},
                            "required": ["startLine"], "additionalProperties": false}
@@ -147,7 +147,21 @@ Grammar unified_diff_grammar(const DiffOriginal* original) {
     throw GrammarError("original", "", "'original.content' has " + std::to_string(N) + " lines; at most " +
                                            std::to_string(kMaxAnchoredFileLines) + " are supported");
   const int M = kMaxAnchoredHunkLines;
-  // at(k, i, j): at old line k (0-based), i old-side and j new-side lines to come.
+  // at(k, i, j): at old line k (0-based), i old-side and j new-side lines to come. git
+  // apply anchors a hunk without trailing context at the end of the file, so a hunk that
+  // ends before the file's end must end with a context line; viable() says whether a
+  // state can still finish its hunk that way.
+  std::map<std::tuple<int, int, int>, bool> viable_memo;
+  std::function<bool(int, int, int)> viable = [&](int k, int i, int j) -> bool {
+    if (i == 0 && j == 0) return true;
+    auto key = std::make_tuple(k, i, j);
+    if (auto it = viable_memo.find(key); it != viable_memo.end()) return it->second;
+    bool v = (i > 0 && j > 0 && viable(k + 1, i - 1, j - 1)) ||
+             (i > 0 && !(i == 1 && j == 0 && k + 1 != N) && viable(k + 1, i - 1, j)) ||
+             (j > 0 && !(j == 1 && i == 0 && k != N) && viable(k, i, j - 1));
+    viable_memo.emplace(key, v);
+    return v;
+  };
   std::map<std::tuple<int, int, int>, uint32_t> rules;
   std::function<uint32_t(int, int, int)> at = [&](int k, int i, int j) -> uint32_t {
     auto key = std::make_tuple(k, i, j);
@@ -155,10 +169,13 @@ Grammar unified_diff_grammar(const DiffOriginal* original) {
     const uint32_t r = b.declare_rule();
     rules.emplace(key, r);
     std::vector<Frag> alts;
-    if (i > 0 && j > 0) alts.push_back(b.seq({b.lit(" " + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j - 1))}));
-    if (i > 0) alts.push_back(b.seq({b.lit("-" + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j))}));
-    if (j > 0) alts.push_back(b.seq({b.lit("+"), b.call(text), b.lit("\n"), b.call(at(k, i, j - 1))}));
-    b.define_rule(r, alts.empty() ? b.empty() : b.alt(alts));
+    if (i > 0 && j > 0 && viable(k + 1, i - 1, j - 1))
+      alts.push_back(b.seq({b.lit(" " + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j - 1))}));
+    if (i > 0 && !(i == 1 && j == 0 && k + 1 != N) && viable(k + 1, i - 1, j))
+      alts.push_back(b.seq({b.lit("-" + file[static_cast<size_t>(k)] + "\n"), b.call(at(k + 1, i - 1, j))}));
+    if (j > 0 && !(j == 1 && i == 0 && k != N) && viable(k, i, j - 1))
+      alts.push_back(b.seq({b.lit("+"), b.call(text), b.lit("\n"), b.call(at(k, i, j - 1))}));
+    b.define_rule(r, alts.empty() ? b.empty() : b.alt(alts));  // empty only for (k, 0, 0)
     return r;
   };
   std::vector<Frag> starts;
@@ -166,13 +183,16 @@ Grammar unified_diff_grammar(const DiffOriginal* original) {
     std::vector<Frag> olds;
     for (int i = 1; i <= std::min(M, N - s + 1); ++i) {
       std::vector<Frag> news;
-      for (int j = 1; j <= M; ++j) news.push_back(b.seq({b.lit(std::to_string(j) + " @@\n"), b.call(at(s - 1, i, j))}));
-      olds.push_back(b.seq({b.lit(std::to_string(i) + " +" + std::to_string(s) + ","), b.alt(news)}));
+      for (int j = 1; j <= M; ++j)
+        if (viable(s - 1, i, j)) news.push_back(b.seq({b.lit(std::to_string(j) + " @@\n"), b.call(at(s - 1, i, j))}));
+      if (!news.empty()) olds.push_back(b.seq({b.lit(std::to_string(i) + " +" + std::to_string(s) + ","), b.alt(news)}));
     }
-    starts.push_back(b.seq({b.lit(std::to_string(s) + ","), b.alt(olds)}));
+    if (!olds.empty()) starts.push_back(b.seq({b.lit(std::to_string(s) + ","), b.alt(olds)}));
   }
   b.define_rule(root, b.seq({b.lit("--- a/" + original->path + "\n+++ b/" + original->path + "\n@@ -"), b.alt(starts)}));
-  return b.finish(root, "unified-diff");
+  Grammar g = b.finish(root, "unified-diff");
+  check_productive(g);
+  return g;
 }
 
 Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced) {

@@ -15,7 +15,8 @@ namespace swz::grammar {
 /// sarif-schema-2.1.0.json) whose every instance is a valid SARIF 2.1.0 log: version
 /// "2.1.0", one run with tool.driver {name, rules[] {id, shortDescription}}, results[]
 /// {ruleId, level, message {text}, locations[] {physicalLocation {artifactLocation {uri},
-/// region {startLine >= 1}}}} (at most 16 results, 4 locations each).
+/// region {startLine >= 1}}}} (at most 16 results, 4 locations each; names and ids of at
+/// most 64 characters, URIs 256, message texts 1000, so a weak model cannot run away in one).
 const nlohmann::ordered_json& sarif_schema();
 
 /// A file a unified diff is made against (response_format {type: "unified-diff", original}).
@@ -32,9 +33,10 @@ inline constexpr int kMaxAnchoredFileLines = 200;
 /// `unified-diff`: "--- PATH\n+++ PATH\n" then hunks "@@ -a,B +c,D @@[ text]\n" whose lines
 /// (" ", "-", "+" followed by a line of text of at most kMaxDiffLineBytes bytes) agree with
 /// the counts B and D (at most kMaxHunkLines each). With `original`: one hunk against that file, "--- a/PATH" and
-/// "+++ b/PATH", its context and removed lines exactly the file's lines from line a on, so
-/// `git apply --check` accepts it (B in 1..kMaxAnchoredHunkLines, D in 1..that; files of
-/// at most kMaxAnchoredFileLines lines). Throws GrammarError (keyword "original") for a file
+/// "+++ b/PATH", its context and removed lines exactly the file's lines from line a on, and
+/// a hunk that stops before the file's end ending in a context line (git anchors a hunk
+/// without trailing context at the end of the file), so `git apply --check` accepts it (B
+/// in 1..kMaxAnchoredHunkLines, D in 1..that; files of at most kMaxAnchoredFileLines lines). Throws GrammarError (keyword "original") for a file
 /// over the limit, without a final newline, or a path with a newline or tab.
 Grammar unified_diff_grammar(const DiffOriginal* original = nullptr);
 

@@ -198,7 +198,9 @@ TEST(Formats, UnifiedDiffCountsMustAgree) {
 TEST(Formats, AnchoredDiffFollowsTheFile) {
   DiffOriginal o{"src/m.py", "def f():\n    return 1\n\nprint(f())\n"};
   const Grammar g = unified_diff_grammar(&o);
-  EXPECT_TRUE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"));
+  EXPECT_TRUE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n \n"));
+  // No trailing context before the file's end: git would look for it at the end.
+  EXPECT_FALSE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"));
   EXPECT_TRUE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -4,1 +4,2 @@\n print(f())\n+print(3)\n"));
   EXPECT_FALSE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -1,2 +1,2 @@\n def g():\n-    return 1\n+    return 2\n"));
   EXPECT_FALSE(matches(g, "--- a/src/m.py\n+++ b/src/m.py\n@@ -2,2 +2,2 @@\n def f():\n-    return 1\n+    return 2\n"));
