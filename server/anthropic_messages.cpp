@@ -317,7 +317,7 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
     } else if (oc && json_field(*oc, "format")) {
       r.grammar = anthropic_output_format(obody()["output_config"]["format"]);
     } else if (json_field(body, "output_format")) {
-      r.grammar = anthropic_output_format(obody()["output_format"]);
+      r.grammar = anthropic_output_format(obody()["output_format"], "output_format");
     }
   }
   if (const json* cc = json_field(body, "cache_control")) {  // top-level: a hint, like per-block ones

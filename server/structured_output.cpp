@@ -93,21 +93,21 @@ std::shared_ptr<const grammar::Grammar> openai_response_format(const ojson& rf, 
                  "invalid_request_error", param + ".type");
 }
 
-std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of) {
-  const std::string param = "output_format";
-  if (!of.is_object()) throw ApiError(400, "output_format: Input should be an object.", "invalid_request_error", param);
+std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of, const std::string& param) {
+  // Messages without the param: the Anthropic endpoint prefixes "<param>: " (anthropic_error_body).
+  if (!of.is_object()) throw ApiError(400, "Input should be an object.", "invalid_request_error", param);
   auto t = of.find("type");
-  if (t == of.end() || !t->is_string()) throw ApiError(400, "output_format.type: Field required.", "invalid_request_error", param);
+  if (t == of.end() || !t->is_string()) throw ApiError(400, "Field required.", "invalid_request_error", param + ".type");
   const std::string type = t->get<std::string>();
   if (type == "json_schema") {
     auto s = of.find("schema");
-    if (s == of.end() || s->is_null()) throw ApiError(400, "output_format.schema: Field required.", "invalid_request_error", param);
-    return compile(*s, "output_format.schema");
+    if (s == of.end() || s->is_null()) throw ApiError(400, "Field required.", "invalid_request_error", param + ".schema");
+    return compile(*s, param + ".schema");
   }
   if (type == "sarif-2.1.0") return cached(type, [&] { return grammar::builtin_format(type); });
   if (type == "unified-diff") return diff_format(of, param);
-  throw ApiError(400, "output_format.type: Input should be 'json_schema', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
-                 "invalid_request_error", param);
+  throw ApiError(400, "Input should be 'json_schema', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
+                 "invalid_request_error", param + ".type");
 }
 
 std::shared_ptr<const grammar::Grammar> forced_tool_grammar(

@@ -7,7 +7,7 @@
 //   {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
 //   {"type": "sarif-2.1.0"}                                  Swizzle extension: a SARIF 2.1.0 log
 //   {"type": "unified-diff", "original": {"path", "content"}?}  Swizzle extension
-// Anthropic `output_format` (its structured-outputs field):
+// Anthropic `output_config.format` (its structured outputs; the beta's `output_format` too):
 //   {"type": "json_schema", "schema": {...}}, {"type": "sarif-2.1.0"}, {"type": "unified-diff", "original"?}
 // Forced tool calls (OpenAI tool_choice "required" / a named function, Anthropic tool_choice
 // "any" / "tool"): the rest of the call after the forced prefix, its arguments constrained by
@@ -35,8 +35,11 @@ namespace swz::server {
 std::shared_ptr<const grammar::Grammar> openai_response_format(const nlohmann::ordered_json& rf,
                                                                const std::string& param = "response_format");
 
-/// Anthropic `output_format` -> grammar (see the file comment). Throws ApiError 400.
-std::shared_ptr<const grammar::Grammar> anthropic_output_format(const nlohmann::ordered_json& of);
+/// Anthropic `output_config.format` (or the beta's `output_format`; `param` names which) ->
+/// grammar (see the file comment). Throws ApiError 400 with its param under `param` (the
+/// Anthropic endpoint prefixes its messages with it).
+std::shared_ptr<const grammar::Grammar> anthropic_output_format(const nlohmann::ordered_json& of,
+                                                                const std::string& param = "output_config.format");
 
 /// The grammar of a forced tool call (grammar::forced_tool_call_grammar). `tools_json` is the
 /// request's `tools` array as sent (key order kept), `schema_of` picks a tool's schema from

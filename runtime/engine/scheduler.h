@@ -21,8 +21,10 @@
 //      send tokens to the requests' queues, retire finished and cancelled sequences (their
 //      pages go back at once).
 //
-// Per-sequence state (block table, token history, sampler, drafter, stop conditions) lives
-// here, not in the model. Exactness: prompt rows always run as Rows::Prompt and generated
+// Per-sequence state (block table, token history, sampler, drafter, grammar matcher, stop
+// conditions) lives here, not in the model. A constrained request (GenerateRequest::grammar)
+// samples and verifies every row under its matcher's mask (grammar/matcher.h) and ends with
+// Stop once the matcher says the text is complete. Exactness: prompt rows always run as Rows::Prompt and generated
 // rows (decode and verification) as Rows::Generated whatever the batch holds, and the
 // backends compute a row independently of the other rows and sequences of the pass
 // (batch invariance: executor.h, docs/package-format.md), so a request's greedy output does not

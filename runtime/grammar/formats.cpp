@@ -198,26 +198,37 @@ Grammar unified_diff_grammar(const DiffOriginal* original) {
 Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced) {
   Builder b;
   JsonSchemaCompiler c(b);
-  std::vector<Frag> alts;
+  // rest: the rest of one call after `{"name": "` (any allowed tool), args_forced: after
+  // `"arguments": ` of the forced one.
+  std::vector<Frag> rests;
+  int32_t forced_args = -1;
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSchema& t = tools[i];
     if (!forced.empty() && t.name != forced) continue;
     uint32_t args;
     try {
-      args = c.compile(t.parameters);
+      args = c.compile_repeatable(t.parameters);
     } catch (const GrammarError& e) {
       throw GrammarError(e.keyword, "tools[" + std::to_string(i) + "]" + e.path, e.what());
     }
-    if (forced.empty()) {
-      const std::string quoted = json(t.name).dump(-1, ' ', false, json::error_handler_t::replace);
-      alts.push_back(b.seq({b.lit(quoted.substr(1) + ", \"arguments\": "), b.call(args)}));
-    } else {
-      alts.push_back(b.call(args));
-    }
+    const std::string quoted = json(t.name).dump(-1, ' ', false, json::error_handler_t::replace);
+    rests.push_back(b.seq({b.lit(quoted.substr(1) + ", \"arguments\": "), b.call(args), b.lit("}")}));
+    if (!forced.empty()) forced_args = static_cast<int32_t>(args);
   }
-  if (alts.empty()) throw GrammarError("tool_choice", "", "the forced tool is not among the tools");
+  if (rests.empty()) throw GrammarError("tool_choice", "", "the forced tool is not among the tools");
+  const uint32_t rest = b.declare_rule();
+  b.define_rule(rest, b.alt(rests));
+  // Parallel calls as Qwen2.5 writes them when a call is forced: more call objects in the
+  // same tag (back to back, after a comma or a newline) or in new tags (server/tool_calls.h
+  // parses all of them; parallel_tool_calls false / disable_parallel_tool_use keep the first).
+  auto more = [&] {
+    return b.star(b.seq({b.alt({b.empty(), b.lit(","), b.lit(", "), b.lit("\n"), b.lit(",\n"), b.lit(" "),
+                                b.lit("\n</tool_call>\n<tool_call>\n")}),
+                         b.lit("{\"name\": \""), b.call(rest)}));
+  };
+  const Frag first = forced.empty() ? b.call(rest) : b.seq({b.call(static_cast<uint32_t>(forced_args)), b.lit("}")});
   const uint32_t root = b.declare_rule();
-  b.define_rule(root, b.seq({b.alt(alts), b.lit("}\n</tool_call>")}));
+  b.define_rule(root, b.seq({first, more(), b.lit("\n</tool_call>")}));
   Grammar g = b.finish(root, "tool_call");
   check_productive(g);
   return g;

@@ -50,9 +50,12 @@ struct ToolSchema {
 /// forced prefix the server puts in the prompt: with `forced` = a tool's name the prefix
 /// ends in `"arguments": ` and the grammar is ARGS "}\n</tool_call>"; with `forced` empty
 /// (OpenAI "required", Anthropic "any") the prefix ends in `{"name": "` and the grammar is
-/// one of NAME `", "arguments": ` ARGS "}\n</tool_call>" over the tools. ARGS: the tool's
-/// parameters schema (json_schema.h). Throws GrammarError with `path` prefixed by the index
-/// of the tool ("tools[i]").
+/// one of NAME `", "arguments": ` ARGS "}" over the tools; then more calls of the allowed
+/// tools may follow in the same tag or new tags (Qwen2.5's parallel calls: back to back,
+/// after "," or a newline, or `\n</tool_call>\n<tool_call>\n`), then "\n</tool_call>". ARGS:
+/// the tool's parameters schema (json_schema.h), whose member list may repeat inside the
+/// braces (JsonSchemaCompiler::compile_repeatable). Throws GrammarError with `path`
+/// prefixed by the index of the tool ("tools[i]").
 Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced);
 
 /// A built-in format by name: "sarif-2.1.0" or "unified-diff" (no original). Throws

@@ -46,6 +46,7 @@ struct JsonSchemaCompiler::Impl {
   const json* root = nullptr;
   int32_t ws_rule = -1, chr_rule = -1, str_rule = -1, num_rule = -1, int_rule = -1, any_rule = -1;
   std::map<std::string, uint32_t> ref_rules;  // JSON pointer -> rule
+  bool repeat_root = false;  // compile_repeatable(): the root object's member list may repeat
 
   explicit Impl(Builder& b) : b(b) {}
 
@@ -398,6 +399,11 @@ struct JsonSchemaCompiler::Impl {
         b.define_rule(more[i], b.alt({m, b.call(more[i + 1])}));
       }
     }
+    if (repeat_root && depth == 0 && !required.empty()) {
+      // Several calls' arguments in one object (server/tool_calls.h: a repeated name starts
+      // the next call); non-empty since a property is required.
+      return b.seq({b.lit("{"), w(), b.call(first[0]), b.star(b.seq({w(), b.lit(","), w(), b.call(first[0])})), w(), b.lit("}")});
+    }
     return b.seq({b.lit("{"), w(), b.call(first[0]), w(), b.lit("}")});
   }
 };
@@ -410,6 +416,18 @@ uint32_t JsonSchemaCompiler::compile(const json& schema) {
   const uint32_t r = impl_->b.declare_rule();
   impl_->b.define_rule(r, impl_->schema(schema, "", 0));
   return r;
+}
+
+uint32_t JsonSchemaCompiler::compile_repeatable(const json& schema) {
+  impl_->repeat_root = true;
+  try {
+    const uint32_t r = compile(schema);
+    impl_->repeat_root = false;
+    return r;
+  } catch (...) {
+    impl_->repeat_root = false;
+    throw;
+  }
 }
 
 uint32_t JsonSchemaCompiler::any_value() { return impl_->any_value(); }

@@ -46,6 +46,11 @@ class JsonSchemaCompiler {
   /// The rule matching exactly the JSON texts valid under `schema` (as restricted above).
   /// Throws GrammarError (keyword, JSON pointer, message).
   uint32_t compile(const nlohmann::ordered_json& schema);
+  /// As compile(), but when the root is an object schema with a required property its
+  /// member list may repeat inside the braces ({"city": "Paris", "city": "Tokyo"}): how
+  /// Qwen2.5 writes parallel calls of one function, which server/tool_calls.h splits into
+  /// calls (each valid under `schema`).
+  uint32_t compile_repeatable(const nlohmann::ordered_json& schema);
   /// The rule matching any JSON value.
   uint32_t any_value();
   /// The rule matching whitespace between tokens (0..kMaxWhitespace bytes of " \t\n\r").

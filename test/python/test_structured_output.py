@@ -183,6 +183,29 @@ def test_speculative_equals_plain(server):
     assert out[1]["usage"]["completion_tokens_details"]["accepted_prediction_tokens"] > 0
 
 
+def test_choices_and_concurrent_requests_share_a_grammar(server):
+    # n > 1 choices and concurrent requests of one schema run together in the scheduler's
+    # batch, their matchers sharing one compiled grammar's tables: every answer is valid.
+    from concurrent.futures import ThreadPoolExecutor
+    c = oai(server.base_url)
+    # Bounded strings: sampled at temperature 0.8, SmolLM2 may otherwise write one name until max_tokens.
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer"},
+                                                "city": {"type": "string", "maxLength": 24}},
+              "required": ["name", "age", "city"], "additionalProperties": False}
+    rf = {"type": "json_schema", "json_schema": {"name": "p", "schema": schema}}
+
+    def ask(i):
+        return c.chat.completions.create(model="m", messages=[{"role": "user", "content": f"Invent person number {i}."}],
+                                         temperature=0.8, seed=i, n=2, max_tokens=200, response_format=rf)
+    with ThreadPoolExecutor(4) as pool:
+        rs = list(pool.map(ask, range(4)))
+    for r in rs:
+        assert len(r.choices) == 2
+        for ch in r.choices:
+            assert ch.finish_reason == "stop", ch.message.content
+            jsonschema.validate(json.loads(ch.message.content), schema)
+
+
 # --- item 2: schemas that cannot be compiled ----------------------------------------------
 
 BAD_SCHEMAS = [
@@ -241,19 +264,23 @@ def test_unknown_format_is_400(server):
 
 # --- forced tool calls --------------------------------------------------------------------
 
-@pytest.mark.parametrize("choice", [{"type": "tool", "name": "get_weather"}, {"type": "any"}])
+@pytest.mark.parametrize("choice", [{"type": "tool", "name": "get_weather"}, {"type": "any"},
+                                    {"type": "any", "disable_parallel_tool_use": True}])
 def test_anthropic_forced_tool_use(server, choice):
     a = ant(server.base_url)
-    m = a.messages.create(model="m", max_tokens=200, tools=[WEATHER, ADD], tool_choice=choice,
+    m = a.messages.create(model="m", max_tokens=300, tools=[WEATHER, ADD], tool_choice=choice,
                           messages=[{"role": "user", "content": "What's the weather in Oslo for the next 3 days?"}],
                           extra_body=GREEDY_A)
     assert m.stop_reason == "tool_use"
     uses = [b for b in m.content if b.type == "tool_use"]
-    assert len(uses) == 1
-    tool = {"get_weather": WEATHER, "add": ADD}[uses[0].name]
-    if choice["type"] == "tool":
-        assert uses[0].name == "get_weather"
-    jsonschema.validate(uses[0].input, tool["input_schema"])
+    assert len(uses) >= 1  # the grammar allows parallel calls (Qwen2.5's forms)
+    if choice.get("disable_parallel_tool_use"):
+        assert len(uses) == 1
+    for use in uses:
+        tool = {"get_weather": WEATHER, "add": ADD}[use.name]
+        if choice["type"] == "tool":
+            assert use.name == "get_weather"
+        jsonschema.validate(use.input, tool["input_schema"])
 
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "add"}}])
@@ -263,12 +290,16 @@ def test_openai_forced_tool_call(server, choice):
                                   tools=[oai_tool(WEATHER), oai_tool(ADD)], tool_choice=choice, temperature=0, max_tokens=200)
     ch = r.choices[0]
     assert ch.finish_reason == "tool_calls"
-    assert len(ch.message.tool_calls) == 1
-    call = ch.message.tool_calls[0].function
-    tool = {"get_weather": WEATHER, "add": ADD}[call.name]
-    if isinstance(choice, dict):
-        assert call.name == "add"
-    jsonschema.validate(json.loads(call.arguments), tool["input_schema"])
+    assert len(ch.message.tool_calls) >= 1
+    for tc in ch.message.tool_calls:
+        tool = {"get_weather": WEATHER, "add": ADD}[tc.function.name]
+        if isinstance(choice, dict):
+            assert tc.function.name == "add"
+        jsonschema.validate(json.loads(tc.function.arguments), tool["input_schema"])
+    one = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "What is 2 plus 40?"}],
+                                    tools=[oai_tool(WEATHER), oai_tool(ADD)], tool_choice=choice, temperature=0,
+                                    max_tokens=200, parallel_tool_calls=False)
+    assert len(one.choices[0].message.tool_calls) == 1
 
 
 def test_qwen_forced_tool_use_and_parse(qwen_server):
@@ -278,7 +309,7 @@ def test_qwen_forced_tool_use_and_parse(qwen_server):
                           extra_body=GREEDY_A)
     assert m.stop_reason == "tool_use"
     use = [b for b in m.content if b.type == "tool_use"][0]
-    assert use.name == "get_weather"
+    assert use.name == "get_weather"  # the first call (parallel ones may follow)
     jsonschema.validate(use.input, WEATHER["input_schema"])
     assert use.input["city"] == "Oslo" and use.input["days"] == 3
     c = oai(qwen_server.base_url)

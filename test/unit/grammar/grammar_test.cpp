@@ -229,6 +229,13 @@ TEST(Formats, ForcedToolCall) {
   EXPECT_TRUE(matches(any, "get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
   EXPECT_TRUE(matches(any, "add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"));
   EXPECT_FALSE(matches(any, "sub\", \"arguments\": {}}\n</tool_call>"));
+  // Parallel calls: a repeated member list, calls back to back, new tags.
+  EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2, \"a\": 3, \"b\": 4}}\n</tool_call>"));
+  EXPECT_FALSE(matches(named, "{\"a\": 1, \"b\": 2, \"a\": 3}}\n</tool_call>"));
+  EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2}}\n{\"name\": \"add\", \"arguments\": {\"a\": 3, \"b\": 4}}\n</tool_call>"));
+  EXPECT_FALSE(matches(named, "{\"a\": 1, \"b\": 2}}\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>"));
+  EXPECT_TRUE(matches(any, "add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+                           "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>"));
   tools[1].parameters = json::parse(R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})");
   try {
     forced_tool_call_grammar(tools, "");
