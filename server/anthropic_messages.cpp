@@ -313,7 +313,7 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
             auto s = t.find("input_schema");
             return s == t.end() || s->is_null() ? nullptr : &*s;
           },
-          [](size_t i) { return "tools." + std::to_string(i) + ".input_schema"; });
+          [](size_t i) { return "tools." + std::to_string(i) + ".input_schema"; }, !r.disable_parallel_tool_use);
     } else if (oc && json_field(*oc, "format")) {
       r.grammar = anthropic_output_format(obody()["output_config"]["format"]);
     } else if (json_field(body, "output_format")) {

@@ -370,7 +370,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
           auto p = f->find("parameters");
           return p == f->end() || p->is_null() ? nullptr : &*p;
         },
-        [](size_t i) { return "tools[" + std::to_string(i) + "].function.parameters"; });
+        [](size_t i) { return "tools[" + std::to_string(i) + "].function.parameters"; }, r.parallel_tool_calls);
   } else if (json_field(body, "response_format")) {
     r.grammar = openai_response_format(obody()["response_format"]);
   }

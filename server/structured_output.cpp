@@ -112,9 +112,9 @@ std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of,
 
 std::shared_ptr<const grammar::Grammar> forced_tool_grammar(
     const ojson& tools_json, const std::string& forced, const std::function<const ojson*(const ojson&)>& schema_of,
-    const std::function<std::string(size_t)>& param_of) {
+    const std::function<std::string(size_t)>& param_of, bool parallel) {
   std::vector<grammar::ToolSchema> tools;
-  std::string key = "tool_call\n" + forced;
+  std::string key = std::string(parallel ? "tool_calls\n" : "tool_call\n") + forced;
   for (const ojson& t : tools_json) {
     grammar::ToolSchema ts;
     const ojson* fn = t.contains("function") ? &t["function"] : &t;
@@ -125,7 +125,7 @@ std::shared_ptr<const grammar::Grammar> forced_tool_grammar(
     tools.push_back(std::move(ts));
   }
   try {
-    return cached(key, [&] { return grammar::forced_tool_call_grammar(tools, forced); });
+    return cached(key, [&] { return grammar::forced_tool_call_grammar(tools, forced, parallel); });
   } catch (const grammar::GrammarError& e) {
     // e.path: "tools[i]/pointer..."
     size_t index = 0;

@@ -45,10 +45,11 @@ std::shared_ptr<const grammar::Grammar> anthropic_output_format(const nlohmann::
 /// request's `tools` array as sent (key order kept), `schema_of` picks a tool's schema from
 /// one of its elements (null: no schema, i.e. any object); `forced` is the forced name or ""
 /// for any tool. Throws ApiError 400 naming the keyword, its param `param_of(i)` for tool i
-/// ("tools[1].function.parameters", "tools.1.input_schema").
+/// ("tools[1].function.parameters", "tools.1.input_schema"). `parallel`: more calls may
+/// follow the first (grammar::forced_tool_call_grammar).
 std::shared_ptr<const grammar::Grammar> forced_tool_grammar(
     const nlohmann::ordered_json& tools_json, const std::string& forced,
     const std::function<const nlohmann::ordered_json*(const nlohmann::ordered_json&)>& schema_of,
-    const std::function<std::string(size_t)>& param_of);
+    const std::function<std::string(size_t)>& param_of, bool parallel = true);
 
 }  // namespace swz::server

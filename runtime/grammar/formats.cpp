@@ -195,7 +195,7 @@ Grammar unified_diff_grammar(const DiffOriginal* original) {
   return g;
 }
 
-Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced) {
+Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced, bool parallel) {
   Builder b;
   JsonSchemaCompiler c(b);
   // rest: the rest of one call after `{"name": "` (any allowed tool), args_forced: after
@@ -207,7 +207,7 @@ Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std
     if (!forced.empty() && t.name != forced) continue;
     uint32_t args;
     try {
-      args = c.compile_repeatable(t.parameters);
+      args = parallel ? c.compile_repeatable(t.parameters) : c.compile(t.parameters);
     } catch (const GrammarError& e) {
       throw GrammarError(e.keyword, "tools[" + std::to_string(i) + "]" + e.path, e.what());
     }
@@ -221,14 +221,26 @@ Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std
   // Parallel calls as Qwen2.5 writes them when a call is forced: more call objects in the
   // same tag (back to back, after a comma or a newline) or in new tags (server/tool_calls.h
   // parses all of them; parallel_tool_calls false / disable_parallel_tool_use keep the first).
-  auto more = [&] {
-    return b.star(b.seq({b.alt({b.empty(), b.lit(","), b.lit(", "), b.lit("\n"), b.lit(",\n"), b.lit(" "),
-                                b.lit("\n</tool_call>\n<tool_call>\n")}),
-                         b.lit("{\"name\": \""), b.call(rest)}));
+  // ws: up to 3 spaces or newlines.
+  auto ws = [&] {
+    Frag f = b.empty();
+    for (int i = 0; i < 3; ++i) f = b.opt(b.seq({b.ranges({{' ', ' '}, {'\n', '\n'}}), f}));
+    return f;
   };
+  const uint32_t sep = b.declare_rule();
+  b.define_rule(sep, b.alt({b.seq({ws(), b.opt(b.lit(",")), ws()}),
+                            b.seq({ws(), b.lit("</tool_call>"), ws(), b.lit("<tool_call>"), ws()})}));
+  Frag more = b.empty();  // at most kMaxForcedCalls call objects in all
+  for (int k = 1; k < kMaxForcedCalls; ++k) more = b.opt(b.seq({b.call(sep), b.lit("{\"name\": \""), b.call(rest), more}));
   const Frag first = forced.empty() ? b.call(rest) : b.seq({b.call(static_cast<uint32_t>(forced_args)), b.lit("}")});
   const uint32_t root = b.declare_rule();
-  b.define_rule(root, b.seq({first, more(), b.lit("\n</tool_call>")}));
+  if (!parallel) {
+    b.define_rule(root, b.seq({first, b.lit("\n</tool_call>")}));  // one call, then the turn is over
+  } else {
+    // The closing tag is optional: the model may end its turn right after a call (the
+    // parser takes an unterminated call that parses).
+    b.define_rule(root, b.seq({first, more, b.opt(b.seq({ws(), b.lit("</tool_call>")}))}));
+  }
   Grammar g = b.finish(root, "tool_call");
   check_productive(g);
   return g;

@@ -40,6 +40,8 @@ inline constexpr int kMaxAnchoredFileLines = 200;
 /// over the limit, without a final newline, or a path with a newline or tab.
 Grammar unified_diff_grammar(const DiffOriginal* original = nullptr);
 
+inline constexpr int kMaxForcedCalls = 4;  ///< call objects after a forced prefix
+
 /// A tool the model may be forced to call: its name and its parameters' JSON Schema.
 struct ToolSchema {
   std::string name;
@@ -52,11 +54,15 @@ struct ToolSchema {
 /// (OpenAI "required", Anthropic "any") the prefix ends in `{"name": "` and the grammar is
 /// one of NAME `", "arguments": ` ARGS "}" over the tools; then more calls of the allowed
 /// tools may follow in the same tag or new tags (Qwen2.5's parallel calls: back to back,
-/// after "," or a newline, or `\n</tool_call>\n<tool_call>\n`), then "\n</tool_call>". ARGS:
+/// after "," or up to 3 spaces / newlines, or `</tool_call>` `<tool_call>` between them; at
+/// most kMaxForcedCalls objects), then optionally whitespace and "</tool_call>" (the turn
+/// may end right after a call). ARGS:
 /// the tool's parameters schema (json_schema.h), whose member list may repeat inside the
 /// braces (JsonSchemaCompiler::compile_repeatable). Throws GrammarError with `path`
 /// prefixed by the index of the tool ("tools[i]").
-Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced);
+/// parallel false (parallel_tool_calls false, disable_parallel_tool_use): exactly one call,
+/// no repeated member lists, then "\n</tool_call>" and the grammar is complete.
+Grammar forced_tool_call_grammar(const std::vector<ToolSchema>& tools, const std::string& forced, bool parallel = true);
 
 /// A built-in format by name: "sarif-2.1.0" or "unified-diff" (no original). Throws
 /// GrammarError(keyword "type") for another name.

@@ -402,7 +402,9 @@ struct JsonSchemaCompiler::Impl {
     if (repeat_root && depth == 0 && !required.empty()) {
       // Several calls' arguments in one object (server/tool_calls.h: a repeated name starts
       // the next call); non-empty since a property is required.
-      return b.seq({b.lit("{"), w(), b.call(first[0]), b.star(b.seq({w(), b.lit(","), w(), b.call(first[0])})), w(), b.lit("}")});
+      Frag again = b.empty();  // at most kMaxRepeatedMembers lists in all
+      for (int k = 1; k < kMaxRepeatedMembers; ++k) again = b.opt(b.seq({w(), b.lit(","), w(), b.call(first[0]), again}));
+      return b.seq({b.lit("{"), w(), b.call(first[0]), again, w(), b.lit("}")});
     }
     return b.seq({b.lit("{"), w(), b.call(first[0]), w(), b.lit("}")});
   }

@@ -37,6 +37,7 @@ namespace swz::grammar {
 inline constexpr int kMaxSchemaDepth = 64;
 inline constexpr int kMaxWhitespace = 20;
 inline constexpr size_t kMaxStates = 2'000'000;
+inline constexpr int kMaxRepeatedMembers = 4;  ///< member lists in one object (compile_repeatable)
 
 /// Compiles JSON Schemas into rules of one Builder (several schemas may share it: tool
 /// calls). Each compile() resolves $ref against the schema it is given.
@@ -49,7 +50,7 @@ class JsonSchemaCompiler {
   /// As compile(), but when the root is an object schema with a required property its
   /// member list may repeat inside the braces ({"city": "Paris", "city": "Tokyo"}): how
   /// Qwen2.5 writes parallel calls of one function, which server/tool_calls.h splits into
-  /// calls (each valid under `schema`).
+  /// calls (each valid under `schema`); at most kMaxRepeatedMembers lists.
   uint32_t compile_repeatable(const nlohmann::ordered_json& schema);
   /// The rule matching any JSON value.
   uint32_t any_value();

@@ -224,7 +224,13 @@ TEST(Formats, ForcedToolCall) {
                               "required": ["a", "b"], "additionalProperties": false})")}};
   const Grammar named = forced_tool_call_grammar(tools, "add");
   EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2}}\n</tool_call>"));
+  EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2}}"));  // the turn may end after a call
   EXPECT_FALSE(matches(named, "{\"city\": \"x\"}}\n</tool_call>"));
+  const Grammar single = forced_tool_call_grammar(tools, "add", /*parallel=*/false);
+  EXPECT_TRUE(matches(single, "{\"a\": 1, \"b\": 2}}\n</tool_call>"));
+  EXPECT_FALSE(matches(single, "{\"a\": 1, \"b\": 2}}"));
+  EXPECT_FALSE(matches(single, "{\"a\": 1, \"b\": 2, \"a\": 3, \"b\": 4}}\n</tool_call>"));
+  EXPECT_FALSE(matches(single, "{\"a\": 1, \"b\": 2}}\n{\"name\": \"add\", \"arguments\": {\"a\": 3, \"b\": 4}}\n</tool_call>"));
   const Grammar any = forced_tool_call_grammar(tools, "");
   EXPECT_TRUE(matches(any, "get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
   EXPECT_TRUE(matches(any, "add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>"));
@@ -232,6 +238,7 @@ TEST(Formats, ForcedToolCall) {
   // Parallel calls: a repeated member list, calls back to back, new tags.
   EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2, \"a\": 3, \"b\": 4}}\n</tool_call>"));
   EXPECT_FALSE(matches(named, "{\"a\": 1, \"b\": 2, \"a\": 3}}\n</tool_call>"));
+  EXPECT_FALSE(matches(named, "{\"a\": 1, \"b\": 2, \"a\": 1, \"b\": 2, \"a\": 1, \"b\": 2, \"a\": 1, \"b\": 2, \"a\": 1, \"b\": 2}}"));
   EXPECT_TRUE(matches(named, "{\"a\": 1, \"b\": 2}}\n{\"name\": \"add\", \"arguments\": {\"a\": 3, \"b\": 4}}\n</tool_call>"));
   EXPECT_FALSE(matches(named, "{\"a\": 1, \"b\": 2}}\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>"));
   EXPECT_TRUE(matches(any, "add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
