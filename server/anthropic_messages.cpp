@@ -1,4 +1,5 @@
 #include "anthropic_messages.h"
+#include "structured_output.h"
 
 #include "accounting.h"
 #include "json_depth.h"
@@ -255,6 +256,7 @@ void parse_tools(const json& body, MessagesRequest& r) {
   // Forcing a call: the answer starts inside the template's tool-call syntax.
   if (choice == "any") r.forced_prefix = "<tool_call>\n{\"name\": \"";
   if (choice == "tool") r.forced_prefix = "<tool_call>\n{\"name\": " + json(forced_name).dump() + ", \"arguments\": ";
+  if (choice == "tool") r.forced_tool = forced_name;
   r.prompt.assistant_prefix = r.forced_prefix;
 }
 
@@ -293,10 +295,31 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   }
   if (const json* oc = json_field(body, "output_config")) {
     if (!oc->is_object()) wrong_type("output_config", "an object", *oc);
-    // `effort` is a hint with no meaning for a model without thinking; `format`
-    // (structured outputs) would change the answer, so it is refused.
-    if (json_field(*oc, "format"))
-      throw bad_param("output_config.format", "Structured outputs ('output_config.format') are not supported by this server.");
+    // `effort` is a hint with no meaning for a model without thinking; `format` is
+    // structured outputs (below).
+  }
+  // Structured outputs: `output_config.format` (or the beta's `output_format`), and forced
+  // tool calls; schemas are read from the body re-parsed with its key order kept.
+  if (!count_tokens) {
+    std::optional<nlohmann::ordered_json> ordered;
+    auto obody = [&]() -> const nlohmann::ordered_json& {
+      if (!ordered) ordered = nlohmann::ordered_json::parse(body_text);
+      return *ordered;
+    };
+    const json* oc = json_field(body, "output_config");
+    if (!r.forced_prefix.empty()) {
+      r.grammar = forced_tool_grammar(
+          obody()["tools"], r.forced_tool,
+          [](const nlohmann::ordered_json& t) -> const nlohmann::ordered_json* {
+            auto s = t.find("input_schema");
+            return s == t.end() || s->is_null() ? nullptr : &*s;
+          },
+          [](size_t i) { return "tools." + std::to_string(i) + ".input_schema"; }, !r.disable_parallel_tool_use);
+    } else if (oc && json_field(*oc, "format")) {
+      r.grammar = anthropic_output_format(obody()["output_config"]["format"]);
+    } else if (json_field(body, "output_format")) {
+      r.grammar = anthropic_output_format(obody()["output_format"], "output_format");
+    }
   }
   if (const json* cc = json_field(body, "cache_control")) {  // top-level: a hint, like per-block ones
     if (!cc->is_object()) wrong_type("cache_control", "an object", *cc);
@@ -418,6 +441,7 @@ AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
   }
   p.gen.max_tokens = p.req.max_tokens;
   p.gen.sampling = p.req.sampling;
+  p.gen.grammar = p.req.grammar;
   if (scope) scope(p.gen);
   try {
     p.admission = engine_.admit(p.gen);

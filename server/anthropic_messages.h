@@ -41,6 +41,10 @@ struct MessagesRequest {
   /// Text the forced assistant prefix stands for (tool_choice any/tool), fed to the
   /// tool-call parser before the generated text.
   std::string forced_prefix;
+  std::string forced_tool;             ///< tool_choice "tool": its name ("" for "any")
+  /// The output's grammar (structured_output.h): a forced tool call, or output_config.format
+  /// / output_format (json_schema, sarif-2.1.0, unified-diff). Null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
   int dropped_billing_blocks = 0;      ///< Claude Code's per-request billing-header system blocks removed
   /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
   std::optional<nlohmann::json> cache_mode;

@@ -3,6 +3,7 @@
 #include "json_depth.h"
 #include "openai_logprobs.h"
 #include "text_stream.h"
+#include "structured_output.h"
 #include "tool_calls.h"
 
 #include <chrono>
@@ -139,6 +140,7 @@ void parse_tools(const json& body, ChatRequest& r) {
   r.parse_tool_calls = true;
   if (choice == "required") r.forced_prefix = "<tool_call>\n{\"name\": \"";
   if (choice == "function") r.forced_prefix = "<tool_call>\n{\"name\": " + json(forced_name).dump() + ", \"arguments\": ";
+  if (choice == "function") r.forced_tool = forced_name;
 }
 
 /// An assistant message's tool_calls[] (OpenAI: arguments is a JSON-encoded string).
@@ -183,15 +185,6 @@ void reject_unsupported(const json& body) {
   if (const json* f = json_field(body, "functions")) {
     if (!f->is_array()) wrong_type("functions", "an array", *f);
     if (!f->empty()) throw bad_param("functions", "'functions' (function calling) is not supported by this server.");
-  }
-  if (const json* rf = json_field(body, "response_format")) {
-    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
-    const json* type = json_field(*rf, "type");
-    if (!type || !type->is_string()) throw bad_param("response_format.type", "Missing 'response_format.type'.");
-    if (type->get<std::string>() != "text") {
-      throw bad_param("response_format", "response_format type '" + type->get<std::string>() +
-                                             "' is not supported yet; only 'text' is.");
-    }
   }
   if (const json* lb = json_field(body, "logit_bias")) {
     if (!lb->is_object()) wrong_type("logit_bias", "an object", *lb);
@@ -360,6 +353,28 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;                           // extension
   parse_tools(body, r);
   reject_unsupported(body);
+  // Structured output (structured_output.h): schemas are read from the body re-parsed with
+  // its key order kept (properties are generated in the schema's order).
+  std::optional<nlohmann::ordered_json> ordered;
+  auto obody = [&]() -> const nlohmann::ordered_json& {
+    if (!ordered) ordered = nlohmann::ordered_json::parse(body_text);
+    return *ordered;
+  };
+  if (!r.forced_prefix.empty()) {
+    // A forced call: its syntax and the tool's arguments are constrained (response_format
+    // does not apply to a tool call).
+    r.grammar = forced_tool_grammar(
+        obody()["tools"], r.forced_tool,
+        [](const nlohmann::ordered_json& t) -> const nlohmann::ordered_json* {
+          auto f = t.find("function");
+          if (f == t.end() || !f->is_object()) return nullptr;
+          auto p = f->find("parameters");
+          return p == f->end() || p->is_null() ? nullptr : &*p;
+        },
+        [](size_t i) { return "tools[" + std::to_string(i) + "].function.parameters"; }, r.parallel_tool_calls);
+  } else if (json_field(body, "response_format")) {
+    r.grammar = openai_response_format(obody()["response_format"]);
+  }
   return r;
 }
 
@@ -458,6 +473,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
   p.gen.sampling = p.req.sampling;
   p.gen.speculative = p.req.speculative;
   p.gen.logprobs = p.req.logprobs;
+  p.gen.grammar = p.req.grammar;
   if (scope) scope(p.gen);
   try {
     for (int i = 0; i < p.req.n; ++i) {

@@ -40,6 +40,10 @@ struct ChatRequest {
   /// tool_choice "required" / a named function: the answer starts inside the tool-call
   /// syntax (rendered as the engine's assistant prefix, fed to the tool-call parser).
   std::string forced_prefix;
+  std::string forced_tool;                        ///< tool_choice names a function: its name ("" for "required")
+  /// The output's grammar (structured_output.h): response_format json_object / json_schema /
+  /// sarif-2.1.0 / unified-diff, or a forced tool call. Null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
   bool continue_final_message = false;            ///< the last message is the assistant's: continue it
   int n = 1;                                      ///< choices to generate (1..kMaxChoices)
   int logprobs = -1;                              ///< -1: none; else top_logprobs (logprobs: true, 0..20)
@@ -53,7 +57,9 @@ struct ChatRequest {
 /// (temperature in [0, 2], top_p in (0, 1], min_p in [0, 1], top_k >= 0,
 /// max_tokens >= 1, presence/frequency_penalty in [-2, 2], n in [1, kMaxChoices],
 /// top_logprobs in [0, 20] and only with logprobs: true), and features not implemented
-/// (legacy `functions`, response_format other than text, non-empty logit_bias). Tools: `tools` (type "function"), `tool_choice` ("none",
+/// (legacy `functions`, non-empty logit_bias). `response_format` (text, json_object,
+/// json_schema, and the extensions sarif-2.1.0 and unified-diff) and forced tool calls set
+/// `grammar`; a schema that cannot be compiled is a 400 naming the keyword (structured_output.h). Tools: `tools` (type "function"), `tool_choice` ("none",
 /// "auto", "required", {"type": "function", "function": {"name"}}),
 /// `parallel_tool_calls`, assistant `tool_calls` and role "tool" messages. A trailing
 /// assistant message is continued. Unknown fields are ignored. A JSON null counts as absent.

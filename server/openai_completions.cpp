@@ -1,4 +1,5 @@
 #include "openai_completions.h"
+#include "structured_output.h"
 
 #include "accounting.h"
 #include "json_depth.h"
@@ -92,7 +93,7 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
     throw bad_param("best_of", "'best_of' other than 1 is not supported.");
   // The sampling fields are the chat endpoint's: validate them with its parser.
   json chat = body;
-  for (const char* k : {"prompt", "echo", "logprobs", "top_logprobs", "suffix", "best_of"}) chat.erase(k);
+  for (const char* k : {"prompt", "echo", "logprobs", "top_logprobs", "suffix", "best_of", "response_format"}) chat.erase(k);
   chat["messages"] = json::array({{{"role", "user"}, {"content", "x"}}});
   ChatRequest c = parse_chat_request(chat.dump());
   if (c.continue_final_message || !c.tools.empty()) throw bad_param("tools", "'tools' are not supported on /v1/completions.");
@@ -103,6 +104,8 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
   r.include_usage = c.include_usage;
   r.n = c.n;
   r.speculative = c.speculative;
+  if (json_field(body, "response_format"))  // key order kept for the schema's properties
+    r.grammar = openai_response_format(nlohmann::ordered_json::parse(body_text)["response_format"]);
   return r;
 }
 
@@ -158,6 +161,7 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
                      "invalid_request_error", "prompt", "context_length_exceeded");
     c.gen.max_tokens = job->req.max_tokens;
     c.gen.speculative = job->req.speculative;
+    c.gen.grammar = job->req.grammar;
     c.gen.logprobs = job->req.logprobs;
     c.gen.prompt_logprobs = job->req.echo && job->req.logprobs >= 0;
     for (int j = 0; j < job->req.n; ++j) {

@@ -41,6 +41,8 @@ struct CompletionsRequest {
   int n = 1;                          ///< choices per prompt, 1..kMaxChoices
   int logprobs = -1;                  ///< -1: none; 0..5 alternatives per position (legacy integer `logprobs`)
   std::optional<bool> speculative;    ///< extension, as chat
+  /// `response_format` as on chat (structured_output.h): the grammar of every choice; null: text.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 /// Throws ApiError (400 naming the field) for a missing/empty or wrongly typed prompt

@@ -28,6 +28,7 @@
 
 #include "chat/chat_template.h"
 #include "exec/backend_model.h"
+#include "grammar/matcher.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -102,6 +103,7 @@ class PackageEngine final : public Engine {
       SchedulerHooks hooks;
       hooks.is_eog = [this](int32_t t) { return tok_.is_eog(t); };
       hooks.piece = [this](int32_t t) { return tok_.token_to_piece(t); };
+      hooks.vocab = [this] { return vocab(); };
       // A device error sticks to the context (CUDA) or the device is gone (Vulkan): no
       // later request could run, so the engine says so instead of failing each one.
       hooks.failed = [this](const std::string& what) {
@@ -171,6 +173,7 @@ class PackageEngine final : public Engine {
                            std::to_string(info_.n_ctx) + " tokens (at least one must remain for the answer)");
     for (int32_t t : req.prompt)
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
+    if (req.grammar) vocab();  // built on the caller's thread, not the scheduler's
     if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
       throw InvalidRequest("logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(req.logprobs));
     return sched_->admit(req);
@@ -327,6 +330,23 @@ class PackageEngine final : public Engine {
     return r;
   }
 
+  /// The vocabulary trie of grammar-constrained decoding, built on first use (about 0.2 s
+  /// for 152k tokens): every token's piece, end-of-generation tokens marked. Control tokens
+  /// that do not end generation (<|im_start|>, FIM markers...) get no piece, so a grammar
+  /// never allows them; user-defined ones (Qwen's <tool_call>) keep their text.
+  std::shared_ptr<const grammar::Vocabulary> vocab() {
+    std::call_once(vocab_once_, [this] {
+      std::vector<std::string> pieces(static_cast<size_t>(info_.n_vocab));
+      std::vector<bool> eog(pieces.size());
+      for (int32_t t = 0; t < std::min(info_.n_vocab, tok_.n_vocab()); ++t) {
+        eog[static_cast<size_t>(t)] = tok_.is_eog(t);
+        if (!(tok_.token_attr(t) & tokenizer::kAttrControl)) pieces[static_cast<size_t>(t)] = tok_.token_to_piece(t);
+      }
+      vocab_ = std::make_shared<const grammar::Vocabulary>(pieces, eog);
+    });
+    return vocab_;
+  }
+
   static package::LoadedPackage open(const std::string& path) {
     try {
       return package::open_package(path);
@@ -340,6 +360,8 @@ class PackageEngine final : public Engine {
   tokenizer::Tokenizer tok_;
   std::optional<chat::ChatTemplate> template_;
   ModelInfo info_;
+  std::once_flag vocab_once_;
+  std::shared_ptr<const grammar::Vocabulary> vocab_;
   mutable std::mutex stats_mu_;
   std::string failure_;  // the device error that stopped the engine (stats_mu_)
   // Destroyed in reverse order: the scheduler (its thread, the sequences' pages) first,

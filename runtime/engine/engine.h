@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+namespace swz::grammar {
+struct Grammar;
+}
+
 namespace swz::engine {
 
 /// A request the engine cannot run as asked (prompt longer than the context, bad
@@ -170,6 +174,14 @@ struct GenerateRequest {
   /// security endpoint, docs/server.md).
   bool disk_cache = true;
   std::string cache_tenant;
+  /// Grammar-constrained decoding (runtime/grammar, docs/structured-output.md): every
+  /// generated token is drawn from the tokens the grammar allows next (the mask is applied
+  /// to the logits before sampling and before speculative verification, so a forbidden
+  /// draft token is rejected and output equals plain constrained decoding). Generation
+  /// ends with FinishReason::Stop as soon as the text is a complete sentence that cannot
+  /// be continued (or the model ends it where the grammar may end); max_tokens still ends
+  /// it with Length, the text then a prefix of a sentence. Null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 enum class FinishReason { Stop, Length, Cancelled };

@@ -1,7 +1,9 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace swz::engine {
@@ -11,6 +13,39 @@ int32_t argmax(const float* logits, int n) {
   for (int i = 1; i < n; ++i)
     if (logits[i] > logits[best]) best = i;
   return best;
+}
+
+int32_t masked_argmax(const float* logits, int n, const uint64_t* allow) {
+  int32_t best = -1;
+  const int words = (n + 63) / 64;
+  for (int w = 0; w < words; ++w) {
+    uint64_t m = allow[w];
+    while (m) {
+      const int i = w * 64 + std::countr_zero(m);
+      m &= m - 1;
+      if (i >= n) break;
+      if (best < 0 || logits[i] > logits[best]) best = i;
+    }
+  }
+  return best;
+}
+
+const float* Sampler::masked(const float* logits, int n, const uint64_t* allow) {
+  if (!allow) return logits;
+  masked_.resize(static_cast<size_t>(n));
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int w = 0; w * 64 < n; ++w) {
+    const uint64_t m = allow[w];
+    const int end = std::min(n, w * 64 + 64);
+    if (m == ~uint64_t{0}) {
+      std::copy(logits + w * 64, logits + end, masked_.begin() + w * 64);
+    } else if (m == 0) {
+      std::fill(masked_.begin() + w * 64, masked_.begin() + end, kNegInf);
+    } else {
+      for (int i = w * 64; i < end; ++i) masked_[static_cast<size_t>(i)] = (m >> (i & 63)) & 1 ? logits[i] : kNegInf;
+    }
+  }
+  return masked_.data();
 }
 
 Sampler::Sampler(const SamplingParams& p) : p_(p) {
@@ -79,13 +114,13 @@ std::vector<double>& Sampler::distribution(const float* logits, int n) {
   return probs_;
 }
 
-int32_t Sampler::sample(const float* logits, int n) {
+int32_t Sampler::sample(const float* logits, int n, const uint64_t* allow) {
   logits = penalized(logits, n);
   int32_t tok;
   if (p_.temperature <= 0) {
-    tok = argmax(logits, n);
+    tok = allow ? masked_argmax(logits, n, allow) : argmax(logits, n);
   } else {
-    const std::vector<double>& pr = distribution(logits, n);
+    const std::vector<double>& pr = distribution(masked(logits, n, allow), n);
     std::discrete_distribution<size_t> dist(pr.begin(), pr.end());
     tok = cand_[dist(rng_)].second;
   }
@@ -93,8 +128,15 @@ int32_t Sampler::sample(const float* logits, int n) {
   return tok;
 }
 
-int32_t Sampler::verify(const float* logits, int n, int32_t draft, bool& accepted) {
-  const int32_t tok = verify_draw(penalized(logits, n), n, draft, accepted);
+int32_t Sampler::verify(const float* logits, int n, int32_t draft, bool& accepted, const uint64_t* allow) {
+  const float* l = penalized(logits, n);
+  int32_t tok;
+  if (allow && p_.temperature <= 0) {
+    tok = masked_argmax(l, n, allow);
+    accepted = tok == draft;
+  } else {
+    tok = verify_draw(masked(l, n, allow), n, draft, accepted);
+  }
   count(tok);
   return tok;
 }

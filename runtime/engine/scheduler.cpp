@@ -117,6 +117,7 @@ struct Scheduler::Seq {
   int limit = 0;                   // max tokens to emit
   Sampler sampler;
   PromptLookup lookup;
+  std::unique_ptr<grammar::Matcher> matcher;  // GenerateRequest::grammar: the allowed tokens
   int32_t pending = -1;            // emitted, not yet in the KV cache
   int completion = 0;
   FinishReason finish = FinishReason::Length;
@@ -407,7 +408,8 @@ bool Scheduler::start(Seq& s) {
   s.history.assign(req.prompt.begin(), req.prompt.begin() + s.reused);
   s.speculative = req.speculative.value_or(opts_.speculative);
   s.argmax_ok = req.sampling.temperature <= 0 && req.sampling.presence_penalty == 0 && req.sampling.frequency_penalty == 0 &&
-                req.logprobs < 0;
+                req.logprobs < 0 && !req.grammar;
+  if (req.grammar) s.matcher = std::make_unique<grammar::Matcher>(req.grammar, hooks_.vocab());
   s.limit = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
   if (s.speculative) s.lookup.reset(req.prompt.data(), req.prompt.size());
   return true;
@@ -514,8 +516,22 @@ void Scheduler::fail(Seq& s, std::exception_ptr e) {
   s.job->push(std::move(ev));
 }
 
+namespace {
+// The mask of a constrained sequence's next token (null: unconstrained, or nothing allowed).
+template <class S>
+const uint64_t* grammar_mask_of(S& s) {
+  if (!s.matcher) return nullptr;
+  const uint64_t* m = s.matcher->mask();
+  const size_t words = s.matcher->vocab().n_words();
+  for (size_t w = 0; w < words; ++w)
+    if (m[w]) return m;
+  return nullptr;
+}
+}  // namespace
+
 bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   const int nv = n_vocab_;
+  auto grammar_mask = [](Seq& s) { return grammar_mask_of(s); };
   // Ends a sequence's turn with token t (sampled from `row`, null for device ids).
   // Returns whether generation goes on.
   auto put = [&](Seq& s, int32_t t, const float* row, bool& emitted) {
@@ -535,6 +551,12 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     if (s.speculative) s.lookup.push(t);
     if (s.job->cancel) {
       finish(s, FinishReason::Cancelled);
+      return false;
+    }
+    // The token was drawn under the grammar's mask, so the matcher takes it; a complete
+    // sentence that nothing may extend ends generation.
+    if (s.matcher && (!s.matcher->accept(t) || s.matcher->must_end())) {
+      finish(s, FinishReason::Stop);
       return false;
     }
     if (s.completion >= s.limit) {
@@ -693,7 +715,12 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
         continue;
       }
       const float* last = row(s.n_out - 1);
-      const int32_t t = s.use_ids ? ids[out0 + static_cast<size_t>(s.n_out - 1)] : s.sampler.sample(last, nv);
+      const uint64_t* allow = grammar_mask(s);
+      if (s.matcher && !allow) {
+        finish(s, FinishReason::Stop);
+        continue;
+      }
+      const int32_t t = s.use_ids ? ids[out0 + static_cast<size_t>(s.n_out - 1)] : s.sampler.sample(last, nv, allow);
       bool emitted = false;
       if (put(s, t, last, emitted)) s.pending = t;
       continue;
@@ -710,13 +737,20 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       const float* r = row(i);
       bool ok = false;
       int32_t t;
+      // The grammar's mask at this row: the matcher has taken every token emitted before it.
+      const uint64_t* allow = grammar_mask(s);
+      if (s.matcher && !allow) {
+        if (i < k) truncate(s, n_past0 + 1 + i);
+        finish(s, FinishReason::Stop);
+        break;
+      }
       if (s.use_ids) {  // greedy: the row's argmax, accepted when it is the draft token
         t = ids[out0 + static_cast<size_t>(i)];
         ok = i < k && t == s.tokens[static_cast<size_t>(i + 1)];
       } else if (i < k) {
-        t = s.sampler.verify(r, nv, s.tokens[static_cast<size_t>(i + 1)], ok);
+        t = s.sampler.verify(r, nv, s.tokens[static_cast<size_t>(i + 1)], ok, allow);
       } else {
-        t = s.sampler.sample(r, nv);
+        t = s.sampler.sample(r, nv, allow);
       }
       bool emitted = false;
       const bool go = put(s, t, r, emitted);

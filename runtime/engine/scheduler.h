@@ -21,8 +21,10 @@
 //      send tokens to the requests' queues, retire finished and cancelled sequences (their
 //      pages go back at once).
 //
-// Per-sequence state (block table, token history, sampler, drafter, stop conditions) lives
-// here, not in the model. Exactness: prompt rows always run as Rows::Prompt and generated
+// Per-sequence state (block table, token history, sampler, drafter, grammar matcher, stop
+// conditions) lives here, not in the model. A constrained request (GenerateRequest::grammar)
+// samples and verifies every row under its matcher's mask (grammar/matcher.h) and ends with
+// Stop once the matcher says the text is complete. Exactness: prompt rows always run as Rows::Prompt and generated
 // rows (decode and verification) as Rows::Generated whatever the batch holds, and the
 // backends compute a row independently of the other rows and sequences of the pass
 // (batch invariance: executor.h, docs/package-format.md), so a request's greedy output does not
@@ -43,6 +45,7 @@
 
 #include "engine/engine.h"
 #include "exec/batch_model.h"
+#include "grammar/matcher.h"
 #include "kvcache/block_manager.h"
 
 namespace swz::engine {
@@ -61,6 +64,9 @@ struct SchedulerHooks {
   std::function<bool(int32_t)> is_eog;          ///< token ends generation (not emitted)
   std::function<std::string(int32_t)> piece;    ///< TokenEvent::piece of a token
   std::function<void(const std::string&)> failed;  ///< the device failed (backend::Error); the engine records it
+  /// The vocabulary's byte trie for grammar-constrained requests (GenerateRequest::grammar);
+  /// called on the step thread when such a request starts, so it should be built already.
+  std::function<std::shared_ptr<const grammar::Vocabulary>()> vocab;
 };
 
 class Scheduler {

@@ -157,4 +157,32 @@ TEST(Sampler, VerifyAppliesAndRecordsPenaltiesLikeSample) {
   }
 }
 
+TEST(Sampler, MaskForbidsTokensInSampleAndVerify) {
+  // A 70-token vocabulary (two mask words); the grammar allows 3, 40 and 69 only.
+  std::vector<float> logits(70);
+  for (int i = 0; i < 70; ++i) logits[static_cast<size_t>(i)] = static_cast<float>(i % 7);  // 6 is the max (6, 13, ...)
+  uint64_t allow[2] = {(uint64_t{1} << 3) | (uint64_t{1} << 40), uint64_t{1} << (69 - 64)};
+  EXPECT_EQ(swz::engine::masked_argmax(logits.data(), 70, allow), 69);  // 69 % 7 = 6 beats 40 % 7 = 5 and 3
+  Sampler greedy(params(0));
+  EXPECT_EQ(greedy.sample(logits.data(), 70, allow), 69);
+  bool ok = true;
+  EXPECT_EQ(greedy.verify(logits.data(), 70, /*draft=*/6, ok, allow), 69);  // 6 is the unmasked argmax
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(greedy.verify(logits.data(), 70, /*draft=*/69, ok, allow), 69);
+  EXPECT_TRUE(ok);
+  SamplingParams p = params(1.5f);
+  p.seed = 11;
+  Sampler hot(p);
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < 3000; ++i) ++seen[hot.sample(logits.data(), 70, allow)];
+  EXPECT_EQ(seen.size(), 3u);  // only allowed tokens, each drawn
+  for (int t : {3, 40, 69}) EXPECT_GT(seen[t], 0);
+  for (int i = 0; i < 500; ++i) {  // a forbidden draft is never accepted
+    bool acc = true;
+    const int32_t t = hot.verify(logits.data(), 70, /*draft=*/13, acc, allow);
+    EXPECT_FALSE(acc);
+    EXPECT_TRUE(t == 3 || t == 40 || t == 69) << t;
+  }
+}
+
 }  // namespace

@@ -142,7 +142,14 @@ TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
   EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"maybe")")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})")).param, "tool_choice");
   EXPECT_EQ(error_of(with(R"("tool_choice":"required")")).param, "tool_choice");
-  EXPECT_EQ(error_of(with(R"("response_format":{"type":"json_object"})")).param, "response_format");
+  // Structured output (structured_output.h): known formats compile, an unknown type or a
+  // schema keyword the engine cannot compile is refused by name.
+  EXPECT_NE(parse_chat_request(with(R"("response_format":{"type":"json_object"})")).grammar, nullptr);
+  EXPECT_EQ(parse_chat_request(with(R"("response_format":{"type":"text"})")).grammar, nullptr);
+  EXPECT_EQ(error_of(with(R"("response_format":{"type":"yaml"})")).param, "response_format.type");
+  const ApiError bad = error_of(with(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"a"}}})"));
+  EXPECT_EQ(bad.param, "response_format.json_schema.schema");
+  EXPECT_NE(std::string(bad.what()).find("'pattern'"), std::string::npos) << bad.what();
   EXPECT_EQ(error_of(with(R"("logprobs":1)")).param, "logprobs");
   EXPECT_EQ(error_of(with(R"("top_logprobs":3)")).param, "top_logprobs");  // needs logprobs: true
   EXPECT_EQ(error_of(with(R"("logprobs":true,"top_logprobs":21)")).param, "top_logprobs");
