@@ -205,8 +205,14 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
     thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
     ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
     if (ts_parser_set_language(parser.get(), grammar)) {
-      tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
-      if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
+      // A timed-out parse returns null. Tree-sitter 0.20 measures the timeout with
+      // clock() where CLOCK_MONOTONIC is not used, and under CI load a real file once came
+      // back null within milliseconds: one more try before falling back to line blocks
+      // (a pathological input then costs two timeouts).
+      for (int attempt = 0; attempt < 2 && !tree; ++attempt) {
+        tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
+        if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
+      }
     }
   }
   if (tree) {
