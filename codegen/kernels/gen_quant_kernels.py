@@ -143,6 +143,12 @@ class Emitter:
         return self.band(x, self.ci(mask))
 
 
+def func_text(head, e):
+    """A gpu.func's text: its signature lines `head`, then e's constants and body."""
+    consts = [" " * 6 + l for l in e.const_lines()]
+    return "\n".join(head + consts + e.lines) + "\n    }\n"
+
+
 def dequant_unit(e, fmt, blockbyte, q):
     """Emits the loads and integer unpacking of unit q (index, 0..units-1) of the
     block at byte offset `blockbyte`. Returns (kbase, groups): kbase is the index
@@ -462,8 +468,7 @@ def quantize_q8_x():
     e.indent -= 2
     e.emit("}")
     e.emit("gpu.return")
-    consts = [" " * 6 + l for l in e.const_lines()]
-    return "\n".join(out + consts + e.lines) + "\n    }\n"
+    return func_text(out, e)
 
 
 def module_q8x():
@@ -852,9 +857,7 @@ def gemv(fmt, q8x=False):
     e.emit("  memref.store %out, %y[%yi] : memref<?xf32>")
     e.emit("}")
     e.emit("gpu.return")
-    body = e.lines
-    consts = [" " * 6 + l for l in e.const_lines()]
-    return "\n".join(out + consts + body) + "\n    }\n"
+    return func_text(out, e)
 
 
 def get_rows(fmt):
@@ -907,8 +910,7 @@ def get_rows(fmt):
         e.indent -= 2
         e.emit("}")
     e.emit("gpu.return")
-    consts = [" " * 6 + l for l in e.const_lines()]
-    return "\n".join(out + consts + e.lines) + "\n    }\n"
+    return func_text(out, e)
 
 
 def module(fmt):

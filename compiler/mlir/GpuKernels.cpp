@@ -412,6 +412,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // quantize_q8_x launch equal to the last one kept is dropped while no op in between
   // wrote that input (every quantize writes the same scratches, so the last one is
   // what they hold).
+  auto endsWith = [](const std::string &s, const std::string &tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
   json lastQuant;          // the last quantize_q8_x record kept
   std::string lastQuantOf; // the activation it read
   // And such matmuls in consecutive graph ops run as one launch of matmul_<type>_q8x (up
@@ -424,9 +427,6 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   json *open = nullptr;
   int openOutputs = 0;
   int64_t openOp = -1;  // the graph op whose launches hold `open`
-  auto endsWith = [](const std::string &s, const std::string &tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-  };
   auto i32Of = [](const json &arg) { return std::stoll(arg.at("i32").get<std::string>()); };
   for (const codegen::LaunchGroup &group : p.groups) {
     for (const codegen::KernelRef &ref : group.kernels)
@@ -437,7 +437,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     json kept = json::array();
     for (json &l : launches) {
       const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
-      if (kernel.size() > 14 && kernel.compare(kernel.size() - 14, 14, ".quantize_q8_x") == 0) {
+      if (endsWith(kernel, ".quantize_q8_x")) {
         if (l == lastQuant)
           continue;
         lastQuant = l;
