@@ -255,15 +255,8 @@ class Machine:
                     res = r if res is None else np.where(sub.reshape((NL,) + (1,) * (r.ndim - 1)), r, res)
             if n == 'memref.load' and res is None:
                 res = np.zeros(NL, dtype=np.float32)
-        elif n == 'memref.load':
-            ref = ins[0]; idx = ins[1:]
-            arr, flat = self.addr(ref, idx, mask)
-            res = arr[np.where(mask, flat, 0)]
-            if arr.dtype == np.int32: res = res.astype(np.int64)
-        elif n == 'memref.store':
-            val, ref, idx = ins[0], ins[1], ins[2:]
-            arr, flat = self.addr(ref, idx, mask)
-            arr[flat[mask]] = val[mask]
+        elif n in ('memref.load', 'memref.store'):
+            res = self.access(n, ins, mask)
         elif n == 'vector.extract':
             p = [int(x) for x in re.search(r'static_position = array<i64: ([\d, ]+)>', rest).group(1).split(',')]
             res = ins[0][(slice(None),) + tuple(p)]
