@@ -409,6 +409,106 @@ Case quantizeQ8xCase(int64_t T, int64_t K, uint64_t seed) {
   return c;
 }
 
+/// The int8 half of a fused producer's check: the (xq, xds) the kernel wrote must be
+/// exactly what the reference quantizer makes of the f32 output `y` it wrote beside them.
+void checkQ8xOf(Verdict &v, const std::vector<float> &y, const std::vector<uint8_t> &xqOut,
+                const std::vector<uint8_t> &xdsOut) {
+  std::vector<int8_t> q;
+  std::vector<float> ds;
+  quantizeQ8x(y, q, ds);
+  std::vector<int8_t> gq = asVector<int8_t>(xqOut);
+  std::vector<float> gds = asVector<float>(xdsOut);
+  for (size_t i = 0; i < q.size(); ++i)
+    compare(v, double(gq[i]), double(q[i]), 0.0);
+  for (size_t i = 0; i < ds.size(); ++i)
+    if (i % 4 != 3)
+      compare(v, double(gds[i]), double(ds[i]), 0.0);
+}
+
+/// rms_norm_q8x(x, gamma, y, xq, xds, d, eps): RMSNorm of `rows` rows of width d (the f32
+/// output against float64, as rmsNormCase) and its int8 form (exact, of that output).
+Case rmsNormQ8xCase(int64_t rows, int64_t d, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> x(static_cast<size_t>(rows * d)), g(static_cast<size_t>(d));
+  for (auto &v : x) v = float(rng.next() * 3.0);
+  for (auto &v : g) v = float(1.0 + 0.5 * rng.next());
+  const float eps = 1e-6f;
+  const int64_t nblk = rows * d / 32;
+  Case c;
+  c.module = "swz_gemv_q8x";
+  c.entry = "rms_norm_q8x";
+  c.label = "rows=" + std::to_string(rows) + " d=" + std::to_string(d);
+  c.buffers = {makeBuffer(x, {rows * d}), makeBuffer(g, {d}),
+               makeBuffer(std::vector<float>(size_t(rows * d), kSentinel), {rows * d}),
+               makeBuffer(std::vector<int32_t>(size_t(rows * d / 4), 0x5a5a5a5a), {rows * d / 4}),
+               makeBuffer(std::vector<float>(size_t(nblk * 4), kSentinel), {nblk})};
+  c.buffers[4].elemBytes = 16;
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
+            Arg::i(int32_t(d)), Arg::f(eps)};
+  c.grid = {unsigned(rows), 1, 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 9.0 * double(rows * d) + 4.0 * double(d) + 16.0 * double(nblk);
+  c.flops = 8.0 * double(rows * d);
+  c.check = [x, g, rows, d, eps](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "y: |err| <= 1e-5 (1 + |ref|) against float64 (as rms_norm_f32); int8: exact, "
+             "the reference quantizer of the kernel's own y";
+    std::vector<float> y = asVector<float>(out[2]);
+    for (int64_t r = 0; r < rows; ++r) {
+      double ss = 0;
+      for (int64_t i = 0; i < d; ++i)
+        ss += double(x[size_t(r * d + i)]) * double(x[size_t(r * d + i)]);
+      const double inv = 1.0 / std::sqrt(ss / double(d) + double(eps));
+      for (int64_t i = 0; i < d; ++i) {
+        const double ref = double(x[size_t(r * d + i)]) * inv * double(g[size_t(i)]);
+        compare(v, y[size_t(r * d + i)], ref, 1e-5 * (1.0 + std::fabs(ref)));
+      }
+    }
+    checkQ8xOf(v, y, out[3], out[4]);
+    return v;
+  };
+  return c;
+}
+
+/// swiglu_q8x(gate, up, a, xq, xds, nblk) over T rows of width K: a = silu(gate) * up
+/// against float64 (as swigluCase) and its int8 form (exact, of that output).
+Case swigluQ8xCase(int64_t T, int64_t K, uint64_t seed) {
+  Rng rng{seed};
+  const int64_t n = T * K, nblk = n / 32;
+  std::vector<float> g(static_cast<size_t>(n)), u(static_cast<size_t>(n));
+  for (auto &v : g) v = float(rng.next() * 8.0);
+  for (auto &v : u) v = float(rng.next() * 2.0);
+  Case c;
+  c.module = "swz_gemv_q8x";
+  c.entry = "swiglu_q8x";
+  c.label = "T=" + std::to_string(T) + " K=" + std::to_string(K);
+  c.buffers = {makeBuffer(g, {n / 4}), makeBuffer(u, {n / 4}),
+               makeBuffer(std::vector<float>(size_t(n), kSentinel), {n / 4}),
+               makeBuffer(std::vector<int32_t>(size_t(n / 4), 0x5a5a5a5a), {n / 4}),
+               makeBuffer(std::vector<float>(size_t(nblk * 4), kSentinel), {nblk})};
+  for (int i : {0, 1, 2, 4})
+    c.buffers[size_t(i)].elemBytes = 16;
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
+            Arg::i(int32_t(nblk))};
+  c.grid = {unsigned((nblk + 15) / 16), 1, 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = 13.0 * double(n) + 16.0 * double(nblk);
+  c.flops = 9.0 * double(n);
+  c.check = [g, u](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "a: |err| <= 1e-5 (1 + |ref|) against float64 (as swiglu_f32); int8: exact, "
+             "the reference quantizer of the kernel's own a";
+    std::vector<float> a = asVector<float>(out[2]);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
+      compare(v, a[i], ref, 1e-5 * (1.0 + std::fabs(ref)));
+    }
+    checkQ8xOf(v, a, out[3], out[4]);
+    return v;
+  };
+  return c;
+}
+
 /// matmul_<t>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2, K,
 /// T, flags) on int8 activations from the reference quantizer, with `Ns.size()` (1..3)
 /// outputs of Ns[o] rows each (one launch of the merged q/k/v or gate/up GEMV); the
@@ -628,6 +728,12 @@ std::vector<Case> gemvCases(const std::string &format) {
   // and each GEMV at decode, verification (T = 3, residual) and T = 9 (bias, in place).
   if (format == "ptx") {
     cases.push_back(quantizeQ8xCase(3, 1536, 81));
+    // The producers that write the int8 input themselves (RMSNorm, SwiGLU): widths of
+    // SmolLM2 (576: the last pass half full), Qwen3-0.6B and 7B (3584: 3.5 passes).
+    cases.push_back(rmsNormQ8xCase(1, 576, 91));
+    cases.push_back(rmsNormQ8xCase(3, 3584, 92));
+    cases.push_back(swigluQ8xCase(1, 3072, 93));
+    cases.push_back(swigluQ8xCase(3, 1536, 94));
     for (const std::string t : {"q4_k", "q8_0"}) {
       const bool kq = t == "q4_k";
       cases.push_back(matmulQ8xCase(t, 1, {577}, kq ? 1536 : 576, kPlain, 82));

@@ -191,6 +191,10 @@ class Machine:
             u = {'i16': np.uint16, 'i32': np.uint32}[src]
             res = (ins[0] & ((1 << int(src[1:])) - 1)).astype(u).view({'f16': np.float16, 'f32': np.float32}[dst])
         elif n == 'arith.sitofp': res = ins[0].astype(np.float32)
+        elif n == 'arith.uitofp': res = (ins[0] & 0xFFFFFFFF).astype(np.float32)
+        elif n == 'arith.negf': res = -ins[0]
+        elif n == 'math.rsqrt':
+            with np.errstate(all='ignore'): res = (1.0 / np.sqrt(ins[0])).astype(ins[0].dtype)
         elif n == 'arith.fptosi': res = np.trunc(ins[0]).astype(np.int64)
         elif n == 'math.absf': res = np.abs(ins[0])
         elif n == 'math.roundeven': res = np.rint(ins[0])

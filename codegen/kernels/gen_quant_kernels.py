@@ -401,28 +401,12 @@ def q8x_unit(e, fmt, u, sfx):
     raise ValueError(fmt)
 
 
-def quantize_q8_x():
-    """quantize_q8_x(x, xq, xds, nblk): the int8 activations of the q8x GEMVs."""
-    e = Emitter(6)
-    c = lambda v: e.ci(v, "index")
-    out = ["    gpu.func @quantize_q8_x(%x: memref<?xvector<4xf32>>, %xq: memref<?xi32>, %xds: memref<?xvector<4xf32>>,",
-           "                            %nblk: i32) kernel",
-           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
-           "                    swz.grid = \"ceil(nblk/16), 1, 1\"} {"]
-    e.emit("%tid = gpu.thread_id x")
-    e.emit("%bx = gpu.block_id x")
-    e.emit(f"%g = arith.divui %tid, {c(8)} : index")
-    e.emit(f"%l = arith.remui %tid, {c(8)} : index")
-    e.emit(f"%blk0 = arith.muli %bx, {c(16)} : index")
-    e.emit("%blk = arith.addi %blk0, %g : index")
-    e.emit("%nb = arith.index_cast %nblk : i32 to index")
-    e.emit("%live = arith.cmpi ult, %blk, %nb : index")
-    # Lanes past the end read block 0 (shuffles need every lane) and store nothing.
-    e.emit(f"%blkc = arith.select %live, %blk, {c(0)} : index")
-    e.emit(f"%vb = arith.muli %blkc, {c(8)} : index")
-    e.emit("%vi = arith.addi %vb, %l : index")
-    e.emit("%v = memref.load %x[%vi] : memref<?xvector<4xf32>>")
-    xs = [e.v(f"vector.extract %v[{i}] : f32 from vector<4xf32>", "x") for i in range(4)]
+def q8_block(e, xs, live, vi, blk, l):
+    """The int8 rounding of quantize_q8_x for one lane's four f32 values `xs` (elements
+    4*vi .. 4*vi+3; a 32-element block is the 8 lanes l = 0..7 of one shuffle segment):
+    the block's amax and sums by xor shuffles, the packed int8 word stored to xq[vi] and
+    lane 0's (d, d*sum q lo16, d*sum q hi16, 0) to xds[blk], both only where `live` (an i1).
+    Every lane of the warp must run it (shuffles)."""
     a = None
     for xv in xs:
         ab = e.v(f"math.absf {xv} : f32", "ab")
@@ -451,12 +435,12 @@ def quantize_q8_x():
     e.n += 1
     shh = f"%sh{e.n}"
     e.emit(f"{shh}:2 = gpu.shuffle xor {ssum}, {e.ci(4)}, {e.ci(32)} : i32")
-    e.emit("scf.if %live {")
-    e.emit(f"  memref.store {packed}, %xq[%vi] : memref<?xi32>")
+    e.emit(f"scf.if {live} {{")
+    e.emit(f"  memref.store {packed}, %xq[{vi}] : memref<?xi32>")
     e.emit("}")
-    e.emit(f"%lead0 = arith.cmpi eq, %l, {c(0)} : index")
-    e.emit("%lead = arith.andi %lead0, %live : i1")
-    e.emit("scf.if %lead {")
+    lead0 = e.v(f"arith.cmpi eq, {l}, {e.ci(0, 'index')} : index", "lead")
+    lead = e.v(f"arith.andi {lead0}, {live} : i1", "lead")
+    e.emit(f"scf.if {lead} {{")
     e.indent += 2
     flo = e.v(f"arith.sitofp {ssum} : i32 to f32", "sf")
     fhi = e.v(f"arith.sitofp {shh}#0 : i32 to f32", "sf")
@@ -464,7 +448,154 @@ def quantize_q8_x():
     vec = e.v(f"vector.insert {d}, {vec} [0] : f32 into vector<4xf32>", "vi")
     vec = e.v(f"vector.insert {e.fmul(d, flo)}, {vec} [1] : f32 into vector<4xf32>", "vi")
     vec = e.v(f"vector.insert {e.fmul(d, fhi)}, {vec} [2] : f32 into vector<4xf32>", "vi")
-    e.emit(f"memref.store {vec}, %xds[%blk] : memref<?xvector<4xf32>>")
+    e.emit(f"memref.store {vec}, %xds[{blk}] : memref<?xvector<4xf32>>")
+    e.indent -= 2
+    e.emit("}")
+
+
+def q8_lanes(e, with_nblk="%nblk"):
+    """quantize_q8_x's thread layout: block 128 = 16 blocks of 32 elements, 8 lanes a block.
+    Returns (live, vi, blk, l): lanes past `nblk` read block 0 (shuffles need every lane)."""
+    c = lambda v: e.ci(v, "index")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit(f"%g = arith.divui %tid, {c(8)} : index")
+    e.emit(f"%l = arith.remui %tid, {c(8)} : index")
+    e.emit(f"%blk0 = arith.muli %bx, {c(16)} : index")
+    e.emit("%blk = arith.addi %blk0, %g : index")
+    e.emit(f"%nb = arith.index_cast {with_nblk} : i32 to index")
+    e.emit("%live = arith.cmpi ult, %blk, %nb : index")
+    e.emit(f"%blkc = arith.select %live, %blk, {c(0)} : index")
+    e.emit(f"%vb = arith.muli %blkc, {c(8)} : index")
+    e.emit("%vi = arith.addi %vb, %l : index")
+    return "%live", "%vi", "%blk", "%l"
+
+
+def vec4(e, v):
+    return [e.v(f"vector.extract {v}[{i}] : f32 from vector<4xf32>", "x") for i in range(4)]
+
+
+def quantize_q8_x():
+    """quantize_q8_x(x, xq, xds, nblk): the int8 activations of the q8x GEMVs."""
+    e = Emitter(6)
+    out = ["    gpu.func @quantize_q8_x(%x: memref<?xvector<4xf32>>, %xq: memref<?xi32>, %xds: memref<?xvector<4xf32>>,",
+           "                            %nblk: i32) kernel",
+           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           "                    swz.grid = \"ceil(nblk/16), 1, 1\"} {"]
+    live, vi, blk, l = q8_lanes(e)
+    e.emit(f"%v = memref.load %x[{vi}] : memref<?xvector<4xf32>>")
+    q8_block(e, vec4(e, "%v"), live, vi, blk, l)
+    e.emit("gpu.return")
+    return func_text(out, e)
+
+
+def swiglu_q8x():
+    """swiglu_q8x(gate, up, a, xq, xds, nblk): swiglu_f32 and quantize_q8_x of its output."""
+    e = Emitter(6)
+    out = ["    gpu.func @swiglu_q8x(%gate: memref<?xvector<4xf32>>, %up: memref<?xvector<4xf32>>,",
+           "                         %a: memref<?xvector<4xf32>>, %xq: memref<?xi32>, %xds: memref<?xvector<4xf32>>,",
+           "                         %nblk: i32) kernel",
+           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           "                    swz.grid = \"ceil(nblk/16), 1, 1\"} {"]
+    live, vi, blk, l = q8_lanes(e)
+    gs = vec4(e, e.v(f"memref.load %gate[{vi}] : memref<?xvector<4xf32>>", "gv"))
+    us = vec4(e, e.v(f"memref.load %up[{vi}] : memref<?xvector<4xf32>>", "uv"))
+    ys = []
+    for g, u in zip(gs, us):  # swiglu_f32's operations, in its order: g / (1 + exp(-g)) * u
+        den = e.fadd(e.ci("1.0", "f32"), e.v(f"math.exp {e.v(f'arith.negf {g} : f32', 'ng')} : f32", "ex"))
+        ys.append(e.fmul(e.v(f"arith.divf {g}, {den} : f32", "sg"), u))
+    vec = e.ci("dense<0.0>", "vector<4xf32>")
+    for i, y in enumerate(ys):
+        vec = e.v(f"vector.insert {y}, {vec} [{i}] : f32 into vector<4xf32>", "yv")
+    e.emit(f"scf.if {live} {{")
+    e.emit(f"  memref.store {vec}, %a[{vi}] : memref<?xvector<4xf32>>")
+    e.emit("}")
+    q8_block(e, ys, live, vi, blk, l)
+    e.emit("gpu.return")
+    return func_text(out, e)
+
+
+def rms_norm_q8x():
+    """rms_norm_q8x(x, gamma, y, xq, xds, d, eps): rms_norm_f32 and quantize_q8_x of its output."""
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    out = ["    gpu.func @rms_norm_q8x(%x: memref<?xf32>, %gamma: memref<?xf32>, %y: memref<?xf32>,",
+           "                           %xq: memref<?xi32>, %xds: memref<?xvector<4xf32>>, %d: i32, %eps: f32) kernel",
+           "        attributes {known_block_size = array<i32: 256, 1, 1>,",
+           "                    swz.grid = \"rows, 1, 1\"} {"]
+    # The sum of squares and the scale exactly as rms_norm_f32.mlir computes them (same
+    # columns per thread, same fma order, same tree): y is bitwise rms_norm_f32's.
+    zero = e.ci("0.0", "f32")
+    e.emit("%partials = memref.get_global @partials : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("%row = gpu.block_id x")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%D = arith.index_cast %d : i32 to index")
+    e.emit("%base = arith.muli %row, %D : index")
+    e.emit(f"%partial = scf.for %i = %tid to %D step {c(1024)} iter_args(%acc = {zero}) -> (f32) {{")
+    e.indent += 2
+    ks, ins, loads = [e.add("%base", "%i")], [], []
+    for j in (1, 2, 3):
+        ij = e.add("%i", c(256 * j))
+        inj = e.v(f"arith.cmpi ult, {ij}, %D : index", "in")
+        icj = e.v(f"arith.select {inj}, {ij}, %i : index", "ic")
+        ks.append(e.add("%base", icj))
+        ins.append(inj)
+    for k in ks:
+        loads.append(e.v(f"memref.load %x[{k}] : memref<?xf32>", "l"))
+    vs = [loads[0]] + [e.v(f"arith.select {inj}, {lj}, {zero} : f32", "sv") for inj, lj in zip(ins, loads[1:])]
+    acc = "%acc"
+    for v in vs:
+        acc = e.fma(v, v, acc)
+    e.emit(f"scf.yield {acc} : f32")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("memref.store %partial, %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("gpu.barrier")
+    e.emit(f"%s_end = scf.for %step = {c(0)} to {c(8)} step {c(1)} iter_args(%s = {c(128)}) -> (index) {{")
+    e.emit("  %active = arith.cmpi ult, %tid, %s : index")
+    e.emit("  scf.if %active {")
+    e.emit("    %o = arith.addi %tid, %s : index")
+    e.emit("    %pa = memref.load %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("    %pb = memref.load %partials[%o] : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("    %pab = arith.addf %pa, %pb : f32")
+    e.emit("    memref.store %pab, %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("  }")
+    e.emit("  gpu.barrier")
+    e.emit(f"  %s2 = arith.divui %s, {c(2)} : index")
+    e.emit("  scf.yield %s2 : index")
+    e.emit("}")
+    e.emit(f"%total = memref.load %partials[{c(0)}] : memref<256xf32, #gpu.address_space<workgroup>>")
+    e.emit("%Df = arith.uitofp %d : i32 to f32")
+    e.emit("%mean = arith.divf %total, %Df : f32")
+    e.emit("%meps = arith.addf %mean, %eps : f32")
+    e.emit("%inv = math.rsqrt %meps : f32")
+    # Then 4 columns a thread (word w = tid + 256 j of the row, d % 32 == 0), normalised
+    # as rms_norm_f32 does ((x * inv) * gamma), stored, and rounded to int8 in 8-lane
+    # segments. Every thread runs every pass (the shuffles), words past the row read word 0.
+    e.emit("%W = arith.divui %D, " + c(4) + " : index")
+    e.emit(f"%D1023 = arith.addi %D, {c(1023)} : index")
+    e.emit(f"%passes = arith.divui %D1023, {c(1024)} : index")
+    e.emit(f"%rowword = arith.muli %row, %W : index")
+    e.emit(f"%l = arith.remui %tid, {c(8)} : index")
+    e.emit(f"scf.for %j = {c(0)} to %passes step {c(1)} {{")
+    e.indent += 2
+    w = e.add(e.mul("%j", c(256)), "%tid")
+    live = e.v(f"arith.cmpi ult, {w}, %W : index", "live")
+    wc = e.v(f"arith.select {live}, {w}, {c(0)} : index", "wc")
+    col = e.mul(wc, c(4))
+    ys = []
+    for i in range(4):
+        ci = e.add(col, c(i)) if i else col
+        xv = e.v(f"memref.load %x[{e.add('%base', ci)}] : memref<?xf32>", "xv")
+        gv = e.v(f"memref.load %gamma[{ci}] : memref<?xf32>", "gv")
+        ys.append((e.fmul(e.fmul(xv, "%inv"), gv), e.add("%base", ci)))
+    e.emit(f"scf.if {live} {{")
+    for yv, k in ys:
+        e.emit(f"  memref.store {yv}, %y[{k}] : memref<?xf32>")
+    e.emit("}")
+    vi = e.add("%rowword", wc)
+    blk = e.v(f"arith.divui {vi}, {c(8)} : index", "blk")
+    q8_block(e, [yv for yv, _ in ys], live, vi, blk, "%l")
     e.indent -= 2
     e.emit("}")
     e.emit("gpu.return")
@@ -483,6 +614,13 @@ def module_q8x():
 //   4w + i), xds: [nblk] vec4 (d, d * sum q over elements 0..15, d * sum q over 16..31, 0).
 //   Launch: block 128 = 16 blocks of 32 elements, 8 lanes each (4 elements a lane; the
 //   amax and the sums by shuffles inside 8-lane segments); grid (ceil(nblk / 16), 1, 1).
+//
+// rms_norm_q8x(x, gamma, y, xq, xds, d, eps): rms_norm_f32 (bitwise: same sums, same
+//   order) and quantize_q8_x of its output in one launch; d % 32 == 0. Launch as
+//   rms_norm_f32: block 256, grid (rows, 1, 1); each thread then takes 4 columns per pass.
+// swiglu_q8x(gate, up, a, xq, xds, nblk): swiglu_f32 (bitwise: the same operations) and
+//   quantize_q8_x of its output in one launch; gate, up, a as memref<?xvector<4xf32>>.
+//   Launch as quantize_q8_x.
 //
 // matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2,
 //   K, T, flags): up to three matmuls of one input, yo[t, n] = sum_k x[t, k] Wo[n, k]
@@ -504,8 +642,10 @@ module attributes {gpu.container_module} {
     memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
     // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
     memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+    // rms_norm_q8x's per-thread sums of squares.
+    memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
-""" + quantize_q8_x() + "".join(gemv(f, q8x=True) for f in Q8X) + "  }\n}\n")
+""" + quantize_q8_x() + rms_norm_q8x() + swiglu_q8x() + "".join(gemv(f, q8x=True) for f in Q8X) + "  }\n}\n")
 
 
 def header(fmt):

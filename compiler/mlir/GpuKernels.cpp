@@ -349,6 +349,8 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                    {"grid", k->grid},
                    {"dynamic_smem", k->dynamicSmem.empty() ? "0" : k->dynamicSmem},
                    {"abi", k->format == "ptx" ? "mlir-memref-expanded" : "spirv-storage-buffers"}};
+    if (k->programmaticLaunch)
+      launch["programmatic_dependent_launch"] = true;
     // Bank conflicts: every ldmatrix / cp.async tile (degree 1 = conflict-free).
     json tiles = json::array();
     unsigned worst = 0;
@@ -424,10 +426,50 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // SWZ_MERGE_GEMV=0 keeps one launch per matmul (for A/B measurements).
   const char *mergeEnv = std::getenv("SWZ_MERGE_GEMV");
   const bool mergeGemv = !(mergeEnv && std::string(mergeEnv) == "0");
+  // SWZ_FOLD_QUANTIZE=0 keeps quantize_q8_x launches separate (foldQuantize below; A/Bs).
+  const char *foldEnv = std::getenv("SWZ_FOLD_QUANTIZE");
+  const bool foldGemvInput = !(foldEnv && std::string(foldEnv) == "0");
   json *open = nullptr;
   int openOutputs = 0;
   int64_t openOp = -1;  // the graph op whose launches hold `open`
   auto i32Of = [](const json &arg) { return std::stoll(arg.at("i32").get<std::string>()); };
+  // A quantize_q8_x right after the launch that wrote its input (the RMSNorm before q/k/v
+  // and gate/up; SwiGLU before down) folds into it in decode: that op runs its f32 kernel
+  // in prefill and <kernel>_q8x in decode, which writes the same f32 output (bitwise)
+  // and its int8 form. `prevOp` is the last graph op with launches.
+  int64_t prevOp = -1;
+  auto foldQuantize = [&](const json &quant) -> bool {
+    if (prevOp < 0 || quant.at("phase") != "decode")
+      return false;
+    json &prevLaunches = ops.at(prevOp).at("launches");
+    if (prevLaunches.empty())
+      return false;
+    json &producer = prevLaunches.back();
+    const std::string &kernel = producer.at("kernel").get_ref<const std::string &>();
+    const json &qa = quant.at("args");
+    const json &pa = producer.at("args");
+    const bool norm = endsWith(kernel, ".rms_norm_f32"), swiglu = endsWith(kernel, ".swiglu_f32");
+    if (!(norm || swiglu) || producer.at("phase") != "all" || producer.at("scope") != quant.at("scope") ||
+        !pa.at(2).contains("buffer") || pa.at(2).at("buffer") != qa.at(0).at("buffer"))
+      return false;
+    const std::string fusedEntry = norm ? "rms_norm_q8x" : "swiglu_q8x";
+    recordKernel({"gemv_q8x", fusedEntry, "decode", true, false});
+    json fused = producer;
+    fused["kernel"] = m.target + "." + fusedEntry;
+    fused["phase"] = "decode";
+    if (norm) {  // (x, gamma, y, xq, xds, d, eps)
+      fused["args"] = json::array({pa[0], pa[1], pa[2], qa[1], qa[2], pa[3], pa[4]});
+    } else {     // (gate, up, a as vec4 views, xq, xds, nblk), launched as the quantize
+      json gate = pa[0], up = pa[1], out = pa[2];
+      for (json *v : {&gate, &up, &out})
+        (*v)["shape"] = qa[0].at("shape");
+      fused["args"] = json::array({gate, up, out, qa[1], qa[2], qa[3]});
+      fused["grid"] = quant.at("grid");
+    }
+    producer["phase"] = "prefill";
+    prevLaunches.push_back(std::move(fused));
+    return true;
+  };
   for (const codegen::LaunchGroup &group : p.groups) {
     for (const codegen::KernelRef &ref : group.kernels)
       recordKernel(ref);
@@ -435,14 +477,19 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     json &anchor = ops.at(group.graphOps.front());
     json launches = launchRecords(m, group, kernelOf);
     json kept = json::array();
+    bool decodeBefore = false;  // a decode launch of this group came before
     for (json &l : launches) {
       const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
       if (endsWith(kernel, ".quantize_q8_x")) {
         if (l == lastQuant)
           continue;
+        const bool folded = foldGemvInput && !decodeBefore && foldQuantize(l);
         lastQuant = l;
         lastQuantOf = l.at("args").at(0).at("buffer").get<std::string>();
+        if (folded)
+          continue;
       }
+      decodeBefore |= l.at("phase") != "prefill";
       kept.push_back(std::move(l));
     }
     // Merge this group's int8 GEMV into the previous group's when nothing re-quantized
@@ -477,6 +524,8 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       }
     }
     anchor["launches"] = std::move(kept);
+    if (!anchor["launches"].empty())
+      prevOp = group.graphOps.front();
     if (!merged) {
       open = nullptr;
       openOutputs = 0;

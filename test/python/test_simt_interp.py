@@ -93,7 +93,7 @@ def _q8x_small_cases() -> list[str]:
 
 def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     small = _q8x_small_cases()
-    assert len(small) == 11  # the quantizer; q4_k and q8_0 at T = 1, 3, 9, merged 3 and 2 outputs
+    assert len(small) == 15  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k and q8_0 at T = 1, 3, 9, merged 3 and 2 outputs
     ir = _generic_ir(Q8X, tmp_path / "k.mlir")
     assert _dump(tmp_path / "cases", *small, module="swz_gemv_q8x") == small
     for c in small:
