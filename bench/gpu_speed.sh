@@ -10,7 +10,11 @@
 #                                                 # engines (one model a call: a call
 #                                                 # runs 10 minutes at most;
 #                                                 # SWZ_SPEED_QUICK=1: pp512, tg128,
-#                                                 # decode x1 and x8 only)
+#                                                 # decode x1 and x8 only;
+#                                                 # SWZ_SPEED_AB=1 at prepare and
+#                                                 # time: tg128 A/B rows of the
+#                                                 # package with the quantize launches
+#                                                 # unfolded)
 #   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
@@ -75,6 +79,10 @@ prepare)
     name=${m%%|*}
     synth "$build/compiler/swizzlec" "$m" "$dir/models"
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
+    # SWZ_SPEED_AB=1: also the package with quantize_q8_x launches of their own (the A/B
+    # of `time`'s AB rows).
+    [ "${SWZ_SPEED_AB:-0}" = 1 ] && SWZ_FOLD_QUANTIZE=0 "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
+      --target sm_90 -o "$dir/models/$name-sm_90-nofold.swz" >/dev/null
     rm "$dir/models/$name.gguf"
   done
   # llama.cpp: the sdist of the newest llama-cpp-python vendors it.
@@ -194,6 +202,15 @@ PY
     [ "$quick" = 1 ] || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
     [ "$quick" = 1 ] || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
     for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
+    # SWZ_SPEED_AB=1: tg128 of the package as shipped and of the package without the
+    # folded quantize launches, interleaved three times (same machine, same call).
+    if [ "${SWZ_SPEED_AB:-0}" = 1 ] && [ -d "${gpu%.swz}-nofold.swz" ]; then
+      for r in 1 2 3; do
+        echo "AB $name round $r: shipped / nofold package"
+        run_swz "swz-$name-ab$r-shipped" "$gpu" --pp 16 --tg 128 --reps 3
+        run_swz "swz-$name-ab$r-nofold" "${gpu%.swz}-nofold.swz" --pp 16 --tg 128 --reps 3
+      done
+    fi
     if [ -x "$lbin/llama-bench" ]; then
       "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
       [ "$quick" = 1 ] || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"

@@ -70,7 +70,6 @@ namespace swz::codegen {
 #define GEN_PASS_DEF_SWZEXTRACTKERNELS
 #define GEN_PASS_DEF_SWZOUTLINEKERNELS
 #define GEN_PASS_DEF_SWZSPIRVWORKGROUPMEMORY
-#define GEN_PASS_DEF_SWZGRIDDEPENDENCYCONTROL
 #include "codegen/Passes.h.inc"
 } // namespace swz::codegen
 
@@ -384,21 +383,6 @@ struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMe
   }
 };
 
-
-struct GridDependencyControl : impl::SwzGridDependencyControlBase<GridDependencyControl> {
-  void runOnOperation() override {
-    getOperation().walk([&](gpu::GPUFuncOp fn) {
-      if (!fn.isKernel())
-        return;
-      OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
-      for (const char *ptx : {"griddepcontrol.wait;", "griddepcontrol.launch_dependents;"})
-        b.create<LLVM::InlineAsmOp>(fn.getLoc(), TypeRange{}, ValueRange{}, ptx, /*constraints=*/"",
-                                    /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                    LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
-    });
-  }
-};
-
 } // namespace
 } // namespace swz::codegen
 
@@ -479,10 +463,6 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   if (!module)
     throw std::runtime_error("cannot parse kernel source:\n" + diagnostics);
 
-  // griddepcontrol (programmatic dependent launch) exists from sm_90 on: "sm_90",
-  // "sm_90a", "sm_100" qualify; "sm_80", "sm_86", "sm_89" do not.
-  const bool programmaticLaunch = isPtx && std::atoi(target.c_str() + 3) >= 90;
-
   // Launch records come from the kernels before lowering.
   std::vector<CompiledKernel> kernels;
   module->walk([&](gpu::GPUFuncOp fn) {
@@ -493,7 +473,6 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     k.entry = fn.getName().str();
     k.target = target;
     k.format = isPtx ? "ptx" : "spv";
-    k.programmaticLaunch = programmaticLaunch;
     if (auto known = fn.getKnownBlockSizeAttr())
       for (unsigned i = 0; i < 3 && i < known.size(); ++i)
         k.block[i] = known[i];
@@ -525,8 +504,6 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   pm.addPass(swz::createSwzCheckBankConflicts());
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
-    if (programmaticLaunch)
-      pm.nest<gpu::GPUModuleOp>().addPass(createSwzGridDependencyControl());
     gpu::GPUToNVVMPipelineOptions options;
     options.cubinChip = target;
     options.cubinFormat = "isa";

@@ -50,10 +50,6 @@ struct CompiledKernel {
   /// Dynamic shared memory rule from the kernel's `swz.dynamic_smem` attribute
   /// (bytes, e.g. "2*64*head_dim*2"); empty = none.
   std::string dynamicSmem;
-  /// The kernel starts with `griddepcontrol.wait; griddepcontrol.launch_dependents;`
-  /// (swz-grid-dependency-control, PTX for sm_90+), so it may be launched as a
-  /// programmatic dependent of the launch before it.
-  bool programmaticLaunch = false;
 
   /// Static bank-conflict analysis of one shared-memory tile the kernel reads
   /// with ldmatrix.x4 or fills with 16-byte cp.async (compiler/mlir/BankConflicts.h).

@@ -76,29 +76,4 @@ def SwzSpirvWorkgroupMemory : Pass<"swz-spirv-workgroup-memory", "mlir::gpu::GPU
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
-def SwzGridDependencyControl : Pass<"swz-grid-dependency-control", "mlir::gpu::GPUModuleOp"> {
-  let summary = "start every kernel with griddepcontrol.wait; griddepcontrol.launch_dependents (sm_90+)";
-  let description = [{
-    Runs on the PTX path for sm_90 and later, before the NVVM lowering. It makes
-    every kernel safe to launch as a programmatic dependent launch (PDL, PTX ISA
-    7.8: `griddepcontrol`): the first thing each thread does is
-    `griddepcontrol.wait` (wait until the grids it depends on have completed and
-    their memory is visible; a no-op for a plain launch), then
-    `griddepcontrol.launch_dependents` (let the next grid in the stream or graph
-    be scheduled now: its blocks wait in their own `griddepcontrol.wait`). The
-    next kernel's launch then overlaps this one's execution instead of starting
-    after its last block retires, while no kernel touches memory before its
-    predecessor finished, so results do not change. The codegen marks such a
-    kernel's launch record `"programmatic_dependent_launch": true`; the runtime
-    links launches with programmatic edges only towards kernels so marked.
-    Example, at the start of each `gpu.func ... kernel`:
-
-    ```mlir
-    llvm.inline_asm has_side_effects "griddepcontrol.wait;", "" : () -> ()
-    llvm.inline_asm has_side_effects "griddepcontrol.launch_dependents;", "" : () -> ()
-    ```
-  }];
-  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
-}
-
 #endif // SWZ_CODEGEN_PASSES_TD

@@ -349,8 +349,6 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                    {"grid", k->grid},
                    {"dynamic_smem", k->dynamicSmem.empty() ? "0" : k->dynamicSmem},
                    {"abi", k->format == "ptx" ? "mlir-memref-expanded" : "spirv-storage-buffers"}};
-    if (k->programmaticLaunch)
-      launch["programmatic_dependent_launch"] = true;
     // Bank conflicts: every ldmatrix / cp.async tile (degree 1 = conflict-free).
     json tiles = json::array();
     unsigned worst = 0;

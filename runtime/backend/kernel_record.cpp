@@ -55,11 +55,6 @@ KernelRecord parse_kernel(const package::Kernel& k, const std::string& abi) {
       throw fail("launch.block", "expected three integers in 1..1024, got " + l["block"].dump());
     r.block[i] = uint32_t(b.get<int64_t>());
   }
-  if (l.contains("programmatic_dependent_launch")) {
-    if (!l["programmatic_dependent_launch"].is_boolean())
-      throw fail("launch.programmatic_dependent_launch", "expected true or false, got " + l["programmatic_dependent_launch"].dump());
-    r.programmatic_launch = l["programmatic_dependent_launch"].get<bool>();
-  }
   if (!k.signature.is_array()) throw fail("signature", "not an array");
   for (size_t i = 0; i < k.signature.size(); ++i) {
     const nlohmann::json& a = k.signature[i];

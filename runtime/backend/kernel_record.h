@@ -39,16 +39,11 @@ struct KernelRecord {
   std::array<uint32_t, 3> block{};     ///< launch.block
   std::vector<ArgSpec> args;           ///< signature, in order
   size_t memrefs = 0;                  ///< memref arguments among args
-  /// launch.programmatic_dependent_launch: the kernel begins with griddepcontrol.wait
-  /// (PTX, sm_90+), so a backend may start it before the launch it depends on has
-  /// finished (CUDA programmatic dependent launch). Absent = false.
-  bool programmatic_launch = false;
 };
 
 /// Reads kernels[i] of a GPU package: file, launch.function, launch.block (three positive
 /// integers), launch.abi (must equal `abi`: "mlir-memref-expanded" or
-/// "spirv-storage-buffers"), launch.programmatic_dependent_launch (optional boolean) and
-/// the signature. Throws Error naming the entry and field.
+/// "spirv-storage-buffers") and the signature. Throws Error naming the entry and field.
 KernelRecord parse_kernel(const package::Kernel& k, const std::string& abi);
 
 /// "1.1 GiB", "12.0 MiB", "3.5 KiB", "512 bytes": sizes in the backends' messages.

@@ -132,10 +132,6 @@ struct CudaBackend::Impl {
   CUcontext ctx = nullptr;
   CUstream stream = nullptr;
   int major = 0, minor = 0, driver_version = 0, smem_optin = 0;
-  /// Programmatic dependent launch: kernels whose record says they begin with
-  /// griddepcontrol.wait are started before the launch they depend on has finished (sm_90+
-  /// device, CUDA 12.3+ driver; SWZ_CUDA_PDL=0 turns it off for A/B measurements).
-  bool pdl = false;
   std::array<uint32_t, 3> max_grid{};
   backend::DeviceInfo info;
 
@@ -338,8 +334,6 @@ CudaBackend::CudaBackend(const std::string& select, const std::string& library) 
   size_t total = 0, free_bytes = 0;
   d.check(d.cuDeviceTotalMem(&total, s.device), "cuDeviceTotalMem");
   d.check(d.cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
-  const char* pdl_env = std::getenv("SWZ_CUDA_PDL");
-  s.pdl = s.major >= 9 && d.has_programmatic_launch() && !(pdl_env && std::string(pdl_env) == "0");
   s.info.backend = "cuda";
   s.info.name = name;
   s.info.arch = "sm_" + std::to_string(s.major) + std::to_string(s.minor);
@@ -543,29 +537,15 @@ std::string CudaBackend::Impl::describe(const Kernel& k, std::array<uint32_t, 3>
 void CudaBackend::launch(int kernel, std::array<uint32_t, 3> grid, uint32_t dynamic_smem, std::span<const Arg> args) {
   Impl& s = *impl_;
   Impl::Kernel& k = s.marshal(kernel, grid, dynamic_smem, args);
-  CUresult r;
-  if (s.pdl && k.rec.programmatic_launch) {
-    // May start while the previous kernel on the stream still runs: this one's
-    // griddepcontrol.wait holds every thread until that kernel has finished.
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config{grid[0], grid[1], grid[2], k.rec.block[0], k.rec.block[1], k.rec.block[2],
-                          dynamic_smem, s.stream, &attr, 1};
-    r = s.d->cuLaunchKernelEx(&config, k.fn, s.params.data(), nullptr);
-  } else {
-    r = s.d->cuLaunchKernel(k.fn, grid[0], grid[1], grid[2], k.rec.block[0], k.rec.block[1], k.rec.block[2],
-                            dynamic_smem, s.stream, s.params.data(), nullptr);
-  }
+  CUresult r = s.d->cuLaunchKernel(k.fn, grid[0], grid[1], grid[2], k.rec.block[0], k.rec.block[1], k.rec.block[2],
+                                   dynamic_smem, s.stream, s.params.data(), nullptr);
   if (r != CUDA_SUCCESS) s.d->fail(r, "cuLaunchKernel(" + Impl::describe(k, grid, dynamic_smem) + ")");
 }
 
 // Launch graphs: one CUDA graph per id, its kernel nodes ordered as LaunchDesc::branch
 // says (a chain, where every launch is branch 0, as on the stream), instantiated once; update_graph() changes one node of the
 // executable graph in place (cuGraphExecKernelNodeSetParams copies the parameters, as
-// cuLaunchKernel does, and leaves launches already enqueued unchanged). An edge into a
-// kernel marked programmatic_dependent_launch is a programmatic edge (the launch
-// overlaps its predecessors' execution; its griddepcontrol.wait keeps the order).
+// cuLaunchKernel does, and leaves launches already enqueued unchanged).
 
 CUDA_KERNEL_NODE_PARAMS CudaBackend::Impl::node_params(const LaunchDesc& l) {
   Kernel& k = marshal(l.kernel, l.grid, l.dynamic_smem, l.args);
@@ -605,19 +585,9 @@ int CudaBackend::create_graph(std::span<const LaunchDesc> launches) {
       CUgraphNode node = nullptr;
       deps.clear();
       for (int d : order[i]) deps.push_back(g.nodes[size_t(d)]);
-      const bool programmatic = s.pdl && s.kernels[size_t(l.kernel)].rec.programmatic_launch && !deps.empty();
-      CUresult r = s.d->cuGraphAddKernelNode(&node, g.graph, programmatic ? nullptr : deps.data(),
-                                             programmatic ? 0 : deps.size(), &p);
+      CUresult r = s.d->cuGraphAddKernelNode(&node, g.graph, deps.data(), deps.size(), &p);
       if (r != CUDA_SUCCESS)
         s.d->fail(r, "cuGraphAddKernelNode(" + Impl::describe(s.kernels[size_t(l.kernel)], l.grid, l.dynamic_smem) + ")");
-      if (programmatic) {
-        CUgraphEdgeData edge{};
-        edge.from_port = SWZ_CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-        edge.type = SWZ_CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
-        for (CUgraphNode from : deps)
-          s.d->check(s.d->cuGraphAddDependencies(g.graph, &from, &node, &edge, 1),
-                     "cuGraphAddDependencies (programmatic edge)");
-      }
       g.nodes.push_back(node);
       g.kernels.push_back(l.kernel);
     }

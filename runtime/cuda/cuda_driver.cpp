@@ -26,7 +26,6 @@ std::unique_ptr<Driver> Driver::load(const std::string& library) {
 #undef SWZ_CU_LOAD
 #define SWZ_CU_LOAD_OPTIONAL(api, symbol, params) d->api = reinterpret_cast<decltype(d->api)>(dlsym(handle, symbol));
   SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_LOAD_OPTIONAL)
-  SWZ_CUDA_PDL_SYMBOLS(SWZ_CU_LOAD_OPTIONAL)
 #undef SWZ_CU_LOAD_OPTIONAL
   return d;
 }
@@ -48,7 +47,7 @@ void Driver::fail(CUresult r, const std::string& what) const {
 std::vector<std::pair<const char*, const char*>> symbol_names() {
   return {
 #define SWZ_CU_NAME(api, symbol, params) {#api, symbol},
-      SWZ_CUDA_SYMBOLS(SWZ_CU_NAME) SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_NAME) SWZ_CUDA_PDL_SYMBOLS(SWZ_CU_NAME)
+      SWZ_CUDA_SYMBOLS(SWZ_CU_NAME) SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_NAME)
 #undef SWZ_CU_NAME
   };
 }

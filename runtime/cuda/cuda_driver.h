@@ -55,41 +55,6 @@ struct CUDA_KERNEL_NODE_PARAMS {
   CUcontext ctx;  ///< unused (func is set)
 };
 
-/// cuda.h's CUgraphEdgeData (CUDA 12.3+): how an edge of a graph fires. Programmatic
-/// edges (type CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC from the upstream kernel's
-/// programmatic port) let the downstream kernel start once every upstream block has
-/// executed griddepcontrol.launch_dependents or exited.
-struct CUgraphEdgeData {
-  unsigned char from_port;
-  unsigned char to_port;
-  unsigned char type;
-  unsigned char reserved[5];
-};
-inline constexpr unsigned char SWZ_CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;  // CUgraphDependencyType
-inline constexpr unsigned char SWZ_CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1;  // a #define in cuda.h
-
-/// cuda.h's CUlaunchAttribute (id, padding to 8 bytes, a 64-byte value union) with the
-/// one value swz_cuda sets: programmaticStreamSerializationAllowed.
-struct CUlaunchAttribute {
-  int id;  ///< CUlaunchAttributeID
-  char pad[4];
-  union {
-    char bytes[64];
-    int programmaticStreamSerializationAllowed;
-  } value;
-};
-inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
-
-/// cuda.h's CUlaunchConfig (cuLaunchKernelEx, CUDA 11.8+).
-struct CUlaunchConfig {
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  CUstream hStream;
-  CUlaunchAttribute* attrs;
-  unsigned int numAttrs;
-};
-
 // CUresult values (enum cudaError_enum).
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -141,7 +106,6 @@ struct Driver {
 #define SWZ_CU_MEMBER(api, symbol, params) CUresult (*api) params = nullptr;
   SWZ_CUDA_SYMBOLS(SWZ_CU_MEMBER)
   SWZ_CUDA_GRAPH_SYMBOLS(SWZ_CU_MEMBER)
-  SWZ_CUDA_PDL_SYMBOLS(SWZ_CU_MEMBER)
 #undef SWZ_CU_MEMBER
 
   /// Whether the driver has every SWZ_CUDA_GRAPH_SYMBOLS entry (CUDA 12.0+ drivers).
@@ -153,17 +117,10 @@ struct Driver {
     return all;
   }
 
-  /// Whether the driver can launch programmatic dependents (SWZ_CUDA_PDL_SYMBOLS: CUDA
-  /// 12.3+ drivers), in graphs (programmatic edges) and on the stream (cuLaunchKernelEx).
-  bool has_programmatic_launch() const {
-    return has_graphs() && cuGraphAddDependencies != nullptr && cuLaunchKernelEx != nullptr;
-  }
-
   /// Opens `library` ("libcuda.so.1"; a path in tests) and fetches every entry point.
   /// Throws backend::Error: "cuda: libcuda.so.1 not found (no NVIDIA driver): ..." when
   /// dlopen fails, "cuda: libcuda.so.1 has no cuLinkCreate_v2 ..." when a symbol of
-  /// SWZ_CUDA_SYMBOLS is missing (those of SWZ_CUDA_GRAPH_SYMBOLS and
-  /// SWZ_CUDA_PDL_SYMBOLS may be: null then).
+  /// SWZ_CUDA_SYMBOLS is missing (those of SWZ_CUDA_GRAPH_SYMBOLS may be: null then).
   static std::unique_ptr<Driver> load(const std::string& library = "libcuda.so.1");
 
   /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" for a CUresult (cuGetErrorName/String).

@@ -61,12 +61,3 @@
   X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                                      \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                                      \
   X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))
-
-// Programmatic dependent launch (PDL, sm_90+): optional. Programmatic graph edges need the
-// CUDA 12.3 driver's cuGraphAddDependencies_v2 (edge data); eager launches take the
-// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION attribute of cuLaunchKernelEx.
-// Without them, launches wait for the previous one to finish, as before.
-#define SWZ_CUDA_PDL_SYMBOLS(X)                                                                   \
-  X(cuGraphAddDependencies, "cuGraphAddDependencies_v2",                                          \
-    (CUgraph, const CUgraphNode*, const CUgraphNode*, const CUgraphEdgeData*, size_t))            \
-  X(cuLaunchKernelEx, "cuLaunchKernelEx", (const CUlaunchConfig*, CUfunction, void**, void**))

@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstddef>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -15,7 +14,6 @@
 #include "backend/kernel_record.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_driver.h"
-#include "package/package.h"
 
 namespace {
 
@@ -88,23 +86,6 @@ TEST(CudaSymbols, MatchCudaHeaderDefines) {
   ASSERT_EQ(rows.size(), swz::cuda::symbol_names().size());
   for (const auto& r : rows) EXPECT_EQ(r[1], r[2]) << "cuda.h (CUDA_VERSION " << swz_cuda_header_version() << ") maps " << r[0]
                                                    << " to " << r[1] << "; cuda_symbols.h asks for " << r[2];
-}
-
-}  // namespace
-std::vector<std::vector<size_t>> swz_cuda_header_layouts();
-namespace {
-
-TEST(CudaSymbols, RedeclaredStructsHaveCudaHeaderLayouts) {
-  using namespace swz::cuda;
-  const std::vector<std::vector<size_t>> ours = {
-      {sizeof(CUDA_KERNEL_NODE_PARAMS), offsetof(CUDA_KERNEL_NODE_PARAMS, kernelParams)},
-      {sizeof(CUgraphEdgeData), offsetof(CUgraphEdgeData, type)},
-      {sizeof(CUlaunchAttribute), offsetof(CUlaunchAttribute, value)},
-      {sizeof(CUlaunchConfig), offsetof(CUlaunchConfig, attrs)},
-      {size_t(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), SWZ_CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC,
-       SWZ_CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC},
-  };
-  EXPECT_EQ(swz_cuda_header_layouts(), ours);
 }
 #else
 TEST(CudaSymbols, MatchCudaHeaderDefines) {
@@ -181,27 +162,6 @@ TEST(KernelRecord, ArgumentTypes) {
   EXPECT_THROW(parse_arg_type("index"), Error);
   EXPECT_THROW(parse_arg_type("memref<?xcomplex<f32>>"), Error);
   EXPECT_THROW(parse_arg_type("memref<?x?x?x?x?xf32>"), Error);
-}
-
-TEST(KernelRecord, ProgrammaticDependentLaunchIsAnOptionalBoolean) {
-  swz::package::Kernel k;
-  k.entry = "sm_90.add_f32";
-  k.file = "swz_add.ptx";
-  k.launch = {{"abi", "mlir-memref-expanded"}, {"function", "add_f32"}, {"block", {256, 1, 1}}};
-  k.signature = nlohmann::json::array({{{"name", "arg0"}, {"dtype", "memref<?xf32>"}}, {{"name", "arg1"}, {"dtype", "i32"}}});
-  EXPECT_FALSE(swz::backend::parse_kernel(k, "mlir-memref-expanded").programmatic_launch);  // older packages
-  k.launch["programmatic_dependent_launch"] = true;
-  const swz::backend::KernelRecord r = swz::backend::parse_kernel(k, "mlir-memref-expanded");
-  EXPECT_TRUE(r.programmatic_launch);
-  EXPECT_EQ(r.function, "add_f32");
-  EXPECT_EQ(r.args.size(), 2u);
-  k.launch["programmatic_dependent_launch"] = "yes";
-  try {
-    swz::backend::parse_kernel(k, "mlir-memref-expanded");
-    FAIL() << "a non-boolean programmatic_dependent_launch was accepted";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "kernel sm_90.add_f32: launch.programmatic_dependent_launch: expected true or false, got \"yes\"");
-  }
 }
 
 }  // namespace
