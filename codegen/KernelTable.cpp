@@ -23,13 +23,20 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // head sizes (<= 128) use the portable kernel everywhere.
     const KernelRef store{"attention_f16kv", "kv_store_f16", "all"};
     const KernelRef portable{"attention_f16kv", "flash_attention_f16kv", "prefill"};
+    // PTX decode at head_dim 128: warps over keys (attention_decode.mlir), the same
+    // contract; the portable kernel everywhere else.
     const std::vector<KernelRef> decode = {
         {"attention_f16kv", "flash_attention_f16kv", "decode"},
         {"attention_f16kv", "attention_split_reduce", "decode"}};
-    auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store) {
+    const std::vector<KernelRef> decodeHd128 = {
+        {"attention_decode", "flash_decode_f16kv_hd128", "decode", true, false},
+        {"attention_f16kv", "flash_attention_f16kv", "decode", false, true},
+        {"attention_f16kv", "attention_split_reduce", "decode"}};
+    auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store, bool hd128) {
       std::vector<KernelRef> v = {store};
       v.insert(v.end(), prefill.begin(), prefill.end());
-      v.insert(v.end(), decode.begin(), decode.end());
+      const std::vector<KernelRef> &d = hd128 ? decodeHd128 : decode;
+      v.insert(v.end(), d.begin(), d.end());
       return v;
     };
     // "+rope_k": swz-fuse folded the graph's rope(k) into the KV write
@@ -45,8 +52,9 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
           {"attention_f16kv", "flash_attention_f16kv", "prefill", false, true}}},
     };
     for (const auto &[key, prefill] : variants) {
-      t[key] = attention(prefill, store);
-      t[key + "+rope_k"] = attention(prefill, ropeStore);
+      const bool hd128 = key == "attention.f16kv.hd128";
+      t[key] = attention(prefill, store, hd128);
+      t[key + "+rope_k"] = attention(prefill, ropeStore, hd128);
     }
     // Matmuls. Decode (a few rows): the dequantizing GEMV matmul_<type> (gemv_<type>.mlir),
     // whose `flags` add bias[n] (1) and/or res[t, n] (2), so one kernel serves the plain,

@@ -148,7 +148,10 @@ constexpr double kMmaTol = 1e-3;
 const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
                        "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
 
-Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false) {
+/// flash_attention_f16kv (portable), its tensor-core variants (`mma`), or with `decode`
+/// the PTX decode kernel flash_decode_f16kv_hd128 (attention_decode.mlir: the same
+/// arguments, grid and outputs; f32 throughout, so the portable kernel's tolerance).
+Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode = false) {
   Rng rng{seed};
   const int ctx = s.pos0 + s.T, G = s.nHead / s.nKv;
   PagedKV kv(s.nKv, s.hd, ctx, 2, rng);
@@ -167,6 +170,10 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false) {
   if (mma) {
     c.module = "swz_attention_f16kv_mma";
     c.entry = s.hd == 64 ? "flash_attention_f16kv_mma" : "flash_attention_f16kv_mma_hd128";
+  }
+  if (decode) {
+    c.module = "swz_attention_decode";
+    c.entry = "flash_decode_f16kv_hd128";
   }
   c.label = shapeLabel(s);
   c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
@@ -455,6 +462,16 @@ std::vector<Case> attentionCases(const std::string &format) {
     };
     for (const AttnShape &s : mmaShapes)
       cases.push_back(flashCase(s, seed++, true));
+    // The PTX decode kernel (head_dim 128): Qwen3-0.6B (16/8) and Qwen2.5-7B (28/4, G 7:
+    // a workgroup's 8 rows span two tokens at T > 1) at the decode records' 32-key
+    // splits, one split (writes out), a verification batch of 17 rows (17 * 7 = 119
+    // rows: 15 row tiles) and rows before split 1 (lse -inf, o 0).
+    const AttnShape decodeShapes[] = {
+        {1, 143, 16, 8, 128, 32}, {1, 299, 28, 4, 128, 32}, {1, 40, 28, 4, 128},
+        {17, 40, 28, 4, 128, 32}, {8, 57, 16, 8, 128, 64},
+    };
+    for (const AttnShape &s : decodeShapes)
+      cases.push_back(flashCase(s, seed++, false, true));
   }
   cases.push_back(reduceCase(1, 14, 64, 5, seed++));
   cases.push_back(reduceCase(3, 9, 128, 2, seed++));

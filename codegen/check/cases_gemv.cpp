@@ -693,6 +693,110 @@ Case argmaxCase(int64_t T, int64_t V, bool ties, uint64_t seed) {
   return c;
 }
 
+/// The first maximum of x[lo, hi) (NaN never wins): its index, or `none` if all are NaN.
+int64_t firstMax(const std::vector<float> &x, int64_t lo, int64_t hi, int64_t none) {
+  int64_t best = -1;
+  for (int64_t i = lo; i < hi; ++i)
+    if (!std::isnan(x[size_t(i)]) && (best < 0 || x[size_t(i)] > x[size_t(best)]))
+      best = i;
+  return best < 0 ? none : best;
+}
+
+/// argmax_split_f32(logits, part_v, part_i, n_vocab, chunk), grid (T, n_part): each part's
+/// first maximum (value and absolute index; n_vocab where the part is all NaN). Row t has
+/// equal maxima inside one part and across parts, a NaN, and part 1 entirely NaN.
+Case argmaxSplitCase(int64_t T, int64_t V, int64_t chunk, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> logits(static_cast<size_t>(T * V));
+  for (auto &v : logits) v = float(rng.next() * 20.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t t = 0; t < T; ++t) {
+    float *r = logits.data() + t * V;
+    for (int64_t i = chunk; i < std::min(2 * chunk, V); ++i) r[i] = nan;  // part 1: none
+    r[(7 + 31 * t) % chunk] = 30.f;
+    r[(7 + 31 * t) % chunk + 300] = 30.f;  // the same maximum later in part 0
+    r[2 * chunk + 11] = 30.f;              // and in part 2
+    r[3] = nan;
+  }
+  const int64_t nPart = (V + chunk - 1) / chunk;
+  Case c;
+  c.module = "swz_argmax";
+  c.entry = "argmax_split_f32";
+  c.label = "T=" + std::to_string(T) + " n_vocab=" + std::to_string(V) + " chunk=" + std::to_string(chunk) + " ties+nan";
+  c.buffers = {makeBuffer(logits, {T * V}), makeBuffer(std::vector<float>(size_t(T * nPart), kSentinel), {T * nPart}),
+               makeBuffer(std::vector<int32_t>(size_t(T * nPart), -1), {T * nPart})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::i(int32_t(V)), Arg::i(int32_t(chunk))};
+  c.grid = {unsigned(T), unsigned(nPart), 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 4.0 * double(T * V) + 8.0 * double(T * nPart);
+  c.flops = double(T * V);
+  c.check = [T, V, chunk, nPart, logits](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "exact: each part's first maximum (index n_vocab when all NaN) and its value";
+    std::vector<float> pv = asVector<float>(out[1]);
+    std::vector<int32_t> pi = asVector<int32_t>(out[2]);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t p = 0; p < nPart; ++p) {
+        const int64_t lo = t * V + p * chunk, hi = t * V + std::min((p + 1) * chunk, V);
+        const int64_t best = firstMax(logits, lo, hi, -1);
+        const size_t k = size_t(t * nPart + p);
+        compare(v, double(pi[k]), double(best < 0 ? V : best - t * V), 0.0);
+        if (best >= 0)
+          compare(v, double(pv[k]), double(logits[size_t(best)]), 0.0);
+      }
+    return v;
+  };
+  return c;
+}
+
+/// argmax_reduce_f32(part_v, part_i, out, n_part, n_vocab), grid (T): the first maximum
+/// over the parts (equal values: the lowest index; index n_vocab = none; all none -> 0).
+Case argmaxReduceCase(int64_t T, int64_t nPart, uint64_t seed) {
+  Rng rng{seed};
+  const int64_t V = 152064;
+  std::vector<float> pv(static_cast<size_t>(T * nPart));
+  std::vector<int32_t> pi(static_cast<size_t>(T * nPart));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t p = 0; p < nPart; ++p) {
+      const size_t k = size_t(t * nPart + p);
+      pv[k] = float(std::floor(rng.next() * 4.0));  // few distinct values: many ties
+      pi[k] = int32_t(p * 4096 + int64_t(std::fabs(rng.next()) * 4000.0) % 4096);
+      if (p % 5 == 3) { pv[k] = -std::numeric_limits<float>::infinity(); pi[k] = int32_t(V); }  // none
+    }
+  if (T > 1)  // the last row: every part none
+    for (int64_t p = 0; p < nPart; ++p) {
+      pv[size_t((T - 1) * nPart + p)] = -std::numeric_limits<float>::infinity();
+      pi[size_t((T - 1) * nPart + p)] = int32_t(V);
+    }
+  Case c;
+  c.module = "swz_argmax";
+  c.entry = "argmax_reduce_f32";
+  c.label = "T=" + std::to_string(T) + " n_part=" + std::to_string(nPart) + " ties+none";
+  c.buffers = {makeBuffer(pv, {T * nPart}), makeBuffer(pi, {T * nPart}),
+               makeBuffer(std::vector<int32_t>(size_t(T), -1), {T})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::i(int32_t(nPart)), Arg::i(int32_t(V))};
+  c.grid = {unsigned(T), 1, 1};
+  c.block = {256, 1, 1};
+  c.bytesMoved = 8.0 * double(T * nPart) + 4.0 * double(T);
+  c.flops = double(T * nPart);
+  c.check = [T, nPart, V, pv, pi](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "exact: the largest value, on ties the lowest index; none (n_vocab) gives 0";
+    std::vector<int32_t> idx = asVector<int32_t>(out[2]);
+    for (int64_t t = 0; t < T; ++t) {
+      float bv = -std::numeric_limits<float>::infinity();
+      int32_t bi = int32_t(V);
+      for (int64_t p = 0; p < nPart; ++p) {
+        const size_t k = size_t(t * nPart + p);
+        if (pv[k] > bv || (pv[k] == bv && pi[k] < bi)) { bv = pv[k]; bi = pi[k]; }
+      }
+      compare(v, double(idx[size_t(t)]), double(bi == V ? 0 : bi), 0.0);
+    }
+    return v;
+  };
+  return c;
+}
+
 } // namespace
 
 std::vector<Case> gemvCases(const std::string &format) {
@@ -755,6 +859,13 @@ std::vector<Case> gemvCases(const std::string &format) {
   cases.push_back(argmaxCase(1, 49152, false, 71));
   cases.push_back(argmaxCase(3, 151936, true, 72));
   cases.push_back(argmaxCase(2, 1000, true, 73));
+  // The two-pass argmax PTX packages run: parts of 4096 (Qwen's vocabulary: 38 parts, the
+  // last one partial) and a small chunk with an all-NaN part; the reduction over 38 parts
+  // and over more parts than threads (300: a thread merges two).
+  cases.push_back(argmaxSplitCase(2, 151936, 4096, 74));
+  cases.push_back(argmaxSplitCase(3, 4500, 1000, 75));
+  cases.push_back(argmaxReduceCase(3, 38, 76));
+  cases.push_back(argmaxReduceCase(2, 300, 77));
   return cases;
 }
 

@@ -101,7 +101,7 @@ def find_funcs(ops, acc):
 def find_globals(ops, acc):
     for op in ops:
         if op.name == 'memref.global':
-            m = re.search(r'sym_name = "(\w+)".*type = memref<(\d+)x?(\d*)x(f16|f32)', op.rest)
+            m = re.search(r'sym_name = "(\w+)".*type = memref<(\d+)x?(\d*)x(f16|f32|i32)', op.rest)
             acc[m.group(1)] = (tuple(int(x) for x in (m.group(2), m.group(3)) if x), m.group(4))
         for r in op.regions:
             for b in r:
@@ -124,7 +124,7 @@ def ftype(rest):
 
 class Machine:
     """Runs gpu.funcs over a grid. buffers: name -> flat numpy array (global memory);
-    smem_defs: workgroup memref.global name -> (shape, 'f16' | 'f32')."""
+    smem_defs: workgroup memref.global name -> (shape, 'f16' | 'f32' | 'i32')."""
 
     def __init__(self, buffers, smem_defs):
         self.buf = buffers
@@ -135,7 +135,7 @@ class Machine:
         for bz in range(grid[2]):
             for by in range(grid[1]):
                 for bx in range(grid[0]):
-                    self.smem = {k: np.zeros(s, dtype=np.float16 if t == 'f16' else np.float32)
+                    self.smem = {k: np.zeros(s, dtype={'f16': np.float16, 'f32': np.float32, 'i32': np.int64}[t])
                                  for k, (s, t) in self.smem_defs.items()}
                     self.bid, self.grid = (bx, by, bz), grid
                     env = {}
@@ -269,7 +269,10 @@ class Machine:
             p = [int(x) for x in re.search(r'static_position = array<i64: ([\d, ]+)>', rest).group(1).split(',')]
             res = ins[1].copy(); res[(slice(None),) + tuple(p)] = ins[0]
         elif n == 'gpu.shuffle':
-            assert mask.all()
+            # shfl.sync with a full mask: every lane of a warp that shuffles must take part
+            # (warps may differ: a loop or branch that is uniform within each warp).
+            w = mask.reshape(-1, 32)
+            assert (w.all(axis=1) | ~w.any(axis=1)).all(), 'gpu.shuffle in a partly active warp'
             x, off = ins[0], ins[1]
             lane = np.arange(NL); src = (lane & ~31) | ((lane & 31) ^ off)
             res = [x[src], np.ones(NL, bool)]

@@ -1063,11 +1063,225 @@ def module(fmt):
             + gemv(fmt) + get_rows(fmt) + "  }\n}\n")
 
 
+# ---------------------------------------------------------------------------
+# attention_decode.mlir: flash decoding with warps over keys (PTX only).
+DEC_ROWS = 8    # query rows per workgroup (as flash_attention_f16kv: rows i = t * G + g)
+DEC_WARPS = 4   # warps per workgroup; warp w takes keys lo + w, lo + w + 4, ...
+DEC_UNROLL = 4  # keys per warp per iteration (their K/V loads in flight together)
+DEC_HD = 128    # head_dim: 32 lanes x 4 features
+
+
+def flash_decode():
+    """flash_decode_f16kv_hd128: flash_attention_f16kv's decode contract, warps over keys."""
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    R, W, U = DEC_ROWS, DEC_WARPS, DEC_UNROLL
+    out = ["    gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,",
+           "                                     %v_cache: memref<?xf16>, %block_table: memref<?xi32>,",
+           "                                     %out: memref<?xf32>, %o_part: memref<?xf32>,",
+           "                                     %lse_part: memref<?xf32>, %T: i32, %pos0: i32,",
+           "                                     %n_head: i32, %head_dim: i32, %split_len: i32,",
+           "                                     %scale: f32) kernel",
+           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           "                    swz.grid = \"ceil(T*n_head/n_head_kv/8), n_head_kv, n_split\"} {"]
+    ninf = e.ci("0xFF800000", "f32")
+    zero = e.ci("0.0", "f32")
+    e.emit("%ms = memref.get_global @dec_m : memref<32xf32, #gpu.address_space<workgroup>>")
+    e.emit("%ls = memref.get_global @dec_l : memref<32xf32, #gpu.address_space<workgroup>>")
+    e.emit("%os = memref.get_global @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>")
+    e.emit("%tile = gpu.block_id x")
+    e.emit("%kvh = gpu.block_id y")
+    e.emit("%split = gpu.block_id z")
+    e.emit("%n_kv = gpu.grid_dim y")
+    e.emit("%n_split = gpu.grid_dim z")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit("%Ti = arith.index_cast %T : i32 to index")
+    e.emit("%P0 = arith.index_cast %pos0 : i32 to index")
+    e.emit("%NH = arith.index_cast %n_head : i32 to index")
+    e.emit("%SL = arith.index_cast %split_len : i32 to index")
+    e.emit("%G = arith.divui %NH, %n_kv : index")
+    e.emit("%rows = arith.muli %Ti, %G : index")
+    e.emit("%ctx = arith.addi %P0, %Ti : index")
+    e.emit("%lo = arith.muli %split, %SL : index")
+    e.emit("%lo_sl = arith.addi %lo, %SL : index")
+    e.emit("%hi = arith.minui %lo_sl, %ctx : index")
+    e.emit(f"%d0 = arith.muli %lane, {c(4)} : index")
+    # Per row r: validity, causal limit (key j visible iff j <= lim), output row base, q.
+    valid, lim, obase, qv = [], [], [], []
+    for r in range(R):
+        i = e.add(e.mul("%tile", c(R)), c(r))
+        ok = e.v(f"arith.cmpi ult, {i}, %rows : index", "ok")
+        ic = e.v(f"arith.select {ok}, {i}, {c(0)} : index", "ic")
+        t = e.v(f"arith.divui {ic}, %G : index", "t")
+        g = e.v(f"arith.remui {ic}, %G : index", "g")
+        h = e.add(e.mul("%kvh", "%G"), g)
+        ob = e.mul(e.add(e.mul(t, "%NH"), h), c(DEC_HD))
+        valid.append(ok)
+        lim.append(e.add("%P0", t))
+        obase.append(ob)
+        qb = e.add(ob, "%d0")
+        qv.append([e.fmul(e.v(f"memref.load %q[{e.add(qb, c(k)) if k else qb}] : memref<?xf32>", "qv"), "%scale")
+                   for k in range(4)])
+    # Keys of this warp: lo + warp + W * (U * it + u); iterations ceil((hi - lo - warp) / (W U)).
+    start = e.add("%lo", "%warp")
+    span = e.v(f"arith.subi %hi, %lo : index", "span")
+    has = e.v(f"arith.cmpi ugt, %hi, {start} : index", "has")
+    rem = e.v(f"arith.subi %hi, {start} : index", "rem")
+    remc = e.v(f"arith.select {has}, {rem}, {c(0)} : index", "remc")
+    nit = e.v(f"arith.divui {e.add(remc, c(W * U - 1))}, {c(W * U)} : index", "nit")
+    del span
+    state = [ninf] * R + [zero] * R + [zero] * (4 * R)  # m[r], l[r], acc[r][k]
+    names = [f"%run_m{r}" for r in range(R)] + [f"%run_l{r}" for r in range(R)] + \
+            [f"%run_a{r}_{k}" for r in range(R) for k in range(4)]
+    types = ", ".join(["f32"] * len(state))
+    iters = ", ".join(f"{n} = {v}" for n, v in zip(names, state))
+    e.emit(f"%st:{len(state)} = scf.for %it = {c(0)} to {nit} step {c(1)} iter_args({iters}) -> ({types}) {{")
+    e.indent += 2
+    cur = list(names)
+    keys = []
+    for u in range(U):  # every load first: U keys' K and V rows in flight together
+        j = e.add(start, e.mul(e.add(e.mul("%it", c(U)), c(u)), c(W)))
+        inr = e.v(f"arith.cmpi ult, {j}, %hi : index", "inr")
+        jc = e.v(f"arith.select {inr}, {j}, {start} : index", "jc")  # a valid key (not used)
+        page = e.idx(e.v(f"memref.load %block_table[{e.v(f'arith.divui {jc}, {c(64)} : index', 'pg')}] : memref<?xi32>", "page"))
+        slot = e.v(f"arith.remui {jc}, {c(64)} : index", "slot")
+        kb = e.add(e.mul(e.add(e.mul(e.add(e.mul(page, "%n_kv"), "%kvh"), c(64)), slot), c(DEC_HD)), "%d0")
+        ks = [e.v(f"arith.extf {e.v(f'memref.load %k_cache[{e.add(kb, c(k)) if k else kb}] : memref<?xf16>', 'kh')} : f16 to f32", "k") for k in range(4)]
+        vs = [e.v(f"arith.extf {e.v(f'memref.load %v_cache[{e.add(kb, c(k)) if k else kb}] : memref<?xf16>', 'vh')} : f16 to f32", "v") for k in range(4)]
+        keys.append((j, inr, ks, vs))
+    for j, inr, ks, vs in keys:
+        for r in range(R):
+            # Row r sees key j: a real row, the key inside the split, causal. Warp-uniform.
+            le = e.v(f"arith.cmpi ule, {j}, {lim[r]} : index", "le")
+            vis = e.v(f"arith.andi {e.v(f'arith.andi {valid[r]}, {inr} : i1', 'vi')}, {le} : i1", "vis")
+            m, l = cur[r], cur[R + r]
+            acc = [cur[2 * R + 4 * r + k] for k in range(4)]
+            res = f"%up{e.n + 1}"
+            e.n += 1
+            e.emit(f"{res}:6 = scf.if {vis} -> (f32, f32, f32, f32, f32, f32) {{")
+            e.indent += 2
+            part = e.fmul(qv[r][0], ks[0])
+            for k in (1, 2, 3):
+                part = e.fma(qv[r][k], ks[k], part)
+            for off in (16, 8, 4, 2, 1):
+                e.n += 1
+                sh = f"%sh{e.n}"
+                e.emit(f"{sh}:2 = gpu.shuffle xor {part}, {e.ci(off)}, {e.ci(32)} : f32")
+                part = e.fadd(part, f"{sh}#0")
+            mn = e.v(f"arith.maximumf {m}, {part} : f32", "mn")
+            corr = e.v(f"math.exp {e.fsub(m, mn)} : f32", "corr")
+            pexp = e.v(f"math.exp {e.fsub(part, mn)} : f32", "p")
+            ln = e.fma(l, corr, pexp)
+            an = [e.fma(pexp, vs[k], e.fmul(acc[k], corr)) for k in range(4)]
+            e.emit(f"scf.yield {mn}, {ln}, {', '.join(an)} : f32, f32, f32, f32, f32, f32")
+            e.indent -= 2
+            e.emit(f"}} else {{")
+            e.emit(f"  scf.yield {m}, {l}, {', '.join(acc)} : f32, f32, f32, f32, f32, f32")
+            e.emit("}")
+            cur[r], cur[R + r] = f"{res}#0", f"{res}#1"
+            for k in range(4):
+                cur[2 * R + 4 * r + k] = f"{res}#{2 + k}"
+    e.emit(f"scf.yield {', '.join(cur)} : {types}")
+    e.indent -= 2
+    e.emit("}")
+    # The warps' states meet in workgroup memory: m, l at [warp * 8 + r], acc at
+    # [(warp * 8 + r) * 128 + d].
+    e.emit(f"%lane0 = arith.cmpi eq, %lane, {c(0)} : index")
+    for r in range(R):
+        wr = e.add(e.mul("%warp", c(R)), c(r))
+        e.emit(f"scf.if %lane0 {{")
+        e.emit(f"  memref.store %st#{r}, %ms[{wr}] : memref<32xf32, #gpu.address_space<workgroup>>")
+        e.emit(f"  memref.store %st#{R + r}, %ls[{wr}] : memref<32xf32, #gpu.address_space<workgroup>>")
+        e.emit("}")
+        ob = e.add(e.mul(wr, c(DEC_HD)), "%d0")
+        for k in range(4):
+            e.emit(f"memref.store %st#{2 * R + 4 * r + k}, %os[{e.add(ob, c(k)) if k else ob}] : memref<4096xf32, #gpu.address_space<workgroup>>")
+    e.emit("gpu.barrier")
+    # Thread d combines feature d of each row: M = max_w m_w, L = sum_w l_w e^(m_w - M),
+    # O = sum_w o_w e^(m_w - M); one split: out = O / L; else o_part = O / L (0 with no
+    # visible key) and lse_part = M + log L (-inf), as flash_attention_f16kv writes them.
+    e.emit("%one_split = arith.cmpi eq, %n_split, " + c(1) + " : index")
+    e.emit(f"%d_is0 = arith.cmpi eq, %tid, {c(0)} : index")
+    for r in range(R):
+        e.emit(f"scf.if {valid[r]} {{")
+        e.indent += 2
+        ms = [e.v(f"memref.load %ms[{c(w * R + r)}] : memref<32xf32, #gpu.address_space<workgroup>>", "mw") for w in range(W)]
+        M = ms[0]
+        for mw in ms[1:]:
+            M = e.v(f"arith.maximumf {M}, {mw} : f32", "M")
+        any_ = e.v(f"arith.cmpf ogt, {M}, {ninf} : f32", "any")
+        Ms = e.v(f"arith.select {any_}, {M}, {zero} : f32", "Ms")  # no visible key: l = o = 0
+        L, O = zero, zero
+        for w in range(W):
+            f = e.v(f"math.exp {e.fsub(ms[w], Ms)} : f32", "fw")
+            lw = e.v(f"memref.load %ls[{c(w * R + r)}] : memref<32xf32, #gpu.address_space<workgroup>>", "lw")
+            ow = e.v(f"memref.load %os[{e.add(c((w * R + r) * DEC_HD), '%tid')}] : memref<4096xf32, #gpu.address_space<workgroup>>", "ow")
+            L = e.fma(lw, f, L)
+            O = e.fma(ow, f, O)
+        pos = e.v(f"arith.cmpf ogt, {L}, {zero} : f32", "pos")
+        Lc = e.v(f"arith.select {pos}, {L}, {e.ci('1.0', 'f32')} : f32", "Lc")
+        o = e.v(f"arith.divf {O}, {Lc} : f32", "o")
+        oi = e.add(obase[r], "%tid")
+        e.emit("scf.if %one_split {")
+        e.emit(f"  memref.store {o}, %out[{oi}] : memref<?xf32>")
+        e.emit("} else {")
+        e.indent += 2
+        # o_part[s, t, h, :] / lse_part[s, t, h]: row (s * T * n_head) + t * n_head + h.
+        srow = e.mul("%split", e.mul("%Ti", "%NH"))
+        pi = e.add(e.mul(srow, c(DEC_HD)), oi)
+        e.emit(f"memref.store {o}, %o_part[{pi}] : memref<?xf32>")
+        e.emit("scf.if %d_is0 {")
+        e.indent += 2
+        lse = e.v(f"arith.select {pos}, {e.fadd(Ms, e.v(f'math.log {Lc} : f32', 'lg'))}, {ninf} : f32", "lse")
+        li = e.add(srow, e.v(f"arith.divui {obase[r]}, {c(DEC_HD)} : index", "hr"))
+        e.emit(f"memref.store {lse}, %lse_part[{li}] : memref<?xf32>")
+        e.indent -= 2
+        e.emit("}")
+        e.indent -= 2
+        e.emit("}")
+        e.indent -= 2
+        e.emit("}")
+    e.emit("gpu.return")
+    return func_text(out, e)
+
+
+def module_attention_decode():
+    return ("""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
+//
+// Split-K ("flash decoding") paged attention for decode, PTX only, head_dim 128: the
+// contract of attention_f16kv.mlir's flash_attention_f16kv (same arguments, grid,
+// partials and attention_split_reduce after it; see that file for the KV layout), with
+// the work laid out for a few query rows instead of a tile of 32 keys in workgroup
+// memory:
+//
+// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, T,
+//   pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
+//   block 128 = 4 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
+//   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
+//   split s. Warp w takes keys lo + w, lo + w + 4, ...; lane l holds features 4l..4l+3 of
+//   each row's q (scaled) and of the key's K and V rows (f16, read straight from the
+//   paged cache, """ + str(DEC_UNROLL) + """ keys' loads in flight a warp), the score is a butterfly sum over the
+//   32 lanes, and each row keeps its own online softmax (running max m, sum l, output
+//   acc; Milakov & Gimelshein 2018) over the keys it sees (j <= pos0 + t). The 4 warps'
+//   (m, l, acc) meet in workgroup memory (16.25 KiB) and thread d combines feature d.
+//   Requires head_dim == 128.
+module attributes {gpu.container_module} {
+  gpu.module @swz_attention_decode {
+    memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
+
+""" + flash_decode() + "  }\n}\n")
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
     files = [(f"gemv_{fmt}.mlir", module(fmt)) for fmt in FORMATS]
     files.append(("gemv_q8x.mlir", module_q8x()))
+    files.append(("attention_decode.mlir", module_attention_decode()))
     for name, text in files:
         path = os.path.join(HERE, name)
         if check:

@@ -672,7 +672,7 @@ json lsePart(const Attention &a) {
                  shape({"n_split*T*" + per}));
 }
 
-/// flash_attention_f16kv[_mma[_hd128]](q, k_cache, v_cache, block_table, out, o_part,
+/// flash_attention_f16kv[_mma[_hd128]] / flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part,
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
 /// Prefill: one split over the whole context (split_len a multiple of 64, as the tensor-core
 /// kernel needs; o_part/lse_part unused). Decode: kDecodeNSplit splits into the partials.
@@ -716,6 +716,27 @@ void bindArgmax(const Group &g, const codegen::KernelRef &, const Types &t, Reco
   r.gridSymbols = {{"T", "T"}};
 }
 
+/// The two-pass argmax (PTX): argmax_split_f32(logits, part_v, part_i, n_vocab, chunk) on
+/// n_part = ceil(n_vocab / kArgmaxChunk) workgroups a row, then argmax_reduce_f32(part_v,
+/// part_i, out, n_part, n_vocab) one workgroup a row, into "argmax_ids" as argmax_f32.
+constexpr int64_t kArgmaxChunk = 4096;
+int64_t argmaxParts(const Group &g) { return (g.width(g.in(0)) + kArgmaxChunk - 1) / kArgmaxChunk; }
+json argmaxPart(const Group &g, const char *name) {
+  const std::string n = str(argmaxParts(g));
+  return scratch(name, "max_T*" + n + "*4", shape({"T*" + n}));
+}
+void bindArgmaxSplit(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+  const int64_t nVocab = g.width(g.in(0));
+  r.args = {activation(g.in(0), t[0], "T*" + str(nVocab)), argmaxPart(g, "argmax_part_v"),
+            argmaxPart(g, "argmax_part_i"), i32(nVocab), i32(kArgmaxChunk)};
+  r.gridSymbols = {{"T", "T"}, {"n_part", str(argmaxParts(g))}};
+}
+void bindArgmaxReduce(const Group &g, const codegen::KernelRef &, const Types &, Record &r) {
+  r.args = {argmaxPart(g, "argmax_part_v"), argmaxPart(g, "argmax_part_i"),
+            scratch(g.out(), "max_T*4", shape({"T"})), i32(argmaxParts(g)), i32(g.width(g.in(0)))};
+  r.gridSymbols = {{"T", "T"}};
+}
+
 using Binder = void (*)(const Group &, const codegen::KernelRef &, const Types &, Record &);
 
 /// The binder of each kernel entry: exact names, or prefixes ending in '_'.
@@ -737,8 +758,11 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"flash_attention_f16kv", bindFlash}, // + attention_f16kv_mma.mlir's variants
       {"flash_attention_f16kv_mma", bindFlash},
       {"flash_attention_f16kv_mma_hd128", bindFlash},
+      {"flash_decode_f16kv_hd128", bindFlash},  // attention_decode.mlir (PTX decode)
       {"attention_split_reduce", bindSplitReduce},
       {"argmax_f32", bindArgmax},         // argmax_f32.mlir: greedy sampling
+      {"argmax_split_f32", bindArgmaxSplit},
+      {"argmax_reduce_f32", bindArgmaxReduce},
   };
   return table;
 }
@@ -858,7 +882,7 @@ json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group
   return records(g, group.kernels, kernelOf);
 }
 
-json samplingRecord(const package::Manifest &m, const codegen::KernelRef &argmax,
+json samplingRecord(const package::Manifest &m, const std::vector<codegen::KernelRef> &argmax,
                     const KernelLookup &kernelOf) {
   const json op = {{"op", "argmax"},
                    {"in", {m.graph.at("output")}},
@@ -867,7 +891,7 @@ json samplingRecord(const package::Manifest &m, const codegen::KernelRef &argmax
   const codegen::LaunchGroup none;
   Group g{m, none, op, nullptr, nullptr, "greedy sampling (argmax of " + m.graph.at("output").get<std::string>() + ")"};
   json r = op;
-  r["launches"] = records(g, {argmax}, kernelOf);
+  r["launches"] = records(g, argmax, kernelOf);
   return r;
 }
 

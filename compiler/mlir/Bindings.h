@@ -33,9 +33,11 @@ nlohmann::json launchRecords(const package::Manifest &m, const codegen::LaunchGr
 
 /// Greedy sampling on the device (graph.sampling.argmax): the pseudo op
 /// {"op": "argmax", "in": [graph output], "out": "argmax_ids", "rows": "output"} with its
-/// launch records: `argmax` (argmax_f32) over the output rows of the logits into the
-/// scratch "argmax_ids", one i32 token id per row. Throws CompileError as launchRecords.
-nlohmann::json samplingRecord(const package::Manifest &m, const codegen::KernelRef &argmax,
+/// launch records: the `argmax` kernels in order (argmax_f32; or argmax_split_f32 then
+/// argmax_reduce_f32 through the scratches argmax_part_v / argmax_part_i) over the output
+/// rows of the logits into the scratch "argmax_ids", one i32 token id per row. Throws
+/// CompileError as launchRecords.
+nlohmann::json samplingRecord(const package::Manifest &m, const std::vector<codegen::KernelRef> &argmax,
                               const KernelLookup &kernelOf);
 
 /// `expr` (the launch contract's grammar) with each symbol of `values` replaced by its

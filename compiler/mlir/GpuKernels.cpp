@@ -546,8 +546,15 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   }
   // 4. Greedy sampling on the device: argmax of each output row of the graph's output
   //    (the logits), so a greedy decode step copies back token ids, not logits.
-  const codegen::KernelRef argmax{"argmax_f32", "argmax_f32", "all"};
-  recordKernel(argmax);
+  //    PTX splits each row over workgroups of 4096 logits, then reduces their maxima (one
+  //    workgroup scanning Qwen's 152k logits took 66 us a step on the H200); SPIR-V keeps
+  //    one workgroup a row.
+  std::vector<codegen::KernelRef> argmax;
+  for (const char *entry : m.target == "spirv" ? std::vector<const char *>{"argmax_f32"}
+                                               : std::vector<const char *>{"argmax_split_f32", "argmax_reduce_f32"})
+    argmax.push_back(codegen::KernelRef{"argmax_f32", entry, "all"});
+  for (const codegen::KernelRef &ref : argmax)
+    recordKernel(ref);
   m.graph["sampling"] = {{"argmax", samplingRecord(m, argmax, kernelOf)}};
   if (log.info)
     for (const std::string &line : report)

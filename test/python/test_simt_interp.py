@@ -119,3 +119,46 @@ def test_q8_0_weights_read_unsigned_fail(tmp_path):
     r = _check(tmp_path / "cases", case, module="swz_gemv_q8x")
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"FAIL {case} " in r.stdout
+
+
+ARGMAX = ROOT / "codegen" / "kernels" / "argmax_f32.mlir"
+
+
+def test_two_pass_argmax_cases_pass_in_the_interpreter(tmp_path):
+    # PTX packages run greedy sampling as argmax_split_f32 then argmax_reduce_f32: the
+    # parts' first maxima (ties, NaN, an all-NaN part) and their reduction (ties to the
+    # lowest index, none -> 0, more parts than threads) against the exact references.
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_argmax"],
+                       check=True, capture_output=True, text=True)
+    cases = [line.split()[0] for line in r.stdout.splitlines()
+             if "argmax_split_f32" in line or "argmax_reduce_f32" in line]
+    assert len(cases) == 4
+    ir = _generic_ir(ARGMAX, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", *cases, module="swz_argmax") == cases
+    for c in cases:
+        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
+    r = _check(tmp_path / "cases", *cases, module="swz_argmax")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   case") == len(cases)
+
+
+DECODE = ROOT / "codegen" / "kernels" / "attention_decode.mlir"
+
+
+def test_decode_attention_cases_pass_in_the_interpreter(tmp_path):
+    # flash_decode_f16kv_hd128 (PTX decode at head_dim 128): warps over keys, butterfly
+    # shuffles, per-row online softmax, the warps merged in workgroup memory; against the
+    # float64 reference of cases_attention.cpp (splits, one split, 17-token verification).
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_attention_decode"],
+                       check=True, capture_output=True, text=True)
+    cases = [line.split()[0] for line in r.stdout.splitlines()]
+    assert len(cases) == 5
+    ir = _generic_ir(DECODE, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", *cases, module="swz_attention_decode") == cases
+    for c in cases:
+        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
+    r = _check(tmp_path / "cases", *cases, module="swz_attention_decode")
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   case") == len(cases)

@@ -14,10 +14,11 @@
 // RUN: swizzle-opt %kernels/argmax_f32.mlir -pass-pipeline='builtin.module(gpu.module(swz-spirv-workgroup-memory),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),swz-extract-kernels{output-dir=%t/spirv})' -o /dev/null
 // RUN: %spirv-val --target-env vulkan1.1 %t/spirv/swz_argmax.spv
 
-// PTX-LABEL: .visible .entry argmax_f32(
-// PTX: .maxntid 256, 1, 1
+// The workgroup arrays are the module's, shared by its three kernels.
 // PTX-DAG: .shared .align 4 .b8 best_v[1024];
 // PTX-DAG: .shared .align 4 .b8 best_i[1024];
+// PTX-LABEL: .visible .entry argmax_f32(
+// PTX: .maxntid 256, 1, 1
 // PTX: ld.global.f32
 // PTX: setp.gt.f32
 // PTX: bar.sync 0;
@@ -25,7 +26,18 @@
 // PTX: ld.shared.u32
 // PTX: st.global.u32
 // PTX-NOT: .extern
+// The two-pass form PTX packages run (parts of 4096 logits, then their maxima).
+// PTX-LABEL: .visible .entry argmax_split_f32(
+// PTX: mov.u32 {{.*}}%ctaid.y;
+// PTX: st.global.f32
+// PTX: st.global.u32
+// PTX-LABEL: .visible .entry argmax_reduce_f32(
+// PTX: bar.sync 0;
+// PTX: st.global.u32
 
+// PTXAS-DAG: Compiling entry function 'argmax_reduce_f32'
+// PTXAS-DAG: Compiling entry function 'argmax_split_f32'
+// PTXAS-NOT: spill stores, {{[1-9]}}
 // PTXAS: Compiling entry function 'argmax_f32'
 // PTXAS-NEXT: Function properties for argmax_f32
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -69,8 +69,9 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
     return;
   }
   compiler::addGpuKernels(m, f, files, {});
-  ASSERT_EQ(m.kernels.size(), 3u);  // + greedy sampling's argmax (graph.sampling), last
-  EXPECT_EQ(m.kernels[2].entry, "sm_90.argmax_f32");
+  ASSERT_EQ(m.kernels.size(), 4u);  // + greedy sampling's two-pass argmax (graph.sampling), last
+  EXPECT_EQ(m.kernels[2].entry, "sm_90.argmax_split_f32");
+  EXPECT_EQ(m.kernels[3].entry, "sm_90.argmax_reduce_f32");
   EXPECT_EQ(m.kernels[0].entry, "sm_90.rms_norm_f32");
   EXPECT_EQ(m.kernels[0].file, "swz_rms_norm.ptx");
   EXPECT_EQ(m.kernels[0].launch.at("function"), "rms_norm_f32");
@@ -103,7 +104,15 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   ASSERT_EQ(files.size(), 3u);  // rms_norm, swiglu, argmax
   EXPECT_EQ(files[0].first, "swz_rms_norm.ptx");
   // Greedy sampling on the device: argmax of the graph output's rows (graph.sampling).
-  EXPECT_EQ(m.graph["sampling"]["argmax"]["launches"][0]["kernel"], "sm_90.argmax_f32");
+  // PTX: parts of 4096 logits (576 logits: one part), then the reduction into argmax_ids.
+  const json &sampling = m.graph["sampling"]["argmax"]["launches"];
+  ASSERT_EQ(sampling.size(), 2u);
+  EXPECT_EQ(sampling[0]["kernel"], "sm_90.argmax_split_f32");
+  EXPECT_EQ(sampling[0]["grid"], json({"T", "1", "1"}));
+  EXPECT_EQ(sampling[0]["args"][1]["scratch"], "argmax_part_v");
+  EXPECT_EQ(sampling[0]["args"][4], json({{"i32", "4096"}}));
+  EXPECT_EQ(sampling[1]["kernel"], "sm_90.argmax_reduce_f32");
+  EXPECT_EQ(sampling[1]["args"][2]["scratch"], "argmax_ids");
   EXPECT_EQ(m.graph["sampling"]["argmax"]["in"], json({m.graph["output"]}));
   EXPECT_NE(files[0].second.find(".entry rms_norm_f32("), std::string::npos);
   EXPECT_EQ(files[0].second.find(".extern"), std::string::npos) << "libdevice not linked";
