@@ -11,10 +11,10 @@
 #                                                 # runs 10 minutes at most;
 #                                                 # SWZ_SPEED_QUICK=1: pp512, tg128,
 #                                                 # decode x1 and x8 only;
-#                                                 # SWZ_SPEED_AB=1 at prepare and
-#                                                 # time: tg128 A/B rows of the
-#                                                 # package with the quantize launches
-#                                                 # unfolded)
+#                                                 # with SWZ_SPEED_AB=1 or
+#                                                 # SWZ_SPEED_AB_FROM=DIR at prepare:
+#                                                 # tg128 A/B rows against a second
+#                                                 # package, see prepare)
 #   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
@@ -79,10 +79,15 @@ prepare)
     name=${m%%|*}
     synth "$build/compiler/swizzlec" "$m" "$dir/models"
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
-    # SWZ_SPEED_AB=1: also the package with quantize_q8_x launches of their own (the A/B
-    # of `time`'s AB rows).
-    [ "${SWZ_SPEED_AB:-0}" = 1 ] && SWZ_FOLD_QUANTIZE=0 "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
-      --target sm_90 -o "$dir/models/$name-sm_90-nofold.swz" >/dev/null
+    # The other side of `time`'s A/B rows, <name>-sm_90-ab.swz: SWZ_SPEED_AB_FROM=DIR
+    # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
+    # SWZ_SPEED_AB=1 compiles this commit without folded quantize launches.
+    if [ -n "${SWZ_SPEED_AB_FROM:-}" ]; then
+      cp -a "$SWZ_SPEED_AB_FROM/$name-sm_90.swz" "$dir/models/$name-sm_90-ab.swz"
+    elif [ "${SWZ_SPEED_AB:-0}" = 1 ]; then
+      SWZ_FOLD_QUANTIZE=0 "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
+        --target sm_90 -o "$dir/models/$name-sm_90-ab.swz" >/dev/null
+    fi
     rm "$dir/models/$name.gguf"
   done
   # llama.cpp: the sdist of the newest llama-cpp-python vendors it.
@@ -202,13 +207,13 @@ PY
     [ "$quick" = 1 ] || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
     [ "$quick" = 1 ] || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
     for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
-    # SWZ_SPEED_AB=1: tg128 of the package as shipped and of the package without the
-    # folded quantize launches, interleaved three times (same machine, same call).
-    if [ "${SWZ_SPEED_AB:-0}" = 1 ] && [ -d "${gpu%.swz}-nofold.swz" ]; then
+    # A/B (prepare made <name>-sm_90-ab.swz): tg128 of the package as shipped and of the
+    # other one, interleaved three times (same machine, same call).
+    if [ -d "${gpu%.swz}-ab.swz" ]; then
       for r in 1 2 3; do
-        echo "AB $name round $r: shipped / nofold package"
+        echo "AB $name round $r: shipped / ab package ($(cat "${gpu%.swz}-ab.swz/AB_SOURCE" 2>/dev/null || echo prepared))"
         run_swz "swz-$name-ab$r-shipped" "$gpu" --pp 16 --tg 128 --reps 3
-        run_swz "swz-$name-ab$r-nofold" "${gpu%.swz}-nofold.swz" --pp 16 --tg 128 --reps 3
+        run_swz "swz-$name-ab$r-other" "${gpu%.swz}-ab.swz" --pp 16 --tg 128 --reps 3
       done
     fi
     if [ -x "$lbin/llama-bench" ]; then

@@ -447,6 +447,10 @@ std::vector<Case> attentionCases(const std::string &format) {
       {1, 62, 9, 3, 64, 32},
       // The split the decode records choose at a 600-key context: 10 splits of 64 keys.
       {1, 599, 16, 8, 128, 64},
+      // Decode at the Qwen3-0.6B and 7B shapes with the records' 32-key splits (the PTX
+      // decode kernel's first two cases: their times side by side).
+      {1, 143, 16, 8, 128, 32},
+      {1, 299, 28, 4, 128, 32},
   };
   for (const AttnShape &s : decode)
     cases.push_back(flashCase(s, seed++));
