@@ -23,15 +23,16 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // head sizes (<= 128) use the portable kernel everywhere.
     const KernelRef store{"attention_f16kv", "kv_store_f16", "all"};
     const KernelRef portable{"attention_f16kv", "flash_attention_f16kv", "prefill"};
-    // PTX decode at head_dim 128: warps over keys (attention_decode.mlir), the same
-    // contract; the portable kernel everywhere else.
+    // PTX decode at head_dim 128: warps over keys (attention_decode.mlir), whose last
+    // split merges the partials itself (no attention_split_reduce launch); the portable
+    // kernel everywhere else.
     const std::vector<KernelRef> decode = {
         {"attention_f16kv", "flash_attention_f16kv", "decode"},
         {"attention_f16kv", "attention_split_reduce", "decode"}};
     const std::vector<KernelRef> decodeHd128 = {
         {"attention_decode", "flash_decode_f16kv_hd128", "decode", true, false},
         {"attention_f16kv", "flash_attention_f16kv", "decode", false, true},
-        {"attention_f16kv", "attention_split_reduce", "decode"}};
+        {"attention_f16kv", "attention_split_reduce", "decode", false, true}};
     auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store, bool hd128) {
       std::vector<KernelRef> v = {store};
       v.insert(v.end(), prefill.begin(), prefill.end());

@@ -185,7 +185,11 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
   const size_t nLse = s.splitLen ? size_t(nSplit) * s.T * s.nHead : 4;
   c.buffers.push_back(makeBuffer(std::vector<float>(nPart, sentinel), {int64_t(nPart)}));
   c.buffers.push_back(makeBuffer(std::vector<float>(nLse, sentinel), {int64_t(nLse)}));
-  for (int b = 0; b < 7; ++b)
+  // The decode kernel's split counters (zero before, and zero again after, the launch).
+  const size_t nCount = size_t(s.T) * s.nHead;
+  if (decode)
+    c.buffers.push_back(makeBuffer(std::vector<int32_t>(nCount, 0), {int64_t(nCount)}));
+  for (int b = 0; b < (decode ? 8 : 7); ++b)
     c.args.push_back(Arg::memref(b));
   c.args.push_back(Arg::i(s.T));
   c.args.push_back(Arg::i(s.pos0));
@@ -203,8 +207,8 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
 
   const double tol = mma ? kMmaTol : kOutTol;
   const std::string note = mma ? kMmaNote : kOutNote;
-  c.check = [s, kv, q, nSplit, splitLen, nOut, mma, tol,
-             note](const std::vector<std::vector<uint8_t>> &out) {
+  c.check = [s, kv, q, nSplit, splitLen, nOut, mma, tol, note,
+             decode](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     std::vector<double> o;
     auto got = asVector<float>(out[4]);
@@ -242,8 +246,22 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
           for (int d = 0; d < s.hd; ++d)
             compare(v, part[row * s.hd + d], o[d], tol);
         }
-    for (size_t i = 0; i < nOut; ++i)
-      compare(v, std::isnan(got[i]) ? 0.0 : 1.0, 0.0, 0.0);
+    if (!decode) {
+      for (size_t i = 0; i < nOut; ++i)
+        compare(v, std::isnan(got[i]) ? 0.0 : 1.0, 0.0, 0.0);
+      return v;
+    }
+    // The decode kernel's last split merged the partials into out (the whole row's
+    // attention) and left every counter at 0.
+    v.note += "; out: the merged splits against the whole row's reference, counters back to 0";
+    for (int t = 0; t < s.T; ++t)
+      for (int h = 0; h < s.nHead; ++h) {
+        referenceRow(kv, q, s, t, h, 0, s.pos0 + t + 1, o, mma);
+        for (int d = 0; d < s.hd; ++d)
+          compare(v, got[(size_t(t) * s.nHead + h) * s.hd + d], o[d], tol);
+      }
+    for (int32_t n : asVector<int32_t>(out[7]))
+      compare(v, double(n), 0.0, 0.0);
     return v;
   };
   return c;

@@ -192,6 +192,7 @@ class Machine:
             res = (ins[0] & ((1 << int(src[1:])) - 1)).astype(u).view({'f16': np.float16, 'f32': np.float32}[dst])
         elif n == 'arith.sitofp': res = ins[0].astype(np.float32)
         elif n == 'arith.uitofp': res = (ins[0] & 0xFFFFFFFF).astype(np.float32)
+        elif n == 'arith.extui': res = ins[0].astype(np.int64)
         elif n == 'arith.negf': res = -ins[0]
         elif n == 'math.rsqrt':
             with np.errstate(all='ignore'): res = (1.0 / np.sqrt(ins[0])).astype(ins[0].dtype)
@@ -201,11 +202,22 @@ class Machine:
         elif n == 'llvm.inline_asm':
             asm = re.search(r'asm_string = "([^"]*)"', rest).group(1)
             m = re.match(r'dp4a\.([us])32\.s32 ', asm)
-            if not m:
+            if asm == 'fence.acq_rel.gpu;':  # workgroups run one after another here
+                m = None
+            elif not m:
                 raise NotImplementedError('inline asm: ' + asm)
-            a = (ins[0] & 0xFFFFFFFF).astype(np.uint32).view(np.uint8 if m.group(1) == 'u' else np.int8)
-            b = (ins[1] & 0xFFFFFFFF).astype(np.uint32).view(np.int8)
-            res = (a.reshape(NL, 4).astype(np.int64) * b.reshape(NL, 4).astype(np.int64)).sum(axis=1) + ins[2]
+            if m:
+                a = (ins[0] & 0xFFFFFFFF).astype(np.uint32).view(np.uint8 if m.group(1) == 'u' else np.int8)
+                b = (ins[1] & 0xFFFFFFFF).astype(np.uint32).view(np.int8)
+                res = (a.reshape(NL, 4).astype(np.int64) * b.reshape(NL, 4).astype(np.int64)).sum(axis=1) + ins[2]
+        elif n == 'memref.atomic_rmw':
+            # kind 1 = addi (arith::AtomicRMWKind); the active lanes one after another.
+            assert re.search(r'kind = 1 :', rest), 'memref.atomic_rmw: only addi'
+            arr, flat = self.addr(ins[1], ins[2:], mask)
+            res = np.zeros(NL, dtype=np.int64)
+            for lane in np.nonzero(mask)[0]:
+                res[lane] = arr[flat[lane]]
+                arr[flat[lane]] = arr[flat[lane]] + ins[0][lane]
         elif n == 'arith.divf':
             with np.errstate(all='ignore'): res = ins[0] / ins[1]
         elif n == 'arith.divui': res = ins[0] // np.where(ins[1] == 0, 1, ins[1])

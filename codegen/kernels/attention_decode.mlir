@@ -6,8 +6,8 @@
 // the work laid out for a few query rows instead of a tile of 32 keys in workgroup
 // memory:
 //
-// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, T,
-//   pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
+// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
+//   T, pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
 //   block 128 = 4 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
 //   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
 //   split s. Warp w takes keys lo + w, lo + w + 4, ...; lane l holds features 4l..4l+3 of
@@ -16,21 +16,28 @@
 //   32 lanes, and each row keeps its own online softmax (running max m, sum l, output
 //   acc; Milakov & Gimelshein 2018) over the keys it sees (j <= pos0 + t). The 4 warps'
 //   (m, l, acc) meet in workgroup memory (16.25 KiB) and thread d combines feature d.
-//   Requires head_dim == 128.
+//   With one split it writes out; with more, each split writes o_part / lse_part as
+//   flash_attention_f16kv does, and the split that finishes last (an atomic count per
+//   row tile and KV head in `count`, [ceil(T * G / 8) * n_head_kv] i32, zero before the
+//   launch and zero again after it) merges them into out as attention_split_reduce
+//   would: no second launch. Requires head_dim == 128.
 module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
     memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
     memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
     memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>>
 
     gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,
                                      %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
                                      %out: memref<?xf32>, %o_part: memref<?xf32>,
-                                     %lse_part: memref<?xf32>, %T: i32, %pos0: i32,
+                                     %lse_part: memref<?xf32>, %count: memref<?xi32>,
+                                     %T: i32, %pos0: i32,
                                      %n_head: i32, %head_dim: i32, %split_len: i32,
                                      %scale: f32) kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     swz.grid = "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split"} {
+      %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
       %c0xFF800000_f32 = arith.constant 0xFF800000 : f32
@@ -108,6 +115,7 @@ module attributes {gpu.container_module} {
       %ms = memref.get_global @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
       %ls = memref.get_global @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
       %os = memref.get_global @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
+      %lastf = memref.get_global @dec_last : memref<1xi32, #gpu.address_space<workgroup>>
       %tile = gpu.block_id x
       %kvh = gpu.block_id y
       %split = gpu.block_id z
@@ -2234,6 +2242,239 @@ module attributes {gpu.container_module} {
             %hr1830 = arith.divui %m179, %c128_index : index
             %a1831 = arith.addi %m1824, %hr1830 : index
             memref.store %lse1829, %lse_part[%a1831] : memref<?xf32>
+          }
+        }
+      }
+      %multi = arith.cmpi ugt, %n_split, %c1_index : index
+      scf.if %multi {
+        llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
+        gpu.barrier
+        scf.if %d_is0 {
+          %m1832 = arith.muli %tile, %n_kv : index
+          %a1833 = arith.addi %m1832, %kvh : index
+          %old1834 = memref.atomic_rmw addi %c1_i32, %count[%a1833] : (i32, memref<?xi32>) -> i32
+          %nsm1835 = arith.subi %n_split, %c1_index : index
+          %nsm1836 = arith.index_cast %nsm1835 : index to i32
+          %last1837 = arith.cmpi eq, %old1834, %nsm1836 : i32
+          %lasti1838 = arith.extui %last1837 : i1 to i32
+          memref.store %lasti1838, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+          scf.if %last1837 {
+            memref.store %c0_i32, %count[%a1833] : memref<?xi32>
+          }
+        }
+        gpu.barrier
+        %lf1839 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+        %amlast1840 = arith.cmpi ne, %lf1839, %c0_i32 : i32
+        scf.if %amlast1840 {
+          llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
+          %m1841 = arith.muli %Ti, %NH : index
+          scf.if %ok3 {
+            %hrow1842 = arith.divui %m11, %c128_index : index
+            %M0 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1843 = arith.muli %s, %m1841 : index
+              %a1844 = arith.addi %m1843, %hrow1842 : index
+              %ls1845 = memref.load %lse_part[%a1844] : memref<?xf32>
+              %mx1846 = arith.maximumf %mx, %ls1845 : f32
+              scf.yield %mx1846 : f32
+            }
+            %LO0:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1847 = arith.muli %s, %m1841 : index
+              %a1848 = arith.addi %m1847, %hrow1842 : index
+              %ls1849 = memref.load %lse_part[%a1848] : memref<?xf32>
+              %f1850 = arith.subf %ls1849, %M0 : f32
+              %ws1851 = math.exp %f1850 : f32
+              %m1852 = arith.muli %a1848, %c128_index : index
+              %a1853 = arith.addi %m1852, %tid : index
+              %op1854 = memref.load %o_part[%a1853] : memref<?xf32>
+              %f1855 = arith.addf %la, %ws1851 : f32
+              %f1856 = math.fma %ws1851, %op1854, %oa : f32
+              scf.yield %f1855, %f1856 : f32, f32
+            }
+            %ro1857 = arith.divf %LO0#1, %LO0#0 : f32
+            %a1858 = arith.addi %m11, %tid : index
+            memref.store %ro1857, %out[%a1858] : memref<?xf32>
+          }
+          scf.if %ok27 {
+            %hrow1859 = arith.divui %m35, %c128_index : index
+            %M1 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1860 = arith.muli %s, %m1841 : index
+              %a1861 = arith.addi %m1860, %hrow1859 : index
+              %ls1862 = memref.load %lse_part[%a1861] : memref<?xf32>
+              %mx1863 = arith.maximumf %mx, %ls1862 : f32
+              scf.yield %mx1863 : f32
+            }
+            %LO1:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1864 = arith.muli %s, %m1841 : index
+              %a1865 = arith.addi %m1864, %hrow1859 : index
+              %ls1866 = memref.load %lse_part[%a1865] : memref<?xf32>
+              %f1867 = arith.subf %ls1866, %M1 : f32
+              %ws1868 = math.exp %f1867 : f32
+              %m1869 = arith.muli %a1865, %c128_index : index
+              %a1870 = arith.addi %m1869, %tid : index
+              %op1871 = memref.load %o_part[%a1870] : memref<?xf32>
+              %f1872 = arith.addf %la, %ws1868 : f32
+              %f1873 = math.fma %ws1868, %op1871, %oa : f32
+              scf.yield %f1872, %f1873 : f32, f32
+            }
+            %ro1874 = arith.divf %LO1#1, %LO1#0 : f32
+            %a1875 = arith.addi %m35, %tid : index
+            memref.store %ro1874, %out[%a1875] : memref<?xf32>
+          }
+          scf.if %ok51 {
+            %hrow1876 = arith.divui %m59, %c128_index : index
+            %M2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1877 = arith.muli %s, %m1841 : index
+              %a1878 = arith.addi %m1877, %hrow1876 : index
+              %ls1879 = memref.load %lse_part[%a1878] : memref<?xf32>
+              %mx1880 = arith.maximumf %mx, %ls1879 : f32
+              scf.yield %mx1880 : f32
+            }
+            %LO2:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1881 = arith.muli %s, %m1841 : index
+              %a1882 = arith.addi %m1881, %hrow1876 : index
+              %ls1883 = memref.load %lse_part[%a1882] : memref<?xf32>
+              %f1884 = arith.subf %ls1883, %M2 : f32
+              %ws1885 = math.exp %f1884 : f32
+              %m1886 = arith.muli %a1882, %c128_index : index
+              %a1887 = arith.addi %m1886, %tid : index
+              %op1888 = memref.load %o_part[%a1887] : memref<?xf32>
+              %f1889 = arith.addf %la, %ws1885 : f32
+              %f1890 = math.fma %ws1885, %op1888, %oa : f32
+              scf.yield %f1889, %f1890 : f32, f32
+            }
+            %ro1891 = arith.divf %LO2#1, %LO2#0 : f32
+            %a1892 = arith.addi %m59, %tid : index
+            memref.store %ro1891, %out[%a1892] : memref<?xf32>
+          }
+          scf.if %ok75 {
+            %hrow1893 = arith.divui %m83, %c128_index : index
+            %M3 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1894 = arith.muli %s, %m1841 : index
+              %a1895 = arith.addi %m1894, %hrow1893 : index
+              %ls1896 = memref.load %lse_part[%a1895] : memref<?xf32>
+              %mx1897 = arith.maximumf %mx, %ls1896 : f32
+              scf.yield %mx1897 : f32
+            }
+            %LO3:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1898 = arith.muli %s, %m1841 : index
+              %a1899 = arith.addi %m1898, %hrow1893 : index
+              %ls1900 = memref.load %lse_part[%a1899] : memref<?xf32>
+              %f1901 = arith.subf %ls1900, %M3 : f32
+              %ws1902 = math.exp %f1901 : f32
+              %m1903 = arith.muli %a1899, %c128_index : index
+              %a1904 = arith.addi %m1903, %tid : index
+              %op1905 = memref.load %o_part[%a1904] : memref<?xf32>
+              %f1906 = arith.addf %la, %ws1902 : f32
+              %f1907 = math.fma %ws1902, %op1905, %oa : f32
+              scf.yield %f1906, %f1907 : f32, f32
+            }
+            %ro1908 = arith.divf %LO3#1, %LO3#0 : f32
+            %a1909 = arith.addi %m83, %tid : index
+            memref.store %ro1908, %out[%a1909] : memref<?xf32>
+          }
+          scf.if %ok99 {
+            %hrow1910 = arith.divui %m107, %c128_index : index
+            %M4 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1911 = arith.muli %s, %m1841 : index
+              %a1912 = arith.addi %m1911, %hrow1910 : index
+              %ls1913 = memref.load %lse_part[%a1912] : memref<?xf32>
+              %mx1914 = arith.maximumf %mx, %ls1913 : f32
+              scf.yield %mx1914 : f32
+            }
+            %LO4:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1915 = arith.muli %s, %m1841 : index
+              %a1916 = arith.addi %m1915, %hrow1910 : index
+              %ls1917 = memref.load %lse_part[%a1916] : memref<?xf32>
+              %f1918 = arith.subf %ls1917, %M4 : f32
+              %ws1919 = math.exp %f1918 : f32
+              %m1920 = arith.muli %a1916, %c128_index : index
+              %a1921 = arith.addi %m1920, %tid : index
+              %op1922 = memref.load %o_part[%a1921] : memref<?xf32>
+              %f1923 = arith.addf %la, %ws1919 : f32
+              %f1924 = math.fma %ws1919, %op1922, %oa : f32
+              scf.yield %f1923, %f1924 : f32, f32
+            }
+            %ro1925 = arith.divf %LO4#1, %LO4#0 : f32
+            %a1926 = arith.addi %m107, %tid : index
+            memref.store %ro1925, %out[%a1926] : memref<?xf32>
+          }
+          scf.if %ok123 {
+            %hrow1927 = arith.divui %m131, %c128_index : index
+            %M5 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1928 = arith.muli %s, %m1841 : index
+              %a1929 = arith.addi %m1928, %hrow1927 : index
+              %ls1930 = memref.load %lse_part[%a1929] : memref<?xf32>
+              %mx1931 = arith.maximumf %mx, %ls1930 : f32
+              scf.yield %mx1931 : f32
+            }
+            %LO5:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1932 = arith.muli %s, %m1841 : index
+              %a1933 = arith.addi %m1932, %hrow1927 : index
+              %ls1934 = memref.load %lse_part[%a1933] : memref<?xf32>
+              %f1935 = arith.subf %ls1934, %M5 : f32
+              %ws1936 = math.exp %f1935 : f32
+              %m1937 = arith.muli %a1933, %c128_index : index
+              %a1938 = arith.addi %m1937, %tid : index
+              %op1939 = memref.load %o_part[%a1938] : memref<?xf32>
+              %f1940 = arith.addf %la, %ws1936 : f32
+              %f1941 = math.fma %ws1936, %op1939, %oa : f32
+              scf.yield %f1940, %f1941 : f32, f32
+            }
+            %ro1942 = arith.divf %LO5#1, %LO5#0 : f32
+            %a1943 = arith.addi %m131, %tid : index
+            memref.store %ro1942, %out[%a1943] : memref<?xf32>
+          }
+          scf.if %ok147 {
+            %hrow1944 = arith.divui %m155, %c128_index : index
+            %M6 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1945 = arith.muli %s, %m1841 : index
+              %a1946 = arith.addi %m1945, %hrow1944 : index
+              %ls1947 = memref.load %lse_part[%a1946] : memref<?xf32>
+              %mx1948 = arith.maximumf %mx, %ls1947 : f32
+              scf.yield %mx1948 : f32
+            }
+            %LO6:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1949 = arith.muli %s, %m1841 : index
+              %a1950 = arith.addi %m1949, %hrow1944 : index
+              %ls1951 = memref.load %lse_part[%a1950] : memref<?xf32>
+              %f1952 = arith.subf %ls1951, %M6 : f32
+              %ws1953 = math.exp %f1952 : f32
+              %m1954 = arith.muli %a1950, %c128_index : index
+              %a1955 = arith.addi %m1954, %tid : index
+              %op1956 = memref.load %o_part[%a1955] : memref<?xf32>
+              %f1957 = arith.addf %la, %ws1953 : f32
+              %f1958 = math.fma %ws1953, %op1956, %oa : f32
+              scf.yield %f1957, %f1958 : f32, f32
+            }
+            %ro1959 = arith.divf %LO6#1, %LO6#0 : f32
+            %a1960 = arith.addi %m155, %tid : index
+            memref.store %ro1959, %out[%a1960] : memref<?xf32>
+          }
+          scf.if %ok171 {
+            %hrow1961 = arith.divui %m179, %c128_index : index
+            %M7 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
+              %m1962 = arith.muli %s, %m1841 : index
+              %a1963 = arith.addi %m1962, %hrow1961 : index
+              %ls1964 = memref.load %lse_part[%a1963] : memref<?xf32>
+              %mx1965 = arith.maximumf %mx, %ls1964 : f32
+              scf.yield %mx1965 : f32
+            }
+            %LO7:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
+              %m1966 = arith.muli %s, %m1841 : index
+              %a1967 = arith.addi %m1966, %hrow1961 : index
+              %ls1968 = memref.load %lse_part[%a1967] : memref<?xf32>
+              %f1969 = arith.subf %ls1968, %M7 : f32
+              %ws1970 = math.exp %f1969 : f32
+              %m1971 = arith.muli %a1967, %c128_index : index
+              %a1972 = arith.addi %m1971, %tid : index
+              %op1973 = memref.load %o_part[%a1972] : memref<?xf32>
+              %f1974 = arith.addf %la, %ws1970 : f32
+              %f1975 = math.fma %ws1970, %op1973, %oa : f32
+              scf.yield %f1974, %f1975 : f32, f32
+            }
+            %ro1976 = arith.divf %LO7#1, %LO7#0 : f32
+            %a1977 = arith.addi %m179, %tid : index
+            memref.store %ro1976, %out[%a1977] : memref<?xf32>
           }
         }
       }

@@ -1079,7 +1079,8 @@ def flash_decode():
     out = ["    gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,",
            "                                     %v_cache: memref<?xf16>, %block_table: memref<?xi32>,",
            "                                     %out: memref<?xf32>, %o_part: memref<?xf32>,",
-           "                                     %lse_part: memref<?xf32>, %T: i32, %pos0: i32,",
+           "                                     %lse_part: memref<?xf32>, %count: memref<?xi32>,",
+           "                                     %T: i32, %pos0: i32,",
            "                                     %n_head: i32, %head_dim: i32, %split_len: i32,",
            "                                     %scale: f32) kernel",
            "        attributes {known_block_size = array<i32: 128, 1, 1>,",
@@ -1089,6 +1090,7 @@ def flash_decode():
     e.emit("%ms = memref.get_global @dec_m : memref<32xf32, #gpu.address_space<workgroup>>")
     e.emit("%ls = memref.get_global @dec_l : memref<32xf32, #gpu.address_space<workgroup>>")
     e.emit("%os = memref.get_global @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>")
+    e.emit("%lastf = memref.get_global @dec_last : memref<1xi32, #gpu.address_space<workgroup>>")
     e.emit("%tile = gpu.block_id x")
     e.emit("%kvh = gpu.block_id y")
     e.emit("%split = gpu.block_id z")
@@ -1243,6 +1245,62 @@ def flash_decode():
         e.emit("}")
         e.indent -= 2
         e.emit("}")
+    # Split-K: the workgroup that finishes its (row tile, KV head) last merges the splits
+    # (attention_split_reduce's sum, in this launch): every thread fences its partials,
+    # thread 0 counts the workgroup in count[tile * n_kv + kvh] (atom.add; the last one
+    # resets it to 0 for the next launch), and the last workgroup, after an acquiring
+    # fence, writes out[t, h, :] = sum_s e^(lse_s - M) o_s / sum_s e^(lse_s - M).
+    fence = 'llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()'
+    e.emit("%multi = arith.cmpi ugt, %n_split, " + c(1) + " : index")
+    e.emit("scf.if %multi {")
+    e.indent += 2
+    e.emit(fence)
+    e.emit("gpu.barrier")
+    e.emit("scf.if %d_is0 {")
+    e.indent += 2
+    slot = e.add(e.mul("%tile", "%n_kv"), "%kvh")
+    old = e.v(f"memref.atomic_rmw addi {e.ci(1)}, %count[{slot}] : (i32, memref<?xi32>) -> i32", "old")
+    nsm1 = e.v(f"arith.index_cast {e.v(f'arith.subi %n_split, {c(1)} : index', 'nsm')} : index to i32", "nsm")
+    last = e.v(f"arith.cmpi eq, {old}, {nsm1} : i32", "last")
+    e.emit(f"memref.store {e.v(f'arith.extui {last} : i1 to i32', 'lasti')}, %lastf[{c(0)}] : memref<1xi32, #gpu.address_space<workgroup>>")
+    e.emit(f"scf.if {last} {{")
+    e.emit(f"  memref.store {e.ci(0)}, %count[{slot}] : memref<?xi32>")
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("gpu.barrier")
+    amlast = e.v(f"arith.cmpi ne, {e.v(f'memref.load %lastf[{c(0)}] : memref<1xi32, #gpu.address_space<workgroup>>', 'lf')}, {e.ci(0)} : i32", "amlast")
+    e.emit(f"scf.if {amlast} {{")
+    e.indent += 2
+    e.emit(fence)
+    nrow = e.mul("%Ti", "%NH")  # rows of one split in lse_part
+    for r in range(R):
+        e.emit(f"scf.if {valid[r]} {{")
+        e.indent += 2
+        hrow = e.v(f"arith.divui {obase[r]}, {c(DEC_HD)} : index", "hrow")
+        # M = max_s lse_s (split 0 always sees key 0, so M is finite).
+        e.emit(f"%M{r} = scf.for %s = {c(0)} to %n_split step {c(1)} iter_args(%mx = {ninf}) -> (f32) {{")
+        e.indent += 2
+        ls_ = e.v(f"memref.load %lse_part[{e.add(e.mul('%s', nrow), hrow)}] : memref<?xf32>", "ls")
+        e.emit(f"scf.yield {e.v(f'arith.maximumf %mx, {ls_} : f32', 'mx')} : f32")
+        e.indent -= 2
+        e.emit("}")
+        e.emit(f"%LO{r}:2 = scf.for %s = {c(0)} to %n_split step {c(1)} iter_args(%la = {zero}, %oa = {zero}) -> (f32, f32) {{")
+        e.indent += 2
+        srow = e.add(e.mul("%s", nrow), hrow)
+        ls_ = e.v(f"memref.load %lse_part[{srow}] : memref<?xf32>", "ls")
+        ws = e.v(f"math.exp {e.fsub(ls_, f'%M{r}')} : f32", "ws")
+        os_ = e.v(f"memref.load %o_part[{e.add(e.mul(srow, c(DEC_HD)), '%tid')}] : memref<?xf32>", "op")
+        e.emit(f"scf.yield {e.fadd('%la', ws)}, {e.fma(ws, os_, '%oa')} : f32, f32")
+        e.indent -= 2
+        e.emit("}")
+        e.emit(f"memref.store {e.v(f'arith.divf %LO{r}#1, %LO{r}#0 : f32', 'ro')}, %out[{e.add(obase[r], '%tid')}] : memref<?xf32>")
+        e.indent -= 2
+        e.emit("}")
+    e.indent -= 2
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
     e.emit("gpu.return")
     return func_text(out, e)
 
@@ -1256,8 +1314,8 @@ def module_attention_decode():
 // the work laid out for a few query rows instead of a tile of 32 keys in workgroup
 // memory:
 //
-// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, T,
-//   pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
+// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
+//   T, pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
 //   block 128 = 4 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
 //   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
 //   split s. Warp w takes keys lo + w, lo + w + 4, ...; lane l holds features 4l..4l+3 of
@@ -1266,12 +1324,17 @@ def module_attention_decode():
 //   32 lanes, and each row keeps its own online softmax (running max m, sum l, output
 //   acc; Milakov & Gimelshein 2018) over the keys it sees (j <= pos0 + t). The 4 warps'
 //   (m, l, acc) meet in workgroup memory (16.25 KiB) and thread d combines feature d.
-//   Requires head_dim == 128.
+//   With one split it writes out; with more, each split writes o_part / lse_part as
+//   flash_attention_f16kv does, and the split that finishes last (an atomic count per
+//   row tile and KV head in `count`, [ceil(T * G / 8) * n_head_kv] i32, zero before the
+//   launch and zero again after it) merges them into out as attention_split_reduce
+//   would: no second launch. Requires head_dim == 128.
 module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
     memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
     memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
     memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>>
 
 """ + flash_decode() + "  }\n}\n")
 

@@ -690,8 +690,14 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
     r.let = {{"n_split", "1"}, {"split_len", "ceil(ctx/" + str(kPage) + ")*" + str(kPage)}};
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n),
-            decode ? oPart(a) : absent(t[5]), decode ? lsePart(a) : absent(t[6]),
-            i32("T"), i32("pos0"), i32(a.nHead), i32(a.hd), i32("split_len"), f32(a.scale)};
+            decode ? oPart(a) : absent(t[5]), decode ? lsePart(a) : absent(t[6])};
+  // flash_decode_f16kv_hd128 merges the splits itself: one i32 count per (row tile, KV
+  // head), <= T * n_head of them, per sequence; scratch starts zeroed and the kernel
+  // leaves it so.
+  if (ref.entry == "flash_decode_f16kv_hd128")
+    r.args.push_back(scratch("attn_split_count", "max_T*" + str(a.nHead) + "*4", shape({"T*" + str(a.nHead)})));
+  for (json arg : {i32("T"), i32("pos0"), i32(a.nHead), i32(a.hd), i32("split_len"), f32(a.scale)})
+    r.args.push_back(std::move(arg));
   r.gridSymbols = {{"T", "T"}, {"n_head", str(a.nHead)}, {"n_head_kv", str(a.nKv)},
                    {"n_split", "n_split"}};
 }

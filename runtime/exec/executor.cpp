@@ -384,7 +384,12 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
     b.main = m.alloc(bytes, "activation buffer " + b.name);
     if (b.gathered_by_output) b.gathered = m.alloc(bytes, "output rows of " + b.name);
   }
-  for (Scratch& s : m.scratch) s.buf = m.alloc(s.bytes, "scratch " + s.name);
+  // Scratch starts zeroed (docs/package-format.md): kernels may keep counters in it.
+  for (Scratch& s : m.scratch) {
+    s.bytes = (s.bytes + 3) / 4 * 4;
+    s.buf = m.alloc(s.bytes, "scratch " + s.name);
+    m.be->fill32(s.buf, 0, s.bytes, 0);
+  }
   for (int l = 0; l < m.n_layer; ++l) {
     m.kv_k.push_back(m.alloc(m.tile_bytes * opts.n_pages, "K cache of layer " + std::to_string(l)));
     m.kv_v.push_back(m.alloc(m.tile_bytes * opts.n_pages, "V cache of layer " + std::to_string(l)));
