@@ -1331,10 +1331,12 @@ def module_attention_decode():
 //   would: no second launch. Requires head_dim == 128.
 module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
-    memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
-    memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
-    memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
-    memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>>
+    // 16-byte aligned: the NVPTX backend merges a thread's four consecutive f32 stores
+    // into dec_o into one st.shared.v4 (misaligned, and a launch failure, at align 4).
+    memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>> {alignment = 16}
 
 """ + flash_decode() + "  }\n}\n")
 
