@@ -81,9 +81,7 @@ namespace {
 
 // A line's text: 0..kMaxDiffLineBytes bytes other than a newline.
 Frag line_text(Builder& b) {
-  Frag f = b.empty();
-  for (int i = 0; i < kMaxDiffLineBytes; ++i) f = b.opt(b.seq({b.ranges({{0x00, 0x09}, {0x0B, 0xFF}}), f}));
-  return f;
+  return b.repeat([&] { return b.ranges({{0x00, 0x09}, {0x0B, 0xFF}}); }, kMaxDiffLineBytes, 1);
 }
 
 Frag number(Builder& b) {  // 0 or a positive decimal of up to 7 digits

@@ -106,9 +106,8 @@ struct JsonSchemaCompiler::Impl {
     if (max_len < 0) {
       parts.push_back(b.star(chr_frag()));
     } else {
-      Frag tail = b.empty();
-      for (int i = min_len; i < max_len; ++i) tail = b.opt(b.seq({b.call(chr()), tail}));
-      parts.push_back(tail);
+      const uint32_t c = chr();  // defined before the copies, so that they are alike
+      parts.push_back(b.repeat([&] { return b.call(c); }, max_len - min_len, 1));
     }
     parts.push_back(b.lit("\""));
     return b.seq(parts);

@@ -97,18 +97,80 @@ struct Matcher::Tables {
   std::unordered_map<int32_t, LocalMask> locals;
   std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead
   std::unordered_map<std::string, int32_t> cfg_ids;
-  std::unordered_map<int32_t, std::vector<uint64_t>> masks;
+  std::unordered_map<int32_t, std::vector<uint64_t>> masks;  // by canonical configuration
   size_t mask_bytes = 0;
+  // Canonical states (Grammar::repeats): a state of copy c of a repetition maps to the same
+  // state of copy min(c, K), K = max token bytes / min item bytes + 1, whose behaviour over
+  // any token's bytes is the same; masks are computed for and cached by canonical
+  // configurations. Empty: every state is canonical.
+  std::vector<uint32_t> canon_state;
+  // [state]: the state belongs to a copy of a repetition (Grammar::repeats). A top whose
+  // parent frame is such a state (a character rule called by a bounded string) keeps that
+  // frame in its local configuration, so that the repetition's next items stay local.
+  std::vector<uint8_t> in_repeat;
+  std::vector<int32_t> canon_node;  // [node]: its canonical node, -2 not known yet
+  std::vector<int32_t> canon_cfg;   // [cfg]: its canonical configuration, -2 not known yet
   // scratch
   std::vector<std::pair<uint32_t, int32_t>> work;
   std::unordered_set<uint64_t> seen;
   std::vector<int32_t> out;
 
-  Tables(std::shared_ptr<const Grammar> gp, int max_depth) : keep(std::move(gp)), g(*keep), max_depth(max_depth) {
+  /// token_bytes: the vocabulary's longest token in bytes (the horizon of a mask).
+  Tables(std::shared_ptr<const Grammar> gp, int max_depth, uint32_t token_bytes)
+      : keep(std::move(gp)), g(*keep), max_depth(max_depth) {
     nodes.emplace_back(UINT32_MAX, -1);
     depth.push_back(0);
     local.push_back(1);
     bottom = 0;
+    if (!g.repeats.empty()) in_repeat.assign(g.states.size(), 0);
+    for (const Grammar::Repeat& r : g.repeats) {
+      std::fill_n(in_repeat.begin() + r.first_state, static_cast<size_t>(r.copies) * r.states_per_copy, 1);
+      // Copy c is followed by at most c items; within token_bytes bytes at most
+      // token_bytes / min_item_bytes items end, so copies past K are alike.
+      const uint64_t k = token_bytes / r.min_item_bytes + 1;
+      if (k + 1 >= r.copies) continue;
+      if (canon_state.empty()) {
+        canon_state.resize(g.states.size());
+        for (uint32_t s = 0; s < canon_state.size(); ++s) canon_state[s] = s;
+      }
+      for (uint64_t c = k + 1; c < r.copies; ++c)
+        for (uint32_t i = 0; i < r.states_per_copy; ++i)
+          canon_state[r.first_state + c * r.states_per_copy + i] = static_cast<uint32_t>(r.first_state + k * r.states_per_copy + i);
+    }
+  }
+
+  int32_t canonical_node(int32_t n) {
+    if (n < 0 || canon_state.empty()) return n;
+    if (canon_node.size() < nodes.size()) canon_node.resize(nodes.size(), -2);
+    if (canon_node[static_cast<size_t>(n)] != -2) return canon_node[static_cast<size_t>(n)];
+    const auto [s, p] = nodes[static_cast<size_t>(n)];
+    const int32_t cp = canonical_node(p);
+    const uint32_t cs = s < canon_state.size() ? canon_state[s] : s;  // `bottom` has no state
+    const int32_t c = cs == s && cp == p ? n : node(cs, cp);
+    if (canon_node.size() < nodes.size()) canon_node.resize(nodes.size(), -2);
+    canon_node[static_cast<size_t>(n)] = c;
+    return c;
+  }
+
+  // The configuration whose stacks are cfg's with canonical states: the same tokens are
+  // allowed from both (same acceptance).
+  int32_t canonical(int32_t cfg) {
+    if (canon_state.empty()) return cfg;
+    if (canon_cfg[static_cast<size_t>(cfg)] != -2) return canon_cfg[static_cast<size_t>(cfg)];
+    std::vector<int32_t> tops;
+    bool same = true;
+    for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
+      tops.push_back(canonical_node(n));
+      same = same && tops.back() == n;
+    }
+    int32_t c = cfg;
+    if (!same) {
+      out = std::move(tops);
+      c = intern(accept[static_cast<size_t>(cfg)] != 0, popped[static_cast<size_t>(cfg)] != 0);
+    }
+    canon_cfg[static_cast<size_t>(cfg)] = c;
+    canon_cfg[static_cast<size_t>(c)] = c;
+    return c;
   }
 
   int32_t node(uint32_t s, int32_t parent) {
@@ -168,6 +230,7 @@ struct Matcher::Tables {
       accept.push_back(acc ? 1 : 0);
       popped.push_back(pop ? 1 : 0);
       local_of.push_back(-2);
+      canon_cfg.push_back(-2);
       next.resize(next.size() + 256, -2);
     }
     return it->second;
@@ -195,8 +258,9 @@ struct Matcher::Tables {
     return intern(acc, pop);
   }
 
-  // The local configuration of `cfg`: its top states over `bottom`; -1 when a top is too
-  // deep for a local walk to be exact (then masks walk the real configuration).
+  // The local configuration of `cfg`: its top states over `bottom` (with their parent
+  // frame when that is a repetition's, in_repeat); -1 when a top is too deep for a local
+  // walk to be exact (then masks walk the real configuration).
   int32_t local_config(int32_t cfg) {
     int32_t& memo = local_of[static_cast<size_t>(cfg)];
     if (memo != -2) return memo;
@@ -205,7 +269,12 @@ struct Matcher::Tables {
     bool shallow = true;
     for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
       shallow = shallow && depth[static_cast<size_t>(n)] + kLocalDepth < max_depth;
-      out.push_back(node(nodes[static_cast<size_t>(n)].first, bottom));
+      const auto [s, p] = nodes[static_cast<size_t>(n)];
+      int32_t under = bottom;
+      if (p >= 0 && !in_repeat.empty() && nodes[static_cast<size_t>(p)].first < in_repeat.size() &&
+          in_repeat[nodes[static_cast<size_t>(p)].first])
+        under = node(nodes[static_cast<size_t>(p)].first, bottom);
+      out.push_back(node(s, under));
     }
     if (shallow && !out.empty()) r = intern(false);
     local_of[static_cast<size_t>(cfg)] = r;  // `memo` may dangle: local_of grew
@@ -215,6 +284,7 @@ struct Matcher::Tables {
   void clear_configs() {
     popped.clear();
     local_of.clear();
+    canon_cfg.clear();
     locals.clear();
     stacks.clear();
     accept.clear();
@@ -251,7 +321,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabul
     : g_(std::move(g)), v_(std::move(v)) {
   // The key holds raw pointers: the tables keep the grammar alive, the vocabulary is kept by
   // this matcher (and a vocabulary at a reused address is an engine's, built once).
-  t_ = shared_tables(g_, v_.get(), max_depth, [&] { return std::make_shared<Tables>(g_, max_depth); });
+  t_ = shared_tables(g_, v_.get(), max_depth, [&] { return std::make_shared<Tables>(g_, max_depth, v_->max_depth_); });
   std::lock_guard<std::mutex> lock(t_->mu);
   gen_ = t_->generation;
   set_cur(t_->initial());
@@ -317,33 +387,35 @@ const uint64_t* Matcher::mask() {
   if (ended_) return zero_.data();
   std::lock_guard<std::mutex> lock(t_->mu);
   maybe_reset();
-  auto hit = t_->masks.find(cur_);
+  // Masks are computed for and cached by the canonical configuration (Tables::canonical).
+  const int32_t key = t_->canonical(cur_);
+  auto hit = t_->masks.find(key);
   if (hit != t_->masks.end()) {
     ++stats_.mask_hits;
     mask_buf_ = hit->second;
     return mask_buf_.data();
   }
   std::vector<uint64_t> m(v_->n_words(), 0);
-  if (!t_->stacks[static_cast<size_t>(cur_)].empty()) {
-    const int32_t loc = t_->local_config(cur_);
+  if (!t_->stacks[static_cast<size_t>(key)].empty()) {
+    const int32_t loc = t_->local_config(key);
     if (loc < 0) {
-      walk(cur_, 1, v_->nodes_.size(), m.data());
+      walk(key, 1, v_->nodes_.size(), m.data());
     } else {
       // Context-independent tokens from the local configuration's cache, then the trie
       // subtrees whose tokens end a rule into the context, walked from the real one.
       const LocalMask& l = local(loc);
       std::copy(l.mask.begin(), l.mask.end(), m.begin());
       for (const auto& [root, prefix] : l.cd) {
-        const int32_t c = advance(cur_, prefix);
+        const int32_t c = advance(key, prefix);
         if (c >= 0) walk(c, root, v_->nodes_[root].end, m.data());
       }
     }
   }
-  if (t_->accept[static_cast<size_t>(cur_)])
+  if (t_->accept[static_cast<size_t>(key)])
     for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   t_->mask_bytes += m.size() * sizeof(uint64_t);
   mask_buf_ = m;
-  t_->masks.emplace(cur_, std::move(m));
+  t_->masks.emplace(key, std::move(m));
   return mask_buf_.data();
 }
 

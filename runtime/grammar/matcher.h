@@ -16,6 +16,17 @@
 // the trie subtrees of tokens whose bytes end a rule into the context (a closing quote, a
 // newline) are then walked from the real configuration.
 //
+// Bounded repetitions (a string's maxLength, a diff line's length) are unrolled into copies
+// of their item (Builder::repeat), so every position would be a configuration of its own.
+// But a copy that still allows more than K = (longest token's bytes) / (item's least bytes)
+// items behaves like any other such copy over one token's bytes: masks are computed for and
+// cached by *canonical* configurations, whose states of such copies are replaced by copy
+// K's. Every position of a string or line far from its bound then shares one mask, and the
+// local configuration of a character rule called by a repetition keeps the repetition's
+// frame, so the string's later characters stay context-independent. Exactness is checked
+// against the brute-force simulator (test/unit/grammar) with vocabularies of short tokens,
+// where K is small.
+//
 // The tables belong to a (grammar, vocabulary) pair, not to a matcher: every matcher of the
 // same Grammar object shares them (under a mutex), and the kSharedTables most recently used
 // pairs are kept after their matchers end, so a server that reuses a compiled grammar
