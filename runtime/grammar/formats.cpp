@@ -33,7 +33,7 @@ const json& sarif_schema() {
               "type": "object",
               "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": 64},
-                "rules": {"type": "array", "maxItems": 16, "items": {
+                "rules": {"type": "array", "maxItems": 1, "items": {
                   "type": "object",
                   "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
                                  "shortDescription": {"$ref": "#/$defs/message"}},

@@ -258,6 +258,12 @@ TEST(Formats, SarifSchemaCompiles) {
       "level": "error", "message": {"text": "bad"}, "locations": [{"physicalLocation": {"artifactLocation": {"uri": "a.c"},
       "region": {"startLine": 3}}}]}]}]})"));
   EXPECT_FALSE(matches(g, R"({"version": "2.1.0", "runs": []})"));
+  // One rule at most: SARIF's rules must be unique items (a grammar cannot compare two).
+  const std::string rule = R"({"id": "R1", "shortDescription": {"text": "x"}})";
+  EXPECT_TRUE(matches(g, R"({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "swz", "rules": [)" + rule +
+                             R"(]}}, "results": []}]})"));
+  EXPECT_FALSE(matches(g, R"({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "swz", "rules": [)" + rule + ", " +
+                              rule + R"(]}}, "results": []}]})"));
   EXPECT_THROW(builtin_format("yaml"), GrammarError);
 }
 
