@@ -59,12 +59,27 @@ Vocabulary::Vocabulary(const std::vector<std::string>& pieces, const std::vector
     it.open = true;
     it.at = nodes_.size();
     const T& n = t[it.id];
-    nodes_.push_back({0, static_cast<uint32_t>(toks_.size()), static_cast<uint16_t>(n.toks.size()), it.depth, it.byte});
+    nodes_.push_back({0, static_cast<uint32_t>(toks_.size()), static_cast<uint16_t>(n.toks.size()), it.depth, 0, it.byte});
     toks_.insert(toks_.end(), n.toks.begin(), n.toks.end());
     max_depth_ = std::max(max_depth_, it.depth);
     const uint16_t d = static_cast<uint16_t>(it.depth + 1);
     for (auto k = n.kids.rbegin(); k != n.kids.rend(); ++k) st.push_back({k->second, d, k->first, 0, false});
   }
+  // Longest token per subtree (children after their parent in preorder: walk backwards).
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    Node& nd = nodes_[i];
+    nd.sub_max = nd.n_toks ? nd.depth : 0;
+    for (size_t j = i + 1; j < nd.end; j = nodes_[j].end) nd.sub_max = std::max(nd.sub_max, nodes_[j].sub_max);
+  }
+  const size_t words = n_words();
+  len_le_.assign((static_cast<size_t>(max_depth_) + 1) * words, 0);
+  for (const Node& nd : nodes_)
+    for (uint32_t k = 0; k < nd.n_toks; ++k) {
+      const auto t = static_cast<uint32_t>(toks_[nd.tok_begin + k]);
+      len_le_[nd.depth * words + (t >> 6)] |= uint64_t{1} << (t & 63);
+    }
+  for (size_t b = 1; b <= max_depth_; ++b)
+    for (size_t w = 0; w < words; ++w) len_le_[b * words + w] |= len_le_[(b - 1) * words + w];
 }
 
 struct Matcher::LocalMask {
@@ -97,19 +112,24 @@ struct Matcher::Tables {
   std::unordered_map<int32_t, LocalMask> locals;
   std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead
   std::unordered_map<std::string, int32_t> cfg_ids;
-  std::unordered_map<int32_t, std::vector<uint64_t>> masks;  // by canonical configuration
+  std::unordered_map<int32_t, std::vector<uint64_t>> masks;  // each configuration's own mask
   size_t mask_bytes = 0;
-  // Canonical states (Grammar::repeats): a state of copy c of a repetition maps to the same
-  // state of copy min(c, K), K = max token bytes / min item bytes + 1, whose behaviour over
-  // any token's bytes is the same; masks are computed for and cached by canonical
-  // configurations. Empty: every state is canonical.
-  std::vector<uint32_t> canon_state;
+  // Relaxed states (Grammar::repeats): a state of copy c of a repetition maps to the same
+  // state of copy T = min(K, copies - 1), K = max token bytes / min item bytes + 1. Copies
+  // past K behave like copy K over any token's bytes (exact); a copy c < T behaves like copy
+  // T over tokens of at most c * min item bytes bytes (relax_h). Empty: no repetitions.
+  std::vector<uint32_t> relax_state;
+  std::vector<uint32_t> relax_h;  // [state]: tokens up to this many bytes see no difference
+  static constexpr uint32_t kExact = UINT32_MAX;
   // [state]: the state belongs to a copy of a repetition (Grammar::repeats). A top whose
   // parent frame is such a state (a character rule called by a bounded string) keeps that
   // frame in its local configuration, so that the repetition's next items stay local.
   std::vector<uint8_t> in_repeat;
-  std::vector<int32_t> canon_node;  // [node]: its canonical node, -2 not known yet
-  std::vector<int32_t> canon_cfg;   // [cfg]: its canonical configuration, -2 not known yet
+  std::vector<int32_t> relax_node;    // [node]: its relaxed stack, -2 not known yet
+  std::vector<uint32_t> relax_node_h;  // [node]: min relax_h over the stack
+  std::vector<int32_t> relax_cfg;     // [cfg]: its relaxed configuration, -2 not known yet
+  std::vector<uint32_t> relax_cfg_h;  // [cfg]: tokens up to this many bytes: same mask (kExact: all)
+  uint32_t token_bytes = 0;
   // scratch
   std::vector<std::pair<uint32_t, int32_t>> work;
   std::unordered_set<uint64_t> seen;
@@ -117,60 +137,81 @@ struct Matcher::Tables {
 
   /// token_bytes: the vocabulary's longest token in bytes (the horizon of a mask).
   Tables(std::shared_ptr<const Grammar> gp, int max_depth, uint32_t token_bytes)
-      : keep(std::move(gp)), g(*keep), max_depth(max_depth) {
+      : keep(std::move(gp)), g(*keep), max_depth(max_depth), token_bytes(token_bytes) {
     nodes.emplace_back(UINT32_MAX, -1);
     depth.push_back(0);
     local.push_back(1);
     bottom = 0;
-    if (!g.repeats.empty()) in_repeat.assign(g.states.size(), 0);
+    if (g.repeats.empty()) return;
+    in_repeat.assign(g.states.size(), 0);
+    relax_state.resize(g.states.size());
+    for (uint32_t s = 0; s < relax_state.size(); ++s) relax_state[s] = s;
+    relax_h.assign(g.states.size(), kExact);
     for (const Grammar::Repeat& r : g.repeats) {
       std::fill_n(in_repeat.begin() + r.first_state, static_cast<size_t>(r.copies) * r.states_per_copy, 1);
       // Copy c is followed by at most c items; within token_bytes bytes at most
-      // token_bytes / min_item_bytes items end, so copies past K are alike.
+      // token_bytes / min_item_bytes items end, so copies past K are alike, and copy c is
+      // like any later copy for tokens of at most c * min_item_bytes bytes.
       const uint64_t k = token_bytes / r.min_item_bytes + 1;
-      if (k + 1 >= r.copies) continue;
-      if (canon_state.empty()) {
-        canon_state.resize(g.states.size());
-        for (uint32_t s = 0; s < canon_state.size(); ++s) canon_state[s] = s;
+      const uint64_t t = std::min<uint64_t>(k, r.copies - 1);
+      for (uint64_t c = 0; c < r.copies; ++c)
+        for (uint32_t i = 0; i < r.states_per_copy; ++i) {
+          const size_t s = r.first_state + c * r.states_per_copy + i;
+          relax_state[s] = static_cast<uint32_t>(r.first_state + t * r.states_per_copy + i);
+          if (c < t) relax_h[s] = static_cast<uint32_t>(std::min<uint64_t>(c * r.min_item_bytes, kExact - 1));
+        }
+    }
+  }
+
+  // The stack of node n with relaxed states; `h` gets the least relax_h over it.
+  int32_t relaxed_node(int32_t n, uint32_t& h) {
+    if (n < 0) return n;
+    if (relax_node.size() < nodes.size()) {
+      relax_node.resize(nodes.size(), -2);
+      relax_node_h.resize(nodes.size(), kExact);
+    }
+    if (relax_node[static_cast<size_t>(n)] == -2) {
+      const auto [s, p] = nodes[static_cast<size_t>(n)];
+      uint32_t hp = kExact;
+      const int32_t rp = relaxed_node(p, hp);
+      const bool has = s < relax_state.size();  // `bottom` has no state
+      const uint32_t rs = has ? relax_state[s] : s;
+      const uint32_t hn = std::min(hp, has ? relax_h[s] : kExact);
+      const int32_t r = rs == s && rp == p ? n : node(rs, rp);
+      if (relax_node.size() < nodes.size()) {
+        relax_node.resize(nodes.size(), -2);
+        relax_node_h.resize(nodes.size(), kExact);
       }
-      for (uint64_t c = k + 1; c < r.copies; ++c)
-        for (uint32_t i = 0; i < r.states_per_copy; ++i)
-          canon_state[r.first_state + c * r.states_per_copy + i] = static_cast<uint32_t>(r.first_state + k * r.states_per_copy + i);
+      relax_node[static_cast<size_t>(n)] = r;
+      relax_node_h[static_cast<size_t>(n)] = hn;
     }
+    h = std::min(h, relax_node_h[static_cast<size_t>(n)]);
+    return relax_node[static_cast<size_t>(n)];
   }
 
-  int32_t canonical_node(int32_t n) {
-    if (n < 0 || canon_state.empty()) return n;
-    if (canon_node.size() < nodes.size()) canon_node.resize(nodes.size(), -2);
-    if (canon_node[static_cast<size_t>(n)] != -2) return canon_node[static_cast<size_t>(n)];
-    const auto [s, p] = nodes[static_cast<size_t>(n)];
-    const int32_t cp = canonical_node(p);
-    const uint32_t cs = s < canon_state.size() ? canon_state[s] : s;  // `bottom` has no state
-    const int32_t c = cs == s && cp == p ? n : node(cs, cp);
-    if (canon_node.size() < nodes.size()) canon_node.resize(nodes.size(), -2);
-    canon_node[static_cast<size_t>(n)] = c;
-    return c;
-  }
-
-  // The configuration whose stacks are cfg's with canonical states: the same tokens are
-  // allowed from both (same acceptance).
-  int32_t canonical(int32_t cfg) {
-    if (canon_state.empty()) return cfg;
-    if (canon_cfg[static_cast<size_t>(cfg)] != -2) return canon_cfg[static_cast<size_t>(cfg)];
-    std::vector<int32_t> tops;
-    bool same = true;
-    for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
-      tops.push_back(canonical_node(n));
-      same = same && tops.back() == n;
+  // The configuration whose stacks are cfg's with relaxed states, and the token length up
+  // to which both allow the same tokens (kExact: all; then its mask serves cfg). Both have
+  // the same acceptance.
+  std::pair<int32_t, uint32_t> relaxed(int32_t cfg) {
+    if (relax_state.empty()) return {cfg, kExact};
+    if (relax_cfg[static_cast<size_t>(cfg)] == -2) {
+      std::vector<int32_t> tops;
+      uint32_t h = kExact;
+      bool same = true;
+      for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
+        tops.push_back(relaxed_node(n, h));
+        same = same && tops.back() == n;
+      }
+      if (h >= token_bytes) h = kExact;
+      int32_t c = cfg;
+      if (!same) {
+        out = std::move(tops);
+        c = intern(accept[static_cast<size_t>(cfg)] != 0, popped[static_cast<size_t>(cfg)] != 0);
+      }
+      relax_cfg[static_cast<size_t>(cfg)] = c;
+      relax_cfg_h[static_cast<size_t>(cfg)] = h;
     }
-    int32_t c = cfg;
-    if (!same) {
-      out = std::move(tops);
-      c = intern(accept[static_cast<size_t>(cfg)] != 0, popped[static_cast<size_t>(cfg)] != 0);
-    }
-    canon_cfg[static_cast<size_t>(cfg)] = c;
-    canon_cfg[static_cast<size_t>(c)] = c;
-    return c;
+    return {relax_cfg[static_cast<size_t>(cfg)], relax_cfg_h[static_cast<size_t>(cfg)]};
   }
 
   int32_t node(uint32_t s, int32_t parent) {
@@ -230,7 +271,8 @@ struct Matcher::Tables {
       accept.push_back(acc ? 1 : 0);
       popped.push_back(pop ? 1 : 0);
       local_of.push_back(-2);
-      canon_cfg.push_back(-2);
+      relax_cfg.push_back(-2);
+      relax_cfg_h.push_back(kExact);
       next.resize(next.size() + 256, -2);
     }
     return it->second;
@@ -284,7 +326,8 @@ struct Matcher::Tables {
   void clear_configs() {
     popped.clear();
     local_of.clear();
-    canon_cfg.clear();
+    relax_cfg.clear();
+    relax_cfg_h.clear();
     locals.clear();
     stacks.clear();
     accept.clear();
@@ -387,36 +430,83 @@ const uint64_t* Matcher::mask() {
   if (ended_) return zero_.data();
   std::lock_guard<std::mutex> lock(t_->mu);
   maybe_reset();
-  // Masks are computed for and cached by the canonical configuration (Tables::canonical).
-  const int32_t key = t_->canonical(cur_);
+  // Configurations inside repetitions share the mask of their relaxed configuration
+  // (Tables::relaxed): whole when the relaxation is exact, for tokens up to h bytes else.
+  const auto [f, h] = t_->relaxed(cur_);
+  const int32_t key = h == Tables::kExact ? f : cur_;
   auto hit = t_->masks.find(key);
   if (hit != t_->masks.end()) {
     ++stats_.mask_hits;
     mask_buf_ = hit->second;
     return mask_buf_.data();
   }
+  if (h == Tables::kExact) {
+    mask_buf_ = exact_mask(f);
+    return mask_buf_.data();
+  }
+  // Near a repetition's bound: the relaxed configuration's tokens of at most h bytes, and
+  // the longer tokens walked from the configuration itself.
+  const std::vector<uint64_t>& mf = exact_mask(f);
+  const uint64_t* shorts = v_->short_tokens(h);
+  std::vector<uint64_t> m(v_->n_words());
+  for (size_t w = 0; w < m.size(); ++w) m[w] = mf[w] & shorts[w];
+  walk_long(cur_, h, m.data());
+  if (t_->accept[static_cast<size_t>(cur_)])
+    for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  t_->mask_bytes += m.size() * sizeof(uint64_t);
+  mask_buf_ = m;
+  t_->masks.emplace(cur_, std::move(m));
+  return mask_buf_.data();
+}
+
+const std::vector<uint64_t>& Matcher::exact_mask(int32_t cfg) {
+  auto hit = t_->masks.find(cfg);
+  if (hit != t_->masks.end()) return hit->second;
   std::vector<uint64_t> m(v_->n_words(), 0);
-  if (!t_->stacks[static_cast<size_t>(key)].empty()) {
-    const int32_t loc = t_->local_config(key);
+  if (!t_->stacks[static_cast<size_t>(cfg)].empty()) {
+    const int32_t loc = t_->local_config(cfg);
     if (loc < 0) {
-      walk(key, 1, v_->nodes_.size(), m.data());
+      walk(cfg, 1, v_->nodes_.size(), m.data());
     } else {
       // Context-independent tokens from the local configuration's cache, then the trie
       // subtrees whose tokens end a rule into the context, walked from the real one.
       const LocalMask& l = local(loc);
       std::copy(l.mask.begin(), l.mask.end(), m.begin());
       for (const auto& [root, prefix] : l.cd) {
-        const int32_t c = advance(key, prefix);
+        const int32_t c = advance(cfg, prefix);
         if (c >= 0) walk(c, root, v_->nodes_[root].end, m.data());
       }
     }
   }
-  if (t_->accept[static_cast<size_t>(key)])
+  if (t_->accept[static_cast<size_t>(cfg)])
     for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   t_->mask_bytes += m.size() * sizeof(uint64_t);
-  mask_buf_ = m;
-  t_->masks.emplace(key, std::move(m));
-  return mask_buf_.data();
+  return t_->masks.emplace(cfg, std::move(m)).first->second;
+}
+
+void Matcher::walk_long(int32_t c0, uint32_t h, uint64_t* m) {
+  const std::vector<Vocabulary::Node>& nodes = v_->nodes_;
+  const int32_t* toks = v_->toks_.data();
+  walk_[0] = c0;
+  size_t i = 1;
+  while (i < nodes.size()) {
+    const Vocabulary::Node& nd = nodes[i];
+    if (nd.sub_max <= h) {  // decided by the relaxed configuration
+      i = nd.end;
+      continue;
+    }
+    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    if (c < 0) {
+      i = nd.end;
+      continue;
+    }
+    walk_[nd.depth] = c;
+    for (uint32_t k = 0; k < nd.n_toks; ++k) {
+      const auto t = static_cast<uint32_t>(toks[nd.tok_begin + k]);
+      m[t >> 6] |= uint64_t{1} << (t & 63);
+    }
+    ++i;
+  }
 }
 
 void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m) {
