@@ -58,9 +58,8 @@ struct JsonSchemaCompiler::Impl {
     if (ws_rule < 0) {
       const uint32_t r = b.declare_rule();
       ws_rule = static_cast<int32_t>(r);
-      Frag f = b.empty();
-      for (int i = 0; i < kMaxWhitespace; ++i) f = b.opt(b.seq({b.ranges({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), f}));
-      b.define_rule(r, f);
+      b.define_rule(r, b.repeat([&] { return b.ranges({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}); },
+                                kMaxWhitespace, 1));
     }
     return static_cast<uint32_t>(ws_rule);
   }
@@ -116,9 +115,7 @@ struct JsonSchemaCompiler::Impl {
   Frag digits(int min, int max) {
     std::vector<Frag> parts;
     for (int i = 0; i < min; ++i) parts.push_back(b.range('0', '9'));
-    Frag tail = b.empty();
-    for (int i = min; i < max; ++i) tail = b.opt(b.seq({b.range('0', '9'), tail}));
-    parts.push_back(tail);
+    parts.push_back(b.repeat([&] { return b.range('0', '9'); }, max - min, 1));
     return b.seq(parts);
   }
 

@@ -472,8 +472,14 @@ const std::vector<uint64_t>& Matcher::exact_mask(int32_t cfg) {
       // subtrees whose tokens end a rule into the context, walked from the real one.
       const LocalMask& l = local(loc);
       std::copy(l.mask.begin(), l.mask.end(), m.begin());
+      // Siblings come one after another (trie preorder) with the same prefix: advance once.
+      const std::string* last = nullptr;
+      int32_t c = -1;
       for (const auto& [root, prefix] : l.cd) {
-        const int32_t c = advance(cfg, prefix);
+        if (!last || prefix != *last) {
+          c = advance(cfg, prefix);
+          last = &prefix;
+        }
         if (c >= 0) walk(c, root, v_->nodes_[root].end, m.data());
       }
     }
