@@ -110,7 +110,7 @@ struct Matcher::Tables {
   std::vector<uint8_t> popped;
   std::vector<int32_t> local_of;  // [cfg]: its local configuration, -2 not known yet
   std::unordered_map<int32_t, LocalMask> locals;
-  std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead
+  std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead (no edge: at interning)
   std::unordered_map<std::string, int32_t> cfg_ids;
   std::unordered_map<int32_t, std::vector<uint64_t>> masks;  // each configuration's own mask
   size_t mask_bytes = 0;
@@ -273,7 +273,12 @@ struct Matcher::Tables {
       local_of.push_back(-2);
       relax_cfg.push_back(-2);
       relax_cfg_h.push_back(kExact);
-      next.resize(next.size() + 256, -2);
+      // Bytes no top has an edge for are dead from the start (no transition to compute).
+      next.resize(next.size() + 256, -1);
+      int32_t* row = next.data() + next.size() - 256;
+      for (int32_t n : out)
+        for (const Grammar::ByteEdge& e : g.states[nodes[static_cast<size_t>(n)].first].bytes)
+          std::fill(row + e.lo, row + e.hi + 1, -2);
     }
     return it->second;
   }
