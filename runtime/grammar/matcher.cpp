@@ -380,9 +380,12 @@ Matcher::Matcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabul
 
 Matcher::~Matcher() = default;
 
-int32_t Matcher::step(int32_t cfg, uint8_t b) {
-  int32_t& nx = t_->next[static_cast<size_t>(cfg) * 256 + b];
-  if (nx != -2) return nx;
+inline int32_t Matcher::step_fast(int32_t cfg, uint8_t b) {
+  const int32_t nx = t_->next[static_cast<size_t>(cfg) * 256 + b];
+  return nx != -2 ? nx : step_slow(cfg, b);
+}
+
+int32_t Matcher::step_slow(int32_t cfg, uint8_t b) {
   const int32_t r = t_->transition(cfg, b);
   t_->next[static_cast<size_t>(cfg) * 256 + b] = r;  // `nx` may dangle: next grew
   ++stats_.configs;
@@ -391,7 +394,7 @@ int32_t Matcher::step(int32_t cfg, uint8_t b) {
 
 int32_t Matcher::advance(int32_t cfg, const std::string& bytes) {
   for (char c : bytes) {
-    cfg = step(cfg, static_cast<uint8_t>(c));
+    cfg = step_fast(cfg, static_cast<uint8_t>(c));
     if (cfg < 0) return -1;
   }
   return cfg;
@@ -506,7 +509,7 @@ void Matcher::walk_long(int32_t c0, uint32_t h, uint64_t* m) {
       i = nd.end;
       continue;
     }
-    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;
       continue;
@@ -527,7 +530,7 @@ void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m) {
   size_t i = begin;
   while (i < end) {
     const Vocabulary::Node& nd = nodes[i];
-    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;
       continue;
@@ -554,7 +557,7 @@ const Matcher::LocalMask& Matcher::local(int32_t loc) {
   while (i < n) {
     const Vocabulary::Node& nd = nodes[i];
     path_[nd.depth] = static_cast<char>(nd.byte);
-    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;
       continue;

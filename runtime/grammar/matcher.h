@@ -126,7 +126,10 @@ class Matcher {
   /// Re-interns the current configuration after another matcher cleared the shared tables.
   void sync();
   void set_cur(int32_t cfg);
-  int32_t step(int32_t cfg, uint8_t b);
+  /// The configuration after byte b from cfg (-1: dead); computes and memoises the
+  /// transition the first time (step_slow).
+  int32_t step_fast(int32_t cfg, uint8_t b);
+  int32_t step_slow(int32_t cfg, uint8_t b);
   int32_t advance(int32_t cfg, const std::string& bytes);
   void maybe_reset();
   /// Marks in `m` the tokens of trie nodes [begin, end) (one subtree, or all) allowed from
