@@ -320,6 +320,7 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
     } else if (json_field(body, "output_format")) {
       r.grammar = anthropic_output_format(obody()["output_format"], "output_format");
     }
+    r.output_chosen = r.parse_tool_calls || (oc && json_field(*oc, "format")) || json_field(body, "output_format");
   }
   if (const json* cc = json_field(body, "cache_control")) {  // top-level: a hint, like per-block ones
     if (!cc->is_object()) wrong_type("cache_control", "an object", *cc);
@@ -425,10 +426,12 @@ std::vector<int32_t> tokenize_prompt(engine::Engine& engine, const engine::ChatP
 
 AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
                                                        const std::function<void(engine::GenerateRequest&)>& scope,
-                                                       const std::string& mode_header) {
+                                                       const std::string& mode_header,
+                                                       const std::shared_ptr<const grammar::Grammar>& default_format) {
   if (cancelled_) throw shutting_down_error();
   Prepared p;
   p.req = parse_messages_request(body);
+  if (!p.req.output_chosen) p.req.grammar = default_format;
   p.cache_mode = resolve_cache_mode(p.req.cache_mode ? &*p.req.cache_mode : nullptr, mode_header, cache_policy_);
   engine::ChatPrompt prompt = p.req.prompt;
   p.reorder = apply_cache_mode(p.cache_mode, prompt.messages, cache_policy_);
@@ -720,7 +723,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       check_version(req);
       p = std::make_shared<AnthropicMessages::Prepared>(messages.prepare(
           req.body, [&](engine::GenerateRequest& g) { if (hooks.cache_scope) hooks.cache_scope(req, g); },
-          req.get_header_value(kCacheModeHeader)));
+          req.get_header_value(kCacheModeHeader), default_output_format(req.path)));
       set_header(res, kCacheModeHeader, std::string(frontend_ast::cache_mode_name(p->cache_mode)));
       if (hooks.admitted) hooks.admitted(req, *p->admission);
       if (!p->req.stream) {

@@ -45,6 +45,10 @@ struct MessagesRequest {
   /// The output's grammar (structured_output.h): a forced tool call, or output_config.format
   /// / output_format (json_schema, sarif-2.1.0, unified-diff). Null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
+  /// The request chose its output: output_config.format / output_format (any type, "text"
+  /// included), a forced call, or tools the model may call. False: the route's default
+  /// format applies (default_output_format, structured_output.h).
+  bool output_chosen = false;
   int dropped_billing_blocks = 0;      ///< Claude Code's per-request billing-header system blocks removed
   /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
   std::optional<nlohmann::json> cache_mode;
@@ -103,8 +107,11 @@ class AnthropicMessages {
   /// `scope`, when set, fills the request's disk tier fields before admission (as
   /// ChatCompletions::prepare). `mode_header`: the X-Swizzle-Cache-Mode request header
   /// ("" if absent); the mode is resolved and applied before templating (cache_mode.h).
+  /// `default_format`: the grammar of a request that chose no output (MessagesRequest::
+  /// output_chosen false; default_output_format(path), structured_output.h); null: text.
   Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {},
-                   const std::string& mode_header = "");
+                   const std::string& mode_header = "",
+                   const std::shared_ptr<const grammar::Grammar>& default_format = nullptr);
 
   /// /v1/messages/count_tokens: the prompt's token count, as prepare() would make it.
   int count_tokens(std::string_view body);

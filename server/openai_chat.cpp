@@ -375,6 +375,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   } else if (json_field(body, "response_format")) {
     r.grammar = openai_response_format(obody()["response_format"]);
   }
+  r.output_chosen = r.parse_tool_calls || json_field(body, "response_format") != nullptr;
   return r;
 }
 
@@ -444,10 +445,12 @@ ChatCompletions::ChatCompletions(engine::Engine& engine) : engine_(engine) {}
 
 ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
                                                    const std::function<void(engine::GenerateRequest&)>& scope,
-                                                   const std::string& mode_header) {
+                                                   const std::string& mode_header,
+                                                   const std::shared_ptr<const grammar::Grammar>& default_format) {
   Prepared p;
   p.received = TokenClock::Clock::now();
   p.req = parse_chat_request(body);
+  if (!p.req.output_chosen) p.req.grammar = default_format;
   p.cache_mode = resolve_cache_mode(p.req.cache_mode ? &*p.req.cache_mode : nullptr, mode_header, cache_policy_);
   try {
     engine::ChatPrompt prompt;

@@ -44,6 +44,10 @@ struct ChatRequest {
   /// The output's grammar (structured_output.h): response_format json_object / json_schema /
   /// sarif-2.1.0 / unified-diff, or a forced tool call. Null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
+  /// The request chose its output: `response_format` (any type, "text" included), a forced
+  /// call, or tools the model may call. False: the route's default format applies
+  /// (default_output_format, structured_output.h: SARIF on the security endpoint).
+  bool output_chosen = false;
   bool continue_final_message = false;            ///< the last message is the assistant's: continue it
   int n = 1;                                      ///< choices to generate (1..kMaxChoices)
   int logprobs = -1;                              ///< -1: none; else top_logprobs (logprobs: true, 0..20)
@@ -128,8 +132,11 @@ class ChatCompletions {
   /// cache_tenant: GenerationHooks::cache_scope) before admission.
   /// `mode_header`: the X-Swizzle-Cache-Mode request header ("" if absent); the mode is
   /// resolved and applied to the messages before templating (cache_mode.h; 400 for approx).
+  /// `default_format`: the grammar of a request that chose no output (ChatRequest::
+  /// output_chosen false; default_output_format(path), structured_output.h); null: text.
   Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {},
-                   const std::string& mode_header = "");
+                   const std::string& mode_header = "",
+                   const std::shared_ptr<const grammar::Grammar>& default_format = nullptr);
 
   struct Outcome {
     /// All choices together: prompt and cached tokens once (choice 0's), completion

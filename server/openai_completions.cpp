@@ -104,7 +104,8 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
   r.include_usage = c.include_usage;
   r.n = c.n;
   r.speculative = c.speculative;
-  if (json_field(body, "response_format"))  // key order kept for the schema's properties
+  r.output_chosen = json_field(body, "response_format") != nullptr;
+  if (r.output_chosen)  // key order kept for the schema's properties
     r.grammar = openai_response_format(nlohmann::ordered_json::parse(body_text)["response_format"]);
   return r;
 }
@@ -128,10 +129,14 @@ struct Job {
   TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
 };
 
-std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool cancelled) {
+/// `default_format`: the grammar of a request without `response_format`
+/// (default_output_format(path), structured_output.h); null: text.
+std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool cancelled,
+                             const std::shared_ptr<const grammar::Grammar>& default_format) {
   if (cancelled) throw shutting_down_error();
   auto job = std::make_shared<Job>();
   job->req = parse_completions_request(body);
+  if (!job->req.output_chosen) job->req.grammar = default_format;
   const int n_ctx = engine.info().n_ctx;
   const int n_vocab = engine.info().n_vocab;
   const bool several = job->req.prompts.size() > 1;
@@ -347,7 +352,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     auto first = std::make_shared<std::unique_ptr<engine::Admission>>();
     try {
       if (!running) throw shutting_down_error();
-      job = prepare(engine, req.body, cancelled);
+      job = prepare(engine, req.body, cancelled, default_output_format(req.path));
       if (hooks.cache_scope)
         for (Choice& c : job->choices) hooks.cache_scope(req, c.gen);
       if (job->req.stream) *first = admit(engine, job->choices.front().gen);

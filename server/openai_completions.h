@@ -43,6 +43,9 @@ struct CompletionsRequest {
   std::optional<bool> speculative;    ///< extension, as chat
   /// `response_format` as on chat (structured_output.h): the grammar of every choice; null: text.
   std::shared_ptr<const grammar::Grammar> grammar;
+  /// `response_format` was sent (any type, "text" included). False: the route's default
+  /// format applies (default_output_format, structured_output.h).
+  bool output_chosen = false;
 };
 
 /// Throws ApiError (400 naming the field) for a missing/empty or wrongly typed prompt

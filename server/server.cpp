@@ -11,6 +11,7 @@
 #include "openai_logprobs.h"
 #include "receipt.h"
 #include "route_hooks.h"
+#include "structured_output.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -259,7 +260,7 @@ struct Server::Impl {
       if (!running) throw shutting_down_error();
       p = std::make_shared<ChatCompletions::Prepared>(chat.prepare(
           req.body, [&](engine::GenerateRequest& g) { if (hooks.cache_scope) hooks.cache_scope(req, g); },
-          req.get_header_value(kCacheModeHeader)));
+          req.get_header_value(kCacheModeHeader), default_output_format(req.path)));
       set_unique_header(res, kCacheModeHeader, std::string(frontend_ast::cache_mode_name(p->cache_mode)));
     } catch (const ApiError& e) {
       send_error(res, e);

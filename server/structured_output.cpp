@@ -104,10 +104,16 @@ std::shared_ptr<const grammar::Grammar> anthropic_output_format(const ojson& of,
     if (s == of.end() || s->is_null()) throw ApiError(400, "Field required.", "invalid_request_error", param + ".schema");
     return compile(*s, param + ".schema");
   }
+  if (type == "text") return nullptr;  // extension: plain text (the security endpoint's opt-out of SARIF)
   if (type == "sarif-2.1.0") return cached(type, [&] { return grammar::builtin_format(type); });
   if (type == "unified-diff") return diff_format(of, param);
-  throw ApiError(400, "Input should be 'json_schema', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
+  throw ApiError(400, "Input should be 'json_schema', 'text', 'sarif-2.1.0' or 'unified-diff', not '" + type + "'.",
                  "invalid_request_error", param + ".type");
+}
+
+std::shared_ptr<const grammar::Grammar> default_output_format(std::string_view path) {
+  if (path.rfind("/v1/security/", 0) != 0 && path.rfind("/security/v1/", 0) != 0) return nullptr;
+  return cached("sarif-2.1.0", [] { return grammar::builtin_format("sarif-2.1.0"); });
 }
 
 std::shared_ptr<const grammar::Grammar> forced_tool_grammar(

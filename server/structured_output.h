@@ -15,12 +15,19 @@
 //
 // A schema that cannot be compiled is a 400 in the caller's API schema (ApiError; the
 // Anthropic endpoint renders it in its own error format) naming the keyword.
+//
+// The security endpoint's default (docs/server.md): a request under /v1/security/ or
+// /security/v1/ that chooses no output gets the sarif-2.1.0 format (default_output_format).
+// A request chooses its output with a format field (even {"type": "text"}: plain text), a
+// forced tool call, or tools the model may call (tool_choice auto: a SARIF grammar would
+// make a call impossible, so an agent's turn stays unconstrained).
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/formats.h"
@@ -40,6 +47,12 @@ std::shared_ptr<const grammar::Grammar> openai_response_format(const nlohmann::o
 /// Anthropic endpoint prefixes its messages with it).
 std::shared_ptr<const grammar::Grammar> anthropic_output_format(const nlohmann::ordered_json& of,
                                                                 const std::string& param = "output_config.format");
+
+/// The output format a route gives a request that chose none (see the file comment): the
+/// sarif-2.1.0 grammar (one shared object, so its matcher tables stay warm) for paths under
+/// the security endpoint's prefixes /v1/security/ and /security/v1/; null (unconstrained
+/// text) for every other path. `path` is the request path as received.
+std::shared_ptr<const grammar::Grammar> default_output_format(std::string_view path);
 
 /// The grammar of a forced tool call (grammar::forced_tool_call_grammar). `tools_json` is the
 /// request's `tools` array as sent (key order kept), `schema_of` picks a tool's schema from

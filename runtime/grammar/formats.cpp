@@ -33,7 +33,7 @@ const json& sarif_schema() {
               "type": "object",
               "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": 64},
-                "rules": {"type": "array", "maxItems": 16, "items": {
+                "rules": {"type": "array", "maxItems": 1, "items": {
                   "type": "object",
                   "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 64},
                                  "shortDescription": {"$ref": "#/$defs/message"}},
@@ -81,9 +81,7 @@ namespace {
 
 // A line's text: 0..kMaxDiffLineBytes bytes other than a newline.
 Frag line_text(Builder& b) {
-  Frag f = b.empty();
-  for (int i = 0; i < kMaxDiffLineBytes; ++i) f = b.opt(b.seq({b.ranges({{0x00, 0x09}, {0x0B, 0xFF}}), f}));
-  return f;
+  return b.repeat([&] { return b.ranges({{0x00, 0x09}, {0x0B, 0xFF}}); }, kMaxDiffLineBytes, 1);
 }
 
 Frag number(Builder& b) {  // 0 or a positive decimal of up to 7 digits

@@ -17,6 +17,8 @@ namespace swz::grammar {
 /// {ruleId, level, message {text}, locations[] {physicalLocation {artifactLocation {uri},
 /// region {startLine >= 1}}}} (at most 16 results, 4 locations each; names and ids of at
 /// most 64 characters, URIs 256, message texts 1000, so a weak model cannot run away in one).
+/// At most one rule: SARIF requires `rules` to be unique items, which a context-free
+/// grammar cannot ensure for two or more (results name their rules by ruleId anyway).
 const nlohmann::ordered_json& sarif_schema();
 
 /// A file a unified diff is made against (response_format {type: "unified-diff", original}).

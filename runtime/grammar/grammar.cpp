@@ -74,6 +74,33 @@ Builder::Frag Builder::plus(Frag f) {
   return {f.in, out};
 }
 
+Builder::Frag Builder::repeat(const std::function<Frag()>& item, int max, uint32_t min_item_bytes) {
+  // Copy i: an entry state with an epsilon to the item and one to the common exit; the item
+  // continues in copy i - 1's entry (copy 0's item in the exit). Every copy leaves in one
+  // epsilon (a chain of optional fragments would make the closure at copy i walk i states).
+  const uint32_t exit = state();
+  uint32_t next = exit, first = 0, per = 0;
+  bool regular = min_item_bytes > 0;
+  for (int i = 0; i < max; ++i) {  // copy i: at most i more items after it
+    const auto before = static_cast<uint32_t>(g_.states.size());
+    const uint32_t in = state();
+    const Frag f = item();
+    g_.states[in].eps.push_back(f.in);
+    g_.states[in].eps.push_back(exit);
+    g_.states[f.out].eps.push_back(next);
+    next = in;
+    const auto size = static_cast<uint32_t>(g_.states.size()) - before;
+    if (i == 0) {
+      first = before;
+      per = size;
+    } else if (before != first + static_cast<uint32_t>(i) * per || size != per) {
+      regular = false;
+    }
+  }
+  if (regular && max > 1) g_.repeats.push_back({first, per, static_cast<uint32_t>(max), min_item_bytes});
+  return {next, exit};
+}
+
 uint32_t Builder::declare_rule() {
   g_.rule_start.push_back(0);
   defined_.push_back(false);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -45,7 +46,20 @@ struct Grammar {
     std::vector<Call> calls;
     int32_t ends_rule = -1;  ///< >= 0: reaching this state ends that rule (pop)
   };
+  /// A bounded repetition X{0,copies} unrolled by Builder::repeat: `copies` copies of X's
+  /// states, each `states_per_copy` states from `first_state` on, all built by the same code
+  /// (so state first + c * per + k of copy c is the k-th state of every copy). Copy c is
+  /// followed by at most c more items. An item consumes at least `min_item_bytes` bytes, so
+  /// two copies c, c' > D / min_item_bytes behave alike for D bytes (matcher.h uses this to
+  /// share the masks of positions far from the bound).
+  struct Repeat {
+    uint32_t first_state;
+    uint32_t states_per_copy;
+    uint32_t copies;
+    uint32_t min_item_bytes;
+  };
   std::vector<State> states;
+  std::vector<Repeat> repeats;
   std::vector<uint32_t> rule_start;  ///< per rule: its entry state
   uint32_t root = 0;                 ///< the rule a match starts in; its end accepts
   std::string name;                  ///< what it was compiled from (for messages)
@@ -71,6 +85,12 @@ class Builder {
   Frag opt(Frag f);
   Frag star(Frag f);
   Frag plus(Frag f);
+  /// item{0,max}, unrolled (max copies of `item()`, each optional after the previous one),
+  /// recorded in Grammar::repeats when every copy has the same number of states, so that
+  /// masks can be shared between positions far from the bound. `item` must build the same
+  /// fragment shape on every call (define any rule it calls before); `min_item_bytes` (>= 1)
+  /// is a lower bound of the bytes one item consumes (0: not recorded).
+  Frag repeat(const std::function<Frag()>& item, int max, uint32_t min_item_bytes);
   /// A new rule without a body yet (so it can be referenced before it is defined).
   uint32_t declare_rule();
   /// Sets a declared rule's body. Throws std::logic_error when defined twice.

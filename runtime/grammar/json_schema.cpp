@@ -58,9 +58,8 @@ struct JsonSchemaCompiler::Impl {
     if (ws_rule < 0) {
       const uint32_t r = b.declare_rule();
       ws_rule = static_cast<int32_t>(r);
-      Frag f = b.empty();
-      for (int i = 0; i < kMaxWhitespace; ++i) f = b.opt(b.seq({b.ranges({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), f}));
-      b.define_rule(r, f);
+      b.define_rule(r, b.repeat([&] { return b.ranges({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}); },
+                                kMaxWhitespace, 1));
     }
     return static_cast<uint32_t>(ws_rule);
   }
@@ -106,9 +105,8 @@ struct JsonSchemaCompiler::Impl {
     if (max_len < 0) {
       parts.push_back(b.star(chr_frag()));
     } else {
-      Frag tail = b.empty();
-      for (int i = min_len; i < max_len; ++i) tail = b.opt(b.seq({b.call(chr()), tail}));
-      parts.push_back(tail);
+      const uint32_t c = chr();  // defined before the copies, so that they are alike
+      parts.push_back(b.repeat([&] { return b.call(c); }, max_len - min_len, 1));
     }
     parts.push_back(b.lit("\""));
     return b.seq(parts);
@@ -117,9 +115,7 @@ struct JsonSchemaCompiler::Impl {
   Frag digits(int min, int max) {
     std::vector<Frag> parts;
     for (int i = 0; i < min; ++i) parts.push_back(b.range('0', '9'));
-    Frag tail = b.empty();
-    for (int i = min; i < max; ++i) tail = b.opt(b.seq({b.range('0', '9'), tail}));
-    parts.push_back(tail);
+    parts.push_back(b.repeat([&] { return b.range('0', '9'); }, max - min, 1));
     return b.seq(parts);
   }
 

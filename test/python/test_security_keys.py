@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import time
@@ -171,3 +172,109 @@ def test_keys_added_and_revoked_without_a_restart(rt_binary, kserver, org_keys):
     assert s == 401
     assert keys(rt_binary, store, "revoke", kid).returncode == 1  # already revoked
     assert "reloaded" in kserver.log()
+
+
+# --- The security endpoint's default output: SARIF 2.1.0 (docs/server.md) -----------------
+
+GREEDY = {"temperature": 0}  # anthropic 2.x: sampling travels as extra body fields
+VULN = "import os\n\ndef run(cmd):\n    os.system('sh -c ' + cmd)\n\nrun(input())\n"
+SCAN = [{"role": "user", "content": "Report the security problems of this Python file app.py as SARIF 2.1.0:\n\n" + VULN}]
+
+def sarif_start(text: str) -> bool:
+    """The text begins as the sarif-2.1.0 format does: '{', whitespace, '"version"'."""
+    return re.match(r'\{\s*"version"', text or "") is not None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_security_default_is_sarif_openai(kserver, org_keys, sarif_validator, stream):
+    """No response_format on /v1/security: a SARIF 2.1.0 log, valid against the official schema."""
+    sec = openai.OpenAI(base_url=kserver.base_url + "/v1/security", api_key=org_keys[1]["acme_security"], max_retries=0,
+                        timeout=600)
+    if stream:
+        text, finish = "", None
+        for chunk in sec.chat.completions.create(model="m", messages=SCAN, temperature=0, max_tokens=1500, stream=True):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+                finish = chunk.choices[0].finish_reason or finish
+    else:
+        r = sec.chat.completions.create(model="m", messages=SCAN, temperature=0, max_tokens=1500)
+        text, finish = r.choices[0].message.content, r.choices[0].finish_reason
+    assert finish == "stop", text
+    assert sarif_start(text)
+    log = json.loads(text)
+    sarif_validator.validate(log)
+    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_security_default_is_sarif_anthropic(kserver, org_keys, sarif_validator, stream):
+    """No output_config.format on /security/v1/messages (Anthropic SDK): a SARIF 2.1.0 log."""
+    a = anthropic.Anthropic(base_url=kserver.base_url + "/security", api_key=org_keys[1]["acme_security"], max_retries=0,
+                            timeout=600)
+    if stream:
+        with a.messages.stream(model="m", max_tokens=1500, messages=SCAN, extra_body=GREEDY) as s:
+            m = s.get_final_message()
+    else:
+        m = a.messages.create(model="m", max_tokens=1500, messages=SCAN, extra_body=GREEDY)
+    assert m.stop_reason == "end_turn" and len(m.content) == 1, m.content
+    sarif_validator.validate(json.loads(m.content[0].text))
+
+
+def test_security_default_on_completions_and_opt_outs(kserver, org_keys, sarif_validator):
+    k = org_keys[1]
+    sec = openai.OpenAI(base_url=kserver.base_url + "/v1/security", api_key=k["acme_security"], max_retries=0, timeout=600)
+    # /v1/security/completions: the same default (the chat prompt rendered by hand with the
+    # model's template, as a completions client does: the chat test's SARIF log).
+    prompt = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+              "<|im_start|>user\n" + SCAN[0]["content"] + "<|im_end|>\n<|im_start|>assistant\n")  # SmolLM2's template
+    r = sec.completions.create(model="m", prompt=prompt, max_tokens=1500, temperature=0)
+    assert r.choices[0].finish_reason == "stop"
+    sarif_validator.validate(json.loads(r.choices[0].text))
+    # An explicit {"type": "text"} is plain text (both wire formats): no SARIF prefix forced.
+    r = sec.chat.completions.create(model="m", messages=MSGS, max_tokens=12, temperature=0,
+                                    response_format={"type": "text"})
+    assert r.choices[0].message.content and not sarif_start(r.choices[0].message.content)
+    a = anthropic.Anthropic(base_url=kserver.base_url + "/security", api_key=k["acme_security"], max_retries=0)
+    m = a.messages.create(model="m", max_tokens=12, messages=MSGS,
+                          extra_body={**GREEDY, "output_config": {"format": {"type": "text"}}})
+    assert m.content[0].text and not sarif_start(m.content[0].text)
+    # A diff on request.
+    r = sec.chat.completions.create(model="m", messages=SCAN, max_tokens=300, temperature=0,
+                                    response_format={"type": "unified-diff"})
+    assert r.choices[0].message.content.startswith("--- ")
+    # The general endpoint keeps plain text as its default.
+    g = openai_client(kserver.base_url, api_key=k["globex_both"])
+    r = g.chat.completions.create(model="m", messages=SCAN, max_tokens=12, temperature=0)
+    assert not sarif_start(r.choices[0].message.content)
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                   "additionalProperties": False}}}
+
+
+def test_security_endpoint_with_tools(kserver, org_keys):
+    """A forced call is a call (its arguments by the tool's schema), not SARIF; tools the model
+    may call (tool_choice auto) leave the answer unconstrained; tool_choice none gets SARIF."""
+    k = org_keys[1]
+    sec = openai.OpenAI(base_url=kserver.base_url + "/v1/security", api_key=k["acme_security"], max_retries=0, timeout=600)
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = sec.chat.completions.create(model="m", messages=ask, tools=[WEATHER], max_tokens=200, temperature=0,
+                                    tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                    parallel_tool_calls=False)
+    calls = r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "tool_calls" and calls and calls[0].function.name == "get_weather"
+    assert isinstance(json.loads(calls[0].function.arguments)["city"], str)
+    a = anthropic.Anthropic(base_url=kserver.base_url + "/security", api_key=k["acme_security"], max_retries=0)
+    m = a.messages.create(model="m", max_tokens=200, messages=ask, extra_body=GREEDY,
+                          tools=[{"name": "get_weather", "description": "Get the weather.",
+                                  "input_schema": WEATHER["function"]["parameters"]}],
+                          tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True})
+    assert m.stop_reason == "tool_use" and m.content[-1].type == "tool_use"
+    assert isinstance(m.content[-1].input["city"], str)
+    r = sec.chat.completions.create(model="m", messages=ask, tools=[WEATHER], max_tokens=12, temperature=0)
+    assert not sarif_start(r.choices[0].message.content)
+    r = sec.chat.completions.create(model="m", messages=ask, tools=[WEATHER], tool_choice="none", max_tokens=12,
+                                    temperature=0)
+    assert sarif_start(r.choices[0].message.content)

@@ -3,7 +3,7 @@
 
 The default model (SmolLM2-135M) is weak; the constraint makes its output valid anyway, so
 every constrained output is parsed and checked with PyPI `jsonschema` (and SARIF outputs
-against the SARIF 2.1.0 definitions, diffs with `git apply --check`). Qwen2.5-Coder-0.5B
+against the official SARIF 2.1.0 schema, sarif_schema.py; diffs with `git apply --check`). Qwen2.5-Coder-0.5B
 (`qwen_server`) covers forced tool calls in its native template.
 """
 from __future__ import annotations
@@ -324,60 +324,17 @@ def test_qwen_forced_tool_use_and_parse(qwen_server):
 
 # --- built-in formats ---------------------------------------------------------------------
 
-# The SARIF 2.1.0 definitions the output uses, transcribed with their constraints from the
-# OASIS schema (sarif-schema-2.1.0.json: sarifLog, run, tool, toolComponent,
-# reportingDescriptor, result, message, location, physicalLocation, artifactLocation,
-# region). No PyPI package ships the official file (docs/structured-output.md).
-SARIF_2_1_0 = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "type": "object",
-    "properties": {
-        "$schema": {"type": "string", "format": "uri"},
-        "version": {"enum": ["2.1.0"]},
-        "runs": {"type": ["array", "null"], "minItems": 0, "uniqueItems": False, "items": {"$ref": "#/definitions/run"}},
-    },
-    "required": ["version", "runs"],
-    "definitions": {
-        "message": {"type": "object", "properties": {"text": {"type": "string"}, "markdown": {"type": "string"},
-                                                      "id": {"type": "string"}},
-                    "anyOf": [{"required": ["text"]}, {"required": ["id"]}]},
-        "run": {"type": "object", "properties": {"tool": {"$ref": "#/definitions/tool"},
-                                                  "results": {"type": ["array", "null"], "items": {"$ref": "#/definitions/result"}}},
-                "required": ["tool"]},
-        "tool": {"type": "object", "properties": {"driver": {"$ref": "#/definitions/toolComponent"}}, "required": ["driver"]},
-        "toolComponent": {"type": "object", "properties": {
-            "name": {"type": "string"}, "version": {"type": "string"},
-            "rules": {"type": "array", "uniqueItems": True, "items": {"$ref": "#/definitions/reportingDescriptor"}}},
-            "required": ["name"]},
-        "reportingDescriptor": {"type": "object", "properties": {"id": {"type": "string"},
-                                                                  "shortDescription": {"$ref": "#/definitions/message"}},
-                                "required": ["id"]},
-        "result": {"type": "object", "properties": {
-            "ruleId": {"type": "string"}, "level": {"enum": ["none", "note", "warning", "error"]},
-            "message": {"$ref": "#/definitions/message"},
-            "locations": {"type": "array", "minItems": 0, "items": {"$ref": "#/definitions/location"}}},
-            "required": ["message"]},
-        "location": {"type": "object", "properties": {"physicalLocation": {"$ref": "#/definitions/physicalLocation"}}},
-        "physicalLocation": {"type": "object", "properties": {
-            "artifactLocation": {"$ref": "#/definitions/artifactLocation"}, "region": {"$ref": "#/definitions/region"}},
-            "anyOf": [{"required": ["address"]}, {"required": ["artifactLocation"]}]},
-        "artifactLocation": {"type": "object", "properties": {"uri": {"type": "string", "format": "uri-reference"}}},
-        "region": {"type": "object", "properties": {"startLine": {"type": "integer", "minimum": 1},
-                                                    "endLine": {"type": "integer", "minimum": 1}}},
-    },
-}
-
 VULN = "import os\n\ndef run(cmd):\n    os.system('sh -c ' + cmd)\n\nrun(input())\n"
 
 
-def test_sarif_openai_and_anthropic(server):
+def test_sarif_openai_and_anthropic(server, sarif_validator):
     prompt = ("Report the security problems of this Python file app.py as SARIF 2.1.0:\n\n" + VULN)
     c = oai(server.base_url)
     r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}], temperature=0,
                                   max_tokens=700, response_format={"type": "sarif-2.1.0"})
     assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
     log = json.loads(r.choices[0].message.content)
-    jsonschema.validate(log, SARIF_2_1_0)
+    sarif_validator.validate(log)  # the official OASIS schema (sarif_schema.py)
     assert log["version"] == "2.1.0" and len(log["runs"]) == 1
     resp = requests.post(server.base_url + "/v1/messages", timeout=300, json={
         "model": "m", "max_tokens": 700, "temperature": 0, "messages": [{"role": "user", "content": prompt}],
@@ -385,7 +342,7 @@ def test_sarif_openai_and_anthropic(server):
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["stop_reason"] == "end_turn"
-    jsonschema.validate(json.loads(body["content"][0]["text"]), SARIF_2_1_0)
+    sarif_validator.validate(json.loads(body["content"][0]["text"]))
 
 
 def _hunk_counts_agree(diff: str) -> bool:

@@ -105,6 +105,50 @@ TEST(GrammarMask, MatchesBruteForceOnDiff) {
   check_masks(std::make_shared<const Grammar>(unified_diff_grammar()), toy_vocab(), 8, 40, 4);
 }
 
+// Short tokens (at most 3 bytes): positions of a bounded repetition more than 4 items from
+// its bound share canonical configurations (Grammar::repeats); masks stay exact.
+static std::shared_ptr<const Vocabulary> short_vocab() {
+  std::vector<std::string> pieces;
+  for (int c = 0x20; c < 0x7f; ++c) pieces.emplace_back(1, static_cast<char>(c));
+  for (const char* p : {"\n", "ab", "a\"", "\",", "\"}", "\n+", "\n-", "\n ", "@@ ", "\\n", "é", "x\ny"}) pieces.emplace_back(p);
+  std::vector<bool> eog(pieces.size(), false);
+  pieces.emplace_back("<eos>");
+  eog.push_back(true);
+  return std::make_shared<const Vocabulary>(pieces, eog);
+}
+
+TEST(GrammarMask, MatchesBruteForceOnBoundedRepetitions) {
+  const json s = json::parse(R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 30},
+      "b": {"type": "string", "minLength": 2, "maxLength": 12}}, "required": ["a", "b"], "additionalProperties": false})");
+  check_masks(schema_grammar(s), short_vocab(), 10, 80, 5);
+  check_masks(std::make_shared<const Grammar>(unified_diff_grammar()), short_vocab(), 6, 120, 6);
+  const std::string file = "def f():\n    return 1\n\nprint(f())\n";
+  const DiffOriginal o{"m.py", file};
+  check_masks(std::make_shared<const Grammar>(unified_diff_grammar(&o)), short_vocab(), 6, 120, 7);
+}
+
+TEST(GrammarMask, BoundedRepetitionSharesMasks) {
+  const auto g = schema_grammar(json::parse(R"({"type": "string", "maxLength": 300})"));
+  ASSERT_EQ(g->repeats.size(), 1u);
+  auto v = short_vocab();
+  Matcher m(g, v);
+  int32_t a = -1, quote = -1;
+  for (int t = 0; t < v->n_vocab(); ++t) {
+    if (v->piece(t) == "a") a = t;
+    if (v->piece(t) == "\"") quote = t;
+  }
+  ASSERT_TRUE(m.accept(quote));
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t* mask = m.mask();
+    ASSERT_TRUE(bit(mask, a)) << i;
+    ASSERT_TRUE(bit(mask, quote));
+    ASSERT_TRUE(m.accept(a));
+  }
+  EXPECT_FALSE(bit(m.mask(), a));  // the bound
+  // Positions 1..300-K-1 (K = 3 bytes / 1 + 1) share one mask: computed once.
+  EXPECT_GE(m.stats().mask_hits, 290u);
+}
+
 TEST(GrammarMask, CacheHitsInsideStrings) {
   auto v = toy_vocab();
   Matcher m(schema_grammar(json{{"type", "string"}}), v);
@@ -214,6 +258,12 @@ TEST(Formats, SarifSchemaCompiles) {
       "level": "error", "message": {"text": "bad"}, "locations": [{"physicalLocation": {"artifactLocation": {"uri": "a.c"},
       "region": {"startLine": 3}}}]}]}]})"));
   EXPECT_FALSE(matches(g, R"({"version": "2.1.0", "runs": []})"));
+  // One rule at most: SARIF's rules must be unique items (a grammar cannot compare two).
+  const std::string rule = R"({"id": "R1", "shortDescription": {"text": "x"}})";
+  EXPECT_TRUE(matches(g, R"({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "swz", "rules": [)" + rule +
+                             R"(]}}, "results": []}]})"));
+  EXPECT_FALSE(matches(g, R"({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "swz", "rules": [)" + rule + ", " +
+                              rule + R"(]}}, "results": []}]})"));
   EXPECT_THROW(builtin_format("yaml"), GrammarError);
 }
 

@@ -1,6 +1,9 @@
 // Request parsing/validation of POST /v1/chat/completions against the OpenAI API
 // reference: which bodies are accepted, and which 400 (with which `param`) the others get.
+#include "anthropic_messages.h"
 #include "openai_chat.h"
+#include "openai_completions.h"
+#include "structured_output.h"
 
 #include <gtest/gtest.h>
 
@@ -166,6 +169,38 @@ TEST(ChatRequest, UnsupportedFeaturesAreRefusedByName) {
   EXPECT_EQ(error_of(with(R"("stop":"")")).param, "stop");
   // Harmless forms of those fields are accepted.
   EXPECT_NO_THROW(parse_chat_request(with(R"("tools":[],"response_format":{"type":"text"},"logprobs":false)")));
+}
+
+// The security endpoint's default format (structured_output.h): SARIF under its prefixes
+// for requests that chose no output; a format field (text included), a forced call or
+// callable tools choose.
+TEST(ChatRequest, SecurityEndpointDefaultsToSarif) {
+  using swz::server::default_output_format;
+  const auto sarif = default_output_format("/v1/security/chat/completions");
+  ASSERT_NE(sarif, nullptr);
+  EXPECT_EQ(sarif->name, "sarif-2.1.0");
+  EXPECT_EQ(default_output_format("/security/v1/messages"), sarif);  // one shared grammar
+  EXPECT_EQ(default_output_format("/v1/security/completions"), sarif);
+  EXPECT_EQ(default_output_format("/v1/chat/completions"), nullptr);
+  EXPECT_EQ(default_output_format("/v1/messages"), nullptr);
+  const std::string tool = R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
+  EXPECT_FALSE(parse_chat_request(with("")).output_chosen);
+  EXPECT_TRUE(parse_chat_request(with(R"("response_format":{"type":"text"})")).output_chosen);
+  EXPECT_TRUE(parse_chat_request(with(R"("response_format":{"type":"unified-diff"})")).output_chosen);
+  EXPECT_TRUE(parse_chat_request(with(tool)).output_chosen);                              // auto: may call
+  EXPECT_TRUE(parse_chat_request(with(tool + R"(,"tool_choice":"required")")).output_chosen);  // forced
+  EXPECT_FALSE(parse_chat_request(with(tool + R"(,"tool_choice":"none")")).output_chosen);
+  using swz::server::parse_messages_request;
+  const std::string m = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}])";
+  EXPECT_FALSE(parse_messages_request(m + "}").output_chosen);
+  EXPECT_FALSE(parse_messages_request(m + R"(,"output_config":{"effort":"low"}})").output_chosen);
+  const auto text = parse_messages_request(m + R"(,"output_config":{"format":{"type":"text"}}})");
+  EXPECT_TRUE(text.output_chosen);
+  EXPECT_EQ(text.grammar, nullptr);
+  EXPECT_TRUE(parse_messages_request(m + R"(,"tools":[{"name":"f","input_schema":{"type":"object"}}]})").output_chosen);
+  using swz::server::parse_completions_request;
+  EXPECT_FALSE(parse_completions_request(R"({"prompt":"x"})").output_chosen);
+  EXPECT_TRUE(parse_completions_request(R"({"prompt":"x","response_format":{"type":"text"}})").output_chosen);
 }
 
 TEST(ChatRequest, ToolsToolCallsAndContinuation) {
