@@ -127,8 +127,7 @@ struct Scheduler::Job {
   const int n;                      // choices
   std::unique_ptr<std::atomic<bool>[]> stop_choice;  // choice i alone stops (its callback said so)
   // step thread only
-  int width = 1;        // running slots held at most (choices running at once)
-  int held = 0;         // running slots held now
+  int held = 0;         // running slots held now (at most choice_width: choices running at once)
   int reserve = 0;      // pages reserved
   int live = 0;         // its sequences in the running batch
   int next = 1;         // the next choice to start from the fork point
@@ -388,9 +387,9 @@ void Scheduler::loop() {
     // Cancelled while waiting: they end without running (nothing was computed).
     for (auto it = local.begin(); it != local.end();) {
       if ((*it)->cancel) {
+        (*it)->adm.release_pins();  // before the last event: then the caller may destroy the admission
         (*it)->next = 0;
         end_unstarted(**it, nullptr);
-        (*it)->adm.release_pins();
         it = local.erase(it);
       } else {
         ++it;
@@ -409,7 +408,7 @@ void Scheduler::loop() {
       lo.draft_init = std::min(lo.draft_init, lo.draft_max);
       auto s = std::make_unique<Seq>(j, lo, 0);
       if (!start(*s)) break;  // pages of its cached prefix cannot be restored now: retry next step
-      j->width = j->held = width;
+      j->held = width;
       j->reserve = need;
       j->live = 1;
       held_slots_ += width;
@@ -450,9 +449,9 @@ void Scheduler::loop() {
       // The device is gone: nothing queued can run either.
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& j : waiting_) {
+        j->adm.release_pins();
         j->next = 0;
         end_unstarted(*j, std::make_exception_ptr(EngineFailed("the model's device failed; restart swizzle-rt")));
-        j->adm.release_pins();
       }
       waiting_.clear();
     }
@@ -466,14 +465,17 @@ void Scheduler::loop() {
   tend(running, active);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& j : waiting_) {
+    j->adm.release_pins();
     j->next = 0;
     end_unstarted(*j, err);
-    j->adm.release_pins();
   }
   waiting_.clear();
 }
 
 void Scheduler::end_unstarted(Job& j, std::exception_ptr e) {
+  // The caller's run_choices returns once the last choice's event is in: the admission
+  // (j.adm) must not be touched after that push.
+  const int prompt_tokens = j.adm.prompt_tokens(), cached_tokens = j.adm.cached_tokens();
   for (; j.next < j.n; ++j.next) {
     Job::Event ev;
     ev.choice = j.next;
@@ -482,8 +484,8 @@ void Scheduler::end_unstarted(Job& j, std::exception_ptr e) {
       ev.error = e;
     } else {
       ev.kind = Job::Kind::Done;
-      ev.result.prompt_tokens = j.adm.prompt_tokens();
-      ev.result.cached_tokens = j.adm.cached_tokens();
+      ev.result.prompt_tokens = prompt_tokens;
+      ev.result.cached_tokens = cached_tokens;
       ev.result.finish = FinishReason::Cancelled;
     }
     j.push(std::move(ev));
