@@ -109,6 +109,15 @@ engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token) {
   };
 }
 
+engine::ChoiceTokenCallback timed_choices(TokenClock& clock, int n, engine::ChoiceTokenCallback on_token) {
+  const size_t first = clock.begin_runs(n);
+  return [&clock, first, on_token = std::move(on_token)](int index, const engine::TokenEvent& ev) {
+    clock.on_token();
+    clock.record_token_in(first + static_cast<size_t>(index), ev.token);
+    return on_token(index, ev);
+  };
+}
+
 std::optional<double> TokenClock::ttft_s() const {
   if (!first_) return std::nullopt;
   return seconds(*first_ - start_);
@@ -216,6 +225,9 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   sample(out, "swizzle_requests_rejected_total", "", num(sched.rejected));
   family(out, "swizzle_steps_total", "counter", "Scheduler steps (forward passes).");
   sample(out, "swizzle_steps_total", "", num(sched.steps));
+  family(out, "swizzle_prefill_rows_total", "counter",
+         "Prompt rows (tokens) evaluated by forward passes; a request's n choices share one prefill.");
+  sample(out, "swizzle_prefill_rows_total", "", num(sched.prefill_rows));
   family(out, "swizzle_step_seconds", "histogram", "Seconds of one scheduler step's forward pass.");
   histogram(out, "swizzle_step_seconds", sched.step_seconds_bounds, sched.step_seconds_counts, sched.step_seconds_sum);
   family(out, "swizzle_batch_sequences", "histogram", "Sequences in one step (batch size).");

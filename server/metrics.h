@@ -36,6 +36,15 @@ class TokenClock {
     if (runs_.empty()) runs_.emplace_back();
     runs_.back().push_back(id);
   }
+  /// `n` runs (the choices of one engine run) begin at once; returns the first one's
+  /// index for record_token_in (timed_choices() calls it).
+  size_t begin_runs(int n) {
+    const size_t first = runs_.size();
+    runs_.resize(first + static_cast<size_t>(n));
+    return first;
+  }
+  /// Records a generated token id in run `run` (an index from begin_runs).
+  void record_token_in(size_t run, int32_t id) { runs_.at(run).push_back(id); }
   /// The generated token ids per run (choice), in the order the runs began: what an
   /// execution receipt hashes (receipt.h).
   const std::vector<std::vector<int32_t>>& token_runs() const { return runs_; }
@@ -59,6 +68,9 @@ class TokenClock {
 /// callback to Engine::run, so TTFT and ITL are measured at the same point for all of them
 /// (route_hooks.h). `clock` must outlive the run.
 engine::TokenCallback timed(TokenClock& clock, engine::TokenCallback on_token);
+/// timed() for Engine::run_choices: `n` runs begin (TokenClock::begin_runs), and choice
+/// i's tokens are stamped on `clock` and recorded in the i-th of them.
+engine::ChoiceTokenCallback timed_choices(TokenClock& clock, int n, engine::ChoiceTokenCallback on_token);
 
 /// A cumulative histogram with fixed upper bounds (seconds), as Prometheus defines it.
 class Histogram {

@@ -6,6 +6,7 @@
 #include "structured_output.h"
 #include "tool_calls.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -479,11 +480,9 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
   p.gen.grammar = p.req.grammar;
   if (scope) scope(p.gen);
   try {
-    for (int i = 0; i < p.req.n; ++i) {
-      engine::GenerateRequest g = p.gen;
-      g.sampling.seed = choice_seed(p.gen.sampling.seed, i);
-      p.admissions.push_back(engine_.admit(g));
-    }
+    engine::GenerateRequest g = p.gen;
+    g.n = p.req.n;
+    p.admission = engine_.admit(g);
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what());
   } catch (const engine::Overloaded& e) {
@@ -506,51 +505,75 @@ struct ChatCompletions::ChoiceRun {
   }
 };
 
-ChatCompletions::ChoiceRun ChatCompletions::run_choice(
-    const Prepared& p, int index, TokenClock& clock,
-    const std::function<bool(json, std::vector<engine::TokenLogprobs>)>& deliver) {
+/// One choice's text as its tokens arrive: stop sequences, tool calls, and the logprob
+/// entries of tokens whose text no delta carried yet.
+struct ChatCompletions::ChoiceState {
+  explicit ChoiceState(const Prepared& p) : text(p.req.stop), tools(tool_text(p)) {}
+  CompletionText text;
+  ToolCallText tools;
+  std::vector<engine::TokenLogprobs> pending;
   ChoiceRun run;
-  CompletionText text(p.req.stop);
-  ToolCallText tools = tool_text(p);
-  std::vector<engine::TokenLogprobs> pending;  // entries of tokens whose text no delta carried yet
-  bool ok = true;
-  auto take = [&](const std::vector<ToolCallText::Event>& evs) {
+};
+
+std::vector<ChatCompletions::ChoiceRun> ChatCompletions::run_all(
+    const Prepared& p, TokenClock& clock, const std::function<bool(int, json, std::vector<engine::TokenLogprobs>)>& deliver,
+    const std::function<bool(int, const ChoiceRun&)>& done) {
+  const int n = p.req.n;
+  std::vector<std::unique_ptr<ChoiceState>> st;
+  for (int i = 0; i < n; ++i) st.push_back(std::make_unique<ChoiceState>(p));
+  bool ok = true;  // false once the client is gone: every choice stops
+  auto take = [&](int i, const std::vector<ToolCallText::Event>& evs) {
+    ChoiceState& c = *st[static_cast<size_t>(i)];
     for (const auto& ev : evs) {
       // parallel_tool_calls false: one call, also when one <tool_call> tag holds several.
-      if (ev.is_call && !p.req.parallel_tool_calls && run.tool_calls > 0) continue;
+      if (ev.is_call && !p.req.parallel_tool_calls && c.run.tool_calls > 0) continue;
       json d;
       if (ev.is_call) {
-        d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), run.tool_calls++)})}};
+        d = {{"tool_calls", json::array({tool_call_json(ev.call, new_call_id(), c.run.tool_calls++)})}};
       } else {
-        run.text += ev.text;
+        c.run.text += ev.text;
         d = {{"content", ev.text}};
       }
       std::vector<engine::TokenLogprobs> lp;
-      lp.swap(pending);
-      if (ok && !deliver(std::move(d), std::move(lp))) ok = false;
+      lp.swap(c.pending);
+      if (ok && !deliver(i, std::move(d), std::move(lp))) ok = false;
     }
     return ok;
   };
-  take(tools.push(p.req.forced_prefix));
-  auto on_token = [&](const engine::TokenEvent& ev) {
-    if (ev.logprobs) pending.push_back(*ev.logprobs);
-    if (!take(tools.push(text.push(ev.piece)))) return false;
-    if (!p.req.parallel_tool_calls && tools.calls() > 0) return false;
-    return !text.stopped() && !tools.done() && !cancelled_;
+  for (int i = 0; i < n; ++i) take(i, st[static_cast<size_t>(i)]->tools.push(p.req.forced_prefix));
+  auto on_token = [&](int i, const engine::TokenEvent& ev) {
+    ChoiceState& c = *st[static_cast<size_t>(i)];
+    if (ev.logprobs) c.pending.push_back(*ev.logprobs);
+    if (!take(i, c.tools.push(c.text.push(ev.piece)))) return false;
+    if (!p.req.parallel_tool_calls && c.tools.calls() > 0) return false;
+    return !c.text.stopped() && !c.tools.done() && !cancelled_;
   };
-  run.result = engine_.run(*p.admissions[static_cast<size_t>(index)], timed(clock, on_token));
-  if (!ok) return run;
-  // Stopped by the shutdown (at a token, or by the cancel check before one), not by the
-  // text itself: incomplete, so no finish_reason may be claimed for it.
-  run.cut = run.result.finish == engine::FinishReason::Cancelled && cancelled_ && !text.stopped() && !tools.done() &&
-            (p.req.parallel_tool_calls || tools.calls() == 0);
-  if (run.cut) return run;
-  std::vector<ToolCallText::Event> rest = tools.push(text.finish());
-  for (auto& ev : tools.finish()) rest.push_back(std::move(ev));
-  run.stop_sequence = text.stopped();
-  take(rest);
-  run.rest = std::move(pending);
-  return run;
+  auto on_done = [&](int i, const engine::GenerateResult& r) {
+    ChoiceState& c = *st[static_cast<size_t>(i)];
+    ChoiceRun& run = c.run;
+    run.result = r;
+    if (!ok) return;
+    // Stopped by the shutdown (at a token, or by the cancel check before one), not by the
+    // text itself: incomplete, so no finish_reason may be claimed for it.
+    run.cut = r.finish == engine::FinishReason::Cancelled && cancelled_ && !c.text.stopped() && !c.tools.done() &&
+              (p.req.parallel_tool_calls || c.tools.calls() == 0);
+    if (run.cut) return;
+    std::vector<ToolCallText::Event> rest = c.tools.push(c.text.finish());
+    for (auto& ev : c.tools.finish()) rest.push_back(std::move(ev));
+    run.stop_sequence = c.text.stopped();
+    take(i, rest);
+    run.rest = std::move(c.pending);
+    c.pending.clear();
+    if (ok && done && !done(i, run)) ok = false;
+  };
+  std::vector<engine::GenerateResult> results =
+      engine_.run_choices(*p.admission, timed_choices(clock, n, on_token), on_done);
+  std::vector<ChoiceRun> runs;
+  for (int i = 0; i < n; ++i) {
+    runs.push_back(std::move(st[static_cast<size_t>(i)]->run));
+    runs.back().result = results[static_cast<size_t>(i)];
+  }
+  return runs;
 }
 
 namespace {
@@ -567,7 +590,7 @@ void accumulate(engine::GenerateResult& total, const Run& run, bool first) {
   total.completion_tokens += r.completion_tokens;
   total.spec_drafted += r.spec_drafted;
   total.spec_accepted += r.spec_accepted;
-  total.prefill_ms += r.prefill_ms;
+  if (first) total.prefill_ms = r.prefill_ms;  // one prefill for all choices
   total.decode_ms += r.decode_ms;
 }
 
@@ -577,43 +600,47 @@ ChatCompletions::Outcome ChatCompletions::complete(const Prepared& p, json& body
   Outcome o;
   o.clock = TokenClock(p.received);
   const bool want_logprobs = p.req.logprobs >= 0;
+  const size_t n = static_cast<size_t>(p.req.n);
+  std::vector<json> calls(n, json::array());
+  std::vector<std::vector<engine::TokenLogprobs>> entries(n);
+  std::vector<ChoiceRun> runs;
+  try {
+    runs = run_all(p, o.clock, [&](int i, json d, std::vector<engine::TokenLogprobs> lp) {
+      const size_t k = static_cast<size_t>(i);
+      if (d.contains("tool_calls")) {
+        json c = std::move(d["tool_calls"][0]);
+        c.erase("index");
+        calls[k].push_back(std::move(c));
+      }
+      entries[k].insert(entries[k].end(), lp.begin(), lp.end());
+      return true;
+    });
+  } catch (const engine::InvalidRequest& e) {
+    throw ApiError(400, e.what());
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
+  }
+  for (size_t i = 0; i < n; ++i) accumulate(o.result, runs[i], i == 0);
+  for (const ChoiceRun& run : runs)
+    if (run.cut) throw shutdown_cut_error(o.result.completion_tokens);
   json choices = json::array();
-  for (int i = 0; i < p.req.n; ++i) {
-    json calls = json::array();
-    std::vector<engine::TokenLogprobs> entries;
-    ChoiceRun run;
-    try {
-      run = run_choice(p, i, o.clock, [&](json d, std::vector<engine::TokenLogprobs> lp) {
-        if (d.contains("tool_calls")) {
-          json c = std::move(d["tool_calls"][0]);
-          c.erase("index");
-          calls.push_back(std::move(c));
-        }
-        entries.insert(entries.end(), lp.begin(), lp.end());
-        return true;
-      });
-    } catch (const engine::InvalidRequest& e) {
-      throw ApiError(400, e.what());
-    } catch (const ApiError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw ApiError(500, std::string("The engine failed: ") + e.what(), "server_error");
-    }
-    if (run.cut) throw shutdown_cut_error(o.result.completion_tokens + run.result.completion_tokens);
-    entries.insert(entries.end(), run.rest.begin(), run.rest.end());
-    accumulate(o.result, run, i == 0);
+  for (size_t i = 0; i < n; ++i) {
+    ChoiceRun& run = runs[i];
+    entries[i].insert(entries[i].end(), run.rest.begin(), run.rest.end());
     o.tool_calls += run.tool_calls;
     if (i == 0) {
       o.text = run.text;
       o.stop_sequence = run.stop_sequence;
     }
     json message = {{"role", "assistant"}, {"content", run.text}, {"refusal", nullptr}};
-    if (!calls.empty()) {
-      message["tool_calls"] = std::move(calls);
+    if (!calls[i].empty()) {
+      message["tool_calls"] = std::move(calls[i]);
       if (run.text.empty()) message["content"] = nullptr;  // as OpenAI answers a pure call
     }
     json logprobs = nullptr;
-    if (want_logprobs) logprobs = {{"content", chat_logprobs_content(engine_, entries)}, {"refusal", nullptr}};
+    if (want_logprobs) logprobs = {{"content", chat_logprobs_content(engine_, entries[i])}, {"refusal", nullptr}};
     choices.push_back({{"index", i},
                        {"message", std::move(message)},
                        {"logprobs", std::move(logprobs)},
@@ -659,34 +686,39 @@ ChatCompletions::Outcome ChatCompletions::stream(const Prepared& p, const std::f
   auto logprobs_json = [&](const std::vector<engine::TokenLogprobs>& lp) {
     return json{{"content", chat_logprobs_content(engine_, lp)}, {"refusal", nullptr}};
   };
-  for (int i = 0; i < p.req.n; ++i) {
+  for (int i = 0; i < p.req.n; ++i)
     if (!send(chunk(p, i, {{"role", "assistant"}, {"content", ""}}, nullptr))) return o;
-    ChoiceRun run;
-    try {
-      run = run_choice(p, i, o.clock, [&](json d, std::vector<engine::TokenLogprobs> lp) {
-        return send(chunk(p, i, std::move(d), nullptr, want_logprobs ? logprobs_json(lp) : json(nullptr)));
-      });
-    } catch (const engine::InvalidRequest& e) {
-      send(ApiError(400, e.what()).body());
-      return o;
-    } catch (const std::exception& e) {
-      send(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
-      return o;
-    }
-    accumulate(o.result, run, i == 0);
-    o.tool_calls += run.tool_calls;
-    if (i == 0) {
-      o.text = run.text;
-      o.stop_sequence = run.stop_sequence;
-    }
-    if (o.client_gone) return o;
-    if (run.cut) {  // an error event, not a finish_reason claiming a normal end
-      o.cut = true;
-      send(shutdown_cut_error(o.result.completion_tokens).body());
-      return o;
-    }
-    json rest = want_logprobs && !run.rest.empty() ? logprobs_json(run.rest) : json(nullptr);
-    if (!send(chunk(p, i, json::object(), run.finish_reason(), std::move(rest)))) return o;
+  std::vector<ChoiceRun> runs;
+  try {
+    runs = run_all(
+        p, o.clock,
+        [&](int i, json d, std::vector<engine::TokenLogprobs> lp) {
+          return send(chunk(p, i, std::move(d), nullptr, want_logprobs ? logprobs_json(lp) : json(nullptr)));
+        },
+        [&](int i, const ChoiceRun& run) {
+          if (run.cut) return true;  // reported below, once every choice has ended
+          json rest = want_logprobs && !run.rest.empty() ? logprobs_json(run.rest) : json(nullptr);
+          return send(chunk(p, i, json::object(), run.finish_reason(), std::move(rest)));
+        });
+  } catch (const engine::InvalidRequest& e) {
+    send(ApiError(400, e.what()).body());
+    return o;
+  } catch (const std::exception& e) {
+    send(ApiError(500, std::string("The engine failed: ") + e.what(), "server_error").body());
+    return o;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    accumulate(o.result, runs[i], i == 0);
+    o.tool_calls += runs[i].tool_calls;
+  }
+  o.text = runs.front().text;
+  o.stop_sequence = runs.front().stop_sequence;
+  if (o.client_gone) return o;
+  if (std::any_of(runs.begin(), runs.end(), [](const ChoiceRun& r) { return r.cut; })) {
+    // an error event, not a finish_reason claiming a normal end
+    o.cut = true;
+    send(shutdown_cut_error(o.result.completion_tokens).body());
+    return o;
   }
   if (p.req.include_usage) {
     json u = {{"id", p.id},

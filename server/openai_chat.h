@@ -106,12 +106,11 @@ class ChatCompletions {
   struct Prepared {
     ChatRequest req;
     engine::GenerateRequest gen;  ///< templated, tokenized prompt + sampling (choice 0's)
-    /// One admission per choice (req.n; choice i's seed is choice_seed(seed, i)), all
-    /// admitted before any runs: cached-prefix counts known. Choices run one after
-    /// another; the 2nd.. reuse the prompt blocks the 1st published (engine CacheStats
-    /// count them) while the response's usage counts the prompt once, with choice 0's
-    /// cached tokens (as OpenAI bills n > 1).
-    std::vector<std::shared_ptr<engine::Admission>> admissions;
+    /// The request's one admission, for all req.n choices (GenerateRequest::n: the prompt
+    /// is prefilled once and the choices decode together, sharing its KV pages; choice i
+    /// samples with engine::choice_seed(seed, i)); cached-prefix counts known. The usage
+    /// counts the prompt once (as OpenAI bills n > 1).
+    std::shared_ptr<engine::Admission> admission;
     std::string id;               ///< chatcmpl-...
     int64_t created = 0;          ///< unix seconds
     TokenClock::Clock::time_point received = TokenClock::Clock::now();  ///< when prepare() began (TTFT origin)
@@ -139,8 +138,8 @@ class ChatCompletions {
                    const std::shared_ptr<const grammar::Grammar>& default_format = nullptr);
 
   struct Outcome {
-    /// All choices together: prompt and cached tokens once (choice 0's), completion
-    /// tokens, draft counts and times summed over the choices.
+    /// All choices together: prompt and cached tokens and prefill time once (choice 0's),
+    /// completion tokens, draft counts and decode times summed over the choices.
     engine::GenerateResult result;
     std::string text;            ///< the completion text the client gets (choice 0)
     bool stop_sequence = false;  ///< a `stop` sequence ended generation (choice 0)
@@ -158,9 +157,11 @@ class ChatCompletions {
   Outcome complete(const Prepared& p, nlohmann::json& body);
 
   /// Streaming: writes SSE events through `write` (returns false once the client is
-  /// gone, which cancels generation). Per choice, in index order: a first chunk with
-  /// delta.role, content / tool-call chunks (each a complete-UTF-8 piece of text; joined
-  /// they equal the non-streamed text), a chunk with its finish_reason; then a usage chunk
+  /// gone, which cancels generation). First a chunk with delta.role per choice, in index
+  /// order; then, as the choices generate together, their content / tool-call chunks
+  /// interleaved, each naming its choice's `index` (each a complete-UTF-8 piece of text;
+  /// joined per choice they equal the non-streamed text), and a chunk with a choice's
+  /// finish_reason when that choice ends (as OpenAI streams n > 1); then a usage chunk
   /// (choices: []) if include_usage, then [DONE]. With logprobs, each delta chunk carries
   /// the entries of the tokens generated since the previous chunk of that choice (text
   /// held back for a stop string or an incomplete character delays its entries to the
@@ -187,11 +188,16 @@ class ChatCompletions {
   nlohmann::json chunk(const Prepared& p, int index, nlohmann::json delta, const char* finish_reason,
                        nlohmann::json logprobs = nullptr) const;
   struct ChoiceRun;
-  /// Runs choice `index`; `deliver(delta, logprobs)` gets each content or tool-call delta
-  /// with the logprob entries of the tokens generated since the previous delta and
-  /// returns false when the client is gone. Engine exceptions propagate.
-  ChoiceRun run_choice(const Prepared& p, int index, TokenClock& clock,
-                       const std::function<bool(nlohmann::json, std::vector<engine::TokenLogprobs>)>& deliver);
+  struct ChoiceState;
+  /// Runs every choice together (Engine::run_choices); `deliver(index, delta, logprobs)`
+  /// gets each content or tool-call delta of choice `index` with the logprob entries of
+  /// its tokens generated since its previous delta, and returns false when the client is
+  /// gone (every choice then stops); `done(index, run)`, if set, hears of each choice as
+  /// it ends (not when the client is gone), and returns false when the client is gone.
+  /// Returns the runs in index order. Engine exceptions propagate.
+  std::vector<ChoiceRun> run_all(const Prepared& p, TokenClock& clock,
+                                 const std::function<bool(int, nlohmann::json, std::vector<engine::TokenLogprobs>)>& deliver,
+                                 const std::function<bool(int, const ChoiceRun&)>& done = {});
   engine::Engine& engine_;
   std::atomic<bool> cancelled_{false};
   CacheModePolicy cache_policy_;

@@ -114,15 +114,16 @@ namespace {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-struct Choice {
+/// One prompt of the request and its req.n choices (GenerateRequest::n): choice j of
+/// prompt i is the response's choice i * n + j.
+struct Prompt {
   engine::GenerateRequest gen;
   std::string prompt;   ///< the prompt's text (echo)
-  bool first = false;   ///< the prompt's first choice (it reports the prompt's usage)
 };
 
 struct Job {
   CompletionsRequest req;
-  std::vector<Choice> choices;
+  std::vector<Prompt> prompts;
   std::string id;
   int64_t created = 0;
   std::string model;
@@ -142,7 +143,7 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
   const bool several = job->req.prompts.size() > 1;
   for (size_t i = 0; i < job->req.prompts.size(); ++i) {
     const CompletionsPrompt& pr = job->req.prompts[i];
-    Choice c;
+    Prompt c;
     if (pr.is_tokens) {
       for (size_t k = 0; k < pr.tokens.size(); ++k) {
         if (pr.tokens[k] >= n_vocab) {
@@ -169,13 +170,9 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
     c.gen.grammar = job->req.grammar;
     c.gen.logprobs = job->req.logprobs;
     c.gen.prompt_logprobs = job->req.echo && job->req.logprobs >= 0;
-    for (int j = 0; j < job->req.n; ++j) {
-      Choice cj = c;
-      cj.gen.sampling = job->req.sampling;
-      cj.gen.sampling.seed = choice_seed(job->req.sampling.seed, j);
-      cj.first = j == 0;
-      job->choices.push_back(std::move(cj));
-    }
+    c.gen.sampling = job->req.sampling;  // choice j samples with engine::choice_seed(seed, j)
+    c.gen.n = job->req.n;
+    job->prompts.push_back(std::move(c));
   }
   job->id = random_id("cmpl-");
   job->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -210,78 +207,90 @@ std::unique_ptr<engine::Admission> admit(engine::Engine& engine, const engine::G
   }
 }
 
-/// Runs every choice; `emit` gets text as it is final and one call with the finish
-/// reason per choice (none for a choice cut by the shutdown: Totals::cut, and the run ends). Each non-empty text carries the logprob entries of the tokens
-/// generated since the previous one (held-back text delays them; the finish call carries
-/// the rest), so the joined entries are the same however the text was cut. `first`, when
-/// set, is the first choice's admission, taken before the response started (a stream's
-/// 429 must come before its 200 headers); the others are admitted here in turn.
+/// Runs every prompt's choices (one prompt after another; a prompt's n choices together,
+/// Engine::run_choices); `emit` gets text as it is final and one call with the finish
+/// reason per choice (none for a choice cut by the shutdown: Totals::cut, and the run
+/// ends). Each non-empty text carries the logprob entries of the tokens generated since
+/// the previous one of its choice (held-back text delays them; the finish call carries
+/// the rest), so the joined entries are the same however the text was cut. `admissions`
+/// holds one admission per prompt, taken before the response started (a full queue is a
+/// 429 before any 200 headers).
 Totals run_all(engine::Engine& engine, const Job& job, std::atomic<bool>& cancelled, const Emit& emit,
-               const std::function<void(engine::Admission&)>& admitted,
-               std::unique_ptr<engine::Admission> first = nullptr) {
+               std::vector<std::unique_ptr<engine::Admission>>& admissions) {
   Totals t;
   t.clock = TokenClock(job.received);
   const bool want = job.req.logprobs >= 0;
-  for (size_t i = 0; i < job.choices.size() && !t.gone; ++i) {
-    const Choice& c = job.choices[i];
-    const int idx = static_cast<int>(i);
-    std::unique_ptr<engine::Admission> a = i == 0 ? std::move(first) : nullptr;
-    if (!a) a = admit(engine, c.gen);
-    if (admitted) admitted(*a);
-    LegacyLogprobs lp(engine);
-    auto take = [&] { return want ? lp.take() : json(nullptr); };
+  const int n = job.req.n;
+  for (size_t pi = 0; pi < job.prompts.size() && !t.gone; ++pi) {
+    const Prompt& c = job.prompts[pi];
+    engine::Admission& a = *admissions[pi];
+    const int base = static_cast<int>(pi) * n;
+    struct State {
+      explicit State(engine::Engine& e, const std::vector<std::string>& stops) : lp(e), text(stops) {}
+      LegacyLogprobs lp;
+      CompletionText text;
+    };
+    std::vector<std::unique_ptr<State>> st;
+    for (int j = 0; j < n; ++j) st.push_back(std::make_unique<State>(engine, job.req.stop));
+    auto take = [&](State& s) { return want ? s.lp.take() : json(nullptr); };
     if (job.req.echo) {
       if (c.gen.prompt_logprobs) {
         // The prompt's logprobs exist once prefill ran: the echo is sent from there.
-        a->set_prefill_callback([&](const std::vector<engine::TokenLogprobs>& plp) {
-          lp.add_first(c.gen.prompt.front());
-          for (const auto& e : plp) lp.add(e);
-          if (!emit(idx, c.prompt, nullptr, take())) t.gone = true;
+        a.set_prefill_callback([&](const std::vector<engine::TokenLogprobs>& plp) {
+          for (int j = 0; j < n && !t.gone; ++j) {
+            State& s = *st[static_cast<size_t>(j)];
+            s.lp.add_first(c.gen.prompt.front());
+            for (const auto& e : plp) s.lp.add(e);
+            if (!emit(base + j, c.prompt, nullptr, take(s))) t.gone = true;
+          }
         });
-      } else if (!emit(idx, c.prompt, nullptr, nullptr)) {
-        t.gone = true;
-        break;
+      } else {
+        for (int j = 0; j < n && !t.gone; ++j)
+          if (!emit(base + j, c.prompt, nullptr, nullptr)) t.gone = true;
+        if (t.gone) break;
       }
     }
-    CompletionText text(job.req.stop);
-    auto on_token = [&](const engine::TokenEvent& ev) {
+    auto on_token = [&](int j, const engine::TokenEvent& ev) {
       if (t.gone) return false;
-      if (ev.logprobs) lp.add(*ev.logprobs);
-      std::string s = text.push(ev.piece);
-      if (!s.empty() && !emit(idx, s, nullptr, take())) {
+      State& s = *st[static_cast<size_t>(j)];
+      if (ev.logprobs) s.lp.add(*ev.logprobs);
+      std::string text = s.text.push(ev.piece);
+      if (!text.empty() && !emit(base + j, text, nullptr, take(s))) {
         t.gone = true;
         return false;
       }
-      return !text.stopped() && !cancelled;
+      return !s.text.stopped() && !cancelled;
     };
-    engine::GenerateResult r = engine.run(*a, timed(t.clock, on_token));
-    if (t.gone) break;
-    // Stopped by the shutdown (at a token, or by the cancel check before one), not by a
-    // stop string: incomplete, so no finish_reason may be claimed for it.
-    t.cut = r.finish == engine::FinishReason::Cancelled && cancelled && !text.stopped();
-    if (t.cut) {
-      if (c.first) {
-        t.result.prompt_tokens += r.prompt_tokens;
-        t.result.cached_tokens += r.cached_tokens;
+    auto on_done = [&](int j, const engine::GenerateResult& r) {
+      State& s = *st[static_cast<size_t>(j)];
+      // Stopped by the shutdown (at a token, or by the cancel check before one), not by a
+      // stop string: incomplete, so no finish_reason may be claimed for it.
+      if (t.gone) return;
+      if (r.finish == engine::FinishReason::Cancelled && cancelled && !s.text.stopped()) {
+        t.cut = true;
+        return;
       }
+      if (t.cut) return;
+      std::string rest = s.text.finish();
+      if (!rest.empty() && !emit(base + j, rest, nullptr, take(s))) {
+        t.gone = true;
+        return;
+      }
+      if (!emit(base + j, "", finish_reason_name(r.finish, s.text.stopped()), want && !s.lp.empty() ? s.lp.take() : json(nullptr)))
+        t.gone = true;
+    };
+    std::vector<engine::GenerateResult> rs = engine.run_choices(a, timed_choices(t.clock, n, on_token), on_done);
+    // A prompt counts once, however many choices it has (as OpenAI bills n).
+    t.result.prompt_tokens += rs.front().prompt_tokens;
+    t.result.cached_tokens += rs.front().cached_tokens;
+    t.result.prefill_ms += rs.front().prefill_ms;
+    for (const engine::GenerateResult& r : rs) {
       t.result.completion_tokens += r.completion_tokens;
-      break;
+      t.result.spec_drafted += r.spec_drafted;
+      t.result.spec_accepted += r.spec_accepted;
+      t.result.decode_ms += r.decode_ms;
     }
-    std::string rest = text.finish();
-    if (!rest.empty() && !emit(idx, rest, nullptr, take())) {
-      t.gone = true;
-      break;
-    }
-    if (!emit(idx, "", finish_reason_name(r.finish, text.stopped()), want && !lp.empty() ? lp.take() : json(nullptr))) t.gone = true;
-    if (c.first) {  // a prompt counts once, however many choices it has (as OpenAI bills n)
-      t.result.prompt_tokens += r.prompt_tokens;
-      t.result.cached_tokens += r.cached_tokens;
-    }
-    t.result.completion_tokens += r.completion_tokens;
-    t.result.spec_drafted += r.spec_drafted;
-    t.result.spec_accepted += r.spec_accepted;
-    t.result.prefill_ms += r.prefill_ms;
-    t.result.decode_ms += r.decode_ms;
+    if (t.cut) break;
   }
   return t;
 }
@@ -347,17 +356,20 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
     std::shared_ptr<Job> job;
-    // A stream's first admission is taken here, so that a full queue is a 429 before the
-    // 200 headers go out (shared: the content provider below is copied).
-    auto first = std::make_shared<std::unique_ptr<engine::Admission>>();
+    // Every prompt is admitted here (one admission for its n choices), so that a full
+    // queue is a 429 for the whole request before the 200 headers go out (shared: the
+    // content provider below is copied).
+    auto admissions = std::make_shared<std::vector<std::unique_ptr<engine::Admission>>>();
     try {
       if (!running) throw shutting_down_error();
       job = prepare(engine, req.body, cancelled, default_output_format(req.path));
-      if (hooks.cache_scope)
-        for (Choice& c : job->choices) hooks.cache_scope(req, c.gen);
-      if (job->req.stream) *first = admit(engine, job->choices.front().gen);
+      for (Prompt& c : job->prompts) {
+        if (hooks.cache_scope) hooks.cache_scope(req, c.gen);
+        admissions->push_back(admit(engine, c.gen));
+        admitted(*admissions->back());
+      }
       if (!job->req.stream) {
-        std::vector<json> choices(job->choices.size());
+        std::vector<json> choices(job->prompts.size() * static_cast<size_t>(job->req.n));
         for (size_t i = 0; i < choices.size(); ++i)
           choices[i] = {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
         const bool want = job->req.logprobs >= 0;
@@ -369,7 +381,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
             if (want && choices[i]["logprobs"].is_null()) choices[i]["logprobs"] = LegacyLogprobs(engine).take();
           }
           return true;
-        }, admitted);
+        }, *admissions);
         if (t.cut) throw shutdown_cut_error(t.result.completion_tokens);
         json body = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
                      {"system_fingerprint", nullptr}, {"choices", choices}, {"usage", usage(t)}};
@@ -389,10 +401,23 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       log_line(res.status, nullptr);
       return;
     }
-    // Streaming (several prompts: their choices follow one another).
+    // Streaming (several prompts: one prompt's choices interleave, prompts follow one another).
+    // Every prompt was admitted: the cache counts and the prompts' cost go in the headers.
+    int prompt_tokens = 0, cached_tokens = 0;
+    for (const auto& a : *admissions) {
+      prompt_tokens += a->prompt_tokens();
+      cached_tokens += a->cached_tokens();
+    }
+    auto set = [&res](const char* key, const std::string& value) {
+      res.headers.erase(key);
+      res.headers.emplace(key, value);
+    };
+    set(kCacheHitHeader, std::to_string(cached_tokens));
+    set(kUncachedHeader, std::to_string(prompt_tokens - cached_tokens));
+    if (hooks.quote) set(kCostHeader, hooks.quote(prompt_tokens, cached_tokens));
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, admitted, finished, running,
-                                                           receipts = hooks.receipts, receipt_of, first](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, finished, running,
+                                                           receipts = hooks.receipts, receipt_of, admissions](size_t, httplib::DataSink& sink) {
       // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
       ReceiptStream out(
           ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
@@ -409,7 +434,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
         t = run_all(engine, *job, cancelled, [&](int i, const std::string& s, const char* finish, json lp) {
           json ch = {{"text", s}, {"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
           return out.write(sse_event(chunk(json::array({ch}))));
-        }, admitted, std::move(*first));
+        }, *admissions);
         if (t.cut) {  // an error event, no usage chunk and no [DONE]
           finished(t);
           recorded = true;

@@ -6,15 +6,6 @@ namespace swz::server {
 
 using nlohmann::json;
 
-std::optional<uint64_t> choice_seed(std::optional<uint64_t> seed, int index) {
-  if (!seed || index == 0) return seed;
-  // SplitMix64 (Steele, Lea, Flood 2014) of seed + index * golden gamma.
-  uint64_t z = *seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 std::string logprob_token_text(const std::string& piece) {
   Utf8Decoder d;
   std::string s = d.feed(piece);

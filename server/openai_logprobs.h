@@ -21,11 +21,6 @@ inline constexpr int kMaxChoices = 16;
 /// The most alternatives legacy completions' integer `logprobs` may ask for (OpenAI's cap).
 inline constexpr int kMaxLegacyLogprobs = 5;
 
-/// The seed of choice `index` of a request with `seed`: the seed itself for choice 0
-/// (so n = 1 is unchanged), else a SplitMix64 mix of seed and index, so each choice has
-/// its own reproducible stream of randomness. Absent stays absent (fresh randomness).
-std::optional<uint64_t> choice_seed(std::optional<uint64_t> seed, int index);
-
 /// A token's text for logprobs: `piece` (raw bytes) decoded alone, ill-formed -> U+FFFD.
 std::string logprob_token_text(const std::string& piece);
 

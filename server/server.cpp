@@ -277,14 +277,12 @@ struct Server::Impl {
     // between prefill chunks and decode steps (Admission::set_cancel_check).
     auto gone = std::make_shared<std::atomic<bool>>(false);
     const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-    for (const auto& a : p->admissions) {
-      a->set_cancel_check([this, fd, gone] {
-        if (chat.cancelling()) return true;
-        if (client_socket_alive(fd)) return false;
-        gone->store(true);
-        return true;
-      });
-    }
+    p->admission->set_cancel_check([this, fd, gone] {
+      if (chat.cancelling()) return true;
+      if (client_socket_alive(fd)) return false;
+      gone->store(true);
+      return true;
+    });
 
     if (!p->req.stream) {
       try {
@@ -309,7 +307,7 @@ struct Server::Impl {
     // Streaming: the headers leave before generation starts; admission already looked up
     // the cached prefix, so they carry the counts the usage chunk will repeat.
     // The cost header can only carry the prompt's cost here; the ledger gets the whole.
-    const engine::Admission& first = *p->admissions.front();
+    const engine::Admission& first = *p->admission;
     set_cache_headers(res, first.cached_tokens(), first.uncached_tokens());
     set_unique_header(res, kCostHeader, hooks.quote(first.prompt_tokens(), first.cached_tokens()));
     set_unique_header(res, "Cache-Control", "no-cache");

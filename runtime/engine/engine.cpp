@@ -174,6 +174,8 @@ class PackageEngine final : public Engine {
     for (int32_t t : req.prompt)
       if (t < 0 || t >= info_.n_vocab) throw InvalidRequest("token id " + std::to_string(t) + " is outside the vocabulary");
     if (req.grammar) vocab();  // built on the caller's thread, not the scheduler's
+    if (req.n < 1 || req.n > kMaxChoices)
+      throw InvalidRequest("n (choices) must be in 1.." + std::to_string(kMaxChoices) + ", got " + std::to_string(req.n));
     if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
       throw InvalidRequest("logprobs must be in -1.." + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(req.logprobs));
     return sched_->admit(req);
@@ -187,6 +189,12 @@ class PackageEngine final : public Engine {
   GenerateResult run(Admission& admission, const TokenCallback& on_token) override {
     check_not_failed();
     return sched_->run(admission, on_token);
+  }
+
+  std::vector<GenerateResult> run_choices(Admission& admission, const ChoiceTokenCallback& on_token,
+                                          const ChoiceDoneCallback& on_done) override {
+    check_not_failed();
+    return sched_->run_choices(admission, on_token, on_done);
   }
 
   CacheStats cache_stats() const override {

@@ -3,6 +3,7 @@
 // wire formats); this is the boundary the server and `swizzle-rt run` program against.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -182,7 +183,31 @@ struct GenerateRequest {
   /// be continued (or the model ends it where the grammar may end); max_tokens still ends
   /// it with Length, the text then a prefix of a sentence. Null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
+  /// Choices: n answers to the one prompt (OpenAI `n`). The request is admitted once (one
+  /// place in the queue; KV pages reserved for the prompt once plus each choice's own
+  /// generated tokens), its prompt is prefilled once, then it forks into n sequences that
+  /// share the prompt's full KV pages (reference-counted) and decode in the same steps,
+  /// each with its own sampler (choice i seeded with choice_seed(sampling.seed, i)),
+  /// drafter, grammar matcher and stop conditions. Choice i's tokens are those a request
+  /// with n = 1 and that seed would get. Engine::run_choices() runs them; run() needs n = 1.
+  /// 1..kMaxChoices.
+  int n = 1;
 };
+
+/// The most choices GenerateRequest::n may ask for.
+inline constexpr int kMaxChoices = 64;
+
+/// The seed of choice `index` of a request with `seed`: the seed itself for choice 0 (so
+/// n = 1 is unchanged), else a SplitMix64 mix (Steele, Lea, Flood 2014) of seed and index,
+/// so each choice has its own reproducible stream of randomness. Absent stays absent
+/// (fresh randomness per choice).
+inline std::optional<uint64_t> choice_seed(std::optional<uint64_t> seed, int index) {
+  if (!seed || index == 0) return seed;
+  uint64_t z = *seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 enum class FinishReason { Stop, Length, Cancelled };
 
@@ -210,6 +235,11 @@ struct GenerateResult {
 
 /// Return false to stop generation (client went away); the result then says Cancelled.
 using TokenCallback = std::function<bool(const TokenEvent&)>;
+/// A token of choice `index` (0 .. GenerateRequest::n - 1). Return false to stop that
+/// choice (its result then says Cancelled); the other choices go on.
+using ChoiceTokenCallback = std::function<bool(int index, const TokenEvent&)>;
+/// Choice `index` has ended with `result` (called once per choice, before run_choices returns).
+using ChoiceDoneCallback = std::function<void(int index, const GenerateResult& result)>;
 
 struct ModelInfo {
   std::string id;          ///< model id shown in /v1/models (general.name or file stem)
@@ -303,6 +333,7 @@ struct SchedulerStats {
   uint64_t steps = 0;        ///< forward passes run
   uint64_t step_rows = 0;    ///< rows (tokens) over all steps
   uint64_t step_seqs = 0;    ///< sequences over all steps (batch size = step_seqs / steps)
+  uint64_t prefill_rows = 0; ///< prompt rows evaluated (prefill; a request's n choices share one prefill)
   std::vector<double> step_seconds_bounds;  ///< upper bounds of the step-time histogram, seconds
   std::vector<uint64_t> step_seconds_counts;
   double step_seconds_sum = 0;
@@ -353,6 +384,18 @@ class Engine {
   /// together (PackageEngine: the scheduler's step loop batches them; the callback and
   /// the cancel check run on the caller's thread). `a` must come from this engine's admit().
   virtual GenerateResult run(Admission& a, const TokenCallback& on_token) = 0;
+  /// Runs every choice of an admitted request (GenerateRequest::n) to its end and returns
+  /// their results in index order (each with the request's prompt_tokens, cached_tokens
+  /// and prompt_logprobs). Tokens of the choices arrive interleaved, on the caller's
+  /// thread, through `on_token`, and `on_done` (optional) hears of each choice as it ends.
+  /// The admission's cancel check cancels every choice; the prefill callback is called
+  /// once. If a choice fails, the others are cancelled and the first error is rethrown
+  /// once all have ended. PackageEngine prefills the prompt once and decodes the choices
+  /// as sequences of one batch sharing the prompt's KV pages. This default runs n = 1
+  /// through run() and, for n > 1, admits and runs the choices one after another (choice
+  /// i with n = 1 and choice_seed(seed, i)), as engines without a scheduler did.
+  virtual std::vector<GenerateResult> run_choices(Admission& a, const ChoiceTokenCallback& on_token,
+                                                  const ChoiceDoneCallback& on_done = {});
   /// admit() then run().
   GenerateResult generate(const GenerateRequest& req, const TokenCallback& on_token) {
     std::unique_ptr<Admission> a = admit(req);
@@ -367,5 +410,28 @@ class Engine {
   /// a supervisor restarts the process.
   virtual std::string failure() const { return {}; }
 };
+
+inline std::vector<GenerateResult> Engine::run_choices(Admission& a, const ChoiceTokenCallback& on_token,
+                                                       const ChoiceDoneCallback& on_done) {
+  const int n = std::max(1, a.request().n);
+  std::vector<GenerateResult> out;
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Admission> own;  // n > 1: choice i as a request of its own
+    Admission* run_on = &a;
+    if (n > 1) {
+      GenerateRequest r = a.request();
+      r.n = 1;
+      r.sampling.seed = choice_seed(r.sampling.seed, i);
+      own = admit(r);
+      own->set_cancel_check([&a] { return a.cancel_requested(); });
+      if (i == 0) own->set_prefill_callback([&a](const std::vector<TokenLogprobs>& lp) { a.prefilled(lp); });
+      run_on = own.get();
+    }
+    out.push_back(run(*run_on, [&](const TokenEvent& ev) { return !on_token || on_token(i, ev); }));
+    out.back().cached_tokens = a.cached_tokens();
+    if (on_done) on_done(i, out.back());
+  }
+  return out;
+}
 
 }  // namespace swz::engine

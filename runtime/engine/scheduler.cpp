@@ -32,6 +32,16 @@ const std::vector<double>& batch_rows_bounds() {
   static const std::vector<double> b = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
   return b;
 }
+// The mask of a constrained sequence's next token (null: unconstrained, or nothing allowed).
+template <class S>
+const uint64_t* grammar_mask_of(S& s) {
+  if (!s.matcher) return nullptr;
+  const uint64_t* m = s.matcher->mask();
+  const size_t words = s.matcher->vocab().n_words();
+  for (size_t w = 0; w < words; ++w)
+    if (m[w]) return m;
+  return nullptr;
+}
 void observe(std::vector<uint64_t>& counts, const std::vector<double>& bounds, double v) {
   ++counts[static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin())];
 }
@@ -64,17 +74,33 @@ class Scheduler::PagedAdmission final : public Admission {
   bool counted = true;
 };
 
-/// A submitted request as its caller's thread and the step thread share it.
+/// A submitted request as its caller's thread and the step thread share it. Every choice
+/// ends with exactly one Done or Error event.
 struct Scheduler::Job {
   enum class Kind { Token, Prefilled, Done, Error };
   struct Event {
     Kind kind = Kind::Token;
+    int choice = 0;
     TokenEvent token{0, {}, std::nullopt};
     std::vector<TokenLogprobs> prompt_logprobs;
     GenerateResult result;
     std::exception_ptr error;
   };
-  explicit Job(PagedAdmission& a) : adm(a), submitted(Clock::now()) {}
+  /// Where choices 1..n-1 start (step thread only): the prompt's block table with one page
+  /// reference each, and what choice 0's last prompt row gave.
+  struct Fork {
+    std::vector<int> table;
+    int n_past = 0;
+    int reused = 0;
+    std::vector<float> logits;  // the last prompt row (empty: `id` is the device argmax)
+    int32_t id = -1;
+    std::vector<TokenLogprobs> prompt_lp;
+    Clock::time_point t_prefilled;
+  };
+  explicit Job(PagedAdmission& a)
+      : adm(a), submitted(Clock::now()), n(std::max(1, a.request().n)), stop_choice(new std::atomic<bool>[static_cast<size_t>(n)]) {
+    for (int i = 0; i < n; ++i) stop_choice[i] = false;
+  }
   void push(Event e) {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -97,15 +123,33 @@ struct Scheduler::Job {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Event> events;
-  std::atomic<bool> cancel{false};
+  std::atomic<bool> cancel{false};  // every choice stops
+  const int n;                      // choices
+  std::unique_ptr<std::atomic<bool>[]> stop_choice;  // choice i alone stops (its callback said so)
+  // step thread only
+  int held = 0;         // running slots held now (at most choice_width: choices running at once)
+  int reserve = 0;      // pages reserved
+  int live = 0;         // its sequences in the running batch
+  int next = 1;         // the next choice to start from the fork point
+  bool forked = false;  // `fork` is set
+  Fork fork;
+  std::exception_ptr error;  // a choice failed: the others end with it
 };
 
 /// A running sequence (step thread only).
 struct Scheduler::Seq {
-  Seq(std::shared_ptr<Job> j, const PromptLookupOptions& lo)
-      : job(std::move(j)), req(job->adm.request()), sampler(req.sampling), lookup(lo) {}
+  Seq(std::shared_ptr<Job> j, const PromptLookupOptions& lo, int choice)
+      : job(std::move(j)), req(job->adm.request()), choice(choice), sampler(sampling_of(req, choice)), lookup(lo) {}
+  /// The request's sampling with choice `i`'s seed.
+  static SamplingParams sampling_of(const GenerateRequest& r, int i) {
+    SamplingParams p = r.sampling;
+    p.seed = choice_seed(p.seed, i);
+    return p;
+  }
   std::shared_ptr<Job> job;
   const GenerateRequest& req;
+  int choice = 0;                  // index among the request's choices
+  bool stopped() const { return job->cancel || job->stop_choice[choice]; }
   std::vector<int> table;          // block table: position p in table[p / 64]
   int n_past = 0;                  // positions whose K/V are computed
   std::vector<int32_t> history;    // the tokens of positions 0..n_past-1
@@ -156,11 +200,20 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-int Scheduler::pages_needed(const GenerateRequest& req) const {
+int Scheduler::pages_needed(const GenerateRequest& req, int width) const {
   const int n_prompt = static_cast<int>(req.prompt.size());
   const int gen = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
   const int positions = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(n_prompt) + gen, opts_.n_ctx));
-  return (positions + kTok - 1) / kTok + 1;  // + one page for copy-on-write of a shared last block
+  const int one = (positions + kTok - 1) / kTok + 1;  // + one page for copy-on-write of a shared last block
+  // Each further choice running at once: its pages past the prompt's full blocks (its copy
+  // of the partial last page included); the full blocks are shared.
+  return one + (width - 1) * ((positions + kTok - 1) / kTok - n_prompt / kTok);
+}
+
+int Scheduler::choice_width(const GenerateRequest& req) const {
+  int w = std::min(std::max(1, req.n), opts_.parallel);
+  while (w > 1 && pages_needed(req, w) > pages_total_) --w;
+  return w;
 }
 
 std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
@@ -197,6 +250,14 @@ void Scheduler::cancel(Job& j) {
 }
 
 GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_token) {
+  if (admission.request().n != 1) throw std::invalid_argument("run: the request has several choices (run_choices)");
+  ChoiceTokenCallback cb;
+  if (on_token) cb = [&on_token](int, const TokenEvent& ev) { return on_token(ev); };
+  return std::move(run_choices(admission, cb, {}).front());
+}
+
+std::vector<GenerateResult> Scheduler::run_choices(Admission& admission, const ChoiceTokenCallback& on_token,
+                                                   const ChoiceDoneCallback& on_done) {
   auto* a = dynamic_cast<PagedAdmission*>(&admission);
   if (!a || a->sched != this) throw std::invalid_argument("run: the admission comes from another engine");
   if (a->ran) throw std::invalid_argument("run: this admission has already run");
@@ -214,14 +275,20 @@ GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_toke
   }
   cv_.notify_all();
 
-  GenerateResult res;
-  bool stopped = false;          // the caller stopped it (callback false, cancel check)
-  std::exception_ptr cb_error;   // the callback threw
+  const int n = job->n;
+  std::vector<GenerateResult> res(static_cast<size_t>(n));
+  std::vector<char> ended(static_cast<size_t>(n), 0), stopped_one(static_cast<size_t>(n), 0);
+  int left = n;
+  bool stopped = false;          // the caller stopped every choice (a callback threw, cancel check)
+  std::exception_ptr cb_error;   // a callback threw
+  std::exception_ptr error;      // the first error of a choice
   auto stop = [&] {
     if (!stopped) cancel(*job);
     stopped = true;
   };
-  for (;;) {
+  // The step thread may still use the admission (job->adm) until every choice has ended,
+  // so this returns (or throws) only then.
+  while (left > 0) {
     Job::Event ev;
     {
       std::unique_lock<std::mutex> lock(job->mu);
@@ -235,19 +302,25 @@ GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_toke
       ev = std::move(job->events.front());
       job->events.pop_front();
     }
+    const size_t c = static_cast<size_t>(ev.choice);
     switch (ev.kind) {
       case Job::Kind::Token: {
-        if (stopped) break;
-        ++res.completion_tokens;
-        res.text += ev.token.piece;
+        if (stopped || stopped_one[c] || ended[c]) break;
+        ++res[c].completion_tokens;
+        res[c].text += ev.token.piece;
         bool go = true;
         try {
-          go = !on_token || on_token(ev.token);
+          go = !on_token || on_token(ev.choice, ev.token);
         } catch (...) {
           cb_error = std::current_exception();
-          go = false;
+          stop();
+          break;
         }
-        if (!go || job->poll_cancel()) stop();
+        if (!go) {
+          stopped_one[c] = 1;
+          job->stop_choice[c] = true;
+        }
+        if (job->poll_cancel()) stop();
         break;
       }
       case Job::Kind::Prefilled:
@@ -260,25 +333,42 @@ GenerateResult Scheduler::run(Admission& admission, const TokenCallback& on_toke
         }
         break;
       case Job::Kind::Done: {
-        const int completion = res.completion_tokens;
-        std::string text = std::move(res.text);
-        res = std::move(ev.result);
-        res.completion_tokens = completion;
-        res.text = std::move(text);
-        if (stopped) res.finish = FinishReason::Cancelled;
-        if (cb_error) std::rethrow_exception(cb_error);
-        return res;
+        GenerateResult& r = res[c];
+        const int completion = r.completion_tokens;
+        std::string text = std::move(r.text);
+        r = std::move(ev.result);
+        r.completion_tokens = completion;
+        r.text = std::move(text);
+        if (stopped || stopped_one[c]) r.finish = FinishReason::Cancelled;
+        ended[c] = 1;
+        --left;
+        if (on_done && !cb_error && !error) {
+          try {
+            on_done(ev.choice, r);
+          } catch (...) {
+            cb_error = std::current_exception();
+            stop();
+          }
+        }
+        break;
       }
       case Job::Kind::Error:
-        if (cb_error) std::rethrow_exception(cb_error);
-        std::rethrow_exception(ev.error);
+        if (!error) error = ev.error;
+        ended[c] = 1;
+        --left;
+        stop();  // the other choices end too
+        break;
     }
   }
+  if (cb_error) std::rethrow_exception(cb_error);
+  if (error) std::rethrow_exception(error);
+  return res;
 }
 
 void Scheduler::loop() {
   std::vector<std::unique_ptr<Seq>> running;
-  std::deque<std::shared_ptr<Job>> local;  // jobs taken from waiting_, in arrival order
+  std::vector<std::shared_ptr<Job>> active;  // started jobs with a choice not ended
+  std::deque<std::shared_ptr<Job>> local;    // jobs taken from waiting_, in arrival order
   bool blocked = false;  // a waiting job could not start; retry after a while
   for (;;) {
     {
@@ -297,31 +387,35 @@ void Scheduler::loop() {
     // Cancelled while waiting: they end without running (nothing was computed).
     for (auto it = local.begin(); it != local.end();) {
       if ((*it)->cancel) {
-        Job::Event ev;
-        ev.kind = Job::Kind::Done;
-        ev.result.prompt_tokens = (*it)->adm.prompt_tokens();
-        ev.result.cached_tokens = (*it)->adm.cached_tokens();
-        ev.result.finish = FinishReason::Cancelled;
-        (*it)->adm.release_pins();
-        (*it)->push(std::move(ev));
+        (*it)->adm.release_pins();  // before the last event: then the caller may destroy the admission
+        (*it)->next = 0;
+        end_unstarted(**it, nullptr);
         it = local.erase(it);
       } else {
         ++it;
       }
     }
-    // Start the oldest waiting jobs while a slot and their pages are free.
-    while (!local.empty() && static_cast<int>(running.size()) < opts_.parallel) {
-      const int need = pages_needed(local.front()->adm.request());
+    // Start the oldest waiting jobs while their running slots and pages are free.
+    while (!local.empty()) {
+      const std::shared_ptr<Job>& j = local.front();
+      const GenerateRequest& req = j->adm.request();
+      const int width = choice_width(req);
+      if (held_slots_ + width > opts_.parallel) break;
+      const int need = pages_needed(req, width);
       if (reserved_pages_ + need > pages_total_) break;
       PromptLookupOptions lo;
       lo.draft_max = std::max(1, opts_.spec_draft_max);
       lo.draft_init = std::min(lo.draft_init, lo.draft_max);
-      auto s = std::make_unique<Seq>(local.front(), lo);
-      s->reserve = need;
+      auto s = std::make_unique<Seq>(j, lo, 0);
       if (!start(*s)) break;  // pages of its cached prefix cannot be restored now: retry next step
+      j->held = width;
+      j->reserve = need;
+      j->live = 1;
+      held_slots_ += width;
       reserved_pages_ += need;
       running_n_.fetch_add(1);
       running.push_back(std::move(s));
+      active.push_back(j);
       local.pop_front();
     }
     blocked = !local.empty();
@@ -341,23 +435,23 @@ void Scheduler::loop() {
       auto err = std::current_exception();
       for (auto& sp : running) fail(*sp, err);
     }
-    for (auto it = running.begin(); it != running.end();) {
-      if ((*it)->done) {
-        reserved_pages_ -= (*it)->reserve;
-        it = running.erase(it);
-      } else {
-        ++it;
+    try {
+      tend(running, active);
+    } catch (...) {  // a bug: everything started gets the error
+      auto err = std::current_exception();
+      for (auto& sp : running) fail(*sp, err);
+      for (auto& j : active) {
+        if (!j->error) j->error = err;
       }
+      tend(running, active);
     }
     if (device_failed) {
       // The device is gone: nothing queued can run either.
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& j : waiting_) {
-        Job::Event ev;
-        ev.kind = Job::Kind::Error;
-        ev.error = std::make_exception_ptr(EngineFailed("the model's device failed; restart swizzle-rt"));
         j->adm.release_pins();
-        j->push(std::move(ev));
+        j->next = 0;
+        end_unstarted(*j, std::make_exception_ptr(EngineFailed("the model's device failed; restart swizzle-rt")));
       }
       waiting_.clear();
     }
@@ -365,15 +459,131 @@ void Scheduler::loop() {
   // Stopping: everything still here ends with an error.
   auto err = std::make_exception_ptr(std::runtime_error("the engine stopped"));
   for (auto& s : running) fail(*s, err);
+  for (auto& j : active) {
+    if (!j->error) j->error = err;
+  }
+  tend(running, active);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& j : waiting_) {
-    Job::Event ev;
-    ev.kind = Job::Kind::Error;
-    ev.error = err;
     j->adm.release_pins();
-    j->push(std::move(ev));
+    j->next = 0;
+    end_unstarted(*j, err);
   }
   waiting_.clear();
+}
+
+void Scheduler::end_unstarted(Job& j, std::exception_ptr e) {
+  // The caller's run_choices returns once the last choice's event is in: the admission
+  // (j.adm) must not be touched after that push.
+  const int prompt_tokens = j.adm.prompt_tokens(), cached_tokens = j.adm.cached_tokens();
+  for (; j.next < j.n; ++j.next) {
+    Job::Event ev;
+    ev.choice = j.next;
+    if (e) {
+      ev.kind = Job::Kind::Error;
+      ev.error = e;
+    } else {
+      ev.kind = Job::Kind::Done;
+      ev.result.prompt_tokens = prompt_tokens;
+      ev.result.cached_tokens = cached_tokens;
+      ev.result.finish = FinishReason::Cancelled;
+    }
+    j.push(std::move(ev));
+  }
+}
+
+void Scheduler::release_fork(Job& j) {
+  for (int p : j.fork.table) kv_.unref_page(p);
+  j.fork.table.clear();
+  j.fork.logits.clear();
+  j.fork.logits.shrink_to_fit();
+}
+
+void Scheduler::tend(std::vector<std::unique_ptr<Seq>>& running, std::vector<std::shared_ptr<Job>>& active) {
+  auto drop_done = [&] {
+    for (auto it = running.begin(); it != running.end();) {
+      if ((*it)->done) {
+        --(*it)->job->live;
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  drop_done();
+  for (auto it = active.begin(); it != active.end();) {
+    Job& j = **it;
+    if (j.next < j.n) {
+      if (j.error) {
+        end_unstarted(j, j.error);
+      } else if (j.forked) {
+        spawn(*it, running);  // into the slots its ended choices left
+      } else if (j.live == 0) {
+        end_unstarted(j, nullptr);  // choice 0 ended before its prompt was prefilled (cancelled)
+      }
+    }
+    // Slots no choice of it will use again go back.
+    const int keep = std::min(j.held, j.live + (j.n - j.next));
+    held_slots_ -= j.held - keep;
+    j.held = keep;
+    if (j.live == 0 && j.next >= j.n) {
+      release_fork(j);
+      reserved_pages_ -= j.reserve;
+      held_slots_ -= j.held;
+      j.held = 0;
+      it = active.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  drop_done();  // choices that ended on their first token
+}
+
+void Scheduler::spawn(const std::shared_ptr<Job>& job, std::vector<std::unique_ptr<Seq>>& running) {
+  Job& j = *job;
+  PromptLookupOptions lo;
+  lo.draft_max = std::max(1, opts_.spec_draft_max);
+  lo.draft_init = std::min(lo.draft_init, lo.draft_max);
+  while (j.next < j.n && j.live < j.held) {
+    const int i = j.next++;
+    auto s = std::make_unique<Seq>(job, lo, i);
+    Seq& f = *s;
+    // The fork point's page references pass to the last choice; the others take their own.
+    if (j.next == j.n) {
+      f.table = std::move(j.fork.table);
+      j.fork.table.clear();
+    } else {
+      f.table = j.fork.table;
+      for (int p : f.table) kv_.ref_page(p);
+    }
+    f.n_past = j.fork.n_past;
+    f.reused = j.fork.reused;
+    f.history.assign(f.req.prompt.begin(), f.req.prompt.end());
+    f.prefilling = false;
+    f.t_prefilled = j.fork.t_prefilled;
+    f.prompt_lp = j.fork.prompt_lp;
+    init_decoding(f);
+    running_n_.fetch_add(1);
+    ++j.live;
+    running.push_back(std::move(s));
+    if (f.stopped()) {
+      finish(f, FinishReason::Cancelled);
+      continue;
+    }
+    if (f.limit <= 0) {
+      finish(f, FinishReason::Length);
+      continue;
+    }
+    const uint64_t* allow = grammar_mask_of(f);
+    if (f.matcher && !allow) {
+      finish(f, FinishReason::Stop);
+      continue;
+    }
+    const float* row = j.fork.logits.empty() ? nullptr : j.fork.logits.data();
+    const int32_t t = row ? f.sampler.sample(row, n_vocab_, allow) : j.fork.id;
+    bool emitted = false;
+    if (emit(f, t, row, emitted)) f.pending = t;
+  }
 }
 
 bool Scheduler::start(Seq& s) {
@@ -406,13 +616,31 @@ bool Scheduler::start(Seq& s) {
   s.table = std::move(pages);
   s.n_past = s.reused;
   s.history.assign(req.prompt.begin(), req.prompt.begin() + s.reused);
+  init_decoding(s);
+  return true;
+}
+
+void Scheduler::init_decoding(Seq& s) {
+  const GenerateRequest& req = s.req;
   s.speculative = req.speculative.value_or(opts_.speculative);
   s.argmax_ok = req.sampling.temperature <= 0 && req.sampling.presence_penalty == 0 && req.sampling.frequency_penalty == 0 &&
                 req.logprobs < 0 && !req.grammar;
   if (req.grammar) s.matcher = std::make_unique<grammar::Matcher>(req.grammar, hooks_.vocab());
   s.limit = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
   if (s.speculative) s.lookup.reset(req.prompt.data(), req.prompt.size());
-  return true;
+}
+
+void Scheduler::make_fork(Seq& s, const float* row, int32_t id) {
+  Job& j = *s.job;
+  j.forked = true;
+  j.fork.table = s.table;
+  for (int p : j.fork.table) kv_.ref_page(p);
+  j.fork.n_past = s.n_past;
+  j.fork.reused = s.reused;
+  if (row) j.fork.logits.assign(row, row + n_vocab_);
+  j.fork.id = id;
+  j.fork.prompt_lp = s.prompt_lp;
+  j.fork.t_prefilled = s.t_prefilled;
 }
 
 bool Scheduler::prepare_pages(Seq& s, int n_tokens) {
@@ -492,6 +720,7 @@ void Scheduler::finish(Seq& s, FinishReason why) {
   }
   Job::Event ev;
   ev.kind = Job::Kind::Done;
+  ev.choice = s.choice;
   GenerateResult& r = ev.result;
   r.prompt_tokens = s.job->adm.prompt_tokens();
   r.cached_tokens = s.job->adm.cached_tokens();
@@ -510,61 +739,53 @@ void Scheduler::fail(Seq& s, std::exception_ptr e) {
   running_n_.fetch_sub(1);
   for (int p : s.table) kv_.unref_page(p);
   s.table.clear();
+  if (!s.job->error) s.job->error = e;  // choices not started yet end with it
   Job::Event ev;
   ev.kind = Job::Kind::Error;
+  ev.choice = s.choice;
   ev.error = std::move(e);
   s.job->push(std::move(ev));
 }
 
-namespace {
-// The mask of a constrained sequence's next token (null: unconstrained, or nothing allowed).
-template <class S>
-const uint64_t* grammar_mask_of(S& s) {
-  if (!s.matcher) return nullptr;
-  const uint64_t* m = s.matcher->mask();
-  const size_t words = s.matcher->vocab().n_words();
-  for (size_t w = 0; w < words; ++w)
-    if (m[w]) return m;
-  return nullptr;
+bool Scheduler::emit(Seq& s, int32_t t, const float* row, bool& emitted) {
+  emitted = false;
+  if (hooks_.is_eog(t)) {
+    finish(s, FinishReason::Stop);
+    return false;
+  }
+  ++s.completion;
+  emitted = true;
+  Job::Event ev;
+  ev.kind = Job::Kind::Token;
+  ev.choice = s.choice;
+  ev.token = TokenEvent{t, hooks_.piece(t), std::nullopt};
+  // The raw logits of t's position (verified rows are bit-identical to plain decoding's).
+  if (s.req.logprobs >= 0 && row) ev.token.logprobs = token_logprobs(row, n_vocab_, t, s.req.logprobs);
+  s.job->push(std::move(ev));
+  if (s.speculative) s.lookup.push(t);
+  if (s.stopped()) {
+    finish(s, FinishReason::Cancelled);
+    return false;
+  }
+  // The token was drawn under the grammar's mask, so the matcher takes it; a complete
+  // sentence that nothing may extend ends generation.
+  if (s.matcher && (!s.matcher->accept(t) || s.matcher->must_end())) {
+    finish(s, FinishReason::Stop);
+    return false;
+  }
+  if (s.completion >= s.limit) {
+    finish(s, FinishReason::Length);
+    return false;
+  }
+  return true;
 }
-}  // namespace
 
 bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   const int nv = n_vocab_;
   auto grammar_mask = [](Seq& s) { return grammar_mask_of(s); };
   // Ends a sequence's turn with token t (sampled from `row`, null for device ids).
   // Returns whether generation goes on.
-  auto put = [&](Seq& s, int32_t t, const float* row, bool& emitted) {
-    emitted = false;
-    if (hooks_.is_eog(t)) {
-      finish(s, FinishReason::Stop);
-      return false;
-    }
-    ++s.completion;
-    emitted = true;
-    Job::Event ev;
-    ev.kind = Job::Kind::Token;
-    ev.token = TokenEvent{t, hooks_.piece(t), std::nullopt};
-    // The raw logits of t's position (verified rows are bit-identical to plain decoding's).
-    if (s.req.logprobs >= 0 && row) ev.token.logprobs = token_logprobs(row, nv, t, s.req.logprobs);
-    s.job->push(std::move(ev));
-    if (s.speculative) s.lookup.push(t);
-    if (s.job->cancel) {
-      finish(s, FinishReason::Cancelled);
-      return false;
-    }
-    // The token was drawn under the grammar's mask, so the matcher takes it; a complete
-    // sentence that nothing may extend ends generation.
-    if (s.matcher && (!s.matcher->accept(t) || s.matcher->must_end())) {
-      finish(s, FinishReason::Stop);
-      return false;
-    }
-    if (s.completion >= s.limit) {
-      finish(s, FinishReason::Length);
-      return false;
-    }
-    return true;
-  };
+  auto put = [&](Seq& s, int32_t t, const float* row, bool& emitted) { return emit(s, t, row, emitted); };
 
   // 1. Who is in this step: decoding sequences first, then prefill chunks.
   std::vector<Seq*> decode, prefill;
@@ -572,7 +793,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     Seq& s = *sp;
     // The client may have gone away: checked before each of its steps (a prompt chunk, a
     // decode step), as the single-sequence engine did before each chunk and token.
-    if (s.job->poll_cancel()) {
+    if (s.job->poll_cancel() || s.stopped()) {
       finish(s, FinishReason::Cancelled);
       continue;
     }
@@ -640,7 +861,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   }
   std::vector<exec::SequenceStep> seqs;
   seqs.reserve(step.size());
-  int rows = 0;
+  int rows = 0, prompt_rows = 0;
   for (Seq* s : step) {
     exec::SequenceStep st;
     st.tokens = s->tokens.data();
@@ -651,6 +872,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     st.n_out = s->n_out;
     st.rows = s->prefilling ? exec::SequenceModel::Rows::Prompt : exec::SequenceModel::Rows::Generated;
     rows += st.n_tokens;
+    if (s->prefilling) prompt_rows += st.n_tokens;
     seqs.push_back(st);
   }
   std::vector<float> logits;
@@ -669,6 +891,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     return true;
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  prefill_rows_ += static_cast<uint64_t>(prompt_rows);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++steps_;
@@ -702,7 +925,10 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       if (s.n_past < n_prompt) continue;
       s.prefilling = false;
       end_prefill_stats(s);
-      if (s.job->cancel) {
+      // Several choices: the others start from here (Scheduler::spawn).
+      if (s.job->n > 1)
+        make_fork(s, s.use_ids ? nullptr : row(s.n_out - 1), s.use_ids ? ids[out0 + static_cast<size_t>(s.n_out - 1)] : -1);
+      if (s.stopped()) {
         finish(s, FinishReason::Cancelled);
         continue;
       }
@@ -781,6 +1007,7 @@ SchedulerStats Scheduler::stats() const {
   st.steps = steps_;
   st.step_rows = step_rows_;
   st.step_seqs = step_seqs_;
+  st.prefill_rows = prefill_rows_.load();
   st.step_seconds_bounds = step_seconds_bounds();
   st.step_seconds_counts = step_s_counts_;
   st.step_seconds_sum = step_s_sum_;

@@ -3,15 +3,17 @@
 // HTTP.
 //
 // Requests: admit() validates nothing (the engine did) but counts the admission against the
-// limits and pins the prompt's cached prefix; run() submits it and then, on the caller's
-// thread, reads the request's event queue (tokens, "prefill done", the end) and calls the
-// caller's TokenCallback, polling its cancel check between events. Generation itself runs
+// limits and pins the prompt's cached prefix; run() / run_choices() submit it and then, on
+// the caller's thread, read the request's event queue (tokens, "prefill done", each
+// choice's end) and call the caller's callbacks, polling its cancel check between events. Generation itself runs
 // on the scheduler's own thread, one step (forward pass) at a time:
 //
-//   1. start waiting requests, oldest first, while fewer than `parallel` run and the KV
-//      page pool can hold what each may need (its prompt plus max_tokens, capped by the
-//      context, plus one page for copy-on-write): a running sequence never loses a page
-//      and never waits for one; a request that does not fit waits (FIFO, no overtaking);
+//   1. start waiting requests, oldest first, while their running slots are free (one per
+//      choice running at once, `parallel` in all) and the KV page pool can hold what each
+//      may need (its prompt plus max_tokens, capped by the context, plus one page for
+//      copy-on-write; plus each further choice's own pages): a running sequence never
+//      loses a page and never waits for one; a request that does not fit waits (FIFO, no
+//      overtaking);
 //   2. build the step: every decoding sequence's pending token (plus its prompt-lookup
 //      draft, verified in the same pass), then prompt tokens of prefilling sequences in
 //      arrival order up to `batch_tokens` rows (chunked prefill: a long prompt takes many
@@ -20,6 +22,20 @@
 //      shared with the prefix cache), run one forward pass, sample / verify per sequence,
 //      send tokens to the requests' queues, retire finished and cancelled sequences (their
 //      pages go back at once).
+//
+// Choices (GenerateRequest::n > 1): a request is admitted once and its prompt prefilled
+// once, by choice 0's sequence. When prefill ends, a fork point keeps the prompt's block
+// table (one page reference each: kvcache's refcounts, the same ones the prefix cache
+// holds, so a shared page is freed only when no sequence, fork point or cached block
+// holds it) and the last prompt row's logits (or device argmax id); choices 1..n-1 start
+// from it as sequences of their own, each sampling its first token from that row with its
+// own sampler (seeded choice_seed(seed, i)). Full prompt pages stay shared; the partial
+// last page is copied on the first write of every sequence but the last to write it
+// (prepare_pages' copy-on-write through BatchModel::copy_page, the backend's
+// device-to-device copy). A request with n choices holds `width` running slots (at most
+// `parallel`) and reserves pages for its prompt once plus `width` choices' own generated
+// tokens; when the pool or the slots cannot run all n at once, the choices run in waves
+// of `width`, each new one starting from the fork point as an earlier one ends.
 //
 // Per-sequence state (block table, token history, sampler, drafter, grammar matcher, stop
 // conditions) lives here, not in the model. A constrained request (GenerateRequest::grammar)
@@ -87,12 +103,20 @@ class Scheduler {
   /// the model (backend::Error, ...) and of `on_token` propagate. Throws
   /// std::invalid_argument for a foreign or already-run admission.
   GenerateResult run(Admission& a, const TokenCallback& on_token);
+  /// Runs every choice of an admission (GenerateRequest::n) to its end on the caller's
+  /// thread as run() does (Engine::run_choices: tokens interleaved through `on_token`, each
+  /// choice's end through `on_done`, the results in index order). A callback that throws
+  /// cancels every choice; its exception propagates once all have ended.
+  std::vector<GenerateResult> run_choices(Admission& a, const ChoiceTokenCallback& on_token, const ChoiceDoneCallback& on_done);
 
   SchedulerStats stats() const;
   SpecStats spec_stats() const;
   /// Prompt tokens served from the prefix cache / prefilled since start.
   uint64_t hit_tokens() const { return hit_tokens_.load(); }
   uint64_t miss_tokens() const { return miss_tokens_.load(); }
+  /// Prompt rows evaluated by forward passes since start (prefill chunks; a request with n
+  /// choices counts its prompt once).
+  uint64_t prefill_rows() const { return prefill_rows_.load(); }
 
  private:
   struct Job;
@@ -100,14 +124,22 @@ class Scheduler {
   class PagedAdmission;
   void loop();
   bool start(Seq& s);
+  void init_decoding(Seq& s);
   bool step(std::vector<std::unique_ptr<Seq>>& running);
+  bool emit(Seq& s, int32_t t, const float* row, bool& emitted);
+  void make_fork(Seq& s, const float* row, int32_t id);
+  void tend(std::vector<std::unique_ptr<Seq>>& running, std::vector<std::shared_ptr<Job>>& active);
+  void spawn(const std::shared_ptr<Job>& j, std::vector<std::unique_ptr<Seq>>& running);
+  void end_unstarted(Job& j, std::exception_ptr e);
+  void release_fork(Job& j);
   void finish(Seq& s, FinishReason why);
   void fail(Seq& s, std::exception_ptr e);
   bool prepare_pages(Seq& s, int n_tokens);
   void truncate(Seq& s, int n);
   void publish_prompt_blocks(Seq& s);
   void end_prefill_stats(Seq& s);
-  int pages_needed(const GenerateRequest& req) const;
+  int pages_needed(const GenerateRequest& req, int width = 1) const;
+  int choice_width(const GenerateRequest& req) const;
   void cancel(Job& j);
 
   exec::BatchModel& model_;
@@ -117,6 +149,7 @@ class Scheduler {
   int n_vocab_ = 0;
   int pages_total_ = 0;
   int reserved_pages_ = 0;  // step thread only
+  int held_slots_ = 0;      // step thread only: running slots held by started requests
 
   mutable std::mutex mu_;  // waiting_, stop_, stats below
   std::condition_variable cv_;
@@ -125,7 +158,7 @@ class Scheduler {
   bool wake_ = false;  // a waiting job was cancelled
   std::atomic<int> admitted_{0};
   std::atomic<int> running_n_{0};
-  std::atomic<uint64_t> hit_tokens_{0}, miss_tokens_{0};
+  std::atomic<uint64_t> hit_tokens_{0}, miss_tokens_{0}, prefill_rows_{0};
   // stats (mu_)
   uint64_t rejected_ = 0, steps_ = 0, step_rows_ = 0, step_seqs_ = 0;
   std::vector<uint64_t> step_s_counts_, batch_seqs_counts_, batch_rows_counts_;

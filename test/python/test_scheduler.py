@@ -6,7 +6,12 @@
 - a client that disconnects mid-stream, or while its request waits in the queue, is gone
   from the running set / queue within a step and its KV pages are free again (/metrics);
 - with every slot taken and the queue full, a request gets 429 with Retry-After in its
-  API's error schema (OpenAI and Anthropic), and the rejection is counted.
+  API's error schema (OpenAI and Anthropic), and the rejection is counted;
+- n > 1 choices (issue 14 item 2) through the OpenAI SDK: chat n=3 streamed and not,
+  completions n=2: each choice equals the request run alone with that choice's seed
+  (greedy: the single answer), /metrics shows the prompt prefilled once, streamed chunks
+  of the choices interleave with their `index`, a client that leaves frees every choice's
+  pages, and a full queue is one 429 before any header.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import time
 import pytest
 import requests
 
-from conftest import metric, scrape_metrics, start_rt, wait_for
+from conftest import metric, openai_client, scrape_metrics, start_rt, wait_for
 
 TOPICS = ["a binary search in C", "why the sky is blue", "a haiku about compilers",
           "the difference between TCP and UDP", "how to reverse a linked list in Python",
@@ -134,6 +139,124 @@ def test_disconnect_mid_stream_frees_the_pages(batch_server):
     assert metric(scrape_metrics(url), "swizzle_kv_pages", state="free") == total
 
 
+MASK64 = (1 << 64) - 1
+
+
+def choice_seed(seed: int, i: int) -> int:
+    """The engine's seed of choice i (engine::choice_seed): SplitMix64 of seed + i * φ64."""
+    if i == 0:
+        return seed
+    z = (seed + i * 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+# A prompt of a few hundred tokens (several pages, the last one partial).
+N_PROMPT = ("You review code. " + " ".join(f"Rule {i}: keep {TOPICS[i % 8]} simple and tested." for i in range(24)) +
+            " Now give one short tip about Python.")
+
+
+def test_chat_n_choices_share_one_prefill(batch_server):
+    url = batch_server.base_url
+    client = openai_client(url)
+    msgs = [{"role": "user", "content": N_PROMPT}]
+    kw = dict(model="m", messages=msgs, temperature=0.9, top_p=0.95, max_tokens=16, seed=4242)
+    before = scrape_metrics(url)
+    r = client.chat.completions.create(n=3, **kw)
+    after = scrape_metrics(url)
+    assert r.usage.prompt_tokens > 200
+    # One prefill for the three choices (no prefix cache on this server).
+    assert metric(after, "swizzle_prefill_rows_total") - metric(before, "swizzle_prefill_rows_total") == r.usage.prompt_tokens
+    assert (metric(after, "swizzle_prefix_cache_miss_tokens_total") -
+            metric(before, "swizzle_prefix_cache_miss_tokens_total")) == r.usage.prompt_tokens
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    # Each choice is what the request gives alone with that choice's seed.
+    refs = []
+    for i in range(3):
+        one = client.chat.completions.create(n=1, **{**kw, "seed": choice_seed(4242, i)})
+        refs.append((one.choices[0].message.content, one.choices[0].finish_reason))
+    assert [(c.message.content, c.finish_reason) for c in r.choices] == refs
+    assert len({t for t, _ in refs}) >= 2, refs
+    assert r.usage.completion_tokens == sum(
+        client.chat.completions.create(n=1, **{**kw, "seed": choice_seed(4242, i)}).usage.completion_tokens for i in range(3))
+
+    # Streamed: the choices' chunks interleave, each with its index; joined they are the same.
+    before = scrape_metrics(url)
+    stream = client.chat.completions.create(n=3, stream=True, stream_options={"include_usage": True}, **kw)
+    order, text, finish, usage = [], {0: "", 1: "", 2: ""}, {}, None
+    for chunk in stream:
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            if c.delta.content:
+                order.append(c.index)
+                text[c.index] += c.delta.content
+            if c.finish_reason:
+                finish[c.index] = c.finish_reason
+    after = scrape_metrics(url)
+    assert [(text[i], finish[i]) for i in range(3)] == refs
+    assert order != sorted(order), "the choices' content chunks interleave"
+    assert usage.prompt_tokens == r.usage.prompt_tokens and usage.completion_tokens == r.usage.completion_tokens
+    assert metric(after, "swizzle_prefill_rows_total") - metric(before, "swizzle_prefill_rows_total") == r.usage.prompt_tokens
+
+    # Greedy: n identical choices, each the single request's answer.
+    g1 = client.chat.completions.create(model="m", messages=msgs, temperature=0, max_tokens=16)
+    g3 = client.chat.completions.create(model="m", messages=msgs, temperature=0, max_tokens=16, n=3)
+    assert [c.message.content for c in g3.choices] == [g1.choices[0].message.content] * 3
+    m = scrape_metrics(url)
+    assert metric(m, "swizzle_running_sequences") == 0
+    assert metric(m, "swizzle_kv_pages", state="free") == metric(m, "swizzle_kv_pages", state="total")
+
+
+def test_completions_n_choices_share_one_prefill(batch_server):
+    url = batch_server.base_url
+    client = openai_client(url)
+    prompt = N_PROMPT + "\nTip:"
+    kw = dict(model="m", prompt=prompt, temperature=0.8, max_tokens=12, seed=99)
+    before = scrape_metrics(url)
+    r = client.completions.create(n=2, **kw)
+    after = scrape_metrics(url)
+    assert metric(after, "swizzle_prefill_rows_total") - metric(before, "swizzle_prefill_rows_total") == r.usage.prompt_tokens
+    refs = [client.completions.create(n=1, **{**kw, "seed": choice_seed(99, i)}).choices[0].text for i in range(2)]
+    assert [c.text for c in r.choices] == refs
+    assert refs[0] != refs[1]
+    # Streamed, with two prompts: index = prompt * n + j, each choice as its reference.
+    other = "def fibonacci(n):"
+    stream = client.completions.create(model="m", prompt=[prompt, other], temperature=0.8, max_tokens=12, seed=99, n=2,
+                                       stream=True)
+    text = {}
+    for chunk in stream:
+        for c in chunk.choices:
+            text[c.index] = text.get(c.index, "") + c.text
+    assert sorted(text) == [0, 1, 2, 3]
+    assert [text[0], text[1]] == refs
+    assert [text[2], text[3]] == [client.completions.create(model="m", prompt=other, temperature=0.8, max_tokens=12,
+                                                            seed=choice_seed(99, i)).choices[0].text for i in range(2)]
+
+
+def test_n_choices_client_leaving_frees_every_page(batch_server):
+    url = batch_server.base_url
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 30)
+    total = metric(scrape_metrics(url), "swizzle_kv_pages", state="total")
+    body = {"prompt": COUNTING, "max_tokens": 700, "temperature": 0, "n": 4, "stream": True}
+    r = requests.post(url + "/v1/completions", json=body, timeout=300, stream=True)
+    assert r.status_code == 200
+    seen = set()
+    it = r.iter_lines()
+    for line in it:
+        if line.startswith(b"data: {"):
+            seen.update(c["index"] for c in json.loads(line[6:])["choices"])
+            if len(seen) == 4:
+                break
+    m = scrape_metrics(url)
+    assert metric(m, "swizzle_running_sequences") == 4, "the four choices decode together"
+    assert metric(m, "swizzle_kv_pages", state="free") < total
+    r.close()  # the client goes away: every choice ends
+    assert wait_for(lambda: metric(scrape_metrics(url), "swizzle_running_sequences") == 0, 2.0)
+    assert metric(scrape_metrics(url), "swizzle_kv_pages", state="free") == total
+
+
 @pytest.fixture(scope="module")
 def one_slot_server(rt_binary, package):
     s = start_rt(rt_binary, package, 1024, "--parallel", "1", "--max-queue", "1", "--no-prefix-cache")
@@ -212,7 +335,11 @@ def test_queue_full_is_429_with_retry_after(one_slot_server):
         assert r.status_code == 429, r.text
         assert int(r.headers["Retry-After"]) >= 1
         assert r.json()["error"]["code"] == "queue_full"
-        assert metric(scrape_metrics(url), "swizzle_requests_rejected_total") - rejected0 == 4
+        # n choices are one request: one 429, before any header, counted once.
+        r = requests.post(url + "/v1/chat/completions", json={**body, "n": 3, "stream": True}, timeout=30)
+        assert r.status_code == 429, r.text
+        assert r.json()["error"]["code"] == "queue_full"
+        assert metric(scrape_metrics(url), "swizzle_requests_rejected_total") - rejected0 == 5
     finally:
         running.close()
         t.join(timeout=120)

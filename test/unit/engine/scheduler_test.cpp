@@ -6,7 +6,12 @@
 //  - a request cancelled while it waits for a slot ends at once without a token;
 //  - admissions past parallel + max_queue throw Overloaded;
 //  - a page pool that fits one request at a time queues the second, both are exact, and
-//    every page is free afterwards.
+//    every page is free afterwards;
+//  - a request with n choices prefills its prompt once and its choices equal requests of
+//    their own (greedy: the single request's tokens; sampled: choice i equals a request
+//    seeded choice_seed(seed, i)), whether they all run at once or in waves, with the
+//    prompt's last page partial or full; stopping one choice leaves the others exact,
+//    cancelling the request ends them all; every page is free afterwards.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -229,6 +234,179 @@ TEST(Scheduler, KvExhaustionQueuesInsteadOfFailing) {
   EXPECT_EQ(after.batch_seqs_counts[0] - before.batch_seqs_counts[0], after.steps - before.steps)
       << "the pool holds one such request: they ran one after the other";
   const CacheStats cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+/// Runs `req` (req.n choices) through Engine::run_choices; choice i's tokens and result.
+/// `stop_at(i, k)` true stops choice i after its k-th token (1-based).
+std::vector<Gen> run_n(Engine& e, const GenerateRequest& req, std::function<bool(int, int)> stop_at = {},
+                       std::function<bool()> cancel = {}) {
+  std::unique_ptr<Admission> a = e.admit(req);
+  if (cancel) a->set_cancel_check(cancel);
+  std::vector<Gen> out(static_cast<size_t>(req.n));
+  std::vector<int> done_calls(static_cast<size_t>(req.n), 0);
+  std::vector<GenerateResult> rs = e.run_choices(
+      *a,
+      [&](int i, const TokenEvent& ev) {
+        std::vector<int32_t>& t = out[static_cast<size_t>(i)].tokens;
+        t.push_back(ev.token);
+        return !(stop_at && stop_at(i, static_cast<int>(t.size())));
+      },
+      [&](int i, const GenerateResult&) { ++done_calls[static_cast<size_t>(i)]; });
+  EXPECT_EQ(rs.size(), static_cast<size_t>(req.n));
+  for (size_t i = 0; i < rs.size(); ++i) {
+    out[i].r = rs[i];
+    EXPECT_EQ(done_calls[i], 1) << "choice " << i << ": one done call";
+  }
+  return out;
+}
+
+GenerateRequest sampled(const std::vector<int32_t>& prompt, int max_tokens, uint64_t seed) {
+  GenerateRequest req;
+  req.prompt = prompt;
+  req.max_tokens = max_tokens;
+  req.sampling.temperature = 0.9f;
+  req.sampling.top_k = 40;
+  req.sampling.seed = seed;
+  return req;
+}
+
+// Issue 14 item 2: n > 1 choices are sequences of one batch sharing the prompt's pages.
+TEST(Scheduler, ChoicesShareOnePrefillAndEqualSeparateRequests) {
+  REQUIRE_PACKAGE(path);
+  constexpr int kTokens = 24;
+  EngineOptions o = opts();
+  o.n_ctx = 1024;
+  o.kv_pages = 64;
+  std::unique_ptr<Engine> e = Engine::load(path, o);
+  const std::vector<int32_t> long_prompt = prompt_for(*e, 3);
+  ASSERT_GT(long_prompt.size(), 200u);
+  ASSERT_NE(long_prompt.size() % 64, 0u) << "the last prompt page is partial (copied per choice)";
+  // A prompt of exactly two pages: the choices' first tokens start a page of their own.
+  const std::vector<int32_t> two_pages(long_prompt.begin(), long_prompt.begin() + 128);
+
+  for (const std::vector<int32_t>* prompt : {&long_prompt, &two_pages}) {
+    SCOPED_TRACE("prompt of " + std::to_string(prompt->size()) + " tokens");
+    const Gen ref = greedy(*e, *prompt, kTokens);
+    ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(kTokens));
+
+    // Greedy: every choice is the single request's answer.
+    GenerateRequest req;
+    req.prompt = *prompt;
+    req.max_tokens = kTokens;
+    req.sampling.temperature = 0;
+    req.n = 4;
+    const SchedulerStats before = e->scheduler_stats();
+    const std::vector<Gen> got = run_n(*e, req);
+    const SchedulerStats after = e->scheduler_stats();
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(got[i].tokens, ref.tokens) << "choice " << i;
+      EXPECT_EQ(got[i].r.text, ref.r.text) << "choice " << i;
+      EXPECT_EQ(got[i].r.finish, FinishReason::Length);
+      EXPECT_EQ(got[i].r.completion_tokens, kTokens);
+      EXPECT_EQ(got[i].r.prompt_tokens, static_cast<int>(prompt->size()));
+    }
+    EXPECT_EQ(after.prefill_rows - before.prefill_rows, prompt->size()) << "the prompt is prefilled once";
+    // Bucket 2 of {1, 2, 4, ...}: steps of 3 or 4 sequences (the choices decoding together).
+    EXPECT_GT(after.batch_seqs_counts[2] - before.batch_seqs_counts[2], 0u);
+    EXPECT_EQ(after.running, 0);
+    EXPECT_EQ(after.admitted, 0);
+    CacheStats cs = e->cache_stats();
+    EXPECT_EQ(cs.pages_free, cs.pages_total) << "every page is back";
+
+    // Sampled: choice i equals a request of its own seeded choice_seed(seed, i).
+    constexpr uint64_t kSeed = 1234;
+    std::vector<Gen> alone;
+    for (int i = 0; i < 3; ++i) {
+      GenerateRequest one = sampled(*prompt, kTokens, *choice_seed(kSeed, i));
+      alone.push_back(run_n(*e, one).front());
+    }
+    EXPECT_NE(alone[0].tokens, alone[1].tokens) << "different seeds, different samples";
+    GenerateRequest three = sampled(*prompt, kTokens, kSeed);
+    three.n = 3;
+    const uint64_t rows0 = e->scheduler_stats().prefill_rows;
+    const std::vector<Gen> s3 = run_n(*e, three);
+    EXPECT_EQ(e->scheduler_stats().prefill_rows - rows0, prompt->size());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(s3[i].tokens, alone[i].tokens) << "choice " << i;
+      EXPECT_EQ(s3[i].r.text, alone[i].r.text) << "choice " << i;
+    }
+    cs = e->cache_stats();
+    EXPECT_EQ(cs.pages_free, cs.pages_total);
+  }
+}
+
+// More choices than running slots: they run in waves from the one prefill.
+TEST(Scheduler, ChoicesBeyondParallelRunInWaves) {
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = opts();
+  o.parallel = 2;
+  std::unique_ptr<Engine> e = Engine::load(path, o);
+  const std::vector<int32_t> p = prompt_for(*e, 1);
+  constexpr uint64_t kSeed = 77;
+  std::vector<Gen> alone;
+  for (int i = 0; i < 5; ++i) alone.push_back(run_n(*e, sampled(p, 12, *choice_seed(kSeed, i))).front());
+  GenerateRequest req = sampled(p, 12, kSeed);
+  req.n = 5;
+  const SchedulerStats before = e->scheduler_stats();
+  const std::vector<Gen> got = run_n(*e, req);
+  const SchedulerStats after = e->scheduler_stats();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(got[i].tokens, alone[i].tokens) << "choice " << i;
+  EXPECT_EQ(after.prefill_rows - before.prefill_rows, p.size());
+  EXPECT_EQ(after.batch_seqs_counts[2], before.batch_seqs_counts[2]) << "never more than 2 sequences in a step";
+  const CacheStats cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+// Stopping one choice (its callback returns false) leaves the others exact; cancelling
+// the request ends every choice; the pages come back either way.
+TEST(Scheduler, ChoicesStopAloneOrAllTogether) {
+  REQUIRE_PACKAGE(path);
+  std::unique_ptr<Engine> e = Engine::load(path, opts());
+  const std::vector<int32_t> p = prompt_for(*e, 4);
+  const Gen ref = greedy(*e, p, 20);
+  ASSERT_EQ(ref.tokens.size(), 20u);
+  GenerateRequest req;
+  req.prompt = p;
+  req.max_tokens = 20;
+  req.sampling.temperature = 0;
+  req.n = 3;
+  std::vector<Gen> got = run_n(*e, req, [](int i, int k) { return i == 1 && k == 3; });
+  EXPECT_EQ(got[1].r.finish, FinishReason::Cancelled);
+  EXPECT_EQ(got[1].tokens, std::vector<int32_t>(ref.tokens.begin(), ref.tokens.begin() + 3));
+  EXPECT_EQ(got[1].r.completion_tokens, 3);
+  for (int i : {0, 2}) {
+    EXPECT_EQ(got[i].tokens, ref.tokens) << "choice " << i;
+    EXPECT_EQ(got[i].r.finish, FinishReason::Length);
+  }
+  CacheStats cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+
+  // The client goes away after a few tokens: every choice ends, cancelled.
+  std::atomic<int> tokens{0};
+  req.max_tokens = 200;
+  got = run_n(
+      *e, req,
+      [&](int, int) {
+        ++tokens;
+        return false;
+      },
+      [&] { return tokens.load() >= 4; });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i].r.finish, FinishReason::Cancelled) << "choice " << i;
+    EXPECT_LT(got[i].tokens.size(), 200u);
+  }
+  EXPECT_EQ(e->scheduler_stats().running, 0);
+  cs = e->cache_stats();
+  EXPECT_EQ(cs.pages_free, cs.pages_total);
+
+  // Cancelled before it ever ran: every choice reports Cancelled, no tokens.
+  got = run_n(*e, req, {}, [] { return true; });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i].r.finish, FinishReason::Cancelled);
+    EXPECT_TRUE(got[i].tokens.empty());
+  }
+  cs = e->cache_stats();
   EXPECT_EQ(cs.pages_free, cs.pages_total);
 }
 
