@@ -83,40 +83,44 @@ def test_v_without_transpose_fails(tmp_path):
 Q8X = ROOT / "codegen" / "kernels" / "gemv_q8x.mlir"
 
 
-def _q8x_small_cases() -> list[str]:
-    """gemv_q8x's cases but the full-size ones (minutes in the interpreter)."""
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_gemv_q8x"],
+def _list(module: str) -> list[str]:
+    """`swz-case-io list ptx MODULE`: one line per case ("caseN entry label...")."""
+    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", module],
                        check=True, capture_output=True, text=True)
-    return [line.split()[0] for line in r.stdout.splitlines()
-            if "N=18944" not in line and "N=1024 " not in line]
+    return r.stdout.splitlines()
+
+
+def _interpret_and_check(tmp_path, kernel: Path, module: str, cases: list[str]) -> subprocess.CompletedProcess:
+    """Dumps `cases` of `module`, runs each in the interpreter on `kernel`, checks them."""
+    ir = _generic_ir(kernel, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", *cases, module=module) == cases
+    for c in cases:
+        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
+    r = _check(tmp_path / "cases", *cases, module=module)
+    print(r.stdout)
+    return r
+
+
+def _assert_all_ok(r: subprocess.CompletedProcess, cases: list[str]) -> None:
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   case") == len(cases)
 
 
 def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
-    small = _q8x_small_cases()
+    # gemv_q8x's cases but the full-size ones (minutes in the interpreter).
+    small = [line.split()[0] for line in _list("swz_gemv_q8x")
+             if "N=18944" not in line and "N=1024 " not in line]
     assert len(small) == 15  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k and q8_0 at T = 1, 3, 9, merged 3 and 2 outputs
-    ir = _generic_ir(Q8X, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", *small, module="swz_gemv_q8x") == small
-    for c in small:
-        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
-    r = _check(tmp_path / "cases", *small, module="swz_gemv_q8x")
-    print(r.stdout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("ok   case") == len(small)
+    _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
 
 def test_q8_0_weights_read_unsigned_fail(tmp_path):
     # Q8_0 weights are signed int8: dp4a.u32 on them turns -1 into 255, and the cases
     # must catch it (and the interpreter must model dp4a's operand signedness).
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_gemv_q8x"],
-                       check=True, capture_output=True, text=True)
-    case = next(line.split()[0] for line in r.stdout.splitlines()
-                if "matmul_q8_0_q8x T=9 " in line)
+    case = next(line.split()[0] for line in _list("swz_gemv_q8x") if "matmul_q8_0_q8x T=9 " in line)
     bad = tmp_path / "bad.mlir"
     bad.write_text(Q8X.read_text().replace("dp4a.s32.s32", "dp4a.u32.s32"))
-    ir = _generic_ir(bad, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", case, module="swz_gemv_q8x") == [case]
-    simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / case))
-    r = _check(tmp_path / "cases", case, module="swz_gemv_q8x")
+    r = _interpret_and_check(tmp_path, bad, "swz_gemv_q8x", [case])
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"FAIL {case} " in r.stdout
 
@@ -128,19 +132,10 @@ def test_two_pass_argmax_cases_pass_in_the_interpreter(tmp_path):
     # PTX packages run greedy sampling as argmax_split_f32 then argmax_reduce_f32: the
     # parts' first maxima (ties, NaN, an all-NaN part) and their reduction (ties to the
     # lowest index, none -> 0, more parts than threads) against the exact references.
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_argmax"],
-                       check=True, capture_output=True, text=True)
-    cases = [line.split()[0] for line in r.stdout.splitlines()
+    cases = [line.split()[0] for line in _list("swz_argmax")
              if "argmax_split_f32" in line or "argmax_reduce_f32" in line]
     assert len(cases) == 4
-    ir = _generic_ir(ARGMAX, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", *cases, module="swz_argmax") == cases
-    for c in cases:
-        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
-    r = _check(tmp_path / "cases", *cases, module="swz_argmax")
-    print(r.stdout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("ok   case") == len(cases)
+    _assert_all_ok(_interpret_and_check(tmp_path, ARGMAX, "swz_argmax", cases), cases)
 
 
 DECODE = ROOT / "codegen" / "kernels" / "attention_decode.mlir"
@@ -148,17 +143,23 @@ DECODE = ROOT / "codegen" / "kernels" / "attention_decode.mlir"
 
 def test_decode_attention_cases_pass_in_the_interpreter(tmp_path):
     # flash_decode_f16kv_hd128 (PTX decode at head_dim 128): warps over keys, butterfly
-    # shuffles, per-row online softmax, the warps merged in workgroup memory; against the
-    # float64 reference of cases_attention.cpp (splits, one split, 17-token verification).
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", "swz_attention_decode"],
-                       check=True, capture_output=True, text=True)
-    cases = [line.split()[0] for line in r.stdout.splitlines()]
+    # shuffles, per-row online softmax, the warps merged in workgroup memory and the last
+    # split merging the partials (its counters back to 0); against the float64 reference
+    # of cases_attention.cpp (splits, one split, 17-token verification).
+    cases = [line.split()[0] for line in _list("swz_attention_decode")]
     assert len(cases) == 5
-    ir = _generic_ir(DECODE, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", *cases, module="swz_attention_decode") == cases
-    for c in cases:
-        simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / c))
-    r = _check(tmp_path / "cases", *cases, module="swz_attention_decode")
-    print(r.stdout)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("ok   case") == len(cases)
+    _assert_all_ok(_interpret_and_check(tmp_path, DECODE, "swz_attention_decode", cases), cases)
+
+
+def test_decode_attention_merging_too_early_fails(tmp_path):
+    # The split that finishes last merges the partials; merging at the one before it
+    # (the count compared with n_split - 2), before the last partial is written, must
+    # fail the cases (and leave a counter at 1).
+    case = next(line.split()[0] for line in _list("swz_attention_decode") if "n_split=5" in line)
+    bad = tmp_path / "bad.mlir"
+    src = DECODE.read_text()
+    assert src.count("= arith.subi %n_split, %c1_index : index") == 1
+    bad.write_text(src.replace("= arith.subi %n_split, %c1_index : index", "= arith.subi %n_split, %c2_index : index"))
+    r = _interpret_and_check(tmp_path, bad, "swz_attention_decode", [case])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"FAIL {case} " in r.stdout
