@@ -165,7 +165,6 @@ std::string case_map(std::string_view s, CaseMode m) {
   }
   return out;
 }
-std::string upper(std::string_view s) { return case_map(s, CaseMode::Upper); }
 std::string lower(std::string_view s) { return case_map(s, CaseMode::Lower); }
 
 // Python str.islower()/isupper(): at least one cased character and none of the other case.
