@@ -458,7 +458,7 @@ const uint64_t* Matcher::mask() {
   const uint64_t* shorts = v_->short_tokens(h);
   std::vector<uint64_t> m(v_->n_words());
   for (size_t w = 0; w < m.size(); ++w) m[w] = mf[w] & shorts[w];
-  walk_long(cur_, h, m.data());
+  walk(cur_, 1, v_->nodes_.size(), m.data(), h);
   if (t_->accept[static_cast<size_t>(cur_)])
     for (int32_t t : v_->eog_list_) m[static_cast<uint32_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   t_->mask_bytes += m.size() * sizeof(uint64_t);
@@ -498,38 +498,18 @@ const std::vector<uint64_t>& Matcher::exact_mask(int32_t cfg) {
   return t_->masks.emplace(cfg, std::move(m)).first->second;
 }
 
-void Matcher::walk_long(int32_t c0, uint32_t h, uint64_t* m) {
-  const std::vector<Vocabulary::Node>& nodes = v_->nodes_;
-  const int32_t* toks = v_->toks_.data();
-  walk_[0] = c0;
-  size_t i = 1;
-  while (i < nodes.size()) {
-    const Vocabulary::Node& nd = nodes[i];
-    if (nd.sub_max <= h) {  // decided by the relaxed configuration
-      i = nd.end;
-      continue;
-    }
-    const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
-    if (c < 0) {
-      i = nd.end;
-      continue;
-    }
-    walk_[nd.depth] = c;
-    for (uint32_t k = 0; k < nd.n_toks; ++k) {
-      const auto t = static_cast<uint32_t>(toks[nd.tok_begin + k]);
-      m[t >> 6] |= uint64_t{1} << (t & 63);
-    }
-    ++i;
-  }
-}
-
-void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m) {
+void Matcher::walk(int32_t c0, size_t begin, size_t end, uint64_t* m, uint32_t h) {
   const std::vector<Vocabulary::Node>& nodes = v_->nodes_;
   const int32_t* toks = v_->toks_.data();
   walk_[nodes[begin].depth - 1u] = c0;
   size_t i = begin;
   while (i < end) {
     const Vocabulary::Node& nd = nodes[i];
+    // No token longer than h bytes ends in this subtree (h = 0: none at all).
+    if (nd.sub_max <= h) {
+      i = nd.end;
+      continue;
+    }
     const int32_t c = step_fast(walk_[nd.depth - 1u], nd.byte);
     if (c < 0) {
       i = nd.end;

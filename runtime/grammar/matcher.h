@@ -133,11 +133,10 @@ class Matcher {
   int32_t advance(int32_t cfg, const std::string& bytes);
   void maybe_reset();
   /// Marks in `m` the tokens of trie nodes [begin, end) (one subtree, or all) allowed from
-  /// configuration c0 at the parent of `begin`.
-  void walk(int32_t c0, size_t begin, size_t end, uint64_t* m);
-  /// Marks in `m` the tokens longer than `h` bytes allowed from configuration c0 (subtrees
-  /// without such tokens are skipped).
-  void walk_long(int32_t c0, uint32_t h, uint64_t* m);
+  /// configuration c0 at the parent of `begin`, skipping the subtrees whose tokens are all
+  /// at most `h` bytes long (h = 0: only those without tokens; a relaxed configuration
+  /// passes its room, having decided the shorter tokens already).
+  void walk(int32_t c0, size_t begin, size_t end, uint64_t* m, uint32_t h = 0);
   /// The mask of configuration `cfg` itself (cached), from its local configuration's mask
   /// and walks of the context-dependent subtrees.
   const std::vector<uint64_t>& exact_mask(int32_t cfg);
