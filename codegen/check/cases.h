@@ -20,6 +20,7 @@
 #define SWZ_CODEGEN_CHECK_CASES_H
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -109,6 +110,32 @@ inline void compare(Verdict &v, double got, double ref, double tol) {
   if (!(err <= tol))
     ++v.bad;
   ++v.checked;
+}
+
+/// Checks `y`, the kernel's RMSNorm of `rows` rows of width d, against float64:
+/// x / sqrt(mean(x^2) + eps) * g, |err| <= 1e-5 (1 + |ref|) (rms_norm_f32, rms_norm_q8x).
+inline void compareRmsNorm(Verdict &v, const std::vector<float> &y, const std::vector<float> &x,
+                           const std::vector<float> &g, int64_t rows, int64_t d, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < d; ++i)
+      ss += double(x[size_t(r * d + i)]) * double(x[size_t(r * d + i)]);
+    const double inv = 1.0 / std::sqrt(ss / double(d) + double(eps));
+    for (int64_t i = 0; i < d; ++i) {
+      const double ref = double(x[size_t(r * d + i)]) * inv * double(g[size_t(i)]);
+      compare(v, y[size_t(r * d + i)], ref, 1e-5 * (1.0 + std::fabs(ref)));
+    }
+  }
+}
+
+/// Checks `a`, the kernel's SwiGLU, against float64 g / (1 + e^-g) * u, |err| <= 1e-5
+/// (1 + |ref|) (swiglu_f32, swiglu_q8x).
+inline void compareSwiglu(Verdict &v, const std::vector<float> &a, const std::vector<float> &g,
+                          const std::vector<float> &u) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
+    compare(v, a[i], ref, 1e-5 * (1.0 + std::fabs(ref)));
+  }
 }
 
 /// Case groups, one per file (cases_*.cpp). `format` is "ptx" or "spv": a group

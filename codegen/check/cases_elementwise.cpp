@@ -60,11 +60,7 @@ Case swigluCase(int64_t n) {
     Verdict v;
     v.note = "|err| <= 1e-5 (1 + |ref|): f32 exp (ex2.approx on PTX, GLSL Exp on SPIR-V) "
              "and division, a few ulps";
-    std::vector<float> y = asVector<float>(out[2]);
-    for (size_t i = 0; i < y.size(); ++i) {
-      double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
-      compare(v, y[i], ref, 1e-5 * (1.0 + std::fabs(ref)));
-    }
+    compareSwiglu(v, asVector<float>(out[2]), g, u);
     return v;
   };
   return c;
@@ -92,17 +88,7 @@ Case rmsNormCase(int64_t rows, int64_t d) {
     Verdict v;
     v.note = "|err| <= 1e-5 (1 + |ref|): f32 sum of squares over d (relative error ~d * 2^-24 "
              "at worst) and rsqrt (rsqrt.approx.f32, 2^-22.9; GLSL InverseSqrt)";
-    std::vector<float> y = asVector<float>(out[2]);
-    for (int64_t r = 0; r < rows; ++r) {
-      double ss = 0;
-      for (int64_t i = 0; i < d; ++i)
-        ss += double(x[r * d + i]) * double(x[r * d + i]);
-      double inv = 1.0 / std::sqrt(ss / double(d) + double(eps));
-      for (int64_t i = 0; i < d; ++i) {
-        double ref = double(x[r * d + i]) * inv * double(g[i]);
-        compare(v, y[r * d + i], ref, 1e-5 * (1.0 + std::fabs(ref)));
-      }
-    }
+    compareRmsNorm(v, asVector<float>(out[2]), x, g, rows, d, eps);
     return v;
   };
   return c;

@@ -366,6 +366,23 @@ template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
   return b;
 }
 
+/// The int8 check of quantize_q8_x and of the fused producers: the (xq, xds) a kernel
+/// wrote must be exactly what the reference quantizer makes of `y` (its input, or the f32
+/// output the fused kernel wrote beside them).
+void checkQ8xOf(Verdict &v, const std::vector<float> &y, const std::vector<uint8_t> &xqOut,
+                const std::vector<uint8_t> &xdsOut) {
+  std::vector<int8_t> q;
+  std::vector<float> ds;
+  quantizeQ8x(y, q, ds);
+  std::vector<int8_t> gq = asVector<int8_t>(xqOut);
+  std::vector<float> gds = asVector<float>(xdsOut);
+  for (size_t i = 0; i < q.size(); ++i)
+    compare(v, double(gq[i]), double(q[i]), 0.0);
+  for (size_t i = 0; i < ds.size(); ++i)
+    if (i % 4 != 3)
+      compare(v, double(gds[i]), double(ds[i]), 0.0);
+}
+
 /// quantize_q8_x(x, xq, xds, nblk): grid (ceil(nblk / 16)), block 128. Exact: the same
 /// f32 division and rounding. Some blocks are all zero (d = 0) and some hold exact ties
 /// (x / d = k + 0.5, rounded to even).
@@ -376,9 +393,6 @@ Case quantizeQ8xCase(int64_t T, int64_t K, uint64_t seed) {
   for (int i = 0; i < 32; ++i) x[size_t(32 + i)] = 0.f;        // block 1: all zero
   for (int i = 0; i < 32; ++i) x[size_t(64 + i)] = float(i % 8) - 3.5f;  // ties
   x[64] = 127.f;  // d = 1: x / d = k + 0.5 exactly
-  std::vector<int8_t> q;
-  std::vector<float> ds;
-  quantizeQ8x(x, q, ds);
   const int64_t nblk = T * K / 32;
   Case c;
   c.module = "swz_gemv_q8x";
@@ -394,35 +408,13 @@ Case quantizeQ8xCase(int64_t T, int64_t K, uint64_t seed) {
   c.block = {128, 1, 1};
   c.bytesMoved = 4.0 * double(T * K) + double(T * K) + 16.0 * double(nblk);
   c.flops = 4.0 * double(T * K);
-  c.check = [q, ds](const std::vector<std::vector<uint8_t>> &out) {
+  c.check = [x](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     v.note = "exact: int8 values and the f32 (d, d*sum) of the reference quantizer";
-    std::vector<int8_t> gq = asVector<int8_t>(out[1]);
-    std::vector<float> gds = asVector<float>(out[2]);
-    for (size_t i = 0; i < q.size(); ++i)
-      compare(v, double(gq[i]), double(q[i]), 0.0);
-    for (size_t i = 0; i < ds.size(); ++i)
-      if (i % 4 != 3)
-        compare(v, double(gds[i]), double(ds[i]), 0.0);
+    checkQ8xOf(v, x, out[1], out[2]);
     return v;
   };
   return c;
-}
-
-/// The int8 half of a fused producer's check: the (xq, xds) the kernel wrote must be
-/// exactly what the reference quantizer makes of the f32 output `y` it wrote beside them.
-void checkQ8xOf(Verdict &v, const std::vector<float> &y, const std::vector<uint8_t> &xqOut,
-                const std::vector<uint8_t> &xdsOut) {
-  std::vector<int8_t> q;
-  std::vector<float> ds;
-  quantizeQ8x(y, q, ds);
-  std::vector<int8_t> gq = asVector<int8_t>(xqOut);
-  std::vector<float> gds = asVector<float>(xdsOut);
-  for (size_t i = 0; i < q.size(); ++i)
-    compare(v, double(gq[i]), double(q[i]), 0.0);
-  for (size_t i = 0; i < ds.size(); ++i)
-    if (i % 4 != 3)
-      compare(v, double(gds[i]), double(ds[i]), 0.0);
 }
 
 /// rms_norm_q8x(x, gamma, y, xq, xds, d, eps): RMSNorm of `rows` rows of width d (the f32
@@ -453,17 +445,8 @@ Case rmsNormQ8xCase(int64_t rows, int64_t d, uint64_t seed) {
     Verdict v;
     v.note = "y: |err| <= 1e-5 (1 + |ref|) against float64 (as rms_norm_f32); int8: exact, "
              "the reference quantizer of the kernel's own y";
-    std::vector<float> y = asVector<float>(out[2]);
-    for (int64_t r = 0; r < rows; ++r) {
-      double ss = 0;
-      for (int64_t i = 0; i < d; ++i)
-        ss += double(x[size_t(r * d + i)]) * double(x[size_t(r * d + i)]);
-      const double inv = 1.0 / std::sqrt(ss / double(d) + double(eps));
-      for (int64_t i = 0; i < d; ++i) {
-        const double ref = double(x[size_t(r * d + i)]) * inv * double(g[size_t(i)]);
-        compare(v, y[size_t(r * d + i)], ref, 1e-5 * (1.0 + std::fabs(ref)));
-      }
-    }
+    const std::vector<float> y = asVector<float>(out[2]);
+    compareRmsNorm(v, y, x, g, rows, d, eps);
     checkQ8xOf(v, y, out[3], out[4]);
     return v;
   };
@@ -498,11 +481,8 @@ Case swigluQ8xCase(int64_t T, int64_t K, uint64_t seed) {
     Verdict v;
     v.note = "a: |err| <= 1e-5 (1 + |ref|) against float64 (as swiglu_f32); int8: exact, "
              "the reference quantizer of the kernel's own a";
-    std::vector<float> a = asVector<float>(out[2]);
-    for (size_t i = 0; i < a.size(); ++i) {
-      const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
-      compare(v, a[i], ref, 1e-5 * (1.0 + std::fabs(ref)));
-    }
+    const std::vector<float> a = asVector<float>(out[2]);
+    compareSwiglu(v, a, g, u);
     checkQ8xOf(v, a, out[3], out[4]);
     return v;
   };
