@@ -330,1920 +330,1919 @@ module attributes {gpu.container_module} {
       %qv191 = memref.load %q[%a190] : memref<?xf32>
       %f192 = arith.mulf %qv191, %scale : f32
       %a193 = arith.addi %lo, %warp : index
-      %span194 = arith.subi %hi, %lo : index
-      %has195 = arith.cmpi ugt, %hi, %a193 : index
-      %rem196 = arith.subi %hi, %a193 : index
-      %remc197 = arith.select %has195, %rem196, %c0_index : index
-      %a198 = arith.addi %remc197, %c15_index : index
-      %nit199 = arith.divui %a198, %c16_index : index
-      %st:48 = scf.for %it = %c0_index to %nit199 step %c1_index iter_args(%run_m0 = %c0xFF800000_f32, %run_m1 = %c0xFF800000_f32, %run_m2 = %c0xFF800000_f32, %run_m3 = %c0xFF800000_f32, %run_m4 = %c0xFF800000_f32, %run_m5 = %c0xFF800000_f32, %run_m6 = %c0xFF800000_f32, %run_m7 = %c0xFF800000_f32, %run_l0 = %c0p0_f32, %run_l1 = %c0p0_f32, %run_l2 = %c0p0_f32, %run_l3 = %c0p0_f32, %run_l4 = %c0p0_f32, %run_l5 = %c0p0_f32, %run_l6 = %c0p0_f32, %run_l7 = %c0p0_f32, %run_a0_0 = %c0p0_f32, %run_a0_1 = %c0p0_f32, %run_a0_2 = %c0p0_f32, %run_a0_3 = %c0p0_f32, %run_a1_0 = %c0p0_f32, %run_a1_1 = %c0p0_f32, %run_a1_2 = %c0p0_f32, %run_a1_3 = %c0p0_f32, %run_a2_0 = %c0p0_f32, %run_a2_1 = %c0p0_f32, %run_a2_2 = %c0p0_f32, %run_a2_3 = %c0p0_f32, %run_a3_0 = %c0p0_f32, %run_a3_1 = %c0p0_f32, %run_a3_2 = %c0p0_f32, %run_a3_3 = %c0p0_f32, %run_a4_0 = %c0p0_f32, %run_a4_1 = %c0p0_f32, %run_a4_2 = %c0p0_f32, %run_a4_3 = %c0p0_f32, %run_a5_0 = %c0p0_f32, %run_a5_1 = %c0p0_f32, %run_a5_2 = %c0p0_f32, %run_a5_3 = %c0p0_f32, %run_a6_0 = %c0p0_f32, %run_a6_1 = %c0p0_f32, %run_a6_2 = %c0p0_f32, %run_a6_3 = %c0p0_f32, %run_a7_0 = %c0p0_f32, %run_a7_1 = %c0p0_f32, %run_a7_2 = %c0p0_f32, %run_a7_3 = %c0p0_f32) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-        %m200 = arith.muli %it, %c4_index : index
-        %a201 = arith.addi %m200, %c0_index : index
-        %m202 = arith.muli %a201, %c4_index : index
-        %a203 = arith.addi %a193, %m202 : index
-        %inr204 = arith.cmpi ult, %a203, %hi : index
-        %jc205 = arith.select %inr204, %a203, %a193 : index
-        %pg206 = arith.divui %jc205, %c64_index : index
-        %page207 = memref.load %block_table[%pg206] : memref<?xi32>
-        %i208 = arith.index_cast %page207 : i32 to index
-        %slot209 = arith.remui %jc205, %c64_index : index
-        %m210 = arith.muli %i208, %n_kv : index
-        %a211 = arith.addi %m210, %kvh : index
-        %m212 = arith.muli %a211, %c64_index : index
-        %a213 = arith.addi %m212, %slot209 : index
-        %m214 = arith.muli %a213, %c128_index : index
-        %a215 = arith.addi %m214, %d0 : index
-        %kh216 = memref.load %k_cache[%a215] : memref<?xf16>
-        %k217 = arith.extf %kh216 : f16 to f32
-        %a218 = arith.addi %a215, %c1_index : index
-        %kh219 = memref.load %k_cache[%a218] : memref<?xf16>
-        %k220 = arith.extf %kh219 : f16 to f32
-        %a221 = arith.addi %a215, %c2_index : index
-        %kh222 = memref.load %k_cache[%a221] : memref<?xf16>
-        %k223 = arith.extf %kh222 : f16 to f32
-        %a224 = arith.addi %a215, %c3_index : index
-        %kh225 = memref.load %k_cache[%a224] : memref<?xf16>
-        %k226 = arith.extf %kh225 : f16 to f32
-        %vh227 = memref.load %v_cache[%a215] : memref<?xf16>
-        %v228 = arith.extf %vh227 : f16 to f32
-        %a229 = arith.addi %a215, %c1_index : index
-        %vh230 = memref.load %v_cache[%a229] : memref<?xf16>
-        %v231 = arith.extf %vh230 : f16 to f32
-        %a232 = arith.addi %a215, %c2_index : index
-        %vh233 = memref.load %v_cache[%a232] : memref<?xf16>
-        %v234 = arith.extf %vh233 : f16 to f32
-        %a235 = arith.addi %a215, %c3_index : index
-        %vh236 = memref.load %v_cache[%a235] : memref<?xf16>
-        %v237 = arith.extf %vh236 : f16 to f32
-        %m238 = arith.muli %it, %c4_index : index
-        %a239 = arith.addi %m238, %c1_index : index
-        %m240 = arith.muli %a239, %c4_index : index
-        %a241 = arith.addi %a193, %m240 : index
-        %inr242 = arith.cmpi ult, %a241, %hi : index
-        %jc243 = arith.select %inr242, %a241, %a193 : index
-        %pg244 = arith.divui %jc243, %c64_index : index
-        %page245 = memref.load %block_table[%pg244] : memref<?xi32>
-        %i246 = arith.index_cast %page245 : i32 to index
-        %slot247 = arith.remui %jc243, %c64_index : index
-        %m248 = arith.muli %i246, %n_kv : index
-        %a249 = arith.addi %m248, %kvh : index
-        %m250 = arith.muli %a249, %c64_index : index
-        %a251 = arith.addi %m250, %slot247 : index
-        %m252 = arith.muli %a251, %c128_index : index
-        %a253 = arith.addi %m252, %d0 : index
-        %kh254 = memref.load %k_cache[%a253] : memref<?xf16>
-        %k255 = arith.extf %kh254 : f16 to f32
-        %a256 = arith.addi %a253, %c1_index : index
-        %kh257 = memref.load %k_cache[%a256] : memref<?xf16>
-        %k258 = arith.extf %kh257 : f16 to f32
-        %a259 = arith.addi %a253, %c2_index : index
-        %kh260 = memref.load %k_cache[%a259] : memref<?xf16>
-        %k261 = arith.extf %kh260 : f16 to f32
-        %a262 = arith.addi %a253, %c3_index : index
-        %kh263 = memref.load %k_cache[%a262] : memref<?xf16>
-        %k264 = arith.extf %kh263 : f16 to f32
-        %vh265 = memref.load %v_cache[%a253] : memref<?xf16>
-        %v266 = arith.extf %vh265 : f16 to f32
-        %a267 = arith.addi %a253, %c1_index : index
-        %vh268 = memref.load %v_cache[%a267] : memref<?xf16>
-        %v269 = arith.extf %vh268 : f16 to f32
-        %a270 = arith.addi %a253, %c2_index : index
-        %vh271 = memref.load %v_cache[%a270] : memref<?xf16>
-        %v272 = arith.extf %vh271 : f16 to f32
-        %a273 = arith.addi %a253, %c3_index : index
-        %vh274 = memref.load %v_cache[%a273] : memref<?xf16>
-        %v275 = arith.extf %vh274 : f16 to f32
-        %m276 = arith.muli %it, %c4_index : index
-        %a277 = arith.addi %m276, %c2_index : index
-        %m278 = arith.muli %a277, %c4_index : index
-        %a279 = arith.addi %a193, %m278 : index
-        %inr280 = arith.cmpi ult, %a279, %hi : index
-        %jc281 = arith.select %inr280, %a279, %a193 : index
-        %pg282 = arith.divui %jc281, %c64_index : index
-        %page283 = memref.load %block_table[%pg282] : memref<?xi32>
-        %i284 = arith.index_cast %page283 : i32 to index
-        %slot285 = arith.remui %jc281, %c64_index : index
-        %m286 = arith.muli %i284, %n_kv : index
-        %a287 = arith.addi %m286, %kvh : index
-        %m288 = arith.muli %a287, %c64_index : index
-        %a289 = arith.addi %m288, %slot285 : index
-        %m290 = arith.muli %a289, %c128_index : index
-        %a291 = arith.addi %m290, %d0 : index
-        %kh292 = memref.load %k_cache[%a291] : memref<?xf16>
-        %k293 = arith.extf %kh292 : f16 to f32
-        %a294 = arith.addi %a291, %c1_index : index
-        %kh295 = memref.load %k_cache[%a294] : memref<?xf16>
-        %k296 = arith.extf %kh295 : f16 to f32
-        %a297 = arith.addi %a291, %c2_index : index
-        %kh298 = memref.load %k_cache[%a297] : memref<?xf16>
-        %k299 = arith.extf %kh298 : f16 to f32
-        %a300 = arith.addi %a291, %c3_index : index
-        %kh301 = memref.load %k_cache[%a300] : memref<?xf16>
-        %k302 = arith.extf %kh301 : f16 to f32
-        %vh303 = memref.load %v_cache[%a291] : memref<?xf16>
-        %v304 = arith.extf %vh303 : f16 to f32
-        %a305 = arith.addi %a291, %c1_index : index
-        %vh306 = memref.load %v_cache[%a305] : memref<?xf16>
-        %v307 = arith.extf %vh306 : f16 to f32
-        %a308 = arith.addi %a291, %c2_index : index
-        %vh309 = memref.load %v_cache[%a308] : memref<?xf16>
-        %v310 = arith.extf %vh309 : f16 to f32
-        %a311 = arith.addi %a291, %c3_index : index
-        %vh312 = memref.load %v_cache[%a311] : memref<?xf16>
-        %v313 = arith.extf %vh312 : f16 to f32
-        %m314 = arith.muli %it, %c4_index : index
-        %a315 = arith.addi %m314, %c3_index : index
-        %m316 = arith.muli %a315, %c4_index : index
-        %a317 = arith.addi %a193, %m316 : index
-        %inr318 = arith.cmpi ult, %a317, %hi : index
-        %jc319 = arith.select %inr318, %a317, %a193 : index
-        %pg320 = arith.divui %jc319, %c64_index : index
-        %page321 = memref.load %block_table[%pg320] : memref<?xi32>
-        %i322 = arith.index_cast %page321 : i32 to index
-        %slot323 = arith.remui %jc319, %c64_index : index
-        %m324 = arith.muli %i322, %n_kv : index
-        %a325 = arith.addi %m324, %kvh : index
-        %m326 = arith.muli %a325, %c64_index : index
-        %a327 = arith.addi %m326, %slot323 : index
-        %m328 = arith.muli %a327, %c128_index : index
-        %a329 = arith.addi %m328, %d0 : index
-        %kh330 = memref.load %k_cache[%a329] : memref<?xf16>
-        %k331 = arith.extf %kh330 : f16 to f32
-        %a332 = arith.addi %a329, %c1_index : index
-        %kh333 = memref.load %k_cache[%a332] : memref<?xf16>
-        %k334 = arith.extf %kh333 : f16 to f32
-        %a335 = arith.addi %a329, %c2_index : index
-        %kh336 = memref.load %k_cache[%a335] : memref<?xf16>
-        %k337 = arith.extf %kh336 : f16 to f32
-        %a338 = arith.addi %a329, %c3_index : index
-        %kh339 = memref.load %k_cache[%a338] : memref<?xf16>
-        %k340 = arith.extf %kh339 : f16 to f32
-        %vh341 = memref.load %v_cache[%a329] : memref<?xf16>
-        %v342 = arith.extf %vh341 : f16 to f32
-        %a343 = arith.addi %a329, %c1_index : index
-        %vh344 = memref.load %v_cache[%a343] : memref<?xf16>
-        %v345 = arith.extf %vh344 : f16 to f32
-        %a346 = arith.addi %a329, %c2_index : index
-        %vh347 = memref.load %v_cache[%a346] : memref<?xf16>
-        %v348 = arith.extf %vh347 : f16 to f32
-        %a349 = arith.addi %a329, %c3_index : index
-        %vh350 = memref.load %v_cache[%a349] : memref<?xf16>
-        %v351 = arith.extf %vh350 : f16 to f32
-        %le352 = arith.cmpi ule, %a203, %a12 : index
-        %vi353 = arith.andi %ok3, %inr204 : i1
-        %vis354 = arith.andi %vi353, %le352 : i1
-        %up355:6 = scf.if %vis354 -> (f32, f32, f32, f32, f32, f32) {
-          %f356 = arith.mulf %f15, %k217 : f32
-          %f357 = math.fma %f18, %k220, %f356 : f32
-          %f358 = math.fma %f21, %k223, %f357 : f32
-          %f359 = math.fma %f24, %k226, %f358 : f32
-          %sh360:2 = gpu.shuffle xor %f359, %c16_i32, %c32_i32 : f32
-          %f361 = arith.addf %f359, %sh360#0 : f32
-          %sh362:2 = gpu.shuffle xor %f361, %c8_i32, %c32_i32 : f32
-          %f363 = arith.addf %f361, %sh362#0 : f32
-          %sh364:2 = gpu.shuffle xor %f363, %c4_i32, %c32_i32 : f32
-          %f365 = arith.addf %f363, %sh364#0 : f32
-          %sh366:2 = gpu.shuffle xor %f365, %c2_i32, %c32_i32 : f32
-          %f367 = arith.addf %f365, %sh366#0 : f32
-          %sh368:2 = gpu.shuffle xor %f367, %c1_i32, %c32_i32 : f32
-          %f369 = arith.addf %f367, %sh368#0 : f32
-          %mn370 = arith.maximumf %run_m0, %f369 : f32
-          %f371 = arith.subf %run_m0, %mn370 : f32
-          %corr372 = math.exp %f371 : f32
-          %f373 = arith.subf %f369, %mn370 : f32
-          %p374 = math.exp %f373 : f32
-          %f375 = math.fma %run_l0, %corr372, %p374 : f32
-          %f376 = arith.mulf %run_a0_0, %corr372 : f32
-          %f377 = math.fma %p374, %v228, %f376 : f32
-          %f378 = arith.mulf %run_a0_1, %corr372 : f32
-          %f379 = math.fma %p374, %v231, %f378 : f32
-          %f380 = arith.mulf %run_a0_2, %corr372 : f32
-          %f381 = math.fma %p374, %v234, %f380 : f32
-          %f382 = arith.mulf %run_a0_3, %corr372 : f32
-          %f383 = math.fma %p374, %v237, %f382 : f32
-          scf.yield %mn370, %f375, %f377, %f379, %f381, %f383 : f32, f32, f32, f32, f32, f32
+      %has194 = arith.cmpi ugt, %hi, %a193 : index
+      %rem195 = arith.subi %hi, %a193 : index
+      %remc196 = arith.select %has194, %rem195, %c0_index : index
+      %a197 = arith.addi %remc196, %c15_index : index
+      %nit198 = arith.divui %a197, %c16_index : index
+      %st:48 = scf.for %it = %c0_index to %nit198 step %c1_index iter_args(%run_m0 = %c0xFF800000_f32, %run_m1 = %c0xFF800000_f32, %run_m2 = %c0xFF800000_f32, %run_m3 = %c0xFF800000_f32, %run_m4 = %c0xFF800000_f32, %run_m5 = %c0xFF800000_f32, %run_m6 = %c0xFF800000_f32, %run_m7 = %c0xFF800000_f32, %run_l0 = %c0p0_f32, %run_l1 = %c0p0_f32, %run_l2 = %c0p0_f32, %run_l3 = %c0p0_f32, %run_l4 = %c0p0_f32, %run_l5 = %c0p0_f32, %run_l6 = %c0p0_f32, %run_l7 = %c0p0_f32, %run_a0_0 = %c0p0_f32, %run_a0_1 = %c0p0_f32, %run_a0_2 = %c0p0_f32, %run_a0_3 = %c0p0_f32, %run_a1_0 = %c0p0_f32, %run_a1_1 = %c0p0_f32, %run_a1_2 = %c0p0_f32, %run_a1_3 = %c0p0_f32, %run_a2_0 = %c0p0_f32, %run_a2_1 = %c0p0_f32, %run_a2_2 = %c0p0_f32, %run_a2_3 = %c0p0_f32, %run_a3_0 = %c0p0_f32, %run_a3_1 = %c0p0_f32, %run_a3_2 = %c0p0_f32, %run_a3_3 = %c0p0_f32, %run_a4_0 = %c0p0_f32, %run_a4_1 = %c0p0_f32, %run_a4_2 = %c0p0_f32, %run_a4_3 = %c0p0_f32, %run_a5_0 = %c0p0_f32, %run_a5_1 = %c0p0_f32, %run_a5_2 = %c0p0_f32, %run_a5_3 = %c0p0_f32, %run_a6_0 = %c0p0_f32, %run_a6_1 = %c0p0_f32, %run_a6_2 = %c0p0_f32, %run_a6_3 = %c0p0_f32, %run_a7_0 = %c0p0_f32, %run_a7_1 = %c0p0_f32, %run_a7_2 = %c0p0_f32, %run_a7_3 = %c0p0_f32) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+        %m199 = arith.muli %it, %c4_index : index
+        %a200 = arith.addi %m199, %c0_index : index
+        %m201 = arith.muli %a200, %c4_index : index
+        %a202 = arith.addi %a193, %m201 : index
+        %inr203 = arith.cmpi ult, %a202, %hi : index
+        %jc204 = arith.select %inr203, %a202, %a193 : index
+        %pg205 = arith.divui %jc204, %c64_index : index
+        %page206 = memref.load %block_table[%pg205] : memref<?xi32>
+        %i207 = arith.index_cast %page206 : i32 to index
+        %slot208 = arith.remui %jc204, %c64_index : index
+        %m209 = arith.muli %i207, %n_kv : index
+        %a210 = arith.addi %m209, %kvh : index
+        %m211 = arith.muli %a210, %c64_index : index
+        %a212 = arith.addi %m211, %slot208 : index
+        %m213 = arith.muli %a212, %c128_index : index
+        %a214 = arith.addi %m213, %d0 : index
+        %kh215 = memref.load %k_cache[%a214] : memref<?xf16>
+        %k216 = arith.extf %kh215 : f16 to f32
+        %a217 = arith.addi %a214, %c1_index : index
+        %kh218 = memref.load %k_cache[%a217] : memref<?xf16>
+        %k219 = arith.extf %kh218 : f16 to f32
+        %a220 = arith.addi %a214, %c2_index : index
+        %kh221 = memref.load %k_cache[%a220] : memref<?xf16>
+        %k222 = arith.extf %kh221 : f16 to f32
+        %a223 = arith.addi %a214, %c3_index : index
+        %kh224 = memref.load %k_cache[%a223] : memref<?xf16>
+        %k225 = arith.extf %kh224 : f16 to f32
+        %vh226 = memref.load %v_cache[%a214] : memref<?xf16>
+        %v227 = arith.extf %vh226 : f16 to f32
+        %a228 = arith.addi %a214, %c1_index : index
+        %vh229 = memref.load %v_cache[%a228] : memref<?xf16>
+        %v230 = arith.extf %vh229 : f16 to f32
+        %a231 = arith.addi %a214, %c2_index : index
+        %vh232 = memref.load %v_cache[%a231] : memref<?xf16>
+        %v233 = arith.extf %vh232 : f16 to f32
+        %a234 = arith.addi %a214, %c3_index : index
+        %vh235 = memref.load %v_cache[%a234] : memref<?xf16>
+        %v236 = arith.extf %vh235 : f16 to f32
+        %m237 = arith.muli %it, %c4_index : index
+        %a238 = arith.addi %m237, %c1_index : index
+        %m239 = arith.muli %a238, %c4_index : index
+        %a240 = arith.addi %a193, %m239 : index
+        %inr241 = arith.cmpi ult, %a240, %hi : index
+        %jc242 = arith.select %inr241, %a240, %a193 : index
+        %pg243 = arith.divui %jc242, %c64_index : index
+        %page244 = memref.load %block_table[%pg243] : memref<?xi32>
+        %i245 = arith.index_cast %page244 : i32 to index
+        %slot246 = arith.remui %jc242, %c64_index : index
+        %m247 = arith.muli %i245, %n_kv : index
+        %a248 = arith.addi %m247, %kvh : index
+        %m249 = arith.muli %a248, %c64_index : index
+        %a250 = arith.addi %m249, %slot246 : index
+        %m251 = arith.muli %a250, %c128_index : index
+        %a252 = arith.addi %m251, %d0 : index
+        %kh253 = memref.load %k_cache[%a252] : memref<?xf16>
+        %k254 = arith.extf %kh253 : f16 to f32
+        %a255 = arith.addi %a252, %c1_index : index
+        %kh256 = memref.load %k_cache[%a255] : memref<?xf16>
+        %k257 = arith.extf %kh256 : f16 to f32
+        %a258 = arith.addi %a252, %c2_index : index
+        %kh259 = memref.load %k_cache[%a258] : memref<?xf16>
+        %k260 = arith.extf %kh259 : f16 to f32
+        %a261 = arith.addi %a252, %c3_index : index
+        %kh262 = memref.load %k_cache[%a261] : memref<?xf16>
+        %k263 = arith.extf %kh262 : f16 to f32
+        %vh264 = memref.load %v_cache[%a252] : memref<?xf16>
+        %v265 = arith.extf %vh264 : f16 to f32
+        %a266 = arith.addi %a252, %c1_index : index
+        %vh267 = memref.load %v_cache[%a266] : memref<?xf16>
+        %v268 = arith.extf %vh267 : f16 to f32
+        %a269 = arith.addi %a252, %c2_index : index
+        %vh270 = memref.load %v_cache[%a269] : memref<?xf16>
+        %v271 = arith.extf %vh270 : f16 to f32
+        %a272 = arith.addi %a252, %c3_index : index
+        %vh273 = memref.load %v_cache[%a272] : memref<?xf16>
+        %v274 = arith.extf %vh273 : f16 to f32
+        %m275 = arith.muli %it, %c4_index : index
+        %a276 = arith.addi %m275, %c2_index : index
+        %m277 = arith.muli %a276, %c4_index : index
+        %a278 = arith.addi %a193, %m277 : index
+        %inr279 = arith.cmpi ult, %a278, %hi : index
+        %jc280 = arith.select %inr279, %a278, %a193 : index
+        %pg281 = arith.divui %jc280, %c64_index : index
+        %page282 = memref.load %block_table[%pg281] : memref<?xi32>
+        %i283 = arith.index_cast %page282 : i32 to index
+        %slot284 = arith.remui %jc280, %c64_index : index
+        %m285 = arith.muli %i283, %n_kv : index
+        %a286 = arith.addi %m285, %kvh : index
+        %m287 = arith.muli %a286, %c64_index : index
+        %a288 = arith.addi %m287, %slot284 : index
+        %m289 = arith.muli %a288, %c128_index : index
+        %a290 = arith.addi %m289, %d0 : index
+        %kh291 = memref.load %k_cache[%a290] : memref<?xf16>
+        %k292 = arith.extf %kh291 : f16 to f32
+        %a293 = arith.addi %a290, %c1_index : index
+        %kh294 = memref.load %k_cache[%a293] : memref<?xf16>
+        %k295 = arith.extf %kh294 : f16 to f32
+        %a296 = arith.addi %a290, %c2_index : index
+        %kh297 = memref.load %k_cache[%a296] : memref<?xf16>
+        %k298 = arith.extf %kh297 : f16 to f32
+        %a299 = arith.addi %a290, %c3_index : index
+        %kh300 = memref.load %k_cache[%a299] : memref<?xf16>
+        %k301 = arith.extf %kh300 : f16 to f32
+        %vh302 = memref.load %v_cache[%a290] : memref<?xf16>
+        %v303 = arith.extf %vh302 : f16 to f32
+        %a304 = arith.addi %a290, %c1_index : index
+        %vh305 = memref.load %v_cache[%a304] : memref<?xf16>
+        %v306 = arith.extf %vh305 : f16 to f32
+        %a307 = arith.addi %a290, %c2_index : index
+        %vh308 = memref.load %v_cache[%a307] : memref<?xf16>
+        %v309 = arith.extf %vh308 : f16 to f32
+        %a310 = arith.addi %a290, %c3_index : index
+        %vh311 = memref.load %v_cache[%a310] : memref<?xf16>
+        %v312 = arith.extf %vh311 : f16 to f32
+        %m313 = arith.muli %it, %c4_index : index
+        %a314 = arith.addi %m313, %c3_index : index
+        %m315 = arith.muli %a314, %c4_index : index
+        %a316 = arith.addi %a193, %m315 : index
+        %inr317 = arith.cmpi ult, %a316, %hi : index
+        %jc318 = arith.select %inr317, %a316, %a193 : index
+        %pg319 = arith.divui %jc318, %c64_index : index
+        %page320 = memref.load %block_table[%pg319] : memref<?xi32>
+        %i321 = arith.index_cast %page320 : i32 to index
+        %slot322 = arith.remui %jc318, %c64_index : index
+        %m323 = arith.muli %i321, %n_kv : index
+        %a324 = arith.addi %m323, %kvh : index
+        %m325 = arith.muli %a324, %c64_index : index
+        %a326 = arith.addi %m325, %slot322 : index
+        %m327 = arith.muli %a326, %c128_index : index
+        %a328 = arith.addi %m327, %d0 : index
+        %kh329 = memref.load %k_cache[%a328] : memref<?xf16>
+        %k330 = arith.extf %kh329 : f16 to f32
+        %a331 = arith.addi %a328, %c1_index : index
+        %kh332 = memref.load %k_cache[%a331] : memref<?xf16>
+        %k333 = arith.extf %kh332 : f16 to f32
+        %a334 = arith.addi %a328, %c2_index : index
+        %kh335 = memref.load %k_cache[%a334] : memref<?xf16>
+        %k336 = arith.extf %kh335 : f16 to f32
+        %a337 = arith.addi %a328, %c3_index : index
+        %kh338 = memref.load %k_cache[%a337] : memref<?xf16>
+        %k339 = arith.extf %kh338 : f16 to f32
+        %vh340 = memref.load %v_cache[%a328] : memref<?xf16>
+        %v341 = arith.extf %vh340 : f16 to f32
+        %a342 = arith.addi %a328, %c1_index : index
+        %vh343 = memref.load %v_cache[%a342] : memref<?xf16>
+        %v344 = arith.extf %vh343 : f16 to f32
+        %a345 = arith.addi %a328, %c2_index : index
+        %vh346 = memref.load %v_cache[%a345] : memref<?xf16>
+        %v347 = arith.extf %vh346 : f16 to f32
+        %a348 = arith.addi %a328, %c3_index : index
+        %vh349 = memref.load %v_cache[%a348] : memref<?xf16>
+        %v350 = arith.extf %vh349 : f16 to f32
+        %le351 = arith.cmpi ule, %a202, %a12 : index
+        %vi352 = arith.andi %ok3, %inr203 : i1
+        %vis353 = arith.andi %vi352, %le351 : i1
+        %up354:6 = scf.if %vis353 -> (f32, f32, f32, f32, f32, f32) {
+          %f355 = arith.mulf %f15, %k216 : f32
+          %f356 = math.fma %f18, %k219, %f355 : f32
+          %f357 = math.fma %f21, %k222, %f356 : f32
+          %f358 = math.fma %f24, %k225, %f357 : f32
+          %sh359:2 = gpu.shuffle xor %f358, %c16_i32, %c32_i32 : f32
+          %f360 = arith.addf %f358, %sh359#0 : f32
+          %sh361:2 = gpu.shuffle xor %f360, %c8_i32, %c32_i32 : f32
+          %f362 = arith.addf %f360, %sh361#0 : f32
+          %sh363:2 = gpu.shuffle xor %f362, %c4_i32, %c32_i32 : f32
+          %f364 = arith.addf %f362, %sh363#0 : f32
+          %sh365:2 = gpu.shuffle xor %f364, %c2_i32, %c32_i32 : f32
+          %f366 = arith.addf %f364, %sh365#0 : f32
+          %sh367:2 = gpu.shuffle xor %f366, %c1_i32, %c32_i32 : f32
+          %f368 = arith.addf %f366, %sh367#0 : f32
+          %mn369 = arith.maximumf %run_m0, %f368 : f32
+          %f370 = arith.subf %run_m0, %mn369 : f32
+          %corr371 = math.exp %f370 : f32
+          %f372 = arith.subf %f368, %mn369 : f32
+          %p373 = math.exp %f372 : f32
+          %f374 = math.fma %run_l0, %corr371, %p373 : f32
+          %f375 = arith.mulf %run_a0_0, %corr371 : f32
+          %f376 = math.fma %p373, %v227, %f375 : f32
+          %f377 = arith.mulf %run_a0_1, %corr371 : f32
+          %f378 = math.fma %p373, %v230, %f377 : f32
+          %f379 = arith.mulf %run_a0_2, %corr371 : f32
+          %f380 = math.fma %p373, %v233, %f379 : f32
+          %f381 = arith.mulf %run_a0_3, %corr371 : f32
+          %f382 = math.fma %p373, %v236, %f381 : f32
+          scf.yield %mn369, %f374, %f376, %f378, %f380, %f382 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m0, %run_l0, %run_a0_0, %run_a0_1, %run_a0_2, %run_a0_3 : f32, f32, f32, f32, f32, f32
         }
-        %le384 = arith.cmpi ule, %a203, %a36 : index
-        %vi385 = arith.andi %ok27, %inr204 : i1
-        %vis386 = arith.andi %vi385, %le384 : i1
-        %up387:6 = scf.if %vis386 -> (f32, f32, f32, f32, f32, f32) {
-          %f388 = arith.mulf %f39, %k217 : f32
-          %f389 = math.fma %f42, %k220, %f388 : f32
-          %f390 = math.fma %f45, %k223, %f389 : f32
-          %f391 = math.fma %f48, %k226, %f390 : f32
-          %sh392:2 = gpu.shuffle xor %f391, %c16_i32, %c32_i32 : f32
-          %f393 = arith.addf %f391, %sh392#0 : f32
-          %sh394:2 = gpu.shuffle xor %f393, %c8_i32, %c32_i32 : f32
-          %f395 = arith.addf %f393, %sh394#0 : f32
-          %sh396:2 = gpu.shuffle xor %f395, %c4_i32, %c32_i32 : f32
-          %f397 = arith.addf %f395, %sh396#0 : f32
-          %sh398:2 = gpu.shuffle xor %f397, %c2_i32, %c32_i32 : f32
-          %f399 = arith.addf %f397, %sh398#0 : f32
-          %sh400:2 = gpu.shuffle xor %f399, %c1_i32, %c32_i32 : f32
-          %f401 = arith.addf %f399, %sh400#0 : f32
-          %mn402 = arith.maximumf %run_m1, %f401 : f32
-          %f403 = arith.subf %run_m1, %mn402 : f32
-          %corr404 = math.exp %f403 : f32
-          %f405 = arith.subf %f401, %mn402 : f32
-          %p406 = math.exp %f405 : f32
-          %f407 = math.fma %run_l1, %corr404, %p406 : f32
-          %f408 = arith.mulf %run_a1_0, %corr404 : f32
-          %f409 = math.fma %p406, %v228, %f408 : f32
-          %f410 = arith.mulf %run_a1_1, %corr404 : f32
-          %f411 = math.fma %p406, %v231, %f410 : f32
-          %f412 = arith.mulf %run_a1_2, %corr404 : f32
-          %f413 = math.fma %p406, %v234, %f412 : f32
-          %f414 = arith.mulf %run_a1_3, %corr404 : f32
-          %f415 = math.fma %p406, %v237, %f414 : f32
-          scf.yield %mn402, %f407, %f409, %f411, %f413, %f415 : f32, f32, f32, f32, f32, f32
+        %le383 = arith.cmpi ule, %a202, %a36 : index
+        %vi384 = arith.andi %ok27, %inr203 : i1
+        %vis385 = arith.andi %vi384, %le383 : i1
+        %up386:6 = scf.if %vis385 -> (f32, f32, f32, f32, f32, f32) {
+          %f387 = arith.mulf %f39, %k216 : f32
+          %f388 = math.fma %f42, %k219, %f387 : f32
+          %f389 = math.fma %f45, %k222, %f388 : f32
+          %f390 = math.fma %f48, %k225, %f389 : f32
+          %sh391:2 = gpu.shuffle xor %f390, %c16_i32, %c32_i32 : f32
+          %f392 = arith.addf %f390, %sh391#0 : f32
+          %sh393:2 = gpu.shuffle xor %f392, %c8_i32, %c32_i32 : f32
+          %f394 = arith.addf %f392, %sh393#0 : f32
+          %sh395:2 = gpu.shuffle xor %f394, %c4_i32, %c32_i32 : f32
+          %f396 = arith.addf %f394, %sh395#0 : f32
+          %sh397:2 = gpu.shuffle xor %f396, %c2_i32, %c32_i32 : f32
+          %f398 = arith.addf %f396, %sh397#0 : f32
+          %sh399:2 = gpu.shuffle xor %f398, %c1_i32, %c32_i32 : f32
+          %f400 = arith.addf %f398, %sh399#0 : f32
+          %mn401 = arith.maximumf %run_m1, %f400 : f32
+          %f402 = arith.subf %run_m1, %mn401 : f32
+          %corr403 = math.exp %f402 : f32
+          %f404 = arith.subf %f400, %mn401 : f32
+          %p405 = math.exp %f404 : f32
+          %f406 = math.fma %run_l1, %corr403, %p405 : f32
+          %f407 = arith.mulf %run_a1_0, %corr403 : f32
+          %f408 = math.fma %p405, %v227, %f407 : f32
+          %f409 = arith.mulf %run_a1_1, %corr403 : f32
+          %f410 = math.fma %p405, %v230, %f409 : f32
+          %f411 = arith.mulf %run_a1_2, %corr403 : f32
+          %f412 = math.fma %p405, %v233, %f411 : f32
+          %f413 = arith.mulf %run_a1_3, %corr403 : f32
+          %f414 = math.fma %p405, %v236, %f413 : f32
+          scf.yield %mn401, %f406, %f408, %f410, %f412, %f414 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m1, %run_l1, %run_a1_0, %run_a1_1, %run_a1_2, %run_a1_3 : f32, f32, f32, f32, f32, f32
         }
-        %le416 = arith.cmpi ule, %a203, %a60 : index
-        %vi417 = arith.andi %ok51, %inr204 : i1
-        %vis418 = arith.andi %vi417, %le416 : i1
-        %up419:6 = scf.if %vis418 -> (f32, f32, f32, f32, f32, f32) {
-          %f420 = arith.mulf %f63, %k217 : f32
-          %f421 = math.fma %f66, %k220, %f420 : f32
-          %f422 = math.fma %f69, %k223, %f421 : f32
-          %f423 = math.fma %f72, %k226, %f422 : f32
-          %sh424:2 = gpu.shuffle xor %f423, %c16_i32, %c32_i32 : f32
-          %f425 = arith.addf %f423, %sh424#0 : f32
-          %sh426:2 = gpu.shuffle xor %f425, %c8_i32, %c32_i32 : f32
-          %f427 = arith.addf %f425, %sh426#0 : f32
-          %sh428:2 = gpu.shuffle xor %f427, %c4_i32, %c32_i32 : f32
-          %f429 = arith.addf %f427, %sh428#0 : f32
-          %sh430:2 = gpu.shuffle xor %f429, %c2_i32, %c32_i32 : f32
-          %f431 = arith.addf %f429, %sh430#0 : f32
-          %sh432:2 = gpu.shuffle xor %f431, %c1_i32, %c32_i32 : f32
-          %f433 = arith.addf %f431, %sh432#0 : f32
-          %mn434 = arith.maximumf %run_m2, %f433 : f32
-          %f435 = arith.subf %run_m2, %mn434 : f32
-          %corr436 = math.exp %f435 : f32
-          %f437 = arith.subf %f433, %mn434 : f32
-          %p438 = math.exp %f437 : f32
-          %f439 = math.fma %run_l2, %corr436, %p438 : f32
-          %f440 = arith.mulf %run_a2_0, %corr436 : f32
-          %f441 = math.fma %p438, %v228, %f440 : f32
-          %f442 = arith.mulf %run_a2_1, %corr436 : f32
-          %f443 = math.fma %p438, %v231, %f442 : f32
-          %f444 = arith.mulf %run_a2_2, %corr436 : f32
-          %f445 = math.fma %p438, %v234, %f444 : f32
-          %f446 = arith.mulf %run_a2_3, %corr436 : f32
-          %f447 = math.fma %p438, %v237, %f446 : f32
-          scf.yield %mn434, %f439, %f441, %f443, %f445, %f447 : f32, f32, f32, f32, f32, f32
+        %le415 = arith.cmpi ule, %a202, %a60 : index
+        %vi416 = arith.andi %ok51, %inr203 : i1
+        %vis417 = arith.andi %vi416, %le415 : i1
+        %up418:6 = scf.if %vis417 -> (f32, f32, f32, f32, f32, f32) {
+          %f419 = arith.mulf %f63, %k216 : f32
+          %f420 = math.fma %f66, %k219, %f419 : f32
+          %f421 = math.fma %f69, %k222, %f420 : f32
+          %f422 = math.fma %f72, %k225, %f421 : f32
+          %sh423:2 = gpu.shuffle xor %f422, %c16_i32, %c32_i32 : f32
+          %f424 = arith.addf %f422, %sh423#0 : f32
+          %sh425:2 = gpu.shuffle xor %f424, %c8_i32, %c32_i32 : f32
+          %f426 = arith.addf %f424, %sh425#0 : f32
+          %sh427:2 = gpu.shuffle xor %f426, %c4_i32, %c32_i32 : f32
+          %f428 = arith.addf %f426, %sh427#0 : f32
+          %sh429:2 = gpu.shuffle xor %f428, %c2_i32, %c32_i32 : f32
+          %f430 = arith.addf %f428, %sh429#0 : f32
+          %sh431:2 = gpu.shuffle xor %f430, %c1_i32, %c32_i32 : f32
+          %f432 = arith.addf %f430, %sh431#0 : f32
+          %mn433 = arith.maximumf %run_m2, %f432 : f32
+          %f434 = arith.subf %run_m2, %mn433 : f32
+          %corr435 = math.exp %f434 : f32
+          %f436 = arith.subf %f432, %mn433 : f32
+          %p437 = math.exp %f436 : f32
+          %f438 = math.fma %run_l2, %corr435, %p437 : f32
+          %f439 = arith.mulf %run_a2_0, %corr435 : f32
+          %f440 = math.fma %p437, %v227, %f439 : f32
+          %f441 = arith.mulf %run_a2_1, %corr435 : f32
+          %f442 = math.fma %p437, %v230, %f441 : f32
+          %f443 = arith.mulf %run_a2_2, %corr435 : f32
+          %f444 = math.fma %p437, %v233, %f443 : f32
+          %f445 = arith.mulf %run_a2_3, %corr435 : f32
+          %f446 = math.fma %p437, %v236, %f445 : f32
+          scf.yield %mn433, %f438, %f440, %f442, %f444, %f446 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m2, %run_l2, %run_a2_0, %run_a2_1, %run_a2_2, %run_a2_3 : f32, f32, f32, f32, f32, f32
         }
-        %le448 = arith.cmpi ule, %a203, %a84 : index
-        %vi449 = arith.andi %ok75, %inr204 : i1
-        %vis450 = arith.andi %vi449, %le448 : i1
-        %up451:6 = scf.if %vis450 -> (f32, f32, f32, f32, f32, f32) {
-          %f452 = arith.mulf %f87, %k217 : f32
-          %f453 = math.fma %f90, %k220, %f452 : f32
-          %f454 = math.fma %f93, %k223, %f453 : f32
-          %f455 = math.fma %f96, %k226, %f454 : f32
-          %sh456:2 = gpu.shuffle xor %f455, %c16_i32, %c32_i32 : f32
-          %f457 = arith.addf %f455, %sh456#0 : f32
-          %sh458:2 = gpu.shuffle xor %f457, %c8_i32, %c32_i32 : f32
-          %f459 = arith.addf %f457, %sh458#0 : f32
-          %sh460:2 = gpu.shuffle xor %f459, %c4_i32, %c32_i32 : f32
-          %f461 = arith.addf %f459, %sh460#0 : f32
-          %sh462:2 = gpu.shuffle xor %f461, %c2_i32, %c32_i32 : f32
-          %f463 = arith.addf %f461, %sh462#0 : f32
-          %sh464:2 = gpu.shuffle xor %f463, %c1_i32, %c32_i32 : f32
-          %f465 = arith.addf %f463, %sh464#0 : f32
-          %mn466 = arith.maximumf %run_m3, %f465 : f32
-          %f467 = arith.subf %run_m3, %mn466 : f32
-          %corr468 = math.exp %f467 : f32
-          %f469 = arith.subf %f465, %mn466 : f32
-          %p470 = math.exp %f469 : f32
-          %f471 = math.fma %run_l3, %corr468, %p470 : f32
-          %f472 = arith.mulf %run_a3_0, %corr468 : f32
-          %f473 = math.fma %p470, %v228, %f472 : f32
-          %f474 = arith.mulf %run_a3_1, %corr468 : f32
-          %f475 = math.fma %p470, %v231, %f474 : f32
-          %f476 = arith.mulf %run_a3_2, %corr468 : f32
-          %f477 = math.fma %p470, %v234, %f476 : f32
-          %f478 = arith.mulf %run_a3_3, %corr468 : f32
-          %f479 = math.fma %p470, %v237, %f478 : f32
-          scf.yield %mn466, %f471, %f473, %f475, %f477, %f479 : f32, f32, f32, f32, f32, f32
+        %le447 = arith.cmpi ule, %a202, %a84 : index
+        %vi448 = arith.andi %ok75, %inr203 : i1
+        %vis449 = arith.andi %vi448, %le447 : i1
+        %up450:6 = scf.if %vis449 -> (f32, f32, f32, f32, f32, f32) {
+          %f451 = arith.mulf %f87, %k216 : f32
+          %f452 = math.fma %f90, %k219, %f451 : f32
+          %f453 = math.fma %f93, %k222, %f452 : f32
+          %f454 = math.fma %f96, %k225, %f453 : f32
+          %sh455:2 = gpu.shuffle xor %f454, %c16_i32, %c32_i32 : f32
+          %f456 = arith.addf %f454, %sh455#0 : f32
+          %sh457:2 = gpu.shuffle xor %f456, %c8_i32, %c32_i32 : f32
+          %f458 = arith.addf %f456, %sh457#0 : f32
+          %sh459:2 = gpu.shuffle xor %f458, %c4_i32, %c32_i32 : f32
+          %f460 = arith.addf %f458, %sh459#0 : f32
+          %sh461:2 = gpu.shuffle xor %f460, %c2_i32, %c32_i32 : f32
+          %f462 = arith.addf %f460, %sh461#0 : f32
+          %sh463:2 = gpu.shuffle xor %f462, %c1_i32, %c32_i32 : f32
+          %f464 = arith.addf %f462, %sh463#0 : f32
+          %mn465 = arith.maximumf %run_m3, %f464 : f32
+          %f466 = arith.subf %run_m3, %mn465 : f32
+          %corr467 = math.exp %f466 : f32
+          %f468 = arith.subf %f464, %mn465 : f32
+          %p469 = math.exp %f468 : f32
+          %f470 = math.fma %run_l3, %corr467, %p469 : f32
+          %f471 = arith.mulf %run_a3_0, %corr467 : f32
+          %f472 = math.fma %p469, %v227, %f471 : f32
+          %f473 = arith.mulf %run_a3_1, %corr467 : f32
+          %f474 = math.fma %p469, %v230, %f473 : f32
+          %f475 = arith.mulf %run_a3_2, %corr467 : f32
+          %f476 = math.fma %p469, %v233, %f475 : f32
+          %f477 = arith.mulf %run_a3_3, %corr467 : f32
+          %f478 = math.fma %p469, %v236, %f477 : f32
+          scf.yield %mn465, %f470, %f472, %f474, %f476, %f478 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m3, %run_l3, %run_a3_0, %run_a3_1, %run_a3_2, %run_a3_3 : f32, f32, f32, f32, f32, f32
         }
-        %le480 = arith.cmpi ule, %a203, %a108 : index
-        %vi481 = arith.andi %ok99, %inr204 : i1
-        %vis482 = arith.andi %vi481, %le480 : i1
-        %up483:6 = scf.if %vis482 -> (f32, f32, f32, f32, f32, f32) {
-          %f484 = arith.mulf %f111, %k217 : f32
-          %f485 = math.fma %f114, %k220, %f484 : f32
-          %f486 = math.fma %f117, %k223, %f485 : f32
-          %f487 = math.fma %f120, %k226, %f486 : f32
-          %sh488:2 = gpu.shuffle xor %f487, %c16_i32, %c32_i32 : f32
-          %f489 = arith.addf %f487, %sh488#0 : f32
-          %sh490:2 = gpu.shuffle xor %f489, %c8_i32, %c32_i32 : f32
-          %f491 = arith.addf %f489, %sh490#0 : f32
-          %sh492:2 = gpu.shuffle xor %f491, %c4_i32, %c32_i32 : f32
-          %f493 = arith.addf %f491, %sh492#0 : f32
-          %sh494:2 = gpu.shuffle xor %f493, %c2_i32, %c32_i32 : f32
-          %f495 = arith.addf %f493, %sh494#0 : f32
-          %sh496:2 = gpu.shuffle xor %f495, %c1_i32, %c32_i32 : f32
-          %f497 = arith.addf %f495, %sh496#0 : f32
-          %mn498 = arith.maximumf %run_m4, %f497 : f32
-          %f499 = arith.subf %run_m4, %mn498 : f32
-          %corr500 = math.exp %f499 : f32
-          %f501 = arith.subf %f497, %mn498 : f32
-          %p502 = math.exp %f501 : f32
-          %f503 = math.fma %run_l4, %corr500, %p502 : f32
-          %f504 = arith.mulf %run_a4_0, %corr500 : f32
-          %f505 = math.fma %p502, %v228, %f504 : f32
-          %f506 = arith.mulf %run_a4_1, %corr500 : f32
-          %f507 = math.fma %p502, %v231, %f506 : f32
-          %f508 = arith.mulf %run_a4_2, %corr500 : f32
-          %f509 = math.fma %p502, %v234, %f508 : f32
-          %f510 = arith.mulf %run_a4_3, %corr500 : f32
-          %f511 = math.fma %p502, %v237, %f510 : f32
-          scf.yield %mn498, %f503, %f505, %f507, %f509, %f511 : f32, f32, f32, f32, f32, f32
+        %le479 = arith.cmpi ule, %a202, %a108 : index
+        %vi480 = arith.andi %ok99, %inr203 : i1
+        %vis481 = arith.andi %vi480, %le479 : i1
+        %up482:6 = scf.if %vis481 -> (f32, f32, f32, f32, f32, f32) {
+          %f483 = arith.mulf %f111, %k216 : f32
+          %f484 = math.fma %f114, %k219, %f483 : f32
+          %f485 = math.fma %f117, %k222, %f484 : f32
+          %f486 = math.fma %f120, %k225, %f485 : f32
+          %sh487:2 = gpu.shuffle xor %f486, %c16_i32, %c32_i32 : f32
+          %f488 = arith.addf %f486, %sh487#0 : f32
+          %sh489:2 = gpu.shuffle xor %f488, %c8_i32, %c32_i32 : f32
+          %f490 = arith.addf %f488, %sh489#0 : f32
+          %sh491:2 = gpu.shuffle xor %f490, %c4_i32, %c32_i32 : f32
+          %f492 = arith.addf %f490, %sh491#0 : f32
+          %sh493:2 = gpu.shuffle xor %f492, %c2_i32, %c32_i32 : f32
+          %f494 = arith.addf %f492, %sh493#0 : f32
+          %sh495:2 = gpu.shuffle xor %f494, %c1_i32, %c32_i32 : f32
+          %f496 = arith.addf %f494, %sh495#0 : f32
+          %mn497 = arith.maximumf %run_m4, %f496 : f32
+          %f498 = arith.subf %run_m4, %mn497 : f32
+          %corr499 = math.exp %f498 : f32
+          %f500 = arith.subf %f496, %mn497 : f32
+          %p501 = math.exp %f500 : f32
+          %f502 = math.fma %run_l4, %corr499, %p501 : f32
+          %f503 = arith.mulf %run_a4_0, %corr499 : f32
+          %f504 = math.fma %p501, %v227, %f503 : f32
+          %f505 = arith.mulf %run_a4_1, %corr499 : f32
+          %f506 = math.fma %p501, %v230, %f505 : f32
+          %f507 = arith.mulf %run_a4_2, %corr499 : f32
+          %f508 = math.fma %p501, %v233, %f507 : f32
+          %f509 = arith.mulf %run_a4_3, %corr499 : f32
+          %f510 = math.fma %p501, %v236, %f509 : f32
+          scf.yield %mn497, %f502, %f504, %f506, %f508, %f510 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m4, %run_l4, %run_a4_0, %run_a4_1, %run_a4_2, %run_a4_3 : f32, f32, f32, f32, f32, f32
         }
-        %le512 = arith.cmpi ule, %a203, %a132 : index
-        %vi513 = arith.andi %ok123, %inr204 : i1
-        %vis514 = arith.andi %vi513, %le512 : i1
-        %up515:6 = scf.if %vis514 -> (f32, f32, f32, f32, f32, f32) {
-          %f516 = arith.mulf %f135, %k217 : f32
-          %f517 = math.fma %f138, %k220, %f516 : f32
-          %f518 = math.fma %f141, %k223, %f517 : f32
-          %f519 = math.fma %f144, %k226, %f518 : f32
-          %sh520:2 = gpu.shuffle xor %f519, %c16_i32, %c32_i32 : f32
-          %f521 = arith.addf %f519, %sh520#0 : f32
-          %sh522:2 = gpu.shuffle xor %f521, %c8_i32, %c32_i32 : f32
-          %f523 = arith.addf %f521, %sh522#0 : f32
-          %sh524:2 = gpu.shuffle xor %f523, %c4_i32, %c32_i32 : f32
-          %f525 = arith.addf %f523, %sh524#0 : f32
-          %sh526:2 = gpu.shuffle xor %f525, %c2_i32, %c32_i32 : f32
-          %f527 = arith.addf %f525, %sh526#0 : f32
-          %sh528:2 = gpu.shuffle xor %f527, %c1_i32, %c32_i32 : f32
-          %f529 = arith.addf %f527, %sh528#0 : f32
-          %mn530 = arith.maximumf %run_m5, %f529 : f32
-          %f531 = arith.subf %run_m5, %mn530 : f32
-          %corr532 = math.exp %f531 : f32
-          %f533 = arith.subf %f529, %mn530 : f32
-          %p534 = math.exp %f533 : f32
-          %f535 = math.fma %run_l5, %corr532, %p534 : f32
-          %f536 = arith.mulf %run_a5_0, %corr532 : f32
-          %f537 = math.fma %p534, %v228, %f536 : f32
-          %f538 = arith.mulf %run_a5_1, %corr532 : f32
-          %f539 = math.fma %p534, %v231, %f538 : f32
-          %f540 = arith.mulf %run_a5_2, %corr532 : f32
-          %f541 = math.fma %p534, %v234, %f540 : f32
-          %f542 = arith.mulf %run_a5_3, %corr532 : f32
-          %f543 = math.fma %p534, %v237, %f542 : f32
-          scf.yield %mn530, %f535, %f537, %f539, %f541, %f543 : f32, f32, f32, f32, f32, f32
+        %le511 = arith.cmpi ule, %a202, %a132 : index
+        %vi512 = arith.andi %ok123, %inr203 : i1
+        %vis513 = arith.andi %vi512, %le511 : i1
+        %up514:6 = scf.if %vis513 -> (f32, f32, f32, f32, f32, f32) {
+          %f515 = arith.mulf %f135, %k216 : f32
+          %f516 = math.fma %f138, %k219, %f515 : f32
+          %f517 = math.fma %f141, %k222, %f516 : f32
+          %f518 = math.fma %f144, %k225, %f517 : f32
+          %sh519:2 = gpu.shuffle xor %f518, %c16_i32, %c32_i32 : f32
+          %f520 = arith.addf %f518, %sh519#0 : f32
+          %sh521:2 = gpu.shuffle xor %f520, %c8_i32, %c32_i32 : f32
+          %f522 = arith.addf %f520, %sh521#0 : f32
+          %sh523:2 = gpu.shuffle xor %f522, %c4_i32, %c32_i32 : f32
+          %f524 = arith.addf %f522, %sh523#0 : f32
+          %sh525:2 = gpu.shuffle xor %f524, %c2_i32, %c32_i32 : f32
+          %f526 = arith.addf %f524, %sh525#0 : f32
+          %sh527:2 = gpu.shuffle xor %f526, %c1_i32, %c32_i32 : f32
+          %f528 = arith.addf %f526, %sh527#0 : f32
+          %mn529 = arith.maximumf %run_m5, %f528 : f32
+          %f530 = arith.subf %run_m5, %mn529 : f32
+          %corr531 = math.exp %f530 : f32
+          %f532 = arith.subf %f528, %mn529 : f32
+          %p533 = math.exp %f532 : f32
+          %f534 = math.fma %run_l5, %corr531, %p533 : f32
+          %f535 = arith.mulf %run_a5_0, %corr531 : f32
+          %f536 = math.fma %p533, %v227, %f535 : f32
+          %f537 = arith.mulf %run_a5_1, %corr531 : f32
+          %f538 = math.fma %p533, %v230, %f537 : f32
+          %f539 = arith.mulf %run_a5_2, %corr531 : f32
+          %f540 = math.fma %p533, %v233, %f539 : f32
+          %f541 = arith.mulf %run_a5_3, %corr531 : f32
+          %f542 = math.fma %p533, %v236, %f541 : f32
+          scf.yield %mn529, %f534, %f536, %f538, %f540, %f542 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m5, %run_l5, %run_a5_0, %run_a5_1, %run_a5_2, %run_a5_3 : f32, f32, f32, f32, f32, f32
         }
-        %le544 = arith.cmpi ule, %a203, %a156 : index
-        %vi545 = arith.andi %ok147, %inr204 : i1
-        %vis546 = arith.andi %vi545, %le544 : i1
-        %up547:6 = scf.if %vis546 -> (f32, f32, f32, f32, f32, f32) {
-          %f548 = arith.mulf %f159, %k217 : f32
-          %f549 = math.fma %f162, %k220, %f548 : f32
-          %f550 = math.fma %f165, %k223, %f549 : f32
-          %f551 = math.fma %f168, %k226, %f550 : f32
-          %sh552:2 = gpu.shuffle xor %f551, %c16_i32, %c32_i32 : f32
-          %f553 = arith.addf %f551, %sh552#0 : f32
-          %sh554:2 = gpu.shuffle xor %f553, %c8_i32, %c32_i32 : f32
-          %f555 = arith.addf %f553, %sh554#0 : f32
-          %sh556:2 = gpu.shuffle xor %f555, %c4_i32, %c32_i32 : f32
-          %f557 = arith.addf %f555, %sh556#0 : f32
-          %sh558:2 = gpu.shuffle xor %f557, %c2_i32, %c32_i32 : f32
-          %f559 = arith.addf %f557, %sh558#0 : f32
-          %sh560:2 = gpu.shuffle xor %f559, %c1_i32, %c32_i32 : f32
-          %f561 = arith.addf %f559, %sh560#0 : f32
-          %mn562 = arith.maximumf %run_m6, %f561 : f32
-          %f563 = arith.subf %run_m6, %mn562 : f32
-          %corr564 = math.exp %f563 : f32
-          %f565 = arith.subf %f561, %mn562 : f32
-          %p566 = math.exp %f565 : f32
-          %f567 = math.fma %run_l6, %corr564, %p566 : f32
-          %f568 = arith.mulf %run_a6_0, %corr564 : f32
-          %f569 = math.fma %p566, %v228, %f568 : f32
-          %f570 = arith.mulf %run_a6_1, %corr564 : f32
-          %f571 = math.fma %p566, %v231, %f570 : f32
-          %f572 = arith.mulf %run_a6_2, %corr564 : f32
-          %f573 = math.fma %p566, %v234, %f572 : f32
-          %f574 = arith.mulf %run_a6_3, %corr564 : f32
-          %f575 = math.fma %p566, %v237, %f574 : f32
-          scf.yield %mn562, %f567, %f569, %f571, %f573, %f575 : f32, f32, f32, f32, f32, f32
+        %le543 = arith.cmpi ule, %a202, %a156 : index
+        %vi544 = arith.andi %ok147, %inr203 : i1
+        %vis545 = arith.andi %vi544, %le543 : i1
+        %up546:6 = scf.if %vis545 -> (f32, f32, f32, f32, f32, f32) {
+          %f547 = arith.mulf %f159, %k216 : f32
+          %f548 = math.fma %f162, %k219, %f547 : f32
+          %f549 = math.fma %f165, %k222, %f548 : f32
+          %f550 = math.fma %f168, %k225, %f549 : f32
+          %sh551:2 = gpu.shuffle xor %f550, %c16_i32, %c32_i32 : f32
+          %f552 = arith.addf %f550, %sh551#0 : f32
+          %sh553:2 = gpu.shuffle xor %f552, %c8_i32, %c32_i32 : f32
+          %f554 = arith.addf %f552, %sh553#0 : f32
+          %sh555:2 = gpu.shuffle xor %f554, %c4_i32, %c32_i32 : f32
+          %f556 = arith.addf %f554, %sh555#0 : f32
+          %sh557:2 = gpu.shuffle xor %f556, %c2_i32, %c32_i32 : f32
+          %f558 = arith.addf %f556, %sh557#0 : f32
+          %sh559:2 = gpu.shuffle xor %f558, %c1_i32, %c32_i32 : f32
+          %f560 = arith.addf %f558, %sh559#0 : f32
+          %mn561 = arith.maximumf %run_m6, %f560 : f32
+          %f562 = arith.subf %run_m6, %mn561 : f32
+          %corr563 = math.exp %f562 : f32
+          %f564 = arith.subf %f560, %mn561 : f32
+          %p565 = math.exp %f564 : f32
+          %f566 = math.fma %run_l6, %corr563, %p565 : f32
+          %f567 = arith.mulf %run_a6_0, %corr563 : f32
+          %f568 = math.fma %p565, %v227, %f567 : f32
+          %f569 = arith.mulf %run_a6_1, %corr563 : f32
+          %f570 = math.fma %p565, %v230, %f569 : f32
+          %f571 = arith.mulf %run_a6_2, %corr563 : f32
+          %f572 = math.fma %p565, %v233, %f571 : f32
+          %f573 = arith.mulf %run_a6_3, %corr563 : f32
+          %f574 = math.fma %p565, %v236, %f573 : f32
+          scf.yield %mn561, %f566, %f568, %f570, %f572, %f574 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m6, %run_l6, %run_a6_0, %run_a6_1, %run_a6_2, %run_a6_3 : f32, f32, f32, f32, f32, f32
         }
-        %le576 = arith.cmpi ule, %a203, %a180 : index
-        %vi577 = arith.andi %ok171, %inr204 : i1
-        %vis578 = arith.andi %vi577, %le576 : i1
-        %up579:6 = scf.if %vis578 -> (f32, f32, f32, f32, f32, f32) {
-          %f580 = arith.mulf %f183, %k217 : f32
-          %f581 = math.fma %f186, %k220, %f580 : f32
-          %f582 = math.fma %f189, %k223, %f581 : f32
-          %f583 = math.fma %f192, %k226, %f582 : f32
-          %sh584:2 = gpu.shuffle xor %f583, %c16_i32, %c32_i32 : f32
-          %f585 = arith.addf %f583, %sh584#0 : f32
-          %sh586:2 = gpu.shuffle xor %f585, %c8_i32, %c32_i32 : f32
-          %f587 = arith.addf %f585, %sh586#0 : f32
-          %sh588:2 = gpu.shuffle xor %f587, %c4_i32, %c32_i32 : f32
-          %f589 = arith.addf %f587, %sh588#0 : f32
-          %sh590:2 = gpu.shuffle xor %f589, %c2_i32, %c32_i32 : f32
-          %f591 = arith.addf %f589, %sh590#0 : f32
-          %sh592:2 = gpu.shuffle xor %f591, %c1_i32, %c32_i32 : f32
-          %f593 = arith.addf %f591, %sh592#0 : f32
-          %mn594 = arith.maximumf %run_m7, %f593 : f32
-          %f595 = arith.subf %run_m7, %mn594 : f32
-          %corr596 = math.exp %f595 : f32
-          %f597 = arith.subf %f593, %mn594 : f32
-          %p598 = math.exp %f597 : f32
-          %f599 = math.fma %run_l7, %corr596, %p598 : f32
-          %f600 = arith.mulf %run_a7_0, %corr596 : f32
-          %f601 = math.fma %p598, %v228, %f600 : f32
-          %f602 = arith.mulf %run_a7_1, %corr596 : f32
-          %f603 = math.fma %p598, %v231, %f602 : f32
-          %f604 = arith.mulf %run_a7_2, %corr596 : f32
-          %f605 = math.fma %p598, %v234, %f604 : f32
-          %f606 = arith.mulf %run_a7_3, %corr596 : f32
-          %f607 = math.fma %p598, %v237, %f606 : f32
-          scf.yield %mn594, %f599, %f601, %f603, %f605, %f607 : f32, f32, f32, f32, f32, f32
+        %le575 = arith.cmpi ule, %a202, %a180 : index
+        %vi576 = arith.andi %ok171, %inr203 : i1
+        %vis577 = arith.andi %vi576, %le575 : i1
+        %up578:6 = scf.if %vis577 -> (f32, f32, f32, f32, f32, f32) {
+          %f579 = arith.mulf %f183, %k216 : f32
+          %f580 = math.fma %f186, %k219, %f579 : f32
+          %f581 = math.fma %f189, %k222, %f580 : f32
+          %f582 = math.fma %f192, %k225, %f581 : f32
+          %sh583:2 = gpu.shuffle xor %f582, %c16_i32, %c32_i32 : f32
+          %f584 = arith.addf %f582, %sh583#0 : f32
+          %sh585:2 = gpu.shuffle xor %f584, %c8_i32, %c32_i32 : f32
+          %f586 = arith.addf %f584, %sh585#0 : f32
+          %sh587:2 = gpu.shuffle xor %f586, %c4_i32, %c32_i32 : f32
+          %f588 = arith.addf %f586, %sh587#0 : f32
+          %sh589:2 = gpu.shuffle xor %f588, %c2_i32, %c32_i32 : f32
+          %f590 = arith.addf %f588, %sh589#0 : f32
+          %sh591:2 = gpu.shuffle xor %f590, %c1_i32, %c32_i32 : f32
+          %f592 = arith.addf %f590, %sh591#0 : f32
+          %mn593 = arith.maximumf %run_m7, %f592 : f32
+          %f594 = arith.subf %run_m7, %mn593 : f32
+          %corr595 = math.exp %f594 : f32
+          %f596 = arith.subf %f592, %mn593 : f32
+          %p597 = math.exp %f596 : f32
+          %f598 = math.fma %run_l7, %corr595, %p597 : f32
+          %f599 = arith.mulf %run_a7_0, %corr595 : f32
+          %f600 = math.fma %p597, %v227, %f599 : f32
+          %f601 = arith.mulf %run_a7_1, %corr595 : f32
+          %f602 = math.fma %p597, %v230, %f601 : f32
+          %f603 = arith.mulf %run_a7_2, %corr595 : f32
+          %f604 = math.fma %p597, %v233, %f603 : f32
+          %f605 = arith.mulf %run_a7_3, %corr595 : f32
+          %f606 = math.fma %p597, %v236, %f605 : f32
+          scf.yield %mn593, %f598, %f600, %f602, %f604, %f606 : f32, f32, f32, f32, f32, f32
         } else {
           scf.yield %run_m7, %run_l7, %run_a7_0, %run_a7_1, %run_a7_2, %run_a7_3 : f32, f32, f32, f32, f32, f32
         }
-        %le608 = arith.cmpi ule, %a241, %a12 : index
-        %vi609 = arith.andi %ok3, %inr242 : i1
-        %vis610 = arith.andi %vi609, %le608 : i1
-        %up611:6 = scf.if %vis610 -> (f32, f32, f32, f32, f32, f32) {
-          %f612 = arith.mulf %f15, %k255 : f32
-          %f613 = math.fma %f18, %k258, %f612 : f32
-          %f614 = math.fma %f21, %k261, %f613 : f32
-          %f615 = math.fma %f24, %k264, %f614 : f32
-          %sh616:2 = gpu.shuffle xor %f615, %c16_i32, %c32_i32 : f32
-          %f617 = arith.addf %f615, %sh616#0 : f32
-          %sh618:2 = gpu.shuffle xor %f617, %c8_i32, %c32_i32 : f32
-          %f619 = arith.addf %f617, %sh618#0 : f32
-          %sh620:2 = gpu.shuffle xor %f619, %c4_i32, %c32_i32 : f32
-          %f621 = arith.addf %f619, %sh620#0 : f32
-          %sh622:2 = gpu.shuffle xor %f621, %c2_i32, %c32_i32 : f32
-          %f623 = arith.addf %f621, %sh622#0 : f32
-          %sh624:2 = gpu.shuffle xor %f623, %c1_i32, %c32_i32 : f32
-          %f625 = arith.addf %f623, %sh624#0 : f32
-          %mn626 = arith.maximumf %up355#0, %f625 : f32
-          %f627 = arith.subf %up355#0, %mn626 : f32
-          %corr628 = math.exp %f627 : f32
-          %f629 = arith.subf %f625, %mn626 : f32
-          %p630 = math.exp %f629 : f32
-          %f631 = math.fma %up355#1, %corr628, %p630 : f32
-          %f632 = arith.mulf %up355#2, %corr628 : f32
-          %f633 = math.fma %p630, %v266, %f632 : f32
-          %f634 = arith.mulf %up355#3, %corr628 : f32
-          %f635 = math.fma %p630, %v269, %f634 : f32
-          %f636 = arith.mulf %up355#4, %corr628 : f32
-          %f637 = math.fma %p630, %v272, %f636 : f32
-          %f638 = arith.mulf %up355#5, %corr628 : f32
-          %f639 = math.fma %p630, %v275, %f638 : f32
-          scf.yield %mn626, %f631, %f633, %f635, %f637, %f639 : f32, f32, f32, f32, f32, f32
+        %le607 = arith.cmpi ule, %a240, %a12 : index
+        %vi608 = arith.andi %ok3, %inr241 : i1
+        %vis609 = arith.andi %vi608, %le607 : i1
+        %up610:6 = scf.if %vis609 -> (f32, f32, f32, f32, f32, f32) {
+          %f611 = arith.mulf %f15, %k254 : f32
+          %f612 = math.fma %f18, %k257, %f611 : f32
+          %f613 = math.fma %f21, %k260, %f612 : f32
+          %f614 = math.fma %f24, %k263, %f613 : f32
+          %sh615:2 = gpu.shuffle xor %f614, %c16_i32, %c32_i32 : f32
+          %f616 = arith.addf %f614, %sh615#0 : f32
+          %sh617:2 = gpu.shuffle xor %f616, %c8_i32, %c32_i32 : f32
+          %f618 = arith.addf %f616, %sh617#0 : f32
+          %sh619:2 = gpu.shuffle xor %f618, %c4_i32, %c32_i32 : f32
+          %f620 = arith.addf %f618, %sh619#0 : f32
+          %sh621:2 = gpu.shuffle xor %f620, %c2_i32, %c32_i32 : f32
+          %f622 = arith.addf %f620, %sh621#0 : f32
+          %sh623:2 = gpu.shuffle xor %f622, %c1_i32, %c32_i32 : f32
+          %f624 = arith.addf %f622, %sh623#0 : f32
+          %mn625 = arith.maximumf %up354#0, %f624 : f32
+          %f626 = arith.subf %up354#0, %mn625 : f32
+          %corr627 = math.exp %f626 : f32
+          %f628 = arith.subf %f624, %mn625 : f32
+          %p629 = math.exp %f628 : f32
+          %f630 = math.fma %up354#1, %corr627, %p629 : f32
+          %f631 = arith.mulf %up354#2, %corr627 : f32
+          %f632 = math.fma %p629, %v265, %f631 : f32
+          %f633 = arith.mulf %up354#3, %corr627 : f32
+          %f634 = math.fma %p629, %v268, %f633 : f32
+          %f635 = arith.mulf %up354#4, %corr627 : f32
+          %f636 = math.fma %p629, %v271, %f635 : f32
+          %f637 = arith.mulf %up354#5, %corr627 : f32
+          %f638 = math.fma %p629, %v274, %f637 : f32
+          scf.yield %mn625, %f630, %f632, %f634, %f636, %f638 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up355#0, %up355#1, %up355#2, %up355#3, %up355#4, %up355#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up354#0, %up354#1, %up354#2, %up354#3, %up354#4, %up354#5 : f32, f32, f32, f32, f32, f32
         }
-        %le640 = arith.cmpi ule, %a241, %a36 : index
-        %vi641 = arith.andi %ok27, %inr242 : i1
-        %vis642 = arith.andi %vi641, %le640 : i1
-        %up643:6 = scf.if %vis642 -> (f32, f32, f32, f32, f32, f32) {
-          %f644 = arith.mulf %f39, %k255 : f32
-          %f645 = math.fma %f42, %k258, %f644 : f32
-          %f646 = math.fma %f45, %k261, %f645 : f32
-          %f647 = math.fma %f48, %k264, %f646 : f32
-          %sh648:2 = gpu.shuffle xor %f647, %c16_i32, %c32_i32 : f32
-          %f649 = arith.addf %f647, %sh648#0 : f32
-          %sh650:2 = gpu.shuffle xor %f649, %c8_i32, %c32_i32 : f32
-          %f651 = arith.addf %f649, %sh650#0 : f32
-          %sh652:2 = gpu.shuffle xor %f651, %c4_i32, %c32_i32 : f32
-          %f653 = arith.addf %f651, %sh652#0 : f32
-          %sh654:2 = gpu.shuffle xor %f653, %c2_i32, %c32_i32 : f32
-          %f655 = arith.addf %f653, %sh654#0 : f32
-          %sh656:2 = gpu.shuffle xor %f655, %c1_i32, %c32_i32 : f32
-          %f657 = arith.addf %f655, %sh656#0 : f32
-          %mn658 = arith.maximumf %up387#0, %f657 : f32
-          %f659 = arith.subf %up387#0, %mn658 : f32
-          %corr660 = math.exp %f659 : f32
-          %f661 = arith.subf %f657, %mn658 : f32
-          %p662 = math.exp %f661 : f32
-          %f663 = math.fma %up387#1, %corr660, %p662 : f32
-          %f664 = arith.mulf %up387#2, %corr660 : f32
-          %f665 = math.fma %p662, %v266, %f664 : f32
-          %f666 = arith.mulf %up387#3, %corr660 : f32
-          %f667 = math.fma %p662, %v269, %f666 : f32
-          %f668 = arith.mulf %up387#4, %corr660 : f32
-          %f669 = math.fma %p662, %v272, %f668 : f32
-          %f670 = arith.mulf %up387#5, %corr660 : f32
-          %f671 = math.fma %p662, %v275, %f670 : f32
-          scf.yield %mn658, %f663, %f665, %f667, %f669, %f671 : f32, f32, f32, f32, f32, f32
+        %le639 = arith.cmpi ule, %a240, %a36 : index
+        %vi640 = arith.andi %ok27, %inr241 : i1
+        %vis641 = arith.andi %vi640, %le639 : i1
+        %up642:6 = scf.if %vis641 -> (f32, f32, f32, f32, f32, f32) {
+          %f643 = arith.mulf %f39, %k254 : f32
+          %f644 = math.fma %f42, %k257, %f643 : f32
+          %f645 = math.fma %f45, %k260, %f644 : f32
+          %f646 = math.fma %f48, %k263, %f645 : f32
+          %sh647:2 = gpu.shuffle xor %f646, %c16_i32, %c32_i32 : f32
+          %f648 = arith.addf %f646, %sh647#0 : f32
+          %sh649:2 = gpu.shuffle xor %f648, %c8_i32, %c32_i32 : f32
+          %f650 = arith.addf %f648, %sh649#0 : f32
+          %sh651:2 = gpu.shuffle xor %f650, %c4_i32, %c32_i32 : f32
+          %f652 = arith.addf %f650, %sh651#0 : f32
+          %sh653:2 = gpu.shuffle xor %f652, %c2_i32, %c32_i32 : f32
+          %f654 = arith.addf %f652, %sh653#0 : f32
+          %sh655:2 = gpu.shuffle xor %f654, %c1_i32, %c32_i32 : f32
+          %f656 = arith.addf %f654, %sh655#0 : f32
+          %mn657 = arith.maximumf %up386#0, %f656 : f32
+          %f658 = arith.subf %up386#0, %mn657 : f32
+          %corr659 = math.exp %f658 : f32
+          %f660 = arith.subf %f656, %mn657 : f32
+          %p661 = math.exp %f660 : f32
+          %f662 = math.fma %up386#1, %corr659, %p661 : f32
+          %f663 = arith.mulf %up386#2, %corr659 : f32
+          %f664 = math.fma %p661, %v265, %f663 : f32
+          %f665 = arith.mulf %up386#3, %corr659 : f32
+          %f666 = math.fma %p661, %v268, %f665 : f32
+          %f667 = arith.mulf %up386#4, %corr659 : f32
+          %f668 = math.fma %p661, %v271, %f667 : f32
+          %f669 = arith.mulf %up386#5, %corr659 : f32
+          %f670 = math.fma %p661, %v274, %f669 : f32
+          scf.yield %mn657, %f662, %f664, %f666, %f668, %f670 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up387#0, %up387#1, %up387#2, %up387#3, %up387#4, %up387#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up386#0, %up386#1, %up386#2, %up386#3, %up386#4, %up386#5 : f32, f32, f32, f32, f32, f32
         }
-        %le672 = arith.cmpi ule, %a241, %a60 : index
-        %vi673 = arith.andi %ok51, %inr242 : i1
-        %vis674 = arith.andi %vi673, %le672 : i1
-        %up675:6 = scf.if %vis674 -> (f32, f32, f32, f32, f32, f32) {
-          %f676 = arith.mulf %f63, %k255 : f32
-          %f677 = math.fma %f66, %k258, %f676 : f32
-          %f678 = math.fma %f69, %k261, %f677 : f32
-          %f679 = math.fma %f72, %k264, %f678 : f32
-          %sh680:2 = gpu.shuffle xor %f679, %c16_i32, %c32_i32 : f32
-          %f681 = arith.addf %f679, %sh680#0 : f32
-          %sh682:2 = gpu.shuffle xor %f681, %c8_i32, %c32_i32 : f32
-          %f683 = arith.addf %f681, %sh682#0 : f32
-          %sh684:2 = gpu.shuffle xor %f683, %c4_i32, %c32_i32 : f32
-          %f685 = arith.addf %f683, %sh684#0 : f32
-          %sh686:2 = gpu.shuffle xor %f685, %c2_i32, %c32_i32 : f32
-          %f687 = arith.addf %f685, %sh686#0 : f32
-          %sh688:2 = gpu.shuffle xor %f687, %c1_i32, %c32_i32 : f32
-          %f689 = arith.addf %f687, %sh688#0 : f32
-          %mn690 = arith.maximumf %up419#0, %f689 : f32
-          %f691 = arith.subf %up419#0, %mn690 : f32
-          %corr692 = math.exp %f691 : f32
-          %f693 = arith.subf %f689, %mn690 : f32
-          %p694 = math.exp %f693 : f32
-          %f695 = math.fma %up419#1, %corr692, %p694 : f32
-          %f696 = arith.mulf %up419#2, %corr692 : f32
-          %f697 = math.fma %p694, %v266, %f696 : f32
-          %f698 = arith.mulf %up419#3, %corr692 : f32
-          %f699 = math.fma %p694, %v269, %f698 : f32
-          %f700 = arith.mulf %up419#4, %corr692 : f32
-          %f701 = math.fma %p694, %v272, %f700 : f32
-          %f702 = arith.mulf %up419#5, %corr692 : f32
-          %f703 = math.fma %p694, %v275, %f702 : f32
-          scf.yield %mn690, %f695, %f697, %f699, %f701, %f703 : f32, f32, f32, f32, f32, f32
+        %le671 = arith.cmpi ule, %a240, %a60 : index
+        %vi672 = arith.andi %ok51, %inr241 : i1
+        %vis673 = arith.andi %vi672, %le671 : i1
+        %up674:6 = scf.if %vis673 -> (f32, f32, f32, f32, f32, f32) {
+          %f675 = arith.mulf %f63, %k254 : f32
+          %f676 = math.fma %f66, %k257, %f675 : f32
+          %f677 = math.fma %f69, %k260, %f676 : f32
+          %f678 = math.fma %f72, %k263, %f677 : f32
+          %sh679:2 = gpu.shuffle xor %f678, %c16_i32, %c32_i32 : f32
+          %f680 = arith.addf %f678, %sh679#0 : f32
+          %sh681:2 = gpu.shuffle xor %f680, %c8_i32, %c32_i32 : f32
+          %f682 = arith.addf %f680, %sh681#0 : f32
+          %sh683:2 = gpu.shuffle xor %f682, %c4_i32, %c32_i32 : f32
+          %f684 = arith.addf %f682, %sh683#0 : f32
+          %sh685:2 = gpu.shuffle xor %f684, %c2_i32, %c32_i32 : f32
+          %f686 = arith.addf %f684, %sh685#0 : f32
+          %sh687:2 = gpu.shuffle xor %f686, %c1_i32, %c32_i32 : f32
+          %f688 = arith.addf %f686, %sh687#0 : f32
+          %mn689 = arith.maximumf %up418#0, %f688 : f32
+          %f690 = arith.subf %up418#0, %mn689 : f32
+          %corr691 = math.exp %f690 : f32
+          %f692 = arith.subf %f688, %mn689 : f32
+          %p693 = math.exp %f692 : f32
+          %f694 = math.fma %up418#1, %corr691, %p693 : f32
+          %f695 = arith.mulf %up418#2, %corr691 : f32
+          %f696 = math.fma %p693, %v265, %f695 : f32
+          %f697 = arith.mulf %up418#3, %corr691 : f32
+          %f698 = math.fma %p693, %v268, %f697 : f32
+          %f699 = arith.mulf %up418#4, %corr691 : f32
+          %f700 = math.fma %p693, %v271, %f699 : f32
+          %f701 = arith.mulf %up418#5, %corr691 : f32
+          %f702 = math.fma %p693, %v274, %f701 : f32
+          scf.yield %mn689, %f694, %f696, %f698, %f700, %f702 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up419#0, %up419#1, %up419#2, %up419#3, %up419#4, %up419#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up418#0, %up418#1, %up418#2, %up418#3, %up418#4, %up418#5 : f32, f32, f32, f32, f32, f32
         }
-        %le704 = arith.cmpi ule, %a241, %a84 : index
-        %vi705 = arith.andi %ok75, %inr242 : i1
-        %vis706 = arith.andi %vi705, %le704 : i1
-        %up707:6 = scf.if %vis706 -> (f32, f32, f32, f32, f32, f32) {
-          %f708 = arith.mulf %f87, %k255 : f32
-          %f709 = math.fma %f90, %k258, %f708 : f32
-          %f710 = math.fma %f93, %k261, %f709 : f32
-          %f711 = math.fma %f96, %k264, %f710 : f32
-          %sh712:2 = gpu.shuffle xor %f711, %c16_i32, %c32_i32 : f32
-          %f713 = arith.addf %f711, %sh712#0 : f32
-          %sh714:2 = gpu.shuffle xor %f713, %c8_i32, %c32_i32 : f32
-          %f715 = arith.addf %f713, %sh714#0 : f32
-          %sh716:2 = gpu.shuffle xor %f715, %c4_i32, %c32_i32 : f32
-          %f717 = arith.addf %f715, %sh716#0 : f32
-          %sh718:2 = gpu.shuffle xor %f717, %c2_i32, %c32_i32 : f32
-          %f719 = arith.addf %f717, %sh718#0 : f32
-          %sh720:2 = gpu.shuffle xor %f719, %c1_i32, %c32_i32 : f32
-          %f721 = arith.addf %f719, %sh720#0 : f32
-          %mn722 = arith.maximumf %up451#0, %f721 : f32
-          %f723 = arith.subf %up451#0, %mn722 : f32
-          %corr724 = math.exp %f723 : f32
-          %f725 = arith.subf %f721, %mn722 : f32
-          %p726 = math.exp %f725 : f32
-          %f727 = math.fma %up451#1, %corr724, %p726 : f32
-          %f728 = arith.mulf %up451#2, %corr724 : f32
-          %f729 = math.fma %p726, %v266, %f728 : f32
-          %f730 = arith.mulf %up451#3, %corr724 : f32
-          %f731 = math.fma %p726, %v269, %f730 : f32
-          %f732 = arith.mulf %up451#4, %corr724 : f32
-          %f733 = math.fma %p726, %v272, %f732 : f32
-          %f734 = arith.mulf %up451#5, %corr724 : f32
-          %f735 = math.fma %p726, %v275, %f734 : f32
-          scf.yield %mn722, %f727, %f729, %f731, %f733, %f735 : f32, f32, f32, f32, f32, f32
+        %le703 = arith.cmpi ule, %a240, %a84 : index
+        %vi704 = arith.andi %ok75, %inr241 : i1
+        %vis705 = arith.andi %vi704, %le703 : i1
+        %up706:6 = scf.if %vis705 -> (f32, f32, f32, f32, f32, f32) {
+          %f707 = arith.mulf %f87, %k254 : f32
+          %f708 = math.fma %f90, %k257, %f707 : f32
+          %f709 = math.fma %f93, %k260, %f708 : f32
+          %f710 = math.fma %f96, %k263, %f709 : f32
+          %sh711:2 = gpu.shuffle xor %f710, %c16_i32, %c32_i32 : f32
+          %f712 = arith.addf %f710, %sh711#0 : f32
+          %sh713:2 = gpu.shuffle xor %f712, %c8_i32, %c32_i32 : f32
+          %f714 = arith.addf %f712, %sh713#0 : f32
+          %sh715:2 = gpu.shuffle xor %f714, %c4_i32, %c32_i32 : f32
+          %f716 = arith.addf %f714, %sh715#0 : f32
+          %sh717:2 = gpu.shuffle xor %f716, %c2_i32, %c32_i32 : f32
+          %f718 = arith.addf %f716, %sh717#0 : f32
+          %sh719:2 = gpu.shuffle xor %f718, %c1_i32, %c32_i32 : f32
+          %f720 = arith.addf %f718, %sh719#0 : f32
+          %mn721 = arith.maximumf %up450#0, %f720 : f32
+          %f722 = arith.subf %up450#0, %mn721 : f32
+          %corr723 = math.exp %f722 : f32
+          %f724 = arith.subf %f720, %mn721 : f32
+          %p725 = math.exp %f724 : f32
+          %f726 = math.fma %up450#1, %corr723, %p725 : f32
+          %f727 = arith.mulf %up450#2, %corr723 : f32
+          %f728 = math.fma %p725, %v265, %f727 : f32
+          %f729 = arith.mulf %up450#3, %corr723 : f32
+          %f730 = math.fma %p725, %v268, %f729 : f32
+          %f731 = arith.mulf %up450#4, %corr723 : f32
+          %f732 = math.fma %p725, %v271, %f731 : f32
+          %f733 = arith.mulf %up450#5, %corr723 : f32
+          %f734 = math.fma %p725, %v274, %f733 : f32
+          scf.yield %mn721, %f726, %f728, %f730, %f732, %f734 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up451#0, %up451#1, %up451#2, %up451#3, %up451#4, %up451#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up450#0, %up450#1, %up450#2, %up450#3, %up450#4, %up450#5 : f32, f32, f32, f32, f32, f32
         }
-        %le736 = arith.cmpi ule, %a241, %a108 : index
-        %vi737 = arith.andi %ok99, %inr242 : i1
-        %vis738 = arith.andi %vi737, %le736 : i1
-        %up739:6 = scf.if %vis738 -> (f32, f32, f32, f32, f32, f32) {
-          %f740 = arith.mulf %f111, %k255 : f32
-          %f741 = math.fma %f114, %k258, %f740 : f32
-          %f742 = math.fma %f117, %k261, %f741 : f32
-          %f743 = math.fma %f120, %k264, %f742 : f32
-          %sh744:2 = gpu.shuffle xor %f743, %c16_i32, %c32_i32 : f32
-          %f745 = arith.addf %f743, %sh744#0 : f32
-          %sh746:2 = gpu.shuffle xor %f745, %c8_i32, %c32_i32 : f32
-          %f747 = arith.addf %f745, %sh746#0 : f32
-          %sh748:2 = gpu.shuffle xor %f747, %c4_i32, %c32_i32 : f32
-          %f749 = arith.addf %f747, %sh748#0 : f32
-          %sh750:2 = gpu.shuffle xor %f749, %c2_i32, %c32_i32 : f32
-          %f751 = arith.addf %f749, %sh750#0 : f32
-          %sh752:2 = gpu.shuffle xor %f751, %c1_i32, %c32_i32 : f32
-          %f753 = arith.addf %f751, %sh752#0 : f32
-          %mn754 = arith.maximumf %up483#0, %f753 : f32
-          %f755 = arith.subf %up483#0, %mn754 : f32
-          %corr756 = math.exp %f755 : f32
-          %f757 = arith.subf %f753, %mn754 : f32
-          %p758 = math.exp %f757 : f32
-          %f759 = math.fma %up483#1, %corr756, %p758 : f32
-          %f760 = arith.mulf %up483#2, %corr756 : f32
-          %f761 = math.fma %p758, %v266, %f760 : f32
-          %f762 = arith.mulf %up483#3, %corr756 : f32
-          %f763 = math.fma %p758, %v269, %f762 : f32
-          %f764 = arith.mulf %up483#4, %corr756 : f32
-          %f765 = math.fma %p758, %v272, %f764 : f32
-          %f766 = arith.mulf %up483#5, %corr756 : f32
-          %f767 = math.fma %p758, %v275, %f766 : f32
-          scf.yield %mn754, %f759, %f761, %f763, %f765, %f767 : f32, f32, f32, f32, f32, f32
+        %le735 = arith.cmpi ule, %a240, %a108 : index
+        %vi736 = arith.andi %ok99, %inr241 : i1
+        %vis737 = arith.andi %vi736, %le735 : i1
+        %up738:6 = scf.if %vis737 -> (f32, f32, f32, f32, f32, f32) {
+          %f739 = arith.mulf %f111, %k254 : f32
+          %f740 = math.fma %f114, %k257, %f739 : f32
+          %f741 = math.fma %f117, %k260, %f740 : f32
+          %f742 = math.fma %f120, %k263, %f741 : f32
+          %sh743:2 = gpu.shuffle xor %f742, %c16_i32, %c32_i32 : f32
+          %f744 = arith.addf %f742, %sh743#0 : f32
+          %sh745:2 = gpu.shuffle xor %f744, %c8_i32, %c32_i32 : f32
+          %f746 = arith.addf %f744, %sh745#0 : f32
+          %sh747:2 = gpu.shuffle xor %f746, %c4_i32, %c32_i32 : f32
+          %f748 = arith.addf %f746, %sh747#0 : f32
+          %sh749:2 = gpu.shuffle xor %f748, %c2_i32, %c32_i32 : f32
+          %f750 = arith.addf %f748, %sh749#0 : f32
+          %sh751:2 = gpu.shuffle xor %f750, %c1_i32, %c32_i32 : f32
+          %f752 = arith.addf %f750, %sh751#0 : f32
+          %mn753 = arith.maximumf %up482#0, %f752 : f32
+          %f754 = arith.subf %up482#0, %mn753 : f32
+          %corr755 = math.exp %f754 : f32
+          %f756 = arith.subf %f752, %mn753 : f32
+          %p757 = math.exp %f756 : f32
+          %f758 = math.fma %up482#1, %corr755, %p757 : f32
+          %f759 = arith.mulf %up482#2, %corr755 : f32
+          %f760 = math.fma %p757, %v265, %f759 : f32
+          %f761 = arith.mulf %up482#3, %corr755 : f32
+          %f762 = math.fma %p757, %v268, %f761 : f32
+          %f763 = arith.mulf %up482#4, %corr755 : f32
+          %f764 = math.fma %p757, %v271, %f763 : f32
+          %f765 = arith.mulf %up482#5, %corr755 : f32
+          %f766 = math.fma %p757, %v274, %f765 : f32
+          scf.yield %mn753, %f758, %f760, %f762, %f764, %f766 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up483#0, %up483#1, %up483#2, %up483#3, %up483#4, %up483#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up482#0, %up482#1, %up482#2, %up482#3, %up482#4, %up482#5 : f32, f32, f32, f32, f32, f32
         }
-        %le768 = arith.cmpi ule, %a241, %a132 : index
-        %vi769 = arith.andi %ok123, %inr242 : i1
-        %vis770 = arith.andi %vi769, %le768 : i1
-        %up771:6 = scf.if %vis770 -> (f32, f32, f32, f32, f32, f32) {
-          %f772 = arith.mulf %f135, %k255 : f32
-          %f773 = math.fma %f138, %k258, %f772 : f32
-          %f774 = math.fma %f141, %k261, %f773 : f32
-          %f775 = math.fma %f144, %k264, %f774 : f32
-          %sh776:2 = gpu.shuffle xor %f775, %c16_i32, %c32_i32 : f32
-          %f777 = arith.addf %f775, %sh776#0 : f32
-          %sh778:2 = gpu.shuffle xor %f777, %c8_i32, %c32_i32 : f32
-          %f779 = arith.addf %f777, %sh778#0 : f32
-          %sh780:2 = gpu.shuffle xor %f779, %c4_i32, %c32_i32 : f32
-          %f781 = arith.addf %f779, %sh780#0 : f32
-          %sh782:2 = gpu.shuffle xor %f781, %c2_i32, %c32_i32 : f32
-          %f783 = arith.addf %f781, %sh782#0 : f32
-          %sh784:2 = gpu.shuffle xor %f783, %c1_i32, %c32_i32 : f32
-          %f785 = arith.addf %f783, %sh784#0 : f32
-          %mn786 = arith.maximumf %up515#0, %f785 : f32
-          %f787 = arith.subf %up515#0, %mn786 : f32
-          %corr788 = math.exp %f787 : f32
-          %f789 = arith.subf %f785, %mn786 : f32
-          %p790 = math.exp %f789 : f32
-          %f791 = math.fma %up515#1, %corr788, %p790 : f32
-          %f792 = arith.mulf %up515#2, %corr788 : f32
-          %f793 = math.fma %p790, %v266, %f792 : f32
-          %f794 = arith.mulf %up515#3, %corr788 : f32
-          %f795 = math.fma %p790, %v269, %f794 : f32
-          %f796 = arith.mulf %up515#4, %corr788 : f32
-          %f797 = math.fma %p790, %v272, %f796 : f32
-          %f798 = arith.mulf %up515#5, %corr788 : f32
-          %f799 = math.fma %p790, %v275, %f798 : f32
-          scf.yield %mn786, %f791, %f793, %f795, %f797, %f799 : f32, f32, f32, f32, f32, f32
+        %le767 = arith.cmpi ule, %a240, %a132 : index
+        %vi768 = arith.andi %ok123, %inr241 : i1
+        %vis769 = arith.andi %vi768, %le767 : i1
+        %up770:6 = scf.if %vis769 -> (f32, f32, f32, f32, f32, f32) {
+          %f771 = arith.mulf %f135, %k254 : f32
+          %f772 = math.fma %f138, %k257, %f771 : f32
+          %f773 = math.fma %f141, %k260, %f772 : f32
+          %f774 = math.fma %f144, %k263, %f773 : f32
+          %sh775:2 = gpu.shuffle xor %f774, %c16_i32, %c32_i32 : f32
+          %f776 = arith.addf %f774, %sh775#0 : f32
+          %sh777:2 = gpu.shuffle xor %f776, %c8_i32, %c32_i32 : f32
+          %f778 = arith.addf %f776, %sh777#0 : f32
+          %sh779:2 = gpu.shuffle xor %f778, %c4_i32, %c32_i32 : f32
+          %f780 = arith.addf %f778, %sh779#0 : f32
+          %sh781:2 = gpu.shuffle xor %f780, %c2_i32, %c32_i32 : f32
+          %f782 = arith.addf %f780, %sh781#0 : f32
+          %sh783:2 = gpu.shuffle xor %f782, %c1_i32, %c32_i32 : f32
+          %f784 = arith.addf %f782, %sh783#0 : f32
+          %mn785 = arith.maximumf %up514#0, %f784 : f32
+          %f786 = arith.subf %up514#0, %mn785 : f32
+          %corr787 = math.exp %f786 : f32
+          %f788 = arith.subf %f784, %mn785 : f32
+          %p789 = math.exp %f788 : f32
+          %f790 = math.fma %up514#1, %corr787, %p789 : f32
+          %f791 = arith.mulf %up514#2, %corr787 : f32
+          %f792 = math.fma %p789, %v265, %f791 : f32
+          %f793 = arith.mulf %up514#3, %corr787 : f32
+          %f794 = math.fma %p789, %v268, %f793 : f32
+          %f795 = arith.mulf %up514#4, %corr787 : f32
+          %f796 = math.fma %p789, %v271, %f795 : f32
+          %f797 = arith.mulf %up514#5, %corr787 : f32
+          %f798 = math.fma %p789, %v274, %f797 : f32
+          scf.yield %mn785, %f790, %f792, %f794, %f796, %f798 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up515#0, %up515#1, %up515#2, %up515#3, %up515#4, %up515#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up514#0, %up514#1, %up514#2, %up514#3, %up514#4, %up514#5 : f32, f32, f32, f32, f32, f32
         }
-        %le800 = arith.cmpi ule, %a241, %a156 : index
-        %vi801 = arith.andi %ok147, %inr242 : i1
-        %vis802 = arith.andi %vi801, %le800 : i1
-        %up803:6 = scf.if %vis802 -> (f32, f32, f32, f32, f32, f32) {
-          %f804 = arith.mulf %f159, %k255 : f32
-          %f805 = math.fma %f162, %k258, %f804 : f32
-          %f806 = math.fma %f165, %k261, %f805 : f32
-          %f807 = math.fma %f168, %k264, %f806 : f32
-          %sh808:2 = gpu.shuffle xor %f807, %c16_i32, %c32_i32 : f32
-          %f809 = arith.addf %f807, %sh808#0 : f32
-          %sh810:2 = gpu.shuffle xor %f809, %c8_i32, %c32_i32 : f32
-          %f811 = arith.addf %f809, %sh810#0 : f32
-          %sh812:2 = gpu.shuffle xor %f811, %c4_i32, %c32_i32 : f32
-          %f813 = arith.addf %f811, %sh812#0 : f32
-          %sh814:2 = gpu.shuffle xor %f813, %c2_i32, %c32_i32 : f32
-          %f815 = arith.addf %f813, %sh814#0 : f32
-          %sh816:2 = gpu.shuffle xor %f815, %c1_i32, %c32_i32 : f32
-          %f817 = arith.addf %f815, %sh816#0 : f32
-          %mn818 = arith.maximumf %up547#0, %f817 : f32
-          %f819 = arith.subf %up547#0, %mn818 : f32
-          %corr820 = math.exp %f819 : f32
-          %f821 = arith.subf %f817, %mn818 : f32
-          %p822 = math.exp %f821 : f32
-          %f823 = math.fma %up547#1, %corr820, %p822 : f32
-          %f824 = arith.mulf %up547#2, %corr820 : f32
-          %f825 = math.fma %p822, %v266, %f824 : f32
-          %f826 = arith.mulf %up547#3, %corr820 : f32
-          %f827 = math.fma %p822, %v269, %f826 : f32
-          %f828 = arith.mulf %up547#4, %corr820 : f32
-          %f829 = math.fma %p822, %v272, %f828 : f32
-          %f830 = arith.mulf %up547#5, %corr820 : f32
-          %f831 = math.fma %p822, %v275, %f830 : f32
-          scf.yield %mn818, %f823, %f825, %f827, %f829, %f831 : f32, f32, f32, f32, f32, f32
+        %le799 = arith.cmpi ule, %a240, %a156 : index
+        %vi800 = arith.andi %ok147, %inr241 : i1
+        %vis801 = arith.andi %vi800, %le799 : i1
+        %up802:6 = scf.if %vis801 -> (f32, f32, f32, f32, f32, f32) {
+          %f803 = arith.mulf %f159, %k254 : f32
+          %f804 = math.fma %f162, %k257, %f803 : f32
+          %f805 = math.fma %f165, %k260, %f804 : f32
+          %f806 = math.fma %f168, %k263, %f805 : f32
+          %sh807:2 = gpu.shuffle xor %f806, %c16_i32, %c32_i32 : f32
+          %f808 = arith.addf %f806, %sh807#0 : f32
+          %sh809:2 = gpu.shuffle xor %f808, %c8_i32, %c32_i32 : f32
+          %f810 = arith.addf %f808, %sh809#0 : f32
+          %sh811:2 = gpu.shuffle xor %f810, %c4_i32, %c32_i32 : f32
+          %f812 = arith.addf %f810, %sh811#0 : f32
+          %sh813:2 = gpu.shuffle xor %f812, %c2_i32, %c32_i32 : f32
+          %f814 = arith.addf %f812, %sh813#0 : f32
+          %sh815:2 = gpu.shuffle xor %f814, %c1_i32, %c32_i32 : f32
+          %f816 = arith.addf %f814, %sh815#0 : f32
+          %mn817 = arith.maximumf %up546#0, %f816 : f32
+          %f818 = arith.subf %up546#0, %mn817 : f32
+          %corr819 = math.exp %f818 : f32
+          %f820 = arith.subf %f816, %mn817 : f32
+          %p821 = math.exp %f820 : f32
+          %f822 = math.fma %up546#1, %corr819, %p821 : f32
+          %f823 = arith.mulf %up546#2, %corr819 : f32
+          %f824 = math.fma %p821, %v265, %f823 : f32
+          %f825 = arith.mulf %up546#3, %corr819 : f32
+          %f826 = math.fma %p821, %v268, %f825 : f32
+          %f827 = arith.mulf %up546#4, %corr819 : f32
+          %f828 = math.fma %p821, %v271, %f827 : f32
+          %f829 = arith.mulf %up546#5, %corr819 : f32
+          %f830 = math.fma %p821, %v274, %f829 : f32
+          scf.yield %mn817, %f822, %f824, %f826, %f828, %f830 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up547#0, %up547#1, %up547#2, %up547#3, %up547#4, %up547#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up546#0, %up546#1, %up546#2, %up546#3, %up546#4, %up546#5 : f32, f32, f32, f32, f32, f32
         }
-        %le832 = arith.cmpi ule, %a241, %a180 : index
-        %vi833 = arith.andi %ok171, %inr242 : i1
-        %vis834 = arith.andi %vi833, %le832 : i1
-        %up835:6 = scf.if %vis834 -> (f32, f32, f32, f32, f32, f32) {
-          %f836 = arith.mulf %f183, %k255 : f32
-          %f837 = math.fma %f186, %k258, %f836 : f32
-          %f838 = math.fma %f189, %k261, %f837 : f32
-          %f839 = math.fma %f192, %k264, %f838 : f32
-          %sh840:2 = gpu.shuffle xor %f839, %c16_i32, %c32_i32 : f32
-          %f841 = arith.addf %f839, %sh840#0 : f32
-          %sh842:2 = gpu.shuffle xor %f841, %c8_i32, %c32_i32 : f32
-          %f843 = arith.addf %f841, %sh842#0 : f32
-          %sh844:2 = gpu.shuffle xor %f843, %c4_i32, %c32_i32 : f32
-          %f845 = arith.addf %f843, %sh844#0 : f32
-          %sh846:2 = gpu.shuffle xor %f845, %c2_i32, %c32_i32 : f32
-          %f847 = arith.addf %f845, %sh846#0 : f32
-          %sh848:2 = gpu.shuffle xor %f847, %c1_i32, %c32_i32 : f32
-          %f849 = arith.addf %f847, %sh848#0 : f32
-          %mn850 = arith.maximumf %up579#0, %f849 : f32
-          %f851 = arith.subf %up579#0, %mn850 : f32
-          %corr852 = math.exp %f851 : f32
-          %f853 = arith.subf %f849, %mn850 : f32
-          %p854 = math.exp %f853 : f32
-          %f855 = math.fma %up579#1, %corr852, %p854 : f32
-          %f856 = arith.mulf %up579#2, %corr852 : f32
-          %f857 = math.fma %p854, %v266, %f856 : f32
-          %f858 = arith.mulf %up579#3, %corr852 : f32
-          %f859 = math.fma %p854, %v269, %f858 : f32
-          %f860 = arith.mulf %up579#4, %corr852 : f32
-          %f861 = math.fma %p854, %v272, %f860 : f32
-          %f862 = arith.mulf %up579#5, %corr852 : f32
-          %f863 = math.fma %p854, %v275, %f862 : f32
-          scf.yield %mn850, %f855, %f857, %f859, %f861, %f863 : f32, f32, f32, f32, f32, f32
+        %le831 = arith.cmpi ule, %a240, %a180 : index
+        %vi832 = arith.andi %ok171, %inr241 : i1
+        %vis833 = arith.andi %vi832, %le831 : i1
+        %up834:6 = scf.if %vis833 -> (f32, f32, f32, f32, f32, f32) {
+          %f835 = arith.mulf %f183, %k254 : f32
+          %f836 = math.fma %f186, %k257, %f835 : f32
+          %f837 = math.fma %f189, %k260, %f836 : f32
+          %f838 = math.fma %f192, %k263, %f837 : f32
+          %sh839:2 = gpu.shuffle xor %f838, %c16_i32, %c32_i32 : f32
+          %f840 = arith.addf %f838, %sh839#0 : f32
+          %sh841:2 = gpu.shuffle xor %f840, %c8_i32, %c32_i32 : f32
+          %f842 = arith.addf %f840, %sh841#0 : f32
+          %sh843:2 = gpu.shuffle xor %f842, %c4_i32, %c32_i32 : f32
+          %f844 = arith.addf %f842, %sh843#0 : f32
+          %sh845:2 = gpu.shuffle xor %f844, %c2_i32, %c32_i32 : f32
+          %f846 = arith.addf %f844, %sh845#0 : f32
+          %sh847:2 = gpu.shuffle xor %f846, %c1_i32, %c32_i32 : f32
+          %f848 = arith.addf %f846, %sh847#0 : f32
+          %mn849 = arith.maximumf %up578#0, %f848 : f32
+          %f850 = arith.subf %up578#0, %mn849 : f32
+          %corr851 = math.exp %f850 : f32
+          %f852 = arith.subf %f848, %mn849 : f32
+          %p853 = math.exp %f852 : f32
+          %f854 = math.fma %up578#1, %corr851, %p853 : f32
+          %f855 = arith.mulf %up578#2, %corr851 : f32
+          %f856 = math.fma %p853, %v265, %f855 : f32
+          %f857 = arith.mulf %up578#3, %corr851 : f32
+          %f858 = math.fma %p853, %v268, %f857 : f32
+          %f859 = arith.mulf %up578#4, %corr851 : f32
+          %f860 = math.fma %p853, %v271, %f859 : f32
+          %f861 = arith.mulf %up578#5, %corr851 : f32
+          %f862 = math.fma %p853, %v274, %f861 : f32
+          scf.yield %mn849, %f854, %f856, %f858, %f860, %f862 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up579#0, %up579#1, %up579#2, %up579#3, %up579#4, %up579#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up578#0, %up578#1, %up578#2, %up578#3, %up578#4, %up578#5 : f32, f32, f32, f32, f32, f32
         }
-        %le864 = arith.cmpi ule, %a279, %a12 : index
-        %vi865 = arith.andi %ok3, %inr280 : i1
-        %vis866 = arith.andi %vi865, %le864 : i1
-        %up867:6 = scf.if %vis866 -> (f32, f32, f32, f32, f32, f32) {
-          %f868 = arith.mulf %f15, %k293 : f32
-          %f869 = math.fma %f18, %k296, %f868 : f32
-          %f870 = math.fma %f21, %k299, %f869 : f32
-          %f871 = math.fma %f24, %k302, %f870 : f32
-          %sh872:2 = gpu.shuffle xor %f871, %c16_i32, %c32_i32 : f32
-          %f873 = arith.addf %f871, %sh872#0 : f32
-          %sh874:2 = gpu.shuffle xor %f873, %c8_i32, %c32_i32 : f32
-          %f875 = arith.addf %f873, %sh874#0 : f32
-          %sh876:2 = gpu.shuffle xor %f875, %c4_i32, %c32_i32 : f32
-          %f877 = arith.addf %f875, %sh876#0 : f32
-          %sh878:2 = gpu.shuffle xor %f877, %c2_i32, %c32_i32 : f32
-          %f879 = arith.addf %f877, %sh878#0 : f32
-          %sh880:2 = gpu.shuffle xor %f879, %c1_i32, %c32_i32 : f32
-          %f881 = arith.addf %f879, %sh880#0 : f32
-          %mn882 = arith.maximumf %up611#0, %f881 : f32
-          %f883 = arith.subf %up611#0, %mn882 : f32
-          %corr884 = math.exp %f883 : f32
-          %f885 = arith.subf %f881, %mn882 : f32
-          %p886 = math.exp %f885 : f32
-          %f887 = math.fma %up611#1, %corr884, %p886 : f32
-          %f888 = arith.mulf %up611#2, %corr884 : f32
-          %f889 = math.fma %p886, %v304, %f888 : f32
-          %f890 = arith.mulf %up611#3, %corr884 : f32
-          %f891 = math.fma %p886, %v307, %f890 : f32
-          %f892 = arith.mulf %up611#4, %corr884 : f32
-          %f893 = math.fma %p886, %v310, %f892 : f32
-          %f894 = arith.mulf %up611#5, %corr884 : f32
-          %f895 = math.fma %p886, %v313, %f894 : f32
-          scf.yield %mn882, %f887, %f889, %f891, %f893, %f895 : f32, f32, f32, f32, f32, f32
+        %le863 = arith.cmpi ule, %a278, %a12 : index
+        %vi864 = arith.andi %ok3, %inr279 : i1
+        %vis865 = arith.andi %vi864, %le863 : i1
+        %up866:6 = scf.if %vis865 -> (f32, f32, f32, f32, f32, f32) {
+          %f867 = arith.mulf %f15, %k292 : f32
+          %f868 = math.fma %f18, %k295, %f867 : f32
+          %f869 = math.fma %f21, %k298, %f868 : f32
+          %f870 = math.fma %f24, %k301, %f869 : f32
+          %sh871:2 = gpu.shuffle xor %f870, %c16_i32, %c32_i32 : f32
+          %f872 = arith.addf %f870, %sh871#0 : f32
+          %sh873:2 = gpu.shuffle xor %f872, %c8_i32, %c32_i32 : f32
+          %f874 = arith.addf %f872, %sh873#0 : f32
+          %sh875:2 = gpu.shuffle xor %f874, %c4_i32, %c32_i32 : f32
+          %f876 = arith.addf %f874, %sh875#0 : f32
+          %sh877:2 = gpu.shuffle xor %f876, %c2_i32, %c32_i32 : f32
+          %f878 = arith.addf %f876, %sh877#0 : f32
+          %sh879:2 = gpu.shuffle xor %f878, %c1_i32, %c32_i32 : f32
+          %f880 = arith.addf %f878, %sh879#0 : f32
+          %mn881 = arith.maximumf %up610#0, %f880 : f32
+          %f882 = arith.subf %up610#0, %mn881 : f32
+          %corr883 = math.exp %f882 : f32
+          %f884 = arith.subf %f880, %mn881 : f32
+          %p885 = math.exp %f884 : f32
+          %f886 = math.fma %up610#1, %corr883, %p885 : f32
+          %f887 = arith.mulf %up610#2, %corr883 : f32
+          %f888 = math.fma %p885, %v303, %f887 : f32
+          %f889 = arith.mulf %up610#3, %corr883 : f32
+          %f890 = math.fma %p885, %v306, %f889 : f32
+          %f891 = arith.mulf %up610#4, %corr883 : f32
+          %f892 = math.fma %p885, %v309, %f891 : f32
+          %f893 = arith.mulf %up610#5, %corr883 : f32
+          %f894 = math.fma %p885, %v312, %f893 : f32
+          scf.yield %mn881, %f886, %f888, %f890, %f892, %f894 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up611#0, %up611#1, %up611#2, %up611#3, %up611#4, %up611#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up610#0, %up610#1, %up610#2, %up610#3, %up610#4, %up610#5 : f32, f32, f32, f32, f32, f32
         }
-        %le896 = arith.cmpi ule, %a279, %a36 : index
-        %vi897 = arith.andi %ok27, %inr280 : i1
-        %vis898 = arith.andi %vi897, %le896 : i1
-        %up899:6 = scf.if %vis898 -> (f32, f32, f32, f32, f32, f32) {
-          %f900 = arith.mulf %f39, %k293 : f32
-          %f901 = math.fma %f42, %k296, %f900 : f32
-          %f902 = math.fma %f45, %k299, %f901 : f32
-          %f903 = math.fma %f48, %k302, %f902 : f32
-          %sh904:2 = gpu.shuffle xor %f903, %c16_i32, %c32_i32 : f32
-          %f905 = arith.addf %f903, %sh904#0 : f32
-          %sh906:2 = gpu.shuffle xor %f905, %c8_i32, %c32_i32 : f32
-          %f907 = arith.addf %f905, %sh906#0 : f32
-          %sh908:2 = gpu.shuffle xor %f907, %c4_i32, %c32_i32 : f32
-          %f909 = arith.addf %f907, %sh908#0 : f32
-          %sh910:2 = gpu.shuffle xor %f909, %c2_i32, %c32_i32 : f32
-          %f911 = arith.addf %f909, %sh910#0 : f32
-          %sh912:2 = gpu.shuffle xor %f911, %c1_i32, %c32_i32 : f32
-          %f913 = arith.addf %f911, %sh912#0 : f32
-          %mn914 = arith.maximumf %up643#0, %f913 : f32
-          %f915 = arith.subf %up643#0, %mn914 : f32
-          %corr916 = math.exp %f915 : f32
-          %f917 = arith.subf %f913, %mn914 : f32
-          %p918 = math.exp %f917 : f32
-          %f919 = math.fma %up643#1, %corr916, %p918 : f32
-          %f920 = arith.mulf %up643#2, %corr916 : f32
-          %f921 = math.fma %p918, %v304, %f920 : f32
-          %f922 = arith.mulf %up643#3, %corr916 : f32
-          %f923 = math.fma %p918, %v307, %f922 : f32
-          %f924 = arith.mulf %up643#4, %corr916 : f32
-          %f925 = math.fma %p918, %v310, %f924 : f32
-          %f926 = arith.mulf %up643#5, %corr916 : f32
-          %f927 = math.fma %p918, %v313, %f926 : f32
-          scf.yield %mn914, %f919, %f921, %f923, %f925, %f927 : f32, f32, f32, f32, f32, f32
+        %le895 = arith.cmpi ule, %a278, %a36 : index
+        %vi896 = arith.andi %ok27, %inr279 : i1
+        %vis897 = arith.andi %vi896, %le895 : i1
+        %up898:6 = scf.if %vis897 -> (f32, f32, f32, f32, f32, f32) {
+          %f899 = arith.mulf %f39, %k292 : f32
+          %f900 = math.fma %f42, %k295, %f899 : f32
+          %f901 = math.fma %f45, %k298, %f900 : f32
+          %f902 = math.fma %f48, %k301, %f901 : f32
+          %sh903:2 = gpu.shuffle xor %f902, %c16_i32, %c32_i32 : f32
+          %f904 = arith.addf %f902, %sh903#0 : f32
+          %sh905:2 = gpu.shuffle xor %f904, %c8_i32, %c32_i32 : f32
+          %f906 = arith.addf %f904, %sh905#0 : f32
+          %sh907:2 = gpu.shuffle xor %f906, %c4_i32, %c32_i32 : f32
+          %f908 = arith.addf %f906, %sh907#0 : f32
+          %sh909:2 = gpu.shuffle xor %f908, %c2_i32, %c32_i32 : f32
+          %f910 = arith.addf %f908, %sh909#0 : f32
+          %sh911:2 = gpu.shuffle xor %f910, %c1_i32, %c32_i32 : f32
+          %f912 = arith.addf %f910, %sh911#0 : f32
+          %mn913 = arith.maximumf %up642#0, %f912 : f32
+          %f914 = arith.subf %up642#0, %mn913 : f32
+          %corr915 = math.exp %f914 : f32
+          %f916 = arith.subf %f912, %mn913 : f32
+          %p917 = math.exp %f916 : f32
+          %f918 = math.fma %up642#1, %corr915, %p917 : f32
+          %f919 = arith.mulf %up642#2, %corr915 : f32
+          %f920 = math.fma %p917, %v303, %f919 : f32
+          %f921 = arith.mulf %up642#3, %corr915 : f32
+          %f922 = math.fma %p917, %v306, %f921 : f32
+          %f923 = arith.mulf %up642#4, %corr915 : f32
+          %f924 = math.fma %p917, %v309, %f923 : f32
+          %f925 = arith.mulf %up642#5, %corr915 : f32
+          %f926 = math.fma %p917, %v312, %f925 : f32
+          scf.yield %mn913, %f918, %f920, %f922, %f924, %f926 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up643#0, %up643#1, %up643#2, %up643#3, %up643#4, %up643#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up642#0, %up642#1, %up642#2, %up642#3, %up642#4, %up642#5 : f32, f32, f32, f32, f32, f32
         }
-        %le928 = arith.cmpi ule, %a279, %a60 : index
-        %vi929 = arith.andi %ok51, %inr280 : i1
-        %vis930 = arith.andi %vi929, %le928 : i1
-        %up931:6 = scf.if %vis930 -> (f32, f32, f32, f32, f32, f32) {
-          %f932 = arith.mulf %f63, %k293 : f32
-          %f933 = math.fma %f66, %k296, %f932 : f32
-          %f934 = math.fma %f69, %k299, %f933 : f32
-          %f935 = math.fma %f72, %k302, %f934 : f32
-          %sh936:2 = gpu.shuffle xor %f935, %c16_i32, %c32_i32 : f32
-          %f937 = arith.addf %f935, %sh936#0 : f32
-          %sh938:2 = gpu.shuffle xor %f937, %c8_i32, %c32_i32 : f32
-          %f939 = arith.addf %f937, %sh938#0 : f32
-          %sh940:2 = gpu.shuffle xor %f939, %c4_i32, %c32_i32 : f32
-          %f941 = arith.addf %f939, %sh940#0 : f32
-          %sh942:2 = gpu.shuffle xor %f941, %c2_i32, %c32_i32 : f32
-          %f943 = arith.addf %f941, %sh942#0 : f32
-          %sh944:2 = gpu.shuffle xor %f943, %c1_i32, %c32_i32 : f32
-          %f945 = arith.addf %f943, %sh944#0 : f32
-          %mn946 = arith.maximumf %up675#0, %f945 : f32
-          %f947 = arith.subf %up675#0, %mn946 : f32
-          %corr948 = math.exp %f947 : f32
-          %f949 = arith.subf %f945, %mn946 : f32
-          %p950 = math.exp %f949 : f32
-          %f951 = math.fma %up675#1, %corr948, %p950 : f32
-          %f952 = arith.mulf %up675#2, %corr948 : f32
-          %f953 = math.fma %p950, %v304, %f952 : f32
-          %f954 = arith.mulf %up675#3, %corr948 : f32
-          %f955 = math.fma %p950, %v307, %f954 : f32
-          %f956 = arith.mulf %up675#4, %corr948 : f32
-          %f957 = math.fma %p950, %v310, %f956 : f32
-          %f958 = arith.mulf %up675#5, %corr948 : f32
-          %f959 = math.fma %p950, %v313, %f958 : f32
-          scf.yield %mn946, %f951, %f953, %f955, %f957, %f959 : f32, f32, f32, f32, f32, f32
+        %le927 = arith.cmpi ule, %a278, %a60 : index
+        %vi928 = arith.andi %ok51, %inr279 : i1
+        %vis929 = arith.andi %vi928, %le927 : i1
+        %up930:6 = scf.if %vis929 -> (f32, f32, f32, f32, f32, f32) {
+          %f931 = arith.mulf %f63, %k292 : f32
+          %f932 = math.fma %f66, %k295, %f931 : f32
+          %f933 = math.fma %f69, %k298, %f932 : f32
+          %f934 = math.fma %f72, %k301, %f933 : f32
+          %sh935:2 = gpu.shuffle xor %f934, %c16_i32, %c32_i32 : f32
+          %f936 = arith.addf %f934, %sh935#0 : f32
+          %sh937:2 = gpu.shuffle xor %f936, %c8_i32, %c32_i32 : f32
+          %f938 = arith.addf %f936, %sh937#0 : f32
+          %sh939:2 = gpu.shuffle xor %f938, %c4_i32, %c32_i32 : f32
+          %f940 = arith.addf %f938, %sh939#0 : f32
+          %sh941:2 = gpu.shuffle xor %f940, %c2_i32, %c32_i32 : f32
+          %f942 = arith.addf %f940, %sh941#0 : f32
+          %sh943:2 = gpu.shuffle xor %f942, %c1_i32, %c32_i32 : f32
+          %f944 = arith.addf %f942, %sh943#0 : f32
+          %mn945 = arith.maximumf %up674#0, %f944 : f32
+          %f946 = arith.subf %up674#0, %mn945 : f32
+          %corr947 = math.exp %f946 : f32
+          %f948 = arith.subf %f944, %mn945 : f32
+          %p949 = math.exp %f948 : f32
+          %f950 = math.fma %up674#1, %corr947, %p949 : f32
+          %f951 = arith.mulf %up674#2, %corr947 : f32
+          %f952 = math.fma %p949, %v303, %f951 : f32
+          %f953 = arith.mulf %up674#3, %corr947 : f32
+          %f954 = math.fma %p949, %v306, %f953 : f32
+          %f955 = arith.mulf %up674#4, %corr947 : f32
+          %f956 = math.fma %p949, %v309, %f955 : f32
+          %f957 = arith.mulf %up674#5, %corr947 : f32
+          %f958 = math.fma %p949, %v312, %f957 : f32
+          scf.yield %mn945, %f950, %f952, %f954, %f956, %f958 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up675#0, %up675#1, %up675#2, %up675#3, %up675#4, %up675#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up674#0, %up674#1, %up674#2, %up674#3, %up674#4, %up674#5 : f32, f32, f32, f32, f32, f32
         }
-        %le960 = arith.cmpi ule, %a279, %a84 : index
-        %vi961 = arith.andi %ok75, %inr280 : i1
-        %vis962 = arith.andi %vi961, %le960 : i1
-        %up963:6 = scf.if %vis962 -> (f32, f32, f32, f32, f32, f32) {
-          %f964 = arith.mulf %f87, %k293 : f32
-          %f965 = math.fma %f90, %k296, %f964 : f32
-          %f966 = math.fma %f93, %k299, %f965 : f32
-          %f967 = math.fma %f96, %k302, %f966 : f32
-          %sh968:2 = gpu.shuffle xor %f967, %c16_i32, %c32_i32 : f32
-          %f969 = arith.addf %f967, %sh968#0 : f32
-          %sh970:2 = gpu.shuffle xor %f969, %c8_i32, %c32_i32 : f32
-          %f971 = arith.addf %f969, %sh970#0 : f32
-          %sh972:2 = gpu.shuffle xor %f971, %c4_i32, %c32_i32 : f32
-          %f973 = arith.addf %f971, %sh972#0 : f32
-          %sh974:2 = gpu.shuffle xor %f973, %c2_i32, %c32_i32 : f32
-          %f975 = arith.addf %f973, %sh974#0 : f32
-          %sh976:2 = gpu.shuffle xor %f975, %c1_i32, %c32_i32 : f32
-          %f977 = arith.addf %f975, %sh976#0 : f32
-          %mn978 = arith.maximumf %up707#0, %f977 : f32
-          %f979 = arith.subf %up707#0, %mn978 : f32
-          %corr980 = math.exp %f979 : f32
-          %f981 = arith.subf %f977, %mn978 : f32
-          %p982 = math.exp %f981 : f32
-          %f983 = math.fma %up707#1, %corr980, %p982 : f32
-          %f984 = arith.mulf %up707#2, %corr980 : f32
-          %f985 = math.fma %p982, %v304, %f984 : f32
-          %f986 = arith.mulf %up707#3, %corr980 : f32
-          %f987 = math.fma %p982, %v307, %f986 : f32
-          %f988 = arith.mulf %up707#4, %corr980 : f32
-          %f989 = math.fma %p982, %v310, %f988 : f32
-          %f990 = arith.mulf %up707#5, %corr980 : f32
-          %f991 = math.fma %p982, %v313, %f990 : f32
-          scf.yield %mn978, %f983, %f985, %f987, %f989, %f991 : f32, f32, f32, f32, f32, f32
+        %le959 = arith.cmpi ule, %a278, %a84 : index
+        %vi960 = arith.andi %ok75, %inr279 : i1
+        %vis961 = arith.andi %vi960, %le959 : i1
+        %up962:6 = scf.if %vis961 -> (f32, f32, f32, f32, f32, f32) {
+          %f963 = arith.mulf %f87, %k292 : f32
+          %f964 = math.fma %f90, %k295, %f963 : f32
+          %f965 = math.fma %f93, %k298, %f964 : f32
+          %f966 = math.fma %f96, %k301, %f965 : f32
+          %sh967:2 = gpu.shuffle xor %f966, %c16_i32, %c32_i32 : f32
+          %f968 = arith.addf %f966, %sh967#0 : f32
+          %sh969:2 = gpu.shuffle xor %f968, %c8_i32, %c32_i32 : f32
+          %f970 = arith.addf %f968, %sh969#0 : f32
+          %sh971:2 = gpu.shuffle xor %f970, %c4_i32, %c32_i32 : f32
+          %f972 = arith.addf %f970, %sh971#0 : f32
+          %sh973:2 = gpu.shuffle xor %f972, %c2_i32, %c32_i32 : f32
+          %f974 = arith.addf %f972, %sh973#0 : f32
+          %sh975:2 = gpu.shuffle xor %f974, %c1_i32, %c32_i32 : f32
+          %f976 = arith.addf %f974, %sh975#0 : f32
+          %mn977 = arith.maximumf %up706#0, %f976 : f32
+          %f978 = arith.subf %up706#0, %mn977 : f32
+          %corr979 = math.exp %f978 : f32
+          %f980 = arith.subf %f976, %mn977 : f32
+          %p981 = math.exp %f980 : f32
+          %f982 = math.fma %up706#1, %corr979, %p981 : f32
+          %f983 = arith.mulf %up706#2, %corr979 : f32
+          %f984 = math.fma %p981, %v303, %f983 : f32
+          %f985 = arith.mulf %up706#3, %corr979 : f32
+          %f986 = math.fma %p981, %v306, %f985 : f32
+          %f987 = arith.mulf %up706#4, %corr979 : f32
+          %f988 = math.fma %p981, %v309, %f987 : f32
+          %f989 = arith.mulf %up706#5, %corr979 : f32
+          %f990 = math.fma %p981, %v312, %f989 : f32
+          scf.yield %mn977, %f982, %f984, %f986, %f988, %f990 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up707#0, %up707#1, %up707#2, %up707#3, %up707#4, %up707#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up706#0, %up706#1, %up706#2, %up706#3, %up706#4, %up706#5 : f32, f32, f32, f32, f32, f32
         }
-        %le992 = arith.cmpi ule, %a279, %a108 : index
-        %vi993 = arith.andi %ok99, %inr280 : i1
-        %vis994 = arith.andi %vi993, %le992 : i1
-        %up995:6 = scf.if %vis994 -> (f32, f32, f32, f32, f32, f32) {
-          %f996 = arith.mulf %f111, %k293 : f32
-          %f997 = math.fma %f114, %k296, %f996 : f32
-          %f998 = math.fma %f117, %k299, %f997 : f32
-          %f999 = math.fma %f120, %k302, %f998 : f32
-          %sh1000:2 = gpu.shuffle xor %f999, %c16_i32, %c32_i32 : f32
-          %f1001 = arith.addf %f999, %sh1000#0 : f32
-          %sh1002:2 = gpu.shuffle xor %f1001, %c8_i32, %c32_i32 : f32
-          %f1003 = arith.addf %f1001, %sh1002#0 : f32
-          %sh1004:2 = gpu.shuffle xor %f1003, %c4_i32, %c32_i32 : f32
-          %f1005 = arith.addf %f1003, %sh1004#0 : f32
-          %sh1006:2 = gpu.shuffle xor %f1005, %c2_i32, %c32_i32 : f32
-          %f1007 = arith.addf %f1005, %sh1006#0 : f32
-          %sh1008:2 = gpu.shuffle xor %f1007, %c1_i32, %c32_i32 : f32
-          %f1009 = arith.addf %f1007, %sh1008#0 : f32
-          %mn1010 = arith.maximumf %up739#0, %f1009 : f32
-          %f1011 = arith.subf %up739#0, %mn1010 : f32
-          %corr1012 = math.exp %f1011 : f32
-          %f1013 = arith.subf %f1009, %mn1010 : f32
-          %p1014 = math.exp %f1013 : f32
-          %f1015 = math.fma %up739#1, %corr1012, %p1014 : f32
-          %f1016 = arith.mulf %up739#2, %corr1012 : f32
-          %f1017 = math.fma %p1014, %v304, %f1016 : f32
-          %f1018 = arith.mulf %up739#3, %corr1012 : f32
-          %f1019 = math.fma %p1014, %v307, %f1018 : f32
-          %f1020 = arith.mulf %up739#4, %corr1012 : f32
-          %f1021 = math.fma %p1014, %v310, %f1020 : f32
-          %f1022 = arith.mulf %up739#5, %corr1012 : f32
-          %f1023 = math.fma %p1014, %v313, %f1022 : f32
-          scf.yield %mn1010, %f1015, %f1017, %f1019, %f1021, %f1023 : f32, f32, f32, f32, f32, f32
+        %le991 = arith.cmpi ule, %a278, %a108 : index
+        %vi992 = arith.andi %ok99, %inr279 : i1
+        %vis993 = arith.andi %vi992, %le991 : i1
+        %up994:6 = scf.if %vis993 -> (f32, f32, f32, f32, f32, f32) {
+          %f995 = arith.mulf %f111, %k292 : f32
+          %f996 = math.fma %f114, %k295, %f995 : f32
+          %f997 = math.fma %f117, %k298, %f996 : f32
+          %f998 = math.fma %f120, %k301, %f997 : f32
+          %sh999:2 = gpu.shuffle xor %f998, %c16_i32, %c32_i32 : f32
+          %f1000 = arith.addf %f998, %sh999#0 : f32
+          %sh1001:2 = gpu.shuffle xor %f1000, %c8_i32, %c32_i32 : f32
+          %f1002 = arith.addf %f1000, %sh1001#0 : f32
+          %sh1003:2 = gpu.shuffle xor %f1002, %c4_i32, %c32_i32 : f32
+          %f1004 = arith.addf %f1002, %sh1003#0 : f32
+          %sh1005:2 = gpu.shuffle xor %f1004, %c2_i32, %c32_i32 : f32
+          %f1006 = arith.addf %f1004, %sh1005#0 : f32
+          %sh1007:2 = gpu.shuffle xor %f1006, %c1_i32, %c32_i32 : f32
+          %f1008 = arith.addf %f1006, %sh1007#0 : f32
+          %mn1009 = arith.maximumf %up738#0, %f1008 : f32
+          %f1010 = arith.subf %up738#0, %mn1009 : f32
+          %corr1011 = math.exp %f1010 : f32
+          %f1012 = arith.subf %f1008, %mn1009 : f32
+          %p1013 = math.exp %f1012 : f32
+          %f1014 = math.fma %up738#1, %corr1011, %p1013 : f32
+          %f1015 = arith.mulf %up738#2, %corr1011 : f32
+          %f1016 = math.fma %p1013, %v303, %f1015 : f32
+          %f1017 = arith.mulf %up738#3, %corr1011 : f32
+          %f1018 = math.fma %p1013, %v306, %f1017 : f32
+          %f1019 = arith.mulf %up738#4, %corr1011 : f32
+          %f1020 = math.fma %p1013, %v309, %f1019 : f32
+          %f1021 = arith.mulf %up738#5, %corr1011 : f32
+          %f1022 = math.fma %p1013, %v312, %f1021 : f32
+          scf.yield %mn1009, %f1014, %f1016, %f1018, %f1020, %f1022 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up739#0, %up739#1, %up739#2, %up739#3, %up739#4, %up739#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up738#0, %up738#1, %up738#2, %up738#3, %up738#4, %up738#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1024 = arith.cmpi ule, %a279, %a132 : index
-        %vi1025 = arith.andi %ok123, %inr280 : i1
-        %vis1026 = arith.andi %vi1025, %le1024 : i1
-        %up1027:6 = scf.if %vis1026 -> (f32, f32, f32, f32, f32, f32) {
-          %f1028 = arith.mulf %f135, %k293 : f32
-          %f1029 = math.fma %f138, %k296, %f1028 : f32
-          %f1030 = math.fma %f141, %k299, %f1029 : f32
-          %f1031 = math.fma %f144, %k302, %f1030 : f32
-          %sh1032:2 = gpu.shuffle xor %f1031, %c16_i32, %c32_i32 : f32
-          %f1033 = arith.addf %f1031, %sh1032#0 : f32
-          %sh1034:2 = gpu.shuffle xor %f1033, %c8_i32, %c32_i32 : f32
-          %f1035 = arith.addf %f1033, %sh1034#0 : f32
-          %sh1036:2 = gpu.shuffle xor %f1035, %c4_i32, %c32_i32 : f32
-          %f1037 = arith.addf %f1035, %sh1036#0 : f32
-          %sh1038:2 = gpu.shuffle xor %f1037, %c2_i32, %c32_i32 : f32
-          %f1039 = arith.addf %f1037, %sh1038#0 : f32
-          %sh1040:2 = gpu.shuffle xor %f1039, %c1_i32, %c32_i32 : f32
-          %f1041 = arith.addf %f1039, %sh1040#0 : f32
-          %mn1042 = arith.maximumf %up771#0, %f1041 : f32
-          %f1043 = arith.subf %up771#0, %mn1042 : f32
-          %corr1044 = math.exp %f1043 : f32
-          %f1045 = arith.subf %f1041, %mn1042 : f32
-          %p1046 = math.exp %f1045 : f32
-          %f1047 = math.fma %up771#1, %corr1044, %p1046 : f32
-          %f1048 = arith.mulf %up771#2, %corr1044 : f32
-          %f1049 = math.fma %p1046, %v304, %f1048 : f32
-          %f1050 = arith.mulf %up771#3, %corr1044 : f32
-          %f1051 = math.fma %p1046, %v307, %f1050 : f32
-          %f1052 = arith.mulf %up771#4, %corr1044 : f32
-          %f1053 = math.fma %p1046, %v310, %f1052 : f32
-          %f1054 = arith.mulf %up771#5, %corr1044 : f32
-          %f1055 = math.fma %p1046, %v313, %f1054 : f32
-          scf.yield %mn1042, %f1047, %f1049, %f1051, %f1053, %f1055 : f32, f32, f32, f32, f32, f32
+        %le1023 = arith.cmpi ule, %a278, %a132 : index
+        %vi1024 = arith.andi %ok123, %inr279 : i1
+        %vis1025 = arith.andi %vi1024, %le1023 : i1
+        %up1026:6 = scf.if %vis1025 -> (f32, f32, f32, f32, f32, f32) {
+          %f1027 = arith.mulf %f135, %k292 : f32
+          %f1028 = math.fma %f138, %k295, %f1027 : f32
+          %f1029 = math.fma %f141, %k298, %f1028 : f32
+          %f1030 = math.fma %f144, %k301, %f1029 : f32
+          %sh1031:2 = gpu.shuffle xor %f1030, %c16_i32, %c32_i32 : f32
+          %f1032 = arith.addf %f1030, %sh1031#0 : f32
+          %sh1033:2 = gpu.shuffle xor %f1032, %c8_i32, %c32_i32 : f32
+          %f1034 = arith.addf %f1032, %sh1033#0 : f32
+          %sh1035:2 = gpu.shuffle xor %f1034, %c4_i32, %c32_i32 : f32
+          %f1036 = arith.addf %f1034, %sh1035#0 : f32
+          %sh1037:2 = gpu.shuffle xor %f1036, %c2_i32, %c32_i32 : f32
+          %f1038 = arith.addf %f1036, %sh1037#0 : f32
+          %sh1039:2 = gpu.shuffle xor %f1038, %c1_i32, %c32_i32 : f32
+          %f1040 = arith.addf %f1038, %sh1039#0 : f32
+          %mn1041 = arith.maximumf %up770#0, %f1040 : f32
+          %f1042 = arith.subf %up770#0, %mn1041 : f32
+          %corr1043 = math.exp %f1042 : f32
+          %f1044 = arith.subf %f1040, %mn1041 : f32
+          %p1045 = math.exp %f1044 : f32
+          %f1046 = math.fma %up770#1, %corr1043, %p1045 : f32
+          %f1047 = arith.mulf %up770#2, %corr1043 : f32
+          %f1048 = math.fma %p1045, %v303, %f1047 : f32
+          %f1049 = arith.mulf %up770#3, %corr1043 : f32
+          %f1050 = math.fma %p1045, %v306, %f1049 : f32
+          %f1051 = arith.mulf %up770#4, %corr1043 : f32
+          %f1052 = math.fma %p1045, %v309, %f1051 : f32
+          %f1053 = arith.mulf %up770#5, %corr1043 : f32
+          %f1054 = math.fma %p1045, %v312, %f1053 : f32
+          scf.yield %mn1041, %f1046, %f1048, %f1050, %f1052, %f1054 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up771#0, %up771#1, %up771#2, %up771#3, %up771#4, %up771#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up770#0, %up770#1, %up770#2, %up770#3, %up770#4, %up770#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1056 = arith.cmpi ule, %a279, %a156 : index
-        %vi1057 = arith.andi %ok147, %inr280 : i1
-        %vis1058 = arith.andi %vi1057, %le1056 : i1
-        %up1059:6 = scf.if %vis1058 -> (f32, f32, f32, f32, f32, f32) {
-          %f1060 = arith.mulf %f159, %k293 : f32
-          %f1061 = math.fma %f162, %k296, %f1060 : f32
-          %f1062 = math.fma %f165, %k299, %f1061 : f32
-          %f1063 = math.fma %f168, %k302, %f1062 : f32
-          %sh1064:2 = gpu.shuffle xor %f1063, %c16_i32, %c32_i32 : f32
-          %f1065 = arith.addf %f1063, %sh1064#0 : f32
-          %sh1066:2 = gpu.shuffle xor %f1065, %c8_i32, %c32_i32 : f32
-          %f1067 = arith.addf %f1065, %sh1066#0 : f32
-          %sh1068:2 = gpu.shuffle xor %f1067, %c4_i32, %c32_i32 : f32
-          %f1069 = arith.addf %f1067, %sh1068#0 : f32
-          %sh1070:2 = gpu.shuffle xor %f1069, %c2_i32, %c32_i32 : f32
-          %f1071 = arith.addf %f1069, %sh1070#0 : f32
-          %sh1072:2 = gpu.shuffle xor %f1071, %c1_i32, %c32_i32 : f32
-          %f1073 = arith.addf %f1071, %sh1072#0 : f32
-          %mn1074 = arith.maximumf %up803#0, %f1073 : f32
-          %f1075 = arith.subf %up803#0, %mn1074 : f32
-          %corr1076 = math.exp %f1075 : f32
-          %f1077 = arith.subf %f1073, %mn1074 : f32
-          %p1078 = math.exp %f1077 : f32
-          %f1079 = math.fma %up803#1, %corr1076, %p1078 : f32
-          %f1080 = arith.mulf %up803#2, %corr1076 : f32
-          %f1081 = math.fma %p1078, %v304, %f1080 : f32
-          %f1082 = arith.mulf %up803#3, %corr1076 : f32
-          %f1083 = math.fma %p1078, %v307, %f1082 : f32
-          %f1084 = arith.mulf %up803#4, %corr1076 : f32
-          %f1085 = math.fma %p1078, %v310, %f1084 : f32
-          %f1086 = arith.mulf %up803#5, %corr1076 : f32
-          %f1087 = math.fma %p1078, %v313, %f1086 : f32
-          scf.yield %mn1074, %f1079, %f1081, %f1083, %f1085, %f1087 : f32, f32, f32, f32, f32, f32
+        %le1055 = arith.cmpi ule, %a278, %a156 : index
+        %vi1056 = arith.andi %ok147, %inr279 : i1
+        %vis1057 = arith.andi %vi1056, %le1055 : i1
+        %up1058:6 = scf.if %vis1057 -> (f32, f32, f32, f32, f32, f32) {
+          %f1059 = arith.mulf %f159, %k292 : f32
+          %f1060 = math.fma %f162, %k295, %f1059 : f32
+          %f1061 = math.fma %f165, %k298, %f1060 : f32
+          %f1062 = math.fma %f168, %k301, %f1061 : f32
+          %sh1063:2 = gpu.shuffle xor %f1062, %c16_i32, %c32_i32 : f32
+          %f1064 = arith.addf %f1062, %sh1063#0 : f32
+          %sh1065:2 = gpu.shuffle xor %f1064, %c8_i32, %c32_i32 : f32
+          %f1066 = arith.addf %f1064, %sh1065#0 : f32
+          %sh1067:2 = gpu.shuffle xor %f1066, %c4_i32, %c32_i32 : f32
+          %f1068 = arith.addf %f1066, %sh1067#0 : f32
+          %sh1069:2 = gpu.shuffle xor %f1068, %c2_i32, %c32_i32 : f32
+          %f1070 = arith.addf %f1068, %sh1069#0 : f32
+          %sh1071:2 = gpu.shuffle xor %f1070, %c1_i32, %c32_i32 : f32
+          %f1072 = arith.addf %f1070, %sh1071#0 : f32
+          %mn1073 = arith.maximumf %up802#0, %f1072 : f32
+          %f1074 = arith.subf %up802#0, %mn1073 : f32
+          %corr1075 = math.exp %f1074 : f32
+          %f1076 = arith.subf %f1072, %mn1073 : f32
+          %p1077 = math.exp %f1076 : f32
+          %f1078 = math.fma %up802#1, %corr1075, %p1077 : f32
+          %f1079 = arith.mulf %up802#2, %corr1075 : f32
+          %f1080 = math.fma %p1077, %v303, %f1079 : f32
+          %f1081 = arith.mulf %up802#3, %corr1075 : f32
+          %f1082 = math.fma %p1077, %v306, %f1081 : f32
+          %f1083 = arith.mulf %up802#4, %corr1075 : f32
+          %f1084 = math.fma %p1077, %v309, %f1083 : f32
+          %f1085 = arith.mulf %up802#5, %corr1075 : f32
+          %f1086 = math.fma %p1077, %v312, %f1085 : f32
+          scf.yield %mn1073, %f1078, %f1080, %f1082, %f1084, %f1086 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up803#0, %up803#1, %up803#2, %up803#3, %up803#4, %up803#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up802#0, %up802#1, %up802#2, %up802#3, %up802#4, %up802#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1088 = arith.cmpi ule, %a279, %a180 : index
-        %vi1089 = arith.andi %ok171, %inr280 : i1
-        %vis1090 = arith.andi %vi1089, %le1088 : i1
-        %up1091:6 = scf.if %vis1090 -> (f32, f32, f32, f32, f32, f32) {
-          %f1092 = arith.mulf %f183, %k293 : f32
-          %f1093 = math.fma %f186, %k296, %f1092 : f32
-          %f1094 = math.fma %f189, %k299, %f1093 : f32
-          %f1095 = math.fma %f192, %k302, %f1094 : f32
-          %sh1096:2 = gpu.shuffle xor %f1095, %c16_i32, %c32_i32 : f32
-          %f1097 = arith.addf %f1095, %sh1096#0 : f32
-          %sh1098:2 = gpu.shuffle xor %f1097, %c8_i32, %c32_i32 : f32
-          %f1099 = arith.addf %f1097, %sh1098#0 : f32
-          %sh1100:2 = gpu.shuffle xor %f1099, %c4_i32, %c32_i32 : f32
-          %f1101 = arith.addf %f1099, %sh1100#0 : f32
-          %sh1102:2 = gpu.shuffle xor %f1101, %c2_i32, %c32_i32 : f32
-          %f1103 = arith.addf %f1101, %sh1102#0 : f32
-          %sh1104:2 = gpu.shuffle xor %f1103, %c1_i32, %c32_i32 : f32
-          %f1105 = arith.addf %f1103, %sh1104#0 : f32
-          %mn1106 = arith.maximumf %up835#0, %f1105 : f32
-          %f1107 = arith.subf %up835#0, %mn1106 : f32
-          %corr1108 = math.exp %f1107 : f32
-          %f1109 = arith.subf %f1105, %mn1106 : f32
-          %p1110 = math.exp %f1109 : f32
-          %f1111 = math.fma %up835#1, %corr1108, %p1110 : f32
-          %f1112 = arith.mulf %up835#2, %corr1108 : f32
-          %f1113 = math.fma %p1110, %v304, %f1112 : f32
-          %f1114 = arith.mulf %up835#3, %corr1108 : f32
-          %f1115 = math.fma %p1110, %v307, %f1114 : f32
-          %f1116 = arith.mulf %up835#4, %corr1108 : f32
-          %f1117 = math.fma %p1110, %v310, %f1116 : f32
-          %f1118 = arith.mulf %up835#5, %corr1108 : f32
-          %f1119 = math.fma %p1110, %v313, %f1118 : f32
-          scf.yield %mn1106, %f1111, %f1113, %f1115, %f1117, %f1119 : f32, f32, f32, f32, f32, f32
+        %le1087 = arith.cmpi ule, %a278, %a180 : index
+        %vi1088 = arith.andi %ok171, %inr279 : i1
+        %vis1089 = arith.andi %vi1088, %le1087 : i1
+        %up1090:6 = scf.if %vis1089 -> (f32, f32, f32, f32, f32, f32) {
+          %f1091 = arith.mulf %f183, %k292 : f32
+          %f1092 = math.fma %f186, %k295, %f1091 : f32
+          %f1093 = math.fma %f189, %k298, %f1092 : f32
+          %f1094 = math.fma %f192, %k301, %f1093 : f32
+          %sh1095:2 = gpu.shuffle xor %f1094, %c16_i32, %c32_i32 : f32
+          %f1096 = arith.addf %f1094, %sh1095#0 : f32
+          %sh1097:2 = gpu.shuffle xor %f1096, %c8_i32, %c32_i32 : f32
+          %f1098 = arith.addf %f1096, %sh1097#0 : f32
+          %sh1099:2 = gpu.shuffle xor %f1098, %c4_i32, %c32_i32 : f32
+          %f1100 = arith.addf %f1098, %sh1099#0 : f32
+          %sh1101:2 = gpu.shuffle xor %f1100, %c2_i32, %c32_i32 : f32
+          %f1102 = arith.addf %f1100, %sh1101#0 : f32
+          %sh1103:2 = gpu.shuffle xor %f1102, %c1_i32, %c32_i32 : f32
+          %f1104 = arith.addf %f1102, %sh1103#0 : f32
+          %mn1105 = arith.maximumf %up834#0, %f1104 : f32
+          %f1106 = arith.subf %up834#0, %mn1105 : f32
+          %corr1107 = math.exp %f1106 : f32
+          %f1108 = arith.subf %f1104, %mn1105 : f32
+          %p1109 = math.exp %f1108 : f32
+          %f1110 = math.fma %up834#1, %corr1107, %p1109 : f32
+          %f1111 = arith.mulf %up834#2, %corr1107 : f32
+          %f1112 = math.fma %p1109, %v303, %f1111 : f32
+          %f1113 = arith.mulf %up834#3, %corr1107 : f32
+          %f1114 = math.fma %p1109, %v306, %f1113 : f32
+          %f1115 = arith.mulf %up834#4, %corr1107 : f32
+          %f1116 = math.fma %p1109, %v309, %f1115 : f32
+          %f1117 = arith.mulf %up834#5, %corr1107 : f32
+          %f1118 = math.fma %p1109, %v312, %f1117 : f32
+          scf.yield %mn1105, %f1110, %f1112, %f1114, %f1116, %f1118 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up835#0, %up835#1, %up835#2, %up835#3, %up835#4, %up835#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up834#0, %up834#1, %up834#2, %up834#3, %up834#4, %up834#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1120 = arith.cmpi ule, %a317, %a12 : index
-        %vi1121 = arith.andi %ok3, %inr318 : i1
-        %vis1122 = arith.andi %vi1121, %le1120 : i1
-        %up1123:6 = scf.if %vis1122 -> (f32, f32, f32, f32, f32, f32) {
-          %f1124 = arith.mulf %f15, %k331 : f32
-          %f1125 = math.fma %f18, %k334, %f1124 : f32
-          %f1126 = math.fma %f21, %k337, %f1125 : f32
-          %f1127 = math.fma %f24, %k340, %f1126 : f32
-          %sh1128:2 = gpu.shuffle xor %f1127, %c16_i32, %c32_i32 : f32
-          %f1129 = arith.addf %f1127, %sh1128#0 : f32
-          %sh1130:2 = gpu.shuffle xor %f1129, %c8_i32, %c32_i32 : f32
-          %f1131 = arith.addf %f1129, %sh1130#0 : f32
-          %sh1132:2 = gpu.shuffle xor %f1131, %c4_i32, %c32_i32 : f32
-          %f1133 = arith.addf %f1131, %sh1132#0 : f32
-          %sh1134:2 = gpu.shuffle xor %f1133, %c2_i32, %c32_i32 : f32
-          %f1135 = arith.addf %f1133, %sh1134#0 : f32
-          %sh1136:2 = gpu.shuffle xor %f1135, %c1_i32, %c32_i32 : f32
-          %f1137 = arith.addf %f1135, %sh1136#0 : f32
-          %mn1138 = arith.maximumf %up867#0, %f1137 : f32
-          %f1139 = arith.subf %up867#0, %mn1138 : f32
-          %corr1140 = math.exp %f1139 : f32
-          %f1141 = arith.subf %f1137, %mn1138 : f32
-          %p1142 = math.exp %f1141 : f32
-          %f1143 = math.fma %up867#1, %corr1140, %p1142 : f32
-          %f1144 = arith.mulf %up867#2, %corr1140 : f32
-          %f1145 = math.fma %p1142, %v342, %f1144 : f32
-          %f1146 = arith.mulf %up867#3, %corr1140 : f32
-          %f1147 = math.fma %p1142, %v345, %f1146 : f32
-          %f1148 = arith.mulf %up867#4, %corr1140 : f32
-          %f1149 = math.fma %p1142, %v348, %f1148 : f32
-          %f1150 = arith.mulf %up867#5, %corr1140 : f32
-          %f1151 = math.fma %p1142, %v351, %f1150 : f32
-          scf.yield %mn1138, %f1143, %f1145, %f1147, %f1149, %f1151 : f32, f32, f32, f32, f32, f32
+        %le1119 = arith.cmpi ule, %a316, %a12 : index
+        %vi1120 = arith.andi %ok3, %inr317 : i1
+        %vis1121 = arith.andi %vi1120, %le1119 : i1
+        %up1122:6 = scf.if %vis1121 -> (f32, f32, f32, f32, f32, f32) {
+          %f1123 = arith.mulf %f15, %k330 : f32
+          %f1124 = math.fma %f18, %k333, %f1123 : f32
+          %f1125 = math.fma %f21, %k336, %f1124 : f32
+          %f1126 = math.fma %f24, %k339, %f1125 : f32
+          %sh1127:2 = gpu.shuffle xor %f1126, %c16_i32, %c32_i32 : f32
+          %f1128 = arith.addf %f1126, %sh1127#0 : f32
+          %sh1129:2 = gpu.shuffle xor %f1128, %c8_i32, %c32_i32 : f32
+          %f1130 = arith.addf %f1128, %sh1129#0 : f32
+          %sh1131:2 = gpu.shuffle xor %f1130, %c4_i32, %c32_i32 : f32
+          %f1132 = arith.addf %f1130, %sh1131#0 : f32
+          %sh1133:2 = gpu.shuffle xor %f1132, %c2_i32, %c32_i32 : f32
+          %f1134 = arith.addf %f1132, %sh1133#0 : f32
+          %sh1135:2 = gpu.shuffle xor %f1134, %c1_i32, %c32_i32 : f32
+          %f1136 = arith.addf %f1134, %sh1135#0 : f32
+          %mn1137 = arith.maximumf %up866#0, %f1136 : f32
+          %f1138 = arith.subf %up866#0, %mn1137 : f32
+          %corr1139 = math.exp %f1138 : f32
+          %f1140 = arith.subf %f1136, %mn1137 : f32
+          %p1141 = math.exp %f1140 : f32
+          %f1142 = math.fma %up866#1, %corr1139, %p1141 : f32
+          %f1143 = arith.mulf %up866#2, %corr1139 : f32
+          %f1144 = math.fma %p1141, %v341, %f1143 : f32
+          %f1145 = arith.mulf %up866#3, %corr1139 : f32
+          %f1146 = math.fma %p1141, %v344, %f1145 : f32
+          %f1147 = arith.mulf %up866#4, %corr1139 : f32
+          %f1148 = math.fma %p1141, %v347, %f1147 : f32
+          %f1149 = arith.mulf %up866#5, %corr1139 : f32
+          %f1150 = math.fma %p1141, %v350, %f1149 : f32
+          scf.yield %mn1137, %f1142, %f1144, %f1146, %f1148, %f1150 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up867#0, %up867#1, %up867#2, %up867#3, %up867#4, %up867#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up866#0, %up866#1, %up866#2, %up866#3, %up866#4, %up866#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1152 = arith.cmpi ule, %a317, %a36 : index
-        %vi1153 = arith.andi %ok27, %inr318 : i1
-        %vis1154 = arith.andi %vi1153, %le1152 : i1
-        %up1155:6 = scf.if %vis1154 -> (f32, f32, f32, f32, f32, f32) {
-          %f1156 = arith.mulf %f39, %k331 : f32
-          %f1157 = math.fma %f42, %k334, %f1156 : f32
-          %f1158 = math.fma %f45, %k337, %f1157 : f32
-          %f1159 = math.fma %f48, %k340, %f1158 : f32
-          %sh1160:2 = gpu.shuffle xor %f1159, %c16_i32, %c32_i32 : f32
-          %f1161 = arith.addf %f1159, %sh1160#0 : f32
-          %sh1162:2 = gpu.shuffle xor %f1161, %c8_i32, %c32_i32 : f32
-          %f1163 = arith.addf %f1161, %sh1162#0 : f32
-          %sh1164:2 = gpu.shuffle xor %f1163, %c4_i32, %c32_i32 : f32
-          %f1165 = arith.addf %f1163, %sh1164#0 : f32
-          %sh1166:2 = gpu.shuffle xor %f1165, %c2_i32, %c32_i32 : f32
-          %f1167 = arith.addf %f1165, %sh1166#0 : f32
-          %sh1168:2 = gpu.shuffle xor %f1167, %c1_i32, %c32_i32 : f32
-          %f1169 = arith.addf %f1167, %sh1168#0 : f32
-          %mn1170 = arith.maximumf %up899#0, %f1169 : f32
-          %f1171 = arith.subf %up899#0, %mn1170 : f32
-          %corr1172 = math.exp %f1171 : f32
-          %f1173 = arith.subf %f1169, %mn1170 : f32
-          %p1174 = math.exp %f1173 : f32
-          %f1175 = math.fma %up899#1, %corr1172, %p1174 : f32
-          %f1176 = arith.mulf %up899#2, %corr1172 : f32
-          %f1177 = math.fma %p1174, %v342, %f1176 : f32
-          %f1178 = arith.mulf %up899#3, %corr1172 : f32
-          %f1179 = math.fma %p1174, %v345, %f1178 : f32
-          %f1180 = arith.mulf %up899#4, %corr1172 : f32
-          %f1181 = math.fma %p1174, %v348, %f1180 : f32
-          %f1182 = arith.mulf %up899#5, %corr1172 : f32
-          %f1183 = math.fma %p1174, %v351, %f1182 : f32
-          scf.yield %mn1170, %f1175, %f1177, %f1179, %f1181, %f1183 : f32, f32, f32, f32, f32, f32
+        %le1151 = arith.cmpi ule, %a316, %a36 : index
+        %vi1152 = arith.andi %ok27, %inr317 : i1
+        %vis1153 = arith.andi %vi1152, %le1151 : i1
+        %up1154:6 = scf.if %vis1153 -> (f32, f32, f32, f32, f32, f32) {
+          %f1155 = arith.mulf %f39, %k330 : f32
+          %f1156 = math.fma %f42, %k333, %f1155 : f32
+          %f1157 = math.fma %f45, %k336, %f1156 : f32
+          %f1158 = math.fma %f48, %k339, %f1157 : f32
+          %sh1159:2 = gpu.shuffle xor %f1158, %c16_i32, %c32_i32 : f32
+          %f1160 = arith.addf %f1158, %sh1159#0 : f32
+          %sh1161:2 = gpu.shuffle xor %f1160, %c8_i32, %c32_i32 : f32
+          %f1162 = arith.addf %f1160, %sh1161#0 : f32
+          %sh1163:2 = gpu.shuffle xor %f1162, %c4_i32, %c32_i32 : f32
+          %f1164 = arith.addf %f1162, %sh1163#0 : f32
+          %sh1165:2 = gpu.shuffle xor %f1164, %c2_i32, %c32_i32 : f32
+          %f1166 = arith.addf %f1164, %sh1165#0 : f32
+          %sh1167:2 = gpu.shuffle xor %f1166, %c1_i32, %c32_i32 : f32
+          %f1168 = arith.addf %f1166, %sh1167#0 : f32
+          %mn1169 = arith.maximumf %up898#0, %f1168 : f32
+          %f1170 = arith.subf %up898#0, %mn1169 : f32
+          %corr1171 = math.exp %f1170 : f32
+          %f1172 = arith.subf %f1168, %mn1169 : f32
+          %p1173 = math.exp %f1172 : f32
+          %f1174 = math.fma %up898#1, %corr1171, %p1173 : f32
+          %f1175 = arith.mulf %up898#2, %corr1171 : f32
+          %f1176 = math.fma %p1173, %v341, %f1175 : f32
+          %f1177 = arith.mulf %up898#3, %corr1171 : f32
+          %f1178 = math.fma %p1173, %v344, %f1177 : f32
+          %f1179 = arith.mulf %up898#4, %corr1171 : f32
+          %f1180 = math.fma %p1173, %v347, %f1179 : f32
+          %f1181 = arith.mulf %up898#5, %corr1171 : f32
+          %f1182 = math.fma %p1173, %v350, %f1181 : f32
+          scf.yield %mn1169, %f1174, %f1176, %f1178, %f1180, %f1182 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up899#0, %up899#1, %up899#2, %up899#3, %up899#4, %up899#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up898#0, %up898#1, %up898#2, %up898#3, %up898#4, %up898#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1184 = arith.cmpi ule, %a317, %a60 : index
-        %vi1185 = arith.andi %ok51, %inr318 : i1
-        %vis1186 = arith.andi %vi1185, %le1184 : i1
-        %up1187:6 = scf.if %vis1186 -> (f32, f32, f32, f32, f32, f32) {
-          %f1188 = arith.mulf %f63, %k331 : f32
-          %f1189 = math.fma %f66, %k334, %f1188 : f32
-          %f1190 = math.fma %f69, %k337, %f1189 : f32
-          %f1191 = math.fma %f72, %k340, %f1190 : f32
-          %sh1192:2 = gpu.shuffle xor %f1191, %c16_i32, %c32_i32 : f32
-          %f1193 = arith.addf %f1191, %sh1192#0 : f32
-          %sh1194:2 = gpu.shuffle xor %f1193, %c8_i32, %c32_i32 : f32
-          %f1195 = arith.addf %f1193, %sh1194#0 : f32
-          %sh1196:2 = gpu.shuffle xor %f1195, %c4_i32, %c32_i32 : f32
-          %f1197 = arith.addf %f1195, %sh1196#0 : f32
-          %sh1198:2 = gpu.shuffle xor %f1197, %c2_i32, %c32_i32 : f32
-          %f1199 = arith.addf %f1197, %sh1198#0 : f32
-          %sh1200:2 = gpu.shuffle xor %f1199, %c1_i32, %c32_i32 : f32
-          %f1201 = arith.addf %f1199, %sh1200#0 : f32
-          %mn1202 = arith.maximumf %up931#0, %f1201 : f32
-          %f1203 = arith.subf %up931#0, %mn1202 : f32
-          %corr1204 = math.exp %f1203 : f32
-          %f1205 = arith.subf %f1201, %mn1202 : f32
-          %p1206 = math.exp %f1205 : f32
-          %f1207 = math.fma %up931#1, %corr1204, %p1206 : f32
-          %f1208 = arith.mulf %up931#2, %corr1204 : f32
-          %f1209 = math.fma %p1206, %v342, %f1208 : f32
-          %f1210 = arith.mulf %up931#3, %corr1204 : f32
-          %f1211 = math.fma %p1206, %v345, %f1210 : f32
-          %f1212 = arith.mulf %up931#4, %corr1204 : f32
-          %f1213 = math.fma %p1206, %v348, %f1212 : f32
-          %f1214 = arith.mulf %up931#5, %corr1204 : f32
-          %f1215 = math.fma %p1206, %v351, %f1214 : f32
-          scf.yield %mn1202, %f1207, %f1209, %f1211, %f1213, %f1215 : f32, f32, f32, f32, f32, f32
+        %le1183 = arith.cmpi ule, %a316, %a60 : index
+        %vi1184 = arith.andi %ok51, %inr317 : i1
+        %vis1185 = arith.andi %vi1184, %le1183 : i1
+        %up1186:6 = scf.if %vis1185 -> (f32, f32, f32, f32, f32, f32) {
+          %f1187 = arith.mulf %f63, %k330 : f32
+          %f1188 = math.fma %f66, %k333, %f1187 : f32
+          %f1189 = math.fma %f69, %k336, %f1188 : f32
+          %f1190 = math.fma %f72, %k339, %f1189 : f32
+          %sh1191:2 = gpu.shuffle xor %f1190, %c16_i32, %c32_i32 : f32
+          %f1192 = arith.addf %f1190, %sh1191#0 : f32
+          %sh1193:2 = gpu.shuffle xor %f1192, %c8_i32, %c32_i32 : f32
+          %f1194 = arith.addf %f1192, %sh1193#0 : f32
+          %sh1195:2 = gpu.shuffle xor %f1194, %c4_i32, %c32_i32 : f32
+          %f1196 = arith.addf %f1194, %sh1195#0 : f32
+          %sh1197:2 = gpu.shuffle xor %f1196, %c2_i32, %c32_i32 : f32
+          %f1198 = arith.addf %f1196, %sh1197#0 : f32
+          %sh1199:2 = gpu.shuffle xor %f1198, %c1_i32, %c32_i32 : f32
+          %f1200 = arith.addf %f1198, %sh1199#0 : f32
+          %mn1201 = arith.maximumf %up930#0, %f1200 : f32
+          %f1202 = arith.subf %up930#0, %mn1201 : f32
+          %corr1203 = math.exp %f1202 : f32
+          %f1204 = arith.subf %f1200, %mn1201 : f32
+          %p1205 = math.exp %f1204 : f32
+          %f1206 = math.fma %up930#1, %corr1203, %p1205 : f32
+          %f1207 = arith.mulf %up930#2, %corr1203 : f32
+          %f1208 = math.fma %p1205, %v341, %f1207 : f32
+          %f1209 = arith.mulf %up930#3, %corr1203 : f32
+          %f1210 = math.fma %p1205, %v344, %f1209 : f32
+          %f1211 = arith.mulf %up930#4, %corr1203 : f32
+          %f1212 = math.fma %p1205, %v347, %f1211 : f32
+          %f1213 = arith.mulf %up930#5, %corr1203 : f32
+          %f1214 = math.fma %p1205, %v350, %f1213 : f32
+          scf.yield %mn1201, %f1206, %f1208, %f1210, %f1212, %f1214 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up931#0, %up931#1, %up931#2, %up931#3, %up931#4, %up931#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up930#0, %up930#1, %up930#2, %up930#3, %up930#4, %up930#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1216 = arith.cmpi ule, %a317, %a84 : index
-        %vi1217 = arith.andi %ok75, %inr318 : i1
-        %vis1218 = arith.andi %vi1217, %le1216 : i1
-        %up1219:6 = scf.if %vis1218 -> (f32, f32, f32, f32, f32, f32) {
-          %f1220 = arith.mulf %f87, %k331 : f32
-          %f1221 = math.fma %f90, %k334, %f1220 : f32
-          %f1222 = math.fma %f93, %k337, %f1221 : f32
-          %f1223 = math.fma %f96, %k340, %f1222 : f32
-          %sh1224:2 = gpu.shuffle xor %f1223, %c16_i32, %c32_i32 : f32
-          %f1225 = arith.addf %f1223, %sh1224#0 : f32
-          %sh1226:2 = gpu.shuffle xor %f1225, %c8_i32, %c32_i32 : f32
-          %f1227 = arith.addf %f1225, %sh1226#0 : f32
-          %sh1228:2 = gpu.shuffle xor %f1227, %c4_i32, %c32_i32 : f32
-          %f1229 = arith.addf %f1227, %sh1228#0 : f32
-          %sh1230:2 = gpu.shuffle xor %f1229, %c2_i32, %c32_i32 : f32
-          %f1231 = arith.addf %f1229, %sh1230#0 : f32
-          %sh1232:2 = gpu.shuffle xor %f1231, %c1_i32, %c32_i32 : f32
-          %f1233 = arith.addf %f1231, %sh1232#0 : f32
-          %mn1234 = arith.maximumf %up963#0, %f1233 : f32
-          %f1235 = arith.subf %up963#0, %mn1234 : f32
-          %corr1236 = math.exp %f1235 : f32
-          %f1237 = arith.subf %f1233, %mn1234 : f32
-          %p1238 = math.exp %f1237 : f32
-          %f1239 = math.fma %up963#1, %corr1236, %p1238 : f32
-          %f1240 = arith.mulf %up963#2, %corr1236 : f32
-          %f1241 = math.fma %p1238, %v342, %f1240 : f32
-          %f1242 = arith.mulf %up963#3, %corr1236 : f32
-          %f1243 = math.fma %p1238, %v345, %f1242 : f32
-          %f1244 = arith.mulf %up963#4, %corr1236 : f32
-          %f1245 = math.fma %p1238, %v348, %f1244 : f32
-          %f1246 = arith.mulf %up963#5, %corr1236 : f32
-          %f1247 = math.fma %p1238, %v351, %f1246 : f32
-          scf.yield %mn1234, %f1239, %f1241, %f1243, %f1245, %f1247 : f32, f32, f32, f32, f32, f32
+        %le1215 = arith.cmpi ule, %a316, %a84 : index
+        %vi1216 = arith.andi %ok75, %inr317 : i1
+        %vis1217 = arith.andi %vi1216, %le1215 : i1
+        %up1218:6 = scf.if %vis1217 -> (f32, f32, f32, f32, f32, f32) {
+          %f1219 = arith.mulf %f87, %k330 : f32
+          %f1220 = math.fma %f90, %k333, %f1219 : f32
+          %f1221 = math.fma %f93, %k336, %f1220 : f32
+          %f1222 = math.fma %f96, %k339, %f1221 : f32
+          %sh1223:2 = gpu.shuffle xor %f1222, %c16_i32, %c32_i32 : f32
+          %f1224 = arith.addf %f1222, %sh1223#0 : f32
+          %sh1225:2 = gpu.shuffle xor %f1224, %c8_i32, %c32_i32 : f32
+          %f1226 = arith.addf %f1224, %sh1225#0 : f32
+          %sh1227:2 = gpu.shuffle xor %f1226, %c4_i32, %c32_i32 : f32
+          %f1228 = arith.addf %f1226, %sh1227#0 : f32
+          %sh1229:2 = gpu.shuffle xor %f1228, %c2_i32, %c32_i32 : f32
+          %f1230 = arith.addf %f1228, %sh1229#0 : f32
+          %sh1231:2 = gpu.shuffle xor %f1230, %c1_i32, %c32_i32 : f32
+          %f1232 = arith.addf %f1230, %sh1231#0 : f32
+          %mn1233 = arith.maximumf %up962#0, %f1232 : f32
+          %f1234 = arith.subf %up962#0, %mn1233 : f32
+          %corr1235 = math.exp %f1234 : f32
+          %f1236 = arith.subf %f1232, %mn1233 : f32
+          %p1237 = math.exp %f1236 : f32
+          %f1238 = math.fma %up962#1, %corr1235, %p1237 : f32
+          %f1239 = arith.mulf %up962#2, %corr1235 : f32
+          %f1240 = math.fma %p1237, %v341, %f1239 : f32
+          %f1241 = arith.mulf %up962#3, %corr1235 : f32
+          %f1242 = math.fma %p1237, %v344, %f1241 : f32
+          %f1243 = arith.mulf %up962#4, %corr1235 : f32
+          %f1244 = math.fma %p1237, %v347, %f1243 : f32
+          %f1245 = arith.mulf %up962#5, %corr1235 : f32
+          %f1246 = math.fma %p1237, %v350, %f1245 : f32
+          scf.yield %mn1233, %f1238, %f1240, %f1242, %f1244, %f1246 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up963#0, %up963#1, %up963#2, %up963#3, %up963#4, %up963#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up962#0, %up962#1, %up962#2, %up962#3, %up962#4, %up962#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1248 = arith.cmpi ule, %a317, %a108 : index
-        %vi1249 = arith.andi %ok99, %inr318 : i1
-        %vis1250 = arith.andi %vi1249, %le1248 : i1
-        %up1251:6 = scf.if %vis1250 -> (f32, f32, f32, f32, f32, f32) {
-          %f1252 = arith.mulf %f111, %k331 : f32
-          %f1253 = math.fma %f114, %k334, %f1252 : f32
-          %f1254 = math.fma %f117, %k337, %f1253 : f32
-          %f1255 = math.fma %f120, %k340, %f1254 : f32
-          %sh1256:2 = gpu.shuffle xor %f1255, %c16_i32, %c32_i32 : f32
-          %f1257 = arith.addf %f1255, %sh1256#0 : f32
-          %sh1258:2 = gpu.shuffle xor %f1257, %c8_i32, %c32_i32 : f32
-          %f1259 = arith.addf %f1257, %sh1258#0 : f32
-          %sh1260:2 = gpu.shuffle xor %f1259, %c4_i32, %c32_i32 : f32
-          %f1261 = arith.addf %f1259, %sh1260#0 : f32
-          %sh1262:2 = gpu.shuffle xor %f1261, %c2_i32, %c32_i32 : f32
-          %f1263 = arith.addf %f1261, %sh1262#0 : f32
-          %sh1264:2 = gpu.shuffle xor %f1263, %c1_i32, %c32_i32 : f32
-          %f1265 = arith.addf %f1263, %sh1264#0 : f32
-          %mn1266 = arith.maximumf %up995#0, %f1265 : f32
-          %f1267 = arith.subf %up995#0, %mn1266 : f32
-          %corr1268 = math.exp %f1267 : f32
-          %f1269 = arith.subf %f1265, %mn1266 : f32
-          %p1270 = math.exp %f1269 : f32
-          %f1271 = math.fma %up995#1, %corr1268, %p1270 : f32
-          %f1272 = arith.mulf %up995#2, %corr1268 : f32
-          %f1273 = math.fma %p1270, %v342, %f1272 : f32
-          %f1274 = arith.mulf %up995#3, %corr1268 : f32
-          %f1275 = math.fma %p1270, %v345, %f1274 : f32
-          %f1276 = arith.mulf %up995#4, %corr1268 : f32
-          %f1277 = math.fma %p1270, %v348, %f1276 : f32
-          %f1278 = arith.mulf %up995#5, %corr1268 : f32
-          %f1279 = math.fma %p1270, %v351, %f1278 : f32
-          scf.yield %mn1266, %f1271, %f1273, %f1275, %f1277, %f1279 : f32, f32, f32, f32, f32, f32
+        %le1247 = arith.cmpi ule, %a316, %a108 : index
+        %vi1248 = arith.andi %ok99, %inr317 : i1
+        %vis1249 = arith.andi %vi1248, %le1247 : i1
+        %up1250:6 = scf.if %vis1249 -> (f32, f32, f32, f32, f32, f32) {
+          %f1251 = arith.mulf %f111, %k330 : f32
+          %f1252 = math.fma %f114, %k333, %f1251 : f32
+          %f1253 = math.fma %f117, %k336, %f1252 : f32
+          %f1254 = math.fma %f120, %k339, %f1253 : f32
+          %sh1255:2 = gpu.shuffle xor %f1254, %c16_i32, %c32_i32 : f32
+          %f1256 = arith.addf %f1254, %sh1255#0 : f32
+          %sh1257:2 = gpu.shuffle xor %f1256, %c8_i32, %c32_i32 : f32
+          %f1258 = arith.addf %f1256, %sh1257#0 : f32
+          %sh1259:2 = gpu.shuffle xor %f1258, %c4_i32, %c32_i32 : f32
+          %f1260 = arith.addf %f1258, %sh1259#0 : f32
+          %sh1261:2 = gpu.shuffle xor %f1260, %c2_i32, %c32_i32 : f32
+          %f1262 = arith.addf %f1260, %sh1261#0 : f32
+          %sh1263:2 = gpu.shuffle xor %f1262, %c1_i32, %c32_i32 : f32
+          %f1264 = arith.addf %f1262, %sh1263#0 : f32
+          %mn1265 = arith.maximumf %up994#0, %f1264 : f32
+          %f1266 = arith.subf %up994#0, %mn1265 : f32
+          %corr1267 = math.exp %f1266 : f32
+          %f1268 = arith.subf %f1264, %mn1265 : f32
+          %p1269 = math.exp %f1268 : f32
+          %f1270 = math.fma %up994#1, %corr1267, %p1269 : f32
+          %f1271 = arith.mulf %up994#2, %corr1267 : f32
+          %f1272 = math.fma %p1269, %v341, %f1271 : f32
+          %f1273 = arith.mulf %up994#3, %corr1267 : f32
+          %f1274 = math.fma %p1269, %v344, %f1273 : f32
+          %f1275 = arith.mulf %up994#4, %corr1267 : f32
+          %f1276 = math.fma %p1269, %v347, %f1275 : f32
+          %f1277 = arith.mulf %up994#5, %corr1267 : f32
+          %f1278 = math.fma %p1269, %v350, %f1277 : f32
+          scf.yield %mn1265, %f1270, %f1272, %f1274, %f1276, %f1278 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up995#0, %up995#1, %up995#2, %up995#3, %up995#4, %up995#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up994#0, %up994#1, %up994#2, %up994#3, %up994#4, %up994#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1280 = arith.cmpi ule, %a317, %a132 : index
-        %vi1281 = arith.andi %ok123, %inr318 : i1
-        %vis1282 = arith.andi %vi1281, %le1280 : i1
-        %up1283:6 = scf.if %vis1282 -> (f32, f32, f32, f32, f32, f32) {
-          %f1284 = arith.mulf %f135, %k331 : f32
-          %f1285 = math.fma %f138, %k334, %f1284 : f32
-          %f1286 = math.fma %f141, %k337, %f1285 : f32
-          %f1287 = math.fma %f144, %k340, %f1286 : f32
-          %sh1288:2 = gpu.shuffle xor %f1287, %c16_i32, %c32_i32 : f32
-          %f1289 = arith.addf %f1287, %sh1288#0 : f32
-          %sh1290:2 = gpu.shuffle xor %f1289, %c8_i32, %c32_i32 : f32
-          %f1291 = arith.addf %f1289, %sh1290#0 : f32
-          %sh1292:2 = gpu.shuffle xor %f1291, %c4_i32, %c32_i32 : f32
-          %f1293 = arith.addf %f1291, %sh1292#0 : f32
-          %sh1294:2 = gpu.shuffle xor %f1293, %c2_i32, %c32_i32 : f32
-          %f1295 = arith.addf %f1293, %sh1294#0 : f32
-          %sh1296:2 = gpu.shuffle xor %f1295, %c1_i32, %c32_i32 : f32
-          %f1297 = arith.addf %f1295, %sh1296#0 : f32
-          %mn1298 = arith.maximumf %up1027#0, %f1297 : f32
-          %f1299 = arith.subf %up1027#0, %mn1298 : f32
-          %corr1300 = math.exp %f1299 : f32
-          %f1301 = arith.subf %f1297, %mn1298 : f32
-          %p1302 = math.exp %f1301 : f32
-          %f1303 = math.fma %up1027#1, %corr1300, %p1302 : f32
-          %f1304 = arith.mulf %up1027#2, %corr1300 : f32
-          %f1305 = math.fma %p1302, %v342, %f1304 : f32
-          %f1306 = arith.mulf %up1027#3, %corr1300 : f32
-          %f1307 = math.fma %p1302, %v345, %f1306 : f32
-          %f1308 = arith.mulf %up1027#4, %corr1300 : f32
-          %f1309 = math.fma %p1302, %v348, %f1308 : f32
-          %f1310 = arith.mulf %up1027#5, %corr1300 : f32
-          %f1311 = math.fma %p1302, %v351, %f1310 : f32
-          scf.yield %mn1298, %f1303, %f1305, %f1307, %f1309, %f1311 : f32, f32, f32, f32, f32, f32
+        %le1279 = arith.cmpi ule, %a316, %a132 : index
+        %vi1280 = arith.andi %ok123, %inr317 : i1
+        %vis1281 = arith.andi %vi1280, %le1279 : i1
+        %up1282:6 = scf.if %vis1281 -> (f32, f32, f32, f32, f32, f32) {
+          %f1283 = arith.mulf %f135, %k330 : f32
+          %f1284 = math.fma %f138, %k333, %f1283 : f32
+          %f1285 = math.fma %f141, %k336, %f1284 : f32
+          %f1286 = math.fma %f144, %k339, %f1285 : f32
+          %sh1287:2 = gpu.shuffle xor %f1286, %c16_i32, %c32_i32 : f32
+          %f1288 = arith.addf %f1286, %sh1287#0 : f32
+          %sh1289:2 = gpu.shuffle xor %f1288, %c8_i32, %c32_i32 : f32
+          %f1290 = arith.addf %f1288, %sh1289#0 : f32
+          %sh1291:2 = gpu.shuffle xor %f1290, %c4_i32, %c32_i32 : f32
+          %f1292 = arith.addf %f1290, %sh1291#0 : f32
+          %sh1293:2 = gpu.shuffle xor %f1292, %c2_i32, %c32_i32 : f32
+          %f1294 = arith.addf %f1292, %sh1293#0 : f32
+          %sh1295:2 = gpu.shuffle xor %f1294, %c1_i32, %c32_i32 : f32
+          %f1296 = arith.addf %f1294, %sh1295#0 : f32
+          %mn1297 = arith.maximumf %up1026#0, %f1296 : f32
+          %f1298 = arith.subf %up1026#0, %mn1297 : f32
+          %corr1299 = math.exp %f1298 : f32
+          %f1300 = arith.subf %f1296, %mn1297 : f32
+          %p1301 = math.exp %f1300 : f32
+          %f1302 = math.fma %up1026#1, %corr1299, %p1301 : f32
+          %f1303 = arith.mulf %up1026#2, %corr1299 : f32
+          %f1304 = math.fma %p1301, %v341, %f1303 : f32
+          %f1305 = arith.mulf %up1026#3, %corr1299 : f32
+          %f1306 = math.fma %p1301, %v344, %f1305 : f32
+          %f1307 = arith.mulf %up1026#4, %corr1299 : f32
+          %f1308 = math.fma %p1301, %v347, %f1307 : f32
+          %f1309 = arith.mulf %up1026#5, %corr1299 : f32
+          %f1310 = math.fma %p1301, %v350, %f1309 : f32
+          scf.yield %mn1297, %f1302, %f1304, %f1306, %f1308, %f1310 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up1027#0, %up1027#1, %up1027#2, %up1027#3, %up1027#4, %up1027#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up1026#0, %up1026#1, %up1026#2, %up1026#3, %up1026#4, %up1026#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1312 = arith.cmpi ule, %a317, %a156 : index
-        %vi1313 = arith.andi %ok147, %inr318 : i1
-        %vis1314 = arith.andi %vi1313, %le1312 : i1
-        %up1315:6 = scf.if %vis1314 -> (f32, f32, f32, f32, f32, f32) {
-          %f1316 = arith.mulf %f159, %k331 : f32
-          %f1317 = math.fma %f162, %k334, %f1316 : f32
-          %f1318 = math.fma %f165, %k337, %f1317 : f32
-          %f1319 = math.fma %f168, %k340, %f1318 : f32
-          %sh1320:2 = gpu.shuffle xor %f1319, %c16_i32, %c32_i32 : f32
-          %f1321 = arith.addf %f1319, %sh1320#0 : f32
-          %sh1322:2 = gpu.shuffle xor %f1321, %c8_i32, %c32_i32 : f32
-          %f1323 = arith.addf %f1321, %sh1322#0 : f32
-          %sh1324:2 = gpu.shuffle xor %f1323, %c4_i32, %c32_i32 : f32
-          %f1325 = arith.addf %f1323, %sh1324#0 : f32
-          %sh1326:2 = gpu.shuffle xor %f1325, %c2_i32, %c32_i32 : f32
-          %f1327 = arith.addf %f1325, %sh1326#0 : f32
-          %sh1328:2 = gpu.shuffle xor %f1327, %c1_i32, %c32_i32 : f32
-          %f1329 = arith.addf %f1327, %sh1328#0 : f32
-          %mn1330 = arith.maximumf %up1059#0, %f1329 : f32
-          %f1331 = arith.subf %up1059#0, %mn1330 : f32
-          %corr1332 = math.exp %f1331 : f32
-          %f1333 = arith.subf %f1329, %mn1330 : f32
-          %p1334 = math.exp %f1333 : f32
-          %f1335 = math.fma %up1059#1, %corr1332, %p1334 : f32
-          %f1336 = arith.mulf %up1059#2, %corr1332 : f32
-          %f1337 = math.fma %p1334, %v342, %f1336 : f32
-          %f1338 = arith.mulf %up1059#3, %corr1332 : f32
-          %f1339 = math.fma %p1334, %v345, %f1338 : f32
-          %f1340 = arith.mulf %up1059#4, %corr1332 : f32
-          %f1341 = math.fma %p1334, %v348, %f1340 : f32
-          %f1342 = arith.mulf %up1059#5, %corr1332 : f32
-          %f1343 = math.fma %p1334, %v351, %f1342 : f32
-          scf.yield %mn1330, %f1335, %f1337, %f1339, %f1341, %f1343 : f32, f32, f32, f32, f32, f32
+        %le1311 = arith.cmpi ule, %a316, %a156 : index
+        %vi1312 = arith.andi %ok147, %inr317 : i1
+        %vis1313 = arith.andi %vi1312, %le1311 : i1
+        %up1314:6 = scf.if %vis1313 -> (f32, f32, f32, f32, f32, f32) {
+          %f1315 = arith.mulf %f159, %k330 : f32
+          %f1316 = math.fma %f162, %k333, %f1315 : f32
+          %f1317 = math.fma %f165, %k336, %f1316 : f32
+          %f1318 = math.fma %f168, %k339, %f1317 : f32
+          %sh1319:2 = gpu.shuffle xor %f1318, %c16_i32, %c32_i32 : f32
+          %f1320 = arith.addf %f1318, %sh1319#0 : f32
+          %sh1321:2 = gpu.shuffle xor %f1320, %c8_i32, %c32_i32 : f32
+          %f1322 = arith.addf %f1320, %sh1321#0 : f32
+          %sh1323:2 = gpu.shuffle xor %f1322, %c4_i32, %c32_i32 : f32
+          %f1324 = arith.addf %f1322, %sh1323#0 : f32
+          %sh1325:2 = gpu.shuffle xor %f1324, %c2_i32, %c32_i32 : f32
+          %f1326 = arith.addf %f1324, %sh1325#0 : f32
+          %sh1327:2 = gpu.shuffle xor %f1326, %c1_i32, %c32_i32 : f32
+          %f1328 = arith.addf %f1326, %sh1327#0 : f32
+          %mn1329 = arith.maximumf %up1058#0, %f1328 : f32
+          %f1330 = arith.subf %up1058#0, %mn1329 : f32
+          %corr1331 = math.exp %f1330 : f32
+          %f1332 = arith.subf %f1328, %mn1329 : f32
+          %p1333 = math.exp %f1332 : f32
+          %f1334 = math.fma %up1058#1, %corr1331, %p1333 : f32
+          %f1335 = arith.mulf %up1058#2, %corr1331 : f32
+          %f1336 = math.fma %p1333, %v341, %f1335 : f32
+          %f1337 = arith.mulf %up1058#3, %corr1331 : f32
+          %f1338 = math.fma %p1333, %v344, %f1337 : f32
+          %f1339 = arith.mulf %up1058#4, %corr1331 : f32
+          %f1340 = math.fma %p1333, %v347, %f1339 : f32
+          %f1341 = arith.mulf %up1058#5, %corr1331 : f32
+          %f1342 = math.fma %p1333, %v350, %f1341 : f32
+          scf.yield %mn1329, %f1334, %f1336, %f1338, %f1340, %f1342 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up1059#0, %up1059#1, %up1059#2, %up1059#3, %up1059#4, %up1059#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up1058#0, %up1058#1, %up1058#2, %up1058#3, %up1058#4, %up1058#5 : f32, f32, f32, f32, f32, f32
         }
-        %le1344 = arith.cmpi ule, %a317, %a180 : index
-        %vi1345 = arith.andi %ok171, %inr318 : i1
-        %vis1346 = arith.andi %vi1345, %le1344 : i1
-        %up1347:6 = scf.if %vis1346 -> (f32, f32, f32, f32, f32, f32) {
-          %f1348 = arith.mulf %f183, %k331 : f32
-          %f1349 = math.fma %f186, %k334, %f1348 : f32
-          %f1350 = math.fma %f189, %k337, %f1349 : f32
-          %f1351 = math.fma %f192, %k340, %f1350 : f32
-          %sh1352:2 = gpu.shuffle xor %f1351, %c16_i32, %c32_i32 : f32
-          %f1353 = arith.addf %f1351, %sh1352#0 : f32
-          %sh1354:2 = gpu.shuffle xor %f1353, %c8_i32, %c32_i32 : f32
-          %f1355 = arith.addf %f1353, %sh1354#0 : f32
-          %sh1356:2 = gpu.shuffle xor %f1355, %c4_i32, %c32_i32 : f32
-          %f1357 = arith.addf %f1355, %sh1356#0 : f32
-          %sh1358:2 = gpu.shuffle xor %f1357, %c2_i32, %c32_i32 : f32
-          %f1359 = arith.addf %f1357, %sh1358#0 : f32
-          %sh1360:2 = gpu.shuffle xor %f1359, %c1_i32, %c32_i32 : f32
-          %f1361 = arith.addf %f1359, %sh1360#0 : f32
-          %mn1362 = arith.maximumf %up1091#0, %f1361 : f32
-          %f1363 = arith.subf %up1091#0, %mn1362 : f32
-          %corr1364 = math.exp %f1363 : f32
-          %f1365 = arith.subf %f1361, %mn1362 : f32
-          %p1366 = math.exp %f1365 : f32
-          %f1367 = math.fma %up1091#1, %corr1364, %p1366 : f32
-          %f1368 = arith.mulf %up1091#2, %corr1364 : f32
-          %f1369 = math.fma %p1366, %v342, %f1368 : f32
-          %f1370 = arith.mulf %up1091#3, %corr1364 : f32
-          %f1371 = math.fma %p1366, %v345, %f1370 : f32
-          %f1372 = arith.mulf %up1091#4, %corr1364 : f32
-          %f1373 = math.fma %p1366, %v348, %f1372 : f32
-          %f1374 = arith.mulf %up1091#5, %corr1364 : f32
-          %f1375 = math.fma %p1366, %v351, %f1374 : f32
-          scf.yield %mn1362, %f1367, %f1369, %f1371, %f1373, %f1375 : f32, f32, f32, f32, f32, f32
+        %le1343 = arith.cmpi ule, %a316, %a180 : index
+        %vi1344 = arith.andi %ok171, %inr317 : i1
+        %vis1345 = arith.andi %vi1344, %le1343 : i1
+        %up1346:6 = scf.if %vis1345 -> (f32, f32, f32, f32, f32, f32) {
+          %f1347 = arith.mulf %f183, %k330 : f32
+          %f1348 = math.fma %f186, %k333, %f1347 : f32
+          %f1349 = math.fma %f189, %k336, %f1348 : f32
+          %f1350 = math.fma %f192, %k339, %f1349 : f32
+          %sh1351:2 = gpu.shuffle xor %f1350, %c16_i32, %c32_i32 : f32
+          %f1352 = arith.addf %f1350, %sh1351#0 : f32
+          %sh1353:2 = gpu.shuffle xor %f1352, %c8_i32, %c32_i32 : f32
+          %f1354 = arith.addf %f1352, %sh1353#0 : f32
+          %sh1355:2 = gpu.shuffle xor %f1354, %c4_i32, %c32_i32 : f32
+          %f1356 = arith.addf %f1354, %sh1355#0 : f32
+          %sh1357:2 = gpu.shuffle xor %f1356, %c2_i32, %c32_i32 : f32
+          %f1358 = arith.addf %f1356, %sh1357#0 : f32
+          %sh1359:2 = gpu.shuffle xor %f1358, %c1_i32, %c32_i32 : f32
+          %f1360 = arith.addf %f1358, %sh1359#0 : f32
+          %mn1361 = arith.maximumf %up1090#0, %f1360 : f32
+          %f1362 = arith.subf %up1090#0, %mn1361 : f32
+          %corr1363 = math.exp %f1362 : f32
+          %f1364 = arith.subf %f1360, %mn1361 : f32
+          %p1365 = math.exp %f1364 : f32
+          %f1366 = math.fma %up1090#1, %corr1363, %p1365 : f32
+          %f1367 = arith.mulf %up1090#2, %corr1363 : f32
+          %f1368 = math.fma %p1365, %v341, %f1367 : f32
+          %f1369 = arith.mulf %up1090#3, %corr1363 : f32
+          %f1370 = math.fma %p1365, %v344, %f1369 : f32
+          %f1371 = arith.mulf %up1090#4, %corr1363 : f32
+          %f1372 = math.fma %p1365, %v347, %f1371 : f32
+          %f1373 = arith.mulf %up1090#5, %corr1363 : f32
+          %f1374 = math.fma %p1365, %v350, %f1373 : f32
+          scf.yield %mn1361, %f1366, %f1368, %f1370, %f1372, %f1374 : f32, f32, f32, f32, f32, f32
         } else {
-          scf.yield %up1091#0, %up1091#1, %up1091#2, %up1091#3, %up1091#4, %up1091#5 : f32, f32, f32, f32, f32, f32
+          scf.yield %up1090#0, %up1090#1, %up1090#2, %up1090#3, %up1090#4, %up1090#5 : f32, f32, f32, f32, f32, f32
         }
-        scf.yield %up1123#0, %up1155#0, %up1187#0, %up1219#0, %up1251#0, %up1283#0, %up1315#0, %up1347#0, %up1123#1, %up1155#1, %up1187#1, %up1219#1, %up1251#1, %up1283#1, %up1315#1, %up1347#1, %up1123#2, %up1123#3, %up1123#4, %up1123#5, %up1155#2, %up1155#3, %up1155#4, %up1155#5, %up1187#2, %up1187#3, %up1187#4, %up1187#5, %up1219#2, %up1219#3, %up1219#4, %up1219#5, %up1251#2, %up1251#3, %up1251#4, %up1251#5, %up1283#2, %up1283#3, %up1283#4, %up1283#5, %up1315#2, %up1315#3, %up1315#4, %up1315#5, %up1347#2, %up1347#3, %up1347#4, %up1347#5 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %up1122#0, %up1154#0, %up1186#0, %up1218#0, %up1250#0, %up1282#0, %up1314#0, %up1346#0, %up1122#1, %up1154#1, %up1186#1, %up1218#1, %up1250#1, %up1282#1, %up1314#1, %up1346#1, %up1122#2, %up1122#3, %up1122#4, %up1122#5, %up1154#2, %up1154#3, %up1154#4, %up1154#5, %up1186#2, %up1186#3, %up1186#4, %up1186#5, %up1218#2, %up1218#3, %up1218#4, %up1218#5, %up1250#2, %up1250#3, %up1250#4, %up1250#5, %up1282#2, %up1282#3, %up1282#4, %up1282#5, %up1314#2, %up1314#3, %up1314#4, %up1314#5, %up1346#2, %up1346#3, %up1346#4, %up1346#5 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
       }
       %lane0 = arith.cmpi eq, %lane, %c0_index : index
-      %m1376 = arith.muli %warp, %c8_index : index
-      %a1377 = arith.addi %m1376, %c0_index : index
+      %m1375 = arith.muli %warp, %c8_index : index
+      %a1376 = arith.addi %m1375, %c0_index : index
       scf.if %lane0 {
-        memref.store %st#0, %ms[%a1377] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#8, %ls[%a1377] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#0, %ms[%a1376] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#8, %ls[%a1376] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1378 = arith.muli %a1377, %c128_index : index
-      %a1379 = arith.addi %m1378, %d0 : index
-      memref.store %st#16, %os[%a1379] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1380 = arith.addi %a1379, %c1_index : index
-      memref.store %st#17, %os[%a1380] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1381 = arith.addi %a1379, %c2_index : index
-      memref.store %st#18, %os[%a1381] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1382 = arith.addi %a1379, %c3_index : index
-      memref.store %st#19, %os[%a1382] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1383 = arith.muli %warp, %c8_index : index
-      %a1384 = arith.addi %m1383, %c1_index : index
+      %m1377 = arith.muli %a1376, %c128_index : index
+      %a1378 = arith.addi %m1377, %d0 : index
+      memref.store %st#16, %os[%a1378] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1379 = arith.addi %a1378, %c1_index : index
+      memref.store %st#17, %os[%a1379] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1380 = arith.addi %a1378, %c2_index : index
+      memref.store %st#18, %os[%a1380] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1381 = arith.addi %a1378, %c3_index : index
+      memref.store %st#19, %os[%a1381] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1382 = arith.muli %warp, %c8_index : index
+      %a1383 = arith.addi %m1382, %c1_index : index
       scf.if %lane0 {
-        memref.store %st#1, %ms[%a1384] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#9, %ls[%a1384] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#1, %ms[%a1383] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#9, %ls[%a1383] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1385 = arith.muli %a1384, %c128_index : index
-      %a1386 = arith.addi %m1385, %d0 : index
-      memref.store %st#20, %os[%a1386] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1387 = arith.addi %a1386, %c1_index : index
-      memref.store %st#21, %os[%a1387] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1388 = arith.addi %a1386, %c2_index : index
-      memref.store %st#22, %os[%a1388] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1389 = arith.addi %a1386, %c3_index : index
-      memref.store %st#23, %os[%a1389] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1390 = arith.muli %warp, %c8_index : index
-      %a1391 = arith.addi %m1390, %c2_index : index
+      %m1384 = arith.muli %a1383, %c128_index : index
+      %a1385 = arith.addi %m1384, %d0 : index
+      memref.store %st#20, %os[%a1385] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1386 = arith.addi %a1385, %c1_index : index
+      memref.store %st#21, %os[%a1386] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1387 = arith.addi %a1385, %c2_index : index
+      memref.store %st#22, %os[%a1387] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1388 = arith.addi %a1385, %c3_index : index
+      memref.store %st#23, %os[%a1388] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1389 = arith.muli %warp, %c8_index : index
+      %a1390 = arith.addi %m1389, %c2_index : index
       scf.if %lane0 {
-        memref.store %st#2, %ms[%a1391] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#10, %ls[%a1391] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#2, %ms[%a1390] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#10, %ls[%a1390] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1392 = arith.muli %a1391, %c128_index : index
-      %a1393 = arith.addi %m1392, %d0 : index
-      memref.store %st#24, %os[%a1393] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1394 = arith.addi %a1393, %c1_index : index
-      memref.store %st#25, %os[%a1394] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1395 = arith.addi %a1393, %c2_index : index
-      memref.store %st#26, %os[%a1395] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1396 = arith.addi %a1393, %c3_index : index
-      memref.store %st#27, %os[%a1396] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1397 = arith.muli %warp, %c8_index : index
-      %a1398 = arith.addi %m1397, %c3_index : index
+      %m1391 = arith.muli %a1390, %c128_index : index
+      %a1392 = arith.addi %m1391, %d0 : index
+      memref.store %st#24, %os[%a1392] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1393 = arith.addi %a1392, %c1_index : index
+      memref.store %st#25, %os[%a1393] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1394 = arith.addi %a1392, %c2_index : index
+      memref.store %st#26, %os[%a1394] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1395 = arith.addi %a1392, %c3_index : index
+      memref.store %st#27, %os[%a1395] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1396 = arith.muli %warp, %c8_index : index
+      %a1397 = arith.addi %m1396, %c3_index : index
       scf.if %lane0 {
-        memref.store %st#3, %ms[%a1398] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#11, %ls[%a1398] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#3, %ms[%a1397] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#11, %ls[%a1397] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1399 = arith.muli %a1398, %c128_index : index
-      %a1400 = arith.addi %m1399, %d0 : index
-      memref.store %st#28, %os[%a1400] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1401 = arith.addi %a1400, %c1_index : index
-      memref.store %st#29, %os[%a1401] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1402 = arith.addi %a1400, %c2_index : index
-      memref.store %st#30, %os[%a1402] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1403 = arith.addi %a1400, %c3_index : index
-      memref.store %st#31, %os[%a1403] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1404 = arith.muli %warp, %c8_index : index
-      %a1405 = arith.addi %m1404, %c4_index : index
+      %m1398 = arith.muli %a1397, %c128_index : index
+      %a1399 = arith.addi %m1398, %d0 : index
+      memref.store %st#28, %os[%a1399] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1400 = arith.addi %a1399, %c1_index : index
+      memref.store %st#29, %os[%a1400] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1401 = arith.addi %a1399, %c2_index : index
+      memref.store %st#30, %os[%a1401] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1402 = arith.addi %a1399, %c3_index : index
+      memref.store %st#31, %os[%a1402] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1403 = arith.muli %warp, %c8_index : index
+      %a1404 = arith.addi %m1403, %c4_index : index
       scf.if %lane0 {
-        memref.store %st#4, %ms[%a1405] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#12, %ls[%a1405] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#4, %ms[%a1404] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#12, %ls[%a1404] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1406 = arith.muli %a1405, %c128_index : index
-      %a1407 = arith.addi %m1406, %d0 : index
-      memref.store %st#32, %os[%a1407] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1408 = arith.addi %a1407, %c1_index : index
-      memref.store %st#33, %os[%a1408] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1409 = arith.addi %a1407, %c2_index : index
-      memref.store %st#34, %os[%a1409] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1410 = arith.addi %a1407, %c3_index : index
-      memref.store %st#35, %os[%a1410] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1411 = arith.muli %warp, %c8_index : index
-      %a1412 = arith.addi %m1411, %c5_index : index
+      %m1405 = arith.muli %a1404, %c128_index : index
+      %a1406 = arith.addi %m1405, %d0 : index
+      memref.store %st#32, %os[%a1406] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1407 = arith.addi %a1406, %c1_index : index
+      memref.store %st#33, %os[%a1407] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1408 = arith.addi %a1406, %c2_index : index
+      memref.store %st#34, %os[%a1408] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1409 = arith.addi %a1406, %c3_index : index
+      memref.store %st#35, %os[%a1409] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1410 = arith.muli %warp, %c8_index : index
+      %a1411 = arith.addi %m1410, %c5_index : index
       scf.if %lane0 {
-        memref.store %st#5, %ms[%a1412] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#13, %ls[%a1412] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#5, %ms[%a1411] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#13, %ls[%a1411] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1413 = arith.muli %a1412, %c128_index : index
-      %a1414 = arith.addi %m1413, %d0 : index
-      memref.store %st#36, %os[%a1414] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1415 = arith.addi %a1414, %c1_index : index
-      memref.store %st#37, %os[%a1415] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1416 = arith.addi %a1414, %c2_index : index
-      memref.store %st#38, %os[%a1416] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1417 = arith.addi %a1414, %c3_index : index
-      memref.store %st#39, %os[%a1417] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1418 = arith.muli %warp, %c8_index : index
-      %a1419 = arith.addi %m1418, %c6_index : index
+      %m1412 = arith.muli %a1411, %c128_index : index
+      %a1413 = arith.addi %m1412, %d0 : index
+      memref.store %st#36, %os[%a1413] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1414 = arith.addi %a1413, %c1_index : index
+      memref.store %st#37, %os[%a1414] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1415 = arith.addi %a1413, %c2_index : index
+      memref.store %st#38, %os[%a1415] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1416 = arith.addi %a1413, %c3_index : index
+      memref.store %st#39, %os[%a1416] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1417 = arith.muli %warp, %c8_index : index
+      %a1418 = arith.addi %m1417, %c6_index : index
       scf.if %lane0 {
-        memref.store %st#6, %ms[%a1419] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#14, %ls[%a1419] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#6, %ms[%a1418] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#14, %ls[%a1418] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1420 = arith.muli %a1419, %c128_index : index
-      %a1421 = arith.addi %m1420, %d0 : index
-      memref.store %st#40, %os[%a1421] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1422 = arith.addi %a1421, %c1_index : index
-      memref.store %st#41, %os[%a1422] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1423 = arith.addi %a1421, %c2_index : index
-      memref.store %st#42, %os[%a1423] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1424 = arith.addi %a1421, %c3_index : index
-      memref.store %st#43, %os[%a1424] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1425 = arith.muli %warp, %c8_index : index
-      %a1426 = arith.addi %m1425, %c7_index : index
+      %m1419 = arith.muli %a1418, %c128_index : index
+      %a1420 = arith.addi %m1419, %d0 : index
+      memref.store %st#40, %os[%a1420] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1421 = arith.addi %a1420, %c1_index : index
+      memref.store %st#41, %os[%a1421] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1422 = arith.addi %a1420, %c2_index : index
+      memref.store %st#42, %os[%a1422] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1423 = arith.addi %a1420, %c3_index : index
+      memref.store %st#43, %os[%a1423] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1424 = arith.muli %warp, %c8_index : index
+      %a1425 = arith.addi %m1424, %c7_index : index
       scf.if %lane0 {
-        memref.store %st#7, %ms[%a1426] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#15, %ls[%a1426] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#7, %ms[%a1425] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#15, %ls[%a1425] : memref<32xf32, #gpu.address_space<workgroup>>
       }
-      %m1427 = arith.muli %a1426, %c128_index : index
-      %a1428 = arith.addi %m1427, %d0 : index
-      memref.store %st#44, %os[%a1428] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1429 = arith.addi %a1428, %c1_index : index
-      memref.store %st#45, %os[%a1429] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1430 = arith.addi %a1428, %c2_index : index
-      memref.store %st#46, %os[%a1430] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1431 = arith.addi %a1428, %c3_index : index
-      memref.store %st#47, %os[%a1431] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1426 = arith.muli %a1425, %c128_index : index
+      %a1427 = arith.addi %m1426, %d0 : index
+      memref.store %st#44, %os[%a1427] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1428 = arith.addi %a1427, %c1_index : index
+      memref.store %st#45, %os[%a1428] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1429 = arith.addi %a1427, %c2_index : index
+      memref.store %st#46, %os[%a1429] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %a1430 = arith.addi %a1427, %c3_index : index
+      memref.store %st#47, %os[%a1430] : memref<4096xf32, #gpu.address_space<workgroup>>
       gpu.barrier
       %one_split = arith.cmpi eq, %n_split, %c1_index : index
       %d_is0 = arith.cmpi eq, %tid, %c0_index : index
       scf.if %ok3 {
-        %mw1432 = memref.load %ms[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1433 = memref.load %ms[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1434 = memref.load %ms[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1435 = memref.load %ms[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1436 = arith.maximumf %mw1432, %mw1433 : f32
+        %mw1431 = memref.load %ms[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1432 = memref.load %ms[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1433 = memref.load %ms[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1434 = memref.load %ms[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1435 = arith.maximumf %mw1431, %mw1432 : f32
+        %M1436 = arith.maximumf %M1435, %mw1433 : f32
         %M1437 = arith.maximumf %M1436, %mw1434 : f32
-        %M1438 = arith.maximumf %M1437, %mw1435 : f32
-        %any1439 = arith.cmpf ogt, %M1438, %c0xFF800000_f32 : f32
-        %Ms1440 = arith.select %any1439, %M1438, %c0p0_f32 : f32
-        %f1441 = arith.subf %mw1432, %Ms1440 : f32
-        %fw1442 = math.exp %f1441 : f32
-        %lw1443 = memref.load %ls[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1444 = arith.addi %c0_index, %tid : index
-        %ow1445 = memref.load %os[%a1444] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1446 = math.fma %lw1443, %fw1442, %c0p0_f32 : f32
-        %f1447 = math.fma %ow1445, %fw1442, %c0p0_f32 : f32
-        %f1448 = arith.subf %mw1433, %Ms1440 : f32
-        %fw1449 = math.exp %f1448 : f32
-        %lw1450 = memref.load %ls[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1451 = arith.addi %c1024_index, %tid : index
-        %ow1452 = memref.load %os[%a1451] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1453 = math.fma %lw1450, %fw1449, %f1446 : f32
-        %f1454 = math.fma %ow1452, %fw1449, %f1447 : f32
-        %f1455 = arith.subf %mw1434, %Ms1440 : f32
-        %fw1456 = math.exp %f1455 : f32
-        %lw1457 = memref.load %ls[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1458 = arith.addi %c2048_index, %tid : index
-        %ow1459 = memref.load %os[%a1458] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1460 = math.fma %lw1457, %fw1456, %f1453 : f32
-        %f1461 = math.fma %ow1459, %fw1456, %f1454 : f32
-        %f1462 = arith.subf %mw1435, %Ms1440 : f32
-        %fw1463 = math.exp %f1462 : f32
-        %lw1464 = memref.load %ls[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1465 = arith.addi %c3072_index, %tid : index
-        %ow1466 = memref.load %os[%a1465] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1467 = math.fma %lw1464, %fw1463, %f1460 : f32
-        %f1468 = math.fma %ow1466, %fw1463, %f1461 : f32
-        %pos1469 = arith.cmpf ogt, %f1467, %c0p0_f32 : f32
-        %Lc1470 = arith.select %pos1469, %f1467, %c1p0_f32 : f32
-        %o1471 = arith.divf %f1468, %Lc1470 : f32
-        %a1472 = arith.addi %m11, %tid : index
+        %any1438 = arith.cmpf ogt, %M1437, %c0xFF800000_f32 : f32
+        %Ms1439 = arith.select %any1438, %M1437, %c0p0_f32 : f32
+        %f1440 = arith.subf %mw1431, %Ms1439 : f32
+        %fw1441 = math.exp %f1440 : f32
+        %lw1442 = memref.load %ls[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1443 = arith.addi %c0_index, %tid : index
+        %ow1444 = memref.load %os[%a1443] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1445 = math.fma %lw1442, %fw1441, %c0p0_f32 : f32
+        %f1446 = math.fma %ow1444, %fw1441, %c0p0_f32 : f32
+        %f1447 = arith.subf %mw1432, %Ms1439 : f32
+        %fw1448 = math.exp %f1447 : f32
+        %lw1449 = memref.load %ls[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1450 = arith.addi %c1024_index, %tid : index
+        %ow1451 = memref.load %os[%a1450] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1452 = math.fma %lw1449, %fw1448, %f1445 : f32
+        %f1453 = math.fma %ow1451, %fw1448, %f1446 : f32
+        %f1454 = arith.subf %mw1433, %Ms1439 : f32
+        %fw1455 = math.exp %f1454 : f32
+        %lw1456 = memref.load %ls[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1457 = arith.addi %c2048_index, %tid : index
+        %ow1458 = memref.load %os[%a1457] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1459 = math.fma %lw1456, %fw1455, %f1452 : f32
+        %f1460 = math.fma %ow1458, %fw1455, %f1453 : f32
+        %f1461 = arith.subf %mw1434, %Ms1439 : f32
+        %fw1462 = math.exp %f1461 : f32
+        %lw1463 = memref.load %ls[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1464 = arith.addi %c3072_index, %tid : index
+        %ow1465 = memref.load %os[%a1464] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1466 = math.fma %lw1463, %fw1462, %f1459 : f32
+        %f1467 = math.fma %ow1465, %fw1462, %f1460 : f32
+        %pos1468 = arith.cmpf ogt, %f1466, %c0p0_f32 : f32
+        %Lc1469 = arith.select %pos1468, %f1466, %c1p0_f32 : f32
+        %o1470 = arith.divf %f1467, %Lc1469 : f32
+        %a1471 = arith.addi %m11, %tid : index
         scf.if %one_split {
-          memref.store %o1471, %out[%a1472] : memref<?xf32>
+          memref.store %o1470, %out[%a1471] : memref<?xf32>
         } else {
-          %m1473 = arith.muli %Ti, %NH : index
-          %m1474 = arith.muli %split, %m1473 : index
-          %m1475 = arith.muli %m1474, %c128_index : index
-          %a1476 = arith.addi %m1475, %a1472 : index
-          memref.store %o1471, %o_part[%a1476] : memref<?xf32>
+          %m1472 = arith.muli %Ti, %NH : index
+          %m1473 = arith.muli %split, %m1472 : index
+          %m1474 = arith.muli %m1473, %c128_index : index
+          %a1475 = arith.addi %m1474, %a1471 : index
+          memref.store %o1470, %o_part[%a1475] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1477 = math.log %Lc1470 : f32
-            %f1478 = arith.addf %Ms1440, %lg1477 : f32
-            %lse1479 = arith.select %pos1469, %f1478, %c0xFF800000_f32 : f32
-            %hr1480 = arith.divui %m11, %c128_index : index
-            %a1481 = arith.addi %m1474, %hr1480 : index
-            memref.store %lse1479, %lse_part[%a1481] : memref<?xf32>
+            %lg1476 = math.log %Lc1469 : f32
+            %f1477 = arith.addf %Ms1439, %lg1476 : f32
+            %lse1478 = arith.select %pos1468, %f1477, %c0xFF800000_f32 : f32
+            %hr1479 = arith.divui %m11, %c128_index : index
+            %a1480 = arith.addi %m1473, %hr1479 : index
+            memref.store %lse1478, %lse_part[%a1480] : memref<?xf32>
           }
         }
       }
       scf.if %ok27 {
-        %mw1482 = memref.load %ms[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1483 = memref.load %ms[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1484 = memref.load %ms[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1485 = memref.load %ms[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1486 = arith.maximumf %mw1482, %mw1483 : f32
+        %mw1481 = memref.load %ms[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1482 = memref.load %ms[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1483 = memref.load %ms[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1484 = memref.load %ms[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1485 = arith.maximumf %mw1481, %mw1482 : f32
+        %M1486 = arith.maximumf %M1485, %mw1483 : f32
         %M1487 = arith.maximumf %M1486, %mw1484 : f32
-        %M1488 = arith.maximumf %M1487, %mw1485 : f32
-        %any1489 = arith.cmpf ogt, %M1488, %c0xFF800000_f32 : f32
-        %Ms1490 = arith.select %any1489, %M1488, %c0p0_f32 : f32
-        %f1491 = arith.subf %mw1482, %Ms1490 : f32
-        %fw1492 = math.exp %f1491 : f32
-        %lw1493 = memref.load %ls[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1494 = arith.addi %c128_index, %tid : index
-        %ow1495 = memref.load %os[%a1494] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1496 = math.fma %lw1493, %fw1492, %c0p0_f32 : f32
-        %f1497 = math.fma %ow1495, %fw1492, %c0p0_f32 : f32
-        %f1498 = arith.subf %mw1483, %Ms1490 : f32
-        %fw1499 = math.exp %f1498 : f32
-        %lw1500 = memref.load %ls[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1501 = arith.addi %c1152_index, %tid : index
-        %ow1502 = memref.load %os[%a1501] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1503 = math.fma %lw1500, %fw1499, %f1496 : f32
-        %f1504 = math.fma %ow1502, %fw1499, %f1497 : f32
-        %f1505 = arith.subf %mw1484, %Ms1490 : f32
-        %fw1506 = math.exp %f1505 : f32
-        %lw1507 = memref.load %ls[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1508 = arith.addi %c2176_index, %tid : index
-        %ow1509 = memref.load %os[%a1508] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1510 = math.fma %lw1507, %fw1506, %f1503 : f32
-        %f1511 = math.fma %ow1509, %fw1506, %f1504 : f32
-        %f1512 = arith.subf %mw1485, %Ms1490 : f32
-        %fw1513 = math.exp %f1512 : f32
-        %lw1514 = memref.load %ls[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1515 = arith.addi %c3200_index, %tid : index
-        %ow1516 = memref.load %os[%a1515] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1517 = math.fma %lw1514, %fw1513, %f1510 : f32
-        %f1518 = math.fma %ow1516, %fw1513, %f1511 : f32
-        %pos1519 = arith.cmpf ogt, %f1517, %c0p0_f32 : f32
-        %Lc1520 = arith.select %pos1519, %f1517, %c1p0_f32 : f32
-        %o1521 = arith.divf %f1518, %Lc1520 : f32
-        %a1522 = arith.addi %m35, %tid : index
+        %any1488 = arith.cmpf ogt, %M1487, %c0xFF800000_f32 : f32
+        %Ms1489 = arith.select %any1488, %M1487, %c0p0_f32 : f32
+        %f1490 = arith.subf %mw1481, %Ms1489 : f32
+        %fw1491 = math.exp %f1490 : f32
+        %lw1492 = memref.load %ls[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1493 = arith.addi %c128_index, %tid : index
+        %ow1494 = memref.load %os[%a1493] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1495 = math.fma %lw1492, %fw1491, %c0p0_f32 : f32
+        %f1496 = math.fma %ow1494, %fw1491, %c0p0_f32 : f32
+        %f1497 = arith.subf %mw1482, %Ms1489 : f32
+        %fw1498 = math.exp %f1497 : f32
+        %lw1499 = memref.load %ls[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1500 = arith.addi %c1152_index, %tid : index
+        %ow1501 = memref.load %os[%a1500] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1502 = math.fma %lw1499, %fw1498, %f1495 : f32
+        %f1503 = math.fma %ow1501, %fw1498, %f1496 : f32
+        %f1504 = arith.subf %mw1483, %Ms1489 : f32
+        %fw1505 = math.exp %f1504 : f32
+        %lw1506 = memref.load %ls[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1507 = arith.addi %c2176_index, %tid : index
+        %ow1508 = memref.load %os[%a1507] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1509 = math.fma %lw1506, %fw1505, %f1502 : f32
+        %f1510 = math.fma %ow1508, %fw1505, %f1503 : f32
+        %f1511 = arith.subf %mw1484, %Ms1489 : f32
+        %fw1512 = math.exp %f1511 : f32
+        %lw1513 = memref.load %ls[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1514 = arith.addi %c3200_index, %tid : index
+        %ow1515 = memref.load %os[%a1514] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1516 = math.fma %lw1513, %fw1512, %f1509 : f32
+        %f1517 = math.fma %ow1515, %fw1512, %f1510 : f32
+        %pos1518 = arith.cmpf ogt, %f1516, %c0p0_f32 : f32
+        %Lc1519 = arith.select %pos1518, %f1516, %c1p0_f32 : f32
+        %o1520 = arith.divf %f1517, %Lc1519 : f32
+        %a1521 = arith.addi %m35, %tid : index
         scf.if %one_split {
-          memref.store %o1521, %out[%a1522] : memref<?xf32>
+          memref.store %o1520, %out[%a1521] : memref<?xf32>
         } else {
-          %m1523 = arith.muli %Ti, %NH : index
-          %m1524 = arith.muli %split, %m1523 : index
-          %m1525 = arith.muli %m1524, %c128_index : index
-          %a1526 = arith.addi %m1525, %a1522 : index
-          memref.store %o1521, %o_part[%a1526] : memref<?xf32>
+          %m1522 = arith.muli %Ti, %NH : index
+          %m1523 = arith.muli %split, %m1522 : index
+          %m1524 = arith.muli %m1523, %c128_index : index
+          %a1525 = arith.addi %m1524, %a1521 : index
+          memref.store %o1520, %o_part[%a1525] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1527 = math.log %Lc1520 : f32
-            %f1528 = arith.addf %Ms1490, %lg1527 : f32
-            %lse1529 = arith.select %pos1519, %f1528, %c0xFF800000_f32 : f32
-            %hr1530 = arith.divui %m35, %c128_index : index
-            %a1531 = arith.addi %m1524, %hr1530 : index
-            memref.store %lse1529, %lse_part[%a1531] : memref<?xf32>
+            %lg1526 = math.log %Lc1519 : f32
+            %f1527 = arith.addf %Ms1489, %lg1526 : f32
+            %lse1528 = arith.select %pos1518, %f1527, %c0xFF800000_f32 : f32
+            %hr1529 = arith.divui %m35, %c128_index : index
+            %a1530 = arith.addi %m1523, %hr1529 : index
+            memref.store %lse1528, %lse_part[%a1530] : memref<?xf32>
           }
         }
       }
       scf.if %ok51 {
-        %mw1532 = memref.load %ms[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1533 = memref.load %ms[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1534 = memref.load %ms[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1535 = memref.load %ms[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1536 = arith.maximumf %mw1532, %mw1533 : f32
+        %mw1531 = memref.load %ms[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1532 = memref.load %ms[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1533 = memref.load %ms[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1534 = memref.load %ms[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1535 = arith.maximumf %mw1531, %mw1532 : f32
+        %M1536 = arith.maximumf %M1535, %mw1533 : f32
         %M1537 = arith.maximumf %M1536, %mw1534 : f32
-        %M1538 = arith.maximumf %M1537, %mw1535 : f32
-        %any1539 = arith.cmpf ogt, %M1538, %c0xFF800000_f32 : f32
-        %Ms1540 = arith.select %any1539, %M1538, %c0p0_f32 : f32
-        %f1541 = arith.subf %mw1532, %Ms1540 : f32
-        %fw1542 = math.exp %f1541 : f32
-        %lw1543 = memref.load %ls[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1544 = arith.addi %c256_index, %tid : index
-        %ow1545 = memref.load %os[%a1544] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1546 = math.fma %lw1543, %fw1542, %c0p0_f32 : f32
-        %f1547 = math.fma %ow1545, %fw1542, %c0p0_f32 : f32
-        %f1548 = arith.subf %mw1533, %Ms1540 : f32
-        %fw1549 = math.exp %f1548 : f32
-        %lw1550 = memref.load %ls[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1551 = arith.addi %c1280_index, %tid : index
-        %ow1552 = memref.load %os[%a1551] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1553 = math.fma %lw1550, %fw1549, %f1546 : f32
-        %f1554 = math.fma %ow1552, %fw1549, %f1547 : f32
-        %f1555 = arith.subf %mw1534, %Ms1540 : f32
-        %fw1556 = math.exp %f1555 : f32
-        %lw1557 = memref.load %ls[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1558 = arith.addi %c2304_index, %tid : index
-        %ow1559 = memref.load %os[%a1558] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1560 = math.fma %lw1557, %fw1556, %f1553 : f32
-        %f1561 = math.fma %ow1559, %fw1556, %f1554 : f32
-        %f1562 = arith.subf %mw1535, %Ms1540 : f32
-        %fw1563 = math.exp %f1562 : f32
-        %lw1564 = memref.load %ls[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1565 = arith.addi %c3328_index, %tid : index
-        %ow1566 = memref.load %os[%a1565] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1567 = math.fma %lw1564, %fw1563, %f1560 : f32
-        %f1568 = math.fma %ow1566, %fw1563, %f1561 : f32
-        %pos1569 = arith.cmpf ogt, %f1567, %c0p0_f32 : f32
-        %Lc1570 = arith.select %pos1569, %f1567, %c1p0_f32 : f32
-        %o1571 = arith.divf %f1568, %Lc1570 : f32
-        %a1572 = arith.addi %m59, %tid : index
+        %any1538 = arith.cmpf ogt, %M1537, %c0xFF800000_f32 : f32
+        %Ms1539 = arith.select %any1538, %M1537, %c0p0_f32 : f32
+        %f1540 = arith.subf %mw1531, %Ms1539 : f32
+        %fw1541 = math.exp %f1540 : f32
+        %lw1542 = memref.load %ls[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1543 = arith.addi %c256_index, %tid : index
+        %ow1544 = memref.load %os[%a1543] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1545 = math.fma %lw1542, %fw1541, %c0p0_f32 : f32
+        %f1546 = math.fma %ow1544, %fw1541, %c0p0_f32 : f32
+        %f1547 = arith.subf %mw1532, %Ms1539 : f32
+        %fw1548 = math.exp %f1547 : f32
+        %lw1549 = memref.load %ls[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1550 = arith.addi %c1280_index, %tid : index
+        %ow1551 = memref.load %os[%a1550] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1552 = math.fma %lw1549, %fw1548, %f1545 : f32
+        %f1553 = math.fma %ow1551, %fw1548, %f1546 : f32
+        %f1554 = arith.subf %mw1533, %Ms1539 : f32
+        %fw1555 = math.exp %f1554 : f32
+        %lw1556 = memref.load %ls[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1557 = arith.addi %c2304_index, %tid : index
+        %ow1558 = memref.load %os[%a1557] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1559 = math.fma %lw1556, %fw1555, %f1552 : f32
+        %f1560 = math.fma %ow1558, %fw1555, %f1553 : f32
+        %f1561 = arith.subf %mw1534, %Ms1539 : f32
+        %fw1562 = math.exp %f1561 : f32
+        %lw1563 = memref.load %ls[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1564 = arith.addi %c3328_index, %tid : index
+        %ow1565 = memref.load %os[%a1564] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1566 = math.fma %lw1563, %fw1562, %f1559 : f32
+        %f1567 = math.fma %ow1565, %fw1562, %f1560 : f32
+        %pos1568 = arith.cmpf ogt, %f1566, %c0p0_f32 : f32
+        %Lc1569 = arith.select %pos1568, %f1566, %c1p0_f32 : f32
+        %o1570 = arith.divf %f1567, %Lc1569 : f32
+        %a1571 = arith.addi %m59, %tid : index
         scf.if %one_split {
-          memref.store %o1571, %out[%a1572] : memref<?xf32>
+          memref.store %o1570, %out[%a1571] : memref<?xf32>
         } else {
-          %m1573 = arith.muli %Ti, %NH : index
-          %m1574 = arith.muli %split, %m1573 : index
-          %m1575 = arith.muli %m1574, %c128_index : index
-          %a1576 = arith.addi %m1575, %a1572 : index
-          memref.store %o1571, %o_part[%a1576] : memref<?xf32>
+          %m1572 = arith.muli %Ti, %NH : index
+          %m1573 = arith.muli %split, %m1572 : index
+          %m1574 = arith.muli %m1573, %c128_index : index
+          %a1575 = arith.addi %m1574, %a1571 : index
+          memref.store %o1570, %o_part[%a1575] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1577 = math.log %Lc1570 : f32
-            %f1578 = arith.addf %Ms1540, %lg1577 : f32
-            %lse1579 = arith.select %pos1569, %f1578, %c0xFF800000_f32 : f32
-            %hr1580 = arith.divui %m59, %c128_index : index
-            %a1581 = arith.addi %m1574, %hr1580 : index
-            memref.store %lse1579, %lse_part[%a1581] : memref<?xf32>
+            %lg1576 = math.log %Lc1569 : f32
+            %f1577 = arith.addf %Ms1539, %lg1576 : f32
+            %lse1578 = arith.select %pos1568, %f1577, %c0xFF800000_f32 : f32
+            %hr1579 = arith.divui %m59, %c128_index : index
+            %a1580 = arith.addi %m1573, %hr1579 : index
+            memref.store %lse1578, %lse_part[%a1580] : memref<?xf32>
           }
         }
       }
       scf.if %ok75 {
-        %mw1582 = memref.load %ms[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1583 = memref.load %ms[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1584 = memref.load %ms[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1585 = memref.load %ms[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1586 = arith.maximumf %mw1582, %mw1583 : f32
+        %mw1581 = memref.load %ms[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1582 = memref.load %ms[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1583 = memref.load %ms[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1584 = memref.load %ms[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1585 = arith.maximumf %mw1581, %mw1582 : f32
+        %M1586 = arith.maximumf %M1585, %mw1583 : f32
         %M1587 = arith.maximumf %M1586, %mw1584 : f32
-        %M1588 = arith.maximumf %M1587, %mw1585 : f32
-        %any1589 = arith.cmpf ogt, %M1588, %c0xFF800000_f32 : f32
-        %Ms1590 = arith.select %any1589, %M1588, %c0p0_f32 : f32
-        %f1591 = arith.subf %mw1582, %Ms1590 : f32
-        %fw1592 = math.exp %f1591 : f32
-        %lw1593 = memref.load %ls[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1594 = arith.addi %c384_index, %tid : index
-        %ow1595 = memref.load %os[%a1594] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1596 = math.fma %lw1593, %fw1592, %c0p0_f32 : f32
-        %f1597 = math.fma %ow1595, %fw1592, %c0p0_f32 : f32
-        %f1598 = arith.subf %mw1583, %Ms1590 : f32
-        %fw1599 = math.exp %f1598 : f32
-        %lw1600 = memref.load %ls[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1601 = arith.addi %c1408_index, %tid : index
-        %ow1602 = memref.load %os[%a1601] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1603 = math.fma %lw1600, %fw1599, %f1596 : f32
-        %f1604 = math.fma %ow1602, %fw1599, %f1597 : f32
-        %f1605 = arith.subf %mw1584, %Ms1590 : f32
-        %fw1606 = math.exp %f1605 : f32
-        %lw1607 = memref.load %ls[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1608 = arith.addi %c2432_index, %tid : index
-        %ow1609 = memref.load %os[%a1608] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1610 = math.fma %lw1607, %fw1606, %f1603 : f32
-        %f1611 = math.fma %ow1609, %fw1606, %f1604 : f32
-        %f1612 = arith.subf %mw1585, %Ms1590 : f32
-        %fw1613 = math.exp %f1612 : f32
-        %lw1614 = memref.load %ls[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1615 = arith.addi %c3456_index, %tid : index
-        %ow1616 = memref.load %os[%a1615] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1617 = math.fma %lw1614, %fw1613, %f1610 : f32
-        %f1618 = math.fma %ow1616, %fw1613, %f1611 : f32
-        %pos1619 = arith.cmpf ogt, %f1617, %c0p0_f32 : f32
-        %Lc1620 = arith.select %pos1619, %f1617, %c1p0_f32 : f32
-        %o1621 = arith.divf %f1618, %Lc1620 : f32
-        %a1622 = arith.addi %m83, %tid : index
+        %any1588 = arith.cmpf ogt, %M1587, %c0xFF800000_f32 : f32
+        %Ms1589 = arith.select %any1588, %M1587, %c0p0_f32 : f32
+        %f1590 = arith.subf %mw1581, %Ms1589 : f32
+        %fw1591 = math.exp %f1590 : f32
+        %lw1592 = memref.load %ls[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1593 = arith.addi %c384_index, %tid : index
+        %ow1594 = memref.load %os[%a1593] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1595 = math.fma %lw1592, %fw1591, %c0p0_f32 : f32
+        %f1596 = math.fma %ow1594, %fw1591, %c0p0_f32 : f32
+        %f1597 = arith.subf %mw1582, %Ms1589 : f32
+        %fw1598 = math.exp %f1597 : f32
+        %lw1599 = memref.load %ls[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1600 = arith.addi %c1408_index, %tid : index
+        %ow1601 = memref.load %os[%a1600] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1602 = math.fma %lw1599, %fw1598, %f1595 : f32
+        %f1603 = math.fma %ow1601, %fw1598, %f1596 : f32
+        %f1604 = arith.subf %mw1583, %Ms1589 : f32
+        %fw1605 = math.exp %f1604 : f32
+        %lw1606 = memref.load %ls[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1607 = arith.addi %c2432_index, %tid : index
+        %ow1608 = memref.load %os[%a1607] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1609 = math.fma %lw1606, %fw1605, %f1602 : f32
+        %f1610 = math.fma %ow1608, %fw1605, %f1603 : f32
+        %f1611 = arith.subf %mw1584, %Ms1589 : f32
+        %fw1612 = math.exp %f1611 : f32
+        %lw1613 = memref.load %ls[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1614 = arith.addi %c3456_index, %tid : index
+        %ow1615 = memref.load %os[%a1614] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1616 = math.fma %lw1613, %fw1612, %f1609 : f32
+        %f1617 = math.fma %ow1615, %fw1612, %f1610 : f32
+        %pos1618 = arith.cmpf ogt, %f1616, %c0p0_f32 : f32
+        %Lc1619 = arith.select %pos1618, %f1616, %c1p0_f32 : f32
+        %o1620 = arith.divf %f1617, %Lc1619 : f32
+        %a1621 = arith.addi %m83, %tid : index
         scf.if %one_split {
-          memref.store %o1621, %out[%a1622] : memref<?xf32>
+          memref.store %o1620, %out[%a1621] : memref<?xf32>
         } else {
-          %m1623 = arith.muli %Ti, %NH : index
-          %m1624 = arith.muli %split, %m1623 : index
-          %m1625 = arith.muli %m1624, %c128_index : index
-          %a1626 = arith.addi %m1625, %a1622 : index
-          memref.store %o1621, %o_part[%a1626] : memref<?xf32>
+          %m1622 = arith.muli %Ti, %NH : index
+          %m1623 = arith.muli %split, %m1622 : index
+          %m1624 = arith.muli %m1623, %c128_index : index
+          %a1625 = arith.addi %m1624, %a1621 : index
+          memref.store %o1620, %o_part[%a1625] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1627 = math.log %Lc1620 : f32
-            %f1628 = arith.addf %Ms1590, %lg1627 : f32
-            %lse1629 = arith.select %pos1619, %f1628, %c0xFF800000_f32 : f32
-            %hr1630 = arith.divui %m83, %c128_index : index
-            %a1631 = arith.addi %m1624, %hr1630 : index
-            memref.store %lse1629, %lse_part[%a1631] : memref<?xf32>
+            %lg1626 = math.log %Lc1619 : f32
+            %f1627 = arith.addf %Ms1589, %lg1626 : f32
+            %lse1628 = arith.select %pos1618, %f1627, %c0xFF800000_f32 : f32
+            %hr1629 = arith.divui %m83, %c128_index : index
+            %a1630 = arith.addi %m1623, %hr1629 : index
+            memref.store %lse1628, %lse_part[%a1630] : memref<?xf32>
           }
         }
       }
       scf.if %ok99 {
-        %mw1632 = memref.load %ms[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1633 = memref.load %ms[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1634 = memref.load %ms[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1635 = memref.load %ms[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1636 = arith.maximumf %mw1632, %mw1633 : f32
+        %mw1631 = memref.load %ms[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1632 = memref.load %ms[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1633 = memref.load %ms[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1634 = memref.load %ms[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1635 = arith.maximumf %mw1631, %mw1632 : f32
+        %M1636 = arith.maximumf %M1635, %mw1633 : f32
         %M1637 = arith.maximumf %M1636, %mw1634 : f32
-        %M1638 = arith.maximumf %M1637, %mw1635 : f32
-        %any1639 = arith.cmpf ogt, %M1638, %c0xFF800000_f32 : f32
-        %Ms1640 = arith.select %any1639, %M1638, %c0p0_f32 : f32
-        %f1641 = arith.subf %mw1632, %Ms1640 : f32
-        %fw1642 = math.exp %f1641 : f32
-        %lw1643 = memref.load %ls[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1644 = arith.addi %c512_index, %tid : index
-        %ow1645 = memref.load %os[%a1644] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1646 = math.fma %lw1643, %fw1642, %c0p0_f32 : f32
-        %f1647 = math.fma %ow1645, %fw1642, %c0p0_f32 : f32
-        %f1648 = arith.subf %mw1633, %Ms1640 : f32
-        %fw1649 = math.exp %f1648 : f32
-        %lw1650 = memref.load %ls[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1651 = arith.addi %c1536_index, %tid : index
-        %ow1652 = memref.load %os[%a1651] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1653 = math.fma %lw1650, %fw1649, %f1646 : f32
-        %f1654 = math.fma %ow1652, %fw1649, %f1647 : f32
-        %f1655 = arith.subf %mw1634, %Ms1640 : f32
-        %fw1656 = math.exp %f1655 : f32
-        %lw1657 = memref.load %ls[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1658 = arith.addi %c2560_index, %tid : index
-        %ow1659 = memref.load %os[%a1658] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1660 = math.fma %lw1657, %fw1656, %f1653 : f32
-        %f1661 = math.fma %ow1659, %fw1656, %f1654 : f32
-        %f1662 = arith.subf %mw1635, %Ms1640 : f32
-        %fw1663 = math.exp %f1662 : f32
-        %lw1664 = memref.load %ls[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1665 = arith.addi %c3584_index, %tid : index
-        %ow1666 = memref.load %os[%a1665] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1667 = math.fma %lw1664, %fw1663, %f1660 : f32
-        %f1668 = math.fma %ow1666, %fw1663, %f1661 : f32
-        %pos1669 = arith.cmpf ogt, %f1667, %c0p0_f32 : f32
-        %Lc1670 = arith.select %pos1669, %f1667, %c1p0_f32 : f32
-        %o1671 = arith.divf %f1668, %Lc1670 : f32
-        %a1672 = arith.addi %m107, %tid : index
+        %any1638 = arith.cmpf ogt, %M1637, %c0xFF800000_f32 : f32
+        %Ms1639 = arith.select %any1638, %M1637, %c0p0_f32 : f32
+        %f1640 = arith.subf %mw1631, %Ms1639 : f32
+        %fw1641 = math.exp %f1640 : f32
+        %lw1642 = memref.load %ls[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1643 = arith.addi %c512_index, %tid : index
+        %ow1644 = memref.load %os[%a1643] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1645 = math.fma %lw1642, %fw1641, %c0p0_f32 : f32
+        %f1646 = math.fma %ow1644, %fw1641, %c0p0_f32 : f32
+        %f1647 = arith.subf %mw1632, %Ms1639 : f32
+        %fw1648 = math.exp %f1647 : f32
+        %lw1649 = memref.load %ls[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1650 = arith.addi %c1536_index, %tid : index
+        %ow1651 = memref.load %os[%a1650] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1652 = math.fma %lw1649, %fw1648, %f1645 : f32
+        %f1653 = math.fma %ow1651, %fw1648, %f1646 : f32
+        %f1654 = arith.subf %mw1633, %Ms1639 : f32
+        %fw1655 = math.exp %f1654 : f32
+        %lw1656 = memref.load %ls[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1657 = arith.addi %c2560_index, %tid : index
+        %ow1658 = memref.load %os[%a1657] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1659 = math.fma %lw1656, %fw1655, %f1652 : f32
+        %f1660 = math.fma %ow1658, %fw1655, %f1653 : f32
+        %f1661 = arith.subf %mw1634, %Ms1639 : f32
+        %fw1662 = math.exp %f1661 : f32
+        %lw1663 = memref.load %ls[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1664 = arith.addi %c3584_index, %tid : index
+        %ow1665 = memref.load %os[%a1664] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1666 = math.fma %lw1663, %fw1662, %f1659 : f32
+        %f1667 = math.fma %ow1665, %fw1662, %f1660 : f32
+        %pos1668 = arith.cmpf ogt, %f1666, %c0p0_f32 : f32
+        %Lc1669 = arith.select %pos1668, %f1666, %c1p0_f32 : f32
+        %o1670 = arith.divf %f1667, %Lc1669 : f32
+        %a1671 = arith.addi %m107, %tid : index
         scf.if %one_split {
-          memref.store %o1671, %out[%a1672] : memref<?xf32>
+          memref.store %o1670, %out[%a1671] : memref<?xf32>
         } else {
-          %m1673 = arith.muli %Ti, %NH : index
-          %m1674 = arith.muli %split, %m1673 : index
-          %m1675 = arith.muli %m1674, %c128_index : index
-          %a1676 = arith.addi %m1675, %a1672 : index
-          memref.store %o1671, %o_part[%a1676] : memref<?xf32>
+          %m1672 = arith.muli %Ti, %NH : index
+          %m1673 = arith.muli %split, %m1672 : index
+          %m1674 = arith.muli %m1673, %c128_index : index
+          %a1675 = arith.addi %m1674, %a1671 : index
+          memref.store %o1670, %o_part[%a1675] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1677 = math.log %Lc1670 : f32
-            %f1678 = arith.addf %Ms1640, %lg1677 : f32
-            %lse1679 = arith.select %pos1669, %f1678, %c0xFF800000_f32 : f32
-            %hr1680 = arith.divui %m107, %c128_index : index
-            %a1681 = arith.addi %m1674, %hr1680 : index
-            memref.store %lse1679, %lse_part[%a1681] : memref<?xf32>
+            %lg1676 = math.log %Lc1669 : f32
+            %f1677 = arith.addf %Ms1639, %lg1676 : f32
+            %lse1678 = arith.select %pos1668, %f1677, %c0xFF800000_f32 : f32
+            %hr1679 = arith.divui %m107, %c128_index : index
+            %a1680 = arith.addi %m1673, %hr1679 : index
+            memref.store %lse1678, %lse_part[%a1680] : memref<?xf32>
           }
         }
       }
       scf.if %ok123 {
-        %mw1682 = memref.load %ms[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1683 = memref.load %ms[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1684 = memref.load %ms[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1685 = memref.load %ms[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1686 = arith.maximumf %mw1682, %mw1683 : f32
+        %mw1681 = memref.load %ms[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1682 = memref.load %ms[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1683 = memref.load %ms[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1684 = memref.load %ms[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1685 = arith.maximumf %mw1681, %mw1682 : f32
+        %M1686 = arith.maximumf %M1685, %mw1683 : f32
         %M1687 = arith.maximumf %M1686, %mw1684 : f32
-        %M1688 = arith.maximumf %M1687, %mw1685 : f32
-        %any1689 = arith.cmpf ogt, %M1688, %c0xFF800000_f32 : f32
-        %Ms1690 = arith.select %any1689, %M1688, %c0p0_f32 : f32
-        %f1691 = arith.subf %mw1682, %Ms1690 : f32
-        %fw1692 = math.exp %f1691 : f32
-        %lw1693 = memref.load %ls[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1694 = arith.addi %c640_index, %tid : index
-        %ow1695 = memref.load %os[%a1694] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1696 = math.fma %lw1693, %fw1692, %c0p0_f32 : f32
-        %f1697 = math.fma %ow1695, %fw1692, %c0p0_f32 : f32
-        %f1698 = arith.subf %mw1683, %Ms1690 : f32
-        %fw1699 = math.exp %f1698 : f32
-        %lw1700 = memref.load %ls[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1701 = arith.addi %c1664_index, %tid : index
-        %ow1702 = memref.load %os[%a1701] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1703 = math.fma %lw1700, %fw1699, %f1696 : f32
-        %f1704 = math.fma %ow1702, %fw1699, %f1697 : f32
-        %f1705 = arith.subf %mw1684, %Ms1690 : f32
-        %fw1706 = math.exp %f1705 : f32
-        %lw1707 = memref.load %ls[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1708 = arith.addi %c2688_index, %tid : index
-        %ow1709 = memref.load %os[%a1708] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1710 = math.fma %lw1707, %fw1706, %f1703 : f32
-        %f1711 = math.fma %ow1709, %fw1706, %f1704 : f32
-        %f1712 = arith.subf %mw1685, %Ms1690 : f32
-        %fw1713 = math.exp %f1712 : f32
-        %lw1714 = memref.load %ls[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1715 = arith.addi %c3712_index, %tid : index
-        %ow1716 = memref.load %os[%a1715] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1717 = math.fma %lw1714, %fw1713, %f1710 : f32
-        %f1718 = math.fma %ow1716, %fw1713, %f1711 : f32
-        %pos1719 = arith.cmpf ogt, %f1717, %c0p0_f32 : f32
-        %Lc1720 = arith.select %pos1719, %f1717, %c1p0_f32 : f32
-        %o1721 = arith.divf %f1718, %Lc1720 : f32
-        %a1722 = arith.addi %m131, %tid : index
+        %any1688 = arith.cmpf ogt, %M1687, %c0xFF800000_f32 : f32
+        %Ms1689 = arith.select %any1688, %M1687, %c0p0_f32 : f32
+        %f1690 = arith.subf %mw1681, %Ms1689 : f32
+        %fw1691 = math.exp %f1690 : f32
+        %lw1692 = memref.load %ls[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1693 = arith.addi %c640_index, %tid : index
+        %ow1694 = memref.load %os[%a1693] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1695 = math.fma %lw1692, %fw1691, %c0p0_f32 : f32
+        %f1696 = math.fma %ow1694, %fw1691, %c0p0_f32 : f32
+        %f1697 = arith.subf %mw1682, %Ms1689 : f32
+        %fw1698 = math.exp %f1697 : f32
+        %lw1699 = memref.load %ls[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1700 = arith.addi %c1664_index, %tid : index
+        %ow1701 = memref.load %os[%a1700] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1702 = math.fma %lw1699, %fw1698, %f1695 : f32
+        %f1703 = math.fma %ow1701, %fw1698, %f1696 : f32
+        %f1704 = arith.subf %mw1683, %Ms1689 : f32
+        %fw1705 = math.exp %f1704 : f32
+        %lw1706 = memref.load %ls[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1707 = arith.addi %c2688_index, %tid : index
+        %ow1708 = memref.load %os[%a1707] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1709 = math.fma %lw1706, %fw1705, %f1702 : f32
+        %f1710 = math.fma %ow1708, %fw1705, %f1703 : f32
+        %f1711 = arith.subf %mw1684, %Ms1689 : f32
+        %fw1712 = math.exp %f1711 : f32
+        %lw1713 = memref.load %ls[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1714 = arith.addi %c3712_index, %tid : index
+        %ow1715 = memref.load %os[%a1714] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1716 = math.fma %lw1713, %fw1712, %f1709 : f32
+        %f1717 = math.fma %ow1715, %fw1712, %f1710 : f32
+        %pos1718 = arith.cmpf ogt, %f1716, %c0p0_f32 : f32
+        %Lc1719 = arith.select %pos1718, %f1716, %c1p0_f32 : f32
+        %o1720 = arith.divf %f1717, %Lc1719 : f32
+        %a1721 = arith.addi %m131, %tid : index
         scf.if %one_split {
-          memref.store %o1721, %out[%a1722] : memref<?xf32>
+          memref.store %o1720, %out[%a1721] : memref<?xf32>
         } else {
-          %m1723 = arith.muli %Ti, %NH : index
-          %m1724 = arith.muli %split, %m1723 : index
-          %m1725 = arith.muli %m1724, %c128_index : index
-          %a1726 = arith.addi %m1725, %a1722 : index
-          memref.store %o1721, %o_part[%a1726] : memref<?xf32>
+          %m1722 = arith.muli %Ti, %NH : index
+          %m1723 = arith.muli %split, %m1722 : index
+          %m1724 = arith.muli %m1723, %c128_index : index
+          %a1725 = arith.addi %m1724, %a1721 : index
+          memref.store %o1720, %o_part[%a1725] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1727 = math.log %Lc1720 : f32
-            %f1728 = arith.addf %Ms1690, %lg1727 : f32
-            %lse1729 = arith.select %pos1719, %f1728, %c0xFF800000_f32 : f32
-            %hr1730 = arith.divui %m131, %c128_index : index
-            %a1731 = arith.addi %m1724, %hr1730 : index
-            memref.store %lse1729, %lse_part[%a1731] : memref<?xf32>
+            %lg1726 = math.log %Lc1719 : f32
+            %f1727 = arith.addf %Ms1689, %lg1726 : f32
+            %lse1728 = arith.select %pos1718, %f1727, %c0xFF800000_f32 : f32
+            %hr1729 = arith.divui %m131, %c128_index : index
+            %a1730 = arith.addi %m1723, %hr1729 : index
+            memref.store %lse1728, %lse_part[%a1730] : memref<?xf32>
           }
         }
       }
       scf.if %ok147 {
-        %mw1732 = memref.load %ms[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1733 = memref.load %ms[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1734 = memref.load %ms[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1735 = memref.load %ms[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1736 = arith.maximumf %mw1732, %mw1733 : f32
+        %mw1731 = memref.load %ms[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1732 = memref.load %ms[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1733 = memref.load %ms[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1734 = memref.load %ms[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1735 = arith.maximumf %mw1731, %mw1732 : f32
+        %M1736 = arith.maximumf %M1735, %mw1733 : f32
         %M1737 = arith.maximumf %M1736, %mw1734 : f32
-        %M1738 = arith.maximumf %M1737, %mw1735 : f32
-        %any1739 = arith.cmpf ogt, %M1738, %c0xFF800000_f32 : f32
-        %Ms1740 = arith.select %any1739, %M1738, %c0p0_f32 : f32
-        %f1741 = arith.subf %mw1732, %Ms1740 : f32
-        %fw1742 = math.exp %f1741 : f32
-        %lw1743 = memref.load %ls[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1744 = arith.addi %c768_index, %tid : index
-        %ow1745 = memref.load %os[%a1744] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1746 = math.fma %lw1743, %fw1742, %c0p0_f32 : f32
-        %f1747 = math.fma %ow1745, %fw1742, %c0p0_f32 : f32
-        %f1748 = arith.subf %mw1733, %Ms1740 : f32
-        %fw1749 = math.exp %f1748 : f32
-        %lw1750 = memref.load %ls[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1751 = arith.addi %c1792_index, %tid : index
-        %ow1752 = memref.load %os[%a1751] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1753 = math.fma %lw1750, %fw1749, %f1746 : f32
-        %f1754 = math.fma %ow1752, %fw1749, %f1747 : f32
-        %f1755 = arith.subf %mw1734, %Ms1740 : f32
-        %fw1756 = math.exp %f1755 : f32
-        %lw1757 = memref.load %ls[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1758 = arith.addi %c2816_index, %tid : index
-        %ow1759 = memref.load %os[%a1758] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1760 = math.fma %lw1757, %fw1756, %f1753 : f32
-        %f1761 = math.fma %ow1759, %fw1756, %f1754 : f32
-        %f1762 = arith.subf %mw1735, %Ms1740 : f32
-        %fw1763 = math.exp %f1762 : f32
-        %lw1764 = memref.load %ls[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1765 = arith.addi %c3840_index, %tid : index
-        %ow1766 = memref.load %os[%a1765] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1767 = math.fma %lw1764, %fw1763, %f1760 : f32
-        %f1768 = math.fma %ow1766, %fw1763, %f1761 : f32
-        %pos1769 = arith.cmpf ogt, %f1767, %c0p0_f32 : f32
-        %Lc1770 = arith.select %pos1769, %f1767, %c1p0_f32 : f32
-        %o1771 = arith.divf %f1768, %Lc1770 : f32
-        %a1772 = arith.addi %m155, %tid : index
+        %any1738 = arith.cmpf ogt, %M1737, %c0xFF800000_f32 : f32
+        %Ms1739 = arith.select %any1738, %M1737, %c0p0_f32 : f32
+        %f1740 = arith.subf %mw1731, %Ms1739 : f32
+        %fw1741 = math.exp %f1740 : f32
+        %lw1742 = memref.load %ls[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1743 = arith.addi %c768_index, %tid : index
+        %ow1744 = memref.load %os[%a1743] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1745 = math.fma %lw1742, %fw1741, %c0p0_f32 : f32
+        %f1746 = math.fma %ow1744, %fw1741, %c0p0_f32 : f32
+        %f1747 = arith.subf %mw1732, %Ms1739 : f32
+        %fw1748 = math.exp %f1747 : f32
+        %lw1749 = memref.load %ls[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1750 = arith.addi %c1792_index, %tid : index
+        %ow1751 = memref.load %os[%a1750] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1752 = math.fma %lw1749, %fw1748, %f1745 : f32
+        %f1753 = math.fma %ow1751, %fw1748, %f1746 : f32
+        %f1754 = arith.subf %mw1733, %Ms1739 : f32
+        %fw1755 = math.exp %f1754 : f32
+        %lw1756 = memref.load %ls[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1757 = arith.addi %c2816_index, %tid : index
+        %ow1758 = memref.load %os[%a1757] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1759 = math.fma %lw1756, %fw1755, %f1752 : f32
+        %f1760 = math.fma %ow1758, %fw1755, %f1753 : f32
+        %f1761 = arith.subf %mw1734, %Ms1739 : f32
+        %fw1762 = math.exp %f1761 : f32
+        %lw1763 = memref.load %ls[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1764 = arith.addi %c3840_index, %tid : index
+        %ow1765 = memref.load %os[%a1764] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1766 = math.fma %lw1763, %fw1762, %f1759 : f32
+        %f1767 = math.fma %ow1765, %fw1762, %f1760 : f32
+        %pos1768 = arith.cmpf ogt, %f1766, %c0p0_f32 : f32
+        %Lc1769 = arith.select %pos1768, %f1766, %c1p0_f32 : f32
+        %o1770 = arith.divf %f1767, %Lc1769 : f32
+        %a1771 = arith.addi %m155, %tid : index
         scf.if %one_split {
-          memref.store %o1771, %out[%a1772] : memref<?xf32>
+          memref.store %o1770, %out[%a1771] : memref<?xf32>
         } else {
-          %m1773 = arith.muli %Ti, %NH : index
-          %m1774 = arith.muli %split, %m1773 : index
-          %m1775 = arith.muli %m1774, %c128_index : index
-          %a1776 = arith.addi %m1775, %a1772 : index
-          memref.store %o1771, %o_part[%a1776] : memref<?xf32>
+          %m1772 = arith.muli %Ti, %NH : index
+          %m1773 = arith.muli %split, %m1772 : index
+          %m1774 = arith.muli %m1773, %c128_index : index
+          %a1775 = arith.addi %m1774, %a1771 : index
+          memref.store %o1770, %o_part[%a1775] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1777 = math.log %Lc1770 : f32
-            %f1778 = arith.addf %Ms1740, %lg1777 : f32
-            %lse1779 = arith.select %pos1769, %f1778, %c0xFF800000_f32 : f32
-            %hr1780 = arith.divui %m155, %c128_index : index
-            %a1781 = arith.addi %m1774, %hr1780 : index
-            memref.store %lse1779, %lse_part[%a1781] : memref<?xf32>
+            %lg1776 = math.log %Lc1769 : f32
+            %f1777 = arith.addf %Ms1739, %lg1776 : f32
+            %lse1778 = arith.select %pos1768, %f1777, %c0xFF800000_f32 : f32
+            %hr1779 = arith.divui %m155, %c128_index : index
+            %a1780 = arith.addi %m1773, %hr1779 : index
+            memref.store %lse1778, %lse_part[%a1780] : memref<?xf32>
           }
         }
       }
       scf.if %ok171 {
-        %mw1782 = memref.load %ms[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1783 = memref.load %ms[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1784 = memref.load %ms[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1785 = memref.load %ms[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1786 = arith.maximumf %mw1782, %mw1783 : f32
+        %mw1781 = memref.load %ms[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1782 = memref.load %ms[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1783 = memref.load %ms[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %mw1784 = memref.load %ms[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %M1785 = arith.maximumf %mw1781, %mw1782 : f32
+        %M1786 = arith.maximumf %M1785, %mw1783 : f32
         %M1787 = arith.maximumf %M1786, %mw1784 : f32
-        %M1788 = arith.maximumf %M1787, %mw1785 : f32
-        %any1789 = arith.cmpf ogt, %M1788, %c0xFF800000_f32 : f32
-        %Ms1790 = arith.select %any1789, %M1788, %c0p0_f32 : f32
-        %f1791 = arith.subf %mw1782, %Ms1790 : f32
-        %fw1792 = math.exp %f1791 : f32
-        %lw1793 = memref.load %ls[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1794 = arith.addi %c896_index, %tid : index
-        %ow1795 = memref.load %os[%a1794] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1796 = math.fma %lw1793, %fw1792, %c0p0_f32 : f32
-        %f1797 = math.fma %ow1795, %fw1792, %c0p0_f32 : f32
-        %f1798 = arith.subf %mw1783, %Ms1790 : f32
-        %fw1799 = math.exp %f1798 : f32
-        %lw1800 = memref.load %ls[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1801 = arith.addi %c1920_index, %tid : index
-        %ow1802 = memref.load %os[%a1801] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1803 = math.fma %lw1800, %fw1799, %f1796 : f32
-        %f1804 = math.fma %ow1802, %fw1799, %f1797 : f32
-        %f1805 = arith.subf %mw1784, %Ms1790 : f32
-        %fw1806 = math.exp %f1805 : f32
-        %lw1807 = memref.load %ls[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1808 = arith.addi %c2944_index, %tid : index
-        %ow1809 = memref.load %os[%a1808] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1810 = math.fma %lw1807, %fw1806, %f1803 : f32
-        %f1811 = math.fma %ow1809, %fw1806, %f1804 : f32
-        %f1812 = arith.subf %mw1785, %Ms1790 : f32
-        %fw1813 = math.exp %f1812 : f32
-        %lw1814 = memref.load %ls[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1815 = arith.addi %c3968_index, %tid : index
-        %ow1816 = memref.load %os[%a1815] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1817 = math.fma %lw1814, %fw1813, %f1810 : f32
-        %f1818 = math.fma %ow1816, %fw1813, %f1811 : f32
-        %pos1819 = arith.cmpf ogt, %f1817, %c0p0_f32 : f32
-        %Lc1820 = arith.select %pos1819, %f1817, %c1p0_f32 : f32
-        %o1821 = arith.divf %f1818, %Lc1820 : f32
-        %a1822 = arith.addi %m179, %tid : index
+        %any1788 = arith.cmpf ogt, %M1787, %c0xFF800000_f32 : f32
+        %Ms1789 = arith.select %any1788, %M1787, %c0p0_f32 : f32
+        %f1790 = arith.subf %mw1781, %Ms1789 : f32
+        %fw1791 = math.exp %f1790 : f32
+        %lw1792 = memref.load %ls[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1793 = arith.addi %c896_index, %tid : index
+        %ow1794 = memref.load %os[%a1793] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1795 = math.fma %lw1792, %fw1791, %c0p0_f32 : f32
+        %f1796 = math.fma %ow1794, %fw1791, %c0p0_f32 : f32
+        %f1797 = arith.subf %mw1782, %Ms1789 : f32
+        %fw1798 = math.exp %f1797 : f32
+        %lw1799 = memref.load %ls[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1800 = arith.addi %c1920_index, %tid : index
+        %ow1801 = memref.load %os[%a1800] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1802 = math.fma %lw1799, %fw1798, %f1795 : f32
+        %f1803 = math.fma %ow1801, %fw1798, %f1796 : f32
+        %f1804 = arith.subf %mw1783, %Ms1789 : f32
+        %fw1805 = math.exp %f1804 : f32
+        %lw1806 = memref.load %ls[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1807 = arith.addi %c2944_index, %tid : index
+        %ow1808 = memref.load %os[%a1807] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1809 = math.fma %lw1806, %fw1805, %f1802 : f32
+        %f1810 = math.fma %ow1808, %fw1805, %f1803 : f32
+        %f1811 = arith.subf %mw1784, %Ms1789 : f32
+        %fw1812 = math.exp %f1811 : f32
+        %lw1813 = memref.load %ls[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
+        %a1814 = arith.addi %c3968_index, %tid : index
+        %ow1815 = memref.load %os[%a1814] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %f1816 = math.fma %lw1813, %fw1812, %f1809 : f32
+        %f1817 = math.fma %ow1815, %fw1812, %f1810 : f32
+        %pos1818 = arith.cmpf ogt, %f1816, %c0p0_f32 : f32
+        %Lc1819 = arith.select %pos1818, %f1816, %c1p0_f32 : f32
+        %o1820 = arith.divf %f1817, %Lc1819 : f32
+        %a1821 = arith.addi %m179, %tid : index
         scf.if %one_split {
-          memref.store %o1821, %out[%a1822] : memref<?xf32>
+          memref.store %o1820, %out[%a1821] : memref<?xf32>
         } else {
-          %m1823 = arith.muli %Ti, %NH : index
-          %m1824 = arith.muli %split, %m1823 : index
-          %m1825 = arith.muli %m1824, %c128_index : index
-          %a1826 = arith.addi %m1825, %a1822 : index
-          memref.store %o1821, %o_part[%a1826] : memref<?xf32>
+          %m1822 = arith.muli %Ti, %NH : index
+          %m1823 = arith.muli %split, %m1822 : index
+          %m1824 = arith.muli %m1823, %c128_index : index
+          %a1825 = arith.addi %m1824, %a1821 : index
+          memref.store %o1820, %o_part[%a1825] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1827 = math.log %Lc1820 : f32
-            %f1828 = arith.addf %Ms1790, %lg1827 : f32
-            %lse1829 = arith.select %pos1819, %f1828, %c0xFF800000_f32 : f32
-            %hr1830 = arith.divui %m179, %c128_index : index
-            %a1831 = arith.addi %m1824, %hr1830 : index
-            memref.store %lse1829, %lse_part[%a1831] : memref<?xf32>
+            %lg1826 = math.log %Lc1819 : f32
+            %f1827 = arith.addf %Ms1789, %lg1826 : f32
+            %lse1828 = arith.select %pos1818, %f1827, %c0xFF800000_f32 : f32
+            %hr1829 = arith.divui %m179, %c128_index : index
+            %a1830 = arith.addi %m1823, %hr1829 : index
+            memref.store %lse1828, %lse_part[%a1830] : memref<?xf32>
           }
         }
       }
@@ -2252,231 +2251,231 @@ module attributes {gpu.container_module} {
         llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
         gpu.barrier
         scf.if %d_is0 {
-          %m1832 = arith.muli %tile, %n_kv : index
-          %a1833 = arith.addi %m1832, %kvh : index
-          %old1834 = memref.atomic_rmw addi %c1_i32, %count[%a1833] : (i32, memref<?xi32>) -> i32
-          %nsm1835 = arith.subi %n_split, %c1_index : index
-          %nsm1836 = arith.index_cast %nsm1835 : index to i32
-          %last1837 = arith.cmpi eq, %old1834, %nsm1836 : i32
-          %lasti1838 = arith.extui %last1837 : i1 to i32
-          memref.store %lasti1838, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-          scf.if %last1837 {
-            memref.store %c0_i32, %count[%a1833] : memref<?xi32>
+          %m1831 = arith.muli %tile, %n_kv : index
+          %a1832 = arith.addi %m1831, %kvh : index
+          %old1833 = memref.atomic_rmw addi %c1_i32, %count[%a1832] : (i32, memref<?xi32>) -> i32
+          %nsm1834 = arith.subi %n_split, %c1_index : index
+          %nsm1835 = arith.index_cast %nsm1834 : index to i32
+          %last1836 = arith.cmpi eq, %old1833, %nsm1835 : i32
+          %lasti1837 = arith.extui %last1836 : i1 to i32
+          memref.store %lasti1837, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+          scf.if %last1836 {
+            memref.store %c0_i32, %count[%a1832] : memref<?xi32>
           }
         }
         gpu.barrier
-        %lf1839 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-        %amlast1840 = arith.cmpi ne, %lf1839, %c0_i32 : i32
-        scf.if %amlast1840 {
+        %lf1838 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+        %amlast1839 = arith.cmpi ne, %lf1838, %c0_i32 : i32
+        scf.if %amlast1839 {
           llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
-          %m1841 = arith.muli %Ti, %NH : index
+          %m1840 = arith.muli %Ti, %NH : index
           scf.if %ok3 {
-            %hrow1842 = arith.divui %m11, %c128_index : index
+            %hrow1841 = arith.divui %m11, %c128_index : index
             %M0 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1843 = arith.muli %s, %m1841 : index
-              %a1844 = arith.addi %m1843, %hrow1842 : index
-              %ls1845 = memref.load %lse_part[%a1844] : memref<?xf32>
-              %mx1846 = arith.maximumf %mx, %ls1845 : f32
-              scf.yield %mx1846 : f32
+              %m1842 = arith.muli %s, %m1840 : index
+              %a1843 = arith.addi %m1842, %hrow1841 : index
+              %ls1844 = memref.load %lse_part[%a1843] : memref<?xf32>
+              %mx1845 = arith.maximumf %mx, %ls1844 : f32
+              scf.yield %mx1845 : f32
             }
             %LO0:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1847 = arith.muli %s, %m1841 : index
-              %a1848 = arith.addi %m1847, %hrow1842 : index
-              %ls1849 = memref.load %lse_part[%a1848] : memref<?xf32>
-              %f1850 = arith.subf %ls1849, %M0 : f32
-              %ws1851 = math.exp %f1850 : f32
-              %m1852 = arith.muli %a1848, %c128_index : index
-              %a1853 = arith.addi %m1852, %tid : index
-              %op1854 = memref.load %o_part[%a1853] : memref<?xf32>
-              %f1855 = arith.addf %la, %ws1851 : f32
-              %f1856 = math.fma %ws1851, %op1854, %oa : f32
-              scf.yield %f1855, %f1856 : f32, f32
+              %m1846 = arith.muli %s, %m1840 : index
+              %a1847 = arith.addi %m1846, %hrow1841 : index
+              %ls1848 = memref.load %lse_part[%a1847] : memref<?xf32>
+              %f1849 = arith.subf %ls1848, %M0 : f32
+              %ws1850 = math.exp %f1849 : f32
+              %m1851 = arith.muli %a1847, %c128_index : index
+              %a1852 = arith.addi %m1851, %tid : index
+              %op1853 = memref.load %o_part[%a1852] : memref<?xf32>
+              %f1854 = arith.addf %la, %ws1850 : f32
+              %f1855 = math.fma %ws1850, %op1853, %oa : f32
+              scf.yield %f1854, %f1855 : f32, f32
             }
-            %ro1857 = arith.divf %LO0#1, %LO0#0 : f32
-            %a1858 = arith.addi %m11, %tid : index
-            memref.store %ro1857, %out[%a1858] : memref<?xf32>
+            %ro1856 = arith.divf %LO0#1, %LO0#0 : f32
+            %a1857 = arith.addi %m11, %tid : index
+            memref.store %ro1856, %out[%a1857] : memref<?xf32>
           }
           scf.if %ok27 {
-            %hrow1859 = arith.divui %m35, %c128_index : index
+            %hrow1858 = arith.divui %m35, %c128_index : index
             %M1 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1860 = arith.muli %s, %m1841 : index
-              %a1861 = arith.addi %m1860, %hrow1859 : index
-              %ls1862 = memref.load %lse_part[%a1861] : memref<?xf32>
-              %mx1863 = arith.maximumf %mx, %ls1862 : f32
-              scf.yield %mx1863 : f32
+              %m1859 = arith.muli %s, %m1840 : index
+              %a1860 = arith.addi %m1859, %hrow1858 : index
+              %ls1861 = memref.load %lse_part[%a1860] : memref<?xf32>
+              %mx1862 = arith.maximumf %mx, %ls1861 : f32
+              scf.yield %mx1862 : f32
             }
             %LO1:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1864 = arith.muli %s, %m1841 : index
-              %a1865 = arith.addi %m1864, %hrow1859 : index
-              %ls1866 = memref.load %lse_part[%a1865] : memref<?xf32>
-              %f1867 = arith.subf %ls1866, %M1 : f32
-              %ws1868 = math.exp %f1867 : f32
-              %m1869 = arith.muli %a1865, %c128_index : index
-              %a1870 = arith.addi %m1869, %tid : index
-              %op1871 = memref.load %o_part[%a1870] : memref<?xf32>
-              %f1872 = arith.addf %la, %ws1868 : f32
-              %f1873 = math.fma %ws1868, %op1871, %oa : f32
-              scf.yield %f1872, %f1873 : f32, f32
+              %m1863 = arith.muli %s, %m1840 : index
+              %a1864 = arith.addi %m1863, %hrow1858 : index
+              %ls1865 = memref.load %lse_part[%a1864] : memref<?xf32>
+              %f1866 = arith.subf %ls1865, %M1 : f32
+              %ws1867 = math.exp %f1866 : f32
+              %m1868 = arith.muli %a1864, %c128_index : index
+              %a1869 = arith.addi %m1868, %tid : index
+              %op1870 = memref.load %o_part[%a1869] : memref<?xf32>
+              %f1871 = arith.addf %la, %ws1867 : f32
+              %f1872 = math.fma %ws1867, %op1870, %oa : f32
+              scf.yield %f1871, %f1872 : f32, f32
             }
-            %ro1874 = arith.divf %LO1#1, %LO1#0 : f32
-            %a1875 = arith.addi %m35, %tid : index
-            memref.store %ro1874, %out[%a1875] : memref<?xf32>
+            %ro1873 = arith.divf %LO1#1, %LO1#0 : f32
+            %a1874 = arith.addi %m35, %tid : index
+            memref.store %ro1873, %out[%a1874] : memref<?xf32>
           }
           scf.if %ok51 {
-            %hrow1876 = arith.divui %m59, %c128_index : index
+            %hrow1875 = arith.divui %m59, %c128_index : index
             %M2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1877 = arith.muli %s, %m1841 : index
-              %a1878 = arith.addi %m1877, %hrow1876 : index
-              %ls1879 = memref.load %lse_part[%a1878] : memref<?xf32>
-              %mx1880 = arith.maximumf %mx, %ls1879 : f32
-              scf.yield %mx1880 : f32
+              %m1876 = arith.muli %s, %m1840 : index
+              %a1877 = arith.addi %m1876, %hrow1875 : index
+              %ls1878 = memref.load %lse_part[%a1877] : memref<?xf32>
+              %mx1879 = arith.maximumf %mx, %ls1878 : f32
+              scf.yield %mx1879 : f32
             }
             %LO2:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1881 = arith.muli %s, %m1841 : index
-              %a1882 = arith.addi %m1881, %hrow1876 : index
-              %ls1883 = memref.load %lse_part[%a1882] : memref<?xf32>
-              %f1884 = arith.subf %ls1883, %M2 : f32
-              %ws1885 = math.exp %f1884 : f32
-              %m1886 = arith.muli %a1882, %c128_index : index
-              %a1887 = arith.addi %m1886, %tid : index
-              %op1888 = memref.load %o_part[%a1887] : memref<?xf32>
-              %f1889 = arith.addf %la, %ws1885 : f32
-              %f1890 = math.fma %ws1885, %op1888, %oa : f32
-              scf.yield %f1889, %f1890 : f32, f32
+              %m1880 = arith.muli %s, %m1840 : index
+              %a1881 = arith.addi %m1880, %hrow1875 : index
+              %ls1882 = memref.load %lse_part[%a1881] : memref<?xf32>
+              %f1883 = arith.subf %ls1882, %M2 : f32
+              %ws1884 = math.exp %f1883 : f32
+              %m1885 = arith.muli %a1881, %c128_index : index
+              %a1886 = arith.addi %m1885, %tid : index
+              %op1887 = memref.load %o_part[%a1886] : memref<?xf32>
+              %f1888 = arith.addf %la, %ws1884 : f32
+              %f1889 = math.fma %ws1884, %op1887, %oa : f32
+              scf.yield %f1888, %f1889 : f32, f32
             }
-            %ro1891 = arith.divf %LO2#1, %LO2#0 : f32
-            %a1892 = arith.addi %m59, %tid : index
-            memref.store %ro1891, %out[%a1892] : memref<?xf32>
+            %ro1890 = arith.divf %LO2#1, %LO2#0 : f32
+            %a1891 = arith.addi %m59, %tid : index
+            memref.store %ro1890, %out[%a1891] : memref<?xf32>
           }
           scf.if %ok75 {
-            %hrow1893 = arith.divui %m83, %c128_index : index
+            %hrow1892 = arith.divui %m83, %c128_index : index
             %M3 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1894 = arith.muli %s, %m1841 : index
-              %a1895 = arith.addi %m1894, %hrow1893 : index
-              %ls1896 = memref.load %lse_part[%a1895] : memref<?xf32>
-              %mx1897 = arith.maximumf %mx, %ls1896 : f32
-              scf.yield %mx1897 : f32
+              %m1893 = arith.muli %s, %m1840 : index
+              %a1894 = arith.addi %m1893, %hrow1892 : index
+              %ls1895 = memref.load %lse_part[%a1894] : memref<?xf32>
+              %mx1896 = arith.maximumf %mx, %ls1895 : f32
+              scf.yield %mx1896 : f32
             }
             %LO3:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1898 = arith.muli %s, %m1841 : index
-              %a1899 = arith.addi %m1898, %hrow1893 : index
-              %ls1900 = memref.load %lse_part[%a1899] : memref<?xf32>
-              %f1901 = arith.subf %ls1900, %M3 : f32
-              %ws1902 = math.exp %f1901 : f32
-              %m1903 = arith.muli %a1899, %c128_index : index
-              %a1904 = arith.addi %m1903, %tid : index
-              %op1905 = memref.load %o_part[%a1904] : memref<?xf32>
-              %f1906 = arith.addf %la, %ws1902 : f32
-              %f1907 = math.fma %ws1902, %op1905, %oa : f32
-              scf.yield %f1906, %f1907 : f32, f32
+              %m1897 = arith.muli %s, %m1840 : index
+              %a1898 = arith.addi %m1897, %hrow1892 : index
+              %ls1899 = memref.load %lse_part[%a1898] : memref<?xf32>
+              %f1900 = arith.subf %ls1899, %M3 : f32
+              %ws1901 = math.exp %f1900 : f32
+              %m1902 = arith.muli %a1898, %c128_index : index
+              %a1903 = arith.addi %m1902, %tid : index
+              %op1904 = memref.load %o_part[%a1903] : memref<?xf32>
+              %f1905 = arith.addf %la, %ws1901 : f32
+              %f1906 = math.fma %ws1901, %op1904, %oa : f32
+              scf.yield %f1905, %f1906 : f32, f32
             }
-            %ro1908 = arith.divf %LO3#1, %LO3#0 : f32
-            %a1909 = arith.addi %m83, %tid : index
-            memref.store %ro1908, %out[%a1909] : memref<?xf32>
+            %ro1907 = arith.divf %LO3#1, %LO3#0 : f32
+            %a1908 = arith.addi %m83, %tid : index
+            memref.store %ro1907, %out[%a1908] : memref<?xf32>
           }
           scf.if %ok99 {
-            %hrow1910 = arith.divui %m107, %c128_index : index
+            %hrow1909 = arith.divui %m107, %c128_index : index
             %M4 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1911 = arith.muli %s, %m1841 : index
-              %a1912 = arith.addi %m1911, %hrow1910 : index
-              %ls1913 = memref.load %lse_part[%a1912] : memref<?xf32>
-              %mx1914 = arith.maximumf %mx, %ls1913 : f32
-              scf.yield %mx1914 : f32
+              %m1910 = arith.muli %s, %m1840 : index
+              %a1911 = arith.addi %m1910, %hrow1909 : index
+              %ls1912 = memref.load %lse_part[%a1911] : memref<?xf32>
+              %mx1913 = arith.maximumf %mx, %ls1912 : f32
+              scf.yield %mx1913 : f32
             }
             %LO4:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1915 = arith.muli %s, %m1841 : index
-              %a1916 = arith.addi %m1915, %hrow1910 : index
-              %ls1917 = memref.load %lse_part[%a1916] : memref<?xf32>
-              %f1918 = arith.subf %ls1917, %M4 : f32
-              %ws1919 = math.exp %f1918 : f32
-              %m1920 = arith.muli %a1916, %c128_index : index
-              %a1921 = arith.addi %m1920, %tid : index
-              %op1922 = memref.load %o_part[%a1921] : memref<?xf32>
-              %f1923 = arith.addf %la, %ws1919 : f32
-              %f1924 = math.fma %ws1919, %op1922, %oa : f32
-              scf.yield %f1923, %f1924 : f32, f32
+              %m1914 = arith.muli %s, %m1840 : index
+              %a1915 = arith.addi %m1914, %hrow1909 : index
+              %ls1916 = memref.load %lse_part[%a1915] : memref<?xf32>
+              %f1917 = arith.subf %ls1916, %M4 : f32
+              %ws1918 = math.exp %f1917 : f32
+              %m1919 = arith.muli %a1915, %c128_index : index
+              %a1920 = arith.addi %m1919, %tid : index
+              %op1921 = memref.load %o_part[%a1920] : memref<?xf32>
+              %f1922 = arith.addf %la, %ws1918 : f32
+              %f1923 = math.fma %ws1918, %op1921, %oa : f32
+              scf.yield %f1922, %f1923 : f32, f32
             }
-            %ro1925 = arith.divf %LO4#1, %LO4#0 : f32
-            %a1926 = arith.addi %m107, %tid : index
-            memref.store %ro1925, %out[%a1926] : memref<?xf32>
+            %ro1924 = arith.divf %LO4#1, %LO4#0 : f32
+            %a1925 = arith.addi %m107, %tid : index
+            memref.store %ro1924, %out[%a1925] : memref<?xf32>
           }
           scf.if %ok123 {
-            %hrow1927 = arith.divui %m131, %c128_index : index
+            %hrow1926 = arith.divui %m131, %c128_index : index
             %M5 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1928 = arith.muli %s, %m1841 : index
-              %a1929 = arith.addi %m1928, %hrow1927 : index
-              %ls1930 = memref.load %lse_part[%a1929] : memref<?xf32>
-              %mx1931 = arith.maximumf %mx, %ls1930 : f32
-              scf.yield %mx1931 : f32
+              %m1927 = arith.muli %s, %m1840 : index
+              %a1928 = arith.addi %m1927, %hrow1926 : index
+              %ls1929 = memref.load %lse_part[%a1928] : memref<?xf32>
+              %mx1930 = arith.maximumf %mx, %ls1929 : f32
+              scf.yield %mx1930 : f32
             }
             %LO5:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1932 = arith.muli %s, %m1841 : index
-              %a1933 = arith.addi %m1932, %hrow1927 : index
-              %ls1934 = memref.load %lse_part[%a1933] : memref<?xf32>
-              %f1935 = arith.subf %ls1934, %M5 : f32
-              %ws1936 = math.exp %f1935 : f32
-              %m1937 = arith.muli %a1933, %c128_index : index
-              %a1938 = arith.addi %m1937, %tid : index
-              %op1939 = memref.load %o_part[%a1938] : memref<?xf32>
-              %f1940 = arith.addf %la, %ws1936 : f32
-              %f1941 = math.fma %ws1936, %op1939, %oa : f32
-              scf.yield %f1940, %f1941 : f32, f32
+              %m1931 = arith.muli %s, %m1840 : index
+              %a1932 = arith.addi %m1931, %hrow1926 : index
+              %ls1933 = memref.load %lse_part[%a1932] : memref<?xf32>
+              %f1934 = arith.subf %ls1933, %M5 : f32
+              %ws1935 = math.exp %f1934 : f32
+              %m1936 = arith.muli %a1932, %c128_index : index
+              %a1937 = arith.addi %m1936, %tid : index
+              %op1938 = memref.load %o_part[%a1937] : memref<?xf32>
+              %f1939 = arith.addf %la, %ws1935 : f32
+              %f1940 = math.fma %ws1935, %op1938, %oa : f32
+              scf.yield %f1939, %f1940 : f32, f32
             }
-            %ro1942 = arith.divf %LO5#1, %LO5#0 : f32
-            %a1943 = arith.addi %m131, %tid : index
-            memref.store %ro1942, %out[%a1943] : memref<?xf32>
+            %ro1941 = arith.divf %LO5#1, %LO5#0 : f32
+            %a1942 = arith.addi %m131, %tid : index
+            memref.store %ro1941, %out[%a1942] : memref<?xf32>
           }
           scf.if %ok147 {
-            %hrow1944 = arith.divui %m155, %c128_index : index
+            %hrow1943 = arith.divui %m155, %c128_index : index
             %M6 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1945 = arith.muli %s, %m1841 : index
-              %a1946 = arith.addi %m1945, %hrow1944 : index
-              %ls1947 = memref.load %lse_part[%a1946] : memref<?xf32>
-              %mx1948 = arith.maximumf %mx, %ls1947 : f32
-              scf.yield %mx1948 : f32
+              %m1944 = arith.muli %s, %m1840 : index
+              %a1945 = arith.addi %m1944, %hrow1943 : index
+              %ls1946 = memref.load %lse_part[%a1945] : memref<?xf32>
+              %mx1947 = arith.maximumf %mx, %ls1946 : f32
+              scf.yield %mx1947 : f32
             }
             %LO6:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1949 = arith.muli %s, %m1841 : index
-              %a1950 = arith.addi %m1949, %hrow1944 : index
-              %ls1951 = memref.load %lse_part[%a1950] : memref<?xf32>
-              %f1952 = arith.subf %ls1951, %M6 : f32
-              %ws1953 = math.exp %f1952 : f32
-              %m1954 = arith.muli %a1950, %c128_index : index
-              %a1955 = arith.addi %m1954, %tid : index
-              %op1956 = memref.load %o_part[%a1955] : memref<?xf32>
-              %f1957 = arith.addf %la, %ws1953 : f32
-              %f1958 = math.fma %ws1953, %op1956, %oa : f32
-              scf.yield %f1957, %f1958 : f32, f32
+              %m1948 = arith.muli %s, %m1840 : index
+              %a1949 = arith.addi %m1948, %hrow1943 : index
+              %ls1950 = memref.load %lse_part[%a1949] : memref<?xf32>
+              %f1951 = arith.subf %ls1950, %M6 : f32
+              %ws1952 = math.exp %f1951 : f32
+              %m1953 = arith.muli %a1949, %c128_index : index
+              %a1954 = arith.addi %m1953, %tid : index
+              %op1955 = memref.load %o_part[%a1954] : memref<?xf32>
+              %f1956 = arith.addf %la, %ws1952 : f32
+              %f1957 = math.fma %ws1952, %op1955, %oa : f32
+              scf.yield %f1956, %f1957 : f32, f32
             }
-            %ro1959 = arith.divf %LO6#1, %LO6#0 : f32
-            %a1960 = arith.addi %m155, %tid : index
-            memref.store %ro1959, %out[%a1960] : memref<?xf32>
+            %ro1958 = arith.divf %LO6#1, %LO6#0 : f32
+            %a1959 = arith.addi %m155, %tid : index
+            memref.store %ro1958, %out[%a1959] : memref<?xf32>
           }
           scf.if %ok171 {
-            %hrow1961 = arith.divui %m179, %c128_index : index
+            %hrow1960 = arith.divui %m179, %c128_index : index
             %M7 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1962 = arith.muli %s, %m1841 : index
-              %a1963 = arith.addi %m1962, %hrow1961 : index
-              %ls1964 = memref.load %lse_part[%a1963] : memref<?xf32>
-              %mx1965 = arith.maximumf %mx, %ls1964 : f32
-              scf.yield %mx1965 : f32
+              %m1961 = arith.muli %s, %m1840 : index
+              %a1962 = arith.addi %m1961, %hrow1960 : index
+              %ls1963 = memref.load %lse_part[%a1962] : memref<?xf32>
+              %mx1964 = arith.maximumf %mx, %ls1963 : f32
+              scf.yield %mx1964 : f32
             }
             %LO7:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1966 = arith.muli %s, %m1841 : index
-              %a1967 = arith.addi %m1966, %hrow1961 : index
-              %ls1968 = memref.load %lse_part[%a1967] : memref<?xf32>
-              %f1969 = arith.subf %ls1968, %M7 : f32
-              %ws1970 = math.exp %f1969 : f32
-              %m1971 = arith.muli %a1967, %c128_index : index
-              %a1972 = arith.addi %m1971, %tid : index
-              %op1973 = memref.load %o_part[%a1972] : memref<?xf32>
-              %f1974 = arith.addf %la, %ws1970 : f32
-              %f1975 = math.fma %ws1970, %op1973, %oa : f32
-              scf.yield %f1974, %f1975 : f32, f32
+              %m1965 = arith.muli %s, %m1840 : index
+              %a1966 = arith.addi %m1965, %hrow1960 : index
+              %ls1967 = memref.load %lse_part[%a1966] : memref<?xf32>
+              %f1968 = arith.subf %ls1967, %M7 : f32
+              %ws1969 = math.exp %f1968 : f32
+              %m1970 = arith.muli %a1966, %c128_index : index
+              %a1971 = arith.addi %m1970, %tid : index
+              %op1972 = memref.load %o_part[%a1971] : memref<?xf32>
+              %f1973 = arith.addf %la, %ws1969 : f32
+              %f1974 = math.fma %ws1969, %op1972, %oa : f32
+              scf.yield %f1973, %f1974 : f32, f32
             }
-            %ro1976 = arith.divf %LO7#1, %LO7#0 : f32
-            %a1977 = arith.addi %m179, %tid : index
-            memref.store %ro1976, %out[%a1977] : memref<?xf32>
+            %ro1975 = arith.divf %LO7#1, %LO7#0 : f32
+            %a1976 = arith.addi %m179, %tid : index
+            memref.store %ro1975, %out[%a1976] : memref<?xf32>
           }
         }
       }

@@ -1128,12 +1128,10 @@ def flash_decode():
                    for k in range(4)])
     # Keys of this warp: lo + warp + W * (U * it + u); iterations ceil((hi - lo - warp) / (W U)).
     start = e.add("%lo", "%warp")
-    span = e.v(f"arith.subi %hi, %lo : index", "span")
     has = e.v(f"arith.cmpi ugt, %hi, {start} : index", "has")
     rem = e.v(f"arith.subi %hi, {start} : index", "rem")
     remc = e.v(f"arith.select {has}, {rem}, {c(0)} : index", "remc")
     nit = e.v(f"arith.divui {e.add(remc, c(W * U - 1))}, {c(W * U)} : index", "nit")
-    del span
     state = [ninf] * R + [zero] * R + [zero] * (4 * R)  # m[r], l[r], acc[r][k]
     names = [f"%run_m{r}" for r in range(R)] + [f"%run_l{r}" for r in range(R)] + \
             [f"%run_a{r}_{k}" for r in range(R) for k in range(4)]
