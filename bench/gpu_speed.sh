@@ -46,9 +46,9 @@
 # ({"machine", "commit", "rows": [{"model", "test", "swizzle", "llama_cpp", ...}]}),
 # every log, and prints the table (bench/gpu_speed_table.py).
 #
-# ncu (third call): one decode step of the 7B shape launch by launch under Nsight
-# Compute (caches flushed before each kernel, so weights come from HBM as at 7B scale):
-# per kernel time, DRAM throughput, registers, occupancy; $OUT/ncu-top.md.
+# ncu (third call): decode launch by launch under Nsight Compute, ours and llama.cpp's,
+# 7B and 0.6B shapes: per kernel and grid, per token: time, DRAM throughput, registers,
+# occupancy (tables in logs.tgz as ncu-<engine>-<model>.md).
 set -uo pipefail
 mode=${1:?usage: $0 prepare|run [build-dir] [check|time|ncu]}
 build=${2:-build}
@@ -137,6 +137,10 @@ run)
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$work/gpu.csv"
     # llama.cpp's CUDA build (sm_90 only) runs on in its own session while we check.
     # SWZ_SPEED_PEER=0: no llama.cpp build (our rows only, e.g. between two changes).
+    if [ ! -f $lcb/done ] && ls "$here"/llama-bin.tgz.part-* > /dev/null 2>&1; then
+      mkdir -p $lcb/b && cat "$here"/llama-bin.tgz.part-* | tar -xzf - -C $lcb/b && echo 0 > $lcb/done \
+        && echo "llama.cpp: the carried binaries"
+    fi
     if [ "${SWZ_SPEED_PEER:-1}" = 1 ] && [ ! -f $lcb/done ]; then
       rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
       setsid nohup bash -c "cd $lcb && cmake -S llama.cpp -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
@@ -152,15 +156,38 @@ run)
     echo "llama.cpp build: $([ "$(cat $lcb/done 2>/dev/null)" = 0 ] && echo done || echo FAILED) (waited $((SECONDS - t0)) s after the checks)"
     tail -n 3 $lcb/build.log 2>/dev/null
     cp $lcb/build.log "$work/llama-build.log" 2>/dev/null
+    # SWZ_SPEED_PACK_PEER=1: llama.cpp's binaries come back in $OUT (15 MB parts,
+    # llama-bin.tgz.part-*); carried in <build-dir>/gpu-speed/ they replace the build on
+    # a later machine (this tree's binaries link the machine's CUDA libraries).
+    if [ "${SWZ_SPEED_PACK_PEER:-0}" = 1 ] && [ "$(cat $lcb/done 2>/dev/null)" = 0 ]; then
+      tar -czf /tmp/llama-bin.tgz -C $lcb/b bin && split -b 15M /tmp/llama-bin.tgz "$out/llama-bin.tgz.part-" && ls -la "$out"
+    fi
     exit 0
   fi
   big=${MODELS[2]%%|*}
   if [ "$what" = ncu ]; then
-    # One decode step (about 450 launches at 28 layers), after a 16-token prompt and 64 steps.
-    SWZ_GRAPHS=0 timeout 500 ncu --launch-skip 3000 --launch-count 460 --csv --print-units base \
-      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
-      "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 16 --tg 64 --reps 1 > "$work/ncu-$big-decode.csv" 2> "$work/ncu.log"
-    python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-$big-decode.csv" | tee "$work/ncu-top.md"
+    # Decode launch by launch under Nsight Compute, ours and llama.cpp's, on the 7B and
+    # 0.6B shapes: about two tokens' launches, after a 16-token prompt (ours) or from the
+    # middle of llama-bench's 32 generated tokens; clocks as they run (--clock-control
+    # none) and caches as the previous kernel left them (--cache-control none), as in a
+    # real decode step. Per-token tables: gpu_speed_table.py --ncu CSV MARKER, where
+    # MARKER is a kernel that runs once a token (our argmax_reduce, llama.cpp's
+    # embedding get_rows).
+    prof() {  # prof CSV METRICS CMD...
+      local csv=$1 metrics=$2; shift 2
+      timeout 200 ncu --clock-control none --cache-control none --launch-skip 3000 --launch-count 900 \
+        --csv --print-units base --metrics "$metrics" "$@" > "$work/$csv" 2> "$work/${csv%.csv}.log"
+    }
+    full=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+    for m in "$big" "${MODELS[1]%%|*}"; do
+      [ "$m" = "$big" ] || full=gpu__time_duration.sum
+      SWZ_GRAPHS=0 prof "ncu-swz-$m.csv" "$full" "$bin/swz-bench" "$here/models/$m-sm_90.swz" --pp 16 --tg 64 --reps 1
+      python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-swz-$m.csv" argmax_reduce | tee "$work/ncu-swz-$m.md"
+      if [ -x "$lcb/b/bin/llama-bench" ]; then
+        prof "ncu-llama-$m.csv" "$full" "$lcb/b/bin/llama-bench" -m "$here/models/$m.gguf" -ngl 99 -fa 1 -p 0 -n 32 -r 1
+        python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-llama-$m.csv" get_rows | tee "$work/ncu-llama-$m.md"
+      fi
+    done
     exit 0
   fi
   [ "$what" = time ] || { echo "run: check, time or ncu" >&2; exit 2; }

@@ -2,7 +2,7 @@
 OUT/speed.json and prints a Markdown table.
 
     python3 gpu_speed_table.py OUT PACKAGE_DIR COMMIT MODEL...
-    python3 gpu_speed_table.py --ncu NCU.csv     (the top-kernel table of `run ncu`)
+    python3 gpu_speed_table.py --ncu NCU.csv [MARKER]  (the top-kernel table of `run ncu`)
 
 Rows: per model pp512, tg128, pp8192 and aggregate decode at 1..32 sequences (tok/s
 medians of both engines, their ratio), tg128 with launch graphs off (ours only), and
@@ -59,9 +59,11 @@ def model_costs(gguf_path):
     return decode_bytes, prefill_elems, attn_per_pos
 
 
-def ncu_table(path):
-    """Per kernel over one profiled decode step: launches, time and share, DRAM read
-    bandwidth, DRAM throughput (% of peak), registers, achieved occupancy."""
+def ncu_table(path, marker=None):
+    """Per kernel and grid over the profiled launches, per decoded token: launches, time
+    and share, DRAM read bandwidth, DRAM throughput (% of peak), registers, achieved
+    occupancy. `marker`: a substring of the name of a kernel that runs once a token (the
+    launch count is divided by its count); None: the launches are one token."""
     import collections
     import csv
 
@@ -72,15 +74,20 @@ def ncu_table(path):
         return
     h = rows[0]
     ki, ii, mi, vi = h.index("Kernel Name"), h.index("ID"), h.index("Metric Name"), h.index("Metric Value")
-    per = collections.defaultdict(dict)  # (kernel, launch id) -> metric -> value
+    gi = h.index("Grid Size") if "Grid Size" in h else None
+    per = collections.defaultdict(dict)  # (kernel, grid, launch id) -> metric -> value
     for r in rows[1:]:
+        name = r[ki].split("(")[0][:48]
         try:
-            per[(r[ki], r[ii])][r[mi]] = float(r[vi].replace(",", ""))
+            per[(name, r[gi] if gi is not None else "", r[ii])][r[mi]] = float(r[vi].replace(",", ""))
         except ValueError:
             pass
+    tokens = 1
+    if marker:
+        tokens = max(1, sum(1 for (k, _, _) in per if marker in k))
     agg = collections.defaultdict(lambda: collections.defaultdict(float))
-    for (k, _), m in per.items():
-        a = agg[k]
+    for (k, g, _), m in per.items():
+        a = agg[(k, g)]
         a["n"] += 1
         a["ns"] += m.get("gpu__time_duration.sum", 0)
         a["bytes"] += m.get("dram__bytes_read.sum", 0)
@@ -88,18 +95,20 @@ def ncu_table(path):
         a["occ"] += m.get("sm__warps_active.avg.pct_of_peak_sustained_active", 0)
         a["regs"] = m.get("launch__registers_per_thread", 0)
     total = sum(a["ns"] for a in agg.values())
-    print(f"one decode step, {sum(int(a['n']) for a in agg.values())} launches, {total / 1e3:.0f} us of kernel time")
-    print("| kernel | launches | time (us) | share | DRAM read GB/s | DRAM throughput | registers | occupancy |")
-    print("|---|---|---|---|---|---|---|---|")
-    for k, a in sorted(agg.items(), key=lambda kv: -kv[1]["ns"]):
+    print(f"{path}: {len(per)} launches over {tokens} token(s): "
+          f"{len(per) / tokens:.0f} launches and {total / 1e3 / tokens:.1f} us of kernel time a token")
+    print("| kernel | grid | launches a token | us a token | share | mean us | DRAM read GB/s | DRAM throughput | registers | occupancy |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (k, g), a in sorted(agg.items(), key=lambda kv: -kv[1]["ns"]):
         n = a["n"]
-        print(f"| {k[:40]} | {int(n)} | {a['ns'] / 1e3:.1f} | {100 * a['ns'] / total:.1f}% | "
-              f"{a['bytes'] / a['ns']:.0f} | {a['dram_pct'] / n:.0f}% | {int(a['regs'])} | {a['occ'] / n:.0f}% |")
+        print(f"| {k} | {g} | {n / tokens:.1f} | {a['ns'] / 1e3 / tokens:.1f} | {100 * a['ns'] / total:.1f}% | "
+              f"{a['ns'] / n / 1e3:.2f} | {a['bytes'] / a['ns']:.0f} | {a['dram_pct'] / n:.0f}% | "
+              f"{int(a['regs'])} | {a['occ'] / n:.0f}% |")
 
 
 def main():
     if sys.argv[1] == "--ncu":
-        ncu_table(sys.argv[2])
+        ncu_table(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
         return
     out, pkgdir, commit, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     peaks = last_json(os.path.join(out, "peaks.json")) or {}

@@ -1,7 +1,7 @@
 //===- ptx_check.cpp - run every PTX kernel case on an NVIDIA GPU ----------===//
 //
 //   swz-ptx-check --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json]
-//                 [--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z]
+//                 [--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB]
 //   swz-ptx-check --print-peak-ptx     # the peak kernels' PTX (for ptxas)
 //
 // Runs allCases("ptx") (codegen/check/cases.h) through the CUDA driver API: loads
@@ -141,19 +141,33 @@ template <typename Work> float timeEvents(Work work) {
 }
 
 /// Seconds per launch of `f` (mean of `reps` after one warm-up), timed with cuEvents.
+/// flushL2 (bytes, 0: off): before each timed launch a memset of that many bytes evicts
+/// the L2 (the H200's is 50 MB), so the kernel reads its weights from HBM as in a decode
+/// step of a model larger than the L2; only the kernel lies between each pair of events.
 double timeLaunch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                  unsigned smem, void **params, int reps) {
+                  unsigned smem, void **params, int reps, size_t flushL2 = 0) {
   auto launch = [&](const char *what) {
     check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
                          nullptr, params, nullptr),
           what);
   };
   launch("cuLaunchKernel (warm-up)");
-  float ms = timeEvents([&] {
-    for (int r = 0; r < reps; ++r)
-      launch("cuLaunchKernel (timed)");
-  });
-  return double(ms) * 1e-3 / reps;
+  if (flushL2 == 0) {
+    float ms = timeEvents([&] {
+      for (int r = 0; r < reps; ++r)
+        launch("cuLaunchKernel (timed)");
+    });
+    return double(ms) * 1e-3 / reps;
+  }
+  CUdeviceptr scratch;
+  check(cuMemAlloc(&scratch, flushL2), "cuMemAlloc (L2 flush)");
+  double total = 0;
+  for (int r = 0; r < reps; ++r) {
+    check(cuMemsetD8Async(scratch, uint8_t(r), flushL2, nullptr), "cuMemsetD8Async (L2 flush)");
+    total += timeEvents([&] { launch("cuLaunchKernel (timed)"); });
+  }
+  cuMemFree(scratch);
+  return total * 1e-3 / reps;
 }
 
 struct Peaks {
@@ -246,7 +260,7 @@ void prepare(const Case &c, Launch &l) {
 int usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json] "
-               "[--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z]\n",
+               "[--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB]\n",
                argv0);
   return 2;
 }
@@ -256,6 +270,7 @@ int usage(const char *argv0) {
 int main(int argc, char **argv) {
   std::string dir, filter, jsonPath;
   int reps = 20;
+  size_t flushL2 = 0;
   double givenGbps = 0, givenTflops = 0, givenTcTflops = 0;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
@@ -270,6 +285,7 @@ int main(int argc, char **argv) {
     else if (flag == "--filter") filter = v;
     else if (flag == "--json") jsonPath = v;
     else if (flag == "--reps") reps = std::atoi(v.c_str());
+    else if (flag == "--flush-l2") flushL2 = size_t(std::atol(v.c_str())) << 20;
     else if (flag == "--peak-gbps") givenGbps = std::atof(v.c_str());
     else if (flag == "--peak-tflops") givenTflops = std::atof(v.c_str());
     else if (flag == "--peak-tc-tflops") givenTcTflops = std::atof(v.c_str());
@@ -369,7 +385,7 @@ int main(int argc, char **argv) {
       }
       v = c.check(out);
       // Timed after the check: in-place kernels change their buffers.
-      seconds = timeLaunch(f, c.grid, c.block, c.dynamicSmemBytes, l.params.data(), reps);
+      seconds = timeLaunch(f, c.grid, c.block, c.dynamicSmemBytes, l.params.data(), reps, flushL2);
     } catch (const std::exception &e) {
       error = e.what();
       // A faulting kernel poisons the context: start a fresh one for the next case.
@@ -415,6 +431,7 @@ int main(int argc, char **argv) {
                           {"sm", major * 10 + minor},
                           {"ptx_dir", dir},
                           {"reps", reps},
+                          {"flush_l2_mb", flushL2 >> 20},
                           {"peak_gb_per_s", peak.bytesPerS / 1e9},
                           {"peak_fp32_tflops", peak.fmaFlopsPerS / 1e12},
                           {"peak_tensor_core_tflops", peak.tcFlopsPerS / 1e12},
