@@ -30,6 +30,18 @@ double median(std::vector<double> v) {
 }
 using Clock = std::chrono::steady_clock;
 
+/// The tg steps' medians over the reps of the executor's pass times (GraphExecutor::
+/// pass_times): host = microseconds a step spends before everything is launched (the
+/// device idle meanwhile), wait = until the token ids are back.
+void add_pass_times(nlohmann::json& out, const std::vector<swz::exec::GraphExecutor::PassTimes>& t) {
+  std::vector<double> host, wait;
+  for (const auto& p : t)
+    if (p.passes) host.push_back(1e6 * p.host / p.passes), wait.push_back(1e6 * p.wait / p.passes);
+  if (host.empty()) return;
+  out["tg_host_us_per_step"] = median(host);
+  out["tg_wait_us_per_step"] = median(wait);
+}
+
 /// --seqs: S sequences, each a pp-token prompt, then tg steps of all S together.
 int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
   try {
@@ -66,6 +78,7 @@ int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
       }
     };
     std::vector<double> tg_s;
+    std::vector<swz::exec::GraphExecutor::PassTimes> pass_times;  // per timed rep
     for (int r = 0; r < reps + 1; ++r) {  // the first rep warms up
       std::vector<int32_t> tok(seqs);
       for (int k = 0; k < seqs; ++k) {
@@ -82,6 +95,7 @@ int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
         }
       }
       std::vector<swz::exec::SequenceStep> st(seqs);
+      ex.reset_pass_times();
       const auto t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
         for (int k = 0; k < seqs; ++k) {
@@ -96,11 +110,12 @@ int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
         std::copy(ids.begin(), ids.end(), tok.begin());
       }
       const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (r) tg_s.push_back(s);
+      if (r) tg_s.push_back(s), pass_times.push_back(ex.pass_times());
     }
     nlohmann::json out = {{"backend", bm.backend}, {"seqs", seqs},  {"pp", pp},
                           {"tg", tg},              {"tg_seconds", tg_s},
                           {"batch_tg_tok_s", double(seqs) * tg / median(tg_s)}};
+    add_pass_times(out, pass_times);
     std::cout << out.dump() << "\n";
     return 0;
   } catch (const std::exception& e) {
@@ -161,6 +176,7 @@ int main(int argc, char** argv) {
     for (auto& t : depth_prompt) t = dist(rng);
     std::vector<float> logits;
     std::vector<double> pp_s, tg_s;
+    std::vector<swz::exec::GraphExecutor::PassTimes> pass_times;  // per timed tg rep
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
       auto t0 = Clock::now();
@@ -172,6 +188,7 @@ int main(int argc, char** argv) {
         model.forward(depth_prompt.data() + i, std::min(512, depth - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       int32_t tok = prompt[0];
       std::vector<int32_t> ids;
+      if (bm.executor) bm.executor->reset_pass_times();
       t0 = Clock::now();
       for (int i = 0; i < tg; ++i) {
         if (model.forward_argmax(&tok, 1, 1, swz::exec::SequenceModel::Rows::Generated, ids)) {
@@ -183,6 +200,7 @@ int main(int argc, char** argv) {
       }
       s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) tg_s.push_back(s);
+      if (r && bm.executor) pass_times.push_back(bm.executor->pass_times());
     }
     nlohmann::json out = {{"backend", bm.backend},
                           {"threads", pkg.manifest.target == "cpu" ? (threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())) : 0},
@@ -193,6 +211,7 @@ int main(int argc, char** argv) {
                           {"tg_seconds", tg_s},
                           {"pp_tok_s", pp / median(pp_s)},
                           {"tg_tok_s", tg / median(tg_s)}};
+    add_pass_times(out, pass_times);
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "swz-bench: " << e.what() << "\n";

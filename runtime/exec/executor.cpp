@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -50,6 +51,10 @@ struct StepProgram {
   std::vector<StepItem> dynamic;        // the dynamic launches, in order
   std::vector<backend::LaunchDesc> descs;  // per dynamic item with a node: its last launch
   std::vector<char> compact;            // the pass's final compact[] (GraphExecutor::Impl)
+  /// Per arranged sequence: the first position of the pass the graph's dynamic launches
+  /// were last set for (GraphExecutor::Impl::replay), or empty. A pass of this shape at
+  /// these positions launches the graph as it is, evaluating nothing.
+  std::vector<int> set_for;
 };
 
 struct OpPlan {
@@ -197,7 +202,13 @@ struct GraphExecutor::Impl {
   StepProgram* recording = nullptr;  // emit() keeps launches here instead of launching
   std::vector<backend::LaunchDesc> recorded;  // the whole pass being recorded
   std::string key;
-  bool replay(StepProgram& p, std::span<const SequenceStep> seqs, int max_ctx);
+  bool replay(StepProgram& p, std::span<const SequenceStep> seqs);
+  bool set_dynamic(StepProgram& p, std::span<const int> pos0, std::span<const int> n_tokens);
+  /// Whether replay() sets a launched graph's dynamic launches for the shape's next pass
+  /// while the device runs this one: where launches run asynchronously (not the cpu
+  /// backend, whose graphs run inside launch_graph()).
+  bool ahead = false;
+  std::vector<int> slot_pos0, slot_tokens;  // replay()'s per arranged sequence scratch
   void drop(StepProgram& p) {
     if (p.graph >= 0) be->destroy_graph(p.graph);
     p.graph = -1;
@@ -365,6 +376,7 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   if (opts.max_rows < 1 || opts.max_seqs < 1 || opts.n_ctx < 1 || opts.n_pages < 1)
     throw std::invalid_argument("executor: max_rows, max_seqs, n_ctx and n_pages must be positive");
   m.be = std::move(be);
+  m.ahead = m.be->info().backend != "cpu";
   m.opts = opts;
   m.be->load_kernels(pkg.manifest, pkg.dir);
   m.plan(pkg);
@@ -551,20 +563,22 @@ void GraphExecutor::Impl::emit(const Launch& l, int row0, int n_rows, int pos0, 
   if (active) recording->descs.push_back(cur);
 }
 
-// A pass of a recorded shape: the dynamic launches evaluated for this pass's positions,
-// those that changed updated in the graph, the graph launched. False (nothing launched)
-// when a dynamic launch appears or vanishes (a 0 in its grid changed): the program must
-// be recorded again.
-bool GraphExecutor::Impl::replay(StepProgram& p, std::span<const SequenceStep> seqs, int max_ctx) {
+// The dynamic launches of `p` evaluated for a pass whose arranged sequences start at
+// pos0[k] with n_tokens[k] tokens each; those that changed are updated in the graph.
+// False when a dynamic launch appears or vanishes (a 0 in its grid changed): the program
+// must be recorded again (launches updated before that stay consistent with p.descs).
+bool GraphExecutor::Impl::set_dynamic(StepProgram& p, std::span<const int> pos0, std::span<const int> n_tokens) {
+  int max_ctx = 0;
+  for (size_t k = 0; k < pos0.size(); ++k) max_ctx = std::max(max_ctx, pos0[k] + n_tokens[k]);
+  seq_pos0.assign(pos0.begin(), pos0.end());  // prepare() places sequence positions by it
   size_t d = 0;
   for (StepItem& it : p.dynamic) {
-    int pos0 = 0, ctx = max_ctx;
+    int first = 0, ctx = max_ctx;
     if (it.seq_slot >= 0) {
-      const SequenceStep& s = seqs[order[it.seq_slot]];
-      pos0 = s.pos0 + s.n_tokens - it.n_rows;
-      ctx = s.pos0 + s.n_tokens;
+      ctx = pos0[it.seq_slot] + n_tokens[it.seq_slot];
+      first = ctx - it.n_rows;
     }
-    const bool active = prepare(*it.launch, it.row0, it.n_rows, pos0, ctx, it.seq_slot, it.output);
+    const bool active = prepare(*it.launch, it.row0, it.n_rows, first, ctx, it.seq_slot, it.output);
     cur.branch = it.branch;
     if (active != (it.node >= 0)) return false;
     if (!active) continue;
@@ -574,8 +588,40 @@ bool GraphExecutor::Impl::replay(StepProgram& p, std::span<const SequenceStep> s
       last = cur;
     }
   }
+  return true;
+}
+
+// A pass of a recorded shape: unless the graph's dynamic launches are already set for
+// this pass's positions (p.set_for), they are evaluated and those that changed updated;
+// then the graph is launched. False (nothing launched) as set_dynamic. While the device
+// runs it, the dynamic launches are set for the next pass of the shape, each sequence
+// `n_tokens` on (the next decode step): a pass that comes at those positions then costs
+// the host only its uploads and the launch.
+bool GraphExecutor::Impl::replay(StepProgram& p, std::span<const SequenceStep> seqs) {
+  const size_t n = seqs.size();
+  slot_pos0.resize(n), slot_tokens.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    slot_pos0[k] = seqs[order[k]].pos0;
+    slot_tokens[k] = seqs[order[k]].n_tokens;
+  }
+  if (p.set_for != slot_pos0) {
+    p.set_for.clear();
+    if (!set_dynamic(p, slot_pos0, slot_tokens)) return false;
+  }
   be->launch_graph(p.graph);
   compact = p.compact;
+  p.set_for.clear();
+  if (ahead) {
+    for (size_t k = 0; k < n; ++k) slot_pos0[k] += slot_tokens[k];
+    bool fits = true;
+    for (size_t k = 0; k < n; ++k) fits &= slot_pos0[k] + slot_tokens[k] <= opts.n_ctx;
+    try {
+      if (fits && set_dynamic(p, slot_pos0, slot_tokens)) p.set_for = slot_pos0;
+    } catch (const std::exception&) {
+      // Not this pass's business: p.descs still says what the graph holds, and the next
+      // pass evaluates its launches itself (and reports what is wrong, if it is).
+    }
+  }
   return true;
 }
 
@@ -586,6 +632,7 @@ bool GraphExecutor::has_device_argmax() const { return !impl_->argmax.launches.e
 void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) {
   if (token_ids && !has_device_argmax()) throw std::invalid_argument("forward: this package has no device argmax (graph.sampling)");
   std::lock_guard<std::mutex> lock(mu_);
+  const auto t_entry = std::chrono::steady_clock::now();
   Impl& m = *impl_;
   if (seqs.empty()) throw std::invalid_argument("forward: no sequences");
   if (static_cast<int>(seqs.size()) > opts_.max_seqs)
@@ -725,7 +772,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     p.last_used = ++m.pass_counter;
     ++p.passes;
     if (p.graph >= 0) {
-      launched = m.replay(p, seqs, max_ctx);
+      launched = m.replay(p, seqs);
       if (!launched) m.drop(p);  // a launch appeared or vanished: record it again
     }
     if (!launched && p.passes >= 2) record = &p;  // a shape seen once runs launch by launch
@@ -749,6 +796,17 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
       throw;
     }
   }
+  const auto t_launched = std::chrono::steady_clock::now();
+  // Counted once the results are back (every return below).
+  struct CountPass {
+    PassTimes& t;
+    std::chrono::steady_clock::time_point entry, launched;
+    ~CountPass() {
+      t.host += std::chrono::duration<double>(launched - entry).count();
+      t.wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
+      ++t.passes;
+    }
+  } count_pass{times_, t_entry, t_launched};
   // For each sequence in the caller's order: its arranged index.
   std::vector<int>& arranged = m.arranged;
   arranged.resize(n);

@@ -91,12 +91,25 @@ class GraphExecutor final : public BatchModel {
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
 
+  /// Where forward() passes spent their time since the last reset_pass_times(), in
+  /// seconds of wall time: `host` from entry until everything was launched (checks,
+  /// uploads, launch-graph updates, the launches), `wait` from there until the results
+  /// were back (the device finishing its work, then the copy). On a device whose launches
+  /// are asynchronous, `host` is time the device sits idle before each pass.
+  struct PassTimes {
+    double host = 0, wait = 0;
+    int passes = 0;
+  };
+  PassTimes pass_times() const { return times_; }
+  void reset_pass_times() { times_ = {}; }
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   ExecutorOptions opts_;
   int n_vocab_ = 0;
   uint64_t device_bytes_ = 0;
+  PassTimes times_;
   std::mutex mu_;
 };
 
