@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -495,6 +496,18 @@ Case swigluQ8xCase(int64_t T, int64_t K, uint64_t seed) {
 /// reference is the float64 dot product of the weights with the dequantized activations
 /// (d q), so the check isolates the kernel's own rounding. kResidual / kBiasInPlaceResidual
 /// apply to output 0; output 1 has a bias when `bias1`.
+/// Rows one matmul_<t>_q8x workgroup computes: 4 / (warps a row), gen_quant_kernels.py's
+/// Q8X[t]["wpr"] (the kernel's swz.grid says the same). SWZ_CHECK_Q8X_ROWS=<t>:<rows>
+/// overrides it, to check and time a variant written by `gen_quant_kernels.py --variant`.
+int64_t q8xRowsPerWorkgroup(const std::string &t) {
+  if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
+    const std::string s = v;
+    if (s.rfind(t + ":", 0) == 0)
+      return std::atoll(s.c_str() + t.size() + 1);
+  }
+  return t == "q4_k" ? 2 : 4;
+}
+
 Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
                    uint64_t seed, bool bias1 = false) {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
@@ -542,16 +555,19 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
             Arg::memref(inPlace ? 5 : 10), Arg::i(int32_t(Ns[0])), Arg::i(int32_t(Ns[1])),
             Arg::i(int32_t(Ns[2])), Arg::i(int32_t(K)), Arg::i(int32_t(T)), Arg::i(flags)};
   const int64_t rows = Ns[0] + Ns[1] + Ns[2];
-  c.grid = {unsigned((rows + 3) / 4), unsigned((T + 7) / 8), 1};
+  const int64_t rowsWg = q8xRowsPerWorkgroup(t);
+  c.grid = {unsigned((rows + rowsWg - 1) / rowsWg), unsigned((T + 7) / 8), 1};
   c.block = {128, 1, 1};
   c.bytesMoved = double(wb[0].size() * (Ns[0] > 0) + wb[1].size() * (Ns[1] > 0) + wb[2].size() * (Ns[2] > 0)) +
                  double(T * K) * (1.0 + 0.5) + 4.0 * double(T * rows + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(rows) * double(K);
-  // f32 roundings behind one output: a unit's scale products and combine (5: d sc, x dx,
-  // x acc, the min term, the difference; the int8 dot product is exact), the unit's two
-  // halves (1), one add per unit the thread handles, the reduction (5).
-  const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 8 : 2);
-  const double L = 6 + double((units + 31) / 32) + 5;
+  // f32 roundings behind one output: a unit's scale products and combine (q4_k, per
+  // sub-block: d sc, x dx, x acc, the two activation-half sums, the min term, the
+  // difference; the int8 dot product is exact), its two sub-blocks (1), one add per unit
+  // the thread handles, the warp's reduction (5) and one add per other warp of the row.
+  const int64_t W = 4 / rowsWg;
+  const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 4 : 2);
+  const double L = 7 + double((units + 32 * W - 1) / (32 * W)) + 5 + double(W - 1);
   c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
@@ -832,6 +848,17 @@ std::vector<Case> gemvCases(const std::string &format) {
     // ffn_down (3072 -> 1024), for the roofline column.
     cases.push_back(matmulQ8xCase("q4_k", 1, {18944}, 3584, kPlain, 85));
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 3072, kResidual, 86));
+    // A Qwen2.5-Coder-7B Q4_K decode layer's four launches at their real shapes (time
+    // them with --flush-l2: 7-76 MB of weights, the L2 holds 50): q/k/v merged with their
+    // biases, o and ffn_down with the residual, gate/up merged.
+    cases.push_back(matmulQ8xCase("q4_k", 1, {3584, 512, 512}, 3584, kPlain, 101, true));
+    cases.push_back(matmulQ8xCase("q4_k", 1, {3584}, 3584, kResidual, 102));
+    cases.push_back(matmulQ8xCase("q4_k", 1, {3584}, 18944, kResidual, 103));
+    cases.push_back(matmulQ8xCase("q4_k", 1, {18944, 18944}, 3584, kPlain, 104));
+    // Qwen3-0.6B's (Q8_0) at theirs: q/k/v, o, gate/up (ffn_down is case 86's shape).
+    cases.push_back(matmulQ8xCase("q8_0", 1, {2048, 1024, 1024}, 1024, kPlain, 105));
+    cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));
+    cases.push_back(matmulQ8xCase("q8_0", 1, {3072, 3072}, 1024, kPlain, 107));
   }
   // The same two shapes on the f32-activation GEMVs (what SPIR-V runs), beside them.
   cases.push_back(matmulCase("q4_k", 1, 18944, 3584, kPlain, 85));

@@ -24,11 +24,14 @@
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
 //   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil((N0+N1+N2) / 4),
-//   ceil(T / 8), 1)).
+//   matmul_<type> (block 128 = 4 warps), but a row takes W warps (q4_k: 2, q8_0: 1): the
+//   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
+//   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
+//   partials (in warp order) to its own.
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
-//   unit is one qs vector = 16 weights of sub-blocks 2p and 2p+1 each; 8 dp4a (weights as
-//   unsigned nibbles) and two scale/min terms: d sc dx sum(q xq) - dmin m (dx sum xq).
+//   unit is one 32-byte qs chunk p (two vectors) = the 32 weights of sub-blocks 2p and
+//   2p+1 each; per sub-block 8 dp4a (weights as unsigned nibbles) over both activation
+//   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
 module attributes {gpu.container_module} {
@@ -476,8 +479,8 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    nvvm.minctasm = 5 : i32,
-                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
+                    nvvm.minctasm = 8 : i32,
+                    swz.grid = "ceil((N0+N1+N2)/2), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -517,7 +520,6 @@ module attributes {gpu.container_module} {
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
-      %c96_index = arith.constant 96 : index
       %c9_index = arith.constant 9 : index
       %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
@@ -525,8 +527,12 @@ module attributes {gpu.container_module} {
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
-      %row4 = arith.muli %bx, %c4_index : index
-      %ng = arith.addi %row4, %grp : index
+      %row4 = arith.muli %bx, %c2_index : index
+      %rw = arith.divui %grp, %c2_index : index
+      %wk = arith.remui %grp, %c2_index : index
+      %wk32 = arith.muli %wk, %c32_index : index
+      %u0 = arith.addi %lane, %wk32 : index
+      %ng = arith.addi %row4, %rw : index
       %N0i = arith.index_cast %N0 : i32 to index
       %N1i = arith.index_cast %N1 : i32 to index
       %N2i = arith.index_cast %N2 : i32 to index
@@ -546,7 +552,7 @@ module attributes {gpu.container_module} {
       %tb = arith.minui %tleft, %c8_index : index
       %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c256_index : index
-      %units_all = arith.muli %nb, %c8_index : index
+      %units_all = arith.muli %nb, %c4_index : index
       %rowvecs = arith.muli %nb, %c9_index : index
       %rowbase = arith.muli %n, %rowvecs : index
       %K32 = arith.divui %Ki, %c32_index : index
@@ -560,466 +566,194 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
-          %b = arith.divui %u, %c8_index : index
-          %q = arith.remui %u, %c8_index : index
+        %r1 = scf.for %u = %u0 to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
           %m1 = arith.muli %b, %c9_index : index
           %a2 = arith.addi %rowbase, %m1 : index
           %hd3 = memref.load %w[%a2] : memref<?xvector<4xi32>>
           %a4 = arith.addi %a2, %c1_index : index
-          %a5 = arith.addi %a4, %q : index
-          %qv6 = memref.load %w[%a5] : memref<?xvector<4xi32>>
-          %a7 = arith.addi %u, %c32_index : index
-          %vr8 = arith.cmpi ult, %a7, %units : index
-          %uc9 = arith.select %vr8, %a7, %u : index
-          %b_1 = arith.divui %uc9, %c8_index : index
-          %q_1 = arith.remui %uc9, %c8_index : index
-          %m10 = arith.muli %b_1, %c9_index : index
-          %a11 = arith.addi %rowbase, %m10 : index
-          %hd12 = memref.load %w[%a11] : memref<?xvector<4xi32>>
-          %a13 = arith.addi %a11, %c1_index : index
-          %a14 = arith.addi %a13, %q_1 : index
-          %qv15 = memref.load %w[%a14] : memref<?xvector<4xi32>>
-          %a16 = arith.addi %u, %c64_index : index
-          %vr17 = arith.cmpi ult, %a16, %units : index
-          %uc18 = arith.select %vr17, %a16, %u : index
-          %b_2 = arith.divui %uc18, %c8_index : index
-          %q_2 = arith.remui %uc18, %c8_index : index
-          %m19 = arith.muli %b_2, %c9_index : index
-          %a20 = arith.addi %rowbase, %m19 : index
-          %hd21 = memref.load %w[%a20] : memref<?xvector<4xi32>>
-          %a22 = arith.addi %a20, %c1_index : index
-          %a23 = arith.addi %a22, %q_2 : index
-          %qv24 = memref.load %w[%a23] : memref<?xvector<4xi32>>
-          %hw25 = vector.extract %hd3[0] : i32 from vector<4xi32>
-          %hw26 = vector.extract %hd3[1] : i32 from vector<4xi32>
-          %hw27 = vector.extract %hd3[2] : i32 from vector<4xi32>
-          %hw28 = vector.extract %hd3[3] : i32 from vector<4xi32>
-          %h29 = arith.trunci %hw25 : i32 to i16
-          %h30 = arith.bitcast %h29 : i16 to f16
-          %h31 = arith.extf %h30 : f16 to f32
-          %s32 = arith.shrui %hw25, %c16_i32 : i32
-          %h33 = arith.trunci %s32 : i32 to i16
-          %h34 = arith.bitcast %h33 : i16 to f16
-          %h35 = arith.extf %h34 : f16 to f32
-          %p36 = arith.divui %q, %c2_index : index
-          %p37 = arith.remui %q, %c2_index : index
-          %n38 = arith.index_cast %p36 : index to i32
-          %lt39 = arith.cmpi ult, %n38, %c2_i32 : i32
-          %s40 = arith.shli %n38, %c1_i32 : i32
-          %a41 = arith.addi %s40, %c0_i32 : i32
-          %b42 = arith.andi %a41, %c3_i32 : i32
-          %s43 = arith.shli %b42, %c3_i32 : i32
-          %s44 = arith.shrui %hw26, %s43 : i32
-          %b45 = arith.andi %s44, %c255_i32 : i32
-          %s46 = arith.shrui %hw27, %s43 : i32
-          %b47 = arith.andi %s46, %c255_i32 : i32
-          %s48 = arith.shrui %hw28, %s43 : i32
-          %b49 = arith.andi %s48, %c255_i32 : i32
-          %b50 = arith.andi %b49, %c15_i32 : i32
-          %s51 = arith.shrui %b45, %c6_i32 : i32
-          %s52 = arith.shli %s51, %c4_i32 : i32
-          %o53 = arith.ori %b50, %s52 : i32
-          %s54 = arith.shrui %b49, %c4_i32 : i32
-          %s55 = arith.shrui %b47, %c6_i32 : i32
-          %s56 = arith.shli %s55, %c4_i32 : i32
-          %o57 = arith.ori %s54, %s56 : i32
-          %b58 = arith.andi %b45, %c63_i32 : i32
-          %sel59 = arith.select %lt39, %b58, %o53 : i32
-          %b60 = arith.andi %b47, %c63_i32 : i32
-          %sel61 = arith.select %lt39, %b60, %o57 : i32
-          %o62 = arith.ori %sel59, %c1258291200_i32 : i32
-          %q63 = arith.bitcast %o62 : i32 to f32
-          %f64 = arith.subf %q63, %c8p388608e06_f32 : f32
-          %f65 = arith.mulf %h31, %f64 : f32
-          %o66 = arith.ori %sel61, %c1258291200_i32 : i32
-          %q67 = arith.bitcast %o66 : i32 to f32
-          %f68 = arith.subf %q67, %c8p388608e06_f32 : f32
-          %f69 = arith.mulf %h35, %f68 : f32
-          %s70 = arith.shli %n38, %c1_i32 : i32
-          %a71 = arith.addi %s70, %c1_i32 : i32
-          %b72 = arith.andi %a71, %c3_i32 : i32
-          %s73 = arith.shli %b72, %c3_i32 : i32
-          %s74 = arith.shrui %hw26, %s73 : i32
-          %b75 = arith.andi %s74, %c255_i32 : i32
-          %s76 = arith.shrui %hw27, %s73 : i32
-          %b77 = arith.andi %s76, %c255_i32 : i32
-          %s78 = arith.shrui %hw28, %s73 : i32
-          %b79 = arith.andi %s78, %c255_i32 : i32
-          %b80 = arith.andi %b79, %c15_i32 : i32
-          %s81 = arith.shrui %b75, %c6_i32 : i32
-          %s82 = arith.shli %s81, %c4_i32 : i32
-          %o83 = arith.ori %b80, %s82 : i32
-          %s84 = arith.shrui %b79, %c4_i32 : i32
-          %s85 = arith.shrui %b77, %c6_i32 : i32
-          %s86 = arith.shli %s85, %c4_i32 : i32
-          %o87 = arith.ori %s84, %s86 : i32
-          %b88 = arith.andi %b75, %c63_i32 : i32
-          %sel89 = arith.select %lt39, %b88, %o83 : i32
-          %b90 = arith.andi %b77, %c63_i32 : i32
-          %sel91 = arith.select %lt39, %b90, %o87 : i32
-          %o92 = arith.ori %sel89, %c1258291200_i32 : i32
-          %q93 = arith.bitcast %o92 : i32 to f32
-          %f94 = arith.subf %q93, %c8p388608e06_f32 : f32
-          %f95 = arith.mulf %h31, %f94 : f32
-          %o96 = arith.ori %sel91, %c1258291200_i32 : i32
-          %q97 = arith.bitcast %o96 : i32 to f32
-          %f98 = arith.subf %q97, %c8p388608e06_f32 : f32
-          %f99 = arith.mulf %h35, %f98 : f32
-          %qw100 = vector.extract %qv6[0] : i32 from vector<4xi32>
-          %qw101 = vector.extract %qv6[1] : i32 from vector<4xi32>
-          %qw102 = vector.extract %qv6[2] : i32 from vector<4xi32>
-          %qw103 = vector.extract %qv6[3] : i32 from vector<4xi32>
-          %b104 = arith.andi %qw100, %c252645135_i32 : i32
-          %b105 = arith.andi %qw101, %c252645135_i32 : i32
-          %b106 = arith.andi %qw102, %c252645135_i32 : i32
-          %b107 = arith.andi %qw103, %c252645135_i32 : i32
-          %s108 = arith.shrui %qw100, %c4_i32 : i32
-          %b109 = arith.andi %s108, %c252645135_i32 : i32
-          %s110 = arith.shrui %qw101, %c4_i32 : i32
-          %b111 = arith.andi %s110, %c252645135_i32 : i32
-          %s112 = arith.shrui %qw102, %c4_i32 : i32
-          %b113 = arith.andi %s112, %c252645135_i32 : i32
-          %s114 = arith.shrui %qw103, %c4_i32 : i32
-          %b115 = arith.andi %s114, %c252645135_i32 : i32
+          %m5 = arith.muli %q, %c2_index : index
+          %a6 = arith.addi %a4, %m5 : index
+          %qv7 = memref.load %w[%a6] : memref<?xvector<4xi32>>
+          %a8 = arith.addi %a6, %c1_index : index
+          %qv9 = memref.load %w[%a8] : memref<?xvector<4xi32>>
+          %hw10 = vector.extract %hd3[0] : i32 from vector<4xi32>
+          %hw11 = vector.extract %hd3[1] : i32 from vector<4xi32>
+          %hw12 = vector.extract %hd3[2] : i32 from vector<4xi32>
+          %hw13 = vector.extract %hd3[3] : i32 from vector<4xi32>
+          %h14 = arith.trunci %hw10 : i32 to i16
+          %h15 = arith.bitcast %h14 : i16 to f16
+          %h16 = arith.extf %h15 : f16 to f32
+          %s17 = arith.shrui %hw10, %c16_i32 : i32
+          %h18 = arith.trunci %s17 : i32 to i16
+          %h19 = arith.bitcast %h18 : i16 to f16
+          %h20 = arith.extf %h19 : f16 to f32
+          %n21 = arith.index_cast %q : index to i32
+          %lt22 = arith.cmpi ult, %n21, %c2_i32 : i32
+          %s23 = arith.shli %n21, %c1_i32 : i32
+          %a24 = arith.addi %s23, %c0_i32 : i32
+          %b25 = arith.andi %a24, %c3_i32 : i32
+          %s26 = arith.shli %b25, %c3_i32 : i32
+          %s27 = arith.shrui %hw11, %s26 : i32
+          %b28 = arith.andi %s27, %c255_i32 : i32
+          %s29 = arith.shrui %hw12, %s26 : i32
+          %b30 = arith.andi %s29, %c255_i32 : i32
+          %s31 = arith.shrui %hw13, %s26 : i32
+          %b32 = arith.andi %s31, %c255_i32 : i32
+          %b33 = arith.andi %b32, %c15_i32 : i32
+          %s34 = arith.shrui %b28, %c6_i32 : i32
+          %s35 = arith.shli %s34, %c4_i32 : i32
+          %o36 = arith.ori %b33, %s35 : i32
+          %s37 = arith.shrui %b32, %c4_i32 : i32
+          %s38 = arith.shrui %b30, %c6_i32 : i32
+          %s39 = arith.shli %s38, %c4_i32 : i32
+          %o40 = arith.ori %s37, %s39 : i32
+          %b41 = arith.andi %b28, %c63_i32 : i32
+          %sel42 = arith.select %lt22, %b41, %o36 : i32
+          %b43 = arith.andi %b30, %c63_i32 : i32
+          %sel44 = arith.select %lt22, %b43, %o40 : i32
+          %o45 = arith.ori %sel42, %c1258291200_i32 : i32
+          %q46 = arith.bitcast %o45 : i32 to f32
+          %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
+          %f48 = arith.mulf %h16, %f47 : f32
+          %o49 = arith.ori %sel44, %c1258291200_i32 : i32
+          %q50 = arith.bitcast %o49 : i32 to f32
+          %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
+          %f52 = arith.mulf %h20, %f51 : f32
+          %s53 = arith.shli %n21, %c1_i32 : i32
+          %a54 = arith.addi %s53, %c1_i32 : i32
+          %b55 = arith.andi %a54, %c3_i32 : i32
+          %s56 = arith.shli %b55, %c3_i32 : i32
+          %s57 = arith.shrui %hw11, %s56 : i32
+          %b58 = arith.andi %s57, %c255_i32 : i32
+          %s59 = arith.shrui %hw12, %s56 : i32
+          %b60 = arith.andi %s59, %c255_i32 : i32
+          %s61 = arith.shrui %hw13, %s56 : i32
+          %b62 = arith.andi %s61, %c255_i32 : i32
+          %b63 = arith.andi %b62, %c15_i32 : i32
+          %s64 = arith.shrui %b58, %c6_i32 : i32
+          %s65 = arith.shli %s64, %c4_i32 : i32
+          %o66 = arith.ori %b63, %s65 : i32
+          %s67 = arith.shrui %b62, %c4_i32 : i32
+          %s68 = arith.shrui %b60, %c6_i32 : i32
+          %s69 = arith.shli %s68, %c4_i32 : i32
+          %o70 = arith.ori %s67, %s69 : i32
+          %b71 = arith.andi %b58, %c63_i32 : i32
+          %sel72 = arith.select %lt22, %b71, %o66 : i32
+          %b73 = arith.andi %b60, %c63_i32 : i32
+          %sel74 = arith.select %lt22, %b73, %o70 : i32
+          %o75 = arith.ori %sel72, %c1258291200_i32 : i32
+          %q76 = arith.bitcast %o75 : i32 to f32
+          %f77 = arith.subf %q76, %c8p388608e06_f32 : f32
+          %f78 = arith.mulf %h16, %f77 : f32
+          %o79 = arith.ori %sel74, %c1258291200_i32 : i32
+          %q80 = arith.bitcast %o79 : i32 to f32
+          %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
+          %f82 = arith.mulf %h20, %f81 : f32
+          %qw83 = vector.extract %qv7[0] : i32 from vector<4xi32>
+          %qw84 = vector.extract %qv7[1] : i32 from vector<4xi32>
+          %qw85 = vector.extract %qv7[2] : i32 from vector<4xi32>
+          %qw86 = vector.extract %qv7[3] : i32 from vector<4xi32>
+          %qw87 = vector.extract %qv9[0] : i32 from vector<4xi32>
+          %qw88 = vector.extract %qv9[1] : i32 from vector<4xi32>
+          %qw89 = vector.extract %qv9[2] : i32 from vector<4xi32>
+          %qw90 = vector.extract %qv9[3] : i32 from vector<4xi32>
+          %b91 = arith.andi %qw83, %c252645135_i32 : i32
+          %b92 = arith.andi %qw84, %c252645135_i32 : i32
+          %b93 = arith.andi %qw85, %c252645135_i32 : i32
+          %b94 = arith.andi %qw86, %c252645135_i32 : i32
+          %s95 = arith.shrui %qw83, %c4_i32 : i32
+          %b96 = arith.andi %s95, %c252645135_i32 : i32
+          %s97 = arith.shrui %qw84, %c4_i32 : i32
+          %b98 = arith.andi %s97, %c252645135_i32 : i32
+          %s99 = arith.shrui %qw85, %c4_i32 : i32
+          %b100 = arith.andi %s99, %c252645135_i32 : i32
+          %s101 = arith.shrui %qw86, %c4_i32 : i32
+          %b102 = arith.andi %s101, %c252645135_i32 : i32
+          %b103 = arith.andi %qw87, %c252645135_i32 : i32
+          %b104 = arith.andi %qw88, %c252645135_i32 : i32
+          %b105 = arith.andi %qw89, %c252645135_i32 : i32
+          %b106 = arith.andi %qw90, %c252645135_i32 : i32
+          %s107 = arith.shrui %qw87, %c4_i32 : i32
+          %b108 = arith.andi %s107, %c252645135_i32 : i32
+          %s109 = arith.shrui %qw88, %c4_i32 : i32
+          %b110 = arith.andi %s109, %c252645135_i32 : i32
+          %s111 = arith.shrui %qw89, %c4_i32 : i32
+          %b112 = arith.andi %s111, %c252645135_i32 : i32
+          %s113 = arith.shrui %qw90, %c4_i32 : i32
+          %b114 = arith.andi %s113, %c252645135_i32 : i32
+          %m115 = arith.muli %t0, %K32 : index
           %m116 = arith.muli %b, %c8_index : index
-          %m117 = arith.muli %p36, %c2_index : index
+          %m117 = arith.muli %q, %c2_index : index
           %a118 = arith.addi %m116, %m117 : index
-          %h0119 = arith.cmpi eq, %p37, %c0_index : index
-          %m120 = arith.muli %t0, %K32 : index
-          %a121 = arith.addi %m120, %a118 : index
-          %m122 = arith.muli %a121, %c2_index : index
-          %a123 = arith.addi %m122, %p37 : index
-          %xq124 = memref.load %xq[%a123] : memref<?xvector<4xi32>>
-          %ds125 = memref.load %xds[%a121] : memref<?xvector<4xf32>>
-          %xw126 = vector.extract %xq124[0] : i32 from vector<4xi32>
-          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b104, %xw126, %c0_i32 : (i32, i32, i32) -> i32
-          %xw128 = vector.extract %xq124[1] : i32 from vector<4xi32>
-          %dp129 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b105, %xw128, %dp127 : (i32, i32, i32) -> i32
-          %xw130 = vector.extract %xq124[2] : i32 from vector<4xi32>
-          %dp131 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b106, %xw130, %dp129 : (i32, i32, i32) -> i32
-          %xw132 = vector.extract %xq124[3] : i32 from vector<4xi32>
-          %dp133 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b107, %xw132, %dp131 : (i32, i32, i32) -> i32
-          %dx134 = vector.extract %ds125[0] : f32 from vector<4xf32>
-          %sx135 = vector.extract %ds125[1] : f32 from vector<4xf32>
-          %sx136 = vector.extract %ds125[2] : f32 from vector<4xf32>
-          %sel137 = arith.select %h0119, %sx135, %sx136 : f32
-          %af138 = arith.sitofp %dp133 : i32 to f32
-          %f139 = arith.mulf %f65, %dx134 : f32
-          %f140 = arith.mulf %f139, %af138 : f32
-          %f141 = arith.mulf %f69, %sel137 : f32
-          %f142 = arith.subf %f140, %f141 : f32
-          %a143 = arith.addi %a121, %c1_index : index
-          %m144 = arith.muli %a143, %c2_index : index
-          %a145 = arith.addi %m144, %p37 : index
-          %xq146 = memref.load %xq[%a145] : memref<?xvector<4xi32>>
-          %ds147 = memref.load %xds[%a143] : memref<?xvector<4xf32>>
-          %xw148 = vector.extract %xq146[0] : i32 from vector<4xi32>
-          %dp149 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b109, %xw148, %c0_i32 : (i32, i32, i32) -> i32
-          %xw150 = vector.extract %xq146[1] : i32 from vector<4xi32>
-          %dp151 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b111, %xw150, %dp149 : (i32, i32, i32) -> i32
-          %xw152 = vector.extract %xq146[2] : i32 from vector<4xi32>
-          %dp153 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b113, %xw152, %dp151 : (i32, i32, i32) -> i32
-          %xw154 = vector.extract %xq146[3] : i32 from vector<4xi32>
-          %dp155 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b115, %xw154, %dp153 : (i32, i32, i32) -> i32
-          %dx156 = vector.extract %ds147[0] : f32 from vector<4xf32>
-          %sx157 = vector.extract %ds147[1] : f32 from vector<4xf32>
-          %sx158 = vector.extract %ds147[2] : f32 from vector<4xf32>
-          %sel159 = arith.select %h0119, %sx157, %sx158 : f32
-          %af160 = arith.sitofp %dp155 : i32 to f32
-          %f161 = arith.mulf %f95, %dx156 : f32
-          %f162 = arith.mulf %f161, %af160 : f32
-          %f163 = arith.mulf %f99, %sel159 : f32
-          %f164 = arith.subf %f162, %f163 : f32
-          %f165 = arith.addf %f142, %f164 : f32
-          %f166 = arith.addf %sacc, %f165 : f32
-          %hw167 = vector.extract %hd12[0] : i32 from vector<4xi32>
-          %hw168 = vector.extract %hd12[1] : i32 from vector<4xi32>
-          %hw169 = vector.extract %hd12[2] : i32 from vector<4xi32>
-          %hw170 = vector.extract %hd12[3] : i32 from vector<4xi32>
-          %h171 = arith.trunci %hw167 : i32 to i16
-          %h172 = arith.bitcast %h171 : i16 to f16
-          %h173 = arith.extf %h172 : f16 to f32
-          %s174 = arith.shrui %hw167, %c16_i32 : i32
-          %h175 = arith.trunci %s174 : i32 to i16
-          %h176 = arith.bitcast %h175 : i16 to f16
-          %h177 = arith.extf %h176 : f16 to f32
-          %p178 = arith.divui %q_1, %c2_index : index
-          %p179 = arith.remui %q_1, %c2_index : index
-          %n180 = arith.index_cast %p178 : index to i32
-          %lt181 = arith.cmpi ult, %n180, %c2_i32 : i32
-          %s182 = arith.shli %n180, %c1_i32 : i32
-          %a183 = arith.addi %s182, %c0_i32 : i32
-          %b184 = arith.andi %a183, %c3_i32 : i32
-          %s185 = arith.shli %b184, %c3_i32 : i32
-          %s186 = arith.shrui %hw168, %s185 : i32
-          %b187 = arith.andi %s186, %c255_i32 : i32
-          %s188 = arith.shrui %hw169, %s185 : i32
-          %b189 = arith.andi %s188, %c255_i32 : i32
-          %s190 = arith.shrui %hw170, %s185 : i32
-          %b191 = arith.andi %s190, %c255_i32 : i32
-          %b192 = arith.andi %b191, %c15_i32 : i32
-          %s193 = arith.shrui %b187, %c6_i32 : i32
-          %s194 = arith.shli %s193, %c4_i32 : i32
-          %o195 = arith.ori %b192, %s194 : i32
-          %s196 = arith.shrui %b191, %c4_i32 : i32
-          %s197 = arith.shrui %b189, %c6_i32 : i32
-          %s198 = arith.shli %s197, %c4_i32 : i32
-          %o199 = arith.ori %s196, %s198 : i32
-          %b200 = arith.andi %b187, %c63_i32 : i32
-          %sel201 = arith.select %lt181, %b200, %o195 : i32
-          %b202 = arith.andi %b189, %c63_i32 : i32
-          %sel203 = arith.select %lt181, %b202, %o199 : i32
-          %o204 = arith.ori %sel201, %c1258291200_i32 : i32
-          %q205 = arith.bitcast %o204 : i32 to f32
-          %f206 = arith.subf %q205, %c8p388608e06_f32 : f32
-          %f207 = arith.mulf %h173, %f206 : f32
-          %o208 = arith.ori %sel203, %c1258291200_i32 : i32
-          %q209 = arith.bitcast %o208 : i32 to f32
-          %f210 = arith.subf %q209, %c8p388608e06_f32 : f32
-          %f211 = arith.mulf %h177, %f210 : f32
-          %s212 = arith.shli %n180, %c1_i32 : i32
-          %a213 = arith.addi %s212, %c1_i32 : i32
-          %b214 = arith.andi %a213, %c3_i32 : i32
-          %s215 = arith.shli %b214, %c3_i32 : i32
-          %s216 = arith.shrui %hw168, %s215 : i32
-          %b217 = arith.andi %s216, %c255_i32 : i32
-          %s218 = arith.shrui %hw169, %s215 : i32
-          %b219 = arith.andi %s218, %c255_i32 : i32
-          %s220 = arith.shrui %hw170, %s215 : i32
-          %b221 = arith.andi %s220, %c255_i32 : i32
-          %b222 = arith.andi %b221, %c15_i32 : i32
-          %s223 = arith.shrui %b217, %c6_i32 : i32
-          %s224 = arith.shli %s223, %c4_i32 : i32
-          %o225 = arith.ori %b222, %s224 : i32
-          %s226 = arith.shrui %b221, %c4_i32 : i32
-          %s227 = arith.shrui %b219, %c6_i32 : i32
-          %s228 = arith.shli %s227, %c4_i32 : i32
-          %o229 = arith.ori %s226, %s228 : i32
-          %b230 = arith.andi %b217, %c63_i32 : i32
-          %sel231 = arith.select %lt181, %b230, %o225 : i32
-          %b232 = arith.andi %b219, %c63_i32 : i32
-          %sel233 = arith.select %lt181, %b232, %o229 : i32
-          %o234 = arith.ori %sel231, %c1258291200_i32 : i32
-          %q235 = arith.bitcast %o234 : i32 to f32
-          %f236 = arith.subf %q235, %c8p388608e06_f32 : f32
-          %f237 = arith.mulf %h173, %f236 : f32
-          %o238 = arith.ori %sel233, %c1258291200_i32 : i32
-          %q239 = arith.bitcast %o238 : i32 to f32
-          %f240 = arith.subf %q239, %c8p388608e06_f32 : f32
-          %f241 = arith.mulf %h177, %f240 : f32
-          %qw242 = vector.extract %qv15[0] : i32 from vector<4xi32>
-          %qw243 = vector.extract %qv15[1] : i32 from vector<4xi32>
-          %qw244 = vector.extract %qv15[2] : i32 from vector<4xi32>
-          %qw245 = vector.extract %qv15[3] : i32 from vector<4xi32>
-          %b246 = arith.andi %qw242, %c252645135_i32 : i32
-          %b247 = arith.andi %qw243, %c252645135_i32 : i32
-          %b248 = arith.andi %qw244, %c252645135_i32 : i32
-          %b249 = arith.andi %qw245, %c252645135_i32 : i32
-          %s250 = arith.shrui %qw242, %c4_i32 : i32
-          %b251 = arith.andi %s250, %c252645135_i32 : i32
-          %s252 = arith.shrui %qw243, %c4_i32 : i32
-          %b253 = arith.andi %s252, %c252645135_i32 : i32
-          %s254 = arith.shrui %qw244, %c4_i32 : i32
-          %b255 = arith.andi %s254, %c252645135_i32 : i32
-          %s256 = arith.shrui %qw245, %c4_i32 : i32
-          %b257 = arith.andi %s256, %c252645135_i32 : i32
-          %m258 = arith.muli %b_1, %c8_index : index
-          %m259 = arith.muli %p178, %c2_index : index
-          %a260 = arith.addi %m258, %m259 : index
-          %h0261 = arith.cmpi eq, %p179, %c0_index : index
-          %m262 = arith.muli %t0, %K32 : index
-          %a263 = arith.addi %m262, %a260 : index
-          %m264 = arith.muli %a263, %c2_index : index
-          %a265 = arith.addi %m264, %p179 : index
-          %xq266 = memref.load %xq[%a265] : memref<?xvector<4xi32>>
-          %ds267 = memref.load %xds[%a263] : memref<?xvector<4xf32>>
-          %xw268 = vector.extract %xq266[0] : i32 from vector<4xi32>
-          %dp269 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b246, %xw268, %c0_i32 : (i32, i32, i32) -> i32
-          %xw270 = vector.extract %xq266[1] : i32 from vector<4xi32>
-          %dp271 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b247, %xw270, %dp269 : (i32, i32, i32) -> i32
-          %xw272 = vector.extract %xq266[2] : i32 from vector<4xi32>
-          %dp273 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b248, %xw272, %dp271 : (i32, i32, i32) -> i32
-          %xw274 = vector.extract %xq266[3] : i32 from vector<4xi32>
-          %dp275 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b249, %xw274, %dp273 : (i32, i32, i32) -> i32
-          %dx276 = vector.extract %ds267[0] : f32 from vector<4xf32>
-          %sx277 = vector.extract %ds267[1] : f32 from vector<4xf32>
-          %sx278 = vector.extract %ds267[2] : f32 from vector<4xf32>
-          %sel279 = arith.select %h0261, %sx277, %sx278 : f32
-          %af280 = arith.sitofp %dp275 : i32 to f32
-          %f281 = arith.mulf %f207, %dx276 : f32
-          %f282 = arith.mulf %f281, %af280 : f32
-          %f283 = arith.mulf %f211, %sel279 : f32
-          %f284 = arith.subf %f282, %f283 : f32
-          %a285 = arith.addi %a263, %c1_index : index
-          %m286 = arith.muli %a285, %c2_index : index
-          %a287 = arith.addi %m286, %p179 : index
-          %xq288 = memref.load %xq[%a287] : memref<?xvector<4xi32>>
-          %ds289 = memref.load %xds[%a285] : memref<?xvector<4xf32>>
-          %xw290 = vector.extract %xq288[0] : i32 from vector<4xi32>
-          %dp291 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b251, %xw290, %c0_i32 : (i32, i32, i32) -> i32
-          %xw292 = vector.extract %xq288[1] : i32 from vector<4xi32>
-          %dp293 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b253, %xw292, %dp291 : (i32, i32, i32) -> i32
-          %xw294 = vector.extract %xq288[2] : i32 from vector<4xi32>
-          %dp295 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b255, %xw294, %dp293 : (i32, i32, i32) -> i32
-          %xw296 = vector.extract %xq288[3] : i32 from vector<4xi32>
-          %dp297 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b257, %xw296, %dp295 : (i32, i32, i32) -> i32
-          %dx298 = vector.extract %ds289[0] : f32 from vector<4xf32>
-          %sx299 = vector.extract %ds289[1] : f32 from vector<4xf32>
-          %sx300 = vector.extract %ds289[2] : f32 from vector<4xf32>
-          %sel301 = arith.select %h0261, %sx299, %sx300 : f32
-          %af302 = arith.sitofp %dp297 : i32 to f32
-          %f303 = arith.mulf %f237, %dx298 : f32
-          %f304 = arith.mulf %f303, %af302 : f32
-          %f305 = arith.mulf %f241, %sel301 : f32
-          %f306 = arith.subf %f304, %f305 : f32
-          %f307 = arith.addf %f284, %f306 : f32
-          %sel308 = arith.select %vr8, %f307, %c0p0_f32 : f32
-          %f309 = arith.addf %f166, %sel308 : f32
-          %hw310 = vector.extract %hd21[0] : i32 from vector<4xi32>
-          %hw311 = vector.extract %hd21[1] : i32 from vector<4xi32>
-          %hw312 = vector.extract %hd21[2] : i32 from vector<4xi32>
-          %hw313 = vector.extract %hd21[3] : i32 from vector<4xi32>
-          %h314 = arith.trunci %hw310 : i32 to i16
-          %h315 = arith.bitcast %h314 : i16 to f16
-          %h316 = arith.extf %h315 : f16 to f32
-          %s317 = arith.shrui %hw310, %c16_i32 : i32
-          %h318 = arith.trunci %s317 : i32 to i16
-          %h319 = arith.bitcast %h318 : i16 to f16
-          %h320 = arith.extf %h319 : f16 to f32
-          %p321 = arith.divui %q_2, %c2_index : index
-          %p322 = arith.remui %q_2, %c2_index : index
-          %n323 = arith.index_cast %p321 : index to i32
-          %lt324 = arith.cmpi ult, %n323, %c2_i32 : i32
-          %s325 = arith.shli %n323, %c1_i32 : i32
-          %a326 = arith.addi %s325, %c0_i32 : i32
-          %b327 = arith.andi %a326, %c3_i32 : i32
-          %s328 = arith.shli %b327, %c3_i32 : i32
-          %s329 = arith.shrui %hw311, %s328 : i32
-          %b330 = arith.andi %s329, %c255_i32 : i32
-          %s331 = arith.shrui %hw312, %s328 : i32
-          %b332 = arith.andi %s331, %c255_i32 : i32
-          %s333 = arith.shrui %hw313, %s328 : i32
-          %b334 = arith.andi %s333, %c255_i32 : i32
-          %b335 = arith.andi %b334, %c15_i32 : i32
-          %s336 = arith.shrui %b330, %c6_i32 : i32
-          %s337 = arith.shli %s336, %c4_i32 : i32
-          %o338 = arith.ori %b335, %s337 : i32
-          %s339 = arith.shrui %b334, %c4_i32 : i32
-          %s340 = arith.shrui %b332, %c6_i32 : i32
-          %s341 = arith.shli %s340, %c4_i32 : i32
-          %o342 = arith.ori %s339, %s341 : i32
-          %b343 = arith.andi %b330, %c63_i32 : i32
-          %sel344 = arith.select %lt324, %b343, %o338 : i32
-          %b345 = arith.andi %b332, %c63_i32 : i32
-          %sel346 = arith.select %lt324, %b345, %o342 : i32
-          %o347 = arith.ori %sel344, %c1258291200_i32 : i32
-          %q348 = arith.bitcast %o347 : i32 to f32
-          %f349 = arith.subf %q348, %c8p388608e06_f32 : f32
-          %f350 = arith.mulf %h316, %f349 : f32
-          %o351 = arith.ori %sel346, %c1258291200_i32 : i32
-          %q352 = arith.bitcast %o351 : i32 to f32
-          %f353 = arith.subf %q352, %c8p388608e06_f32 : f32
-          %f354 = arith.mulf %h320, %f353 : f32
-          %s355 = arith.shli %n323, %c1_i32 : i32
-          %a356 = arith.addi %s355, %c1_i32 : i32
-          %b357 = arith.andi %a356, %c3_i32 : i32
-          %s358 = arith.shli %b357, %c3_i32 : i32
-          %s359 = arith.shrui %hw311, %s358 : i32
-          %b360 = arith.andi %s359, %c255_i32 : i32
-          %s361 = arith.shrui %hw312, %s358 : i32
-          %b362 = arith.andi %s361, %c255_i32 : i32
-          %s363 = arith.shrui %hw313, %s358 : i32
-          %b364 = arith.andi %s363, %c255_i32 : i32
-          %b365 = arith.andi %b364, %c15_i32 : i32
-          %s366 = arith.shrui %b360, %c6_i32 : i32
-          %s367 = arith.shli %s366, %c4_i32 : i32
-          %o368 = arith.ori %b365, %s367 : i32
-          %s369 = arith.shrui %b364, %c4_i32 : i32
-          %s370 = arith.shrui %b362, %c6_i32 : i32
-          %s371 = arith.shli %s370, %c4_i32 : i32
-          %o372 = arith.ori %s369, %s371 : i32
-          %b373 = arith.andi %b360, %c63_i32 : i32
-          %sel374 = arith.select %lt324, %b373, %o368 : i32
-          %b375 = arith.andi %b362, %c63_i32 : i32
-          %sel376 = arith.select %lt324, %b375, %o372 : i32
-          %o377 = arith.ori %sel374, %c1258291200_i32 : i32
-          %q378 = arith.bitcast %o377 : i32 to f32
-          %f379 = arith.subf %q378, %c8p388608e06_f32 : f32
-          %f380 = arith.mulf %h316, %f379 : f32
-          %o381 = arith.ori %sel376, %c1258291200_i32 : i32
-          %q382 = arith.bitcast %o381 : i32 to f32
-          %f383 = arith.subf %q382, %c8p388608e06_f32 : f32
-          %f384 = arith.mulf %h320, %f383 : f32
-          %qw385 = vector.extract %qv24[0] : i32 from vector<4xi32>
-          %qw386 = vector.extract %qv24[1] : i32 from vector<4xi32>
-          %qw387 = vector.extract %qv24[2] : i32 from vector<4xi32>
-          %qw388 = vector.extract %qv24[3] : i32 from vector<4xi32>
-          %b389 = arith.andi %qw385, %c252645135_i32 : i32
-          %b390 = arith.andi %qw386, %c252645135_i32 : i32
-          %b391 = arith.andi %qw387, %c252645135_i32 : i32
-          %b392 = arith.andi %qw388, %c252645135_i32 : i32
-          %s393 = arith.shrui %qw385, %c4_i32 : i32
-          %b394 = arith.andi %s393, %c252645135_i32 : i32
-          %s395 = arith.shrui %qw386, %c4_i32 : i32
-          %b396 = arith.andi %s395, %c252645135_i32 : i32
-          %s397 = arith.shrui %qw387, %c4_i32 : i32
-          %b398 = arith.andi %s397, %c252645135_i32 : i32
-          %s399 = arith.shrui %qw388, %c4_i32 : i32
-          %b400 = arith.andi %s399, %c252645135_i32 : i32
-          %m401 = arith.muli %b_2, %c8_index : index
-          %m402 = arith.muli %p321, %c2_index : index
-          %a403 = arith.addi %m401, %m402 : index
-          %h0404 = arith.cmpi eq, %p322, %c0_index : index
-          %m405 = arith.muli %t0, %K32 : index
-          %a406 = arith.addi %m405, %a403 : index
-          %m407 = arith.muli %a406, %c2_index : index
-          %a408 = arith.addi %m407, %p322 : index
-          %xq409 = memref.load %xq[%a408] : memref<?xvector<4xi32>>
-          %ds410 = memref.load %xds[%a406] : memref<?xvector<4xf32>>
-          %xw411 = vector.extract %xq409[0] : i32 from vector<4xi32>
-          %dp412 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b389, %xw411, %c0_i32 : (i32, i32, i32) -> i32
-          %xw413 = vector.extract %xq409[1] : i32 from vector<4xi32>
-          %dp414 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b390, %xw413, %dp412 : (i32, i32, i32) -> i32
-          %xw415 = vector.extract %xq409[2] : i32 from vector<4xi32>
-          %dp416 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b391, %xw415, %dp414 : (i32, i32, i32) -> i32
-          %xw417 = vector.extract %xq409[3] : i32 from vector<4xi32>
-          %dp418 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b392, %xw417, %dp416 : (i32, i32, i32) -> i32
-          %dx419 = vector.extract %ds410[0] : f32 from vector<4xf32>
-          %sx420 = vector.extract %ds410[1] : f32 from vector<4xf32>
-          %sx421 = vector.extract %ds410[2] : f32 from vector<4xf32>
-          %sel422 = arith.select %h0404, %sx420, %sx421 : f32
-          %af423 = arith.sitofp %dp418 : i32 to f32
-          %f424 = arith.mulf %f350, %dx419 : f32
-          %f425 = arith.mulf %f424, %af423 : f32
-          %f426 = arith.mulf %f354, %sel422 : f32
-          %f427 = arith.subf %f425, %f426 : f32
-          %a428 = arith.addi %a406, %c1_index : index
-          %m429 = arith.muli %a428, %c2_index : index
-          %a430 = arith.addi %m429, %p322 : index
-          %xq431 = memref.load %xq[%a430] : memref<?xvector<4xi32>>
-          %ds432 = memref.load %xds[%a428] : memref<?xvector<4xf32>>
-          %xw433 = vector.extract %xq431[0] : i32 from vector<4xi32>
-          %dp434 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b394, %xw433, %c0_i32 : (i32, i32, i32) -> i32
-          %xw435 = vector.extract %xq431[1] : i32 from vector<4xi32>
-          %dp436 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b396, %xw435, %dp434 : (i32, i32, i32) -> i32
-          %xw437 = vector.extract %xq431[2] : i32 from vector<4xi32>
-          %dp438 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b398, %xw437, %dp436 : (i32, i32, i32) -> i32
-          %xw439 = vector.extract %xq431[3] : i32 from vector<4xi32>
-          %dp440 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b400, %xw439, %dp438 : (i32, i32, i32) -> i32
-          %dx441 = vector.extract %ds432[0] : f32 from vector<4xf32>
-          %sx442 = vector.extract %ds432[1] : f32 from vector<4xf32>
-          %sx443 = vector.extract %ds432[2] : f32 from vector<4xf32>
-          %sel444 = arith.select %h0404, %sx442, %sx443 : f32
-          %af445 = arith.sitofp %dp440 : i32 to f32
-          %f446 = arith.mulf %f380, %dx441 : f32
-          %f447 = arith.mulf %f446, %af445 : f32
-          %f448 = arith.mulf %f384, %sel444 : f32
-          %f449 = arith.subf %f447, %f448 : f32
-          %f450 = arith.addf %f427, %f449 : f32
-          %sel451 = arith.select %vr17, %f450, %c0p0_f32 : f32
-          %f452 = arith.addf %f309, %sel451 : f32
-          scf.yield %f452 : f32
+          %a119 = arith.addi %m115, %a118 : index
+          %m120 = arith.muli %a119, %c2_index : index
+          %xq121 = memref.load %xq[%m120] : memref<?xvector<4xi32>>
+          %xw122 = vector.extract %xq121[0] : i32 from vector<4xi32>
+          %dp123 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b91, %xw122, %c0_i32 : (i32, i32, i32) -> i32
+          %xw124 = vector.extract %xq121[1] : i32 from vector<4xi32>
+          %dp125 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b92, %xw124, %dp123 : (i32, i32, i32) -> i32
+          %xw126 = vector.extract %xq121[2] : i32 from vector<4xi32>
+          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b93, %xw126, %dp125 : (i32, i32, i32) -> i32
+          %xw128 = vector.extract %xq121[3] : i32 from vector<4xi32>
+          %dp129 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b94, %xw128, %dp127 : (i32, i32, i32) -> i32
+          %m130 = arith.muli %a119, %c2_index : index
+          %a131 = arith.addi %m130, %c1_index : index
+          %xq132 = memref.load %xq[%a131] : memref<?xvector<4xi32>>
+          %xw133 = vector.extract %xq132[0] : i32 from vector<4xi32>
+          %dp134 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b103, %xw133, %dp129 : (i32, i32, i32) -> i32
+          %xw135 = vector.extract %xq132[1] : i32 from vector<4xi32>
+          %dp136 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b104, %xw135, %dp134 : (i32, i32, i32) -> i32
+          %xw137 = vector.extract %xq132[2] : i32 from vector<4xi32>
+          %dp138 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b105, %xw137, %dp136 : (i32, i32, i32) -> i32
+          %xw139 = vector.extract %xq132[3] : i32 from vector<4xi32>
+          %dp140 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b106, %xw139, %dp138 : (i32, i32, i32) -> i32
+          %ds141 = memref.load %xds[%a119] : memref<?xvector<4xf32>>
+          %dx142 = vector.extract %ds141[0] : f32 from vector<4xf32>
+          %dx143 = vector.extract %ds141[1] : f32 from vector<4xf32>
+          %dx144 = vector.extract %ds141[2] : f32 from vector<4xf32>
+          %af145 = arith.sitofp %dp140 : i32 to f32
+          %f146 = arith.mulf %f48, %dx142 : f32
+          %f147 = arith.mulf %f146, %af145 : f32
+          %f148 = arith.addf %dx143, %dx144 : f32
+          %f149 = arith.mulf %f52, %f148 : f32
+          %f150 = arith.subf %f147, %f149 : f32
+          %a151 = arith.addi %a119, %c1_index : index
+          %m152 = arith.muli %a151, %c2_index : index
+          %xq153 = memref.load %xq[%m152] : memref<?xvector<4xi32>>
+          %xw154 = vector.extract %xq153[0] : i32 from vector<4xi32>
+          %dp155 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b96, %xw154, %c0_i32 : (i32, i32, i32) -> i32
+          %xw156 = vector.extract %xq153[1] : i32 from vector<4xi32>
+          %dp157 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b98, %xw156, %dp155 : (i32, i32, i32) -> i32
+          %xw158 = vector.extract %xq153[2] : i32 from vector<4xi32>
+          %dp159 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b100, %xw158, %dp157 : (i32, i32, i32) -> i32
+          %xw160 = vector.extract %xq153[3] : i32 from vector<4xi32>
+          %dp161 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b102, %xw160, %dp159 : (i32, i32, i32) -> i32
+          %m162 = arith.muli %a151, %c2_index : index
+          %a163 = arith.addi %m162, %c1_index : index
+          %xq164 = memref.load %xq[%a163] : memref<?xvector<4xi32>>
+          %xw165 = vector.extract %xq164[0] : i32 from vector<4xi32>
+          %dp166 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b108, %xw165, %dp161 : (i32, i32, i32) -> i32
+          %xw167 = vector.extract %xq164[1] : i32 from vector<4xi32>
+          %dp168 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b110, %xw167, %dp166 : (i32, i32, i32) -> i32
+          %xw169 = vector.extract %xq164[2] : i32 from vector<4xi32>
+          %dp170 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b112, %xw169, %dp168 : (i32, i32, i32) -> i32
+          %xw171 = vector.extract %xq164[3] : i32 from vector<4xi32>
+          %dp172 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b114, %xw171, %dp170 : (i32, i32, i32) -> i32
+          %ds173 = memref.load %xds[%a151] : memref<?xvector<4xf32>>
+          %dx174 = vector.extract %ds173[0] : f32 from vector<4xf32>
+          %dx175 = vector.extract %ds173[1] : f32 from vector<4xf32>
+          %dx176 = vector.extract %ds173[2] : f32 from vector<4xf32>
+          %af177 = arith.sitofp %dp172 : i32 to f32
+          %f178 = arith.mulf %f78, %dx174 : f32
+          %f179 = arith.mulf %f178, %af177 : f32
+          %f180 = arith.addf %dx175, %dx176 : f32
+          %f181 = arith.mulf %f82, %f180 : f32
+          %f182 = arith.subf %f179, %f181 : f32
+          %f183 = arith.addf %f150, %f182 : f32
+          %f184 = arith.addf %sacc, %f183 : f32
+          scf.yield %f184 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -1029,262 +763,298 @@ module attributes {gpu.container_module} {
           %si = arith.addi %s, %tid : index
           memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
-        scf.for %u = %lane to %units step %c32_index {
-          %b = arith.divui %u, %c8_index : index
-          %q = arith.remui %u, %c8_index : index
-          %m453 = arith.muli %b, %c9_index : index
-          %a454 = arith.addi %rowbase, %m453 : index
-          %hd455 = memref.load %w[%a454] : memref<?xvector<4xi32>>
-          %a456 = arith.addi %a454, %c1_index : index
-          %a457 = arith.addi %a456, %q : index
-          %qv458 = memref.load %w[%a457] : memref<?xvector<4xi32>>
+        scf.for %u = %u0 to %units step %c64_index {
+          %b = arith.divui %u, %c4_index : index
+          %q = arith.remui %u, %c4_index : index
+          %m185 = arith.muli %b, %c9_index : index
+          %a186 = arith.addi %rowbase, %m185 : index
+          %hd187 = memref.load %w[%a186] : memref<?xvector<4xi32>>
+          %a188 = arith.addi %a186, %c1_index : index
+          %m189 = arith.muli %q, %c2_index : index
+          %a190 = arith.addi %a188, %m189 : index
+          %qv191 = memref.load %w[%a190] : memref<?xvector<4xi32>>
+          %a192 = arith.addi %a190, %c1_index : index
+          %qv193 = memref.load %w[%a192] : memref<?xvector<4xi32>>
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %hw459 = vector.extract %hd455[0] : i32 from vector<4xi32>
-            %hw460 = vector.extract %hd455[1] : i32 from vector<4xi32>
-            %hw461 = vector.extract %hd455[2] : i32 from vector<4xi32>
-            %hw462 = vector.extract %hd455[3] : i32 from vector<4xi32>
-            %h463 = arith.trunci %hw459 : i32 to i16
-            %h464 = arith.bitcast %h463 : i16 to f16
-            %h465 = arith.extf %h464 : f16 to f32
-            %s466 = arith.shrui %hw459, %c16_i32 : i32
-            %h467 = arith.trunci %s466 : i32 to i16
-            %h468 = arith.bitcast %h467 : i16 to f16
-            %h469 = arith.extf %h468 : f16 to f32
-            %p470 = arith.divui %q, %c2_index : index
-            %p471 = arith.remui %q, %c2_index : index
-            %n472 = arith.index_cast %p470 : index to i32
-            %lt473 = arith.cmpi ult, %n472, %c2_i32 : i32
-            %s474 = arith.shli %n472, %c1_i32 : i32
-            %a475 = arith.addi %s474, %c0_i32 : i32
-            %b476 = arith.andi %a475, %c3_i32 : i32
-            %s477 = arith.shli %b476, %c3_i32 : i32
-            %s478 = arith.shrui %hw460, %s477 : i32
-            %b479 = arith.andi %s478, %c255_i32 : i32
-            %s480 = arith.shrui %hw461, %s477 : i32
-            %b481 = arith.andi %s480, %c255_i32 : i32
-            %s482 = arith.shrui %hw462, %s477 : i32
-            %b483 = arith.andi %s482, %c255_i32 : i32
-            %b484 = arith.andi %b483, %c15_i32 : i32
-            %s485 = arith.shrui %b479, %c6_i32 : i32
-            %s486 = arith.shli %s485, %c4_i32 : i32
-            %o487 = arith.ori %b484, %s486 : i32
-            %s488 = arith.shrui %b483, %c4_i32 : i32
-            %s489 = arith.shrui %b481, %c6_i32 : i32
-            %s490 = arith.shli %s489, %c4_i32 : i32
-            %o491 = arith.ori %s488, %s490 : i32
-            %b492 = arith.andi %b479, %c63_i32 : i32
-            %sel493 = arith.select %lt473, %b492, %o487 : i32
-            %b494 = arith.andi %b481, %c63_i32 : i32
-            %sel495 = arith.select %lt473, %b494, %o491 : i32
-            %o496 = arith.ori %sel493, %c1258291200_i32 : i32
-            %q497 = arith.bitcast %o496 : i32 to f32
-            %f498 = arith.subf %q497, %c8p388608e06_f32 : f32
-            %f499 = arith.mulf %h465, %f498 : f32
-            %o500 = arith.ori %sel495, %c1258291200_i32 : i32
-            %q501 = arith.bitcast %o500 : i32 to f32
-            %f502 = arith.subf %q501, %c8p388608e06_f32 : f32
-            %f503 = arith.mulf %h469, %f502 : f32
-            %s504 = arith.shli %n472, %c1_i32 : i32
-            %a505 = arith.addi %s504, %c1_i32 : i32
-            %b506 = arith.andi %a505, %c3_i32 : i32
-            %s507 = arith.shli %b506, %c3_i32 : i32
-            %s508 = arith.shrui %hw460, %s507 : i32
-            %b509 = arith.andi %s508, %c255_i32 : i32
-            %s510 = arith.shrui %hw461, %s507 : i32
-            %b511 = arith.andi %s510, %c255_i32 : i32
-            %s512 = arith.shrui %hw462, %s507 : i32
-            %b513 = arith.andi %s512, %c255_i32 : i32
-            %b514 = arith.andi %b513, %c15_i32 : i32
-            %s515 = arith.shrui %b509, %c6_i32 : i32
-            %s516 = arith.shli %s515, %c4_i32 : i32
-            %o517 = arith.ori %b514, %s516 : i32
-            %s518 = arith.shrui %b513, %c4_i32 : i32
-            %s519 = arith.shrui %b511, %c6_i32 : i32
-            %s520 = arith.shli %s519, %c4_i32 : i32
-            %o521 = arith.ori %s518, %s520 : i32
-            %b522 = arith.andi %b509, %c63_i32 : i32
-            %sel523 = arith.select %lt473, %b522, %o517 : i32
-            %b524 = arith.andi %b511, %c63_i32 : i32
-            %sel525 = arith.select %lt473, %b524, %o521 : i32
-            %o526 = arith.ori %sel523, %c1258291200_i32 : i32
-            %q527 = arith.bitcast %o526 : i32 to f32
-            %f528 = arith.subf %q527, %c8p388608e06_f32 : f32
-            %f529 = arith.mulf %h465, %f528 : f32
-            %o530 = arith.ori %sel525, %c1258291200_i32 : i32
-            %q531 = arith.bitcast %o530 : i32 to f32
-            %f532 = arith.subf %q531, %c8p388608e06_f32 : f32
-            %f533 = arith.mulf %h469, %f532 : f32
-            %qw534 = vector.extract %qv458[0] : i32 from vector<4xi32>
-            %qw535 = vector.extract %qv458[1] : i32 from vector<4xi32>
-            %qw536 = vector.extract %qv458[2] : i32 from vector<4xi32>
-            %qw537 = vector.extract %qv458[3] : i32 from vector<4xi32>
-            %b538 = arith.andi %qw534, %c252645135_i32 : i32
-            %b539 = arith.andi %qw535, %c252645135_i32 : i32
-            %b540 = arith.andi %qw536, %c252645135_i32 : i32
-            %b541 = arith.andi %qw537, %c252645135_i32 : i32
-            %s542 = arith.shrui %qw534, %c4_i32 : i32
-            %b543 = arith.andi %s542, %c252645135_i32 : i32
-            %s544 = arith.shrui %qw535, %c4_i32 : i32
-            %b545 = arith.andi %s544, %c252645135_i32 : i32
-            %s546 = arith.shrui %qw536, %c4_i32 : i32
-            %b547 = arith.andi %s546, %c252645135_i32 : i32
-            %s548 = arith.shrui %qw537, %c4_i32 : i32
-            %b549 = arith.andi %s548, %c252645135_i32 : i32
-            %m550 = arith.muli %b, %c8_index : index
-            %m551 = arith.muli %p470, %c2_index : index
-            %a552 = arith.addi %m550, %m551 : index
-            %h0553 = arith.cmpi eq, %p471, %c0_index : index
-            %m554 = arith.muli %tg, %K32 : index
-            %a555 = arith.addi %m554, %a552 : index
-            %m556 = arith.muli %a555, %c2_index : index
-            %a557 = arith.addi %m556, %p471 : index
-            %xq558 = memref.load %xq[%a557] : memref<?xvector<4xi32>>
-            %ds559 = memref.load %xds[%a555] : memref<?xvector<4xf32>>
-            %xw560 = vector.extract %xq558[0] : i32 from vector<4xi32>
-            %dp561 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b538, %xw560, %c0_i32 : (i32, i32, i32) -> i32
-            %xw562 = vector.extract %xq558[1] : i32 from vector<4xi32>
-            %dp563 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b539, %xw562, %dp561 : (i32, i32, i32) -> i32
-            %xw564 = vector.extract %xq558[2] : i32 from vector<4xi32>
-            %dp565 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b540, %xw564, %dp563 : (i32, i32, i32) -> i32
-            %xw566 = vector.extract %xq558[3] : i32 from vector<4xi32>
-            %dp567 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b541, %xw566, %dp565 : (i32, i32, i32) -> i32
-            %dx568 = vector.extract %ds559[0] : f32 from vector<4xf32>
-            %sx569 = vector.extract %ds559[1] : f32 from vector<4xf32>
-            %sx570 = vector.extract %ds559[2] : f32 from vector<4xf32>
-            %sel571 = arith.select %h0553, %sx569, %sx570 : f32
-            %af572 = arith.sitofp %dp567 : i32 to f32
-            %f573 = arith.mulf %f499, %dx568 : f32
-            %f574 = arith.mulf %f573, %af572 : f32
-            %f575 = arith.mulf %f503, %sel571 : f32
-            %f576 = arith.subf %f574, %f575 : f32
-            %a577 = arith.addi %a555, %c1_index : index
-            %m578 = arith.muli %a577, %c2_index : index
-            %a579 = arith.addi %m578, %p471 : index
-            %xq580 = memref.load %xq[%a579] : memref<?xvector<4xi32>>
-            %ds581 = memref.load %xds[%a577] : memref<?xvector<4xf32>>
-            %xw582 = vector.extract %xq580[0] : i32 from vector<4xi32>
-            %dp583 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b543, %xw582, %c0_i32 : (i32, i32, i32) -> i32
-            %xw584 = vector.extract %xq580[1] : i32 from vector<4xi32>
-            %dp585 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b545, %xw584, %dp583 : (i32, i32, i32) -> i32
-            %xw586 = vector.extract %xq580[2] : i32 from vector<4xi32>
-            %dp587 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b547, %xw586, %dp585 : (i32, i32, i32) -> i32
-            %xw588 = vector.extract %xq580[3] : i32 from vector<4xi32>
-            %dp589 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b549, %xw588, %dp587 : (i32, i32, i32) -> i32
-            %dx590 = vector.extract %ds581[0] : f32 from vector<4xf32>
-            %sx591 = vector.extract %ds581[1] : f32 from vector<4xf32>
-            %sx592 = vector.extract %ds581[2] : f32 from vector<4xf32>
-            %sel593 = arith.select %h0553, %sx591, %sx592 : f32
-            %af594 = arith.sitofp %dp589 : i32 to f32
-            %f595 = arith.mulf %f529, %dx590 : f32
-            %f596 = arith.mulf %f595, %af594 : f32
-            %f597 = arith.mulf %f533, %sel593 : f32
-            %f598 = arith.subf %f596, %f597 : f32
-            %f599 = arith.addf %f576, %f598 : f32
+            %hw194 = vector.extract %hd187[0] : i32 from vector<4xi32>
+            %hw195 = vector.extract %hd187[1] : i32 from vector<4xi32>
+            %hw196 = vector.extract %hd187[2] : i32 from vector<4xi32>
+            %hw197 = vector.extract %hd187[3] : i32 from vector<4xi32>
+            %h198 = arith.trunci %hw194 : i32 to i16
+            %h199 = arith.bitcast %h198 : i16 to f16
+            %h200 = arith.extf %h199 : f16 to f32
+            %s201 = arith.shrui %hw194, %c16_i32 : i32
+            %h202 = arith.trunci %s201 : i32 to i16
+            %h203 = arith.bitcast %h202 : i16 to f16
+            %h204 = arith.extf %h203 : f16 to f32
+            %n205 = arith.index_cast %q : index to i32
+            %lt206 = arith.cmpi ult, %n205, %c2_i32 : i32
+            %s207 = arith.shli %n205, %c1_i32 : i32
+            %a208 = arith.addi %s207, %c0_i32 : i32
+            %b209 = arith.andi %a208, %c3_i32 : i32
+            %s210 = arith.shli %b209, %c3_i32 : i32
+            %s211 = arith.shrui %hw195, %s210 : i32
+            %b212 = arith.andi %s211, %c255_i32 : i32
+            %s213 = arith.shrui %hw196, %s210 : i32
+            %b214 = arith.andi %s213, %c255_i32 : i32
+            %s215 = arith.shrui %hw197, %s210 : i32
+            %b216 = arith.andi %s215, %c255_i32 : i32
+            %b217 = arith.andi %b216, %c15_i32 : i32
+            %s218 = arith.shrui %b212, %c6_i32 : i32
+            %s219 = arith.shli %s218, %c4_i32 : i32
+            %o220 = arith.ori %b217, %s219 : i32
+            %s221 = arith.shrui %b216, %c4_i32 : i32
+            %s222 = arith.shrui %b214, %c6_i32 : i32
+            %s223 = arith.shli %s222, %c4_i32 : i32
+            %o224 = arith.ori %s221, %s223 : i32
+            %b225 = arith.andi %b212, %c63_i32 : i32
+            %sel226 = arith.select %lt206, %b225, %o220 : i32
+            %b227 = arith.andi %b214, %c63_i32 : i32
+            %sel228 = arith.select %lt206, %b227, %o224 : i32
+            %o229 = arith.ori %sel226, %c1258291200_i32 : i32
+            %q230 = arith.bitcast %o229 : i32 to f32
+            %f231 = arith.subf %q230, %c8p388608e06_f32 : f32
+            %f232 = arith.mulf %h200, %f231 : f32
+            %o233 = arith.ori %sel228, %c1258291200_i32 : i32
+            %q234 = arith.bitcast %o233 : i32 to f32
+            %f235 = arith.subf %q234, %c8p388608e06_f32 : f32
+            %f236 = arith.mulf %h204, %f235 : f32
+            %s237 = arith.shli %n205, %c1_i32 : i32
+            %a238 = arith.addi %s237, %c1_i32 : i32
+            %b239 = arith.andi %a238, %c3_i32 : i32
+            %s240 = arith.shli %b239, %c3_i32 : i32
+            %s241 = arith.shrui %hw195, %s240 : i32
+            %b242 = arith.andi %s241, %c255_i32 : i32
+            %s243 = arith.shrui %hw196, %s240 : i32
+            %b244 = arith.andi %s243, %c255_i32 : i32
+            %s245 = arith.shrui %hw197, %s240 : i32
+            %b246 = arith.andi %s245, %c255_i32 : i32
+            %b247 = arith.andi %b246, %c15_i32 : i32
+            %s248 = arith.shrui %b242, %c6_i32 : i32
+            %s249 = arith.shli %s248, %c4_i32 : i32
+            %o250 = arith.ori %b247, %s249 : i32
+            %s251 = arith.shrui %b246, %c4_i32 : i32
+            %s252 = arith.shrui %b244, %c6_i32 : i32
+            %s253 = arith.shli %s252, %c4_i32 : i32
+            %o254 = arith.ori %s251, %s253 : i32
+            %b255 = arith.andi %b242, %c63_i32 : i32
+            %sel256 = arith.select %lt206, %b255, %o250 : i32
+            %b257 = arith.andi %b244, %c63_i32 : i32
+            %sel258 = arith.select %lt206, %b257, %o254 : i32
+            %o259 = arith.ori %sel256, %c1258291200_i32 : i32
+            %q260 = arith.bitcast %o259 : i32 to f32
+            %f261 = arith.subf %q260, %c8p388608e06_f32 : f32
+            %f262 = arith.mulf %h200, %f261 : f32
+            %o263 = arith.ori %sel258, %c1258291200_i32 : i32
+            %q264 = arith.bitcast %o263 : i32 to f32
+            %f265 = arith.subf %q264, %c8p388608e06_f32 : f32
+            %f266 = arith.mulf %h204, %f265 : f32
+            %qw267 = vector.extract %qv191[0] : i32 from vector<4xi32>
+            %qw268 = vector.extract %qv191[1] : i32 from vector<4xi32>
+            %qw269 = vector.extract %qv191[2] : i32 from vector<4xi32>
+            %qw270 = vector.extract %qv191[3] : i32 from vector<4xi32>
+            %qw271 = vector.extract %qv193[0] : i32 from vector<4xi32>
+            %qw272 = vector.extract %qv193[1] : i32 from vector<4xi32>
+            %qw273 = vector.extract %qv193[2] : i32 from vector<4xi32>
+            %qw274 = vector.extract %qv193[3] : i32 from vector<4xi32>
+            %b275 = arith.andi %qw267, %c252645135_i32 : i32
+            %b276 = arith.andi %qw268, %c252645135_i32 : i32
+            %b277 = arith.andi %qw269, %c252645135_i32 : i32
+            %b278 = arith.andi %qw270, %c252645135_i32 : i32
+            %s279 = arith.shrui %qw267, %c4_i32 : i32
+            %b280 = arith.andi %s279, %c252645135_i32 : i32
+            %s281 = arith.shrui %qw268, %c4_i32 : i32
+            %b282 = arith.andi %s281, %c252645135_i32 : i32
+            %s283 = arith.shrui %qw269, %c4_i32 : i32
+            %b284 = arith.andi %s283, %c252645135_i32 : i32
+            %s285 = arith.shrui %qw270, %c4_i32 : i32
+            %b286 = arith.andi %s285, %c252645135_i32 : i32
+            %b287 = arith.andi %qw271, %c252645135_i32 : i32
+            %b288 = arith.andi %qw272, %c252645135_i32 : i32
+            %b289 = arith.andi %qw273, %c252645135_i32 : i32
+            %b290 = arith.andi %qw274, %c252645135_i32 : i32
+            %s291 = arith.shrui %qw271, %c4_i32 : i32
+            %b292 = arith.andi %s291, %c252645135_i32 : i32
+            %s293 = arith.shrui %qw272, %c4_i32 : i32
+            %b294 = arith.andi %s293, %c252645135_i32 : i32
+            %s295 = arith.shrui %qw273, %c4_i32 : i32
+            %b296 = arith.andi %s295, %c252645135_i32 : i32
+            %s297 = arith.shrui %qw274, %c4_i32 : i32
+            %b298 = arith.andi %s297, %c252645135_i32 : i32
+            %m299 = arith.muli %tg, %K32 : index
+            %m300 = arith.muli %b, %c8_index : index
+            %m301 = arith.muli %q, %c2_index : index
+            %a302 = arith.addi %m300, %m301 : index
+            %a303 = arith.addi %m299, %a302 : index
+            %m304 = arith.muli %a303, %c2_index : index
+            %xq305 = memref.load %xq[%m304] : memref<?xvector<4xi32>>
+            %xw306 = vector.extract %xq305[0] : i32 from vector<4xi32>
+            %dp307 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b275, %xw306, %c0_i32 : (i32, i32, i32) -> i32
+            %xw308 = vector.extract %xq305[1] : i32 from vector<4xi32>
+            %dp309 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b276, %xw308, %dp307 : (i32, i32, i32) -> i32
+            %xw310 = vector.extract %xq305[2] : i32 from vector<4xi32>
+            %dp311 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b277, %xw310, %dp309 : (i32, i32, i32) -> i32
+            %xw312 = vector.extract %xq305[3] : i32 from vector<4xi32>
+            %dp313 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b278, %xw312, %dp311 : (i32, i32, i32) -> i32
+            %m314 = arith.muli %a303, %c2_index : index
+            %a315 = arith.addi %m314, %c1_index : index
+            %xq316 = memref.load %xq[%a315] : memref<?xvector<4xi32>>
+            %xw317 = vector.extract %xq316[0] : i32 from vector<4xi32>
+            %dp318 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b287, %xw317, %dp313 : (i32, i32, i32) -> i32
+            %xw319 = vector.extract %xq316[1] : i32 from vector<4xi32>
+            %dp320 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b288, %xw319, %dp318 : (i32, i32, i32) -> i32
+            %xw321 = vector.extract %xq316[2] : i32 from vector<4xi32>
+            %dp322 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b289, %xw321, %dp320 : (i32, i32, i32) -> i32
+            %xw323 = vector.extract %xq316[3] : i32 from vector<4xi32>
+            %dp324 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b290, %xw323, %dp322 : (i32, i32, i32) -> i32
+            %ds325 = memref.load %xds[%a303] : memref<?xvector<4xf32>>
+            %dx326 = vector.extract %ds325[0] : f32 from vector<4xf32>
+            %dx327 = vector.extract %ds325[1] : f32 from vector<4xf32>
+            %dx328 = vector.extract %ds325[2] : f32 from vector<4xf32>
+            %af329 = arith.sitofp %dp324 : i32 to f32
+            %f330 = arith.mulf %f232, %dx326 : f32
+            %f331 = arith.mulf %f330, %af329 : f32
+            %f332 = arith.addf %dx327, %dx328 : f32
+            %f333 = arith.mulf %f236, %f332 : f32
+            %f334 = arith.subf %f331, %f333 : f32
+            %a335 = arith.addi %a303, %c1_index : index
+            %m336 = arith.muli %a335, %c2_index : index
+            %xq337 = memref.load %xq[%m336] : memref<?xvector<4xi32>>
+            %xw338 = vector.extract %xq337[0] : i32 from vector<4xi32>
+            %dp339 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b280, %xw338, %c0_i32 : (i32, i32, i32) -> i32
+            %xw340 = vector.extract %xq337[1] : i32 from vector<4xi32>
+            %dp341 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b282, %xw340, %dp339 : (i32, i32, i32) -> i32
+            %xw342 = vector.extract %xq337[2] : i32 from vector<4xi32>
+            %dp343 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b284, %xw342, %dp341 : (i32, i32, i32) -> i32
+            %xw344 = vector.extract %xq337[3] : i32 from vector<4xi32>
+            %dp345 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b286, %xw344, %dp343 : (i32, i32, i32) -> i32
+            %m346 = arith.muli %a335, %c2_index : index
+            %a347 = arith.addi %m346, %c1_index : index
+            %xq348 = memref.load %xq[%a347] : memref<?xvector<4xi32>>
+            %xw349 = vector.extract %xq348[0] : i32 from vector<4xi32>
+            %dp350 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b292, %xw349, %dp345 : (i32, i32, i32) -> i32
+            %xw351 = vector.extract %xq348[1] : i32 from vector<4xi32>
+            %dp352 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b294, %xw351, %dp350 : (i32, i32, i32) -> i32
+            %xw353 = vector.extract %xq348[2] : i32 from vector<4xi32>
+            %dp354 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b296, %xw353, %dp352 : (i32, i32, i32) -> i32
+            %xw355 = vector.extract %xq348[3] : i32 from vector<4xi32>
+            %dp356 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b298, %xw355, %dp354 : (i32, i32, i32) -> i32
+            %ds357 = memref.load %xds[%a335] : memref<?xvector<4xf32>>
+            %dx358 = vector.extract %ds357[0] : f32 from vector<4xf32>
+            %dx359 = vector.extract %ds357[1] : f32 from vector<4xf32>
+            %dx360 = vector.extract %ds357[2] : f32 from vector<4xf32>
+            %af361 = arith.sitofp %dp356 : i32 to f32
+            %f362 = arith.mulf %f262, %dx358 : f32
+            %f363 = arith.mulf %f362, %af361 : f32
+            %f364 = arith.addf %dx359, %dx360 : f32
+            %f365 = arith.mulf %f266, %f364 : f32
+            %f366 = arith.subf %f363, %f365 : f32
+            %f367 = arith.addf %f334, %f366 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f599 : f32
+            %new = arith.addf %old, %f367 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv600 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a601 = arith.addi %tid, %c128_index : index
-        %sv602 = memref.load %slots[%a601] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a603 = arith.addi %tid, %c256_index : index
-        %sv604 = memref.load %slots[%a603] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a605 = arith.addi %tid, %c384_index : index
-        %sv606 = memref.load %slots[%a605] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a607 = arith.addi %tid, %c512_index : index
-        %sv608 = memref.load %slots[%a607] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a609 = arith.addi %tid, %c640_index : index
-        %sv610 = memref.load %slots[%a609] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a611 = arith.addi %tid, %c768_index : index
-        %sv612 = memref.load %slots[%a611] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a613 = arith.addi %tid, %c896_index : index
-        %sv614 = memref.load %slots[%a613] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv600, %sv602, %sv604, %sv606, %sv608, %sv610, %sv612, %sv614 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv368 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a369 = arith.addi %tid, %c128_index : index
+        %sv370 = memref.load %slots[%a369] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a371 = arith.addi %tid, %c256_index : index
+        %sv372 = memref.load %slots[%a371] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a373 = arith.addi %tid, %c384_index : index
+        %sv374 = memref.load %slots[%a373] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a375 = arith.addi %tid, %c512_index : index
+        %sv376 = memref.load %slots[%a375] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a377 = arith.addi %tid, %c640_index : index
+        %sv378 = memref.load %slots[%a377] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a379 = arith.addi %tid, %c768_index : index
+        %sv380 = memref.load %slots[%a379] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a381 = arith.addi %tid, %c896_index : index
+        %sv382 = memref.load %slots[%a381] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv368, %sv370, %sv372, %sv374, %sv376, %sv378, %sv380, %sv382 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh615:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f616 = arith.addf %acc_r#0, %sh615#0 : f32
-      %sh617:2 = gpu.shuffle xor %f616, %c2_i32, %c32_i32 : f32
-      %f618 = arith.addf %f616, %sh617#0 : f32
-      %sh619:2 = gpu.shuffle xor %f618, %c1_i32, %c32_i32 : f32
-      %f620 = arith.addf %f618, %sh619#0 : f32
-      %c621 = scf.if %tok1 -> (f32) {
-        %sh622:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f623 = arith.addf %acc_r#1, %sh622#0 : f32
-        %sh624:2 = gpu.shuffle xor %f623, %c2_i32, %c32_i32 : f32
-        %f625 = arith.addf %f623, %sh624#0 : f32
-        %sh626:2 = gpu.shuffle xor %f625, %c1_i32, %c32_i32 : f32
-        %f627 = arith.addf %f625, %sh626#0 : f32
-        scf.yield %f627 : f32
+      %sh383:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f384 = arith.addf %acc_r#0, %sh383#0 : f32
+      %sh385:2 = gpu.shuffle xor %f384, %c2_i32, %c32_i32 : f32
+      %f386 = arith.addf %f384, %sh385#0 : f32
+      %sh387:2 = gpu.shuffle xor %f386, %c1_i32, %c32_i32 : f32
+      %f388 = arith.addf %f386, %sh387#0 : f32
+      %c389 = scf.if %tok1 -> (f32) {
+        %sh390:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f391 = arith.addf %acc_r#1, %sh390#0 : f32
+        %sh392:2 = gpu.shuffle xor %f391, %c2_i32, %c32_i32 : f32
+        %f393 = arith.addf %f391, %sh392#0 : f32
+        %sh394:2 = gpu.shuffle xor %f393, %c1_i32, %c32_i32 : f32
+        %f395 = arith.addf %f393, %sh394#0 : f32
+        scf.yield %f395 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c628 = scf.if %tok2 -> (f32) {
-        %sh629:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f630 = arith.addf %acc_r#2, %sh629#0 : f32
-        %sh631:2 = gpu.shuffle xor %f630, %c2_i32, %c32_i32 : f32
-        %f632 = arith.addf %f630, %sh631#0 : f32
-        %sh633:2 = gpu.shuffle xor %f632, %c1_i32, %c32_i32 : f32
-        %f634 = arith.addf %f632, %sh633#0 : f32
-        scf.yield %f634 : f32
+      %c396 = scf.if %tok2 -> (f32) {
+        %sh397:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f398 = arith.addf %acc_r#2, %sh397#0 : f32
+        %sh399:2 = gpu.shuffle xor %f398, %c2_i32, %c32_i32 : f32
+        %f400 = arith.addf %f398, %sh399#0 : f32
+        %sh401:2 = gpu.shuffle xor %f400, %c1_i32, %c32_i32 : f32
+        %f402 = arith.addf %f400, %sh401#0 : f32
+        scf.yield %f402 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c635 = scf.if %tok3 -> (f32) {
-        %sh636:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f637 = arith.addf %acc_r#3, %sh636#0 : f32
-        %sh638:2 = gpu.shuffle xor %f637, %c2_i32, %c32_i32 : f32
-        %f639 = arith.addf %f637, %sh638#0 : f32
-        %sh640:2 = gpu.shuffle xor %f639, %c1_i32, %c32_i32 : f32
-        %f641 = arith.addf %f639, %sh640#0 : f32
-        scf.yield %f641 : f32
+      %c403 = scf.if %tok3 -> (f32) {
+        %sh404:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f405 = arith.addf %acc_r#3, %sh404#0 : f32
+        %sh406:2 = gpu.shuffle xor %f405, %c2_i32, %c32_i32 : f32
+        %f407 = arith.addf %f405, %sh406#0 : f32
+        %sh408:2 = gpu.shuffle xor %f407, %c1_i32, %c32_i32 : f32
+        %f409 = arith.addf %f407, %sh408#0 : f32
+        scf.yield %f409 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c642 = scf.if %tok4 -> (f32) {
-        %sh643:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f644 = arith.addf %acc_r#4, %sh643#0 : f32
-        %sh645:2 = gpu.shuffle xor %f644, %c2_i32, %c32_i32 : f32
-        %f646 = arith.addf %f644, %sh645#0 : f32
-        %sh647:2 = gpu.shuffle xor %f646, %c1_i32, %c32_i32 : f32
-        %f648 = arith.addf %f646, %sh647#0 : f32
-        scf.yield %f648 : f32
+      %c410 = scf.if %tok4 -> (f32) {
+        %sh411:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f412 = arith.addf %acc_r#4, %sh411#0 : f32
+        %sh413:2 = gpu.shuffle xor %f412, %c2_i32, %c32_i32 : f32
+        %f414 = arith.addf %f412, %sh413#0 : f32
+        %sh415:2 = gpu.shuffle xor %f414, %c1_i32, %c32_i32 : f32
+        %f416 = arith.addf %f414, %sh415#0 : f32
+        scf.yield %f416 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c649 = scf.if %tok5 -> (f32) {
-        %sh650:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f651 = arith.addf %acc_r#5, %sh650#0 : f32
-        %sh652:2 = gpu.shuffle xor %f651, %c2_i32, %c32_i32 : f32
-        %f653 = arith.addf %f651, %sh652#0 : f32
-        %sh654:2 = gpu.shuffle xor %f653, %c1_i32, %c32_i32 : f32
-        %f655 = arith.addf %f653, %sh654#0 : f32
-        scf.yield %f655 : f32
+      %c417 = scf.if %tok5 -> (f32) {
+        %sh418:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f419 = arith.addf %acc_r#5, %sh418#0 : f32
+        %sh420:2 = gpu.shuffle xor %f419, %c2_i32, %c32_i32 : f32
+        %f421 = arith.addf %f419, %sh420#0 : f32
+        %sh422:2 = gpu.shuffle xor %f421, %c1_i32, %c32_i32 : f32
+        %f423 = arith.addf %f421, %sh422#0 : f32
+        scf.yield %f423 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c656 = scf.if %tok6 -> (f32) {
-        %sh657:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f658 = arith.addf %acc_r#6, %sh657#0 : f32
-        %sh659:2 = gpu.shuffle xor %f658, %c2_i32, %c32_i32 : f32
-        %f660 = arith.addf %f658, %sh659#0 : f32
-        %sh661:2 = gpu.shuffle xor %f660, %c1_i32, %c32_i32 : f32
-        %f662 = arith.addf %f660, %sh661#0 : f32
-        scf.yield %f662 : f32
+      %c424 = scf.if %tok6 -> (f32) {
+        %sh425:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f426 = arith.addf %acc_r#6, %sh425#0 : f32
+        %sh427:2 = gpu.shuffle xor %f426, %c2_i32, %c32_i32 : f32
+        %f428 = arith.addf %f426, %sh427#0 : f32
+        %sh429:2 = gpu.shuffle xor %f428, %c1_i32, %c32_i32 : f32
+        %f430 = arith.addf %f428, %sh429#0 : f32
+        scf.yield %f430 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c663 = scf.if %tok7 -> (f32) {
-        %sh664:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f665 = arith.addf %acc_r#7, %sh664#0 : f32
-        %sh666:2 = gpu.shuffle xor %f665, %c2_i32, %c32_i32 : f32
-        %f667 = arith.addf %f665, %sh666#0 : f32
-        %sh668:2 = gpu.shuffle xor %f667, %c1_i32, %c32_i32 : f32
-        %f669 = arith.addf %f667, %sh668#0 : f32
-        scf.yield %f669 : f32
+      %c431 = scf.if %tok7 -> (f32) {
+        %sh432:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f433 = arith.addf %acc_r#7, %sh432#0 : f32
+        %sh434:2 = gpu.shuffle xor %f433, %c2_i32, %c32_i32 : f32
+        %f435 = arith.addf %f433, %sh434#0 : f32
+        %sh436:2 = gpu.shuffle xor %f435, %c1_i32, %c32_i32 : f32
+        %f437 = arith.addf %f435, %sh436#0 : f32
+        scf.yield %f437 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1294,21 +1064,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f620, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a670 = arith.addi %pbase, %c4_index : index
-        memref.store %c621, %acc[%a670] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a671 = arith.addi %pbase, %c8_index : index
-        memref.store %c628, %acc[%a671] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a672 = arith.addi %pbase, %c12_index : index
-        memref.store %c635, %acc[%a672] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a673 = arith.addi %pbase, %c16_index : index
-        memref.store %c642, %acc[%a673] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a674 = arith.addi %pbase, %c20_index : index
-        memref.store %c649, %acc[%a674] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a675 = arith.addi %pbase, %c24_index : index
-        memref.store %c656, %acc[%a675] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a676 = arith.addi %pbase, %c28_index : index
-        memref.store %c663, %acc[%a676] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f388, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a438 = arith.addi %pbase, %c4_index : index
+        memref.store %c389, %acc[%a438] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a439 = arith.addi %pbase, %c8_index : index
+        memref.store %c396, %acc[%a439] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a440 = arith.addi %pbase, %c12_index : index
+        memref.store %c403, %acc[%a440] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a441 = arith.addi %pbase, %c16_index : index
+        memref.store %c410, %acc[%a441] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a442 = arith.addi %pbase, %c20_index : index
+        memref.store %c417, %acc[%a442] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a443 = arith.addi %pbase, %c24_index : index
+        memref.store %c424, %acc[%a443] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a444 = arith.addi %pbase, %c28_index : index
+        memref.store %c431, %acc[%a444] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
@@ -1322,7 +1092,9 @@ module attributes {gpu.container_module} {
       %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
       %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %wr0 = arith.cmpi ult, %lane, %tb : index
-      %wr = arith.andi %wr0, %live : i1
+      %wr1 = arith.andi %wr0, %live : i1
+      %wk0 = arith.cmpi eq, %wk, %c0_index : index
+      %wr = arith.andi %wr1, %wk0 : i1
       scf.if %wr {
         %l4 = arith.muli %lane, %c4_index : index
         %si = arith.addi %pbase0, %l4 : index
@@ -1335,7 +1107,19 @@ module attributes {gpu.container_module} {
         %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
         %p01 = arith.addf %p0, %p1 : f32
         %p23 = arith.addf %p2, %p3 : f32
-        %sum = arith.addf %p01, %p23 : f32
+        %sum0 = arith.addf %p01, %p23 : f32
+        %sw1 = arith.addi %si, %c32_index : index
+        %pw1_0 = memref.load %acc[%sw1] : memref<128xf32, #gpu.address_space<workgroup>>
+      %a445 = arith.addi %sw1, %c1_index : index
+        %pw1_1 = memref.load %acc[%a445] : memref<128xf32, #gpu.address_space<workgroup>>
+      %a446 = arith.addi %sw1, %c2_index : index
+        %pw1_2 = memref.load %acc[%a446] : memref<128xf32, #gpu.address_space<workgroup>>
+      %a447 = arith.addi %sw1, %c3_index : index
+        %pw1_3 = memref.load %acc[%a447] : memref<128xf32, #gpu.address_space<workgroup>>
+        %pw1_01 = arith.addf %pw1_0, %pw1_1 : f32
+        %pw1_23 = arith.addf %pw1_2, %pw1_3 : f32
+        %pw1 = arith.addf %pw1_01, %pw1_23 : f32
+        %sum1 = arith.addf %sum0, %pw1 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index
@@ -1343,10 +1127,10 @@ module attributes {gpu.container_module} {
         %hb = arith.cmpi ne, %fb, %c0_i32 : i32
         %withb = scf.if %hb -> (f32) {
           %bv = memref.load %bias[%n] : memref<?xf32>
-          %sb = arith.addf %sum, %bv : f32
+          %sb = arith.addf %sum1, %bv : f32
           scf.yield %sb : f32
         } else {
-          scf.yield %sum : f32
+          scf.yield %sum1 : f32
         }
         %fr = arith.andi %flags, %rflag : i32
         %hr = arith.cmpi ne, %fr, %c0_i32 : i32

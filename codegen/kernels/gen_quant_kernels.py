@@ -281,12 +281,17 @@ def dequant_unit(e, fmt, blockbyte, q):
 # a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
 # aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
 # unroll: units in flight per thread; minctasm: workgroups an SM the registers must allow
-# (.minnctapersm; 8 = 64 registers). Both chosen so that ptxas spills nothing on sm_80 and
-# sm_90 (test_gpu_packages.py): Q4_K with three units in flight needs 96 registers (5 an
-# SM; at 64 the three-output kernel spilled 12 bytes); Q8_0 fits 64 with three.
+# (.minnctapersm; 8 = 64 registers); wpr: warps a row (the workgroup's 4 warps take 4 / wpr
+# rows; a row's warps split its units and the first sums their partials). Chosen by
+# bench/tune_q8x.sh on the H200 (bench/RESULTS.md, 2026-12-02): at Qwen2.5-Coder-7B's four
+# decode shapes the Q4_K kernel with 32-byte units, one in flight, 64 registers and two
+# warps a row takes 112.7 us against 148.8 us for 16-byte units, three in flight, 96
+# registers, a warp a row (the best of 16 variants but for one that spilled); for Q8_0 at
+# Qwen3-0.6B's shapes no variant beat three units, a warp a row, in all four. Each fits its
+# registers without a spill on sm_80 and sm_90 (test_gpu_packages.py refuses spills).
 Q8X = {
-    "q4_k": dict(units=8, vecs=9, unroll=3, minctasm=5),
-    "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8),
+    "q4_k": dict(units=4, vecs=9, unroll=1, minctasm=8, wpr=2),
+    "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, wpr=1),
 }
 
 
@@ -311,6 +316,26 @@ def dot16(e, blk, half, words, a_unsigned):
     return acc, ds
 
 
+def q4k_scales(e, d, dmin, s0, s1, s2, pi):
+    """block_q4_K's scale and min of sub-blocks 2p and 2p+1 (pi: p as i32, 0..3) from the
+    header words s0, s1, s2 (scales[0..11]; get_scale_min_k4 of ggml-quants.c): returns
+    [(d sc, dmin m)] for the two sub-blocks, as f32."""
+    small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
+    scales = []
+    for jj in range(2):
+        j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
+        sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
+        b0 = e.band(e.shr(s0, sh), e.ci(255))
+        b1 = e.band(e.shr(s1, sh), e.ci(255))
+        b2 = e.band(e.shr(s2, sh), e.ci(255))
+        sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
+        m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
+        sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
+        m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
+        scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
+    return scales
+
+
 def q8x_unit(e, fmt, u, sfx):
     """The int8 path's unit body (gemv's unit_body with q8x): weight loads and
     unpacking; returns token(tg) emitting the activation loads and the dp4a sums."""
@@ -321,54 +346,43 @@ def q8x_unit(e, fmt, u, sfx):
     e.emit(f"%q{sfx} = arith.remui {u}, {c(q8['units'])} : index")
     b, q = f"%b{sfx}", f"%q{sfx}"
     if fmt == "q4_k":
-        # Unit q of block b: qs bytes 16q .. 16q+15 = half h = q % 2 of 32-byte chunk
-        # p = q / 2, whose low nibbles are weights 16h.. of sub-block 2p and high nibbles
-        # the same weights of sub-block 2p+1. The unit's two loads are issued here; the
-        # unpacking happens in token(), so only the loads of the units in flight hold
-        # registers.
+        assert q8["units"] == 4, "q4_k's int8 unit is a 32-byte qs chunk, 4 a block"
+        # Unit p of block b: the 32-byte qs chunk p (qs bytes 32p .. 32p+31, two vectors)
+        # = all 32 weights of sub-block 2p (low nibbles) and of sub-block 2p+1 (high
+        # nibbles); one header load and one scale decoding serve both sub-blocks, and each
+        # sub-block's 32 products are one dp4a chain over both activation halves.
         vb = e.add("%rowbase", e.mul(b, c(9)))
         hdr = e.v(f"memref.load %w[{vb}] : {IVEC}", "hd")
-        qv = e.v(f"memref.load %w[{e.add(e.add(vb, c(1)), q)}] : {IVEC}", "qv")
+        qb = e.add(e.add(vb, c(1)), e.mul(q, c(2)))
+        qv = [e.v(f"memref.load %w[{qb}] : {IVEC}", "qv"),
+              e.v(f"memref.load %w[{e.add(qb, c(1))}] : {IVEC}", "qv")]
 
         def token(tg):
             w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
             d = e.half(w0, False)
             dmin = e.half(w0, True)
-            p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
-            h = e.v(f"arith.remui {q}, {c(2)} : index", "p")
-            pi = e.i32(p)
-            small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
-            scales = []
-            for jj in range(2):
-                j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
-                sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
-                b0 = e.band(e.shr(s0, sh), e.ci(255))
-                b1 = e.band(e.shr(s1, sh), e.ci(255))
-                b2 = e.band(e.shr(s2, sh), e.ci(255))
-                sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
-                m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
-                sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
-                m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
-                scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
-            words = [e.v(f"vector.extract {qv}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)]
-            lo = [e.band(wd, e.ci(0x0F0F0F0F)) for wd in words]
-            hi = [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in words]
+            pi = e.i32(q)
+            scales = q4k_scales(e, d, dmin, s0, s1, s2, pi)
+            words = [[e.v(f"vector.extract {v}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)] for v in qv]
+            nibs = [([e.band(wd, e.ci(0x0F0F0F0F)) for wd in ws],
+                     [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in ws]) for ws in words]
             # Activation block of sub-block 2p within the row: 8 per weight block.
-            sb0 = e.add(e.mul(b, c(8)), e.mul(p, c(2)))
-            hsel = e.v(f"arith.cmpi eq, {h}, {c(0)} : index", "h0")
-            sb = e.add(e.mul(tg, "%K32"), sb0)
+            sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), e.mul(q, c(2))))
             parts = []
-            for jj, nib in enumerate((lo, hi)):
+            for jj in range(2):
                 blk = e.add(sb, c(jj)) if jj else sb
-                acc, ds = dot16(e, blk, h, nib, True)
-                dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
-                s_lo = e.v(f"vector.extract {ds}[1] : f32 from vector<4xf32>", "sx")
-                s_hi = e.v(f"vector.extract {ds}[2] : f32 from vector<4xf32>", "sx")
-                sx = e.v(f"arith.select {hsel}, {s_lo}, {s_hi} : f32", "sel")
+                acc = e.ci(0)
+                for h in range(2):
+                    xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), c(h)) if h else e.mul(blk, c(2))}] : {IVEC}", "xq")
+                    for i in range(4):
+                        xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                        acc = dp4a(e, nibs[h][jj][i], xw, acc, True)
+                ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
+                dx, s_lo, s_hi = [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
                 scale, mins = scales[jj]
                 accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
                 part = e.fmul(e.fmul(scale, dx), accf)
-                parts.append(e.fsub(part, e.fmul(mins, sx)))
+                parts.append(e.fsub(part, e.fmul(mins, e.fadd(s_lo, s_hi))))
             return e.fadd(parts[0], parts[1])
         return token
     if fmt == "q8_0":
@@ -629,11 +643,14 @@ def module_q8x():
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
 //   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 rows, a warp each; grid (ceil((N0+N1+N2) / 4),
-//   ceil(T / 8), 1)).
+//   matmul_<type> (block 128 = 4 warps), but a row takes W warps (q4_k: 2, q8_0: 1): the
+//   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
+//   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
+//   partials (in warp order) to its own.
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
-//   unit is one qs vector = 16 weights of sub-blocks 2p and 2p+1 each; 8 dp4a (weights as
-//   unsigned nibbles) and two scale/min terms: d sc dx sum(q xq) - dmin m (dx sum xq).
+//   unit is one 32-byte qs chunk p (two vectors) = the 32 weights of sub-blocks 2p and
+//   2p+1 each; per sub-block 8 dp4a (weights as unsigned nibbles) over both activation
+//   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
 module attributes {gpu.container_module} {
@@ -719,7 +736,9 @@ def gemv(fmt, q8x=False):
         out.append(f"                    nvvm.minctasm = {Q8X[fmt]['minctasm']} : i32,")
     else:
         out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
-    out.append(f"                    swz.grid = \"{'ceil((N0+N1+N2)/4)' if q8x else 'ceil(N/4)'}, ceil(T/8), 1\"}} {{")
+    W = Q8X[fmt].get("wpr", 1) if q8x else 1
+    rows_wg = 4 // W
+    out.append(f"                    swz.grid = \"{f'ceil((N0+N1+N2)/{rows_wg})' if q8x else 'ceil(N/4)'}, ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
     e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("%tid = gpu.thread_id x")
@@ -727,13 +746,20 @@ def gemv(fmt, q8x=False):
     e.emit("%by = gpu.block_id y")
     e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
-    e.emit(f"%row4 = arith.muli %bx, {c(4)} : index")
+    e.emit(f"%row4 = arith.muli %bx, {c(rows_wg)} : index")
+    if W > 1:
+        # W warps a row: warp grp takes row grp / W and the units of its part wk = grp % W
+        # (unit u of the row: u / 32 % W == wk), the workgroup's rows_wg rows.
+        e.emit(f"%rw = arith.divui %grp, {c(W)} : index")
+        e.emit(f"%wk = arith.remui %grp, {c(W)} : index")
+        e.emit(f"%wk32 = arith.muli %wk, {c(32)} : index")
+        e.emit("%u0 = arith.addi %lane, %wk32 : index")
     if q8x:
         # Up to three matmuls of one input in one launch (q, k, v; gate, up): global row
         # ng picks output o (rows [0, N0) -> 0, [N0, N0+N1) -> 1, the rest -> 2), whose
         # weight, y and bias the warp then uses with its local row n. flags: 1 bias0,
         # 2 res (output 0 only), 4 bias1, 8 bias2.
-        e.emit("%ng = arith.addi %row4, %grp : index")
+        e.emit(f"%ng = arith.addi %row4, {'%rw' if W > 1 else '%grp'} : index")
         e.emit("%N0i = arith.index_cast %N0 : i32 to index")
         e.emit("%N1i = arith.index_cast %N1 : i32 to index")
         e.emit("%N2i = arith.index_cast %N2 : i32 to index")
@@ -854,7 +880,8 @@ def gemv(fmt, q8x=False):
     e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
     R = Q8X[fmt]["unroll"] if q8x else f["unroll"]
-    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
+    u0 = "%u0" if W > 1 else "%lane"
+    e.emit(f"%r1 = scf.for %u = {u0} to %units step {c(32 * R * W)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before
     # any of them is used. A unit past the row loads unit u again (cached) and
@@ -864,7 +891,7 @@ def gemv(fmt, q8x=False):
         if r == 0:
             units.append((None, unit_body()))
             continue
-        ur = e.add("%u", c(32 * r))
+        ur = e.add("%u", c(32 * W * r))
         vr = e.v(f"arith.cmpi ult, {ur}, %units : index", "vr")
         uc = e.v(f"arith.select {vr}, {ur}, %u : index", "uc")
         units.append((vr, unit_body(uc, f"_{r}")))
@@ -887,7 +914,7 @@ def gemv(fmt, q8x=False):
     e.emit("  %si = arith.addi %s, %tid : index")
     e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
     e.emit("}")
-    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.emit(f"scf.for %u = {u0} to %units step {c(32 * W)} {{")
     e.indent += 2
     tok = unit_body()
     e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
@@ -959,7 +986,12 @@ def gemv(fmt, q8x=False):
             e.emit(f"%{name}12 = arith.select %in1, {a1}, {a2} : {ty}")
             e.emit(f"%{name} = arith.select %in0, {a0}, %{name}12 : {ty}")
     e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
-    e.emit("%wr = arith.andi %wr0, %live : i1")
+    if W > 1:  # the row's first warp writes it
+        e.emit("%wr1 = arith.andi %wr0, %live : i1")
+        e.emit(f"%wk0 = arith.cmpi eq, %wk, {c(0)} : index")
+        e.emit("%wr = arith.andi %wr1, %wk0 : i1")
+    else:
+        e.emit("%wr = arith.andi %wr0, %live : i1")
     e.emit("scf.if %wr {")
     e.emit(f"  %l4 = arith.muli %lane, {c(4)} : index")
     e.emit("  %si = arith.addi %pbase0, %l4 : index")
@@ -972,7 +1004,18 @@ def gemv(fmt, q8x=False):
     e.emit("  %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("  %p01 = arith.addf %p0, %p1 : f32")
     e.emit("  %p23 = arith.addf %p2, %p3 : f32")
-    e.emit("  %sum = arith.addf %p01, %p23 : f32")
+    total = "%sum" if W == 1 else f"%sum{W - 1}"
+    e.emit(f"  {'%sum' if W == 1 else '%sum0'} = arith.addf %p01, %p23 : f32")
+    for i in range(1, W):
+        # The row's other warps' segment partials, in warp order.
+        e.emit(f"  %sw{i} = arith.addi %si, {c(32 * i)} : index")
+        for k in range(4):
+            ix = f"%sw{i}" if k == 0 else e.add(f"%sw{i}", c(k))
+            e.emit(f"  %pw{i}_{k} = memref.load %acc[{ix}] : memref<128xf32, #gpu.address_space<workgroup>>")
+        e.emit(f"  %pw{i}_01 = arith.addf %pw{i}_0, %pw{i}_1 : f32")
+        e.emit(f"  %pw{i}_23 = arith.addf %pw{i}_2, %pw{i}_3 : f32")
+        e.emit(f"  %pw{i} = arith.addf %pw{i}_01, %pw{i}_23 : f32")
+        e.emit(f"  %sum{i} = arith.addf %sum{i - 1}, %pw{i} : f32")
     e.emit("  %tg = arith.addi %t0, %lane : index")
     e.emit("  %yrow = arith.muli %tg, %Ni : index")
     e.emit("  %yi = arith.addi %yrow, %n : index")
@@ -980,10 +1023,10 @@ def gemv(fmt, q8x=False):
     e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit("  %withb = scf.if %hb -> (f32) {")
     e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
-    e.emit("    %sb = arith.addf %sum, %bv : f32")
+    e.emit(f"    %sb = arith.addf {total}, %bv : f32")
     e.emit("    scf.yield %sb : f32")
     e.emit("  } else {")
-    e.emit("    scf.yield %sum : f32")
+    e.emit(f"    scf.yield {total} : f32")
     e.emit("  }")
     e.emit(f"  %fr = arith.andi %flags, {'%rflag' if q8x else e.ci(2)} : i32")
     e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
@@ -1340,7 +1383,19 @@ module attributes {gpu.container_module} {
 
 
 def main():
-    check = "--check" in sys.argv[1:]
+    args = sys.argv[1:]
+    if "--variant" in args:
+        # Tuning: gemv_q8x.mlir with one type's Q8X parameters replaced, written to --out
+        # (e.g. --variant q4_k:units=4,unroll=2,minctasm=8 --out /tmp/v.mlir); the checked-in
+        # files are not touched.
+        fmt, _, kv = args[args.index("--variant") + 1].partition(":")
+        for item in kv.split(","):
+            k, _, v = item.partition("=")
+            Q8X[fmt][k] = int(v)
+        with open(args[args.index("--out") + 1], "w") as fh:
+            fh.write(module_q8x())
+        return 0
+    check = "--check" in args
     stale = []
     files = [(f"gemv_{fmt}.mlir", module(fmt)) for fmt in FORMATS]
     files.append(("gemv_q8x.mlir", module_q8x()))

@@ -791,6 +791,8 @@ std::string substituteExpr(const std::string &expr,
   return print(simplify(Parser(expr, &values).parse()));
 }
 
+std::vector<std::string> splitGridRules(const std::string &grid) { return splitGrid(grid); }
+
 namespace {
 
 /// The records of `kernels` for the op of `g`.

@@ -45,6 +45,9 @@ nlohmann::json samplingRecord(const package::Manifest &m, const std::vector<code
 std::string substituteExpr(const std::string &expr,
                            const std::map<std::string, std::string> &values);
 
+/// The three comma-separated rules of a kernel's `swz.grid` ("ceil(N/4), ceil(T/8), 1").
+std::vector<std::string> splitGridRules(const std::string &grid);
+
 /// `expr` with constants folded: whole-constant subexpressions evaluated, and each
 /// product's constant factors gathered into one reduced fraction after its symbols
 /// ("ceil(T*9/3/8)" -> "ceil(T*3/8)", "ceil(576/4)" -> "144"). Same value for every

@@ -513,8 +513,16 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         a[8 + k] = b[8];      // bias
         a[12 + k] = b[12];    // N
         a[17] = {{"i32", std::to_string(fa | ((fb & 1) ? (k == 1 ? 4 : 8) : 0))}};
-        const int64_t rows = i32Of(a[12]) + i32Of(a[13]) + i32Of(a[14]);
-        (*open)["grid"][0] = std::to_string((rows + 3) / 4);
+        // The kernel's own grid rule (rows a workgroup: gen_quant_kernels.py's Q8X) over
+        // the merged row counts.
+        const std::string &name = (*open)["kernel"].get_ref<const std::string &>();
+        auto kr = std::find_if(m.kernels.begin(), m.kernels.end(), [&](const package::Kernel &k) { return k.entry == name; });
+        if (kr == m.kernels.end())
+          throw CompileError("merging int8 GEMVs: no kernels[] record for " + name);
+        (*open)["grid"][0] = substituteExpr(splitGridRules(kr->launch.at("grid").get<std::string>())[0],
+                                            {{"N0", a[12].at("i32").get<std::string>()},
+                                             {"N1", a[13].at("i32").get<std::string>()},
+                                             {"N2", a[14].at("i32").get<std::string>()}});
         ++openOutputs;
         merged = true;
         anchor["decode_into"] = openOp;

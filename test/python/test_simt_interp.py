@@ -109,7 +109,8 @@ def _assert_all_ok(r: subprocess.CompletedProcess, cases: list[str]) -> None:
 def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     # gemv_q8x's cases but the full-size ones (minutes in the interpreter).
     small = [line.split()[0] for line in _list("swz_gemv_q8x")
-             if "N=18944" not in line and "N=1024 " not in line]
+             if "N=18944" not in line and "N=1024 " not in line and "N=3584" not in line
+             and "N=2048" not in line and "N=3072" not in line]
     assert len(small) == 15  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k and q8_0 at T = 1, 3, 9, merged 3 and 2 outputs
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
