@@ -29,9 +29,13 @@ namespace {
 /// graphs themselves are Backend's default: kept launches replayed through launch()).
 class CountingBackend final : public backend::Backend {
  public:
-  explicit CountingBackend(std::unique_ptr<backend::Backend> be) : be_(std::move(be)) {}
+  /// `as`: the backend name info() reports (not "cpu": the executor then sets a replayed
+  /// graph's dynamic launches for the next step right after launching it, as on a GPU).
+  CountingBackend(std::unique_ptr<backend::Backend> be, const std::string& as) : be_(std::move(be)), info_(be_->info()) {
+    info_.backend = as;
+  }
   int created = 0, updated = 0, launched_graphs = 0, launches = 0;
-  const backend::DeviceInfo& info() const override { return be_->info(); }
+  const backend::DeviceInfo& info() const override { return info_; }
   void load_kernels(const package::Manifest& m, const std::string& dir) override { be_->load_kernels(m, dir); }
   int kernel_index(const std::string& entry) const override { return be_->kernel_index(entry); }
   backend::Buffer alloc(size_t bytes, const std::string& what) override { return be_->alloc(bytes, what); }
@@ -64,6 +68,7 @@ class CountingBackend final : public backend::Backend {
 
  private:
   std::unique_ptr<backend::Backend> be_;
+  backend::DeviceInfo info_;
 };
 
 struct Opened {
@@ -71,9 +76,9 @@ struct Opened {
   CountingBackend* be = nullptr;
 };
 
-Opened open(const package::LoadedPackage& pkg, bool graphs) {
+Opened open(const package::LoadedPackage& pkg, bool graphs, bool ahead = false) {
   setenv("SWZ_GRAPHS", graphs ? "1" : "0", 1);
-  auto counting = std::make_unique<CountingBackend>(backend::create_backend("cpu", "", 2));
+  auto counting = std::make_unique<CountingBackend>(backend::create_backend("cpu", "", 2), ahead ? "cpu-as-async" : "cpu");
   Opened r;
   r.be = counting.get();
   ExecutorOptions o;
@@ -108,10 +113,14 @@ std::vector<float> step(GraphExecutor& ex, std::vector<Seq>& seqs, SequenceModel
   return logits;
 }
 
-TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) {
+/// The decode steps of the test below; `ahead`: the executor sets each replayed graph's
+/// dynamic launches for the next step while it runs (replay(): GPU backends), and one step
+/// comes at other positions than that (a sequence rewound by 3, as after rejected draft
+/// tokens), so the graph must be set again for it.
+void decodeSteps(bool ahead) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
-  Opened on = open(pkg, true), off = open(pkg, false);
+  Opened on = open(pkg, true, ahead), off = open(pkg, false);
   const int n_vocab = on.ex->n_vocab();
   // Three prompts of different lengths; pages 4k..4k+3 for sequence k (up to 256 positions).
   std::vector<Seq> seqs(3);
@@ -138,6 +147,7 @@ TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) {
   // 40 steps of the three together (past a page boundary: positions 20..96), then 10 of
   // the first alone: two pass shapes.
   for (int t = 0; t < 50; ++t) {
+    if (ahead && t == 45) seqs[0].pos0 -= 3;
     std::vector<Seq> batch = t < 40 ? seqs : std::vector<Seq>{seqs[0]};
     const std::vector<float> a = step(*on.ex, batch, SequenceModel::Rows::Generated);
     const std::vector<float> b = step(*off.ex, batch, SequenceModel::Rows::Generated);
@@ -169,6 +179,10 @@ TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) {
   // As many kernels ran, replayed or not.
   EXPECT_EQ(on.be->launches - on_before, off.be->launches - off_before);
 }
+
+TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) { decodeSteps(false); }
+
+TEST(LaunchGraphs, NextStepSetAheadEqualsLaunchByLaunchAlsoWhenPositionsJump) { decodeSteps(true); }
 
 // backend::graph_dependencies: what each launch waits for, from the branches.
 TEST(LaunchGraphs, DependenciesForkAtBranchesAndJoinAtTheNextBranchZeroLaunch) {
