@@ -8,7 +8,8 @@
 #
 #   bench/tune_q8x.sh prepare [build-dir]   # here: variant PTX + a static swz-ptx-check
 #                                           # into <build-dir>/gpu-tune (carry it)
-#   bench/tune_q8x.sh run [build-dir]       # there: $OUT/tune-q8x.md and .json
+#   bench/tune_q8x.sh run [build-dir]       # there: $OUT/tune-q8x.md and .json, the
+#                                           # per-variant logs in $OUT/tune-logs.tgz
 #
 # A variant is "name|type|gen_quant_kernels.py --variant parameters|rows a workgroup"
 # (rows = 4 / warps a row; the case runner launches that grid: SWZ_CHECK_Q8X_ROWS). The
@@ -53,8 +54,10 @@ prepare)
   done
   du -sh "$dir" ;;
 run)
-  out=${OUT:-$dir/out}
-  mkdir -p "$out"
+  res=${OUT:-$dir/out}
+  out=/tmp/swz-tune  # per-variant logs and JSON (a call returns 8 files): packed at the end
+  mkdir -p "$res" "$out"
+  trap 'tar -czf "$res/tune-logs.tgz" -C "$out" . ; cp "$out"/tune-q8x.* "$res/" 2>/dev/null' EXIT
   while IFS='|' read -r name type params rows regs; do
     SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" --filter "matmul_${type}_q8x T=1 N=" \
       --reps 30 --flush-l2 256 --peak-gbps 4250 --json "$out/$name.json" > "$out/$name.log" 2>&1 || true
