@@ -505,7 +505,7 @@ int64_t q8xRowsPerWorkgroup(const std::string &t) {
     if (s.rfind(t + ":", 0) == 0)
       return std::atoll(s.c_str() + t.size() + 1);
   }
-  return t == "q4_k" ? 2 : 4;
+  return 4;
 }
 
 Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
@@ -561,13 +561,13 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
   c.bytesMoved = double(wb[0].size() * (Ns[0] > 0) + wb[1].size() * (Ns[1] > 0) + wb[2].size() * (Ns[2] > 0)) +
                  double(T * K) * (1.0 + 0.5) + 4.0 * double(T * rows + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(rows) * double(K);
-  // f32 roundings behind one output: a unit's scale products and combine (q4_k, per
-  // sub-block: d sc, x dx, x acc, the two activation-half sums, the min term, the
-  // difference; the int8 dot product is exact), its two sub-blocks (1), one add per unit
-  // the thread handles, the warp's reduction (5) and one add per other warp of the row.
+  // f32 roundings behind one output: a unit's scale products and combine (6: d sc, x dx,
+  // x acc, the activation halves' sums, the min term, the difference; the int8 dot
+  // product is exact), one add per unit the thread handles, the warp's reduction (5) and
+  // one add per other warp of the row.
   const int64_t W = 4 / rowsWg;
-  const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 4 : 2);
-  const double L = 7 + double((units + 32 * W - 1) / (32 * W)) + 5 + double(W - 1);
+  const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 8 : 2);
+  const double L = 6 + double((units + 32 * W - 1) / (32 * W)) + 5 + double(W - 1);
   c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
@@ -855,6 +855,10 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(matmulQ8xCase("q4_k", 1, {3584}, 3584, kResidual, 102));
     cases.push_back(matmulQ8xCase("q4_k", 1, {3584}, 18944, kResidual, 103));
     cases.push_back(matmulQ8xCase("q4_k", 1, {18944, 18944}, 3584, kPlain, 104));
+    // The same at T = 8 (eight sequences decoding together: the kernel's many-token path).
+    cases.push_back(matmulQ8xCase("q4_k", 8, {3584, 512, 512}, 3584, kPlain, 108, true));
+    cases.push_back(matmulQ8xCase("q4_k", 8, {3584}, 18944, kResidual, 109));
+    cases.push_back(matmulQ8xCase("q4_k", 8, {18944, 18944}, 3584, kPlain, 110));
     // Qwen3-0.6B's (Q8_0) at theirs: q/k/v, o, gate/up (ffn_down is case 86's shape).
     cases.push_back(matmulQ8xCase("q8_0", 1, {2048, 1024, 1024}, 1024, kPlain, 105));
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));

@@ -24,13 +24,13 @@
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
 //   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 warps), but a row takes W warps (q4_k: 2, q8_0: 1): the
+//   matmul_<type> (block 128 = 4 warps), a row takes W warps (1 for both types): the
 //   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
 //   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
-//   partials (in warp order) to its own.
+//   partials (in warp order) to its own (W is a tuning parameter: bench/tune_q8x.sh).
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
-//   unit is one 32-byte qs chunk p (two vectors) = the 32 weights of sub-blocks 2p and
-//   2p+1 each; per sub-block 8 dp4a (weights as unsigned nibbles) over both activation
+//   unit is one 32-weight sub-block r = 2p + jj (the low or high nibbles of the 32-byte
+//   qs chunk p, two vectors): 8 dp4a (weights as unsigned nibbles) over both activation
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
@@ -480,7 +480,7 @@ module attributes {gpu.container_module} {
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
                     nvvm.minctasm = 8 : i32,
-                    swz.grid = "ceil((N0+N1+N2)/2), ceil(T/8), 1"} {
+                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
@@ -511,7 +511,6 @@ module attributes {gpu.container_module} {
       %c5_index = arith.constant 5 : index
       %c63_i32 = arith.constant 63 : i32
       %c640_index = arith.constant 640 : index
-      %c64_index = arith.constant 64 : index
       %c6_i32 = arith.constant 6 : i32
       %c6_index = arith.constant 6 : index
       %c768_index = arith.constant 768 : index
@@ -527,12 +526,8 @@ module attributes {gpu.container_module} {
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
-      %row4 = arith.muli %bx, %c2_index : index
-      %rw = arith.divui %grp, %c2_index : index
-      %wk = arith.remui %grp, %c2_index : index
-      %wk32 = arith.muli %wk, %c32_index : index
-      %u0 = arith.addi %lane, %wk32 : index
-      %ng = arith.addi %row4, %rw : index
+      %row4 = arith.muli %bx, %c4_index : index
+      %ng = arith.addi %row4, %grp : index
       %N0i = arith.index_cast %N0 : i32 to index
       %N1i = arith.index_cast %N1 : i32 to index
       %N2i = arith.index_cast %N2 : i32 to index
@@ -552,7 +547,7 @@ module attributes {gpu.container_module} {
       %tb = arith.minui %tleft, %c8_index : index
       %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c256_index : index
-      %units_all = arith.muli %nb, %c4_index : index
+      %units_all = arith.muli %nb, %c8_index : index
       %rowvecs = arith.muli %nb, %c9_index : index
       %rowbase = arith.muli %n, %rowvecs : index
       %K32 = arith.divui %Ki, %c32_index : index
@@ -566,194 +561,123 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %u0 to %units step %c64_index iter_args(%sacc = %c0p0_f32) -> (f32) {
-          %b = arith.divui %u, %c4_index : index
-          %q = arith.remui %u, %c4_index : index
+        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
+          %b = arith.divui %u, %c8_index : index
+          %q = arith.remui %u, %c8_index : index
           %m1 = arith.muli %b, %c9_index : index
           %a2 = arith.addi %rowbase, %m1 : index
           %hd3 = memref.load %w[%a2] : memref<?xvector<4xi32>>
-          %a4 = arith.addi %a2, %c1_index : index
-          %m5 = arith.muli %q, %c2_index : index
-          %a6 = arith.addi %a4, %m5 : index
-          %qv7 = memref.load %w[%a6] : memref<?xvector<4xi32>>
-          %a8 = arith.addi %a6, %c1_index : index
-          %qv9 = memref.load %w[%a8] : memref<?xvector<4xi32>>
-          %hw10 = vector.extract %hd3[0] : i32 from vector<4xi32>
-          %hw11 = vector.extract %hd3[1] : i32 from vector<4xi32>
-          %hw12 = vector.extract %hd3[2] : i32 from vector<4xi32>
-          %hw13 = vector.extract %hd3[3] : i32 from vector<4xi32>
-          %h14 = arith.trunci %hw10 : i32 to i16
-          %h15 = arith.bitcast %h14 : i16 to f16
-          %h16 = arith.extf %h15 : f16 to f32
-          %s17 = arith.shrui %hw10, %c16_i32 : i32
-          %h18 = arith.trunci %s17 : i32 to i16
-          %h19 = arith.bitcast %h18 : i16 to f16
-          %h20 = arith.extf %h19 : f16 to f32
-          %n21 = arith.index_cast %q : index to i32
-          %lt22 = arith.cmpi ult, %n21, %c2_i32 : i32
-          %s23 = arith.shli %n21, %c1_i32 : i32
-          %a24 = arith.addi %s23, %c0_i32 : i32
-          %b25 = arith.andi %a24, %c3_i32 : i32
-          %s26 = arith.shli %b25, %c3_i32 : i32
-          %s27 = arith.shrui %hw11, %s26 : i32
-          %b28 = arith.andi %s27, %c255_i32 : i32
-          %s29 = arith.shrui %hw12, %s26 : i32
-          %b30 = arith.andi %s29, %c255_i32 : i32
-          %s31 = arith.shrui %hw13, %s26 : i32
-          %b32 = arith.andi %s31, %c255_i32 : i32
-          %b33 = arith.andi %b32, %c15_i32 : i32
-          %s34 = arith.shrui %b28, %c6_i32 : i32
-          %s35 = arith.shli %s34, %c4_i32 : i32
-          %o36 = arith.ori %b33, %s35 : i32
-          %s37 = arith.shrui %b32, %c4_i32 : i32
-          %s38 = arith.shrui %b30, %c6_i32 : i32
-          %s39 = arith.shli %s38, %c4_i32 : i32
-          %o40 = arith.ori %s37, %s39 : i32
-          %b41 = arith.andi %b28, %c63_i32 : i32
-          %sel42 = arith.select %lt22, %b41, %o36 : i32
-          %b43 = arith.andi %b30, %c63_i32 : i32
-          %sel44 = arith.select %lt22, %b43, %o40 : i32
-          %o45 = arith.ori %sel42, %c1258291200_i32 : i32
-          %q46 = arith.bitcast %o45 : i32 to f32
-          %f47 = arith.subf %q46, %c8p388608e06_f32 : f32
-          %f48 = arith.mulf %h16, %f47 : f32
-          %o49 = arith.ori %sel44, %c1258291200_i32 : i32
-          %q50 = arith.bitcast %o49 : i32 to f32
-          %f51 = arith.subf %q50, %c8p388608e06_f32 : f32
-          %f52 = arith.mulf %h20, %f51 : f32
-          %s53 = arith.shli %n21, %c1_i32 : i32
-          %a54 = arith.addi %s53, %c1_i32 : i32
-          %b55 = arith.andi %a54, %c3_i32 : i32
-          %s56 = arith.shli %b55, %c3_i32 : i32
-          %s57 = arith.shrui %hw11, %s56 : i32
-          %b58 = arith.andi %s57, %c255_i32 : i32
-          %s59 = arith.shrui %hw12, %s56 : i32
-          %b60 = arith.andi %s59, %c255_i32 : i32
-          %s61 = arith.shrui %hw13, %s56 : i32
-          %b62 = arith.andi %s61, %c255_i32 : i32
-          %b63 = arith.andi %b62, %c15_i32 : i32
-          %s64 = arith.shrui %b58, %c6_i32 : i32
-          %s65 = arith.shli %s64, %c4_i32 : i32
-          %o66 = arith.ori %b63, %s65 : i32
-          %s67 = arith.shrui %b62, %c4_i32 : i32
-          %s68 = arith.shrui %b60, %c6_i32 : i32
-          %s69 = arith.shli %s68, %c4_i32 : i32
-          %o70 = arith.ori %s67, %s69 : i32
-          %b71 = arith.andi %b58, %c63_i32 : i32
-          %sel72 = arith.select %lt22, %b71, %o66 : i32
-          %b73 = arith.andi %b60, %c63_i32 : i32
-          %sel74 = arith.select %lt22, %b73, %o70 : i32
-          %o75 = arith.ori %sel72, %c1258291200_i32 : i32
-          %q76 = arith.bitcast %o75 : i32 to f32
-          %f77 = arith.subf %q76, %c8p388608e06_f32 : f32
-          %f78 = arith.mulf %h16, %f77 : f32
-          %o79 = arith.ori %sel74, %c1258291200_i32 : i32
-          %q80 = arith.bitcast %o79 : i32 to f32
-          %f81 = arith.subf %q80, %c8p388608e06_f32 : f32
-          %f82 = arith.mulf %h20, %f81 : f32
-          %qw83 = vector.extract %qv7[0] : i32 from vector<4xi32>
-          %qw84 = vector.extract %qv7[1] : i32 from vector<4xi32>
-          %qw85 = vector.extract %qv7[2] : i32 from vector<4xi32>
-          %qw86 = vector.extract %qv7[3] : i32 from vector<4xi32>
-          %qw87 = vector.extract %qv9[0] : i32 from vector<4xi32>
-          %qw88 = vector.extract %qv9[1] : i32 from vector<4xi32>
-          %qw89 = vector.extract %qv9[2] : i32 from vector<4xi32>
-          %qw90 = vector.extract %qv9[3] : i32 from vector<4xi32>
-          %b91 = arith.andi %qw83, %c252645135_i32 : i32
-          %b92 = arith.andi %qw84, %c252645135_i32 : i32
-          %b93 = arith.andi %qw85, %c252645135_i32 : i32
-          %b94 = arith.andi %qw86, %c252645135_i32 : i32
-          %s95 = arith.shrui %qw83, %c4_i32 : i32
+          %p4 = arith.divui %q, %c2_index : index
+          %a5 = arith.addi %a2, %c1_index : index
+          %m6 = arith.muli %p4, %c2_index : index
+          %a7 = arith.addi %a5, %m6 : index
+          %qv8 = memref.load %w[%a7] : memref<?xvector<4xi32>>
+          %a9 = arith.addi %a7, %c1_index : index
+          %qv10 = memref.load %w[%a9] : memref<?xvector<4xi32>>
+          %hw11 = vector.extract %hd3[0] : i32 from vector<4xi32>
+          %hw12 = vector.extract %hd3[1] : i32 from vector<4xi32>
+          %hw13 = vector.extract %hd3[2] : i32 from vector<4xi32>
+          %hw14 = vector.extract %hd3[3] : i32 from vector<4xi32>
+          %n15 = arith.index_cast %q : index to i32
+          %h16 = arith.trunci %hw11 : i32 to i16
+          %h17 = arith.bitcast %h16 : i16 to f16
+          %h18 = arith.extf %h17 : f16 to f32
+          %s19 = arith.shrui %hw11, %c16_i32 : i32
+          %h20 = arith.trunci %s19 : i32 to i16
+          %h21 = arith.bitcast %h20 : i16 to f16
+          %h22 = arith.extf %h21 : f16 to f32
+          %lt23 = arith.cmpi ult, %n15, %c4_i32 : i32
+          %b24 = arith.andi %n15, %c3_i32 : i32
+          %s25 = arith.shli %b24, %c3_i32 : i32
+          %s26 = arith.shrui %hw12, %s25 : i32
+          %b27 = arith.andi %s26, %c255_i32 : i32
+          %s28 = arith.shrui %hw13, %s25 : i32
+          %b29 = arith.andi %s28, %c255_i32 : i32
+          %s30 = arith.shrui %hw14, %s25 : i32
+          %b31 = arith.andi %s30, %c255_i32 : i32
+          %b32 = arith.andi %b31, %c15_i32 : i32
+          %s33 = arith.shrui %b27, %c6_i32 : i32
+          %s34 = arith.shli %s33, %c4_i32 : i32
+          %o35 = arith.ori %b32, %s34 : i32
+          %s36 = arith.shrui %b31, %c4_i32 : i32
+          %s37 = arith.shrui %b29, %c6_i32 : i32
+          %s38 = arith.shli %s37, %c4_i32 : i32
+          %o39 = arith.ori %s36, %s38 : i32
+          %b40 = arith.andi %b27, %c63_i32 : i32
+          %sel41 = arith.select %lt23, %b40, %o35 : i32
+          %b42 = arith.andi %b29, %c63_i32 : i32
+          %sel43 = arith.select %lt23, %b42, %o39 : i32
+          %o44 = arith.ori %sel41, %c1258291200_i32 : i32
+          %q45 = arith.bitcast %o44 : i32 to f32
+          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
+          %f47 = arith.mulf %h18, %f46 : f32
+          %o48 = arith.ori %sel43, %c1258291200_i32 : i32
+          %q49 = arith.bitcast %o48 : i32 to f32
+          %f50 = arith.subf %q49, %c8p388608e06_f32 : f32
+          %f51 = arith.mulf %h22, %f50 : f32
+          %b52 = arith.andi %n15, %c1_i32 : i32
+          %s53 = arith.shli %b52, %c2_i32 : i32
+          %m54 = arith.muli %t0, %K32 : index
+          %m55 = arith.muli %b, %c8_index : index
+          %a56 = arith.addi %m55, %q : index
+          %a57 = arith.addi %m54, %a56 : index
+          %m58 = arith.muli %a57, %c2_index : index
+          %xq59 = memref.load %xq[%m58] : memref<?xvector<4xi32>>
+          %qw60 = vector.extract %qv8[0] : i32 from vector<4xi32>
+          %xw61 = vector.extract %xq59[0] : i32 from vector<4xi32>
+          %s62 = arith.shrui %qw60, %s53 : i32
+          %b63 = arith.andi %s62, %c252645135_i32 : i32
+          %dp64 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b63, %xw61, %c0_i32 : (i32, i32, i32) -> i32
+          %qw65 = vector.extract %qv8[1] : i32 from vector<4xi32>
+          %xw66 = vector.extract %xq59[1] : i32 from vector<4xi32>
+          %s67 = arith.shrui %qw65, %s53 : i32
+          %b68 = arith.andi %s67, %c252645135_i32 : i32
+          %dp69 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b68, %xw66, %dp64 : (i32, i32, i32) -> i32
+          %qw70 = vector.extract %qv8[2] : i32 from vector<4xi32>
+          %xw71 = vector.extract %xq59[2] : i32 from vector<4xi32>
+          %s72 = arith.shrui %qw70, %s53 : i32
+          %b73 = arith.andi %s72, %c252645135_i32 : i32
+          %dp74 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b73, %xw71, %dp69 : (i32, i32, i32) -> i32
+          %qw75 = vector.extract %qv8[3] : i32 from vector<4xi32>
+          %xw76 = vector.extract %xq59[3] : i32 from vector<4xi32>
+          %s77 = arith.shrui %qw75, %s53 : i32
+          %b78 = arith.andi %s77, %c252645135_i32 : i32
+          %dp79 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b78, %xw76, %dp74 : (i32, i32, i32) -> i32
+          %m80 = arith.muli %a57, %c2_index : index
+          %a81 = arith.addi %m80, %c1_index : index
+          %xq82 = memref.load %xq[%a81] : memref<?xvector<4xi32>>
+          %qw83 = vector.extract %qv10[0] : i32 from vector<4xi32>
+          %xw84 = vector.extract %xq82[0] : i32 from vector<4xi32>
+          %s85 = arith.shrui %qw83, %s53 : i32
+          %b86 = arith.andi %s85, %c252645135_i32 : i32
+          %dp87 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b86, %xw84, %dp79 : (i32, i32, i32) -> i32
+          %qw88 = vector.extract %qv10[1] : i32 from vector<4xi32>
+          %xw89 = vector.extract %xq82[1] : i32 from vector<4xi32>
+          %s90 = arith.shrui %qw88, %s53 : i32
+          %b91 = arith.andi %s90, %c252645135_i32 : i32
+          %dp92 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b91, %xw89, %dp87 : (i32, i32, i32) -> i32
+          %qw93 = vector.extract %qv10[2] : i32 from vector<4xi32>
+          %xw94 = vector.extract %xq82[2] : i32 from vector<4xi32>
+          %s95 = arith.shrui %qw93, %s53 : i32
           %b96 = arith.andi %s95, %c252645135_i32 : i32
-          %s97 = arith.shrui %qw84, %c4_i32 : i32
-          %b98 = arith.andi %s97, %c252645135_i32 : i32
-          %s99 = arith.shrui %qw85, %c4_i32 : i32
-          %b100 = arith.andi %s99, %c252645135_i32 : i32
-          %s101 = arith.shrui %qw86, %c4_i32 : i32
-          %b102 = arith.andi %s101, %c252645135_i32 : i32
-          %b103 = arith.andi %qw87, %c252645135_i32 : i32
-          %b104 = arith.andi %qw88, %c252645135_i32 : i32
-          %b105 = arith.andi %qw89, %c252645135_i32 : i32
-          %b106 = arith.andi %qw90, %c252645135_i32 : i32
-          %s107 = arith.shrui %qw87, %c4_i32 : i32
-          %b108 = arith.andi %s107, %c252645135_i32 : i32
-          %s109 = arith.shrui %qw88, %c4_i32 : i32
-          %b110 = arith.andi %s109, %c252645135_i32 : i32
-          %s111 = arith.shrui %qw89, %c4_i32 : i32
-          %b112 = arith.andi %s111, %c252645135_i32 : i32
-          %s113 = arith.shrui %qw90, %c4_i32 : i32
-          %b114 = arith.andi %s113, %c252645135_i32 : i32
-          %m115 = arith.muli %t0, %K32 : index
-          %m116 = arith.muli %b, %c8_index : index
-          %m117 = arith.muli %q, %c2_index : index
-          %a118 = arith.addi %m116, %m117 : index
-          %a119 = arith.addi %m115, %a118 : index
-          %m120 = arith.muli %a119, %c2_index : index
-          %xq121 = memref.load %xq[%m120] : memref<?xvector<4xi32>>
-          %xw122 = vector.extract %xq121[0] : i32 from vector<4xi32>
-          %dp123 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b91, %xw122, %c0_i32 : (i32, i32, i32) -> i32
-          %xw124 = vector.extract %xq121[1] : i32 from vector<4xi32>
-          %dp125 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b92, %xw124, %dp123 : (i32, i32, i32) -> i32
-          %xw126 = vector.extract %xq121[2] : i32 from vector<4xi32>
-          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b93, %xw126, %dp125 : (i32, i32, i32) -> i32
-          %xw128 = vector.extract %xq121[3] : i32 from vector<4xi32>
-          %dp129 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b94, %xw128, %dp127 : (i32, i32, i32) -> i32
-          %m130 = arith.muli %a119, %c2_index : index
-          %a131 = arith.addi %m130, %c1_index : index
-          %xq132 = memref.load %xq[%a131] : memref<?xvector<4xi32>>
-          %xw133 = vector.extract %xq132[0] : i32 from vector<4xi32>
-          %dp134 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b103, %xw133, %dp129 : (i32, i32, i32) -> i32
-          %xw135 = vector.extract %xq132[1] : i32 from vector<4xi32>
-          %dp136 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b104, %xw135, %dp134 : (i32, i32, i32) -> i32
-          %xw137 = vector.extract %xq132[2] : i32 from vector<4xi32>
-          %dp138 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b105, %xw137, %dp136 : (i32, i32, i32) -> i32
-          %xw139 = vector.extract %xq132[3] : i32 from vector<4xi32>
-          %dp140 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b106, %xw139, %dp138 : (i32, i32, i32) -> i32
-          %ds141 = memref.load %xds[%a119] : memref<?xvector<4xf32>>
-          %dx142 = vector.extract %ds141[0] : f32 from vector<4xf32>
-          %dx143 = vector.extract %ds141[1] : f32 from vector<4xf32>
-          %dx144 = vector.extract %ds141[2] : f32 from vector<4xf32>
-          %af145 = arith.sitofp %dp140 : i32 to f32
-          %f146 = arith.mulf %f48, %dx142 : f32
-          %f147 = arith.mulf %f146, %af145 : f32
-          %f148 = arith.addf %dx143, %dx144 : f32
-          %f149 = arith.mulf %f52, %f148 : f32
-          %f150 = arith.subf %f147, %f149 : f32
-          %a151 = arith.addi %a119, %c1_index : index
-          %m152 = arith.muli %a151, %c2_index : index
-          %xq153 = memref.load %xq[%m152] : memref<?xvector<4xi32>>
-          %xw154 = vector.extract %xq153[0] : i32 from vector<4xi32>
-          %dp155 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b96, %xw154, %c0_i32 : (i32, i32, i32) -> i32
-          %xw156 = vector.extract %xq153[1] : i32 from vector<4xi32>
-          %dp157 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b98, %xw156, %dp155 : (i32, i32, i32) -> i32
-          %xw158 = vector.extract %xq153[2] : i32 from vector<4xi32>
-          %dp159 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b100, %xw158, %dp157 : (i32, i32, i32) -> i32
-          %xw160 = vector.extract %xq153[3] : i32 from vector<4xi32>
-          %dp161 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b102, %xw160, %dp159 : (i32, i32, i32) -> i32
-          %m162 = arith.muli %a151, %c2_index : index
-          %a163 = arith.addi %m162, %c1_index : index
-          %xq164 = memref.load %xq[%a163] : memref<?xvector<4xi32>>
-          %xw165 = vector.extract %xq164[0] : i32 from vector<4xi32>
-          %dp166 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b108, %xw165, %dp161 : (i32, i32, i32) -> i32
-          %xw167 = vector.extract %xq164[1] : i32 from vector<4xi32>
-          %dp168 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b110, %xw167, %dp166 : (i32, i32, i32) -> i32
-          %xw169 = vector.extract %xq164[2] : i32 from vector<4xi32>
-          %dp170 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b112, %xw169, %dp168 : (i32, i32, i32) -> i32
-          %xw171 = vector.extract %xq164[3] : i32 from vector<4xi32>
-          %dp172 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b114, %xw171, %dp170 : (i32, i32, i32) -> i32
-          %ds173 = memref.load %xds[%a151] : memref<?xvector<4xf32>>
-          %dx174 = vector.extract %ds173[0] : f32 from vector<4xf32>
-          %dx175 = vector.extract %ds173[1] : f32 from vector<4xf32>
-          %dx176 = vector.extract %ds173[2] : f32 from vector<4xf32>
-          %af177 = arith.sitofp %dp172 : i32 to f32
-          %f178 = arith.mulf %f78, %dx174 : f32
-          %f179 = arith.mulf %f178, %af177 : f32
-          %f180 = arith.addf %dx175, %dx176 : f32
-          %f181 = arith.mulf %f82, %f180 : f32
-          %f182 = arith.subf %f179, %f181 : f32
-          %f183 = arith.addf %f150, %f182 : f32
-          %f184 = arith.addf %sacc, %f183 : f32
-          scf.yield %f184 : f32
+          %dp97 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b96, %xw94, %dp92 : (i32, i32, i32) -> i32
+          %qw98 = vector.extract %qv10[3] : i32 from vector<4xi32>
+          %xw99 = vector.extract %xq82[3] : i32 from vector<4xi32>
+          %s100 = arith.shrui %qw98, %s53 : i32
+          %b101 = arith.andi %s100, %c252645135_i32 : i32
+          %dp102 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b101, %xw99, %dp97 : (i32, i32, i32) -> i32
+          %ds103 = memref.load %xds[%a57] : memref<?xvector<4xf32>>
+          %dx104 = vector.extract %ds103[0] : f32 from vector<4xf32>
+          %dx105 = vector.extract %ds103[1] : f32 from vector<4xf32>
+          %dx106 = vector.extract %ds103[2] : f32 from vector<4xf32>
+          %af107 = arith.sitofp %dp102 : i32 to f32
+          %f108 = arith.mulf %f47, %dx104 : f32
+          %f109 = arith.mulf %f108, %af107 : f32
+          %f110 = arith.addf %dx105, %dx106 : f32
+          %f111 = arith.mulf %f51, %f110 : f32
+          %f112 = arith.subf %f109, %f111 : f32
+          %f113 = arith.addf %sacc, %f112 : f32
+          scf.yield %f113 : f32
         }
         scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -763,298 +687,227 @@ module attributes {gpu.container_module} {
           %si = arith.addi %s, %tid : index
           memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
-        scf.for %u = %u0 to %units step %c64_index {
-          %b = arith.divui %u, %c4_index : index
-          %q = arith.remui %u, %c4_index : index
-          %m185 = arith.muli %b, %c9_index : index
-          %a186 = arith.addi %rowbase, %m185 : index
-          %hd187 = memref.load %w[%a186] : memref<?xvector<4xi32>>
-          %a188 = arith.addi %a186, %c1_index : index
-          %m189 = arith.muli %q, %c2_index : index
-          %a190 = arith.addi %a188, %m189 : index
-          %qv191 = memref.load %w[%a190] : memref<?xvector<4xi32>>
-          %a192 = arith.addi %a190, %c1_index : index
-          %qv193 = memref.load %w[%a192] : memref<?xvector<4xi32>>
+        scf.for %u = %lane to %units step %c32_index {
+          %b = arith.divui %u, %c8_index : index
+          %q = arith.remui %u, %c8_index : index
+          %m114 = arith.muli %b, %c9_index : index
+          %a115 = arith.addi %rowbase, %m114 : index
+          %hd116 = memref.load %w[%a115] : memref<?xvector<4xi32>>
+          %p117 = arith.divui %q, %c2_index : index
+          %a118 = arith.addi %a115, %c1_index : index
+          %m119 = arith.muli %p117, %c2_index : index
+          %a120 = arith.addi %a118, %m119 : index
+          %qv121 = memref.load %w[%a120] : memref<?xvector<4xi32>>
+          %a122 = arith.addi %a120, %c1_index : index
+          %qv123 = memref.load %w[%a122] : memref<?xvector<4xi32>>
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %hw194 = vector.extract %hd187[0] : i32 from vector<4xi32>
-            %hw195 = vector.extract %hd187[1] : i32 from vector<4xi32>
-            %hw196 = vector.extract %hd187[2] : i32 from vector<4xi32>
-            %hw197 = vector.extract %hd187[3] : i32 from vector<4xi32>
-            %h198 = arith.trunci %hw194 : i32 to i16
-            %h199 = arith.bitcast %h198 : i16 to f16
-            %h200 = arith.extf %h199 : f16 to f32
-            %s201 = arith.shrui %hw194, %c16_i32 : i32
-            %h202 = arith.trunci %s201 : i32 to i16
-            %h203 = arith.bitcast %h202 : i16 to f16
-            %h204 = arith.extf %h203 : f16 to f32
-            %n205 = arith.index_cast %q : index to i32
-            %lt206 = arith.cmpi ult, %n205, %c2_i32 : i32
-            %s207 = arith.shli %n205, %c1_i32 : i32
-            %a208 = arith.addi %s207, %c0_i32 : i32
-            %b209 = arith.andi %a208, %c3_i32 : i32
-            %s210 = arith.shli %b209, %c3_i32 : i32
-            %s211 = arith.shrui %hw195, %s210 : i32
-            %b212 = arith.andi %s211, %c255_i32 : i32
-            %s213 = arith.shrui %hw196, %s210 : i32
-            %b214 = arith.andi %s213, %c255_i32 : i32
-            %s215 = arith.shrui %hw197, %s210 : i32
-            %b216 = arith.andi %s215, %c255_i32 : i32
-            %b217 = arith.andi %b216, %c15_i32 : i32
-            %s218 = arith.shrui %b212, %c6_i32 : i32
-            %s219 = arith.shli %s218, %c4_i32 : i32
-            %o220 = arith.ori %b217, %s219 : i32
-            %s221 = arith.shrui %b216, %c4_i32 : i32
-            %s222 = arith.shrui %b214, %c6_i32 : i32
-            %s223 = arith.shli %s222, %c4_i32 : i32
-            %o224 = arith.ori %s221, %s223 : i32
-            %b225 = arith.andi %b212, %c63_i32 : i32
-            %sel226 = arith.select %lt206, %b225, %o220 : i32
-            %b227 = arith.andi %b214, %c63_i32 : i32
-            %sel228 = arith.select %lt206, %b227, %o224 : i32
-            %o229 = arith.ori %sel226, %c1258291200_i32 : i32
-            %q230 = arith.bitcast %o229 : i32 to f32
-            %f231 = arith.subf %q230, %c8p388608e06_f32 : f32
-            %f232 = arith.mulf %h200, %f231 : f32
-            %o233 = arith.ori %sel228, %c1258291200_i32 : i32
-            %q234 = arith.bitcast %o233 : i32 to f32
-            %f235 = arith.subf %q234, %c8p388608e06_f32 : f32
-            %f236 = arith.mulf %h204, %f235 : f32
-            %s237 = arith.shli %n205, %c1_i32 : i32
-            %a238 = arith.addi %s237, %c1_i32 : i32
-            %b239 = arith.andi %a238, %c3_i32 : i32
-            %s240 = arith.shli %b239, %c3_i32 : i32
-            %s241 = arith.shrui %hw195, %s240 : i32
-            %b242 = arith.andi %s241, %c255_i32 : i32
-            %s243 = arith.shrui %hw196, %s240 : i32
-            %b244 = arith.andi %s243, %c255_i32 : i32
-            %s245 = arith.shrui %hw197, %s240 : i32
-            %b246 = arith.andi %s245, %c255_i32 : i32
-            %b247 = arith.andi %b246, %c15_i32 : i32
-            %s248 = arith.shrui %b242, %c6_i32 : i32
-            %s249 = arith.shli %s248, %c4_i32 : i32
-            %o250 = arith.ori %b247, %s249 : i32
-            %s251 = arith.shrui %b246, %c4_i32 : i32
-            %s252 = arith.shrui %b244, %c6_i32 : i32
-            %s253 = arith.shli %s252, %c4_i32 : i32
-            %o254 = arith.ori %s251, %s253 : i32
-            %b255 = arith.andi %b242, %c63_i32 : i32
-            %sel256 = arith.select %lt206, %b255, %o250 : i32
-            %b257 = arith.andi %b244, %c63_i32 : i32
-            %sel258 = arith.select %lt206, %b257, %o254 : i32
-            %o259 = arith.ori %sel256, %c1258291200_i32 : i32
-            %q260 = arith.bitcast %o259 : i32 to f32
-            %f261 = arith.subf %q260, %c8p388608e06_f32 : f32
-            %f262 = arith.mulf %h200, %f261 : f32
-            %o263 = arith.ori %sel258, %c1258291200_i32 : i32
-            %q264 = arith.bitcast %o263 : i32 to f32
-            %f265 = arith.subf %q264, %c8p388608e06_f32 : f32
-            %f266 = arith.mulf %h204, %f265 : f32
-            %qw267 = vector.extract %qv191[0] : i32 from vector<4xi32>
-            %qw268 = vector.extract %qv191[1] : i32 from vector<4xi32>
-            %qw269 = vector.extract %qv191[2] : i32 from vector<4xi32>
-            %qw270 = vector.extract %qv191[3] : i32 from vector<4xi32>
-            %qw271 = vector.extract %qv193[0] : i32 from vector<4xi32>
-            %qw272 = vector.extract %qv193[1] : i32 from vector<4xi32>
-            %qw273 = vector.extract %qv193[2] : i32 from vector<4xi32>
-            %qw274 = vector.extract %qv193[3] : i32 from vector<4xi32>
-            %b275 = arith.andi %qw267, %c252645135_i32 : i32
-            %b276 = arith.andi %qw268, %c252645135_i32 : i32
-            %b277 = arith.andi %qw269, %c252645135_i32 : i32
-            %b278 = arith.andi %qw270, %c252645135_i32 : i32
-            %s279 = arith.shrui %qw267, %c4_i32 : i32
-            %b280 = arith.andi %s279, %c252645135_i32 : i32
-            %s281 = arith.shrui %qw268, %c4_i32 : i32
-            %b282 = arith.andi %s281, %c252645135_i32 : i32
-            %s283 = arith.shrui %qw269, %c4_i32 : i32
-            %b284 = arith.andi %s283, %c252645135_i32 : i32
-            %s285 = arith.shrui %qw270, %c4_i32 : i32
-            %b286 = arith.andi %s285, %c252645135_i32 : i32
-            %b287 = arith.andi %qw271, %c252645135_i32 : i32
-            %b288 = arith.andi %qw272, %c252645135_i32 : i32
-            %b289 = arith.andi %qw273, %c252645135_i32 : i32
-            %b290 = arith.andi %qw274, %c252645135_i32 : i32
-            %s291 = arith.shrui %qw271, %c4_i32 : i32
-            %b292 = arith.andi %s291, %c252645135_i32 : i32
-            %s293 = arith.shrui %qw272, %c4_i32 : i32
-            %b294 = arith.andi %s293, %c252645135_i32 : i32
-            %s295 = arith.shrui %qw273, %c4_i32 : i32
-            %b296 = arith.andi %s295, %c252645135_i32 : i32
-            %s297 = arith.shrui %qw274, %c4_i32 : i32
-            %b298 = arith.andi %s297, %c252645135_i32 : i32
-            %m299 = arith.muli %tg, %K32 : index
-            %m300 = arith.muli %b, %c8_index : index
-            %m301 = arith.muli %q, %c2_index : index
-            %a302 = arith.addi %m300, %m301 : index
-            %a303 = arith.addi %m299, %a302 : index
-            %m304 = arith.muli %a303, %c2_index : index
-            %xq305 = memref.load %xq[%m304] : memref<?xvector<4xi32>>
-            %xw306 = vector.extract %xq305[0] : i32 from vector<4xi32>
-            %dp307 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b275, %xw306, %c0_i32 : (i32, i32, i32) -> i32
-            %xw308 = vector.extract %xq305[1] : i32 from vector<4xi32>
-            %dp309 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b276, %xw308, %dp307 : (i32, i32, i32) -> i32
-            %xw310 = vector.extract %xq305[2] : i32 from vector<4xi32>
-            %dp311 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b277, %xw310, %dp309 : (i32, i32, i32) -> i32
-            %xw312 = vector.extract %xq305[3] : i32 from vector<4xi32>
-            %dp313 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b278, %xw312, %dp311 : (i32, i32, i32) -> i32
-            %m314 = arith.muli %a303, %c2_index : index
-            %a315 = arith.addi %m314, %c1_index : index
-            %xq316 = memref.load %xq[%a315] : memref<?xvector<4xi32>>
-            %xw317 = vector.extract %xq316[0] : i32 from vector<4xi32>
-            %dp318 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b287, %xw317, %dp313 : (i32, i32, i32) -> i32
-            %xw319 = vector.extract %xq316[1] : i32 from vector<4xi32>
-            %dp320 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b288, %xw319, %dp318 : (i32, i32, i32) -> i32
-            %xw321 = vector.extract %xq316[2] : i32 from vector<4xi32>
-            %dp322 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b289, %xw321, %dp320 : (i32, i32, i32) -> i32
-            %xw323 = vector.extract %xq316[3] : i32 from vector<4xi32>
-            %dp324 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b290, %xw323, %dp322 : (i32, i32, i32) -> i32
-            %ds325 = memref.load %xds[%a303] : memref<?xvector<4xf32>>
-            %dx326 = vector.extract %ds325[0] : f32 from vector<4xf32>
-            %dx327 = vector.extract %ds325[1] : f32 from vector<4xf32>
-            %dx328 = vector.extract %ds325[2] : f32 from vector<4xf32>
-            %af329 = arith.sitofp %dp324 : i32 to f32
-            %f330 = arith.mulf %f232, %dx326 : f32
-            %f331 = arith.mulf %f330, %af329 : f32
-            %f332 = arith.addf %dx327, %dx328 : f32
-            %f333 = arith.mulf %f236, %f332 : f32
-            %f334 = arith.subf %f331, %f333 : f32
-            %a335 = arith.addi %a303, %c1_index : index
-            %m336 = arith.muli %a335, %c2_index : index
-            %xq337 = memref.load %xq[%m336] : memref<?xvector<4xi32>>
-            %xw338 = vector.extract %xq337[0] : i32 from vector<4xi32>
-            %dp339 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b280, %xw338, %c0_i32 : (i32, i32, i32) -> i32
-            %xw340 = vector.extract %xq337[1] : i32 from vector<4xi32>
-            %dp341 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b282, %xw340, %dp339 : (i32, i32, i32) -> i32
-            %xw342 = vector.extract %xq337[2] : i32 from vector<4xi32>
-            %dp343 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b284, %xw342, %dp341 : (i32, i32, i32) -> i32
-            %xw344 = vector.extract %xq337[3] : i32 from vector<4xi32>
-            %dp345 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b286, %xw344, %dp343 : (i32, i32, i32) -> i32
-            %m346 = arith.muli %a335, %c2_index : index
-            %a347 = arith.addi %m346, %c1_index : index
-            %xq348 = memref.load %xq[%a347] : memref<?xvector<4xi32>>
-            %xw349 = vector.extract %xq348[0] : i32 from vector<4xi32>
-            %dp350 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b292, %xw349, %dp345 : (i32, i32, i32) -> i32
-            %xw351 = vector.extract %xq348[1] : i32 from vector<4xi32>
-            %dp352 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b294, %xw351, %dp350 : (i32, i32, i32) -> i32
-            %xw353 = vector.extract %xq348[2] : i32 from vector<4xi32>
-            %dp354 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b296, %xw353, %dp352 : (i32, i32, i32) -> i32
-            %xw355 = vector.extract %xq348[3] : i32 from vector<4xi32>
-            %dp356 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b298, %xw355, %dp354 : (i32, i32, i32) -> i32
-            %ds357 = memref.load %xds[%a335] : memref<?xvector<4xf32>>
-            %dx358 = vector.extract %ds357[0] : f32 from vector<4xf32>
-            %dx359 = vector.extract %ds357[1] : f32 from vector<4xf32>
-            %dx360 = vector.extract %ds357[2] : f32 from vector<4xf32>
-            %af361 = arith.sitofp %dp356 : i32 to f32
-            %f362 = arith.mulf %f262, %dx358 : f32
-            %f363 = arith.mulf %f362, %af361 : f32
-            %f364 = arith.addf %dx359, %dx360 : f32
-            %f365 = arith.mulf %f266, %f364 : f32
-            %f366 = arith.subf %f363, %f365 : f32
-            %f367 = arith.addf %f334, %f366 : f32
+            %hw124 = vector.extract %hd116[0] : i32 from vector<4xi32>
+            %hw125 = vector.extract %hd116[1] : i32 from vector<4xi32>
+            %hw126 = vector.extract %hd116[2] : i32 from vector<4xi32>
+            %hw127 = vector.extract %hd116[3] : i32 from vector<4xi32>
+            %n128 = arith.index_cast %q : index to i32
+            %h129 = arith.trunci %hw124 : i32 to i16
+            %h130 = arith.bitcast %h129 : i16 to f16
+            %h131 = arith.extf %h130 : f16 to f32
+            %s132 = arith.shrui %hw124, %c16_i32 : i32
+            %h133 = arith.trunci %s132 : i32 to i16
+            %h134 = arith.bitcast %h133 : i16 to f16
+            %h135 = arith.extf %h134 : f16 to f32
+            %lt136 = arith.cmpi ult, %n128, %c4_i32 : i32
+            %b137 = arith.andi %n128, %c3_i32 : i32
+            %s138 = arith.shli %b137, %c3_i32 : i32
+            %s139 = arith.shrui %hw125, %s138 : i32
+            %b140 = arith.andi %s139, %c255_i32 : i32
+            %s141 = arith.shrui %hw126, %s138 : i32
+            %b142 = arith.andi %s141, %c255_i32 : i32
+            %s143 = arith.shrui %hw127, %s138 : i32
+            %b144 = arith.andi %s143, %c255_i32 : i32
+            %b145 = arith.andi %b144, %c15_i32 : i32
+            %s146 = arith.shrui %b140, %c6_i32 : i32
+            %s147 = arith.shli %s146, %c4_i32 : i32
+            %o148 = arith.ori %b145, %s147 : i32
+            %s149 = arith.shrui %b144, %c4_i32 : i32
+            %s150 = arith.shrui %b142, %c6_i32 : i32
+            %s151 = arith.shli %s150, %c4_i32 : i32
+            %o152 = arith.ori %s149, %s151 : i32
+            %b153 = arith.andi %b140, %c63_i32 : i32
+            %sel154 = arith.select %lt136, %b153, %o148 : i32
+            %b155 = arith.andi %b142, %c63_i32 : i32
+            %sel156 = arith.select %lt136, %b155, %o152 : i32
+            %o157 = arith.ori %sel154, %c1258291200_i32 : i32
+            %q158 = arith.bitcast %o157 : i32 to f32
+            %f159 = arith.subf %q158, %c8p388608e06_f32 : f32
+            %f160 = arith.mulf %h131, %f159 : f32
+            %o161 = arith.ori %sel156, %c1258291200_i32 : i32
+            %q162 = arith.bitcast %o161 : i32 to f32
+            %f163 = arith.subf %q162, %c8p388608e06_f32 : f32
+            %f164 = arith.mulf %h135, %f163 : f32
+            %b165 = arith.andi %n128, %c1_i32 : i32
+            %s166 = arith.shli %b165, %c2_i32 : i32
+            %m167 = arith.muli %tg, %K32 : index
+            %m168 = arith.muli %b, %c8_index : index
+            %a169 = arith.addi %m168, %q : index
+            %a170 = arith.addi %m167, %a169 : index
+            %m171 = arith.muli %a170, %c2_index : index
+            %xq172 = memref.load %xq[%m171] : memref<?xvector<4xi32>>
+            %qw173 = vector.extract %qv121[0] : i32 from vector<4xi32>
+            %xw174 = vector.extract %xq172[0] : i32 from vector<4xi32>
+            %s175 = arith.shrui %qw173, %s166 : i32
+            %b176 = arith.andi %s175, %c252645135_i32 : i32
+            %dp177 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b176, %xw174, %c0_i32 : (i32, i32, i32) -> i32
+            %qw178 = vector.extract %qv121[1] : i32 from vector<4xi32>
+            %xw179 = vector.extract %xq172[1] : i32 from vector<4xi32>
+            %s180 = arith.shrui %qw178, %s166 : i32
+            %b181 = arith.andi %s180, %c252645135_i32 : i32
+            %dp182 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b181, %xw179, %dp177 : (i32, i32, i32) -> i32
+            %qw183 = vector.extract %qv121[2] : i32 from vector<4xi32>
+            %xw184 = vector.extract %xq172[2] : i32 from vector<4xi32>
+            %s185 = arith.shrui %qw183, %s166 : i32
+            %b186 = arith.andi %s185, %c252645135_i32 : i32
+            %dp187 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b186, %xw184, %dp182 : (i32, i32, i32) -> i32
+            %qw188 = vector.extract %qv121[3] : i32 from vector<4xi32>
+            %xw189 = vector.extract %xq172[3] : i32 from vector<4xi32>
+            %s190 = arith.shrui %qw188, %s166 : i32
+            %b191 = arith.andi %s190, %c252645135_i32 : i32
+            %dp192 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b191, %xw189, %dp187 : (i32, i32, i32) -> i32
+            %m193 = arith.muli %a170, %c2_index : index
+            %a194 = arith.addi %m193, %c1_index : index
+            %xq195 = memref.load %xq[%a194] : memref<?xvector<4xi32>>
+            %qw196 = vector.extract %qv123[0] : i32 from vector<4xi32>
+            %xw197 = vector.extract %xq195[0] : i32 from vector<4xi32>
+            %s198 = arith.shrui %qw196, %s166 : i32
+            %b199 = arith.andi %s198, %c252645135_i32 : i32
+            %dp200 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b199, %xw197, %dp192 : (i32, i32, i32) -> i32
+            %qw201 = vector.extract %qv123[1] : i32 from vector<4xi32>
+            %xw202 = vector.extract %xq195[1] : i32 from vector<4xi32>
+            %s203 = arith.shrui %qw201, %s166 : i32
+            %b204 = arith.andi %s203, %c252645135_i32 : i32
+            %dp205 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b204, %xw202, %dp200 : (i32, i32, i32) -> i32
+            %qw206 = vector.extract %qv123[2] : i32 from vector<4xi32>
+            %xw207 = vector.extract %xq195[2] : i32 from vector<4xi32>
+            %s208 = arith.shrui %qw206, %s166 : i32
+            %b209 = arith.andi %s208, %c252645135_i32 : i32
+            %dp210 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b209, %xw207, %dp205 : (i32, i32, i32) -> i32
+            %qw211 = vector.extract %qv123[3] : i32 from vector<4xi32>
+            %xw212 = vector.extract %xq195[3] : i32 from vector<4xi32>
+            %s213 = arith.shrui %qw211, %s166 : i32
+            %b214 = arith.andi %s213, %c252645135_i32 : i32
+            %dp215 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b214, %xw212, %dp210 : (i32, i32, i32) -> i32
+            %ds216 = memref.load %xds[%a170] : memref<?xvector<4xf32>>
+            %dx217 = vector.extract %ds216[0] : f32 from vector<4xf32>
+            %dx218 = vector.extract %ds216[1] : f32 from vector<4xf32>
+            %dx219 = vector.extract %ds216[2] : f32 from vector<4xf32>
+            %af220 = arith.sitofp %dp215 : i32 to f32
+            %f221 = arith.mulf %f160, %dx217 : f32
+            %f222 = arith.mulf %f221, %af220 : f32
+            %f223 = arith.addf %dx218, %dx219 : f32
+            %f224 = arith.mulf %f164, %f223 : f32
+            %f225 = arith.subf %f222, %f224 : f32
             %slot0 = arith.muli %t, %c128_index : index
             %slot = arith.addi %slot0, %tid : index
             %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f367 : f32
+            %new = arith.addf %old, %f225 : f32
             memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv368 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a369 = arith.addi %tid, %c128_index : index
-        %sv370 = memref.load %slots[%a369] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a371 = arith.addi %tid, %c256_index : index
-        %sv372 = memref.load %slots[%a371] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a373 = arith.addi %tid, %c384_index : index
-        %sv374 = memref.load %slots[%a373] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a375 = arith.addi %tid, %c512_index : index
-        %sv376 = memref.load %slots[%a375] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a377 = arith.addi %tid, %c640_index : index
-        %sv378 = memref.load %slots[%a377] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a379 = arith.addi %tid, %c768_index : index
-        %sv380 = memref.load %slots[%a379] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a381 = arith.addi %tid, %c896_index : index
-        %sv382 = memref.load %slots[%a381] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv368, %sv370, %sv372, %sv374, %sv376, %sv378, %sv380, %sv382 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv226 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a227 = arith.addi %tid, %c128_index : index
+        %sv228 = memref.load %slots[%a227] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a229 = arith.addi %tid, %c256_index : index
+        %sv230 = memref.load %slots[%a229] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a231 = arith.addi %tid, %c384_index : index
+        %sv232 = memref.load %slots[%a231] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a233 = arith.addi %tid, %c512_index : index
+        %sv234 = memref.load %slots[%a233] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a235 = arith.addi %tid, %c640_index : index
+        %sv236 = memref.load %slots[%a235] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a237 = arith.addi %tid, %c768_index : index
+        %sv238 = memref.load %slots[%a237] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a239 = arith.addi %tid, %c896_index : index
+        %sv240 = memref.load %slots[%a239] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv226, %sv228, %sv230, %sv232, %sv234, %sv236, %sv238, %sv240 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh383:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f384 = arith.addf %acc_r#0, %sh383#0 : f32
-      %sh385:2 = gpu.shuffle xor %f384, %c2_i32, %c32_i32 : f32
-      %f386 = arith.addf %f384, %sh385#0 : f32
-      %sh387:2 = gpu.shuffle xor %f386, %c1_i32, %c32_i32 : f32
-      %f388 = arith.addf %f386, %sh387#0 : f32
-      %c389 = scf.if %tok1 -> (f32) {
-        %sh390:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f391 = arith.addf %acc_r#1, %sh390#0 : f32
-        %sh392:2 = gpu.shuffle xor %f391, %c2_i32, %c32_i32 : f32
-        %f393 = arith.addf %f391, %sh392#0 : f32
-        %sh394:2 = gpu.shuffle xor %f393, %c1_i32, %c32_i32 : f32
-        %f395 = arith.addf %f393, %sh394#0 : f32
-        scf.yield %f395 : f32
+      %sh241:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+      %f242 = arith.addf %acc_r#0, %sh241#0 : f32
+      %sh243:2 = gpu.shuffle xor %f242, %c2_i32, %c32_i32 : f32
+      %f244 = arith.addf %f242, %sh243#0 : f32
+      %sh245:2 = gpu.shuffle xor %f244, %c1_i32, %c32_i32 : f32
+      %f246 = arith.addf %f244, %sh245#0 : f32
+      %c247 = scf.if %tok1 -> (f32) {
+        %sh248:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+        %f249 = arith.addf %acc_r#1, %sh248#0 : f32
+        %sh250:2 = gpu.shuffle xor %f249, %c2_i32, %c32_i32 : f32
+        %f251 = arith.addf %f249, %sh250#0 : f32
+        %sh252:2 = gpu.shuffle xor %f251, %c1_i32, %c32_i32 : f32
+        %f253 = arith.addf %f251, %sh252#0 : f32
+        scf.yield %f253 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c396 = scf.if %tok2 -> (f32) {
-        %sh397:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f398 = arith.addf %acc_r#2, %sh397#0 : f32
-        %sh399:2 = gpu.shuffle xor %f398, %c2_i32, %c32_i32 : f32
-        %f400 = arith.addf %f398, %sh399#0 : f32
-        %sh401:2 = gpu.shuffle xor %f400, %c1_i32, %c32_i32 : f32
-        %f402 = arith.addf %f400, %sh401#0 : f32
-        scf.yield %f402 : f32
+      %c254 = scf.if %tok2 -> (f32) {
+        %sh255:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+        %f256 = arith.addf %acc_r#2, %sh255#0 : f32
+        %sh257:2 = gpu.shuffle xor %f256, %c2_i32, %c32_i32 : f32
+        %f258 = arith.addf %f256, %sh257#0 : f32
+        %sh259:2 = gpu.shuffle xor %f258, %c1_i32, %c32_i32 : f32
+        %f260 = arith.addf %f258, %sh259#0 : f32
+        scf.yield %f260 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c403 = scf.if %tok3 -> (f32) {
-        %sh404:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f405 = arith.addf %acc_r#3, %sh404#0 : f32
-        %sh406:2 = gpu.shuffle xor %f405, %c2_i32, %c32_i32 : f32
-        %f407 = arith.addf %f405, %sh406#0 : f32
-        %sh408:2 = gpu.shuffle xor %f407, %c1_i32, %c32_i32 : f32
-        %f409 = arith.addf %f407, %sh408#0 : f32
-        scf.yield %f409 : f32
+      %c261 = scf.if %tok3 -> (f32) {
+        %sh262:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+        %f263 = arith.addf %acc_r#3, %sh262#0 : f32
+        %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
+        %f265 = arith.addf %f263, %sh264#0 : f32
+        %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
+        %f267 = arith.addf %f265, %sh266#0 : f32
+        scf.yield %f267 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c410 = scf.if %tok4 -> (f32) {
-        %sh411:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f412 = arith.addf %acc_r#4, %sh411#0 : f32
-        %sh413:2 = gpu.shuffle xor %f412, %c2_i32, %c32_i32 : f32
-        %f414 = arith.addf %f412, %sh413#0 : f32
-        %sh415:2 = gpu.shuffle xor %f414, %c1_i32, %c32_i32 : f32
-        %f416 = arith.addf %f414, %sh415#0 : f32
-        scf.yield %f416 : f32
+      %c268 = scf.if %tok4 -> (f32) {
+        %sh269:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+        %f270 = arith.addf %acc_r#4, %sh269#0 : f32
+        %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
+        %f272 = arith.addf %f270, %sh271#0 : f32
+        %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
+        %f274 = arith.addf %f272, %sh273#0 : f32
+        scf.yield %f274 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c417 = scf.if %tok5 -> (f32) {
-        %sh418:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f419 = arith.addf %acc_r#5, %sh418#0 : f32
-        %sh420:2 = gpu.shuffle xor %f419, %c2_i32, %c32_i32 : f32
-        %f421 = arith.addf %f419, %sh420#0 : f32
-        %sh422:2 = gpu.shuffle xor %f421, %c1_i32, %c32_i32 : f32
-        %f423 = arith.addf %f421, %sh422#0 : f32
-        scf.yield %f423 : f32
+      %c275 = scf.if %tok5 -> (f32) {
+        %sh276:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+        %f277 = arith.addf %acc_r#5, %sh276#0 : f32
+        %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
+        %f279 = arith.addf %f277, %sh278#0 : f32
+        %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
+        %f281 = arith.addf %f279, %sh280#0 : f32
+        scf.yield %f281 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c424 = scf.if %tok6 -> (f32) {
-        %sh425:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f426 = arith.addf %acc_r#6, %sh425#0 : f32
-        %sh427:2 = gpu.shuffle xor %f426, %c2_i32, %c32_i32 : f32
-        %f428 = arith.addf %f426, %sh427#0 : f32
-        %sh429:2 = gpu.shuffle xor %f428, %c1_i32, %c32_i32 : f32
-        %f430 = arith.addf %f428, %sh429#0 : f32
-        scf.yield %f430 : f32
+      %c282 = scf.if %tok6 -> (f32) {
+        %sh283:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+        %f284 = arith.addf %acc_r#6, %sh283#0 : f32
+        %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
+        %f286 = arith.addf %f284, %sh285#0 : f32
+        %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
+        %f288 = arith.addf %f286, %sh287#0 : f32
+        scf.yield %f288 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
-      %c431 = scf.if %tok7 -> (f32) {
-        %sh432:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f433 = arith.addf %acc_r#7, %sh432#0 : f32
-        %sh434:2 = gpu.shuffle xor %f433, %c2_i32, %c32_i32 : f32
-        %f435 = arith.addf %f433, %sh434#0 : f32
-        %sh436:2 = gpu.shuffle xor %f435, %c1_i32, %c32_i32 : f32
-        %f437 = arith.addf %f435, %sh436#0 : f32
-        scf.yield %f437 : f32
+      %c289 = scf.if %tok7 -> (f32) {
+        %sh290:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+        %f291 = arith.addf %acc_r#7, %sh290#0 : f32
+        %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
+        %f293 = arith.addf %f291, %sh292#0 : f32
+        %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
+        %f295 = arith.addf %f293, %sh294#0 : f32
+        scf.yield %f295 : f32
       } else {
         scf.yield %c0p0_f32 : f32
       }
@@ -1064,21 +917,21 @@ module attributes {gpu.container_module} {
       %pbase0 = arith.muli %grp, %c32_index : index
       %pbase = arith.addi %pbase0, %seg : index
       scf.if %lead {
-        memref.store %f388, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a438 = arith.addi %pbase, %c4_index : index
-        memref.store %c389, %acc[%a438] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a439 = arith.addi %pbase, %c8_index : index
-        memref.store %c396, %acc[%a439] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a440 = arith.addi %pbase, %c12_index : index
-        memref.store %c403, %acc[%a440] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a441 = arith.addi %pbase, %c16_index : index
-        memref.store %c410, %acc[%a441] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a442 = arith.addi %pbase, %c20_index : index
-        memref.store %c417, %acc[%a442] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a443 = arith.addi %pbase, %c24_index : index
-        memref.store %c424, %acc[%a443] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a444 = arith.addi %pbase, %c28_index : index
-        memref.store %c431, %acc[%a444] : memref<128xf32, #gpu.address_space<workgroup>>
+        memref.store %f246, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a296 = arith.addi %pbase, %c4_index : index
+        memref.store %c247, %acc[%a296] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a297 = arith.addi %pbase, %c8_index : index
+        memref.store %c254, %acc[%a297] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a298 = arith.addi %pbase, %c12_index : index
+        memref.store %c261, %acc[%a298] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a299 = arith.addi %pbase, %c16_index : index
+        memref.store %c268, %acc[%a299] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a300 = arith.addi %pbase, %c20_index : index
+        memref.store %c275, %acc[%a300] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a301 = arith.addi %pbase, %c24_index : index
+        memref.store %c282, %acc[%a301] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a302 = arith.addi %pbase, %c28_index : index
+        memref.store %c289, %acc[%a302] : memref<128xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
       %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
@@ -1092,9 +945,7 @@ module attributes {gpu.container_module} {
       %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
       %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
       %wr0 = arith.cmpi ult, %lane, %tb : index
-      %wr1 = arith.andi %wr0, %live : i1
-      %wk0 = arith.cmpi eq, %wk, %c0_index : index
-      %wr = arith.andi %wr1, %wk0 : i1
+      %wr = arith.andi %wr0, %live : i1
       scf.if %wr {
         %l4 = arith.muli %lane, %c4_index : index
         %si = arith.addi %pbase0, %l4 : index
@@ -1107,19 +958,7 @@ module attributes {gpu.container_module} {
         %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
         %p01 = arith.addf %p0, %p1 : f32
         %p23 = arith.addf %p2, %p3 : f32
-        %sum0 = arith.addf %p01, %p23 : f32
-        %sw1 = arith.addi %si, %c32_index : index
-        %pw1_0 = memref.load %acc[%sw1] : memref<128xf32, #gpu.address_space<workgroup>>
-      %a445 = arith.addi %sw1, %c1_index : index
-        %pw1_1 = memref.load %acc[%a445] : memref<128xf32, #gpu.address_space<workgroup>>
-      %a446 = arith.addi %sw1, %c2_index : index
-        %pw1_2 = memref.load %acc[%a446] : memref<128xf32, #gpu.address_space<workgroup>>
-      %a447 = arith.addi %sw1, %c3_index : index
-        %pw1_3 = memref.load %acc[%a447] : memref<128xf32, #gpu.address_space<workgroup>>
-        %pw1_01 = arith.addf %pw1_0, %pw1_1 : f32
-        %pw1_23 = arith.addf %pw1_2, %pw1_3 : f32
-        %pw1 = arith.addf %pw1_01, %pw1_23 : f32
-        %sum1 = arith.addf %sum0, %pw1 : f32
+        %sum = arith.addf %p01, %p23 : f32
         %tg = arith.addi %t0, %lane : index
         %yrow = arith.muli %tg, %Ni : index
         %yi = arith.addi %yrow, %n : index
@@ -1127,10 +966,10 @@ module attributes {gpu.container_module} {
         %hb = arith.cmpi ne, %fb, %c0_i32 : i32
         %withb = scf.if %hb -> (f32) {
           %bv = memref.load %bias[%n] : memref<?xf32>
-          %sb = arith.addf %sum1, %bv : f32
+          %sb = arith.addf %sum, %bv : f32
           scf.yield %sb : f32
         } else {
-          scf.yield %sum1 : f32
+          scf.yield %sum : f32
         }
         %fr = arith.andi %flags, %rflag : i32
         %hr = arith.cmpi ne, %fr, %c0_i32 : i32

@@ -284,13 +284,15 @@ def dequant_unit(e, fmt, blockbyte, q):
 # (.minnctapersm; 8 = 64 registers); wpr: warps a row (the workgroup's 4 warps take 4 / wpr
 # rows; a row's warps split its units and the first sums their partials). Chosen by
 # bench/tune_q8x.sh on the H200 (bench/RESULTS.md, 2026-12-02): at Qwen2.5-Coder-7B's four
-# decode shapes the Q4_K kernel with 32-byte units, one in flight, 64 registers and two
-# warps a row takes 112.7 us against 148.8 us for 16-byte units, three in flight, 96
-# registers, a warp a row (the best of 16 variants but for one that spilled); for Q8_0 at
+# decode shapes (L2 flushed) the Q4_K kernel with a 32-weight sub-block a unit, one in
+# flight, 64 registers, a warp a row takes 85 us a layer at one token against 115 us for
+# 16-byte units, three in flight, 96 registers (the kernel before), and as long as that one
+# at eight tokens; a 32-byte chunk a unit (both sub-blocks) was as fast at one token but
+# 1.7x slower at eight (twice the cache lines of activation loads). For Q8_0 at
 # Qwen3-0.6B's shapes no variant beat three units, a warp a row, in all four. Each fits its
 # registers without a spill on sm_80 and sm_90 (test_gpu_packages.py refuses spills).
 Q8X = {
-    "q4_k": dict(units=4, vecs=9, unroll=1, minctasm=8, wpr=2),
+    "q4_k": dict(units=8, vecs=9, unroll=1, minctasm=8, wpr=1),
     "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, wpr=1),
 }
 
@@ -316,24 +318,20 @@ def dot16(e, blk, half, words, a_unsigned):
     return acc, ds
 
 
-def q4k_scales(e, d, dmin, s0, s1, s2, pi):
-    """block_q4_K's scale and min of sub-blocks 2p and 2p+1 (pi: p as i32, 0..3) from the
-    header words s0, s1, s2 (scales[0..11]; get_scale_min_k4 of ggml-quants.c): returns
-    [(d sc, dmin m)] for the two sub-blocks, as f32."""
-    small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
-    scales = []
-    for jj in range(2):
-        j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")
-        sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
-        b0 = e.band(e.shr(s0, sh), e.ci(255))
-        b1 = e.band(e.shr(s1, sh), e.ci(255))
-        b2 = e.band(e.shr(s2, sh), e.ci(255))
-        sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
-        m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
-        sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
-        m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
-        scales.append((e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))))
-    return scales
+def q4k_scale(e, d, dmin, s0, s1, s2, j):
+    """block_q4_K's scale and min of sub-block j (i32, 0..7) from the header words s0, s1,
+    s2 (scales[0..11]; get_scale_min_k4 of ggml-quants.c): (d sc, dmin m) as f32."""
+    small = e.v(f"arith.cmpi ult, {j}, {e.ci(4)} : i32", "lt")
+    sh = e.shl(e.band(j, e.ci(3)), e.ci(3))
+    b0 = e.band(e.shr(s0, sh), e.ci(255))
+    b1 = e.band(e.shr(s1, sh), e.ci(255))
+    b2 = e.band(e.shr(s2, sh), e.ci(255))
+    sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
+    m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
+    sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
+    m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
+    return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
+
 
 
 def q8x_unit(e, fmt, u, sfx):
@@ -346,44 +344,37 @@ def q8x_unit(e, fmt, u, sfx):
     e.emit(f"%q{sfx} = arith.remui {u}, {c(q8['units'])} : index")
     b, q = f"%b{sfx}", f"%q{sfx}"
     if fmt == "q4_k":
-        assert q8["units"] == 4, "q4_k's int8 unit is a 32-byte qs chunk, 4 a block"
-        # Unit p of block b: the 32-byte qs chunk p (qs bytes 32p .. 32p+31, two vectors)
-        # = all 32 weights of sub-block 2p (low nibbles) and of sub-block 2p+1 (high
-        # nibbles); one header load and one scale decoding serve both sub-blocks, and each
-        # sub-block's 32 products are one dp4a chain over both activation halves.
+        assert q8["units"] == 8, "q4_k's int8 unit is one 32-weight sub-block, 8 a block"
+        # Unit r of block b: sub-block r = 2p + jj, the low (jj = 0) or high (jj = 1)
+        # nibbles of the 32-byte qs chunk p. The two lanes of a chunk load the same weight
+        # bytes (one access), and each lane reads its sub-block's 32 int8 activations
+        # (two vectors, next to its neighbour's): a warp's activation loads touch half the
+        # cache lines per weight that a lane per chunk (both sub-blocks) does, which the
+        # many-token path, reading them once per token, is bound by (bench/RESULTS.md).
         vb = e.add("%rowbase", e.mul(b, c(9)))
         hdr = e.v(f"memref.load %w[{vb}] : {IVEC}", "hd")
-        qb = e.add(e.add(vb, c(1)), e.mul(q, c(2)))
+        p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
+        qb = e.add(e.add(vb, c(1)), e.mul(p, c(2)))
         qv = [e.v(f"memref.load %w[{qb}] : {IVEC}", "qv"),
               e.v(f"memref.load %w[{e.add(qb, c(1))}] : {IVEC}", "qv")]
 
         def token(tg):
             w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
-            d = e.half(w0, False)
-            dmin = e.half(w0, True)
-            pi = e.i32(q)
-            scales = q4k_scales(e, d, dmin, s0, s1, s2, pi)
-            words = [[e.v(f"vector.extract {v}[{i}] : i32 from vector<4xi32>", "qw") for i in range(4)] for v in qv]
-            nibs = [([e.band(wd, e.ci(0x0F0F0F0F)) for wd in ws],
-                     [e.band(e.shr(wd, e.ci(4)), e.ci(0x0F0F0F0F)) for wd in ws]) for ws in words]
-            # Activation block of sub-block 2p within the row: 8 per weight block.
-            sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), e.mul(q, c(2))))
-            parts = []
-            for jj in range(2):
-                blk = e.add(sb, c(jj)) if jj else sb
-                acc = e.ci(0)
-                for h in range(2):
-                    xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), c(h)) if h else e.mul(blk, c(2))}] : {IVEC}", "xq")
-                    for i in range(4):
-                        xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
-                        acc = dp4a(e, nibs[h][jj][i], xw, acc, True)
-                ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
-                dx, s_lo, s_hi = [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
-                scale, mins = scales[jj]
-                accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
-                part = e.fmul(e.fmul(scale, dx), accf)
-                parts.append(e.fsub(part, e.fmul(mins, e.fadd(s_lo, s_hi))))
-            return e.fadd(parts[0], parts[1])
+            j = e.i32(q)
+            scale, mins = q4k_scale(e, e.half(w0, False), e.half(w0, True), s0, s1, s2, j)
+            nsh = e.shl(e.band(j, e.ci(1)), e.ci(2))  # 0: low nibbles, 4: high
+            sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), q))
+            acc = e.ci(0)
+            for h in range(2):
+                xv = e.v(f"memref.load %xq[{e.add(e.mul(sb, c(2)), c(h)) if h else e.mul(sb, c(2))}] : {IVEC}", "xq")
+                for i in range(4):
+                    wd = e.v(f"vector.extract {qv[h]}[{i}] : i32 from vector<4xi32>", "qw")
+                    xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                    acc = dp4a(e, e.band(e.shr(wd, nsh), e.ci(0x0F0F0F0F)), xw, acc, True)
+            ds = e.v(f"memref.load %xds[{sb}] : {XVEC}", "ds")
+            dx, s_lo, s_hi = [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
+            accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+            return e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi)))
         return token
     if fmt == "q8_0":
         # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words
@@ -643,13 +634,13 @@ def module_q8x():
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
 //   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 warps), but a row takes W warps (q4_k: 2, q8_0: 1): the
+//   matmul_<type> (block 128 = 4 warps), a row takes W warps (1 for both types): the
 //   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
 //   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
-//   partials (in warp order) to its own.
+//   partials (in warp order) to its own (W is a tuning parameter: bench/tune_q8x.sh).
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
-//   unit is one 32-byte qs chunk p (two vectors) = the 32 weights of sub-blocks 2p and
-//   2p+1 each; per sub-block 8 dp4a (weights as unsigned nibbles) over both activation
+//   unit is one 32-weight sub-block r = 2p + jj (the low or high nibbles of the 32-byte
+//   qs chunk p, two vectors): 8 dp4a (weights as unsigned nibbles) over both activation
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
@@ -1386,7 +1377,7 @@ def main():
     args = sys.argv[1:]
     if "--variant" in args:
         # Tuning: gemv_q8x.mlir with one type's Q8X parameters replaced, written to --out
-        # (e.g. --variant q4_k:units=4,unroll=2,minctasm=8 --out /tmp/v.mlir); the checked-in
+        # (e.g. --variant q4_k:unroll=2,wpr=2 --out /tmp/v.mlir); the checked-in
         # files are not touched.
         fmt, _, kv = args[args.index("--variant") + 1].partition(":")
         for item in kv.split(","):
