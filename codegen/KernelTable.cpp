@@ -62,9 +62,9 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // bias and fused-residual forms. Prefill, as llama.cpp's cuBLAS path: the activations
     // rounded to f16 (convert_f32_f16), the weight dequantized to an f16 scratch
     // (dequant_<type>_f16), then the tensor-core GEMM (PTX; optional bias); on SPIR-V the
-    // portable tiled GEMM on f32 activations. The GEMMs that dequantize Q4_1 / Q8_0
-    // straight into their shared tiles (gemm_q4_1_f16, gemm_q8_0_f16) are not used:
-    // on the H200 they ran 3.5x slower at T = 512 than dequant + gemm_f16 (bench/RESULTS.md). The prefill GEMMs have no residual input,
+    // portable tiled GEMM on f32 activations. (GEMMs that dequantized Q4_1 / Q8_0
+    // straight into their shared tiles ran 3.5x slower at T = 512 on the H200 than
+    // dequant + gemm_f16, bench/RESULTS.md 2026-11-30, and were removed.) The prefill GEMMs have no residual input,
     // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
     // Q5_0 has no dequant kernel yet: its GEMV runs for every batch. On PTX, Q4_K and
     // Q8_0 decode on int8 activations with dp4a (gemv_q8x.mlir, llama.cpp's mmvq).

@@ -3,8 +3,6 @@
 //   * swz_dequant_f16 (codegen/kernels/dequant_f16.mlir): dequant_<type>_f16 for
 //     Q4_0, Q4_1, Q8_0, Q4_K, Q6_K and convert_f32_f16 (PTX and SPIR-V);
 //   * swz_gemm_f16 (gemm_f16.mlir): tensor-core GEMM, PTX only;
-//   * swz_gemm_q8_0_f16, swz_gemm_q4_1_f16 (gemm_q8_0_f16.mlir, gemm_q4_1_f16.mlir):
-//     the same with Q8_0 / Q4_1 weights dequantized into shared memory, PTX only;
 //   * swz_gemm_f32_f16w (gemm_f32_f16w.mlir): the portable tiled GEMM, SPIR-V only.
 // References are float64: weights decoded per the GGUF block spec (ggml-common.h,
 // ggml-quants.c dequantize_row_*), written here independently of runtime/ggml, and
@@ -298,65 +296,6 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   return c;
 }
 
-/// gemm_q8_0_f16 / gemm_q4_1_f16 (PTX): x f16, W the quantized bytes, dequantized in
-/// the kernel to f16 (as dequant_<type>_f16), y f32. Same bound as gemm_f16: the
-/// reference multiplies the f16-rounded weights the kernel's tensor cores see.
-Case gemmFusedCase(const QuantType &qt, int64_t T, int64_t N, int64_t K, bool withBias,
-                   uint64_t seed) {
-  Rng rng{seed};
-  std::vector<uint16_t> xb;
-  std::vector<double> xv, bias;
-  randomF16Matrix(rng, T * K, xb, xv);
-  const int bb = qt.blockBytes;
-  const int64_t blocks = N * K / 32;
-  std::vector<uint8_t> w(size_t(blocks * bb));
-  std::vector<double> wv(size_t(N * K));
-  for (int64_t b = 0; b < blocks; ++b) {
-    qt.fill(rng, w.data() + b * bb);
-    qt.decode(w.data() + b * bb, wv.data() + b * 32);
-  }
-  // The weights the kernel's tensor cores see: Q8_0's d * q is exact in f32 and
-  // rounded once to f16; Q4_1's d * q is exact in f32, + m rounds once in f32 (with
-  // or without FMA contraction), then to f16. Recomputed here the same way.
-  if (std::string(qt.name) == "q4_1")
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t *blk = w.data() + b * bb;
-      float d = float(f16Value(getF16(w, size_t(b * bb)))), m = float(f16Value(getF16(w, size_t(b * bb + 2))));
-      for (int j = 0; j < 32; ++j) {
-        int q = (blk[4 + j % 16] >> (4 * (j / 16))) & 15;
-        float dq = d * float(q);  // exact: 11 x 4 significant bits
-        wv[size_t(b * 32 + j)] = f16Value(f16Bits(double(dq + m)));
-      }
-    }
-  else
-    for (double &v : wv)
-      v = f16Value(f16Bits(v));
-  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
-  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
-
-  Case c;
-  c.module = std::string("swz_gemm_") + qt.name + "_f16";
-  c.entry = std::string("gemm_") + qt.name + "_f16";
-  c.label = gemmLabel(T, N, K, withBias);
-  c.buffers.push_back(makeBuffer(xb, {T, K}));
-  c.buffers.push_back(makeBuffer(w, {int64_t(w.size())}));
-  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
-  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
-  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
-            Arg::i(withBias ? 1 : 0), Arg::i(int32_t(N))};
-  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
-  c.block = {128, 1, 1};
-  c.bytesMoved = 2.0 * double(T * K) + double(w.size()) + 4.0 * double(T * N) +
-                 (withBias ? 4.0 * N : 0);
-  c.flops = 2.0 * double(T) * double(N) * double(K);
-  c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
-  c.check = gemmCheck(in, T, N, K,
-                      "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
-                      "exact f16 products; ref = float64 product of x and the f16-rounded "
-                      "dequantized weights)");
-  return c;
-}
-
 /// gemm_f32_f16w (SPIR-V): x f32, W f16, y f32.
 Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
   Rng rng{seed};
@@ -421,16 +360,6 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
-    // Q8_0 and Q4_1 dequantized into shared memory (no f16 scratch).
-    for (int t : {2, 1}) {
-      const QuantType &qt = quantTypes()[size_t(t)];
-      const uint64_t s = 21 + 10 * uint64_t(t);
-      cases.push_back(gemmFusedCase(qt, 1, 576, 576, false, s));
-      cases.push_back(gemmFusedCase(qt, 17, 577, 1536, true, s + 1));
-      cases.push_back(gemmFusedCase(qt, 100, 1536, 576, false, s + 2));
-      cases.push_back(gemmFusedCase(qt, 512, 576, 4864, false, s + 3));
-      cases.push_back(gemmFusedCase(qt, 33, 100, 544, true, s + 4));
-    }
   } else {
     // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
     cases.push_back(gemmPortableCase(1, 576, 576, false, 11));
