@@ -11,7 +11,7 @@
 // With case names, dump and check only those (i = index in allCases(FORMAT)).
 // FORMAT is "ptx" or "spv" (as allCases); MODULE a gpu.module name, e.g.
 // swz_attention_f16kv_mma. meta.txt: "<module> <entry>", "<grid x> <y> <z>", then
-// "buffer <j> <element bytes>" per buffer and "arg m <buffer>" / "arg i <int32>" /
+// "buffer <j> <element bytes> <memref sizes...>" per buffer and "arg m <buffer>" / "arg i <int32>" /
 // "arg f <float>" per kernel argument in order. Buffers are raw little-endian bytes.
 // Errors (unknown command, unreadable or short output file) exit 2 with a message.
 #include "cases.h"
@@ -63,7 +63,10 @@ int main(int argc, char **argv) {
         std::ofstream(d + "/buf" + std::to_string(b) + ".bin", std::ios::binary)
             .write(reinterpret_cast<const char *>(c.buffers[b].bytes.data()),
                    std::streamsize(c.buffers[b].bytes.size()));
-        meta << "buffer " << b << " " << c.buffers[b].elemBytes << "\n";
+        meta << "buffer " << b << " " << c.buffers[b].elemBytes;
+        for (int64_t d : c.buffers[b].sizes)
+          meta << " " << d;
+        meta << "\n";
       }
       for (const Arg &a : c.args) {
         if (a.kind == Arg::Memref) {

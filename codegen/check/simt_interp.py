@@ -126,9 +126,10 @@ class Machine:
     """Runs gpu.funcs over a grid. buffers: name -> flat numpy array (global memory);
     smem_defs: workgroup memref.global name -> (shape, 'f16' | 'f32' | 'i32')."""
 
-    def __init__(self, buffers, smem_defs):
+    def __init__(self, buffers, smem_defs, dims=None):
         self.buf = buffers
         self.smem_defs = smem_defs
+        self.dims = dims or {}  # global buffer name -> its memref sizes (2-D: row-major)
 
     def run(self, fn, args, grid):
         entry = fn.regions[0][0]
@@ -292,8 +293,14 @@ class Machine:
             res = self.ldmatrix(ins[0], ins[1], ins[2], rest, mask)
         elif n == 'nvgpu.mma.sync':
             res = self.mma(ins[0], ins[1], ins[2], mask)
+        elif n == 'memref.dim':
+            ref, axis = ins
+            res = np.full(NL, self.dims[ref][int(axis[0])], dtype=np.int64)
         elif n == 'nvgpu.device_async_copy':
-            dst, di0, di1, src, si, nel = ins
+            dst, di0, di1, src = ins[:4]
+            nel = ins[-1]
+            sidx = ins[4:-1]  # the source index (1-D or a 2-D row-major global memref)
+            si = sidx[0] if len(sidx) == 1 else sidx[0] * self.dims[src][1] + sidx[1]
             arr, _ = self.addr(dst, [di0, di1], mask)
             s_arr = self.buf[src]
             for l in np.nonzero(mask)[0]:
@@ -382,6 +389,11 @@ class Machine:
             arr = arr.reshape(-1)
         else:
             arr = self.buf[ref]; flat = idx[0]
+            if len(idx) == 2:  # a 2-D global memref, row-major
+                rows, cols = self.dims[ref]
+                if mask.any():
+                    assert (idx[1][mask] < cols).all() and (idx[0][mask] < rows).all(), ("global OOB", ref)
+                flat = idx[0] * cols + idx[1]
         if mask.any():
             fm = flat[mask]
             assert (fm >= 0).all() and (fm < len(arr)).all(), ("OOB", ref if not isinstance(ref, tuple) else ref[1], fm.min(), fm.max(), len(arr))
@@ -438,13 +450,14 @@ def run_case_dir(ir_path, case_dir):
     # Threads per workgroup: the kernel's known_block_size (x only).
     globals()['NL'] = int(re.search(r'known_block_size = array<i32: (\d+), 1, 1>', fn.rest).group(1))
     types = [t.strip() for t in split_top(re.search(r'function_type = \((.*?)\) ->', fn.rest).group(1))]
-    bufs, args, elem = {}, [], {}
+    bufs, args, elem, dims = {}, [], {}, {}
     for line in meta[2:]:
         p = line.split()
         if not p:
             continue
         if p[0] == 'buffer':
             elem[int(p[1])] = int(p[2])
+            dims['buf' + p[1]] = [int(x) for x in p[3:]]
         elif p[1] == 'm':
             args.append('buf' + p[2])
         elif p[1] == 'i':
@@ -462,7 +475,7 @@ def run_case_dir(ir_path, case_dir):
         elif 'xi32' in t:
             bufs[a] = bufs[a].view(np.int32)
     with np.errstate(all='ignore'):
-        Machine(bufs, smem).run(fn, args, grid)
+        Machine(bufs, smem, dims).run(fn, args, grid)
     for b in elem:
         open(f'{case_dir}/out{b}.bin', 'wb').write(bufs['buf%d' % b].tobytes())
 

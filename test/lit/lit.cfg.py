@@ -19,7 +19,7 @@ config.substitutions.append(("%swz_src_root", config.swz_src_root))
 config.substitutions.append(("%swizzlec", config.swizzlec))
 config.substitutions.append(("%schedules", os.path.join(config.swz_src_root, "compiler", "schedules")))
 config.substitutions.append(("%kernels", os.path.join(config.swz_src_root, "codegen", "kernels")))
-# The Python running lit (the project venv: numpy for codegen/check/simt.py).
+# The Python running lit (the project venv).
 config.substitutions.append(("%python", sys.executable))
 
 # Optional external validators: tests needing them say `REQUIRES: ptxas` / `spirv-val`

@@ -1,5 +1,5 @@
-"""The PTX-only kernels run on the CPU: the tensor-core attention
-(codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
+"""The PTX-only kernels run on the CPU: the tensor-core prefill GEMM (gemm_f16.mlir) and
+attention (codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
 quantize_q8_x, matmul_q4_k_q8x, matmul_q8_0_q8x with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
 form, codegen/check/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
 per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io checks the
@@ -62,6 +62,41 @@ def test_mma_attention_cases_pass_in_the_interpreter(tmp_path):
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok   case") == len(cases)
+
+
+GEMM = ROOT / "codegen" / "kernels" / "gemm_f16.mlir"
+
+
+def _small_gemm_cases() -> list[str]:
+    # gemm_f16's cases the interpreter runs in seconds: the exact 64x64x64 tile, T = 1
+    # (N, K = 576: 9 column tiles, 9 k tiles through the 3-stage ring), T = 33, N = 100,
+    # K = 544 with bias (partial row and column tiles, a 32-wide k tail) and T = 5, N = 40,
+    # K = 32 (one partial k tile).
+    return [line.split()[0] for line in _list("swz_gemm_f16")
+            if any(f" {s}" in line + " " for s in ("T=64 N=64 K=64 ", "T=1 N=576 K=576 ",
+                                                   "T=33 N=100 K=544 ", "T=5 N=40 K=32 "))]
+
+
+def test_gemm_f16_cases_pass_in_the_interpreter(tmp_path):
+    cases = _small_gemm_cases()
+    assert len(cases) == 4
+    _assert_all_ok(_interpret_and_check(tmp_path, GEMM, "swz_gemm_f16", cases), cases)
+
+
+def test_gemm_f16_fragment_error_fails(tmp_path):
+    # The second n8 tile's B fragment taken from the first (one vector.extract position
+    # changed in the generic IR): the cases must catch it.
+    ir = _generic_ir(GEMM, tmp_path / "k.mlir")
+    needle = "static_position = array<i64: 2>}> : (vector<4x2xf16>) -> vector<2xf16>"
+    text = ir.read_text()
+    assert needle in text
+    ir.write_text(text.replace(needle, needle.replace("i64: 2", "i64: 0"), 1))
+    case = _small_gemm_cases()[0]
+    assert _dump(tmp_path / "cases", case, module="swz_gemm_f16") == [case]
+    simt_interp.run_case_dir(str(ir), str(tmp_path / "cases" / case))
+    r = _check(tmp_path / "cases", case, module="swz_gemm_f16")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"FAIL {case} " in r.stdout
 
 
 def test_v_without_transpose_fails(tmp_path):
