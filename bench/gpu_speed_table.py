@@ -62,8 +62,10 @@ def model_costs(gguf_path):
 def ncu_table(path, marker=None):
     """Per kernel and grid over the profiled launches, per decoded token: launches, time
     and share, DRAM read bandwidth, DRAM throughput (% of peak), registers, achieved
-    occupancy. `marker`: a substring of the name of a kernel that runs once a token (the
-    launch count is divided by its count); None: the launches are one token."""
+    occupancy. `marker`: a substring of the name of a kernel that runs once a token
+    (launches of it with consecutive ids count once: llama.cpp's two get_rows); only the
+    launches from the first marker to the last count, as (markers - 1) tokens. None: all
+    the launches are one token."""
     import collections
     import csv
 
@@ -75,19 +77,27 @@ def ncu_table(path, marker=None):
     h = rows[0]
     ki, ii, mi, vi = h.index("Kernel Name"), h.index("ID"), h.index("Metric Name"), h.index("Metric Value")
     gi = h.index("Grid Size") if "Grid Size" in h else None
-    per = collections.defaultdict(dict)  # (kernel, grid, launch id) -> metric -> value
+    per = collections.defaultdict(dict)  # launch id -> metric -> value
+    meta = {}  # launch id -> (kernel, grid)
     for r in rows[1:]:
-        name = r[ki].split("(")[0][:48]
+        lid = int(r[ii])
+        meta[lid] = (r[ki].split("(")[0][:48], r[gi] if gi is not None else "")
         try:
-            per[(name, r[gi] if gi is not None else "", r[ii])][r[mi]] = float(r[vi].replace(",", ""))
+            per[lid][r[mi]] = float(r[vi].replace(",", ""))
         except ValueError:
             pass
-    tokens = 1
+    ids = sorted(meta)
+    lo, hi, tokens = ids[0], ids[-1] + 1, 1
     if marker:
-        tokens = max(1, sum(1 for (k, _, _) in per if marker in k))
+        starts = [i for i in ids if marker in meta[i][0] and not (i - 1 in meta and marker in meta[i - 1][0])]
+        if len(starts) >= 2:
+            lo, hi, tokens = starts[0], starts[-1], len(starts) - 1
     agg = collections.defaultdict(lambda: collections.defaultdict(float))
-    for (k, g, _), m in per.items():
-        a = agg[(k, g)]
+    for lid in ids:
+        if not lo <= lid < hi:
+            continue
+        m = per[lid]
+        a = agg[meta[lid]]
         a["n"] += 1
         a["ns"] += m.get("gpu__time_duration.sum", 0)
         a["bytes"] += m.get("dram__bytes_read.sum", 0)
@@ -95,8 +105,9 @@ def ncu_table(path, marker=None):
         a["occ"] += m.get("sm__warps_active.avg.pct_of_peak_sustained_active", 0)
         a["regs"] = m.get("launch__registers_per_thread", 0)
     total = sum(a["ns"] for a in agg.values())
-    print(f"{path}: {len(per)} launches over {tokens} token(s): "
-          f"{len(per) / tokens:.0f} launches and {total / 1e3 / tokens:.1f} us of kernel time a token")
+    n_all = sum(int(a["n"]) for a in agg.values())
+    print(f"{path}: {n_all} launches over {tokens} token(s): "
+          f"{n_all / tokens:.0f} launches and {total / 1e3 / tokens:.1f} us of kernel time a token")
     print("| kernel | grid | launches a token | us a token | share | mean us | DRAM read GB/s | DRAM throughput | registers | occupancy |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for (k, g), a in sorted(agg.items(), key=lambda kv: -kv[1]["ns"]):
