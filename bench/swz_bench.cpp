@@ -10,7 +10,10 @@
 // --seqs S (S >= 1): aggregate decode of S sequences in one batch, as llama-batched-bench's
 // S_TG: each sequence gets its own pp-token prompt (untimed), then tg steps decode all S
 // together (one forward pass per step); reports S * tg / seconds.
-// Prints JSON: per-rep seconds and tokens/s medians.
+// Prints JSON: per-rep seconds and tokens/s medians; for the tg steps also the medians of
+// tg_host_us_per_step (microseconds a step spends on the host before everything is
+// launched: with an asynchronous device, time it sits idle) and tg_wait_us_per_step
+// (from there until the token ids are back), from GraphExecutor::pass_times().
 #include <algorithm>
 #include <chrono>
 #include <cstring>
