@@ -206,25 +206,10 @@ def dequant_unit(e, fmt, blockbyte, q):
         r = e.v(f"arith.remui {q}, {c(4)} : index", "p")
         l0 = e.mul(r, c(8))                                  # 0, 8, 16, 24
         pi = e.i32(p)
-        # get_scale_min_k4 for j = 2p and 2p+1: both < 4 iff p < 2.
-        small = e.v(f"arith.cmpi ult, {pi}, {e.ci(2)} : i32", "lt")
         groups_sm = []
-        for jj in range(2):
-            j = e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32")   # 2p + jj
-            jl = e.band(j, e.ci(3))
-            sh = e.shl(jl, e.ci(3))
-            b0 = e.band(e.shr(s0, sh), e.ci(255))
-            b1 = e.band(e.shr(s1, sh), e.ci(255))
-            b2 = e.band(e.shr(s2, sh), e.ci(255))
-            sc_lo = e.band(b0, e.ci(63))
-            m_lo = e.band(b1, e.ci(63))
-            sc_hi = e.bor(e.band(b2, e.ci(15)), e.shl(e.shr(b0, e.ci(6)), e.ci(4)))
-            m_hi = e.bor(e.shr(b2, e.ci(4)), e.shl(e.shr(b1, e.ci(6)), e.ci(4)))
-            sc = e.v(f"arith.select {small}, {sc_lo}, {sc_hi} : i32", "sel")
-            m = e.v(f"arith.select {small}, {m_lo}, {m_hi} : i32", "sel")
-            scale = e.fmul(d, e.u2f(sc))
-            off = e.v(f"arith.negf {e.fmul(dmin, e.u2f(m))} : f32", "f")
-            groups_sm.append((scale, off))
+        for jj in range(2):  # sub-blocks 2p (low nibbles) and 2p + 1 (high)
+            scale, mins = q4k_scale(e, d, dmin, s0, s1, s2, e.add(e.shl(pi, e.ci(1)), e.ci(jj), "i32"))
+            groups_sm.append((scale, e.v(f"arith.negf {mins} : f32", "f")))
         qb = e.add(e.add(blockbyte, c(16)), e.add(e.mul(p, c(32)), l0))
         qa = e.word(fmt, qb)
         qc = e.word(fmt, e.add(qb, c(4)))
@@ -331,7 +316,6 @@ def q4k_scale(e, d, dmin, s0, s1, s2, j):
     sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
     m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
     return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
-
 
 
 def q8x_unit(e, fmt, u, sfx):
