@@ -708,10 +708,12 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const json &graph,
       Value k = heads(in(op, 1), buffers.at(op.at("in").at(1).get<std::string>()).get<int64_t>());
       Value v = heads(in(op, 2), buffers.at(op.at("in").at(2).get<std::string>()).get<int64_t>());
       auto a = b.create<swz::AttentionOp>(loc, q.getType(), q, k, v, /*k_positions=*/Value(),
+                                          /*q_norm_weight=*/Value(), /*k_norm_weight=*/Value(),
                                           b.getF32FloatAttr(op.at("scale").get<double>()),
                                           b.getUnitAttr(),
                                           b.getI32IntegerAttr(op.at("layer").get<int32_t>()),
-                                          swz::RopeModeAttr(), FloatAttr(), IntegerAttr());
+                                          swz::RopeModeAttr(), FloatAttr(), IntegerAttr(),
+                                          /*q_rope=*/UnitAttr(), /*norm_epsilon=*/FloatAttr());
       created = a;
       result = flat(a.getResult());
     } else if (kind == "swiglu") {
@@ -777,6 +779,9 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   swz::SwzFuseOptions fuseOptions;
   fuseOptions.residual = fuseResidual;
   fuseOptions.ropeKv = fuseRopeKv;
+  // SWZ_FUSE_QK=0 keeps RoPE on q and the head norms as their own launches (A/Bs).
+  const char *fuseQkEnv = std::getenv("SWZ_FUSE_QK");
+  fuseOptions.qkRope = !(fuseQkEnv && std::string(fuseQkEnv) == "0");
   fuse.addPass(swz::createSwzFuse(fuseOptions));
   if (failed(fuse.run(*module)))
     throw std::runtime_error("swz-fuse failed:\n" + diagnostics);

@@ -321,11 +321,14 @@ Case reduceCase(int T, int nHead, int hd, int nSplit, uint64_t seed) {
   return c;
 }
 
-/// RoPE applied to k by rope_kv_store_f16 (the graph rope op's attributes).
+/// RoPE applied by rope_kv_store_f16 (the graph rope op's attributes), on k and, with
+/// nQ > 0, on nQ query heads in place; with `norm`, Qwen3's head RMSNorm first.
 struct RopeK {
   int nRot;
   float theta;
   bool neox;
+  int nQ = 0;
+  bool norm = false;
 };
 
 /// kv_store_f16 (or, with `rope`, rope_kv_store_f16): T new rows at pos0.. into a cache
@@ -344,51 +347,96 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
     k[i] = float(2.0 * rng.next());
     v[i] = float(2.0 * rng.next());
   }
+  const int nQ = rope ? rope->nQ : 0;
+  const bool norm = rope && rope->norm;
+  const float eps = 1e-6f;
+  std::vector<float> q(size_t(T) * std::max(nQ, 1) * hd), qGamma(static_cast<size_t>(hd)), kGamma(static_cast<size_t>(hd));
+  for (float &x : q)
+    x = float(3.0 * rng.next());
+  for (int d = 0; d < hd; ++d) {
+    qGamma[d] = float(1.0 + 0.5 * rng.next());
+    kGamma[d] = float(1.0 + 0.5 * rng.next());
+  }
   Case c;
   c.module = "swz_attention_f16kv";
   c.entry = rope ? "rope_kv_store_f16" : "kv_store_f16";
   c.label = "T=" + std::to_string(T) + " pos0=" + std::to_string(pos0) +
             " kv_heads=" + std::to_string(nKv) + " hd=" + std::to_string(hd);
   if (rope)
-    c.label += std::string(rope->neox ? " neox" : " norm") + " n_rot=" +
-               std::to_string(rope->nRot);
-  // Rotated k in float64 (rope_f32's reference: angle pos theta^(-2i/n_rot)) and the
-  // per-feature tolerance of the f32 angle (see rope_f32's cases), before f16 rounding.
-  std::vector<double> kRef(k.begin(), k.end()), kTol(k.size(), 0.0);
+    c.label += std::string(rope->neox ? " neox" : " norm") + " n_rot=" + std::to_string(rope->nRot) +
+               (nQ ? " q_heads=" + std::to_string(nQ) : "") + (norm ? " head_norm" : "");
+  // Float64 references: each head row normalised (norm: x / sqrt(mean x^2 + eps) *
+  // gamma), then rotated (rope_f32's reference: angle pos theta^(-2i/n_rot)), with the
+  // per-feature tolerance of the f32 angle (see rope_f32's cases) and of the f32 norm
+  // (relative 4e-6: the f32 sum of squares and rsqrt.approx's 2^-22.9).
   std::vector<int32_t> positions(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t)
     positions[t] = pos0 + t;
-  if (rope)
+  auto reference = [&](const std::vector<float> &x, int heads, const std::vector<float> &gamma,
+                       std::vector<double> &ref, std::vector<double> &tol) {
+    ref.assign(x.begin(), x.end());
+    tol.assign(x.size(), 0.0);
     for (int t = 0; t < T; ++t)
-      for (int h = 0; h < nKv; ++h)
+      for (int h = 0; h < heads; ++h) {
+        const size_t base = (size_t(t) * heads + h) * hd;
+        if (norm) {
+          double ss = 0;
+          for (int d = 0; d < hd; ++d)
+            ss += double(x[base + d]) * x[base + d];
+          const double inv = 1.0 / std::sqrt(ss / hd + eps);
+          for (int d = 0; d < hd; ++d) {
+            ref[base + d] = x[base + d] * inv * gamma[d];
+            tol[base + d] = 4e-6 * std::fabs(ref[base + d]) + 1e-7;
+          }
+        }
+        if (!rope)
+          continue;
         for (int i = 0; i < rope->nRot / 2; ++i) {
           double ang = double(positions[t]) * std::pow(double(rope->theta), -2.0 * i / rope->nRot);
-          size_t base = (size_t(t) * nKv + h) * hd;
           size_t j0 = base + (rope->neox ? i : 2 * i);
           size_t j1 = base + (rope->neox ? i + rope->nRot / 2 : 2 * i + 1);
-          double x0 = k[j0], x1 = k[j1];
-          kRef[j0] = x0 * std::cos(ang) - x1 * std::sin(ang);
-          kRef[j1] = x0 * std::sin(ang) + x1 * std::cos(ang);
-          kTol[j0] = kTol[j1] =
-              1e-6 + (std::fabs(x0) + std::fabs(x1)) * (ang * std::ldexp(1.0, -21) + 1e-6);
+          double x0 = ref[j0], x1 = ref[j1], t0 = tol[j0], t1 = tol[j1];
+          ref[j0] = x0 * std::cos(ang) - x1 * std::sin(ang);
+          ref[j1] = x0 * std::sin(ang) + x1 * std::cos(ang);
+          tol[j0] = tol[j1] =
+              t0 + t1 + 1e-6 + (std::fabs(x0) + std::fabs(x1)) * (ang * std::ldexp(1.0, -21) + 1e-6);
         }
+      }
+  };
+  std::vector<double> kRef, kTol, qRef, qTol;
+  reference(k, nKv, kGamma, kRef, kTol);
+  if (nQ)
+    reference(q, nQ, qGamma, qRef, qTol);
+  if (rope) {
+    c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
+  }
   c.buffers.push_back(makeBuffer(k, {int64_t(k.size())}));
   c.buffers.push_back(makeBuffer(v, {int64_t(v.size())}));
   c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
   c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
   c.buffers.push_back(makeBuffer(kv.table, {int64_t(kv.table.size())}));
-  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::memref(4),
-            Arg::i(pos0), Arg::i(hd)};
+  const int o = rope ? 1 : 0;  // buffer index of k
+  for (int i = 0; i < 5 + o; ++i)
+    c.args.push_back(Arg::memref(i));
+  c.args.push_back(Arg::i(pos0));
+  c.args.push_back(Arg::i(hd));
   if (rope) {
     c.buffers.push_back(makeBuffer(positions, {int64_t(T)}));
-    c.args.push_back(Arg::memref(5));
+    c.buffers.push_back(makeBuffer(qGamma, {int64_t(hd)}));
+    c.buffers.push_back(makeBuffer(kGamma, {int64_t(hd)}));
+    c.args.push_back(Arg::memref(6));
     c.args.push_back(Arg::i(rope->nRot));
     c.args.push_back(Arg::f(rope->theta));
     c.args.push_back(Arg::i(rope->neox ? 1 : 0));
+    c.args.push_back(Arg::memref(7));
+    c.args.push_back(Arg::memref(8));
+    c.args.push_back(Arg::f(eps));
+    c.args.push_back(Arg::i(norm ? 1 : 0));
+    c.args.push_back(Arg::i(nQ));
   }
-  c.grid = {unsigned(T), unsigned(nKv), 1};
+  c.grid = {unsigned(T), unsigned(nQ + nKv), 1};
   c.block = {64, 1, 1};
-  c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 4;
+  c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 4 + (nQ ? double(T) * nQ * hd * 8 : 0.0);
   c.flops = 0;
   c.check = [=](const std::vector<std::vector<uint8_t>> &out) {
     Verdict res;
@@ -398,10 +446,13 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
                    : "written f16 within 1 ulp of round-to-nearest-even(x) (Vulkan leaves "
                      "OpFConvert's rounding to the implementation); all other slots unchanged";
     if (rope)
-      res.note += "; rotated k: |f16 - ref| <= rope_f32's f32-angle bound + 2^-10 |ref| "
-                  "(one f16 rounding, either direction), ref = float64 rotation";
-    auto gk = asVector<uint16_t>(out[2]);
-    auto gv = asVector<uint16_t>(out[3]);
+      res.note += std::string("; ") + (norm ? "normalised and " : "") +
+                  "rotated k: |f16 - ref| <= the f32 angle's bound (rope_f32's)" +
+                  (norm ? " + 4e-6 |ref| (the f32 norm)" : "") +
+                  " + 2^-10 |ref| (one f16 rounding), ref in float64" +
+                  (nQ ? "; q the same in f32, in place, without the f16 term" : "");
+    auto gk = asVector<uint16_t>(out[2 + o]);
+    auto gv = asVector<uint16_t>(out[3 + o]);
     std::vector<uint8_t> written(kv.k.size(), 0);
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < nKv; ++h)
@@ -427,6 +478,14 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
         compare(res, gk[i] == kv.k[i] ? 0.0 : 1.0, 0.0, 0.0);
         compare(res, gv[i] == kv.v[i] ? 0.0 : 1.0, 0.0, 0.0);
       }
+    if (rope) {
+      auto gq = asVector<float>(out[0]);
+      for (size_t i = 0; i < gq.size(); ++i)
+        if (nQ)
+          compare(res, gq[i], qRef[i], qTol[i]);
+        else  // n_q = 0: q untouched
+          compare(res, gq[i] == q[i] ? 0.0 : 1.0, 0.0, 0.0);
+    }
     return res;
   };
   return c;
@@ -447,6 +506,14 @@ std::vector<Case> attentionCases(const std::string &format) {
   cases.push_back(kvStoreCase(37, 50, 3, 64, ptx, seed++, RopeK{64, 100000.f, false}));
   cases.push_back(kvStoreCase(5, 300, 2, 64, ptx, seed++, RopeK{64, 1000000.f, true}));
   cases.push_back(kvStoreCase(3, 61, 2, 128, ptx, seed++, RopeK{96, 10000.f, true}));
+  // With RoPE on q too (swz-fuse's q_rope): SmolLM2 (9/3 heads), Qwen2.5-7B (28/4, hd
+  // 128); and with Qwen3's head norms (16/8, hd 128; a prefill batch of 37; hd 256 and a
+  // partial rotation for the tree's 256-column form).
+  cases.push_back(kvStoreCase(5, 60, 3, 64, ptx, seed++, RopeK{64, 100000.f, false, 9}));
+  cases.push_back(kvStoreCase(1, 299, 4, 128, ptx, seed++, RopeK{128, 1000000.f, true, 28}));
+  cases.push_back(kvStoreCase(1, 143, 8, 128, ptx, seed++, RopeK{128, 1000000.f, true, 16, true}));
+  cases.push_back(kvStoreCase(37, 26, 8, 128, ptx, seed++, RopeK{128, 1000000.f, true, 16, true}));
+  cases.push_back(kvStoreCase(2, 70, 2, 256, ptx, seed++, RopeK{192, 10000.f, false, 4, true}));
   // Prefill (one split). SmolLM2-135M: 9/3 heads (G 3), hd 64; Qwen2.5-0.5B: 14/2
   // (G 7), hd 64; qwen3-0.6B: 16/8 (G 2), hd 128. Contexts 1, 37, 63, 65, 128, 300;
   // pos0 > 0 means a prefix already in the cache.

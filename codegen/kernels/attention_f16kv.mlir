@@ -105,102 +105,301 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    // ------------------------------------------------ RoPE fused with the KV write
-    // rope_kv_store_f16: kv_store_f16 with k rotated first (swz-fuse's rope-into-KV-write
-    // form of the graph's rope(k) + attention): feature d of k row t, KV head h becomes
-    //   d >= n_rot:        k[d]
-    //   neox, d < n_rot/2: k[d] cos a_d - k[d + n_rot/2] sin a_d,  a_i = pos_t theta^(-2i/n_rot)
-    //   neox, d >= n_rot/2: k[d - n_rot/2] sin a_i + k[d] cos a_i   (i = d - n_rot/2)
-    //   norm, d even:      k[d] cos a_i - k[d + 1] sin a_i          (i = d / 2)
-    //   norm, d odd:       k[d - 1] sin a_i + k[d] cos a_i
-    // with the angle formed in f32 exactly as rope_f32 does, then stored as f16 with v.
-    // Arguments: kv_store_f16's, then positions [T] i32, n_rot, theta, neox.
-    gpu.func @rope_kv_store_f16(%k: memref<?xf32>, %v: memref<?xf32>, %k_cache: memref<?xf16>,
-                                %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
-                                %pos0: i32, %head_dim: i32, %positions: memref<?xi32>,
-                                %n_rot: i32, %theta: f32, %neox: i32) kernel
+    // ------------------------- head RMSNorm and RoPE on q and k, fused with the KV write
+    // rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, pos0, head_dim, positions,
+    //                   n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q):
+    // swz-fuse's form of the graph's [head_norm(q), head_norm(k),] [rope(q),] rope(k) and
+    // the attention's KV write, one launch. grid (T, n_q + n_head_kv, 1), block 64;
+    // head_dim even and <= 256, n_rot even and <= head_dim.
+    //   Workgroup (t, y), y < n_q: query head y of row t (q: [T, n_q * head_dim]),
+    //     normalised and rotated in place. n_q = 0: q is not touched.
+    //   y >= n_q: KV head kvh = y - n_q of row t: k normalised and rotated, then k and
+    //     v rounded to f16 into the cache at position pos0 + t (kv_store_f16's layout).
+    // norm = 1: the head is first normalised exactly as rms_norm_f32 normalises a row
+    //   of head_dim (bitwise: the same squares, the same halving tree, y = (x * inv) *
+    //   gamma) with gamma = q_gamma or k_gamma ([head_dim] f32) and eps (Qwen3's q_norm /
+    //   k_norm); norm = 0: the gammas are not read (bind any buffer).
+    // RoPE exactly as rope_f32 (the same f32 angle pos theta^(-2i/n_rot) and products):
+    //   neox pairs (i, i + n_rot/2), norm pairs (2i, 2i + 1); features >= n_rot stay.
+    // The head is staged in workgroup memory between the norm and the rotation (a
+    // pair's two features come from different threads).
+    memref.global "private" @qk_sums : memref<64xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @qk_row : memref<256xf32, #gpu.address_space<workgroup>>
+
+    gpu.func @rope_kv_store_f16(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>,
+                                %k_cache: memref<?xf16>, %v_cache: memref<?xf16>,
+                                %block_table: memref<?xi32>, %pos0: i32, %head_dim: i32,
+                                %positions: memref<?xi32>, %n_rot: i32, %theta: f32,
+                                %neox: i32, %q_gamma: memref<?xf32>, %k_gamma: memref<?xf32>,
+                                %eps: f32, %norm: i32, %n_q: i32) kernel
         attributes {known_block_size = array<i32: 64, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
-                    swz.grid = "T, n_head_kv, 1"} {
+                    swz.grid = "T, n_q + n_head_kv, 1"} {
+      %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
+      %c6 = arith.constant 6 : index
+      %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c192 = arith.constant 192 : index
+      %zero = arith.constant 0.0 : f32
       %zero_i = arith.constant 0 : i32
       %m2 = arith.constant -2.0 : f32
+      %sums = memref.get_global @qk_sums : memref<64xf32, #gpu.address_space<workgroup>>
+      %row = memref.get_global @qk_row : memref<256xf32, #gpu.address_space<workgroup>>
       %t = gpu.block_id x
-      %kvh = gpu.block_id y
-      %n_kv = gpu.grid_dim y
+      %y = gpu.block_id y
+      %ny = gpu.grid_dim y
       %tid = gpu.thread_id x
+      %nq = arith.index_cast %n_q : i32 to index
+      %n_kv = arith.subi %ny, %nq : index
+      %is_q = arith.cmpi ult, %y, %nq : index
+      %is_k = arith.cmpi uge, %y, %nq : index
+      %kvh = arith.subi %y, %nq : index
+      %h = arith.select %is_q, %y, %kvh : index
+      %heads = arith.select %is_q, %nq, %n_kv : index
       %hd = arith.index_cast %head_dim : i32 to index
-      %nr = arith.index_cast %n_rot : i32 to index
-      %half = arith.divui %nr, %c2 : index
-      %p0 = arith.index_cast %pos0 : i32 to index
-      %pos = arith.addi %p0, %t : index
+      %s0 = arith.muli %t, %heads : index
+      %s1 = arith.addi %s0, %h : index
+      %src = arith.muli %s1, %hd : index
+      %do_norm = arith.cmpi ne, %norm, %zero_i : i32
+      // 1. This thread's columns tid + 64 j (j < 4) of the head; 0 past head_dim
+      //    (those read column 0, which exists).
+      %col0 = arith.addi %tid, %c0 : index
+      %col1 = arith.addi %tid, %c64 : index
+      %col2 = arith.addi %tid, %c128 : index
+      %col3 = arith.addi %tid, %c192 : index
+      %in0 = arith.cmpi ult, %col0, %hd : index
+      %in1 = arith.cmpi ult, %col1, %hd : index
+      %in2 = arith.cmpi ult, %col2, %hd : index
+      %in3 = arith.cmpi ult, %col3, %hd : index
+      %cc0 = arith.select %in0, %col0, %c0 : index
+      %cc1 = arith.select %in1, %col1, %c0 : index
+      %cc2 = arith.select %in2, %col2, %c0 : index
+      %cc3 = arith.select %in3, %col3, %c0 : index
+      %i0 = arith.addi %src, %cc0 : index
+      %i1 = arith.addi %src, %cc1 : index
+      %i2 = arith.addi %src, %cc2 : index
+      %i3 = arith.addi %src, %cc3 : index
+      // q or k by index, not by branch (a branch between two buffers canonicalises
+      // into a select of memrefs, which neither lowering takes): the other buffer's
+      // element 0 is read and dropped.
+      %iq0 = arith.select %is_q, %i0, %c0 : index
+      %ik0 = arith.select %is_q, %c0, %i0 : index
+      %lq0 = memref.load %q[%iq0] : memref<?xf32>
+      %lk0 = memref.load %k[%ik0] : memref<?xf32>
+      %l0 = arith.select %is_q, %lq0, %lk0 : f32
+      %iq1 = arith.select %is_q, %i1, %c0 : index
+      %ik1 = arith.select %is_q, %c0, %i1 : index
+      %lq1 = memref.load %q[%iq1] : memref<?xf32>
+      %lk1 = memref.load %k[%ik1] : memref<?xf32>
+      %l1 = arith.select %is_q, %lq1, %lk1 : f32
+      %iq2 = arith.select %is_q, %i2, %c0 : index
+      %ik2 = arith.select %is_q, %c0, %i2 : index
+      %lq2 = memref.load %q[%iq2] : memref<?xf32>
+      %lk2 = memref.load %k[%ik2] : memref<?xf32>
+      %l2 = arith.select %is_q, %lq2, %lk2 : f32
+      %iq3 = arith.select %is_q, %i3, %c0 : index
+      %ik3 = arith.select %is_q, %c0, %i3 : index
+      %lq3 = memref.load %q[%iq3] : memref<?xf32>
+      %lk3 = memref.load %k[%ik3] : memref<?xf32>
+      %l3 = arith.select %is_q, %lq3, %lk3 : f32
+      %x0 = arith.select %in0, %l0, %zero : f32
+      %x1 = arith.select %in1, %l1, %zero : f32
+      %x2 = arith.select %in2, %l2, %zero : f32
+      %x3 = arith.select %in3, %l3, %zero : f32
+      // 2. rms_norm_f32's sum for a row of head_dim <= 256: its partial of column c is
+      //    fma(x_c, x_c, 0) (0 past the row), then the tree halves 256 partials:
+      //    s = 128 and 64 inside this thread (columns c, c + 64, c + 128, c + 192), the
+      //    rest in workgroup memory. Computed whether or not norm is set (the barriers
+      //    stay outside any branch).
+      %p0 = math.fma %x0, %x0, %zero : f32
+      %p1 = math.fma %x1, %x1, %zero : f32
+      %p2 = math.fma %x2, %x2, %zero : f32
+      %p3 = math.fma %x3, %x3, %zero : f32
+      %p02 = arith.addf %p0, %p2 : f32
+      %p13 = arith.addf %p1, %p3 : f32
+      %p = arith.addf %p02, %p13 : f32
+      memref.store %p, %sums[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %s_end = scf.for %step = %c0 to %c6 step %c1 iter_args(%s = %c32) -> (index) {
+        %active = arith.cmpi ult, %tid, %s : index
+        scf.if %active {
+          %o = arith.addi %tid, %s : index
+          %a = memref.load %sums[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+          %b = memref.load %sums[%o] : memref<64xf32, #gpu.address_space<workgroup>>
+          %ab = arith.addf %a, %b : f32
+          memref.store %ab, %sums[%tid] : memref<64xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %s2 = arith.divui %s, %c2 : index
+        scf.yield %s2 : index
+      }
+      %total = memref.load %sums[%c0] : memref<64xf32, #gpu.address_space<workgroup>>
+      %Df = arith.uitofp %head_dim : i32 to f32
+      %mean = arith.divf %total, %Df : f32
+      %meps = arith.addf %mean, %eps : f32
+      %inv = math.rsqrt %meps : f32
+      // 3. The normalised (or, norm = 0, the loaded) head into workgroup memory.
+      %g0, %g1, %g2, %g3 = scf.if %do_norm -> (f32, f32, f32, f32) {
+        %gqi0 = arith.select %is_q, %cc0, %c0 : index
+        %gki0 = arith.select %is_q, %c0, %cc0 : index
+        %gq0 = memref.load %q_gamma[%gqi0] : memref<?xf32>
+        %gk0 = memref.load %k_gamma[%gki0] : memref<?xf32>
+        %gs0 = arith.select %is_q, %gq0, %gk0 : f32
+        %gqi1 = arith.select %is_q, %cc1, %c0 : index
+        %gki1 = arith.select %is_q, %c0, %cc1 : index
+        %gq1 = memref.load %q_gamma[%gqi1] : memref<?xf32>
+        %gk1 = memref.load %k_gamma[%gki1] : memref<?xf32>
+        %gs1 = arith.select %is_q, %gq1, %gk1 : f32
+        %gqi2 = arith.select %is_q, %cc2, %c0 : index
+        %gki2 = arith.select %is_q, %c0, %cc2 : index
+        %gq2 = memref.load %q_gamma[%gqi2] : memref<?xf32>
+        %gk2 = memref.load %k_gamma[%gki2] : memref<?xf32>
+        %gs2 = arith.select %is_q, %gq2, %gk2 : f32
+        %gqi3 = arith.select %is_q, %cc3, %c0 : index
+        %gki3 = arith.select %is_q, %c0, %cc3 : index
+        %gq3 = memref.load %q_gamma[%gqi3] : memref<?xf32>
+        %gk3 = memref.load %k_gamma[%gki3] : memref<?xf32>
+        %gs3 = arith.select %is_q, %gq3, %gk3 : f32
+        scf.yield %gs0, %gs1, %gs2, %gs3 : f32, f32, f32, f32
+      } else {
+        scf.yield %zero, %zero, %zero, %zero : f32, f32, f32, f32
+      }
+      %n0 = arith.mulf %x0, %inv : f32
+      %n1 = arith.mulf %x1, %inv : f32
+      %n2 = arith.mulf %x2, %inv : f32
+      %n3 = arith.mulf %x3, %inv : f32
+      %r0 = arith.mulf %n0, %g0 : f32
+      %r1 = arith.mulf %n1, %g1 : f32
+      %r2 = arith.mulf %n2, %g2 : f32
+      %r3 = arith.mulf %n3, %g3 : f32
+      %y0 = arith.select %do_norm, %r0, %x0 : f32
+      %y1 = arith.select %do_norm, %r1, %x1 : f32
+      %y2 = arith.select %do_norm, %r2, %x2 : f32
+      %y3 = arith.select %do_norm, %r3, %x3 : f32
+      scf.if %in0 {
+        memref.store %y0, %row[%col0] : memref<256xf32, #gpu.address_space<workgroup>>
+      }
+      scf.if %in1 {
+        memref.store %y1, %row[%col1] : memref<256xf32, #gpu.address_space<workgroup>>
+      }
+      scf.if %in2 {
+        memref.store %y2, %row[%col2] : memref<256xf32, #gpu.address_space<workgroup>>
+      }
+      scf.if %in3 {
+        memref.store %y3, %row[%col3] : memref<256xf32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      // 4. Where the head goes: q in place, or the KV cache slot of position pos0 + t.
+      %p0i = arith.index_cast %pos0 : i32 to index
+      %pos = arith.addi %p0i, %t : index
       %blk = arith.divui %pos, %c64 : index
       %slot = arith.remui %pos, %c64 : index
       %page_i = memref.load %block_table[%blk] : memref<?xi32>
       %page = arith.index_cast %page_i : i32 to index
-      %a0 = arith.muli %page, %n_kv : index
-      %a1 = arith.addi %a0, %kvh : index
-      %a2 = arith.muli %a1, %c64 : index
-      %a3 = arith.addi %a2, %slot : index
-      %dst = arith.muli %a3, %hd : index
-      %s0 = arith.muli %t, %n_kv : index
-      %s1 = arith.addi %s0, %kvh : index
-      %src = arith.muli %s1, %hd : index
+      %d0 = arith.muli %page, %n_kv : index
+      %d1 = arith.addi %d0, %kvh : index
+      %d2 = arith.muli %d1, %c64 : index
+      %d3 = arith.addi %d2, %slot : index
+      %dst = arith.muli %d3, %hd : index
+      // 5. RoPE, rope_f32's operations: pair i of n_rot / 2, lanes striding.
+      %nr = arith.index_cast %n_rot : i32 to index
+      %half = arith.divui %nr, %c2 : index
       %rpos_i = memref.load %positions[%t] : memref<?xi32>
       %rpos = arith.sitofp %rpos_i : i32 to f32
       %nr_f = arith.uitofp %n_rot : i32 to f32
       %ln_theta = math.log %theta : f32
       %is_neox = arith.cmpi ne, %neox, %zero_i : i32
-      scf.for %d = %tid to %hd step %c64 {
-        %si = arith.addi %src, %d : index
-        %di = arith.addi %dst, %d : index
-        %kx = memref.load %k[%si] : memref<?xf32>
-        %rotated = arith.cmpi ult, %d, %nr : index
-        %ky = scf.if %rotated -> (f32) {
-          // Pair index i, this feature's partner, and whether it is the first of the pair.
-          %upper = arith.cmpi uge, %d, %half : index
-          %d_minus = arith.subi %d, %half : index
-          %i_neox = arith.select %upper, %d_minus, %d : index
-          %i_norm = arith.divui %d, %c2 : index
-          %i = arith.select %is_neox, %i_neox, %i_norm : index
-          %odd = arith.remui %d, %c2 : index
-          %is_second_norm = arith.cmpi eq, %odd, %c1 : index
-          %second = arith.select %is_neox, %upper, %is_second_norm : i1
-          %d_plus_half = arith.addi %d, %half : index
-          %d_plus1 = arith.addi %d, %c1 : index
-          %d_minus1 = arith.subi %d, %c1 : index
-          %pn_neox = arith.select %upper, %d_minus, %d_plus_half : index
-          %pn_norm = arith.select %is_second_norm, %d_minus1, %d_plus1 : index
-          %partner = arith.select %is_neox, %pn_neox, %pn_norm : index
-          %pi = arith.addi %src, %partner : index
-          %kp = memref.load %k[%pi] : memref<?xf32>
-          %i_i32 = arith.index_cast %i : index to i32
-          %i_f = arith.uitofp %i_i32 : i32 to f32
-          %e0 = arith.mulf %m2, %i_f : f32
-          %e = arith.divf %e0, %nr_f : f32
-          %le = arith.mulf %e, %ln_theta : f32
-          %freq = math.exp %le : f32
-          %ang = arith.mulf %rpos, %freq : f32
-          %c = math.cos %ang : f32
-          %s = math.sin %ang : f32
-          // first of the pair: x0 c - x1 s (self x0, partner x1);
-          // second: x0 s + x1 c (partner x0, self x1).
-          %self_c = arith.mulf %kx, %c : f32
-          %part_s = arith.mulf %kp, %s : f32
-          %first = arith.subf %self_c, %part_s : f32
-          %sec = arith.addf %part_s, %self_c : f32
-          %r = arith.select %second, %sec, %first : f32
-          scf.yield %r : f32
-        } else {
-          scf.yield %kx : f32
+      // One loop for q, one for k (a branch on the store inside one loop kept both
+      // destinations live across libdevice's sinf/cosf and spilled on sm_80).
+      scf.if %is_q {
+        scf.for %iq = %tid to %half step %c64 {
+          %i_i32q = arith.index_cast %iq : index to i32
+          %i_fq = arith.uitofp %i_i32q : i32 to f32
+          %e0q = arith.mulf %m2, %i_fq : f32
+          %eq = arith.divf %e0q, %nr_f : f32
+          %leq = arith.mulf %eq, %ln_theta : f32
+          %freqq = math.exp %leq : f32
+          %angq = arith.mulf %rpos, %freqq : f32
+          %cq = math.cos %angq : f32
+          %sq = math.sin %angq : f32
+          %two_iq = arith.muli %iq, %c2 : index
+          %two_i1q = arith.addi %two_iq, %c1 : index
+          %i_halfq = arith.addi %iq, %half : index
+          %j0q = arith.select %is_neox, %iq, %two_iq : index
+          %j1q = arith.select %is_neox, %i_halfq, %two_i1q : index
+          %v0q = memref.load %row[%j0q] : memref<256xf32, #gpu.address_space<workgroup>>
+          %v1q = memref.load %row[%j1q] : memref<256xf32, #gpu.address_space<workgroup>>
+          %aq = arith.mulf %v0q, %cq : f32
+          %bq = arith.mulf %v1q, %sq : f32
+          %w0q = arith.subf %aq, %bq : f32
+          %dq = arith.mulf %v0q, %sq : f32
+          %fq = arith.mulf %v1q, %cq : f32
+          %w1q = arith.addf %dq, %fq : f32
+          %o0q = arith.addi %src, %j0q : index
+          %o1q = arith.addi %src, %j1q : index
+          memref.store %w0q, %q[%o0q] : memref<?xf32>
+          memref.store %w1q, %q[%o1q] : memref<?xf32>
         }
-        %vx = memref.load %v[%si] : memref<?xf32>
-        %kh = arith.truncf %ky : f32 to f16
-        %vh = arith.truncf %vx : f32 to f16
-        memref.store %kh, %k_cache[%di] : memref<?xf16>
-        memref.store %vh, %v_cache[%di] : memref<?xf16>
+      } else {
+        scf.for %ik = %tid to %half step %c64 {
+          %i_i32k = arith.index_cast %ik : index to i32
+          %i_fk = arith.uitofp %i_i32k : i32 to f32
+          %e0k = arith.mulf %m2, %i_fk : f32
+          %ek = arith.divf %e0k, %nr_f : f32
+          %lek = arith.mulf %ek, %ln_theta : f32
+          %freqk = math.exp %lek : f32
+          %angk = arith.mulf %rpos, %freqk : f32
+          %ck = math.cos %angk : f32
+          %sk = math.sin %angk : f32
+          %two_ik = arith.muli %ik, %c2 : index
+          %two_i1k = arith.addi %two_ik, %c1 : index
+          %i_halfk = arith.addi %ik, %half : index
+          %j0k = arith.select %is_neox, %ik, %two_ik : index
+          %j1k = arith.select %is_neox, %i_halfk, %two_i1k : index
+          %v0k = memref.load %row[%j0k] : memref<256xf32, #gpu.address_space<workgroup>>
+          %v1k = memref.load %row[%j1k] : memref<256xf32, #gpu.address_space<workgroup>>
+          %ak = arith.mulf %v0k, %ck : f32
+          %bk = arith.mulf %v1k, %sk : f32
+          %w0k = arith.subf %ak, %bk : f32
+          %dk = arith.mulf %v0k, %sk : f32
+          %fk = arith.mulf %v1k, %ck : f32
+          %w1k = arith.addf %dk, %fk : f32
+          %o0k = arith.addi %dst, %j0k : index
+          %o1k = arith.addi %dst, %j1k : index
+          %h0k = arith.truncf %w0k : f32 to f16
+          %h1k = arith.truncf %w1k : f32 to f16
+          memref.store %h0k, %k_cache[%o0k] : memref<?xf16>
+          memref.store %h1k, %k_cache[%o1k] : memref<?xf16>
+        }
+      }
+      // Features past n_rot: the normalised value (q only when normalised: otherwise
+      // it is already there).
+      %nr_tid = arith.addi %nr, %tid : index
+      scf.for %cf = %nr_tid to %hd step %c64 {
+        %xv = memref.load %row[%cf] : memref<256xf32, #gpu.address_space<workgroup>>
+        scf.if %is_q {
+          scf.if %do_norm {
+            %qi = arith.addi %src, %cf : index
+            memref.store %xv, %q[%qi] : memref<?xf32>
+          }
+        } else {
+          %ki = arith.addi %dst, %cf : index
+          %xh = arith.truncf %xv : f32 to f16
+          memref.store %xh, %k_cache[%ki] : memref<?xf16>
+        }
+      }
+      // 6. v, as kv_store_f16 writes it.
+      scf.if %is_k {
+        scf.for %cv = %tid to %hd step %c64 {
+          %si = arith.addi %src, %cv : index
+          %di = arith.addi %dst, %cv : index
+          %vx = memref.load %v[%si] : memref<?xf32>
+          %vh = arith.truncf %vx : f32 to f16
+          memref.store %vh, %v_cache[%di] : memref<?xf16>
+        }
       }
       gpu.return
     }

@@ -300,6 +300,9 @@ struct Group {
   const json &op;
   const json *residualAdd = nullptr;  ///< matmul groups: the fused `x = x + y`
   const json *ropeK = nullptr;        ///< attention groups: the fused rope on k
+  const json *ropeQ = nullptr;        ///< attention groups: the fused rope on q
+  const json *normQ = nullptr;        ///< attention groups: the fused head_norm on q
+  const json *normK = nullptr;        ///< attention groups: the fused head_norm on k
   std::string where;                  ///< "graph op 12 (matmul)" for errors
 
   [[noreturn]] void fail(const std::string &what) const {
@@ -639,24 +642,45 @@ json kvPool(const Attention &a, const char *which) {
 json blockTable() { return {{"block_table", true}, {"shape", {"ceil(ctx/64)"}}}; }
 
 /// kv_store_f16(k, v, k_cache, v_cache, block_table, pos0, head_dim) and
-/// rope_kv_store_f16(..., positions, n_rot, theta, neox) (the fused rope on k):
-/// one launch per sequence, grid (T, n_head_kv).
+/// rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, pos0, head_dim, positions,
+/// n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q) (swz-fuse's rope on k, and with
+/// it rope on q and the two head norms when those were fused too): one launch per
+/// sequence, grid (T, n_head_kv) or (T, n_q + n_head_kv).
 void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const std::string n = "T*" + str(a.nKv * a.hd);
   r.scope = "sequence";
-  r.args = {activation(a.k, t[0], n), activation(a.v, t[1], n), kvPool(a, "k"), kvPool(a, "v"),
-            blockTable(), i32("pos0"), i32(a.hd)};
-  if (ref.entry == "rope_kv_store_f16") {
-    if (!g.ropeK)
-      g.fail("rope_kv_store_f16 without a fused rope op");
-    const json &rope = *g.ropeK;
-    r.args.push_back({{"positions", true}, {"shape", {"T"}}});
-    r.args.push_back(i32(rope.value("n_rot", a.hd)));
-    r.args.push_back(f32(rope.at("theta").get<double>()));
-    r.args.push_back(i32(rope.value("mode", std::string("norm")) == "neox" ? 1 : 0));
-  }
   r.gridSymbols = {{"T", "T"}, {"n_head_kv", str(a.nKv)}};
+  if (ref.entry != "rope_kv_store_f16") {
+    r.args = {activation(a.k, t[0], n), activation(a.v, t[1], n), kvPool(a, "k"),
+              kvPool(a, "v"), blockTable(), i32("pos0"), i32(a.hd)};
+    return;
+  }
+  if (!g.ropeK)
+    g.fail("rope_kv_store_f16 without a fused rope op on k");
+  const json &rope = *g.ropeK;
+  const int64_t nRot = rope.value("n_rot", a.hd);
+  if (a.hd > 256 || a.hd % 2 != 0 || nRot % 2 != 0 || nRot > a.hd)
+    g.fail("rope_kv_store_f16 needs an even head_dim <= 256 and an even n_rot <= head_dim "
+           "(head_dim " + str(a.hd) + ", n_rot " + str(nRot) + ")");
+  if (g.ropeQ && (g.ropeQ->at("theta") != rope.at("theta") ||
+                  g.ropeQ->value("n_rot", a.hd) != nRot || g.ropeQ->value("mode", "") != rope.value("mode", "")))
+    g.fail("the fused ropes on q and k differ");
+  if (bool(g.normQ) != bool(g.normK) || (g.normQ && !g.ropeQ))
+    g.fail("rope_kv_store_f16 fuses both head norms with the rope on q, or none");
+  const bool norm = g.normQ != nullptr;
+  if (norm && g.normQ->at("eps") != g.normK->at("eps"))
+    g.fail("the fused head norms on q and k have different eps");
+  const int64_t nQ = g.ropeQ ? a.nHead : 0;
+  r.args = {activation(a.q, t[0], "T*" + str(a.nHead * a.hd)), activation(a.k, t[1], n),
+            activation(a.v, t[2], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(), i32("pos0"),
+            i32(a.hd), {{"positions", true}, {"shape", {"T"}}}, i32(nRot),
+            f32(rope.at("theta").get<double>()),
+            i32(rope.value("mode", std::string("norm")) == "neox" ? 1 : 0),
+            norm ? weight(g, g.normQ->at("in").at(1).get<std::string>(), t[12]) : absent(t[12]),
+            norm ? weight(g, g.normK->at("in").at(1).get<std::string>(), t[13]) : absent(t[13]),
+            f32(norm ? g.normQ->at("eps").get<double>() : 0.0), i32(norm ? 1 : 0), i32(nQ)};
+  r.gridSymbols["n_q"] = str(nQ);
 }
 
 /// The partials of decode's split-K: o_part [n_split, T, n_head, head_dim] and lse_part
@@ -875,17 +899,35 @@ json launchRecords(const package::Manifest &m, const codegen::LaunchGroup &group
                    const KernelLookup &kernelOf) {
   const json &ops = m.graph.at("ops");
   const int64_t anchor = group.graphOps.front();
-  Group g{m, group, ops.at(anchor), nullptr, nullptr, ""};
+  Group g{m, group, ops.at(anchor), nullptr, nullptr, nullptr, nullptr, nullptr, ""};
   g.where = "graph op " + std::to_string(anchor) + " (" + g.op.at("op").get<std::string>() + ")";
   for (size_t i = 1; i < group.graphOps.size(); ++i) {
     const json &f = ops.at(group.graphOps[i]);
-    if (f.at("op") == "add")
+    const std::string kind = f.at("op").get<std::string>();
+    // An attention's fused rope / head_norm works in place on its q or k buffer: which
+    // one it is follows from the buffer.
+    auto onAttentionInput = [&](const json *&onQ, const json *&onK) {
+      const std::string x = f.at("in").at(0).get<std::string>();
+      if (g.op.at("op") != "attention" || f.at("out") != x)
+        g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" + kind +
+               ") is not in place on the attention's q or k");
+      if (x == g.in(0) && !onQ)
+        onQ = &f;
+      else if (x == g.in(1) && !onK)
+        onK = &f;
+      else
+        g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" + kind + ") on " + x +
+               " is not the attention's q or k, or is a second one");
+    };
+    if (kind == "add")
       g.residualAdd = &f;
-    else if (f.at("op") == "rope")
-      g.ropeK = &f;
+    else if (kind == "rope")
+      onAttentionInput(g.ropeQ, g.ropeK);
+    else if (kind == "head_norm")
+      onAttentionInput(g.normQ, g.normK);
     else
-      g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" +
-             f.at("op").get<std::string>() + ") has no launch binding");
+      g.fail("fused op " + std::to_string(group.graphOps[i]) + " (" + kind +
+             ") has no launch binding");
   }
   return records(g, group.kernels, kernelOf);
 }
@@ -897,7 +939,7 @@ json samplingRecord(const package::Manifest &m, const std::vector<codegen::Kerne
                    {"out", "argmax_ids"},
                    {"rows", "output"}};
   const codegen::LaunchGroup none;
-  Group g{m, none, op, nullptr, nullptr, "greedy sampling (argmax of " + m.graph.at("output").get<std::string>() + ")"};
+  Group g{m, none, op, nullptr, nullptr, nullptr, nullptr, nullptr, "greedy sampling (argmax of " + m.graph.at("output").get<std::string>() + ")"};
   json r = op;
   r["launches"] = records(g, argmax, kernelOf);
   return r;

@@ -403,6 +403,8 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
   void runOnOperation() override {
     if (ropeKv)
       fuseRopeIntoKvWrite();
+    if (ropeKv && qkRope)
+      fuseQkIntoKvWrite();
     if (!residual)
       return;
     SmallVector<AddOp> adds;
@@ -436,6 +438,66 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
     }
   }
 
+  /// `v` seen through the importer's reshape round trip expand(collapse(x)), x of v's
+  /// type, the expand used once and the collapse only by it (and by tensor.dim ops
+  /// feeding it): x, with the expand and the collapse appended to `chain`; else v.
+  static Value throughReshapes(Value v, SmallVectorImpl<Operation *> &chain) {
+    auto e = v.getDefiningOp<tensor::ExpandShapeOp>();
+    if (!e || !e.getResult().hasOneUse())
+      return v;
+    auto c = e.getSrc().getDefiningOp<tensor::CollapseShapeOp>();
+    if (!c || c.getSrc().getType() != v.getType())
+      return v;
+    bool onlyReshape = llvm::all_of(c.getResult().getUsers(), [&](Operation *u) {
+      return u == e.getOperation() ||
+             (isa<tensor::DimOp>(u) && llvm::all_of(u->getUsers(), [&](Operation *w) {
+                return w == e.getOperation();
+              }));
+    });
+    if (!onlyReshape)
+      return v;
+    chain.push_back(e);
+    chain.push_back(c);
+    return c.getSrc();
+  }
+
+  /// Erases `ops` (consumers before producers) and the tensor.dim ops reading them,
+  /// each once nothing uses it.
+  static void eraseDead(ArrayRef<Operation *> ops) {
+    for (Operation *op : ops) {
+      for (Operation *u : llvm::make_early_inc_range(op->getUsers()))
+        if (isa<tensor::DimOp>(u) && u->use_empty())
+          u->erase();
+      if (op->use_empty())
+        op->erase();
+    }
+  }
+
+  /// `a` rebuilt with other q / k and optional parts (the rest copied), standing for
+  /// `a`'s graph ops and those of `absorbed`; `a` is erased.
+  static AttentionOp rebuild(AttentionOp a, Value q, Value k, Value positions, RopeOp kRope,
+                             bool qRope, Value gq, Value gk, FloatAttr eps,
+                             ArrayRef<Operation *> absorbed) {
+    OpBuilder b(a);
+    auto fused = b.create<AttentionOp>(
+        a.getLoc(), a.getType(), q, k, a.getV(), positions, gq, gk, a.getScaleAttr(),
+        a.getCausalAttr(), a.getLayerAttr(),
+        kRope ? kRope.getModeAttr() : a.getKRopeModeAttr(),
+        kRope ? kRope.getThetaAttr() : a.getKRopeThetaAttr(),
+        kRope ? kRope.getRotaryDimAttr() : a.getKRopeDimAttr(),
+        qRope ? b.getUnitAttr() : UnitAttr(), eps);
+    for (NamedAttribute attr : a->getDiscardableAttrs())
+      fused->setAttr(attr.getName(), attr.getValue());
+    Operation *acc = a;
+    for (Operation *op : absorbed) {
+      fused->setAttr(kGraphOpsAttr, concatGraphOps(acc, op));
+      acc = fused;
+    }
+    a.getResult().replaceAllUsesWith(fused.getResult());
+    a.erase();
+    return fused;
+  }
+
   /// attention(q, expand(collapse(rope(k3, pos))), v) {layer} ->
   /// attention(q, k3, v) rope_k(pos) {layer, k_rope_*}.
   void fuseRopeIntoKvWrite() {
@@ -444,48 +506,60 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
     for (AttentionOp a : atts) {
       if (!a.getLayer() || a.getKPositions())
         continue;
-      Value k = a.getK();
-      Operation *expand = nullptr, *collapse = nullptr;
-      if (auto e = k.getDefiningOp<tensor::ExpandShapeOp>()) {
-        if (auto c = e.getSrc().getDefiningOp<tensor::CollapseShapeOp>()) {
-          // The collapse may also feed tensor.dim (the expand's output_shape).
-          bool onlyReshape = llvm::all_of(c.getResult().getUsers(), [&](Operation *u) {
-            return u == e.getOperation() ||
-                   (isa<tensor::DimOp>(u) && llvm::all_of(u->getUsers(), [&](Operation *v) {
-                      return v == e.getOperation();
-                    }));
-          });
-          if (!e.getResult().hasOneUse() || !onlyReshape || c.getSrc().getType() != k.getType())
-            continue;
-          expand = e;
-          collapse = c;
-          k = c.getSrc();
-        }
-      }
+      SmallVector<Operation *> dead;
+      Value k = throughReshapes(a.getK(), dead);
       auto rope = k.getDefiningOp<RopeOp>();
       if (!rope || !rope.getResult().hasOneUse())
         continue;
-      OpBuilder b(a);
-      auto fused = b.create<AttentionOp>(
-          a.getLoc(), a.getType(), a.getQ(), rope.getX(), a.getV(), rope.getPositions(),
-          a.getScaleAttr(), a.getCausalAttr(), a.getLayerAttr(), rope.getModeAttr(),
-          rope.getThetaAttr(), rope.getRotaryDimAttr());
-      for (NamedAttribute attr : a->getDiscardableAttrs())
-        fused->setAttr(attr.getName(), attr.getValue());
-      fused->setAttr(kGraphOpsAttr, concatGraphOps(a, rope));
-      a.getResult().replaceAllUsesWith(fused.getResult());
-      a.erase();
-      if (expand)
-        expand->erase();
-      if (collapse) {
-        for (Operation *dimOp : llvm::make_early_inc_range(collapse->getUsers()))
-          if (dimOp->use_empty())
-            dimOp->erase();
-        if (collapse->use_empty())
-          collapse->erase();
+      dead.push_back(rope);
+      rebuild(a, a.getQ(), rope.getX(), rope.getPositions(), rope, false, Value(), Value(),
+              FloatAttr(), {rope});
+      eraseDead(dead);
+    }
+  }
+
+  /// With rope_k: attention(expand(collapse(rope(q3, pos))), k, v) rope_k(pos), the
+  /// same rope attributes -> attention(q3, k, v) rope_k(pos) {q_rope}; then, when both
+  /// q3 and k are head RMSNorms (through the same reshapes) of one epsilon,
+  /// attention(rms_norm(q0, gq), rms_norm(k0, gk), ...) -> attention(q0, k0, ...)
+  /// qk_norm(gq, gk) {norm_epsilon}. Each absorbed op had that single use.
+  void fuseQkIntoKvWrite() {
+    SmallVector<AttentionOp> atts;
+    getOperation().walk([&](AttentionOp a) { atts.push_back(a); });
+    for (AttentionOp a : atts) {
+      if (!a.getKPositions() || a.getQRope())
+        continue;
+      SmallVector<Operation *> dead;
+      Value q = throughReshapes(a.getQ(), dead);
+      auto rope = q.getDefiningOp<RopeOp>();
+      if (!rope || !rope.getResult().hasOneUse() || rope.getPositions() != a.getKPositions() ||
+          rope.getModeAttr() != a.getKRopeModeAttr() || rope.getThetaAttr() != a.getKRopeThetaAttr() ||
+          rope.getRotaryDimAttr() != a.getKRopeDimAttr() || rope.getX().getType() != a.getQ().getType())
+        continue;
+      dead.push_back(rope);
+      Value q0 = rope.getX(), k0 = a.getK();
+      SmallVector<Operation *> absorbed = {rope};
+      SmallVector<Operation *> normDead;
+      Value qn = throughReshapes(q0, normDead), kn = throughReshapes(k0, normDead);
+      auto nq = qn.getDefiningOp<RmsNormOp>(), nk = kn.getDefiningOp<RmsNormOp>();
+      Value gq, gk;
+      FloatAttr eps;
+      if (nq && nk && nq != nk && nq.getResult().hasOneUse() && nk.getResult().hasOneUse() &&
+          nq.getEpsilonAttr() == nk.getEpsilonAttr() && nq.getX().getType() == q0.getType() &&
+          nk.getX().getType() == k0.getType()) {
+        q0 = nq.getX();
+        k0 = nk.getX();
+        gq = nq.getGamma();
+        gk = nk.getGamma();
+        eps = nq.getEpsilonAttr();
+        absorbed.push_back(nq);
+        absorbed.push_back(nk);
+        dead.append(normDead.begin(), normDead.end());
+        dead.push_back(nq);
+        dead.push_back(nk);
       }
-      if (rope->use_empty())
-        rope.erase();
+      rebuild(a, q0, k0, a.getKPositions(), RopeOp(), true, gq, gk, eps, absorbed);
+      eraseDead(dead);
     }
   }
 };

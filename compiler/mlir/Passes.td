@@ -91,6 +91,15 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     `rope_k(%positions)` with the rope's mode, theta and rotary dim: its KV store
     rotates k while writing it, one pass over k instead of two.
 
+    Q and the head norms into the KV write (`qk-rope`, after the above): when the
+    attention's `q` is `swz.rope` of the same positions and attributes as `k`'s
+    (through the same reshapes), that rope goes too and the attention gets
+    `q_rope`; when, further, `q` and `k` are both per-head `swz.rms_norm`s of one
+    epsilon (Qwen3's `attn_q_norm` / `attn_k_norm`), those go and the attention
+    gets `qk_norm(%gq, %gk)` with `norm_epsilon`. One launch (rope_kv_store_f16)
+    then normalises and rotates q in place and k into the cache: a decode layer's
+    four small launches (two head norms, rope on q, the KV write) become one.
+
     Each fused op records the graph ops it now stands for in `swz.graph_ops`
     (the indices the importer put on the ops, `manifest.graph.ops[i]`), so the
     package writer can map launches back to graph ops.
@@ -110,6 +119,9 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
            "fold residual adds into the preceding matmul's epilogue">,
     Option<"ropeKv", "rope-kv", "bool", /*default=*/"true",
            "fold RoPE on k into the attention's KV-cache write">,
+    Option<"qkRope", "qk-rope", "bool", /*default=*/"true",
+           "with rope-kv: fold RoPE on q, and Qwen3's per-head RMSNorms on q and k, "
+           "into the same launch">,
   ];
 }
 

@@ -247,6 +247,22 @@ LogicalResult AttentionOp::verify() {
                          dim(getK(), 0))))
       return failure();
   }
+  if (getQRope() && !getKPositions())
+    return emitOpError() << "q_rope (RoPE on q in the KV write's launch) needs rope_k";
+  const bool anyNorm = getQNormWeight() || getKNormWeight() || getNormEpsilon();
+  if (anyNorm) {
+    if (!getQNormWeight() || !getKNormWeight() || !getNormEpsilon())
+      return emitOpError() << "qk_norm needs both weights and norm_epsilon together";
+    if (!getKPositions())
+      return emitOpError() << "qk_norm (head RMSNorm in the KV write's launch) needs rope_k";
+    for (Value w : {getQNormWeight(), getKNormWeight()}) {
+      if (failed(expectRank(op, w, 1, "qk_norm weight ([D])")) ||
+          failed(expectDim(op, "qk_norm weight dim 0", dim(w, 0), "head dim", dim(getK(), 2))))
+        return failure();
+    }
+    if (!(getNormEpsilon()->convertToDouble() > 0.0))
+      return emitOpError() << "norm_epsilon must be positive";
+  }
   return success();
 }
 

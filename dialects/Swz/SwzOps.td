@@ -108,7 +108,7 @@ def Swz_RopeOp : Swz_Op<"rope", [Pure, AllTypesMatch<["x", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
+def Swz_AttentionOp : Swz_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention with grouped-query heads (GQA)";
   let description = [{
     `q` is `[T, Hq, D]`, `k` and `v` are `[S, Hkv, D]` with `Hq` a multiple of
@@ -123,7 +123,20 @@ def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
     With `rope_k(%positions)` (only with `layer`), `k` is the batch's keys before
     RoPE: the op rotates them (`k_rope_mode`, `k_rope_theta`, `k_rope_dim`, as
     `swz.rope`) while writing them to the KV cache. This is how `swz-fuse` folds
-    the graph's `rope(k)` into the KV write.
+    the graph's `rope(k)` into the KV write. With `q_rope` as well, `q` is the
+    queries before the same RoPE (same positions, mode, theta and rotary dim),
+    rotated by the same launch. With `qk_norm(%gq, %gk)` (only with `rope_k`), `q`
+    and `k` are before a per-head RMSNorm with those `[D]` weights and
+    `norm_epsilon` (Qwen3's `attn_q_norm` / `attn_k_norm`), applied before RoPE.
+
+    ```mlir
+    %o = swz.attention %q, %k, %v rope_k(%pos : tensor<?xi32>)
+        qk_norm(%gq, %gk : tensor<128xf32>, tensor<128xf32>) {scale = 0.0883883461 : f32,
+        causal, layer = 0 : i32, k_rope_mode = #swz.rope_mode<neox>,
+        k_rope_theta = 1.0e+06 : f32, k_rope_dim = 128 : i32, q_rope,
+        norm_epsilon = 9.99999997E-7 : f32}
+        : tensor<?x16x128xf32>, tensor<?x8x128xf32>, tensor<?x8x128xf32> -> tensor<?x16x128xf32>
+    ```
 
     ```mlir
     %o = swz.attention %q, %k, %v rope_k(%pos : tensor<?xi32>) {scale = 0.125 : f32,
@@ -139,13 +152,19 @@ def Swz_AttentionOp : Swz_Op<"attention", [Pure]> {
   }];
   let arguments = (ins Swz_FloatTensor:$q, Swz_FloatTensor:$k, Swz_FloatTensor:$v,
                        Optional<Swz_IndexTensor>:$k_positions,
+                       Optional<Swz_FloatTensor>:$q_norm_weight,
+                       Optional<Swz_FloatTensor>:$k_norm_weight,
                        F32Attr:$scale, UnitAttr:$causal, OptionalAttr<I32Attr>:$layer,
                        OptionalAttr<Swz_RopeModeAttr>:$k_rope_mode,
                        OptionalAttr<F32Attr>:$k_rope_theta,
-                       OptionalAttr<I32Attr>:$k_rope_dim);
+                       OptionalAttr<I32Attr>:$k_rope_dim,
+                       UnitAttr:$q_rope,
+                       OptionalAttr<F32Attr>:$norm_epsilon);
   let results = (outs Swz_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`rope_k` `(` $k_positions^ `:` type($k_positions) `)`)? attr-dict
+    $q `,` $k `,` $v (`rope_k` `(` $k_positions^ `:` type($k_positions) `)`)?
+    (`qk_norm` `(` $q_norm_weight^ `,` $k_norm_weight `:` type($q_norm_weight) `,`
+     type($k_norm_weight) `)`)? attr-dict
     `:` type($q) `,` type($k) `,` type($v) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -125,8 +125,11 @@ def test_every_op_matches_the_cpu_backend(packages, tmp_path, phase, n_tokens):
     print(f"{phase}: {len(compared)} ops compared; worst rms error / std per op kind: "
           + ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items())))
     assert not failures, "\n".join(failures[:20])
-    # Every op kind of the graph, and the last op (the logits), were compared.
-    assert {ops[i]["op"] for i in compared} == {op["op"] for op in ops}
+    # Every op kind of the graph that runs launches of its own, and the last op (the
+    # logits), were compared. The ropes swz-fuse folded into the attention's KV write
+    # leave no output of their own: the attention's is compared.
+    assert {op["op"] for op in ops if "fused_into" not in op} <= {ops[i]["op"] for i in compared}
+    assert any(op["op"] == "rope" and "fused_into" in op for op in ops)
     assert len(ops) - 1 in compared and len(compared) >= 250
 
 

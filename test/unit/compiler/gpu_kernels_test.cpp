@@ -238,37 +238,86 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(files[2].first, "swz_argmax.ptx");
 }
 
-// swz-fuse folds rope(k) into the KV write: the rope op launches nothing and the
-// attention stores k through rope_kv_store_f16 (the rope on q stays a launch).
-TEST(GpuKernels, RopeOnKIsFusedIntoTheKvWrite) {
-  package::Manifest m = manifest("spirv", json::array({
+// swz-fuse folds rope(k) into the KV write, and rope(q) with it: the rope ops launch
+// nothing and the attention's rope_kv_store_f16 rotates q in place and k into the cache.
+TEST(GpuKernels, RopeOnQAndKIsFusedIntoTheKvWrite) {
+  const json ops0 = json::array({
       {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
       {{"op", "rope"}, {"in", {"k"}}, {"out", "k"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
       {{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}},
-  }));
+  });
+  package::Manifest m = manifest("spirv", ops0);
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
   const json &ops = m.graph["ops"];
-  EXPECT_EQ(phase(m, 0, "all"), json({"spirv.rope_f32"}));
-  EXPECT_EQ(ops[1]["fused_into"], 2);
-  EXPECT_FALSE(ops[1].contains("launches"));
-  EXPECT_EQ(ops[2]["fused"], json({1}));
+  for (int i : {0, 1}) {
+    EXPECT_EQ(ops[i]["fused_into"], 2);
+    EXPECT_FALSE(ops[i].contains("launches"));
+  }
+  EXPECT_EQ(ops[2]["fused"], json({1, 0}));
   EXPECT_EQ(phase(m, 2, "all"), json({"spirv.rope_kv_store_f16"}));
-  // The rope on q: in place, grid (T, n_head); the fused rope's attributes on the KV write.
-  const json rope = record(m, 0, "spirv.rope_f32", "all");
-  EXPECT_EQ(rope["grid"], json({"T", "9", "1"}));
-  EXPECT_EQ(rope["args"][1], json({{"positions", true}, {"shape", {"T"}}}));
-  EXPECT_EQ(rope["args"][5], json({{"i32", "1"}}));  // neox
+  // Grid (T, n_q + n_head_kv): 9 query heads of q (576 = 9 x 64), 3 KV heads.
   const json storeRec = record(m, 2, "spirv.rope_kv_store_f16", "all");
-  EXPECT_EQ(storeRec["args"][7], json({{"positions", true}, {"shape", {"T"}}}));
-  EXPECT_EQ(storeRec["args"][8], json({{"i32", "64"}}));
-  EXPECT_EQ(storeRec["args"][9], json({{"f32", 1e6}}));
-  EXPECT_EQ(storeRec["args"][10], json({{"i32", "1"}}));
+  EXPECT_EQ(storeRec["grid"], json({"T", "12", "1"}));
+  EXPECT_EQ(storeRec["args"][0], json({{"buffer", "q"}, {"shape", {"T*576"}}}));
+  EXPECT_EQ(storeRec["args"][1], json({{"buffer", "k"}, {"shape", {"T*192"}}}));
+  EXPECT_EQ(storeRec["args"][8], json({{"positions", true}, {"shape", {"T"}}}));
+  EXPECT_EQ(storeRec["args"][9], json({{"i32", "64"}}));
+  EXPECT_EQ(storeRec["args"][10], json({{"f32", 1e6}}));
+  EXPECT_EQ(storeRec["args"][11], json({{"i32", "1"}}));  // neox
+  EXPECT_EQ(storeRec["args"][12]["absent"], true);        // no head norms
+  EXPECT_EQ(storeRec["args"][13]["absent"], true);
+  EXPECT_EQ(storeRec["args"][15], json({{"i32", "0"}}));  // norm
+  EXPECT_EQ(storeRec["args"][16], json({{"i32", "9"}}));  // n_q
   const package::Kernel *store = kernel(m, "spirv.rope_kv_store_f16");
   ASSERT_NE(store, nullptr);
-  // k, v, k_cache, v_cache, block_table, pos0, head_dim, positions, n_rot, theta, neox
-  EXPECT_EQ(store->signature.size(), 11u);
+  // q, k, v, k_cache, v_cache, block_table, pos0, head_dim, positions, n_rot, theta, neox,
+  // q_gamma, k_gamma, eps, norm, n_q
+  EXPECT_EQ(store->signature.size(), 17u);
+  EXPECT_EQ(store->launch.at("grid"), "T, n_q + n_head_kv, 1");
+
+  // SWZ_FUSE_QK=0 (A/B builds): the rope on q is its own launch again, n_q = 0.
+  setenv("SWZ_FUSE_QK", "0", 1);
+  package::Manifest m2 = manifest("spirv", ops0);
+  package::PackageFiles files2;
+  compiler::addGpuKernels(m2, f, files2, {});
+  unsetenv("SWZ_FUSE_QK");
+  EXPECT_EQ(phase(m2, 0, "all"), json({"spirv.rope_f32"}));
+  EXPECT_EQ(m2.graph["ops"][2]["fused"], json({1}));
+  const json store2 = record(m2, 2, "spirv.rope_kv_store_f16", "all");
+  EXPECT_EQ(store2["grid"], json({"T", "3", "1"}));
+  EXPECT_EQ(store2["args"][16], json({{"i32", "0"}}));
+}
+
+// Qwen3: head_norm(q), head_norm(k), rope(q), rope(k), attention: one launch does all
+// five (the norms' weights and eps on the KV write, norm = 1).
+TEST(GpuKernels, HeadNormsAndRopeAreFusedIntoTheKvWrite) {
+  package::Manifest m = manifest("sm_90", json::array({
+      {{"op", "head_norm"}, {"in", {"q", "blk.0.attn_q_norm.weight"}}, {"out", "q"}, {"eps", 1e-6}},
+      {{"op", "head_norm"}, {"in", {"k", "blk.0.attn_k_norm.weight"}}, {"out", "k"}, {"eps", 1e-6}},
+      {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
+      {{"op", "rope"}, {"in", {"k"}}, {"out", "k"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
+      {{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}},
+  }));
+  m.weight_plan.tensors.push_back({"blk.0.attn_q_norm.weight", ggml::Type::F32, {64}, 0, 256});
+  m.weight_plan.tensors.push_back({"blk.0.attn_k_norm.weight", ggml::Type::F32, {64}, 0, 256});
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  compiler::addGpuKernels(m, f, files, {});
+  const json &ops = m.graph["ops"];
+  for (int i : {0, 1, 2, 3})
+    EXPECT_EQ(ops[i]["fused_into"], 4) << i;
+  EXPECT_EQ(ops[4]["fused"], json({3, 2, 0, 1}));
+  const json storeRec = record(m, 4, "sm_90.rope_kv_store_f16", "all");
+  EXPECT_EQ(storeRec["grid"], json({"T", "12", "1"}));
+  EXPECT_EQ(storeRec["args"][12], json({{"weight", "blk.0.attn_q_norm.weight"}, {"shape", {"64"}}}));
+  EXPECT_EQ(storeRec["args"][13], json({{"weight", "blk.0.attn_k_norm.weight"}, {"shape", {"64"}}}));
+  EXPECT_EQ(storeRec["args"][14], json({{"f32", 1e-6}}));
+  EXPECT_EQ(storeRec["args"][15], json({{"i32", "1"}}));  // norm
+  EXPECT_EQ(storeRec["args"][16], json({{"i32", "9"}}));  // n_q
+  // The whole attention op: this KV write, then the flash kernels.
+  EXPECT_EQ(ops[4]["launches"][0]["kernel"], "sm_90.rope_kv_store_f16");
 }
 
 // The attention kernels' workgroup tiles hold head_dim <= 128: a model with larger heads
