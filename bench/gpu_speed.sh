@@ -81,11 +81,13 @@ prepare)
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
     # The other side of `time`'s A/B rows, <name>-sm_90-ab.swz: SWZ_SPEED_AB_FROM=DIR
     # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
-    # SWZ_SPEED_AB=1 compiles this commit without folded quantize launches.
+    # SWZ_SPEED_AB=1 compiles this commit with the compile-time switch in
+    # SWZ_SPEED_AB_ENV (default SWZ_FOLD_QUANTIZE=0: no folded quantize launches;
+    # SWZ_FUSE_QK=0: RoPE on q and the head norms as their own launches).
     if [ -n "${SWZ_SPEED_AB_FROM:-}" ]; then
       cp -a "$SWZ_SPEED_AB_FROM/$name-sm_90.swz" "$dir/models/$name-sm_90-ab.swz"
     elif [ "${SWZ_SPEED_AB:-0}" = 1 ]; then
-      SWZ_FOLD_QUANTIZE=0 "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
+      env "${SWZ_SPEED_AB_ENV:-SWZ_FOLD_QUANTIZE=0}" "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
         --target sm_90 -o "$dir/models/$name-sm_90-ab.swz" >/dev/null
     fi
     rm "$dir/models/$name.gguf"
