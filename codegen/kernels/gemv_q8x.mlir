@@ -12,7 +12,8 @@
 //
 // rms_norm_q8x(x, gamma, y, xq, xds, d, eps): rms_norm_f32 (bitwise: same sums, same
 //   order) and quantize_q8_x of its output in one launch; d % 32 == 0. Launch as
-//   rms_norm_f32: block 256, grid (rows, 1, 1); each thread then takes 4 columns per pass.
+//   rms_norm_f32: block 256, grid (rows, 1, 1); each thread sums 16 columns an iteration
+//   (loads first), then takes 4 columns a pass, four passes an iteration.
 // swiglu_q8x(gate, up, a, xq, xds, nblk): swiglu_f32 (bitwise: the same operations) and
 //   quantize_q8_x of its output in one launch; gate, up, a as memref<?xvector<4xf32>>.
 //   Launch as quantize_q8_x.
@@ -153,18 +154,30 @@ module attributes {gpu.container_module} {
       %c0p0_f32 = arith.constant 0.0 : f32
       %c1023_index = arith.constant 1023 : index
       %c1024_index = arith.constant 1024 : index
+      %c1280_index = arith.constant 1280 : index
       %c128_index = arith.constant 128 : index
+      %c1536_index = arith.constant 1536 : index
       %c16_i32 = arith.constant 16 : i32
+      %c1792_index = arith.constant 1792 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c1p270000e02_f32 = arith.constant 1.270000e+02 : f32
+      %c2048_index = arith.constant 2048 : index
+      %c2304_index = arith.constant 2304 : index
       %c24_i32 = arith.constant 24 : i32
       %c255_i32 = arith.constant 255 : i32
+      %c2560_index = arith.constant 2560 : index
       %c256_index = arith.constant 256 : index
+      %c2816_index = arith.constant 2816 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
+      %c3072_index = arith.constant 3072 : index
       %c32_i32 = arith.constant 32 : i32
+      %c3328_index = arith.constant 3328 : index
+      %c3584_index = arith.constant 3584 : index
+      %c3840_index = arith.constant 3840 : index
       %c3_index = arith.constant 3 : index
+      %c4096_index = arith.constant 4096 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
       %c512_index = arith.constant 512 : index
@@ -177,7 +190,7 @@ module attributes {gpu.container_module} {
       %tid = gpu.thread_id x
       %D = arith.index_cast %d : i32 to index
       %base = arith.muli %row, %D : index
-      %partial = scf.for %i = %tid to %D step %c1024_index iter_args(%acc = %c0p0_f32) -> (f32) {
+      %partial = scf.for %i = %tid to %D step %c4096_index iter_args(%acc = %c0p0_f32) -> (f32) {
         %a1 = arith.addi %base, %i : index
         %a2 = arith.addi %i, %c256_index : index
         %in3 = arith.cmpi ult, %a2, %D : index
@@ -191,18 +204,102 @@ module attributes {gpu.container_module} {
         %in11 = arith.cmpi ult, %a10, %D : index
         %ic12 = arith.select %in11, %a10, %i : index
         %a13 = arith.addi %base, %ic12 : index
-        %l14 = memref.load %x[%a1] : memref<?xf32>
-        %l15 = memref.load %x[%a5] : memref<?xf32>
-        %l16 = memref.load %x[%a9] : memref<?xf32>
-        %l17 = memref.load %x[%a13] : memref<?xf32>
-        %sv18 = arith.select %in3, %l15, %c0p0_f32 : f32
-        %sv19 = arith.select %in7, %l16, %c0p0_f32 : f32
-        %sv20 = arith.select %in11, %l17, %c0p0_f32 : f32
-        %f21 = math.fma %l14, %l14, %acc : f32
-        %f22 = math.fma %sv18, %sv18, %f21 : f32
-        %f23 = math.fma %sv19, %sv19, %f22 : f32
-        %f24 = math.fma %sv20, %sv20, %f23 : f32
-        scf.yield %f24 : f32
+        %a14 = arith.addi %i, %c1024_index : index
+        %in15 = arith.cmpi ult, %a14, %D : index
+        %ic16 = arith.select %in15, %a14, %i : index
+        %a17 = arith.addi %base, %ic16 : index
+        %a18 = arith.addi %i, %c1280_index : index
+        %in19 = arith.cmpi ult, %a18, %D : index
+        %ic20 = arith.select %in19, %a18, %i : index
+        %a21 = arith.addi %base, %ic20 : index
+        %a22 = arith.addi %i, %c1536_index : index
+        %in23 = arith.cmpi ult, %a22, %D : index
+        %ic24 = arith.select %in23, %a22, %i : index
+        %a25 = arith.addi %base, %ic24 : index
+        %a26 = arith.addi %i, %c1792_index : index
+        %in27 = arith.cmpi ult, %a26, %D : index
+        %ic28 = arith.select %in27, %a26, %i : index
+        %a29 = arith.addi %base, %ic28 : index
+        %a30 = arith.addi %i, %c2048_index : index
+        %in31 = arith.cmpi ult, %a30, %D : index
+        %ic32 = arith.select %in31, %a30, %i : index
+        %a33 = arith.addi %base, %ic32 : index
+        %a34 = arith.addi %i, %c2304_index : index
+        %in35 = arith.cmpi ult, %a34, %D : index
+        %ic36 = arith.select %in35, %a34, %i : index
+        %a37 = arith.addi %base, %ic36 : index
+        %a38 = arith.addi %i, %c2560_index : index
+        %in39 = arith.cmpi ult, %a38, %D : index
+        %ic40 = arith.select %in39, %a38, %i : index
+        %a41 = arith.addi %base, %ic40 : index
+        %a42 = arith.addi %i, %c2816_index : index
+        %in43 = arith.cmpi ult, %a42, %D : index
+        %ic44 = arith.select %in43, %a42, %i : index
+        %a45 = arith.addi %base, %ic44 : index
+        %a46 = arith.addi %i, %c3072_index : index
+        %in47 = arith.cmpi ult, %a46, %D : index
+        %ic48 = arith.select %in47, %a46, %i : index
+        %a49 = arith.addi %base, %ic48 : index
+        %a50 = arith.addi %i, %c3328_index : index
+        %in51 = arith.cmpi ult, %a50, %D : index
+        %ic52 = arith.select %in51, %a50, %i : index
+        %a53 = arith.addi %base, %ic52 : index
+        %a54 = arith.addi %i, %c3584_index : index
+        %in55 = arith.cmpi ult, %a54, %D : index
+        %ic56 = arith.select %in55, %a54, %i : index
+        %a57 = arith.addi %base, %ic56 : index
+        %a58 = arith.addi %i, %c3840_index : index
+        %in59 = arith.cmpi ult, %a58, %D : index
+        %ic60 = arith.select %in59, %a58, %i : index
+        %a61 = arith.addi %base, %ic60 : index
+        %l62 = memref.load %x[%a1] : memref<?xf32>
+        %l63 = memref.load %x[%a5] : memref<?xf32>
+        %l64 = memref.load %x[%a9] : memref<?xf32>
+        %l65 = memref.load %x[%a13] : memref<?xf32>
+        %l66 = memref.load %x[%a17] : memref<?xf32>
+        %l67 = memref.load %x[%a21] : memref<?xf32>
+        %l68 = memref.load %x[%a25] : memref<?xf32>
+        %l69 = memref.load %x[%a29] : memref<?xf32>
+        %l70 = memref.load %x[%a33] : memref<?xf32>
+        %l71 = memref.load %x[%a37] : memref<?xf32>
+        %l72 = memref.load %x[%a41] : memref<?xf32>
+        %l73 = memref.load %x[%a45] : memref<?xf32>
+        %l74 = memref.load %x[%a49] : memref<?xf32>
+        %l75 = memref.load %x[%a53] : memref<?xf32>
+        %l76 = memref.load %x[%a57] : memref<?xf32>
+        %l77 = memref.load %x[%a61] : memref<?xf32>
+        %sv78 = arith.select %in3, %l63, %c0p0_f32 : f32
+        %sv79 = arith.select %in7, %l64, %c0p0_f32 : f32
+        %sv80 = arith.select %in11, %l65, %c0p0_f32 : f32
+        %sv81 = arith.select %in15, %l66, %c0p0_f32 : f32
+        %sv82 = arith.select %in19, %l67, %c0p0_f32 : f32
+        %sv83 = arith.select %in23, %l68, %c0p0_f32 : f32
+        %sv84 = arith.select %in27, %l69, %c0p0_f32 : f32
+        %sv85 = arith.select %in31, %l70, %c0p0_f32 : f32
+        %sv86 = arith.select %in35, %l71, %c0p0_f32 : f32
+        %sv87 = arith.select %in39, %l72, %c0p0_f32 : f32
+        %sv88 = arith.select %in43, %l73, %c0p0_f32 : f32
+        %sv89 = arith.select %in47, %l74, %c0p0_f32 : f32
+        %sv90 = arith.select %in51, %l75, %c0p0_f32 : f32
+        %sv91 = arith.select %in55, %l76, %c0p0_f32 : f32
+        %sv92 = arith.select %in59, %l77, %c0p0_f32 : f32
+        %f93 = math.fma %l62, %l62, %acc : f32
+        %f94 = math.fma %sv78, %sv78, %f93 : f32
+        %f95 = math.fma %sv79, %sv79, %f94 : f32
+        %f96 = math.fma %sv80, %sv80, %f95 : f32
+        %f97 = math.fma %sv81, %sv81, %f96 : f32
+        %f98 = math.fma %sv82, %sv82, %f97 : f32
+        %f99 = math.fma %sv83, %sv83, %f98 : f32
+        %f100 = math.fma %sv84, %sv84, %f99 : f32
+        %f101 = math.fma %sv85, %sv85, %f100 : f32
+        %f102 = math.fma %sv86, %sv86, %f101 : f32
+        %f103 = math.fma %sv87, %sv87, %f102 : f32
+        %f104 = math.fma %sv88, %sv88, %f103 : f32
+        %f105 = math.fma %sv89, %sv89, %f104 : f32
+        %f106 = math.fma %sv90, %sv90, %f105 : f32
+        %f107 = math.fma %sv91, %sv91, %f106 : f32
+        %f108 = math.fma %sv92, %sv92, %f107 : f32
+        scf.yield %f108 : f32
       }
       memref.store %partial, %partials[%tid] : memref<256xf32, #gpu.address_space<workgroup>>
       gpu.barrier
@@ -229,110 +326,409 @@ module attributes {gpu.container_module} {
       %passes = arith.divui %D1023, %c1024_index : index
       %rowword = arith.muli %row, %W : index
       %l = arith.remui %tid, %c8_index : index
-      scf.for %j = %c0_index to %passes step %c1_index {
-        %m25 = arith.muli %j, %c256_index : index
-        %a26 = arith.addi %m25, %tid : index
-        %live27 = arith.cmpi ult, %a26, %W : index
-        %wc28 = arith.select %live27, %a26, %c0_index : index
-        %m29 = arith.muli %wc28, %c4_index : index
-        %a30 = arith.addi %base, %m29 : index
-        %xv31 = memref.load %x[%a30] : memref<?xf32>
-        %gv32 = memref.load %gamma[%m29] : memref<?xf32>
-        %f33 = arith.mulf %xv31, %inv : f32
-        %f34 = arith.mulf %f33, %gv32 : f32
-        %a35 = arith.addi %base, %m29 : index
-        %a36 = arith.addi %m29, %c1_index : index
-        %a37 = arith.addi %base, %a36 : index
-        %xv38 = memref.load %x[%a37] : memref<?xf32>
-        %gv39 = memref.load %gamma[%a36] : memref<?xf32>
-        %f40 = arith.mulf %xv38, %inv : f32
-        %f41 = arith.mulf %f40, %gv39 : f32
-        %a42 = arith.addi %base, %a36 : index
-        %a43 = arith.addi %m29, %c2_index : index
-        %a44 = arith.addi %base, %a43 : index
-        %xv45 = memref.load %x[%a44] : memref<?xf32>
-        %gv46 = memref.load %gamma[%a43] : memref<?xf32>
-        %f47 = arith.mulf %xv45, %inv : f32
-        %f48 = arith.mulf %f47, %gv46 : f32
-        %a49 = arith.addi %base, %a43 : index
-        %a50 = arith.addi %m29, %c3_index : index
-        %a51 = arith.addi %base, %a50 : index
-        %xv52 = memref.load %x[%a51] : memref<?xf32>
-        %gv53 = memref.load %gamma[%a50] : memref<?xf32>
-        %f54 = arith.mulf %xv52, %inv : f32
-        %f55 = arith.mulf %f54, %gv53 : f32
-        %a56 = arith.addi %base, %a50 : index
-        scf.if %live27 {
-          memref.store %f34, %y[%a35] : memref<?xf32>
-          memref.store %f41, %y[%a42] : memref<?xf32>
-          memref.store %f48, %y[%a49] : memref<?xf32>
-          memref.store %f55, %y[%a56] : memref<?xf32>
+      scf.for %j0 = %c0_index to %passes step %c4_index {
+        %m109 = arith.muli %j0, %c256_index : index
+        %a110 = arith.addi %m109, %tid : index
+        %live111 = arith.cmpi ult, %a110, %W : index
+        %wc112 = arith.select %live111, %a110, %c0_index : index
+        %m113 = arith.muli %wc112, %c4_index : index
+        %a114 = arith.addi %base, %m113 : index
+        %xv115 = memref.load %x[%a114] : memref<?xf32>
+        %gv116 = memref.load %gamma[%m113] : memref<?xf32>
+        %a117 = arith.addi %m113, %c1_index : index
+        %a118 = arith.addi %base, %a117 : index
+        %xv119 = memref.load %x[%a118] : memref<?xf32>
+        %gv120 = memref.load %gamma[%a117] : memref<?xf32>
+        %a121 = arith.addi %m113, %c2_index : index
+        %a122 = arith.addi %base, %a121 : index
+        %xv123 = memref.load %x[%a122] : memref<?xf32>
+        %gv124 = memref.load %gamma[%a121] : memref<?xf32>
+        %a125 = arith.addi %m113, %c3_index : index
+        %a126 = arith.addi %base, %a125 : index
+        %xv127 = memref.load %x[%a126] : memref<?xf32>
+        %gv128 = memref.load %gamma[%a125] : memref<?xf32>
+        %a129 = arith.addi %j0, %c1_index : index
+        %m130 = arith.muli %a129, %c256_index : index
+        %a131 = arith.addi %m130, %tid : index
+        %live132 = arith.cmpi ult, %a131, %W : index
+        %wc133 = arith.select %live132, %a131, %c0_index : index
+        %m134 = arith.muli %wc133, %c4_index : index
+        %a135 = arith.addi %base, %m134 : index
+        %xv136 = memref.load %x[%a135] : memref<?xf32>
+        %gv137 = memref.load %gamma[%m134] : memref<?xf32>
+        %a138 = arith.addi %m134, %c1_index : index
+        %a139 = arith.addi %base, %a138 : index
+        %xv140 = memref.load %x[%a139] : memref<?xf32>
+        %gv141 = memref.load %gamma[%a138] : memref<?xf32>
+        %a142 = arith.addi %m134, %c2_index : index
+        %a143 = arith.addi %base, %a142 : index
+        %xv144 = memref.load %x[%a143] : memref<?xf32>
+        %gv145 = memref.load %gamma[%a142] : memref<?xf32>
+        %a146 = arith.addi %m134, %c3_index : index
+        %a147 = arith.addi %base, %a146 : index
+        %xv148 = memref.load %x[%a147] : memref<?xf32>
+        %gv149 = memref.load %gamma[%a146] : memref<?xf32>
+        %a150 = arith.addi %j0, %c2_index : index
+        %m151 = arith.muli %a150, %c256_index : index
+        %a152 = arith.addi %m151, %tid : index
+        %live153 = arith.cmpi ult, %a152, %W : index
+        %wc154 = arith.select %live153, %a152, %c0_index : index
+        %m155 = arith.muli %wc154, %c4_index : index
+        %a156 = arith.addi %base, %m155 : index
+        %xv157 = memref.load %x[%a156] : memref<?xf32>
+        %gv158 = memref.load %gamma[%m155] : memref<?xf32>
+        %a159 = arith.addi %m155, %c1_index : index
+        %a160 = arith.addi %base, %a159 : index
+        %xv161 = memref.load %x[%a160] : memref<?xf32>
+        %gv162 = memref.load %gamma[%a159] : memref<?xf32>
+        %a163 = arith.addi %m155, %c2_index : index
+        %a164 = arith.addi %base, %a163 : index
+        %xv165 = memref.load %x[%a164] : memref<?xf32>
+        %gv166 = memref.load %gamma[%a163] : memref<?xf32>
+        %a167 = arith.addi %m155, %c3_index : index
+        %a168 = arith.addi %base, %a167 : index
+        %xv169 = memref.load %x[%a168] : memref<?xf32>
+        %gv170 = memref.load %gamma[%a167] : memref<?xf32>
+        %a171 = arith.addi %j0, %c3_index : index
+        %m172 = arith.muli %a171, %c256_index : index
+        %a173 = arith.addi %m172, %tid : index
+        %live174 = arith.cmpi ult, %a173, %W : index
+        %wc175 = arith.select %live174, %a173, %c0_index : index
+        %m176 = arith.muli %wc175, %c4_index : index
+        %a177 = arith.addi %base, %m176 : index
+        %xv178 = memref.load %x[%a177] : memref<?xf32>
+        %gv179 = memref.load %gamma[%m176] : memref<?xf32>
+        %a180 = arith.addi %m176, %c1_index : index
+        %a181 = arith.addi %base, %a180 : index
+        %xv182 = memref.load %x[%a181] : memref<?xf32>
+        %gv183 = memref.load %gamma[%a180] : memref<?xf32>
+        %a184 = arith.addi %m176, %c2_index : index
+        %a185 = arith.addi %base, %a184 : index
+        %xv186 = memref.load %x[%a185] : memref<?xf32>
+        %gv187 = memref.load %gamma[%a184] : memref<?xf32>
+        %a188 = arith.addi %m176, %c3_index : index
+        %a189 = arith.addi %base, %a188 : index
+        %xv190 = memref.load %x[%a189] : memref<?xf32>
+        %gv191 = memref.load %gamma[%a188] : memref<?xf32>
+        %f192 = arith.mulf %xv115, %inv : f32
+        %f193 = arith.mulf %f192, %gv116 : f32
+        %f194 = arith.mulf %xv119, %inv : f32
+        %f195 = arith.mulf %f194, %gv120 : f32
+        %f196 = arith.mulf %xv123, %inv : f32
+        %f197 = arith.mulf %f196, %gv124 : f32
+        %f198 = arith.mulf %xv127, %inv : f32
+        %f199 = arith.mulf %f198, %gv128 : f32
+        scf.if %live111 {
+          memref.store %f193, %y[%a114] : memref<?xf32>
+          memref.store %f195, %y[%a118] : memref<?xf32>
+          memref.store %f197, %y[%a122] : memref<?xf32>
+          memref.store %f199, %y[%a126] : memref<?xf32>
         }
-        %a57 = arith.addi %rowword, %wc28 : index
-        %blk58 = arith.divui %a57, %c8_index : index
-        %ab59 = math.absf %f34 : f32
-        %ab60 = math.absf %f41 : f32
-        %mx61 = arith.maximumf %ab59, %ab60 : f32
-        %ab62 = math.absf %f48 : f32
-        %mx63 = arith.maximumf %mx61, %ab62 : f32
-        %ab64 = math.absf %f55 : f32
-        %mx65 = arith.maximumf %mx63, %ab64 : f32
-        %sh66:2 = gpu.shuffle xor %mx65, %c1_i32, %c32_i32 : f32
-        %mx67 = arith.maximumf %mx65, %sh66#0 : f32
-        %sh68:2 = gpu.shuffle xor %mx67, %c2_i32, %c32_i32 : f32
-        %mx69 = arith.maximumf %mx67, %sh68#0 : f32
-        %sh70:2 = gpu.shuffle xor %mx69, %c4_i32, %c32_i32 : f32
-        %mx71 = arith.maximumf %mx69, %sh70#0 : f32
-        %d72 = arith.divf %mx71, %c1p270000e02_f32 : f32
-        %pos73 = arith.cmpf ogt, %d72, %c0p0_f32 : f32
-        %xd74 = arith.divf %f34, %d72 : f32
-        %r75 = math.roundeven %xd74 : f32
-        %qi76 = arith.fptosi %r75 : f32 to i32
-        %sel77 = arith.select %pos73, %qi76, %c0_i32 : i32
-        %xd78 = arith.divf %f41, %d72 : f32
-        %r79 = math.roundeven %xd78 : f32
-        %qi80 = arith.fptosi %r79 : f32 to i32
-        %sel81 = arith.select %pos73, %qi80, %c0_i32 : i32
-        %xd82 = arith.divf %f48, %d72 : f32
-        %r83 = math.roundeven %xd82 : f32
-        %qi84 = arith.fptosi %r83 : f32 to i32
-        %sel85 = arith.select %pos73, %qi84, %c0_i32 : i32
-        %xd86 = arith.divf %f55, %d72 : f32
-        %r87 = math.roundeven %xd86 : f32
-        %qi88 = arith.fptosi %r87 : f32 to i32
-        %sel89 = arith.select %pos73, %qi88, %c0_i32 : i32
-        %b90 = arith.andi %sel77, %c255_i32 : i32
-        %b91 = arith.andi %sel81, %c255_i32 : i32
-        %s92 = arith.shli %b91, %c8_i32 : i32
-        %o93 = arith.ori %b90, %s92 : i32
-        %b94 = arith.andi %sel85, %c255_i32 : i32
-        %s95 = arith.shli %b94, %c16_i32 : i32
-        %o96 = arith.ori %o93, %s95 : i32
-        %b97 = arith.andi %sel89, %c255_i32 : i32
-        %s98 = arith.shli %b97, %c24_i32 : i32
-        %o99 = arith.ori %o96, %s98 : i32
-        %a100 = arith.addi %sel77, %sel81 : i32
-        %a101 = arith.addi %sel85, %sel89 : i32
-        %a102 = arith.addi %a100, %a101 : i32
-        %sh103:2 = gpu.shuffle xor %a102, %c1_i32, %c32_i32 : i32
-        %a104 = arith.addi %a102, %sh103#0 : i32
-        %sh105:2 = gpu.shuffle xor %a104, %c2_i32, %c32_i32 : i32
-        %a106 = arith.addi %a104, %sh105#0 : i32
-        %sh107:2 = gpu.shuffle xor %a106, %c4_i32, %c32_i32 : i32
-        scf.if %live27 {
-          memref.store %o99, %xq[%a57] : memref<?xi32>
+        %a200 = arith.addi %rowword, %wc112 : index
+        %blk201 = arith.divui %a200, %c8_index : index
+        %ab202 = math.absf %f193 : f32
+        %ab203 = math.absf %f195 : f32
+        %mx204 = arith.maximumf %ab202, %ab203 : f32
+        %ab205 = math.absf %f197 : f32
+        %mx206 = arith.maximumf %mx204, %ab205 : f32
+        %ab207 = math.absf %f199 : f32
+        %mx208 = arith.maximumf %mx206, %ab207 : f32
+        %sh209:2 = gpu.shuffle xor %mx208, %c1_i32, %c32_i32 : f32
+        %mx210 = arith.maximumf %mx208, %sh209#0 : f32
+        %sh211:2 = gpu.shuffle xor %mx210, %c2_i32, %c32_i32 : f32
+        %mx212 = arith.maximumf %mx210, %sh211#0 : f32
+        %sh213:2 = gpu.shuffle xor %mx212, %c4_i32, %c32_i32 : f32
+        %mx214 = arith.maximumf %mx212, %sh213#0 : f32
+        %d215 = arith.divf %mx214, %c1p270000e02_f32 : f32
+        %pos216 = arith.cmpf ogt, %d215, %c0p0_f32 : f32
+        %xd217 = arith.divf %f193, %d215 : f32
+        %r218 = math.roundeven %xd217 : f32
+        %qi219 = arith.fptosi %r218 : f32 to i32
+        %sel220 = arith.select %pos216, %qi219, %c0_i32 : i32
+        %xd221 = arith.divf %f195, %d215 : f32
+        %r222 = math.roundeven %xd221 : f32
+        %qi223 = arith.fptosi %r222 : f32 to i32
+        %sel224 = arith.select %pos216, %qi223, %c0_i32 : i32
+        %xd225 = arith.divf %f197, %d215 : f32
+        %r226 = math.roundeven %xd225 : f32
+        %qi227 = arith.fptosi %r226 : f32 to i32
+        %sel228 = arith.select %pos216, %qi227, %c0_i32 : i32
+        %xd229 = arith.divf %f199, %d215 : f32
+        %r230 = math.roundeven %xd229 : f32
+        %qi231 = arith.fptosi %r230 : f32 to i32
+        %sel232 = arith.select %pos216, %qi231, %c0_i32 : i32
+        %b233 = arith.andi %sel220, %c255_i32 : i32
+        %b234 = arith.andi %sel224, %c255_i32 : i32
+        %s235 = arith.shli %b234, %c8_i32 : i32
+        %o236 = arith.ori %b233, %s235 : i32
+        %b237 = arith.andi %sel228, %c255_i32 : i32
+        %s238 = arith.shli %b237, %c16_i32 : i32
+        %o239 = arith.ori %o236, %s238 : i32
+        %b240 = arith.andi %sel232, %c255_i32 : i32
+        %s241 = arith.shli %b240, %c24_i32 : i32
+        %o242 = arith.ori %o239, %s241 : i32
+        %a243 = arith.addi %sel220, %sel224 : i32
+        %a244 = arith.addi %sel228, %sel232 : i32
+        %a245 = arith.addi %a243, %a244 : i32
+        %sh246:2 = gpu.shuffle xor %a245, %c1_i32, %c32_i32 : i32
+        %a247 = arith.addi %a245, %sh246#0 : i32
+        %sh248:2 = gpu.shuffle xor %a247, %c2_i32, %c32_i32 : i32
+        %a249 = arith.addi %a247, %sh248#0 : i32
+        %sh250:2 = gpu.shuffle xor %a249, %c4_i32, %c32_i32 : i32
+        scf.if %live111 {
+          memref.store %o242, %xq[%a200] : memref<?xi32>
         }
-        %lead108 = arith.cmpi eq, %l, %c0_index : index
-        %lead109 = arith.andi %lead108, %live27 : i1
-        scf.if %lead109 {
-          %sf110 = arith.sitofp %a106 : i32 to f32
-          %sf111 = arith.sitofp %sh107#0 : i32 to f32
-          %vi112 = vector.insert %d72, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
-          %f113 = arith.mulf %d72, %sf110 : f32
-          %vi114 = vector.insert %f113, %vi112 [1] : f32 into vector<4xf32>
-          %f115 = arith.mulf %d72, %sf111 : f32
-          %vi116 = vector.insert %f115, %vi114 [2] : f32 into vector<4xf32>
-          memref.store %vi116, %xds[%blk58] : memref<?xvector<4xf32>>
+        %lead251 = arith.cmpi eq, %l, %c0_index : index
+        %lead252 = arith.andi %lead251, %live111 : i1
+        scf.if %lead252 {
+          %sf253 = arith.sitofp %a249 : i32 to f32
+          %sf254 = arith.sitofp %sh250#0 : i32 to f32
+          %vi255 = vector.insert %d215, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+          %f256 = arith.mulf %d215, %sf253 : f32
+          %vi257 = vector.insert %f256, %vi255 [1] : f32 into vector<4xf32>
+          %f258 = arith.mulf %d215, %sf254 : f32
+          %vi259 = vector.insert %f258, %vi257 [2] : f32 into vector<4xf32>
+          memref.store %vi259, %xds[%blk201] : memref<?xvector<4xf32>>
+        }
+        %f260 = arith.mulf %xv136, %inv : f32
+        %f261 = arith.mulf %f260, %gv137 : f32
+        %f262 = arith.mulf %xv140, %inv : f32
+        %f263 = arith.mulf %f262, %gv141 : f32
+        %f264 = arith.mulf %xv144, %inv : f32
+        %f265 = arith.mulf %f264, %gv145 : f32
+        %f266 = arith.mulf %xv148, %inv : f32
+        %f267 = arith.mulf %f266, %gv149 : f32
+        scf.if %live132 {
+          memref.store %f261, %y[%a135] : memref<?xf32>
+          memref.store %f263, %y[%a139] : memref<?xf32>
+          memref.store %f265, %y[%a143] : memref<?xf32>
+          memref.store %f267, %y[%a147] : memref<?xf32>
+        }
+        %a268 = arith.addi %rowword, %wc133 : index
+        %blk269 = arith.divui %a268, %c8_index : index
+        %ab270 = math.absf %f261 : f32
+        %ab271 = math.absf %f263 : f32
+        %mx272 = arith.maximumf %ab270, %ab271 : f32
+        %ab273 = math.absf %f265 : f32
+        %mx274 = arith.maximumf %mx272, %ab273 : f32
+        %ab275 = math.absf %f267 : f32
+        %mx276 = arith.maximumf %mx274, %ab275 : f32
+        %sh277:2 = gpu.shuffle xor %mx276, %c1_i32, %c32_i32 : f32
+        %mx278 = arith.maximumf %mx276, %sh277#0 : f32
+        %sh279:2 = gpu.shuffle xor %mx278, %c2_i32, %c32_i32 : f32
+        %mx280 = arith.maximumf %mx278, %sh279#0 : f32
+        %sh281:2 = gpu.shuffle xor %mx280, %c4_i32, %c32_i32 : f32
+        %mx282 = arith.maximumf %mx280, %sh281#0 : f32
+        %d283 = arith.divf %mx282, %c1p270000e02_f32 : f32
+        %pos284 = arith.cmpf ogt, %d283, %c0p0_f32 : f32
+        %xd285 = arith.divf %f261, %d283 : f32
+        %r286 = math.roundeven %xd285 : f32
+        %qi287 = arith.fptosi %r286 : f32 to i32
+        %sel288 = arith.select %pos284, %qi287, %c0_i32 : i32
+        %xd289 = arith.divf %f263, %d283 : f32
+        %r290 = math.roundeven %xd289 : f32
+        %qi291 = arith.fptosi %r290 : f32 to i32
+        %sel292 = arith.select %pos284, %qi291, %c0_i32 : i32
+        %xd293 = arith.divf %f265, %d283 : f32
+        %r294 = math.roundeven %xd293 : f32
+        %qi295 = arith.fptosi %r294 : f32 to i32
+        %sel296 = arith.select %pos284, %qi295, %c0_i32 : i32
+        %xd297 = arith.divf %f267, %d283 : f32
+        %r298 = math.roundeven %xd297 : f32
+        %qi299 = arith.fptosi %r298 : f32 to i32
+        %sel300 = arith.select %pos284, %qi299, %c0_i32 : i32
+        %b301 = arith.andi %sel288, %c255_i32 : i32
+        %b302 = arith.andi %sel292, %c255_i32 : i32
+        %s303 = arith.shli %b302, %c8_i32 : i32
+        %o304 = arith.ori %b301, %s303 : i32
+        %b305 = arith.andi %sel296, %c255_i32 : i32
+        %s306 = arith.shli %b305, %c16_i32 : i32
+        %o307 = arith.ori %o304, %s306 : i32
+        %b308 = arith.andi %sel300, %c255_i32 : i32
+        %s309 = arith.shli %b308, %c24_i32 : i32
+        %o310 = arith.ori %o307, %s309 : i32
+        %a311 = arith.addi %sel288, %sel292 : i32
+        %a312 = arith.addi %sel296, %sel300 : i32
+        %a313 = arith.addi %a311, %a312 : i32
+        %sh314:2 = gpu.shuffle xor %a313, %c1_i32, %c32_i32 : i32
+        %a315 = arith.addi %a313, %sh314#0 : i32
+        %sh316:2 = gpu.shuffle xor %a315, %c2_i32, %c32_i32 : i32
+        %a317 = arith.addi %a315, %sh316#0 : i32
+        %sh318:2 = gpu.shuffle xor %a317, %c4_i32, %c32_i32 : i32
+        scf.if %live132 {
+          memref.store %o310, %xq[%a268] : memref<?xi32>
+        }
+        %lead319 = arith.cmpi eq, %l, %c0_index : index
+        %lead320 = arith.andi %lead319, %live132 : i1
+        scf.if %lead320 {
+          %sf321 = arith.sitofp %a317 : i32 to f32
+          %sf322 = arith.sitofp %sh318#0 : i32 to f32
+          %vi323 = vector.insert %d283, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+          %f324 = arith.mulf %d283, %sf321 : f32
+          %vi325 = vector.insert %f324, %vi323 [1] : f32 into vector<4xf32>
+          %f326 = arith.mulf %d283, %sf322 : f32
+          %vi327 = vector.insert %f326, %vi325 [2] : f32 into vector<4xf32>
+          memref.store %vi327, %xds[%blk269] : memref<?xvector<4xf32>>
+        }
+        %f328 = arith.mulf %xv157, %inv : f32
+        %f329 = arith.mulf %f328, %gv158 : f32
+        %f330 = arith.mulf %xv161, %inv : f32
+        %f331 = arith.mulf %f330, %gv162 : f32
+        %f332 = arith.mulf %xv165, %inv : f32
+        %f333 = arith.mulf %f332, %gv166 : f32
+        %f334 = arith.mulf %xv169, %inv : f32
+        %f335 = arith.mulf %f334, %gv170 : f32
+        scf.if %live153 {
+          memref.store %f329, %y[%a156] : memref<?xf32>
+          memref.store %f331, %y[%a160] : memref<?xf32>
+          memref.store %f333, %y[%a164] : memref<?xf32>
+          memref.store %f335, %y[%a168] : memref<?xf32>
+        }
+        %a336 = arith.addi %rowword, %wc154 : index
+        %blk337 = arith.divui %a336, %c8_index : index
+        %ab338 = math.absf %f329 : f32
+        %ab339 = math.absf %f331 : f32
+        %mx340 = arith.maximumf %ab338, %ab339 : f32
+        %ab341 = math.absf %f333 : f32
+        %mx342 = arith.maximumf %mx340, %ab341 : f32
+        %ab343 = math.absf %f335 : f32
+        %mx344 = arith.maximumf %mx342, %ab343 : f32
+        %sh345:2 = gpu.shuffle xor %mx344, %c1_i32, %c32_i32 : f32
+        %mx346 = arith.maximumf %mx344, %sh345#0 : f32
+        %sh347:2 = gpu.shuffle xor %mx346, %c2_i32, %c32_i32 : f32
+        %mx348 = arith.maximumf %mx346, %sh347#0 : f32
+        %sh349:2 = gpu.shuffle xor %mx348, %c4_i32, %c32_i32 : f32
+        %mx350 = arith.maximumf %mx348, %sh349#0 : f32
+        %d351 = arith.divf %mx350, %c1p270000e02_f32 : f32
+        %pos352 = arith.cmpf ogt, %d351, %c0p0_f32 : f32
+        %xd353 = arith.divf %f329, %d351 : f32
+        %r354 = math.roundeven %xd353 : f32
+        %qi355 = arith.fptosi %r354 : f32 to i32
+        %sel356 = arith.select %pos352, %qi355, %c0_i32 : i32
+        %xd357 = arith.divf %f331, %d351 : f32
+        %r358 = math.roundeven %xd357 : f32
+        %qi359 = arith.fptosi %r358 : f32 to i32
+        %sel360 = arith.select %pos352, %qi359, %c0_i32 : i32
+        %xd361 = arith.divf %f333, %d351 : f32
+        %r362 = math.roundeven %xd361 : f32
+        %qi363 = arith.fptosi %r362 : f32 to i32
+        %sel364 = arith.select %pos352, %qi363, %c0_i32 : i32
+        %xd365 = arith.divf %f335, %d351 : f32
+        %r366 = math.roundeven %xd365 : f32
+        %qi367 = arith.fptosi %r366 : f32 to i32
+        %sel368 = arith.select %pos352, %qi367, %c0_i32 : i32
+        %b369 = arith.andi %sel356, %c255_i32 : i32
+        %b370 = arith.andi %sel360, %c255_i32 : i32
+        %s371 = arith.shli %b370, %c8_i32 : i32
+        %o372 = arith.ori %b369, %s371 : i32
+        %b373 = arith.andi %sel364, %c255_i32 : i32
+        %s374 = arith.shli %b373, %c16_i32 : i32
+        %o375 = arith.ori %o372, %s374 : i32
+        %b376 = arith.andi %sel368, %c255_i32 : i32
+        %s377 = arith.shli %b376, %c24_i32 : i32
+        %o378 = arith.ori %o375, %s377 : i32
+        %a379 = arith.addi %sel356, %sel360 : i32
+        %a380 = arith.addi %sel364, %sel368 : i32
+        %a381 = arith.addi %a379, %a380 : i32
+        %sh382:2 = gpu.shuffle xor %a381, %c1_i32, %c32_i32 : i32
+        %a383 = arith.addi %a381, %sh382#0 : i32
+        %sh384:2 = gpu.shuffle xor %a383, %c2_i32, %c32_i32 : i32
+        %a385 = arith.addi %a383, %sh384#0 : i32
+        %sh386:2 = gpu.shuffle xor %a385, %c4_i32, %c32_i32 : i32
+        scf.if %live153 {
+          memref.store %o378, %xq[%a336] : memref<?xi32>
+        }
+        %lead387 = arith.cmpi eq, %l, %c0_index : index
+        %lead388 = arith.andi %lead387, %live153 : i1
+        scf.if %lead388 {
+          %sf389 = arith.sitofp %a385 : i32 to f32
+          %sf390 = arith.sitofp %sh386#0 : i32 to f32
+          %vi391 = vector.insert %d351, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+          %f392 = arith.mulf %d351, %sf389 : f32
+          %vi393 = vector.insert %f392, %vi391 [1] : f32 into vector<4xf32>
+          %f394 = arith.mulf %d351, %sf390 : f32
+          %vi395 = vector.insert %f394, %vi393 [2] : f32 into vector<4xf32>
+          memref.store %vi395, %xds[%blk337] : memref<?xvector<4xf32>>
+        }
+        %f396 = arith.mulf %xv178, %inv : f32
+        %f397 = arith.mulf %f396, %gv179 : f32
+        %f398 = arith.mulf %xv182, %inv : f32
+        %f399 = arith.mulf %f398, %gv183 : f32
+        %f400 = arith.mulf %xv186, %inv : f32
+        %f401 = arith.mulf %f400, %gv187 : f32
+        %f402 = arith.mulf %xv190, %inv : f32
+        %f403 = arith.mulf %f402, %gv191 : f32
+        scf.if %live174 {
+          memref.store %f397, %y[%a177] : memref<?xf32>
+          memref.store %f399, %y[%a181] : memref<?xf32>
+          memref.store %f401, %y[%a185] : memref<?xf32>
+          memref.store %f403, %y[%a189] : memref<?xf32>
+        }
+        %a404 = arith.addi %rowword, %wc175 : index
+        %blk405 = arith.divui %a404, %c8_index : index
+        %ab406 = math.absf %f397 : f32
+        %ab407 = math.absf %f399 : f32
+        %mx408 = arith.maximumf %ab406, %ab407 : f32
+        %ab409 = math.absf %f401 : f32
+        %mx410 = arith.maximumf %mx408, %ab409 : f32
+        %ab411 = math.absf %f403 : f32
+        %mx412 = arith.maximumf %mx410, %ab411 : f32
+        %sh413:2 = gpu.shuffle xor %mx412, %c1_i32, %c32_i32 : f32
+        %mx414 = arith.maximumf %mx412, %sh413#0 : f32
+        %sh415:2 = gpu.shuffle xor %mx414, %c2_i32, %c32_i32 : f32
+        %mx416 = arith.maximumf %mx414, %sh415#0 : f32
+        %sh417:2 = gpu.shuffle xor %mx416, %c4_i32, %c32_i32 : f32
+        %mx418 = arith.maximumf %mx416, %sh417#0 : f32
+        %d419 = arith.divf %mx418, %c1p270000e02_f32 : f32
+        %pos420 = arith.cmpf ogt, %d419, %c0p0_f32 : f32
+        %xd421 = arith.divf %f397, %d419 : f32
+        %r422 = math.roundeven %xd421 : f32
+        %qi423 = arith.fptosi %r422 : f32 to i32
+        %sel424 = arith.select %pos420, %qi423, %c0_i32 : i32
+        %xd425 = arith.divf %f399, %d419 : f32
+        %r426 = math.roundeven %xd425 : f32
+        %qi427 = arith.fptosi %r426 : f32 to i32
+        %sel428 = arith.select %pos420, %qi427, %c0_i32 : i32
+        %xd429 = arith.divf %f401, %d419 : f32
+        %r430 = math.roundeven %xd429 : f32
+        %qi431 = arith.fptosi %r430 : f32 to i32
+        %sel432 = arith.select %pos420, %qi431, %c0_i32 : i32
+        %xd433 = arith.divf %f403, %d419 : f32
+        %r434 = math.roundeven %xd433 : f32
+        %qi435 = arith.fptosi %r434 : f32 to i32
+        %sel436 = arith.select %pos420, %qi435, %c0_i32 : i32
+        %b437 = arith.andi %sel424, %c255_i32 : i32
+        %b438 = arith.andi %sel428, %c255_i32 : i32
+        %s439 = arith.shli %b438, %c8_i32 : i32
+        %o440 = arith.ori %b437, %s439 : i32
+        %b441 = arith.andi %sel432, %c255_i32 : i32
+        %s442 = arith.shli %b441, %c16_i32 : i32
+        %o443 = arith.ori %o440, %s442 : i32
+        %b444 = arith.andi %sel436, %c255_i32 : i32
+        %s445 = arith.shli %b444, %c24_i32 : i32
+        %o446 = arith.ori %o443, %s445 : i32
+        %a447 = arith.addi %sel424, %sel428 : i32
+        %a448 = arith.addi %sel432, %sel436 : i32
+        %a449 = arith.addi %a447, %a448 : i32
+        %sh450:2 = gpu.shuffle xor %a449, %c1_i32, %c32_i32 : i32
+        %a451 = arith.addi %a449, %sh450#0 : i32
+        %sh452:2 = gpu.shuffle xor %a451, %c2_i32, %c32_i32 : i32
+        %a453 = arith.addi %a451, %sh452#0 : i32
+        %sh454:2 = gpu.shuffle xor %a453, %c4_i32, %c32_i32 : i32
+        scf.if %live174 {
+          memref.store %o446, %xq[%a404] : memref<?xi32>
+        }
+        %lead455 = arith.cmpi eq, %l, %c0_index : index
+        %lead456 = arith.andi %lead455, %live174 : i1
+        scf.if %lead456 {
+          %sf457 = arith.sitofp %a453 : i32 to f32
+          %sf458 = arith.sitofp %sh454#0 : i32 to f32
+          %vi459 = vector.insert %d419, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+          %f460 = arith.mulf %d419, %sf457 : f32
+          %vi461 = vector.insert %f460, %vi459 [1] : f32 into vector<4xf32>
+          %f462 = arith.mulf %d419, %sf458 : f32
+          %vi463 = vector.insert %f462, %vi461 [2] : f32 into vector<4xf32>
+          memref.store %vi463, %xds[%blk405] : memref<?xvector<4xf32>>
         }
       }
       gpu.return

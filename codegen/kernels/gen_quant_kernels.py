@@ -520,10 +520,14 @@ def rms_norm_q8x():
     e.emit("%tid = gpu.thread_id x")
     e.emit("%D = arith.index_cast %d : i32 to index")
     e.emit("%base = arith.muli %row, %D : index")
-    e.emit(f"%partial = scf.for %i = %tid to %D step {c(1024)} iter_args(%acc = {zero}) -> (f32) {{")
+    # Columns tid, tid + 256, ... summed in that order (rms_norm_f32's order, so the sum
+    # is bitwise its), sixteen an iteration with all sixteen loads issued first: one
+    # memory round trip a row up to d = 4096 (rms_norm_f32's four an iteration took
+    # four dependent trips at d = 3584). Columns past d read column i and add 0.
+    e.emit(f"%partial = scf.for %i = %tid to %D step {c(4096)} iter_args(%acc = {zero}) -> (f32) {{")
     e.indent += 2
     ks, ins, loads = [e.add("%base", "%i")], [], []
-    for j in (1, 2, 3):
+    for j in range(1, 16):
         ij = e.add("%i", c(256 * j))
         inj = e.v(f"arith.cmpi ult, {ij}, %D : index", "in")
         icj = e.v(f"arith.select {inj}, {ij}, %i : index", "ic")
@@ -560,31 +564,40 @@ def rms_norm_q8x():
     e.emit("%inv = math.rsqrt %meps : f32")
     # Then 4 columns a thread (word w = tid + 256 j of the row, d % 32 == 0), normalised
     # as rms_norm_f32 does ((x * inv) * gamma), stored, and rounded to int8 in 8-lane
-    # segments. Every thread runs every pass (the shuffles), words past the row read word 0.
+    # segments. Four passes j an iteration, their x and gamma loads issued before any
+    # store (y may alias x, so a load after a store would wait for it). Every thread runs
+    # every pass (the shuffles); words past the row read word 0.
     e.emit("%W = arith.divui %D, " + c(4) + " : index")
     e.emit(f"%D1023 = arith.addi %D, {c(1023)} : index")
     e.emit(f"%passes = arith.divui %D1023, {c(1024)} : index")
     e.emit(f"%rowword = arith.muli %row, %W : index")
     e.emit(f"%l = arith.remui %tid, {c(8)} : index")
-    e.emit(f"scf.for %j = {c(0)} to %passes step {c(1)} {{")
+    e.emit(f"scf.for %j0 = {c(0)} to %passes step {c(4)} {{")
     e.indent += 2
-    w = e.add(e.mul("%j", c(256)), "%tid")
-    live = e.v(f"arith.cmpi ult, {w}, %W : index", "live")
-    wc = e.v(f"arith.select {live}, {w}, {c(0)} : index", "wc")
-    col = e.mul(wc, c(4))
-    ys = []
-    for i in range(4):
-        ci = e.add(col, c(i)) if i else col
-        xv = e.v(f"memref.load %x[{e.add('%base', ci)}] : memref<?xf32>", "xv")
-        gv = e.v(f"memref.load %gamma[{ci}] : memref<?xf32>", "gv")
-        ys.append((e.fmul(e.fmul(xv, "%inv"), gv), e.add("%base", ci)))
-    e.emit(f"scf.if {live} {{")
-    for yv, k in ys:
-        e.emit(f"  memref.store {yv}, %y[{k}] : memref<?xf32>")
-    e.emit("}")
-    vi = e.add("%rowword", wc)
-    blk = e.v(f"arith.divui {vi}, {c(8)} : index", "blk")
-    q8_block(e, [yv for yv, _ in ys], live, vi, blk, "%l")
+    passes = []
+    for p in range(4):
+        j = e.add("%j0", c(p)) if p else "%j0"
+        w = e.add(e.mul(j, c(256)), "%tid")
+        live = e.v(f"arith.cmpi ult, {w}, %W : index", "live")
+        wc = e.v(f"arith.select {live}, {w}, {c(0)} : index", "wc")
+        col = e.mul(wc, c(4))
+        xg = []
+        for i in range(4):
+            ci = e.add(col, c(i)) if i else col
+            k = e.add("%base", ci)
+            xv = e.v(f"memref.load %x[{k}] : memref<?xf32>", "xv")
+            gv = e.v(f"memref.load %gamma[{ci}] : memref<?xf32>", "gv")
+            xg.append((xv, gv, k))
+        passes.append((live, wc, xg))
+    for live, wc, xg in passes:
+        ys = [(e.fmul(e.fmul(xv, "%inv"), gv), k) for xv, gv, k in xg]
+        e.emit(f"scf.if {live} {{")
+        for yv, k in ys:
+            e.emit(f"  memref.store {yv}, %y[{k}] : memref<?xf32>")
+        e.emit("}")
+        vi = e.add("%rowword", wc)
+        blk = e.v(f"arith.divui {vi}, {c(8)} : index", "blk")
+        q8_block(e, [yv for yv, _ in ys], live, vi, blk, "%l")
     e.indent -= 2
     e.emit("}")
     e.emit("gpu.return")
@@ -606,7 +619,8 @@ def module_q8x():
 //
 // rms_norm_q8x(x, gamma, y, xq, xds, d, eps): rms_norm_f32 (bitwise: same sums, same
 //   order) and quantize_q8_x of its output in one launch; d % 32 == 0. Launch as
-//   rms_norm_f32: block 256, grid (rows, 1, 1); each thread then takes 4 columns per pass.
+//   rms_norm_f32: block 256, grid (rows, 1, 1); each thread sums 16 columns an iteration
+//   (loads first), then takes 4 columns a pass, four passes an iteration.
 // swiglu_q8x(gate, up, a, xq, xds, nblk): swiglu_f32 (bitwise: the same operations) and
 //   quantize_q8_x of its output in one launch; gate, up, a as memref<?xvector<4xf32>>.
 //   Launch as quantize_q8_x.
