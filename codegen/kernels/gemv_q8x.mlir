@@ -490,245 +490,257 @@ module attributes {gpu.container_module} {
           %vi259 = vector.insert %f258, %vi257 [2] : f32 into vector<4xf32>
           memref.store %vi259, %xds[%blk201] : memref<?xvector<4xf32>>
         }
-        %f260 = arith.mulf %xv136, %inv : f32
-        %f261 = arith.mulf %f260, %gv137 : f32
-        %f262 = arith.mulf %xv140, %inv : f32
-        %f263 = arith.mulf %f262, %gv141 : f32
-        %f264 = arith.mulf %xv144, %inv : f32
-        %f265 = arith.mulf %f264, %gv145 : f32
-        %f266 = arith.mulf %xv148, %inv : f32
-        %f267 = arith.mulf %f266, %gv149 : f32
-        scf.if %live132 {
-          memref.store %f261, %y[%a135] : memref<?xf32>
-          memref.store %f263, %y[%a139] : memref<?xf32>
-          memref.store %f265, %y[%a143] : memref<?xf32>
-          memref.store %f267, %y[%a147] : memref<?xf32>
+        %a260 = arith.addi %j0, %c1_index : index
+        %more261 = arith.cmpi ult, %a260, %passes : index
+        scf.if %more261 {
+          %f262 = arith.mulf %xv136, %inv : f32
+          %f263 = arith.mulf %f262, %gv137 : f32
+          %f264 = arith.mulf %xv140, %inv : f32
+          %f265 = arith.mulf %f264, %gv141 : f32
+          %f266 = arith.mulf %xv144, %inv : f32
+          %f267 = arith.mulf %f266, %gv145 : f32
+          %f268 = arith.mulf %xv148, %inv : f32
+          %f269 = arith.mulf %f268, %gv149 : f32
+          scf.if %live132 {
+            memref.store %f263, %y[%a135] : memref<?xf32>
+            memref.store %f265, %y[%a139] : memref<?xf32>
+            memref.store %f267, %y[%a143] : memref<?xf32>
+            memref.store %f269, %y[%a147] : memref<?xf32>
+          }
+          %a270 = arith.addi %rowword, %wc133 : index
+          %blk271 = arith.divui %a270, %c8_index : index
+          %ab272 = math.absf %f263 : f32
+          %ab273 = math.absf %f265 : f32
+          %mx274 = arith.maximumf %ab272, %ab273 : f32
+          %ab275 = math.absf %f267 : f32
+          %mx276 = arith.maximumf %mx274, %ab275 : f32
+          %ab277 = math.absf %f269 : f32
+          %mx278 = arith.maximumf %mx276, %ab277 : f32
+          %sh279:2 = gpu.shuffle xor %mx278, %c1_i32, %c32_i32 : f32
+          %mx280 = arith.maximumf %mx278, %sh279#0 : f32
+          %sh281:2 = gpu.shuffle xor %mx280, %c2_i32, %c32_i32 : f32
+          %mx282 = arith.maximumf %mx280, %sh281#0 : f32
+          %sh283:2 = gpu.shuffle xor %mx282, %c4_i32, %c32_i32 : f32
+          %mx284 = arith.maximumf %mx282, %sh283#0 : f32
+          %d285 = arith.divf %mx284, %c1p270000e02_f32 : f32
+          %pos286 = arith.cmpf ogt, %d285, %c0p0_f32 : f32
+          %xd287 = arith.divf %f263, %d285 : f32
+          %r288 = math.roundeven %xd287 : f32
+          %qi289 = arith.fptosi %r288 : f32 to i32
+          %sel290 = arith.select %pos286, %qi289, %c0_i32 : i32
+          %xd291 = arith.divf %f265, %d285 : f32
+          %r292 = math.roundeven %xd291 : f32
+          %qi293 = arith.fptosi %r292 : f32 to i32
+          %sel294 = arith.select %pos286, %qi293, %c0_i32 : i32
+          %xd295 = arith.divf %f267, %d285 : f32
+          %r296 = math.roundeven %xd295 : f32
+          %qi297 = arith.fptosi %r296 : f32 to i32
+          %sel298 = arith.select %pos286, %qi297, %c0_i32 : i32
+          %xd299 = arith.divf %f269, %d285 : f32
+          %r300 = math.roundeven %xd299 : f32
+          %qi301 = arith.fptosi %r300 : f32 to i32
+          %sel302 = arith.select %pos286, %qi301, %c0_i32 : i32
+          %b303 = arith.andi %sel290, %c255_i32 : i32
+          %b304 = arith.andi %sel294, %c255_i32 : i32
+          %s305 = arith.shli %b304, %c8_i32 : i32
+          %o306 = arith.ori %b303, %s305 : i32
+          %b307 = arith.andi %sel298, %c255_i32 : i32
+          %s308 = arith.shli %b307, %c16_i32 : i32
+          %o309 = arith.ori %o306, %s308 : i32
+          %b310 = arith.andi %sel302, %c255_i32 : i32
+          %s311 = arith.shli %b310, %c24_i32 : i32
+          %o312 = arith.ori %o309, %s311 : i32
+          %a313 = arith.addi %sel290, %sel294 : i32
+          %a314 = arith.addi %sel298, %sel302 : i32
+          %a315 = arith.addi %a313, %a314 : i32
+          %sh316:2 = gpu.shuffle xor %a315, %c1_i32, %c32_i32 : i32
+          %a317 = arith.addi %a315, %sh316#0 : i32
+          %sh318:2 = gpu.shuffle xor %a317, %c2_i32, %c32_i32 : i32
+          %a319 = arith.addi %a317, %sh318#0 : i32
+          %sh320:2 = gpu.shuffle xor %a319, %c4_i32, %c32_i32 : i32
+          scf.if %live132 {
+            memref.store %o312, %xq[%a270] : memref<?xi32>
+          }
+          %lead321 = arith.cmpi eq, %l, %c0_index : index
+          %lead322 = arith.andi %lead321, %live132 : i1
+          scf.if %lead322 {
+            %sf323 = arith.sitofp %a319 : i32 to f32
+            %sf324 = arith.sitofp %sh320#0 : i32 to f32
+            %vi325 = vector.insert %d285, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+            %f326 = arith.mulf %d285, %sf323 : f32
+            %vi327 = vector.insert %f326, %vi325 [1] : f32 into vector<4xf32>
+            %f328 = arith.mulf %d285, %sf324 : f32
+            %vi329 = vector.insert %f328, %vi327 [2] : f32 into vector<4xf32>
+            memref.store %vi329, %xds[%blk271] : memref<?xvector<4xf32>>
+          }
         }
-        %a268 = arith.addi %rowword, %wc133 : index
-        %blk269 = arith.divui %a268, %c8_index : index
-        %ab270 = math.absf %f261 : f32
-        %ab271 = math.absf %f263 : f32
-        %mx272 = arith.maximumf %ab270, %ab271 : f32
-        %ab273 = math.absf %f265 : f32
-        %mx274 = arith.maximumf %mx272, %ab273 : f32
-        %ab275 = math.absf %f267 : f32
-        %mx276 = arith.maximumf %mx274, %ab275 : f32
-        %sh277:2 = gpu.shuffle xor %mx276, %c1_i32, %c32_i32 : f32
-        %mx278 = arith.maximumf %mx276, %sh277#0 : f32
-        %sh279:2 = gpu.shuffle xor %mx278, %c2_i32, %c32_i32 : f32
-        %mx280 = arith.maximumf %mx278, %sh279#0 : f32
-        %sh281:2 = gpu.shuffle xor %mx280, %c4_i32, %c32_i32 : f32
-        %mx282 = arith.maximumf %mx280, %sh281#0 : f32
-        %d283 = arith.divf %mx282, %c1p270000e02_f32 : f32
-        %pos284 = arith.cmpf ogt, %d283, %c0p0_f32 : f32
-        %xd285 = arith.divf %f261, %d283 : f32
-        %r286 = math.roundeven %xd285 : f32
-        %qi287 = arith.fptosi %r286 : f32 to i32
-        %sel288 = arith.select %pos284, %qi287, %c0_i32 : i32
-        %xd289 = arith.divf %f263, %d283 : f32
-        %r290 = math.roundeven %xd289 : f32
-        %qi291 = arith.fptosi %r290 : f32 to i32
-        %sel292 = arith.select %pos284, %qi291, %c0_i32 : i32
-        %xd293 = arith.divf %f265, %d283 : f32
-        %r294 = math.roundeven %xd293 : f32
-        %qi295 = arith.fptosi %r294 : f32 to i32
-        %sel296 = arith.select %pos284, %qi295, %c0_i32 : i32
-        %xd297 = arith.divf %f267, %d283 : f32
-        %r298 = math.roundeven %xd297 : f32
-        %qi299 = arith.fptosi %r298 : f32 to i32
-        %sel300 = arith.select %pos284, %qi299, %c0_i32 : i32
-        %b301 = arith.andi %sel288, %c255_i32 : i32
-        %b302 = arith.andi %sel292, %c255_i32 : i32
-        %s303 = arith.shli %b302, %c8_i32 : i32
-        %o304 = arith.ori %b301, %s303 : i32
-        %b305 = arith.andi %sel296, %c255_i32 : i32
-        %s306 = arith.shli %b305, %c16_i32 : i32
-        %o307 = arith.ori %o304, %s306 : i32
-        %b308 = arith.andi %sel300, %c255_i32 : i32
-        %s309 = arith.shli %b308, %c24_i32 : i32
-        %o310 = arith.ori %o307, %s309 : i32
-        %a311 = arith.addi %sel288, %sel292 : i32
-        %a312 = arith.addi %sel296, %sel300 : i32
-        %a313 = arith.addi %a311, %a312 : i32
-        %sh314:2 = gpu.shuffle xor %a313, %c1_i32, %c32_i32 : i32
-        %a315 = arith.addi %a313, %sh314#0 : i32
-        %sh316:2 = gpu.shuffle xor %a315, %c2_i32, %c32_i32 : i32
-        %a317 = arith.addi %a315, %sh316#0 : i32
-        %sh318:2 = gpu.shuffle xor %a317, %c4_i32, %c32_i32 : i32
-        scf.if %live132 {
-          memref.store %o310, %xq[%a268] : memref<?xi32>
+        %a330 = arith.addi %j0, %c2_index : index
+        %more331 = arith.cmpi ult, %a330, %passes : index
+        scf.if %more331 {
+          %f332 = arith.mulf %xv157, %inv : f32
+          %f333 = arith.mulf %f332, %gv158 : f32
+          %f334 = arith.mulf %xv161, %inv : f32
+          %f335 = arith.mulf %f334, %gv162 : f32
+          %f336 = arith.mulf %xv165, %inv : f32
+          %f337 = arith.mulf %f336, %gv166 : f32
+          %f338 = arith.mulf %xv169, %inv : f32
+          %f339 = arith.mulf %f338, %gv170 : f32
+          scf.if %live153 {
+            memref.store %f333, %y[%a156] : memref<?xf32>
+            memref.store %f335, %y[%a160] : memref<?xf32>
+            memref.store %f337, %y[%a164] : memref<?xf32>
+            memref.store %f339, %y[%a168] : memref<?xf32>
+          }
+          %a340 = arith.addi %rowword, %wc154 : index
+          %blk341 = arith.divui %a340, %c8_index : index
+          %ab342 = math.absf %f333 : f32
+          %ab343 = math.absf %f335 : f32
+          %mx344 = arith.maximumf %ab342, %ab343 : f32
+          %ab345 = math.absf %f337 : f32
+          %mx346 = arith.maximumf %mx344, %ab345 : f32
+          %ab347 = math.absf %f339 : f32
+          %mx348 = arith.maximumf %mx346, %ab347 : f32
+          %sh349:2 = gpu.shuffle xor %mx348, %c1_i32, %c32_i32 : f32
+          %mx350 = arith.maximumf %mx348, %sh349#0 : f32
+          %sh351:2 = gpu.shuffle xor %mx350, %c2_i32, %c32_i32 : f32
+          %mx352 = arith.maximumf %mx350, %sh351#0 : f32
+          %sh353:2 = gpu.shuffle xor %mx352, %c4_i32, %c32_i32 : f32
+          %mx354 = arith.maximumf %mx352, %sh353#0 : f32
+          %d355 = arith.divf %mx354, %c1p270000e02_f32 : f32
+          %pos356 = arith.cmpf ogt, %d355, %c0p0_f32 : f32
+          %xd357 = arith.divf %f333, %d355 : f32
+          %r358 = math.roundeven %xd357 : f32
+          %qi359 = arith.fptosi %r358 : f32 to i32
+          %sel360 = arith.select %pos356, %qi359, %c0_i32 : i32
+          %xd361 = arith.divf %f335, %d355 : f32
+          %r362 = math.roundeven %xd361 : f32
+          %qi363 = arith.fptosi %r362 : f32 to i32
+          %sel364 = arith.select %pos356, %qi363, %c0_i32 : i32
+          %xd365 = arith.divf %f337, %d355 : f32
+          %r366 = math.roundeven %xd365 : f32
+          %qi367 = arith.fptosi %r366 : f32 to i32
+          %sel368 = arith.select %pos356, %qi367, %c0_i32 : i32
+          %xd369 = arith.divf %f339, %d355 : f32
+          %r370 = math.roundeven %xd369 : f32
+          %qi371 = arith.fptosi %r370 : f32 to i32
+          %sel372 = arith.select %pos356, %qi371, %c0_i32 : i32
+          %b373 = arith.andi %sel360, %c255_i32 : i32
+          %b374 = arith.andi %sel364, %c255_i32 : i32
+          %s375 = arith.shli %b374, %c8_i32 : i32
+          %o376 = arith.ori %b373, %s375 : i32
+          %b377 = arith.andi %sel368, %c255_i32 : i32
+          %s378 = arith.shli %b377, %c16_i32 : i32
+          %o379 = arith.ori %o376, %s378 : i32
+          %b380 = arith.andi %sel372, %c255_i32 : i32
+          %s381 = arith.shli %b380, %c24_i32 : i32
+          %o382 = arith.ori %o379, %s381 : i32
+          %a383 = arith.addi %sel360, %sel364 : i32
+          %a384 = arith.addi %sel368, %sel372 : i32
+          %a385 = arith.addi %a383, %a384 : i32
+          %sh386:2 = gpu.shuffle xor %a385, %c1_i32, %c32_i32 : i32
+          %a387 = arith.addi %a385, %sh386#0 : i32
+          %sh388:2 = gpu.shuffle xor %a387, %c2_i32, %c32_i32 : i32
+          %a389 = arith.addi %a387, %sh388#0 : i32
+          %sh390:2 = gpu.shuffle xor %a389, %c4_i32, %c32_i32 : i32
+          scf.if %live153 {
+            memref.store %o382, %xq[%a340] : memref<?xi32>
+          }
+          %lead391 = arith.cmpi eq, %l, %c0_index : index
+          %lead392 = arith.andi %lead391, %live153 : i1
+          scf.if %lead392 {
+            %sf393 = arith.sitofp %a389 : i32 to f32
+            %sf394 = arith.sitofp %sh390#0 : i32 to f32
+            %vi395 = vector.insert %d355, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+            %f396 = arith.mulf %d355, %sf393 : f32
+            %vi397 = vector.insert %f396, %vi395 [1] : f32 into vector<4xf32>
+            %f398 = arith.mulf %d355, %sf394 : f32
+            %vi399 = vector.insert %f398, %vi397 [2] : f32 into vector<4xf32>
+            memref.store %vi399, %xds[%blk341] : memref<?xvector<4xf32>>
+          }
         }
-        %lead319 = arith.cmpi eq, %l, %c0_index : index
-        %lead320 = arith.andi %lead319, %live132 : i1
-        scf.if %lead320 {
-          %sf321 = arith.sitofp %a317 : i32 to f32
-          %sf322 = arith.sitofp %sh318#0 : i32 to f32
-          %vi323 = vector.insert %d283, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
-          %f324 = arith.mulf %d283, %sf321 : f32
-          %vi325 = vector.insert %f324, %vi323 [1] : f32 into vector<4xf32>
-          %f326 = arith.mulf %d283, %sf322 : f32
-          %vi327 = vector.insert %f326, %vi325 [2] : f32 into vector<4xf32>
-          memref.store %vi327, %xds[%blk269] : memref<?xvector<4xf32>>
-        }
-        %f328 = arith.mulf %xv157, %inv : f32
-        %f329 = arith.mulf %f328, %gv158 : f32
-        %f330 = arith.mulf %xv161, %inv : f32
-        %f331 = arith.mulf %f330, %gv162 : f32
-        %f332 = arith.mulf %xv165, %inv : f32
-        %f333 = arith.mulf %f332, %gv166 : f32
-        %f334 = arith.mulf %xv169, %inv : f32
-        %f335 = arith.mulf %f334, %gv170 : f32
-        scf.if %live153 {
-          memref.store %f329, %y[%a156] : memref<?xf32>
-          memref.store %f331, %y[%a160] : memref<?xf32>
-          memref.store %f333, %y[%a164] : memref<?xf32>
-          memref.store %f335, %y[%a168] : memref<?xf32>
-        }
-        %a336 = arith.addi %rowword, %wc154 : index
-        %blk337 = arith.divui %a336, %c8_index : index
-        %ab338 = math.absf %f329 : f32
-        %ab339 = math.absf %f331 : f32
-        %mx340 = arith.maximumf %ab338, %ab339 : f32
-        %ab341 = math.absf %f333 : f32
-        %mx342 = arith.maximumf %mx340, %ab341 : f32
-        %ab343 = math.absf %f335 : f32
-        %mx344 = arith.maximumf %mx342, %ab343 : f32
-        %sh345:2 = gpu.shuffle xor %mx344, %c1_i32, %c32_i32 : f32
-        %mx346 = arith.maximumf %mx344, %sh345#0 : f32
-        %sh347:2 = gpu.shuffle xor %mx346, %c2_i32, %c32_i32 : f32
-        %mx348 = arith.maximumf %mx346, %sh347#0 : f32
-        %sh349:2 = gpu.shuffle xor %mx348, %c4_i32, %c32_i32 : f32
-        %mx350 = arith.maximumf %mx348, %sh349#0 : f32
-        %d351 = arith.divf %mx350, %c1p270000e02_f32 : f32
-        %pos352 = arith.cmpf ogt, %d351, %c0p0_f32 : f32
-        %xd353 = arith.divf %f329, %d351 : f32
-        %r354 = math.roundeven %xd353 : f32
-        %qi355 = arith.fptosi %r354 : f32 to i32
-        %sel356 = arith.select %pos352, %qi355, %c0_i32 : i32
-        %xd357 = arith.divf %f331, %d351 : f32
-        %r358 = math.roundeven %xd357 : f32
-        %qi359 = arith.fptosi %r358 : f32 to i32
-        %sel360 = arith.select %pos352, %qi359, %c0_i32 : i32
-        %xd361 = arith.divf %f333, %d351 : f32
-        %r362 = math.roundeven %xd361 : f32
-        %qi363 = arith.fptosi %r362 : f32 to i32
-        %sel364 = arith.select %pos352, %qi363, %c0_i32 : i32
-        %xd365 = arith.divf %f335, %d351 : f32
-        %r366 = math.roundeven %xd365 : f32
-        %qi367 = arith.fptosi %r366 : f32 to i32
-        %sel368 = arith.select %pos352, %qi367, %c0_i32 : i32
-        %b369 = arith.andi %sel356, %c255_i32 : i32
-        %b370 = arith.andi %sel360, %c255_i32 : i32
-        %s371 = arith.shli %b370, %c8_i32 : i32
-        %o372 = arith.ori %b369, %s371 : i32
-        %b373 = arith.andi %sel364, %c255_i32 : i32
-        %s374 = arith.shli %b373, %c16_i32 : i32
-        %o375 = arith.ori %o372, %s374 : i32
-        %b376 = arith.andi %sel368, %c255_i32 : i32
-        %s377 = arith.shli %b376, %c24_i32 : i32
-        %o378 = arith.ori %o375, %s377 : i32
-        %a379 = arith.addi %sel356, %sel360 : i32
-        %a380 = arith.addi %sel364, %sel368 : i32
-        %a381 = arith.addi %a379, %a380 : i32
-        %sh382:2 = gpu.shuffle xor %a381, %c1_i32, %c32_i32 : i32
-        %a383 = arith.addi %a381, %sh382#0 : i32
-        %sh384:2 = gpu.shuffle xor %a383, %c2_i32, %c32_i32 : i32
-        %a385 = arith.addi %a383, %sh384#0 : i32
-        %sh386:2 = gpu.shuffle xor %a385, %c4_i32, %c32_i32 : i32
-        scf.if %live153 {
-          memref.store %o378, %xq[%a336] : memref<?xi32>
-        }
-        %lead387 = arith.cmpi eq, %l, %c0_index : index
-        %lead388 = arith.andi %lead387, %live153 : i1
-        scf.if %lead388 {
-          %sf389 = arith.sitofp %a385 : i32 to f32
-          %sf390 = arith.sitofp %sh386#0 : i32 to f32
-          %vi391 = vector.insert %d351, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
-          %f392 = arith.mulf %d351, %sf389 : f32
-          %vi393 = vector.insert %f392, %vi391 [1] : f32 into vector<4xf32>
-          %f394 = arith.mulf %d351, %sf390 : f32
-          %vi395 = vector.insert %f394, %vi393 [2] : f32 into vector<4xf32>
-          memref.store %vi395, %xds[%blk337] : memref<?xvector<4xf32>>
-        }
-        %f396 = arith.mulf %xv178, %inv : f32
-        %f397 = arith.mulf %f396, %gv179 : f32
-        %f398 = arith.mulf %xv182, %inv : f32
-        %f399 = arith.mulf %f398, %gv183 : f32
-        %f400 = arith.mulf %xv186, %inv : f32
-        %f401 = arith.mulf %f400, %gv187 : f32
-        %f402 = arith.mulf %xv190, %inv : f32
-        %f403 = arith.mulf %f402, %gv191 : f32
-        scf.if %live174 {
-          memref.store %f397, %y[%a177] : memref<?xf32>
-          memref.store %f399, %y[%a181] : memref<?xf32>
-          memref.store %f401, %y[%a185] : memref<?xf32>
-          memref.store %f403, %y[%a189] : memref<?xf32>
-        }
-        %a404 = arith.addi %rowword, %wc175 : index
-        %blk405 = arith.divui %a404, %c8_index : index
-        %ab406 = math.absf %f397 : f32
-        %ab407 = math.absf %f399 : f32
-        %mx408 = arith.maximumf %ab406, %ab407 : f32
-        %ab409 = math.absf %f401 : f32
-        %mx410 = arith.maximumf %mx408, %ab409 : f32
-        %ab411 = math.absf %f403 : f32
-        %mx412 = arith.maximumf %mx410, %ab411 : f32
-        %sh413:2 = gpu.shuffle xor %mx412, %c1_i32, %c32_i32 : f32
-        %mx414 = arith.maximumf %mx412, %sh413#0 : f32
-        %sh415:2 = gpu.shuffle xor %mx414, %c2_i32, %c32_i32 : f32
-        %mx416 = arith.maximumf %mx414, %sh415#0 : f32
-        %sh417:2 = gpu.shuffle xor %mx416, %c4_i32, %c32_i32 : f32
-        %mx418 = arith.maximumf %mx416, %sh417#0 : f32
-        %d419 = arith.divf %mx418, %c1p270000e02_f32 : f32
-        %pos420 = arith.cmpf ogt, %d419, %c0p0_f32 : f32
-        %xd421 = arith.divf %f397, %d419 : f32
-        %r422 = math.roundeven %xd421 : f32
-        %qi423 = arith.fptosi %r422 : f32 to i32
-        %sel424 = arith.select %pos420, %qi423, %c0_i32 : i32
-        %xd425 = arith.divf %f399, %d419 : f32
-        %r426 = math.roundeven %xd425 : f32
-        %qi427 = arith.fptosi %r426 : f32 to i32
-        %sel428 = arith.select %pos420, %qi427, %c0_i32 : i32
-        %xd429 = arith.divf %f401, %d419 : f32
-        %r430 = math.roundeven %xd429 : f32
-        %qi431 = arith.fptosi %r430 : f32 to i32
-        %sel432 = arith.select %pos420, %qi431, %c0_i32 : i32
-        %xd433 = arith.divf %f403, %d419 : f32
-        %r434 = math.roundeven %xd433 : f32
-        %qi435 = arith.fptosi %r434 : f32 to i32
-        %sel436 = arith.select %pos420, %qi435, %c0_i32 : i32
-        %b437 = arith.andi %sel424, %c255_i32 : i32
-        %b438 = arith.andi %sel428, %c255_i32 : i32
-        %s439 = arith.shli %b438, %c8_i32 : i32
-        %o440 = arith.ori %b437, %s439 : i32
-        %b441 = arith.andi %sel432, %c255_i32 : i32
-        %s442 = arith.shli %b441, %c16_i32 : i32
-        %o443 = arith.ori %o440, %s442 : i32
-        %b444 = arith.andi %sel436, %c255_i32 : i32
-        %s445 = arith.shli %b444, %c24_i32 : i32
-        %o446 = arith.ori %o443, %s445 : i32
-        %a447 = arith.addi %sel424, %sel428 : i32
-        %a448 = arith.addi %sel432, %sel436 : i32
-        %a449 = arith.addi %a447, %a448 : i32
-        %sh450:2 = gpu.shuffle xor %a449, %c1_i32, %c32_i32 : i32
-        %a451 = arith.addi %a449, %sh450#0 : i32
-        %sh452:2 = gpu.shuffle xor %a451, %c2_i32, %c32_i32 : i32
-        %a453 = arith.addi %a451, %sh452#0 : i32
-        %sh454:2 = gpu.shuffle xor %a453, %c4_i32, %c32_i32 : i32
-        scf.if %live174 {
-          memref.store %o446, %xq[%a404] : memref<?xi32>
-        }
-        %lead455 = arith.cmpi eq, %l, %c0_index : index
-        %lead456 = arith.andi %lead455, %live174 : i1
-        scf.if %lead456 {
-          %sf457 = arith.sitofp %a453 : i32 to f32
-          %sf458 = arith.sitofp %sh454#0 : i32 to f32
-          %vi459 = vector.insert %d419, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
-          %f460 = arith.mulf %d419, %sf457 : f32
-          %vi461 = vector.insert %f460, %vi459 [1] : f32 into vector<4xf32>
-          %f462 = arith.mulf %d419, %sf458 : f32
-          %vi463 = vector.insert %f462, %vi461 [2] : f32 into vector<4xf32>
-          memref.store %vi463, %xds[%blk405] : memref<?xvector<4xf32>>
+        %a400 = arith.addi %j0, %c3_index : index
+        %more401 = arith.cmpi ult, %a400, %passes : index
+        scf.if %more401 {
+          %f402 = arith.mulf %xv178, %inv : f32
+          %f403 = arith.mulf %f402, %gv179 : f32
+          %f404 = arith.mulf %xv182, %inv : f32
+          %f405 = arith.mulf %f404, %gv183 : f32
+          %f406 = arith.mulf %xv186, %inv : f32
+          %f407 = arith.mulf %f406, %gv187 : f32
+          %f408 = arith.mulf %xv190, %inv : f32
+          %f409 = arith.mulf %f408, %gv191 : f32
+          scf.if %live174 {
+            memref.store %f403, %y[%a177] : memref<?xf32>
+            memref.store %f405, %y[%a181] : memref<?xf32>
+            memref.store %f407, %y[%a185] : memref<?xf32>
+            memref.store %f409, %y[%a189] : memref<?xf32>
+          }
+          %a410 = arith.addi %rowword, %wc175 : index
+          %blk411 = arith.divui %a410, %c8_index : index
+          %ab412 = math.absf %f403 : f32
+          %ab413 = math.absf %f405 : f32
+          %mx414 = arith.maximumf %ab412, %ab413 : f32
+          %ab415 = math.absf %f407 : f32
+          %mx416 = arith.maximumf %mx414, %ab415 : f32
+          %ab417 = math.absf %f409 : f32
+          %mx418 = arith.maximumf %mx416, %ab417 : f32
+          %sh419:2 = gpu.shuffle xor %mx418, %c1_i32, %c32_i32 : f32
+          %mx420 = arith.maximumf %mx418, %sh419#0 : f32
+          %sh421:2 = gpu.shuffle xor %mx420, %c2_i32, %c32_i32 : f32
+          %mx422 = arith.maximumf %mx420, %sh421#0 : f32
+          %sh423:2 = gpu.shuffle xor %mx422, %c4_i32, %c32_i32 : f32
+          %mx424 = arith.maximumf %mx422, %sh423#0 : f32
+          %d425 = arith.divf %mx424, %c1p270000e02_f32 : f32
+          %pos426 = arith.cmpf ogt, %d425, %c0p0_f32 : f32
+          %xd427 = arith.divf %f403, %d425 : f32
+          %r428 = math.roundeven %xd427 : f32
+          %qi429 = arith.fptosi %r428 : f32 to i32
+          %sel430 = arith.select %pos426, %qi429, %c0_i32 : i32
+          %xd431 = arith.divf %f405, %d425 : f32
+          %r432 = math.roundeven %xd431 : f32
+          %qi433 = arith.fptosi %r432 : f32 to i32
+          %sel434 = arith.select %pos426, %qi433, %c0_i32 : i32
+          %xd435 = arith.divf %f407, %d425 : f32
+          %r436 = math.roundeven %xd435 : f32
+          %qi437 = arith.fptosi %r436 : f32 to i32
+          %sel438 = arith.select %pos426, %qi437, %c0_i32 : i32
+          %xd439 = arith.divf %f409, %d425 : f32
+          %r440 = math.roundeven %xd439 : f32
+          %qi441 = arith.fptosi %r440 : f32 to i32
+          %sel442 = arith.select %pos426, %qi441, %c0_i32 : i32
+          %b443 = arith.andi %sel430, %c255_i32 : i32
+          %b444 = arith.andi %sel434, %c255_i32 : i32
+          %s445 = arith.shli %b444, %c8_i32 : i32
+          %o446 = arith.ori %b443, %s445 : i32
+          %b447 = arith.andi %sel438, %c255_i32 : i32
+          %s448 = arith.shli %b447, %c16_i32 : i32
+          %o449 = arith.ori %o446, %s448 : i32
+          %b450 = arith.andi %sel442, %c255_i32 : i32
+          %s451 = arith.shli %b450, %c24_i32 : i32
+          %o452 = arith.ori %o449, %s451 : i32
+          %a453 = arith.addi %sel430, %sel434 : i32
+          %a454 = arith.addi %sel438, %sel442 : i32
+          %a455 = arith.addi %a453, %a454 : i32
+          %sh456:2 = gpu.shuffle xor %a455, %c1_i32, %c32_i32 : i32
+          %a457 = arith.addi %a455, %sh456#0 : i32
+          %sh458:2 = gpu.shuffle xor %a457, %c2_i32, %c32_i32 : i32
+          %a459 = arith.addi %a457, %sh458#0 : i32
+          %sh460:2 = gpu.shuffle xor %a459, %c4_i32, %c32_i32 : i32
+          scf.if %live174 {
+            memref.store %o452, %xq[%a410] : memref<?xi32>
+          }
+          %lead461 = arith.cmpi eq, %l, %c0_index : index
+          %lead462 = arith.andi %lead461, %live174 : i1
+          scf.if %lead462 {
+            %sf463 = arith.sitofp %a459 : i32 to f32
+            %sf464 = arith.sitofp %sh460#0 : i32 to f32
+            %vi465 = vector.insert %d425, %cdense0p0_vector4xf32 [0] : f32 into vector<4xf32>
+            %f466 = arith.mulf %d425, %sf463 : f32
+            %vi467 = vector.insert %f466, %vi465 [1] : f32 into vector<4xf32>
+            %f468 = arith.mulf %d425, %sf464 : f32
+            %vi469 = vector.insert %f468, %vi467 [2] : f32 into vector<4xf32>
+            memref.store %vi469, %xds[%blk411] : memref<?xvector<4xf32>>
+          }
         }
       }
       gpu.return

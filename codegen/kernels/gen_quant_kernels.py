@@ -589,7 +589,15 @@ def rms_norm_q8x():
             gv = e.v(f"memref.load %gamma[{ci}] : memref<?xf32>", "gv")
             xg.append((xv, gv, k))
         passes.append((live, wc, xg))
-    for live, wc, xg in passes:
+    for p, (live, wc, xg) in enumerate(passes):
+        # Passes 1..3 of an iteration exist only when the row has them (a branch uniform
+        # over the workgroup, so the shuffles inside stay legal): a row of d <= 1024
+        # runs one pass's rounding, not four.
+        if p:
+            jp = e.add("%j0", c(p))
+            more = e.v(f"arith.cmpi ult, {jp}, %passes : index", "more")
+            e.emit(f"scf.if {more} {{")
+            e.indent += 2
         ys = [(e.fmul(e.fmul(xv, "%inv"), gv), k) for xv, gv, k in xg]
         e.emit(f"scf.if {live} {{")
         for yv, k in ys:
@@ -598,6 +606,9 @@ def rms_norm_q8x():
         vi = e.add("%rowword", wc)
         blk = e.v(f"arith.divui {vi}, {c(8)} : index", "blk")
         q8_block(e, [yv for yv, _ in ys], live, vi, blk, "%l")
+        if p:
+            e.indent -= 2
+            e.emit("}")
     e.indent -= 2
     e.emit("}")
     e.emit("gpu.return")
