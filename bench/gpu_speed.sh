@@ -16,6 +16,7 @@
 #                                                 # tg128 A/B rows against a second
 #                                                 # package, see prepare)
 #   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
+#   bench/gpu_speed.sh run [build-dir] ncu-prefill  # there, while warm: our 7B pp512 pass
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
 # while it stays warm between them. Carry <build-dir>/gpu-speed in the first call only:
@@ -192,7 +193,17 @@ run)
     done
     exit 0
   fi
-  [ "$what" = time ] || { echo "run: check, time or ncu" >&2; exit 2; }
+  if [ "$what" = ncu-prefill ]; then
+    # Prefill (pp512) kernel by kernel on the 7B shape, ours: swz-bench's pp512 passes
+    # under Nsight Compute (durations only), one table a pass between argmax_reduce
+    # launches (gpu_speed_table.py --ncu), clocks and caches as they run.
+    timeout 300 ncu --clock-control none --cache-control none --launch-count 4000 --csv --print-units base \
+      --metrics gpu__time_duration.sum "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 512 --tg 1 --reps 1 \
+      > "$work/ncu-prefill-swz-$big.csv" 2> "$work/ncu-prefill-swz-$big.log"
+    python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-prefill-swz-$big.csv" argmax_reduce | tee "$work/ncu-prefill-swz-$big.md"
+    exit 0
+  fi
+  [ "$what" = time ] || { echo "run: check, time, ncu or ncu-prefill" >&2; exit 2; }
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
   # A call that carries <build-dir>/gpu-speed again replaces the GGUFs and verdicts of
   # the check call: check again then (seconds; the GGUFs are the same bytes).

@@ -23,6 +23,8 @@
 // row n of N; convert: activation row t of T), ids >= rows do nothing. The normal
 // grid is (rows, 1, 1); a device whose grid x is limited (Vulkan: often 65535) can
 // launch (65535, ceil(rows / 65535), 1). Threads stride over the row's K elements.
+// (dequant_q4_k_f16: a thread takes 4 qs bytes of a block, 8 elements, one block a
+// warp, 8 blocks of the row an iteration.)
 // Arguments: dequant_<type>_f16(w: memref<?xi8> raw bytes, out: memref<?xf16>
 // [N*K] row-major, n_rows: i32 = N, k: i32 = K, a multiple of the block size);
 // convert_f32_f16(x: memref<?xf32> [T*K], out: memref<?xf16> [T*K], rows: i32, k: i32).
@@ -249,16 +251,19 @@ module attributes {gpu.container_module} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
       %c4 = arith.constant 4 : index
       %c8 = arith.constant 8 : index
       %c16 = arith.constant 16 : index
       %c32 = arith.constant 32 : index
       %c64 = arith.constant 64 : index
-      %c128 = arith.constant 128 : index
+      %c144 = arith.constant 144 : index
       %c256 = arith.constant 256 : index
       %i4 = arith.constant 4 : i32
-      %i8s = arith.constant 8 : i32
+      %i6 = arith.constant 6 : i32
       %i15 = arith.constant 15 : i32
+      %i63 = arith.constant 63 : i32
+      %s8_16 = arith.constant 8 : i16
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %gx = gpu.grid_dim x
@@ -268,94 +273,183 @@ module attributes {gpu.container_module} {
       %nrows = arith.index_cast %rows : i32 to index
       %K = arith.index_cast %k : i32 to index
       %inb = arith.cmpi ult, %row, %nrows : index
+      // Thread t: block b0 + t / 32 of the row (8 blocks an iteration), group g = (t % 32) / 8,
+      // qs bytes 4u .. 4u + 3 of the group (u = t % 8): the low nibbles are elements
+      // 64g + 4u .. +3 (sub-block 2g), the high ones 64g + 32 + 4u .. +3 (sub-block 2g + 1).
+      %tb = arith.divui %tid, %c32 : index
+      %t32 = arith.remui %tid, %c32 : index
+      %g = arith.divui %t32, %c8 : index
+      %u = arith.remui %t32, %c8 : index
+      %u4 = arith.muli %u, %c4 : index
+      %g2 = arith.muli %g, %c2 : index
+      %g32 = arith.muli %g, %c32 : index
+      %g64 = arith.muli %g, %c64 : index
+      %lo4 = arith.cmpi ult, %g2, %c4 : index
+      %sbm4 = arith.remui %g2, %c4 : index
       scf.if %inb {
         %orow = arith.muli %row, %K : index
-        %cbb = arith.constant 144 : index
-        %cblk = arith.constant 256 : index
-        %nb = arith.divui %K, %cblk : index
-        %rowbytes = arith.muli %nb, %cbb : index
+        %nb = arith.divui %K, %c256 : index
+        %rowbytes = arith.muli %nb, %c144 : index
         %wrow = arith.muli %row, %rowbytes : index
-        scf.for %e = %tid to %K step %c256 {
-          %s8_16 = arith.constant 8 : i16
-          %b = arith.divui %e, %cblk : index
-          %j = arith.remui %e, %cblk : index
-          %boff = arith.muli %b, %cbb : index
-          %base = arith.addi %wrow, %boff : index
-          %d_o1 = arith.addi %base, %c1 : index
-          %d_b0 = memref.load %w[%base] : memref<?xi8>
-          %d_b1 = memref.load %w[%d_o1] : memref<?xi8>
-          %d_l = arith.extui %d_b0 : i8 to i16
-          %d_h = arith.extui %d_b1 : i8 to i16
-          %d_hs = arith.shli %d_h, %s8_16 : i16
-          %d_bits = arith.ori %d_l, %d_hs : i16
-          %d_f16 = arith.bitcast %d_bits : i16 to f16
-          %d = arith.extf %d_f16 : f16 to f32
-          %mo = arith.addi %base, %c2 : index
-          %dmin_o1 = arith.addi %mo, %c1 : index
-          %dmin_b0 = memref.load %w[%mo] : memref<?xi8>
-          %dmin_b1 = memref.load %w[%dmin_o1] : memref<?xi8>
-          %dmin_l = arith.extui %dmin_b0 : i8 to i16
-          %dmin_h = arith.extui %dmin_b1 : i8 to i16
-          %dmin_hs = arith.shli %dmin_h, %s8_16 : i16
-          %dmin_bits = arith.ori %dmin_l, %dmin_hs : i16
-          %dmin_f16 = arith.bitcast %dmin_bits : i16 to f16
-          %dmin = arith.extf %dmin_f16 : f16 to f32
-          %g = arith.divui %j, %c64 : index
-          %l = arith.remui %j, %c64 : index
-          %hi = arith.divui %l, %c32 : index
-          %l32 = arith.remui %l, %c32 : index
-          %g2 = arith.muli %g, %c2 : index
-          %sb = arith.addi %g2, %hi : index
-          // qs at byte 16 of the block: byte 32g + l%32, nibble l/32.
-          %g32 = arith.muli %g, %c32 : index
-          %qo0 = arith.addi %base, %c16 : index
-          %qo1 = arith.addi %qo0, %g32 : index
-          %qo2 = arith.addi %qo1, %l32 : index
-          %qb = memref.load %w[%qo2] : memref<?xi8>
-          %q32 = arith.extui %qb : i8 to i32
-          %hi32 = arith.index_cast %hi : index to i32
-          %sh = arith.muli %hi32, %i4 : i32
-          %qs = arith.shrui %q32, %sh : i32
-          %q = arith.andi %qs, %i15 : i32
-          // get_scale_min_k4(sb, scales) with scales at byte 4 of the block.
-          %i63 = arith.constant 63 : i32
-          %i6 = arith.constant 6 : i32
-          %lo4 = arith.cmpi ult, %sb, %c4 : index
-          %sc0 = arith.addi %base, %c4 : index
-          %sbm4 = arith.remui %sb, %c4 : index
-          // j < 4: sc = q[j] & 63, m = q[j+4] & 63.
-          // j >= 4: sc = (q[j+4] & 15) | (q[j-4] >> 6) << 4, m = (q[j+4] >> 4) | (q[j] >> 6) << 4.
-          %oA = arith.addi %sc0, %sbm4 : index
-          %oB = arith.addi %oA, %c4 : index
-          %oC = arith.addi %oB, %c4 : index
-          %bA8 = memref.load %w[%oA] : memref<?xi8>
-          %bB8 = memref.load %w[%oB] : memref<?xi8>
-          %bC8 = memref.load %w[%oC] : memref<?xi8>
-          %bA = arith.extui %bA8 : i8 to i32
-          %bB = arith.extui %bB8 : i8 to i32
-          %bC = arith.extui %bC8 : i8 to i32
-          %scL = arith.andi %bA, %i63 : i32
-          %mL = arith.andi %bB, %i63 : i32
-          %cLo = arith.andi %bC, %i15 : i32
-          %aTop = arith.shrui %bA, %i6 : i32
-          %aTop4 = arith.shli %aTop, %i4 : i32
-          %scH = arith.ori %cLo, %aTop4 : i32
-          %cHi = arith.shrui %bC, %i4 : i32
-          %bTop = arith.shrui %bB, %i6 : i32
-          %bTop4 = arith.shli %bTop, %i4 : i32
-          %mH = arith.ori %cHi, %bTop4 : i32
-          %sc = arith.select %lo4, %scL, %scH : i32
-          %mn = arith.select %lo4, %mL, %mH : i32
-          %scf = arith.uitofp %sc : i32 to f32
-          %mnf = arith.uitofp %mn : i32 to f32
-          %d1 = arith.mulf %d, %scf : f32
-          %m1 = arith.mulf %dmin, %mnf : f32
-          %qf = arith.uitofp %q : i32 to f32
-          %dq = arith.mulf %d1, %qf : f32
-          %x = arith.subf %dq, %m1 : f32
-          %h = arith.truncf %x : f32 to f16
-          %oi = arith.addi %orow, %e : index
-          memref.store %h, %out[%oi] : memref<?xf16>
+        scf.for %b0 = %c0 to %nb step %c8 {
+          %b = arith.addi %b0, %tb : index
+          %inblk = arith.cmpi ult, %b, %nb : index
+          scf.if %inblk {
+            %boff = arith.muli %b, %c144 : index
+            %base = arith.addi %wrow, %boff : index
+            %d_o0 = arith.addi %base, %c0 : index
+            %d_o1 = arith.addi %d_o0, %c1 : index
+            %d_b0 = memref.load %w[%d_o0] : memref<?xi8>
+            %d_b1 = memref.load %w[%d_o1] : memref<?xi8>
+            %d_l = arith.extui %d_b0 : i8 to i16
+            %d_h = arith.extui %d_b1 : i8 to i16
+            %d_hs = arith.shli %d_h, %s8_16 : i16
+            %d_bits = arith.ori %d_l, %d_hs : i16
+            %d_f16 = arith.bitcast %d_bits : i16 to f16
+            %d = arith.extf %d_f16 : f16 to f32
+            %dmin_o0 = arith.addi %base, %c2 : index
+            %dmin_o1 = arith.addi %dmin_o0, %c1 : index
+            %dmin_b0 = memref.load %w[%dmin_o0] : memref<?xi8>
+            %dmin_b1 = memref.load %w[%dmin_o1] : memref<?xi8>
+            %dmin_l = arith.extui %dmin_b0 : i8 to i16
+            %dmin_h = arith.extui %dmin_b1 : i8 to i16
+            %dmin_hs = arith.shli %dmin_h, %s8_16 : i16
+            %dmin_bits = arith.ori %dmin_l, %dmin_hs : i16
+            %dmin_f16 = arith.bitcast %dmin_bits : i16 to f16
+            %dmin = arith.extf %dmin_f16 : f16 to f32
+            // get_scale_min_k4(s, scales), scales at byte 4: for s and s + 1 (s = 2g), the bytes
+            // A = q[s % 4], B = q[s % 4 + 4], C = q[s % 4 + 8] (+1 for s + 1).
+            %scb = arith.addi %base, %c4 : index
+            %oA00 = arith.addi %scb, %sbm4 : index
+            %oA0 = arith.addi %oA00, %c0 : index
+            %oB0 = arith.addi %oA0, %c4 : index
+            %oC0 = arith.addi %oB0, %c4 : index
+            %bA08 = memref.load %w[%oA0] : memref<?xi8>
+            %bA0 = arith.extui %bA08 : i8 to i32
+            %bB08 = memref.load %w[%oB0] : memref<?xi8>
+            %bB0 = arith.extui %bB08 : i8 to i32
+            %bC08 = memref.load %w[%oC0] : memref<?xi8>
+            %bC0 = arith.extui %bC08 : i8 to i32
+            %scL0 = arith.andi %bA0, %i63 : i32
+            %mL0 = arith.andi %bB0, %i63 : i32
+            %cLo0 = arith.andi %bC0, %i15 : i32
+            %aTop0 = arith.shrui %bA0, %i6 : i32
+            %aTop40 = arith.shli %aTop0, %i4 : i32
+            %scH0 = arith.ori %cLo0, %aTop40 : i32
+            %cHi0 = arith.shrui %bC0, %i4 : i32
+            %bTop0 = arith.shrui %bB0, %i6 : i32
+            %bTop40 = arith.shli %bTop0, %i4 : i32
+            %mH0 = arith.ori %cHi0, %bTop40 : i32
+            %sc0 = arith.select %lo4, %scL0, %scH0 : i32
+            %mn0 = arith.select %lo4, %mL0, %mH0 : i32
+            %scf0 = arith.uitofp %sc0 : i32 to f32
+            %mnf0 = arith.uitofp %mn0 : i32 to f32
+            %d10 = arith.mulf %d, %scf0 : f32
+            %m10 = arith.mulf %dmin, %mnf0 : f32
+            %oA10 = arith.addi %scb, %sbm4 : index
+            %oA1 = arith.addi %oA10, %c1 : index
+            %oB1 = arith.addi %oA1, %c4 : index
+            %oC1 = arith.addi %oB1, %c4 : index
+            %bA18 = memref.load %w[%oA1] : memref<?xi8>
+            %bA1 = arith.extui %bA18 : i8 to i32
+            %bB18 = memref.load %w[%oB1] : memref<?xi8>
+            %bB1 = arith.extui %bB18 : i8 to i32
+            %bC18 = memref.load %w[%oC1] : memref<?xi8>
+            %bC1 = arith.extui %bC18 : i8 to i32
+            %scL1 = arith.andi %bA1, %i63 : i32
+            %mL1 = arith.andi %bB1, %i63 : i32
+            %cLo1 = arith.andi %bC1, %i15 : i32
+            %aTop1 = arith.shrui %bA1, %i6 : i32
+            %aTop41 = arith.shli %aTop1, %i4 : i32
+            %scH1 = arith.ori %cLo1, %aTop41 : i32
+            %cHi1 = arith.shrui %bC1, %i4 : i32
+            %bTop1 = arith.shrui %bB1, %i6 : i32
+            %bTop41 = arith.shli %bTop1, %i4 : i32
+            %mH1 = arith.ori %cHi1, %bTop41 : i32
+            %sc1 = arith.select %lo4, %scL1, %scH1 : i32
+            %mn1 = arith.select %lo4, %mL1, %mH1 : i32
+            %scf1 = arith.uitofp %sc1 : i32 to f32
+            %mnf1 = arith.uitofp %mn1 : i32 to f32
+            %d11 = arith.mulf %d, %scf1 : f32
+            %m11 = arith.mulf %dmin, %mnf1 : f32
+            %qo0 = arith.addi %base, %c16 : index
+            %qo1 = arith.addi %qo0, %g32 : index
+            %qo = arith.addi %qo1, %u4 : index
+            %ob0 = arith.muli %b, %c256 : index
+            %ob1 = arith.addi %orow, %ob0 : index
+            %ob2 = arith.addi %ob1, %g64 : index
+            %olo = arith.addi %ob2, %u4 : index
+            %ohi = arith.addi %olo, %c32 : index
+            // x = (d * sc) * q - dmin * m in f32, as ggml's dequantize_row_q4_K, rounded to f16.
+            %qi0 = arith.addi %qo, %c0 : index
+            %qb0 = memref.load %w[%qi0] : memref<?xi8>
+            %qi1 = arith.addi %qo, %c1 : index
+            %qb1 = memref.load %w[%qi1] : memref<?xi8>
+            %qi2 = arith.addi %qo, %c2 : index
+            %qb2 = memref.load %w[%qi2] : memref<?xi8>
+            %qi3 = arith.addi %qo, %c3 : index
+            %qb3 = memref.load %w[%qi3] : memref<?xi8>
+            %q32_0 = arith.extui %qb0 : i8 to i32
+            %q0_0 = arith.andi %q32_0, %i15 : i32
+            %qf0_0 = arith.uitofp %q0_0 : i32 to f32
+            %dq0_0 = arith.mulf %d10, %qf0_0 : f32
+            %x0_0 = arith.subf %dq0_0, %m10 : f32
+            %h0_0 = arith.truncf %x0_0 : f32 to f16
+            %oi0_0 = arith.addi %olo, %c0 : index
+            memref.store %h0_0, %out[%oi0_0] : memref<?xf16>
+            %q1_0 = arith.shrui %q32_0, %i4 : i32
+            %qf1_0 = arith.uitofp %q1_0 : i32 to f32
+            %dq1_0 = arith.mulf %d11, %qf1_0 : f32
+            %x1_0 = arith.subf %dq1_0, %m11 : f32
+            %h1_0 = arith.truncf %x1_0 : f32 to f16
+            %oi1_0 = arith.addi %ohi, %c0 : index
+            memref.store %h1_0, %out[%oi1_0] : memref<?xf16>
+            %q32_1 = arith.extui %qb1 : i8 to i32
+            %q0_1 = arith.andi %q32_1, %i15 : i32
+            %qf0_1 = arith.uitofp %q0_1 : i32 to f32
+            %dq0_1 = arith.mulf %d10, %qf0_1 : f32
+            %x0_1 = arith.subf %dq0_1, %m10 : f32
+            %h0_1 = arith.truncf %x0_1 : f32 to f16
+            %oi0_1 = arith.addi %olo, %c1 : index
+            memref.store %h0_1, %out[%oi0_1] : memref<?xf16>
+            %q1_1 = arith.shrui %q32_1, %i4 : i32
+            %qf1_1 = arith.uitofp %q1_1 : i32 to f32
+            %dq1_1 = arith.mulf %d11, %qf1_1 : f32
+            %x1_1 = arith.subf %dq1_1, %m11 : f32
+            %h1_1 = arith.truncf %x1_1 : f32 to f16
+            %oi1_1 = arith.addi %ohi, %c1 : index
+            memref.store %h1_1, %out[%oi1_1] : memref<?xf16>
+            %q32_2 = arith.extui %qb2 : i8 to i32
+            %q0_2 = arith.andi %q32_2, %i15 : i32
+            %qf0_2 = arith.uitofp %q0_2 : i32 to f32
+            %dq0_2 = arith.mulf %d10, %qf0_2 : f32
+            %x0_2 = arith.subf %dq0_2, %m10 : f32
+            %h0_2 = arith.truncf %x0_2 : f32 to f16
+            %oi0_2 = arith.addi %olo, %c2 : index
+            memref.store %h0_2, %out[%oi0_2] : memref<?xf16>
+            %q1_2 = arith.shrui %q32_2, %i4 : i32
+            %qf1_2 = arith.uitofp %q1_2 : i32 to f32
+            %dq1_2 = arith.mulf %d11, %qf1_2 : f32
+            %x1_2 = arith.subf %dq1_2, %m11 : f32
+            %h1_2 = arith.truncf %x1_2 : f32 to f16
+            %oi1_2 = arith.addi %ohi, %c2 : index
+            memref.store %h1_2, %out[%oi1_2] : memref<?xf16>
+            %q32_3 = arith.extui %qb3 : i8 to i32
+            %q0_3 = arith.andi %q32_3, %i15 : i32
+            %qf0_3 = arith.uitofp %q0_3 : i32 to f32
+            %dq0_3 = arith.mulf %d10, %qf0_3 : f32
+            %x0_3 = arith.subf %dq0_3, %m10 : f32
+            %h0_3 = arith.truncf %x0_3 : f32 to f16
+            %oi0_3 = arith.addi %olo, %c3 : index
+            memref.store %h0_3, %out[%oi0_3] : memref<?xf16>
+            %q1_3 = arith.shrui %q32_3, %i4 : i32
+            %qf1_3 = arith.uitofp %q1_3 : i32 to f32
+            %dq1_3 = arith.mulf %d11, %qf1_3 : f32
+            %x1_3 = arith.subf %dq1_3, %m11 : f32
+            %h1_3 = arith.truncf %x1_3 : f32 to f16
+            %oi1_3 = arith.addi %ohi, %c3 : index
+            memref.store %h1_3, %out[%oi1_3] : memref<?xf16>
+          }
         }
       }
       gpu.return
