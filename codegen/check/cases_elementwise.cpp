@@ -54,7 +54,8 @@ Case swigluCase(int64_t n) {
   std::vector<float> g(n), u(n);
   for (auto &v : g) v = float(rng.next() * 8.0);
   for (auto &v : u) v = float(rng.next() * 2.0);
-  Case c = binaryCase("swz_swiglu", "swiglu_f32", 64, n, g, u);
+  Case c = binaryCase("swz_swiglu", "swiglu_f32", 256, n, g, u);
+  c.grid = {unsigned((n + 1023) / 1024), 1, 1};  // four elements a thread
   c.flops = 5.0 * double(n);  // neg, exp, add, div, mul
   c.check = [g, u](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;

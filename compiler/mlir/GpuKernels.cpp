@@ -417,6 +417,10 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   };
   json lastQuant;          // the last quantize_q8_x record kept
   std::string lastQuantOf; // the activation it read
+  // The same for prefill's convert_f32_f16 (the f16 copy of a GEMM's input in scratch
+  // x_f16): q, k, v and gate, up convert one input once.
+  json lastConvert;
+  std::string lastConvertOf;
   // And such matmuls in consecutive graph ops run as one launch of matmul_<type>_q8x (up
   // to three outputs: q, k, v; gate, up), which reads the int8 input once per row
   // block and saves the launches' fixed cost: `open` is the record of the last such
@@ -478,6 +482,12 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     bool decodeBefore = false;  // a decode launch of this group came before
     for (json &l : launches) {
       const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
+      if (endsWith(kernel, ".convert_f32_f16")) {
+        if (l == lastConvert)
+          continue;
+        lastConvert = l;
+        lastConvertOf = l.at("args").at(0).at("buffer").get<std::string>();
+      }
       if (endsWith(kernel, ".quantize_q8_x")) {
         if (l == lastQuant)
           continue;
@@ -543,9 +553,12 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
           openOp = group.graphOps.front();
         }
     }
-    for (int64_t id : group.graphOps)
+    for (int64_t id : group.graphOps) {
       if (ops.at(id).contains("out") && ops.at(id).at("out") == lastQuantOf)
         lastQuant = json();
+      if (ops.at(id).contains("out") && ops.at(id).at("out") == lastConvertOf)
+        lastConvert = json();
+    }
     for (size_t i = 1; i < group.graphOps.size(); ++i) {
       json &fused = ops.at(group.graphOps[i]);
       fused["fused_into"] = group.graphOps.front();

@@ -15,5 +15,5 @@
 // IR: spirv.func @swiglu_f32()
 // IR: spirv.GL.Exp
 // IR: spirv.EntryPoint "GLCompute" @swiglu_f32
-// IR: spirv.ExecutionMode @swiglu_f32 "LocalSize", 64, 1, 1
+// IR: spirv.ExecutionMode @swiglu_f32 "LocalSize", 256, 1, 1
 // REMARK: remark: wrote {{[0-9]+}} bytes of spv to swz_swiglu.spv

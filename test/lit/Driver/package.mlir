@@ -46,8 +46,9 @@
 // the same h: three weights, outputs and biases, N = 128 + 64 + 64 rows, flags 1|4|8 = a
 // bias each); Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x_q8 as vec4s.
 // MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"shape":["2176"],"weight":"blk.0.attn_k.weight"},{"shape":["2176"],"weight":"blk.0.attn_v.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"buffer":"q","shape":["T*128"]},{"buffer":"k","shape":["T*64"]},{"buffer":"v","shape":["T*64"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"shape":["64"],"weight":"blk.0.attn_k.bias"},{"shape":["64"],"weight":"blk.0.attn_v.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"64"},{"i32":"64"},{"i32":"128"},{"i32":"T"},{"i32":"13"}],"dynamic_smem":"0","grid":["64","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0_q8x","phase":"decode","scope":"batch"}
-// Graph op 3 (k = h Wk^T + bk) has only its prefill launches: its decode is op 2's launch.
-// MANIFEST: "decode_into":2,"in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"buffer":"h","shape":["T*128"]},{"bytes":"max_T*256","scratch":"x_f16","shape":["T*128"]},{"i32":"T"},{"i32":"128"}],"dynamic_smem":"0","grid":["T","1","1"],"kernel":"sm_90.convert_f32_f16","phase":"prefill","scope":"batch"}
+// Graph op 3 (k = h Wk^T + bk) has only its prefill launches: its decode is op 2's launch,
+// and its f16 input is op 2's convert_f32_f16 of h (x_f16), not converted again.
+// MANIFEST: "decode_into":2,"in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"shape":["8704"],"weight":"blk.0.attn_k.weight"},{"bytes":"16384","scratch":"w_f16","shape":["8192"]},{"i32":"64"},{"i32":"128"}],"dynamic_smem":"0","grid":["64","1","1"],"kernel":"sm_90.dequant_q8_0_f16","phase":"prefill","scope":"batch"}
 // Graph ops 5 and 6 are rope(q) and rope(k): fused into the attention's KV write (op 7),
 // which takes their n_rot, theta and mode (neox = 1) and the positions, rotates q in
 // place (n_q = 4 heads: grid (T, 4 + 2)) and k into the cache; one launch per sequence.

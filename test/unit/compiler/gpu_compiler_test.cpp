@@ -80,7 +80,7 @@ TEST(GpuCompiler, SwigluToSpirv) {
   const CompiledKernel &k = ks[0];
   EXPECT_EQ(k.entry, "swiglu_f32");
   EXPECT_EQ(k.format, "spv");
-  EXPECT_EQ(k.block, (std::array<int64_t, 3>{64, 1, 1}));
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{256, 1, 1}));
   ASSERT_GE(k.binary.size(), 20u);
   ASSERT_EQ(k.binary.size() % 4, 0u);
   uint32_t magic;

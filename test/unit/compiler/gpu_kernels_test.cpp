@@ -82,7 +82,7 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
   EXPECT_EQ(m.kernels[0].signature[3].at("dtype"), "i32");
   EXPECT_EQ(m.kernels[0].signature[4].at("dtype"), "f32");
   EXPECT_EQ(m.kernels[1].entry, "sm_90.swiglu_f32");
-  EXPECT_EQ(m.kernels[1].launch.at("block"), json({64, 1, 1}));
+  EXPECT_EQ(m.kernels[1].launch.at("block"), json({256, 1, 1}));
   // Each op's launch record binds every kernel argument (docs/package-format.md).
   EXPECT_FALSE(m.graph["ops"][0].contains("kernels"));
   EXPECT_FALSE(m.graph["ops"][0].contains("kernel"));
@@ -92,7 +92,7 @@ TEST(GpuKernels, RmsNormAndSwigluForSm90) {
               "args": [{"buffer": "x", "shape": ["T*576"]},
                        {"weight": "blk.0.attn_norm.weight", "shape": ["576"]},
                        {"buffer": "h", "shape": ["T*576"]}, {"i32": "576"}, {"f32": 1e-05}]}])"));
-  EXPECT_EQ(m.graph["ops"][1]["launches"][0]["grid"], json({"ceil(T*24)", "1", "1"}));
+  EXPECT_EQ(m.graph["ops"][1]["launches"][0]["grid"], json({"ceil(T*3/2)", "1", "1"}));
   EXPECT_EQ(m.graph["ops"][2]["launches"][0]["kernel"], "sm_90.rms_norm_f32");
   // ptxas -v (CUDA toolkit present wherever libdevice is): resources recorded per entry.
   const json &px = m.kernels[0].launch.at("ptxas");
