@@ -24,7 +24,8 @@
 // grid is (rows, 1, 1); a device whose grid x is limited (Vulkan: often 65535) can
 // launch (65535, ceil(rows / 65535), 1). Threads stride over the row's K elements.
 // (dequant_q4_k_f16: a thread takes 4 qs bytes of a block, 8 elements, one block a
-// warp, 8 blocks of the row an iteration.)
+// warp, 8 blocks of the row an iteration; out is memref<?xvector<4xf16>>, two 8-byte
+// stores a thread.)
 // Arguments: dequant_<type>_f16(w: memref<?xi8> raw bytes, out: memref<?xf16>
 // [N*K] row-major, n_rows: i32 = N, k: i32 = K, a multiple of the block size);
 // convert_f32_f16(x: memref<?xf32> [T*K], out: memref<?xf16> [T*K], rows: i32, k: i32).
@@ -244,7 +245,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    gpu.func @dequant_q4_k_f16(%w: memref<?xi8>, %out: memref<?xf16>, %rows: i32, %k: i32) kernel
+    gpu.func @dequant_q4_k_f16(%w: memref<?xi8>, %out: memref<?xvector<4xf16>>, %rows: i32, %k: i32) kernel
         attributes {known_block_size = array<i32: 256, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [256, 1, 1]>,
                     swz.grid = "rows, 1, 1"} {
@@ -389,66 +390,63 @@ module attributes {gpu.container_module} {
             %qb2 = memref.load %w[%qi2] : memref<?xi8>
             %qi3 = arith.addi %qo, %c3 : index
             %qb3 = memref.load %w[%qi3] : memref<?xi8>
+            %zv = arith.constant dense<0.0> : vector<4xf16>
             %q32_0 = arith.extui %qb0 : i8 to i32
             %q0_0 = arith.andi %q32_0, %i15 : i32
             %qf0_0 = arith.uitofp %q0_0 : i32 to f32
             %dq0_0 = arith.mulf %d10, %qf0_0 : f32
             %x0_0 = arith.subf %dq0_0, %m10 : f32
             %h0_0 = arith.truncf %x0_0 : f32 to f16
-            %oi0_0 = arith.addi %olo, %c0 : index
-            memref.store %h0_0, %out[%oi0_0] : memref<?xf16>
-            %q1_0 = arith.shrui %q32_0, %i4 : i32
-            %qf1_0 = arith.uitofp %q1_0 : i32 to f32
-            %dq1_0 = arith.mulf %d11, %qf1_0 : f32
-            %x1_0 = arith.subf %dq1_0, %m11 : f32
-            %h1_0 = arith.truncf %x1_0 : f32 to f16
-            %oi1_0 = arith.addi %ohi, %c0 : index
-            memref.store %h1_0, %out[%oi1_0] : memref<?xf16>
+            %v0_0 = vector.insert %h0_0, %zv [0] : f16 into vector<4xf16>
             %q32_1 = arith.extui %qb1 : i8 to i32
             %q0_1 = arith.andi %q32_1, %i15 : i32
             %qf0_1 = arith.uitofp %q0_1 : i32 to f32
             %dq0_1 = arith.mulf %d10, %qf0_1 : f32
             %x0_1 = arith.subf %dq0_1, %m10 : f32
             %h0_1 = arith.truncf %x0_1 : f32 to f16
-            %oi0_1 = arith.addi %olo, %c1 : index
-            memref.store %h0_1, %out[%oi0_1] : memref<?xf16>
-            %q1_1 = arith.shrui %q32_1, %i4 : i32
-            %qf1_1 = arith.uitofp %q1_1 : i32 to f32
-            %dq1_1 = arith.mulf %d11, %qf1_1 : f32
-            %x1_1 = arith.subf %dq1_1, %m11 : f32
-            %h1_1 = arith.truncf %x1_1 : f32 to f16
-            %oi1_1 = arith.addi %ohi, %c1 : index
-            memref.store %h1_1, %out[%oi1_1] : memref<?xf16>
+            %v0_1 = vector.insert %h0_1, %v0_0 [1] : f16 into vector<4xf16>
             %q32_2 = arith.extui %qb2 : i8 to i32
             %q0_2 = arith.andi %q32_2, %i15 : i32
             %qf0_2 = arith.uitofp %q0_2 : i32 to f32
             %dq0_2 = arith.mulf %d10, %qf0_2 : f32
             %x0_2 = arith.subf %dq0_2, %m10 : f32
             %h0_2 = arith.truncf %x0_2 : f32 to f16
-            %oi0_2 = arith.addi %olo, %c2 : index
-            memref.store %h0_2, %out[%oi0_2] : memref<?xf16>
-            %q1_2 = arith.shrui %q32_2, %i4 : i32
-            %qf1_2 = arith.uitofp %q1_2 : i32 to f32
-            %dq1_2 = arith.mulf %d11, %qf1_2 : f32
-            %x1_2 = arith.subf %dq1_2, %m11 : f32
-            %h1_2 = arith.truncf %x1_2 : f32 to f16
-            %oi1_2 = arith.addi %ohi, %c2 : index
-            memref.store %h1_2, %out[%oi1_2] : memref<?xf16>
+            %v0_2 = vector.insert %h0_2, %v0_1 [2] : f16 into vector<4xf16>
             %q32_3 = arith.extui %qb3 : i8 to i32
             %q0_3 = arith.andi %q32_3, %i15 : i32
             %qf0_3 = arith.uitofp %q0_3 : i32 to f32
             %dq0_3 = arith.mulf %d10, %qf0_3 : f32
             %x0_3 = arith.subf %dq0_3, %m10 : f32
             %h0_3 = arith.truncf %x0_3 : f32 to f16
-            %oi0_3 = arith.addi %olo, %c3 : index
-            memref.store %h0_3, %out[%oi0_3] : memref<?xf16>
+            %v0_3 = vector.insert %h0_3, %v0_2 [3] : f16 into vector<4xf16>
+            %ov0 = arith.divui %olo, %c4 : index
+            memref.store %v0_3, %out[%ov0] : memref<?xvector<4xf16>>
+            %q1_0 = arith.shrui %q32_0, %i4 : i32
+            %qf1_0 = arith.uitofp %q1_0 : i32 to f32
+            %dq1_0 = arith.mulf %d11, %qf1_0 : f32
+            %x1_0 = arith.subf %dq1_0, %m11 : f32
+            %h1_0 = arith.truncf %x1_0 : f32 to f16
+            %v1_0 = vector.insert %h1_0, %zv [0] : f16 into vector<4xf16>
+            %q1_1 = arith.shrui %q32_1, %i4 : i32
+            %qf1_1 = arith.uitofp %q1_1 : i32 to f32
+            %dq1_1 = arith.mulf %d11, %qf1_1 : f32
+            %x1_1 = arith.subf %dq1_1, %m11 : f32
+            %h1_1 = arith.truncf %x1_1 : f32 to f16
+            %v1_1 = vector.insert %h1_1, %v1_0 [1] : f16 into vector<4xf16>
+            %q1_2 = arith.shrui %q32_2, %i4 : i32
+            %qf1_2 = arith.uitofp %q1_2 : i32 to f32
+            %dq1_2 = arith.mulf %d11, %qf1_2 : f32
+            %x1_2 = arith.subf %dq1_2, %m11 : f32
+            %h1_2 = arith.truncf %x1_2 : f32 to f16
+            %v1_2 = vector.insert %h1_2, %v1_1 [2] : f16 into vector<4xf16>
             %q1_3 = arith.shrui %q32_3, %i4 : i32
             %qf1_3 = arith.uitofp %q1_3 : i32 to f32
             %dq1_3 = arith.mulf %d11, %qf1_3 : f32
             %x1_3 = arith.subf %dq1_3, %m11 : f32
             %h1_3 = arith.truncf %x1_3 : f32 to f16
-            %oi1_3 = arith.addi %ohi, %c3 : index
-            memref.store %h1_3, %out[%oi1_3] : memref<?xf16>
+            %v1_3 = vector.insert %h1_3, %v1_2 [3] : f16 into vector<4xf16>
+            %ov1 = arith.divui %ohi, %c4 : index
+            memref.store %v1_3, %out[%ov1] : memref<?xvector<4xf16>>
           }
         }
       }

@@ -30,13 +30,15 @@
 // PTX-DAG: cvt.f32.f16
 // PTX-DAG: cvt.rn.f16.f32
 // PTX-DAG: st.global.b16
+// dequant_q4_k_f16 stores four f16 at a time.
+// PTX-DAG: st.global.v4.b16
 
 // Six entries, each without spills.
 // PTXAS-COUNT-6: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 // SPV: spirv.module @__spv__swz_dequant_f16 Logical GLSL450 requires #spirv.vce<v1.0, [Shader, StorageBuffer8BitAccess, StorageBuffer16BitAccess, Int16, Int8, Float16], [SPV_KHR_8bit_storage, SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>
 // SPV-DAG: spirv.GlobalVariable @dequant_q4_k_f16_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<i8, stride=1> [0])>, StorageBuffer>
-// SPV-DAG: spirv.GlobalVariable @dequant_q4_k_f16_arg_1 bind(0, 1) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f16, stride=2> [0])>, StorageBuffer>
+// SPV-DAG: spirv.GlobalVariable @dequant_q4_k_f16_arg_1 bind(0, 1) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<vector<4xf16>, stride=8> [0])>, StorageBuffer>
 // SPV-DAG: spirv.GlobalVariable @convert_f32_f16_arg_0 bind(0, 0) : !spirv.ptr<!spirv.struct<(!spirv.rtarray<f32, stride=4> [0])>, StorageBuffer>
 // SPV-DAG: spirv.EntryPoint "GLCompute" @dequant_q6_k_f16
 // SPV-DAG: spirv.ExecutionMode @dequant_q6_k_f16 "LocalSize", 256, 1, 1
