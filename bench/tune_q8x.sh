@@ -42,7 +42,7 @@ prepare)
     IFS='|' read -r name type params rows <<< "$v"
     mkdir -p "$dir/$name"
     python3 "$src/codegen/kernels/gen_quant_kernels.py" --variant "$type:$params" --out "$dir/$name/v.mlir"
-    "$build/compiler/mlir/swizzle-opt" "$dir/$name/v.mlir" -swz-materialize-swizzle \
+    "$build/compiler/tools/swizzle-opt" "$dir/$name/v.mlir" -swz-materialize-swizzle \
       -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
       -swz-extract-kernels=output-dir="$dir/$name" -o /dev/null 2> /dev/null
     rm "$dir/$name/v.mlir"

@@ -83,7 +83,7 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         } else {
           if (int8Decode) {
             // PTX decode: the activations quantized to int8 (quantize_q8_x; consecutive
-            // matmuls of one input share it, see GpuKernels.cpp), then the dp4a GEMV.
+            // matmuls of one input share it, see compile_gpu.cpp), then the dp4a GEMV.
             v.push_back({"gemv_q8x", "quantize_q8_x", "decode", true, false});
             v.push_back({"gemv_q8x", "matmul_" + ty + "_q8x", "decode", true, false});
             v.push_back({source, "matmul_" + ty, "decode", false, true});

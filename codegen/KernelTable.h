@@ -1,7 +1,7 @@
 //===- KernelTable.h - which built-in kernels implement a graph op -*- C++ -*-===//
 //
 // The table swizzlec's kernel outlining (swz-outline-kernels) and package writer
-// (compiler/mlir/GpuKernels.cpp) share. Plain C++: no MLIR in this header.
+// (compiler/driver/compile_gpu.cpp) share. Plain C++: no MLIR in this header.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SWZ_CODEGEN_KERNELTABLE_H

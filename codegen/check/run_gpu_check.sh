@@ -33,7 +33,7 @@ gen)
     for k in $kernels; do
       # A source for one target only says so on its gpu.module (swz.targets = "spirv").
       grep -q 'swz.targets = "spirv"' "$src/codegen/kernels/$k.mlir" && continue
-      if ! "$build/compiler/mlir/swizzle-opt" "$src/codegen/kernels/$k.mlir" -swz-materialize-swizzle \
+      if ! "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/$k.mlir" -swz-materialize-swizzle \
           -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
           -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null 2> "$out/$chip/$k.log"; then
         cat "$out/$chip/$k.log" >&2; echo "error: $k for $chip failed" >&2; exit 1

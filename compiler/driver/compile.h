@@ -57,7 +57,7 @@ bool targetAvailable(const std::string &target);
 package::Manifest buildBaseManifest(const gguf::File &f, const std::string &absPath, const std::string &target,
                                     const Log &log);
 
-/// GPU hook, implemented by compiler/mlir (library swz_compiler_gpu) when it is built;
+/// GPU hook, implemented by compile_gpu.cpp (library swz_compiler_gpu) when it is built;
 /// the driver calls it only when compiled with SWZ_HAVE_GPU_CODEGEN. Adds the kernels of
 /// `m.target` to `m.kernels` and their files (.ptx/.spv, names relative to the package)
 /// to `files`. Kernels whose tiles follow the target's schedule are checked against it:

@@ -6,7 +6,7 @@ per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io chec
 results against the float64 references of codegen/check/cases_attention.cpp (the same
 cases the H200 run uses). A kernel with V read without .trans must fail them.
 
-Environment: SWZ_BUILD_DIR (default build) holds compiler/mlir/swizzle-opt and
+Environment: SWZ_BUILD_DIR (default build) holds compiler/tools/swizzle-opt and
 codegen/swz-case-io; SWZ_REQUIRE=1 fails instead of skipping when they are missing.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _tool(rel: str) -> Path:
 
 
 def _generic_ir(src: Path, out: Path) -> Path:
-    subprocess.run([str(_tool("compiler/mlir/swizzle-opt")), str(src), "-swz-materialize-swizzle",
+    subprocess.run([str(_tool("compiler/tools/swizzle-opt")), str(src), "-swz-materialize-swizzle",
                     "--mlir-print-op-generic", "-o", str(out)], check=True)
     return out
 

@@ -1,4 +1,4 @@
-// Tests of the driver's GPU hook addGpuKernels (compiler/mlir/GpuKernels.cpp): which
+// Tests of the driver's GPU hook addGpuKernels (compiler/driver/compile_gpu.cpp): which
 // graph ops get built-in GPU kernels, the files and launch records it adds, and the
 // error listing the ops that have no GPU kernel yet.
 #include "compile.h"

@@ -1,4 +1,4 @@
-//===- Bindings.cpp - launch records of the launch contract ---------------===//
+//===- launch_bindings.cpp - launch records of the launch contract --------===//
 //
 // One binder per kernel family (the table `binders()` at the end): given the graph op a
 // kernel runs for, it says what binds to each of the kernel's arguments (its gpu.func
@@ -9,7 +9,7 @@
 // drift from the kernel. Plain C++: no MLIR.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/mlir/Bindings.h"
+#include "launch_bindings.h"
 
 #include "compile.h"
 
@@ -461,7 +461,7 @@ void bindGetRows(const Group &g, const codegen::KernelRef &, const Types &t, Rec
 /// matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1, N2,
 /// K, T, flags) (gemv_q8x.mlir, PTX) reads the activations from quantize_q8_x's scratches
 /// and computes up to three matmuls of one input; bound here as one (output 0; outputs 1
-/// and 2 empty: N1 = N2 = 0), GpuKernels.cpp merges consecutive ones (q, k, v; gate, up).
+/// and 2 empty: N1 = N2 = 0), compile_gpu.cpp merges consecutive ones (q, k, v; gate, up).
 /// flags: 1 bias0, 2 res (output 0), 4 bias1, 8 bias2.
 void bindGemv(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Matmul mm = matmulOf(g);
@@ -831,7 +831,7 @@ json records(const Group &g, const std::vector<codegen::KernelRef> &kernels, con
     const codegen::CompiledKernel &k = kernelOf(ref);
     Binder bind = binderFor(ref.entry);
     if (!bind)
-      g.fail("kernel " + ref.entry + " has no launch binding (compiler/mlir/Bindings.cpp)");
+      g.fail("kernel " + ref.entry + " has no launch binding (compiler/driver/launch_bindings.cpp)");
     Types types;
     for (const std::string &a : k.arguments) {
       std::optional<ArgType> t = package::parse_arg_type(a);

@@ -1,15 +1,15 @@
-//===- Bindings.h - launch records of the launch contract --------*- C++ -*-===//
+//===- launch_bindings.h - launch records of the launch contract -*- C++ -*-===//
 //
 // What swizzlec writes into a GPU package's graph ops as `launches`
 // (docs/package-format.md, "The launch contract"): for each kernel a graph op runs,
 // which buffer, weight, KV pool, scratch or value binds to every kernel argument, the
 // grid and the derived symbols, as rules over the run-time symbols T, pos0, ctx,
-// kv_pages. All per-kernel knowledge of arguments lives here (Bindings.cpp, one binder
+// kv_pages. All per-kernel knowledge of arguments lives here (launch_bindings.cpp, one binder
 // per kernel family); the runtime only evaluates the records. Plain C++: no MLIR.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SWZ_COMPILER_MLIR_BINDINGS_H
-#define SWZ_COMPILER_MLIR_BINDINGS_H
+#ifndef SWZ_COMPILER_DRIVER_LAUNCH_BINDINGS_H
+#define SWZ_COMPILER_DRIVER_LAUNCH_BINDINGS_H
 
 #include "codegen/GpuCompiler.h"
 #include "package/package.h"
@@ -56,4 +56,4 @@ std::string simplifyExpr(const std::string &expr);
 
 } // namespace swz::compiler
 
-#endif // SWZ_COMPILER_MLIR_BINDINGS_H
+#endif // SWZ_COMPILER_DRIVER_LAUNCH_BINDINGS_H

@@ -1,4 +1,4 @@
-//===- GpuKernels.cpp - swizzlec's GPU targets: kernels for a model graph -===//
+//===- compile_gpu.cpp - swizzlec's GPU targets: kernels for a model graph ===//
 //
 // Implements the driver's addGpuKernels() hook (compiler/driver/compile.h) on top of
 // swz::codegen::compileGpuKernels. Plain C++: no MLIR headers in this file.
@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compile.h"
 
-#include "compiler/mlir/Bindings.h"
+#include "launch_bindings.h"
 
 #include "codegen/GpuCompiler.h"
 #include "compiler/mlir/Schedule.h"
@@ -323,7 +323,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   };
 
   // 3. One kernels[] record per kernel entry; each group's anchor graph op gets its
-  //    launch records (Bindings.h: the launch contract).
+  //    launch records (launch_bindings.h: the launch contract).
   std::map<std::string, std::string> written;  // entry -> kernel source
   std::vector<std::string> report;
   json &ops = m.graph.at("ops");
