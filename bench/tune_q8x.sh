@@ -35,8 +35,8 @@ case $mode in
 prepare)
   export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
   rm -rf "$dir" && mkdir -p "$dir/bin"
-  g++ -std=c++20 -O2 -I"$CUDA_ROOT/include" -I"$src/codegen/check" -I"$src" "$src"/codegen/check/ptx_check.cpp \
-    "$src"/codegen/check/cases*.cpp -o "$dir/bin/swz-ptx-check" -L"$CUDA_ROOT/lib64/stubs" -lcuda \
+  g++ -std=c++20 -O2 -I"$CUDA_ROOT/include" -I"$src/test/gpu" -I"$src" "$src"/test/gpu/ptx_check.cpp \
+    "$src"/test/gpu/cases*.cpp -o "$dir/bin/swz-ptx-check" -L"$CUDA_ROOT/lib64/stubs" -lcuda \
     -static-libstdc++ -static-libgcc
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r name type params rows <<< "$v"

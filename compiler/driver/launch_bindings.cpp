@@ -3,7 +3,7 @@
 // One binder per kernel family (the table `binders()` at the end): given the graph op a
 // kernel runs for, it says what binds to each of the kernel's arguments (its gpu.func
 // signature in codegen/kernels/*.mlir, whose header comments and the numeric cases in
-// codegen/check/cases_*.cpp are the reference), the values of the symbols of the
+// test/gpu/cases_*.cpp are the reference), the values of the symbols of the
 // kernel's `swz.grid` rule, and the record's derived (`let`) symbols. The grid is the
 // kernel's own rule with those symbols substituted and constants folded, so it cannot
 // drift from the kernel. Plain C++: no MLIR.

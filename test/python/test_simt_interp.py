@@ -1,13 +1,13 @@
 """The PTX-only kernels run on the CPU: the tensor-core prefill GEMM (gemm_f16.mlir) and
 attention (codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
 quantize_q8_x, matmul_q4_k_q8x, matmul_q8_0_q8x with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
-form, codegen/check/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
+form, test/gpu/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
 per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io checks the
-results against the float64 references of codegen/check/cases_attention.cpp (the same
+results against the float64 references of test/gpu/cases_attention.cpp (the same
 cases the H200 run uses). A kernel with V read without .trans must fail them.
 
 Environment: SWZ_BUILD_DIR (default build) holds compiler/tools/swizzle-opt and
-codegen/swz-case-io; SWZ_REQUIRE=1 fails instead of skipping when they are missing.
+test/gpu/swz-case-io; SWZ_REQUIRE=1 fails instead of skipping when they are missing.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SWZ_BUILD_DIR", ROOT / "build"))
 KERNEL = ROOT / "codegen" / "kernels" / "attention_f16kv_mma.mlir"
 MODULE = "swz_attention_f16kv_mma"
-sys.path.insert(0, str(ROOT / "codegen" / "check"))
+sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import simt_interp  # noqa: E402
 
 
@@ -42,13 +42,13 @@ def _generic_ir(src: Path, out: Path) -> Path:
 
 
 def _dump(tmp: Path, *only: str, module: str = MODULE) -> list[str]:
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "dump", "ptx", module, str(tmp), *only],
+    r = subprocess.run([str(_tool("test/gpu/swz-case-io")), "dump", "ptx", module, str(tmp), *only],
                        check=True, capture_output=True, text=True)
     return [line.split()[0] for line in r.stdout.splitlines()]
 
 
 def _check(tmp: Path, *only: str, module: str = MODULE) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_tool("codegen/swz-case-io")), "check", "ptx", module, str(tmp), *only],
+    return subprocess.run([str(_tool("test/gpu/swz-case-io")), "check", "ptx", module, str(tmp), *only],
                           capture_output=True, text=True)
 
 
@@ -102,7 +102,7 @@ def test_gemm_f16_fragment_error_fails(tmp_path):
 def test_v_without_transpose_fails(tmp_path):
     # ldmatrix without .trans hands the P.V product V's rows as columns: the cases
     # must catch it (outputs off by O(1)). The smallest case (T = 1, context 65).
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", MODULE],
+    r = subprocess.run([str(_tool("test/gpu/swz-case-io")), "list", "ptx", MODULE],
                        check=True, capture_output=True, text=True)
     small = next(line.split()[0] for line in r.stdout.splitlines() if "T=1 pos0=64 " in line)
     bad = tmp_path / "bad.mlir"
@@ -120,7 +120,7 @@ Q8X = ROOT / "codegen" / "kernels" / "gemv_q8x.mlir"
 
 def _list(module: str) -> list[str]:
     """`swz-case-io list ptx MODULE`: one line per case ("caseN entry label...")."""
-    r = subprocess.run([str(_tool("codegen/swz-case-io")), "list", "ptx", module],
+    r = subprocess.run([str(_tool("test/gpu/swz-case-io")), "list", "ptx", module],
                        check=True, capture_output=True, text=True)
     return r.stdout.splitlines()
 

@@ -1,4 +1,4 @@
-// Tests of the prefill-GEMM numeric cases (codegen/check/cases_gemm.cpp) on the CPU,
+// Tests of the prefill-GEMM numeric cases (test/gpu/cases_gemm.cpp) on the CPU,
 // with no GPU: each case's float64 check must accept what an independent correct
 // implementation produces (runtime/ggml's dequantize_row for the dequant kernels, a
 // sequential f32 GEMM for the GEMMs; the tolerances must hold for them) and must

@@ -1,9 +1,9 @@
-// The float64 reference behind the GEMV / get_rows GPU cases (codegen/check/cases_gemv.cpp)
+// The float64 reference behind the GEMV / get_rows GPU cases (test/gpu/cases_gemv.cpp)
 // against runtime/ggml, our CPU implementation of the same GGUF formats (itself tested
 // against llama.cpp): dequantizing the same blocks must agree to f32 rounding, on rows
 // produced by ggml's reference quantizers and on the random blocks the cases use.
-#include "codegen/check/cases.h"
-#include "codegen/check/cases_gemv.h"
+#include "test/gpu/cases.h"
+#include "test/gpu/cases_gemv.h"
 
 #include "ggml/fp16.h"
 #include "ggml/ggml_types.h"

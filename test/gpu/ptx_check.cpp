@@ -4,7 +4,7 @@
 //                 [--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB]
 //   swz-ptx-check --print-peak-ptx     # the peak kernels' PTX (for ptxas)
 //
-// Runs allCases("ptx") (codegen/check/cases.h) through the CUDA driver API: loads
+// Runs allCases("ptx") (test/gpu/cases.h) through the CUDA driver API: loads
 // DIR/<module>.ptx (JIT by the driver), expands each memref argument into MLIR's
 // descriptor (allocated ptr, aligned ptr, offset, sizes[R], strides[R]; row-major,
 // offset 0), launches with the case's grid, block and dynamic shared memory, and

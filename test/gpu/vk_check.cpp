@@ -3,7 +3,7 @@
 //   swz-vk-check [--spv-dir DIR] [--filter SUBSTR] [--device SUBSTR]
 //                [--time REPS] [--json out.json]
 //
-// Runs allCases("spv") (codegen/check/cases.h) through runtime/vulkan (Mesa
+// Runs allCases("spv") (test/gpu/cases.h) through runtime/vulkan (Mesa
 // lavapipe in CI: `--device llvmpipe`) and compares each with its float64
 // reference. SPIR-V comes from compiling the built-in kernel sources in-process
 // (swz::codegen::compileGpuKernels(..., "spirv"), the same path as swizzlec

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Numeric check and timing of every generated PTX kernel on an NVIDIA GPU against
-# its float64 reference (the cases of codegen/check/cases*.cpp).
+# its float64 reference (the cases of test/gpu/cases*.cpp).
 #
-#   codegen/check/run_gpu_check.sh gen <build-dir>            # here: PTX for sm_80 and sm_90
-#   codegen/check/run_gpu_check.sh run <build-dir> [args...]  # on the GPU machine
+#   test/gpu/run_gpu_check.sh gen <build-dir>            # here: PTX for sm_80 and sm_90
+#   test/gpu/run_gpu_check.sh run <build-dir> [args...]  # on the GPU machine
 #
 # `gen` compiles every kernel listed in SWZ_KERNELS (codegen/CMakeLists.txt) with
 # swizzle-opt, the same passes as swizzlec (swz-materialize-swizzle, then
@@ -54,14 +54,14 @@ run)
     chip=sm_90
   fi
   echo "using $chip PTX"
-  runner=$build/codegen/swz-ptx-check
+  runner=$build/test/gpu/swz-ptx-check
   if [ ! -x "$runner" ]; then
     # No CMake build here (e.g. only gpu-check/ was copied): build the runner alone. It
     # needs g++, nlohmann-json3-dev, cuda.h and libcuda; no MLIR.
     runner=$out/swz-ptx-check
     cuda=${CUDA_ROOT:-/usr/local/cuda}
-    g++ -std=c++20 -O2 -I"$cuda/include" "$src"/codegen/check/ptx_check.cpp \
-      "$src"/codegen/check/cases*.cpp -o "$runner" -L"$cuda/lib64/stubs" -lcuda
+    g++ -std=c++20 -O2 -I"$cuda/include" "$src"/test/gpu/ptx_check.cpp \
+      "$src"/test/gpu/cases*.cpp -o "$runner" -L"$cuda/lib64/stubs" -lcuda
   fi
   "$runner" --ptx-dir "$out/$chip" --json "$out/ptx_check.json" "$@" ;;
 *) echo "usage: $0 gen|run <build-dir> [swz-ptx-check args]" >&2; exit 2 ;;

@@ -1,6 +1,6 @@
-// swz-case-io: writes the numeric cases of codegen/check/cases.h to files and checks
+// swz-case-io: writes the numeric cases of test/gpu/cases.h to files and checks
 // results read back from files, so that a runner outside C++ can execute them (today
-// codegen/check/simt_interp.py, which interprets PTX-only kernels on the CPU;
+// test/gpu/simt_interp.py, which interprets PTX-only kernels on the CPU;
 // test/python/test_simt_interp.py).
 //
 //   swz-case-io list  FORMAT MODULE                  one line per case: case<i>, entry, label

@@ -2,9 +2,9 @@
 //
 // One description per (kernel, shape): the inputs, the launch, and a float64
 // reference check. Two runners execute the same cases:
-//   * swz-ptx-check (codegen/check/ptx_check.cpp): PTX through the CUDA driver API,
-//     on the H200 (codegen/check/run_gpu_check.sh);
-//   * swz-vk-check (codegen/check/vk_check.cpp): SPIR-V through runtime/vulkan, on
+//   * swz-ptx-check (test/gpu/ptx_check.cpp): PTX through the CUDA driver API,
+//     on the H200 (test/gpu/run_gpu_check.sh);
+//   * swz-vk-check (test/gpu/vk_check.cpp): SPIR-V through runtime/vulkan, on
 //     Mesa lavapipe in CI (ctest vk_check), any Vulkan device elsewhere.
 // Plain C++: no MLIR, no CUDA, no Vulkan in this header.
 //
@@ -140,7 +140,7 @@ inline void compareSwiglu(Verdict &v, const std::vector<float> &a, const std::ve
 
 /// Case groups, one per file (cases_*.cpp). `format` is "ptx" or "spv": a group
 /// leaves out kernels that do not exist for that format (e.g. mma.sync GEMM on SPIR-V).
-/// Every codegen/check/cases*.cpp is compiled into both runners (CMake globs them).
+/// Every test/gpu/cases*.cpp is compiled into both runners (CMake globs them).
 std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope, gemm_f16_mma_sync
 std::vector<Case> gemvCases(const std::string &format);         // dequantizing GEMV (cases_gemv.cpp)
 std::vector<Case> attentionCases(const std::string &format);    // attention (cases_attention.cpp)

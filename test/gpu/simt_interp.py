@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SIMT interpreter of GPU kernels in generic-form MLIR, for checking PTX-only kernels
 (nvgpu ldmatrix / mma.sync / cp.async) on a CPU against the numeric cases of
-codegen/check/cases.h.
+test/gpu/cases.h.
 
 What it runs: the op subset our kernels use after swz-materialize-swizzle, printed with
 --mlir-print-op-generic (arith, math, scf.for/if, memref load/store/get_global, vector
@@ -19,7 +19,7 @@ zero-fills. Out-of-range global or shared accesses raise.
 What it does not model: timing, memory races (lockstep execution is stricter than
 barriers, so a missing gpu.barrier is not caught), f32 rounding of the tensor-core
 accumulation (done in float64 here). It checks indexing, masking, fragment plumbing and
-the algorithm; the H200 run (codegen/check/run_gpu_check.sh) checks the hardware."""
+the algorithm; the H200 run (test/gpu/run_gpu_check.sh) checks the hardware."""
 import re, sys
 import numpy as np
 
