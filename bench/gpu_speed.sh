@@ -41,6 +41,7 @@
 #
 # time (second call, same machine): measures the H200's copy bandwidth and f16
 # tensor-core peak (PyTorch), then per model, medians of 5 repetitions: pp512, tg128,
+# warm TTFT of a 32k prompt edited at its end (the Qwen shapes),
 # pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), tg128 with launch graphs off
 # (SWZ_GRAPHS=0, ours only), aggregate decode of 1..32 sequences of 512+128 tokens
 # (swz-bench --seqs; llama-batched-bench, medians of 3). Writes $OUT/speed.json
@@ -246,6 +247,12 @@ PY
     run_swz "swz-$name-pp512-tg128" "$gpu" --pp 512 --tg 128 --reps 5
     [ "$quick" = 1 ] || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
     [ "$quick" = 1 ] || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
+    # Warm TTFT of a 32k-token prompt after a one-token edit at its end: the prefix cache
+    # keeps every 64-token block before the edited one, so the engine prefills the last
+    # block, 64 tokens on top of 32,704 cached ones (llama.cpp's prompt cache reuses up to
+    # the first differing token: 1 token on top of 32,767, its row below).
+    [ "$quick" = 1 ] || [ "$name" = smollm2-135m-q4_1 ] ||
+      run_swz "swz-$name-ttft32k" "$gpu" --pp 64 --pp-depth 32704 --tg 1 --reps 5
     for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
     # A/B (prepare made <name>-sm_90-ab.swz): tg128 of the package as shipped and of the
     # other one, interleaved three times (same machine, same call).
@@ -259,6 +266,8 @@ PY
     if [ -x "$lbin/llama-bench" ]; then
       "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
       [ "$quick" = 1 ] || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
+      [ "$quick" = 1 ] || [ "$name" = smollm2-135m-q4_1 ] ||
+        "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1 -n 0 -d 32767 -r 5 -o json > "$work/llama-$name-ttft32k.json" 2> "$work/llama-$name-ttft32k.log"
       "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl "${seqs// /,}" \
         --output-format jsonl > "$work/llama-$name-batched.jsonl" 2> "$work/llama-$name-batched.log"
       grep -h '"avg_ts"' "$work/llama-$name-pp512-tg128.json" | head -2

@@ -172,6 +172,22 @@ def main():
         row("tg128", swz.get("tg_tok_s"), lb.get("tg128"), decode_roof)
         row("tg128 (launch graphs off)", nog.get("tg_tok_s"), None, decode_roof)
         row("pp8192", s8k.get("pp_tok_s"), lb.get("pp8192"), lambda v: prefill_roof(v, 8192))
+        # Warm TTFT after a one-token edit at the end of a 32k prompt, in milliseconds
+        # (lower is better: the ratio is llama.cpp's over ours). Ours: the last 64-token
+        # block prefilled after 32,704 cached tokens; llama.cpp: 1 token after 32,767.
+        ttft = last_json(os.path.join(out, f"swz-{m}-ttft32k.log")) or {}
+        ours_ms = 1e3 * statistics.median(ttft["pp_seconds"]) if ttft.get("pp_seconds") else None
+        theirs_ms = None
+        try:
+            t = json.load(open(os.path.join(out, f"llama-{m}-ttft32k.json")))[0]
+            theirs_ms = 1e3 / statistics.median(t["samples_ts"]) * t["n_prompt"]
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        if ours_ms or theirs_ms:
+            rows.append({"model": m, "test": "warm TTFT ms, 32k prompt, one-token edit at the end",
+                         "swizzle": ours_ms, "llama_cpp": theirs_ms,
+                         "ratio": theirs_ms / ours_ms if ours_ms and theirs_ms else None,
+                         "swizzle_roofline": None, "llama_cpp_roofline": None})
         for s in (1, 4, 8, 16, 32):
             b = last_json(os.path.join(out, f"swz-{m}-batch{s}.log")) or {}
             # Aggregate decode: S sequences share each weight read.

@@ -1,8 +1,11 @@
 // swz-bench: llama-bench style throughput of a package on its target's backend (cpu,
 // cuda, vulkan: exec::open_backend_model, as the engine opens it).
-//   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--reps 5] [-t threads] [--seqs S]
+//   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--pp-depth 0] [--reps 5] [-t threads] [--seqs S]
 //   --depth D: the tg decodes run after a D-token prompt (untimed), as llama-bench's -d
 //   ("tg128 @ d2048"): decode speed with a long context in the KV cache.
+//   --pp-depth D: the pp prompt is timed after a D-token prompt (untimed), as llama-bench's
+//   -d does for pp ("pp64 @ d32704"): the prefill a prefix-cache hit leaves, e.g. the warm
+//   TTFT of a 32k-token prompt whose last 64-token block was edited.
 // pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
 // KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
 // KV cache (llama-bench's definition), each token the greedy pick of the step before
@@ -130,10 +133,10 @@ int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--reps N] [-t threads] [--seqs S]\n";
+    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--pp-depth N] [--reps N] [-t threads] [--seqs S]\n";
     return 2;
   }
-  int pp = 512, tg = 128, depth = 0, reps = 5, threads = 0, seqs = 0;
+  int pp = 512, tg = 128, depth = 0, pp_depth = 0, reps = 5, threads = 0, seqs = 0;
   for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -150,6 +153,7 @@ int main(int argc, char** argv) {
     if (a == "--pp") pp = v;
     else if (a == "--tg") tg = v;
     else if (a == "--depth") depth = v;
+    else if (a == "--pp-depth") pp_depth = v;
     else if (a == "--reps") reps = v;
     else if (a == "-t") threads = v;
     else if (a == "--seqs") seqs = v;
@@ -158,14 +162,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (pp < 1 || tg < 1 || reps < 1 || threads < 0 || seqs < 0) {
-    std::cerr << "--pp, --tg and --reps must be >= 1, -t and --seqs >= 0\n";
+  if (pp < 1 || tg < 1 || reps < 1 || threads < 0 || seqs < 0 || depth < 0 || pp_depth < 0) {
+    std::cerr << "--pp, --tg and --reps must be >= 1, -t, --seqs, --depth and --pp-depth >= 0\n";
     return 2;
   }
   if (seqs > 0) return batched(argv[1], pp, tg, reps, threads, seqs);
   try {
     auto pkg = swz::package::open_package(argv[1]);
-    const int n_ctx_model = std::max(pp, depth + tg) + 8;
+    const int n_ctx_model = std::max(pp_depth + pp, depth + tg) + 8;
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
@@ -175,13 +179,15 @@ int main(int argc, char** argv) {
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
     std::vector<int32_t> prompt(pp);
     for (auto& t : prompt) t = dist(rng);
-    std::vector<int32_t> depth_prompt(depth);
+    std::vector<int32_t> depth_prompt(std::max(depth, pp_depth));
     for (auto& t : depth_prompt) t = dist(rng);
     std::vector<float> logits;
     std::vector<double> pp_s, tg_s;
     std::vector<swz::exec::GraphExecutor::PassTimes> pass_times;  // per timed tg rep
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
+      for (int i = 0; i < pp_depth; i += 512)  // untimed: the cached prefix
+        model.forward(depth_prompt.data() + i, std::min(512, pp_depth - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       auto t0 = Clock::now();
       for (int i = 0; i < pp; i += 512) model.forward(prompt.data() + i, std::min(512, pp - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -210,6 +216,7 @@ int main(int argc, char** argv) {
                           {"pp", pp},
                           {"tg", tg},
                           {"depth", depth},
+                          {"pp_depth", pp_depth},
                           {"pp_seconds", pp_s},
                           {"tg_seconds", tg_s},
                           {"pp_tok_s", pp / median(pp_s)},
