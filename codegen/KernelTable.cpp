@@ -33,9 +33,13 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         {"attention_decode", "flash_decode_f16kv_hd128", "decode", true, false},
         {"attention_f16kv", "flash_attention_f16kv", "decode", false, true},
         {"attention_f16kv", "attention_split_reduce", "decode", false, true}};
+    // Prefill splits the keys too when the batch is short against its cached context (a
+    // prefix-cache hit), then reduces as decode does (compiler/driver/launch_bindings.cpp).
+    const KernelRef prefillReduce{"attention_f16kv", "attention_split_reduce", "prefill"};
     auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store, bool hd128) {
       std::vector<KernelRef> v = {store};
       v.insert(v.end(), prefill.begin(), prefill.end());
+      v.push_back(prefillReduce);
       const std::vector<KernelRef> &d = hd128 ? decodeHd128 : decode;
       v.insert(v.end(), d.begin(), d.end());
       return v;

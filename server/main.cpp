@@ -462,6 +462,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-c,--ctx-size", n_ctx, "context size in tokens")->check(CLI::PositiveNumber)->capture_default_str();
   run_cmd->add_option("-t,--threads", n_threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   add_cache_options(run_cmd, cache_opts);  // with --cache-dir, a second run hits the first one's blocks
+  run_cmd->add_option("--batch-tokens", cache_opts.batch_tokens,
+                      "rows (tokens) per forward pass: the prompt is prefilled in chunks of this many tokens")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   for (CLI::App* cmd : {serve_cmd, run_cmd}) {
     cmd->add_flag("--spec,!--no-spec", g_spec.on,
                   "prompt-lookup speculative decoding (default on; same output, faster when the answer repeats the prompt)");

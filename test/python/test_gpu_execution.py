@@ -74,11 +74,11 @@ def _rt() -> Path:
     return p
 
 
-def _dump(package: Path, n_tokens: int, out: Path) -> None:
+def _dump(package: Path, n_tokens: int, out: Path, prompt: str = PROMPT, extra: tuple[str, ...] = ()) -> None:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, SWZ_DUMP_DIR=str(out))
-    r = subprocess.run([str(_rt()), "run", str(package), "--raw", "-p", PROMPT, "-n", str(n_tokens), "--temp", "0",
-                        "--no-spec", "-c", "256"], capture_output=True, text=True, env=env, timeout=900)
+    r = subprocess.run([str(_rt()), "run", str(package), "--raw", "-p", prompt, "-n", str(n_tokens), "--temp", "0",
+                        "--no-spec", "-c", "512", *extra], capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stderr
 
 
@@ -96,13 +96,17 @@ LAYER0 = 0.02
 ANY = 0.12
 
 
-@pytest.mark.parametrize("phase,n_tokens", [("prefill", 1), ("decode", 2)])
+@pytest.mark.parametrize("phase,n_tokens", [("prefill", 1), ("decode", 2), ("prefill-chunked", 1)])
 def test_every_op_matches_the_cpu_backend(packages, tmp_path, phase, n_tokens):
     """Each op's output after a prefill pass (-n 1) and after a one-token decode pass
     (-n 2, --no-spec: the last pass is decode), the GPU package against cpu. The cpu
-    backend runs a matmul group (q/k/v, gate/up) as one op and dumps its first only."""
-    _dump(packages["cpu"], n_tokens, tmp_path / "cpu")
-    _dump(packages["gpu"], n_tokens, tmp_path / "gpu")
+    backend runs a matmul group (q/k/v, gate/up) as one op and dumps its first only.
+    prefill-chunked: a ~330-token prompt in 32-token passes, so the last pass attends 32
+    rows over a context ten times longer: the prefill attention's split-K and its
+    reduction (launch_bindings.cpp prefillNSplit: 3 splits at the last full pass)."""
+    prompt, extra = (PROMPT * 16, ("--batch-tokens", "32")) if phase == "prefill-chunked" else (PROMPT, ())
+    _dump(packages["cpu"], n_tokens, tmp_path / "cpu", prompt, extra)
+    _dump(packages["gpu"], n_tokens, tmp_path / "gpu", prompt, extra)
     ops = json.loads((packages["gpu"] / "manifest.json").read_text())["graph"]["ops"]
     layer1 = [i for i, op in enumerate(ops) if op["op"] == "attention"][1]
     compared, failures = set(), []

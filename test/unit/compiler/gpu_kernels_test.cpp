@@ -160,12 +160,13 @@ TEST(GpuKernels, AttentionForSm80) {
   }
   compiler::addGpuKernels(m, f, files, {});
   EXPECT_EQ(phase(m, 0, "all"), json({"sm_80.kv_store_f16"}));
-  EXPECT_EQ(phase(m, 0, "prefill"), json({"sm_80.flash_attention_f16kv_mma"}));
+  EXPECT_EQ(phase(m, 0, "prefill"), json({"sm_80.flash_attention_f16kv_mma", "sm_80.attention_split_reduce"}));
   EXPECT_EQ(phase(m, 0, "decode"),
             json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
-  // One launch per sequence; prefill in one split over the context (a multiple of 64 for
-  // the tensor-core kernel), decode in up to 16 splits (one per 32 keys) then the reduction, which is
-  // skipped (grid 0) when there is one split. 9 query heads of 3 KV heads (G = 3).
+  // One launch per sequence; prefill in one split over the context unless the batch is
+  // short against it (splits of multiples of 64 keys for the tensor-core kernel), decode
+  // in up to 16 splits (one per 32 keys); then the reduction, which is skipped (grid 0)
+  // when there is one split. 9 query heads of 3 KV heads (G = 3).
   const json store = record(m, 0, "sm_80.kv_store_f16", "all");
   EXPECT_EQ(store["scope"], "sequence");
   EXPECT_EQ(store["grid"], json({"T", "3", "1"}));
@@ -174,9 +175,11 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(store["args"][5], json({{"i32", "pos0"}}));
   const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
   EXPECT_EQ(prefill["scope"], "sequence");
-  EXPECT_EQ(prefill["let"], json({{"n_split", "1"}, {"split_len", "ceil(ctx/64)*64"}}));
+  EXPECT_EQ(prefill["let"], json({{"n_split", "max(1, min(min(min(ceil(ctx/64), 16), ceil(88/ceil(T*3/64))), ceil(ctx/T/4)))"},
+                                  {"split_len", "ceil(ctx/n_split/64)*64"}}));
+  EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "prefill")["let"], json({{"n_split", prefill["let"]["n_split"]}}));
   EXPECT_EQ(prefill["grid"], json({"ceil(T*3/64)", "3", "n_split"}));
-  EXPECT_EQ(prefill["args"][5], json({{"absent", true}, {"shape", {"1"}}}));
+  EXPECT_EQ(prefill["args"][5]["scratch"], "attn_o_part");
   EXPECT_EQ(prefill["args"][11], json({{"i32", "split_len"}}));
   EXPECT_EQ(prefill["args"][12], json({{"f32", 0.125}}));
   const json decode = record(m, 0, "sm_80.flash_attention_f16kv", "decode");
@@ -194,6 +197,22 @@ TEST(GpuKernels, AttentionForSm80) {
       v[5] = split_len.evaluate(v);
       EXPECT_EQ(v[4], want_n) << "ctx " << ctx;
       EXPECT_EQ(v[5], want_len) << "ctx " << ctx;
+    }
+    // Prefill: one split while the batch is at least a quarter of its context (pp512 from
+    // empty: 1); a short batch on a long cached context (a prefix-cache hit) gets enough
+    // splits for ~264 workgroups, of 64 keys at least, 16 at most.
+    const package::Expr p_split = package::Expr::parse(prefill["let"]["n_split"], syms);
+    const package::Expr p_len = package::Expr::parse(prefill["let"]["split_len"], syms);
+    for (const auto& [T, ctx, want_n] : std::vector<std::array<int, 3>>{
+             {512, 512, 1}, {512, 2048, 1}, {512, 4096, 2}, {512, 8192, 4}, {64, 32768, 16}, {64, 200, 1},
+             {16, 160, 3}, {1, 100, 2}}) {
+      double v[6] = {double(T), double(ctx - T), double(ctx), 100, 0, 0};
+      v[4] = p_split.evaluate(v);
+      v[5] = p_len.evaluate(v);
+      EXPECT_EQ(v[4], want_n) << "T " << T << " ctx " << ctx;
+      EXPECT_GE(v[4] * v[5], ctx);
+      EXPECT_EQ(int64_t(v[5]) % 64, 0);
+      EXPECT_LT((v[4] - 1) * v[5], ctx) << "an empty split at T " << T << " ctx " << ctx;
     }
     for (int ctx = 1; ctx <= 20000; ctx += 7) {
       double v[6] = {1, double(ctx - 1), double(ctx), 100, 0, 0};
@@ -344,7 +363,7 @@ TEST(GpuKernels, AttentionForSpirv) {
   package::PackageFiles files;
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
-  EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv"}));
+  EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv", "spirv.attention_split_reduce"}));
   EXPECT_EQ(m.kernels.size(), 4u);  // kv_store, flash attention, split reduce; argmax
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
   ASSERT_EQ(files.size(), 2u);
