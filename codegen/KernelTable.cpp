@@ -17,7 +17,8 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
     };
     // attention_f16kv.mlir: kv_store_f16 writes the batch's k, v into the layer's paged
-    // f16 KV cache; prefill runs one split of flash attention; decode runs split-K
+    // f16 KV cache; prefill runs flash attention (split over the keys, then
+    // attention_split_reduce, only when the batch is short against its context); decode runs split-K
     // partials ("flash decoding") and attention_split_reduce. For head_dim 64 and 128
     // the PTX prefill is the tensor-core variant (attention_f16kv_mma.mlir); other
     // head sizes (<= 128) use the portable kernel everywhere.

@@ -38,7 +38,8 @@
 //    G = 3, T = 1 at G = 7) reads each K/V page once per (KV head, split).
 //    grid (ceil(T * G / 8), n_head_kv, n_split), block 128.
 //    Workgroup z = s covers keys [s * split_len, (s + 1) * split_len) (split_len a
-//    multiple of 32; prefill: n_split = 1, split_len >= pos0 + T).
+//    multiple of 32; prefill: one split (split_len >= pos0 + T) unless the batch is short
+//    against its context, see compiler/driver/launch_bindings.cpp prefillNSplit).
 //      n_split == 1: writes out (normalised); o_part and lse_part are not touched
 //                    (pass any buffer, e.g. out).
 //      n_split > 1:  writes o_part[s, t, h, :] = that split's normalised output and

@@ -26,8 +26,8 @@
 // (dequant_q4_k_f16: a thread takes 4 qs bytes of a block, 8 elements, one block a
 // warp, 8 blocks of the row an iteration; out is memref<?xvector<4xf16>>, two 8-byte
 // stores a thread.)
-// Arguments: dequant_<type>_f16(w: memref<?xi8> raw bytes, out: memref<?xf16>
-// [N*K] row-major, n_rows: i32 = N, k: i32 = K, a multiple of the block size);
+// Arguments: dequant_<type>_f16(w: memref<?xi8> raw bytes, out: memref<?xf16> (Q4_K:
+// memref<?xvector<4xf16>>) [N*K] row-major, n_rows: i32 = N, k: i32 = K, a multiple of the block size);
 // convert_f32_f16(x: memref<?xf32> [T*K], out: memref<?xf16> [T*K], rows: i32, k: i32).
 // SPIR-V: each argument is a storage buffer at (set 0, binding = argument index).
 module attributes {gpu.container_module} {

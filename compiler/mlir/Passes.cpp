@@ -536,6 +536,10 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
           rope.getModeAttr() != a.getKRopeModeAttr() || rope.getThetaAttr() != a.getKRopeThetaAttr() ||
           rope.getRotaryDimAttr() != a.getKRopeDimAttr() || rope.getX().getType() != a.getQ().getType())
         continue;
+      // The launch rewrites q's buffer in place (the importer's graph runs rope(q) in
+      // place): q before the rope may have no other reader.
+      if (!rope.getX().hasOneUse())
+        continue;
       dead.push_back(rope);
       Value q0 = rope.getX(), k0 = a.getK();
       SmallVector<Operation *> absorbed = {rope};
@@ -545,6 +549,7 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
       Value gq, gk;
       FloatAttr eps;
       if (nq && nk && nq != nk && nq.getResult().hasOneUse() && nk.getResult().hasOneUse() &&
+          nq.getX().hasOneUse() &&
           nq.getEpsilonAttr() == nk.getEpsilonAttr() && nq.getX().getType() == q0.getType() &&
           nk.getX().getType() == k0.getType()) {
         q0 = nq.getX();

@@ -148,7 +148,7 @@ func.func @qwen3_qk(%q0: tensor<?x16x128xf32>, %k0: tensor<?x8x128xf32>, %v: ten
 // other attributes than k's (here theta) stays.
 // CHECK-LABEL: func.func @q_rope_only
 func.func @q_rope_only(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tensor<?x3x64xf32>,
-                       %pos: tensor<?xi32>) -> (tensor<?x9x64xf32>, tensor<?x9x64xf32>) {
+                       %pos: tensor<?xi32>, %q2: tensor<?x9x64xf32>) -> (tensor<?x9x64xf32>, tensor<?x9x64xf32>) {
   %qr = swz.rope %q, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
       rotary_dim = 64 : i32, swz.graph_ops = [5]} : tensor<?x9x64xf32>, tensor<?xi32>
   %kr = swz.rope %k, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
@@ -157,8 +157,8 @@ func.func @q_rope_only(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tenso
   %o = swz.attention %qr, %kr, %v {scale = 0.125 : f32, causal, layer = 0 : i32,
       swz.graph_ops = [7]}
       : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
-  // CHECK: swz.rope %arg0, %arg3 {mode = #swz.rope_mode<normal>, rotary_dim = 64 : i32, theta = 1.000000e+04
-  %qr2 = swz.rope %q, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+04 : f32,
+  // CHECK: swz.rope %arg4, %arg3 {mode = #swz.rope_mode<normal>, rotary_dim = 64 : i32, theta = 1.000000e+04
+  %qr2 = swz.rope %q2, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+04 : f32,
       rotary_dim = 64 : i32} : tensor<?x9x64xf32>, tensor<?xi32>
   %kr2 = swz.rope %k, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
       rotary_dim = 64 : i32} : tensor<?x3x64xf32>, tensor<?xi32>
@@ -166,4 +166,20 @@ func.func @q_rope_only(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tenso
   %o2 = swz.attention %qr2, %kr2, %v {scale = 0.125 : f32, causal, layer = 1 : i32}
       : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
   return %o, %o2 : tensor<?x9x64xf32>, tensor<?x9x64xf32>
+}
+
+// q before its rope read elsewhere too: the fused launch would rotate q's buffer in
+// place under that reader, so the rope on q stays (k's still joins the KV write).
+// CHECK-LABEL: func.func @q_read_twice
+func.func @q_read_twice(%q: tensor<?x9x64xf32>, %k: tensor<?x3x64xf32>, %v: tensor<?x3x64xf32>,
+                        %pos: tensor<?xi32>) -> (tensor<?x9x64xf32>, tensor<?x9x64xf32>) {
+  // CHECK: swz.rope %arg0, %arg3
+  %qr = swz.rope %q, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
+      rotary_dim = 64 : i32} : tensor<?x9x64xf32>, tensor<?xi32>
+  %kr = swz.rope %k, %pos {mode = #swz.rope_mode<normal>, theta = 1.0e+05 : f32,
+      rotary_dim = 64 : i32} : tensor<?x3x64xf32>, tensor<?xi32>
+  // CHECK: swz.attention %{{.*}}, %arg1, %arg2 rope_k(%arg3 : tensor<?xi32>) {causal, k_rope_dim = 64 : i32, k_rope_mode = #swz.rope_mode<normal>, k_rope_theta = 1.000000e+05 : f32, layer = 0 : i32, scale
+  %o = swz.attention %qr, %kr, %v {scale = 0.125 : f32, causal, layer = 0 : i32}
+      : tensor<?x9x64xf32>, tensor<?x3x64xf32>, tensor<?x3x64xf32> -> tensor<?x9x64xf32>
+  return %o, %q : tensor<?x9x64xf32>, tensor<?x9x64xf32>
 }
