@@ -408,19 +408,19 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                          std::to_string(sched.maxSmemBytesPerBlock));
     m.kernels.push_back({entry, file, std::move(launch), std::move(signature), scheduleName});
   };
-  // Matmuls of one input in a row (q, k, v; gate, up) share its int8 copy: a
-  // quantize_q8_x launch equal to the last one kept is dropped while no op in between
-  // wrote that input (every quantize writes the same scratches, so the last one is
-  // what they hold).
+  // Matmuls of one input in a row (q, k, v; gate, up) share its copy, decode's int8 one
+  // (quantize_q8_x) and prefill's f16 one (convert_f32_f16): such a launch equal to the
+  // last one of its kernel kept is dropped while no op in between wrote that input
+  // (every launch of the kernel writes the same scratches, so the last one is what they
+  // hold).
   auto endsWith = [](const std::string &s, const std::string &tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
   };
-  json lastQuant;          // the last quantize_q8_x record kept
-  std::string lastQuantOf; // the activation it read
-  // The same for prefill's convert_f32_f16 (the f16 copy of a GEMM's input in scratch
-  // x_f16): q, k, v and gate, up convert one input once.
-  json lastConvert;
-  std::string lastConvertOf;
+  struct LastCopy {
+    json record;     // the last record of the kernel kept
+    std::string of;  // the activation it read
+  };
+  std::map<std::string, LastCopy> lastCopy;  // by kernel: ".quantize_q8_x", ".convert_f32_f16"
   // And such matmuls in consecutive graph ops run as one launch of matmul_<type>_q8x (up
   // to three outputs: q, k, v; gate, up), which reads the int8 input once per row
   // block and saves the launches' fixed cost: `open` is the record of the last such
@@ -482,18 +482,13 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     bool decodeBefore = false;  // a decode launch of this group came before
     for (json &l : launches) {
       const std::string &kernel = l.at("kernel").get_ref<const std::string &>();
-      if (endsWith(kernel, ".convert_f32_f16")) {
-        if (l == lastConvert)
+      const bool quantize = endsWith(kernel, ".quantize_q8_x");
+      if (quantize || endsWith(kernel, ".convert_f32_f16")) {
+        LastCopy &last = lastCopy[quantize ? ".quantize_q8_x" : ".convert_f32_f16"];
+        if (l == last.record)
           continue;
-        lastConvert = l;
-        lastConvertOf = l.at("args").at(0).at("buffer").get<std::string>();
-      }
-      if (endsWith(kernel, ".quantize_q8_x")) {
-        if (l == lastQuant)
-          continue;
-        const bool folded = foldGemvInput && !decodeBefore && foldQuantize(l);
-        lastQuant = l;
-        lastQuantOf = l.at("args").at(0).at("buffer").get<std::string>();
+        const bool folded = quantize && foldGemvInput && !decodeBefore && foldQuantize(l);
+        last = {l, l.at("args").at(0).at("buffer").get<std::string>()};
         if (folded)
           continue;
       }
@@ -553,12 +548,10 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
           openOp = group.graphOps.front();
         }
     }
-    for (int64_t id : group.graphOps) {
-      if (ops.at(id).contains("out") && ops.at(id).at("out") == lastQuantOf)
-        lastQuant = json();
-      if (ops.at(id).contains("out") && ops.at(id).at("out") == lastConvertOf)
-        lastConvert = json();
-    }
+    for (int64_t id : group.graphOps)
+      for (auto &[kernel, last] : lastCopy)
+        if (ops.at(id).contains("out") && ops.at(id).at("out") == last.of)
+          last.record = json();
     for (size_t i = 1; i < group.graphOps.size(); ++i) {
       json &fused = ops.at(group.graphOps[i]);
       fused["fused_into"] = group.graphOps.front();
