@@ -18,6 +18,7 @@ text (asserted); whether llama.cpp's text equals ours is reported. Swizzle's acc
 is accepted / drafted tokens.
 
 Usage: bench_edit256.py [--gguf PATH] [--reps 5] [--threads 2] [--max-tokens 320] [--json out.json]
+       bench_edit256.py --print-chatml   (the prompt as ChatML text, for bench/gpu_speed.sh)
 Needs llama-cpp-python in the venv (the peer; not in requirements.txt)."""
 import argparse
 import datetime
@@ -78,6 +79,14 @@ if __name__ == "__main__":
         print(f"{team}: {r.name} ({r.score})")
 '''
 USER = f"{EDIT}\n\n```python\n{FILE}```"
+
+
+def chatml_prompt():
+    """The chat prompt above rendered in ChatML (the template of SmolLM2-Instruct and the
+    Qwen models), ending with the assistant's turn: the text bench/gpu_speed.sh gives both
+    engines as a raw prompt (special tokens parsed), so they see the same tokens."""
+    return (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{USER}<|im_end|>\n"
+            "<|im_start|>assistant\n")
 
 TIMING_RE = {
     "prompt": re.compile(r"prompt: (\d+) tokens \((\d+) cached\) in ([\d.]+) ms"),
@@ -151,6 +160,9 @@ def summarize(runs):
 
 
 def main():
+    if sys.argv[1:] == ["--print-chatml"]:  # for bench/gpu_speed.sh
+        sys.stdout.write(chatml_prompt())
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", default=None, help="default: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (scripts/fetch-qwen.sh)")
     ap.add_argument("--reps", type=int, default=5)

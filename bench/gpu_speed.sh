@@ -6,8 +6,8 @@
 #   bench/gpu_speed.sh run [build-dir] check      # there: starts llama.cpp's CUDA build
 #                                                 # (in the background), writes the GGUFs,
 #                                                 # checks correctness, waits for the build
-#   bench/gpu_speed.sh run [build-dir] time [MODEL]  # there, while warm: times both
-#                                                 # engines (one model a call: a call
+#   bench/gpu_speed.sh run [build-dir] time [MODEL[,MODEL]]  # there, while warm: times
+#                                                 # both engines (one model a call: a call
 #                                                 # runs 10 minutes at most;
 #                                                 # SWZ_SPEED_QUICK=1: pp512, tg128,
 #                                                 # decode x1 and x8 only;
@@ -15,7 +15,9 @@
 #                                                 # SWZ_SPEED_AB_FROM=DIR at prepare:
 #                                                 # tg128 A/B rows against a second
 #                                                 # package, see prepare)
-#   bench/gpu_speed.sh run [build-dir] ncu        # there, while warm: profiles our decode step
+#   bench/gpu_speed.sh run [build-dir] ncu [MODEL[,MODEL]]  # there, while warm: profiles
+#                                                 # the decode step (SWZ_NCU_DEPTH=D: at a
+#                                                 # D-token context)
 #   bench/gpu_speed.sh run [build-dir] ncu-prefill  # there, while warm: our 7B pp512 pass
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
@@ -26,7 +28,7 @@
 # and sm_90 packages of each model (compiled here from GGUFs synthesised here and deleted
 # again), llama.cpp's source from the newest llama-cpp-python sdist on PyPI, trimmed to
 # what a CUDA build of llama-bench and llama-batched-bench needs (no models/, docs/,
-# other backends, tests, examples, web UI), and the `gguf` wheel (weight bytes and FLOPs
+# other backends, tests, examples but lookup, web UI), and the `gguf` wheel (weight bytes and FLOPs
 # for the roofline).
 #
 # Our runtime is built here, not there: its Debian build dependencies (nlohmann-json,
@@ -42,7 +44,8 @@
 # time (second call, same machine): measures the H200's copy bandwidth and f16
 # tensor-core peak (PyTorch), then per model, medians of 5 repetitions: pp512, tg128,
 # warm TTFT of a 32k prompt edited at its end (the Qwen shapes),
-# pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), tg128 with launch graphs off
+# pp8192 (swz-bench; llama-bench -fa 1 -ngl 99), edit256 with prompt lookup on and off
+# (swizzle-rt run; llama-lookup), tg128 with launch graphs off
 # (SWZ_GRAPHS=0, ours only), aggregate decode of 1..32 sequences of 512+128 tokens
 # (swz-bench --seqs; llama-batched-bench, medians of 3). Writes $OUT/speed.json
 # ({"machine", "commit", "rows": [{"model", "test", "swizzle", "llama_cpp", ...}]}),
@@ -57,15 +60,25 @@ build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-speed
 # name | synth arguments | compare prompts
+# (synth arguments "real": the embedded default model, a real GGUF; see prepare)
 MODELS=(
   "smollm2-135m-q4_1|--preset smollm2-135m --type q4_1 --seed 3|4"
   "qwen3-0.6b-q8_0|--preset qwen3-0.6b --type q8_0 --seed 1|4"
   "qwen2.5-coder-7b-q4_k|--preset qwen2.5-coder-7b --type q4_k --seed 4|1"
+  "smollm2-135m-instruct-q4_1|real|4"
 )
-synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR
-  local rest=${2#*|}
+real_parts=$build/gpu-speed-real
+synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR: writes (or for the real model, reassembles) the GGUF
+  local rest=${2#*|} out=$3/${2%%|*}.gguf
+  if [ "${rest%|*}" = real ]; then
+    # The real model's parts, carried one a call (see prepare); complete or nothing.
+    cat "$real_parts"/part-* > "$out.tmp" 2>/dev/null &&
+      [ "$(sha256sum < "$out.tmp" | cut -d' ' -f1)" = "$(cat "$3/../REAL_SHA256" 2>/dev/null)" ] &&
+      mv "$out.tmp" "$out" || { rm -f "$out.tmp"; return 1; }
+    return 0
+  fi
   # shellcheck disable=SC2086
-  "$1" synth ${rest%|*} -o "$3/${2%%|*}.gguf" >/dev/null
+  "$1" synth ${rest%|*} -o "$out" >/dev/null
 }
 case $mode in
 prepare)
@@ -77,9 +90,24 @@ prepare)
   rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/models" "$dir/wheels"
   cp -a "$lite/server/swizzle-rt" "$lite/server/lib" "$lite/compiler/swizzlec" "$lite/bench/swz-bench" \
         "$lite/test/tools/swz-backend-compare" "$dir/bin/"
+  # The real default model (98 MB) is over one call's carry (64 MiB with the rest): it
+  # travels in three parts, <build-dir>/gpu-speed-real/part-0{0,1,2}, one carried a call
+  # (the check call and the next two), reassembled on the machine and checked by sha256.
+  real=$(bash "$src/scripts/default-model-path.sh")
+  sha256sum < "$real" | cut -d' ' -f1 > "$dir/REAL_SHA256"
+  rm -rf "$real_parts" && mkdir -p "$real_parts"
+  split -d -a 2 -b 16M "$real" "$real_parts/part-tmp"
+  # 16 MB first (it rides with gpu-speed/ in the check call), then two halves of the rest
+  mv "$real_parts/part-tmp00" "$real_parts/part-00"
+  cat "$real_parts"/part-tmp0[1-3] > "$real_parts/part-01" && cat "$real_parts"/part-tmp0[4-9] > "$real_parts/part-02"
+  rm "$real_parts"/part-tmp*
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
-    synth "$build/compiler/swizzlec" "$m" "$dir/models"
+    if [ "$(echo "$m" | cut -d'|' -f2)" = real ]; then
+      cp "$real" "$dir/models/$name.gguf"
+    else
+      synth "$build/compiler/swizzlec" "$m" "$dir/models"
+    fi
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
     # The other side of `time`'s A/B rows, <name>-sm_90-ab.swz: SWZ_SPEED_AB_FROM=DIR
     # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
@@ -100,7 +128,11 @@ prepare)
   tar -xzf "$tmp"/llama_cpp_python-*.tar.gz -C "$tmp"
   lc=$(echo "$tmp"/llama_cpp_python-*/vendor/llama.cpp)
   basename "$tmp"/llama_cpp_python-*.tar.gz > "$dir/LLAMA_CPP_SOURCE"
-  rm -rf "$lc"/{models,docs,media,examples,tests,benches,conversion,gguf-py,scripts,pocs,skills,ci,grammars,requirements}
+  rm -rf "$lc"/{models,docs,media,tests,benches,conversion,gguf-py,scripts,pocs,skills,ci,grammars,requirements}
+  # examples: only lookup (llama-lookup, its prompt-lookup decoding: edit256's peer)
+  (cd "$lc/examples" && for e in *; do [ "$e" = lookup ] || rm -rf "$e"; done)
+  printf 'llama_add_compile_flags()\nadd_subdirectory(lookup)\n' > "$lc/examples/CMakeLists.txt"
+  mkdir "$lc/pocs" && : > "$lc/pocs/CMakeLists.txt"  # added beside examples/
   (cd "$lc/ggml/src" && for b in ggml-*/; do case $b in ggml-cpu/|ggml-cuda/) ;; *) rm -rf "$b" ;; esac; done)
   (cd "$lc/tools" && for t in */; do case $t in llama-bench/|batched-bench/) ;; *) rm -rf "$t" ;; esac; done)
   printf 'llama_add_compile_flags()\nadd_subdirectory(batched-bench)\nadd_subdirectory(llama-bench)\n' > "$lc/tools/CMakeLists.txt"
@@ -126,10 +158,14 @@ run)
   bin=$here/bin
   lcb=/tmp/llama.cpp-build
   nproc=$(nproc)
-  check_models() {  # writes the GGUFs (where missing) and each model's verdict
+  check_models() {  # writes the GGUFs (where missing) and the verdict of each model without one
     for m in "${MODELS[@]}"; do
       name=${m%%|*} prompts=${m##*|}
-      [ -f "$here/models/$name.gguf" ] || synth "$bin/swizzlec" "$m" "$here/models"
+      [ -f "$here/models/$name.verdict" ] && continue
+      if [ ! -f "$here/models/$name.gguf" ] && ! synth "$bin/swizzlec" "$m" "$here/models"; then
+        printf '%-28s not all of its parts carried yet (%s): checked in a later call\n' "$name" "$(ls "$real_parts" 2>/dev/null | xargs)"
+        continue
+      fi
       "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$here/models/$name-sm_90.swz" -n 16 --prompts "$prompts" \
         --json "$work/check-$name.json" > "$work/check-$name.log" 2>&1
       echo "$?" > "$here/models/$name.verdict"
@@ -148,9 +184,9 @@ run)
     if [ "${SWZ_SPEED_PEER:-1}" = 1 ] && [ ! -f $lcb/done ]; then
       rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
       setsid nohup bash -c "cd $lcb && cmake -S llama.cpp -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON \
         -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > build.log 2>&1 && \
-        nice cmake --build b --target llama-bench llama-batched-bench -j $nproc >> build.log 2>&1; echo \$? > done" \
+        nice cmake --build b --target llama-bench llama-batched-bench llama-lookup -j $nproc >> build.log 2>&1; echo \$? > done" \
         > /dev/null 2>&1 < /dev/null &
     fi
     check_models
@@ -183,13 +219,17 @@ run)
         --csv --print-units base --metrics "$metrics" "$@" > "$work/$csv" 2> "$work/${csv%.csv}.log"
     }
     full=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
-    for m in "$big" "${MODELS[1]%%|*}"; do
+    # SWZ_NCU_DEPTH=D: decode after a D-token context (ours --depth D, llama-bench -d D);
+    # a 4th argument: the models (comma-separated; default the 7B and 0.6B shapes).
+    depth=${SWZ_NCU_DEPTH:-0}
+    for m in $(echo "${4:-$big,${MODELS[1]%%|*}}" | tr , ' '); do
       [ "$m" = "$big" ] || full=gpu__time_duration.sum
-      SWZ_GRAPHS=0 prof "ncu-swz-$m.csv" "$full" "$bin/swz-bench" "$here/models/$m-sm_90.swz" --pp 16 --tg 64 --reps 1
-      python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-swz-$m.csv" argmax_reduce | tee "$work/ncu-swz-$m.md"
+      tag=$m$([ "$depth" = 0 ] || echo "-d$depth")
+      SWZ_GRAPHS=0 prof "ncu-swz-$tag.csv" "$full" "$bin/swz-bench" "$here/models/$m-sm_90.swz" --pp 16 --tg 64 --reps 1 --depth "$depth"
+      python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-swz-$tag.csv" argmax_reduce | tee "$work/ncu-swz-$tag.md"
       if [ -x "$lcb/b/bin/llama-bench" ]; then
-        prof "ncu-llama-$m.csv" "$full" "$lcb/b/bin/llama-bench" -m "$here/models/$m.gguf" -ngl 99 -fa 1 -p 0 -n 32 -r 1
-        python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-llama-$m.csv" get_rows | tee "$work/ncu-llama-$m.md"
+        prof "ncu-llama-$tag.csv" "$full" "$lcb/b/bin/llama-bench" -m "$here/models/$m.gguf" -ngl 99 -fa 1 -p 0 -n 32 -r 1 -d "$depth"
+        python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-llama-$tag.csv" get_rows | tee "$work/ncu-llama-$tag.md"
       fi
     done
     exit 0
@@ -206,9 +246,10 @@ run)
   fi
   [ "$what" = time ] || { echo "run: check, time, ncu or ncu-prefill" >&2; exit 2; }
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
-  # A call that carries <build-dir>/gpu-speed again replaces the GGUFs and verdicts of
-  # the check call: check again then (seconds; the GGUFs are the same bytes).
-  for m in "${MODELS[@]}"; do [ -f "$here/models/${m%%|*}.verdict" ] || { check_models; break; }; done
+  # Models without a verdict are checked now: after a call that carried
+  # <build-dir>/gpu-speed again (it replaces the GGUFs and verdicts: seconds, the GGUFs
+  # are the same bytes), and the real model once its last part has come.
+  check_models
   lbin=$lcb/b/bin
   python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
   # The machine's measured peaks: device-to-device copy bandwidth (read + write bytes over
@@ -240,7 +281,7 @@ PY
   [ "$quick" = 1 ] && seqs="1 8"
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
-    [ -z "$only" ] || [ "$only" = "$name" ] || continue
+    [ -z "$only" ] || [[ ",$only," == *",$name,"* ]] || continue
     gguf=$here/models/$name.gguf gpu=$here/models/$name-sm_90.swz
     if [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" != 0 ]; then echo "$name: not checked or failed the check: not timed"; continue; fi
     echo "== $name"
@@ -251,7 +292,7 @@ PY
     # keeps every 64-token block before the edited one, so the engine prefills the last
     # block, 64 tokens on top of 32,704 cached ones (llama.cpp's prompt cache reuses up to
     # the first differing token: 1 token on top of 32,767, its row below).
-    [ "$quick" = 1 ] || [ "$name" = smollm2-135m-q4_1 ] ||
+    [ "$quick" = 1 ] || [[ $name != qwen* ]] ||
       run_swz "swz-$name-ttft32k" "$gpu" --pp 64 --pp-depth 32704 --tg 1 --reps 5
     for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
     # A/B (prepare made <name>-sm_90-ab.swz): tg128 of the package as shipped and of the
@@ -263,10 +304,33 @@ PY
         run_swz "swz-$name-ab$r-other" "${gpu%.swz}-ab.swz" --pp 16 --tg 128 --reps 3
       done
     fi
+    # edit256: the model rewrites a ~256-token file with one edit (bench_edit256.py's
+    # prompt as ChatML text, given raw to both engines: the same tokens), greedy, 320
+    # tokens at most, prompt-lookup speculative decoding on and off, 5 repetitions
+    # interleaved. Ours: swizzle-rt run --spec / --no-spec (drafts of 1..16); llama.cpp:
+    # llama-lookup (its prompt-lookup decoding) with --spec-draft-n-max 16 and 0 (0: one
+    # token a pass, plain). Meaningful on the real model; on random weights the drafts
+    # are rarely accepted (the rows then show what a failed draft costs).
+    if [ "$quick" != 1 ]; then
+      prompt=$(python3 "$src/bench/bench_edit256.py" --print-chatml)
+      for r in 1 2 3 4 5; do
+        for v in spec no-spec; do
+          "$bin/swizzle-rt" run "$gpu" --raw -p "$prompt" -n 320 --temp 0 -c 2048 --$v \
+            > "$work/swz-$name-edit256-$v-$r.out" 2> "$work/swz-$name-edit256-$v-$r.log"
+        done
+        if [ -x "$lbin/llama-lookup" ]; then
+          for d in 16 0; do
+            "$lbin/llama-lookup" -m "$gguf" -ngl 99 -fa on -c 2048 -n 320 --temp 0 --spec-draft-n-max $d -p "$prompt" \
+              > "$work/llama-$name-edit256-d$d-$r.out" 2> "$work/llama-$name-edit256-d$d-$r.log"
+          done
+        fi
+      done
+      grep -h "^generated\|^speculative" "$work/swz-$name-edit256-spec-1.log"
+    fi
     if [ -x "$lbin/llama-bench" ]; then
       "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
       [ "$quick" = 1 ] || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
-      [ "$quick" = 1 ] || [ "$name" = smollm2-135m-q4_1 ] ||
+      [ "$quick" = 1 ] || [[ $name != qwen* ]] ||
         "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1 -n 0 -d 32767 -r 5 -o json > "$work/llama-$name-ttft32k.json" 2> "$work/llama-$name-ttft32k.log"
       "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl "${seqs// /,}" \
         --output-format jsonl > "$work/llama-$name-batched.jsonl" 2> "$work/llama-$name-batched.log"

@@ -4,7 +4,8 @@ OUT/speed.json and prints a Markdown table.
     python3 gpu_speed_table.py OUT PACKAGE_DIR COMMIT MODEL...
     python3 gpu_speed_table.py --ncu NCU.csv [MARKER]  (the top-kernel table of `run ncu`)
 
-Rows: per model pp512, tg128, pp8192 and aggregate decode at 1..32 sequences (tok/s
+Rows: per model pp512, tg128, pp8192, edit256 (prompt lookup on and off: decode tok/s,
+acceptance) and aggregate decode at 1..32 sequences (tok/s
 medians of both engines, their ratio), tg128 with launch graphs off (ours only), and
 each row's roofline fraction: a decode row's weight bytes per token (every tensor but
 the token embedding, which decode gathers one row of; the embedding when it is also the
@@ -117,6 +118,52 @@ def ncu_table(path, marker=None):
               f"{int(a['regs'])} | {a['occ'] / n:.0f}% |")
 
 
+def edit256(out, m, spec):
+    """edit256 decode tok/s, medians over the repetitions, as each engine reports them:
+    swizzle-rt run's "generated: N tokens in T ms" and llama-lookup's "decoded N tokens in
+    T seconds" (both from the first generated token to the last), plus drafted/accepted
+    counts and whether our output is the same with speculation on and off. None when no
+    repetition of ours ran."""
+    import glob
+    import re
+
+    def ours(v):
+        runs = []
+        for log in sorted(glob.glob(os.path.join(out, f"swz-{m}-edit256-{v}-*.log"))):
+            t = open(log).read()
+            g = re.search(r"generated: (\d+) tokens in ([\d.]+) ms", t)
+            d = re.search(r"drafted (\d+), accepted (\d+)", t)
+            if g and float(g.group(2)) > 0:
+                runs.append((int(g.group(1)) * 1e3 / float(g.group(2)), int(g.group(1)), d and (int(d.group(1)), int(d.group(2))),
+                             open(log[:-4] + ".out").read()))
+        return runs
+
+    def theirs(d):
+        runs = []
+        for log in sorted(glob.glob(os.path.join(out, f"llama-{m}-edit256-d{d}-*.log"))):
+            t = open(log).read() + open(log[:-4] + ".out").read()
+            g = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds", t)
+            a = re.search(r"n_drafted\s+=\s+(\d+)", t), re.search(r"n_accept\s+=\s+(\d+)", t)
+            if g and float(g.group(2)) > 0:
+                runs.append((int(g.group(1)) / float(g.group(2)), int(g.group(1)), a[0] and a[1] and (int(a[0].group(1)), int(a[1].group(1)))))
+        return runs
+
+    mine = ours("spec" if spec else "no-spec")
+    if not mine:
+        return None
+    peer = theirs(16 if spec else 0)
+    r = {"swizzle": statistics.median(x[0] for x in mine), "llama_cpp": statistics.median(x[0] for x in peer) if peer else None,
+         "swizzle_tokens": mine[0][1], "llama_cpp_tokens": peer[0][1] if peer else None}
+    if spec:
+        plain = ours("no-spec")
+        r["swizzle_same_output_as_plain"] = bool(plain) and all(x[3] == plain[0][3] for x in mine)
+        if mine[0][2]:
+            r["swizzle_drafted_accepted"] = list(mine[0][2])
+        if peer and peer[0][2]:
+            r["llama_cpp_drafted_accepted"] = list(peer[0][2])
+    return r
+
+
 def main():
     if sys.argv[1] == "--ncu":
         ncu_table(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
@@ -188,6 +235,12 @@ def main():
                          "swizzle": ours_ms, "llama_cpp": theirs_ms,
                          "ratio": theirs_ms / ours_ms if ours_ms and theirs_ms else None,
                          "swizzle_roofline": None, "llama_cpp_roofline": None})
+        for spec, test in ((True, "edit256, prompt lookup"), (False, "edit256, plain")):
+            e = edit256(out, m, spec)
+            if e:
+                rows.append({"model": m, "test": test, **e,
+                             "ratio": e["swizzle"] / e["llama_cpp"] if e["swizzle"] and e["llama_cpp"] else None,
+                             "swizzle_roofline": decode_roof(e["swizzle"]), "llama_cpp_roofline": decode_roof(e["llama_cpp"])})
         for s in (1, 4, 8, 16, 32):
             b = last_json(os.path.join(out, f"swz-{m}-batch{s}.log")) or {}
             # Aggregate decode: S sequences share each weight read.
@@ -206,7 +259,12 @@ def main():
     print("| model | test | swizzle tok/s | llama.cpp tok/s | ratio | swizzle roofline | llama.cpp roofline |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['test']} | {fmt(r['swizzle'])} | {fmt(r['llama_cpp'])} | "
+        test = r["test"]
+        if "swizzle_drafted_accepted" in r or "llama_cpp_drafted_accepted" in r:
+            acc = lambda k: "{1}/{0} accepted".format(*r[k]) if k in r else "-"
+            test += (f" (ours {acc('swizzle_drafted_accepted')}, output = plain's: "
+                     f"{'yes' if r.get('swizzle_same_output_as_plain') else 'NO'}; llama.cpp {acc('llama_cpp_drafted_accepted')})")
+        print(f"| {r['model']} | {test} | {fmt(r['swizzle'])} | {fmt(r['llama_cpp'])} | "
               f"{fmt(r['ratio'])} | {fmt(r['swizzle_roofline'], True)} | {fmt(r['llama_cpp_roofline'], True)} |")
 
 
