@@ -96,10 +96,11 @@ prepare)
   real=$(bash "$src/scripts/default-model-path.sh")
   sha256sum < "$real" | cut -d' ' -f1 > "$dir/REAL_SHA256"
   rm -rf "$real_parts" && mkdir -p "$real_parts"
-  split -d -a 2 -b 16M "$real" "$real_parts/part-tmp"
-  # 16 MB first (it rides with gpu-speed/ in the check call), then two halves of the rest
+  split -d -a 2 -b 8M "$real" "$real_parts/part-tmp"
+  # 8 MiB first (it rides with gpu-speed/ in the check call), then 48 MiB and the rest
   mv "$real_parts/part-tmp00" "$real_parts/part-00"
-  cat "$real_parts"/part-tmp0[1-3] > "$real_parts/part-01" && cat "$real_parts"/part-tmp0[4-9] > "$real_parts/part-02"
+  cat "$real_parts"/part-tmp0[1-6] > "$real_parts/part-01" && rm "$real_parts"/part-tmp0[1-6]
+  cat "$real_parts"/part-tmp* > "$real_parts/part-02"
   rm "$real_parts"/part-tmp*
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
