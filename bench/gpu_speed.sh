@@ -13,8 +13,8 @@
 #                                                 # decode x1 and x8 only;
 #                                                 # with SWZ_SPEED_AB=1 or
 #                                                 # SWZ_SPEED_AB_FROM=DIR at prepare:
-#                                                 # tg128 A/B rows against a second
-#                                                 # package, see prepare)
+#                                                 # A/B rows against a second package,
+#                                                 # see prepare and SWZ_SPEED_AB_ARGS)
 #   bench/gpu_speed.sh run [build-dir] ncu [MODEL[,MODEL]]  # there, while warm: profiles
 #                                                 # the decode step (SWZ_NCU_DEPTH=D: at a
 #                                                 # D-token context)
@@ -296,13 +296,19 @@ PY
     [ "$quick" = 1 ] || [[ $name != qwen* ]] ||
       run_swz "swz-$name-ttft32k" "$gpu" --pp 64 --pp-depth 32704 --tg 1 --reps 5
     for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps 3 --seqs $s; done
-    # A/B (prepare made <name>-sm_90-ab.swz): tg128 of the package as shipped and of the
-    # other one, interleaved three times (same machine, same call).
+    # A/B (prepare made <name>-sm_90-ab.swz): the package as shipped and the other one,
+    # interleaved three times (same machine, same call), for each swz-bench argument
+    # list in SWZ_SPEED_AB_ARGS (';'-separated; default tg128: "--pp 16 --tg 128 --reps 3").
     if [ -d "${gpu%.swz}-ab.swz" ]; then
+      IFS=';' read -r -a ab_args <<< "${SWZ_SPEED_AB_ARGS:---pp 16 --tg 128 --reps 3}"
       for r in 1 2 3; do
-        echo "AB $name round $r: shipped / ab package ($(cat "${gpu%.swz}-ab.swz/AB_SOURCE" 2>/dev/null || echo prepared))"
-        run_swz "swz-$name-ab$r-shipped" "$gpu" --pp 16 --tg 128 --reps 3
-        run_swz "swz-$name-ab$r-other" "${gpu%.swz}-ab.swz" --pp 16 --tg 128 --reps 3
+        for i in "${!ab_args[@]}"; do
+          echo "AB $name round $r, swz-bench ${ab_args[$i]}: shipped / ab package ($(cat "${gpu%.swz}-ab.swz/AB_SOURCE" 2>/dev/null || echo prepared))"
+          # shellcheck disable=SC2086
+          run_swz "swz-$name-ab$r-v$i-shipped" "$gpu" ${ab_args[$i]}
+          # shellcheck disable=SC2086
+          run_swz "swz-$name-ab$r-v$i-other" "${gpu%.swz}-ab.swz" ${ab_args[$i]}
+        done
       done
     fi
     # edit256: the model rewrites a ~256-token file with one edit (bench_edit256.py's

@@ -8,14 +8,17 @@
 //
 // flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
 //   T, pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
-//   block 128 = 4 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
+//   block 256 = 8 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
 //   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
-//   split s. Warp w takes keys lo + w, lo + w + 4, ...; lane l holds features 4l..4l+3 of
+//   split s. Warp w takes keys lo + w, lo + w + 8, ...; lane l holds features 4l..4l+3 of
 //   each row's q (scaled) and of the key's K and V rows (f16, read straight from the
-//   paged cache, 4 keys' loads in flight a warp), the score is a butterfly sum over the
-//   32 lanes, and each row keeps its own online softmax (running max m, sum l, output
-//   acc; Milakov & Gimelshein 2018) over the keys it sees (j <= pos0 + t). The 4 warps'
-//   (m, l, acc) meet in workgroup memory (16.25 KiB) and thread d combines feature d.
+//   paged cache, 4 keys' loads in flight a warp). Per 4 keys, every (key, row) score
+//   is a butterfly sum over the 32 lanes, all without branches (independent chains the
+//   scheduler interleaves; -inf for a pair the row must not see: j > pos0 + t, a key
+//   past the split, a row past the batch), then each row's online softmax (running max
+//   m, sum l, output acc; Milakov & Gimelshein 2018) takes the 4 keys in one rescale.
+//   The warps' (m, l, acc) meet in workgroup memory and thread t combines feature
+//   t % 128 of the rows of group t / 128.
 //   With one split it writes out; with more, each split writes o_part / lse_part as
 //   flash_attention_f16kv does, and the split that finishes last (an atomic count per
 //   row tile and KV head in `count`, [ceil(T * G / 8) * n_head_kv] i32, zero before the
@@ -25,9 +28,9 @@ module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
     // 16-byte aligned: the NVPTX backend merges a thread's four consecutive f32 stores
     // into dec_o into one st.shared.v4 (misaligned, and a launch failure, at align 4).
-    memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>> {alignment = 16}
-    memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
-    memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_o : memref<8192xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_m : memref<64xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_l : memref<64xf32, #gpu.address_space<workgroup>> {alignment = 16}
     memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>> {alignment = 16}
 
     gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,
@@ -37,7 +40,7 @@ module attributes {gpu.container_module} {
                                      %T: i32, %pos0: i32,
                                      %n_head: i32, %head_dim: i32, %split_len: i32,
                                      %scale: f32) kernel
-        attributes {known_block_size = array<i32: 128, 1, 1>,
+        attributes {known_block_size = array<i32: 256, 1, 1>,
                     swz.grid = "ceil(T*n_head/n_head_kv/8), n_head_kv, n_split"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
@@ -94,29 +97,92 @@ module attributes {gpu.container_module} {
       %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
       %c3328_index = arith.constant 3328 : index
+      %c33_index = arith.constant 33 : index
       %c3456_index = arith.constant 3456 : index
+      %c34_index = arith.constant 34 : index
       %c3584_index = arith.constant 3584 : index
+      %c35_index = arith.constant 35 : index
+      %c36_index = arith.constant 36 : index
       %c3712_index = arith.constant 3712 : index
+      %c37_index = arith.constant 37 : index
       %c3840_index = arith.constant 3840 : index
       %c384_index = arith.constant 384 : index
+      %c38_index = arith.constant 38 : index
       %c3968_index = arith.constant 3968 : index
+      %c39_index = arith.constant 39 : index
       %c3_index = arith.constant 3 : index
+      %c4096_index = arith.constant 4096 : index
+      %c40_index = arith.constant 40 : index
+      %c41_index = arith.constant 41 : index
+      %c4224_index = arith.constant 4224 : index
+      %c42_index = arith.constant 42 : index
+      %c4352_index = arith.constant 4352 : index
+      %c43_index = arith.constant 43 : index
+      %c4480_index = arith.constant 4480 : index
+      %c44_index = arith.constant 44 : index
+      %c45_index = arith.constant 45 : index
+      %c4608_index = arith.constant 4608 : index
+      %c46_index = arith.constant 46 : index
+      %c4736_index = arith.constant 4736 : index
+      %c47_index = arith.constant 47 : index
+      %c4864_index = arith.constant 4864 : index
+      %c48_index = arith.constant 48 : index
+      %c4992_index = arith.constant 4992 : index
+      %c49_index = arith.constant 49 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
+      %c50_index = arith.constant 50 : index
+      %c5120_index = arith.constant 5120 : index
       %c512_index = arith.constant 512 : index
+      %c51_index = arith.constant 51 : index
+      %c5248_index = arith.constant 5248 : index
+      %c52_index = arith.constant 52 : index
+      %c5376_index = arith.constant 5376 : index
+      %c53_index = arith.constant 53 : index
+      %c54_index = arith.constant 54 : index
+      %c5504_index = arith.constant 5504 : index
+      %c55_index = arith.constant 55 : index
+      %c5632_index = arith.constant 5632 : index
+      %c56_index = arith.constant 56 : index
+      %c5760_index = arith.constant 5760 : index
+      %c57_index = arith.constant 57 : index
+      %c5888_index = arith.constant 5888 : index
+      %c58_index = arith.constant 58 : index
+      %c59_index = arith.constant 59 : index
       %c5_index = arith.constant 5 : index
+      %c6016_index = arith.constant 6016 : index
+      %c60_index = arith.constant 60 : index
+      %c6144_index = arith.constant 6144 : index
+      %c61_index = arith.constant 61 : index
+      %c6272_index = arith.constant 6272 : index
+      %c62_index = arith.constant 62 : index
+      %c63_index = arith.constant 63 : index
+      %c6400_index = arith.constant 6400 : index
       %c640_index = arith.constant 640 : index
       %c64_index = arith.constant 64 : index
+      %c6528_index = arith.constant 6528 : index
+      %c6656_index = arith.constant 6656 : index
+      %c6784_index = arith.constant 6784 : index
+      %c6912_index = arith.constant 6912 : index
       %c6_index = arith.constant 6 : index
+      %c7040_index = arith.constant 7040 : index
+      %c7168_index = arith.constant 7168 : index
+      %c7296_index = arith.constant 7296 : index
+      %c7424_index = arith.constant 7424 : index
+      %c7552_index = arith.constant 7552 : index
+      %c7680_index = arith.constant 7680 : index
       %c768_index = arith.constant 768 : index
+      %c7808_index = arith.constant 7808 : index
+      %c7936_index = arith.constant 7936 : index
       %c7_index = arith.constant 7 : index
+      %c8064_index = arith.constant 8064 : index
       %c896_index = arith.constant 896 : index
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c9_index = arith.constant 9 : index
-      %ms = memref.get_global @dec_m : memref<32xf32, #gpu.address_space<workgroup>>
-      %ls = memref.get_global @dec_l : memref<32xf32, #gpu.address_space<workgroup>>
-      %os = memref.get_global @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>
+      %ms = memref.get_global @dec_m : memref<64xf32, #gpu.address_space<workgroup>>
+      %ls = memref.get_global @dec_l : memref<64xf32, #gpu.address_space<workgroup>>
+      %os = memref.get_global @dec_o : memref<8192xf32, #gpu.address_space<workgroup>>
       %lastf = memref.get_global @dec_last : memref<1xi32, #gpu.address_space<workgroup>>
       %tile = gpu.block_id x
       %kvh = gpu.block_id y
@@ -333,12 +399,12 @@ module attributes {gpu.container_module} {
       %has194 = arith.cmpi ugt, %hi, %a193 : index
       %rem195 = arith.subi %hi, %a193 : index
       %remc196 = arith.select %has194, %rem195, %c0_index : index
-      %a197 = arith.addi %remc196, %c15_index : index
-      %nit198 = arith.divui %a197, %c16_index : index
+      %a197 = arith.addi %remc196, %c31_index : index
+      %nit198 = arith.divui %a197, %c32_index : index
       %st:48 = scf.for %it = %c0_index to %nit198 step %c1_index iter_args(%run_m0 = %c0xFF800000_f32, %run_m1 = %c0xFF800000_f32, %run_m2 = %c0xFF800000_f32, %run_m3 = %c0xFF800000_f32, %run_m4 = %c0xFF800000_f32, %run_m5 = %c0xFF800000_f32, %run_m6 = %c0xFF800000_f32, %run_m7 = %c0xFF800000_f32, %run_l0 = %c0p0_f32, %run_l1 = %c0p0_f32, %run_l2 = %c0p0_f32, %run_l3 = %c0p0_f32, %run_l4 = %c0p0_f32, %run_l5 = %c0p0_f32, %run_l6 = %c0p0_f32, %run_l7 = %c0p0_f32, %run_a0_0 = %c0p0_f32, %run_a0_1 = %c0p0_f32, %run_a0_2 = %c0p0_f32, %run_a0_3 = %c0p0_f32, %run_a1_0 = %c0p0_f32, %run_a1_1 = %c0p0_f32, %run_a1_2 = %c0p0_f32, %run_a1_3 = %c0p0_f32, %run_a2_0 = %c0p0_f32, %run_a2_1 = %c0p0_f32, %run_a2_2 = %c0p0_f32, %run_a2_3 = %c0p0_f32, %run_a3_0 = %c0p0_f32, %run_a3_1 = %c0p0_f32, %run_a3_2 = %c0p0_f32, %run_a3_3 = %c0p0_f32, %run_a4_0 = %c0p0_f32, %run_a4_1 = %c0p0_f32, %run_a4_2 = %c0p0_f32, %run_a4_3 = %c0p0_f32, %run_a5_0 = %c0p0_f32, %run_a5_1 = %c0p0_f32, %run_a5_2 = %c0p0_f32, %run_a5_3 = %c0p0_f32, %run_a6_0 = %c0p0_f32, %run_a6_1 = %c0p0_f32, %run_a6_2 = %c0p0_f32, %run_a6_3 = %c0p0_f32, %run_a7_0 = %c0p0_f32, %run_a7_1 = %c0p0_f32, %run_a7_2 = %c0p0_f32, %run_a7_3 = %c0p0_f32) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
         %m199 = arith.muli %it, %c4_index : index
         %a200 = arith.addi %m199, %c0_index : index
-        %m201 = arith.muli %a200, %c4_index : index
+        %m201 = arith.muli %a200, %c8_index : index
         %a202 = arith.addi %a193, %m201 : index
         %inr203 = arith.cmpi ult, %a202, %hi : index
         %jc204 = arith.select %inr203, %a202, %a193 : index
@@ -376,7 +442,7 @@ module attributes {gpu.container_module} {
         %v236 = arith.extf %vh235 : f16 to f32
         %m237 = arith.muli %it, %c4_index : index
         %a238 = arith.addi %m237, %c1_index : index
-        %m239 = arith.muli %a238, %c4_index : index
+        %m239 = arith.muli %a238, %c8_index : index
         %a240 = arith.addi %a193, %m239 : index
         %inr241 = arith.cmpi ult, %a240, %hi : index
         %jc242 = arith.select %inr241, %a240, %a193 : index
@@ -414,7 +480,7 @@ module attributes {gpu.container_module} {
         %v274 = arith.extf %vh273 : f16 to f32
         %m275 = arith.muli %it, %c4_index : index
         %a276 = arith.addi %m275, %c2_index : index
-        %m277 = arith.muli %a276, %c4_index : index
+        %m277 = arith.muli %a276, %c8_index : index
         %a278 = arith.addi %a193, %m277 : index
         %inr279 = arith.cmpi ult, %a278, %hi : index
         %jc280 = arith.select %inr279, %a278, %a193 : index
@@ -452,7 +518,7 @@ module attributes {gpu.container_module} {
         %v312 = arith.extf %vh311 : f16 to f32
         %m313 = arith.muli %it, %c4_index : index
         %a314 = arith.addi %m313, %c3_index : index
-        %m315 = arith.muli %a314, %c4_index : index
+        %m315 = arith.muli %a314, %c8_index : index
         %a316 = arith.addi %a193, %m315 : index
         %inr317 = arith.cmpi ult, %a316, %hi : index
         %jc318 = arith.select %inr317, %a316, %a193 : index
@@ -491,1683 +557,1538 @@ module attributes {gpu.container_module} {
         %le351 = arith.cmpi ule, %a202, %a12 : index
         %vi352 = arith.andi %ok3, %inr203 : i1
         %vis353 = arith.andi %vi352, %le351 : i1
-        %up354:6 = scf.if %vis353 -> (f32, f32, f32, f32, f32, f32) {
-          %f355 = arith.mulf %f15, %k216 : f32
-          %f356 = math.fma %f18, %k219, %f355 : f32
-          %f357 = math.fma %f21, %k222, %f356 : f32
-          %f358 = math.fma %f24, %k225, %f357 : f32
-          %sh359:2 = gpu.shuffle xor %f358, %c16_i32, %c32_i32 : f32
-          %f360 = arith.addf %f358, %sh359#0 : f32
-          %sh361:2 = gpu.shuffle xor %f360, %c8_i32, %c32_i32 : f32
-          %f362 = arith.addf %f360, %sh361#0 : f32
-          %sh363:2 = gpu.shuffle xor %f362, %c4_i32, %c32_i32 : f32
-          %f364 = arith.addf %f362, %sh363#0 : f32
-          %sh365:2 = gpu.shuffle xor %f364, %c2_i32, %c32_i32 : f32
-          %f366 = arith.addf %f364, %sh365#0 : f32
-          %sh367:2 = gpu.shuffle xor %f366, %c1_i32, %c32_i32 : f32
-          %f368 = arith.addf %f366, %sh367#0 : f32
-          %mn369 = arith.maximumf %run_m0, %f368 : f32
-          %f370 = arith.subf %run_m0, %mn369 : f32
-          %corr371 = math.exp %f370 : f32
-          %f372 = arith.subf %f368, %mn369 : f32
-          %p373 = math.exp %f372 : f32
-          %f374 = math.fma %run_l0, %corr371, %p373 : f32
-          %f375 = arith.mulf %run_a0_0, %corr371 : f32
-          %f376 = math.fma %p373, %v227, %f375 : f32
-          %f377 = arith.mulf %run_a0_1, %corr371 : f32
-          %f378 = math.fma %p373, %v230, %f377 : f32
-          %f379 = arith.mulf %run_a0_2, %corr371 : f32
-          %f380 = math.fma %p373, %v233, %f379 : f32
-          %f381 = arith.mulf %run_a0_3, %corr371 : f32
-          %f382 = math.fma %p373, %v236, %f381 : f32
-          scf.yield %mn369, %f374, %f376, %f378, %f380, %f382 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m0, %run_l0, %run_a0_0, %run_a0_1, %run_a0_2, %run_a0_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le383 = arith.cmpi ule, %a202, %a36 : index
-        %vi384 = arith.andi %ok27, %inr203 : i1
-        %vis385 = arith.andi %vi384, %le383 : i1
-        %up386:6 = scf.if %vis385 -> (f32, f32, f32, f32, f32, f32) {
-          %f387 = arith.mulf %f39, %k216 : f32
-          %f388 = math.fma %f42, %k219, %f387 : f32
-          %f389 = math.fma %f45, %k222, %f388 : f32
-          %f390 = math.fma %f48, %k225, %f389 : f32
-          %sh391:2 = gpu.shuffle xor %f390, %c16_i32, %c32_i32 : f32
-          %f392 = arith.addf %f390, %sh391#0 : f32
-          %sh393:2 = gpu.shuffle xor %f392, %c8_i32, %c32_i32 : f32
-          %f394 = arith.addf %f392, %sh393#0 : f32
-          %sh395:2 = gpu.shuffle xor %f394, %c4_i32, %c32_i32 : f32
-          %f396 = arith.addf %f394, %sh395#0 : f32
-          %sh397:2 = gpu.shuffle xor %f396, %c2_i32, %c32_i32 : f32
-          %f398 = arith.addf %f396, %sh397#0 : f32
-          %sh399:2 = gpu.shuffle xor %f398, %c1_i32, %c32_i32 : f32
-          %f400 = arith.addf %f398, %sh399#0 : f32
-          %mn401 = arith.maximumf %run_m1, %f400 : f32
-          %f402 = arith.subf %run_m1, %mn401 : f32
-          %corr403 = math.exp %f402 : f32
-          %f404 = arith.subf %f400, %mn401 : f32
-          %p405 = math.exp %f404 : f32
-          %f406 = math.fma %run_l1, %corr403, %p405 : f32
-          %f407 = arith.mulf %run_a1_0, %corr403 : f32
-          %f408 = math.fma %p405, %v227, %f407 : f32
-          %f409 = arith.mulf %run_a1_1, %corr403 : f32
-          %f410 = math.fma %p405, %v230, %f409 : f32
-          %f411 = arith.mulf %run_a1_2, %corr403 : f32
-          %f412 = math.fma %p405, %v233, %f411 : f32
-          %f413 = arith.mulf %run_a1_3, %corr403 : f32
-          %f414 = math.fma %p405, %v236, %f413 : f32
-          scf.yield %mn401, %f406, %f408, %f410, %f412, %f414 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m1, %run_l1, %run_a1_0, %run_a1_1, %run_a1_2, %run_a1_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le415 = arith.cmpi ule, %a202, %a60 : index
-        %vi416 = arith.andi %ok51, %inr203 : i1
-        %vis417 = arith.andi %vi416, %le415 : i1
-        %up418:6 = scf.if %vis417 -> (f32, f32, f32, f32, f32, f32) {
-          %f419 = arith.mulf %f63, %k216 : f32
-          %f420 = math.fma %f66, %k219, %f419 : f32
-          %f421 = math.fma %f69, %k222, %f420 : f32
-          %f422 = math.fma %f72, %k225, %f421 : f32
-          %sh423:2 = gpu.shuffle xor %f422, %c16_i32, %c32_i32 : f32
-          %f424 = arith.addf %f422, %sh423#0 : f32
-          %sh425:2 = gpu.shuffle xor %f424, %c8_i32, %c32_i32 : f32
-          %f426 = arith.addf %f424, %sh425#0 : f32
-          %sh427:2 = gpu.shuffle xor %f426, %c4_i32, %c32_i32 : f32
-          %f428 = arith.addf %f426, %sh427#0 : f32
-          %sh429:2 = gpu.shuffle xor %f428, %c2_i32, %c32_i32 : f32
-          %f430 = arith.addf %f428, %sh429#0 : f32
-          %sh431:2 = gpu.shuffle xor %f430, %c1_i32, %c32_i32 : f32
-          %f432 = arith.addf %f430, %sh431#0 : f32
-          %mn433 = arith.maximumf %run_m2, %f432 : f32
-          %f434 = arith.subf %run_m2, %mn433 : f32
-          %corr435 = math.exp %f434 : f32
-          %f436 = arith.subf %f432, %mn433 : f32
-          %p437 = math.exp %f436 : f32
-          %f438 = math.fma %run_l2, %corr435, %p437 : f32
-          %f439 = arith.mulf %run_a2_0, %corr435 : f32
-          %f440 = math.fma %p437, %v227, %f439 : f32
-          %f441 = arith.mulf %run_a2_1, %corr435 : f32
-          %f442 = math.fma %p437, %v230, %f441 : f32
-          %f443 = arith.mulf %run_a2_2, %corr435 : f32
-          %f444 = math.fma %p437, %v233, %f443 : f32
-          %f445 = arith.mulf %run_a2_3, %corr435 : f32
-          %f446 = math.fma %p437, %v236, %f445 : f32
-          scf.yield %mn433, %f438, %f440, %f442, %f444, %f446 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m2, %run_l2, %run_a2_0, %run_a2_1, %run_a2_2, %run_a2_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le447 = arith.cmpi ule, %a202, %a84 : index
-        %vi448 = arith.andi %ok75, %inr203 : i1
-        %vis449 = arith.andi %vi448, %le447 : i1
-        %up450:6 = scf.if %vis449 -> (f32, f32, f32, f32, f32, f32) {
-          %f451 = arith.mulf %f87, %k216 : f32
-          %f452 = math.fma %f90, %k219, %f451 : f32
-          %f453 = math.fma %f93, %k222, %f452 : f32
-          %f454 = math.fma %f96, %k225, %f453 : f32
-          %sh455:2 = gpu.shuffle xor %f454, %c16_i32, %c32_i32 : f32
-          %f456 = arith.addf %f454, %sh455#0 : f32
-          %sh457:2 = gpu.shuffle xor %f456, %c8_i32, %c32_i32 : f32
-          %f458 = arith.addf %f456, %sh457#0 : f32
-          %sh459:2 = gpu.shuffle xor %f458, %c4_i32, %c32_i32 : f32
-          %f460 = arith.addf %f458, %sh459#0 : f32
-          %sh461:2 = gpu.shuffle xor %f460, %c2_i32, %c32_i32 : f32
-          %f462 = arith.addf %f460, %sh461#0 : f32
-          %sh463:2 = gpu.shuffle xor %f462, %c1_i32, %c32_i32 : f32
-          %f464 = arith.addf %f462, %sh463#0 : f32
-          %mn465 = arith.maximumf %run_m3, %f464 : f32
-          %f466 = arith.subf %run_m3, %mn465 : f32
-          %corr467 = math.exp %f466 : f32
-          %f468 = arith.subf %f464, %mn465 : f32
-          %p469 = math.exp %f468 : f32
-          %f470 = math.fma %run_l3, %corr467, %p469 : f32
-          %f471 = arith.mulf %run_a3_0, %corr467 : f32
-          %f472 = math.fma %p469, %v227, %f471 : f32
-          %f473 = arith.mulf %run_a3_1, %corr467 : f32
-          %f474 = math.fma %p469, %v230, %f473 : f32
-          %f475 = arith.mulf %run_a3_2, %corr467 : f32
-          %f476 = math.fma %p469, %v233, %f475 : f32
-          %f477 = arith.mulf %run_a3_3, %corr467 : f32
-          %f478 = math.fma %p469, %v236, %f477 : f32
-          scf.yield %mn465, %f470, %f472, %f474, %f476, %f478 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m3, %run_l3, %run_a3_0, %run_a3_1, %run_a3_2, %run_a3_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le479 = arith.cmpi ule, %a202, %a108 : index
-        %vi480 = arith.andi %ok99, %inr203 : i1
-        %vis481 = arith.andi %vi480, %le479 : i1
-        %up482:6 = scf.if %vis481 -> (f32, f32, f32, f32, f32, f32) {
-          %f483 = arith.mulf %f111, %k216 : f32
-          %f484 = math.fma %f114, %k219, %f483 : f32
-          %f485 = math.fma %f117, %k222, %f484 : f32
-          %f486 = math.fma %f120, %k225, %f485 : f32
-          %sh487:2 = gpu.shuffle xor %f486, %c16_i32, %c32_i32 : f32
-          %f488 = arith.addf %f486, %sh487#0 : f32
-          %sh489:2 = gpu.shuffle xor %f488, %c8_i32, %c32_i32 : f32
-          %f490 = arith.addf %f488, %sh489#0 : f32
-          %sh491:2 = gpu.shuffle xor %f490, %c4_i32, %c32_i32 : f32
-          %f492 = arith.addf %f490, %sh491#0 : f32
-          %sh493:2 = gpu.shuffle xor %f492, %c2_i32, %c32_i32 : f32
-          %f494 = arith.addf %f492, %sh493#0 : f32
-          %sh495:2 = gpu.shuffle xor %f494, %c1_i32, %c32_i32 : f32
-          %f496 = arith.addf %f494, %sh495#0 : f32
-          %mn497 = arith.maximumf %run_m4, %f496 : f32
-          %f498 = arith.subf %run_m4, %mn497 : f32
-          %corr499 = math.exp %f498 : f32
-          %f500 = arith.subf %f496, %mn497 : f32
-          %p501 = math.exp %f500 : f32
-          %f502 = math.fma %run_l4, %corr499, %p501 : f32
-          %f503 = arith.mulf %run_a4_0, %corr499 : f32
-          %f504 = math.fma %p501, %v227, %f503 : f32
-          %f505 = arith.mulf %run_a4_1, %corr499 : f32
-          %f506 = math.fma %p501, %v230, %f505 : f32
-          %f507 = arith.mulf %run_a4_2, %corr499 : f32
-          %f508 = math.fma %p501, %v233, %f507 : f32
-          %f509 = arith.mulf %run_a4_3, %corr499 : f32
-          %f510 = math.fma %p501, %v236, %f509 : f32
-          scf.yield %mn497, %f502, %f504, %f506, %f508, %f510 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m4, %run_l4, %run_a4_0, %run_a4_1, %run_a4_2, %run_a4_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le511 = arith.cmpi ule, %a202, %a132 : index
-        %vi512 = arith.andi %ok123, %inr203 : i1
-        %vis513 = arith.andi %vi512, %le511 : i1
-        %up514:6 = scf.if %vis513 -> (f32, f32, f32, f32, f32, f32) {
-          %f515 = arith.mulf %f135, %k216 : f32
-          %f516 = math.fma %f138, %k219, %f515 : f32
-          %f517 = math.fma %f141, %k222, %f516 : f32
-          %f518 = math.fma %f144, %k225, %f517 : f32
-          %sh519:2 = gpu.shuffle xor %f518, %c16_i32, %c32_i32 : f32
-          %f520 = arith.addf %f518, %sh519#0 : f32
-          %sh521:2 = gpu.shuffle xor %f520, %c8_i32, %c32_i32 : f32
-          %f522 = arith.addf %f520, %sh521#0 : f32
-          %sh523:2 = gpu.shuffle xor %f522, %c4_i32, %c32_i32 : f32
-          %f524 = arith.addf %f522, %sh523#0 : f32
-          %sh525:2 = gpu.shuffle xor %f524, %c2_i32, %c32_i32 : f32
-          %f526 = arith.addf %f524, %sh525#0 : f32
-          %sh527:2 = gpu.shuffle xor %f526, %c1_i32, %c32_i32 : f32
-          %f528 = arith.addf %f526, %sh527#0 : f32
-          %mn529 = arith.maximumf %run_m5, %f528 : f32
-          %f530 = arith.subf %run_m5, %mn529 : f32
-          %corr531 = math.exp %f530 : f32
-          %f532 = arith.subf %f528, %mn529 : f32
-          %p533 = math.exp %f532 : f32
-          %f534 = math.fma %run_l5, %corr531, %p533 : f32
-          %f535 = arith.mulf %run_a5_0, %corr531 : f32
-          %f536 = math.fma %p533, %v227, %f535 : f32
-          %f537 = arith.mulf %run_a5_1, %corr531 : f32
-          %f538 = math.fma %p533, %v230, %f537 : f32
-          %f539 = arith.mulf %run_a5_2, %corr531 : f32
-          %f540 = math.fma %p533, %v233, %f539 : f32
-          %f541 = arith.mulf %run_a5_3, %corr531 : f32
-          %f542 = math.fma %p533, %v236, %f541 : f32
-          scf.yield %mn529, %f534, %f536, %f538, %f540, %f542 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m5, %run_l5, %run_a5_0, %run_a5_1, %run_a5_2, %run_a5_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le543 = arith.cmpi ule, %a202, %a156 : index
-        %vi544 = arith.andi %ok147, %inr203 : i1
-        %vis545 = arith.andi %vi544, %le543 : i1
-        %up546:6 = scf.if %vis545 -> (f32, f32, f32, f32, f32, f32) {
-          %f547 = arith.mulf %f159, %k216 : f32
-          %f548 = math.fma %f162, %k219, %f547 : f32
-          %f549 = math.fma %f165, %k222, %f548 : f32
-          %f550 = math.fma %f168, %k225, %f549 : f32
-          %sh551:2 = gpu.shuffle xor %f550, %c16_i32, %c32_i32 : f32
-          %f552 = arith.addf %f550, %sh551#0 : f32
-          %sh553:2 = gpu.shuffle xor %f552, %c8_i32, %c32_i32 : f32
-          %f554 = arith.addf %f552, %sh553#0 : f32
-          %sh555:2 = gpu.shuffle xor %f554, %c4_i32, %c32_i32 : f32
-          %f556 = arith.addf %f554, %sh555#0 : f32
-          %sh557:2 = gpu.shuffle xor %f556, %c2_i32, %c32_i32 : f32
-          %f558 = arith.addf %f556, %sh557#0 : f32
-          %sh559:2 = gpu.shuffle xor %f558, %c1_i32, %c32_i32 : f32
-          %f560 = arith.addf %f558, %sh559#0 : f32
-          %mn561 = arith.maximumf %run_m6, %f560 : f32
-          %f562 = arith.subf %run_m6, %mn561 : f32
-          %corr563 = math.exp %f562 : f32
-          %f564 = arith.subf %f560, %mn561 : f32
-          %p565 = math.exp %f564 : f32
-          %f566 = math.fma %run_l6, %corr563, %p565 : f32
-          %f567 = arith.mulf %run_a6_0, %corr563 : f32
-          %f568 = math.fma %p565, %v227, %f567 : f32
-          %f569 = arith.mulf %run_a6_1, %corr563 : f32
-          %f570 = math.fma %p565, %v230, %f569 : f32
-          %f571 = arith.mulf %run_a6_2, %corr563 : f32
-          %f572 = math.fma %p565, %v233, %f571 : f32
-          %f573 = arith.mulf %run_a6_3, %corr563 : f32
-          %f574 = math.fma %p565, %v236, %f573 : f32
-          scf.yield %mn561, %f566, %f568, %f570, %f572, %f574 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m6, %run_l6, %run_a6_0, %run_a6_1, %run_a6_2, %run_a6_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le575 = arith.cmpi ule, %a202, %a180 : index
-        %vi576 = arith.andi %ok171, %inr203 : i1
-        %vis577 = arith.andi %vi576, %le575 : i1
-        %up578:6 = scf.if %vis577 -> (f32, f32, f32, f32, f32, f32) {
-          %f579 = arith.mulf %f183, %k216 : f32
-          %f580 = math.fma %f186, %k219, %f579 : f32
-          %f581 = math.fma %f189, %k222, %f580 : f32
-          %f582 = math.fma %f192, %k225, %f581 : f32
-          %sh583:2 = gpu.shuffle xor %f582, %c16_i32, %c32_i32 : f32
-          %f584 = arith.addf %f582, %sh583#0 : f32
-          %sh585:2 = gpu.shuffle xor %f584, %c8_i32, %c32_i32 : f32
-          %f586 = arith.addf %f584, %sh585#0 : f32
-          %sh587:2 = gpu.shuffle xor %f586, %c4_i32, %c32_i32 : f32
-          %f588 = arith.addf %f586, %sh587#0 : f32
-          %sh589:2 = gpu.shuffle xor %f588, %c2_i32, %c32_i32 : f32
-          %f590 = arith.addf %f588, %sh589#0 : f32
-          %sh591:2 = gpu.shuffle xor %f590, %c1_i32, %c32_i32 : f32
-          %f592 = arith.addf %f590, %sh591#0 : f32
-          %mn593 = arith.maximumf %run_m7, %f592 : f32
-          %f594 = arith.subf %run_m7, %mn593 : f32
-          %corr595 = math.exp %f594 : f32
-          %f596 = arith.subf %f592, %mn593 : f32
-          %p597 = math.exp %f596 : f32
-          %f598 = math.fma %run_l7, %corr595, %p597 : f32
-          %f599 = arith.mulf %run_a7_0, %corr595 : f32
-          %f600 = math.fma %p597, %v227, %f599 : f32
-          %f601 = arith.mulf %run_a7_1, %corr595 : f32
-          %f602 = math.fma %p597, %v230, %f601 : f32
-          %f603 = arith.mulf %run_a7_2, %corr595 : f32
-          %f604 = math.fma %p597, %v233, %f603 : f32
-          %f605 = arith.mulf %run_a7_3, %corr595 : f32
-          %f606 = math.fma %p597, %v236, %f605 : f32
-          scf.yield %mn593, %f598, %f600, %f602, %f604, %f606 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %run_m7, %run_l7, %run_a7_0, %run_a7_1, %run_a7_2, %run_a7_3 : f32, f32, f32, f32, f32, f32
-        }
-        %le607 = arith.cmpi ule, %a240, %a12 : index
-        %vi608 = arith.andi %ok3, %inr241 : i1
-        %vis609 = arith.andi %vi608, %le607 : i1
-        %up610:6 = scf.if %vis609 -> (f32, f32, f32, f32, f32, f32) {
-          %f611 = arith.mulf %f15, %k254 : f32
-          %f612 = math.fma %f18, %k257, %f611 : f32
-          %f613 = math.fma %f21, %k260, %f612 : f32
-          %f614 = math.fma %f24, %k263, %f613 : f32
-          %sh615:2 = gpu.shuffle xor %f614, %c16_i32, %c32_i32 : f32
-          %f616 = arith.addf %f614, %sh615#0 : f32
-          %sh617:2 = gpu.shuffle xor %f616, %c8_i32, %c32_i32 : f32
-          %f618 = arith.addf %f616, %sh617#0 : f32
-          %sh619:2 = gpu.shuffle xor %f618, %c4_i32, %c32_i32 : f32
-          %f620 = arith.addf %f618, %sh619#0 : f32
-          %sh621:2 = gpu.shuffle xor %f620, %c2_i32, %c32_i32 : f32
-          %f622 = arith.addf %f620, %sh621#0 : f32
-          %sh623:2 = gpu.shuffle xor %f622, %c1_i32, %c32_i32 : f32
-          %f624 = arith.addf %f622, %sh623#0 : f32
-          %mn625 = arith.maximumf %up354#0, %f624 : f32
-          %f626 = arith.subf %up354#0, %mn625 : f32
-          %corr627 = math.exp %f626 : f32
-          %f628 = arith.subf %f624, %mn625 : f32
-          %p629 = math.exp %f628 : f32
-          %f630 = math.fma %up354#1, %corr627, %p629 : f32
-          %f631 = arith.mulf %up354#2, %corr627 : f32
-          %f632 = math.fma %p629, %v265, %f631 : f32
-          %f633 = arith.mulf %up354#3, %corr627 : f32
-          %f634 = math.fma %p629, %v268, %f633 : f32
-          %f635 = arith.mulf %up354#4, %corr627 : f32
-          %f636 = math.fma %p629, %v271, %f635 : f32
-          %f637 = arith.mulf %up354#5, %corr627 : f32
-          %f638 = math.fma %p629, %v274, %f637 : f32
-          scf.yield %mn625, %f630, %f632, %f634, %f636, %f638 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up354#0, %up354#1, %up354#2, %up354#3, %up354#4, %up354#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le639 = arith.cmpi ule, %a240, %a36 : index
-        %vi640 = arith.andi %ok27, %inr241 : i1
-        %vis641 = arith.andi %vi640, %le639 : i1
-        %up642:6 = scf.if %vis641 -> (f32, f32, f32, f32, f32, f32) {
-          %f643 = arith.mulf %f39, %k254 : f32
-          %f644 = math.fma %f42, %k257, %f643 : f32
-          %f645 = math.fma %f45, %k260, %f644 : f32
-          %f646 = math.fma %f48, %k263, %f645 : f32
-          %sh647:2 = gpu.shuffle xor %f646, %c16_i32, %c32_i32 : f32
-          %f648 = arith.addf %f646, %sh647#0 : f32
-          %sh649:2 = gpu.shuffle xor %f648, %c8_i32, %c32_i32 : f32
-          %f650 = arith.addf %f648, %sh649#0 : f32
-          %sh651:2 = gpu.shuffle xor %f650, %c4_i32, %c32_i32 : f32
-          %f652 = arith.addf %f650, %sh651#0 : f32
-          %sh653:2 = gpu.shuffle xor %f652, %c2_i32, %c32_i32 : f32
-          %f654 = arith.addf %f652, %sh653#0 : f32
-          %sh655:2 = gpu.shuffle xor %f654, %c1_i32, %c32_i32 : f32
-          %f656 = arith.addf %f654, %sh655#0 : f32
-          %mn657 = arith.maximumf %up386#0, %f656 : f32
-          %f658 = arith.subf %up386#0, %mn657 : f32
-          %corr659 = math.exp %f658 : f32
-          %f660 = arith.subf %f656, %mn657 : f32
-          %p661 = math.exp %f660 : f32
-          %f662 = math.fma %up386#1, %corr659, %p661 : f32
-          %f663 = arith.mulf %up386#2, %corr659 : f32
-          %f664 = math.fma %p661, %v265, %f663 : f32
-          %f665 = arith.mulf %up386#3, %corr659 : f32
-          %f666 = math.fma %p661, %v268, %f665 : f32
-          %f667 = arith.mulf %up386#4, %corr659 : f32
-          %f668 = math.fma %p661, %v271, %f667 : f32
-          %f669 = arith.mulf %up386#5, %corr659 : f32
-          %f670 = math.fma %p661, %v274, %f669 : f32
-          scf.yield %mn657, %f662, %f664, %f666, %f668, %f670 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up386#0, %up386#1, %up386#2, %up386#3, %up386#4, %up386#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le671 = arith.cmpi ule, %a240, %a60 : index
-        %vi672 = arith.andi %ok51, %inr241 : i1
-        %vis673 = arith.andi %vi672, %le671 : i1
-        %up674:6 = scf.if %vis673 -> (f32, f32, f32, f32, f32, f32) {
-          %f675 = arith.mulf %f63, %k254 : f32
-          %f676 = math.fma %f66, %k257, %f675 : f32
-          %f677 = math.fma %f69, %k260, %f676 : f32
-          %f678 = math.fma %f72, %k263, %f677 : f32
-          %sh679:2 = gpu.shuffle xor %f678, %c16_i32, %c32_i32 : f32
-          %f680 = arith.addf %f678, %sh679#0 : f32
-          %sh681:2 = gpu.shuffle xor %f680, %c8_i32, %c32_i32 : f32
-          %f682 = arith.addf %f680, %sh681#0 : f32
-          %sh683:2 = gpu.shuffle xor %f682, %c4_i32, %c32_i32 : f32
-          %f684 = arith.addf %f682, %sh683#0 : f32
-          %sh685:2 = gpu.shuffle xor %f684, %c2_i32, %c32_i32 : f32
-          %f686 = arith.addf %f684, %sh685#0 : f32
-          %sh687:2 = gpu.shuffle xor %f686, %c1_i32, %c32_i32 : f32
-          %f688 = arith.addf %f686, %sh687#0 : f32
-          %mn689 = arith.maximumf %up418#0, %f688 : f32
-          %f690 = arith.subf %up418#0, %mn689 : f32
-          %corr691 = math.exp %f690 : f32
-          %f692 = arith.subf %f688, %mn689 : f32
-          %p693 = math.exp %f692 : f32
-          %f694 = math.fma %up418#1, %corr691, %p693 : f32
-          %f695 = arith.mulf %up418#2, %corr691 : f32
-          %f696 = math.fma %p693, %v265, %f695 : f32
-          %f697 = arith.mulf %up418#3, %corr691 : f32
-          %f698 = math.fma %p693, %v268, %f697 : f32
-          %f699 = arith.mulf %up418#4, %corr691 : f32
-          %f700 = math.fma %p693, %v271, %f699 : f32
-          %f701 = arith.mulf %up418#5, %corr691 : f32
-          %f702 = math.fma %p693, %v274, %f701 : f32
-          scf.yield %mn689, %f694, %f696, %f698, %f700, %f702 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up418#0, %up418#1, %up418#2, %up418#3, %up418#4, %up418#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le703 = arith.cmpi ule, %a240, %a84 : index
-        %vi704 = arith.andi %ok75, %inr241 : i1
-        %vis705 = arith.andi %vi704, %le703 : i1
-        %up706:6 = scf.if %vis705 -> (f32, f32, f32, f32, f32, f32) {
-          %f707 = arith.mulf %f87, %k254 : f32
-          %f708 = math.fma %f90, %k257, %f707 : f32
-          %f709 = math.fma %f93, %k260, %f708 : f32
-          %f710 = math.fma %f96, %k263, %f709 : f32
-          %sh711:2 = gpu.shuffle xor %f710, %c16_i32, %c32_i32 : f32
-          %f712 = arith.addf %f710, %sh711#0 : f32
-          %sh713:2 = gpu.shuffle xor %f712, %c8_i32, %c32_i32 : f32
-          %f714 = arith.addf %f712, %sh713#0 : f32
-          %sh715:2 = gpu.shuffle xor %f714, %c4_i32, %c32_i32 : f32
-          %f716 = arith.addf %f714, %sh715#0 : f32
-          %sh717:2 = gpu.shuffle xor %f716, %c2_i32, %c32_i32 : f32
-          %f718 = arith.addf %f716, %sh717#0 : f32
-          %sh719:2 = gpu.shuffle xor %f718, %c1_i32, %c32_i32 : f32
-          %f720 = arith.addf %f718, %sh719#0 : f32
-          %mn721 = arith.maximumf %up450#0, %f720 : f32
-          %f722 = arith.subf %up450#0, %mn721 : f32
-          %corr723 = math.exp %f722 : f32
-          %f724 = arith.subf %f720, %mn721 : f32
-          %p725 = math.exp %f724 : f32
-          %f726 = math.fma %up450#1, %corr723, %p725 : f32
-          %f727 = arith.mulf %up450#2, %corr723 : f32
-          %f728 = math.fma %p725, %v265, %f727 : f32
-          %f729 = arith.mulf %up450#3, %corr723 : f32
-          %f730 = math.fma %p725, %v268, %f729 : f32
-          %f731 = arith.mulf %up450#4, %corr723 : f32
-          %f732 = math.fma %p725, %v271, %f731 : f32
-          %f733 = arith.mulf %up450#5, %corr723 : f32
-          %f734 = math.fma %p725, %v274, %f733 : f32
-          scf.yield %mn721, %f726, %f728, %f730, %f732, %f734 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up450#0, %up450#1, %up450#2, %up450#3, %up450#4, %up450#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le735 = arith.cmpi ule, %a240, %a108 : index
-        %vi736 = arith.andi %ok99, %inr241 : i1
-        %vis737 = arith.andi %vi736, %le735 : i1
-        %up738:6 = scf.if %vis737 -> (f32, f32, f32, f32, f32, f32) {
-          %f739 = arith.mulf %f111, %k254 : f32
-          %f740 = math.fma %f114, %k257, %f739 : f32
-          %f741 = math.fma %f117, %k260, %f740 : f32
-          %f742 = math.fma %f120, %k263, %f741 : f32
-          %sh743:2 = gpu.shuffle xor %f742, %c16_i32, %c32_i32 : f32
-          %f744 = arith.addf %f742, %sh743#0 : f32
-          %sh745:2 = gpu.shuffle xor %f744, %c8_i32, %c32_i32 : f32
-          %f746 = arith.addf %f744, %sh745#0 : f32
-          %sh747:2 = gpu.shuffle xor %f746, %c4_i32, %c32_i32 : f32
-          %f748 = arith.addf %f746, %sh747#0 : f32
-          %sh749:2 = gpu.shuffle xor %f748, %c2_i32, %c32_i32 : f32
-          %f750 = arith.addf %f748, %sh749#0 : f32
-          %sh751:2 = gpu.shuffle xor %f750, %c1_i32, %c32_i32 : f32
-          %f752 = arith.addf %f750, %sh751#0 : f32
-          %mn753 = arith.maximumf %up482#0, %f752 : f32
-          %f754 = arith.subf %up482#0, %mn753 : f32
-          %corr755 = math.exp %f754 : f32
-          %f756 = arith.subf %f752, %mn753 : f32
-          %p757 = math.exp %f756 : f32
-          %f758 = math.fma %up482#1, %corr755, %p757 : f32
-          %f759 = arith.mulf %up482#2, %corr755 : f32
-          %f760 = math.fma %p757, %v265, %f759 : f32
-          %f761 = arith.mulf %up482#3, %corr755 : f32
-          %f762 = math.fma %p757, %v268, %f761 : f32
-          %f763 = arith.mulf %up482#4, %corr755 : f32
-          %f764 = math.fma %p757, %v271, %f763 : f32
-          %f765 = arith.mulf %up482#5, %corr755 : f32
-          %f766 = math.fma %p757, %v274, %f765 : f32
-          scf.yield %mn753, %f758, %f760, %f762, %f764, %f766 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up482#0, %up482#1, %up482#2, %up482#3, %up482#4, %up482#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le767 = arith.cmpi ule, %a240, %a132 : index
-        %vi768 = arith.andi %ok123, %inr241 : i1
-        %vis769 = arith.andi %vi768, %le767 : i1
-        %up770:6 = scf.if %vis769 -> (f32, f32, f32, f32, f32, f32) {
-          %f771 = arith.mulf %f135, %k254 : f32
-          %f772 = math.fma %f138, %k257, %f771 : f32
-          %f773 = math.fma %f141, %k260, %f772 : f32
-          %f774 = math.fma %f144, %k263, %f773 : f32
-          %sh775:2 = gpu.shuffle xor %f774, %c16_i32, %c32_i32 : f32
-          %f776 = arith.addf %f774, %sh775#0 : f32
-          %sh777:2 = gpu.shuffle xor %f776, %c8_i32, %c32_i32 : f32
-          %f778 = arith.addf %f776, %sh777#0 : f32
-          %sh779:2 = gpu.shuffle xor %f778, %c4_i32, %c32_i32 : f32
-          %f780 = arith.addf %f778, %sh779#0 : f32
-          %sh781:2 = gpu.shuffle xor %f780, %c2_i32, %c32_i32 : f32
-          %f782 = arith.addf %f780, %sh781#0 : f32
-          %sh783:2 = gpu.shuffle xor %f782, %c1_i32, %c32_i32 : f32
-          %f784 = arith.addf %f782, %sh783#0 : f32
-          %mn785 = arith.maximumf %up514#0, %f784 : f32
-          %f786 = arith.subf %up514#0, %mn785 : f32
-          %corr787 = math.exp %f786 : f32
-          %f788 = arith.subf %f784, %mn785 : f32
-          %p789 = math.exp %f788 : f32
-          %f790 = math.fma %up514#1, %corr787, %p789 : f32
-          %f791 = arith.mulf %up514#2, %corr787 : f32
-          %f792 = math.fma %p789, %v265, %f791 : f32
-          %f793 = arith.mulf %up514#3, %corr787 : f32
-          %f794 = math.fma %p789, %v268, %f793 : f32
-          %f795 = arith.mulf %up514#4, %corr787 : f32
-          %f796 = math.fma %p789, %v271, %f795 : f32
-          %f797 = arith.mulf %up514#5, %corr787 : f32
-          %f798 = math.fma %p789, %v274, %f797 : f32
-          scf.yield %mn785, %f790, %f792, %f794, %f796, %f798 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up514#0, %up514#1, %up514#2, %up514#3, %up514#4, %up514#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le799 = arith.cmpi ule, %a240, %a156 : index
-        %vi800 = arith.andi %ok147, %inr241 : i1
-        %vis801 = arith.andi %vi800, %le799 : i1
-        %up802:6 = scf.if %vis801 -> (f32, f32, f32, f32, f32, f32) {
-          %f803 = arith.mulf %f159, %k254 : f32
-          %f804 = math.fma %f162, %k257, %f803 : f32
-          %f805 = math.fma %f165, %k260, %f804 : f32
-          %f806 = math.fma %f168, %k263, %f805 : f32
-          %sh807:2 = gpu.shuffle xor %f806, %c16_i32, %c32_i32 : f32
-          %f808 = arith.addf %f806, %sh807#0 : f32
-          %sh809:2 = gpu.shuffle xor %f808, %c8_i32, %c32_i32 : f32
-          %f810 = arith.addf %f808, %sh809#0 : f32
-          %sh811:2 = gpu.shuffle xor %f810, %c4_i32, %c32_i32 : f32
-          %f812 = arith.addf %f810, %sh811#0 : f32
-          %sh813:2 = gpu.shuffle xor %f812, %c2_i32, %c32_i32 : f32
-          %f814 = arith.addf %f812, %sh813#0 : f32
-          %sh815:2 = gpu.shuffle xor %f814, %c1_i32, %c32_i32 : f32
-          %f816 = arith.addf %f814, %sh815#0 : f32
-          %mn817 = arith.maximumf %up546#0, %f816 : f32
-          %f818 = arith.subf %up546#0, %mn817 : f32
-          %corr819 = math.exp %f818 : f32
-          %f820 = arith.subf %f816, %mn817 : f32
-          %p821 = math.exp %f820 : f32
-          %f822 = math.fma %up546#1, %corr819, %p821 : f32
-          %f823 = arith.mulf %up546#2, %corr819 : f32
-          %f824 = math.fma %p821, %v265, %f823 : f32
-          %f825 = arith.mulf %up546#3, %corr819 : f32
-          %f826 = math.fma %p821, %v268, %f825 : f32
-          %f827 = arith.mulf %up546#4, %corr819 : f32
-          %f828 = math.fma %p821, %v271, %f827 : f32
-          %f829 = arith.mulf %up546#5, %corr819 : f32
-          %f830 = math.fma %p821, %v274, %f829 : f32
-          scf.yield %mn817, %f822, %f824, %f826, %f828, %f830 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up546#0, %up546#1, %up546#2, %up546#3, %up546#4, %up546#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le831 = arith.cmpi ule, %a240, %a180 : index
-        %vi832 = arith.andi %ok171, %inr241 : i1
-        %vis833 = arith.andi %vi832, %le831 : i1
-        %up834:6 = scf.if %vis833 -> (f32, f32, f32, f32, f32, f32) {
-          %f835 = arith.mulf %f183, %k254 : f32
-          %f836 = math.fma %f186, %k257, %f835 : f32
-          %f837 = math.fma %f189, %k260, %f836 : f32
-          %f838 = math.fma %f192, %k263, %f837 : f32
-          %sh839:2 = gpu.shuffle xor %f838, %c16_i32, %c32_i32 : f32
-          %f840 = arith.addf %f838, %sh839#0 : f32
-          %sh841:2 = gpu.shuffle xor %f840, %c8_i32, %c32_i32 : f32
-          %f842 = arith.addf %f840, %sh841#0 : f32
-          %sh843:2 = gpu.shuffle xor %f842, %c4_i32, %c32_i32 : f32
-          %f844 = arith.addf %f842, %sh843#0 : f32
-          %sh845:2 = gpu.shuffle xor %f844, %c2_i32, %c32_i32 : f32
-          %f846 = arith.addf %f844, %sh845#0 : f32
-          %sh847:2 = gpu.shuffle xor %f846, %c1_i32, %c32_i32 : f32
-          %f848 = arith.addf %f846, %sh847#0 : f32
-          %mn849 = arith.maximumf %up578#0, %f848 : f32
-          %f850 = arith.subf %up578#0, %mn849 : f32
-          %corr851 = math.exp %f850 : f32
-          %f852 = arith.subf %f848, %mn849 : f32
-          %p853 = math.exp %f852 : f32
-          %f854 = math.fma %up578#1, %corr851, %p853 : f32
-          %f855 = arith.mulf %up578#2, %corr851 : f32
-          %f856 = math.fma %p853, %v265, %f855 : f32
-          %f857 = arith.mulf %up578#3, %corr851 : f32
-          %f858 = math.fma %p853, %v268, %f857 : f32
-          %f859 = arith.mulf %up578#4, %corr851 : f32
-          %f860 = math.fma %p853, %v271, %f859 : f32
-          %f861 = arith.mulf %up578#5, %corr851 : f32
-          %f862 = math.fma %p853, %v274, %f861 : f32
-          scf.yield %mn849, %f854, %f856, %f858, %f860, %f862 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up578#0, %up578#1, %up578#2, %up578#3, %up578#4, %up578#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le863 = arith.cmpi ule, %a278, %a12 : index
-        %vi864 = arith.andi %ok3, %inr279 : i1
-        %vis865 = arith.andi %vi864, %le863 : i1
-        %up866:6 = scf.if %vis865 -> (f32, f32, f32, f32, f32, f32) {
-          %f867 = arith.mulf %f15, %k292 : f32
-          %f868 = math.fma %f18, %k295, %f867 : f32
-          %f869 = math.fma %f21, %k298, %f868 : f32
-          %f870 = math.fma %f24, %k301, %f869 : f32
-          %sh871:2 = gpu.shuffle xor %f870, %c16_i32, %c32_i32 : f32
-          %f872 = arith.addf %f870, %sh871#0 : f32
-          %sh873:2 = gpu.shuffle xor %f872, %c8_i32, %c32_i32 : f32
-          %f874 = arith.addf %f872, %sh873#0 : f32
-          %sh875:2 = gpu.shuffle xor %f874, %c4_i32, %c32_i32 : f32
-          %f876 = arith.addf %f874, %sh875#0 : f32
-          %sh877:2 = gpu.shuffle xor %f876, %c2_i32, %c32_i32 : f32
-          %f878 = arith.addf %f876, %sh877#0 : f32
-          %sh879:2 = gpu.shuffle xor %f878, %c1_i32, %c32_i32 : f32
-          %f880 = arith.addf %f878, %sh879#0 : f32
-          %mn881 = arith.maximumf %up610#0, %f880 : f32
-          %f882 = arith.subf %up610#0, %mn881 : f32
-          %corr883 = math.exp %f882 : f32
-          %f884 = arith.subf %f880, %mn881 : f32
-          %p885 = math.exp %f884 : f32
-          %f886 = math.fma %up610#1, %corr883, %p885 : f32
-          %f887 = arith.mulf %up610#2, %corr883 : f32
-          %f888 = math.fma %p885, %v303, %f887 : f32
-          %f889 = arith.mulf %up610#3, %corr883 : f32
-          %f890 = math.fma %p885, %v306, %f889 : f32
-          %f891 = arith.mulf %up610#4, %corr883 : f32
-          %f892 = math.fma %p885, %v309, %f891 : f32
-          %f893 = arith.mulf %up610#5, %corr883 : f32
-          %f894 = math.fma %p885, %v312, %f893 : f32
-          scf.yield %mn881, %f886, %f888, %f890, %f892, %f894 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up610#0, %up610#1, %up610#2, %up610#3, %up610#4, %up610#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le895 = arith.cmpi ule, %a278, %a36 : index
-        %vi896 = arith.andi %ok27, %inr279 : i1
-        %vis897 = arith.andi %vi896, %le895 : i1
-        %up898:6 = scf.if %vis897 -> (f32, f32, f32, f32, f32, f32) {
-          %f899 = arith.mulf %f39, %k292 : f32
-          %f900 = math.fma %f42, %k295, %f899 : f32
-          %f901 = math.fma %f45, %k298, %f900 : f32
-          %f902 = math.fma %f48, %k301, %f901 : f32
-          %sh903:2 = gpu.shuffle xor %f902, %c16_i32, %c32_i32 : f32
-          %f904 = arith.addf %f902, %sh903#0 : f32
-          %sh905:2 = gpu.shuffle xor %f904, %c8_i32, %c32_i32 : f32
-          %f906 = arith.addf %f904, %sh905#0 : f32
-          %sh907:2 = gpu.shuffle xor %f906, %c4_i32, %c32_i32 : f32
-          %f908 = arith.addf %f906, %sh907#0 : f32
-          %sh909:2 = gpu.shuffle xor %f908, %c2_i32, %c32_i32 : f32
-          %f910 = arith.addf %f908, %sh909#0 : f32
-          %sh911:2 = gpu.shuffle xor %f910, %c1_i32, %c32_i32 : f32
-          %f912 = arith.addf %f910, %sh911#0 : f32
-          %mn913 = arith.maximumf %up642#0, %f912 : f32
-          %f914 = arith.subf %up642#0, %mn913 : f32
-          %corr915 = math.exp %f914 : f32
-          %f916 = arith.subf %f912, %mn913 : f32
-          %p917 = math.exp %f916 : f32
-          %f918 = math.fma %up642#1, %corr915, %p917 : f32
-          %f919 = arith.mulf %up642#2, %corr915 : f32
-          %f920 = math.fma %p917, %v303, %f919 : f32
-          %f921 = arith.mulf %up642#3, %corr915 : f32
-          %f922 = math.fma %p917, %v306, %f921 : f32
-          %f923 = arith.mulf %up642#4, %corr915 : f32
-          %f924 = math.fma %p917, %v309, %f923 : f32
-          %f925 = arith.mulf %up642#5, %corr915 : f32
-          %f926 = math.fma %p917, %v312, %f925 : f32
-          scf.yield %mn913, %f918, %f920, %f922, %f924, %f926 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up642#0, %up642#1, %up642#2, %up642#3, %up642#4, %up642#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le927 = arith.cmpi ule, %a278, %a60 : index
-        %vi928 = arith.andi %ok51, %inr279 : i1
-        %vis929 = arith.andi %vi928, %le927 : i1
-        %up930:6 = scf.if %vis929 -> (f32, f32, f32, f32, f32, f32) {
-          %f931 = arith.mulf %f63, %k292 : f32
-          %f932 = math.fma %f66, %k295, %f931 : f32
-          %f933 = math.fma %f69, %k298, %f932 : f32
-          %f934 = math.fma %f72, %k301, %f933 : f32
-          %sh935:2 = gpu.shuffle xor %f934, %c16_i32, %c32_i32 : f32
-          %f936 = arith.addf %f934, %sh935#0 : f32
-          %sh937:2 = gpu.shuffle xor %f936, %c8_i32, %c32_i32 : f32
-          %f938 = arith.addf %f936, %sh937#0 : f32
-          %sh939:2 = gpu.shuffle xor %f938, %c4_i32, %c32_i32 : f32
-          %f940 = arith.addf %f938, %sh939#0 : f32
-          %sh941:2 = gpu.shuffle xor %f940, %c2_i32, %c32_i32 : f32
-          %f942 = arith.addf %f940, %sh941#0 : f32
-          %sh943:2 = gpu.shuffle xor %f942, %c1_i32, %c32_i32 : f32
-          %f944 = arith.addf %f942, %sh943#0 : f32
-          %mn945 = arith.maximumf %up674#0, %f944 : f32
-          %f946 = arith.subf %up674#0, %mn945 : f32
-          %corr947 = math.exp %f946 : f32
-          %f948 = arith.subf %f944, %mn945 : f32
-          %p949 = math.exp %f948 : f32
-          %f950 = math.fma %up674#1, %corr947, %p949 : f32
-          %f951 = arith.mulf %up674#2, %corr947 : f32
-          %f952 = math.fma %p949, %v303, %f951 : f32
-          %f953 = arith.mulf %up674#3, %corr947 : f32
-          %f954 = math.fma %p949, %v306, %f953 : f32
-          %f955 = arith.mulf %up674#4, %corr947 : f32
-          %f956 = math.fma %p949, %v309, %f955 : f32
-          %f957 = arith.mulf %up674#5, %corr947 : f32
-          %f958 = math.fma %p949, %v312, %f957 : f32
-          scf.yield %mn945, %f950, %f952, %f954, %f956, %f958 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up674#0, %up674#1, %up674#2, %up674#3, %up674#4, %up674#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le959 = arith.cmpi ule, %a278, %a84 : index
-        %vi960 = arith.andi %ok75, %inr279 : i1
-        %vis961 = arith.andi %vi960, %le959 : i1
-        %up962:6 = scf.if %vis961 -> (f32, f32, f32, f32, f32, f32) {
-          %f963 = arith.mulf %f87, %k292 : f32
-          %f964 = math.fma %f90, %k295, %f963 : f32
-          %f965 = math.fma %f93, %k298, %f964 : f32
-          %f966 = math.fma %f96, %k301, %f965 : f32
-          %sh967:2 = gpu.shuffle xor %f966, %c16_i32, %c32_i32 : f32
-          %f968 = arith.addf %f966, %sh967#0 : f32
-          %sh969:2 = gpu.shuffle xor %f968, %c8_i32, %c32_i32 : f32
-          %f970 = arith.addf %f968, %sh969#0 : f32
-          %sh971:2 = gpu.shuffle xor %f970, %c4_i32, %c32_i32 : f32
-          %f972 = arith.addf %f970, %sh971#0 : f32
-          %sh973:2 = gpu.shuffle xor %f972, %c2_i32, %c32_i32 : f32
-          %f974 = arith.addf %f972, %sh973#0 : f32
-          %sh975:2 = gpu.shuffle xor %f974, %c1_i32, %c32_i32 : f32
-          %f976 = arith.addf %f974, %sh975#0 : f32
-          %mn977 = arith.maximumf %up706#0, %f976 : f32
-          %f978 = arith.subf %up706#0, %mn977 : f32
-          %corr979 = math.exp %f978 : f32
-          %f980 = arith.subf %f976, %mn977 : f32
-          %p981 = math.exp %f980 : f32
-          %f982 = math.fma %up706#1, %corr979, %p981 : f32
-          %f983 = arith.mulf %up706#2, %corr979 : f32
-          %f984 = math.fma %p981, %v303, %f983 : f32
-          %f985 = arith.mulf %up706#3, %corr979 : f32
-          %f986 = math.fma %p981, %v306, %f985 : f32
-          %f987 = arith.mulf %up706#4, %corr979 : f32
-          %f988 = math.fma %p981, %v309, %f987 : f32
-          %f989 = arith.mulf %up706#5, %corr979 : f32
-          %f990 = math.fma %p981, %v312, %f989 : f32
-          scf.yield %mn977, %f982, %f984, %f986, %f988, %f990 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up706#0, %up706#1, %up706#2, %up706#3, %up706#4, %up706#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le991 = arith.cmpi ule, %a278, %a108 : index
-        %vi992 = arith.andi %ok99, %inr279 : i1
-        %vis993 = arith.andi %vi992, %le991 : i1
-        %up994:6 = scf.if %vis993 -> (f32, f32, f32, f32, f32, f32) {
-          %f995 = arith.mulf %f111, %k292 : f32
-          %f996 = math.fma %f114, %k295, %f995 : f32
-          %f997 = math.fma %f117, %k298, %f996 : f32
-          %f998 = math.fma %f120, %k301, %f997 : f32
-          %sh999:2 = gpu.shuffle xor %f998, %c16_i32, %c32_i32 : f32
-          %f1000 = arith.addf %f998, %sh999#0 : f32
-          %sh1001:2 = gpu.shuffle xor %f1000, %c8_i32, %c32_i32 : f32
-          %f1002 = arith.addf %f1000, %sh1001#0 : f32
-          %sh1003:2 = gpu.shuffle xor %f1002, %c4_i32, %c32_i32 : f32
-          %f1004 = arith.addf %f1002, %sh1003#0 : f32
-          %sh1005:2 = gpu.shuffle xor %f1004, %c2_i32, %c32_i32 : f32
-          %f1006 = arith.addf %f1004, %sh1005#0 : f32
-          %sh1007:2 = gpu.shuffle xor %f1006, %c1_i32, %c32_i32 : f32
-          %f1008 = arith.addf %f1006, %sh1007#0 : f32
-          %mn1009 = arith.maximumf %up738#0, %f1008 : f32
-          %f1010 = arith.subf %up738#0, %mn1009 : f32
-          %corr1011 = math.exp %f1010 : f32
-          %f1012 = arith.subf %f1008, %mn1009 : f32
-          %p1013 = math.exp %f1012 : f32
-          %f1014 = math.fma %up738#1, %corr1011, %p1013 : f32
-          %f1015 = arith.mulf %up738#2, %corr1011 : f32
-          %f1016 = math.fma %p1013, %v303, %f1015 : f32
-          %f1017 = arith.mulf %up738#3, %corr1011 : f32
-          %f1018 = math.fma %p1013, %v306, %f1017 : f32
-          %f1019 = arith.mulf %up738#4, %corr1011 : f32
-          %f1020 = math.fma %p1013, %v309, %f1019 : f32
-          %f1021 = arith.mulf %up738#5, %corr1011 : f32
-          %f1022 = math.fma %p1013, %v312, %f1021 : f32
-          scf.yield %mn1009, %f1014, %f1016, %f1018, %f1020, %f1022 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up738#0, %up738#1, %up738#2, %up738#3, %up738#4, %up738#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1023 = arith.cmpi ule, %a278, %a132 : index
-        %vi1024 = arith.andi %ok123, %inr279 : i1
-        %vis1025 = arith.andi %vi1024, %le1023 : i1
-        %up1026:6 = scf.if %vis1025 -> (f32, f32, f32, f32, f32, f32) {
-          %f1027 = arith.mulf %f135, %k292 : f32
-          %f1028 = math.fma %f138, %k295, %f1027 : f32
-          %f1029 = math.fma %f141, %k298, %f1028 : f32
-          %f1030 = math.fma %f144, %k301, %f1029 : f32
-          %sh1031:2 = gpu.shuffle xor %f1030, %c16_i32, %c32_i32 : f32
-          %f1032 = arith.addf %f1030, %sh1031#0 : f32
-          %sh1033:2 = gpu.shuffle xor %f1032, %c8_i32, %c32_i32 : f32
-          %f1034 = arith.addf %f1032, %sh1033#0 : f32
-          %sh1035:2 = gpu.shuffle xor %f1034, %c4_i32, %c32_i32 : f32
-          %f1036 = arith.addf %f1034, %sh1035#0 : f32
-          %sh1037:2 = gpu.shuffle xor %f1036, %c2_i32, %c32_i32 : f32
-          %f1038 = arith.addf %f1036, %sh1037#0 : f32
-          %sh1039:2 = gpu.shuffle xor %f1038, %c1_i32, %c32_i32 : f32
-          %f1040 = arith.addf %f1038, %sh1039#0 : f32
-          %mn1041 = arith.maximumf %up770#0, %f1040 : f32
-          %f1042 = arith.subf %up770#0, %mn1041 : f32
-          %corr1043 = math.exp %f1042 : f32
-          %f1044 = arith.subf %f1040, %mn1041 : f32
-          %p1045 = math.exp %f1044 : f32
-          %f1046 = math.fma %up770#1, %corr1043, %p1045 : f32
-          %f1047 = arith.mulf %up770#2, %corr1043 : f32
-          %f1048 = math.fma %p1045, %v303, %f1047 : f32
-          %f1049 = arith.mulf %up770#3, %corr1043 : f32
-          %f1050 = math.fma %p1045, %v306, %f1049 : f32
-          %f1051 = arith.mulf %up770#4, %corr1043 : f32
-          %f1052 = math.fma %p1045, %v309, %f1051 : f32
-          %f1053 = arith.mulf %up770#5, %corr1043 : f32
-          %f1054 = math.fma %p1045, %v312, %f1053 : f32
-          scf.yield %mn1041, %f1046, %f1048, %f1050, %f1052, %f1054 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up770#0, %up770#1, %up770#2, %up770#3, %up770#4, %up770#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1055 = arith.cmpi ule, %a278, %a156 : index
-        %vi1056 = arith.andi %ok147, %inr279 : i1
-        %vis1057 = arith.andi %vi1056, %le1055 : i1
-        %up1058:6 = scf.if %vis1057 -> (f32, f32, f32, f32, f32, f32) {
-          %f1059 = arith.mulf %f159, %k292 : f32
-          %f1060 = math.fma %f162, %k295, %f1059 : f32
-          %f1061 = math.fma %f165, %k298, %f1060 : f32
-          %f1062 = math.fma %f168, %k301, %f1061 : f32
-          %sh1063:2 = gpu.shuffle xor %f1062, %c16_i32, %c32_i32 : f32
-          %f1064 = arith.addf %f1062, %sh1063#0 : f32
-          %sh1065:2 = gpu.shuffle xor %f1064, %c8_i32, %c32_i32 : f32
-          %f1066 = arith.addf %f1064, %sh1065#0 : f32
-          %sh1067:2 = gpu.shuffle xor %f1066, %c4_i32, %c32_i32 : f32
-          %f1068 = arith.addf %f1066, %sh1067#0 : f32
-          %sh1069:2 = gpu.shuffle xor %f1068, %c2_i32, %c32_i32 : f32
-          %f1070 = arith.addf %f1068, %sh1069#0 : f32
-          %sh1071:2 = gpu.shuffle xor %f1070, %c1_i32, %c32_i32 : f32
-          %f1072 = arith.addf %f1070, %sh1071#0 : f32
-          %mn1073 = arith.maximumf %up802#0, %f1072 : f32
-          %f1074 = arith.subf %up802#0, %mn1073 : f32
-          %corr1075 = math.exp %f1074 : f32
-          %f1076 = arith.subf %f1072, %mn1073 : f32
-          %p1077 = math.exp %f1076 : f32
-          %f1078 = math.fma %up802#1, %corr1075, %p1077 : f32
-          %f1079 = arith.mulf %up802#2, %corr1075 : f32
-          %f1080 = math.fma %p1077, %v303, %f1079 : f32
-          %f1081 = arith.mulf %up802#3, %corr1075 : f32
-          %f1082 = math.fma %p1077, %v306, %f1081 : f32
-          %f1083 = arith.mulf %up802#4, %corr1075 : f32
-          %f1084 = math.fma %p1077, %v309, %f1083 : f32
-          %f1085 = arith.mulf %up802#5, %corr1075 : f32
-          %f1086 = math.fma %p1077, %v312, %f1085 : f32
-          scf.yield %mn1073, %f1078, %f1080, %f1082, %f1084, %f1086 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up802#0, %up802#1, %up802#2, %up802#3, %up802#4, %up802#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1087 = arith.cmpi ule, %a278, %a180 : index
-        %vi1088 = arith.andi %ok171, %inr279 : i1
-        %vis1089 = arith.andi %vi1088, %le1087 : i1
-        %up1090:6 = scf.if %vis1089 -> (f32, f32, f32, f32, f32, f32) {
-          %f1091 = arith.mulf %f183, %k292 : f32
-          %f1092 = math.fma %f186, %k295, %f1091 : f32
-          %f1093 = math.fma %f189, %k298, %f1092 : f32
-          %f1094 = math.fma %f192, %k301, %f1093 : f32
-          %sh1095:2 = gpu.shuffle xor %f1094, %c16_i32, %c32_i32 : f32
-          %f1096 = arith.addf %f1094, %sh1095#0 : f32
-          %sh1097:2 = gpu.shuffle xor %f1096, %c8_i32, %c32_i32 : f32
-          %f1098 = arith.addf %f1096, %sh1097#0 : f32
-          %sh1099:2 = gpu.shuffle xor %f1098, %c4_i32, %c32_i32 : f32
-          %f1100 = arith.addf %f1098, %sh1099#0 : f32
-          %sh1101:2 = gpu.shuffle xor %f1100, %c2_i32, %c32_i32 : f32
-          %f1102 = arith.addf %f1100, %sh1101#0 : f32
-          %sh1103:2 = gpu.shuffle xor %f1102, %c1_i32, %c32_i32 : f32
-          %f1104 = arith.addf %f1102, %sh1103#0 : f32
-          %mn1105 = arith.maximumf %up834#0, %f1104 : f32
-          %f1106 = arith.subf %up834#0, %mn1105 : f32
-          %corr1107 = math.exp %f1106 : f32
-          %f1108 = arith.subf %f1104, %mn1105 : f32
-          %p1109 = math.exp %f1108 : f32
-          %f1110 = math.fma %up834#1, %corr1107, %p1109 : f32
-          %f1111 = arith.mulf %up834#2, %corr1107 : f32
-          %f1112 = math.fma %p1109, %v303, %f1111 : f32
-          %f1113 = arith.mulf %up834#3, %corr1107 : f32
-          %f1114 = math.fma %p1109, %v306, %f1113 : f32
-          %f1115 = arith.mulf %up834#4, %corr1107 : f32
-          %f1116 = math.fma %p1109, %v309, %f1115 : f32
-          %f1117 = arith.mulf %up834#5, %corr1107 : f32
-          %f1118 = math.fma %p1109, %v312, %f1117 : f32
-          scf.yield %mn1105, %f1110, %f1112, %f1114, %f1116, %f1118 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up834#0, %up834#1, %up834#2, %up834#3, %up834#4, %up834#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1119 = arith.cmpi ule, %a316, %a12 : index
-        %vi1120 = arith.andi %ok3, %inr317 : i1
-        %vis1121 = arith.andi %vi1120, %le1119 : i1
-        %up1122:6 = scf.if %vis1121 -> (f32, f32, f32, f32, f32, f32) {
-          %f1123 = arith.mulf %f15, %k330 : f32
-          %f1124 = math.fma %f18, %k333, %f1123 : f32
-          %f1125 = math.fma %f21, %k336, %f1124 : f32
-          %f1126 = math.fma %f24, %k339, %f1125 : f32
-          %sh1127:2 = gpu.shuffle xor %f1126, %c16_i32, %c32_i32 : f32
-          %f1128 = arith.addf %f1126, %sh1127#0 : f32
-          %sh1129:2 = gpu.shuffle xor %f1128, %c8_i32, %c32_i32 : f32
-          %f1130 = arith.addf %f1128, %sh1129#0 : f32
-          %sh1131:2 = gpu.shuffle xor %f1130, %c4_i32, %c32_i32 : f32
-          %f1132 = arith.addf %f1130, %sh1131#0 : f32
-          %sh1133:2 = gpu.shuffle xor %f1132, %c2_i32, %c32_i32 : f32
-          %f1134 = arith.addf %f1132, %sh1133#0 : f32
-          %sh1135:2 = gpu.shuffle xor %f1134, %c1_i32, %c32_i32 : f32
-          %f1136 = arith.addf %f1134, %sh1135#0 : f32
-          %mn1137 = arith.maximumf %up866#0, %f1136 : f32
-          %f1138 = arith.subf %up866#0, %mn1137 : f32
-          %corr1139 = math.exp %f1138 : f32
-          %f1140 = arith.subf %f1136, %mn1137 : f32
-          %p1141 = math.exp %f1140 : f32
-          %f1142 = math.fma %up866#1, %corr1139, %p1141 : f32
-          %f1143 = arith.mulf %up866#2, %corr1139 : f32
-          %f1144 = math.fma %p1141, %v341, %f1143 : f32
-          %f1145 = arith.mulf %up866#3, %corr1139 : f32
-          %f1146 = math.fma %p1141, %v344, %f1145 : f32
-          %f1147 = arith.mulf %up866#4, %corr1139 : f32
-          %f1148 = math.fma %p1141, %v347, %f1147 : f32
-          %f1149 = arith.mulf %up866#5, %corr1139 : f32
-          %f1150 = math.fma %p1141, %v350, %f1149 : f32
-          scf.yield %mn1137, %f1142, %f1144, %f1146, %f1148, %f1150 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up866#0, %up866#1, %up866#2, %up866#3, %up866#4, %up866#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1151 = arith.cmpi ule, %a316, %a36 : index
-        %vi1152 = arith.andi %ok27, %inr317 : i1
-        %vis1153 = arith.andi %vi1152, %le1151 : i1
-        %up1154:6 = scf.if %vis1153 -> (f32, f32, f32, f32, f32, f32) {
-          %f1155 = arith.mulf %f39, %k330 : f32
-          %f1156 = math.fma %f42, %k333, %f1155 : f32
-          %f1157 = math.fma %f45, %k336, %f1156 : f32
-          %f1158 = math.fma %f48, %k339, %f1157 : f32
-          %sh1159:2 = gpu.shuffle xor %f1158, %c16_i32, %c32_i32 : f32
-          %f1160 = arith.addf %f1158, %sh1159#0 : f32
-          %sh1161:2 = gpu.shuffle xor %f1160, %c8_i32, %c32_i32 : f32
-          %f1162 = arith.addf %f1160, %sh1161#0 : f32
-          %sh1163:2 = gpu.shuffle xor %f1162, %c4_i32, %c32_i32 : f32
-          %f1164 = arith.addf %f1162, %sh1163#0 : f32
-          %sh1165:2 = gpu.shuffle xor %f1164, %c2_i32, %c32_i32 : f32
-          %f1166 = arith.addf %f1164, %sh1165#0 : f32
-          %sh1167:2 = gpu.shuffle xor %f1166, %c1_i32, %c32_i32 : f32
-          %f1168 = arith.addf %f1166, %sh1167#0 : f32
-          %mn1169 = arith.maximumf %up898#0, %f1168 : f32
-          %f1170 = arith.subf %up898#0, %mn1169 : f32
-          %corr1171 = math.exp %f1170 : f32
-          %f1172 = arith.subf %f1168, %mn1169 : f32
-          %p1173 = math.exp %f1172 : f32
-          %f1174 = math.fma %up898#1, %corr1171, %p1173 : f32
-          %f1175 = arith.mulf %up898#2, %corr1171 : f32
-          %f1176 = math.fma %p1173, %v341, %f1175 : f32
-          %f1177 = arith.mulf %up898#3, %corr1171 : f32
-          %f1178 = math.fma %p1173, %v344, %f1177 : f32
-          %f1179 = arith.mulf %up898#4, %corr1171 : f32
-          %f1180 = math.fma %p1173, %v347, %f1179 : f32
-          %f1181 = arith.mulf %up898#5, %corr1171 : f32
-          %f1182 = math.fma %p1173, %v350, %f1181 : f32
-          scf.yield %mn1169, %f1174, %f1176, %f1178, %f1180, %f1182 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up898#0, %up898#1, %up898#2, %up898#3, %up898#4, %up898#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1183 = arith.cmpi ule, %a316, %a60 : index
-        %vi1184 = arith.andi %ok51, %inr317 : i1
-        %vis1185 = arith.andi %vi1184, %le1183 : i1
-        %up1186:6 = scf.if %vis1185 -> (f32, f32, f32, f32, f32, f32) {
-          %f1187 = arith.mulf %f63, %k330 : f32
-          %f1188 = math.fma %f66, %k333, %f1187 : f32
-          %f1189 = math.fma %f69, %k336, %f1188 : f32
-          %f1190 = math.fma %f72, %k339, %f1189 : f32
-          %sh1191:2 = gpu.shuffle xor %f1190, %c16_i32, %c32_i32 : f32
-          %f1192 = arith.addf %f1190, %sh1191#0 : f32
-          %sh1193:2 = gpu.shuffle xor %f1192, %c8_i32, %c32_i32 : f32
-          %f1194 = arith.addf %f1192, %sh1193#0 : f32
-          %sh1195:2 = gpu.shuffle xor %f1194, %c4_i32, %c32_i32 : f32
-          %f1196 = arith.addf %f1194, %sh1195#0 : f32
-          %sh1197:2 = gpu.shuffle xor %f1196, %c2_i32, %c32_i32 : f32
-          %f1198 = arith.addf %f1196, %sh1197#0 : f32
-          %sh1199:2 = gpu.shuffle xor %f1198, %c1_i32, %c32_i32 : f32
-          %f1200 = arith.addf %f1198, %sh1199#0 : f32
-          %mn1201 = arith.maximumf %up930#0, %f1200 : f32
-          %f1202 = arith.subf %up930#0, %mn1201 : f32
-          %corr1203 = math.exp %f1202 : f32
-          %f1204 = arith.subf %f1200, %mn1201 : f32
-          %p1205 = math.exp %f1204 : f32
-          %f1206 = math.fma %up930#1, %corr1203, %p1205 : f32
-          %f1207 = arith.mulf %up930#2, %corr1203 : f32
-          %f1208 = math.fma %p1205, %v341, %f1207 : f32
-          %f1209 = arith.mulf %up930#3, %corr1203 : f32
-          %f1210 = math.fma %p1205, %v344, %f1209 : f32
-          %f1211 = arith.mulf %up930#4, %corr1203 : f32
-          %f1212 = math.fma %p1205, %v347, %f1211 : f32
-          %f1213 = arith.mulf %up930#5, %corr1203 : f32
-          %f1214 = math.fma %p1205, %v350, %f1213 : f32
-          scf.yield %mn1201, %f1206, %f1208, %f1210, %f1212, %f1214 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up930#0, %up930#1, %up930#2, %up930#3, %up930#4, %up930#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1215 = arith.cmpi ule, %a316, %a84 : index
-        %vi1216 = arith.andi %ok75, %inr317 : i1
-        %vis1217 = arith.andi %vi1216, %le1215 : i1
-        %up1218:6 = scf.if %vis1217 -> (f32, f32, f32, f32, f32, f32) {
-          %f1219 = arith.mulf %f87, %k330 : f32
-          %f1220 = math.fma %f90, %k333, %f1219 : f32
-          %f1221 = math.fma %f93, %k336, %f1220 : f32
-          %f1222 = math.fma %f96, %k339, %f1221 : f32
-          %sh1223:2 = gpu.shuffle xor %f1222, %c16_i32, %c32_i32 : f32
-          %f1224 = arith.addf %f1222, %sh1223#0 : f32
-          %sh1225:2 = gpu.shuffle xor %f1224, %c8_i32, %c32_i32 : f32
-          %f1226 = arith.addf %f1224, %sh1225#0 : f32
-          %sh1227:2 = gpu.shuffle xor %f1226, %c4_i32, %c32_i32 : f32
-          %f1228 = arith.addf %f1226, %sh1227#0 : f32
-          %sh1229:2 = gpu.shuffle xor %f1228, %c2_i32, %c32_i32 : f32
-          %f1230 = arith.addf %f1228, %sh1229#0 : f32
-          %sh1231:2 = gpu.shuffle xor %f1230, %c1_i32, %c32_i32 : f32
-          %f1232 = arith.addf %f1230, %sh1231#0 : f32
-          %mn1233 = arith.maximumf %up962#0, %f1232 : f32
-          %f1234 = arith.subf %up962#0, %mn1233 : f32
-          %corr1235 = math.exp %f1234 : f32
-          %f1236 = arith.subf %f1232, %mn1233 : f32
-          %p1237 = math.exp %f1236 : f32
-          %f1238 = math.fma %up962#1, %corr1235, %p1237 : f32
-          %f1239 = arith.mulf %up962#2, %corr1235 : f32
-          %f1240 = math.fma %p1237, %v341, %f1239 : f32
-          %f1241 = arith.mulf %up962#3, %corr1235 : f32
-          %f1242 = math.fma %p1237, %v344, %f1241 : f32
-          %f1243 = arith.mulf %up962#4, %corr1235 : f32
-          %f1244 = math.fma %p1237, %v347, %f1243 : f32
-          %f1245 = arith.mulf %up962#5, %corr1235 : f32
-          %f1246 = math.fma %p1237, %v350, %f1245 : f32
-          scf.yield %mn1233, %f1238, %f1240, %f1242, %f1244, %f1246 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up962#0, %up962#1, %up962#2, %up962#3, %up962#4, %up962#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1247 = arith.cmpi ule, %a316, %a108 : index
-        %vi1248 = arith.andi %ok99, %inr317 : i1
-        %vis1249 = arith.andi %vi1248, %le1247 : i1
-        %up1250:6 = scf.if %vis1249 -> (f32, f32, f32, f32, f32, f32) {
-          %f1251 = arith.mulf %f111, %k330 : f32
-          %f1252 = math.fma %f114, %k333, %f1251 : f32
-          %f1253 = math.fma %f117, %k336, %f1252 : f32
-          %f1254 = math.fma %f120, %k339, %f1253 : f32
-          %sh1255:2 = gpu.shuffle xor %f1254, %c16_i32, %c32_i32 : f32
-          %f1256 = arith.addf %f1254, %sh1255#0 : f32
-          %sh1257:2 = gpu.shuffle xor %f1256, %c8_i32, %c32_i32 : f32
-          %f1258 = arith.addf %f1256, %sh1257#0 : f32
-          %sh1259:2 = gpu.shuffle xor %f1258, %c4_i32, %c32_i32 : f32
-          %f1260 = arith.addf %f1258, %sh1259#0 : f32
-          %sh1261:2 = gpu.shuffle xor %f1260, %c2_i32, %c32_i32 : f32
-          %f1262 = arith.addf %f1260, %sh1261#0 : f32
-          %sh1263:2 = gpu.shuffle xor %f1262, %c1_i32, %c32_i32 : f32
-          %f1264 = arith.addf %f1262, %sh1263#0 : f32
-          %mn1265 = arith.maximumf %up994#0, %f1264 : f32
-          %f1266 = arith.subf %up994#0, %mn1265 : f32
-          %corr1267 = math.exp %f1266 : f32
-          %f1268 = arith.subf %f1264, %mn1265 : f32
-          %p1269 = math.exp %f1268 : f32
-          %f1270 = math.fma %up994#1, %corr1267, %p1269 : f32
-          %f1271 = arith.mulf %up994#2, %corr1267 : f32
-          %f1272 = math.fma %p1269, %v341, %f1271 : f32
-          %f1273 = arith.mulf %up994#3, %corr1267 : f32
-          %f1274 = math.fma %p1269, %v344, %f1273 : f32
-          %f1275 = arith.mulf %up994#4, %corr1267 : f32
-          %f1276 = math.fma %p1269, %v347, %f1275 : f32
-          %f1277 = arith.mulf %up994#5, %corr1267 : f32
-          %f1278 = math.fma %p1269, %v350, %f1277 : f32
-          scf.yield %mn1265, %f1270, %f1272, %f1274, %f1276, %f1278 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up994#0, %up994#1, %up994#2, %up994#3, %up994#4, %up994#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1279 = arith.cmpi ule, %a316, %a132 : index
-        %vi1280 = arith.andi %ok123, %inr317 : i1
-        %vis1281 = arith.andi %vi1280, %le1279 : i1
-        %up1282:6 = scf.if %vis1281 -> (f32, f32, f32, f32, f32, f32) {
-          %f1283 = arith.mulf %f135, %k330 : f32
-          %f1284 = math.fma %f138, %k333, %f1283 : f32
-          %f1285 = math.fma %f141, %k336, %f1284 : f32
-          %f1286 = math.fma %f144, %k339, %f1285 : f32
-          %sh1287:2 = gpu.shuffle xor %f1286, %c16_i32, %c32_i32 : f32
-          %f1288 = arith.addf %f1286, %sh1287#0 : f32
-          %sh1289:2 = gpu.shuffle xor %f1288, %c8_i32, %c32_i32 : f32
-          %f1290 = arith.addf %f1288, %sh1289#0 : f32
-          %sh1291:2 = gpu.shuffle xor %f1290, %c4_i32, %c32_i32 : f32
-          %f1292 = arith.addf %f1290, %sh1291#0 : f32
-          %sh1293:2 = gpu.shuffle xor %f1292, %c2_i32, %c32_i32 : f32
-          %f1294 = arith.addf %f1292, %sh1293#0 : f32
-          %sh1295:2 = gpu.shuffle xor %f1294, %c1_i32, %c32_i32 : f32
-          %f1296 = arith.addf %f1294, %sh1295#0 : f32
-          %mn1297 = arith.maximumf %up1026#0, %f1296 : f32
-          %f1298 = arith.subf %up1026#0, %mn1297 : f32
-          %corr1299 = math.exp %f1298 : f32
-          %f1300 = arith.subf %f1296, %mn1297 : f32
-          %p1301 = math.exp %f1300 : f32
-          %f1302 = math.fma %up1026#1, %corr1299, %p1301 : f32
-          %f1303 = arith.mulf %up1026#2, %corr1299 : f32
-          %f1304 = math.fma %p1301, %v341, %f1303 : f32
-          %f1305 = arith.mulf %up1026#3, %corr1299 : f32
-          %f1306 = math.fma %p1301, %v344, %f1305 : f32
-          %f1307 = arith.mulf %up1026#4, %corr1299 : f32
-          %f1308 = math.fma %p1301, %v347, %f1307 : f32
-          %f1309 = arith.mulf %up1026#5, %corr1299 : f32
-          %f1310 = math.fma %p1301, %v350, %f1309 : f32
-          scf.yield %mn1297, %f1302, %f1304, %f1306, %f1308, %f1310 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up1026#0, %up1026#1, %up1026#2, %up1026#3, %up1026#4, %up1026#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1311 = arith.cmpi ule, %a316, %a156 : index
-        %vi1312 = arith.andi %ok147, %inr317 : i1
-        %vis1313 = arith.andi %vi1312, %le1311 : i1
-        %up1314:6 = scf.if %vis1313 -> (f32, f32, f32, f32, f32, f32) {
-          %f1315 = arith.mulf %f159, %k330 : f32
-          %f1316 = math.fma %f162, %k333, %f1315 : f32
-          %f1317 = math.fma %f165, %k336, %f1316 : f32
-          %f1318 = math.fma %f168, %k339, %f1317 : f32
-          %sh1319:2 = gpu.shuffle xor %f1318, %c16_i32, %c32_i32 : f32
-          %f1320 = arith.addf %f1318, %sh1319#0 : f32
-          %sh1321:2 = gpu.shuffle xor %f1320, %c8_i32, %c32_i32 : f32
-          %f1322 = arith.addf %f1320, %sh1321#0 : f32
-          %sh1323:2 = gpu.shuffle xor %f1322, %c4_i32, %c32_i32 : f32
-          %f1324 = arith.addf %f1322, %sh1323#0 : f32
-          %sh1325:2 = gpu.shuffle xor %f1324, %c2_i32, %c32_i32 : f32
-          %f1326 = arith.addf %f1324, %sh1325#0 : f32
-          %sh1327:2 = gpu.shuffle xor %f1326, %c1_i32, %c32_i32 : f32
-          %f1328 = arith.addf %f1326, %sh1327#0 : f32
-          %mn1329 = arith.maximumf %up1058#0, %f1328 : f32
-          %f1330 = arith.subf %up1058#0, %mn1329 : f32
-          %corr1331 = math.exp %f1330 : f32
-          %f1332 = arith.subf %f1328, %mn1329 : f32
-          %p1333 = math.exp %f1332 : f32
-          %f1334 = math.fma %up1058#1, %corr1331, %p1333 : f32
-          %f1335 = arith.mulf %up1058#2, %corr1331 : f32
-          %f1336 = math.fma %p1333, %v341, %f1335 : f32
-          %f1337 = arith.mulf %up1058#3, %corr1331 : f32
-          %f1338 = math.fma %p1333, %v344, %f1337 : f32
-          %f1339 = arith.mulf %up1058#4, %corr1331 : f32
-          %f1340 = math.fma %p1333, %v347, %f1339 : f32
-          %f1341 = arith.mulf %up1058#5, %corr1331 : f32
-          %f1342 = math.fma %p1333, %v350, %f1341 : f32
-          scf.yield %mn1329, %f1334, %f1336, %f1338, %f1340, %f1342 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up1058#0, %up1058#1, %up1058#2, %up1058#3, %up1058#4, %up1058#5 : f32, f32, f32, f32, f32, f32
-        }
-        %le1343 = arith.cmpi ule, %a316, %a180 : index
-        %vi1344 = arith.andi %ok171, %inr317 : i1
-        %vis1345 = arith.andi %vi1344, %le1343 : i1
-        %up1346:6 = scf.if %vis1345 -> (f32, f32, f32, f32, f32, f32) {
-          %f1347 = arith.mulf %f183, %k330 : f32
-          %f1348 = math.fma %f186, %k333, %f1347 : f32
-          %f1349 = math.fma %f189, %k336, %f1348 : f32
-          %f1350 = math.fma %f192, %k339, %f1349 : f32
-          %sh1351:2 = gpu.shuffle xor %f1350, %c16_i32, %c32_i32 : f32
-          %f1352 = arith.addf %f1350, %sh1351#0 : f32
-          %sh1353:2 = gpu.shuffle xor %f1352, %c8_i32, %c32_i32 : f32
-          %f1354 = arith.addf %f1352, %sh1353#0 : f32
-          %sh1355:2 = gpu.shuffle xor %f1354, %c4_i32, %c32_i32 : f32
-          %f1356 = arith.addf %f1354, %sh1355#0 : f32
-          %sh1357:2 = gpu.shuffle xor %f1356, %c2_i32, %c32_i32 : f32
-          %f1358 = arith.addf %f1356, %sh1357#0 : f32
-          %sh1359:2 = gpu.shuffle xor %f1358, %c1_i32, %c32_i32 : f32
-          %f1360 = arith.addf %f1358, %sh1359#0 : f32
-          %mn1361 = arith.maximumf %up1090#0, %f1360 : f32
-          %f1362 = arith.subf %up1090#0, %mn1361 : f32
-          %corr1363 = math.exp %f1362 : f32
-          %f1364 = arith.subf %f1360, %mn1361 : f32
-          %p1365 = math.exp %f1364 : f32
-          %f1366 = math.fma %up1090#1, %corr1363, %p1365 : f32
-          %f1367 = arith.mulf %up1090#2, %corr1363 : f32
-          %f1368 = math.fma %p1365, %v341, %f1367 : f32
-          %f1369 = arith.mulf %up1090#3, %corr1363 : f32
-          %f1370 = math.fma %p1365, %v344, %f1369 : f32
-          %f1371 = arith.mulf %up1090#4, %corr1363 : f32
-          %f1372 = math.fma %p1365, %v347, %f1371 : f32
-          %f1373 = arith.mulf %up1090#5, %corr1363 : f32
-          %f1374 = math.fma %p1365, %v350, %f1373 : f32
-          scf.yield %mn1361, %f1366, %f1368, %f1370, %f1372, %f1374 : f32, f32, f32, f32, f32, f32
-        } else {
-          scf.yield %up1090#0, %up1090#1, %up1090#2, %up1090#3, %up1090#4, %up1090#5 : f32, f32, f32, f32, f32, f32
-        }
-        scf.yield %up1122#0, %up1154#0, %up1186#0, %up1218#0, %up1250#0, %up1282#0, %up1314#0, %up1346#0, %up1122#1, %up1154#1, %up1186#1, %up1218#1, %up1250#1, %up1282#1, %up1314#1, %up1346#1, %up1122#2, %up1122#3, %up1122#4, %up1122#5, %up1154#2, %up1154#3, %up1154#4, %up1154#5, %up1186#2, %up1186#3, %up1186#4, %up1186#5, %up1218#2, %up1218#3, %up1218#4, %up1218#5, %up1250#2, %up1250#3, %up1250#4, %up1250#5, %up1282#2, %up1282#3, %up1282#4, %up1282#5, %up1314#2, %up1314#3, %up1314#4, %up1314#5, %up1346#2, %up1346#3, %up1346#4, %up1346#5 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        %f354 = arith.mulf %f15, %k216 : f32
+        %f355 = math.fma %f18, %k219, %f354 : f32
+        %f356 = math.fma %f21, %k222, %f355 : f32
+        %f357 = math.fma %f24, %k225, %f356 : f32
+        %sh358:2 = gpu.shuffle xor %f357, %c16_i32, %c32_i32 : f32
+        %f359 = arith.addf %f357, %sh358#0 : f32
+        %sh360:2 = gpu.shuffle xor %f359, %c8_i32, %c32_i32 : f32
+        %f361 = arith.addf %f359, %sh360#0 : f32
+        %sh362:2 = gpu.shuffle xor %f361, %c4_i32, %c32_i32 : f32
+        %f363 = arith.addf %f361, %sh362#0 : f32
+        %sh364:2 = gpu.shuffle xor %f363, %c2_i32, %c32_i32 : f32
+        %f365 = arith.addf %f363, %sh364#0 : f32
+        %sh366:2 = gpu.shuffle xor %f365, %c1_i32, %c32_i32 : f32
+        %f367 = arith.addf %f365, %sh366#0 : f32
+        %le368 = arith.cmpi ule, %a202, %a36 : index
+        %vi369 = arith.andi %ok27, %inr203 : i1
+        %vis370 = arith.andi %vi369, %le368 : i1
+        %f371 = arith.mulf %f39, %k216 : f32
+        %f372 = math.fma %f42, %k219, %f371 : f32
+        %f373 = math.fma %f45, %k222, %f372 : f32
+        %f374 = math.fma %f48, %k225, %f373 : f32
+        %sh375:2 = gpu.shuffle xor %f374, %c16_i32, %c32_i32 : f32
+        %f376 = arith.addf %f374, %sh375#0 : f32
+        %sh377:2 = gpu.shuffle xor %f376, %c8_i32, %c32_i32 : f32
+        %f378 = arith.addf %f376, %sh377#0 : f32
+        %sh379:2 = gpu.shuffle xor %f378, %c4_i32, %c32_i32 : f32
+        %f380 = arith.addf %f378, %sh379#0 : f32
+        %sh381:2 = gpu.shuffle xor %f380, %c2_i32, %c32_i32 : f32
+        %f382 = arith.addf %f380, %sh381#0 : f32
+        %sh383:2 = gpu.shuffle xor %f382, %c1_i32, %c32_i32 : f32
+        %f384 = arith.addf %f382, %sh383#0 : f32
+        %le385 = arith.cmpi ule, %a202, %a60 : index
+        %vi386 = arith.andi %ok51, %inr203 : i1
+        %vis387 = arith.andi %vi386, %le385 : i1
+        %f388 = arith.mulf %f63, %k216 : f32
+        %f389 = math.fma %f66, %k219, %f388 : f32
+        %f390 = math.fma %f69, %k222, %f389 : f32
+        %f391 = math.fma %f72, %k225, %f390 : f32
+        %sh392:2 = gpu.shuffle xor %f391, %c16_i32, %c32_i32 : f32
+        %f393 = arith.addf %f391, %sh392#0 : f32
+        %sh394:2 = gpu.shuffle xor %f393, %c8_i32, %c32_i32 : f32
+        %f395 = arith.addf %f393, %sh394#0 : f32
+        %sh396:2 = gpu.shuffle xor %f395, %c4_i32, %c32_i32 : f32
+        %f397 = arith.addf %f395, %sh396#0 : f32
+        %sh398:2 = gpu.shuffle xor %f397, %c2_i32, %c32_i32 : f32
+        %f399 = arith.addf %f397, %sh398#0 : f32
+        %sh400:2 = gpu.shuffle xor %f399, %c1_i32, %c32_i32 : f32
+        %f401 = arith.addf %f399, %sh400#0 : f32
+        %le402 = arith.cmpi ule, %a202, %a84 : index
+        %vi403 = arith.andi %ok75, %inr203 : i1
+        %vis404 = arith.andi %vi403, %le402 : i1
+        %f405 = arith.mulf %f87, %k216 : f32
+        %f406 = math.fma %f90, %k219, %f405 : f32
+        %f407 = math.fma %f93, %k222, %f406 : f32
+        %f408 = math.fma %f96, %k225, %f407 : f32
+        %sh409:2 = gpu.shuffle xor %f408, %c16_i32, %c32_i32 : f32
+        %f410 = arith.addf %f408, %sh409#0 : f32
+        %sh411:2 = gpu.shuffle xor %f410, %c8_i32, %c32_i32 : f32
+        %f412 = arith.addf %f410, %sh411#0 : f32
+        %sh413:2 = gpu.shuffle xor %f412, %c4_i32, %c32_i32 : f32
+        %f414 = arith.addf %f412, %sh413#0 : f32
+        %sh415:2 = gpu.shuffle xor %f414, %c2_i32, %c32_i32 : f32
+        %f416 = arith.addf %f414, %sh415#0 : f32
+        %sh417:2 = gpu.shuffle xor %f416, %c1_i32, %c32_i32 : f32
+        %f418 = arith.addf %f416, %sh417#0 : f32
+        %le419 = arith.cmpi ule, %a202, %a108 : index
+        %vi420 = arith.andi %ok99, %inr203 : i1
+        %vis421 = arith.andi %vi420, %le419 : i1
+        %f422 = arith.mulf %f111, %k216 : f32
+        %f423 = math.fma %f114, %k219, %f422 : f32
+        %f424 = math.fma %f117, %k222, %f423 : f32
+        %f425 = math.fma %f120, %k225, %f424 : f32
+        %sh426:2 = gpu.shuffle xor %f425, %c16_i32, %c32_i32 : f32
+        %f427 = arith.addf %f425, %sh426#0 : f32
+        %sh428:2 = gpu.shuffle xor %f427, %c8_i32, %c32_i32 : f32
+        %f429 = arith.addf %f427, %sh428#0 : f32
+        %sh430:2 = gpu.shuffle xor %f429, %c4_i32, %c32_i32 : f32
+        %f431 = arith.addf %f429, %sh430#0 : f32
+        %sh432:2 = gpu.shuffle xor %f431, %c2_i32, %c32_i32 : f32
+        %f433 = arith.addf %f431, %sh432#0 : f32
+        %sh434:2 = gpu.shuffle xor %f433, %c1_i32, %c32_i32 : f32
+        %f435 = arith.addf %f433, %sh434#0 : f32
+        %le436 = arith.cmpi ule, %a202, %a132 : index
+        %vi437 = arith.andi %ok123, %inr203 : i1
+        %vis438 = arith.andi %vi437, %le436 : i1
+        %f439 = arith.mulf %f135, %k216 : f32
+        %f440 = math.fma %f138, %k219, %f439 : f32
+        %f441 = math.fma %f141, %k222, %f440 : f32
+        %f442 = math.fma %f144, %k225, %f441 : f32
+        %sh443:2 = gpu.shuffle xor %f442, %c16_i32, %c32_i32 : f32
+        %f444 = arith.addf %f442, %sh443#0 : f32
+        %sh445:2 = gpu.shuffle xor %f444, %c8_i32, %c32_i32 : f32
+        %f446 = arith.addf %f444, %sh445#0 : f32
+        %sh447:2 = gpu.shuffle xor %f446, %c4_i32, %c32_i32 : f32
+        %f448 = arith.addf %f446, %sh447#0 : f32
+        %sh449:2 = gpu.shuffle xor %f448, %c2_i32, %c32_i32 : f32
+        %f450 = arith.addf %f448, %sh449#0 : f32
+        %sh451:2 = gpu.shuffle xor %f450, %c1_i32, %c32_i32 : f32
+        %f452 = arith.addf %f450, %sh451#0 : f32
+        %le453 = arith.cmpi ule, %a202, %a156 : index
+        %vi454 = arith.andi %ok147, %inr203 : i1
+        %vis455 = arith.andi %vi454, %le453 : i1
+        %f456 = arith.mulf %f159, %k216 : f32
+        %f457 = math.fma %f162, %k219, %f456 : f32
+        %f458 = math.fma %f165, %k222, %f457 : f32
+        %f459 = math.fma %f168, %k225, %f458 : f32
+        %sh460:2 = gpu.shuffle xor %f459, %c16_i32, %c32_i32 : f32
+        %f461 = arith.addf %f459, %sh460#0 : f32
+        %sh462:2 = gpu.shuffle xor %f461, %c8_i32, %c32_i32 : f32
+        %f463 = arith.addf %f461, %sh462#0 : f32
+        %sh464:2 = gpu.shuffle xor %f463, %c4_i32, %c32_i32 : f32
+        %f465 = arith.addf %f463, %sh464#0 : f32
+        %sh466:2 = gpu.shuffle xor %f465, %c2_i32, %c32_i32 : f32
+        %f467 = arith.addf %f465, %sh466#0 : f32
+        %sh468:2 = gpu.shuffle xor %f467, %c1_i32, %c32_i32 : f32
+        %f469 = arith.addf %f467, %sh468#0 : f32
+        %le470 = arith.cmpi ule, %a202, %a180 : index
+        %vi471 = arith.andi %ok171, %inr203 : i1
+        %vis472 = arith.andi %vi471, %le470 : i1
+        %f473 = arith.mulf %f183, %k216 : f32
+        %f474 = math.fma %f186, %k219, %f473 : f32
+        %f475 = math.fma %f189, %k222, %f474 : f32
+        %f476 = math.fma %f192, %k225, %f475 : f32
+        %sh477:2 = gpu.shuffle xor %f476, %c16_i32, %c32_i32 : f32
+        %f478 = arith.addf %f476, %sh477#0 : f32
+        %sh479:2 = gpu.shuffle xor %f478, %c8_i32, %c32_i32 : f32
+        %f480 = arith.addf %f478, %sh479#0 : f32
+        %sh481:2 = gpu.shuffle xor %f480, %c4_i32, %c32_i32 : f32
+        %f482 = arith.addf %f480, %sh481#0 : f32
+        %sh483:2 = gpu.shuffle xor %f482, %c2_i32, %c32_i32 : f32
+        %f484 = arith.addf %f482, %sh483#0 : f32
+        %sh485:2 = gpu.shuffle xor %f484, %c1_i32, %c32_i32 : f32
+        %f486 = arith.addf %f484, %sh485#0 : f32
+        %le487 = arith.cmpi ule, %a240, %a12 : index
+        %vi488 = arith.andi %ok3, %inr241 : i1
+        %vis489 = arith.andi %vi488, %le487 : i1
+        %f490 = arith.mulf %f15, %k254 : f32
+        %f491 = math.fma %f18, %k257, %f490 : f32
+        %f492 = math.fma %f21, %k260, %f491 : f32
+        %f493 = math.fma %f24, %k263, %f492 : f32
+        %sh494:2 = gpu.shuffle xor %f493, %c16_i32, %c32_i32 : f32
+        %f495 = arith.addf %f493, %sh494#0 : f32
+        %sh496:2 = gpu.shuffle xor %f495, %c8_i32, %c32_i32 : f32
+        %f497 = arith.addf %f495, %sh496#0 : f32
+        %sh498:2 = gpu.shuffle xor %f497, %c4_i32, %c32_i32 : f32
+        %f499 = arith.addf %f497, %sh498#0 : f32
+        %sh500:2 = gpu.shuffle xor %f499, %c2_i32, %c32_i32 : f32
+        %f501 = arith.addf %f499, %sh500#0 : f32
+        %sh502:2 = gpu.shuffle xor %f501, %c1_i32, %c32_i32 : f32
+        %f503 = arith.addf %f501, %sh502#0 : f32
+        %le504 = arith.cmpi ule, %a240, %a36 : index
+        %vi505 = arith.andi %ok27, %inr241 : i1
+        %vis506 = arith.andi %vi505, %le504 : i1
+        %f507 = arith.mulf %f39, %k254 : f32
+        %f508 = math.fma %f42, %k257, %f507 : f32
+        %f509 = math.fma %f45, %k260, %f508 : f32
+        %f510 = math.fma %f48, %k263, %f509 : f32
+        %sh511:2 = gpu.shuffle xor %f510, %c16_i32, %c32_i32 : f32
+        %f512 = arith.addf %f510, %sh511#0 : f32
+        %sh513:2 = gpu.shuffle xor %f512, %c8_i32, %c32_i32 : f32
+        %f514 = arith.addf %f512, %sh513#0 : f32
+        %sh515:2 = gpu.shuffle xor %f514, %c4_i32, %c32_i32 : f32
+        %f516 = arith.addf %f514, %sh515#0 : f32
+        %sh517:2 = gpu.shuffle xor %f516, %c2_i32, %c32_i32 : f32
+        %f518 = arith.addf %f516, %sh517#0 : f32
+        %sh519:2 = gpu.shuffle xor %f518, %c1_i32, %c32_i32 : f32
+        %f520 = arith.addf %f518, %sh519#0 : f32
+        %le521 = arith.cmpi ule, %a240, %a60 : index
+        %vi522 = arith.andi %ok51, %inr241 : i1
+        %vis523 = arith.andi %vi522, %le521 : i1
+        %f524 = arith.mulf %f63, %k254 : f32
+        %f525 = math.fma %f66, %k257, %f524 : f32
+        %f526 = math.fma %f69, %k260, %f525 : f32
+        %f527 = math.fma %f72, %k263, %f526 : f32
+        %sh528:2 = gpu.shuffle xor %f527, %c16_i32, %c32_i32 : f32
+        %f529 = arith.addf %f527, %sh528#0 : f32
+        %sh530:2 = gpu.shuffle xor %f529, %c8_i32, %c32_i32 : f32
+        %f531 = arith.addf %f529, %sh530#0 : f32
+        %sh532:2 = gpu.shuffle xor %f531, %c4_i32, %c32_i32 : f32
+        %f533 = arith.addf %f531, %sh532#0 : f32
+        %sh534:2 = gpu.shuffle xor %f533, %c2_i32, %c32_i32 : f32
+        %f535 = arith.addf %f533, %sh534#0 : f32
+        %sh536:2 = gpu.shuffle xor %f535, %c1_i32, %c32_i32 : f32
+        %f537 = arith.addf %f535, %sh536#0 : f32
+        %le538 = arith.cmpi ule, %a240, %a84 : index
+        %vi539 = arith.andi %ok75, %inr241 : i1
+        %vis540 = arith.andi %vi539, %le538 : i1
+        %f541 = arith.mulf %f87, %k254 : f32
+        %f542 = math.fma %f90, %k257, %f541 : f32
+        %f543 = math.fma %f93, %k260, %f542 : f32
+        %f544 = math.fma %f96, %k263, %f543 : f32
+        %sh545:2 = gpu.shuffle xor %f544, %c16_i32, %c32_i32 : f32
+        %f546 = arith.addf %f544, %sh545#0 : f32
+        %sh547:2 = gpu.shuffle xor %f546, %c8_i32, %c32_i32 : f32
+        %f548 = arith.addf %f546, %sh547#0 : f32
+        %sh549:2 = gpu.shuffle xor %f548, %c4_i32, %c32_i32 : f32
+        %f550 = arith.addf %f548, %sh549#0 : f32
+        %sh551:2 = gpu.shuffle xor %f550, %c2_i32, %c32_i32 : f32
+        %f552 = arith.addf %f550, %sh551#0 : f32
+        %sh553:2 = gpu.shuffle xor %f552, %c1_i32, %c32_i32 : f32
+        %f554 = arith.addf %f552, %sh553#0 : f32
+        %le555 = arith.cmpi ule, %a240, %a108 : index
+        %vi556 = arith.andi %ok99, %inr241 : i1
+        %vis557 = arith.andi %vi556, %le555 : i1
+        %f558 = arith.mulf %f111, %k254 : f32
+        %f559 = math.fma %f114, %k257, %f558 : f32
+        %f560 = math.fma %f117, %k260, %f559 : f32
+        %f561 = math.fma %f120, %k263, %f560 : f32
+        %sh562:2 = gpu.shuffle xor %f561, %c16_i32, %c32_i32 : f32
+        %f563 = arith.addf %f561, %sh562#0 : f32
+        %sh564:2 = gpu.shuffle xor %f563, %c8_i32, %c32_i32 : f32
+        %f565 = arith.addf %f563, %sh564#0 : f32
+        %sh566:2 = gpu.shuffle xor %f565, %c4_i32, %c32_i32 : f32
+        %f567 = arith.addf %f565, %sh566#0 : f32
+        %sh568:2 = gpu.shuffle xor %f567, %c2_i32, %c32_i32 : f32
+        %f569 = arith.addf %f567, %sh568#0 : f32
+        %sh570:2 = gpu.shuffle xor %f569, %c1_i32, %c32_i32 : f32
+        %f571 = arith.addf %f569, %sh570#0 : f32
+        %le572 = arith.cmpi ule, %a240, %a132 : index
+        %vi573 = arith.andi %ok123, %inr241 : i1
+        %vis574 = arith.andi %vi573, %le572 : i1
+        %f575 = arith.mulf %f135, %k254 : f32
+        %f576 = math.fma %f138, %k257, %f575 : f32
+        %f577 = math.fma %f141, %k260, %f576 : f32
+        %f578 = math.fma %f144, %k263, %f577 : f32
+        %sh579:2 = gpu.shuffle xor %f578, %c16_i32, %c32_i32 : f32
+        %f580 = arith.addf %f578, %sh579#0 : f32
+        %sh581:2 = gpu.shuffle xor %f580, %c8_i32, %c32_i32 : f32
+        %f582 = arith.addf %f580, %sh581#0 : f32
+        %sh583:2 = gpu.shuffle xor %f582, %c4_i32, %c32_i32 : f32
+        %f584 = arith.addf %f582, %sh583#0 : f32
+        %sh585:2 = gpu.shuffle xor %f584, %c2_i32, %c32_i32 : f32
+        %f586 = arith.addf %f584, %sh585#0 : f32
+        %sh587:2 = gpu.shuffle xor %f586, %c1_i32, %c32_i32 : f32
+        %f588 = arith.addf %f586, %sh587#0 : f32
+        %le589 = arith.cmpi ule, %a240, %a156 : index
+        %vi590 = arith.andi %ok147, %inr241 : i1
+        %vis591 = arith.andi %vi590, %le589 : i1
+        %f592 = arith.mulf %f159, %k254 : f32
+        %f593 = math.fma %f162, %k257, %f592 : f32
+        %f594 = math.fma %f165, %k260, %f593 : f32
+        %f595 = math.fma %f168, %k263, %f594 : f32
+        %sh596:2 = gpu.shuffle xor %f595, %c16_i32, %c32_i32 : f32
+        %f597 = arith.addf %f595, %sh596#0 : f32
+        %sh598:2 = gpu.shuffle xor %f597, %c8_i32, %c32_i32 : f32
+        %f599 = arith.addf %f597, %sh598#0 : f32
+        %sh600:2 = gpu.shuffle xor %f599, %c4_i32, %c32_i32 : f32
+        %f601 = arith.addf %f599, %sh600#0 : f32
+        %sh602:2 = gpu.shuffle xor %f601, %c2_i32, %c32_i32 : f32
+        %f603 = arith.addf %f601, %sh602#0 : f32
+        %sh604:2 = gpu.shuffle xor %f603, %c1_i32, %c32_i32 : f32
+        %f605 = arith.addf %f603, %sh604#0 : f32
+        %le606 = arith.cmpi ule, %a240, %a180 : index
+        %vi607 = arith.andi %ok171, %inr241 : i1
+        %vis608 = arith.andi %vi607, %le606 : i1
+        %f609 = arith.mulf %f183, %k254 : f32
+        %f610 = math.fma %f186, %k257, %f609 : f32
+        %f611 = math.fma %f189, %k260, %f610 : f32
+        %f612 = math.fma %f192, %k263, %f611 : f32
+        %sh613:2 = gpu.shuffle xor %f612, %c16_i32, %c32_i32 : f32
+        %f614 = arith.addf %f612, %sh613#0 : f32
+        %sh615:2 = gpu.shuffle xor %f614, %c8_i32, %c32_i32 : f32
+        %f616 = arith.addf %f614, %sh615#0 : f32
+        %sh617:2 = gpu.shuffle xor %f616, %c4_i32, %c32_i32 : f32
+        %f618 = arith.addf %f616, %sh617#0 : f32
+        %sh619:2 = gpu.shuffle xor %f618, %c2_i32, %c32_i32 : f32
+        %f620 = arith.addf %f618, %sh619#0 : f32
+        %sh621:2 = gpu.shuffle xor %f620, %c1_i32, %c32_i32 : f32
+        %f622 = arith.addf %f620, %sh621#0 : f32
+        %le623 = arith.cmpi ule, %a278, %a12 : index
+        %vi624 = arith.andi %ok3, %inr279 : i1
+        %vis625 = arith.andi %vi624, %le623 : i1
+        %f626 = arith.mulf %f15, %k292 : f32
+        %f627 = math.fma %f18, %k295, %f626 : f32
+        %f628 = math.fma %f21, %k298, %f627 : f32
+        %f629 = math.fma %f24, %k301, %f628 : f32
+        %sh630:2 = gpu.shuffle xor %f629, %c16_i32, %c32_i32 : f32
+        %f631 = arith.addf %f629, %sh630#0 : f32
+        %sh632:2 = gpu.shuffle xor %f631, %c8_i32, %c32_i32 : f32
+        %f633 = arith.addf %f631, %sh632#0 : f32
+        %sh634:2 = gpu.shuffle xor %f633, %c4_i32, %c32_i32 : f32
+        %f635 = arith.addf %f633, %sh634#0 : f32
+        %sh636:2 = gpu.shuffle xor %f635, %c2_i32, %c32_i32 : f32
+        %f637 = arith.addf %f635, %sh636#0 : f32
+        %sh638:2 = gpu.shuffle xor %f637, %c1_i32, %c32_i32 : f32
+        %f639 = arith.addf %f637, %sh638#0 : f32
+        %le640 = arith.cmpi ule, %a278, %a36 : index
+        %vi641 = arith.andi %ok27, %inr279 : i1
+        %vis642 = arith.andi %vi641, %le640 : i1
+        %f643 = arith.mulf %f39, %k292 : f32
+        %f644 = math.fma %f42, %k295, %f643 : f32
+        %f645 = math.fma %f45, %k298, %f644 : f32
+        %f646 = math.fma %f48, %k301, %f645 : f32
+        %sh647:2 = gpu.shuffle xor %f646, %c16_i32, %c32_i32 : f32
+        %f648 = arith.addf %f646, %sh647#0 : f32
+        %sh649:2 = gpu.shuffle xor %f648, %c8_i32, %c32_i32 : f32
+        %f650 = arith.addf %f648, %sh649#0 : f32
+        %sh651:2 = gpu.shuffle xor %f650, %c4_i32, %c32_i32 : f32
+        %f652 = arith.addf %f650, %sh651#0 : f32
+        %sh653:2 = gpu.shuffle xor %f652, %c2_i32, %c32_i32 : f32
+        %f654 = arith.addf %f652, %sh653#0 : f32
+        %sh655:2 = gpu.shuffle xor %f654, %c1_i32, %c32_i32 : f32
+        %f656 = arith.addf %f654, %sh655#0 : f32
+        %le657 = arith.cmpi ule, %a278, %a60 : index
+        %vi658 = arith.andi %ok51, %inr279 : i1
+        %vis659 = arith.andi %vi658, %le657 : i1
+        %f660 = arith.mulf %f63, %k292 : f32
+        %f661 = math.fma %f66, %k295, %f660 : f32
+        %f662 = math.fma %f69, %k298, %f661 : f32
+        %f663 = math.fma %f72, %k301, %f662 : f32
+        %sh664:2 = gpu.shuffle xor %f663, %c16_i32, %c32_i32 : f32
+        %f665 = arith.addf %f663, %sh664#0 : f32
+        %sh666:2 = gpu.shuffle xor %f665, %c8_i32, %c32_i32 : f32
+        %f667 = arith.addf %f665, %sh666#0 : f32
+        %sh668:2 = gpu.shuffle xor %f667, %c4_i32, %c32_i32 : f32
+        %f669 = arith.addf %f667, %sh668#0 : f32
+        %sh670:2 = gpu.shuffle xor %f669, %c2_i32, %c32_i32 : f32
+        %f671 = arith.addf %f669, %sh670#0 : f32
+        %sh672:2 = gpu.shuffle xor %f671, %c1_i32, %c32_i32 : f32
+        %f673 = arith.addf %f671, %sh672#0 : f32
+        %le674 = arith.cmpi ule, %a278, %a84 : index
+        %vi675 = arith.andi %ok75, %inr279 : i1
+        %vis676 = arith.andi %vi675, %le674 : i1
+        %f677 = arith.mulf %f87, %k292 : f32
+        %f678 = math.fma %f90, %k295, %f677 : f32
+        %f679 = math.fma %f93, %k298, %f678 : f32
+        %f680 = math.fma %f96, %k301, %f679 : f32
+        %sh681:2 = gpu.shuffle xor %f680, %c16_i32, %c32_i32 : f32
+        %f682 = arith.addf %f680, %sh681#0 : f32
+        %sh683:2 = gpu.shuffle xor %f682, %c8_i32, %c32_i32 : f32
+        %f684 = arith.addf %f682, %sh683#0 : f32
+        %sh685:2 = gpu.shuffle xor %f684, %c4_i32, %c32_i32 : f32
+        %f686 = arith.addf %f684, %sh685#0 : f32
+        %sh687:2 = gpu.shuffle xor %f686, %c2_i32, %c32_i32 : f32
+        %f688 = arith.addf %f686, %sh687#0 : f32
+        %sh689:2 = gpu.shuffle xor %f688, %c1_i32, %c32_i32 : f32
+        %f690 = arith.addf %f688, %sh689#0 : f32
+        %le691 = arith.cmpi ule, %a278, %a108 : index
+        %vi692 = arith.andi %ok99, %inr279 : i1
+        %vis693 = arith.andi %vi692, %le691 : i1
+        %f694 = arith.mulf %f111, %k292 : f32
+        %f695 = math.fma %f114, %k295, %f694 : f32
+        %f696 = math.fma %f117, %k298, %f695 : f32
+        %f697 = math.fma %f120, %k301, %f696 : f32
+        %sh698:2 = gpu.shuffle xor %f697, %c16_i32, %c32_i32 : f32
+        %f699 = arith.addf %f697, %sh698#0 : f32
+        %sh700:2 = gpu.shuffle xor %f699, %c8_i32, %c32_i32 : f32
+        %f701 = arith.addf %f699, %sh700#0 : f32
+        %sh702:2 = gpu.shuffle xor %f701, %c4_i32, %c32_i32 : f32
+        %f703 = arith.addf %f701, %sh702#0 : f32
+        %sh704:2 = gpu.shuffle xor %f703, %c2_i32, %c32_i32 : f32
+        %f705 = arith.addf %f703, %sh704#0 : f32
+        %sh706:2 = gpu.shuffle xor %f705, %c1_i32, %c32_i32 : f32
+        %f707 = arith.addf %f705, %sh706#0 : f32
+        %le708 = arith.cmpi ule, %a278, %a132 : index
+        %vi709 = arith.andi %ok123, %inr279 : i1
+        %vis710 = arith.andi %vi709, %le708 : i1
+        %f711 = arith.mulf %f135, %k292 : f32
+        %f712 = math.fma %f138, %k295, %f711 : f32
+        %f713 = math.fma %f141, %k298, %f712 : f32
+        %f714 = math.fma %f144, %k301, %f713 : f32
+        %sh715:2 = gpu.shuffle xor %f714, %c16_i32, %c32_i32 : f32
+        %f716 = arith.addf %f714, %sh715#0 : f32
+        %sh717:2 = gpu.shuffle xor %f716, %c8_i32, %c32_i32 : f32
+        %f718 = arith.addf %f716, %sh717#0 : f32
+        %sh719:2 = gpu.shuffle xor %f718, %c4_i32, %c32_i32 : f32
+        %f720 = arith.addf %f718, %sh719#0 : f32
+        %sh721:2 = gpu.shuffle xor %f720, %c2_i32, %c32_i32 : f32
+        %f722 = arith.addf %f720, %sh721#0 : f32
+        %sh723:2 = gpu.shuffle xor %f722, %c1_i32, %c32_i32 : f32
+        %f724 = arith.addf %f722, %sh723#0 : f32
+        %le725 = arith.cmpi ule, %a278, %a156 : index
+        %vi726 = arith.andi %ok147, %inr279 : i1
+        %vis727 = arith.andi %vi726, %le725 : i1
+        %f728 = arith.mulf %f159, %k292 : f32
+        %f729 = math.fma %f162, %k295, %f728 : f32
+        %f730 = math.fma %f165, %k298, %f729 : f32
+        %f731 = math.fma %f168, %k301, %f730 : f32
+        %sh732:2 = gpu.shuffle xor %f731, %c16_i32, %c32_i32 : f32
+        %f733 = arith.addf %f731, %sh732#0 : f32
+        %sh734:2 = gpu.shuffle xor %f733, %c8_i32, %c32_i32 : f32
+        %f735 = arith.addf %f733, %sh734#0 : f32
+        %sh736:2 = gpu.shuffle xor %f735, %c4_i32, %c32_i32 : f32
+        %f737 = arith.addf %f735, %sh736#0 : f32
+        %sh738:2 = gpu.shuffle xor %f737, %c2_i32, %c32_i32 : f32
+        %f739 = arith.addf %f737, %sh738#0 : f32
+        %sh740:2 = gpu.shuffle xor %f739, %c1_i32, %c32_i32 : f32
+        %f741 = arith.addf %f739, %sh740#0 : f32
+        %le742 = arith.cmpi ule, %a278, %a180 : index
+        %vi743 = arith.andi %ok171, %inr279 : i1
+        %vis744 = arith.andi %vi743, %le742 : i1
+        %f745 = arith.mulf %f183, %k292 : f32
+        %f746 = math.fma %f186, %k295, %f745 : f32
+        %f747 = math.fma %f189, %k298, %f746 : f32
+        %f748 = math.fma %f192, %k301, %f747 : f32
+        %sh749:2 = gpu.shuffle xor %f748, %c16_i32, %c32_i32 : f32
+        %f750 = arith.addf %f748, %sh749#0 : f32
+        %sh751:2 = gpu.shuffle xor %f750, %c8_i32, %c32_i32 : f32
+        %f752 = arith.addf %f750, %sh751#0 : f32
+        %sh753:2 = gpu.shuffle xor %f752, %c4_i32, %c32_i32 : f32
+        %f754 = arith.addf %f752, %sh753#0 : f32
+        %sh755:2 = gpu.shuffle xor %f754, %c2_i32, %c32_i32 : f32
+        %f756 = arith.addf %f754, %sh755#0 : f32
+        %sh757:2 = gpu.shuffle xor %f756, %c1_i32, %c32_i32 : f32
+        %f758 = arith.addf %f756, %sh757#0 : f32
+        %le759 = arith.cmpi ule, %a316, %a12 : index
+        %vi760 = arith.andi %ok3, %inr317 : i1
+        %vis761 = arith.andi %vi760, %le759 : i1
+        %f762 = arith.mulf %f15, %k330 : f32
+        %f763 = math.fma %f18, %k333, %f762 : f32
+        %f764 = math.fma %f21, %k336, %f763 : f32
+        %f765 = math.fma %f24, %k339, %f764 : f32
+        %sh766:2 = gpu.shuffle xor %f765, %c16_i32, %c32_i32 : f32
+        %f767 = arith.addf %f765, %sh766#0 : f32
+        %sh768:2 = gpu.shuffle xor %f767, %c8_i32, %c32_i32 : f32
+        %f769 = arith.addf %f767, %sh768#0 : f32
+        %sh770:2 = gpu.shuffle xor %f769, %c4_i32, %c32_i32 : f32
+        %f771 = arith.addf %f769, %sh770#0 : f32
+        %sh772:2 = gpu.shuffle xor %f771, %c2_i32, %c32_i32 : f32
+        %f773 = arith.addf %f771, %sh772#0 : f32
+        %sh774:2 = gpu.shuffle xor %f773, %c1_i32, %c32_i32 : f32
+        %f775 = arith.addf %f773, %sh774#0 : f32
+        %le776 = arith.cmpi ule, %a316, %a36 : index
+        %vi777 = arith.andi %ok27, %inr317 : i1
+        %vis778 = arith.andi %vi777, %le776 : i1
+        %f779 = arith.mulf %f39, %k330 : f32
+        %f780 = math.fma %f42, %k333, %f779 : f32
+        %f781 = math.fma %f45, %k336, %f780 : f32
+        %f782 = math.fma %f48, %k339, %f781 : f32
+        %sh783:2 = gpu.shuffle xor %f782, %c16_i32, %c32_i32 : f32
+        %f784 = arith.addf %f782, %sh783#0 : f32
+        %sh785:2 = gpu.shuffle xor %f784, %c8_i32, %c32_i32 : f32
+        %f786 = arith.addf %f784, %sh785#0 : f32
+        %sh787:2 = gpu.shuffle xor %f786, %c4_i32, %c32_i32 : f32
+        %f788 = arith.addf %f786, %sh787#0 : f32
+        %sh789:2 = gpu.shuffle xor %f788, %c2_i32, %c32_i32 : f32
+        %f790 = arith.addf %f788, %sh789#0 : f32
+        %sh791:2 = gpu.shuffle xor %f790, %c1_i32, %c32_i32 : f32
+        %f792 = arith.addf %f790, %sh791#0 : f32
+        %le793 = arith.cmpi ule, %a316, %a60 : index
+        %vi794 = arith.andi %ok51, %inr317 : i1
+        %vis795 = arith.andi %vi794, %le793 : i1
+        %f796 = arith.mulf %f63, %k330 : f32
+        %f797 = math.fma %f66, %k333, %f796 : f32
+        %f798 = math.fma %f69, %k336, %f797 : f32
+        %f799 = math.fma %f72, %k339, %f798 : f32
+        %sh800:2 = gpu.shuffle xor %f799, %c16_i32, %c32_i32 : f32
+        %f801 = arith.addf %f799, %sh800#0 : f32
+        %sh802:2 = gpu.shuffle xor %f801, %c8_i32, %c32_i32 : f32
+        %f803 = arith.addf %f801, %sh802#0 : f32
+        %sh804:2 = gpu.shuffle xor %f803, %c4_i32, %c32_i32 : f32
+        %f805 = arith.addf %f803, %sh804#0 : f32
+        %sh806:2 = gpu.shuffle xor %f805, %c2_i32, %c32_i32 : f32
+        %f807 = arith.addf %f805, %sh806#0 : f32
+        %sh808:2 = gpu.shuffle xor %f807, %c1_i32, %c32_i32 : f32
+        %f809 = arith.addf %f807, %sh808#0 : f32
+        %le810 = arith.cmpi ule, %a316, %a84 : index
+        %vi811 = arith.andi %ok75, %inr317 : i1
+        %vis812 = arith.andi %vi811, %le810 : i1
+        %f813 = arith.mulf %f87, %k330 : f32
+        %f814 = math.fma %f90, %k333, %f813 : f32
+        %f815 = math.fma %f93, %k336, %f814 : f32
+        %f816 = math.fma %f96, %k339, %f815 : f32
+        %sh817:2 = gpu.shuffle xor %f816, %c16_i32, %c32_i32 : f32
+        %f818 = arith.addf %f816, %sh817#0 : f32
+        %sh819:2 = gpu.shuffle xor %f818, %c8_i32, %c32_i32 : f32
+        %f820 = arith.addf %f818, %sh819#0 : f32
+        %sh821:2 = gpu.shuffle xor %f820, %c4_i32, %c32_i32 : f32
+        %f822 = arith.addf %f820, %sh821#0 : f32
+        %sh823:2 = gpu.shuffle xor %f822, %c2_i32, %c32_i32 : f32
+        %f824 = arith.addf %f822, %sh823#0 : f32
+        %sh825:2 = gpu.shuffle xor %f824, %c1_i32, %c32_i32 : f32
+        %f826 = arith.addf %f824, %sh825#0 : f32
+        %le827 = arith.cmpi ule, %a316, %a108 : index
+        %vi828 = arith.andi %ok99, %inr317 : i1
+        %vis829 = arith.andi %vi828, %le827 : i1
+        %f830 = arith.mulf %f111, %k330 : f32
+        %f831 = math.fma %f114, %k333, %f830 : f32
+        %f832 = math.fma %f117, %k336, %f831 : f32
+        %f833 = math.fma %f120, %k339, %f832 : f32
+        %sh834:2 = gpu.shuffle xor %f833, %c16_i32, %c32_i32 : f32
+        %f835 = arith.addf %f833, %sh834#0 : f32
+        %sh836:2 = gpu.shuffle xor %f835, %c8_i32, %c32_i32 : f32
+        %f837 = arith.addf %f835, %sh836#0 : f32
+        %sh838:2 = gpu.shuffle xor %f837, %c4_i32, %c32_i32 : f32
+        %f839 = arith.addf %f837, %sh838#0 : f32
+        %sh840:2 = gpu.shuffle xor %f839, %c2_i32, %c32_i32 : f32
+        %f841 = arith.addf %f839, %sh840#0 : f32
+        %sh842:2 = gpu.shuffle xor %f841, %c1_i32, %c32_i32 : f32
+        %f843 = arith.addf %f841, %sh842#0 : f32
+        %le844 = arith.cmpi ule, %a316, %a132 : index
+        %vi845 = arith.andi %ok123, %inr317 : i1
+        %vis846 = arith.andi %vi845, %le844 : i1
+        %f847 = arith.mulf %f135, %k330 : f32
+        %f848 = math.fma %f138, %k333, %f847 : f32
+        %f849 = math.fma %f141, %k336, %f848 : f32
+        %f850 = math.fma %f144, %k339, %f849 : f32
+        %sh851:2 = gpu.shuffle xor %f850, %c16_i32, %c32_i32 : f32
+        %f852 = arith.addf %f850, %sh851#0 : f32
+        %sh853:2 = gpu.shuffle xor %f852, %c8_i32, %c32_i32 : f32
+        %f854 = arith.addf %f852, %sh853#0 : f32
+        %sh855:2 = gpu.shuffle xor %f854, %c4_i32, %c32_i32 : f32
+        %f856 = arith.addf %f854, %sh855#0 : f32
+        %sh857:2 = gpu.shuffle xor %f856, %c2_i32, %c32_i32 : f32
+        %f858 = arith.addf %f856, %sh857#0 : f32
+        %sh859:2 = gpu.shuffle xor %f858, %c1_i32, %c32_i32 : f32
+        %f860 = arith.addf %f858, %sh859#0 : f32
+        %le861 = arith.cmpi ule, %a316, %a156 : index
+        %vi862 = arith.andi %ok147, %inr317 : i1
+        %vis863 = arith.andi %vi862, %le861 : i1
+        %f864 = arith.mulf %f159, %k330 : f32
+        %f865 = math.fma %f162, %k333, %f864 : f32
+        %f866 = math.fma %f165, %k336, %f865 : f32
+        %f867 = math.fma %f168, %k339, %f866 : f32
+        %sh868:2 = gpu.shuffle xor %f867, %c16_i32, %c32_i32 : f32
+        %f869 = arith.addf %f867, %sh868#0 : f32
+        %sh870:2 = gpu.shuffle xor %f869, %c8_i32, %c32_i32 : f32
+        %f871 = arith.addf %f869, %sh870#0 : f32
+        %sh872:2 = gpu.shuffle xor %f871, %c4_i32, %c32_i32 : f32
+        %f873 = arith.addf %f871, %sh872#0 : f32
+        %sh874:2 = gpu.shuffle xor %f873, %c2_i32, %c32_i32 : f32
+        %f875 = arith.addf %f873, %sh874#0 : f32
+        %sh876:2 = gpu.shuffle xor %f875, %c1_i32, %c32_i32 : f32
+        %f877 = arith.addf %f875, %sh876#0 : f32
+        %le878 = arith.cmpi ule, %a316, %a180 : index
+        %vi879 = arith.andi %ok171, %inr317 : i1
+        %vis880 = arith.andi %vi879, %le878 : i1
+        %f881 = arith.mulf %f183, %k330 : f32
+        %f882 = math.fma %f186, %k333, %f881 : f32
+        %f883 = math.fma %f189, %k336, %f882 : f32
+        %f884 = math.fma %f192, %k339, %f883 : f32
+        %sh885:2 = gpu.shuffle xor %f884, %c16_i32, %c32_i32 : f32
+        %f886 = arith.addf %f884, %sh885#0 : f32
+        %sh887:2 = gpu.shuffle xor %f886, %c8_i32, %c32_i32 : f32
+        %f888 = arith.addf %f886, %sh887#0 : f32
+        %sh889:2 = gpu.shuffle xor %f888, %c4_i32, %c32_i32 : f32
+        %f890 = arith.addf %f888, %sh889#0 : f32
+        %sh891:2 = gpu.shuffle xor %f890, %c2_i32, %c32_i32 : f32
+        %f892 = arith.addf %f890, %sh891#0 : f32
+        %sh893:2 = gpu.shuffle xor %f892, %c1_i32, %c32_i32 : f32
+        %f894 = arith.addf %f892, %sh893#0 : f32
+        %sm895 = arith.select %vis353, %f367, %c0xFF800000_f32 : f32
+        %mx896 = arith.maximumf %run_m0, %sm895 : f32
+        %sm897 = arith.select %vis489, %f503, %c0xFF800000_f32 : f32
+        %mx898 = arith.maximumf %mx896, %sm897 : f32
+        %sm899 = arith.select %vis625, %f639, %c0xFF800000_f32 : f32
+        %mx900 = arith.maximumf %mx898, %sm899 : f32
+        %sm901 = arith.select %vis761, %f775, %c0xFF800000_f32 : f32
+        %mx902 = arith.maximumf %mx900, %sm901 : f32
+        %same903 = arith.cmpf oeq, %mx902, %run_m0 : f32
+        %f904 = arith.subf %run_m0, %mx902 : f32
+        %ex905 = math.exp %f904 : f32
+        %corr906 = arith.select %same903, %c1p0_f32, %ex905 : f32
+        %f907 = arith.subf %f367, %mx902 : f32
+        %ex908 = math.exp %f907 : f32
+        %p909 = arith.select %vis353, %ex908, %c0p0_f32 : f32
+        %f910 = arith.subf %f503, %mx902 : f32
+        %ex911 = math.exp %f910 : f32
+        %p912 = arith.select %vis489, %ex911, %c0p0_f32 : f32
+        %f913 = arith.subf %f639, %mx902 : f32
+        %ex914 = math.exp %f913 : f32
+        %p915 = arith.select %vis625, %ex914, %c0p0_f32 : f32
+        %f916 = arith.subf %f775, %mx902 : f32
+        %ex917 = math.exp %f916 : f32
+        %p918 = arith.select %vis761, %ex917, %c0p0_f32 : f32
+        %f919 = arith.addf %p909, %p912 : f32
+        %f920 = arith.addf %f919, %p915 : f32
+        %f921 = arith.addf %f920, %p918 : f32
+        %f922 = math.fma %run_l0, %corr906, %f921 : f32
+        %f923 = arith.mulf %run_a0_0, %corr906 : f32
+        %f924 = math.fma %p909, %v227, %f923 : f32
+        %f925 = math.fma %p912, %v265, %f924 : f32
+        %f926 = math.fma %p915, %v303, %f925 : f32
+        %f927 = math.fma %p918, %v341, %f926 : f32
+        %f928 = arith.mulf %run_a0_1, %corr906 : f32
+        %f929 = math.fma %p909, %v230, %f928 : f32
+        %f930 = math.fma %p912, %v268, %f929 : f32
+        %f931 = math.fma %p915, %v306, %f930 : f32
+        %f932 = math.fma %p918, %v344, %f931 : f32
+        %f933 = arith.mulf %run_a0_2, %corr906 : f32
+        %f934 = math.fma %p909, %v233, %f933 : f32
+        %f935 = math.fma %p912, %v271, %f934 : f32
+        %f936 = math.fma %p915, %v309, %f935 : f32
+        %f937 = math.fma %p918, %v347, %f936 : f32
+        %f938 = arith.mulf %run_a0_3, %corr906 : f32
+        %f939 = math.fma %p909, %v236, %f938 : f32
+        %f940 = math.fma %p912, %v274, %f939 : f32
+        %f941 = math.fma %p915, %v312, %f940 : f32
+        %f942 = math.fma %p918, %v350, %f941 : f32
+        %sm943 = arith.select %vis370, %f384, %c0xFF800000_f32 : f32
+        %mx944 = arith.maximumf %run_m1, %sm943 : f32
+        %sm945 = arith.select %vis506, %f520, %c0xFF800000_f32 : f32
+        %mx946 = arith.maximumf %mx944, %sm945 : f32
+        %sm947 = arith.select %vis642, %f656, %c0xFF800000_f32 : f32
+        %mx948 = arith.maximumf %mx946, %sm947 : f32
+        %sm949 = arith.select %vis778, %f792, %c0xFF800000_f32 : f32
+        %mx950 = arith.maximumf %mx948, %sm949 : f32
+        %same951 = arith.cmpf oeq, %mx950, %run_m1 : f32
+        %f952 = arith.subf %run_m1, %mx950 : f32
+        %ex953 = math.exp %f952 : f32
+        %corr954 = arith.select %same951, %c1p0_f32, %ex953 : f32
+        %f955 = arith.subf %f384, %mx950 : f32
+        %ex956 = math.exp %f955 : f32
+        %p957 = arith.select %vis370, %ex956, %c0p0_f32 : f32
+        %f958 = arith.subf %f520, %mx950 : f32
+        %ex959 = math.exp %f958 : f32
+        %p960 = arith.select %vis506, %ex959, %c0p0_f32 : f32
+        %f961 = arith.subf %f656, %mx950 : f32
+        %ex962 = math.exp %f961 : f32
+        %p963 = arith.select %vis642, %ex962, %c0p0_f32 : f32
+        %f964 = arith.subf %f792, %mx950 : f32
+        %ex965 = math.exp %f964 : f32
+        %p966 = arith.select %vis778, %ex965, %c0p0_f32 : f32
+        %f967 = arith.addf %p957, %p960 : f32
+        %f968 = arith.addf %f967, %p963 : f32
+        %f969 = arith.addf %f968, %p966 : f32
+        %f970 = math.fma %run_l1, %corr954, %f969 : f32
+        %f971 = arith.mulf %run_a1_0, %corr954 : f32
+        %f972 = math.fma %p957, %v227, %f971 : f32
+        %f973 = math.fma %p960, %v265, %f972 : f32
+        %f974 = math.fma %p963, %v303, %f973 : f32
+        %f975 = math.fma %p966, %v341, %f974 : f32
+        %f976 = arith.mulf %run_a1_1, %corr954 : f32
+        %f977 = math.fma %p957, %v230, %f976 : f32
+        %f978 = math.fma %p960, %v268, %f977 : f32
+        %f979 = math.fma %p963, %v306, %f978 : f32
+        %f980 = math.fma %p966, %v344, %f979 : f32
+        %f981 = arith.mulf %run_a1_2, %corr954 : f32
+        %f982 = math.fma %p957, %v233, %f981 : f32
+        %f983 = math.fma %p960, %v271, %f982 : f32
+        %f984 = math.fma %p963, %v309, %f983 : f32
+        %f985 = math.fma %p966, %v347, %f984 : f32
+        %f986 = arith.mulf %run_a1_3, %corr954 : f32
+        %f987 = math.fma %p957, %v236, %f986 : f32
+        %f988 = math.fma %p960, %v274, %f987 : f32
+        %f989 = math.fma %p963, %v312, %f988 : f32
+        %f990 = math.fma %p966, %v350, %f989 : f32
+        %sm991 = arith.select %vis387, %f401, %c0xFF800000_f32 : f32
+        %mx992 = arith.maximumf %run_m2, %sm991 : f32
+        %sm993 = arith.select %vis523, %f537, %c0xFF800000_f32 : f32
+        %mx994 = arith.maximumf %mx992, %sm993 : f32
+        %sm995 = arith.select %vis659, %f673, %c0xFF800000_f32 : f32
+        %mx996 = arith.maximumf %mx994, %sm995 : f32
+        %sm997 = arith.select %vis795, %f809, %c0xFF800000_f32 : f32
+        %mx998 = arith.maximumf %mx996, %sm997 : f32
+        %same999 = arith.cmpf oeq, %mx998, %run_m2 : f32
+        %f1000 = arith.subf %run_m2, %mx998 : f32
+        %ex1001 = math.exp %f1000 : f32
+        %corr1002 = arith.select %same999, %c1p0_f32, %ex1001 : f32
+        %f1003 = arith.subf %f401, %mx998 : f32
+        %ex1004 = math.exp %f1003 : f32
+        %p1005 = arith.select %vis387, %ex1004, %c0p0_f32 : f32
+        %f1006 = arith.subf %f537, %mx998 : f32
+        %ex1007 = math.exp %f1006 : f32
+        %p1008 = arith.select %vis523, %ex1007, %c0p0_f32 : f32
+        %f1009 = arith.subf %f673, %mx998 : f32
+        %ex1010 = math.exp %f1009 : f32
+        %p1011 = arith.select %vis659, %ex1010, %c0p0_f32 : f32
+        %f1012 = arith.subf %f809, %mx998 : f32
+        %ex1013 = math.exp %f1012 : f32
+        %p1014 = arith.select %vis795, %ex1013, %c0p0_f32 : f32
+        %f1015 = arith.addf %p1005, %p1008 : f32
+        %f1016 = arith.addf %f1015, %p1011 : f32
+        %f1017 = arith.addf %f1016, %p1014 : f32
+        %f1018 = math.fma %run_l2, %corr1002, %f1017 : f32
+        %f1019 = arith.mulf %run_a2_0, %corr1002 : f32
+        %f1020 = math.fma %p1005, %v227, %f1019 : f32
+        %f1021 = math.fma %p1008, %v265, %f1020 : f32
+        %f1022 = math.fma %p1011, %v303, %f1021 : f32
+        %f1023 = math.fma %p1014, %v341, %f1022 : f32
+        %f1024 = arith.mulf %run_a2_1, %corr1002 : f32
+        %f1025 = math.fma %p1005, %v230, %f1024 : f32
+        %f1026 = math.fma %p1008, %v268, %f1025 : f32
+        %f1027 = math.fma %p1011, %v306, %f1026 : f32
+        %f1028 = math.fma %p1014, %v344, %f1027 : f32
+        %f1029 = arith.mulf %run_a2_2, %corr1002 : f32
+        %f1030 = math.fma %p1005, %v233, %f1029 : f32
+        %f1031 = math.fma %p1008, %v271, %f1030 : f32
+        %f1032 = math.fma %p1011, %v309, %f1031 : f32
+        %f1033 = math.fma %p1014, %v347, %f1032 : f32
+        %f1034 = arith.mulf %run_a2_3, %corr1002 : f32
+        %f1035 = math.fma %p1005, %v236, %f1034 : f32
+        %f1036 = math.fma %p1008, %v274, %f1035 : f32
+        %f1037 = math.fma %p1011, %v312, %f1036 : f32
+        %f1038 = math.fma %p1014, %v350, %f1037 : f32
+        %sm1039 = arith.select %vis404, %f418, %c0xFF800000_f32 : f32
+        %mx1040 = arith.maximumf %run_m3, %sm1039 : f32
+        %sm1041 = arith.select %vis540, %f554, %c0xFF800000_f32 : f32
+        %mx1042 = arith.maximumf %mx1040, %sm1041 : f32
+        %sm1043 = arith.select %vis676, %f690, %c0xFF800000_f32 : f32
+        %mx1044 = arith.maximumf %mx1042, %sm1043 : f32
+        %sm1045 = arith.select %vis812, %f826, %c0xFF800000_f32 : f32
+        %mx1046 = arith.maximumf %mx1044, %sm1045 : f32
+        %same1047 = arith.cmpf oeq, %mx1046, %run_m3 : f32
+        %f1048 = arith.subf %run_m3, %mx1046 : f32
+        %ex1049 = math.exp %f1048 : f32
+        %corr1050 = arith.select %same1047, %c1p0_f32, %ex1049 : f32
+        %f1051 = arith.subf %f418, %mx1046 : f32
+        %ex1052 = math.exp %f1051 : f32
+        %p1053 = arith.select %vis404, %ex1052, %c0p0_f32 : f32
+        %f1054 = arith.subf %f554, %mx1046 : f32
+        %ex1055 = math.exp %f1054 : f32
+        %p1056 = arith.select %vis540, %ex1055, %c0p0_f32 : f32
+        %f1057 = arith.subf %f690, %mx1046 : f32
+        %ex1058 = math.exp %f1057 : f32
+        %p1059 = arith.select %vis676, %ex1058, %c0p0_f32 : f32
+        %f1060 = arith.subf %f826, %mx1046 : f32
+        %ex1061 = math.exp %f1060 : f32
+        %p1062 = arith.select %vis812, %ex1061, %c0p0_f32 : f32
+        %f1063 = arith.addf %p1053, %p1056 : f32
+        %f1064 = arith.addf %f1063, %p1059 : f32
+        %f1065 = arith.addf %f1064, %p1062 : f32
+        %f1066 = math.fma %run_l3, %corr1050, %f1065 : f32
+        %f1067 = arith.mulf %run_a3_0, %corr1050 : f32
+        %f1068 = math.fma %p1053, %v227, %f1067 : f32
+        %f1069 = math.fma %p1056, %v265, %f1068 : f32
+        %f1070 = math.fma %p1059, %v303, %f1069 : f32
+        %f1071 = math.fma %p1062, %v341, %f1070 : f32
+        %f1072 = arith.mulf %run_a3_1, %corr1050 : f32
+        %f1073 = math.fma %p1053, %v230, %f1072 : f32
+        %f1074 = math.fma %p1056, %v268, %f1073 : f32
+        %f1075 = math.fma %p1059, %v306, %f1074 : f32
+        %f1076 = math.fma %p1062, %v344, %f1075 : f32
+        %f1077 = arith.mulf %run_a3_2, %corr1050 : f32
+        %f1078 = math.fma %p1053, %v233, %f1077 : f32
+        %f1079 = math.fma %p1056, %v271, %f1078 : f32
+        %f1080 = math.fma %p1059, %v309, %f1079 : f32
+        %f1081 = math.fma %p1062, %v347, %f1080 : f32
+        %f1082 = arith.mulf %run_a3_3, %corr1050 : f32
+        %f1083 = math.fma %p1053, %v236, %f1082 : f32
+        %f1084 = math.fma %p1056, %v274, %f1083 : f32
+        %f1085 = math.fma %p1059, %v312, %f1084 : f32
+        %f1086 = math.fma %p1062, %v350, %f1085 : f32
+        %sm1087 = arith.select %vis421, %f435, %c0xFF800000_f32 : f32
+        %mx1088 = arith.maximumf %run_m4, %sm1087 : f32
+        %sm1089 = arith.select %vis557, %f571, %c0xFF800000_f32 : f32
+        %mx1090 = arith.maximumf %mx1088, %sm1089 : f32
+        %sm1091 = arith.select %vis693, %f707, %c0xFF800000_f32 : f32
+        %mx1092 = arith.maximumf %mx1090, %sm1091 : f32
+        %sm1093 = arith.select %vis829, %f843, %c0xFF800000_f32 : f32
+        %mx1094 = arith.maximumf %mx1092, %sm1093 : f32
+        %same1095 = arith.cmpf oeq, %mx1094, %run_m4 : f32
+        %f1096 = arith.subf %run_m4, %mx1094 : f32
+        %ex1097 = math.exp %f1096 : f32
+        %corr1098 = arith.select %same1095, %c1p0_f32, %ex1097 : f32
+        %f1099 = arith.subf %f435, %mx1094 : f32
+        %ex1100 = math.exp %f1099 : f32
+        %p1101 = arith.select %vis421, %ex1100, %c0p0_f32 : f32
+        %f1102 = arith.subf %f571, %mx1094 : f32
+        %ex1103 = math.exp %f1102 : f32
+        %p1104 = arith.select %vis557, %ex1103, %c0p0_f32 : f32
+        %f1105 = arith.subf %f707, %mx1094 : f32
+        %ex1106 = math.exp %f1105 : f32
+        %p1107 = arith.select %vis693, %ex1106, %c0p0_f32 : f32
+        %f1108 = arith.subf %f843, %mx1094 : f32
+        %ex1109 = math.exp %f1108 : f32
+        %p1110 = arith.select %vis829, %ex1109, %c0p0_f32 : f32
+        %f1111 = arith.addf %p1101, %p1104 : f32
+        %f1112 = arith.addf %f1111, %p1107 : f32
+        %f1113 = arith.addf %f1112, %p1110 : f32
+        %f1114 = math.fma %run_l4, %corr1098, %f1113 : f32
+        %f1115 = arith.mulf %run_a4_0, %corr1098 : f32
+        %f1116 = math.fma %p1101, %v227, %f1115 : f32
+        %f1117 = math.fma %p1104, %v265, %f1116 : f32
+        %f1118 = math.fma %p1107, %v303, %f1117 : f32
+        %f1119 = math.fma %p1110, %v341, %f1118 : f32
+        %f1120 = arith.mulf %run_a4_1, %corr1098 : f32
+        %f1121 = math.fma %p1101, %v230, %f1120 : f32
+        %f1122 = math.fma %p1104, %v268, %f1121 : f32
+        %f1123 = math.fma %p1107, %v306, %f1122 : f32
+        %f1124 = math.fma %p1110, %v344, %f1123 : f32
+        %f1125 = arith.mulf %run_a4_2, %corr1098 : f32
+        %f1126 = math.fma %p1101, %v233, %f1125 : f32
+        %f1127 = math.fma %p1104, %v271, %f1126 : f32
+        %f1128 = math.fma %p1107, %v309, %f1127 : f32
+        %f1129 = math.fma %p1110, %v347, %f1128 : f32
+        %f1130 = arith.mulf %run_a4_3, %corr1098 : f32
+        %f1131 = math.fma %p1101, %v236, %f1130 : f32
+        %f1132 = math.fma %p1104, %v274, %f1131 : f32
+        %f1133 = math.fma %p1107, %v312, %f1132 : f32
+        %f1134 = math.fma %p1110, %v350, %f1133 : f32
+        %sm1135 = arith.select %vis438, %f452, %c0xFF800000_f32 : f32
+        %mx1136 = arith.maximumf %run_m5, %sm1135 : f32
+        %sm1137 = arith.select %vis574, %f588, %c0xFF800000_f32 : f32
+        %mx1138 = arith.maximumf %mx1136, %sm1137 : f32
+        %sm1139 = arith.select %vis710, %f724, %c0xFF800000_f32 : f32
+        %mx1140 = arith.maximumf %mx1138, %sm1139 : f32
+        %sm1141 = arith.select %vis846, %f860, %c0xFF800000_f32 : f32
+        %mx1142 = arith.maximumf %mx1140, %sm1141 : f32
+        %same1143 = arith.cmpf oeq, %mx1142, %run_m5 : f32
+        %f1144 = arith.subf %run_m5, %mx1142 : f32
+        %ex1145 = math.exp %f1144 : f32
+        %corr1146 = arith.select %same1143, %c1p0_f32, %ex1145 : f32
+        %f1147 = arith.subf %f452, %mx1142 : f32
+        %ex1148 = math.exp %f1147 : f32
+        %p1149 = arith.select %vis438, %ex1148, %c0p0_f32 : f32
+        %f1150 = arith.subf %f588, %mx1142 : f32
+        %ex1151 = math.exp %f1150 : f32
+        %p1152 = arith.select %vis574, %ex1151, %c0p0_f32 : f32
+        %f1153 = arith.subf %f724, %mx1142 : f32
+        %ex1154 = math.exp %f1153 : f32
+        %p1155 = arith.select %vis710, %ex1154, %c0p0_f32 : f32
+        %f1156 = arith.subf %f860, %mx1142 : f32
+        %ex1157 = math.exp %f1156 : f32
+        %p1158 = arith.select %vis846, %ex1157, %c0p0_f32 : f32
+        %f1159 = arith.addf %p1149, %p1152 : f32
+        %f1160 = arith.addf %f1159, %p1155 : f32
+        %f1161 = arith.addf %f1160, %p1158 : f32
+        %f1162 = math.fma %run_l5, %corr1146, %f1161 : f32
+        %f1163 = arith.mulf %run_a5_0, %corr1146 : f32
+        %f1164 = math.fma %p1149, %v227, %f1163 : f32
+        %f1165 = math.fma %p1152, %v265, %f1164 : f32
+        %f1166 = math.fma %p1155, %v303, %f1165 : f32
+        %f1167 = math.fma %p1158, %v341, %f1166 : f32
+        %f1168 = arith.mulf %run_a5_1, %corr1146 : f32
+        %f1169 = math.fma %p1149, %v230, %f1168 : f32
+        %f1170 = math.fma %p1152, %v268, %f1169 : f32
+        %f1171 = math.fma %p1155, %v306, %f1170 : f32
+        %f1172 = math.fma %p1158, %v344, %f1171 : f32
+        %f1173 = arith.mulf %run_a5_2, %corr1146 : f32
+        %f1174 = math.fma %p1149, %v233, %f1173 : f32
+        %f1175 = math.fma %p1152, %v271, %f1174 : f32
+        %f1176 = math.fma %p1155, %v309, %f1175 : f32
+        %f1177 = math.fma %p1158, %v347, %f1176 : f32
+        %f1178 = arith.mulf %run_a5_3, %corr1146 : f32
+        %f1179 = math.fma %p1149, %v236, %f1178 : f32
+        %f1180 = math.fma %p1152, %v274, %f1179 : f32
+        %f1181 = math.fma %p1155, %v312, %f1180 : f32
+        %f1182 = math.fma %p1158, %v350, %f1181 : f32
+        %sm1183 = arith.select %vis455, %f469, %c0xFF800000_f32 : f32
+        %mx1184 = arith.maximumf %run_m6, %sm1183 : f32
+        %sm1185 = arith.select %vis591, %f605, %c0xFF800000_f32 : f32
+        %mx1186 = arith.maximumf %mx1184, %sm1185 : f32
+        %sm1187 = arith.select %vis727, %f741, %c0xFF800000_f32 : f32
+        %mx1188 = arith.maximumf %mx1186, %sm1187 : f32
+        %sm1189 = arith.select %vis863, %f877, %c0xFF800000_f32 : f32
+        %mx1190 = arith.maximumf %mx1188, %sm1189 : f32
+        %same1191 = arith.cmpf oeq, %mx1190, %run_m6 : f32
+        %f1192 = arith.subf %run_m6, %mx1190 : f32
+        %ex1193 = math.exp %f1192 : f32
+        %corr1194 = arith.select %same1191, %c1p0_f32, %ex1193 : f32
+        %f1195 = arith.subf %f469, %mx1190 : f32
+        %ex1196 = math.exp %f1195 : f32
+        %p1197 = arith.select %vis455, %ex1196, %c0p0_f32 : f32
+        %f1198 = arith.subf %f605, %mx1190 : f32
+        %ex1199 = math.exp %f1198 : f32
+        %p1200 = arith.select %vis591, %ex1199, %c0p0_f32 : f32
+        %f1201 = arith.subf %f741, %mx1190 : f32
+        %ex1202 = math.exp %f1201 : f32
+        %p1203 = arith.select %vis727, %ex1202, %c0p0_f32 : f32
+        %f1204 = arith.subf %f877, %mx1190 : f32
+        %ex1205 = math.exp %f1204 : f32
+        %p1206 = arith.select %vis863, %ex1205, %c0p0_f32 : f32
+        %f1207 = arith.addf %p1197, %p1200 : f32
+        %f1208 = arith.addf %f1207, %p1203 : f32
+        %f1209 = arith.addf %f1208, %p1206 : f32
+        %f1210 = math.fma %run_l6, %corr1194, %f1209 : f32
+        %f1211 = arith.mulf %run_a6_0, %corr1194 : f32
+        %f1212 = math.fma %p1197, %v227, %f1211 : f32
+        %f1213 = math.fma %p1200, %v265, %f1212 : f32
+        %f1214 = math.fma %p1203, %v303, %f1213 : f32
+        %f1215 = math.fma %p1206, %v341, %f1214 : f32
+        %f1216 = arith.mulf %run_a6_1, %corr1194 : f32
+        %f1217 = math.fma %p1197, %v230, %f1216 : f32
+        %f1218 = math.fma %p1200, %v268, %f1217 : f32
+        %f1219 = math.fma %p1203, %v306, %f1218 : f32
+        %f1220 = math.fma %p1206, %v344, %f1219 : f32
+        %f1221 = arith.mulf %run_a6_2, %corr1194 : f32
+        %f1222 = math.fma %p1197, %v233, %f1221 : f32
+        %f1223 = math.fma %p1200, %v271, %f1222 : f32
+        %f1224 = math.fma %p1203, %v309, %f1223 : f32
+        %f1225 = math.fma %p1206, %v347, %f1224 : f32
+        %f1226 = arith.mulf %run_a6_3, %corr1194 : f32
+        %f1227 = math.fma %p1197, %v236, %f1226 : f32
+        %f1228 = math.fma %p1200, %v274, %f1227 : f32
+        %f1229 = math.fma %p1203, %v312, %f1228 : f32
+        %f1230 = math.fma %p1206, %v350, %f1229 : f32
+        %sm1231 = arith.select %vis472, %f486, %c0xFF800000_f32 : f32
+        %mx1232 = arith.maximumf %run_m7, %sm1231 : f32
+        %sm1233 = arith.select %vis608, %f622, %c0xFF800000_f32 : f32
+        %mx1234 = arith.maximumf %mx1232, %sm1233 : f32
+        %sm1235 = arith.select %vis744, %f758, %c0xFF800000_f32 : f32
+        %mx1236 = arith.maximumf %mx1234, %sm1235 : f32
+        %sm1237 = arith.select %vis880, %f894, %c0xFF800000_f32 : f32
+        %mx1238 = arith.maximumf %mx1236, %sm1237 : f32
+        %same1239 = arith.cmpf oeq, %mx1238, %run_m7 : f32
+        %f1240 = arith.subf %run_m7, %mx1238 : f32
+        %ex1241 = math.exp %f1240 : f32
+        %corr1242 = arith.select %same1239, %c1p0_f32, %ex1241 : f32
+        %f1243 = arith.subf %f486, %mx1238 : f32
+        %ex1244 = math.exp %f1243 : f32
+        %p1245 = arith.select %vis472, %ex1244, %c0p0_f32 : f32
+        %f1246 = arith.subf %f622, %mx1238 : f32
+        %ex1247 = math.exp %f1246 : f32
+        %p1248 = arith.select %vis608, %ex1247, %c0p0_f32 : f32
+        %f1249 = arith.subf %f758, %mx1238 : f32
+        %ex1250 = math.exp %f1249 : f32
+        %p1251 = arith.select %vis744, %ex1250, %c0p0_f32 : f32
+        %f1252 = arith.subf %f894, %mx1238 : f32
+        %ex1253 = math.exp %f1252 : f32
+        %p1254 = arith.select %vis880, %ex1253, %c0p0_f32 : f32
+        %f1255 = arith.addf %p1245, %p1248 : f32
+        %f1256 = arith.addf %f1255, %p1251 : f32
+        %f1257 = arith.addf %f1256, %p1254 : f32
+        %f1258 = math.fma %run_l7, %corr1242, %f1257 : f32
+        %f1259 = arith.mulf %run_a7_0, %corr1242 : f32
+        %f1260 = math.fma %p1245, %v227, %f1259 : f32
+        %f1261 = math.fma %p1248, %v265, %f1260 : f32
+        %f1262 = math.fma %p1251, %v303, %f1261 : f32
+        %f1263 = math.fma %p1254, %v341, %f1262 : f32
+        %f1264 = arith.mulf %run_a7_1, %corr1242 : f32
+        %f1265 = math.fma %p1245, %v230, %f1264 : f32
+        %f1266 = math.fma %p1248, %v268, %f1265 : f32
+        %f1267 = math.fma %p1251, %v306, %f1266 : f32
+        %f1268 = math.fma %p1254, %v344, %f1267 : f32
+        %f1269 = arith.mulf %run_a7_2, %corr1242 : f32
+        %f1270 = math.fma %p1245, %v233, %f1269 : f32
+        %f1271 = math.fma %p1248, %v271, %f1270 : f32
+        %f1272 = math.fma %p1251, %v309, %f1271 : f32
+        %f1273 = math.fma %p1254, %v347, %f1272 : f32
+        %f1274 = arith.mulf %run_a7_3, %corr1242 : f32
+        %f1275 = math.fma %p1245, %v236, %f1274 : f32
+        %f1276 = math.fma %p1248, %v274, %f1275 : f32
+        %f1277 = math.fma %p1251, %v312, %f1276 : f32
+        %f1278 = math.fma %p1254, %v350, %f1277 : f32
+        scf.yield %mx902, %mx950, %mx998, %mx1046, %mx1094, %mx1142, %mx1190, %mx1238, %f922, %f970, %f1018, %f1066, %f1114, %f1162, %f1210, %f1258, %f927, %f932, %f937, %f942, %f975, %f980, %f985, %f990, %f1023, %f1028, %f1033, %f1038, %f1071, %f1076, %f1081, %f1086, %f1119, %f1124, %f1129, %f1134, %f1167, %f1172, %f1177, %f1182, %f1215, %f1220, %f1225, %f1230, %f1263, %f1268, %f1273, %f1278 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
       }
       %lane0 = arith.cmpi eq, %lane, %c0_index : index
-      %m1375 = arith.muli %warp, %c8_index : index
-      %a1376 = arith.addi %m1375, %c0_index : index
+      %m1279 = arith.muli %warp, %c8_index : index
+      %a1280 = arith.addi %m1279, %c0_index : index
       scf.if %lane0 {
-        memref.store %st#0, %ms[%a1376] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#8, %ls[%a1376] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#0, %ms[%a1280] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#8, %ls[%a1280] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1377 = arith.muli %a1376, %c128_index : index
-      %a1378 = arith.addi %m1377, %d0 : index
-      memref.store %st#16, %os[%a1378] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1379 = arith.addi %a1378, %c1_index : index
-      memref.store %st#17, %os[%a1379] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1380 = arith.addi %a1378, %c2_index : index
-      memref.store %st#18, %os[%a1380] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1381 = arith.addi %a1378, %c3_index : index
-      memref.store %st#19, %os[%a1381] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1382 = arith.muli %warp, %c8_index : index
-      %a1383 = arith.addi %m1382, %c1_index : index
+      %m1281 = arith.muli %a1280, %c128_index : index
+      %a1282 = arith.addi %m1281, %d0 : index
+      memref.store %st#16, %os[%a1282] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1283 = arith.addi %a1282, %c1_index : index
+      memref.store %st#17, %os[%a1283] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1284 = arith.addi %a1282, %c2_index : index
+      memref.store %st#18, %os[%a1284] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1285 = arith.addi %a1282, %c3_index : index
+      memref.store %st#19, %os[%a1285] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1286 = arith.muli %warp, %c8_index : index
+      %a1287 = arith.addi %m1286, %c1_index : index
       scf.if %lane0 {
-        memref.store %st#1, %ms[%a1383] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#9, %ls[%a1383] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#1, %ms[%a1287] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#9, %ls[%a1287] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1384 = arith.muli %a1383, %c128_index : index
-      %a1385 = arith.addi %m1384, %d0 : index
-      memref.store %st#20, %os[%a1385] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1386 = arith.addi %a1385, %c1_index : index
-      memref.store %st#21, %os[%a1386] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1387 = arith.addi %a1385, %c2_index : index
-      memref.store %st#22, %os[%a1387] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1388 = arith.addi %a1385, %c3_index : index
-      memref.store %st#23, %os[%a1388] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1389 = arith.muli %warp, %c8_index : index
-      %a1390 = arith.addi %m1389, %c2_index : index
+      %m1288 = arith.muli %a1287, %c128_index : index
+      %a1289 = arith.addi %m1288, %d0 : index
+      memref.store %st#20, %os[%a1289] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1290 = arith.addi %a1289, %c1_index : index
+      memref.store %st#21, %os[%a1290] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1291 = arith.addi %a1289, %c2_index : index
+      memref.store %st#22, %os[%a1291] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1292 = arith.addi %a1289, %c3_index : index
+      memref.store %st#23, %os[%a1292] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1293 = arith.muli %warp, %c8_index : index
+      %a1294 = arith.addi %m1293, %c2_index : index
       scf.if %lane0 {
-        memref.store %st#2, %ms[%a1390] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#10, %ls[%a1390] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#2, %ms[%a1294] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#10, %ls[%a1294] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1391 = arith.muli %a1390, %c128_index : index
-      %a1392 = arith.addi %m1391, %d0 : index
-      memref.store %st#24, %os[%a1392] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1393 = arith.addi %a1392, %c1_index : index
-      memref.store %st#25, %os[%a1393] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1394 = arith.addi %a1392, %c2_index : index
-      memref.store %st#26, %os[%a1394] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1395 = arith.addi %a1392, %c3_index : index
-      memref.store %st#27, %os[%a1395] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1396 = arith.muli %warp, %c8_index : index
-      %a1397 = arith.addi %m1396, %c3_index : index
+      %m1295 = arith.muli %a1294, %c128_index : index
+      %a1296 = arith.addi %m1295, %d0 : index
+      memref.store %st#24, %os[%a1296] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1297 = arith.addi %a1296, %c1_index : index
+      memref.store %st#25, %os[%a1297] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1298 = arith.addi %a1296, %c2_index : index
+      memref.store %st#26, %os[%a1298] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1299 = arith.addi %a1296, %c3_index : index
+      memref.store %st#27, %os[%a1299] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1300 = arith.muli %warp, %c8_index : index
+      %a1301 = arith.addi %m1300, %c3_index : index
       scf.if %lane0 {
-        memref.store %st#3, %ms[%a1397] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#11, %ls[%a1397] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#3, %ms[%a1301] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#11, %ls[%a1301] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1398 = arith.muli %a1397, %c128_index : index
-      %a1399 = arith.addi %m1398, %d0 : index
-      memref.store %st#28, %os[%a1399] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1400 = arith.addi %a1399, %c1_index : index
-      memref.store %st#29, %os[%a1400] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1401 = arith.addi %a1399, %c2_index : index
-      memref.store %st#30, %os[%a1401] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1402 = arith.addi %a1399, %c3_index : index
-      memref.store %st#31, %os[%a1402] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1403 = arith.muli %warp, %c8_index : index
-      %a1404 = arith.addi %m1403, %c4_index : index
+      %m1302 = arith.muli %a1301, %c128_index : index
+      %a1303 = arith.addi %m1302, %d0 : index
+      memref.store %st#28, %os[%a1303] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1304 = arith.addi %a1303, %c1_index : index
+      memref.store %st#29, %os[%a1304] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1305 = arith.addi %a1303, %c2_index : index
+      memref.store %st#30, %os[%a1305] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1306 = arith.addi %a1303, %c3_index : index
+      memref.store %st#31, %os[%a1306] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1307 = arith.muli %warp, %c8_index : index
+      %a1308 = arith.addi %m1307, %c4_index : index
       scf.if %lane0 {
-        memref.store %st#4, %ms[%a1404] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#12, %ls[%a1404] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#4, %ms[%a1308] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#12, %ls[%a1308] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1405 = arith.muli %a1404, %c128_index : index
-      %a1406 = arith.addi %m1405, %d0 : index
-      memref.store %st#32, %os[%a1406] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1407 = arith.addi %a1406, %c1_index : index
-      memref.store %st#33, %os[%a1407] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1408 = arith.addi %a1406, %c2_index : index
-      memref.store %st#34, %os[%a1408] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1409 = arith.addi %a1406, %c3_index : index
-      memref.store %st#35, %os[%a1409] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1410 = arith.muli %warp, %c8_index : index
-      %a1411 = arith.addi %m1410, %c5_index : index
+      %m1309 = arith.muli %a1308, %c128_index : index
+      %a1310 = arith.addi %m1309, %d0 : index
+      memref.store %st#32, %os[%a1310] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1311 = arith.addi %a1310, %c1_index : index
+      memref.store %st#33, %os[%a1311] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1312 = arith.addi %a1310, %c2_index : index
+      memref.store %st#34, %os[%a1312] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1313 = arith.addi %a1310, %c3_index : index
+      memref.store %st#35, %os[%a1313] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1314 = arith.muli %warp, %c8_index : index
+      %a1315 = arith.addi %m1314, %c5_index : index
       scf.if %lane0 {
-        memref.store %st#5, %ms[%a1411] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#13, %ls[%a1411] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#5, %ms[%a1315] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#13, %ls[%a1315] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1412 = arith.muli %a1411, %c128_index : index
-      %a1413 = arith.addi %m1412, %d0 : index
-      memref.store %st#36, %os[%a1413] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1414 = arith.addi %a1413, %c1_index : index
-      memref.store %st#37, %os[%a1414] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1415 = arith.addi %a1413, %c2_index : index
-      memref.store %st#38, %os[%a1415] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1416 = arith.addi %a1413, %c3_index : index
-      memref.store %st#39, %os[%a1416] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1417 = arith.muli %warp, %c8_index : index
-      %a1418 = arith.addi %m1417, %c6_index : index
+      %m1316 = arith.muli %a1315, %c128_index : index
+      %a1317 = arith.addi %m1316, %d0 : index
+      memref.store %st#36, %os[%a1317] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1318 = arith.addi %a1317, %c1_index : index
+      memref.store %st#37, %os[%a1318] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1319 = arith.addi %a1317, %c2_index : index
+      memref.store %st#38, %os[%a1319] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1320 = arith.addi %a1317, %c3_index : index
+      memref.store %st#39, %os[%a1320] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1321 = arith.muli %warp, %c8_index : index
+      %a1322 = arith.addi %m1321, %c6_index : index
       scf.if %lane0 {
-        memref.store %st#6, %ms[%a1418] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#14, %ls[%a1418] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#6, %ms[%a1322] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#14, %ls[%a1322] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1419 = arith.muli %a1418, %c128_index : index
-      %a1420 = arith.addi %m1419, %d0 : index
-      memref.store %st#40, %os[%a1420] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1421 = arith.addi %a1420, %c1_index : index
-      memref.store %st#41, %os[%a1421] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1422 = arith.addi %a1420, %c2_index : index
-      memref.store %st#42, %os[%a1422] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1423 = arith.addi %a1420, %c3_index : index
-      memref.store %st#43, %os[%a1423] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %m1424 = arith.muli %warp, %c8_index : index
-      %a1425 = arith.addi %m1424, %c7_index : index
+      %m1323 = arith.muli %a1322, %c128_index : index
+      %a1324 = arith.addi %m1323, %d0 : index
+      memref.store %st#40, %os[%a1324] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1325 = arith.addi %a1324, %c1_index : index
+      memref.store %st#41, %os[%a1325] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1326 = arith.addi %a1324, %c2_index : index
+      memref.store %st#42, %os[%a1326] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1327 = arith.addi %a1324, %c3_index : index
+      memref.store %st#43, %os[%a1327] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1328 = arith.muli %warp, %c8_index : index
+      %a1329 = arith.addi %m1328, %c7_index : index
       scf.if %lane0 {
-        memref.store %st#7, %ms[%a1425] : memref<32xf32, #gpu.address_space<workgroup>>
-        memref.store %st#15, %ls[%a1425] : memref<32xf32, #gpu.address_space<workgroup>>
+        memref.store %st#7, %ms[%a1329] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#15, %ls[%a1329] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1426 = arith.muli %a1425, %c128_index : index
-      %a1427 = arith.addi %m1426, %d0 : index
-      memref.store %st#44, %os[%a1427] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1428 = arith.addi %a1427, %c1_index : index
-      memref.store %st#45, %os[%a1428] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1429 = arith.addi %a1427, %c2_index : index
-      memref.store %st#46, %os[%a1429] : memref<4096xf32, #gpu.address_space<workgroup>>
-      %a1430 = arith.addi %a1427, %c3_index : index
-      memref.store %st#47, %os[%a1430] : memref<4096xf32, #gpu.address_space<workgroup>>
+      %m1330 = arith.muli %a1329, %c128_index : index
+      %a1331 = arith.addi %m1330, %d0 : index
+      memref.store %st#44, %os[%a1331] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1332 = arith.addi %a1331, %c1_index : index
+      memref.store %st#45, %os[%a1332] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1333 = arith.addi %a1331, %c2_index : index
+      memref.store %st#46, %os[%a1333] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1334 = arith.addi %a1331, %c3_index : index
+      memref.store %st#47, %os[%a1334] : memref<8192xf32, #gpu.address_space<workgroup>>
       gpu.barrier
       %one_split = arith.cmpi eq, %n_split, %c1_index : index
-      %d_is0 = arith.cmpi eq, %tid, %c0_index : index
-      scf.if %ok3 {
-        %mw1431 = memref.load %ms[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1432 = memref.load %ms[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1433 = memref.load %ms[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1434 = memref.load %ms[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1435 = arith.maximumf %mw1431, %mw1432 : f32
-        %M1436 = arith.maximumf %M1435, %mw1433 : f32
-        %M1437 = arith.maximumf %M1436, %mw1434 : f32
-        %any1438 = arith.cmpf ogt, %M1437, %c0xFF800000_f32 : f32
-        %Ms1439 = arith.select %any1438, %M1437, %c0p0_f32 : f32
-        %f1440 = arith.subf %mw1431, %Ms1439 : f32
-        %fw1441 = math.exp %f1440 : f32
-        %lw1442 = memref.load %ls[%c0_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1443 = arith.addi %c0_index, %tid : index
-        %ow1444 = memref.load %os[%a1443] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1445 = math.fma %lw1442, %fw1441, %c0p0_f32 : f32
-        %f1446 = math.fma %ow1444, %fw1441, %c0p0_f32 : f32
-        %f1447 = arith.subf %mw1432, %Ms1439 : f32
-        %fw1448 = math.exp %f1447 : f32
-        %lw1449 = memref.load %ls[%c8_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1450 = arith.addi %c1024_index, %tid : index
-        %ow1451 = memref.load %os[%a1450] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1452 = math.fma %lw1449, %fw1448, %f1445 : f32
-        %f1453 = math.fma %ow1451, %fw1448, %f1446 : f32
-        %f1454 = arith.subf %mw1433, %Ms1439 : f32
+      %dd = arith.remui %tid, %c128_index : index
+      %grp = arith.divui %tid, %c128_index : index
+      %d_is0 = arith.cmpi eq, %dd, %c0_index : index
+      %t_is0 = arith.cmpi eq, %tid, %c0_index : index
+      %gr1335 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1336 = arith.andi %ok3, %gr1335 : i1
+      %gr1337 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1338 = arith.andi %ok27, %gr1337 : i1
+      %gr1339 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1340 = arith.andi %ok51, %gr1339 : i1
+      %gr1341 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1342 = arith.andi %ok75, %gr1341 : i1
+      %gr1343 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1344 = arith.andi %ok99, %gr1343 : i1
+      %gr1345 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1346 = arith.andi %ok123, %gr1345 : i1
+      %gr1347 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1348 = arith.andi %ok147, %gr1347 : i1
+      %gr1349 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1350 = arith.andi %ok171, %gr1349 : i1
+      scf.if %mine1336 {
+        %mw1351 = memref.load %ms[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1352 = memref.load %ms[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1353 = memref.load %ms[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1354 = memref.load %ms[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1355 = memref.load %ms[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1356 = memref.load %ms[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1357 = memref.load %ms[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1358 = memref.load %ms[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1359 = arith.maximumf %mw1351, %mw1352 : f32
+        %M1360 = arith.maximumf %M1359, %mw1353 : f32
+        %M1361 = arith.maximumf %M1360, %mw1354 : f32
+        %M1362 = arith.maximumf %M1361, %mw1355 : f32
+        %M1363 = arith.maximumf %M1362, %mw1356 : f32
+        %M1364 = arith.maximumf %M1363, %mw1357 : f32
+        %M1365 = arith.maximumf %M1364, %mw1358 : f32
+        %any1366 = arith.cmpf ogt, %M1365, %c0xFF800000_f32 : f32
+        %Ms1367 = arith.select %any1366, %M1365, %c0p0_f32 : f32
+        %f1368 = arith.subf %mw1351, %Ms1367 : f32
+        %fw1369 = math.exp %f1368 : f32
+        %lw1370 = memref.load %ls[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1371 = arith.addi %c0_index, %dd : index
+        %ow1372 = memref.load %os[%a1371] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1373 = math.fma %lw1370, %fw1369, %c0p0_f32 : f32
+        %f1374 = math.fma %ow1372, %fw1369, %c0p0_f32 : f32
+        %f1375 = arith.subf %mw1352, %Ms1367 : f32
+        %fw1376 = math.exp %f1375 : f32
+        %lw1377 = memref.load %ls[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1378 = arith.addi %c1024_index, %dd : index
+        %ow1379 = memref.load %os[%a1378] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1380 = math.fma %lw1377, %fw1376, %f1373 : f32
+        %f1381 = math.fma %ow1379, %fw1376, %f1374 : f32
+        %f1382 = arith.subf %mw1353, %Ms1367 : f32
+        %fw1383 = math.exp %f1382 : f32
+        %lw1384 = memref.load %ls[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1385 = arith.addi %c2048_index, %dd : index
+        %ow1386 = memref.load %os[%a1385] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1387 = math.fma %lw1384, %fw1383, %f1380 : f32
+        %f1388 = math.fma %ow1386, %fw1383, %f1381 : f32
+        %f1389 = arith.subf %mw1354, %Ms1367 : f32
+        %fw1390 = math.exp %f1389 : f32
+        %lw1391 = memref.load %ls[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1392 = arith.addi %c3072_index, %dd : index
+        %ow1393 = memref.load %os[%a1392] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1394 = math.fma %lw1391, %fw1390, %f1387 : f32
+        %f1395 = math.fma %ow1393, %fw1390, %f1388 : f32
+        %f1396 = arith.subf %mw1355, %Ms1367 : f32
+        %fw1397 = math.exp %f1396 : f32
+        %lw1398 = memref.load %ls[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1399 = arith.addi %c4096_index, %dd : index
+        %ow1400 = memref.load %os[%a1399] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1401 = math.fma %lw1398, %fw1397, %f1394 : f32
+        %f1402 = math.fma %ow1400, %fw1397, %f1395 : f32
+        %f1403 = arith.subf %mw1356, %Ms1367 : f32
+        %fw1404 = math.exp %f1403 : f32
+        %lw1405 = memref.load %ls[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1406 = arith.addi %c5120_index, %dd : index
+        %ow1407 = memref.load %os[%a1406] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1408 = math.fma %lw1405, %fw1404, %f1401 : f32
+        %f1409 = math.fma %ow1407, %fw1404, %f1402 : f32
+        %f1410 = arith.subf %mw1357, %Ms1367 : f32
+        %fw1411 = math.exp %f1410 : f32
+        %lw1412 = memref.load %ls[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1413 = arith.addi %c6144_index, %dd : index
+        %ow1414 = memref.load %os[%a1413] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1415 = math.fma %lw1412, %fw1411, %f1408 : f32
+        %f1416 = math.fma %ow1414, %fw1411, %f1409 : f32
+        %f1417 = arith.subf %mw1358, %Ms1367 : f32
+        %fw1418 = math.exp %f1417 : f32
+        %lw1419 = memref.load %ls[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1420 = arith.addi %c7168_index, %dd : index
+        %ow1421 = memref.load %os[%a1420] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1422 = math.fma %lw1419, %fw1418, %f1415 : f32
+        %f1423 = math.fma %ow1421, %fw1418, %f1416 : f32
+        %pos1424 = arith.cmpf ogt, %f1422, %c0p0_f32 : f32
+        %Lc1425 = arith.select %pos1424, %f1422, %c1p0_f32 : f32
+        %o1426 = arith.divf %f1423, %Lc1425 : f32
+        %a1427 = arith.addi %m11, %dd : index
+        scf.if %one_split {
+          memref.store %o1426, %out[%a1427] : memref<?xf32>
+        } else {
+          %m1428 = arith.muli %Ti, %NH : index
+          %m1429 = arith.muli %split, %m1428 : index
+          %m1430 = arith.muli %m1429, %c128_index : index
+          %a1431 = arith.addi %m1430, %a1427 : index
+          memref.store %o1426, %o_part[%a1431] : memref<?xf32>
+          scf.if %d_is0 {
+            %lg1432 = math.log %Lc1425 : f32
+            %f1433 = arith.addf %Ms1367, %lg1432 : f32
+            %lse1434 = arith.select %pos1424, %f1433, %c0xFF800000_f32 : f32
+            %hr1435 = arith.divui %m11, %c128_index : index
+            %a1436 = arith.addi %m1429, %hr1435 : index
+            memref.store %lse1434, %lse_part[%a1436] : memref<?xf32>
+          }
+        }
+      }
+      scf.if %mine1338 {
+        %mw1437 = memref.load %ms[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1438 = memref.load %ms[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1439 = memref.load %ms[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1440 = memref.load %ms[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1441 = memref.load %ms[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1442 = memref.load %ms[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1443 = memref.load %ms[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1444 = memref.load %ms[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1445 = arith.maximumf %mw1437, %mw1438 : f32
+        %M1446 = arith.maximumf %M1445, %mw1439 : f32
+        %M1447 = arith.maximumf %M1446, %mw1440 : f32
+        %M1448 = arith.maximumf %M1447, %mw1441 : f32
+        %M1449 = arith.maximumf %M1448, %mw1442 : f32
+        %M1450 = arith.maximumf %M1449, %mw1443 : f32
+        %M1451 = arith.maximumf %M1450, %mw1444 : f32
+        %any1452 = arith.cmpf ogt, %M1451, %c0xFF800000_f32 : f32
+        %Ms1453 = arith.select %any1452, %M1451, %c0p0_f32 : f32
+        %f1454 = arith.subf %mw1437, %Ms1453 : f32
         %fw1455 = math.exp %f1454 : f32
-        %lw1456 = memref.load %ls[%c16_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1457 = arith.addi %c2048_index, %tid : index
-        %ow1458 = memref.load %os[%a1457] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1459 = math.fma %lw1456, %fw1455, %f1452 : f32
-        %f1460 = math.fma %ow1458, %fw1455, %f1453 : f32
-        %f1461 = arith.subf %mw1434, %Ms1439 : f32
+        %lw1456 = memref.load %ls[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1457 = arith.addi %c128_index, %dd : index
+        %ow1458 = memref.load %os[%a1457] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1459 = math.fma %lw1456, %fw1455, %c0p0_f32 : f32
+        %f1460 = math.fma %ow1458, %fw1455, %c0p0_f32 : f32
+        %f1461 = arith.subf %mw1438, %Ms1453 : f32
         %fw1462 = math.exp %f1461 : f32
-        %lw1463 = memref.load %ls[%c24_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1464 = arith.addi %c3072_index, %tid : index
-        %ow1465 = memref.load %os[%a1464] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1463 = memref.load %ls[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1464 = arith.addi %c1152_index, %dd : index
+        %ow1465 = memref.load %os[%a1464] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1466 = math.fma %lw1463, %fw1462, %f1459 : f32
         %f1467 = math.fma %ow1465, %fw1462, %f1460 : f32
-        %pos1468 = arith.cmpf ogt, %f1466, %c0p0_f32 : f32
-        %Lc1469 = arith.select %pos1468, %f1466, %c1p0_f32 : f32
-        %o1470 = arith.divf %f1467, %Lc1469 : f32
-        %a1471 = arith.addi %m11, %tid : index
+        %f1468 = arith.subf %mw1439, %Ms1453 : f32
+        %fw1469 = math.exp %f1468 : f32
+        %lw1470 = memref.load %ls[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1471 = arith.addi %c2176_index, %dd : index
+        %ow1472 = memref.load %os[%a1471] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1473 = math.fma %lw1470, %fw1469, %f1466 : f32
+        %f1474 = math.fma %ow1472, %fw1469, %f1467 : f32
+        %f1475 = arith.subf %mw1440, %Ms1453 : f32
+        %fw1476 = math.exp %f1475 : f32
+        %lw1477 = memref.load %ls[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1478 = arith.addi %c3200_index, %dd : index
+        %ow1479 = memref.load %os[%a1478] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1480 = math.fma %lw1477, %fw1476, %f1473 : f32
+        %f1481 = math.fma %ow1479, %fw1476, %f1474 : f32
+        %f1482 = arith.subf %mw1441, %Ms1453 : f32
+        %fw1483 = math.exp %f1482 : f32
+        %lw1484 = memref.load %ls[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1485 = arith.addi %c4224_index, %dd : index
+        %ow1486 = memref.load %os[%a1485] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1487 = math.fma %lw1484, %fw1483, %f1480 : f32
+        %f1488 = math.fma %ow1486, %fw1483, %f1481 : f32
+        %f1489 = arith.subf %mw1442, %Ms1453 : f32
+        %fw1490 = math.exp %f1489 : f32
+        %lw1491 = memref.load %ls[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1492 = arith.addi %c5248_index, %dd : index
+        %ow1493 = memref.load %os[%a1492] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1494 = math.fma %lw1491, %fw1490, %f1487 : f32
+        %f1495 = math.fma %ow1493, %fw1490, %f1488 : f32
+        %f1496 = arith.subf %mw1443, %Ms1453 : f32
+        %fw1497 = math.exp %f1496 : f32
+        %lw1498 = memref.load %ls[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1499 = arith.addi %c6272_index, %dd : index
+        %ow1500 = memref.load %os[%a1499] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1501 = math.fma %lw1498, %fw1497, %f1494 : f32
+        %f1502 = math.fma %ow1500, %fw1497, %f1495 : f32
+        %f1503 = arith.subf %mw1444, %Ms1453 : f32
+        %fw1504 = math.exp %f1503 : f32
+        %lw1505 = memref.load %ls[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1506 = arith.addi %c7296_index, %dd : index
+        %ow1507 = memref.load %os[%a1506] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1508 = math.fma %lw1505, %fw1504, %f1501 : f32
+        %f1509 = math.fma %ow1507, %fw1504, %f1502 : f32
+        %pos1510 = arith.cmpf ogt, %f1508, %c0p0_f32 : f32
+        %Lc1511 = arith.select %pos1510, %f1508, %c1p0_f32 : f32
+        %o1512 = arith.divf %f1509, %Lc1511 : f32
+        %a1513 = arith.addi %m35, %dd : index
         scf.if %one_split {
-          memref.store %o1470, %out[%a1471] : memref<?xf32>
+          memref.store %o1512, %out[%a1513] : memref<?xf32>
         } else {
-          %m1472 = arith.muli %Ti, %NH : index
-          %m1473 = arith.muli %split, %m1472 : index
-          %m1474 = arith.muli %m1473, %c128_index : index
-          %a1475 = arith.addi %m1474, %a1471 : index
-          memref.store %o1470, %o_part[%a1475] : memref<?xf32>
+          %m1514 = arith.muli %Ti, %NH : index
+          %m1515 = arith.muli %split, %m1514 : index
+          %m1516 = arith.muli %m1515, %c128_index : index
+          %a1517 = arith.addi %m1516, %a1513 : index
+          memref.store %o1512, %o_part[%a1517] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1476 = math.log %Lc1469 : f32
-            %f1477 = arith.addf %Ms1439, %lg1476 : f32
-            %lse1478 = arith.select %pos1468, %f1477, %c0xFF800000_f32 : f32
-            %hr1479 = arith.divui %m11, %c128_index : index
-            %a1480 = arith.addi %m1473, %hr1479 : index
-            memref.store %lse1478, %lse_part[%a1480] : memref<?xf32>
+            %lg1518 = math.log %Lc1511 : f32
+            %f1519 = arith.addf %Ms1453, %lg1518 : f32
+            %lse1520 = arith.select %pos1510, %f1519, %c0xFF800000_f32 : f32
+            %hr1521 = arith.divui %m35, %c128_index : index
+            %a1522 = arith.addi %m1515, %hr1521 : index
+            memref.store %lse1520, %lse_part[%a1522] : memref<?xf32>
           }
         }
       }
-      scf.if %ok27 {
-        %mw1481 = memref.load %ms[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1482 = memref.load %ms[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1483 = memref.load %ms[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1484 = memref.load %ms[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1485 = arith.maximumf %mw1481, %mw1482 : f32
-        %M1486 = arith.maximumf %M1485, %mw1483 : f32
-        %M1487 = arith.maximumf %M1486, %mw1484 : f32
-        %any1488 = arith.cmpf ogt, %M1487, %c0xFF800000_f32 : f32
-        %Ms1489 = arith.select %any1488, %M1487, %c0p0_f32 : f32
-        %f1490 = arith.subf %mw1481, %Ms1489 : f32
-        %fw1491 = math.exp %f1490 : f32
-        %lw1492 = memref.load %ls[%c1_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1493 = arith.addi %c128_index, %tid : index
-        %ow1494 = memref.load %os[%a1493] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1495 = math.fma %lw1492, %fw1491, %c0p0_f32 : f32
-        %f1496 = math.fma %ow1494, %fw1491, %c0p0_f32 : f32
-        %f1497 = arith.subf %mw1482, %Ms1489 : f32
-        %fw1498 = math.exp %f1497 : f32
-        %lw1499 = memref.load %ls[%c9_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1500 = arith.addi %c1152_index, %tid : index
-        %ow1501 = memref.load %os[%a1500] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1502 = math.fma %lw1499, %fw1498, %f1495 : f32
-        %f1503 = math.fma %ow1501, %fw1498, %f1496 : f32
-        %f1504 = arith.subf %mw1483, %Ms1489 : f32
-        %fw1505 = math.exp %f1504 : f32
-        %lw1506 = memref.load %ls[%c17_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1507 = arith.addi %c2176_index, %tid : index
-        %ow1508 = memref.load %os[%a1507] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1509 = math.fma %lw1506, %fw1505, %f1502 : f32
-        %f1510 = math.fma %ow1508, %fw1505, %f1503 : f32
-        %f1511 = arith.subf %mw1484, %Ms1489 : f32
-        %fw1512 = math.exp %f1511 : f32
-        %lw1513 = memref.load %ls[%c25_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1514 = arith.addi %c3200_index, %tid : index
-        %ow1515 = memref.load %os[%a1514] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1516 = math.fma %lw1513, %fw1512, %f1509 : f32
-        %f1517 = math.fma %ow1515, %fw1512, %f1510 : f32
-        %pos1518 = arith.cmpf ogt, %f1516, %c0p0_f32 : f32
-        %Lc1519 = arith.select %pos1518, %f1516, %c1p0_f32 : f32
-        %o1520 = arith.divf %f1517, %Lc1519 : f32
-        %a1521 = arith.addi %m35, %tid : index
-        scf.if %one_split {
-          memref.store %o1520, %out[%a1521] : memref<?xf32>
-        } else {
-          %m1522 = arith.muli %Ti, %NH : index
-          %m1523 = arith.muli %split, %m1522 : index
-          %m1524 = arith.muli %m1523, %c128_index : index
-          %a1525 = arith.addi %m1524, %a1521 : index
-          memref.store %o1520, %o_part[%a1525] : memref<?xf32>
-          scf.if %d_is0 {
-            %lg1526 = math.log %Lc1519 : f32
-            %f1527 = arith.addf %Ms1489, %lg1526 : f32
-            %lse1528 = arith.select %pos1518, %f1527, %c0xFF800000_f32 : f32
-            %hr1529 = arith.divui %m35, %c128_index : index
-            %a1530 = arith.addi %m1523, %hr1529 : index
-            memref.store %lse1528, %lse_part[%a1530] : memref<?xf32>
-          }
-        }
-      }
-      scf.if %ok51 {
-        %mw1531 = memref.load %ms[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1532 = memref.load %ms[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1533 = memref.load %ms[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1534 = memref.load %ms[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1535 = arith.maximumf %mw1531, %mw1532 : f32
-        %M1536 = arith.maximumf %M1535, %mw1533 : f32
-        %M1537 = arith.maximumf %M1536, %mw1534 : f32
+      scf.if %mine1340 {
+        %mw1523 = memref.load %ms[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1524 = memref.load %ms[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1525 = memref.load %ms[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1526 = memref.load %ms[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1527 = memref.load %ms[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1528 = memref.load %ms[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1529 = memref.load %ms[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1530 = memref.load %ms[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1531 = arith.maximumf %mw1523, %mw1524 : f32
+        %M1532 = arith.maximumf %M1531, %mw1525 : f32
+        %M1533 = arith.maximumf %M1532, %mw1526 : f32
+        %M1534 = arith.maximumf %M1533, %mw1527 : f32
+        %M1535 = arith.maximumf %M1534, %mw1528 : f32
+        %M1536 = arith.maximumf %M1535, %mw1529 : f32
+        %M1537 = arith.maximumf %M1536, %mw1530 : f32
         %any1538 = arith.cmpf ogt, %M1537, %c0xFF800000_f32 : f32
         %Ms1539 = arith.select %any1538, %M1537, %c0p0_f32 : f32
-        %f1540 = arith.subf %mw1531, %Ms1539 : f32
+        %f1540 = arith.subf %mw1523, %Ms1539 : f32
         %fw1541 = math.exp %f1540 : f32
-        %lw1542 = memref.load %ls[%c2_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1543 = arith.addi %c256_index, %tid : index
-        %ow1544 = memref.load %os[%a1543] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1542 = memref.load %ls[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1543 = arith.addi %c256_index, %dd : index
+        %ow1544 = memref.load %os[%a1543] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1545 = math.fma %lw1542, %fw1541, %c0p0_f32 : f32
         %f1546 = math.fma %ow1544, %fw1541, %c0p0_f32 : f32
-        %f1547 = arith.subf %mw1532, %Ms1539 : f32
+        %f1547 = arith.subf %mw1524, %Ms1539 : f32
         %fw1548 = math.exp %f1547 : f32
-        %lw1549 = memref.load %ls[%c10_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1550 = arith.addi %c1280_index, %tid : index
-        %ow1551 = memref.load %os[%a1550] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1549 = memref.load %ls[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1550 = arith.addi %c1280_index, %dd : index
+        %ow1551 = memref.load %os[%a1550] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1552 = math.fma %lw1549, %fw1548, %f1545 : f32
         %f1553 = math.fma %ow1551, %fw1548, %f1546 : f32
-        %f1554 = arith.subf %mw1533, %Ms1539 : f32
+        %f1554 = arith.subf %mw1525, %Ms1539 : f32
         %fw1555 = math.exp %f1554 : f32
-        %lw1556 = memref.load %ls[%c18_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1557 = arith.addi %c2304_index, %tid : index
-        %ow1558 = memref.load %os[%a1557] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1556 = memref.load %ls[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1557 = arith.addi %c2304_index, %dd : index
+        %ow1558 = memref.load %os[%a1557] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1559 = math.fma %lw1556, %fw1555, %f1552 : f32
         %f1560 = math.fma %ow1558, %fw1555, %f1553 : f32
-        %f1561 = arith.subf %mw1534, %Ms1539 : f32
+        %f1561 = arith.subf %mw1526, %Ms1539 : f32
         %fw1562 = math.exp %f1561 : f32
-        %lw1563 = memref.load %ls[%c26_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1564 = arith.addi %c3328_index, %tid : index
-        %ow1565 = memref.load %os[%a1564] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1563 = memref.load %ls[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1564 = arith.addi %c3328_index, %dd : index
+        %ow1565 = memref.load %os[%a1564] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1566 = math.fma %lw1563, %fw1562, %f1559 : f32
         %f1567 = math.fma %ow1565, %fw1562, %f1560 : f32
-        %pos1568 = arith.cmpf ogt, %f1566, %c0p0_f32 : f32
-        %Lc1569 = arith.select %pos1568, %f1566, %c1p0_f32 : f32
-        %o1570 = arith.divf %f1567, %Lc1569 : f32
-        %a1571 = arith.addi %m59, %tid : index
+        %f1568 = arith.subf %mw1527, %Ms1539 : f32
+        %fw1569 = math.exp %f1568 : f32
+        %lw1570 = memref.load %ls[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1571 = arith.addi %c4352_index, %dd : index
+        %ow1572 = memref.load %os[%a1571] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1573 = math.fma %lw1570, %fw1569, %f1566 : f32
+        %f1574 = math.fma %ow1572, %fw1569, %f1567 : f32
+        %f1575 = arith.subf %mw1528, %Ms1539 : f32
+        %fw1576 = math.exp %f1575 : f32
+        %lw1577 = memref.load %ls[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1578 = arith.addi %c5376_index, %dd : index
+        %ow1579 = memref.load %os[%a1578] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1580 = math.fma %lw1577, %fw1576, %f1573 : f32
+        %f1581 = math.fma %ow1579, %fw1576, %f1574 : f32
+        %f1582 = arith.subf %mw1529, %Ms1539 : f32
+        %fw1583 = math.exp %f1582 : f32
+        %lw1584 = memref.load %ls[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1585 = arith.addi %c6400_index, %dd : index
+        %ow1586 = memref.load %os[%a1585] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1587 = math.fma %lw1584, %fw1583, %f1580 : f32
+        %f1588 = math.fma %ow1586, %fw1583, %f1581 : f32
+        %f1589 = arith.subf %mw1530, %Ms1539 : f32
+        %fw1590 = math.exp %f1589 : f32
+        %lw1591 = memref.load %ls[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1592 = arith.addi %c7424_index, %dd : index
+        %ow1593 = memref.load %os[%a1592] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1594 = math.fma %lw1591, %fw1590, %f1587 : f32
+        %f1595 = math.fma %ow1593, %fw1590, %f1588 : f32
+        %pos1596 = arith.cmpf ogt, %f1594, %c0p0_f32 : f32
+        %Lc1597 = arith.select %pos1596, %f1594, %c1p0_f32 : f32
+        %o1598 = arith.divf %f1595, %Lc1597 : f32
+        %a1599 = arith.addi %m59, %dd : index
         scf.if %one_split {
-          memref.store %o1570, %out[%a1571] : memref<?xf32>
+          memref.store %o1598, %out[%a1599] : memref<?xf32>
         } else {
-          %m1572 = arith.muli %Ti, %NH : index
-          %m1573 = arith.muli %split, %m1572 : index
-          %m1574 = arith.muli %m1573, %c128_index : index
-          %a1575 = arith.addi %m1574, %a1571 : index
-          memref.store %o1570, %o_part[%a1575] : memref<?xf32>
+          %m1600 = arith.muli %Ti, %NH : index
+          %m1601 = arith.muli %split, %m1600 : index
+          %m1602 = arith.muli %m1601, %c128_index : index
+          %a1603 = arith.addi %m1602, %a1599 : index
+          memref.store %o1598, %o_part[%a1603] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1576 = math.log %Lc1569 : f32
-            %f1577 = arith.addf %Ms1539, %lg1576 : f32
-            %lse1578 = arith.select %pos1568, %f1577, %c0xFF800000_f32 : f32
-            %hr1579 = arith.divui %m59, %c128_index : index
-            %a1580 = arith.addi %m1573, %hr1579 : index
-            memref.store %lse1578, %lse_part[%a1580] : memref<?xf32>
+            %lg1604 = math.log %Lc1597 : f32
+            %f1605 = arith.addf %Ms1539, %lg1604 : f32
+            %lse1606 = arith.select %pos1596, %f1605, %c0xFF800000_f32 : f32
+            %hr1607 = arith.divui %m59, %c128_index : index
+            %a1608 = arith.addi %m1601, %hr1607 : index
+            memref.store %lse1606, %lse_part[%a1608] : memref<?xf32>
           }
         }
       }
-      scf.if %ok75 {
-        %mw1581 = memref.load %ms[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1582 = memref.load %ms[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1583 = memref.load %ms[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1584 = memref.load %ms[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1585 = arith.maximumf %mw1581, %mw1582 : f32
-        %M1586 = arith.maximumf %M1585, %mw1583 : f32
-        %M1587 = arith.maximumf %M1586, %mw1584 : f32
-        %any1588 = arith.cmpf ogt, %M1587, %c0xFF800000_f32 : f32
-        %Ms1589 = arith.select %any1588, %M1587, %c0p0_f32 : f32
-        %f1590 = arith.subf %mw1581, %Ms1589 : f32
-        %fw1591 = math.exp %f1590 : f32
-        %lw1592 = memref.load %ls[%c3_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1593 = arith.addi %c384_index, %tid : index
-        %ow1594 = memref.load %os[%a1593] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1595 = math.fma %lw1592, %fw1591, %c0p0_f32 : f32
-        %f1596 = math.fma %ow1594, %fw1591, %c0p0_f32 : f32
-        %f1597 = arith.subf %mw1582, %Ms1589 : f32
-        %fw1598 = math.exp %f1597 : f32
-        %lw1599 = memref.load %ls[%c11_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1600 = arith.addi %c1408_index, %tid : index
-        %ow1601 = memref.load %os[%a1600] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1602 = math.fma %lw1599, %fw1598, %f1595 : f32
-        %f1603 = math.fma %ow1601, %fw1598, %f1596 : f32
-        %f1604 = arith.subf %mw1583, %Ms1589 : f32
-        %fw1605 = math.exp %f1604 : f32
-        %lw1606 = memref.load %ls[%c19_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1607 = arith.addi %c2432_index, %tid : index
-        %ow1608 = memref.load %os[%a1607] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1609 = math.fma %lw1606, %fw1605, %f1602 : f32
-        %f1610 = math.fma %ow1608, %fw1605, %f1603 : f32
-        %f1611 = arith.subf %mw1584, %Ms1589 : f32
-        %fw1612 = math.exp %f1611 : f32
-        %lw1613 = memref.load %ls[%c27_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1614 = arith.addi %c3456_index, %tid : index
-        %ow1615 = memref.load %os[%a1614] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1616 = math.fma %lw1613, %fw1612, %f1609 : f32
-        %f1617 = math.fma %ow1615, %fw1612, %f1610 : f32
-        %pos1618 = arith.cmpf ogt, %f1616, %c0p0_f32 : f32
-        %Lc1619 = arith.select %pos1618, %f1616, %c1p0_f32 : f32
-        %o1620 = arith.divf %f1617, %Lc1619 : f32
-        %a1621 = arith.addi %m83, %tid : index
-        scf.if %one_split {
-          memref.store %o1620, %out[%a1621] : memref<?xf32>
-        } else {
-          %m1622 = arith.muli %Ti, %NH : index
-          %m1623 = arith.muli %split, %m1622 : index
-          %m1624 = arith.muli %m1623, %c128_index : index
-          %a1625 = arith.addi %m1624, %a1621 : index
-          memref.store %o1620, %o_part[%a1625] : memref<?xf32>
-          scf.if %d_is0 {
-            %lg1626 = math.log %Lc1619 : f32
-            %f1627 = arith.addf %Ms1589, %lg1626 : f32
-            %lse1628 = arith.select %pos1618, %f1627, %c0xFF800000_f32 : f32
-            %hr1629 = arith.divui %m83, %c128_index : index
-            %a1630 = arith.addi %m1623, %hr1629 : index
-            memref.store %lse1628, %lse_part[%a1630] : memref<?xf32>
-          }
-        }
-      }
-      scf.if %ok99 {
-        %mw1631 = memref.load %ms[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1632 = memref.load %ms[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1633 = memref.load %ms[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1634 = memref.load %ms[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1635 = arith.maximumf %mw1631, %mw1632 : f32
-        %M1636 = arith.maximumf %M1635, %mw1633 : f32
-        %M1637 = arith.maximumf %M1636, %mw1634 : f32
-        %any1638 = arith.cmpf ogt, %M1637, %c0xFF800000_f32 : f32
-        %Ms1639 = arith.select %any1638, %M1637, %c0p0_f32 : f32
-        %f1640 = arith.subf %mw1631, %Ms1639 : f32
+      scf.if %mine1342 {
+        %mw1609 = memref.load %ms[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1610 = memref.load %ms[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1611 = memref.load %ms[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1612 = memref.load %ms[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1613 = memref.load %ms[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1614 = memref.load %ms[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1615 = memref.load %ms[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1616 = memref.load %ms[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1617 = arith.maximumf %mw1609, %mw1610 : f32
+        %M1618 = arith.maximumf %M1617, %mw1611 : f32
+        %M1619 = arith.maximumf %M1618, %mw1612 : f32
+        %M1620 = arith.maximumf %M1619, %mw1613 : f32
+        %M1621 = arith.maximumf %M1620, %mw1614 : f32
+        %M1622 = arith.maximumf %M1621, %mw1615 : f32
+        %M1623 = arith.maximumf %M1622, %mw1616 : f32
+        %any1624 = arith.cmpf ogt, %M1623, %c0xFF800000_f32 : f32
+        %Ms1625 = arith.select %any1624, %M1623, %c0p0_f32 : f32
+        %f1626 = arith.subf %mw1609, %Ms1625 : f32
+        %fw1627 = math.exp %f1626 : f32
+        %lw1628 = memref.load %ls[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1629 = arith.addi %c384_index, %dd : index
+        %ow1630 = memref.load %os[%a1629] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1631 = math.fma %lw1628, %fw1627, %c0p0_f32 : f32
+        %f1632 = math.fma %ow1630, %fw1627, %c0p0_f32 : f32
+        %f1633 = arith.subf %mw1610, %Ms1625 : f32
+        %fw1634 = math.exp %f1633 : f32
+        %lw1635 = memref.load %ls[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1636 = arith.addi %c1408_index, %dd : index
+        %ow1637 = memref.load %os[%a1636] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1638 = math.fma %lw1635, %fw1634, %f1631 : f32
+        %f1639 = math.fma %ow1637, %fw1634, %f1632 : f32
+        %f1640 = arith.subf %mw1611, %Ms1625 : f32
         %fw1641 = math.exp %f1640 : f32
-        %lw1642 = memref.load %ls[%c4_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1643 = arith.addi %c512_index, %tid : index
-        %ow1644 = memref.load %os[%a1643] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1645 = math.fma %lw1642, %fw1641, %c0p0_f32 : f32
-        %f1646 = math.fma %ow1644, %fw1641, %c0p0_f32 : f32
-        %f1647 = arith.subf %mw1632, %Ms1639 : f32
+        %lw1642 = memref.load %ls[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1643 = arith.addi %c2432_index, %dd : index
+        %ow1644 = memref.load %os[%a1643] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1645 = math.fma %lw1642, %fw1641, %f1638 : f32
+        %f1646 = math.fma %ow1644, %fw1641, %f1639 : f32
+        %f1647 = arith.subf %mw1612, %Ms1625 : f32
         %fw1648 = math.exp %f1647 : f32
-        %lw1649 = memref.load %ls[%c12_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1650 = arith.addi %c1536_index, %tid : index
-        %ow1651 = memref.load %os[%a1650] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1649 = memref.load %ls[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1650 = arith.addi %c3456_index, %dd : index
+        %ow1651 = memref.load %os[%a1650] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1652 = math.fma %lw1649, %fw1648, %f1645 : f32
         %f1653 = math.fma %ow1651, %fw1648, %f1646 : f32
-        %f1654 = arith.subf %mw1633, %Ms1639 : f32
+        %f1654 = arith.subf %mw1613, %Ms1625 : f32
         %fw1655 = math.exp %f1654 : f32
-        %lw1656 = memref.load %ls[%c20_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1657 = arith.addi %c2560_index, %tid : index
-        %ow1658 = memref.load %os[%a1657] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1656 = memref.load %ls[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1657 = arith.addi %c4480_index, %dd : index
+        %ow1658 = memref.load %os[%a1657] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1659 = math.fma %lw1656, %fw1655, %f1652 : f32
         %f1660 = math.fma %ow1658, %fw1655, %f1653 : f32
-        %f1661 = arith.subf %mw1634, %Ms1639 : f32
+        %f1661 = arith.subf %mw1614, %Ms1625 : f32
         %fw1662 = math.exp %f1661 : f32
-        %lw1663 = memref.load %ls[%c28_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1664 = arith.addi %c3584_index, %tid : index
-        %ow1665 = memref.load %os[%a1664] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1663 = memref.load %ls[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1664 = arith.addi %c5504_index, %dd : index
+        %ow1665 = memref.load %os[%a1664] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1666 = math.fma %lw1663, %fw1662, %f1659 : f32
         %f1667 = math.fma %ow1665, %fw1662, %f1660 : f32
-        %pos1668 = arith.cmpf ogt, %f1666, %c0p0_f32 : f32
-        %Lc1669 = arith.select %pos1668, %f1666, %c1p0_f32 : f32
-        %o1670 = arith.divf %f1667, %Lc1669 : f32
-        %a1671 = arith.addi %m107, %tid : index
+        %f1668 = arith.subf %mw1615, %Ms1625 : f32
+        %fw1669 = math.exp %f1668 : f32
+        %lw1670 = memref.load %ls[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1671 = arith.addi %c6528_index, %dd : index
+        %ow1672 = memref.load %os[%a1671] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1673 = math.fma %lw1670, %fw1669, %f1666 : f32
+        %f1674 = math.fma %ow1672, %fw1669, %f1667 : f32
+        %f1675 = arith.subf %mw1616, %Ms1625 : f32
+        %fw1676 = math.exp %f1675 : f32
+        %lw1677 = memref.load %ls[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1678 = arith.addi %c7552_index, %dd : index
+        %ow1679 = memref.load %os[%a1678] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1680 = math.fma %lw1677, %fw1676, %f1673 : f32
+        %f1681 = math.fma %ow1679, %fw1676, %f1674 : f32
+        %pos1682 = arith.cmpf ogt, %f1680, %c0p0_f32 : f32
+        %Lc1683 = arith.select %pos1682, %f1680, %c1p0_f32 : f32
+        %o1684 = arith.divf %f1681, %Lc1683 : f32
+        %a1685 = arith.addi %m83, %dd : index
         scf.if %one_split {
-          memref.store %o1670, %out[%a1671] : memref<?xf32>
+          memref.store %o1684, %out[%a1685] : memref<?xf32>
         } else {
-          %m1672 = arith.muli %Ti, %NH : index
-          %m1673 = arith.muli %split, %m1672 : index
-          %m1674 = arith.muli %m1673, %c128_index : index
-          %a1675 = arith.addi %m1674, %a1671 : index
-          memref.store %o1670, %o_part[%a1675] : memref<?xf32>
+          %m1686 = arith.muli %Ti, %NH : index
+          %m1687 = arith.muli %split, %m1686 : index
+          %m1688 = arith.muli %m1687, %c128_index : index
+          %a1689 = arith.addi %m1688, %a1685 : index
+          memref.store %o1684, %o_part[%a1689] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1676 = math.log %Lc1669 : f32
-            %f1677 = arith.addf %Ms1639, %lg1676 : f32
-            %lse1678 = arith.select %pos1668, %f1677, %c0xFF800000_f32 : f32
-            %hr1679 = arith.divui %m107, %c128_index : index
-            %a1680 = arith.addi %m1673, %hr1679 : index
-            memref.store %lse1678, %lse_part[%a1680] : memref<?xf32>
+            %lg1690 = math.log %Lc1683 : f32
+            %f1691 = arith.addf %Ms1625, %lg1690 : f32
+            %lse1692 = arith.select %pos1682, %f1691, %c0xFF800000_f32 : f32
+            %hr1693 = arith.divui %m83, %c128_index : index
+            %a1694 = arith.addi %m1687, %hr1693 : index
+            memref.store %lse1692, %lse_part[%a1694] : memref<?xf32>
           }
         }
       }
-      scf.if %ok123 {
-        %mw1681 = memref.load %ms[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1682 = memref.load %ms[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1683 = memref.load %ms[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1684 = memref.load %ms[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1685 = arith.maximumf %mw1681, %mw1682 : f32
-        %M1686 = arith.maximumf %M1685, %mw1683 : f32
-        %M1687 = arith.maximumf %M1686, %mw1684 : f32
-        %any1688 = arith.cmpf ogt, %M1687, %c0xFF800000_f32 : f32
-        %Ms1689 = arith.select %any1688, %M1687, %c0p0_f32 : f32
-        %f1690 = arith.subf %mw1681, %Ms1689 : f32
-        %fw1691 = math.exp %f1690 : f32
-        %lw1692 = memref.load %ls[%c5_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1693 = arith.addi %c640_index, %tid : index
-        %ow1694 = memref.load %os[%a1693] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1695 = math.fma %lw1692, %fw1691, %c0p0_f32 : f32
-        %f1696 = math.fma %ow1694, %fw1691, %c0p0_f32 : f32
-        %f1697 = arith.subf %mw1682, %Ms1689 : f32
-        %fw1698 = math.exp %f1697 : f32
-        %lw1699 = memref.load %ls[%c13_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1700 = arith.addi %c1664_index, %tid : index
-        %ow1701 = memref.load %os[%a1700] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1702 = math.fma %lw1699, %fw1698, %f1695 : f32
-        %f1703 = math.fma %ow1701, %fw1698, %f1696 : f32
-        %f1704 = arith.subf %mw1683, %Ms1689 : f32
-        %fw1705 = math.exp %f1704 : f32
-        %lw1706 = memref.load %ls[%c21_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1707 = arith.addi %c2688_index, %tid : index
-        %ow1708 = memref.load %os[%a1707] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1709 = math.fma %lw1706, %fw1705, %f1702 : f32
-        %f1710 = math.fma %ow1708, %fw1705, %f1703 : f32
-        %f1711 = arith.subf %mw1684, %Ms1689 : f32
-        %fw1712 = math.exp %f1711 : f32
-        %lw1713 = memref.load %ls[%c29_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1714 = arith.addi %c3712_index, %tid : index
-        %ow1715 = memref.load %os[%a1714] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1716 = math.fma %lw1713, %fw1712, %f1709 : f32
-        %f1717 = math.fma %ow1715, %fw1712, %f1710 : f32
-        %pos1718 = arith.cmpf ogt, %f1716, %c0p0_f32 : f32
-        %Lc1719 = arith.select %pos1718, %f1716, %c1p0_f32 : f32
-        %o1720 = arith.divf %f1717, %Lc1719 : f32
-        %a1721 = arith.addi %m131, %tid : index
-        scf.if %one_split {
-          memref.store %o1720, %out[%a1721] : memref<?xf32>
-        } else {
-          %m1722 = arith.muli %Ti, %NH : index
-          %m1723 = arith.muli %split, %m1722 : index
-          %m1724 = arith.muli %m1723, %c128_index : index
-          %a1725 = arith.addi %m1724, %a1721 : index
-          memref.store %o1720, %o_part[%a1725] : memref<?xf32>
-          scf.if %d_is0 {
-            %lg1726 = math.log %Lc1719 : f32
-            %f1727 = arith.addf %Ms1689, %lg1726 : f32
-            %lse1728 = arith.select %pos1718, %f1727, %c0xFF800000_f32 : f32
-            %hr1729 = arith.divui %m131, %c128_index : index
-            %a1730 = arith.addi %m1723, %hr1729 : index
-            memref.store %lse1728, %lse_part[%a1730] : memref<?xf32>
-          }
-        }
-      }
-      scf.if %ok147 {
-        %mw1731 = memref.load %ms[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1732 = memref.load %ms[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1733 = memref.load %ms[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1734 = memref.load %ms[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1735 = arith.maximumf %mw1731, %mw1732 : f32
-        %M1736 = arith.maximumf %M1735, %mw1733 : f32
-        %M1737 = arith.maximumf %M1736, %mw1734 : f32
-        %any1738 = arith.cmpf ogt, %M1737, %c0xFF800000_f32 : f32
-        %Ms1739 = arith.select %any1738, %M1737, %c0p0_f32 : f32
-        %f1740 = arith.subf %mw1731, %Ms1739 : f32
+      scf.if %mine1344 {
+        %mw1695 = memref.load %ms[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1696 = memref.load %ms[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1697 = memref.load %ms[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1698 = memref.load %ms[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1699 = memref.load %ms[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1700 = memref.load %ms[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1701 = memref.load %ms[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1702 = memref.load %ms[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1703 = arith.maximumf %mw1695, %mw1696 : f32
+        %M1704 = arith.maximumf %M1703, %mw1697 : f32
+        %M1705 = arith.maximumf %M1704, %mw1698 : f32
+        %M1706 = arith.maximumf %M1705, %mw1699 : f32
+        %M1707 = arith.maximumf %M1706, %mw1700 : f32
+        %M1708 = arith.maximumf %M1707, %mw1701 : f32
+        %M1709 = arith.maximumf %M1708, %mw1702 : f32
+        %any1710 = arith.cmpf ogt, %M1709, %c0xFF800000_f32 : f32
+        %Ms1711 = arith.select %any1710, %M1709, %c0p0_f32 : f32
+        %f1712 = arith.subf %mw1695, %Ms1711 : f32
+        %fw1713 = math.exp %f1712 : f32
+        %lw1714 = memref.load %ls[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1715 = arith.addi %c512_index, %dd : index
+        %ow1716 = memref.load %os[%a1715] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1717 = math.fma %lw1714, %fw1713, %c0p0_f32 : f32
+        %f1718 = math.fma %ow1716, %fw1713, %c0p0_f32 : f32
+        %f1719 = arith.subf %mw1696, %Ms1711 : f32
+        %fw1720 = math.exp %f1719 : f32
+        %lw1721 = memref.load %ls[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1722 = arith.addi %c1536_index, %dd : index
+        %ow1723 = memref.load %os[%a1722] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1724 = math.fma %lw1721, %fw1720, %f1717 : f32
+        %f1725 = math.fma %ow1723, %fw1720, %f1718 : f32
+        %f1726 = arith.subf %mw1697, %Ms1711 : f32
+        %fw1727 = math.exp %f1726 : f32
+        %lw1728 = memref.load %ls[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1729 = arith.addi %c2560_index, %dd : index
+        %ow1730 = memref.load %os[%a1729] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1731 = math.fma %lw1728, %fw1727, %f1724 : f32
+        %f1732 = math.fma %ow1730, %fw1727, %f1725 : f32
+        %f1733 = arith.subf %mw1698, %Ms1711 : f32
+        %fw1734 = math.exp %f1733 : f32
+        %lw1735 = memref.load %ls[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1736 = arith.addi %c3584_index, %dd : index
+        %ow1737 = memref.load %os[%a1736] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1738 = math.fma %lw1735, %fw1734, %f1731 : f32
+        %f1739 = math.fma %ow1737, %fw1734, %f1732 : f32
+        %f1740 = arith.subf %mw1699, %Ms1711 : f32
         %fw1741 = math.exp %f1740 : f32
-        %lw1742 = memref.load %ls[%c6_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1743 = arith.addi %c768_index, %tid : index
-        %ow1744 = memref.load %os[%a1743] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1745 = math.fma %lw1742, %fw1741, %c0p0_f32 : f32
-        %f1746 = math.fma %ow1744, %fw1741, %c0p0_f32 : f32
-        %f1747 = arith.subf %mw1732, %Ms1739 : f32
+        %lw1742 = memref.load %ls[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1743 = arith.addi %c4608_index, %dd : index
+        %ow1744 = memref.load %os[%a1743] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1745 = math.fma %lw1742, %fw1741, %f1738 : f32
+        %f1746 = math.fma %ow1744, %fw1741, %f1739 : f32
+        %f1747 = arith.subf %mw1700, %Ms1711 : f32
         %fw1748 = math.exp %f1747 : f32
-        %lw1749 = memref.load %ls[%c14_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1750 = arith.addi %c1792_index, %tid : index
-        %ow1751 = memref.load %os[%a1750] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1749 = memref.load %ls[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1750 = arith.addi %c5632_index, %dd : index
+        %ow1751 = memref.load %os[%a1750] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1752 = math.fma %lw1749, %fw1748, %f1745 : f32
         %f1753 = math.fma %ow1751, %fw1748, %f1746 : f32
-        %f1754 = arith.subf %mw1733, %Ms1739 : f32
+        %f1754 = arith.subf %mw1701, %Ms1711 : f32
         %fw1755 = math.exp %f1754 : f32
-        %lw1756 = memref.load %ls[%c22_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1757 = arith.addi %c2816_index, %tid : index
-        %ow1758 = memref.load %os[%a1757] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1756 = memref.load %ls[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1757 = arith.addi %c6656_index, %dd : index
+        %ow1758 = memref.load %os[%a1757] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1759 = math.fma %lw1756, %fw1755, %f1752 : f32
         %f1760 = math.fma %ow1758, %fw1755, %f1753 : f32
-        %f1761 = arith.subf %mw1734, %Ms1739 : f32
+        %f1761 = arith.subf %mw1702, %Ms1711 : f32
         %fw1762 = math.exp %f1761 : f32
-        %lw1763 = memref.load %ls[%c30_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1764 = arith.addi %c3840_index, %tid : index
-        %ow1765 = memref.load %os[%a1764] : memref<4096xf32, #gpu.address_space<workgroup>>
+        %lw1763 = memref.load %ls[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1764 = arith.addi %c7680_index, %dd : index
+        %ow1765 = memref.load %os[%a1764] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1766 = math.fma %lw1763, %fw1762, %f1759 : f32
         %f1767 = math.fma %ow1765, %fw1762, %f1760 : f32
         %pos1768 = arith.cmpf ogt, %f1766, %c0p0_f32 : f32
         %Lc1769 = arith.select %pos1768, %f1766, %c1p0_f32 : f32
         %o1770 = arith.divf %f1767, %Lc1769 : f32
-        %a1771 = arith.addi %m155, %tid : index
+        %a1771 = arith.addi %m107, %dd : index
         scf.if %one_split {
           memref.store %o1770, %out[%a1771] : memref<?xf32>
         } else {
@@ -2178,71 +2099,299 @@ module attributes {gpu.container_module} {
           memref.store %o1770, %o_part[%a1775] : memref<?xf32>
           scf.if %d_is0 {
             %lg1776 = math.log %Lc1769 : f32
-            %f1777 = arith.addf %Ms1739, %lg1776 : f32
+            %f1777 = arith.addf %Ms1711, %lg1776 : f32
             %lse1778 = arith.select %pos1768, %f1777, %c0xFF800000_f32 : f32
-            %hr1779 = arith.divui %m155, %c128_index : index
+            %hr1779 = arith.divui %m107, %c128_index : index
             %a1780 = arith.addi %m1773, %hr1779 : index
             memref.store %lse1778, %lse_part[%a1780] : memref<?xf32>
           }
         }
       }
-      scf.if %ok171 {
-        %mw1781 = memref.load %ms[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1782 = memref.load %ms[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1783 = memref.load %ms[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %mw1784 = memref.load %ms[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %M1785 = arith.maximumf %mw1781, %mw1782 : f32
-        %M1786 = arith.maximumf %M1785, %mw1783 : f32
-        %M1787 = arith.maximumf %M1786, %mw1784 : f32
-        %any1788 = arith.cmpf ogt, %M1787, %c0xFF800000_f32 : f32
-        %Ms1789 = arith.select %any1788, %M1787, %c0p0_f32 : f32
-        %f1790 = arith.subf %mw1781, %Ms1789 : f32
-        %fw1791 = math.exp %f1790 : f32
-        %lw1792 = memref.load %ls[%c7_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1793 = arith.addi %c896_index, %tid : index
-        %ow1794 = memref.load %os[%a1793] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1795 = math.fma %lw1792, %fw1791, %c0p0_f32 : f32
-        %f1796 = math.fma %ow1794, %fw1791, %c0p0_f32 : f32
-        %f1797 = arith.subf %mw1782, %Ms1789 : f32
-        %fw1798 = math.exp %f1797 : f32
-        %lw1799 = memref.load %ls[%c15_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1800 = arith.addi %c1920_index, %tid : index
-        %ow1801 = memref.load %os[%a1800] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1802 = math.fma %lw1799, %fw1798, %f1795 : f32
-        %f1803 = math.fma %ow1801, %fw1798, %f1796 : f32
-        %f1804 = arith.subf %mw1783, %Ms1789 : f32
-        %fw1805 = math.exp %f1804 : f32
-        %lw1806 = memref.load %ls[%c23_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1807 = arith.addi %c2944_index, %tid : index
-        %ow1808 = memref.load %os[%a1807] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1809 = math.fma %lw1806, %fw1805, %f1802 : f32
-        %f1810 = math.fma %ow1808, %fw1805, %f1803 : f32
-        %f1811 = arith.subf %mw1784, %Ms1789 : f32
-        %fw1812 = math.exp %f1811 : f32
-        %lw1813 = memref.load %ls[%c31_index] : memref<32xf32, #gpu.address_space<workgroup>>
-        %a1814 = arith.addi %c3968_index, %tid : index
-        %ow1815 = memref.load %os[%a1814] : memref<4096xf32, #gpu.address_space<workgroup>>
-        %f1816 = math.fma %lw1813, %fw1812, %f1809 : f32
-        %f1817 = math.fma %ow1815, %fw1812, %f1810 : f32
-        %pos1818 = arith.cmpf ogt, %f1816, %c0p0_f32 : f32
-        %Lc1819 = arith.select %pos1818, %f1816, %c1p0_f32 : f32
-        %o1820 = arith.divf %f1817, %Lc1819 : f32
-        %a1821 = arith.addi %m179, %tid : index
+      scf.if %mine1346 {
+        %mw1781 = memref.load %ms[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1782 = memref.load %ms[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1783 = memref.load %ms[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1784 = memref.load %ms[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1785 = memref.load %ms[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1786 = memref.load %ms[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1787 = memref.load %ms[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1788 = memref.load %ms[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1789 = arith.maximumf %mw1781, %mw1782 : f32
+        %M1790 = arith.maximumf %M1789, %mw1783 : f32
+        %M1791 = arith.maximumf %M1790, %mw1784 : f32
+        %M1792 = arith.maximumf %M1791, %mw1785 : f32
+        %M1793 = arith.maximumf %M1792, %mw1786 : f32
+        %M1794 = arith.maximumf %M1793, %mw1787 : f32
+        %M1795 = arith.maximumf %M1794, %mw1788 : f32
+        %any1796 = arith.cmpf ogt, %M1795, %c0xFF800000_f32 : f32
+        %Ms1797 = arith.select %any1796, %M1795, %c0p0_f32 : f32
+        %f1798 = arith.subf %mw1781, %Ms1797 : f32
+        %fw1799 = math.exp %f1798 : f32
+        %lw1800 = memref.load %ls[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1801 = arith.addi %c640_index, %dd : index
+        %ow1802 = memref.load %os[%a1801] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1803 = math.fma %lw1800, %fw1799, %c0p0_f32 : f32
+        %f1804 = math.fma %ow1802, %fw1799, %c0p0_f32 : f32
+        %f1805 = arith.subf %mw1782, %Ms1797 : f32
+        %fw1806 = math.exp %f1805 : f32
+        %lw1807 = memref.load %ls[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1808 = arith.addi %c1664_index, %dd : index
+        %ow1809 = memref.load %os[%a1808] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1810 = math.fma %lw1807, %fw1806, %f1803 : f32
+        %f1811 = math.fma %ow1809, %fw1806, %f1804 : f32
+        %f1812 = arith.subf %mw1783, %Ms1797 : f32
+        %fw1813 = math.exp %f1812 : f32
+        %lw1814 = memref.load %ls[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1815 = arith.addi %c2688_index, %dd : index
+        %ow1816 = memref.load %os[%a1815] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1817 = math.fma %lw1814, %fw1813, %f1810 : f32
+        %f1818 = math.fma %ow1816, %fw1813, %f1811 : f32
+        %f1819 = arith.subf %mw1784, %Ms1797 : f32
+        %fw1820 = math.exp %f1819 : f32
+        %lw1821 = memref.load %ls[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1822 = arith.addi %c3712_index, %dd : index
+        %ow1823 = memref.load %os[%a1822] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1824 = math.fma %lw1821, %fw1820, %f1817 : f32
+        %f1825 = math.fma %ow1823, %fw1820, %f1818 : f32
+        %f1826 = arith.subf %mw1785, %Ms1797 : f32
+        %fw1827 = math.exp %f1826 : f32
+        %lw1828 = memref.load %ls[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1829 = arith.addi %c4736_index, %dd : index
+        %ow1830 = memref.load %os[%a1829] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1831 = math.fma %lw1828, %fw1827, %f1824 : f32
+        %f1832 = math.fma %ow1830, %fw1827, %f1825 : f32
+        %f1833 = arith.subf %mw1786, %Ms1797 : f32
+        %fw1834 = math.exp %f1833 : f32
+        %lw1835 = memref.load %ls[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1836 = arith.addi %c5760_index, %dd : index
+        %ow1837 = memref.load %os[%a1836] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1838 = math.fma %lw1835, %fw1834, %f1831 : f32
+        %f1839 = math.fma %ow1837, %fw1834, %f1832 : f32
+        %f1840 = arith.subf %mw1787, %Ms1797 : f32
+        %fw1841 = math.exp %f1840 : f32
+        %lw1842 = memref.load %ls[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1843 = arith.addi %c6784_index, %dd : index
+        %ow1844 = memref.load %os[%a1843] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1845 = math.fma %lw1842, %fw1841, %f1838 : f32
+        %f1846 = math.fma %ow1844, %fw1841, %f1839 : f32
+        %f1847 = arith.subf %mw1788, %Ms1797 : f32
+        %fw1848 = math.exp %f1847 : f32
+        %lw1849 = memref.load %ls[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1850 = arith.addi %c7808_index, %dd : index
+        %ow1851 = memref.load %os[%a1850] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1852 = math.fma %lw1849, %fw1848, %f1845 : f32
+        %f1853 = math.fma %ow1851, %fw1848, %f1846 : f32
+        %pos1854 = arith.cmpf ogt, %f1852, %c0p0_f32 : f32
+        %Lc1855 = arith.select %pos1854, %f1852, %c1p0_f32 : f32
+        %o1856 = arith.divf %f1853, %Lc1855 : f32
+        %a1857 = arith.addi %m131, %dd : index
         scf.if %one_split {
-          memref.store %o1820, %out[%a1821] : memref<?xf32>
+          memref.store %o1856, %out[%a1857] : memref<?xf32>
         } else {
-          %m1822 = arith.muli %Ti, %NH : index
-          %m1823 = arith.muli %split, %m1822 : index
-          %m1824 = arith.muli %m1823, %c128_index : index
-          %a1825 = arith.addi %m1824, %a1821 : index
-          memref.store %o1820, %o_part[%a1825] : memref<?xf32>
+          %m1858 = arith.muli %Ti, %NH : index
+          %m1859 = arith.muli %split, %m1858 : index
+          %m1860 = arith.muli %m1859, %c128_index : index
+          %a1861 = arith.addi %m1860, %a1857 : index
+          memref.store %o1856, %o_part[%a1861] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1826 = math.log %Lc1819 : f32
-            %f1827 = arith.addf %Ms1789, %lg1826 : f32
-            %lse1828 = arith.select %pos1818, %f1827, %c0xFF800000_f32 : f32
-            %hr1829 = arith.divui %m179, %c128_index : index
-            %a1830 = arith.addi %m1823, %hr1829 : index
-            memref.store %lse1828, %lse_part[%a1830] : memref<?xf32>
+            %lg1862 = math.log %Lc1855 : f32
+            %f1863 = arith.addf %Ms1797, %lg1862 : f32
+            %lse1864 = arith.select %pos1854, %f1863, %c0xFF800000_f32 : f32
+            %hr1865 = arith.divui %m131, %c128_index : index
+            %a1866 = arith.addi %m1859, %hr1865 : index
+            memref.store %lse1864, %lse_part[%a1866] : memref<?xf32>
+          }
+        }
+      }
+      scf.if %mine1348 {
+        %mw1867 = memref.load %ms[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1868 = memref.load %ms[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1869 = memref.load %ms[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1870 = memref.load %ms[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1871 = memref.load %ms[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1872 = memref.load %ms[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1873 = memref.load %ms[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1874 = memref.load %ms[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1875 = arith.maximumf %mw1867, %mw1868 : f32
+        %M1876 = arith.maximumf %M1875, %mw1869 : f32
+        %M1877 = arith.maximumf %M1876, %mw1870 : f32
+        %M1878 = arith.maximumf %M1877, %mw1871 : f32
+        %M1879 = arith.maximumf %M1878, %mw1872 : f32
+        %M1880 = arith.maximumf %M1879, %mw1873 : f32
+        %M1881 = arith.maximumf %M1880, %mw1874 : f32
+        %any1882 = arith.cmpf ogt, %M1881, %c0xFF800000_f32 : f32
+        %Ms1883 = arith.select %any1882, %M1881, %c0p0_f32 : f32
+        %f1884 = arith.subf %mw1867, %Ms1883 : f32
+        %fw1885 = math.exp %f1884 : f32
+        %lw1886 = memref.load %ls[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1887 = arith.addi %c768_index, %dd : index
+        %ow1888 = memref.load %os[%a1887] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1889 = math.fma %lw1886, %fw1885, %c0p0_f32 : f32
+        %f1890 = math.fma %ow1888, %fw1885, %c0p0_f32 : f32
+        %f1891 = arith.subf %mw1868, %Ms1883 : f32
+        %fw1892 = math.exp %f1891 : f32
+        %lw1893 = memref.load %ls[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1894 = arith.addi %c1792_index, %dd : index
+        %ow1895 = memref.load %os[%a1894] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1896 = math.fma %lw1893, %fw1892, %f1889 : f32
+        %f1897 = math.fma %ow1895, %fw1892, %f1890 : f32
+        %f1898 = arith.subf %mw1869, %Ms1883 : f32
+        %fw1899 = math.exp %f1898 : f32
+        %lw1900 = memref.load %ls[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1901 = arith.addi %c2816_index, %dd : index
+        %ow1902 = memref.load %os[%a1901] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1903 = math.fma %lw1900, %fw1899, %f1896 : f32
+        %f1904 = math.fma %ow1902, %fw1899, %f1897 : f32
+        %f1905 = arith.subf %mw1870, %Ms1883 : f32
+        %fw1906 = math.exp %f1905 : f32
+        %lw1907 = memref.load %ls[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1908 = arith.addi %c3840_index, %dd : index
+        %ow1909 = memref.load %os[%a1908] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1910 = math.fma %lw1907, %fw1906, %f1903 : f32
+        %f1911 = math.fma %ow1909, %fw1906, %f1904 : f32
+        %f1912 = arith.subf %mw1871, %Ms1883 : f32
+        %fw1913 = math.exp %f1912 : f32
+        %lw1914 = memref.load %ls[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1915 = arith.addi %c4864_index, %dd : index
+        %ow1916 = memref.load %os[%a1915] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1917 = math.fma %lw1914, %fw1913, %f1910 : f32
+        %f1918 = math.fma %ow1916, %fw1913, %f1911 : f32
+        %f1919 = arith.subf %mw1872, %Ms1883 : f32
+        %fw1920 = math.exp %f1919 : f32
+        %lw1921 = memref.load %ls[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1922 = arith.addi %c5888_index, %dd : index
+        %ow1923 = memref.load %os[%a1922] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1924 = math.fma %lw1921, %fw1920, %f1917 : f32
+        %f1925 = math.fma %ow1923, %fw1920, %f1918 : f32
+        %f1926 = arith.subf %mw1873, %Ms1883 : f32
+        %fw1927 = math.exp %f1926 : f32
+        %lw1928 = memref.load %ls[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1929 = arith.addi %c6912_index, %dd : index
+        %ow1930 = memref.load %os[%a1929] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1931 = math.fma %lw1928, %fw1927, %f1924 : f32
+        %f1932 = math.fma %ow1930, %fw1927, %f1925 : f32
+        %f1933 = arith.subf %mw1874, %Ms1883 : f32
+        %fw1934 = math.exp %f1933 : f32
+        %lw1935 = memref.load %ls[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1936 = arith.addi %c7936_index, %dd : index
+        %ow1937 = memref.load %os[%a1936] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1938 = math.fma %lw1935, %fw1934, %f1931 : f32
+        %f1939 = math.fma %ow1937, %fw1934, %f1932 : f32
+        %pos1940 = arith.cmpf ogt, %f1938, %c0p0_f32 : f32
+        %Lc1941 = arith.select %pos1940, %f1938, %c1p0_f32 : f32
+        %o1942 = arith.divf %f1939, %Lc1941 : f32
+        %a1943 = arith.addi %m155, %dd : index
+        scf.if %one_split {
+          memref.store %o1942, %out[%a1943] : memref<?xf32>
+        } else {
+          %m1944 = arith.muli %Ti, %NH : index
+          %m1945 = arith.muli %split, %m1944 : index
+          %m1946 = arith.muli %m1945, %c128_index : index
+          %a1947 = arith.addi %m1946, %a1943 : index
+          memref.store %o1942, %o_part[%a1947] : memref<?xf32>
+          scf.if %d_is0 {
+            %lg1948 = math.log %Lc1941 : f32
+            %f1949 = arith.addf %Ms1883, %lg1948 : f32
+            %lse1950 = arith.select %pos1940, %f1949, %c0xFF800000_f32 : f32
+            %hr1951 = arith.divui %m155, %c128_index : index
+            %a1952 = arith.addi %m1945, %hr1951 : index
+            memref.store %lse1950, %lse_part[%a1952] : memref<?xf32>
+          }
+        }
+      }
+      scf.if %mine1350 {
+        %mw1953 = memref.load %ms[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1954 = memref.load %ms[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1955 = memref.load %ms[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1956 = memref.load %ms[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1957 = memref.load %ms[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1958 = memref.load %ms[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1959 = memref.load %ms[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1960 = memref.load %ms[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1961 = arith.maximumf %mw1953, %mw1954 : f32
+        %M1962 = arith.maximumf %M1961, %mw1955 : f32
+        %M1963 = arith.maximumf %M1962, %mw1956 : f32
+        %M1964 = arith.maximumf %M1963, %mw1957 : f32
+        %M1965 = arith.maximumf %M1964, %mw1958 : f32
+        %M1966 = arith.maximumf %M1965, %mw1959 : f32
+        %M1967 = arith.maximumf %M1966, %mw1960 : f32
+        %any1968 = arith.cmpf ogt, %M1967, %c0xFF800000_f32 : f32
+        %Ms1969 = arith.select %any1968, %M1967, %c0p0_f32 : f32
+        %f1970 = arith.subf %mw1953, %Ms1969 : f32
+        %fw1971 = math.exp %f1970 : f32
+        %lw1972 = memref.load %ls[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1973 = arith.addi %c896_index, %dd : index
+        %ow1974 = memref.load %os[%a1973] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1975 = math.fma %lw1972, %fw1971, %c0p0_f32 : f32
+        %f1976 = math.fma %ow1974, %fw1971, %c0p0_f32 : f32
+        %f1977 = arith.subf %mw1954, %Ms1969 : f32
+        %fw1978 = math.exp %f1977 : f32
+        %lw1979 = memref.load %ls[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1980 = arith.addi %c1920_index, %dd : index
+        %ow1981 = memref.load %os[%a1980] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1982 = math.fma %lw1979, %fw1978, %f1975 : f32
+        %f1983 = math.fma %ow1981, %fw1978, %f1976 : f32
+        %f1984 = arith.subf %mw1955, %Ms1969 : f32
+        %fw1985 = math.exp %f1984 : f32
+        %lw1986 = memref.load %ls[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1987 = arith.addi %c2944_index, %dd : index
+        %ow1988 = memref.load %os[%a1987] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1989 = math.fma %lw1986, %fw1985, %f1982 : f32
+        %f1990 = math.fma %ow1988, %fw1985, %f1983 : f32
+        %f1991 = arith.subf %mw1956, %Ms1969 : f32
+        %fw1992 = math.exp %f1991 : f32
+        %lw1993 = memref.load %ls[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1994 = arith.addi %c3968_index, %dd : index
+        %ow1995 = memref.load %os[%a1994] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1996 = math.fma %lw1993, %fw1992, %f1989 : f32
+        %f1997 = math.fma %ow1995, %fw1992, %f1990 : f32
+        %f1998 = arith.subf %mw1957, %Ms1969 : f32
+        %fw1999 = math.exp %f1998 : f32
+        %lw2000 = memref.load %ls[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2001 = arith.addi %c4992_index, %dd : index
+        %ow2002 = memref.load %os[%a2001] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2003 = math.fma %lw2000, %fw1999, %f1996 : f32
+        %f2004 = math.fma %ow2002, %fw1999, %f1997 : f32
+        %f2005 = arith.subf %mw1958, %Ms1969 : f32
+        %fw2006 = math.exp %f2005 : f32
+        %lw2007 = memref.load %ls[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2008 = arith.addi %c6016_index, %dd : index
+        %ow2009 = memref.load %os[%a2008] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2010 = math.fma %lw2007, %fw2006, %f2003 : f32
+        %f2011 = math.fma %ow2009, %fw2006, %f2004 : f32
+        %f2012 = arith.subf %mw1959, %Ms1969 : f32
+        %fw2013 = math.exp %f2012 : f32
+        %lw2014 = memref.load %ls[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2015 = arith.addi %c7040_index, %dd : index
+        %ow2016 = memref.load %os[%a2015] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2017 = math.fma %lw2014, %fw2013, %f2010 : f32
+        %f2018 = math.fma %ow2016, %fw2013, %f2011 : f32
+        %f2019 = arith.subf %mw1960, %Ms1969 : f32
+        %fw2020 = math.exp %f2019 : f32
+        %lw2021 = memref.load %ls[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2022 = arith.addi %c8064_index, %dd : index
+        %ow2023 = memref.load %os[%a2022] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2024 = math.fma %lw2021, %fw2020, %f2017 : f32
+        %f2025 = math.fma %ow2023, %fw2020, %f2018 : f32
+        %pos2026 = arith.cmpf ogt, %f2024, %c0p0_f32 : f32
+        %Lc2027 = arith.select %pos2026, %f2024, %c1p0_f32 : f32
+        %o2028 = arith.divf %f2025, %Lc2027 : f32
+        %a2029 = arith.addi %m179, %dd : index
+        scf.if %one_split {
+          memref.store %o2028, %out[%a2029] : memref<?xf32>
+        } else {
+          %m2030 = arith.muli %Ti, %NH : index
+          %m2031 = arith.muli %split, %m2030 : index
+          %m2032 = arith.muli %m2031, %c128_index : index
+          %a2033 = arith.addi %m2032, %a2029 : index
+          memref.store %o2028, %o_part[%a2033] : memref<?xf32>
+          scf.if %d_is0 {
+            %lg2034 = math.log %Lc2027 : f32
+            %f2035 = arith.addf %Ms1969, %lg2034 : f32
+            %lse2036 = arith.select %pos2026, %f2035, %c0xFF800000_f32 : f32
+            %hr2037 = arith.divui %m179, %c128_index : index
+            %a2038 = arith.addi %m2031, %hr2037 : index
+            memref.store %lse2036, %lse_part[%a2038] : memref<?xf32>
           }
         }
       }
@@ -2250,232 +2399,232 @@ module attributes {gpu.container_module} {
       scf.if %multi {
         llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
         gpu.barrier
-        scf.if %d_is0 {
-          %m1831 = arith.muli %tile, %n_kv : index
-          %a1832 = arith.addi %m1831, %kvh : index
-          %old1833 = memref.atomic_rmw addi %c1_i32, %count[%a1832] : (i32, memref<?xi32>) -> i32
-          %nsm1834 = arith.subi %n_split, %c1_index : index
-          %nsm1835 = arith.index_cast %nsm1834 : index to i32
-          %last1836 = arith.cmpi eq, %old1833, %nsm1835 : i32
-          %lasti1837 = arith.extui %last1836 : i1 to i32
-          memref.store %lasti1837, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-          scf.if %last1836 {
-            memref.store %c0_i32, %count[%a1832] : memref<?xi32>
+        scf.if %t_is0 {
+          %m2039 = arith.muli %tile, %n_kv : index
+          %a2040 = arith.addi %m2039, %kvh : index
+          %old2041 = memref.atomic_rmw addi %c1_i32, %count[%a2040] : (i32, memref<?xi32>) -> i32
+          %nsm2042 = arith.subi %n_split, %c1_index : index
+          %nsm2043 = arith.index_cast %nsm2042 : index to i32
+          %last2044 = arith.cmpi eq, %old2041, %nsm2043 : i32
+          %lasti2045 = arith.extui %last2044 : i1 to i32
+          memref.store %lasti2045, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+          scf.if %last2044 {
+            memref.store %c0_i32, %count[%a2040] : memref<?xi32>
           }
         }
         gpu.barrier
-        %lf1838 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-        %amlast1839 = arith.cmpi ne, %lf1838, %c0_i32 : i32
-        scf.if %amlast1839 {
+        %lf2046 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+        %amlast2047 = arith.cmpi ne, %lf2046, %c0_i32 : i32
+        scf.if %amlast2047 {
           llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
-          %m1840 = arith.muli %Ti, %NH : index
-          scf.if %ok3 {
-            %hrow1841 = arith.divui %m11, %c128_index : index
+          %m2048 = arith.muli %Ti, %NH : index
+          scf.if %mine1336 {
+            %hrow2049 = arith.divui %m11, %c128_index : index
             %M0 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1842 = arith.muli %s, %m1840 : index
-              %a1843 = arith.addi %m1842, %hrow1841 : index
-              %ls1844 = memref.load %lse_part[%a1843] : memref<?xf32>
-              %mx1845 = arith.maximumf %mx, %ls1844 : f32
-              scf.yield %mx1845 : f32
+              %m2050 = arith.muli %s, %m2048 : index
+              %a2051 = arith.addi %m2050, %hrow2049 : index
+              %ls2052 = memref.load %lse_part[%a2051] : memref<?xf32>
+              %mx2053 = arith.maximumf %mx, %ls2052 : f32
+              scf.yield %mx2053 : f32
             }
             %LO0:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1846 = arith.muli %s, %m1840 : index
-              %a1847 = arith.addi %m1846, %hrow1841 : index
-              %ls1848 = memref.load %lse_part[%a1847] : memref<?xf32>
-              %f1849 = arith.subf %ls1848, %M0 : f32
-              %ws1850 = math.exp %f1849 : f32
-              %m1851 = arith.muli %a1847, %c128_index : index
-              %a1852 = arith.addi %m1851, %tid : index
-              %op1853 = memref.load %o_part[%a1852] : memref<?xf32>
-              %f1854 = arith.addf %la, %ws1850 : f32
-              %f1855 = math.fma %ws1850, %op1853, %oa : f32
-              scf.yield %f1854, %f1855 : f32, f32
+              %m2054 = arith.muli %s, %m2048 : index
+              %a2055 = arith.addi %m2054, %hrow2049 : index
+              %ls2056 = memref.load %lse_part[%a2055] : memref<?xf32>
+              %f2057 = arith.subf %ls2056, %M0 : f32
+              %ws2058 = math.exp %f2057 : f32
+              %m2059 = arith.muli %a2055, %c128_index : index
+              %a2060 = arith.addi %m2059, %dd : index
+              %op2061 = memref.load %o_part[%a2060] : memref<?xf32>
+              %f2062 = arith.addf %la, %ws2058 : f32
+              %f2063 = math.fma %ws2058, %op2061, %oa : f32
+              scf.yield %f2062, %f2063 : f32, f32
             }
-            %ro1856 = arith.divf %LO0#1, %LO0#0 : f32
-            %a1857 = arith.addi %m11, %tid : index
-            memref.store %ro1856, %out[%a1857] : memref<?xf32>
+            %ro2064 = arith.divf %LO0#1, %LO0#0 : f32
+            %a2065 = arith.addi %m11, %dd : index
+            memref.store %ro2064, %out[%a2065] : memref<?xf32>
           }
-          scf.if %ok27 {
-            %hrow1858 = arith.divui %m35, %c128_index : index
+          scf.if %mine1338 {
+            %hrow2066 = arith.divui %m35, %c128_index : index
             %M1 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1859 = arith.muli %s, %m1840 : index
-              %a1860 = arith.addi %m1859, %hrow1858 : index
-              %ls1861 = memref.load %lse_part[%a1860] : memref<?xf32>
-              %mx1862 = arith.maximumf %mx, %ls1861 : f32
-              scf.yield %mx1862 : f32
+              %m2067 = arith.muli %s, %m2048 : index
+              %a2068 = arith.addi %m2067, %hrow2066 : index
+              %ls2069 = memref.load %lse_part[%a2068] : memref<?xf32>
+              %mx2070 = arith.maximumf %mx, %ls2069 : f32
+              scf.yield %mx2070 : f32
             }
             %LO1:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1863 = arith.muli %s, %m1840 : index
-              %a1864 = arith.addi %m1863, %hrow1858 : index
-              %ls1865 = memref.load %lse_part[%a1864] : memref<?xf32>
-              %f1866 = arith.subf %ls1865, %M1 : f32
-              %ws1867 = math.exp %f1866 : f32
-              %m1868 = arith.muli %a1864, %c128_index : index
-              %a1869 = arith.addi %m1868, %tid : index
-              %op1870 = memref.load %o_part[%a1869] : memref<?xf32>
-              %f1871 = arith.addf %la, %ws1867 : f32
-              %f1872 = math.fma %ws1867, %op1870, %oa : f32
-              scf.yield %f1871, %f1872 : f32, f32
+              %m2071 = arith.muli %s, %m2048 : index
+              %a2072 = arith.addi %m2071, %hrow2066 : index
+              %ls2073 = memref.load %lse_part[%a2072] : memref<?xf32>
+              %f2074 = arith.subf %ls2073, %M1 : f32
+              %ws2075 = math.exp %f2074 : f32
+              %m2076 = arith.muli %a2072, %c128_index : index
+              %a2077 = arith.addi %m2076, %dd : index
+              %op2078 = memref.load %o_part[%a2077] : memref<?xf32>
+              %f2079 = arith.addf %la, %ws2075 : f32
+              %f2080 = math.fma %ws2075, %op2078, %oa : f32
+              scf.yield %f2079, %f2080 : f32, f32
             }
-            %ro1873 = arith.divf %LO1#1, %LO1#0 : f32
-            %a1874 = arith.addi %m35, %tid : index
-            memref.store %ro1873, %out[%a1874] : memref<?xf32>
+            %ro2081 = arith.divf %LO1#1, %LO1#0 : f32
+            %a2082 = arith.addi %m35, %dd : index
+            memref.store %ro2081, %out[%a2082] : memref<?xf32>
           }
-          scf.if %ok51 {
-            %hrow1875 = arith.divui %m59, %c128_index : index
+          scf.if %mine1340 {
+            %hrow2083 = arith.divui %m59, %c128_index : index
             %M2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1876 = arith.muli %s, %m1840 : index
-              %a1877 = arith.addi %m1876, %hrow1875 : index
-              %ls1878 = memref.load %lse_part[%a1877] : memref<?xf32>
-              %mx1879 = arith.maximumf %mx, %ls1878 : f32
-              scf.yield %mx1879 : f32
+              %m2084 = arith.muli %s, %m2048 : index
+              %a2085 = arith.addi %m2084, %hrow2083 : index
+              %ls2086 = memref.load %lse_part[%a2085] : memref<?xf32>
+              %mx2087 = arith.maximumf %mx, %ls2086 : f32
+              scf.yield %mx2087 : f32
             }
             %LO2:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1880 = arith.muli %s, %m1840 : index
-              %a1881 = arith.addi %m1880, %hrow1875 : index
-              %ls1882 = memref.load %lse_part[%a1881] : memref<?xf32>
-              %f1883 = arith.subf %ls1882, %M2 : f32
-              %ws1884 = math.exp %f1883 : f32
-              %m1885 = arith.muli %a1881, %c128_index : index
-              %a1886 = arith.addi %m1885, %tid : index
-              %op1887 = memref.load %o_part[%a1886] : memref<?xf32>
-              %f1888 = arith.addf %la, %ws1884 : f32
-              %f1889 = math.fma %ws1884, %op1887, %oa : f32
-              scf.yield %f1888, %f1889 : f32, f32
+              %m2088 = arith.muli %s, %m2048 : index
+              %a2089 = arith.addi %m2088, %hrow2083 : index
+              %ls2090 = memref.load %lse_part[%a2089] : memref<?xf32>
+              %f2091 = arith.subf %ls2090, %M2 : f32
+              %ws2092 = math.exp %f2091 : f32
+              %m2093 = arith.muli %a2089, %c128_index : index
+              %a2094 = arith.addi %m2093, %dd : index
+              %op2095 = memref.load %o_part[%a2094] : memref<?xf32>
+              %f2096 = arith.addf %la, %ws2092 : f32
+              %f2097 = math.fma %ws2092, %op2095, %oa : f32
+              scf.yield %f2096, %f2097 : f32, f32
             }
-            %ro1890 = arith.divf %LO2#1, %LO2#0 : f32
-            %a1891 = arith.addi %m59, %tid : index
-            memref.store %ro1890, %out[%a1891] : memref<?xf32>
+            %ro2098 = arith.divf %LO2#1, %LO2#0 : f32
+            %a2099 = arith.addi %m59, %dd : index
+            memref.store %ro2098, %out[%a2099] : memref<?xf32>
           }
-          scf.if %ok75 {
-            %hrow1892 = arith.divui %m83, %c128_index : index
+          scf.if %mine1342 {
+            %hrow2100 = arith.divui %m83, %c128_index : index
             %M3 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1893 = arith.muli %s, %m1840 : index
-              %a1894 = arith.addi %m1893, %hrow1892 : index
-              %ls1895 = memref.load %lse_part[%a1894] : memref<?xf32>
-              %mx1896 = arith.maximumf %mx, %ls1895 : f32
-              scf.yield %mx1896 : f32
+              %m2101 = arith.muli %s, %m2048 : index
+              %a2102 = arith.addi %m2101, %hrow2100 : index
+              %ls2103 = memref.load %lse_part[%a2102] : memref<?xf32>
+              %mx2104 = arith.maximumf %mx, %ls2103 : f32
+              scf.yield %mx2104 : f32
             }
             %LO3:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1897 = arith.muli %s, %m1840 : index
-              %a1898 = arith.addi %m1897, %hrow1892 : index
-              %ls1899 = memref.load %lse_part[%a1898] : memref<?xf32>
-              %f1900 = arith.subf %ls1899, %M3 : f32
-              %ws1901 = math.exp %f1900 : f32
-              %m1902 = arith.muli %a1898, %c128_index : index
-              %a1903 = arith.addi %m1902, %tid : index
-              %op1904 = memref.load %o_part[%a1903] : memref<?xf32>
-              %f1905 = arith.addf %la, %ws1901 : f32
-              %f1906 = math.fma %ws1901, %op1904, %oa : f32
-              scf.yield %f1905, %f1906 : f32, f32
+              %m2105 = arith.muli %s, %m2048 : index
+              %a2106 = arith.addi %m2105, %hrow2100 : index
+              %ls2107 = memref.load %lse_part[%a2106] : memref<?xf32>
+              %f2108 = arith.subf %ls2107, %M3 : f32
+              %ws2109 = math.exp %f2108 : f32
+              %m2110 = arith.muli %a2106, %c128_index : index
+              %a2111 = arith.addi %m2110, %dd : index
+              %op2112 = memref.load %o_part[%a2111] : memref<?xf32>
+              %f2113 = arith.addf %la, %ws2109 : f32
+              %f2114 = math.fma %ws2109, %op2112, %oa : f32
+              scf.yield %f2113, %f2114 : f32, f32
             }
-            %ro1907 = arith.divf %LO3#1, %LO3#0 : f32
-            %a1908 = arith.addi %m83, %tid : index
-            memref.store %ro1907, %out[%a1908] : memref<?xf32>
+            %ro2115 = arith.divf %LO3#1, %LO3#0 : f32
+            %a2116 = arith.addi %m83, %dd : index
+            memref.store %ro2115, %out[%a2116] : memref<?xf32>
           }
-          scf.if %ok99 {
-            %hrow1909 = arith.divui %m107, %c128_index : index
+          scf.if %mine1344 {
+            %hrow2117 = arith.divui %m107, %c128_index : index
             %M4 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1910 = arith.muli %s, %m1840 : index
-              %a1911 = arith.addi %m1910, %hrow1909 : index
-              %ls1912 = memref.load %lse_part[%a1911] : memref<?xf32>
-              %mx1913 = arith.maximumf %mx, %ls1912 : f32
-              scf.yield %mx1913 : f32
+              %m2118 = arith.muli %s, %m2048 : index
+              %a2119 = arith.addi %m2118, %hrow2117 : index
+              %ls2120 = memref.load %lse_part[%a2119] : memref<?xf32>
+              %mx2121 = arith.maximumf %mx, %ls2120 : f32
+              scf.yield %mx2121 : f32
             }
             %LO4:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1914 = arith.muli %s, %m1840 : index
-              %a1915 = arith.addi %m1914, %hrow1909 : index
-              %ls1916 = memref.load %lse_part[%a1915] : memref<?xf32>
-              %f1917 = arith.subf %ls1916, %M4 : f32
-              %ws1918 = math.exp %f1917 : f32
-              %m1919 = arith.muli %a1915, %c128_index : index
-              %a1920 = arith.addi %m1919, %tid : index
-              %op1921 = memref.load %o_part[%a1920] : memref<?xf32>
-              %f1922 = arith.addf %la, %ws1918 : f32
-              %f1923 = math.fma %ws1918, %op1921, %oa : f32
-              scf.yield %f1922, %f1923 : f32, f32
+              %m2122 = arith.muli %s, %m2048 : index
+              %a2123 = arith.addi %m2122, %hrow2117 : index
+              %ls2124 = memref.load %lse_part[%a2123] : memref<?xf32>
+              %f2125 = arith.subf %ls2124, %M4 : f32
+              %ws2126 = math.exp %f2125 : f32
+              %m2127 = arith.muli %a2123, %c128_index : index
+              %a2128 = arith.addi %m2127, %dd : index
+              %op2129 = memref.load %o_part[%a2128] : memref<?xf32>
+              %f2130 = arith.addf %la, %ws2126 : f32
+              %f2131 = math.fma %ws2126, %op2129, %oa : f32
+              scf.yield %f2130, %f2131 : f32, f32
             }
-            %ro1924 = arith.divf %LO4#1, %LO4#0 : f32
-            %a1925 = arith.addi %m107, %tid : index
-            memref.store %ro1924, %out[%a1925] : memref<?xf32>
+            %ro2132 = arith.divf %LO4#1, %LO4#0 : f32
+            %a2133 = arith.addi %m107, %dd : index
+            memref.store %ro2132, %out[%a2133] : memref<?xf32>
           }
-          scf.if %ok123 {
-            %hrow1926 = arith.divui %m131, %c128_index : index
+          scf.if %mine1346 {
+            %hrow2134 = arith.divui %m131, %c128_index : index
             %M5 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1927 = arith.muli %s, %m1840 : index
-              %a1928 = arith.addi %m1927, %hrow1926 : index
-              %ls1929 = memref.load %lse_part[%a1928] : memref<?xf32>
-              %mx1930 = arith.maximumf %mx, %ls1929 : f32
-              scf.yield %mx1930 : f32
+              %m2135 = arith.muli %s, %m2048 : index
+              %a2136 = arith.addi %m2135, %hrow2134 : index
+              %ls2137 = memref.load %lse_part[%a2136] : memref<?xf32>
+              %mx2138 = arith.maximumf %mx, %ls2137 : f32
+              scf.yield %mx2138 : f32
             }
             %LO5:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1931 = arith.muli %s, %m1840 : index
-              %a1932 = arith.addi %m1931, %hrow1926 : index
-              %ls1933 = memref.load %lse_part[%a1932] : memref<?xf32>
-              %f1934 = arith.subf %ls1933, %M5 : f32
-              %ws1935 = math.exp %f1934 : f32
-              %m1936 = arith.muli %a1932, %c128_index : index
-              %a1937 = arith.addi %m1936, %tid : index
-              %op1938 = memref.load %o_part[%a1937] : memref<?xf32>
-              %f1939 = arith.addf %la, %ws1935 : f32
-              %f1940 = math.fma %ws1935, %op1938, %oa : f32
-              scf.yield %f1939, %f1940 : f32, f32
+              %m2139 = arith.muli %s, %m2048 : index
+              %a2140 = arith.addi %m2139, %hrow2134 : index
+              %ls2141 = memref.load %lse_part[%a2140] : memref<?xf32>
+              %f2142 = arith.subf %ls2141, %M5 : f32
+              %ws2143 = math.exp %f2142 : f32
+              %m2144 = arith.muli %a2140, %c128_index : index
+              %a2145 = arith.addi %m2144, %dd : index
+              %op2146 = memref.load %o_part[%a2145] : memref<?xf32>
+              %f2147 = arith.addf %la, %ws2143 : f32
+              %f2148 = math.fma %ws2143, %op2146, %oa : f32
+              scf.yield %f2147, %f2148 : f32, f32
             }
-            %ro1941 = arith.divf %LO5#1, %LO5#0 : f32
-            %a1942 = arith.addi %m131, %tid : index
-            memref.store %ro1941, %out[%a1942] : memref<?xf32>
+            %ro2149 = arith.divf %LO5#1, %LO5#0 : f32
+            %a2150 = arith.addi %m131, %dd : index
+            memref.store %ro2149, %out[%a2150] : memref<?xf32>
           }
-          scf.if %ok147 {
-            %hrow1943 = arith.divui %m155, %c128_index : index
+          scf.if %mine1348 {
+            %hrow2151 = arith.divui %m155, %c128_index : index
             %M6 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1944 = arith.muli %s, %m1840 : index
-              %a1945 = arith.addi %m1944, %hrow1943 : index
-              %ls1946 = memref.load %lse_part[%a1945] : memref<?xf32>
-              %mx1947 = arith.maximumf %mx, %ls1946 : f32
-              scf.yield %mx1947 : f32
+              %m2152 = arith.muli %s, %m2048 : index
+              %a2153 = arith.addi %m2152, %hrow2151 : index
+              %ls2154 = memref.load %lse_part[%a2153] : memref<?xf32>
+              %mx2155 = arith.maximumf %mx, %ls2154 : f32
+              scf.yield %mx2155 : f32
             }
             %LO6:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1948 = arith.muli %s, %m1840 : index
-              %a1949 = arith.addi %m1948, %hrow1943 : index
-              %ls1950 = memref.load %lse_part[%a1949] : memref<?xf32>
-              %f1951 = arith.subf %ls1950, %M6 : f32
-              %ws1952 = math.exp %f1951 : f32
-              %m1953 = arith.muli %a1949, %c128_index : index
-              %a1954 = arith.addi %m1953, %tid : index
-              %op1955 = memref.load %o_part[%a1954] : memref<?xf32>
-              %f1956 = arith.addf %la, %ws1952 : f32
-              %f1957 = math.fma %ws1952, %op1955, %oa : f32
-              scf.yield %f1956, %f1957 : f32, f32
+              %m2156 = arith.muli %s, %m2048 : index
+              %a2157 = arith.addi %m2156, %hrow2151 : index
+              %ls2158 = memref.load %lse_part[%a2157] : memref<?xf32>
+              %f2159 = arith.subf %ls2158, %M6 : f32
+              %ws2160 = math.exp %f2159 : f32
+              %m2161 = arith.muli %a2157, %c128_index : index
+              %a2162 = arith.addi %m2161, %dd : index
+              %op2163 = memref.load %o_part[%a2162] : memref<?xf32>
+              %f2164 = arith.addf %la, %ws2160 : f32
+              %f2165 = math.fma %ws2160, %op2163, %oa : f32
+              scf.yield %f2164, %f2165 : f32, f32
             }
-            %ro1958 = arith.divf %LO6#1, %LO6#0 : f32
-            %a1959 = arith.addi %m155, %tid : index
-            memref.store %ro1958, %out[%a1959] : memref<?xf32>
+            %ro2166 = arith.divf %LO6#1, %LO6#0 : f32
+            %a2167 = arith.addi %m155, %dd : index
+            memref.store %ro2166, %out[%a2167] : memref<?xf32>
           }
-          scf.if %ok171 {
-            %hrow1960 = arith.divui %m179, %c128_index : index
+          scf.if %mine1350 {
+            %hrow2168 = arith.divui %m179, %c128_index : index
             %M7 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m1961 = arith.muli %s, %m1840 : index
-              %a1962 = arith.addi %m1961, %hrow1960 : index
-              %ls1963 = memref.load %lse_part[%a1962] : memref<?xf32>
-              %mx1964 = arith.maximumf %mx, %ls1963 : f32
-              scf.yield %mx1964 : f32
+              %m2169 = arith.muli %s, %m2048 : index
+              %a2170 = arith.addi %m2169, %hrow2168 : index
+              %ls2171 = memref.load %lse_part[%a2170] : memref<?xf32>
+              %mx2172 = arith.maximumf %mx, %ls2171 : f32
+              scf.yield %mx2172 : f32
             }
             %LO7:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m1965 = arith.muli %s, %m1840 : index
-              %a1966 = arith.addi %m1965, %hrow1960 : index
-              %ls1967 = memref.load %lse_part[%a1966] : memref<?xf32>
-              %f1968 = arith.subf %ls1967, %M7 : f32
-              %ws1969 = math.exp %f1968 : f32
-              %m1970 = arith.muli %a1966, %c128_index : index
-              %a1971 = arith.addi %m1970, %tid : index
-              %op1972 = memref.load %o_part[%a1971] : memref<?xf32>
-              %f1973 = arith.addf %la, %ws1969 : f32
-              %f1974 = math.fma %ws1969, %op1972, %oa : f32
-              scf.yield %f1973, %f1974 : f32, f32
+              %m2173 = arith.muli %s, %m2048 : index
+              %a2174 = arith.addi %m2173, %hrow2168 : index
+              %ls2175 = memref.load %lse_part[%a2174] : memref<?xf32>
+              %f2176 = arith.subf %ls2175, %M7 : f32
+              %ws2177 = math.exp %f2176 : f32
+              %m2178 = arith.muli %a2174, %c128_index : index
+              %a2179 = arith.addi %m2178, %dd : index
+              %op2180 = memref.load %o_part[%a2179] : memref<?xf32>
+              %f2181 = arith.addf %la, %ws2177 : f32
+              %f2182 = math.fma %ws2177, %op2180, %oa : f32
+              scf.yield %f2181, %f2182 : f32, f32
             }
-            %ro1975 = arith.divf %LO7#1, %LO7#0 : f32
-            %a1976 = arith.addi %m179, %tid : index
-            memref.store %ro1975, %out[%a1976] : memref<?xf32>
+            %ro2183 = arith.divf %LO7#1, %LO7#0 : f32
+            %a2184 = arith.addi %m179, %dd : index
+            memref.store %ro2183, %out[%a2184] : memref<?xf32>
           }
         }
       }

@@ -1109,7 +1109,7 @@ def module(fmt):
 # ---------------------------------------------------------------------------
 # attention_decode.mlir: flash decoding with warps over keys (PTX only).
 DEC_ROWS = 8    # query rows per workgroup (as flash_attention_f16kv: rows i = t * G + g)
-DEC_WARPS = 4   # warps per workgroup; warp w takes keys lo + w, lo + w + 4, ...
+DEC_WARPS = 8   # warps per workgroup (a multiple of 4); warp w takes keys lo + w, lo + w + W, ...
 DEC_UNROLL = 4  # keys per warp per iteration (their K/V loads in flight together)
 DEC_HD = 128    # head_dim: 32 lanes x 4 features
 
@@ -1119,6 +1119,8 @@ def flash_decode():
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     R, W, U = DEC_ROWS, DEC_WARPS, DEC_UNROLL
+    SM = f"memref<{W * R}xf32, #gpu.address_space<workgroup>>"
+    SO = f"memref<{W * R * DEC_HD}xf32, #gpu.address_space<workgroup>>"
     out = ["    gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,",
            "                                     %v_cache: memref<?xf16>, %block_table: memref<?xi32>,",
            "                                     %out: memref<?xf32>, %o_part: memref<?xf32>,",
@@ -1126,13 +1128,13 @@ def flash_decode():
            "                                     %T: i32, %pos0: i32,",
            "                                     %n_head: i32, %head_dim: i32, %split_len: i32,",
            "                                     %scale: f32) kernel",
-           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
            "                    swz.grid = \"ceil(T*n_head/n_head_kv/8), n_head_kv, n_split\"} {"]
     ninf = e.ci("0xFF800000", "f32")
     zero = e.ci("0.0", "f32")
-    e.emit("%ms = memref.get_global @dec_m : memref<32xf32, #gpu.address_space<workgroup>>")
-    e.emit("%ls = memref.get_global @dec_l : memref<32xf32, #gpu.address_space<workgroup>>")
-    e.emit("%os = memref.get_global @dec_o : memref<4096xf32, #gpu.address_space<workgroup>>")
+    e.emit(f"%ms = memref.get_global @dec_m : {SM}")
+    e.emit(f"%ls = memref.get_global @dec_l : {SM}")
+    e.emit(f"%os = memref.get_global @dec_o : {SO}")
     e.emit("%lastf = memref.get_global @dec_last : memref<1xi32, #gpu.address_space<workgroup>>")
     e.emit("%tile = gpu.block_id x")
     e.emit("%kvh = gpu.block_id y")
@@ -1194,17 +1196,17 @@ def flash_decode():
         ks = [e.v(f"arith.extf {e.v(f'memref.load %k_cache[{e.add(kb, c(k)) if k else kb}] : memref<?xf16>', 'kh')} : f16 to f32", "k") for k in range(4)]
         vs = [e.v(f"arith.extf {e.v(f'memref.load %v_cache[{e.add(kb, c(k)) if k else kb}] : memref<?xf16>', 'vh')} : f16 to f32", "v") for k in range(4)]
         keys.append((j, inr, ks, vs))
-    for j, inr, ks, vs in keys:
+    # Scores first, every (key, row) pair at once: no branch between them, so the rows'
+    # and keys' butterfly sums are independent chains the scheduler interleaves (a row
+    # update under its own scf.if serialised all U x R of them: 51 us at a 540-key 7B
+    # context). A pair the row must not see (a row past the batch, a key past the
+    # split, a later position) scores -inf.
+    sc = [[None] * R for _ in range(U)]
+    vis = [[None] * R for _ in range(U)]
+    for u, (j, inr, ks, vs) in enumerate(keys):
         for r in range(R):
-            # Row r sees key j: a real row, the key inside the split, causal. Warp-uniform.
             le = e.v(f"arith.cmpi ule, {j}, {lim[r]} : index", "le")
-            vis = e.v(f"arith.andi {e.v(f'arith.andi {valid[r]}, {inr} : i1', 'vi')}, {le} : i1", "vis")
-            m, l = cur[r], cur[R + r]
-            acc = [cur[2 * R + 4 * r + k] for k in range(4)]
-            res = f"%up{e.n + 1}"
-            e.n += 1
-            e.emit(f"{res}:6 = scf.if {vis} -> (f32, f32, f32, f32, f32, f32) {{")
-            e.indent += 2
+            vis[u][r] = e.v(f"arith.andi {e.v(f'arith.andi {valid[r]}, {inr} : i1', 'vi')}, {le} : i1", "vis")
             part = e.fmul(qv[r][0], ks[0])
             for k in (1, 2, 3):
                 part = e.fma(qv[r][k], ks[k], part)
@@ -1213,19 +1215,32 @@ def flash_decode():
                 sh = f"%sh{e.n}"
                 e.emit(f"{sh}:2 = gpu.shuffle xor {part}, {e.ci(off)}, {e.ci(32)} : f32")
                 part = e.fadd(part, f"{sh}#0")
-            mn = e.v(f"arith.maximumf {m}, {part} : f32", "mn")
-            corr = e.v(f"math.exp {e.fsub(m, mn)} : f32", "corr")
-            pexp = e.v(f"math.exp {e.fsub(part, mn)} : f32", "p")
-            ln = e.fma(l, corr, pexp)
-            an = [e.fma(pexp, vs[k], e.fmul(acc[k], corr)) for k in range(4)]
-            e.emit(f"scf.yield {mn}, {ln}, {', '.join(an)} : f32, f32, f32, f32, f32, f32")
-            e.indent -= 2
-            e.emit(f"}} else {{")
-            e.emit(f"  scf.yield {m}, {l}, {', '.join(acc)} : f32, f32, f32, f32, f32, f32")
-            e.emit("}")
-            cur[r], cur[R + r] = f"{res}#0", f"{res}#1"
-            for k in range(4):
-                cur[2 * R + 4 * r + k] = f"{res}#{2 + k}"
+            sc[u][r] = part
+    # Then each row's online softmax (Milakov & Gimelshein 2018) over the U keys in one
+    # step: new max over the running one and the visible scores, the running sum and
+    # output rescaled once (by 1 when the max stays, also when nothing was visible yet),
+    # then the keys added in order.
+    one = e.ci("1.0", "f32")
+    for r in range(R):
+        m, l = cur[r], cur[R + r]
+        acc = [cur[2 * R + 4 * r + k] for k in range(4)]
+        mx = m
+        for u in range(U):
+            masked = e.v(f"arith.select {vis[u][r]}, {sc[u][r]}, {ninf} : f32", "sm")
+            mx = e.v(f"arith.maximumf {mx}, {masked} : f32", "mx")
+        same = e.v(f"arith.cmpf oeq, {mx}, {m} : f32", "same")
+        corr = e.v(f"arith.select {same}, {one}, {e.v(f'math.exp {e.fsub(m, mx)} : f32', 'ex')} : f32", "corr")
+        ps = [e.v(f"arith.select {vis[u][r]}, {e.v(f'math.exp {e.fsub(sc[u][r], mx)} : f32', 'ex')}, {zero} : f32", "p")
+              for u in range(U)]
+        psum = ps[0]
+        for p_ in ps[1:]:
+            psum = e.fadd(psum, p_)
+        cur[r], cur[R + r] = mx, e.fma(l, corr, psum)
+        for k in range(4):
+            a = e.fmul(acc[k], corr)
+            for u in range(U):
+                a = e.fma(ps[u], keys[u][3][k], a)
+            cur[2 * R + 4 * r + k] = a
     e.emit(f"scf.yield {', '.join(cur)} : {types}")
     e.indent -= 2
     e.emit("}")
@@ -1235,22 +1250,30 @@ def flash_decode():
     for r in range(R):
         wr = e.add(e.mul("%warp", c(R)), c(r))
         e.emit(f"scf.if %lane0 {{")
-        e.emit(f"  memref.store %st#{r}, %ms[{wr}] : memref<32xf32, #gpu.address_space<workgroup>>")
-        e.emit(f"  memref.store %st#{R + r}, %ls[{wr}] : memref<32xf32, #gpu.address_space<workgroup>>")
+        e.emit(f"  memref.store %st#{r}, %ms[{wr}] : {SM}")
+        e.emit(f"  memref.store %st#{R + r}, %ls[{wr}] : {SM}")
         e.emit("}")
         ob = e.add(e.mul(wr, c(DEC_HD)), "%d0")
         for k in range(4):
-            e.emit(f"memref.store %st#{2 * R + 4 * r + k}, %os[{e.add(ob, c(k)) if k else ob}] : memref<4096xf32, #gpu.address_space<workgroup>>")
+            e.emit(f"memref.store %st#{2 * R + 4 * r + k}, %os[{e.add(ob, c(k)) if k else ob}] : {SO}")
     e.emit("gpu.barrier")
     # Thread d combines feature d of each row: M = max_w m_w, L = sum_w l_w e^(m_w - M),
     # O = sum_w o_w e^(m_w - M); one split: out = O / L; else o_part = O / L (0 with no
     # visible key) and lse_part = M + log L (-inf), as flash_attention_f16kv writes them.
     e.emit("%one_split = arith.cmpi eq, %n_split, " + c(1) + " : index")
-    e.emit(f"%d_is0 = arith.cmpi eq, %tid, {c(0)} : index")
+    # With more than 128 threads, thread t combines feature t % 128 of the rows of
+    # group t / 128 (R / (W / 4) rows a group).
+    e.emit(f"%dd = arith.remui %tid, {c(DEC_HD)} : index")
+    e.emit(f"%grp = arith.divui %tid, {c(DEC_HD)} : index")
+    e.emit(f"%d_is0 = arith.cmpi eq, %dd, {c(0)} : index")
+    e.emit(f"%t_is0 = arith.cmpi eq, %tid, {c(0)} : index")
+    rows_per_grp = R * 4 // W
+    mine = [e.v(f"arith.andi {valid[r]}, {e.v(f'arith.cmpi eq, %grp, {c(r // rows_per_grp)} : index', 'gr')} : i1", "mine")
+            for r in range(R)]
     for r in range(R):
-        e.emit(f"scf.if {valid[r]} {{")
+        e.emit(f"scf.if {mine[r]} {{")
         e.indent += 2
-        ms = [e.v(f"memref.load %ms[{c(w * R + r)}] : memref<32xf32, #gpu.address_space<workgroup>>", "mw") for w in range(W)]
+        ms = [e.v(f"memref.load %ms[{c(w * R + r)}] : {SM}", "mw") for w in range(W)]
         M = ms[0]
         for mw in ms[1:]:
             M = e.v(f"arith.maximumf {M}, {mw} : f32", "M")
@@ -1259,14 +1282,14 @@ def flash_decode():
         L, O = zero, zero
         for w in range(W):
             f = e.v(f"math.exp {e.fsub(ms[w], Ms)} : f32", "fw")
-            lw = e.v(f"memref.load %ls[{c(w * R + r)}] : memref<32xf32, #gpu.address_space<workgroup>>", "lw")
-            ow = e.v(f"memref.load %os[{e.add(c((w * R + r) * DEC_HD), '%tid')}] : memref<4096xf32, #gpu.address_space<workgroup>>", "ow")
+            lw = e.v(f"memref.load %ls[{c(w * R + r)}] : {SM}", "lw")
+            ow = e.v(f"memref.load %os[{e.add(c((w * R + r) * DEC_HD), '%dd')}] : {SO}", "ow")
             L = e.fma(lw, f, L)
             O = e.fma(ow, f, O)
         pos = e.v(f"arith.cmpf ogt, {L}, {zero} : f32", "pos")
         Lc = e.v(f"arith.select {pos}, {L}, {e.ci('1.0', 'f32')} : f32", "Lc")
         o = e.v(f"arith.divf {O}, {Lc} : f32", "o")
-        oi = e.add(obase[r], "%tid")
+        oi = e.add(obase[r], "%dd")
         e.emit("scf.if %one_split {")
         e.emit(f"  memref.store {o}, %out[{oi}] : memref<?xf32>")
         e.emit("} else {")
@@ -1297,7 +1320,7 @@ def flash_decode():
     e.indent += 2
     e.emit(fence)
     e.emit("gpu.barrier")
-    e.emit("scf.if %d_is0 {")
+    e.emit("scf.if %t_is0 {")
     e.indent += 2
     slot = e.add(e.mul("%tile", "%n_kv"), "%kvh")
     old = e.v(f"memref.atomic_rmw addi {e.ci(1)}, %count[{slot}] : (i32, memref<?xi32>) -> i32", "old")
@@ -1316,7 +1339,7 @@ def flash_decode():
     e.emit(fence)
     nrow = e.mul("%Ti", "%NH")  # rows of one split in lse_part
     for r in range(R):
-        e.emit(f"scf.if {valid[r]} {{")
+        e.emit(f"scf.if {mine[r]} {{")
         e.indent += 2
         hrow = e.v(f"arith.divui {obase[r]}, {c(DEC_HD)} : index", "hrow")
         # M = max_s lse_s (split 0 always sees key 0, so M is finite).
@@ -1331,11 +1354,11 @@ def flash_decode():
         srow = e.add(e.mul("%s", nrow), hrow)
         ls_ = e.v(f"memref.load %lse_part[{srow}] : memref<?xf32>", "ls")
         ws = e.v(f"math.exp {e.fsub(ls_, f'%M{r}')} : f32", "ws")
-        os_ = e.v(f"memref.load %o_part[{e.add(e.mul(srow, c(DEC_HD)), '%tid')}] : memref<?xf32>", "op")
+        os_ = e.v(f"memref.load %o_part[{e.add(e.mul(srow, c(DEC_HD)), '%dd')}] : memref<?xf32>", "op")
         e.emit(f"scf.yield {e.fadd('%la', ws)}, {e.fma(ws, os_, '%oa')} : f32, f32")
         e.indent -= 2
         e.emit("}")
-        e.emit(f"memref.store {e.v(f'arith.divf %LO{r}#1, %LO{r}#0 : f32', 'ro')}, %out[{e.add(obase[r], '%tid')}] : memref<?xf32>")
+        e.emit(f"memref.store {e.v(f'arith.divf %LO{r}#1, %LO{r}#0 : f32', 'ro')}, %out[{e.add(obase[r], '%dd')}] : memref<?xf32>")
         e.indent -= 2
         e.emit("}")
     e.indent -= 2
@@ -1357,14 +1380,17 @@ def module_attention_decode():
 //
 // flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
 //   T, pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
-//   block 128 = 4 warps. A workgroup owns 8 query rows i = t * G + g of one KV head
+//   block """ + str(32 * DEC_WARPS) + """ = """ + str(DEC_WARPS) + """ warps. A workgroup owns 8 query rows i = t * G + g of one KV head
 //   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
-//   split s. Warp w takes keys lo + w, lo + w + 4, ...; lane l holds features 4l..4l+3 of
+//   split s. Warp w takes keys lo + w, lo + w + """ + str(DEC_WARPS) + """, ...; lane l holds features 4l..4l+3 of
 //   each row's q (scaled) and of the key's K and V rows (f16, read straight from the
-//   paged cache, """ + str(DEC_UNROLL) + """ keys' loads in flight a warp), the score is a butterfly sum over the
-//   32 lanes, and each row keeps its own online softmax (running max m, sum l, output
-//   acc; Milakov & Gimelshein 2018) over the keys it sees (j <= pos0 + t). The 4 warps'
-//   (m, l, acc) meet in workgroup memory (16.25 KiB) and thread d combines feature d.
+//   paged cache, """ + str(DEC_UNROLL) + """ keys' loads in flight a warp). Per """ + str(DEC_UNROLL) + """ keys, every (key, row) score
+//   is a butterfly sum over the 32 lanes, all without branches (independent chains the
+//   scheduler interleaves; -inf for a pair the row must not see: j > pos0 + t, a key
+//   past the split, a row past the batch), then each row's online softmax (running max
+//   m, sum l, output acc; Milakov & Gimelshein 2018) takes the """ + str(DEC_UNROLL) + """ keys in one rescale.
+//   The warps' (m, l, acc) meet in workgroup memory and thread t combines feature
+//   t % 128 of the rows of group t / 128.
 //   With one split it writes out; with more, each split writes o_part / lse_part as
 //   flash_attention_f16kv does, and the split that finishes last (an atomic count per
 //   row tile and KV head in `count`, [ceil(T * G / 8) * n_head_kv] i32, zero before the
@@ -1374,9 +1400,9 @@ module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
     // 16-byte aligned: the NVPTX backend merges a thread's four consecutive f32 stores
     // into dec_o into one st.shared.v4 (misaligned, and a launch failure, at align 4).
-    memref.global "private" @dec_o : memref<4096xf32, #gpu.address_space<workgroup>> {alignment = 16}
-    memref.global "private" @dec_m : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
-    memref.global "private" @dec_l : memref<32xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_o : memref<""" + str(DEC_WARPS * DEC_ROWS * DEC_HD) + """xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_m : memref<""" + str(DEC_WARPS * DEC_ROWS) + """xf32, #gpu.address_space<workgroup>> {alignment = 16}
+    memref.global "private" @dec_l : memref<""" + str(DEC_WARPS * DEC_ROWS) + """xf32, #gpu.address_space<workgroup>> {alignment = 16}
     memref.global "private" @dec_last : memref<1xi32, #gpu.address_space<workgroup>> {alignment = 16}
 
 """ + flash_decode() + "  }\n}\n")

@@ -242,7 +242,10 @@ std::string print(const Node &n) {
   auto child = [&](const Node &k, bool right) {
     const int pk = precedence(k), pn = precedence(n);
     const bool paren = pk < pn || (right && pk == pn && (n.kind == Node::Sub || n.kind == Node::Div));
-    return paren ? "(" + print(k) + ")" : print(k);
+    if (!paren)
+      return print(k);
+    std::string s = "(";  // appended, not "(" + ...: GCC 12's -Wrestrict misfires on that when inlined
+    return s.append(print(k)).append(")");
   };
   switch (n.kind) {
   case Node::Num: {
@@ -632,7 +635,17 @@ constexpr int64_t kDecodeMinSplit = 32;
 constexpr int64_t kDecodeMaxSplits = 16;
 const std::string kDecodeNSplit =
     "min(ceil(ctx/" + std::to_string(kDecodeMinSplit) + "), " + std::to_string(kDecodeMaxSplits) + ")";
-const std::string kDecodeSplitLen = "ceil(ctx/(n_split*32))*32";
+
+/// The `let` of a split launch: at most `nSplitMax` splits of split_len keys, a multiple
+/// of `granule`, and then only as many splits as have keys, ceil(ctx/split_len) (16 splits
+/// of 64 keys at a 540-key context were 9 with keys and 7 empty workgroups). Which split a
+/// key falls in depends on split_len alone, so the result does not change with it.
+std::vector<std::pair<std::string, std::string>> splitLet(const std::string &nSplitMax, int64_t granule) {
+  const std::string g = str(granule);
+  return {{"n_split_max", nSplitMax},
+          {"split_len", "ceil(ctx/(n_split_max*" + g + "))*" + g},
+          {"n_split", "ceil(ctx/split_len)"}};
+}
 
 /// Prefill's split-K, for a short batch on a long cached context (a prefix-cache hit: the
 /// warm TTFT of a long prompt edited near its end, or a late prefill chunk). One split
@@ -648,7 +661,6 @@ std::string prefillNSplit(const Attention &a, int64_t rowsPerWorkgroup) {
   return "max(1, min(min(min(ceil(ctx/64), " + str(kDecodeMaxSplits) + "), ceil(" + str(perKv) +
          "/ceil(T*" + str(G) + "/" + str(rowsPerWorkgroup) + "))), ceil(ctx/(4*T))))";
 }
-const std::string kPrefillSplitLen = "ceil(ctx/(n_split*64))*64";
 
 /// The query rows a workgroup of the group's prefill flash kernel: the tensor-core
 /// variants take 64, the portable flash_attention_f16kv 8.
@@ -735,10 +747,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
            "features at a time); this model's head_dim is " + str(a.hd));
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
-  if (decode)
-    r.let = {{"n_split", kDecodeNSplit}, {"split_len", kDecodeSplitLen}};
-  else
-    r.let = {{"n_split", prefillNSplit(a, prefillRowsPerWorkgroup(g))}, {"split_len", kPrefillSplitLen}};
+  r.let = decode ? splitLet(kDecodeNSplit, kDecodeMinSplit) : splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), 64);
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n), oPart(a), lsePart(a)};
   // flash_decode_f16kv_hd128 merges the splits itself: one i32 count per (row tile, KV
@@ -758,7 +767,8 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
 void bindSplitReduce(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   r.scope = "sequence";
-  r.let = {{"n_split", ref.phase == "prefill" ? prefillNSplit(a, prefillRowsPerWorkgroup(g)) : kDecodeNSplit}};
+  r.let = ref.phase == "prefill" ? splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), 64)
+                                 : splitLet(kDecodeNSplit, kDecodeMinSplit);
   r.args = {oPart(a), lsePart(a), activation(a.out, t[2], "T*" + str(a.nHead * a.hd)),
             i32("n_split"), i32(a.hd)};
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};

@@ -200,7 +200,7 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
   const int rowsPerGroup = mma ? 64 : 8;
   c.grid = {unsigned((s.T * G + rowsPerGroup - 1) / rowsPerGroup), unsigned(s.nKv),
             unsigned(nSplit)};
-  c.block = {128, 1, 1};
+  c.block = {decode ? 256u : 128u, 1, 1};  // the decode kernel: 8 warps
   c.flops = attentionFlops(s);
   c.bytesMoved = attentionBytes(
       s, s.splitLen ? double(nPart + nLse) * 4 : double(nOut) * 4);
@@ -555,9 +555,14 @@ std::vector<Case> attentionCases(const std::string &format) {
     // a workgroup's 8 rows span two tokens at T > 1) at the decode records' 32-key
     // splits, one split (writes out), a verification batch of 17 rows (17 * 7 = 119
     // rows: 15 row tiles) and rows before split 1 (lse -inf, o 0).
+    // Then the 7B shape at the splits the decode records choose at a 540-key context
+    // (64 keys a split) and at 4,096 (16 splits of 256 keys): the timing shapes of a
+    // decode step after pp512 and at a long agent context (the SIMT interpreter test
+    // runs the first five only: the 4,096-key case is long in Python).
     const AttnShape decodeShapes[] = {
         {1, 143, 16, 8, 128, 32}, {1, 299, 28, 4, 128, 32}, {1, 40, 28, 4, 128},
-        {17, 40, 28, 4, 128, 32}, {8, 57, 16, 8, 128, 64},
+        {17, 40, 28, 4, 128, 32}, {8, 57, 16, 8, 128, 64},  {1, 539, 28, 4, 128, 64},
+        {1, 4095, 28, 4, 128, 256},
     };
     for (const AttnShape &s : decodeShapes)
       cases.push_back(flashCase(s, seed++, false, true));
