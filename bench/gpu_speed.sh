@@ -239,8 +239,13 @@ run)
     # Prefill (pp512) kernel by kernel on the 7B shape, ours: swz-bench's pp512 passes
     # under Nsight Compute (durations only), one table a pass between argmax_reduce
     # launches (gpu_speed_table.py --ncu), clocks and caches as they run.
-    timeout 300 ncu --clock-control none --cache-control none --launch-count 4000 --csv --print-units base \
-      --metrics gpu__time_duration.sum "$bin/swz-bench" "$here/models/$big-sm_90.swz" --pp 512 --tg 1 --reps 1 \
+    # SWZ_NCU_PREFILL="ARGS|SKIP|COUNT": other swz-bench arguments and launch window, e.g.
+    # the 32k TTFT row's pass: "--pp 64 --pp-depth 32704 --tg 1 --reps 1|44352|2000" (63
+    # of the 64 depth passes of ~704 launches skipped).
+    IFS='|' read -r pargs pskip pcount <<< "${SWZ_NCU_PREFILL:---pp 512 --tg 1 --reps 1|0|4000}"
+    # shellcheck disable=SC2086
+    timeout 500 ncu --clock-control none --cache-control none --launch-skip "$pskip" --launch-count "$pcount" --csv \
+      --print-units base --metrics gpu__time_duration.sum "$bin/swz-bench" "$here/models/$big-sm_90.swz" $pargs \
       > "$work/ncu-prefill-swz-$big.csv" 2> "$work/ncu-prefill-swz-$big.log"
     python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-prefill-swz-$big.csv" argmax_reduce | tee "$work/ncu-prefill-swz-$big.md"
     exit 0
