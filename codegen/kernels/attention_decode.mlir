@@ -1128,1270 +1128,1398 @@ module attributes {gpu.container_module} {
         %f922 = math.fma %run_l0, %corr906, %f921 : f32
         %f923 = arith.mulf %run_a0_0, %corr906 : f32
         %f924 = math.fma %p909, %v227, %f923 : f32
-        %f925 = math.fma %p912, %v265, %f924 : f32
-        %f926 = math.fma %p915, %v303, %f925 : f32
-        %f927 = math.fma %p918, %v341, %f926 : f32
-        %f928 = arith.mulf %run_a0_1, %corr906 : f32
-        %f929 = math.fma %p909, %v230, %f928 : f32
-        %f930 = math.fma %p912, %v268, %f929 : f32
-        %f931 = math.fma %p915, %v306, %f930 : f32
-        %f932 = math.fma %p918, %v344, %f931 : f32
-        %f933 = arith.mulf %run_a0_2, %corr906 : f32
-        %f934 = math.fma %p909, %v233, %f933 : f32
-        %f935 = math.fma %p912, %v271, %f934 : f32
-        %f936 = math.fma %p915, %v309, %f935 : f32
-        %f937 = math.fma %p918, %v347, %f936 : f32
-        %f938 = arith.mulf %run_a0_3, %corr906 : f32
-        %f939 = math.fma %p909, %v236, %f938 : f32
-        %f940 = math.fma %p912, %v274, %f939 : f32
-        %f941 = math.fma %p915, %v312, %f940 : f32
-        %f942 = math.fma %p918, %v350, %f941 : f32
-        %sm943 = arith.select %vis370, %f384, %c0xFF800000_f32 : f32
-        %mx944 = arith.maximumf %run_m1, %sm943 : f32
-        %sm945 = arith.select %vis506, %f520, %c0xFF800000_f32 : f32
-        %mx946 = arith.maximumf %mx944, %sm945 : f32
-        %sm947 = arith.select %vis642, %f656, %c0xFF800000_f32 : f32
-        %mx948 = arith.maximumf %mx946, %sm947 : f32
-        %sm949 = arith.select %vis778, %f792, %c0xFF800000_f32 : f32
-        %mx950 = arith.maximumf %mx948, %sm949 : f32
-        %same951 = arith.cmpf oeq, %mx950, %run_m1 : f32
-        %f952 = arith.subf %run_m1, %mx950 : f32
-        %ex953 = math.exp %f952 : f32
-        %corr954 = arith.select %same951, %c1p0_f32, %ex953 : f32
-        %f955 = arith.subf %f384, %mx950 : f32
-        %ex956 = math.exp %f955 : f32
-        %p957 = arith.select %vis370, %ex956, %c0p0_f32 : f32
-        %f958 = arith.subf %f520, %mx950 : f32
-        %ex959 = math.exp %f958 : f32
-        %p960 = arith.select %vis506, %ex959, %c0p0_f32 : f32
-        %f961 = arith.subf %f656, %mx950 : f32
-        %ex962 = math.exp %f961 : f32
-        %p963 = arith.select %vis642, %ex962, %c0p0_f32 : f32
-        %f964 = arith.subf %f792, %mx950 : f32
-        %ex965 = math.exp %f964 : f32
-        %p966 = arith.select %vis778, %ex965, %c0p0_f32 : f32
-        %f967 = arith.addf %p957, %p960 : f32
-        %f968 = arith.addf %f967, %p963 : f32
-        %f969 = arith.addf %f968, %p966 : f32
-        %f970 = math.fma %run_l1, %corr954, %f969 : f32
-        %f971 = arith.mulf %run_a1_0, %corr954 : f32
-        %f972 = math.fma %p957, %v227, %f971 : f32
-        %f973 = math.fma %p960, %v265, %f972 : f32
-        %f974 = math.fma %p963, %v303, %f973 : f32
-        %f975 = math.fma %p966, %v341, %f974 : f32
-        %f976 = arith.mulf %run_a1_1, %corr954 : f32
-        %f977 = math.fma %p957, %v230, %f976 : f32
-        %f978 = math.fma %p960, %v268, %f977 : f32
-        %f979 = math.fma %p963, %v306, %f978 : f32
-        %f980 = math.fma %p966, %v344, %f979 : f32
-        %f981 = arith.mulf %run_a1_2, %corr954 : f32
-        %f982 = math.fma %p957, %v233, %f981 : f32
-        %f983 = math.fma %p960, %v271, %f982 : f32
-        %f984 = math.fma %p963, %v309, %f983 : f32
-        %f985 = math.fma %p966, %v347, %f984 : f32
-        %f986 = arith.mulf %run_a1_3, %corr954 : f32
-        %f987 = math.fma %p957, %v236, %f986 : f32
-        %f988 = math.fma %p960, %v274, %f987 : f32
-        %f989 = math.fma %p963, %v312, %f988 : f32
-        %f990 = math.fma %p966, %v350, %f989 : f32
-        %sm991 = arith.select %vis387, %f401, %c0xFF800000_f32 : f32
-        %mx992 = arith.maximumf %run_m2, %sm991 : f32
-        %sm993 = arith.select %vis523, %f537, %c0xFF800000_f32 : f32
-        %mx994 = arith.maximumf %mx992, %sm993 : f32
-        %sm995 = arith.select %vis659, %f673, %c0xFF800000_f32 : f32
-        %mx996 = arith.maximumf %mx994, %sm995 : f32
-        %sm997 = arith.select %vis795, %f809, %c0xFF800000_f32 : f32
-        %mx998 = arith.maximumf %mx996, %sm997 : f32
-        %same999 = arith.cmpf oeq, %mx998, %run_m2 : f32
-        %f1000 = arith.subf %run_m2, %mx998 : f32
-        %ex1001 = math.exp %f1000 : f32
-        %corr1002 = arith.select %same999, %c1p0_f32, %ex1001 : f32
-        %f1003 = arith.subf %f401, %mx998 : f32
-        %ex1004 = math.exp %f1003 : f32
-        %p1005 = arith.select %vis387, %ex1004, %c0p0_f32 : f32
-        %f1006 = arith.subf %f537, %mx998 : f32
-        %ex1007 = math.exp %f1006 : f32
-        %p1008 = arith.select %vis523, %ex1007, %c0p0_f32 : f32
-        %f1009 = arith.subf %f673, %mx998 : f32
-        %ex1010 = math.exp %f1009 : f32
-        %p1011 = arith.select %vis659, %ex1010, %c0p0_f32 : f32
-        %f1012 = arith.subf %f809, %mx998 : f32
-        %ex1013 = math.exp %f1012 : f32
-        %p1014 = arith.select %vis795, %ex1013, %c0p0_f32 : f32
-        %f1015 = arith.addf %p1005, %p1008 : f32
-        %f1016 = arith.addf %f1015, %p1011 : f32
-        %f1017 = arith.addf %f1016, %p1014 : f32
-        %f1018 = math.fma %run_l2, %corr1002, %f1017 : f32
-        %f1019 = arith.mulf %run_a2_0, %corr1002 : f32
-        %f1020 = math.fma %p1005, %v227, %f1019 : f32
-        %f1021 = math.fma %p1008, %v265, %f1020 : f32
-        %f1022 = math.fma %p1011, %v303, %f1021 : f32
-        %f1023 = math.fma %p1014, %v341, %f1022 : f32
-        %f1024 = arith.mulf %run_a2_1, %corr1002 : f32
-        %f1025 = math.fma %p1005, %v230, %f1024 : f32
-        %f1026 = math.fma %p1008, %v268, %f1025 : f32
-        %f1027 = math.fma %p1011, %v306, %f1026 : f32
-        %f1028 = math.fma %p1014, %v344, %f1027 : f32
-        %f1029 = arith.mulf %run_a2_2, %corr1002 : f32
-        %f1030 = math.fma %p1005, %v233, %f1029 : f32
-        %f1031 = math.fma %p1008, %v271, %f1030 : f32
-        %f1032 = math.fma %p1011, %v309, %f1031 : f32
-        %f1033 = math.fma %p1014, %v347, %f1032 : f32
-        %f1034 = arith.mulf %run_a2_3, %corr1002 : f32
-        %f1035 = math.fma %p1005, %v236, %f1034 : f32
-        %f1036 = math.fma %p1008, %v274, %f1035 : f32
-        %f1037 = math.fma %p1011, %v312, %f1036 : f32
-        %f1038 = math.fma %p1014, %v350, %f1037 : f32
-        %sm1039 = arith.select %vis404, %f418, %c0xFF800000_f32 : f32
-        %mx1040 = arith.maximumf %run_m3, %sm1039 : f32
-        %sm1041 = arith.select %vis540, %f554, %c0xFF800000_f32 : f32
-        %mx1042 = arith.maximumf %mx1040, %sm1041 : f32
-        %sm1043 = arith.select %vis676, %f690, %c0xFF800000_f32 : f32
-        %mx1044 = arith.maximumf %mx1042, %sm1043 : f32
-        %sm1045 = arith.select %vis812, %f826, %c0xFF800000_f32 : f32
-        %mx1046 = arith.maximumf %mx1044, %sm1045 : f32
-        %same1047 = arith.cmpf oeq, %mx1046, %run_m3 : f32
-        %f1048 = arith.subf %run_m3, %mx1046 : f32
-        %ex1049 = math.exp %f1048 : f32
-        %corr1050 = arith.select %same1047, %c1p0_f32, %ex1049 : f32
-        %f1051 = arith.subf %f418, %mx1046 : f32
-        %ex1052 = math.exp %f1051 : f32
-        %p1053 = arith.select %vis404, %ex1052, %c0p0_f32 : f32
-        %f1054 = arith.subf %f554, %mx1046 : f32
-        %ex1055 = math.exp %f1054 : f32
-        %p1056 = arith.select %vis540, %ex1055, %c0p0_f32 : f32
-        %f1057 = arith.subf %f690, %mx1046 : f32
-        %ex1058 = math.exp %f1057 : f32
-        %p1059 = arith.select %vis676, %ex1058, %c0p0_f32 : f32
-        %f1060 = arith.subf %f826, %mx1046 : f32
-        %ex1061 = math.exp %f1060 : f32
-        %p1062 = arith.select %vis812, %ex1061, %c0p0_f32 : f32
-        %f1063 = arith.addf %p1053, %p1056 : f32
-        %f1064 = arith.addf %f1063, %p1059 : f32
-        %f1065 = arith.addf %f1064, %p1062 : f32
-        %f1066 = math.fma %run_l3, %corr1050, %f1065 : f32
-        %f1067 = arith.mulf %run_a3_0, %corr1050 : f32
-        %f1068 = math.fma %p1053, %v227, %f1067 : f32
-        %f1069 = math.fma %p1056, %v265, %f1068 : f32
-        %f1070 = math.fma %p1059, %v303, %f1069 : f32
-        %f1071 = math.fma %p1062, %v341, %f1070 : f32
-        %f1072 = arith.mulf %run_a3_1, %corr1050 : f32
-        %f1073 = math.fma %p1053, %v230, %f1072 : f32
-        %f1074 = math.fma %p1056, %v268, %f1073 : f32
-        %f1075 = math.fma %p1059, %v306, %f1074 : f32
-        %f1076 = math.fma %p1062, %v344, %f1075 : f32
-        %f1077 = arith.mulf %run_a3_2, %corr1050 : f32
-        %f1078 = math.fma %p1053, %v233, %f1077 : f32
-        %f1079 = math.fma %p1056, %v271, %f1078 : f32
-        %f1080 = math.fma %p1059, %v309, %f1079 : f32
-        %f1081 = math.fma %p1062, %v347, %f1080 : f32
-        %f1082 = arith.mulf %run_a3_3, %corr1050 : f32
-        %f1083 = math.fma %p1053, %v236, %f1082 : f32
-        %f1084 = math.fma %p1056, %v274, %f1083 : f32
-        %f1085 = math.fma %p1059, %v312, %f1084 : f32
-        %f1086 = math.fma %p1062, %v350, %f1085 : f32
-        %sm1087 = arith.select %vis421, %f435, %c0xFF800000_f32 : f32
-        %mx1088 = arith.maximumf %run_m4, %sm1087 : f32
-        %sm1089 = arith.select %vis557, %f571, %c0xFF800000_f32 : f32
+        %a925 = arith.select %vis353, %f924, %f923 : f32
+        %f926 = math.fma %p912, %v265, %a925 : f32
+        %a927 = arith.select %vis489, %f926, %a925 : f32
+        %f928 = math.fma %p915, %v303, %a927 : f32
+        %a929 = arith.select %vis625, %f928, %a927 : f32
+        %f930 = math.fma %p918, %v341, %a929 : f32
+        %a931 = arith.select %vis761, %f930, %a929 : f32
+        %f932 = arith.mulf %run_a0_1, %corr906 : f32
+        %f933 = math.fma %p909, %v230, %f932 : f32
+        %a934 = arith.select %vis353, %f933, %f932 : f32
+        %f935 = math.fma %p912, %v268, %a934 : f32
+        %a936 = arith.select %vis489, %f935, %a934 : f32
+        %f937 = math.fma %p915, %v306, %a936 : f32
+        %a938 = arith.select %vis625, %f937, %a936 : f32
+        %f939 = math.fma %p918, %v344, %a938 : f32
+        %a940 = arith.select %vis761, %f939, %a938 : f32
+        %f941 = arith.mulf %run_a0_2, %corr906 : f32
+        %f942 = math.fma %p909, %v233, %f941 : f32
+        %a943 = arith.select %vis353, %f942, %f941 : f32
+        %f944 = math.fma %p912, %v271, %a943 : f32
+        %a945 = arith.select %vis489, %f944, %a943 : f32
+        %f946 = math.fma %p915, %v309, %a945 : f32
+        %a947 = arith.select %vis625, %f946, %a945 : f32
+        %f948 = math.fma %p918, %v347, %a947 : f32
+        %a949 = arith.select %vis761, %f948, %a947 : f32
+        %f950 = arith.mulf %run_a0_3, %corr906 : f32
+        %f951 = math.fma %p909, %v236, %f950 : f32
+        %a952 = arith.select %vis353, %f951, %f950 : f32
+        %f953 = math.fma %p912, %v274, %a952 : f32
+        %a954 = arith.select %vis489, %f953, %a952 : f32
+        %f955 = math.fma %p915, %v312, %a954 : f32
+        %a956 = arith.select %vis625, %f955, %a954 : f32
+        %f957 = math.fma %p918, %v350, %a956 : f32
+        %a958 = arith.select %vis761, %f957, %a956 : f32
+        %sm959 = arith.select %vis370, %f384, %c0xFF800000_f32 : f32
+        %mx960 = arith.maximumf %run_m1, %sm959 : f32
+        %sm961 = arith.select %vis506, %f520, %c0xFF800000_f32 : f32
+        %mx962 = arith.maximumf %mx960, %sm961 : f32
+        %sm963 = arith.select %vis642, %f656, %c0xFF800000_f32 : f32
+        %mx964 = arith.maximumf %mx962, %sm963 : f32
+        %sm965 = arith.select %vis778, %f792, %c0xFF800000_f32 : f32
+        %mx966 = arith.maximumf %mx964, %sm965 : f32
+        %same967 = arith.cmpf oeq, %mx966, %run_m1 : f32
+        %f968 = arith.subf %run_m1, %mx966 : f32
+        %ex969 = math.exp %f968 : f32
+        %corr970 = arith.select %same967, %c1p0_f32, %ex969 : f32
+        %f971 = arith.subf %f384, %mx966 : f32
+        %ex972 = math.exp %f971 : f32
+        %p973 = arith.select %vis370, %ex972, %c0p0_f32 : f32
+        %f974 = arith.subf %f520, %mx966 : f32
+        %ex975 = math.exp %f974 : f32
+        %p976 = arith.select %vis506, %ex975, %c0p0_f32 : f32
+        %f977 = arith.subf %f656, %mx966 : f32
+        %ex978 = math.exp %f977 : f32
+        %p979 = arith.select %vis642, %ex978, %c0p0_f32 : f32
+        %f980 = arith.subf %f792, %mx966 : f32
+        %ex981 = math.exp %f980 : f32
+        %p982 = arith.select %vis778, %ex981, %c0p0_f32 : f32
+        %f983 = arith.addf %p973, %p976 : f32
+        %f984 = arith.addf %f983, %p979 : f32
+        %f985 = arith.addf %f984, %p982 : f32
+        %f986 = math.fma %run_l1, %corr970, %f985 : f32
+        %f987 = arith.mulf %run_a1_0, %corr970 : f32
+        %f988 = math.fma %p973, %v227, %f987 : f32
+        %a989 = arith.select %vis370, %f988, %f987 : f32
+        %f990 = math.fma %p976, %v265, %a989 : f32
+        %a991 = arith.select %vis506, %f990, %a989 : f32
+        %f992 = math.fma %p979, %v303, %a991 : f32
+        %a993 = arith.select %vis642, %f992, %a991 : f32
+        %f994 = math.fma %p982, %v341, %a993 : f32
+        %a995 = arith.select %vis778, %f994, %a993 : f32
+        %f996 = arith.mulf %run_a1_1, %corr970 : f32
+        %f997 = math.fma %p973, %v230, %f996 : f32
+        %a998 = arith.select %vis370, %f997, %f996 : f32
+        %f999 = math.fma %p976, %v268, %a998 : f32
+        %a1000 = arith.select %vis506, %f999, %a998 : f32
+        %f1001 = math.fma %p979, %v306, %a1000 : f32
+        %a1002 = arith.select %vis642, %f1001, %a1000 : f32
+        %f1003 = math.fma %p982, %v344, %a1002 : f32
+        %a1004 = arith.select %vis778, %f1003, %a1002 : f32
+        %f1005 = arith.mulf %run_a1_2, %corr970 : f32
+        %f1006 = math.fma %p973, %v233, %f1005 : f32
+        %a1007 = arith.select %vis370, %f1006, %f1005 : f32
+        %f1008 = math.fma %p976, %v271, %a1007 : f32
+        %a1009 = arith.select %vis506, %f1008, %a1007 : f32
+        %f1010 = math.fma %p979, %v309, %a1009 : f32
+        %a1011 = arith.select %vis642, %f1010, %a1009 : f32
+        %f1012 = math.fma %p982, %v347, %a1011 : f32
+        %a1013 = arith.select %vis778, %f1012, %a1011 : f32
+        %f1014 = arith.mulf %run_a1_3, %corr970 : f32
+        %f1015 = math.fma %p973, %v236, %f1014 : f32
+        %a1016 = arith.select %vis370, %f1015, %f1014 : f32
+        %f1017 = math.fma %p976, %v274, %a1016 : f32
+        %a1018 = arith.select %vis506, %f1017, %a1016 : f32
+        %f1019 = math.fma %p979, %v312, %a1018 : f32
+        %a1020 = arith.select %vis642, %f1019, %a1018 : f32
+        %f1021 = math.fma %p982, %v350, %a1020 : f32
+        %a1022 = arith.select %vis778, %f1021, %a1020 : f32
+        %sm1023 = arith.select %vis387, %f401, %c0xFF800000_f32 : f32
+        %mx1024 = arith.maximumf %run_m2, %sm1023 : f32
+        %sm1025 = arith.select %vis523, %f537, %c0xFF800000_f32 : f32
+        %mx1026 = arith.maximumf %mx1024, %sm1025 : f32
+        %sm1027 = arith.select %vis659, %f673, %c0xFF800000_f32 : f32
+        %mx1028 = arith.maximumf %mx1026, %sm1027 : f32
+        %sm1029 = arith.select %vis795, %f809, %c0xFF800000_f32 : f32
+        %mx1030 = arith.maximumf %mx1028, %sm1029 : f32
+        %same1031 = arith.cmpf oeq, %mx1030, %run_m2 : f32
+        %f1032 = arith.subf %run_m2, %mx1030 : f32
+        %ex1033 = math.exp %f1032 : f32
+        %corr1034 = arith.select %same1031, %c1p0_f32, %ex1033 : f32
+        %f1035 = arith.subf %f401, %mx1030 : f32
+        %ex1036 = math.exp %f1035 : f32
+        %p1037 = arith.select %vis387, %ex1036, %c0p0_f32 : f32
+        %f1038 = arith.subf %f537, %mx1030 : f32
+        %ex1039 = math.exp %f1038 : f32
+        %p1040 = arith.select %vis523, %ex1039, %c0p0_f32 : f32
+        %f1041 = arith.subf %f673, %mx1030 : f32
+        %ex1042 = math.exp %f1041 : f32
+        %p1043 = arith.select %vis659, %ex1042, %c0p0_f32 : f32
+        %f1044 = arith.subf %f809, %mx1030 : f32
+        %ex1045 = math.exp %f1044 : f32
+        %p1046 = arith.select %vis795, %ex1045, %c0p0_f32 : f32
+        %f1047 = arith.addf %p1037, %p1040 : f32
+        %f1048 = arith.addf %f1047, %p1043 : f32
+        %f1049 = arith.addf %f1048, %p1046 : f32
+        %f1050 = math.fma %run_l2, %corr1034, %f1049 : f32
+        %f1051 = arith.mulf %run_a2_0, %corr1034 : f32
+        %f1052 = math.fma %p1037, %v227, %f1051 : f32
+        %a1053 = arith.select %vis387, %f1052, %f1051 : f32
+        %f1054 = math.fma %p1040, %v265, %a1053 : f32
+        %a1055 = arith.select %vis523, %f1054, %a1053 : f32
+        %f1056 = math.fma %p1043, %v303, %a1055 : f32
+        %a1057 = arith.select %vis659, %f1056, %a1055 : f32
+        %f1058 = math.fma %p1046, %v341, %a1057 : f32
+        %a1059 = arith.select %vis795, %f1058, %a1057 : f32
+        %f1060 = arith.mulf %run_a2_1, %corr1034 : f32
+        %f1061 = math.fma %p1037, %v230, %f1060 : f32
+        %a1062 = arith.select %vis387, %f1061, %f1060 : f32
+        %f1063 = math.fma %p1040, %v268, %a1062 : f32
+        %a1064 = arith.select %vis523, %f1063, %a1062 : f32
+        %f1065 = math.fma %p1043, %v306, %a1064 : f32
+        %a1066 = arith.select %vis659, %f1065, %a1064 : f32
+        %f1067 = math.fma %p1046, %v344, %a1066 : f32
+        %a1068 = arith.select %vis795, %f1067, %a1066 : f32
+        %f1069 = arith.mulf %run_a2_2, %corr1034 : f32
+        %f1070 = math.fma %p1037, %v233, %f1069 : f32
+        %a1071 = arith.select %vis387, %f1070, %f1069 : f32
+        %f1072 = math.fma %p1040, %v271, %a1071 : f32
+        %a1073 = arith.select %vis523, %f1072, %a1071 : f32
+        %f1074 = math.fma %p1043, %v309, %a1073 : f32
+        %a1075 = arith.select %vis659, %f1074, %a1073 : f32
+        %f1076 = math.fma %p1046, %v347, %a1075 : f32
+        %a1077 = arith.select %vis795, %f1076, %a1075 : f32
+        %f1078 = arith.mulf %run_a2_3, %corr1034 : f32
+        %f1079 = math.fma %p1037, %v236, %f1078 : f32
+        %a1080 = arith.select %vis387, %f1079, %f1078 : f32
+        %f1081 = math.fma %p1040, %v274, %a1080 : f32
+        %a1082 = arith.select %vis523, %f1081, %a1080 : f32
+        %f1083 = math.fma %p1043, %v312, %a1082 : f32
+        %a1084 = arith.select %vis659, %f1083, %a1082 : f32
+        %f1085 = math.fma %p1046, %v350, %a1084 : f32
+        %a1086 = arith.select %vis795, %f1085, %a1084 : f32
+        %sm1087 = arith.select %vis404, %f418, %c0xFF800000_f32 : f32
+        %mx1088 = arith.maximumf %run_m3, %sm1087 : f32
+        %sm1089 = arith.select %vis540, %f554, %c0xFF800000_f32 : f32
         %mx1090 = arith.maximumf %mx1088, %sm1089 : f32
-        %sm1091 = arith.select %vis693, %f707, %c0xFF800000_f32 : f32
+        %sm1091 = arith.select %vis676, %f690, %c0xFF800000_f32 : f32
         %mx1092 = arith.maximumf %mx1090, %sm1091 : f32
-        %sm1093 = arith.select %vis829, %f843, %c0xFF800000_f32 : f32
+        %sm1093 = arith.select %vis812, %f826, %c0xFF800000_f32 : f32
         %mx1094 = arith.maximumf %mx1092, %sm1093 : f32
-        %same1095 = arith.cmpf oeq, %mx1094, %run_m4 : f32
-        %f1096 = arith.subf %run_m4, %mx1094 : f32
+        %same1095 = arith.cmpf oeq, %mx1094, %run_m3 : f32
+        %f1096 = arith.subf %run_m3, %mx1094 : f32
         %ex1097 = math.exp %f1096 : f32
         %corr1098 = arith.select %same1095, %c1p0_f32, %ex1097 : f32
-        %f1099 = arith.subf %f435, %mx1094 : f32
+        %f1099 = arith.subf %f418, %mx1094 : f32
         %ex1100 = math.exp %f1099 : f32
-        %p1101 = arith.select %vis421, %ex1100, %c0p0_f32 : f32
-        %f1102 = arith.subf %f571, %mx1094 : f32
+        %p1101 = arith.select %vis404, %ex1100, %c0p0_f32 : f32
+        %f1102 = arith.subf %f554, %mx1094 : f32
         %ex1103 = math.exp %f1102 : f32
-        %p1104 = arith.select %vis557, %ex1103, %c0p0_f32 : f32
-        %f1105 = arith.subf %f707, %mx1094 : f32
+        %p1104 = arith.select %vis540, %ex1103, %c0p0_f32 : f32
+        %f1105 = arith.subf %f690, %mx1094 : f32
         %ex1106 = math.exp %f1105 : f32
-        %p1107 = arith.select %vis693, %ex1106, %c0p0_f32 : f32
-        %f1108 = arith.subf %f843, %mx1094 : f32
+        %p1107 = arith.select %vis676, %ex1106, %c0p0_f32 : f32
+        %f1108 = arith.subf %f826, %mx1094 : f32
         %ex1109 = math.exp %f1108 : f32
-        %p1110 = arith.select %vis829, %ex1109, %c0p0_f32 : f32
+        %p1110 = arith.select %vis812, %ex1109, %c0p0_f32 : f32
         %f1111 = arith.addf %p1101, %p1104 : f32
         %f1112 = arith.addf %f1111, %p1107 : f32
         %f1113 = arith.addf %f1112, %p1110 : f32
-        %f1114 = math.fma %run_l4, %corr1098, %f1113 : f32
-        %f1115 = arith.mulf %run_a4_0, %corr1098 : f32
+        %f1114 = math.fma %run_l3, %corr1098, %f1113 : f32
+        %f1115 = arith.mulf %run_a3_0, %corr1098 : f32
         %f1116 = math.fma %p1101, %v227, %f1115 : f32
-        %f1117 = math.fma %p1104, %v265, %f1116 : f32
-        %f1118 = math.fma %p1107, %v303, %f1117 : f32
-        %f1119 = math.fma %p1110, %v341, %f1118 : f32
-        %f1120 = arith.mulf %run_a4_1, %corr1098 : f32
-        %f1121 = math.fma %p1101, %v230, %f1120 : f32
-        %f1122 = math.fma %p1104, %v268, %f1121 : f32
-        %f1123 = math.fma %p1107, %v306, %f1122 : f32
-        %f1124 = math.fma %p1110, %v344, %f1123 : f32
-        %f1125 = arith.mulf %run_a4_2, %corr1098 : f32
-        %f1126 = math.fma %p1101, %v233, %f1125 : f32
-        %f1127 = math.fma %p1104, %v271, %f1126 : f32
-        %f1128 = math.fma %p1107, %v309, %f1127 : f32
-        %f1129 = math.fma %p1110, %v347, %f1128 : f32
-        %f1130 = arith.mulf %run_a4_3, %corr1098 : f32
-        %f1131 = math.fma %p1101, %v236, %f1130 : f32
-        %f1132 = math.fma %p1104, %v274, %f1131 : f32
-        %f1133 = math.fma %p1107, %v312, %f1132 : f32
-        %f1134 = math.fma %p1110, %v350, %f1133 : f32
-        %sm1135 = arith.select %vis438, %f452, %c0xFF800000_f32 : f32
-        %mx1136 = arith.maximumf %run_m5, %sm1135 : f32
-        %sm1137 = arith.select %vis574, %f588, %c0xFF800000_f32 : f32
-        %mx1138 = arith.maximumf %mx1136, %sm1137 : f32
-        %sm1139 = arith.select %vis710, %f724, %c0xFF800000_f32 : f32
-        %mx1140 = arith.maximumf %mx1138, %sm1139 : f32
-        %sm1141 = arith.select %vis846, %f860, %c0xFF800000_f32 : f32
-        %mx1142 = arith.maximumf %mx1140, %sm1141 : f32
-        %same1143 = arith.cmpf oeq, %mx1142, %run_m5 : f32
-        %f1144 = arith.subf %run_m5, %mx1142 : f32
-        %ex1145 = math.exp %f1144 : f32
-        %corr1146 = arith.select %same1143, %c1p0_f32, %ex1145 : f32
-        %f1147 = arith.subf %f452, %mx1142 : f32
-        %ex1148 = math.exp %f1147 : f32
-        %p1149 = arith.select %vis438, %ex1148, %c0p0_f32 : f32
-        %f1150 = arith.subf %f588, %mx1142 : f32
-        %ex1151 = math.exp %f1150 : f32
-        %p1152 = arith.select %vis574, %ex1151, %c0p0_f32 : f32
-        %f1153 = arith.subf %f724, %mx1142 : f32
-        %ex1154 = math.exp %f1153 : f32
-        %p1155 = arith.select %vis710, %ex1154, %c0p0_f32 : f32
-        %f1156 = arith.subf %f860, %mx1142 : f32
-        %ex1157 = math.exp %f1156 : f32
-        %p1158 = arith.select %vis846, %ex1157, %c0p0_f32 : f32
-        %f1159 = arith.addf %p1149, %p1152 : f32
-        %f1160 = arith.addf %f1159, %p1155 : f32
-        %f1161 = arith.addf %f1160, %p1158 : f32
-        %f1162 = math.fma %run_l5, %corr1146, %f1161 : f32
-        %f1163 = arith.mulf %run_a5_0, %corr1146 : f32
-        %f1164 = math.fma %p1149, %v227, %f1163 : f32
-        %f1165 = math.fma %p1152, %v265, %f1164 : f32
-        %f1166 = math.fma %p1155, %v303, %f1165 : f32
-        %f1167 = math.fma %p1158, %v341, %f1166 : f32
-        %f1168 = arith.mulf %run_a5_1, %corr1146 : f32
-        %f1169 = math.fma %p1149, %v230, %f1168 : f32
-        %f1170 = math.fma %p1152, %v268, %f1169 : f32
-        %f1171 = math.fma %p1155, %v306, %f1170 : f32
-        %f1172 = math.fma %p1158, %v344, %f1171 : f32
-        %f1173 = arith.mulf %run_a5_2, %corr1146 : f32
-        %f1174 = math.fma %p1149, %v233, %f1173 : f32
-        %f1175 = math.fma %p1152, %v271, %f1174 : f32
-        %f1176 = math.fma %p1155, %v309, %f1175 : f32
-        %f1177 = math.fma %p1158, %v347, %f1176 : f32
-        %f1178 = arith.mulf %run_a5_3, %corr1146 : f32
-        %f1179 = math.fma %p1149, %v236, %f1178 : f32
-        %f1180 = math.fma %p1152, %v274, %f1179 : f32
-        %f1181 = math.fma %p1155, %v312, %f1180 : f32
-        %f1182 = math.fma %p1158, %v350, %f1181 : f32
-        %sm1183 = arith.select %vis455, %f469, %c0xFF800000_f32 : f32
-        %mx1184 = arith.maximumf %run_m6, %sm1183 : f32
-        %sm1185 = arith.select %vis591, %f605, %c0xFF800000_f32 : f32
-        %mx1186 = arith.maximumf %mx1184, %sm1185 : f32
-        %sm1187 = arith.select %vis727, %f741, %c0xFF800000_f32 : f32
-        %mx1188 = arith.maximumf %mx1186, %sm1187 : f32
-        %sm1189 = arith.select %vis863, %f877, %c0xFF800000_f32 : f32
-        %mx1190 = arith.maximumf %mx1188, %sm1189 : f32
-        %same1191 = arith.cmpf oeq, %mx1190, %run_m6 : f32
-        %f1192 = arith.subf %run_m6, %mx1190 : f32
-        %ex1193 = math.exp %f1192 : f32
-        %corr1194 = arith.select %same1191, %c1p0_f32, %ex1193 : f32
-        %f1195 = arith.subf %f469, %mx1190 : f32
-        %ex1196 = math.exp %f1195 : f32
-        %p1197 = arith.select %vis455, %ex1196, %c0p0_f32 : f32
-        %f1198 = arith.subf %f605, %mx1190 : f32
-        %ex1199 = math.exp %f1198 : f32
-        %p1200 = arith.select %vis591, %ex1199, %c0p0_f32 : f32
-        %f1201 = arith.subf %f741, %mx1190 : f32
-        %ex1202 = math.exp %f1201 : f32
-        %p1203 = arith.select %vis727, %ex1202, %c0p0_f32 : f32
-        %f1204 = arith.subf %f877, %mx1190 : f32
-        %ex1205 = math.exp %f1204 : f32
-        %p1206 = arith.select %vis863, %ex1205, %c0p0_f32 : f32
-        %f1207 = arith.addf %p1197, %p1200 : f32
-        %f1208 = arith.addf %f1207, %p1203 : f32
-        %f1209 = arith.addf %f1208, %p1206 : f32
-        %f1210 = math.fma %run_l6, %corr1194, %f1209 : f32
-        %f1211 = arith.mulf %run_a6_0, %corr1194 : f32
-        %f1212 = math.fma %p1197, %v227, %f1211 : f32
-        %f1213 = math.fma %p1200, %v265, %f1212 : f32
-        %f1214 = math.fma %p1203, %v303, %f1213 : f32
-        %f1215 = math.fma %p1206, %v341, %f1214 : f32
-        %f1216 = arith.mulf %run_a6_1, %corr1194 : f32
-        %f1217 = math.fma %p1197, %v230, %f1216 : f32
-        %f1218 = math.fma %p1200, %v268, %f1217 : f32
-        %f1219 = math.fma %p1203, %v306, %f1218 : f32
-        %f1220 = math.fma %p1206, %v344, %f1219 : f32
-        %f1221 = arith.mulf %run_a6_2, %corr1194 : f32
-        %f1222 = math.fma %p1197, %v233, %f1221 : f32
-        %f1223 = math.fma %p1200, %v271, %f1222 : f32
-        %f1224 = math.fma %p1203, %v309, %f1223 : f32
-        %f1225 = math.fma %p1206, %v347, %f1224 : f32
-        %f1226 = arith.mulf %run_a6_3, %corr1194 : f32
-        %f1227 = math.fma %p1197, %v236, %f1226 : f32
-        %f1228 = math.fma %p1200, %v274, %f1227 : f32
-        %f1229 = math.fma %p1203, %v312, %f1228 : f32
-        %f1230 = math.fma %p1206, %v350, %f1229 : f32
-        %sm1231 = arith.select %vis472, %f486, %c0xFF800000_f32 : f32
-        %mx1232 = arith.maximumf %run_m7, %sm1231 : f32
-        %sm1233 = arith.select %vis608, %f622, %c0xFF800000_f32 : f32
-        %mx1234 = arith.maximumf %mx1232, %sm1233 : f32
-        %sm1235 = arith.select %vis744, %f758, %c0xFF800000_f32 : f32
-        %mx1236 = arith.maximumf %mx1234, %sm1235 : f32
-        %sm1237 = arith.select %vis880, %f894, %c0xFF800000_f32 : f32
-        %mx1238 = arith.maximumf %mx1236, %sm1237 : f32
-        %same1239 = arith.cmpf oeq, %mx1238, %run_m7 : f32
-        %f1240 = arith.subf %run_m7, %mx1238 : f32
-        %ex1241 = math.exp %f1240 : f32
-        %corr1242 = arith.select %same1239, %c1p0_f32, %ex1241 : f32
-        %f1243 = arith.subf %f486, %mx1238 : f32
-        %ex1244 = math.exp %f1243 : f32
-        %p1245 = arith.select %vis472, %ex1244, %c0p0_f32 : f32
-        %f1246 = arith.subf %f622, %mx1238 : f32
-        %ex1247 = math.exp %f1246 : f32
-        %p1248 = arith.select %vis608, %ex1247, %c0p0_f32 : f32
-        %f1249 = arith.subf %f758, %mx1238 : f32
-        %ex1250 = math.exp %f1249 : f32
-        %p1251 = arith.select %vis744, %ex1250, %c0p0_f32 : f32
-        %f1252 = arith.subf %f894, %mx1238 : f32
-        %ex1253 = math.exp %f1252 : f32
-        %p1254 = arith.select %vis880, %ex1253, %c0p0_f32 : f32
-        %f1255 = arith.addf %p1245, %p1248 : f32
-        %f1256 = arith.addf %f1255, %p1251 : f32
-        %f1257 = arith.addf %f1256, %p1254 : f32
-        %f1258 = math.fma %run_l7, %corr1242, %f1257 : f32
-        %f1259 = arith.mulf %run_a7_0, %corr1242 : f32
-        %f1260 = math.fma %p1245, %v227, %f1259 : f32
-        %f1261 = math.fma %p1248, %v265, %f1260 : f32
-        %f1262 = math.fma %p1251, %v303, %f1261 : f32
-        %f1263 = math.fma %p1254, %v341, %f1262 : f32
-        %f1264 = arith.mulf %run_a7_1, %corr1242 : f32
-        %f1265 = math.fma %p1245, %v230, %f1264 : f32
-        %f1266 = math.fma %p1248, %v268, %f1265 : f32
-        %f1267 = math.fma %p1251, %v306, %f1266 : f32
-        %f1268 = math.fma %p1254, %v344, %f1267 : f32
-        %f1269 = arith.mulf %run_a7_2, %corr1242 : f32
-        %f1270 = math.fma %p1245, %v233, %f1269 : f32
-        %f1271 = math.fma %p1248, %v271, %f1270 : f32
-        %f1272 = math.fma %p1251, %v309, %f1271 : f32
-        %f1273 = math.fma %p1254, %v347, %f1272 : f32
-        %f1274 = arith.mulf %run_a7_3, %corr1242 : f32
-        %f1275 = math.fma %p1245, %v236, %f1274 : f32
-        %f1276 = math.fma %p1248, %v274, %f1275 : f32
-        %f1277 = math.fma %p1251, %v312, %f1276 : f32
-        %f1278 = math.fma %p1254, %v350, %f1277 : f32
-        scf.yield %mx902, %mx950, %mx998, %mx1046, %mx1094, %mx1142, %mx1190, %mx1238, %f922, %f970, %f1018, %f1066, %f1114, %f1162, %f1210, %f1258, %f927, %f932, %f937, %f942, %f975, %f980, %f985, %f990, %f1023, %f1028, %f1033, %f1038, %f1071, %f1076, %f1081, %f1086, %f1119, %f1124, %f1129, %f1134, %f1167, %f1172, %f1177, %f1182, %f1215, %f1220, %f1225, %f1230, %f1263, %f1268, %f1273, %f1278 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
+        %a1117 = arith.select %vis404, %f1116, %f1115 : f32
+        %f1118 = math.fma %p1104, %v265, %a1117 : f32
+        %a1119 = arith.select %vis540, %f1118, %a1117 : f32
+        %f1120 = math.fma %p1107, %v303, %a1119 : f32
+        %a1121 = arith.select %vis676, %f1120, %a1119 : f32
+        %f1122 = math.fma %p1110, %v341, %a1121 : f32
+        %a1123 = arith.select %vis812, %f1122, %a1121 : f32
+        %f1124 = arith.mulf %run_a3_1, %corr1098 : f32
+        %f1125 = math.fma %p1101, %v230, %f1124 : f32
+        %a1126 = arith.select %vis404, %f1125, %f1124 : f32
+        %f1127 = math.fma %p1104, %v268, %a1126 : f32
+        %a1128 = arith.select %vis540, %f1127, %a1126 : f32
+        %f1129 = math.fma %p1107, %v306, %a1128 : f32
+        %a1130 = arith.select %vis676, %f1129, %a1128 : f32
+        %f1131 = math.fma %p1110, %v344, %a1130 : f32
+        %a1132 = arith.select %vis812, %f1131, %a1130 : f32
+        %f1133 = arith.mulf %run_a3_2, %corr1098 : f32
+        %f1134 = math.fma %p1101, %v233, %f1133 : f32
+        %a1135 = arith.select %vis404, %f1134, %f1133 : f32
+        %f1136 = math.fma %p1104, %v271, %a1135 : f32
+        %a1137 = arith.select %vis540, %f1136, %a1135 : f32
+        %f1138 = math.fma %p1107, %v309, %a1137 : f32
+        %a1139 = arith.select %vis676, %f1138, %a1137 : f32
+        %f1140 = math.fma %p1110, %v347, %a1139 : f32
+        %a1141 = arith.select %vis812, %f1140, %a1139 : f32
+        %f1142 = arith.mulf %run_a3_3, %corr1098 : f32
+        %f1143 = math.fma %p1101, %v236, %f1142 : f32
+        %a1144 = arith.select %vis404, %f1143, %f1142 : f32
+        %f1145 = math.fma %p1104, %v274, %a1144 : f32
+        %a1146 = arith.select %vis540, %f1145, %a1144 : f32
+        %f1147 = math.fma %p1107, %v312, %a1146 : f32
+        %a1148 = arith.select %vis676, %f1147, %a1146 : f32
+        %f1149 = math.fma %p1110, %v350, %a1148 : f32
+        %a1150 = arith.select %vis812, %f1149, %a1148 : f32
+        %sm1151 = arith.select %vis421, %f435, %c0xFF800000_f32 : f32
+        %mx1152 = arith.maximumf %run_m4, %sm1151 : f32
+        %sm1153 = arith.select %vis557, %f571, %c0xFF800000_f32 : f32
+        %mx1154 = arith.maximumf %mx1152, %sm1153 : f32
+        %sm1155 = arith.select %vis693, %f707, %c0xFF800000_f32 : f32
+        %mx1156 = arith.maximumf %mx1154, %sm1155 : f32
+        %sm1157 = arith.select %vis829, %f843, %c0xFF800000_f32 : f32
+        %mx1158 = arith.maximumf %mx1156, %sm1157 : f32
+        %same1159 = arith.cmpf oeq, %mx1158, %run_m4 : f32
+        %f1160 = arith.subf %run_m4, %mx1158 : f32
+        %ex1161 = math.exp %f1160 : f32
+        %corr1162 = arith.select %same1159, %c1p0_f32, %ex1161 : f32
+        %f1163 = arith.subf %f435, %mx1158 : f32
+        %ex1164 = math.exp %f1163 : f32
+        %p1165 = arith.select %vis421, %ex1164, %c0p0_f32 : f32
+        %f1166 = arith.subf %f571, %mx1158 : f32
+        %ex1167 = math.exp %f1166 : f32
+        %p1168 = arith.select %vis557, %ex1167, %c0p0_f32 : f32
+        %f1169 = arith.subf %f707, %mx1158 : f32
+        %ex1170 = math.exp %f1169 : f32
+        %p1171 = arith.select %vis693, %ex1170, %c0p0_f32 : f32
+        %f1172 = arith.subf %f843, %mx1158 : f32
+        %ex1173 = math.exp %f1172 : f32
+        %p1174 = arith.select %vis829, %ex1173, %c0p0_f32 : f32
+        %f1175 = arith.addf %p1165, %p1168 : f32
+        %f1176 = arith.addf %f1175, %p1171 : f32
+        %f1177 = arith.addf %f1176, %p1174 : f32
+        %f1178 = math.fma %run_l4, %corr1162, %f1177 : f32
+        %f1179 = arith.mulf %run_a4_0, %corr1162 : f32
+        %f1180 = math.fma %p1165, %v227, %f1179 : f32
+        %a1181 = arith.select %vis421, %f1180, %f1179 : f32
+        %f1182 = math.fma %p1168, %v265, %a1181 : f32
+        %a1183 = arith.select %vis557, %f1182, %a1181 : f32
+        %f1184 = math.fma %p1171, %v303, %a1183 : f32
+        %a1185 = arith.select %vis693, %f1184, %a1183 : f32
+        %f1186 = math.fma %p1174, %v341, %a1185 : f32
+        %a1187 = arith.select %vis829, %f1186, %a1185 : f32
+        %f1188 = arith.mulf %run_a4_1, %corr1162 : f32
+        %f1189 = math.fma %p1165, %v230, %f1188 : f32
+        %a1190 = arith.select %vis421, %f1189, %f1188 : f32
+        %f1191 = math.fma %p1168, %v268, %a1190 : f32
+        %a1192 = arith.select %vis557, %f1191, %a1190 : f32
+        %f1193 = math.fma %p1171, %v306, %a1192 : f32
+        %a1194 = arith.select %vis693, %f1193, %a1192 : f32
+        %f1195 = math.fma %p1174, %v344, %a1194 : f32
+        %a1196 = arith.select %vis829, %f1195, %a1194 : f32
+        %f1197 = arith.mulf %run_a4_2, %corr1162 : f32
+        %f1198 = math.fma %p1165, %v233, %f1197 : f32
+        %a1199 = arith.select %vis421, %f1198, %f1197 : f32
+        %f1200 = math.fma %p1168, %v271, %a1199 : f32
+        %a1201 = arith.select %vis557, %f1200, %a1199 : f32
+        %f1202 = math.fma %p1171, %v309, %a1201 : f32
+        %a1203 = arith.select %vis693, %f1202, %a1201 : f32
+        %f1204 = math.fma %p1174, %v347, %a1203 : f32
+        %a1205 = arith.select %vis829, %f1204, %a1203 : f32
+        %f1206 = arith.mulf %run_a4_3, %corr1162 : f32
+        %f1207 = math.fma %p1165, %v236, %f1206 : f32
+        %a1208 = arith.select %vis421, %f1207, %f1206 : f32
+        %f1209 = math.fma %p1168, %v274, %a1208 : f32
+        %a1210 = arith.select %vis557, %f1209, %a1208 : f32
+        %f1211 = math.fma %p1171, %v312, %a1210 : f32
+        %a1212 = arith.select %vis693, %f1211, %a1210 : f32
+        %f1213 = math.fma %p1174, %v350, %a1212 : f32
+        %a1214 = arith.select %vis829, %f1213, %a1212 : f32
+        %sm1215 = arith.select %vis438, %f452, %c0xFF800000_f32 : f32
+        %mx1216 = arith.maximumf %run_m5, %sm1215 : f32
+        %sm1217 = arith.select %vis574, %f588, %c0xFF800000_f32 : f32
+        %mx1218 = arith.maximumf %mx1216, %sm1217 : f32
+        %sm1219 = arith.select %vis710, %f724, %c0xFF800000_f32 : f32
+        %mx1220 = arith.maximumf %mx1218, %sm1219 : f32
+        %sm1221 = arith.select %vis846, %f860, %c0xFF800000_f32 : f32
+        %mx1222 = arith.maximumf %mx1220, %sm1221 : f32
+        %same1223 = arith.cmpf oeq, %mx1222, %run_m5 : f32
+        %f1224 = arith.subf %run_m5, %mx1222 : f32
+        %ex1225 = math.exp %f1224 : f32
+        %corr1226 = arith.select %same1223, %c1p0_f32, %ex1225 : f32
+        %f1227 = arith.subf %f452, %mx1222 : f32
+        %ex1228 = math.exp %f1227 : f32
+        %p1229 = arith.select %vis438, %ex1228, %c0p0_f32 : f32
+        %f1230 = arith.subf %f588, %mx1222 : f32
+        %ex1231 = math.exp %f1230 : f32
+        %p1232 = arith.select %vis574, %ex1231, %c0p0_f32 : f32
+        %f1233 = arith.subf %f724, %mx1222 : f32
+        %ex1234 = math.exp %f1233 : f32
+        %p1235 = arith.select %vis710, %ex1234, %c0p0_f32 : f32
+        %f1236 = arith.subf %f860, %mx1222 : f32
+        %ex1237 = math.exp %f1236 : f32
+        %p1238 = arith.select %vis846, %ex1237, %c0p0_f32 : f32
+        %f1239 = arith.addf %p1229, %p1232 : f32
+        %f1240 = arith.addf %f1239, %p1235 : f32
+        %f1241 = arith.addf %f1240, %p1238 : f32
+        %f1242 = math.fma %run_l5, %corr1226, %f1241 : f32
+        %f1243 = arith.mulf %run_a5_0, %corr1226 : f32
+        %f1244 = math.fma %p1229, %v227, %f1243 : f32
+        %a1245 = arith.select %vis438, %f1244, %f1243 : f32
+        %f1246 = math.fma %p1232, %v265, %a1245 : f32
+        %a1247 = arith.select %vis574, %f1246, %a1245 : f32
+        %f1248 = math.fma %p1235, %v303, %a1247 : f32
+        %a1249 = arith.select %vis710, %f1248, %a1247 : f32
+        %f1250 = math.fma %p1238, %v341, %a1249 : f32
+        %a1251 = arith.select %vis846, %f1250, %a1249 : f32
+        %f1252 = arith.mulf %run_a5_1, %corr1226 : f32
+        %f1253 = math.fma %p1229, %v230, %f1252 : f32
+        %a1254 = arith.select %vis438, %f1253, %f1252 : f32
+        %f1255 = math.fma %p1232, %v268, %a1254 : f32
+        %a1256 = arith.select %vis574, %f1255, %a1254 : f32
+        %f1257 = math.fma %p1235, %v306, %a1256 : f32
+        %a1258 = arith.select %vis710, %f1257, %a1256 : f32
+        %f1259 = math.fma %p1238, %v344, %a1258 : f32
+        %a1260 = arith.select %vis846, %f1259, %a1258 : f32
+        %f1261 = arith.mulf %run_a5_2, %corr1226 : f32
+        %f1262 = math.fma %p1229, %v233, %f1261 : f32
+        %a1263 = arith.select %vis438, %f1262, %f1261 : f32
+        %f1264 = math.fma %p1232, %v271, %a1263 : f32
+        %a1265 = arith.select %vis574, %f1264, %a1263 : f32
+        %f1266 = math.fma %p1235, %v309, %a1265 : f32
+        %a1267 = arith.select %vis710, %f1266, %a1265 : f32
+        %f1268 = math.fma %p1238, %v347, %a1267 : f32
+        %a1269 = arith.select %vis846, %f1268, %a1267 : f32
+        %f1270 = arith.mulf %run_a5_3, %corr1226 : f32
+        %f1271 = math.fma %p1229, %v236, %f1270 : f32
+        %a1272 = arith.select %vis438, %f1271, %f1270 : f32
+        %f1273 = math.fma %p1232, %v274, %a1272 : f32
+        %a1274 = arith.select %vis574, %f1273, %a1272 : f32
+        %f1275 = math.fma %p1235, %v312, %a1274 : f32
+        %a1276 = arith.select %vis710, %f1275, %a1274 : f32
+        %f1277 = math.fma %p1238, %v350, %a1276 : f32
+        %a1278 = arith.select %vis846, %f1277, %a1276 : f32
+        %sm1279 = arith.select %vis455, %f469, %c0xFF800000_f32 : f32
+        %mx1280 = arith.maximumf %run_m6, %sm1279 : f32
+        %sm1281 = arith.select %vis591, %f605, %c0xFF800000_f32 : f32
+        %mx1282 = arith.maximumf %mx1280, %sm1281 : f32
+        %sm1283 = arith.select %vis727, %f741, %c0xFF800000_f32 : f32
+        %mx1284 = arith.maximumf %mx1282, %sm1283 : f32
+        %sm1285 = arith.select %vis863, %f877, %c0xFF800000_f32 : f32
+        %mx1286 = arith.maximumf %mx1284, %sm1285 : f32
+        %same1287 = arith.cmpf oeq, %mx1286, %run_m6 : f32
+        %f1288 = arith.subf %run_m6, %mx1286 : f32
+        %ex1289 = math.exp %f1288 : f32
+        %corr1290 = arith.select %same1287, %c1p0_f32, %ex1289 : f32
+        %f1291 = arith.subf %f469, %mx1286 : f32
+        %ex1292 = math.exp %f1291 : f32
+        %p1293 = arith.select %vis455, %ex1292, %c0p0_f32 : f32
+        %f1294 = arith.subf %f605, %mx1286 : f32
+        %ex1295 = math.exp %f1294 : f32
+        %p1296 = arith.select %vis591, %ex1295, %c0p0_f32 : f32
+        %f1297 = arith.subf %f741, %mx1286 : f32
+        %ex1298 = math.exp %f1297 : f32
+        %p1299 = arith.select %vis727, %ex1298, %c0p0_f32 : f32
+        %f1300 = arith.subf %f877, %mx1286 : f32
+        %ex1301 = math.exp %f1300 : f32
+        %p1302 = arith.select %vis863, %ex1301, %c0p0_f32 : f32
+        %f1303 = arith.addf %p1293, %p1296 : f32
+        %f1304 = arith.addf %f1303, %p1299 : f32
+        %f1305 = arith.addf %f1304, %p1302 : f32
+        %f1306 = math.fma %run_l6, %corr1290, %f1305 : f32
+        %f1307 = arith.mulf %run_a6_0, %corr1290 : f32
+        %f1308 = math.fma %p1293, %v227, %f1307 : f32
+        %a1309 = arith.select %vis455, %f1308, %f1307 : f32
+        %f1310 = math.fma %p1296, %v265, %a1309 : f32
+        %a1311 = arith.select %vis591, %f1310, %a1309 : f32
+        %f1312 = math.fma %p1299, %v303, %a1311 : f32
+        %a1313 = arith.select %vis727, %f1312, %a1311 : f32
+        %f1314 = math.fma %p1302, %v341, %a1313 : f32
+        %a1315 = arith.select %vis863, %f1314, %a1313 : f32
+        %f1316 = arith.mulf %run_a6_1, %corr1290 : f32
+        %f1317 = math.fma %p1293, %v230, %f1316 : f32
+        %a1318 = arith.select %vis455, %f1317, %f1316 : f32
+        %f1319 = math.fma %p1296, %v268, %a1318 : f32
+        %a1320 = arith.select %vis591, %f1319, %a1318 : f32
+        %f1321 = math.fma %p1299, %v306, %a1320 : f32
+        %a1322 = arith.select %vis727, %f1321, %a1320 : f32
+        %f1323 = math.fma %p1302, %v344, %a1322 : f32
+        %a1324 = arith.select %vis863, %f1323, %a1322 : f32
+        %f1325 = arith.mulf %run_a6_2, %corr1290 : f32
+        %f1326 = math.fma %p1293, %v233, %f1325 : f32
+        %a1327 = arith.select %vis455, %f1326, %f1325 : f32
+        %f1328 = math.fma %p1296, %v271, %a1327 : f32
+        %a1329 = arith.select %vis591, %f1328, %a1327 : f32
+        %f1330 = math.fma %p1299, %v309, %a1329 : f32
+        %a1331 = arith.select %vis727, %f1330, %a1329 : f32
+        %f1332 = math.fma %p1302, %v347, %a1331 : f32
+        %a1333 = arith.select %vis863, %f1332, %a1331 : f32
+        %f1334 = arith.mulf %run_a6_3, %corr1290 : f32
+        %f1335 = math.fma %p1293, %v236, %f1334 : f32
+        %a1336 = arith.select %vis455, %f1335, %f1334 : f32
+        %f1337 = math.fma %p1296, %v274, %a1336 : f32
+        %a1338 = arith.select %vis591, %f1337, %a1336 : f32
+        %f1339 = math.fma %p1299, %v312, %a1338 : f32
+        %a1340 = arith.select %vis727, %f1339, %a1338 : f32
+        %f1341 = math.fma %p1302, %v350, %a1340 : f32
+        %a1342 = arith.select %vis863, %f1341, %a1340 : f32
+        %sm1343 = arith.select %vis472, %f486, %c0xFF800000_f32 : f32
+        %mx1344 = arith.maximumf %run_m7, %sm1343 : f32
+        %sm1345 = arith.select %vis608, %f622, %c0xFF800000_f32 : f32
+        %mx1346 = arith.maximumf %mx1344, %sm1345 : f32
+        %sm1347 = arith.select %vis744, %f758, %c0xFF800000_f32 : f32
+        %mx1348 = arith.maximumf %mx1346, %sm1347 : f32
+        %sm1349 = arith.select %vis880, %f894, %c0xFF800000_f32 : f32
+        %mx1350 = arith.maximumf %mx1348, %sm1349 : f32
+        %same1351 = arith.cmpf oeq, %mx1350, %run_m7 : f32
+        %f1352 = arith.subf %run_m7, %mx1350 : f32
+        %ex1353 = math.exp %f1352 : f32
+        %corr1354 = arith.select %same1351, %c1p0_f32, %ex1353 : f32
+        %f1355 = arith.subf %f486, %mx1350 : f32
+        %ex1356 = math.exp %f1355 : f32
+        %p1357 = arith.select %vis472, %ex1356, %c0p0_f32 : f32
+        %f1358 = arith.subf %f622, %mx1350 : f32
+        %ex1359 = math.exp %f1358 : f32
+        %p1360 = arith.select %vis608, %ex1359, %c0p0_f32 : f32
+        %f1361 = arith.subf %f758, %mx1350 : f32
+        %ex1362 = math.exp %f1361 : f32
+        %p1363 = arith.select %vis744, %ex1362, %c0p0_f32 : f32
+        %f1364 = arith.subf %f894, %mx1350 : f32
+        %ex1365 = math.exp %f1364 : f32
+        %p1366 = arith.select %vis880, %ex1365, %c0p0_f32 : f32
+        %f1367 = arith.addf %p1357, %p1360 : f32
+        %f1368 = arith.addf %f1367, %p1363 : f32
+        %f1369 = arith.addf %f1368, %p1366 : f32
+        %f1370 = math.fma %run_l7, %corr1354, %f1369 : f32
+        %f1371 = arith.mulf %run_a7_0, %corr1354 : f32
+        %f1372 = math.fma %p1357, %v227, %f1371 : f32
+        %a1373 = arith.select %vis472, %f1372, %f1371 : f32
+        %f1374 = math.fma %p1360, %v265, %a1373 : f32
+        %a1375 = arith.select %vis608, %f1374, %a1373 : f32
+        %f1376 = math.fma %p1363, %v303, %a1375 : f32
+        %a1377 = arith.select %vis744, %f1376, %a1375 : f32
+        %f1378 = math.fma %p1366, %v341, %a1377 : f32
+        %a1379 = arith.select %vis880, %f1378, %a1377 : f32
+        %f1380 = arith.mulf %run_a7_1, %corr1354 : f32
+        %f1381 = math.fma %p1357, %v230, %f1380 : f32
+        %a1382 = arith.select %vis472, %f1381, %f1380 : f32
+        %f1383 = math.fma %p1360, %v268, %a1382 : f32
+        %a1384 = arith.select %vis608, %f1383, %a1382 : f32
+        %f1385 = math.fma %p1363, %v306, %a1384 : f32
+        %a1386 = arith.select %vis744, %f1385, %a1384 : f32
+        %f1387 = math.fma %p1366, %v344, %a1386 : f32
+        %a1388 = arith.select %vis880, %f1387, %a1386 : f32
+        %f1389 = arith.mulf %run_a7_2, %corr1354 : f32
+        %f1390 = math.fma %p1357, %v233, %f1389 : f32
+        %a1391 = arith.select %vis472, %f1390, %f1389 : f32
+        %f1392 = math.fma %p1360, %v271, %a1391 : f32
+        %a1393 = arith.select %vis608, %f1392, %a1391 : f32
+        %f1394 = math.fma %p1363, %v309, %a1393 : f32
+        %a1395 = arith.select %vis744, %f1394, %a1393 : f32
+        %f1396 = math.fma %p1366, %v347, %a1395 : f32
+        %a1397 = arith.select %vis880, %f1396, %a1395 : f32
+        %f1398 = arith.mulf %run_a7_3, %corr1354 : f32
+        %f1399 = math.fma %p1357, %v236, %f1398 : f32
+        %a1400 = arith.select %vis472, %f1399, %f1398 : f32
+        %f1401 = math.fma %p1360, %v274, %a1400 : f32
+        %a1402 = arith.select %vis608, %f1401, %a1400 : f32
+        %f1403 = math.fma %p1363, %v312, %a1402 : f32
+        %a1404 = arith.select %vis744, %f1403, %a1402 : f32
+        %f1405 = math.fma %p1366, %v350, %a1404 : f32
+        %a1406 = arith.select %vis880, %f1405, %a1404 : f32
+        scf.yield %mx902, %mx966, %mx1030, %mx1094, %mx1158, %mx1222, %mx1286, %mx1350, %f922, %f986, %f1050, %f1114, %f1178, %f1242, %f1306, %f1370, %a931, %a940, %a949, %a958, %a995, %a1004, %a1013, %a1022, %a1059, %a1068, %a1077, %a1086, %a1123, %a1132, %a1141, %a1150, %a1187, %a1196, %a1205, %a1214, %a1251, %a1260, %a1269, %a1278, %a1315, %a1324, %a1333, %a1342, %a1379, %a1388, %a1397, %a1406 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
       }
       %lane0 = arith.cmpi eq, %lane, %c0_index : index
-      %m1279 = arith.muli %warp, %c8_index : index
-      %a1280 = arith.addi %m1279, %c0_index : index
+      %m1407 = arith.muli %warp, %c8_index : index
+      %a1408 = arith.addi %m1407, %c0_index : index
       scf.if %lane0 {
-        memref.store %st#0, %ms[%a1280] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#8, %ls[%a1280] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#0, %ms[%a1408] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#8, %ls[%a1408] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1281 = arith.muli %a1280, %c128_index : index
-      %a1282 = arith.addi %m1281, %d0 : index
-      memref.store %st#16, %os[%a1282] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1283 = arith.addi %a1282, %c1_index : index
-      memref.store %st#17, %os[%a1283] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1284 = arith.addi %a1282, %c2_index : index
-      memref.store %st#18, %os[%a1284] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1285 = arith.addi %a1282, %c3_index : index
-      memref.store %st#19, %os[%a1285] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1286 = arith.muli %warp, %c8_index : index
-      %a1287 = arith.addi %m1286, %c1_index : index
+      %m1409 = arith.muli %a1408, %c128_index : index
+      %a1410 = arith.addi %m1409, %d0 : index
+      memref.store %st#16, %os[%a1410] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1411 = arith.addi %a1410, %c1_index : index
+      memref.store %st#17, %os[%a1411] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1412 = arith.addi %a1410, %c2_index : index
+      memref.store %st#18, %os[%a1412] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1413 = arith.addi %a1410, %c3_index : index
+      memref.store %st#19, %os[%a1413] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1414 = arith.muli %warp, %c8_index : index
+      %a1415 = arith.addi %m1414, %c1_index : index
       scf.if %lane0 {
-        memref.store %st#1, %ms[%a1287] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#9, %ls[%a1287] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#1, %ms[%a1415] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#9, %ls[%a1415] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1288 = arith.muli %a1287, %c128_index : index
-      %a1289 = arith.addi %m1288, %d0 : index
-      memref.store %st#20, %os[%a1289] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1290 = arith.addi %a1289, %c1_index : index
-      memref.store %st#21, %os[%a1290] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1291 = arith.addi %a1289, %c2_index : index
-      memref.store %st#22, %os[%a1291] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1292 = arith.addi %a1289, %c3_index : index
-      memref.store %st#23, %os[%a1292] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1293 = arith.muli %warp, %c8_index : index
-      %a1294 = arith.addi %m1293, %c2_index : index
+      %m1416 = arith.muli %a1415, %c128_index : index
+      %a1417 = arith.addi %m1416, %d0 : index
+      memref.store %st#20, %os[%a1417] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1418 = arith.addi %a1417, %c1_index : index
+      memref.store %st#21, %os[%a1418] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1419 = arith.addi %a1417, %c2_index : index
+      memref.store %st#22, %os[%a1419] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1420 = arith.addi %a1417, %c3_index : index
+      memref.store %st#23, %os[%a1420] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1421 = arith.muli %warp, %c8_index : index
+      %a1422 = arith.addi %m1421, %c2_index : index
       scf.if %lane0 {
-        memref.store %st#2, %ms[%a1294] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#10, %ls[%a1294] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#2, %ms[%a1422] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#10, %ls[%a1422] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1295 = arith.muli %a1294, %c128_index : index
-      %a1296 = arith.addi %m1295, %d0 : index
-      memref.store %st#24, %os[%a1296] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1297 = arith.addi %a1296, %c1_index : index
-      memref.store %st#25, %os[%a1297] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1298 = arith.addi %a1296, %c2_index : index
-      memref.store %st#26, %os[%a1298] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1299 = arith.addi %a1296, %c3_index : index
-      memref.store %st#27, %os[%a1299] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1300 = arith.muli %warp, %c8_index : index
-      %a1301 = arith.addi %m1300, %c3_index : index
+      %m1423 = arith.muli %a1422, %c128_index : index
+      %a1424 = arith.addi %m1423, %d0 : index
+      memref.store %st#24, %os[%a1424] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1425 = arith.addi %a1424, %c1_index : index
+      memref.store %st#25, %os[%a1425] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1426 = arith.addi %a1424, %c2_index : index
+      memref.store %st#26, %os[%a1426] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1427 = arith.addi %a1424, %c3_index : index
+      memref.store %st#27, %os[%a1427] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1428 = arith.muli %warp, %c8_index : index
+      %a1429 = arith.addi %m1428, %c3_index : index
       scf.if %lane0 {
-        memref.store %st#3, %ms[%a1301] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#11, %ls[%a1301] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#3, %ms[%a1429] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#11, %ls[%a1429] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1302 = arith.muli %a1301, %c128_index : index
-      %a1303 = arith.addi %m1302, %d0 : index
-      memref.store %st#28, %os[%a1303] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1304 = arith.addi %a1303, %c1_index : index
-      memref.store %st#29, %os[%a1304] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1305 = arith.addi %a1303, %c2_index : index
-      memref.store %st#30, %os[%a1305] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1306 = arith.addi %a1303, %c3_index : index
-      memref.store %st#31, %os[%a1306] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1307 = arith.muli %warp, %c8_index : index
-      %a1308 = arith.addi %m1307, %c4_index : index
+      %m1430 = arith.muli %a1429, %c128_index : index
+      %a1431 = arith.addi %m1430, %d0 : index
+      memref.store %st#28, %os[%a1431] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1432 = arith.addi %a1431, %c1_index : index
+      memref.store %st#29, %os[%a1432] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1433 = arith.addi %a1431, %c2_index : index
+      memref.store %st#30, %os[%a1433] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1434 = arith.addi %a1431, %c3_index : index
+      memref.store %st#31, %os[%a1434] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1435 = arith.muli %warp, %c8_index : index
+      %a1436 = arith.addi %m1435, %c4_index : index
       scf.if %lane0 {
-        memref.store %st#4, %ms[%a1308] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#12, %ls[%a1308] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#4, %ms[%a1436] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#12, %ls[%a1436] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1309 = arith.muli %a1308, %c128_index : index
-      %a1310 = arith.addi %m1309, %d0 : index
-      memref.store %st#32, %os[%a1310] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1311 = arith.addi %a1310, %c1_index : index
-      memref.store %st#33, %os[%a1311] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1312 = arith.addi %a1310, %c2_index : index
-      memref.store %st#34, %os[%a1312] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1313 = arith.addi %a1310, %c3_index : index
-      memref.store %st#35, %os[%a1313] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1314 = arith.muli %warp, %c8_index : index
-      %a1315 = arith.addi %m1314, %c5_index : index
+      %m1437 = arith.muli %a1436, %c128_index : index
+      %a1438 = arith.addi %m1437, %d0 : index
+      memref.store %st#32, %os[%a1438] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1439 = arith.addi %a1438, %c1_index : index
+      memref.store %st#33, %os[%a1439] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1440 = arith.addi %a1438, %c2_index : index
+      memref.store %st#34, %os[%a1440] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1441 = arith.addi %a1438, %c3_index : index
+      memref.store %st#35, %os[%a1441] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1442 = arith.muli %warp, %c8_index : index
+      %a1443 = arith.addi %m1442, %c5_index : index
       scf.if %lane0 {
-        memref.store %st#5, %ms[%a1315] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#13, %ls[%a1315] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#5, %ms[%a1443] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#13, %ls[%a1443] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1316 = arith.muli %a1315, %c128_index : index
-      %a1317 = arith.addi %m1316, %d0 : index
-      memref.store %st#36, %os[%a1317] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1318 = arith.addi %a1317, %c1_index : index
-      memref.store %st#37, %os[%a1318] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1319 = arith.addi %a1317, %c2_index : index
-      memref.store %st#38, %os[%a1319] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1320 = arith.addi %a1317, %c3_index : index
-      memref.store %st#39, %os[%a1320] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1321 = arith.muli %warp, %c8_index : index
-      %a1322 = arith.addi %m1321, %c6_index : index
+      %m1444 = arith.muli %a1443, %c128_index : index
+      %a1445 = arith.addi %m1444, %d0 : index
+      memref.store %st#36, %os[%a1445] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1446 = arith.addi %a1445, %c1_index : index
+      memref.store %st#37, %os[%a1446] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1447 = arith.addi %a1445, %c2_index : index
+      memref.store %st#38, %os[%a1447] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1448 = arith.addi %a1445, %c3_index : index
+      memref.store %st#39, %os[%a1448] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1449 = arith.muli %warp, %c8_index : index
+      %a1450 = arith.addi %m1449, %c6_index : index
       scf.if %lane0 {
-        memref.store %st#6, %ms[%a1322] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#14, %ls[%a1322] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#6, %ms[%a1450] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#14, %ls[%a1450] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1323 = arith.muli %a1322, %c128_index : index
-      %a1324 = arith.addi %m1323, %d0 : index
-      memref.store %st#40, %os[%a1324] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1325 = arith.addi %a1324, %c1_index : index
-      memref.store %st#41, %os[%a1325] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1326 = arith.addi %a1324, %c2_index : index
-      memref.store %st#42, %os[%a1326] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1327 = arith.addi %a1324, %c3_index : index
-      memref.store %st#43, %os[%a1327] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %m1328 = arith.muli %warp, %c8_index : index
-      %a1329 = arith.addi %m1328, %c7_index : index
+      %m1451 = arith.muli %a1450, %c128_index : index
+      %a1452 = arith.addi %m1451, %d0 : index
+      memref.store %st#40, %os[%a1452] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1453 = arith.addi %a1452, %c1_index : index
+      memref.store %st#41, %os[%a1453] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1454 = arith.addi %a1452, %c2_index : index
+      memref.store %st#42, %os[%a1454] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1455 = arith.addi %a1452, %c3_index : index
+      memref.store %st#43, %os[%a1455] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1456 = arith.muli %warp, %c8_index : index
+      %a1457 = arith.addi %m1456, %c7_index : index
       scf.if %lane0 {
-        memref.store %st#7, %ms[%a1329] : memref<64xf32, #gpu.address_space<workgroup>>
-        memref.store %st#15, %ls[%a1329] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#7, %ms[%a1457] : memref<64xf32, #gpu.address_space<workgroup>>
+        memref.store %st#15, %ls[%a1457] : memref<64xf32, #gpu.address_space<workgroup>>
       }
-      %m1330 = arith.muli %a1329, %c128_index : index
-      %a1331 = arith.addi %m1330, %d0 : index
-      memref.store %st#44, %os[%a1331] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1332 = arith.addi %a1331, %c1_index : index
-      memref.store %st#45, %os[%a1332] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1333 = arith.addi %a1331, %c2_index : index
-      memref.store %st#46, %os[%a1333] : memref<8192xf32, #gpu.address_space<workgroup>>
-      %a1334 = arith.addi %a1331, %c3_index : index
-      memref.store %st#47, %os[%a1334] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %m1458 = arith.muli %a1457, %c128_index : index
+      %a1459 = arith.addi %m1458, %d0 : index
+      memref.store %st#44, %os[%a1459] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1460 = arith.addi %a1459, %c1_index : index
+      memref.store %st#45, %os[%a1460] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1461 = arith.addi %a1459, %c2_index : index
+      memref.store %st#46, %os[%a1461] : memref<8192xf32, #gpu.address_space<workgroup>>
+      %a1462 = arith.addi %a1459, %c3_index : index
+      memref.store %st#47, %os[%a1462] : memref<8192xf32, #gpu.address_space<workgroup>>
       gpu.barrier
       %one_split = arith.cmpi eq, %n_split, %c1_index : index
       %dd = arith.remui %tid, %c128_index : index
       %grp = arith.divui %tid, %c128_index : index
       %d_is0 = arith.cmpi eq, %dd, %c0_index : index
       %t_is0 = arith.cmpi eq, %tid, %c0_index : index
-      %gr1335 = arith.cmpi eq, %grp, %c0_index : index
-      %mine1336 = arith.andi %ok3, %gr1335 : i1
-      %gr1337 = arith.cmpi eq, %grp, %c0_index : index
-      %mine1338 = arith.andi %ok27, %gr1337 : i1
-      %gr1339 = arith.cmpi eq, %grp, %c0_index : index
-      %mine1340 = arith.andi %ok51, %gr1339 : i1
-      %gr1341 = arith.cmpi eq, %grp, %c0_index : index
-      %mine1342 = arith.andi %ok75, %gr1341 : i1
-      %gr1343 = arith.cmpi eq, %grp, %c1_index : index
-      %mine1344 = arith.andi %ok99, %gr1343 : i1
-      %gr1345 = arith.cmpi eq, %grp, %c1_index : index
-      %mine1346 = arith.andi %ok123, %gr1345 : i1
-      %gr1347 = arith.cmpi eq, %grp, %c1_index : index
-      %mine1348 = arith.andi %ok147, %gr1347 : i1
-      %gr1349 = arith.cmpi eq, %grp, %c1_index : index
-      %mine1350 = arith.andi %ok171, %gr1349 : i1
-      scf.if %mine1336 {
-        %mw1351 = memref.load %ms[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1352 = memref.load %ms[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1353 = memref.load %ms[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1354 = memref.load %ms[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1355 = memref.load %ms[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1356 = memref.load %ms[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1357 = memref.load %ms[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1358 = memref.load %ms[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1359 = arith.maximumf %mw1351, %mw1352 : f32
-        %M1360 = arith.maximumf %M1359, %mw1353 : f32
-        %M1361 = arith.maximumf %M1360, %mw1354 : f32
-        %M1362 = arith.maximumf %M1361, %mw1355 : f32
-        %M1363 = arith.maximumf %M1362, %mw1356 : f32
-        %M1364 = arith.maximumf %M1363, %mw1357 : f32
-        %M1365 = arith.maximumf %M1364, %mw1358 : f32
-        %any1366 = arith.cmpf ogt, %M1365, %c0xFF800000_f32 : f32
-        %Ms1367 = arith.select %any1366, %M1365, %c0p0_f32 : f32
-        %f1368 = arith.subf %mw1351, %Ms1367 : f32
-        %fw1369 = math.exp %f1368 : f32
-        %lw1370 = memref.load %ls[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1371 = arith.addi %c0_index, %dd : index
-        %ow1372 = memref.load %os[%a1371] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1373 = math.fma %lw1370, %fw1369, %c0p0_f32 : f32
-        %f1374 = math.fma %ow1372, %fw1369, %c0p0_f32 : f32
-        %f1375 = arith.subf %mw1352, %Ms1367 : f32
-        %fw1376 = math.exp %f1375 : f32
-        %lw1377 = memref.load %ls[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1378 = arith.addi %c1024_index, %dd : index
-        %ow1379 = memref.load %os[%a1378] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1380 = math.fma %lw1377, %fw1376, %f1373 : f32
-        %f1381 = math.fma %ow1379, %fw1376, %f1374 : f32
-        %f1382 = arith.subf %mw1353, %Ms1367 : f32
-        %fw1383 = math.exp %f1382 : f32
-        %lw1384 = memref.load %ls[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1385 = arith.addi %c2048_index, %dd : index
-        %ow1386 = memref.load %os[%a1385] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1387 = math.fma %lw1384, %fw1383, %f1380 : f32
-        %f1388 = math.fma %ow1386, %fw1383, %f1381 : f32
-        %f1389 = arith.subf %mw1354, %Ms1367 : f32
-        %fw1390 = math.exp %f1389 : f32
-        %lw1391 = memref.load %ls[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1392 = arith.addi %c3072_index, %dd : index
-        %ow1393 = memref.load %os[%a1392] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1394 = math.fma %lw1391, %fw1390, %f1387 : f32
-        %f1395 = math.fma %ow1393, %fw1390, %f1388 : f32
-        %f1396 = arith.subf %mw1355, %Ms1367 : f32
-        %fw1397 = math.exp %f1396 : f32
-        %lw1398 = memref.load %ls[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1399 = arith.addi %c4096_index, %dd : index
-        %ow1400 = memref.load %os[%a1399] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1401 = math.fma %lw1398, %fw1397, %f1394 : f32
-        %f1402 = math.fma %ow1400, %fw1397, %f1395 : f32
-        %f1403 = arith.subf %mw1356, %Ms1367 : f32
-        %fw1404 = math.exp %f1403 : f32
-        %lw1405 = memref.load %ls[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1406 = arith.addi %c5120_index, %dd : index
-        %ow1407 = memref.load %os[%a1406] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1408 = math.fma %lw1405, %fw1404, %f1401 : f32
-        %f1409 = math.fma %ow1407, %fw1404, %f1402 : f32
-        %f1410 = arith.subf %mw1357, %Ms1367 : f32
-        %fw1411 = math.exp %f1410 : f32
-        %lw1412 = memref.load %ls[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1413 = arith.addi %c6144_index, %dd : index
-        %ow1414 = memref.load %os[%a1413] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1415 = math.fma %lw1412, %fw1411, %f1408 : f32
-        %f1416 = math.fma %ow1414, %fw1411, %f1409 : f32
-        %f1417 = arith.subf %mw1358, %Ms1367 : f32
-        %fw1418 = math.exp %f1417 : f32
-        %lw1419 = memref.load %ls[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1420 = arith.addi %c7168_index, %dd : index
-        %ow1421 = memref.load %os[%a1420] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1422 = math.fma %lw1419, %fw1418, %f1415 : f32
-        %f1423 = math.fma %ow1421, %fw1418, %f1416 : f32
-        %pos1424 = arith.cmpf ogt, %f1422, %c0p0_f32 : f32
-        %Lc1425 = arith.select %pos1424, %f1422, %c1p0_f32 : f32
-        %o1426 = arith.divf %f1423, %Lc1425 : f32
-        %a1427 = arith.addi %m11, %dd : index
-        scf.if %one_split {
-          memref.store %o1426, %out[%a1427] : memref<?xf32>
-        } else {
-          %m1428 = arith.muli %Ti, %NH : index
-          %m1429 = arith.muli %split, %m1428 : index
-          %m1430 = arith.muli %m1429, %c128_index : index
-          %a1431 = arith.addi %m1430, %a1427 : index
-          memref.store %o1426, %o_part[%a1431] : memref<?xf32>
-          scf.if %d_is0 {
-            %lg1432 = math.log %Lc1425 : f32
-            %f1433 = arith.addf %Ms1367, %lg1432 : f32
-            %lse1434 = arith.select %pos1424, %f1433, %c0xFF800000_f32 : f32
-            %hr1435 = arith.divui %m11, %c128_index : index
-            %a1436 = arith.addi %m1429, %hr1435 : index
-            memref.store %lse1434, %lse_part[%a1436] : memref<?xf32>
-          }
-        }
-      }
-      scf.if %mine1338 {
-        %mw1437 = memref.load %ms[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1438 = memref.load %ms[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1439 = memref.load %ms[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1440 = memref.load %ms[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1441 = memref.load %ms[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1442 = memref.load %ms[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1443 = memref.load %ms[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1444 = memref.load %ms[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1445 = arith.maximumf %mw1437, %mw1438 : f32
-        %M1446 = arith.maximumf %M1445, %mw1439 : f32
-        %M1447 = arith.maximumf %M1446, %mw1440 : f32
-        %M1448 = arith.maximumf %M1447, %mw1441 : f32
-        %M1449 = arith.maximumf %M1448, %mw1442 : f32
-        %M1450 = arith.maximumf %M1449, %mw1443 : f32
-        %M1451 = arith.maximumf %M1450, %mw1444 : f32
-        %any1452 = arith.cmpf ogt, %M1451, %c0xFF800000_f32 : f32
-        %Ms1453 = arith.select %any1452, %M1451, %c0p0_f32 : f32
-        %f1454 = arith.subf %mw1437, %Ms1453 : f32
-        %fw1455 = math.exp %f1454 : f32
-        %lw1456 = memref.load %ls[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1457 = arith.addi %c128_index, %dd : index
-        %ow1458 = memref.load %os[%a1457] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1459 = math.fma %lw1456, %fw1455, %c0p0_f32 : f32
-        %f1460 = math.fma %ow1458, %fw1455, %c0p0_f32 : f32
-        %f1461 = arith.subf %mw1438, %Ms1453 : f32
-        %fw1462 = math.exp %f1461 : f32
-        %lw1463 = memref.load %ls[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1464 = arith.addi %c1152_index, %dd : index
-        %ow1465 = memref.load %os[%a1464] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1466 = math.fma %lw1463, %fw1462, %f1459 : f32
-        %f1467 = math.fma %ow1465, %fw1462, %f1460 : f32
-        %f1468 = arith.subf %mw1439, %Ms1453 : f32
-        %fw1469 = math.exp %f1468 : f32
-        %lw1470 = memref.load %ls[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1471 = arith.addi %c2176_index, %dd : index
-        %ow1472 = memref.load %os[%a1471] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1473 = math.fma %lw1470, %fw1469, %f1466 : f32
-        %f1474 = math.fma %ow1472, %fw1469, %f1467 : f32
-        %f1475 = arith.subf %mw1440, %Ms1453 : f32
-        %fw1476 = math.exp %f1475 : f32
-        %lw1477 = memref.load %ls[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1478 = arith.addi %c3200_index, %dd : index
-        %ow1479 = memref.load %os[%a1478] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1480 = math.fma %lw1477, %fw1476, %f1473 : f32
-        %f1481 = math.fma %ow1479, %fw1476, %f1474 : f32
-        %f1482 = arith.subf %mw1441, %Ms1453 : f32
-        %fw1483 = math.exp %f1482 : f32
-        %lw1484 = memref.load %ls[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1485 = arith.addi %c4224_index, %dd : index
-        %ow1486 = memref.load %os[%a1485] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1487 = math.fma %lw1484, %fw1483, %f1480 : f32
-        %f1488 = math.fma %ow1486, %fw1483, %f1481 : f32
-        %f1489 = arith.subf %mw1442, %Ms1453 : f32
-        %fw1490 = math.exp %f1489 : f32
-        %lw1491 = memref.load %ls[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1492 = arith.addi %c5248_index, %dd : index
-        %ow1493 = memref.load %os[%a1492] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1494 = math.fma %lw1491, %fw1490, %f1487 : f32
-        %f1495 = math.fma %ow1493, %fw1490, %f1488 : f32
-        %f1496 = arith.subf %mw1443, %Ms1453 : f32
+      %gr1463 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1464 = arith.andi %ok3, %gr1463 : i1
+      %gr1465 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1466 = arith.andi %ok27, %gr1465 : i1
+      %gr1467 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1468 = arith.andi %ok51, %gr1467 : i1
+      %gr1469 = arith.cmpi eq, %grp, %c0_index : index
+      %mine1470 = arith.andi %ok75, %gr1469 : i1
+      %gr1471 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1472 = arith.andi %ok99, %gr1471 : i1
+      %gr1473 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1474 = arith.andi %ok123, %gr1473 : i1
+      %gr1475 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1476 = arith.andi %ok147, %gr1475 : i1
+      %gr1477 = arith.cmpi eq, %grp, %c1_index : index
+      %mine1478 = arith.andi %ok171, %gr1477 : i1
+      scf.if %mine1464 {
+        %mw1479 = memref.load %ms[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1480 = memref.load %ms[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1481 = memref.load %ms[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1482 = memref.load %ms[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1483 = memref.load %ms[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1484 = memref.load %ms[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1485 = memref.load %ms[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1486 = memref.load %ms[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1487 = arith.maximumf %mw1479, %mw1480 : f32
+        %M1488 = arith.maximumf %M1487, %mw1481 : f32
+        %M1489 = arith.maximumf %M1488, %mw1482 : f32
+        %M1490 = arith.maximumf %M1489, %mw1483 : f32
+        %M1491 = arith.maximumf %M1490, %mw1484 : f32
+        %M1492 = arith.maximumf %M1491, %mw1485 : f32
+        %M1493 = arith.maximumf %M1492, %mw1486 : f32
+        %any1494 = arith.cmpf ogt, %M1493, %c0xFF800000_f32 : f32
+        %Ms1495 = arith.select %any1494, %M1493, %c0p0_f32 : f32
+        %f1496 = arith.subf %mw1479, %Ms1495 : f32
         %fw1497 = math.exp %f1496 : f32
-        %lw1498 = memref.load %ls[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1499 = arith.addi %c6272_index, %dd : index
+        %lw1498 = memref.load %ls[%c0_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1499 = arith.addi %c0_index, %dd : index
         %ow1500 = memref.load %os[%a1499] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1501 = math.fma %lw1498, %fw1497, %f1494 : f32
-        %f1502 = math.fma %ow1500, %fw1497, %f1495 : f32
-        %f1503 = arith.subf %mw1444, %Ms1453 : f32
+        %f1501 = math.fma %lw1498, %fw1497, %c0p0_f32 : f32
+        %f1502 = math.fma %ow1500, %fw1497, %c0p0_f32 : f32
+        %f1503 = arith.subf %mw1480, %Ms1495 : f32
         %fw1504 = math.exp %f1503 : f32
-        %lw1505 = memref.load %ls[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1506 = arith.addi %c7296_index, %dd : index
+        %lw1505 = memref.load %ls[%c8_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1506 = arith.addi %c1024_index, %dd : index
         %ow1507 = memref.load %os[%a1506] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1508 = math.fma %lw1505, %fw1504, %f1501 : f32
         %f1509 = math.fma %ow1507, %fw1504, %f1502 : f32
-        %pos1510 = arith.cmpf ogt, %f1508, %c0p0_f32 : f32
-        %Lc1511 = arith.select %pos1510, %f1508, %c1p0_f32 : f32
-        %o1512 = arith.divf %f1509, %Lc1511 : f32
-        %a1513 = arith.addi %m35, %dd : index
+        %f1510 = arith.subf %mw1481, %Ms1495 : f32
+        %fw1511 = math.exp %f1510 : f32
+        %lw1512 = memref.load %ls[%c16_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1513 = arith.addi %c2048_index, %dd : index
+        %ow1514 = memref.load %os[%a1513] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1515 = math.fma %lw1512, %fw1511, %f1508 : f32
+        %f1516 = math.fma %ow1514, %fw1511, %f1509 : f32
+        %f1517 = arith.subf %mw1482, %Ms1495 : f32
+        %fw1518 = math.exp %f1517 : f32
+        %lw1519 = memref.load %ls[%c24_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1520 = arith.addi %c3072_index, %dd : index
+        %ow1521 = memref.load %os[%a1520] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1522 = math.fma %lw1519, %fw1518, %f1515 : f32
+        %f1523 = math.fma %ow1521, %fw1518, %f1516 : f32
+        %f1524 = arith.subf %mw1483, %Ms1495 : f32
+        %fw1525 = math.exp %f1524 : f32
+        %lw1526 = memref.load %ls[%c32_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1527 = arith.addi %c4096_index, %dd : index
+        %ow1528 = memref.load %os[%a1527] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1529 = math.fma %lw1526, %fw1525, %f1522 : f32
+        %f1530 = math.fma %ow1528, %fw1525, %f1523 : f32
+        %f1531 = arith.subf %mw1484, %Ms1495 : f32
+        %fw1532 = math.exp %f1531 : f32
+        %lw1533 = memref.load %ls[%c40_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1534 = arith.addi %c5120_index, %dd : index
+        %ow1535 = memref.load %os[%a1534] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1536 = math.fma %lw1533, %fw1532, %f1529 : f32
+        %f1537 = math.fma %ow1535, %fw1532, %f1530 : f32
+        %f1538 = arith.subf %mw1485, %Ms1495 : f32
+        %fw1539 = math.exp %f1538 : f32
+        %lw1540 = memref.load %ls[%c48_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1541 = arith.addi %c6144_index, %dd : index
+        %ow1542 = memref.load %os[%a1541] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1543 = math.fma %lw1540, %fw1539, %f1536 : f32
+        %f1544 = math.fma %ow1542, %fw1539, %f1537 : f32
+        %f1545 = arith.subf %mw1486, %Ms1495 : f32
+        %fw1546 = math.exp %f1545 : f32
+        %lw1547 = memref.load %ls[%c56_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1548 = arith.addi %c7168_index, %dd : index
+        %ow1549 = memref.load %os[%a1548] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1550 = math.fma %lw1547, %fw1546, %f1543 : f32
+        %f1551 = math.fma %ow1549, %fw1546, %f1544 : f32
+        %pos1552 = arith.cmpf ogt, %f1550, %c0p0_f32 : f32
+        %Lc1553 = arith.select %pos1552, %f1550, %c1p0_f32 : f32
+        %o1554 = arith.divf %f1551, %Lc1553 : f32
+        %a1555 = arith.addi %m11, %dd : index
         scf.if %one_split {
-          memref.store %o1512, %out[%a1513] : memref<?xf32>
+          memref.store %o1554, %out[%a1555] : memref<?xf32>
         } else {
-          %m1514 = arith.muli %Ti, %NH : index
-          %m1515 = arith.muli %split, %m1514 : index
-          %m1516 = arith.muli %m1515, %c128_index : index
-          %a1517 = arith.addi %m1516, %a1513 : index
-          memref.store %o1512, %o_part[%a1517] : memref<?xf32>
+          %m1556 = arith.muli %Ti, %NH : index
+          %m1557 = arith.muli %split, %m1556 : index
+          %m1558 = arith.muli %m1557, %c128_index : index
+          %a1559 = arith.addi %m1558, %a1555 : index
+          memref.store %o1554, %o_part[%a1559] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1518 = math.log %Lc1511 : f32
-            %f1519 = arith.addf %Ms1453, %lg1518 : f32
-            %lse1520 = arith.select %pos1510, %f1519, %c0xFF800000_f32 : f32
-            %hr1521 = arith.divui %m35, %c128_index : index
-            %a1522 = arith.addi %m1515, %hr1521 : index
-            memref.store %lse1520, %lse_part[%a1522] : memref<?xf32>
+            %lg1560 = math.log %Lc1553 : f32
+            %f1561 = arith.addf %Ms1495, %lg1560 : f32
+            %lse1562 = arith.select %pos1552, %f1561, %c0xFF800000_f32 : f32
+            %hr1563 = arith.divui %m11, %c128_index : index
+            %a1564 = arith.addi %m1557, %hr1563 : index
+            memref.store %lse1562, %lse_part[%a1564] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1340 {
-        %mw1523 = memref.load %ms[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1524 = memref.load %ms[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1525 = memref.load %ms[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1526 = memref.load %ms[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1527 = memref.load %ms[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1528 = memref.load %ms[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1529 = memref.load %ms[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1530 = memref.load %ms[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1531 = arith.maximumf %mw1523, %mw1524 : f32
-        %M1532 = arith.maximumf %M1531, %mw1525 : f32
-        %M1533 = arith.maximumf %M1532, %mw1526 : f32
-        %M1534 = arith.maximumf %M1533, %mw1527 : f32
-        %M1535 = arith.maximumf %M1534, %mw1528 : f32
-        %M1536 = arith.maximumf %M1535, %mw1529 : f32
-        %M1537 = arith.maximumf %M1536, %mw1530 : f32
-        %any1538 = arith.cmpf ogt, %M1537, %c0xFF800000_f32 : f32
-        %Ms1539 = arith.select %any1538, %M1537, %c0p0_f32 : f32
-        %f1540 = arith.subf %mw1523, %Ms1539 : f32
-        %fw1541 = math.exp %f1540 : f32
-        %lw1542 = memref.load %ls[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1543 = arith.addi %c256_index, %dd : index
-        %ow1544 = memref.load %os[%a1543] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1545 = math.fma %lw1542, %fw1541, %c0p0_f32 : f32
-        %f1546 = math.fma %ow1544, %fw1541, %c0p0_f32 : f32
-        %f1547 = arith.subf %mw1524, %Ms1539 : f32
-        %fw1548 = math.exp %f1547 : f32
-        %lw1549 = memref.load %ls[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1550 = arith.addi %c1280_index, %dd : index
-        %ow1551 = memref.load %os[%a1550] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1552 = math.fma %lw1549, %fw1548, %f1545 : f32
-        %f1553 = math.fma %ow1551, %fw1548, %f1546 : f32
-        %f1554 = arith.subf %mw1525, %Ms1539 : f32
-        %fw1555 = math.exp %f1554 : f32
-        %lw1556 = memref.load %ls[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1557 = arith.addi %c2304_index, %dd : index
-        %ow1558 = memref.load %os[%a1557] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1559 = math.fma %lw1556, %fw1555, %f1552 : f32
-        %f1560 = math.fma %ow1558, %fw1555, %f1553 : f32
-        %f1561 = arith.subf %mw1526, %Ms1539 : f32
-        %fw1562 = math.exp %f1561 : f32
-        %lw1563 = memref.load %ls[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1564 = arith.addi %c3328_index, %dd : index
-        %ow1565 = memref.load %os[%a1564] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1566 = math.fma %lw1563, %fw1562, %f1559 : f32
-        %f1567 = math.fma %ow1565, %fw1562, %f1560 : f32
-        %f1568 = arith.subf %mw1527, %Ms1539 : f32
-        %fw1569 = math.exp %f1568 : f32
-        %lw1570 = memref.load %ls[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1571 = arith.addi %c4352_index, %dd : index
-        %ow1572 = memref.load %os[%a1571] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1573 = math.fma %lw1570, %fw1569, %f1566 : f32
-        %f1574 = math.fma %ow1572, %fw1569, %f1567 : f32
-        %f1575 = arith.subf %mw1528, %Ms1539 : f32
-        %fw1576 = math.exp %f1575 : f32
-        %lw1577 = memref.load %ls[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1578 = arith.addi %c5376_index, %dd : index
-        %ow1579 = memref.load %os[%a1578] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1580 = math.fma %lw1577, %fw1576, %f1573 : f32
-        %f1581 = math.fma %ow1579, %fw1576, %f1574 : f32
-        %f1582 = arith.subf %mw1529, %Ms1539 : f32
+      scf.if %mine1466 {
+        %mw1565 = memref.load %ms[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1566 = memref.load %ms[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1567 = memref.load %ms[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1568 = memref.load %ms[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1569 = memref.load %ms[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1570 = memref.load %ms[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1571 = memref.load %ms[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1572 = memref.load %ms[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1573 = arith.maximumf %mw1565, %mw1566 : f32
+        %M1574 = arith.maximumf %M1573, %mw1567 : f32
+        %M1575 = arith.maximumf %M1574, %mw1568 : f32
+        %M1576 = arith.maximumf %M1575, %mw1569 : f32
+        %M1577 = arith.maximumf %M1576, %mw1570 : f32
+        %M1578 = arith.maximumf %M1577, %mw1571 : f32
+        %M1579 = arith.maximumf %M1578, %mw1572 : f32
+        %any1580 = arith.cmpf ogt, %M1579, %c0xFF800000_f32 : f32
+        %Ms1581 = arith.select %any1580, %M1579, %c0p0_f32 : f32
+        %f1582 = arith.subf %mw1565, %Ms1581 : f32
         %fw1583 = math.exp %f1582 : f32
-        %lw1584 = memref.load %ls[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1585 = arith.addi %c6400_index, %dd : index
+        %lw1584 = memref.load %ls[%c1_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1585 = arith.addi %c128_index, %dd : index
         %ow1586 = memref.load %os[%a1585] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1587 = math.fma %lw1584, %fw1583, %f1580 : f32
-        %f1588 = math.fma %ow1586, %fw1583, %f1581 : f32
-        %f1589 = arith.subf %mw1530, %Ms1539 : f32
+        %f1587 = math.fma %lw1584, %fw1583, %c0p0_f32 : f32
+        %f1588 = math.fma %ow1586, %fw1583, %c0p0_f32 : f32
+        %f1589 = arith.subf %mw1566, %Ms1581 : f32
         %fw1590 = math.exp %f1589 : f32
-        %lw1591 = memref.load %ls[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1592 = arith.addi %c7424_index, %dd : index
+        %lw1591 = memref.load %ls[%c9_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1592 = arith.addi %c1152_index, %dd : index
         %ow1593 = memref.load %os[%a1592] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1594 = math.fma %lw1591, %fw1590, %f1587 : f32
         %f1595 = math.fma %ow1593, %fw1590, %f1588 : f32
-        %pos1596 = arith.cmpf ogt, %f1594, %c0p0_f32 : f32
-        %Lc1597 = arith.select %pos1596, %f1594, %c1p0_f32 : f32
-        %o1598 = arith.divf %f1595, %Lc1597 : f32
-        %a1599 = arith.addi %m59, %dd : index
+        %f1596 = arith.subf %mw1567, %Ms1581 : f32
+        %fw1597 = math.exp %f1596 : f32
+        %lw1598 = memref.load %ls[%c17_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1599 = arith.addi %c2176_index, %dd : index
+        %ow1600 = memref.load %os[%a1599] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1601 = math.fma %lw1598, %fw1597, %f1594 : f32
+        %f1602 = math.fma %ow1600, %fw1597, %f1595 : f32
+        %f1603 = arith.subf %mw1568, %Ms1581 : f32
+        %fw1604 = math.exp %f1603 : f32
+        %lw1605 = memref.load %ls[%c25_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1606 = arith.addi %c3200_index, %dd : index
+        %ow1607 = memref.load %os[%a1606] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1608 = math.fma %lw1605, %fw1604, %f1601 : f32
+        %f1609 = math.fma %ow1607, %fw1604, %f1602 : f32
+        %f1610 = arith.subf %mw1569, %Ms1581 : f32
+        %fw1611 = math.exp %f1610 : f32
+        %lw1612 = memref.load %ls[%c33_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1613 = arith.addi %c4224_index, %dd : index
+        %ow1614 = memref.load %os[%a1613] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1615 = math.fma %lw1612, %fw1611, %f1608 : f32
+        %f1616 = math.fma %ow1614, %fw1611, %f1609 : f32
+        %f1617 = arith.subf %mw1570, %Ms1581 : f32
+        %fw1618 = math.exp %f1617 : f32
+        %lw1619 = memref.load %ls[%c41_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1620 = arith.addi %c5248_index, %dd : index
+        %ow1621 = memref.load %os[%a1620] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1622 = math.fma %lw1619, %fw1618, %f1615 : f32
+        %f1623 = math.fma %ow1621, %fw1618, %f1616 : f32
+        %f1624 = arith.subf %mw1571, %Ms1581 : f32
+        %fw1625 = math.exp %f1624 : f32
+        %lw1626 = memref.load %ls[%c49_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1627 = arith.addi %c6272_index, %dd : index
+        %ow1628 = memref.load %os[%a1627] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1629 = math.fma %lw1626, %fw1625, %f1622 : f32
+        %f1630 = math.fma %ow1628, %fw1625, %f1623 : f32
+        %f1631 = arith.subf %mw1572, %Ms1581 : f32
+        %fw1632 = math.exp %f1631 : f32
+        %lw1633 = memref.load %ls[%c57_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1634 = arith.addi %c7296_index, %dd : index
+        %ow1635 = memref.load %os[%a1634] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1636 = math.fma %lw1633, %fw1632, %f1629 : f32
+        %f1637 = math.fma %ow1635, %fw1632, %f1630 : f32
+        %pos1638 = arith.cmpf ogt, %f1636, %c0p0_f32 : f32
+        %Lc1639 = arith.select %pos1638, %f1636, %c1p0_f32 : f32
+        %o1640 = arith.divf %f1637, %Lc1639 : f32
+        %a1641 = arith.addi %m35, %dd : index
         scf.if %one_split {
-          memref.store %o1598, %out[%a1599] : memref<?xf32>
+          memref.store %o1640, %out[%a1641] : memref<?xf32>
         } else {
-          %m1600 = arith.muli %Ti, %NH : index
-          %m1601 = arith.muli %split, %m1600 : index
-          %m1602 = arith.muli %m1601, %c128_index : index
-          %a1603 = arith.addi %m1602, %a1599 : index
-          memref.store %o1598, %o_part[%a1603] : memref<?xf32>
+          %m1642 = arith.muli %Ti, %NH : index
+          %m1643 = arith.muli %split, %m1642 : index
+          %m1644 = arith.muli %m1643, %c128_index : index
+          %a1645 = arith.addi %m1644, %a1641 : index
+          memref.store %o1640, %o_part[%a1645] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1604 = math.log %Lc1597 : f32
-            %f1605 = arith.addf %Ms1539, %lg1604 : f32
-            %lse1606 = arith.select %pos1596, %f1605, %c0xFF800000_f32 : f32
-            %hr1607 = arith.divui %m59, %c128_index : index
-            %a1608 = arith.addi %m1601, %hr1607 : index
-            memref.store %lse1606, %lse_part[%a1608] : memref<?xf32>
+            %lg1646 = math.log %Lc1639 : f32
+            %f1647 = arith.addf %Ms1581, %lg1646 : f32
+            %lse1648 = arith.select %pos1638, %f1647, %c0xFF800000_f32 : f32
+            %hr1649 = arith.divui %m35, %c128_index : index
+            %a1650 = arith.addi %m1643, %hr1649 : index
+            memref.store %lse1648, %lse_part[%a1650] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1342 {
-        %mw1609 = memref.load %ms[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1610 = memref.load %ms[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1611 = memref.load %ms[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1612 = memref.load %ms[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1613 = memref.load %ms[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1614 = memref.load %ms[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1615 = memref.load %ms[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1616 = memref.load %ms[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1617 = arith.maximumf %mw1609, %mw1610 : f32
-        %M1618 = arith.maximumf %M1617, %mw1611 : f32
-        %M1619 = arith.maximumf %M1618, %mw1612 : f32
-        %M1620 = arith.maximumf %M1619, %mw1613 : f32
-        %M1621 = arith.maximumf %M1620, %mw1614 : f32
-        %M1622 = arith.maximumf %M1621, %mw1615 : f32
-        %M1623 = arith.maximumf %M1622, %mw1616 : f32
-        %any1624 = arith.cmpf ogt, %M1623, %c0xFF800000_f32 : f32
-        %Ms1625 = arith.select %any1624, %M1623, %c0p0_f32 : f32
-        %f1626 = arith.subf %mw1609, %Ms1625 : f32
-        %fw1627 = math.exp %f1626 : f32
-        %lw1628 = memref.load %ls[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1629 = arith.addi %c384_index, %dd : index
-        %ow1630 = memref.load %os[%a1629] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1631 = math.fma %lw1628, %fw1627, %c0p0_f32 : f32
-        %f1632 = math.fma %ow1630, %fw1627, %c0p0_f32 : f32
-        %f1633 = arith.subf %mw1610, %Ms1625 : f32
-        %fw1634 = math.exp %f1633 : f32
-        %lw1635 = memref.load %ls[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1636 = arith.addi %c1408_index, %dd : index
-        %ow1637 = memref.load %os[%a1636] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1638 = math.fma %lw1635, %fw1634, %f1631 : f32
-        %f1639 = math.fma %ow1637, %fw1634, %f1632 : f32
-        %f1640 = arith.subf %mw1611, %Ms1625 : f32
-        %fw1641 = math.exp %f1640 : f32
-        %lw1642 = memref.load %ls[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1643 = arith.addi %c2432_index, %dd : index
-        %ow1644 = memref.load %os[%a1643] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1645 = math.fma %lw1642, %fw1641, %f1638 : f32
-        %f1646 = math.fma %ow1644, %fw1641, %f1639 : f32
-        %f1647 = arith.subf %mw1612, %Ms1625 : f32
-        %fw1648 = math.exp %f1647 : f32
-        %lw1649 = memref.load %ls[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1650 = arith.addi %c3456_index, %dd : index
-        %ow1651 = memref.load %os[%a1650] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1652 = math.fma %lw1649, %fw1648, %f1645 : f32
-        %f1653 = math.fma %ow1651, %fw1648, %f1646 : f32
-        %f1654 = arith.subf %mw1613, %Ms1625 : f32
-        %fw1655 = math.exp %f1654 : f32
-        %lw1656 = memref.load %ls[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1657 = arith.addi %c4480_index, %dd : index
-        %ow1658 = memref.load %os[%a1657] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1659 = math.fma %lw1656, %fw1655, %f1652 : f32
-        %f1660 = math.fma %ow1658, %fw1655, %f1653 : f32
-        %f1661 = arith.subf %mw1614, %Ms1625 : f32
-        %fw1662 = math.exp %f1661 : f32
-        %lw1663 = memref.load %ls[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1664 = arith.addi %c5504_index, %dd : index
-        %ow1665 = memref.load %os[%a1664] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1666 = math.fma %lw1663, %fw1662, %f1659 : f32
-        %f1667 = math.fma %ow1665, %fw1662, %f1660 : f32
-        %f1668 = arith.subf %mw1615, %Ms1625 : f32
+      scf.if %mine1468 {
+        %mw1651 = memref.load %ms[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1652 = memref.load %ms[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1653 = memref.load %ms[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1654 = memref.load %ms[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1655 = memref.load %ms[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1656 = memref.load %ms[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1657 = memref.load %ms[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1658 = memref.load %ms[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1659 = arith.maximumf %mw1651, %mw1652 : f32
+        %M1660 = arith.maximumf %M1659, %mw1653 : f32
+        %M1661 = arith.maximumf %M1660, %mw1654 : f32
+        %M1662 = arith.maximumf %M1661, %mw1655 : f32
+        %M1663 = arith.maximumf %M1662, %mw1656 : f32
+        %M1664 = arith.maximumf %M1663, %mw1657 : f32
+        %M1665 = arith.maximumf %M1664, %mw1658 : f32
+        %any1666 = arith.cmpf ogt, %M1665, %c0xFF800000_f32 : f32
+        %Ms1667 = arith.select %any1666, %M1665, %c0p0_f32 : f32
+        %f1668 = arith.subf %mw1651, %Ms1667 : f32
         %fw1669 = math.exp %f1668 : f32
-        %lw1670 = memref.load %ls[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1671 = arith.addi %c6528_index, %dd : index
+        %lw1670 = memref.load %ls[%c2_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1671 = arith.addi %c256_index, %dd : index
         %ow1672 = memref.load %os[%a1671] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1673 = math.fma %lw1670, %fw1669, %f1666 : f32
-        %f1674 = math.fma %ow1672, %fw1669, %f1667 : f32
-        %f1675 = arith.subf %mw1616, %Ms1625 : f32
+        %f1673 = math.fma %lw1670, %fw1669, %c0p0_f32 : f32
+        %f1674 = math.fma %ow1672, %fw1669, %c0p0_f32 : f32
+        %f1675 = arith.subf %mw1652, %Ms1667 : f32
         %fw1676 = math.exp %f1675 : f32
-        %lw1677 = memref.load %ls[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1678 = arith.addi %c7552_index, %dd : index
+        %lw1677 = memref.load %ls[%c10_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1678 = arith.addi %c1280_index, %dd : index
         %ow1679 = memref.load %os[%a1678] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1680 = math.fma %lw1677, %fw1676, %f1673 : f32
         %f1681 = math.fma %ow1679, %fw1676, %f1674 : f32
-        %pos1682 = arith.cmpf ogt, %f1680, %c0p0_f32 : f32
-        %Lc1683 = arith.select %pos1682, %f1680, %c1p0_f32 : f32
-        %o1684 = arith.divf %f1681, %Lc1683 : f32
-        %a1685 = arith.addi %m83, %dd : index
+        %f1682 = arith.subf %mw1653, %Ms1667 : f32
+        %fw1683 = math.exp %f1682 : f32
+        %lw1684 = memref.load %ls[%c18_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1685 = arith.addi %c2304_index, %dd : index
+        %ow1686 = memref.load %os[%a1685] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1687 = math.fma %lw1684, %fw1683, %f1680 : f32
+        %f1688 = math.fma %ow1686, %fw1683, %f1681 : f32
+        %f1689 = arith.subf %mw1654, %Ms1667 : f32
+        %fw1690 = math.exp %f1689 : f32
+        %lw1691 = memref.load %ls[%c26_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1692 = arith.addi %c3328_index, %dd : index
+        %ow1693 = memref.load %os[%a1692] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1694 = math.fma %lw1691, %fw1690, %f1687 : f32
+        %f1695 = math.fma %ow1693, %fw1690, %f1688 : f32
+        %f1696 = arith.subf %mw1655, %Ms1667 : f32
+        %fw1697 = math.exp %f1696 : f32
+        %lw1698 = memref.load %ls[%c34_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1699 = arith.addi %c4352_index, %dd : index
+        %ow1700 = memref.load %os[%a1699] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1701 = math.fma %lw1698, %fw1697, %f1694 : f32
+        %f1702 = math.fma %ow1700, %fw1697, %f1695 : f32
+        %f1703 = arith.subf %mw1656, %Ms1667 : f32
+        %fw1704 = math.exp %f1703 : f32
+        %lw1705 = memref.load %ls[%c42_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1706 = arith.addi %c5376_index, %dd : index
+        %ow1707 = memref.load %os[%a1706] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1708 = math.fma %lw1705, %fw1704, %f1701 : f32
+        %f1709 = math.fma %ow1707, %fw1704, %f1702 : f32
+        %f1710 = arith.subf %mw1657, %Ms1667 : f32
+        %fw1711 = math.exp %f1710 : f32
+        %lw1712 = memref.load %ls[%c50_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1713 = arith.addi %c6400_index, %dd : index
+        %ow1714 = memref.load %os[%a1713] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1715 = math.fma %lw1712, %fw1711, %f1708 : f32
+        %f1716 = math.fma %ow1714, %fw1711, %f1709 : f32
+        %f1717 = arith.subf %mw1658, %Ms1667 : f32
+        %fw1718 = math.exp %f1717 : f32
+        %lw1719 = memref.load %ls[%c58_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1720 = arith.addi %c7424_index, %dd : index
+        %ow1721 = memref.load %os[%a1720] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1722 = math.fma %lw1719, %fw1718, %f1715 : f32
+        %f1723 = math.fma %ow1721, %fw1718, %f1716 : f32
+        %pos1724 = arith.cmpf ogt, %f1722, %c0p0_f32 : f32
+        %Lc1725 = arith.select %pos1724, %f1722, %c1p0_f32 : f32
+        %o1726 = arith.divf %f1723, %Lc1725 : f32
+        %a1727 = arith.addi %m59, %dd : index
         scf.if %one_split {
-          memref.store %o1684, %out[%a1685] : memref<?xf32>
+          memref.store %o1726, %out[%a1727] : memref<?xf32>
         } else {
-          %m1686 = arith.muli %Ti, %NH : index
-          %m1687 = arith.muli %split, %m1686 : index
-          %m1688 = arith.muli %m1687, %c128_index : index
-          %a1689 = arith.addi %m1688, %a1685 : index
-          memref.store %o1684, %o_part[%a1689] : memref<?xf32>
+          %m1728 = arith.muli %Ti, %NH : index
+          %m1729 = arith.muli %split, %m1728 : index
+          %m1730 = arith.muli %m1729, %c128_index : index
+          %a1731 = arith.addi %m1730, %a1727 : index
+          memref.store %o1726, %o_part[%a1731] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1690 = math.log %Lc1683 : f32
-            %f1691 = arith.addf %Ms1625, %lg1690 : f32
-            %lse1692 = arith.select %pos1682, %f1691, %c0xFF800000_f32 : f32
-            %hr1693 = arith.divui %m83, %c128_index : index
-            %a1694 = arith.addi %m1687, %hr1693 : index
-            memref.store %lse1692, %lse_part[%a1694] : memref<?xf32>
+            %lg1732 = math.log %Lc1725 : f32
+            %f1733 = arith.addf %Ms1667, %lg1732 : f32
+            %lse1734 = arith.select %pos1724, %f1733, %c0xFF800000_f32 : f32
+            %hr1735 = arith.divui %m59, %c128_index : index
+            %a1736 = arith.addi %m1729, %hr1735 : index
+            memref.store %lse1734, %lse_part[%a1736] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1344 {
-        %mw1695 = memref.load %ms[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1696 = memref.load %ms[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1697 = memref.load %ms[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1698 = memref.load %ms[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1699 = memref.load %ms[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1700 = memref.load %ms[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1701 = memref.load %ms[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1702 = memref.load %ms[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1703 = arith.maximumf %mw1695, %mw1696 : f32
-        %M1704 = arith.maximumf %M1703, %mw1697 : f32
-        %M1705 = arith.maximumf %M1704, %mw1698 : f32
-        %M1706 = arith.maximumf %M1705, %mw1699 : f32
-        %M1707 = arith.maximumf %M1706, %mw1700 : f32
-        %M1708 = arith.maximumf %M1707, %mw1701 : f32
-        %M1709 = arith.maximumf %M1708, %mw1702 : f32
-        %any1710 = arith.cmpf ogt, %M1709, %c0xFF800000_f32 : f32
-        %Ms1711 = arith.select %any1710, %M1709, %c0p0_f32 : f32
-        %f1712 = arith.subf %mw1695, %Ms1711 : f32
-        %fw1713 = math.exp %f1712 : f32
-        %lw1714 = memref.load %ls[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1715 = arith.addi %c512_index, %dd : index
-        %ow1716 = memref.load %os[%a1715] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1717 = math.fma %lw1714, %fw1713, %c0p0_f32 : f32
-        %f1718 = math.fma %ow1716, %fw1713, %c0p0_f32 : f32
-        %f1719 = arith.subf %mw1696, %Ms1711 : f32
-        %fw1720 = math.exp %f1719 : f32
-        %lw1721 = memref.load %ls[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1722 = arith.addi %c1536_index, %dd : index
-        %ow1723 = memref.load %os[%a1722] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1724 = math.fma %lw1721, %fw1720, %f1717 : f32
-        %f1725 = math.fma %ow1723, %fw1720, %f1718 : f32
-        %f1726 = arith.subf %mw1697, %Ms1711 : f32
-        %fw1727 = math.exp %f1726 : f32
-        %lw1728 = memref.load %ls[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1729 = arith.addi %c2560_index, %dd : index
-        %ow1730 = memref.load %os[%a1729] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1731 = math.fma %lw1728, %fw1727, %f1724 : f32
-        %f1732 = math.fma %ow1730, %fw1727, %f1725 : f32
-        %f1733 = arith.subf %mw1698, %Ms1711 : f32
-        %fw1734 = math.exp %f1733 : f32
-        %lw1735 = memref.load %ls[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1736 = arith.addi %c3584_index, %dd : index
-        %ow1737 = memref.load %os[%a1736] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1738 = math.fma %lw1735, %fw1734, %f1731 : f32
-        %f1739 = math.fma %ow1737, %fw1734, %f1732 : f32
-        %f1740 = arith.subf %mw1699, %Ms1711 : f32
-        %fw1741 = math.exp %f1740 : f32
-        %lw1742 = memref.load %ls[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1743 = arith.addi %c4608_index, %dd : index
-        %ow1744 = memref.load %os[%a1743] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1745 = math.fma %lw1742, %fw1741, %f1738 : f32
-        %f1746 = math.fma %ow1744, %fw1741, %f1739 : f32
-        %f1747 = arith.subf %mw1700, %Ms1711 : f32
-        %fw1748 = math.exp %f1747 : f32
-        %lw1749 = memref.load %ls[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1750 = arith.addi %c5632_index, %dd : index
-        %ow1751 = memref.load %os[%a1750] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1752 = math.fma %lw1749, %fw1748, %f1745 : f32
-        %f1753 = math.fma %ow1751, %fw1748, %f1746 : f32
-        %f1754 = arith.subf %mw1701, %Ms1711 : f32
+      scf.if %mine1470 {
+        %mw1737 = memref.load %ms[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1738 = memref.load %ms[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1739 = memref.load %ms[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1740 = memref.load %ms[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1741 = memref.load %ms[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1742 = memref.load %ms[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1743 = memref.load %ms[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1744 = memref.load %ms[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1745 = arith.maximumf %mw1737, %mw1738 : f32
+        %M1746 = arith.maximumf %M1745, %mw1739 : f32
+        %M1747 = arith.maximumf %M1746, %mw1740 : f32
+        %M1748 = arith.maximumf %M1747, %mw1741 : f32
+        %M1749 = arith.maximumf %M1748, %mw1742 : f32
+        %M1750 = arith.maximumf %M1749, %mw1743 : f32
+        %M1751 = arith.maximumf %M1750, %mw1744 : f32
+        %any1752 = arith.cmpf ogt, %M1751, %c0xFF800000_f32 : f32
+        %Ms1753 = arith.select %any1752, %M1751, %c0p0_f32 : f32
+        %f1754 = arith.subf %mw1737, %Ms1753 : f32
         %fw1755 = math.exp %f1754 : f32
-        %lw1756 = memref.load %ls[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1757 = arith.addi %c6656_index, %dd : index
+        %lw1756 = memref.load %ls[%c3_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1757 = arith.addi %c384_index, %dd : index
         %ow1758 = memref.load %os[%a1757] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1759 = math.fma %lw1756, %fw1755, %f1752 : f32
-        %f1760 = math.fma %ow1758, %fw1755, %f1753 : f32
-        %f1761 = arith.subf %mw1702, %Ms1711 : f32
+        %f1759 = math.fma %lw1756, %fw1755, %c0p0_f32 : f32
+        %f1760 = math.fma %ow1758, %fw1755, %c0p0_f32 : f32
+        %f1761 = arith.subf %mw1738, %Ms1753 : f32
         %fw1762 = math.exp %f1761 : f32
-        %lw1763 = memref.load %ls[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1764 = arith.addi %c7680_index, %dd : index
+        %lw1763 = memref.load %ls[%c11_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1764 = arith.addi %c1408_index, %dd : index
         %ow1765 = memref.load %os[%a1764] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1766 = math.fma %lw1763, %fw1762, %f1759 : f32
         %f1767 = math.fma %ow1765, %fw1762, %f1760 : f32
-        %pos1768 = arith.cmpf ogt, %f1766, %c0p0_f32 : f32
-        %Lc1769 = arith.select %pos1768, %f1766, %c1p0_f32 : f32
-        %o1770 = arith.divf %f1767, %Lc1769 : f32
-        %a1771 = arith.addi %m107, %dd : index
+        %f1768 = arith.subf %mw1739, %Ms1753 : f32
+        %fw1769 = math.exp %f1768 : f32
+        %lw1770 = memref.load %ls[%c19_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1771 = arith.addi %c2432_index, %dd : index
+        %ow1772 = memref.load %os[%a1771] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1773 = math.fma %lw1770, %fw1769, %f1766 : f32
+        %f1774 = math.fma %ow1772, %fw1769, %f1767 : f32
+        %f1775 = arith.subf %mw1740, %Ms1753 : f32
+        %fw1776 = math.exp %f1775 : f32
+        %lw1777 = memref.load %ls[%c27_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1778 = arith.addi %c3456_index, %dd : index
+        %ow1779 = memref.load %os[%a1778] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1780 = math.fma %lw1777, %fw1776, %f1773 : f32
+        %f1781 = math.fma %ow1779, %fw1776, %f1774 : f32
+        %f1782 = arith.subf %mw1741, %Ms1753 : f32
+        %fw1783 = math.exp %f1782 : f32
+        %lw1784 = memref.load %ls[%c35_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1785 = arith.addi %c4480_index, %dd : index
+        %ow1786 = memref.load %os[%a1785] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1787 = math.fma %lw1784, %fw1783, %f1780 : f32
+        %f1788 = math.fma %ow1786, %fw1783, %f1781 : f32
+        %f1789 = arith.subf %mw1742, %Ms1753 : f32
+        %fw1790 = math.exp %f1789 : f32
+        %lw1791 = memref.load %ls[%c43_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1792 = arith.addi %c5504_index, %dd : index
+        %ow1793 = memref.load %os[%a1792] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1794 = math.fma %lw1791, %fw1790, %f1787 : f32
+        %f1795 = math.fma %ow1793, %fw1790, %f1788 : f32
+        %f1796 = arith.subf %mw1743, %Ms1753 : f32
+        %fw1797 = math.exp %f1796 : f32
+        %lw1798 = memref.load %ls[%c51_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1799 = arith.addi %c6528_index, %dd : index
+        %ow1800 = memref.load %os[%a1799] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1801 = math.fma %lw1798, %fw1797, %f1794 : f32
+        %f1802 = math.fma %ow1800, %fw1797, %f1795 : f32
+        %f1803 = arith.subf %mw1744, %Ms1753 : f32
+        %fw1804 = math.exp %f1803 : f32
+        %lw1805 = memref.load %ls[%c59_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1806 = arith.addi %c7552_index, %dd : index
+        %ow1807 = memref.load %os[%a1806] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1808 = math.fma %lw1805, %fw1804, %f1801 : f32
+        %f1809 = math.fma %ow1807, %fw1804, %f1802 : f32
+        %pos1810 = arith.cmpf ogt, %f1808, %c0p0_f32 : f32
+        %Lc1811 = arith.select %pos1810, %f1808, %c1p0_f32 : f32
+        %o1812 = arith.divf %f1809, %Lc1811 : f32
+        %a1813 = arith.addi %m83, %dd : index
         scf.if %one_split {
-          memref.store %o1770, %out[%a1771] : memref<?xf32>
+          memref.store %o1812, %out[%a1813] : memref<?xf32>
         } else {
-          %m1772 = arith.muli %Ti, %NH : index
-          %m1773 = arith.muli %split, %m1772 : index
-          %m1774 = arith.muli %m1773, %c128_index : index
-          %a1775 = arith.addi %m1774, %a1771 : index
-          memref.store %o1770, %o_part[%a1775] : memref<?xf32>
+          %m1814 = arith.muli %Ti, %NH : index
+          %m1815 = arith.muli %split, %m1814 : index
+          %m1816 = arith.muli %m1815, %c128_index : index
+          %a1817 = arith.addi %m1816, %a1813 : index
+          memref.store %o1812, %o_part[%a1817] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1776 = math.log %Lc1769 : f32
-            %f1777 = arith.addf %Ms1711, %lg1776 : f32
-            %lse1778 = arith.select %pos1768, %f1777, %c0xFF800000_f32 : f32
-            %hr1779 = arith.divui %m107, %c128_index : index
-            %a1780 = arith.addi %m1773, %hr1779 : index
-            memref.store %lse1778, %lse_part[%a1780] : memref<?xf32>
+            %lg1818 = math.log %Lc1811 : f32
+            %f1819 = arith.addf %Ms1753, %lg1818 : f32
+            %lse1820 = arith.select %pos1810, %f1819, %c0xFF800000_f32 : f32
+            %hr1821 = arith.divui %m83, %c128_index : index
+            %a1822 = arith.addi %m1815, %hr1821 : index
+            memref.store %lse1820, %lse_part[%a1822] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1346 {
-        %mw1781 = memref.load %ms[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1782 = memref.load %ms[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1783 = memref.load %ms[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1784 = memref.load %ms[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1785 = memref.load %ms[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1786 = memref.load %ms[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1787 = memref.load %ms[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1788 = memref.load %ms[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1789 = arith.maximumf %mw1781, %mw1782 : f32
-        %M1790 = arith.maximumf %M1789, %mw1783 : f32
-        %M1791 = arith.maximumf %M1790, %mw1784 : f32
-        %M1792 = arith.maximumf %M1791, %mw1785 : f32
-        %M1793 = arith.maximumf %M1792, %mw1786 : f32
-        %M1794 = arith.maximumf %M1793, %mw1787 : f32
-        %M1795 = arith.maximumf %M1794, %mw1788 : f32
-        %any1796 = arith.cmpf ogt, %M1795, %c0xFF800000_f32 : f32
-        %Ms1797 = arith.select %any1796, %M1795, %c0p0_f32 : f32
-        %f1798 = arith.subf %mw1781, %Ms1797 : f32
-        %fw1799 = math.exp %f1798 : f32
-        %lw1800 = memref.load %ls[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1801 = arith.addi %c640_index, %dd : index
-        %ow1802 = memref.load %os[%a1801] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1803 = math.fma %lw1800, %fw1799, %c0p0_f32 : f32
-        %f1804 = math.fma %ow1802, %fw1799, %c0p0_f32 : f32
-        %f1805 = arith.subf %mw1782, %Ms1797 : f32
-        %fw1806 = math.exp %f1805 : f32
-        %lw1807 = memref.load %ls[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1808 = arith.addi %c1664_index, %dd : index
-        %ow1809 = memref.load %os[%a1808] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1810 = math.fma %lw1807, %fw1806, %f1803 : f32
-        %f1811 = math.fma %ow1809, %fw1806, %f1804 : f32
-        %f1812 = arith.subf %mw1783, %Ms1797 : f32
-        %fw1813 = math.exp %f1812 : f32
-        %lw1814 = memref.load %ls[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1815 = arith.addi %c2688_index, %dd : index
-        %ow1816 = memref.load %os[%a1815] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1817 = math.fma %lw1814, %fw1813, %f1810 : f32
-        %f1818 = math.fma %ow1816, %fw1813, %f1811 : f32
-        %f1819 = arith.subf %mw1784, %Ms1797 : f32
-        %fw1820 = math.exp %f1819 : f32
-        %lw1821 = memref.load %ls[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1822 = arith.addi %c3712_index, %dd : index
-        %ow1823 = memref.load %os[%a1822] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1824 = math.fma %lw1821, %fw1820, %f1817 : f32
-        %f1825 = math.fma %ow1823, %fw1820, %f1818 : f32
-        %f1826 = arith.subf %mw1785, %Ms1797 : f32
-        %fw1827 = math.exp %f1826 : f32
-        %lw1828 = memref.load %ls[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1829 = arith.addi %c4736_index, %dd : index
-        %ow1830 = memref.load %os[%a1829] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1831 = math.fma %lw1828, %fw1827, %f1824 : f32
-        %f1832 = math.fma %ow1830, %fw1827, %f1825 : f32
-        %f1833 = arith.subf %mw1786, %Ms1797 : f32
-        %fw1834 = math.exp %f1833 : f32
-        %lw1835 = memref.load %ls[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1836 = arith.addi %c5760_index, %dd : index
-        %ow1837 = memref.load %os[%a1836] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1838 = math.fma %lw1835, %fw1834, %f1831 : f32
-        %f1839 = math.fma %ow1837, %fw1834, %f1832 : f32
-        %f1840 = arith.subf %mw1787, %Ms1797 : f32
+      scf.if %mine1472 {
+        %mw1823 = memref.load %ms[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1824 = memref.load %ms[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1825 = memref.load %ms[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1826 = memref.load %ms[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1827 = memref.load %ms[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1828 = memref.load %ms[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1829 = memref.load %ms[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1830 = memref.load %ms[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1831 = arith.maximumf %mw1823, %mw1824 : f32
+        %M1832 = arith.maximumf %M1831, %mw1825 : f32
+        %M1833 = arith.maximumf %M1832, %mw1826 : f32
+        %M1834 = arith.maximumf %M1833, %mw1827 : f32
+        %M1835 = arith.maximumf %M1834, %mw1828 : f32
+        %M1836 = arith.maximumf %M1835, %mw1829 : f32
+        %M1837 = arith.maximumf %M1836, %mw1830 : f32
+        %any1838 = arith.cmpf ogt, %M1837, %c0xFF800000_f32 : f32
+        %Ms1839 = arith.select %any1838, %M1837, %c0p0_f32 : f32
+        %f1840 = arith.subf %mw1823, %Ms1839 : f32
         %fw1841 = math.exp %f1840 : f32
-        %lw1842 = memref.load %ls[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1843 = arith.addi %c6784_index, %dd : index
+        %lw1842 = memref.load %ls[%c4_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1843 = arith.addi %c512_index, %dd : index
         %ow1844 = memref.load %os[%a1843] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1845 = math.fma %lw1842, %fw1841, %f1838 : f32
-        %f1846 = math.fma %ow1844, %fw1841, %f1839 : f32
-        %f1847 = arith.subf %mw1788, %Ms1797 : f32
+        %f1845 = math.fma %lw1842, %fw1841, %c0p0_f32 : f32
+        %f1846 = math.fma %ow1844, %fw1841, %c0p0_f32 : f32
+        %f1847 = arith.subf %mw1824, %Ms1839 : f32
         %fw1848 = math.exp %f1847 : f32
-        %lw1849 = memref.load %ls[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1850 = arith.addi %c7808_index, %dd : index
+        %lw1849 = memref.load %ls[%c12_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1850 = arith.addi %c1536_index, %dd : index
         %ow1851 = memref.load %os[%a1850] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1852 = math.fma %lw1849, %fw1848, %f1845 : f32
         %f1853 = math.fma %ow1851, %fw1848, %f1846 : f32
-        %pos1854 = arith.cmpf ogt, %f1852, %c0p0_f32 : f32
-        %Lc1855 = arith.select %pos1854, %f1852, %c1p0_f32 : f32
-        %o1856 = arith.divf %f1853, %Lc1855 : f32
-        %a1857 = arith.addi %m131, %dd : index
+        %f1854 = arith.subf %mw1825, %Ms1839 : f32
+        %fw1855 = math.exp %f1854 : f32
+        %lw1856 = memref.load %ls[%c20_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1857 = arith.addi %c2560_index, %dd : index
+        %ow1858 = memref.load %os[%a1857] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1859 = math.fma %lw1856, %fw1855, %f1852 : f32
+        %f1860 = math.fma %ow1858, %fw1855, %f1853 : f32
+        %f1861 = arith.subf %mw1826, %Ms1839 : f32
+        %fw1862 = math.exp %f1861 : f32
+        %lw1863 = memref.load %ls[%c28_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1864 = arith.addi %c3584_index, %dd : index
+        %ow1865 = memref.load %os[%a1864] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1866 = math.fma %lw1863, %fw1862, %f1859 : f32
+        %f1867 = math.fma %ow1865, %fw1862, %f1860 : f32
+        %f1868 = arith.subf %mw1827, %Ms1839 : f32
+        %fw1869 = math.exp %f1868 : f32
+        %lw1870 = memref.load %ls[%c36_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1871 = arith.addi %c4608_index, %dd : index
+        %ow1872 = memref.load %os[%a1871] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1873 = math.fma %lw1870, %fw1869, %f1866 : f32
+        %f1874 = math.fma %ow1872, %fw1869, %f1867 : f32
+        %f1875 = arith.subf %mw1828, %Ms1839 : f32
+        %fw1876 = math.exp %f1875 : f32
+        %lw1877 = memref.load %ls[%c44_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1878 = arith.addi %c5632_index, %dd : index
+        %ow1879 = memref.load %os[%a1878] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1880 = math.fma %lw1877, %fw1876, %f1873 : f32
+        %f1881 = math.fma %ow1879, %fw1876, %f1874 : f32
+        %f1882 = arith.subf %mw1829, %Ms1839 : f32
+        %fw1883 = math.exp %f1882 : f32
+        %lw1884 = memref.load %ls[%c52_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1885 = arith.addi %c6656_index, %dd : index
+        %ow1886 = memref.load %os[%a1885] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1887 = math.fma %lw1884, %fw1883, %f1880 : f32
+        %f1888 = math.fma %ow1886, %fw1883, %f1881 : f32
+        %f1889 = arith.subf %mw1830, %Ms1839 : f32
+        %fw1890 = math.exp %f1889 : f32
+        %lw1891 = memref.load %ls[%c60_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1892 = arith.addi %c7680_index, %dd : index
+        %ow1893 = memref.load %os[%a1892] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1894 = math.fma %lw1891, %fw1890, %f1887 : f32
+        %f1895 = math.fma %ow1893, %fw1890, %f1888 : f32
+        %pos1896 = arith.cmpf ogt, %f1894, %c0p0_f32 : f32
+        %Lc1897 = arith.select %pos1896, %f1894, %c1p0_f32 : f32
+        %o1898 = arith.divf %f1895, %Lc1897 : f32
+        %a1899 = arith.addi %m107, %dd : index
         scf.if %one_split {
-          memref.store %o1856, %out[%a1857] : memref<?xf32>
+          memref.store %o1898, %out[%a1899] : memref<?xf32>
         } else {
-          %m1858 = arith.muli %Ti, %NH : index
-          %m1859 = arith.muli %split, %m1858 : index
-          %m1860 = arith.muli %m1859, %c128_index : index
-          %a1861 = arith.addi %m1860, %a1857 : index
-          memref.store %o1856, %o_part[%a1861] : memref<?xf32>
+          %m1900 = arith.muli %Ti, %NH : index
+          %m1901 = arith.muli %split, %m1900 : index
+          %m1902 = arith.muli %m1901, %c128_index : index
+          %a1903 = arith.addi %m1902, %a1899 : index
+          memref.store %o1898, %o_part[%a1903] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1862 = math.log %Lc1855 : f32
-            %f1863 = arith.addf %Ms1797, %lg1862 : f32
-            %lse1864 = arith.select %pos1854, %f1863, %c0xFF800000_f32 : f32
-            %hr1865 = arith.divui %m131, %c128_index : index
-            %a1866 = arith.addi %m1859, %hr1865 : index
-            memref.store %lse1864, %lse_part[%a1866] : memref<?xf32>
+            %lg1904 = math.log %Lc1897 : f32
+            %f1905 = arith.addf %Ms1839, %lg1904 : f32
+            %lse1906 = arith.select %pos1896, %f1905, %c0xFF800000_f32 : f32
+            %hr1907 = arith.divui %m107, %c128_index : index
+            %a1908 = arith.addi %m1901, %hr1907 : index
+            memref.store %lse1906, %lse_part[%a1908] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1348 {
-        %mw1867 = memref.load %ms[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1868 = memref.load %ms[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1869 = memref.load %ms[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1870 = memref.load %ms[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1871 = memref.load %ms[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1872 = memref.load %ms[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1873 = memref.load %ms[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1874 = memref.load %ms[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1875 = arith.maximumf %mw1867, %mw1868 : f32
-        %M1876 = arith.maximumf %M1875, %mw1869 : f32
-        %M1877 = arith.maximumf %M1876, %mw1870 : f32
-        %M1878 = arith.maximumf %M1877, %mw1871 : f32
-        %M1879 = arith.maximumf %M1878, %mw1872 : f32
-        %M1880 = arith.maximumf %M1879, %mw1873 : f32
-        %M1881 = arith.maximumf %M1880, %mw1874 : f32
-        %any1882 = arith.cmpf ogt, %M1881, %c0xFF800000_f32 : f32
-        %Ms1883 = arith.select %any1882, %M1881, %c0p0_f32 : f32
-        %f1884 = arith.subf %mw1867, %Ms1883 : f32
-        %fw1885 = math.exp %f1884 : f32
-        %lw1886 = memref.load %ls[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1887 = arith.addi %c768_index, %dd : index
-        %ow1888 = memref.load %os[%a1887] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1889 = math.fma %lw1886, %fw1885, %c0p0_f32 : f32
-        %f1890 = math.fma %ow1888, %fw1885, %c0p0_f32 : f32
-        %f1891 = arith.subf %mw1868, %Ms1883 : f32
-        %fw1892 = math.exp %f1891 : f32
-        %lw1893 = memref.load %ls[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1894 = arith.addi %c1792_index, %dd : index
-        %ow1895 = memref.load %os[%a1894] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1896 = math.fma %lw1893, %fw1892, %f1889 : f32
-        %f1897 = math.fma %ow1895, %fw1892, %f1890 : f32
-        %f1898 = arith.subf %mw1869, %Ms1883 : f32
-        %fw1899 = math.exp %f1898 : f32
-        %lw1900 = memref.load %ls[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1901 = arith.addi %c2816_index, %dd : index
-        %ow1902 = memref.load %os[%a1901] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1903 = math.fma %lw1900, %fw1899, %f1896 : f32
-        %f1904 = math.fma %ow1902, %fw1899, %f1897 : f32
-        %f1905 = arith.subf %mw1870, %Ms1883 : f32
-        %fw1906 = math.exp %f1905 : f32
-        %lw1907 = memref.load %ls[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1908 = arith.addi %c3840_index, %dd : index
-        %ow1909 = memref.load %os[%a1908] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1910 = math.fma %lw1907, %fw1906, %f1903 : f32
-        %f1911 = math.fma %ow1909, %fw1906, %f1904 : f32
-        %f1912 = arith.subf %mw1871, %Ms1883 : f32
-        %fw1913 = math.exp %f1912 : f32
-        %lw1914 = memref.load %ls[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1915 = arith.addi %c4864_index, %dd : index
-        %ow1916 = memref.load %os[%a1915] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1917 = math.fma %lw1914, %fw1913, %f1910 : f32
-        %f1918 = math.fma %ow1916, %fw1913, %f1911 : f32
-        %f1919 = arith.subf %mw1872, %Ms1883 : f32
-        %fw1920 = math.exp %f1919 : f32
-        %lw1921 = memref.load %ls[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1922 = arith.addi %c5888_index, %dd : index
-        %ow1923 = memref.load %os[%a1922] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1924 = math.fma %lw1921, %fw1920, %f1917 : f32
-        %f1925 = math.fma %ow1923, %fw1920, %f1918 : f32
-        %f1926 = arith.subf %mw1873, %Ms1883 : f32
+      scf.if %mine1474 {
+        %mw1909 = memref.load %ms[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1910 = memref.load %ms[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1911 = memref.load %ms[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1912 = memref.load %ms[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1913 = memref.load %ms[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1914 = memref.load %ms[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1915 = memref.load %ms[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1916 = memref.load %ms[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M1917 = arith.maximumf %mw1909, %mw1910 : f32
+        %M1918 = arith.maximumf %M1917, %mw1911 : f32
+        %M1919 = arith.maximumf %M1918, %mw1912 : f32
+        %M1920 = arith.maximumf %M1919, %mw1913 : f32
+        %M1921 = arith.maximumf %M1920, %mw1914 : f32
+        %M1922 = arith.maximumf %M1921, %mw1915 : f32
+        %M1923 = arith.maximumf %M1922, %mw1916 : f32
+        %any1924 = arith.cmpf ogt, %M1923, %c0xFF800000_f32 : f32
+        %Ms1925 = arith.select %any1924, %M1923, %c0p0_f32 : f32
+        %f1926 = arith.subf %mw1909, %Ms1925 : f32
         %fw1927 = math.exp %f1926 : f32
-        %lw1928 = memref.load %ls[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1929 = arith.addi %c6912_index, %dd : index
+        %lw1928 = memref.load %ls[%c5_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1929 = arith.addi %c640_index, %dd : index
         %ow1930 = memref.load %os[%a1929] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1931 = math.fma %lw1928, %fw1927, %f1924 : f32
-        %f1932 = math.fma %ow1930, %fw1927, %f1925 : f32
-        %f1933 = arith.subf %mw1874, %Ms1883 : f32
+        %f1931 = math.fma %lw1928, %fw1927, %c0p0_f32 : f32
+        %f1932 = math.fma %ow1930, %fw1927, %c0p0_f32 : f32
+        %f1933 = arith.subf %mw1910, %Ms1925 : f32
         %fw1934 = math.exp %f1933 : f32
-        %lw1935 = memref.load %ls[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1936 = arith.addi %c7936_index, %dd : index
+        %lw1935 = memref.load %ls[%c13_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1936 = arith.addi %c1664_index, %dd : index
         %ow1937 = memref.load %os[%a1936] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f1938 = math.fma %lw1935, %fw1934, %f1931 : f32
         %f1939 = math.fma %ow1937, %fw1934, %f1932 : f32
-        %pos1940 = arith.cmpf ogt, %f1938, %c0p0_f32 : f32
-        %Lc1941 = arith.select %pos1940, %f1938, %c1p0_f32 : f32
-        %o1942 = arith.divf %f1939, %Lc1941 : f32
-        %a1943 = arith.addi %m155, %dd : index
+        %f1940 = arith.subf %mw1911, %Ms1925 : f32
+        %fw1941 = math.exp %f1940 : f32
+        %lw1942 = memref.load %ls[%c21_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1943 = arith.addi %c2688_index, %dd : index
+        %ow1944 = memref.load %os[%a1943] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1945 = math.fma %lw1942, %fw1941, %f1938 : f32
+        %f1946 = math.fma %ow1944, %fw1941, %f1939 : f32
+        %f1947 = arith.subf %mw1912, %Ms1925 : f32
+        %fw1948 = math.exp %f1947 : f32
+        %lw1949 = memref.load %ls[%c29_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1950 = arith.addi %c3712_index, %dd : index
+        %ow1951 = memref.load %os[%a1950] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1952 = math.fma %lw1949, %fw1948, %f1945 : f32
+        %f1953 = math.fma %ow1951, %fw1948, %f1946 : f32
+        %f1954 = arith.subf %mw1913, %Ms1925 : f32
+        %fw1955 = math.exp %f1954 : f32
+        %lw1956 = memref.load %ls[%c37_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1957 = arith.addi %c4736_index, %dd : index
+        %ow1958 = memref.load %os[%a1957] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1959 = math.fma %lw1956, %fw1955, %f1952 : f32
+        %f1960 = math.fma %ow1958, %fw1955, %f1953 : f32
+        %f1961 = arith.subf %mw1914, %Ms1925 : f32
+        %fw1962 = math.exp %f1961 : f32
+        %lw1963 = memref.load %ls[%c45_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1964 = arith.addi %c5760_index, %dd : index
+        %ow1965 = memref.load %os[%a1964] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1966 = math.fma %lw1963, %fw1962, %f1959 : f32
+        %f1967 = math.fma %ow1965, %fw1962, %f1960 : f32
+        %f1968 = arith.subf %mw1915, %Ms1925 : f32
+        %fw1969 = math.exp %f1968 : f32
+        %lw1970 = memref.load %ls[%c53_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1971 = arith.addi %c6784_index, %dd : index
+        %ow1972 = memref.load %os[%a1971] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1973 = math.fma %lw1970, %fw1969, %f1966 : f32
+        %f1974 = math.fma %ow1972, %fw1969, %f1967 : f32
+        %f1975 = arith.subf %mw1916, %Ms1925 : f32
+        %fw1976 = math.exp %f1975 : f32
+        %lw1977 = memref.load %ls[%c61_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a1978 = arith.addi %c7808_index, %dd : index
+        %ow1979 = memref.load %os[%a1978] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f1980 = math.fma %lw1977, %fw1976, %f1973 : f32
+        %f1981 = math.fma %ow1979, %fw1976, %f1974 : f32
+        %pos1982 = arith.cmpf ogt, %f1980, %c0p0_f32 : f32
+        %Lc1983 = arith.select %pos1982, %f1980, %c1p0_f32 : f32
+        %o1984 = arith.divf %f1981, %Lc1983 : f32
+        %a1985 = arith.addi %m131, %dd : index
         scf.if %one_split {
-          memref.store %o1942, %out[%a1943] : memref<?xf32>
+          memref.store %o1984, %out[%a1985] : memref<?xf32>
         } else {
-          %m1944 = arith.muli %Ti, %NH : index
-          %m1945 = arith.muli %split, %m1944 : index
-          %m1946 = arith.muli %m1945, %c128_index : index
-          %a1947 = arith.addi %m1946, %a1943 : index
-          memref.store %o1942, %o_part[%a1947] : memref<?xf32>
+          %m1986 = arith.muli %Ti, %NH : index
+          %m1987 = arith.muli %split, %m1986 : index
+          %m1988 = arith.muli %m1987, %c128_index : index
+          %a1989 = arith.addi %m1988, %a1985 : index
+          memref.store %o1984, %o_part[%a1989] : memref<?xf32>
           scf.if %d_is0 {
-            %lg1948 = math.log %Lc1941 : f32
-            %f1949 = arith.addf %Ms1883, %lg1948 : f32
-            %lse1950 = arith.select %pos1940, %f1949, %c0xFF800000_f32 : f32
-            %hr1951 = arith.divui %m155, %c128_index : index
-            %a1952 = arith.addi %m1945, %hr1951 : index
-            memref.store %lse1950, %lse_part[%a1952] : memref<?xf32>
+            %lg1990 = math.log %Lc1983 : f32
+            %f1991 = arith.addf %Ms1925, %lg1990 : f32
+            %lse1992 = arith.select %pos1982, %f1991, %c0xFF800000_f32 : f32
+            %hr1993 = arith.divui %m131, %c128_index : index
+            %a1994 = arith.addi %m1987, %hr1993 : index
+            memref.store %lse1992, %lse_part[%a1994] : memref<?xf32>
           }
         }
       }
-      scf.if %mine1350 {
-        %mw1953 = memref.load %ms[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1954 = memref.load %ms[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1955 = memref.load %ms[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1956 = memref.load %ms[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1957 = memref.load %ms[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1958 = memref.load %ms[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1959 = memref.load %ms[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %mw1960 = memref.load %ms[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %M1961 = arith.maximumf %mw1953, %mw1954 : f32
-        %M1962 = arith.maximumf %M1961, %mw1955 : f32
-        %M1963 = arith.maximumf %M1962, %mw1956 : f32
-        %M1964 = arith.maximumf %M1963, %mw1957 : f32
-        %M1965 = arith.maximumf %M1964, %mw1958 : f32
-        %M1966 = arith.maximumf %M1965, %mw1959 : f32
-        %M1967 = arith.maximumf %M1966, %mw1960 : f32
-        %any1968 = arith.cmpf ogt, %M1967, %c0xFF800000_f32 : f32
-        %Ms1969 = arith.select %any1968, %M1967, %c0p0_f32 : f32
-        %f1970 = arith.subf %mw1953, %Ms1969 : f32
-        %fw1971 = math.exp %f1970 : f32
-        %lw1972 = memref.load %ls[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1973 = arith.addi %c896_index, %dd : index
-        %ow1974 = memref.load %os[%a1973] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1975 = math.fma %lw1972, %fw1971, %c0p0_f32 : f32
-        %f1976 = math.fma %ow1974, %fw1971, %c0p0_f32 : f32
-        %f1977 = arith.subf %mw1954, %Ms1969 : f32
-        %fw1978 = math.exp %f1977 : f32
-        %lw1979 = memref.load %ls[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1980 = arith.addi %c1920_index, %dd : index
-        %ow1981 = memref.load %os[%a1980] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1982 = math.fma %lw1979, %fw1978, %f1975 : f32
-        %f1983 = math.fma %ow1981, %fw1978, %f1976 : f32
-        %f1984 = arith.subf %mw1955, %Ms1969 : f32
-        %fw1985 = math.exp %f1984 : f32
-        %lw1986 = memref.load %ls[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1987 = arith.addi %c2944_index, %dd : index
-        %ow1988 = memref.load %os[%a1987] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1989 = math.fma %lw1986, %fw1985, %f1982 : f32
-        %f1990 = math.fma %ow1988, %fw1985, %f1983 : f32
-        %f1991 = arith.subf %mw1956, %Ms1969 : f32
-        %fw1992 = math.exp %f1991 : f32
-        %lw1993 = memref.load %ls[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a1994 = arith.addi %c3968_index, %dd : index
-        %ow1995 = memref.load %os[%a1994] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f1996 = math.fma %lw1993, %fw1992, %f1989 : f32
-        %f1997 = math.fma %ow1995, %fw1992, %f1990 : f32
-        %f1998 = arith.subf %mw1957, %Ms1969 : f32
-        %fw1999 = math.exp %f1998 : f32
-        %lw2000 = memref.load %ls[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a2001 = arith.addi %c4992_index, %dd : index
-        %ow2002 = memref.load %os[%a2001] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f2003 = math.fma %lw2000, %fw1999, %f1996 : f32
-        %f2004 = math.fma %ow2002, %fw1999, %f1997 : f32
-        %f2005 = arith.subf %mw1958, %Ms1969 : f32
-        %fw2006 = math.exp %f2005 : f32
-        %lw2007 = memref.load %ls[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a2008 = arith.addi %c6016_index, %dd : index
-        %ow2009 = memref.load %os[%a2008] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f2010 = math.fma %lw2007, %fw2006, %f2003 : f32
-        %f2011 = math.fma %ow2009, %fw2006, %f2004 : f32
-        %f2012 = arith.subf %mw1959, %Ms1969 : f32
+      scf.if %mine1476 {
+        %mw1995 = memref.load %ms[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1996 = memref.load %ms[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1997 = memref.load %ms[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1998 = memref.load %ms[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw1999 = memref.load %ms[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2000 = memref.load %ms[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2001 = memref.load %ms[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2002 = memref.load %ms[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M2003 = arith.maximumf %mw1995, %mw1996 : f32
+        %M2004 = arith.maximumf %M2003, %mw1997 : f32
+        %M2005 = arith.maximumf %M2004, %mw1998 : f32
+        %M2006 = arith.maximumf %M2005, %mw1999 : f32
+        %M2007 = arith.maximumf %M2006, %mw2000 : f32
+        %M2008 = arith.maximumf %M2007, %mw2001 : f32
+        %M2009 = arith.maximumf %M2008, %mw2002 : f32
+        %any2010 = arith.cmpf ogt, %M2009, %c0xFF800000_f32 : f32
+        %Ms2011 = arith.select %any2010, %M2009, %c0p0_f32 : f32
+        %f2012 = arith.subf %mw1995, %Ms2011 : f32
         %fw2013 = math.exp %f2012 : f32
-        %lw2014 = memref.load %ls[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a2015 = arith.addi %c7040_index, %dd : index
+        %lw2014 = memref.load %ls[%c6_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2015 = arith.addi %c768_index, %dd : index
         %ow2016 = memref.load %os[%a2015] : memref<8192xf32, #gpu.address_space<workgroup>>
-        %f2017 = math.fma %lw2014, %fw2013, %f2010 : f32
-        %f2018 = math.fma %ow2016, %fw2013, %f2011 : f32
-        %f2019 = arith.subf %mw1960, %Ms1969 : f32
+        %f2017 = math.fma %lw2014, %fw2013, %c0p0_f32 : f32
+        %f2018 = math.fma %ow2016, %fw2013, %c0p0_f32 : f32
+        %f2019 = arith.subf %mw1996, %Ms2011 : f32
         %fw2020 = math.exp %f2019 : f32
-        %lw2021 = memref.load %ls[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
-        %a2022 = arith.addi %c8064_index, %dd : index
+        %lw2021 = memref.load %ls[%c14_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2022 = arith.addi %c1792_index, %dd : index
         %ow2023 = memref.load %os[%a2022] : memref<8192xf32, #gpu.address_space<workgroup>>
         %f2024 = math.fma %lw2021, %fw2020, %f2017 : f32
         %f2025 = math.fma %ow2023, %fw2020, %f2018 : f32
-        %pos2026 = arith.cmpf ogt, %f2024, %c0p0_f32 : f32
-        %Lc2027 = arith.select %pos2026, %f2024, %c1p0_f32 : f32
-        %o2028 = arith.divf %f2025, %Lc2027 : f32
-        %a2029 = arith.addi %m179, %dd : index
+        %f2026 = arith.subf %mw1997, %Ms2011 : f32
+        %fw2027 = math.exp %f2026 : f32
+        %lw2028 = memref.load %ls[%c22_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2029 = arith.addi %c2816_index, %dd : index
+        %ow2030 = memref.load %os[%a2029] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2031 = math.fma %lw2028, %fw2027, %f2024 : f32
+        %f2032 = math.fma %ow2030, %fw2027, %f2025 : f32
+        %f2033 = arith.subf %mw1998, %Ms2011 : f32
+        %fw2034 = math.exp %f2033 : f32
+        %lw2035 = memref.load %ls[%c30_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2036 = arith.addi %c3840_index, %dd : index
+        %ow2037 = memref.load %os[%a2036] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2038 = math.fma %lw2035, %fw2034, %f2031 : f32
+        %f2039 = math.fma %ow2037, %fw2034, %f2032 : f32
+        %f2040 = arith.subf %mw1999, %Ms2011 : f32
+        %fw2041 = math.exp %f2040 : f32
+        %lw2042 = memref.load %ls[%c38_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2043 = arith.addi %c4864_index, %dd : index
+        %ow2044 = memref.load %os[%a2043] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2045 = math.fma %lw2042, %fw2041, %f2038 : f32
+        %f2046 = math.fma %ow2044, %fw2041, %f2039 : f32
+        %f2047 = arith.subf %mw2000, %Ms2011 : f32
+        %fw2048 = math.exp %f2047 : f32
+        %lw2049 = memref.load %ls[%c46_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2050 = arith.addi %c5888_index, %dd : index
+        %ow2051 = memref.load %os[%a2050] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2052 = math.fma %lw2049, %fw2048, %f2045 : f32
+        %f2053 = math.fma %ow2051, %fw2048, %f2046 : f32
+        %f2054 = arith.subf %mw2001, %Ms2011 : f32
+        %fw2055 = math.exp %f2054 : f32
+        %lw2056 = memref.load %ls[%c54_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2057 = arith.addi %c6912_index, %dd : index
+        %ow2058 = memref.load %os[%a2057] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2059 = math.fma %lw2056, %fw2055, %f2052 : f32
+        %f2060 = math.fma %ow2058, %fw2055, %f2053 : f32
+        %f2061 = arith.subf %mw2002, %Ms2011 : f32
+        %fw2062 = math.exp %f2061 : f32
+        %lw2063 = memref.load %ls[%c62_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2064 = arith.addi %c7936_index, %dd : index
+        %ow2065 = memref.load %os[%a2064] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2066 = math.fma %lw2063, %fw2062, %f2059 : f32
+        %f2067 = math.fma %ow2065, %fw2062, %f2060 : f32
+        %pos2068 = arith.cmpf ogt, %f2066, %c0p0_f32 : f32
+        %Lc2069 = arith.select %pos2068, %f2066, %c1p0_f32 : f32
+        %o2070 = arith.divf %f2067, %Lc2069 : f32
+        %a2071 = arith.addi %m155, %dd : index
         scf.if %one_split {
-          memref.store %o2028, %out[%a2029] : memref<?xf32>
+          memref.store %o2070, %out[%a2071] : memref<?xf32>
         } else {
-          %m2030 = arith.muli %Ti, %NH : index
-          %m2031 = arith.muli %split, %m2030 : index
-          %m2032 = arith.muli %m2031, %c128_index : index
-          %a2033 = arith.addi %m2032, %a2029 : index
-          memref.store %o2028, %o_part[%a2033] : memref<?xf32>
+          %m2072 = arith.muli %Ti, %NH : index
+          %m2073 = arith.muli %split, %m2072 : index
+          %m2074 = arith.muli %m2073, %c128_index : index
+          %a2075 = arith.addi %m2074, %a2071 : index
+          memref.store %o2070, %o_part[%a2075] : memref<?xf32>
           scf.if %d_is0 {
-            %lg2034 = math.log %Lc2027 : f32
-            %f2035 = arith.addf %Ms1969, %lg2034 : f32
-            %lse2036 = arith.select %pos2026, %f2035, %c0xFF800000_f32 : f32
-            %hr2037 = arith.divui %m179, %c128_index : index
-            %a2038 = arith.addi %m2031, %hr2037 : index
-            memref.store %lse2036, %lse_part[%a2038] : memref<?xf32>
+            %lg2076 = math.log %Lc2069 : f32
+            %f2077 = arith.addf %Ms2011, %lg2076 : f32
+            %lse2078 = arith.select %pos2068, %f2077, %c0xFF800000_f32 : f32
+            %hr2079 = arith.divui %m155, %c128_index : index
+            %a2080 = arith.addi %m2073, %hr2079 : index
+            memref.store %lse2078, %lse_part[%a2080] : memref<?xf32>
+          }
+        }
+      }
+      scf.if %mine1478 {
+        %mw2081 = memref.load %ms[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2082 = memref.load %ms[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2083 = memref.load %ms[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2084 = memref.load %ms[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2085 = memref.load %ms[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2086 = memref.load %ms[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2087 = memref.load %ms[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %mw2088 = memref.load %ms[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %M2089 = arith.maximumf %mw2081, %mw2082 : f32
+        %M2090 = arith.maximumf %M2089, %mw2083 : f32
+        %M2091 = arith.maximumf %M2090, %mw2084 : f32
+        %M2092 = arith.maximumf %M2091, %mw2085 : f32
+        %M2093 = arith.maximumf %M2092, %mw2086 : f32
+        %M2094 = arith.maximumf %M2093, %mw2087 : f32
+        %M2095 = arith.maximumf %M2094, %mw2088 : f32
+        %any2096 = arith.cmpf ogt, %M2095, %c0xFF800000_f32 : f32
+        %Ms2097 = arith.select %any2096, %M2095, %c0p0_f32 : f32
+        %f2098 = arith.subf %mw2081, %Ms2097 : f32
+        %fw2099 = math.exp %f2098 : f32
+        %lw2100 = memref.load %ls[%c7_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2101 = arith.addi %c896_index, %dd : index
+        %ow2102 = memref.load %os[%a2101] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2103 = math.fma %lw2100, %fw2099, %c0p0_f32 : f32
+        %f2104 = math.fma %ow2102, %fw2099, %c0p0_f32 : f32
+        %f2105 = arith.subf %mw2082, %Ms2097 : f32
+        %fw2106 = math.exp %f2105 : f32
+        %lw2107 = memref.load %ls[%c15_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2108 = arith.addi %c1920_index, %dd : index
+        %ow2109 = memref.load %os[%a2108] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2110 = math.fma %lw2107, %fw2106, %f2103 : f32
+        %f2111 = math.fma %ow2109, %fw2106, %f2104 : f32
+        %f2112 = arith.subf %mw2083, %Ms2097 : f32
+        %fw2113 = math.exp %f2112 : f32
+        %lw2114 = memref.load %ls[%c23_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2115 = arith.addi %c2944_index, %dd : index
+        %ow2116 = memref.load %os[%a2115] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2117 = math.fma %lw2114, %fw2113, %f2110 : f32
+        %f2118 = math.fma %ow2116, %fw2113, %f2111 : f32
+        %f2119 = arith.subf %mw2084, %Ms2097 : f32
+        %fw2120 = math.exp %f2119 : f32
+        %lw2121 = memref.load %ls[%c31_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2122 = arith.addi %c3968_index, %dd : index
+        %ow2123 = memref.load %os[%a2122] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2124 = math.fma %lw2121, %fw2120, %f2117 : f32
+        %f2125 = math.fma %ow2123, %fw2120, %f2118 : f32
+        %f2126 = arith.subf %mw2085, %Ms2097 : f32
+        %fw2127 = math.exp %f2126 : f32
+        %lw2128 = memref.load %ls[%c39_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2129 = arith.addi %c4992_index, %dd : index
+        %ow2130 = memref.load %os[%a2129] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2131 = math.fma %lw2128, %fw2127, %f2124 : f32
+        %f2132 = math.fma %ow2130, %fw2127, %f2125 : f32
+        %f2133 = arith.subf %mw2086, %Ms2097 : f32
+        %fw2134 = math.exp %f2133 : f32
+        %lw2135 = memref.load %ls[%c47_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2136 = arith.addi %c6016_index, %dd : index
+        %ow2137 = memref.load %os[%a2136] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2138 = math.fma %lw2135, %fw2134, %f2131 : f32
+        %f2139 = math.fma %ow2137, %fw2134, %f2132 : f32
+        %f2140 = arith.subf %mw2087, %Ms2097 : f32
+        %fw2141 = math.exp %f2140 : f32
+        %lw2142 = memref.load %ls[%c55_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2143 = arith.addi %c7040_index, %dd : index
+        %ow2144 = memref.load %os[%a2143] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2145 = math.fma %lw2142, %fw2141, %f2138 : f32
+        %f2146 = math.fma %ow2144, %fw2141, %f2139 : f32
+        %f2147 = arith.subf %mw2088, %Ms2097 : f32
+        %fw2148 = math.exp %f2147 : f32
+        %lw2149 = memref.load %ls[%c63_index] : memref<64xf32, #gpu.address_space<workgroup>>
+        %a2150 = arith.addi %c8064_index, %dd : index
+        %ow2151 = memref.load %os[%a2150] : memref<8192xf32, #gpu.address_space<workgroup>>
+        %f2152 = math.fma %lw2149, %fw2148, %f2145 : f32
+        %f2153 = math.fma %ow2151, %fw2148, %f2146 : f32
+        %pos2154 = arith.cmpf ogt, %f2152, %c0p0_f32 : f32
+        %Lc2155 = arith.select %pos2154, %f2152, %c1p0_f32 : f32
+        %o2156 = arith.divf %f2153, %Lc2155 : f32
+        %a2157 = arith.addi %m179, %dd : index
+        scf.if %one_split {
+          memref.store %o2156, %out[%a2157] : memref<?xf32>
+        } else {
+          %m2158 = arith.muli %Ti, %NH : index
+          %m2159 = arith.muli %split, %m2158 : index
+          %m2160 = arith.muli %m2159, %c128_index : index
+          %a2161 = arith.addi %m2160, %a2157 : index
+          memref.store %o2156, %o_part[%a2161] : memref<?xf32>
+          scf.if %d_is0 {
+            %lg2162 = math.log %Lc2155 : f32
+            %f2163 = arith.addf %Ms2097, %lg2162 : f32
+            %lse2164 = arith.select %pos2154, %f2163, %c0xFF800000_f32 : f32
+            %hr2165 = arith.divui %m179, %c128_index : index
+            %a2166 = arith.addi %m2159, %hr2165 : index
+            memref.store %lse2164, %lse_part[%a2166] : memref<?xf32>
           }
         }
       }
@@ -2400,231 +2528,231 @@ module attributes {gpu.container_module} {
         llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
         gpu.barrier
         scf.if %t_is0 {
-          %m2039 = arith.muli %tile, %n_kv : index
-          %a2040 = arith.addi %m2039, %kvh : index
-          %old2041 = memref.atomic_rmw addi %c1_i32, %count[%a2040] : (i32, memref<?xi32>) -> i32
-          %nsm2042 = arith.subi %n_split, %c1_index : index
-          %nsm2043 = arith.index_cast %nsm2042 : index to i32
-          %last2044 = arith.cmpi eq, %old2041, %nsm2043 : i32
-          %lasti2045 = arith.extui %last2044 : i1 to i32
-          memref.store %lasti2045, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-          scf.if %last2044 {
-            memref.store %c0_i32, %count[%a2040] : memref<?xi32>
+          %m2167 = arith.muli %tile, %n_kv : index
+          %a2168 = arith.addi %m2167, %kvh : index
+          %old2169 = memref.atomic_rmw addi %c1_i32, %count[%a2168] : (i32, memref<?xi32>) -> i32
+          %nsm2170 = arith.subi %n_split, %c1_index : index
+          %nsm2171 = arith.index_cast %nsm2170 : index to i32
+          %last2172 = arith.cmpi eq, %old2169, %nsm2171 : i32
+          %lasti2173 = arith.extui %last2172 : i1 to i32
+          memref.store %lasti2173, %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+          scf.if %last2172 {
+            memref.store %c0_i32, %count[%a2168] : memref<?xi32>
           }
         }
         gpu.barrier
-        %lf2046 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
-        %amlast2047 = arith.cmpi ne, %lf2046, %c0_i32 : i32
-        scf.if %amlast2047 {
+        %lf2174 = memref.load %lastf[%c0_index] : memref<1xi32, #gpu.address_space<workgroup>>
+        %amlast2175 = arith.cmpi ne, %lf2174, %c0_i32 : i32
+        scf.if %amlast2175 {
           llvm.inline_asm has_side_effects "fence.acq_rel.gpu;", "" : () -> ()
-          %m2048 = arith.muli %Ti, %NH : index
-          scf.if %mine1336 {
-            %hrow2049 = arith.divui %m11, %c128_index : index
+          %m2176 = arith.muli %Ti, %NH : index
+          scf.if %mine1464 {
+            %hrow2177 = arith.divui %m11, %c128_index : index
             %M0 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2050 = arith.muli %s, %m2048 : index
-              %a2051 = arith.addi %m2050, %hrow2049 : index
-              %ls2052 = memref.load %lse_part[%a2051] : memref<?xf32>
-              %mx2053 = arith.maximumf %mx, %ls2052 : f32
-              scf.yield %mx2053 : f32
+              %m2178 = arith.muli %s, %m2176 : index
+              %a2179 = arith.addi %m2178, %hrow2177 : index
+              %ls2180 = memref.load %lse_part[%a2179] : memref<?xf32>
+              %mx2181 = arith.maximumf %mx, %ls2180 : f32
+              scf.yield %mx2181 : f32
             }
             %LO0:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2054 = arith.muli %s, %m2048 : index
-              %a2055 = arith.addi %m2054, %hrow2049 : index
-              %ls2056 = memref.load %lse_part[%a2055] : memref<?xf32>
-              %f2057 = arith.subf %ls2056, %M0 : f32
-              %ws2058 = math.exp %f2057 : f32
-              %m2059 = arith.muli %a2055, %c128_index : index
-              %a2060 = arith.addi %m2059, %dd : index
-              %op2061 = memref.load %o_part[%a2060] : memref<?xf32>
-              %f2062 = arith.addf %la, %ws2058 : f32
-              %f2063 = math.fma %ws2058, %op2061, %oa : f32
-              scf.yield %f2062, %f2063 : f32, f32
+              %m2182 = arith.muli %s, %m2176 : index
+              %a2183 = arith.addi %m2182, %hrow2177 : index
+              %ls2184 = memref.load %lse_part[%a2183] : memref<?xf32>
+              %f2185 = arith.subf %ls2184, %M0 : f32
+              %ws2186 = math.exp %f2185 : f32
+              %m2187 = arith.muli %a2183, %c128_index : index
+              %a2188 = arith.addi %m2187, %dd : index
+              %op2189 = memref.load %o_part[%a2188] : memref<?xf32>
+              %f2190 = arith.addf %la, %ws2186 : f32
+              %f2191 = math.fma %ws2186, %op2189, %oa : f32
+              scf.yield %f2190, %f2191 : f32, f32
             }
-            %ro2064 = arith.divf %LO0#1, %LO0#0 : f32
-            %a2065 = arith.addi %m11, %dd : index
-            memref.store %ro2064, %out[%a2065] : memref<?xf32>
+            %ro2192 = arith.divf %LO0#1, %LO0#0 : f32
+            %a2193 = arith.addi %m11, %dd : index
+            memref.store %ro2192, %out[%a2193] : memref<?xf32>
           }
-          scf.if %mine1338 {
-            %hrow2066 = arith.divui %m35, %c128_index : index
+          scf.if %mine1466 {
+            %hrow2194 = arith.divui %m35, %c128_index : index
             %M1 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2067 = arith.muli %s, %m2048 : index
-              %a2068 = arith.addi %m2067, %hrow2066 : index
-              %ls2069 = memref.load %lse_part[%a2068] : memref<?xf32>
-              %mx2070 = arith.maximumf %mx, %ls2069 : f32
-              scf.yield %mx2070 : f32
+              %m2195 = arith.muli %s, %m2176 : index
+              %a2196 = arith.addi %m2195, %hrow2194 : index
+              %ls2197 = memref.load %lse_part[%a2196] : memref<?xf32>
+              %mx2198 = arith.maximumf %mx, %ls2197 : f32
+              scf.yield %mx2198 : f32
             }
             %LO1:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2071 = arith.muli %s, %m2048 : index
-              %a2072 = arith.addi %m2071, %hrow2066 : index
-              %ls2073 = memref.load %lse_part[%a2072] : memref<?xf32>
-              %f2074 = arith.subf %ls2073, %M1 : f32
-              %ws2075 = math.exp %f2074 : f32
-              %m2076 = arith.muli %a2072, %c128_index : index
-              %a2077 = arith.addi %m2076, %dd : index
-              %op2078 = memref.load %o_part[%a2077] : memref<?xf32>
-              %f2079 = arith.addf %la, %ws2075 : f32
-              %f2080 = math.fma %ws2075, %op2078, %oa : f32
-              scf.yield %f2079, %f2080 : f32, f32
+              %m2199 = arith.muli %s, %m2176 : index
+              %a2200 = arith.addi %m2199, %hrow2194 : index
+              %ls2201 = memref.load %lse_part[%a2200] : memref<?xf32>
+              %f2202 = arith.subf %ls2201, %M1 : f32
+              %ws2203 = math.exp %f2202 : f32
+              %m2204 = arith.muli %a2200, %c128_index : index
+              %a2205 = arith.addi %m2204, %dd : index
+              %op2206 = memref.load %o_part[%a2205] : memref<?xf32>
+              %f2207 = arith.addf %la, %ws2203 : f32
+              %f2208 = math.fma %ws2203, %op2206, %oa : f32
+              scf.yield %f2207, %f2208 : f32, f32
             }
-            %ro2081 = arith.divf %LO1#1, %LO1#0 : f32
-            %a2082 = arith.addi %m35, %dd : index
-            memref.store %ro2081, %out[%a2082] : memref<?xf32>
+            %ro2209 = arith.divf %LO1#1, %LO1#0 : f32
+            %a2210 = arith.addi %m35, %dd : index
+            memref.store %ro2209, %out[%a2210] : memref<?xf32>
           }
-          scf.if %mine1340 {
-            %hrow2083 = arith.divui %m59, %c128_index : index
+          scf.if %mine1468 {
+            %hrow2211 = arith.divui %m59, %c128_index : index
             %M2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2084 = arith.muli %s, %m2048 : index
-              %a2085 = arith.addi %m2084, %hrow2083 : index
-              %ls2086 = memref.load %lse_part[%a2085] : memref<?xf32>
-              %mx2087 = arith.maximumf %mx, %ls2086 : f32
-              scf.yield %mx2087 : f32
+              %m2212 = arith.muli %s, %m2176 : index
+              %a2213 = arith.addi %m2212, %hrow2211 : index
+              %ls2214 = memref.load %lse_part[%a2213] : memref<?xf32>
+              %mx2215 = arith.maximumf %mx, %ls2214 : f32
+              scf.yield %mx2215 : f32
             }
             %LO2:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2088 = arith.muli %s, %m2048 : index
-              %a2089 = arith.addi %m2088, %hrow2083 : index
-              %ls2090 = memref.load %lse_part[%a2089] : memref<?xf32>
-              %f2091 = arith.subf %ls2090, %M2 : f32
-              %ws2092 = math.exp %f2091 : f32
-              %m2093 = arith.muli %a2089, %c128_index : index
-              %a2094 = arith.addi %m2093, %dd : index
-              %op2095 = memref.load %o_part[%a2094] : memref<?xf32>
-              %f2096 = arith.addf %la, %ws2092 : f32
-              %f2097 = math.fma %ws2092, %op2095, %oa : f32
-              scf.yield %f2096, %f2097 : f32, f32
+              %m2216 = arith.muli %s, %m2176 : index
+              %a2217 = arith.addi %m2216, %hrow2211 : index
+              %ls2218 = memref.load %lse_part[%a2217] : memref<?xf32>
+              %f2219 = arith.subf %ls2218, %M2 : f32
+              %ws2220 = math.exp %f2219 : f32
+              %m2221 = arith.muli %a2217, %c128_index : index
+              %a2222 = arith.addi %m2221, %dd : index
+              %op2223 = memref.load %o_part[%a2222] : memref<?xf32>
+              %f2224 = arith.addf %la, %ws2220 : f32
+              %f2225 = math.fma %ws2220, %op2223, %oa : f32
+              scf.yield %f2224, %f2225 : f32, f32
             }
-            %ro2098 = arith.divf %LO2#1, %LO2#0 : f32
-            %a2099 = arith.addi %m59, %dd : index
-            memref.store %ro2098, %out[%a2099] : memref<?xf32>
+            %ro2226 = arith.divf %LO2#1, %LO2#0 : f32
+            %a2227 = arith.addi %m59, %dd : index
+            memref.store %ro2226, %out[%a2227] : memref<?xf32>
           }
-          scf.if %mine1342 {
-            %hrow2100 = arith.divui %m83, %c128_index : index
+          scf.if %mine1470 {
+            %hrow2228 = arith.divui %m83, %c128_index : index
             %M3 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2101 = arith.muli %s, %m2048 : index
-              %a2102 = arith.addi %m2101, %hrow2100 : index
-              %ls2103 = memref.load %lse_part[%a2102] : memref<?xf32>
-              %mx2104 = arith.maximumf %mx, %ls2103 : f32
-              scf.yield %mx2104 : f32
+              %m2229 = arith.muli %s, %m2176 : index
+              %a2230 = arith.addi %m2229, %hrow2228 : index
+              %ls2231 = memref.load %lse_part[%a2230] : memref<?xf32>
+              %mx2232 = arith.maximumf %mx, %ls2231 : f32
+              scf.yield %mx2232 : f32
             }
             %LO3:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2105 = arith.muli %s, %m2048 : index
-              %a2106 = arith.addi %m2105, %hrow2100 : index
-              %ls2107 = memref.load %lse_part[%a2106] : memref<?xf32>
-              %f2108 = arith.subf %ls2107, %M3 : f32
-              %ws2109 = math.exp %f2108 : f32
-              %m2110 = arith.muli %a2106, %c128_index : index
-              %a2111 = arith.addi %m2110, %dd : index
-              %op2112 = memref.load %o_part[%a2111] : memref<?xf32>
-              %f2113 = arith.addf %la, %ws2109 : f32
-              %f2114 = math.fma %ws2109, %op2112, %oa : f32
-              scf.yield %f2113, %f2114 : f32, f32
+              %m2233 = arith.muli %s, %m2176 : index
+              %a2234 = arith.addi %m2233, %hrow2228 : index
+              %ls2235 = memref.load %lse_part[%a2234] : memref<?xf32>
+              %f2236 = arith.subf %ls2235, %M3 : f32
+              %ws2237 = math.exp %f2236 : f32
+              %m2238 = arith.muli %a2234, %c128_index : index
+              %a2239 = arith.addi %m2238, %dd : index
+              %op2240 = memref.load %o_part[%a2239] : memref<?xf32>
+              %f2241 = arith.addf %la, %ws2237 : f32
+              %f2242 = math.fma %ws2237, %op2240, %oa : f32
+              scf.yield %f2241, %f2242 : f32, f32
             }
-            %ro2115 = arith.divf %LO3#1, %LO3#0 : f32
-            %a2116 = arith.addi %m83, %dd : index
-            memref.store %ro2115, %out[%a2116] : memref<?xf32>
+            %ro2243 = arith.divf %LO3#1, %LO3#0 : f32
+            %a2244 = arith.addi %m83, %dd : index
+            memref.store %ro2243, %out[%a2244] : memref<?xf32>
           }
-          scf.if %mine1344 {
-            %hrow2117 = arith.divui %m107, %c128_index : index
+          scf.if %mine1472 {
+            %hrow2245 = arith.divui %m107, %c128_index : index
             %M4 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2118 = arith.muli %s, %m2048 : index
-              %a2119 = arith.addi %m2118, %hrow2117 : index
-              %ls2120 = memref.load %lse_part[%a2119] : memref<?xf32>
-              %mx2121 = arith.maximumf %mx, %ls2120 : f32
-              scf.yield %mx2121 : f32
+              %m2246 = arith.muli %s, %m2176 : index
+              %a2247 = arith.addi %m2246, %hrow2245 : index
+              %ls2248 = memref.load %lse_part[%a2247] : memref<?xf32>
+              %mx2249 = arith.maximumf %mx, %ls2248 : f32
+              scf.yield %mx2249 : f32
             }
             %LO4:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2122 = arith.muli %s, %m2048 : index
-              %a2123 = arith.addi %m2122, %hrow2117 : index
-              %ls2124 = memref.load %lse_part[%a2123] : memref<?xf32>
-              %f2125 = arith.subf %ls2124, %M4 : f32
-              %ws2126 = math.exp %f2125 : f32
-              %m2127 = arith.muli %a2123, %c128_index : index
-              %a2128 = arith.addi %m2127, %dd : index
-              %op2129 = memref.load %o_part[%a2128] : memref<?xf32>
-              %f2130 = arith.addf %la, %ws2126 : f32
-              %f2131 = math.fma %ws2126, %op2129, %oa : f32
-              scf.yield %f2130, %f2131 : f32, f32
+              %m2250 = arith.muli %s, %m2176 : index
+              %a2251 = arith.addi %m2250, %hrow2245 : index
+              %ls2252 = memref.load %lse_part[%a2251] : memref<?xf32>
+              %f2253 = arith.subf %ls2252, %M4 : f32
+              %ws2254 = math.exp %f2253 : f32
+              %m2255 = arith.muli %a2251, %c128_index : index
+              %a2256 = arith.addi %m2255, %dd : index
+              %op2257 = memref.load %o_part[%a2256] : memref<?xf32>
+              %f2258 = arith.addf %la, %ws2254 : f32
+              %f2259 = math.fma %ws2254, %op2257, %oa : f32
+              scf.yield %f2258, %f2259 : f32, f32
             }
-            %ro2132 = arith.divf %LO4#1, %LO4#0 : f32
-            %a2133 = arith.addi %m107, %dd : index
-            memref.store %ro2132, %out[%a2133] : memref<?xf32>
+            %ro2260 = arith.divf %LO4#1, %LO4#0 : f32
+            %a2261 = arith.addi %m107, %dd : index
+            memref.store %ro2260, %out[%a2261] : memref<?xf32>
           }
-          scf.if %mine1346 {
-            %hrow2134 = arith.divui %m131, %c128_index : index
+          scf.if %mine1474 {
+            %hrow2262 = arith.divui %m131, %c128_index : index
             %M5 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2135 = arith.muli %s, %m2048 : index
-              %a2136 = arith.addi %m2135, %hrow2134 : index
-              %ls2137 = memref.load %lse_part[%a2136] : memref<?xf32>
-              %mx2138 = arith.maximumf %mx, %ls2137 : f32
-              scf.yield %mx2138 : f32
+              %m2263 = arith.muli %s, %m2176 : index
+              %a2264 = arith.addi %m2263, %hrow2262 : index
+              %ls2265 = memref.load %lse_part[%a2264] : memref<?xf32>
+              %mx2266 = arith.maximumf %mx, %ls2265 : f32
+              scf.yield %mx2266 : f32
             }
             %LO5:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2139 = arith.muli %s, %m2048 : index
-              %a2140 = arith.addi %m2139, %hrow2134 : index
-              %ls2141 = memref.load %lse_part[%a2140] : memref<?xf32>
-              %f2142 = arith.subf %ls2141, %M5 : f32
-              %ws2143 = math.exp %f2142 : f32
-              %m2144 = arith.muli %a2140, %c128_index : index
-              %a2145 = arith.addi %m2144, %dd : index
-              %op2146 = memref.load %o_part[%a2145] : memref<?xf32>
-              %f2147 = arith.addf %la, %ws2143 : f32
-              %f2148 = math.fma %ws2143, %op2146, %oa : f32
-              scf.yield %f2147, %f2148 : f32, f32
+              %m2267 = arith.muli %s, %m2176 : index
+              %a2268 = arith.addi %m2267, %hrow2262 : index
+              %ls2269 = memref.load %lse_part[%a2268] : memref<?xf32>
+              %f2270 = arith.subf %ls2269, %M5 : f32
+              %ws2271 = math.exp %f2270 : f32
+              %m2272 = arith.muli %a2268, %c128_index : index
+              %a2273 = arith.addi %m2272, %dd : index
+              %op2274 = memref.load %o_part[%a2273] : memref<?xf32>
+              %f2275 = arith.addf %la, %ws2271 : f32
+              %f2276 = math.fma %ws2271, %op2274, %oa : f32
+              scf.yield %f2275, %f2276 : f32, f32
             }
-            %ro2149 = arith.divf %LO5#1, %LO5#0 : f32
-            %a2150 = arith.addi %m131, %dd : index
-            memref.store %ro2149, %out[%a2150] : memref<?xf32>
+            %ro2277 = arith.divf %LO5#1, %LO5#0 : f32
+            %a2278 = arith.addi %m131, %dd : index
+            memref.store %ro2277, %out[%a2278] : memref<?xf32>
           }
-          scf.if %mine1348 {
-            %hrow2151 = arith.divui %m155, %c128_index : index
+          scf.if %mine1476 {
+            %hrow2279 = arith.divui %m155, %c128_index : index
             %M6 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2152 = arith.muli %s, %m2048 : index
-              %a2153 = arith.addi %m2152, %hrow2151 : index
-              %ls2154 = memref.load %lse_part[%a2153] : memref<?xf32>
-              %mx2155 = arith.maximumf %mx, %ls2154 : f32
-              scf.yield %mx2155 : f32
+              %m2280 = arith.muli %s, %m2176 : index
+              %a2281 = arith.addi %m2280, %hrow2279 : index
+              %ls2282 = memref.load %lse_part[%a2281] : memref<?xf32>
+              %mx2283 = arith.maximumf %mx, %ls2282 : f32
+              scf.yield %mx2283 : f32
             }
             %LO6:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2156 = arith.muli %s, %m2048 : index
-              %a2157 = arith.addi %m2156, %hrow2151 : index
-              %ls2158 = memref.load %lse_part[%a2157] : memref<?xf32>
-              %f2159 = arith.subf %ls2158, %M6 : f32
-              %ws2160 = math.exp %f2159 : f32
-              %m2161 = arith.muli %a2157, %c128_index : index
-              %a2162 = arith.addi %m2161, %dd : index
-              %op2163 = memref.load %o_part[%a2162] : memref<?xf32>
-              %f2164 = arith.addf %la, %ws2160 : f32
-              %f2165 = math.fma %ws2160, %op2163, %oa : f32
-              scf.yield %f2164, %f2165 : f32, f32
+              %m2284 = arith.muli %s, %m2176 : index
+              %a2285 = arith.addi %m2284, %hrow2279 : index
+              %ls2286 = memref.load %lse_part[%a2285] : memref<?xf32>
+              %f2287 = arith.subf %ls2286, %M6 : f32
+              %ws2288 = math.exp %f2287 : f32
+              %m2289 = arith.muli %a2285, %c128_index : index
+              %a2290 = arith.addi %m2289, %dd : index
+              %op2291 = memref.load %o_part[%a2290] : memref<?xf32>
+              %f2292 = arith.addf %la, %ws2288 : f32
+              %f2293 = math.fma %ws2288, %op2291, %oa : f32
+              scf.yield %f2292, %f2293 : f32, f32
             }
-            %ro2166 = arith.divf %LO6#1, %LO6#0 : f32
-            %a2167 = arith.addi %m155, %dd : index
-            memref.store %ro2166, %out[%a2167] : memref<?xf32>
+            %ro2294 = arith.divf %LO6#1, %LO6#0 : f32
+            %a2295 = arith.addi %m155, %dd : index
+            memref.store %ro2294, %out[%a2295] : memref<?xf32>
           }
-          scf.if %mine1350 {
-            %hrow2168 = arith.divui %m179, %c128_index : index
+          scf.if %mine1478 {
+            %hrow2296 = arith.divui %m179, %c128_index : index
             %M7 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%mx = %c0xFF800000_f32) -> (f32) {
-              %m2169 = arith.muli %s, %m2048 : index
-              %a2170 = arith.addi %m2169, %hrow2168 : index
-              %ls2171 = memref.load %lse_part[%a2170] : memref<?xf32>
-              %mx2172 = arith.maximumf %mx, %ls2171 : f32
-              scf.yield %mx2172 : f32
+              %m2297 = arith.muli %s, %m2176 : index
+              %a2298 = arith.addi %m2297, %hrow2296 : index
+              %ls2299 = memref.load %lse_part[%a2298] : memref<?xf32>
+              %mx2300 = arith.maximumf %mx, %ls2299 : f32
+              scf.yield %mx2300 : f32
             }
             %LO7:2 = scf.for %s = %c0_index to %n_split step %c1_index iter_args(%la = %c0p0_f32, %oa = %c0p0_f32) -> (f32, f32) {
-              %m2173 = arith.muli %s, %m2048 : index
-              %a2174 = arith.addi %m2173, %hrow2168 : index
-              %ls2175 = memref.load %lse_part[%a2174] : memref<?xf32>
-              %f2176 = arith.subf %ls2175, %M7 : f32
-              %ws2177 = math.exp %f2176 : f32
-              %m2178 = arith.muli %a2174, %c128_index : index
-              %a2179 = arith.addi %m2178, %dd : index
-              %op2180 = memref.load %o_part[%a2179] : memref<?xf32>
-              %f2181 = arith.addf %la, %ws2177 : f32
-              %f2182 = math.fma %ws2177, %op2180, %oa : f32
-              scf.yield %f2181, %f2182 : f32, f32
+              %m2301 = arith.muli %s, %m2176 : index
+              %a2302 = arith.addi %m2301, %hrow2296 : index
+              %ls2303 = memref.load %lse_part[%a2302] : memref<?xf32>
+              %f2304 = arith.subf %ls2303, %M7 : f32
+              %ws2305 = math.exp %f2304 : f32
+              %m2306 = arith.muli %a2302, %c128_index : index
+              %a2307 = arith.addi %m2306, %dd : index
+              %op2308 = memref.load %o_part[%a2307] : memref<?xf32>
+              %f2309 = arith.addf %la, %ws2305 : f32
+              %f2310 = math.fma %ws2305, %op2308, %oa : f32
+              scf.yield %f2309, %f2310 : f32, f32
             }
-            %ro2183 = arith.divf %LO7#1, %LO7#0 : f32
-            %a2184 = arith.addi %m179, %dd : index
-            memref.store %ro2183, %out[%a2184] : memref<?xf32>
+            %ro2311 = arith.divf %LO7#1, %LO7#0 : f32
+            %a2312 = arith.addi %m179, %dd : index
+            memref.store %ro2311, %out[%a2312] : memref<?xf32>
           }
         }
       }

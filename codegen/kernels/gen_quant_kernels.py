@@ -1109,7 +1109,7 @@ def module(fmt):
 # ---------------------------------------------------------------------------
 # attention_decode.mlir: flash decoding with warps over keys (PTX only).
 DEC_ROWS = 8    # query rows per workgroup (as flash_attention_f16kv: rows i = t * G + g)
-DEC_WARPS = 8   # warps per workgroup (a multiple of 4); warp w takes keys lo + w, lo + w + W, ...
+DEC_WARPS = 8   # warps per workgroup (4 or 8); warp w takes keys lo + w, lo + w + W, ...
 DEC_UNROLL = 4  # keys per warp per iteration (their K/V loads in flight together)
 DEC_HD = 128    # head_dim: 32 lanes x 4 features
 
@@ -1119,6 +1119,7 @@ def flash_decode():
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     R, W, U = DEC_ROWS, DEC_WARPS, DEC_UNROLL
+    assert W in (4, 8), "the combine splits the 8 rows over W / 4 groups of 128 threads"
     SM = f"memref<{W * R}xf32, #gpu.address_space<workgroup>>"
     SO = f"memref<{W * R * DEC_HD}xf32, #gpu.address_space<workgroup>>"
     out = ["    gpu.func @flash_decode_f16kv_hd128(%q: memref<?xf32>, %k_cache: memref<?xf16>,",
@@ -1239,7 +1240,9 @@ def flash_decode():
         for k in range(4):
             a = e.fmul(acc[k], corr)
             for u in range(U):
-                a = e.fma(ps[u], keys[u][3][k], a)
+                # Skipped, not added as 0 * v: a key the row must not see may hold a
+                # non-finite V (a position this pass writes for a later row).
+                a = e.v(f"arith.select {vis[u][r]}, {e.fma(ps[u], keys[u][3][k], a)}, {a} : f32", "a")
             cur[2 * R + 4 * r + k] = a
     e.emit(f"scf.yield {', '.join(cur)} : {types}")
     e.indent -= 2

@@ -737,8 +737,8 @@ json lsePart(const Attention &a) {
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
 /// Prefill: prefillNSplit splits (one for a batch as long as a quarter of its context;
 /// split_len a multiple of 64, as the tensor-core kernel needs), then
-/// attention_split_reduce when more than one. Decode: kDecodeNSplit splits into the
-/// partials.
+/// attention_split_reduce when more than one. Decode: at most kDecodeNSplit splits into
+/// the partials (splitLet: only those that hold keys).
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const bool decode = ref.phase == "decode";

@@ -175,52 +175,60 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(store["args"][5], json({{"i32", "pos0"}}));
   const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
   EXPECT_EQ(prefill["scope"], "sequence");
-  EXPECT_EQ(prefill["let"], json({{"n_split", "max(1, min(min(min(ceil(ctx/64), 16), ceil(88/ceil(T*3/64))), ceil(ctx/T/4)))"},
-                                  {"split_len", "ceil(ctx/n_split/64)*64"}}));
-  EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "prefill")["let"], json({{"n_split", prefill["let"]["n_split"]}}));
+  EXPECT_EQ(prefill["let"],
+            json({{"n_split_max", "max(1, min(min(min(ceil(ctx/64), 16), ceil(88/ceil(T*3/64))), ceil(ctx/T/4)))"},
+                  {"split_len", "ceil(ctx/n_split_max/64)*64"},
+                  {"n_split", "ceil(ctx/split_len)"}}));
+  EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "prefill")["let"], prefill["let"]);
   EXPECT_EQ(prefill["grid"], json({"ceil(T*3/64)", "3", "n_split"}));
   EXPECT_EQ(prefill["args"][5]["scratch"], "attn_o_part");
   EXPECT_EQ(prefill["args"][11], json({{"i32", "split_len"}}));
   EXPECT_EQ(prefill["args"][12], json({{"f32", 0.125}}));
   const json decode = record(m, 0, "sm_80.flash_attention_f16kv", "decode");
-  EXPECT_EQ(decode["let"], json({{"n_split", "min(ceil(ctx/32), 16)"}, {"split_len", "ceil(ctx/n_split/32)*32"}}));
-  // The splits cover the context in whole 32-key tiles, one per 32 keys up to 16 splits:
-  // (ctx, n_split, split_len) as the executor evaluates the rules.
+  EXPECT_EQ(decode["let"], json({{"n_split_max", "min(ceil(ctx/32), 16)"},
+                                 {"split_len", "ceil(ctx/n_split_max/32)*32"},
+                                 {"n_split", "ceil(ctx/split_len)"}}));
+  EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "decode")["let"], decode["let"]);
+  // The splits cover the context in whole 32-key tiles, one per 32 keys up to 16 splits,
+  // and only splits that hold keys are launched: (ctx, n_split, split_len) as the executor
+  // evaluates the rules (n_split_max, then split_len, then n_split). At 600 keys 16
+  // splits of 64 keys would leave 6 empty: 10.
   {
-    const std::vector<std::string> syms = {"T", "pos0", "ctx", "kv_pages", "n_split", "split_len"};
-    const package::Expr n_split = package::Expr::parse(decode["let"]["n_split"], syms);
-    const package::Expr split_len = package::Expr::parse(decode["let"]["split_len"], syms);
+    const std::vector<std::string> syms = {"T", "pos0", "ctx", "kv_pages", "n_split_max", "split_len", "n_split"};
+    // v = {T, pos0, ctx, kv_pages, n_split_max, split_len, n_split}: the let in order.
+    auto eval = [&](const json& let, double* v) {
+      v[4] = package::Expr::parse(let["n_split_max"], syms).evaluate(v);
+      v[5] = package::Expr::parse(let["split_len"], syms).evaluate(v);
+      v[6] = package::Expr::parse(let["n_split"], syms).evaluate(v);
+    };
     for (const auto& [ctx, want_n, want_len] : std::vector<std::array<int, 3>>{
-             {1, 1, 32}, {32, 1, 32}, {33, 2, 32}, {65, 3, 32}, {512, 16, 32}, {600, 16, 64}, {1000, 16, 64}, {4096, 16, 256}, {32768, 16, 2048}}) {
-      double v[6] = {1, double(ctx - 1), double(ctx), 100, 0, 0};
-      v[4] = n_split.evaluate(v);
-      v[5] = split_len.evaluate(v);
-      EXPECT_EQ(v[4], want_n) << "ctx " << ctx;
+             {1, 1, 32}, {32, 1, 32}, {33, 2, 32}, {65, 3, 32}, {512, 16, 32}, {600, 10, 64}, {1000, 16, 64}, {4096, 16, 256}, {32768, 16, 2048}}) {
+      double v[7] = {1, double(ctx - 1), double(ctx), 100, 0, 0, 0};
+      eval(decode["let"], v);
+      EXPECT_EQ(v[6], want_n) << "ctx " << ctx;
       EXPECT_EQ(v[5], want_len) << "ctx " << ctx;
     }
     // Prefill: one split while the batch is at least a quarter of its context (pp512 from
     // empty: 1); a short batch on a long cached context (a prefix-cache hit) gets enough
     // splits for ~264 workgroups, of 64 keys at least, 16 at most.
-    const package::Expr p_split = package::Expr::parse(prefill["let"]["n_split"], syms);
-    const package::Expr p_len = package::Expr::parse(prefill["let"]["split_len"], syms);
     for (const auto& [T, ctx, want_n] : std::vector<std::array<int, 3>>{
              {512, 512, 1}, {512, 2048, 1}, {512, 4096, 2}, {512, 8192, 4}, {64, 32768, 16}, {64, 200, 1},
-             {16, 160, 3}, {1, 100, 2}}) {
-      double v[6] = {double(T), double(ctx - T), double(ctx), 100, 0, 0};
-      v[4] = p_split.evaluate(v);
-      v[5] = p_len.evaluate(v);
-      EXPECT_EQ(v[4], want_n) << "T " << T << " ctx " << ctx;
-      EXPECT_GE(v[4] * v[5], ctx);
+             {16, 160, 3}, {1, 100, 2}, {10, 1030, 9}}) {
+      double v[7] = {double(T), double(ctx - T), double(ctx), 100, 0, 0, 0};
+      eval(prefill["let"], v);
+      EXPECT_EQ(v[6], want_n) << "T " << T << " ctx " << ctx;
+      EXPECT_GE(v[6] * v[5], ctx);
       EXPECT_EQ(int64_t(v[5]) % 64, 0);
-      EXPECT_LT((v[4] - 1) * v[5], ctx) << "an empty split at T " << T << " ctx " << ctx;
+      EXPECT_LT((v[6] - 1) * v[5], ctx) << "an empty split at T " << T << " ctx " << ctx;
     }
     for (int ctx = 1; ctx <= 20000; ctx += 7) {
-      double v[6] = {1, double(ctx - 1), double(ctx), 100, 0, 0};
-      v[4] = n_split.evaluate(v);
-      v[5] = split_len.evaluate(v);
-      ASSERT_GE(v[4] * v[5], ctx) << "ctx " << ctx << ": the splits do not cover the context";
+      double v[7] = {1, double(ctx - 1), double(ctx), 100, 0, 0, 0};
+      eval(decode["let"], v);
+      ASSERT_GE(v[6] * v[5], ctx) << "ctx " << ctx << ": the splits do not cover the context";
+      ASSERT_LT((v[6] - 1) * v[5], ctx) << "ctx " << ctx << ": an empty split";
       ASSERT_EQ(int64_t(v[5]) % 32, 0) << "ctx " << ctx;
-      ASSERT_LE(v[4], 16) << "ctx " << ctx << ": more splits than the partials' scratch holds";
+      ASSERT_LE(v[6], v[4]) << "ctx " << ctx;
+      ASSERT_LE(v[6], 16) << "ctx " << ctx << ": more splits than the partials' scratch holds";
     }
   }
   EXPECT_EQ(decode["grid"], json({"ceil(T*3/8)", "3", "n_split"}));
