@@ -110,6 +110,12 @@ prepare)
       synth "$build/compiler/swizzlec" "$m" "$dir/models"
     fi
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
+    # SWZ_SPEED_EXTRA_TARGETS="sm_86 sm_89": packages for older CUDA targets too (all but
+    # the 7B shape), which `check` runs on this GPU through the driver's PTX JIT against
+    # the cpu backend (the targets' code paths, not their hardware).
+    [ "$name" = "${MODELS[2]%%|*}" ] || for t in ${SWZ_SPEED_EXTRA_TARGETS:-}; do
+      "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target "$t" -o "$dir/models/$name-$t.swz" >/dev/null
+    done
     # The other side of `time`'s A/B rows, <name>-sm_90-ab.swz: SWZ_SPEED_AB_FROM=DIR
     # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
     # SWZ_SPEED_AB=1 compiles this commit with the compile-time switch in
@@ -172,6 +178,14 @@ run)
       echo "$?" > "$here/models/$name.verdict"
       printf '%-28s correctness vs cpu: %s\n' "$name" "$([ "$(cat "$here/models/$name.verdict")" = 0 ] && echo pass || echo FAIL)"
       tail -n 4 "$work/check-$name.log"
+      for pkg in "$here/models/$name"-sm_[0-9]*.swz; do  # SWZ_SPEED_EXTRA_TARGETS's packages
+        t=${pkg%.swz}; t=${t##*-}
+        case $t in sm_90|ab) continue ;; esac
+        "$bin/swz-backend-compare" "$here/models/$name-cpu.swz" "$pkg" -n 16 --prompts "$prompts" \
+          > "$work/check-$name-$t.log" 2>&1
+        rc=$?
+        printf '%-28s %s package on this GPU, correctness vs cpu: %s\n' "$name" "$t" "$([ $rc = 0 ] && echo pass || echo FAIL)"
+      done
     done
   }
   if [ "$what" = check ]; then

@@ -87,7 +87,7 @@ void compilePackage(const CompileOptions &opts, const Log &log) {
                        " needs the MLIR codegen, which is not built into this swizzlec "
                        "(configure with -DSWZ_BUILD_COMPILER=ON); only --target cpu is available");
   if (!opts.emitMlir.empty() && opts.target == "cpu")
-    throw CompileError("--emit-mlir needs a GPU target (sm_80, sm_90, spirv): the cpu target "
+    throw CompileError("--emit-mlir needs a GPU target (sm_80, sm_86, sm_89, sm_90, spirv): the cpu target "
                        "runs the graph with swizzle-rt's built-in kernels, not through MLIR");
   if (opts.outDir.empty() && opts.emitMlir.empty())
     throw CompileError("no output package given (-o model.swz)");

@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
   swz::compiler::CompileOptions copts;
   CLI::App *compile = app.add_subcommand("compile", "compile a GGUF model into a .swz package");
   compile->add_option("model", copts.ggufPath, "the GGUF model file")->required();
-  compile->add_option("--target", copts.target, "cpu | sm_80 | sm_90 | spirv")->capture_default_str();
+  compile->add_option("--target", copts.target, "cpu | sm_80 | sm_86 | sm_89 | sm_90 | spirv")->capture_default_str();
   compile->add_option("-o,--output", copts.outDir, "the package directory to write, e.g. model.swz");
   compile->add_option("--emit-mlir", copts.emitMlir,
                       "GPU targets: print the graph's MLIR after a pipeline stage (import | fuse | "

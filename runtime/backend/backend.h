@@ -192,7 +192,7 @@ struct BackendEntry {
   /// The KV page format its kernels for `target` read and write (for the prefix cache's
   /// model key: pages of different formats never share blocks).
   std::string (*kv_format)(const std::string& target);
-  /// The targets it runs, for messages ("sm_80, sm_90").
+  /// The targets it runs, for messages ("sm_80, sm_86, sm_89, sm_90").
   const char* targets;
 };
 

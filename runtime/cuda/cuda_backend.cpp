@@ -120,7 +120,14 @@ std::string arch_mismatch(const std::string& target, int major, int minor, const
   }
   const bool ok = specific ? dev == pkg : dev >= pkg;
   if (ok) return "";
-  std::string fix = dev >= 90 ? "sm_90" : dev >= 80 ? "sm_80" : "";
+  // The newest CUDA target swizzlec knows that the device runs (PTX for sm_XY runs on sm_MN, MN >= XY).
+  std::string fix;
+  int best = 0;
+  for (const std::string& t : package::known_targets()) {
+    if (t.rfind("sm_", 0) != 0) continue;
+    const int v = std::atoi(t.c_str() + 3);
+    if (v <= dev && v > best) best = v, fix = t;
+  }
   return "package compiled for " + target + "; device " + device + " is " + dev_arch +
          (fix.empty() ? ": no CUDA target of swizzlec runs on it (sm_80 is the oldest); use swizzlec compile --target spirv"
                       : ": recompile with swizzlec compile --target " + fix);
@@ -655,7 +662,7 @@ const backend::BackendEntry kBackendEntry = {
     [](const std::string& target) { return target.rfind("sm_", 0) == 0; },
     [](const std::string& select, int) -> std::unique_ptr<backend::Backend> { return std::make_unique<CudaBackend>(select); },
     [](const std::string& target) { return target + " f16 page64 per-layer-tiles"; },
-    "sm_80, sm_90",
+    "sm_80, sm_86, sm_89, sm_90",
 };
 
 }  // namespace swz::cuda

@@ -128,7 +128,8 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }  // namespace
 
 const std::vector<std::string>& known_targets() {
-  static const std::vector<std::string> t{"cpu", "sm_80", "sm_90", "spirv"};
+  // The CUDA targets are compiler/schedules/sm_*.json (one file a GPU generation).
+  static const std::vector<std::string> t{"cpu", "sm_80", "sm_86", "sm_89", "sm_90", "spirv"};
   return t;
 }
 
@@ -198,8 +199,14 @@ Manifest from_json(const json& j, const std::string& where) {
   m.format_version = kFormatVersion;
   m.target = c.string(j, "", "target");
   const auto& targets = known_targets();
-  if (std::find(targets.begin(), targets.end(), m.target) == targets.end())
-    c.fail("target", "unknown target \"" + m.target + "\" (known: cpu, sm_80, sm_90, spirv)");
+  if (std::find(targets.begin(), targets.end(), m.target) == targets.end()) {
+    std::string known;
+    for (const std::string& t : targets) {
+      if (!known.empty()) known += ", ";
+      known += t;
+    }
+    c.fail("target", "unknown target \"" + m.target + "\" (known: " + known + ")");
+  }
   m.created_by = c.string(j, "", "created_by");
 
   const json& model = c.object(j, "", "model");

@@ -1,5 +1,5 @@
 """GPU packages of the real shipped models (issue 6's "done when"): `swizzlec compile
---target sm_80|sm_90|spirv` on SmolLM2-135M Q4_1 (the default model) and
+--target sm_80|sm_86|sm_89|sm_90|spirv` on SmolLM2-135M Q4_1 (the default model) and
 Qwen2.5-Coder-0.5B Q4_K_M writes a complete package: every graph op bound to kernels,
 every PTX module assembled by ptxas for the target (resources recorded, no spills), every
 ldmatrix / cp.async tile conflict-free, every SPIR-V module valid for Vulkan 1.1.
@@ -61,7 +61,7 @@ def _compile(swizzlec: Path, gguf: str, target: str, out: Path) -> str:
     return r.stderr
 
 
-@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90"])
 @pytest.mark.parametrize("name,gguf", _models())
 def test_ptx_package(swizzlec, tmp_path, name, gguf, target):
     ptxas = _tool("ptxas", "CUDA_ROOT")

@@ -52,7 +52,7 @@ TEST(CudaBackend, UnknownTargetsAreErrors) {
     // The message lists what the registered backends run.
     EXPECT_EQ(std::string(e.what()).rfind("no backend for package target 'rocm' (known: ", 0), 0u) << e.what();
     EXPECT_NE(std::string(e.what()).find("cpu -> cpu"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("sm_80, sm_90 -> cuda"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sm_80, sm_86, sm_89, sm_90 -> cuda"), std::string::npos) << e.what();
   }
   // cpu packages run on the cpu backend, through the same interface.
   EXPECT_EQ(swz::backend::create_backend("cpu", "", 1)->info().backend, "cpu");
@@ -138,6 +138,16 @@ TEST(CudaArch, ForwardCompatiblePtxOnly) {
   EXPECT_EQ(arch_mismatch("sm_90", 8, 0, "NVIDIA A100"),
             "package compiled for sm_90; device NVIDIA A100 is sm_80: recompile with swizzlec compile --target sm_80");
   EXPECT_NE(arch_mismatch("sm_80", 7, 5, "Tesla T4").find("--target spirv"), std::string::npos);
+  // The suggested target is the newest one swizzlec knows that the device runs.
+  EXPECT_EQ(arch_mismatch("sm_86", 8, 6, "NVIDIA GeForce RTX 3050"), "");
+  EXPECT_EQ(arch_mismatch("sm_86", 8, 9, "NVIDIA L4"), "");
+  EXPECT_EQ(arch_mismatch("sm_89", 12, 0, "NVIDIA GeForce RTX 5090"), "");  // sm_120 runs sm_89 PTX
+  EXPECT_EQ(arch_mismatch("sm_90", 8, 9, "NVIDIA GeForce RTX 4090"),
+            "package compiled for sm_90; device NVIDIA GeForce RTX 4090 is sm_89: recompile with swizzlec compile --target sm_89");
+  EXPECT_EQ(arch_mismatch("sm_89", 8, 6, "NVIDIA GeForce RTX 3050"),
+            "package compiled for sm_89; device NVIDIA GeForce RTX 3050 is sm_86: recompile with swizzlec compile --target sm_86");
+  EXPECT_EQ(arch_mismatch("sm_86", 8, 0, "NVIDIA A100"),
+            "package compiled for sm_86; device NVIDIA A100 is sm_80: recompile with swizzlec compile --target sm_80");
   EXPECT_EQ(arch_mismatch("sm_90a", 9, 0, "NVIDIA H100"), "");
   EXPECT_NE(arch_mismatch("sm_90a", 10, 0, "NVIDIA B200"), "");  // arch-specific: exact only
   EXPECT_NE(arch_mismatch("spirv", 9, 0, "NVIDIA H200"), "");

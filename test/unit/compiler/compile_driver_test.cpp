@@ -89,7 +89,7 @@ TEST_F(CompileDriverTest, TargetsAreCheckedBeforeAnyWork) {
     swz::compiler::targetAvailable("sm_75");
     FAIL() << "no error";
   } catch (const CompileError& e) {
-    EXPECT_STREQ(e.what(), "unknown target 'sm_75' (known: cpu, sm_80, sm_90, spirv)");
+    EXPECT_STREQ(e.what(), "unknown target 'sm_75' (known: cpu, sm_80, sm_86, sm_89, sm_90, spirv)");
   }
 #ifndef SWZ_HAVE_GPU_CODEGEN
   EXPECT_FALSE(swz::compiler::targetAvailable("sm_90"));
@@ -142,7 +142,7 @@ TEST_F(CompileDriverTest, ExecutableExitsNonZeroWithAClearMessage) {
 
   CliResult unknown = run_swizzlec("compile " + gguf_ + " --target sm_75 -o " + out + "2", dir_);
   EXPECT_EQ(unknown.status, 1);
-  EXPECT_EQ(unknown.err, "swizzlec: error: unknown target 'sm_75' (known: cpu, sm_80, sm_90, spirv)\n");
+  EXPECT_EQ(unknown.err, "swizzlec: error: unknown target 'sm_75' (known: cpu, sm_80, sm_86, sm_89, sm_90, spirv)\n");
 
   CliResult missing = run_swizzlec("compile " + (dir_ / "nope.gguf").string() + " -o " + out + "2", dir_);
   EXPECT_EQ(missing.status, 1);

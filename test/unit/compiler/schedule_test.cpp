@@ -48,6 +48,24 @@ TEST(Schedule, Sm90) {
   EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
 }
 
+// Ampere consumer (sm_86) and Ada (sm_89): the sm_80 instruction set for these f16
+// kernels, 99 KiB of shared memory a block; every target's tiles fit its limit.
+TEST(Schedule, Sm86AndSm89) {
+  for (const char *t : {"sm_86", "sm_89"}) {
+    TargetSchedule s = loadSchedule(schedulePath(t));
+    EXPECT_EQ(s.target, t);
+    EXPECT_EQ(s.arch, t);
+    EXPECT_EQ(s.maxSmemBytesPerBlock, 101376) << t;
+    EXPECT_EQ(s.gemm.mma, "mma.sync.m16n8k16") << t;
+    EXPECT_EQ(s.gemm.copy, "cp.async.cg.16") << t;
+    EXPECT_EQ(s.gemm.swizzle->str(), "Swizzle<3,3,3>") << t;
+    EXPECT_TRUE(s.gemm.conflictFree && s.attention.conflictFree) << t;
+    EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock) << t;
+  }
+  EXPECT_EQ(loadSchedule(schedulePath("sm_86")).ptxVersion, "7.1");
+  EXPECT_EQ(loadSchedule(schedulePath("sm_89")).ptxVersion, "7.8");
+}
+
 TEST(Schedule, Spirv) {
   TargetSchedule s = loadSchedule(schedulePath("spirv"));
   EXPECT_EQ(s.target, "spirv");
