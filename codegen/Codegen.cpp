@@ -782,6 +782,9 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   // SWZ_FUSE_QK=0 keeps RoPE on q and the head norms as their own launches (A/Bs).
   const char *fuseQkEnv = std::getenv("SWZ_FUSE_QK");
   fuseOptions.qkRope = !(fuseQkEnv && std::string(fuseQkEnv) == "0");
+  // SWZ_MERGE_GEMV=0 marks no shared-input runs: one decode GEMV launch per matmul (A/Bs).
+  const char *mergeEnv = std::getenv("SWZ_MERGE_GEMV");
+  fuseOptions.sharedInput = !(mergeEnv && std::string(mergeEnv) == "0");
   fuse.addPass(swz::createSwzFuse(fuseOptions));
   if (failed(fuse.run(*module)))
     throw std::runtime_error("swz-fuse failed:\n" + diagnostics);
@@ -799,6 +802,8 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
     g.key = key;
     for (Attribute a : ids)
       g.graphOps.push_back(cast<IntegerAttr>(a).getInt());
+    if (auto shared = op->getAttrOfType<IntegerAttr>("swz.shared_input"))
+      g.sharedInput = shared.getInt();
     g.kernels = kernelsFor(key, ptx);
     if (g.kernels.empty())
       ++plan.missing[key];

@@ -99,6 +99,9 @@ struct LaunchGroup {
   std::vector<int64_t> graphOps;
   std::string key;
   std::vector<KernelRef> kernels;
+  /// swz-fuse's swz.shared_input: the first graph op of the run of matmuls that read
+  /// one input (q/k/v, gate/up), whose decode GEMVs run as one launch; -1 if none.
+  int64_t sharedInput = -1;
 };
 
 /// The graph pipeline's result: the IR after the stage asked for (for `swizzlec

@@ -421,18 +421,18 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     std::string of;  // the activation it read
   };
   std::map<std::string, LastCopy> lastCopy;  // by kernel: ".quantize_q8_x", ".convert_f32_f16"
-  // And such matmuls in consecutive graph ops run as one launch of matmul_<type>_q8x (up
-  // to three outputs: q, k, v; gate, up), which reads the int8 input once per row
-  // block and saves the launches' fixed cost: `open` is the record of the last such
-  // matmul launch kept (in the previous group), `openOutputs` how many outputs it holds.
-  // SWZ_MERGE_GEMV=0 keeps one launch per matmul (for A/B measurements).
-  const char *mergeEnv = std::getenv("SWZ_MERGE_GEMV");
-  const bool mergeGemv = !(mergeEnv && std::string(mergeEnv) == "0");
+  // And the matmuls swz-fuse marked as one run (swz.shared_input: q, k, v; gate, up)
+  // run as one launch of matmul_<type>_q8x (up to three outputs), which reads the int8
+  // input once per row block and saves the launches' fixed cost: `open` is the record
+  // of the last such matmul launch kept (in the previous group), `openOutputs` how many
+  // outputs it holds, `openShared` its group's run.
+  // (SWZ_MERGE_GEMV=0 turns the pattern off: one launch per matmul, for A/Bs.)
   // SWZ_FOLD_QUANTIZE=0 keeps quantize_q8_x launches separate (foldQuantize below; A/Bs).
   const char *foldEnv = std::getenv("SWZ_FOLD_QUANTIZE");
   const bool foldGemvInput = !(foldEnv && std::string(foldEnv) == "0");
   json *open = nullptr;
   int openOutputs = 0;
+  int64_t openShared = -1;
   int64_t openOp = -1;  // the graph op whose launches hold `open`
   auto i32Of = [](const json &arg) { return std::stoll(arg.at("i32").get<std::string>()); };
   // A quantize_q8_x right after the launch that wrote its input (the RMSNorm before q/k/v
@@ -495,8 +495,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       decodeBefore |= l.at("phase") != "prefill";
       kept.push_back(std::move(l));
     }
-    // Merge this group's int8 GEMV into the previous group's when nothing re-quantized
-    // the input in between, neither adds a residual, and the launch has room.
+    // Merge this group's int8 GEMV into the previous group's when swz-fuse put both in
+    // one run; and (checks of what the run implies) nothing re-quantized the input in
+    // between, neither adds a residual, and the launch has room.
     json *mine = nullptr;
     bool requantized = false;
     for (json &l : kept) {
@@ -506,8 +507,8 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         mine = &l;
     }
     bool merged = false;
-    if (mergeGemv && mine && open && !requantized && openOutputs < 3 && (*open)["kernel"] == (*mine)["kernel"] &&
-        (*open)["phase"] == (*mine)["phase"]) {
+    if (mine && open && group.sharedInput >= 0 && group.sharedInput == openShared && !requantized &&
+        openOutputs < 3 && (*open)["kernel"] == (*mine)["kernel"] && (*open)["phase"] == (*mine)["phase"]) {
       json &a = (*open)["args"];
       const json &b = (*mine)["args"];
       const int64_t fa = i32Of(a[17]), fb = i32Of(b[17]);
@@ -546,6 +547,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
           open = &l;
           openOutputs = 1;
           openOp = group.graphOps.front();
+          openShared = group.sharedInput;
         }
     }
     for (int64_t id : group.graphOps)

@@ -405,8 +405,51 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
       fuseRopeIntoKvWrite();
     if (ropeKv && qkRope)
       fuseQkIntoKvWrite();
-    if (!residual)
-      return;
+    if (residual)
+      fuseResidualAdds();
+    if (sharedInput)
+      markSharedInputs();
+  }
+
+  /// Runs of up to three adjacent matmuls with one `x` and weight type, no residual and
+  /// no row restriction: each gets swz.shared_input = the run's first graph op (after the
+  /// residual fusion, so an o or down projection that took its add is never in a run).
+  void markSharedInputs() {
+    constexpr StringLiteral kShared = "swz.shared_input";
+    constexpr int kMaxRun = 3;
+    auto eligible = [](Operation *op) -> MatmulOp {
+      auto mm = dyn_cast_or_null<MatmulOp>(op);
+      if (!mm || mm.getResidual() || mm->hasAttr("swz.rows"))
+        return MatmulOp();
+      return mm;
+    };
+    getOperation().walk([&](Block *block) {
+      SmallVector<MatmulOp> run;
+      auto close = [&]() {
+        if (run.size() > 1) {
+          auto ids = run.front()->getAttrOfType<ArrayAttr>(kGraphOpsAttr);
+          if (ids && !ids.empty())
+            for (MatmulOp mm : run)
+              mm->setAttr(kShared, ids[0]);
+        }
+        run.clear();
+      };
+      for (Operation &op : *block) {
+        MatmulOp mm = eligible(&op);
+        if (mm && !run.empty() && run.size() < kMaxRun && run.back()->getNextNode() == &op &&
+            mm.getX() == run.back().getX() && mm.getWeightTypeAttr() == run.back().getWeightTypeAttr()) {
+          run.push_back(mm);
+          continue;
+        }
+        close();
+        if (mm)
+          run.push_back(mm);
+      }
+      close();
+    });
+  }
+
+  void fuseResidualAdds() {
     SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp add) { adds.push_back(add); });
     for (AddOp add : adds) {

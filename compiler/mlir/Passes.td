@@ -100,6 +100,16 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     then normalises and rotates q in place and k into the cache: a decode layer's
     four small launches (two head norms, rope on q, the KV write) become one.
 
+    Matmuls that read one input (`shared-input`, last): a run of up to three
+    `swz.matmul`s next to each other with the same `x` and weight type, no
+    residual and no `swz.rows` (q, k and v after the attention norm; gate and up
+    after the FFN norm) each get `swz.shared_input = N`, N the first graph op of
+    the run. The decode GEMVs of such a run are one launch of the int8 kernel
+    (`matmul_<type>_q8x` with up to three weights and outputs): the input is
+    quantized and read once per row block for all of them, and two or three
+    launches' fixed cost is paid once (compiler/driver/compile_gpu.cpp merges
+    exactly these).
+
     Each fused op records the graph ops it now stands for in `swz.graph_ops`
     (the indices the importer put on the ops, `manifest.graph.ops[i]`), so the
     package writer can map launches back to graph ops.
@@ -122,6 +132,9 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     Option<"qkRope", "qk-rope", "bool", /*default=*/"true",
            "with rope-kv: fold RoPE on q, and Qwen3's per-head RMSNorms on q and k, "
            "into the same launch">,
+    Option<"sharedInput", "shared-input", "bool", /*default=*/"true",
+           "mark runs of matmuls that read one input (q/k/v, gate/up) to run as one "
+           "launch">,
   ];
 }
 
