@@ -782,6 +782,9 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   // SWZ_FUSE_QK=0 keeps RoPE on q and the head norms as their own launches (A/Bs).
   const char *fuseQkEnv = std::getenv("SWZ_FUSE_QK");
   fuseOptions.qkRope = !(fuseQkEnv && std::string(fuseQkEnv) == "0");
+  // SWZ_FOLD_QUANTIZE=0 marks no quantize outputs: quantize_q8_x launches stay apart (A/Bs).
+  const char *foldEnv = std::getenv("SWZ_FOLD_QUANTIZE");
+  fuseOptions.quantizeOutput = !(foldEnv && std::string(foldEnv) == "0");
   // SWZ_MERGE_GEMV=0 marks no shared-input runs: one decode GEMV launch per matmul (A/Bs).
   const char *mergeEnv = std::getenv("SWZ_MERGE_GEMV");
   fuseOptions.sharedInput = !(mergeEnv && std::string(mergeEnv) == "0");
@@ -804,6 +807,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
       g.graphOps.push_back(cast<IntegerAttr>(a).getInt());
     if (auto shared = op->getAttrOfType<IntegerAttr>("swz.shared_input"))
       g.sharedInput = shared.getInt();
+    g.quantizeOutput = op->hasAttr("swz.quantize_output");
     g.kernels = kernelsFor(key, ptx);
     if (g.kernels.empty())
       ++plan.missing[key];

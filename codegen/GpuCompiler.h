@@ -102,6 +102,9 @@ struct LaunchGroup {
   /// swz-fuse's swz.shared_input: the first graph op of the run of matmuls that read
   /// one input (q/k/v, gate/up), whose decode GEMVs run as one launch; -1 if none.
   int64_t sharedInput = -1;
+  /// swz-fuse's swz.quantize_output: the op (RMSNorm, SwiGLU) also writes the int8 input
+  /// of the matmul after it, in decode.
+  bool quantizeOutput = false;
 };
 
 /// The graph pipeline's result: the IR after the stage asked for (for `swizzlec

@@ -427,21 +427,20 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // of the last such matmul launch kept (in the previous group), `openOutputs` how many
   // outputs it holds, `openShared` its group's run.
   // (SWZ_MERGE_GEMV=0 turns the pattern off: one launch per matmul, for A/Bs.)
-  // SWZ_FOLD_QUANTIZE=0 keeps quantize_q8_x launches separate (foldQuantize below; A/Bs).
-  const char *foldEnv = std::getenv("SWZ_FOLD_QUANTIZE");
-  const bool foldGemvInput = !(foldEnv && std::string(foldEnv) == "0");
   json *open = nullptr;
   int openOutputs = 0;
   int64_t openShared = -1;
   int64_t openOp = -1;  // the graph op whose launches hold `open`
   auto i32Of = [](const json &arg) { return std::stoll(arg.at("i32").get<std::string>()); };
-  // A quantize_q8_x right after the launch that wrote its input (the RMSNorm before q/k/v
-  // and gate/up; SwiGLU before down) folds into it in decode: that op runs its f32 kernel
-  // in prefill and <kernel>_q8x in decode, which writes the same f32 output (bitwise)
-  // and its int8 form. `prevOp` is the last graph op with launches.
+  // A quantize_q8_x right after the launch that wrote its input, of an op swz-fuse marked
+  // swz.quantize_output (the RMSNorm before q/k/v and gate/up; SwiGLU before down), folds
+  // into it in decode: that op runs its f32 kernel in prefill and <kernel>_q8x in decode,
+  // which writes the same f32 output (bitwise) and its int8 form. `prevOp` is the last
+  // graph op with launches. (SWZ_FOLD_QUANTIZE=0 turns the pattern off, for A/Bs.)
   int64_t prevOp = -1;
+  bool prevQuantizeOutput = false;  // swz-fuse marked prevOp's op (swz.quantize_output)
   auto foldQuantize = [&](const json &quant) -> bool {
-    if (prevOp < 0 || quant.at("phase") != "decode")
+    if (prevOp < 0 || !prevQuantizeOutput || quant.at("phase") != "decode")
       return false;
     json &prevLaunches = ops.at(prevOp).at("launches");
     if (prevLaunches.empty())
@@ -487,7 +486,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         LastCopy &last = lastCopy[quantize ? ".quantize_q8_x" : ".convert_f32_f16"];
         if (l == last.record)
           continue;
-        const bool folded = quantize && foldGemvInput && !decodeBefore && foldQuantize(l);
+        const bool folded = quantize && !decodeBefore && foldQuantize(l);
         last = {l, l.at("args").at(0).at("buffer").get<std::string>()};
         if (folded)
           continue;
@@ -536,8 +535,10 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
       }
     }
     anchor["launches"] = std::move(kept);
-    if (!anchor["launches"].empty())
+    if (!anchor["launches"].empty()) {
       prevOp = group.graphOps.front();
+      prevQuantizeOutput = group.quantizeOutput;
+    }
     if (!merged) {
       open = nullptr;
       openOutputs = 0;

@@ -409,6 +409,20 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
       fuseResidualAdds();
     if (sharedInput)
       markSharedInputs();
+    if (quantizeOutput)
+      markQuantizeOutputs();
+  }
+
+  /// An RMSNorm or SwiGLU right before a matmul that reads its result (the attention or
+  /// FFN norm before q/k/v or gate/up, SwiGLU before down): swz.quantize_output.
+  void markQuantizeOutputs() {
+    getOperation().walk([&](Operation *op) {
+      if (!isa<RmsNormOp, SwigluOp>(op) || op->hasAttr("swz.rows"))
+        return;
+      auto mm = dyn_cast_or_null<MatmulOp>(op->getNextNode());
+      if (mm && !mm->hasAttr("swz.rows") && mm.getX() == op->getResult(0))
+        op->setAttr("swz.quantize_output", UnitAttr::get(op->getContext()));
+    });
   }
 
   /// Runs of up to three adjacent matmuls with one `x` and weight type, no residual and

@@ -110,6 +110,14 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     launches' fixed cost is paid once (compiler/driver/compile_gpu.cpp merges
     exactly these).
 
+    RMSNorm or SwiGLU into the GEMV's int8 input (`quantize-output`): a
+    `swz.rms_norm` or `swz.swiglu` whose next op is a `swz.matmul` (no
+    `swz.rows`) reading its result gets `swz.quantize_output`: in decode it runs
+    the `_q8x` variant of its kernel, which writes the same f32 result and the
+    int8 rows (and scales) the matmul's int8 GEMV reads, instead of a separate
+    quantize launch (compile_gpu.cpp folds exactly these, where the matmul's
+    decode kernel takes int8 input).
+
     Each fused op records the graph ops it now stands for in `swz.graph_ops`
     (the indices the importer put on the ops, `manifest.graph.ops[i]`), so the
     package writer can map launches back to graph ops.
@@ -135,6 +143,9 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
     Option<"sharedInput", "shared-input", "bool", /*default=*/"true",
            "mark runs of matmuls that read one input (q/k/v, gate/up) to run as one "
            "launch">,
+    Option<"quantizeOutput", "quantize-output", "bool", /*default=*/"true",
+           "mark an RMSNorm or SwiGLU right before the matmul that reads it to write "
+           "that matmul's int8 input too">,
   ];
 }
 
