@@ -20,12 +20,8 @@ std::string swizzlecVersion() { return std::string("swizzlec ") + SWZ_VERSION; }
 
 bool targetAvailable(const std::string &target) {
   const auto &known = package::known_targets();
-  if (std::find(known.begin(), known.end(), target) == known.end()) {
-    std::string list;
-    for (const auto &t : known)
-      list += (list.empty() ? "" : ", ") + t;
-    throw CompileError("unknown target '" + target + "' (known: " + list + ")");
-  }
+  if (std::find(known.begin(), known.end(), target) == known.end())
+    throw CompileError("unknown target '" + target + "' (known: " + package::known_targets_text() + ")");
   if (target == "cpu")
     return true;
 #ifdef SWZ_HAVE_GPU_CODEGEN

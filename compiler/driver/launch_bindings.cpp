@@ -671,6 +671,15 @@ int64_t prefillRowsPerWorkgroup(const Group &g) {
   g.fail("the attention group has no prefill flash kernel");
 }
 
+/// The split `let` of a phase's attention launches (the flash kernel and its
+/// attention_split_reduce share it): decode's kDecodeNSplit splits of 32-key tiles,
+/// prefill's prefillNSplit splits of 64-key pages (the tensor-core kernel's key tile).
+std::vector<std::pair<std::string, std::string>> phaseSplitLet(const Group &g, const Attention &a,
+                                                               const std::string &phase) {
+  return phase == "decode" ? splitLet(kDecodeNSplit, kDecodeMinSplit)
+                           : splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), kPage);
+}
+
 json kvPool(const Attention &a, const char *which) {
   return {{"kv", which},
           {"layer", a.layer},
@@ -741,13 +750,12 @@ json lsePart(const Attention &a) {
 /// the partials (splitLet: only those that hold keys).
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
-  const bool decode = ref.phase == "decode";
   if (ref.entry == "flash_attention_f16kv" && a.hd % 4 != 0)
     g.fail("flash_attention_f16kv needs head_dim % 4 == 0 (its dot products run four "
            "features at a time); this model's head_dim is " + str(a.hd));
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
-  r.let = decode ? splitLet(kDecodeNSplit, kDecodeMinSplit) : splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), 64);
+  r.let = phaseSplitLet(g, a, ref.phase);
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n), oPart(a), lsePart(a)};
   // flash_decode_f16kv_hd128 merges the splits itself: one i32 count per (row tile, KV
@@ -767,8 +775,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
 void bindSplitReduce(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   r.scope = "sequence";
-  r.let = ref.phase == "prefill" ? splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), 64)
-                                 : splitLet(kDecodeNSplit, kDecodeMinSplit);
+  r.let = phaseSplitLet(g, a, ref.phase);
   r.args = {oPart(a), lsePart(a), activation(a.out, t[2], "T*" + str(a.nHead * a.hd)),
             i32("n_split"), i32(a.hd)};
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};

@@ -133,6 +133,15 @@ const std::vector<std::string>& known_targets() {
   return t;
 }
 
+std::string known_targets_text() {
+  std::string text;
+  for (const std::string& t : known_targets()) {
+    if (!text.empty()) text += ", ";
+    text += t;
+  }
+  return text;
+}
+
 const Kernel* Manifest::find_kernel(const std::string& entry) const {
   for (const Kernel& k : kernels)
     if (k.entry == entry) return &k;
@@ -199,14 +208,8 @@ Manifest from_json(const json& j, const std::string& where) {
   m.format_version = kFormatVersion;
   m.target = c.string(j, "", "target");
   const auto& targets = known_targets();
-  if (std::find(targets.begin(), targets.end(), m.target) == targets.end()) {
-    std::string known;
-    for (const std::string& t : targets) {
-      if (!known.empty()) known += ", ";
-      known += t;
-    }
-    c.fail("target", "unknown target \"" + m.target + "\" (known: " + known + ")");
-  }
+  if (std::find(targets.begin(), targets.end(), m.target) == targets.end())
+    c.fail("target", "unknown target \"" + m.target + "\" (known: " + known_targets_text() + ")");
   m.created_by = c.string(j, "", "created_by");
 
   const json& model = c.object(j, "", "model");

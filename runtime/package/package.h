@@ -44,6 +44,8 @@ inline constexpr const char* kManifestFile = "manifest.json";
 
 /// Targets a package can be compiled for. "cpu" kernels are built into swizzle-rt.
 const std::vector<std::string>& known_targets();
+/// known_targets() for messages: "cpu, sm_80, ..., spirv".
+std::string known_targets_text();
 
 struct ModelInfo {
   std::string architecture;   ///< "llama" | "qwen2" | "qwen3" (== hparams["arch"])
