@@ -558,7 +558,7 @@ std::vector<Case> attentionCases(const std::string &format) {
     // Then the 7B shape at the splits the decode records choose at a 540-key context
     // (64 keys a split) and at 4,096 (16 splits of 256 keys): the timing shapes of a
     // decode step after pp512 and at a long agent context (the SIMT interpreter test
-    // runs the first five only: the 4,096-key case is long in Python).
+    // runs all but the 4,096-key case, which is long in Python).
     const AttnShape decodeShapes[] = {
         {1, 143, 16, 8, 128, 32}, {1, 299, 28, 4, 128, 32}, {1, 40, 28, 4, 128},
         {17, 40, 28, 4, 128, 32}, {8, 57, 16, 8, 128, 64},  {1, 539, 28, 4, 128, 64},
