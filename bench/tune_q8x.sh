@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # Tuning the int8 decode GEMVs (matmul_<type>_q8x, codegen/kernels/gemv_q8x.mlir) on the
 # GPU: variants of gen_quant_kernels.py's Q8X parameters (units a block, units in flight a
-# thread, workgroups an SM the registers allow, warps a row), each checked against the
-# float64 references and timed on the real decode shapes of Qwen2.5-Coder-7B (Q4_K) and
-# Qwen3-0.6B (Q8_0) with the L2 flushed before every launch (weights from HBM, as in a
-# decode step), by the case runner swz-ptx-check.
+# thread, workgroups an SM the registers allow, rows a warp), each checked against the
+# float64 references and timed on the real decode shapes of Qwen2.5-Coder-7B (Q4_K; Q8_0
+# at its FFN shapes) and Qwen3-0.6B (Q8_0) with the buffers rotated (launches back to back
+# over copies adding up to 512 MB: weights from HBM, as in a decode step), by the case
+# runner swz-ptx-check; then the shipped GEMVs of every decode type (the f32-activation
+# ones of Q4_1, Q5_0, Q6_K, Q8_0, F16 beside the int8 ones) at the 7B FFN shapes and the
+# Q6_K LM head, the same way.
 #
 #   bench/tune_q8x.sh prepare [build-dir]   # here: variant PTX + a static swz-ptx-check
 #                                           # into <build-dir>/gpu-tune (carry it)
 #   bench/tune_q8x.sh run [build-dir]       # there: $OUT/tune-q8x.md and .json, the
 #                                           # per-variant logs in $OUT/tune-logs.tgz
+#   bench/tune_q8x.sh ncu [build-dir] NAME...   # there: ncu's speed-of-light, warp-state
+#                                           # (stall reasons), memory and occupancy sections
+#                                           # for variants NAME at the 7B gate/up shape, and
+#                                           # their SASS (cuobjdump), into $OUT/ncu-NAME.txt
 #
 # A variant is "name|type|gen_quant_kernels.py --variant parameters|rows a workgroup"
-# (rows = 4 / warps a row; the case runner launches that grid: SWZ_CHECK_Q8X_ROWS). The
+# (rows = 4 x rows a warp; the case runner launches that grid: SWZ_CHECK_Q8X_ROWS). The
 # first variant of each type is what the repository ships (Q4_K's units are 32-weight
 # sub-blocks, 8 a block; Q8_0's 16 weights, 2 a block).
 set -euo pipefail
@@ -21,15 +28,13 @@ build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-tune
 VARIANTS=(
-  "q4k-p8r1m8|q4_k|units=8,unroll=1,minctasm=8,wpr=1|4"
-  "q4k-p8r1m8w2|q4_k|units=8,unroll=1,minctasm=8,wpr=2|2"
-  "q4k-p8r2m8|q4_k|units=8,unroll=2,minctasm=8,wpr=1|4"
-  "q4k-p8r2m8w2|q4_k|units=8,unroll=2,minctasm=8,wpr=2|2"
-  "q4k-p8r2m6w2|q4_k|units=8,unroll=2,minctasm=6,wpr=2|2"
-  "q4k-p8r3m5|q4_k|units=8,unroll=3,minctasm=5,wpr=1|4"
-  "q80-u2r3m8|q8_0|units=2,unroll=3,minctasm=8,wpr=1|4"
-  "q80-u2r3m8w2|q8_0|units=2,unroll=3,minctasm=8,wpr=2|2"
-  "q80-u2r1m8w4|q8_0|units=2,unroll=1,minctasm=8,wpr=4|1"
+  "q4k-ship|q4_k|rpw=1|4"
+  "q4k-r2m6|q4_k|rpw=2,minctasm=6|8"
+  "q4k-c|q4_k|units=4|4"
+  "q4k-cm6|q4_k|units=4,minctasm=6|4"
+  "q4k-cr2m5|q4_k|units=4,rpw=2,minctasm=5|8"
+  "q4k-cu2m6|q4_k|units=4,unroll=2,minctasm=6|4"
+  "q80-ship|q8_0|rpw=1|4"
 )
 case $mode in
 prepare)
@@ -52,6 +57,14 @@ prepare)
     echo "$name|$type|$params|$rows|$regs" >> "$dir/variants.txt"
     printf '%-16s %s\n' "$name" "$regs"
   done
+  # The shipped GEMVs (f32-activation ones and the int8 path), for the all-types table.
+  mkdir -p "$dir/ship-f32"
+  cp "$dir/q4k-ship/swz_gemv_q8x.ptx" "$dir/ship-f32/"
+  for t in q4_1 q4_k q5_0 q6_k q8_0 f16; do
+    "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/gemv_$t.mlir" -swz-materialize-swizzle \
+      -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
+      -swz-extract-kernels=output-dir="$dir/ship-f32" -o /dev/null 2> /dev/null
+  done
   du -sh "$dir" ;;
 run)
   res=${OUT:-$dir/out}
@@ -59,10 +72,19 @@ run)
   mkdir -p "$res" "$out"
   trap 'tar -czf "$res/tune-logs.tgz" -C "$out" . ; cp "$out"/tune-q8x.* "$res/" 2>/dev/null' EXIT
   while IFS='|' read -r name type params rows regs; do
-    SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" --filter "matmul_${type}_q8x T=" \
-      --reps 30 --flush-l2 256 --peak-gbps 4250 --json "$out/$name.json" > "$out/$name.log" 2>&1 || true
+    # The 7B-shape cases (1.2 GB to build) where they add a shape of this type: Q8_0's.
+    SWZ_CHECK_GEMV_7B=$([ "$type" = q8_0 ] && echo 1 || true) SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" \
+      --filter "matmul_${type}_q8x T=" --reps 60 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" \
+      > "$out/$name.log" 2>&1 || true
     echo "== $name ($params, $regs)"; grep -E "^(ok|FAIL)" "$out/$name.log" | sed -E 's/: max \|err\|.*\); / /' | cut -c1-140
   done < "$dir/variants.txt"
+  # SWZ_TUNE_ALL_TYPES=0 leaves the shipped kernels of every type out (a shorter call).
+  [ "${SWZ_TUNE_ALL_TYPES:-1}" = 0 ] ||
+  for shape in "T=1 N=18944 K=3584" "T=1 N=3584 K=18944" "T=1 N=152064 K=3584"; do
+    SWZ_CHECK_GEMV_7B=1 "$dir/bin/swz-ptx-check" --ptx-dir "$dir/ship-f32" --filter "$shape" --reps 60 \
+      --rotate 512 --peak-gbps 4250 --json "$out/ship-f32-${shape// /_}.json" >> "$out/ship-f32.log" 2>&1 || true
+  done
+  [ "${SWZ_TUNE_ALL_TYPES:-1}" = 0 ] || { echo "== shipped GEMVs, every type"; grep -E "^(ok|FAIL)" "$out/ship-f32.log" | sed -E 's/: max \|err\|.*\); / /' | cut -c1-140; }
   python3 - "$out" "$dir/variants.txt" <<'PY' | tee "$out/tune-q8x.md"
 import json, os, sys
 out, vfile = sys.argv[1], sys.argv[2]
@@ -84,7 +106,7 @@ json.dump({f"{n}|{k[1]}": v for (n, k), v in table.items()}, open(os.path.join(o
 for typ in ("q4_k", "q8_0"):
     cols = [k for k in shapes if k[0] == typ]
     if not cols: continue
-    print(f"\n{typ}: us (GB/s) per launch, L2 flushed, mean of 30")
+    print(f"\n{typ}: us (GB/s) per launch, buffers rotated over 512 MB, mean of 60")
     print("| variant | params | regs | " + " | ".join(k[1] for k in cols) + " | sum us |")
     print("|---|---|---|" + "---|" * len(cols) + "---|")
     for name, t, params, r, regs in rows:
@@ -97,5 +119,19 @@ for typ in ("q4_k", "q8_0"):
         print(f"| {name} | {params} | {regs} | " + " | ".join(cells) + f" | {tot:.1f} |")
 PY
   ;;
-*) echo "usage: $0 prepare|run [build-dir]" >&2; exit 2 ;;
+ncu)
+  res=${OUT:-$dir/out}
+  mkdir -p "$res"
+  for name in "${@:3}"; do
+    IFS='|' read -r _ type params rows regs < <(grep "^$name|" "$dir/variants.txt")
+    SWZ_CHECK_Q8X_ROWS="$type:$rows" ncu --kernel-name "regex:matmul_${type}_q8x" --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
+      --section Occupancy --section SchedulerStats --section LaunchStats \
+      "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" --filter "T=1 N=18944+18944 K=3584" --reps 1 \
+      --peak-gbps 4250 --peak-tflops 60 --peak-tc-tflops 700 > "$res/ncu-$name.txt" 2>&1 || true
+    ptxas -arch=sm_90 "$dir/$name/swz_gemv_q8x.ptx" -o "/tmp/$name.cubin" &&
+      cuobjdump -sass -fun "matmul_${type}_q8x" "/tmp/$name.cubin" > "$res/sass-$name.txt" 2>&1 || true
+    echo "== $name"; grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall|Issued Warp|No Eligible|L1/TEX Hit|Mem Busy|Max Bandwidth" "$res/ncu-$name.txt" | head -30
+  done ;;
+*) echo "usage: $0 prepare|run|ncu [build-dir]" >&2; exit 2 ;;
 esac

@@ -37,10 +37,15 @@
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8x {
-    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
-    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
-    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
-    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+    // Each matmul_<type>_q8x's own (sized by its rows a warp, rpw: a kernel reserves the
+    // shared memory it names, and what it reserves the L1 cache loses), acc_<type>: the
+    // 8-lane segment sums, [4 warps][rpw rows][8 tokens][4 segments] f32; slots_<type>:
+    // the per-thread partial sums when the block has 2..8 tokens, [rpw rows][8 tokens][128
+    // threads] f32.
+    memref.global "private" @acc_q4_k : memref<256xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @slots_q4_k : memref<2048xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_q8_0 : memref<128xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @slots_q8_0 : memref<1024xf32, #gpu.address_space<workgroup>>
     // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
@@ -887,17 +892,25 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    nvvm.minctasm = 8 : i32,
-                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
+                    nvvm.minctasm = 6 : i32,
+                    swz.grid = "ceil((N0+N1+N2)/8), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c0p0_f32 = arith.constant 0.0 : f32
+      %c1024_index = arith.constant 1024 : index
+      %c1152_index = arith.constant 1152 : index
       %c1258291200_i32 = arith.constant 1258291200 : i32
+      %c1280_index = arith.constant 1280 : index
       %c128_index = arith.constant 128 : index
       %c12_index = arith.constant 12 : index
+      %c1408_index = arith.constant 1408 : index
+      %c1536_index = arith.constant 1536 : index
       %c15_i32 = arith.constant 15 : i32
+      %c1664_index = arith.constant 1664 : index
       %c16_i32 = arith.constant 16 : i32
       %c16_index = arith.constant 16 : index
+      %c1792_index = arith.constant 1792 : index
+      %c1920_index = arith.constant 1920 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
       %c20_index = arith.constant 20 : index
@@ -910,13 +923,20 @@ module attributes {gpu.container_module} {
       %c2_index = arith.constant 2 : index
       %c32_i32 = arith.constant 32 : i32
       %c32_index = arith.constant 32 : index
+      %c36_index = arith.constant 36 : index
       %c384_index = arith.constant 384 : index
       %c3_i32 = arith.constant 3 : i32
       %c3_index = arith.constant 3 : index
+      %c40_index = arith.constant 40 : index
+      %c44_index = arith.constant 44 : index
+      %c48_index = arith.constant 48 : index
       %c4_i32 = arith.constant 4 : i32
       %c4_index = arith.constant 4 : index
       %c512_index = arith.constant 512 : index
+      %c52_index = arith.constant 52 : index
+      %c56_index = arith.constant 56 : index
       %c5_index = arith.constant 5 : index
+      %c60_index = arith.constant 60 : index
       %c63_i32 = arith.constant 63 : i32
       %c640_index = arith.constant 640 : index
       %c6_i32 = arith.constant 6 : i32
@@ -928,38 +948,50 @@ module attributes {gpu.container_module} {
       %c8_index = arith.constant 8 : index
       %c8p388608e06_f32 = arith.constant 8.388608e+06 : f32
       %c9_index = arith.constant 9 : index
-      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc_q4_k : memref<256xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
-      %row4 = arith.muli %bx, %c4_index : index
-      %ng = arith.addi %row4, %grp : index
+      %rowwg = arith.muli %bx, %c8_index : index
+      %rowgrp = arith.muli %grp, %c2_index : index
+      %row0 = arith.addi %rowwg, %rowgrp : index
       %N0i = arith.index_cast %N0 : i32 to index
       %N1i = arith.index_cast %N1 : i32 to index
       %N2i = arith.index_cast %N2 : i32 to index
       %N01 = arith.addi %N0i, %N1i : index
       %Ntot = arith.addi %N01, %N2i : index
-      %in0 = arith.cmpi ult, %ng, %N0i : index
-      %in1 = arith.cmpi ult, %ng, %N01 : index
-      %w12 = arith.select %in1, %w1, %w2 : memref<?xvector<4xi32>>
-      %w = arith.select %in0, %w0, %w12 : memref<?xvector<4xi32>>
-      %nbase12 = arith.select %in1, %N0i, %N01 : index
-      %nbase = arith.select %in0, %c0_index, %nbase12 : index
-      %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
       %tleft = arith.subi %Ti, %t0 : index
       %tb = arith.minui %tleft, %c8_index : index
-      %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c256_index : index
       %units_all = arith.muli %nb, %c8_index : index
-      %rowvecs = arith.muli %nb, %c9_index : index
-      %rowbase = arith.muli %n, %rowvecs : index
       %K32 = arith.divui %Ki, %c32_index : index
-      %units = arith.select %live, %units_all, %c0_index : index
+      %rowstride = arith.muli %nb, %c9_index : index
+      %live1 = arith.cmpi ult, %row0, %Ntot : index
+      %in02 = arith.cmpi ult, %row0, %N0i : index
+      %in13 = arith.cmpi ult, %row0, %N01 : index
+      %w4 = arith.select %in13, %w1, %w2 : memref<?xvector<4xi32>>
+      %w5 = arith.select %in02, %w0, %w4 : memref<?xvector<4xi32>>
+      %nbase6 = arith.select %in13, %N0i, %N01 : index
+      %nbase7 = arith.select %in02, %c0_index, %nbase6 : index
+      %n8 = arith.subi %row0, %nbase7 : index
+      %m9 = arith.muli %n8, %rowstride : index
+      %a10 = arith.addi %row0, %c1_index : index
+      %live11 = arith.cmpi ult, %a10, %Ntot : index
+      %ngc12 = arith.select %live11, %a10, %row0 : index
+      %in013 = arith.cmpi ult, %ngc12, %N0i : index
+      %in114 = arith.cmpi ult, %ngc12, %N01 : index
+      %w15 = arith.select %in114, %w1, %w2 : memref<?xvector<4xi32>>
+      %w16 = arith.select %in013, %w0, %w15 : memref<?xvector<4xi32>>
+      %nbase17 = arith.select %in114, %N0i, %N01 : index
+      %nbase18 = arith.select %in013, %c0_index, %nbase17 : index
+      %n19 = arith.subi %ngc12, %nbase18 : index
+      %m20 = arith.muli %n19, %rowstride : index
+      %units = arith.select %live1, %units_all, %c0_index : index
       %tok1 = arith.cmpi ult, %c1_index, %tb : index
       %tok2 = arith.cmpi ult, %c2_index, %tb : index
       %tok3 = arith.cmpi ult, %c3_index, %tb : index
@@ -968,427 +1000,819 @@ module attributes {gpu.container_module} {
       %tok6 = arith.cmpi ult, %c6_index, %tb : index
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
-      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc = %c0p0_f32) -> (f32) {
-          %b = arith.divui %u, %c8_index : index
-          %q = arith.remui %u, %c8_index : index
-          %m1 = arith.muli %b, %c9_index : index
-          %a2 = arith.addi %rowbase, %m1 : index
-          %hd3 = memref.load %w[%a2] : memref<?xvector<4xi32>>
-          %p4 = arith.divui %q, %c2_index : index
-          %a5 = arith.addi %a2, %c1_index : index
-          %m6 = arith.muli %p4, %c2_index : index
-          %a7 = arith.addi %a5, %m6 : index
-          %qv8 = memref.load %w[%a7] : memref<?xvector<4xi32>>
-          %a9 = arith.addi %a7, %c1_index : index
-          %qv10 = memref.load %w[%a9] : memref<?xvector<4xi32>>
-          %hw11 = vector.extract %hd3[0] : i32 from vector<4xi32>
-          %hw12 = vector.extract %hd3[1] : i32 from vector<4xi32>
-          %hw13 = vector.extract %hd3[2] : i32 from vector<4xi32>
-          %hw14 = vector.extract %hd3[3] : i32 from vector<4xi32>
-          %n15 = arith.index_cast %q : index to i32
-          %h16 = arith.trunci %hw11 : i32 to i16
-          %h17 = arith.bitcast %h16 : i16 to f16
-          %h18 = arith.extf %h17 : f16 to f32
-          %s19 = arith.shrui %hw11, %c16_i32 : i32
-          %h20 = arith.trunci %s19 : i32 to i16
-          %h21 = arith.bitcast %h20 : i16 to f16
-          %h22 = arith.extf %h21 : f16 to f32
-          %lt23 = arith.cmpi ult, %n15, %c4_i32 : i32
-          %b24 = arith.andi %n15, %c3_i32 : i32
-          %s25 = arith.shli %b24, %c3_i32 : i32
-          %s26 = arith.shrui %hw12, %s25 : i32
-          %b27 = arith.andi %s26, %c255_i32 : i32
-          %s28 = arith.shrui %hw13, %s25 : i32
-          %b29 = arith.andi %s28, %c255_i32 : i32
-          %s30 = arith.shrui %hw14, %s25 : i32
-          %b31 = arith.andi %s30, %c255_i32 : i32
-          %b32 = arith.andi %b31, %c15_i32 : i32
-          %s33 = arith.shrui %b27, %c6_i32 : i32
-          %s34 = arith.shli %s33, %c4_i32 : i32
-          %o35 = arith.ori %b32, %s34 : i32
-          %s36 = arith.shrui %b31, %c4_i32 : i32
-          %s37 = arith.shrui %b29, %c6_i32 : i32
-          %s38 = arith.shli %s37, %c4_i32 : i32
-          %o39 = arith.ori %s36, %s38 : i32
-          %b40 = arith.andi %b27, %c63_i32 : i32
-          %sel41 = arith.select %lt23, %b40, %o35 : i32
-          %b42 = arith.andi %b29, %c63_i32 : i32
-          %sel43 = arith.select %lt23, %b42, %o39 : i32
-          %o44 = arith.ori %sel41, %c1258291200_i32 : i32
-          %q45 = arith.bitcast %o44 : i32 to f32
-          %f46 = arith.subf %q45, %c8p388608e06_f32 : f32
-          %f47 = arith.mulf %h18, %f46 : f32
-          %o48 = arith.ori %sel43, %c1258291200_i32 : i32
-          %q49 = arith.bitcast %o48 : i32 to f32
-          %f50 = arith.subf %q49, %c8p388608e06_f32 : f32
-          %f51 = arith.mulf %h22, %f50 : f32
-          %b52 = arith.andi %n15, %c1_i32 : i32
-          %s53 = arith.shli %b52, %c2_i32 : i32
-          %m54 = arith.muli %t0, %K32 : index
-          %m55 = arith.muli %b, %c8_index : index
-          %a56 = arith.addi %m55, %q : index
-          %a57 = arith.addi %m54, %a56 : index
-          %m58 = arith.muli %a57, %c2_index : index
-          %xq59 = memref.load %xq[%m58] : memref<?xvector<4xi32>>
-          %qw60 = vector.extract %qv8[0] : i32 from vector<4xi32>
-          %xw61 = vector.extract %xq59[0] : i32 from vector<4xi32>
-          %s62 = arith.shrui %qw60, %s53 : i32
-          %b63 = arith.andi %s62, %c252645135_i32 : i32
-          %dp64 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b63, %xw61, %c0_i32 : (i32, i32, i32) -> i32
-          %qw65 = vector.extract %qv8[1] : i32 from vector<4xi32>
-          %xw66 = vector.extract %xq59[1] : i32 from vector<4xi32>
-          %s67 = arith.shrui %qw65, %s53 : i32
-          %b68 = arith.andi %s67, %c252645135_i32 : i32
-          %dp69 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b68, %xw66, %dp64 : (i32, i32, i32) -> i32
-          %qw70 = vector.extract %qv8[2] : i32 from vector<4xi32>
-          %xw71 = vector.extract %xq59[2] : i32 from vector<4xi32>
-          %s72 = arith.shrui %qw70, %s53 : i32
-          %b73 = arith.andi %s72, %c252645135_i32 : i32
-          %dp74 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b73, %xw71, %dp69 : (i32, i32, i32) -> i32
-          %qw75 = vector.extract %qv8[3] : i32 from vector<4xi32>
-          %xw76 = vector.extract %xq59[3] : i32 from vector<4xi32>
-          %s77 = arith.shrui %qw75, %s53 : i32
-          %b78 = arith.andi %s77, %c252645135_i32 : i32
-          %dp79 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b78, %xw76, %dp74 : (i32, i32, i32) -> i32
-          %m80 = arith.muli %a57, %c2_index : index
-          %a81 = arith.addi %m80, %c1_index : index
-          %xq82 = memref.load %xq[%a81] : memref<?xvector<4xi32>>
-          %qw83 = vector.extract %qv10[0] : i32 from vector<4xi32>
-          %xw84 = vector.extract %xq82[0] : i32 from vector<4xi32>
-          %s85 = arith.shrui %qw83, %s53 : i32
-          %b86 = arith.andi %s85, %c252645135_i32 : i32
-          %dp87 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b86, %xw84, %dp79 : (i32, i32, i32) -> i32
-          %qw88 = vector.extract %qv10[1] : i32 from vector<4xi32>
-          %xw89 = vector.extract %xq82[1] : i32 from vector<4xi32>
-          %s90 = arith.shrui %qw88, %s53 : i32
-          %b91 = arith.andi %s90, %c252645135_i32 : i32
-          %dp92 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b91, %xw89, %dp87 : (i32, i32, i32) -> i32
-          %qw93 = vector.extract %qv10[2] : i32 from vector<4xi32>
-          %xw94 = vector.extract %xq82[2] : i32 from vector<4xi32>
-          %s95 = arith.shrui %qw93, %s53 : i32
-          %b96 = arith.andi %s95, %c252645135_i32 : i32
-          %dp97 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b96, %xw94, %dp92 : (i32, i32, i32) -> i32
-          %qw98 = vector.extract %qv10[3] : i32 from vector<4xi32>
-          %xw99 = vector.extract %xq82[3] : i32 from vector<4xi32>
-          %s100 = arith.shrui %qw98, %s53 : i32
+      %acc_r:16 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1:2 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc0 = %c0p0_f32, %sacc1 = %c0p0_f32) -> (f32, f32) {
+          %b21 = arith.divui %u, %c8_index : index
+          %q22 = arith.remui %u, %c8_index : index
+          %m23 = arith.muli %b21, %c9_index : index
+          %a24 = arith.addi %m9, %m23 : index
+          %hd25 = memref.load %w5[%a24] : memref<?xvector<4xi32>>
+          %p26 = arith.divui %q22, %c2_index : index
+          %a27 = arith.addi %a24, %c1_index : index
+          %m28 = arith.muli %p26, %c2_index : index
+          %a29 = arith.addi %a27, %m28 : index
+          %qv30 = memref.load %w5[%a29] : memref<?xvector<4xi32>>
+          %a31 = arith.addi %a29, %c1_index : index
+          %qv32 = memref.load %w5[%a31] : memref<?xvector<4xi32>>
+          %m33 = arith.muli %b21, %c9_index : index
+          %a34 = arith.addi %m20, %m33 : index
+          %hd35 = memref.load %w16[%a34] : memref<?xvector<4xi32>>
+          %p36 = arith.divui %q22, %c2_index : index
+          %a37 = arith.addi %a34, %c1_index : index
+          %m38 = arith.muli %p36, %c2_index : index
+          %a39 = arith.addi %a37, %m38 : index
+          %qv40 = memref.load %w16[%a39] : memref<?xvector<4xi32>>
+          %a41 = arith.addi %a39, %c1_index : index
+          %qv42 = memref.load %w16[%a41] : memref<?xvector<4xi32>>
+          %m43 = arith.muli %t0, %K32 : index
+          %m44 = arith.muli %b21, %c8_index : index
+          %a45 = arith.addi %m44, %q22 : index
+          %a46 = arith.addi %m43, %a45 : index
+          %m47 = arith.muli %a46, %c2_index : index
+          %xq48 = memref.load %xq[%m47] : memref<?xvector<4xi32>>
+          %a49 = arith.addi %m47, %c1_index : index
+          %xq50 = memref.load %xq[%a49] : memref<?xvector<4xi32>>
+          %ds51 = memref.load %xds[%a46] : memref<?xvector<4xf32>>
+          %dx52 = vector.extract %ds51[0] : f32 from vector<4xf32>
+          %dx53 = vector.extract %ds51[1] : f32 from vector<4xf32>
+          %dx54 = vector.extract %ds51[2] : f32 from vector<4xf32>
+          %hw55 = vector.extract %hd25[0] : i32 from vector<4xi32>
+          %hw56 = vector.extract %hd25[1] : i32 from vector<4xi32>
+          %hw57 = vector.extract %hd25[2] : i32 from vector<4xi32>
+          %hw58 = vector.extract %hd25[3] : i32 from vector<4xi32>
+          %n59 = arith.index_cast %q22 : index to i32
+          %h60 = arith.trunci %hw55 : i32 to i16
+          %h61 = arith.bitcast %h60 : i16 to f16
+          %h62 = arith.extf %h61 : f16 to f32
+          %s63 = arith.shrui %hw55, %c16_i32 : i32
+          %h64 = arith.trunci %s63 : i32 to i16
+          %h65 = arith.bitcast %h64 : i16 to f16
+          %h66 = arith.extf %h65 : f16 to f32
+          %lt67 = arith.cmpi ult, %n59, %c4_i32 : i32
+          %b68 = arith.andi %n59, %c3_i32 : i32
+          %s69 = arith.shli %b68, %c3_i32 : i32
+          %s70 = arith.shrui %hw56, %s69 : i32
+          %b71 = arith.andi %s70, %c255_i32 : i32
+          %s72 = arith.shrui %hw57, %s69 : i32
+          %b73 = arith.andi %s72, %c255_i32 : i32
+          %s74 = arith.shrui %hw58, %s69 : i32
+          %b75 = arith.andi %s74, %c255_i32 : i32
+          %b76 = arith.andi %b75, %c15_i32 : i32
+          %s77 = arith.shrui %b71, %c6_i32 : i32
+          %s78 = arith.shli %s77, %c4_i32 : i32
+          %o79 = arith.ori %b76, %s78 : i32
+          %s80 = arith.shrui %b75, %c4_i32 : i32
+          %s81 = arith.shrui %b73, %c6_i32 : i32
+          %s82 = arith.shli %s81, %c4_i32 : i32
+          %o83 = arith.ori %s80, %s82 : i32
+          %b84 = arith.andi %b71, %c63_i32 : i32
+          %sel85 = arith.select %lt67, %b84, %o79 : i32
+          %b86 = arith.andi %b73, %c63_i32 : i32
+          %sel87 = arith.select %lt67, %b86, %o83 : i32
+          %o88 = arith.ori %sel85, %c1258291200_i32 : i32
+          %q89 = arith.bitcast %o88 : i32 to f32
+          %f90 = arith.subf %q89, %c8p388608e06_f32 : f32
+          %f91 = arith.mulf %h62, %f90 : f32
+          %o92 = arith.ori %sel87, %c1258291200_i32 : i32
+          %q93 = arith.bitcast %o92 : i32 to f32
+          %f94 = arith.subf %q93, %c8p388608e06_f32 : f32
+          %f95 = arith.mulf %h66, %f94 : f32
+          %b96 = arith.andi %n59, %c1_i32 : i32
+          %s97 = arith.shli %b96, %c2_i32 : i32
+          %qw98 = vector.extract %qv30[0] : i32 from vector<4xi32>
+          %xw99 = vector.extract %xq48[0] : i32 from vector<4xi32>
+          %s100 = arith.shrui %qw98, %s97 : i32
           %b101 = arith.andi %s100, %c252645135_i32 : i32
-          %dp102 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b101, %xw99, %dp97 : (i32, i32, i32) -> i32
-          %ds103 = memref.load %xds[%a57] : memref<?xvector<4xf32>>
-          %dx104 = vector.extract %ds103[0] : f32 from vector<4xf32>
-          %dx105 = vector.extract %ds103[1] : f32 from vector<4xf32>
-          %dx106 = vector.extract %ds103[2] : f32 from vector<4xf32>
-          %af107 = arith.sitofp %dp102 : i32 to f32
-          %f108 = arith.mulf %f47, %dx104 : f32
-          %f109 = arith.mulf %f108, %af107 : f32
-          %f110 = arith.addf %dx105, %dx106 : f32
-          %f111 = arith.mulf %f51, %f110 : f32
-          %f112 = arith.subf %f109, %f111 : f32
-          %f113 = arith.addf %sacc, %f112 : f32
-          scf.yield %f113 : f32
+          %dp102 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b101, %xw99, %c0_i32 : (i32, i32, i32) -> i32
+          %qw103 = vector.extract %qv30[1] : i32 from vector<4xi32>
+          %xw104 = vector.extract %xq48[1] : i32 from vector<4xi32>
+          %s105 = arith.shrui %qw103, %s97 : i32
+          %b106 = arith.andi %s105, %c252645135_i32 : i32
+          %dp107 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b106, %xw104, %dp102 : (i32, i32, i32) -> i32
+          %qw108 = vector.extract %qv30[2] : i32 from vector<4xi32>
+          %xw109 = vector.extract %xq48[2] : i32 from vector<4xi32>
+          %s110 = arith.shrui %qw108, %s97 : i32
+          %b111 = arith.andi %s110, %c252645135_i32 : i32
+          %dp112 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b111, %xw109, %dp107 : (i32, i32, i32) -> i32
+          %qw113 = vector.extract %qv30[3] : i32 from vector<4xi32>
+          %xw114 = vector.extract %xq48[3] : i32 from vector<4xi32>
+          %s115 = arith.shrui %qw113, %s97 : i32
+          %b116 = arith.andi %s115, %c252645135_i32 : i32
+          %dp117 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b116, %xw114, %dp112 : (i32, i32, i32) -> i32
+          %qw118 = vector.extract %qv32[0] : i32 from vector<4xi32>
+          %xw119 = vector.extract %xq50[0] : i32 from vector<4xi32>
+          %s120 = arith.shrui %qw118, %s97 : i32
+          %b121 = arith.andi %s120, %c252645135_i32 : i32
+          %dp122 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b121, %xw119, %dp117 : (i32, i32, i32) -> i32
+          %qw123 = vector.extract %qv32[1] : i32 from vector<4xi32>
+          %xw124 = vector.extract %xq50[1] : i32 from vector<4xi32>
+          %s125 = arith.shrui %qw123, %s97 : i32
+          %b126 = arith.andi %s125, %c252645135_i32 : i32
+          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b126, %xw124, %dp122 : (i32, i32, i32) -> i32
+          %qw128 = vector.extract %qv32[2] : i32 from vector<4xi32>
+          %xw129 = vector.extract %xq50[2] : i32 from vector<4xi32>
+          %s130 = arith.shrui %qw128, %s97 : i32
+          %b131 = arith.andi %s130, %c252645135_i32 : i32
+          %dp132 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b131, %xw129, %dp127 : (i32, i32, i32) -> i32
+          %qw133 = vector.extract %qv32[3] : i32 from vector<4xi32>
+          %xw134 = vector.extract %xq50[3] : i32 from vector<4xi32>
+          %s135 = arith.shrui %qw133, %s97 : i32
+          %b136 = arith.andi %s135, %c252645135_i32 : i32
+          %dp137 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b136, %xw134, %dp132 : (i32, i32, i32) -> i32
+          %af138 = arith.sitofp %dp137 : i32 to f32
+          %f139 = arith.mulf %f91, %dx52 : f32
+          %f140 = arith.mulf %f139, %af138 : f32
+          %f141 = arith.addf %dx53, %dx54 : f32
+          %f142 = arith.mulf %f95, %f141 : f32
+          %f143 = arith.subf %f140, %f142 : f32
+          %hw144 = vector.extract %hd35[0] : i32 from vector<4xi32>
+          %hw145 = vector.extract %hd35[1] : i32 from vector<4xi32>
+          %hw146 = vector.extract %hd35[2] : i32 from vector<4xi32>
+          %hw147 = vector.extract %hd35[3] : i32 from vector<4xi32>
+          %n148 = arith.index_cast %q22 : index to i32
+          %h149 = arith.trunci %hw144 : i32 to i16
+          %h150 = arith.bitcast %h149 : i16 to f16
+          %h151 = arith.extf %h150 : f16 to f32
+          %s152 = arith.shrui %hw144, %c16_i32 : i32
+          %h153 = arith.trunci %s152 : i32 to i16
+          %h154 = arith.bitcast %h153 : i16 to f16
+          %h155 = arith.extf %h154 : f16 to f32
+          %lt156 = arith.cmpi ult, %n148, %c4_i32 : i32
+          %b157 = arith.andi %n148, %c3_i32 : i32
+          %s158 = arith.shli %b157, %c3_i32 : i32
+          %s159 = arith.shrui %hw145, %s158 : i32
+          %b160 = arith.andi %s159, %c255_i32 : i32
+          %s161 = arith.shrui %hw146, %s158 : i32
+          %b162 = arith.andi %s161, %c255_i32 : i32
+          %s163 = arith.shrui %hw147, %s158 : i32
+          %b164 = arith.andi %s163, %c255_i32 : i32
+          %b165 = arith.andi %b164, %c15_i32 : i32
+          %s166 = arith.shrui %b160, %c6_i32 : i32
+          %s167 = arith.shli %s166, %c4_i32 : i32
+          %o168 = arith.ori %b165, %s167 : i32
+          %s169 = arith.shrui %b164, %c4_i32 : i32
+          %s170 = arith.shrui %b162, %c6_i32 : i32
+          %s171 = arith.shli %s170, %c4_i32 : i32
+          %o172 = arith.ori %s169, %s171 : i32
+          %b173 = arith.andi %b160, %c63_i32 : i32
+          %sel174 = arith.select %lt156, %b173, %o168 : i32
+          %b175 = arith.andi %b162, %c63_i32 : i32
+          %sel176 = arith.select %lt156, %b175, %o172 : i32
+          %o177 = arith.ori %sel174, %c1258291200_i32 : i32
+          %q178 = arith.bitcast %o177 : i32 to f32
+          %f179 = arith.subf %q178, %c8p388608e06_f32 : f32
+          %f180 = arith.mulf %h151, %f179 : f32
+          %o181 = arith.ori %sel176, %c1258291200_i32 : i32
+          %q182 = arith.bitcast %o181 : i32 to f32
+          %f183 = arith.subf %q182, %c8p388608e06_f32 : f32
+          %f184 = arith.mulf %h155, %f183 : f32
+          %b185 = arith.andi %n148, %c1_i32 : i32
+          %s186 = arith.shli %b185, %c2_i32 : i32
+          %qw187 = vector.extract %qv40[0] : i32 from vector<4xi32>
+          %xw188 = vector.extract %xq48[0] : i32 from vector<4xi32>
+          %s189 = arith.shrui %qw187, %s186 : i32
+          %b190 = arith.andi %s189, %c252645135_i32 : i32
+          %dp191 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b190, %xw188, %c0_i32 : (i32, i32, i32) -> i32
+          %qw192 = vector.extract %qv40[1] : i32 from vector<4xi32>
+          %xw193 = vector.extract %xq48[1] : i32 from vector<4xi32>
+          %s194 = arith.shrui %qw192, %s186 : i32
+          %b195 = arith.andi %s194, %c252645135_i32 : i32
+          %dp196 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b195, %xw193, %dp191 : (i32, i32, i32) -> i32
+          %qw197 = vector.extract %qv40[2] : i32 from vector<4xi32>
+          %xw198 = vector.extract %xq48[2] : i32 from vector<4xi32>
+          %s199 = arith.shrui %qw197, %s186 : i32
+          %b200 = arith.andi %s199, %c252645135_i32 : i32
+          %dp201 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b200, %xw198, %dp196 : (i32, i32, i32) -> i32
+          %qw202 = vector.extract %qv40[3] : i32 from vector<4xi32>
+          %xw203 = vector.extract %xq48[3] : i32 from vector<4xi32>
+          %s204 = arith.shrui %qw202, %s186 : i32
+          %b205 = arith.andi %s204, %c252645135_i32 : i32
+          %dp206 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b205, %xw203, %dp201 : (i32, i32, i32) -> i32
+          %qw207 = vector.extract %qv42[0] : i32 from vector<4xi32>
+          %xw208 = vector.extract %xq50[0] : i32 from vector<4xi32>
+          %s209 = arith.shrui %qw207, %s186 : i32
+          %b210 = arith.andi %s209, %c252645135_i32 : i32
+          %dp211 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b210, %xw208, %dp206 : (i32, i32, i32) -> i32
+          %qw212 = vector.extract %qv42[1] : i32 from vector<4xi32>
+          %xw213 = vector.extract %xq50[1] : i32 from vector<4xi32>
+          %s214 = arith.shrui %qw212, %s186 : i32
+          %b215 = arith.andi %s214, %c252645135_i32 : i32
+          %dp216 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b215, %xw213, %dp211 : (i32, i32, i32) -> i32
+          %qw217 = vector.extract %qv42[2] : i32 from vector<4xi32>
+          %xw218 = vector.extract %xq50[2] : i32 from vector<4xi32>
+          %s219 = arith.shrui %qw217, %s186 : i32
+          %b220 = arith.andi %s219, %c252645135_i32 : i32
+          %dp221 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b220, %xw218, %dp216 : (i32, i32, i32) -> i32
+          %qw222 = vector.extract %qv42[3] : i32 from vector<4xi32>
+          %xw223 = vector.extract %xq50[3] : i32 from vector<4xi32>
+          %s224 = arith.shrui %qw222, %s186 : i32
+          %b225 = arith.andi %s224, %c252645135_i32 : i32
+          %dp226 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b225, %xw223, %dp221 : (i32, i32, i32) -> i32
+          %af227 = arith.sitofp %dp226 : i32 to f32
+          %f228 = arith.mulf %f180, %dx52 : f32
+          %f229 = arith.mulf %f228, %af227 : f32
+          %f230 = arith.addf %dx53, %dx54 : f32
+          %f231 = arith.mulf %f184, %f230 : f32
+          %f232 = arith.subf %f229, %f231 : f32
+          %f233 = arith.addf %sacc0, %f143 : f32
+          %f234 = arith.addf %sacc1, %f232 : f32
+          scf.yield %f233, %f234 : f32, f32
         }
-        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %r1#1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
       } else {
-        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.for %t = %c0_index to %c8_index step %c1_index {
+        %slots = memref.get_global @slots_q4_k : memref<2048xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c16_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
-          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+          memref.store %c0p0_f32, %slots[%si] : memref<2048xf32, #gpu.address_space<workgroup>>
         }
         scf.for %u = %lane to %units step %c32_index {
-          %b = arith.divui %u, %c8_index : index
-          %q = arith.remui %u, %c8_index : index
-          %m114 = arith.muli %b, %c9_index : index
-          %a115 = arith.addi %rowbase, %m114 : index
-          %hd116 = memref.load %w[%a115] : memref<?xvector<4xi32>>
-          %p117 = arith.divui %q, %c2_index : index
-          %a118 = arith.addi %a115, %c1_index : index
-          %m119 = arith.muli %p117, %c2_index : index
-          %a120 = arith.addi %a118, %m119 : index
-          %qv121 = memref.load %w[%a120] : memref<?xvector<4xi32>>
-          %a122 = arith.addi %a120, %c1_index : index
-          %qv123 = memref.load %w[%a122] : memref<?xvector<4xi32>>
+          %b235 = arith.divui %u, %c8_index : index
+          %q236 = arith.remui %u, %c8_index : index
+          %m237 = arith.muli %b235, %c9_index : index
+          %a238 = arith.addi %m9, %m237 : index
+          %hd239 = memref.load %w5[%a238] : memref<?xvector<4xi32>>
+          %p240 = arith.divui %q236, %c2_index : index
+          %a241 = arith.addi %a238, %c1_index : index
+          %m242 = arith.muli %p240, %c2_index : index
+          %a243 = arith.addi %a241, %m242 : index
+          %qv244 = memref.load %w5[%a243] : memref<?xvector<4xi32>>
+          %a245 = arith.addi %a243, %c1_index : index
+          %qv246 = memref.load %w5[%a245] : memref<?xvector<4xi32>>
+          %m247 = arith.muli %b235, %c9_index : index
+          %a248 = arith.addi %m20, %m247 : index
+          %hd249 = memref.load %w16[%a248] : memref<?xvector<4xi32>>
+          %p250 = arith.divui %q236, %c2_index : index
+          %a251 = arith.addi %a248, %c1_index : index
+          %m252 = arith.muli %p250, %c2_index : index
+          %a253 = arith.addi %a251, %m252 : index
+          %qv254 = memref.load %w16[%a253] : memref<?xvector<4xi32>>
+          %a255 = arith.addi %a253, %c1_index : index
+          %qv256 = memref.load %w16[%a255] : memref<?xvector<4xi32>>
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %hw124 = vector.extract %hd116[0] : i32 from vector<4xi32>
-            %hw125 = vector.extract %hd116[1] : i32 from vector<4xi32>
-            %hw126 = vector.extract %hd116[2] : i32 from vector<4xi32>
-            %hw127 = vector.extract %hd116[3] : i32 from vector<4xi32>
-            %n128 = arith.index_cast %q : index to i32
-            %h129 = arith.trunci %hw124 : i32 to i16
-            %h130 = arith.bitcast %h129 : i16 to f16
-            %h131 = arith.extf %h130 : f16 to f32
-            %s132 = arith.shrui %hw124, %c16_i32 : i32
-            %h133 = arith.trunci %s132 : i32 to i16
-            %h134 = arith.bitcast %h133 : i16 to f16
-            %h135 = arith.extf %h134 : f16 to f32
-            %lt136 = arith.cmpi ult, %n128, %c4_i32 : i32
-            %b137 = arith.andi %n128, %c3_i32 : i32
-            %s138 = arith.shli %b137, %c3_i32 : i32
-            %s139 = arith.shrui %hw125, %s138 : i32
-            %b140 = arith.andi %s139, %c255_i32 : i32
-            %s141 = arith.shrui %hw126, %s138 : i32
-            %b142 = arith.andi %s141, %c255_i32 : i32
-            %s143 = arith.shrui %hw127, %s138 : i32
-            %b144 = arith.andi %s143, %c255_i32 : i32
-            %b145 = arith.andi %b144, %c15_i32 : i32
-            %s146 = arith.shrui %b140, %c6_i32 : i32
-            %s147 = arith.shli %s146, %c4_i32 : i32
-            %o148 = arith.ori %b145, %s147 : i32
-            %s149 = arith.shrui %b144, %c4_i32 : i32
-            %s150 = arith.shrui %b142, %c6_i32 : i32
-            %s151 = arith.shli %s150, %c4_i32 : i32
-            %o152 = arith.ori %s149, %s151 : i32
-            %b153 = arith.andi %b140, %c63_i32 : i32
-            %sel154 = arith.select %lt136, %b153, %o148 : i32
-            %b155 = arith.andi %b142, %c63_i32 : i32
-            %sel156 = arith.select %lt136, %b155, %o152 : i32
-            %o157 = arith.ori %sel154, %c1258291200_i32 : i32
-            %q158 = arith.bitcast %o157 : i32 to f32
-            %f159 = arith.subf %q158, %c8p388608e06_f32 : f32
-            %f160 = arith.mulf %h131, %f159 : f32
-            %o161 = arith.ori %sel156, %c1258291200_i32 : i32
-            %q162 = arith.bitcast %o161 : i32 to f32
-            %f163 = arith.subf %q162, %c8p388608e06_f32 : f32
-            %f164 = arith.mulf %h135, %f163 : f32
-            %b165 = arith.andi %n128, %c1_i32 : i32
-            %s166 = arith.shli %b165, %c2_i32 : i32
-            %m167 = arith.muli %tg, %K32 : index
-            %m168 = arith.muli %b, %c8_index : index
-            %a169 = arith.addi %m168, %q : index
-            %a170 = arith.addi %m167, %a169 : index
-            %m171 = arith.muli %a170, %c2_index : index
-            %xq172 = memref.load %xq[%m171] : memref<?xvector<4xi32>>
-            %qw173 = vector.extract %qv121[0] : i32 from vector<4xi32>
-            %xw174 = vector.extract %xq172[0] : i32 from vector<4xi32>
-            %s175 = arith.shrui %qw173, %s166 : i32
-            %b176 = arith.andi %s175, %c252645135_i32 : i32
-            %dp177 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b176, %xw174, %c0_i32 : (i32, i32, i32) -> i32
-            %qw178 = vector.extract %qv121[1] : i32 from vector<4xi32>
-            %xw179 = vector.extract %xq172[1] : i32 from vector<4xi32>
-            %s180 = arith.shrui %qw178, %s166 : i32
-            %b181 = arith.andi %s180, %c252645135_i32 : i32
-            %dp182 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b181, %xw179, %dp177 : (i32, i32, i32) -> i32
-            %qw183 = vector.extract %qv121[2] : i32 from vector<4xi32>
-            %xw184 = vector.extract %xq172[2] : i32 from vector<4xi32>
-            %s185 = arith.shrui %qw183, %s166 : i32
-            %b186 = arith.andi %s185, %c252645135_i32 : i32
-            %dp187 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b186, %xw184, %dp182 : (i32, i32, i32) -> i32
-            %qw188 = vector.extract %qv121[3] : i32 from vector<4xi32>
-            %xw189 = vector.extract %xq172[3] : i32 from vector<4xi32>
-            %s190 = arith.shrui %qw188, %s166 : i32
-            %b191 = arith.andi %s190, %c252645135_i32 : i32
-            %dp192 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b191, %xw189, %dp187 : (i32, i32, i32) -> i32
-            %m193 = arith.muli %a170, %c2_index : index
-            %a194 = arith.addi %m193, %c1_index : index
-            %xq195 = memref.load %xq[%a194] : memref<?xvector<4xi32>>
-            %qw196 = vector.extract %qv123[0] : i32 from vector<4xi32>
-            %xw197 = vector.extract %xq195[0] : i32 from vector<4xi32>
-            %s198 = arith.shrui %qw196, %s166 : i32
-            %b199 = arith.andi %s198, %c252645135_i32 : i32
-            %dp200 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b199, %xw197, %dp192 : (i32, i32, i32) -> i32
-            %qw201 = vector.extract %qv123[1] : i32 from vector<4xi32>
-            %xw202 = vector.extract %xq195[1] : i32 from vector<4xi32>
-            %s203 = arith.shrui %qw201, %s166 : i32
-            %b204 = arith.andi %s203, %c252645135_i32 : i32
-            %dp205 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b204, %xw202, %dp200 : (i32, i32, i32) -> i32
-            %qw206 = vector.extract %qv123[2] : i32 from vector<4xi32>
-            %xw207 = vector.extract %xq195[2] : i32 from vector<4xi32>
-            %s208 = arith.shrui %qw206, %s166 : i32
-            %b209 = arith.andi %s208, %c252645135_i32 : i32
-            %dp210 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b209, %xw207, %dp205 : (i32, i32, i32) -> i32
-            %qw211 = vector.extract %qv123[3] : i32 from vector<4xi32>
-            %xw212 = vector.extract %xq195[3] : i32 from vector<4xi32>
-            %s213 = arith.shrui %qw211, %s166 : i32
-            %b214 = arith.andi %s213, %c252645135_i32 : i32
-            %dp215 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b214, %xw212, %dp210 : (i32, i32, i32) -> i32
-            %ds216 = memref.load %xds[%a170] : memref<?xvector<4xf32>>
-            %dx217 = vector.extract %ds216[0] : f32 from vector<4xf32>
-            %dx218 = vector.extract %ds216[1] : f32 from vector<4xf32>
-            %dx219 = vector.extract %ds216[2] : f32 from vector<4xf32>
-            %af220 = arith.sitofp %dp215 : i32 to f32
-            %f221 = arith.mulf %f160, %dx217 : f32
-            %f222 = arith.mulf %f221, %af220 : f32
-            %f223 = arith.addf %dx218, %dx219 : f32
-            %f224 = arith.mulf %f164, %f223 : f32
-            %f225 = arith.subf %f222, %f224 : f32
-            %slot0 = arith.muli %t, %c128_index : index
-            %slot = arith.addi %slot0, %tid : index
-            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f225 : f32
-            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %m257 = arith.muli %tg, %K32 : index
+            %m258 = arith.muli %b235, %c8_index : index
+            %a259 = arith.addi %m258, %q236 : index
+            %a260 = arith.addi %m257, %a259 : index
+            %m261 = arith.muli %a260, %c2_index : index
+            %xq262 = memref.load %xq[%m261] : memref<?xvector<4xi32>>
+            %a263 = arith.addi %m261, %c1_index : index
+            %xq264 = memref.load %xq[%a263] : memref<?xvector<4xi32>>
+            %ds265 = memref.load %xds[%a260] : memref<?xvector<4xf32>>
+            %dx266 = vector.extract %ds265[0] : f32 from vector<4xf32>
+            %dx267 = vector.extract %ds265[1] : f32 from vector<4xf32>
+            %dx268 = vector.extract %ds265[2] : f32 from vector<4xf32>
+            %hw269 = vector.extract %hd239[0] : i32 from vector<4xi32>
+            %hw270 = vector.extract %hd239[1] : i32 from vector<4xi32>
+            %hw271 = vector.extract %hd239[2] : i32 from vector<4xi32>
+            %hw272 = vector.extract %hd239[3] : i32 from vector<4xi32>
+            %n273 = arith.index_cast %q236 : index to i32
+            %h274 = arith.trunci %hw269 : i32 to i16
+            %h275 = arith.bitcast %h274 : i16 to f16
+            %h276 = arith.extf %h275 : f16 to f32
+            %s277 = arith.shrui %hw269, %c16_i32 : i32
+            %h278 = arith.trunci %s277 : i32 to i16
+            %h279 = arith.bitcast %h278 : i16 to f16
+            %h280 = arith.extf %h279 : f16 to f32
+            %lt281 = arith.cmpi ult, %n273, %c4_i32 : i32
+            %b282 = arith.andi %n273, %c3_i32 : i32
+            %s283 = arith.shli %b282, %c3_i32 : i32
+            %s284 = arith.shrui %hw270, %s283 : i32
+            %b285 = arith.andi %s284, %c255_i32 : i32
+            %s286 = arith.shrui %hw271, %s283 : i32
+            %b287 = arith.andi %s286, %c255_i32 : i32
+            %s288 = arith.shrui %hw272, %s283 : i32
+            %b289 = arith.andi %s288, %c255_i32 : i32
+            %b290 = arith.andi %b289, %c15_i32 : i32
+            %s291 = arith.shrui %b285, %c6_i32 : i32
+            %s292 = arith.shli %s291, %c4_i32 : i32
+            %o293 = arith.ori %b290, %s292 : i32
+            %s294 = arith.shrui %b289, %c4_i32 : i32
+            %s295 = arith.shrui %b287, %c6_i32 : i32
+            %s296 = arith.shli %s295, %c4_i32 : i32
+            %o297 = arith.ori %s294, %s296 : i32
+            %b298 = arith.andi %b285, %c63_i32 : i32
+            %sel299 = arith.select %lt281, %b298, %o293 : i32
+            %b300 = arith.andi %b287, %c63_i32 : i32
+            %sel301 = arith.select %lt281, %b300, %o297 : i32
+            %o302 = arith.ori %sel299, %c1258291200_i32 : i32
+            %q303 = arith.bitcast %o302 : i32 to f32
+            %f304 = arith.subf %q303, %c8p388608e06_f32 : f32
+            %f305 = arith.mulf %h276, %f304 : f32
+            %o306 = arith.ori %sel301, %c1258291200_i32 : i32
+            %q307 = arith.bitcast %o306 : i32 to f32
+            %f308 = arith.subf %q307, %c8p388608e06_f32 : f32
+            %f309 = arith.mulf %h280, %f308 : f32
+            %b310 = arith.andi %n273, %c1_i32 : i32
+            %s311 = arith.shli %b310, %c2_i32 : i32
+            %qw312 = vector.extract %qv244[0] : i32 from vector<4xi32>
+            %xw313 = vector.extract %xq262[0] : i32 from vector<4xi32>
+            %s314 = arith.shrui %qw312, %s311 : i32
+            %b315 = arith.andi %s314, %c252645135_i32 : i32
+            %dp316 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b315, %xw313, %c0_i32 : (i32, i32, i32) -> i32
+            %qw317 = vector.extract %qv244[1] : i32 from vector<4xi32>
+            %xw318 = vector.extract %xq262[1] : i32 from vector<4xi32>
+            %s319 = arith.shrui %qw317, %s311 : i32
+            %b320 = arith.andi %s319, %c252645135_i32 : i32
+            %dp321 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b320, %xw318, %dp316 : (i32, i32, i32) -> i32
+            %qw322 = vector.extract %qv244[2] : i32 from vector<4xi32>
+            %xw323 = vector.extract %xq262[2] : i32 from vector<4xi32>
+            %s324 = arith.shrui %qw322, %s311 : i32
+            %b325 = arith.andi %s324, %c252645135_i32 : i32
+            %dp326 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b325, %xw323, %dp321 : (i32, i32, i32) -> i32
+            %qw327 = vector.extract %qv244[3] : i32 from vector<4xi32>
+            %xw328 = vector.extract %xq262[3] : i32 from vector<4xi32>
+            %s329 = arith.shrui %qw327, %s311 : i32
+            %b330 = arith.andi %s329, %c252645135_i32 : i32
+            %dp331 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b330, %xw328, %dp326 : (i32, i32, i32) -> i32
+            %qw332 = vector.extract %qv246[0] : i32 from vector<4xi32>
+            %xw333 = vector.extract %xq264[0] : i32 from vector<4xi32>
+            %s334 = arith.shrui %qw332, %s311 : i32
+            %b335 = arith.andi %s334, %c252645135_i32 : i32
+            %dp336 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b335, %xw333, %dp331 : (i32, i32, i32) -> i32
+            %qw337 = vector.extract %qv246[1] : i32 from vector<4xi32>
+            %xw338 = vector.extract %xq264[1] : i32 from vector<4xi32>
+            %s339 = arith.shrui %qw337, %s311 : i32
+            %b340 = arith.andi %s339, %c252645135_i32 : i32
+            %dp341 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b340, %xw338, %dp336 : (i32, i32, i32) -> i32
+            %qw342 = vector.extract %qv246[2] : i32 from vector<4xi32>
+            %xw343 = vector.extract %xq264[2] : i32 from vector<4xi32>
+            %s344 = arith.shrui %qw342, %s311 : i32
+            %b345 = arith.andi %s344, %c252645135_i32 : i32
+            %dp346 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b345, %xw343, %dp341 : (i32, i32, i32) -> i32
+            %qw347 = vector.extract %qv246[3] : i32 from vector<4xi32>
+            %xw348 = vector.extract %xq264[3] : i32 from vector<4xi32>
+            %s349 = arith.shrui %qw347, %s311 : i32
+            %b350 = arith.andi %s349, %c252645135_i32 : i32
+            %dp351 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b350, %xw348, %dp346 : (i32, i32, i32) -> i32
+            %af352 = arith.sitofp %dp351 : i32 to f32
+            %f353 = arith.mulf %f305, %dx266 : f32
+            %f354 = arith.mulf %f353, %af352 : f32
+            %f355 = arith.addf %dx267, %dx268 : f32
+            %f356 = arith.mulf %f309, %f355 : f32
+            %f357 = arith.subf %f354, %f356 : f32
+            %hw358 = vector.extract %hd249[0] : i32 from vector<4xi32>
+            %hw359 = vector.extract %hd249[1] : i32 from vector<4xi32>
+            %hw360 = vector.extract %hd249[2] : i32 from vector<4xi32>
+            %hw361 = vector.extract %hd249[3] : i32 from vector<4xi32>
+            %n362 = arith.index_cast %q236 : index to i32
+            %h363 = arith.trunci %hw358 : i32 to i16
+            %h364 = arith.bitcast %h363 : i16 to f16
+            %h365 = arith.extf %h364 : f16 to f32
+            %s366 = arith.shrui %hw358, %c16_i32 : i32
+            %h367 = arith.trunci %s366 : i32 to i16
+            %h368 = arith.bitcast %h367 : i16 to f16
+            %h369 = arith.extf %h368 : f16 to f32
+            %lt370 = arith.cmpi ult, %n362, %c4_i32 : i32
+            %b371 = arith.andi %n362, %c3_i32 : i32
+            %s372 = arith.shli %b371, %c3_i32 : i32
+            %s373 = arith.shrui %hw359, %s372 : i32
+            %b374 = arith.andi %s373, %c255_i32 : i32
+            %s375 = arith.shrui %hw360, %s372 : i32
+            %b376 = arith.andi %s375, %c255_i32 : i32
+            %s377 = arith.shrui %hw361, %s372 : i32
+            %b378 = arith.andi %s377, %c255_i32 : i32
+            %b379 = arith.andi %b378, %c15_i32 : i32
+            %s380 = arith.shrui %b374, %c6_i32 : i32
+            %s381 = arith.shli %s380, %c4_i32 : i32
+            %o382 = arith.ori %b379, %s381 : i32
+            %s383 = arith.shrui %b378, %c4_i32 : i32
+            %s384 = arith.shrui %b376, %c6_i32 : i32
+            %s385 = arith.shli %s384, %c4_i32 : i32
+            %o386 = arith.ori %s383, %s385 : i32
+            %b387 = arith.andi %b374, %c63_i32 : i32
+            %sel388 = arith.select %lt370, %b387, %o382 : i32
+            %b389 = arith.andi %b376, %c63_i32 : i32
+            %sel390 = arith.select %lt370, %b389, %o386 : i32
+            %o391 = arith.ori %sel388, %c1258291200_i32 : i32
+            %q392 = arith.bitcast %o391 : i32 to f32
+            %f393 = arith.subf %q392, %c8p388608e06_f32 : f32
+            %f394 = arith.mulf %h365, %f393 : f32
+            %o395 = arith.ori %sel390, %c1258291200_i32 : i32
+            %q396 = arith.bitcast %o395 : i32 to f32
+            %f397 = arith.subf %q396, %c8p388608e06_f32 : f32
+            %f398 = arith.mulf %h369, %f397 : f32
+            %b399 = arith.andi %n362, %c1_i32 : i32
+            %s400 = arith.shli %b399, %c2_i32 : i32
+            %qw401 = vector.extract %qv254[0] : i32 from vector<4xi32>
+            %xw402 = vector.extract %xq262[0] : i32 from vector<4xi32>
+            %s403 = arith.shrui %qw401, %s400 : i32
+            %b404 = arith.andi %s403, %c252645135_i32 : i32
+            %dp405 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b404, %xw402, %c0_i32 : (i32, i32, i32) -> i32
+            %qw406 = vector.extract %qv254[1] : i32 from vector<4xi32>
+            %xw407 = vector.extract %xq262[1] : i32 from vector<4xi32>
+            %s408 = arith.shrui %qw406, %s400 : i32
+            %b409 = arith.andi %s408, %c252645135_i32 : i32
+            %dp410 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b409, %xw407, %dp405 : (i32, i32, i32) -> i32
+            %qw411 = vector.extract %qv254[2] : i32 from vector<4xi32>
+            %xw412 = vector.extract %xq262[2] : i32 from vector<4xi32>
+            %s413 = arith.shrui %qw411, %s400 : i32
+            %b414 = arith.andi %s413, %c252645135_i32 : i32
+            %dp415 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b414, %xw412, %dp410 : (i32, i32, i32) -> i32
+            %qw416 = vector.extract %qv254[3] : i32 from vector<4xi32>
+            %xw417 = vector.extract %xq262[3] : i32 from vector<4xi32>
+            %s418 = arith.shrui %qw416, %s400 : i32
+            %b419 = arith.andi %s418, %c252645135_i32 : i32
+            %dp420 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b419, %xw417, %dp415 : (i32, i32, i32) -> i32
+            %qw421 = vector.extract %qv256[0] : i32 from vector<4xi32>
+            %xw422 = vector.extract %xq264[0] : i32 from vector<4xi32>
+            %s423 = arith.shrui %qw421, %s400 : i32
+            %b424 = arith.andi %s423, %c252645135_i32 : i32
+            %dp425 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b424, %xw422, %dp420 : (i32, i32, i32) -> i32
+            %qw426 = vector.extract %qv256[1] : i32 from vector<4xi32>
+            %xw427 = vector.extract %xq264[1] : i32 from vector<4xi32>
+            %s428 = arith.shrui %qw426, %s400 : i32
+            %b429 = arith.andi %s428, %c252645135_i32 : i32
+            %dp430 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b429, %xw427, %dp425 : (i32, i32, i32) -> i32
+            %qw431 = vector.extract %qv256[2] : i32 from vector<4xi32>
+            %xw432 = vector.extract %xq264[2] : i32 from vector<4xi32>
+            %s433 = arith.shrui %qw431, %s400 : i32
+            %b434 = arith.andi %s433, %c252645135_i32 : i32
+            %dp435 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b434, %xw432, %dp430 : (i32, i32, i32) -> i32
+            %qw436 = vector.extract %qv256[3] : i32 from vector<4xi32>
+            %xw437 = vector.extract %xq264[3] : i32 from vector<4xi32>
+            %s438 = arith.shrui %qw436, %s400 : i32
+            %b439 = arith.andi %s438, %c252645135_i32 : i32
+            %dp440 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b439, %xw437, %dp435 : (i32, i32, i32) -> i32
+            %af441 = arith.sitofp %dp440 : i32 to f32
+            %f442 = arith.mulf %f394, %dx266 : f32
+            %f443 = arith.mulf %f442, %af441 : f32
+            %f444 = arith.addf %dx267, %dx268 : f32
+            %f445 = arith.mulf %f398, %f444 : f32
+            %f446 = arith.subf %f443, %f445 : f32
+            %m447 = arith.muli %t, %c128_index : index
+            %a448 = arith.addi %m447, %tid : index
+            %old449 = memref.load %slots[%a448] : memref<2048xf32, #gpu.address_space<workgroup>>
+            %f450 = arith.addf %old449, %f357 : f32
+            memref.store %f450, %slots[%a448] : memref<2048xf32, #gpu.address_space<workgroup>>
+            %a451 = arith.addi %t, %c8_index : index
+            %m452 = arith.muli %a451, %c128_index : index
+            %a453 = arith.addi %m452, %tid : index
+            %old454 = memref.load %slots[%a453] : memref<2048xf32, #gpu.address_space<workgroup>>
+            %f455 = arith.addf %old454, %f446 : f32
+            memref.store %f455, %slots[%a453] : memref<2048xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv226 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a227 = arith.addi %tid, %c128_index : index
-        %sv228 = memref.load %slots[%a227] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a229 = arith.addi %tid, %c256_index : index
-        %sv230 = memref.load %slots[%a229] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a231 = arith.addi %tid, %c384_index : index
-        %sv232 = memref.load %slots[%a231] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a233 = arith.addi %tid, %c512_index : index
-        %sv234 = memref.load %slots[%a233] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a235 = arith.addi %tid, %c640_index : index
-        %sv236 = memref.load %slots[%a235] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a237 = arith.addi %tid, %c768_index : index
-        %sv238 = memref.load %slots[%a237] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a239 = arith.addi %tid, %c896_index : index
-        %sv240 = memref.load %slots[%a239] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv226, %sv228, %sv230, %sv232, %sv234, %sv236, %sv238, %sv240 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv456 = memref.load %slots[%tid] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a457 = arith.addi %tid, %c128_index : index
+        %sv458 = memref.load %slots[%a457] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a459 = arith.addi %tid, %c256_index : index
+        %sv460 = memref.load %slots[%a459] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a461 = arith.addi %tid, %c384_index : index
+        %sv462 = memref.load %slots[%a461] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a463 = arith.addi %tid, %c512_index : index
+        %sv464 = memref.load %slots[%a463] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a465 = arith.addi %tid, %c640_index : index
+        %sv466 = memref.load %slots[%a465] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a467 = arith.addi %tid, %c768_index : index
+        %sv468 = memref.load %slots[%a467] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a469 = arith.addi %tid, %c896_index : index
+        %sv470 = memref.load %slots[%a469] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a471 = arith.addi %tid, %c1024_index : index
+        %sv472 = memref.load %slots[%a471] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a473 = arith.addi %tid, %c1152_index : index
+        %sv474 = memref.load %slots[%a473] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a475 = arith.addi %tid, %c1280_index : index
+        %sv476 = memref.load %slots[%a475] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a477 = arith.addi %tid, %c1408_index : index
+        %sv478 = memref.load %slots[%a477] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a479 = arith.addi %tid, %c1536_index : index
+        %sv480 = memref.load %slots[%a479] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a481 = arith.addi %tid, %c1664_index : index
+        %sv482 = memref.load %slots[%a481] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a483 = arith.addi %tid, %c1792_index : index
+        %sv484 = memref.load %slots[%a483] : memref<2048xf32, #gpu.address_space<workgroup>>
+        %a485 = arith.addi %tid, %c1920_index : index
+        %sv486 = memref.load %slots[%a485] : memref<2048xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv456, %sv458, %sv460, %sv462, %sv464, %sv466, %sv468, %sv470, %sv472, %sv474, %sv476, %sv478, %sv480, %sv482, %sv484, %sv486 : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh241:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f242 = arith.addf %acc_r#0, %sh241#0 : f32
-      %sh243:2 = gpu.shuffle xor %f242, %c2_i32, %c32_i32 : f32
-      %f244 = arith.addf %f242, %sh243#0 : f32
-      %sh245:2 = gpu.shuffle xor %f244, %c1_i32, %c32_i32 : f32
-      %f246 = arith.addf %f244, %sh245#0 : f32
-      %c247 = scf.if %tok1 -> (f32) {
-        %sh248:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f249 = arith.addf %acc_r#1, %sh248#0 : f32
-        %sh250:2 = gpu.shuffle xor %f249, %c2_i32, %c32_i32 : f32
-        %f251 = arith.addf %f249, %sh250#0 : f32
-        %sh252:2 = gpu.shuffle xor %f251, %c1_i32, %c32_i32 : f32
-        %f253 = arith.addf %f251, %sh252#0 : f32
-        scf.yield %f253 : f32
+      %y487 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y488 = arith.select %in02, %y0, %y487 : memref<?xf32>
+      %bias489 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias490 = arith.select %in02, %bias0, %bias489 : memref<?xf32>
+      %Ni491 = arith.select %in13, %N1i, %N2i : index
+      %Ni492 = arith.select %in02, %N0i, %Ni491 : index
+      %bflag493 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag494 = arith.select %in02, %c1_i32, %bflag493 : i32
+      %rflag495 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag496 = arith.select %in02, %c2_i32, %rflag495 : i32
+      %y497 = arith.select %in114, %y1, %y2 : memref<?xf32>
+      %y498 = arith.select %in013, %y0, %y497 : memref<?xf32>
+      %bias499 = arith.select %in114, %bias1, %bias2 : memref<?xf32>
+      %bias500 = arith.select %in013, %bias0, %bias499 : memref<?xf32>
+      %Ni501 = arith.select %in114, %N1i, %N2i : index
+      %Ni502 = arith.select %in013, %N0i, %Ni501 : index
+      %bflag503 = arith.select %in114, %c4_i32, %c8_i32 : i32
+      %bflag504 = arith.select %in013, %c1_i32, %bflag503 : i32
+      %rflag505 = arith.select %in114, %c0_i32, %c0_i32 : i32
+      %rflag506 = arith.select %in013, %c2_i32, %rflag505 : i32
+      %lane0 = arith.cmpi eq, %lane, %c0_index : index
+      %fin:5 = scf.if %one -> (f32, f32, index, i1, i1) {
+        %sh507:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f508 = arith.addf %acc_r#0, %sh507#0 : f32
+        %sh509:2 = gpu.shuffle xor %f508, %c2_i32, %c32_i32 : f32
+        %f510 = arith.addf %f508, %sh509#0 : f32
+        %sh511:2 = gpu.shuffle xor %f510, %c1_i32, %c32_i32 : f32
+        %f512 = arith.addf %f510, %sh511#0 : f32
+        %sh513:2 = gpu.shuffle xor %f512, %c8_i32, %c32_i32 : f32
+        %f514 = arith.addf %f512, %sh513#0 : f32
+        %sh515:2 = gpu.shuffle xor %f514, %c16_i32, %c32_i32 : f32
+        %f516 = arith.addf %f514, %sh515#0 : f32
+        %sh517:2 = gpu.shuffle xor %acc_r#8, %c4_i32, %c32_i32 : f32
+        %f518 = arith.addf %acc_r#8, %sh517#0 : f32
+        %sh519:2 = gpu.shuffle xor %f518, %c2_i32, %c32_i32 : f32
+        %f520 = arith.addf %f518, %sh519#0 : f32
+        %sh521:2 = gpu.shuffle xor %f520, %c1_i32, %c32_i32 : f32
+        %f522 = arith.addf %f520, %sh521#0 : f32
+        %sh523:2 = gpu.shuffle xor %f522, %c8_i32, %c32_i32 : f32
+        %f524 = arith.addf %f522, %sh523#0 : f32
+        %sh525:2 = gpu.shuffle xor %f524, %c16_i32, %c32_i32 : f32
+        %f526 = arith.addf %f524, %sh525#0 : f32
+        %wr527 = arith.andi %lane0, %live1 : i1
+        %wr528 = arith.andi %lane0, %live11 : i1
+        scf.yield %f516, %f526, %t0, %wr527, %wr528 : f32, f32, index, i1, i1
       } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c254 = scf.if %tok2 -> (f32) {
-        %sh255:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f256 = arith.addf %acc_r#2, %sh255#0 : f32
-        %sh257:2 = gpu.shuffle xor %f256, %c2_i32, %c32_i32 : f32
-        %f258 = arith.addf %f256, %sh257#0 : f32
-        %sh259:2 = gpu.shuffle xor %f258, %c1_i32, %c32_i32 : f32
-        %f260 = arith.addf %f258, %sh259#0 : f32
-        scf.yield %f260 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c261 = scf.if %tok3 -> (f32) {
-        %sh262:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f263 = arith.addf %acc_r#3, %sh262#0 : f32
-        %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
-        %f265 = arith.addf %f263, %sh264#0 : f32
-        %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
-        %f267 = arith.addf %f265, %sh266#0 : f32
-        scf.yield %f267 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c268 = scf.if %tok4 -> (f32) {
-        %sh269:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f270 = arith.addf %acc_r#4, %sh269#0 : f32
-        %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
-        %f272 = arith.addf %f270, %sh271#0 : f32
-        %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
-        %f274 = arith.addf %f272, %sh273#0 : f32
-        scf.yield %f274 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c275 = scf.if %tok5 -> (f32) {
-        %sh276:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f277 = arith.addf %acc_r#5, %sh276#0 : f32
-        %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
-        %f279 = arith.addf %f277, %sh278#0 : f32
-        %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
-        %f281 = arith.addf %f279, %sh280#0 : f32
-        scf.yield %f281 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c282 = scf.if %tok6 -> (f32) {
-        %sh283:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f284 = arith.addf %acc_r#6, %sh283#0 : f32
-        %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
-        %f286 = arith.addf %f284, %sh285#0 : f32
-        %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
-        %f288 = arith.addf %f286, %sh287#0 : f32
-        scf.yield %f288 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c289 = scf.if %tok7 -> (f32) {
-        %sh290:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f291 = arith.addf %acc_r#7, %sh290#0 : f32
-        %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
-        %f293 = arith.addf %f291, %sh292#0 : f32
-        %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
-        %f295 = arith.addf %f293, %sh294#0 : f32
-        scf.yield %f295 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %seg = arith.divui %lane, %c8_index : index
-      %sl = arith.remui %lane, %c8_index : index
-      %lead = arith.cmpi eq, %sl, %c0_index : index
-      %pbase0 = arith.muli %grp, %c32_index : index
-      %pbase = arith.addi %pbase0, %seg : index
-      scf.if %lead {
-        memref.store %f246, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a296 = arith.addi %pbase, %c4_index : index
-        memref.store %c247, %acc[%a296] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a297 = arith.addi %pbase, %c8_index : index
-        memref.store %c254, %acc[%a297] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a298 = arith.addi %pbase, %c12_index : index
-        memref.store %c261, %acc[%a298] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a299 = arith.addi %pbase, %c16_index : index
-        memref.store %c268, %acc[%a299] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a300 = arith.addi %pbase, %c20_index : index
-        memref.store %c275, %acc[%a300] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a301 = arith.addi %pbase, %c24_index : index
-        memref.store %c282, %acc[%a301] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a302 = arith.addi %pbase, %c28_index : index
-        memref.store %c289, %acc[%a302] : memref<128xf32, #gpu.address_space<workgroup>>
-      }
-      gpu.barrier
-      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
-      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
-      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
-      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
-      %Ni12 = arith.select %in1, %N1i, %N2i : index
-      %Ni = arith.select %in0, %N0i, %Ni12 : index
-      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
-      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
-      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
-      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
-      %wr0 = arith.cmpi ult, %lane, %tb : index
-      %wr = arith.andi %wr0, %live : i1
-      scf.if %wr {
-        %l4 = arith.muli %lane, %c4_index : index
-        %si = arith.addi %pbase0, %l4 : index
-        %si1 = arith.addi %si, %c1_index : index
-        %si2 = arith.addi %si, %c2_index : index
-        %si3 = arith.addi %si, %c3_index : index
-        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p01 = arith.addf %p0, %p1 : f32
-        %p23 = arith.addf %p2, %p3 : f32
-        %sum = arith.addf %p01, %p23 : f32
+        %seg = arith.divui %lane, %c8_index : index
+        %sl = arith.remui %lane, %c8_index : index
+        %lead = arith.cmpi eq, %sl, %c0_index : index
+        %pbase1 = arith.muli %rowgrp, %c32_index : index
+        %pbase = arith.addi %pbase1, %seg : index
+        %sh529:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f530 = arith.addf %acc_r#0, %sh529#0 : f32
+        %sh531:2 = gpu.shuffle xor %f530, %c2_i32, %c32_i32 : f32
+        %f532 = arith.addf %f530, %sh531#0 : f32
+        %sh533:2 = gpu.shuffle xor %f532, %c1_i32, %c32_i32 : f32
+        %f534 = arith.addf %f532, %sh533#0 : f32
+        %c535 = scf.if %tok1 -> (f32) {
+          %sh536:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f537 = arith.addf %acc_r#1, %sh536#0 : f32
+          %sh538:2 = gpu.shuffle xor %f537, %c2_i32, %c32_i32 : f32
+          %f539 = arith.addf %f537, %sh538#0 : f32
+          %sh540:2 = gpu.shuffle xor %f539, %c1_i32, %c32_i32 : f32
+          %f541 = arith.addf %f539, %sh540#0 : f32
+          scf.yield %f541 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c542 = scf.if %tok2 -> (f32) {
+          %sh543:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f544 = arith.addf %acc_r#2, %sh543#0 : f32
+          %sh545:2 = gpu.shuffle xor %f544, %c2_i32, %c32_i32 : f32
+          %f546 = arith.addf %f544, %sh545#0 : f32
+          %sh547:2 = gpu.shuffle xor %f546, %c1_i32, %c32_i32 : f32
+          %f548 = arith.addf %f546, %sh547#0 : f32
+          scf.yield %f548 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c549 = scf.if %tok3 -> (f32) {
+          %sh550:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f551 = arith.addf %acc_r#3, %sh550#0 : f32
+          %sh552:2 = gpu.shuffle xor %f551, %c2_i32, %c32_i32 : f32
+          %f553 = arith.addf %f551, %sh552#0 : f32
+          %sh554:2 = gpu.shuffle xor %f553, %c1_i32, %c32_i32 : f32
+          %f555 = arith.addf %f553, %sh554#0 : f32
+          scf.yield %f555 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c556 = scf.if %tok4 -> (f32) {
+          %sh557:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f558 = arith.addf %acc_r#4, %sh557#0 : f32
+          %sh559:2 = gpu.shuffle xor %f558, %c2_i32, %c32_i32 : f32
+          %f560 = arith.addf %f558, %sh559#0 : f32
+          %sh561:2 = gpu.shuffle xor %f560, %c1_i32, %c32_i32 : f32
+          %f562 = arith.addf %f560, %sh561#0 : f32
+          scf.yield %f562 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c563 = scf.if %tok5 -> (f32) {
+          %sh564:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f565 = arith.addf %acc_r#5, %sh564#0 : f32
+          %sh566:2 = gpu.shuffle xor %f565, %c2_i32, %c32_i32 : f32
+          %f567 = arith.addf %f565, %sh566#0 : f32
+          %sh568:2 = gpu.shuffle xor %f567, %c1_i32, %c32_i32 : f32
+          %f569 = arith.addf %f567, %sh568#0 : f32
+          scf.yield %f569 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c570 = scf.if %tok6 -> (f32) {
+          %sh571:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f572 = arith.addf %acc_r#6, %sh571#0 : f32
+          %sh573:2 = gpu.shuffle xor %f572, %c2_i32, %c32_i32 : f32
+          %f574 = arith.addf %f572, %sh573#0 : f32
+          %sh575:2 = gpu.shuffle xor %f574, %c1_i32, %c32_i32 : f32
+          %f576 = arith.addf %f574, %sh575#0 : f32
+          scf.yield %f576 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c577 = scf.if %tok7 -> (f32) {
+          %sh578:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f579 = arith.addf %acc_r#7, %sh578#0 : f32
+          %sh580:2 = gpu.shuffle xor %f579, %c2_i32, %c32_i32 : f32
+          %f581 = arith.addf %f579, %sh580#0 : f32
+          %sh582:2 = gpu.shuffle xor %f581, %c1_i32, %c32_i32 : f32
+          %f583 = arith.addf %f581, %sh582#0 : f32
+          scf.yield %f583 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %sh584:2 = gpu.shuffle xor %acc_r#8, %c4_i32, %c32_i32 : f32
+        %f585 = arith.addf %acc_r#8, %sh584#0 : f32
+        %sh586:2 = gpu.shuffle xor %f585, %c2_i32, %c32_i32 : f32
+        %f587 = arith.addf %f585, %sh586#0 : f32
+        %sh588:2 = gpu.shuffle xor %f587, %c1_i32, %c32_i32 : f32
+        %f589 = arith.addf %f587, %sh588#0 : f32
+        %c590 = scf.if %tok1 -> (f32) {
+          %sh591:2 = gpu.shuffle xor %acc_r#9, %c4_i32, %c32_i32 : f32
+          %f592 = arith.addf %acc_r#9, %sh591#0 : f32
+          %sh593:2 = gpu.shuffle xor %f592, %c2_i32, %c32_i32 : f32
+          %f594 = arith.addf %f592, %sh593#0 : f32
+          %sh595:2 = gpu.shuffle xor %f594, %c1_i32, %c32_i32 : f32
+          %f596 = arith.addf %f594, %sh595#0 : f32
+          scf.yield %f596 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c597 = scf.if %tok2 -> (f32) {
+          %sh598:2 = gpu.shuffle xor %acc_r#10, %c4_i32, %c32_i32 : f32
+          %f599 = arith.addf %acc_r#10, %sh598#0 : f32
+          %sh600:2 = gpu.shuffle xor %f599, %c2_i32, %c32_i32 : f32
+          %f601 = arith.addf %f599, %sh600#0 : f32
+          %sh602:2 = gpu.shuffle xor %f601, %c1_i32, %c32_i32 : f32
+          %f603 = arith.addf %f601, %sh602#0 : f32
+          scf.yield %f603 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c604 = scf.if %tok3 -> (f32) {
+          %sh605:2 = gpu.shuffle xor %acc_r#11, %c4_i32, %c32_i32 : f32
+          %f606 = arith.addf %acc_r#11, %sh605#0 : f32
+          %sh607:2 = gpu.shuffle xor %f606, %c2_i32, %c32_i32 : f32
+          %f608 = arith.addf %f606, %sh607#0 : f32
+          %sh609:2 = gpu.shuffle xor %f608, %c1_i32, %c32_i32 : f32
+          %f610 = arith.addf %f608, %sh609#0 : f32
+          scf.yield %f610 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c611 = scf.if %tok4 -> (f32) {
+          %sh612:2 = gpu.shuffle xor %acc_r#12, %c4_i32, %c32_i32 : f32
+          %f613 = arith.addf %acc_r#12, %sh612#0 : f32
+          %sh614:2 = gpu.shuffle xor %f613, %c2_i32, %c32_i32 : f32
+          %f615 = arith.addf %f613, %sh614#0 : f32
+          %sh616:2 = gpu.shuffle xor %f615, %c1_i32, %c32_i32 : f32
+          %f617 = arith.addf %f615, %sh616#0 : f32
+          scf.yield %f617 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c618 = scf.if %tok5 -> (f32) {
+          %sh619:2 = gpu.shuffle xor %acc_r#13, %c4_i32, %c32_i32 : f32
+          %f620 = arith.addf %acc_r#13, %sh619#0 : f32
+          %sh621:2 = gpu.shuffle xor %f620, %c2_i32, %c32_i32 : f32
+          %f622 = arith.addf %f620, %sh621#0 : f32
+          %sh623:2 = gpu.shuffle xor %f622, %c1_i32, %c32_i32 : f32
+          %f624 = arith.addf %f622, %sh623#0 : f32
+          scf.yield %f624 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c625 = scf.if %tok6 -> (f32) {
+          %sh626:2 = gpu.shuffle xor %acc_r#14, %c4_i32, %c32_i32 : f32
+          %f627 = arith.addf %acc_r#14, %sh626#0 : f32
+          %sh628:2 = gpu.shuffle xor %f627, %c2_i32, %c32_i32 : f32
+          %f629 = arith.addf %f627, %sh628#0 : f32
+          %sh630:2 = gpu.shuffle xor %f629, %c1_i32, %c32_i32 : f32
+          %f631 = arith.addf %f629, %sh630#0 : f32
+          scf.yield %f631 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c632 = scf.if %tok7 -> (f32) {
+          %sh633:2 = gpu.shuffle xor %acc_r#15, %c4_i32, %c32_i32 : f32
+          %f634 = arith.addf %acc_r#15, %sh633#0 : f32
+          %sh635:2 = gpu.shuffle xor %f634, %c2_i32, %c32_i32 : f32
+          %f636 = arith.addf %f634, %sh635#0 : f32
+          %sh637:2 = gpu.shuffle xor %f636, %c1_i32, %c32_i32 : f32
+          %f638 = arith.addf %f636, %sh637#0 : f32
+          scf.yield %f638 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        scf.if %lead {
+          memref.store %f534, %acc[%pbase] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a639 = arith.addi %pbase, %c4_index : index
+          memref.store %c535, %acc[%a639] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a640 = arith.addi %pbase, %c8_index : index
+          memref.store %c542, %acc[%a640] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a641 = arith.addi %pbase, %c12_index : index
+          memref.store %c549, %acc[%a641] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a642 = arith.addi %pbase, %c16_index : index
+          memref.store %c556, %acc[%a642] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a643 = arith.addi %pbase, %c20_index : index
+          memref.store %c563, %acc[%a643] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a644 = arith.addi %pbase, %c24_index : index
+          memref.store %c570, %acc[%a644] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a645 = arith.addi %pbase, %c28_index : index
+          memref.store %c577, %acc[%a645] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a646 = arith.addi %pbase, %c32_index : index
+          memref.store %f589, %acc[%a646] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a647 = arith.addi %pbase, %c36_index : index
+          memref.store %c590, %acc[%a647] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a648 = arith.addi %pbase, %c40_index : index
+          memref.store %c597, %acc[%a648] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a649 = arith.addi %pbase, %c44_index : index
+          memref.store %c604, %acc[%a649] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a650 = arith.addi %pbase, %c48_index : index
+          memref.store %c611, %acc[%a650] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a651 = arith.addi %pbase, %c52_index : index
+          memref.store %c618, %acc[%a651] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a652 = arith.addi %pbase, %c56_index : index
+          memref.store %c625, %acc[%a652] : memref<256xf32, #gpu.address_space<workgroup>>
+          %a653 = arith.addi %pbase, %c60_index : index
+          memref.store %c632, %acc[%a653] : memref<256xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %wr0 = arith.cmpi ult, %lane, %tb : index
         %tg = arith.addi %t0, %lane : index
-        %yrow = arith.muli %tg, %Ni : index
-        %yi = arith.addi %yrow, %n : index
-        %fb = arith.andi %flags, %bflag : i32
-        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
-        %withb = scf.if %hb -> (f32) {
-          %bv = memref.load %bias[%n] : memref<?xf32>
-          %sb = arith.addf %sum, %bv : f32
-          scf.yield %sb : f32
+        %lt = arith.minui %lane, %c7_index : index
+        %l4 = arith.muli %lt, %c4_index : index
+        %si0 = arith.addi %pbase1, %l4 : index
+        %p654 = memref.load %acc[%si0] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a655 = arith.addi %si0, %c1_index : index
+        %p656 = memref.load %acc[%a655] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a657 = arith.addi %si0, %c2_index : index
+        %p658 = memref.load %acc[%a657] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a659 = arith.addi %si0, %c3_index : index
+        %p660 = memref.load %acc[%a659] : memref<256xf32, #gpu.address_space<workgroup>>
+        %f661 = arith.addf %p654, %p656 : f32
+        %f662 = arith.addf %p658, %p660 : f32
+        %f663 = arith.addf %f661, %f662 : f32
+        %a664 = arith.addi %si0, %c32_index : index
+        %p665 = memref.load %acc[%a664] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a666 = arith.addi %a664, %c1_index : index
+        %p667 = memref.load %acc[%a666] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a668 = arith.addi %a664, %c2_index : index
+        %p669 = memref.load %acc[%a668] : memref<256xf32, #gpu.address_space<workgroup>>
+        %a670 = arith.addi %a664, %c3_index : index
+        %p671 = memref.load %acc[%a670] : memref<256xf32, #gpu.address_space<workgroup>>
+        %f672 = arith.addf %p665, %p667 : f32
+        %f673 = arith.addf %p669, %p671 : f32
+        %f674 = arith.addf %f672, %f673 : f32
+        %wr675 = arith.andi %wr0, %live1 : i1
+        %wr676 = arith.andi %wr0, %live11 : i1
+        scf.yield %f663, %f674, %tg, %wr675, %wr676 : f32, f32, index, i1, i1
+      }
+      scf.if %fin#3 {
+        %m677 = arith.muli %fin#2, %Ni492 : index
+        %a678 = arith.addi %m677, %n8 : index
+        %b679 = arith.andi %flags, %bflag494 : i32
+        %hb680 = arith.cmpi ne, %b679, %c0_i32 : i32
+        %wb681 = scf.if %hb680 -> (f32) {
+          %bv682 = memref.load %bias490[%n8] : memref<?xf32>
+          %f683 = arith.addf %fin#0, %bv682 : f32
+          scf.yield %f683 : f32
         } else {
-          scf.yield %sum : f32
+          scf.yield %fin#0 : f32
         }
-        %fr = arith.andi %flags, %rflag : i32
-        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-        %out = scf.if %hr -> (f32) {
-          %rv = memref.load %res[%yi] : memref<?xf32>
-          %sr = arith.addf %withb, %rv : f32
-          scf.yield %sr : f32
+        %b684 = arith.andi %flags, %rflag496 : i32
+        %hr685 = arith.cmpi ne, %b684, %c0_i32 : i32
+        %o686 = scf.if %hr685 -> (f32) {
+          %rv687 = memref.load %res[%a678] : memref<?xf32>
+          %f688 = arith.addf %wb681, %rv687 : f32
+          scf.yield %f688 : f32
         } else {
-          scf.yield %withb : f32
+          scf.yield %wb681 : f32
         }
-        memref.store %out, %y[%yi] : memref<?xf32>
+        memref.store %o686, %y488[%a678] : memref<?xf32>
+      }
+      scf.if %fin#4 {
+        %m689 = arith.muli %fin#2, %Ni502 : index
+        %a690 = arith.addi %m689, %n19 : index
+        %b691 = arith.andi %flags, %bflag504 : i32
+        %hb692 = arith.cmpi ne, %b691, %c0_i32 : i32
+        %wb693 = scf.if %hb692 -> (f32) {
+          %bv694 = memref.load %bias500[%n19] : memref<?xf32>
+          %f695 = arith.addf %fin#1, %bv694 : f32
+          scf.yield %f695 : f32
+        } else {
+          scf.yield %fin#1 : f32
+        }
+        %b696 = arith.andi %flags, %rflag506 : i32
+        %hr697 = arith.cmpi ne, %b696, %c0_i32 : i32
+        %o698 = scf.if %hr697 -> (f32) {
+          %rv699 = memref.load %res[%a690] : memref<?xf32>
+          %f700 = arith.addf %wb693, %rv699 : f32
+          scf.yield %f700 : f32
+        } else {
+          scf.yield %wb693 : f32
+        }
+        memref.store %o698, %y498[%a690] : memref<?xf32>
       }
       gpu.return
     }
@@ -1435,37 +1859,38 @@ module attributes {gpu.container_module} {
       %c8_i32 = arith.constant 8 : i32
       %c8_index = arith.constant 8 : index
       %c96_index = arith.constant 96 : index
-      %acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc_q8_0 : memref<128xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %grp = arith.divui %tid, %c32_index : index
       %lane = arith.remui %tid, %c32_index : index
-      %row4 = arith.muli %bx, %c4_index : index
-      %ng = arith.addi %row4, %grp : index
+      %rowwg = arith.muli %bx, %c4_index : index
+      %rowgrp = arith.muli %grp, %c1_index : index
+      %row0 = arith.addi %rowwg, %rowgrp : index
       %N0i = arith.index_cast %N0 : i32 to index
       %N1i = arith.index_cast %N1 : i32 to index
       %N2i = arith.index_cast %N2 : i32 to index
       %N01 = arith.addi %N0i, %N1i : index
       %Ntot = arith.addi %N01, %N2i : index
-      %in0 = arith.cmpi ult, %ng, %N0i : index
-      %in1 = arith.cmpi ult, %ng, %N01 : index
-      %w12 = arith.select %in1, %w1, %w2 : memref<?xi32>
-      %w = arith.select %in0, %w0, %w12 : memref<?xi32>
-      %nbase12 = arith.select %in1, %N0i, %N01 : index
-      %nbase = arith.select %in0, %c0_index, %nbase12 : index
-      %n = arith.subi %ng, %nbase : index
       %Ki = arith.index_cast %K : i32 to index
       %Ti = arith.index_cast %T : i32 to index
       %t0 = arith.muli %by, %c8_index : index
       %tleft = arith.subi %Ti, %t0 : index
       %tb = arith.minui %tleft, %c8_index : index
-      %live = arith.cmpi ult, %ng, %Ntot : index
       %nb = arith.divui %Ki, %c32_index : index
       %units_all = arith.muli %nb, %c2_index : index
-      %rowbase = arith.muli %n, %nb : index
       %K32 = arith.divui %Ki, %c32_index : index
-      %units = arith.select %live, %units_all, %c0_index : index
+      %live1 = arith.cmpi ult, %row0, %Ntot : index
+      %in02 = arith.cmpi ult, %row0, %N0i : index
+      %in13 = arith.cmpi ult, %row0, %N01 : index
+      %w4 = arith.select %in13, %w1, %w2 : memref<?xi32>
+      %w5 = arith.select %in02, %w0, %w4 : memref<?xi32>
+      %nbase6 = arith.select %in13, %N0i, %N01 : index
+      %nbase7 = arith.select %in02, %c0_index, %nbase6 : index
+      %n8 = arith.subi %row0, %nbase7 : index
+      %m9 = arith.muli %n8, %nb : index
+      %units = arith.select %live1, %units_all, %c0_index : index
       %tok1 = arith.cmpi ult, %c1_index, %tb : index
       %tok2 = arith.cmpi ult, %c2_index, %tb : index
       %tok3 = arith.cmpi ult, %c3_index, %tb : index
@@ -1475,500 +1900,514 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc = %c0p0_f32) -> (f32) {
-          %b = arith.divui %u, %c2_index : index
-          %q = arith.remui %u, %c2_index : index
-          %a1 = arith.addi %rowbase, %b : index
-          %m2 = arith.muli %a1, %c34_index : index
-          %w3 = arith.shrui %m2, %c2_index : index
-          %ld4 = memref.load %w[%w3] : memref<?xi32>
-          %a5 = arith.addi %m2, %c2_index : index
-          %w6 = arith.shrui %a5, %c2_index : index
-          %ld7 = memref.load %w[%w6] : memref<?xi32>
-          %n8 = arith.index_cast %m2 : index to i32
-          %b9 = arith.andi %n8, %c2_i32 : i32
-          %s10 = arith.shli %b9, %c3_i32 : i32
-          %s11 = arith.shrui %ld4, %s10 : i32
-          %s12 = arith.subi %c16_i32, %s10 : i32
-          %s13 = arith.shli %ld7, %c16_i32 : i32
-          %s14 = arith.shli %s13, %s12 : i32
-          %o15 = arith.ori %s11, %s14 : i32
-          %h16 = arith.trunci %o15 : i32 to i16
-          %h17 = arith.bitcast %h16 : i16 to f16
-          %h18 = arith.extf %h17 : f16 to f32
-          %m19 = arith.muli %q, %c16_index : index
-          %a20 = arith.addi %m19, %c2_index : index
-          %a21 = arith.addi %m2, %a20 : index
-          %w22 = arith.shrui %a21, %c2_index : index
-          %n23 = arith.index_cast %a21 : index to i32
-          %b24 = arith.andi %n23, %c2_i32 : i32
-          %od25 = arith.cmpi ne, %b24, %c0_i32 : i32
-          %a26 = arith.addi %w22, %c4_index : index
-          %a27 = arith.addi %w22, %c3_index : index
-          %sel28 = arith.select %od25, %a26, %a27 : index
-          %ld29 = memref.load %w[%w22] : memref<?xi32>
-          %a30 = arith.addi %w22, %c1_index : index
-          %ld31 = memref.load %w[%a30] : memref<?xi32>
-          %a32 = arith.addi %w22, %c2_index : index
-          %ld33 = memref.load %w[%a32] : memref<?xi32>
-          %a34 = arith.addi %w22, %c3_index : index
-          %ld35 = memref.load %w[%a34] : memref<?xi32>
-          %ld36 = memref.load %w[%sel28] : memref<?xi32>
-          %s37 = arith.shrui %ld29, %c16_i32 : i32
-          %s38 = arith.shli %ld31, %c16_i32 : i32
-          %o39 = arith.ori %s37, %s38 : i32
-          %sel40 = arith.select %od25, %o39, %ld29 : i32
-          %s41 = arith.shrui %ld31, %c16_i32 : i32
-          %s42 = arith.shli %ld33, %c16_i32 : i32
-          %o43 = arith.ori %s41, %s42 : i32
-          %sel44 = arith.select %od25, %o43, %ld31 : i32
-          %s45 = arith.shrui %ld33, %c16_i32 : i32
-          %s46 = arith.shli %ld35, %c16_i32 : i32
-          %o47 = arith.ori %s45, %s46 : i32
-          %sel48 = arith.select %od25, %o47, %ld33 : i32
-          %s49 = arith.shrui %ld35, %c16_i32 : i32
-          %s50 = arith.shli %ld36, %c16_i32 : i32
-          %o51 = arith.ori %s49, %s50 : i32
-          %sel52 = arith.select %od25, %o51, %ld35 : i32
-          %h053 = arith.cmpi eq, %q, %c0_index : index
-          %a54 = arith.addi %u, %c32_index : index
-          %vr55 = arith.cmpi ult, %a54, %units : index
-          %uc56 = arith.select %vr55, %a54, %u : index
-          %b_1 = arith.divui %uc56, %c2_index : index
-          %q_1 = arith.remui %uc56, %c2_index : index
-          %a57 = arith.addi %rowbase, %b_1 : index
-          %m58 = arith.muli %a57, %c34_index : index
-          %w59 = arith.shrui %m58, %c2_index : index
-          %ld60 = memref.load %w[%w59] : memref<?xi32>
-          %a61 = arith.addi %m58, %c2_index : index
-          %w62 = arith.shrui %a61, %c2_index : index
-          %ld63 = memref.load %w[%w62] : memref<?xi32>
-          %n64 = arith.index_cast %m58 : index to i32
-          %b65 = arith.andi %n64, %c2_i32 : i32
-          %s66 = arith.shli %b65, %c3_i32 : i32
-          %s67 = arith.shrui %ld60, %s66 : i32
-          %s68 = arith.subi %c16_i32, %s66 : i32
-          %s69 = arith.shli %ld63, %c16_i32 : i32
-          %s70 = arith.shli %s69, %s68 : i32
-          %o71 = arith.ori %s67, %s70 : i32
-          %h72 = arith.trunci %o71 : i32 to i16
-          %h73 = arith.bitcast %h72 : i16 to f16
-          %h74 = arith.extf %h73 : f16 to f32
-          %m75 = arith.muli %q_1, %c16_index : index
-          %a76 = arith.addi %m75, %c2_index : index
-          %a77 = arith.addi %m58, %a76 : index
-          %w78 = arith.shrui %a77, %c2_index : index
-          %n79 = arith.index_cast %a77 : index to i32
-          %b80 = arith.andi %n79, %c2_i32 : i32
-          %od81 = arith.cmpi ne, %b80, %c0_i32 : i32
-          %a82 = arith.addi %w78, %c4_index : index
-          %a83 = arith.addi %w78, %c3_index : index
-          %sel84 = arith.select %od81, %a82, %a83 : index
-          %ld85 = memref.load %w[%w78] : memref<?xi32>
-          %a86 = arith.addi %w78, %c1_index : index
-          %ld87 = memref.load %w[%a86] : memref<?xi32>
-          %a88 = arith.addi %w78, %c2_index : index
-          %ld89 = memref.load %w[%a88] : memref<?xi32>
-          %a90 = arith.addi %w78, %c3_index : index
-          %ld91 = memref.load %w[%a90] : memref<?xi32>
-          %ld92 = memref.load %w[%sel84] : memref<?xi32>
-          %s93 = arith.shrui %ld85, %c16_i32 : i32
-          %s94 = arith.shli %ld87, %c16_i32 : i32
-          %o95 = arith.ori %s93, %s94 : i32
-          %sel96 = arith.select %od81, %o95, %ld85 : i32
-          %s97 = arith.shrui %ld87, %c16_i32 : i32
-          %s98 = arith.shli %ld89, %c16_i32 : i32
-          %o99 = arith.ori %s97, %s98 : i32
-          %sel100 = arith.select %od81, %o99, %ld87 : i32
-          %s101 = arith.shrui %ld89, %c16_i32 : i32
-          %s102 = arith.shli %ld91, %c16_i32 : i32
-          %o103 = arith.ori %s101, %s102 : i32
-          %sel104 = arith.select %od81, %o103, %ld89 : i32
-          %s105 = arith.shrui %ld91, %c16_i32 : i32
-          %s106 = arith.shli %ld92, %c16_i32 : i32
+        %r1:1 = scf.for %u = %lane to %units step %c96_index iter_args(%sacc0 = %c0p0_f32) -> (f32) {
+          %b10 = arith.divui %u, %c2_index : index
+          %q11 = arith.remui %u, %c2_index : index
+          %a12 = arith.addi %m9, %b10 : index
+          %m13 = arith.muli %a12, %c34_index : index
+          %w14 = arith.shrui %m13, %c2_index : index
+          %ld15 = memref.load %w5[%w14] : memref<?xi32>
+          %a16 = arith.addi %m13, %c2_index : index
+          %w17 = arith.shrui %a16, %c2_index : index
+          %ld18 = memref.load %w5[%w17] : memref<?xi32>
+          %n19 = arith.index_cast %m13 : index to i32
+          %b20 = arith.andi %n19, %c2_i32 : i32
+          %s21 = arith.shli %b20, %c3_i32 : i32
+          %s22 = arith.shrui %ld15, %s21 : i32
+          %s23 = arith.subi %c16_i32, %s21 : i32
+          %s24 = arith.shli %ld18, %c16_i32 : i32
+          %s25 = arith.shli %s24, %s23 : i32
+          %o26 = arith.ori %s22, %s25 : i32
+          %h27 = arith.trunci %o26 : i32 to i16
+          %h28 = arith.bitcast %h27 : i16 to f16
+          %h29 = arith.extf %h28 : f16 to f32
+          %m30 = arith.muli %q11, %c16_index : index
+          %a31 = arith.addi %m30, %c2_index : index
+          %a32 = arith.addi %m13, %a31 : index
+          %w33 = arith.shrui %a32, %c2_index : index
+          %n34 = arith.index_cast %a32 : index to i32
+          %b35 = arith.andi %n34, %c2_i32 : i32
+          %od36 = arith.cmpi ne, %b35, %c0_i32 : i32
+          %a37 = arith.addi %w33, %c4_index : index
+          %a38 = arith.addi %w33, %c3_index : index
+          %sel39 = arith.select %od36, %a37, %a38 : index
+          %ld40 = memref.load %w5[%w33] : memref<?xi32>
+          %a41 = arith.addi %w33, %c1_index : index
+          %ld42 = memref.load %w5[%a41] : memref<?xi32>
+          %a43 = arith.addi %w33, %c2_index : index
+          %ld44 = memref.load %w5[%a43] : memref<?xi32>
+          %a45 = arith.addi %w33, %c3_index : index
+          %ld46 = memref.load %w5[%a45] : memref<?xi32>
+          %ld47 = memref.load %w5[%sel39] : memref<?xi32>
+          %s48 = arith.shrui %ld40, %c16_i32 : i32
+          %s49 = arith.shli %ld42, %c16_i32 : i32
+          %o50 = arith.ori %s48, %s49 : i32
+          %sel51 = arith.select %od36, %o50, %ld40 : i32
+          %s52 = arith.shrui %ld42, %c16_i32 : i32
+          %s53 = arith.shli %ld44, %c16_i32 : i32
+          %o54 = arith.ori %s52, %s53 : i32
+          %sel55 = arith.select %od36, %o54, %ld42 : i32
+          %s56 = arith.shrui %ld44, %c16_i32 : i32
+          %s57 = arith.shli %ld46, %c16_i32 : i32
+          %o58 = arith.ori %s56, %s57 : i32
+          %sel59 = arith.select %od36, %o58, %ld44 : i32
+          %s60 = arith.shrui %ld46, %c16_i32 : i32
+          %s61 = arith.shli %ld47, %c16_i32 : i32
+          %o62 = arith.ori %s60, %s61 : i32
+          %sel63 = arith.select %od36, %o62, %ld46 : i32
+          %a64 = arith.addi %u, %c32_index : index
+          %vr65 = arith.cmpi ult, %a64, %units : index
+          %uc66 = arith.select %vr65, %a64, %u : index
+          %b67 = arith.divui %uc66, %c2_index : index
+          %q68 = arith.remui %uc66, %c2_index : index
+          %a69 = arith.addi %m9, %b67 : index
+          %m70 = arith.muli %a69, %c34_index : index
+          %w71 = arith.shrui %m70, %c2_index : index
+          %ld72 = memref.load %w5[%w71] : memref<?xi32>
+          %a73 = arith.addi %m70, %c2_index : index
+          %w74 = arith.shrui %a73, %c2_index : index
+          %ld75 = memref.load %w5[%w74] : memref<?xi32>
+          %n76 = arith.index_cast %m70 : index to i32
+          %b77 = arith.andi %n76, %c2_i32 : i32
+          %s78 = arith.shli %b77, %c3_i32 : i32
+          %s79 = arith.shrui %ld72, %s78 : i32
+          %s80 = arith.subi %c16_i32, %s78 : i32
+          %s81 = arith.shli %ld75, %c16_i32 : i32
+          %s82 = arith.shli %s81, %s80 : i32
+          %o83 = arith.ori %s79, %s82 : i32
+          %h84 = arith.trunci %o83 : i32 to i16
+          %h85 = arith.bitcast %h84 : i16 to f16
+          %h86 = arith.extf %h85 : f16 to f32
+          %m87 = arith.muli %q68, %c16_index : index
+          %a88 = arith.addi %m87, %c2_index : index
+          %a89 = arith.addi %m70, %a88 : index
+          %w90 = arith.shrui %a89, %c2_index : index
+          %n91 = arith.index_cast %a89 : index to i32
+          %b92 = arith.andi %n91, %c2_i32 : i32
+          %od93 = arith.cmpi ne, %b92, %c0_i32 : i32
+          %a94 = arith.addi %w90, %c4_index : index
+          %a95 = arith.addi %w90, %c3_index : index
+          %sel96 = arith.select %od93, %a94, %a95 : index
+          %ld97 = memref.load %w5[%w90] : memref<?xi32>
+          %a98 = arith.addi %w90, %c1_index : index
+          %ld99 = memref.load %w5[%a98] : memref<?xi32>
+          %a100 = arith.addi %w90, %c2_index : index
+          %ld101 = memref.load %w5[%a100] : memref<?xi32>
+          %a102 = arith.addi %w90, %c3_index : index
+          %ld103 = memref.load %w5[%a102] : memref<?xi32>
+          %ld104 = memref.load %w5[%sel96] : memref<?xi32>
+          %s105 = arith.shrui %ld97, %c16_i32 : i32
+          %s106 = arith.shli %ld99, %c16_i32 : i32
           %o107 = arith.ori %s105, %s106 : i32
-          %sel108 = arith.select %od81, %o107, %ld91 : i32
-          %h0109 = arith.cmpi eq, %q_1, %c0_index : index
-          %a110 = arith.addi %u, %c64_index : index
-          %vr111 = arith.cmpi ult, %a110, %units : index
-          %uc112 = arith.select %vr111, %a110, %u : index
-          %b_2 = arith.divui %uc112, %c2_index : index
-          %q_2 = arith.remui %uc112, %c2_index : index
-          %a113 = arith.addi %rowbase, %b_2 : index
-          %m114 = arith.muli %a113, %c34_index : index
-          %w115 = arith.shrui %m114, %c2_index : index
-          %ld116 = memref.load %w[%w115] : memref<?xi32>
-          %a117 = arith.addi %m114, %c2_index : index
-          %w118 = arith.shrui %a117, %c2_index : index
-          %ld119 = memref.load %w[%w118] : memref<?xi32>
-          %n120 = arith.index_cast %m114 : index to i32
-          %b121 = arith.andi %n120, %c2_i32 : i32
-          %s122 = arith.shli %b121, %c3_i32 : i32
-          %s123 = arith.shrui %ld116, %s122 : i32
-          %s124 = arith.subi %c16_i32, %s122 : i32
-          %s125 = arith.shli %ld119, %c16_i32 : i32
-          %s126 = arith.shli %s125, %s124 : i32
-          %o127 = arith.ori %s123, %s126 : i32
-          %h128 = arith.trunci %o127 : i32 to i16
-          %h129 = arith.bitcast %h128 : i16 to f16
-          %h130 = arith.extf %h129 : f16 to f32
-          %m131 = arith.muli %q_2, %c16_index : index
-          %a132 = arith.addi %m131, %c2_index : index
-          %a133 = arith.addi %m114, %a132 : index
-          %w134 = arith.shrui %a133, %c2_index : index
-          %n135 = arith.index_cast %a133 : index to i32
-          %b136 = arith.andi %n135, %c2_i32 : i32
-          %od137 = arith.cmpi ne, %b136, %c0_i32 : i32
-          %a138 = arith.addi %w134, %c4_index : index
-          %a139 = arith.addi %w134, %c3_index : index
-          %sel140 = arith.select %od137, %a138, %a139 : index
-          %ld141 = memref.load %w[%w134] : memref<?xi32>
-          %a142 = arith.addi %w134, %c1_index : index
-          %ld143 = memref.load %w[%a142] : memref<?xi32>
-          %a144 = arith.addi %w134, %c2_index : index
-          %ld145 = memref.load %w[%a144] : memref<?xi32>
-          %a146 = arith.addi %w134, %c3_index : index
-          %ld147 = memref.load %w[%a146] : memref<?xi32>
-          %ld148 = memref.load %w[%sel140] : memref<?xi32>
-          %s149 = arith.shrui %ld141, %c16_i32 : i32
-          %s150 = arith.shli %ld143, %c16_i32 : i32
-          %o151 = arith.ori %s149, %s150 : i32
-          %sel152 = arith.select %od137, %o151, %ld141 : i32
-          %s153 = arith.shrui %ld143, %c16_i32 : i32
-          %s154 = arith.shli %ld145, %c16_i32 : i32
-          %o155 = arith.ori %s153, %s154 : i32
-          %sel156 = arith.select %od137, %o155, %ld143 : i32
-          %s157 = arith.shrui %ld145, %c16_i32 : i32
-          %s158 = arith.shli %ld147, %c16_i32 : i32
-          %o159 = arith.ori %s157, %s158 : i32
-          %sel160 = arith.select %od137, %o159, %ld145 : i32
-          %s161 = arith.shrui %ld147, %c16_i32 : i32
-          %s162 = arith.shli %ld148, %c16_i32 : i32
-          %o163 = arith.ori %s161, %s162 : i32
-          %sel164 = arith.select %od137, %o163, %ld147 : i32
-          %h0165 = arith.cmpi eq, %q_2, %c0_index : index
-          %m166 = arith.muli %t0, %K32 : index
-          %a167 = arith.addi %m166, %b : index
-          %m168 = arith.muli %a167, %c2_index : index
-          %a169 = arith.addi %m168, %q : index
-          %xq170 = memref.load %xq[%a169] : memref<?xvector<4xi32>>
-          %ds171 = memref.load %xds[%a167] : memref<?xvector<4xf32>>
-          %xw172 = vector.extract %xq170[0] : i32 from vector<4xi32>
-          %dp173 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel40, %xw172, %c0_i32 : (i32, i32, i32) -> i32
-          %xw174 = vector.extract %xq170[1] : i32 from vector<4xi32>
-          %dp175 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel44, %xw174, %dp173 : (i32, i32, i32) -> i32
-          %xw176 = vector.extract %xq170[2] : i32 from vector<4xi32>
-          %dp177 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel48, %xw176, %dp175 : (i32, i32, i32) -> i32
-          %xw178 = vector.extract %xq170[3] : i32 from vector<4xi32>
-          %dp179 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel52, %xw178, %dp177 : (i32, i32, i32) -> i32
-          %dx180 = vector.extract %ds171[0] : f32 from vector<4xf32>
-          %af181 = arith.sitofp %dp179 : i32 to f32
-          %f182 = arith.mulf %h18, %dx180 : f32
-          %f183 = arith.mulf %f182, %af181 : f32
-          %f184 = arith.addf %sacc, %f183 : f32
-          %m185 = arith.muli %t0, %K32 : index
-          %a186 = arith.addi %m185, %b_1 : index
-          %m187 = arith.muli %a186, %c2_index : index
-          %a188 = arith.addi %m187, %q_1 : index
-          %xq189 = memref.load %xq[%a188] : memref<?xvector<4xi32>>
-          %ds190 = memref.load %xds[%a186] : memref<?xvector<4xf32>>
-          %xw191 = vector.extract %xq189[0] : i32 from vector<4xi32>
-          %dp192 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel96, %xw191, %c0_i32 : (i32, i32, i32) -> i32
-          %xw193 = vector.extract %xq189[1] : i32 from vector<4xi32>
-          %dp194 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel100, %xw193, %dp192 : (i32, i32, i32) -> i32
-          %xw195 = vector.extract %xq189[2] : i32 from vector<4xi32>
-          %dp196 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel104, %xw195, %dp194 : (i32, i32, i32) -> i32
-          %xw197 = vector.extract %xq189[3] : i32 from vector<4xi32>
-          %dp198 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw197, %dp196 : (i32, i32, i32) -> i32
-          %dx199 = vector.extract %ds190[0] : f32 from vector<4xf32>
-          %af200 = arith.sitofp %dp198 : i32 to f32
-          %f201 = arith.mulf %h74, %dx199 : f32
-          %f202 = arith.mulf %f201, %af200 : f32
-          %sel203 = arith.select %vr55, %f202, %c0p0_f32 : f32
-          %f204 = arith.addf %f184, %sel203 : f32
-          %m205 = arith.muli %t0, %K32 : index
-          %a206 = arith.addi %m205, %b_2 : index
-          %m207 = arith.muli %a206, %c2_index : index
-          %a208 = arith.addi %m207, %q_2 : index
-          %xq209 = memref.load %xq[%a208] : memref<?xvector<4xi32>>
-          %ds210 = memref.load %xds[%a206] : memref<?xvector<4xf32>>
-          %xw211 = vector.extract %xq209[0] : i32 from vector<4xi32>
-          %dp212 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel152, %xw211, %c0_i32 : (i32, i32, i32) -> i32
-          %xw213 = vector.extract %xq209[1] : i32 from vector<4xi32>
-          %dp214 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel156, %xw213, %dp212 : (i32, i32, i32) -> i32
-          %xw215 = vector.extract %xq209[2] : i32 from vector<4xi32>
-          %dp216 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel160, %xw215, %dp214 : (i32, i32, i32) -> i32
-          %xw217 = vector.extract %xq209[3] : i32 from vector<4xi32>
-          %dp218 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel164, %xw217, %dp216 : (i32, i32, i32) -> i32
-          %dx219 = vector.extract %ds210[0] : f32 from vector<4xf32>
-          %af220 = arith.sitofp %dp218 : i32 to f32
-          %f221 = arith.mulf %h130, %dx219 : f32
-          %f222 = arith.mulf %f221, %af220 : f32
-          %sel223 = arith.select %vr111, %f222, %c0p0_f32 : f32
-          %f224 = arith.addf %f204, %sel223 : f32
-          scf.yield %f224 : f32
+          %sel108 = arith.select %od93, %o107, %ld97 : i32
+          %s109 = arith.shrui %ld99, %c16_i32 : i32
+          %s110 = arith.shli %ld101, %c16_i32 : i32
+          %o111 = arith.ori %s109, %s110 : i32
+          %sel112 = arith.select %od93, %o111, %ld99 : i32
+          %s113 = arith.shrui %ld101, %c16_i32 : i32
+          %s114 = arith.shli %ld103, %c16_i32 : i32
+          %o115 = arith.ori %s113, %s114 : i32
+          %sel116 = arith.select %od93, %o115, %ld101 : i32
+          %s117 = arith.shrui %ld103, %c16_i32 : i32
+          %s118 = arith.shli %ld104, %c16_i32 : i32
+          %o119 = arith.ori %s117, %s118 : i32
+          %sel120 = arith.select %od93, %o119, %ld103 : i32
+          %a121 = arith.addi %u, %c64_index : index
+          %vr122 = arith.cmpi ult, %a121, %units : index
+          %uc123 = arith.select %vr122, %a121, %u : index
+          %b124 = arith.divui %uc123, %c2_index : index
+          %q125 = arith.remui %uc123, %c2_index : index
+          %a126 = arith.addi %m9, %b124 : index
+          %m127 = arith.muli %a126, %c34_index : index
+          %w128 = arith.shrui %m127, %c2_index : index
+          %ld129 = memref.load %w5[%w128] : memref<?xi32>
+          %a130 = arith.addi %m127, %c2_index : index
+          %w131 = arith.shrui %a130, %c2_index : index
+          %ld132 = memref.load %w5[%w131] : memref<?xi32>
+          %n133 = arith.index_cast %m127 : index to i32
+          %b134 = arith.andi %n133, %c2_i32 : i32
+          %s135 = arith.shli %b134, %c3_i32 : i32
+          %s136 = arith.shrui %ld129, %s135 : i32
+          %s137 = arith.subi %c16_i32, %s135 : i32
+          %s138 = arith.shli %ld132, %c16_i32 : i32
+          %s139 = arith.shli %s138, %s137 : i32
+          %o140 = arith.ori %s136, %s139 : i32
+          %h141 = arith.trunci %o140 : i32 to i16
+          %h142 = arith.bitcast %h141 : i16 to f16
+          %h143 = arith.extf %h142 : f16 to f32
+          %m144 = arith.muli %q125, %c16_index : index
+          %a145 = arith.addi %m144, %c2_index : index
+          %a146 = arith.addi %m127, %a145 : index
+          %w147 = arith.shrui %a146, %c2_index : index
+          %n148 = arith.index_cast %a146 : index to i32
+          %b149 = arith.andi %n148, %c2_i32 : i32
+          %od150 = arith.cmpi ne, %b149, %c0_i32 : i32
+          %a151 = arith.addi %w147, %c4_index : index
+          %a152 = arith.addi %w147, %c3_index : index
+          %sel153 = arith.select %od150, %a151, %a152 : index
+          %ld154 = memref.load %w5[%w147] : memref<?xi32>
+          %a155 = arith.addi %w147, %c1_index : index
+          %ld156 = memref.load %w5[%a155] : memref<?xi32>
+          %a157 = arith.addi %w147, %c2_index : index
+          %ld158 = memref.load %w5[%a157] : memref<?xi32>
+          %a159 = arith.addi %w147, %c3_index : index
+          %ld160 = memref.load %w5[%a159] : memref<?xi32>
+          %ld161 = memref.load %w5[%sel153] : memref<?xi32>
+          %s162 = arith.shrui %ld154, %c16_i32 : i32
+          %s163 = arith.shli %ld156, %c16_i32 : i32
+          %o164 = arith.ori %s162, %s163 : i32
+          %sel165 = arith.select %od150, %o164, %ld154 : i32
+          %s166 = arith.shrui %ld156, %c16_i32 : i32
+          %s167 = arith.shli %ld158, %c16_i32 : i32
+          %o168 = arith.ori %s166, %s167 : i32
+          %sel169 = arith.select %od150, %o168, %ld156 : i32
+          %s170 = arith.shrui %ld158, %c16_i32 : i32
+          %s171 = arith.shli %ld160, %c16_i32 : i32
+          %o172 = arith.ori %s170, %s171 : i32
+          %sel173 = arith.select %od150, %o172, %ld158 : i32
+          %s174 = arith.shrui %ld160, %c16_i32 : i32
+          %s175 = arith.shli %ld161, %c16_i32 : i32
+          %o176 = arith.ori %s174, %s175 : i32
+          %sel177 = arith.select %od150, %o176, %ld160 : i32
+          %m178 = arith.muli %t0, %K32 : index
+          %a179 = arith.addi %m178, %b10 : index
+          %m180 = arith.muli %a179, %c2_index : index
+          %a181 = arith.addi %m180, %q11 : index
+          %xq182 = memref.load %xq[%a181] : memref<?xvector<4xi32>>
+          %ds183 = memref.load %xds[%a179] : memref<?xvector<4xf32>>
+          %dx184 = vector.extract %ds183[0] : f32 from vector<4xf32>
+          %xw185 = vector.extract %xq182[0] : i32 from vector<4xi32>
+          %dp186 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel51, %xw185, %c0_i32 : (i32, i32, i32) -> i32
+          %xw187 = vector.extract %xq182[1] : i32 from vector<4xi32>
+          %dp188 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel55, %xw187, %dp186 : (i32, i32, i32) -> i32
+          %xw189 = vector.extract %xq182[2] : i32 from vector<4xi32>
+          %dp190 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel59, %xw189, %dp188 : (i32, i32, i32) -> i32
+          %xw191 = vector.extract %xq182[3] : i32 from vector<4xi32>
+          %dp192 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel63, %xw191, %dp190 : (i32, i32, i32) -> i32
+          %af193 = arith.sitofp %dp192 : i32 to f32
+          %f194 = arith.mulf %h29, %dx184 : f32
+          %f195 = arith.mulf %f194, %af193 : f32
+          %f196 = arith.addf %sacc0, %f195 : f32
+          %m197 = arith.muli %t0, %K32 : index
+          %a198 = arith.addi %m197, %b67 : index
+          %m199 = arith.muli %a198, %c2_index : index
+          %a200 = arith.addi %m199, %q68 : index
+          %xq201 = memref.load %xq[%a200] : memref<?xvector<4xi32>>
+          %ds202 = memref.load %xds[%a198] : memref<?xvector<4xf32>>
+          %dx203 = vector.extract %ds202[0] : f32 from vector<4xf32>
+          %xw204 = vector.extract %xq201[0] : i32 from vector<4xi32>
+          %dp205 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw204, %c0_i32 : (i32, i32, i32) -> i32
+          %xw206 = vector.extract %xq201[1] : i32 from vector<4xi32>
+          %dp207 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel112, %xw206, %dp205 : (i32, i32, i32) -> i32
+          %xw208 = vector.extract %xq201[2] : i32 from vector<4xi32>
+          %dp209 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel116, %xw208, %dp207 : (i32, i32, i32) -> i32
+          %xw210 = vector.extract %xq201[3] : i32 from vector<4xi32>
+          %dp211 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel120, %xw210, %dp209 : (i32, i32, i32) -> i32
+          %af212 = arith.sitofp %dp211 : i32 to f32
+          %f213 = arith.mulf %h86, %dx203 : f32
+          %f214 = arith.mulf %f213, %af212 : f32
+          %sel215 = arith.select %vr65, %f214, %c0p0_f32 : f32
+          %f216 = arith.addf %f196, %sel215 : f32
+          %m217 = arith.muli %t0, %K32 : index
+          %a218 = arith.addi %m217, %b124 : index
+          %m219 = arith.muli %a218, %c2_index : index
+          %a220 = arith.addi %m219, %q125 : index
+          %xq221 = memref.load %xq[%a220] : memref<?xvector<4xi32>>
+          %ds222 = memref.load %xds[%a218] : memref<?xvector<4xf32>>
+          %dx223 = vector.extract %ds222[0] : f32 from vector<4xf32>
+          %xw224 = vector.extract %xq221[0] : i32 from vector<4xi32>
+          %dp225 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel165, %xw224, %c0_i32 : (i32, i32, i32) -> i32
+          %xw226 = vector.extract %xq221[1] : i32 from vector<4xi32>
+          %dp227 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel169, %xw226, %dp225 : (i32, i32, i32) -> i32
+          %xw228 = vector.extract %xq221[2] : i32 from vector<4xi32>
+          %dp229 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel173, %xw228, %dp227 : (i32, i32, i32) -> i32
+          %xw230 = vector.extract %xq221[3] : i32 from vector<4xi32>
+          %dp231 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel177, %xw230, %dp229 : (i32, i32, i32) -> i32
+          %af232 = arith.sitofp %dp231 : i32 to f32
+          %f233 = arith.mulf %h143, %dx223 : f32
+          %f234 = arith.mulf %f233, %af232 : f32
+          %sel235 = arith.select %vr122, %f234, %c0p0_f32 : f32
+          %f236 = arith.addf %f216, %sel235 : f32
+          scf.yield %f236 : f32
         }
-        scf.yield %r1, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
-        %slots = memref.get_global @slots : memref<1024xf32, #gpu.address_space<workgroup>>
+        %slots = memref.get_global @slots_q8_0 : memref<1024xf32, #gpu.address_space<workgroup>>
         scf.for %t = %c0_index to %c8_index step %c1_index {
           %s = arith.muli %t, %c128_index : index
           %si = arith.addi %s, %tid : index
           memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
         scf.for %u = %lane to %units step %c32_index {
-          %b = arith.divui %u, %c2_index : index
-          %q = arith.remui %u, %c2_index : index
-          %a225 = arith.addi %rowbase, %b : index
-          %m226 = arith.muli %a225, %c34_index : index
-          %w227 = arith.shrui %m226, %c2_index : index
-          %ld228 = memref.load %w[%w227] : memref<?xi32>
-          %a229 = arith.addi %m226, %c2_index : index
-          %w230 = arith.shrui %a229, %c2_index : index
-          %ld231 = memref.load %w[%w230] : memref<?xi32>
-          %n232 = arith.index_cast %m226 : index to i32
-          %b233 = arith.andi %n232, %c2_i32 : i32
-          %s234 = arith.shli %b233, %c3_i32 : i32
-          %s235 = arith.shrui %ld228, %s234 : i32
-          %s236 = arith.subi %c16_i32, %s234 : i32
-          %s237 = arith.shli %ld231, %c16_i32 : i32
-          %s238 = arith.shli %s237, %s236 : i32
-          %o239 = arith.ori %s235, %s238 : i32
-          %h240 = arith.trunci %o239 : i32 to i16
-          %h241 = arith.bitcast %h240 : i16 to f16
-          %h242 = arith.extf %h241 : f16 to f32
-          %m243 = arith.muli %q, %c16_index : index
-          %a244 = arith.addi %m243, %c2_index : index
-          %a245 = arith.addi %m226, %a244 : index
-          %w246 = arith.shrui %a245, %c2_index : index
-          %n247 = arith.index_cast %a245 : index to i32
-          %b248 = arith.andi %n247, %c2_i32 : i32
-          %od249 = arith.cmpi ne, %b248, %c0_i32 : i32
-          %a250 = arith.addi %w246, %c4_index : index
-          %a251 = arith.addi %w246, %c3_index : index
-          %sel252 = arith.select %od249, %a250, %a251 : index
-          %ld253 = memref.load %w[%w246] : memref<?xi32>
-          %a254 = arith.addi %w246, %c1_index : index
-          %ld255 = memref.load %w[%a254] : memref<?xi32>
-          %a256 = arith.addi %w246, %c2_index : index
-          %ld257 = memref.load %w[%a256] : memref<?xi32>
-          %a258 = arith.addi %w246, %c3_index : index
-          %ld259 = memref.load %w[%a258] : memref<?xi32>
-          %ld260 = memref.load %w[%sel252] : memref<?xi32>
-          %s261 = arith.shrui %ld253, %c16_i32 : i32
-          %s262 = arith.shli %ld255, %c16_i32 : i32
-          %o263 = arith.ori %s261, %s262 : i32
-          %sel264 = arith.select %od249, %o263, %ld253 : i32
-          %s265 = arith.shrui %ld255, %c16_i32 : i32
-          %s266 = arith.shli %ld257, %c16_i32 : i32
-          %o267 = arith.ori %s265, %s266 : i32
-          %sel268 = arith.select %od249, %o267, %ld255 : i32
-          %s269 = arith.shrui %ld257, %c16_i32 : i32
-          %s270 = arith.shli %ld259, %c16_i32 : i32
-          %o271 = arith.ori %s269, %s270 : i32
-          %sel272 = arith.select %od249, %o271, %ld257 : i32
-          %s273 = arith.shrui %ld259, %c16_i32 : i32
-          %s274 = arith.shli %ld260, %c16_i32 : i32
-          %o275 = arith.ori %s273, %s274 : i32
-          %sel276 = arith.select %od249, %o275, %ld259 : i32
-          %h0277 = arith.cmpi eq, %q, %c0_index : index
+          %b237 = arith.divui %u, %c2_index : index
+          %q238 = arith.remui %u, %c2_index : index
+          %a239 = arith.addi %m9, %b237 : index
+          %m240 = arith.muli %a239, %c34_index : index
+          %w241 = arith.shrui %m240, %c2_index : index
+          %ld242 = memref.load %w5[%w241] : memref<?xi32>
+          %a243 = arith.addi %m240, %c2_index : index
+          %w244 = arith.shrui %a243, %c2_index : index
+          %ld245 = memref.load %w5[%w244] : memref<?xi32>
+          %n246 = arith.index_cast %m240 : index to i32
+          %b247 = arith.andi %n246, %c2_i32 : i32
+          %s248 = arith.shli %b247, %c3_i32 : i32
+          %s249 = arith.shrui %ld242, %s248 : i32
+          %s250 = arith.subi %c16_i32, %s248 : i32
+          %s251 = arith.shli %ld245, %c16_i32 : i32
+          %s252 = arith.shli %s251, %s250 : i32
+          %o253 = arith.ori %s249, %s252 : i32
+          %h254 = arith.trunci %o253 : i32 to i16
+          %h255 = arith.bitcast %h254 : i16 to f16
+          %h256 = arith.extf %h255 : f16 to f32
+          %m257 = arith.muli %q238, %c16_index : index
+          %a258 = arith.addi %m257, %c2_index : index
+          %a259 = arith.addi %m240, %a258 : index
+          %w260 = arith.shrui %a259, %c2_index : index
+          %n261 = arith.index_cast %a259 : index to i32
+          %b262 = arith.andi %n261, %c2_i32 : i32
+          %od263 = arith.cmpi ne, %b262, %c0_i32 : i32
+          %a264 = arith.addi %w260, %c4_index : index
+          %a265 = arith.addi %w260, %c3_index : index
+          %sel266 = arith.select %od263, %a264, %a265 : index
+          %ld267 = memref.load %w5[%w260] : memref<?xi32>
+          %a268 = arith.addi %w260, %c1_index : index
+          %ld269 = memref.load %w5[%a268] : memref<?xi32>
+          %a270 = arith.addi %w260, %c2_index : index
+          %ld271 = memref.load %w5[%a270] : memref<?xi32>
+          %a272 = arith.addi %w260, %c3_index : index
+          %ld273 = memref.load %w5[%a272] : memref<?xi32>
+          %ld274 = memref.load %w5[%sel266] : memref<?xi32>
+          %s275 = arith.shrui %ld267, %c16_i32 : i32
+          %s276 = arith.shli %ld269, %c16_i32 : i32
+          %o277 = arith.ori %s275, %s276 : i32
+          %sel278 = arith.select %od263, %o277, %ld267 : i32
+          %s279 = arith.shrui %ld269, %c16_i32 : i32
+          %s280 = arith.shli %ld271, %c16_i32 : i32
+          %o281 = arith.ori %s279, %s280 : i32
+          %sel282 = arith.select %od263, %o281, %ld269 : i32
+          %s283 = arith.shrui %ld271, %c16_i32 : i32
+          %s284 = arith.shli %ld273, %c16_i32 : i32
+          %o285 = arith.ori %s283, %s284 : i32
+          %sel286 = arith.select %od263, %o285, %ld271 : i32
+          %s287 = arith.shrui %ld273, %c16_i32 : i32
+          %s288 = arith.shli %ld274, %c16_i32 : i32
+          %o289 = arith.ori %s287, %s288 : i32
+          %sel290 = arith.select %od263, %o289, %ld273 : i32
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m278 = arith.muli %tg, %K32 : index
-            %a279 = arith.addi %m278, %b : index
-            %m280 = arith.muli %a279, %c2_index : index
-            %a281 = arith.addi %m280, %q : index
-            %xq282 = memref.load %xq[%a281] : memref<?xvector<4xi32>>
-            %ds283 = memref.load %xds[%a279] : memref<?xvector<4xf32>>
-            %xw284 = vector.extract %xq282[0] : i32 from vector<4xi32>
-            %dp285 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel264, %xw284, %c0_i32 : (i32, i32, i32) -> i32
-            %xw286 = vector.extract %xq282[1] : i32 from vector<4xi32>
-            %dp287 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel268, %xw286, %dp285 : (i32, i32, i32) -> i32
-            %xw288 = vector.extract %xq282[2] : i32 from vector<4xi32>
-            %dp289 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel272, %xw288, %dp287 : (i32, i32, i32) -> i32
-            %xw290 = vector.extract %xq282[3] : i32 from vector<4xi32>
-            %dp291 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel276, %xw290, %dp289 : (i32, i32, i32) -> i32
-            %dx292 = vector.extract %ds283[0] : f32 from vector<4xf32>
-            %af293 = arith.sitofp %dp291 : i32 to f32
-            %f294 = arith.mulf %h242, %dx292 : f32
-            %f295 = arith.mulf %f294, %af293 : f32
-            %slot0 = arith.muli %t, %c128_index : index
-            %slot = arith.addi %slot0, %tid : index
-            %old = memref.load %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %new = arith.addf %old, %f295 : f32
-            memref.store %new, %slots[%slot] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %m291 = arith.muli %tg, %K32 : index
+            %a292 = arith.addi %m291, %b237 : index
+            %m293 = arith.muli %a292, %c2_index : index
+            %a294 = arith.addi %m293, %q238 : index
+            %xq295 = memref.load %xq[%a294] : memref<?xvector<4xi32>>
+            %ds296 = memref.load %xds[%a292] : memref<?xvector<4xf32>>
+            %dx297 = vector.extract %ds296[0] : f32 from vector<4xf32>
+            %xw298 = vector.extract %xq295[0] : i32 from vector<4xi32>
+            %dp299 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel278, %xw298, %c0_i32 : (i32, i32, i32) -> i32
+            %xw300 = vector.extract %xq295[1] : i32 from vector<4xi32>
+            %dp301 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel282, %xw300, %dp299 : (i32, i32, i32) -> i32
+            %xw302 = vector.extract %xq295[2] : i32 from vector<4xi32>
+            %dp303 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel286, %xw302, %dp301 : (i32, i32, i32) -> i32
+            %xw304 = vector.extract %xq295[3] : i32 from vector<4xi32>
+            %dp305 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel290, %xw304, %dp303 : (i32, i32, i32) -> i32
+            %af306 = arith.sitofp %dp305 : i32 to f32
+            %f307 = arith.mulf %h256, %dx297 : f32
+            %f308 = arith.mulf %f307, %af306 : f32
+            %m309 = arith.muli %t, %c128_index : index
+            %a310 = arith.addi %m309, %tid : index
+            %old311 = memref.load %slots[%a310] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %f312 = arith.addf %old311, %f308 : f32
+            memref.store %f312, %slots[%a310] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv296 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a297 = arith.addi %tid, %c128_index : index
-        %sv298 = memref.load %slots[%a297] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a299 = arith.addi %tid, %c256_index : index
-        %sv300 = memref.load %slots[%a299] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a301 = arith.addi %tid, %c384_index : index
-        %sv302 = memref.load %slots[%a301] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a303 = arith.addi %tid, %c512_index : index
-        %sv304 = memref.load %slots[%a303] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a305 = arith.addi %tid, %c640_index : index
-        %sv306 = memref.load %slots[%a305] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a307 = arith.addi %tid, %c768_index : index
-        %sv308 = memref.load %slots[%a307] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a309 = arith.addi %tid, %c896_index : index
-        %sv310 = memref.load %slots[%a309] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv296, %sv298, %sv300, %sv302, %sv304, %sv306, %sv308, %sv310 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv313 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a314 = arith.addi %tid, %c128_index : index
+        %sv315 = memref.load %slots[%a314] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a316 = arith.addi %tid, %c256_index : index
+        %sv317 = memref.load %slots[%a316] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a318 = arith.addi %tid, %c384_index : index
+        %sv319 = memref.load %slots[%a318] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a320 = arith.addi %tid, %c512_index : index
+        %sv321 = memref.load %slots[%a320] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a322 = arith.addi %tid, %c640_index : index
+        %sv323 = memref.load %slots[%a322] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a324 = arith.addi %tid, %c768_index : index
+        %sv325 = memref.load %slots[%a324] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a326 = arith.addi %tid, %c896_index : index
+        %sv327 = memref.load %slots[%a326] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv313, %sv315, %sv317, %sv319, %sv321, %sv323, %sv325, %sv327 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %sh311:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-      %f312 = arith.addf %acc_r#0, %sh311#0 : f32
-      %sh313:2 = gpu.shuffle xor %f312, %c2_i32, %c32_i32 : f32
-      %f314 = arith.addf %f312, %sh313#0 : f32
-      %sh315:2 = gpu.shuffle xor %f314, %c1_i32, %c32_i32 : f32
-      %f316 = arith.addf %f314, %sh315#0 : f32
-      %c317 = scf.if %tok1 -> (f32) {
-        %sh318:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-        %f319 = arith.addf %acc_r#1, %sh318#0 : f32
-        %sh320:2 = gpu.shuffle xor %f319, %c2_i32, %c32_i32 : f32
-        %f321 = arith.addf %f319, %sh320#0 : f32
-        %sh322:2 = gpu.shuffle xor %f321, %c1_i32, %c32_i32 : f32
-        %f323 = arith.addf %f321, %sh322#0 : f32
-        scf.yield %f323 : f32
+      %y328 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y329 = arith.select %in02, %y0, %y328 : memref<?xf32>
+      %bias330 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias331 = arith.select %in02, %bias0, %bias330 : memref<?xf32>
+      %Ni332 = arith.select %in13, %N1i, %N2i : index
+      %Ni333 = arith.select %in02, %N0i, %Ni332 : index
+      %bflag334 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag335 = arith.select %in02, %c1_i32, %bflag334 : i32
+      %rflag336 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag337 = arith.select %in02, %c2_i32, %rflag336 : i32
+      %lane0 = arith.cmpi eq, %lane, %c0_index : index
+      %fin:3 = scf.if %one -> (f32, index, i1) {
+        %sh338:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f339 = arith.addf %acc_r#0, %sh338#0 : f32
+        %sh340:2 = gpu.shuffle xor %f339, %c2_i32, %c32_i32 : f32
+        %f341 = arith.addf %f339, %sh340#0 : f32
+        %sh342:2 = gpu.shuffle xor %f341, %c1_i32, %c32_i32 : f32
+        %f343 = arith.addf %f341, %sh342#0 : f32
+        %sh344:2 = gpu.shuffle xor %f343, %c8_i32, %c32_i32 : f32
+        %f345 = arith.addf %f343, %sh344#0 : f32
+        %sh346:2 = gpu.shuffle xor %f345, %c16_i32, %c32_i32 : f32
+        %f347 = arith.addf %f345, %sh346#0 : f32
+        %wr348 = arith.andi %lane0, %live1 : i1
+        scf.yield %f347, %t0, %wr348 : f32, index, i1
       } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c324 = scf.if %tok2 -> (f32) {
-        %sh325:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-        %f326 = arith.addf %acc_r#2, %sh325#0 : f32
-        %sh327:2 = gpu.shuffle xor %f326, %c2_i32, %c32_i32 : f32
-        %f328 = arith.addf %f326, %sh327#0 : f32
-        %sh329:2 = gpu.shuffle xor %f328, %c1_i32, %c32_i32 : f32
-        %f330 = arith.addf %f328, %sh329#0 : f32
-        scf.yield %f330 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c331 = scf.if %tok3 -> (f32) {
-        %sh332:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-        %f333 = arith.addf %acc_r#3, %sh332#0 : f32
-        %sh334:2 = gpu.shuffle xor %f333, %c2_i32, %c32_i32 : f32
-        %f335 = arith.addf %f333, %sh334#0 : f32
-        %sh336:2 = gpu.shuffle xor %f335, %c1_i32, %c32_i32 : f32
-        %f337 = arith.addf %f335, %sh336#0 : f32
-        scf.yield %f337 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c338 = scf.if %tok4 -> (f32) {
-        %sh339:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-        %f340 = arith.addf %acc_r#4, %sh339#0 : f32
-        %sh341:2 = gpu.shuffle xor %f340, %c2_i32, %c32_i32 : f32
-        %f342 = arith.addf %f340, %sh341#0 : f32
-        %sh343:2 = gpu.shuffle xor %f342, %c1_i32, %c32_i32 : f32
-        %f344 = arith.addf %f342, %sh343#0 : f32
-        scf.yield %f344 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c345 = scf.if %tok5 -> (f32) {
-        %sh346:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-        %f347 = arith.addf %acc_r#5, %sh346#0 : f32
-        %sh348:2 = gpu.shuffle xor %f347, %c2_i32, %c32_i32 : f32
-        %f349 = arith.addf %f347, %sh348#0 : f32
-        %sh350:2 = gpu.shuffle xor %f349, %c1_i32, %c32_i32 : f32
-        %f351 = arith.addf %f349, %sh350#0 : f32
-        scf.yield %f351 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c352 = scf.if %tok6 -> (f32) {
-        %sh353:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-        %f354 = arith.addf %acc_r#6, %sh353#0 : f32
-        %sh355:2 = gpu.shuffle xor %f354, %c2_i32, %c32_i32 : f32
-        %f356 = arith.addf %f354, %sh355#0 : f32
-        %sh357:2 = gpu.shuffle xor %f356, %c1_i32, %c32_i32 : f32
-        %f358 = arith.addf %f356, %sh357#0 : f32
-        scf.yield %f358 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %c359 = scf.if %tok7 -> (f32) {
-        %sh360:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-        %f361 = arith.addf %acc_r#7, %sh360#0 : f32
-        %sh362:2 = gpu.shuffle xor %f361, %c2_i32, %c32_i32 : f32
-        %f363 = arith.addf %f361, %sh362#0 : f32
-        %sh364:2 = gpu.shuffle xor %f363, %c1_i32, %c32_i32 : f32
-        %f365 = arith.addf %f363, %sh364#0 : f32
-        scf.yield %f365 : f32
-      } else {
-        scf.yield %c0p0_f32 : f32
-      }
-      %seg = arith.divui %lane, %c8_index : index
-      %sl = arith.remui %lane, %c8_index : index
-      %lead = arith.cmpi eq, %sl, %c0_index : index
-      %pbase0 = arith.muli %grp, %c32_index : index
-      %pbase = arith.addi %pbase0, %seg : index
-      scf.if %lead {
-        memref.store %f316, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a366 = arith.addi %pbase, %c4_index : index
-        memref.store %c317, %acc[%a366] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a367 = arith.addi %pbase, %c8_index : index
-        memref.store %c324, %acc[%a367] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a368 = arith.addi %pbase, %c12_index : index
-        memref.store %c331, %acc[%a368] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a369 = arith.addi %pbase, %c16_index : index
-        memref.store %c338, %acc[%a369] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a370 = arith.addi %pbase, %c20_index : index
-        memref.store %c345, %acc[%a370] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a371 = arith.addi %pbase, %c24_index : index
-        memref.store %c352, %acc[%a371] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a372 = arith.addi %pbase, %c28_index : index
-        memref.store %c359, %acc[%a372] : memref<128xf32, #gpu.address_space<workgroup>>
-      }
-      gpu.barrier
-      %y12 = arith.select %in1, %y1, %y2 : memref<?xf32>
-      %y = arith.select %in0, %y0, %y12 : memref<?xf32>
-      %bias12 = arith.select %in1, %bias1, %bias2 : memref<?xf32>
-      %bias = arith.select %in0, %bias0, %bias12 : memref<?xf32>
-      %Ni12 = arith.select %in1, %N1i, %N2i : index
-      %Ni = arith.select %in0, %N0i, %Ni12 : index
-      %bflag12 = arith.select %in1, %c4_i32, %c8_i32 : i32
-      %bflag = arith.select %in0, %c1_i32, %bflag12 : i32
-      %rflag12 = arith.select %in1, %c0_i32, %c0_i32 : i32
-      %rflag = arith.select %in0, %c2_i32, %rflag12 : i32
-      %wr0 = arith.cmpi ult, %lane, %tb : index
-      %wr = arith.andi %wr0, %live : i1
-      scf.if %wr {
-        %l4 = arith.muli %lane, %c4_index : index
-        %si = arith.addi %pbase0, %l4 : index
-        %si1 = arith.addi %si, %c1_index : index
-        %si2 = arith.addi %si, %c2_index : index
-        %si3 = arith.addi %si, %c3_index : index
-        %p0 = memref.load %acc[%si] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p1 = memref.load %acc[%si1] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p2 = memref.load %acc[%si2] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>
-        %p01 = arith.addf %p0, %p1 : f32
-        %p23 = arith.addf %p2, %p3 : f32
-        %sum = arith.addf %p01, %p23 : f32
+        %seg = arith.divui %lane, %c8_index : index
+        %sl = arith.remui %lane, %c8_index : index
+        %lead = arith.cmpi eq, %sl, %c0_index : index
+        %pbase1 = arith.muli %rowgrp, %c32_index : index
+        %pbase = arith.addi %pbase1, %seg : index
+        %sh349:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f350 = arith.addf %acc_r#0, %sh349#0 : f32
+        %sh351:2 = gpu.shuffle xor %f350, %c2_i32, %c32_i32 : f32
+        %f352 = arith.addf %f350, %sh351#0 : f32
+        %sh353:2 = gpu.shuffle xor %f352, %c1_i32, %c32_i32 : f32
+        %f354 = arith.addf %f352, %sh353#0 : f32
+        %c355 = scf.if %tok1 -> (f32) {
+          %sh356:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f357 = arith.addf %acc_r#1, %sh356#0 : f32
+          %sh358:2 = gpu.shuffle xor %f357, %c2_i32, %c32_i32 : f32
+          %f359 = arith.addf %f357, %sh358#0 : f32
+          %sh360:2 = gpu.shuffle xor %f359, %c1_i32, %c32_i32 : f32
+          %f361 = arith.addf %f359, %sh360#0 : f32
+          scf.yield %f361 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c362 = scf.if %tok2 -> (f32) {
+          %sh363:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f364 = arith.addf %acc_r#2, %sh363#0 : f32
+          %sh365:2 = gpu.shuffle xor %f364, %c2_i32, %c32_i32 : f32
+          %f366 = arith.addf %f364, %sh365#0 : f32
+          %sh367:2 = gpu.shuffle xor %f366, %c1_i32, %c32_i32 : f32
+          %f368 = arith.addf %f366, %sh367#0 : f32
+          scf.yield %f368 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c369 = scf.if %tok3 -> (f32) {
+          %sh370:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f371 = arith.addf %acc_r#3, %sh370#0 : f32
+          %sh372:2 = gpu.shuffle xor %f371, %c2_i32, %c32_i32 : f32
+          %f373 = arith.addf %f371, %sh372#0 : f32
+          %sh374:2 = gpu.shuffle xor %f373, %c1_i32, %c32_i32 : f32
+          %f375 = arith.addf %f373, %sh374#0 : f32
+          scf.yield %f375 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c376 = scf.if %tok4 -> (f32) {
+          %sh377:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f378 = arith.addf %acc_r#4, %sh377#0 : f32
+          %sh379:2 = gpu.shuffle xor %f378, %c2_i32, %c32_i32 : f32
+          %f380 = arith.addf %f378, %sh379#0 : f32
+          %sh381:2 = gpu.shuffle xor %f380, %c1_i32, %c32_i32 : f32
+          %f382 = arith.addf %f380, %sh381#0 : f32
+          scf.yield %f382 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c383 = scf.if %tok5 -> (f32) {
+          %sh384:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f385 = arith.addf %acc_r#5, %sh384#0 : f32
+          %sh386:2 = gpu.shuffle xor %f385, %c2_i32, %c32_i32 : f32
+          %f387 = arith.addf %f385, %sh386#0 : f32
+          %sh388:2 = gpu.shuffle xor %f387, %c1_i32, %c32_i32 : f32
+          %f389 = arith.addf %f387, %sh388#0 : f32
+          scf.yield %f389 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c390 = scf.if %tok6 -> (f32) {
+          %sh391:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f392 = arith.addf %acc_r#6, %sh391#0 : f32
+          %sh393:2 = gpu.shuffle xor %f392, %c2_i32, %c32_i32 : f32
+          %f394 = arith.addf %f392, %sh393#0 : f32
+          %sh395:2 = gpu.shuffle xor %f394, %c1_i32, %c32_i32 : f32
+          %f396 = arith.addf %f394, %sh395#0 : f32
+          scf.yield %f396 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c397 = scf.if %tok7 -> (f32) {
+          %sh398:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f399 = arith.addf %acc_r#7, %sh398#0 : f32
+          %sh400:2 = gpu.shuffle xor %f399, %c2_i32, %c32_i32 : f32
+          %f401 = arith.addf %f399, %sh400#0 : f32
+          %sh402:2 = gpu.shuffle xor %f401, %c1_i32, %c32_i32 : f32
+          %f403 = arith.addf %f401, %sh402#0 : f32
+          scf.yield %f403 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        scf.if %lead {
+          memref.store %f354, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a404 = arith.addi %pbase, %c4_index : index
+          memref.store %c355, %acc[%a404] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a405 = arith.addi %pbase, %c8_index : index
+          memref.store %c362, %acc[%a405] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a406 = arith.addi %pbase, %c12_index : index
+          memref.store %c369, %acc[%a406] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a407 = arith.addi %pbase, %c16_index : index
+          memref.store %c376, %acc[%a407] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a408 = arith.addi %pbase, %c20_index : index
+          memref.store %c383, %acc[%a408] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a409 = arith.addi %pbase, %c24_index : index
+          memref.store %c390, %acc[%a409] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a410 = arith.addi %pbase, %c28_index : index
+          memref.store %c397, %acc[%a410] : memref<128xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %wr0 = arith.cmpi ult, %lane, %tb : index
         %tg = arith.addi %t0, %lane : index
-        %yrow = arith.muli %tg, %Ni : index
-        %yi = arith.addi %yrow, %n : index
-        %fb = arith.andi %flags, %bflag : i32
-        %hb = arith.cmpi ne, %fb, %c0_i32 : i32
-        %withb = scf.if %hb -> (f32) {
-          %bv = memref.load %bias[%n] : memref<?xf32>
-          %sb = arith.addf %sum, %bv : f32
-          scf.yield %sb : f32
+        %lt = arith.minui %lane, %c7_index : index
+        %l4 = arith.muli %lt, %c4_index : index
+        %si0 = arith.addi %pbase1, %l4 : index
+        %p411 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a412 = arith.addi %si0, %c1_index : index
+        %p413 = memref.load %acc[%a412] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a414 = arith.addi %si0, %c2_index : index
+        %p415 = memref.load %acc[%a414] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a416 = arith.addi %si0, %c3_index : index
+        %p417 = memref.load %acc[%a416] : memref<128xf32, #gpu.address_space<workgroup>>
+        %f418 = arith.addf %p411, %p413 : f32
+        %f419 = arith.addf %p415, %p417 : f32
+        %f420 = arith.addf %f418, %f419 : f32
+        %wr421 = arith.andi %wr0, %live1 : i1
+        scf.yield %f420, %tg, %wr421 : f32, index, i1
+      }
+      scf.if %fin#2 {
+        %m422 = arith.muli %fin#1, %Ni333 : index
+        %a423 = arith.addi %m422, %n8 : index
+        %b424 = arith.andi %flags, %bflag335 : i32
+        %hb425 = arith.cmpi ne, %b424, %c0_i32 : i32
+        %wb426 = scf.if %hb425 -> (f32) {
+          %bv427 = memref.load %bias331[%n8] : memref<?xf32>
+          %f428 = arith.addf %fin#0, %bv427 : f32
+          scf.yield %f428 : f32
         } else {
-          scf.yield %sum : f32
+          scf.yield %fin#0 : f32
         }
-        %fr = arith.andi %flags, %rflag : i32
-        %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-        %out = scf.if %hr -> (f32) {
-          %rv = memref.load %res[%yi] : memref<?xf32>
-          %sr = arith.addf %withb, %rv : f32
-          scf.yield %sr : f32
+        %b429 = arith.andi %flags, %rflag337 : i32
+        %hr430 = arith.cmpi ne, %b429, %c0_i32 : i32
+        %o431 = scf.if %hr430 -> (f32) {
+          %rv432 = memref.load %res[%a423] : memref<?xf32>
+          %f433 = arith.addf %wb426, %rv432 : f32
+          scf.yield %f433 : f32
         } else {
-          scf.yield %withb : f32
+          scf.yield %wb426 : f32
         }
-        memref.store %out, %y[%yi] : memref<?xf32>
+        memref.store %o431, %y329[%a423] : memref<?xf32>
       }
       gpu.return
     }

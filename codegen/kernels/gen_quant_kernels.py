@@ -93,11 +93,11 @@ class Emitter:
     def idx(self, a): return self.v(f"arith.index_cast {a} : i32 to index", "i")
     def i32(self, a): return self.v(f"arith.index_cast {a} : index to i32", "n")
 
-    def word(self, fmt, byte):
-        """The little-endian 32-bit word at byte offset `byte` (index; even) of %w."""
+    def word(self, fmt, byte, w="%w"):
+        """The little-endian 32-bit word at byte offset `byte` (index; even) of w (memref<?xi32>)."""
         c2 = self.ci(2, "index")
         wi = self.v(f"arith.shrui {byte}, {c2} : index", "w")
-        lo = self.v(f"memref.load %w[{wi}] : memref<?xi32>", "ld")
+        lo = self.v(f"memref.load {w}[{wi}] : memref<?xi32>", "ld")
         if FORMATS[fmt]["aligned"]:
             return lo
         # Blocks start on 2-byte boundaries only. hi is the next word when the
@@ -105,7 +105,7 @@ class Emitter:
         # sh = 0 or 16 selects lo, or the upper half of lo and lower half of hi.
         b2 = self.add(byte, c2)
         hi_i = self.v(f"arith.shrui {b2}, {c2} : index", "w")
-        hi = self.v(f"memref.load %w[{hi_i}] : memref<?xi32>", "ld")
+        hi = self.v(f"memref.load {w}[{hi_i}] : memref<?xi32>", "ld")
         bi = self.i32(byte)
         odd = self.band(bi, self.ci(2))
         sh = self.shl(odd, self.ci(3))
@@ -266,19 +266,21 @@ def dequant_unit(e, fmt, blockbyte, q):
 # a block is 9 aligned vectors, header | qs[0..7]); q8_0 blocks (34 B) are 2-byte
 # aligned, so its weights load as words with a funnel shift, as matmul_q8_0 does.
 # unroll: units in flight per thread; minctasm: workgroups an SM the registers must allow
-# (.minnctapersm; 8 = 64 registers); wpr: warps a row (the workgroup's 4 warps take 4 / wpr
-# rows; a row's warps split its units and the first sums their partials). Chosen by
-# bench/tune_q8x.sh on the H200 (bench/RESULTS.md, 2026-12-02): at Qwen2.5-Coder-7B's four
-# decode shapes (L2 flushed) the Q4_K kernel with a 32-weight sub-block a unit, one in
-# flight, 64 registers, a warp a row takes 85 us a layer at one token against 115 us for
-# 16-byte units, three in flight, 96 registers (the kernel before), and as long as that one
-# at eight tokens; a 32-byte chunk a unit (both sub-blocks) was as fast at one token but
-# 1.7x slower at eight (twice the cache lines of activation loads). For Q8_0 at
-# Qwen3-0.6B's shapes no variant beat three units, a warp a row, in all four. Each fits its
-# registers without a spill on sm_80 and sm_90 (test_gpu_packages.py refuses spills).
+# (.minnctapersm; 8 = 64 registers, 6 = 80); rpw: rows a warp (the workgroup's 4 warps take
+# 4 rpw consecutive rows; a warp's rows share each unit's activation loads). Chosen by
+# bench/tune_q8x.sh on the H200 (bench/RESULTS.md, 2026-12-02, buffers rotated over 512 MB):
+# the Q4_K kernel, a 32-weight sub-block a unit, one in flight, is bound by instruction issue
+# (ncu: 0.67 warps issued a scheduler a cycle at 1.9 TB/s; an L2 prefetch ahead of the loads
+# changed nothing), and a 7B row of 3,584 weights is only 3.5 unit passes a lane: two rows a
+# warp (80 registers) take Qwen2.5-Coder-7B's four decode launches in 61.8 us against 65.8
+# for one row, and 182 us against 255 at eight tokens. A 32-byte chunk a unit (both
+# sub-blocks, units=4) with two rows a warp was 6% faster at one token and 1.3x slower at
+# eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
+# four. Each fits its registers without a spill on sm_80 and sm_90 (test_gpu_packages.py
+# refuses spills).
 Q8X = {
-    "q4_k": dict(units=8, vecs=9, unroll=1, minctasm=8, wpr=1),
-    "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, wpr=1),
+    "q4_k": dict(units=8, vecs=9, unroll=1, minctasm=6, rpw=2),
+    "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, rpw=1),
 }
 
 
@@ -318,75 +320,120 @@ def q4k_scale(e, d, dmin, s0, s1, s2, j):
     return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
 
 
-def q8x_unit(e, fmt, u, sfx):
-    """The int8 path's unit body (gemv's unit_body with q8x): weight loads and
-    unpacking; returns token(tg) emitting the activation loads and the dp4a sums."""
+def q8x_weights(e, fmt, b, q, w, rowbase):
+    """One row's weight loads for unit (b, q) of the int8 path (w: the row's weight memref,
+    rowbase: its first vector (q4_k) or block (q8_0), index); returns dot(act), which emits
+    the unit's dp4a sums with the activations `act` (q8x_acts) and returns the f32
+    contribution."""
     c = lambda v: e.ci(v, "index")
-    q8 = Q8X[fmt]
-    zero_i = e.ci(0)
-    e.emit(f"%b{sfx} = arith.divui {u}, {c(q8['units'])} : index")
-    e.emit(f"%q{sfx} = arith.remui {u}, {c(q8['units'])} : index")
-    b, q = f"%b{sfx}", f"%q{sfx}"
     if fmt == "q4_k":
-        assert q8["units"] == 8, "q4_k's int8 unit is one 32-weight sub-block, 8 a block"
         # Unit r of block b: sub-block r = 2p + jj, the low (jj = 0) or high (jj = 1)
         # nibbles of the 32-byte qs chunk p. The two lanes of a chunk load the same weight
         # bytes (one access), and each lane reads its sub-block's 32 int8 activations
         # (two vectors, next to its neighbour's): a warp's activation loads touch half the
         # cache lines per weight that a lane per chunk (both sub-blocks) does, which the
         # many-token path, reading them once per token, is bound by (bench/RESULTS.md).
-        vb = e.add("%rowbase", e.mul(b, c(9)))
-        hdr = e.v(f"memref.load %w[{vb}] : {IVEC}", "hd")
-        p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
+        chunk = Q8X["q4_k"]["units"] == 4  # a unit is both sub-blocks of qs chunk q
+        vb = e.add(rowbase, e.mul(b, c(9)))
+        hdr = e.v(f"memref.load {w}[{vb}] : {IVEC}", "hd")
+        p = q if chunk else e.v(f"arith.divui {q}, {c(2)} : index", "p")
         qb = e.add(e.add(vb, c(1)), e.mul(p, c(2)))
-        qv = [e.v(f"memref.load %w[{qb}] : {IVEC}", "qv"),
-              e.v(f"memref.load %w[{e.add(qb, c(1))}] : {IVEC}", "qv")]
+        qv = [e.v(f"memref.load {w}[{qb}] : {IVEC}", "qv"),
+              e.v(f"memref.load {w}[{e.add(qb, c(1))}] : {IVEC}", "qv")]
 
-        def token(tg):
+        def dot_chunk(act):
+            # Sub-blocks 2p (low nibbles, activations xv[0..1]) and 2p + 1 (high, xv[2..3]).
+            xv, s_lo_blk, s_hi_blk = act
+            w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
+            d, dmin = e.half(w0, False), e.half(w0, True)
+            j0 = e.shl(e.i32(p), e.ci(1))
+            terms = []
+            for jj, (dx, s_lo, s_hi) in enumerate((s_lo_blk, s_hi_blk)):
+                scale, mins = q4k_scale(e, d, dmin, s0, s1, s2, e.bor(j0, e.ci(jj)) if jj else j0)
+                acc = e.ci(0)
+                for h in range(2):
+                    for i in range(4):
+                        wd = e.v(f"vector.extract {qv[h]}[{i}] : i32 from vector<4xi32>", "qw")
+                        xw = e.v(f"vector.extract {xv[2 * jj + h]}[{i}] : i32 from vector<4xi32>", "xw")
+                        nib = e.band(e.shr(wd, e.ci(4)) if jj else wd, e.ci(0x0F0F0F0F))
+                        acc = dp4a(e, nib, xw, acc, True)
+                accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+                terms.append(e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi))))
+            return e.fadd(terms[0], terms[1])
+        if chunk:
+            return dot_chunk
+
+        def dot(act):
+            xv, dx, s_lo, s_hi = act
             w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
             j = e.i32(q)
             scale, mins = q4k_scale(e, e.half(w0, False), e.half(w0, True), s0, s1, s2, j)
             nsh = e.shl(e.band(j, e.ci(1)), e.ci(2))  # 0: low nibbles, 4: high
-            sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), q))
             acc = e.ci(0)
             for h in range(2):
-                xv = e.v(f"memref.load %xq[{e.add(e.mul(sb, c(2)), c(h)) if h else e.mul(sb, c(2))}] : {IVEC}", "xq")
                 for i in range(4):
                     wd = e.v(f"vector.extract {qv[h]}[{i}] : i32 from vector<4xi32>", "qw")
-                    xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                    xw = e.v(f"vector.extract {xv[h]}[{i}] : i32 from vector<4xi32>", "xw")
                     acc = dp4a(e, e.band(e.shr(wd, nsh), e.ci(0x0F0F0F0F)), xw, acc, True)
-            ds = e.v(f"memref.load %xds[{sb}] : {XVEC}", "ds")
-            dx, s_lo, s_hi = [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi)))
-        return token
+        return dot
     if fmt == "q8_0":
         # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words
         # from 5 aligned loads and a funnel shift when the block is 2 mod 4.
-        blockbyte = e.mul(e.add("%rowbase", b), c(34))
-        d = e.half(e.word("q8_0", blockbyte), False)
+        zero_i = e.ci(0)
+        blockbyte = e.mul(e.add(rowbase, b), c(34))
+        d = e.half(e.word("q8_0", blockbyte, w), False)
         qb = e.add(blockbyte, e.add(e.mul(q, c(16)), c(2)))
         wi = e.v(f"arith.shrui {qb}, {c(2)} : index", "w")
         odd = e.v(f"arith.cmpi ne, {e.band(e.i32(qb), e.ci(2))}, {zero_i} : i32", "od")
         # The fifth word only when the unit straddles it (a block ending on a word
         # boundary may end the tensor).
         w4 = e.v(f"arith.select {odd}, {e.add(wi, c(4))}, {e.add(wi, c(3))} : index", "sel")
-        raw = [e.v(f"memref.load %w[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(4)]
-        raw.append(e.v(f"memref.load %w[{w4}] : memref<?xi32>", "ld"))
+        raw = [e.v(f"memref.load {w}[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(4)]
+        raw.append(e.v(f"memref.load {w}[{w4}] : memref<?xi32>", "ld"))
         words = []
         for i in range(4):
             fun = e.bor(e.shr(raw[i], e.ci(16)), e.shl(raw[i + 1], e.ci(16)))
             words.append(e.v(f"arith.select {odd}, {fun}, {raw[i]} : i32", "sel"))
-        blk0 = b
-        hsel = e.v(f"arith.cmpi eq, {q}, {c(0)} : index", "h0")
 
-        def token(tg):
-            blk = e.add(e.mul(tg, "%K32"), blk0)
-            acc, ds = dot16(e, blk, q, words, False)
-            dx = e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")
+        def dot(act):
+            xv, dx = act
+            acc = e.ci(0)
+            for i in range(4):
+                xw = e.v(f"vector.extract {xv}[{i}] : i32 from vector<4xi32>", "xw")
+                acc = dp4a(e, words[i], xw, acc, False)
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fmul(e.fmul(d, dx), accf)
-        return token
+        return dot
+    raise ValueError(fmt)
+
+
+def q8x_acts(e, fmt, b, q, tg):
+    """The int8 activations unit (b, q) dots with, of token tg (index): every row of the
+    warp uses them (q8x_weights' dot)."""
+    c = lambda v: e.ci(v, "index")
+    if fmt == "q4_k" and Q8X["q4_k"]["units"] == 4:  # sub-blocks 2q and 2q + 1
+        sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), e.mul(q, c(2))))
+        s2 = e.mul(sb, c(2))
+        xv = [e.v(f"memref.load %xq[{e.add(s2, c(i)) if i else s2}] : {IVEC}", "xq") for i in range(4)]
+        per = []
+        for i in range(2):
+            ds = e.v(f"memref.load %xds[{e.add(sb, c(i)) if i else sb}] : {XVEC}", "ds")
+            per.append([e.v(f"vector.extract {ds}[{k}] : f32 from vector<4xf32>", "dx") for k in range(3)])
+        return [xv] + per
+    if fmt == "q4_k":
+        sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), q))
+        s2 = e.mul(sb, c(2))
+        xv = [e.v(f"memref.load %xq[{s2}] : {IVEC}", "xq"),
+              e.v(f"memref.load %xq[{e.add(s2, c(1))}] : {IVEC}", "xq")]
+        ds = e.v(f"memref.load %xds[{sb}] : {XVEC}", "ds")
+        return [xv] + [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
+    if fmt == "q8_0":
+        blk = e.add(e.mul(tg, "%K32"), b)
+        xv = e.v(f"memref.load %xq[{e.add(e.mul(blk, c(2)), q)}] : {IVEC}", "xq")
+        ds = e.v(f"memref.load %xds[{blk}] : {XVEC}", "ds")
+        return [xv, e.v(f"vector.extract {ds}[0] : f32 from vector<4xf32>", "dx")]
     raise ValueError(fmt)
 
 
@@ -655,14 +702,17 @@ def module_q8x():
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8x {
-    // matmul's 8-lane segment sums: [4 rows][8 tokens][4 segments] f32.
-    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
-    // matmul's per-thread partial sums when the block has 2..8 tokens: [8 tokens][128 threads] f32.
-    memref.global "private" @slots : memref<1024xf32, #gpu.address_space<workgroup>>
-    // rms_norm_q8x's per-thread sums of squares.
+    // Each matmul_<type>_q8x's own (sized by its rows a warp, rpw: a kernel reserves the
+    // shared memory it names, and what it reserves the L1 cache loses), acc_<type>: the
+    // 8-lane segment sums, [4 warps][rpw rows][8 tokens][4 segments] f32; slots_<type>:
+    // the per-thread partial sums when the block has 2..8 tokens, [rpw rows][8 tokens][128
+    // threads] f32.
+""" + "".join(f"""    memref.global "private" @acc_{f} : memref<{128 * q['rpw']}xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @slots_{f} : memref<{1024 * q['rpw']}xf32, #gpu.address_space<workgroup>>
+""" for f, q in Q8X.items()) + """    // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
-""" + quantize_q8_x() + rms_norm_q8x() + swiglu_q8x() + "".join(gemv(f, q8x=True) for f in Q8X) + "  }\n}\n")
+""" + quantize_q8_x() + rms_norm_q8x() + swiglu_q8x() + "".join(gemv_q8x(f) for f in Q8X) + "  }\n}\n")
 
 
 def header(fmt):
@@ -709,36 +759,20 @@ def header(fmt):
 """
 
 
-def gemv(fmt, q8x=False):
-    """matmul_<fmt>; with q8x, matmul_<fmt>_q8x (PTX only): the activations come
-    quantized (quantize_q8_x) and each unit's dot product is dp4a on int8."""
+def gemv(fmt):
+    """matmul_<fmt>: the decode GEMV on f32 activations (every target)."""
     f = FORMATS[fmt]
     e = Emitter(6)
     wty = "memref<?xf16>" if fmt == "f16" else "memref<?xi32>"
     out = []
     xty = "memref<?xf32>" if fmt == "f16" else XVEC
-    if q8x:
-        wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
-        out.append(f"    gpu.func @matmul_{fmt}_q8x(%w0: {wq}, %w1: {wq}, %w2: {wq}, %xq: {IVEC}, %xds: {XVEC},")
-        out.append(f"                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,")
-        out.append(f"                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,")
-        out.append(f"                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,")
-    else:
-        out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: {xty}, %y: memref<?xf32>,")
-        out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
+    out.append(f"    gpu.func @matmul_{fmt}(%w: {wty}, %x: {xty}, %y: memref<?xf32>,")
+    out.append(f"                           %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32, %T: i32,")
     out.append(f"                           %flags: i32)")
     out.append(f"        kernel")
     out.append(f"        attributes {{known_block_size = array<i32: 128, 1, 1>,")
-    if q8x:
-        # Workgroups an SM the registers must allow (Q8X): without it the driver's JIT
-        # took 122 registers for the Q4_K kernel, 4 workgroups an SM, so a 7B Q/O
-        # projection (896 workgroups) ran in two waves on the H200's 132 SMs.
-        out.append(f"                    nvvm.minctasm = {Q8X[fmt]['minctasm']} : i32,")
-    else:
-        out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
-    W = Q8X[fmt].get("wpr", 1) if q8x else 1
-    rows_wg = 4 // W
-    out.append(f"                    swz.grid = \"{f'ceil((N0+N1+N2)/{rows_wg})' if q8x else 'ceil(N/4)'}, ceil(T/8), 1\"}} {{")
+    out.append(f"                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>,")
+    out.append(f"                    swz.grid = \"ceil(N/4), ceil(T/8), 1\"}} {{")
     c = lambda v: e.ci(v, "index")
     e.emit("%acc = memref.get_global @acc : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("%tid = gpu.thread_id x")
@@ -746,63 +780,24 @@ def gemv(fmt, q8x=False):
     e.emit("%by = gpu.block_id y")
     e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
-    e.emit(f"%row4 = arith.muli %bx, {c(rows_wg)} : index")
-    if W > 1:
-        # W warps a row: warp grp takes row grp / W and the units of its part wk = grp % W
-        # (unit u of the row: u / 32 % W == wk), the workgroup's rows_wg rows.
-        e.emit(f"%rw = arith.divui %grp, {c(W)} : index")
-        e.emit(f"%wk = arith.remui %grp, {c(W)} : index")
-        e.emit(f"%wk32 = arith.muli %wk, {c(32)} : index")
-        e.emit("%u0 = arith.addi %lane, %wk32 : index")
-    if q8x:
-        # Up to three matmuls of one input in one launch (q, k, v; gate, up): global row
-        # ng picks output o (rows [0, N0) -> 0, [N0, N0+N1) -> 1, the rest -> 2), whose
-        # weight, y and bias the warp then uses with its local row n. flags: 1 bias0,
-        # 2 res (output 0 only), 4 bias1, 8 bias2.
-        e.emit(f"%ng = arith.addi %row4, {'%rw' if W > 1 else '%grp'} : index")
-        e.emit("%N0i = arith.index_cast %N0 : i32 to index")
-        e.emit("%N1i = arith.index_cast %N1 : i32 to index")
-        e.emit("%N2i = arith.index_cast %N2 : i32 to index")
-        e.emit("%N01 = arith.addi %N0i, %N1i : index")
-        e.emit("%Ntot = arith.addi %N01, %N2i : index")
-        e.emit("%in0 = arith.cmpi ult, %ng, %N0i : index")
-        e.emit("%in1 = arith.cmpi ult, %ng, %N01 : index")
-        wq = IVEC if Q8X[fmt]["vecs"] else "memref<?xi32>"
-        # The weight and local row here; the output's y, bias, row count and flags after
-        # the loop (selected there, so they hold no registers across it).
-        e.emit(f"%w12 = arith.select %in1, %w1, %w2 : {wq}")
-        e.emit(f"%w = arith.select %in0, %w0, %w12 : {wq}")
-        e.emit(f"%nbase12 = arith.select %in1, %N0i, %N01 : index")
-        e.emit(f"%nbase = arith.select %in0, {c(0)}, %nbase12 : index")
-        e.emit("%n = arith.subi %ng, %nbase : index")
-    else:
-        e.emit("%n = arith.addi %row4, %grp : index")
-        e.emit("%Ni = arith.index_cast %N : i32 to index")
+    e.emit(f"%row4 = arith.muli %bx, {c(4)} : index")
+    e.emit("%n = arith.addi %row4, %grp : index")
+    e.emit("%Ni = arith.index_cast %N : i32 to index")
     e.emit("%Ki = arith.index_cast %K : i32 to index")
     e.emit("%Ti = arith.index_cast %T : i32 to index")
     e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
     e.emit("%tleft = arith.subi %Ti, %t0 : index")
     e.emit(f"%tb = arith.minui %tleft, {c(8)} : index")
-    e.emit("%live = arith.cmpi ult, %ng, %Ntot : index" if q8x else "%live = arith.cmpi ult, %n, %Ni : index")
+    e.emit("%live = arith.cmpi ult, %n, %Ni : index")
     # Units of this row (0 for a padding group past N).
     if fmt == "f16":
         e.emit(f"%k7 = arith.addi %Ki, {c(7)} : index")
         e.emit(f"%units_all = arith.divui %k7, {c(8)} : index")
     else:
         e.emit(f"%nb = arith.divui %Ki, {c(f['qk'])} : index")
-        if q8x:
-            q = Q8X[fmt]
-            e.emit(f"%units_all = arith.muli %nb, {c(q['units'])} : index")
-            if q["vecs"]:  # rowbase in 16-byte vectors
-                e.emit(f"%rowvecs = arith.muli %nb, {c(q['vecs'])} : index")
-                e.emit("%rowbase = arith.muli %n, %rowvecs : index")
-            else:  # rowbase in blocks
-                e.emit("%rowbase = arith.muli %n, %nb : index")
-            e.emit(f"%K32 = arith.divui %Ki, {c(32)} : index")
-        else:
-            e.emit(f"%units_all = arith.muli %nb, {c(f['units'])} : index")
-            e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
-            e.emit("%rowbase = arith.muli %n, %rowbytes : index")
+        e.emit(f"%units_all = arith.muli %nb, {c(f['units'])} : index")
+        e.emit(f"%rowbytes = arith.muli %nb, {c(f['bs'])} : index")
+        e.emit("%rowbase = arith.muli %n, %rowbytes : index")
     e.emit(f"%units = arith.select %live, %units_all, {c(0)} : index")
     # Token j < tb of the block (uniform over the block; token 0 always is).
     for j in range(1, TOK):
@@ -814,8 +809,6 @@ def gemv(fmt, q8x=False):
         """Emits the current unit %u's weight loads and dequantization; returns
         token(tg): emits token tg's (index: absolute token) x loads and dot
         product with the unit and returns the f32 contribution."""
-        if q8x:
-            return q8x_unit(e, fmt, u, sfx)
         if fmt == "f16":
             e.emit(f"%kb{sfx} = arith.muli {u}, {c(8)} : index")
             e.emit(f"%wrow{sfx} = arith.muli %n, %Ki : index")
@@ -879,9 +872,9 @@ def gemv(fmt, q8x=False):
     e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
     e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
-    R = Q8X[fmt]["unroll"] if q8x else f["unroll"]
-    u0 = "%u0" if W > 1 else "%lane"
-    e.emit(f"%r1 = scf.for %u = {u0} to %units step {c(32 * R * W)} iter_args(%sacc = {zero}) -> (f32) {{")
+    R = f["unroll"]
+    u0 = "%lane"
+    e.emit(f"%r1 = scf.for %u = {u0} to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before
     # any of them is used. A unit past the row loads unit u again (cached) and
@@ -891,7 +884,7 @@ def gemv(fmt, q8x=False):
         if r == 0:
             units.append((None, unit_body()))
             continue
-        ur = e.add("%u", c(32 * W * r))
+        ur = e.add("%u", c(32 * r))
         vr = e.v(f"arith.cmpi ult, {ur}, %units : index", "vr")
         uc = e.v(f"arith.select {vr}, {ur}, %u : index", "uc")
         units.append((vr, unit_body(uc, f"_{r}")))
@@ -914,7 +907,7 @@ def gemv(fmt, q8x=False):
     e.emit("  %si = arith.addi %s, %tid : index")
     e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
     e.emit("}")
-    e.emit(f"scf.for %u = {u0} to %units step {c(32 * W)} {{")
+    e.emit(f"scf.for %u = {u0} to %units step {c(32)} {{")
     e.indent += 2
     tok = unit_body()
     e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
@@ -976,22 +969,8 @@ def gemv(fmt, q8x=False):
     e.emit("}")
     e.emit("gpu.barrier")
     # Thread `lane` of the group sums token t0 + lane's 4 segment partials and writes it.
-    if q8x:
-        for name, ty in (("y", "memref<?xf32>"), ("bias", "memref<?xf32>")):
-            e.emit(f"%{name}12 = arith.select %in1, %{name}1, %{name}2 : {ty}")
-            e.emit(f"%{name} = arith.select %in0, %{name}0, %{name}12 : {ty}")
-        for name, a0, a1, a2, ty in (("Ni", "%N0i", "%N1i", "%N2i", "index"),
-                                     ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
-                                     ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
-            e.emit(f"%{name}12 = arith.select %in1, {a1}, {a2} : {ty}")
-            e.emit(f"%{name} = arith.select %in0, {a0}, %{name}12 : {ty}")
     e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
-    if W > 1:  # the row's first warp writes it
-        e.emit("%wr1 = arith.andi %wr0, %live : i1")
-        e.emit(f"%wk0 = arith.cmpi eq, %wk, {c(0)} : index")
-        e.emit("%wr = arith.andi %wr1, %wk0 : i1")
-    else:
-        e.emit("%wr = arith.andi %wr0, %live : i1")
+    e.emit("%wr = arith.andi %wr0, %live : i1")
     e.emit("scf.if %wr {")
     e.emit(f"  %l4 = arith.muli %lane, {c(4)} : index")
     e.emit("  %si = arith.addi %pbase0, %l4 : index")
@@ -1004,22 +983,12 @@ def gemv(fmt, q8x=False):
     e.emit("  %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("  %p01 = arith.addf %p0, %p1 : f32")
     e.emit("  %p23 = arith.addf %p2, %p3 : f32")
-    total = "%sum" if W == 1 else f"%sum{W - 1}"
-    e.emit(f"  {'%sum' if W == 1 else '%sum0'} = arith.addf %p01, %p23 : f32")
-    for i in range(1, W):
-        # The row's other warps' segment partials, in warp order.
-        e.emit(f"  %sw{i} = arith.addi %si, {c(32 * i)} : index")
-        for k in range(4):
-            ix = f"%sw{i}" if k == 0 else e.add(f"%sw{i}", c(k))
-            e.emit(f"  %pw{i}_{k} = memref.load %acc[{ix}] : memref<128xf32, #gpu.address_space<workgroup>>")
-        e.emit(f"  %pw{i}_01 = arith.addf %pw{i}_0, %pw{i}_1 : f32")
-        e.emit(f"  %pw{i}_23 = arith.addf %pw{i}_2, %pw{i}_3 : f32")
-        e.emit(f"  %pw{i} = arith.addf %pw{i}_01, %pw{i}_23 : f32")
-        e.emit(f"  %sum{i} = arith.addf %sum{i - 1}, %pw{i} : f32")
+    total = "%sum"
+    e.emit("  %sum = arith.addf %p01, %p23 : f32")
     e.emit("  %tg = arith.addi %t0, %lane : index")
     e.emit("  %yrow = arith.muli %tg, %Ni : index")
     e.emit("  %yi = arith.addi %yrow, %n : index")
-    e.emit(f"  %fb = arith.andi %flags, {'%bflag' if q8x else e.ci(1)} : i32")
+    e.emit(f"  %fb = arith.andi %flags, {e.ci(1)} : i32")
     e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit("  %withb = scf.if %hb -> (f32) {")
     e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
@@ -1028,7 +997,7 @@ def gemv(fmt, q8x=False):
     e.emit("  } else {")
     e.emit(f"    scf.yield {total} : f32")
     e.emit("  }")
-    e.emit(f"  %fr = arith.andi %flags, {'%rflag' if q8x else e.ci(2)} : i32")
+    e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
     e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
     e.emit("  %out = scf.if %hr -> (f32) {")
     e.emit("    %rv = memref.load %res[%yi] : memref<?xf32>")
@@ -1039,6 +1008,269 @@ def gemv(fmt, q8x=False):
     e.emit("  }")
     e.emit("  memref.store %out, %y[%yi] : memref<?xf32>")
     e.emit("}")
+    e.emit("gpu.return")
+    return func_text(out, e)
+
+
+def gemv_q8x(fmt):
+    """matmul_<fmt>_q8x (PTX only): the decode GEMV on int8 activations (quantize_q8_x),
+    each unit's dot product dp4a; a warp takes Q8X[fmt]["rpw"] consecutive rows."""
+    q8 = Q8X[fmt]
+    P, R = q8["rpw"], q8["unroll"]
+    rows_wg = 4 * P
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    wq = IVEC if q8["vecs"] else "memref<?xi32>"
+    ACC = f"memref<{128 * P}xf32, #gpu.address_space<workgroup>>"
+    SLOTS = f"memref<{1024 * P}xf32, #gpu.address_space<workgroup>>"
+    out = [f"    gpu.func @matmul_{fmt}_q8x(%w0: {wq}, %w1: {wq}, %w2: {wq}, %xq: {IVEC}, %xds: {XVEC},",
+           "                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,",
+           "                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,",
+           "                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,",
+           "                           %flags: i32)",
+           "        kernel",
+           "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+           # Workgroups an SM the registers must allow (Q8X): without it the driver's JIT
+           # took 122 registers for the Q4_K kernel, 4 workgroups an SM, so a 7B Q/O
+           # projection (896 workgroups) ran in two waves on the H200's 132 SMs.
+           f"                    nvvm.minctasm = {q8['minctasm']} : i32,",
+           f"                    swz.grid = \"ceil((N0+N1+N2)/{rows_wg}), ceil(T/8), 1\"}} {{"]
+    e.emit(f"%acc = memref.get_global @acc_{fmt} : {ACC}")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit("%by = gpu.block_id y")
+    e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit(f"%rowwg = arith.muli %bx, {c(rows_wg)} : index")
+    e.emit(f"%rowgrp = arith.muli %grp, {c(P)} : index")
+    e.emit("%row0 = arith.addi %rowwg, %rowgrp : index")
+    e.emit("%N0i = arith.index_cast %N0 : i32 to index")
+    e.emit("%N1i = arith.index_cast %N1 : i32 to index")
+    e.emit("%N2i = arith.index_cast %N2 : i32 to index")
+    e.emit("%N01 = arith.addi %N0i, %N1i : index")
+    e.emit("%Ntot = arith.addi %N01, %N2i : index")
+    e.emit("%Ki = arith.index_cast %K : i32 to index")
+    e.emit("%Ti = arith.index_cast %T : i32 to index")
+    e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
+    e.emit("%tleft = arith.subi %Ti, %t0 : index")
+    e.emit(f"%tb = arith.minui %tleft, {c(8)} : index")
+    e.emit(f"%nb = arith.divui %Ki, {c(FORMATS[fmt]['qk'])} : index")
+    e.emit(f"%units_all = arith.muli %nb, {c(q8['units'])} : index")
+    e.emit(f"%K32 = arith.divui %Ki, {c(32)} : index")
+    if q8["vecs"]:  # rowbase in 16-byte vectors
+        e.emit(f"%rowstride = arith.muli %nb, {c(q8['vecs'])} : index")
+    # The warp's rows r = 0..P-1: global row ng_r picks its output (rows [0, N0) -> 0,
+    # [N0, N0+N1) -> 1, the rest -> 2), whose weight the warp loads with local row n_r; y,
+    # bias, row count and flags are selected after the loop (no registers across it). A
+    # row past the last (live_r false) reads the warp's first row again and writes nothing;
+    # a warp whose first row is past the last has no units.
+    rows = []
+    for r in range(P):
+        ng = "%row0" if r == 0 else e.add("%row0", c(r))
+        live = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "live")
+        ngc = ng if r == 0 else e.v(f"arith.select {live}, {ng}, %row0 : index", "ngc")
+        in0 = e.v(f"arith.cmpi ult, {ngc}, %N0i : index", "in0")
+        in1 = e.v(f"arith.cmpi ult, {ngc}, %N01 : index", "in1")
+        w12 = e.v(f"arith.select {in1}, %w1, %w2 : {wq}", "w")
+        w = e.v(f"arith.select {in0}, %w0, {w12} : {wq}", "w")
+        nb12 = e.v(f"arith.select {in1}, %N0i, %N01 : index", "nbase")
+        nbase = e.v(f"arith.select {in0}, {c(0)}, {nb12} : index", "nbase")
+        n = e.v(f"arith.subi {ngc}, {nbase} : index", "n")
+        rowbase = e.mul(n, "%rowstride" if q8["vecs"] else "%nb")
+        rows.append(dict(live=live, in0=in0, in1=in1, w=w, n=n, rowbase=rowbase))
+    e.emit(f"%units = arith.select {rows[0]['live']}, %units_all, {c(0)} : index")
+    # Token j < tb of the block (uniform over the block; token 0 always is).
+    for j in range(1, TOK):
+        e.emit(f"%tok{j} = arith.cmpi ult, {c(j)}, %tb : index")
+    zero = e.ci("0.0", "f32")
+
+    def unit(u):
+        """Unit u's weight loads for every row; returns contrib(tg): the activation loads
+        of token tg (index) and each row's f32 contribution (a list of P)."""
+        b = e.v(f"arith.divui {u}, {c(q8['units'])} : index", "b")
+        q = e.v(f"arith.remui {u}, {c(q8['units'])} : index", "q")
+        dots = [q8x_weights(e, fmt, b, q, rw["w"], rw["rowbase"]) for rw in rows]
+
+        def contrib(tg):
+            act = q8x_acts(e, fmt, b, q, tg)
+            return [dot(act) for dot in dots]
+        return contrib
+
+    # Per-thread partial sums of (row, token), %acc_r#(r * TOK + t) (0 for t >= tb). One
+    # token (decode): register accumulators. More (speculative verification, batches):
+    # one workgroup-memory slot per (row, token, thread), read and written by its thread
+    # only (no barrier), so the register count stays that of one token.
+    NA = P * TOK
+    ys = ", ".join(["f32"] * NA)
+    e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
+    e.emit(f"%acc_r:{NA} = scf.if %one -> ({ys}) {{")
+    e.indent += 2
+    inits = ", ".join(f"%sacc{r} = {zero}" for r in range(P))
+    e.emit(f"%r1:{P} = scf.for %u = %lane to %units step {c(32 * R)} iter_args({inits}) -> ({', '.join(['f32'] * P)}) {{")
+    e.indent += 2
+    # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
+    # them is used. A unit past the row loads unit u again (cached) and contributes 0.
+    units = []
+    for k in range(R):
+        if k == 0:
+            units.append((None, unit("%u")))
+            continue
+        uk = e.add("%u", c(32 * k))
+        vk = e.v(f"arith.cmpi ult, {uk}, %units : index", "vr")
+        units.append((vk, unit(e.v(f"arith.select {vk}, {uk}, %u : index", "uc"))))
+    accs = [f"%sacc{r}" for r in range(P)]
+    for vk, contrib in units:
+        for r, cr in enumerate(contrib("%t0")):
+            if vk is not None:
+                cr = e.v(f"arith.select {vk}, {cr}, {zero} : f32", "sel")
+            accs[r] = e.fadd(accs[r], cr)
+    e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * P)}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("scf.yield " + ", ".join(f"%r1#{r}" if t == 0 else zero for r in range(P) for t in range(TOK)) + f" : {ys}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    e.emit(f"%slots = memref.get_global @slots_{fmt} : {SLOTS}")
+    e.emit(f"scf.for %t = {c(0)} to {c(P * TOK)} step {c(1)} {{")
+    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
+    e.emit("  %si = arith.addi %s, %tid : index")
+    e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
+    e.emit("}")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.indent += 2
+    contrib = unit("%u")
+    e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+    e.indent += 2
+    e.emit("%tg = arith.addi %t0, %t : index")
+    for r, cr in enumerate(contrib("%tg")):
+        tr = e.add("%t", c(TOK * r)) if r else "%t"
+        slot = e.add(e.mul(tr, c(128)), "%tid")
+        old = e.v(f"memref.load %slots[{slot}] : {SLOTS}", "old")
+        e.emit(f"memref.store {e.fadd(old, cr)}, %slots[{slot}] : {SLOTS}")
+    e.indent -= 2
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
+    outs = [e.v(f"memref.load %slots[{e.add('%tid', c(128 * j)) if j else '%tid'}] : {SLOTS}", "sv") for j in range(NA)]
+    e.emit(f"scf.yield {', '.join(outs)} : {ys}")
+    e.indent -= 2
+    e.emit("}")
+    # The reduction: each 8-lane segment's partials by shuffle-xor 4, 2, 1, then the four
+    # segment sums as (s0 + s1) + (s2 + s3), the same additions in the same order for one
+    # token and for many (speculative verification must reproduce plain decoding's bits).
+    def shuffle_add(v, offs):
+        for off in offs:
+            e.n += 1
+            sh = f"%sh{e.n}"
+            e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
+            v = e.fadd(v, f"{sh}#0")
+        return v
+
+    # Each row's output: its y, bias, row count and flags (selected here, after the loop,
+    # at the top level: a memref value must not cross the blocks scf.if lowers to).
+    for rw in rows:
+        sel = rw["sel"] = {}
+        for name, a0, a1, a2, ty in (("y", "%y0", "%y1", "%y2", "memref<?xf32>"),
+                                     ("bias", "%bias0", "%bias1", "%bias2", "memref<?xf32>"),
+                                     ("Ni", "%N0i", "%N1i", "%N2i", "index"),
+                                     ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
+                                     ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
+            v12 = e.v(f"arith.select {rw['in1']}, {a1}, {a2} : {ty}", name)
+            sel[name] = e.v(f"arith.select {rw['in0']}, {a0}, {v12} : {ty}", name)
+
+    def write(rw, total, tg):
+        """Row rw's output of token tg (index): total (+ its output's bias) (+ res on
+        output 0; flags 1, 4, 8: bias of output 0, 1, 2; 2: res)."""
+        sel = rw["sel"]
+        yi = e.add(e.mul(tg, sel["Ni"]), rw["n"])
+        hb = e.v(f"arith.cmpi ne, {e.band('%flags', sel['bflag'])}, {e.ci(0)} : i32", "hb")
+        withb = e.v(f"scf.if {hb} -> (f32) {{", "wb")
+        e.indent += 2
+        bv = e.v(f"memref.load {sel['bias']}[{rw['n']}] : memref<?xf32>", "bv")
+        e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit(f"  scf.yield {total} : f32")
+        e.emit("}")
+        hr = e.v(f"arith.cmpi ne, {e.band('%flags', sel['rflag'])}, {e.ci(0)} : i32", "hr")
+        o = e.v(f"scf.if {hr} -> (f32) {{", "o")
+        e.indent += 2
+        rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
+        e.emit(f"scf.yield {e.fadd(withb, rv)} : f32")
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit(f"  scf.yield {withb} : f32")
+        e.emit("}")
+        e.emit(f"memref.store {o}, {sel['y']}[{yi}] : memref<?xf32>")
+
+    # One token (the workgroup-uniform %one): shuffles only, xor 8 adds the neighbouring
+    # segment (s0 + s1), xor 16 the other pair; lane 0 writes. No workgroup memory, no
+    # barrier: a 7B row of 3,584 weights is 3.5 unit passes a lane, so what a row costs
+    # besides them counts. Both branches yield each row's total, the token and whether this
+    # lane writes it; one write follows.
+    rty = ", ".join(["f32"] * P + ["index"] + ["i1"] * P)
+    e.emit(f"%lane0 = arith.cmpi eq, %lane, {c(0)} : index")
+    e.emit(f"%fin:{2 * P + 1} = scf.if %one -> ({rty}) {{")
+    e.indent += 2
+    totals = [shuffle_add(f"%acc_r#{r * TOK}", (4, 2, 1, 8, 16)) for r in range(P)]
+    wrs = [e.v(f"arith.andi %lane0, {rw['live']} : i1", "wr") for rw in rows]
+    e.emit(f"scf.yield {', '.join(totals + ['%t0'] + wrs)} : {rty}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    # 2..8 tokens: segment leaders store acc[(grp P + r) 32 + 4 t + seg] (the workgroup's
+    # 4 P rows x 8 tokens x 4 segments); after the barrier lane t < tb sums token t0 + t's
+    # four (lanes past 7 read token 7's, and write nothing).
+    e.emit(f"%seg = arith.divui %lane, {c(8)} : index")
+    e.emit(f"%sl = arith.remui %lane, {c(8)} : index")
+    e.emit(f"%lead = arith.cmpi eq, %sl, {c(0)} : index")
+    e.emit(f"%pbase1 = arith.muli %rowgrp, {c(32)} : index")
+    e.emit("%pbase = arith.addi %pbase1, %seg : index")
+    sums = []
+    for r in range(P):
+        for j in range(TOK):
+            a = f"%acc_r#{r * TOK + j}"
+            if j == 0:
+                sums.append(shuffle_add(a, (4, 2, 1)))
+                continue
+            sv = e.v(f"scf.if %tok{j} -> (f32) {{", "c")
+            e.indent += 2
+            e.emit(f"scf.yield {shuffle_add(a, (4, 2, 1))} : f32")
+            e.indent -= 2
+            e.emit("} else {")
+            e.emit(f"  scf.yield {zero} : f32")
+            e.emit("}")
+            sums.append(sv)
+    e.emit("scf.if %lead {")
+    e.indent += 2
+    for i, v in enumerate(sums):
+        r, j = divmod(i, TOK)
+        off = 32 * r + 4 * j
+        e.emit(f"memref.store {v}, %acc[{e.add('%pbase', c(off)) if off else '%pbase'}] : {ACC}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("gpu.barrier")
+    e.emit("%wr0 = arith.cmpi ult, %lane, %tb : index")
+    e.emit("%tg = arith.addi %t0, %lane : index")
+    e.emit(f"%lt = arith.minui %lane, {c(TOK - 1)} : index")
+    e.emit(f"%l4 = arith.muli %lt, {c(4)} : index")
+    e.emit("%si0 = arith.addi %pbase1, %l4 : index")
+    totals = []
+    for r in range(P):
+        si = e.add("%si0", c(32 * r)) if r else "%si0"
+        ps = [e.v(f"memref.load %acc[{e.add(si, c(k)) if k else si}] : {ACC}", "p") for k in range(4)]
+        totals.append(e.fadd(e.fadd(ps[0], ps[1]), e.fadd(ps[2], ps[3])))
+    wrs = [e.v(f"arith.andi %wr0, {rw['live']} : i1", "wr") for rw in rows]
+    e.emit(f"scf.yield {', '.join(totals + ['%tg'] + wrs)} : {rty}")
+    e.indent -= 2
+    e.emit("}")
+    for r, rw in enumerate(rows):
+        e.emit(f"scf.if %fin#{P + 1 + r} {{")
+        e.indent += 2
+        write(rw, f"%fin#{r}", f"%fin#{P}")
+        e.indent -= 2
+        e.emit("}")
     e.emit("gpu.return")
     return func_text(out, e)
 

@@ -496,8 +496,8 @@ Case swigluQ8xCase(int64_t T, int64_t K, uint64_t seed) {
 /// reference is the float64 dot product of the weights with the dequantized activations
 /// (d q), so the check isolates the kernel's own rounding. kResidual / kBiasInPlaceResidual
 /// apply to output 0; output 1 has a bias when `bias1`.
-/// Rows one matmul_<t>_q8x workgroup computes: 4 / (warps a row), gen_quant_kernels.py's
-/// Q8X[t]["wpr"] (the kernel's swz.grid says the same). SWZ_CHECK_Q8X_ROWS=<t>:<rows>
+/// Rows one matmul_<t>_q8x workgroup computes: 4 warps x (rows a warp), gen_quant_kernels.py's
+/// Q8X[t]["rpw"] (the kernel's swz.grid says the same). SWZ_CHECK_Q8X_ROWS=<t>:<rows>
 /// overrides it, to check and time a variant written by `gen_quant_kernels.py --variant`.
 int64_t q8xRowsPerWorkgroup(const std::string &t) {
   if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
@@ -505,7 +505,7 @@ int64_t q8xRowsPerWorkgroup(const std::string &t) {
     if (s.rfind(t + ":", 0) == 0)
       return std::atoll(s.c_str() + t.size() + 1);
   }
-  return 4;
+  return t == "q4_k" ? 8 : 4;  // rpw 2 and 1 (test_simt_interp.py fails on a mismatch)
 }
 
 Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
@@ -563,11 +563,9 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
   c.flops = 2.0 * double(T) * double(rows) * double(K);
   // f32 roundings behind one output: a unit's scale products and combine (6: d sc, x dx,
   // x acc, the activation halves' sums, the min term, the difference; the int8 dot
-  // product is exact), one add per unit the thread handles, the warp's reduction (5) and
-  // one add per other warp of the row.
-  const int64_t W = 4 / rowsWg;
+  // product is exact), one add per unit the thread handles and the warp's reduction (5).
   const int64_t units = K / gemv::blockElements(t) * (t == "q4_k" ? 8 : 2);
-  const double L = 6 + double((units + 32 * W - 1) / (32 * W)) + 5 + double(W - 1);
+  const double L = 6 + double((units + 31) / 32) + 5;
   c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
@@ -863,6 +861,19 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(matmulQ8xCase("q8_0", 1, {2048, 1024, 1024}, 1024, kPlain, 105));
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));
     cases.push_back(matmulQ8xCase("q8_0", 1, {3072, 3072}, 1024, kPlain, 107));
+    // Every decode weight type at Qwen2.5-Coder-7B's FFN shapes (up 3584 -> 18944, down
+    // 18944 -> 3584) and its Q6_K LM head (3584 -> 152064, 447 MB): 1.2 GB of weights, so
+    // only on request (SWZ_CHECK_GEMV_7B=1; bench/tune_q8x.sh): every other runner of the
+    // cases (the SIMT interpreter's swz-case-io) would build them for nothing.
+    if (const char *big = std::getenv("SWZ_CHECK_GEMV_7B"); big && std::string(big) == "1") {
+      cases.push_back(matmulQ8xCase("q8_0", 1, {18944, 18944}, 3584, kPlain, 111));
+      cases.push_back(matmulQ8xCase("q8_0", 1, {3584}, 18944, kResidual, 112));
+      for (const std::string t : {"q4_1", "q5_0", "q6_k", "q8_0", "f16"}) {
+        cases.push_back(matmulCase(t, 1, 18944, 3584, kPlain, 113));
+        cases.push_back(matmulCase(t, 1, 3584, 18944, kResidual, 114));
+      }
+      cases.push_back(matmulCase("q6_k", 1, 152064, 3584, kPlain, 115));
+    }
   }
   // The same two shapes on the f32-activation GEMVs (what SPIR-V runs), beside them.
   cases.push_back(matmulCase("q4_k", 1, 18944, 3584, kPlain, 85));

@@ -2,6 +2,7 @@
 //
 //   swz-ptx-check --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json]
 //                 [--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB]
+//                 [--rotate MB]
 //   swz-ptx-check --print-peak-ptx     # the peak kernels' PTX (for ptxas)
 //
 // Runs allCases("ptx") (test/gpu/cases.h) through the CUDA driver API: loads
@@ -9,7 +10,9 @@
 // descriptor (allocated ptr, aligned ptr, offset, sizes[R], strides[R]; row-major,
 // offset 0), launches with the case's grid, block and dynamic shared memory, and
 // compares the buffers with the float64 reference. Then times N launches (default
-// 20, after one warm-up) with cuEvents and prints the mean time, the achieved
+// 20, after one warm-up) with cuEvents (--flush-l2: each launch alone after an L2
+// eviction; --rotate: back to back over copies of the case's buffers that add up to at
+// least MB, so no launch finds its inputs in the L2) and prints the mean time, the achieved
 // bandwidth (Case::bytesMoved / time) and the roofline fraction:
 //   roofline = max(bytesMoved / peak bandwidth, flops / peak FLOP rate) / time,
 // with the tensor-core peak for Case::tensorCore cases, else the FP32 FMA peak.
@@ -32,6 +35,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -152,7 +156,7 @@ double timeLaunch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigne
           what);
   };
   launch("cuLaunchKernel (warm-up)");
-  if (flushL2 == 0) {
+  if (flushL2 == 0) {  // back to back (rotated copies: timeRotated)
     float ms = timeEvents([&] {
       for (int r = 0; r < reps; ++r)
         launch("cuLaunchKernel (timed)");
@@ -257,10 +261,33 @@ void prepare(const Case &c, Launch &l) {
   }
 }
 
+/// Seconds per launch with the buffers rotated: `copies` (>= 2) parameter lists over
+/// separate copies of the case's buffers, launched back to back (one warm-up round
+/// first), `reps` launches cycling through them between two cuEvents. With the copies
+/// adding up to more than the L2 (the H200's is 50 MB), every launch reads its inputs
+/// from HBM, as a decode step's chain of kernels does, and the launch overhead is what a
+/// stream of launches pays (not one launch's own, as with --flush-l2).
+double timeRotated(CUfunction f, const Case &c, const std::vector<std::unique_ptr<Launch>> &copies,
+                   int reps) {
+  auto launch = [&](Launch &l) {
+    check(cuLaunchKernel(f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2],
+                         c.dynamicSmemBytes, nullptr, l.params.data(), nullptr),
+          "cuLaunchKernel (rotated)");
+  };
+  for (const auto &l : copies)
+    launch(*l);
+  const int n = std::max<int>(reps, int(copies.size()));
+  float ms = timeEvents([&] {
+    for (int r = 0; r < n; ++r)
+      launch(*copies[size_t(r) % copies.size()]);
+  });
+  return double(ms) * 1e-3 / n;
+}
+
 int usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s --ptx-dir DIR [--filter SUBSTR] [--reps N] [--json out.json] "
-               "[--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB]\n",
+               "[--peak-gbps X] [--peak-tflops Y] [--peak-tc-tflops Z] [--flush-l2 MB] [--rotate MB]\n",
                argv0);
   return 2;
 }
@@ -270,7 +297,7 @@ int usage(const char *argv0) {
 int main(int argc, char **argv) {
   std::string dir, filter, jsonPath;
   int reps = 20;
-  size_t flushL2 = 0;
+  size_t flushL2 = 0, rotate = 0;
   double givenGbps = 0, givenTflops = 0, givenTcTflops = 0;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
@@ -286,12 +313,13 @@ int main(int argc, char **argv) {
     else if (flag == "--json") jsonPath = v;
     else if (flag == "--reps") reps = std::atoi(v.c_str());
     else if (flag == "--flush-l2") flushL2 = size_t(std::atol(v.c_str())) << 20;
+    else if (flag == "--rotate") rotate = size_t(std::atol(v.c_str())) << 20;
     else if (flag == "--peak-gbps") givenGbps = std::atof(v.c_str());
     else if (flag == "--peak-tflops") givenTflops = std::atof(v.c_str());
     else if (flag == "--peak-tc-tflops") givenTcTflops = std::atof(v.c_str());
     else return usage(argv[0]);
   }
-  if (dir.empty() || reps < 1)
+  if (dir.empty() || reps < 1 || (rotate && flushL2))
     return usage(argv[0]);
 
   CUdevice dev;
@@ -385,7 +413,21 @@ int main(int argc, char **argv) {
       }
       v = c.check(out);
       // Timed after the check: in-place kernels change their buffers.
-      seconds = timeLaunch(f, c.grid, c.block, c.dynamicSmemBytes, l.params.data(), reps, flushL2);
+      if (rotate) {
+        size_t caseBytes = 0;
+        for (const auto &b : c.buffers)
+          caseBytes += b.bytes.size();
+        std::vector<std::unique_ptr<Launch>> copies;
+        // At most 64 copies: a case under rotate / 64 bytes stays partly in the L2.
+        const size_t n = std::clamp<size_t>((rotate + caseBytes - 1) / std::max<size_t>(caseBytes, 1), 2, 64);
+        for (size_t i = 0; i < n; ++i) {
+          copies.push_back(std::make_unique<Launch>());
+          prepare(c, *copies.back());
+        }
+        seconds = timeRotated(f, c, copies, reps);
+      } else {
+        seconds = timeLaunch(f, c.grid, c.block, c.dynamicSmemBytes, l.params.data(), reps, flushL2);
+      }
     } catch (const std::exception &e) {
       error = e.what();
       // A faulting kernel poisons the context: start a fresh one for the next case.
@@ -432,6 +474,7 @@ int main(int argc, char **argv) {
                           {"ptx_dir", dir},
                           {"reps", reps},
                           {"flush_l2_mb", flushL2 >> 20},
+                          {"rotate_mb", rotate >> 20},
                           {"peak_gb_per_s", peak.bytesPerS / 1e9},
                           {"peak_fp32_tflops", peak.fmaFlopsPerS / 1e12},
                           {"peak_tensor_core_tflops", peak.tcFlopsPerS / 1e12},

@@ -150,20 +150,23 @@ def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
 
-def test_q8x_gemv_with_two_warps_a_row_passes_in_the_interpreter(tmp_path, monkeypatch):
-    # The tuning parameter wpr (warps a row, bench/tune_q8x.sh) at 2 for both types: the
-    # row's two warps split its units and the first adds the second's partials; the
-    # cases launch the matching grid (SWZ_CHECK_Q8X_ROWS: 2 rows a workgroup).
+@pytest.mark.parametrize("rpw", [2, 3])
+def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monkeypatch, rpw):
+    # The tuning parameter rpw (rows a warp, bench/tune_q8x.sh) for both types: a warp's
+    # rows share each unit's activation loads, the rows of one warp may belong to two
+    # outputs (merged q/k/v: 131 + 66 + 37 rows) or lie past the last row (T = 9: 7
+    # rows); the cases launch the matching grid (SWZ_CHECK_Q8X_ROWS: 4 rpw rows a
+    # workgroup).
     for t in ("q4_k", "q8_0"):
-        monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"{t}:2")
+        monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"{t}:{4 * rpw}")
         cases = [line.split()[0] for line in _list("swz_gemv_q8x")
                  if f"matmul_{t}_q8x" in line and "N=18944" not in line and "N=1024 " not in line
                  and "N=3584" not in line and "N=2048" not in line and "N=3072" not in line]
         assert len(cases) == 5  # T = 1, 3, 9, merged 3 and 2 outputs
         (tmp_path / t).mkdir()
-        src = tmp_path / f"{t}-wpr2.mlir"
+        src = tmp_path / f"{t}-rpw{rpw}.mlir"
         subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                        "--variant", f"{t}:wpr=2", "--out", str(src)], check=True)
+                        "--variant", f"{t}:rpw={rpw}", "--out", str(src)], check=True)
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
