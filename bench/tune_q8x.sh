@@ -28,13 +28,11 @@ build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-tune
 VARIANTS=(
-  "q4k-ship|q4_k|rpw=1|4"
-  "q4k-r2m6|q4_k|rpw=2,minctasm=6|8"
-  "q4k-c|q4_k|units=4|4"
-  "q4k-cm6|q4_k|units=4,minctasm=6|4"
-  "q4k-cr2m5|q4_k|units=4,rpw=2,minctasm=5|8"
-  "q4k-cu2m6|q4_k|units=4,unroll=2,minctasm=6|4"
+  "q4k-ship|q4_k|rpw=2|8"
   "q80-ship|q8_0|rpw=1|4"
+  "q6k-ship|q6_k|rpw=1|4"
+  "q6k-r2m5|q6_k|rpw=2,minctasm=5|8"
+  "q6k-u2m6|q6_k|unroll=2,minctasm=6|4"
 )
 case $mode in
 prepare)
@@ -72,8 +70,8 @@ run)
   mkdir -p "$res" "$out"
   trap 'tar -czf "$res/tune-logs.tgz" -C "$out" . ; cp "$out"/tune-q8x.* "$res/" 2>/dev/null' EXIT
   while IFS='|' read -r name type params rows regs; do
-    # The 7B-shape cases (1.2 GB to build) where they add a shape of this type: Q8_0's.
-    SWZ_CHECK_GEMV_7B=$([ "$type" = q8_0 ] && echo 1 || true) SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" \
+    # The 7B-shape cases (1.7 GB to build) where they add shapes of this type: Q8_0's, Q6_K's.
+    SWZ_CHECK_GEMV_7B=$([ "$type" != q4_k ] && echo 1 || true) SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" \
       --filter "matmul_${type}_q8x T=" --reps 60 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" \
       > "$out/$name.log" 2>&1 || true
     echo "== $name ($params, $regs)"; grep -E "^(ok|FAIL)" "$out/$name.log" | sed -E 's/: max \|err\|.*\); / /' | cut -c1-140
@@ -103,7 +101,7 @@ for name, typ, params, r, regs in rows:
         if key not in shapes: shapes.append(key)
         table[(name, key)] = (c["time_us"], c["gb_per_s"], c["ok"])
 json.dump({f"{n}|{k[1]}": v for (n, k), v in table.items()}, open(os.path.join(out, "tune-q8x.json"), "w"), indent=1)
-for typ in ("q4_k", "q8_0"):
+for typ in ("q4_k", "q8_0", "q6_k"):
     cols = [k for k in shapes if k[0] == typ]
     if not cols: continue
     print(f"\n{typ}: us (GB/s) per launch, buffers rotated over 512 MB, mean of 60")

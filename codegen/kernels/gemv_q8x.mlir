@@ -24,17 +24,24 @@
 //   as one launch), (+ res[t, n] on output 0), x the quantized activations of
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
-//   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 warps), a row takes W warps (1 for both types): the
-//   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
-//   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
-//   partials (in warp order) to its own (W is a tuning parameter: bench/tune_q8x.sh).
+//   weight, y and bias are arith.selects of the three). Block 128 = 4 warps, a warp takes
+//   P consecutive rows (P = rpw: 2 for q4_k, 1 for q8_0 and q6_k; a tuning parameter,
+//   bench/tune_q8x.sh), grid (ceil((N0+N1+N2) / 4P), ceil(T / 8), 1): block_id.y covers
+//   tokens 8y .. 8y+7. A lane takes units lane, lane + 32, ... of its rows (their loads
+//   first, then each token's activations once for all P rows); one token accumulates in
+//   registers, 2..8 in the thread's workgroup-memory slots. Reduction per (row, token):
+//   shuffles xor 4, 2, 1 sum 8-lane segments, then (s0 + s1) + (s2 + s3) - by shuffles
+//   xor 8, 16 for one token (lane 0 writes), through workgroup memory and a barrier for
+//   more (lane t writes token t): the same additions in the same order either way.
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
 //   unit is one 32-weight sub-block r = 2p + jj (the low or high nibbles of the 32-byte
 //   qs chunk p, two vectors): 8 dp4a (weights as unsigned nibbles) over both activation
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
+//   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
+//   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
+//   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8x {
     // Each matmul_<type>_q8x's own (sized by its rows a warp, rpw: a kernel reserves the
@@ -46,6 +53,8 @@ module attributes {gpu.container_module} {
     memref.global "private" @slots_q4_k : memref<2048xf32, #gpu.address_space<workgroup>>
     memref.global "private" @acc_q8_0 : memref<128xf32, #gpu.address_space<workgroup>>
     memref.global "private" @slots_q8_0 : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_q6_k : memref<128xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @slots_q6_k : memref<1024xf32, #gpu.address_space<workgroup>>
     // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
@@ -2408,6 +2417,786 @@ module attributes {gpu.container_module} {
           scf.yield %wb426 : f32
         }
         memref.store %o431, %y329[%a423] : memref<?xf32>
+      }
+      gpu.return
+    }
+    gpu.func @matmul_q6_k_q8x(%w0: memref<?xi32>, %w1: memref<?xi32>, %w2: memref<?xi32>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>,
+                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,
+                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,
+                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,
+                           %flags: i32)
+        kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>,
+                    nvvm.minctasm = 7 : i32,
+                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
+      %c0_i32 = arith.constant 0 : i32
+      %c0_index = arith.constant 0 : index
+      %c0p0_f32 = arith.constant 0.0 : f32
+      %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
+      %c16_i32 = arith.constant 16 : i32
+      %c16_index = arith.constant 16 : index
+      %c192_index = arith.constant 192 : index
+      %c1_i32 = arith.constant 1 : i32
+      %c1_index = arith.constant 1 : index
+      %c208_index = arith.constant 208 : index
+      %c20_index = arith.constant 20 : index
+      %c210_index = arith.constant 210 : index
+      %c24_i32 = arith.constant 24 : i32
+      %c24_index = arith.constant 24 : index
+      %c252645135_i32 = arith.constant 252645135 : i32
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
+      %c2_i32 = arith.constant 2 : i32
+      %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
+      %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
+      %c3_i32 = arith.constant 3 : i32
+      %c3_index = arith.constant 3 : index
+      %c3p200000e01_f32 = arith.constant 3.200000e+01 : f32
+      %c4_i32 = arith.constant 4 : i32
+      %c4_index = arith.constant 4 : index
+      %c50529027_i32 = arith.constant 50529027 : i32
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
+      %c8_i32 = arith.constant 8 : i32
+      %c8_index = arith.constant 8 : index
+      %acc = memref.get_global @acc_q6_k : memref<128xf32, #gpu.address_space<workgroup>>
+      %tid = gpu.thread_id x
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %grp = arith.divui %tid, %c32_index : index
+      %lane = arith.remui %tid, %c32_index : index
+      %rowwg = arith.muli %bx, %c4_index : index
+      %rowgrp = arith.muli %grp, %c1_index : index
+      %row0 = arith.addi %rowwg, %rowgrp : index
+      %N0i = arith.index_cast %N0 : i32 to index
+      %N1i = arith.index_cast %N1 : i32 to index
+      %N2i = arith.index_cast %N2 : i32 to index
+      %N01 = arith.addi %N0i, %N1i : index
+      %Ntot = arith.addi %N01, %N2i : index
+      %Ki = arith.index_cast %K : i32 to index
+      %Ti = arith.index_cast %T : i32 to index
+      %t0 = arith.muli %by, %c8_index : index
+      %tleft = arith.subi %Ti, %t0 : index
+      %tb = arith.minui %tleft, %c8_index : index
+      %nb = arith.divui %Ki, %c256_index : index
+      %units_all = arith.muli %nb, %c8_index : index
+      %K32 = arith.divui %Ki, %c32_index : index
+      %live1 = arith.cmpi ult, %row0, %Ntot : index
+      %in02 = arith.cmpi ult, %row0, %N0i : index
+      %in13 = arith.cmpi ult, %row0, %N01 : index
+      %w4 = arith.select %in13, %w1, %w2 : memref<?xi32>
+      %w5 = arith.select %in02, %w0, %w4 : memref<?xi32>
+      %nbase6 = arith.select %in13, %N0i, %N01 : index
+      %nbase7 = arith.select %in02, %c0_index, %nbase6 : index
+      %n8 = arith.subi %row0, %nbase7 : index
+      %m9 = arith.muli %n8, %nb : index
+      %units = arith.select %live1, %units_all, %c0_index : index
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1:1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc0 = %c0p0_f32) -> (f32) {
+          %b10 = arith.divui %u, %c8_index : index
+          %q11 = arith.remui %u, %c8_index : index
+          %h12 = arith.divui %q11, %c4_index : index
+          %k13 = arith.remui %q11, %c4_index : index
+          %a14 = arith.addi %m9, %b10 : index
+          %m15 = arith.muli %a14, %c210_index : index
+          %ko16 = arith.andi %k13, %c1_index : index
+          %m17 = arith.muli %ko16, %c32_index : index
+          %m18 = arith.muli %h12, %c64_index : index
+          %a19 = arith.addi %m18, %m17 : index
+          %a20 = arith.addi %m15, %a19 : index
+          %w21 = arith.shrui %a20, %c2_index : index
+          %n22 = arith.index_cast %a20 : index to i32
+          %b23 = arith.andi %n22, %c2_i32 : i32
+          %od24 = arith.cmpi ne, %b23, %c0_i32 : i32
+          %ld25 = memref.load %w5[%w21] : memref<?xi32>
+          %a26 = arith.addi %w21, %c1_index : index
+          %ld27 = memref.load %w5[%a26] : memref<?xi32>
+          %a28 = arith.addi %w21, %c2_index : index
+          %ld29 = memref.load %w5[%a28] : memref<?xi32>
+          %a30 = arith.addi %w21, %c3_index : index
+          %ld31 = memref.load %w5[%a30] : memref<?xi32>
+          %a32 = arith.addi %w21, %c4_index : index
+          %ld33 = memref.load %w5[%a32] : memref<?xi32>
+          %a34 = arith.addi %w21, %c5_index : index
+          %ld35 = memref.load %w5[%a34] : memref<?xi32>
+          %a36 = arith.addi %w21, %c6_index : index
+          %ld37 = memref.load %w5[%a36] : memref<?xi32>
+          %a38 = arith.addi %w21, %c7_index : index
+          %ld39 = memref.load %w5[%a38] : memref<?xi32>
+          %a40 = arith.addi %w21, %c8_index : index
+          %ld41 = memref.load %w5[%a40] : memref<?xi32>
+          %s42 = arith.shrui %ld25, %c16_i32 : i32
+          %s43 = arith.shli %ld27, %c16_i32 : i32
+          %o44 = arith.ori %s42, %s43 : i32
+          %sel45 = arith.select %od24, %o44, %ld25 : i32
+          %s46 = arith.shrui %ld27, %c16_i32 : i32
+          %s47 = arith.shli %ld29, %c16_i32 : i32
+          %o48 = arith.ori %s46, %s47 : i32
+          %sel49 = arith.select %od24, %o48, %ld27 : i32
+          %s50 = arith.shrui %ld29, %c16_i32 : i32
+          %s51 = arith.shli %ld31, %c16_i32 : i32
+          %o52 = arith.ori %s50, %s51 : i32
+          %sel53 = arith.select %od24, %o52, %ld29 : i32
+          %s54 = arith.shrui %ld31, %c16_i32 : i32
+          %s55 = arith.shli %ld33, %c16_i32 : i32
+          %o56 = arith.ori %s54, %s55 : i32
+          %sel57 = arith.select %od24, %o56, %ld31 : i32
+          %s58 = arith.shrui %ld33, %c16_i32 : i32
+          %s59 = arith.shli %ld35, %c16_i32 : i32
+          %o60 = arith.ori %s58, %s59 : i32
+          %sel61 = arith.select %od24, %o60, %ld33 : i32
+          %s62 = arith.shrui %ld35, %c16_i32 : i32
+          %s63 = arith.shli %ld37, %c16_i32 : i32
+          %o64 = arith.ori %s62, %s63 : i32
+          %sel65 = arith.select %od24, %o64, %ld35 : i32
+          %s66 = arith.shrui %ld37, %c16_i32 : i32
+          %s67 = arith.shli %ld39, %c16_i32 : i32
+          %o68 = arith.ori %s66, %s67 : i32
+          %sel69 = arith.select %od24, %o68, %ld37 : i32
+          %s70 = arith.shrui %ld39, %c16_i32 : i32
+          %s71 = arith.shli %ld41, %c16_i32 : i32
+          %o72 = arith.ori %s70, %s71 : i32
+          %sel73 = arith.select %od24, %o72, %ld39 : i32
+          %m74 = arith.muli %h12, %c32_index : index
+          %a75 = arith.addi %m74, %c128_index : index
+          %a76 = arith.addi %m15, %a75 : index
+          %w77 = arith.shrui %a76, %c2_index : index
+          %n78 = arith.index_cast %a76 : index to i32
+          %b79 = arith.andi %n78, %c2_i32 : i32
+          %od80 = arith.cmpi ne, %b79, %c0_i32 : i32
+          %ld81 = memref.load %w5[%w77] : memref<?xi32>
+          %a82 = arith.addi %w77, %c1_index : index
+          %ld83 = memref.load %w5[%a82] : memref<?xi32>
+          %a84 = arith.addi %w77, %c2_index : index
+          %ld85 = memref.load %w5[%a84] : memref<?xi32>
+          %a86 = arith.addi %w77, %c3_index : index
+          %ld87 = memref.load %w5[%a86] : memref<?xi32>
+          %a88 = arith.addi %w77, %c4_index : index
+          %ld89 = memref.load %w5[%a88] : memref<?xi32>
+          %a90 = arith.addi %w77, %c5_index : index
+          %ld91 = memref.load %w5[%a90] : memref<?xi32>
+          %a92 = arith.addi %w77, %c6_index : index
+          %ld93 = memref.load %w5[%a92] : memref<?xi32>
+          %a94 = arith.addi %w77, %c7_index : index
+          %ld95 = memref.load %w5[%a94] : memref<?xi32>
+          %a96 = arith.addi %w77, %c8_index : index
+          %ld97 = memref.load %w5[%a96] : memref<?xi32>
+          %s98 = arith.shrui %ld81, %c16_i32 : i32
+          %s99 = arith.shli %ld83, %c16_i32 : i32
+          %o100 = arith.ori %s98, %s99 : i32
+          %sel101 = arith.select %od80, %o100, %ld81 : i32
+          %s102 = arith.shrui %ld83, %c16_i32 : i32
+          %s103 = arith.shli %ld85, %c16_i32 : i32
+          %o104 = arith.ori %s102, %s103 : i32
+          %sel105 = arith.select %od80, %o104, %ld83 : i32
+          %s106 = arith.shrui %ld85, %c16_i32 : i32
+          %s107 = arith.shli %ld87, %c16_i32 : i32
+          %o108 = arith.ori %s106, %s107 : i32
+          %sel109 = arith.select %od80, %o108, %ld85 : i32
+          %s110 = arith.shrui %ld87, %c16_i32 : i32
+          %s111 = arith.shli %ld89, %c16_i32 : i32
+          %o112 = arith.ori %s110, %s111 : i32
+          %sel113 = arith.select %od80, %o112, %ld87 : i32
+          %s114 = arith.shrui %ld89, %c16_i32 : i32
+          %s115 = arith.shli %ld91, %c16_i32 : i32
+          %o116 = arith.ori %s114, %s115 : i32
+          %sel117 = arith.select %od80, %o116, %ld89 : i32
+          %s118 = arith.shrui %ld91, %c16_i32 : i32
+          %s119 = arith.shli %ld93, %c16_i32 : i32
+          %o120 = arith.ori %s118, %s119 : i32
+          %sel121 = arith.select %od80, %o120, %ld91 : i32
+          %s122 = arith.shrui %ld93, %c16_i32 : i32
+          %s123 = arith.shli %ld95, %c16_i32 : i32
+          %o124 = arith.ori %s122, %s123 : i32
+          %sel125 = arith.select %od80, %o124, %ld93 : i32
+          %s126 = arith.shrui %ld95, %c16_i32 : i32
+          %s127 = arith.shli %ld97, %c16_i32 : i32
+          %o128 = arith.ori %s126, %s127 : i32
+          %sel129 = arith.select %od80, %o128, %ld95 : i32
+          %m130 = arith.muli %h12, %c8_index : index
+          %m131 = arith.muli %k13, %c2_index : index
+          %a132 = arith.addi %m130, %m131 : index
+          %a133 = arith.addi %a132, %c192_index : index
+          %a134 = arith.addi %m15, %a133 : index
+          %w135 = arith.shrui %a134, %c2_index : index
+          %ld136 = memref.load %w5[%w135] : memref<?xi32>
+          %n137 = arith.index_cast %a134 : index to i32
+          %b138 = arith.andi %n137, %c2_i32 : i32
+          %s139 = arith.shli %b138, %c3_i32 : i32
+          %s140 = arith.shrui %ld136, %s139 : i32
+          %a141 = arith.addi %m15, %c208_index : index
+          %w142 = arith.shrui %a141, %c2_index : index
+          %ld143 = memref.load %w5[%w142] : memref<?xi32>
+          %n144 = arith.index_cast %a141 : index to i32
+          %b145 = arith.andi %n144, %c2_i32 : i32
+          %s146 = arith.shli %b145, %c3_i32 : i32
+          %s147 = arith.shrui %ld143, %s146 : i32
+          %h148 = arith.trunci %s147 : i32 to i16
+          %h149 = arith.bitcast %h148 : i16 to f16
+          %h150 = arith.extf %h149 : f16 to f32
+          %n151 = arith.index_cast %k13 : index to i32
+          %s152 = arith.shrui %n151, %c1_i32 : i32
+          %s153 = arith.shli %s152, %c2_i32 : i32
+          %s154 = arith.shli %n151, %c1_i32 : i32
+          %s155 = arith.shrui %sel45, %s153 : i32
+          %b156 = arith.andi %s155, %c252645135_i32 : i32
+          %s157 = arith.shrui %sel101, %s154 : i32
+          %b158 = arith.andi %s157, %c50529027_i32 : i32
+          %s159 = arith.shli %b158, %c4_i32 : i32
+          %o160 = arith.ori %b156, %s159 : i32
+          %s161 = arith.shrui %sel49, %s153 : i32
+          %b162 = arith.andi %s161, %c252645135_i32 : i32
+          %s163 = arith.shrui %sel105, %s154 : i32
+          %b164 = arith.andi %s163, %c50529027_i32 : i32
+          %s165 = arith.shli %b164, %c4_i32 : i32
+          %o166 = arith.ori %b162, %s165 : i32
+          %s167 = arith.shrui %sel53, %s153 : i32
+          %b168 = arith.andi %s167, %c252645135_i32 : i32
+          %s169 = arith.shrui %sel109, %s154 : i32
+          %b170 = arith.andi %s169, %c50529027_i32 : i32
+          %s171 = arith.shli %b170, %c4_i32 : i32
+          %o172 = arith.ori %b168, %s171 : i32
+          %s173 = arith.shrui %sel57, %s153 : i32
+          %b174 = arith.andi %s173, %c252645135_i32 : i32
+          %s175 = arith.shrui %sel113, %s154 : i32
+          %b176 = arith.andi %s175, %c50529027_i32 : i32
+          %s177 = arith.shli %b176, %c4_i32 : i32
+          %o178 = arith.ori %b174, %s177 : i32
+          %s179 = arith.shrui %sel61, %s153 : i32
+          %b180 = arith.andi %s179, %c252645135_i32 : i32
+          %s181 = arith.shrui %sel117, %s154 : i32
+          %b182 = arith.andi %s181, %c50529027_i32 : i32
+          %s183 = arith.shli %b182, %c4_i32 : i32
+          %o184 = arith.ori %b180, %s183 : i32
+          %s185 = arith.shrui %sel65, %s153 : i32
+          %b186 = arith.andi %s185, %c252645135_i32 : i32
+          %s187 = arith.shrui %sel121, %s154 : i32
+          %b188 = arith.andi %s187, %c50529027_i32 : i32
+          %s189 = arith.shli %b188, %c4_i32 : i32
+          %o190 = arith.ori %b186, %s189 : i32
+          %s191 = arith.shrui %sel69, %s153 : i32
+          %b192 = arith.andi %s191, %c252645135_i32 : i32
+          %s193 = arith.shrui %sel125, %s154 : i32
+          %b194 = arith.andi %s193, %c50529027_i32 : i32
+          %s195 = arith.shli %b194, %c4_i32 : i32
+          %o196 = arith.ori %b192, %s195 : i32
+          %s197 = arith.shrui %sel73, %s153 : i32
+          %b198 = arith.andi %s197, %c252645135_i32 : i32
+          %s199 = arith.shrui %sel129, %s154 : i32
+          %b200 = arith.andi %s199, %c50529027_i32 : i32
+          %s201 = arith.shli %b200, %c4_i32 : i32
+          %o202 = arith.ori %b198, %s201 : i32
+          %s203 = arith.shli %s140, %c24_i32 : i32
+          %s204 = arith.shrsi %s203, %c24_i32 : i32
+          %sc205 = arith.sitofp %s204 : i32 to f32
+          %s206 = arith.shli %s140, %c16_i32 : i32
+          %s207 = arith.shrsi %s206, %c24_i32 : i32
+          %sc208 = arith.sitofp %s207 : i32 to f32
+          %m209 = arith.muli %t0, %K32 : index
+          %m210 = arith.muli %b10, %c8_index : index
+          %a211 = arith.addi %m210, %q11 : index
+          %a212 = arith.addi %m209, %a211 : index
+          %m213 = arith.muli %a212, %c2_index : index
+          %xq214 = memref.load %xq[%m213] : memref<?xvector<4xi32>>
+          %a215 = arith.addi %m213, %c1_index : index
+          %xq216 = memref.load %xq[%a215] : memref<?xvector<4xi32>>
+          %ds217 = memref.load %xds[%a212] : memref<?xvector<4xf32>>
+          %dx218 = vector.extract %ds217[0] : f32 from vector<4xf32>
+          %dx219 = vector.extract %ds217[1] : f32 from vector<4xf32>
+          %dx220 = vector.extract %ds217[2] : f32 from vector<4xf32>
+          %xw221 = vector.extract %xq214[0] : i32 from vector<4xi32>
+          %dp222 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o160, %xw221, %c0_i32 : (i32, i32, i32) -> i32
+          %xw223 = vector.extract %xq214[1] : i32 from vector<4xi32>
+          %dp224 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o166, %xw223, %dp222 : (i32, i32, i32) -> i32
+          %xw225 = vector.extract %xq214[2] : i32 from vector<4xi32>
+          %dp226 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o172, %xw225, %dp224 : (i32, i32, i32) -> i32
+          %xw227 = vector.extract %xq214[3] : i32 from vector<4xi32>
+          %dp228 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o178, %xw227, %dp226 : (i32, i32, i32) -> i32
+          %af229 = arith.sitofp %dp228 : i32 to f32
+          %f230 = arith.mulf %dx218, %af229 : f32
+          %f231 = arith.mulf %c3p200000e01_f32, %dx219 : f32
+          %f232 = arith.subf %f230, %f231 : f32
+          %f233 = arith.mulf %sc205, %f232 : f32
+          %xw234 = vector.extract %xq216[0] : i32 from vector<4xi32>
+          %dp235 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o184, %xw234, %c0_i32 : (i32, i32, i32) -> i32
+          %xw236 = vector.extract %xq216[1] : i32 from vector<4xi32>
+          %dp237 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o190, %xw236, %dp235 : (i32, i32, i32) -> i32
+          %xw238 = vector.extract %xq216[2] : i32 from vector<4xi32>
+          %dp239 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o196, %xw238, %dp237 : (i32, i32, i32) -> i32
+          %xw240 = vector.extract %xq216[3] : i32 from vector<4xi32>
+          %dp241 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o202, %xw240, %dp239 : (i32, i32, i32) -> i32
+          %af242 = arith.sitofp %dp241 : i32 to f32
+          %f243 = arith.mulf %dx218, %af242 : f32
+          %f244 = arith.mulf %c3p200000e01_f32, %dx220 : f32
+          %f245 = arith.subf %f243, %f244 : f32
+          %f246 = arith.mulf %sc208, %f245 : f32
+          %f247 = arith.addf %f233, %f246 : f32
+          %f248 = arith.mulf %h150, %f247 : f32
+          %f249 = arith.addf %sacc0, %f248 : f32
+          scf.yield %f249 : f32
+        }
+        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots_q6_k : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
+          %s = arith.muli %t, %c128_index : index
+          %si = arith.addi %s, %tid : index
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        }
+        scf.for %u = %lane to %units step %c32_index {
+          %b250 = arith.divui %u, %c8_index : index
+          %q251 = arith.remui %u, %c8_index : index
+          %h252 = arith.divui %q251, %c4_index : index
+          %k253 = arith.remui %q251, %c4_index : index
+          %a254 = arith.addi %m9, %b250 : index
+          %m255 = arith.muli %a254, %c210_index : index
+          %ko256 = arith.andi %k253, %c1_index : index
+          %m257 = arith.muli %ko256, %c32_index : index
+          %m258 = arith.muli %h252, %c64_index : index
+          %a259 = arith.addi %m258, %m257 : index
+          %a260 = arith.addi %m255, %a259 : index
+          %w261 = arith.shrui %a260, %c2_index : index
+          %n262 = arith.index_cast %a260 : index to i32
+          %b263 = arith.andi %n262, %c2_i32 : i32
+          %od264 = arith.cmpi ne, %b263, %c0_i32 : i32
+          %ld265 = memref.load %w5[%w261] : memref<?xi32>
+          %a266 = arith.addi %w261, %c1_index : index
+          %ld267 = memref.load %w5[%a266] : memref<?xi32>
+          %a268 = arith.addi %w261, %c2_index : index
+          %ld269 = memref.load %w5[%a268] : memref<?xi32>
+          %a270 = arith.addi %w261, %c3_index : index
+          %ld271 = memref.load %w5[%a270] : memref<?xi32>
+          %a272 = arith.addi %w261, %c4_index : index
+          %ld273 = memref.load %w5[%a272] : memref<?xi32>
+          %a274 = arith.addi %w261, %c5_index : index
+          %ld275 = memref.load %w5[%a274] : memref<?xi32>
+          %a276 = arith.addi %w261, %c6_index : index
+          %ld277 = memref.load %w5[%a276] : memref<?xi32>
+          %a278 = arith.addi %w261, %c7_index : index
+          %ld279 = memref.load %w5[%a278] : memref<?xi32>
+          %a280 = arith.addi %w261, %c8_index : index
+          %ld281 = memref.load %w5[%a280] : memref<?xi32>
+          %s282 = arith.shrui %ld265, %c16_i32 : i32
+          %s283 = arith.shli %ld267, %c16_i32 : i32
+          %o284 = arith.ori %s282, %s283 : i32
+          %sel285 = arith.select %od264, %o284, %ld265 : i32
+          %s286 = arith.shrui %ld267, %c16_i32 : i32
+          %s287 = arith.shli %ld269, %c16_i32 : i32
+          %o288 = arith.ori %s286, %s287 : i32
+          %sel289 = arith.select %od264, %o288, %ld267 : i32
+          %s290 = arith.shrui %ld269, %c16_i32 : i32
+          %s291 = arith.shli %ld271, %c16_i32 : i32
+          %o292 = arith.ori %s290, %s291 : i32
+          %sel293 = arith.select %od264, %o292, %ld269 : i32
+          %s294 = arith.shrui %ld271, %c16_i32 : i32
+          %s295 = arith.shli %ld273, %c16_i32 : i32
+          %o296 = arith.ori %s294, %s295 : i32
+          %sel297 = arith.select %od264, %o296, %ld271 : i32
+          %s298 = arith.shrui %ld273, %c16_i32 : i32
+          %s299 = arith.shli %ld275, %c16_i32 : i32
+          %o300 = arith.ori %s298, %s299 : i32
+          %sel301 = arith.select %od264, %o300, %ld273 : i32
+          %s302 = arith.shrui %ld275, %c16_i32 : i32
+          %s303 = arith.shli %ld277, %c16_i32 : i32
+          %o304 = arith.ori %s302, %s303 : i32
+          %sel305 = arith.select %od264, %o304, %ld275 : i32
+          %s306 = arith.shrui %ld277, %c16_i32 : i32
+          %s307 = arith.shli %ld279, %c16_i32 : i32
+          %o308 = arith.ori %s306, %s307 : i32
+          %sel309 = arith.select %od264, %o308, %ld277 : i32
+          %s310 = arith.shrui %ld279, %c16_i32 : i32
+          %s311 = arith.shli %ld281, %c16_i32 : i32
+          %o312 = arith.ori %s310, %s311 : i32
+          %sel313 = arith.select %od264, %o312, %ld279 : i32
+          %m314 = arith.muli %h252, %c32_index : index
+          %a315 = arith.addi %m314, %c128_index : index
+          %a316 = arith.addi %m255, %a315 : index
+          %w317 = arith.shrui %a316, %c2_index : index
+          %n318 = arith.index_cast %a316 : index to i32
+          %b319 = arith.andi %n318, %c2_i32 : i32
+          %od320 = arith.cmpi ne, %b319, %c0_i32 : i32
+          %ld321 = memref.load %w5[%w317] : memref<?xi32>
+          %a322 = arith.addi %w317, %c1_index : index
+          %ld323 = memref.load %w5[%a322] : memref<?xi32>
+          %a324 = arith.addi %w317, %c2_index : index
+          %ld325 = memref.load %w5[%a324] : memref<?xi32>
+          %a326 = arith.addi %w317, %c3_index : index
+          %ld327 = memref.load %w5[%a326] : memref<?xi32>
+          %a328 = arith.addi %w317, %c4_index : index
+          %ld329 = memref.load %w5[%a328] : memref<?xi32>
+          %a330 = arith.addi %w317, %c5_index : index
+          %ld331 = memref.load %w5[%a330] : memref<?xi32>
+          %a332 = arith.addi %w317, %c6_index : index
+          %ld333 = memref.load %w5[%a332] : memref<?xi32>
+          %a334 = arith.addi %w317, %c7_index : index
+          %ld335 = memref.load %w5[%a334] : memref<?xi32>
+          %a336 = arith.addi %w317, %c8_index : index
+          %ld337 = memref.load %w5[%a336] : memref<?xi32>
+          %s338 = arith.shrui %ld321, %c16_i32 : i32
+          %s339 = arith.shli %ld323, %c16_i32 : i32
+          %o340 = arith.ori %s338, %s339 : i32
+          %sel341 = arith.select %od320, %o340, %ld321 : i32
+          %s342 = arith.shrui %ld323, %c16_i32 : i32
+          %s343 = arith.shli %ld325, %c16_i32 : i32
+          %o344 = arith.ori %s342, %s343 : i32
+          %sel345 = arith.select %od320, %o344, %ld323 : i32
+          %s346 = arith.shrui %ld325, %c16_i32 : i32
+          %s347 = arith.shli %ld327, %c16_i32 : i32
+          %o348 = arith.ori %s346, %s347 : i32
+          %sel349 = arith.select %od320, %o348, %ld325 : i32
+          %s350 = arith.shrui %ld327, %c16_i32 : i32
+          %s351 = arith.shli %ld329, %c16_i32 : i32
+          %o352 = arith.ori %s350, %s351 : i32
+          %sel353 = arith.select %od320, %o352, %ld327 : i32
+          %s354 = arith.shrui %ld329, %c16_i32 : i32
+          %s355 = arith.shli %ld331, %c16_i32 : i32
+          %o356 = arith.ori %s354, %s355 : i32
+          %sel357 = arith.select %od320, %o356, %ld329 : i32
+          %s358 = arith.shrui %ld331, %c16_i32 : i32
+          %s359 = arith.shli %ld333, %c16_i32 : i32
+          %o360 = arith.ori %s358, %s359 : i32
+          %sel361 = arith.select %od320, %o360, %ld331 : i32
+          %s362 = arith.shrui %ld333, %c16_i32 : i32
+          %s363 = arith.shli %ld335, %c16_i32 : i32
+          %o364 = arith.ori %s362, %s363 : i32
+          %sel365 = arith.select %od320, %o364, %ld333 : i32
+          %s366 = arith.shrui %ld335, %c16_i32 : i32
+          %s367 = arith.shli %ld337, %c16_i32 : i32
+          %o368 = arith.ori %s366, %s367 : i32
+          %sel369 = arith.select %od320, %o368, %ld335 : i32
+          %m370 = arith.muli %h252, %c8_index : index
+          %m371 = arith.muli %k253, %c2_index : index
+          %a372 = arith.addi %m370, %m371 : index
+          %a373 = arith.addi %a372, %c192_index : index
+          %a374 = arith.addi %m255, %a373 : index
+          %w375 = arith.shrui %a374, %c2_index : index
+          %ld376 = memref.load %w5[%w375] : memref<?xi32>
+          %n377 = arith.index_cast %a374 : index to i32
+          %b378 = arith.andi %n377, %c2_i32 : i32
+          %s379 = arith.shli %b378, %c3_i32 : i32
+          %s380 = arith.shrui %ld376, %s379 : i32
+          %a381 = arith.addi %m255, %c208_index : index
+          %w382 = arith.shrui %a381, %c2_index : index
+          %ld383 = memref.load %w5[%w382] : memref<?xi32>
+          %n384 = arith.index_cast %a381 : index to i32
+          %b385 = arith.andi %n384, %c2_i32 : i32
+          %s386 = arith.shli %b385, %c3_i32 : i32
+          %s387 = arith.shrui %ld383, %s386 : i32
+          %h388 = arith.trunci %s387 : i32 to i16
+          %h389 = arith.bitcast %h388 : i16 to f16
+          %h390 = arith.extf %h389 : f16 to f32
+          %n391 = arith.index_cast %k253 : index to i32
+          %s392 = arith.shrui %n391, %c1_i32 : i32
+          %s393 = arith.shli %s392, %c2_i32 : i32
+          %s394 = arith.shli %n391, %c1_i32 : i32
+          %s395 = arith.shrui %sel285, %s393 : i32
+          %b396 = arith.andi %s395, %c252645135_i32 : i32
+          %s397 = arith.shrui %sel341, %s394 : i32
+          %b398 = arith.andi %s397, %c50529027_i32 : i32
+          %s399 = arith.shli %b398, %c4_i32 : i32
+          %o400 = arith.ori %b396, %s399 : i32
+          %s401 = arith.shrui %sel289, %s393 : i32
+          %b402 = arith.andi %s401, %c252645135_i32 : i32
+          %s403 = arith.shrui %sel345, %s394 : i32
+          %b404 = arith.andi %s403, %c50529027_i32 : i32
+          %s405 = arith.shli %b404, %c4_i32 : i32
+          %o406 = arith.ori %b402, %s405 : i32
+          %s407 = arith.shrui %sel293, %s393 : i32
+          %b408 = arith.andi %s407, %c252645135_i32 : i32
+          %s409 = arith.shrui %sel349, %s394 : i32
+          %b410 = arith.andi %s409, %c50529027_i32 : i32
+          %s411 = arith.shli %b410, %c4_i32 : i32
+          %o412 = arith.ori %b408, %s411 : i32
+          %s413 = arith.shrui %sel297, %s393 : i32
+          %b414 = arith.andi %s413, %c252645135_i32 : i32
+          %s415 = arith.shrui %sel353, %s394 : i32
+          %b416 = arith.andi %s415, %c50529027_i32 : i32
+          %s417 = arith.shli %b416, %c4_i32 : i32
+          %o418 = arith.ori %b414, %s417 : i32
+          %s419 = arith.shrui %sel301, %s393 : i32
+          %b420 = arith.andi %s419, %c252645135_i32 : i32
+          %s421 = arith.shrui %sel357, %s394 : i32
+          %b422 = arith.andi %s421, %c50529027_i32 : i32
+          %s423 = arith.shli %b422, %c4_i32 : i32
+          %o424 = arith.ori %b420, %s423 : i32
+          %s425 = arith.shrui %sel305, %s393 : i32
+          %b426 = arith.andi %s425, %c252645135_i32 : i32
+          %s427 = arith.shrui %sel361, %s394 : i32
+          %b428 = arith.andi %s427, %c50529027_i32 : i32
+          %s429 = arith.shli %b428, %c4_i32 : i32
+          %o430 = arith.ori %b426, %s429 : i32
+          %s431 = arith.shrui %sel309, %s393 : i32
+          %b432 = arith.andi %s431, %c252645135_i32 : i32
+          %s433 = arith.shrui %sel365, %s394 : i32
+          %b434 = arith.andi %s433, %c50529027_i32 : i32
+          %s435 = arith.shli %b434, %c4_i32 : i32
+          %o436 = arith.ori %b432, %s435 : i32
+          %s437 = arith.shrui %sel313, %s393 : i32
+          %b438 = arith.andi %s437, %c252645135_i32 : i32
+          %s439 = arith.shrui %sel369, %s394 : i32
+          %b440 = arith.andi %s439, %c50529027_i32 : i32
+          %s441 = arith.shli %b440, %c4_i32 : i32
+          %o442 = arith.ori %b438, %s441 : i32
+          %s443 = arith.shli %s380, %c24_i32 : i32
+          %s444 = arith.shrsi %s443, %c24_i32 : i32
+          %sc445 = arith.sitofp %s444 : i32 to f32
+          %s446 = arith.shli %s380, %c16_i32 : i32
+          %s447 = arith.shrsi %s446, %c24_i32 : i32
+          %sc448 = arith.sitofp %s447 : i32 to f32
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m449 = arith.muli %tg, %K32 : index
+            %m450 = arith.muli %b250, %c8_index : index
+            %a451 = arith.addi %m450, %q251 : index
+            %a452 = arith.addi %m449, %a451 : index
+            %m453 = arith.muli %a452, %c2_index : index
+            %xq454 = memref.load %xq[%m453] : memref<?xvector<4xi32>>
+            %a455 = arith.addi %m453, %c1_index : index
+            %xq456 = memref.load %xq[%a455] : memref<?xvector<4xi32>>
+            %ds457 = memref.load %xds[%a452] : memref<?xvector<4xf32>>
+            %dx458 = vector.extract %ds457[0] : f32 from vector<4xf32>
+            %dx459 = vector.extract %ds457[1] : f32 from vector<4xf32>
+            %dx460 = vector.extract %ds457[2] : f32 from vector<4xf32>
+            %xw461 = vector.extract %xq454[0] : i32 from vector<4xi32>
+            %dp462 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o400, %xw461, %c0_i32 : (i32, i32, i32) -> i32
+            %xw463 = vector.extract %xq454[1] : i32 from vector<4xi32>
+            %dp464 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o406, %xw463, %dp462 : (i32, i32, i32) -> i32
+            %xw465 = vector.extract %xq454[2] : i32 from vector<4xi32>
+            %dp466 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o412, %xw465, %dp464 : (i32, i32, i32) -> i32
+            %xw467 = vector.extract %xq454[3] : i32 from vector<4xi32>
+            %dp468 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o418, %xw467, %dp466 : (i32, i32, i32) -> i32
+            %af469 = arith.sitofp %dp468 : i32 to f32
+            %f470 = arith.mulf %dx458, %af469 : f32
+            %f471 = arith.mulf %c3p200000e01_f32, %dx459 : f32
+            %f472 = arith.subf %f470, %f471 : f32
+            %f473 = arith.mulf %sc445, %f472 : f32
+            %xw474 = vector.extract %xq456[0] : i32 from vector<4xi32>
+            %dp475 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o424, %xw474, %c0_i32 : (i32, i32, i32) -> i32
+            %xw476 = vector.extract %xq456[1] : i32 from vector<4xi32>
+            %dp477 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o430, %xw476, %dp475 : (i32, i32, i32) -> i32
+            %xw478 = vector.extract %xq456[2] : i32 from vector<4xi32>
+            %dp479 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o436, %xw478, %dp477 : (i32, i32, i32) -> i32
+            %xw480 = vector.extract %xq456[3] : i32 from vector<4xi32>
+            %dp481 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o442, %xw480, %dp479 : (i32, i32, i32) -> i32
+            %af482 = arith.sitofp %dp481 : i32 to f32
+            %f483 = arith.mulf %dx458, %af482 : f32
+            %f484 = arith.mulf %c3p200000e01_f32, %dx460 : f32
+            %f485 = arith.subf %f483, %f484 : f32
+            %f486 = arith.mulf %sc448, %f485 : f32
+            %f487 = arith.addf %f473, %f486 : f32
+            %f488 = arith.mulf %h390, %f487 : f32
+            %m489 = arith.muli %t, %c128_index : index
+            %a490 = arith.addi %m489, %tid : index
+            %old491 = memref.load %slots[%a490] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %f492 = arith.addf %old491, %f488 : f32
+            memref.store %f492, %slots[%a490] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv493 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a494 = arith.addi %tid, %c128_index : index
+        %sv495 = memref.load %slots[%a494] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a496 = arith.addi %tid, %c256_index : index
+        %sv497 = memref.load %slots[%a496] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a498 = arith.addi %tid, %c384_index : index
+        %sv499 = memref.load %slots[%a498] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a500 = arith.addi %tid, %c512_index : index
+        %sv501 = memref.load %slots[%a500] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a502 = arith.addi %tid, %c640_index : index
+        %sv503 = memref.load %slots[%a502] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a504 = arith.addi %tid, %c768_index : index
+        %sv505 = memref.load %slots[%a504] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a506 = arith.addi %tid, %c896_index : index
+        %sv507 = memref.load %slots[%a506] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv493, %sv495, %sv497, %sv499, %sv501, %sv503, %sv505, %sv507 : f32, f32, f32, f32, f32, f32, f32, f32
+      }
+      %y508 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y509 = arith.select %in02, %y0, %y508 : memref<?xf32>
+      %bias510 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias511 = arith.select %in02, %bias0, %bias510 : memref<?xf32>
+      %Ni512 = arith.select %in13, %N1i, %N2i : index
+      %Ni513 = arith.select %in02, %N0i, %Ni512 : index
+      %bflag514 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag515 = arith.select %in02, %c1_i32, %bflag514 : i32
+      %rflag516 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag517 = arith.select %in02, %c2_i32, %rflag516 : i32
+      %lane0 = arith.cmpi eq, %lane, %c0_index : index
+      %fin:3 = scf.if %one -> (f32, index, i1) {
+        %sh518:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f519 = arith.addf %acc_r#0, %sh518#0 : f32
+        %sh520:2 = gpu.shuffle xor %f519, %c2_i32, %c32_i32 : f32
+        %f521 = arith.addf %f519, %sh520#0 : f32
+        %sh522:2 = gpu.shuffle xor %f521, %c1_i32, %c32_i32 : f32
+        %f523 = arith.addf %f521, %sh522#0 : f32
+        %sh524:2 = gpu.shuffle xor %f523, %c8_i32, %c32_i32 : f32
+        %f525 = arith.addf %f523, %sh524#0 : f32
+        %sh526:2 = gpu.shuffle xor %f525, %c16_i32, %c32_i32 : f32
+        %f527 = arith.addf %f525, %sh526#0 : f32
+        %wr528 = arith.andi %lane0, %live1 : i1
+        scf.yield %f527, %t0, %wr528 : f32, index, i1
+      } else {
+        %seg = arith.divui %lane, %c8_index : index
+        %sl = arith.remui %lane, %c8_index : index
+        %lead = arith.cmpi eq, %sl, %c0_index : index
+        %pbase1 = arith.muli %rowgrp, %c32_index : index
+        %pbase = arith.addi %pbase1, %seg : index
+        %sh529:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f530 = arith.addf %acc_r#0, %sh529#0 : f32
+        %sh531:2 = gpu.shuffle xor %f530, %c2_i32, %c32_i32 : f32
+        %f532 = arith.addf %f530, %sh531#0 : f32
+        %sh533:2 = gpu.shuffle xor %f532, %c1_i32, %c32_i32 : f32
+        %f534 = arith.addf %f532, %sh533#0 : f32
+        %c535 = scf.if %tok1 -> (f32) {
+          %sh536:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f537 = arith.addf %acc_r#1, %sh536#0 : f32
+          %sh538:2 = gpu.shuffle xor %f537, %c2_i32, %c32_i32 : f32
+          %f539 = arith.addf %f537, %sh538#0 : f32
+          %sh540:2 = gpu.shuffle xor %f539, %c1_i32, %c32_i32 : f32
+          %f541 = arith.addf %f539, %sh540#0 : f32
+          scf.yield %f541 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c542 = scf.if %tok2 -> (f32) {
+          %sh543:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f544 = arith.addf %acc_r#2, %sh543#0 : f32
+          %sh545:2 = gpu.shuffle xor %f544, %c2_i32, %c32_i32 : f32
+          %f546 = arith.addf %f544, %sh545#0 : f32
+          %sh547:2 = gpu.shuffle xor %f546, %c1_i32, %c32_i32 : f32
+          %f548 = arith.addf %f546, %sh547#0 : f32
+          scf.yield %f548 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c549 = scf.if %tok3 -> (f32) {
+          %sh550:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f551 = arith.addf %acc_r#3, %sh550#0 : f32
+          %sh552:2 = gpu.shuffle xor %f551, %c2_i32, %c32_i32 : f32
+          %f553 = arith.addf %f551, %sh552#0 : f32
+          %sh554:2 = gpu.shuffle xor %f553, %c1_i32, %c32_i32 : f32
+          %f555 = arith.addf %f553, %sh554#0 : f32
+          scf.yield %f555 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c556 = scf.if %tok4 -> (f32) {
+          %sh557:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f558 = arith.addf %acc_r#4, %sh557#0 : f32
+          %sh559:2 = gpu.shuffle xor %f558, %c2_i32, %c32_i32 : f32
+          %f560 = arith.addf %f558, %sh559#0 : f32
+          %sh561:2 = gpu.shuffle xor %f560, %c1_i32, %c32_i32 : f32
+          %f562 = arith.addf %f560, %sh561#0 : f32
+          scf.yield %f562 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c563 = scf.if %tok5 -> (f32) {
+          %sh564:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f565 = arith.addf %acc_r#5, %sh564#0 : f32
+          %sh566:2 = gpu.shuffle xor %f565, %c2_i32, %c32_i32 : f32
+          %f567 = arith.addf %f565, %sh566#0 : f32
+          %sh568:2 = gpu.shuffle xor %f567, %c1_i32, %c32_i32 : f32
+          %f569 = arith.addf %f567, %sh568#0 : f32
+          scf.yield %f569 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c570 = scf.if %tok6 -> (f32) {
+          %sh571:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f572 = arith.addf %acc_r#6, %sh571#0 : f32
+          %sh573:2 = gpu.shuffle xor %f572, %c2_i32, %c32_i32 : f32
+          %f574 = arith.addf %f572, %sh573#0 : f32
+          %sh575:2 = gpu.shuffle xor %f574, %c1_i32, %c32_i32 : f32
+          %f576 = arith.addf %f574, %sh575#0 : f32
+          scf.yield %f576 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c577 = scf.if %tok7 -> (f32) {
+          %sh578:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f579 = arith.addf %acc_r#7, %sh578#0 : f32
+          %sh580:2 = gpu.shuffle xor %f579, %c2_i32, %c32_i32 : f32
+          %f581 = arith.addf %f579, %sh580#0 : f32
+          %sh582:2 = gpu.shuffle xor %f581, %c1_i32, %c32_i32 : f32
+          %f583 = arith.addf %f581, %sh582#0 : f32
+          scf.yield %f583 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        scf.if %lead {
+          memref.store %f534, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a584 = arith.addi %pbase, %c4_index : index
+          memref.store %c535, %acc[%a584] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a585 = arith.addi %pbase, %c8_index : index
+          memref.store %c542, %acc[%a585] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a586 = arith.addi %pbase, %c12_index : index
+          memref.store %c549, %acc[%a586] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a587 = arith.addi %pbase, %c16_index : index
+          memref.store %c556, %acc[%a587] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a588 = arith.addi %pbase, %c20_index : index
+          memref.store %c563, %acc[%a588] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a589 = arith.addi %pbase, %c24_index : index
+          memref.store %c570, %acc[%a589] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a590 = arith.addi %pbase, %c28_index : index
+          memref.store %c577, %acc[%a590] : memref<128xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %wr0 = arith.cmpi ult, %lane, %tb : index
+        %tg = arith.addi %t0, %lane : index
+        %lt = arith.minui %lane, %c7_index : index
+        %l4 = arith.muli %lt, %c4_index : index
+        %si0 = arith.addi %pbase1, %l4 : index
+        %p591 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a592 = arith.addi %si0, %c1_index : index
+        %p593 = memref.load %acc[%a592] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a594 = arith.addi %si0, %c2_index : index
+        %p595 = memref.load %acc[%a594] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a596 = arith.addi %si0, %c3_index : index
+        %p597 = memref.load %acc[%a596] : memref<128xf32, #gpu.address_space<workgroup>>
+        %f598 = arith.addf %p591, %p593 : f32
+        %f599 = arith.addf %p595, %p597 : f32
+        %f600 = arith.addf %f598, %f599 : f32
+        %wr601 = arith.andi %wr0, %live1 : i1
+        scf.yield %f600, %tg, %wr601 : f32, index, i1
+      }
+      scf.if %fin#2 {
+        %m602 = arith.muli %fin#1, %Ni513 : index
+        %a603 = arith.addi %m602, %n8 : index
+        %b604 = arith.andi %flags, %bflag515 : i32
+        %hb605 = arith.cmpi ne, %b604, %c0_i32 : i32
+        %wb606 = scf.if %hb605 -> (f32) {
+          %bv607 = memref.load %bias511[%n8] : memref<?xf32>
+          %f608 = arith.addf %fin#0, %bv607 : f32
+          scf.yield %f608 : f32
+        } else {
+          scf.yield %fin#0 : f32
+        }
+        %b609 = arith.andi %flags, %rflag517 : i32
+        %hr610 = arith.cmpi ne, %b609, %c0_i32 : i32
+        %o611 = scf.if %hr610 -> (f32) {
+          %rv612 = memref.load %res[%a603] : memref<?xf32>
+          %f613 = arith.addf %wb606, %rv612 : f32
+          scf.yield %f613 : f32
+        } else {
+          scf.yield %wb606 : f32
+        }
+        memref.store %o611, %y509[%a603] : memref<?xf32>
       }
       gpu.return
     }

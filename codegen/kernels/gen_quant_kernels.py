@@ -276,11 +276,14 @@ def dequant_unit(e, fmt, blockbyte, q):
 # for one row, and 182 us against 255 at eight tokens. A 32-byte chunk a unit (both
 # sub-blocks, units=4) with two rows a warp was 6% faster at one token and 1.3x slower at
 # eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
-# four. Each fits its registers without a spill on sm_80 and sm_90 (test_gpu_packages.py
-# refuses spills).
+# four. Q6_K (a unit: one 32-weight activation block, 72 registers: without a spill on
+# sm_80) is not yet timed on the H200 (bench/tune_q8x.sh has its variants). Each fits its
+# registers without a spill on sm_80, sm_86, sm_89 and sm_90 (test_gpu_packages.py refuses
+# spills).
 Q8X = {
     "q4_k": dict(units=8, vecs=9, unroll=1, minctasm=6, rpw=2),
     "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, rpw=1),
+    "q6_k": dict(units=8, vecs=None, unroll=1, minctasm=7, rpw=1),
 }
 
 
@@ -318,6 +321,30 @@ def q4k_scale(e, d, dmin, s0, s1, s2, j):
     sc = e.v(f"arith.select {small}, {e.band(b0, e.ci(63))}, {sc_hi} : i32", "sel")
     m = e.v(f"arith.select {small}, {e.band(b1, e.ci(63))}, {m_hi} : i32", "sel")
     return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
+
+
+def words_at(e, w, byte, count):
+    """`count` little-endian 32-bit words from byte offset `byte` (index, even) of w
+    (memref<?xi32>): count + 1 aligned loads and a funnel shift when byte is 2 mod 4 (the
+    word after the last must lie inside the tensor)."""
+    c = lambda v: e.ci(v, "index")
+    wi = e.v(f"arith.shrui {byte}, {c(2)} : index", "w")
+    odd = e.v(f"arith.cmpi ne, {e.band(e.i32(byte), e.ci(2))}, {e.ci(0)} : i32", "od")
+    raw = [e.v(f"memref.load {w}[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(count + 1)]
+    out = []
+    for i in range(count):
+        fun = e.bor(e.shr(raw[i], e.ci(16)), e.shl(raw[i + 1], e.ci(16)))
+        out.append(e.v(f"arith.select {odd}, {fun}, {raw[i]} : i32", "sel"))
+    return out
+
+
+def half_at(e, w, byte):
+    """The 16 bits at byte offset `byte` (index, even) of w (memref<?xi32>) in the low half
+    of an i32 (the upper half: what follows, or 0): one load of the aligned word holding
+    them (never past a tensor whose last block ends with them)."""
+    wi = e.v(f"arith.shrui {byte}, {e.ci(2, 'index')} : index", "w")
+    wd = e.v(f"memref.load {w}[{wi}] : memref<?xi32>", "ld")
+    return e.shr(wd, e.shl(e.band(e.i32(byte), e.ci(2)), e.ci(3)))
 
 
 def q8x_weights(e, fmt, b, q, w, rowbase):
@@ -378,6 +405,40 @@ def q8x_weights(e, fmt, b, q, w, rowbase):
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi)))
         return dot
+    if fmt == "q6_k":
+        # Unit q = 4 h + k of block b: the 32 weights 128 h + 32 k .. + 31 (one activation
+        # block; dequantize_row_q6_K of ggml-quants.c): low 4 bits from ql[64 h + 32 (k & 1)
+        # ..] (low nibbles for k < 2, high ones after), high 2 bits from qh[32 h ..] >> 2 k,
+        # scales[8 h + 2 k] for weights 0..15 and scales[8 h + 2 k + 1] for 16..31, value
+        # d sc (q - 32). Blocks are 210 bytes (2-byte aligned): funnel-shifted words.
+        h = e.v(f"arith.divui {q}, {c(4)} : index", "h")
+        k = e.v(f"arith.remui {q}, {c(4)} : index", "k")
+        blockbyte = e.mul(e.add(rowbase, b), c(210))
+        kodd = e.mul(e.v(f"arith.andi {k}, {c(1)} : index", "ko"), c(32))
+        ql = words_at(e, w, e.add(blockbyte, e.add(e.mul(h, c(64)), kodd)), 8)
+        qh = words_at(e, w, e.add(blockbyte, e.add(e.mul(h, c(32)), c(128))), 8)
+        scw = half_at(e, w, e.add(blockbyte, e.add(e.add(e.mul(h, c(8)), e.mul(k, c(2))), c(192))))
+        d = e.half(half_at(e, w, e.add(blockbyte, c(208))), False)
+        ki = e.i32(k)
+        nsh = e.shl(e.shr(ki, e.ci(1)), e.ci(2))  # 0 (k < 2) or 4
+        hsh = e.shl(ki, e.ci(1))
+        qs = [e.bor(e.band(e.shr(ql[i], nsh), e.ci(0x0F0F0F0F)),
+                    e.shl(e.band(e.shr(qh[i], hsh), e.ci(0x03030303)), e.ci(4))) for i in range(8)]
+        sc = [e.s2f(e.sar(e.shl(scw, e.ci(24 - 8 * i)), e.ci(24))) for i in range(2)]
+
+        def dot(act):
+            xv, dx, s_lo, s_hi = act
+            terms = []
+            for half, s_x in enumerate((s_lo, s_hi)):
+                acc = e.ci(0)
+                for i in range(4):
+                    xw = e.v(f"vector.extract {xv[half]}[{i}] : i32 from vector<4xi32>", "xw")
+                    acc = dp4a(e, qs[4 * half + i], xw, acc, True)
+                accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+                # sc (dx sum(q xq) - 32 dx sum(xq)): the -32 offset through the block's sums.
+                terms.append(e.fmul(sc[half], e.fsub(e.fmul(dx, accf), e.fmul(e.ci("3.200000e+01", "f32"), s_x))))
+            return e.fmul(d, e.fadd(terms[0], terms[1]))
+        return dot
     if fmt == "q8_0":
         # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words
         # from 5 aligned loads and a funnel shift when the block is 2 mod 4.
@@ -422,7 +483,7 @@ def q8x_acts(e, fmt, b, q, tg):
             ds = e.v(f"memref.load %xds[{e.add(sb, c(i)) if i else sb}] : {XVEC}", "ds")
             per.append([e.v(f"vector.extract {ds}[{k}] : f32 from vector<4xf32>", "dx") for k in range(3)])
         return [xv] + per
-    if fmt == "q4_k":
+    if fmt in ("q4_k", "q6_k"):  # unit q of block b is activation block 8 b + q
         sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), q))
         s2 = e.mul(sb, c(2))
         xv = [e.v(f"memref.load %xq[{s2}] : {IVEC}", "xq"),
@@ -689,17 +750,24 @@ def module_q8x():
 //   as one launch), (+ res[t, n] on output 0), x the quantized activations of
 //   quantize_q8_x (xq as memref<?xvector<4xi32>>: 16 int8 a vector). flags: 1 bias0,
 //   2 res, 4 bias1, 8 bias2. Global row ng < N0 + N1 + N2 picks its output (a warp's
-//   weight, y and bias are arith.selects of the three). Launch and reduction as
-//   matmul_<type> (block 128 = 4 warps), a row takes W warps (1 for both types): the
-//   workgroup's 4 / W rows, grid (ceil((N0+N1+N2) W / 4), ceil(T / 8), 1); warp w of a row
-//   takes its units u with u / 32 % W == w, and the row's first warp adds the others'
-//   partials (in warp order) to its own (W is a tuning parameter: bench/tune_q8x.sh).
+//   weight, y and bias are arith.selects of the three). Block 128 = 4 warps, a warp takes
+//   P consecutive rows (P = rpw: 2 for q4_k, 1 for q8_0 and q6_k; a tuning parameter,
+//   bench/tune_q8x.sh), grid (ceil((N0+N1+N2) / 4P), ceil(T / 8), 1): block_id.y covers
+//   tokens 8y .. 8y+7. A lane takes units lane, lane + 32, ... of its rows (their loads
+//   first, then each token's activations once for all P rows); one token accumulates in
+//   registers, 2..8 in the thread's workgroup-memory slots. Reduction per (row, token):
+//   shuffles xor 4, 2, 1 sum 8-lane segments, then (s0 + s1) + (s2 + s3) - by shuffles
+//   xor 8, 16 for one token (lane 0 writes), through workgroup memory and a barrier for
+//   more (lane t writes token t): the same additions in the same order either way.
 //   q4_k: w is memref<?xvector<4xi32>> (a block = 9 vectors: d, dmin, scales | qs); a
 //   unit is one 32-weight sub-block r = 2p + jj (the low or high nibbles of the 32-byte
 //   qs chunk p, two vectors): 8 dp4a (weights as unsigned nibbles) over both activation
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
+//   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
+//   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
+//   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8x {
     // Each matmul_<type>_q8x's own (sized by its rows a warp, rpw: a kernel reserves the
