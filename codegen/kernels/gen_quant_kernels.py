@@ -341,7 +341,9 @@ def words_at(e, w, byte, count):
 def half_at(e, w, byte):
     """The 16 bits at byte offset `byte` (index, even) of w (memref<?xi32>) in the low half
     of an i32 (the upper half: what follows, or 0): one load of the aligned word holding
-    them (never past a tensor whose last block ends with them)."""
+    them. At a 4-byte-aligned offset that word reaches 2 bytes past them: past the end of
+    a tensor that ends with them, inside its buffer, which holds whole words (weights are
+    zero-padded to a multiple of 4 bytes; the runtime pads to 16)."""
     wi = e.v(f"arith.shrui {byte}, {e.ci(2, 'index')} : index", "w")
     wd = e.v(f"memref.load {w}[{wi}] : memref<?xi32>", "ld")
     return e.shr(wd, e.shl(e.band(e.i32(byte), e.ci(2)), e.ci(3)))

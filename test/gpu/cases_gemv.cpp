@@ -862,7 +862,7 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));
     cases.push_back(matmulQ8xCase("q8_0", 1, {3072, 3072}, 1024, kPlain, 107));
     // Every decode weight type at Qwen2.5-Coder-7B's FFN shapes (up 3584 -> 18944, down
-    // 18944 -> 3584) and its Q6_K LM head (3584 -> 152064, 447 MB): 1.2 GB of weights, so
+    // 18944 -> 3584) and its Q6_K LM head (3584 -> 152064, 447 MB): 1.7 GB of weights, so
     // only on request (SWZ_CHECK_GEMV_7B=1; bench/tune_q8x.sh): every other runner of the
     // cases (the SIMT interpreter's swz-case-io) would build them for nothing.
     if (const char *big = std::getenv("SWZ_CHECK_GEMV_7B"); big && std::string(big) == "1") {

@@ -170,6 +170,40 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
+@pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k"])
+def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
+    # Speculative verification (and a batch) runs a token through the many-token path
+    # (per-thread workgroup-memory slots, segment sums through workgroup memory and a
+    # barrier), plain decoding through the one-token path (registers, shuffles only): the
+    # two must add the same terms in the same order. The T = 3 case with a residual (every
+    # lane and every 8-lane segment holds units: 94-152 a row) runs again with T = 1;
+    # token 0's outputs must be equal bit for bit.
+    import numpy as np
+    line = next(l for l in _list("swz_gemv_q8x") if f"matmul_{t}_q8x T=3 N=131 " in l)
+    case = line.split()[0]
+    ir = _generic_ir(Q8X, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", case, module="swz_gemv_q8x") == [case]
+    src = tmp_path / "cases" / case
+    meta = (src / "meta.txt").read_text().split("\n")
+    args = [i for i, l in enumerate(meta) if l.startswith("arg ")]
+    t_line, n_lines = args[16], [args[12]]  # T; N0 (matmul_<t>_q8x's argument order)
+    assert meta[t_line] == "arg i 3"
+    outs = {}
+    for tokens in (3, 1):
+        run = tmp_path / f"T{tokens}"
+        run.mkdir()
+        for f in src.iterdir():
+            (run / f.name).write_bytes(f.read_bytes())
+        m = list(meta)
+        m[t_line] = f"arg i {tokens}"
+        (run / "meta.txt").write_text("\n".join(m))
+        simt_interp.run_case_dir(str(ir), str(run))
+        outs[tokens] = [np.fromfile(run / f"out{5 + o}.bin", np.uint32)[:int(meta[n].split()[2])]
+                        for o, n in enumerate(n_lines)]
+    for many, one in zip(outs[3], outs[1]):
+        assert len(one) == 131 and np.array_equal(many, one)
+
+
 def test_q8_0_weights_read_unsigned_fail(tmp_path):
     # Q8_0 weights are signed int8: dp4a.u32 on them turns -1 into 255, and the cases
     # must catch it (and the interpreter must model dp4a's operand signedness).
