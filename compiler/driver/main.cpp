@@ -54,7 +54,7 @@ void addSynthOptions(CLI::App &cmd, swz::compiler::SynthOptions &o) {
     presets += (presets.empty() ? "" : ", ") + n;
   cmd.add_option("--arch", o.arch, "llama | qwen2 | qwen3 (default: the preset's)");
   cmd.add_option("--preset", o.preset, "model shape: " + presets);
-  cmd.add_option("--type", o.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k")->capture_default_str();
+  cmd.add_option("--type", o.type, "f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k, or q4_k_m (llama.cpp's Q4_K_M mix)")->capture_default_str();
   cmd.add_option("--vocab-from", o.vocabFrom, "copy the tokenizer (and n_vocab) from this GGUF");
   cmd.add_option("--seed", o.seed, "weights are a pure function of the seed")->capture_default_str();
   cmd.add_option("--name", o.name, "general.name");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -245,8 +246,24 @@ float synthNoise(uint64_t key, uint64_t i) {
   return (static_cast<float>(static_cast<int64_t>(sum) - 131070)) * kInvStd;
 }
 
+Type synthQ4KMType(const std::string &tensorName, int nLayer) {
+  if (tensorName == "output.weight")
+    return Type::Q6_K;
+  int layer = -1;
+  char kind[32] = {0};
+  if (std::sscanf(tensorName.c_str(), "blk.%d.%31[a-z_].weight", &layer, kind) == 2 &&
+      (std::string(kind) == "attn_v" || std::string(kind) == "ffn_down")) {
+    const bool moreBits = layer < nLayer / 8 || layer >= 7 * nLayer / 8 || (layer - nLayer / 8) % 3 == 2;
+    if (moreBits)
+      return Type::Q6_K;
+  }
+  return Type::Q4_K;
+}
+
 Type synthType(const std::string &name) {
-  static const char *kKnown = "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k";
+  static const char *kKnown = "f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k, q4_k_m";
+  if (name == "q4_k_m" || name == "Q4_K_M")
+    return Type::Q4_K;  // the mix's base type (synthQ4KMType picks per tensor)
   Type t;
   if (ggml::type_from_name(name, &t)) {
     switch (t) {
@@ -341,13 +358,14 @@ void runSynth(const SynthOptions &o, const Log &log) {
   if (o.output.empty())
     throw CompileError("synth: no output file given (-o out.gguf)");
   const Type want = synthType(o.type);
+  const bool q4km = o.type == "q4_k_m" || o.type == "Q4_K_M";
   models::HParams hp = synthHParams(o);
 
   GgufWriter w(32);
   const std::string presetName = o.preset.empty() ? "default" : o.preset;
   w.setKV("general.architecture", ggufString(hp.arch));
   w.setKV("general.name", ggufString(o.name.empty() ? "synth-" + presetName + "-" + o.type : o.name));
-  w.setKV("general.file_type", ggufU32(fileType(want)));
+  w.setKV("general.file_type", ggufU32(q4km ? 15 : fileType(want)));  // 15: LLAMA_FTYPE_MOSTLY_Q4_K_M
   w.setKV("general.quantization_version", ggufU32(2));
   w.setKV("general.alignment", ggufU32(32));
 
@@ -402,13 +420,14 @@ void runSynth(const SynthOptions &o, const Log &log) {
   std::map<std::string, int> fallbacks;
   const float headScale = kHeadLogitStd / std::sqrt(static_cast<float>(hp.n_embd));
   for (const models::TensorSpec &spec : models::tensor_specs(hp)) {
-    Plan p{spec, synthTensorType(spec, want), 1.0f, 0.0f, synthTensorKey(o.seed, spec.name)};
+    const Type tensorWant = q4km ? synthQ4KMType(spec.name, hp.n_layer) : want;
+    Plan p{spec, synthTensorType(spec, tensorWant), 1.0f, 0.0f, synthTensorKey(o.seed, spec.name)};
     if (!synthCanWrite(p.type))
       throw CompileError(std::string("synth: this swizzlec was built without ggml/quants.h and cannot write ") +
                          ggml::type_info(p.type).name + " (f32, f16 and bf16 work)");
-    if (p.type != want && !spec.is_norm_or_bias)
-      ++fallbacks[std::string(ggml::type_info(want).name) + " -> " + ggml::type_info(p.type).name + " (rows of " +
-                  std::to_string(spec.ne[0]) + ")"];
+    if (p.type != tensorWant && !spec.is_norm_or_bias)
+      ++fallbacks[std::string(ggml::type_info(tensorWant).name) + " -> " + ggml::type_info(p.type).name +
+                  " (rows of " + std::to_string(spec.ne[0]) + ")"];
     const bool isBias = spec.name.size() > 5 && spec.name.compare(spec.name.size() - 5, 5, ".bias") == 0;
     if (isBias) {
       p.scale = 0.1f;

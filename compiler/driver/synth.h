@@ -51,7 +51,7 @@ inline constexpr float kHeadLogitStd = 6.0f;
 struct SynthOptions {
   std::string arch;              ///< llama | qwen2 | qwen3; empty = the preset's
   std::string preset;            ///< models::preset name; empty = the arch's default
-  std::string type = "q8_0";     ///< f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k
+  std::string type = "q8_0";     ///< f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q5_k q6_k, or q4_k_m (a mix)
   std::string vocabFrom;         ///< a real GGUF whose tokenizer is copied
   std::string output;
   std::string name;              ///< general.name; empty = "synth-<preset>-<type>"
@@ -69,6 +69,13 @@ models::HParams synthHParams(const SynthOptions &opts);
 /// The on-disk type of one tensor: f32 for norms and biases, else `want` with llama.cpp's
 /// fallback for rows that do not fit its block size.
 ggml::Type synthTensorType(const models::TensorSpec &spec, ggml::Type want);
+
+/// The type `--type q4_k_m` gives one tensor of an n_layer-block model, before the
+/// fallback: llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M mix (llama_tensor_get_type in
+/// src/llama-quant.cpp, non-Falcon, no experts): output.weight Q6_K; attn_v and ffn_down
+/// Q6_K in the layers use_more_bits picks (the first and last eighth, every third between:
+/// i < n/8, i >= 7n/8, (i - n/8) % 3 == 2), Q4_K elsewhere; everything else Q4_K.
+ggml::Type synthQ4KMType(const std::string &tensorName, int nLayer);
 
 /// Parses the --type name (the list above). Throws CompileError naming the known ones.
 ggml::Type synthType(const std::string &name);

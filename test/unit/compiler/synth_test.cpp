@@ -121,6 +121,25 @@ TEST_F(SynthTest, FallbackTypesFollowLlamaCpp) {
   EXPECT_EQ(swz::compiler::synthTensorType(w576, Type::Q4_1), Type::Q4_1);
 }
 
+TEST_F(SynthTest, Q4KMMixFollowsLlamaCpp) {
+  // llama_tensor_get_type (LLAMA_FTYPE_MOSTLY_Q4_K_M) on a 28-layer model: use_more_bits
+  // picks layers 0-2, 5, 8, ..., 23 (i - 3 = 2 mod 3) and 24-27.
+  using swz::compiler::synthQ4KMType;
+  EXPECT_EQ(synthQ4KMType("output.weight", 28), Type::Q6_K);
+  EXPECT_EQ(synthQ4KMType("token_embd.weight", 28), Type::Q4_K);
+  std::vector<int> q6;
+  for (int i = 0; i < 28; ++i) {
+    const Type v = synthQ4KMType("blk." + std::to_string(i) + ".attn_v.weight", 28);
+    EXPECT_EQ(synthQ4KMType("blk." + std::to_string(i) + ".ffn_down.weight", 28), v) << i;
+    EXPECT_EQ(synthQ4KMType("blk." + std::to_string(i) + ".attn_q.weight", 28), Type::Q4_K) << i;
+    EXPECT_EQ(synthQ4KMType("blk." + std::to_string(i) + ".ffn_up.weight", 28), Type::Q4_K) << i;
+    if (v == Type::Q6_K)
+      q6.push_back(i);
+  }
+  EXPECT_EQ(q6, (std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27}));
+  EXPECT_EQ(swz::compiler::synthType("q4_k_m"), Type::Q4_K);
+}
+
 TEST_F(SynthTest, WrittenFileReadsBackWithMetadataAndTypes) {
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {
     SynthOptions o = small("q4_k", arch);
