@@ -39,6 +39,8 @@
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
+//   q4_1: w is memref<?xi32> (20-byte blocks, word 0 = d | m, words 1..4 qs); a unit is
+//   one block: 8 dp4a (nibbles as unsigned bytes), d dx sum(q xq) + m (dx sum xq).
 //   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
 //   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).
@@ -55,6 +57,8 @@ module attributes {gpu.container_module} {
     memref.global "private" @slots_q8_0 : memref<1024xf32, #gpu.address_space<workgroup>>
     memref.global "private" @acc_q6_k : memref<128xf32, #gpu.address_space<workgroup>>
     memref.global "private" @slots_q6_k : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_q4_1 : memref<128xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @slots_q4_1 : memref<1024xf32, #gpu.address_space<workgroup>>
     // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
@@ -3197,6 +3201,498 @@ module attributes {gpu.container_module} {
           scf.yield %wb606 : f32
         }
         memref.store %o611, %y509[%a603] : memref<?xf32>
+      }
+      gpu.return
+    }
+    gpu.func @matmul_q4_1_q8x(%w0: memref<?xi32>, %w1: memref<?xi32>, %w2: memref<?xi32>, %xq: memref<?xvector<4xi32>>, %xds: memref<?xvector<4xf32>>,
+                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,
+                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,
+                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,
+                           %flags: i32)
+        kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>,
+                    nvvm.minctasm = 7 : i32,
+                    swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
+      %c0_i32 = arith.constant 0 : i32
+      %c0_index = arith.constant 0 : index
+      %c0p0_f32 = arith.constant 0.0 : f32
+      %c128_index = arith.constant 128 : index
+      %c12_index = arith.constant 12 : index
+      %c16_i32 = arith.constant 16 : i32
+      %c16_index = arith.constant 16 : index
+      %c1_i32 = arith.constant 1 : i32
+      %c1_index = arith.constant 1 : index
+      %c20_index = arith.constant 20 : index
+      %c24_index = arith.constant 24 : index
+      %c252645135_i32 = arith.constant 252645135 : i32
+      %c256_index = arith.constant 256 : index
+      %c28_index = arith.constant 28 : index
+      %c2_i32 = arith.constant 2 : i32
+      %c2_index = arith.constant 2 : index
+      %c32_i32 = arith.constant 32 : i32
+      %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
+      %c3_index = arith.constant 3 : index
+      %c4_i32 = arith.constant 4 : i32
+      %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c5_index = arith.constant 5 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
+      %c6_index = arith.constant 6 : index
+      %c768_index = arith.constant 768 : index
+      %c7_index = arith.constant 7 : index
+      %c896_index = arith.constant 896 : index
+      %c8_i32 = arith.constant 8 : i32
+      %c8_index = arith.constant 8 : index
+      %acc = memref.get_global @acc_q4_1 : memref<128xf32, #gpu.address_space<workgroup>>
+      %tid = gpu.thread_id x
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %grp = arith.divui %tid, %c32_index : index
+      %lane = arith.remui %tid, %c32_index : index
+      %rowwg = arith.muli %bx, %c4_index : index
+      %rowgrp = arith.muli %grp, %c1_index : index
+      %row0 = arith.addi %rowwg, %rowgrp : index
+      %N0i = arith.index_cast %N0 : i32 to index
+      %N1i = arith.index_cast %N1 : i32 to index
+      %N2i = arith.index_cast %N2 : i32 to index
+      %N01 = arith.addi %N0i, %N1i : index
+      %Ntot = arith.addi %N01, %N2i : index
+      %Ki = arith.index_cast %K : i32 to index
+      %Ti = arith.index_cast %T : i32 to index
+      %t0 = arith.muli %by, %c8_index : index
+      %tleft = arith.subi %Ti, %t0 : index
+      %tb = arith.minui %tleft, %c8_index : index
+      %nb = arith.divui %Ki, %c32_index : index
+      %units_all = arith.muli %nb, %c1_index : index
+      %K32 = arith.divui %Ki, %c32_index : index
+      %live1 = arith.cmpi ult, %row0, %Ntot : index
+      %in02 = arith.cmpi ult, %row0, %N0i : index
+      %in13 = arith.cmpi ult, %row0, %N01 : index
+      %w4 = arith.select %in13, %w1, %w2 : memref<?xi32>
+      %w5 = arith.select %in02, %w0, %w4 : memref<?xi32>
+      %nbase6 = arith.select %in13, %N0i, %N01 : index
+      %nbase7 = arith.select %in02, %c0_index, %nbase6 : index
+      %n8 = arith.subi %row0, %nbase7 : index
+      %m9 = arith.muli %n8, %nb : index
+      %units = arith.select %live1, %units_all, %c0_index : index
+      %tok1 = arith.cmpi ult, %c1_index, %tb : index
+      %tok2 = arith.cmpi ult, %c2_index, %tb : index
+      %tok3 = arith.cmpi ult, %c3_index, %tb : index
+      %tok4 = arith.cmpi ult, %c4_index, %tb : index
+      %tok5 = arith.cmpi ult, %c5_index, %tb : index
+      %tok6 = arith.cmpi ult, %c6_index, %tb : index
+      %tok7 = arith.cmpi ult, %c7_index, %tb : index
+      %one = arith.cmpi eq, %tb, %c1_index : index
+      %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+        %r1:1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc0 = %c0p0_f32) -> (f32) {
+          %b10 = arith.divui %u, %c1_index : index
+          %q11 = arith.remui %u, %c1_index : index
+          %a12 = arith.addi %m9, %b10 : index
+          %m13 = arith.muli %a12, %c5_index : index
+          %ld14 = memref.load %w5[%m13] : memref<?xi32>
+          %a15 = arith.addi %m13, %c1_index : index
+          %ld16 = memref.load %w5[%a15] : memref<?xi32>
+          %a17 = arith.addi %m13, %c2_index : index
+          %ld18 = memref.load %w5[%a17] : memref<?xi32>
+          %a19 = arith.addi %m13, %c3_index : index
+          %ld20 = memref.load %w5[%a19] : memref<?xi32>
+          %a21 = arith.addi %m13, %c4_index : index
+          %ld22 = memref.load %w5[%a21] : memref<?xi32>
+          %h23 = arith.trunci %ld14 : i32 to i16
+          %h24 = arith.bitcast %h23 : i16 to f16
+          %h25 = arith.extf %h24 : f16 to f32
+          %s26 = arith.shrui %ld14, %c16_i32 : i32
+          %h27 = arith.trunci %s26 : i32 to i16
+          %h28 = arith.bitcast %h27 : i16 to f16
+          %h29 = arith.extf %h28 : f16 to f32
+          %a30 = arith.addi %u, %c32_index : index
+          %vr31 = arith.cmpi ult, %a30, %units : index
+          %uc32 = arith.select %vr31, %a30, %u : index
+          %b33 = arith.divui %uc32, %c1_index : index
+          %q34 = arith.remui %uc32, %c1_index : index
+          %a35 = arith.addi %m9, %b33 : index
+          %m36 = arith.muli %a35, %c5_index : index
+          %ld37 = memref.load %w5[%m36] : memref<?xi32>
+          %a38 = arith.addi %m36, %c1_index : index
+          %ld39 = memref.load %w5[%a38] : memref<?xi32>
+          %a40 = arith.addi %m36, %c2_index : index
+          %ld41 = memref.load %w5[%a40] : memref<?xi32>
+          %a42 = arith.addi %m36, %c3_index : index
+          %ld43 = memref.load %w5[%a42] : memref<?xi32>
+          %a44 = arith.addi %m36, %c4_index : index
+          %ld45 = memref.load %w5[%a44] : memref<?xi32>
+          %h46 = arith.trunci %ld37 : i32 to i16
+          %h47 = arith.bitcast %h46 : i16 to f16
+          %h48 = arith.extf %h47 : f16 to f32
+          %s49 = arith.shrui %ld37, %c16_i32 : i32
+          %h50 = arith.trunci %s49 : i32 to i16
+          %h51 = arith.bitcast %h50 : i16 to f16
+          %h52 = arith.extf %h51 : f16 to f32
+          %m53 = arith.muli %t0, %K32 : index
+          %a54 = arith.addi %m53, %b10 : index
+          %m55 = arith.muli %a54, %c2_index : index
+          %xq56 = memref.load %xq[%m55] : memref<?xvector<4xi32>>
+          %a57 = arith.addi %m55, %c1_index : index
+          %xq58 = memref.load %xq[%a57] : memref<?xvector<4xi32>>
+          %ds59 = memref.load %xds[%a54] : memref<?xvector<4xf32>>
+          %dx60 = vector.extract %ds59[0] : f32 from vector<4xf32>
+          %dx61 = vector.extract %ds59[1] : f32 from vector<4xf32>
+          %dx62 = vector.extract %ds59[2] : f32 from vector<4xf32>
+          %b63 = arith.andi %ld16, %c252645135_i32 : i32
+          %xw64 = vector.extract %xq56[0] : i32 from vector<4xi32>
+          %dp65 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b63, %xw64, %c0_i32 : (i32, i32, i32) -> i32
+          %b66 = arith.andi %ld18, %c252645135_i32 : i32
+          %xw67 = vector.extract %xq56[1] : i32 from vector<4xi32>
+          %dp68 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b66, %xw67, %dp65 : (i32, i32, i32) -> i32
+          %b69 = arith.andi %ld20, %c252645135_i32 : i32
+          %xw70 = vector.extract %xq56[2] : i32 from vector<4xi32>
+          %dp71 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b69, %xw70, %dp68 : (i32, i32, i32) -> i32
+          %b72 = arith.andi %ld22, %c252645135_i32 : i32
+          %xw73 = vector.extract %xq56[3] : i32 from vector<4xi32>
+          %dp74 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b72, %xw73, %dp71 : (i32, i32, i32) -> i32
+          %s75 = arith.shrui %ld16, %c4_i32 : i32
+          %b76 = arith.andi %s75, %c252645135_i32 : i32
+          %xw77 = vector.extract %xq58[0] : i32 from vector<4xi32>
+          %dp78 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b76, %xw77, %dp74 : (i32, i32, i32) -> i32
+          %s79 = arith.shrui %ld18, %c4_i32 : i32
+          %b80 = arith.andi %s79, %c252645135_i32 : i32
+          %xw81 = vector.extract %xq58[1] : i32 from vector<4xi32>
+          %dp82 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b80, %xw81, %dp78 : (i32, i32, i32) -> i32
+          %s83 = arith.shrui %ld20, %c4_i32 : i32
+          %b84 = arith.andi %s83, %c252645135_i32 : i32
+          %xw85 = vector.extract %xq58[2] : i32 from vector<4xi32>
+          %dp86 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b84, %xw85, %dp82 : (i32, i32, i32) -> i32
+          %s87 = arith.shrui %ld22, %c4_i32 : i32
+          %b88 = arith.andi %s87, %c252645135_i32 : i32
+          %xw89 = vector.extract %xq58[3] : i32 from vector<4xi32>
+          %dp90 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b88, %xw89, %dp86 : (i32, i32, i32) -> i32
+          %af91 = arith.sitofp %dp90 : i32 to f32
+          %f92 = arith.mulf %dx60, %af91 : f32
+          %f93 = arith.mulf %h25, %f92 : f32
+          %f94 = arith.addf %dx61, %dx62 : f32
+          %f95 = arith.mulf %h29, %f94 : f32
+          %f96 = arith.addf %f93, %f95 : f32
+          %f97 = arith.addf %sacc0, %f96 : f32
+          %m98 = arith.muli %t0, %K32 : index
+          %a99 = arith.addi %m98, %b33 : index
+          %m100 = arith.muli %a99, %c2_index : index
+          %xq101 = memref.load %xq[%m100] : memref<?xvector<4xi32>>
+          %a102 = arith.addi %m100, %c1_index : index
+          %xq103 = memref.load %xq[%a102] : memref<?xvector<4xi32>>
+          %ds104 = memref.load %xds[%a99] : memref<?xvector<4xf32>>
+          %dx105 = vector.extract %ds104[0] : f32 from vector<4xf32>
+          %dx106 = vector.extract %ds104[1] : f32 from vector<4xf32>
+          %dx107 = vector.extract %ds104[2] : f32 from vector<4xf32>
+          %b108 = arith.andi %ld39, %c252645135_i32 : i32
+          %xw109 = vector.extract %xq101[0] : i32 from vector<4xi32>
+          %dp110 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b108, %xw109, %c0_i32 : (i32, i32, i32) -> i32
+          %b111 = arith.andi %ld41, %c252645135_i32 : i32
+          %xw112 = vector.extract %xq101[1] : i32 from vector<4xi32>
+          %dp113 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b111, %xw112, %dp110 : (i32, i32, i32) -> i32
+          %b114 = arith.andi %ld43, %c252645135_i32 : i32
+          %xw115 = vector.extract %xq101[2] : i32 from vector<4xi32>
+          %dp116 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b114, %xw115, %dp113 : (i32, i32, i32) -> i32
+          %b117 = arith.andi %ld45, %c252645135_i32 : i32
+          %xw118 = vector.extract %xq101[3] : i32 from vector<4xi32>
+          %dp119 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b117, %xw118, %dp116 : (i32, i32, i32) -> i32
+          %s120 = arith.shrui %ld39, %c4_i32 : i32
+          %b121 = arith.andi %s120, %c252645135_i32 : i32
+          %xw122 = vector.extract %xq103[0] : i32 from vector<4xi32>
+          %dp123 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b121, %xw122, %dp119 : (i32, i32, i32) -> i32
+          %s124 = arith.shrui %ld41, %c4_i32 : i32
+          %b125 = arith.andi %s124, %c252645135_i32 : i32
+          %xw126 = vector.extract %xq103[1] : i32 from vector<4xi32>
+          %dp127 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b125, %xw126, %dp123 : (i32, i32, i32) -> i32
+          %s128 = arith.shrui %ld43, %c4_i32 : i32
+          %b129 = arith.andi %s128, %c252645135_i32 : i32
+          %xw130 = vector.extract %xq103[2] : i32 from vector<4xi32>
+          %dp131 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b129, %xw130, %dp127 : (i32, i32, i32) -> i32
+          %s132 = arith.shrui %ld45, %c4_i32 : i32
+          %b133 = arith.andi %s132, %c252645135_i32 : i32
+          %xw134 = vector.extract %xq103[3] : i32 from vector<4xi32>
+          %dp135 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b133, %xw134, %dp131 : (i32, i32, i32) -> i32
+          %af136 = arith.sitofp %dp135 : i32 to f32
+          %f137 = arith.mulf %dx105, %af136 : f32
+          %f138 = arith.mulf %h48, %f137 : f32
+          %f139 = arith.addf %dx106, %dx107 : f32
+          %f140 = arith.mulf %h52, %f139 : f32
+          %f141 = arith.addf %f138, %f140 : f32
+          %sel142 = arith.select %vr31, %f141, %c0p0_f32 : f32
+          %f143 = arith.addf %f97, %sel142 : f32
+          scf.yield %f143 : f32
+        }
+        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots_q4_1 : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
+          %s = arith.muli %t, %c128_index : index
+          %si = arith.addi %s, %tid : index
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        }
+        scf.for %u = %lane to %units step %c32_index {
+          %b144 = arith.divui %u, %c1_index : index
+          %q145 = arith.remui %u, %c1_index : index
+          %a146 = arith.addi %m9, %b144 : index
+          %m147 = arith.muli %a146, %c5_index : index
+          %ld148 = memref.load %w5[%m147] : memref<?xi32>
+          %a149 = arith.addi %m147, %c1_index : index
+          %ld150 = memref.load %w5[%a149] : memref<?xi32>
+          %a151 = arith.addi %m147, %c2_index : index
+          %ld152 = memref.load %w5[%a151] : memref<?xi32>
+          %a153 = arith.addi %m147, %c3_index : index
+          %ld154 = memref.load %w5[%a153] : memref<?xi32>
+          %a155 = arith.addi %m147, %c4_index : index
+          %ld156 = memref.load %w5[%a155] : memref<?xi32>
+          %h157 = arith.trunci %ld148 : i32 to i16
+          %h158 = arith.bitcast %h157 : i16 to f16
+          %h159 = arith.extf %h158 : f16 to f32
+          %s160 = arith.shrui %ld148, %c16_i32 : i32
+          %h161 = arith.trunci %s160 : i32 to i16
+          %h162 = arith.bitcast %h161 : i16 to f16
+          %h163 = arith.extf %h162 : f16 to f32
+          scf.for %t = %c0_index to %tb step %c1_index {
+            %tg = arith.addi %t0, %t : index
+            %m164 = arith.muli %tg, %K32 : index
+            %a165 = arith.addi %m164, %b144 : index
+            %m166 = arith.muli %a165, %c2_index : index
+            %xq167 = memref.load %xq[%m166] : memref<?xvector<4xi32>>
+            %a168 = arith.addi %m166, %c1_index : index
+            %xq169 = memref.load %xq[%a168] : memref<?xvector<4xi32>>
+            %ds170 = memref.load %xds[%a165] : memref<?xvector<4xf32>>
+            %dx171 = vector.extract %ds170[0] : f32 from vector<4xf32>
+            %dx172 = vector.extract %ds170[1] : f32 from vector<4xf32>
+            %dx173 = vector.extract %ds170[2] : f32 from vector<4xf32>
+            %b174 = arith.andi %ld150, %c252645135_i32 : i32
+            %xw175 = vector.extract %xq167[0] : i32 from vector<4xi32>
+            %dp176 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b174, %xw175, %c0_i32 : (i32, i32, i32) -> i32
+            %b177 = arith.andi %ld152, %c252645135_i32 : i32
+            %xw178 = vector.extract %xq167[1] : i32 from vector<4xi32>
+            %dp179 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b177, %xw178, %dp176 : (i32, i32, i32) -> i32
+            %b180 = arith.andi %ld154, %c252645135_i32 : i32
+            %xw181 = vector.extract %xq167[2] : i32 from vector<4xi32>
+            %dp182 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b180, %xw181, %dp179 : (i32, i32, i32) -> i32
+            %b183 = arith.andi %ld156, %c252645135_i32 : i32
+            %xw184 = vector.extract %xq167[3] : i32 from vector<4xi32>
+            %dp185 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b183, %xw184, %dp182 : (i32, i32, i32) -> i32
+            %s186 = arith.shrui %ld150, %c4_i32 : i32
+            %b187 = arith.andi %s186, %c252645135_i32 : i32
+            %xw188 = vector.extract %xq169[0] : i32 from vector<4xi32>
+            %dp189 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b187, %xw188, %dp185 : (i32, i32, i32) -> i32
+            %s190 = arith.shrui %ld152, %c4_i32 : i32
+            %b191 = arith.andi %s190, %c252645135_i32 : i32
+            %xw192 = vector.extract %xq169[1] : i32 from vector<4xi32>
+            %dp193 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b191, %xw192, %dp189 : (i32, i32, i32) -> i32
+            %s194 = arith.shrui %ld154, %c4_i32 : i32
+            %b195 = arith.andi %s194, %c252645135_i32 : i32
+            %xw196 = vector.extract %xq169[2] : i32 from vector<4xi32>
+            %dp197 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b195, %xw196, %dp193 : (i32, i32, i32) -> i32
+            %s198 = arith.shrui %ld156, %c4_i32 : i32
+            %b199 = arith.andi %s198, %c252645135_i32 : i32
+            %xw200 = vector.extract %xq169[3] : i32 from vector<4xi32>
+            %dp201 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %b199, %xw200, %dp197 : (i32, i32, i32) -> i32
+            %af202 = arith.sitofp %dp201 : i32 to f32
+            %f203 = arith.mulf %dx171, %af202 : f32
+            %f204 = arith.mulf %h159, %f203 : f32
+            %f205 = arith.addf %dx172, %dx173 : f32
+            %f206 = arith.mulf %h163, %f205 : f32
+            %f207 = arith.addf %f204, %f206 : f32
+            %m208 = arith.muli %t, %c128_index : index
+            %a209 = arith.addi %m208, %tid : index
+            %old210 = memref.load %slots[%a209] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %f211 = arith.addf %old210, %f207 : f32
+            memref.store %f211, %slots[%a209] : memref<1024xf32, #gpu.address_space<workgroup>>
+          }
+        }
+        %sv212 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a213 = arith.addi %tid, %c128_index : index
+        %sv214 = memref.load %slots[%a213] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a215 = arith.addi %tid, %c256_index : index
+        %sv216 = memref.load %slots[%a215] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a217 = arith.addi %tid, %c384_index : index
+        %sv218 = memref.load %slots[%a217] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a219 = arith.addi %tid, %c512_index : index
+        %sv220 = memref.load %slots[%a219] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a221 = arith.addi %tid, %c640_index : index
+        %sv222 = memref.load %slots[%a221] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a223 = arith.addi %tid, %c768_index : index
+        %sv224 = memref.load %slots[%a223] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a225 = arith.addi %tid, %c896_index : index
+        %sv226 = memref.load %slots[%a225] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv212, %sv214, %sv216, %sv218, %sv220, %sv222, %sv224, %sv226 : f32, f32, f32, f32, f32, f32, f32, f32
+      }
+      %y227 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y228 = arith.select %in02, %y0, %y227 : memref<?xf32>
+      %bias229 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias230 = arith.select %in02, %bias0, %bias229 : memref<?xf32>
+      %Ni231 = arith.select %in13, %N1i, %N2i : index
+      %Ni232 = arith.select %in02, %N0i, %Ni231 : index
+      %bflag233 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag234 = arith.select %in02, %c1_i32, %bflag233 : i32
+      %rflag235 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag236 = arith.select %in02, %c2_i32, %rflag235 : i32
+      %lane0 = arith.cmpi eq, %lane, %c0_index : index
+      %fin:3 = scf.if %one -> (f32, index, i1) {
+        %sh237:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f238 = arith.addf %acc_r#0, %sh237#0 : f32
+        %sh239:2 = gpu.shuffle xor %f238, %c2_i32, %c32_i32 : f32
+        %f240 = arith.addf %f238, %sh239#0 : f32
+        %sh241:2 = gpu.shuffle xor %f240, %c1_i32, %c32_i32 : f32
+        %f242 = arith.addf %f240, %sh241#0 : f32
+        %sh243:2 = gpu.shuffle xor %f242, %c8_i32, %c32_i32 : f32
+        %f244 = arith.addf %f242, %sh243#0 : f32
+        %sh245:2 = gpu.shuffle xor %f244, %c16_i32, %c32_i32 : f32
+        %f246 = arith.addf %f244, %sh245#0 : f32
+        %wr247 = arith.andi %lane0, %live1 : i1
+        scf.yield %f246, %t0, %wr247 : f32, index, i1
+      } else {
+        %seg = arith.divui %lane, %c8_index : index
+        %sl = arith.remui %lane, %c8_index : index
+        %lead = arith.cmpi eq, %sl, %c0_index : index
+        %pbase1 = arith.muli %rowgrp, %c32_index : index
+        %pbase = arith.addi %pbase1, %seg : index
+        %sh248:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f249 = arith.addf %acc_r#0, %sh248#0 : f32
+        %sh250:2 = gpu.shuffle xor %f249, %c2_i32, %c32_i32 : f32
+        %f251 = arith.addf %f249, %sh250#0 : f32
+        %sh252:2 = gpu.shuffle xor %f251, %c1_i32, %c32_i32 : f32
+        %f253 = arith.addf %f251, %sh252#0 : f32
+        %c254 = scf.if %tok1 -> (f32) {
+          %sh255:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f256 = arith.addf %acc_r#1, %sh255#0 : f32
+          %sh257:2 = gpu.shuffle xor %f256, %c2_i32, %c32_i32 : f32
+          %f258 = arith.addf %f256, %sh257#0 : f32
+          %sh259:2 = gpu.shuffle xor %f258, %c1_i32, %c32_i32 : f32
+          %f260 = arith.addf %f258, %sh259#0 : f32
+          scf.yield %f260 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c261 = scf.if %tok2 -> (f32) {
+          %sh262:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f263 = arith.addf %acc_r#2, %sh262#0 : f32
+          %sh264:2 = gpu.shuffle xor %f263, %c2_i32, %c32_i32 : f32
+          %f265 = arith.addf %f263, %sh264#0 : f32
+          %sh266:2 = gpu.shuffle xor %f265, %c1_i32, %c32_i32 : f32
+          %f267 = arith.addf %f265, %sh266#0 : f32
+          scf.yield %f267 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c268 = scf.if %tok3 -> (f32) {
+          %sh269:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f270 = arith.addf %acc_r#3, %sh269#0 : f32
+          %sh271:2 = gpu.shuffle xor %f270, %c2_i32, %c32_i32 : f32
+          %f272 = arith.addf %f270, %sh271#0 : f32
+          %sh273:2 = gpu.shuffle xor %f272, %c1_i32, %c32_i32 : f32
+          %f274 = arith.addf %f272, %sh273#0 : f32
+          scf.yield %f274 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c275 = scf.if %tok4 -> (f32) {
+          %sh276:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f277 = arith.addf %acc_r#4, %sh276#0 : f32
+          %sh278:2 = gpu.shuffle xor %f277, %c2_i32, %c32_i32 : f32
+          %f279 = arith.addf %f277, %sh278#0 : f32
+          %sh280:2 = gpu.shuffle xor %f279, %c1_i32, %c32_i32 : f32
+          %f281 = arith.addf %f279, %sh280#0 : f32
+          scf.yield %f281 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c282 = scf.if %tok5 -> (f32) {
+          %sh283:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f284 = arith.addf %acc_r#5, %sh283#0 : f32
+          %sh285:2 = gpu.shuffle xor %f284, %c2_i32, %c32_i32 : f32
+          %f286 = arith.addf %f284, %sh285#0 : f32
+          %sh287:2 = gpu.shuffle xor %f286, %c1_i32, %c32_i32 : f32
+          %f288 = arith.addf %f286, %sh287#0 : f32
+          scf.yield %f288 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c289 = scf.if %tok6 -> (f32) {
+          %sh290:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f291 = arith.addf %acc_r#6, %sh290#0 : f32
+          %sh292:2 = gpu.shuffle xor %f291, %c2_i32, %c32_i32 : f32
+          %f293 = arith.addf %f291, %sh292#0 : f32
+          %sh294:2 = gpu.shuffle xor %f293, %c1_i32, %c32_i32 : f32
+          %f295 = arith.addf %f293, %sh294#0 : f32
+          scf.yield %f295 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        %c296 = scf.if %tok7 -> (f32) {
+          %sh297:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f298 = arith.addf %acc_r#7, %sh297#0 : f32
+          %sh299:2 = gpu.shuffle xor %f298, %c2_i32, %c32_i32 : f32
+          %f300 = arith.addf %f298, %sh299#0 : f32
+          %sh301:2 = gpu.shuffle xor %f300, %c1_i32, %c32_i32 : f32
+          %f302 = arith.addf %f300, %sh301#0 : f32
+          scf.yield %f302 : f32
+        } else {
+          scf.yield %c0p0_f32 : f32
+        }
+        scf.if %lead {
+          memref.store %f253, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a303 = arith.addi %pbase, %c4_index : index
+          memref.store %c254, %acc[%a303] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a304 = arith.addi %pbase, %c8_index : index
+          memref.store %c261, %acc[%a304] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a305 = arith.addi %pbase, %c12_index : index
+          memref.store %c268, %acc[%a305] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a306 = arith.addi %pbase, %c16_index : index
+          memref.store %c275, %acc[%a306] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a307 = arith.addi %pbase, %c20_index : index
+          memref.store %c282, %acc[%a307] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a308 = arith.addi %pbase, %c24_index : index
+          memref.store %c289, %acc[%a308] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a309 = arith.addi %pbase, %c28_index : index
+          memref.store %c296, %acc[%a309] : memref<128xf32, #gpu.address_space<workgroup>>
+        }
+        gpu.barrier
+        %wr0 = arith.cmpi ult, %lane, %tb : index
+        %tg = arith.addi %t0, %lane : index
+        %lt = arith.minui %lane, %c7_index : index
+        %l4 = arith.muli %lt, %c4_index : index
+        %si0 = arith.addi %pbase1, %l4 : index
+        %p310 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a311 = arith.addi %si0, %c1_index : index
+        %p312 = memref.load %acc[%a311] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a313 = arith.addi %si0, %c2_index : index
+        %p314 = memref.load %acc[%a313] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a315 = arith.addi %si0, %c3_index : index
+        %p316 = memref.load %acc[%a315] : memref<128xf32, #gpu.address_space<workgroup>>
+        %f317 = arith.addf %p310, %p312 : f32
+        %f318 = arith.addf %p314, %p316 : f32
+        %f319 = arith.addf %f317, %f318 : f32
+        %wr320 = arith.andi %wr0, %live1 : i1
+        scf.yield %f319, %tg, %wr320 : f32, index, i1
+      }
+      scf.if %fin#2 {
+        %m321 = arith.muli %fin#1, %Ni232 : index
+        %a322 = arith.addi %m321, %n8 : index
+        %b323 = arith.andi %flags, %bflag234 : i32
+        %hb324 = arith.cmpi ne, %b323, %c0_i32 : i32
+        %wb325 = scf.if %hb324 -> (f32) {
+          %bv326 = memref.load %bias230[%n8] : memref<?xf32>
+          %f327 = arith.addf %fin#0, %bv326 : f32
+          scf.yield %f327 : f32
+        } else {
+          scf.yield %fin#0 : f32
+        }
+        %b328 = arith.andi %flags, %rflag236 : i32
+        %hr329 = arith.cmpi ne, %b328, %c0_i32 : i32
+        %o330 = scf.if %hr329 -> (f32) {
+          %rv331 = memref.load %res[%a322] : memref<?xf32>
+          %f332 = arith.addf %wb325, %rv331 : f32
+          scf.yield %f332 : f32
+        } else {
+          scf.yield %wb325 : f32
+        }
+        memref.store %o330, %y228[%a322] : memref<?xf32>
       }
       gpu.return
     }

@@ -277,13 +277,15 @@ def dequant_unit(e, fmt, blockbyte, q):
 # sub-blocks, units=4) with two rows a warp was 6% faster at one token and 1.3x slower at
 # eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
 # four. Q6_K (a unit: one 32-weight activation block, 72 registers: without a spill on
-# sm_80) is not yet timed on the H200 (bench/tune_q8x.sh has its variants). Each fits its
+# sm_80) and Q4_1 (a unit: one block, two in flight, 72 registers) are not yet timed on
+# the H200 (bench/tune_q8x.sh has their variants). Each fits its
 # registers without a spill on sm_80, sm_86, sm_89 and sm_90 (test_gpu_packages.py refuses
 # spills).
 Q8X = {
     "q4_k": dict(units=8, vecs=9, unroll=1, minctasm=6, rpw=2),
     "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, rpw=1),
     "q6_k": dict(units=8, vecs=None, unroll=1, minctasm=7, rpw=1),
+    "q4_1": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
 }
 
 
@@ -407,6 +409,26 @@ def q8x_weights(e, fmt, b, q, w, rowbase):
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi)))
         return dot
+    if fmt == "q4_1":
+        # Unit: block b, 20 bytes (4-byte aligned): word 0 = d | m (f16 each), words 1..4 =
+        # qs; weight j < 16 is the low nibble of qs[j], weight j + 16 the high one; value
+        # d q + m. One activation block: d dx sum(q xq) + m (dx sum xq).
+        wb = e.mul(e.add(rowbase, b), c(5))
+        words = [e.v(f"memref.load {w}[{e.add(wb, c(i)) if i else wb}] : memref<?xi32>", "ld") for i in range(5)]
+        d, m = e.half(words[0], False), e.half(words[0], True)
+
+        def dot(act):
+            xv, dx, s_lo, s_hi = act
+            acc = e.ci(0)
+            for half in range(2):
+                for i in range(4):
+                    wd = words[1 + i]
+                    nib = e.band(e.shr(wd, e.ci(4)) if half else wd, e.ci(0x0F0F0F0F))
+                    xw = e.v(f"vector.extract {xv[half]}[{i}] : i32 from vector<4xi32>", "xw")
+                    acc = dp4a(e, nib, xw, acc, True)
+            accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+            return e.fadd(e.fmul(d, e.fmul(dx, accf)), e.fmul(m, e.fadd(s_lo, s_hi)))
+        return dot
     if fmt == "q6_k":
         # Unit q = 4 h + k of block b: the 32 weights 128 h + 32 k .. + 31 (one activation
         # block; dequantize_row_q6_K of ggml-quants.c): low 4 bits from ql[64 h + 32 (k & 1)
@@ -485,8 +507,9 @@ def q8x_acts(e, fmt, b, q, tg):
             ds = e.v(f"memref.load %xds[{e.add(sb, c(i)) if i else sb}] : {XVEC}", "ds")
             per.append([e.v(f"vector.extract {ds}[{k}] : f32 from vector<4xf32>", "dx") for k in range(3)])
         return [xv] + per
-    if fmt in ("q4_k", "q6_k"):  # unit q of block b is activation block 8 b + q
-        sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), q))
+    if fmt in ("q4_k", "q6_k", "q4_1"):  # unit q of block b is activation block units b + q
+        per = Q8X[fmt]["units"]
+        sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(per)), q) if per > 1 else b)
         s2 = e.mul(sb, c(2))
         xv = [e.v(f"memref.load %xq[{s2}] : {IVEC}", "xq"),
               e.v(f"memref.load %xq[{e.add(s2, c(1))}] : {IVEC}", "xq")]
@@ -767,6 +790,8 @@ def module_q8x():
 //   halves and one scale/min term: d sc dx sum(q xq) - dmin m (dx sum xq).
 //   q8_0: w is memref<?xi32> (34-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
+//   q4_1: w is memref<?xi32> (20-byte blocks, word 0 = d | m, words 1..4 qs); a unit is
+//   one block: 8 dp4a (nibbles as unsigned bytes), d dx sum(q xq) + m (dx sum xq).
 //   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
 //   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).

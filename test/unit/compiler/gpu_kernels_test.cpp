@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -422,18 +423,23 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   EXPECT_EQ(ops[0]["fused"], json({1}));
   EXPECT_EQ(ops[1]["fused_into"], 0);
   EXPECT_FALSE(ops[1].contains("launches"));
-  EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_q4_1"}));
+  EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_1_q8x"}));
   EXPECT_EQ(phase(m, 0, "prefill"),
             json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16",
                   "sm_90.add_f32"}));
-  // Decode: the GEMV adds the residual in place (flags 2, y = res = x).
-  EXPECT_EQ(record(m, 0, "sm_90.matmul_q4_1", "decode")["args"],
-            json::parse(R"([{"weight": "blk.0.attn_output.weight", "shape": ["51840"]},
-                            {"buffer": "attn", "shape": ["T*144"]},
-                            {"buffer": "x", "shape": ["T*576"]},
-                            {"absent": true, "shape": ["1"]},
-                            {"buffer": "x", "shape": ["T*576"]},
-                            {"i32": "576"}, {"i32": "576"}, {"i32": "T"}, {"i32": "2"}])"));
+  // Decode (the int8 GEMV: weights, int8 input and its scales, outputs 0..2, biases 0..2,
+  // res, N0..N2, K, T, flags): the residual added in place (flags 2, y0 = res = x).
+  const json dec = record(m, 0, "sm_90.matmul_q4_1_q8x", "decode")["args"];
+  ASSERT_EQ(dec.size(), 18u);
+  EXPECT_EQ(dec[0], json::parse(R"({"weight": "blk.0.attn_output.weight", "shape": ["51840"]})"));
+  EXPECT_EQ(dec[5], json::parse(R"({"buffer": "x", "shape": ["T*576"]})"));
+  EXPECT_EQ(dec[11], dec[5]);
+  EXPECT_EQ(dec[8], json::parse(R"({"absent": true, "shape": ["1"]})"));
+  EXPECT_EQ(dec[12], json({{"i32", "576"}}));
+  EXPECT_EQ(dec[13], json({{"i32", "0"}}));
+  EXPECT_EQ(dec[15], json({{"i32", "576"}}));
+  EXPECT_EQ(dec[16], json({{"i32", "T"}}));
+  EXPECT_EQ(dec[17], json({{"i32", "2"}}));
   // Prefill: x to f16, W dequantized, the GEMM writes the matmul's own output o, then
   // add_f32 does x = x + o.
   EXPECT_EQ(record(m, 0, "sm_90.convert_f32_f16", "prefill")["args"][1],
@@ -544,8 +550,11 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     package::PackageFiles files;
     gguf::File f = emptyGguf();
     compiler::addGpuKernels(m, f, files, {});
+    const bool ptx = target != "spirv";
     EXPECT_EQ(phase(m, 0, "all"), json({target + ".get_rows_q8_0"}));
-    EXPECT_EQ(phase(m, 1, "decode"), json({target + ".matmul_q4_1"}));
+    // PTX decodes on int8 activations (quantize_q8_x, then the dp4a GEMV); SPIR-V on f32.
+    EXPECT_EQ(phase(m, 1, "decode"), ptx ? json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_1_q8x"})
+                                         : json({"spirv.matmul_q4_1"}));
     EXPECT_EQ(phase(m, 1, "prefill"),
               target == "spirv"
                   ? json({"spirv.dequant_q4_1_f16", "spirv.gemm_f32_f16w"})
@@ -554,15 +563,31 @@ TEST(GpuKernels, QuantizedMatmulAndGetRowsForSm90AndSpirv) {
     EXPECT_EQ(m.kernels[0].launch.at("function"), "get_rows_q8_0");
     EXPECT_EQ(m.kernels[0].launch.at("block"), json({128, 1, 1}));
     EXPECT_EQ(m.kernels[0].launch.at("grid"), "T, 1, 1");
-    EXPECT_EQ(m.kernels[1].entry, target + ".matmul_q4_1");
-    EXPECT_EQ(m.kernels[1].launch.at("function"), "matmul_q4_1");
-    EXPECT_EQ(m.kernels[1].launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
-    // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
-    EXPECT_EQ(m.kernels[1].signature.size(), 9u);
-    const std::string ext = target == "spirv" ? ".spv" : ".ptx";
-    ASSERT_EQ(files.size(), 5u);  // + swz_argmax (greedy sampling)
-    EXPECT_EQ(files[0].first, "swz_gemv_q8_0" + ext);
-    EXPECT_EQ(files[1].first, "swz_gemv_q4_1" + ext);
+    auto kernel = [&](const std::string &entry) {
+      auto k = std::find_if(m.kernels.begin(), m.kernels.end(), [&](const auto &k) { return k.entry == entry; });
+      EXPECT_NE(k, m.kernels.end()) << entry;
+      return k == m.kernels.end() ? package::Kernel{} : *k;
+    };
+    if (ptx) {
+      const package::Kernel k = kernel("sm_90.matmul_q4_1_q8x");
+      EXPECT_EQ(k.launch.at("function"), "matmul_q4_1_q8x");
+      EXPECT_EQ(k.launch.at("grid"), "ceil((N0+N1+N2)/4), ceil(T/8), 1");
+      // (w0..w2: memref<?xi32>, xq, xds, y0..y2, bias0..bias2, res, N0..N2, K, T, flags)
+      EXPECT_EQ(k.signature.size(), 18u);
+    } else {
+      const package::Kernel k = kernel("spirv.matmul_q4_1");
+      EXPECT_EQ(k.launch.at("function"), "matmul_q4_1");
+      EXPECT_EQ(k.launch.at("grid"), "ceil(N/4), ceil(T/8), 1");
+      // (w: memref<?xi32>, x, y, bias, res: memref<?xf32>, N, K, T, flags: i32)
+      EXPECT_EQ(k.signature.size(), 9u);
+    }
+    const std::string ext = ptx ? ".ptx" : ".spv";
+    std::vector<std::string> names;
+    for (const auto &[name, bytes] : files)
+      names.push_back(name);
+    EXPECT_EQ(names[0], "swz_gemv_q8_0" + ext);
+    // + swz_argmax (greedy sampling); PTX: the int8 GEMV's module, not gemv_q4_1's.
+    EXPECT_NE(std::find(names.begin(), names.end(), (ptx ? "swz_gemv_q8x" : "swz_gemv_q4_1") + ext), names.end());
   }
 }
 
