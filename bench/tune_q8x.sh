@@ -36,6 +36,8 @@ VARIANTS=(
   "q41-ship|q4_1|rpw=1|4"
   "q41-u1m8|q4_1|unroll=1,minctasm=8|4"
   "q41-u3m6|q4_1|unroll=3,minctasm=6|4"
+  "q50-ship|q5_0|rpw=1|4"
+  "q50-u1m8|q5_0|unroll=1,minctasm=8|4"
 )
 case $mode in
 prepare)
@@ -104,7 +106,7 @@ for name, typ, params, r, regs in rows:
         if key not in shapes: shapes.append(key)
         table[(name, key)] = (c["time_us"], c["gb_per_s"], c["ok"])
 json.dump({f"{n}|{k[1]}": v for (n, k), v in table.items()}, open(os.path.join(out, "tune-q8x.json"), "w"), indent=1)
-for typ in ("q4_k", "q8_0", "q6_k", "q4_1"):
+for typ in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0"):
     cols = [k for k in shapes if k[0] == typ]
     if not cols: continue
     print(f"\n{typ}: us (GB/s) per launch, buffers rotated over 512 MB, mean of 60")

@@ -71,20 +71,26 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // straight into their shared tiles ran 3.5x slower at T = 512 on the H200 than
     // dequant + gemm_f16, bench/RESULTS.md 2026-11-30, and were removed.) The prefill GEMMs have no residual input,
     // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
-    // Q5_0 has no dequant kernel yet: its GEMV runs for every batch. On PTX, Q4_1, Q4_K,
-    // Q6_K and Q8_0 decode on int8 activations with dp4a (gemv_q8x.mlir, llama.cpp's mmvq).
+    // Q5_0 has no dequant kernel yet: its GEMV runs prefill batches too. On PTX, Q4_1,
+    // Q4_K, Q5_0, Q6_K and Q8_0 decode on int8 activations with dp4a (gemv_q8x.mlir,
+    // llama.cpp's mmvq).
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
     const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
     for (const char *type : {"f16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
       const std::string ty = type, source = "gemv_" + ty;
       t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
       const bool hasDequant = ty != "f16" && ty != "q5_0";
-      const bool int8Decode = ty == "q4_1" || ty == "q4_k" || ty == "q6_k" || ty == "q8_0";
+      const bool int8Decode = ty == "q4_1" || ty == "q4_k" || ty == "q6_k" || ty == "q8_0";  // and q5_0, below
       for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"}) {
         const bool residual = std::string(epilogue).find("residual") != std::string::npos;
         std::vector<KernelRef> v;
         if (ty == "q5_0") {
-          v.push_back({source, "matmul_" + ty, "all"});
+          // No dequant kernel: prefill (and SPIR-V's decode) run the f32-activation GEMV;
+          // PTX decodes on int8 activations.
+          v.push_back({"gemv_q8x", "quantize_q8_x", "decode", true, false});
+          v.push_back({"gemv_q8x", "matmul_q5_0_q8x", "decode", true, false});
+          v.push_back({source, "matmul_" + ty, "prefill", true, false});
+          v.push_back({source, "matmul_" + ty, "all", false, true});
         } else {
           if (int8Decode) {
             // PTX decode: the activations quantized to int8 (quantize_q8_x; consecutive

@@ -277,8 +277,8 @@ def dequant_unit(e, fmt, blockbyte, q):
 # sub-blocks, units=4) with two rows a warp was 6% faster at one token and 1.3x slower at
 # eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
 # four. Q6_K (a unit: one 32-weight activation block, 72 registers: without a spill on
-# sm_80) and Q4_1 (a unit: one block, two in flight, 72 registers) are not yet timed on
-# the H200 (bench/tune_q8x.sh has their variants). Each fits its
+# sm_80), Q4_1 and Q5_0 (a unit: one block, two in flight, 72 registers) are not yet
+# timed on the H200 (bench/tune_q8x.sh has their variants). Each fits its
 # registers without a spill on sm_80, sm_86, sm_89 and sm_90 (test_gpu_packages.py refuses
 # spills).
 Q8X = {
@@ -286,6 +286,7 @@ Q8X = {
     "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, rpw=1),
     "q6_k": dict(units=8, vecs=None, unroll=1, minctasm=7, rpw=1),
     "q4_1": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
+    "q5_0": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
 }
 
 
@@ -325,14 +326,18 @@ def q4k_scale(e, d, dmin, s0, s1, s2, j):
     return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
 
 
-def words_at(e, w, byte, count):
+def words_at(e, w, byte, count, tail_inside=True):
     """`count` little-endian 32-bit words from byte offset `byte` (index, even) of w
-    (memref<?xi32>): count + 1 aligned loads and a funnel shift when byte is 2 mod 4 (the
-    word after the last must lie inside the tensor)."""
+    (memref<?xi32>): count + 1 aligned loads and a funnel shift when byte is 2 mod 4.
+    tail_inside: the aligned word after the last lies inside the tensor; else the last load
+    is that word only when the run straddles it (a run may end the tensor)."""
     c = lambda v: e.ci(v, "index")
     wi = e.v(f"arith.shrui {byte}, {c(2)} : index", "w")
     odd = e.v(f"arith.cmpi ne, {e.band(e.i32(byte), e.ci(2))}, {e.ci(0)} : i32", "od")
-    raw = [e.v(f"memref.load {w}[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(count + 1)]
+    idx = [e.add(wi, c(i)) if i else wi for i in range(count + 1)]
+    if not tail_inside:
+        idx[count] = e.v(f"arith.select {odd}, {idx[count]}, {idx[count - 1]} : index", "sel")
+    raw = [e.v(f"memref.load {w}[{i}] : memref<?xi32>", "ld") for i in idx]
     out = []
     for i in range(count):
         fun = e.bor(e.shr(raw[i], e.ci(16)), e.shl(raw[i + 1], e.ci(16)))
@@ -429,6 +434,34 @@ def q8x_weights(e, fmt, b, q, w, rowbase):
             accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
             return e.fadd(e.fmul(d, e.fmul(dx, accf)), e.fmul(m, e.fadd(s_lo, s_hi)))
         return dot
+    if fmt == "q5_0":
+        # Unit: block b, 22 bytes (2-byte aligned): d f16 | qh (32 bits: bit j the 5th bit of
+        # weight j) | qs[16] (weight j < 16 the low nibble of qs[j], j + 16 the high one);
+        # value d (q - 16). One activation block: d (dx sum(q xq) - 16 dx sum xq). The 5th
+        # bits spread into bit 4 of each byte as llama.cpp's vec_dot_q5_0_q8_1 does.
+        bb = e.mul(e.add(rowbase, b), c(22))
+        d = e.half(half_at(e, w, bb), False)
+        qh = e.word("q5_0", e.add(bb, c(2)), w)
+        qs = words_at(e, w, e.add(bb, c(6)), 4, tail_inside=False)
+        vals = []
+        for half in range(2):
+            for i in range(4):
+                v = e.band(e.shr(qs[i], e.ci(4)) if half else qs[i], e.ci(0x0F0F0F0F))
+                h = e.shr(qh, e.ci(4 * i + 16 * half)) if 4 * i + 16 * half else qh
+                for k, (sh, mask) in enumerate(((4, 0x10), (11, 0x1000), (18, 0x100000), (25, 0x10000000))):
+                    v = e.bor(v, e.band(e.shl(h, e.ci(sh)), e.ci(mask)))
+                vals.append(v)
+
+        def dot(act):
+            xv, dx, s_lo, s_hi = act
+            acc = e.ci(0)
+            for half in range(2):
+                for i in range(4):
+                    xw = e.v(f"vector.extract {xv[half]}[{i}] : i32 from vector<4xi32>", "xw")
+                    acc = dp4a(e, vals[4 * half + i], xw, acc, True)
+            accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
+            return e.fmul(d, e.fsub(e.fmul(dx, accf), e.fmul(e.ci("1.600000e+01", "f32"), e.fadd(s_lo, s_hi))))
+        return dot
     if fmt == "q6_k":
         # Unit q = 4 h + k of block b: the 32 weights 128 h + 32 k .. + 31 (one activation
         # block; dequantize_row_q6_K of ggml-quants.c): low 4 bits from ql[64 h + 32 (k & 1)
@@ -507,7 +540,7 @@ def q8x_acts(e, fmt, b, q, tg):
             ds = e.v(f"memref.load %xds[{e.add(sb, c(i)) if i else sb}] : {XVEC}", "ds")
             per.append([e.v(f"vector.extract {ds}[{k}] : f32 from vector<4xf32>", "dx") for k in range(3)])
         return [xv] + per
-    if fmt in ("q4_k", "q6_k", "q4_1"):  # unit q of block b is activation block units b + q
+    if fmt in ("q4_k", "q6_k", "q4_1", "q5_0"):  # unit q of block b: activation block units b + q
         per = Q8X[fmt]["units"]
         sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(per)), q) if per > 1 else b)
         s2 = e.mul(sb, c(2))
@@ -792,6 +825,8 @@ def module_q8x():
 //   unit is 16 weights, 4 signed dp4a, one scale d dx.
 //   q4_1: w is memref<?xi32> (20-byte blocks, word 0 = d | m, words 1..4 qs); a unit is
 //   one block: 8 dp4a (nibbles as unsigned bytes), d dx sum(q xq) + m (dx sum xq).
+//   q5_0: w is memref<?xi32> (22-byte blocks, 2-byte aligned); a unit is one block: the
+//   5th bits spread into bit 4 of each byte, 8 dp4a, d (dx sum(q xq) - 16 dx sum xq).
 //   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
 //   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).

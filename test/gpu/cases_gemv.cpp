@@ -564,7 +564,7 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
   // f32 roundings behind one output: a unit's scale products and combine (6: d sc, x dx,
   // x acc, the activation halves' sums, the min term, the difference; the int8 dot
   // product is exact), one add per unit the thread handles and the warp's reduction (5).
-  const int64_t units = K / gemv::blockElements(t) * (t == "q8_0" ? 2 : t == "q4_1" ? 1 : 8);
+  const int64_t units = K / gemv::blockElements(t) * (t == "q8_0" ? 2 : gemv::blockElements(t) == 32 ? 1 : 8);
   const double L = 6 + double((units + 31) / 32) + 5;
   c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
@@ -832,7 +832,7 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(rmsNormQ8xCase(3, 3584, 92));
     cases.push_back(swigluQ8xCase(1, 3072, 93));
     cases.push_back(swigluQ8xCase(3, 1536, 94));
-    for (const std::string t : {"q4_k", "q8_0", "q6_k", "q4_1"}) {
+    for (const std::string t : {"q4_k", "q8_0", "q6_k", "q4_1", "q5_0"}) {
       const bool kq = gemv::blockElements(t) == 256;
       cases.push_back(matmulQ8xCase(t, 1, {577}, kq ? 1536 : 576, kPlain, 82));
       cases.push_back(matmulQ8xCase(t, 3, {131}, kq ? 4864 : 1504, kResidual, 83));
@@ -875,6 +875,8 @@ std::vector<Case> gemvCases(const std::string &format) {
       cases.push_back(matmulQ8xCase("q6_k", 8, {3584}, 18944, kResidual, 119));
       cases.push_back(matmulQ8xCase("q4_1", 1, {18944, 18944}, 3584, kPlain, 120));
       cases.push_back(matmulQ8xCase("q4_1", 1, {3584}, 18944, kResidual, 121));
+      cases.push_back(matmulQ8xCase("q5_0", 1, {18944, 18944}, 3584, kPlain, 122));
+      cases.push_back(matmulQ8xCase("q5_0", 1, {3584}, 18944, kResidual, 123));
       for (const std::string t : {"q4_1", "q5_0", "q6_k", "q8_0", "f16"}) {
         cases.push_back(matmulCase(t, 1, 18944, 3584, kPlain, 113));
         cases.push_back(matmulCase(t, 1, 3584, 18944, kResidual, 114));

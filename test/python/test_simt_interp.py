@@ -1,6 +1,6 @@
 """The PTX-only kernels run on the CPU: the tensor-core prefill GEMM (gemm_f16.mlir) and
 attention (codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
-quantize_q8_x, matmul_<type>_q8x for Q4_K, Q8_0, Q6_K, Q4_1 with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
+quantize_q8_x, matmul_<type>_q8x for Q4_K, Q8_0, Q6_K, Q4_1, Q5_0 with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
 form, test/gpu/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
 per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io checks the
 results against the float64 references of test/gpu/cases_attention.cpp (the same
@@ -146,7 +146,7 @@ def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     small = [line.split()[0] for line in _list("swz_gemv_q8x")
              if "N=18944" not in line and "N=1024 " not in line and "N=3584" not in line
              and "N=2048" not in line and "N=3072" not in line]
-    assert len(small) == 25  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k, q8_0, q6_k and q4_1 at T = 1, 3, 9, merged 3 and 2 outputs
+    assert len(small) == 30  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k, q8_0, q6_k, q4_1, q5_0 at T = 1, 3, 9, merged 3 and 2 outputs
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
 
@@ -157,7 +157,7 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
     # outputs (merged q/k/v: 131 + 66 + 37 rows) or lie past the last row (T = 9: 7
     # rows); the cases launch the matching grid (SWZ_CHECK_Q8X_ROWS: 4 rpw rows a
     # workgroup).
-    for t in ("q4_k", "q8_0", "q6_k", "q4_1"):
+    for t in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0"):
         monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"{t}:{4 * rpw}")
         cases = [line.split()[0] for line in _list("swz_gemv_q8x")
                  if f"matmul_{t}_q8x" in line and "N=18944" not in line and "N=1024 " not in line
@@ -170,7 +170,7 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
-@pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k", "q4_1"])
+@pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k", "q4_1", "q5_0"])
 def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     # Speculative verification (and a batch) runs a token through the many-token path
     # (per-thread workgroup-memory slots, segment sums through workgroup memory and a
