@@ -1945,207 +1945,204 @@ module attributes {gpu.container_module} {
           %n34 = arith.index_cast %a32 : index to i32
           %b35 = arith.andi %n34, %c2_i32 : i32
           %od36 = arith.cmpi ne, %b35, %c0_i32 : i32
-          %a37 = arith.addi %w33, %c4_index : index
-          %a38 = arith.addi %w33, %c3_index : index
-          %sel39 = arith.select %od36, %a37, %a38 : index
-          %ld40 = memref.load %w5[%w33] : memref<?xi32>
-          %a41 = arith.addi %w33, %c1_index : index
-          %ld42 = memref.load %w5[%a41] : memref<?xi32>
-          %a43 = arith.addi %w33, %c2_index : index
-          %ld44 = memref.load %w5[%a43] : memref<?xi32>
-          %a45 = arith.addi %w33, %c3_index : index
-          %ld46 = memref.load %w5[%a45] : memref<?xi32>
-          %ld47 = memref.load %w5[%sel39] : memref<?xi32>
-          %s48 = arith.shrui %ld40, %c16_i32 : i32
-          %s49 = arith.shli %ld42, %c16_i32 : i32
-          %o50 = arith.ori %s48, %s49 : i32
-          %sel51 = arith.select %od36, %o50, %ld40 : i32
-          %s52 = arith.shrui %ld42, %c16_i32 : i32
-          %s53 = arith.shli %ld44, %c16_i32 : i32
-          %o54 = arith.ori %s52, %s53 : i32
-          %sel55 = arith.select %od36, %o54, %ld42 : i32
-          %s56 = arith.shrui %ld44, %c16_i32 : i32
-          %s57 = arith.shli %ld46, %c16_i32 : i32
-          %o58 = arith.ori %s56, %s57 : i32
-          %sel59 = arith.select %od36, %o58, %ld44 : i32
-          %s60 = arith.shrui %ld46, %c16_i32 : i32
-          %s61 = arith.shli %ld47, %c16_i32 : i32
-          %o62 = arith.ori %s60, %s61 : i32
-          %sel63 = arith.select %od36, %o62, %ld46 : i32
-          %a64 = arith.addi %u, %c32_index : index
-          %vr65 = arith.cmpi ult, %a64, %units : index
-          %uc66 = arith.select %vr65, %a64, %u : index
-          %b67 = arith.divui %uc66, %c2_index : index
-          %q68 = arith.remui %uc66, %c2_index : index
-          %a69 = arith.addi %m9, %b67 : index
-          %m70 = arith.muli %a69, %c34_index : index
-          %w71 = arith.shrui %m70, %c2_index : index
-          %ld72 = memref.load %w5[%w71] : memref<?xi32>
-          %a73 = arith.addi %m70, %c2_index : index
-          %w74 = arith.shrui %a73, %c2_index : index
-          %ld75 = memref.load %w5[%w74] : memref<?xi32>
-          %n76 = arith.index_cast %m70 : index to i32
-          %b77 = arith.andi %n76, %c2_i32 : i32
-          %s78 = arith.shli %b77, %c3_i32 : i32
-          %s79 = arith.shrui %ld72, %s78 : i32
-          %s80 = arith.subi %c16_i32, %s78 : i32
-          %s81 = arith.shli %ld75, %c16_i32 : i32
-          %s82 = arith.shli %s81, %s80 : i32
-          %o83 = arith.ori %s79, %s82 : i32
-          %h84 = arith.trunci %o83 : i32 to i16
-          %h85 = arith.bitcast %h84 : i16 to f16
-          %h86 = arith.extf %h85 : f16 to f32
-          %m87 = arith.muli %q68, %c16_index : index
-          %a88 = arith.addi %m87, %c2_index : index
-          %a89 = arith.addi %m70, %a88 : index
-          %w90 = arith.shrui %a89, %c2_index : index
-          %n91 = arith.index_cast %a89 : index to i32
-          %b92 = arith.andi %n91, %c2_i32 : i32
-          %od93 = arith.cmpi ne, %b92, %c0_i32 : i32
-          %a94 = arith.addi %w90, %c4_index : index
-          %a95 = arith.addi %w90, %c3_index : index
-          %sel96 = arith.select %od93, %a94, %a95 : index
-          %ld97 = memref.load %w5[%w90] : memref<?xi32>
-          %a98 = arith.addi %w90, %c1_index : index
-          %ld99 = memref.load %w5[%a98] : memref<?xi32>
-          %a100 = arith.addi %w90, %c2_index : index
-          %ld101 = memref.load %w5[%a100] : memref<?xi32>
-          %a102 = arith.addi %w90, %c3_index : index
-          %ld103 = memref.load %w5[%a102] : memref<?xi32>
-          %ld104 = memref.load %w5[%sel96] : memref<?xi32>
-          %s105 = arith.shrui %ld97, %c16_i32 : i32
-          %s106 = arith.shli %ld99, %c16_i32 : i32
-          %o107 = arith.ori %s105, %s106 : i32
-          %sel108 = arith.select %od93, %o107, %ld97 : i32
-          %s109 = arith.shrui %ld99, %c16_i32 : i32
-          %s110 = arith.shli %ld101, %c16_i32 : i32
-          %o111 = arith.ori %s109, %s110 : i32
-          %sel112 = arith.select %od93, %o111, %ld99 : i32
-          %s113 = arith.shrui %ld101, %c16_i32 : i32
-          %s114 = arith.shli %ld103, %c16_i32 : i32
-          %o115 = arith.ori %s113, %s114 : i32
-          %sel116 = arith.select %od93, %o115, %ld101 : i32
-          %s117 = arith.shrui %ld103, %c16_i32 : i32
-          %s118 = arith.shli %ld104, %c16_i32 : i32
-          %o119 = arith.ori %s117, %s118 : i32
-          %sel120 = arith.select %od93, %o119, %ld103 : i32
-          %a121 = arith.addi %u, %c64_index : index
-          %vr122 = arith.cmpi ult, %a121, %units : index
-          %uc123 = arith.select %vr122, %a121, %u : index
-          %b124 = arith.divui %uc123, %c2_index : index
-          %q125 = arith.remui %uc123, %c2_index : index
-          %a126 = arith.addi %m9, %b124 : index
-          %m127 = arith.muli %a126, %c34_index : index
-          %w128 = arith.shrui %m127, %c2_index : index
-          %ld129 = memref.load %w5[%w128] : memref<?xi32>
-          %a130 = arith.addi %m127, %c2_index : index
-          %w131 = arith.shrui %a130, %c2_index : index
-          %ld132 = memref.load %w5[%w131] : memref<?xi32>
-          %n133 = arith.index_cast %m127 : index to i32
-          %b134 = arith.andi %n133, %c2_i32 : i32
-          %s135 = arith.shli %b134, %c3_i32 : i32
-          %s136 = arith.shrui %ld129, %s135 : i32
-          %s137 = arith.subi %c16_i32, %s135 : i32
-          %s138 = arith.shli %ld132, %c16_i32 : i32
-          %s139 = arith.shli %s138, %s137 : i32
-          %o140 = arith.ori %s136, %s139 : i32
-          %h141 = arith.trunci %o140 : i32 to i16
-          %h142 = arith.bitcast %h141 : i16 to f16
-          %h143 = arith.extf %h142 : f16 to f32
-          %m144 = arith.muli %q125, %c16_index : index
-          %a145 = arith.addi %m144, %c2_index : index
-          %a146 = arith.addi %m127, %a145 : index
-          %w147 = arith.shrui %a146, %c2_index : index
-          %n148 = arith.index_cast %a146 : index to i32
-          %b149 = arith.andi %n148, %c2_i32 : i32
-          %od150 = arith.cmpi ne, %b149, %c0_i32 : i32
-          %a151 = arith.addi %w147, %c4_index : index
-          %a152 = arith.addi %w147, %c3_index : index
-          %sel153 = arith.select %od150, %a151, %a152 : index
-          %ld154 = memref.load %w5[%w147] : memref<?xi32>
-          %a155 = arith.addi %w147, %c1_index : index
-          %ld156 = memref.load %w5[%a155] : memref<?xi32>
-          %a157 = arith.addi %w147, %c2_index : index
-          %ld158 = memref.load %w5[%a157] : memref<?xi32>
-          %a159 = arith.addi %w147, %c3_index : index
-          %ld160 = memref.load %w5[%a159] : memref<?xi32>
-          %ld161 = memref.load %w5[%sel153] : memref<?xi32>
-          %s162 = arith.shrui %ld154, %c16_i32 : i32
-          %s163 = arith.shli %ld156, %c16_i32 : i32
-          %o164 = arith.ori %s162, %s163 : i32
-          %sel165 = arith.select %od150, %o164, %ld154 : i32
-          %s166 = arith.shrui %ld156, %c16_i32 : i32
-          %s167 = arith.shli %ld158, %c16_i32 : i32
-          %o168 = arith.ori %s166, %s167 : i32
-          %sel169 = arith.select %od150, %o168, %ld156 : i32
-          %s170 = arith.shrui %ld158, %c16_i32 : i32
-          %s171 = arith.shli %ld160, %c16_i32 : i32
-          %o172 = arith.ori %s170, %s171 : i32
-          %sel173 = arith.select %od150, %o172, %ld158 : i32
-          %s174 = arith.shrui %ld160, %c16_i32 : i32
-          %s175 = arith.shli %ld161, %c16_i32 : i32
-          %o176 = arith.ori %s174, %s175 : i32
-          %sel177 = arith.select %od150, %o176, %ld160 : i32
-          %m178 = arith.muli %t0, %K32 : index
-          %a179 = arith.addi %m178, %b10 : index
-          %m180 = arith.muli %a179, %c2_index : index
-          %a181 = arith.addi %m180, %q11 : index
-          %xq182 = memref.load %xq[%a181] : memref<?xvector<4xi32>>
-          %ds183 = memref.load %xds[%a179] : memref<?xvector<4xf32>>
-          %dx184 = vector.extract %ds183[0] : f32 from vector<4xf32>
-          %xw185 = vector.extract %xq182[0] : i32 from vector<4xi32>
-          %dp186 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel51, %xw185, %c0_i32 : (i32, i32, i32) -> i32
-          %xw187 = vector.extract %xq182[1] : i32 from vector<4xi32>
-          %dp188 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel55, %xw187, %dp186 : (i32, i32, i32) -> i32
-          %xw189 = vector.extract %xq182[2] : i32 from vector<4xi32>
-          %dp190 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel59, %xw189, %dp188 : (i32, i32, i32) -> i32
-          %xw191 = vector.extract %xq182[3] : i32 from vector<4xi32>
-          %dp192 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel63, %xw191, %dp190 : (i32, i32, i32) -> i32
-          %af193 = arith.sitofp %dp192 : i32 to f32
-          %f194 = arith.mulf %h29, %dx184 : f32
-          %f195 = arith.mulf %f194, %af193 : f32
-          %f196 = arith.addf %sacc0, %f195 : f32
-          %m197 = arith.muli %t0, %K32 : index
-          %a198 = arith.addi %m197, %b67 : index
-          %m199 = arith.muli %a198, %c2_index : index
-          %a200 = arith.addi %m199, %q68 : index
-          %xq201 = memref.load %xq[%a200] : memref<?xvector<4xi32>>
-          %ds202 = memref.load %xds[%a198] : memref<?xvector<4xf32>>
-          %dx203 = vector.extract %ds202[0] : f32 from vector<4xf32>
-          %xw204 = vector.extract %xq201[0] : i32 from vector<4xi32>
-          %dp205 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel108, %xw204, %c0_i32 : (i32, i32, i32) -> i32
-          %xw206 = vector.extract %xq201[1] : i32 from vector<4xi32>
-          %dp207 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel112, %xw206, %dp205 : (i32, i32, i32) -> i32
-          %xw208 = vector.extract %xq201[2] : i32 from vector<4xi32>
-          %dp209 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel116, %xw208, %dp207 : (i32, i32, i32) -> i32
-          %xw210 = vector.extract %xq201[3] : i32 from vector<4xi32>
-          %dp211 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel120, %xw210, %dp209 : (i32, i32, i32) -> i32
-          %af212 = arith.sitofp %dp211 : i32 to f32
-          %f213 = arith.mulf %h86, %dx203 : f32
-          %f214 = arith.mulf %f213, %af212 : f32
-          %sel215 = arith.select %vr65, %f214, %c0p0_f32 : f32
-          %f216 = arith.addf %f196, %sel215 : f32
-          %m217 = arith.muli %t0, %K32 : index
-          %a218 = arith.addi %m217, %b124 : index
-          %m219 = arith.muli %a218, %c2_index : index
-          %a220 = arith.addi %m219, %q125 : index
-          %xq221 = memref.load %xq[%a220] : memref<?xvector<4xi32>>
-          %ds222 = memref.load %xds[%a218] : memref<?xvector<4xf32>>
-          %dx223 = vector.extract %ds222[0] : f32 from vector<4xf32>
-          %xw224 = vector.extract %xq221[0] : i32 from vector<4xi32>
-          %dp225 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel165, %xw224, %c0_i32 : (i32, i32, i32) -> i32
-          %xw226 = vector.extract %xq221[1] : i32 from vector<4xi32>
-          %dp227 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel169, %xw226, %dp225 : (i32, i32, i32) -> i32
-          %xw228 = vector.extract %xq221[2] : i32 from vector<4xi32>
-          %dp229 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel173, %xw228, %dp227 : (i32, i32, i32) -> i32
-          %xw230 = vector.extract %xq221[3] : i32 from vector<4xi32>
-          %dp231 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel177, %xw230, %dp229 : (i32, i32, i32) -> i32
-          %af232 = arith.sitofp %dp231 : i32 to f32
-          %f233 = arith.mulf %h143, %dx223 : f32
-          %f234 = arith.mulf %f233, %af232 : f32
-          %sel235 = arith.select %vr122, %f234, %c0p0_f32 : f32
-          %f236 = arith.addf %f216, %sel235 : f32
-          scf.yield %f236 : f32
+          %a37 = arith.addi %w33, %c1_index : index
+          %a38 = arith.addi %w33, %c2_index : index
+          %a39 = arith.addi %w33, %c3_index : index
+          %a40 = arith.addi %w33, %c4_index : index
+          %sel41 = arith.select %od36, %a40, %a39 : index
+          %ld42 = memref.load %w5[%w33] : memref<?xi32>
+          %ld43 = memref.load %w5[%a37] : memref<?xi32>
+          %ld44 = memref.load %w5[%a38] : memref<?xi32>
+          %ld45 = memref.load %w5[%a39] : memref<?xi32>
+          %ld46 = memref.load %w5[%sel41] : memref<?xi32>
+          %s47 = arith.shrui %ld42, %c16_i32 : i32
+          %s48 = arith.shli %ld43, %c16_i32 : i32
+          %o49 = arith.ori %s47, %s48 : i32
+          %sel50 = arith.select %od36, %o49, %ld42 : i32
+          %s51 = arith.shrui %ld43, %c16_i32 : i32
+          %s52 = arith.shli %ld44, %c16_i32 : i32
+          %o53 = arith.ori %s51, %s52 : i32
+          %sel54 = arith.select %od36, %o53, %ld43 : i32
+          %s55 = arith.shrui %ld44, %c16_i32 : i32
+          %s56 = arith.shli %ld45, %c16_i32 : i32
+          %o57 = arith.ori %s55, %s56 : i32
+          %sel58 = arith.select %od36, %o57, %ld44 : i32
+          %s59 = arith.shrui %ld45, %c16_i32 : i32
+          %s60 = arith.shli %ld46, %c16_i32 : i32
+          %o61 = arith.ori %s59, %s60 : i32
+          %sel62 = arith.select %od36, %o61, %ld45 : i32
+          %a63 = arith.addi %u, %c32_index : index
+          %vr64 = arith.cmpi ult, %a63, %units : index
+          %uc65 = arith.select %vr64, %a63, %u : index
+          %b66 = arith.divui %uc65, %c2_index : index
+          %q67 = arith.remui %uc65, %c2_index : index
+          %a68 = arith.addi %m9, %b66 : index
+          %m69 = arith.muli %a68, %c34_index : index
+          %w70 = arith.shrui %m69, %c2_index : index
+          %ld71 = memref.load %w5[%w70] : memref<?xi32>
+          %a72 = arith.addi %m69, %c2_index : index
+          %w73 = arith.shrui %a72, %c2_index : index
+          %ld74 = memref.load %w5[%w73] : memref<?xi32>
+          %n75 = arith.index_cast %m69 : index to i32
+          %b76 = arith.andi %n75, %c2_i32 : i32
+          %s77 = arith.shli %b76, %c3_i32 : i32
+          %s78 = arith.shrui %ld71, %s77 : i32
+          %s79 = arith.subi %c16_i32, %s77 : i32
+          %s80 = arith.shli %ld74, %c16_i32 : i32
+          %s81 = arith.shli %s80, %s79 : i32
+          %o82 = arith.ori %s78, %s81 : i32
+          %h83 = arith.trunci %o82 : i32 to i16
+          %h84 = arith.bitcast %h83 : i16 to f16
+          %h85 = arith.extf %h84 : f16 to f32
+          %m86 = arith.muli %q67, %c16_index : index
+          %a87 = arith.addi %m86, %c2_index : index
+          %a88 = arith.addi %m69, %a87 : index
+          %w89 = arith.shrui %a88, %c2_index : index
+          %n90 = arith.index_cast %a88 : index to i32
+          %b91 = arith.andi %n90, %c2_i32 : i32
+          %od92 = arith.cmpi ne, %b91, %c0_i32 : i32
+          %a93 = arith.addi %w89, %c1_index : index
+          %a94 = arith.addi %w89, %c2_index : index
+          %a95 = arith.addi %w89, %c3_index : index
+          %a96 = arith.addi %w89, %c4_index : index
+          %sel97 = arith.select %od92, %a96, %a95 : index
+          %ld98 = memref.load %w5[%w89] : memref<?xi32>
+          %ld99 = memref.load %w5[%a93] : memref<?xi32>
+          %ld100 = memref.load %w5[%a94] : memref<?xi32>
+          %ld101 = memref.load %w5[%a95] : memref<?xi32>
+          %ld102 = memref.load %w5[%sel97] : memref<?xi32>
+          %s103 = arith.shrui %ld98, %c16_i32 : i32
+          %s104 = arith.shli %ld99, %c16_i32 : i32
+          %o105 = arith.ori %s103, %s104 : i32
+          %sel106 = arith.select %od92, %o105, %ld98 : i32
+          %s107 = arith.shrui %ld99, %c16_i32 : i32
+          %s108 = arith.shli %ld100, %c16_i32 : i32
+          %o109 = arith.ori %s107, %s108 : i32
+          %sel110 = arith.select %od92, %o109, %ld99 : i32
+          %s111 = arith.shrui %ld100, %c16_i32 : i32
+          %s112 = arith.shli %ld101, %c16_i32 : i32
+          %o113 = arith.ori %s111, %s112 : i32
+          %sel114 = arith.select %od92, %o113, %ld100 : i32
+          %s115 = arith.shrui %ld101, %c16_i32 : i32
+          %s116 = arith.shli %ld102, %c16_i32 : i32
+          %o117 = arith.ori %s115, %s116 : i32
+          %sel118 = arith.select %od92, %o117, %ld101 : i32
+          %a119 = arith.addi %u, %c64_index : index
+          %vr120 = arith.cmpi ult, %a119, %units : index
+          %uc121 = arith.select %vr120, %a119, %u : index
+          %b122 = arith.divui %uc121, %c2_index : index
+          %q123 = arith.remui %uc121, %c2_index : index
+          %a124 = arith.addi %m9, %b122 : index
+          %m125 = arith.muli %a124, %c34_index : index
+          %w126 = arith.shrui %m125, %c2_index : index
+          %ld127 = memref.load %w5[%w126] : memref<?xi32>
+          %a128 = arith.addi %m125, %c2_index : index
+          %w129 = arith.shrui %a128, %c2_index : index
+          %ld130 = memref.load %w5[%w129] : memref<?xi32>
+          %n131 = arith.index_cast %m125 : index to i32
+          %b132 = arith.andi %n131, %c2_i32 : i32
+          %s133 = arith.shli %b132, %c3_i32 : i32
+          %s134 = arith.shrui %ld127, %s133 : i32
+          %s135 = arith.subi %c16_i32, %s133 : i32
+          %s136 = arith.shli %ld130, %c16_i32 : i32
+          %s137 = arith.shli %s136, %s135 : i32
+          %o138 = arith.ori %s134, %s137 : i32
+          %h139 = arith.trunci %o138 : i32 to i16
+          %h140 = arith.bitcast %h139 : i16 to f16
+          %h141 = arith.extf %h140 : f16 to f32
+          %m142 = arith.muli %q123, %c16_index : index
+          %a143 = arith.addi %m142, %c2_index : index
+          %a144 = arith.addi %m125, %a143 : index
+          %w145 = arith.shrui %a144, %c2_index : index
+          %n146 = arith.index_cast %a144 : index to i32
+          %b147 = arith.andi %n146, %c2_i32 : i32
+          %od148 = arith.cmpi ne, %b147, %c0_i32 : i32
+          %a149 = arith.addi %w145, %c1_index : index
+          %a150 = arith.addi %w145, %c2_index : index
+          %a151 = arith.addi %w145, %c3_index : index
+          %a152 = arith.addi %w145, %c4_index : index
+          %sel153 = arith.select %od148, %a152, %a151 : index
+          %ld154 = memref.load %w5[%w145] : memref<?xi32>
+          %ld155 = memref.load %w5[%a149] : memref<?xi32>
+          %ld156 = memref.load %w5[%a150] : memref<?xi32>
+          %ld157 = memref.load %w5[%a151] : memref<?xi32>
+          %ld158 = memref.load %w5[%sel153] : memref<?xi32>
+          %s159 = arith.shrui %ld154, %c16_i32 : i32
+          %s160 = arith.shli %ld155, %c16_i32 : i32
+          %o161 = arith.ori %s159, %s160 : i32
+          %sel162 = arith.select %od148, %o161, %ld154 : i32
+          %s163 = arith.shrui %ld155, %c16_i32 : i32
+          %s164 = arith.shli %ld156, %c16_i32 : i32
+          %o165 = arith.ori %s163, %s164 : i32
+          %sel166 = arith.select %od148, %o165, %ld155 : i32
+          %s167 = arith.shrui %ld156, %c16_i32 : i32
+          %s168 = arith.shli %ld157, %c16_i32 : i32
+          %o169 = arith.ori %s167, %s168 : i32
+          %sel170 = arith.select %od148, %o169, %ld156 : i32
+          %s171 = arith.shrui %ld157, %c16_i32 : i32
+          %s172 = arith.shli %ld158, %c16_i32 : i32
+          %o173 = arith.ori %s171, %s172 : i32
+          %sel174 = arith.select %od148, %o173, %ld157 : i32
+          %m175 = arith.muli %t0, %K32 : index
+          %a176 = arith.addi %m175, %b10 : index
+          %m177 = arith.muli %a176, %c2_index : index
+          %a178 = arith.addi %m177, %q11 : index
+          %xq179 = memref.load %xq[%a178] : memref<?xvector<4xi32>>
+          %ds180 = memref.load %xds[%a176] : memref<?xvector<4xf32>>
+          %dx181 = vector.extract %ds180[0] : f32 from vector<4xf32>
+          %xw182 = vector.extract %xq179[0] : i32 from vector<4xi32>
+          %dp183 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel50, %xw182, %c0_i32 : (i32, i32, i32) -> i32
+          %xw184 = vector.extract %xq179[1] : i32 from vector<4xi32>
+          %dp185 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel54, %xw184, %dp183 : (i32, i32, i32) -> i32
+          %xw186 = vector.extract %xq179[2] : i32 from vector<4xi32>
+          %dp187 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel58, %xw186, %dp185 : (i32, i32, i32) -> i32
+          %xw188 = vector.extract %xq179[3] : i32 from vector<4xi32>
+          %dp189 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel62, %xw188, %dp187 : (i32, i32, i32) -> i32
+          %af190 = arith.sitofp %dp189 : i32 to f32
+          %f191 = arith.mulf %h29, %dx181 : f32
+          %f192 = arith.mulf %f191, %af190 : f32
+          %f193 = arith.addf %sacc0, %f192 : f32
+          %m194 = arith.muli %t0, %K32 : index
+          %a195 = arith.addi %m194, %b66 : index
+          %m196 = arith.muli %a195, %c2_index : index
+          %a197 = arith.addi %m196, %q67 : index
+          %xq198 = memref.load %xq[%a197] : memref<?xvector<4xi32>>
+          %ds199 = memref.load %xds[%a195] : memref<?xvector<4xf32>>
+          %dx200 = vector.extract %ds199[0] : f32 from vector<4xf32>
+          %xw201 = vector.extract %xq198[0] : i32 from vector<4xi32>
+          %dp202 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel106, %xw201, %c0_i32 : (i32, i32, i32) -> i32
+          %xw203 = vector.extract %xq198[1] : i32 from vector<4xi32>
+          %dp204 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel110, %xw203, %dp202 : (i32, i32, i32) -> i32
+          %xw205 = vector.extract %xq198[2] : i32 from vector<4xi32>
+          %dp206 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel114, %xw205, %dp204 : (i32, i32, i32) -> i32
+          %xw207 = vector.extract %xq198[3] : i32 from vector<4xi32>
+          %dp208 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel118, %xw207, %dp206 : (i32, i32, i32) -> i32
+          %af209 = arith.sitofp %dp208 : i32 to f32
+          %f210 = arith.mulf %h85, %dx200 : f32
+          %f211 = arith.mulf %f210, %af209 : f32
+          %sel212 = arith.select %vr64, %f211, %c0p0_f32 : f32
+          %f213 = arith.addf %f193, %sel212 : f32
+          %m214 = arith.muli %t0, %K32 : index
+          %a215 = arith.addi %m214, %b122 : index
+          %m216 = arith.muli %a215, %c2_index : index
+          %a217 = arith.addi %m216, %q123 : index
+          %xq218 = memref.load %xq[%a217] : memref<?xvector<4xi32>>
+          %ds219 = memref.load %xds[%a215] : memref<?xvector<4xf32>>
+          %dx220 = vector.extract %ds219[0] : f32 from vector<4xf32>
+          %xw221 = vector.extract %xq218[0] : i32 from vector<4xi32>
+          %dp222 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel162, %xw221, %c0_i32 : (i32, i32, i32) -> i32
+          %xw223 = vector.extract %xq218[1] : i32 from vector<4xi32>
+          %dp224 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel166, %xw223, %dp222 : (i32, i32, i32) -> i32
+          %xw225 = vector.extract %xq218[2] : i32 from vector<4xi32>
+          %dp226 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel170, %xw225, %dp224 : (i32, i32, i32) -> i32
+          %xw227 = vector.extract %xq218[3] : i32 from vector<4xi32>
+          %dp228 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel174, %xw227, %dp226 : (i32, i32, i32) -> i32
+          %af229 = arith.sitofp %dp228 : i32 to f32
+          %f230 = arith.mulf %h141, %dx220 : f32
+          %f231 = arith.mulf %f230, %af229 : f32
+          %sel232 = arith.select %vr120, %f231, %c0p0_f32 : f32
+          %f233 = arith.addf %f213, %sel232 : f32
+          scf.yield %f233 : f32
         }
         scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
       } else {
@@ -2156,233 +2153,232 @@ module attributes {gpu.container_module} {
           memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
         }
         scf.for %u = %lane to %units step %c32_index {
-          %b237 = arith.divui %u, %c2_index : index
-          %q238 = arith.remui %u, %c2_index : index
-          %a239 = arith.addi %m9, %b237 : index
-          %m240 = arith.muli %a239, %c34_index : index
-          %w241 = arith.shrui %m240, %c2_index : index
+          %b234 = arith.divui %u, %c2_index : index
+          %q235 = arith.remui %u, %c2_index : index
+          %a236 = arith.addi %m9, %b234 : index
+          %m237 = arith.muli %a236, %c34_index : index
+          %w238 = arith.shrui %m237, %c2_index : index
+          %ld239 = memref.load %w5[%w238] : memref<?xi32>
+          %a240 = arith.addi %m237, %c2_index : index
+          %w241 = arith.shrui %a240, %c2_index : index
           %ld242 = memref.load %w5[%w241] : memref<?xi32>
-          %a243 = arith.addi %m240, %c2_index : index
-          %w244 = arith.shrui %a243, %c2_index : index
-          %ld245 = memref.load %w5[%w244] : memref<?xi32>
-          %n246 = arith.index_cast %m240 : index to i32
-          %b247 = arith.andi %n246, %c2_i32 : i32
-          %s248 = arith.shli %b247, %c3_i32 : i32
-          %s249 = arith.shrui %ld242, %s248 : i32
-          %s250 = arith.subi %c16_i32, %s248 : i32
-          %s251 = arith.shli %ld245, %c16_i32 : i32
-          %s252 = arith.shli %s251, %s250 : i32
-          %o253 = arith.ori %s249, %s252 : i32
-          %h254 = arith.trunci %o253 : i32 to i16
-          %h255 = arith.bitcast %h254 : i16 to f16
-          %h256 = arith.extf %h255 : f16 to f32
-          %m257 = arith.muli %q238, %c16_index : index
-          %a258 = arith.addi %m257, %c2_index : index
-          %a259 = arith.addi %m240, %a258 : index
-          %w260 = arith.shrui %a259, %c2_index : index
-          %n261 = arith.index_cast %a259 : index to i32
-          %b262 = arith.andi %n261, %c2_i32 : i32
-          %od263 = arith.cmpi ne, %b262, %c0_i32 : i32
-          %a264 = arith.addi %w260, %c4_index : index
-          %a265 = arith.addi %w260, %c3_index : index
-          %sel266 = arith.select %od263, %a264, %a265 : index
-          %ld267 = memref.load %w5[%w260] : memref<?xi32>
-          %a268 = arith.addi %w260, %c1_index : index
-          %ld269 = memref.load %w5[%a268] : memref<?xi32>
-          %a270 = arith.addi %w260, %c2_index : index
-          %ld271 = memref.load %w5[%a270] : memref<?xi32>
-          %a272 = arith.addi %w260, %c3_index : index
-          %ld273 = memref.load %w5[%a272] : memref<?xi32>
-          %ld274 = memref.load %w5[%sel266] : memref<?xi32>
+          %n243 = arith.index_cast %m237 : index to i32
+          %b244 = arith.andi %n243, %c2_i32 : i32
+          %s245 = arith.shli %b244, %c3_i32 : i32
+          %s246 = arith.shrui %ld239, %s245 : i32
+          %s247 = arith.subi %c16_i32, %s245 : i32
+          %s248 = arith.shli %ld242, %c16_i32 : i32
+          %s249 = arith.shli %s248, %s247 : i32
+          %o250 = arith.ori %s246, %s249 : i32
+          %h251 = arith.trunci %o250 : i32 to i16
+          %h252 = arith.bitcast %h251 : i16 to f16
+          %h253 = arith.extf %h252 : f16 to f32
+          %m254 = arith.muli %q235, %c16_index : index
+          %a255 = arith.addi %m254, %c2_index : index
+          %a256 = arith.addi %m237, %a255 : index
+          %w257 = arith.shrui %a256, %c2_index : index
+          %n258 = arith.index_cast %a256 : index to i32
+          %b259 = arith.andi %n258, %c2_i32 : i32
+          %od260 = arith.cmpi ne, %b259, %c0_i32 : i32
+          %a261 = arith.addi %w257, %c1_index : index
+          %a262 = arith.addi %w257, %c2_index : index
+          %a263 = arith.addi %w257, %c3_index : index
+          %a264 = arith.addi %w257, %c4_index : index
+          %sel265 = arith.select %od260, %a264, %a263 : index
+          %ld266 = memref.load %w5[%w257] : memref<?xi32>
+          %ld267 = memref.load %w5[%a261] : memref<?xi32>
+          %ld268 = memref.load %w5[%a262] : memref<?xi32>
+          %ld269 = memref.load %w5[%a263] : memref<?xi32>
+          %ld270 = memref.load %w5[%sel265] : memref<?xi32>
+          %s271 = arith.shrui %ld266, %c16_i32 : i32
+          %s272 = arith.shli %ld267, %c16_i32 : i32
+          %o273 = arith.ori %s271, %s272 : i32
+          %sel274 = arith.select %od260, %o273, %ld266 : i32
           %s275 = arith.shrui %ld267, %c16_i32 : i32
-          %s276 = arith.shli %ld269, %c16_i32 : i32
+          %s276 = arith.shli %ld268, %c16_i32 : i32
           %o277 = arith.ori %s275, %s276 : i32
-          %sel278 = arith.select %od263, %o277, %ld267 : i32
-          %s279 = arith.shrui %ld269, %c16_i32 : i32
-          %s280 = arith.shli %ld271, %c16_i32 : i32
+          %sel278 = arith.select %od260, %o277, %ld267 : i32
+          %s279 = arith.shrui %ld268, %c16_i32 : i32
+          %s280 = arith.shli %ld269, %c16_i32 : i32
           %o281 = arith.ori %s279, %s280 : i32
-          %sel282 = arith.select %od263, %o281, %ld269 : i32
-          %s283 = arith.shrui %ld271, %c16_i32 : i32
-          %s284 = arith.shli %ld273, %c16_i32 : i32
+          %sel282 = arith.select %od260, %o281, %ld268 : i32
+          %s283 = arith.shrui %ld269, %c16_i32 : i32
+          %s284 = arith.shli %ld270, %c16_i32 : i32
           %o285 = arith.ori %s283, %s284 : i32
-          %sel286 = arith.select %od263, %o285, %ld271 : i32
-          %s287 = arith.shrui %ld273, %c16_i32 : i32
-          %s288 = arith.shli %ld274, %c16_i32 : i32
-          %o289 = arith.ori %s287, %s288 : i32
-          %sel290 = arith.select %od263, %o289, %ld273 : i32
+          %sel286 = arith.select %od260, %o285, %ld269 : i32
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m291 = arith.muli %tg, %K32 : index
-            %a292 = arith.addi %m291, %b237 : index
-            %m293 = arith.muli %a292, %c2_index : index
-            %a294 = arith.addi %m293, %q238 : index
-            %xq295 = memref.load %xq[%a294] : memref<?xvector<4xi32>>
-            %ds296 = memref.load %xds[%a292] : memref<?xvector<4xf32>>
-            %dx297 = vector.extract %ds296[0] : f32 from vector<4xf32>
-            %xw298 = vector.extract %xq295[0] : i32 from vector<4xi32>
-            %dp299 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel278, %xw298, %c0_i32 : (i32, i32, i32) -> i32
-            %xw300 = vector.extract %xq295[1] : i32 from vector<4xi32>
-            %dp301 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel282, %xw300, %dp299 : (i32, i32, i32) -> i32
-            %xw302 = vector.extract %xq295[2] : i32 from vector<4xi32>
-            %dp303 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel286, %xw302, %dp301 : (i32, i32, i32) -> i32
-            %xw304 = vector.extract %xq295[3] : i32 from vector<4xi32>
-            %dp305 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel290, %xw304, %dp303 : (i32, i32, i32) -> i32
-            %af306 = arith.sitofp %dp305 : i32 to f32
-            %f307 = arith.mulf %h256, %dx297 : f32
-            %f308 = arith.mulf %f307, %af306 : f32
-            %m309 = arith.muli %t, %c128_index : index
-            %a310 = arith.addi %m309, %tid : index
-            %old311 = memref.load %slots[%a310] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %f312 = arith.addf %old311, %f308 : f32
-            memref.store %f312, %slots[%a310] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %m287 = arith.muli %tg, %K32 : index
+            %a288 = arith.addi %m287, %b234 : index
+            %m289 = arith.muli %a288, %c2_index : index
+            %a290 = arith.addi %m289, %q235 : index
+            %xq291 = memref.load %xq[%a290] : memref<?xvector<4xi32>>
+            %ds292 = memref.load %xds[%a288] : memref<?xvector<4xf32>>
+            %dx293 = vector.extract %ds292[0] : f32 from vector<4xf32>
+            %xw294 = vector.extract %xq291[0] : i32 from vector<4xi32>
+            %dp295 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel274, %xw294, %c0_i32 : (i32, i32, i32) -> i32
+            %xw296 = vector.extract %xq291[1] : i32 from vector<4xi32>
+            %dp297 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel278, %xw296, %dp295 : (i32, i32, i32) -> i32
+            %xw298 = vector.extract %xq291[2] : i32 from vector<4xi32>
+            %dp299 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel282, %xw298, %dp297 : (i32, i32, i32) -> i32
+            %xw300 = vector.extract %xq291[3] : i32 from vector<4xi32>
+            %dp301 = llvm.inline_asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r" %sel286, %xw300, %dp299 : (i32, i32, i32) -> i32
+            %af302 = arith.sitofp %dp301 : i32 to f32
+            %f303 = arith.mulf %h253, %dx293 : f32
+            %f304 = arith.mulf %f303, %af302 : f32
+            %m305 = arith.muli %t, %c128_index : index
+            %a306 = arith.addi %m305, %tid : index
+            %old307 = memref.load %slots[%a306] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %f308 = arith.addf %old307, %f304 : f32
+            memref.store %f308, %slots[%a306] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv313 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a314 = arith.addi %tid, %c128_index : index
+        %sv309 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a310 = arith.addi %tid, %c128_index : index
+        %sv311 = memref.load %slots[%a310] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a312 = arith.addi %tid, %c256_index : index
+        %sv313 = memref.load %slots[%a312] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a314 = arith.addi %tid, %c384_index : index
         %sv315 = memref.load %slots[%a314] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a316 = arith.addi %tid, %c256_index : index
+        %a316 = arith.addi %tid, %c512_index : index
         %sv317 = memref.load %slots[%a316] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a318 = arith.addi %tid, %c384_index : index
+        %a318 = arith.addi %tid, %c640_index : index
         %sv319 = memref.load %slots[%a318] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a320 = arith.addi %tid, %c512_index : index
+        %a320 = arith.addi %tid, %c768_index : index
         %sv321 = memref.load %slots[%a320] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a322 = arith.addi %tid, %c640_index : index
+        %a322 = arith.addi %tid, %c896_index : index
         %sv323 = memref.load %slots[%a322] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a324 = arith.addi %tid, %c768_index : index
-        %sv325 = memref.load %slots[%a324] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a326 = arith.addi %tid, %c896_index : index
-        %sv327 = memref.load %slots[%a326] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv313, %sv315, %sv317, %sv319, %sv321, %sv323, %sv325, %sv327 : f32, f32, f32, f32, f32, f32, f32, f32
+        scf.yield %sv309, %sv311, %sv313, %sv315, %sv317, %sv319, %sv321, %sv323 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %y328 = arith.select %in13, %y1, %y2 : memref<?xf32>
-      %y329 = arith.select %in02, %y0, %y328 : memref<?xf32>
-      %bias330 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
-      %bias331 = arith.select %in02, %bias0, %bias330 : memref<?xf32>
-      %Ni332 = arith.select %in13, %N1i, %N2i : index
-      %Ni333 = arith.select %in02, %N0i, %Ni332 : index
-      %bflag334 = arith.select %in13, %c4_i32, %c8_i32 : i32
-      %bflag335 = arith.select %in02, %c1_i32, %bflag334 : i32
-      %rflag336 = arith.select %in13, %c0_i32, %c0_i32 : i32
-      %rflag337 = arith.select %in02, %c2_i32, %rflag336 : i32
+      %y324 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y325 = arith.select %in02, %y0, %y324 : memref<?xf32>
+      %bias326 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias327 = arith.select %in02, %bias0, %bias326 : memref<?xf32>
+      %Ni328 = arith.select %in13, %N1i, %N2i : index
+      %Ni329 = arith.select %in02, %N0i, %Ni328 : index
+      %bflag330 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag331 = arith.select %in02, %c1_i32, %bflag330 : i32
+      %rflag332 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag333 = arith.select %in02, %c2_i32, %rflag332 : i32
       %lane0 = arith.cmpi eq, %lane, %c0_index : index
       %fin:3 = scf.if %one -> (f32, index, i1) {
-        %sh338:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-        %f339 = arith.addf %acc_r#0, %sh338#0 : f32
-        %sh340:2 = gpu.shuffle xor %f339, %c2_i32, %c32_i32 : f32
+        %sh334:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f335 = arith.addf %acc_r#0, %sh334#0 : f32
+        %sh336:2 = gpu.shuffle xor %f335, %c2_i32, %c32_i32 : f32
+        %f337 = arith.addf %f335, %sh336#0 : f32
+        %sh338:2 = gpu.shuffle xor %f337, %c1_i32, %c32_i32 : f32
+        %f339 = arith.addf %f337, %sh338#0 : f32
+        %sh340:2 = gpu.shuffle xor %f339, %c8_i32, %c32_i32 : f32
         %f341 = arith.addf %f339, %sh340#0 : f32
-        %sh342:2 = gpu.shuffle xor %f341, %c1_i32, %c32_i32 : f32
+        %sh342:2 = gpu.shuffle xor %f341, %c16_i32, %c32_i32 : f32
         %f343 = arith.addf %f341, %sh342#0 : f32
-        %sh344:2 = gpu.shuffle xor %f343, %c8_i32, %c32_i32 : f32
-        %f345 = arith.addf %f343, %sh344#0 : f32
-        %sh346:2 = gpu.shuffle xor %f345, %c16_i32, %c32_i32 : f32
-        %f347 = arith.addf %f345, %sh346#0 : f32
-        %wr348 = arith.andi %lane0, %live1 : i1
-        scf.yield %f347, %t0, %wr348 : f32, index, i1
+        %wr344 = arith.andi %lane0, %live1 : i1
+        scf.yield %f343, %t0, %wr344 : f32, index, i1
       } else {
         %seg = arith.divui %lane, %c8_index : index
         %sl = arith.remui %lane, %c8_index : index
         %lead = arith.cmpi eq, %sl, %c0_index : index
         %pbase1 = arith.muli %rowgrp, %c32_index : index
         %pbase = arith.addi %pbase1, %seg : index
-        %sh349:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-        %f350 = arith.addf %acc_r#0, %sh349#0 : f32
-        %sh351:2 = gpu.shuffle xor %f350, %c2_i32, %c32_i32 : f32
-        %f352 = arith.addf %f350, %sh351#0 : f32
-        %sh353:2 = gpu.shuffle xor %f352, %c1_i32, %c32_i32 : f32
-        %f354 = arith.addf %f352, %sh353#0 : f32
-        %c355 = scf.if %tok1 -> (f32) {
-          %sh356:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-          %f357 = arith.addf %acc_r#1, %sh356#0 : f32
-          %sh358:2 = gpu.shuffle xor %f357, %c2_i32, %c32_i32 : f32
-          %f359 = arith.addf %f357, %sh358#0 : f32
-          %sh360:2 = gpu.shuffle xor %f359, %c1_i32, %c32_i32 : f32
-          %f361 = arith.addf %f359, %sh360#0 : f32
-          scf.yield %f361 : f32
+        %sh345:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f346 = arith.addf %acc_r#0, %sh345#0 : f32
+        %sh347:2 = gpu.shuffle xor %f346, %c2_i32, %c32_i32 : f32
+        %f348 = arith.addf %f346, %sh347#0 : f32
+        %sh349:2 = gpu.shuffle xor %f348, %c1_i32, %c32_i32 : f32
+        %f350 = arith.addf %f348, %sh349#0 : f32
+        %c351 = scf.if %tok1 -> (f32) {
+          %sh352:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f353 = arith.addf %acc_r#1, %sh352#0 : f32
+          %sh354:2 = gpu.shuffle xor %f353, %c2_i32, %c32_i32 : f32
+          %f355 = arith.addf %f353, %sh354#0 : f32
+          %sh356:2 = gpu.shuffle xor %f355, %c1_i32, %c32_i32 : f32
+          %f357 = arith.addf %f355, %sh356#0 : f32
+          scf.yield %f357 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c362 = scf.if %tok2 -> (f32) {
-          %sh363:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-          %f364 = arith.addf %acc_r#2, %sh363#0 : f32
-          %sh365:2 = gpu.shuffle xor %f364, %c2_i32, %c32_i32 : f32
-          %f366 = arith.addf %f364, %sh365#0 : f32
-          %sh367:2 = gpu.shuffle xor %f366, %c1_i32, %c32_i32 : f32
-          %f368 = arith.addf %f366, %sh367#0 : f32
-          scf.yield %f368 : f32
+        %c358 = scf.if %tok2 -> (f32) {
+          %sh359:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f360 = arith.addf %acc_r#2, %sh359#0 : f32
+          %sh361:2 = gpu.shuffle xor %f360, %c2_i32, %c32_i32 : f32
+          %f362 = arith.addf %f360, %sh361#0 : f32
+          %sh363:2 = gpu.shuffle xor %f362, %c1_i32, %c32_i32 : f32
+          %f364 = arith.addf %f362, %sh363#0 : f32
+          scf.yield %f364 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c369 = scf.if %tok3 -> (f32) {
-          %sh370:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-          %f371 = arith.addf %acc_r#3, %sh370#0 : f32
-          %sh372:2 = gpu.shuffle xor %f371, %c2_i32, %c32_i32 : f32
-          %f373 = arith.addf %f371, %sh372#0 : f32
-          %sh374:2 = gpu.shuffle xor %f373, %c1_i32, %c32_i32 : f32
-          %f375 = arith.addf %f373, %sh374#0 : f32
-          scf.yield %f375 : f32
+        %c365 = scf.if %tok3 -> (f32) {
+          %sh366:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f367 = arith.addf %acc_r#3, %sh366#0 : f32
+          %sh368:2 = gpu.shuffle xor %f367, %c2_i32, %c32_i32 : f32
+          %f369 = arith.addf %f367, %sh368#0 : f32
+          %sh370:2 = gpu.shuffle xor %f369, %c1_i32, %c32_i32 : f32
+          %f371 = arith.addf %f369, %sh370#0 : f32
+          scf.yield %f371 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c376 = scf.if %tok4 -> (f32) {
-          %sh377:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-          %f378 = arith.addf %acc_r#4, %sh377#0 : f32
-          %sh379:2 = gpu.shuffle xor %f378, %c2_i32, %c32_i32 : f32
-          %f380 = arith.addf %f378, %sh379#0 : f32
-          %sh381:2 = gpu.shuffle xor %f380, %c1_i32, %c32_i32 : f32
-          %f382 = arith.addf %f380, %sh381#0 : f32
-          scf.yield %f382 : f32
+        %c372 = scf.if %tok4 -> (f32) {
+          %sh373:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f374 = arith.addf %acc_r#4, %sh373#0 : f32
+          %sh375:2 = gpu.shuffle xor %f374, %c2_i32, %c32_i32 : f32
+          %f376 = arith.addf %f374, %sh375#0 : f32
+          %sh377:2 = gpu.shuffle xor %f376, %c1_i32, %c32_i32 : f32
+          %f378 = arith.addf %f376, %sh377#0 : f32
+          scf.yield %f378 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c383 = scf.if %tok5 -> (f32) {
-          %sh384:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-          %f385 = arith.addf %acc_r#5, %sh384#0 : f32
-          %sh386:2 = gpu.shuffle xor %f385, %c2_i32, %c32_i32 : f32
-          %f387 = arith.addf %f385, %sh386#0 : f32
-          %sh388:2 = gpu.shuffle xor %f387, %c1_i32, %c32_i32 : f32
-          %f389 = arith.addf %f387, %sh388#0 : f32
-          scf.yield %f389 : f32
+        %c379 = scf.if %tok5 -> (f32) {
+          %sh380:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f381 = arith.addf %acc_r#5, %sh380#0 : f32
+          %sh382:2 = gpu.shuffle xor %f381, %c2_i32, %c32_i32 : f32
+          %f383 = arith.addf %f381, %sh382#0 : f32
+          %sh384:2 = gpu.shuffle xor %f383, %c1_i32, %c32_i32 : f32
+          %f385 = arith.addf %f383, %sh384#0 : f32
+          scf.yield %f385 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c390 = scf.if %tok6 -> (f32) {
-          %sh391:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-          %f392 = arith.addf %acc_r#6, %sh391#0 : f32
-          %sh393:2 = gpu.shuffle xor %f392, %c2_i32, %c32_i32 : f32
-          %f394 = arith.addf %f392, %sh393#0 : f32
-          %sh395:2 = gpu.shuffle xor %f394, %c1_i32, %c32_i32 : f32
-          %f396 = arith.addf %f394, %sh395#0 : f32
-          scf.yield %f396 : f32
+        %c386 = scf.if %tok6 -> (f32) {
+          %sh387:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f388 = arith.addf %acc_r#6, %sh387#0 : f32
+          %sh389:2 = gpu.shuffle xor %f388, %c2_i32, %c32_i32 : f32
+          %f390 = arith.addf %f388, %sh389#0 : f32
+          %sh391:2 = gpu.shuffle xor %f390, %c1_i32, %c32_i32 : f32
+          %f392 = arith.addf %f390, %sh391#0 : f32
+          scf.yield %f392 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c397 = scf.if %tok7 -> (f32) {
-          %sh398:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-          %f399 = arith.addf %acc_r#7, %sh398#0 : f32
-          %sh400:2 = gpu.shuffle xor %f399, %c2_i32, %c32_i32 : f32
-          %f401 = arith.addf %f399, %sh400#0 : f32
-          %sh402:2 = gpu.shuffle xor %f401, %c1_i32, %c32_i32 : f32
-          %f403 = arith.addf %f401, %sh402#0 : f32
-          scf.yield %f403 : f32
+        %c393 = scf.if %tok7 -> (f32) {
+          %sh394:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f395 = arith.addf %acc_r#7, %sh394#0 : f32
+          %sh396:2 = gpu.shuffle xor %f395, %c2_i32, %c32_i32 : f32
+          %f397 = arith.addf %f395, %sh396#0 : f32
+          %sh398:2 = gpu.shuffle xor %f397, %c1_i32, %c32_i32 : f32
+          %f399 = arith.addf %f397, %sh398#0 : f32
+          scf.yield %f399 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
         scf.if %lead {
-          memref.store %f354, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a404 = arith.addi %pbase, %c4_index : index
-          memref.store %c355, %acc[%a404] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a405 = arith.addi %pbase, %c8_index : index
-          memref.store %c362, %acc[%a405] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a406 = arith.addi %pbase, %c12_index : index
-          memref.store %c369, %acc[%a406] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a407 = arith.addi %pbase, %c16_index : index
-          memref.store %c376, %acc[%a407] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a408 = arith.addi %pbase, %c20_index : index
-          memref.store %c383, %acc[%a408] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a409 = arith.addi %pbase, %c24_index : index
-          memref.store %c390, %acc[%a409] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a410 = arith.addi %pbase, %c28_index : index
-          memref.store %c397, %acc[%a410] : memref<128xf32, #gpu.address_space<workgroup>>
+          memref.store %f350, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a400 = arith.addi %pbase, %c4_index : index
+          memref.store %c351, %acc[%a400] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a401 = arith.addi %pbase, %c8_index : index
+          memref.store %c358, %acc[%a401] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a402 = arith.addi %pbase, %c12_index : index
+          memref.store %c365, %acc[%a402] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a403 = arith.addi %pbase, %c16_index : index
+          memref.store %c372, %acc[%a403] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a404 = arith.addi %pbase, %c20_index : index
+          memref.store %c379, %acc[%a404] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a405 = arith.addi %pbase, %c24_index : index
+          memref.store %c386, %acc[%a405] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a406 = arith.addi %pbase, %c28_index : index
+          memref.store %c393, %acc[%a406] : memref<128xf32, #gpu.address_space<workgroup>>
         }
         gpu.barrier
         %wr0 = arith.cmpi ult, %lane, %tb : index
@@ -2390,41 +2386,41 @@ module attributes {gpu.container_module} {
         %lt = arith.minui %lane, %c7_index : index
         %l4 = arith.muli %lt, %c4_index : index
         %si0 = arith.addi %pbase1, %l4 : index
-        %p411 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a412 = arith.addi %si0, %c1_index : index
+        %p407 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a408 = arith.addi %si0, %c1_index : index
+        %p409 = memref.load %acc[%a408] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a410 = arith.addi %si0, %c2_index : index
+        %p411 = memref.load %acc[%a410] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a412 = arith.addi %si0, %c3_index : index
         %p413 = memref.load %acc[%a412] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a414 = arith.addi %si0, %c2_index : index
-        %p415 = memref.load %acc[%a414] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a416 = arith.addi %si0, %c3_index : index
-        %p417 = memref.load %acc[%a416] : memref<128xf32, #gpu.address_space<workgroup>>
-        %f418 = arith.addf %p411, %p413 : f32
-        %f419 = arith.addf %p415, %p417 : f32
-        %f420 = arith.addf %f418, %f419 : f32
-        %wr421 = arith.andi %wr0, %live1 : i1
-        scf.yield %f420, %tg, %wr421 : f32, index, i1
+        %f414 = arith.addf %p407, %p409 : f32
+        %f415 = arith.addf %p411, %p413 : f32
+        %f416 = arith.addf %f414, %f415 : f32
+        %wr417 = arith.andi %wr0, %live1 : i1
+        scf.yield %f416, %tg, %wr417 : f32, index, i1
       }
       scf.if %fin#2 {
-        %m422 = arith.muli %fin#1, %Ni333 : index
-        %a423 = arith.addi %m422, %n8 : index
-        %b424 = arith.andi %flags, %bflag335 : i32
-        %hb425 = arith.cmpi ne, %b424, %c0_i32 : i32
-        %wb426 = scf.if %hb425 -> (f32) {
-          %bv427 = memref.load %bias331[%n8] : memref<?xf32>
-          %f428 = arith.addf %fin#0, %bv427 : f32
-          scf.yield %f428 : f32
+        %m418 = arith.muli %fin#1, %Ni329 : index
+        %a419 = arith.addi %m418, %n8 : index
+        %b420 = arith.andi %flags, %bflag331 : i32
+        %hb421 = arith.cmpi ne, %b420, %c0_i32 : i32
+        %wb422 = scf.if %hb421 -> (f32) {
+          %bv423 = memref.load %bias327[%n8] : memref<?xf32>
+          %f424 = arith.addf %fin#0, %bv423 : f32
+          scf.yield %f424 : f32
         } else {
           scf.yield %fin#0 : f32
         }
-        %b429 = arith.andi %flags, %rflag337 : i32
-        %hr430 = arith.cmpi ne, %b429, %c0_i32 : i32
-        %o431 = scf.if %hr430 -> (f32) {
-          %rv432 = memref.load %res[%a423] : memref<?xf32>
-          %f433 = arith.addf %wb426, %rv432 : f32
-          scf.yield %f433 : f32
+        %b425 = arith.andi %flags, %rflag333 : i32
+        %hr426 = arith.cmpi ne, %b425, %c0_i32 : i32
+        %o427 = scf.if %hr426 -> (f32) {
+          %rv428 = memref.load %res[%a419] : memref<?xf32>
+          %f429 = arith.addf %wb422, %rv428 : f32
+          scf.yield %f429 : f32
         } else {
-          scf.yield %wb426 : f32
+          scf.yield %wb422 : f32
         }
-        memref.store %o431, %y329[%a423] : memref<?xf32>
+        memref.store %o427, %y325[%a419] : memref<?xf32>
       }
       gpu.return
     }

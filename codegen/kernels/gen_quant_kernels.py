@@ -274,8 +274,8 @@ def dequant_unit(e, fmt, blockbyte, q):
 # changed nothing), and a 7B row of 3,584 weights is only 3.5 unit passes a lane: two rows a
 # warp (80 registers) take Qwen2.5-Coder-7B's four decode launches in 61.8 us against 65.8
 # for one row, and 182 us against 255 at eight tokens. A 32-byte chunk a unit (both
-# sub-blocks, units=4) with two rows a warp was 6% faster at one token and 1.3x slower at
-# eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
+# sub-blocks; tried in that tuning, not kept) with two rows a warp was 6% faster at one
+# token and 1.3x slower at eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
 # four. Q6_K (a unit: one 32-weight activation block, 72 registers: without a spill on
 # sm_80), Q4_1 and Q5_0 (a unit: one block, two in flight, 72 registers) are not yet
 # timed on the H200 (bench/tune_q8x.sh has their variants). Each fits its
@@ -288,6 +288,18 @@ Q8X = {
     "q4_1": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
     "q5_0": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
 }
+
+
+def shuffle_xor_sum(e, v, offsets):
+    """v (f32) plus its partners' values by gpu.shuffle xor at each offset in turn (width
+    32): offsets 4, 2, 1 sum an aligned 8-lane segment (any subgroup of >= 8 lanes); 8 and
+    16 after them add the neighbouring segments, (s0 + s1) + (s2 + s3)."""
+    for off in offsets:
+        e.n += 1
+        sh = f"%sh{e.n}"
+        e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
+        v = e.fadd(v, f"{sh}#0")
+    return v
 
 
 def dp4a(e, a, b, acc, a_unsigned):
@@ -369,35 +381,13 @@ def q8x_weights(e, fmt, b, q, w, rowbase):
         # (two vectors, next to its neighbour's): a warp's activation loads touch half the
         # cache lines per weight that a lane per chunk (both sub-blocks) does, which the
         # many-token path, reading them once per token, is bound by (bench/RESULTS.md).
-        chunk = Q8X["q4_k"]["units"] == 4  # a unit is both sub-blocks of qs chunk q
+        assert Q8X["q4_k"]["units"] == 8, "q4_k's int8 unit is one 32-weight sub-block, 8 a block"
         vb = e.add(rowbase, e.mul(b, c(9)))
         hdr = e.v(f"memref.load {w}[{vb}] : {IVEC}", "hd")
-        p = q if chunk else e.v(f"arith.divui {q}, {c(2)} : index", "p")
+        p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
         qb = e.add(e.add(vb, c(1)), e.mul(p, c(2)))
         qv = [e.v(f"memref.load {w}[{qb}] : {IVEC}", "qv"),
               e.v(f"memref.load {w}[{e.add(qb, c(1))}] : {IVEC}", "qv")]
-
-        def dot_chunk(act):
-            # Sub-blocks 2p (low nibbles, activations xv[0..1]) and 2p + 1 (high, xv[2..3]).
-            xv, s_lo_blk, s_hi_blk = act
-            w0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from vector<4xi32>", "hw") for i in range(4)]
-            d, dmin = e.half(w0, False), e.half(w0, True)
-            j0 = e.shl(e.i32(p), e.ci(1))
-            terms = []
-            for jj, (dx, s_lo, s_hi) in enumerate((s_lo_blk, s_hi_blk)):
-                scale, mins = q4k_scale(e, d, dmin, s0, s1, s2, e.bor(j0, e.ci(jj)) if jj else j0)
-                acc = e.ci(0)
-                for h in range(2):
-                    for i in range(4):
-                        wd = e.v(f"vector.extract {qv[h]}[{i}] : i32 from vector<4xi32>", "qw")
-                        xw = e.v(f"vector.extract {xv[2 * jj + h]}[{i}] : i32 from vector<4xi32>", "xw")
-                        nib = e.band(e.shr(wd, e.ci(4)) if jj else wd, e.ci(0x0F0F0F0F))
-                        acc = dp4a(e, nib, xw, acc, True)
-                accf = e.v(f"arith.sitofp {acc} : i32 to f32", "af")
-                terms.append(e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi))))
-            return e.fadd(terms[0], terms[1])
-        if chunk:
-            return dot_chunk
 
         def dot(act):
             xv, dx, s_lo, s_hi = act
@@ -497,23 +487,12 @@ def q8x_weights(e, fmt, b, q, w, rowbase):
             return e.fmul(d, e.fadd(terms[0], terms[1]))
         return dot
     if fmt == "q8_0":
-        # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words
-        # from 5 aligned loads and a funnel shift when the block is 2 mod 4.
-        zero_i = e.ci(0)
+        # Unit q of block b: weights 16q .. 16q+15 (qs bytes 2 + 16q ..), 4 words from 5
+        # aligned loads and a funnel shift when the block is 2 mod 4 (the fifth only when
+        # the unit straddles it: a block ending on a word boundary may end the tensor).
         blockbyte = e.mul(e.add(rowbase, b), c(34))
         d = e.half(e.word("q8_0", blockbyte, w), False)
-        qb = e.add(blockbyte, e.add(e.mul(q, c(16)), c(2)))
-        wi = e.v(f"arith.shrui {qb}, {c(2)} : index", "w")
-        odd = e.v(f"arith.cmpi ne, {e.band(e.i32(qb), e.ci(2))}, {zero_i} : i32", "od")
-        # The fifth word only when the unit straddles it (a block ending on a word
-        # boundary may end the tensor).
-        w4 = e.v(f"arith.select {odd}, {e.add(wi, c(4))}, {e.add(wi, c(3))} : index", "sel")
-        raw = [e.v(f"memref.load {w}[{e.add(wi, c(i)) if i else wi}] : memref<?xi32>", "ld") for i in range(4)]
-        raw.append(e.v(f"memref.load {w}[{w4}] : memref<?xi32>", "ld"))
-        words = []
-        for i in range(4):
-            fun = e.bor(e.shr(raw[i], e.ci(16)), e.shl(raw[i + 1], e.ci(16)))
-            words.append(e.v(f"arith.select {odd}, {fun}, {raw[i]} : i32", "sel"))
+        words = words_at(e, w, e.add(blockbyte, e.add(e.mul(q, c(16)), c(2))), 4, tail_inside=False)
 
         def dot(act):
             xv, dx = act
@@ -531,15 +510,6 @@ def q8x_acts(e, fmt, b, q, tg):
     """The int8 activations unit (b, q) dots with, of token tg (index): every row of the
     warp uses them (q8x_weights' dot)."""
     c = lambda v: e.ci(v, "index")
-    if fmt == "q4_k" and Q8X["q4_k"]["units"] == 4:  # sub-blocks 2q and 2q + 1
-        sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(8)), e.mul(q, c(2))))
-        s2 = e.mul(sb, c(2))
-        xv = [e.v(f"memref.load %xq[{e.add(s2, c(i)) if i else s2}] : {IVEC}", "xq") for i in range(4)]
-        per = []
-        for i in range(2):
-            ds = e.v(f"memref.load %xds[{e.add(sb, c(i)) if i else sb}] : {XVEC}", "ds")
-            per.append([e.v(f"vector.extract {ds}[{k}] : f32 from vector<4xf32>", "dx") for k in range(3)])
-        return [xv] + per
     if fmt in ("q4_k", "q6_k", "q4_1", "q5_0"):  # unit q of block b: activation block units b + q
         per = Q8X[fmt]["units"]
         sb = e.add(e.mul(tg, "%K32"), e.add(e.mul(b, c(per)), q) if per > 1 else b)
@@ -1003,8 +973,7 @@ def gemv(fmt):
     e.emit(f"%acc_r:{TOK} = scf.if %one -> ({ys}) {{")
     e.indent += 2
     R = f["unroll"]
-    u0 = "%lane"
-    e.emit(f"%r1 = scf.for %u = {u0} to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
+    e.emit(f"%r1 = scf.for %u = %lane to %units step {c(32 * R)} iter_args(%sacc = {zero}) -> (f32) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before
     # any of them is used. A unit past the row loads unit u again (cached) and
@@ -1037,7 +1006,7 @@ def gemv(fmt):
     e.emit("  %si = arith.addi %s, %tid : index")
     e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
     e.emit("}")
-    e.emit(f"scf.for %u = {u0} to %units step {c(32)} {{")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
     e.indent += 2
     tok = unit_body()
     e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
@@ -1066,12 +1035,7 @@ def gemv(fmt):
     sums = []
     for j in range(TOK):
         def seg_sum(v):
-            for off in (4, 2, 1):
-                e.n += 1
-                sh = f"%sh{e.n}"
-                e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
-                v = e.fadd(v, f"{sh}#0")
-            return v
+            return shuffle_xor_sum(e, v, (4, 2, 1))
         if j == 0:
             sums.append(seg_sum(f"%acc_r#{j}"))
         else:
@@ -1113,7 +1077,6 @@ def gemv(fmt):
     e.emit("  %p3 = memref.load %acc[%si3] : memref<128xf32, #gpu.address_space<workgroup>>")
     e.emit("  %p01 = arith.addf %p0, %p1 : f32")
     e.emit("  %p23 = arith.addf %p2, %p3 : f32")
-    total = "%sum"
     e.emit("  %sum = arith.addf %p01, %p23 : f32")
     e.emit("  %tg = arith.addi %t0, %lane : index")
     e.emit("  %yrow = arith.muli %tg, %Ni : index")
@@ -1122,10 +1085,10 @@ def gemv(fmt):
     e.emit(f"  %hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit("  %withb = scf.if %hb -> (f32) {")
     e.emit("    %bv = memref.load %bias[%n] : memref<?xf32>")
-    e.emit(f"    %sb = arith.addf {total}, %bv : f32")
+    e.emit("    %sb = arith.addf %sum, %bv : f32")
     e.emit("    scf.yield %sb : f32")
     e.emit("  } else {")
-    e.emit(f"    scf.yield {total} : f32")
+    e.emit("    scf.yield %sum : f32")
     e.emit("  }")
     e.emit(f"  %fr = arith.andi %flags, {e.ci(2)} : i32")
     e.emit(f"  %hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
@@ -1289,14 +1252,6 @@ def gemv_q8x(fmt):
     # The reduction: each 8-lane segment's partials by shuffle-xor 4, 2, 1, then the four
     # segment sums as (s0 + s1) + (s2 + s3), the same additions in the same order for one
     # token and for many (speculative verification must reproduce plain decoding's bits).
-    def shuffle_add(v, offs):
-        for off in offs:
-            e.n += 1
-            sh = f"%sh{e.n}"
-            e.emit(f"{sh}:2 = gpu.shuffle xor {v}, {e.ci(off)}, {e.ci(32)} : f32")
-            v = e.fadd(v, f"{sh}#0")
-        return v
-
     # Each row's output: its y, bias, row count and flags (selected here, after the loop,
     # at the top level: a memref value must not cross the blocks scf.if lowers to).
     for rw in rows:
@@ -1343,7 +1298,7 @@ def gemv_q8x(fmt):
     e.emit(f"%lane0 = arith.cmpi eq, %lane, {c(0)} : index")
     e.emit(f"%fin:{2 * P + 1} = scf.if %one -> ({rty}) {{")
     e.indent += 2
-    totals = [shuffle_add(f"%acc_r#{r * TOK}", (4, 2, 1, 8, 16)) for r in range(P)]
+    totals = [shuffle_xor_sum(e, f"%acc_r#{r * TOK}", (4, 2, 1, 8, 16)) for r in range(P)]
     wrs = [e.v(f"arith.andi %lane0, {rw['live']} : i1", "wr") for rw in rows]
     e.emit(f"scf.yield {', '.join(totals + ['%t0'] + wrs)} : {rty}")
     e.indent -= 2
@@ -1362,11 +1317,11 @@ def gemv_q8x(fmt):
         for j in range(TOK):
             a = f"%acc_r#{r * TOK + j}"
             if j == 0:
-                sums.append(shuffle_add(a, (4, 2, 1)))
+                sums.append(shuffle_xor_sum(e, a, (4, 2, 1)))
                 continue
             sv = e.v(f"scf.if %tok{j} -> (f32) {{", "c")
             e.indent += 2
-            e.emit(f"scf.yield {shuffle_add(a, (4, 2, 1))} : f32")
+            e.emit(f"scf.yield {shuffle_xor_sum(e, a, (4, 2, 1))} : f32")
             e.indent -= 2
             e.emit("} else {")
             e.emit(f"  scf.yield {zero} : f32")
