@@ -24,7 +24,7 @@ import openai
 import pytest
 import requests
 
-from conftest import ROOT, ServerProcess, openai_client, start_rt
+from conftest import ROOT, ServerProcess, metric, openai_client, scrape_metrics, start_rt, wait_for
 
 GRACE = 2.0
 
@@ -106,7 +106,11 @@ def test_sigterm_cuts_what_outlives_the_grace_period_with_errors_and_refuses_new
         ]
         keep_alive = requests.Session()  # a connection opened before the signal
         assert keep_alive.get(url + "/health", timeout=5).status_code == 200
-        time.sleep(0.5)  # every request has reached the server and waits or runs
+        # Every request has reached the engine: one runs, four wait for it (a fixed sleep
+        # was not enough on a loaded machine: a request still connecting at SIGTERM is
+        # refused, which is right for the server but not what this test checks).
+        assert wait_for(lambda: (lambda m: metric(m, "swizzle_running_sequences") == 1 and
+                                 metric(m, "swizzle_queue_length") == 4)(scrape_metrics(url)), 30), scrape_metrics(url)
 
         t0 = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
@@ -188,7 +192,9 @@ def test_requests_in_flight_finish_normally_within_the_grace_period(sig):
             in_thread(lambda: sse_events(requests.post(url + "/v1/messages", json=anthropic_body("slowly", True),
                                                        stream=True, timeout=60)), results, "anthropic_stream"),
         ]
-        time.sleep(0.2)  # all three are in flight (one generating, two waiting); together they need ~1.5 s
+        # All three are in flight (one generating, two waiting); together they need ~1.5 s.
+        assert wait_for(lambda: (lambda m: metric(m, "swizzle_running_sequences") == 1 and
+                                 metric(m, "swizzle_queue_length") == 2)(scrape_metrics(url)), 30), scrape_metrics(url)
         t0 = time.monotonic()
         s.proc.send_signal(sig)
         time.sleep(0.2)
@@ -273,7 +279,9 @@ def test_real_engine_sigterm_cuts_running_generations_as_errors(rt_binary, packa
             assert ev.wait(60), f"{path}: no tokens streamed\n{s.log()}"
         threads += [in_thread(lambda p=path: requests.post(url + p, json=bodies[p], timeout=60), results, path)
                     for path in bodies]
-        time.sleep(0.5)  # they reached the server: running or queued
+        # All six reached the scheduler: running or queued.
+        assert wait_for(lambda: (lambda m: metric(m, "swizzle_running_sequences") +
+                                 metric(m, "swizzle_queue_length") == 6)(scrape_metrics(url)), 30), scrape_metrics(url)
 
         s.proc.send_signal(signal.SIGTERM)
         assert wait_exit(s, 20) == 0, s.log()

@@ -85,7 +85,14 @@ class FakeEngine : public engine::Engine {
 
   engine::GenerateResult run(engine::Admission& a, const engine::TokenCallback& on_token) override {
     const engine::GenerateRequest& req = a.request();
-    std::lock_guard<std::mutex> lock(mu_);  // the real engine serialises too
+    ++queued_;
+    std::unique_lock<std::mutex> lock(mu_);  // the real engine serialises too
+    --queued_;
+    ++running_;
+    struct Done {
+      std::atomic<int>& running;
+      ~Done() { --running; }
+    } done{running_};
     ++generate_calls;
     last_request = req;
     if (throw_runtime) throw std::runtime_error("fake engine exploded");
@@ -131,6 +138,15 @@ class FakeEngine : public engine::Engine {
   }
 
   engine::CacheStats cache_stats() const override { return stats; }
+  /// The fake's one slot: `running` holds it, `queued` wait for it (so a test can see
+  /// that every request it sent has reached the engine).
+  engine::SchedulerStats scheduler_stats() const override {
+    engine::SchedulerStats s;
+    s.parallel = 1;
+    s.running = running_.load();
+    s.queued = queued_.load();
+    return s;
+  }
 
   engine::ModelInfo info_;
   engine::CacheStats stats;  ///< what cache_stats() reports (scripted)
@@ -152,6 +168,8 @@ class FakeEngine : public engine::Engine {
 
  private:
   std::mutex mu_;
+  std::atomic<int> queued_{0};
+  std::atomic<int> running_{0};
 };
 
 }  // namespace swz::test
