@@ -64,12 +64,13 @@ dir=$build/gpu-speed
 # (synth arguments "real": the embedded default model, a real GGUF; see prepare). The 7B
 # is llama.cpp's Q4_K_M mix (Q6_K LM head, attn_v and ffn_down in 14 of 28 layers), as
 # the Q4_K_M files users run; until 2026-12-02 it was Q4_K throughout (bench/RESULTS.md's
-# qwen2.5-coder-7b-q4_k rows).
+# qwen2.5-coder-7b-q4_k rows). The F16 0.6B runs F16's tensor-core decode GEMV.
 MODELS=(
   "smollm2-135m-q4_1|--preset smollm2-135m --type q4_1 --seed 3|4"
   "qwen3-0.6b-q8_0|--preset qwen3-0.6b --type q8_0 --seed 1|4"
   "qwen2.5-coder-7b-q4_k_m|--preset qwen2.5-coder-7b --type q4_k_m --seed 4|1"
   "smollm2-135m-instruct-q4_1|real|4"
+  "qwen3-0.6b-f16|--preset qwen3-0.6b --type f16 --seed 1|4"
 )
 real_parts=$build/gpu-speed-real
 synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR: writes (or for the real model, reassembles) the GGUF

@@ -7,7 +7,8 @@
 # over copies adding up to 512 MB: weights from HBM, as in a decode step), by the case
 # runner swz-ptx-check; then the shipped GEMVs of every decode type (the f32-activation
 # ones of Q4_1, Q5_0, Q6_K, Q8_0, F16 beside the int8 ones) at the 7B FFN shapes and the
-# Q6_K LM head, the same way.
+# Q6_K LM head, the same way. F16's tensor-core GEMV (matmul_f16_mma, gemv_f16_mma.mlir:
+# 16-row m-tiles a warp, mt, and chunks in flight, unroll) is tuned the same way.
 #
 #   bench/tune_q8x.sh prepare [build-dir]   # here: variant PTX + a static swz-ptx-check
 #                                           # into <build-dir>/gpu-tune (carry it)
@@ -38,7 +39,15 @@ VARIANTS=(
   "q41-u3m6|q4_1|unroll=3,minctasm=6|4"
   "q50-ship|q5_0|rpw=1|4"
   "q50-u1m8|q5_0|unroll=1,minctasm=8|4"
+  "f16m-ship|f16|mt=2|32"
+  "f16m-m1u4|f16|mt=1|16"
+  "f16m-m2u2|f16|mt=2,unroll=2|32"
+  "f16m-m4u2|f16|mt=4,unroll=2|64"
 )
+# The kernel a variant of `type` tunes, and the PTX file it lands in: the int8 GEMVs
+# (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = 16 x mt).
+entry_of() { [ "$1" = f16 ] && echo matmul_f16_mma || echo "matmul_$1_q8x"; }
+ptx_of() { [ "$1" = f16 ] && echo swz_gemv_f16_mma.ptx || echo swz_gemv_q8x.ptx; }
 case $mode in
 prepare)
   export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
@@ -54,8 +63,8 @@ prepare)
       -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
       -swz-extract-kernels=output-dir="$dir/$name" -o /dev/null 2> /dev/null
     rm "$dir/$name/v.mlir"
-    regs=$("$CUDA_ROOT/bin/ptxas" -arch=sm_90 -v "$dir/$name/swz_gemv_q8x.ptx" -o /dev/null 2>&1 |
-           grep -A3 "entry function 'matmul_${type}_q8x'" | tr '\n' ' ' |
+    regs=$("$CUDA_ROOT/bin/ptxas" -arch=sm_90 -v "$dir/$name/$(ptx_of "$type")" -o /dev/null 2>&1 |
+           grep -A3 "entry function '$(entry_of "$type")'" | tr '\n' ' ' |
            sed -E 's/.* ([0-9]+) bytes spill stores.* Used ([0-9]+) registers.*/\2 registers, \1 B spilled/')
     echo "$name|$type|$params|$rows|$regs" >> "$dir/variants.txt"
     printf '%-16s %s\n' "$name" "$regs"
@@ -63,6 +72,7 @@ prepare)
   # The shipped GEMVs (f32-activation ones and the int8 path), for the all-types table.
   mkdir -p "$dir/ship-f32"
   cp "$dir/q4k-ship/swz_gemv_q8x.ptx" "$dir/ship-f32/"
+  cp "$dir/f16m-ship/swz_gemv_f16_mma.ptx" "$dir/ship-f32/"
   for t in q4_1 q4_k q5_0 q6_k q8_0 f16; do
     "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/gemv_$t.mlir" -swz-materialize-swizzle \
       -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
@@ -77,7 +87,7 @@ run)
   while IFS='|' read -r name type params rows regs; do
     # The 7B-shape cases (1.7 GB to build) where they add shapes of this type: Q8_0's, Q6_K's.
     SWZ_CHECK_GEMV_7B=$([ "$type" != q4_k ] && echo 1 || true) SWZ_CHECK_Q8X_ROWS="$type:$rows" "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" \
-      --filter "matmul_${type}_q8x T=" --reps 60 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" \
+      --filter "$(entry_of "$type") T=" --reps 60 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" \
       > "$out/$name.log" 2>&1 || true
     echo "== $name ($params, $regs)"; grep -E "^(ok|FAIL)" "$out/$name.log" | sed -E 's/: max \|err\|.*\); / /' | cut -c1-140
   done < "$dir/variants.txt"
@@ -106,7 +116,7 @@ for name, typ, params, r, regs in rows:
         if key not in shapes: shapes.append(key)
         table[(name, key)] = (c["time_us"], c["gb_per_s"], c["ok"])
 json.dump({f"{n}|{k[1]}": v for (n, k), v in table.items()}, open(os.path.join(out, "tune-q8x.json"), "w"), indent=1)
-for typ in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0"):
+for typ in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0", "f16"):
     cols = [k for k in shapes if k[0] == typ]
     if not cols: continue
     print(f"\n{typ}: us (GB/s) per launch, buffers rotated over 512 MB, mean of 60")
@@ -127,13 +137,13 @@ ncu)
   mkdir -p "$res"
   for name in "${@:3}"; do
     IFS='|' read -r _ type params rows regs < <(grep "^$name|" "$dir/variants.txt")
-    SWZ_CHECK_Q8X_ROWS="$type:$rows" ncu --kernel-name "regex:matmul_${type}_q8x" --launch-count 1 \
+    SWZ_CHECK_Q8X_ROWS="$type:$rows" ncu --kernel-name "regex:$(entry_of "$type")" --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis \
       --section Occupancy --section SchedulerStats --section LaunchStats \
-      "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" --filter "T=1 N=18944+18944 K=3584" --reps 1 \
+      "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" --filter "$([ "$type" = f16 ] && echo "T=1 N=18944 K=3584" || echo "T=1 N=18944+18944 K=3584")" --reps 1 \
       --peak-gbps 4250 --peak-tflops 60 --peak-tc-tflops 700 > "$res/ncu-$name.txt" 2>&1 || true
-    ptxas -arch=sm_90 "$dir/$name/swz_gemv_q8x.ptx" -o "/tmp/$name.cubin" &&
-      cuobjdump -sass -fun "matmul_${type}_q8x" "/tmp/$name.cubin" > "$res/sass-$name.txt" 2>&1 || true
+    ptxas -arch=sm_90 "$dir/$name/$(ptx_of "$type")" -o "/tmp/$name.cubin" &&
+      cuobjdump -sass -fun "$(entry_of "$type")" "/tmp/$name.cubin" > "$res/sass-$name.txt" 2>&1 || true
     echo "== $name"; grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall|Issued Warp|No Eligible|L1/TEX Hit|Mem Busy|Max Bandwidth" "$res/ncu-$name.txt" | head -30
   done ;;
 *) echo "usage: $0 prepare|run|ncu [build-dir]" >&2; exit 2 ;;

@@ -235,12 +235,16 @@ struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
 
 constexpr llvm::StringLiteral kGraphOpsAttr = "swz.graph_ops";
 
-/// The kernel-table key of a model-graph op ("matmul.q4_1+residual"), or "" for an
+/// The kernel-table key of a model-graph op ("matmul.q4_1+residual", "matmul.f16.k8"), or "" for an
 /// op that is not one (tile specs, tensor reshapes, func ops).
 std::string kernelKey(Operation *op) {
   auto quant = [](swz::QuantType t) { return stringifyQuantType(t).str(); };
   if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
     std::string key = "matmul." + quant(mm.getWeightType());
+    // F16 rows that start on 16-byte boundaries (K % 8 == 0) have the tensor-core GEMV.
+    auto w = cast<RankedTensorType>(mm.getW().getType());
+    if (key == "matmul.f16" && w.getRank() == 2 && !w.isDynamicDim(1) && w.getDimSize(1) % 8 == 0)
+      key += ".k8";
     if (mm.getBias())
       key += "+bias";
     if (mm.getResidual())

@@ -1424,6 +1424,215 @@ def module(fmt):
 
 
 # ---------------------------------------------------------------------------
+# gemv_f16_mma.mlir: the F16 decode GEMV on the tensor cores (PTX only).
+# mt: 16-row m-tiles a warp (a workgroup's rows: 16 mt); unroll: 32-weight k chunks a
+# warp loads before it multiplies (its loads in flight together).
+MMA_F16 = dict(mt=2, unroll=4)
+
+
+def gemv_f16_mma():
+    """matmul_f16_mma: y[t, n] = sum_k x[t, k] W[n, k] by mma.sync.m16n8k16 (f16 x f16,
+    f32 accumulation), the tokens of a block of 8 as the mma's 8 columns."""
+    mt, U = MMA_F16["mt"], MMA_F16["unroll"]
+    rows_wg = 16 * mt
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    V8H, V8F = "vector<8xf16>", "vector<8xf32>"
+    V42H, V22H, V22F = "vector<4x2xf16>", "vector<2x2xf16>", "vector<2x2xf32>"
+    ACC = f"memref<{512 * mt}xf32, #gpu.address_space<workgroup>>"
+    head = ["    gpu.func @matmul_f16_mma(%w: " + IVEC + ", %x: " + XVEC + ", %y: memref<?xf32>,",
+            "                             %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,",
+            "                             %T: i32, %flags: i32)",
+            "        kernel",
+            "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+            f"                    swz.grid = \"ceil(N/{rows_wg}), ceil(T/8), 1\"}} {{"]
+    e.emit(f"%acc = memref.get_global @acc_mma : {ACC}")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit("%by = gpu.block_id y")
+    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit(f"%g = arith.divui %lane, {c(4)} : index")
+    e.emit(f"%q = arith.remui %lane, {c(4)} : index")
+    e.emit("%Ni = arith.index_cast %N : i32 to index")
+    e.emit("%Ki = arith.index_cast %K : i32 to index")
+    e.emit("%Ti = arith.index_cast %T : i32 to index")
+    e.emit(f"%nlast = arith.subi %Ni, {c(1)} : index")
+    e.emit(f"%tlast = arith.subi %Ti, {c(1)} : index")
+    e.emit(f"%K8 = arith.divui %Ki, {c(8)} : index")
+    e.emit(f"%K4 = arith.divui %Ki, {c(4)} : index")
+    e.emit(f"%k31 = arith.addi %Ki, {c(31)} : index")
+    e.emit(f"%nch = arith.divui %k31, {c(32)} : index")
+    e.emit(f"%q8 = arith.muli %q, {c(8)} : index")
+    # The rows this thread loads: m-tile m's rows g and g + 8 (a row past the last reads
+    # the last row again; its outputs are not written), as 16-byte-vector offsets.
+    e.emit(f"%row0 = arith.muli %bx, {c(rows_wg)} : index")
+    e.emit("%rowg = arith.addi %row0, %g : index")
+    rowvec = []
+    for m in range(mt):
+        pair = []
+        for h in range(2):
+            off = 16 * m + 8 * h
+            n = e.add("%rowg", c(off)) if off else "%rowg"
+            nc = e.v(f"arith.minui {n}, %nlast : index", "nc")
+            pair.append(e.mul(nc, "%K8"))
+        rowvec.append(pair)
+    # The token this thread feeds as column g (a token past the last reads the last one
+    # again: its column's outputs are not written), in 16-byte vectors.
+    e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
+    e.emit("%tok = arith.addi %t0, %g : index")
+    e.emit("%tokc = arith.minui %tok, %tlast : index")
+    e.emit("%xrow = arith.muli %tokc, %K4 : index")
+    zf = e.ci("dense<0.0>", V22F)
+    zh = e.ci("dense<0.0>", V8H)
+    za = e.ci("dense<0.0>", V42H)
+    zb = e.ci("dense<0.0>", V22H)
+    # Warp w takes the chunks w, w + 4, ... (k = 32 chunk + 8 q .. + 7 for this thread); the
+    # loop's trip count is the workgroup's (uniform: mma.sync is warp-wide), a chunk past the
+    # row multiplies zero activations with the row's first weights.
+    accs = [f"%mma_acc{m}" for m in range(mt)]
+    e.emit(f"%acc_r:{mt} = scf.for %c0 = {c(0)} to %nch step {c(4 * U)} iter_args("
+           + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * mt)}) {{")
+    e.indent += 2
+    chunks = []
+    for r in range(U):
+        ch = e.add("%c0", c(4 * r)) if r else "%c0"
+        ch = e.add(ch, "%warp")
+        k = e.add(e.mul(ch, c(32)), "%q8")
+        valid = e.v(f"arith.cmpi ult, {k}, %Ki : index", "valid")
+        kc = e.v(f"arith.select {valid}, {k}, {c(0)} : index", "kc")
+        kv = e.v(f"arith.divui {kc}, {c(8)} : index", "kv")
+        ws = []
+        for m in range(mt):
+            pair = []
+            for h in range(2):
+                wi = e.add(rowvec[m][h], kv)
+                ld = e.v(f"memref.load %w[{wi}] : {IVEC}", "wv")
+                pair.append(e.v(f"vector.bitcast {ld} : vector<4xi32> to {V8H}", "wh"))
+            ws.append(pair)
+        xi = e.add("%xrow", e.v(f"arith.divui {kc}, {c(4)} : index", "k4"))
+        x0 = e.v(f"memref.load %x[{xi}] : {XVEC}", "xv")
+        x1 = e.v(f"memref.load %x[{e.add(xi, c(1))}] : {XVEC}", "xv")
+        x8 = e.v(f"vector.shuffle {x0}, {x1} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>", "x8")
+        chunks.append((valid, ws, x8))
+    acc = list(accs)
+    for valid, ws, x8 in chunks:
+        xh = e.v(f"arith.truncf {x8} : {V8F} to {V8H}", "xh")
+        xh = e.v(f"arith.select {valid}, {xh}, {zh} : {V8H}", "xh")
+        for s in range(2):
+            # Registers (f16 pairs) of step s: weights / activations 4s, 4s+1 (k 2q, 2q+1 of
+            # the mma) and 4s+2, 4s+3 (k 2q+8, 2q+9); A: row g, row g+8, row g, row g+8.
+            def pair(v, i):
+                return e.v(f"vector.shuffle {v}, {v} [{i}, {i + 1}] : {V8H}, {V8H}", "h2")
+
+            def frag(ty, zero, regs):
+                f = zero
+                for r_, v in enumerate(regs):
+                    f = e.v(f"vector.insert {v}, {f} [{r_}] : vector<2xf16> into {ty}", "fr")
+                return f
+            b = frag(V22H, zb, [pair(xh, 4 * s), pair(xh, 4 * s + 2)])
+            for m in range(mt):
+                wa, wb = ws[m]
+                a = frag(V42H, za, [pair(wa, 4 * s), pair(wb, 4 * s), pair(wa, 4 * s + 2), pair(wb, 4 * s + 2)])
+                acc[m] = e.v(f"nvgpu.mma.sync ({a}, {b}, {acc[m]}) {{mmaShape = [16, 8, 16]}} : ({V42H}, {V22H}, {V22F}) -> {V22F}", "d")
+    e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * mt)}")
+    e.indent -= 2
+    e.emit("}")
+    # The warps' partial sums to acc_mma[warp][m][row 0..15][token 0..7]: this thread holds
+    # rows g, g + 8 and tokens 2q, 2q + 1 of each m-tile.
+    e.emit(f"%wbase = arith.muli %warp, {c(128 * mt)} : index")
+    e.emit(f"%g8 = arith.muli %g, {c(8)} : index")
+    e.emit(f"%q2 = arith.muli %q, {c(2)} : index")
+    e.emit("%gq = arith.addi %g8, %q2 : index")
+    e.emit("%sbase = arith.addi %wbase, %gq : index")
+    for m in range(mt):
+        for i in range(2):
+            for j in range(2):
+                v = e.v(f"vector.extract %acc_r#{m}[{i}, {j}] : f32 from {V22F}", "p")
+                off = 128 * m + 64 * i + j
+                e.emit(f"memref.store {v}, %acc[{e.add('%sbase', c(off)) if off else '%sbase'}] : {ACC}")
+    e.emit("gpu.barrier")
+    # Thread tid writes output o = tid + 128 j (m-tile j, row tid / 8, token tid % 8): the
+    # four warps' sums in a fixed order, whatever T is, then bias and residual.
+    e.emit(f"%orow = arith.divui %tid, {c(8)} : index")
+    e.emit(f"%otok = arith.remui %tid, {c(8)} : index")
+    e.emit("%tg = arith.addi %t0, %otok : index")
+    e.emit("%tin = arith.cmpi ult, %tg, %Ti : index")
+    e.emit(f"%fb = arith.andi %flags, {e.ci(1)} : i32")
+    e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
+    e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
+    e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
+    for j in range(mt):
+        o = e.add("%tid", c(128 * j)) if j else "%tid"
+        ps = [e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s") for w in range(4)]
+        total = e.fadd(e.fadd(ps[0], ps[1]), e.fadd(ps[2], ps[3]))
+        n = e.add(e.add("%row0", c(16 * j)) if j else "%row0", "%orow")
+        nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
+        wr = e.v(f"arith.andi %tin, {nin} : i1", "wr")
+        e.emit(f"scf.if {wr} {{")
+        e.indent += 2
+        yi = e.add(e.mul("%tg", "%Ni"), n)
+        wb = e.v(f"scf.if %hb -> (f32) {{", "wb")
+        e.indent += 2
+        bv = e.v(f"memref.load %bias[{n}] : memref<?xf32>", "bv")
+        e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit(f"  scf.yield {total} : f32")
+        e.emit("}")
+        ov = e.v(f"scf.if %hr -> (f32) {{", "o")
+        e.indent += 2
+        rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
+        e.emit(f"scf.yield {e.fadd(wb, rv)} : f32")
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit(f"  scf.yield {wb} : f32")
+        e.emit("}")
+        e.emit(f"memref.store {ov}, %y[{yi}] : memref<?xf32>")
+        e.indent -= 2
+        e.emit("}")
+    e.emit("gpu.return")
+    return func_text(head, e)
+
+
+def module_f16_mma():
+    mt, U = MMA_F16["mt"], MMA_F16["unroll"]
+    return f"""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
+//
+// The F16 decode GEMV on the tensor cores (PTX only; SPIR-V and K % 8 != 0 keep
+// gemv_f16.mlir's matmul_f16): the contract of matmul_f16 (the same arguments and
+// epilogue flags) with the weight as 16-byte vectors.
+//
+// matmul_f16_mma(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
+//   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2; res may be y itself).
+//   w: the GGUF F16 tensor [N, K] (K contiguous) as memref<?xvector<4xi32>> (8 weights a
+//   vector; K % 8 == 0, so every row starts on a vector); x: [T, K] f32 as
+//   memref<?xvector<4xf32>>; y, res: [T, N] f32; bias: [N] f32.
+//   Launch: block 128 (4 warps), grid (ceil(N / {16 * mt}), ceil(T / 8), 1): a workgroup
+//   computes {16 * mt} rows ({mt} m-tiles of 16) for the tokens 8 block_id.y .. + 7.
+//   mma.sync.m16n8k16 takes a 16 x 16 weight tile (A) and the tokens' activations
+//   rounded to f16 (B, 16 x 8: column j is token 8 block_id.y + j; columns past T
+//   repeat the last token and are not written), accumulating in f32. The order of the
+//   16 weights inside one mma's k does not matter as long as A and B agree: thread
+//   (g = lane / 4, q = lane % 4) loads 8 consecutive weights (one 16-byte load) of rows
+//   g and g + 8 at k = 32 chunk + 8 q, and its B registers hold the same 8 positions of
+//   x, so a 32-weight chunk is two mma.sync (weights 0-3 then 4-7 of each thread's
+//   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + 4, ...
+//   ({U} in flight a thread: {2 * mt * U} 16-byte weight loads); the four warps' sums meet
+//   in workgroup memory (acc_mma, [4 warps][{mt} m-tiles][16 rows][8 tokens] f32) and
+//   are added in warp order, so a token's output never depends on the other tokens of
+//   the launch (one token equals the same token among eight, bitwise).
+//   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
+//   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
+//   three adds).
+module attributes {{gpu.container_module}} {{
+  gpu.module @swz_gemv_f16_mma {{
+    memref.global "private" @acc_mma : memref<{512 * mt}xf32, #gpu.address_space<workgroup>>
+
+""" + gemv_f16_mma() + "  }\n}\n"
+
+
+# ---------------------------------------------------------------------------
 # attention_decode.mlir: flash decoding with warps over keys (PTX only).
 DEC_ROWS = 8    # query rows per workgroup (as flash_attention_f16kv: rows i = t * G + g)
 DEC_WARPS = 8   # warps per workgroup (4 or 8); warp w takes keys lo + w, lo + w + W, ...
@@ -1734,17 +1943,19 @@ def main():
         # Tuning: gemv_q8x.mlir with one type's Q8X parameters replaced, written to --out
         # (e.g. --variant q4_k:unroll=2,wpr=2 --out /tmp/v.mlir); the checked-in
         # files are not touched.
+        # (f16: gemv_f16_mma.mlir with MMA_F16's parameters replaced, e.g. f16:mt=1)
         fmt, _, kv = args[args.index("--variant") + 1].partition(":")
         for item in kv.split(","):
             k, _, v = item.partition("=")
-            Q8X[fmt][k] = int(v)
+            (MMA_F16 if fmt == "f16" else Q8X[fmt])[k] = int(v)
         with open(args[args.index("--out") + 1], "w") as fh:
-            fh.write(module_q8x())
+            fh.write(module_f16_mma() if fmt == "f16" else module_q8x())
         return 0
     check = "--check" in args
     stale = []
     files = [(f"gemv_{fmt}.mlir", module(fmt)) for fmt in FORMATS]
     files.append(("gemv_q8x.mlir", module_q8x()))
+    files.append(("gemv_f16_mma.mlir", module_f16_mma()))
     files.append(("attention_decode.mlir", module_attention_decode()))
     for name, text in files:
         path = os.path.join(HERE, name)

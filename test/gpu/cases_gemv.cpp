@@ -508,6 +508,89 @@ int64_t q8xRowsPerWorkgroup(const std::string &t) {
   return t == "q4_k" ? 8 : 4;  // rpw 2 and 1 (test_simt_interp.py fails on a mismatch)
 }
 
+/// Rows one matmul_f16_mma workgroup computes: 16 x gen_quant_kernels.py's MMA_F16["mt"]
+/// (the kernel's swz.grid says the same); SWZ_CHECK_Q8X_ROWS=f16:<rows> overrides it, for
+/// a variant written by `gen_quant_kernels.py --variant f16:mt=..`.
+int64_t f16MmaRowsPerWorkgroup() {
+  if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
+    const std::string s = v;
+    if (s.rfind("f16:", 0) == 0)
+      return std::atoll(s.c_str() + 4);
+  }
+  return 32;
+}
+
+/// matmul_f16_mma(w, x, y, bias, res, N, K, T, flags) (gemv_f16_mma.mlir, PTX): matmul_f16's
+/// contract on the tensor cores, w and x as 16-byte vectors. The reference is the float64
+/// dot product of the weights with the activations rounded to f16 (what the kernel feeds
+/// the mma), so the check isolates the kernel's own f32 rounding.
+Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t seed) {
+  const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
+  const bool residual = ep != kPlain;
+  std::vector<uint8_t> wb = gemv::randomWeights("f16", N, K, seed);
+  Rng rng{seed * 31 + 7};
+  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
+  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
+  for (auto &v : x) v = float(rng.next() * 2.0);
+  for (auto &v : bv) v = float(rng.next());
+  for (auto &v : rv) v = float(rng.next() * 4.0);
+  std::vector<double> xh(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    xh[i] = gemv::halfToDouble(gemv::doubleToHalf(double(x[i])));
+  Case c;
+  c.module = "swz_gemv_f16_mma";
+  c.entry = "matmul_f16_mma";
+  c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+            (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
+  c.buffers = {vec4Buffer(wb), vec4Buffer(bytesOf(x)),
+               makeBuffer(inPlace ? rv : std::vector<float>(static_cast<size_t>(T * N), kSentinel), {T * N}),
+               makeBuffer(bv, {int64_t(bv.size())}), makeBuffer(rv, {int64_t(rv.size())})};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
+            Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
+            Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
+  const int64_t rowsWg = f16MmaRowsPerWorkgroup();
+  c.grid = {unsigned((N + rowsWg - 1) / rowsWg), unsigned((T + 7) / 8), 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  // f32 roundings behind one output: a warp's mma chain (16 products an mma into its
+  // accumulator, ceil(K / 128) mma a warp: a tensor core may round each addition, and by
+  // truncation, so 2u each), then the four warps' sums (3).
+  const double L = 2.0 * (16.0 * double((K + 127) / 128) + 3.0);
+  c.check = [T, N, K, bias, residual, wb, xh, bv, rv, L](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights with "
+             "the activations rounded to f16 in float64; S = sum_k |x_f16 w|, u = 2^-24, L = " +
+             std::to_string(int(L)) + " (mma additions counted twice: truncating accumulation)";
+    std::vector<float> y = asVector<float>(out[2]);
+    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      gemv::dequantRow("f16", wb.data() + n * K * 2, K, w.data(), mag.data());
+      for (int64_t tt = 0; tt < T; ++tt) {
+        double ref = 0, s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ref += xh[tt * K + k] * w[k];
+          s += std::fabs(xh[tt * K + k]) * mag[k];
+        }
+        double tol = 2.0 * L * kU * s, extra = 0;
+        if (bias) {
+          ref += double(bv[n]);
+          extra += std::fabs(double(bv[n]));
+        }
+        if (residual) {
+          ref += double(rv[tt * N + n]);
+          extra += std::fabs(double(rv[tt * N + n]));
+        }
+        if (bias || residual)
+          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
+        compare(v, y[tt * N + n], ref, tol);
+      }
+    }
+    return v;
+  };
+  return c;
+}
+
 Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
                    uint64_t seed, bool bias1 = false) {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
@@ -842,6 +925,14 @@ std::vector<Case> gemvCases(const std::string &format) {
       cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true));
       cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88));
     }
+    // The F16 tensor-core GEMV: decode at SmolLM2's width (N not a multiple of the 32-row
+    // workgroup), a verification batch with a residual (K not a multiple of the 32-weight
+    // chunk: the last chunk is partial), T = 9 (two token blocks) with bias and an in-place
+    // residual, and K = 8 (one vector a row).
+    cases.push_back(matmulF16MmaCase(1, 577, 576, kPlain, 89));
+    cases.push_back(matmulF16MmaCase(3, 131, 1000, kResidual, 90));
+    cases.push_back(matmulF16MmaCase(9, 45, 264, kBiasInPlaceResidual, 95));
+    cases.push_back(matmulF16MmaCase(2, 19, 8, kPlain, 96));
     // Full-size: Qwen2.5-Coder-7B's Q4_K ffn_up (3584 -> 18944) and Qwen3-0.6B's Q8_0
     // ffn_down (3072 -> 1024), for the roofline column.
     cases.push_back(matmulQ8xCase("q4_k", 1, {18944}, 3584, kPlain, 85));
@@ -881,6 +972,9 @@ std::vector<Case> gemvCases(const std::string &format) {
         cases.push_back(matmulCase(t, 1, 18944, 3584, kPlain, 113));
         cases.push_back(matmulCase(t, 1, 3584, 18944, kResidual, 114));
       }
+      cases.push_back(matmulF16MmaCase(1, 18944, 3584, kPlain, 113));
+      cases.push_back(matmulF16MmaCase(1, 3584, 18944, kResidual, 114));
+      cases.push_back(matmulF16MmaCase(8, 3584, 18944, kResidual, 124));
       cases.push_back(matmulCase("q6_k", 1, 152064, 3584, kPlain, 115));
     }
   }

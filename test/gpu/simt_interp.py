@@ -5,7 +5,7 @@ test/gpu/cases.h.
 
 What it runs: the op subset our kernels use after swz-materialize-swizzle, printed with
 --mlir-print-op-generic (arith, math, scf.for/if, memref load/store/get_global, vector
-extract/insert, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy, and
+extract/insert/shuffle/shape_cast/bitcast, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy, and
 the dp4a inline assembly of gemv_q8x.mlir). i32 values wrap to 32 bits; memrefs of
 vector<4xf32> / vector<4xi32> are rows of 4 lanes.
 One workgroup at a time; its 128 threads run in lockstep as numpy arrays of lanes, with
@@ -281,6 +281,17 @@ class Machine:
         elif n == 'vector.insert':
             p = [int(x) for x in re.search(r'static_position = array<i64: ([\d, ]+)>', rest).group(1).split(',')]
             res = ins[1].copy(); res[(slice(None),) + tuple(p)] = ins[0]
+        elif n == 'vector.shuffle':
+            # (lanes, a) and (lanes, b): the result picks from their concatenation
+            idx = [int(x) for x in re.search(r'mask = (?:array<i64: )?\[?([\d, ]+)', rest).group(1).split(',')]
+            res = np.concatenate([ins[0], ins[1].astype(ins[0].dtype)], axis=1)[:, idx]
+        elif n == 'vector.shape_cast':
+            dims = [int(d) for d in re.search(r'vector<([\dx]+)x(?:f16|f32|i32)>', rtype(rest)).group(1).split('x')]
+            res = ins[0].reshape((NL,) + tuple(dims))
+        elif n == 'vector.bitcast':
+            # vector<4xi32> (held as int64 lanes) to vector<8xf16>: little-endian halves
+            assert 'vector<8xf16>' in rtype(rest), rest
+            res = np.ascontiguousarray((ins[0] & 0xFFFFFFFF).astype(np.uint32)).view(np.float16).reshape(NL, 8)
         elif n == 'gpu.shuffle':
             # shfl.sync with a full mask: every lane of a warp that shuffles must take part
             # (warps may differ: a loop or branch that is uniform within each warp).

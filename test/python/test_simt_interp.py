@@ -1,6 +1,7 @@
 """The PTX-only kernels run on the CPU: the tensor-core prefill GEMM (gemm_f16.mlir) and
 attention (codegen/kernels/attention_f16kv_mma.mlir) and the int8 decode GEMVs (gemv_q8x.mlir:
-quantize_q8_x, matmul_<type>_q8x for Q4_K, Q8_0, Q6_K, Q4_1, Q5_0 with dp4a); swizzle-opt materialises the swizzle and prints the kernel in generic
+quantize_q8_x, matmul_<type>_q8x for Q4_K, Q8_0, Q6_K, Q4_1, Q5_0 with dp4a) and F16's
+tensor-core decode GEMV (gemv_f16_mma.mlir); swizzle-opt materialises the swizzle and prints the kernel in generic
 form, test/gpu/simt_interp.py interprets it (nvgpu ldmatrix / mma.sync / cp.async
 per the PTX ISA fragment layouts, 128 threads in lockstep), and swz-case-io checks the
 results against the float64 references of test/gpu/cases_attention.cpp (the same
@@ -211,6 +212,75 @@ def test_q8_0_weights_read_unsigned_fail(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text(Q8X.read_text().replace("dp4a.s32.s32", "dp4a.u32.s32"))
     r = _interpret_and_check(tmp_path, bad, "swz_gemv_q8x", [case])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"FAIL {case} " in r.stdout
+
+
+F16_MMA = ROOT / "codegen" / "kernels" / "gemv_f16_mma.mlir"
+
+
+def _f16_mma_small() -> list[str]:
+    return [line.split()[0] for line in _list("swz_gemv_f16_mma") if "N=18944" not in line and "N=3584" not in line]
+
+
+def test_f16_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
+    # matmul_f16_mma (the F16 decode GEMV on mma.sync): T = 1, 3 (residual, a partial last
+    # k chunk), 9 (two token blocks, bias, in place), K = 8.
+    small = _f16_mma_small()
+    assert len(small) == 4
+    _assert_all_ok(_interpret_and_check(tmp_path, F16_MMA, "swz_gemv_f16_mma", small), small)
+
+
+@pytest.mark.parametrize("mt,unroll", [(1, 4), (4, 2)])
+def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt, unroll):
+    # The tuning parameters (bench/tune_q8x.sh): m-tiles a warp (rows a workgroup 16 mt;
+    # a workgroup past N at mt = 4 for N = 19 and 45) and chunks in flight.
+    monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"f16:{16 * mt}")
+    cases = _f16_mma_small()
+    src = tmp_path / f"f16-mt{mt}.mlir"
+    subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
+                    "--variant", f"f16:mt={mt},unroll={unroll}", "--out", str(src)], check=True)
+    _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_f16_mma", cases), cases)
+
+
+def test_f16_mma_gemv_one_token_equals_the_same_token_among_three_bitwise(tmp_path):
+    # A token is one column of the mma: its outputs must not depend on the other tokens of
+    # the launch (a batch, speculative verification), bit for bit.
+    import numpy as np
+    line = next(l for l in _list("swz_gemv_f16_mma") if "T=3 N=131 " in l)
+    case = line.split()[0]
+    ir = _generic_ir(F16_MMA, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", case, module="swz_gemv_f16_mma") == [case]
+    src = tmp_path / "cases" / case
+    meta = (src / "meta.txt").read_text().split("\n")
+    args = [i for i, l in enumerate(meta) if l.startswith("arg ")]
+    t_line = args[7]  # T (matmul_f16_mma's argument order)
+    assert meta[t_line] == "arg i 3"
+    outs = {}
+    for tokens in (3, 1):
+        run = tmp_path / f"T{tokens}"
+        run.mkdir()
+        for f in src.iterdir():
+            (run / f.name).write_bytes(f.read_bytes())
+        m = list(meta)
+        m[t_line] = f"arg i {tokens}"
+        (run / "meta.txt").write_text("\n".join(m))
+        simt_interp.run_case_dir(str(ir), str(run))
+        outs[tokens] = np.fromfile(run / "out2.bin", np.uint32)[:131]
+    assert np.array_equal(outs[3], outs[1])
+
+
+def test_f16_mma_gemv_with_rows_g_and_g8_swapped_fails(tmp_path):
+    # The A fragment holds row g in registers 0 and 2, row g + 8 in 1 and 3: registers 1 and
+    # 2 exchanged must fail the cases.
+    case = next(line.split()[0] for line in _list("swz_gemv_f16_mma") if "T=1 N=577 " in line)
+    bad = tmp_path / "bad.mlir"
+    text = F16_MMA.read_text()
+    a1, a2 = "[1] : vector<2xf16> into vector<4x2xf16>", "[2] : vector<2xf16> into vector<4x2xf16>"
+    swapped = text.replace(a1, "\0").replace(a2, a1).replace("\0", a2)
+    assert swapped != text and text.count(a1) == text.count(a2) > 0
+    bad.write_text(swapped)
+    r = _interpret_and_check(tmp_path, bad, "swz_gemv_f16_mma", [case])
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"FAIL {case} " in r.stdout
 
