@@ -8,7 +8,8 @@
 # runner swz-ptx-check; then the shipped GEMVs of every decode type (the f32-activation
 # ones of Q4_1, Q5_0, Q6_K, Q8_0, F16 beside the int8 ones) at the 7B FFN shapes and the
 # Q6_K LM head, the same way. F16's tensor-core GEMV (matmul_f16_mma, gemv_f16_mma.mlir:
-# 16-row m-tiles a warp, mt, and chunks in flight, unroll) is tuned the same way.
+# 16-row m-tiles a warp, mt, chunks in flight, unroll, warps a workgroup splitting K,
+# warps) is tuned the same way.
 #
 #   bench/tune_q8x.sh prepare [build-dir]   # here: variant PTX + a static swz-ptx-check
 #                                           # into <build-dir>/gpu-tune (carry it)
@@ -38,14 +39,15 @@ VARIANTS=(
   "q41-u1m8|q4_1|unroll=1,minctasm=8|4"
   "q41-u3m6|q4_1|unroll=3,minctasm=6|4"
   "q50-ship|q5_0|rpw=1|4"
-  "q50-u1m8|q5_0|unroll=1,minctasm=8|4"
-  "f16m-ship|f16|mt=2|32"
-  "f16m-m1u4|f16|mt=1|16"
-  "f16m-m2u2|f16|mt=2,unroll=2|32"
-  "f16m-m4u2|f16|mt=4,unroll=2|64"
+  "q50-u2m7|q5_0|unroll=2,minctasm=7|4"
+  "f16m-ship|f16|warps=4|16x4"
+  "f16m-w8|f16|warps=8|16x8"
+  "f16m-w16|f16|warps=16|16x16"
+  "f16m-w16u2|f16|warps=16,unroll=2|16x16"
+  "f16m-w8u8|f16|warps=8,unroll=8|16x8"
 )
 # The kernel a variant of `type` tunes, and the PTX file it lands in: the int8 GEMVs
-# (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = 16 x mt).
+# (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = (16 mt)x(warps)).
 entry_of() { [ "$1" = f16 ] && echo matmul_f16_mma || echo "matmul_$1_q8x"; }
 ptx_of() { [ "$1" = f16 ] && echo swz_gemv_f16_mma.ptx || echo swz_gemv_q8x.ptx; }
 case $mode in

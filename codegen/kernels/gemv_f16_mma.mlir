@@ -9,8 +9,8 @@
 //   w: the GGUF F16 tensor [N, K] (K contiguous) as memref<?xvector<4xi32>> (8 weights a
 //   vector; K % 8 == 0, so every row starts on a vector); x: [T, K] f32 as
 //   memref<?xvector<4xf32>>; y, res: [T, N] f32; bias: [N] f32.
-//   Launch: block 128 (4 warps), grid (ceil(N / 32), ceil(T / 8), 1): a workgroup
-//   computes 32 rows (2 m-tiles of 16) for the tokens 8 block_id.y .. + 7.
+//   Launch: block 128 (4 warps), grid (ceil(N / 16), ceil(T / 8), 1): a workgroup
+//   computes 16 rows (1 m-tile(s) of 16) for the tokens 8 block_id.y .. + 7.
 //   mma.sync.m16n8k16 takes a 16 x 16 weight tile (A) and the tokens' activations
 //   rounded to f16 (B, 16 x 8: column j is token 8 block_id.y + j; columns past T
 //   repeat the last token and are not written), accumulating in f32. The order of the
@@ -19,50 +19,45 @@
 //   g and g + 8 at k = 32 chunk + 8 q, and its B registers hold the same 8 positions of
 //   x, so a 32-weight chunk is two mma.sync (weights 0-3 then 4-7 of each thread's
 //   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + 4, ...
-//   (4 in flight a thread: 16 16-byte weight loads); the four warps' sums meet
-//   in workgroup memory (acc_mma, [4 warps][2 m-tiles][16 rows][8 tokens] f32) and
-//   are added in warp order, so a token's output never depends on the other tokens of
+//   (4 in flight a thread: 8 16-byte weight loads); the 4 warps' sums meet
+//   in workgroup memory (acc_mma, [4 warps][1 m-tile(s)][16 rows][8 tokens] f32) and
+//   are added in a fixed order, so a token's output never depends on the other tokens of
 //   the launch (one token equals the same token among eight, bitwise).
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
-//   three adds).
+//   the warps' adds).
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_f16_mma {
-    memref.global "private" @acc_mma : memref<1024xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_mma : memref<512xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_f16_mma(%w: memref<?xvector<4xi32>>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                              %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,
                              %T: i32, %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    swz.grid = "ceil(N/32), ceil(T/8), 1"} {
+                    swz.grid = "ceil(N/16), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
       %c128_index = arith.constant 128 : index
-      %c129_index = arith.constant 129 : index
       %c12_index = arith.constant 12 : index
       %c16_index = arith.constant 16 : index
-      %c192_index = arith.constant 192 : index
-      %c193_index = arith.constant 193 : index
       %c1_i32 = arith.constant 1 : i32
       %c1_index = arith.constant 1 : index
-      %c24_index = arith.constant 24 : index
       %c256_index = arith.constant 256 : index
       %c2_i32 = arith.constant 2 : i32
       %c2_index = arith.constant 2 : index
       %c31_index = arith.constant 31 : index
       %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
       %c4_index = arith.constant 4 : index
-      %c512_index = arith.constant 512 : index
       %c64_index = arith.constant 64 : index
       %c65_index = arith.constant 65 : index
-      %c768_index = arith.constant 768 : index
       %c8_index = arith.constant 8 : index
       %cdense0p0_vector2x2xf16 = arith.constant dense<0.0> : vector<2x2xf16>
       %cdense0p0_vector2x2xf32 = arith.constant dense<0.0> : vector<2x2xf32>
       %cdense0p0_vector4x2xf16 = arith.constant dense<0.0> : vector<4x2xf16>
       %cdense0p0_vector8xf16 = arith.constant dense<0.0> : vector<8xf16>
-      %acc = memref.get_global @acc_mma : memref<1024xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc_mma : memref<512xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -80,411 +75,263 @@ module attributes {gpu.container_module} {
       %k31 = arith.addi %Ki, %c31_index : index
       %nch = arith.divui %k31, %c32_index : index
       %q8 = arith.muli %q, %c8_index : index
-      %row0 = arith.muli %bx, %c32_index : index
+      %row0 = arith.muli %bx, %c16_index : index
       %rowg = arith.addi %row0, %g : index
       %nc1 = arith.minui %rowg, %nlast : index
       %m2 = arith.muli %nc1, %K8 : index
       %a3 = arith.addi %rowg, %c8_index : index
       %nc4 = arith.minui %a3, %nlast : index
       %m5 = arith.muli %nc4, %K8 : index
-      %a6 = arith.addi %rowg, %c16_index : index
-      %nc7 = arith.minui %a6, %nlast : index
-      %m8 = arith.muli %nc7, %K8 : index
-      %a9 = arith.addi %rowg, %c24_index : index
-      %nc10 = arith.minui %a9, %nlast : index
-      %m11 = arith.muli %nc10, %K8 : index
       %t0 = arith.muli %by, %c8_index : index
       %tok = arith.addi %t0, %g : index
       %tokc = arith.minui %tok, %tlast : index
       %xrow = arith.muli %tokc, %K4 : index
-      %acc_r:2 = scf.for %c0 = %c0_index to %nch step %c16_index iter_args(%mma_acc0 = %cdense0p0_vector2x2xf32, %mma_acc1 = %cdense0p0_vector2x2xf32) -> (vector<2x2xf32>, vector<2x2xf32>) {
-        %a12 = arith.addi %c0, %warp : index
-        %m13 = arith.muli %a12, %c32_index : index
-        %a14 = arith.addi %m13, %q8 : index
-        %valid15 = arith.cmpi ult, %a14, %Ki : index
-        %kc16 = arith.select %valid15, %a14, %c0_index : index
-        %kv17 = arith.divui %kc16, %c8_index : index
-        %a18 = arith.addi %m2, %kv17 : index
-        %wv19 = memref.load %w[%a18] : memref<?xvector<4xi32>>
-        %wh20 = vector.bitcast %wv19 : vector<4xi32> to vector<8xf16>
-        %a21 = arith.addi %m5, %kv17 : index
-        %wv22 = memref.load %w[%a21] : memref<?xvector<4xi32>>
-        %wh23 = vector.bitcast %wv22 : vector<4xi32> to vector<8xf16>
-        %a24 = arith.addi %m8, %kv17 : index
-        %wv25 = memref.load %w[%a24] : memref<?xvector<4xi32>>
-        %wh26 = vector.bitcast %wv25 : vector<4xi32> to vector<8xf16>
-        %a27 = arith.addi %m11, %kv17 : index
-        %wv28 = memref.load %w[%a27] : memref<?xvector<4xi32>>
-        %wh29 = vector.bitcast %wv28 : vector<4xi32> to vector<8xf16>
-        %k430 = arith.divui %kc16, %c4_index : index
-        %a31 = arith.addi %xrow, %k430 : index
-        %xv32 = memref.load %x[%a31] : memref<?xvector<4xf32>>
-        %a33 = arith.addi %a31, %c1_index : index
-        %xv34 = memref.load %x[%a33] : memref<?xvector<4xf32>>
-        %x835 = vector.shuffle %xv32, %xv34 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-        %a36 = arith.addi %c0, %c4_index : index
-        %a37 = arith.addi %a36, %warp : index
-        %m38 = arith.muli %a37, %c32_index : index
-        %a39 = arith.addi %m38, %q8 : index
-        %valid40 = arith.cmpi ult, %a39, %Ki : index
-        %kc41 = arith.select %valid40, %a39, %c0_index : index
-        %kv42 = arith.divui %kc41, %c8_index : index
-        %a43 = arith.addi %m2, %kv42 : index
-        %wv44 = memref.load %w[%a43] : memref<?xvector<4xi32>>
-        %wh45 = vector.bitcast %wv44 : vector<4xi32> to vector<8xf16>
-        %a46 = arith.addi %m5, %kv42 : index
-        %wv47 = memref.load %w[%a46] : memref<?xvector<4xi32>>
-        %wh48 = vector.bitcast %wv47 : vector<4xi32> to vector<8xf16>
-        %a49 = arith.addi %m8, %kv42 : index
-        %wv50 = memref.load %w[%a49] : memref<?xvector<4xi32>>
-        %wh51 = vector.bitcast %wv50 : vector<4xi32> to vector<8xf16>
-        %a52 = arith.addi %m11, %kv42 : index
-        %wv53 = memref.load %w[%a52] : memref<?xvector<4xi32>>
-        %wh54 = vector.bitcast %wv53 : vector<4xi32> to vector<8xf16>
-        %k455 = arith.divui %kc41, %c4_index : index
-        %a56 = arith.addi %xrow, %k455 : index
-        %xv57 = memref.load %x[%a56] : memref<?xvector<4xf32>>
-        %a58 = arith.addi %a56, %c1_index : index
-        %xv59 = memref.load %x[%a58] : memref<?xvector<4xf32>>
-        %x860 = vector.shuffle %xv57, %xv59 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-        %a61 = arith.addi %c0, %c8_index : index
-        %a62 = arith.addi %a61, %warp : index
-        %m63 = arith.muli %a62, %c32_index : index
-        %a64 = arith.addi %m63, %q8 : index
-        %valid65 = arith.cmpi ult, %a64, %Ki : index
-        %kc66 = arith.select %valid65, %a64, %c0_index : index
-        %kv67 = arith.divui %kc66, %c8_index : index
-        %a68 = arith.addi %m2, %kv67 : index
-        %wv69 = memref.load %w[%a68] : memref<?xvector<4xi32>>
-        %wh70 = vector.bitcast %wv69 : vector<4xi32> to vector<8xf16>
-        %a71 = arith.addi %m5, %kv67 : index
-        %wv72 = memref.load %w[%a71] : memref<?xvector<4xi32>>
-        %wh73 = vector.bitcast %wv72 : vector<4xi32> to vector<8xf16>
-        %a74 = arith.addi %m8, %kv67 : index
-        %wv75 = memref.load %w[%a74] : memref<?xvector<4xi32>>
-        %wh76 = vector.bitcast %wv75 : vector<4xi32> to vector<8xf16>
-        %a77 = arith.addi %m11, %kv67 : index
-        %wv78 = memref.load %w[%a77] : memref<?xvector<4xi32>>
-        %wh79 = vector.bitcast %wv78 : vector<4xi32> to vector<8xf16>
-        %k480 = arith.divui %kc66, %c4_index : index
-        %a81 = arith.addi %xrow, %k480 : index
-        %xv82 = memref.load %x[%a81] : memref<?xvector<4xf32>>
-        %a83 = arith.addi %a81, %c1_index : index
-        %xv84 = memref.load %x[%a83] : memref<?xvector<4xf32>>
-        %x885 = vector.shuffle %xv82, %xv84 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-        %a86 = arith.addi %c0, %c12_index : index
-        %a87 = arith.addi %a86, %warp : index
-        %m88 = arith.muli %a87, %c32_index : index
-        %a89 = arith.addi %m88, %q8 : index
-        %valid90 = arith.cmpi ult, %a89, %Ki : index
-        %kc91 = arith.select %valid90, %a89, %c0_index : index
-        %kv92 = arith.divui %kc91, %c8_index : index
-        %a93 = arith.addi %m2, %kv92 : index
-        %wv94 = memref.load %w[%a93] : memref<?xvector<4xi32>>
-        %wh95 = vector.bitcast %wv94 : vector<4xi32> to vector<8xf16>
-        %a96 = arith.addi %m5, %kv92 : index
-        %wv97 = memref.load %w[%a96] : memref<?xvector<4xi32>>
-        %wh98 = vector.bitcast %wv97 : vector<4xi32> to vector<8xf16>
-        %a99 = arith.addi %m8, %kv92 : index
-        %wv100 = memref.load %w[%a99] : memref<?xvector<4xi32>>
-        %wh101 = vector.bitcast %wv100 : vector<4xi32> to vector<8xf16>
-        %a102 = arith.addi %m11, %kv92 : index
-        %wv103 = memref.load %w[%a102] : memref<?xvector<4xi32>>
-        %wh104 = vector.bitcast %wv103 : vector<4xi32> to vector<8xf16>
-        %k4105 = arith.divui %kc91, %c4_index : index
-        %a106 = arith.addi %xrow, %k4105 : index
-        %xv107 = memref.load %x[%a106] : memref<?xvector<4xf32>>
-        %a108 = arith.addi %a106, %c1_index : index
-        %xv109 = memref.load %x[%a108] : memref<?xvector<4xf32>>
-        %x8110 = vector.shuffle %xv107, %xv109 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
-        %xh111 = arith.truncf %x835 : vector<8xf32> to vector<8xf16>
-        %xh112 = arith.select %valid15, %xh111, %cdense0p0_vector8xf16 : vector<8xf16>
-        %h2113 = vector.shuffle %xh112, %xh112 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2114 = vector.shuffle %xh112, %xh112 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr115 = vector.insert %h2113, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr116 = vector.insert %h2114, %fr115 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2117 = vector.shuffle %wh20, %wh20 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2118 = vector.shuffle %wh23, %wh23 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2119 = vector.shuffle %wh20, %wh20 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2120 = vector.shuffle %wh23, %wh23 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr121 = vector.insert %h2117, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr122 = vector.insert %h2118, %fr121 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr123 = vector.insert %h2119, %fr122 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr124 = vector.insert %h2120, %fr123 [3] : vector<2xf16> into vector<4x2xf16>
-        %d125 = nvgpu.mma.sync (%fr124, %fr116, %mma_acc0) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2126 = vector.shuffle %wh26, %wh26 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2127 = vector.shuffle %wh29, %wh29 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2128 = vector.shuffle %wh26, %wh26 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2129 = vector.shuffle %wh29, %wh29 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr130 = vector.insert %h2126, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr131 = vector.insert %h2127, %fr130 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr132 = vector.insert %h2128, %fr131 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr133 = vector.insert %h2129, %fr132 [3] : vector<2xf16> into vector<4x2xf16>
-        %d134 = nvgpu.mma.sync (%fr133, %fr116, %mma_acc1) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2135 = vector.shuffle %xh112, %xh112 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2136 = vector.shuffle %xh112, %xh112 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr137 = vector.insert %h2135, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr138 = vector.insert %h2136, %fr137 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2139 = vector.shuffle %wh20, %wh20 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2140 = vector.shuffle %wh23, %wh23 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2141 = vector.shuffle %wh20, %wh20 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2142 = vector.shuffle %wh23, %wh23 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr143 = vector.insert %h2139, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr144 = vector.insert %h2140, %fr143 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr145 = vector.insert %h2141, %fr144 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr146 = vector.insert %h2142, %fr145 [3] : vector<2xf16> into vector<4x2xf16>
-        %d147 = nvgpu.mma.sync (%fr146, %fr138, %d125) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2148 = vector.shuffle %wh26, %wh26 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2149 = vector.shuffle %wh29, %wh29 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2150 = vector.shuffle %wh26, %wh26 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2151 = vector.shuffle %wh29, %wh29 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr152 = vector.insert %h2148, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr153 = vector.insert %h2149, %fr152 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr154 = vector.insert %h2150, %fr153 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr155 = vector.insert %h2151, %fr154 [3] : vector<2xf16> into vector<4x2xf16>
-        %d156 = nvgpu.mma.sync (%fr155, %fr138, %d134) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %xh157 = arith.truncf %x860 : vector<8xf32> to vector<8xf16>
-        %xh158 = arith.select %valid40, %xh157, %cdense0p0_vector8xf16 : vector<8xf16>
-        %h2159 = vector.shuffle %xh158, %xh158 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2160 = vector.shuffle %xh158, %xh158 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr161 = vector.insert %h2159, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr162 = vector.insert %h2160, %fr161 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2163 = vector.shuffle %wh45, %wh45 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2164 = vector.shuffle %wh48, %wh48 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2165 = vector.shuffle %wh45, %wh45 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2166 = vector.shuffle %wh48, %wh48 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr167 = vector.insert %h2163, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr168 = vector.insert %h2164, %fr167 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr169 = vector.insert %h2165, %fr168 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr170 = vector.insert %h2166, %fr169 [3] : vector<2xf16> into vector<4x2xf16>
-        %d171 = nvgpu.mma.sync (%fr170, %fr162, %d147) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2172 = vector.shuffle %wh51, %wh51 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2173 = vector.shuffle %wh54, %wh54 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2174 = vector.shuffle %wh51, %wh51 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2175 = vector.shuffle %wh54, %wh54 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr176 = vector.insert %h2172, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr177 = vector.insert %h2173, %fr176 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr178 = vector.insert %h2174, %fr177 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr179 = vector.insert %h2175, %fr178 [3] : vector<2xf16> into vector<4x2xf16>
-        %d180 = nvgpu.mma.sync (%fr179, %fr162, %d156) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2181 = vector.shuffle %xh158, %xh158 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2182 = vector.shuffle %xh158, %xh158 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr183 = vector.insert %h2181, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr184 = vector.insert %h2182, %fr183 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2185 = vector.shuffle %wh45, %wh45 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2186 = vector.shuffle %wh48, %wh48 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2187 = vector.shuffle %wh45, %wh45 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2188 = vector.shuffle %wh48, %wh48 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr189 = vector.insert %h2185, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr190 = vector.insert %h2186, %fr189 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr191 = vector.insert %h2187, %fr190 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr192 = vector.insert %h2188, %fr191 [3] : vector<2xf16> into vector<4x2xf16>
-        %d193 = nvgpu.mma.sync (%fr192, %fr184, %d171) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2194 = vector.shuffle %wh51, %wh51 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2195 = vector.shuffle %wh54, %wh54 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2196 = vector.shuffle %wh51, %wh51 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2197 = vector.shuffle %wh54, %wh54 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr198 = vector.insert %h2194, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr199 = vector.insert %h2195, %fr198 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr200 = vector.insert %h2196, %fr199 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr201 = vector.insert %h2197, %fr200 [3] : vector<2xf16> into vector<4x2xf16>
-        %d202 = nvgpu.mma.sync (%fr201, %fr184, %d180) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %xh203 = arith.truncf %x885 : vector<8xf32> to vector<8xf16>
-        %xh204 = arith.select %valid65, %xh203, %cdense0p0_vector8xf16 : vector<8xf16>
-        %h2205 = vector.shuffle %xh204, %xh204 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2206 = vector.shuffle %xh204, %xh204 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr207 = vector.insert %h2205, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr208 = vector.insert %h2206, %fr207 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2209 = vector.shuffle %wh70, %wh70 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2210 = vector.shuffle %wh73, %wh73 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2211 = vector.shuffle %wh70, %wh70 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2212 = vector.shuffle %wh73, %wh73 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr213 = vector.insert %h2209, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr214 = vector.insert %h2210, %fr213 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr215 = vector.insert %h2211, %fr214 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr216 = vector.insert %h2212, %fr215 [3] : vector<2xf16> into vector<4x2xf16>
-        %d217 = nvgpu.mma.sync (%fr216, %fr208, %d193) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2218 = vector.shuffle %wh76, %wh76 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2219 = vector.shuffle %wh79, %wh79 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2220 = vector.shuffle %wh76, %wh76 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2221 = vector.shuffle %wh79, %wh79 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr222 = vector.insert %h2218, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr223 = vector.insert %h2219, %fr222 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr224 = vector.insert %h2220, %fr223 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr225 = vector.insert %h2221, %fr224 [3] : vector<2xf16> into vector<4x2xf16>
-        %d226 = nvgpu.mma.sync (%fr225, %fr208, %d202) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2227 = vector.shuffle %xh204, %xh204 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2228 = vector.shuffle %xh204, %xh204 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr229 = vector.insert %h2227, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr230 = vector.insert %h2228, %fr229 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2231 = vector.shuffle %wh70, %wh70 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2232 = vector.shuffle %wh73, %wh73 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2233 = vector.shuffle %wh70, %wh70 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2234 = vector.shuffle %wh73, %wh73 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr235 = vector.insert %h2231, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr236 = vector.insert %h2232, %fr235 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr237 = vector.insert %h2233, %fr236 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr238 = vector.insert %h2234, %fr237 [3] : vector<2xf16> into vector<4x2xf16>
-        %d239 = nvgpu.mma.sync (%fr238, %fr230, %d217) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2240 = vector.shuffle %wh76, %wh76 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2241 = vector.shuffle %wh79, %wh79 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2242 = vector.shuffle %wh76, %wh76 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2243 = vector.shuffle %wh79, %wh79 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr244 = vector.insert %h2240, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr245 = vector.insert %h2241, %fr244 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr246 = vector.insert %h2242, %fr245 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr247 = vector.insert %h2243, %fr246 [3] : vector<2xf16> into vector<4x2xf16>
-        %d248 = nvgpu.mma.sync (%fr247, %fr230, %d226) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %xh249 = arith.truncf %x8110 : vector<8xf32> to vector<8xf16>
-        %xh250 = arith.select %valid90, %xh249, %cdense0p0_vector8xf16 : vector<8xf16>
-        %h2251 = vector.shuffle %xh250, %xh250 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2252 = vector.shuffle %xh250, %xh250 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr253 = vector.insert %h2251, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr254 = vector.insert %h2252, %fr253 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2255 = vector.shuffle %wh95, %wh95 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2256 = vector.shuffle %wh98, %wh98 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2257 = vector.shuffle %wh95, %wh95 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2258 = vector.shuffle %wh98, %wh98 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr259 = vector.insert %h2255, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr260 = vector.insert %h2256, %fr259 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr261 = vector.insert %h2257, %fr260 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr262 = vector.insert %h2258, %fr261 [3] : vector<2xf16> into vector<4x2xf16>
-        %d263 = nvgpu.mma.sync (%fr262, %fr254, %d239) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2264 = vector.shuffle %wh101, %wh101 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2265 = vector.shuffle %wh104, %wh104 [0, 1] : vector<8xf16>, vector<8xf16>
-        %h2266 = vector.shuffle %wh101, %wh101 [2, 3] : vector<8xf16>, vector<8xf16>
-        %h2267 = vector.shuffle %wh104, %wh104 [2, 3] : vector<8xf16>, vector<8xf16>
-        %fr268 = vector.insert %h2264, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr269 = vector.insert %h2265, %fr268 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr270 = vector.insert %h2266, %fr269 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr271 = vector.insert %h2267, %fr270 [3] : vector<2xf16> into vector<4x2xf16>
-        %d272 = nvgpu.mma.sync (%fr271, %fr254, %d248) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2273 = vector.shuffle %xh250, %xh250 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2274 = vector.shuffle %xh250, %xh250 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr275 = vector.insert %h2273, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
-        %fr276 = vector.insert %h2274, %fr275 [1] : vector<2xf16> into vector<2x2xf16>
-        %h2277 = vector.shuffle %wh95, %wh95 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2278 = vector.shuffle %wh98, %wh98 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2279 = vector.shuffle %wh95, %wh95 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2280 = vector.shuffle %wh98, %wh98 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr281 = vector.insert %h2277, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr282 = vector.insert %h2278, %fr281 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr283 = vector.insert %h2279, %fr282 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr284 = vector.insert %h2280, %fr283 [3] : vector<2xf16> into vector<4x2xf16>
-        %d285 = nvgpu.mma.sync (%fr284, %fr276, %d263) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        %h2286 = vector.shuffle %wh101, %wh101 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2287 = vector.shuffle %wh104, %wh104 [4, 5] : vector<8xf16>, vector<8xf16>
-        %h2288 = vector.shuffle %wh101, %wh101 [6, 7] : vector<8xf16>, vector<8xf16>
-        %h2289 = vector.shuffle %wh104, %wh104 [6, 7] : vector<8xf16>, vector<8xf16>
-        %fr290 = vector.insert %h2286, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
-        %fr291 = vector.insert %h2287, %fr290 [1] : vector<2xf16> into vector<4x2xf16>
-        %fr292 = vector.insert %h2288, %fr291 [2] : vector<2xf16> into vector<4x2xf16>
-        %fr293 = vector.insert %h2289, %fr292 [3] : vector<2xf16> into vector<4x2xf16>
-        %d294 = nvgpu.mma.sync (%fr293, %fr276, %d272) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-        scf.yield %d285, %d294 : vector<2x2xf32>, vector<2x2xf32>
+      %acc_r:1 = scf.for %c0 = %c0_index to %nch step %c16_index iter_args(%mma_acc0 = %cdense0p0_vector2x2xf32) -> (vector<2x2xf32>) {
+        %a6 = arith.addi %c0, %warp : index
+        %m7 = arith.muli %a6, %c32_index : index
+        %a8 = arith.addi %m7, %q8 : index
+        %valid9 = arith.cmpi ult, %a8, %Ki : index
+        %kc10 = arith.select %valid9, %a8, %c0_index : index
+        %kv11 = arith.divui %kc10, %c8_index : index
+        %a12 = arith.addi %m2, %kv11 : index
+        %wv13 = memref.load %w[%a12] : memref<?xvector<4xi32>>
+        %wh14 = vector.bitcast %wv13 : vector<4xi32> to vector<8xf16>
+        %a15 = arith.addi %m5, %kv11 : index
+        %wv16 = memref.load %w[%a15] : memref<?xvector<4xi32>>
+        %wh17 = vector.bitcast %wv16 : vector<4xi32> to vector<8xf16>
+        %k418 = arith.divui %kc10, %c4_index : index
+        %a19 = arith.addi %xrow, %k418 : index
+        %xv20 = memref.load %x[%a19] : memref<?xvector<4xf32>>
+        %a21 = arith.addi %a19, %c1_index : index
+        %xv22 = memref.load %x[%a21] : memref<?xvector<4xf32>>
+        %x823 = vector.shuffle %xv20, %xv22 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %a24 = arith.addi %c0, %c4_index : index
+        %a25 = arith.addi %a24, %warp : index
+        %m26 = arith.muli %a25, %c32_index : index
+        %a27 = arith.addi %m26, %q8 : index
+        %valid28 = arith.cmpi ult, %a27, %Ki : index
+        %kc29 = arith.select %valid28, %a27, %c0_index : index
+        %kv30 = arith.divui %kc29, %c8_index : index
+        %a31 = arith.addi %m2, %kv30 : index
+        %wv32 = memref.load %w[%a31] : memref<?xvector<4xi32>>
+        %wh33 = vector.bitcast %wv32 : vector<4xi32> to vector<8xf16>
+        %a34 = arith.addi %m5, %kv30 : index
+        %wv35 = memref.load %w[%a34] : memref<?xvector<4xi32>>
+        %wh36 = vector.bitcast %wv35 : vector<4xi32> to vector<8xf16>
+        %k437 = arith.divui %kc29, %c4_index : index
+        %a38 = arith.addi %xrow, %k437 : index
+        %xv39 = memref.load %x[%a38] : memref<?xvector<4xf32>>
+        %a40 = arith.addi %a38, %c1_index : index
+        %xv41 = memref.load %x[%a40] : memref<?xvector<4xf32>>
+        %x842 = vector.shuffle %xv39, %xv41 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %a43 = arith.addi %c0, %c8_index : index
+        %a44 = arith.addi %a43, %warp : index
+        %m45 = arith.muli %a44, %c32_index : index
+        %a46 = arith.addi %m45, %q8 : index
+        %valid47 = arith.cmpi ult, %a46, %Ki : index
+        %kc48 = arith.select %valid47, %a46, %c0_index : index
+        %kv49 = arith.divui %kc48, %c8_index : index
+        %a50 = arith.addi %m2, %kv49 : index
+        %wv51 = memref.load %w[%a50] : memref<?xvector<4xi32>>
+        %wh52 = vector.bitcast %wv51 : vector<4xi32> to vector<8xf16>
+        %a53 = arith.addi %m5, %kv49 : index
+        %wv54 = memref.load %w[%a53] : memref<?xvector<4xi32>>
+        %wh55 = vector.bitcast %wv54 : vector<4xi32> to vector<8xf16>
+        %k456 = arith.divui %kc48, %c4_index : index
+        %a57 = arith.addi %xrow, %k456 : index
+        %xv58 = memref.load %x[%a57] : memref<?xvector<4xf32>>
+        %a59 = arith.addi %a57, %c1_index : index
+        %xv60 = memref.load %x[%a59] : memref<?xvector<4xf32>>
+        %x861 = vector.shuffle %xv58, %xv60 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %a62 = arith.addi %c0, %c12_index : index
+        %a63 = arith.addi %a62, %warp : index
+        %m64 = arith.muli %a63, %c32_index : index
+        %a65 = arith.addi %m64, %q8 : index
+        %valid66 = arith.cmpi ult, %a65, %Ki : index
+        %kc67 = arith.select %valid66, %a65, %c0_index : index
+        %kv68 = arith.divui %kc67, %c8_index : index
+        %a69 = arith.addi %m2, %kv68 : index
+        %wv70 = memref.load %w[%a69] : memref<?xvector<4xi32>>
+        %wh71 = vector.bitcast %wv70 : vector<4xi32> to vector<8xf16>
+        %a72 = arith.addi %m5, %kv68 : index
+        %wv73 = memref.load %w[%a72] : memref<?xvector<4xi32>>
+        %wh74 = vector.bitcast %wv73 : vector<4xi32> to vector<8xf16>
+        %k475 = arith.divui %kc67, %c4_index : index
+        %a76 = arith.addi %xrow, %k475 : index
+        %xv77 = memref.load %x[%a76] : memref<?xvector<4xf32>>
+        %a78 = arith.addi %a76, %c1_index : index
+        %xv79 = memref.load %x[%a78] : memref<?xvector<4xf32>>
+        %x880 = vector.shuffle %xv77, %xv79 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %xh81 = arith.truncf %x823 : vector<8xf32> to vector<8xf16>
+        %xh82 = arith.select %valid9, %xh81, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h283 = vector.shuffle %xh82, %xh82 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h284 = vector.shuffle %xh82, %xh82 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr85 = vector.insert %h283, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr86 = vector.insert %h284, %fr85 [1] : vector<2xf16> into vector<2x2xf16>
+        %h287 = vector.shuffle %wh14, %wh14 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h288 = vector.shuffle %wh17, %wh17 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h289 = vector.shuffle %wh14, %wh14 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h290 = vector.shuffle %wh17, %wh17 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr91 = vector.insert %h287, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr92 = vector.insert %h288, %fr91 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr93 = vector.insert %h289, %fr92 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr94 = vector.insert %h290, %fr93 [3] : vector<2xf16> into vector<4x2xf16>
+        %d95 = nvgpu.mma.sync (%fr94, %fr86, %mma_acc0) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h296 = vector.shuffle %xh82, %xh82 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h297 = vector.shuffle %xh82, %xh82 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr98 = vector.insert %h296, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr99 = vector.insert %h297, %fr98 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2100 = vector.shuffle %wh14, %wh14 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2101 = vector.shuffle %wh17, %wh17 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2102 = vector.shuffle %wh14, %wh14 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h2103 = vector.shuffle %wh17, %wh17 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr104 = vector.insert %h2100, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr105 = vector.insert %h2101, %fr104 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr106 = vector.insert %h2102, %fr105 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr107 = vector.insert %h2103, %fr106 [3] : vector<2xf16> into vector<4x2xf16>
+        %d108 = nvgpu.mma.sync (%fr107, %fr99, %d95) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %xh109 = arith.truncf %x842 : vector<8xf32> to vector<8xf16>
+        %xh110 = arith.select %valid28, %xh109, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h2111 = vector.shuffle %xh110, %xh110 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2112 = vector.shuffle %xh110, %xh110 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr113 = vector.insert %h2111, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr114 = vector.insert %h2112, %fr113 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2115 = vector.shuffle %wh33, %wh33 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2116 = vector.shuffle %wh36, %wh36 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2117 = vector.shuffle %wh33, %wh33 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h2118 = vector.shuffle %wh36, %wh36 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr119 = vector.insert %h2115, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr120 = vector.insert %h2116, %fr119 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr121 = vector.insert %h2117, %fr120 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr122 = vector.insert %h2118, %fr121 [3] : vector<2xf16> into vector<4x2xf16>
+        %d123 = nvgpu.mma.sync (%fr122, %fr114, %d108) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h2124 = vector.shuffle %xh110, %xh110 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2125 = vector.shuffle %xh110, %xh110 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr126 = vector.insert %h2124, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr127 = vector.insert %h2125, %fr126 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2128 = vector.shuffle %wh33, %wh33 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2129 = vector.shuffle %wh36, %wh36 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2130 = vector.shuffle %wh33, %wh33 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h2131 = vector.shuffle %wh36, %wh36 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr132 = vector.insert %h2128, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr133 = vector.insert %h2129, %fr132 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr134 = vector.insert %h2130, %fr133 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr135 = vector.insert %h2131, %fr134 [3] : vector<2xf16> into vector<4x2xf16>
+        %d136 = nvgpu.mma.sync (%fr135, %fr127, %d123) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %xh137 = arith.truncf %x861 : vector<8xf32> to vector<8xf16>
+        %xh138 = arith.select %valid47, %xh137, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h2139 = vector.shuffle %xh138, %xh138 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2140 = vector.shuffle %xh138, %xh138 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr141 = vector.insert %h2139, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr142 = vector.insert %h2140, %fr141 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2143 = vector.shuffle %wh52, %wh52 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2144 = vector.shuffle %wh55, %wh55 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2145 = vector.shuffle %wh52, %wh52 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h2146 = vector.shuffle %wh55, %wh55 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr147 = vector.insert %h2143, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr148 = vector.insert %h2144, %fr147 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr149 = vector.insert %h2145, %fr148 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr150 = vector.insert %h2146, %fr149 [3] : vector<2xf16> into vector<4x2xf16>
+        %d151 = nvgpu.mma.sync (%fr150, %fr142, %d136) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h2152 = vector.shuffle %xh138, %xh138 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2153 = vector.shuffle %xh138, %xh138 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr154 = vector.insert %h2152, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr155 = vector.insert %h2153, %fr154 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2156 = vector.shuffle %wh52, %wh52 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2157 = vector.shuffle %wh55, %wh55 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2158 = vector.shuffle %wh52, %wh52 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h2159 = vector.shuffle %wh55, %wh55 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr160 = vector.insert %h2156, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr161 = vector.insert %h2157, %fr160 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr162 = vector.insert %h2158, %fr161 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr163 = vector.insert %h2159, %fr162 [3] : vector<2xf16> into vector<4x2xf16>
+        %d164 = nvgpu.mma.sync (%fr163, %fr155, %d151) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %xh165 = arith.truncf %x880 : vector<8xf32> to vector<8xf16>
+        %xh166 = arith.select %valid66, %xh165, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h2167 = vector.shuffle %xh166, %xh166 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2168 = vector.shuffle %xh166, %xh166 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr169 = vector.insert %h2167, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr170 = vector.insert %h2168, %fr169 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2171 = vector.shuffle %wh71, %wh71 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2172 = vector.shuffle %wh74, %wh74 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h2173 = vector.shuffle %wh71, %wh71 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h2174 = vector.shuffle %wh74, %wh74 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr175 = vector.insert %h2171, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr176 = vector.insert %h2172, %fr175 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr177 = vector.insert %h2173, %fr176 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr178 = vector.insert %h2174, %fr177 [3] : vector<2xf16> into vector<4x2xf16>
+        %d179 = nvgpu.mma.sync (%fr178, %fr170, %d164) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h2180 = vector.shuffle %xh166, %xh166 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2181 = vector.shuffle %xh166, %xh166 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr182 = vector.insert %h2180, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr183 = vector.insert %h2181, %fr182 [1] : vector<2xf16> into vector<2x2xf16>
+        %h2184 = vector.shuffle %wh71, %wh71 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2185 = vector.shuffle %wh74, %wh74 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h2186 = vector.shuffle %wh71, %wh71 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h2187 = vector.shuffle %wh74, %wh74 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr188 = vector.insert %h2184, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr189 = vector.insert %h2185, %fr188 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr190 = vector.insert %h2186, %fr189 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr191 = vector.insert %h2187, %fr190 [3] : vector<2xf16> into vector<4x2xf16>
+        %d192 = nvgpu.mma.sync (%fr191, %fr183, %d179) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        scf.yield %d192 : vector<2x2xf32>
       }
-      %wbase = arith.muli %warp, %c256_index : index
+      %wbase = arith.muli %warp, %c128_index : index
       %g8 = arith.muli %g, %c8_index : index
       %q2 = arith.muli %q, %c2_index : index
       %gq = arith.addi %g8, %q2 : index
       %sbase = arith.addi %wbase, %gq : index
-      %p295 = vector.extract %acc_r#0[0, 0] : f32 from vector<2x2xf32>
-      memref.store %p295, %acc[%sbase] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p296 = vector.extract %acc_r#0[0, 1] : f32 from vector<2x2xf32>
-      %a297 = arith.addi %sbase, %c1_index : index
-      memref.store %p296, %acc[%a297] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p298 = vector.extract %acc_r#0[1, 0] : f32 from vector<2x2xf32>
-      %a299 = arith.addi %sbase, %c64_index : index
-      memref.store %p298, %acc[%a299] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p300 = vector.extract %acc_r#0[1, 1] : f32 from vector<2x2xf32>
-      %a301 = arith.addi %sbase, %c65_index : index
-      memref.store %p300, %acc[%a301] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p302 = vector.extract %acc_r#1[0, 0] : f32 from vector<2x2xf32>
-      %a303 = arith.addi %sbase, %c128_index : index
-      memref.store %p302, %acc[%a303] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p304 = vector.extract %acc_r#1[0, 1] : f32 from vector<2x2xf32>
-      %a305 = arith.addi %sbase, %c129_index : index
-      memref.store %p304, %acc[%a305] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p306 = vector.extract %acc_r#1[1, 0] : f32 from vector<2x2xf32>
-      %a307 = arith.addi %sbase, %c192_index : index
-      memref.store %p306, %acc[%a307] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %p308 = vector.extract %acc_r#1[1, 1] : f32 from vector<2x2xf32>
-      %a309 = arith.addi %sbase, %c193_index : index
-      memref.store %p308, %acc[%a309] : memref<1024xf32, #gpu.address_space<workgroup>>
+      %p193 = vector.extract %acc_r#0[0, 0] : f32 from vector<2x2xf32>
+      memref.store %p193, %acc[%sbase] : memref<512xf32, #gpu.address_space<workgroup>>
+      %p194 = vector.extract %acc_r#0[0, 1] : f32 from vector<2x2xf32>
+      %a195 = arith.addi %sbase, %c1_index : index
+      memref.store %p194, %acc[%a195] : memref<512xf32, #gpu.address_space<workgroup>>
+      %p196 = vector.extract %acc_r#0[1, 0] : f32 from vector<2x2xf32>
+      %a197 = arith.addi %sbase, %c64_index : index
+      memref.store %p196, %acc[%a197] : memref<512xf32, #gpu.address_space<workgroup>>
+      %p198 = vector.extract %acc_r#0[1, 1] : f32 from vector<2x2xf32>
+      %a199 = arith.addi %sbase, %c65_index : index
+      memref.store %p198, %acc[%a199] : memref<512xf32, #gpu.address_space<workgroup>>
       gpu.barrier
-      %orow = arith.divui %tid, %c8_index : index
-      %otok = arith.remui %tid, %c8_index : index
-      %tg = arith.addi %t0, %otok : index
-      %tin = arith.cmpi ult, %tg, %Ti : index
       %fb = arith.andi %flags, %c1_i32 : i32
       %hb = arith.cmpi ne, %fb, %c0_i32 : i32
       %fr = arith.andi %flags, %c2_i32 : i32
       %hr = arith.cmpi ne, %fr, %c0_i32 : i32
-      %s310 = memref.load %acc[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a311 = arith.addi %tid, %c256_index : index
-      %s312 = memref.load %acc[%a311] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a313 = arith.addi %tid, %c512_index : index
-      %s314 = memref.load %acc[%a313] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a315 = arith.addi %tid, %c768_index : index
-      %s316 = memref.load %acc[%a315] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %f317 = arith.addf %s310, %s312 : f32
-      %f318 = arith.addf %s314, %s316 : f32
-      %f319 = arith.addf %f317, %f318 : f32
-      %a320 = arith.addi %row0, %orow : index
-      %nin321 = arith.cmpi ult, %a320, %Ni : index
-      %wr322 = arith.andi %tin, %nin321 : i1
-      scf.if %wr322 {
-        %m323 = arith.muli %tg, %Ni : index
-        %a324 = arith.addi %m323, %a320 : index
-        %wb325 = scf.if %hb -> (f32) {
-          %bv326 = memref.load %bias[%a320] : memref<?xf32>
-          %f327 = arith.addf %f319, %bv326 : f32
-          scf.yield %f327 : f32
+      %s200 = memref.load %acc[%tid] : memref<512xf32, #gpu.address_space<workgroup>>
+      %a201 = arith.addi %tid, %c128_index : index
+      %s202 = memref.load %acc[%a201] : memref<512xf32, #gpu.address_space<workgroup>>
+      %a203 = arith.addi %tid, %c256_index : index
+      %s204 = memref.load %acc[%a203] : memref<512xf32, #gpu.address_space<workgroup>>
+      %a205 = arith.addi %tid, %c384_index : index
+      %s206 = memref.load %acc[%a205] : memref<512xf32, #gpu.address_space<workgroup>>
+      %f207 = arith.addf %s200, %s202 : f32
+      %f208 = arith.addf %s204, %s206 : f32
+      %f209 = arith.addf %f207, %f208 : f32
+      %orow210 = arith.divui %tid, %c8_index : index
+      %otok211 = arith.remui %tid, %c8_index : index
+      %a212 = arith.addi %t0, %otok211 : index
+      %tin213 = arith.cmpi ult, %a212, %Ti : index
+      %a214 = arith.addi %row0, %orow210 : index
+      %nin215 = arith.cmpi ult, %a214, %Ni : index
+      %wr216 = arith.andi %tin213, %nin215 : i1
+      scf.if %wr216 {
+        %m217 = arith.muli %a212, %Ni : index
+        %a218 = arith.addi %m217, %a214 : index
+        %wb219 = scf.if %hb -> (f32) {
+          %bv220 = memref.load %bias[%a214] : memref<?xf32>
+          %f221 = arith.addf %f209, %bv220 : f32
+          scf.yield %f221 : f32
         } else {
-          scf.yield %f319 : f32
+          scf.yield %f209 : f32
         }
-        %o328 = scf.if %hr -> (f32) {
-          %rv329 = memref.load %res[%a324] : memref<?xf32>
-          %f330 = arith.addf %wb325, %rv329 : f32
-          scf.yield %f330 : f32
+        %o222 = scf.if %hr -> (f32) {
+          %rv223 = memref.load %res[%a218] : memref<?xf32>
+          %f224 = arith.addf %wb219, %rv223 : f32
+          scf.yield %f224 : f32
         } else {
-          scf.yield %wb325 : f32
+          scf.yield %wb219 : f32
         }
-        memref.store %o328, %y[%a324] : memref<?xf32>
-      }
-      %a331 = arith.addi %tid, %c128_index : index
-      %s332 = memref.load %acc[%a331] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a333 = arith.addi %a331, %c256_index : index
-      %s334 = memref.load %acc[%a333] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a335 = arith.addi %a331, %c512_index : index
-      %s336 = memref.load %acc[%a335] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %a337 = arith.addi %a331, %c768_index : index
-      %s338 = memref.load %acc[%a337] : memref<1024xf32, #gpu.address_space<workgroup>>
-      %f339 = arith.addf %s332, %s334 : f32
-      %f340 = arith.addf %s336, %s338 : f32
-      %f341 = arith.addf %f339, %f340 : f32
-      %a342 = arith.addi %row0, %c16_index : index
-      %a343 = arith.addi %a342, %orow : index
-      %nin344 = arith.cmpi ult, %a343, %Ni : index
-      %wr345 = arith.andi %tin, %nin344 : i1
-      scf.if %wr345 {
-        %m346 = arith.muli %tg, %Ni : index
-        %a347 = arith.addi %m346, %a343 : index
-        %wb348 = scf.if %hb -> (f32) {
-          %bv349 = memref.load %bias[%a343] : memref<?xf32>
-          %f350 = arith.addf %f341, %bv349 : f32
-          scf.yield %f350 : f32
-        } else {
-          scf.yield %f341 : f32
-        }
-        %o351 = scf.if %hr -> (f32) {
-          %rv352 = memref.load %res[%a347] : memref<?xf32>
-          %f353 = arith.addf %wb348, %rv352 : f32
-          scf.yield %f353 : f32
-        } else {
-          scf.yield %wb348 : f32
-        }
-        memref.store %o351, %y[%a347] : memref<?xf32>
+        memref.store %o222, %y[%a218] : memref<?xf32>
       }
       gpu.return
     }

@@ -3703,7 +3703,7 @@ module attributes {gpu.container_module} {
                            %flags: i32)
         kernel
         attributes {known_block_size = array<i32: 128, 1, 1>,
-                    nvvm.minctasm = 7 : i32,
+                    nvvm.minctasm = 8 : i32,
                     swz.grid = "ceil((N0+N1+N2)/4), ceil(T/8), 1"} {
       %c0_i32 = arith.constant 0 : i32
       %c0_index = arith.constant 0 : index
@@ -3743,7 +3743,6 @@ module attributes {gpu.container_module} {
       %c512_index = arith.constant 512 : index
       %c5_index = arith.constant 5 : index
       %c640_index = arith.constant 640 : index
-      %c64_index = arith.constant 64 : index
       %c6_index = arith.constant 6 : index
       %c768_index = arith.constant 768 : index
       %c7_index = arith.constant 7 : index
@@ -3791,7 +3790,7 @@ module attributes {gpu.container_module} {
       %tok7 = arith.cmpi ult, %c7_index, %tb : index
       %one = arith.cmpi eq, %tb, %c1_index : index
       %acc_r:8 = scf.if %one -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-        %r1:1 = scf.for %u = %lane to %units step %c64_index iter_args(%sacc0 = %c0p0_f32) -> (f32) {
+        %r1:1 = scf.for %u = %lane to %units step %c32_index iter_args(%sacc0 = %c0p0_f32) -> (f32) {
           %b10 = arith.divui %u, %c1_index : index
           %q11 = arith.remui %u, %c1_index : index
           %a12 = arith.addi %m9, %b10 : index
@@ -3965,140 +3964,151 @@ module attributes {gpu.container_module} {
           %s180 = arith.shli %s170, %c25_i32 : i32
           %b181 = arith.andi %s180, %c268435456_i32 : i32
           %o182 = arith.ori %o179, %b181 : i32
-          %a183 = arith.addi %u, %c32_index : index
-          %vr184 = arith.cmpi ult, %a183, %units : index
-          %uc185 = arith.select %vr184, %a183, %u : index
-          %b186 = arith.divui %uc185, %c1_index : index
-          %q187 = arith.remui %uc185, %c1_index : index
-          %a188 = arith.addi %m9, %b186 : index
-          %m189 = arith.muli %a188, %c22_index : index
-          %w190 = arith.shrui %m189, %c2_index : index
-          %ld191 = memref.load %w5[%w190] : memref<?xi32>
-          %n192 = arith.index_cast %m189 : index to i32
-          %b193 = arith.andi %n192, %c2_i32 : i32
-          %s194 = arith.shli %b193, %c3_i32 : i32
-          %s195 = arith.shrui %ld191, %s194 : i32
-          %h196 = arith.trunci %s195 : i32 to i16
-          %h197 = arith.bitcast %h196 : i16 to f16
-          %h198 = arith.extf %h197 : f16 to f32
-          %a199 = arith.addi %m189, %c2_index : index
-          %w200 = arith.shrui %a199, %c2_index : index
-          %ld201 = memref.load %w5[%w200] : memref<?xi32>
-          %a202 = arith.addi %a199, %c2_index : index
-          %w203 = arith.shrui %a202, %c2_index : index
-          %ld204 = memref.load %w5[%w203] : memref<?xi32>
-          %n205 = arith.index_cast %a199 : index to i32
-          %b206 = arith.andi %n205, %c2_i32 : i32
-          %s207 = arith.shli %b206, %c3_i32 : i32
-          %s208 = arith.shrui %ld201, %s207 : i32
-          %s209 = arith.subi %c16_i32, %s207 : i32
-          %s210 = arith.shli %ld204, %c16_i32 : i32
-          %s211 = arith.shli %s210, %s209 : i32
-          %o212 = arith.ori %s208, %s211 : i32
-          %a213 = arith.addi %m189, %c6_index : index
-          %w214 = arith.shrui %a213, %c2_index : index
-          %n215 = arith.index_cast %a213 : index to i32
-          %b216 = arith.andi %n215, %c2_i32 : i32
-          %od217 = arith.cmpi ne, %b216, %c0_i32 : i32
-          %a218 = arith.addi %w214, %c1_index : index
-          %a219 = arith.addi %w214, %c2_index : index
-          %a220 = arith.addi %w214, %c3_index : index
-          %a221 = arith.addi %w214, %c4_index : index
-          %sel222 = arith.select %od217, %a221, %a220 : index
-          %ld223 = memref.load %w5[%w214] : memref<?xi32>
-          %ld224 = memref.load %w5[%a218] : memref<?xi32>
-          %ld225 = memref.load %w5[%a219] : memref<?xi32>
-          %ld226 = memref.load %w5[%a220] : memref<?xi32>
-          %ld227 = memref.load %w5[%sel222] : memref<?xi32>
-          %s228 = arith.shrui %ld223, %c16_i32 : i32
-          %s229 = arith.shli %ld224, %c16_i32 : i32
-          %o230 = arith.ori %s228, %s229 : i32
-          %sel231 = arith.select %od217, %o230, %ld223 : i32
-          %s232 = arith.shrui %ld224, %c16_i32 : i32
-          %s233 = arith.shli %ld225, %c16_i32 : i32
-          %o234 = arith.ori %s232, %s233 : i32
-          %sel235 = arith.select %od217, %o234, %ld224 : i32
-          %s236 = arith.shrui %ld225, %c16_i32 : i32
-          %s237 = arith.shli %ld226, %c16_i32 : i32
-          %o238 = arith.ori %s236, %s237 : i32
-          %sel239 = arith.select %od217, %o238, %ld225 : i32
-          %s240 = arith.shrui %ld226, %c16_i32 : i32
-          %s241 = arith.shli %ld227, %c16_i32 : i32
-          %o242 = arith.ori %s240, %s241 : i32
-          %sel243 = arith.select %od217, %o242, %ld226 : i32
-          %b244 = arith.andi %sel231, %c252645135_i32 : i32
-          %s245 = arith.shli %o212, %c4_i32 : i32
-          %b246 = arith.andi %s245, %c16_i32 : i32
-          %o247 = arith.ori %b244, %b246 : i32
-          %s248 = arith.shli %o212, %c11_i32 : i32
-          %b249 = arith.andi %s248, %c4096_i32 : i32
-          %o250 = arith.ori %o247, %b249 : i32
-          %s251 = arith.shli %o212, %c18_i32 : i32
-          %b252 = arith.andi %s251, %c1048576_i32 : i32
-          %o253 = arith.ori %o250, %b252 : i32
-          %s254 = arith.shli %o212, %c25_i32 : i32
-          %b255 = arith.andi %s254, %c268435456_i32 : i32
-          %o256 = arith.ori %o253, %b255 : i32
-          %b257 = arith.andi %sel235, %c252645135_i32 : i32
-          %s258 = arith.shrui %o212, %c4_i32 : i32
-          %s259 = arith.shli %s258, %c4_i32 : i32
-          %b260 = arith.andi %s259, %c16_i32 : i32
-          %o261 = arith.ori %b257, %b260 : i32
-          %s262 = arith.shli %s258, %c11_i32 : i32
-          %b263 = arith.andi %s262, %c4096_i32 : i32
-          %o264 = arith.ori %o261, %b263 : i32
-          %s265 = arith.shli %s258, %c18_i32 : i32
-          %b266 = arith.andi %s265, %c1048576_i32 : i32
-          %o267 = arith.ori %o264, %b266 : i32
-          %s268 = arith.shli %s258, %c25_i32 : i32
-          %b269 = arith.andi %s268, %c268435456_i32 : i32
-          %o270 = arith.ori %o267, %b269 : i32
-          %b271 = arith.andi %sel239, %c252645135_i32 : i32
-          %s272 = arith.shrui %o212, %c8_i32 : i32
-          %s273 = arith.shli %s272, %c4_i32 : i32
-          %b274 = arith.andi %s273, %c16_i32 : i32
-          %o275 = arith.ori %b271, %b274 : i32
-          %s276 = arith.shli %s272, %c11_i32 : i32
-          %b277 = arith.andi %s276, %c4096_i32 : i32
-          %o278 = arith.ori %o275, %b277 : i32
-          %s279 = arith.shli %s272, %c18_i32 : i32
-          %b280 = arith.andi %s279, %c1048576_i32 : i32
-          %o281 = arith.ori %o278, %b280 : i32
-          %s282 = arith.shli %s272, %c25_i32 : i32
-          %b283 = arith.andi %s282, %c268435456_i32 : i32
-          %o284 = arith.ori %o281, %b283 : i32
-          %b285 = arith.andi %sel243, %c252645135_i32 : i32
-          %s286 = arith.shrui %o212, %c12_i32 : i32
-          %s287 = arith.shli %s286, %c4_i32 : i32
-          %b288 = arith.andi %s287, %c16_i32 : i32
-          %o289 = arith.ori %b285, %b288 : i32
-          %s290 = arith.shli %s286, %c11_i32 : i32
-          %b291 = arith.andi %s290, %c4096_i32 : i32
-          %o292 = arith.ori %o289, %b291 : i32
-          %s293 = arith.shli %s286, %c18_i32 : i32
-          %b294 = arith.andi %s293, %c1048576_i32 : i32
-          %o295 = arith.ori %o292, %b294 : i32
-          %s296 = arith.shli %s286, %c25_i32 : i32
-          %b297 = arith.andi %s296, %c268435456_i32 : i32
-          %o298 = arith.ori %o295, %b297 : i32
-          %s299 = arith.shrui %sel231, %c4_i32 : i32
-          %b300 = arith.andi %s299, %c252645135_i32 : i32
-          %s301 = arith.shrui %o212, %c16_i32 : i32
-          %s302 = arith.shli %s301, %c4_i32 : i32
-          %b303 = arith.andi %s302, %c16_i32 : i32
-          %o304 = arith.ori %b300, %b303 : i32
-          %s305 = arith.shli %s301, %c11_i32 : i32
-          %b306 = arith.andi %s305, %c4096_i32 : i32
-          %o307 = arith.ori %o304, %b306 : i32
-          %s308 = arith.shli %s301, %c18_i32 : i32
-          %b309 = arith.andi %s308, %c1048576_i32 : i32
-          %o310 = arith.ori %o307, %b309 : i32
-          %s311 = arith.shli %s301, %c25_i32 : i32
-          %b312 = arith.andi %s311, %c268435456_i32 : i32
-          %o313 = arith.ori %o310, %b312 : i32
-          %s314 = arith.shrui %sel235, %c4_i32 : i32
-          %b315 = arith.andi %s314, %c252645135_i32 : i32
-          %s316 = arith.shrui %o212, %c20_i32 : i32
+          %m183 = arith.muli %t0, %K32 : index
+          %a184 = arith.addi %m183, %b10 : index
+          %m185 = arith.muli %a184, %c2_index : index
+          %xq186 = memref.load %xq[%m185] : memref<?xvector<4xi32>>
+          %a187 = arith.addi %m185, %c1_index : index
+          %xq188 = memref.load %xq[%a187] : memref<?xvector<4xi32>>
+          %ds189 = memref.load %xds[%a184] : memref<?xvector<4xf32>>
+          %dx190 = vector.extract %ds189[0] : f32 from vector<4xf32>
+          %dx191 = vector.extract %ds189[1] : f32 from vector<4xf32>
+          %dx192 = vector.extract %ds189[2] : f32 from vector<4xf32>
+          %xw193 = vector.extract %xq186[0] : i32 from vector<4xi32>
+          %dp194 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o80, %xw193, %c0_i32 : (i32, i32, i32) -> i32
+          %xw195 = vector.extract %xq186[1] : i32 from vector<4xi32>
+          %dp196 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o94, %xw195, %dp194 : (i32, i32, i32) -> i32
+          %xw197 = vector.extract %xq186[2] : i32 from vector<4xi32>
+          %dp198 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o108, %xw197, %dp196 : (i32, i32, i32) -> i32
+          %xw199 = vector.extract %xq186[3] : i32 from vector<4xi32>
+          %dp200 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o122, %xw199, %dp198 : (i32, i32, i32) -> i32
+          %xw201 = vector.extract %xq188[0] : i32 from vector<4xi32>
+          %dp202 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o137, %xw201, %dp200 : (i32, i32, i32) -> i32
+          %xw203 = vector.extract %xq188[1] : i32 from vector<4xi32>
+          %dp204 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o152, %xw203, %dp202 : (i32, i32, i32) -> i32
+          %xw205 = vector.extract %xq188[2] : i32 from vector<4xi32>
+          %dp206 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o167, %xw205, %dp204 : (i32, i32, i32) -> i32
+          %xw207 = vector.extract %xq188[3] : i32 from vector<4xi32>
+          %dp208 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o182, %xw207, %dp206 : (i32, i32, i32) -> i32
+          %af209 = arith.sitofp %dp208 : i32 to f32
+          %f210 = arith.mulf %dx190, %af209 : f32
+          %f211 = arith.addf %dx191, %dx192 : f32
+          %f212 = arith.mulf %c1p600000e01_f32, %f211 : f32
+          %f213 = arith.subf %f210, %f212 : f32
+          %f214 = arith.mulf %h22, %f213 : f32
+          %f215 = arith.addf %sacc0, %f214 : f32
+          scf.yield %f215 : f32
+        }
+        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
+      } else {
+        %slots = memref.get_global @slots_q5_0 : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.for %t = %c0_index to %c8_index step %c1_index {
+          %s = arith.muli %t, %c128_index : index
+          %si = arith.addi %s, %tid : index
+          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
+        }
+        scf.for %u = %lane to %units step %c32_index {
+          %b216 = arith.divui %u, %c1_index : index
+          %q217 = arith.remui %u, %c1_index : index
+          %a218 = arith.addi %m9, %b216 : index
+          %m219 = arith.muli %a218, %c22_index : index
+          %w220 = arith.shrui %m219, %c2_index : index
+          %ld221 = memref.load %w5[%w220] : memref<?xi32>
+          %n222 = arith.index_cast %m219 : index to i32
+          %b223 = arith.andi %n222, %c2_i32 : i32
+          %s224 = arith.shli %b223, %c3_i32 : i32
+          %s225 = arith.shrui %ld221, %s224 : i32
+          %h226 = arith.trunci %s225 : i32 to i16
+          %h227 = arith.bitcast %h226 : i16 to f16
+          %h228 = arith.extf %h227 : f16 to f32
+          %a229 = arith.addi %m219, %c2_index : index
+          %w230 = arith.shrui %a229, %c2_index : index
+          %ld231 = memref.load %w5[%w230] : memref<?xi32>
+          %a232 = arith.addi %a229, %c2_index : index
+          %w233 = arith.shrui %a232, %c2_index : index
+          %ld234 = memref.load %w5[%w233] : memref<?xi32>
+          %n235 = arith.index_cast %a229 : index to i32
+          %b236 = arith.andi %n235, %c2_i32 : i32
+          %s237 = arith.shli %b236, %c3_i32 : i32
+          %s238 = arith.shrui %ld231, %s237 : i32
+          %s239 = arith.subi %c16_i32, %s237 : i32
+          %s240 = arith.shli %ld234, %c16_i32 : i32
+          %s241 = arith.shli %s240, %s239 : i32
+          %o242 = arith.ori %s238, %s241 : i32
+          %a243 = arith.addi %m219, %c6_index : index
+          %w244 = arith.shrui %a243, %c2_index : index
+          %n245 = arith.index_cast %a243 : index to i32
+          %b246 = arith.andi %n245, %c2_i32 : i32
+          %od247 = arith.cmpi ne, %b246, %c0_i32 : i32
+          %a248 = arith.addi %w244, %c1_index : index
+          %a249 = arith.addi %w244, %c2_index : index
+          %a250 = arith.addi %w244, %c3_index : index
+          %a251 = arith.addi %w244, %c4_index : index
+          %sel252 = arith.select %od247, %a251, %a250 : index
+          %ld253 = memref.load %w5[%w244] : memref<?xi32>
+          %ld254 = memref.load %w5[%a248] : memref<?xi32>
+          %ld255 = memref.load %w5[%a249] : memref<?xi32>
+          %ld256 = memref.load %w5[%a250] : memref<?xi32>
+          %ld257 = memref.load %w5[%sel252] : memref<?xi32>
+          %s258 = arith.shrui %ld253, %c16_i32 : i32
+          %s259 = arith.shli %ld254, %c16_i32 : i32
+          %o260 = arith.ori %s258, %s259 : i32
+          %sel261 = arith.select %od247, %o260, %ld253 : i32
+          %s262 = arith.shrui %ld254, %c16_i32 : i32
+          %s263 = arith.shli %ld255, %c16_i32 : i32
+          %o264 = arith.ori %s262, %s263 : i32
+          %sel265 = arith.select %od247, %o264, %ld254 : i32
+          %s266 = arith.shrui %ld255, %c16_i32 : i32
+          %s267 = arith.shli %ld256, %c16_i32 : i32
+          %o268 = arith.ori %s266, %s267 : i32
+          %sel269 = arith.select %od247, %o268, %ld255 : i32
+          %s270 = arith.shrui %ld256, %c16_i32 : i32
+          %s271 = arith.shli %ld257, %c16_i32 : i32
+          %o272 = arith.ori %s270, %s271 : i32
+          %sel273 = arith.select %od247, %o272, %ld256 : i32
+          %b274 = arith.andi %sel261, %c252645135_i32 : i32
+          %s275 = arith.shli %o242, %c4_i32 : i32
+          %b276 = arith.andi %s275, %c16_i32 : i32
+          %o277 = arith.ori %b274, %b276 : i32
+          %s278 = arith.shli %o242, %c11_i32 : i32
+          %b279 = arith.andi %s278, %c4096_i32 : i32
+          %o280 = arith.ori %o277, %b279 : i32
+          %s281 = arith.shli %o242, %c18_i32 : i32
+          %b282 = arith.andi %s281, %c1048576_i32 : i32
+          %o283 = arith.ori %o280, %b282 : i32
+          %s284 = arith.shli %o242, %c25_i32 : i32
+          %b285 = arith.andi %s284, %c268435456_i32 : i32
+          %o286 = arith.ori %o283, %b285 : i32
+          %b287 = arith.andi %sel265, %c252645135_i32 : i32
+          %s288 = arith.shrui %o242, %c4_i32 : i32
+          %s289 = arith.shli %s288, %c4_i32 : i32
+          %b290 = arith.andi %s289, %c16_i32 : i32
+          %o291 = arith.ori %b287, %b290 : i32
+          %s292 = arith.shli %s288, %c11_i32 : i32
+          %b293 = arith.andi %s292, %c4096_i32 : i32
+          %o294 = arith.ori %o291, %b293 : i32
+          %s295 = arith.shli %s288, %c18_i32 : i32
+          %b296 = arith.andi %s295, %c1048576_i32 : i32
+          %o297 = arith.ori %o294, %b296 : i32
+          %s298 = arith.shli %s288, %c25_i32 : i32
+          %b299 = arith.andi %s298, %c268435456_i32 : i32
+          %o300 = arith.ori %o297, %b299 : i32
+          %b301 = arith.andi %sel269, %c252645135_i32 : i32
+          %s302 = arith.shrui %o242, %c8_i32 : i32
+          %s303 = arith.shli %s302, %c4_i32 : i32
+          %b304 = arith.andi %s303, %c16_i32 : i32
+          %o305 = arith.ori %b301, %b304 : i32
+          %s306 = arith.shli %s302, %c11_i32 : i32
+          %b307 = arith.andi %s306, %c4096_i32 : i32
+          %o308 = arith.ori %o305, %b307 : i32
+          %s309 = arith.shli %s302, %c18_i32 : i32
+          %b310 = arith.andi %s309, %c1048576_i32 : i32
+          %o311 = arith.ori %o308, %b310 : i32
+          %s312 = arith.shli %s302, %c25_i32 : i32
+          %b313 = arith.andi %s312, %c268435456_i32 : i32
+          %o314 = arith.ori %o311, %b313 : i32
+          %b315 = arith.andi %sel273, %c252645135_i32 : i32
+          %s316 = arith.shrui %o242, %c12_i32 : i32
           %s317 = arith.shli %s316, %c4_i32 : i32
           %b318 = arith.andi %s317, %c16_i32 : i32
           %o319 = arith.ori %b315, %b318 : i32
@@ -4111,9 +4121,9 @@ module attributes {gpu.container_module} {
           %s326 = arith.shli %s316, %c25_i32 : i32
           %b327 = arith.andi %s326, %c268435456_i32 : i32
           %o328 = arith.ori %o325, %b327 : i32
-          %s329 = arith.shrui %sel239, %c4_i32 : i32
+          %s329 = arith.shrui %sel261, %c4_i32 : i32
           %b330 = arith.andi %s329, %c252645135_i32 : i32
-          %s331 = arith.shrui %o212, %c24_i32 : i32
+          %s331 = arith.shrui %o242, %c16_i32 : i32
           %s332 = arith.shli %s331, %c4_i32 : i32
           %b333 = arith.andi %s332, %c16_i32 : i32
           %o334 = arith.ori %b330, %b333 : i32
@@ -4126,9 +4136,9 @@ module attributes {gpu.container_module} {
           %s341 = arith.shli %s331, %c25_i32 : i32
           %b342 = arith.andi %s341, %c268435456_i32 : i32
           %o343 = arith.ori %o340, %b342 : i32
-          %s344 = arith.shrui %sel243, %c4_i32 : i32
+          %s344 = arith.shrui %sel265, %c4_i32 : i32
           %b345 = arith.andi %s344, %c252645135_i32 : i32
-          %s346 = arith.shrui %o212, %c28_i32 : i32
+          %s346 = arith.shrui %o242, %c20_i32 : i32
           %s347 = arith.shli %s346, %c4_i32 : i32
           %b348 = arith.andi %s347, %c16_i32 : i32
           %o349 = arith.ori %b345, %b348 : i32
@@ -4141,444 +4151,223 @@ module attributes {gpu.container_module} {
           %s356 = arith.shli %s346, %c25_i32 : i32
           %b357 = arith.andi %s356, %c268435456_i32 : i32
           %o358 = arith.ori %o355, %b357 : i32
-          %m359 = arith.muli %t0, %K32 : index
-          %a360 = arith.addi %m359, %b10 : index
-          %m361 = arith.muli %a360, %c2_index : index
-          %xq362 = memref.load %xq[%m361] : memref<?xvector<4xi32>>
-          %a363 = arith.addi %m361, %c1_index : index
-          %xq364 = memref.load %xq[%a363] : memref<?xvector<4xi32>>
-          %ds365 = memref.load %xds[%a360] : memref<?xvector<4xf32>>
-          %dx366 = vector.extract %ds365[0] : f32 from vector<4xf32>
-          %dx367 = vector.extract %ds365[1] : f32 from vector<4xf32>
-          %dx368 = vector.extract %ds365[2] : f32 from vector<4xf32>
-          %xw369 = vector.extract %xq362[0] : i32 from vector<4xi32>
-          %dp370 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o80, %xw369, %c0_i32 : (i32, i32, i32) -> i32
-          %xw371 = vector.extract %xq362[1] : i32 from vector<4xi32>
-          %dp372 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o94, %xw371, %dp370 : (i32, i32, i32) -> i32
-          %xw373 = vector.extract %xq362[2] : i32 from vector<4xi32>
-          %dp374 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o108, %xw373, %dp372 : (i32, i32, i32) -> i32
-          %xw375 = vector.extract %xq362[3] : i32 from vector<4xi32>
-          %dp376 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o122, %xw375, %dp374 : (i32, i32, i32) -> i32
-          %xw377 = vector.extract %xq364[0] : i32 from vector<4xi32>
-          %dp378 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o137, %xw377, %dp376 : (i32, i32, i32) -> i32
-          %xw379 = vector.extract %xq364[1] : i32 from vector<4xi32>
-          %dp380 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o152, %xw379, %dp378 : (i32, i32, i32) -> i32
-          %xw381 = vector.extract %xq364[2] : i32 from vector<4xi32>
-          %dp382 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o167, %xw381, %dp380 : (i32, i32, i32) -> i32
-          %xw383 = vector.extract %xq364[3] : i32 from vector<4xi32>
-          %dp384 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o182, %xw383, %dp382 : (i32, i32, i32) -> i32
-          %af385 = arith.sitofp %dp384 : i32 to f32
-          %f386 = arith.mulf %dx366, %af385 : f32
-          %f387 = arith.addf %dx367, %dx368 : f32
-          %f388 = arith.mulf %c1p600000e01_f32, %f387 : f32
-          %f389 = arith.subf %f386, %f388 : f32
-          %f390 = arith.mulf %h22, %f389 : f32
-          %f391 = arith.addf %sacc0, %f390 : f32
-          %m392 = arith.muli %t0, %K32 : index
-          %a393 = arith.addi %m392, %b186 : index
-          %m394 = arith.muli %a393, %c2_index : index
-          %xq395 = memref.load %xq[%m394] : memref<?xvector<4xi32>>
-          %a396 = arith.addi %m394, %c1_index : index
-          %xq397 = memref.load %xq[%a396] : memref<?xvector<4xi32>>
-          %ds398 = memref.load %xds[%a393] : memref<?xvector<4xf32>>
-          %dx399 = vector.extract %ds398[0] : f32 from vector<4xf32>
-          %dx400 = vector.extract %ds398[1] : f32 from vector<4xf32>
-          %dx401 = vector.extract %ds398[2] : f32 from vector<4xf32>
-          %xw402 = vector.extract %xq395[0] : i32 from vector<4xi32>
-          %dp403 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o256, %xw402, %c0_i32 : (i32, i32, i32) -> i32
-          %xw404 = vector.extract %xq395[1] : i32 from vector<4xi32>
-          %dp405 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o270, %xw404, %dp403 : (i32, i32, i32) -> i32
-          %xw406 = vector.extract %xq395[2] : i32 from vector<4xi32>
-          %dp407 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o284, %xw406, %dp405 : (i32, i32, i32) -> i32
-          %xw408 = vector.extract %xq395[3] : i32 from vector<4xi32>
-          %dp409 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o298, %xw408, %dp407 : (i32, i32, i32) -> i32
-          %xw410 = vector.extract %xq397[0] : i32 from vector<4xi32>
-          %dp411 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o313, %xw410, %dp409 : (i32, i32, i32) -> i32
-          %xw412 = vector.extract %xq397[1] : i32 from vector<4xi32>
-          %dp413 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o328, %xw412, %dp411 : (i32, i32, i32) -> i32
-          %xw414 = vector.extract %xq397[2] : i32 from vector<4xi32>
-          %dp415 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o343, %xw414, %dp413 : (i32, i32, i32) -> i32
-          %xw416 = vector.extract %xq397[3] : i32 from vector<4xi32>
-          %dp417 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o358, %xw416, %dp415 : (i32, i32, i32) -> i32
-          %af418 = arith.sitofp %dp417 : i32 to f32
-          %f419 = arith.mulf %dx399, %af418 : f32
-          %f420 = arith.addf %dx400, %dx401 : f32
-          %f421 = arith.mulf %c1p600000e01_f32, %f420 : f32
-          %f422 = arith.subf %f419, %f421 : f32
-          %f423 = arith.mulf %h198, %f422 : f32
-          %sel424 = arith.select %vr184, %f423, %c0p0_f32 : f32
-          %f425 = arith.addf %f391, %sel424 : f32
-          scf.yield %f425 : f32
-        }
-        scf.yield %r1#0, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32, %c0p0_f32 : f32, f32, f32, f32, f32, f32, f32, f32
-      } else {
-        %slots = memref.get_global @slots_q5_0 : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.for %t = %c0_index to %c8_index step %c1_index {
-          %s = arith.muli %t, %c128_index : index
-          %si = arith.addi %s, %tid : index
-          memref.store %c0p0_f32, %slots[%si] : memref<1024xf32, #gpu.address_space<workgroup>>
-        }
-        scf.for %u = %lane to %units step %c32_index {
-          %b426 = arith.divui %u, %c1_index : index
-          %q427 = arith.remui %u, %c1_index : index
-          %a428 = arith.addi %m9, %b426 : index
-          %m429 = arith.muli %a428, %c22_index : index
-          %w430 = arith.shrui %m429, %c2_index : index
-          %ld431 = memref.load %w5[%w430] : memref<?xi32>
-          %n432 = arith.index_cast %m429 : index to i32
-          %b433 = arith.andi %n432, %c2_i32 : i32
-          %s434 = arith.shli %b433, %c3_i32 : i32
-          %s435 = arith.shrui %ld431, %s434 : i32
-          %h436 = arith.trunci %s435 : i32 to i16
-          %h437 = arith.bitcast %h436 : i16 to f16
-          %h438 = arith.extf %h437 : f16 to f32
-          %a439 = arith.addi %m429, %c2_index : index
-          %w440 = arith.shrui %a439, %c2_index : index
-          %ld441 = memref.load %w5[%w440] : memref<?xi32>
-          %a442 = arith.addi %a439, %c2_index : index
-          %w443 = arith.shrui %a442, %c2_index : index
-          %ld444 = memref.load %w5[%w443] : memref<?xi32>
-          %n445 = arith.index_cast %a439 : index to i32
-          %b446 = arith.andi %n445, %c2_i32 : i32
-          %s447 = arith.shli %b446, %c3_i32 : i32
-          %s448 = arith.shrui %ld441, %s447 : i32
-          %s449 = arith.subi %c16_i32, %s447 : i32
-          %s450 = arith.shli %ld444, %c16_i32 : i32
-          %s451 = arith.shli %s450, %s449 : i32
-          %o452 = arith.ori %s448, %s451 : i32
-          %a453 = arith.addi %m429, %c6_index : index
-          %w454 = arith.shrui %a453, %c2_index : index
-          %n455 = arith.index_cast %a453 : index to i32
-          %b456 = arith.andi %n455, %c2_i32 : i32
-          %od457 = arith.cmpi ne, %b456, %c0_i32 : i32
-          %a458 = arith.addi %w454, %c1_index : index
-          %a459 = arith.addi %w454, %c2_index : index
-          %a460 = arith.addi %w454, %c3_index : index
-          %a461 = arith.addi %w454, %c4_index : index
-          %sel462 = arith.select %od457, %a461, %a460 : index
-          %ld463 = memref.load %w5[%w454] : memref<?xi32>
-          %ld464 = memref.load %w5[%a458] : memref<?xi32>
-          %ld465 = memref.load %w5[%a459] : memref<?xi32>
-          %ld466 = memref.load %w5[%a460] : memref<?xi32>
-          %ld467 = memref.load %w5[%sel462] : memref<?xi32>
-          %s468 = arith.shrui %ld463, %c16_i32 : i32
-          %s469 = arith.shli %ld464, %c16_i32 : i32
-          %o470 = arith.ori %s468, %s469 : i32
-          %sel471 = arith.select %od457, %o470, %ld463 : i32
-          %s472 = arith.shrui %ld464, %c16_i32 : i32
-          %s473 = arith.shli %ld465, %c16_i32 : i32
-          %o474 = arith.ori %s472, %s473 : i32
-          %sel475 = arith.select %od457, %o474, %ld464 : i32
-          %s476 = arith.shrui %ld465, %c16_i32 : i32
-          %s477 = arith.shli %ld466, %c16_i32 : i32
-          %o478 = arith.ori %s476, %s477 : i32
-          %sel479 = arith.select %od457, %o478, %ld465 : i32
-          %s480 = arith.shrui %ld466, %c16_i32 : i32
-          %s481 = arith.shli %ld467, %c16_i32 : i32
-          %o482 = arith.ori %s480, %s481 : i32
-          %sel483 = arith.select %od457, %o482, %ld466 : i32
-          %b484 = arith.andi %sel471, %c252645135_i32 : i32
-          %s485 = arith.shli %o452, %c4_i32 : i32
-          %b486 = arith.andi %s485, %c16_i32 : i32
-          %o487 = arith.ori %b484, %b486 : i32
-          %s488 = arith.shli %o452, %c11_i32 : i32
-          %b489 = arith.andi %s488, %c4096_i32 : i32
-          %o490 = arith.ori %o487, %b489 : i32
-          %s491 = arith.shli %o452, %c18_i32 : i32
-          %b492 = arith.andi %s491, %c1048576_i32 : i32
-          %o493 = arith.ori %o490, %b492 : i32
-          %s494 = arith.shli %o452, %c25_i32 : i32
-          %b495 = arith.andi %s494, %c268435456_i32 : i32
-          %o496 = arith.ori %o493, %b495 : i32
-          %b497 = arith.andi %sel475, %c252645135_i32 : i32
-          %s498 = arith.shrui %o452, %c4_i32 : i32
-          %s499 = arith.shli %s498, %c4_i32 : i32
-          %b500 = arith.andi %s499, %c16_i32 : i32
-          %o501 = arith.ori %b497, %b500 : i32
-          %s502 = arith.shli %s498, %c11_i32 : i32
-          %b503 = arith.andi %s502, %c4096_i32 : i32
-          %o504 = arith.ori %o501, %b503 : i32
-          %s505 = arith.shli %s498, %c18_i32 : i32
-          %b506 = arith.andi %s505, %c1048576_i32 : i32
-          %o507 = arith.ori %o504, %b506 : i32
-          %s508 = arith.shli %s498, %c25_i32 : i32
-          %b509 = arith.andi %s508, %c268435456_i32 : i32
-          %o510 = arith.ori %o507, %b509 : i32
-          %b511 = arith.andi %sel479, %c252645135_i32 : i32
-          %s512 = arith.shrui %o452, %c8_i32 : i32
-          %s513 = arith.shli %s512, %c4_i32 : i32
-          %b514 = arith.andi %s513, %c16_i32 : i32
-          %o515 = arith.ori %b511, %b514 : i32
-          %s516 = arith.shli %s512, %c11_i32 : i32
-          %b517 = arith.andi %s516, %c4096_i32 : i32
-          %o518 = arith.ori %o515, %b517 : i32
-          %s519 = arith.shli %s512, %c18_i32 : i32
-          %b520 = arith.andi %s519, %c1048576_i32 : i32
-          %o521 = arith.ori %o518, %b520 : i32
-          %s522 = arith.shli %s512, %c25_i32 : i32
-          %b523 = arith.andi %s522, %c268435456_i32 : i32
-          %o524 = arith.ori %o521, %b523 : i32
-          %b525 = arith.andi %sel483, %c252645135_i32 : i32
-          %s526 = arith.shrui %o452, %c12_i32 : i32
-          %s527 = arith.shli %s526, %c4_i32 : i32
-          %b528 = arith.andi %s527, %c16_i32 : i32
-          %o529 = arith.ori %b525, %b528 : i32
-          %s530 = arith.shli %s526, %c11_i32 : i32
-          %b531 = arith.andi %s530, %c4096_i32 : i32
-          %o532 = arith.ori %o529, %b531 : i32
-          %s533 = arith.shli %s526, %c18_i32 : i32
-          %b534 = arith.andi %s533, %c1048576_i32 : i32
-          %o535 = arith.ori %o532, %b534 : i32
-          %s536 = arith.shli %s526, %c25_i32 : i32
-          %b537 = arith.andi %s536, %c268435456_i32 : i32
-          %o538 = arith.ori %o535, %b537 : i32
-          %s539 = arith.shrui %sel471, %c4_i32 : i32
-          %b540 = arith.andi %s539, %c252645135_i32 : i32
-          %s541 = arith.shrui %o452, %c16_i32 : i32
-          %s542 = arith.shli %s541, %c4_i32 : i32
-          %b543 = arith.andi %s542, %c16_i32 : i32
-          %o544 = arith.ori %b540, %b543 : i32
-          %s545 = arith.shli %s541, %c11_i32 : i32
-          %b546 = arith.andi %s545, %c4096_i32 : i32
-          %o547 = arith.ori %o544, %b546 : i32
-          %s548 = arith.shli %s541, %c18_i32 : i32
-          %b549 = arith.andi %s548, %c1048576_i32 : i32
-          %o550 = arith.ori %o547, %b549 : i32
-          %s551 = arith.shli %s541, %c25_i32 : i32
-          %b552 = arith.andi %s551, %c268435456_i32 : i32
-          %o553 = arith.ori %o550, %b552 : i32
-          %s554 = arith.shrui %sel475, %c4_i32 : i32
-          %b555 = arith.andi %s554, %c252645135_i32 : i32
-          %s556 = arith.shrui %o452, %c20_i32 : i32
-          %s557 = arith.shli %s556, %c4_i32 : i32
-          %b558 = arith.andi %s557, %c16_i32 : i32
-          %o559 = arith.ori %b555, %b558 : i32
-          %s560 = arith.shli %s556, %c11_i32 : i32
-          %b561 = arith.andi %s560, %c4096_i32 : i32
-          %o562 = arith.ori %o559, %b561 : i32
-          %s563 = arith.shli %s556, %c18_i32 : i32
-          %b564 = arith.andi %s563, %c1048576_i32 : i32
-          %o565 = arith.ori %o562, %b564 : i32
-          %s566 = arith.shli %s556, %c25_i32 : i32
-          %b567 = arith.andi %s566, %c268435456_i32 : i32
-          %o568 = arith.ori %o565, %b567 : i32
-          %s569 = arith.shrui %sel479, %c4_i32 : i32
-          %b570 = arith.andi %s569, %c252645135_i32 : i32
-          %s571 = arith.shrui %o452, %c24_i32 : i32
-          %s572 = arith.shli %s571, %c4_i32 : i32
-          %b573 = arith.andi %s572, %c16_i32 : i32
-          %o574 = arith.ori %b570, %b573 : i32
-          %s575 = arith.shli %s571, %c11_i32 : i32
-          %b576 = arith.andi %s575, %c4096_i32 : i32
-          %o577 = arith.ori %o574, %b576 : i32
-          %s578 = arith.shli %s571, %c18_i32 : i32
-          %b579 = arith.andi %s578, %c1048576_i32 : i32
-          %o580 = arith.ori %o577, %b579 : i32
-          %s581 = arith.shli %s571, %c25_i32 : i32
-          %b582 = arith.andi %s581, %c268435456_i32 : i32
-          %o583 = arith.ori %o580, %b582 : i32
-          %s584 = arith.shrui %sel483, %c4_i32 : i32
-          %b585 = arith.andi %s584, %c252645135_i32 : i32
-          %s586 = arith.shrui %o452, %c28_i32 : i32
-          %s587 = arith.shli %s586, %c4_i32 : i32
-          %b588 = arith.andi %s587, %c16_i32 : i32
-          %o589 = arith.ori %b585, %b588 : i32
-          %s590 = arith.shli %s586, %c11_i32 : i32
-          %b591 = arith.andi %s590, %c4096_i32 : i32
-          %o592 = arith.ori %o589, %b591 : i32
-          %s593 = arith.shli %s586, %c18_i32 : i32
-          %b594 = arith.andi %s593, %c1048576_i32 : i32
-          %o595 = arith.ori %o592, %b594 : i32
-          %s596 = arith.shli %s586, %c25_i32 : i32
-          %b597 = arith.andi %s596, %c268435456_i32 : i32
-          %o598 = arith.ori %o595, %b597 : i32
+          %s359 = arith.shrui %sel269, %c4_i32 : i32
+          %b360 = arith.andi %s359, %c252645135_i32 : i32
+          %s361 = arith.shrui %o242, %c24_i32 : i32
+          %s362 = arith.shli %s361, %c4_i32 : i32
+          %b363 = arith.andi %s362, %c16_i32 : i32
+          %o364 = arith.ori %b360, %b363 : i32
+          %s365 = arith.shli %s361, %c11_i32 : i32
+          %b366 = arith.andi %s365, %c4096_i32 : i32
+          %o367 = arith.ori %o364, %b366 : i32
+          %s368 = arith.shli %s361, %c18_i32 : i32
+          %b369 = arith.andi %s368, %c1048576_i32 : i32
+          %o370 = arith.ori %o367, %b369 : i32
+          %s371 = arith.shli %s361, %c25_i32 : i32
+          %b372 = arith.andi %s371, %c268435456_i32 : i32
+          %o373 = arith.ori %o370, %b372 : i32
+          %s374 = arith.shrui %sel273, %c4_i32 : i32
+          %b375 = arith.andi %s374, %c252645135_i32 : i32
+          %s376 = arith.shrui %o242, %c28_i32 : i32
+          %s377 = arith.shli %s376, %c4_i32 : i32
+          %b378 = arith.andi %s377, %c16_i32 : i32
+          %o379 = arith.ori %b375, %b378 : i32
+          %s380 = arith.shli %s376, %c11_i32 : i32
+          %b381 = arith.andi %s380, %c4096_i32 : i32
+          %o382 = arith.ori %o379, %b381 : i32
+          %s383 = arith.shli %s376, %c18_i32 : i32
+          %b384 = arith.andi %s383, %c1048576_i32 : i32
+          %o385 = arith.ori %o382, %b384 : i32
+          %s386 = arith.shli %s376, %c25_i32 : i32
+          %b387 = arith.andi %s386, %c268435456_i32 : i32
+          %o388 = arith.ori %o385, %b387 : i32
           scf.for %t = %c0_index to %tb step %c1_index {
             %tg = arith.addi %t0, %t : index
-            %m599 = arith.muli %tg, %K32 : index
-            %a600 = arith.addi %m599, %b426 : index
-            %m601 = arith.muli %a600, %c2_index : index
-            %xq602 = memref.load %xq[%m601] : memref<?xvector<4xi32>>
-            %a603 = arith.addi %m601, %c1_index : index
-            %xq604 = memref.load %xq[%a603] : memref<?xvector<4xi32>>
-            %ds605 = memref.load %xds[%a600] : memref<?xvector<4xf32>>
-            %dx606 = vector.extract %ds605[0] : f32 from vector<4xf32>
-            %dx607 = vector.extract %ds605[1] : f32 from vector<4xf32>
-            %dx608 = vector.extract %ds605[2] : f32 from vector<4xf32>
-            %xw609 = vector.extract %xq602[0] : i32 from vector<4xi32>
-            %dp610 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o496, %xw609, %c0_i32 : (i32, i32, i32) -> i32
-            %xw611 = vector.extract %xq602[1] : i32 from vector<4xi32>
-            %dp612 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o510, %xw611, %dp610 : (i32, i32, i32) -> i32
-            %xw613 = vector.extract %xq602[2] : i32 from vector<4xi32>
-            %dp614 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o524, %xw613, %dp612 : (i32, i32, i32) -> i32
-            %xw615 = vector.extract %xq602[3] : i32 from vector<4xi32>
-            %dp616 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o538, %xw615, %dp614 : (i32, i32, i32) -> i32
-            %xw617 = vector.extract %xq604[0] : i32 from vector<4xi32>
-            %dp618 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o553, %xw617, %dp616 : (i32, i32, i32) -> i32
-            %xw619 = vector.extract %xq604[1] : i32 from vector<4xi32>
-            %dp620 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o568, %xw619, %dp618 : (i32, i32, i32) -> i32
-            %xw621 = vector.extract %xq604[2] : i32 from vector<4xi32>
-            %dp622 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o583, %xw621, %dp620 : (i32, i32, i32) -> i32
-            %xw623 = vector.extract %xq604[3] : i32 from vector<4xi32>
-            %dp624 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o598, %xw623, %dp622 : (i32, i32, i32) -> i32
-            %af625 = arith.sitofp %dp624 : i32 to f32
-            %f626 = arith.mulf %dx606, %af625 : f32
-            %f627 = arith.addf %dx607, %dx608 : f32
-            %f628 = arith.mulf %c1p600000e01_f32, %f627 : f32
-            %f629 = arith.subf %f626, %f628 : f32
-            %f630 = arith.mulf %h438, %f629 : f32
-            %m631 = arith.muli %t, %c128_index : index
-            %a632 = arith.addi %m631, %tid : index
-            %old633 = memref.load %slots[%a632] : memref<1024xf32, #gpu.address_space<workgroup>>
-            %f634 = arith.addf %old633, %f630 : f32
-            memref.store %f634, %slots[%a632] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %m389 = arith.muli %tg, %K32 : index
+            %a390 = arith.addi %m389, %b216 : index
+            %m391 = arith.muli %a390, %c2_index : index
+            %xq392 = memref.load %xq[%m391] : memref<?xvector<4xi32>>
+            %a393 = arith.addi %m391, %c1_index : index
+            %xq394 = memref.load %xq[%a393] : memref<?xvector<4xi32>>
+            %ds395 = memref.load %xds[%a390] : memref<?xvector<4xf32>>
+            %dx396 = vector.extract %ds395[0] : f32 from vector<4xf32>
+            %dx397 = vector.extract %ds395[1] : f32 from vector<4xf32>
+            %dx398 = vector.extract %ds395[2] : f32 from vector<4xf32>
+            %xw399 = vector.extract %xq392[0] : i32 from vector<4xi32>
+            %dp400 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o286, %xw399, %c0_i32 : (i32, i32, i32) -> i32
+            %xw401 = vector.extract %xq392[1] : i32 from vector<4xi32>
+            %dp402 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o300, %xw401, %dp400 : (i32, i32, i32) -> i32
+            %xw403 = vector.extract %xq392[2] : i32 from vector<4xi32>
+            %dp404 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o314, %xw403, %dp402 : (i32, i32, i32) -> i32
+            %xw405 = vector.extract %xq392[3] : i32 from vector<4xi32>
+            %dp406 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o328, %xw405, %dp404 : (i32, i32, i32) -> i32
+            %xw407 = vector.extract %xq394[0] : i32 from vector<4xi32>
+            %dp408 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o343, %xw407, %dp406 : (i32, i32, i32) -> i32
+            %xw409 = vector.extract %xq394[1] : i32 from vector<4xi32>
+            %dp410 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o358, %xw409, %dp408 : (i32, i32, i32) -> i32
+            %xw411 = vector.extract %xq394[2] : i32 from vector<4xi32>
+            %dp412 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o373, %xw411, %dp410 : (i32, i32, i32) -> i32
+            %xw413 = vector.extract %xq394[3] : i32 from vector<4xi32>
+            %dp414 = llvm.inline_asm "dp4a.u32.s32 $0, $1, $2, $3;", "=r,r,r,r" %o388, %xw413, %dp412 : (i32, i32, i32) -> i32
+            %af415 = arith.sitofp %dp414 : i32 to f32
+            %f416 = arith.mulf %dx396, %af415 : f32
+            %f417 = arith.addf %dx397, %dx398 : f32
+            %f418 = arith.mulf %c1p600000e01_f32, %f417 : f32
+            %f419 = arith.subf %f416, %f418 : f32
+            %f420 = arith.mulf %h228, %f419 : f32
+            %m421 = arith.muli %t, %c128_index : index
+            %a422 = arith.addi %m421, %tid : index
+            %old423 = memref.load %slots[%a422] : memref<1024xf32, #gpu.address_space<workgroup>>
+            %f424 = arith.addf %old423, %f420 : f32
+            memref.store %f424, %slots[%a422] : memref<1024xf32, #gpu.address_space<workgroup>>
           }
         }
-        %sv635 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a636 = arith.addi %tid, %c128_index : index
-        %sv637 = memref.load %slots[%a636] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a638 = arith.addi %tid, %c256_index : index
-        %sv639 = memref.load %slots[%a638] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a640 = arith.addi %tid, %c384_index : index
-        %sv641 = memref.load %slots[%a640] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a642 = arith.addi %tid, %c512_index : index
-        %sv643 = memref.load %slots[%a642] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a644 = arith.addi %tid, %c640_index : index
-        %sv645 = memref.load %slots[%a644] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a646 = arith.addi %tid, %c768_index : index
-        %sv647 = memref.load %slots[%a646] : memref<1024xf32, #gpu.address_space<workgroup>>
-        %a648 = arith.addi %tid, %c896_index : index
-        %sv649 = memref.load %slots[%a648] : memref<1024xf32, #gpu.address_space<workgroup>>
-        scf.yield %sv635, %sv637, %sv639, %sv641, %sv643, %sv645, %sv647, %sv649 : f32, f32, f32, f32, f32, f32, f32, f32
+        %sv425 = memref.load %slots[%tid] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a426 = arith.addi %tid, %c128_index : index
+        %sv427 = memref.load %slots[%a426] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a428 = arith.addi %tid, %c256_index : index
+        %sv429 = memref.load %slots[%a428] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a430 = arith.addi %tid, %c384_index : index
+        %sv431 = memref.load %slots[%a430] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a432 = arith.addi %tid, %c512_index : index
+        %sv433 = memref.load %slots[%a432] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a434 = arith.addi %tid, %c640_index : index
+        %sv435 = memref.load %slots[%a434] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a436 = arith.addi %tid, %c768_index : index
+        %sv437 = memref.load %slots[%a436] : memref<1024xf32, #gpu.address_space<workgroup>>
+        %a438 = arith.addi %tid, %c896_index : index
+        %sv439 = memref.load %slots[%a438] : memref<1024xf32, #gpu.address_space<workgroup>>
+        scf.yield %sv425, %sv427, %sv429, %sv431, %sv433, %sv435, %sv437, %sv439 : f32, f32, f32, f32, f32, f32, f32, f32
       }
-      %y650 = arith.select %in13, %y1, %y2 : memref<?xf32>
-      %y651 = arith.select %in02, %y0, %y650 : memref<?xf32>
-      %bias652 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
-      %bias653 = arith.select %in02, %bias0, %bias652 : memref<?xf32>
-      %Ni654 = arith.select %in13, %N1i, %N2i : index
-      %Ni655 = arith.select %in02, %N0i, %Ni654 : index
-      %bflag656 = arith.select %in13, %c4_i32, %c8_i32 : i32
-      %bflag657 = arith.select %in02, %c1_i32, %bflag656 : i32
-      %rflag658 = arith.select %in13, %c0_i32, %c0_i32 : i32
-      %rflag659 = arith.select %in02, %c2_i32, %rflag658 : i32
+      %y440 = arith.select %in13, %y1, %y2 : memref<?xf32>
+      %y441 = arith.select %in02, %y0, %y440 : memref<?xf32>
+      %bias442 = arith.select %in13, %bias1, %bias2 : memref<?xf32>
+      %bias443 = arith.select %in02, %bias0, %bias442 : memref<?xf32>
+      %Ni444 = arith.select %in13, %N1i, %N2i : index
+      %Ni445 = arith.select %in02, %N0i, %Ni444 : index
+      %bflag446 = arith.select %in13, %c4_i32, %c8_i32 : i32
+      %bflag447 = arith.select %in02, %c1_i32, %bflag446 : i32
+      %rflag448 = arith.select %in13, %c0_i32, %c0_i32 : i32
+      %rflag449 = arith.select %in02, %c2_i32, %rflag448 : i32
       %lane0 = arith.cmpi eq, %lane, %c0_index : index
       %fin:3 = scf.if %one -> (f32, index, i1) {
-        %sh660:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-        %f661 = arith.addf %acc_r#0, %sh660#0 : f32
-        %sh662:2 = gpu.shuffle xor %f661, %c2_i32, %c32_i32 : f32
-        %f663 = arith.addf %f661, %sh662#0 : f32
-        %sh664:2 = gpu.shuffle xor %f663, %c1_i32, %c32_i32 : f32
-        %f665 = arith.addf %f663, %sh664#0 : f32
-        %sh666:2 = gpu.shuffle xor %f665, %c8_i32, %c32_i32 : f32
-        %f667 = arith.addf %f665, %sh666#0 : f32
-        %sh668:2 = gpu.shuffle xor %f667, %c16_i32, %c32_i32 : f32
-        %f669 = arith.addf %f667, %sh668#0 : f32
-        %wr670 = arith.andi %lane0, %live1 : i1
-        scf.yield %f669, %t0, %wr670 : f32, index, i1
+        %sh450:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f451 = arith.addf %acc_r#0, %sh450#0 : f32
+        %sh452:2 = gpu.shuffle xor %f451, %c2_i32, %c32_i32 : f32
+        %f453 = arith.addf %f451, %sh452#0 : f32
+        %sh454:2 = gpu.shuffle xor %f453, %c1_i32, %c32_i32 : f32
+        %f455 = arith.addf %f453, %sh454#0 : f32
+        %sh456:2 = gpu.shuffle xor %f455, %c8_i32, %c32_i32 : f32
+        %f457 = arith.addf %f455, %sh456#0 : f32
+        %sh458:2 = gpu.shuffle xor %f457, %c16_i32, %c32_i32 : f32
+        %f459 = arith.addf %f457, %sh458#0 : f32
+        %wr460 = arith.andi %lane0, %live1 : i1
+        scf.yield %f459, %t0, %wr460 : f32, index, i1
       } else {
         %seg = arith.divui %lane, %c8_index : index
         %sl = arith.remui %lane, %c8_index : index
         %lead = arith.cmpi eq, %sl, %c0_index : index
         %pbase1 = arith.muli %rowgrp, %c32_index : index
         %pbase = arith.addi %pbase1, %seg : index
-        %sh671:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
-        %f672 = arith.addf %acc_r#0, %sh671#0 : f32
-        %sh673:2 = gpu.shuffle xor %f672, %c2_i32, %c32_i32 : f32
-        %f674 = arith.addf %f672, %sh673#0 : f32
-        %sh675:2 = gpu.shuffle xor %f674, %c1_i32, %c32_i32 : f32
-        %f676 = arith.addf %f674, %sh675#0 : f32
-        %c677 = scf.if %tok1 -> (f32) {
-          %sh678:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
-          %f679 = arith.addf %acc_r#1, %sh678#0 : f32
-          %sh680:2 = gpu.shuffle xor %f679, %c2_i32, %c32_i32 : f32
-          %f681 = arith.addf %f679, %sh680#0 : f32
-          %sh682:2 = gpu.shuffle xor %f681, %c1_i32, %c32_i32 : f32
-          %f683 = arith.addf %f681, %sh682#0 : f32
-          scf.yield %f683 : f32
+        %sh461:2 = gpu.shuffle xor %acc_r#0, %c4_i32, %c32_i32 : f32
+        %f462 = arith.addf %acc_r#0, %sh461#0 : f32
+        %sh463:2 = gpu.shuffle xor %f462, %c2_i32, %c32_i32 : f32
+        %f464 = arith.addf %f462, %sh463#0 : f32
+        %sh465:2 = gpu.shuffle xor %f464, %c1_i32, %c32_i32 : f32
+        %f466 = arith.addf %f464, %sh465#0 : f32
+        %c467 = scf.if %tok1 -> (f32) {
+          %sh468:2 = gpu.shuffle xor %acc_r#1, %c4_i32, %c32_i32 : f32
+          %f469 = arith.addf %acc_r#1, %sh468#0 : f32
+          %sh470:2 = gpu.shuffle xor %f469, %c2_i32, %c32_i32 : f32
+          %f471 = arith.addf %f469, %sh470#0 : f32
+          %sh472:2 = gpu.shuffle xor %f471, %c1_i32, %c32_i32 : f32
+          %f473 = arith.addf %f471, %sh472#0 : f32
+          scf.yield %f473 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c684 = scf.if %tok2 -> (f32) {
-          %sh685:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
-          %f686 = arith.addf %acc_r#2, %sh685#0 : f32
-          %sh687:2 = gpu.shuffle xor %f686, %c2_i32, %c32_i32 : f32
-          %f688 = arith.addf %f686, %sh687#0 : f32
-          %sh689:2 = gpu.shuffle xor %f688, %c1_i32, %c32_i32 : f32
-          %f690 = arith.addf %f688, %sh689#0 : f32
-          scf.yield %f690 : f32
+        %c474 = scf.if %tok2 -> (f32) {
+          %sh475:2 = gpu.shuffle xor %acc_r#2, %c4_i32, %c32_i32 : f32
+          %f476 = arith.addf %acc_r#2, %sh475#0 : f32
+          %sh477:2 = gpu.shuffle xor %f476, %c2_i32, %c32_i32 : f32
+          %f478 = arith.addf %f476, %sh477#0 : f32
+          %sh479:2 = gpu.shuffle xor %f478, %c1_i32, %c32_i32 : f32
+          %f480 = arith.addf %f478, %sh479#0 : f32
+          scf.yield %f480 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c691 = scf.if %tok3 -> (f32) {
-          %sh692:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
-          %f693 = arith.addf %acc_r#3, %sh692#0 : f32
-          %sh694:2 = gpu.shuffle xor %f693, %c2_i32, %c32_i32 : f32
-          %f695 = arith.addf %f693, %sh694#0 : f32
-          %sh696:2 = gpu.shuffle xor %f695, %c1_i32, %c32_i32 : f32
-          %f697 = arith.addf %f695, %sh696#0 : f32
-          scf.yield %f697 : f32
+        %c481 = scf.if %tok3 -> (f32) {
+          %sh482:2 = gpu.shuffle xor %acc_r#3, %c4_i32, %c32_i32 : f32
+          %f483 = arith.addf %acc_r#3, %sh482#0 : f32
+          %sh484:2 = gpu.shuffle xor %f483, %c2_i32, %c32_i32 : f32
+          %f485 = arith.addf %f483, %sh484#0 : f32
+          %sh486:2 = gpu.shuffle xor %f485, %c1_i32, %c32_i32 : f32
+          %f487 = arith.addf %f485, %sh486#0 : f32
+          scf.yield %f487 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c698 = scf.if %tok4 -> (f32) {
-          %sh699:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
-          %f700 = arith.addf %acc_r#4, %sh699#0 : f32
-          %sh701:2 = gpu.shuffle xor %f700, %c2_i32, %c32_i32 : f32
-          %f702 = arith.addf %f700, %sh701#0 : f32
-          %sh703:2 = gpu.shuffle xor %f702, %c1_i32, %c32_i32 : f32
-          %f704 = arith.addf %f702, %sh703#0 : f32
-          scf.yield %f704 : f32
+        %c488 = scf.if %tok4 -> (f32) {
+          %sh489:2 = gpu.shuffle xor %acc_r#4, %c4_i32, %c32_i32 : f32
+          %f490 = arith.addf %acc_r#4, %sh489#0 : f32
+          %sh491:2 = gpu.shuffle xor %f490, %c2_i32, %c32_i32 : f32
+          %f492 = arith.addf %f490, %sh491#0 : f32
+          %sh493:2 = gpu.shuffle xor %f492, %c1_i32, %c32_i32 : f32
+          %f494 = arith.addf %f492, %sh493#0 : f32
+          scf.yield %f494 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c705 = scf.if %tok5 -> (f32) {
-          %sh706:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
-          %f707 = arith.addf %acc_r#5, %sh706#0 : f32
-          %sh708:2 = gpu.shuffle xor %f707, %c2_i32, %c32_i32 : f32
-          %f709 = arith.addf %f707, %sh708#0 : f32
-          %sh710:2 = gpu.shuffle xor %f709, %c1_i32, %c32_i32 : f32
-          %f711 = arith.addf %f709, %sh710#0 : f32
-          scf.yield %f711 : f32
+        %c495 = scf.if %tok5 -> (f32) {
+          %sh496:2 = gpu.shuffle xor %acc_r#5, %c4_i32, %c32_i32 : f32
+          %f497 = arith.addf %acc_r#5, %sh496#0 : f32
+          %sh498:2 = gpu.shuffle xor %f497, %c2_i32, %c32_i32 : f32
+          %f499 = arith.addf %f497, %sh498#0 : f32
+          %sh500:2 = gpu.shuffle xor %f499, %c1_i32, %c32_i32 : f32
+          %f501 = arith.addf %f499, %sh500#0 : f32
+          scf.yield %f501 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c712 = scf.if %tok6 -> (f32) {
-          %sh713:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
-          %f714 = arith.addf %acc_r#6, %sh713#0 : f32
-          %sh715:2 = gpu.shuffle xor %f714, %c2_i32, %c32_i32 : f32
-          %f716 = arith.addf %f714, %sh715#0 : f32
-          %sh717:2 = gpu.shuffle xor %f716, %c1_i32, %c32_i32 : f32
-          %f718 = arith.addf %f716, %sh717#0 : f32
-          scf.yield %f718 : f32
+        %c502 = scf.if %tok6 -> (f32) {
+          %sh503:2 = gpu.shuffle xor %acc_r#6, %c4_i32, %c32_i32 : f32
+          %f504 = arith.addf %acc_r#6, %sh503#0 : f32
+          %sh505:2 = gpu.shuffle xor %f504, %c2_i32, %c32_i32 : f32
+          %f506 = arith.addf %f504, %sh505#0 : f32
+          %sh507:2 = gpu.shuffle xor %f506, %c1_i32, %c32_i32 : f32
+          %f508 = arith.addf %f506, %sh507#0 : f32
+          scf.yield %f508 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
-        %c719 = scf.if %tok7 -> (f32) {
-          %sh720:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
-          %f721 = arith.addf %acc_r#7, %sh720#0 : f32
-          %sh722:2 = gpu.shuffle xor %f721, %c2_i32, %c32_i32 : f32
-          %f723 = arith.addf %f721, %sh722#0 : f32
-          %sh724:2 = gpu.shuffle xor %f723, %c1_i32, %c32_i32 : f32
-          %f725 = arith.addf %f723, %sh724#0 : f32
-          scf.yield %f725 : f32
+        %c509 = scf.if %tok7 -> (f32) {
+          %sh510:2 = gpu.shuffle xor %acc_r#7, %c4_i32, %c32_i32 : f32
+          %f511 = arith.addf %acc_r#7, %sh510#0 : f32
+          %sh512:2 = gpu.shuffle xor %f511, %c2_i32, %c32_i32 : f32
+          %f513 = arith.addf %f511, %sh512#0 : f32
+          %sh514:2 = gpu.shuffle xor %f513, %c1_i32, %c32_i32 : f32
+          %f515 = arith.addf %f513, %sh514#0 : f32
+          scf.yield %f515 : f32
         } else {
           scf.yield %c0p0_f32 : f32
         }
         scf.if %lead {
-          memref.store %f676, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a726 = arith.addi %pbase, %c4_index : index
-          memref.store %c677, %acc[%a726] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a727 = arith.addi %pbase, %c8_index : index
-          memref.store %c684, %acc[%a727] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a728 = arith.addi %pbase, %c12_index : index
-          memref.store %c691, %acc[%a728] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a729 = arith.addi %pbase, %c16_index : index
-          memref.store %c698, %acc[%a729] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a730 = arith.addi %pbase, %c20_index : index
-          memref.store %c705, %acc[%a730] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a731 = arith.addi %pbase, %c24_index : index
-          memref.store %c712, %acc[%a731] : memref<128xf32, #gpu.address_space<workgroup>>
-          %a732 = arith.addi %pbase, %c28_index : index
-          memref.store %c719, %acc[%a732] : memref<128xf32, #gpu.address_space<workgroup>>
+          memref.store %f466, %acc[%pbase] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a516 = arith.addi %pbase, %c4_index : index
+          memref.store %c467, %acc[%a516] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a517 = arith.addi %pbase, %c8_index : index
+          memref.store %c474, %acc[%a517] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a518 = arith.addi %pbase, %c12_index : index
+          memref.store %c481, %acc[%a518] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a519 = arith.addi %pbase, %c16_index : index
+          memref.store %c488, %acc[%a519] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a520 = arith.addi %pbase, %c20_index : index
+          memref.store %c495, %acc[%a520] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a521 = arith.addi %pbase, %c24_index : index
+          memref.store %c502, %acc[%a521] : memref<128xf32, #gpu.address_space<workgroup>>
+          %a522 = arith.addi %pbase, %c28_index : index
+          memref.store %c509, %acc[%a522] : memref<128xf32, #gpu.address_space<workgroup>>
         }
         gpu.barrier
         %wr0 = arith.cmpi ult, %lane, %tb : index
@@ -4586,41 +4375,41 @@ module attributes {gpu.container_module} {
         %lt = arith.minui %lane, %c7_index : index
         %l4 = arith.muli %lt, %c4_index : index
         %si0 = arith.addi %pbase1, %l4 : index
-        %p733 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a734 = arith.addi %si0, %c1_index : index
-        %p735 = memref.load %acc[%a734] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a736 = arith.addi %si0, %c2_index : index
-        %p737 = memref.load %acc[%a736] : memref<128xf32, #gpu.address_space<workgroup>>
-        %a738 = arith.addi %si0, %c3_index : index
-        %p739 = memref.load %acc[%a738] : memref<128xf32, #gpu.address_space<workgroup>>
-        %f740 = arith.addf %p733, %p735 : f32
-        %f741 = arith.addf %p737, %p739 : f32
-        %f742 = arith.addf %f740, %f741 : f32
-        %wr743 = arith.andi %wr0, %live1 : i1
-        scf.yield %f742, %tg, %wr743 : f32, index, i1
+        %p523 = memref.load %acc[%si0] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a524 = arith.addi %si0, %c1_index : index
+        %p525 = memref.load %acc[%a524] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a526 = arith.addi %si0, %c2_index : index
+        %p527 = memref.load %acc[%a526] : memref<128xf32, #gpu.address_space<workgroup>>
+        %a528 = arith.addi %si0, %c3_index : index
+        %p529 = memref.load %acc[%a528] : memref<128xf32, #gpu.address_space<workgroup>>
+        %f530 = arith.addf %p523, %p525 : f32
+        %f531 = arith.addf %p527, %p529 : f32
+        %f532 = arith.addf %f530, %f531 : f32
+        %wr533 = arith.andi %wr0, %live1 : i1
+        scf.yield %f532, %tg, %wr533 : f32, index, i1
       }
       scf.if %fin#2 {
-        %m744 = arith.muli %fin#1, %Ni655 : index
-        %a745 = arith.addi %m744, %n8 : index
-        %b746 = arith.andi %flags, %bflag657 : i32
-        %hb747 = arith.cmpi ne, %b746, %c0_i32 : i32
-        %wb748 = scf.if %hb747 -> (f32) {
-          %bv749 = memref.load %bias653[%n8] : memref<?xf32>
-          %f750 = arith.addf %fin#0, %bv749 : f32
-          scf.yield %f750 : f32
+        %m534 = arith.muli %fin#1, %Ni445 : index
+        %a535 = arith.addi %m534, %n8 : index
+        %b536 = arith.andi %flags, %bflag447 : i32
+        %hb537 = arith.cmpi ne, %b536, %c0_i32 : i32
+        %wb538 = scf.if %hb537 -> (f32) {
+          %bv539 = memref.load %bias443[%n8] : memref<?xf32>
+          %f540 = arith.addf %fin#0, %bv539 : f32
+          scf.yield %f540 : f32
         } else {
           scf.yield %fin#0 : f32
         }
-        %b751 = arith.andi %flags, %rflag659 : i32
-        %hr752 = arith.cmpi ne, %b751, %c0_i32 : i32
-        %o753 = scf.if %hr752 -> (f32) {
-          %rv754 = memref.load %res[%a745] : memref<?xf32>
-          %f755 = arith.addf %wb748, %rv754 : f32
-          scf.yield %f755 : f32
+        %b541 = arith.andi %flags, %rflag449 : i32
+        %hr542 = arith.cmpi ne, %b541, %c0_i32 : i32
+        %o543 = scf.if %hr542 -> (f32) {
+          %rv544 = memref.load %res[%a535] : memref<?xf32>
+          %f545 = arith.addf %wb538, %rv544 : f32
+          scf.yield %f545 : f32
         } else {
-          scf.yield %wb748 : f32
+          scf.yield %wb538 : f32
         }
-        memref.store %o753, %y651[%a745] : memref<?xf32>
+        memref.store %o543, %y441[%a535] : memref<?xf32>
       }
       gpu.return
     }

@@ -286,7 +286,7 @@ Q8X = {
     "q8_0": dict(units=2, vecs=None, unroll=3, minctasm=8, rpw=1),
     "q6_k": dict(units=8, vecs=None, unroll=1, minctasm=7, rpw=1),
     "q4_1": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
-    "q5_0": dict(units=1, vecs=None, unroll=2, minctasm=7, rpw=1),
+    "q5_0": dict(units=1, vecs=None, unroll=1, minctasm=8, rpw=1),
 }
 
 
@@ -1426,25 +1426,26 @@ def module(fmt):
 # ---------------------------------------------------------------------------
 # gemv_f16_mma.mlir: the F16 decode GEMV on the tensor cores (PTX only).
 # mt: 16-row m-tiles a warp (a workgroup's rows: 16 mt); unroll: 32-weight k chunks a
-# warp loads before it multiplies (its loads in flight together).
-MMA_F16 = dict(mt=2, unroll=4)
+# warp loads before it multiplies (its loads in flight together); warps: warps a workgroup,
+# which split K (a workgroup's rows are read by all of them).
+MMA_F16 = dict(mt=1, unroll=4, warps=4)
 
 
 def gemv_f16_mma():
     """matmul_f16_mma: y[t, n] = sum_k x[t, k] W[n, k] by mma.sync.m16n8k16 (f16 x f16,
     f32 accumulation), the tokens of a block of 8 as the mma's 8 columns."""
-    mt, U = MMA_F16["mt"], MMA_F16["unroll"]
+    mt, U, W = MMA_F16["mt"], MMA_F16["unroll"], MMA_F16["warps"]
     rows_wg = 16 * mt
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     V8H, V8F = "vector<8xf16>", "vector<8xf32>"
     V42H, V22H, V22F = "vector<4x2xf16>", "vector<2x2xf16>", "vector<2x2xf32>"
-    ACC = f"memref<{512 * mt}xf32, #gpu.address_space<workgroup>>"
+    ACC = f"memref<{128 * mt * W}xf32, #gpu.address_space<workgroup>>"
     head = ["    gpu.func @matmul_f16_mma(%w: " + IVEC + ", %x: " + XVEC + ", %y: memref<?xf32>,",
             "                             %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,",
             "                             %T: i32, %flags: i32)",
             "        kernel",
-            "        attributes {known_block_size = array<i32: 128, 1, 1>,",
+            f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
             f"                    swz.grid = \"ceil(N/{rows_wg}), ceil(T/8), 1\"}} {{"]
     e.emit(f"%acc = memref.get_global @acc_mma : {ACC}")
     e.emit("%tid = gpu.thread_id x")
@@ -1487,16 +1488,16 @@ def gemv_f16_mma():
     zh = e.ci("dense<0.0>", V8H)
     za = e.ci("dense<0.0>", V42H)
     zb = e.ci("dense<0.0>", V22H)
-    # Warp w takes the chunks w, w + 4, ... (k = 32 chunk + 8 q .. + 7 for this thread); the
+    # Warp w takes the chunks w, w + W, ... (k = 32 chunk + 8 q .. + 7 for this thread); the
     # loop's trip count is the workgroup's (uniform: mma.sync is warp-wide), a chunk past the
     # row multiplies zero activations with the row's first weights.
     accs = [f"%mma_acc{m}" for m in range(mt)]
-    e.emit(f"%acc_r:{mt} = scf.for %c0 = {c(0)} to %nch step {c(4 * U)} iter_args("
+    e.emit(f"%acc_r:{mt} = scf.for %c0 = {c(0)} to %nch step {c(W * U)} iter_args("
            + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * mt)}) {{")
     e.indent += 2
     chunks = []
     for r in range(U):
-        ch = e.add("%c0", c(4 * r)) if r else "%c0"
+        ch = e.add("%c0", c(W * r)) if r else "%c0"
         ch = e.add(ch, "%warp")
         k = e.add(e.mul(ch, c(32)), "%q8")
         valid = e.v(f"arith.cmpi ult, {k}, %Ki : index", "valid")
@@ -1552,26 +1553,34 @@ def gemv_f16_mma():
                 off = 128 * m + 64 * i + j
                 e.emit(f"memref.store {v}, %acc[{e.add('%sbase', c(off)) if off else '%sbase'}] : {ACC}")
     e.emit("gpu.barrier")
-    # Thread tid writes output o = tid + 128 j (m-tile j, row tid / 8, token tid % 8): the
-    # four warps' sums in a fixed order, whatever T is, then bias and residual.
-    e.emit(f"%orow = arith.divui %tid, {c(8)} : index")
-    e.emit(f"%otok = arith.remui %tid, {c(8)} : index")
-    e.emit("%tg = arith.addi %t0, %otok : index")
-    e.emit("%tin = arith.cmpi ult, %tg, %Ti : index")
+    # Thread tid writes outputs o = tid + 32 W j < 128 mt (row o / 8 of the workgroup's,
+    # token o % 8): the W warps' sums in a fixed order (a pairwise tree), whatever T is,
+    # then bias and residual.
     e.emit(f"%fb = arith.andi %flags, {e.ci(1)} : i32")
     e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
     e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
-    for j in range(mt):
-        o = e.add("%tid", c(128 * j)) if j else "%tid"
-        ps = [e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s") for w in range(4)]
-        total = e.fadd(e.fadd(ps[0], ps[1]), e.fadd(ps[2], ps[3]))
-        n = e.add(e.add("%row0", c(16 * j)) if j else "%row0", "%orow")
+    for j in range((128 * mt + 32 * W - 1) // (32 * W)):
+        o = e.add("%tid", c(32 * W * j)) if j else "%tid"
+        if 32 * W * (j + 1) > 128 * mt:  # threads past the workgroup's outputs read slot 0
+            oin = e.v(f"arith.cmpi ult, {o}, {c(128 * mt)} : index", "oin")
+            o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
+        ps = [e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s") for w in range(W)]
+        while len(ps) > 1:
+            ps = [e.fadd(ps[i], ps[i + 1]) if i + 1 < len(ps) else ps[i] for i in range(0, len(ps), 2)]
+        total = ps[0]
+        orow = e.v(f"arith.divui {o}, {c(8)} : index", "orow")
+        otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
+        tg = e.add("%t0", otok)
+        tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
+        n = e.add("%row0", orow)
         nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
-        wr = e.v(f"arith.andi %tin, {nin} : i1", "wr")
+        wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
+        if 32 * W * (j + 1) > 128 * mt:
+            wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
         e.emit(f"scf.if {wr} {{")
         e.indent += 2
-        yi = e.add(e.mul("%tg", "%Ni"), n)
+        yi = e.add(e.mul(tg, "%Ni"), n)
         wb = e.v(f"scf.if %hb -> (f32) {{", "wb")
         e.indent += 2
         bv = e.v(f"memref.load %bias[{n}] : memref<?xf32>", "bv")
@@ -1596,7 +1605,7 @@ def gemv_f16_mma():
 
 
 def module_f16_mma():
-    mt, U = MMA_F16["mt"], MMA_F16["unroll"]
+    mt, U, W = MMA_F16["mt"], MMA_F16["unroll"], MMA_F16["warps"]
     return f"""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
 //
 // The F16 decode GEMV on the tensor cores (PTX only; SPIR-V and K % 8 != 0 keep
@@ -1608,8 +1617,8 @@ def module_f16_mma():
 //   w: the GGUF F16 tensor [N, K] (K contiguous) as memref<?xvector<4xi32>> (8 weights a
 //   vector; K % 8 == 0, so every row starts on a vector); x: [T, K] f32 as
 //   memref<?xvector<4xf32>>; y, res: [T, N] f32; bias: [N] f32.
-//   Launch: block 128 (4 warps), grid (ceil(N / {16 * mt}), ceil(T / 8), 1): a workgroup
-//   computes {16 * mt} rows ({mt} m-tiles of 16) for the tokens 8 block_id.y .. + 7.
+//   Launch: block {32 * W} ({W} warps), grid (ceil(N / {16 * mt}), ceil(T / 8), 1): a workgroup
+//   computes {16 * mt} rows ({mt} m-tile(s) of 16) for the tokens 8 block_id.y .. + 7.
 //   mma.sync.m16n8k16 takes a 16 x 16 weight tile (A) and the tokens' activations
 //   rounded to f16 (B, 16 x 8: column j is token 8 block_id.y + j; columns past T
 //   repeat the last token and are not written), accumulating in f32. The order of the
@@ -1617,17 +1626,17 @@ def module_f16_mma():
 //   (g = lane / 4, q = lane % 4) loads 8 consecutive weights (one 16-byte load) of rows
 //   g and g + 8 at k = 32 chunk + 8 q, and its B registers hold the same 8 positions of
 //   x, so a 32-weight chunk is two mma.sync (weights 0-3 then 4-7 of each thread's
-//   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + 4, ...
-//   ({U} in flight a thread: {2 * mt * U} 16-byte weight loads); the four warps' sums meet
-//   in workgroup memory (acc_mma, [4 warps][{mt} m-tiles][16 rows][8 tokens] f32) and
-//   are added in warp order, so a token's output never depends on the other tokens of
+//   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + {W}, ...
+//   ({U} in flight a thread: {2 * mt * U} 16-byte weight loads); the {W} warps' sums meet
+//   in workgroup memory (acc_mma, [{W} warps][{mt} m-tile(s)][16 rows][8 tokens] f32) and
+//   are added in a fixed order, so a token's output never depends on the other tokens of
 //   the launch (one token equals the same token among eight, bitwise).
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
-//   three adds).
+//   the warps' adds).
 module attributes {{gpu.container_module}} {{
   gpu.module @swz_gemv_f16_mma {{
-    memref.global "private" @acc_mma : memref<{512 * mt}xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_mma : memref<{128 * mt * W}xf32, #gpu.address_space<workgroup>>
 
 """ + gemv_f16_mma() + "  }\n}\n"
 

@@ -508,16 +508,19 @@ int64_t q8xRowsPerWorkgroup(const std::string &t) {
   return t == "q4_k" ? 8 : 4;  // rpw 2 and 1 (test_simt_interp.py fails on a mismatch)
 }
 
-/// Rows one matmul_f16_mma workgroup computes: 16 x gen_quant_kernels.py's MMA_F16["mt"]
-/// (the kernel's swz.grid says the same); SWZ_CHECK_Q8X_ROWS=f16:<rows> overrides it, for
-/// a variant written by `gen_quant_kernels.py --variant f16:mt=..`.
-int64_t f16MmaRowsPerWorkgroup() {
+/// matmul_f16_mma's workgroup: rows (16 x gen_quant_kernels.py's MMA_F16["mt"]) and
+/// threads (32 x MMA_F16["warps"]), as the kernel's swz.grid and known_block_size say;
+/// SWZ_CHECK_Q8X_ROWS=f16:<rows>x<warps> overrides them, for a variant written by
+/// `gen_quant_kernels.py --variant f16:mt=..,warps=..`.
+std::pair<int64_t, unsigned> f16MmaWorkgroup() {
   if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
     const std::string s = v;
-    if (s.rfind("f16:", 0) == 0)
-      return std::atoll(s.c_str() + 4);
+    if (s.rfind("f16:", 0) == 0) {
+      const size_t x = s.find('x', 4);
+      return {std::atoll(s.c_str() + 4), x == std::string::npos ? 128u : unsigned(32 * std::atoi(s.c_str() + x + 1))};
+    }
   }
-  return 32;
+  return {16, 128};
 }
 
 /// matmul_f16_mma(w, x, y, bias, res, N, K, T, flags) (gemv_f16_mma.mlir, PTX): matmul_f16's
@@ -548,15 +551,15 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
             Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
             Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
-  const int64_t rowsWg = f16MmaRowsPerWorkgroup();
+  const auto [rowsWg, threads] = f16MmaWorkgroup();
   c.grid = {unsigned((N + rowsWg - 1) / rowsWg), unsigned((T + 7) / 8), 1};
-  c.block = {128, 1, 1};
+  c.block = {threads, 1, 1};
   c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(N) * double(K);
   // f32 roundings behind one output: a warp's mma chain (16 products an mma into its
-  // accumulator, ceil(K / 128) mma a warp: a tensor core may round each addition, and by
-  // truncation, so 2u each), then the four warps' sums (3).
-  const double L = 2.0 * (16.0 * double((K + 127) / 128) + 3.0);
+  // accumulator, ceil(K / 128) mma a warp with 4 or more warps: a tensor core may round
+  // each addition, and by truncation, so 2u each), then the warps' sums (<= 4 levels).
+  const double L = 2.0 * (16.0 * double((K + 127) / 128) + 4.0);
   c.check = [T, N, K, bias, residual, wb, xh, bv, rv, L](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights with "

@@ -231,15 +231,16 @@ def test_f16_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
     _assert_all_ok(_interpret_and_check(tmp_path, F16_MMA, "swz_gemv_f16_mma", small), small)
 
 
-@pytest.mark.parametrize("mt,unroll", [(1, 4), (4, 2)])
-def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt, unroll):
+@pytest.mark.parametrize("mt,unroll,warps", [(2, 4, 4), (4, 2, 4), (1, 2, 16)])
+def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt, unroll, warps):
     # The tuning parameters (bench/tune_q8x.sh): m-tiles a warp (rows a workgroup 16 mt;
-    # a workgroup past N at mt = 4 for N = 19 and 45) and chunks in flight.
-    monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"f16:{16 * mt}")
+    # a workgroup past N at mt = 4 for N = 19 and 45), chunks in flight, and warps a
+    # workgroup splitting K (16: more threads than outputs, K = 8 has one chunk for 16 warps).
+    monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"f16:{16 * mt}x{warps}")
     cases = _f16_mma_small()
-    src = tmp_path / f"f16-mt{mt}.mlir"
+    src = tmp_path / f"f16-mt{mt}-w{warps}.mlir"
     subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                    "--variant", f"f16:mt={mt},unroll={unroll}", "--out", str(src)], check=True)
+                    "--variant", f"f16:mt={mt},unroll={unroll},warps={warps}", "--out", str(src)], check=True)
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_f16_mma", cases), cases)
 
 
