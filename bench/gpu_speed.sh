@@ -85,6 +85,8 @@ synth() {  # synth SWIZZLEC MODEL-LINE OUT-DIR: writes (or for the real model, r
   # shellcheck disable=SC2086
   "$1" synth ${rest%|*} -o "$out" >/dev/null
 }
+# SWZ_SPEED_ONLY=NAME[,NAME]: prepare and check only these models (a shorter call).
+only_model() { [ -z "${SWZ_SPEED_ONLY:-}" ] || [[ ",$SWZ_SPEED_ONLY," == *",$1,"* ]]; }
 case $mode in
 prepare)
   set -e
@@ -109,6 +111,7 @@ prepare)
   rm "$real_parts"/part-tmp*
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
+    only_model "$name" || continue
     synth "$build/compiler/swizzlec" "$m" "$dir/models"  # (the real model: from its parts, as there)
     for t in cpu sm_90; do "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" --target $t -o "$dir/models/$name-$t.swz" >/dev/null; done
     # SWZ_SPEED_EXTRA_TARGETS="sm_86 sm_89": packages for older CUDA targets too (all but
@@ -169,6 +172,7 @@ run)
   check_models() {  # writes the GGUFs (where missing) and the verdict of each model without one
     for m in "${MODELS[@]}"; do
       name=${m%%|*} prompts=${m##*|}
+      only_model "$name" || continue
       [ -f "$here/models/$name.verdict" ] && continue
       if [ ! -f "$here/models/$name.gguf" ] && ! synth "$bin/swizzlec" "$m" "$here/models"; then
         printf '%-28s not all of its parts carried yet (%s): checked in a later call\n' "$name" "$(ls "$real_parts" 2>/dev/null | xargs)"

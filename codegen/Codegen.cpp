@@ -235,16 +235,23 @@ struct ExtractKernels : impl::SwzExtractKernelsBase<ExtractKernels> {
 
 constexpr llvm::StringLiteral kGraphOpsAttr = "swz.graph_ops";
 
-/// The kernel-table key of a model-graph op ("matmul.q4_1+residual", "matmul.f16.k8"), or "" for an
+/// The kernel-table key of a model-graph op ("matmul.q4_1+residual", "matmul.f16.k8.w16"), or "" for an
 /// op that is not one (tile specs, tensor reshapes, func ops).
 std::string kernelKey(Operation *op) {
   auto quant = [](swz::QuantType t) { return stringifyQuantType(t).str(); };
   if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
     std::string key = "matmul." + quant(mm.getWeightType());
-    // F16 rows that start on 16-byte boundaries (K % 8 == 0) have the tensor-core GEMV.
+    // F16 rows that start on 16-byte boundaries (K % 8 == 0) have the tensor-core GEMV, in
+    // two workgroup shapes (gemv_f16_mma.mlir): 16 rows by 4 warps, or by 16 warps splitting
+    // K for matrices of fewer than 8192 rows, whose 4-warp workgroups (under 512) are too
+    // few to keep the H200's HBM busy (the 7B ffn_down 18944 -> 3584, 224 workgroups: 33%
+    // of the copy peak; ffn_up 3584 -> 18944, 1184 workgroups: 88%; bench/RESULTS.md).
     auto w = cast<RankedTensorType>(mm.getW().getType());
-    if (key == "matmul.f16" && w.getRank() == 2 && !w.isDynamicDim(1) && w.getDimSize(1) % 8 == 0)
+    if (key == "matmul.f16" && w.getRank() == 2 && !w.isDynamicDim(1) && w.getDimSize(1) % 8 == 0) {
       key += ".k8";
+      if (!w.isDynamicDim(0) && w.getDimSize(0) < 8192)
+        key += ".w16";
+    }
     if (mm.getBias())
       key += "+bias";
     if (mm.getResidual())

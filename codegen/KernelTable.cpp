@@ -76,11 +76,11 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // llama.cpp's mmvq).
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
     const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
-    // F16 weights with K % 8 == 0 ("matmul.f16.k8", Codegen.cpp's kernelKey) decode on the
-    // tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads, mma.sync); other K and
-    // SPIR-V keep matmul_f16.
-    for (const char *type : {"f16", "f16.k8", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
-      const std::string key = type, ty = key == "f16.k8" ? "f16" : key, source = "gemv_" + ty;
+    // F16 weights with K % 8 == 0 ("matmul.f16.k8", and ".k8.w16" for N < 8192: Codegen.cpp's
+    // kernelKey) decode on the tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads,
+    // mma.sync; 4 or 16 warps a workgroup); other K and SPIR-V keep matmul_f16.
+    for (const char *type : {"f16", "f16.k8", "f16.k8.w16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
+      const std::string key = type, ty = key.rfind("f16", 0) == 0 ? "f16" : key, source = "gemv_" + ty;
       t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
       const bool hasDequant = ty != "f16" && ty != "q5_0";
       const bool int8Decode = ty == "q4_1" || ty == "q4_k" || ty == "q6_k" || ty == "q8_0";  // and q5_0, below
@@ -101,8 +101,8 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
             v.push_back({"gemv_q8x", "quantize_q8_x", "decode", true, false});
             v.push_back({"gemv_q8x", "matmul_" + ty + "_q8x", "decode", true, false});
             v.push_back({source, "matmul_" + ty, "decode", false, true});
-          } else if (key == "f16.k8") {
-            v.push_back({"gemv_f16_mma", "matmul_f16_mma", "decode", true, false});
+          } else if (key != ty) {  // f16.k8 (4 warps a workgroup), f16.k8.w16 (16)
+            v.push_back({"gemv_f16_mma", key == "f16.k8" ? "matmul_f16_mma" : "matmul_f16_mma_w16", "decode", true, false});
             v.push_back({source, "matmul_" + ty, "decode", false, true});
           } else {
             v.push_back({source, "matmul_" + ty, "decode"});

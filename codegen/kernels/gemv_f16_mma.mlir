@@ -20,15 +20,22 @@
 //   x, so a 32-weight chunk is two mma.sync (weights 0-3 then 4-7 of each thread's
 //   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + 4, ...
 //   (4 in flight a thread: 8 16-byte weight loads); the 4 warps' sums meet
-//   in workgroup memory (acc_mma, [4 warps][1 m-tile(s)][16 rows][8 tokens] f32) and
+//   in workgroup memory (acc_<entry>, [4 warps][1 m-tile(s)][16 rows][8 tokens] f32) and
 //   are added in a fixed order, so a token's output never depends on the other tokens of
 //   the launch (one token equals the same token among eight, bitwise).
+//
+// matmul_f16_mma_w16: the same with block 512 (16 warps splitting K, 2 chunks in flight a
+//   thread), grid (ceil(N / 16), ceil(T / 8), 1): for matrices of few rows (Codegen.cpp's
+//   kernelKey: N < 8192), whose 4-warp workgroups are too few to keep enough loads in flight
+//   (the 7B ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
+//
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
 //   the warps' adds).
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_f16_mma {
-    memref.global "private" @acc_mma : memref<512xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_matmul_f16_mma : memref<512xf32, #gpu.address_space<workgroup>>
+    memref.global "private" @acc_matmul_f16_mma_w16 : memref<2048xf32, #gpu.address_space<workgroup>>
 
     gpu.func @matmul_f16_mma(%w: memref<?xvector<4xi32>>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
                              %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,
@@ -57,7 +64,7 @@ module attributes {gpu.container_module} {
       %cdense0p0_vector2x2xf32 = arith.constant dense<0.0> : vector<2x2xf32>
       %cdense0p0_vector4x2xf16 = arith.constant dense<0.0> : vector<4x2xf16>
       %cdense0p0_vector8xf16 = arith.constant dense<0.0> : vector<8xf16>
-      %acc = memref.get_global @acc_mma : memref<512xf32, #gpu.address_space<workgroup>>
+      %acc = memref.get_global @acc_matmul_f16_mma : memref<512xf32, #gpu.address_space<workgroup>>
       %tid = gpu.thread_id x
       %bx = gpu.block_id x
       %by = gpu.block_id y
@@ -332,6 +339,267 @@ module attributes {gpu.container_module} {
           scf.yield %wb219 : f32
         }
         memref.store %o222, %y[%a218] : memref<?xf32>
+      }
+      gpu.return
+    }
+    gpu.func @matmul_f16_mma_w16(%w: memref<?xvector<4xi32>>, %x: memref<?xvector<4xf32>>, %y: memref<?xf32>,
+                             %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,
+                             %T: i32, %flags: i32)
+        kernel
+        attributes {known_block_size = array<i32: 512, 1, 1>,
+                    swz.grid = "ceil(N/16), ceil(T/8), 1"} {
+      %c0_i32 = arith.constant 0 : i32
+      %c0_index = arith.constant 0 : index
+      %c1024_index = arith.constant 1024 : index
+      %c1152_index = arith.constant 1152 : index
+      %c1280_index = arith.constant 1280 : index
+      %c128_index = arith.constant 128 : index
+      %c1408_index = arith.constant 1408 : index
+      %c1536_index = arith.constant 1536 : index
+      %c1664_index = arith.constant 1664 : index
+      %c16_index = arith.constant 16 : index
+      %c1792_index = arith.constant 1792 : index
+      %c1920_index = arith.constant 1920 : index
+      %c1_i32 = arith.constant 1 : i32
+      %c1_index = arith.constant 1 : index
+      %c256_index = arith.constant 256 : index
+      %c2_i32 = arith.constant 2 : i32
+      %c2_index = arith.constant 2 : index
+      %c31_index = arith.constant 31 : index
+      %c32_index = arith.constant 32 : index
+      %c384_index = arith.constant 384 : index
+      %c4_index = arith.constant 4 : index
+      %c512_index = arith.constant 512 : index
+      %c640_index = arith.constant 640 : index
+      %c64_index = arith.constant 64 : index
+      %c65_index = arith.constant 65 : index
+      %c768_index = arith.constant 768 : index
+      %c896_index = arith.constant 896 : index
+      %c8_index = arith.constant 8 : index
+      %cdense0p0_vector2x2xf16 = arith.constant dense<0.0> : vector<2x2xf16>
+      %cdense0p0_vector2x2xf32 = arith.constant dense<0.0> : vector<2x2xf32>
+      %cdense0p0_vector4x2xf16 = arith.constant dense<0.0> : vector<4x2xf16>
+      %cdense0p0_vector8xf16 = arith.constant dense<0.0> : vector<8xf16>
+      %acc = memref.get_global @acc_matmul_f16_mma_w16 : memref<2048xf32, #gpu.address_space<workgroup>>
+      %tid = gpu.thread_id x
+      %bx = gpu.block_id x
+      %by = gpu.block_id y
+      %warp = arith.divui %tid, %c32_index : index
+      %lane = arith.remui %tid, %c32_index : index
+      %g = arith.divui %lane, %c4_index : index
+      %q = arith.remui %lane, %c4_index : index
+      %Ni = arith.index_cast %N : i32 to index
+      %Ki = arith.index_cast %K : i32 to index
+      %Ti = arith.index_cast %T : i32 to index
+      %nlast = arith.subi %Ni, %c1_index : index
+      %tlast = arith.subi %Ti, %c1_index : index
+      %K8 = arith.divui %Ki, %c8_index : index
+      %K4 = arith.divui %Ki, %c4_index : index
+      %k31 = arith.addi %Ki, %c31_index : index
+      %nch = arith.divui %k31, %c32_index : index
+      %q8 = arith.muli %q, %c8_index : index
+      %row0 = arith.muli %bx, %c16_index : index
+      %rowg = arith.addi %row0, %g : index
+      %nc1 = arith.minui %rowg, %nlast : index
+      %m2 = arith.muli %nc1, %K8 : index
+      %a3 = arith.addi %rowg, %c8_index : index
+      %nc4 = arith.minui %a3, %nlast : index
+      %m5 = arith.muli %nc4, %K8 : index
+      %t0 = arith.muli %by, %c8_index : index
+      %tok = arith.addi %t0, %g : index
+      %tokc = arith.minui %tok, %tlast : index
+      %xrow = arith.muli %tokc, %K4 : index
+      %acc_r:1 = scf.for %c0 = %c0_index to %nch step %c32_index iter_args(%mma_acc0 = %cdense0p0_vector2x2xf32) -> (vector<2x2xf32>) {
+        %a6 = arith.addi %c0, %warp : index
+        %m7 = arith.muli %a6, %c32_index : index
+        %a8 = arith.addi %m7, %q8 : index
+        %valid9 = arith.cmpi ult, %a8, %Ki : index
+        %kc10 = arith.select %valid9, %a8, %c0_index : index
+        %kv11 = arith.divui %kc10, %c8_index : index
+        %a12 = arith.addi %m2, %kv11 : index
+        %wv13 = memref.load %w[%a12] : memref<?xvector<4xi32>>
+        %wh14 = vector.bitcast %wv13 : vector<4xi32> to vector<8xf16>
+        %a15 = arith.addi %m5, %kv11 : index
+        %wv16 = memref.load %w[%a15] : memref<?xvector<4xi32>>
+        %wh17 = vector.bitcast %wv16 : vector<4xi32> to vector<8xf16>
+        %k418 = arith.divui %kc10, %c4_index : index
+        %a19 = arith.addi %xrow, %k418 : index
+        %xv20 = memref.load %x[%a19] : memref<?xvector<4xf32>>
+        %a21 = arith.addi %a19, %c1_index : index
+        %xv22 = memref.load %x[%a21] : memref<?xvector<4xf32>>
+        %x823 = vector.shuffle %xv20, %xv22 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %a24 = arith.addi %c0, %c16_index : index
+        %a25 = arith.addi %a24, %warp : index
+        %m26 = arith.muli %a25, %c32_index : index
+        %a27 = arith.addi %m26, %q8 : index
+        %valid28 = arith.cmpi ult, %a27, %Ki : index
+        %kc29 = arith.select %valid28, %a27, %c0_index : index
+        %kv30 = arith.divui %kc29, %c8_index : index
+        %a31 = arith.addi %m2, %kv30 : index
+        %wv32 = memref.load %w[%a31] : memref<?xvector<4xi32>>
+        %wh33 = vector.bitcast %wv32 : vector<4xi32> to vector<8xf16>
+        %a34 = arith.addi %m5, %kv30 : index
+        %wv35 = memref.load %w[%a34] : memref<?xvector<4xi32>>
+        %wh36 = vector.bitcast %wv35 : vector<4xi32> to vector<8xf16>
+        %k437 = arith.divui %kc29, %c4_index : index
+        %a38 = arith.addi %xrow, %k437 : index
+        %xv39 = memref.load %x[%a38] : memref<?xvector<4xf32>>
+        %a40 = arith.addi %a38, %c1_index : index
+        %xv41 = memref.load %x[%a40] : memref<?xvector<4xf32>>
+        %x842 = vector.shuffle %xv39, %xv41 [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+        %xh43 = arith.truncf %x823 : vector<8xf32> to vector<8xf16>
+        %xh44 = arith.select %valid9, %xh43, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h245 = vector.shuffle %xh44, %xh44 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h246 = vector.shuffle %xh44, %xh44 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr47 = vector.insert %h245, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr48 = vector.insert %h246, %fr47 [1] : vector<2xf16> into vector<2x2xf16>
+        %h249 = vector.shuffle %wh14, %wh14 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h250 = vector.shuffle %wh17, %wh17 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h251 = vector.shuffle %wh14, %wh14 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h252 = vector.shuffle %wh17, %wh17 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr53 = vector.insert %h249, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr54 = vector.insert %h250, %fr53 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr55 = vector.insert %h251, %fr54 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr56 = vector.insert %h252, %fr55 [3] : vector<2xf16> into vector<4x2xf16>
+        %d57 = nvgpu.mma.sync (%fr56, %fr48, %mma_acc0) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h258 = vector.shuffle %xh44, %xh44 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h259 = vector.shuffle %xh44, %xh44 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr60 = vector.insert %h258, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr61 = vector.insert %h259, %fr60 [1] : vector<2xf16> into vector<2x2xf16>
+        %h262 = vector.shuffle %wh14, %wh14 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h263 = vector.shuffle %wh17, %wh17 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h264 = vector.shuffle %wh14, %wh14 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h265 = vector.shuffle %wh17, %wh17 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr66 = vector.insert %h262, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr67 = vector.insert %h263, %fr66 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr68 = vector.insert %h264, %fr67 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr69 = vector.insert %h265, %fr68 [3] : vector<2xf16> into vector<4x2xf16>
+        %d70 = nvgpu.mma.sync (%fr69, %fr61, %d57) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %xh71 = arith.truncf %x842 : vector<8xf32> to vector<8xf16>
+        %xh72 = arith.select %valid28, %xh71, %cdense0p0_vector8xf16 : vector<8xf16>
+        %h273 = vector.shuffle %xh72, %xh72 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h274 = vector.shuffle %xh72, %xh72 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr75 = vector.insert %h273, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr76 = vector.insert %h274, %fr75 [1] : vector<2xf16> into vector<2x2xf16>
+        %h277 = vector.shuffle %wh33, %wh33 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h278 = vector.shuffle %wh36, %wh36 [0, 1] : vector<8xf16>, vector<8xf16>
+        %h279 = vector.shuffle %wh33, %wh33 [2, 3] : vector<8xf16>, vector<8xf16>
+        %h280 = vector.shuffle %wh36, %wh36 [2, 3] : vector<8xf16>, vector<8xf16>
+        %fr81 = vector.insert %h277, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr82 = vector.insert %h278, %fr81 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr83 = vector.insert %h279, %fr82 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr84 = vector.insert %h280, %fr83 [3] : vector<2xf16> into vector<4x2xf16>
+        %d85 = nvgpu.mma.sync (%fr84, %fr76, %d70) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        %h286 = vector.shuffle %xh72, %xh72 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h287 = vector.shuffle %xh72, %xh72 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr88 = vector.insert %h286, %cdense0p0_vector2x2xf16 [0] : vector<2xf16> into vector<2x2xf16>
+        %fr89 = vector.insert %h287, %fr88 [1] : vector<2xf16> into vector<2x2xf16>
+        %h290 = vector.shuffle %wh33, %wh33 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h291 = vector.shuffle %wh36, %wh36 [4, 5] : vector<8xf16>, vector<8xf16>
+        %h292 = vector.shuffle %wh33, %wh33 [6, 7] : vector<8xf16>, vector<8xf16>
+        %h293 = vector.shuffle %wh36, %wh36 [6, 7] : vector<8xf16>, vector<8xf16>
+        %fr94 = vector.insert %h290, %cdense0p0_vector4x2xf16 [0] : vector<2xf16> into vector<4x2xf16>
+        %fr95 = vector.insert %h291, %fr94 [1] : vector<2xf16> into vector<4x2xf16>
+        %fr96 = vector.insert %h292, %fr95 [2] : vector<2xf16> into vector<4x2xf16>
+        %fr97 = vector.insert %h293, %fr96 [3] : vector<2xf16> into vector<4x2xf16>
+        %d98 = nvgpu.mma.sync (%fr97, %fr89, %d85) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+        scf.yield %d98 : vector<2x2xf32>
+      }
+      %wbase = arith.muli %warp, %c128_index : index
+      %g8 = arith.muli %g, %c8_index : index
+      %q2 = arith.muli %q, %c2_index : index
+      %gq = arith.addi %g8, %q2 : index
+      %sbase = arith.addi %wbase, %gq : index
+      %p99 = vector.extract %acc_r#0[0, 0] : f32 from vector<2x2xf32>
+      memref.store %p99, %acc[%sbase] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %p100 = vector.extract %acc_r#0[0, 1] : f32 from vector<2x2xf32>
+      %a101 = arith.addi %sbase, %c1_index : index
+      memref.store %p100, %acc[%a101] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %p102 = vector.extract %acc_r#0[1, 0] : f32 from vector<2x2xf32>
+      %a103 = arith.addi %sbase, %c64_index : index
+      memref.store %p102, %acc[%a103] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %p104 = vector.extract %acc_r#0[1, 1] : f32 from vector<2x2xf32>
+      %a105 = arith.addi %sbase, %c65_index : index
+      memref.store %p104, %acc[%a105] : memref<2048xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %fb = arith.andi %flags, %c1_i32 : i32
+      %hb = arith.cmpi ne, %fb, %c0_i32 : i32
+      %fr = arith.andi %flags, %c2_i32 : i32
+      %hr = arith.cmpi ne, %fr, %c0_i32 : i32
+      %oin106 = arith.cmpi ult, %tid, %c128_index : index
+      %o107 = arith.select %oin106, %tid, %c0_index : index
+      %s108 = memref.load %acc[%o107] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a109 = arith.addi %o107, %c128_index : index
+      %s110 = memref.load %acc[%a109] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a111 = arith.addi %o107, %c256_index : index
+      %s112 = memref.load %acc[%a111] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a113 = arith.addi %o107, %c384_index : index
+      %s114 = memref.load %acc[%a113] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a115 = arith.addi %o107, %c512_index : index
+      %s116 = memref.load %acc[%a115] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a117 = arith.addi %o107, %c640_index : index
+      %s118 = memref.load %acc[%a117] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a119 = arith.addi %o107, %c768_index : index
+      %s120 = memref.load %acc[%a119] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a121 = arith.addi %o107, %c896_index : index
+      %s122 = memref.load %acc[%a121] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a123 = arith.addi %o107, %c1024_index : index
+      %s124 = memref.load %acc[%a123] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a125 = arith.addi %o107, %c1152_index : index
+      %s126 = memref.load %acc[%a125] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a127 = arith.addi %o107, %c1280_index : index
+      %s128 = memref.load %acc[%a127] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a129 = arith.addi %o107, %c1408_index : index
+      %s130 = memref.load %acc[%a129] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a131 = arith.addi %o107, %c1536_index : index
+      %s132 = memref.load %acc[%a131] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a133 = arith.addi %o107, %c1664_index : index
+      %s134 = memref.load %acc[%a133] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a135 = arith.addi %o107, %c1792_index : index
+      %s136 = memref.load %acc[%a135] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %a137 = arith.addi %o107, %c1920_index : index
+      %s138 = memref.load %acc[%a137] : memref<2048xf32, #gpu.address_space<workgroup>>
+      %f139 = arith.addf %s108, %s110 : f32
+      %f140 = arith.addf %s112, %s114 : f32
+      %f141 = arith.addf %s116, %s118 : f32
+      %f142 = arith.addf %s120, %s122 : f32
+      %f143 = arith.addf %s124, %s126 : f32
+      %f144 = arith.addf %s128, %s130 : f32
+      %f145 = arith.addf %s132, %s134 : f32
+      %f146 = arith.addf %s136, %s138 : f32
+      %f147 = arith.addf %f139, %f140 : f32
+      %f148 = arith.addf %f141, %f142 : f32
+      %f149 = arith.addf %f143, %f144 : f32
+      %f150 = arith.addf %f145, %f146 : f32
+      %f151 = arith.addf %f147, %f148 : f32
+      %f152 = arith.addf %f149, %f150 : f32
+      %f153 = arith.addf %f151, %f152 : f32
+      %orow154 = arith.divui %o107, %c8_index : index
+      %otok155 = arith.remui %o107, %c8_index : index
+      %a156 = arith.addi %t0, %otok155 : index
+      %tin157 = arith.cmpi ult, %a156, %Ti : index
+      %a158 = arith.addi %row0, %orow154 : index
+      %nin159 = arith.cmpi ult, %a158, %Ni : index
+      %wr160 = arith.andi %tin157, %nin159 : i1
+      %wr161 = arith.andi %wr160, %oin106 : i1
+      scf.if %wr161 {
+        %m162 = arith.muli %a156, %Ni : index
+        %a163 = arith.addi %m162, %a158 : index
+        %wb164 = scf.if %hb -> (f32) {
+          %bv165 = memref.load %bias[%a158] : memref<?xf32>
+          %f166 = arith.addf %f153, %bv165 : f32
+          scf.yield %f166 : f32
+        } else {
+          scf.yield %f153 : f32
+        }
+        %o167 = scf.if %hr -> (f32) {
+          %rv168 = memref.load %res[%a163] : memref<?xf32>
+          %f169 = arith.addf %wb164, %rv168 : f32
+          scf.yield %f169 : f32
+        } else {
+          scf.yield %wb164 : f32
+        }
+        memref.store %o167, %y[%a163] : memref<?xf32>
       }
       gpu.return
     }

@@ -527,7 +527,10 @@ std::pair<int64_t, unsigned> f16MmaWorkgroup() {
 /// contract on the tensor cores, w and x as 16-byte vectors. The reference is the float64
 /// dot product of the weights with the activations rounded to f16 (what the kernel feeds
 /// the mma), so the check isolates the kernel's own f32 rounding.
-Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t seed) {
+/// entry: matmul_f16_mma (the workgroup of f16MmaWorkgroup()) or matmul_f16_mma_w16 (16 rows,
+/// 16 warps).
+Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t seed,
+                      const std::string &entry = "matmul_f16_mma") {
   const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
   const bool residual = ep != kPlain;
   std::vector<uint8_t> wb = gemv::randomWeights("f16", N, K, seed);
@@ -542,7 +545,7 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
     xh[i] = gemv::halfToDouble(gemv::doubleToHalf(double(x[i])));
   Case c;
   c.module = "swz_gemv_f16_mma";
-  c.entry = "matmul_f16_mma";
+  c.entry = entry;
   c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
             (ep == kResidual ? " +residual" : ep == kBiasInPlaceResidual ? " +bias +residual in place" : "");
   c.buffers = {vec4Buffer(wb), vec4Buffer(bytesOf(x)),
@@ -551,7 +554,7 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
             Arg::memref(inPlace ? 2 : 4), Arg::i(int32_t(N)), Arg::i(int32_t(K)),
             Arg::i(int32_t(T)), Arg::i(int32_t(ep))};
-  const auto [rowsWg, threads] = f16MmaWorkgroup();
+  const auto [rowsWg, threads] = entry == "matmul_f16_mma" ? f16MmaWorkgroup() : std::pair<int64_t, unsigned>{16, 512};
   c.grid = {unsigned((N + rowsWg - 1) / rowsWg), unsigned((T + 7) / 8), 1};
   c.block = {threads, 1, 1};
   c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
@@ -932,10 +935,13 @@ std::vector<Case> gemvCases(const std::string &format) {
     // workgroup), a verification batch with a residual (K not a multiple of the 32-weight
     // chunk: the last chunk is partial), T = 9 (two token blocks) with bias and an in-place
     // residual, and K = 8 (one vector a row).
-    cases.push_back(matmulF16MmaCase(1, 577, 576, kPlain, 89));
-    cases.push_back(matmulF16MmaCase(3, 131, 1000, kResidual, 90));
-    cases.push_back(matmulF16MmaCase(9, 45, 264, kBiasInPlaceResidual, 95));
-    cases.push_back(matmulF16MmaCase(2, 19, 8, kPlain, 96));
+    // (Both workgroup shapes: 4 warps, and 16 splitting K.)
+    for (const std::string e : {"matmul_f16_mma", "matmul_f16_mma_w16"}) {
+      cases.push_back(matmulF16MmaCase(1, 577, 576, kPlain, 89, e));
+      cases.push_back(matmulF16MmaCase(3, 131, 1000, kResidual, 90, e));
+      cases.push_back(matmulF16MmaCase(9, 45, 264, kBiasInPlaceResidual, 95, e));
+      cases.push_back(matmulF16MmaCase(2, 19, 8, kPlain, 96, e));
+    }
     // Full-size: Qwen2.5-Coder-7B's Q4_K ffn_up (3584 -> 18944) and Qwen3-0.6B's Q8_0
     // ffn_down (3072 -> 1024), for the roofline column.
     cases.push_back(matmulQ8xCase("q4_k", 1, {18944}, 3584, kPlain, 85));
@@ -975,9 +981,11 @@ std::vector<Case> gemvCases(const std::string &format) {
         cases.push_back(matmulCase(t, 1, 18944, 3584, kPlain, 113));
         cases.push_back(matmulCase(t, 1, 3584, 18944, kResidual, 114));
       }
-      cases.push_back(matmulF16MmaCase(1, 18944, 3584, kPlain, 113));
-      cases.push_back(matmulF16MmaCase(1, 3584, 18944, kResidual, 114));
-      cases.push_back(matmulF16MmaCase(8, 3584, 18944, kResidual, 124));
+      for (const std::string e : {"matmul_f16_mma", "matmul_f16_mma_w16"}) {
+        cases.push_back(matmulF16MmaCase(1, 18944, 3584, kPlain, 113, e));
+        cases.push_back(matmulF16MmaCase(1, 3584, 18944, kResidual, 114, e));
+        cases.push_back(matmulF16MmaCase(8, 3584, 18944, kResidual, 124, e));
+      }
       cases.push_back(matmulCase("q6_k", 1, 152064, 3584, kPlain, 115));
     }
   }

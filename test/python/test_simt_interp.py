@@ -219,15 +219,17 @@ def test_q8_0_weights_read_unsigned_fail(tmp_path):
 F16_MMA = ROOT / "codegen" / "kernels" / "gemv_f16_mma.mlir"
 
 
-def _f16_mma_small() -> list[str]:
-    return [line.split()[0] for line in _list("swz_gemv_f16_mma") if "N=18944" not in line and "N=3584" not in line]
+def _f16_mma_small(entry: str | None = None) -> list[str]:
+    return [line.split()[0] for line in _list("swz_gemv_f16_mma") if "N=18944" not in line and "N=3584" not in line
+            and (entry is None or line.split()[1] == entry)]
 
 
 def test_f16_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
-    # matmul_f16_mma (the F16 decode GEMV on mma.sync): T = 1, 3 (residual, a partial last
-    # k chunk), 9 (two token blocks, bias, in place), K = 8.
+    # matmul_f16_mma and matmul_f16_mma_w16 (the F16 decode GEMV on mma.sync, 4 and 16 warps
+    # a workgroup): T = 1, 3 (residual, a partial last k chunk), 9 (two token blocks, bias,
+    # in place), K = 8 (one chunk: 15 of 16 warps hold nothing).
     small = _f16_mma_small()
-    assert len(small) == 4
+    assert len(small) == 8
     _assert_all_ok(_interpret_and_check(tmp_path, F16_MMA, "swz_gemv_f16_mma", small), small)
 
 
@@ -237,18 +239,20 @@ def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt
     # a workgroup past N at mt = 4 for N = 19 and 45), chunks in flight, and warps a
     # workgroup splitting K (16: more threads than outputs, K = 8 has one chunk for 16 warps).
     monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"f16:{16 * mt}x{warps}")
-    cases = _f16_mma_small()
+    cases = _f16_mma_small("matmul_f16_mma")
+    assert len(cases) == 4
     src = tmp_path / f"f16-mt{mt}-w{warps}.mlir"
     subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
                     "--variant", f"f16:mt={mt},unroll={unroll},warps={warps}", "--out", str(src)], check=True)
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_f16_mma", cases), cases)
 
 
-def test_f16_mma_gemv_one_token_equals_the_same_token_among_three_bitwise(tmp_path):
+@pytest.mark.parametrize("entry", ["matmul_f16_mma", "matmul_f16_mma_w16"])
+def test_f16_mma_gemv_one_token_equals_the_same_token_among_three_bitwise(tmp_path, entry):
     # A token is one column of the mma: its outputs must not depend on the other tokens of
     # the launch (a batch, speculative verification), bit for bit.
     import numpy as np
-    line = next(l for l in _list("swz_gemv_f16_mma") if "T=3 N=131 " in l)
+    line = next(l for l in _list("swz_gemv_f16_mma") if l.split()[1] == entry and "T=3 N=131 " in l)
     case = line.split()[0]
     ir = _generic_ir(F16_MMA, tmp_path / "k.mlir")
     assert _dump(tmp_path / "cases", case, module="swz_gemv_f16_mma") == [case]

@@ -400,7 +400,7 @@ TEST(GpuKernels, MissingKernelsAreListed) {
                            "attention.f16kv, attention.f16kv.hd128, attention.f16kv.hd64, "
                            "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
                            "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, head_norm.f32, "
-                           "matmul.f16, matmul.f16.k8, matmul.q4_0, "
+                           "matmul.f16, matmul.f16.k8, matmul.f16.k8.w16, matmul.q4_0, "
                            "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
                            "rms_norm.f32, rope.f32, swiglu.f32); "
                            "use --target cpu");
