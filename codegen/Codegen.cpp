@@ -237,19 +237,20 @@ constexpr llvm::StringLiteral kGraphOpsAttr = "swz.graph_ops";
 
 /// The kernel-table key of a model-graph op ("matmul.q4_1+residual", "matmul.f16.k8.w16"), or "" for an
 /// op that is not one (tile specs, tensor reshapes, func ops).
-std::string kernelKey(Operation *op) {
+std::string kernelKey(Operation *op, int64_t f16SplitKBelowRows) {
   auto quant = [](swz::QuantType t) { return stringifyQuantType(t).str(); };
   if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
     std::string key = "matmul." + quant(mm.getWeightType());
     // F16 rows that start on 16-byte boundaries (K % 8 == 0) have the tensor-core GEMV, in
     // two workgroup shapes (gemv_f16_mma.mlir): 16 rows by 4 warps, or by 16 warps splitting
-    // K for matrices of fewer than 8192 rows, whose 4-warp workgroups (under 512) are too
-    // few to keep the H200's HBM busy (the 7B ffn_down 18944 -> 3584, 224 workgroups: 33%
-    // of the copy peak; ffn_up 3584 -> 18944, 1184 workgroups: 88%; bench/RESULTS.md).
+    // K for matrices of fewer rows than the target schedule's
+    // gemv.f16_mma_split_k_below_rows, whose 4-warp workgroups are too few to keep HBM busy
+    // (on the H200 the 7B ffn_down 18944 -> 3584, 224 workgroups: 33% of the copy peak;
+    // ffn_up 3584 -> 18944, 1184 workgroups: 88%; bench/RESULTS.md).
     auto w = cast<RankedTensorType>(mm.getW().getType());
     if (key == "matmul.f16" && w.getRank() == 2 && !w.isDynamicDim(1) && w.getDimSize(1) % 8 == 0) {
       key += ".k8";
-      if (!w.isDynamicDim(0) && w.getDimSize(0) < 8192)
+      if (!w.isDynamicDim(0) && w.getDimSize(0) < f16SplitKBelowRows)
         key += ".w16";
     }
     if (mm.getBias())
@@ -320,7 +321,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
       return moduleOfSource[source] = name;
     };
     module.walk([&](Operation *op) {
-      std::string key = kernelKey(op);
+      std::string key = kernelKey(op, f16SplitKBelowRows);
       if (key.empty())
         return;
       std::vector<KernelRef> refs = kernelsFor(key, ptx);
@@ -767,7 +768,7 @@ std::string printIR(ModuleOp m) {
 swz::codegen::GraphPlan
 swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                         const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                        const std::string &emitStage) {
+                        int64_t f16SplitKBelowRows, const std::string &emitStage) {
   json graph = json::parse(graphJson);
   DialectRegistry registry;
   registerSwzDialects(registry);
@@ -808,7 +809,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   // Keys first: every op without a kernel is listed, not just the first.
   const bool ptx = target != "spirv";
   module->walk([&](Operation *op) {
-    std::string key = kernelKey(op);
+    std::string key = kernelKey(op, f16SplitKBelowRows);
     if (key.empty())
       return;
     auto ids = op->getAttrOfType<ArrayAttr>("swz.graph_ops");
@@ -831,6 +832,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   PassManager outline(&ctx);
   SwzOutlineKernelsOptions outlineOptions;
   outlineOptions.target = target;
+  outlineOptions.f16SplitKBelowRows = f16SplitKBelowRows;
   outline.addPass(createSwzOutlineKernels(outlineOptions));
   if (failed(outline.run(*module)))
     throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);

@@ -127,9 +127,11 @@ struct GraphPlan {
 /// type) and std::invalid_argument for a malformed graph.
 /// `emitStage` ("import", "fuse", "outline" or empty) names the stage whose IR is
 /// printed into GraphPlan::ir; empty prints nothing (a package compile).
+/// `f16SplitKBelowRows`: the target schedule's gemv.f16_mma_split_k_below_rows (F16
+/// matmuls of fewer rows take the 16-warp tensor-core GEMV; 0: none).
 GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                     const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                    const std::string &emitStage = "");
+                    int64_t f16SplitKBelowRows, const std::string &emitStage = "");
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

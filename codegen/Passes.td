@@ -45,6 +45,9 @@ def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
            "sm_XY (PTX) or spirv">,
+    Option<"f16SplitKBelowRows", "f16-split-k-below-rows", "int64_t", /*default=*/"0",
+           "F16 matmuls with fewer rows use the 16-warp tensor-core GEMV (the target "
+           "schedule's gemv.f16_mma_split_k_below_rows)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

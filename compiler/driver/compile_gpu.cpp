@@ -152,7 +152,8 @@ std::string lower(std::string s) {
 }
 
 /// The graph pipeline (import, fusion, kernel outlining) for the manifest's graph.
-codegen::GraphPlan plan(const package::Manifest &m, const std::string &emitStage = "") {
+codegen::GraphPlan plan(const package::Manifest &m, const schedule::TargetSchedule &sched,
+                        const std::string &emitStage = "") {
   std::vector<codegen::GraphWeight> weights;
   for (const package::WeightTensor &w : m.weight_plan.tensors)
     weights.push_back({w.name, lower(ggml::type_info(w.type).name), w.ne});
@@ -168,7 +169,8 @@ codegen::GraphPlan plan(const package::Manifest &m, const std::string &emitStage
   // RoPE-into-KV-write fusion: every attention variant has a "+rope_k" kernel set.
   const bool ropeKv = !codegen::kernelsFor("attention.f16kv+rope_k", m.target != "spirv").empty();
   try {
-    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, emitStage);
+    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv,
+                              sched.gemv.f16MmaSplitKBelowRows, emitStage);
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());
   }
@@ -258,7 +260,7 @@ std::string cudaRoot() {
 std::string graphMlir(const package::Manifest &m, const std::string &stage) {
   if (stage != "import" && stage != "fuse" && stage != "outline")
     throw CompileError("unknown --emit-mlir stage '" + stage + "' (import, fuse or outline)");
-  codegen::GraphPlan p = plan(m, stage);
+  codegen::GraphPlan p = plan(m, targetSchedule(m.target, ""), stage);
   if (stage == "outline" && !p.missing.empty())
     throw CompileError("target " + m.target + ": cannot outline, no GPU kernel yet for " +
                        p.missing.begin()->first);
@@ -269,7 +271,8 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                    const Log &log, const std::string &scheduleDir) {
   const bool ptx = m.target != "spirv";
   // 1. Import, fuse and outline the graph; list every op that has no kernel yet.
-  codegen::GraphPlan p = plan(m);
+  const schedule::TargetSchedule sched = targetSchedule(m.target, scheduleDir);
+  codegen::GraphPlan p = plan(m, sched);
   if (!p.missing.empty()) {
     std::string list, have;
     for (const auto &[key, n] : p.missing)
@@ -281,7 +284,6 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                        " (GPU kernels for this target so far: " + have +
                        "); use --target cpu");
   }
-  const schedule::TargetSchedule sched = targetSchedule(m.target, scheduleDir);
   // 2. Compile each kernel source once; assemble each PTX module with ptxas -v.
   const std::string root = cudaRoot();
   const std::string ptxas = ptx ? findPtxas(root) : "";

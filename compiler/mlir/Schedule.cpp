@@ -123,6 +123,8 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   s.gemv.threads = r.integer(v, "$.gemv", "threads", 1);
   s.gemv.rowsPerBlock = r.integer(v, "$.gemv", "rows_per_block", 1);
   s.gemv.vectorBytes = r.integer(v, "$.gemv", "vector_bytes", 1);
+  if (v.contains("f16_mma_split_k_below_rows"))
+    s.gemv.f16MmaSplitKBelowRows = r.integer(v, "$.gemv", "f16_mma_split_k_below_rows", 0);
   return s;
 }
 

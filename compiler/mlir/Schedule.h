@@ -43,6 +43,11 @@ struct AttentionSchedule {
 
 struct GemvSchedule {
   int64_t threads = 0, rowsPerBlock = 0, vectorBytes = 0;
+  /// F16 weights with fewer rows than this decode on the tensor-core GEMV's 16-warp
+  /// workgroup shape (matmul_f16_mma_w16, warps splitting K: few workgroups need more
+  /// warps each to keep enough loads in flight); others, and all when 0, on the 4-warp one.
+  /// Schedule field `gemv.f16_mma_split_k_below_rows` (optional, default 0).
+  int64_t f16MmaSplitKBelowRows = 0;
 };
 
 struct TargetSchedule {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 using nlohmann::json;
 using namespace swz;
@@ -264,6 +265,54 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(flash->schedule, std::nullopt);
   ASSERT_EQ(files.size(), 3u);  // + swz_argmax.ptx (greedy sampling)
   EXPECT_EQ(files[2].first, "swz_argmax.ptx");
+}
+
+// F16 matmuls decode on the tensor-core GEMV; its workgroup shape follows the target
+// schedule's gemv.f16_mma_split_k_below_rows: sm_90's (8192) puts a 576-row matrix on the
+// 16-warp shape; the same schedule edited to 0 (--schedule-dir) on the 4-warp one. SPIR-V
+// keeps the f32-activation GEMV.
+TEST(GpuKernels, F16DecodeKernelFollowsTheSchedule) {
+  const json ops0 = json::array({
+      {{"op", "matmul"}, {"in", {"x", "blk.0.attn_q.weight"}}, {"out", "q"}},
+  });
+  auto f16Manifest = [&](const std::string &target) {
+    package::Manifest m = manifest(target, ops0);
+    m.weight_plan.tensors[1].type = ggml::Type::F16;  // attn_q [576, 576]
+    return m;
+  };
+  gguf::File f = emptyGguf();
+  {
+    package::Manifest m = f16Manifest("sm_90");
+    package::PackageFiles files;
+    compiler::addGpuKernels(m, f, files, {});
+    EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_f16_mma_w16"}));
+    EXPECT_EQ(record(m, 0, "sm_90.matmul_f16_mma_w16", "decode")["grid"], json({"36", "ceil(T/8)", "1"}));
+    const package::Kernel *k = kernel(m, "sm_90.matmul_f16_mma_w16");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->launch.at("block"), json({512, 1, 1}));
+  }
+  {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "swz_f16_schedule_test";
+    std::filesystem::create_directories(dir);
+    std::ifstream in(std::string(SWZ_SOURCE_DIR) + "/compiler/schedules/sm_90.json");
+    json sched = json::parse(in);
+    sched["gemv"]["f16_mma_split_k_below_rows"] = 0;
+    std::ofstream(dir / "sm_90.json") << sched.dump(2);
+    package::Manifest m = f16Manifest("sm_90");
+    package::PackageFiles files;
+    compiler::addGpuKernels(m, f, files, {}, dir.string());
+    EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.matmul_f16_mma"}));
+    const package::Kernel *k = kernel(m, "sm_90.matmul_f16_mma");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->launch.at("block"), json({128, 1, 1}));
+    std::filesystem::remove_all(dir);
+  }
+  {
+    package::Manifest m = f16Manifest("spirv");
+    package::PackageFiles files;
+    compiler::addGpuKernels(m, f, files, {});
+    EXPECT_EQ(phase(m, 0, "decode"), json({"spirv.matmul_f16"}));
+  }
 }
 
 // swz-fuse folds rope(k) into the KV write, and rope(q) with it: the rope ops launch

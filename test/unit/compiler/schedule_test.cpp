@@ -46,6 +46,9 @@ TEST(Schedule, Sm90) {
   EXPECT_EQ(s.attention.blockQ, 64);
   EXPECT_EQ(s.attention.stages, 1);
   EXPECT_LE(gemmSmemBytes(s.gemm, 2), s.maxSmemBytesPerBlock);
+  // F16 matrices of fewer rows decode on the 16-warp tensor-core GEMV (H200: 132 SMs).
+  EXPECT_EQ(s.gemv.f16MmaSplitKBelowRows, 8192);
+  EXPECT_EQ(loadSchedule(schedulePath("spirv")).gemv.f16MmaSplitKBelowRows, 0);  // optional, 0
 }
 
 // Ampere consumer (sm_86) and Ada (sm_89): the sm_80 instruction set for these f16
