@@ -25,9 +25,10 @@
 //   the launch (one token equals the same token among eight, bitwise).
 //
 // matmul_f16_mma_w16: the same with block 512 (16 warps splitting K, 2 chunks in flight a
-//   thread), grid (ceil(N / 16), ceil(T / 8), 1): for matrices of few rows (Codegen.cpp's
-//   kernelKey: N < 8192), whose 4-warp workgroups are too few to keep enough loads in flight
-//   (the 7B ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
+//   thread), grid (ceil(N / 16), ceil(T / 8), 1): for matrices of fewer rows than the
+//   target schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose
+//   4-warp workgroups are too few to keep enough loads in flight (on the H200 the 7B
+//   ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
 //
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then

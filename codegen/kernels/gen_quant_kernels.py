@@ -1430,7 +1430,8 @@ def module(fmt):
 # which split K (a workgroup's rows are read by all of them).
 # The module holds one entry per workgroup shape: matmul_f16_mma (4 warps) for matrices of
 # many rows, matmul_f16_mma_w16 (16 warps) for those whose few workgroups would leave the
-# GPU short of loads in flight (Codegen.cpp's kernelKey picks by N).
+# GPU short of loads in flight (Codegen.cpp's kernelKey picks by N and the target
+# schedule's gemv.f16_mma_split_k_below_rows).
 MMA_F16 = dict(mt=1, unroll=4, warps=4)
 MMA_F16_W16 = dict(mt=1, unroll=2, warps=16)
 
@@ -1641,9 +1642,10 @@ def module_f16_mma(variant=False):
 //   the launch (one token equals the same token among eight, bitwise).
 //""" + ("" if variant else f"""
 // matmul_f16_mma_w16: the same with block {32 * W16} ({W16} warps splitting K, {MMA_F16_W16['unroll']} chunks in flight a
-//   thread), grid (ceil(N / {16 * MMA_F16_W16['mt']}), ceil(T / 8), 1): for matrices of few rows (Codegen.cpp's
-//   kernelKey: N < 8192), whose 4-warp workgroups are too few to keep enough loads in flight
-//   (the 7B ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
+//   thread), grid (ceil(N / {16 * MMA_F16_W16['mt']}), ceil(T / 8), 1): for matrices of fewer rows than the
+//   target schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose
+//   4-warp workgroups are too few to keep enough loads in flight (on the H200 the 7B
+//   ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
 //""") + f"""
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
