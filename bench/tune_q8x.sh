@@ -74,8 +74,7 @@ prepare)
   # The shipped GEMVs (f32-activation ones and the int8 path), for the all-types table.
   mkdir -p "$dir/ship-f32"
   cp "$dir/q4k-ship/swz_gemv_q8x.ptx" "$dir/ship-f32/"
-  cp "$dir/f16m-ship/swz_gemv_f16_mma.ptx" "$dir/ship-f32/"
-  for t in q4_1 q4_k q5_0 q6_k q8_0 f16; do
+  for t in q4_1 q4_k q5_0 q6_k q8_0 f16 f16_mma; do  # (f16_mma: both shipped shapes)
     "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/gemv_$t.mlir" -swz-materialize-swizzle \
       -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
       -swz-extract-kernels=output-dir="$dir/ship-f32" -o /dev/null 2> /dev/null

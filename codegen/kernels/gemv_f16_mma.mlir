@@ -22,7 +22,8 @@
 //   (4 in flight a thread: 8 16-byte weight loads); the 4 warps' sums meet
 //   in workgroup memory (acc_<entry>, [4 warps][1 m-tile(s)][16 rows][8 tokens] f32) and
 //   are added in a fixed order, so a token's output never depends on the other tokens of
-//   the launch (one token equals the same token among eight, bitwise).
+//   the launch (the mma computes each column on its own; the interpreter test checks one
+//   token against the same token among three, bitwise).
 //
 // matmul_f16_mma_w16: the same with block 512 (16 warps splitting K, 2 chunks in flight a
 //   thread), grid (ceil(N / 16), ceil(T / 8), 1): for matrices of fewer rows than the

@@ -277,8 +277,9 @@ def dequant_unit(e, fmt, blockbyte, q):
 # sub-blocks; tried in that tuning, not kept) with two rows a warp was 6% faster at one
 # token and 1.3x slower at eight. For Q8_0 at Qwen3-0.6B's shapes no variant beat three units, a row a warp, in all
 # four. Q6_K (a unit: one 32-weight activation block, 72 registers: without a spill on
-# sm_80), Q4_1 and Q5_0 (a unit: one block, two in flight, 72 registers) are not yet
-# timed on the H200 (bench/tune_q8x.sh has their variants). Each fits its
+# sm_80), Q4_1 (a unit: one block, two in flight, 72 registers) and Q5_0 (one in flight,
+# 64 registers) were timed on the H200 in the tenth session (bench/RESULTS.md: 45-65% of
+# the copy peak at the 7B shapes, the Q6_K LM head 172.5 us). Each fits its
 # registers without a spill on sm_80, sm_86, sm_89 and sm_90 (test_gpu_packages.py refuses
 # spills).
 Q8X = {
@@ -1545,7 +1546,7 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
     e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * mt)}")
     e.indent -= 2
     e.emit("}")
-    # The warps' partial sums to acc_mma[warp][m][row 0..15][token 0..7]: this thread holds
+    # The warps' partial sums to acc_<entry>[warp][m][row 0..15][token 0..7]: this thread holds
     # rows g, g + 8 and tokens 2q, 2q + 1 of each m-tile.
     e.emit(f"%wbase = arith.muli %warp, {c(128 * mt)} : index")
     e.emit(f"%g8 = arith.muli %g, {c(8)} : index")
@@ -1639,7 +1640,8 @@ def module_f16_mma(variant=False):
 //   ({U} in flight a thread: {2 * mt * U} 16-byte weight loads); the {W} warps' sums meet
 //   in workgroup memory (acc_<entry>, [{W} warps][{mt} m-tile(s)][16 rows][8 tokens] f32) and
 //   are added in a fixed order, so a token's output never depends on the other tokens of
-//   the launch (one token equals the same token among eight, bitwise).
+//   the launch (the mma computes each column on its own; the interpreter test checks one
+//   token against the same token among three, bitwise).
 //""" + ("" if variant else f"""
 // matmul_f16_mma_w16: the same with block {32 * W16} ({W16} warps splitting K, {MMA_F16_W16['unroll']} chunks in flight a
 //   thread), grid (ceil(N / {16 * MMA_F16_W16['mt']}), ceil(T / 8), 1): for matrices of fewer rows than the

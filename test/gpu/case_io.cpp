@@ -10,7 +10,7 @@
 //
 // With case names, dump and check only those (i = index in allCases(FORMAT)).
 // FORMAT is "ptx" or "spv" (as allCases); MODULE a gpu.module name, e.g.
-// swz_attention_f16kv_mma. meta.txt: "<module> <entry>", "<grid x> <y> <z>", then
+// swz_attention_f16kv_mma. meta.txt: "<module> <entry>", "<grid x> <y> <z>", "block <x> <y> <z>", then
 // "buffer <j> <element bytes> <memref sizes...>" per buffer and "arg m <buffer>" / "arg i <int32>" /
 // "arg f <float>" per kernel argument in order. Buffers are raw little-endian bytes.
 // Errors (unknown command, unreadable or short output file) exit 2 with a message.
@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
       std::filesystem::create_directories(d);
       std::ofstream meta(d + "/meta.txt");
       meta << c.module << " " << c.entry << "\n"
-           << c.grid[0] << " " << c.grid[1] << " " << c.grid[2] << "\n";
+           << c.grid[0] << " " << c.grid[1] << " " << c.grid[2] << "\n"
+           << "block " << c.block[0] << " " << c.block[1] << " " << c.block[2] << "\n";
       for (size_t b = 0; b < c.buffers.size(); ++b) {
         std::ofstream(d + "/buf" + std::to_string(b) + ".bin", std::ios::binary)
             .write(reinterpret_cast<const char *>(c.buffers[b].bytes.data()),

@@ -560,9 +560,9 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
   c.bytesMoved = double(wb.size()) + 4.0 * double(T * K + T * N + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(N) * double(K);
   // f32 roundings behind one output: a warp's mma chain (16 products an mma into its
-  // accumulator, ceil(K / 128) mma a warp with 4 or more warps: a tensor core may round
-  // each addition, and by truncation, so 2u each), then the warps' sums (<= 4 levels).
-  const double L = 2.0 * (16.0 * double((K + 127) / 128) + 4.0);
+  // accumulator, 2 ceil(K / 128) mma a warp with 4 or more warps), then the warps' sums
+  // (<= 4 levels); a tensor core may round each addition by truncation, so 2u each.
+  const double L = 2.0 * (32.0 * double((K + 127) / 128) + 4.0);
   c.check = [T, N, K, bias, residual, wb, xh, bv, rv, L](const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
     v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights with "
@@ -931,7 +931,7 @@ std::vector<Case> gemvCases(const std::string &format) {
       cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true));
       cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88));
     }
-    // The F16 tensor-core GEMV: decode at SmolLM2's width (N not a multiple of the 32-row
+    // The F16 tensor-core GEMV: decode at SmolLM2's width (N not a multiple of the 16-row
     // workgroup), a verification batch with a residual (K not a multiple of the 32-weight
     // chunk: the last chunk is partial), T = 9 (two token blocks) with bias and an in-place
     // residual, and K = 8 (one vector a row).

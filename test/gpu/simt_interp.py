@@ -8,7 +8,8 @@ What it runs: the op subset our kernels use after swz-materialize-swizzle, print
 extract/insert/shuffle/shape_cast/bitcast, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy, and
 the dp4a inline assembly of gemv_q8x.mlir). i32 values wrap to 32 bits; memrefs of
 vector<4xf32> / vector<4xi32> are rows of 4 lanes.
-One workgroup at a time; its 128 threads run in lockstep as numpy arrays of lanes, with
+One workgroup at a time; its threads (the kernel's known_block_size, which the case's
+launch must equal) run in lockstep as numpy arrays of lanes, with
 a mask for divergent scf.if / scf.for. Warp operations follow the PTX ISA fragment
 layouts: ldmatrix (.x1/.x2/.x4, .trans): lanes 8m..8m+7 address the rows of matrix m,
 thread t receives row t/4, columns 2(t%4), 2(t%4)+1; mma.sync.m16n8k16 (f16 -> f32):
@@ -465,6 +466,12 @@ def run_case_dir(ir_path, case_dir):
     for line in meta[2:]:
         p = line.split()
         if not p:
+            continue
+        if p[0] == 'block':
+            # The case's launch must be the kernel's: a case runner launching another
+            # block size would fail on the GPU only.
+            assert (int(p[1]), int(p[2]), int(p[3])) == (NL, 1, 1), \
+                f'{entry}: the case launches block {p[1:]}, the kernel is built for {NL} threads'
             continue
         if p[0] == 'buffer':
             elem[int(p[1])] = int(p[2])
