@@ -1106,6 +1106,31 @@ def gemv(fmt):
     return func_text(out, e)
 
 
+def bias_residual_store(e, total, n, yi, has_bias, has_res, bias, y):
+    """The GEMVs' epilogue: y[yi] = total (+ bias[n] when has_bias) (+ %res[yi] when
+    has_res); has_bias / has_res are callables naming (or emitting) the i1 conditions,
+    called in that order (the generated names stay in emission order)."""
+    hb = has_bias()
+    withb = e.v(f"scf.if {hb} -> (f32) {{", "wb")
+    e.indent += 2
+    bv = e.v(f"memref.load {bias}[{n}] : memref<?xf32>", "bv")
+    e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
+    e.indent -= 2
+    e.emit("} else {")
+    e.emit(f"  scf.yield {total} : f32")
+    e.emit("}")
+    hr = has_res()
+    o = e.v(f"scf.if {hr} -> (f32) {{", "o")
+    e.indent += 2
+    rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
+    e.emit(f"scf.yield {e.fadd(withb, rv)} : f32")
+    e.indent -= 2
+    e.emit("} else {")
+    e.emit(f"  scf.yield {withb} : f32")
+    e.emit("}")
+    e.emit(f"memref.store {o}, {y}[{yi}] : memref<?xf32>")
+
+
 def gemv_q8x(fmt):
     """matmul_<fmt>_q8x (PTX only): the decode GEMV on int8 activations (quantize_q8_x),
     each unit's dot product dp4a; a warp takes Q8X[fmt]["rpw"] consecutive rows."""
@@ -1270,25 +1295,8 @@ def gemv_q8x(fmt):
         output 0; flags 1, 4, 8: bias of output 0, 1, 2; 2: res)."""
         sel = rw["sel"]
         yi = e.add(e.mul(tg, sel["Ni"]), rw["n"])
-        hb = e.v(f"arith.cmpi ne, {e.band('%flags', sel['bflag'])}, {e.ci(0)} : i32", "hb")
-        withb = e.v(f"scf.if {hb} -> (f32) {{", "wb")
-        e.indent += 2
-        bv = e.v(f"memref.load {sel['bias']}[{rw['n']}] : memref<?xf32>", "bv")
-        e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
-        e.indent -= 2
-        e.emit("} else {")
-        e.emit(f"  scf.yield {total} : f32")
-        e.emit("}")
-        hr = e.v(f"arith.cmpi ne, {e.band('%flags', sel['rflag'])}, {e.ci(0)} : i32", "hr")
-        o = e.v(f"scf.if {hr} -> (f32) {{", "o")
-        e.indent += 2
-        rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
-        e.emit(f"scf.yield {e.fadd(withb, rv)} : f32")
-        e.indent -= 2
-        e.emit("} else {")
-        e.emit(f"  scf.yield {withb} : f32")
-        e.emit("}")
-        e.emit(f"memref.store {o}, {sel['y']}[{yi}] : memref<?xf32>")
+        flag = lambda f, name: lambda: e.v(f"arith.cmpi ne, {e.band('%flags', sel[f])}, {e.ci(0)} : i32", name)
+        bias_residual_store(e, total, rw["n"], yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
 
     # One token (the workgroup-uniform %one): shuffles only, xor 8 adds the neighbouring
     # segment (s0 + s1), xor 16 the other pair; lane 0 writes. No workgroup memory, no
@@ -1588,23 +1596,7 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
         e.emit(f"scf.if {wr} {{")
         e.indent += 2
         yi = e.add(e.mul(tg, "%Ni"), n)
-        wb = e.v(f"scf.if %hb -> (f32) {{", "wb")
-        e.indent += 2
-        bv = e.v(f"memref.load %bias[{n}] : memref<?xf32>", "bv")
-        e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
-        e.indent -= 2
-        e.emit("} else {")
-        e.emit(f"  scf.yield {total} : f32")
-        e.emit("}")
-        ov = e.v(f"scf.if %hr -> (f32) {{", "o")
-        e.indent += 2
-        rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
-        e.emit(f"scf.yield {e.fadd(wb, rv)} : f32")
-        e.indent -= 2
-        e.emit("} else {")
-        e.emit(f"  scf.yield {wb} : f32")
-        e.emit("}")
-        e.emit(f"memref.store {ov}, %y[{yi}] : memref<?xf32>")
+        bias_residual_store(e, total, n, yi, lambda: "%hb", lambda: "%hr", "%bias", "%y")
         e.indent -= 2
         e.emit("}")
     e.emit("gpu.return")

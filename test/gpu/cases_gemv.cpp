@@ -252,6 +252,38 @@ int64_t unitsPerRow(const std::string &t, int64_t k) {
   return k / gemv::blockElements(t) * (gemv::blockElements(t) == 256 ? 16 : 4);
 }
 
+/// The check of a one-output GEMV case: y[t, n] against the float64 dot product of weight
+/// row n (type t, rowBytes a row in wb) with x[t] (the activations as the kernel uses them),
+/// + bias[n] and + res[t, n] where given; |err| <= 2 L u S (S = sum_k |x| (|scale q| +
+/// |offset|)), + 2u (|ref| + |bias| + |res|) with an epilogue.
+void checkGemvRows(Verdict &v, const std::vector<float> &y, const std::string &t, const std::vector<uint8_t> &wb,
+                   int64_t rowBytes, const std::vector<double> &x, int64_t T, int64_t N, int64_t K,
+                   const std::vector<float> *bias, const std::vector<float> *res, double L) {
+  std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    gemv::dequantRow(t, wb.data() + n * rowBytes, K, w.data(), mag.data());
+    for (int64_t tt = 0; tt < T; ++tt) {
+      double ref = 0, s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        ref += x[tt * K + k] * w[k];
+        s += std::fabs(x[tt * K + k]) * mag[k];
+      }
+      double tol = 2.0 * L * kU * s, extra = 0;
+      if (bias) {
+        ref += double((*bias)[n]);
+        extra += std::fabs(double((*bias)[n]));
+      }
+      if (res) {
+        ref += double((*res)[tt * N + n]);
+        extra += std::fabs(double((*res)[tt * N + n]));
+      }
+      if (bias || res)
+        tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
+      compare(v, y[tt * N + n], ref, tol);
+    }
+  }
+}
+
 /// How a matmul case uses the epilogue flags.
 enum Epilogue { kPlain = 0, kResidual = 2, kBiasInPlaceResidual = 3 };
 
@@ -297,30 +329,8 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue 
              "(|scale q| + |offset|) (the f32 terms the kernel forms), u = 2^-24, L = " +
              std::to_string(int(L)) + " = longest f32 rounding chain of the dot product "
              "(Higham gamma_L, doubled)";
-    std::vector<float> y = asVector<float>(out[2]);
-    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
-    for (int64_t n = 0; n < N; ++n) {
-      gemv::dequantRow(t, wb.data() + n * rowBytes, K, w.data(), mag.data());
-      for (int64_t tt = 0; tt < T; ++tt) {
-        double ref = 0, s = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          ref += double(x[tt * K + k]) * w[k];
-          s += std::fabs(double(x[tt * K + k])) * mag[k];
-        }
-        double tol = 2.0 * L * kU * s, extra = 0;
-        if (bias) {
-          ref += double(bv[n]);
-          extra += std::fabs(double(bv[n]));
-        }
-        if (residual) {
-          ref += double(rv[tt * N + n]);
-          extra += std::fabs(double(rv[tt * N + n]));
-        }
-        if (bias || residual)
-          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
-        compare(v, y[tt * N + n], ref, tol);
-      }
-    }
+    checkGemvRows(v, asVector<float>(out[2]), t, wb, rowBytes, std::vector<double>(x.begin(), x.end()), T, N, K,
+                  bias ? &bv : nullptr, residual ? &rv : nullptr, L);
     return v;
   };
   return c;
@@ -568,30 +578,8 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
     v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights with "
              "the activations rounded to f16 in float64; S = sum_k |x_f16 w|, u = 2^-24, L = " +
              std::to_string(int(L)) + " (mma additions counted twice: truncating accumulation)";
-    std::vector<float> y = asVector<float>(out[2]);
-    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
-    for (int64_t n = 0; n < N; ++n) {
-      gemv::dequantRow("f16", wb.data() + n * K * 2, K, w.data(), mag.data());
-      for (int64_t tt = 0; tt < T; ++tt) {
-        double ref = 0, s = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          ref += xh[tt * K + k] * w[k];
-          s += std::fabs(xh[tt * K + k]) * mag[k];
-        }
-        double tol = 2.0 * L * kU * s, extra = 0;
-        if (bias) {
-          ref += double(bv[n]);
-          extra += std::fabs(double(bv[n]));
-        }
-        if (residual) {
-          ref += double(rv[tt * N + n]);
-          extra += std::fabs(double(rv[tt * N + n]));
-        }
-        if (bias || residual)
-          tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
-        compare(v, y[tt * N + n], ref, tol);
-      }
-    }
+    checkGemvRows(v, asVector<float>(out[2]), "f16", wb, K * 2, xh, T, N, K, bias ? &bv : nullptr,
+                  residual ? &rv : nullptr, L);
     return v;
   };
   return c;

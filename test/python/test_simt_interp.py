@@ -142,6 +142,30 @@ def _assert_all_ok(r: subprocess.CompletedProcess, cases: list[str]) -> None:
     assert r.stdout.count("ok   case") == len(cases)
 
 
+def _run_at_3_and_1_tokens(tmp_path, kernel: Path, module: str, case: str, t_arg: int, out: int):
+    """Runs a T = 3 case of `module` in the interpreter as it is and again with T = 1
+    (kernel argument `t_arg`), returning buffer `out` of both runs as raw u32 words."""
+    import numpy as np
+    ir = _generic_ir(kernel, tmp_path / "k.mlir")
+    assert _dump(tmp_path / "cases", case, module=module) == [case]
+    src = tmp_path / "cases" / case
+    meta = (src / "meta.txt").read_text().split("\n")
+    t_line = [i for i, l in enumerate(meta) if l.startswith("arg ")][t_arg]
+    assert meta[t_line] == "arg i 3"
+    outs = []
+    for tokens in (3, 1):
+        run = tmp_path / f"T{tokens}"
+        run.mkdir()
+        for f in src.iterdir():
+            (run / f.name).write_bytes(f.read_bytes())
+        m = list(meta)
+        m[t_line] = f"arg i {tokens}"
+        (run / "meta.txt").write_text("\n".join(m))
+        simt_interp.run_case_dir(str(ir), str(run))
+        outs.append(np.fromfile(run / f"out{out}.bin", np.uint32))
+    return outs
+
+
 def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     # gemv_q8x's cases but the full-size ones (minutes in the interpreter).
     small = [line.split()[0] for line in _list("swz_gemv_q8x")
@@ -182,27 +206,8 @@ def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     import numpy as np
     line = next(l for l in _list("swz_gemv_q8x") if f"matmul_{t}_q8x T=3 N=131 " in l)
     case = line.split()[0]
-    ir = _generic_ir(Q8X, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", case, module="swz_gemv_q8x") == [case]
-    src = tmp_path / "cases" / case
-    meta = (src / "meta.txt").read_text().split("\n")
-    args = [i for i, l in enumerate(meta) if l.startswith("arg ")]
-    t_line, n_lines = args[16], [args[12]]  # T; N0 (matmul_<t>_q8x's argument order)
-    assert meta[t_line] == "arg i 3"
-    outs = {}
-    for tokens in (3, 1):
-        run = tmp_path / f"T{tokens}"
-        run.mkdir()
-        for f in src.iterdir():
-            (run / f.name).write_bytes(f.read_bytes())
-        m = list(meta)
-        m[t_line] = f"arg i {tokens}"
-        (run / "meta.txt").write_text("\n".join(m))
-        simt_interp.run_case_dir(str(ir), str(run))
-        outs[tokens] = [np.fromfile(run / f"out{5 + o}.bin", np.uint32)[:int(meta[n].split()[2])]
-                        for o, n in enumerate(n_lines)]
-    for many, one in zip(outs[3], outs[1]):
-        assert len(one) == 131 and np.array_equal(many, one)
+    many, one = _run_at_3_and_1_tokens(tmp_path, Q8X, "swz_gemv_q8x", case, t_arg=16, out=5)
+    assert np.array_equal(many[:131], one[:131])  # N0 = 131 rows of token 0
 
 
 def test_q8_0_weights_read_unsigned_fail(tmp_path):
@@ -254,25 +259,8 @@ def test_f16_mma_gemv_one_token_equals_the_same_token_among_three_bitwise(tmp_pa
     import numpy as np
     line = next(l for l in _list("swz_gemv_f16_mma") if l.split()[1] == entry and "T=3 N=131 " in l)
     case = line.split()[0]
-    ir = _generic_ir(F16_MMA, tmp_path / "k.mlir")
-    assert _dump(tmp_path / "cases", case, module="swz_gemv_f16_mma") == [case]
-    src = tmp_path / "cases" / case
-    meta = (src / "meta.txt").read_text().split("\n")
-    args = [i for i, l in enumerate(meta) if l.startswith("arg ")]
-    t_line = args[7]  # T (matmul_f16_mma's argument order)
-    assert meta[t_line] == "arg i 3"
-    outs = {}
-    for tokens in (3, 1):
-        run = tmp_path / f"T{tokens}"
-        run.mkdir()
-        for f in src.iterdir():
-            (run / f.name).write_bytes(f.read_bytes())
-        m = list(meta)
-        m[t_line] = f"arg i {tokens}"
-        (run / "meta.txt").write_text("\n".join(m))
-        simt_interp.run_case_dir(str(ir), str(run))
-        outs[tokens] = np.fromfile(run / "out2.bin", np.uint32)[:131]
-    assert np.array_equal(outs[3], outs[1])
+    many, one = _run_at_3_and_1_tokens(tmp_path, F16_MMA, "swz_gemv_f16_mma", case, t_arg=7, out=2)
+    assert np.array_equal(many[:131], one[:131])  # token 0's 131 rows
 
 
 def test_f16_mma_gemv_with_rows_g_and_g8_swapped_fails(tmp_path):
