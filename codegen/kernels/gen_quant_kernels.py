@@ -1110,24 +1110,18 @@ def bias_residual_store(e, total, n, yi, has_bias, has_res, bias, y):
     """The GEMVs' epilogue: y[yi] = total (+ bias[n] when has_bias) (+ %res[yi] when
     has_res); has_bias / has_res are callables naming (or emitting) the i1 conditions,
     called in that order (the generated names stay in emission order)."""
-    hb = has_bias()
-    withb = e.v(f"scf.if {hb} -> (f32) {{", "wb")
-    e.indent += 2
-    bv = e.v(f"memref.load {bias}[{n}] : memref<?xf32>", "bv")
-    e.emit(f"scf.yield {e.fadd(total, bv)} : f32")
-    e.indent -= 2
-    e.emit("} else {")
-    e.emit(f"  scf.yield {total} : f32")
-    e.emit("}")
-    hr = has_res()
-    o = e.v(f"scf.if {hr} -> (f32) {{", "o")
-    e.indent += 2
-    rv = e.v(f"memref.load %res[{yi}] : memref<?xf32>", "rv")
-    e.emit(f"scf.yield {e.fadd(withb, rv)} : f32")
-    e.indent -= 2
-    e.emit("} else {")
-    e.emit(f"  scf.yield {withb} : f32")
-    e.emit("}")
+    def add_if(cond, base, ref, i, name, lname):
+        r = e.v(f"scf.if {cond} -> (f32) {{", name)
+        e.indent += 2
+        v = e.v(f"memref.load {ref}[{i}] : memref<?xf32>", lname)
+        e.emit(f"scf.yield {e.fadd(base, v)} : f32")
+        e.indent -= 2
+        e.emit("} else {")
+        e.emit(f"  scf.yield {base} : f32")
+        e.emit("}")
+        return r
+    withb = add_if(has_bias(), total, bias, n, "wb", "bv")
+    o = add_if(has_res(), withb, "%res", yi, "o", "rv")
     e.emit(f"memref.store {o}, {y}[{yi}] : memref<?xf32>")
 
 

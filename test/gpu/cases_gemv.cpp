@@ -649,34 +649,10 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
     v.note = "|err| <= 2 L u S (+ 2u (|ref| + |bias| + |res|)): the reference dots the weights "
              "with the dequantized int8 activations d q in float64; S = sum_k |d q| (|scale q| + "
              "|offset|), u = 2^-24, L = " + std::to_string(int(L));
-    std::vector<double> w(static_cast<size_t>(K)), mag(static_cast<size_t>(K));
     for (size_t o = 0; o < 3; ++o) {
-      std::vector<float> y = asVector<float>(out[5 + o]);
-      const int64_t No = Ns[o];
-      for (int64_t n = 0; n < No; ++n) {
-        gemv::dequantRow(t, wb[o].data() + n * rowBytes, K, w.data(), mag.data());
-        for (int64_t tt = 0; tt < T; ++tt) {
-          double ref = 0, s = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            ref += xd[tt * K + k] * w[k];
-            s += std::fabs(xd[tt * K + k]) * mag[k];
-          }
-          double tol = 2.0 * L * kU * s, extra = 0;
-          const bool b = (o == 0 && bias) || (o == 1 && bias1);
-          if (b) {
-            const double bb = o == 0 ? double(bv[n]) : double(bv1[n]);
-            ref += bb;
-            extra += std::fabs(bb);
-          }
-          if (o == 0 && residual) {
-            ref += double(rv[tt * No + n]);
-            extra += std::fabs(double(rv[tt * No + n]));
-          }
-          if (b || (o == 0 && residual))
-            tol += 2.0 * kU * (std::fabs(ref) + extra + 2.0 * L * kU * s);
-          compare(v, y[tt * No + n], ref, tol);
-        }
-      }
+      const std::vector<float> *b = o == 0 && bias ? &bv : o == 1 && bias1 ? &bv1 : nullptr;
+      checkGemvRows(v, asVector<float>(out[5 + o]), t, wb[o], rowBytes, xd, T, Ns[o], K, b,
+                    o == 0 && residual ? &rv : nullptr, L);
     }
     return v;
   };
