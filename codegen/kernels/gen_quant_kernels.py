@@ -4,12 +4,17 @@
 type per file, from one description of each block layout (ggml-common.h).
 
 The seven files share their skeleton (launch geometry, reduction, loads); only
-the per-block dequantization differs, so it is written once here. The .mlir
-files are checked in (the build reads them); after editing this script run
+the per-block dequantization differs, so it is written once here. It also writes
+the PTX-only decode kernels: gemv_q8x.mlir (the int8 GEMVs and their activation
+quantizers), gemv_f16_mma.mlir (F16's tensor-core GEMV) and attention_decode.mlir
+(flash decoding). The .mlir files are checked in (the build reads them); after
+editing this script run
     python3 codegen/kernels/gen_quant_kernels.py
 and commit both. test/lit/Codegen/gemv_generated.mlir fails when they differ.
 
 Usage: gen_quant_kernels.py [--check]   (--check: exit 1 if a file is stale)
+       gen_quant_kernels.py --variant TYPE:K=V[,K=V] --out FILE   (tuning: one module
+       with Q8X[TYPE]'s, or for f16 MMA_F16's, parameters replaced; bench/tune_q8x.sh)
 """
 import os
 import sys
