@@ -76,8 +76,9 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // llama.cpp's mmvq).
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
     const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
-    // F16 weights with K % 8 == 0 ("matmul.f16.k8", and ".k8.w16" for N < 8192: Codegen.cpp's
-    // kernelKey) decode on the tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads,
+    // F16 weights with K % 8 == 0 ("matmul.f16.k8", and ".k8.w16" for fewer rows than the
+    // target schedule's gemv.f16_mma_split_k_below_rows: Codegen.cpp's kernelKey) decode on
+    // the tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads,
     // mma.sync; 4 or 16 warps a workgroup); other K and SPIR-V keep matmul_f16.
     for (const char *type : {"f16", "f16.k8", "f16.k8.w16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
       const std::string key = type, ty = key.rfind("f16", 0) == 0 ? "f16" : key, source = "gemv_" + ty;

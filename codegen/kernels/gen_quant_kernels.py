@@ -1530,6 +1530,14 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
         x1 = e.v(f"memref.load %x[{e.add(xi, c(1))}] : {XVEC}", "xv")
         x8 = e.v(f"vector.shuffle {x0}, {x1} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>", "x8")
         chunks.append((valid, ws, x8))
+    def pair(v, i):  # elements i, i + 1 of a vector<8xf16>: one f16x2 register
+        return e.v(f"vector.shuffle {v}, {v} [{i}, {i + 1}] : {V8H}, {V8H}", "h2")
+
+    def frag(ty, zero, regs):  # an mma operand from its f16x2 registers
+        f = zero
+        for r_, v in enumerate(regs):
+            f = e.v(f"vector.insert {v}, {f} [{r_}] : vector<2xf16> into {ty}", "fr")
+        return f
     acc = list(accs)
     for valid, ws, x8 in chunks:
         xh = e.v(f"arith.truncf {x8} : {V8F} to {V8H}", "xh")
@@ -1537,14 +1545,6 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
         for s in range(2):
             # Registers (f16 pairs) of step s: weights / activations 4s, 4s+1 (k 2q, 2q+1 of
             # the mma) and 4s+2, 4s+3 (k 2q+8, 2q+9); A: row g, row g+8, row g, row g+8.
-            def pair(v, i):
-                return e.v(f"vector.shuffle {v}, {v} [{i}, {i + 1}] : {V8H}, {V8H}", "h2")
-
-            def frag(ty, zero, regs):
-                f = zero
-                for r_, v in enumerate(regs):
-                    f = e.v(f"vector.insert {v}, {f} [{r_}] : vector<2xf16> into {ty}", "fr")
-                return f
             b = frag(V22H, zb, [pair(xh, 4 * s), pair(xh, 4 * s + 2)])
             for m in range(mt):
                 wa, wb = ws[m]
@@ -1576,7 +1576,8 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
     e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
     for j in range((128 * mt + 32 * W - 1) // (32 * W)):
         o = e.add("%tid", c(32 * W * j)) if j else "%tid"
-        if 32 * W * (j + 1) > 128 * mt:  # threads past the workgroup's outputs read slot 0
+        past_end = 32 * W * (j + 1) > 128 * mt  # some threads have no output left
+        if past_end:  # they read slot 0 and write nothing
             oin = e.v(f"arith.cmpi ult, {o}, {c(128 * mt)} : index", "oin")
             o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
         ps = [e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s") for w in range(W)]
@@ -1590,7 +1591,7 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
         n = e.add("%row0", orow)
         nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
         wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
-        if 32 * W * (j + 1) > 128 * mt:
+        if past_end:
             wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
         e.emit(f"scf.if {wr} {{")
         e.indent += 2

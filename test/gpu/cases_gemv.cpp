@@ -252,6 +252,21 @@ int64_t unitsPerRow(const std::string &t, int64_t k) {
   return k / gemv::blockElements(t) * (gemv::blockElements(t) == 256 ? 16 : 4);
 }
 
+/// A GEMV case's random inputs, drawn from rng in this order: x [T, K] (uniform in [-2, 2)),
+/// the bias [N] ([-1, 1)) and the residual [T, N] ([-4, 4)); an unused bias or residual is
+/// one zero (a 1-element buffer).
+struct GemvInputs {
+  std::vector<float> x, bias, res;
+};
+GemvInputs randomGemvInputs(Rng &rng, int64_t T, int64_t N, int64_t K, bool bias, bool residual) {
+  GemvInputs in{std::vector<float>(static_cast<size_t>(T * K)), std::vector<float>(static_cast<size_t>(bias ? N : 1), 0.f),
+                std::vector<float>(static_cast<size_t>(residual ? T * N : 1), 0.f)};
+  for (auto &v : in.x) v = float(rng.next() * 2.0);
+  for (auto &v : in.bias) v = float(rng.next());
+  for (auto &v : in.res) v = float(rng.next() * 4.0);
+  return in;
+}
+
 /// The check of a one-output GEMV case: y[t, n] against the float64 dot product of weight
 /// row n (type t, rowBytes a row in wb) with x[t] (the activations as the kernel uses them),
 /// + bias[n] and + res[t, n] where given; |err| <= 2 L u S (S = sum_k |x| (|scale q| +
@@ -297,11 +312,7 @@ Case matmulCase(const std::string &t, int64_t T, int64_t N, int64_t K, Epilogue 
   const bool residual = ep != kPlain;
   std::vector<uint8_t> wb = gemv::randomWeights(t, N, K, seed);
   Rng rng{seed * 31 + 7};
-  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
-  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
-  for (auto &v : x) v = float(rng.next() * 2.0);
-  for (auto &v : bv) v = float(rng.next());
-  for (auto &v : rv) v = float(rng.next() * 4.0);
+  auto [x, bv, rv] = randomGemvInputs(rng, T, N, K, bias, residual);
   Case c;
   c.module = "swz_gemv_" + t;
   c.entry = "matmul_" + t;
@@ -545,11 +556,7 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
   const bool residual = ep != kPlain;
   std::vector<uint8_t> wb = gemv::randomWeights("f16", N, K, seed);
   Rng rng{seed * 31 + 7};
-  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
-  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
-  for (auto &v : x) v = float(rng.next() * 2.0);
-  for (auto &v : bv) v = float(rng.next());
-  for (auto &v : rv) v = float(rng.next() * 4.0);
+  auto [x, bv, rv] = randomGemvInputs(rng, T, N, K, bias, residual);
   std::vector<double> xh(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     xh[i] = gemv::halfToDouble(gemv::doubleToHalf(double(x[i])));
@@ -597,12 +604,8 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
   for (size_t o = 0; o < 3; ++o)
     wb[o] = gemv::randomWeights(t, std::max<int64_t>(Ns[o], 1), K, seed + 1000 * o);
   Rng rng{seed * 31 + 7};
-  std::vector<float> x(static_cast<size_t>(T * K)), bv(static_cast<size_t>(bias ? N : 1), 0.f);
-  std::vector<float> rv(static_cast<size_t>(residual ? T * N : 1), 0.f);
+  auto [x, bv, rv] = randomGemvInputs(rng, T, N, K, bias, residual);
   std::vector<float> bv1(static_cast<size_t>(bias1 ? Ns[1] : 1), 0.f);
-  for (auto &v : x) v = float(rng.next() * 2.0);
-  for (auto &v : bv) v = float(rng.next());
-  for (auto &v : rv) v = float(rng.next() * 4.0);
   for (auto &v : bv1) v = float(rng.next());
   std::vector<int8_t> xq;
   std::vector<float> xds;
