@@ -11,6 +11,8 @@
 #                                                 # runs 10 minutes at most;
 #                                                 # SWZ_SPEED_QUICK=1: pp512, tg128,
 #                                                 # decode x1 and x8 only;
+#                                                 # SWZ_SPEED_SEQS="1 8 32": those
+#                                                 # aggregate decode rows;
 #                                                 # with SWZ_SPEED_AB=1 or
 #                                                 # SWZ_SPEED_AB_FROM=DIR at prepare:
 #                                                 # A/B rows against a second package,
@@ -304,6 +306,7 @@ PY
   quick=${SWZ_SPEED_QUICK:-0}
   seqs="1 4 8 16 32"
   [ "$quick" = 1 ] && seqs="1 8"
+  seqs=${SWZ_SPEED_SEQS:-$seqs}  # e.g. "1 8 32": the aggregate decode rows to time
   # Aggregate decode: medians of SWZ_SPEED_BATCH_REPS repetitions for both engines (issue
   # 13 asks for >= 5; 3 fits a 7B call with more room).
   batch_reps=${SWZ_SPEED_BATCH_REPS:-5}

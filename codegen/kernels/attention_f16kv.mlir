@@ -21,9 +21,12 @@
 // [T, n_head_kv * head_dim]. Row t is at position pos0 + t. G = n_head / n_head_kv
 // query heads share a KV head (query head h reads KV head h / G).
 //
-// 1. kv_store_f16(k, v, k_cache, v_cache, block_table, pos0, head_dim):
+// 1. kv_store_f16(k, v, k_cache, v_cache, block_table, row_tables, positions, head_dim):
 //    grid (T, n_head_kv, 1), block 64; writes the T new rows of k and v rounded to
-//    f16 (round to nearest even on PTX, cvt.rn.f16.f32) at positions pos0..pos0+T-1.
+//    f16 (round to nearest even on PTX, cvt.rn.f16.f32), row t at position
+//    positions[t] through the block table that starts at block_table[row_tables[t]]:
+//    one launch for the rows of every sequence of a pass (block_table holds all their
+//    tables, row_tables[t] the offset of row t's; [T] i32 each, as positions).
 //
 // 2. flash_attention_f16kv(q, k_cache, v_cache, block_table, out, o_part, lse_part,
 //    T, pos0, n_head, head_dim, split_len, scale):
@@ -69,7 +72,8 @@ module attributes {gpu.container_module} {
     // ---------------------------------------------------------------- KV write
     gpu.func @kv_store_f16(%k: memref<?xf32>, %v: memref<?xf32>, %k_cache: memref<?xf16>,
                            %v_cache: memref<?xf16>, %block_table: memref<?xi32>,
-                           %pos0: i32, %head_dim: i32) kernel
+                           %row_tables: memref<?xi32>, %positions: memref<?xi32>,
+                           %head_dim: i32) kernel
         attributes {known_block_size = array<i32: 64, 1, 1>,
                     spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
                     swz.grid = "T, n_head_kv, 1"} {
@@ -79,9 +83,12 @@ module attributes {gpu.container_module} {
       %n_kv = gpu.grid_dim y
       %tid = gpu.thread_id x
       %hd = arith.index_cast %head_dim : i32 to index
-      %p0 = arith.index_cast %pos0 : i32 to index
-      %pos = arith.addi %p0, %t : index
-      %blk = arith.divui %pos, %c64 : index
+      %pos_i = memref.load %positions[%t] : memref<?xi32>
+      %pos = arith.index_cast %pos_i : i32 to index
+      %tb_i = memref.load %row_tables[%t] : memref<?xi32>
+      %tb = arith.index_cast %tb_i : i32 to index
+      %blk0 = arith.divui %pos, %c64 : index
+      %blk = arith.addi %tb, %blk0 : index
       %slot = arith.remui %pos, %c64 : index
       %page_i = memref.load %block_table[%blk] : memref<?xi32>
       %page = arith.index_cast %page_i : i32 to index
@@ -107,15 +114,16 @@ module attributes {gpu.container_module} {
     }
 
     // ------------------------- head RMSNorm and RoPE on q and k, fused with the KV write
-    // rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, pos0, head_dim, positions,
-    //                   n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q):
+    // rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, row_tables, head_dim,
+    //                   positions, n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q):
     // swz-fuse's form of the graph's [head_norm(q), head_norm(k),] [rope(q),] rope(k) and
     // the attention's KV write, one launch. grid (T, n_q + n_head_kv, 1), block 64;
     // head_dim even and <= 256, n_rot even and <= head_dim.
     //   Workgroup (t, y), y < n_q: query head y of row t (q: [T, n_q * head_dim]),
     //     normalised and rotated in place. n_q = 0: q is not touched.
     //   y >= n_q: KV head kvh = y - n_q of row t: k normalised and rotated, then k and
-    //     v rounded to f16 into the cache at position pos0 + t (kv_store_f16's layout).
+    //     v rounded to f16 into the cache at position positions[t] through the block
+    //     table at block_table[row_tables[t]] (kv_store_f16's layout and tables).
     // norm = 1: the head is first normalised exactly as rms_norm_f32 normalises a row
     //   of head_dim (bitwise: the same squares, the same halving tree, y = (x * inv) *
     //   gamma) with gamma = q_gamma or k_gamma ([head_dim] f32) and eps (Qwen3's q_norm /
@@ -129,7 +137,7 @@ module attributes {gpu.container_module} {
 
     gpu.func @rope_kv_store_f16(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>,
                                 %k_cache: memref<?xf16>, %v_cache: memref<?xf16>,
-                                %block_table: memref<?xi32>, %pos0: i32, %head_dim: i32,
+                                %block_table: memref<?xi32>, %row_tables: memref<?xi32>, %head_dim: i32,
                                 %positions: memref<?xi32>, %n_rot: i32, %theta: f32,
                                 %neox: i32, %q_gamma: memref<?xf32>, %k_gamma: memref<?xf32>,
                                 %eps: f32, %norm: i32, %n_q: i32) kernel
@@ -293,28 +301,21 @@ module attributes {gpu.container_module} {
         memref.store %y3, %row[%col3] : memref<256xf32, #gpu.address_space<workgroup>>
       }
       gpu.barrier
-      // 4. Where the head goes: q in place, or the KV cache slot of position pos0 + t.
-      %p0i = arith.index_cast %pos0 : i32 to index
-      %pos = arith.addi %p0i, %t : index
-      %blk = arith.divui %pos, %c64 : index
-      %slot = arith.remui %pos, %c64 : index
-      %page_i = memref.load %block_table[%blk] : memref<?xi32>
-      %page = arith.index_cast %page_i : i32 to index
-      %d0 = arith.muli %page, %n_kv : index
-      %d1 = arith.addi %d0, %kvh : index
-      %d2 = arith.muli %d1, %c64 : index
-      %d3 = arith.addi %d2, %slot : index
-      %dst = arith.muli %d3, %hd : index
+      // 4. Where the head goes: q in place, or (below, in the k branch) the KV cache slot
+      // of position positions[t].
+      %rpos_i = memref.load %positions[%t] : memref<?xi32>
+      %pos = arith.index_cast %rpos_i : i32 to index
       // 5. RoPE, rope_f32's operations: pair i of n_rot / 2, lanes striding.
       %nr = arith.index_cast %n_rot : i32 to index
       %half = arith.divui %nr, %c2 : index
-      %rpos_i = memref.load %positions[%t] : memref<?xi32>
       %rpos = arith.sitofp %rpos_i : i32 to f32
       %nr_f = arith.uitofp %n_rot : i32 to f32
       %ln_theta = math.log %theta : f32
       %is_neox = arith.cmpi ne, %neox, %zero_i : i32
-      // One loop for q, one for k (a branch on the store inside one loop kept both
-      // destinations live across libdevice's sinf/cosf and spilled on sm_80).
+      // One branch for q, one for k, each with its own loops (a branch on the store
+      // inside one loop kept both destinations live across libdevice's sinf/cosf and
+      // spilled on sm_80; so did the k slot's address: k is rotated in workgroup memory
+      // (each thread its own pairs) and stored after the rotation).
       scf.if %is_q {
         scf.for %iq = %tid to %half step %c64 {
           %i_i32q = arith.index_cast %iq : index to i32
@@ -344,6 +345,16 @@ module attributes {gpu.container_module} {
           memref.store %w0q, %q[%o0q] : memref<?xf32>
           memref.store %w1q, %q[%o1q] : memref<?xf32>
         }
+        // Features past n_rot: the normalised value (only when normalised: otherwise it
+        // is already there).
+        scf.if %do_norm {
+          %nr_tidq = arith.addi %nr, %tid : index
+          scf.for %cfq = %nr_tidq to %hd step %c64 {
+            %xvq = memref.load %row[%cfq] : memref<256xf32, #gpu.address_space<workgroup>>
+            %qi = arith.addi %src, %cfq : index
+            memref.store %xvq, %q[%qi] : memref<?xf32>
+          }
+        }
       } else {
         scf.for %ik = %tid to %half step %c64 {
           %i_i32k = arith.index_cast %ik : index to i32
@@ -368,32 +379,30 @@ module attributes {gpu.container_module} {
           %dk = arith.mulf %v0k, %sk : f32
           %fk = arith.mulf %v1k, %ck : f32
           %w1k = arith.addf %dk, %fk : f32
-          %o0k = arith.addi %dst, %j0k : index
-          %o1k = arith.addi %dst, %j1k : index
-          %h0k = arith.truncf %w0k : f32 to f16
-          %h1k = arith.truncf %w1k : f32 to f16
-          memref.store %h0k, %k_cache[%o0k] : memref<?xf16>
-          memref.store %h1k, %k_cache[%o1k] : memref<?xf16>
+          memref.store %w0k, %row[%j0k] : memref<256xf32, #gpu.address_space<workgroup>>
+          memref.store %w1k, %row[%j1k] : memref<256xf32, #gpu.address_space<workgroup>>
         }
-      }
-      // Features past n_rot: the normalised value (q only when normalised: otherwise
-      // it is already there).
-      %nr_tid = arith.addi %nr, %tid : index
-      scf.for %cf = %nr_tid to %hd step %c64 {
-        %xv = memref.load %row[%cf] : memref<256xf32, #gpu.address_space<workgroup>>
-        scf.if %is_q {
-          scf.if %do_norm {
-            %qi = arith.addi %src, %cf : index
-            memref.store %xv, %q[%qi] : memref<?xf32>
-          }
-        } else {
+        gpu.barrier
+        // The rotated head (features past n_rot: the normalised value) into the cache.
+        %tb_i = memref.load %row_tables[%t] : memref<?xi32>
+        %tb = arith.index_cast %tb_i : i32 to index
+        %blk0 = arith.divui %pos, %c64 : index
+        %blk = arith.addi %tb, %blk0 : index
+        %slot = arith.remui %pos, %c64 : index
+        %page_i = memref.load %block_table[%blk] : memref<?xi32>
+        %page = arith.index_cast %page_i : i32 to index
+        %d0 = arith.muli %page, %n_kv : index
+        %d1 = arith.addi %d0, %kvh : index
+        %d2 = arith.muli %d1, %c64 : index
+        %d3 = arith.addi %d2, %slot : index
+        %dst = arith.muli %d3, %hd : index
+        scf.for %cf = %tid to %hd step %c64 {
+          %xv = memref.load %row[%cf] : memref<256xf32, #gpu.address_space<workgroup>>
           %ki = arith.addi %dst, %cf : index
           %xh = arith.truncf %xv : f32 to f16
           memref.store %xh, %k_cache[%ki] : memref<?xf16>
         }
-      }
-      // 6. v, as kv_store_f16 writes it.
-      scf.if %is_k {
+        // 6. v, as kv_store_f16 writes it.
         scf.for %cv = %tid to %hd step %c64 {
           %si = arith.addi %src, %cv : index
           %di = arith.addi %dst, %cv : index

@@ -1670,32 +1670,52 @@ def flash_decode():
            "                                     %v_cache: memref<?xf16>, %block_table: memref<?xi32>,",
            "                                     %out: memref<?xf32>, %o_part: memref<?xf32>,",
            "                                     %lse_part: memref<?xf32>, %count: memref<?xi32>,",
-           "                                     %T: i32, %pos0: i32,",
-           "                                     %n_head: i32, %head_dim: i32, %split_len: i32,",
+           "                                     %seqs: memref<?xi32>, %T: i32, %seq_tiles: i32,",
+           "                                     %n_head: i32, %head_dim: i32, %max_splits: i32,",
            "                                     %scale: f32) kernel",
            f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
-           "                    swz.grid = \"ceil(T*n_head/n_head_kv/8), n_head_kv, n_split\"} {"]
+           "                    swz.grid = \"n_seq*seq_tiles, n_head_kv, n_split\"} {"]
     ninf = e.ci("0xFF800000", "f32")
     zero = e.ci("0.0", "f32")
     e.emit(f"%ms = memref.get_global @dec_m : {SM}")
     e.emit(f"%ls = memref.get_global @dec_l : {SM}")
     e.emit(f"%os = memref.get_global @dec_o : {SO}")
     e.emit("%lastf = memref.get_global @dec_last : memref<1xi32, #gpu.address_space<workgroup>>")
-    e.emit("%tile = gpu.block_id x")
+    e.emit("%wx = gpu.block_id x")
     e.emit("%kvh = gpu.block_id y")
     e.emit("%split = gpu.block_id z")
     e.emit("%n_kv = gpu.grid_dim y")
-    e.emit("%n_split = gpu.grid_dim z")
     e.emit("%tid = gpu.thread_id x")
     e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
-    e.emit("%Ti = arith.index_cast %T : i32 to index")
-    e.emit("%P0 = arith.index_cast %pos0 : i32 to index")
+    # Workgroup x = seq * seq_tiles + tile: row tile `tile` of sequence `seq`, whose
+    # record seqs[4 seq ..] is {first row R0 of the batch, rows Ti, first position P0,
+    # block table offset TB}.
+    e.emit("%ST = arith.index_cast %seq_tiles : i32 to index")
+    e.emit("%seq = arith.divui %wx, %ST : index")
+    e.emit("%tile = arith.remui %wx, %ST : index")
+    e.emit(f"%sb = arith.muli %seq, {c(4)} : index")
+    for name, k in (("%R0", 0), ("%Ti", 1), ("%P0", 2), ("%TB", 3)):
+        at = e.add("%sb", c(k)) if k else "%sb"
+        e.emit(f"{name} = arith.index_cast {e.v(f'memref.load %seqs[{at}] : memref<?xi32>', 'sv')} : i32 to index")
+    e.emit("%TT = arith.index_cast %T : i32 to index")
     e.emit("%NH = arith.index_cast %n_head : i32 to index")
-    e.emit("%SL = arith.index_cast %split_len : i32 to index")
     e.emit("%G = arith.divui %NH, %n_kv : index")
     e.emit("%rows = arith.muli %Ti, %G : index")
     e.emit("%ctx = arith.addi %P0, %Ti : index")
+    # The sequence's own split (launch_bindings.cpp splitLet over its context, so a
+    # sequence splits as it would alone): at most max_splits splits of a multiple of 32
+    # keys, then only those that hold keys. Workgroups past them, or past its rows, idle.
+    ceil = lambda a, b: e.v(f"arith.divui {e.add(a, e.v(f'arith.subi {b}, {c(1)} : index', 'bm'))}, {b} : index", "cd")
+    e.emit("%MS = arith.index_cast %max_splits : i32 to index")
+    e.emit(f"%nsm = arith.minui {ceil('%ctx', c(32))}, %MS : index")
+    e.emit(f"%SL = arith.muli {ceil('%ctx', e.mul('%nsm', c(32)))}, {c(32)} : index")
+    e.emit(f"%n_split = arith.divui {e.add('%ctx', e.v(f'arith.subi %SL, {c(1)} : index', 'bm'))}, %SL : index")
+    e.emit(f"%row_in = arith.cmpi ult, {e.mul('%tile', c(R))}, %rows : index")
+    e.emit("%split_in = arith.cmpi ult, %split, %n_split : index")
+    e.emit("%active = arith.andi %row_in, %split_in : i1")
+    e.emit("scf.if %active {")
+    e.indent += 2
     e.emit("%lo = arith.muli %split, %SL : index")
     e.emit("%lo_sl = arith.addi %lo, %SL : index")
     e.emit("%hi = arith.minui %lo_sl, %ctx : index")
@@ -1709,7 +1729,7 @@ def flash_decode():
         t = e.v(f"arith.divui {ic}, %G : index", "t")
         g = e.v(f"arith.remui {ic}, %G : index", "g")
         h = e.add(e.mul("%kvh", "%G"), g)
-        ob = e.mul(e.add(e.mul(t, "%NH"), h), c(DEC_HD))
+        ob = e.mul(e.add(e.mul(e.add("%R0", t), "%NH"), h), c(DEC_HD))
         valid.append(ok)
         lim.append(e.add("%P0", t))
         obase.append(ob)
@@ -1735,7 +1755,8 @@ def flash_decode():
         j = e.add(start, e.mul(e.add(e.mul("%it", c(U)), c(u)), c(W)))
         inr = e.v(f"arith.cmpi ult, {j}, %hi : index", "inr")
         jc = e.v(f"arith.select {inr}, {j}, {start} : index", "jc")  # a valid key (not used)
-        page = e.idx(e.v(f"memref.load %block_table[{e.v(f'arith.divui {jc}, {c(64)} : index', 'pg')}] : memref<?xi32>", "page"))
+        pg = e.add("%TB", e.v(f"arith.divui {jc}, {c(64)} : index", "pg"))
+        page = e.idx(e.v(f"memref.load %block_table[{pg}] : memref<?xi32>", "page"))
         slot = e.v(f"arith.remui {jc}, {c(64)} : index", "slot")
         kb = e.add(e.mul(e.add(e.mul(e.add(e.mul(page, "%n_kv"), "%kvh"), c(64)), slot), c(DEC_HD)), "%d0")
         ks = [e.v(f"arith.extf {e.v(f'memref.load %k_cache[{e.add(kb, c(k)) if k else kb}] : memref<?xf16>', 'kh')} : f16 to f32", "k") for k in range(4)]
@@ -1841,8 +1862,9 @@ def flash_decode():
         e.emit(f"  memref.store {o}, %out[{oi}] : memref<?xf32>")
         e.emit("} else {")
         e.indent += 2
-        # o_part[s, t, h, :] / lse_part[s, t, h]: row (s * T * n_head) + t * n_head + h.
-        srow = e.mul("%split", e.mul("%Ti", "%NH"))
+        # o_part[s, t, h, :] / lse_part[s, t, h] (t a row of the batch): row
+        # (s * T * n_head) + t * n_head + h.
+        srow = e.mul("%split", e.mul("%TT", "%NH"))
         pi = e.add(e.mul(srow, c(DEC_HD)), oi)
         e.emit(f"memref.store {o}, %o_part[{pi}] : memref<?xf32>")
         e.emit("scf.if %d_is0 {")
@@ -1869,7 +1891,10 @@ def flash_decode():
     e.emit("gpu.barrier")
     e.emit("scf.if %t_is0 {")
     e.indent += 2
-    slot = e.add(e.mul("%tile", "%n_kv"), "%kvh")
+    # The tile's count: by its first query row in the batch, R0 * G + 8 tile (the
+    # sequences' rows are disjoint), < T * G.
+    qrow = e.add(e.mul("%R0", "%G"), e.mul("%tile", c(R)))
+    slot = e.add(e.mul(qrow, "%n_kv"), "%kvh")
     old = e.v(f"memref.atomic_rmw addi {e.ci(1)}, %count[{slot}] : (i32, memref<?xi32>) -> i32", "old")
     nsm1 = e.v(f"arith.index_cast {e.v(f'arith.subi %n_split, {c(1)} : index', 'nsm')} : index to i32", "nsm")
     last = e.v(f"arith.cmpi eq, {old}, {nsm1} : i32", "last")
@@ -1884,7 +1909,7 @@ def flash_decode():
     e.emit(f"scf.if {amlast} {{")
     e.indent += 2
     e.emit(fence)
-    nrow = e.mul("%Ti", "%NH")  # rows of one split in lse_part
+    nrow = e.mul("%TT", "%NH")  # rows of one split in lse_part
     for r in range(R):
         e.emit(f"scf.if {mine[r]} {{")
         e.indent += 2
@@ -1912,6 +1937,8 @@ def flash_decode():
     e.emit("}")
     e.indent -= 2
     e.emit("}")
+    e.indent -= 2
+    e.emit("}")  # scf.if %active
     e.emit("gpu.return")
     return func_text(out, e)
 
@@ -1919,30 +1946,39 @@ def flash_decode():
 def module_attention_decode():
     return ("""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
 //
-// Split-K ("flash decoding") paged attention for decode, PTX only, head_dim 128: the
-// contract of attention_f16kv.mlir's flash_attention_f16kv (same arguments, grid,
-// partials and attention_split_reduce after it; see that file for the KV layout), with
-// the work laid out for a few query rows instead of a tile of 32 keys in workgroup
-// memory:
+// Split-K ("flash decoding") paged attention for the decode rows of every sequence of a
+// pass in one launch, PTX only, head_dim 128: per sequence, the attention of
+// attention_f16kv.mlir's flash_attention_f16kv (see that file for the KV layout and the
+// partials), with the work laid out for a few query rows instead of a tile of 32 keys in
+// workgroup memory, and the splits merged in the same launch:
 //
 // flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
-//   T, pos0, n_head, head_dim, split_len, scale): grid (ceil(T * G / 8), n_head_kv, n_split),
-//   block """ + str(32 * DEC_WARPS) + """ = """ + str(DEC_WARPS) + """ warps. A workgroup owns 8 query rows i = t * G + g of one KV head
-//   (h = kvh * G + g) and the keys [s split_len, min((s + 1) split_len, pos0 + T)) of
-//   split s. Warp w takes keys lo + w, lo + w + """ + str(DEC_WARPS) + """, ...; lane l holds features 4l..4l+3 of
+//   seqs, T, seq_tiles, n_head, head_dim, max_splits, scale):
+//   grid (n_seq * seq_tiles, n_head_kv, n_split), block """ + str(32 * DEC_WARPS) + """ = """ + str(DEC_WARPS) + """ warps.
+//   q, out: [T, n_head * head_dim] f32, the rows of all n_seq sequences; seqs: [n_seq, 4]
+//   i32, sequence s's {first row r0, rows Ts, first position p0, offset of its block
+//   table in block_table}: its rows are r0..r0+Ts-1 at positions p0..p0+Ts-1, each
+//   seeing the keys up to its own position. seq_tiles >= ceil(max Ts * G / 8); n_split
+//   >= every sequence's split count. Sequence s splits its ctx = p0 + Ts keys as it
+//   would alone: nsm = min(ceil(ctx / 32), max_splits), split_len = ceil(ctx / (nsm 32))
+//   32, ceil(ctx / split_len) splits (compiler/driver/launch_bindings.cpp splitLet);
+//   workgroups past its splits or rows do nothing. Workgroup (seq * seq_tiles + tile,
+//   kvh, s) owns 8 query rows i = t * G + g of sequence seq, one KV head (h = kvh * G +
+//   g), and the keys [s split_len, min((s + 1) split_len, ctx)) of split s. Warp w
+//   takes keys lo + w, lo + w + """ + str(DEC_WARPS) + """, ...; lane l holds features 4l..4l+3 of
 //   each row's q (scaled) and of the key's K and V rows (f16, read straight from the
 //   paged cache, """ + str(DEC_UNROLL) + """ keys' loads in flight a warp). Per """ + str(DEC_UNROLL) + """ keys, every (key, row) score
 //   is a butterfly sum over the 32 lanes, all without branches (independent chains the
-//   scheduler interleaves; -inf for a pair the row must not see: j > pos0 + t, a key
+//   scheduler interleaves; -inf for a pair the row must not see: j > p0 + t, a key
 //   past the split, a row past the batch), then each row's online softmax (running max
 //   m, sum l, output acc; Milakov & Gimelshein 2018) takes the """ + str(DEC_UNROLL) + """ keys in one rescale.
 //   The warps' (m, l, acc) meet in workgroup memory and thread t combines feature
 //   t % 128 of the rows of group t / 128.
 //   With one split it writes out; with more, each split writes o_part / lse_part as
-//   flash_attention_f16kv does, and the split that finishes last (an atomic count per
-//   row tile and KV head in `count`, [ceil(T * G / 8) * n_head_kv] i32, zero before the
-//   launch and zero again after it) merges them into out as attention_split_reduce
-//   would: no second launch. Requires head_dim == 128.
+//   flash_attention_f16kv does ([n_split, T, n_head] over the batch's T rows), and the
+//   split that finishes last (an atomic count per row tile and KV head in `count`, [T *
+//   n_head] i32, zero before the launch and zero again after it) merges them into out as
+//   attention_split_reduce would: no second launch. Requires head_dim == 128.
 module attributes {gpu.container_module} {
   gpu.module @swz_attention_decode {
     // 16-byte aligned: the NVPTX backend merges a thread's four consecutive f32 stores

@@ -686,20 +686,25 @@ json kvPool(const Attention &a, const char *which) {
           {"shape", {simplifyExpr("kv_pages*" + str(a.nKv * kPage * a.hd))}}};
 }
 json blockTable() { return {{"block_table", true}, {"shape", {"ceil(ctx/64)"}}}; }
+/// Batch scope: every sequence's block table, sequence k's at k * table_stride
+/// (docs/package-format.md, "Bindings").
+json blockTables() { return {{"block_table", true}, {"shape", {"n_seq*table_stride"}}}; }
+json rowTables() { return {{"row_tables", true}, {"shape", {"T"}}}; }
+json positions() { return {{"positions", true}, {"shape", {"T"}}}; }
 
-/// kv_store_f16(k, v, k_cache, v_cache, block_table, pos0, head_dim) and
-/// rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, pos0, head_dim, positions,
-/// n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q) (swz-fuse's rope on k, and with
-/// it rope on q and the two head norms when those were fused too): one launch per
-/// sequence, grid (T, n_head_kv) or (T, n_q + n_head_kv).
+/// kv_store_f16(k, v, k_cache, v_cache, block_table, row_tables, positions, head_dim)
+/// and rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, row_tables, head_dim,
+/// positions, n_rot, theta, neox, q_gamma, k_gamma, eps, norm, n_q) (swz-fuse's rope on k,
+/// and with it rope on q and the two head norms when those were fused too): one launch
+/// for the rows of every sequence of the pass (each row's position and block table from
+/// positions and row_tables), grid (T, n_head_kv) or (T, n_q + n_head_kv).
 void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const std::string n = "T*" + str(a.nKv * a.hd);
-  r.scope = "sequence";
   r.gridSymbols = {{"T", "T"}, {"n_head_kv", str(a.nKv)}};
   if (ref.entry != "rope_kv_store_f16") {
     r.args = {activation(a.k, t[0], n), activation(a.v, t[1], n), kvPool(a, "k"),
-              kvPool(a, "v"), blockTable(), i32("pos0"), i32(a.hd)};
+              kvPool(a, "v"), blockTables(), rowTables(), positions(), i32(a.hd)};
     return;
   }
   if (!g.ropeK)
@@ -719,8 +724,8 @@ void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, 
     g.fail("the fused head norms on q and k have different eps");
   const int64_t nQ = g.ropeQ ? a.nHead : 0;
   r.args = {activation(a.q, t[0], "T*" + str(a.nHead * a.hd)), activation(a.k, t[1], n),
-            activation(a.v, t[2], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(), i32("pos0"),
-            i32(a.hd), {{"positions", true}, {"shape", {"T"}}}, i32(nRot),
+            activation(a.v, t[2], n), kvPool(a, "k"), kvPool(a, "v"), blockTables(), rowTables(),
+            i32(a.hd), positions(), i32(nRot),
             f32(rope.at("theta").get<double>()),
             i32(rope.value("mode", std::string("norm")) == "neox" ? 1 : 0),
             norm ? weight(g, g.normQ->at("in").at(1).get<std::string>(), t[12]) : absent(t[12]),
@@ -742,7 +747,7 @@ json lsePart(const Attention &a) {
                  shape({"n_split*T*" + per}));
 }
 
-/// flash_attention_f16kv[_mma[_hd128]] / flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part,
+/// flash_attention_f16kv[_mma[_hd128]](q, k_cache, v_cache, block_table, out, o_part,
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
 /// Prefill: prefillNSplit splits (one for a batch as long as a quarter of its context;
 /// split_len a multiple of 64, as the tensor-core kernel needs), then
@@ -758,14 +763,32 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
   r.let = phaseSplitLet(g, a, ref.phase);
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n), oPart(a), lsePart(a)};
-  // flash_decode_f16kv_hd128 merges the splits itself: one i32 count per (row tile, KV
-  // head), <= T * n_head of them, per sequence; scratch starts zeroed and the kernel
-  // leaves it so.
-  if (ref.entry == "flash_decode_f16kv_hd128")
-    r.args.push_back(scratch("attn_split_count", "max_T*" + str(a.nHead) + "*4", shape({"T*" + str(a.nHead)})));
   for (json arg : {i32("T"), i32("pos0"), i32(a.nHead), i32(a.hd), i32("split_len"), f32(a.scale)})
     r.args.push_back(std::move(arg));
   r.gridSymbols = {{"T", "T"}, {"n_head", str(a.nHead)}, {"n_head_kv", str(a.nKv)},
+                   {"n_split", "n_split"}};
+}
+
+/// flash_decode_f16kv_hd128(q, k_cache, v_cache, block_table, out, o_part, lse_part, count,
+/// seqs, T, seq_tiles, n_head, head_dim, max_splits, scale): one launch for the decode rows
+/// of every sequence of the pass (attention_decode.mlir), each sequence split over its own
+/// context as a sequence-scope launch would (kDecodeNSplit: at most kDecodeMaxSplits splits
+/// of a multiple of 32 keys), the grid's z the most splits any of them can have (at the
+/// longest context, max_ctx in batch scope). The kernel merges the splits itself: one i32
+/// count per (row tile, KV head), < T * n_head of them; scratch starts zeroed and the
+/// kernel leaves it so. The partials are [n_split, T, n_head(, head_dim)] over the pass's
+/// decode rows, the first rows of the scratch: the same bytes a sequence-scope launch
+/// over those rows would use (Scratch::row_bytes), so a prefill sequence's never overlap.
+void bindDecode(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+  const Attention a = attentionOf(g);
+  const std::string n = "T*" + str(a.nHead * a.hd), G = str(a.nHead / a.nKv);
+  r.let = {{"seq_tiles", "ceil(seq_T*" + G + "/8)"}, {"n_split", kDecodeNSplit}};
+  r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTables(),
+            activation(a.out, t[4], n), oPart(a), lsePart(a),
+            scratch("attn_split_count", "max_T*" + str(a.nHead) + "*4", shape({"T*" + str(a.nHead)})),
+            {{"sequences", true}, {"shape", {"n_seq*4"}}}, i32("T"), i32("seq_tiles"), i32(a.nHead),
+            i32(a.hd), i32(kDecodeMaxSplits), f32(a.scale)};
+  r.gridSymbols = {{"n_seq", "n_seq"}, {"seq_tiles", "seq_tiles"}, {"n_head_kv", str(a.nKv)},
                    {"n_split", "n_split"}};
 }
 
@@ -831,7 +854,7 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"flash_attention_f16kv", bindFlash}, // + attention_f16kv_mma.mlir's variants
       {"flash_attention_f16kv_mma", bindFlash},
       {"flash_attention_f16kv_mma_hd128", bindFlash},
-      {"flash_decode_f16kv_hd128", bindFlash},  // attention_decode.mlir (PTX decode)
+      {"flash_decode_f16kv_hd128", bindDecode},  // attention_decode.mlir (PTX decode)
       {"attention_split_reduce", bindSplitReduce},
       {"argmax_f32", bindArgmax},         // argmax_f32.mlir: greedy sampling
       {"argmax_split_f32", bindArgmaxSplit},

@@ -119,9 +119,15 @@ struct GraphExecutor::Impl {
   std::vector<package::OpLaunches> records;  // parse_launches(); ops' Launch::rec point into it
   std::vector<OpPlan> ops;
   int out_buf = -1;
-  backend::Buffer tokens, positions, seq_positions, block_tables, dummy;
+  // seq_info: per arranged sequence {first row, rows, first position, block table offset
+  // (elements)}, the `sequences` binding; row_tables: per row, its sequence's block table
+  // offset, the `row_tables` binding (docs/package-format.md, "Bindings").
+  backend::Buffer tokens, positions, seq_positions, block_tables, seq_info, row_tables, dummy;
   // Per forward (reused, never shrunk).
-  std::vector<int32_t> h_tokens, h_positions, h_seq_positions, h_tables;
+  std::vector<int32_t> h_tokens, h_positions, h_seq_positions, h_tables, h_seq_info, h_row_tables;
+  // This pass's sequences per phase range (symbols n_seq, seq_T of a batch-scope launch):
+  // [0] every row, [1] the decode rows (generated sequences, arranged first), [2] prefill.
+  int range_seqs[3] = {0, 0, 0}, range_seq_T[3] = {0, 0, 0};
   std::vector<backend::Arg> args;
   std::vector<double> values;
   std::vector<char> compact;  // per graph buffer: holds output rows compactly this pass
@@ -143,7 +149,7 @@ struct GraphExecutor::Impl {
     for (auto& b : bufs) f(b.main), f(b.gathered);
     for (auto& w : weights) f(w.buf);
     for (auto& s : scratch) f(s.buf);
-    f(tokens), f(positions), f(seq_positions), f(block_tables), f(dummy);
+    f(tokens), f(positions), f(seq_positions), f(block_tables), f(seq_info), f(row_tables), f(dummy);
     for (auto& [k, p] : programs)
       if (p.graph >= 0) be->destroy_graph(p.graph);
   }
@@ -413,6 +419,8 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   m.positions = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "positions");
   m.seq_positions = m.alloc(static_cast<size_t>(opts.max_seqs) * m.pos_stride * 4, "positions per sequence");
   m.block_tables = m.alloc(static_cast<size_t>(opts.max_seqs) * m.table_stride * 4, "block tables");
+  m.seq_info = m.alloc(static_cast<size_t>(opts.max_seqs) * 4 * 4, "sequence records");
+  m.row_tables = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "block table of each row");
   m.dummy = m.alloc(256, "absent arguments");
   m.be->fill32(m.dummy, 0, 256, 0);
   m.be->synchronize();
@@ -471,6 +479,13 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
   values[package::kSymPos0] = pos0;
   values[package::kSymCtx] = ctx;
   values[package::kSymKvPages] = opts.n_pages;
+  if (seq_slot >= 0) {
+    values[package::kSymNSeq] = 1, values[package::kSymSeqT] = n_rows;
+  } else {
+    const int range = r.phase == Phase::Decode ? 1 : r.phase == Phase::Prefill ? 2 : 0;
+    values[package::kSymNSeq] = range_seqs[range], values[package::kSymSeqT] = range_seq_T[range];
+  }
+  values[package::kSymTableStride] = table_stride;
   for (size_t s = 0; s < r.let.size(); ++s) values[package::kSymLet0 + s] = r.let[s].evaluate(values.data());
   for (int d = 0; d < 3; ++d) {
     const int64_t g = eval(l, r.grid[d], "grid", size_t(-1));
@@ -523,10 +538,12 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
         if (seq_slot >= 0 && scratch[index].row_bytes) arg.offset = static_cast<size_t>(row0) * scratch[index].row_bytes;
         break;
       case package::Binding::Kv: arg.buffer = (b.name == "v" ? kv_v : kv_k)[b.layer]; break;
-      case package::Binding::BlockTable:
-        if (seq_slot < 0) throw std::runtime_error(l.where + ": a block table in a batch-scope launch");
-        arg.buffer = block_tables, arg.offset = static_cast<size_t>(seq_slot) * table_stride * 4;
+      case package::Binding::BlockTable:  // batch scope: every sequence's, k's at k * table_stride
+        arg.buffer = block_tables;
+        if (seq_slot >= 0) arg.offset = static_cast<size_t>(seq_slot) * table_stride * 4;
         break;
+      case package::Binding::Sequences: arg.buffer = seq_info; break;  // decode phase: from sequence 0
+      case package::Binding::RowTables: arg.buffer = row_tables, arg.offset = static_cast<size_t>(row0) * 4; break;
       default: arg.buffer = dummy; break;  // Absent
     }
     int64_t elems = 1;
@@ -652,6 +669,9 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   m.h_positions.clear();
   m.h_tables.assign(static_cast<size_t>(n) * m.table_stride, 0);
   m.h_seq_positions.assign(static_cast<size_t>(n) * m.pos_stride, 0);
+  m.h_seq_info.assign(static_cast<size_t>(n) * 4, 0);
+  m.h_row_tables.clear();
+  for (int r = 0; r < 3; ++r) m.range_seqs[r] = m.range_seq_T[r] = 0;
   m.seq_pos0.assign(n, 0);
   for (int k = 0; k < n; ++k) {
     const SequenceStep& s = seqs[order[k]];
@@ -676,6 +696,13 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
       m.h_tokens.push_back(s.tokens[i]);
       m.h_positions.push_back(s.pos0 + i);
       m.h_seq_positions[static_cast<size_t>(k) * m.pos_stride + i] = s.pos0 + i;
+      m.h_row_tables.push_back(k * m.table_stride);
+    }
+    const int32_t info[4] = {row0[k], s.n_tokens, s.pos0, k * m.table_stride};
+    std::copy(info, info + 4, m.h_seq_info.begin() + static_cast<ptrdiff_t>(k) * 4);
+    for (int range : {0, s.rows == Rows::Generated ? 1 : 2}) {
+      ++m.range_seqs[range];
+      m.range_seq_T[range] = std::max(m.range_seq_T[range], s.n_tokens);
     }
     m.seq_pos0[k] = s.pos0;
     for (int b = 0; b < s.n_blocks; ++b)
@@ -692,6 +719,8 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   m.be->upload(m.positions, 0, m.h_positions.data(), m.h_positions.size() * 4);
   m.be->upload(m.seq_positions, 0, m.h_seq_positions.data(), m.h_seq_positions.size() * 4);
   m.be->upload(m.block_tables, 0, m.h_tables.data(), m.h_tables.size() * 4);
+  m.be->upload(m.seq_info, 0, m.h_seq_info.data(), m.h_seq_info.size() * 4);
+  m.be->upload(m.row_tables, 0, m.h_row_tables.data(), m.h_row_tables.size() * 4);
   // compact[b]: 0 = full rows, 1 = output rows in `main` (written by an output op),
   // 2 = output rows gathered into `gathered`.
   m.compact.assign(m.bufs.size(), 0);

@@ -17,7 +17,7 @@ using nlohmann::json;
 
 /// The fixed symbols of a record's expressions, in slot order (kSymT ...).
 const std::vector<std::string>& base_symbols() {
-  static const std::vector<std::string> s{"T", "pos0", "ctx", "kv_pages"};
+  static const std::vector<std::string> s{"T", "pos0", "ctx", "kv_pages", "n_seq", "seq_T", "table_stride"};
   return s;
 }
 const std::vector<std::string>& scratch_symbols() {
@@ -163,8 +163,8 @@ class RecordParser {
   Binding binding(const json& b, size_t a, const Launch& l) const {
     const std::string bp = Checker::idx(p_ + ".args", a);
     if (!b.is_object()) c_.fail(bp, std::string("expected a binding object, got ") + b.type_name());
-    static const char* kinds[] = {"buffer", "weight", "tokens", "positions", "kv", "block_table",
-                                  "scratch", "absent", "i32", "f32"};
+    static const char* kinds[] = {"buffer",    "weight",     "tokens",  "positions", "kv", "block_table",
+                                  "sequences", "row_tables", "scratch", "absent",    "i32", "f32"};
     const char* kind = nullptr;
     for (const char* k : kinds)
       if (b.contains(k)) {
@@ -172,7 +172,8 @@ class RecordParser {
         kind = k;
       }
     if (!kind)
-      c_.fail(bp, "no binding (buffer, weight, tokens, positions, kv, block_table, scratch, absent, i32 or f32)");
+      c_.fail(bp, "no binding (buffer, weight, tokens, positions, kv, block_table, sequences, row_tables, scratch, "
+                  "absent, i32 or f32)");
     const std::string ks = kind;
     Binding out;
     const ArgType& t = l.arg_types[a];
@@ -213,13 +214,20 @@ class RecordParser {
       out.kind = Binding::Weight;
       out.name = c_.string(b, bp, "weight");
       if (!m_.find_weight(out.name)) c_.fail(bp + ".weight", "'" + out.name + "' is not a weight_plan tensor");
-    } else if (ks == "tokens" || ks == "positions" || ks == "block_table" || ks == "absent") {
+    } else if (ks == "tokens" || ks == "positions" || ks == "block_table" || ks == "sequences" || ks == "row_tables" ||
+               ks == "absent") {
       if (b[ks] != true) c_.fail(bp + "." + ks, "expected true");
       out.kind = ks == "tokens" ? Binding::Tokens : ks == "positions" ? Binding::Positions
-               : ks == "block_table" ? Binding::BlockTable : Binding::Absent;
+               : ks == "block_table" ? Binding::BlockTable : ks == "sequences" ? Binding::Sequences
+               : ks == "row_tables" ? Binding::RowTables : Binding::Absent;
       if (out.kind != Binding::Absent) need_elem("i32");
-      if (out.kind == Binding::BlockTable && l.scope != Scope::Sequence)
-        c_.fail(bp, "block_table binds a sequence's block table: the record's scope must be \"sequence\"");
+      // Batch scope: every sequence's block table (sequence k's at k * table_stride);
+      // sequences / row_tables say where a sequence's or a row's starts.
+      if ((out.kind == Binding::Sequences || out.kind == Binding::RowTables) && l.scope != Scope::Batch)
+        c_.fail(bp, ks + " describes the sequences of a batch-scope launch: the record's scope must be \"batch\"");
+      if (out.kind == Binding::Sequences && (l.phase != Phase::Decode || l.output_rows))
+        c_.fail(bp, "sequences binds the decode sequences of a pass (they come first): the record's phase must be "
+                    "\"decode\", on every row");
     } else if (ks == "kv") {
       out.kind = Binding::Kv;
       out.name = c_.string(b, bp, "kv");

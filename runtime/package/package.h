@@ -133,15 +133,19 @@ enum class Phase { All, Decode, Prefill };
 enum class Scope { Batch, Sequence };
 
 /// Symbol slots of a launch record's expressions (the `values` Expr::evaluate reads):
-/// T, pos0, ctx, kv_pages, then the record's `let` symbols in order (slot kSymLet0 + i).
-/// kv_pages is the number of pages of each layer's K (and V) pool, fixed at load.
-inline constexpr int kSymT = 0, kSymPos0 = 1, kSymCtx = 2, kSymKvPages = 3, kSymLet0 = 4;
+/// T, pos0, ctx, kv_pages, n_seq, seq_T, table_stride, then the record's `let` symbols in
+/// order (slot kSymLet0 + i). kv_pages is the number of pages of each layer's K (and V)
+/// pool, fixed at load; n_seq the sequences whose rows the launch covers (1 in sequence
+/// scope), seq_T the most rows of one of them; table_stride the elements from one
+/// sequence's block table to the next in a batch-scope `block_table` (fixed at load).
+inline constexpr int kSymT = 0, kSymPos0 = 1, kSymCtx = 2, kSymKvPages = 3, kSymNSeq = 4, kSymSeqT = 5,
+                     kSymTableStride = 6, kSymLet0 = 7;
 /// Symbol slots of a scratch binding's `bytes`: max_T, max_ctx (evaluated once at load).
 inline constexpr int kScratchMaxT = 0, kScratchMaxCtx = 1;
 
 /// One argument binding of a launch record (docs/package-format.md, "Bindings").
 struct Binding {
-  enum Kind { Buffer, Weight, Tokens, Positions, Kv, BlockTable, Scratch, Absent, I32, F32 } kind = Absent;
+  enum Kind { Buffer, Weight, Tokens, Positions, Kv, BlockTable, Sequences, RowTables, Scratch, Absent, I32, F32 } kind = Absent;
   std::string name;          ///< Buffer: graph buffer; Weight: weight_plan tensor; Scratch: its
                              ///< name; Kv: "k" or "v"
   int layer = -1;            ///< Kv: the layer
@@ -164,7 +168,8 @@ struct Launch {
   Expr dynamic_smem;
   std::vector<Binding> args;      ///< one per kernel argument, in signature order
   std::vector<ArgType> arg_types; ///< the kernel signature's parsed dtypes (same order)
-  /// The symbol names of this record's slots: T, pos0, ctx, kv_pages, let names.
+  /// The symbol names of this record's slots: T, pos0, ctx, kv_pages, n_seq, seq_T,
+  /// table_stride, let names.
   std::vector<std::string> symbols() const;
 };
 

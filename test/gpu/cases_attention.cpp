@@ -14,6 +14,7 @@
 #include <cmath>
 #include <optional>
 #include <limits>
+#include <stdexcept>
 
 namespace swz::check {
 namespace {
@@ -148,9 +149,26 @@ constexpr double kMmaTol = 1e-3;
 const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
                        "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
 
+/// The decode kernel's split rule (attention_decode.mlir, launch_bindings.cpp splitLet):
+/// split_len = ceil(ctx / (min(ceil(ctx / 32), max_splits) 32)) 32 and as many splits as
+/// hold keys.
+int decodeSplitLen(int ctx, int maxSplits) {
+  const int nsm = std::min((ctx + 31) / 32, maxSplits);
+  return (ctx + nsm * 32 - 1) / (nsm * 32) * 32;
+}
+/// The max_splits (1..16) for which that rule splits a context into `splitLen`-key splits.
+int decodeMaxSplits(int ctx, int splitLen) {
+  for (int ms = 1; ms <= 16; ++ms)
+    if (decodeSplitLen(ctx, ms) == splitLen)
+      return ms;
+  throw std::logic_error("no max_splits splits a context of " + std::to_string(ctx) + " into " +
+                         std::to_string(splitLen) + "-key splits");
+}
+
 /// flash_attention_f16kv (portable), its tensor-core variants (`mma`), or with `decode`
-/// the PTX decode kernel flash_decode_f16kv_hd128 (attention_decode.mlir: the same
-/// arguments, grid and outputs; f32 throughout, so the portable kernel's tolerance).
+/// the PTX decode kernel flash_decode_f16kv_hd128 (attention_decode.mlir) on one
+/// sequence: the same outputs (it merges the splits into out itself; f32 throughout, so
+/// the portable kernel's tolerance).
 Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode = false) {
   Rng rng{seed};
   const int ctx = s.pos0 + s.T, G = s.nHead / s.nKv;
@@ -185,21 +203,33 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
   const size_t nLse = s.splitLen ? size_t(nSplit) * s.T * s.nHead : 4;
   c.buffers.push_back(makeBuffer(std::vector<float>(nPart, sentinel), {int64_t(nPart)}));
   c.buffers.push_back(makeBuffer(std::vector<float>(nLse, sentinel), {int64_t(nLse)}));
-  // The decode kernel's split counters (zero before, and zero again after, the launch).
-  const size_t nCount = size_t(s.T) * s.nHead;
-  if (decode)
-    c.buffers.push_back(makeBuffer(std::vector<int32_t>(nCount, 0), {int64_t(nCount)}));
-  for (int b = 0; b < (decode ? 8 : 7); ++b)
-    c.args.push_back(Arg::memref(b));
-  c.args.push_back(Arg::i(s.T));
-  c.args.push_back(Arg::i(s.pos0));
-  c.args.push_back(Arg::i(s.nHead));
-  c.args.push_back(Arg::i(s.hd));
-  c.args.push_back(Arg::i(splitLen));
-  c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(s.hd)))));
   const int rowsPerGroup = mma ? 64 : 8;
   c.grid = {unsigned((s.T * G + rowsPerGroup - 1) / rowsPerGroup), unsigned(s.nKv),
             unsigned(nSplit)};
+  if (decode) {
+    // The decode kernel: the split counters (zero before, and zero again after, the
+    // launch), one sequence's record {first row, rows, first position, table offset},
+    // and the most splits that make the kernel's own rule choose splitLen.
+    const size_t nCount = size_t(s.T) * s.nHead;
+    c.buffers.push_back(makeBuffer(std::vector<int32_t>(nCount, 0), {int64_t(nCount)}));
+    c.buffers.push_back(makeBuffer(std::vector<int32_t>{0, s.T, s.pos0, 0}, {4}));
+    for (int b = 0; b < 9; ++b)
+      c.args.push_back(Arg::memref(b));
+    c.args.push_back(Arg::i(s.T));
+    c.args.push_back(Arg::i(int(c.grid[0])));  // seq_tiles
+    c.args.push_back(Arg::i(s.nHead));
+    c.args.push_back(Arg::i(s.hd));
+    c.args.push_back(Arg::i(decodeMaxSplits(ctx, splitLen)));
+  } else {
+    for (int b = 0; b < 7; ++b)
+      c.args.push_back(Arg::memref(b));
+    c.args.push_back(Arg::i(s.T));
+    c.args.push_back(Arg::i(s.pos0));
+    c.args.push_back(Arg::i(s.nHead));
+    c.args.push_back(Arg::i(s.hd));
+    c.args.push_back(Arg::i(splitLen));
+  }
+  c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(s.hd)))));
   c.block = {decode ? 256u : 128u, 1, 1};  // the decode kernel: 8 warps
   c.flops = attentionFlops(s);
   c.bytesMoved = attentionBytes(
@@ -260,6 +290,112 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
         for (int d = 0; d < s.hd; ++d)
           compare(v, got[(size_t(t) * s.nHead + h) * s.hd + d], o[d], tol);
       }
+    for (int32_t n : asVector<int32_t>(out[7]))
+      compare(v, double(n), 0.0, 0.0);
+    return v;
+  };
+  return c;
+}
+
+/// One decode sequence of decodeBatchCase: rows T at positions pos0.. .
+struct DecodeSeq {
+  int T, pos0;
+};
+
+/// flash_decode_f16kv_hd128 over several sequences in one launch (a decode step of a
+/// batch): one KV pool, each sequence with its own pages (blocks [b_k, b_k + n_k) of one
+/// shuffled table, so its own keys) and its own block table, at k * stride in
+/// block_table with the entries between tables -1; each sequence sees keys up to its own
+/// positions and splits its own context (max_splits 16, as the decode records). The
+/// merged out of every row against float64, the counters back to 0.
+Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uint64_t seed) {
+  Rng rng{seed};
+  const int hd = 128, G = nHead / nKv, maxSplits = 16;
+  int rows = 0, maxCtx = 0, maxT = 0, nSplit = 0;
+  std::vector<int32_t> info;
+  for (const DecodeSeq &q : seqs) {
+    const int ctx = q.pos0 + q.T, sl = decodeSplitLen(ctx, maxSplits);
+    maxCtx = std::max(maxCtx, ctx), maxT = std::max(maxT, q.T);
+    nSplit = std::max(nSplit, (ctx + sl - 1) / sl);
+    rows += q.T;
+  }
+  // Sequence k's blocks start at block b_k of the pool's table (positions 64 b_k.. of it).
+  std::vector<int> firstBlock;
+  int nBlocks = 0;
+  for (const DecodeSeq &q : seqs) {
+    firstBlock.push_back(nBlocks);
+    nBlocks += (q.pos0 + q.T + kPage - 1) / kPage;
+  }
+  PagedKV kv(nKv, hd, nBlocks * kPage, 2, rng);
+  kv.fill(rng);
+  const int stride = (maxCtx + kPage - 1) / kPage + 3;
+  std::vector<int32_t> tables(size_t(stride) * seqs.size(), -1);
+  for (size_t k = 0, r0 = 0; k < seqs.size(); r0 += size_t(seqs[k].T), ++k) {
+    const int nb = (seqs[k].pos0 + seqs[k].T + kPage - 1) / kPage;
+    std::copy(kv.table.begin() + firstBlock[k], kv.table.begin() + firstBlock[k] + nb,
+              tables.begin() + ptrdiff_t(k * stride));
+    for (int x : {int(r0), seqs[k].T, seqs[k].pos0, int(k) * stride})
+      info.push_back(x);
+  }
+  std::vector<float> q(size_t(rows) * nHead * hd);
+  for (float &x : q)
+    x = float(4.0 * rng.next());
+  const float sentinel = std::numeric_limits<float>::quiet_NaN();
+  const size_t nOut = q.size();
+  const unsigned seqTiles = unsigned((maxT * G + 7) / 8);
+  Case c;
+  c.module = "swz_attention_decode";
+  c.entry = "flash_decode_f16kv_hd128";
+  c.label = std::to_string(seqs.size()) + " sequences (T/pos0";
+  for (const DecodeSeq &q : seqs)
+    c.label += " " + std::to_string(q.T) + "/" + std::to_string(q.pos0);
+  c.label += ") heads=" + std::to_string(nHead) + "/" + std::to_string(nKv) + " hd=128";
+  c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
+  c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
+  c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
+  c.buffers.push_back(makeBuffer(tables, {int64_t(tables.size())}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(nOut, sentinel), {int64_t(nOut)}));
+  const size_t nLse = size_t(nSplit) * rows * nHead;
+  c.buffers.push_back(makeBuffer(std::vector<float>(nLse * hd, sentinel), {int64_t(nLse * hd)}));
+  c.buffers.push_back(makeBuffer(std::vector<float>(nLse, sentinel), {int64_t(nLse)}));
+  c.buffers.push_back(makeBuffer(std::vector<int32_t>(size_t(rows) * nHead, 0), {int64_t(rows) * nHead}));
+  c.buffers.push_back(makeBuffer(info, {int64_t(info.size())}));
+  for (int b = 0; b < 9; ++b)
+    c.args.push_back(Arg::memref(b));
+  for (int x : {rows, int(seqTiles), nHead, hd, maxSplits})
+    c.args.push_back(Arg::i(x));
+  c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(hd)))));
+  c.grid = {unsigned(seqs.size()) * seqTiles, unsigned(nKv), unsigned(nSplit)};
+  c.block = {256, 1, 1};
+  double flops = 0, bytes = double(nOut) * 8;
+  for (const DecodeSeq &q : seqs) {
+    const AttnShape s{q.T, q.pos0, nHead, nKv, hd};
+    flops += attentionFlops(s);
+    bytes += attentionBytes(s, 0) - double(q.T) * nHead * hd * 4;
+  }
+  c.flops = flops;
+  c.bytesMoved = bytes;
+  c.check = [seqs, firstBlock, kv, q, nHead, nKv, hd](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict v;
+    v.note = std::string(kOutNote) + "; each row against its own sequence's keys; counters back to 0";
+    std::vector<double> o;
+    auto got = asVector<float>(out[4]);
+    int r0 = 0;
+    for (size_t k = 0; k < seqs.size(); ++k) {
+      const DecodeSeq &sq = seqs[k];
+      const int base = firstBlock[k] * kPage;  // its position 0 in the pool's table
+      // The sequence's rows as a one-sequence batch of the reference (its q rows first).
+      const AttnShape s{sq.T, sq.pos0, nHead, nKv, hd};
+      std::vector<float> qs(q.begin() + ptrdiff_t(size_t(r0) * nHead * hd),
+                            q.begin() + ptrdiff_t(size_t(r0 + sq.T) * nHead * hd));
+      for (int t = 0; t < sq.T; ++t)
+        for (int h = 0; h < nHead; ++h) {
+          referenceRow(kv, qs, s, t, h, base, base + sq.pos0 + t + 1, o);
+          for (int d = 0; d < hd; ++d)
+            compare(v, got[(size_t(r0 + t) * nHead + h) * hd + d], o[d], kOutTol);
+        }
+      r0 += sq.T;
+    }
     for (int32_t n : asVector<int32_t>(out[7]))
       compare(v, double(n), 0.0, 0.0);
     return v;
@@ -332,9 +468,12 @@ struct RopeK {
 };
 
 /// kv_store_f16 (or, with `rope`, rope_kv_store_f16): T new rows at pos0.. into a cache
-/// whose other slots hold a pattern that must survive unchanged.
+/// whose other slots hold a pattern that must survive unchanged. With `secondFrom` > 0,
+/// rows from it on belong to a second sequence in the same launch, whose copy of the
+/// block table starts at `stride` (entries between the copies -1: a kernel that ignores
+/// row_tables writes to a wrong page or none).
 Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t seed,
-                 std::optional<RopeK> rope = std::nullopt) {
+                 std::optional<RopeK> rope = std::nullopt, int secondFrom = 0) {
   Rng rng{seed};
   const int ctx = pos0 + T;
   PagedKV kv(nKv, hd, ctx, 1, rng);
@@ -414,29 +553,40 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
   c.buffers.push_back(makeBuffer(v, {int64_t(v.size())}));
   c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
   c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
-  c.buffers.push_back(makeBuffer(kv.table, {int64_t(kv.table.size())}));
+  const int stride = secondFrom ? int(kv.table.size()) + 3 : 0;
+  std::vector<int32_t> tables(kv.table);
+  std::vector<int32_t> rowTables(static_cast<size_t>(T), 0);
+  if (secondFrom) {
+    tables.resize(size_t(stride), -1);
+    tables.insert(tables.end(), kv.table.begin(), kv.table.end());
+    std::fill(rowTables.begin() + secondFrom, rowTables.end(), stride);
+    c.label += " two sequences (rows " + std::to_string(secondFrom) + "..)";
+  }
+  c.buffers.push_back(makeBuffer(tables, {int64_t(tables.size())}));
+  c.buffers.push_back(makeBuffer(rowTables, {int64_t(T)}));
+  c.buffers.push_back(makeBuffer(positions, {int64_t(T)}));
   const int o = rope ? 1 : 0;  // buffer index of k
-  for (int i = 0; i < 5 + o; ++i)
+  for (int i = 0; i < 6 + o; ++i)
     c.args.push_back(Arg::memref(i));
-  c.args.push_back(Arg::i(pos0));
+  if (!rope)
+    c.args.push_back(Arg::memref(6));  // positions
   c.args.push_back(Arg::i(hd));
   if (rope) {
-    c.buffers.push_back(makeBuffer(positions, {int64_t(T)}));
     c.buffers.push_back(makeBuffer(qGamma, {int64_t(hd)}));
     c.buffers.push_back(makeBuffer(kGamma, {int64_t(hd)}));
-    c.args.push_back(Arg::memref(6));
+    c.args.push_back(Arg::memref(7));  // positions
     c.args.push_back(Arg::i(rope->nRot));
     c.args.push_back(Arg::f(rope->theta));
     c.args.push_back(Arg::i(rope->neox ? 1 : 0));
-    c.args.push_back(Arg::memref(7));
     c.args.push_back(Arg::memref(8));
+    c.args.push_back(Arg::memref(9));
     c.args.push_back(Arg::f(eps));
     c.args.push_back(Arg::i(norm ? 1 : 0));
     c.args.push_back(Arg::i(nQ));
   }
   c.grid = {unsigned(T), unsigned(nQ + nKv), 1};
   c.block = {64, 1, 1};
-  c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 4 + (nQ ? double(T) * nQ * hd * 8 : 0.0);
+  c.bytesMoved = double(k.size()) * 2 * (4 + 2) + double(T) * 8 + (nQ ? double(T) * nQ * hd * 8 : 0.0);
   c.flops = 0;
   c.check = [=](const std::vector<std::vector<uint8_t>> &out) {
     Verdict res;
@@ -514,6 +664,9 @@ std::vector<Case> attentionCases(const std::string &format) {
   cases.push_back(kvStoreCase(1, 143, 8, 128, ptx, seed++, RopeK{128, 1000000.f, true, 16, true}));
   cases.push_back(kvStoreCase(37, 26, 8, 128, ptx, seed++, RopeK{128, 1000000.f, true, 16, true}));
   cases.push_back(kvStoreCase(2, 70, 2, 256, ptx, seed++, RopeK{192, 10000.f, false, 4, true}));
+  // One launch for the rows of two sequences, each through its own block table.
+  cases.push_back(kvStoreCase(37, 50, 3, 64, ptx, seed++, std::nullopt, 20));
+  cases.push_back(kvStoreCase(5, 140, 8, 128, ptx, seed++, RopeK{128, 1000000.f, true, 16, true}, 2));
   // Prefill (one split). SmolLM2-135M: 9/3 heads (G 3), hd 64; Qwen2.5-0.5B: 14/2
   // (G 7), hd 64; qwen3-0.6B: 16/8 (G 2), hd 128. Contexts 1, 37, 63, 65, 128, 300;
   // pos0 > 0 means a prefix already in the cache.
@@ -566,6 +719,11 @@ std::vector<Case> attentionCases(const std::string &format) {
     };
     for (const AttnShape &s : decodeShapes)
       cases.push_back(flashCase(s, seed++, false, true));
+    // A decode step of a batch in one launch: sequences at different contexts (one
+    // split, several, 16), a verification batch of 3 rows among single rows, the 7B
+    // shape (G 7: a sequence of 3 rows spans 3 row tiles) and Qwen3-0.6B's (G 2).
+    cases.push_back(decodeBatchCase({{1, 40}, {3, 299}, {1, 539}, {1, 5}}, 28, 4, seed++));
+    cases.push_back(decodeBatchCase({{1, 143}, {1, 20}, {2, 70}}, 16, 8, seed++));
   }
   cases.push_back(reduceCase(1, 14, 64, 5, seed++));
   cases.push_back(reduceCase(3, 9, 128, 2, seed++));

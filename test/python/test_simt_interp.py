@@ -299,10 +299,13 @@ def test_decode_attention_cases_pass_in_the_interpreter(tmp_path):
     # shuffles, per-row online softmax, the warps merged in workgroup memory and the last
     # split merging the partials (its counters back to 0); against the float64 reference
     # of cases_attention.cpp (splits, one split, 17-token verification, the 7B shape at a
-    # 540-key context). The 4,096-key timing case runs on the GPU only (minutes here).
+    # 540-key context, and two decode steps of a batch: sequences at different contexts,
+    # each through its own block table, in one launch). The 4,096-key timing case runs on
+    # the GPU only (minutes here).
     lines = _list("swz_attention_decode")
     cases = [line.split()[0] for line in lines if "ctx=4096 " not in line]
-    assert len(lines) == 7 and len(cases) == 6
+    assert len(lines) == 9 and len(cases) == 8
+    assert sum(" sequences (T/pos0 " in line for line in lines) == 2
     _assert_all_ok(_interpret_and_check(tmp_path, DECODE, "swz_attention_decode", cases), cases)
 
 
@@ -318,3 +321,22 @@ def test_decode_attention_merging_too_early_fails(tmp_path):
     r = _interpret_and_check(tmp_path, bad, "swz_attention_decode", [case])
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"FAIL {case} " in r.stdout
+
+
+def test_decode_attention_ignoring_a_sequences_block_table_fails(tmp_path):
+    # In a batch, sequence s reads its pages through its own block table (at offset TB of
+    # the launch's tables, from its record); reading every sequence through the first
+    # table (offset 0) must fail the batch cases, whose tables are separated by -1 entries.
+    cases = [line.split()[0] for line in _list("swz_attention_decode") if " sequences (T/pos0 " in line]
+    bad = tmp_path / "bad.mlir"
+    src = DECODE.read_text()
+    assert src.count("arith.addi %TB, ") == 4
+    bad.write_text(src.replace("arith.addi %TB, ", "arith.addi %c0_index, "))
+    for case in cases:  # a wrong page fails the check; a -1 entry reads out of bounds
+        try:
+            (tmp_path / case).mkdir()
+            r = _interpret_and_check(tmp_path / case, bad, "swz_attention_decode", [case])
+        except AssertionError as e:
+            assert "OOB" in str(e), e
+            continue
+        assert r.returncode == 1 and f"FAIL {case} " in r.stdout, r.stdout + r.stderr

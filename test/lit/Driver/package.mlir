@@ -51,10 +51,11 @@
 // MANIFEST: "decode_into":2,"in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"shape":["8704"],"weight":"blk.0.attn_k.weight"},{"bytes":"16384","scratch":"w_f16","shape":["8192"]},{"i32":"64"},{"i32":"128"}],"dynamic_smem":"0","grid":["64","1","1"],"kernel":"sm_90.dequant_q8_0_f16","phase":"prefill","scope":"batch"}
 // Graph ops 5 and 6 are rope(q) and rope(k): fused into the attention's KV write (op 7),
 // which takes their n_rot, theta and mode (neox = 1) and the positions, rotates q in
-// place (n_q = 4 heads: grid (T, 4 + 2)) and k into the cache; one launch per sequence.
+// place (n_q = 4 heads: grid (T, 4 + 2)) and k into the cache; one launch for the rows of
+// every sequence (each row's position and block table offset: positions, row_tables).
 // MANIFEST: "fused_into":7,"head_dim":32,"in":["q"]
 // MANIFEST: "fused_into":7,"head_dim":32,"in":["k"]
-// MANIFEST: "fused":[6,5],"head_dim":32,"in":["q","k","v"],"launches":[{"args":[{"buffer":"q","shape":["T*128"]},{"buffer":"k","shape":["T*64"]},{"buffer":"v","shape":["T*64"]},{"kv":"k","layer":0,"shape":["kv_pages*4096"]},{"kv":"v","layer":0,"shape":["kv_pages*4096"]},{"block_table":true,"shape":["ceil(ctx/64)"]},{"i32":"pos0"},{"i32":"32"},{"positions":true,"shape":["T"]},{"i32":"32"},{"f32":1000000.0},{"i32":"1"},{"absent":true,"shape":["1"]},{"absent":true,"shape":["1"]},{"f32":0.0},{"i32":"0"},{"i32":"4"}],"dynamic_smem":"0","grid":["T","6","1"],"kernel":"sm_90.rope_kv_store_f16","phase":"all","scope":"sequence"}
+// MANIFEST: "fused":[6,5],"head_dim":32,"in":["q","k","v"],"launches":[{"args":[{"buffer":"q","shape":["T*128"]},{"buffer":"k","shape":["T*64"]},{"buffer":"v","shape":["T*64"]},{"kv":"k","layer":0,"shape":["kv_pages*4096"]},{"kv":"v","layer":0,"shape":["kv_pages*4096"]},{"block_table":true,"shape":["n_seq*table_stride"]},{"row_tables":true,"shape":["T"]},{"i32":"32"},{"positions":true,"shape":["T"]},{"i32":"32"},{"f32":1000000.0},{"i32":"1"},{"absent":true,"shape":["1"]},{"absent":true,"shape":["1"]},{"f32":0.0},{"i32":"0"},{"i32":"4"}],"dynamic_smem":"0","grid":["T","6","1"],"kernel":"sm_90.rope_kv_store_f16","phase":"all","scope":"batch"}
 // Decode attention: one split per 32 keys (16 at most, then longer splits; only those with keys
 // launched) into the o_part / lse_part scratches (sized for max_T rows of max_ctx), then the
 // reduction, skipped (grid 0) with one split.

@@ -165,16 +165,19 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(phase(m, 0, "prefill"), json({"sm_80.flash_attention_f16kv_mma", "sm_80.attention_split_reduce"}));
   EXPECT_EQ(phase(m, 0, "decode"),
             json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
-  // One launch per sequence; prefill in one split over the context unless the batch is
-  // short against it (splits of multiples of 64 keys for the tensor-core kernel), decode
-  // in up to 16 splits (one per 32 keys); then the reduction, which is skipped (grid 0)
-  // when there is one split. 9 query heads of 3 KV heads (G = 3).
+  // The KV write: one launch for the rows of every sequence (each row's position and
+  // block table offset per row). Attention: one launch per sequence; prefill in one split
+  // over the context unless the batch is short against it (splits of multiples of 64 keys
+  // for the tensor-core kernel), decode in up to 16 splits (one per 32 keys); then the
+  // reduction, which is skipped (grid 0) when there is one split. 9 query heads of 3 KV
+  // heads (G = 3).
   const json store = record(m, 0, "sm_80.kv_store_f16", "all");
-  EXPECT_EQ(store["scope"], "sequence");
+  EXPECT_EQ(store["scope"], "batch");
   EXPECT_EQ(store["grid"], json({"T", "3", "1"}));
   EXPECT_EQ(store["args"][2], json({{"kv", "k"}, {"layer", 0}, {"shape", {"kv_pages*12288"}}}));
-  EXPECT_EQ(store["args"][4], json({{"block_table", true}, {"shape", {"ceil(ctx/64)"}}}));
-  EXPECT_EQ(store["args"][5], json({{"i32", "pos0"}}));
+  EXPECT_EQ(store["args"][4], json({{"block_table", true}, {"shape", {"n_seq*table_stride"}}}));
+  EXPECT_EQ(store["args"][5], json({{"row_tables", true}, {"shape", {"T"}}}));
+  EXPECT_EQ(store["args"][6], json({{"positions", true}, {"shape", {"T"}}}));
   const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
   EXPECT_EQ(prefill["scope"], "sequence");
   EXPECT_EQ(prefill["let"],
@@ -395,6 +398,35 @@ TEST(GpuKernels, HeadNormsAndRopeAreFusedIntoTheKvWrite) {
   EXPECT_EQ(storeRec["args"][16], json({{"i32", "9"}}));  // n_q
   // The whole attention op: this KV write, then the flash kernels.
   EXPECT_EQ(ops[4]["launches"][0]["kernel"], "sm_90.rope_kv_store_f16");
+}
+
+// PTX decode at head_dim 128: one flash_decode_f16kv_hd128 launch for the decode rows of
+// every sequence of a pass (its sequences' records say where each one's rows, positions
+// and block table are), the grid's z the most splits at the pass's longest context; each
+// sequence splits its own context in the kernel (max_splits 16, as the portable records'
+// rule), and merges its splits there (no reduction launch).
+TEST(GpuKernels, DecodeAttentionIsOneLaunchForTheBatch) {
+  package::Manifest m = manifest("sm_90", kAttention);
+  m.graph["hparams"]["head_dim"] = 128;  // 8 query heads of 2 KV heads (G = 4)
+  m.graph["buffers"]["q"] = m.graph["buffers"]["attn"] = 1024;
+  m.graph["buffers"]["k"] = m.graph["buffers"]["v"] = 256;
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  if (!haveLibdevice())
+    GTEST_SKIP() << "math.exp / math.log come from libdevice";
+  compiler::addGpuKernels(m, f, files, {});
+  EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.flash_decode_f16kv_hd128"}));
+  const json decode = record(m, 0, "sm_90.flash_decode_f16kv_hd128", "decode");
+  EXPECT_EQ(decode["scope"], "batch");
+  EXPECT_EQ(decode["grid"], json({"n_seq*seq_tiles", "2", "n_split"}));
+  EXPECT_EQ(decode["let"], json({{"seq_tiles", "ceil(seq_T/2)"}, {"n_split", "min(ceil(ctx/32), 16)"}}));
+  EXPECT_EQ(decode["args"][3], json({{"block_table", true}, {"shape", {"n_seq*table_stride"}}}));
+  EXPECT_EQ(decode["args"][7]["scratch"], "attn_split_count");
+  EXPECT_EQ(decode["args"][8], json({{"sequences", true}, {"shape", {"n_seq*4"}}}));
+  EXPECT_EQ(decode["args"][9], json({{"i32", "T"}}));
+  EXPECT_EQ(decode["args"][10], json({{"i32", "seq_tiles"}}));
+  EXPECT_EQ(decode["args"][13], json({{"i32", "16"}}));
+  EXPECT_EQ(record(m, 0, "sm_90.kv_store_f16", "all")["scope"], "batch");
 }
 
 // The attention kernels' workgroup tiles hold head_dim <= 128: a model with larger heads

@@ -337,8 +337,14 @@ TEST_F(PackageTest, LaunchRecordErrorsNameTheField) {
       {"rows", [](json& r) { r["rows"] = "output"; },
        "graph.ops[1].launches[0].rows: \"rows\": \"output\" on a graph op that runs on every row"},
       {"grid size", [](json& r) { r["grid"] = {"T", "1"}; }, "graph.ops[1].launches[0].grid: expected 3 expressions"},
-      {"block_table in batch scope", [&](json& r) { r = attn; r["scope"] = "batch"; },
-       "graph.ops[1].launches[0].args[2]: block_table binds a sequence's block table"},
+      {"sequences in sequence scope",
+       [&](json& r) { r = attn; r["phase"] = "decode"; r["args"][2] = {{"sequences", true}, {"shape", {"n_seq*4"}}}; },
+       "graph.ops[1].launches[0].args[2]: sequences describes the sequences of a batch-scope launch"},
+      {"row_tables in sequence scope", [&](json& r) { r = attn; r["args"][2] = {{"row_tables", true}, {"shape", {"T"}}}; },
+       "graph.ops[1].launches[0].args[2]: row_tables describes the sequences of a batch-scope launch"},
+      {"sequences outside decode",
+       [&](json& r) { r = attn; r["scope"] = "batch"; r["args"][2] = {{"sequences", true}, {"shape", {"n_seq*4"}}}; },
+       "graph.ops[1].launches[0].args[2]: sequences binds the decode sequences of a pass"},
       {"kv layer", [&](json& r) { r = attn; r["args"][1]["layer"] = 1; },
        "graph.ops[1].launches[0].args[1].layer: layer 1 is not below n_layer 1"},
       {"kv type", [&](json& r) { r = attn; r["args"][2] = {{"kv", "v"}, {"layer", 0}, {"shape", {"1"}}}; },
@@ -386,12 +392,13 @@ TEST_F(PackageTest, ParseLaunchesEvaluatesTheRules) {
   EXPECT_EQ(l.phase, swz::package::Phase::All);
   EXPECT_EQ(l.scope, swz::package::Scope::Batch);
   EXPECT_FALSE(l.output_rows);
-  EXPECT_EQ(l.symbols(), (std::vector<std::string>{"T", "pos0", "ctx", "kv_pages", "split_len", "a"}));
-  // T = 37, pos0 = 100, ctx = 137, kv_pages = 0; then the lets.
-  std::vector<double> v = {37, 100, 137, 0, 0, 0};
+  EXPECT_EQ(l.symbols(), (std::vector<std::string>{"T", "pos0", "ctx", "kv_pages", "n_seq", "seq_T", "table_stride",
+                                                    "split_len", "a"}));
+  // T = 37, pos0 = 100, ctx = 137, kv_pages = 0, one sequence of 37 rows; then the lets.
+  std::vector<double> v = {37, 100, 137, 0, 1, 37, 16, 0, 0};
   for (size_t i = 0; i < l.let.size(); ++i) v[swz::package::kSymLet0 + i] = l.let[i].evaluate(v.data());
-  EXPECT_EQ(v[4], 192);
-  EXPECT_EQ(v[5], 3);
+  EXPECT_EQ(v[7], 192);
+  EXPECT_EQ(v[8], 3);
   EXPECT_EQ(l.grid[0].as_int(v.data(), "grid"), 14);
   EXPECT_EQ(l.grid[1].as_int(v.data(), "grid"), 3);
   EXPECT_EQ(l.grid[2].as_int(v.data(), "grid"), 100);
