@@ -1656,6 +1656,7 @@ DEC_ROWS = 8    # query rows per workgroup (as flash_attention_f16kv: rows i = t
 DEC_WARPS = 8   # warps per workgroup (4 or 8); warp w takes keys lo + w, lo + w + W, ...
 DEC_UNROLL = 4  # keys per warp per iteration (their K/V loads in flight together)
 DEC_HD = 128    # head_dim: 32 lanes x 4 features
+DEC_MINCTASM = 0  # nvvm.minctasm (workgroups an SM the registers must allow), 0: none
 
 
 def flash_decode():
@@ -1673,8 +1674,9 @@ def flash_decode():
            "                                     %seqs: memref<?xi32>, %T: i32, %seq_tiles: i32,",
            "                                     %n_head: i32, %head_dim: i32, %max_splits: i32,",
            "                                     %scale: f32) kernel",
-           f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
-           "                    swz.grid = \"n_seq*seq_tiles, n_head_kv, n_split\"} {"]
+           f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,"] + \
+          ([f"                    nvvm.minctasm = {DEC_MINCTASM} : i32,"] if DEC_MINCTASM else []) + \
+          ["                    swz.grid = \"n_seq*seq_tiles, n_head_kv, n_split\"} {"]
     ninf = e.ci("0xFF800000", "f32")
     zero = e.ci("0.0", "f32")
     e.emit(f"%ms = memref.get_global @dec_m : {SM}")
@@ -1997,13 +1999,20 @@ def main():
         # Tuning: gemv_q8x.mlir with one type's Q8X parameters replaced, written to --out
         # (e.g. --variant q4_k:unroll=2,wpr=2 --out /tmp/v.mlir); the checked-in
         # files are not touched.
-        # (f16: gemv_f16_mma.mlir with MMA_F16's parameters replaced, e.g. f16:mt=1)
+        # (f16: gemv_f16_mma.mlir with MMA_F16's parameters replaced, e.g. f16:mt=1;
+        # attn: attention_decode.mlir with DEC_WARPS / DEC_UNROLL / DEC_MINCTASM, e.g.
+        # attn:warps=4,unroll=2)
         fmt, _, kv = args[args.index("--variant") + 1].partition(":")
-        for item in kv.split(","):
+        for item in kv.split(",") if kv else []:
             k, _, v = item.partition("=")
-            (MMA_F16 if fmt == "f16" else Q8X[fmt])[k] = int(v)
+            if fmt == "attn":
+                globals()["DEC_" + k.upper()] = int(v)
+            else:
+                (MMA_F16 if fmt == "f16" else Q8X[fmt])[k] = int(v)
+        text = module_f16_mma(variant=True) if fmt == "f16" else module_attention_decode() if fmt == "attn" \
+            else module_q8x()
         with open(args[args.index("--out") + 1], "w") as fh:
-            fh.write(module_f16_mma(variant=True) if fmt == "f16" else module_q8x())
+            fh.write(text)
         return 0
     check = "--check" in args
     stale = []

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <limits>
 #include <stdexcept>
@@ -149,6 +150,14 @@ constexpr double kMmaTol = 1e-3;
 const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
                        "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
 
+/// Threads a workgroup of flash_decode_f16kv_hd128: 32 x its DEC_WARPS (8), or
+/// SWZ_CHECK_DEC_WARPS for a variant written by gen_quant_kernels.py --variant attn:warps=W
+/// (bench/tune_attention.sh).
+unsigned decodeBlock() {
+  const char *w = std::getenv("SWZ_CHECK_DEC_WARPS");
+  return 32u * unsigned(w ? std::atoi(w) : 8);
+}
+
 /// The decode kernel's split rule (attention_decode.mlir, launch_bindings.cpp splitLet):
 /// split_len = ceil(ctx / (min(ceil(ctx / 32), max_splits) 32)) 32 and as many splits as
 /// hold keys.
@@ -156,9 +165,9 @@ int decodeSplitLen(int ctx, int maxSplits) {
   const int nsm = std::min((ctx + 31) / 32, maxSplits);
   return (ctx + nsm * 32 - 1) / (nsm * 32) * 32;
 }
-/// The max_splits (1..16) for which that rule splits a context into `splitLen`-key splits.
+/// The max_splits (1..64) for which that rule splits a context into `splitLen`-key splits.
 int decodeMaxSplits(int ctx, int splitLen) {
-  for (int ms = 1; ms <= 16; ++ms)
+  for (int ms = 1; ms <= 64; ++ms)
     if (decodeSplitLen(ctx, ms) == splitLen)
       return ms;
   throw std::logic_error("no max_splits splits a context of " + std::to_string(ctx) + " into " +
@@ -230,7 +239,7 @@ Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode 
     c.args.push_back(Arg::i(splitLen));
   }
   c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(s.hd)))));
-  c.block = {decode ? 256u : 128u, 1, 1};  // the decode kernel: 8 warps
+  c.block = {decode ? decodeBlock() : 128u, 1, 1};
   c.flops = attentionFlops(s);
   c.bytesMoved = attentionBytes(
       s, s.splitLen ? double(nPart + nLse) * 4 : double(nOut) * 4);
@@ -308,9 +317,10 @@ struct DecodeSeq {
 /// block_table with the entries between tables -1; each sequence sees keys up to its own
 /// positions and splits its own context (max_splits 16, as the decode records). The
 /// merged out of every row against float64, the counters back to 0.
-Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uint64_t seed) {
+Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uint64_t seed,
+                     int maxSplits = 16) {
   Rng rng{seed};
-  const int hd = 128, G = nHead / nKv, maxSplits = 16;
+  const int hd = 128, G = nHead / nKv;
   int rows = 0, maxCtx = 0, maxT = 0, nSplit = 0;
   std::vector<int32_t> info;
   for (const DecodeSeq &q : seqs) {
@@ -347,9 +357,18 @@ Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uin
   c.module = "swz_attention_decode";
   c.entry = "flash_decode_f16kv_hd128";
   c.label = std::to_string(seqs.size()) + " sequences (T/pos0";
-  for (const DecodeSeq &q : seqs)
+  const bool same = std::all_of(seqs.begin(), seqs.end(),
+                                [&](const DecodeSeq &q) { return q.T == seqs[0].T && q.pos0 == seqs[0].pos0; });
+  for (const DecodeSeq &q : seqs) {
     c.label += " " + std::to_string(q.T) + "/" + std::to_string(q.pos0);
+    if (same && seqs.size() > 1) {
+      c.label += " each";
+      break;
+    }
+  }
   c.label += ") heads=" + std::to_string(nHead) + "/" + std::to_string(nKv) + " hd=128";
+  if (maxSplits != 16)
+    c.label += " max_splits=" + std::to_string(maxSplits);
   c.buffers.push_back(makeBuffer(q, {int64_t(q.size())}));
   c.buffers.push_back(makeBuffer(kv.k, {int64_t(kv.k.size())}));
   c.buffers.push_back(makeBuffer(kv.v, {int64_t(kv.v.size())}));
@@ -366,7 +385,7 @@ Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uin
     c.args.push_back(Arg::i(x));
   c.args.push_back(Arg::f(float(1.0 / std::sqrt(double(hd)))));
   c.grid = {unsigned(seqs.size()) * seqTiles, unsigned(nKv), unsigned(nSplit)};
-  c.block = {256, 1, 1};
+  c.block = {decodeBlock(), 1, 1};
   double flops = 0, bytes = double(nOut) * 8;
   for (const DecodeSeq &q : seqs) {
     const AttnShape s{q.T, q.pos0, nHead, nKv, hd};
@@ -724,6 +743,15 @@ std::vector<Case> attentionCases(const std::string &format) {
     // shape (G 7: a sequence of 3 rows spans 3 row tiles) and Qwen3-0.6B's (G 2).
     cases.push_back(decodeBatchCase({{1, 40}, {3, 299}, {1, 539}, {1, 5}}, 28, 4, seed++));
     cases.push_back(decodeBatchCase({{1, 143}, {1, 20}, {2, 70}}, 16, 8, seed++));
+    // Timing only on request (SWZ_CHECK_ATTN_TIMING=1; bench/tune_attention.sh): a decode
+    // step of 1, 8 and 32 sequences at a 640-token context (gpu_speed.sh's 512 + 128) at
+    // the 7B and Qwen3-0.6B shapes, with the records' 16 splits at most and with 32 and 8.
+    if (const char *t = std::getenv("SWZ_CHECK_ATTN_TIMING"); t && std::string(t) == "1")
+      for (int ms : {16, 32, 8})
+        for (int n : {1, 8, 32})
+          for (auto [nHead, nKv] : {std::pair{28, 4}, std::pair{16, 8}})
+            cases.push_back(decodeBatchCase(std::vector<DecodeSeq>(size_t(n), DecodeSeq{1, 639}), nHead, nKv,
+                                            seed++, ms));
   }
   cases.push_back(reduceCase(1, 14, 64, 5, seed++));
   cases.push_back(reduceCase(3, 9, 128, 2, seed++));
