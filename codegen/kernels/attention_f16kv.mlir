@@ -164,7 +164,6 @@ module attributes {gpu.container_module} {
       %nq = arith.index_cast %n_q : i32 to index
       %n_kv = arith.subi %ny, %nq : index
       %is_q = arith.cmpi ult, %y, %nq : index
-      %is_k = arith.cmpi uge, %y, %nq : index
       %kvh = arith.subi %y, %nq : index
       %h = arith.select %is_q, %y, %kvh : index
       %heads = arith.select %is_q, %nq, %n_kv : index

@@ -2006,6 +2006,8 @@ def main():
         for item in kv.split(",") if kv else []:
             k, _, v = item.partition("=")
             if fmt == "attn":
+                if k not in ("warps", "unroll", "minctasm"):
+                    raise SystemExit(f"--variant attn: unknown parameter {k!r} (warps, unroll, minctasm)")
                 globals()["DEC_" + k.upper()] = int(v)
             else:
                 (MMA_F16 if fmt == "f16" else Q8X[fmt])[k] = int(v)

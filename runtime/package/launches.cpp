@@ -225,6 +225,11 @@ class RecordParser {
       // sequences / row_tables say where a sequence's or a row's starts.
       if ((out.kind == Binding::Sequences || out.kind == Binding::RowTables) && l.scope != Scope::Batch)
         c_.fail(bp, ks + " describes the sequences of a batch-scope launch: the record's scope must be \"batch\"");
+      // (A batch-scope block table holds the first n_seq sequences' tables: those of the
+      // decode rows, which come first, or of every row; not the prefill rows' alone.)
+      if (out.kind == Binding::BlockTable && l.scope == Scope::Batch && l.phase == Phase::Prefill)
+        c_.fail(bp, "a batch-scope block_table holds the tables from the pass's first sequence on: phase \"prefill\" "
+                    "(whose sequences come after the decode ones) binds it in sequence scope");
       if (out.kind == Binding::Sequences && (l.phase != Phase::Decode || l.output_rows))
         c_.fail(bp, "sequences binds the decode sequences of a pass (they come first): the record's phase must be "
                     "\"decode\", on every row");

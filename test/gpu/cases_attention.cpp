@@ -337,7 +337,15 @@ Case decodeBatchCase(const std::vector<DecodeSeq> &seqs, int nHead, int nKv, uin
     nBlocks += (q.pos0 + q.T + kPage - 1) / kPage;
   }
   PagedKV kv(nKv, hd, nBlocks * kPage, 2, rng);
-  kv.fill(rng);
+  // Keys only at each sequence's own positions (NaN in the rest of its last page, as
+  // in every other case: a key past a sequence's context poisons its rows).
+  for (size_t k = 0; k < seqs.size(); ++k)
+    for (int p = firstBlock[k] * kPage; p < firstBlock[k] * kPage + seqs[k].pos0 + seqs[k].T; ++p)
+      for (int h = 0; h < nKv; ++h)
+        for (int d = 0; d < hd; ++d) {
+          kv.k[kv.index(p, h, d)] = f16FromFloat(float(rng.next()));
+          kv.v[kv.index(p, h, d)] = f16FromFloat(float(rng.next()));
+        }
   const int stride = (maxCtx + kPage - 1) / kPage + 3;
   std::vector<int32_t> tables(size_t(stride) * seqs.size(), -1);
   for (size_t k = 0, r0 = 0; k < seqs.size(); r0 += size_t(seqs[k].T), ++k) {
@@ -488,14 +496,25 @@ struct RopeK {
 
 /// kv_store_f16 (or, with `rope`, rope_kv_store_f16): T new rows at pos0.. into a cache
 /// whose other slots hold a pattern that must survive unchanged. With `secondFrom` > 0,
-/// rows from it on belong to a second sequence in the same launch, whose copy of the
-/// block table starts at `stride` (entries between the copies -1: a kernel that ignores
-/// row_tables writes to a wrong page or none).
+/// rows from it on belong to a second sequence in the same launch, with pages of its own
+/// (the pool's pages the first one's table does not name) and its own block table at
+/// `stride` (entries between the tables -1): a kernel that ignores row_tables writes the
+/// second sequence's rows into the first one's pages, and the check sees both.
 Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t seed,
                  std::optional<RopeK> rope = std::nullopt, int secondFrom = 0) {
   Rng rng{seed};
-  const int ctx = pos0 + T;
-  PagedKV kv(nKv, hd, ctx, 1, rng);
+  const int ctx = pos0 + T, nBlocks = (ctx + kPage - 1) / kPage;
+  PagedKV kv(nKv, hd, ctx, secondFrom ? nBlocks + 1 : 1, rng);
+  // The second sequence's table: the pages the first one's does not name, last first.
+  std::vector<int32_t> table2;
+  for (int p = kv.nPages - 1; secondFrom && p >= 0 && int(table2.size()) < nBlocks; --p)
+    if (std::find(kv.table.begin(), kv.table.end(), p) == kv.table.end())
+      table2.push_back(p);
+  // Where row t's position p lives (its sequence's table).
+  auto slotIndex = [kv, table2, secondFrom](int t, int p, int h, int d) {
+    const std::vector<int32_t> &tb = secondFrom && t >= secondFrom ? table2 : kv.table;
+    return ((size_t(tb[p / kPage]) * kv.nKv + h) * kPage + p % kPage) * kv.hd + d;
+  };
   for (size_t i = 0; i < kv.k.size(); ++i) {  // old contents: distinct finite f16 values
     kv.k[i] = uint16_t(0x3000 + (i * 7) % 0x0C00);
     kv.v[i] = uint16_t(0xB000 + (i * 11) % 0x0C00);
@@ -577,7 +596,7 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
   std::vector<int32_t> rowTables(static_cast<size_t>(T), 0);
   if (secondFrom) {
     tables.resize(size_t(stride), -1);
-    tables.insert(tables.end(), kv.table.begin(), kv.table.end());
+    tables.insert(tables.end(), table2.begin(), table2.end());
     std::fill(rowTables.begin() + secondFrom, rowTables.end(), stride);
     c.label += " two sequences (rows " + std::to_string(secondFrom) + "..)";
   }
@@ -626,7 +645,7 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
     for (int t = 0; t < T; ++t)
       for (int h = 0; h < nKv; ++h)
         for (int d = 0; d < hd; ++d) {
-          size_t i = kv.index(pos0 + t, h, d), src = (size_t(t) * nKv + h) * hd + d;
+          size_t i = slotIndex(t, pos0 + t, h, d), src = (size_t(t) * nKv + h) * hd + d;
           written[i] = 1;
           for (int which = 0; which < 2; ++which) {
             if (rope && which == 0) {

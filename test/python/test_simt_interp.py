@@ -119,6 +119,13 @@ def test_v_without_transpose_fails(tmp_path):
 Q8X = ROOT / "codegen" / "kernels" / "gemv_q8x.mlir"
 
 
+@pytest.fixture(autouse=True)
+def _cases_as_shipped(monkeypatch):
+    """The case runner's tuning switches (bench/tune_*.sh) never leak into these tests."""
+    for name in ("SWZ_CHECK_ATTN_TIMING", "SWZ_CHECK_DEC_WARPS", "SWZ_CHECK_GEMV_7B", "SWZ_CHECK_Q8X_ROWS"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _list(module: str) -> list[str]:
     """`swz-case-io list ptx MODULE`: one line per case ("caseN entry label...")."""
     r = subprocess.run([str(_tool("test/gpu/swz-case-io")), "list", "ptx", module],

@@ -342,6 +342,8 @@ TEST_F(PackageTest, LaunchRecordErrorsNameTheField) {
        "graph.ops[1].launches[0].args[2]: sequences describes the sequences of a batch-scope launch"},
       {"row_tables in sequence scope", [&](json& r) { r = attn; r["args"][2] = {{"row_tables", true}, {"shape", {"T"}}}; },
        "graph.ops[1].launches[0].args[2]: row_tables describes the sequences of a batch-scope launch"},
+      {"batch block_table in prefill", [&](json& r) { r = attn; r["scope"] = "batch"; r["phase"] = "prefill"; },
+       "graph.ops[1].launches[0].args[2]: a batch-scope block_table holds the tables from the pass's first sequence on"},
       {"sequences outside decode",
        [&](json& r) { r = attn; r["scope"] = "batch"; r["args"][2] = {{"sequences", true}, {"shape", {"n_seq*4"}}}; },
        "graph.ops[1].launches[0].args[2]: sequences binds the decode sequences of a pass"},
