@@ -758,7 +758,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
         continue;
       }
       // A run of sequence-scope launches goes sequence by sequence, each sequence's
-      // launches in order (the KV write, attention, the split reduction, which pass data
+      // launches in order (attention and its split reduction, which pass data
       // through the sequence's own slice of scratch: Scratch::row_bytes). In a launch
       // graph each sequence is a branch, so the sequences' launches may run concurrently.
       size_t j = i;
