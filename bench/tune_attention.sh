@@ -17,6 +17,9 @@ mode=${1:?usage: $0 prepare|run [build-dir]}
 build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-attn
+export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+# shellcheck source=bench/ptx_tune_lib.sh
+. "$src/bench/ptx_tune_lib.sh"
 # name | gen_quant_kernels.py --variant attn: parameters (the first: what ships)
 VARIANTS=(
   "ship|"
@@ -28,22 +31,15 @@ VARIANTS=(
 )
 case $mode in
 prepare)
-  export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
   rm -rf "$dir" && mkdir -p "$dir/bin"
-  g++ -std=c++20 -O2 -I"$CUDA_ROOT/include" -I"$src/test/gpu" -I"$src" "$src"/test/gpu/ptx_check.cpp \
-    "$src"/test/gpu/cases*.cpp -o "$dir/bin/swz-ptx-check" -L"$CUDA_ROOT/lib64/stubs" -lcuda \
-    -static-libstdc++ -static-libgcc
+  build_ptx_check "$dir/bin/swz-ptx-check"
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r name params <<< "$v"
     mkdir -p "$dir/$name"
     python3 "$src/codegen/kernels/gen_quant_kernels.py" --variant "attn:$params" --out "$dir/$name/v.mlir"
-    "$build/compiler/tools/swizzle-opt" "$dir/$name/v.mlir" \
-      -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
-      -swz-extract-kernels=output-dir="$dir/$name" -o /dev/null 2> /dev/null
+    compile_ptx "$dir/$name/v.mlir" "$dir/$name"
     rm "$dir/$name/v.mlir"
-    regs=$("$CUDA_ROOT/bin/ptxas" -arch=sm_90 -v "$dir/$name/swz_attention_decode.ptx" -o /dev/null 2>&1 |
-           grep -A3 "entry function 'flash_decode_f16kv_hd128'" | tr '\n' ' ' |
-           sed -E 's/.* ([0-9]+) bytes spill stores.* Used ([0-9]+) registers.*/\2 registers, \1 B spilled/')
+    regs=$(ptx_regs "$dir/$name/swz_attention_decode.ptx" flash_decode_f16kv_hd128)
     echo "$name|$params|$regs" >> "$dir/variants.txt"
     printf '%-8s %-28s %s\n' "$name" "$params" "$regs"
   done

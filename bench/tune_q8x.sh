@@ -29,6 +29,9 @@ mode=${1:?usage: $0 prepare|run [build-dir]}
 build=${2:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=$build/gpu-tune
+export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+# shellcheck source=bench/ptx_tune_lib.sh
+. "$src/bench/ptx_tune_lib.sh"
 VARIANTS=(
   "q4k-ship|q4_k|rpw=2|8"
   "q80-ship|q8_0|rpw=1|4"
@@ -52,22 +55,15 @@ entry_of() { [ "$1" = f16 ] && echo matmul_f16_mma || echo "matmul_$1_q8x"; }
 ptx_of() { [ "$1" = f16 ] && echo swz_gemv_f16_mma.ptx || echo swz_gemv_q8x.ptx; }
 case $mode in
 prepare)
-  export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
   rm -rf "$dir" && mkdir -p "$dir/bin"
-  g++ -std=c++20 -O2 -I"$CUDA_ROOT/include" -I"$src/test/gpu" -I"$src" "$src"/test/gpu/ptx_check.cpp \
-    "$src"/test/gpu/cases*.cpp -o "$dir/bin/swz-ptx-check" -L"$CUDA_ROOT/lib64/stubs" -lcuda \
-    -static-libstdc++ -static-libgcc
+  build_ptx_check "$dir/bin/swz-ptx-check"
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r name type params rows <<< "$v"
     mkdir -p "$dir/$name"
     python3 "$src/codegen/kernels/gen_quant_kernels.py" --variant "$type:$params" --out "$dir/$name/v.mlir"
-    "$build/compiler/tools/swizzle-opt" "$dir/$name/v.mlir" -swz-materialize-swizzle \
-      -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
-      -swz-extract-kernels=output-dir="$dir/$name" -o /dev/null 2> /dev/null
+    compile_ptx "$dir/$name/v.mlir" "$dir/$name"
     rm "$dir/$name/v.mlir"
-    regs=$("$CUDA_ROOT/bin/ptxas" -arch=sm_90 -v "$dir/$name/$(ptx_of "$type")" -o /dev/null 2>&1 |
-           grep -A3 "entry function '$(entry_of "$type")'" | tr '\n' ' ' |
-           sed -E 's/.* ([0-9]+) bytes spill stores.* Used ([0-9]+) registers.*/\2 registers, \1 B spilled/')
+    regs=$(ptx_regs "$dir/$name/$(ptx_of "$type")" "$(entry_of "$type")")
     echo "$name|$type|$params|$rows|$regs" >> "$dir/variants.txt"
     printf '%-16s %s\n' "$name" "$regs"
   done
@@ -75,9 +71,7 @@ prepare)
   mkdir -p "$dir/ship-f32"
   cp "$dir/q4k-ship/swz_gemv_q8x.ptx" "$dir/ship-f32/"
   for t in q4_1 q4_k q5_0 q6_k q8_0 f16 f16_mma; do  # (f16_mma: both shipped shapes)
-    "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/gemv_$t.mlir" -swz-materialize-swizzle \
-      -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
-      -swz-extract-kernels=output-dir="$dir/ship-f32" -o /dev/null 2> /dev/null
+    compile_ptx "$src/codegen/kernels/gemv_$t.mlir" "$dir/ship-f32"
   done
   du -sh "$dir" ;;
 run)
