@@ -579,6 +579,9 @@ void bindRmsNorm(const Group &g, const codegen::KernelRef &, const Types &t, Rec
   r.gridSymbols = {{"rows", "T*" + str(W / d)}};
 }
 
+/// The rows' positions (batch scope: each row's, from the launch's first row).
+json positions() { return {{"positions", true}, {"shape", {"T"}}}; }
+
 /// rope_f32(x, positions, head_dim, n_rot, theta, neox): in place on x; grid (T, n_head).
 void bindRope(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const std::string x = g.in(0);
@@ -586,7 +589,7 @@ void bindRope(const Group &g, const codegen::KernelRef &, const Types &t, Record
     g.fail("rope_f32 rotates in place: the op's out must be its input " + x);
   const int64_t hd = g.headDim(), W = g.width(x);
   const int64_t nHead = g.op.contains("n_head") ? g.op.at("n_head").get<int64_t>() : W / hd;
-  r.args = {activation(x, t[0], "T*" + str(W)), {{"positions", true}, {"shape", {"T"}}}, i32(hd),
+  r.args = {activation(x, t[0], "T*" + str(W)), positions(), i32(hd),
             i32(g.op.value("n_rot", hd)), f32(g.attr("theta").get<double>()),
             i32(g.op.value("mode", std::string("norm")) == "neox" ? 1 : 0)};
   r.gridSymbols = {{"T", "T"}, {"n_head", str(nHead)}};
@@ -690,7 +693,6 @@ json blockTable() { return {{"block_table", true}, {"shape", {"ceil(ctx/64)"}}};
 /// (docs/package-format.md, "Bindings").
 json blockTables() { return {{"block_table", true}, {"shape", {"n_seq*table_stride"}}}; }
 json rowTables() { return {{"row_tables", true}, {"shape", {"T"}}}; }
-json positions() { return {{"positions", true}, {"shape", {"T"}}}; }
 
 /// kv_store_f16(k, v, k_cache, v_cache, block_table, row_tables, positions, head_dim)
 /// and rope_kv_store_f16(q, k, v, k_cache, v_cache, block_table, row_tables, head_dim,
