@@ -717,6 +717,7 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens, 1, o.result, o.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
+    CountedUntilWritten counted(res, running);  // a non-streamed answer until it is written
     std::shared_ptr<AnthropicMessages::Prepared> p;
     try {
       if (!running) throw shutting_down_error();

@@ -355,6 +355,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
                            t.result, t.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
+    CountedUntilWritten counted(res, running);  // a non-streamed answer until it is written
     std::shared_ptr<Job> job;
     // Every prompt is admitted here (one admission for its n choices), so that a full
     // queue is a 429 for the whole request before the 200 headers go out (shared: the

@@ -27,8 +27,9 @@ namespace swz::server {
 struct GenerationHooks {
   /// First thing a generation request does, before parsing: counts it as running (the
   /// server's shutdown waits for it, or cuts it) until the returned token is destroyed;
-  /// a stream keeps the token in its content provider. Null once the server is shutting
-  /// down: answer shutting_down_error() (503) instead.
+  /// a stream keeps the token in its content provider, any other answer through a
+  /// CountedUntilWritten. Null once the server is shutting down: answer
+  /// shutting_down_error() (503) instead.
   std::function<std::shared_ptr<void>()> enter;
   /// After admission, before run(): installs the engine's cancel check (the client's
   /// socket closed, or the server is stopping).
@@ -52,6 +53,32 @@ struct GenerationHooks {
   /// A successful answer gets one: non-streamed, seal_response_body + the X-Swizzle-Receipt
   /// header; streamed, its writes go through a ReceiptStream sealed before the end.
   std::shared_ptr<const ReceiptSigner> receipts;
+};
+
+/// Keeps a generation request counted (GenerationHooks::enter's token) until its answer
+/// has been written to the socket, not only until its handler returns: httplib writes a
+/// handler's `res.body` after the handler, and a shutdown that saw the count reach 0
+/// would go on to shut the connections' reads down (Server::shutdown), after which
+/// httplib's writes fail (it checks the peer is alive first) and the client gets no
+/// answer. On destruction (the handler's return) the token moves into the response's
+/// resource releaser, which httplib's ~Response calls once the answer has been written
+/// (or its write failed). A response a content provider writes (a stream) already has
+/// its releaser or holds a copy of the token in the provider: left alone. (httplib
+/// 0.11 puts the plain-body write for fixed-length content providers behind its own
+/// "not stopped" check, so moving the body into one is no way out.)
+class CountedUntilWritten {
+ public:
+  CountedUntilWritten(httplib::Response& res, const std::shared_ptr<void>& token) : res_(res), token_(token) {}
+  CountedUntilWritten(const CountedUntilWritten&) = delete;
+  CountedUntilWritten& operator=(const CountedUntilWritten&) = delete;
+  ~CountedUntilWritten() {
+    if (!token_ || res_.content_provider_ || res_.content_provider_resource_releaser_) return;
+    res_.content_provider_resource_releaser_ = [token = std::move(token_)](bool) {};
+  }
+
+ private:
+  httplib::Response& res_;
+  std::shared_ptr<void> token_;
 };
 
 /// The facts of a receipt for a request that ran the engine: `endpoint` the route

@@ -221,7 +221,7 @@ struct Server::Impl {
     std::optional<Caller> c = keys.resolve(credential);
     if (store && c && !keys.required() && !c->admin) c.reset();
     if (!c) return {};
-    return {true, *c, true, false, "This API key"};
+    return {true, *c, true, false, "This API key", "", true};
   }
 
   /// The ledger identity of a request (already authenticated by the pre-routing handler
@@ -255,6 +255,7 @@ struct Server::Impl {
   void chat_completions(const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<void> running = enter_generation();  // counted until the response is written
+    CountedUntilWritten counted(res, running);
     std::shared_ptr<ChatCompletions::Prepared> p;
     try {
       if (!running) throw shutting_down_error();
