@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Concurrency benchmark (issue 14 item 6): `swizzle-rt serve --parallel N` against llama.cpp's
-server (llama-cpp-python's `python -m llama_cpp.server`) on the same GGUF, same machine, same
-run, servers alternating round by round.
+server on the same GGUF, same machine, same run, servers alternating round by round. The
+peer is llama.cpp's C++ `llama-server --parallel N` (real slots, continuous batching; built
+from the llama.cpp that the newest llama-cpp-python sdist vendors, `--llama-server BIN`)
+or, without one, llama-cpp-python's `python -m llama_cpp.server` (one request at a time).
 
 1. Throughput and TTFT at 1, 2, 4, 8, 16 concurrent streams: N streamed, greedy chat
    completions sent at once (each prompt starts with a unique marker, so no prefix cache
@@ -9,36 +11,42 @@ run, servers alternating round by round.
    the round's wall time (first request sent to last stream finished; the short prompts'
    prefill included). TTFT = request sent to first content token, client side; p50/p99
    over every request of every repetition. The aggregate is the median over --reps rounds.
-2. Inter-token latency while a long prompt arrives: 4 streams generate; once they all
-   produce tokens (or 3 s after the first did), one request with a ~3,000-token prompt
-   (max_tokens 1) arrives. Reported: p50/p99/max of the 4 streams' gaps between
-   consecutive tokens that overlap the window from the long request's send to its first
-   token, and the long prompt's TTFT. Swizzle runs it with chunked prefill
-   (--batch-tokens 64, and the default 512) and without (--batch-tokens 4096 >= the
-   prompt: the whole prompt in one step). Swizzle's streams ask for many tokens and hang
-   up 1 s after the long prompt's first token; llama.cpp's ask for few (itl_peer_max_tokens:
-   it runs them one after another before the long prompt, see below).
+2. Inter-token latency while a long prompt arrives: --itl-streams streams (4) generate;
+   once they all produce tokens (or 3 s after the first did), one request with a
+   --long-tokens prompt (~3,000 tokens; max_tokens 1) arrives. Reported: p50/p99/max of
+   the streams' gaps between consecutive tokens that overlap the window from the long
+   request's send to its first token, and the long prompt's TTFT. Swizzle runs it with
+   each --itl-batch-tokens budget (chunked prefill: 64 and the default 256; >= the
+   prompt: the whole prompt in one step); llama-server at its defaults (-b 2048 -ub 512:
+   up to 2,048 prompt tokens a step beside the decoding slots) and with -b/-ub equal to
+   the smallest swizzle budget. The streams ask for many tokens and hang up 1 s after
+   the long prompt's first token.
 
-llama-cpp-python's server holds one llama.cpp context behind a lock: it serves ONE request
-at a time (no parallel slots: its settings have no n_parallel / slots option; requests wait
-for the lock in arrival order; --interrupt_requests False so a new request waits instead of
-cutting the running stream short). So its N-stream numbers are N requests served one after
-another, and in part 2 the long prompt waits behind the 4 streams (their ITL is its plain
-decode latency). The output says so. llama.cpp's own C++ `llama-server --parallel` (real
-slots, continuous batching) is not built here: llama-cpp-python installs the library only.
+llama-cpp-python's server (the fallback peer) holds one llama.cpp context behind a lock:
+it serves ONE request at a time (requests wait in arrival order; --interrupt_requests
+False), so its N-stream numbers are N requests served one after another and in part 2
+the long prompt waits behind the streams (which then ask for few tokens,
+itl_peer_max_tokens). The output says which peer ran.
 
-Setup (once; bench-only, not in requirements.txt; builds llama.cpp from source):
-  CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install llama-cpp-python uvicorn fastapi \\
-      pydantic-settings sse-starlette 'starlette-context>=0.3.6,<0.4' PyYAML
+Peers (bench-only, not in requirements.txt; both build llama.cpp from source):
+  llama-server: pip download --no-deps --no-binary :all: llama-cpp-python; in its
+      vendor/llama.cpp: cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release [-DGGML_CUDA=ON
+      -DCMAKE_CUDA_ARCHITECTURES=90] (this VM: -DGGML_NATIVE=OFF with AVX2/AVX-512 on and
+      -DGGML_AMX_TILE=OFF: it kills AMX with SIGILL); cmake --build b --target llama-server
+  llama_cpp.server: CMAKE_ARGS="-DGGML_NATIVE=ON" .venv/bin/pip install llama-cpp-python
+      uvicorn fastapi pydantic-settings sse-starlette 'starlette-context>=0.3.6,<0.4' PyYAML
 
 Usage:
   .venv/bin/python bench/bench_concurrency.py [--models smollm2,qwen] [--streams 1,2,4,8,16]
-      [--reps 2] [--threads 2] [--itl-models smollm2] [--itl-batch-tokens 64,512,4096]
-      [--build DIR] [--no-peer] [--json OUT]     (--streams '' runs part 2 only)
+      [--reps 2] [--threads 2] [--itl-models smollm2] [--itl-batch-tokens 64,256,4096]
+      [--llama-server BIN] [--build DIR] [--no-peer] [--json OUT]   (--streams '': part 2 only)
+  GPU (bench/gpu_concurrency.sh runs it on the lent H200): --gpu --models custom
+      --gguf F --package P (an sm_90 package) --max-tokens N --itl-max-tokens N
+      --itl-streams 32 --long-tokens 32000 ...
 Models: smollm2 (the default SmolLM2-135M-Instruct Q4_1; package build/models/smollm2.swz
 or --smollm2-package), qwen (.venv/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf; compiled
-with --build's swizzlec into a temp dir unless --qwen-package). Prints markdown tables and
-writes JSON to bench/results/concurrency-<date>-<commit>.json.
+with --build's swizzlec into a temp dir unless --qwen-package), custom (--gguf, --package).
+Prints markdown tables and writes JSON to bench/results/concurrency-<date>-<commit>.json.
 """
 from __future__ import annotations
 
@@ -69,11 +77,14 @@ TOPICS = ["a lighthouse keeper", "a robot learning to paint", "a dragon who coll
           "a detective in a library", "a train that never stops", "two rival bakers", "a lost astronaut",
           "a clockmaker's apprentice", "a garden on Mars", "a talking cat", "a pirate who fears water",
           "an old map", "a winter festival", "a haunted violin", "a chess tournament"]
-PEER_NOTE = ("llama_cpp.server (llama-cpp-python) serves one request at a time (one context behind a lock, no "
-             "parallel slots): its N-stream rounds run the N requests one after another")
+SERIAL_NOTE = ("llama_cpp.server (llama-cpp-python) serves one request at a time (one context behind a lock, no "
+               "parallel slots): its N-stream rounds run the N requests one after another")
+SLOTS_NOTE = ("llama-server --parallel {np} --kv-unified -c {c} (llama.cpp's C++ server: slots decoded together, "
+              "prompt tokens batched beside them{gpu})")
 
 
 _FIRST_HOOK = None
+IGNORE_EOS = False  # --ignore-eos: every request asks both servers not to stop at an EOG token
 
 
 def percentile(xs, q):
@@ -121,7 +132,8 @@ def itl_run(base: str, long_text: str, max_tokens: int, n_streams: int = 4):
     first_times = []
 
     def streamer(i):
-        results[i] = stream_chat(base, f"[{uuid.uuid4().hex[:8]}] Write a long story about {TOPICS[i]}.", max_tokens, t_ref, stop)
+        results[i] = stream_chat(base, f"[{uuid.uuid4().hex[:8]}] Write a long story about {TOPICS[i % len(TOPICS)]}.",
+                                 max_tokens, t_ref, stop)
 
     threads = [threading.Thread(target=streamer, args=(i,)) for i in range(n_streams)]
     global _FIRST_HOOK
@@ -172,6 +184,8 @@ def stream_chat(base: str, content: str, max_tokens: int, t_ref: float, stop: th
     token; the client hangs up once `stop` is set."""
     body = {"model": "bench", "messages": [{"role": "user", "content": content}], "temperature": 0,
             "max_tokens": max_tokens, "stream": True}
+    if IGNORE_EOS:
+        body["ignore_eos"] = True
     t0 = time.perf_counter()
     times = []
     hook = _FIRST_HOOK
@@ -206,12 +220,13 @@ MODELS = {
     "smollm2": {"gguf": None, "max_tokens": 32, "itl_max_tokens": 1500, "itl_peer_max_tokens": 48},
     "qwen": {"gguf": os.path.join(ROOT, ".venv", "models", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
              "max_tokens": 16, "itl_max_tokens": 800, "itl_peer_max_tokens": 24},
+    "custom": {"gguf": None, "max_tokens": 64, "itl_max_tokens": 2000, "itl_peer_max_tokens": 64},
 }
 
 
-def start_swizzle(build, pkg, ctx, threads, *extra):
+def start_swizzle(rt, pkg, ctx, threads, *extra):
     port = free_port()
-    p = Proc([os.path.join(build, "server", "swizzle-rt"), "serve", pkg, "--host", "127.0.0.1", "--port", str(port),
+    p = Proc([rt, "serve", pkg, "--host", "127.0.0.1", "--port", str(port),
               "-c", str(ctx), "-t", str(threads), "-q", *extra], "swizzle")
     p.base = f"http://127.0.0.1:{port}"
     p.wait_ready(p.base + "/health")
@@ -219,12 +234,30 @@ def start_swizzle(build, pkg, ctx, threads, *extra):
 
 
 def start_llama(gguf, ctx, threads):
+    """The fallback peer: llama-cpp-python's server (one request at a time)."""
     port = free_port()
     p = Proc([sys.executable, os.path.join(ROOT, "bench", "llama_server_noamx.py"), "--model", gguf, "--n_ctx", str(ctx), "--n_threads", str(threads),
               "--n_threads_batch", str(threads), "--n_batch", "512", "--interrupt_requests", "False",
               "--host", "127.0.0.1", "--port", str(port)], "llama.cpp")
     p.base = f"http://127.0.0.1:{port}"
     p.wait_ready(p.base + "/v1/models")
+    return p
+
+
+def llama_server_argv(binary, gguf, ctx_total, parallel, threads, gpu, *extra):
+    """llama-server with `parallel` slots sharing one KV pool of ctx_total tokens (as swizzle's
+    --kv-pages pool is shared), flash attention and every layer on the GPU with --gpu."""
+    argv = [binary, "-m", gguf, "--host", "127.0.0.1", "-c", str(ctx_total), "-np", str(parallel), "--kv-unified",
+            "-t", str(threads), "-tb", str(threads), "--no-webui", "--temp", "0"]
+    argv += ["-ngl", "99", "-fa", "on"] if gpu else ["-ngl", "0"]
+    return argv + list(extra)
+
+
+def start_llama_server(argv):
+    port = free_port()
+    p = Proc(argv + ["--port", str(port)], "llama-server")
+    p.base = f"http://127.0.0.1:{port}"
+    p.wait_ready(p.base + "/health")
     return p
 
 
@@ -237,35 +270,66 @@ def main():
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--itl-models", default="smollm2", help="models of part 2 ('' = none)")
     ap.add_argument("--long-tokens", type=int, default=3000)
-    ap.add_argument("--itl-batch-tokens", default="64,512,4096",
+    ap.add_argument("--itl-batch-tokens", default="64,256,4096",
                     help="swizzle's --batch-tokens for part 2, one run each (>= the prompt: unchunked)")
+    ap.add_argument("--itl-streams", type=int, default=4, help="streams decoding while the long prompt arrives")
+    ap.add_argument("--llama-server", default=os.environ.get("SWZ_LLAMA_SERVER"),
+                    help="llama.cpp's llama-server binary (the peer with slots); without: llama_cpp.server")
+    ap.add_argument("--ignore-eos", action="store_true",
+                    help="requests carry ignore_eos (both servers): random-weight models end their answers early")
+    ap.add_argument("--gpu", action="store_true", help="llama-server on the GPU (-ngl 99 -fa on); --package is a GPU package")
+    ap.add_argument("--gguf", default=None, help="model 'custom': its GGUF")
+    ap.add_argument("--package", default=None, help="model 'custom': its package")
+    ap.add_argument("--max-tokens", type=int, default=None, help="override the model's max_tokens of part 1")
+    ap.add_argument("--itl-max-tokens", type=int, default=None, help="override the model's stream length of part 2")
     ap.add_argument("--parallel", type=int, default=16)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--swizzle-rt", default=None, help="the swizzle-rt binary (default: BUILD/server/swizzle-rt)")
     ap.add_argument("--smollm2-package", default=None)
     ap.add_argument("--qwen-package", default=None)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    global IGNORE_EOS
+    IGNORE_EOS = args.ignore_eos
     streams = [int(x) for x in args.streams.split(",") if x]
-    MODELS["smollm2"]["gguf"] = models.default_gguf()
+    rt = args.swizzle_rt or os.path.join(args.build, "server", "swizzle-rt")
+    if "smollm2" in args.models.split(","):
+        MODELS["smollm2"]["gguf"] = models.default_gguf()
+    MODELS["custom"]["gguf"] = args.gguf
+    slots = bool(args.llama_server)
+    # Swizzle's KV pool defaults to room for 4 full contexts; llama-server gets the same.
+    peer_ctx = 4 * args.ctx
+    peer_note = (SLOTS_NOTE.format(np=args.parallel, c=peer_ctx, gpu=", -ngl 99 -fa on" if args.gpu else "") if slots
+                 else SERIAL_NOTE)
+    peer_name = "llama-server" if slots else "llama.cpp (serial)"
     tmp = tempfile.mkdtemp(prefix="bench-conc-")
     out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                     text=True).stdout.strip(),
            "machine": f"{platform.machine()} {os.cpu_count()} cores", "loadavg_start": os.getloadavg(),
            "threads": args.threads, "ctx": args.ctx, "parallel": args.parallel, "reps": args.reps,
-           "peer_note": PEER_NOTE, "models": {}}
-    print(f"note: {PEER_NOTE}", file=sys.stderr)
+           "peer": peer_name, "peer_note": peer_note, "gpu": args.gpu, "models": {}}
+    print(f"note: {peer_note}", file=sys.stderr)
     try:
         import importlib.metadata
         out["llama_cpp_python"] = importlib.metadata.version("llama_cpp_python")
     except Exception:  # noqa: BLE001
         out["llama_cpp_python"] = None
+    if slots:
+        v = subprocess.run([args.llama_server, "--version"], capture_output=True, text=True)
+        out["llama_server"] = {"binary": args.llama_server, "version": (v.stdout + v.stderr).strip()[-300:]}
     for name in args.models.split(","):
-        cfg = MODELS[name]
+        cfg = dict(MODELS[name])
+        if args.max_tokens:
+            cfg["max_tokens"] = args.max_tokens
+        if args.itl_max_tokens:
+            cfg["itl_max_tokens"] = cfg["itl_peer_max_tokens"] = args.itl_max_tokens
         gguf = cfg["gguf"]
-        pkg = getattr(args, f"{name}_package")
+        if not gguf:
+            raise SystemExit(f"model {name}: no GGUF (--gguf)")
+        pkg = args.package if name == "custom" else getattr(args, f"{name}_package")
         if name == "smollm2" and not pkg and os.path.isdir(os.path.join(args.build, "models", "smollm2.swz")):
             pkg = os.path.join(args.build, "models", "smollm2.swz")
         if not pkg:
@@ -276,9 +340,11 @@ def main():
         out["models"][name] = res
         servers = {}
         try:
-            servers["swizzle"] = start_swizzle(args.build, pkg, args.ctx, args.threads, "--parallel", str(args.parallel))
+            servers["swizzle"] = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel))
+            peer_argv = llama_server_argv(args.llama_server, gguf, peer_ctx, args.parallel, args.threads, args.gpu) \
+                if slots else None
             if not args.no_peer:
-                servers["llama.cpp"] = start_llama(gguf, args.ctx, args.threads)
+                servers["llama.cpp"] = start_llama_server(peer_argv) if slots else start_llama(gguf, args.ctx, args.threads)
             for srv in servers.values() if streams else []:  # warm-up (page faults, first allocations)
                 round_of(srv.base, 2, 8)
             for n in streams:
@@ -302,18 +368,32 @@ def main():
                 servers["swizzle"].stop()
                 del servers["swizzle"]
                 configs = [(f"swizzle bt={bt} ({'unchunked' if int(bt) >= n_long else 'chunked'}"
-                            f"{', default' if bt == '512' else ''})", ["--batch-tokens", bt])
+                            f"{', default' if bt == '256' else ''})", ["--batch-tokens", bt])
                            for bt in args.itl_batch_tokens.split(",")]
                 for label, extra in configs:
-                    srv = start_swizzle(args.build, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *extra)
+                    srv = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *extra)
                     try:
                         round_of(srv.base, 2, 8)
-                        res["itl"][label] = itl_run(srv.base, long_text, cfg["itl_max_tokens"])
+                        res["itl"][label] = itl_run(srv.base, long_text, cfg["itl_max_tokens"], args.itl_streams)
                     finally:
                         srv.stop()
                     print(f"{name} itl {label}: {res['itl'][label]}", file=sys.stderr)
-                if "llama.cpp" in servers:
-                    res["itl"]["llama.cpp (serial)"] = itl_run(servers["llama.cpp"].base, long_text, cfg["itl_peer_max_tokens"])
+                if "llama.cpp" in servers and slots:
+                    # At its defaults (the server already running), then with prompt batches
+                    # as small as swizzle's smallest budget.
+                    small = min(int(bt) for bt in args.itl_batch_tokens.split(","))
+                    for label, extra in [("llama-server (defaults: -b 2048 -ub 512)", None),
+                                         (f"llama-server -b {small} -ub {small}", ["-b", str(small), "-ub", str(small)])]:
+                        if extra:
+                            servers["llama.cpp"].stop()
+                            servers["llama.cpp"] = start_llama_server(peer_argv + extra)
+                        round_of(servers["llama.cpp"].base, 2, 8)
+                        res["itl"][label] = itl_run(servers["llama.cpp"].base, long_text, cfg["itl_max_tokens"],
+                                                    args.itl_streams)
+                        print(f"{name} itl {label}: {res['itl'][label]}", file=sys.stderr)
+                elif "llama.cpp" in servers:
+                    res["itl"]["llama.cpp (serial)"] = itl_run(servers["llama.cpp"].base, long_text, cfg["itl_peer_max_tokens"],
+                                                               args.itl_streams)
                     print(f"{name} itl llama.cpp: {res['itl']['llama.cpp (serial)']}", file=sys.stderr)
         finally:
             for srv in servers.values():
@@ -325,27 +405,30 @@ def main():
         peer = any("llama.cpp" in v for v in res["throughput"].values())
         if not res["throughput"]:
             print("(no throughput rounds: --streams '')")
-        print("| streams | swizzle tok/s | swizzle TTFT p50 / p99 s |" +
-              (" llama.cpp tok/s | llama.cpp TTFT p50 / p99 s | tok/s ratio | TTFT p99 ratio (llama/swz) |" if peer else ""))
+        print(f"| streams | swizzle tok/s | swizzle TTFT p50 / p99 s |" +
+              (f" {peer_name} tok/s | {peer_name} TTFT p50 / p99 s | tok/s ratio | TTFT p99 ratio (peer/swz) |"
+               if peer else ""))
         print("|---|---|---|" + ("---|---|---|---|" if peer else ""))
+        num = lambda x, f=".3f": format(x, f) if x is not None else "-"  # noqa: E731
+        ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "-"  # noqa: E731
         for n, v in res["throughput"].items():
             sw = v["swizzle"]
-            line = f"| {n} | {sw['tok_s_median']:.1f} | {sw['ttft_p50_s']:.3f} / {sw['ttft_p99_s']:.3f} |"
+            line = f"| {n} | {sw['tok_s_median']:.1f} | {num(sw['ttft_p50_s'])} / {num(sw['ttft_p99_s'])} |"
             if peer:
                 lc = v["llama.cpp"]
-                line += (f" {lc['tok_s_median']:.1f} | {lc['ttft_p50_s']:.3f} / {lc['ttft_p99_s']:.3f} |"
-                         f" {sw['tok_s_median'] / lc['tok_s_median']:.2f}x | {lc['ttft_p99_s'] / sw['ttft_p99_s']:.2f}x |")
+                line += (f" {lc['tok_s_median']:.1f} | {num(lc['ttft_p50_s'])} / {num(lc['ttft_p99_s'])} |"
+                         f" {ratio(sw['tok_s_median'], lc['tok_s_median'])} | {ratio(lc['ttft_p99_s'], sw['ttft_p99_s'])} |")
             print(line)
         if res["itl"]:
-            print(f"\nITL of 4 streams while a {res.get('long_prompt_tokens')}-token prompt arrives:\n")
+            print(f"\nITL of {args.itl_streams} streams while a {res.get('long_prompt_tokens')}-token prompt arrives:\n")
             print("| server | ITL p50 / p99 / max in window ms | gaps | window s | long TTFT s | ITL p50 / p99 whole run ms |")
             print("|---|---|---|---|---|---|")
             for label, r in res["itl"].items():
                 f = lambda x: f"{x * 1000:.1f}" if x is not None else "-"  # noqa: E731
                 print(f"| {label} | {f(r['itl_window_p50_s'])} / {f(r['itl_window_p99_s'])} / {f(r['itl_window_max_s'])} |"
-                      f" {r['gaps_in_window']} | {r['window_s']:.2f} | {r['long_ttft_s']:.2f} |"
+                      f" {r['gaps_in_window']} | {r['window_s']:.2f} | {num(r['long_ttft_s'], '.2f')} |"
                       f" {f(r['itl_all_p50_s'])} / {f(r['itl_all_p99_s'])} |")
-    print(f"\nnote: {PEER_NOTE}")
+    print(f"\nnote: {peer_note}")
     path = args.json or os.path.join(ROOT, "bench", "results",
                                      f"concurrency-{out['date'][:10]}-{out['commit']}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -21,6 +21,9 @@
 #                                                 # the decode step (SWZ_NCU_DEPTH=D: at a
 #                                                 # D-token context)
 #   bench/gpu_speed.sh run [build-dir] ncu-prefill  # there, while warm: our 7B pp512 pass
+#   bench/gpu_speed.sh run [build-dir] concurrency [MODEL]  # there, while warm: the
+#                                                 # servers side by side (swizzle-rt serve
+#                                                 # against llama-server --parallel; issue 14)
 #
 # (several calls because a call may run 10 minutes; the machine keeps /tmp and the GGUFs
 # while it stays warm between them. Carry <build-dir>/gpu-speed in the first call only:
@@ -29,7 +32,7 @@
 # bench/gpu_e2e.sh (swizzle-rt, swizzlec for synth, swz-bench, swz-backend-compare), the cpu
 # and sm_90 packages of each model (compiled here from GGUFs synthesised here and deleted
 # again), llama.cpp's source from the newest llama-cpp-python sdist on PyPI, trimmed to
-# what a CUDA build of llama-bench and llama-batched-bench needs (no models/, docs/,
+# what a CUDA build of llama-bench, llama-batched-bench and llama-server needs (no models/, docs/,
 # other backends, tests, examples but lookup, web UI), and the `gguf` wheel (weight bytes and FLOPs
 # for the roofline).
 #
@@ -141,18 +144,29 @@ prepare)
   tar -xzf "$tmp"/llama_cpp_python-*.tar.gz -C "$tmp"
   lc=$(echo "$tmp"/llama_cpp_python-*/vendor/llama.cpp)
   basename "$tmp"/llama_cpp_python-*.tar.gz > "$dir/LLAMA_CPP_SOURCE"
+  # (scripts/: only ui-assets.cmake, which llama-server's ui target runs even without the web UI)
+  mv "$lc/scripts/ui-assets.cmake" "$tmp/"
   rm -rf "$lc"/{models,docs,media,tests,benches,conversion,gguf-py,scripts,pocs,skills,ci,grammars,requirements}
+  mkdir "$lc/scripts" && mv "$tmp/ui-assets.cmake" "$lc/scripts/"
   # examples: only lookup (llama-lookup, its prompt-lookup decoding: edit256's peer)
   (cd "$lc/examples" && for e in *; do [ "$e" = lookup ] || rm -rf "$e"; done)
   printf 'llama_add_compile_flags()\nadd_subdirectory(lookup)\n' > "$lc/examples/CMakeLists.txt"
   mkdir "$lc/pocs" && : > "$lc/pocs/CMakeLists.txt"  # added beside examples/
   (cd "$lc/ggml/src" && for b in ggml-*/; do case $b in ggml-cpu/|ggml-cuda/) ;; *) rm -rf "$b" ;; esac; done)
-  (cd "$lc/tools" && for t in */; do case $t in llama-bench/|batched-bench/) ;; *) rm -rf "$t" ;; esac; done)
-  printf 'llama_add_compile_flags()\nadd_subdirectory(batched-bench)\nadd_subdirectory(llama-bench)\n' > "$lc/tools/CMakeLists.txt"
+  # tools: the two benches and llama-server (with the libraries it links: ui, built
+  # without its web assets, and mtmd), the peer of `concurrency`
+  (cd "$lc/tools" && for t in */; do case $t in llama-bench/|batched-bench/|server/|ui/|mtmd/) ;; *) rm -rf "$t" ;; esac; done)
+  printf 'llama_add_compile_flags()\nadd_subdirectory(batched-bench)\nadd_subdirectory(llama-bench)\nadd_subdirectory(ui)\nadd_subdirectory(mtmd)\nadd_subdirectory(server)\n' \
+    > "$lc/tools/CMakeLists.txt"
   tar -czf "$dir/llama.cpp.tar.gz" -C "$(dirname "$lc")" llama.cpp
   rm -rf "$tmp"
   "$src/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$dir/wheels" \
     "$(grep -E '^gguf==' "$src/requirements.txt" || echo gguf)"
+  # requests and its dependencies (pure Python) for bench_concurrency.py, in case the
+  # machine's Python lacks them
+  "$src/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: -d "$dir/wheels/http" requests urllib3 idna certifi
+  "$src/.venv/bin/python" -m pip download -q --no-deps --only-binary=:all: --platform any --python-version 3.8 \
+    --implementation py --abi none -d "$dir/wheels/http" charset-normalizer
   git -C "$src" rev-parse --short HEAD > "$dir/COMMIT"
   realpath "$dir" > "$dir/ORIGIN"
   du -sh "$dir" ;;
@@ -164,7 +178,7 @@ run)
   work=/tmp/swz-speed
   out=${OUT:-$dir/out}
   mkdir -p "$work" "$out"
-  trap 'tar -czf "$out/logs.tgz" -C "$work" . 2>/dev/null; cp "$work"/speed.json "$work"/*.md "$out/" 2>/dev/null' EXIT
+  trap 'tar -czf "$out/logs.tgz" -C "$work" . 2>/dev/null; cp "$work"/speed.json "$work"/concurrency.json "$work"/*.md "$out/" 2>/dev/null' EXIT
   here=$(realpath "$dir")
   origin=$(cat "$dir/ORIGIN")
   if [ "$origin" != "$here" ]; then mkdir -p "$(dirname "$origin")" && ln -sfn "$here" "$origin"; fi
@@ -207,8 +221,10 @@ run)
       rm -rf $lcb && mkdir -p $lcb && tar -xzf "$here/llama.cpp.tar.gz" -C $lcb
       setsid nohup bash -c "cd $lcb && cmake -S llama.cpp -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > build.log 2>&1 && \
-        nice cmake --build b --target llama-bench llama-batched-bench llama-lookup -j $nproc >> build.log 2>&1; echo \$? > done" \
+        -DLLAMA_BUILD_SERVER=ON -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+        > build.log 2>&1 && \
+        nice cmake --build b --target llama-bench llama-batched-bench llama-lookup llama-server -j $nproc >> build.log 2>&1; \
+        echo \$? > done" \
         > /dev/null 2>&1 < /dev/null &
     fi
     check_models
@@ -271,7 +287,32 @@ run)
     python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-prefill-swz-$big.csv" argmax_reduce | tee "$work/ncu-prefill-swz-$big.md"
     exit 0
   fi
-  [ "$what" = time ] || { echo "run: check, time, ncu or ncu-prefill" >&2; exit 2; }
+  if [ "$what" = concurrency ]; then
+    # Issue 14 item 6 on the GPU: `swizzle-rt serve` on the sm_90 package against
+    # llama-server --parallel (CUDA, -ngl 99 -fa on, one unified KV pool of the same size:
+    # 4 contexts) on the same GGUF: aggregate decode and TTFT at 1..32 streams, then the
+    # ITL of 32 streams while a ~31k-token prompt arrives (the model's context is 32k),
+    # swizzle at --batch-tokens 64 / 256 (default) / unchunked, llama-server at its
+    # defaults and at -b 64. bench/bench_concurrency.py does the work; its JSON and table
+    # come back as concurrency.json / concurrency.md. MODEL (4th argument) defaults to the
+    # 7B shape; SWZ_CONC_STREAMS, SWZ_CONC_REPS, SWZ_CONC_LONG override the row set.
+    m=${4:-$big}
+    [ "$(cat "$here/models/$m.verdict" 2>/dev/null)" = 0 ] || { echo "$m: no passing correctness verdict here (run check first)"; exit 1; }
+    [ -x "$lcb/b/bin/llama-server" ] || { echo "llama-server was not built on this machine (run check first)"; exit 1; }
+    python3 -c "import requests" 2>/dev/null || {
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-http "$here"/wheels/http/*.whl &&
+        export PYTHONPATH=/tmp/site-http${PYTHONPATH:+:$PYTHONPATH}; }
+    python3 "$src/bench/bench_concurrency.py" --gpu --models custom --gguf "$here/models/$m.gguf" \
+      --package "$here/models/$m-sm_90.swz" --llama-server "$lcb/b/bin/llama-server" --swizzle-rt "$bin/swizzle-rt" \
+      --streams "${SWZ_CONC_STREAMS:-1,2,4,8,16,32}" --reps "${SWZ_CONC_REPS:-3}" --threads 8 --ctx 32768 --parallel 33 \
+      --max-tokens 64 --ignore-eos --itl-models custom --itl-streams 32 --long-tokens "${SWZ_CONC_LONG:-31000}" \
+      --itl-max-tokens 3000 --itl-batch-tokens 64,256,32768 --json "$work/concurrency.json" 2> "$work/concurrency.log" \
+      | tee "$work/concurrency.md"
+    rc=${PIPESTATUS[0]}
+    tail -n 20 "$work/concurrency.log"
+    exit "$rc"
+  fi
+  [ "$what" = time ] || { echo "run: check, time, concurrency, ncu or ncu-prefill" >&2; exit 2; }
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
   # Models without a verdict are checked now: after a call that carried
   # <build-dir>/gpu-speed again (it replaces the GGUFs and verdicts: seconds, the GGUFs

@@ -351,6 +351,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
     }
   }
   if (const json* v = json_field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
+  if (const json* v = json_field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");     // extension
   if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;                           // extension
   parse_tools(body, r);
   reject_unsupported(body);
@@ -476,6 +477,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
   p.gen.max_tokens = p.req.max_tokens.value_or(-1);
   p.gen.sampling = p.req.sampling;
   p.gen.speculative = p.req.speculative;
+  p.gen.ignore_eos = p.req.ignore_eos;
   p.gen.logprobs = p.req.logprobs;
   p.gen.grammar = p.req.grammar;
   if (scope) scope(p.gen);

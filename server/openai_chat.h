@@ -34,6 +34,7 @@ struct ChatRequest {
   bool include_usage = false;                     ///< stream_options.include_usage
   std::vector<std::string> stop;                  ///< up to 4 non-empty sequences
   std::optional<bool> speculative;                ///< extension: speculative decoding on/off (absent: server default)
+  bool ignore_eos = false;                        ///< extension (vLLM, llama-server): EOG tokens do not stop the answer
   std::vector<engine::ToolDefinition> tools;      ///< `tools` (type function); cleared for tool_choice "none"
   bool parse_tool_calls = false;                  ///< tools offered and tool_choice != none
   bool parallel_tool_calls = true;                ///< false: generation stops after the first call

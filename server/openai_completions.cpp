@@ -104,6 +104,7 @@ CompletionsRequest parse_completions_request(std::string_view body_text) {
   r.include_usage = c.include_usage;
   r.n = c.n;
   r.speculative = c.speculative;
+  r.ignore_eos = c.ignore_eos;
   r.output_chosen = json_field(body, "response_format") != nullptr;
   if (r.output_chosen)  // key order kept for the schema's properties
     r.grammar = openai_response_format(nlohmann::ordered_json::parse(body_text)["response_format"]);
@@ -167,6 +168,7 @@ std::shared_ptr<Job> prepare(engine::Engine& engine, std::string_view body, bool
                      "invalid_request_error", "prompt", "context_length_exceeded");
     c.gen.max_tokens = job->req.max_tokens;
     c.gen.speculative = job->req.speculative;
+    c.gen.ignore_eos = job->req.ignore_eos;
     c.gen.grammar = job->req.grammar;
     c.gen.logprobs = job->req.logprobs;
     c.gen.prompt_logprobs = job->req.echo && job->req.logprobs >= 0;

@@ -41,6 +41,7 @@ struct CompletionsRequest {
   int n = 1;                          ///< choices per prompt, 1..kMaxChoices
   int logprobs = -1;                  ///< -1: none; 0..5 alternatives per position (legacy integer `logprobs`)
   std::optional<bool> speculative;    ///< extension, as chat
+  bool ignore_eos = false;            ///< extension, as chat (vLLM, llama-server)
   /// `response_format` as on chat (structured_output.h): the grammar of every choice; null: text.
   std::shared_ptr<const grammar::Grammar> grammar;
   /// `response_format` was sent (any type, "text" included). False: the route's default

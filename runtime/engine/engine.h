@@ -192,6 +192,12 @@ struct GenerateRequest {
   /// with n = 1 and that seed would get. Engine::run_choices() runs them; run() needs n = 1.
   /// 1..kMaxChoices.
   int n = 1;
+  /// End-of-generation tokens do not end the answer (vLLM's and llama-server's
+  /// `ignore_eos`): each is emitted as a generated token (its piece as text) and counted,
+  /// and only max_tokens, stop sequences, a grammar's end or the context's end stop
+  /// generation. For benchmarks on random-weight models, whose greedy answers hit an EOG
+  /// token after a few tokens.
+  bool ignore_eos = false;
 };
 
 /// The most choices GenerateRequest::n may ask for.

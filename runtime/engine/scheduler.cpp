@@ -749,7 +749,7 @@ void Scheduler::fail(Seq& s, std::exception_ptr e) {
 
 bool Scheduler::emit(Seq& s, int32_t t, const float* row, bool& emitted) {
   emitted = false;
-  if (hooks_.is_eog(t)) {
+  if (!s.req.ignore_eos && hooks_.is_eog(t)) {
     finish(s, FinishReason::Stop);
     return false;
   }

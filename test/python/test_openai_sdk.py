@@ -61,9 +61,10 @@ def test_non_stream_response_shape_usage_and_headers(client):
     choice = r.choices[0]
     assert choice.message.role == "assistant"
     assert isinstance(choice.message.content, str) and choice.message.content.strip()
-    assert choice.finish_reason in ("stop", "length")
     u = r.usage
     assert u.prompt_tokens > 0 and 0 < u.completion_tokens <= 24
+    # "length" exactly when the answer used all of max_tokens (greedy: no other way to end)
+    assert choice.finish_reason == ("length" if u.completion_tokens == 24 else "stop"), (choice.finish_reason, u)
     assert u.total_tokens == u.prompt_tokens + u.completion_tokens
     cached = u.prompt_tokens_details.cached_tokens
     assert 0 <= cached <= u.prompt_tokens
@@ -104,6 +105,25 @@ def test_max_tokens_gives_length(client):
     r = client.chat.completions.create(model="m", messages=msgs("Write a long story about a dragon."),
                                        temperature=0, max_tokens=2, max_completion_tokens=5)
     assert r.usage.completion_tokens == 5
+
+
+def test_ignore_eos_generates_past_the_end_of_the_answer(client):
+    """`ignore_eos` (the vLLM / llama-server extension): the end-of-generation token the
+    greedy answer ends with is generated like any other token, so the answer runs on to
+    max_tokens; up to that token the text is the plain answer's."""
+    kw = dict(model="m", messages=msgs(PROMPTS[0]), temperature=0)
+    plain = client.chat.completions.create(max_tokens=200, **kw)
+    assert plain.choices[0].finish_reason == "stop", plain
+    k = plain.usage.completion_tokens
+    longer = client.chat.completions.create(max_tokens=k + 8, extra_body={"ignore_eos": True}, **kw)
+    assert longer.choices[0].finish_reason == "length"
+    assert longer.usage.completion_tokens == k + 8
+    assert longer.choices[0].message.content.startswith(plain.choices[0].message.content)
+    assert len(longer.choices[0].message.content) > len(plain.choices[0].message.content)
+    text, finish, usage, _ = stream_text(client, max_tokens=k + 8, extra_body={"ignore_eos": True}, **kw)
+    assert (text, finish, usage.completion_tokens) == (longer.choices[0].message.content, "length", k + 8)
+    with pytest.raises(openai.BadRequestError, match="ignore_eos"):
+        client.chat.completions.create(max_tokens=4, extra_body={"ignore_eos": "yes"}, **kw)
 
 
 def test_seed_makes_sampling_reproducible(client):
