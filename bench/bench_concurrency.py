@@ -275,6 +275,7 @@ def main():
     ap.add_argument("--itl-streams", type=int, default=4, help="streams decoding while the long prompt arrives")
     ap.add_argument("--llama-server", default=os.environ.get("SWZ_LLAMA_SERVER"),
                     help="llama.cpp's llama-server binary (the peer with slots); without: llama_cpp.server")
+    ap.add_argument("--swizzle-args", default="", help="more swizzle-rt serve arguments (e.g. --no-spec), space-separated")
     ap.add_argument("--ignore-eos", action="store_true",
                     help="requests carry ignore_eos (both servers): random-weight models end their answers early")
     ap.add_argument("--gpu", action="store_true", help="llama-server on the GPU (-ngl 99 -fa on); --package is a GPU package")
@@ -295,6 +296,7 @@ def main():
     IGNORE_EOS = args.ignore_eos
     streams = [int(x) for x in args.streams.split(",") if x]
     rt = args.swizzle_rt or os.path.join(args.build, "server", "swizzle-rt")
+    swz_extra = args.swizzle_args.split()
     if "smollm2" in args.models.split(","):
         MODELS["smollm2"]["gguf"] = models.default_gguf()
     MODELS["custom"]["gguf"] = args.gguf
@@ -309,7 +311,7 @@ def main():
            "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                     text=True).stdout.strip(),
            "machine": f"{platform.machine()} {os.cpu_count()} cores", "loadavg_start": os.getloadavg(),
-           "threads": args.threads, "ctx": args.ctx, "parallel": args.parallel, "reps": args.reps,
+           "threads": args.threads, "swizzle_args": args.swizzle_args, "ignore_eos": args.ignore_eos, "ctx": args.ctx, "parallel": args.parallel, "reps": args.reps,
            "peer": peer_name, "peer_note": peer_note, "gpu": args.gpu, "models": {}}
     print(f"note: {peer_note}", file=sys.stderr)
     try:
@@ -340,7 +342,7 @@ def main():
         out["models"][name] = res
         servers = {}
         try:
-            servers["swizzle"] = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel))
+            servers["swizzle"] = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *swz_extra)
             peer_argv = llama_server_argv(args.llama_server, gguf, peer_ctx, args.parallel, args.threads, args.gpu) \
                 if slots else None
             if not args.no_peer:
@@ -371,7 +373,7 @@ def main():
                             f"{', default' if bt == '256' else ''})", ["--batch-tokens", bt])
                            for bt in args.itl_batch_tokens.split(",")]
                 for label, extra in configs:
-                    srv = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *extra)
+                    srv = start_swizzle(rt, pkg, args.ctx, args.threads, "--parallel", str(args.parallel), *swz_extra, *extra)
                     try:
                         round_of(srv.base, 2, 8)
                         res["itl"][label] = itl_run(srv.base, long_text, cfg["itl_max_tokens"], args.itl_streams)

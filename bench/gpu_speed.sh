@@ -295,7 +295,11 @@ run)
     # swizzle at --batch-tokens 64 / 256 (default) / unchunked, llama-server at its
     # defaults and at -b 64. bench/bench_concurrency.py does the work; its JSON and table
     # come back as concurrency.json / concurrency.md. MODEL (4th argument) defaults to the
-    # 7B shape; SWZ_CONC_STREAMS, SWZ_CONC_REPS, SWZ_CONC_LONG override the row set.
+    # 7B shape; SWZ_CONC_STREAMS ('' = part 2 only), SWZ_CONC_REPS, SWZ_CONC_LONG,
+    # SWZ_CONC_ITL=0 (part 1 only) and SWZ_CONC_ITL_BT override the row set (the whole set
+    # may not fit one 10-minute call: run the two parts as two calls). The requests carry
+    # ignore_eos and swizzle runs --no-spec: a random-weight model's greedy answer repeats
+    # one token, which prompt lookup would draft perfectly (llama-server does not speculate).
     m=${4:-$big}
     [ "$(cat "$here/models/$m.verdict" 2>/dev/null)" = 0 ] || { echo "$m: no passing correctness verdict here (run check first)"; exit 1; }
     [ -x "$lcb/b/bin/llama-server" ] || { echo "llama-server was not built on this machine (run check first)"; exit 1; }
@@ -304,9 +308,10 @@ run)
         export PYTHONPATH=/tmp/site-http${PYTHONPATH:+:$PYTHONPATH}; }
     python3 "$src/bench/bench_concurrency.py" --gpu --models custom --gguf "$here/models/$m.gguf" \
       --package "$here/models/$m-sm_90.swz" --llama-server "$lcb/b/bin/llama-server" --swizzle-rt "$bin/swizzle-rt" \
-      --streams "${SWZ_CONC_STREAMS:-1,2,4,8,16,32}" --reps "${SWZ_CONC_REPS:-3}" --threads 8 --ctx 32768 --parallel 33 \
-      --max-tokens 64 --ignore-eos --itl-models custom --itl-streams 32 --long-tokens "${SWZ_CONC_LONG:-31000}" \
-      --itl-max-tokens 3000 --itl-batch-tokens 64,256,32768 --json "$work/concurrency.json" 2> "$work/concurrency.log" \
+      --streams "${SWZ_CONC_STREAMS-1,2,4,8,16,32}" --reps "${SWZ_CONC_REPS:-3}" --threads 8 --ctx 32768 --parallel 33 \
+      --max-tokens 64 --ignore-eos --swizzle-args=--no-spec --itl-models "$([ "${SWZ_CONC_ITL:-1}" = 1 ] && echo custom)" \
+      --itl-streams 32 --long-tokens "${SWZ_CONC_LONG:-31000}" --itl-max-tokens 3000 \
+      --itl-batch-tokens "${SWZ_CONC_ITL_BT:-64,256,32768}" --json "$work/concurrency.json" 2> "$work/concurrency.log" \
       | tee "$work/concurrency.md"
     rc=${PIPESTATUS[0]}
     tail -n 20 "$work/concurrency.log"

@@ -104,9 +104,14 @@ void addByteVocab(GgufWriter &w, int nVocab) {
     tokens.push_back(special);
     types.push_back(3);
   }
+  // The rest are NORMAL tokens that read as words, " w<id>" ("Ġ" is GPT-2's byte-level
+  // form of the space). No merge builds them, so prompts still tokenize to bytes; but a
+  // random-weight model's greedy answer, which lands on them almost always, is visible
+  // text to a client (were they UNUSED tokens, their pieces would be empty and a server
+  // benchmark would count no tokens).
   for (int i = static_cast<int>(tokens.size()); i < nVocab; ++i) {
-    tokens.push_back("<|unused_" + std::to_string(i) + "|>");
-    types.push_back(5);
+    tokens.push_back("\xC4\xA0w" + std::to_string(i));
+    types.push_back(1);
   }
   w.setKV("tokenizer.ggml.model", ggufString("gpt2"));
   w.setKV("tokenizer.ggml.pre", ggufString("gpt-2")); // llama.cpp: LLAMA_VOCAB_PRE_TYPE_GPT2
