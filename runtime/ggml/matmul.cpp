@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -94,13 +95,14 @@ Plan make_plan(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_o
     p.R = tile_override.first;
     p.T = tile_override.second;
   } else if (n_tokens <= p.T) {
-    // One token tile (decode, small speculative batches): every weight byte is read once,
-    // so the matmul is bound by streaming weights from DRAM. One weight row per tile keeps
-    // that a single sequential stream the hardware prefetcher follows; R interleaved rows
-    // are R streams of one row each (a few hundred bytes), too short for it to lock on,
-    // and cost ~1.6x decode time (tg128, SmolLM2 Q4_1 and Qwen2.5 Q4_K_M, 2 cores).
-    // Results are unchanged: each output element sums its row's blocks in the same order.
-    p.R = 1;
+    // One token tile (decode, small speculative batches): every weight byte is read once.
+    // How many weight rows a tile takes is chosen by measurement (DecodeRows below): one
+    // row keeps a single sequential stream the hardware prefetcher follows, which was
+    // ~1.6x faster on a 2-core Zen VM (SmolLM2 Q4_1, Qwen2.5 Q4_K_M); two rows share each
+    // activation block's loads, which is 12-27% faster on a 2-core Xeon VM (AVX-512) where
+    // the weights stream from a large LLC. Results are unchanged either way: each output
+    // element sums its row's blocks in the same order.
+    p.R = std::min(p.R, 1);
   }
   // Row chunks: small enough for every thread to get several (load balance when a core is
   // busy elsewhere), large enough that a chunk of weight rows stays in L1 while the token
@@ -181,6 +183,62 @@ void run_plans(const std::vector<Plan>& plans, ThreadPool& pool) {
 
 }  // namespace
 
+/// Rows per tile of decode matmuls (one token tile), chosen by measuring the matmuls this
+/// process runs: the first kTrials decode calls run in blocks of kBlock calls, one row a
+/// tile and two rows in turn (the first block is warm-up and not counted); each call's
+/// time over the weight bytes it streamed is summed per choice, and the faster (two rows
+/// only when at least 3% faster) is used from then on. Blocks, not alternate calls: calls
+/// alternating the two measured the same (within 1%) on a machine where a whole decode at
+/// two rows is 27% faster. In place, on the real weights and cache state, because the
+/// answer depends on the machine (see make_plan) and the numbers do not (the same sums in
+/// the same order). SWZ_GGML_DECODE_ROWS=1|2 fixes it instead.
+class DecodeRows {
+ public:
+  /// The R for this call (1 or 2) and whether to time it (a trial).
+  int next(bool& trial) {
+    const int c = chosen_.load(std::memory_order_relaxed);
+    trial = false;
+    if (c) return c;
+    const int i = calls_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kTrials) return 1;  // the deciding call is on its way
+    trial = i >= kBlock;  // the first block warms up (first touches, page faults)
+    return 1 + ((i / kBlock) & 1);
+  }
+  /// A trial's result: `r` rows a tile took `ns` for `bytes` weight bytes.
+  void record(int r, int64_t ns, int64_t bytes) {
+    ns_[r - 1].fetch_add(ns, std::memory_order_relaxed);
+    bytes_[r - 1].fetch_add(bytes, std::memory_order_relaxed);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 != kTrials - kBlock) return;
+    const double t1 = static_cast<double>(ns_[0].load()) / static_cast<double>(std::max<int64_t>(1, bytes_[0].load()));
+    const double t2 = static_cast<double>(ns_[1].load()) / static_cast<double>(std::max<int64_t>(1, bytes_[1].load()));
+    chosen_.store(t2 < 0.97 * t1 ? 2 : 1, std::memory_order_relaxed);
+  }
+  static DecodeRows& get() {
+    static DecodeRows d;
+    return d;
+  }
+  /// set_decode_rows: fixed (1, 2) or measured again (0).
+  void reset(int rows) {
+    ns_[0] = ns_[1] = bytes_[0] = bytes_[1] = 0;
+    calls_ = done_ = 0;
+    chosen_ = rows;
+  }
+
+ private:
+  DecodeRows() {
+    const char* e = std::getenv("SWZ_GGML_DECODE_ROWS");
+    if (e && (e[0] == '1' || e[0] == '2') && e[1] == 0) chosen_ = e[0] - '0';
+  }
+  static constexpr int kBlock = 32, kTrials = 16 * kBlock;
+  std::atomic<int> chosen_{0}, calls_{0}, done_{0};
+  std::atomic<int64_t> ns_[2] = {0, 0}, bytes_[2] = {0, 0};
+};
+
+void set_decode_rows(int rows) {
+  if (rows < 0 || rows > 2) throw std::invalid_argument("set_decode_rows: " + std::to_string(rows) + " is not 0, 1 or 2");
+  DecodeRows::get().reset(rows);
+}
+
 void matmul_quantized(const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act, size_t act_stride,
                       int64_t n_tokens, float* y, ThreadPool& pool) {
   check_args(wtype, n_out, n_in, n_tokens);
@@ -227,7 +285,26 @@ void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const floa
     plans.push_back(make_plan(ks, jb.W, jb.wtype, jb.n_out, n_in, scratch.data() + offset[i], stride[i], n_tokens, jb.y,
                               pool.size()));
   }
+  // Decode: the measured rows a tile (DecodeRows) for the kernels that have two-row tiles.
+  bool trial = false;
+  int rows = 0;
+  int64_t bytes = 0;
+  for (Plan& p : plans) {
+    if (p.R != 1 || p.n_tokens > p.T || !p.ks->fn[1][p.n_tokens - 1]) continue;
+    if (!rows) rows = DecodeRows::get().next(trial);
+    p.R = rows;
+    p.chunk = (p.chunk + p.R - 1) / p.R * p.R;
+    p.n_chunks = (p.n_out + p.chunk - 1) / p.chunk;
+    bytes += static_cast<int64_t>(p.w_stride) * p.n_out;
+  }
+  if (!trial) {
+    run_plans(plans, pool);
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   run_plans(plans, pool);
+  DecodeRows::get().record(rows, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
+                           bytes);
 }
 
 void matmul(const void* W, Type wtype, int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens, float* y,

@@ -41,6 +41,13 @@ struct MatmulJob {
 /// all jobs' row chunks are shared out together, so a decode step pays one thread hand-off
 /// instead of one per matrix. Results are bit-identical to separate matmul() calls.
 /// Same errors as matmul (checked for every job before any work).
+/// Weight rows per tile of one-token (decode) matmuls: 1 or 2 fixes it for this process, 0
+/// measures again (the default: the process's first decode matmuls time both and keep the
+/// faster, matmul.cpp's DecodeRows; SWZ_GGML_DECODE_ROWS=1|2 fixes it at start). Results
+/// never depend on it (each output sums its row's blocks in the same order); tests and
+/// benchmarks set it. Throws std::invalid_argument for another value.
+void set_decode_rows(int rows);
+
 void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const float* x, int64_t n_tokens,
                   ThreadPool& pool, std::vector<uint8_t>& scratch);
 

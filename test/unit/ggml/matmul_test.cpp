@@ -150,6 +150,32 @@ TEST(MatmulMulti, MixedTypesAreBitIdenticalToSeparateCalls) {
   EXPECT_EQ(untouched[0], 7.0f);
 }
 
+TEST(MatmulDecodeRows, OneOrTwoRowsATileGiveTheSameBits) {
+  // Decode (one token) at one and two weight rows a tile, and while the choice is being
+  // measured (blocks of calls at each), for every type with two-row tiles and the others.
+  const int64_t n_in = 512;
+  const Type types[] = {Type::Q5_0, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_1, Type::Q4_K, Type::F16};
+  ThreadPool pool(2);
+  std::vector<uint8_t> scratch;
+  for (Type t : types) {
+    const Data d = make(t, {37, n_in, 1}, 7);
+    std::vector<float> one(37, NAN), two(37, NAN), measured(37, NAN);
+    set_decode_rows(1);
+    matmul(d.w.data(), t, 37, n_in, d.x.data(), 1, one.data(), pool, scratch);
+    set_decode_rows(2);
+    matmul(d.w.data(), t, 37, n_in, d.x.data(), 1, two.data(), pool, scratch);
+    ASSERT_EQ(0, std::memcmp(one.data(), two.data(), one.size() * 4)) << type_info(t).name;
+    check(t, {37, n_in, 1}, d, one);
+    set_decode_rows(0);
+    for (int i = 0; i < 600; ++i) {  // past the measuring calls (16 blocks of 32)
+      matmul(d.w.data(), t, 37, n_in, d.x.data(), 1, measured.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(one.data(), measured.data(), one.size() * 4)) << type_info(t).name << " call " << i;
+    }
+  }
+  set_decode_rows(0);
+  EXPECT_THROW(set_decode_rows(3), std::invalid_argument);
+}
+
 TEST(MatmulErrors, RejectsBadTypesAndShapes) {
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
