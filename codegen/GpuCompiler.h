@@ -25,7 +25,7 @@ namespace swz::codegen {
 /// One compiled kernel and what a runtime needs to launch it.
 struct CompiledKernel {
   std::string module;  ///< gpu.module name = kernel file stem ("swz_kernels").
-  std::string entry;   ///< kernel function name ("gemm_f16_mma_sync").
+  std::string entry;   ///< kernel function name ("gemm_f16").
   std::string target;  ///< "sm_80", "sm_90", ..., or "spirv".
   std::string format;  ///< "ptx" (text) or "spv" (SPIR-V words, little endian).
   std::string binary;  ///< the PTX text or SPIR-V bytes of the whole module.

@@ -141,7 +141,7 @@ inline void compareSwiglu(Verdict &v, const std::vector<float> &a, const std::ve
 /// Case groups, one per file (cases_*.cpp). `format` is "ptx" or "spv": a group
 /// leaves out kernels that do not exist for that format (e.g. mma.sync GEMM on SPIR-V).
 /// Every test/gpu/cases*.cpp is compiled into both runners (CMake globs them).
-std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope, gemm_f16_mma_sync
+std::vector<Case> elementwiseCases(const std::string &format);  // add, swiglu, rms_norm, rope
 std::vector<Case> gemvCases(const std::string &format);         // dequantizing GEMV (cases_gemv.cpp)
 std::vector<Case> attentionCases(const std::string &format);    // attention (cases_attention.cpp)
 std::vector<Case> gemmCases(const std::string &format);         // prefill GEMM (cases_gemm.cpp)

@@ -1,8 +1,8 @@
-//===- cases_elementwise.cpp - add, swiglu, rms_norm, rope, mma.sync GEMM --===//
+//===- cases_elementwise.cpp - add, swiglu, rms_norm, rope -----------------===//
 //
 // Numeric cases for codegen/kernels/{add_f32, swiglu_f32, rms_norm_f32, rope_f32}
-// (PTX and SPIR-V) and gemm_f16_mma_sync (PTX only: tensor cores), each against a
-// float64 reference with the tolerance stated in its Verdict::note.
+// (PTX and SPIR-V), each against a float64 reference with the tolerance stated in its
+// Verdict::note. (The tensor-core prefill GEMM's cases are in cases_gemm.cpp.)
 //
 //===----------------------------------------------------------------------===//
 #include "cases.h"
@@ -145,50 +145,10 @@ Case ropeCase(int64_t T, int32_t nHead, int32_t headDim, int32_t nRot, float the
   return c;
 }
 
-/// gemm_f16_mma_sync(A: memref<?x?xf16> [M, K], B: memref<?x?xf16> [N, K],
-/// C: memref<?x?xf32> [M, N]): C = A·Bᵀ, grid (N/8, M/16), block 32. PTX only.
-Case gemmMmaSyncCase(int64_t M, int64_t N, int64_t K) {
-  Rng rng{42};
-  std::vector<_Float16> a(M * K), b(N * K);
-  for (auto &x : a) x = _Float16(rng.next());
-  for (auto &x : b) x = _Float16(rng.next());
-  Case c;
-  c.module = "swz_kernels";
-  c.entry = "gemm_f16_mma_sync";
-  c.label = "M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
-  c.buffers = {makeBuffer(a, {M, K}), makeBuffer(b, {N, K}),
-               makeBuffer(std::vector<float>(size_t(M * N), kSentinel), {M, N})};
-  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2)};
-  c.grid = {unsigned(N / 8), unsigned(M / 16), 1};
-  c.block = {32, 1, 1};
-  c.bytesMoved = 2.0 * double(M * K + N * K) + 4.0 * double(M * N);
-  c.flops = 2.0 * double(M) * double(N) * double(K);
-  c.tensorCore = true;
-  c.check = [a, b, M, N, K](const std::vector<std::vector<uint8_t>> &out) {
-    Verdict v;
-    v.note = "|err| <= 1e-3 + 1e-4 |ref|: f32 accumulation of K f16 products (exact "
-             "products); a fragment or swizzle error is O(1)";
-    std::vector<float> y = asVector<float>(out[2]);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double ref = 0;
-        for (int64_t k = 0; k < K; ++k)
-          ref += double(a[i * K + k]) * double(b[j * K + k]);
-        compare(v, y[i * N + j], ref, 1e-3 + 1e-4 * std::fabs(ref));
-      }
-    return v;
-  };
-  return c;
-}
-
 } // namespace
 
 std::vector<Case> elementwiseCases(const std::string &format) {
   std::vector<Case> cases;
-  if (format == "ptx") {
-    cases.push_back(gemmMmaSyncCase(64, 64, 256));
-    cases.push_back(gemmMmaSyncCase(128, 40, 64 * 11));  // N not a multiple of 16
-  }
   for (int64_t n : {int64_t(1), int64_t(257), int64_t(100003)})
     cases.push_back(addCase(n));
   for (int64_t n : {int64_t(63), int64_t(4864 * 3 + 5)})

@@ -22,31 +22,34 @@ std::string kernelSource(const char *name) {
 }
 
 TEST(GpuCompiler, GemmToPtx) {
+  // The tensor-core prefill GEMM every GPU package launches (codegen/kernels/gemm_f16.mlir).
   std::vector<CompiledKernel> ks =
-      compileGpuKernels(kernelSource("gemm_f16_mma_sync.mlir"), "sm_90");
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
   ASSERT_EQ(ks.size(), 1u);
   const CompiledKernel &k = ks[0];
-  EXPECT_EQ(k.module, "swz_kernels");
-  EXPECT_EQ(k.entry, "gemm_f16_mma_sync");
+  EXPECT_EQ(k.module, "swz_gemm_f16");
+  EXPECT_EQ(k.entry, "gemm_f16");
   EXPECT_EQ(k.format, "ptx");
-  EXPECT_EQ(k.block, (std::array<int64_t, 3>{32, 1, 1}));
-  EXPECT_EQ(k.grid, "N/8, M/16, 1");
-  ASSERT_EQ(k.arguments.size(), 3u);
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(k.grid, "ceil(N/64), ceil(T/64), 1");
+  ASSERT_EQ(k.arguments.size(), 5u);
   EXPECT_EQ(k.arguments[0], "memref<?x?xf16>");
   EXPECT_EQ(k.arguments[2], "memref<?x?xf32>");
   EXPECT_NE(k.binary.find(".target sm_90"), std::string::npos);
   EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
             std::string::npos);
+  EXPECT_NE(k.binary.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+  EXPECT_NE(k.binary.find("cp.async.cg.shared.global"), std::string::npos);
   // The swizzle was materialised (the XOR permutation is in the addressing).
   EXPECT_NE(k.binary.find("xor.b"), std::string::npos);
   EXPECT_EQ(k.binary.back(), '\n'); // no trailing NUL
 }
 
 TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
-  // Both staged tiles (A 16x64, B 8x64 f16, 128-byte rows) carry Swizzle<3,3,3>:
+  // Both staged tiles (x and W, 64 rows of 64 f16: 128-byte rows) carry Swizzle<3,3,3>:
   // ldmatrix.x4 and cp.async.16 each take one wavefront per 8-lane phase.
   std::vector<CompiledKernel> ks =
-      compileGpuKernels(kernelSource("gemm_f16_mma_sync.mlir"), "sm_90");
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
   ASSERT_EQ(ks[0].smemTiles.size(), 2u);
   for (const auto &t : ks[0].smemTiles) {
     EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
@@ -59,7 +62,7 @@ TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
 TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
   // Without the swizzle the same tiles are row-major with 128-byte rows: ldmatrix.x4
   // is 8-way conflicted, so the kept `swz.conflict_free` claim must stop compilation.
-  std::string src = kernelSource("gemm_f16_mma_sync.mlir");
+  std::string src = kernelSource("gemm_f16.mlir");
   for (size_t at; (at = src.find(", swz.smem_layout = #swz.swizzle<3, 3, 3>")) != std::string::npos;)
     src.erase(at, std::strlen(", swz.smem_layout = #swz.swizzle<3, 3, 3>"));
   try {
