@@ -44,6 +44,12 @@ size_t packed_act_row_size(Type act_type, int64_t n);
 bool packed_act_enabled();
 /// quantize_row_activation into the packed layout.
 void quantize_row_activation_packed(Type act_type, const float* src, uint8_t* dst, int64_t n);
+/// Whether kernels_for / packed_kernels_for hand out the AVX-VNNI build of the AVX2 kernels
+/// (vec_dot_vnni.cpp: vpdpbusd for the int8 dot products, the same results bit for bit).
+/// The default is on when the CPU has AVX-VNNI and SWZ_GGML_VNNI is not 0. `on` = true
+/// returns false (and leaves it off) where the CPU or the build lacks it. For tests and
+/// benchmarks; not to be flipped while matmuls run.
+bool use_vnni(bool on);
 /// The portable scalar 1x1 kernel for `wtype`; nullptr when unsupported.
 TileFn scalar_kernel_for(Type wtype);
 

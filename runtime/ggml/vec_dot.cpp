@@ -8,6 +8,8 @@
 //   Q6_K.Q8_K: sum_B d*da * sum_g sc_g * (sum q*a - 32*bsum_g)   (g: 16-element groups)
 // AVX2 tiles follow the same integer math with pmaddubsw/pmaddwd; float sums are ours.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -224,9 +226,16 @@ inline __m256i bits_to_bytes(const uint8_t* p) {
 }
 
 // Sum of pairwise products of unsigned bytes u (<= 127 in magnitude pairs) and signed bytes s
-// as 8 int32 lanes.
+// as 8 int32 lanes: lane i = sum of the products of bytes 4i..4i+3. With AVX-VNNI (the
+// vec_dot_vnni.cpp build) one vpdpbusd; else vpmaddubsw + vpmaddwd, whose int16 pair sums
+// never saturate for our operands (|u| <= 127 pairs with |s| <= 127: at most 32,258), so
+// both give the same integers and every result the same bits.
 inline __m256i dot_us8(__m256i u, __m256i s) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
 }
 
 // ---------------------------------------------------------------------------------------
@@ -356,7 +365,6 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
 #define SWZ_MACC_DECL(r, t) float m##r##t = 0.0f;
   SWZ_ACC_ALL(SWZ_MACC_DECL)
 #undef SWZ_MACC_DECL
-  const __m256i ones = _mm256_set1_epi16(1);
   const B* wr0 = reinterpret_cast<const B*>(w);
   const B* wr1 = reinterpret_cast<const B*>(w + (R > 1 ? 1 : 0) * ws);
   const B* wr2 = reinterpret_cast<const B*>(w + (R > 2 ? 2 : 0) * ws);
@@ -377,8 +385,8 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
 #define SWZ_STEP(r, t)                                                                                  \
   if constexpr (R > r) {                                                                                \
     __m256i p;                                                                                          \
-    if constexpr (kAsym) p = _mm256_madd_epi16(_mm256_maddubs_epi16(w##r, av), ones);                   \
-    else p = _mm256_madd_epi16(_mm256_maddubs_epi16(s##r, _mm256_sign_epi8(av, w##r)), ones);           \
+    if constexpr (kAsym) p = dot_us8(w##r, av);                                                         \
+    else p = dot_us8(s##r, _mm256_sign_epi8(av, w##r));                                                 \
     c##r##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d##r, da), c##r##t);                 \
     if constexpr (kAsym) m##r##t = std::fma(mw##r, sa, m##r##t);                                        \
   }
@@ -684,6 +692,7 @@ SWZ_ROW_KERNEL(RowBF16, (tile_h16<true, T>))
 
 }  // namespace
 
+#if !defined(SWZ_GGML_VNNI_TU)
 TileFn scalar_kernel_for(Type t) {
   switch (t) {
     case Type::F32: return scalar_tile<dot_f32_s>;
@@ -700,8 +709,19 @@ TileFn scalar_kernel_for(Type t) {
     default: return nullptr;
   }
 }
+#endif  // !SWZ_GGML_VNNI_TU
 
-const KernelSet* kernels_for(Type t) {
+#if defined(SWZ_GGML_VNNI_TU)
+// vec_dot_vnni.cpp: this file again, built with -mavxvnni; only its kernel sets, under their
+// own names (the rest is the base build's).
+#define SWZ_KERNELS_FOR kernels_for_vnni
+#define SWZ_PACKED_KERNELS_FOR packed_kernels_for_vnni
+#else
+#define SWZ_KERNELS_FOR kernels_for_base
+#define SWZ_PACKED_KERNELS_FOR packed_kernels_for_base
+#endif
+
+const KernelSet* SWZ_KERNELS_FOR(Type t) {
 #if defined(SWZ_GGML_AVX2)
   static const KernelSet q8_0 = make_sym<WQ8_0>();
   static const KernelSet q4_0 = make_sym<WQ4_0>();
@@ -753,7 +773,7 @@ const KernelSet* kernels_for(Type t) {
 #endif
 }
 
-const KernelSet* packed_kernels_for(Type t) {
+const KernelSet* SWZ_PACKED_KERNELS_FOR(Type t) {
 #if defined(SWZ_GGML_AVX2)
   static const KernelSet q8_0 = make_packed<WQ8_0, false>(3);
   static const KernelSet q4_0 = make_packed<WQ4_0, false>(2);
@@ -768,10 +788,57 @@ const KernelSet* packed_kernels_for(Type t) {
     case Type::Q8_0: return &q8_0;
     default: break;
   }
-  return kernels_for(t);
+  return SWZ_KERNELS_FOR(t);
 #else
   return nullptr;  // scalar build: matmul uses ggml-layout activations (packed_act_enabled)
 #endif
+}
+
+#if !defined(SWZ_GGML_VNNI_TU)
+#if defined(SWZ_GGML_HAVE_VNNI_TU)
+const KernelSet* kernels_for_vnni(Type t);
+const KernelSet* packed_kernels_for_vnni(Type t);
+#endif
+
+namespace {
+/// -1: not decided yet; else whether kernels_for hands out the AVX-VNNI build's sets.
+std::atomic<int> g_vnni{-1};
+bool vnni_supported() {
+#if defined(SWZ_GGML_HAVE_VNNI_TU) && (defined(__x86_64__) || defined(__i386__))
+  return __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
+}
+bool vnni_on() {
+  int v = g_vnni.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("SWZ_GGML_VNNI");
+    v = vnni_supported() && !(e && e[0] == '0') ? 1 : 0;
+    g_vnni.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+}  // namespace
+
+bool use_vnni(bool on) {
+  const bool ok = !on || vnni_supported();
+  g_vnni.store(on && ok ? 1 : 0, std::memory_order_relaxed);
+  return ok;
+}
+
+const KernelSet* kernels_for(Type t) {
+#if defined(SWZ_GGML_HAVE_VNNI_TU)
+  if (vnni_on()) return kernels_for_vnni(t);
+#endif
+  return kernels_for_base(t);
+}
+
+const KernelSet* packed_kernels_for(Type t) {
+#if defined(SWZ_GGML_HAVE_VNNI_TU)
+  if (vnni_on()) return packed_kernels_for_vnni(t);
+#endif
+  return packed_kernels_for_base(t);
 }
 
 bool packed_act_enabled() {
@@ -782,7 +849,9 @@ bool packed_act_enabled() {
 #endif
 }
 
+#endif  // !SWZ_GGML_VNNI_TU
 }  // namespace kern
+#if !defined(SWZ_GGML_VNNI_TU)
 
 namespace {
 void check_dot(Type t, int64_t n, const char* what) {
@@ -812,4 +881,5 @@ float vec_dot_scalar(Type t, int64_t n, const void* w_row, const void* act_row) 
   return out;
 }
 
+#endif  // !SWZ_GGML_VNNI_TU
 }  // namespace swz::ggml

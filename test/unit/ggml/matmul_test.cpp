@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml/kernels.h"
 #include "ggml/matmul.h"
 #include "ggml/quants.h"
 #include "test_util.h"
@@ -174,6 +175,31 @@ TEST(MatmulDecodeRows, OneOrTwoRowsATileGiveTheSameBits) {
   }
   set_decode_rows(0);
   EXPECT_THROW(set_decode_rows(3), std::invalid_argument);
+}
+
+TEST(MatmulVnni, SameBitsAsTheAvx2Kernels) {
+  // The AVX-VNNI build of the kernels (vpdpbusd) against the AVX2 one (vpmaddubsw +
+  // vpmaddwd): the same integers, so the same bits, decode and prefill tiles alike.
+  if (!swz::ggml::kern::use_vnni(true)) {
+    swz::ggml::kern::use_vnni(false);
+    GTEST_SKIP() << "this CPU or build has no AVX-VNNI kernels";
+  }
+  const int64_t n_in = 512;
+  const Type types[] = {Type::Q5_0, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_1, Type::Q4_K, Type::Q6_K};
+  ThreadPool pool(2);
+  std::vector<uint8_t> scratch;
+  for (Type t : types)
+    for (int64_t T : {int64_t(1), int64_t(5)}) {
+      const Data d = make(t, {21, n_in, T}, 11);
+      std::vector<float> vnni(21 * T, NAN), avx2(21 * T, NAN);
+      swz::ggml::kern::use_vnni(true);
+      matmul(d.w.data(), t, 21, n_in, d.x.data(), T, vnni.data(), pool, scratch);
+      swz::ggml::kern::use_vnni(false);
+      matmul(d.w.data(), t, 21, n_in, d.x.data(), T, avx2.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(vnni.data(), avx2.data(), vnni.size() * 4)) << type_info(t).name << " T=" << T;
+      check(t, {21, n_in, T}, d, vnni);
+    }
+  swz::ggml::kern::use_vnni(true);  // back to this CPU's default
 }
 
 TEST(MatmulErrors, RejectsBadTypesAndShapes) {
