@@ -40,7 +40,7 @@ Usage:
   .venv/bin/python bench/bench_concurrency.py [--models smollm2,qwen] [--streams 1,2,4,8,16]
       [--reps 2] [--threads 2] [--itl-models smollm2] [--itl-batch-tokens 64,256,4096]
       [--llama-server BIN] [--build DIR] [--no-peer] [--json OUT]   (--streams '': part 2 only)
-  GPU (bench/gpu_concurrency.sh runs it on the lent H200): --gpu --models custom
+  GPU (`bench/gpu_speed.sh run build concurrency` runs it on the lent H200): --gpu --models custom
       --gguf F --package P (an sm_90 package) --max-tokens N --itl-max-tokens N
       --itl-streams 32 --long-tokens 32000 ...
 Models: smollm2 (the default SmolLM2-135M-Instruct Q4_1; package build/models/smollm2.swz

@@ -79,6 +79,13 @@ struct Plan {
   int64_t chunk, n_chunks;
 };
 
+/// Sets a plan's rows per tile, its row chunks rounded up to whole tiles.
+void set_rows(Plan& p, int R) {
+  p.R = R;
+  p.chunk = (p.chunk + R - 1) / R * R;
+  p.n_chunks = (p.n_out + p.chunk - 1) / p.chunk;
+}
+
 Plan make_plan(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_out, int64_t n_in, const void* act,
                size_t act_stride, int64_t n_tokens, float* y, int nth) {
   Plan p{&ks, static_cast<const uint8_t*>(W), row_size(wtype, n_in), static_cast<const uint8_t*>(act), act_stride,
@@ -102,7 +109,7 @@ Plan make_plan(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_o
     // activation block's loads, which is 12-27% faster on a 2-core Xeon VM (AVX-512) where
     // the weights stream from a large LLC. Results are unchanged either way: each output
     // element sums its row's blocks in the same order.
-    p.R = std::min(p.R, 1);
+    p.R = 1;
   }
   // Row chunks: small enough for every thread to get several (load balance when a core is
   // busy elsewhere), large enough that a chunk of weight rows stays in L1 while the token
@@ -114,8 +121,8 @@ Plan make_plan(const kern::KernelSet& ks, const void* W, Type wtype, int64_t n_o
     chunk = std::max<int64_t>(p.R, std::min<int64_t>(64, (16 * 1024) / std::max<int64_t>(1, static_cast<int64_t>(p.w_stride))));
     chunk = std::min(chunk, std::max<int64_t>(p.R, n_out / (static_cast<int64_t>(nth) * 4)));
   }
-  p.chunk = (chunk + p.R - 1) / p.R * p.R;
-  p.n_chunks = (n_out + p.chunk - 1) / p.chunk;
+  p.chunk = chunk;
+  set_rows(p, p.R);
   return p;
 }
 
@@ -292,9 +299,7 @@ void matmul_multi(const MatmulJob* jobs, size_t n_jobs, int64_t n_in, const floa
   for (Plan& p : plans) {
     if (p.R != 1 || p.n_tokens > p.T || !p.ks->fn[1][p.n_tokens - 1]) continue;
     if (!rows) rows = DecodeRows::get().next(trial);
-    p.R = rows;
-    p.chunk = (p.chunk + p.R - 1) / p.R * p.R;
-    p.n_chunks = (p.n_out + p.chunk - 1) / p.chunk;
+    set_rows(p, rows);
     bytes += static_cast<int64_t>(p.w_stride) * p.n_out;
   }
   if (!trial) {
