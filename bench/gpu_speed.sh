@@ -21,6 +21,8 @@
 #                                                 # the decode step (SWZ_NCU_DEPTH=D: at a
 #                                                 # D-token context)
 #   bench/gpu_speed.sh run [build-dir] ncu-prefill  # there, while warm: our 7B pp512 pass
+#   bench/gpu_speed.sh run [build-dir] chunks [MODEL]  # there, while warm: chunked prefill
+#                                                 # pass by pass (swz-bench --ubatch, the server)
 #   bench/gpu_speed.sh run [build-dir] concurrency [MODEL]  # there, while warm: the
 #                                                 # servers side by side (swizzle-rt serve
 #                                                 # against llama-server --parallel; issue 14)
@@ -285,6 +287,56 @@ run)
       --print-units base --metrics gpu__time_duration.sum "$bin/swz-bench" "$here/models/$big-sm_90.swz" $pargs \
       > "$work/ncu-prefill-swz-$big.csv" 2> "$work/ncu-prefill-swz-$big.log"
     python3 "$src/bench/gpu_speed_table.py" --ncu "$work/ncu-prefill-swz-$big.csv" argmax_reduce | tee "$work/ncu-prefill-swz-$big.md"
+    exit 0
+  fi
+  if [ "$what" = chunks ]; then
+    # Chunked prefill pass by pass (issue 14 item 6's unexplained GPU cost: a ~31k prompt
+    # at --batch-tokens 64 / 256 took 25x the time of one unchunked pass): swz-bench's pp
+    # at row budgets (--ubatch) and depths, with the executor opened as the server opens it
+    # (--ctx 32768 --max-seqs 33) and without; then the server itself, one prompt of
+    # SWZ_CHUNKS_PROMPT tokens (default 8192) at --batch-tokens 256, and its step metrics.
+    m=${4:-$big} pkg=$here/models/${4:-$big}-sm_90.swz
+    srv="--ctx 32768 --max-seqs 33"
+    while IFS= read -r a; do
+      echo "swz-bench $a"
+      # shellcheck disable=SC2086
+      timeout 120 "$bin/swz-bench" "$pkg" $a --tg 1 --reps 2 2>&1 | tail -n 1
+    done <<EOF2
+--pp 512
+--pp 512 --ubatch 64
+--pp 512 --ubatch 64 $srv
+--pp 256 --pp-depth 8192 --ubatch 256
+--pp 256 --pp-depth 8192 --ubatch 256 $srv
+--pp 1024 --pp-depth 8192 --ubatch 1024 $srv
+--pp 8192 --ubatch 8192
+EOF2
+    port=18931
+    "$bin/swizzle-rt" serve "$pkg" --host 127.0.0.1 --port $port -c 32768 --parallel 33 --batch-tokens 256 --no-spec -q \
+      > "$work/chunks-server.log" 2>&1 &
+    spid=$!
+    for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 1; done
+    python3 - "$port" "${SWZ_CHUNKS_PROMPT:-8192}" <<'PY'
+import json, random, sys, time, urllib.request
+port, n = sys.argv[1], int(sys.argv[2])
+base = f"http://127.0.0.1:{port}"
+def post(path, body):
+    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+random.seed(1)
+for rep in range(2):
+    text = " ".join(f"w{random.randrange(300, 100000)}" for _ in range(n))
+    toks = len(post("/tokenize", {"content": text})["tokens"])
+    t0 = time.perf_counter()
+    post("/v1/completions", {"prompt": text, "max_tokens": 1, "temperature": 0})
+    dt = time.perf_counter() - t0
+    print(f"server: {toks}-token prompt at --batch-tokens 256: {dt:.2f} s ({toks / dt:.0f} tok/s, {1e3 * dt / (toks / 256):.1f} ms a 256-row step)")
+with urllib.request.urlopen(base + "/metrics", timeout=60) as r:
+    for line in r.read().decode().splitlines():
+        if "step" in line and not line.startswith("#"):
+            print(line)
+PY
+    kill $spid; wait $spid 2>/dev/null
     exit 0
   fi
   if [ "$what" = concurrency ]; then

@@ -1,13 +1,18 @@
 // swz-bench: llama-bench style throughput of a package on its target's backend (cpu,
 // cuda, vulkan: exec::open_backend_model, as the engine opens it).
 //   swz-bench PACKAGE [--pp 512] [--tg 128] [--depth 0] [--pp-depth 0] [--reps 5] [-t threads] [--seqs S]
+//             [--ubatch 512] [--ctx N] [--max-seqs 1]
 //   --depth D: the tg decodes run after a D-token prompt (untimed), as llama-bench's -d
 //   ("tg128 @ d2048"): decode speed with a long context in the KV cache.
 //   --pp-depth D: the pp prompt is timed after a D-token prompt (untimed), as llama-bench's
 //   -d does for pp ("pp64 @ d32704"): the prefill a prefix-cache hit leaves, e.g. the warm
 //   TTFT of a 32k-token prompt whose last 64-token block was edited.
 // pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
-// KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
+// KV cache, logits for the last token only.
+//   --ubatch U: prompts go in passes of U tokens (the executor's row budget: the server's
+//   --batch-tokens, llama-bench's -ub); --ctx N and --max-seqs S open the executor as a
+//   server with --ctx N --parallel S does (its scratch sized for them), so a server's
+//   chunked prefill can be timed pass by pass (pp_host_ms_per_pass, pp_wait_ms_per_pass). tg<N>: N single-token forwards from an empty
 // KV cache (llama-bench's definition), each token the greedy pick of the step before
 // (device argmax where the package has it, as the server's greedy path; else host logits).
 // --seqs S (S >= 1): aggregate decode of S sequences in one batch, as llama-batched-bench's
@@ -133,10 +138,11 @@ int batched(const char* path, int pp, int tg, int reps, int threads, int seqs) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--pp-depth N] [--reps N] [-t threads] [--seqs S]\n";
+    std::cerr << "usage: swz-bench PACKAGE [--pp N] [--tg N] [--depth N] [--pp-depth N] [--reps N] [-t threads] [--seqs S]"
+                 " [--ubatch N] [--ctx N] [--max-seqs N]\n";
     return 2;
   }
-  int pp = 512, tg = 128, depth = 0, pp_depth = 0, reps = 5, threads = 0, seqs = 0;
+  int pp = 512, tg = 128, depth = 0, pp_depth = 0, reps = 5, threads = 0, seqs = 0, ubatch = 512, ctx = 0, max_seqs = 1;
   for (int i = 2; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -157,23 +163,37 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = v;
     else if (a == "-t") threads = v;
     else if (a == "--seqs") seqs = v;
+    else if (a == "--ubatch") ubatch = v;
+    else if (a == "--ctx") ctx = v;
+    else if (a == "--max-seqs") max_seqs = v;
     else {
       std::cerr << "unknown option " << a << "\n";
       return 2;
     }
   }
-  if (pp < 1 || tg < 1 || reps < 1 || threads < 0 || seqs < 0 || depth < 0 || pp_depth < 0) {
-    std::cerr << "--pp, --tg and --reps must be >= 1, -t, --seqs, --depth and --pp-depth >= 0\n";
+  if (pp < 1 || tg < 1 || reps < 1 || threads < 0 || seqs < 0 || depth < 0 || pp_depth < 0 || ubatch < 1 || ctx < 0 ||
+      max_seqs < 1) {
+    std::cerr << "--pp, --tg, --reps, --ubatch and --max-seqs must be >= 1, -t, --seqs, --depth, --pp-depth and --ctx >= 0\n";
+    return 2;
+  }
+  if (seqs > 0 && (ubatch != 512 || ctx || max_seqs != 1)) {
+    std::cerr << "--seqs does not take --ubatch, --ctx or --max-seqs\n";
     return 2;
   }
   if (seqs > 0) return batched(argv[1], pp, tg, reps, threads, seqs);
   try {
     auto pkg = swz::package::open_package(argv[1]);
-    const int n_ctx_model = std::max(pp_depth + pp, depth + tg) + 8;
+    const int n_need = std::max(pp_depth + pp, depth + tg) + 8;
+    if (ctx && ctx < n_need) {
+      std::cerr << "--ctx " << ctx << " is under the " << n_need << " positions the run needs\n";
+      return 2;
+    }
+    const int n_ctx_model = ctx ? ctx : n_need;
     swz::kvcache::CacheOptions kv_opts;  // a plain paged KV cache for one sequence
     kv_opts.n_pages = (n_ctx_model + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1;
     kv_opts.prefix_cache = false;
-    swz::exec::BackendModel bm = swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), "", threads);
+    swz::exec::BackendModel bm =
+        swz::exec::open_backend_model(pkg, n_ctx_model, std::move(kv_opts), "", threads, ubatch, max_seqs);
     swz::exec::SequenceModel& model = *bm.model;
     std::mt19937 rng(1);
     std::uniform_int_distribution<int> dist(0, model.n_vocab() - 1);
@@ -182,20 +202,22 @@ int main(int argc, char** argv) {
     std::vector<int32_t> depth_prompt(std::max(depth, pp_depth));
     for (auto& t : depth_prompt) t = dist(rng);
     std::vector<float> logits;
-    // n prompt tokens appended to the sequence, in 512-token passes as the engine chunks them.
+    // n prompt tokens appended to the sequence, in passes of ubatch tokens as the engine chunks them.
     auto prefill = [&](const int32_t* tokens, int n) {
-      for (int i = 0; i < n; i += 512)
-        model.forward(tokens + i, std::min(512, n - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
+      for (int i = 0; i < n; i += ubatch)
+        model.forward(tokens + i, std::min(ubatch, n - i), 1, swz::exec::SequenceModel::Rows::Prompt, logits);
     };
     std::vector<double> pp_s, tg_s;
-    std::vector<swz::exec::GraphExecutor::PassTimes> pass_times;  // per timed tg rep
+    std::vector<swz::exec::GraphExecutor::PassTimes> pass_times, pp_times;  // per timed tg / pp rep
     for (int r = 0; r < reps + 1; ++r) {  // first rep warms up (page cache, thread pool)
       model.truncate(0);
       prefill(depth_prompt.data(), pp_depth);  // untimed: the cached prefix
+      if (bm.executor) bm.executor->reset_pass_times();
       auto t0 = Clock::now();
       prefill(prompt.data(), pp);
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
       if (r) pp_s.push_back(s);
+      if (r && bm.executor) pp_times.push_back(bm.executor->pass_times());
       model.truncate(0);
       prefill(depth_prompt.data(), depth);
       int32_t tok = prompt[0];
@@ -220,11 +242,18 @@ int main(int argc, char** argv) {
                           {"tg", tg},
                           {"depth", depth},
                           {"pp_depth", pp_depth},
+                          {"ubatch", ubatch},
+                          {"n_ctx", n_ctx_model},
+                          {"max_seqs", max_seqs},
                           {"pp_seconds", pp_s},
                           {"tg_seconds", tg_s},
                           {"pp_tok_s", pp / median(pp_s)},
                           {"tg_tok_s", tg / median(tg_s)}};
     add_pass_times(out, pass_times);
+    std::vector<double> host, wait;
+    for (const auto& p : pp_times)
+      if (p.passes) host.push_back(1e3 * p.host / p.passes), wait.push_back(1e3 * p.wait / p.passes);
+    if (!host.empty()) out["pp_host_ms_per_pass"] = median(host), out["pp_wait_ms_per_pass"] = median(wait);
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "swz-bench: " << e.what() << "\n";
