@@ -300,7 +300,7 @@ run)
     while IFS= read -r a; do
       echo "swz-bench $a"
       # shellcheck disable=SC2086
-      timeout 120 "$bin/swz-bench" "$pkg" $a --tg 1 --reps 2 2>&1 | tail -n 1
+      timeout 100 "$bin/swz-bench" "$pkg" $a --tg 1 --reps 1 2>&1 | tail -n 1
     done <<EOF2
 --pp 512
 --pp 512 --ubatch 64
