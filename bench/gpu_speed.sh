@@ -293,11 +293,13 @@ run)
     # Chunked prefill pass by pass (issue 14 item 6's unexplained GPU cost: a ~31k prompt
     # at --batch-tokens 64 / 256 took 25x the time of one unchunked pass): swz-bench's pp
     # at row budgets (--ubatch) and depths, with the executor opened as the server opens it
-    # (--ctx 32768 --max-seqs 33) and without; then the server itself, one prompt of
-    # SWZ_CHUNKS_PROMPT tokens (default 8192) at --batch-tokens 256, and its step metrics.
-    m=${4:-$big} pkg=$here/models/${4:-$big}-sm_90.swz
+    # (--ctx 32768 --max-seqs 33) and without; then the server itself
+    # (bench/prefill_probe.py): a prompt of SWZ_CHUNKS_PROMPT tokens (default 8192) alone
+    # and while 32 streams decode, at --batch-tokens SWZ_CHUNKS_BT (default 64 256 32768).
+    # SWZ_CHUNKS_BENCH=0: the server part only.
+    pkg=$here/models/${4:-$big}-sm_90.swz
     srv="--ctx 32768 --max-seqs 33"
-    while IFS= read -r a; do
+    [ "${SWZ_CHUNKS_BENCH:-1}" = 1 ] && while IFS= read -r a; do
       echo "swz-bench $a"
       # shellcheck disable=SC2086
       timeout 100 "$bin/swz-bench" "$pkg" $a --tg 1 --reps 1 2>&1 | tail -n 1
@@ -310,33 +312,21 @@ run)
 --pp 1024 --pp-depth 8192 --ubatch 1024 $srv
 --pp 8192 --ubatch 8192
 EOF2
-    port=18931
-    "$bin/swizzle-rt" serve "$pkg" --host 127.0.0.1 --port $port -c 32768 --parallel 33 --batch-tokens 256 --no-spec -q \
-      > "$work/chunks-server.log" 2>&1 &
-    spid=$!
-    for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 1; done
-    python3 - "$port" "${SWZ_CHUNKS_PROMPT:-8192}" <<'PY'
-import json, random, sys, time, urllib.request
-port, n = sys.argv[1], int(sys.argv[2])
-base = f"http://127.0.0.1:{port}"
-def post(path, body):
-    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.loads(r.read())
-random.seed(1)
-for rep in range(2):
-    text = " ".join(f"w{random.randrange(300, 100000)}" for _ in range(n))
-    toks = len(post("/tokenize", {"content": text})["tokens"])
-    t0 = time.perf_counter()
-    post("/v1/completions", {"prompt": text, "max_tokens": 1, "temperature": 0})
-    dt = time.perf_counter() - t0
-    print(f"server: {toks}-token prompt at --batch-tokens 256: {dt:.2f} s ({toks / dt:.0f} tok/s, {1e3 * dt / (toks / 256):.1f} ms a 256-row step)")
-with urllib.request.urlopen(base + "/metrics", timeout=60) as r:
-    for line in r.read().decode().splitlines():
-        if "step" in line and not line.startswith("#"):
-            print(line)
-PY
-    kill $spid; wait $spid 2>/dev/null
+    # The server: the same prompt alone and while 32 streams decode, at each row budget.
+    for bt in ${SWZ_CHUNKS_BT:-64 256 32768}; do
+      port=$((18900 + bt % 97))
+      "$bin/swizzle-rt" serve "$pkg" --host 127.0.0.1 --port $port -c 32768 --parallel 33 --batch-tokens "$bt" --no-spec -q \
+        > "$work/chunks-server-$bt.log" 2>&1 &
+      spid=$!
+      for _ in $(seq 1 120); do
+        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2> /dev/null && break
+        sleep 1
+      done
+      echo "swizzle-rt serve --batch-tokens $bt"
+      timeout 200 python3 "$src/bench/prefill_probe.py" $port --tokens "${SWZ_CHUNKS_PROMPT:-8192}" --streams 0,32 \
+        | tee "$work/chunks-probe-$bt.txt"
+      kill $spid; wait $spid 2>/dev/null
+    done
     exit 0
   fi
   if [ "$what" = concurrency ]; then
