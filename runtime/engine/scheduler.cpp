@@ -204,7 +204,12 @@ int Scheduler::pages_needed(const GenerateRequest& req, int width) const {
   const int n_prompt = static_cast<int>(req.prompt.size());
   const int gen = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
   const int positions = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(n_prompt) + gen, opts_.n_ctx));
-  const int one = (positions + kTok - 1) / kTok + 1;  // + one page for copy-on-write of a shared last block
+  // + one page for the copy-on-write of a full hit (Scheduler::start): only a prompt of
+  // whole blocks can be all cached (published blocks are full), and then its last block is
+  // written again; any other prompt writes only pages of its own. Reserving it for every
+  // request kept 32 streams of 3,000 tokens and a 31k prompt (2,024 pages) out of a pool
+  // of 2,049, so the prompt waited for the streams to end (bench/RESULTS.md, 2026-12-03).
+  const int one = (positions + kTok - 1) / kTok + (n_prompt % kTok == 0 ? 1 : 0);
   // Each further choice running at once: its pages past the prompt's full blocks (its copy
   // of the partial last page included); the full blocks are shared.
   return one + (width - 1) * ((positions + kTok - 1) / kTok - n_prompt / kTok);

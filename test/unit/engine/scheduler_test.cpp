@@ -6,7 +6,8 @@
 //  - a request cancelled while it waits for a slot ends at once without a token;
 //  - admissions past parallel + max_queue throw Overloaded;
 //  - a page pool that fits one request at a time queues the second, both are exact, and
-//    every page is free afterwards;
+//    every page is free afterwards; reservations are exact (a copy-on-write page only for
+//    a prompt of whole blocks, which a full prefix-cache hit writes again);
 //  - a request with n choices prefills its prompt once and its choices equal requests of
 //    their own (greedy: the single request's tokens; sampled: choice i equals a request
 //    seeded choice_seed(seed, i)), whether they all run at once or in waves, with the
@@ -52,10 +53,11 @@ struct Gen {
   GenerateResult r;
 };
 
-Gen greedy(Engine& e, const std::vector<int32_t>& prompt, int n, std::function<bool()> cancel = {}) {
+Gen greedy(Engine& e, const std::vector<int32_t>& prompt, int n, std::function<bool()> cancel = {}, bool ignore_eos = false) {
   GenerateRequest req;
   req.prompt = prompt;
   req.max_tokens = n;
+  req.ignore_eos = ignore_eos;
   req.sampling.temperature = 0;
   std::unique_ptr<Admission> a = e.admit(req);
   if (cancel) a->set_cancel_check(cancel);
@@ -235,6 +237,53 @@ TEST(Scheduler, KvExhaustionQueuesInsteadOfFailing) {
       << "the pool holds one such request: they ran one after the other";
   const CacheStats cs = e->cache_stats();
   EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+// A request reserves the pages its positions cover, plus one only when its prompt is whole
+// blocks (a full prefix-cache hit writes its last cached block again, into a copy): two
+// requests of two pages each run together in a pool of four, and a full hit in a pool of
+// its reservation gets its copy and the cold run's tokens.
+TEST(Scheduler, PageReservationsAreExact) {
+  REQUIRE_PACKAGE(path);
+  {
+    EngineOptions o = opts();
+    o.n_ctx = 128;
+    o.kv_pages = 4;
+    o.parallel = 2;
+    std::unique_ptr<Engine> e = Engine::load(path, o);
+    std::vector<int32_t> p0 = prompt_for(*e, 3), p1 = prompt_for(*e, 7);
+    p0.resize(70), p1.resize(70);  // 70 + 50 positions: two pages each
+    // ignore_eos: all 50 tokens, every position the pages were reserved for
+    const Gen a0 = greedy(*e, p0, 50, {}, true), a1 = greedy(*e, p1, 50, {}, true);
+    ASSERT_EQ(a0.tokens.size(), 50u);
+    ASSERT_EQ(a1.tokens.size(), 50u);
+    const SchedulerStats before = e->scheduler_stats();
+    Gen t0, t1;
+    std::thread x([&] { t0 = greedy(*e, p0, 50, {}, true); });
+    std::thread y([&] { t1 = greedy(*e, p1, 50, {}, true); });
+    x.join();
+    y.join();
+    EXPECT_EQ(t0.tokens, a0.tokens);
+    EXPECT_EQ(t1.tokens, a1.tokens);
+    const SchedulerStats after = e->scheduler_stats();
+    EXPECT_GT(after.batch_seqs_counts[1] - before.batch_seqs_counts[1], 0u) << "no step carried both requests";
+    const CacheStats cs = e->cache_stats();
+    EXPECT_EQ(cs.pages_free, cs.pages_total);
+  }
+  {
+    EngineOptions o = opts();
+    o.n_ctx = 192;
+    o.kv_pages = 4;  // 128 + 8 positions: three pages, and the copy of the full hit's last block
+    o.prefix_cache = true;
+    std::unique_ptr<Engine> e = Engine::load(path, o);
+    std::vector<int32_t> p = prompt_for(*e, 3);
+    p.resize(128);
+    const Gen cold = greedy(*e, p, 8, {}, true), warm = greedy(*e, p, 8, {}, true);
+    EXPECT_EQ(cold.r.cached_tokens, 0);
+    EXPECT_EQ(warm.r.cached_tokens, 127) << "a full hit: every block but the last position";
+    EXPECT_EQ(warm.tokens, cold.tokens);
+    EXPECT_EQ(warm.tokens.size(), 8u);
+  }
 }
 
 /// Runs `req` (req.n choices) through Engine::run_choices; choice i's tokens and result.
