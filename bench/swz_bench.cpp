@@ -7,17 +7,17 @@
 //   --pp-depth D: the pp prompt is timed after a D-token prompt (untimed), as llama-bench's
 //   -d does for pp ("pp64 @ d32704"): the prefill a prefix-cache hit leaves, e.g. the warm
 //   TTFT of a 32k-token prompt whose last 64-token block was edited.
-// pp<N>: one forward over N prompt tokens (chunked at 512 like the engine) from an empty
-// KV cache, logits for the last token only.
-//   --ubatch U: prompts go in passes of U tokens (the executor's row budget: the server's
-//   --batch-tokens, llama-bench's -ub); --ctx N and --max-seqs S open the executor as a
-//   server with --ctx N --parallel S does (its scratch sized for them), so a server's
-//   chunked prefill can be timed pass by pass (pp_host_ms_per_pass, pp_wait_ms_per_pass). tg<N>: N single-token forwards from an empty
+// pp<N>: one forward over N prompt tokens (in passes of --ubatch, 512 as the engine) from an empty
+// KV cache, logits for the last token only. tg<N>: N single-token forwards from an empty
 // KV cache (llama-bench's definition), each token the greedy pick of the step before
 // (device argmax where the package has it, as the server's greedy path; else host logits).
 // --seqs S (S >= 1): aggregate decode of S sequences in one batch, as llama-batched-bench's
 // S_TG: each sequence gets its own pp-token prompt (untimed), then tg steps decode all S
 // together (one forward pass per step); reports S * tg / seconds.
+// --ubatch U: prompts go in passes of U tokens (the executor's row budget: the server's
+// --batch-tokens, llama-bench's -ub); --ctx N and --max-seqs S open the executor as a
+// server with --ctx N --parallel S does (its scratch sized for them), so a server's
+// chunked prefill can be timed pass by pass (pp_host_ms_per_pass, pp_wait_ms_per_pass).
 // Prints JSON: per-rep seconds and tokens/s medians; for the tg steps also the medians of
 // tg_host_us_per_step (microseconds a step spends on the host before everything is
 // launched: with an asynchronous device, time it sits idle) and tg_wait_us_per_step
@@ -41,16 +41,19 @@ double median(std::vector<double> v) {
 }
 using Clock = std::chrono::steady_clock;
 
-/// The tg steps' medians over the reps of the executor's pass times (GraphExecutor::
-/// pass_times): host = microseconds a step spends before everything is launched (the
-/// device idle meanwhile), wait = until the token ids are back.
-void add_pass_times(nlohmann::json& out, const std::vector<swz::exec::GraphExecutor::PassTimes>& t) {
+/// Medians over the reps of the executor's pass times (GraphExecutor::pass_times), a pass's
+/// host time (before everything is launched: the device idle meanwhile) and wait (until the
+/// results are back), in seconds x `scale`, as out[host_key] and out[wait_key]: the tg
+/// steps' tg_host_us_per_step / tg_wait_us_per_step, the pp passes' pp_*_ms_per_pass.
+void add_pass_times(nlohmann::json& out, const std::vector<swz::exec::GraphExecutor::PassTimes>& t,
+                    const char* host_key = "tg_host_us_per_step", const char* wait_key = "tg_wait_us_per_step",
+                    double scale = 1e6) {
   std::vector<double> host, wait;
   for (const auto& p : t)
-    if (p.passes) host.push_back(1e6 * p.host / p.passes), wait.push_back(1e6 * p.wait / p.passes);
+    if (p.passes) host.push_back(scale * p.host / p.passes), wait.push_back(scale * p.wait / p.passes);
   if (host.empty()) return;
-  out["tg_host_us_per_step"] = median(host);
-  out["tg_wait_us_per_step"] = median(wait);
+  out[host_key] = median(host);
+  out[wait_key] = median(wait);
 }
 
 /// --seqs: S sequences, each a pp-token prompt, then tg steps of all S together.
@@ -250,10 +253,7 @@ int main(int argc, char** argv) {
                           {"pp_tok_s", pp / median(pp_s)},
                           {"tg_tok_s", tg / median(tg_s)}};
     add_pass_times(out, pass_times);
-    std::vector<double> host, wait;
-    for (const auto& p : pp_times)
-      if (p.passes) host.push_back(1e3 * p.host / p.passes), wait.push_back(1e3 * p.wait / p.passes);
-    if (!host.empty()) out["pp_host_ms_per_pass"] = median(host), out["pp_wait_ms_per_pass"] = median(wait);
+    add_pass_times(out, pp_times, "pp_host_ms_per_pass", "pp_wait_ms_per_pass", 1e3);
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "swz-bench: " << e.what() << "\n";
