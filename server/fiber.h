@@ -88,7 +88,7 @@ class FiberPool {
 
  private:
   struct Worker {
-    boost::asio::io_context ctx{1};
+    boost::asio::io_context ctx;
     std::thread thread;
   };
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -161,10 +161,14 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void read_head() {
     if (closed_) return;
+    // An empty line before a request-line is ignored (RFC 9112 §2.2), e.g. a CRLF a client
+    // sent after a body.
+    while (buf_.size() >= 2 && std::string_view(static_cast<const char*>(buf_.data().data()), 2) == "\r\n") buf_.consume(2);
     if (s_.idle_closed && buf_.size() == 0) return close();  // after close_idle(): no new request
     const std::string_view data(static_cast<const char*>(buf_.data().data()), buf_.size());
-    if (size_t end = data.find("\r\n\r\n"); end != std::string_view::npos) return on_head(end + 4);
-    if (buf_.size() > s_.opts.max_header_bytes) {
+    const size_t end = data.find("\r\n\r\n");
+    if (end != std::string_view::npos && end + 4 <= s_.opts.max_header_bytes) return on_head(end + 4);
+    if (end != std::string_view::npos || buf_.size() > s_.opts.max_header_bytes) {
       req_ = std::make_shared<http::Request>();
       return answer_error(431, "Request header fields too large (limit " + std::to_string(s_.opts.max_header_bytes) + " bytes).");
     }
@@ -242,7 +246,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void dispatch() {
     const Impl::Route* route = s_.find(*req_);
-    if (!route) return answer_error(404, "Invalid URL (" + req_->method + " " + req_->path + ")");
+    if (!route) return answer_error(404, "Invalid URL (" + req_->method + " " + req_->path + ")", /*close=*/false);
     if (route->where == On::IoThread) {
       auto res = std::make_shared<http::Response>();
       run_handler(route->handler, *req_, *res);
@@ -381,11 +385,13 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
     h.keep_alive(keep);
   }
 
-  void answer_error(int status, const std::string& message) {
+  /// An error the HTTP layer answers itself; `close` (the framing is unknown, or the body
+  /// unread): nothing after it may be read as another request.
+  void answer_error(int status, const std::string& message, bool close = true) {
     in_exchange_ = true;
     auto res = std::make_shared<http::Response>();
     res->status = status;
-    res->close = true;  // the framing is unknown: nothing after it can be read as a request
+    res->close = close;
     if (srv_.error_page) srv_.error_page(*req_, *res, message);
     write_response(res);
   }

@@ -132,6 +132,11 @@ class FakeEngine : public engine::Engine {
         r.finish = engine::FinishReason::Length;
         break;
       }
+      if (a.cancel_requested()) {  // as the scheduler polls it before each step
+        r.finish = engine::FinishReason::Cancelled;
+        ++cancelled;
+        break;
+      }
       const bool slow = !slow_trigger.empty() && prompt_bytes.find(slow_trigger) != std::string::npos;
       if (const int ms = slow ? slow_delay_ms : token_delay_ms) pause(std::chrono::milliseconds(ms));
       engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i], std::nullopt};
