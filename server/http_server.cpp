@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -490,15 +491,22 @@ int HttpServer::bind(const std::string& host, int port) {
 }
 
 namespace {
+/// Accepts connections until the acceptor is closed. A failed accept (out of descriptors:
+/// EMFILE / ENFILE) is retried after 50 ms instead of at once, which would spin an io thread.
 template <class Accept>
 void accept_loop(tcp::acceptor& acceptor, net::io_context& io, Accept on_socket) {
   acceptor.async_accept(net::make_strand(io), [&acceptor, &io, on_socket](error_code ec, tcp::socket socket) {
     if (!acceptor.is_open()) return;
-    if (!ec) {
-      error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks leave at once
-      on_socket(std::move(socket));
+    if (ec) {
+      auto retry = std::make_shared<net::steady_timer>(acceptor.get_executor(), std::chrono::milliseconds(50));
+      retry->async_wait([&acceptor, &io, on_socket, retry](error_code) {
+        if (acceptor.is_open()) accept_loop(acceptor, io, on_socket);
+      });
+      return;
     }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks leave at once
+    on_socket(std::move(socket));
     accept_loop(acceptor, io, on_socket);
   });
 }

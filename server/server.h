@@ -72,7 +72,9 @@ class Server {
   /// Binds `host`:`port` (port 0 = any free port). Returns the bound port.
   /// Throws std::runtime_error when the address cannot be bound.
   int bind(const std::string& host, int port);
-  /// Serves until stop(); call after bind(). Returns false if the listen loop failed.
+  /// Serves until shutdown() / stop() and every connection has ended; call after bind().
+  /// The calling thread is one of the HTTP layer's io threads. Returns true (a failed
+  /// connection ends only that connection).
   bool run();
   /// bind() + run().
   bool listen(const std::string& host, int port);
