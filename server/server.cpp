@@ -3,12 +3,12 @@
 #include "accounting.h"
 #include "anthropic_messages.h"
 #include "api_error.h"
+#include "http_server.h"
 #include "json_depth.h"
 #include "key_store.h"
 #include "openai_chat.h"
 #include "openai_completions.h"
 #include "openai_logprobs.h"
-#include "http_server.h"
 #include "receipt.h"
 #include "route_hooks.h"
 #include "structured_output.h"
@@ -106,8 +106,6 @@ struct Server::Impl {
   // request is either refused or waited for.
   std::atomic<bool> draining{false};
   std::atomic<int> generating{0};  ///< generation requests from GenerationHooks::enter to their response's end
-  std::atomic<bool> in_run{false};  ///< run() is between its start and its return
-  std::atomic<bool> serving{false};  ///< run() has started the HTTP layer
   std::mutex shutdown_mu;  ///< one shutdown at a time
 
   /// GenerationHooks::enter.
@@ -512,12 +510,9 @@ int Server::bind(const std::string& host, int port) {
 }
 
 bool Server::run() {
-  impl_->in_run = true;  // before `draining` is read: see shutdown()
-  if (!impl_->draining) {
-    impl_->serving = true;
-    impl_->http.run();
-  }
-  impl_->in_run = false;
+  // A shutdown() that came first has nothing to stop; one that comes later closes the
+  // listener through the io_context that run() is running.
+  if (!impl_->draining) impl_->http.run();
   return true;
 }
 
