@@ -3,11 +3,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <boost/context/protected_fixedsize_stack.hpp>
 
-#include <cerrno>
-#include <system_error>
+#include <memory>
 
 namespace swz::server {
 
@@ -19,49 +17,31 @@ Fiber* Fiber::current() { return t_current; }
 
 Fiber::Fiber(boost::asio::io_context& ctx, std::function<void()> fn, size_t stack_bytes)
     : ctx_(ctx), timer_(ctx), fn_(std::move(fn)) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  stack_bytes_ = (stack_bytes + page - 1) / page * page + page;  // + the guard page
-  stack_ = mmap(nullptr, stack_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                -1, 0);
-  if (stack_ == MAP_FAILED) {
-    stack_ = nullptr;
-    throw std::system_error(errno, std::generic_category(), "fiber stack");
-  }
-  mprotect(stack_, page, PROT_NONE);  // the stack grows down into this page: a fault, not corruption
-  getcontext(&self_);
-  self_.uc_stack.ss_sp = stack_;
-  self_.uc_stack.ss_size = stack_bytes_;
-  self_.uc_link = nullptr;
-  makecontext(&self_, &Fiber::entry, 0);
+  namespace bc = boost::context;
+  // protected_fixedsize_stack: mmap'd with a guard page below, so an overflow faults
+  // instead of corrupting memory; throws std::bad_alloc when it cannot be mapped.
+  self_ = bc::fiber(std::allocator_arg, bc::protected_fixedsize_stack(stack_bytes), [this](bc::fiber&& caller) {
+    caller_ = std::move(caller);
+    try {
+      fn_();
+    } catch (const bc::detail::forced_unwind&) {
+      throw;  // the fiber is being destroyed while suspended: Boost.Context unwinds its stack
+    } catch (...) {
+    }
+    fn_ = nullptr;  // its captures are destroyed here, still on the fiber
+    state_.store(kDone);
+    return std::move(caller_);  // back to resume(); the stack is released
+  });
 }
 
-Fiber::~Fiber() {
-  if (stack_) munmap(stack_, stack_bytes_);
-}
-
-void Fiber::entry() {
-  Fiber* f = t_current;
-  try {
-    f->fn_();
-  } catch (...) {
-  }
-  f->fn_ = nullptr;  // its captures are destroyed here, still on the fiber
-  f->state_.store(kDone);
-  swapcontext(&f->self_, f->caller_);  // never resumed
-}
+Fiber::~Fiber() = default;
 
 void Fiber::resume() {
-  if (state_.load() == kDone) return;
-  ucontext_t here;
+  if (state_.load() == kDone || !self_) return;
   Fiber* outer = t_current;
   t_current = this;
-  caller_ = &here;
-  swapcontext(&here, &self_);
+  self_ = std::move(self_).resume();  // returns when the fiber waits (self_ = it) or ends (empty)
   t_current = outer;
-  if (state_.load() == kDone && stack_) {
-    munmap(stack_, stack_bytes_);
-    stack_ = nullptr;
-  }
 }
 
 void Fiber::wait(std::chrono::milliseconds timeout) {
@@ -78,7 +58,7 @@ void Fiber::wait(std::chrono::milliseconds timeout) {
       if (!ec) self->wake();
     });
   }
-  swapcontext(&self_, caller_);
+  caller_ = std::move(caller_).resume();  // back to resume(); returns when resumed again
   if (timeout.count() >= 0) timer_.cancel();
 }
 

@@ -4,22 +4,23 @@
 // So 64 streams need 64 stacks, not 64 threads, and the handler code stays straight-line
 // (parse, admit, run the engine with callbacks, write) instead of a chain of callbacks.
 //
-// Mechanism: POSIX ucontext (makecontext / swapcontext, glibc) on an mmap'd stack with a
-// guard page; one boost::asio::io_context per pool thread. A fiber never changes thread: it
+// Mechanism: Boost.Context's boost::context::fiber (libboost-context-dev) on a
+// protected_fixedsize_stack (mmap'd, with a guard page); one boost::asio::io_context per
+// pool thread. A fiber never changes thread: it
 // is started, and every later resumption is posted, on its own thread's io_context, so
 // thread-local state (errno, allocator caches) seen before a suspension is the same after.
 // Waking is thread-safe and never lost: wake() before wait() makes that wait() return at
 // once (a binary semaphore). Every wait may also return early, so callers loop on their
 // condition (Fiber::wait_until).
 //
-// Not for AddressSanitizer builds without its fiber annotations (SWZ_SANITIZE): ASan does
-// not follow stack switches it is not told about.
+// AddressSanitizer builds define BOOST_USE_ASAN (server/CMakeLists.txt), so Boost.Context
+// tells ASan about every stack switch.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <ucontext.h>
+#include <boost/context/fiber.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -56,16 +57,13 @@ class Fiber : public std::enable_shared_from_this<Fiber> {
   friend class FiberPool;
   Fiber(boost::asio::io_context& ctx, std::function<void()> fn, size_t stack_bytes);
   void resume();  // on ctx's thread: runs the fiber until it waits or ends
-  static void entry();
 
   enum State : int { kRunning = 0, kWakePending = 1, kSuspended = 2, kDone = 3 };
   boost::asio::io_context& ctx_;
   boost::asio::steady_timer timer_;  // wait()'s timeout; used on ctx_'s thread only
   std::function<void()> fn_;
-  void* stack_ = nullptr;            // mmap'd: a guard page, then the stack
-  size_t stack_bytes_ = 0;
-  ucontext_t self_{};
-  ucontext_t* caller_ = nullptr;     // the thread's context while the fiber runs
+  boost::context::fiber self_;    // the fiber while suspended (empty while it runs, and once done)
+  boost::context::fiber caller_;  // the thread's context while the fiber runs
   std::atomic<int> state_{kRunning};
 };
 
@@ -74,7 +72,7 @@ class Fiber : public std::enable_shared_from_this<Fiber> {
 /// stop only once no request is in progress).
 class FiberPool {
  public:
-  /// `stack_bytes`: each fiber's stack, reserved (MAP_NORESERVE) and committed by the
+  /// `stack_bytes`: each fiber's stack, mapped (with a guard page) and committed by the
   /// kernel only as it is touched; 8 MiB = a default thread stack.
   FiberPool(int threads, size_t stack_bytes = size_t(8) << 20);
   ~FiberPool();
@@ -83,7 +81,7 @@ class FiberPool {
 
   /// Starts `fn` on a new fiber of the next thread (round robin); returns at once. An
   /// exception escaping `fn` is swallowed (handlers catch their own). Throws
-  /// std::system_error when no stack can be mapped.
+  /// std::bad_alloc when no stack can be mapped.
   std::shared_ptr<Fiber> spawn(std::function<void()> fn);
 
  private:
