@@ -39,7 +39,7 @@
 # for the roofline).
 #
 # Our runtime is built here, not there: its Debian build dependencies (nlohmann-json,
-# CLI11, cpp-httplib, libsodium, BLAKE3) are not on the GPU machine, which has no network;
+# CLI11, Boost, libsodium, BLAKE3) are not on the GPU machine, which has no network;
 # its binaries are static in libstdc++ and open libcuda at run time.
 #
 # check (first call): the GGUFs are written again at the paths the packages recorded

@@ -8,7 +8,7 @@
 #include "text_stream.h"
 #include "tool_calls.h"
 
-#include <httplib.h>
+#include "http_server.h"
 
 #include <chrono>
 #include <climits>
@@ -665,12 +665,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void set_header(httplib::Response& res, const std::string& key, const std::string& value) {
+void set_header(http::Response& res, const std::string& key, const std::string& value) {
   res.headers.erase(key);
   res.headers.emplace(key, value);
 }
 
-void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+void send_anthropic_error(http::Response& res, const ApiError& e) {
   res.status = e.status;
   set_error_headers(res, e);
   set_header(res, kCacheHitHeader, "0");
@@ -681,7 +681,7 @@ void send_anthropic_error(httplib::Response& res, const ApiError& e) {
 /// anthropic-version: a date "YYYY-MM-DD" no earlier than 2023-01-01 (SDKs send newer
 /// dates than 2023-06-01; the wire format here is 2023-06-01's, which later versions
 /// keep); absent means 2023-06-01. Anything else is refused.
-void check_version(const httplib::Request& req) {
+void check_version(const http::Request& req) {
   if (!req.has_header("anthropic-version")) return;
   const std::string v = req.get_header_value("anthropic-version");
   bool ok = v.size() == 10 && v[4] == '-' && v[7] == '-';
@@ -692,9 +692,9 @@ void check_version(const httplib::Request& req) {
 
 }  // namespace
 
-void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
+void add_anthropic_routes(HttpServer& http, AnthropicMessages& messages,
                           std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
-  auto log_line = [log](const httplib::Request& req, int status, const AnthropicMessages::Outcome* o, double ms) {
+  auto log_line = [log](const http::Request& req, int status, const AnthropicMessages::Outcome* o, double ms) {
     if (!log) return;
     char buf[512];
     if (o) {
@@ -710,14 +710,14 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     log(buf);
   };
 
-  http.Post(base + "/messages", [&messages, log_line, hooks](const httplib::Request& req, httplib::Response& res) {
+  http.route("POST", base + "/messages", [&messages, log_line, hooks](const http::Request& req, http::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     // The receipt facts of this request (route_hooks.h).
     auto receipt_of = [&req](const AnthropicMessages::Prepared& p, const AnthropicMessages::Outcome& o) {
       return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens, 1, o.result, o.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
-    CountedUntilWritten counted(res, running);  // a non-streamed answer until it is written
+    res.hold = running;  // counted until the answer is written
     std::shared_ptr<AnthropicMessages::Prepared> p;
     try {
       if (!running) throw shutting_down_error();
@@ -751,11 +751,11 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
     if (hooks.quote) set_header(res, kCostHeader, hooks.quote(p->admission->prompt_tokens(), p->admission->cached_tokens()));
     set_header(res, "Cache-Control", "no-cache");
     set_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [&messages, log_line, hooks, p, t0, &req, running, receipt_of](size_t, httplib::DataSink& sink) {
+    res.set_stream("text/event-stream", [&messages, log_line, hooks, p, t0, &req, running, receipt_of](http::ChunkSink& sink) {
       AnthropicMessages::Outcome o;
       // With receipts, message_stop is held back until it is sealed with one (receipt.h).
       ReceiptStream out(
-          ReceiptStream::Wire::Anthropic, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          ReceiptStream::Wire::Anthropic, [&sink](std::string_view s) { return sink.write(s); },
           hooks.receipts != nullptr);
       try {
         o = messages.stream(*p, [&out](std::string_view s) { return out.write(s); });
@@ -767,13 +767,11 @@ void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
       if (hooks.finished && o.result.prompt_tokens > 0) hooks.finished(req, "/v1/messages", o.result, o.clock);
       if (out.holding() && !o.client_gone && !o.cut && !out.seal(*hooks.receipts, receipt_of(*p, o))) o.client_gone = true;
       log_line(req, 200, &o, ms_since(t0));
-      if (o.client_gone) return false;
-      sink.done();
-      return true;
+      return !o.client_gone;
     });
   });
 
-  http.Post(base + "/messages/count_tokens", [&messages, log_line](const httplib::Request& req, httplib::Response& res) {
+  http.route("POST", base + "/messages/count_tokens", [&messages, log_line](const http::Request& req, http::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       check_version(req);

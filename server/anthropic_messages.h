@@ -22,11 +22,9 @@
 #include "cache_mode.h"
 #include <vector>
 
-namespace httplib {
-class Server;
-}
-
 namespace swz::server {
+
+class HttpServer;  // http_server.h
 
 /// A validated Messages request.
 struct MessagesRequest {
@@ -157,7 +155,7 @@ class AnthropicMessages {
 /// server core's disconnect check, ledger and cost header (each may be empty). `base`
 /// is the path they hang under ("/v1"; the security endpoint's "/v1/security" and
 /// "/security/v1").
-void add_anthropic_routes(httplib::Server& http, AnthropicMessages& messages,
+void add_anthropic_routes(HttpServer& http, AnthropicMessages& messages,
                           std::function<void(const std::string&)> log, GenerationHooks hooks = {},
                           const std::string& base = "/v1");
 

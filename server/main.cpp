@@ -184,7 +184,7 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   }
   // Every queued or running request holds a connection thread while it waits for its
   // tokens: leave room for them and for /health, /metrics and other quick requests.
-  so.http_threads = http_threads > 0 ? http_threads : cache_opts.parallel + cache_opts.max_queue + 8;
+  so.http_threads = http_threads;  // 0: the server's default (http_server.h)
   so.shutdown_grace_s = shutdown_grace_s;
   so.cache_mode = *swz::frontend_ast::parse_cache_mode(g_cache_mode);  // checked by the option's validator
   if (!quiet) {
@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--prices", accounts.prices_file,
                         "prices of the usage ledger, JSON (USD per million tokens; see docs/server.md)")
       ->check(CLI::ExistingFile);
-  serve_cmd->add_option("--http-threads", http_threads, "HTTP connection threads (0 = --parallel + --max-queue + 8: each waiting or running request holds one)")
+  serve_cmd->add_option("--http-threads", http_threads, "Threads of the request handlers' fibers (0 = the CPU count, 2..8); connections and waiting or streaming requests hold no thread")
       ->check(CLI::NonNegativeNumber);
   serve_cmd->add_option("--shutdown-grace", shutdown_grace_s,
                         "SIGINT/SIGTERM: seconds running requests may take to finish before they are cut (with an "

@@ -10,7 +10,7 @@
 #include "text_stream.h"
 #include "tool_calls.h"
 
-#include <httplib.h>
+#include "http_server.h"
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -314,7 +314,7 @@ json usage(const Totals& t) {
   return usage_json(r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.spec_drafted, r.spec_accepted);
 }
 
-void send_openai_error(httplib::Response& res, const ApiError& e) {
+void send_openai_error(http::Response& res, const ApiError& e) {
   res.status = e.status;
   set_error_headers(res, e);
   res.set_header(kCacheHitHeader, "0");
@@ -324,9 +324,9 @@ void send_openai_error(httplib::Response& res, const ApiError& e) {
 
 }  // namespace
 
-void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
+void add_completions_route(HttpServer& http, engine::Engine& engine, std::atomic<bool>& cancelled,
                            std::function<void(const std::string&)> log, GenerationHooks hooks, const std::string& base) {
-  http.Post(base + "/completions", [&engine, &cancelled, log, hooks](const httplib::Request& req, httplib::Response& res) {
+  http.route("POST", base + "/completions", [&engine, &cancelled, log, hooks](const http::Request& req, http::Response& res) {
     auto admitted = [&req, hooks](engine::Admission& a) {
       if (hooks.admitted) hooks.admitted(req, a);
     };
@@ -357,7 +357,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
                            t.result, t.clock);
     };
     std::shared_ptr<void> running = hooks.enter ? hooks.enter() : std::make_shared<int>(0);
-    CountedUntilWritten counted(res, running);  // a non-streamed answer until it is written
+    res.hold = running;  // counted until the answer is written
     std::shared_ptr<Job> job;
     // Every prompt is admitted here (one admission for its n choices), so that a full
     // queue is a 429 for the whole request before the 200 headers go out (shared: the
@@ -419,11 +419,11 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
     set(kUncachedHeader, std::to_string(prompt_tokens - cached_tokens));
     if (hooks.quote) set(kCostHeader, hooks.quote(prompt_tokens, cached_tokens));
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [&engine, &cancelled, job, log_line, finished, running,
-                                                           receipts = hooks.receipts, receipt_of, admissions](size_t, httplib::DataSink& sink) {
+    res.set_stream("text/event-stream", [&engine, &cancelled, job, log_line, finished, running,
+                                                           receipts = hooks.receipts, receipt_of, admissions](http::ChunkSink& sink) {
       // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
       ReceiptStream out(
-          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s); },
           receipts != nullptr);
       auto chunk = [&](json choices) {
         json c = {{"id", job->id}, {"object", "text_completion"}, {"created", job->created}, {"model", job->model},
@@ -461,9 +461,7 @@ void add_completions_route(httplib::Server& http, engine::Engine& engine, std::a
       }
       if (!recorded && t.result.prompt_tokens > 0) finished(t);  // an engine failure ran nothing billable
       log_line(200, &t);
-      if (t.gone) return false;
-      sink.done();
-      return true;
+      return !t.gone;
     });
   });
 }

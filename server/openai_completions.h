@@ -14,11 +14,9 @@
 #include <string_view>
 #include <vector>
 
-namespace httplib {
-class Server;
-}
-
 namespace swz::server {
+
+class HttpServer;  // http_server.h
 
 /// One prompt of a completions request: text, or token ids (sent as a list of integers).
 struct CompletionsPrompt {
@@ -61,7 +59,7 @@ CompletionsRequest parse_completions_request(std::string_view body);
 /// prompt) are generated one after another; `logprobs` (with echo, the prompt's too)
 /// follow the legacy schema (openai_logprobs.h). `base` is the
 /// path it hangs under ("/v1"; the security endpoint's "/v1/security" and "/security/v1").
-void add_completions_route(httplib::Server& http, engine::Engine& engine, std::atomic<bool>& cancelled,
+void add_completions_route(HttpServer& http, engine::Engine& engine, std::atomic<bool>& cancelled,
                            std::function<void(const std::string&)> log, GenerationHooks hooks = {},
                            const std::string& base = "/v1");
 

@@ -1,6 +1,7 @@
 // What the server core (server.cpp) does around a generation, the same for every endpoint
 // (OpenAI chat in server.cpp, Anthropic /v1/messages, OpenAI /v1/completions in their own
-// files): the client-disconnect check during prefill, the usage ledger and metrics (with
+// files): the client-disconnect check during prefill (Request::gone, set by the HTTP layer's
+// outstanding read on the socket; http_server.h), the usage ledger and metrics (with
 // TTFT / ITL / duration from the request's TokenClock), and the response headers.
 //
 //   TokenClock clock(arrival);
@@ -16,7 +17,7 @@
 #include "receipt.h"
 #include "server.h"
 
-#include <httplib.h>
+#include "http.h"
 
 #include <functional>
 #include <memory>
@@ -27,19 +28,20 @@ namespace swz::server {
 struct GenerationHooks {
   /// First thing a generation request does, before parsing: counts it as running (the
   /// server's shutdown waits for it, or cuts it) until the returned token is destroyed;
-  /// a stream keeps the token in its content provider, any other answer through a
-  /// CountedUntilWritten. Null once the server is shutting down: answer
+  /// a stream keeps the token in its provider, any other answer in http::Response::hold
+  /// (released once the answer is written). Null once the server is shutting down: answer
   /// shutting_down_error() (503) instead.
   std::function<std::shared_ptr<void>()> enter;
-  /// After admission, before run(): installs the engine's cancel check (the client's
-  /// socket closed, or the server is stopping).
-  std::function<void(const httplib::Request&, engine::Admission&)> admitted;
+  /// After admission, before run(): installs the engine's cancel check (the client closed
+  /// its connection: Request::gone; or the server is stopping) and, on a handler fiber, the
+  /// admission's EventWait (fiber_event_wait: waiting for tokens suspends the fiber).
+  std::function<void(const http::Request&, engine::Admission&)> admitted;
   /// After a generation (also one a client left mid-stream: what it consumed is billed):
   /// records `totals` (prompt / cached / generated tokens of all choices) for the
   /// caller's API key under `endpoint` in the ledger, and `clock` in the TTFT / ITL /
   /// duration histograms; returns the cost in USD as the X-Swizzle-Cost-USD value. The
   /// one recording path of every endpoint.
-  std::function<std::string(const httplib::Request&, const std::string& endpoint, const engine::GenerateResult& totals,
+  std::function<std::string(const http::Request&, const std::string& endpoint, const engine::GenerateResult& totals,
                             const TokenClock& clock)>
       finished;
   /// A stream's cost header, sent before any token: the prompt's cost.
@@ -48,37 +50,11 @@ struct GenerationHooks {
   /// disk_cache, cache_tenant) from its key: a store key's organisation is its tenant,
   /// and a security-scope key gets no disk tier unless its organisation enabled it
   /// (key_store.h); other keys use the default tenant. Unset: the engine's defaults.
-  std::function<void(const httplib::Request&, engine::GenerateRequest&)> cache_scope;
+  std::function<void(const http::Request&, engine::GenerateRequest&)> cache_scope;
   /// Execution receipts (receipt.h): null unless the server signs them (`serve --receipts`).
   /// A successful answer gets one: non-streamed, seal_response_body + the X-Swizzle-Receipt
   /// header; streamed, its writes go through a ReceiptStream sealed before the end.
   std::shared_ptr<const ReceiptSigner> receipts;
-};
-
-/// Keeps a generation request counted (GenerationHooks::enter's token) until its answer
-/// has been written to the socket, not only until its handler returns: httplib writes a
-/// handler's `res.body` after the handler, and a shutdown that saw the count reach 0
-/// would go on to shut the connections' reads down (Server::shutdown), after which
-/// httplib's writes fail (it checks the peer is alive first) and the client gets no
-/// answer. On destruction (the handler's return) the token moves into the response's
-/// resource releaser, which httplib's ~Response calls once the answer has been written
-/// (or its write failed). A response a content provider writes (a stream) already has
-/// its releaser or holds a copy of the token in the provider: left alone. (httplib
-/// 0.11 puts the plain-body write for fixed-length content providers behind its own
-/// "not stopped" check, so moving the body into one is no way out.)
-class CountedUntilWritten {
- public:
-  CountedUntilWritten(httplib::Response& res, const std::shared_ptr<void>& token) : res_(res), token_(token) {}
-  CountedUntilWritten(const CountedUntilWritten&) = delete;
-  CountedUntilWritten& operator=(const CountedUntilWritten&) = delete;
-  ~CountedUntilWritten() {
-    if (!token_ || res_.content_provider_ || res_.content_provider_resource_releaser_) return;
-    res_.content_provider_resource_releaser_ = [token = std::move(token_)](bool) {};
-  }
-
- private:
-  httplib::Response& res_;
-  std::shared_ptr<void> token_;
 };
 
 /// The facts of a receipt for a request that ran the engine: `endpoint` the route
@@ -104,11 +80,8 @@ inline ReceiptFacts receipt_facts(const std::string& endpoint, const std::string
 /// The headers of a non-streamed answer that ran the engine, the same on every endpoint:
 /// X-Swizzle-Cache-Hit-Tokens / X-Swizzle-Uncached-Tokens, X-Swizzle-Cost-USD (`cost_usd`;
 /// not sent when empty) and X-Swizzle-Spec-Drafted / X-Swizzle-Spec-Accepted.
-inline void set_generation_headers(httplib::Response& res, const engine::GenerateResult& totals, const std::string& cost_usd) {
-  auto set = [&res](const char* key, const std::string& value) {
-    res.headers.erase(key);
-    res.headers.emplace(key, value);
-  };
+inline void set_generation_headers(http::Response& res, const engine::GenerateResult& totals, const std::string& cost_usd) {
+  auto set = [&res](const char* key, const std::string& value) { res.set_header(key, value); };
   set(kCacheHitHeader, std::to_string(totals.cached_tokens));
   set(kUncachedHeader, std::to_string(totals.prompt_tokens - totals.cached_tokens));
   if (!cost_usd.empty()) set(kCostHeader, cost_usd);

@@ -1,6 +1,7 @@
 #include "serve_loop.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +30,13 @@ void block_shutdown_signals() {
 
 int serve_until_signal(engine::Engine& engine, const std::string& host, int port, ServerOptions opts) {
   block_shutdown_signals();  // (again, for callers that forgot; threads made before keep their mask)
+  // Every connection is a descriptor (an idle keep-alive one too, and it costs no thread):
+  // allow as many as the hard limit permits, not the usual soft 1024.
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, opts.shutdown_grace_s) * 1000.0));
   Server server(engine, std::move(opts));
   const int bound = server.bind(host, port);

@@ -13,7 +13,8 @@ namespace swz::server {
 /// before anything starts a thread (the engine's thread pool included).
 void block_shutdown_signals();
 
-/// Binds host:port (0 = any free port), prints "swizzle-rt: listening on
+/// Raises the soft limit of open descriptors to the hard one (each connection is one), then
+/// binds host:port (0 = any free port), prints "swizzle-rt: listening on
 /// http://HOST:PORT" to stdout (flushed; tests and scripts wait for it), then serves
 /// until SIGINT/SIGTERM: the first starts Server::shutdown with opts.shutdown_grace_s
 /// (stop accepting, let running generations finish within the grace period, cut the rest

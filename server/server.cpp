@@ -3,7 +3,7 @@
 #include "accounting.h"
 #include "anthropic_messages.h"
 #include "api_error.h"
-#include "client_socket.h"
+#include "http_server.h"
 #include "json_depth.h"
 #include "key_store.h"
 #include "openai_chat.h"
@@ -13,7 +13,6 @@
 #include "route_hooks.h"
 #include "structured_output.h"
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -33,17 +32,14 @@ namespace {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-void set_unique_header(httplib::Response& res, const std::string& key, const std::string& value) {
-  res.headers.erase(key);
-  res.headers.emplace(key, value);
-}
+void set_unique_header(http::Response& res, const std::string& key, const std::string& value) { res.set_header(key, value); }
 
-void set_cache_headers(httplib::Response& res, int cached, int uncached) {
+void set_cache_headers(http::Response& res, int cached, int uncached) {
   set_unique_header(res, kCacheHitHeader, std::to_string(cached));
   set_unique_header(res, kUncachedHeader, std::to_string(uncached));
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
+void send_error(http::Response& res, const ApiError& e) {
   res.status = e.status;
   set_error_headers(res, e);
   set_cache_headers(res, 0, 0);
@@ -57,57 +53,11 @@ ApiKeys make_keys(const ServerOptions& o) {
   return ApiKeys(std::move(keys), o.admin_key);
 }
 
-void send_anthropic_error(httplib::Response& res, const ApiError& e) {
+void send_anthropic_error(http::Response& res, const ApiError& e) {
   res.status = e.status;
   set_error_headers(res, e);
   set_cache_headers(res, 0, 0);
   res.set_content(dump(anthropic_error_body(e)), "application/json");
-}
-
-/// RFC 9110 §8.6: Content-Length = 1*DIGIT, and several fields must agree; RFC 9112
-/// §6.3: an invalid one is unrecoverable framing, answered 400 before the body is read.
-/// httplib 0.11 reads the value with strtoull, which turns "-1" into 2^64 - 1 (a 413
-/// after waiting out the read timeout for a body that never comes) and "+5" or "5x"
-/// into 5, so the check runs here, in the pre-routing handler.
-/// A POST / PUT / PATCH with neither Content-Length nor Transfer-Encoding (an empty
-/// `Content-Length:` too: httplib drops a header without a value) is 411 Length Required:
-/// httplib 0.11 would read such a request's body until the client closes, holding an HTTP
-/// thread for the whole read timeout and then answering a bare 400.
-std::optional<ApiError> check_content_length(const httplib::Request& req) {
-  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length") &&
-      !req.has_header("Transfer-Encoding"))
-    return ApiError(411, "A " + req.method + " request needs a Content-Length header (or Transfer-Encoding: chunked).",
-                    "invalid_request_error", "", "length_required");
-  auto [begin, end] = req.headers.equal_range("Content-Length");
-  std::optional<std::string> seen;
-  for (auto it = begin; it != end; ++it) {
-    std::string v = it->second;  // optional whitespace around the value is not part of it
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t") + 1);
-    const bool digits = !v.empty() && v.size() <= 19 &&  // 19 digits always fit in int64
-                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits)
-      return ApiError(400, "Invalid Content-Length header '" + v + "': expected a non-negative decimal integer of at most 19 digits.");
-    if (seen && std::stoull(*seen) != std::stoull(v))
-      return ApiError(400, "Conflicting Content-Length headers ('" + *seen + "' and '" + v + "').");
-    seen = v;
-  }
-  return std::nullopt;
-}
-
-/// Answers `status` with the JSON `body`, then closes the connection. httplib 0.11 keeps
-/// a connection open whatever a handler says (only the request's own "Connection: close"
-/// ends it), but drops it when a content provider fails: this provider writes the whole
-/// body, then reports failure.
-void send_and_close(httplib::Response& res, int status, std::string body) {
-  res.status = status;
-  set_cache_headers(res, 0, 0);
-  set_unique_header(res, "Connection", "close");
-  auto data = std::make_shared<const std::string>(std::move(body));
-  res.set_content_provider(data->size(), "application/json", [data](size_t offset, size_t length, httplib::DataSink& sink) {
-    sink.write(data->data() + offset, length);
-    return false;
-  });
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -119,7 +69,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct Server::Impl {
   Impl(engine::Engine& e, ServerOptions o)
       : engine(e), opts(std::move(o)), chat(e), keys(make_keys(opts)), accounting(opts.prices), anthropic(e),
-        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {
+        created(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
+        http(http_options(opts)) {
     if (!opts.key_store.empty()) {
       store = std::make_unique<KeyStore>(opts.key_store, opts.key_store_recheck_ms);
       store->note = [this](const std::string& line) { log(line); };
@@ -146,7 +97,7 @@ struct Server::Impl {
   GenerationHooks hooks;  ///< what every endpoint calls around a generation (route_hooks.h); filled by setup()
   std::atomic<bool> completions_cancelled{false};  // POST /v1/completions (openai_completions.h)
   int64_t created;
-  httplib::Server http;
+  HttpServer http;
   int port = -1;  ///< bound port (bind())
 
   // Graceful shutdown (Server::shutdown). `draining` and `generating` are a handshake: a
@@ -155,7 +106,6 @@ struct Server::Impl {
   // request is either refused or waited for.
   std::atomic<bool> draining{false};
   std::atomic<int> generating{0};  ///< generation requests from GenerationHooks::enter to their response's end
-  std::atomic<bool> in_run{false};  ///< run() is between its start and its return
   std::mutex shutdown_mu;  ///< one shutdown at a time
 
   /// GenerationHooks::enter.
@@ -180,7 +130,7 @@ struct Server::Impl {
     if (opts.log) opts.log(line);
   }
 
-  void log_request(const httplib::Request& req, int status, const ChatCompletions::Outcome* o, double total_ms) {
+  void log_request(const http::Request& req, int status, const ChatCompletions::Outcome* o, double total_ms) {
     if (!opts.log) return;
     char buf[512];
     if (o) {
@@ -211,7 +161,7 @@ struct Server::Impl {
   /// A store key (key_store.h) is {"org:<org>", its scopes}; any other accepted credential
   /// (--api-key, --api-keys-file, the admin key, or anyone on a server without keys) has
   /// the general scope only. With a key store, only configured or stored keys are accepted.
-  Who who(const httplib::Request& req) const {
+  Who who(const http::Request& req) const {
     const std::string credential =
         request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
     if (store)
@@ -226,7 +176,7 @@ struct Server::Impl {
 
   /// The ledger identity of a request (already authenticated by the pre-routing handler
   /// when keys are required; a rejected credential here means the path is not under /v1/).
-  Caller caller_of(const httplib::Request& req) const {
+  Caller caller_of(const http::Request& req) const {
     Who w = who(req);
     return w.ok ? w.caller : Caller{"anonymous", false};
   }
@@ -242,7 +192,7 @@ struct Server::Impl {
   }
 
   /// The receipt facts of a chat completion (route_hooks.h).
-  static ReceiptFacts chat_receipt_facts(const httplib::Request& req, const ChatCompletions::Prepared& p,
+  static ReceiptFacts chat_receipt_facts(const http::Request& req, const ChatCompletions::Prepared& p,
                                          const ChatCompletions::Outcome& o) {
     return receipt_facts(endpoint_label(req.path), req.body, p.req.stream, p.req.sampling, p.req.max_tokens.value_or(-1),
                          p.req.n, o.result, o.clock);
@@ -252,10 +202,10 @@ struct Server::Impl {
     return {{"id", engine.info().id}, {"object", "model"}, {"created", created}, {"owned_by", "swizzle"}};
   }
 
-  void chat_completions(const httplib::Request& req, httplib::Response& res) {
+  void chat_completions(const http::Request& req, http::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<void> running = enter_generation();  // counted until the response is written
-    CountedUntilWritten counted(res, running);
+    std::shared_ptr<void> running = enter_generation();
+    res.hold = running;  // counted until the response is written
     std::shared_ptr<ChatCompletions::Prepared> p;
     try {
       if (!running) throw shutting_down_error();
@@ -274,16 +224,17 @@ struct Server::Impl {
     }
 
     // A client that goes away during prefill (nothing is written then) or while a
-    // non-streamed answer is generated is noticed on its socket: the engine polls this
-    // between prefill chunks and decode steps (Admission::set_cancel_check).
+    // non-streamed answer is generated is seen by the HTTP layer's outstanding read on its
+    // socket (Request::gone); the engine polls this before each prefill chunk and decode
+    // step (Admission::set_cancel_check), and waiting for tokens suspends this fiber.
     auto gone = std::make_shared<std::atomic<bool>>(false);
-    const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-    p->admission->set_cancel_check([this, fd, gone] {
+    p->admission->set_cancel_check([this, &req, gone] {
       if (chat.cancelling()) return true;
-      if (client_socket_alive(fd)) return false;
+      if (!req.client_gone()) return false;
       gone->store(true);
       return true;
     });
+    p->admission->set_event_wait(fiber_event_wait());
 
     if (!p->req.stream) {
       try {
@@ -313,7 +264,7 @@ struct Server::Impl {
     set_unique_header(res, kCostHeader, hooks.quote(first.prompt_tokens(), first.cached_tokens()));
     set_unique_header(res, "Cache-Control", "no-cache");
     set_unique_header(res, "X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [this, p, t0, &req, gone, running](size_t, httplib::DataSink& sink) {
+    res.set_stream("text/event-stream", [this, p, t0, &req, gone, running](http::ChunkSink& sink) {
       ChatCompletions::Outcome o;
       bool recorded = false;
       // Recorded before [DONE] is written, or after a client went away mid-stream (the
@@ -325,7 +276,7 @@ struct Server::Impl {
       };
       // With receipts, the last chunk before [DONE] carries one (receipt.h, ReceiptStream).
       ReceiptStream out(
-          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s.data(), s.size()); },
+          ReceiptStream::Wire::OpenAI, [&sink](std::string_view s) { return sink.write(s); },
           hooks.receipts != nullptr);
       try {
         o = chat.stream(
@@ -338,25 +289,25 @@ struct Server::Impl {
         // client left.
         if ((o.client_gone || o.cut) && o.result.prompt_tokens > 0) record(o);
       } catch (...) {
-        o.client_gone = true;  // stream() does not throw; never let anything cross into httplib
+        o.client_gone = true;  // stream() does not throw; never let anything cross into the HTTP layer
       }
       if (gone->load()) o.client_gone = true;
       log_request(req, 200, &o, ms_since(t0));
-      if (o.client_gone) return false;
-      sink.done();
-      return true;
+      return !o.client_gone;
     });
   }
 
-  void setup() {
-    http.set_payload_max_length(opts.max_body_bytes);
-    http.set_keep_alive_max_count(1000);  // SDK clients reuse connections (httplib default: 5)
-    int n_threads = opts.http_threads > 0 ? opts.http_threads
-                                          : std::max(8, static_cast<int>(std::thread::hardware_concurrency()));
-    http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  static HttpServerOptions http_options(const ServerOptions& o) {
+    HttpServerOptions h;
+    h.max_body_bytes = o.max_body_bytes;
+    h.handler_threads = o.http_threads > 0 ? o.http_threads
+                                           : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 8);
+    return h;
+  }
 
-    // Runs after the headers are read and before the body is: message framing, then auth.
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  void setup() {
+    // Runs after the head is read and before the body is (http_server.h): shutdown, then auth.
+    http.pre_routing = [this](const http::Request& req, http::Response& res) {
       if (draining && req.path != "/metrics") {
         // A request on a connection opened before the shutdown began (new ones are no
         // longer accepted). The connection closes after this answer.
@@ -369,47 +320,42 @@ struct Server::Impl {
         } else {
           send_error(res, shutting_down_error());
         }
-        set_unique_header(res, "Connection", "close");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (std::optional<ApiError> bad = check_content_length(req)) {
-        // Where the body ends is unknown, so nothing after the headers may be read as
-        // another request: answer, then close the connection.
-        send_and_close(res, bad->status, dump(is_anthropic_path(req.path) ? anthropic_error_body(*bad) : bad->body()));
-        return httplib::Server::HandlerResponse::Handled;
+        res.close = true;
+        return true;
       }
       // Everything needs an accepted key but the probes (as llama.cpp's server: /health;
       // and /metrics, which carries no request content).
-      if (req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
+      if (req.path == "/health" || req.path == "/metrics") return false;
       const Who w = who(req);
       if (w.ok) {
         // The key's scopes (key_store.h): 403 in the API's schema when it lacks the path's.
         const char* scope = required_scope(req.path);
         const bool security = scope && std::string_view(scope) == kScopeSecurity;
-        if (!scope || (security ? w.security : w.general)) return httplib::Server::HandlerResponse::Unhandled;
+        if (!scope || (security ? w.security : w.general)) return false;
         std::string msg = w.label + " lacks the '" + scope + "' scope that " + req.path + " requires.";
         if (security && !store)
           msg += " This server has no key store, so no key has it (swizzle-rt serve --key-store FILE).";
         ApiError e(403, msg, "permission_error", "", "missing_scope");
         if (is_anthropic_path(req.path)) send_anthropic_error(res, e);
         else send_error(res, e);
-        return httplib::Server::HandlerResponse::Handled;
+        return true;
       }
       const std::string credential =
           request_credential(req.get_header_value("Authorization"), req.get_header_value("x-api-key"));
       if (is_anthropic_path(req.path)) {
         send_anthropic_error(res, ApiError(401, credential.empty() ? "x-api-key header is required." : "invalid x-api-key"));
-        return httplib::Server::HandlerResponse::Handled;
+        return true;
       }
       send_error(res, ApiError(401,
                                credential.empty() ? "You didn't provide an API key. Provide it in the Authorization header "
                                                     "(Authorization: Bearer YOUR_KEY)."
                                                   : "Incorrect API key provided.",
                                "invalid_request_error", "", "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
-    });
+      return true;
+    };
 
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    using On = HttpServer::On;
+    http.route("GET", "/health", [this](const http::Request&, http::Response& res) {
       set_cache_headers(res, 0, 0);
       // 503 once the engine's device failed (Engine::failure()): a supervisor restarts it.
       const std::string failure = engine.failure();
@@ -417,29 +363,29 @@ struct Server::Impl {
       res.set_content(failure.empty() ? dump({{"status", "ok"}, {"backend", engine.info().backend}})
                                       : dump({{"status", "error"}, {"backend", engine.info().backend}, {"error", failure}}),
                       "application/json");
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    }, On::IoThread);
+    http.route("GET", "/v1/models", [this](const http::Request&, http::Response& res) {
       set_cache_headers(res, 0, 0);
       res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
-    });
-    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-      if (req.matches[1].str() != engine.info().id) {
-        send_error(res, ApiError(404, "The model '" + req.matches[1].str() + "' does not exist; this server serves '" +
+    }, On::IoThread);
+    http.route_prefix("GET", "/v1/models/", [this](const http::Request& req, http::Response& res) {
+      if (req.path_param != engine.info().id) {
+        send_error(res, ApiError(404, "The model '" + req.path_param + "' does not exist; this server serves '" +
                                           engine.info().id + "'.",
                                  "invalid_request_error", "model", "model_not_found"));
         return;
       }
       set_cache_headers(res, 0, 0);
       res.set_content(dump(model_json()), "application/json");
-    });
+    }, On::IoThread);
     for (const char* path : {"/v1/chat/completions", "/v1/security/chat/completions", "/security/v1/chat/completions"})
-      http.Post(path, [this](const httplib::Request& req, httplib::Response& res) { chat_completions(req, res); });
+      http.route("POST", path, [this](const http::Request& req, http::Response& res) { chat_completions(req, res); });
     // llama.cpp server's tokenizer endpoints, with its defaults: POST /tokenize {"content":
     // str, "add_special": bool = false, "parse_special": bool = true, "with_pieces": bool =
     // false} -> {"tokens": [ids]} or, with pieces, {"tokens": [{"id", "piece"}]} (piece a
     // string when valid UTF-8, else its bytes); POST /detokenize {"tokens": [ids]} ->
     // {"content": str}.
-    http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/tokenize", [this](const http::Request& req, http::Response& res) {
       try {
         const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
@@ -468,7 +414,7 @@ struct Server::Impl {
         send_error(res, e);
       }
     });
-    http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("POST", "/detokenize", [this](const http::Request& req, http::Response& res) {
       try {
         const json body = parse_request_json(req.body, kNotJsonOpenAI);
         if (!body.is_object()) throw ApiError(400, "The request body must be a JSON object.");
@@ -487,26 +433,26 @@ struct Server::Impl {
         send_error(res, e);
       }
     });
-    http.Get("/v1/usage", [this](const httplib::Request& req, httplib::Response& res) {
+    http.route("GET", "/v1/usage", [this](const http::Request& req, http::Response& res) {
       const Caller who = caller_of(req);
       set_cache_headers(res, 0, 0);
       res.set_content(dump(accounting.ledger.usage_json(who.key_id, who.admin)), "application/json");
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    }, On::IoThread);
+    http.route("GET", "/metrics", [this](const http::Request&, http::Response& res) {
       set_cache_headers(res, 0, 0);
       res.set_content(accounting.metrics.render(engine.cache_stats(), engine.spec_stats(), engine.scheduler_stats()), "text/plain; version=0.0.4; charset=utf-8");
-    });
+    }, On::IoThread);
     // Every response, whatever produced it (handler, auth, error page), by route and status.
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      accounting.metrics.count_response(endpoint_label(req.path), res.status);
-    });
+    http.on_response = [this](const http::Request& req, int status) {
+      accounting.metrics.count_response(endpoint_label(req.path), status);
+    };
     hooks.receipts = opts.receipts;
     hooks.enter = [this] { return enter_generation(); };
-    hooks.admitted = [this](const httplib::Request& req, engine::Admission& a) {
-      const int fd = find_client_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-      a.set_cancel_check([this, fd] { return chat.cancelling() || !client_socket_alive(fd); });
+    hooks.admitted = [this](const http::Request& req, engine::Admission& a) {
+      a.set_cancel_check([this, &req] { return chat.cancelling() || req.client_gone(); });
+      a.set_event_wait(fiber_event_wait());
     };
-    hooks.finished = [this](const httplib::Request& req, const std::string& endpoint, const engine::GenerateResult& r,
+    hooks.finished = [this](const http::Request& req, const std::string& endpoint, const engine::GenerateResult& r,
                             const TokenClock& clock) {
       return accounting.finish({endpoint, caller_of(req).key_id, engine.info().id, r.prompt_tokens, r.cached_tokens,
                                 r.completion_tokens, &clock})
@@ -515,7 +461,7 @@ struct Server::Impl {
     // Zero data retention (docs/server.md): each organisation's disk tier files are its
     // own, encrypted with its key; a security key's requests stay off the disk unless its
     // organisation enabled it.
-    hooks.cache_scope = [this](const httplib::Request& req, engine::GenerateRequest& g) {
+    hooks.cache_scope = [this](const http::Request& req, engine::GenerateRequest& g) {
       const Who w = who(req);
       g.cache_tenant = w.org;
       g.disk_cache = !w.ok || w.disk_cache;
@@ -533,44 +479,19 @@ struct Server::Impl {
       add_completions_route(http, engine, completions_cancelled, opts.log, hooks, base);
     }
 
-    // Called for every response with status >= 400; fills only those httplib itself
-    // produced (unknown path or method: 404, body too large: 413, malformed HTTP: 400).
-    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty() || res.content_length_ > 0) return httplib::Server::HandlerResponse::Unhandled;
-      std::string msg;
-      std::string code;
-      if (res.status == 404) {
-        msg = "Invalid URL (" + req.method + " " + req.path + ")";
-        code = "unknown_url";
-      } else if (res.status == 413) {
-        msg = "Request body too large (limit " + std::to_string(opts.max_body_bytes) + " bytes).";
-      } else {
-        msg = "HTTP error " + std::to_string(res.status) + ".";
-      }
-      ApiError e(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error", "", code);
-      if (is_anthropic_path(req.path)) {
-        send_anthropic_error(res, e);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      set_cache_headers(res, 0, 0);
-      res.set_content(dump(e.body()), "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    http.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown exception";
-      try {
-        if (ep) std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
+    // The errors the HTTP layer answers itself (malformed or unframed requests: 400 / 411,
+    // no route: 404, body too large: 413, head too large: 431), in the path's API schema.
+    http.error_page = [this](const http::Request& req, http::Response& res, const std::string& message) {
+      const char* code = res.status == 404 ? "unknown_url" : res.status == 411 ? "length_required" : "";
+      ApiError e(res.status, message, res.status >= 500 ? "server_error" : "invalid_request_error", "", code);
+      if (is_anthropic_path(req.path)) send_anthropic_error(res, e);
+      else send_error(res, e);
+    };
+    http.on_exception = [this](const http::Request& req, http::Response& res, const std::string& what) {
       ApiError e(500, "Internal error: " + what, "server_error");
-      if (is_anthropic_path(req.path)) {
-        send_anthropic_error(res, e);
-      } else {
-        send_error(res, e);
-      }
-    });
+      if (is_anthropic_path(req.path)) send_anthropic_error(res, e);
+      else send_error(res, e);
+    };
   }
 };
 
@@ -584,18 +505,15 @@ Server::Server(engine::Engine& engine, ServerOptions opts) : impl_(std::make_uni
 Server::~Server() { stop(); }
 
 int Server::bind(const std::string& host, int port) {
-  int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) throw std::runtime_error("cannot bind " + host + ":" + std::to_string(port) + " (address in use or invalid)");
-  impl_->port = bound;
-  return bound;
+  impl_->port = impl_->http.bind(host, port);
+  return impl_->port;
 }
 
 bool Server::run() {
-  impl_->in_run = true;  // before `draining` is read: see shutdown()
-  bool ok = true;
-  if (!impl_->draining) ok = impl_->http.listen_after_bind();
-  impl_->in_run = false;
-  return ok;
+  // A shutdown() that came first has nothing to stop; one that comes later closes the
+  // listener through the io_context that run() is running.
+  if (!impl_->draining) impl_->http.run();
+  return true;
 }
 
 bool Server::listen(const std::string& host, int port) {
@@ -609,11 +527,11 @@ void Server::shutdown(std::chrono::milliseconds grace, const std::function<void(
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + grace;
   auto sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
-  // 1. Refuse new requests, then stop accepting connections. run() may be about to start
-  // listening: it either sees `draining` (and returns) or is waited for until it listens.
+  // 1. Refuse new requests (pre-routing answers 503), stop accepting connections, and
+  // close each connection after its current answer.
   s.draining = true;
-  while (s.in_run && !s.http.is_running()) sleep();
-  if (s.http.is_running()) s.http.stop();  // closes the listening socket; the workers finish their requests
+  s.http.set_draining();
+  s.http.stop_accepting();
   // 2. Let running generations finish within the grace period.
   if (s.generating > 0 && note) {
     char line[160];
@@ -633,8 +551,9 @@ void Server::shutdown(std::chrono::milliseconds grace, const std::function<void(
     while (s.generating > 0) sleep();
   }
   s.cancel_generations();  // anything still on its way in is refused
-  // 4. Idle keep-alive connections would hold run() for their whole timeout.
-  if (s.port > 0) shut_down_connection_reads(s.port);
+  // 4. Idle keep-alive connections (and half-read requests) would hold run() for their
+  // timeouts: close them. run() returns once the last connection has ended.
+  s.http.close_idle();
 }
 
 void Server::stop() { shutdown(std::chrono::milliseconds(0)); }

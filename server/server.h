@@ -9,8 +9,9 @@
 //   GET  /health                -> {"status": "ok"}
 //   GET  /metrics               Prometheus text format 0.0.4 (metrics.h)
 //
-// Built on cpp-httplib (thread pool of `http_threads` connections); the engine
-// serialises generation. See docs/server.md for the decisions and a request walk.
+// Built on the HTTP layer of http_server.h (Boost.Beast: asynchronous connections on two io
+// threads, handlers on fibers of a small pool; no thread per connection or per stream); the
+// engine's scheduler batches generation. See docs/server.md for the decisions and a request walk.
 #pragma once
 
 #include "api_keys.h"
@@ -33,7 +34,7 @@ struct ServerOptions {
   std::vector<ApiKey> api_keys;      ///< more accepted keys (with names for the ledger); see api_keys.h
   std::string admin_key;             ///< non-empty: this key may read every /v1/usage row
   PriceTable prices;                 ///< prices of the usage ledger (default: every price 0)
-  int http_threads = 0;              ///< connection worker threads; 0 = max(8, hardware concurrency)
+  int http_threads = 0;              ///< threads of the handler fibers (http_server.h); 0 = hardware concurrency, clamped to 2..8
   size_t max_body_bytes = 32u << 20; ///< larger request bodies get 413
   /// SIGINT/SIGTERM under serve_until_signal: how long running generations may take to
   /// finish before they are cut (Server::shutdown). `swizzle-rt serve --shutdown-grace`.
@@ -71,7 +72,9 @@ class Server {
   /// Binds `host`:`port` (port 0 = any free port). Returns the bound port.
   /// Throws std::runtime_error when the address cannot be bound.
   int bind(const std::string& host, int port);
-  /// Serves until stop(); call after bind(). Returns false if the listen loop failed.
+  /// Serves until shutdown() / stop() and every connection has ended; call after bind().
+  /// The calling thread is one of the HTTP layer's io threads. Returns true (a failed
+  /// connection ends only that connection).
   bool run();
   /// bind() + run().
   bool listen(const std::string& host, int port);
@@ -87,7 +90,8 @@ class Server {
   ///     never a normal end (non-streamed: 503 in its API's schema; streamed: OpenAI a
   ///     final `data: {"error": {...}}` event and no [DONE], Anthropic `event: error`
   ///     overloaded_error and no message_stop);
-  ///  4. closes idle keep-alive connections, so run() need not wait out their timeout.
+  ///  4. closes idle keep-alive connections (and requests still being read), so run()
+  ///     need not wait out their timeout; run() returns once the last connection ended.
   /// A second call waits for the first. `note`, if set, gets a line when the shutdown has
   /// to wait for running requests and when it cuts them.
   void shutdown(std::chrono::milliseconds grace, const std::function<void(const std::string&)>& note = {});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -291,6 +292,23 @@ class Admission {
   void prefilled(const std::vector<TokenLogprobs>& prompt_logprobs) const {
     if (prefilled_) prefilled_(prompt_logprobs);
   }
+  /// How run() waits, on its caller's thread, for the request's next event (a token, the
+  /// end of prefill, a choice's end). Unset (the default): run() blocks its thread on a
+  /// condition variable. A caller that must not block a thread while a request generates
+  /// (the HTTP server runs each request on a fiber, server/fiber.h) sets both functions:
+  struct EventWait {
+    /// Called from the scheduler's step thread after each event is queued for the request,
+    /// and when the request is cancelled; never blocks. It may be called after run()
+    /// returned, so it must own (not borrow) whatever it touches.
+    std::function<void()> notify;
+    /// Called from run()'s thread when no event is queued: returns once `notify` has been
+    /// called since its previous return, or after `timeout` (run() then polls the cancel
+    /// check); returning early is allowed, run() looks at the queue again either way.
+    std::function<void(std::chrono::milliseconds timeout)> wait;
+  };
+  /// Set before run(); both functions or neither.
+  void set_event_wait(EventWait w) { wait_ = std::move(w); }
+  const EventWait& event_wait() const { return wait_; }
 
  protected:
   Admission(GenerateRequest req, int cached_tokens) : req_(std::move(req)), cached_tokens_(cached_tokens) {}
@@ -298,6 +316,7 @@ class Admission {
   int cached_tokens_ = 0;
   CancelCheck cancel_;
   std::function<void(const std::vector<TokenLogprobs>&)> prefilled_;
+  EventWait wait_;
 };
 
 /// Prefix-cache counters since the engine started (all zero for an engine without one).
@@ -430,6 +449,7 @@ inline std::vector<GenerateResult> Engine::run_choices(Admission& a, const Choic
       r.sampling.seed = choice_seed(r.sampling.seed, i);
       own = admit(r);
       own->set_cancel_check([&a] { return a.cancel_requested(); });
+      own->set_event_wait(a.event_wait());
       if (i == 0) own->set_prefill_callback([&a](const std::vector<TokenLogprobs>& lp) { a.prefilled(lp); });
       run_on = own.get();
     }

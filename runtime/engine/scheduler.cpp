@@ -98,7 +98,8 @@ struct Scheduler::Job {
     Clock::time_point t_prefilled;
   };
   explicit Job(PagedAdmission& a)
-      : adm(a), submitted(Clock::now()), n(std::max(1, a.request().n)), stop_choice(new std::atomic<bool>[static_cast<size_t>(n)]) {
+      : adm(a), notify(a.event_wait().notify), submitted(Clock::now()), n(std::max(1, a.request().n)),
+        stop_choice(new std::atomic<bool>[static_cast<size_t>(n)]) {
     for (int i = 0; i < n; ++i) stop_choice[i] = false;
   }
   void push(Event e) {
@@ -107,6 +108,7 @@ struct Scheduler::Job {
       events.push_back(std::move(e));
     }
     cv.notify_one();
+    if (notify) notify();  // a copy: the caller's run() may have returned by now
   }
   /// The caller's cancel check (Admission::set_cancel_check), called from run()'s thread
   /// while the request waits and between tokens, and from the step thread before each
@@ -118,6 +120,7 @@ struct Scheduler::Job {
     return cancel;
   }
   PagedAdmission& adm;
+  const std::function<void()> notify;  // Admission::EventWait::notify (empty: the condition variable only)
   Clock::time_point submitted;
   std::mutex check_mu;
   std::mutex mu;
@@ -272,6 +275,7 @@ std::vector<GenerateResult> Scheduler::run_choices(Admission& admission, const C
     ~Uncount() { a.uncount(); }
   } uncount{*a};
   auto job = std::make_shared<Job>(*a);
+  const Admission::EventWait& wait = a->event_wait();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) throw std::runtime_error("the engine is shutting down");
@@ -297,7 +301,19 @@ std::vector<GenerateResult> Scheduler::run_choices(Admission& admission, const C
     Job::Event ev;
     {
       std::unique_lock<std::mutex> lock(job->mu);
-      if (!job->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !job->events.empty(); })) {
+      bool arrived = false;
+      if (wait.wait) {  // the caller's own way of waiting (Admission::EventWait): no thread blocks
+        arrived = !job->events.empty();
+        if (!arrived) {
+          lock.unlock();
+          wait.wait(std::chrono::milliseconds(20));
+          lock.lock();
+          arrived = !job->events.empty();
+        }
+      } else {
+        arrived = job->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !job->events.empty(); });
+      }
+      if (!arrived) {
         lock.unlock();
         // Nothing arrived: the request waits for a slot or its prefill runs; the client may
         // have gone away meanwhile.

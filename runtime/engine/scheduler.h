@@ -5,7 +5,10 @@
 // Requests: admit() validates nothing (the engine did) but counts the admission against the
 // limits and pins the prompt's cached prefix; run() / run_choices() submit it and then, on
 // the caller's thread, read the request's event queue (tokens, "prefill done", each
-// choice's end) and call the caller's callbacks, polling its cancel check between events. Generation itself runs
+// choice's end) and call the caller's callbacks, polling its cancel check between events
+// (waiting on a condition variable, or through the admission's EventWait: then the step thread
+// notifies the caller of each event and run()'s caller decides how to wait, e.g. the server
+// suspends a fiber, so that no thread is held per request). Generation itself runs
 // on the scheduler's own thread, one step (forward pass) at a time:
 //
 //   1. start waiting requests, oldest first, while their running slots are free (one per

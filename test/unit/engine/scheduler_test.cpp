@@ -13,11 +13,15 @@
 //    seeded choice_seed(seed, i)), whether they all run at once or in waves, with the
 //    prompt's last page partial or full; stopping one choice leaves the others exact,
 //    cancelling the request ends them all; every page is free afterwards.
+//  - a run that waits through the admission's EventWait (as the server's fibers do) is
+//    notified of every event and gives the same tokens.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +191,53 @@ TEST(Scheduler, CancelWhileQueuedEndsAtOnceWithoutTokens) {
   EXPECT_LT(second_end, first_end);
   const CacheStats cs = e->cache_stats();
   EXPECT_EQ(cs.pages_free, cs.pages_total);
+}
+
+// Admission::EventWait: run() waits through the caller's functions instead of its condition
+// variable, the step thread notifies each event it queues (each token, the end of prefill,
+// the choice's end), and the tokens are those of a plain run.
+TEST(Scheduler, EventWaitIsNotifiedOfEveryEventAndGivesTheSameTokens) {
+  REQUIRE_PACKAGE(path);
+  std::unique_ptr<Engine> e = Engine::load(path, opts());
+  const std::vector<int32_t> p = prompt_for(*e, 2);
+  const Gen plain = greedy(*e, p, 12);
+
+  // A waiter of its own: a semaphore of one permit (what the server's fibers are).
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool pending = false;
+    int notified = 0, waits = 0, timed_out = 0;
+  };
+  auto w = std::make_shared<Waiter>();
+  GenerateRequest req;
+  req.prompt = p;
+  req.max_tokens = 12;
+  req.sampling.temperature = 0;
+  std::unique_ptr<Admission> a = e->admit(req);
+  a->set_event_wait({[w] {
+                       std::lock_guard<std::mutex> lock(w->mu);
+                       w->pending = true;
+                       ++w->notified;
+                       w->cv.notify_one();
+                     },
+                     [w](std::chrono::milliseconds timeout) {
+                       std::unique_lock<std::mutex> lock(w->mu);
+                       ++w->waits;
+                       if (!w->cv.wait_for(lock, timeout, [&] { return w->pending; })) ++w->timed_out;
+                       w->pending = false;
+                     }});
+  Gen waited;
+  waited.r = e->run(*a, [&](const TokenEvent& ev) {
+    waited.tokens.push_back(ev.token);
+    return true;
+  });
+  EXPECT_EQ(waited.tokens, plain.tokens);
+  EXPECT_EQ(waited.r.completion_tokens, 12);
+  std::lock_guard<std::mutex> lock(w->mu);
+  // 12 tokens, the end of prefill and the end of the choice: 14 events, each notified.
+  EXPECT_GE(w->notified, 14);
+  EXPECT_GE(w->waits, 1);  // run() waited through it (the prefill, at least)
 }
 
 TEST(Scheduler, AdmissionsPastTheQueueAreOverloaded) {

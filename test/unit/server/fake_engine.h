@@ -85,14 +85,28 @@ class FakeEngine : public engine::Engine {
 
   engine::GenerateResult run(engine::Admission& a, const engine::TokenCallback& on_token) override {
     const engine::GenerateRequest& req = a.request();
+    // One request at a time (the real engine batches, this one serialises). Waiting goes
+    // through the admission's EventWait when the server set one (its handler fibers: a
+    // blocked thread would stall every fiber on it), else sleeps.
+    const engine::Admission::EventWait& wait = a.event_wait();
+    auto pause = [&wait](std::chrono::milliseconds ms) {
+      const auto until = std::chrono::steady_clock::now() + ms;
+      if (!wait.wait) return std::this_thread::sleep_for(ms);
+      for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now())
+        wait.wait(std::chrono::duration_cast<std::chrono::milliseconds>(until - now) + std::chrono::milliseconds(1));
+    };
     ++queued_;
-    std::unique_lock<std::mutex> lock(mu_);  // the real engine serialises too
+    for (bool idle = false; !busy_.compare_exchange_strong(idle, true); idle = false) pause(std::chrono::milliseconds(2));
     --queued_;
     ++running_;
     struct Done {
       std::atomic<int>& running;
-      ~Done() { --running; }
-    } done{running_};
+      std::atomic<bool>& busy;
+      ~Done() {
+        --running;
+        busy = false;
+      }
+    } done{running_, busy_};
     ++generate_calls;
     last_request = req;
     if (throw_runtime) throw std::runtime_error("fake engine exploded");
@@ -118,8 +132,13 @@ class FakeEngine : public engine::Engine {
         r.finish = engine::FinishReason::Length;
         break;
       }
+      if (a.cancel_requested()) {  // as the scheduler polls it before each step
+        r.finish = engine::FinishReason::Cancelled;
+        ++cancelled;
+        break;
+      }
       const bool slow = !slow_trigger.empty() && prompt_bytes.find(slow_trigger) != std::string::npos;
-      if (const int ms = slow ? slow_delay_ms : token_delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (const int ms = slow ? slow_delay_ms : token_delay_ms) pause(std::chrono::milliseconds(ms));
       engine::TokenEvent ev{static_cast<int32_t>(i), endless_now ? std::string("tok ") : pieces[i], std::nullopt};
       if (req.logprobs >= 0) {  // scripted: token i has logprob -(i+1)/4; alternatives i, i+1, ...
         engine::TokenLogprobs lp{ev.token, -0.25 * static_cast<double>(i + 1), {}};
@@ -167,7 +186,7 @@ class FakeEngine : public engine::Engine {
   engine::ChatPrompt last_prompt;  ///< the last tokenize_chat_prompt() argument
 
  private:
-  std::mutex mu_;
+  std::atomic<bool> busy_{false};  // a request runs
   std::atomic<int> queued_{0};
   std::atomic<int> running_{0};
 };
