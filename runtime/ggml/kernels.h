@@ -17,10 +17,11 @@ using TileFn = void (*)(int64_t n, const uint8_t* w, size_t w_stride, const uint
                         int64_t ldo);
 
 inline constexpr int kMaxR = 4;
-inline constexpr int kMaxT = 4;
+inline constexpr int kMaxT = 8;
 
 /// Kernels for one weight type: fn[R-1][T-1] for the tile shapes it provides (others null;
-/// fn[0][0] is always set). `rows_per_tile`/`toks_per_tile` is the preferred large tile.
+/// fn[0][0] is always set; T > 4 only with R = 1). `rows_per_tile`/`toks_per_tile` is the
+/// preferred large tile.
 struct KernelSet {
   TileFn fn[kMaxR][kMaxT] = {};
   int rows_per_tile = 1;
@@ -37,7 +38,10 @@ const KernelSet* packed_kernels_for(Type wtype);
 
 /// Packed activation row for Q8_0/Q8_1 (n elements, nb = n/32 blocks): int8 qs[n], then
 /// float d[nb] (the fp16 scale, widened), then float s[nb] (Q8_1's fp16 s, widened; 0 for
-/// Q8_0); stride rounded up to 32 bytes. Same numbers as ggml's blocks, friendlier to SIMD.
+/// Q8_0), then for Q8_0 only int32 c[nb][8], c[i][g] = -16 * the sum of qs[32i+4g .. +3]
+/// (so Q4_0/Q5_0 weights dot as unsigned bytes: sum (q - o) a = sum q a + (o/16) c, lane
+/// by lane the same integers as the signed form); stride rounded up to 32 bytes. Same
+/// numbers as ggml's blocks, friendlier to SIMD.
 /// Other activation types use their ggml layout unchanged.
 size_t packed_act_row_size(Type act_type, int64_t n);
 /// True when packed_kernels_for is available (the AVX2 build).

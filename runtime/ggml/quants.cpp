@@ -829,7 +829,8 @@ namespace kern {
 
 size_t packed_act_row_size(Type at, int64_t n) {
   if (at == Type::Q8_0 || at == Type::Q8_1) {
-    const size_t raw = static_cast<size_t>(n) + static_cast<size_t>(n / 32) * 8;
+    const size_t nb = static_cast<size_t>(n / 32);
+    const size_t raw = static_cast<size_t>(n) + nb * 8 + (at == Type::Q8_0 ? nb * 32 : 0);
     return (raw + 31) / 32 * 32;
   }
   return row_size(at, n);
@@ -850,6 +851,16 @@ void quantize_row_activation_packed(Type at, const float* src, uint8_t* dst, int
     const int sum = act_q8_block(src + 32 * i, qs + 32 * i, &dh, &df);
     d[i] = fp16_to_fp32(dh);
     s[i] = at == Type::Q8_1 ? fp16_to_fp32(fp32_to_fp16(df * static_cast<float>(sum))) : 0.0f;
+  }
+  if (at == Type::Q8_0) {
+    // c[i][g] = -16 * (qs[32i+4g] + ... + qs[32i+4g+3]): the offset term of Q5_0's q - 16
+    // per int32 lane of a vpdpbusd (kernels.h).
+    auto* c = reinterpret_cast<int32_t*>(s + nb);
+    for (int64_t i = 0; i < nb; ++i)
+      for (int g = 0; g < 8; ++g) {
+        const int8_t* q = qs + 32 * i + 4 * g;
+        c[8 * i + g] = -16 * (q[0] + q[1] + q[2] + q[3]);
+      }
   }
 }
 

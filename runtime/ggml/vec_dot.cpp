@@ -238,23 +238,45 @@ inline __m256i dot_us8(__m256i u, __m256i s) {
 #endif
 }
 
+// dot_us8 added to `acc` (vpdpbusd's accumulating form; else one more vpaddd).
+inline __m256i dot_us8_acc(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 // ---------------------------------------------------------------------------------------
 // Symmetric 32-blocks against Q8_0 (Q4_0, Q5_0, Q8_0): signed weights w, sign trick.
+// Q4_0 and Q5_0 also load their unsigned codes q (load_u; w = q - 2^kOffsetLog2): the
+// packed tiles dot q with the activations as they are and start the sum from the packed
+// row's offset term (kernels.h: c = -16 * sum a per 4-byte lane), which saves the sign
+// instruction per weight row and token. The same integers per lane either way.
 
 struct WQ8_0 {
   using B = BlockQ8_0;
+  static constexpr bool kUnsigned = false;
   static __m256i load(const B& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
 };
 struct WQ4_0 {
   using B = BlockQ4_0;
+  static constexpr bool kUnsigned = true;
+  static constexpr int kOffsetLog2 = 3;
   static __m256i load(const B& b) { return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)); }
+  static __m256i load_u(const B& b) { return nibbles32(b.qs); }
 };
 struct WQ5_0 {
   using B = BlockQ5_0;
+  static constexpr bool kUnsigned = true;
+  static constexpr int kOffsetLog2 = 4;
   // q - 16 = nibble | 0xF0 (as int8) where the 5th bit is clear, nibble where it is set.
   static __m256i load(const B& b) {
     const __m256i hi = _mm256_andnot_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
     return _mm256_or_si256(nibbles32(b.qs), hi);
+  }
+  static __m256i load_u(const B& b) {
+    return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10)));
   }
 };
 
@@ -293,10 +315,12 @@ void tile_sym_q8_0(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, siz
 
 struct WQ4_1 {
   using B = BlockQ4_1;
+  static constexpr bool kUnsigned = false;  // (already unsigned: the Q8_1 form)
   static __m256i load(const B& b) { return nibbles32(b.qs); }
 };
 struct WQ5_1 {
   using B = BlockQ5_1;
+  static constexpr bool kUnsigned = false;
   static __m256i load(const B& b) {
     const __m256i hi = _mm256_and_si256(bits_to_bytes(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b.qs), hi);
@@ -349,13 +373,17 @@ inline __m256 bcast_h(const uint16_t& h) { return _mm256_cvtph_ps(_mm_set1_epi16
 // Accumulators are named variables, not an array: __m256i loads are may_alias, so GCC would
 // otherwise keep an accumulator array in memory and store it on every iteration.
 #define SWZ_ACC_DECL(r, t) __m256 c##r##t = _mm256_setzero_ps();
-#define SWZ_ACC_ALL(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(1, 3) \
+#define SWZ_ACC_ALL(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(0, 4) X(0, 5) X(0, 6) X(0, 7) \
+  X(1, 0) X(1, 1) X(1, 2) X(1, 3) \
   X(2, 0) X(2, 1) X(2, 2) X(2, 3) X(3, 0) X(3, 1) X(3, 2) X(3, 3)
 
 template <class W, bool kAsym, int R, int T>
 void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* out, int64_t ldo) {
-  static_assert(R <= 4 && T <= 4);
+  // Up to 4 x 4, or one row x up to 8 tokens (one weight block unpacked for 8 tokens:
+  // the unpacking is the largest cost a pair of a row and a token does not share).
+  static_assert((R <= 4 && T <= 4) || (R == 1 && T <= 8));
   using B = typename W::B;
+  constexpr bool kU = !kAsym && W::kUnsigned;  // unsigned codes + the packed offset term
   const int64_t nb = n / 32;
   SWZ_ACC_ALL(SWZ_ACC_DECL)
   // Asymmetric types: sum_b m_w[b] * s_a[b] in scalar FMAs, one per block in block order,
@@ -375,8 +403,9 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
     float mw0 = 0, mw1 = 0, mw2 = 0, mw3 = 0;
 #define SWZ_LOADW(r)                                          \
   if constexpr (R > r) {                                      \
-    w##r = W::load(wr##r[b]);                                 \
-    if constexpr (!kAsym) s##r = _mm256_sign_epi8(w##r, w##r); \
+    if constexpr (kU) w##r = W::load_u(wr##r[b]);             \
+    else w##r = W::load(wr##r[b]);                            \
+    if constexpr (!kAsym && !kU) s##r = _mm256_sign_epi8(w##r, w##r); \
     if constexpr (kAsym) mw##r = fp16_to_fp32(wr##r[b].m);    \
     d##r = bcast_h(wr##r[b].d);                               \
   }
@@ -386,20 +415,31 @@ void tile_packed(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_
   if constexpr (R > r) {                                                                                \
     __m256i p;                                                                                          \
     if constexpr (kAsym) p = dot_us8(w##r, av);                                                         \
+    else if constexpr (kU) p = dot_us8_acc(cv, w##r, av);                                               \
     else p = dot_us8(s##r, _mm256_sign_epi8(av, w##r));                                                 \
     c##r##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(d##r, da), c##r##t);                 \
     if constexpr (kAsym) m##r##t = std::fma(mw##r, sa, m##r##t);                                        \
   }
-#define SWZ_TOKEN(t)                                                                               \
+#define SWZ_TOKEN(t, STEPS)                                                                        \
   if constexpr (T > t) {                                                                           \
     const uint8_t* arow = a + t * as;                                                              \
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(arow + 32 * b));        \
     const __m256 da = _mm256_broadcast_ss(reinterpret_cast<const float*>(arow + n) + b);           \
     const float sa = kAsym ? reinterpret_cast<const float*>(arow + n)[nb + b] : 0.0f;              \
-    SWZ_STEP(0, t) SWZ_STEP(1, t) SWZ_STEP(2, t) SWZ_STEP(3, t)                                    \
-    (void)sa;                                                                                      \
+    __m256i cv = _mm256_setzero_si256();                                                           \
+    if constexpr (kU) {                                                                            \
+      cv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(arow + n + 8 * nb) + b);            \
+      if constexpr (W::kOffsetLog2 != 4) cv = _mm256_srai_epi32(cv, 4 - W::kOffsetLog2);           \
+    }                                                                                              \
+    STEPS(t)                                                                                       \
+    (void)sa, (void)cv;                                                                            \
   }
-    SWZ_TOKEN(0) SWZ_TOKEN(1) SWZ_TOKEN(2) SWZ_TOKEN(3)
+#define SWZ_ROWS4(t) SWZ_STEP(0, t) SWZ_STEP(1, t) SWZ_STEP(2, t) SWZ_STEP(3, t)
+#define SWZ_ROW1(t) SWZ_STEP(0, t)
+    SWZ_TOKEN(0, SWZ_ROWS4) SWZ_TOKEN(1, SWZ_ROWS4) SWZ_TOKEN(2, SWZ_ROWS4) SWZ_TOKEN(3, SWZ_ROWS4)
+    SWZ_TOKEN(4, SWZ_ROW1) SWZ_TOKEN(5, SWZ_ROW1) SWZ_TOKEN(6, SWZ_ROW1) SWZ_TOKEN(7, SWZ_ROW1)
+#undef SWZ_ROWS4
+#undef SWZ_ROW1
 #undef SWZ_TOKEN
 #undef SWZ_STEP
     (void)w0, (void)w1, (void)w2, (void)w3, (void)s0, (void)s1, (void)s2, (void)s3;
@@ -598,7 +638,7 @@ template <template <int, int> class K, int R, int T>
 void fill_rt(KernelSet& ks) {
   ks.fn[R - 1][T - 1] = &K<R, T>::run;
   if constexpr (T > 1) fill_rt<K, R, T - 1>(ks);
-  if constexpr (T == 1 && R > 1) fill_rt<K, R - 1, kMaxT>(ks);
+  if constexpr (T == 1 && R > 1) fill_rt<K, R - 1, 4>(ks);
 }
 
 template <class W>
@@ -629,22 +669,26 @@ struct Packed {
     }
   };
 };
-// Default tiles measured on the 2-core dev machine (Zen, AVX2): 3x4 is ~5% faster than 2x4
-// for Q8_0/Q4_1 (spills a little, but spilled weights are L1 loads); 2x4 for Q4_0/Q5_0/Q5_1,
-// whose weight unpacking is heavier.
+// Default tiles. Measured on the 2-core dev machine (Zen, AVX2): 3x4 is ~5% faster than
+// 2x4 for Q8_0 (spills a little, but spilled weights are L1 loads). On the 2-core Xeon VM
+// (AVX-VNNI; swz_ggml_matmul_bench -t 1 --arch qwen05, 256 tokens, GFLOP/s): one row x 8
+// tokens, which unpacks each weight block once for 8 tokens, against the 2x4 / 3x4 tiles:
+// Q5_0 75 vs 66, Q5_1 64 vs 51, Q4_1 69 vs 61 (8 tokens, a decode step of 8 sequences:
+// Q5_0 87 vs 73); Q4_0, whose unpacking is cheapest, 71 vs 76 (2x4 kept); Q8_0 even.
 template <class W, bool kAsym>
-KernelSet make_packed(int rows) {
+KernelSet make_packed(int rows, int toks) {
   KernelSet ks;
-  fill_rt<Packed<W, kAsym>::template K, kMaxR, kMaxT>(ks);
+  fill_rt<Packed<W, kAsym>::template K, kMaxR, 4>(ks);
+  fill_rt<Packed<W, kAsym>::template K, 1, kMaxT>(ks);  // one row x 5..8 tokens
   ks.rows_per_tile = rows;
-  ks.toks_per_tile = 4;
+  ks.toks_per_tile = toks;
   return ks;
 }
 
 template <class W>
 KernelSet make_sym() {
   KernelSet ks;
-  fill_rt<SymQ8_0<W>::template K, 2, kMaxT>(ks);
+  fill_rt<SymQ8_0<W>::template K, 2, 4>(ks);
   ks.rows_per_tile = 2;
   ks.toks_per_tile = 4;
   return ks;
@@ -652,7 +696,7 @@ KernelSet make_sym() {
 template <class W>
 KernelSet make_asym() {
   KernelSet ks;
-  fill_rt<AsymQ8_1<W>::template K, 2, kMaxT>(ks);
+  fill_rt<AsymQ8_1<W>::template K, 2, 4>(ks);
   ks.rows_per_tile = 2;
   ks.toks_per_tile = 4;
   return ks;
@@ -775,11 +819,11 @@ const KernelSet* SWZ_KERNELS_FOR(Type t) {
 
 const KernelSet* SWZ_PACKED_KERNELS_FOR(Type t) {
 #if defined(SWZ_GGML_AVX2)
-  static const KernelSet q8_0 = make_packed<WQ8_0, false>(3);
-  static const KernelSet q4_0 = make_packed<WQ4_0, false>(2);
-  static const KernelSet q5_0 = make_packed<WQ5_0, false>(2);
-  static const KernelSet q4_1 = make_packed<WQ4_1, true>(3);
-  static const KernelSet q5_1 = make_packed<WQ5_1, true>(2);
+  static const KernelSet q8_0 = make_packed<WQ8_0, false>(3, 4);
+  static const KernelSet q4_0 = make_packed<WQ4_0, false>(2, 4);
+  static const KernelSet q5_0 = make_packed<WQ5_0, false>(1, 8);
+  static const KernelSet q4_1 = make_packed<WQ4_1, true>(1, 8);
+  static const KernelSet q5_1 = make_packed<WQ5_1, true>(1, 8);
   switch (t) {
     case Type::Q4_0: return &q4_0;
     case Type::Q4_1: return &q4_1;

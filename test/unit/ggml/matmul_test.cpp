@@ -202,6 +202,34 @@ TEST(MatmulVnni, SameBitsAsTheAvx2Kernels) {
   swz::ggml::kern::use_vnni(true);  // back to this CPU's default
 }
 
+TEST(MatmulPacked, SameBitsAsVecDotOnGgmlBlocks) {
+  // matmul's packed activation rows (Q4_0 / Q5_0: unsigned codes plus the packed offset
+  // term; kernels.h) against vec_dot on ggml's Q8_0 / Q8_1 blocks (signed codes, the sign
+  // trick): the same integers per lane, so the same bits, in every tile shape.
+  const int64_t n_in = 384, n_out = 11;
+  const Type types[] = {Type::Q5_0, Type::Q4_0, Type::Q8_0, Type::Q4_1, Type::Q5_1};
+  ThreadPool pool(2);
+  std::vector<uint8_t> scratch;
+  for (Type t : types)
+    for (int64_t T : {int64_t(1), int64_t(3), int64_t(9)}) {
+      const Data d = make(t, {n_out, n_in, T}, 23);
+      std::vector<float> y(n_out * T, NAN);
+      matmul(d.w.data(), t, n_out, n_in, d.x.data(), T, y.data(), pool, scratch);
+      const Type at = vec_dot_type(t);
+      std::vector<uint8_t> xq(row_size(at, n_in));
+      const size_t rb = row_size(t, n_in);
+      for (int64_t tok = 0; tok < T; ++tok) {
+        quantize_row_activation(at, d.x.data() + tok * n_in, xq.data(), n_in);
+        for (int64_t r = 0; r < n_out; ++r) {
+          const float want = vec_dot(t, n_in, d.w.data() + r * rb, xq.data());
+          ASSERT_EQ(0, std::memcmp(&want, &y[tok * n_out + r], 4))
+              << type_info(t).name << " T=" << T << " token " << tok << " row " << r << ": " << want << " vs "
+              << y[tok * n_out + r];
+        }
+      }
+    }
+}
+
 TEST(MatmulErrors, RejectsBadTypesAndShapes) {
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
