@@ -6,8 +6,8 @@ from the llama.cpp that the newest llama-cpp-python sdist vendors, `--llama-serv
 or, without one, llama-cpp-python's `python -m llama_cpp.server` (one request at a time).
 
 1. Throughput and TTFT at 1, 2, 4, 8, 16 concurrent streams: N streamed, greedy chat
-   completions sent at once (each prompt starts with a unique marker, so no prefix cache
-   helps), max_tokens per model. Aggregate tok/s = all generated tokens of the round /
+   completions sent at once (each request's unique marker opens its own system message,
+   --marker, so no prefix cache helps either server), max_tokens per model. Aggregate tok/s = all generated tokens of the round /
    the round's wall time (first request sent to last stream finished; the short prompts'
    prefill included). TTFT = request sent to first content token, client side; p50/p99
    over every request of every repetition. The aggregate is the median over --reps rounds.
@@ -85,6 +85,13 @@ SLOTS_NOTE = ("llama-server --parallel {np} --kv-unified -c {c} (llama.cpp's C++
 
 _FIRST_HOOK = None
 IGNORE_EOS = False  # --ignore-eos: every request asks both servers not to stop at an EOG token
+# --marker: where a request's unique marker goes. "system" (default): a system message of
+# its own, so the marker is the first thing after the template's first tokens and no
+# server can reuse a cached prefix of another request. "user": at the start of the user
+# message, as before 2026-12-03 — Qwen's and SmolLM2's templates then put their default
+# system prompt (~20-30 tokens) in front of it, which llama-server reuses from its slot's
+# previous request (token-granular prompt cache) and swizzle's 64-token blocks do not.
+MARKER_IN = "system"
 
 
 def percentile(xs, q):
@@ -182,8 +189,12 @@ def stream_chat(base: str, content: str, max_tokens: int, t_ref: float, stop: th
     """One streamed greedy chat completion; token arrival times (seconds since t_ref), one
     content chunk per token on both servers. _FIRST_HOOK (part 2) is called at the first
     token; the client hangs up once `stop` is set."""
-    body = {"model": "bench", "messages": [{"role": "user", "content": content}], "temperature": 0,
-            "max_tokens": max_tokens, "stream": True}
+    messages = [{"role": "user", "content": content}]
+    if MARKER_IN == "system" and content.startswith("[") and "] " in content:
+        marker, rest = content.split("] ", 1)
+        messages = [{"role": "system", "content": marker + "] You are a helpful assistant."},
+                    {"role": "user", "content": rest}]
+    body = {"model": "bench", "messages": messages, "temperature": 0, "max_tokens": max_tokens, "stream": True}
     if IGNORE_EOS:
         body["ignore_eos"] = True
     t0 = time.perf_counter()
@@ -276,6 +287,8 @@ def main():
     ap.add_argument("--llama-server", default=os.environ.get("SWZ_LLAMA_SERVER"),
                     help="llama.cpp's llama-server binary (the peer with slots); without: llama_cpp.server")
     ap.add_argument("--swizzle-args", default="", help="more swizzle-rt serve arguments (e.g. --no-spec), space-separated")
+    ap.add_argument("--marker", choices=("system", "user"), default="system",
+                    help="where each request's unique marker goes (see MARKER_IN)")
     ap.add_argument("--ignore-eos", action="store_true",
                     help="requests carry ignore_eos (both servers): random-weight models end their answers early")
     ap.add_argument("--gpu", action="store_true", help="llama-server on the GPU (-ngl 99 -fa on); --package is a GPU package")
@@ -292,8 +305,9 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    global IGNORE_EOS
+    global IGNORE_EOS, MARKER_IN
     IGNORE_EOS = args.ignore_eos
+    MARKER_IN = args.marker
     streams = [int(x) for x in args.streams.split(",") if x]
     rt = args.swizzle_rt or os.path.join(args.build, "server", "swizzle-rt")
     swz_extra = args.swizzle_args.split()
@@ -312,7 +326,7 @@ def main():
                                     text=True).stdout.strip(),
            "machine": f"{platform.machine()} {os.cpu_count()} cores", "loadavg_start": os.getloadavg(),
            "threads": args.threads, "swizzle_args": args.swizzle_args, "ignore_eos": args.ignore_eos, "ctx": args.ctx, "parallel": args.parallel, "reps": args.reps,
-           "peer": peer_name, "peer_note": peer_note, "gpu": args.gpu, "models": {}}
+           "peer": peer_name, "peer_note": peer_note, "gpu": args.gpu, "marker_in": MARKER_IN, "models": {}}
     print(f"note: {peer_note}", file=sys.stderr)
     try:
         import importlib.metadata
