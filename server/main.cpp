@@ -44,6 +44,7 @@ using swz::engine::EngineOptions;
 struct SpecFlags {
   bool on = true;
   int draft_max = 16;
+  bool pricing = true;
 };
 SpecFlags g_spec;
 std::string g_cache_mode = "exact";  ///< serve --cache-mode (frontend_ast::parse_cache_mode names)
@@ -91,6 +92,7 @@ std::unique_ptr<Engine> load_engine(const std::string& package, int n_ctx, int n
   eo.n_threads = n_threads;
   eo.speculative = g_spec.on;
   eo.spec_draft_max = g_spec.draft_max;
+  eo.spec_pricing = g_spec.pricing;
   return Engine::load(package, eo);
 }
 
@@ -472,6 +474,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--draft-max", g_spec.draft_max, "longest speculative draft (tokens)")
         ->check(CLI::Range(1, 64))
         ->capture_default_str();
+    cmd->add_flag("--spec-pricing,!--no-spec-pricing", g_spec.pricing,
+                  "take a draft token only when its estimated acceptance pays for the row it costs, from the measured "
+                  "step times (default on; --no-spec-pricing: every draft the prompt lookup proposes)");
   }
 
   auto* keygen_cmd = app.add_subcommand("keygen", "Write an Ed25519 key pair for execution receipts (KEYFILE, KEYFILE.pub)");

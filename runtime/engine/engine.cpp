@@ -100,6 +100,7 @@ class PackageEngine final : public Engine {
       so.max_queue = opts.max_queue;
       so.speculative = opts.speculative;
       so.spec_draft_max = opts.spec_draft_max;
+      so.spec_pricing = opts.spec_pricing;
       SchedulerHooks hooks;
       hooks.is_eog = [this](int32_t t) { return tok_.is_eog(t); };
       hooks.piece = [this](int32_t t) { return tok_.token_to_piece(t); };

@@ -66,6 +66,9 @@ struct EngineOptions {
   /// byte-identical; sampled: the same distribution); only speed differs.
   bool speculative = true;
   int spec_draft_max = 16;  ///< upper bound of the draft length γ (>= 1)
+  /// Draft pricing (engine/step_cost.h): a draft token only where its estimated acceptance
+  /// pays for its row, from the measured step times; false = every proposed draft.
+  bool spec_pricing = true;
   // The scheduler (engine/scheduler.h): continuous batching with chunked prefill.
   int parallel = 8;        ///< sequences decoded together at most (running slots); >= 1
   /// Rows (tokens) of one forward pass: every running sequence's decode tokens first

@@ -829,12 +829,30 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   int rows_left = opts_.batch_tokens - static_cast<int>(decode.size());
   std::vector<Seq*> step;
   std::vector<int32_t> draft;
+  // Draft pricing (step_cost.h): the fit of recent step times says what a row costs; a
+  // draft token is taken while its estimated acceptance beats that cost against the
+  // step's tokens per second. A sequence whose drafts do not pay still tries one token
+  // every kExplore steps, so its estimate can recover when its text turns repetitive.
+  // Greedy sequences only: their text is the same whatever is drafted, while a sampled
+  // sequence's random draws follow its drafts, and a seeded request must give the same
+  // text however busy the server is (its drafts depend on its tokens alone).
+  constexpr int kExplore = 8;
+  const std::optional<StepCostModel::Fit> fit = opts_.spec_pricing ? cost_.fit() : std::nullopt;
+  const int n_decode = static_cast<int>(decode.size());
+  int planned_rows = n_decode;
   for (Seq* sp : decode) {
     Seq& s = *sp;
     draft.clear();
     if (s.speculative && rows_left > 0) {
       // Emitting every draft token may not pass max_tokens; the batch must fit the context.
       s.lookup.draft(std::min({s.limit - s.completion, opts_.n_ctx - s.n_past - 1, rows_left}), draft);
+      if (fit && !draft.empty() && s.req.sampling.temperature <= 0) {
+        const double bar = DraftPricing::threshold(fit, n_decode, planned_rows);
+        int take = DraftPricing::take(DraftPricing::acceptance(s.drafted, s.accepted), bar, static_cast<int>(draft.size()));
+        if (take == 0 && s.forward_passes % kExplore == 0) take = 1;
+        draft.resize(static_cast<size_t>(take));
+      }
+      planned_rows += static_cast<int>(draft.size());
     }
     s.tokens.assign(1, s.pending);
     s.tokens.insert(s.tokens.end(), draft.begin(), draft.end());
@@ -912,6 +930,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     return true;
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (prompt_rows == 0) cost_.observe(rows, secs);  // decode passes only (step_cost.h)
   prefill_rows_ += static_cast<uint64_t>(prompt_rows);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/step_cost.h"
 #include "exec/batch_model.h"
 #include "grammar/matcher.h"
 #include "kvcache/block_manager.h"
@@ -76,6 +77,11 @@ struct SchedulerOptions {
   int max_queue = 64;        ///< outstanding admissions beyond `parallel` before Overloaded
   bool speculative = true;   ///< default for requests that do not choose
   int spec_draft_max = 16;   ///< upper bound of the draft length
+  /// Draft pricing (step_cost.h): a step takes a greedy sequence's draft token only when
+  /// its estimated acceptance beats what a row costs against the step's tokens per second,
+  /// from a fit of the measured step times (sampled sequences keep every draft: their
+  /// seeded text depends on them). false: every token the drafter proposes.
+  bool spec_pricing = true;
 };
 
 /// What the scheduler needs from the tokenizer and the engine.
@@ -154,6 +160,7 @@ class Scheduler {
   int reserved_pages_ = 0;  // step thread only
   int held_slots_ = 0;      // step thread only: running slots held by started requests
 
+  StepCostModel cost_;  // step thread only: step seconds against rows (draft pricing)
   mutable std::mutex mu_;  // waiting_, stop_, stats below
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> waiting_;

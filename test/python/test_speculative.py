@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, _missing
+from conftest import ROOT, _missing, openai_client, start_rt
 
 BUILD = os.environ.get("SWZ_BUILD_DIR", os.path.join(ROOT, "build"))
 if not os.path.isabs(BUILD):
@@ -229,8 +229,19 @@ def chat(client, spec, **kw):
     return raw, raw.parse()
 
 
-def test_wire_counts_control_and_stop_inside_accepted_runs(client):
+@pytest.fixture(scope="module")
+def unpriced_client(rt_binary, package, n_ctx):
+    """A server that takes every draft the prompt lookup proposes (--no-spec-pricing): with
+    draft pricing the drafts depend on measured step times, and this test compares the
+    counts of identical requests."""
+    s = start_rt(rt_binary, package, n_ctx, "--no-spec-pricing")
+    yield openai_client(s.base_url)
+    assert s.stop() == 0, s.log()
+
+
+def test_wire_counts_control_and_stop_inside_accepted_runs(unpriced_client):
     import openai
+    client = unpriced_client
 
     raw_off, off = chat(client, False)
     raw_on, on = chat(client, True)
