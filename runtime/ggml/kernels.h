@@ -49,11 +49,19 @@ bool packed_act_enabled();
 /// quantize_row_activation into the packed layout.
 void quantize_row_activation_packed(Type act_type, const float* src, uint8_t* dst, int64_t n);
 /// Whether kernels_for / packed_kernels_for hand out the AVX-VNNI build of the AVX2 kernels
-/// (vec_dot_vnni.cpp: vpdpbusd for the int8 dot products, the same results bit for bit).
-/// The default is on when the CPU has AVX-VNNI and SWZ_GGML_VNNI is not 0. `on` = true
-/// returns false (and leaves it off) where the CPU or the build lacks it. For tests and
-/// benchmarks; not to be flipped while matmuls run.
+/// (vec_dot_vnni.cpp: vpdpbusd for the int8 dot products, the same results bit for bit);
+/// `on` = false: the base AVX2 build. The default (use_default_kernels) is the AVX-512
+/// build where the CPU has AVX-512 VNNI/VL/BW and SWZ_GGML_AVX512 is not 0, else AVX-VNNI
+/// where the CPU has it and SWZ_GGML_VNNI is not 0, else the base build. `on` = true
+/// returns false (and selects the base build) where the CPU or the build lacks it. For
+/// tests and benchmarks; not to be flipped while matmuls run.
 bool use_vnni(bool on);
+/// The same for the AVX-512 build (vec_dot_avx512.cpp: 256-bit vectors with vpdpbusd and
+/// 32 registers, which lets larger tiles keep their accumulators in registers; the same
+/// results bit for bit).
+bool use_avx512(bool on);
+/// Back to the default choice above.
+void use_default_kernels();
 /// The portable scalar 1x1 kernel for `wtype`; nullptr when unsupported.
 TileFn scalar_kernel_for(Type wtype);
 

@@ -177,30 +177,34 @@ TEST(MatmulDecodeRows, OneOrTwoRowsATileGiveTheSameBits) {
   EXPECT_THROW(set_decode_rows(3), std::invalid_argument);
 }
 
-TEST(MatmulVnni, SameBitsAsTheAvx2Kernels) {
-  // The AVX-VNNI build of the kernels (vpdpbusd) against the AVX2 one (vpmaddubsw +
-  // vpmaddwd): the same integers, so the same bits, decode and prefill tiles alike.
-  if (!swz::ggml::kern::use_vnni(true)) {
-    swz::ggml::kern::use_vnni(false);
-    GTEST_SKIP() << "this CPU or build has no AVX-VNNI kernels";
+// The variant build selected by `use` against the base AVX2 build (vpmaddubsw + vpmaddwd):
+// the same integers, so the same bits, decode and prefill tiles (and their tails) alike.
+void same_bits_as_avx2(bool (*use)(bool), const char* what) {
+  if (!use(true)) {
+    swz::ggml::kern::use_default_kernels();
+    GTEST_SKIP() << "this CPU or build has no " << what << " kernels";
   }
   const int64_t n_in = 512;
   const Type types[] = {Type::Q5_0, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_1, Type::Q4_K, Type::Q6_K};
   ThreadPool pool(2);
   std::vector<uint8_t> scratch;
   for (Type t : types)
-    for (int64_t T : {int64_t(1), int64_t(5)}) {
+    for (int64_t T : {int64_t(1), int64_t(5), int64_t(13)}) {
       const Data d = make(t, {21, n_in, T}, 11);
-      std::vector<float> vnni(21 * T, NAN), avx2(21 * T, NAN);
-      swz::ggml::kern::use_vnni(true);
-      matmul(d.w.data(), t, 21, n_in, d.x.data(), T, vnni.data(), pool, scratch);
-      swz::ggml::kern::use_vnni(false);
+      std::vector<float> variant(21 * T, NAN), avx2(21 * T, NAN);
+      use(true);
+      matmul(d.w.data(), t, 21, n_in, d.x.data(), T, variant.data(), pool, scratch);
+      use(false);
       matmul(d.w.data(), t, 21, n_in, d.x.data(), T, avx2.data(), pool, scratch);
-      ASSERT_EQ(0, std::memcmp(vnni.data(), avx2.data(), vnni.size() * 4)) << type_info(t).name << " T=" << T;
-      check(t, {21, n_in, T}, d, vnni);
+      ASSERT_EQ(0, std::memcmp(variant.data(), avx2.data(), variant.size() * 4)) << type_info(t).name << " T=" << T;
+      check(t, {21, n_in, T}, d, variant);
     }
-  swz::ggml::kern::use_vnni(true);  // back to this CPU's default
+  swz::ggml::kern::use_default_kernels();  // back to this CPU's default
 }
+
+TEST(MatmulVnni, SameBitsAsTheAvx2Kernels) { same_bits_as_avx2(swz::ggml::kern::use_vnni, "AVX-VNNI"); }
+
+TEST(MatmulAvx512, SameBitsAsTheAvx2Kernels) { same_bits_as_avx2(swz::ggml::kern::use_avx512, "AVX-512 VNNI"); }
 
 TEST(MatmulPacked, SameBitsAsVecDotOnGgmlBlocks) {
   // matmul's packed activation rows (Q4_0 / Q5_0: unsigned codes plus the packed offset
