@@ -34,7 +34,13 @@ Fiber::Fiber(boost::asio::io_context& ctx, std::function<void()> fn, size_t stac
   });
 }
 
-Fiber::~Fiber() = default;
+Fiber::~Fiber() {
+  // A fiber destroyed while suspended (the pool stopped with a request in progress) is
+  // abandoned, not unwound: Boost.Context would unwind its stack here, on whatever thread
+  // drops the last reference, through handlers whose catch (...) would stop the unwind.
+  // Its stack stays mapped (virtual memory, at shutdown only).
+  if (self_) new boost::context::fiber(std::move(self_));
+}
 
 void Fiber::resume() {
   if (state_.load() == kDone || !self_) return;

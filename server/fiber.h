@@ -72,8 +72,10 @@ class Fiber : public std::enable_shared_from_this<Fiber> {
 /// stop only once no request is in progress).
 class FiberPool {
  public:
-  /// `stack_bytes`: each fiber's stack, mapped (with a guard page) and committed by the
-  /// kernel only as it is touched; 8 MiB = a default thread stack.
+  /// `stack_bytes`: each fiber's stack, mapped with a guard page (Boost.Context's
+  /// protected_fixedsize_stack, without MAP_NORESERVE: under Linux's default overcommit
+  /// policy pages are committed only as they are touched; with vm.overcommit_memory=2 each
+  /// stack counts in full); 8 MiB = a default thread stack.
   FiberPool(int threads, size_t stack_bytes = size_t(8) << 20);
   ~FiberPool();
   FiberPool(const FiberPool&) = delete;

@@ -172,6 +172,7 @@ struct Scheduler::Seq {
   std::vector<TokenLogprobs> prompt_lp;
   Clock::time_point t_prefilled;
   int drafted = 0, accepted = 0, verify_passes = 0, forward_passes = 0;
+  DraftPricing::Record price;  // the acceptance draft pricing estimates (step_cost.h)
   // this step
   std::vector<int32_t> tokens;
   int n_draft = 0;
@@ -848,7 +849,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       s.lookup.draft(std::min({s.limit - s.completion, opts_.n_ctx - s.n_past - 1, rows_left}), draft);
       if (fit && !draft.empty() && s.req.sampling.temperature <= 0) {
         const double bar = DraftPricing::threshold(fit, n_decode, planned_rows);
-        int take = DraftPricing::take(DraftPricing::acceptance(s.drafted, s.accepted), bar, static_cast<int>(draft.size()));
+        int take = DraftPricing::take(s.price.acceptance(), bar, static_cast<int>(draft.size()));
         if (take == 0 && s.forward_passes % kExplore == 0) take = 1;
         draft.resize(static_cast<size_t>(take));
       }
@@ -1030,7 +1031,10 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       }
     }
     s.accepted += accepted;
-    if (k > 0) s.lookup.update(k, accepted);
+    if (k > 0) {
+      s.lookup.update(k, accepted);
+      s.price.verified(k, accepted);
+    }
   }
   return true;
 }

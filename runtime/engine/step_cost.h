@@ -43,16 +43,18 @@ class StepCostModel {
     ++count_;
   }
 
-  /// The fit, or nothing before kMinSteps passes or while the passes seen had (nearly)
-  /// all the same number of rows, which says nothing about what a row costs.
-  std::optional<Fit> fit() const {
+  /// The fit, or nothing before kMinSteps passes. While the recent passes had (nearly) all
+  /// the same number of rows, which says nothing about what a row costs (pricing itself
+  /// keeps passes at one size), the last fit that could be made; nothing before the first.
+  std::optional<Fit> fit() {
     if (count_ < kMinSteps) return std::nullopt;
     const double mr = sr_ / n_, mt = st_ / n_;
     const double vrr = srr_ / n_ - mr * mr, vrt = srt_ / n_ - mr * mt;
-    if (vrr < kMinVar) return std::nullopt;
+    if (vrr < kMinVar) return last_;
     Fit f;
     f.b = std::max(0.0, vrt / vrr);
     f.a = std::max(0.0, mt - f.b * mr);
+    last_ = f;
     return f;
   }
 
@@ -60,11 +62,12 @@ class StepCostModel {
 
   static constexpr double kDecay = 0.98;
   static constexpr int kMinSteps = 8;
-  static constexpr double kMinVar = 0.05;  ///< rows^2: a tenth of the passes one row apart
+  static constexpr double kMinVar = 0.05;  ///< rows^2: ~5% of the passes one row off the mean
 
  private:
   double n_ = 0, sr_ = 0, st_ = 0, srr_ = 0, srt_ = 0;
   int count_ = 0;
+  std::optional<Fit> last_;
 };
 
 /// Which draft tokens a decode pass takes (file comment).
@@ -77,10 +80,22 @@ struct DraftPricing {
     if (t <= 0) return 0.0;
     return fit->b * tokens / t;
   }
-  /// Estimated probability that a sequence's next draft token is accepted: its record
-  /// with one accepted and one rejected token added (Laplace), so a new sequence starts
-  /// at 1/2.
-  static double acceptance(int drafted, int accepted) { return (accepted + 1.0) / (drafted + 2.0); }
+  /// A sequence's acceptance record: of the draft tokens actually tried (the accepted ones
+  /// and the first rejected one of each draft; those after it were never judged), how many
+  /// were accepted, each count decayed by kDecay a verification so the estimate follows
+  /// the text as it changes (prose, then a copied block of code).
+  struct Record {
+    static constexpr double kDecay = 0.9;
+    double tried = 0, accepted = 0;
+    /// A verification of a draft of `drafted` tokens accepted `accepted` of them.
+    void verified(int drafted, int accepted_now) {
+      tried = tried * kDecay + accepted_now + (accepted_now < drafted ? 1 : 0);
+      accepted = accepted * kDecay + accepted_now;
+    }
+    /// Estimated probability that the next draft token is accepted, with one accepted and
+    /// one rejected token added (Laplace): a new sequence starts at 1/2.
+    double acceptance() const { return (accepted + 1.0) / (tried + 2.0); }
+  };
   /// How many of `available` draft tokens to take: the i-th (1-based) needs the i - 1
   /// before it accepted too, so it is taken while p^i > threshold.
   static int take(double p, double threshold, int available) {

@@ -115,6 +115,9 @@ const char* finish_name(swz::engine::FinishReason f) {
 int parity(const std::string& package, const std::string& prompts_path, int max_tokens, const std::string& out_path) {
   swz::engine::EngineOptions eo;
   eo.n_ctx = 2048;
+  // Every draft the lookup proposes: the test counts accepted and rejected drafts, which
+  // draft pricing would make depend on this machine's step times.
+  eo.spec_pricing = false;
   auto engine = swz::engine::Engine::load(package, eo);
   std::ifstream in(prompts_path);
   if (!in) throw std::runtime_error("cannot read " + prompts_path);

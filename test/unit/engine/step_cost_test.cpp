@@ -37,6 +37,20 @@ TEST(StepCostModel, NoFitBeforeEnoughPassesOrWithoutVariedRows) {
   EXPECT_FALSE(same.fit().has_value()) << "every pass had 8 rows: a row's cost is unknown";
 }
 
+TEST(StepCostModel, KeepsItsLastFitWhilePassesStayOneSize) {
+  // Pricing keeps passes at the decode rows once drafts stop paying; the fit made before
+  // must hold then, or pricing would switch itself off and on.
+  StepCostModel m;
+  for (int i = 0; i < 50; ++i) m.observe(8 + i % 5, 0.030 + 0.0085 * (8 + i % 5));
+  const auto before = m.fit();
+  ASSERT_TRUE(before.has_value());
+  for (int i = 0; i < 500; ++i) m.observe(8, 0.098);
+  const auto after = m.fit();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->b, before->b);
+  EXPECT_EQ(after->a, before->a);
+}
+
 TEST(StepCostModel, FollowsAChangeInCost) {
   // The weight 0.98^age forgets: after 300 passes at a new cost the fit is the new one.
   StepCostModel m;
@@ -58,9 +72,27 @@ TEST(DraftPricing, ThresholdIsARowsCostAgainstThePassTokensPerSecond) {
   EXPECT_LT(DraftPricing::threshold(gpu, 8, 8), 0.03);
 }
 
+TEST(DraftPricing, AcceptanceCountsTheTokensTriedAndFollowsTheText) {
+  DraftPricing::Record r;
+  EXPECT_NEAR(r.acceptance(), 0.5, 1e-12);
+  // A draft of 16 with 13 accepted tried 14 tokens (the 15th and 16th were never judged):
+  // p = 14 / 16, not 14 / 18.
+  r.verified(16, 13);
+  EXPECT_NEAR(r.acceptance(), 14.0 / 16.0, 1e-12);
+  // Drafts of 16 always accepted in full: nothing was rejected.
+  DraftPricing::Record full;
+  for (int i = 0; i < 5; ++i) full.verified(16, 16);
+  EXPECT_GT(full.acceptance(), 0.97);
+  // Prose that never drafts well, then text that copies: the estimate recovers within a
+  // few verifications instead of being outweighed by the whole history.
+  DraftPricing::Record turn;
+  for (int i = 0; i < 200; ++i) turn.verified(1, 0);
+  EXPECT_LT(turn.acceptance(), 0.15);
+  for (int i = 0; i < 15; ++i) turn.verified(1, 1);
+  EXPECT_GT(turn.acceptance(), 0.7);
+}
+
 TEST(DraftPricing, TakesTokensWhileAllOfTheDraftUpToThemIsLikelyAccepted) {
-  EXPECT_NEAR(DraftPricing::acceptance(0, 0), 0.5, 1e-12);
-  EXPECT_NEAR(DraftPricing::acceptance(10, 9), 10.0 / 12.0, 1e-12);
   EXPECT_EQ(DraftPricing::take(0.9, 0.0, 5), 5);   // free rows: the whole draft
   EXPECT_EQ(DraftPricing::take(0.9, 0.7, 5), 3);   // 0.9, 0.81, 0.729 > 0.7; 0.656 is not
   EXPECT_EQ(DraftPricing::take(0.5, 0.69, 5), 0);  // a new sequence at 8 rows on the CPU

@@ -180,10 +180,10 @@ TEST(MatmulDecodeRows, OneOrTwoRowsATileGiveTheSameBits) {
 // The variant build selected by `use` against the base AVX2 build (vpmaddubsw + vpmaddwd):
 // the same integers, so the same bits, decode and prefill tiles (and their tails) alike.
 void same_bits_as_avx2(bool (*use)(bool), const char* what) {
-  if (!use(true)) {
-    swz::ggml::kern::use_default_kernels();
-    GTEST_SKIP() << "this CPU or build has no " << what << " kernels";
-  }
+  struct Restore {  // back to this CPU's default kernels however the test ends
+    ~Restore() { swz::ggml::kern::use_default_kernels(); }
+  } restore;
+  if (!use(true)) GTEST_SKIP() << "this CPU or build has no " << what << " kernels";
   const int64_t n_in = 512;
   const Type types[] = {Type::Q5_0, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_1, Type::Q4_K, Type::Q6_K};
   ThreadPool pool(2);
@@ -199,7 +199,6 @@ void same_bits_as_avx2(bool (*use)(bool), const char* what) {
       ASSERT_EQ(0, std::memcmp(variant.data(), avx2.data(), variant.size() * 4)) << type_info(t).name << " T=" << T;
       check(t, {21, n_in, T}, d, variant);
     }
-  swz::ggml::kern::use_default_kernels();  // back to this CPU's default
 }
 
 TEST(MatmulVnni, SameBitsAsTheAvx2Kernels) { same_bits_as_avx2(swz::ggml::kern::use_vnni, "AVX-VNNI"); }
