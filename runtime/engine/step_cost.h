@@ -58,8 +58,6 @@ class StepCostModel {
     return f;
   }
 
-  int steps() const { return count_; }
-
   static constexpr double kDecay = 0.98;
   static constexpr int kMinSteps = 8;
   static constexpr double kMinVar = 0.05;  ///< rows^2: ~5% of the passes one row off the mean
