@@ -23,7 +23,9 @@
 # A variant is "name|type|gen_quant_kernels.py --variant parameters|rows a workgroup"
 # (rows = 4 x rows a warp; the case runner launches that grid: SWZ_CHECK_Q8X_ROWS). The
 # first variant of each type is what the repository ships (Q4_K's units are 32-weight
-# sub-blocks, 8 a block; Q8_0's 16 weights, 2 a block).
+# sub-blocks, 8 a block; Q8_0's 16 weights, 2 a block). Type q4k_mma is Q4_K's
+# tensor-core GEMV (matmul_q4_k_mma_q8x: MMA_Q4K's warps splitting K, rows "16x<warps>").
+# SWZ_TUNE_ONLY=REGEX prepares only the variants whose names match.
 set -euo pipefail
 mode=${1:?usage: $0 prepare|run [build-dir]}
 build=${2:-build}
@@ -48,10 +50,19 @@ VARIANTS=(
   "f16m-w16|f16|warps=16|16x16"
   "f16m-w16u2|f16|warps=16,unroll=2|16x16"
   "f16m-w8u8|f16|warps=8,unroll=8|16x8"
+  "q4k-mma-w4|q4k_mma|warps=4|16x4"
+  "q4k-mma-w4v4|q4k_mma|warps=4,v2=0|16x4"
+  "q4k-mma-w2|q4k_mma|warps=2|16x2"
+  "q4k-mma-w8|q4k_mma|warps=8|16x8"
+  "q4k-mma-w16|q4k_mma|warps=16|16x16"
+  "q4k-mma-w4m6|q4k_mma|warps=4,minctasm=6|16x4"
+  "q4k-mma-w4m8|q4k_mma|warps=4,minctasm=8|16x4"
+  "q4k-mma-w8m3|q4k_mma|warps=8,minctasm=3|16x8"
+  "q4k-mma-w8m4|q4k_mma|warps=8,minctasm=4|16x8"
 )
 # The kernel a variant of `type` tunes, and the PTX file it lands in: the int8 GEMVs
 # (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = (16 mt)x(warps)).
-entry_of() { [ "$1" = f16 ] && echo matmul_f16_mma || echo "matmul_$1_q8x"; }
+entry_of() { case $1 in f16) echo matmul_f16_mma ;; q4k_mma) echo matmul_q4_k_mma_q8x ;; *) echo "matmul_$1_q8x" ;; esac; }
 ptx_of() { [ "$1" = f16 ] && echo swz_gemv_f16_mma.ptx || echo swz_gemv_q8x.ptx; }
 case $mode in
 prepare)
@@ -59,6 +70,7 @@ prepare)
   build_ptx_check "$dir/bin/swz-ptx-check"
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r name type params rows <<< "$v"
+    [[ $name =~ ${SWZ_TUNE_ONLY:-.} ]] || continue
     mkdir -p "$dir/$name"
     python3 "$src/codegen/kernels/gen_quant_kernels.py" --variant "$type:$params" --out "$dir/$name/v.mlir"
     compile_ptx "$dir/$name/v.mlir" "$dir/$name"
@@ -69,7 +81,7 @@ prepare)
   done
   # The shipped GEMVs (f32-activation ones and the int8 path), for the all-types table.
   mkdir -p "$dir/ship-f32"
-  cp "$dir/q4k-ship/swz_gemv_q8x.ptx" "$dir/ship-f32/"
+  cp "$dir/$(ls "$dir" | grep -m1 -E '^q4k-')/swz_gemv_q8x.ptx" "$dir/ship-f32/"  # (any variant's: the other kernels as shipped)
   for t in q4_1 q4_k q5_0 q6_k q8_0 f16 f16_mma; do  # (f16_mma: both shipped shapes)
     compile_ptx "$src/codegen/kernels/gemv_$t.mlir" "$dir/ship-f32"
   done
@@ -107,7 +119,7 @@ for name, typ, params, r, regs in rows:
         rows_n = sum(int(x) for x in c["label"].split("N=")[1].split()[0].split("+"))
         if c["time_us"] <= 0 or rows_n < 1000:  # the full-size shapes only
             continue
-        key = (typ, c["label"])
+        key = ("q4_k" if typ == "q4k_mma" else typ, c["label"])
         if key not in shapes: shapes.append(key)
         table[(name, key)] = (c["time_us"], c["gb_per_s"], c["ok"])
 json.dump({f"{n}|{k[1]}": v for (n, k), v in table.items()}, open(os.path.join(out, "tune-q8x.json"), "w"), indent=1)
@@ -118,7 +130,7 @@ for typ in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0", "f16"):
     print("| variant | params | regs | " + " | ".join(k[1] for k in cols) + " | sum us |")
     print("|---|---|---|" + "---|" * len(cols) + "---|")
     for name, t, params, r, regs in rows:
-        if t != typ: continue
+        if ("q4_k" if t == "q4k_mma" else t) != typ: continue
         cells, tot = [], 0.0
         for k in cols:
             v = table.get((name, k))

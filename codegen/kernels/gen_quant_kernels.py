@@ -806,6 +806,25 @@ def module_q8x():
 //   q6_k: w is memref<?xi32> (210-byte blocks, 2-byte aligned: funnel-shifted words); a
 //   unit is one 32-weight activation block (ql nibbles | qh bit pairs << 4 as unsigned
 //   bytes): per 16-weight half 4 dp4a and d sc (dx sum(q xq) - 32 dx sum xq).
+//
+// matmul_q4_k_mma_q8x, matmul_q4_k_mma_w8_q8x: matmul_q4_k_q8x's contract (arguments,
+//   flags, outputs) on the int8 tensor cores, for targets whose schedule sets
+//   gemv.q4_k_mma (Codegen.cpp's kernelKey; the _w8 one below gemv.q4_k_mma_split_k_below_rows).
+//   w and xq are memref<?xvector<2xi32>> (8-byte loads). Block 32 W (W = 4 or 8 warps),
+//   grid (ceil((N0+N1+N2) / 16), ceil(T / 8), 1): a workgroup computes 16 rows for the
+//   tokens 8 block_id.y .. + 7, warp w the blocks w, w + W, ... of them. A 32-byte qs chunk
+//   p of 16 rows is two mma.sync.m16n8k32 (s8 x s8 -> s32): its low nibbles (sub-block 2p)
+//   and its high ones (2p + 1) as A, the tokens' int8 activations of that sub-block as B
+//   (column j: token 8 block_id.y + j; past T the last token, not written). The k order
+//   inside one mma is free as long as A and B agree: thread (g, q) loads bytes 8q .. 8q + 7
+//   of rows g and g + 8 and of the activations (one 8-byte load each). Each C entry is a
+//   sub-block's exact integer sum, scaled as matmul_q4_k_q8x's unit; per (row, token) the
+//   terms of the even and of the odd sub-blocks form two chains over the warp's blocks in
+//   order, summed (even + odd), then the W warps' sums in a fixed tree through workgroup
+//   memory. One token (the workgroup-uniform T = 1 branch): every B column is that token,
+//   thread (g, q) keeps row g + 8 (q >= 2)'s chain of parity q % 2 and decodes one scale a
+//   chunk; more tokens: each thread its 2 rows x 2 tokens x 2 parities. Both add the same
+//   terms in the same order, so a token's output is the same bits in any batch.
 module attributes {gpu.container_module} {
   gpu.module @swz_gemv_q8x {
     // Each matmul_<type>_q8x's own (sized by its rows a warp, rpw: a kernel reserves the
@@ -815,10 +834,13 @@ module attributes {gpu.container_module} {
     // threads] f32.
 """ + "".join(f"""    memref.global "private" @acc_{f} : memref<{128 * q['rpw']}xf32, #gpu.address_space<workgroup>>
     memref.global "private" @slots_{f} : memref<{1024 * q['rpw']}xf32, #gpu.address_space<workgroup>>
-""" for f, q in Q8X.items()) + """    // rms_norm_q8x's per-thread sums of squares.
+""" for f, q in Q8X.items()) + "".join(f"""    // {n}'s chains: [{p['warps']} warps][16 rows][8 tokens][2 parities] f32.
+    memref.global "private" @acc_{n} : memref<{256 * p['warps']}xf32, #gpu.address_space<workgroup>>
+""" for n, p in Q4K_MMA_KERNELS()) + """    // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
 
-""" + quantize_q8_x() + rms_norm_q8x() + swiglu_q8x() + "".join(gemv_q8x(f) for f in Q8X) + "  }\n}\n")
+""" + quantize_q8_x() + rms_norm_q8x() + swiglu_q8x() + "".join(gemv_q8x(f) for f in Q8X)
+            + "".join(gemv_q4k_mma(n, p) for n, p in Q4K_MMA_KERNELS()) + "  }\n}\n")
 
 
 def header(fmt):
@@ -1366,6 +1388,304 @@ def gemv_q8x(fmt):
         e.emit("}")
     e.emit("gpu.return")
     return func_text(out, e)
+
+
+# ---------------------------------------------------------------------------
+# Q4_K's decode GEMV on the int8 tensor cores (gemv_q8x.mlir, PTX only).
+# warps: a workgroup's warps, each taking every warps-th block of its 16 rows (the
+# K-split; fixed per kernel, never by T, so a token's sum is the same in any batch).
+# v2: weights and int8 activations bound as 8-byte vectors (memref<?xvector<2xi32>>), so
+# a thread loads its own 8 bytes of a chunk (ld.v2); 0: 16-byte vectors, two threads
+# loading each and selecting their halves.
+# minctasm: workgroups an SM the registers must allow (nvvm.minctasm; 0: none).
+MMA_Q4K = dict(warps=4, v2=1, minctasm=0)
+# matmul_q4_k_mma_w8_q8x: the same with 8 warps, for matrices of fewer rows than the target
+# schedule's gemv.q4_k_mma_split_k_below_rows (few workgroups: more warps each).
+MMA_Q4K_W8 = dict(warps=8, v2=1, minctasm=0)
+
+
+def Q4K_MMA_KERNELS():
+    """The tensor-core Q4_K GEMVs gemv_q8x.mlir holds: (entry, parameters)."""
+    return [("matmul_q4_k_mma_q8x", MMA_Q4K), ("matmul_q4_k_mma_w8_q8x", MMA_Q4K_W8)]
+
+
+def q4k_scale_at(e, d, dmin, s0, s1, s2, p, sh):
+    """block_q4_K's (d sc, dmin m) of sub-block j = 2p + par (get_scale_min_k4): p a Python
+    int 0..3 (so j < 4 is known here), sh = 8 ((2p + par) & 3) (i32; 8 par + 16 (p & 1))."""
+    b0, b1 = e.shr(s0, sh), e.shr(s1, sh)
+    if p < 2:
+        sc, m = e.band(b0, e.ci(63)), e.band(b1, e.ci(63))
+    else:
+        b2 = e.shr(s2, sh)
+        sc = e.bor(e.band(b2, e.ci(15)), e.band(e.shr(b0, e.ci(2)), e.ci(48)))
+        m = e.bor(e.band(e.shr(b2, e.ci(4)), e.ci(15)), e.band(e.shr(b1, e.ci(2)), e.ci(48)))
+    return e.fmul(d, e.u2f(sc)), e.fmul(dmin, e.u2f(m))
+
+
+def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
+    """matmul_q4_k_mma_q8x: matmul_q4_k_q8x's contract, each 32-weight sub-block's integer
+    dot products by mma.sync.m16n8k32 (s8 x s8 -> s32) for 16 rows and 8 tokens at once."""
+    params = params or MMA_Q4K
+    W, V2 = params["warps"], params["v2"]
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    V4I, V16B = "vector<4xi32>", "vector<16xi8>"
+    WQ = "memref<?xvector<2xi32>>" if V2 else IVEC
+    VA, VB, VC = "vector<4x4xi8>", "vector<2x4xi8>", "vector<2x2xi32>"
+    SM = f"memref<{256 * W}xf32, #gpu.address_space<workgroup>>"
+    head = [f"    gpu.func @{name}(%w0: {WQ}, %w1: {WQ}, %w2: {WQ}, %xq: {WQ}, %xds: {XVEC},",
+            "                           %y0: memref<?xf32>, %y1: memref<?xf32>, %y2: memref<?xf32>,",
+            "                           %bias0: memref<?xf32>, %bias1: memref<?xf32>, %bias2: memref<?xf32>,",
+            "                           %res: memref<?xf32>, %N0: i32, %N1: i32, %N2: i32, %K: i32, %T: i32,",
+            "                           %flags: i32)",
+            "        kernel",
+            f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,"]
+    if params["minctasm"]:
+        head.append(f"                    nvvm.minctasm = {params['minctasm']} : i32,")
+    head.append("                    swz.grid = \"ceil((N0+N1+N2)/16), ceil(T/8), 1\"} {")
+    e.emit(f"%acc = memref.get_global @acc_{name} : {SM}")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit("%by = gpu.block_id y")
+    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit(f"%g = arith.divui %lane, {c(4)} : index")
+    e.emit(f"%q = arith.remui %lane, {c(4)} : index")
+    e.emit(f"%q2 = arith.divui %q, {c(2)} : index")      # the 16-byte vector of a chunk: 0, 0, 1, 1
+    e.emit(f"%qpar = arith.remui %q, {c(2)} : index")    # its words 0-1 or 2-3; T = 1: the parity
+    e.emit(f"%odd = arith.cmpi ne, %qpar, {c(0)} : index")
+    e.emit("%par = arith.index_cast %qpar : index to i32")
+    e.emit(f"%rhi = arith.cmpi uge, %q, {c(2)} : index")  # T = 1: this lane's row is g + 8
+    for nm in ("N0", "N1", "N2", "K", "T"):
+        e.emit(f"%{nm}i = arith.index_cast %{nm} : i32 to index")
+    e.emit("%N01 = arith.addi %N0i, %N1i : index")
+    e.emit("%Ntot = arith.addi %N01, %N2i : index")
+    e.emit(f"%nb = arith.divui %Ki, {c(256)} : index")
+    e.emit(f"%K32 = arith.divui %Ki, {c(32)} : index")
+    e.emit(f"%K16 = arith.divui %Ki, {c(16)} : index")
+    e.emit(f"%rowstride = arith.muli %nb, {c(9)} : index")
+    e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
+    e.emit("%tleft = arith.subi %Ti, %t0 : index")
+    e.emit(f"%tb = arith.minui %tleft, {c(8)} : index")
+    e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
+    e.emit(f"%tlast = arith.subi %Ti, {c(1)} : index")
+    e.emit(f"%row0 = arith.muli %bx, {c(16)} : index")
+    # This lane's rows g and g + 8 of the workgroup's 16 (A rows; a row past the last reads
+    # row0 again and is not written): each picks its output's weight and local row.
+    rows = []
+    for h in range(2):
+        ng = e.add("%row0", "%g") if h == 0 else e.add(rows[0]["ng"], c(8))
+        live = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "live")
+        ngc = e.v(f"arith.select {live}, {ng}, %row0 : index", "ngc")
+        in0 = e.v(f"arith.cmpi ult, {ngc}, %N0i : index", "in0")
+        in1 = e.v(f"arith.cmpi ult, {ngc}, %N01 : index", "in1")
+        w12 = e.v(f"arith.select {in1}, %w1, %w2 : {WQ}", "w")
+        w = e.v(f"arith.select {in0}, %w0, {w12} : {WQ}", "w")
+        nb12 = e.v(f"arith.select {in1}, %N0i, %N01 : index", "nbase")
+        nbase = e.v(f"arith.select {in0}, {c(0)}, {nb12} : index", "nbase")
+        n = e.v(f"arith.subi {ngc}, {nbase} : index", "n")
+        rowbase = e.mul(n, "%rowstride")
+        rows.append(dict(ng=ng, w=w, rowbase=rowbase, qv=e.add(e.add(rowbase, c(1)), "%q2")))
+    # In 8-byte units (v2), this thread's half of a 16-byte vector: 2 vi + q % 2.
+    unit = (lambda vi: e.add(e.mul(vi, c(2)), "%qpar")) if V2 else (lambda vi: vi)
+    # B's column g is token t0 + g (past the last: the last again, not written); with one
+    # token every column is token t0, so every lane's C holds its rows' token-t0 sums.
+    e.emit("%tg0 = arith.addi %t0, %g : index")
+    e.emit("%tgc = arith.minui %tg0, %tlast : index")
+    e.emit("%tokB = arith.select %one, %t0, %tgc : index")
+    e.emit("%xqrow = arith.muli %tokB, %K16 : index")
+    e.emit("%xqv = arith.addi %xqrow, %q2 : index")
+    e.emit("%xdst0 = arith.muli %t0, %K32 : index")
+    shs = [e.v(f"arith.addi {e.shl('%par', e.ci(3))}, {e.ci(16 * k)} : i32", "sh") if k else e.shl("%par", e.ci(3))
+           for k in range(2)]
+    zf = e.ci("0.0", "f32")
+    z4 = e.ci("dense<0>", V4I)
+    za, zb, zc = e.ci("dense<0>", VA), e.ci("dense<0>", VB), e.ci("dense<0>", VC)
+    mask = e.ci(0x0F0F0F0F)
+
+    def two_words(mem, vi):
+        """This lane's 8 bytes of the 16-byte vector vi of mem: words 0-1 (q even) or 2-3."""
+        if V2:
+            v = e.v(f"memref.load {mem}[{unit(vi)}] : {WQ}", "ld")
+            return [e.v(f"vector.extract {v}[{i}] : i32 from vector<2xi32>", "wd") for i in range(2)]
+        v = e.v(f"memref.load {mem}[{vi}] : {IVEC}", "ld")
+        ws = [e.v(f"vector.extract {v}[{i}] : i32 from {V4I}", "wd") for i in range(4)]
+        return [e.v(f"arith.select %odd, {ws[i + 2]}, {ws[i]} : i32", "wd") for i in range(2)]
+
+    def frag(ty, zero, words):
+        """An mma operand from its 32-bit registers (4 int8 each, byte 0 first)."""
+        v4 = z4
+        for i, wd in enumerate(words):
+            v4 = e.v(f"vector.insert {wd}, {v4} [{i}] : i32 into {V4I}", "vi")
+        v16 = e.v(f"vector.bitcast {v4} : {V4I} to {V16B}", "vb")
+        f = zero
+        for i in range(len(words)):
+            part = e.v(f"vector.shuffle {v16}, {v16} [{4 * i}, {4 * i + 1}, {4 * i + 2}, {4 * i + 3}] : {V16B}, {V16B}", "vs")
+            f = e.v(f"vector.insert {part}, {f} [{i}] : vector<4xi8> into {ty}", "fr")
+        return f
+
+    def chunk(b, p):
+        """Chunk p (qs bytes 32p .. 32p + 31) of block b (index) for rows g, g + 8: its low
+        nibbles are sub-block 2p, its high ones 2p + 1. Thread (g, q) loads bytes 8q .. 8q + 7
+        of each row (k slots 4q .. 4q + 3 and 16 + 4q .. 16 + 4q + 3 of the mma; B holds the
+        same bytes of the activations). Returns the two mma results (C[h][j]: row g + 8h,
+        column 2q + j)."""
+        ws = [two_words(rw["w"], e.add(e.add(rw["qv"], e.mul(b, c(9))), c(2 * p))) for rw in rows]
+        lo = [[e.band(wd, mask) for wd in r] for r in ws]
+        hi = [[e.band(e.shr(wd, e.ci(4)), mask) for wd in r] for r in ws]
+        out = []
+        for par, nib in enumerate((lo, hi)):
+            a = frag(VA, za, [nib[0][0], nib[1][0], nib[0][1], nib[1][1]])
+            sb = e.add(e.mul(b, c(8)), c(2 * p + par))
+            xw = two_words("%xq", e.add("%xqv", e.mul(sb, c(2))))
+            bf = frag(VB, zb, xw)
+            out.append(e.v(f"nvgpu.mma.sync ({a}, {bf}, {zc}) {{mmaShape = [16, 8, 32]}} : ({VA}, {VB}, {VC}) -> {VC}", "mma"))
+        return out
+
+    def header(w, rowbase, b):
+        vi = e.add(rowbase, e.mul(b, c(9)))
+        if V2:
+            hs = [e.v(f"memref.load {w}[{e.add(e.mul(vi, c(2)), c(k)) if k else e.mul(vi, c(2))}] : {WQ}", "hd")
+                  for k in range(2)]
+            h0, s0, s1, s2 = [e.v(f"vector.extract {hs[i // 2]}[{i % 2}] : i32 from vector<2xi32>", "hw") for i in range(4)]
+        else:
+            hdr = e.v(f"memref.load {w}[{vi}] : {IVEC}", "hd")
+            h0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from {V4I}", "hw") for i in range(4)]
+        return e.half(h0, False), e.half(h0, True), s0, s1, s2
+
+    def contrib(scale, mins, cv, ds):
+        """A sub-block's term for one (row, token), as matmul_q4_k_q8x's unit:
+        d sc dx sum(q xq) - dmin m (dx sum xq)."""
+        dx, s_lo, s_hi = [e.v(f"vector.extract {ds}[{i}] : f32 from vector<4xf32>", "dx") for i in range(3)]
+        accf = e.v(f"arith.sitofp {cv} : i32 to f32", "af")
+        return e.fsub(e.fmul(e.fmul(scale, dx), accf), e.fmul(mins, e.fadd(s_lo, s_hi)))
+
+    # Each (row, token) keeps two chains, over the even and the odd sub-blocks of the warp's
+    # blocks in order; the sum is (even + odd), then the warps' sums in a fixed tree. One
+    # token: thread (g, q) keeps row g + 8 (q >= 2)'s chain of parity q % 2 (its C entry
+    # picked from the two mma), decoding one scale a sub-block pair. More: each thread its
+    # rows' and columns' 8 chains.
+    e.emit("%wsel = arith.select %rhi, " + rows[1]["w"] + ", " + rows[0]["w"] + f" : {WQ}")
+    e.emit("%rbsel = arith.select %rhi, " + rows[1]["rowbase"] + ", " + rows[0]["rowbase"] + " : index")
+    e.emit("%fin:8 = scf.if %one -> (" + ", ".join(["f32"] * 8) + ") {")
+    e.indent += 2
+    e.emit(f"%r1 = scf.for %b = %warp to %nb step {c(W)} iter_args(%a = {zf}) -> (f32) {{")
+    e.indent += 2
+    d, dmin, s0, s1, s2 = header("%wsel", "%rbsel", "%b")
+    acc = "%a"
+    for p in range(4):
+        clo, chi = chunk("%b", p)
+        x = [e.v(f"arith.select %odd, {e.v(f'vector.extract {chi}[{h}, 0] : i32 from {VC}', 'cv')}, "
+                 f"{e.v(f'vector.extract {clo}[{h}, 0] : i32 from {VC}', 'cv')} : i32", "cv") for h in range(2)]
+        cv = e.v(f"arith.select %rhi, {x[1]}, {x[0]} : i32", "cv")
+        sb = e.add(e.add(e.mul("%b", c(8)), c(2 * p)), "%qpar")
+        ds = e.v(f"memref.load %xds[{e.add('%xdst0', sb)}] : {XVEC}", "ds")
+        scale, mins = q4k_scale_at(e, d, dmin, s0, s1, s2, p, shs[p & 1])
+        acc = e.fadd(acc, contrib(scale, mins, cv, ds))
+    e.emit(f"scf.yield {acc} : f32")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("scf.yield %r1, " + ", ".join([zf] * 7) + " : " + ", ".join(["f32"] * 8))
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    # Chains a[h][j][par]: row g + 8h, column (token) 2q + j, sub-block parity par.
+    names = [f"%m{h}{j}{par}" for h in range(2) for j in range(2) for par in range(2)]
+    e.emit("%r8:8 = scf.for %b = %warp to %nb step " + c(W) + " iter_args("
+           + ", ".join(f"{nm} = {zf}" for nm in names) + ") -> (" + ", ".join(["f32"] * 8) + ") {")
+    e.indent += 2
+    hdrs = [header(rw["w"], rw["rowbase"], "%b") for rw in rows]
+    toks = []
+    for j in range(2):
+        tj = e.add(e.add("%t0", e.mul("%q", c(2))), c(j))
+        toks.append(e.mul(e.v(f"arith.minui {tj}, %tlast : index", "tj"), "%K32"))
+    accs = list(names)
+    for p in range(4):
+        cs = chunk("%b", p)
+        for par in range(2):
+            sb = e.add(e.mul("%b", c(8)), c(2 * p + par))
+            dss = [e.v(f"memref.load %xds[{e.add(toks[j], sb)}] : {XVEC}", "ds") for j in range(2)]
+            sh = e.ci(8 * ((2 * p + par) & 3))
+            for h in range(2):
+                d, dmin, s0, s1, s2 = hdrs[h]
+                scale, mins = q4k_scale_at(e, d, dmin, s0, s1, s2, p, sh)
+                for j in range(2):
+                    cv = e.v(f"vector.extract {cs[par]}[{h}, {j}] : i32 from {VC}", "cv")
+                    i = 4 * h + 2 * j + par
+                    accs[i] = e.fadd(accs[i], contrib(scale, mins, cv, dss[j]))
+    e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * 8)}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("scf.yield " + ", ".join(f"%r8#{i}" for i in range(8)) + " : " + ", ".join(["f32"] * 8))
+    e.indent -= 2
+    e.emit("}")
+    # Chains to acc_<name>[warp][row 0..15][column 0..7][parity] (one token: each thread's
+    # one chain at column 0; columns past it are never read for a written output).
+    e.emit(f"%wb = arith.muli %warp, {c(256)} : index")
+    e.emit("scf.if %one {")
+    e.indent += 2
+    rr = e.v(f"arith.select %rhi, {e.add('%g', c(8))}, %g : index", "r")
+    slot = e.add(e.add("%wb", e.mul(rr, c(16))), "%qpar")
+    e.emit(f"memref.store %fin#0, %acc[{slot}] : {SM}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    for h in range(2):
+        for j in range(2):
+            for par in range(2):
+                r_ = e.add("%g", c(8)) if h else "%g"
+                col = e.add(e.mul("%q", c(2)), c(j))
+                slot = e.add(e.add("%wb", e.add(e.mul(r_, c(16)), e.mul(col, c(2)))), c(par))
+                e.emit(f"memref.store %fin#{4 * h + 2 * j + par}, %acc[{slot}] : {SM}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit("gpu.barrier")
+    # Output o = row o / 8, token t0 + o % 8: sum_w (even_w + odd_w) by a pairwise tree over
+    # w, whatever T is; then its output's bias and the residual.
+    for jo in range((128 + 32 * W - 1) // (32 * W)):
+        o = e.add("%tid", c(32 * W * jo)) if jo else "%tid"
+        past_end = 32 * W * (jo + 1) > 128
+        if past_end:
+            oin = e.v(f"arith.cmpi ult, {o}, {c(128)} : index", "oin")
+            o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
+        ps = []
+        for w_ in range(W):
+            base = e.add(e.mul(o, c(2)), c(256 * w_)) if w_ else e.mul(o, c(2))
+            ev = e.v(f"memref.load %acc[{base}] : {SM}", "s")
+            od = e.v(f"memref.load %acc[{e.add(base, c(1))}] : {SM}", "s")
+            ps.append(e.fadd(ev, od))
+        while len(ps) > 1:
+            ps = [e.fadd(ps[i], ps[i + 1]) if i + 1 < len(ps) else ps[i] for i in range(0, len(ps), 2)]
+        orow = e.v(f"arith.divui {o}, {c(8)} : index", "orow")
+        otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
+        tg = e.add("%t0", otok)
+        tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
+        ng = e.add("%row0", orow)
+        nin = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "nin")
+        wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
+        if past_end:
+            wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
+        in0 = e.v(f"arith.cmpi ult, {ng}, %N0i : index", "in0")
+        in1 = e.v(f"arith.cmpi ult, {ng}, %N01 : index", "in1")
+        sel = {}
+        for nm, a0, a1, a2, ty in (("y", "%y0", "%y1", "%y2", "memref<?xf32>"),
+                                   ("bias", "%bias0", "%bias1", "%bias2", "memref<?xf32>"),
+                                   ("Ni", "%N0i", "%N1i", "%N2i", "index"),
+                                   ("nbase", c(0), "%N0i", "%N01", "index"),
+                                   ("bflag", e.ci(1), e.ci(4), e.ci(8), "i32"),
+                                   ("rflag", e.ci(2), e.ci(0), e.ci(0), "i32")):
+            v12 = e.v(f"arith.select {in1}, {a1}, {a2} : {ty}", nm)
+            sel[nm] = e.v(f"arith.select {in0}, {a0}, {v12} : {ty}", nm)
+        e.emit(f"scf.if {wr} {{")
+        e.indent += 2
+        n = e.v(f"arith.subi {ng}, {sel['nbase']} : index", "n")
+        yi = e.add(e.mul(tg, sel["Ni"]), n)
+        flag = lambda f, nm: lambda: e.v(f"arith.cmpi ne, {e.band('%flags', sel[f])}, {e.ci(0)} : i32", nm)
+        bias_residual_store(e, ps[0], n, yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
+        e.indent -= 2
+        e.emit("}")
+    e.emit("gpu.return")
+    return func_text(head, e)
 
 
 def get_rows(fmt):
@@ -2010,7 +2330,7 @@ def main():
                     raise SystemExit(f"--variant attn: unknown parameter {k!r} (warps, unroll, minctasm)")
                 globals()["DEC_" + k.upper()] = int(v)
             else:
-                (MMA_F16 if fmt == "f16" else Q8X[fmt])[k] = int(v)
+                (MMA_F16 if fmt == "f16" else MMA_Q4K if fmt == "q4k_mma" else Q8X[fmt])[k] = int(v)
         text = module_f16_mma(variant=True) if fmt == "f16" else module_attention_decode() if fmt == "attn" \
             else module_q8x()
         with open(args[args.index("--out") + 1], "w") as fh:

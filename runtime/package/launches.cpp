@@ -287,7 +287,7 @@ std::optional<ArgType> parse_arg_type(const std::string& s) {
   else if (body == "f16") t.elem_bytes = 2;
   else if (body == "i8") t.elem_bytes = 1;
   else if (body == "vector<4xf32>" || body == "vector<4xi32>") t.elem_bytes = 16;
-  else if (body == "vector<4xf16>") t.elem_bytes = 8;
+  else if (body == "vector<4xf16>" || body == "vector<2xi32>") t.elem_bytes = 8;
   else return std::nullopt;
   return t;
 }

@@ -121,7 +121,7 @@ struct Manifest {
 struct ArgType {
   enum Kind { Memref, I32, F32 } kind = I32;
   int rank = 0;          ///< memref: 1 or 2 (sizes, row-major)
-  int elem_bytes = 4;    ///< memref: bytes of one element (i8 1, f16 2, f32/i32 4, vector<4xf16> 8, vector<4xf32> 16)
+  int elem_bytes = 4;    ///< memref: bytes of one element (i8 1, f16 2, f32/i32 4, vector<4xf16> and vector<2xi32> 8, vector<4xf32> 16)
   std::string elem;      ///< memref: the element type as written ("f32", "vector<4xf32>", ...)
 };
 

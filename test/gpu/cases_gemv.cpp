@@ -592,8 +592,22 @@ Case matmulF16MmaCase(int64_t T, int64_t N, int64_t K, Epilogue ep, uint64_t see
   return c;
 }
 
+/// matmul_q4_k_mma_q8x's workgroup: 16 rows, 32 x gen_quant_kernels.py's MMA_Q4K["warps"]
+/// threads (its swz.grid and known_block_size); SWZ_CHECK_Q8X_ROWS=q4k_mma:16x<warps>
+/// overrides the warps, for a variant written by `gen_quant_kernels.py --variant q4k_mma:warps=..`.
+unsigned q4kMmaWarps() {
+  if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
+    const std::string s = v;
+    if (s.rfind("q4k_mma:16x", 0) == 0)
+      return unsigned(std::atoi(s.c_str() + 11));
+  }
+  return 4;
+}
+
+/// matmul_<t>_q8x (dp4a, gemv_q8x.mlir) or, with `entry`, another kernel of its contract
+/// (matmul_q4_k_mma_q8x: the same sums on the int8 tensor cores).
 Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int64_t K, Epilogue ep,
-                   uint64_t seed, bool bias1 = false) {
+                   uint64_t seed, bool bias1 = false, const std::string &entry = "") {
   const int64_t rowBytes = K / gemv::blockElements(t) * gemv::blockBytes(t);
   const bool bias = ep == kBiasInPlaceResidual, inPlace = ep == kBiasInPlaceResidual;
   const bool residual = ep != kPlain;
@@ -615,7 +629,9 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
     xd[i] = double(xds[i / 32 * 4]) * double(xq[i]);
   Case c;
   c.module = "swz_gemv_q8x";
-  c.entry = "matmul_" + t + "_q8x";
+  c.entry = entry.empty() ? "matmul_" + t + "_q8x" : entry;
+  const bool mma = c.entry.rfind("matmul_q4_k_mma", 0) == 0;
+  const unsigned warps = c.entry == "matmul_q4_k_mma_w8_q8x" ? 8 : q4kMmaWarps();
   c.label = "T=" + std::to_string(T) + " N=" + std::to_string(N);
   for (size_t o = 1; o < nOut; ++o)
     c.label.append("+").append(std::to_string(Ns[o]));
@@ -635,17 +651,21 @@ Case matmulQ8xCase(const std::string &t, int64_t T, std::vector<int64_t> Ns, int
             Arg::memref(inPlace ? 5 : 10), Arg::i(int32_t(Ns[0])), Arg::i(int32_t(Ns[1])),
             Arg::i(int32_t(Ns[2])), Arg::i(int32_t(K)), Arg::i(int32_t(T)), Arg::i(flags)};
   const int64_t rows = Ns[0] + Ns[1] + Ns[2];
-  const int64_t rowsWg = q8xRowsPerWorkgroup(t);
+  const int64_t rowsWg = mma ? 16 : q8xRowsPerWorkgroup(t);
   c.grid = {unsigned((rows + rowsWg - 1) / rowsWg), unsigned((T + 7) / 8), 1};
-  c.block = {128, 1, 1};
+  c.block = {mma ? 32 * warps : 128u, 1, 1};
   c.bytesMoved = double(wb[0].size() * (Ns[0] > 0) + wb[1].size() * (Ns[1] > 0) + wb[2].size() * (Ns[2] > 0)) +
                  double(T * K) * (1.0 + 0.5) + 4.0 * double(T * rows + (bias ? N : 0) + (residual ? T * N : 0));
   c.flops = 2.0 * double(T) * double(rows) * double(K);
   // f32 roundings behind one output: a unit's scale products and combine (6: d sc, x dx,
   // x acc, the activation halves' sums, the min term, the difference; the int8 dot
   // product is exact), one add per unit the thread handles and the warp's reduction (5).
+  // The tensor-core kernel: a warp's chain over every warps-th block's even (odd) sub-blocks
+  // (4 a block), their sum, then the warps' tree.
   const int64_t units = K / gemv::blockElements(t) * (t == "q8_0" ? 2 : gemv::blockElements(t) == 32 ? 1 : 8);
-  const double L = 6 + double((units + 31) / 32) + 5;
+  const int64_t W = warps, nb = K / 256;
+  const double L = mma ? 6 + 4.0 * double((nb + W - 1) / W) + 1 + std::ceil(std::log2(double(W)))
+                       : 6 + double((units + 31) / 32) + 5;
   c.check = [t, T, Ns, K, bias, bias1, residual, rowBytes, wb, xd, bv, bv1, rv, L](
                 const std::vector<std::vector<uint8_t>> &out) {
     Verdict v;
@@ -898,6 +918,17 @@ std::vector<Case> gemvCases(const std::string &format) {
       cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true));
       cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88));
     }
+    // Q4_K on the int8 tensor cores (4 and 8 warps a workgroup): the same cases as
+    // matmul_q4_k_q8x's (T = 1 with 577 rows: the last workgroup partial; T = 3 with a
+    // residual; T = 9: two token blocks, 7 rows, bias, in place, K = 256: one block, so
+    // all warps but one hold none; merged q/k/v with two biases; merged gate/up).
+    for (const std::string e : {"matmul_q4_k_mma_q8x", "matmul_q4_k_mma_w8_q8x"})
+      for (const auto &[T, Ns, K, ep, seed, b1] :
+           std::vector<std::tuple<int64_t, std::vector<int64_t>, int64_t, Epilogue, uint64_t, bool>>{
+               {1, {577}, 1536, kPlain, 82, false}, {3, {131}, 4864, kResidual, 83, false},
+               {9, {7}, 256, kBiasInPlaceResidual, 84, false}, {1, {131, 66, 37}, 512, kPlain, 87, true},
+               {3, {70, 70}, 256, kPlain, 88, false}})
+        cases.push_back(matmulQ8xCase("q4_k", T, Ns, K, ep, seed, b1, e));
     // The F16 tensor-core GEMV: decode at SmolLM2's width (N not a multiple of the 16-row
     // workgroup), a verification batch with a residual (K not a multiple of the 32-weight
     // chunk: the last chunk is partial), T = 9 (two token blocks) with bias and an in-place
@@ -924,6 +955,20 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(matmulQ8xCase("q4_k", 8, {3584, 512, 512}, 3584, kPlain, 108, true));
     cases.push_back(matmulQ8xCase("q4_k", 8, {3584}, 18944, kResidual, 109));
     cases.push_back(matmulQ8xCase("q4_k", 8, {18944, 18944}, 3584, kPlain, 110));
+    // The tensor-core Q4_K kernels at the same shapes, T = 1 and 8 (and 16: speculative
+    // verification's drafts; 32: a batch) for the gate/up launch; sm_90's schedule puts
+    // o and ffn_down (3584 rows) on the 8-warp one.
+    for (const int64_t T : {1, 8})
+      for (const std::string e : {"matmul_q4_k_mma_q8x", "matmul_q4_k_mma_w8_q8x"}) {
+        cases.push_back(matmulQ8xCase("q4_k", T, {3584, 512, 512}, 3584, kPlain, 101, true, e));
+        cases.push_back(matmulQ8xCase("q4_k", T, {3584}, 3584, kResidual, 102, false, e));
+        cases.push_back(matmulQ8xCase("q4_k", T, {3584}, 18944, kResidual, 103, false, e));
+        cases.push_back(matmulQ8xCase("q4_k", T, {18944, 18944}, 3584, kPlain, 104, false, e));
+      }
+    for (const int64_t T : {16, 32}) {
+      cases.push_back(matmulQ8xCase("q4_k", T, {18944, 18944}, 3584, kPlain, 125, false));
+      cases.push_back(matmulQ8xCase("q4_k", T, {18944, 18944}, 3584, kPlain, 125, false, "matmul_q4_k_mma_q8x"));
+    }
     // Qwen3-0.6B's (Q8_0) at theirs: q/k/v, o, gate/up (ffn_down is case 86's shape).
     cases.push_back(matmulQ8xCase("q8_0", 1, {2048, 1024, 1024}, 1024, kPlain, 105));
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));

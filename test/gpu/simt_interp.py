@@ -5,7 +5,7 @@ test/gpu/cases.h.
 
 What it runs: the op subset our kernels use after swz-materialize-swizzle, printed with
 --mlir-print-op-generic (arith, math, scf.for/if, memref load/store/get_global, vector
-extract/insert/shuffle/shape_cast/bitcast, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync/device_async_copy, and
+extract/insert/shuffle/shape_cast/bitcast, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync (m16n8k16 f16, m16n8k32 s8)/device_async_copy, and
 the dp4a inline assembly of gemv_q8x.mlir). i32 values wrap to 32 bits; memrefs of
 vector<4xf32> / vector<4xi32> are rows of 4 lanes.
 One workgroup at a time; its threads (the kernel's known_block_size, which the case's
@@ -164,7 +164,11 @@ class Machine:
         res = None
         if n == 'arith.constant':
             m = re.search(r'value = (dense<([^>]*)>|[-+\w.]+)(?: : (\w+))?', rest)
-            if m.group(2) is not None and re.search(r'vector<\d+x(f16|f32)>', rest):
+            iv = re.search(r'vector<([\dx]+)x(i8|i32)>', rest)
+            if m.group(2) is not None and iv:  # integer vectors (held as int64 lanes)
+                dims = tuple(int(d) for d in iv.group(1).split('x'))
+                res = np.full((NL,) + dims, int(m.group(2)), dtype=np.int64)
+            elif m.group(2) is not None and re.search(r'vector<\d+x(f16|f32)>', rest):
                 shape = re.search(r'vector<(\d+)x(f16|f32)>', rest)
                 dt = np.float16 if shape.group(2) == 'f16' else np.float32
                 res = np.full((NL, int(shape.group(1))), float(m.group(2)), dtype=dt)
@@ -289,6 +293,9 @@ class Machine:
         elif n == 'vector.shape_cast':
             dims = [int(d) for d in re.search(r'vector<([\dx]+)x(?:f16|f32|i32)>', rtype(rest)).group(1).split('x')]
             res = ins[0].reshape((NL,) + tuple(dims))
+        elif n == 'vector.bitcast' and 'vector<16xi8>' in rtype(rest):
+            # vector<4xi32> to vector<16xi8>: little-endian bytes, signed (int64 lanes)
+            res = np.ascontiguousarray((ins[0] & 0xFFFFFFFF).astype(np.uint32)).view(np.int8).reshape(NL, 16).astype(np.int64)
         elif n == 'vector.bitcast':
             # vector<4xi32> (held as int64 lanes) to vector<8xf16>: little-endian halves
             assert 'vector<8xf16>' in rtype(rest), rest
@@ -430,8 +437,30 @@ class Machine:
         return out.transpose(0, 2, 1, 3).reshape(NL, ntiles, 2).astype(np.float16)
 
     def mma(self, a, b, c, mask):
-        assert mask.all(), "mma.sync in divergent code"
+        # mma.sync is warp-wide: a warp takes part whole or not at all (warps may differ:
+        # a loop whose trip count is uniform within each warp); the lanes of warps not
+        # taking part compute on whatever they hold, and their results are not used.
+        w = mask.reshape(-1, 32)
+        assert (w.all(axis=1) | ~w.any(axis=1)).all(), "mma.sync in a partly active warp"
         W = NL // 32
+        if a.shape[1:] == (4, 4):  # m16n8k32, s8 x s8 -> s32 (exact; int64 lanes)
+            a, b, c = (x.reshape(W, 32, *x.shape[1:]).astype(np.int64) for x in (a, b, c))
+            t = np.arange(32); g, q = t // 4, t % 4
+            A = np.zeros((W, 16, 32), np.int64); B = np.zeros((W, 32, 8), np.int64); C = np.zeros((W, 16, 8), np.int64)
+            for k in range(4):  # a0: (g, 4q + i), a1: (g + 8, 4q + i), a2: (g, 16 + 4q + i), a3: (g + 8, ..)
+                for i in range(4):
+                    A[:, g + 8 * (k % 2), 4 * q + i + 16 * (k // 2)] = a[:, :, k, i]
+            for k in range(2):  # b0: (4q + i, g), b1: (16 + 4q + i, g); C as for f16
+                for i in range(4):
+                    B[:, 4 * q + i + 16 * k, g] = b[:, :, k, i]
+                for j in range(2):
+                    C[:, g + 8 * k, 2 * q + j] = c[:, :, k, j]
+            D = A @ B + C
+            out = np.zeros((W, 32, 2, 2), np.int64)
+            for i in range(2):
+                for j in range(2):
+                    out[:, :, i, j] = D[:, g + 8 * i, 2 * q + j]
+            return out.reshape(NL, 2, 2)
         a, b, c = (x.reshape(W, 32, *x.shape[1:]).astype(np.float64) for x in (a, b, c))
         t = np.arange(32); g, q = t // 4, t % 4
         A = np.zeros((W, 16, 16)); B = np.zeros((W, 16, 8)); C = np.zeros((W, 16, 8))
@@ -490,6 +519,8 @@ def run_case_dir(ir_path, case_dir):
             continue
         if 'vector<4x' in t:  # 16-byte elements: rows of 4 lanes
             bufs[a] = bufs[a].view(np.int32 if 'vector<4xi32>' in t else np.float32).reshape(-1, 4)
+        elif 'vector<2xi32>' in t:  # 8-byte elements: rows of 2
+            bufs[a] = bufs[a].view(np.int32).reshape(-1, 2)
         elif 'xi32' in t:
             bufs[a] = bufs[a].view(np.int32)
     with np.errstate(all='ignore'):

@@ -175,9 +175,10 @@ def _run_at_3_and_1_tokens(tmp_path, kernel: Path, module: str, case: str, t_arg
 
 def test_q8x_gemv_cases_pass_in_the_interpreter(tmp_path):
     # gemv_q8x's cases but the full-size ones (minutes in the interpreter).
+    # (Q4_K's tensor-core kernels: test_q4k_mma_gemv_cases_pass_in_the_interpreter.)
     small = [line.split()[0] for line in _list("swz_gemv_q8x")
              if "N=18944" not in line and "N=1024 " not in line and "N=3584" not in line
-             and "N=2048" not in line and "N=3072" not in line]
+             and "N=2048" not in line and "N=3072" not in line and "_mma" not in line]
     assert len(small) == 30  # the quantizer, RMSNorm and SwiGLU writing int8 (2 each); q4_k, q8_0, q6_k, q4_1, q5_0 at T = 1, 3, 9, merged 3 and 2 outputs
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
@@ -215,6 +216,45 @@ def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     case = line.split()[0]
     many, one = _run_at_3_and_1_tokens(tmp_path, Q8X, "swz_gemv_q8x", case, t_arg=16, out=5)
     assert np.array_equal(many[:131], one[:131])  # N0 = 131 rows of token 0
+
+
+def _q4k_mma_small(entry: str | None = None) -> list[str]:
+    return [line.split()[0] for line in _list("swz_gemv_q8x")
+            if line.split()[1].startswith("matmul_q4_k_mma") and "N=18944" not in line and "N=3584" not in line
+            and (entry is None or line.split()[1] == entry)]
+
+
+def test_q4k_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
+    # matmul_q4_k_mma_q8x and _w8_q8x (Q4_K's sub-block dot products on mma.sync.m16n8k32,
+    # 4 and 8 warps splitting K): T = 1 (577 rows, the last workgroup partial), 3
+    # (residual), 9 (two token blocks, 7 rows, bias, in place; K = 256: one block for all
+    # the warps), merged q/k/v and gate/up.
+    small = _q4k_mma_small()
+    assert len(small) == 10
+    _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
+
+
+@pytest.mark.parametrize("warps", [2, 8])
+def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, warps):
+    # The tuning parameter (bench/tune_q8x.sh): warps a workgroup splitting K (8: more warps
+    # than the K = 256 and 512 cases have blocks).
+    monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"q4k_mma:16x{warps}")
+    cases = _q4k_mma_small("matmul_q4_k_mma_q8x")
+    src = tmp_path / f"q4k-mma-w{warps}.mlir"
+    subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
+                    "--variant", f"q4k_mma:warps={warps}", "--out", str(src)], check=True)
+    _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_q8x", cases), cases)
+
+
+def test_q4k_mma_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path):
+    # One token takes the kernel's own branch (every B column token t0; each thread one
+    # chain, its C entry picked from the two mma); more tokens keep 8 chains a thread. Both
+    # must add the same terms in the same order: token 0 of the T = 3 case alone and among
+    # three, bit for bit (19 blocks a row: warps of 4 and 5 blocks).
+    import numpy as np
+    line = next(l for l in _list("swz_gemv_q8x") if "matmul_q4_k_mma_q8x T=3 N=131 " in l)
+    many, one = _run_at_3_and_1_tokens(tmp_path, Q8X, "swz_gemv_q8x", line.split()[0], t_arg=16, out=5)
+    assert np.array_equal(many[:131], one[:131])
 
 
 def test_q8_0_weights_read_unsigned_fail(tmp_path):
