@@ -1398,10 +1398,12 @@ def gemv_q8x(fmt):
 # a thread loads its own 8 bytes of a chunk (ld.v2); 0: 16-byte vectors, two threads
 # loading each and selecting their halves.
 # minctasm: workgroups an SM the registers must allow (nvvm.minctasm; 0: none).
-MMA_Q4K = dict(warps=4, v2=1, minctasm=0)
+# pf: one token's loop loads the next block's weights before it computes this one's (two
+# blocks in flight a warp; 1) or not (0).
+MMA_Q4K = dict(warps=4, v2=1, minctasm=0, pf=0)
 # matmul_q4_k_mma_w8_q8x: the same with 8 warps, for matrices of fewer rows than the target
 # schedule's gemv.q4_k_mma_split_k_below_rows (few workgroups: more warps each).
-MMA_Q4K_W8 = dict(warps=8, v2=1, minctasm=0)
+MMA_Q4K_W8 = dict(warps=8, v2=1, minctasm=0, pf=0)
 
 
 def Q4K_MMA_KERNELS():
@@ -1426,7 +1428,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
     """matmul_q4_k_mma_q8x: matmul_q4_k_q8x's contract, each 32-weight sub-block's integer
     dot products by mma.sync.m16n8k32 (s8 x s8 -> s32) for 16 rows and 8 tokens at once."""
     params = params or MMA_Q4K
-    W, V2 = params["warps"], params["v2"]
+    W, V2, PF = params["warps"], params["v2"], params["pf"]
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     V4I, V16B = "vector<4xi32>", "vector<16xi8>"
@@ -1530,7 +1532,13 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         of each row (k slots 4q .. 4q + 3 and 16 + 4q .. 16 + 4q + 3 of the mma; B holds the
         same bytes of the activations). Returns the two mma results (C[h][j]: row g + 8h,
         column 2q + j)."""
-        ws = [two_words(rw["w"], e.add(e.add(rw["qv"], e.mul(b, c(9))), c(2 * p))) for rw in rows]
+        return chunk_mma(b, p, chunk_words(b, p))
+
+    def chunk_words(b, p):
+        """This thread's 8 bytes of chunk p of block b of rows g and g + 8 (2 words each)."""
+        return [two_words(rw["w"], e.add(e.add(rw["qv"], e.mul(b, c(9))), c(2 * p))) for rw in rows]
+
+    def chunk_mma(b, p, ws):
         lo = [[e.band(wd, mask) for wd in r] for r in ws]
         hi = [[e.band(e.shr(wd, e.ci(4)), mask) for wd in r] for r in ws]
         out = []
@@ -1569,12 +1577,41 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
     e.emit("%rbsel = arith.select %rhi, " + rows[1]["rowbase"] + ", " + rows[0]["rowbase"] + " : index")
     e.emit("%fin:8 = scf.if %one -> (" + ", ".join(["f32"] * 8) + ") {")
     e.indent += 2
-    e.emit(f"%r1 = scf.for %b = %warp to %nb step {c(W)} iter_args(%a = {zf}) -> (f32) {{")
-    e.indent += 2
-    d, dmin, s0, s1, s2 = header("%wsel", "%rbsel", "%b")
+    def block_words(b):
+        """The lane's header words (d | dmin, s0, s1, s2) and its chunks' words (p, row)."""
+        vi = e.add("%rbsel", e.mul(b, c(9)))
+        if V2:
+            hs = [e.v(f"memref.load %wsel[{e.add(e.mul(vi, c(2)), c(k)) if k else e.mul(vi, c(2))}] : {WQ}", "hd")
+                  for k in range(2)]
+            hw = [e.v(f"vector.extract {hs[i // 2]}[{i % 2}] : i32 from vector<2xi32>", "hw") for i in range(4)]
+        else:
+            hdr = e.v(f"memref.load %wsel[{vi}] : {IVEC}", "hd")
+            hw = [e.v(f"vector.extract {hdr}[{i}] : i32 from {V4I}", "hw") for i in range(4)]
+        return hw + [wd for p in range(4) for r in chunk_words(b, p) for wd in r]
+
+    if PF:
+        # The warp's first block loaded before the loop (a warp with none loads the last);
+        # each iteration loads the next one's (past the last: this one again) first.
+        e.emit(f"%nb1 = arith.subi %nb, {c(1)} : index")
+        e.emit("%bfirst = arith.minui %warp, %nb1 : index")
+        first = block_words("%bfirst")
+        e.emit(f"%r1:21 = scf.for %b = %warp to %nb step {c(W)} iter_args(%a = {zf}, "
+               + ", ".join(f"%pw{i} = {v}" for i, v in enumerate(first)) + ") -> (f32" + ", i32" * 20 + ") {")
+        e.indent += 2
+        bn = e.add("%b", c(W))
+        bnin = e.v(f"arith.cmpi ult, {bn}, %nb : index", "bnin")
+        nxt = block_words(e.v(f"arith.select {bnin}, {bn}, %b : index", "bnc"))
+        cur = [f"%pw{i}" for i in range(20)]
+        d, dmin = e.half(cur[0], False), e.half(cur[0], True)
+        s0, s1, s2 = cur[1:4]
+        words = [[cur[4 + 4 * p + 2 * h: 6 + 4 * p + 2 * h] for h in range(2)] for p in range(4)]
+    else:
+        e.emit(f"%r1 = scf.for %b = %warp to %nb step {c(W)} iter_args(%a = {zf}) -> (f32) {{")
+        e.indent += 2
+        d, dmin, s0, s1, s2 = header("%wsel", "%rbsel", "%b")
     acc = "%a"
     for p in range(4):
-        clo, chi = chunk("%b", p)
+        clo, chi = chunk_mma("%b", p, words[p]) if PF else chunk("%b", p)
         x = [e.v(f"arith.select %odd, {e.v(f'vector.extract {chi}[{h}, 0] : i32 from {VC}', 'cv')}, "
                  f"{e.v(f'vector.extract {clo}[{h}, 0] : i32 from {VC}', 'cv')} : i32", "cv") for h in range(2)]
         cv = e.v(f"arith.select %rhi, {x[1]}, {x[0]} : i32", "cv")
@@ -1582,10 +1619,15 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         ds = e.v(f"memref.load %xds[{e.add('%xdst0', sb)}] : {XVEC}", "ds")
         scale, mins = q4k_scale_at(e, d, dmin, s0, s1, s2, p, shs[p & 1])
         acc = e.fadd(acc, contrib(scale, mins, cv, ds))
-    e.emit(f"scf.yield {acc} : f32")
+    if PF:
+        e.emit(f"scf.yield {acc}, {', '.join(nxt)} : f32" + ", i32" * 20)
+        r1 = "%r1#0"
+    else:
+        e.emit(f"scf.yield {acc} : f32")
+        r1 = "%r1"
     e.indent -= 2
     e.emit("}")
-    e.emit("scf.yield %r1, " + ", ".join([zf] * 7) + " : " + ", ".join(["f32"] * 8))
+    e.emit(f"scf.yield {r1}, " + ", ".join([zf] * 7) + " : " + ", ".join(["f32"] * 8))
     e.indent -= 2
     e.emit("} else {")
     e.indent += 2
@@ -1642,28 +1684,17 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
     e.emit("gpu.barrier")
     # Output o = row o / 8, token t0 + o % 8: sum_w (even_w + odd_w) by a pairwise tree over
     # w, whatever T is; then its output's bias and the residual.
-    for jo in range((128 + 32 * W - 1) // (32 * W)):
-        o = e.add("%tid", c(32 * W * jo)) if jo else "%tid"
-        past_end = 32 * W * (jo + 1) > 128
-        if past_end:
-            oin = e.v(f"arith.cmpi ult, {o}, {c(128)} : index", "oin")
-            o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
-        ps = []
-        for w_ in range(W):
-            base = e.add(e.mul(o, c(2)), c(256 * w_)) if w_ else e.mul(o, c(2))
-            ev = e.v(f"memref.load %acc[{base}] : {SM}", "s")
-            od = e.v(f"memref.load %acc[{e.add(base, c(1))}] : {SM}", "s")
-            ps.append(e.fadd(ev, od))
-        while len(ps) > 1:
-            ps = [e.fadd(ps[i], ps[i + 1]) if i + 1 < len(ps) else ps[i] for i in range(0, len(ps), 2)]
-        orow = e.v(f"arith.divui {o}, {c(8)} : index", "orow")
-        otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
-        tg = e.add("%t0", otok)
-        tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
+    def part(o, w_):  # warp w_'s (even + odd) for output o
+        base = e.add(e.mul(o, c(2)), c(256 * w_)) if w_ else e.mul(o, c(2))
+        ev = e.v(f"memref.load %acc[{base}] : {SM}", "s")
+        od = e.v(f"memref.load %acc[{e.add(base, c(1))}] : {SM}", "s")
+        return e.fadd(ev, od)
+
+    def store(total, orow, tg, tin, oin):
         ng = e.add("%row0", orow)
         nin = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "nin")
         wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
-        if past_end:
+        if oin:
             wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
         in0 = e.v(f"arith.cmpi ult, {ng}, %N0i : index", "in0")
         in1 = e.v(f"arith.cmpi ult, {ng}, %N01 : index", "in1")
@@ -1681,9 +1712,10 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         n = e.v(f"arith.subi {ng}, {sel['nbase']} : index", "n")
         yi = e.add(e.mul(tg, sel["Ni"]), n)
         flag = lambda f, nm: lambda: e.v(f"arith.cmpi ne, {e.band('%flags', sel[f])}, {e.ci(0)} : i32", nm)
-        bias_residual_store(e, ps[0], n, yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
+        bias_residual_store(e, total, n, yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
         e.indent -= 2
         e.emit("}")
+    tree_outputs(e, W, 128, part, store)
     e.emit("gpu.return")
     return func_text(head, e)
 
@@ -1762,6 +1794,29 @@ def module(fmt):
 # schedule's gemv.f16_mma_split_k_below_rows).
 MMA_F16 = dict(mt=1, unroll=4, warps=4)
 MMA_F16_W16 = dict(mt=1, unroll=2, warps=16)
+
+
+def tree_outputs(e, W, outs, part, store):
+    """The tensor-core GEMVs' last step: thread tid takes outputs o = tid + 32 W j < outs
+    (row o / 8 of the workgroup's, token t0 + o % 8), adds the W warps' partial sums
+    part(o, w) (f32) by a pairwise tree, in that order whatever T is, and calls
+    store(total, orow, tg, tin, oin): oin (None, or an i1 when some threads have no output
+    left; they read output 0) and tin (token tg < T) say whether to write."""
+    c = lambda v: e.ci(v, "index")
+    for j in range((outs + 32 * W - 1) // (32 * W)):
+        o = e.add("%tid", c(32 * W * j)) if j else "%tid"
+        oin = None
+        if 32 * W * (j + 1) > outs:  # some threads have no output left
+            oin = e.v(f"arith.cmpi ult, {o}, {c(outs)} : index", "oin")
+            o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
+        ps = [part(o, w) for w in range(W)]
+        while len(ps) > 1:
+            ps = [e.fadd(ps[i], ps[i + 1]) if i + 1 < len(ps) else ps[i] for i in range(0, len(ps), 2)]
+        orow = e.v(f"arith.divui {o}, {c(8)} : index", "orow")
+        otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
+        tg = e.add("%t0", otok)
+        tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
+        store(ps[0], orow, tg, tin, oin)
 
 
 def gemv_f16_mma(name="matmul_f16_mma", params=None):
@@ -1894,24 +1949,11 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
     e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
     e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
-    for j in range((128 * mt + 32 * W - 1) // (32 * W)):
-        o = e.add("%tid", c(32 * W * j)) if j else "%tid"
-        past_end = 32 * W * (j + 1) > 128 * mt  # some threads have no output left
-        if past_end:  # they read slot 0 and write nothing
-            oin = e.v(f"arith.cmpi ult, {o}, {c(128 * mt)} : index", "oin")
-            o = e.v(f"arith.select {oin}, {o}, {c(0)} : index", "o")
-        ps = [e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s") for w in range(W)]
-        while len(ps) > 1:
-            ps = [e.fadd(ps[i], ps[i + 1]) if i + 1 < len(ps) else ps[i] for i in range(0, len(ps), 2)]
-        total = ps[0]
-        orow = e.v(f"arith.divui {o}, {c(8)} : index", "orow")
-        otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
-        tg = e.add("%t0", otok)
-        tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
+    def store(total, orow, tg, tin, oin):
         n = e.add("%row0", orow)
         nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
         wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
-        if past_end:
+        if oin:
             wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
         e.emit(f"scf.if {wr} {{")
         e.indent += 2
@@ -1919,6 +1961,8 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
         bias_residual_store(e, total, n, yi, lambda: "%hb", lambda: "%hr", "%bias", "%y")
         e.indent -= 2
         e.emit("}")
+    tree_outputs(e, W, 128 * mt,
+                 lambda o, w: e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s"), store)
     e.emit("gpu.return")
     return func_text(head, e)
 

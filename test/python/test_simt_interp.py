@@ -234,15 +234,16 @@ def test_q4k_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
 
-@pytest.mark.parametrize("warps", [2, 8])
-def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, warps):
-    # The tuning parameter (bench/tune_q8x.sh): warps a workgroup splitting K (8: more warps
-    # than the K = 256 and 512 cases have blocks).
+@pytest.mark.parametrize("warps,extra", [(2, ""), (4, ",pf=1,v2=0"), (8, ",pf=1")])
+def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, warps, extra):
+    # The tuning parameters (bench/tune_q8x.sh): warps a workgroup splitting K (8: more warps
+    # than the K = 256 and 512 cases have blocks), the next block's weights loaded ahead
+    # (pf: a warp with no block loads the last one, never past it), 16-byte loads (v2=0).
     monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"q4k_mma:16x{warps}")
     cases = _q4k_mma_small("matmul_q4_k_mma_q8x")
     src = tmp_path / f"q4k-mma-w{warps}.mlir"
     subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                    "--variant", f"q4k_mma:warps={warps}", "--out", str(src)], check=True)
+                    "--variant", f"q4k_mma:warps={warps}{extra}", "--out", str(src)], check=True)
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_q8x", cases), cases)
 
 
