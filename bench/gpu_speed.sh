@@ -131,12 +131,15 @@ prepare)
     # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
     # SWZ_SPEED_AB=1 compiles this commit with the compile-time switch in
     # SWZ_SPEED_AB_ENV (default SWZ_FOLD_QUANTIZE=0: no folded quantize launches;
-    # SWZ_FUSE_QK=0: RoPE on q and the head norms as their own launches).
+    # SWZ_FUSE_QK=0: RoPE on q and the head norms as their own launches), or with the
+    # tile schedules of SWZ_SPEED_AB_SCHEDULE_DIR (swizzlec --schedule-dir: e.g. an
+    # sm_90.json with gemv.q4_k_mma false, the dp4a Q4_K GEMV).
     if [ -n "${SWZ_SPEED_AB_FROM:-}" ]; then
       cp -a "$SWZ_SPEED_AB_FROM/$name-sm_90.swz" "$dir/models/$name-sm_90-ab.swz"
     elif [ "${SWZ_SPEED_AB:-0}" = 1 ]; then
       env "${SWZ_SPEED_AB_ENV:-SWZ_FOLD_QUANTIZE=0}" "$build/compiler/swizzlec" compile "$dir/models/$name.gguf" \
-        --target sm_90 -o "$dir/models/$name-sm_90-ab.swz" >/dev/null
+        --target sm_90 -o "$dir/models/$name-sm_90-ab.swz" \
+        ${SWZ_SPEED_AB_SCHEDULE_DIR:+--schedule-dir "$SWZ_SPEED_AB_SCHEDULE_DIR"} >/dev/null
     fi
     rm "$dir/models/$name.gguf"
   done

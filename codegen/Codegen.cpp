@@ -237,7 +237,7 @@ constexpr llvm::StringLiteral kGraphOpsAttr = "swz.graph_ops";
 
 /// The kernel-table key of a model-graph op ("matmul.q4_1+residual", "matmul.f16.k8.w16"), or "" for an
 /// op that is not one (tile specs, tensor reshapes, func ops).
-std::string kernelKey(Operation *op, int64_t f16SplitKBelowRows) {
+std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
   auto quant = [](swz::QuantType t) { return stringifyQuantType(t).str(); };
   if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
     std::string key = "matmul." + quant(mm.getWeightType());
@@ -250,8 +250,18 @@ std::string kernelKey(Operation *op, int64_t f16SplitKBelowRows) {
     auto w = cast<RankedTensorType>(mm.getW().getType());
     if (key == "matmul.f16" && w.getRank() == 2 && !w.isDynamicDim(1) && w.getDimSize(1) % 8 == 0) {
       key += ".k8";
-      if (!w.isDynamicDim(0) && w.getDimSize(0) < f16SplitKBelowRows)
+      if (!w.isDynamicDim(0) && w.getDimSize(0) < gemv.f16SplitKBelowRows)
         key += ".w16";
+    }
+    // Q4_K on the int8 tensor cores where the schedule says so (gemv_q8x.mlir's
+    // matmul_q4_k_mma_q8x: 16 rows by 4 warps splitting K; fewer rows than
+    // gemv.q4_k_mma_split_k_below_rows by 8 warps: on the H200 the 7B ffn_down 18944 ->
+    // 3584, 224 workgroups, 22.1 us with 4 warps and 17.3 with 8; bench/RESULTS.md).
+    // (sm_90 ships it off: one token a pass is slower end to end there.)
+    if (key == "matmul.q4_k" && gemv.q4kMma) {
+      key += ".mma";
+      if (w.getRank() == 2 && !w.isDynamicDim(0) && w.getDimSize(0) < gemv.q4kMmaSplitKBelowRows)
+        key += ".w8";
     }
     if (mm.getBias())
       key += "+bias";
@@ -288,6 +298,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     const bool ptx = target != "spirv";
+    const DecodeGemv gemv{f16SplitKBelowRows, q4kMma, q4kMmaSplitKBelowRows};
     if (ptx && (target.size() < 4 || target.rfind("sm_", 0) != 0)) {
       module.emitError() << "swz-outline-kernels: unknown target '" << target
                          << "' (expected sm_XY or spirv)";
@@ -321,7 +332,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
       return moduleOfSource[source] = name;
     };
     module.walk([&](Operation *op) {
-      std::string key = kernelKey(op, f16SplitKBelowRows);
+      std::string key = kernelKey(op, gemv);
       if (key.empty())
         return;
       std::vector<KernelRef> refs = kernelsFor(key, ptx);
@@ -768,7 +779,7 @@ std::string printIR(ModuleOp m) {
 swz::codegen::GraphPlan
 swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                         const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                        int64_t f16SplitKBelowRows, const std::string &emitStage) {
+                        const DecodeGemv &gemv, const std::string &emitStage) {
   json graph = json::parse(graphJson);
   DialectRegistry registry;
   registerSwzDialects(registry);
@@ -809,7 +820,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   // Keys first: every op without a kernel is listed, not just the first.
   const bool ptx = target != "spirv";
   module->walk([&](Operation *op) {
-    std::string key = kernelKey(op, f16SplitKBelowRows);
+    std::string key = kernelKey(op, gemv);
     if (key.empty())
       return;
     auto ids = op->getAttrOfType<ArrayAttr>("swz.graph_ops");
@@ -832,7 +843,9 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   PassManager outline(&ctx);
   SwzOutlineKernelsOptions outlineOptions;
   outlineOptions.target = target;
-  outlineOptions.f16SplitKBelowRows = f16SplitKBelowRows;
+  outlineOptions.f16SplitKBelowRows = gemv.f16SplitKBelowRows;
+  outlineOptions.q4kMma = gemv.q4kMma;
+  outlineOptions.q4kMmaSplitKBelowRows = gemv.q4kMmaSplitKBelowRows;
   outline.addPass(createSwzOutlineKernels(outlineOptions));
   if (failed(outline.run(*module)))
     throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);

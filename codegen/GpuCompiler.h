@@ -84,6 +84,19 @@ std::vector<CompiledKernel> compileGpuKernels(std::string_view mlirSource,
                                               const std::string &target,
                                               const std::string &cudaRoot = "");
 
+/// The target schedule's choices among decode-GEMV kernels by weight type and shape
+/// (schedule::GemvSchedule; Codegen.cpp's kernelKey turns them into kernel-table keys).
+struct DecodeGemv {
+  /// gemv.f16_mma_split_k_below_rows: F16 matmuls of fewer rows take the 16-warp
+  /// tensor-core GEMV ("matmul.f16.k8.w16"); 0: none.
+  int64_t f16SplitKBelowRows = 0;
+  /// gemv.q4_k_mma: Q4_K decodes on the int8 tensor cores ("matmul.q4_k.mma").
+  bool q4kMma = false;
+  /// gemv.q4_k_mma_split_k_below_rows: with q4kMma, fewer rows take the 8-warp
+  /// workgroup ("matmul.q4_k.mma.w8"); 0: none.
+  int64_t q4kMmaSplitKBelowRows = 0;
+};
+
 /// A weight the model graph reads: GGUF tensor name, ggml type name in lower case
 /// ("q4_1", "f32"), and ggml dims (ne[0] contiguous).
 struct GraphWeight {
@@ -127,11 +140,10 @@ struct GraphPlan {
 /// type) and std::invalid_argument for a malformed graph.
 /// `emitStage` ("import", "fuse", "outline" or empty) names the stage whose IR is
 /// printed into GraphPlan::ir; empty prints nothing (a package compile).
-/// `f16SplitKBelowRows`: the target schedule's gemv.f16_mma_split_k_below_rows (F16
-/// matmuls of fewer rows take the 16-warp tensor-core GEMV; 0: none).
+/// `gemv`: the target schedule's decode-GEMV choices (DecodeGemv).
 GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                     const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                    int64_t f16SplitKBelowRows, const std::string &emitStage = "");
+                    const DecodeGemv &gemv, const std::string &emitStage = "");
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

@@ -80,9 +80,16 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // target schedule's gemv.f16_mma_split_k_below_rows: Codegen.cpp's kernelKey) decode on
     // the tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads,
     // mma.sync; 4 or 16 warps a workgroup); other K and SPIR-V keep matmul_f16.
-    for (const char *type : {"f16", "f16.k8", "f16.k8.w16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k"}) {
-      const std::string key = type, ty = key.rfind("f16", 0) == 0 ? "f16" : key, source = "gemv_" + ty;
-      t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
+    // Q4_K on the int8 tensor cores where the target schedule says so ("matmul.q4_k.mma",
+    // 4 warps a workgroup, and ".mma.w8", 8: Codegen.cpp's kernelKey): the same quantized
+    // activations, matmul_q4_k_mma_q8x / matmul_q4_k_mma_w8_q8x (gemv_q8x.mlir).
+    for (const char *type : {"f16", "f16.k8", "f16.k8.w16", "q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q4_k.mma",
+                             "q4_k.mma.w8", "q6_k"}) {
+      const std::string key = type;
+      const std::string ty = key.rfind("f16", 0) == 0 ? "f16" : key.rfind("q4_k", 0) == 0 ? "q4_k" : key;
+      const std::string source = "gemv_" + ty;
+      if (key == ty)
+        t["get_rows." + ty] = {{source, "get_rows_" + ty, "all"}};
       const bool hasDequant = ty != "f16" && ty != "q5_0";
       const bool int8Decode = ty == "q4_1" || ty == "q4_k" || ty == "q6_k" || ty == "q8_0";  // and q5_0, below
       for (const char *epilogue : {"", "+bias", "+residual", "+bias+residual"}) {
@@ -100,7 +107,10 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
             // PTX decode: the activations quantized to int8 (quantize_q8_x; consecutive
             // matmuls of one input share it, see compile_gpu.cpp), then the dp4a GEMV.
             v.push_back({"gemv_q8x", "quantize_q8_x", "decode", true, false});
-            v.push_back({"gemv_q8x", "matmul_" + ty + "_q8x", "decode", true, false});
+            const std::string entry = key == "q4_k.mma"      ? "matmul_q4_k_mma_q8x"
+                                      : key == "q4_k.mma.w8" ? "matmul_q4_k_mma_w8_q8x"
+                                                             : "matmul_" + ty + "_q8x";
+            v.push_back({"gemv_q8x", entry, "decode", true, false});
             v.push_back({source, "matmul_" + ty, "decode", false, true});
           } else if (key != ty) {  // f16.k8 (4 warps a workgroup), f16.k8.w16 (16)
             v.push_back({"gemv_f16_mma", key == "f16.k8" ? "matmul_f16_mma" : "matmul_f16_mma_w16", "decode", true, false});

@@ -25,7 +25,9 @@ struct KernelRef {
 /// Built-in GPU implementations keyed "<op>.<type>[.<shape class>][+<fused epilogue>]",
 /// e.g. "matmul.q4_1", "matmul.q4_1+residual", "attention.f16kv", "attention.f16kv.hd128",
 /// "matmul.f16.k8" (F16 rows on 16-byte boundaries), "matmul.f16.k8.w16" (and fewer rows
-/// than the schedule's gemv.f16_mma_split_k_below_rows; Codegen.cpp's kernelKey). An op runs its "all"
+/// than the schedule's gemv.f16_mma_split_k_below_rows; Codegen.cpp's kernelKey),
+/// "matmul.q4_k.mma" and "matmul.q4_k.mma.w8" (the schedule's gemv.q4_k_mma and
+/// gemv.q4_k_mma_split_k_below_rows). An op runs its "all"
 /// kernels plus either its "decode" kernels (decode / speculative-verification
 /// batches) or its "prefill" kernels (prompt chunks), in table order.
 const std::map<std::string, std::vector<KernelRef>> &gpuImpls();

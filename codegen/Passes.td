@@ -48,6 +48,12 @@ def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
     Option<"f16SplitKBelowRows", "f16-split-k-below-rows", "int64_t", /*default=*/"0",
            "F16 matmuls with fewer rows use the 16-warp tensor-core GEMV (the target "
            "schedule's gemv.f16_mma_split_k_below_rows)">,
+    Option<"q4kMma", "q4k-mma", "bool", /*default=*/"false",
+           "Q4_K matmuls decode on the int8 tensor cores (the target schedule's "
+           "gemv.q4_k_mma)">,
+    Option<"q4kMmaSplitKBelowRows", "q4k-mma-split-k-below-rows", "int64_t", /*default=*/"0",
+           "with q4k-mma, Q4_K matmuls with fewer rows use the 8-warp workgroup (the "
+           "target schedule's gemv.q4_k_mma_split_k_below_rows)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

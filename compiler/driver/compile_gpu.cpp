@@ -169,8 +169,9 @@ codegen::GraphPlan plan(const package::Manifest &m, const schedule::TargetSchedu
   // RoPE-into-KV-write fusion: every attention variant has a "+rope_k" kernel set.
   const bool ropeKv = !codegen::kernelsFor("attention.f16kv+rope_k", m.target != "spirv").empty();
   try {
-    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv,
-                              sched.gemv.f16MmaSplitKBelowRows, emitStage);
+    const codegen::DecodeGemv gemv{sched.gemv.f16MmaSplitKBelowRows, sched.gemv.q4kMma,
+                                   sched.gemv.q4kMmaSplitKBelowRows};
+    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv, emitStage);
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());
   }

@@ -125,6 +125,10 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   s.gemv.vectorBytes = r.integer(v, "$.gemv", "vector_bytes", 1);
   if (v.contains("f16_mma_split_k_below_rows"))
     s.gemv.f16MmaSplitKBelowRows = r.integer(v, "$.gemv", "f16_mma_split_k_below_rows", 0);
+  if (v.contains("q4_k_mma"))
+    s.gemv.q4kMma = r.boolean(v, "$.gemv", "q4_k_mma");
+  if (v.contains("q4_k_mma_split_k_below_rows"))
+    s.gemv.q4kMmaSplitKBelowRows = r.integer(v, "$.gemv", "q4_k_mma_split_k_below_rows", 0);
   return s;
 }
 

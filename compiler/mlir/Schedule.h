@@ -48,6 +48,14 @@ struct GemvSchedule {
   /// warps each to keep enough loads in flight); others, and all when 0, on the 4-warp one.
   /// Schedule field `gemv.f16_mma_split_k_below_rows` (optional, default 0).
   int64_t f16MmaSplitKBelowRows = 0;
+  /// Q4_K decodes on the int8 tensor cores (matmul_q4_k_mma_q8x: mma.sync.m16n8k32 over
+  /// 16 rows x 8 tokens, 4 warps splitting K) instead of dp4a (matmul_q4_k_q8x).
+  /// Schedule field `gemv.q4_k_mma` (optional, default false).
+  bool q4kMma = false;
+  /// With q4kMma, matrices of fewer rows take the 8-warp workgroup
+  /// (matmul_q4_k_mma_w8_q8x). Schedule field `gemv.q4_k_mma_split_k_below_rows`
+  /// (optional, default 0).
+  int64_t q4kMmaSplitKBelowRows = 0;
 };
 
 struct TargetSchedule {

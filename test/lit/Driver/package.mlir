@@ -18,6 +18,12 @@
 // QWEN3-DAG: kernel sm_90.rms_norm_f32: swz_rms_norm.ptx
 // QWEN3-DAG: kernel sm_90.flash_attention_f16kv_mma_hd128: swz_attention_f16kv_mma.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.attention, bank conflicts: 1-way worst over 3 tile(s)
 // QWEN3-DAG: kernel sm_90.matmul_q4_k_q8x: swz_gemv_q8x.ptx
+// With sm_90's gemv.q4_k_mma turned on, Q4_K decodes on the int8 tensor cores (8 warps a
+// workgroup below its 4096 rows: every matrix of this model), with no spill.
+// RUN: mkdir -p %t/mma
+// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemv']['q4_k_mma']=True; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/mma/sm_90.json
+// RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen3.gguf --target sm_90 -o %t/qwen3-mma.swz --schedule-dir %t/mma -v 2>&1 | FileCheck %s --check-prefix=MMA
+// MMA: kernel sm_90.matmul_q4_k_mma_w8_q8x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 8192 B smem, 0 B stack, spills 0/0 B
 // QWEN3-DAG: kernel sm_90.dequant_q4_k_f16: swz_dequant_f16.ptx
 // QWEN3: wrote {{.*}}qwen3.swz
 // A schedule the GEMM kernel's tiles do not follow (tile_k 32) fails the compilation.

@@ -482,7 +482,8 @@ TEST(GpuKernels, MissingKernelsAreListed) {
                            "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
                            "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, head_norm.f32, "
                            "matmul.f16, matmul.f16.k8, matmul.f16.k8.w16, matmul.q4_0, "
-                           "matmul.q4_1, matmul.q4_k, matmul.q5_0, matmul.q6_k, matmul.q8_0, "
+                           "matmul.q4_1, matmul.q4_k, matmul.q4_k.mma, matmul.q4_k.mma.w8, "
+                           "matmul.q5_0, matmul.q6_k, matmul.q8_0, "
                            "rms_norm.f32, rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
@@ -616,6 +617,58 @@ TEST(GpuKernels, SwigluForSpirv) {
   ASSERT_EQ(files.size(), 2u);  // + swz_argmax.spv (greedy sampling)
   EXPECT_EQ(files[0].first, "swz_swiglu.spv");
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
+}
+
+// Q4_K matmuls decode on the int8 tensor cores where the target schedule says so
+// (gemv.q4_k_mma): sm_90's schedule with it turned on puts a 576-row matrix on the 8-warp
+// workgroup (fewer rows than its gemv.q4_k_mma_split_k_below_rows), with the split at 0
+// on the 4-warp one; sm_90 as shipped (q4_k_mma false) and sm_80 (no field) keep the
+// dp4a GEMV.
+TEST(GpuKernels, Q4KDecodeKernelFollowsTheSchedule) {
+  auto q4kManifest = [&](const std::string &target) {
+    package::Manifest m = manifest(target, json::array({
+        {{"op", "matmul"}, {"in", {"a", "blk.0.ffn_down.weight"}}, {"out", "o"}},
+    }));
+    m.weight_plan.tensors[3].type = ggml::Type::Q4_K;  // ffn_down [1536 -> 576]
+    return m;
+  };
+  gguf::File f = emptyGguf();
+  auto decodeOf = [&](const std::string &target, const std::string &dir) {
+    package::Manifest m = q4kManifest(target);
+    package::PackageFiles files;
+    compiler::addGpuKernels(m, f, files, {}, dir);
+    return std::make_pair(phase(m, 0, "decode"), m);
+  };
+  // sm_90.json with gemv fields edited, in its own --schedule-dir.
+  auto scheduleDir = [](const std::string &name, bool mma, int64_t split) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
+    std::filesystem::create_directories(dir);
+    std::ifstream in(std::string(SWZ_SOURCE_DIR) + "/compiler/schedules/sm_90.json");
+    json sched = json::parse(in);
+    sched["gemv"]["q4_k_mma"] = mma;
+    sched["gemv"]["q4_k_mma_split_k_below_rows"] = split;
+    std::ofstream(dir / "sm_90.json") << sched.dump(2);
+    return dir.string();
+  };
+  {
+    auto [decode, m] = decodeOf("sm_90", scheduleDir("swz_q4k_mma_on", true, 4096));
+    EXPECT_EQ(decode, json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_k_mma_w8_q8x"}));
+    EXPECT_EQ(record(m, 0, "sm_90.matmul_q4_k_mma_w8_q8x", "decode")["grid"], json({"36", "ceil(T/8)", "1"}));
+    const package::Kernel *k = kernel(m, "sm_90.matmul_q4_k_mma_w8_q8x");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->launch.at("block"), json({256, 1, 1}));
+    EXPECT_EQ(k->signature[0].at("dtype"), "memref<?xvector<2xi32>>");  // 8-byte weight loads
+    EXPECT_EQ(k->launch.at("ptxas").at("spill_store_bytes"), 0);
+  }
+  {
+    auto [decode, m] = decodeOf("sm_90", scheduleDir("swz_q4k_mma_no_split", true, 0));
+    EXPECT_EQ(decode, json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_k_mma_q8x"}));
+    const package::Kernel *k = kernel(m, "sm_90.matmul_q4_k_mma_q8x");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->launch.at("block"), json({128, 1, 1}));
+  }
+  EXPECT_EQ(decodeOf("sm_90", "").first, json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_k_q8x"}));
+  EXPECT_EQ(decodeOf("sm_80", "").first, json({"sm_80.quantize_q8_x", "sm_80.matmul_q4_k_q8x"}));
 }
 
 // The decode kernels of SmolLM2-135M's weight types: Q4_1 matmuls and the Q8_0 embedding
