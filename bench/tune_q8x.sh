@@ -62,6 +62,8 @@ VARIANTS=(
   "q4k-mma-w4pf|q4k_mma|warps=4,pf=1|16x4"
   "q4k-mma-w8pf|q4k_mma|warps=8,pf=1|16x8"
   "q4k-mma-w4pfm6|q4k_mma|warps=4,pf=1,minctasm=6|16x4"
+  "q4k-mma-w4r|q4k_mma|warps=4,rolled=1|16x4"
+  "q4k-mma-w8r|q4k_mma|warps=8,rolled=1|16x8"
 )
 # The kernel a variant of `type` tunes, and the PTX file it lands in: the int8 GEMVs
 # (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = (16 mt)x(warps)).

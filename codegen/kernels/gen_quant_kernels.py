@@ -1400,10 +1400,12 @@ def gemv_q8x(fmt):
 # minctasm: workgroups an SM the registers must allow (nvvm.minctasm; 0: none).
 # pf: one token's loop loads the next block's weights before it computes this one's (two
 # blocks in flight a warp; 1) or not (0).
-MMA_Q4K = dict(warps=4, v2=1, minctasm=0, pf=0)
+# rolled: the many-token loop takes a block's 4 chunks in an scf.for (fewer registers live:
+# the one-token branch's allocation then sets the kernel's) instead of unrolled.
+MMA_Q4K = dict(warps=4, v2=1, minctasm=0, pf=0, rolled=0)
 # matmul_q4_k_mma_w8_q8x: the same with 8 warps, for matrices of fewer rows than the target
 # schedule's gemv.q4_k_mma_split_k_below_rows (few workgroups: more warps each).
-MMA_Q4K_W8 = dict(warps=8, v2=1, minctasm=0, pf=0)
+MMA_Q4K_W8 = dict(warps=8, v2=1, minctasm=0, pf=0, rolled=0)
 
 
 def Q4K_MMA_KERNELS():
@@ -1428,7 +1430,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
     """matmul_q4_k_mma_q8x: matmul_q4_k_q8x's contract, each 32-weight sub-block's integer
     dot products by mma.sync.m16n8k32 (s8 x s8 -> s32) for 16 rows and 8 tokens at once."""
     params = params or MMA_Q4K
-    W, V2, PF = params["warps"], params["v2"], params["pf"]
+    W, V2, PF, ROLLED = params["warps"], params["v2"], params["pf"], params.get("rolled", 0)
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     V4I, V16B = "vector<4xi32>", "vector<16xi8>"
@@ -1534,9 +1536,12 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         column 2q + j)."""
         return chunk_mma(b, p, chunk_words(b, p))
 
+    def twice(p, k=0):  # 2 p + k: p a Python int or an index value
+        return c(2 * p + k) if isinstance(p, int) else (e.add(e.mul(p, c(2)), c(k)) if k else e.mul(p, c(2)))
+
     def chunk_words(b, p):
         """This thread's 8 bytes of chunk p of block b of rows g and g + 8 (2 words each)."""
-        return [two_words(rw["w"], e.add(e.add(rw["qv"], e.mul(b, c(9))), c(2 * p))) for rw in rows]
+        return [two_words(rw["w"], e.add(e.add(rw["qv"], e.mul(b, c(9))), twice(p))) for rw in rows]
 
     def chunk_mma(b, p, ws):
         lo = [[e.band(wd, mask) for wd in r] for r in ws]
@@ -1544,7 +1549,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         out = []
         for par, nib in enumerate((lo, hi)):
             a = frag(VA, za, [nib[0][0], nib[1][0], nib[0][1], nib[1][1]])
-            sb = e.add(e.mul(b, c(8)), c(2 * p + par))
+            sb = e.add(e.mul(b, c(8)), twice(p, par))
             xw = two_words("%xq", e.add("%xqv", e.mul(sb, c(2))))
             bf = frag(VB, zb, xw)
             out.append(e.v(f"nvgpu.mma.sync ({a}, {bf}, {zc}) {{mmaShape = [16, 8, 32]}} : ({VA}, {VB}, {VC}) -> {VC}", "mma"))
@@ -1642,19 +1647,33 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         tj = e.add(e.add("%t0", e.mul("%q", c(2))), c(j))
         toks.append(e.mul(e.v(f"arith.minui {tj}, %tlast : index", "tj"), "%K32"))
     accs = list(names)
-    for p in range(4):
-        cs = chunk("%b", p)
+    if ROLLED:
+        e.emit(f"%rp:8 = scf.for %p = {c(0)} to {c(4)} step {c(1)} iter_args("
+               + ", ".join(f"{nm}p = {nm}" for nm in names) + ") -> (" + ", ".join(["f32"] * 8) + ") {")
+        e.indent += 2
+        accs = [f"{nm}p" for nm in names]
+    for p in (["%p"] if ROLLED else range(4)):
+        cs = chunk_mma("%b", p, chunk_words("%b", p))
         for par in range(2):
-            sb = e.add(e.mul("%b", c(8)), c(2 * p + par))
+            sb = e.add(e.mul("%b", c(8)), twice(p, par))
             dss = [e.v(f"memref.load %xds[{e.add(toks[j], sb)}] : {XVEC}", "ds") for j in range(2)]
-            sh = e.ci(8 * ((2 * p + par) & 3))
+            if ROLLED:
+                j8 = e.v(f"arith.index_cast {twice(p, par)} : index to i32", "j")
+            else:
+                sh = e.ci(8 * ((2 * p + par) & 3))
             for h in range(2):
                 d, dmin, s0, s1, s2 = hdrs[h]
-                scale, mins = q4k_scale_at(e, d, dmin, s0, s1, s2, p, sh)
+                scale, mins = (q4k_scale(e, d, dmin, s0, s1, s2, j8) if ROLLED
+                               else q4k_scale_at(e, d, dmin, s0, s1, s2, p, sh))
                 for j in range(2):
                     cv = e.v(f"vector.extract {cs[par]}[{h}, {j}] : i32 from {VC}", "cv")
                     i = 4 * h + 2 * j + par
                     accs[i] = e.fadd(accs[i], contrib(scale, mins, cv, dss[j]))
+    if ROLLED:
+        e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * 8)}")
+        e.indent -= 2
+        e.emit("}")
+        accs = [f"%rp#{i}" for i in range(8)]
     e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * 8)}")
     e.indent -= 2
     e.emit("}")

@@ -234,11 +234,12 @@ def test_q4k_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
     _assert_all_ok(_interpret_and_check(tmp_path, Q8X, "swz_gemv_q8x", small), small)
 
 
-@pytest.mark.parametrize("warps,extra", [(2, ""), (4, ",pf=1,v2=0"), (8, ",pf=1")])
+@pytest.mark.parametrize("warps,extra", [(2, ""), (4, ",pf=1,v2=0"), (8, ",pf=1,rolled=1")])
 def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, warps, extra):
     # The tuning parameters (bench/tune_q8x.sh): warps a workgroup splitting K (8: more warps
     # than the K = 256 and 512 cases have blocks), the next block's weights loaded ahead
-    # (pf: a warp with no block loads the last one, never past it), 16-byte loads (v2=0).
+    # (pf: a warp with no block loads the last one, never past it), 16-byte loads (v2=0), the
+    # many-token loop's chunks in an scf.for (rolled).
     monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"q4k_mma:16x{warps}")
     cases = _q4k_mma_small("matmul_q4_k_mma_q8x")
     src = tmp_path / f"q4k-mma-w{warps}.mlir"
@@ -247,14 +248,21 @@ def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, wa
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_q8x", cases), cases)
 
 
-def test_q4k_mma_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path):
+@pytest.mark.parametrize("variant", ["", "rolled=1"])
+def test_q4k_mma_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, variant):
     # One token takes the kernel's own branch (every B column token t0; each thread one
-    # chain, its C entry picked from the two mma); more tokens keep 8 chains a thread. Both
-    # must add the same terms in the same order: token 0 of the T = 3 case alone and among
-    # three, bit for bit (19 blocks a row: warps of 4 and 5 blocks).
+    # chain, its C entry picked from the two mma); more tokens keep 8 chains a thread (their
+    # chunks unrolled, or in an scf.for decoding the scales from a run-time index: rolled).
+    # Both must add the same terms in the same order: token 0 of the T = 3 case alone and
+    # among three, bit for bit (19 blocks a row: warps of 4 and 5 blocks).
     import numpy as np
+    src = Q8X
+    if variant:
+        src = tmp_path / "variant.mlir"
+        subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
+                        "--variant", f"q4k_mma:{variant}", "--out", str(src)], check=True)
     line = next(l for l in _list("swz_gemv_q8x") if "matmul_q4_k_mma_q8x T=3 N=131 " in l)
-    many, one = _run_at_3_and_1_tokens(tmp_path, Q8X, "swz_gemv_q8x", line.split()[0], t_arg=16, out=5)
+    many, one = _run_at_3_and_1_tokens(tmp_path, src, "swz_gemv_q8x", line.split()[0], t_arg=16, out=5)
     assert np.array_equal(many[:131], one[:131])
 
 
