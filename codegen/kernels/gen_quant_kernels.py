@@ -1448,13 +1448,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         head.append(f"                    nvvm.minctasm = {params['minctasm']} : i32,")
     head.append("                    swz.grid = \"ceil((N0+N1+N2)/16), ceil(T/8), 1\"} {")
     e.emit(f"%acc = memref.get_global @acc_{name} : {SM}")
-    e.emit("%tid = gpu.thread_id x")
-    e.emit("%bx = gpu.block_id x")
-    e.emit("%by = gpu.block_id y")
-    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
-    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
-    e.emit(f"%g = arith.divui %lane, {c(4)} : index")
-    e.emit(f"%q = arith.remui %lane, {c(4)} : index")
+    mma_thread_ids(e)
     e.emit(f"%q2 = arith.divui %q, {c(2)} : index")      # the 16-byte vector of a chunk: 0, 0, 1, 1
     e.emit(f"%qpar = arith.remui %q, {c(2)} : index")    # its words 0-1 or 2-3; T = 1: the parity
     e.emit(f"%odd = arith.cmpi ne, %qpar, {c(0)} : index")
@@ -1815,6 +1809,19 @@ MMA_F16 = dict(mt=1, unroll=4, warps=4)
 MMA_F16_W16 = dict(mt=1, unroll=2, warps=16)
 
 
+def mma_thread_ids(e):
+    """The tensor-core GEMVs' thread indices: %tid, %bx, %by, %warp, %lane and the mma
+    fragment coordinates %g = lane / 4 (group: row g, g + 8; column g of B) and %q = lane % 4."""
+    c = lambda v: e.ci(v, "index")
+    e.emit("%tid = gpu.thread_id x")
+    e.emit("%bx = gpu.block_id x")
+    e.emit("%by = gpu.block_id y")
+    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
+    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
+    e.emit(f"%g = arith.divui %lane, {c(4)} : index")
+    e.emit(f"%q = arith.remui %lane, {c(4)} : index")
+
+
 def tree_outputs(e, W, outs, part, store):
     """The tensor-core GEMVs' last step: thread tid takes outputs o = tid + 32 W j < outs
     (row o / 8 of the workgroup's, token t0 + o % 8), adds the W warps' partial sums
@@ -1856,13 +1863,7 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
             f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
             f"                    swz.grid = \"ceil(N/{rows_wg}), ceil(T/8), 1\"}} {{"]
     e.emit(f"%acc = memref.get_global @acc_{name} : {ACC}")
-    e.emit("%tid = gpu.thread_id x")
-    e.emit("%bx = gpu.block_id x")
-    e.emit("%by = gpu.block_id y")
-    e.emit(f"%warp = arith.divui %tid, {c(32)} : index")
-    e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
-    e.emit(f"%g = arith.divui %lane, {c(4)} : index")
-    e.emit(f"%q = arith.remui %lane, {c(4)} : index")
+    mma_thread_ids(e)
     e.emit("%Ni = arith.index_cast %N : i32 to index")
     e.emit("%Ki = arith.index_cast %K : i32 to index")
     e.emit("%Ti = arith.index_cast %T : i32 to index")

@@ -126,6 +126,13 @@ def _cases_as_shipped(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+def _variant_module(path: Path, spec: str) -> Path:
+    """gen_quant_kernels.py --variant SPEC (e.g. "q4_k:rpw=2") written to `path`."""
+    subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
+                    "--variant", spec, "--out", str(path)], check=True)
+    return path
+
+
 def _list(module: str) -> list[str]:
     """`swz-case-io list ptx MODULE`: one line per case ("caseN entry label...")."""
     r = subprocess.run([str(_tool("test/gpu/swz-case-io")), "list", "ptx", module],
@@ -198,8 +205,7 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         assert len(cases) == 5  # T = 1, 3, 9, merged 3 and 2 outputs
         (tmp_path / t).mkdir()
         src = tmp_path / f"{t}-rpw{rpw}.mlir"
-        subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                        "--variant", f"{t}:rpw={rpw}", "--out", str(src)], check=True)
+        _variant_module(src, f"{t}:rpw={rpw}")
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
@@ -243,8 +249,7 @@ def test_q4k_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, wa
     monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"q4k_mma:16x{warps}")
     cases = _q4k_mma_small("matmul_q4_k_mma_q8x")
     src = tmp_path / f"q4k-mma-w{warps}.mlir"
-    subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                    "--variant", f"q4k_mma:warps={warps}{extra}", "--out", str(src)], check=True)
+    _variant_module(src, f"q4k_mma:warps={warps}{extra}")
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_q8x", cases), cases)
 
 
@@ -259,8 +264,7 @@ def test_q4k_mma_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path,
     src = Q8X
     if variant:
         src = tmp_path / "variant.mlir"
-        subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                        "--variant", f"q4k_mma:{variant}", "--out", str(src)], check=True)
+        _variant_module(src, f"q4k_mma:{variant}")
     line = next(l for l in _list("swz_gemv_q8x") if "matmul_q4_k_mma_q8x T=3 N=131 " in l)
     many, one = _run_at_3_and_1_tokens(tmp_path, src, "swz_gemv_q8x", line.split()[0], t_arg=16, out=5)
     assert np.array_equal(many[:131], one[:131])
@@ -303,8 +307,7 @@ def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt
     cases = _f16_mma_small("matmul_f16_mma")
     assert len(cases) == 4
     src = tmp_path / f"f16-mt{mt}-w{warps}.mlir"
-    subprocess.run([sys.executable, str(ROOT / "codegen" / "kernels" / "gen_quant_kernels.py"),
-                    "--variant", f"f16:mt={mt},unroll={unroll},warps={warps}", "--out", str(src)], check=True)
+    _variant_module(src, f"f16:mt={mt},unroll={unroll},warps={warps}")
     _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_f16_mma", cases), cases)
 
 
