@@ -1152,6 +1152,22 @@ def bias_residual_store(e, total, n, yi, has_bias, has_res, bias, y):
     e.emit(f"memref.store {o}, {y}[{yi}] : memref<?xf32>")
 
 
+def output_row(e, ngc, wq, rowstride):
+    """Global row ngc (index) of a launch computing up to three matmuls: its output o (rows
+    [0, N0) -> 0, [N0, N0 + N1) -> 1, the rest -> 2) as the conditions in0 / in1, its
+    weight memref (of type wq) w, its local row n, and that row's first element of w,
+    n * rowstride (rowbase)."""
+    c = lambda v: e.ci(v, "index")
+    in0 = e.v(f"arith.cmpi ult, {ngc}, %N0i : index", "in0")
+    in1 = e.v(f"arith.cmpi ult, {ngc}, %N01 : index", "in1")
+    w12 = e.v(f"arith.select {in1}, %w1, %w2 : {wq}", "w")
+    w = e.v(f"arith.select {in0}, %w0, {w12} : {wq}", "w")
+    nb12 = e.v(f"arith.select {in1}, %N0i, %N01 : index", "nbase")
+    nbase = e.v(f"arith.select {in0}, {c(0)}, {nb12} : index", "nbase")
+    n = e.v(f"arith.subi {ngc}, {nbase} : index", "n")
+    return dict(in0=in0, in1=in1, w=w, n=n, rowbase=e.mul(n, rowstride))
+
+
 def gemv_q8x(fmt):
     """matmul_<fmt>_q8x (PTX only): the decode GEMV on int8 activations (quantize_q8_x),
     each unit's dot product dp4a; a warp takes Q8X[fmt]["rpw"] consecutive rows."""
@@ -1209,15 +1225,7 @@ def gemv_q8x(fmt):
         ng = "%row0" if r == 0 else e.add("%row0", c(r))
         live = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "live")
         ngc = ng if r == 0 else e.v(f"arith.select {live}, {ng}, %row0 : index", "ngc")
-        in0 = e.v(f"arith.cmpi ult, {ngc}, %N0i : index", "in0")
-        in1 = e.v(f"arith.cmpi ult, {ngc}, %N01 : index", "in1")
-        w12 = e.v(f"arith.select {in1}, %w1, %w2 : {wq}", "w")
-        w = e.v(f"arith.select {in0}, %w0, {w12} : {wq}", "w")
-        nb12 = e.v(f"arith.select {in1}, %N0i, %N01 : index", "nbase")
-        nbase = e.v(f"arith.select {in0}, {c(0)}, {nb12} : index", "nbase")
-        n = e.v(f"arith.subi {ngc}, {nbase} : index", "n")
-        rowbase = e.mul(n, "%rowstride" if q8["vecs"] else "%nb")
-        rows.append(dict(live=live, in0=in0, in1=in1, w=w, n=n, rowbase=rowbase))
+        rows.append(dict(live=live, **output_row(e, ngc, wq, "%rowstride" if q8["vecs"] else "%nb")))
     e.emit(f"%units = arith.select {rows[0]['live']}, %units_all, {c(0)} : index")
     # Token j < tb of the block (uniform over the block; token 0 always is).
     for j in range(1, TOK):
@@ -1475,15 +1483,8 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         ng = e.add("%row0", "%g") if h == 0 else e.add(rows[0]["ng"], c(8))
         live = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "live")
         ngc = e.v(f"arith.select {live}, {ng}, %row0 : index", "ngc")
-        in0 = e.v(f"arith.cmpi ult, {ngc}, %N0i : index", "in0")
-        in1 = e.v(f"arith.cmpi ult, {ngc}, %N01 : index", "in1")
-        w12 = e.v(f"arith.select {in1}, %w1, %w2 : {WQ}", "w")
-        w = e.v(f"arith.select {in0}, %w0, {w12} : {WQ}", "w")
-        nb12 = e.v(f"arith.select {in1}, %N0i, %N01 : index", "nbase")
-        nbase = e.v(f"arith.select {in0}, {c(0)}, {nb12} : index", "nbase")
-        n = e.v(f"arith.subi {ngc}, {nbase} : index", "n")
-        rowbase = e.mul(n, "%rowstride")
-        rows.append(dict(ng=ng, w=w, rowbase=rowbase, qv=e.add(e.add(rowbase, c(1)), "%q2")))
+        rw = output_row(e, ngc, WQ, "%rowstride")
+        rows.append(dict(ng=ng, w=rw["w"], rowbase=rw["rowbase"], qv=e.add(e.add(rw["rowbase"], c(1)), "%q2")))
     # In 8-byte units (v2), this thread's half of a 16-byte vector: 2 vi + q % 2.
     unit = (lambda vi: e.add(e.mul(vi, c(2)), "%qpar")) if V2 else (lambda vi: vi)
     # B's column g is token t0 + g (past the last: the last again, not written); with one
@@ -1703,12 +1704,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         od = e.v(f"memref.load %acc[{e.add(base, c(1))}] : {SM}", "s")
         return e.fadd(ev, od)
 
-    def store(total, orow, tg, tin, oin):
-        ng = e.add("%row0", orow)
-        nin = e.v(f"arith.cmpi ult, {ng}, %Ntot : index", "nin")
-        wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
-        if oin:
-            wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
+    def store(total, ng, tg, wr):
         in0 = e.v(f"arith.cmpi ult, {ng}, %N0i : index", "in0")
         in1 = e.v(f"arith.cmpi ult, {ng}, %N01 : index", "in1")
         sel = {}
@@ -1728,7 +1724,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
         bias_residual_store(e, total, n, yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
         e.indent -= 2
         e.emit("}")
-    tree_outputs(e, W, 128, part, store)
+    tree_outputs(e, W, 128, "%Ntot", part, store)
     e.emit("gpu.return")
     return func_text(head, e)
 
@@ -1822,12 +1818,12 @@ def mma_thread_ids(e):
     e.emit(f"%q = arith.remui %lane, {c(4)} : index")
 
 
-def tree_outputs(e, W, outs, part, store):
+def tree_outputs(e, W, outs, rows, part, store):
     """The tensor-core GEMVs' last step: thread tid takes outputs o = tid + 32 W j < outs
-    (row o / 8 of the workgroup's, token t0 + o % 8), adds the W warps' partial sums
-    part(o, w) (f32) by a pairwise tree, in that order whatever T is, and calls
-    store(total, orow, tg, tin, oin): oin (None, or an i1 when some threads have no output
-    left; they read output 0) and tin (token tg < T) say whether to write."""
+    (row %row0 + o / 8, token t0 + o % 8), adds the W warps' partial sums part(o, w) (f32)
+    by a pairwise tree, in that order whatever T is, and calls store(total, n, tg, wr): wr
+    (i1) says whether row n exists (n < rows, an index value) and token tg too (tg < T),
+    and whether the thread has an output at all (it reads output 0 otherwise)."""
     c = lambda v: e.ci(v, "index")
     for j in range((outs + 32 * W - 1) // (32 * W)):
         o = e.add("%tid", c(32 * W * j)) if j else "%tid"
@@ -1842,7 +1838,12 @@ def tree_outputs(e, W, outs, part, store):
         otok = e.v(f"arith.remui {o}, {c(8)} : index", "otok")
         tg = e.add("%t0", otok)
         tin = e.v(f"arith.cmpi ult, {tg}, %Ti : index", "tin")
-        store(ps[0], orow, tg, tin, oin)
+        n = e.add("%row0", orow)
+        nin = e.v(f"arith.cmpi ult, {n}, {rows} : index", "nin")
+        wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
+        if oin:
+            wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
+        store(ps[0], n, tg, wr)
 
 
 def gemv_f16_mma(name="matmul_f16_mma", params=None):
@@ -1969,19 +1970,14 @@ def gemv_f16_mma(name="matmul_f16_mma", params=None):
     e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
     e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
     e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
-    def store(total, orow, tg, tin, oin):
-        n = e.add("%row0", orow)
-        nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
-        wr = e.v(f"arith.andi {tin}, {nin} : i1", "wr")
-        if oin:
-            wr = e.v(f"arith.andi {wr}, {oin} : i1", "wr")
+    def store(total, n, tg, wr):
         e.emit(f"scf.if {wr} {{")
         e.indent += 2
         yi = e.add(e.mul(tg, "%Ni"), n)
         bias_residual_store(e, total, n, yi, lambda: "%hb", lambda: "%hr", "%bias", "%y")
         e.indent -= 2
         e.emit("}")
-    tree_outputs(e, W, 128 * mt,
+    tree_outputs(e, W, 128 * mt, "%Ni",
                  lambda o, w: e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s"), store)
     e.emit("gpu.return")
     return func_text(head, e)
