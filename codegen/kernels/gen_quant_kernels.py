@@ -1550,15 +1550,19 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
             out.append(e.v(f"nvgpu.mma.sync ({a}, {bf}, {zc}) {{mmaShape = [16, 8, 32]}} : ({VA}, {VB}, {VC}) -> {VC}", "mma"))
         return out
 
-    def header(w, rowbase, b):
+    def header_words(w, rowbase, b):
+        """Block b's header of the row at rowbase: the words d | dmin, s0, s1, s2."""
         vi = e.add(rowbase, e.mul(b, c(9)))
         if V2:
             hs = [e.v(f"memref.load {w}[{e.add(e.mul(vi, c(2)), c(k)) if k else e.mul(vi, c(2))}] : {WQ}", "hd")
                   for k in range(2)]
-            h0, s0, s1, s2 = [e.v(f"vector.extract {hs[i // 2]}[{i % 2}] : i32 from vector<2xi32>", "hw") for i in range(4)]
-        else:
-            hdr = e.v(f"memref.load {w}[{vi}] : {IVEC}", "hd")
-            h0, s0, s1, s2 = [e.v(f"vector.extract {hdr}[{i}] : i32 from {V4I}", "hw") for i in range(4)]
+            return [e.v(f"vector.extract {hs[i // 2]}[{i % 2}] : i32 from vector<2xi32>", "hw") for i in range(4)]
+        hdr = e.v(f"memref.load {w}[{vi}] : {IVEC}", "hd")
+        return [e.v(f"vector.extract {hdr}[{i}] : i32 from {V4I}", "hw") for i in range(4)]
+
+    def header(w, rowbase, b):
+        """(d, dmin as f32, s0, s1, s2) of block b's header."""
+        h0, s0, s1, s2 = header_words(w, rowbase, b)
         return e.half(h0, False), e.half(h0, True), s0, s1, s2
 
     def contrib(scale, mins, cv, ds):
@@ -1579,15 +1583,7 @@ def gemv_q4k_mma(name="matmul_q4_k_mma_q8x", params=None):
     e.indent += 2
     def block_words(b):
         """The lane's header words (d | dmin, s0, s1, s2) and its chunks' words (p, row)."""
-        vi = e.add("%rbsel", e.mul(b, c(9)))
-        if V2:
-            hs = [e.v(f"memref.load %wsel[{e.add(e.mul(vi, c(2)), c(k)) if k else e.mul(vi, c(2))}] : {WQ}", "hd")
-                  for k in range(2)]
-            hw = [e.v(f"vector.extract {hs[i // 2]}[{i % 2}] : i32 from vector<2xi32>", "hw") for i in range(4)]
-        else:
-            hdr = e.v(f"memref.load %wsel[{vi}] : {IVEC}", "hd")
-            hw = [e.v(f"vector.extract {hdr}[{i}] : i32 from {V4I}", "hw") for i in range(4)]
-        return hw + [wd for p in range(4) for r in chunk_words(b, p) for wd in r]
+        return header_words("%wsel", "%rbsel", b) + [wd for p in range(4) for r in chunk_words(b, p) for wd in r]
 
     if PF:
         # The warp's first block loaded before the loop (a warp with none loads the last);

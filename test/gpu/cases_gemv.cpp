@@ -908,27 +908,24 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(rmsNormQ8xCase(3, 3584, 92));
     cases.push_back(swigluQ8xCase(1, 3072, 93));
     cases.push_back(swigluQ8xCase(3, 1536, 94));
+    // Each type's GEMV, and Q4_K's on the int8 tensor cores too (4 and 8 warps a
+    // workgroup; for them the 577 rows leave the last 16-row workgroup partial, and at
+    // K = 256 one block means all warps but one hold none).
     for (const std::string t : {"q4_k", "q8_0", "q6_k", "q4_1", "q5_0"}) {
       const bool kq = gemv::blockElements(t) == 256;
-      cases.push_back(matmulQ8xCase(t, 1, {577}, kq ? 1536 : 576, kPlain, 82));
-      cases.push_back(matmulQ8xCase(t, 3, {131}, kq ? 4864 : 1504, kResidual, 83));
-      cases.push_back(matmulQ8xCase(t, 9, {7}, 256, kBiasInPlaceResidual, 84));
-      // Merged q/k/v (three outputs, row counts not multiples of 4: a workgroup spans
-      // two outputs) with biases on q and k, and merged gate/up (two) at T = 3.
-      cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true));
-      cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88));
+      const std::vector<std::string> entries =
+          t == "q4_k" ? std::vector<std::string>{"", "matmul_q4_k_mma_q8x", "matmul_q4_k_mma_w8_q8x"}
+                      : std::vector<std::string>{""};
+      for (const std::string &e : entries) {
+        cases.push_back(matmulQ8xCase(t, 1, {577}, kq ? 1536 : 576, kPlain, 82, false, e));
+        cases.push_back(matmulQ8xCase(t, 3, {131}, kq ? 4864 : 1504, kResidual, 83, false, e));
+        cases.push_back(matmulQ8xCase(t, 9, {7}, 256, kBiasInPlaceResidual, 84, false, e));
+        // Merged q/k/v (three outputs, row counts not multiples of 4: a workgroup spans
+        // two outputs) with biases on q and k, and merged gate/up (two) at T = 3.
+        cases.push_back(matmulQ8xCase(t, 1, {131, 66, 37}, kq ? 512 : 96, kPlain, 87, true, e));
+        cases.push_back(matmulQ8xCase(t, 3, {70, 70}, 256, kPlain, 88, false, e));
+      }
     }
-    // Q4_K on the int8 tensor cores (4 and 8 warps a workgroup): the same cases as
-    // matmul_q4_k_q8x's (T = 1 with 577 rows: the last workgroup partial; T = 3 with a
-    // residual; T = 9: two token blocks, 7 rows, bias, in place, K = 256: one block, so
-    // all warps but one hold none; merged q/k/v with two biases; merged gate/up).
-    for (const std::string e : {"matmul_q4_k_mma_q8x", "matmul_q4_k_mma_w8_q8x"})
-      for (const auto &[T, Ns, K, ep, seed, b1] :
-           std::vector<std::tuple<int64_t, std::vector<int64_t>, int64_t, Epilogue, uint64_t, bool>>{
-               {1, {577}, 1536, kPlain, 82, false}, {3, {131}, 4864, kResidual, 83, false},
-               {9, {7}, 256, kBiasInPlaceResidual, 84, false}, {1, {131, 66, 37}, 512, kPlain, 87, true},
-               {3, {70, 70}, 256, kPlain, 88, false}})
-        cases.push_back(matmulQ8xCase("q4_k", T, Ns, K, ep, seed, b1, e));
     // The F16 tensor-core GEMV: decode at SmolLM2's width (N not a multiple of the 16-row
     // workgroup), a verification batch with a residual (K not a multiple of the 32-weight
     // chunk: the last chunk is partial), T = 9 (two token blocks) with bias and an in-place
