@@ -4,12 +4,16 @@
 // forward pass of the executor (an exec::BatchModel). Admission is concurrent. KV memory is a paged pool shared with the content-addressed
 // prefix cache (runtime/kvcache/block_manager.h):
 //   admit()  computes the prompt's 64-token block keys, finds the longest cached prefix
-//            in any tier and pins it: cached_tokens = min(64 * matched blocks, prompt - 1).
+//            in any tier and pins it, then the longest start of the next block that a
+//            cached block under the last matched key shares (token-granular reuse,
+//            kvcache::BlockManager::match_partial): cached_tokens = min(64 * matched
+//            blocks + m, prompt - 1).
 //   run()    submits the admission to the scheduler, which takes the pinned blocks into
 //            the sequence's block table (restoring host / disk copies into pages),
 //            prefills the rest (the last prompt position is always evaluated, so a full
-//            hit copies that block on write), publishes each full block of the prompt
-//            after prefill, and releases the sequence's pages when it ends. Blocks that
+//            hit copies that block on write, as does a partial one), publishes each full
+//            block of the prompt after prefill and its partial last block when the
+//            sequence ends, and releases the sequence's pages then. Blocks that
 //            generated tokens complete are not published: their K/V were computed as
 //            Rows::Generated (cpu: llama.cpp's single-row order; GPU: the decode
 //            kernels), a cold prefill of the same tokens computes Rows::Prompt.

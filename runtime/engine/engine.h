@@ -232,7 +232,7 @@ struct TokenEvent {
 struct GenerateResult {
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  int cached_tokens = 0;  ///< prompt tokens served from the prefix cache: whole 64-token blocks, at most prompt_tokens - 1
+  int cached_tokens = 0;  ///< prompt tokens served from the prefix cache (the longest cached prefix, token-granular), at most prompt_tokens - 1
   FinishReason finish = FinishReason::Stop;
   std::string text;       ///< all pieces joined (bytes)
   double prefill_ms = 0, decode_ms = 0;

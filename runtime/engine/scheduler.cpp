@@ -69,7 +69,8 @@ class Scheduler::PagedAdmission final : public Admission {
   Scheduler* sched;
   std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
   int disk_tenant = -1;                   // the request's disk tier (kvcache::BlockManager::disk_tenant), -1: none
-  std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched) while pinned
+  std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched), then the partial block, while pinned
+  int partial = 0;                        // tokens reused from a partial block (the last pinned key)
   bool ran = false;
   bool counted = true;
 };
@@ -157,6 +158,7 @@ struct Scheduler::Seq {
   int n_past = 0;                  // positions whose K/V are computed
   std::vector<int32_t> history;    // the tokens of positions 0..n_past-1
   int reused = 0;                  // prompt tokens taken from the prefix cache
+  int prompt_done = 0;             // prompt positions computed when prefill ended (publish_prompt_tail)
   int reserve = 0;                 // pages reserved for this sequence
   bool prefilling = true;
   bool speculative = true;
@@ -204,24 +206,25 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-int Scheduler::pages_needed(const GenerateRequest& req, int width) const {
+int Scheduler::pages_needed(const GenerateRequest& req, int width, bool partial_hit) const {
   const int n_prompt = static_cast<int>(req.prompt.size());
   const int gen = req.max_tokens >= 0 ? req.max_tokens : opts_.n_ctx;
   const int positions = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(n_prompt) + gen, opts_.n_ctx));
-  // + one page for the copy-on-write of a full hit (Scheduler::start): only a prompt of
-  // whole blocks can be all cached (published blocks are full), and then its last block is
-  // written again; any other prompt writes only pages of its own. Reserving it for every
-  // request kept 32 streams of 3,000 tokens and a 31k prompt (2,024 pages) out of a pool
-  // of 2,049, so the prompt waited for the streams to end (bench/RESULTS.md, 2026-12-03).
-  const int one = (positions + kTok - 1) / kTok + (n_prompt % kTok == 0 ? 1 : 0);
+  // + one page for a copy on write (Scheduler::start): a full hit of a prompt of whole
+  // blocks writes its last block again, and a partial-block hit (`partial_hit`, known at
+  // admission) writes after the block's reused tokens; any other prompt writes only pages
+  // of its own. Reserving it for every request kept 32 streams of 3,000 tokens and a 31k
+  // prompt (2,024 pages) out of a pool of 2,049, so the prompt waited for the streams to
+  // end (bench/RESULTS.md, 2026-12-03).
+  const int one = (positions + kTok - 1) / kTok + (n_prompt % kTok == 0 || partial_hit ? 1 : 0);
   // Each further choice running at once: its pages past the prompt's full blocks (its copy
   // of the partial last page included); the full blocks are shared.
   return one + (width - 1) * ((positions + kTok - 1) / kTok - n_prompt / kTok);
 }
 
-int Scheduler::choice_width(const GenerateRequest& req) const {
+int Scheduler::choice_width(const GenerateRequest& req, bool partial_hit) const {
   int w = std::min(std::max(1, req.n), opts_.parallel);
-  while (w > 1 && pages_needed(req, w) > pages_total_) --w;
+  while (w > 1 && pages_needed(req, w, partial_hit) > pages_total_) --w;
   return w;
 }
 
@@ -244,7 +247,13 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
   if (kv_.prefix_cache_enabled() && !req.prompt_logprobs) {
     a->keys = kvcache::block_keys(kv_.model(), req.prompt.data(), req.prompt.size());
     const int matched = kv_.match_and_pin(a->keys, a->pinned, a->disk_tenant);
-    a->set_cached(std::min(matched * kTok, n_prompt - 1));
+    // Then the start of the next block, from any cached block under the last matched key,
+    // short of the last prompt position (always evaluated).
+    const int room = std::min(n_prompt - 1 - matched * kTok, kTok - 1);
+    a->partial = kv_.match_partial(matched ? a->keys[static_cast<size_t>(matched - 1)] : kvcache::BlockKey{},
+                                   req.prompt.data() + static_cast<size_t>(matched) * kTok, room, a->pinned,
+                                   req.cache_tenant);
+    a->set_cached(std::min(matched * kTok + a->partial, n_prompt - 1));
   }
   return a;
 }
@@ -421,9 +430,9 @@ void Scheduler::loop() {
     while (!local.empty()) {
       const std::shared_ptr<Job>& j = local.front();
       const GenerateRequest& req = j->adm.request();
-      const int width = choice_width(req);
+      const int width = choice_width(req, j->adm.partial > 0);
       if (held_slots_ + width > opts_.parallel) break;
-      const int need = pages_needed(req, width);
+      const int need = pages_needed(req, width, j->adm.partial > 0);
       if (reserved_pages_ + need > pages_total_) break;
       PromptLookupOptions lo;
       lo.draft_max = std::max(1, opts_.spec_draft_max);
@@ -579,6 +588,7 @@ void Scheduler::spawn(const std::shared_ptr<Job>& job, std::vector<std::unique_p
       for (int p : f.table) kv_.ref_page(p);
     }
     f.n_past = j.fork.n_past;
+    f.prompt_done = j.fork.n_past;
     f.reused = j.fork.reused;
     f.history.assign(f.req.prompt.begin(), f.req.prompt.end());
     f.prefilling = false;
@@ -615,6 +625,9 @@ bool Scheduler::start(Seq& s) {
   // The pinned blocks become the head of the block table; their pins are then redundant
   // (the table's page references keep them). Blocks published after admit() extend the
   // match: used (less prefill) but not reported, cached_tokens was final at admission.
+  // A partial block (admit()'s match_partial) comes last: its first a.partial positions
+  // are reused, and the first write after them copies the page (prepare_pages). One found
+  // only now is not taken: its copy would need a page the admission did not reserve.
   std::vector<int> pages;
   try {
     pages = kv_.acquire(a.pinned);
@@ -622,7 +635,9 @@ bool Scheduler::start(Seq& s) {
     return false;
   }
   a.release_pins();
-  if (kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
+  if (a.partial > 0) {
+    s.reused = static_cast<int>(pages.size() - 1) * kTok + a.partial;
+  } else if (kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
     std::vector<kvcache::BlockKey> more(a.keys.begin() + static_cast<ptrdiff_t>(pages.size()), a.keys.end()), pinned;
     kv_.match_and_pin(more, pinned, a.disk_tenant);
     try {
@@ -633,7 +648,7 @@ bool Scheduler::start(Seq& s) {
     }
     kv_.unpin(pinned);
   }
-  s.reused = std::min(static_cast<int>(pages.size()) * kTok, n_prompt - 1);
+  if (a.partial == 0) s.reused = std::min(static_cast<int>(pages.size()) * kTok, n_prompt - 1);
   // A full hit keeps its last block: position n_prompt - 1 is recomputed into a copy of it.
   s.table = std::move(pages);
   s.n_past = s.reused;
@@ -699,12 +714,7 @@ void Scheduler::truncate(Seq& s, int n) {
   }
 }
 
-void Scheduler::publish_prompt_blocks(Seq& s) {
-  // Only prompt blocks are published: generated tokens' K/V are computed as
-  // Rows::Generated, and a later prompt that holds them must get what a cold prefill
-  // (Rows::Prompt) computes.
-  if (!kv_.prefix_cache_enabled()) return;
-  const size_t n_full = static_cast<size_t>(s.n_past) / kTok;
+std::vector<kvcache::BlockKey> Scheduler::prompt_block_keys(Seq& s, size_t n_full) {
   const std::vector<kvcache::BlockKey>& pk = s.job->adm.keys;
   std::vector<kvcache::BlockKey> keys(pk.begin(), pk.begin() + static_cast<ptrdiff_t>(std::min(n_full, pk.size())));
   if (n_full > keys.size()) {
@@ -713,8 +723,35 @@ void Scheduler::publish_prompt_blocks(Seq& s) {
                                                                      keys.empty() ? kvcache::BlockKey{} : keys.back());
     keys.insert(keys.end(), more.begin(), more.end());
   }
+  return keys;
+}
+
+void Scheduler::publish_prompt_blocks(Seq& s) {
+  // Only prompt blocks are published: generated tokens' K/V are computed as
+  // Rows::Generated, and a later prompt that holds them must get what a cold prefill
+  // (Rows::Prompt) computes.
+  s.prompt_done = s.n_past;
+  if (!kv_.prefix_cache_enabled()) return;
+  const std::vector<kvcache::BlockKey> keys = prompt_block_keys(s, static_cast<size_t>(s.n_past) / kTok);
   // Deepest block first: a prefix ends up more recently used than its extensions.
-  for (size_t b = keys.size(); b-- > 0;) kv_.publish(keys[b], s.table[b], s.job->adm.disk_tenant);
+  for (size_t b = keys.size(); b-- > 0;)
+    kv_.publish(keys[b], s.table[b], s.job->adm.disk_tenant, b ? keys[b - 1] : kvcache::BlockKey{},
+                std::span<const int32_t>(s.history.data() + b * kTok, kTok), s.req.cache_tenant);
+}
+
+void Scheduler::publish_prompt_tail(Seq& s) {
+  // The prompt's partial last block (1..63 positions), published when the sequence ends:
+  // its page then passes to the cache without a copy (while the sequence ran, it wrote its
+  // generated tokens after the prompt's in the same page; only the prompt's positions
+  // are claimed, and a reuser copies the page before writing after them).
+  const size_t b = static_cast<size_t>(s.prompt_done) / kTok;
+  const int tail = s.prompt_done % kTok;
+  if (!kv_.prefix_cache_enabled() || tail == 0 || b >= s.table.size()) return;
+  const std::vector<kvcache::BlockKey> keys = prompt_block_keys(s, b);
+  const kvcache::BlockKey parent = b ? keys.back() : kvcache::BlockKey{};
+  const int32_t* tokens = s.history.data() + b * kTok;
+  kv_.publish(kvcache::block_key(kv_.model(), parent, tokens, tail), s.table[b], -1, parent,
+              std::span<const int32_t>(tokens, static_cast<size_t>(tail)), s.req.cache_tenant);
 }
 
 void Scheduler::end_prefill_stats(Seq& s) {
@@ -727,6 +764,7 @@ void Scheduler::end_prefill_stats(Seq& s) {
 void Scheduler::finish(Seq& s, FinishReason why) {
   if (s.done) return;
   if (s.prefilling) end_prefill_stats(s);  // cancelled during prefill: what was computed is exact and shared
+  publish_prompt_tail(s);
   s.done = true;
   running_n_.fetch_sub(1);
   s.finish = why;

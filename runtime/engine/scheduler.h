@@ -145,10 +145,12 @@ class Scheduler {
   void fail(Seq& s, std::exception_ptr e);
   bool prepare_pages(Seq& s, int n_tokens);
   void truncate(Seq& s, int n);
+  std::vector<kvcache::BlockKey> prompt_block_keys(Seq& s, size_t n_full);
   void publish_prompt_blocks(Seq& s);
+  void publish_prompt_tail(Seq& s);
   void end_prefill_stats(Seq& s);
-  int pages_needed(const GenerateRequest& req, int width = 1) const;
-  int choice_width(const GenerateRequest& req) const;
+  int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
+  int choice_width(const GenerateRequest& req, bool partial_hit = false) const;
   void cancel(Job& j);
 
   exec::BatchModel& model_;

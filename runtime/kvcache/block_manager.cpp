@@ -347,6 +347,13 @@ void BlockManager::drop_ram(Map::iterator it) {
 void BlockManager::erase_if_empty(Map::iterator it) {
   Entry& e = it->second;
   if (e.page >= 0 || !e.host.empty() || !e.disk.empty() || e.pins > 0) return;
+  if (!e.tokens.empty()) {
+    auto c = children_.find(e.parent);
+    if (c != children_.end()) {
+      std::erase(c->second, it->first);
+      if (c->second.empty()) children_.erase(c);
+    }
+  }
   lru_.erase(e.lru);
   index_.erase(it);
   ++counters_.evictions;
@@ -493,6 +500,62 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant) {
     touch(key, e);
   }
   if (queued) disk_cv_.notify_one();
+}
+
+void BlockManager::publish(const BlockKey& key, int page, int tenant, const BlockKey& parent,
+                           std::span<const int32_t> tokens, std::string_view scope) {
+  if (tokens.empty() || tokens.size() > static_cast<size_t>(kBlockTokens))
+    throw std::invalid_argument("KV cache: a published block holds 1.." + std::to_string(kBlockTokens) + " tokens, not " +
+                                std::to_string(tokens.size()));
+  if (!opts_.prefix_cache) return;
+  // A partial block stays in the RAM tiers: its disk file would carry no tokens.
+  publish(key, page, tokens.size() == static_cast<size_t>(kBlockTokens) ? tenant : -1);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  Entry& e = it->second;
+  if (e.tokens.empty()) {
+    e.parent = parent;
+    e.tokens.assign(tokens.begin(), tokens.end());
+    children_[parent].push_back(key);
+  }
+  const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
+  if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) e.scopes.push_back(sc);
+}
+
+int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens,
+                                std::vector<BlockKey>& pinned, std::string_view scope) {
+  if (!opts_.prefix_cache || max_tokens <= 0) return 0;
+  max_tokens = std::min(max_tokens, kBlockTokens);
+  expire();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = children_.find(parent);
+  if (c == children_.end()) return 0;
+  const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
+  Map::iterator best = index_.end();
+  int best_m = 0;
+  for (const BlockKey& k : c->second) {
+    auto it = index_.find(k);
+    const Entry& e = it->second;
+    if (e.page < 0 && e.host.empty()) continue;  // on disk only: no page to copy from here
+    if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) continue;  // another organisation's
+    const int n = std::min(max_tokens, static_cast<int>(e.tokens.size()));
+    const int m = static_cast<int>(std::mismatch(tokens, tokens + n, e.tokens.begin()).first - tokens);
+    if (m == 0) continue;
+    if (best != index_.end()) {
+      const Entry& b = best->second;
+      const bool better = m > best_m || (m == best_m && ((e.page >= 0) > (b.page >= 0) ||
+                                                         ((e.page >= 0) == (b.page >= 0) && e.last_used > b.last_used)));
+      if (!better) continue;
+    }
+    best = it;
+    best_m = m;
+  }
+  if (best == index_.end()) return 0;
+  ++best->second.pins;
+  pinned.push_back(best->first);
+  touch(best->first, best->second);
+  return best_m;
 }
 
 // ---- disk tier ---------------------------------------------------------------------

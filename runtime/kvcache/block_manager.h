@@ -25,6 +25,22 @@
 // requests, sessions and API keys of the model, or on the disk tier of the request's
 // own tenant (a request may have none: RAM tiers only).
 //
+// Token-granular reuse (match_partial). A block published with its tokens and its parent
+// key is also a candidate for a prompt that shares only the start of it: after the full
+// blocks matched, the prompt's next tokens are compared with every RAM-tier block whose
+// parent is the last matched key, and the longest common run (m < 64 tokens) is reused
+// from that block's page, which the sequence copies before writing slot m (copy on
+// write). A prompt's partial last block (1..63 tokens) is published too, under
+//   key = XXH3-128(model ‖ parent ‖ its m tokens)
+// (a key no full block has), so the next turn of a conversation, or a prompt edited
+// near its end, reuses everything before the first differing token, as llama.cpp's
+// per-slot prompt cache does. Partial blocks live in the RAM tiers only (never on disk);
+// blocks read from disk carry no tokens and are matched whole only. A block is a partial
+// candidate only for the scopes (organisations) that published it: whole-block hits are
+// shared by everyone, as before, but a request never learns how many tokens of another
+// organisation's prompt its own shares (reported as cached tokens, and in TTFT), which
+// would let it read that prompt token by token.
+//
 // Disk tier encryption (zero data retention, docs/server.md "Zero data retention"). A
 // tenant's keys come from the server's 32-byte master key (CacheOptions::disk_key, a key
 // file kept outside the cache directory) and the tenant's name:
@@ -55,6 +71,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -207,7 +224,24 @@ class BlockManager final : public PageAllocator {
   /// key is new the cache takes a reference on the page; if it exists already the RAM
   /// tiers do not change. Either way a disk write for `tenant` is queued unless that
   /// tenant has the block already (-1: no disk write). No-op with the prefix cache off.
+  /// Such a block is matched whole only (it has no tokens for match_partial).
   void publish(const BlockKey& key, int page, int tenant = 0);
+  /// publish() of a block whose tokens are known: `tokens` (64 for a full block, whose key
+  /// is block_key(model, parent, tokens, 64); 1..63 for a prompt's partial last block, key
+  /// block_key(model, parent, tokens, m), RAM tiers only: `tenant` is ignored) and the key
+  /// of the block before it (`parent`, zero for a prompt's first block), so match_partial
+  /// can reuse its first tokens for requests of `scope` (an organisation; "" = requests of
+  /// none). Throws std::invalid_argument for 0 or more than 64 tokens.
+  void publish(const BlockKey& key, int page, int tenant, const BlockKey& parent, std::span<const int32_t> tokens,
+               std::string_view scope);
+  /// Token-granular reuse after the full blocks: the largest m <= max_tokens (capped at 64)
+  /// such that a RAM-tier block that `scope` published with its tokens under `parent` (zero:
+  /// a prompt's first block) begins with tokens[0 .. m). Pins that block (appends its key
+  /// to `pinned`; its page comes from acquire() as any other, positions 0 .. m-1 valid) and
+  /// returns m; returns 0 and pins nothing when no such block shares a first token. Ties
+  /// go to a device-resident block, then the most recently used.
+  int match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens, std::vector<BlockKey>& pinned,
+                    std::string_view scope);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
   /// The disk thread does this on its own after every publish; this is for tests and
   /// for callers that need the files before going on.
@@ -226,6 +260,9 @@ class BlockManager final : public PageAllocator {
     int page = -1;                   // device tier: a page with one reference held by the cache
     std::vector<uint16_t> host;      // host tier copy (empty: not on host)
     std::vector<int> disk;           // tenants whose disk tier holds a file of this block
+    BlockKey parent;                 // the block before it (match_partial); meaningful with tokens
+    std::vector<int32_t> tokens;     // its tokens (64, or 1..63: a partial block); empty: unknown
+    std::vector<uint64_t> scopes;    // XXH3-64 of the scopes that published it with tokens
     int pins = 0;
     std::chrono::steady_clock::time_point last_used;
     std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
@@ -264,6 +301,8 @@ class BlockManager final : public PageAllocator {
   std::vector<int> refcount_;
   std::vector<int> free_;
   Map index_;
+  /// parent key -> keys of the entries with tokens under it (match_partial's candidates).
+  std::unordered_map<BlockKey, std::vector<BlockKey>, BlockKeyHash> children_;
   std::list<BlockKey> lru_;
   size_t host_used_ = 0;
   uint64_t disk_used_ = 0;

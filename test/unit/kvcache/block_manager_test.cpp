@@ -12,8 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace swz::kvcache {
 namespace {
@@ -149,6 +152,101 @@ TEST(BlockManager, LongestPrefixMatchPinsAndShares) {
   // Nothing matches for another model's keys.
   std::vector<BlockKey> none;
   EXPECT_EQ(m.match_and_pin(block_keys(model_key("other"), t.data(), t.size()), none), 0);
+}
+
+TEST(BlockManager, MatchPartialReusesTheStartOfABlockUnderTheSameParent) {
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), opts(8, clock));
+  const auto t = tokens(64 * 2 + 20, 3);
+  const BlockKey k0 = block_key(m.model(), BlockKey{}, t.data(), 64);
+  const BlockKey k1 = block_key(m.model(), k0, t.data() + 64, 64);
+  const BlockKey tail = block_key(m.model(), k1, t.data() + 128, 20);
+  EXPECT_EQ(block_keys(m.model(), t.data(), t.size()), (std::vector<BlockKey>{k0, k1}));
+  EXPECT_NE(tail, block_key(m.model(), k1, t.data() + 128, 19));  // a partial key names its length
+  const int p0 = m.alloc_page(), p1 = m.alloc_page(), p2 = m.alloc_page();
+  fill(m, p0, 1), fill(m, p1, 2), fill(m, p2, 3);
+  m.publish(tail, p2, 0, k1, std::span<const int32_t>(t.data() + 128, 20), "acme");
+  m.publish(k1, p1, 0, k0, std::span<const int32_t>(t.data() + 64, 64), "acme");
+  m.publish(k0, p0, 0, BlockKey{}, std::span<const int32_t>(t.data(), 64), "acme");
+  for (int p : {p0, p1, p2}) m.unref_page(p);
+  EXPECT_THROW(m.publish(k0, p0, 0, BlockKey{}, {}, "acme"), std::invalid_argument);
+  EXPECT_THROW(m.publish(k0, p0, 0, BlockKey{}, std::span<const int32_t>(t.data(), 65), "acme"), std::invalid_argument);
+
+  // Block 1 edited at its position 40: the first 40 tokens come from block 1's page.
+  auto e = t;
+  e[64 + 40] ^= 5;
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_and_pin(block_keys(m.model(), e.data(), e.size()), pinned), 1);
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 63, pinned, "acme"), 40);
+  ASSERT_EQ(pinned, (std::vector<BlockKey>{k0, k1}));
+  // Another organisation's request shares the same 40 tokens but is never told so.
+  std::vector<BlockKey> theirs;
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 63, theirs, "globex"), 0);
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 63, theirs, ""), 0);
+  EXPECT_TRUE(theirs.empty());
+  // ... until it publishes the block itself (the same key: the page stays, the scope is added).
+  const int q = m.alloc_page();
+  m.publish(k1, q, 0, k0, std::span<const int32_t>(t.data() + 64, 64), "globex");
+  EXPECT_EQ(m.page_refcount(q), 1);
+  m.unref_page(q);
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 63, theirs, "globex"), 40);
+  m.unpin(theirs);
+  std::vector<int> pages = m.acquire(pinned);
+  EXPECT_TRUE(has(m, pages[1], 2));
+  m.unpin(pinned);
+  for (int p : pages) m.unref_page(p);
+  // Capped by the caller's limit; nothing shared: 0 and nothing pinned.
+  pinned.clear();
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 12, pinned, "acme"), 12);
+  m.unpin(pinned);
+  pinned.clear();
+  auto other = tokens(64, 4);
+  other[0] = t[64] + 1;
+  EXPECT_EQ(m.match_partial(k0, other.data(), 63, pinned, "acme"), 0);
+  EXPECT_TRUE(pinned.empty());
+  EXPECT_EQ(m.match_partial(BlockKey{}, other.data(), 63, pinned, "acme"), 0);  // under the zero parent: block 0 only
+  // The partial last block: a prompt of 2 blocks and 30 tokens whose first 20 of block 2 match.
+  auto longer = tokens(64 * 2 + 30, 3);
+  longer[128 + 20] ^= 1;
+  EXPECT_EQ(m.match_partial(k1, longer.data() + 128, 29, pinned, "acme"), 20);
+  EXPECT_EQ(pinned, std::vector<BlockKey>{tail});
+  m.unpin(pinned);
+  pinned.clear();
+  // A block published without tokens (the 3-argument form) is never a partial candidate.
+  const auto u = tokens(64, 5);
+  const int pu = m.alloc_page();
+  m.publish(block_key(m.model(), BlockKey{}, u.data(), 64), pu);
+  m.unref_page(pu);
+  EXPECT_EQ(m.match_partial(BlockKey{}, u.data(), 63, pinned, "acme"), 0);
+  // Evicted blocks leave the candidates: a pool of 8 pages taken by sequences evicts all 4.
+  std::vector<int> held;
+  for (int i = 0; i < 8; ++i) held.push_back(m.alloc_page());
+  EXPECT_EQ(m.stats().blocks_device, 0u);
+  EXPECT_EQ(m.match_partial(k0, e.data() + 64, 63, pinned, "acme"), 0);
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 0);
+  for (int p : held) m.unref_page(p);
+}
+
+TEST(BlockManager, PartialBlocksStayOffTheDiskTier) {
+  const fs::path dir = fs::temp_directory_path() / ("swz-partial-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  FakeClock clock;
+  CacheOptions o = opts(4, clock);
+  o.disk_dir = dir.string();
+  o.disk_key = std::string(32, 'k');
+  {
+    BlockManager m(kLayout, model_key("m"), o);
+    const auto t = tokens(64 + 10, 6);
+    const BlockKey k0 = block_key(m.model(), BlockKey{}, t.data(), 64);
+    const int p0 = m.alloc_page(), p1 = m.alloc_page();
+    m.publish(block_key(m.model(), k0, t.data() + 64, 10), p1, 0, k0, std::span<const int32_t>(t.data() + 64, 10), "");
+    m.publish(k0, p0, 0, BlockKey{}, std::span<const int32_t>(t.data(), 64), "");
+    m.unref_page(p0), m.unref_page(p1);
+    m.flush_disk();
+    EXPECT_EQ(m.stats().disk_writes, 1u);  // the full block only
+    EXPECT_EQ(m.stats().blocks_device, 2u);
+  }
+  fs::remove_all(dir);
 }
 
 TEST(BlockManager, LruEvictionTakesLeastRecentlyUsedAndNeverPagesInUse) {
