@@ -8,6 +8,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -30,6 +31,8 @@ namespace {
 
 constexpr int kMaxLineBlock = 40;   // lines per fallback block
 constexpr size_t kCacheEntries = 512;
+constexpr size_t kTreeEntries = 64;              // files whose previous tree is kept (TreeStore)
+constexpr size_t kTreeBytes = size_t{16} << 20;  // and the source bytes those trees describe
 constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
 constexpr uint64_t kParseTimeoutUs = 500'000;  // a pathological input becomes line blocks
 
@@ -204,41 +207,50 @@ class Cutter {
 struct ParserDeleter {
   void operator()(TSParser* p) const { ts_parser_delete(p); }
 };
+struct TreeDeleter {
+  void operator()(TSTree* t) const { ts_tree_delete(t); }
+};
+using TreePtr = std::unique_ptr<TSTree, TreeDeleter>;
 
-std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
+/// Parses `code` as `lang` (Language::None, a too large input or a timed-out parse: null).
+/// `old_tree`, when given, is the tree of the previous version of this code, already
+/// edited (ts_tree_edit) to match it: Tree-sitter then reuses its unchanged subtrees.
+TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree) {
+  const TSLanguage* grammar = ts_language(lang);
+  if (!grammar || code.size() >= UINT32_MAX) return nullptr;
+  thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
+  ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
+  if (!ts_parser_set_language(parser.get(), grammar)) return nullptr;
+  // A timed-out parse returns null. Tree-sitter 0.20 measures the timeout with
+  // clock() where CLOCK_MONOTONIC is not used, and under CI load a real file once came
+  // back null within milliseconds: one more try before falling back to line blocks
+  // (a pathological input then costs two timeouts).
+  TSTree* tree = nullptr;
+  for (int attempt = 0; attempt < 2 && !tree; ++attempt) {
+    tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
+    if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
+  }
+  return TreePtr(tree);
+}
+
+/// The atoms of `code` from its tree (`tree` null: line blocks). `starts`: line_starts(code).
+std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std::vector<size_t>& starts, const TSTree* tree) {
   auto out = std::make_shared<Atomization>();
   out->lang = lang;
-  std::vector<size_t> starts = line_starts(code);
   if (starts.empty()) return out;
   Cutter cutter(code, starts);
-  const TSLanguage* grammar = ts_language(lang);
-  TSTree* tree = nullptr;
-  if (grammar && code.size() < UINT32_MAX) {
-    thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
-    ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
-    if (ts_parser_set_language(parser.get(), grammar)) {
-      // A timed-out parse returns null. Tree-sitter 0.20 measures the timeout with
-      // clock() where CLOCK_MONOTONIC is not used, and under CI load a real file once came
-      // back null within milliseconds: one more try before falling back to line blocks
-      // (a pathological input then costs two timeouts).
-      for (int attempt = 0; attempt < 2 && !tree; ++attempt) {
-        tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
-        if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
-      }
-    }
-  }
   if (tree) {
     TSNode root = ts_tree_root_node(tree);
     out->parsed = true;
     out->has_error = ts_node_has_error(root);
     cutter.children(root, 0, 0);
-    ts_tree_delete(tree);
   } else {
     cutter.line_blocks(0, cutter.lines());
   }
   std::vector<Anchor>& a = cutter.anchors;
   if (a.empty()) a.push_back({0, AtomKind::Lines, ""});
   a.front().line = 0;  // lines above the first node (a licence, a module docstring) join it
+  out->atoms.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     Atom atom;
     atom.kind = a[i].kind;
@@ -253,10 +265,63 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
   return out;
 }
 
-struct Cache {
+/// The previous version of one file: its tree, and what is needed to describe an edit of
+/// it to Tree-sitter without keeping its text (XXH3-64 of each line, '\n' included).
+struct PreviousVersion {
+  TreePtr tree;
+  std::vector<uint64_t> line_hashes;
+  uint32_t bytes = 0;
+  TSPoint end{};  // row and byte column of the text's end
+};
+
+std::vector<uint64_t> line_hashes(std::string_view code, const std::vector<size_t>& starts) {
+  std::vector<uint64_t> h(starts.size());
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const size_t e = i + 1 < starts.size() ? starts[i + 1] : code.size();
+    h[i] = XXH3_64bits(code.data() + starts[i], e - starts[i]);
+  }
+  return h;
+}
+
+TSPoint end_point(std::string_view code, const std::vector<size_t>& starts) {
+  if (starts.empty()) return {0, 0};
+  if (code.back() == '\n') return {static_cast<uint32_t>(starts.size()), 0};
+  return {static_cast<uint32_t>(starts.size() - 1), static_cast<uint32_t>(code.size() - starts.back())};
+}
+
+/// The edit that turns `prev`'s text into `code`, at line granularity: the lines before
+/// the first changed line and after the last one are unchanged (equal line hashes); the
+/// range between is replaced. Byte offsets and points as ts_tree_edit takes them.
+TSInputEdit line_edit(const PreviousVersion& prev, std::string_view code, const std::vector<size_t>& starts,
+                      const std::vector<uint64_t>& hashes) {
+  const std::vector<uint64_t>& old = prev.line_hashes;
+  const size_t n_old = old.size(), n_new = hashes.size();
+  size_t p = 0;
+  while (p < n_old && p < n_new && old[p] == hashes[p]) ++p;
+  size_t s = 0;
+  while (s < n_old - p && s < n_new - p && old[n_old - 1 - s] == hashes[n_new - 1 - s]) ++s;
+  // The common prefix lines end in '\n' unless they are the whole of both texts (no edit).
+  const uint32_t start = p < n_new ? static_cast<uint32_t>(starts[p]) : static_cast<uint32_t>(code.size());
+  const uint32_t suffix = s ? static_cast<uint32_t>(code.size() - starts[n_new - s]) : 0;
+  TSInputEdit e;
+  e.start_byte = start;
+  e.old_end_byte = prev.bytes - suffix;
+  e.new_end_byte = static_cast<uint32_t>(code.size()) - suffix;
+  e.start_point = p < n_new ? TSPoint{static_cast<uint32_t>(p), 0} : end_point(code, starts);
+  e.old_end_point = s ? TSPoint{static_cast<uint32_t>(n_old - s), 0} : prev.end;
+  e.new_end_point = s ? TSPoint{static_cast<uint32_t>(n_new - s), 0} : end_point(code, starts);
+  return e;
+}
+
+/// A small LRU map under one mutex (most recently used first).
+template <class V>
+struct Lru {
   std::mutex mu;
-  std::list<std::pair<uint64_t, std::shared_ptr<const Atomization>>> lru;  // most recent first
-  std::unordered_map<uint64_t, decltype(lru)::iterator> index;
+  std::list<std::pair<uint64_t, V>> lru;
+  std::unordered_map<uint64_t, typename std::list<std::pair<uint64_t, V>>::iterator> index;
+};
+
+struct Cache : Lru<std::shared_ptr<const Atomization>> {
   AtomizeCacheStats stats;
 };
 
@@ -265,9 +330,60 @@ Cache& cache() {
   return c;
 }
 
+/// The previous version of each file identity (XXH3-64 of the identity, seeded by the
+/// language), kTreeEntries entries and kTreeBytes bytes of source at most.
+struct TreeStore : Lru<PreviousVersion> {
+  size_t bytes = 0;
+};
+
+TreeStore& trees() {
+  static TreeStore t;
+  return t;
+}
+
+/// Takes (removes) the previous version of `key`, so that one thread edits it at a time.
+std::optional<PreviousVersion> take_previous(uint64_t key) {
+  TreeStore& t = trees();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.index.find(key);
+  if (it == t.index.end()) return std::nullopt;
+  PreviousVersion v = std::move(it->second->second);
+  t.bytes -= v.bytes;
+  t.lru.erase(it->second);
+  t.index.erase(it);
+  return v;
+}
+
+void put_previous(uint64_t key, PreviousVersion v) {
+  TreeStore& t = trees();
+  std::vector<PreviousVersion> evicted;  // their trees are freed outside the lock
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (auto it = t.index.find(key); it != t.index.end()) {  // another thread stored one meanwhile
+    t.bytes -= it->second->second.bytes;
+    evicted.push_back(std::move(it->second->second));
+    t.lru.erase(it->second);
+    t.index.erase(it);
+  }
+  t.bytes += v.bytes;
+  t.lru.emplace_front(key, std::move(v));
+  t.index[key] = t.lru.begin();
+  while (t.lru.size() > kTreeEntries || (t.bytes > kTreeBytes && t.lru.size() > 1)) {
+    t.bytes -= t.lru.back().second.bytes;
+    evicted.push_back(std::move(t.lru.back().second));
+    t.index.erase(t.lru.back().first);
+    t.lru.pop_back();
+  }
+}
+
 }  // namespace
 
-std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang) {
+std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang) {
+  const std::vector<size_t> starts = line_starts(code);
+  const TreePtr tree = starts.empty() ? nullptr : parse(code, lang, nullptr);
+  return cut(code, lang, starts, tree.get());
+}
+
+std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang, std::string_view file) {
   const uint64_t key = XXH3_64bits_withSeed(code.data(), code.size(), static_cast<uint64_t>(lang) + 1);
   Cache& c = cache();
   {
@@ -278,9 +394,28 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang)
       return it->second->second;
     }
   }
-  std::shared_ptr<const Atomization> result = cut(code, lang);
+  std::shared_ptr<const Atomization> result;
+  bool incremental = false;
+  if (file.empty() || !ts_language(lang) || code.empty()) {
+    result = atomize_uncached(code, lang);
+  } else {
+    const uint64_t file_key = XXH3_64bits_withSeed(file.data(), file.size(), static_cast<uint64_t>(lang) + 1);
+    const std::vector<size_t> starts = line_starts(code);
+    std::vector<uint64_t> hashes = line_hashes(code, starts);
+    std::optional<PreviousVersion> prev = take_previous(file_key);
+    if (prev) {
+      const TSInputEdit edit = line_edit(*prev, code, starts, hashes);
+      ts_tree_edit(prev->tree.get(), &edit);
+    }
+    TreePtr tree = parse(code, lang, prev ? prev->tree.get() : nullptr);
+    incremental = prev && tree;
+    result = cut(code, lang, starts, tree.get());
+    prev.reset();  // the old tree, freed outside any lock
+    if (tree) put_previous(file_key, {std::move(tree), std::move(hashes), static_cast<uint32_t>(code.size()), end_point(code, starts)});
+  }
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.parses;
+  c.stats.incremental += incremental;
   if (c.index.count(key)) return result;
   c.lru.emplace_front(key, result);
   c.index[key] = c.lru.begin();
