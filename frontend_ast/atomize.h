@@ -62,8 +62,10 @@ struct Atomization {
 ///
 /// `file` names the file the code is a version of (a path, or any identity that stays the
 /// same from one prompt to the next; "" for none). For each (file, language) the tree of
-/// the last version parsed is kept (64 files and 16 MiB of source at most, least recently
-/// used evicted; the tree and one XXH3-64 per line, never the text). When a new version
+/// the last version parsed is kept (64 files and 4 MiB of their source at most, least
+/// recently used evicted; the tree, 18-35 bytes of heap per source byte, and one XXH3-64
+/// per line, never the text). A version answered from the content cache is not parsed and
+/// leaves the kept tree as it is. When a new version
 /// of that file misses the content cache, the lines it shares with the previous version at
 /// its start and end are found by their hashes, the old tree is edited to match
 /// (ts_tree_edit) and the new version is parsed incrementally from it (Tree-sitter's
