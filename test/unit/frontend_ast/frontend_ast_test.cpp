@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <sstream>
 
 #include "frontend_ast/atomize.h"
@@ -423,6 +425,28 @@ TEST(Atomize, IncrementalReparseOfEditedRealFilesEqualsAFreshParse) {
   const auto after = fa::atomize_cache_stats();
   // Every new version was parsed from the previous version's tree.
   EXPECT_EQ(after.incremental - before.incremental, versions.size());
+}
+
+TEST(Atomize, ConcurrentVersionsOfOneFileEqualAFreshParse) {
+  // Four threads send versions of one file under one identity at once: each takes the kept
+  // tree, or parses afresh when another thread holds it; every result equals a fresh parse.
+  const std::string original = read(grammar_file("tree-sitter-", "tree_sitter/core/lib/src/subtree.c"));
+  ASSERT_GT(original.size(), 10000u);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const std::string v = edited(original, line_at(original, 0.15 * i), i % 4, "// ") + "// thread " + std::to_string(t) + "\n";
+        const auto inc = fa::atomize(v, Language::C, "concurrent-test/subtree.c");
+        const auto fresh = fa::atomize_uncached(v, Language::C);
+        bool same = inc->atoms.size() == fresh->atoms.size();
+        for (size_t a = 0; same && a < inc->atoms.size(); ++a) same = inc->atoms[a].hash == fresh->atoms[a].hash && inc->atoms[a].begin == fresh->atoms[a].begin;
+        if (!same) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(CodeRegions, FencesAndNumberedToolOutput) {
