@@ -37,7 +37,15 @@ constexpr size_t kCacheEntries = 512;
 constexpr size_t kTreeEntries = 64;
 constexpr size_t kTreeBytes = size_t{4} << 20;
 constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
-constexpr uint64_t kParseTimeoutUs = 500'000;  // a pathological input becomes line blocks
+// A parse that takes longer (a pathological input) is given up: line blocks. A whole number
+// of seconds on purpose: Debian's Tree-sitter 0.20.7 adds the timeout's sub-second part to
+// tv_nsec without carrying into tv_sec (clock.h; fixed upstream in eb549a89a, after 0.20.7),
+// so a 500 ms timeout expired whenever a parse crossed a second boundary: 5 of 100 parses
+// of gtest.cc (60 ms each) came back null, 0 of 100 with 1 s (measured 2026-12-03).
+// Not worked around: 0.20.7 releases a null lookahead when the timeout fires right after a
+// non-terminal extra (only Rust's grammar has them: its comments), a null dereference fixed
+// upstream in 5337a678f (0.20.8); a Rust input whose parse really takes over 1 s can crash.
+constexpr uint64_t kParseTimeoutUs = 1'000'000;
 
 struct Anchor {
   int line;
@@ -224,15 +232,8 @@ TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree) {
   thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
   ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
   if (!ts_parser_set_language(parser.get(), grammar)) return nullptr;
-  // A timed-out parse returns null. Tree-sitter 0.20 measures the timeout with
-  // clock() where CLOCK_MONOTONIC is not used, and under CI load a real file once came
-  // back null within milliseconds: one more try before falling back to line blocks
-  // (a pathological input then costs two timeouts).
-  TSTree* tree = nullptr;
-  for (int attempt = 0; attempt < 2 && !tree; ++attempt) {
-    tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
-    if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
-  }
+  TSTree* tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
+  if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
   return TreePtr(tree);
 }
 

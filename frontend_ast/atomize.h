@@ -54,7 +54,7 @@ struct Atomization {
 /// a class-like node with at least two members in its `body` field is split into a header
 /// atom and one atom per member (the closing lines stay with the last member). ERROR
 /// nodes and Language::None are cut into line blocks at blank lines, at most 40 lines
-/// each; so is code whose parse takes over 500 ms (Tree-sitter's parser timeout). Empty
+/// each; so is code whose parse takes over 1 s (Tree-sitter's parser timeout). Empty
 /// code gives no atoms. Thread-safe.
 ///
 /// Results are cached by content hash (XXH3-64 of language and bytes, 512 entries, least
