@@ -31,7 +31,7 @@ namespace {
 
 constexpr int kMaxLineBlock = 40;   // lines per fallback block
 constexpr size_t kCacheEntries = 512;
-// The previous trees kept (TreeStore): at most 64 files and 4 MiB of source. A Tree-sitter
+// The previous versions kept (TreeStore): at most 64 files and 4 MiB of their text. A Tree-sitter
 // tree takes 18-35 bytes of heap per source byte (measured 2026-12-03 on the bench files:
 // gtest.cc's 256 KB, 4.6 MB), so about 100 MB at most.
 constexpr size_t kTreeEntries = 64;
@@ -58,8 +58,10 @@ std::vector<size_t> line_starts(std::string_view code) {
   std::vector<size_t> starts;
   if (code.empty()) return starts;
   starts.push_back(0);
-  for (size_t i = 0; i + 1 < code.size(); ++i)
-    if (code[i] == '\n') starts.push_back(i + 1);
+  const char* const b = code.data();
+  const char* const last = b + code.size() - 1;  // a '\n' there starts no line
+  for (const char* p = b; p < last && (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(last - p)))); ++p)
+    starts.push_back(static_cast<size_t>(p - b) + 1);
   return starts;
 }
 
@@ -92,8 +94,21 @@ void for_each_named_child(TSNode parent, F&& f) {
   ts_tree_cursor_delete(&cursor);
 }
 
+/// The child of `n` in field `name` (a string literal: its id is looked up once per grammar
+/// and thread; by name, the lookup compared every field name of the grammar on each call).
 TSNode field(TSNode n, const char* name) {
-  return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));
+  struct Id {
+    const TSLanguage* lang;
+    const char* name;
+    TSFieldId id;
+  };
+  thread_local std::vector<Id> ids;
+  const TSLanguage* lang = ts_tree_language(n.tree);
+  for (const Id& i : ids)
+    if (i.lang == lang && i.name == name) return ts_node_child_by_field_id(n, i.id);
+  const TSFieldId id = ts_language_field_id_for_name(lang, name, static_cast<uint32_t>(std::strlen(name)));
+  ids.push_back({lang, name, id});
+  return ts_node_child_by_field_id(n, id);
 }
 
 /// Unwraps decorators, templates and exports to the node that defines something.
@@ -156,7 +171,7 @@ class Cutter {
       const char* t = ts_node_type(c);
       const int row = static_cast<int>(ts_node_start_point(c).row);
       const int end_row = last_row(c);
-      if (is_attachable(t)) {
+      if (attachable(c)) {
         if (attach_start < 0 || row > attach_end + 1) attach_start = row;
         attach_end = end_row;
         return;
@@ -169,7 +184,7 @@ class Cutter {
         return;
       }
       TSNode def = definition_of(c);
-      const AtomKind kind = classify(ts_node_type(def));
+      const AtomKind kind = kind_of(def);
       if (kind == AtomKind::Import && have_prev && prev == AtomKind::Import) return;  // one import group
       prev = kind;
       have_prev = true;
@@ -191,10 +206,27 @@ class Cutter {
     return e.column == 0 && row > static_cast<int>(ts_node_start_point(n).row) ? row - 1 : row;
   }
 
-  static uint32_t members(TSNode body) {
+  uint32_t members(TSNode body) {
     uint32_t n = 0;
-    for_each_named_child(body, [&](TSNode c) { n += !is_attachable(ts_node_type(c)); });
+    for_each_named_child(body, [&](TSNode c) { n += !attachable(c); });
     return n;
+  }
+
+  // is_attachable() and classify() by node symbol, computed once per symbol: their
+  // strstr() calls over every node's type name were 8% of an incremental re-parse.
+  bool attachable(TSNode n) {
+    int8_t& m = memo(attach_memo_, ts_node_symbol(n));
+    if (m < 0) m = is_attachable(ts_node_type(n)) ? 1 : 0;
+    return m == 1;
+  }
+  AtomKind kind_of(TSNode def) {
+    int8_t& m = memo(kind_memo_, ts_node_symbol(def));
+    if (m < 0) m = static_cast<int8_t>(classify(ts_node_type(def)));
+    return static_cast<AtomKind>(m);
+  }
+  static int8_t& memo(std::vector<int8_t>& v, TSSymbol sym) {
+    if (sym >= v.size()) v.resize(static_cast<size_t>(sym) + 1, -1);
+    return v[sym];
   }
 
   std::string name_of(TSNode def) const {
@@ -213,6 +245,7 @@ class Cutter {
 
   std::string_view code_;
   const std::vector<size_t>& starts_;
+  std::vector<int8_t> attach_memo_, kind_memo_;  // by symbol: -1 not computed yet
 };
 
 struct ParserDeleter {
@@ -269,51 +302,55 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std
   return out;
 }
 
-/// The previous version of one file: its tree, and what is needed to describe an edit of
-/// it to Tree-sitter without keeping its text (XXH3-64 of each line, '\n' included).
+/// The previous version of one file: its text, line starts and tree.
 struct PreviousVersion {
   TreePtr tree;
-  std::vector<uint64_t> line_hashes;
-  uint32_t bytes = 0;
-  TSPoint end{};  // row and byte column of the text's end
+  std::string text;
+  std::vector<size_t> starts;  // line_starts(text)
 };
 
-std::vector<uint64_t> line_hashes(std::string_view code, const std::vector<size_t>& starts) {
-  std::vector<uint64_t> h(starts.size());
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const size_t e = i + 1 < starts.size() ? starts[i + 1] : code.size();
-    h[i] = XXH3_64bits(code.data() + starts[i], e - starts[i]);
-  }
-  return h;
-}
-
-TSPoint end_point(std::string_view code, const std::vector<size_t>& starts) {
+/// Row and byte column of byte `offset` of `text` (`starts`: line_starts(text)).
+TSPoint point_at(std::string_view text, const std::vector<size_t>& starts, size_t offset) {
   if (starts.empty()) return {0, 0};
-  if (code.back() == '\n') return {static_cast<uint32_t>(starts.size()), 0};
-  return {static_cast<uint32_t>(starts.size() - 1), static_cast<uint32_t>(code.size() - starts.back())};
+  if (offset == text.size() && text.back() == '\n') return {static_cast<uint32_t>(starts.size()), 0};
+  const size_t row = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), offset) - starts.begin()) - 1;
+  return {static_cast<uint32_t>(row), static_cast<uint32_t>(offset - starts[row])};
 }
 
-/// The edit that turns `prev`'s text into `code`, at line granularity: the lines before
-/// the first changed line and after the last one are unchanged (equal line hashes); the
-/// range between is replaced. Byte offsets and points as ts_tree_edit takes them.
-TSInputEdit line_edit(const PreviousVersion& prev, std::string_view code, const std::vector<size_t>& starts,
-                      const std::vector<uint64_t>& hashes) {
-  const std::vector<uint64_t>& old = prev.line_hashes;
-  const size_t n_old = old.size(), n_new = hashes.size();
+/// Length of the common prefix of `a` and `b` (64-byte memcmp blocks, then bytes).
+size_t common_prefix(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
   size_t p = 0;
-  while (p < n_old && p < n_new && old[p] == hashes[p]) ++p;
+  while (p + 64 <= n && std::memcmp(a.data() + p, b.data() + p, 64) == 0) p += 64;
+  while (p < n && a[p] == b[p]) ++p;
+  return p;
+}
+
+/// Length of the common suffix of `a` and `b`, at most `max`.
+size_t common_suffix(std::string_view a, std::string_view b, size_t max) {
   size_t s = 0;
-  while (s < n_old - p && s < n_new - p && old[n_old - 1 - s] == hashes[n_new - 1 - s]) ++s;
-  // The common prefix lines end in '\n' unless they are the whole of both texts (no edit).
-  const uint32_t start = p < n_new ? static_cast<uint32_t>(starts[p]) : static_cast<uint32_t>(code.size());
-  const uint32_t suffix = s ? static_cast<uint32_t>(code.size() - starts[n_new - s]) : 0;
+  while (s + 64 <= max && std::memcmp(a.data() + a.size() - s - 64, b.data() + b.size() - s - 64, 64) == 0) s += 64;
+  while (s < max && a[a.size() - 1 - s] == b[b.size() - 1 - s]) ++s;
+  return s;
+}
+
+/// The edit that turns `prev`'s text into `code` (`starts`: its line starts) as ts_tree_edit
+/// takes it: the bytes between their common prefix and common suffix are replaced.
+/// (Byte-exact: an edit widened to whole lines made Tree-sitter re-lex the rest of a Python
+/// file after a one-word rename, its external scanner states at the line start no longer
+/// matching; 2026-12-03.) One range: a version changed in two distant places re-parses
+/// what lies between them.
+TSInputEdit byte_edit(const PreviousVersion& prev, std::string_view code, const std::vector<size_t>& starts) {
+  const std::string_view old = prev.text;
+  const size_t p = common_prefix(old, code);
+  const size_t s = common_suffix(old, code, std::min(old.size(), code.size()) - p);
   TSInputEdit e;
-  e.start_byte = start;
-  e.old_end_byte = prev.bytes - suffix;
-  e.new_end_byte = static_cast<uint32_t>(code.size()) - suffix;
-  e.start_point = p < n_new ? TSPoint{static_cast<uint32_t>(p), 0} : end_point(code, starts);
-  e.old_end_point = s ? TSPoint{static_cast<uint32_t>(n_old - s), 0} : prev.end;
-  e.new_end_point = s ? TSPoint{static_cast<uint32_t>(n_new - s), 0} : end_point(code, starts);
+  e.start_byte = static_cast<uint32_t>(p);
+  e.old_end_byte = static_cast<uint32_t>(old.size() - s);
+  e.new_end_byte = static_cast<uint32_t>(code.size() - s);
+  e.start_point = point_at(code, starts, p);
+  e.old_end_point = point_at(old, prev.starts, old.size() - s);
+  e.new_end_point = point_at(code, starts, code.size() - s);
   return e;
 }
 
@@ -335,7 +372,7 @@ Cache& cache() {
 }
 
 /// The previous version of each file identity (XXH3-64 of the identity, seeded by the
-/// language), kTreeEntries entries and kTreeBytes bytes of source at most.
+/// language), kTreeEntries entries and kTreeBytes bytes of text at most.
 struct TreeStore : Lru<PreviousVersion> {
   size_t bytes = 0;
 };
@@ -352,7 +389,7 @@ std::optional<PreviousVersion> take_previous(uint64_t key) {
   auto it = t.index.find(key);
   if (it == t.index.end()) return std::nullopt;
   PreviousVersion v = std::move(it->second->second);
-  t.bytes -= v.bytes;
+  t.bytes -= v.text.size();
   t.lru.erase(it->second);
   t.index.erase(it);
   return v;
@@ -363,16 +400,16 @@ void put_previous(uint64_t key, PreviousVersion v) {
   std::vector<PreviousVersion> evicted;  // their trees are freed outside the lock
   std::lock_guard<std::mutex> lock(t.mu);
   if (auto it = t.index.find(key); it != t.index.end()) {  // another thread stored one meanwhile
-    t.bytes -= it->second->second.bytes;
+    t.bytes -= it->second->second.text.size();
     evicted.push_back(std::move(it->second->second));
     t.lru.erase(it->second);
     t.index.erase(it);
   }
-  t.bytes += v.bytes;
+  t.bytes += v.text.size();
   t.lru.emplace_front(key, std::move(v));
   t.index[key] = t.lru.begin();
   while (t.lru.size() > kTreeEntries || (t.bytes > kTreeBytes && t.lru.size() > 1)) {
-    t.bytes -= t.lru.back().second.bytes;
+    t.bytes -= t.lru.back().second.text.size();
     evicted.push_back(std::move(t.lru.back().second));
     t.index.erase(t.lru.back().first);
     t.lru.pop_back();
@@ -404,18 +441,17 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
     result = atomize_uncached(code, lang);
   } else {
     const uint64_t file_key = XXH3_64bits_withSeed(file.data(), file.size(), static_cast<uint64_t>(lang) + 1);
-    const std::vector<size_t> starts = line_starts(code);
-    std::vector<uint64_t> hashes = line_hashes(code, starts);
+    std::vector<size_t> starts = line_starts(code);
     std::optional<PreviousVersion> prev = take_previous(file_key);
     if (prev) {
-      const TSInputEdit edit = line_edit(*prev, code, starts, hashes);
+      const TSInputEdit edit = byte_edit(*prev, code, starts);
       ts_tree_edit(prev->tree.get(), &edit);
     }
     TreePtr tree = parse(code, lang, prev ? prev->tree.get() : nullptr);
     incremental = prev && tree;
     result = cut(code, lang, starts, tree.get());
     prev.reset();  // the old tree, freed outside any lock
-    if (tree) put_previous(file_key, {std::move(tree), std::move(hashes), static_cast<uint32_t>(code.size()), end_point(code, starts)});
+    if (tree) put_previous(file_key, {std::move(tree), std::string(code), std::move(starts)});
   }
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.parses;

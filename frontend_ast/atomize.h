@@ -61,17 +61,16 @@ struct Atomization {
 /// recently used evicted), so unchanged code is parsed once per process.
 ///
 /// `file` names the file the code is a version of (a path, or any identity that stays the
-/// same from one prompt to the next; "" for none). For each (file, language) the tree of
-/// the last version parsed is kept (64 files and 4 MiB of their source at most, least
-/// recently used evicted; the tree, 18-35 bytes of heap per source byte, and one XXH3-64
-/// per line, never the text). A version answered from the content cache is not parsed and
-/// leaves the kept tree as it is. When a new version
-/// of that file misses the content cache, the lines it shares with the previous version at
-/// its start and end are found by their hashes, the old tree is edited to match
+/// same from one prompt to the next; "" for none). For each (file, language) the text and
+/// tree of the last version parsed are kept (64 files and 4 MiB of their text at most,
+/// least recently used evicted; a tree takes 18-35 bytes of heap per byte of text). When a
+/// new version of that file misses the content cache, the bytes between its common prefix
+/// and common suffix with the kept text are the edit: the old tree is edited to match
 /// (ts_tree_edit) and the new version is parsed incrementally from it (Tree-sitter's
-/// ts_parser_parse with the old tree: unchanged subtrees are reused), so an edited file
-/// costs a fraction of a first parse. The atoms are those of a fresh parse of the same
-/// bytes (atomize_uncached; checked on edited real files by the unit tests).
+/// ts_parser_parse with the old tree: unchanged subtrees are reused), so a small edit costs
+/// a fraction of a first parse. The atoms are those of a fresh parse of the same bytes
+/// (atomize_uncached; checked on edited real files by the unit tests). A version answered
+/// from the content cache is not parsed and leaves the kept version as it is.
 std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang, std::string_view file = {});
 
 /// atomize() without the content cache or any previous tree: always one full parse.
