@@ -8,6 +8,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -30,8 +31,21 @@ namespace {
 
 constexpr int kMaxLineBlock = 40;   // lines per fallback block
 constexpr size_t kCacheEntries = 512;
+// The previous versions kept (TreeStore): at most 64 files and 4 MiB of their text. A Tree-sitter
+// tree takes 18-35 bytes of heap per source byte (measured 2026-12-03 on the bench files:
+// gtest.cc's 256 KB, 4.6 MB), so about 100 MB at most.
+constexpr size_t kTreeEntries = 64;
+constexpr size_t kTreeBytes = size_t{4} << 20;
 constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
-constexpr uint64_t kParseTimeoutUs = 500'000;  // a pathological input becomes line blocks
+// A parse that takes longer (a pathological input) is given up: line blocks. A whole number
+// of seconds on purpose: Debian's Tree-sitter 0.20.7 adds the timeout's sub-second part to
+// tv_nsec without carrying into tv_sec (clock.h; fixed upstream in eb549a89a, after 0.20.7),
+// so a 500 ms timeout expired whenever a parse crossed a second boundary: 5 of 100 parses
+// of gtest.cc (60 ms each) came back null, 0 of 100 with 1 s (measured 2026-12-03).
+// Not worked around: 0.20.7 releases a null lookahead when the timeout fires right after a
+// non-terminal extra (only Rust's grammar has them: its comments), a null dereference fixed
+// upstream in 5337a678f (0.20.8); a Rust input whose parse really takes over 1 s can crash.
+constexpr uint64_t kParseTimeoutUs = 1'000'000;
 
 struct Anchor {
   int line;
@@ -44,8 +58,10 @@ std::vector<size_t> line_starts(std::string_view code) {
   std::vector<size_t> starts;
   if (code.empty()) return starts;
   starts.push_back(0);
-  for (size_t i = 0; i + 1 < code.size(); ++i)
-    if (code[i] == '\n') starts.push_back(i + 1);
+  const char* const b = code.data();
+  const char* const last = b + code.size() - 1;  // a '\n' there starts no line
+  for (const char* p = b; p < last && (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(last - p)))); ++p)
+    starts.push_back(static_cast<size_t>(p - b) + 1);
   return starts;
 }
 
@@ -63,8 +79,36 @@ bool is_attachable(const char* t) {  // comments and attributes bind to the node
   return contains(t, "comment") || std::strcmp(t, "attribute_item") == 0 || std::strcmp(t, "decorator") == 0;
 }
 
+/// Calls f(child) for each named child of `parent`, in order, with a tree cursor: O(children).
+/// (ts_node_named_child(parent, i) walks from the first child on every call, so indexing
+/// a file's top level with it was O(children^2): 7% of blake3's lib.rs, 2026-12-03.)
+template <class F>
+void for_each_named_child(TSNode parent, F&& f) {
+  TSTreeCursor cursor = ts_tree_cursor_new(parent);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      const TSNode n = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(n)) f(n);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
+/// The child of `n` in field `name` (a string literal: its id is looked up once per grammar
+/// and thread; by name, the lookup compared every field name of the grammar on each call).
 TSNode field(TSNode n, const char* name) {
-  return ts_node_child_by_field_name(n, name, static_cast<uint32_t>(std::strlen(name)));
+  struct Id {
+    const TSLanguage* lang;
+    const char* name;
+    TSFieldId id;
+  };
+  thread_local std::vector<Id> ids;
+  const TSLanguage* lang = ts_tree_language(n.tree);
+  for (const Id& i : ids)
+    if (i.lang == lang && i.name == name) return ts_node_child_by_field_id(n, i.id);
+  const TSFieldId id = ts_language_field_id_for_name(lang, name, static_cast<uint32_t>(std::strlen(name)));
+  ids.push_back({lang, name, id});
+  return ts_node_child_by_field_id(n, id);
 }
 
 /// Unwraps decorators, templates and exports to the node that defines something.
@@ -101,7 +145,7 @@ AtomKind classify(const char* t) {
 
 class Cutter {
  public:
-  Cutter(std::string_view code, std::vector<size_t> starts) : code_(code), starts_(std::move(starts)) {}
+  Cutter(std::string_view code, const std::vector<size_t>& starts) : code_(code), starts_(starts) {}
 
   int lines() const { return static_cast<int>(starts_.size()); }
 
@@ -120,39 +164,37 @@ class Cutter {
 
   /// Anchors for the named children of `parent` (the tree's root, or a class body).
   void children(TSNode parent, int depth, int min_line) {
-    const uint32_t k = ts_node_named_child_count(parent);
     int attach_start = -1, attach_end = -1;  // rows of the comment/attribute run above the next node
     AtomKind prev = AtomKind::Lines;
     bool have_prev = false;
-    for (uint32_t i = 0; i < k; ++i) {
-      TSNode c = ts_node_named_child(parent, i);
+    for_each_named_child(parent, [&](TSNode c) {
       const char* t = ts_node_type(c);
       const int row = static_cast<int>(ts_node_start_point(c).row);
       const int end_row = last_row(c);
-      if (is_attachable(t)) {
+      if (attachable(c)) {
         if (attach_start < 0 || row > attach_end + 1) attach_start = row;
         attach_end = end_row;
-        continue;
+        return;
       }
       const int anchor = attach_start >= 0 && row <= attach_end + 1 ? attach_start : row;
       attach_start = attach_end = -1;
       if (ts_node_is_missing(c) || std::strcmp(t, "ERROR") == 0) {
         line_blocks(std::max(anchor, min_line), std::min(end_row + 1, lines()));
         have_prev = false;
-        continue;
+        return;
       }
       TSNode def = definition_of(c);
-      const AtomKind kind = classify(ts_node_type(def));
-      if (kind == AtomKind::Import && have_prev && prev == AtomKind::Import) continue;  // one import group
+      const AtomKind kind = kind_of(def);
+      if (kind == AtomKind::Import && have_prev && prev == AtomKind::Import) return;  // one import group
       prev = kind;
       have_prev = true;
-      if (anchor < min_line) continue;
+      if (anchor < min_line) return;
       add(anchor, depth > 0 && kind == AtomKind::Definition ? AtomKind::Definition : kind, name_of(def));
       if (kind == AtomKind::Class && depth < kMaxSplitDepth) {
         TSNode body = field(def, "body");
         if (!ts_node_is_null(body) && members(body) >= 2) children(body, depth + 1, anchor + 1);
       }
-    }
+    });
   }
 
   std::vector<Anchor> anchors;
@@ -164,11 +206,27 @@ class Cutter {
     return e.column == 0 && row > static_cast<int>(ts_node_start_point(n).row) ? row - 1 : row;
   }
 
-  static uint32_t members(TSNode body) {
+  uint32_t members(TSNode body) {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < ts_node_named_child_count(body); ++i)
-      if (!is_attachable(ts_node_type(ts_node_named_child(body, i)))) ++n;
+    for_each_named_child(body, [&](TSNode c) { n += !attachable(c); });
     return n;
+  }
+
+  // is_attachable() and classify() by node symbol, computed once per symbol: their
+  // strstr() calls over every node's type name were 8% of an incremental re-parse.
+  bool attachable(TSNode n) {
+    int8_t& m = memo(attach_memo_, ts_node_symbol(n));
+    if (m < 0) m = is_attachable(ts_node_type(n)) ? 1 : 0;
+    return m == 1;
+  }
+  AtomKind kind_of(TSNode def) {
+    int8_t& m = memo(kind_memo_, ts_node_symbol(def));
+    if (m < 0) m = static_cast<int8_t>(classify(ts_node_type(def)));
+    return static_cast<AtomKind>(m);
+  }
+  static int8_t& memo(std::vector<int8_t>& v, TSSymbol sym) {
+    if (sym >= v.size()) v.resize(static_cast<size_t>(sym) + 1, -1);
+    return v[sym];
   }
 
   std::string name_of(TSNode def) const {
@@ -186,47 +244,50 @@ class Cutter {
   }
 
   std::string_view code_;
-  std::vector<size_t> starts_;
+  const std::vector<size_t>& starts_;
+  std::vector<int8_t> attach_memo_, kind_memo_;  // by symbol: -1 not computed yet
 };
 
 struct ParserDeleter {
   void operator()(TSParser* p) const { ts_parser_delete(p); }
 };
+struct TreeDeleter {
+  void operator()(TSTree* t) const { ts_tree_delete(t); }
+};
+using TreePtr = std::unique_ptr<TSTree, TreeDeleter>;
 
-std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
+/// Parses `code` as `lang` (Language::None, a too large input or a timed-out parse: null).
+/// `old_tree`, when given, is the tree of the previous version of this code, already
+/// edited (ts_tree_edit) to match it: Tree-sitter then reuses its unchanged subtrees.
+TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree) {
+  const TSLanguage* grammar = ts_language(lang);
+  if (!grammar || code.size() >= UINT32_MAX) return nullptr;
+  thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
+  ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
+  if (!ts_parser_set_language(parser.get(), grammar)) return nullptr;
+  TSTree* tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
+  if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
+  return TreePtr(tree);
+}
+
+/// The atoms of `code` from its tree (`tree` null: line blocks). `starts`: line_starts(code).
+std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std::vector<size_t>& starts, const TSTree* tree) {
   auto out = std::make_shared<Atomization>();
   out->lang = lang;
-  std::vector<size_t> starts = line_starts(code);
   if (starts.empty()) return out;
   Cutter cutter(code, starts);
-  const TSLanguage* grammar = ts_language(lang);
-  TSTree* tree = nullptr;
-  if (grammar && code.size() < UINT32_MAX) {
-    thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
-    ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
-    if (ts_parser_set_language(parser.get(), grammar)) {
-      // A timed-out parse returns null. Tree-sitter 0.20 measures the timeout with
-      // clock() where CLOCK_MONOTONIC is not used, and under CI load a real file once came
-      // back null within milliseconds: one more try before falling back to line blocks
-      // (a pathological input then costs two timeouts).
-      for (int attempt = 0; attempt < 2 && !tree; ++attempt) {
-        tree = ts_parser_parse_string(parser.get(), nullptr, code.data(), static_cast<uint32_t>(code.size()));
-        if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks below
-      }
-    }
-  }
   if (tree) {
     TSNode root = ts_tree_root_node(tree);
     out->parsed = true;
     out->has_error = ts_node_has_error(root);
     cutter.children(root, 0, 0);
-    ts_tree_delete(tree);
   } else {
     cutter.line_blocks(0, cutter.lines());
   }
   std::vector<Anchor>& a = cutter.anchors;
   if (a.empty()) a.push_back({0, AtomKind::Lines, ""});
   a.front().line = 0;  // lines above the first node (a licence, a module docstring) join it
+  out->atoms.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     Atom atom;
     atom.kind = a[i].kind;
@@ -241,10 +302,67 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang) {
   return out;
 }
 
-struct Cache {
+/// The previous version of one file: its text, line starts and tree.
+struct PreviousVersion {
+  TreePtr tree;
+  std::string text;
+  std::vector<size_t> starts;  // line_starts(text)
+};
+
+/// Row and byte column of byte `offset` of `text` (`starts`: line_starts(text)).
+TSPoint point_at(std::string_view text, const std::vector<size_t>& starts, size_t offset) {
+  if (starts.empty()) return {0, 0};
+  if (offset == text.size() && text.back() == '\n') return {static_cast<uint32_t>(starts.size()), 0};
+  const size_t row = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), offset) - starts.begin()) - 1;
+  return {static_cast<uint32_t>(row), static_cast<uint32_t>(offset - starts[row])};
+}
+
+/// Length of the common prefix of `a` and `b` (64-byte memcmp blocks, then bytes).
+size_t common_prefix(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t p = 0;
+  while (p + 64 <= n && std::memcmp(a.data() + p, b.data() + p, 64) == 0) p += 64;
+  while (p < n && a[p] == b[p]) ++p;
+  return p;
+}
+
+/// Length of the common suffix of `a` and `b`, at most `max`.
+size_t common_suffix(std::string_view a, std::string_view b, size_t max) {
+  size_t s = 0;
+  while (s + 64 <= max && std::memcmp(a.data() + a.size() - s - 64, b.data() + b.size() - s - 64, 64) == 0) s += 64;
+  while (s < max && a[a.size() - 1 - s] == b[b.size() - 1 - s]) ++s;
+  return s;
+}
+
+/// The edit that turns `prev`'s text into `code` (`starts`: its line starts) as ts_tree_edit
+/// takes it: the bytes between their common prefix and common suffix are replaced.
+/// (Byte-exact: an edit widened to whole lines made Tree-sitter re-lex the rest of a Python
+/// file after a one-word rename, its external scanner states at the line start no longer
+/// matching; 2026-12-03.) One range: a version changed in two distant places re-parses
+/// what lies between them.
+TSInputEdit byte_edit(const PreviousVersion& prev, std::string_view code, const std::vector<size_t>& starts) {
+  const std::string_view old = prev.text;
+  const size_t p = common_prefix(old, code);
+  const size_t s = common_suffix(old, code, std::min(old.size(), code.size()) - p);
+  TSInputEdit e;
+  e.start_byte = static_cast<uint32_t>(p);
+  e.old_end_byte = static_cast<uint32_t>(old.size() - s);
+  e.new_end_byte = static_cast<uint32_t>(code.size() - s);
+  e.start_point = point_at(code, starts, p);
+  e.old_end_point = point_at(old, prev.starts, old.size() - s);
+  e.new_end_point = point_at(code, starts, code.size() - s);
+  return e;
+}
+
+/// A small LRU map under one mutex (most recently used first).
+template <class V>
+struct Lru {
   std::mutex mu;
-  std::list<std::pair<uint64_t, std::shared_ptr<const Atomization>>> lru;  // most recent first
-  std::unordered_map<uint64_t, decltype(lru)::iterator> index;
+  std::list<std::pair<uint64_t, V>> lru;
+  std::unordered_map<uint64_t, typename std::list<std::pair<uint64_t, V>>::iterator> index;
+};
+
+struct Cache : Lru<std::shared_ptr<const Atomization>> {
   AtomizeCacheStats stats;
 };
 
@@ -253,9 +371,60 @@ Cache& cache() {
   return c;
 }
 
+/// The previous version of each file identity (XXH3-64 of the identity, seeded by the
+/// language), kTreeEntries entries and kTreeBytes bytes of text at most.
+struct TreeStore : Lru<PreviousVersion> {
+  size_t bytes = 0;
+};
+
+TreeStore& trees() {
+  static TreeStore t;
+  return t;
+}
+
+/// Takes (removes) the previous version of `key`, so that one thread edits it at a time.
+std::optional<PreviousVersion> take_previous(uint64_t key) {
+  TreeStore& t = trees();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.index.find(key);
+  if (it == t.index.end()) return std::nullopt;
+  PreviousVersion v = std::move(it->second->second);
+  t.bytes -= v.text.size();
+  t.lru.erase(it->second);
+  t.index.erase(it);
+  return v;
+}
+
+void put_previous(uint64_t key, PreviousVersion v) {
+  TreeStore& t = trees();
+  std::vector<PreviousVersion> evicted;  // their trees are freed outside the lock
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (auto it = t.index.find(key); it != t.index.end()) {  // another thread stored one meanwhile
+    t.bytes -= it->second->second.text.size();
+    evicted.push_back(std::move(it->second->second));
+    t.lru.erase(it->second);
+    t.index.erase(it);
+  }
+  t.bytes += v.text.size();
+  t.lru.emplace_front(key, std::move(v));
+  t.index[key] = t.lru.begin();
+  while (t.lru.size() > kTreeEntries || (t.bytes > kTreeBytes && t.lru.size() > 1)) {
+    t.bytes -= t.lru.back().second.text.size();
+    evicted.push_back(std::move(t.lru.back().second));
+    t.index.erase(t.lru.back().first);
+    t.lru.pop_back();
+  }
+}
+
 }  // namespace
 
-std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang) {
+std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang) {
+  const std::vector<size_t> starts = line_starts(code);
+  const TreePtr tree = starts.empty() ? nullptr : parse(code, lang, nullptr);
+  return cut(code, lang, starts, tree.get());
+}
+
+std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang, std::string_view file) {
   const uint64_t key = XXH3_64bits_withSeed(code.data(), code.size(), static_cast<uint64_t>(lang) + 1);
   Cache& c = cache();
   {
@@ -266,9 +435,27 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang)
       return it->second->second;
     }
   }
-  std::shared_ptr<const Atomization> result = cut(code, lang);
+  std::shared_ptr<const Atomization> result;
+  bool incremental = false;
+  if (file.empty() || !ts_language(lang) || code.empty()) {
+    result = atomize_uncached(code, lang);
+  } else {
+    const uint64_t file_key = XXH3_64bits_withSeed(file.data(), file.size(), static_cast<uint64_t>(lang) + 1);
+    std::vector<size_t> starts = line_starts(code);
+    std::optional<PreviousVersion> prev = take_previous(file_key);
+    if (prev) {
+      const TSInputEdit edit = byte_edit(*prev, code, starts);
+      ts_tree_edit(prev->tree.get(), &edit);
+    }
+    TreePtr tree = parse(code, lang, prev ? prev->tree.get() : nullptr);
+    incremental = prev && tree;
+    result = cut(code, lang, starts, tree.get());
+    prev.reset();  // the old tree, freed outside any lock
+    if (tree) put_previous(file_key, {std::move(tree), std::string(code), std::move(starts)});
+  }
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.parses;
+  c.stats.incremental += incremental;
   if (c.index.count(key)) return result;
   c.lru.emplace_front(key, result);
   c.index[key] = c.lru.begin();

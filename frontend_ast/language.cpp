@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 extern "C" {
 const TSLanguage* tree_sitter_python(void);
@@ -26,16 +28,44 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-/// Occurrences of `needle` in `text` that start a word (not preceded by an identifier
-/// character), capped at `cap`.
-int count_word(std::string_view text, std::string_view needle, int cap = 8) {
-  int n = 0;
-  for (size_t pos = text.find(needle); pos != std::string_view::npos && n < cap; pos = text.find(needle, pos + 1)) {
-    const bool starts = pos == 0 || !(std::isalnum(static_cast<unsigned char>(text[pos - 1])) || text[pos - 1] == '_');
-    if (starts) ++n;
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// The phrases language_from_content() counts.
+constexpr std::array<std::string_view, 42> kWords = {
+    "#include", "namespace ", "template<", "template <", "std::", "class ", "public:", "private:", "typedef ",
+    "struct ", "int main(", "package ", "func ", ":= ", "fn ", "let mut ", "impl ", "pub fn ", "use std::",
+    "def ", "from ", "import ", "self.", "elif ", "__init__", "public class ", "import java.", "private final ",
+    "System.out.", "public static void ", "function ", "const ", "=> ", "require(", "export ", "let ",
+    "interface ", ": string", ": number", "type ", ": boolean", "readonly "};
+
+/// Occurrences of each phrase of kWords in `text` that start a word (not preceded by an
+/// identifier character), each capped at `cap`. One pass over the text, the phrases
+/// looked up by their first byte (one find() pass per phrase cost 7% of a parse, 2026-12-03).
+class WordCounts {
+ public:
+  explicit WordCounts(std::string_view text, int cap = 8) {
+    static const std::array<std::vector<uint8_t>, 256> by_first = [] {
+      std::array<std::vector<uint8_t>, 256> t;
+      for (size_t w = 0; w < kWords.size(); ++w) t[static_cast<unsigned char>(kWords[w][0])].push_back(static_cast<uint8_t>(w));
+      return t;
+    }();
+    for (size_t i = 0; i < text.size(); ++i) {
+      const std::vector<uint8_t>& cands = by_first[static_cast<unsigned char>(text[i])];
+      if (cands.empty() || (i > 0 && ident_char(text[i - 1]))) continue;
+      for (uint8_t w : cands)
+        if (counts_[w] < cap && text.compare(i, kWords[w].size(), kWords[w]) == 0) ++counts_[w];
+    }
   }
-  return n;
-}
+  /// The count of `phrase`, which must be one of kWords (0 otherwise).
+  int operator()(std::string_view phrase) const {
+    for (size_t w = 0; w < kWords.size(); ++w)
+      if (kWords[w] == phrase) return counts_[w];
+    return 0;
+  }
+
+ private:
+  std::array<int, kWords.size()> counts_{};
+};
 }  // namespace
 
 std::string_view language_name(Language lang) {
@@ -91,24 +121,25 @@ Language language_from_content(std::string_view code) {
     Language lang;
     int points;
   };
-  const int include = count_word(code, "#include");
-  const int cpp_marks = count_word(code, "namespace ") + count_word(code, "template<") + count_word(code, "template <") +
-                        count_word(code, "std::") + count_word(code, "class ") * (include > 0 ? 1 : 0) +
-                        count_word(code, "public:") + count_word(code, "private:");
-  const int c_marks = include + count_word(code, "typedef ") + count_word(code, "struct ") * (include > 0 ? 1 : 0) +
-                      count_word(code, "int main(");
-  const int go = count_word(code, "package ") * 2 + count_word(code, "func ") * 2 + count_word(code, ":= ");
-  const int rust = count_word(code, "fn ") * 2 + count_word(code, "let mut ") * 2 + count_word(code, "impl ") * 2 +
-                   count_word(code, "pub fn ") + count_word(code, "use std::") * 2;
-  const int python = count_word(code, "def ") * 2 + count_word(code, "from ") + count_word(code, "import ") +
-                     count_word(code, "self.") + count_word(code, "elif ") * 2 + count_word(code, "__init__") * 2;
-  const int java = count_word(code, "public class ") * 3 + count_word(code, "import java.") * 3 +
-                   count_word(code, "private final ") * 2 + count_word(code, "System.out.") * 2 +
-                   count_word(code, "public static void ") * 2;
-  const int js = count_word(code, "function ") * 2 + count_word(code, "const ") + count_word(code, "=> ") +
-                 count_word(code, "require(") * 2 + count_word(code, "export ") + count_word(code, "let ");
-  const int ts_marks = count_word(code, "interface ") * 2 + count_word(code, ": string") * 2 + count_word(code, ": number") * 2 +
-                       count_word(code, "type ") + count_word(code, ": boolean") * 2 + count_word(code, "readonly ");
+  const WordCounts count_word(code);
+  const int include = count_word("#include");
+  const int cpp_marks = count_word("namespace ") + count_word("template<") + count_word("template <") +
+                        count_word("std::") + count_word("class ") * (include > 0 ? 1 : 0) +
+                        count_word("public:") + count_word("private:");
+  const int c_marks = include + count_word("typedef ") + count_word("struct ") * (include > 0 ? 1 : 0) +
+                      count_word("int main(");
+  const int go = count_word("package ") * 2 + count_word("func ") * 2 + count_word(":= ");
+  const int rust = count_word("fn ") * 2 + count_word("let mut ") * 2 + count_word("impl ") * 2 +
+                   count_word("pub fn ") + count_word("use std::") * 2;
+  const int python = count_word("def ") * 2 + count_word("from ") + count_word("import ") +
+                     count_word("self.") + count_word("elif ") * 2 + count_word("__init__") * 2;
+  const int java = count_word("public class ") * 3 + count_word("import java.") * 3 +
+                   count_word("private final ") * 2 + count_word("System.out.") * 2 +
+                   count_word("public static void ") * 2;
+  const int js = count_word("function ") * 2 + count_word("const ") + count_word("=> ") +
+                 count_word("require(") * 2 + count_word("export ") + count_word("let ");
+  const int ts_marks = count_word("interface ") * 2 + count_word(": string") * 2 + count_word(": number") * 2 +
+                       count_word("type ") + count_word(": boolean") * 2 + count_word("readonly ");
   std::array<Score, 8> s = {{{Language::Cpp, include > 0 ? c_marks + cpp_marks * 2 : 0},
                              {Language::C, cpp_marks == 0 ? c_marks * 2 : 0},
                              {Language::Go, go},

@@ -71,7 +71,9 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
     const std::string_view bytes = text.substr(r.begin, r.end - r.begin);
     if (r.lang == Language::None) continue;
     const std::string code = region_code(bytes, r.numbering);
-    std::shared_ptr<const Atomization> az = atomize(code, r.lang);
+    // A region with a path is a version of that file: an edited one re-parses incrementally
+    // from the previous version's tree (unnamed regions' keys are positions, not files).
+    std::shared_ptr<const Atomization> az = atomize(code, r.lang, r.path.empty() ? std::string_view() : std::string_view(key));
     if (!az->parsed || az->has_error || az->atoms.size() < 2) continue;
 
     // Line starts of the region's bytes: atom lines map 1:1 onto them.

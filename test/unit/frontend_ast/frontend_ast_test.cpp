@@ -3,8 +3,13 @@
 // output, and the reorder rewrite keeps unchanged atoms' order after an early edit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <thread>
 #include <sstream>
 
 #include "frontend_ast/atomize.h"
@@ -324,6 +329,124 @@ TEST(Atomize, CachedByContentHash) {
   EXPECT_EQ(a.get(), b.get());
   EXPECT_EQ(after.parses - before.parses, 1u);
   EXPECT_EQ(after.hits - before.hits, 1u);
+}
+
+/// Atomizations `a` and `b` are the same: flags and every atom's fields.
+void expect_same_atoms(const fa::Atomization& a, const fa::Atomization& b, const std::string& what) {
+  EXPECT_EQ(a.parsed, b.parsed) << what;
+  EXPECT_EQ(a.has_error, b.has_error) << what;
+  ASSERT_EQ(a.atoms.size(), b.atoms.size()) << what;
+  for (size_t i = 0; i < a.atoms.size(); ++i) {
+    const fa::Atom &x = a.atoms[i], &y = b.atoms[i];
+    EXPECT_TRUE(x.kind == y.kind && x.first_line == y.first_line && x.end_line == y.end_line && x.begin == y.begin &&
+                x.end == y.end && x.name == y.name && x.hash == y.hash)
+        << what << ": atom " << i << " lines " << x.first_line << ".." << x.end_line << " '" << x.name << "' vs " << y.first_line
+        << ".." << y.end_line << " '" << y.name << "'";
+  }
+}
+
+/// Byte offset of the start of the line holding `frac` of the text's bytes.
+size_t line_at(const std::string& code, double frac) {
+  const size_t at = static_cast<size_t>(static_cast<double>(code.size()) * frac);
+  const size_t nl = code.rfind('\n', at);
+  return nl == std::string::npos ? 0 : nl + 1;
+}
+
+/// The edits a coding agent makes, at a line: an identifier renamed, the line duplicated,
+/// the line deleted, a comment line inserted, a syntax error (an unbalanced bracket).
+std::string edited(const std::string& code, size_t line, int kind, std::string_view comment) {
+  const size_t eol = std::min(code.find('\n', line), code.size());
+  std::string out = code;
+  switch (kind) {
+    case 0: {  // rename: the first identifier of 3+ characters on the line gets "_v2"
+      size_t i = line;
+      while (i < eol) {
+        size_t j = i;
+        while (j < eol && (std::isalnum(static_cast<unsigned char>(code[j])) || code[j] == '_')) ++j;
+        if (j - i >= 3 && !std::isdigit(static_cast<unsigned char>(code[i]))) return out.insert(j, "_v2");
+        i = j + 1;
+      }
+      return out.insert(line, std::string(comment) + "renamed nothing\n");
+    }
+    case 1: return out.insert(line, code.substr(line, eol + 1 - line));
+    case 2: return out.erase(line, eol + 1 - line);
+    case 3: return out.insert(line, std::string(comment) + "a comment the agent added\n");
+    default: return out.insert(line, "(((\n");
+  }
+}
+
+TEST(Atomize, IncrementalReparseOfEditedRealFilesEqualsAFreshParse) {
+  // Real files of four grammars: Python's textwrap (libpython3.11-minimal, under the
+  // setup's python3-venv), Tree-sitter's own subtree.c (py-tree-sitter sdist), blake3's
+  // lib.rs and GoogleTest's gtest-printers.cc (C++ with ERROR nodes: GTEST_API_ macros).
+  struct Case {
+    std::filesystem::path path;
+    Language lang;
+  };
+  const std::vector<Case> cases = {
+      {"/usr/lib/python3.11/textwrap.py", Language::Python},
+      {grammar_file("tree-sitter-", "tree_sitter/core/lib/src/subtree.c"), Language::C},
+      {installed_file("/usr/share/cargo/registry", "blake3-", "src/lib.rs"), Language::Rust},
+      {"/usr/src/googletest/googletest/src/gtest-printers.cc", Language::Cpp},
+  };
+  const auto before = fa::atomize_cache_stats();
+  std::set<std::string> versions;  // distinct versions atomized after the first of each file
+  for (const Case& c : cases) {
+    ASSERT_TRUE(!c.path.empty() && std::filesystem::exists(c.path)) << c.path;
+    const std::string original = read(c.path);
+    const std::string file = "incremental-test/" + c.path.filename().string();
+    const std::string_view comment = fa::line_comment(c.lang);
+    // One chain of versions under one file identity, as turns of an agent session: each
+    // version is an edit of the previous one (a syntax error, then its repair, included).
+    // (The first version gets a line of its own: other tests atomized the original, and a
+    // version the content cache answers is not parsed, so it leaves no tree behind.)
+    std::string code = original + std::string(comment) + "first version\n";
+    fa::atomize(code, c.lang, file);
+    for (double frac : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+      for (int kind = 0; kind < 5; ++kind) {
+        const std::string next = edited(code, line_at(code, frac), kind, comment);
+        const std::string what = c.path.string() + " at " + std::to_string(frac) + " edit " + std::to_string(kind);
+        auto inc = fa::atomize(next, c.lang, file);
+        expect_same_atoms(*inc, *fa::atomize_uncached(next, c.lang), what);
+        versions.insert(next);  // a deletion after a duplication is the version before: a cache hit
+        if (kind == 4) {  // repaired: back to the version before the error
+          auto back = fa::atomize(code, c.lang, file);
+          expect_same_atoms(*back, *fa::atomize_uncached(code, c.lang), what + " repaired");
+        } else {
+          code = next;
+        }
+      }
+    }
+    // A version far from the last one (the original plus a line, after 25 edits).
+    auto far = fa::atomize(original + std::string(comment) + "far\n", c.lang, file);
+    expect_same_atoms(*far, *fa::atomize_uncached(original + std::string(comment) + "far\n", c.lang), c.path.string() + " far");
+    versions.insert(original + std::string(comment) + "far\n");
+  }
+  const auto after = fa::atomize_cache_stats();
+  // Every new version was parsed from the previous version's tree.
+  EXPECT_EQ(after.incremental - before.incremental, versions.size());
+}
+
+TEST(Atomize, ConcurrentVersionsOfOneFileEqualAFreshParse) {
+  // Four threads send versions of one file under one identity at once: each takes the kept
+  // tree, or parses afresh when another thread holds it; every result equals a fresh parse.
+  const std::string original = read(grammar_file("tree-sitter-", "tree_sitter/core/lib/src/subtree.c"));
+  ASSERT_GT(original.size(), 10000u);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const std::string v = edited(original, line_at(original, 0.15 * i), i % 4, "// ") + "// thread " + std::to_string(t) + "\n";
+        const auto inc = fa::atomize(v, Language::C, "concurrent-test/subtree.c");
+        const auto fresh = fa::atomize_uncached(v, Language::C);
+        bool same = inc->atoms.size() == fresh->atoms.size();
+        for (size_t a = 0; same && a < inc->atoms.size(); ++a) same = inc->atoms[a].hash == fresh->atoms[a].hash && inc->atoms[a].begin == fresh->atoms[a].begin;
+        if (!same) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(CodeRegions, FencesAndNumberedToolOutput) {
