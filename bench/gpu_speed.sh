@@ -401,26 +401,30 @@ PY
   # Aggregate decode: medians of SWZ_SPEED_BATCH_REPS repetitions for both engines (issue
   # 13 asks for >= 5; 3 fits a 7B call with more room).
   batch_reps=${SWZ_SPEED_BATCH_REPS:-5}
+  # SWZ_SPEED_ROWS="ttft32k pp512 ...": time only those rows, both engines (default all):
+  # pp512 (pp512 and tg128), nographs, pp8192, ttft32k, batch, ab, edit256.
+  want() { [ -z "${SWZ_SPEED_ROWS:-}" ] || [[ " $SWZ_SPEED_ROWS " == *" $1 "* ]]; }
   for m in "${MODELS[@]}"; do
     name=${m%%|*}
     [ -z "$only" ] || [[ ",$only," == *",$name,"* ]] || continue
     gguf=$here/models/$name.gguf gpu=$here/models/$name-sm_90.swz
     if [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" != 0 ]; then echo "$name: not checked or failed the check: not timed"; continue; fi
     echo "== $name"
-    run_swz "swz-$name-pp512-tg128" "$gpu" --pp 512 --tg 128 --reps 5
-    [ "$quick" = 1 ] || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
-    [ "$quick" = 1 ] || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
+    want pp512 && run_swz "swz-$name-pp512-tg128" "$gpu" --pp 512 --tg 128 --reps 5
+    [ "$quick" = 1 ] || ! want nographs || SWZ_GRAPHS=0 run_swz "swz-$name-tg128-nographs" "$gpu" --pp 16 --tg 128 --reps 5
+    [ "$quick" = 1 ] || ! want pp8192 || run_swz "swz-$name-pp8192" "$gpu" --pp 8192 --tg 1 --reps 5
     # Warm TTFT of a 32k-token prompt after a one-token edit at its end: the prefix cache
-    # keeps every 64-token block before the edited one, so the engine prefills the last
-    # block, 64 tokens on top of 32,704 cached ones (llama.cpp's prompt cache reuses up to
-    # the first differing token: 1 token on top of 32,767, its row below).
-    [ "$quick" = 1 ] || [[ $name != qwen* ]] ||
-      run_swz "swz-$name-ttft32k" "$gpu" --pp 64 --pp-depth 32704 --tg 1 --reps 5
-    for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps "$batch_reps" --seqs $s; done
+    # reuses every token before the edited one (whole blocks, then 63 positions of the
+    # last block: kvcache::BlockManager::match_partial), so the engine prefills 1 token on
+    # top of 32,767 cached ones, as llama.cpp's prompt cache does (its row below). Until
+    # 2026-12-03 the reuse stopped at the last whole block: 64 tokens on top of 32,704.
+    [ "$quick" = 1 ] || [[ $name != qwen* ]] || ! want ttft32k ||
+      run_swz "swz-$name-ttft32k" "$gpu" --pp 1 --pp-depth 32767 --tg 1 --reps 5
+    want batch && for s in $seqs; do run_swz "swz-$name-batch$s" "$gpu" --pp 512 --tg 128 --reps "$batch_reps" --seqs $s; done
     # A/B (prepare made <name>-sm_90-ab.swz): the package as shipped and the other one,
     # interleaved three times (same machine, same call), for each swz-bench argument
     # list in SWZ_SPEED_AB_ARGS (';'-separated; default tg128: "--pp 16 --tg 128 --reps 3").
-    if [ -d "${gpu%.swz}-ab.swz" ]; then
+    if [ -d "${gpu%.swz}-ab.swz" ] && want ab; then
       IFS=';' read -r -a ab_args <<< "${SWZ_SPEED_AB_ARGS:---pp 16 --tg 128 --reps 3}"
       for r in 1 2 3; do
         for i in "${!ab_args[@]}"; do
@@ -440,7 +444,7 @@ PY
     # token a pass, plain). Meaningful on the real model; random weights fall into
     # repetition loops that prompt lookup predicts, so those rows measure the mechanism
     # on degenerate text, not an edit.
-    if [ "$quick" != 1 ]; then
+    if [ "$quick" != 1 ] && want edit256; then
       prompt=$(python3 "$src/bench/bench_edit256.py" --print-chatml)
       for r in 1 2 3 4 5; do
         for v in spec no-spec; do
@@ -457,16 +461,16 @@ PY
       grep -h "^generated\|^speculative" "$work/swz-$name-edit256-spec-1.log"
     fi
     if [ -x "$lbin/llama-bench" ]; then
-      "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
-      [ "$quick" = 1 ] || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
-      [ "$quick" = 1 ] || [[ $name != qwen* ]] ||
+      ! want pp512 || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 512 -n 128 -r 5 -o json > "$work/llama-$name-pp512-tg128.json" 2> "$work/llama-$name-pp512-tg128.log"
+      [ "$quick" = 1 ] || ! want pp8192 || "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 8192 -n 0 -r 5 -o json > "$work/llama-$name-pp8192.json" 2> "$work/llama-$name-pp8192.log"
+      [ "$quick" = 1 ] || [[ $name != qwen* ]] || ! want ttft32k ||
         "$lbin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1 -n 0 -d 32767 -r 5 -o json > "$work/llama-$name-ttft32k.json" 2> "$work/llama-$name-ttft32k.log"
       : > "$work/llama-$name-batched.jsonl"
-      for _ in $(seq "$batch_reps"); do  # one line per run and sequence count; the table takes medians
+      want batch && for _ in $(seq "$batch_reps"); do  # one line per run and sequence count; the table takes medians
         "$lbin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 20992 -b 2048 -ub 512 -npp 512 -ntg 128 -npl "${seqs// /,}" \
           --output-format jsonl >> "$work/llama-$name-batched.jsonl" 2>> "$work/llama-$name-batched.log"
       done
-      grep -h '"avg_ts"' "$work/llama-$name-pp512-tg128.json" | head -2
+      grep -hs '"avg_ts"' "$work/llama-$name-pp512-tg128.json" | head -2
     fi
   done
   python3 "$src/bench/gpu_speed_table.py" "$work" "$here" "$(cat "$here/COMMIT")" "${MODELS[@]%%|*}" | tee "$work/table.md" ;;

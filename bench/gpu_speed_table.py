@@ -222,8 +222,8 @@ def main():
         row("tg128 (launch graphs off)", nog.get("tg_tok_s"), None, decode_roof)
         row("pp8192", s8k.get("pp_tok_s"), lb.get("pp8192"), lambda v: prefill_roof(v, 8192))
         # Warm TTFT after a one-token edit at the end of a 32k prompt, in milliseconds
-        # (lower is better: the ratio is llama.cpp's over ours). Ours: the last 64-token
-        # block prefilled after 32,704 cached tokens; llama.cpp: 1 token after 32,767.
+        # (lower is better: the ratio is llama.cpp's over ours). Both: 1 token prefilled
+        # after 32,767 cached ones (ours until 2026-12-03: 64 after 32,704).
         ttft = last_json(os.path.join(out, f"swz-{m}-ttft32k.log")) or {}
         ours_ms = 1e3 * statistics.median(ttft["pp_seconds"]) if ttft.get("pp_seconds") else None
         theirs_ms = None
