@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstring>
 #include <list>
@@ -37,15 +38,17 @@ constexpr size_t kCacheEntries = 512;
 constexpr size_t kTreeEntries = 64;
 constexpr size_t kTreeBytes = size_t{4} << 20;
 constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
-// A parse that takes longer (a pathological input) is given up: line blocks. A whole number
-// of seconds on purpose: Debian's Tree-sitter 0.20.7 adds the timeout's sub-second part to
-// tv_nsec without carrying into tv_sec (clock.h; fixed upstream in eb549a89a, after 0.20.7),
-// so a 500 ms timeout expired whenever a parse crossed a second boundary: 5 of 100 parses
-// of gtest.cc (60 ms each) came back null, 0 of 100 with 1 s (measured 2026-12-03).
-// Not worked around: 0.20.7 releases a null lookahead when the timeout fires right after a
-// non-terminal extra (only Rust's grammar has them: its comments), a null dereference fixed
-// upstream in 5337a678f (0.20.8); a Rust input whose parse really takes over 1 s can crash.
+// A parse that takes longer (a pathological input) is given up: line blocks. 1 s is far
+// above any real file's parse (gtest.cc's 256 KB: about 60 ms on the 2-core VM). Until the
+// core was built from the py-tree-sitter 0.23.2 sdist, Debian's 0.20.7 forced a whole number
+// of seconds (its deadline dropped the carry from tv_nsec into tv_sec, so 500 ms fired on 5
+// of 100 parses of gtest.cc; upstream eb549a89a) and crashed when the timeout fired right
+// after a Rust comment (a null lookahead released; upstream 5337a678f, 0.20.8). 0.23.2 has
+// both fixes (lib/src/clock.h, parser.c; unit test
+// Atomize.ParseTimeoutRightAfterRustCommentsGivesLineBlocks). set_parse_timeout_micros()
+// changes it (tests only).
 constexpr uint64_t kParseTimeoutUs = 1'000'000;
+std::atomic<uint64_t> parse_timeout_us{kParseTimeoutUs};
 
 struct Anchor {
   int line;
@@ -263,7 +266,7 @@ TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree) {
   const TSLanguage* grammar = ts_language(lang);
   if (!grammar || code.size() >= UINT32_MAX) return nullptr;
   thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
-  ts_parser_set_timeout_micros(parser.get(), kParseTimeoutUs);
+  ts_parser_set_timeout_micros(parser.get(), parse_timeout_us.load(std::memory_order_relaxed));
   if (!ts_parser_set_language(parser.get(), grammar)) return nullptr;
   TSTree* tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
   if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
@@ -465,6 +468,8 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
   }
   return result;
 }
+
+uint64_t set_parse_timeout_micros(uint64_t micros) { return parse_timeout_us.exchange(micros); }
 
 AtomizeCacheStats atomize_cache_stats() {
   std::lock_guard<std::mutex> lock(cache().mu);

@@ -86,6 +86,13 @@ struct AtomizeCacheStats {
 };
 AtomizeCacheStats atomize_cache_stats();
 
+/// Sets the parse timeout of atomize() and atomize_uncached() (Tree-sitter's
+/// ts_parser_set_timeout_micros; default 1'000'000, 0: none) for every thread and returns
+/// the previous value. For tests only: with 1 us a parse gives up at its first timeout
+/// check (Tree-sitter checks every 100 parse operations, which take longer than 1 us), so
+/// the line-block fallback can be tested without an input that parses for a second. Results already cached are kept.
+uint64_t set_parse_timeout_micros(uint64_t micros);
+
 /// XXH3-64 of `bytes` (the hash Atom::hash uses).
 uint64_t content_hash(std::string_view bytes);
 

@@ -8,7 +8,7 @@ ROOT=$PWD
 
 APT_PKGS=(cmake ninja-build g++ ccache pkg-config python3-venv
   nlohmann-json3-dev libboost-dev libboost-context-dev libcpp-httplib-dev libcli11-dev libxxhash-dev libpcre2-dev libssl-dev libgtest-dev
-  libsodium-dev librust-blake3-dev libtree-sitter-dev
+  libsodium-dev librust-blake3-dev
   llvm-19-tools llvm-19-dev libmlir-19-dev mlir-19-tools spirv-tools
   libvulkan-dev mesa-vulkan-drivers
   clang libclang-rt-14-dev)

@@ -449,6 +449,60 @@ TEST(Atomize, ConcurrentVersionsOfOneFileEqualAFreshParse) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+/// Sets atomize()'s parse timeout for one scope.
+struct ParseTimeout {
+  explicit ParseTimeout(uint64_t us) : previous(fa::set_parse_timeout_micros(us)) {}
+  ~ParseTimeout() { fa::set_parse_timeout_micros(previous); }
+  uint64_t previous;
+};
+
+/// `k` use lines, then 2000 Rust line comments (`block` false) or block comments.
+std::string rust_comments(int k, bool block) {
+  std::string code;
+  for (int i = 0; i < k; ++i) code += "use a::b" + std::to_string(i) + ";\n";
+  for (int i = 0; i < 2000; ++i) code += block ? "/* c " + std::to_string(i) + " */\n" : "// c " + std::to_string(i) + "\n";
+  return code;
+}
+
+// A parse that times out right after a Rust comment (a non-terminal extra: the lexer's
+// lookahead is null there) gives line blocks, the documented fallback. Debian's Tree-sitter
+// 0.20.7, linked before, released that null lookahead: 7 of these 24 inputs segfaulted with
+// a 1 us timeout (a standalone program over its libtree-sitter.a and this Rust grammar,
+// 2026-12-03); 0.23.2 checks for it (upstream 5337a678f). The timeout is lowered to 1 us
+// (set_parse_timeout_micros) so that the parse gives up at its first check, after 100 parse
+// operations, instead of needing an input that parses for over a second.
+TEST(Atomize, ParseTimeoutRightAfterRustCommentsGivesLineBlocks) {
+  const ParseTimeout timeout(1);
+  for (const bool block : {false, true}) {
+    for (int k = 0; k < 12; ++k) {
+      const std::string code = rust_comments(k, block);
+      const std::string what = std::string(block ? "block" : "line") + " comments after " + std::to_string(k) + " use lines";
+      auto az = fa::atomize_uncached(code, Language::Rust);
+      EXPECT_FALSE(az->parsed) << what;
+      for (const auto& a : az->atoms) EXPECT_EQ(a.kind, AtomKind::Lines) << what;
+      expect_same_atoms(*az, *fa::atomize_uncached(code, Language::None), what);
+    }
+  }
+  // An incremental re-parse of a kept version that times out: line blocks, and nothing kept,
+  // so the next version (timeout restored) is a first parse again.
+  const std::string v1 = rust_comments(0, false) + "fn timeout_test_v1() {}\n";
+  const std::string v2 = "use a::b;\n" + v1;
+  const std::string v3 = "use a::c;\n" + v1;
+  {
+    const ParseTimeout normal(1'000'000);
+    EXPECT_TRUE(fa::atomize(v1, Language::Rust, "timeout.rs")->parsed);
+  }
+  auto z2 = fa::atomize(v2, Language::Rust, "timeout.rs");
+  EXPECT_FALSE(z2->parsed);
+  expect_same_atoms(*z2, *fa::atomize_uncached(v2, Language::None), "edited version");
+  const ParseTimeout normal(1'000'000);
+  const auto before = fa::atomize_cache_stats();
+  auto z3 = fa::atomize(v3, Language::Rust, "timeout.rs");
+  EXPECT_EQ(fa::atomize_cache_stats().incremental, before.incremental);
+  expect_same_atoms(*z3, *fa::atomize_uncached(v3, Language::Rust), "next version");
+  EXPECT_TRUE(z3->parsed);
+}
+
 TEST(CodeRegions, FencesAndNumberedToolOutput) {
   const std::string text =
       "Please fix this.\n\n```python src/app.py\nimport os\n\ndef f():\n    pass\n```\n\nAnd main.go:\n"
