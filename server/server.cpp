@@ -464,6 +464,7 @@ struct Server::Impl {
     hooks.cache_scope = [this](const http::Request& req, engine::GenerateRequest& g) {
       const Who w = who(req);
       g.cache_tenant = w.org;
+      g.cache_scope = !w.org.empty() ? "org:" + w.org : w.ok ? "key:" + w.caller.key_id : "";
       g.disk_cache = !w.ok || w.disk_cache;
     };
     hooks.quote = [this](int prompt, int cached) { return accounting.quote_prompt(engine.info().id, prompt, cached).usd(); };

@@ -179,6 +179,12 @@ struct GenerateRequest {
   /// security endpoint, docs/server.md).
   bool disk_cache = true;
   std::string cache_tenant;
+  /// Who may reuse this request's prompt token by token (kvcache::BlockManager::
+  /// match_partial): the prompt's blocks are partial-match candidates only for requests of
+  /// the same scope (the server: "org:<organisation>" for a store key, "key:<key id>" for
+  /// another key, "" without keys), so no one learns how much of another's prompt theirs
+  /// shares below a whole 64-token block.
+  std::string cache_scope;
   /// Grammar-constrained decoding (runtime/grammar, docs/structured-output.md): every
   /// generated token is drawn from the tokens the grammar allows next (the mask is applied
   /// to the logits before sampling and before speculative verification, so a forbidden

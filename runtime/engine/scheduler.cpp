@@ -252,7 +252,7 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
     const int room = std::min(n_prompt - 1 - matched * kTok, kTok - 1);
     a->partial = kv_.match_partial(matched ? a->keys[static_cast<size_t>(matched - 1)] : kvcache::BlockKey{},
                                    req.prompt.data() + static_cast<size_t>(matched) * kTok, room, a->pinned,
-                                   req.cache_tenant);
+                                   req.cache_scope);
     a->set_cached(std::min(matched * kTok + a->partial, n_prompt - 1));
   }
   return a;
@@ -736,7 +736,7 @@ void Scheduler::publish_prompt_blocks(Seq& s) {
   // Deepest block first: a prefix ends up more recently used than its extensions.
   for (size_t b = keys.size(); b-- > 0;)
     kv_.publish(keys[b], s.table[b], s.job->adm.disk_tenant, b ? keys[b - 1] : kvcache::BlockKey{},
-                std::span<const int32_t>(s.history.data() + b * kTok, kTok), s.req.cache_tenant);
+                std::span<const int32_t>(s.history.data() + b * kTok, kTok), s.req.cache_scope);
 }
 
 void Scheduler::publish_prompt_tail(Seq& s) {
@@ -744,14 +744,18 @@ void Scheduler::publish_prompt_tail(Seq& s) {
   // its page then passes to the cache without a copy (while the sequence ran, it wrote its
   // generated tokens after the prompt's in the same page; only the prompt's positions
   // are claimed, and a reuser copies the page before writing after them).
+  // Only a page the sequence wrote itself: positions reused .. prompt_done-1 were computed,
+  // so block b was copied on write (or allocated fresh). A sequence that ended before
+  // computing anything (cancelled while its first chunk waited) still holds the cache's
+  // own page there, which must not be published a second time under another key.
   const size_t b = static_cast<size_t>(s.prompt_done) / kTok;
   const int tail = s.prompt_done % kTok;
-  if (!kv_.prefix_cache_enabled() || tail == 0 || b >= s.table.size()) return;
+  if (!kv_.prefix_cache_enabled() || tail == 0 || s.prompt_done <= s.reused || b >= s.table.size()) return;
   const std::vector<kvcache::BlockKey> keys = prompt_block_keys(s, b);
   const kvcache::BlockKey parent = b ? keys.back() : kvcache::BlockKey{};
   const int32_t* tokens = s.history.data() + b * kTok;
   kv_.publish(kvcache::block_key(kv_.model(), parent, tokens, tail), s.table[b], -1, parent,
-              std::span<const int32_t>(tokens, static_cast<size_t>(tail)), s.req.cache_tenant);
+              std::span<const int32_t>(tokens, static_cast<size_t>(tail)), s.req.cache_scope);
 }
 
 void Scheduler::end_prefill_stats(Seq& s) {

@@ -99,6 +99,7 @@ BlockManager::BlockManager(const PageLayout& layout, const BlockKey& model, Cach
     base_ = static_cast<uint16_t*>(p);
   }
   refcount_.assign(opts_.n_pages, 0);
+  cached_.assign(opts_.n_pages, 0);
   for (int i = opts_.n_pages - 1; i >= 0; --i) free_.push_back(i);
 
   if (!opts_.prefix_cache || opts_.disk_dir.empty()) return;
@@ -271,6 +272,12 @@ void BlockManager::unref_page(int page) {
   release_page_ref(page);
 }
 
+void BlockManager::release_entry_page(Entry& e) {
+  cached_[e.page] = 0;
+  release_page_ref(e.page);
+  e.page = -1;
+}
+
 void BlockManager::release_page_ref(int page) {
   if (page < 0 || page >= opts_.n_pages || refcount_[page] <= 0) throw std::logic_error("KV cache: unref of a free page");
   if (--refcount_[page] == 0) free_.push_back(page);
@@ -312,8 +319,7 @@ bool BlockManager::evict_one_page() {
       host_used_ += bytes;
       ++counters_.spills;
     }
-    release_page_ref(e.page);
-    e.page = -1;
+    release_entry_page(e);
     erase_if_empty(it);
     return true;
   }
@@ -333,10 +339,7 @@ void BlockManager::make_host_room(size_t bytes) {
 
 void BlockManager::drop_ram(Map::iterator it) {
   Entry& e = it->second;
-  if (e.page >= 0) {
-    release_page_ref(e.page);
-    e.page = -1;
-  }
+  if (e.page >= 0) release_entry_page(e);
   if (!e.host.empty()) {
     host_used_ -= e.host.size() * sizeof(uint16_t);
     std::vector<uint16_t>().swap(e.host);
@@ -463,6 +466,7 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
         e.page = free_.back();
         free_.pop_back();
         refcount_[e.page] = 1;
+        cached_[e.page] = 1;
         host_used_ -= layout_.page_bytes();
         std::vector<uint16_t>().swap(e.host);
         ++counters_.restores;
@@ -484,6 +488,13 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (page < 0 || page >= opts_.n_pages || refcount_[page] <= 0) throw std::logic_error("KV cache: publish of a free page");
+    if (cached_[page]) {
+      // A page another entry holds (a sequence that never wrote the page it took from the
+      // cache) is never adopted under a second key: two entries on one page would each
+      // keep it from eviction and expiry for ever. Nothing changes then.
+      auto f = index_.find(key);
+      if (f == index_.end() || (f->second.page < 0 && f->second.host.empty())) return;
+    }
     auto [it, fresh] = index_.try_emplace(key);
     Entry& e = it->second;
     if (fresh) e.lru = lru_.insert(lru_.end(), key);
@@ -496,6 +507,7 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant) {
     if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
       e.page = page;
       ++refcount_[page];
+      cached_[page] = 1;
     }
     touch(key, e);
   }

@@ -36,10 +36,10 @@
 // near its end, reuses everything before the first differing token, as llama.cpp's
 // per-slot prompt cache does. Partial blocks live in the RAM tiers only (never on disk);
 // blocks read from disk carry no tokens and are matched whole only. A block is a partial
-// candidate only for the scopes (organisations) that published it: whole-block hits are
-// shared by everyone, as before, but a request never learns how many tokens of another
-// organisation's prompt its own shares (reported as cached tokens, and in TTFT), which
-// would let it read that prompt token by token.
+// candidate only for the scopes (an organisation or an API key) that published it:
+// whole-block hits are shared by everyone, as before, but below a whole block a request
+// never learns how many tokens of another scope's prompt its own shares (reported as
+// cached tokens, and in TTFT), which would let it read that prompt token by token.
 //
 // Disk tier encryption (zero data retention, docs/server.md "Zero data retention"). A
 // tenant's keys come from the server's 32-byte master key (CacheOptions::disk_key, a key
@@ -289,6 +289,7 @@ class BlockManager final : public PageAllocator {
   bool read_header(const Tenant& t, const std::string& path, BlockKey& key, std::string& why) const;
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
+  void release_entry_page(Entry& e);   // the entry's device page back (cached_ cleared); caller holds mu_
   void read_page(int page, uint16_t* dst);        // through CacheOptions::read_page or page_data()
   void write_page(int page, const uint16_t* src);
   void disk_worker();
@@ -299,6 +300,7 @@ class BlockManager final : public PageAllocator {
   uint16_t* base_ = nullptr;
   size_t map_bytes_ = 0;
   std::vector<int> refcount_;
+  std::vector<char> cached_;  // page held by an index entry (one at most: publish adopts no other's page)
   std::vector<int> free_;
   Map index_;
   /// parent key -> keys of the entries with tokens under it (match_partial's candidates).

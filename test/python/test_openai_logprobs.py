@@ -195,9 +195,12 @@ def test_chat_n_stream_and_prefix_reuse(client, server):
     kw = dict(model="m", messages=msgs(long_prompt + " (stream test)"), temperature=1.0, max_tokens=8, seed=5, n=2)
     before = prefilled()
     r = client.chat.completions.create(**kw)
-    # The two choices share one prefill of the prompt (and its KV pages).
-    assert prefilled() - before == r.usage.prompt_tokens
-    assert r.usage.prompt_tokens > 64 and r.usage.prompt_tokens_details.cached_tokens == 0
+    # The two choices share one prefill of the prompt (and its KV pages): what the cache did
+    # not hold (the chat template's first tokens, shorter than a block, may come from an
+    # earlier request of this server) is prefilled once.
+    cached = r.usage.prompt_tokens_details.cached_tokens
+    assert r.usage.prompt_tokens > 64 and cached < 64
+    assert prefilled() - before == r.usage.prompt_tokens - cached
     per, usage = stream_entries(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw))
     assert sorted(per) == [0, 1]
     assert [per[i][0] for i in (0, 1)] == [c.message.content for c in r.choices]

@@ -204,7 +204,9 @@ def test_greedy_parity_200_prompts(package, tmp_path):
         drafted += r["drafted"]
         accepted += r["accepted"]
         with_accepts += r["accepted"] > 0
-        if r["cached_spec"] > 0:
+        # A whole block or more from the prefix cache, or at most the start of one (a
+        # template's first tokens, token-granular reuse): prefilled almost entirely.
+        if r["cached_spec"] >= 64:
             hits += 1
         else:
             misses += 1

@@ -371,5 +371,38 @@ TEST(PrefixCacheEngine, CancelDuringPrefillStopsAndPublishesOnlyExactBlocks) {
   EXPECT_EQ(w.tokens, greedy(*cold, base, 4).tokens);
 }
 
+TEST(PrefixCacheEngine, ARequestCancelledBeforeItsPrefillLeavesThePoolAsItWas) {
+  // A partial hit and a full hit, each cancelled before its first prefill chunk: the page
+  // it took from the cache is not published again (under its own partial key), so no page
+  // is lost and the cache holds the same blocks; the same prompts then run exactly.
+  REQUIRE_PACKAGE(path);
+  EngineOptions o = cold_opts();
+  o.prefix_cache = true;
+  std::unique_ptr<Engine> warm = Engine::load(path, o);
+  std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
+  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
+  const std::vector<int32_t> p(base.begin(), base.begin() + 150), full(base.begin(), base.begin() + 128);
+  std::vector<int32_t> edited = p;
+  edited[140] ^= 1;  // shares 140 tokens with p: 2 blocks and 12 positions of p's last one
+  greedy(*warm, p, 4);
+  greedy(*warm, full, 4);
+  const CacheStats before = warm->cache_stats();
+  for (const std::vector<int32_t>* q : {static_cast<const std::vector<int32_t>*>(&edited), &full}) {
+    GenerateRequest req;
+    req.prompt = *q;
+    req.max_tokens = 4;
+    req.sampling.temperature = 0;
+    std::unique_ptr<Admission> a = warm->admit(req);
+    EXPECT_EQ(a->cached_tokens(), q == &edited ? 140 : 127);
+    a->set_cancel_check([] { return true; });
+    EXPECT_EQ(warm->run(*a, nullptr).finish, FinishReason::Cancelled);
+  }
+  const CacheStats after = warm->cache_stats();
+  EXPECT_EQ(after.pages_free, before.pages_free);
+  EXPECT_EQ(after.blocks_device, before.blocks_device);
+  EXPECT_EQ(greedy(*warm, edited, 4).tokens, greedy(*cold, edited, 4).tokens);
+  EXPECT_EQ(greedy(*warm, full, 4).r.cached_tokens, 127);
+}
+
 }  // namespace
 }  // namespace swz::engine

@@ -227,6 +227,32 @@ TEST(BlockManager, MatchPartialReusesTheStartOfABlockUnderTheSameParent) {
   for (int p : held) m.unref_page(p);
 }
 
+TEST(BlockManager, APageAnotherEntryHoldsIsNeverAdoptedUnderASecondKey) {
+  // A sequence that reused a cached page and ended before writing it (cancelled) would
+  // publish that page again under its own partial key: two entries holding one page kept
+  // it from eviction and expiry for ever (a page lost per such cancel).
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), opts(4, clock));
+  const auto t = tokens(64, 7);
+  const BlockKey k0 = block_key(m.model(), BlockKey{}, t.data(), 64);
+  const int p = m.alloc_page();
+  m.publish(k0, p, 0, BlockKey{}, std::span<const int32_t>(t.data(), 64), "");
+  m.unref_page(p);
+  std::vector<BlockKey> pinned;
+  ASSERT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, ""), 63);
+  const std::vector<int> pages = m.acquire(pinned);
+  m.unpin(pinned);
+  m.publish(block_key(m.model(), BlockKey{}, t.data(), 63), pages[0], -1, BlockKey{},
+            std::span<const int32_t>(t.data(), 63), "");
+  EXPECT_EQ(m.page_refcount(pages[0]), 2);  // the cache's one entry and the sequence
+  m.unref_page(pages[0]);
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  std::vector<int> held;  // every page can be had again: the cached block is evicted
+  for (int i = 0; i < 4; ++i) held.push_back(m.alloc_page());
+  EXPECT_EQ(m.stats().blocks_device, 0u);
+  for (int q : held) m.unref_page(q);
+}
+
 TEST(BlockManager, PartialBlocksStayOffTheDiskTier) {
   const fs::path dir = fs::temp_directory_path() / ("swz-partial-" + std::to_string(::getpid()));
   fs::remove_all(dir);
