@@ -96,6 +96,19 @@ EngineOptions cold_opts() {
   return o;
 }
 
+/// A warm engine (cold_opts() with the prefix cache on), a cold one and kSource's tokens.
+struct WarmCold {
+  std::unique_ptr<Engine> warm, cold;
+  std::vector<int32_t> base;
+};
+WarmCold warm_and_cold(const std::string& path) {
+  EngineOptions o = cold_opts();
+  o.prefix_cache = true;
+  WarmCold w{Engine::load(path, o), Engine::load(path, cold_opts()), {}};
+  w.base = w.warm->tokenize(kSource, true, false);
+  return w;
+}
+
 TEST(PrefillBatchInvariance, KvAndLogitsDoNotDependOnChunking) {
   REQUIRE_PACKAGE(path);
   package::LoadedPackage pkg = package::open_package(path);
@@ -252,11 +265,7 @@ TEST(PrefixCacheEngine, GreedyWithHitsEqualsColdRuns) {
 
 TEST(PrefixCacheEngine, RequestsAdmittedTogetherShareBlocksPublishedInBetween) {
   REQUIRE_PACKAGE(path);
-  EngineOptions o = cold_opts();
-  o.prefix_cache = true;
-  std::unique_ptr<Engine> warm = Engine::load(path, o);
-  std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
-  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
+  auto [warm, cold, base] = warm_and_cold(path);
   const std::vector<int32_t> p(base.begin(), base.begin() + 200);
   GenerateRequest req;
   req.prompt = p;
@@ -376,11 +385,7 @@ TEST(PrefixCacheEngine, ARequestCancelledBeforeItsPrefillLeavesThePoolAsItWas) {
   // it took from the cache is not published again (under its own partial key), so no page
   // is lost and the cache holds the same blocks; the same prompts then run exactly.
   REQUIRE_PACKAGE(path);
-  EngineOptions o = cold_opts();
-  o.prefix_cache = true;
-  std::unique_ptr<Engine> warm = Engine::load(path, o);
-  std::unique_ptr<Engine> cold = Engine::load(path, cold_opts());
-  const std::vector<int32_t> base = warm->tokenize(kSource, true, false);
+  auto [warm, cold, base] = warm_and_cold(path);
   const std::vector<int32_t> p(base.begin(), base.begin() + 150), full(base.begin(), base.begin() + 128);
   std::vector<int32_t> edited = p;
   edited[140] ^= 1;  // shares 140 tokens with p: 2 blocks and 12 positions of p's last one
