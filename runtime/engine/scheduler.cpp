@@ -635,9 +635,7 @@ bool Scheduler::start(Seq& s) {
     return false;
   }
   a.release_pins();
-  if (a.partial > 0) {
-    s.reused = static_cast<int>(pages.size() - 1) * kTok + a.partial;
-  } else if (kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
+  if (a.partial == 0 && kv_.prefix_cache_enabled() && !req.prompt_logprobs && pages.size() < a.keys.size()) {
     std::vector<kvcache::BlockKey> more(a.keys.begin() + static_cast<ptrdiff_t>(pages.size()), a.keys.end()), pinned;
     kv_.match_and_pin(more, pinned, a.disk_tenant);
     try {
@@ -648,7 +646,8 @@ bool Scheduler::start(Seq& s) {
     }
     kv_.unpin(pinned);
   }
-  if (a.partial == 0) s.reused = std::min(static_cast<int>(pages.size()) * kTok, n_prompt - 1);
+  s.reused = a.partial > 0 ? static_cast<int>(pages.size() - 1) * kTok + a.partial
+                           : std::min(static_cast<int>(pages.size()) * kTok, n_prompt - 1);
   // A full hit keeps its last block: position n_prompt - 1 is recomputed into a copy of it.
   s.table = std::move(pages);
   s.n_past = s.reused;
