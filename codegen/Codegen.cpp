@@ -263,6 +263,12 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
       if (w.getRank() == 2 && !w.isDynamicDim(0) && w.getDimSize(0) < gemv.q4kMmaSplitKBelowRows)
         key += ".w8";
     }
+    // Prompt passes of few rows: the skinny GEMM dequantizing in its loads where the
+    // schedule has one (gemm.skinny_max_rows; gemm_skinny.mlir), so a one-token prompt pass
+    // does not write and read back every weight in f16 (7B: 15 GB each way).
+    const std::string ty = quant(mm.getWeightType());
+    if (gemv.skinnyMaxRows > 0 && (ty == "q4_k" || ty == "q6_k" || ty == "q8_0"))
+      key += ".skinny";
     if (mm.getBias())
       key += "+bias";
     if (mm.getResidual())
@@ -298,7 +304,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     const bool ptx = target != "spirv";
-    const DecodeGemv gemv{f16SplitKBelowRows, q4kMma, q4kMmaSplitKBelowRows};
+    const DecodeGemv gemv{f16SplitKBelowRows, q4kMma, q4kMmaSplitKBelowRows, skinnyMaxRows};
     if (ptx && (target.size() < 4 || target.rfind("sm_", 0) != 0)) {
       module.emitError() << "swz-outline-kernels: unknown target '" << target
                          << "' (expected sm_XY or spirv)";
@@ -831,6 +837,8 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
     if (auto shared = op->getAttrOfType<IntegerAttr>("swz.shared_input"))
       g.sharedInput = shared.getInt();
     g.quantizeOutput = op->hasAttr("swz.quantize_output");
+    if (key.find(".skinny") != std::string::npos)
+      g.skinnyMaxRows = gemv.skinnyMaxRows;
     g.kernels = kernelsFor(key, ptx);
     if (g.kernels.empty())
       ++plan.missing[key];
@@ -846,6 +854,7 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   outlineOptions.f16SplitKBelowRows = gemv.f16SplitKBelowRows;
   outlineOptions.q4kMma = gemv.q4kMma;
   outlineOptions.q4kMmaSplitKBelowRows = gemv.q4kMmaSplitKBelowRows;
+  outlineOptions.skinnyMaxRows = gemv.skinnyMaxRows;
   outline.addPass(createSwzOutlineKernels(outlineOptions));
   if (failed(outline.run(*module)))
     throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);

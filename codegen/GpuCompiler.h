@@ -95,6 +95,9 @@ struct DecodeGemv {
   /// gemv.q4_k_mma_split_k_below_rows: with q4kMma, fewer rows take the 8-warp
   /// workgroup ("matmul.q4_k.mma.w8"); 0: none.
   int64_t q4kMmaSplitKBelowRows = 0;
+  /// gemm.skinny_max_rows: prompt passes of at most this many rows multiply Q4_K, Q6_K
+  /// and Q8_0 weights with gemm_skinny_<type> ("matmul.<type>.skinny"); 0: never.
+  int64_t skinnyMaxRows = 0;
 };
 
 /// A weight the model graph reads: GGUF tensor name, ggml type name in lower case
@@ -118,6 +121,9 @@ struct LaunchGroup {
   /// swz-fuse's swz.quantize_output: the op (RMSNorm, SwiGLU) also writes the int8 input
   /// of the matmul after it, in decode.
   bool quantizeOutput = false;
+  /// DecodeGemv::skinnyMaxRows for a ".skinny" key: its KernelRef::rows kernels run when
+  /// the pass has at most this many prompt rows (Rows::Small) or more (Rows::Large).
+  int64_t skinnyMaxRows = 0;
 };
 
 /// The graph pipeline's result: the IR after the stage asked for (for `swizzlec

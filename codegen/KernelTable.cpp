@@ -129,6 +129,20 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
             v.push_back(residualAdd);
         }
         t["matmul." + key + epilogue] = v;
+        // ".skinny": prompt passes of few rows take gemm_skinny_<type> (PTX: dequantizing in
+        // its loads, bitwise the same as dequant + gemm_f16), larger ones the pair.
+        if (ty == "q4_k" || ty == "q6_k" || ty == "q8_0") {
+          std::vector<KernelRef> s;
+          for (KernelRef k : v) {
+            if (k.ptx && k.phase == "prefill" && k.entry != "add_f32") {
+              if (k.entry == "convert_f32_f16")
+                s.push_back({"gemm_skinny", "gemm_skinny_" + ty, "prefill", true, false, KernelRef::Rows::Small});
+              k.rows = KernelRef::Rows::Large;
+            }
+            s.push_back(k);
+          }
+          t["matmul." + key + ".skinny" + epilogue] = s;
+        }
       }
     }
     return t;

@@ -20,6 +20,10 @@ struct KernelRef {
   std::string phase;   ///< "all" (every forward), "decode" (T small) or "prefill"
   bool ptx = true;     ///< used for sm_* targets
   bool spirv = true;   ///< used for the spirv target
+  /// Which prefill passes run it, by their prompt-row count against the launch group's
+  /// skinny_max_rows (LaunchGroup::skinnyMaxRows): every one, at most that many rows, or
+  /// more. The launch record's grid carries the condition (a zero grid is skipped).
+  enum class Rows { Any, Small, Large } rows = Rows::Any;
 };
 
 /// Built-in GPU implementations keyed "<op>.<type>[.<shape class>][+<fused epilogue>]",
@@ -27,7 +31,8 @@ struct KernelRef {
 /// "matmul.f16.k8" (F16 rows on 16-byte boundaries), "matmul.f16.k8.w16" (and fewer rows
 /// than the schedule's gemv.f16_mma_split_k_below_rows; Codegen.cpp's kernelKey),
 /// "matmul.q4_k.mma" and "matmul.q4_k.mma.w8" (the schedule's gemv.q4_k_mma and
-/// gemv.q4_k_mma_split_k_below_rows). An op runs its "all"
+/// gemv.q4_k_mma_split_k_below_rows), "matmul.q4_k.skinny" (a ".skinny" suffix on Q4_K,
+/// Q6_K and Q8_0 keys: the schedule's gemm.skinny_max_rows). An op runs its "all"
 /// kernels plus either its "decode" kernels (decode / speculative-verification
 /// batches) or its "prefill" kernels (prompt chunks), in table order.
 const std::map<std::string, std::vector<KernelRef>> &gpuImpls();

@@ -54,6 +54,9 @@ def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
     Option<"q4kMmaSplitKBelowRows", "q4k-mma-split-k-below-rows", "int64_t", /*default=*/"0",
            "with q4k-mma, Q4_K matmuls with fewer rows use the 8-warp workgroup (the "
            "target schedule's gemv.q4_k_mma_split_k_below_rows)">,
+    Option<"skinnyMaxRows", "skinny-max-rows", "int64_t", /*default=*/"0",
+           "prompt passes of at most this many rows multiply Q4_K / Q6_K / Q8_0 weights "
+           "with the skinny GEMM (the target schedule's gemm.skinny_max_rows)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

@@ -2369,6 +2369,394 @@ module attributes {gpu.container_module} {
 """ + flash_decode() + "  }\n}\n")
 
 
+
+# ---------------------------------------------------------------------------------------
+# gemm_skinny.mlir: the prefill GEMM for short prompt passes, dequantizing in its loads.
+# ---------------------------------------------------------------------------------------
+
+# Per type: bytes of a 256-weight stage of one row (a Q4_K / Q6_K super-block, eight Q8_0
+# blocks), 16-byte chunks a row's stage window spans (the stage's bytes start on a 2-byte
+# boundary only, except Q4_K's: 144 = 9 x 16), the window's row stride in workgroup memory
+# (an odd number of 16-byte units: the 8 rows a warp reads sit in 8 different bank
+# quadruples) and the pipeline depth (stages of the workgroup's 32 rows in flight; 48 KiB
+# of static workgroup memory at most).
+SKINNY = {
+    "q4_k": dict(sb=144, chunks=9, stride=144, stages=8, aligned=True),
+    "q6_k": dict(sb=210, chunks=14, stride=240, stages=6, aligned=False),
+    "q8_0": dict(sb=272, chunks=18, stride=304, stages=4, aligned=False),
+}
+SKINNY_WARPS = 4   # a warp: one n8 tile (8 weight rows); a workgroup: 32 rows
+SKINNY_MT = 4      # m-tiles of 16 tokens: T <= 64 (the schedule's gemm.skinny_max_rows)
+
+
+def gemm_skinny(fmt):
+    """gemm_skinny_<fmt>: y[T, N] = f16(x)[T, K] . f16(dequant(W))[N, K]^T (+ bias) for
+    T <= 64, with every output's sum the same chain as dequant_<fmt>_f16 + gemm_f16's, so
+    a prompt row's bits do not depend on which path its pass took."""
+    p = SKINNY[fmt]
+    S, SB, CW, STRIDE = p["stages"], p["sb"], p["chunks"], p["stride"]
+    W, ROWS, MT = SKINNY_WARPS, 8 * SKINNY_WARPS, SKINNY_MT
+    COLS = STRIDE // 2
+    SMEM = f"memref<{S * ROWS}x{COLS}xf16, #gpu.address_space<workgroup>>"
+    V22H, V42H, V22F, V2H = "vector<2x2xf16>", "vector<4x2xf16>", "vector<2x2xf32>", "vector<2xf16>"
+    name = f"gemm_skinny_{fmt}"
+    e = Emitter(6)
+    c = lambda v: e.ci(v, "index")
+    head = [f"    gpu.func @{name}(%x: memref<?xf32>, %w: memref<?xf16>, %y: memref<?xf32>, %bias: memref<?xf32>,",
+            "                             %T: i32, %N: i32, %K: i32, %has_bias: i32)",
+            "        kernel",
+            f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
+            f"                    swz.grid = \"ceil(N/{ROWS}), 1, 1\"}} {{"]
+    e.emit(f"%sm = memref.get_global @skinny_{fmt} : {SMEM}")
+    mma_thread_ids(e)
+    e.emit("%Ni = arith.index_cast %N : i32 to index")
+    e.emit("%Ki = arith.index_cast %K : i32 to index")
+    e.emit("%Ti = arith.index_cast %T : i32 to index")
+    e.emit(f"%nlast = arith.subi %Ni, {c(1)} : index")
+    e.emit(f"%tlast = arith.subi %Ti, {c(1)} : index")
+    e.emit(f"%k255 = arith.addi %Ki, {c(255)} : index")
+    e.emit(f"%nst = arith.divui %k255, {c(256)} : index")
+    # gemm_f16's k16 steps: its k tiles of 64 (the last zero-filled past K).
+    e.emit(f"%k63 = arith.addi %Ki, {c(63)} : index")
+    e.emit(f"%kt64 = arith.divui %k63, {c(64)} : index")
+    e.emit(f"%ksteps = arith.muli %kt64, {c(4)} : index")
+    if fmt == "q8_0":
+        e.emit(f"%kb = arith.divui %Ki, {c(32)} : index")
+        e.emit(f"%rowbytes = arith.muli %kb, {c(34)} : index")
+    else:
+        e.emit(f"%kb = arith.divui %Ki, {c(256)} : index")
+        e.emit(f"%rowbytes = arith.muli %kb, {c(SB)} : index")
+    e.emit(f"%n0 = arith.muli %bx, {c(ROWS)} : index")
+    zf = e.ci("dense<0.0>", V22F)
+    za = e.ci("dense<0.0>", V42H)
+    zb = e.ci("dense<0.0>", V22H)
+    z2 = e.ci("dense<0.0>", V2H)
+    zx = e.ci("0.0", "f32")
+
+    # Copy roles: thread tid moves 16-byte chunks tid + 128 i of a stage (row chunk / CW of
+    # the workgroup's 32, chunk chunk % CW of that row's window). Rows past N copy nothing
+    # (src-size 0: zero-filled) from a clamped in-bounds address.
+    copies = []
+    total = ROWS * CW
+    for i in range((total + 32 * W - 1) // (32 * W)):
+        ch = e.add("%tid", c(32 * W * i)) if i else "%tid"
+        valid = None
+        if 32 * W * (i + 1) > total:
+            valid = e.v(f"arith.cmpi ult, {ch}, {c(total)} : index", "cv")
+        row = e.v(f"arith.divui {ch}, {c(CW)} : index", "cr")
+        col = e.v(f"arith.remui {ch}, {c(CW)} : index", "cc")
+        n = e.add("%n0", row)
+        nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "cn")
+        nc = e.v(f"arith.minui {n}, %nlast : index", "cn")
+        rs = e.mul(nc, "%rowbytes")
+        cnt = e.v(f"arith.select {nin}, {c(8)}, {c(0)} : index", "cnt")
+        copies.append((valid, row, e.mul(col, c(8)), rs, cnt))
+
+    def window(rs, kt):
+        """(aligned start of the stage's window in f16 units, the stage's offset in it in f16 units)."""
+        start = e.add(rs, e.mul(kt, c(SB)))
+        if p["aligned"]:
+            return e.v(f"arith.divui {start}, {c(2)} : index", "ws"), None
+        off = e.v(f"arith.remui {start}, {c(16)} : index", "wo")
+        a = e.v(f"arith.subi {start}, {off} : index", "wa")
+        return e.v(f"arith.divui {a}, {c(2)} : index", "ws"), e.v(f"arith.divui {off}, {c(2)} : index", "wo")
+
+    def issue(kt):
+        slot = e.v(f"arith.remui {kt}, {c(S)} : index", "slot")
+        srow0 = e.mul(slot, c(ROWS))
+        for valid, row, col8, rs, cnt in copies:
+            if valid:
+                e.emit(f"scf.if {valid} {{")
+                e.indent += 2
+            ws, _ = window(rs, kt)
+            si = e.add(ws, col8)
+            n_ = cnt
+            if fmt == "q8_0":
+                # K % 256 != 0: the last stage's window runs past the row; chunks that start
+                # past its end (past the buffer, for the last row) copy nothing.
+                rend = e.v(f"arith.divui {e.add(rs, '%rowbytes')}, {c(2)} : index", "re")
+                inrow = e.v(f"arith.cmpi ult, {si}, {rend} : index", "ir")
+                n_ = e.v(f"arith.select {inrow}, {cnt}, {c(0)} : index", "cnt")
+                si = e.v(f"arith.select {inrow}, {si}, {c(0)} : index", "si")
+            dr = e.add(srow0, row)
+            e.v(f"nvgpu.device_async_copy %w[{si}], %sm[{dr}, {col8}], 8, {n_} {{bypassL1}} : memref<?xf16> to {SMEM}", "cp")
+            if valid:
+                e.indent -= 2
+                e.emit("}")
+
+    # Prologue: stages 0 .. S-2, a group each (possibly empty).
+    for s in range(S - 1):
+        has = e.v(f"arith.cmpi ult, {c(s)}, %nst : index", "has")
+        e.emit(f"scf.if {has} {{")
+        e.indent += 2
+        issue(c(s))
+        e.indent -= 2
+        e.emit("}")
+        e.v("nvgpu.device_async_create_group {}", "grp")
+    last_group = f"%grp{e.n}"
+
+    # This thread's mma row: warp w's n8 tile, row g (B column g).
+    e.emit(f"%wrow = arith.muli %warp, {c(8)} : index")
+    e.emit("%mrow = arith.addi %wrow, %g : index")
+    e.emit("%mn = arith.addi %n0, %mrow : index")
+    e.emit("%mnc = arith.minui %mn, %nlast : index")
+    e.emit("%mrs = arith.muli %mnc, %rowbytes : index")
+    e.emit(f"%q2 = arith.muli %q, {c(2)} : index")
+    # The x rows of m-tile m this thread feeds (A rows g and g + 8), clamped, with their
+    # in-range flags, as element offsets t K.
+    xrows = []
+    for m in range(MT):
+        pair = []
+        for h in range(2):
+            t = e.add("%g", c(16 * m + 8 * h)) if 16 * m + 8 * h else "%g"
+            tin = e.v(f"arith.cmpi ult, {t}, %Ti : index", "tin")
+            tc = e.v(f"arith.minui {t}, %tlast : index", "tc")
+            pair.append((tin, e.mul(tc, "%Ki")))
+        xrows.append(pair)
+    mlive = [None] + [e.v(f"arith.cmpi ult, {c(16 * m)}, %Ti : index", "mlive") for m in range(1, MT)]
+
+    accs = [f"%acc_in{m}" for m in range(MT)]
+    e.emit(f"%res:{MT} = scf.for %kt = {c(0)} to %nst step {c(1)} iter_args("
+           + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * MT)}) {{")
+    e.indent += 2
+    e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = {S - 2} : i32}}")
+    e.emit("gpu.barrier")
+    ktn = e.add("%kt", c(S - 1))
+    has = e.v(f"arith.cmpi ult, {ktn}, %nst : index", "has")
+    e.emit(f"scf.if {has} {{")
+    e.indent += 2
+    issue(ktn)
+    e.indent -= 2
+    e.emit("}")
+    e.v("nvgpu.device_async_create_group {}", "grp")
+    slot = e.v(f"arith.remui %kt, {c(S)} : index", "slot")
+    srow = e.add(e.mul(slot, c(ROWS)), "%mrow")
+    _, off = window("%mrs", "%kt")
+    step0 = e.mul("%kt", c(16))
+
+    def u16(byte, lane=False):
+        """The little-endian 16-bit word at byte `byte` (even, a Python int) of this row's
+        stage, plus 2q with `lane` (this thread's pair of B weights), zero-extended to i32."""
+        col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
+        if lane:
+            col = e.add(col, "%q")
+        h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
+        b = e.v(f"arith.bitcast {h} : f16 to i16", "ld")
+        return e.v(f"arith.extui {b} : i16 to i32", "ld")
+
+    def f16at(byte):
+        col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
+        h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
+        return e.v(f"arith.extf {h} : f16 to f32", "d")
+
+    def byte(word, i, signed=False):
+        if signed:  # bits 8i .. 8i+7 as a signed int8 in i32
+            s = e.shl(word, e.ci(24 - 8 * i)) if i < 3 else word
+            return e.sar(s, e.ci(24))
+        return e.bits(word, 8 * i, 0xFF)
+
+    def pair(h0, h1):
+        v = e.v(f"vector.insert {h0}, {z2} [0] : f16 into {V2H}", "bp")
+        return e.v(f"vector.insert {h1}, {v} [1] : f16 into {V2H}", "bp")
+
+    acc = list(accs)
+
+    def mma_step(j, b_regs):
+        """k16 step j (a Python int) of this stage: B from the four f16 weights (k 2q, 2q+1,
+        2q+8, 2q+9 of row g); A from x (rows g, g+8 of each live m-tile)."""
+        st = e.add(step0, c(j)) if j else step0
+        k0 = e.mul(st, c(16))
+        kin = e.v(f"arith.cmpi ult, {k0}, %Ki : index", "kin")
+        b = e.v(f"vector.insert {pair(b_regs[0], b_regs[1])}, {zb} [0] : {V2H} into {V22H}", "bf")
+        b = e.v(f"vector.insert {pair(b_regs[2], b_regs[3])}, {b} [1] : {V2H} into {V22H}", "bf")
+        if fmt == "q8_0":  # the last stage's steps past K multiply zeros (gemm_f16's zero fill)
+            b = e.v(f"arith.select {kin}, {b}, {zb} : {V22H}", "bf")
+        run = None
+        if fmt == "q8_0":  # steps past gemm_f16's last k tile are not taken at all
+            run = e.v(f"arith.cmpi ult, {st}, %ksteps : index", "run")
+        kc = e.v(f"arith.select {kin}, {k0}, {c(0)} : index", "kc")
+        kq = e.add(kc, "%q2")
+        for m in range(MT):
+            cond = mlive[m]
+            if run is not None:
+                cond = run if cond is None else e.v(f"arith.andi {cond}, {run} : i1", "live")
+            if cond is not None:
+                e.emit(f"%accm{e.n + 1} = scf.if {cond} -> ({V22F}) {{")
+                out = f"%accm{e.n + 1}"
+                e.n += 1
+                e.indent += 2
+            regs = []
+            for h in range(2):  # A registers: (row g, k), (row g + 8, k), (row g, k + 8), (row g + 8, k + 8)
+                for r in range(2):
+                    tin, trow = xrows[m][r]
+                    ok = e.v(f"arith.andi {tin}, {kin} : i1", "ok")
+                    base = e.add(trow, e.add(kq, c(8 * h)) if h else kq)
+                    vals = []
+                    for jj in range(2):
+                        xi = e.add(base, c(jj)) if jj else base
+                        xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
+                        xv = e.v(f"arith.select {ok}, {xv}, {zx} : f32", "xv")
+                        vals.append(e.v(f"arith.truncf {xv} : f32 to f16", "xh"))
+                    regs.append(pair(*vals))
+            a = za
+            for i_, r_ in enumerate([regs[0], regs[1], regs[2], regs[3]]):
+                a = e.v(f"vector.insert {r_}, {a} [{i_}] : {V2H} into {V42H}", "af")
+            d = e.v(f"nvgpu.mma.sync ({a}, {b}, {acc[m]}) {{mmaShape = [16, 8, 16]}} : ({V42H}, {V22H}, {V22F}) -> {V22F}", "d")
+            if cond is not None:
+                e.emit(f"scf.yield {d} : {V22F}")
+                e.indent -= 2
+                e.emit("} else {")
+                e.emit(f"  scf.yield {acc[m]} : {V22F}")
+                e.emit("}")
+                acc[m] = out
+            else:
+                acc[m] = d
+
+    def h16(x):
+        return e.v(f"arith.truncf {x} : f32 to f16", "wh")
+
+    if fmt == "q4_k":
+        # Element e of the super-block: group G = e / 64, l = e % 64, sub-block 2G + l / 32,
+        # q = nibble l / 32 of qs[32G + l % 32]; x = (d * sc) * q - dmin * m (dequant_f16.mlir).
+        d, dmin = f16at(0), f16at(2)
+        sw = [u16(4 + 2 * i) for i in range(6)]
+        sbyte = lambda i: byte(sw[i // 2], i % 2)
+        def scale_min(s):
+            if s < 4:
+                sc, mn = e.band(sbyte(s), e.ci(63)), e.band(sbyte(s + 4), e.ci(63))
+            else:
+                sc = e.bor(e.band(sbyte(s + 4), e.ci(15)), e.shl(e.shr(sbyte(s - 4), e.ci(6)), e.ci(4)))
+                mn = e.bor(e.shr(sbyte(s + 4), e.ci(4)), e.shl(e.shr(sbyte(s), e.ci(6)), e.ci(4)))
+            scf_ = e.v(f"arith.uitofp {sc} : i32 to f32", "sc")
+            mnf = e.v(f"arith.uitofp {mn} : i32 to f32", "mn")
+            return e.fmul(d, scf_), e.fmul(dmin, mnf)
+        for G in range(4):
+            lo, hi = scale_min(2 * G), scale_min(2 * G + 1)
+            steps = {}
+            for h in range(2):
+                v1, v2 = u16(16 + 32 * G + 16 * h, True), u16(16 + 32 * G + 16 * h + 8, True)
+                for nib, (d1, m1) in ((0, lo), (1, hi)):
+                    ws = []
+                    for v in (v1, v2):
+                        for bi in range(2):
+                            q = e.bits(v, 8 * bi + 4 * nib, 15)
+                            qf = e.v(f"arith.uitofp {q} : i32 to f32", "qf")
+                            ws.append(h16(e.fsub(e.fmul(d1, qf), m1)))
+                    steps[4 * G + 2 * nib + h] = ws
+            for j in sorted(steps):
+                mma_step(j, steps[j])
+    elif fmt == "q6_k":
+        # Element e: h = e / 128, r = e % 128, p = r / 32, l = r % 32; q = (nibble p / 2 of
+        # ql[64h + l + 32(p % 2)]) | (bits 2p, 2p+1 of qh[32h + l]) << 4; x = d * scales[8h +
+        # l / 16 + 2p] * (q - 32) (dequant_f16.mlir).
+        d = f16at(208)
+        for h2 in range(2):
+            steps = {}
+            for s in range(2):
+                vh = [u16(128 + 32 * h2 + 16 * s + 8 * i, True) for i in range(2)]
+                vl = [[u16(64 * h2 + 32 * pp + 16 * s + 8 * i, True) for i in range(2)] for pp in range(2)]
+                for p_ in range(4):
+                    sword = u16(192 + 8 * h2 + 2 * p_)
+                    sc = byte(sword, s, signed=True)
+                    ds = e.fmul(d, e.v(f"arith.sitofp {sc} : i32 to f32", "sc"))
+                    ws = []
+                    for i in range(2):
+                        for bi in range(2):
+                            ql = e.bits(vl[p_ % 2][i], 8 * bi + 4 * (p_ // 2), 15)
+                            qh = e.bits(vh[i], 8 * bi + 2 * p_, 3)
+                            q = e.bor(ql, e.shl(qh, e.ci(4)))
+                            qm = e.v(f"arith.subi {q}, {e.ci(32)} : i32", "qm")
+                            qf = e.v(f"arith.sitofp {qm} : i32 to f32", "qf")
+                            ws.append(h16(e.fmul(ds, qf)))
+                    steps[8 * h2 + 2 * p_ + s] = ws
+            for j in sorted(steps):
+                mma_step(j, steps[j])
+    else:  # q8_0: eight blocks of 34 bytes: d f16 | qs[32] int8; x = q * d
+        for blk in range(8):
+            d = f16at(34 * blk)
+            for s in range(2):
+                ws = []
+                for i in range(2):
+                    v = u16(34 * blk + 2 + 16 * s + 8 * i, True)
+                    for bi in range(2):
+                        q = byte(v, bi, signed=True)
+                        qf = e.v(f"arith.sitofp {q} : i32 to f32", "qf")
+                        ws.append(h16(e.fmul(qf, d)))
+                mma_step(2 * blk + s, ws)
+    e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * MT)}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = 0 : i32}}")
+    # Epilogue as gemm_f16's: y[t, n] = acc + (bias[n] or 0.0), rows t < T and n < N only.
+    e.emit(f"%use_bias = arith.cmpi ne, %has_bias, {e.ci(0)} : i32")
+    for j in range(2):
+        n = e.add("%n0", e.add("%wrow", e.add("%q2", c(j)) if j else "%q2"))
+        nin = e.v(f"arith.cmpi ult, {n}, %Ni : index", "nin")
+        nc = e.v(f"arith.minui {n}, %nlast : index", "nc")
+        bv = f"%bv{e.n + 1}"
+        e.n += 1
+        e.emit(f"{bv} = scf.if %use_bias -> (f32) {{")
+        e.emit(f"  %bl{e.n} = memref.load %bias[{nc}] : memref<?xf32>")
+        e.emit(f"  scf.yield %bl{e.n} : f32")
+        e.emit("} else {")
+        e.emit(f"  scf.yield {zx} : f32")
+        e.emit("}")
+        for m in range(MT):
+            for i in range(2):
+                t = e.add("%g", c(16 * m + 8 * i)) if 16 * m + 8 * i else "%g"
+                tin = e.v(f"arith.cmpi ult, {t}, %Ti : index", "tin")
+                ok = e.v(f"arith.andi {tin}, {nin} : i1", "ok")
+                v = e.v(f"vector.extract %res#{m}[{i}, {j}] : f32 from {V22F}", "v")
+                e.emit(f"scf.if {ok} {{")
+                e.indent += 2
+                sv = e.fadd(v, bv)
+                yi = e.add(e.mul(t, "%Ni"), n)
+                e.emit(f"memref.store {sv}, %y[{yi}] : memref<?xf32>")
+                e.indent -= 2
+                e.emit("}")
+    e.emit("gpu.return")
+    return func_text(head, e)
+
+
+def module_skinny():
+    out = ["// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.",
+           "//",
+           "// The skinny prefill GEMM (PTX only): for prompt passes of at most 64 rows (the",
+           "// target schedule's gemm.skinny_max_rows), y[T, N] = f16(x) . f16(dequant(W))^T",
+           "// (+ bias) straight from the GGUF blocks, instead of dequant_<type>_f16 writing the",
+           "// whole f16 weight and gemm_f16 reading it back (7B: 15 GB each way a pass).",
+           "//",
+           "// gemm_skinny_<type>(x, w, y, bias, T, N, K, has_bias): x [T, K] f32 (rounded to f16",
+           "//   here, as convert_f32_f16 does), w the GGUF tensor's bytes as memref<?xf16>, y [T, N]",
+           "//   f32, bias [N] f32 (read only when has_bias != 0).",
+           f"//   Launch: block {32 * SKINNY_WARPS}, grid (ceil(N / {8 * SKINNY_WARPS}), 1, 1): warp w of workgroup b",
+           f"//   owns weight rows {8 * SKINNY_WARPS}b + 8w .. + 7 (one n8 tile) for every token (up to",
+           f"//   {SKINNY_MT} m-tiles of 16), over the whole of K.",
+           "//   Loads: the workgroup's rows move through workgroup memory 256 weights (a stage) at",
+           "//   a time, a multi-stage cp.async ring (16-byte chunks of each row's stage window,",
+           "//   zero-filled past N); each thread dequantizes the 4 weights of its mma B fragment",
+           "//   per k16 step (row g, k 2q, 2q+1, 2q+8, 2q+9) with dequant_f16.mlir's f32",
+           "//   arithmetic, rounded to f16; A comes from x rows g, g + 8 of each m-tile.",
+           "//   Bits: each output is one mma.sync.m16n8k16 accumulator over the k16 steps in",
+           "//   ascending order from zero, with the same f16 operands, steps and final bias add",
+           "//   as gemm_f16 (its k tiles of 64 zero-filled past K): the tensor core computes an",
+           "//   element from its own row, column and accumulator, so the result is bitwise",
+           "//   dequant_<type>_f16 + gemm_f16's, whichever path a pass takes (checked on the",
+           "//   H200 by swz-backend-compare's batch invariance: prompt rows alone vs together).",
+           "module attributes {gpu.container_module} {",
+           "  gpu.module @swz_gemm_skinny {"]
+    for fmt, p in SKINNY.items():
+        rows = p["stages"] * 8 * SKINNY_WARPS
+        out.append(f"    memref.global \"private\" @skinny_{fmt} : memref<{rows}x{p['stride'] // 2}xf16, "
+                   "#gpu.address_space<workgroup>> {alignment = 16 : i64}")
+    out.append("")
+    for fmt in SKINNY:
+        out.append(gemm_skinny(fmt))
+    out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
 def main():
     args = sys.argv[1:]
     if "--variant" in args:
@@ -2398,6 +2786,7 @@ def main():
     files.append(("gemv_q8x.mlir", module_q8x()))
     files.append(("gemv_f16_mma.mlir", module_f16_mma()))
     files.append(("attention_decode.mlir", module_attention_decode()))
+    files.append(("gemm_skinny.mlir", module_skinny()))
     for name, text in files:
         path = os.path.join(HERE, name)
         if check:

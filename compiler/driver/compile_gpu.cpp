@@ -170,7 +170,7 @@ codegen::GraphPlan plan(const package::Manifest &m, const schedule::TargetSchedu
   const bool ropeKv = !codegen::kernelsFor("attention.f16kv+rope_k", m.target != "spirv").empty();
   try {
     const codegen::DecodeGemv gemv{sched.gemv.f16MmaSplitKBelowRows, sched.gemv.q4kMma,
-                                   sched.gemv.q4kMmaSplitKBelowRows};
+                                   sched.gemv.q4kMmaSplitKBelowRows, sched.gemm.skinnyMaxRows};
     return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv, emitStage);
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());

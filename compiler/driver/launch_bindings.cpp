@@ -543,6 +543,19 @@ void bindGemmF16(const Group &g, const codegen::KernelRef &, const Types &t, Rec
   r.gridSymbols = {{"N", N}, {"T", "T"}};
 }
 
+/// gemm_skinny_<type>(x, w, y, bias, T, N, K, has_bias): the prefill GEMM of passes with few
+/// prompt rows (gemm_skinny.mlir), on the f32 activations and the GGUF blocks themselves
+/// (bytes as f16 units). With a fused residual it writes the matmul's own output, as
+/// gemm_f16; add_f32 follows.
+void bindGemmSkinny(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
+  const Matmul mm = matmulOf(g);
+  r.args = {activation(mm.x, t[0], "T*" + str(mm.K)), weight(g, mm.w, t[1]),
+            activation(mm.y, t[2], "T*" + str(mm.N)),
+            mm.bias.empty() ? absent(t[3]) : weight(g, mm.bias, t[3]),
+            i32("T"), i32(mm.N), i32(mm.K), i32(mm.bias.empty() ? 0 : 1)};
+  r.gridSymbols = {{"N", str(mm.N)}};
+}
+
 /// gemm_f32_f16w(x, w, y, bias, T, N, K, has_bias): the portable GEMM (SPIR-V) of the f32
 /// activations and the f16 weight.
 void bindGemmF32F16w(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
@@ -846,6 +859,7 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"convert_f32_f16", bindConvert},   // dequant_f16.mlir
       {"dequant_", bindDequant},          // dequant_f16.mlir
       {"gemm_f16", bindGemmF16},          // gemm_f16.mlir
+      {"gemm_skinny_", bindGemmSkinny},   // gemm_skinny.mlir
       {"gemm_f32_f16w", bindGemmF32F16w}, // gemm_f32_f16w.mlir
       {"add_f32", bindAdd},
       {"rms_norm_f32", bindRmsNorm},
@@ -941,6 +955,17 @@ json records(const Group &g, const std::vector<codegen::KernelRef> &kernels, con
                    "', which its binder does not define");
         grid[d] = substituteExpr(rule[d], r.gridSymbols);
       }
+    }
+    // A kernel for some prefill passes only (KernelRef::Rows): its grid is zero on the
+    // others, by the prompt-row count T of the pass against the group's skinny_max_rows.
+    if (ref.rows != codegen::KernelRef::Rows::Any) {
+      if (g.g.skinnyMaxRows <= 0 || ref.phase != "prefill")
+        g.fail("kernel " + ref.entry + " runs on some prefill passes only, and the launch group has no "
+               "skinny_max_rows");
+      const std::string lim = std::to_string(g.g.skinnyMaxRows);
+      const std::string on = ref.rows == codegen::KernelRef::Rows::Small ? "max(0, min(1, " + lim + " + 1 - T))"
+                                                                          : "max(0, min(1, T - " + lim + "))";
+      grid[0] = simplifyExpr("(" + grid[0] + ") * " + on);
     }
     json rec = {{"kernel", m.target + "." + ref.entry},
                 {"phase", outputRows ? "all" : ref.phase},

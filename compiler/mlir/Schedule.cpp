@@ -107,6 +107,12 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   s.gemm.copy = r.string(g, "$.gemm", "copy");
   s.gemm.swizzle = r.swizzle(g, "$.gemm", s.gemm.swizzleShiftFromRow);
   s.gemm.conflictFree = r.boolean(g, "$.gemm", "conflict_free");
+  if (g.contains("skinny_max_rows")) {
+    s.gemm.skinnyMaxRows = r.integer(g, "$.gemm", "skinny_max_rows", 0);
+    if (s.gemm.skinnyMaxRows > 64)
+      throw std::runtime_error("$.gemm.skinny_max_rows: " + std::to_string(s.gemm.skinnyMaxRows) +
+                               " is more than the skinny GEMM's 64 rows (4 m-tiles of 16)");
+  }
 
   const json &a = r.field(doc, "$", "attention");
   s.attention.elementType = r.string(a, "$.attention", "element_type");

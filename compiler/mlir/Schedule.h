@@ -29,6 +29,11 @@ struct GemmSchedule {
   /// "shift": "row": S = log2(row length in elements) - M, set per tile.
   bool swizzleShiftFromRow = false;
   bool conflictFree = false; ///< claim checked by swz-check-bank-conflicts.
+  /// Prompt passes of at most this many rows multiply Q4_K / Q6_K / Q8_0 weights with the
+  /// skinny GEMM (codegen/kernels/gemm_skinny.mlir: dequantizing in its loads, up to 64
+  /// rows) instead of dequant_<type>_f16 + gemm_f16; bitwise the same results. Schedule
+  /// field `gemm.skinny_max_rows` (optional, default 0: never).
+  int64_t skinnyMaxRows = 0;
 };
 
 struct AttentionSchedule {

@@ -334,6 +334,70 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
   return c;
 }
 
+/// gemm_skinny_<type> (PTX): the prefill GEMM of short passes, x f32 rounded to f16 in the
+/// kernel, W the GGUF blocks (bytes, padded to 16 as the executor pads weights).
+Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+  Rng rng{seed};
+  const int64_t blocks = N * (K / q.blockElems);
+  std::vector<uint8_t> w(size_t((blocks * q.blockBytes + 15) / 16 * 16), 0);
+  for (int64_t b = 0; b < blocks; ++b)
+    q.fill(rng, w.data() + b * q.blockBytes);
+  std::vector<double> wv(size_t(N * K));
+  for (int64_t b = 0; b < blocks; ++b)
+    q.decode(w.data() + b * q.blockBytes, wv.data() + b * q.blockElems);
+  std::vector<float> x(size_t(T * K));
+  std::vector<double> xv(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(rng.next());
+    xv[i] = f16Value(f16Bits(x[i]));  // the kernel multiplies f16(x)
+  }
+  std::vector<double> bias;
+  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+
+  Case c;
+  c.module = "swz_gemm_skinny";
+  c.entry = std::string("gemm_skinny_") + q.name;
+  c.label = gemmLabel(T, N, K, withBias);
+  c.buffers.push_back(makeBuffer(x, {T * K}));
+  Buffer wb;
+  wb.bytes = w;
+  wb.sizes = {int64_t(w.size() / 2)};
+  wb.elemBytes = 2;
+  c.buffers.push_back(std::move(wb));
+  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T * N}));
+  c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::i(int32_t(T)),
+            Arg::i(int32_t(N)), Arg::i(int32_t(K)), Arg::i(withBias ? 1 : 0)};
+  c.grid = {unsigned((N + 31) / 32), 1, 1};
+  c.block = {128, 1, 1};
+  c.bytesMoved = double(blocks * q.blockBytes) + 4.0 * double(T * K + T * N);
+  c.flops = 2.0 * double(T) * double(N) * double(K);
+  c.tensorCore = true;
+  // Against the exact weights: each f16 weight is the f32 dequantization rounded once more
+  // (one f16 ulp, 2^-10 |w|, + 2^-24 for subnormals; kF16Note), then gemm_f16's bound.
+  c.check = [in, T, N, K](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef ref = gemmRef(*in, T, N, K);
+    Verdict v;
+    v.note = "|y - ref| <= (2^-10 + (K + 1) 2^-23) sum_k |x_k w_k| + 2^-24 sum_k |x_k| (ref = float64 "
+             "product of f16(x) and the exact weights: one f16 rounding of each weight, then f32 "
+             "accumulation)";
+    auto y = asVector<float>(out[2]);
+    for (int64_t t = 0; t < T; ++t) {
+      double sx = 0;
+      for (int64_t k = 0; k < K; ++k) sx += std::fabs(in->x[size_t(t * K + k)]);
+      for (int64_t n = 0; n < N; ++n) {
+        const size_t i = size_t(t * N + n);
+        compare(v, y[i], ref.y[i],
+                (std::ldexp(1.0, -10) + double(K + 1) * std::ldexp(1.0, -23)) * ref.absSum[i] +
+                    std::ldexp(sx, -24) + 1e-30);
+      }
+    }
+    return v;
+  };
+  return c;
+}
+
 } // namespace
 
 std::vector<Case> gemmCases(const std::string &format) {
@@ -360,6 +424,22 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
+    // Skinny GEMM (T <= 64): a partial last workgroup (N = 577, 100, 70), m-tiles 1-4,
+    // Q6_K rows whose super-blocks start 4, 8, 12 bytes past 16 (rows of 2,100 bytes),
+    // Q8_0 with K % 256 = 32 (a partial last stage) and K % 64 = 32 (gemm_f16's zero tail),
+    // rows of 1,122 bytes (2 mod 16).
+    const QuantType &q80 = quantTypes()[2], &q4k = quantTypes()[3], &q6k = quantTypes()[4];
+    cases.push_back(gemmSkinnyCase(q4k, 1, 577, 1536, false, 21));
+    cases.push_back(gemmSkinnyCase(q4k, 17, 64, 512, true, 22));
+    cases.push_back(gemmSkinnyCase(q4k, 64, 40, 256, false, 23));
+    cases.push_back(gemmSkinnyCase(q6k, 1, 100, 2560, true, 24));
+    cases.push_back(gemmSkinnyCase(q6k, 33, 33, 512, false, 25));
+    cases.push_back(gemmSkinnyCase(q80, 1, 70, 1056, false, 26));
+    cases.push_back(gemmSkinnyCase(q80, 64, 32, 896, true, 27));
+    // 7B shapes (timed on the H200: ffn_down and q/k/v at one token).
+    cases.push_back(gemmSkinnyCase(q4k, 1, 3584, 18944, false, 28));
+    cases.push_back(gemmSkinnyCase(q6k, 1, 3584, 18944, false, 29));
+    cases.push_back(gemmSkinnyCase(q4k, 1, 4608, 3584, true, 30));
   } else {
     // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
     cases.push_back(gemmPortableCase(1, 576, 576, false, 11));

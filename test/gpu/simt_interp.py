@@ -194,11 +194,18 @@ class Machine:
         elif n == 'arith.trunci': res = ins[0] & ((1 << int(rtype(rest)[1:])) - 1)
         elif n == 'arith.bitcast':
             src, dst = re.search(r': \((\w+)\) -> (\w+)', rest).groups()
-            u = {'i16': np.uint16, 'i32': np.uint32}[src]
-            res = (ins[0] & ((1 << int(src[1:])) - 1)).astype(u).view({'f16': np.float16, 'f32': np.float32}[dst])
+            if src in ('f16', 'f32'):  # float bits as an unsigned integer (int64 lanes)
+                res = ins[0].astype({'f16': np.float16, 'f32': np.float32}[src]).view(
+                    {'f16': np.uint16, 'f32': np.uint32}[src]).astype(np.int64)
+                src = None
+            u = {'i16': np.uint16, 'i32': np.uint32, None: None}[src]
+            if src is not None:
+                res = (ins[0] & ((1 << int(src[1:])) - 1)).astype(u).view({'f16': np.float16, 'f32': np.float32}[dst])
         elif n == 'arith.sitofp': res = ins[0].astype(np.float32)
         elif n == 'arith.uitofp': res = (ins[0] & 0xFFFFFFFF).astype(np.float32)
-        elif n == 'arith.extui': res = ins[0].astype(np.int64)
+        elif n == 'arith.extui':  # zero-extends the source width (int8 buffers load signed)
+            src = re.search(r': \((\w+)\) ->', rest).group(1)
+            res = ins[0].astype(np.int64) & ((1 << int(src[1:])) - 1)
         elif n == 'arith.negf': res = -ins[0]
         elif n == 'math.rsqrt':
             with np.errstate(all='ignore'): res = (1.0 / np.sqrt(ins[0])).astype(ins[0].dtype)
@@ -347,7 +354,8 @@ class Machine:
                 for i in range(op.nres):
                     a = t[i] if t is not None else e_[i]
                     b = e_[i] if e_ is not None else a
-                    outs.append(np.where(c, a, b))
+                    cc = c.reshape((NL,) + (1,) * (np.ndim(a) - 1)) if np.ndim(a) > 1 else c
+                    outs.append(np.where(cc, a, b))
                 res = outs
         elif n == 'scf.for':
             lb, ub, st = [self.v(env, x) for x in op.operands[:3]]
@@ -517,7 +525,9 @@ def run_case_dir(ir_path, case_dir):
     for a, t in zip(args, types):
         if not isinstance(a, str):
             continue
-        if 'vector<4x' in t:  # 16-byte elements: rows of 4 lanes
+        if 'vector<4xf16>' in t:  # 8-byte elements: rows of 4 halves
+            bufs[a] = bufs[a].view(np.float16).reshape(-1, 4)
+        elif 'vector<4x' in t:  # 16-byte elements: rows of 4 lanes
             bufs[a] = bufs[a].view(np.int32 if 'vector<4xi32>' in t else np.float32).reshape(-1, 4)
         elif 'vector<2xi32>' in t:  # 8-byte elements: rows of 2
             bufs[a] = bufs[a].view(np.int32).reshape(-1, 2)

@@ -399,3 +399,71 @@ def test_decode_attention_ignoring_a_sequences_block_table_fails(tmp_path):
             assert "OOB" in str(e), e
             continue
         assert r.returncode == 1 and f"FAIL {case} " in r.stdout, r.stdout + r.stderr
+
+
+SKINNY = ROOT / "codegen" / "kernels" / "gemm_skinny.mlir"
+DEQUANT = ROOT / "codegen" / "kernels" / "dequant_f16.mlir"
+
+
+def _skinny_cases() -> list[str]:
+    # gemm_skinny's small cases (every type, m-tiles 1 to 4, partial workgroups, Q6_K's
+    # unaligned super-blocks, Q8_0's partial last stage); the 7B shapes are for the H200.
+    return [line.split()[0] for line in _list("swz_gemm_skinny") if " N=3584 " not in line and " N=4608 " not in line]
+
+
+def test_gemm_skinny_cases_pass_in_the_interpreter(tmp_path):
+    cases = _skinny_cases()
+    assert len(cases) == 7
+    _assert_all_ok(_interpret_and_check(tmp_path, SKINNY, "swz_gemm_skinny", cases), cases)
+
+
+def _write_case(d: Path, module: str, entry: str, grid, block: int, buffers, args) -> None:
+    """A case directory as `swz-case-io dump` writes it: buffers [(elem bytes, sizes,
+    raw bytes)], args [("m", buffer) | ("i", value)]."""
+    d.mkdir(parents=True)
+    lines = [f"{module} {entry}", " ".join(map(str, grid)), f"block {block} 1 1"]
+    for i, (eb, sizes, raw) in enumerate(buffers):
+        lines.append(f"buffer {i} {eb} " + " ".join(map(str, sizes)))
+        (d / f"buf{i}.bin").write_bytes(raw)
+    lines += [f"arg {k} {v}" for k, v in args]
+    (d / "meta.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("label", ["gemm_skinny_q4_k T=17 N=64 K=512 +bias", "gemm_skinny_q6_k T=33 N=33 K=512",
+                                   "gemm_skinny_q8_0 T=1 N=70 K=1056"])
+def test_gemm_skinny_equals_dequant_then_gemm_f16_bitwise(tmp_path, label):
+    """The skinny GEMM and the path it replaces (dequant_<type>_f16, convert_f32_f16,
+    gemm_f16) on the same blocks and activations give the same f32 bits: the same f16
+    operands in the same mma.sync chain (in the interpreter, which rounds each mma's sum
+    to f32 as one chain; the H200 run checks the hardware: swz-backend-compare's batch
+    invariance). A k16 step taken out of order, or a weight rounded differently, breaks it."""
+    import numpy as np
+    case = next(line.split()[0] for line in _list("swz_gemm_skinny") if line.split(None, 1)[1] == label)
+    ir = _generic_ir(SKINNY, tmp_path / "skinny.mlir")
+    assert _dump(tmp_path / "cases", case, module="swz_gemm_skinny") == [case]
+    src = tmp_path / "cases" / case
+    simt_interp.run_case_dir(str(ir), str(src))
+    meta = (src / "meta.txt").read_text().split("\n")
+    ints = [int(l.split()[2]) for l in meta if l.startswith("arg i")]
+    T, N, K, has_bias = ints
+    ty = label.split()[0][len("gemm_skinny_"):]
+    w = (src / "buf1.bin").read_bytes()
+    x, bias = (src / "buf0.bin").read_bytes(), (src / "buf3.bin").read_bytes()
+    dq = _generic_ir(DEQUANT, tmp_path / "dequant.mlir")
+    _write_case(tmp_path / "dq", "swz_dequant_f16", f"dequant_{ty}_f16", (N, 1, 1), 256,
+                [(1, [len(w)], w), (2, [N * K], b"\0" * (2 * N * K))], [("m", 0), ("m", 1), ("i", N), ("i", K)])
+    simt_interp.run_case_dir(str(dq), str(tmp_path / "dq"))
+    _write_case(tmp_path / "cv", "swz_dequant_f16", "convert_f32_f16", (T, 1, 1), 256,
+                [(4, [T * K], x), (2, [T * K], b"\0" * (2 * T * K))], [("m", 0), ("m", 1), ("i", T), ("i", K)])
+    simt_interp.run_case_dir(str(dq), str(tmp_path / "cv"))
+    gm = _generic_ir(GEMM, tmp_path / "gemm.mlir")
+    _write_case(tmp_path / "gm", "swz_gemm_f16", "gemm_f16", ((N + 63) // 64, (T + 63) // 64, 1), 128,
+                [(2, [T, K], (tmp_path / "cv" / "out1.bin").read_bytes()),
+                 (2, [N, K], (tmp_path / "dq" / "out1.bin").read_bytes()),
+                 (4, [T, N], b"\0" * (4 * T * N)), (4, [len(bias) // 4], bias)],
+                [("m", 0), ("m", 1), ("m", 2), ("m", 3), ("i", has_bias)])
+    simt_interp.run_case_dir(str(gm), str(tmp_path / "gm"))
+    skinny = np.frombuffer((src / "out2.bin").read_bytes(), np.uint32)
+    pair = np.frombuffer((tmp_path / "gm" / "out2.bin").read_bytes(), np.uint32)
+    assert skinny.shape == pair.shape == (T * N,)
+    assert (skinny == pair).all(), f"{int((skinny != pair).sum())} of {T * N} outputs differ"
