@@ -267,7 +267,9 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
     // schedule has one (gemm.skinny_max_rows; gemm_skinny.mlir), so a one-token prompt pass
     // does not write and read back every weight in f16 (7B: 15 GB each way).
     const std::string ty = quant(mm.getWeightType());
-    if (gemv.skinnyMaxRows > 0 && (ty == "q4_k" || ty == "q6_k" || ty == "q8_0"))
+    // Its stages are 256 weights: Q8_0 rows of other lengths (Qwen2.5-0.5B's 896) keep the pair.
+    if (gemv.skinnyMaxRows > 0 && (ty == "q4_k" || ty == "q6_k" || ty == "q8_0") && w.getRank() == 2 &&
+        !w.isDynamicDim(1) && w.getDimSize(1) % 256 == 0)
       key += ".skinny";
     if (mm.getBias())
       key += "+bias";

@@ -2376,14 +2376,15 @@ module attributes {gpu.container_module} {
 
 # Per type: bytes of a 256-weight stage of one row (a Q4_K / Q6_K super-block, eight Q8_0
 # blocks), 16-byte chunks a row's stage window spans (the stage's bytes start on a 2-byte
-# boundary only, except Q4_K's: 144 = 9 x 16), the window's row stride in workgroup memory
+# boundary only, except Q4_K's and Q8_0's: 144 = 9 x 16, 272 = 17 x 16, and K % 256 == 0),
+# the window's row stride in workgroup memory
 # (an odd number of 16-byte units: the 8 rows a warp reads sit in 8 different bank
 # quadruples) and the pipeline depth (stages of the workgroup's 32 rows in flight; 48 KiB
 # of static workgroup memory at most).
 SKINNY = {
     "q4_k": dict(sb=144, chunks=9, stride=144, stages=8, aligned=True),
     "q6_k": dict(sb=210, chunks=14, stride=240, stages=6, aligned=False),
-    "q8_0": dict(sb=272, chunks=18, stride=304, stages=4, aligned=False),
+    "q8_0": dict(sb=272, chunks=17, stride=272, stages=4, aligned=True),
 }
 SKINNY_WARPS = 4   # a warp: one n8 tile (8 weight rows); a workgroup: 32 rows
 SKINNY_MT = 4      # m-tiles of 16 tokens: T <= 64 (the schedule's gemm.skinny_max_rows)
@@ -2414,12 +2415,9 @@ def gemm_skinny(fmt):
     e.emit("%Ti = arith.index_cast %T : i32 to index")
     e.emit(f"%nlast = arith.subi %Ni, {c(1)} : index")
     e.emit(f"%tlast = arith.subi %Ti, {c(1)} : index")
-    e.emit(f"%k255 = arith.addi %Ki, {c(255)} : index")
-    e.emit(f"%nst = arith.divui %k255, {c(256)} : index")
-    # gemm_f16's k16 steps: its k tiles of 64 (the last zero-filled past K).
-    e.emit(f"%k63 = arith.addi %Ki, {c(63)} : index")
-    e.emit(f"%kt64 = arith.divui %k63, {c(64)} : index")
-    e.emit(f"%ksteps = arith.muli %kt64, {c(4)} : index")
+    # K % 256 == 0 (Q8_0 too: Codegen.cpp's kernelKey), so the stages are whole and the k16
+    # steps are exactly gemm_f16's (its k tiles of 64, none zero-filled).
+    e.emit(f"%nst = arith.divui %Ki, {c(256)} : index")
     if fmt == "q8_0":
         e.emit(f"%kb = arith.divui %Ki, {c(32)} : index")
         e.emit(f"%rowbytes = arith.muli %kb, {c(34)} : index")
@@ -2470,16 +2468,8 @@ def gemm_skinny(fmt):
                 e.indent += 2
             ws, _ = window(rs, kt)
             si = e.add(ws, col8)
-            n_ = cnt
-            if fmt == "q8_0":
-                # K % 256 != 0: the last stage's window runs past the row; chunks that start
-                # past its end (past the buffer, for the last row) copy nothing.
-                rend = e.v(f"arith.divui {e.add(rs, '%rowbytes')}, {c(2)} : index", "re")
-                inrow = e.v(f"arith.cmpi ult, {si}, {rend} : index", "ir")
-                n_ = e.v(f"arith.select {inrow}, {cnt}, {c(0)} : index", "cnt")
-                si = e.v(f"arith.select {inrow}, {si}, {c(0)} : index", "si")
             dr = e.add(srow0, row)
-            e.v(f"nvgpu.device_async_copy %w[{si}], %sm[{dr}, {col8}], 8, {n_} {{bypassL1}} : memref<?xf16> to {SMEM}", "cp")
+            e.v(f"nvgpu.device_async_copy %w[{si}], %sm[{dr}, {col8}], 8, {cnt} {{bypassL1}} : memref<?xf16> to {SMEM}", "cp")
             if valid:
                 e.indent -= 2
                 e.emit("}")
@@ -2513,177 +2503,184 @@ def gemm_skinny(fmt):
             tc = e.v(f"arith.minui {t}, %tlast : index", "tc")
             pair.append((tin, e.mul(tc, "%Ki")))
         xrows.append(pair)
-    mlive = [None] + [e.v(f"arith.cmpi ult, {c(16 * m)}, %Ti : index", "mlive") for m in range(1, MT)]
+    def kloop(mt):
+        """The K loop for a static number of m-tiles (1, 2 or 4): every k16 step of a stage
+        in one basic block, so ptxas overlaps one step's loads and dequantization with the
+        previous steps' mma.sync. Returns the accumulators' names."""
 
-    accs = [f"%acc_in{m}" for m in range(MT)]
-    e.emit(f"%res:{MT} = scf.for %kt = {c(0)} to %nst step {c(1)} iter_args("
-           + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * MT)}) {{")
-    e.indent += 2
-    e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = {S - 2} : i32}}")
-    e.emit("gpu.barrier")
-    ktn = e.add("%kt", c(S - 1))
-    has = e.v(f"arith.cmpi ult, {ktn}, %nst : index", "has")
-    e.emit(f"scf.if {has} {{")
-    e.indent += 2
-    issue(ktn)
-    e.indent -= 2
-    e.emit("}")
-    e.v("nvgpu.device_async_create_group {}", "grp")
-    slot = e.v(f"arith.remui %kt, {c(S)} : index", "slot")
-    srow = e.add(e.mul(slot, c(ROWS)), "%mrow")
-    _, off = window("%mrs", "%kt")
-    step0 = e.mul("%kt", c(16))
+        accs = [f"%acc{mt}_{m}" for m in range(mt)]
+        e.emit(f"%kres{mt}:{mt} = scf.for %kt = {c(0)} to %nst step {c(1)} iter_args("
+               + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * mt)}) {{")
+        e.indent += 2
+        e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = {S - 2} : i32}}")
+        e.emit("gpu.barrier")
+        ktn = e.add("%kt", c(S - 1))
+        has = e.v(f"arith.cmpi ult, {ktn}, %nst : index", "has")
+        e.emit(f"scf.if {has} {{")
+        e.indent += 2
+        issue(ktn)
+        e.indent -= 2
+        e.emit("}")
+        e.v("nvgpu.device_async_create_group {}", "grp")
+        slot = e.v(f"arith.remui %kt, {c(S)} : index", "slot")
+        srow = e.add(e.mul(slot, c(ROWS)), "%mrow")
+        _, off = window("%mrs", "%kt")
+        step0 = e.mul("%kt", c(16))
 
-    def u16(byte, lane=False):
-        """The little-endian 16-bit word at byte `byte` (even, a Python int) of this row's
-        stage, plus 2q with `lane` (this thread's pair of B weights), zero-extended to i32."""
-        col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
-        if lane:
-            col = e.add(col, "%q")
-        h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
-        b = e.v(f"arith.bitcast {h} : f16 to i16", "ld")
-        return e.v(f"arith.extui {b} : i16 to i32", "ld")
+        def u16(byte, lane=False):
+            """The little-endian 16-bit word at byte `byte` (even, a Python int) of this row's
+            stage, plus 2q with `lane` (this thread's pair of B weights), zero-extended to i32."""
+            col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
+            if lane:
+                col = e.add(col, "%q")
+            h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
+            b = e.v(f"arith.bitcast {h} : f16 to i16", "ld")
+            return e.v(f"arith.extui {b} : i16 to i32", "ld")
 
-    def f16at(byte):
-        col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
-        h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
-        return e.v(f"arith.extf {h} : f16 to f32", "d")
+        def f16at(byte):
+            col = c(byte // 2) if off is None else e.add(off, c(byte // 2))
+            h = e.v(f"memref.load %sm[{srow}, {col}] : {SMEM}", "ld")
+            return e.v(f"arith.extf {h} : f16 to f32", "d")
 
-    def byte(word, i, signed=False):
-        if signed:  # bits 8i .. 8i+7 as a signed int8 in i32
-            s = e.shl(word, e.ci(24 - 8 * i)) if i < 3 else word
-            return e.sar(s, e.ci(24))
-        return e.bits(word, 8 * i, 0xFF)
+        def byte(word, i, signed=False):
+            if signed:  # bits 8i .. 8i+7 as a signed int8 in i32
+                s = e.shl(word, e.ci(24 - 8 * i)) if i < 3 else word
+                return e.sar(s, e.ci(24))
+            return e.bits(word, 8 * i, 0xFF)
 
-    def pair(h0, h1):
-        v = e.v(f"vector.insert {h0}, {z2} [0] : f16 into {V2H}", "bp")
-        return e.v(f"vector.insert {h1}, {v} [1] : f16 into {V2H}", "bp")
+        def pair(h0, h1):
+            v = e.v(f"vector.insert {h0}, {z2} [0] : f16 into {V2H}", "bp")
+            return e.v(f"vector.insert {h1}, {v} [1] : f16 into {V2H}", "bp")
 
-    acc = list(accs)
+        acc = list(accs)
 
-    def mma_step(j, b_regs):
-        """k16 step j (a Python int) of this stage: B from the four f16 weights (k 2q, 2q+1,
-        2q+8, 2q+9 of row g); A from x (rows g, g+8 of each live m-tile)."""
-        st = e.add(step0, c(j)) if j else step0
-        k0 = e.mul(st, c(16))
-        kin = e.v(f"arith.cmpi ult, {k0}, %Ki : index", "kin")
-        b = e.v(f"vector.insert {pair(b_regs[0], b_regs[1])}, {zb} [0] : {V2H} into {V22H}", "bf")
-        b = e.v(f"vector.insert {pair(b_regs[2], b_regs[3])}, {b} [1] : {V2H} into {V22H}", "bf")
-        if fmt == "q8_0":  # the last stage's steps past K multiply zeros (gemm_f16's zero fill)
-            b = e.v(f"arith.select {kin}, {b}, {zb} : {V22H}", "bf")
-        run = None
-        if fmt == "q8_0":  # steps past gemm_f16's last k tile are not taken at all
-            run = e.v(f"arith.cmpi ult, {st}, %ksteps : index", "run")
-        kc = e.v(f"arith.select {kin}, {k0}, {c(0)} : index", "kc")
-        kq = e.add(kc, "%q2")
-        for m in range(MT):
-            cond = mlive[m]
-            if run is not None:
-                cond = run if cond is None else e.v(f"arith.andi {cond}, {run} : i1", "live")
-            if cond is not None:
-                e.emit(f"%accm{e.n + 1} = scf.if {cond} -> ({V22F}) {{")
-                out = f"%accm{e.n + 1}"
-                e.n += 1
-                e.indent += 2
-            regs = []
-            for h in range(2):  # A registers: (row g, k), (row g + 8, k), (row g, k + 8), (row g + 8, k + 8)
-                for r in range(2):
-                    tin, trow = xrows[m][r]
-                    ok = e.v(f"arith.andi {tin}, {kin} : i1", "ok")
-                    base = e.add(trow, e.add(kq, c(8 * h)) if h else kq)
-                    vals = []
-                    for jj in range(2):
-                        xi = e.add(base, c(jj)) if jj else base
-                        xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
-                        xv = e.v(f"arith.select {ok}, {xv}, {zx} : f32", "xv")
-                        vals.append(e.v(f"arith.truncf {xv} : f32 to f16", "xh"))
-                    regs.append(pair(*vals))
-            a = za
-            for i_, r_ in enumerate([regs[0], regs[1], regs[2], regs[3]]):
-                a = e.v(f"vector.insert {r_}, {a} [{i_}] : {V2H} into {V42H}", "af")
-            d = e.v(f"nvgpu.mma.sync ({a}, {b}, {acc[m]}) {{mmaShape = [16, 8, 16]}} : ({V42H}, {V22H}, {V22F}) -> {V22F}", "d")
-            if cond is not None:
-                e.emit(f"scf.yield {d} : {V22F}")
-                e.indent -= 2
-                e.emit("} else {")
-                e.emit(f"  scf.yield {acc[m]} : {V22F}")
-                e.emit("}")
-                acc[m] = out
-            else:
+        def mma_step(j, b_regs):
+            """k16 step j (a Python int) of this stage: B from the four f16 weights (k 2q, 2q+1,
+            2q+8, 2q+9 of row g); A from x (rows g, g+8 of each live m-tile)."""
+            st = e.add(step0, c(j)) if j else step0
+            k0 = e.mul(st, c(16))
+            b = e.v(f"vector.insert {pair(b_regs[0], b_regs[1])}, {zb} [0] : {V2H} into {V22H}", "bf")
+            b = e.v(f"vector.insert {pair(b_regs[2], b_regs[3])}, {b} [1] : {V2H} into {V22H}", "bf")
+            kq = e.add(k0, "%q2")
+            for m in range(mt):
+                regs = []
+                for h in range(2):  # A registers: (row g, k), (row g + 8, k), (row g, k + 8), (row g + 8, k + 8)
+                    for r in range(2):
+                        tin, trow = xrows[m][r]
+                        ok = tin
+                        base = e.add(trow, e.add(kq, c(8 * h)) if h else kq)
+                        vals = []
+                        for jj in range(2):
+                            xi = e.add(base, c(jj)) if jj else base
+                            xv = e.v(f"memref.load %x[{xi}] : memref<?xf32>", "xv")
+                            xv = e.v(f"arith.select {ok}, {xv}, {zx} : f32", "xv")
+                            vals.append(e.v(f"arith.truncf {xv} : f32 to f16", "xh"))
+                        regs.append(pair(*vals))
+                a = za
+                for i_, r_ in enumerate([regs[0], regs[1], regs[2], regs[3]]):
+                    a = e.v(f"vector.insert {r_}, {a} [{i_}] : {V2H} into {V42H}", "af")
+                d = e.v(f"nvgpu.mma.sync ({a}, {b}, {acc[m]}) {{mmaShape = [16, 8, 16]}} : ({V42H}, {V22H}, {V22F}) -> {V22F}", "d")
                 acc[m] = d
 
-    def h16(x):
-        return e.v(f"arith.truncf {x} : f32 to f16", "wh")
+        def h16(x):
+            return e.v(f"arith.truncf {x} : f32 to f16", "wh")
 
-    if fmt == "q4_k":
-        # Element e of the super-block: group G = e / 64, l = e % 64, sub-block 2G + l / 32,
-        # q = nibble l / 32 of qs[32G + l % 32]; x = (d * sc) * q - dmin * m (dequant_f16.mlir).
-        d, dmin = f16at(0), f16at(2)
-        sw = [u16(4 + 2 * i) for i in range(6)]
-        sbyte = lambda i: byte(sw[i // 2], i % 2)
-        def scale_min(s):
-            if s < 4:
-                sc, mn = e.band(sbyte(s), e.ci(63)), e.band(sbyte(s + 4), e.ci(63))
-            else:
-                sc = e.bor(e.band(sbyte(s + 4), e.ci(15)), e.shl(e.shr(sbyte(s - 4), e.ci(6)), e.ci(4)))
-                mn = e.bor(e.shr(sbyte(s + 4), e.ci(4)), e.shl(e.shr(sbyte(s), e.ci(6)), e.ci(4)))
-            scf_ = e.v(f"arith.uitofp {sc} : i32 to f32", "sc")
-            mnf = e.v(f"arith.uitofp {mn} : i32 to f32", "mn")
-            return e.fmul(d, scf_), e.fmul(dmin, mnf)
-        for G in range(4):
-            lo, hi = scale_min(2 * G), scale_min(2 * G + 1)
-            steps = {}
-            for h in range(2):
-                v1, v2 = u16(16 + 32 * G + 16 * h, True), u16(16 + 32 * G + 16 * h + 8, True)
-                for nib, (d1, m1) in ((0, lo), (1, hi)):
-                    ws = []
-                    for v in (v1, v2):
-                        for bi in range(2):
-                            q = e.bits(v, 8 * bi + 4 * nib, 15)
-                            qf = e.v(f"arith.uitofp {q} : i32 to f32", "qf")
-                            ws.append(h16(e.fsub(e.fmul(d1, qf), m1)))
-                    steps[4 * G + 2 * nib + h] = ws
-            for j in sorted(steps):
-                mma_step(j, steps[j])
-    elif fmt == "q6_k":
-        # Element e: h = e / 128, r = e % 128, p = r / 32, l = r % 32; q = (nibble p / 2 of
-        # ql[64h + l + 32(p % 2)]) | (bits 2p, 2p+1 of qh[32h + l]) << 4; x = d * scales[8h +
-        # l / 16 + 2p] * (q - 32) (dequant_f16.mlir).
-        d = f16at(208)
-        for h2 in range(2):
-            steps = {}
-            for s in range(2):
-                vh = [u16(128 + 32 * h2 + 16 * s + 8 * i, True) for i in range(2)]
-                vl = [[u16(64 * h2 + 32 * pp + 16 * s + 8 * i, True) for i in range(2)] for pp in range(2)]
-                for p_ in range(4):
-                    sword = u16(192 + 8 * h2 + 2 * p_)
-                    sc = byte(sword, s, signed=True)
-                    ds = e.fmul(d, e.v(f"arith.sitofp {sc} : i32 to f32", "sc"))
+        if fmt == "q4_k":
+            # Element e of the super-block: group G = e / 64, l = e % 64, sub-block 2G + l / 32,
+            # q = nibble l / 32 of qs[32G + l % 32]; x = (d * sc) * q - dmin * m (dequant_f16.mlir).
+            d, dmin = f16at(0), f16at(2)
+            sw = [u16(4 + 2 * i) for i in range(6)]
+            sbyte = lambda i: byte(sw[i // 2], i % 2)
+            def scale_min(s):
+                if s < 4:
+                    sc, mn = e.band(sbyte(s), e.ci(63)), e.band(sbyte(s + 4), e.ci(63))
+                else:
+                    sc = e.bor(e.band(sbyte(s + 4), e.ci(15)), e.shl(e.shr(sbyte(s - 4), e.ci(6)), e.ci(4)))
+                    mn = e.bor(e.shr(sbyte(s + 4), e.ci(4)), e.shl(e.shr(sbyte(s), e.ci(6)), e.ci(4)))
+                scf_ = e.v(f"arith.uitofp {sc} : i32 to f32", "sc")
+                mnf = e.v(f"arith.uitofp {mn} : i32 to f32", "mn")
+                return e.fmul(d, scf_), e.fmul(dmin, mnf)
+            for G in range(4):
+                lo, hi = scale_min(2 * G), scale_min(2 * G + 1)
+                steps = {}
+                for h in range(2):
+                    v1, v2 = u16(16 + 32 * G + 16 * h, True), u16(16 + 32 * G + 16 * h + 8, True)
+                    for nib, (d1, m1) in ((0, lo), (1, hi)):
+                        ws = []
+                        for v in (v1, v2):
+                            for bi in range(2):
+                                q = e.bits(v, 8 * bi + 4 * nib, 15)
+                                qf = e.v(f"arith.uitofp {q} : i32 to f32", "qf")
+                                ws.append(h16(e.fsub(e.fmul(d1, qf), m1)))
+                        steps[4 * G + 2 * nib + h] = ws
+                for j in sorted(steps):
+                    mma_step(j, steps[j])
+        elif fmt == "q6_k":
+            # Element e: h = e / 128, r = e % 128, p = r / 32, l = r % 32; q = (nibble p / 2 of
+            # ql[64h + l + 32(p % 2)]) | (bits 2p, 2p+1 of qh[32h + l]) << 4; x = d * scales[8h +
+            # l / 16 + 2p] * (q - 32) (dequant_f16.mlir).
+            d = f16at(208)
+            for h2 in range(2):
+                steps = {}
+                for s in range(2):
+                    vh = [u16(128 + 32 * h2 + 16 * s + 8 * i, True) for i in range(2)]
+                    vl = [[u16(64 * h2 + 32 * pp + 16 * s + 8 * i, True) for i in range(2)] for pp in range(2)]
+                    for p_ in range(4):
+                        sword = u16(192 + 8 * h2 + 2 * p_)
+                        sc = byte(sword, s, signed=True)
+                        ds = e.fmul(d, e.v(f"arith.sitofp {sc} : i32 to f32", "sc"))
+                        ws = []
+                        for i in range(2):
+                            for bi in range(2):
+                                ql = e.bits(vl[p_ % 2][i], 8 * bi + 4 * (p_ // 2), 15)
+                                qh = e.bits(vh[i], 8 * bi + 2 * p_, 3)
+                                q = e.bor(ql, e.shl(qh, e.ci(4)))
+                                qm = e.v(f"arith.subi {q}, {e.ci(32)} : i32", "qm")
+                                qf = e.v(f"arith.sitofp {qm} : i32 to f32", "qf")
+                                ws.append(h16(e.fmul(ds, qf)))
+                        steps[8 * h2 + 2 * p_ + s] = ws
+                for j in sorted(steps):
+                    mma_step(j, steps[j])
+        else:  # q8_0: eight blocks of 34 bytes: d f16 | qs[32] int8; x = q * d
+            for blk in range(8):
+                d = f16at(34 * blk)
+                for s in range(2):
                     ws = []
                     for i in range(2):
+                        v = u16(34 * blk + 2 + 16 * s + 8 * i, True)
                         for bi in range(2):
-                            ql = e.bits(vl[p_ % 2][i], 8 * bi + 4 * (p_ // 2), 15)
-                            qh = e.bits(vh[i], 8 * bi + 2 * p_, 3)
-                            q = e.bor(ql, e.shl(qh, e.ci(4)))
-                            qm = e.v(f"arith.subi {q}, {e.ci(32)} : i32", "qm")
-                            qf = e.v(f"arith.sitofp {qm} : i32 to f32", "qf")
-                            ws.append(h16(e.fmul(ds, qf)))
-                    steps[8 * h2 + 2 * p_ + s] = ws
-            for j in sorted(steps):
-                mma_step(j, steps[j])
-    else:  # q8_0: eight blocks of 34 bytes: d f16 | qs[32] int8; x = q * d
-        for blk in range(8):
-            d = f16at(34 * blk)
-            for s in range(2):
-                ws = []
-                for i in range(2):
-                    v = u16(34 * blk + 2 + 16 * s + 8 * i, True)
-                    for bi in range(2):
-                        q = byte(v, bi, signed=True)
-                        qf = e.v(f"arith.sitofp {q} : i32 to f32", "qf")
-                        ws.append(h16(e.fmul(qf, d)))
-                mma_step(2 * blk + s, ws)
-    e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * MT)}")
+                            q = byte(v, bi, signed=True)
+                            qf = e.v(f"arith.sitofp {q} : i32 to f32", "qf")
+                            ws.append(h16(e.fmul(qf, d)))
+                    mma_step(2 * blk + s, ws)
+        e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * mt)}")
+        e.indent -= 2
+        e.emit("}")
+        return [f"%kres{mt}#{m}" for m in range(mt)]
+
+    # One loop per m-tile count (a uniform branch on T outside the loop): T <= 16, <= 32, <= 64.
+    e.emit(f"%mt1 = arith.cmpi ule, %Ti, {c(16)} : index")
+    e.emit(f"%mt2 = arith.cmpi ule, %Ti, {c(32)} : index")
+    V4 = ", ".join([V22F] * MT)
+    e.emit(f"%res:{MT} = scf.if %mt1 -> ({V4}) {{")
+    e.indent += 2
+    r1 = kloop(1)
+    e.emit(f"scf.yield {', '.join(r1 + [zf] * (MT - 1))} : {V4}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    e.emit(f"%res24:{MT} = scf.if %mt2 -> ({V4}) {{")
+    e.indent += 2
+    r2 = kloop(2)
+    e.emit(f"scf.yield {', '.join(r2 + [zf] * (MT - 2))} : {V4}")
+    e.indent -= 2
+    e.emit("} else {")
+    e.indent += 2
+    r4 = kloop(4)
+    e.emit(f"scf.yield {', '.join(r4)} : {V4}")
+    e.indent -= 2
+    e.emit("}")
+    e.emit(f"scf.yield {', '.join(f'%res24#{m}' for m in range(MT))} : {V4}")
     e.indent -= 2
     e.emit("}")
     e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = 0 : i32}}")
@@ -2739,7 +2736,7 @@ def module_skinny():
            "//   arithmetic, rounded to f16; A comes from x rows g, g + 8 of each m-tile.",
            "//   Bits: each output is one mma.sync.m16n8k16 accumulator over the k16 steps in",
            "//   ascending order from zero, with the same f16 operands, steps and final bias add",
-           "//   as gemm_f16 (its k tiles of 64 zero-filled past K): the tensor core computes an",
+           "//   as gemm_f16 (K % 256 == 0 for every type: no zero-filled k tail): the tensor core computes an",
            "//   element from its own row, column and accumulator, so the result is bitwise",
            "//   dequant_<type>_f16 + gemm_f16's, whichever path a pass takes (checked on the",
            "//   H200 by swz-backend-compare's batch invariance: prompt rows alone vs together).",

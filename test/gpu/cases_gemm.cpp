@@ -424,18 +424,17 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
-    // Skinny GEMM (T <= 64): a partial last workgroup (N = 577, 100, 70), m-tiles 1-4,
-    // Q6_K rows whose super-blocks start 4, 8, 12 bytes past 16 (rows of 2,100 bytes),
-    // Q8_0 with K % 256 = 32 (a partial last stage) and K % 64 = 32 (gemm_f16's zero tail),
-    // rows of 1,122 bytes (2 mod 16).
+    // Skinny GEMM (T <= 64, K % 256 == 0): a partial last workgroup (N = 577, 100, 70),
+    // 1, 2 and 4 m-tiles (its three loops), Q6_K rows whose super-blocks start 4, 8, 12
+    // bytes past 16 (rows of 2,100 bytes).
     const QuantType &q80 = quantTypes()[2], &q4k = quantTypes()[3], &q6k = quantTypes()[4];
     cases.push_back(gemmSkinnyCase(q4k, 1, 577, 1536, false, 21));
     cases.push_back(gemmSkinnyCase(q4k, 17, 64, 512, true, 22));
     cases.push_back(gemmSkinnyCase(q4k, 64, 40, 256, false, 23));
     cases.push_back(gemmSkinnyCase(q6k, 1, 100, 2560, true, 24));
     cases.push_back(gemmSkinnyCase(q6k, 33, 33, 512, false, 25));
-    cases.push_back(gemmSkinnyCase(q80, 1, 70, 1056, false, 26));
-    cases.push_back(gemmSkinnyCase(q80, 64, 32, 896, true, 27));
+    cases.push_back(gemmSkinnyCase(q80, 1, 70, 1024, false, 26));
+    cases.push_back(gemmSkinnyCase(q80, 64, 32, 768, true, 27));
     // 7B shapes (timed on the H200: ffn_down and q/k/v at one token).
     cases.push_back(gemmSkinnyCase(q4k, 1, 3584, 18944, false, 28));
     cases.push_back(gemmSkinnyCase(q6k, 1, 3584, 18944, false, 29));

@@ -406,8 +406,8 @@ DEQUANT = ROOT / "codegen" / "kernels" / "dequant_f16.mlir"
 
 
 def _skinny_cases() -> list[str]:
-    # gemm_skinny's small cases (every type, m-tiles 1 to 4, partial workgroups, Q6_K's
-    # unaligned super-blocks, Q8_0's partial last stage); the 7B shapes are for the H200.
+    # gemm_skinny's small cases (every type, its 1-, 2- and 4-m-tile loops, partial
+    # workgroups, Q6_K's unaligned super-blocks); the 7B shapes are for the H200.
     return [line.split()[0] for line in _list("swz_gemm_skinny") if " N=3584 " not in line and " N=4608 " not in line]
 
 
@@ -430,7 +430,7 @@ def _write_case(d: Path, module: str, entry: str, grid, block: int, buffers, arg
 
 
 @pytest.mark.parametrize("label", ["gemm_skinny_q4_k T=17 N=64 K=512 +bias", "gemm_skinny_q6_k T=33 N=33 K=512",
-                                   "gemm_skinny_q8_0 T=1 N=70 K=1056"])
+                                   "gemm_skinny_q8_0 T=1 N=70 K=1024"])
 def test_gemm_skinny_equals_dequant_then_gemm_f16_bitwise(tmp_path, label):
     """The skinny GEMM and the path it replaces (dequant_<type>_f16, convert_f32_f16,
     gemm_f16) on the same blocks and activations give the same f32 bits: the same f16

@@ -20,6 +20,9 @@
 // differ there, the cpu's top-2 gap at that position is below `tie` x std (a near-tie
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
+// Prompt rows must not depend on the pass either: a 100-token prompt in one pass and in
+// chunks of 64 + 36 give the same last-row logits (chunk_check).
+//
 // Each decode step is also run with greedy sampling on the device (forward_argmax, what a
 // greedy decode step of the engine runs), and so is one 8-row pass as a speculative
 // verification runs it: each token id must equal the host argmax of the same row's
@@ -188,6 +191,56 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   return worst <= kBatchTol ? 0 : differ;
 }
 
+/// Prompt rows whatever the pass size: one prompt of 100 tokens (the prompts' tokens,
+/// repeated) prefilled in one pass, and again as chunks of 64 and 36 (the second long
+/// enough against its context to attend in one split). On PTX packages passes of at most
+/// gemm.skinny_max_rows (64) prompt rows multiply with the skinny GEMM and larger ones with
+/// dequant + gemm_f16, so this compares the two paths through every layer. Returns the
+/// number of differing elements of the last row's logits when they differ by more than
+/// kBatchTol x std (bitwise differences are printed), else 0.
+long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
+  swz::exec::GraphExecutor& ex = *gpu.bm.executor;
+  swz::kvcache::BlockManager& kv = *gpu.bm.kv;
+  std::vector<int32_t> toks;
+  for (size_t i = 0; toks.size() < 100; ++i)
+    for (int32_t t : prompts[i % prompts.size()])
+      if (toks.size() < 100) toks.push_back(t);
+  const int n = static_cast<int>(toks.size());
+  auto run = [&](const std::vector<int>& chunks, std::vector<float>& out) {
+    std::vector<int> pages((n + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens);
+    for (int& p : pages) p = kv.alloc_page();
+    int pos = 0;
+    for (int c : chunks) {
+      swz::exec::SequenceStep st;
+      st.tokens = toks.data() + pos;
+      st.n_tokens = c;
+      st.pos0 = pos;
+      st.block_table = pages.data();
+      st.n_blocks = static_cast<int>(pages.size());
+      st.n_out = 1;
+      st.rows = Rows::Prompt;
+      ex.forward(std::span<const swz::exec::SequenceStep>(&st, 1), out);
+      pos += c;
+    }
+    for (int p : pages) kv.unref_page(p);
+  };
+  std::vector<float> one, chunked;
+  run({n}, one);
+  run({64, n - 64}, chunked);
+  long differ = 0;
+  double d = 0, mean = 0, var = 0;
+  for (int v = 0; v < nv; ++v) {
+    differ += std::memcmp(&one[v], &chunked[v], sizeof(float)) != 0;
+    d = std::max(d, std::fabs(static_cast<double>(one[v]) - chunked[v]));
+    mean += one[v] / nv;
+  }
+  for (int v = 0; v < nv; ++v) var += (one[v] - mean) * (one[v] - mean) / nv;
+  const double worst = d / std::sqrt(var);
+  std::printf("prompt chunks: %d tokens in one pass against 64 + %d: %ld of %d logits differ (bitwise), worst %.3g x std "
+              "(bound %.3g)\n", n, n - 64, differ, nv, worst, kBatchTol);
+  return worst <= kBatchTol ? 0 : differ;
+}
+
 int usage() {
   std::fprintf(stderr, "usage: swz-backend-compare CPU_PKG GPU_PKG [-n N] [--prompts K] [--tol X] [--tie Y] [--json OUT]\n");
   return 2;
@@ -325,6 +378,8 @@ int main(int argc, char** argv) {
     gpu->bm.model->release();
     const long batch_differ = batch_check(*gpu, batch_prompts, nv);
     all_pass &= batch_differ == 0;
+    const long chunk_differ = chunk_check(*gpu, batch_prompts, nv);
+    all_pass &= chunk_differ == 0;
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
                 5 * tol, tie);
@@ -332,6 +387,7 @@ int main(int argc, char** argv) {
       std::ofstream(json_path) << json{{"cpu", cpu_path}, {"gpu", gpu_path}, {"tol", tol}, {"tie", tie},
                                        {"device_argmax_checked", argmax_checked}, {"device_argmax_differ", argmax_differ},
                                        {"batch_rows_differ", batch_differ},
+                                       {"chunk_logits_differ", chunk_differ},
                                        {"prompts", report}}
                                       .dump(1, ' ', false, json::error_handler_t::replace);  // a token may end mid-character
     return all_pass ? 0 : 1;
