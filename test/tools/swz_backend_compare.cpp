@@ -20,8 +20,9 @@
 // differ there, the cpu's top-2 gap at that position is below `tie` x std (a near-tie
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
-// Prompt rows must not depend on the pass either: a 100-token prompt in one pass and in
-// chunks of 64 + 36 give the same last-row logits (chunk_check).
+// Prompt rows must not depend on the pass either: a prompt in one pass and in chunks
+// (64 + 36; 49 + 1) gives the same last-row logits (chunk_check; 99 + 1, split-K attention
+// for the last row, is reported, not bound).
 //
 // Each decode step is also run with greedy sampling on the device (forward_argmax, what a
 // greedy decode step of the engine runs), and so is one 8-row pass as a speculative
@@ -191,13 +192,19 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   return worst <= kBatchTol ? 0 : differ;
 }
 
-/// Prompt rows whatever the pass size: one prompt of 100 tokens (the prompts' tokens,
-/// repeated) prefilled in one pass, and again as chunks of 64 and 36 (the second long
-/// enough against its context to attend in one split). On PTX packages passes of at most
-/// gemm.skinny_max_rows (64) prompt rows multiply with the skinny GEMM and larger ones with
-/// dequant + gemm_f16, so this compares the two paths through every layer. Returns the
-/// number of differing elements of the last row's logits when they differ by more than
-/// kBatchTol x std (bitwise differences are printed), else 0.
+/// Prompt rows whatever the pass size: a prompt (the prompts' tokens, repeated) prefilled
+/// in one pass, and again in chunks, through every layer; the last row's logits compared:
+///  * 100 tokens against 64 + 36 (the second chunk long enough against its context to
+///    attend in one split);
+///  * 50 tokens against 49 + 1: the last row alone, still one attention split (50 keys),
+///    on PTX packages through the skinny GEMM (gemm.skinny_max_rows 1) against dequant +
+///    gemm_f16 in the one pass;
+///  * reported only: 100 against 99 + 1, where the one row attends in split-K (2 splits of
+///    its 100 keys) and the one pass does not. On the H200 (19940a5) all 152,064 logits
+///    differ, by up to 0.014 x std: prefix-cache hits that leave a short tail are not
+///    bitwise the cold computation on the GPU (bench/RESULTS.md, seventeenth session).
+/// Returns the number of differing elements of the compared rows when they differ by more
+/// than kBatchTol x std (bitwise differences are printed), else 0.
 long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
   swz::kvcache::BlockManager& kv = *gpu.bm.kv;
@@ -205,8 +212,9 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   for (size_t i = 0; toks.size() < 100; ++i)
     for (int32_t t : prompts[i % prompts.size()])
       if (toks.size() < 100) toks.push_back(t);
-  const int n = static_cast<int>(toks.size());
   auto run = [&](const std::vector<int>& chunks, std::vector<float>& out) {
+    int n = 0;
+    for (int c : chunks) n += c;
     std::vector<int> pages((n + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens);
     for (int& p : pages) p = kv.alloc_page();
     int pos = 0;
@@ -225,20 +233,25 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     for (int p : pages) kv.unref_page(p);
   };
   std::vector<float> one, chunked;
-  run({n}, one);
-  run({64, n - 64}, chunked);
-  long differ = 0;
-  double d = 0, mean = 0, var = 0;
-  for (int v = 0; v < nv; ++v) {
-    differ += std::memcmp(&one[v], &chunked[v], sizeof(float)) != 0;
-    d = std::max(d, std::fabs(static_cast<double>(one[v]) - chunked[v]));
-    mean += one[v] / nv;
+  long bad = 0;
+  for (const std::vector<int>& chunks : {std::vector<int>{64, 36}, std::vector<int>{49, 1}, std::vector<int>{99, 1}}) {
+    const int n = chunks[0] + chunks[1];
+    run({n}, one);
+    run(chunks, chunked);
+    long differ = 0;
+    double d = 0, mean = 0, var = 0;
+    for (int v = 0; v < nv; ++v) {
+      differ += std::memcmp(&one[v], &chunked[v], sizeof(float)) != 0;
+      d = std::max(d, std::fabs(static_cast<double>(one[v]) - chunked[v]));
+      mean += one[v] / nv;
+    }
+    for (int v = 0; v < nv; ++v) var += (one[v] - mean) * (one[v] - mean) / nv;
+    const double worst = d / std::sqrt(var);
+    std::printf("prompt chunks: %d tokens in one pass against %d + %d: %ld of %d logits differ (bitwise), worst %.3g x "
+                "std (%s %.3g)\n", n, chunks[0], chunks[1], differ, nv, worst, chunks[0] == 99 ? "reported; bound elsewhere" : "bound", kBatchTol);
+    if (worst > kBatchTol && chunks[0] != 99) bad += differ;
   }
-  for (int v = 0; v < nv; ++v) var += (one[v] - mean) * (one[v] - mean) / nv;
-  const double worst = d / std::sqrt(var);
-  std::printf("prompt chunks: %d tokens in one pass against 64 + %d: %ld of %d logits differ (bitwise), worst %.3g x std "
-              "(bound %.3g)\n", n, n - 64, differ, nv, worst, kBatchTol);
-  return worst <= kBatchTol ? 0 : differ;
+  return bad;
 }
 
 int usage() {
