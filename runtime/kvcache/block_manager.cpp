@@ -353,7 +353,7 @@ void BlockManager::erase_if_empty(Map::iterator it) {
   if (!e.tokens.empty()) {
     auto c = children_.find(e.parent);
     if (c != children_.end()) {
-      std::erase(c->second, it->first);
+      c->second.erase(e.child);
       if (c->second.empty()) children_.erase(c);
     }
   }
@@ -528,11 +528,30 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant, const Bloc
   Entry& e = it->second;
   if (e.tokens.empty()) {
     e.parent = parent;
-    e.tokens.assign(tokens.begin(), tokens.end());
-    children_[parent].push_back(key);
+    e.tokens.assign(tokens.begin(), tokens.end());  // never changes again: the set's order reads it
+    e.seq = next_seq_++;
+    e.child = children_[parent].insert(Child{&e, key}).first;
   }
   const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
   if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) e.scopes.push_back(sc);
+}
+
+bool BlockManager::ChildOrder::operator()(const Child& a, const Child& b) const {
+  const std::vector<int32_t>& x = a.entry->tokens;
+  const std::vector<int32_t>& y = b.entry->tokens;
+  if (std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end())) return true;
+  if (std::lexicographical_compare(y.begin(), y.end(), x.begin(), x.end())) return false;
+  return a.entry->seq < b.entry->seq;  // equal tokens: two keys only on a hash collision
+}
+
+bool BlockManager::ChildOrder::operator()(const Child& a, std::span<const int32_t> b) const {
+  const std::vector<int32_t>& x = a.entry->tokens;
+  return std::lexicographical_compare(x.begin(), x.end(), b.begin(), b.end());
+}
+
+bool BlockManager::ChildOrder::operator()(std::span<const int32_t> a, const Child& b) const {
+  const std::vector<int32_t>& y = b.entry->tokens;
+  return std::lexicographical_compare(a.begin(), a.end(), y.begin(), y.end());
 }
 
 int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens,
@@ -544,29 +563,56 @@ int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, i
   auto c = children_.find(parent);
   if (c == children_.end()) return 0;
   const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
-  Map::iterator best = index_.end();
+  // The candidates are sorted by their tokens, so the run a candidate shares with the
+  // prompt (its first max_tokens tokens, q) never grows moving away from q's place in the
+  // order, in either direction. Walking outwards from there, always on the side with the
+  // longer run, visits candidates longest run first; the walk stops at the first run
+  // shorter than the best eligible one found (or 0). Every candidate that could be chosen
+  // or tie is visited: the choice is the one a scan of all of them makes.
+  const ChildSet& set = c->second;
+  const std::span<const int32_t> q(tokens, static_cast<size_t>(max_tokens));
+  auto run = [&](const Child& ch) {
+    const std::vector<int32_t>& t = ch.entry->tokens;
+    const size_t n = std::min(q.size(), t.size());
+    return static_cast<int>(std::mismatch(q.begin(), q.begin() + n, t.begin()).first - q.begin());
+  };
+  ChildSet::const_iterator up = set.lower_bound(q);  // next candidate at or after q
+  ChildSet::const_iterator down = up;                // std::prev(down): next candidate before q
+  int up_m = up != set.end() ? run(*up) : 0;
+  int down_m = down != set.begin() ? run(*std::prev(down)) : 0;
+  const Child* best = nullptr;
   int best_m = 0;
-  for (const BlockKey& k : c->second) {
-    auto it = index_.find(k);
-    const Entry& e = it->second;
+  for (;;) {
+    const bool go_up = up_m >= down_m;
+    const int m = go_up ? up_m : down_m;
+    if (m == 0 || m < best_m) break;
+    const Child& ch = go_up ? *up : *std::prev(down);
+    if (go_up) up_m = ++up != set.end() ? run(*up) : 0;
+    else down_m = --down != set.begin() ? run(*std::prev(down)) : 0;
+    const Entry& e = *ch.entry;
     if (e.page < 0 && e.host.empty()) continue;  // on disk only: no page to copy from here
     if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) continue;  // another organisation's
-    const int n = std::min(max_tokens, static_cast<int>(e.tokens.size()));
-    const int m = static_cast<int>(std::mismatch(tokens, tokens + n, e.tokens.begin()).first - tokens);
-    if (m == 0) continue;
-    if (best != index_.end()) {
-      const Entry& b = best->second;
-      const bool better = m > best_m || (m == best_m && ((e.page >= 0) > (b.page >= 0) ||
-                                                         ((e.page >= 0) == (b.page >= 0) && e.last_used > b.last_used)));
+    if (best) {
+      // Longest run, then a device page, then the most recent use, then the first
+      // published: the last makes the choice independent of the walk's order (it is the
+      // order of the list this index replaced, which a scan kept the first of equals from).
+      const Entry& b = *best->entry;
+      const bool better =
+          m > best_m ||
+          (m == best_m &&
+           ((e.page >= 0) > (b.page >= 0) ||
+            ((e.page >= 0) == (b.page >= 0) &&
+             (e.last_used > b.last_used || (e.last_used == b.last_used && e.seq < b.seq)))));
       if (!better) continue;
     }
-    best = it;
+    best = &ch;
     best_m = m;
   }
-  if (best == index_.end()) return 0;
-  ++best->second.pins;
-  pinned.push_back(best->first);
-  touch(best->first, best->second);
+  if (!best) return 0;
+  auto it = index_.find(best->key);
+  ++it->second.pins;
+  pinned.push_back(it->first);
+  touch(it->first, it->second);
   return best_m;
 }
 

@@ -27,10 +27,12 @@
 //
 // Token-granular reuse (match_partial). A block published with its tokens and its parent
 // key is also a candidate for a prompt that shares only the start of it: after the full
-// blocks matched, the prompt's next tokens are compared with every RAM-tier block whose
+// blocks matched, the prompt's next tokens are compared with the RAM-tier blocks whose
 // parent is the last matched key, and the longest common run (m < 64 tokens) is reused
 // from that block's page, which the sequence copies before writing slot m (copy on
-// write). A prompt's partial last block (1..63 tokens) is published too, under
+// write). The blocks under a parent are kept sorted by their tokens, so only the
+// neighbours of the prompt's place in that order need comparing (match_partial), however
+// many prompts have been cached under the same parent (the zero key: every prompt's start). A prompt's partial last block (1..63 tokens) is published too, under
 //   key = XXH3-128(model ‖ parent ‖ its m tokens)
 // (a key no full block has), so the next turn of a conversation, or a prompt edited
 // near its end, reuses everything before the first differing token, as llama.cpp's
@@ -71,6 +73,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -239,7 +242,10 @@ class BlockManager final : public PageAllocator {
   /// a prompt's first block) begins with tokens[0 .. m). Pins that block (appends its key
   /// to `pinned`; its page comes from acquire() as any other, positions 0 .. m-1 valid) and
   /// returns m; returns 0 and pins nothing when no such block shares a first token. Ties
-  /// go to a device-resident block, then the most recently used.
+  /// go to a device-resident block, then the most recently used, then the one published
+  /// (with tokens) first. Costs O(log n) in the n blocks under `parent`, plus a comparison
+  /// with each block under it that shares at least max(m, 1) tokens with the prompt (the
+  /// ties, and blocks of other scopes or on disk only).
   int match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens, std::vector<BlockKey>& pinned,
                     std::string_view scope);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
@@ -256,6 +262,21 @@ class BlockManager final : public PageAllocator {
   BlockStats stats();
 
  private:
+  struct Entry;
+  /// A match_partial candidate: an entry with tokens, in its parent's ChildSet.
+  struct Child {
+    const Entry* entry;  // its node in index_ (stable: unordered_map nodes never move)
+    BlockKey key;
+  };
+  /// Lexicographic by tokens (a prefix first), then by `seq` (publication order); also
+  /// compares a Child with a span of tokens (lower_bound of a prompt). Defined in the .cpp.
+  struct ChildOrder {
+    using is_transparent = void;
+    bool operator()(const Child& a, const Child& b) const;
+    bool operator()(const Child& a, std::span<const int32_t> b) const;
+    bool operator()(std::span<const int32_t> a, const Child& b) const;
+  };
+  using ChildSet = std::set<Child, ChildOrder>;
   struct Entry {
     int page = -1;                   // device tier: a page with one reference held by the cache
     std::vector<uint16_t> host;      // host tier copy (empty: not on host)
@@ -263,6 +284,8 @@ class BlockManager final : public PageAllocator {
     BlockKey parent;                 // the block before it (match_partial); meaningful with tokens
     std::vector<int32_t> tokens;     // its tokens (64, or 1..63: a partial block); empty: unknown
     std::vector<uint64_t> scopes;    // XXH3-64 of the scopes that published it with tokens
+    uint64_t seq = 0;                // with tokens: order of publication (match_partial's last tie rule)
+    ChildSet::iterator child;        // with tokens: its place in children_[parent] (O(1) erase)
     int pins = 0;
     std::chrono::steady_clock::time_point last_used;
     std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
@@ -303,8 +326,10 @@ class BlockManager final : public PageAllocator {
   std::vector<char> cached_;  // page held by an index entry (one at most: publish adopts no other's page)
   std::vector<int> free_;
   Map index_;
-  /// parent key -> keys of the entries with tokens under it (match_partial's candidates).
-  std::unordered_map<BlockKey, std::vector<BlockKey>, BlockKeyHash> children_;
+  /// parent key -> the entries with tokens under it (match_partial's candidates), sorted by
+  /// their tokens.
+  std::unordered_map<BlockKey, ChildSet, BlockKeyHash> children_;
+  uint64_t next_seq_ = 0;  // Entry::seq of the next entry to get tokens
   std::list<BlockKey> lru_;
   size_t host_used_ = 0;
   uint64_t disk_used_ = 0;
