@@ -12,7 +12,9 @@
 // block with its token 40 changed (one block shares 40 tokens); "new" is random tokens
 // ("distinct") or the template then random tokens ("template": every block shares the 12
 // template tokens, so every one ties and the tie rule picks among all of them); "other
-// org" is hit@40 asked by a scope that published nothing (no candidate is eligible).
+// org" is hit@40 asked by a scope that published nothing (no candidate is eligible);
+// "new, all on host" is "new" once every block has moved to the host tier (no tie is
+// settled by a device page).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,7 +54,7 @@ void run(int n, bool templated, std::vector<Row>& rows) {
   const std::vector<int32_t> tmpl = random_tokens(rng, kTemplate);
   CacheOptions o;
   o.n_pages = n + 1;
-  o.host_bytes = 0;
+  o.host_bytes = static_cast<size_t>(n + 1) * PageLayout{1, 1}.page_bytes();
   o.ttl = std::chrono::milliseconds(0);
   o.log = [](const std::string&) {};
   BlockManager m(PageLayout{1, 1}, model_key("bench"), o);  // 256-byte pages, never touched
@@ -81,7 +83,13 @@ void run(int n, bool templated, std::vector<Row>& rows) {
     const std::vector<int32_t>* tokens;
     const char* scope;
   };
-  for (const Query& q : {Query{"hit@40", &hit, "acme"}, Query{"new", &fresh, "acme"}, Query{"other org", &hit, "globex"}}) {
+  std::vector<int> held;
+  for (const Query& q : {Query{"hit@40", &hit, "acme"}, Query{"new", &fresh, "acme"}, Query{"other org", &hit, "globex"},
+                         Query{"new, all on host", &fresh, "acme"}}) {
+    if (std::strcmp(q.name, "new, all on host") == 0) {
+      if (!templated) continue;
+      for (int i = m.stats().pages_free + n; i > 0; --i) held.push_back(m.alloc_page());  // past the free: spills
+    }
     std::vector<BlockKey> pinned;
     int got = 0;
     auto calls = [&](int iters) {

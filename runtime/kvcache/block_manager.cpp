@@ -243,6 +243,8 @@ void BlockManager::log(const std::string& line) const {
 void BlockManager::touch(const BlockKey& key, Entry& e) {
   e.last_used = now();
   lru_.splice(lru_.end(), lru_, e.lru);
+  // The clock never goes back, so the most recently used goes last in by_use too.
+  for (ScopeSlot& s : e.scopes) s.children->by_use.splice(s.children->by_use.end(), s.children->by_use, s.by_use);
   (void)key;
 }
 
@@ -350,12 +352,10 @@ void BlockManager::drop_ram(Map::iterator it) {
 void BlockManager::erase_if_empty(Map::iterator it) {
   Entry& e = it->second;
   if (e.page >= 0 || !e.host.empty() || !e.disk.empty() || e.pins > 0) return;
-  if (!e.tokens.empty()) {
-    auto c = children_.find(e.parent);
-    if (c != children_.end()) {
-      c->second.erase(e.child);
-      if (c->second.empty()) children_.erase(c);
-    }
+  for (ScopeSlot& s : e.scopes) {
+    s.children->by_tokens.erase(s.by_tokens);
+    s.children->by_use.erase(s.by_use);
+    if (s.children->by_tokens.empty()) children_.erase(ChildrenKey{e.parent, s.scope});
   }
   lru_.erase(e.lru);
   index_.erase(it);
@@ -528,12 +528,20 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant, const Bloc
   Entry& e = it->second;
   if (e.tokens.empty()) {
     e.parent = parent;
-    e.tokens.assign(tokens.begin(), tokens.end());  // never changes again: the set's order reads it
+    e.tokens.assign(tokens.begin(), tokens.end());  // never changes again: by_tokens' order reads it
     e.seq = next_seq_++;
-    e.child = children_[parent].insert(Child{&e, key}).first;
   }
   const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
-  if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) e.scopes.push_back(sc);
+  if (std::none_of(e.scopes.begin(), e.scopes.end(), [sc](const ScopeSlot& s) { return s.scope == sc; })) {
+    Children& ch = children_[ChildrenKey{e.parent, sc}];
+    const Child child{&e, key};
+    // publish() above made it the most recently used, but others may have been used since
+    // (the lock was let go in between): its place in by_use follows last_used.
+    auto at = ch.by_use.end();
+    while (at != ch.by_use.begin() && std::prev(at)->entry->last_used > e.last_used) --at;
+    const auto by_use = ch.by_use.insert(at, child);
+    e.scopes.push_back(ScopeSlot{sc, &ch, ch.by_tokens.insert(child).first, by_use});
+  }
 }
 
 bool BlockManager::ChildOrder::operator()(const Child& a, const Child& b) const {
@@ -560,55 +568,91 @@ int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, i
   max_tokens = std::min(max_tokens, kBlockTokens);
   expire();
   std::lock_guard<std::mutex> lock(mu_);
-  auto c = children_.find(parent);
+  // Another organisation's blocks are never candidates: the index is per (parent, scope).
+  auto c = children_.find(ChildrenKey{parent, XXH3_64bits(scope.data(), scope.size())});
   if (c == children_.end()) return 0;
-  const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
-  // The candidates are sorted by their tokens, so the run a candidate shares with the
-  // prompt (its first max_tokens tokens, q) never grows moving away from q's place in the
-  // order, in either direction. Walking outwards from there, always on the side with the
-  // longer run, visits candidates longest run first; the walk stops at the first run
-  // shorter than the best eligible one found (or 0). Every candidate that could be chosen
-  // or tie is visited: the choice is the one a scan of all of them makes.
-  const ChildSet& set = c->second;
+  const Children& ch = c->second;
   const std::span<const int32_t> q(tokens, static_cast<size_t>(max_tokens));
-  auto run = [&](const Child& ch) {
-    const std::vector<int32_t>& t = ch.entry->tokens;
+  auto run = [&](const Child& x) {  // tokens x shares with the prompt, at most max_tokens
+    const std::vector<int32_t>& t = x.entry->tokens;
     const size_t n = std::min(q.size(), t.size());
     return static_cast<int>(std::mismatch(q.begin(), q.begin() + n, t.begin()).first - q.begin());
   };
-  ChildSet::const_iterator up = set.lower_bound(q);  // next candidate at or after q
-  ChildSet::const_iterator down = up;                // std::prev(down): next candidate before q
-  int up_m = up != set.end() ? run(*up) : 0;
-  int down_m = down != set.begin() ? run(*std::prev(down)) : 0;
+  auto in_ram = [](const Entry& e) { return e.page >= 0 || !e.host.empty(); };  // on disk only: no page to copy
+  // Between equal runs: a device page, then the most recent use, then the first published.
+  // The last rule is the order of the list this index replaced: its scan kept the first
+  // of equals.
+  auto better = [](const Entry& e, const Entry& b) {
+    if ((e.page >= 0) != (b.page >= 0)) return e.page >= 0;
+    if (e.last_used != b.last_used) return e.last_used > b.last_used;
+    return e.seq < b.seq;
+  };
+
+  // 1. The longest run. by_tokens is sorted, so the run a candidate shares with the prompt
+  // never grows moving away from the prompt's place in that order, in either direction:
+  // walking outwards from there, always on the side with the longer run, visits the
+  // candidates longest run first, and the first one in RAM has the run to reuse (m).
+  auto up = ch.by_tokens.lower_bound(q);  // candidates at or after the prompt, walked up
+  auto down = up;                         // those before it, walked down from std::prev(down)
+  int up_m = up != ch.by_tokens.end() ? run(*up) : 0;
+  int down_m = down != ch.by_tokens.begin() ? run(*std::prev(down)) : 0;
+  auto next_by_tokens = [&](int& m) -> const Child* {  // nullptr once no run is left
+    const bool go_up = up_m >= down_m;
+    m = go_up ? up_m : down_m;
+    if (m == 0) return nullptr;
+    const Child* x;
+    if (go_up) {
+      x = &*up;
+      up_m = ++up != ch.by_tokens.end() ? run(*up) : 0;
+    } else {
+      x = &*--down;
+      down_m = down != ch.by_tokens.begin() ? run(*std::prev(down)) : 0;
+    }
+    return x;
+  };
   const Child* best = nullptr;
   int best_m = 0;
-  for (;;) {
-    const bool go_up = up_m >= down_m;
-    const int m = go_up ? up_m : down_m;
-    if (m == 0 || m < best_m) break;
-    const Child& ch = go_up ? *up : *std::prev(down);
-    if (go_up) up_m = ++up != set.end() ? run(*up) : 0;
-    else down_m = --down != set.begin() ? run(*std::prev(down)) : 0;
-    const Entry& e = *ch.entry;
-    if (e.page < 0 && e.host.empty()) continue;  // on disk only: no page to copy from here
-    if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) continue;  // another organisation's
-    if (best) {
-      // Longest run, then a device page, then the most recent use, then the first
-      // published: the last makes the choice independent of the walk's order (it is the
-      // order of the list this index replaced, which a scan kept the first of equals from).
-      const Entry& b = *best->entry;
-      const bool better =
-          m > best_m ||
-          (m == best_m &&
-           ((e.page >= 0) > (b.page >= 0) ||
-            ((e.page >= 0) == (b.page >= 0) &&
-             (e.last_used > b.last_used || (e.last_used == b.last_used && e.seq < b.seq)))));
-      if (!better) continue;
+  for (int m; const Child* x = next_by_tokens(m);) {
+    if (in_ram(*x->entry)) {
+      best = x;
+      best_m = m;
+      break;
     }
-    best = &ch;
-    best_m = m;
   }
-  if (!best) return 0;
+  if (best == nullptr) return 0;
+
+  // 2. The tie rule among the candidates in RAM with run m, by two walks that take turns;
+  // the first to finish decides (both are exact):
+  //  a. on in token order until the run falls below m: as many steps as candidates share
+  //     m tokens (few after an edited prompt; all of them when every prompt begins with
+  //     the same chat template and this one differs right after it);
+  //  b. by_use from the most recently used: the first on a device page with run m wins,
+  //     once past the others used at the same instant (by_use is in last_used order). As
+  //     many steps as candidates used since it (one, when all share the template); the
+  //     whole list when none with run m is on a device page.
+  const Child* best_a = best;
+  const Child* best_b = nullptr;
+  auto used = ch.by_use.end();  // walk b: std::prev(used) is next
+  for (;;) {
+    int m = 0;
+    const Child* x = next_by_tokens(m);
+    if (x == nullptr || m < best_m) {
+      best = best_a;
+      break;
+    }
+    if (in_ram(*x->entry) && better(*x->entry, *best_a->entry)) best_a = x;
+    if (used == ch.by_use.begin()) {
+      best = best_b != nullptr ? best_b : best_a;  // best_b is set: `best` is in by_use
+      break;
+    }
+    const Child& y = *--used;
+    const Entry& e = *y.entry;
+    if (best_b != nullptr && best_b->entry->page >= 0 && e.last_used < best_b->entry->last_used) {
+      best = best_b;
+      break;
+    }
+    if (in_ram(e) && run(y) == best_m && (best_b == nullptr || better(e, *best_b->entry))) best_b = &y;
+  }
   auto it = index_.find(best->key);
   ++it->second.pins;
   pinned.push_back(it->first);

@@ -30,9 +30,10 @@
 // blocks matched, the prompt's next tokens are compared with the RAM-tier blocks whose
 // parent is the last matched key, and the longest common run (m < 64 tokens) is reused
 // from that block's page, which the sequence copies before writing slot m (copy on
-// write). The blocks under a parent are kept sorted by their tokens, so only the
-// neighbours of the prompt's place in that order need comparing (match_partial), however
-// many prompts have been cached under the same parent (the zero key: every prompt's start). A prompt's partial last block (1..63 tokens) is published too, under
+// write). The blocks a scope published under a parent are kept sorted by their tokens and
+// by their last use, so match_partial compares the prompt with the neighbours of its place
+// in the first order and settles ties in the second, however many prompts were cached
+// under the same parent (the zero key: every prompt's start). A prompt's partial last block (1..63 tokens) is published too, under
 //   key = XXH3-128(model ‖ parent ‖ its m tokens)
 // (a key no full block has), so the next turn of a conversation, or a prompt edited
 // near its end, reuses everything before the first differing token, as llama.cpp's
@@ -155,7 +156,8 @@ struct CacheOptions {
   /// The disk tier's 32-byte master key (raw bytes; required with disk_dir): every
   /// tenant's keys derive from it (file comment, "Disk tier encryption").
   std::string disk_key;
-  /// Injectable clock (tests); default std::chrono::steady_clock::now.
+  /// Injectable clock (tests); default std::chrono::steady_clock::now. It must never go
+  /// back: expiry and match_partial's tie rule walk blocks in last-use order.
   std::function<std::chrono::steady_clock::time_point()> clock;
   /// Log sink for tier events worth an operator's eye (a corrupt disk file); default stderr.
   std::function<void(const std::string&)> log;
@@ -243,9 +245,10 @@ class BlockManager final : public PageAllocator {
   /// to `pinned`; its page comes from acquire() as any other, positions 0 .. m-1 valid) and
   /// returns m; returns 0 and pins nothing when no such block shares a first token. Ties
   /// go to a device-resident block, then the most recently used, then the one published
-  /// (with tokens) first. Costs O(log n) in the n blocks under `parent`, plus a comparison
-  /// with each block under it that shares at least max(m, 1) tokens with the prompt (the
-  /// ties, and blocks of other scopes or on disk only).
+  /// (with tokens) first. Costs O(log n) in the n blocks `scope` published under `parent`,
+  /// plus a comparison with each of those sharing more than m tokens with the prompt (on
+  /// disk only), plus, for the tie rule, the fewer of: those sharing m tokens; those used
+  /// since the chosen one (all of them when none with m is on a device page).
   int match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens, std::vector<BlockKey>& pinned,
                     std::string_view scope);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
@@ -263,7 +266,8 @@ class BlockManager final : public PageAllocator {
 
  private:
   struct Entry;
-  /// A match_partial candidate: an entry with tokens, in its parent's ChildSet.
+  /// A match_partial candidate: an entry with tokens, in the Children of its parent and
+  /// of each scope that published it.
   struct Child {
     const Entry* entry;  // its node in index_ (stable: unordered_map nodes never move)
     BlockKey key;
@@ -277,15 +281,35 @@ class BlockManager final : public PageAllocator {
     bool operator()(std::span<const int32_t> a, const Child& b) const;
   };
   using ChildSet = std::set<Child, ChildOrder>;
+  /// match_partial's candidates for one (parent, scope): the blocks that scope published
+  /// with tokens under that parent.
+  struct Children {
+    ChildSet by_tokens;
+    std::list<Child> by_use;  // in last_used order, front = least recent (as lru_)
+  };
+  struct ChildrenKey {
+    BlockKey parent;
+    uint64_t scope;  // XXH3-64 of the scope
+    bool operator==(const ChildrenKey&) const = default;
+  };
+  struct ChildrenKeyHash {
+    size_t operator()(const ChildrenKey& k) const { return BlockKeyHash{}(k.parent) ^ (k.scope * 0xC2B2AE3D27D4EB4Full); }
+  };
+  /// One scope that published an entry with tokens, and the entry's places in its Children.
+  struct ScopeSlot {
+    uint64_t scope;                    // XXH3-64 of the scope
+    Children* children;                // children_[{parent, scope}] (a node: never moves)
+    ChildSet::iterator by_tokens;      // erased in O(1)
+    std::list<Child>::iterator by_use;
+  };
   struct Entry {
     int page = -1;                   // device tier: a page with one reference held by the cache
     std::vector<uint16_t> host;      // host tier copy (empty: not on host)
     std::vector<int> disk;           // tenants whose disk tier holds a file of this block
     BlockKey parent;                 // the block before it (match_partial); meaningful with tokens
     std::vector<int32_t> tokens;     // its tokens (64, or 1..63: a partial block); empty: unknown
-    std::vector<uint64_t> scopes;    // XXH3-64 of the scopes that published it with tokens
+    std::vector<ScopeSlot> scopes;   // the scopes that published it with tokens
     uint64_t seq = 0;                // with tokens: order of publication (match_partial's last tie rule)
-    ChildSet::iterator child;        // with tokens: its place in children_[parent] (O(1) erase)
     int pins = 0;
     std::chrono::steady_clock::time_point last_used;
     std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
@@ -326,9 +350,9 @@ class BlockManager final : public PageAllocator {
   std::vector<char> cached_;  // page held by an index entry (one at most: publish adopts no other's page)
   std::vector<int> free_;
   Map index_;
-  /// parent key -> the entries with tokens under it (match_partial's candidates), sorted by
-  /// their tokens.
-  std::unordered_map<BlockKey, ChildSet, BlockKeyHash> children_;
+  /// (parent key, scope) -> the entries that scope published with tokens under that
+  /// parent (match_partial's candidates); absent when there are none.
+  std::unordered_map<ChildrenKey, Children, ChildrenKeyHash> children_;
   uint64_t next_seq_ = 0;  // Entry::seq of the next entry to get tokens
   std::list<BlockKey> lru_;
   size_t host_used_ = 0;

@@ -308,19 +308,20 @@ TEST(BlockManager, MatchPartialTiesGoToADevicePageThenTheMostRecentThenTheFirstP
   }
 }
 
-TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference) {
-  // Thousands of blocks under the zero parent (and some under another), most sharing their
-  // first tokens (one of a few "templates" of 1..63 tokens, and a small alphabet after it,
-  // so runs of every length occur), full and partial, published by three scopes, some
-  // twice. Every query's result and pinned block must equal a reference that scans every
-  // live published block with match_partial's rule (longest common run capped at
-  // max_tokens and 64; ties: device page, all are here; then the most recent use; then the
-  // first published), before and after LRU eviction drops a third of them and after new
-  // blocks reuse the freed pages.
+// Thousands of blocks under the zero parent (and some under another), most sharing their
+// first tokens (one of a few "templates" of 1..63 tokens, and a small alphabet after it, so
+// runs of every length occur), full and partial, published by three scopes, some twice.
+// Every query's result and pinned block must equal a reference that scans every published
+// block in RAM with match_partial's rule (longest common run capped at max_tokens and 64;
+// ties: a device page, then the most recent use, then the first published), before and
+// after LRU eviction takes a third of them (dropped, or with `host_tier` moved to host
+// RAM), and after new blocks reuse the freed pages.
+void match_partial_against_reference(bool host_tier) {
   FakeClock clock;
   constexpr int kPublishes = 4000;
   CacheOptions o = opts(kPublishes + 16, clock);
   o.ttl = std::chrono::milliseconds(0);
+  if (host_tier) o.host_bytes = kLayout.page_bytes() * (kPublishes + 16);  // every eviction spills
   BlockManager m(kLayout, model_key("m"), o);
   std::mt19937 rng(77);
   const std::vector<std::string> scopes = {"", "acme", "globex"};
@@ -335,7 +336,8 @@ TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference
     uint64_t first = 0;     // publish order (the last tie rule)
     int64_t used_at = 0;    // clock seconds at its last use
     uint64_t lru = 0;       // order of its last use (eviction takes the smallest)
-    bool live = false;
+    bool live = false;      // in RAM
+    bool device = true;     // on a device page (else on host)
   };
   std::unordered_map<BlockKey, Pub, BlockKeyHash> pubs;
   uint64_t next_first = 0, next_lru = 0;
@@ -386,8 +388,11 @@ TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference
       const int n = std::min(max_tokens, static_cast<int>(p.toks.size()));
       const int mm = static_cast<int>(std::mismatch(q, q + n, p.toks.begin()).first - q);
       if (mm == 0) continue;
-      if (best && !(mm > best_m || (mm == best_m && (p.used_at > best->used_at ||
-                                                    (p.used_at == best->used_at && p.first < best->first)))))
+      if (best && !(mm > best_m ||
+                    (mm == best_m &&
+                     (p.device > best->device ||
+                      (p.device == best->device && (p.used_at > best->used_at ||
+                                                    (p.used_at == best->used_at && p.first < best->first)))))))
         continue;
       best = &p;
       best_m = mm;
@@ -432,18 +437,19 @@ TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference
   check_queries(3000);
   EXPECT_GT(hits, 1500);  // most queries share a run with something
 
-  // Pages taken by sequences evict a third of the blocks, least recently used first; the
-  // evicted are never matched again.
+  // Pages taken by sequences evict a third of the blocks, least recently used first: the
+  // dropped are never matched again; those moved to host RAM lose ties to device pages.
   std::vector<int> held;
   const int free_pages = m.stats().pages_free;
   const uint64_t evictions = m.stats().evictions;
   const int n_evict = static_cast<int>(pubs.size() / 3);
   for (int i = 0; i < free_pages + n_evict; ++i) held.push_back(m.alloc_page());
-  ASSERT_EQ(m.stats().evictions, evictions + n_evict);
+  ASSERT_EQ(m.stats().evictions, evictions + (host_tier ? 0 : n_evict));
+  ASSERT_EQ(m.stats().blocks_host, host_tier ? static_cast<uint64_t>(n_evict) : 0u);
   std::vector<Pub*> by_lru;
   for (auto& [k, p] : pubs) by_lru.push_back(&p);
   std::sort(by_lru.begin(), by_lru.end(), [](const Pub* a, const Pub* b) { return a->lru < b->lru; });
-  for (int i = 0; i < n_evict; ++i) by_lru[i]->live = false;
+  for (int i = 0; i < n_evict; ++i) (host_tier ? by_lru[i]->device : by_lru[i]->live) = false;
   ASSERT_EQ(m.stats().blocks_device, pubs.size() - n_evict);
   check_queries(2000);
   for (int p : held) m.unref_page(p);
@@ -455,6 +461,14 @@ TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference
     if (!p.live) publish(p.parent, p.toks, static_cast<int>(rng() % 3));
   }
   check_queries(2000);
+}
+
+TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference) {
+  match_partial_against_reference(false);
+}
+
+TEST(BlockManager, MatchPartialOverThousandsOfChildrenOnDeviceAndHostEqualsABruteForceReference) {
+  match_partial_against_reference(true);
 }
 
 TEST(BlockManager, PartialBlocksStayOffTheDiskTier) {
