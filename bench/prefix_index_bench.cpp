@@ -84,8 +84,8 @@ void run(int n, bool templated, std::vector<Row>& rows) {
     const char* scope;
   };
   std::vector<int> held;
-  for (const Query& q : {Query{"hit@40", &hit, "acme"}, Query{"new", &fresh, "acme"}, Query{"other org", &hit, "globex"},
-                         Query{"new, all on host", &fresh, "acme"}}) {
+  for (const Query& q : {Query{"hit@40", &hit, "acme"}, Query{"new", &fresh, "acme"},
+                         Query{"other org", &hit, "globex"}, Query{"new, all on host", &fresh, "acme"}}) {
     if (std::strcmp(q.name, "new, all on host") == 0) {
       if (!templated) continue;
       for (int i = m.stats().pages_free + n; i > 0; --i) held.push_back(m.alloc_page());  // past the free: spills

@@ -244,8 +244,31 @@ void BlockManager::touch(const BlockKey& key, Entry& e) {
   e.last_used = now();
   lru_.splice(lru_.end(), lru_, e.lru);
   // The clock never goes back, so the most recently used goes last in by_use too.
-  for (ScopeSlot& s : e.scopes) s.children->by_use.splice(s.children->by_use.end(), s.children->by_use, s.by_use);
+  for (ScopeSlot& s : e.scopes) {
+    s.children->by_use.splice(s.children->by_use.end(), s.children->by_use, s.by_use);
+    if (e.page >= 0) {
+      std::list<Child>& d = s.children->by_use_device;
+      d.splice(d.end(), d, s.by_use_device);
+    }
+  }
   (void)key;
+}
+
+namespace {
+
+// Inserts `c` into `l` (in last_used order, front = least recent) after every entry
+// used no later than `used`; from the back, where a block that was just used goes.
+template <typename Child, typename TimePoint>
+typename std::list<Child>::iterator insert_by_use(std::list<Child>& l, const Child& c, TimePoint used) {
+  auto at = l.end();
+  while (at != l.begin() && std::prev(at)->entry->last_used > used) --at;
+  return l.insert(at, c);
+}
+
+}  // namespace
+
+void BlockManager::list_on_device(Entry& e, const BlockKey& key) {
+  for (ScopeSlot& s : e.scopes) s.by_use_device = insert_by_use(s.children->by_use_device, Child{&e, key}, e.last_used);
 }
 
 // ---- pages -------------------------------------------------------------------------
@@ -275,6 +298,7 @@ void BlockManager::unref_page(int page) {
 }
 
 void BlockManager::release_entry_page(Entry& e) {
+  for (ScopeSlot& s : e.scopes) s.children->by_use_device.erase(s.by_use_device);
   cached_[e.page] = 0;
   release_page_ref(e.page);
   e.page = -1;
@@ -470,6 +494,7 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
         host_used_ -= layout_.page_bytes();
         std::vector<uint16_t>().swap(e.host);
         ++counters_.restores;
+        list_on_device(e, k);
       }
       ++refcount_[e.page];
       pages.push_back(e.page);
@@ -504,12 +529,13 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant) {
       disk_queue_.emplace_back(key, tenant);
       queued = true;
     }
+    touch(key, e);  // before adopting: by_use_device then takes it in last, where it belongs
     if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
       e.page = page;
       ++refcount_[page];
       cached_[page] = 1;
+      list_on_device(e, key);
     }
-    touch(key, e);
   }
   if (queued) disk_cv_.notify_one();
 }
@@ -537,10 +563,9 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant, const Bloc
     const Child child{&e, key};
     // publish() above made it the most recently used, but others may have been used since
     // (the lock was let go in between): its place in by_use follows last_used.
-    auto at = ch.by_use.end();
-    while (at != ch.by_use.begin() && std::prev(at)->entry->last_used > e.last_used) --at;
-    const auto by_use = ch.by_use.insert(at, child);
-    e.scopes.push_back(ScopeSlot{sc, &ch, ch.by_tokens.insert(child).first, by_use});
+    ScopeSlot slot{sc, &ch, ch.by_tokens.insert(child).first, insert_by_use(ch.by_use, child, e.last_used), {}};
+    if (e.page >= 0) slot.by_use_device = insert_by_use(ch.by_use_device, child, e.last_used);
+    e.scopes.push_back(slot);
   }
 }
 
@@ -626,13 +651,16 @@ int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, i
   //  a. on in token order until the run falls below m: as many steps as candidates share
   //     m tokens (few after an edited prompt; all of them when every prompt begins with
   //     the same chat template and this one differs right after it);
-  //  b. by_use from the most recently used: the first on a device page with run m wins,
-  //     once past the others used at the same instant (by_use is in last_used order). As
-  //     many steps as candidates used since it (one, when all share the template); the
-  //     whole list when none with run m is on a device page.
+  //  b. back from the most recently used, first through those on a device page
+  //     (by_use_device), then, if none of them has run m, through all (by_use, where the
+  //     first in RAM with run m is then on host): the first with run m wins once past the
+  //     others used at the same instant (the lists are in last_used order). As many steps
+  //     as candidates used since the winner (one, when all share the template), plus,
+  //     when it is on host, those on a device page.
   const Child* best_a = best;
   const Child* best_b = nullptr;
-  auto used = ch.by_use.end();  // walk b: std::prev(used) is next
+  const std::list<Child>* list_b = &ch.by_use_device;
+  auto at_b = list_b->end();  // walk b: std::prev(at_b) is next
   for (;;) {
     int m = 0;
     const Child* x = next_by_tokens(m);
@@ -641,13 +669,18 @@ int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, i
       break;
     }
     if (in_ram(*x->entry) && better(*x->entry, *best_a->entry)) best_a = x;
-    if (used == ch.by_use.begin()) {
+    if (at_b == list_b->begin()) {
+      if (best_b == nullptr && list_b == &ch.by_use_device) {
+        list_b = &ch.by_use;
+        at_b = list_b->end();
+        continue;
+      }
       best = best_b != nullptr ? best_b : best_a;  // best_b is set: `best` is in by_use
       break;
     }
-    const Child& y = *--used;
+    const Child& y = *--at_b;
     const Entry& e = *y.entry;
-    if (best_b != nullptr && best_b->entry->page >= 0 && e.last_used < best_b->entry->last_used) {
+    if (best_b != nullptr && e.last_used < best_b->entry->last_used) {
       best = best_b;
       break;
     }

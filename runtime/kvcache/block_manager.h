@@ -30,10 +30,7 @@
 // blocks matched, the prompt's next tokens are compared with the RAM-tier blocks whose
 // parent is the last matched key, and the longest common run (m < 64 tokens) is reused
 // from that block's page, which the sequence copies before writing slot m (copy on
-// write). The blocks a scope published under a parent are kept sorted by their tokens and
-// by their last use, so match_partial compares the prompt with the neighbours of its place
-// in the first order and settles ties in the second, however many prompts were cached
-// under the same parent (the zero key: every prompt's start). A prompt's partial last block (1..63 tokens) is published too, under
+// write). A prompt's partial last block (1..63 tokens) is published too, under
 //   key = XXH3-128(model ‖ parent ‖ its m tokens)
 // (a key no full block has), so the next turn of a conversation, or a prompt edited
 // near its end, reuses everything before the first differing token, as llama.cpp's
@@ -43,6 +40,10 @@
 // whole-block hits are shared by everyone, as before, but below a whole block a request
 // never learns how many tokens of another scope's prompt its own shares (reported as
 // cached tokens, and in TTFT), which would let it read that prompt token by token.
+// The blocks a scope published under a parent are indexed apart from other scopes', sorted
+// by their tokens and listed by last use, so match_partial compares the prompt with the
+// neighbours of its place in the sorted order and settles ties by recency, however many
+// prompts were cached under the same parent (the zero key: every prompt's start).
 //
 // Disk tier encryption (zero data retention, docs/server.md "Zero data retention"). A
 // tenant's keys come from the server's 32-byte master key (CacheOptions::disk_key, a key
@@ -247,8 +248,9 @@ class BlockManager final : public PageAllocator {
   /// go to a device-resident block, then the most recently used, then the one published
   /// (with tokens) first. Costs O(log n) in the n blocks `scope` published under `parent`,
   /// plus a comparison with each of those sharing more than m tokens with the prompt (on
-  /// disk only), plus, for the tie rule, the fewer of: those sharing m tokens; those used
-  /// since the chosen one (all of them when none with m is on a device page).
+  /// disk only), plus, for the tie rule, about twice the fewer of: those sharing m tokens;
+  /// those used since the chosen one (and, when it is on host, those on a device page).
+  /// Relies on CacheOptions::clock never going back.
   int match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens, std::vector<BlockKey>& pinned,
                     std::string_view scope);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
@@ -285,7 +287,8 @@ class BlockManager final : public PageAllocator {
   /// with tokens under that parent.
   struct Children {
     ChildSet by_tokens;
-    std::list<Child> by_use;  // in last_used order, front = least recent (as lru_)
+    std::list<Child> by_use;         // in last_used order, front = least recent (as lru_)
+    std::list<Child> by_use_device;  // those with a device page, in the same order
   };
   struct ChildrenKey {
     BlockKey parent;
@@ -293,7 +296,9 @@ class BlockManager final : public PageAllocator {
     bool operator==(const ChildrenKey&) const = default;
   };
   struct ChildrenKeyHash {
-    size_t operator()(const ChildrenKey& k) const { return BlockKeyHash{}(k.parent) ^ (k.scope * 0xC2B2AE3D27D4EB4Full); }
+    size_t operator()(const ChildrenKey& k) const {
+      return BlockKeyHash{}(k.parent) ^ static_cast<size_t>(k.scope * 0xC2B2AE3D27D4EB4Full);
+    }
   };
   /// One scope that published an entry with tokens, and the entry's places in its Children.
   struct ScopeSlot {
@@ -301,6 +306,7 @@ class BlockManager final : public PageAllocator {
     Children* children;                // children_[{parent, scope}] (a node: never moves)
     ChildSet::iterator by_tokens;      // erased in O(1)
     std::list<Child>::iterator by_use;
+    std::list<Child>::iterator by_use_device;  // while the entry has a device page
   };
   struct Entry {
     int page = -1;                   // device tier: a page with one reference held by the cache
@@ -337,6 +343,7 @@ class BlockManager final : public PageAllocator {
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
   void release_entry_page(Entry& e);   // the entry's device page back (cached_ cleared); caller holds mu_
+  void list_on_device(Entry& e, const BlockKey& key);  // e just got a device page: into by_use_device
   void read_page(int page, uint16_t* dst);        // through CacheOptions::read_page or page_data()
   void write_page(int page, const uint16_t* src);
   void disk_worker();

@@ -315,7 +315,8 @@ TEST(BlockManager, MatchPartialTiesGoToADevicePageThenTheMostRecentThenTheFirstP
 // block in RAM with match_partial's rule (longest common run capped at max_tokens and 64;
 // ties: a device page, then the most recent use, then the first published), before and
 // after LRU eviction takes a third of them (dropped, or with `host_tier` moved to host
-// RAM), and after new blocks reuse the freed pages.
+// RAM), and after new blocks reuse the freed pages while chosen host blocks move back to
+// device pages.
 void match_partial_against_reference(bool host_tier) {
   FakeClock clock;
   constexpr int kPublishes = 4000;
@@ -341,7 +342,9 @@ void match_partial_against_reference(bool host_tier) {
   };
   std::unordered_map<BlockKey, Pub, BlockKeyHash> pubs;
   uint64_t next_first = 0, next_lru = 0;
-  auto secs = [&] { return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(clock.t.time_since_epoch()).count()); };
+  auto secs = [&] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(clock.t.time_since_epoch()).count());
+  };
   auto used = [&](Pub& p) {
     p.used_at = secs();
     p.lru = next_lru++;
@@ -349,7 +352,8 @@ void match_partial_against_reference(bool host_tier) {
   auto random_block = [&](int len) {
     std::vector<int32_t> t(len);
     const auto& tm = templates[rng() % templates.size()];
-    for (int i = 0; i < len; ++i) t[i] = i < static_cast<int>(tm.size()) && rng() % 8 != 0 ? tm[i] : static_cast<int32_t>(rng() % 4);
+    for (int i = 0; i < len; ++i)
+      t[i] = i < static_cast<int>(tm.size()) && rng() % 8 != 0 ? tm[i] : static_cast<int32_t>(rng() % 4);
     return t;
   };
   auto publish = [&](const BlockKey& parent, const std::vector<int32_t>& t, int scope) {
@@ -401,8 +405,19 @@ void match_partial_against_reference(bool host_tier) {
     return best_m;
   };
   int hits = 0, queries = 0;
-  auto check_queries = [&](int n) {
+  // With `restore`, a block on host that a query chose stays pinned until a few queries
+  // later, when a run takes it (acquire: back on a device page, its last use unchanged).
+  std::vector<BlockKey> to_restore;
+  auto restore_pinned = [&] {
+    const std::vector<int> pages = m.acquire(to_restore);
+    m.unpin(to_restore);
+    for (int page : pages) m.unref_page(page);
+    for (const BlockKey& k : to_restore) pubs.at(k).device = true;
+    to_restore.clear();
+  };
+  auto check_queries = [&](int n, bool restore = false) {
     for (int i = 0; i < n; ++i) {
+      if (restore && i % 16 == 15) restore_pinned();
       if (rng() % 4 == 0) clock.t += 1s;
       const BlockKey parent = rng() % 10 == 0 ? other_parent : BlockKey{};
       std::vector<int32_t> q = random_block(64);
@@ -425,13 +440,18 @@ void match_partial_against_reference(bool host_tier) {
       }
       ASSERT_EQ(pinned, std::vector<BlockKey>{want}) << "query " << queries;
       used(pubs.at(want));
-      m.unpin(pinned);
       ++hits;
+      if (restore && !pubs.at(want).device && std::find(to_restore.begin(), to_restore.end(), want) == to_restore.end())
+        to_restore.push_back(want);
+      else
+        m.unpin(pinned);
     }
+    if (!to_restore.empty()) restore_pinned();
   };
 
   publish_some(kPublishes - 400);
-  const size_t root_children = std::count_if(pubs.begin(), pubs.end(), [](const auto& kv) { return kv.second.parent.is_zero(); });
+  const size_t root_children =
+      std::count_if(pubs.begin(), pubs.end(), [](const auto& kv) { return kv.second.parent.is_zero(); });
   ASSERT_GT(root_children, 2000u);
   ASSERT_EQ(m.stats().blocks_device, pubs.size());
   check_queries(3000);
@@ -460,7 +480,10 @@ void match_partial_against_reference(bool host_tier) {
     Pub& p = *by_lru[rng() % n_evict];
     if (!p.live) publish(p.parent, p.toks, static_cast<int>(rng() % 3));
   }
-  check_queries(2000);
+  check_queries(2000, /*restore=*/true);
+  if (host_tier) {
+    EXPECT_GT(m.stats().restores, 100u);
+  }
 }
 
 TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference) {
@@ -662,6 +685,50 @@ TEST_F(DiskTier, SurvivesRestartAndIsKeyedByModel) {
     BlockManager m(kLayout, model_key("other"), disk_opts(clock, nullptr));
     EXPECT_EQ(m.stats().blocks_disk, 0u);
   }
+}
+
+TEST_F(DiskTier, ABlockOnDiskOnlyIsNoPartialCandidateUntilItIsInRamAgain) {
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), disk_opts(clock, nullptr));  // 4 pages, no host tier
+  const auto t = tokens(64, 90);
+  const BlockKey k = block_key(m.model(), BlockKey{}, t.data(), 64);
+  auto compute = [&] {  // a sequence computes the block and publishes it
+    const int p = m.alloc_page();
+    m.publish(k, p, 0, BlockKey{}, std::span<const int32_t>(t.data(), 64), "acme");
+    m.unref_page(p);
+  };
+  auto evict_all = [&] {
+    std::vector<int> held;
+    for (int i = 0; i < 4; ++i) held.push_back(m.alloc_page());
+    for (int p : held) m.unref_page(p);
+  };
+  compute();
+  m.flush_disk();
+  evict_all();
+  ASSERT_EQ(m.stats().blocks_device, 0u);
+  ASSERT_EQ(m.stats().blocks_disk, 1u);
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 0);  // no page to copy here
+  EXPECT_TRUE(pinned.empty());
+  compute();  // computed again: the entry adopts the page
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 63);
+  EXPECT_EQ(pinned, std::vector<BlockKey>{k});
+  m.unpin(pinned);
+  pinned.clear();
+  // Read back from disk into the host tier by a whole-block match, then into a page.
+  evict_all();
+  ASSERT_EQ(m.match_and_pin({k}, pinned, 0), 1);
+  ASSERT_EQ(m.stats().blocks_host, 1u);
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 40, pinned, "acme"), 40);
+  EXPECT_EQ(pinned, (std::vector<BlockKey>{k, k}));
+  const std::vector<int> pages = m.acquire({k});
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  m.unpin(pinned);
+  m.unref_page(pages[0]);
+  pinned.clear();
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 63);
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "globex"), 0);
+  m.unpin(pinned);
 }
 
 TEST_F(DiskTier, TheDiskThreadWritesPublishedBlocksAndFinishesOnDestruction) {
