@@ -243,7 +243,32 @@ void BlockManager::log(const std::string& line) const {
 void BlockManager::touch(const BlockKey& key, Entry& e) {
   e.last_used = now();
   lru_.splice(lru_.end(), lru_, e.lru);
+  // The clock never goes back, so the most recently used goes last in by_use too.
+  for (ScopeSlot& s : e.scopes) {
+    s.children->by_use.splice(s.children->by_use.end(), s.children->by_use, s.by_use);
+    if (e.page >= 0) {
+      std::list<Child>& d = s.children->by_use_device;
+      d.splice(d.end(), d, s.by_use_device);
+    }
+  }
   (void)key;
+}
+
+namespace {
+
+// Inserts `c` into `l` (in last_used order, front = least recent) after every entry
+// used no later than `used`; from the back, where a block that was just used goes.
+template <typename Child, typename TimePoint>
+typename std::list<Child>::iterator insert_by_use(std::list<Child>& l, const Child& c, TimePoint used) {
+  auto at = l.end();
+  while (at != l.begin() && std::prev(at)->entry->last_used > used) --at;
+  return l.insert(at, c);
+}
+
+}  // namespace
+
+void BlockManager::list_on_device(Entry& e, const BlockKey& key) {
+  for (ScopeSlot& s : e.scopes) s.by_use_device = insert_by_use(s.children->by_use_device, Child{&e, key}, e.last_used);
 }
 
 // ---- pages -------------------------------------------------------------------------
@@ -273,6 +298,7 @@ void BlockManager::unref_page(int page) {
 }
 
 void BlockManager::release_entry_page(Entry& e) {
+  for (ScopeSlot& s : e.scopes) s.children->by_use_device.erase(s.by_use_device);
   cached_[e.page] = 0;
   release_page_ref(e.page);
   e.page = -1;
@@ -350,12 +376,10 @@ void BlockManager::drop_ram(Map::iterator it) {
 void BlockManager::erase_if_empty(Map::iterator it) {
   Entry& e = it->second;
   if (e.page >= 0 || !e.host.empty() || !e.disk.empty() || e.pins > 0) return;
-  if (!e.tokens.empty()) {
-    auto c = children_.find(e.parent);
-    if (c != children_.end()) {
-      std::erase(c->second, it->first);
-      if (c->second.empty()) children_.erase(c);
-    }
+  for (ScopeSlot& s : e.scopes) {
+    s.children->by_tokens.erase(s.by_tokens);
+    s.children->by_use.erase(s.by_use);
+    if (s.children->by_tokens.empty()) children_.erase(ChildrenKey{e.parent, s.scope});
   }
   lru_.erase(e.lru);
   index_.erase(it);
@@ -470,6 +494,7 @@ std::vector<int> BlockManager::acquire(const std::vector<BlockKey>& keys) {
         host_used_ -= layout_.page_bytes();
         std::vector<uint16_t>().swap(e.host);
         ++counters_.restores;
+        list_on_device(e, k);
       }
       ++refcount_[e.page];
       pages.push_back(e.page);
@@ -504,12 +529,13 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant) {
       disk_queue_.emplace_back(key, tenant);
       queued = true;
     }
+    touch(key, e);  // before adopting: by_use_device then takes it in last, where it belongs
     if (e.page < 0 && e.host.empty()) {  // new, or known only on disk: adopt this page
       e.page = page;
       ++refcount_[page];
       cached_[page] = 1;
+      list_on_device(e, key);
     }
-    touch(key, e);
   }
   if (queued) disk_cv_.notify_one();
 }
@@ -528,11 +554,37 @@ void BlockManager::publish(const BlockKey& key, int page, int tenant, const Bloc
   Entry& e = it->second;
   if (e.tokens.empty()) {
     e.parent = parent;
-    e.tokens.assign(tokens.begin(), tokens.end());
-    children_[parent].push_back(key);
+    e.tokens.assign(tokens.begin(), tokens.end());  // never changes again: by_tokens' order reads it
+    e.seq = next_seq_++;
   }
   const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
-  if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) e.scopes.push_back(sc);
+  if (std::none_of(e.scopes.begin(), e.scopes.end(), [sc](const ScopeSlot& s) { return s.scope == sc; })) {
+    Children& ch = children_[ChildrenKey{e.parent, sc}];
+    const Child child{&e, key};
+    // publish() above made it the most recently used, but others may have been used since
+    // (the lock was let go in between): its place in by_use follows last_used.
+    ScopeSlot slot{sc, &ch, ch.by_tokens.insert(child).first, insert_by_use(ch.by_use, child, e.last_used), {}};
+    if (e.page >= 0) slot.by_use_device = insert_by_use(ch.by_use_device, child, e.last_used);
+    e.scopes.push_back(slot);
+  }
+}
+
+bool BlockManager::ChildOrder::operator()(const Child& a, const Child& b) const {
+  const std::vector<int32_t>& x = a.entry->tokens;
+  const std::vector<int32_t>& y = b.entry->tokens;
+  if (std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end())) return true;
+  if (std::lexicographical_compare(y.begin(), y.end(), x.begin(), x.end())) return false;
+  return a.entry->seq < b.entry->seq;  // equal tokens: two keys only on a hash collision
+}
+
+bool BlockManager::ChildOrder::operator()(const Child& a, std::span<const int32_t> b) const {
+  const std::vector<int32_t>& x = a.entry->tokens;
+  return std::lexicographical_compare(x.begin(), x.end(), b.begin(), b.end());
+}
+
+bool BlockManager::ChildOrder::operator()(std::span<const int32_t> a, const Child& b) const {
+  const std::vector<int32_t>& y = b.entry->tokens;
+  return std::lexicographical_compare(a.begin(), a.end(), y.begin(), y.end());
 }
 
 int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens,
@@ -541,32 +593,103 @@ int BlockManager::match_partial(const BlockKey& parent, const int32_t* tokens, i
   max_tokens = std::min(max_tokens, kBlockTokens);
   expire();
   std::lock_guard<std::mutex> lock(mu_);
-  auto c = children_.find(parent);
+  // Another organisation's blocks are never candidates: the index is per (parent, scope).
+  auto c = children_.find(ChildrenKey{parent, XXH3_64bits(scope.data(), scope.size())});
   if (c == children_.end()) return 0;
-  const uint64_t sc = XXH3_64bits(scope.data(), scope.size());
-  Map::iterator best = index_.end();
-  int best_m = 0;
-  for (const BlockKey& k : c->second) {
-    auto it = index_.find(k);
-    const Entry& e = it->second;
-    if (e.page < 0 && e.host.empty()) continue;  // on disk only: no page to copy from here
-    if (std::find(e.scopes.begin(), e.scopes.end(), sc) == e.scopes.end()) continue;  // another organisation's
-    const int n = std::min(max_tokens, static_cast<int>(e.tokens.size()));
-    const int m = static_cast<int>(std::mismatch(tokens, tokens + n, e.tokens.begin()).first - tokens);
-    if (m == 0) continue;
-    if (best != index_.end()) {
-      const Entry& b = best->second;
-      const bool better = m > best_m || (m == best_m && ((e.page >= 0) > (b.page >= 0) ||
-                                                         ((e.page >= 0) == (b.page >= 0) && e.last_used > b.last_used)));
-      if (!better) continue;
+  const Children& ch = c->second;
+  const std::span<const int32_t> q(tokens, static_cast<size_t>(max_tokens));
+  auto run = [&](const Child& x) {  // tokens x shares with the prompt, at most max_tokens
+    const std::vector<int32_t>& t = x.entry->tokens;
+    const size_t n = std::min(q.size(), t.size());
+    return static_cast<int>(std::mismatch(q.begin(), q.begin() + n, t.begin()).first - q.begin());
+  };
+  auto in_ram = [](const Entry& e) { return e.page >= 0 || !e.host.empty(); };  // on disk only: no page to copy
+  // Between equal runs: a device page, then the most recent use, then the first published.
+  // The last rule is the order of the list this index replaced: its scan kept the first
+  // of equals.
+  auto better = [](const Entry& e, const Entry& b) {
+    if ((e.page >= 0) != (b.page >= 0)) return e.page >= 0;
+    if (e.last_used != b.last_used) return e.last_used > b.last_used;
+    return e.seq < b.seq;
+  };
+
+  // 1. The longest run. by_tokens is sorted, so the run a candidate shares with the prompt
+  // never grows moving away from the prompt's place in that order, in either direction:
+  // walking outwards from there, always on the side with the longer run, visits the
+  // candidates longest run first, and the first one in RAM has the run to reuse (m).
+  auto up = ch.by_tokens.lower_bound(q);  // candidates at or after the prompt, walked up
+  auto down = up;                         // those before it, walked down from std::prev(down)
+  int up_m = up != ch.by_tokens.end() ? run(*up) : 0;
+  int down_m = down != ch.by_tokens.begin() ? run(*std::prev(down)) : 0;
+  auto next_by_tokens = [&](int& m) -> const Child* {  // nullptr once no run is left
+    const bool go_up = up_m >= down_m;
+    m = go_up ? up_m : down_m;
+    if (m == 0) return nullptr;
+    const Child* x;
+    if (go_up) {
+      x = &*up;
+      up_m = ++up != ch.by_tokens.end() ? run(*up) : 0;
+    } else {
+      x = &*--down;
+      down_m = down != ch.by_tokens.begin() ? run(*std::prev(down)) : 0;
     }
-    best = it;
-    best_m = m;
+    return x;
+  };
+  const Child* best = nullptr;
+  int best_m = 0;
+  for (int m; const Child* x = next_by_tokens(m);) {
+    if (in_ram(*x->entry)) {
+      best = x;
+      best_m = m;
+      break;
+    }
   }
-  if (best == index_.end()) return 0;
-  ++best->second.pins;
-  pinned.push_back(best->first);
-  touch(best->first, best->second);
+  if (best == nullptr) return 0;
+
+  // 2. The tie rule among the candidates in RAM with run m, by two walks that take turns;
+  // the first to finish decides (both are exact):
+  //  a. on in token order until the run falls below m: as many steps as candidates share
+  //     m tokens (few after an edited prompt; all of them when every prompt begins with
+  //     the same chat template and this one differs right after it);
+  //  b. back from the most recently used, first through those on a device page
+  //     (by_use_device), then, if none of them has run m, through all (by_use, where the
+  //     first in RAM with run m is then on host): the first with run m wins once past the
+  //     others used at the same instant (the lists are in last_used order). As many steps
+  //     as candidates used since the winner (one, when all share the template), plus,
+  //     when it is on host, those on a device page.
+  const Child* best_a = best;
+  const Child* best_b = nullptr;
+  const std::list<Child>* list_b = &ch.by_use_device;
+  auto at_b = list_b->end();  // walk b: std::prev(at_b) is next
+  for (;;) {
+    int m = 0;
+    const Child* x = next_by_tokens(m);
+    if (x == nullptr || m < best_m) {
+      best = best_a;
+      break;
+    }
+    if (in_ram(*x->entry) && better(*x->entry, *best_a->entry)) best_a = x;
+    if (at_b == list_b->begin()) {
+      if (best_b == nullptr && list_b == &ch.by_use_device) {
+        list_b = &ch.by_use;
+        at_b = list_b->end();
+        continue;
+      }
+      best = best_b != nullptr ? best_b : best_a;  // best_b is set: `best` is in by_use
+      break;
+    }
+    const Child& y = *--at_b;
+    const Entry& e = *y.entry;
+    if (best_b != nullptr && e.last_used < best_b->entry->last_used) {
+      best = best_b;
+      break;
+    }
+    if (in_ram(e) && run(y) == best_m && (best_b == nullptr || better(e, *best_b->entry))) best_b = &y;
+  }
+  auto it = index_.find(best->key);
+  ++it->second.pins;
+  pinned.push_back(it->first);
+  touch(it->first, it->second);
   return best_m;
 }
 

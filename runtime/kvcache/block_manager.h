@@ -27,7 +27,7 @@
 //
 // Token-granular reuse (match_partial). A block published with its tokens and its parent
 // key is also a candidate for a prompt that shares only the start of it: after the full
-// blocks matched, the prompt's next tokens are compared with every RAM-tier block whose
+// blocks matched, the prompt's next tokens are compared with the RAM-tier blocks whose
 // parent is the last matched key, and the longest common run (m < 64 tokens) is reused
 // from that block's page, which the sequence copies before writing slot m (copy on
 // write). A prompt's partial last block (1..63 tokens) is published too, under
@@ -40,6 +40,10 @@
 // whole-block hits are shared by everyone, as before, but below a whole block a request
 // never learns how many tokens of another scope's prompt its own shares (reported as
 // cached tokens, and in TTFT), which would let it read that prompt token by token.
+// The blocks a scope published under a parent are indexed apart from other scopes', sorted
+// by their tokens and listed by last use, so match_partial compares the prompt with the
+// neighbours of its place in the sorted order and settles ties by recency, however many
+// prompts were cached under the same parent (the zero key: every prompt's start).
 //
 // Disk tier encryption (zero data retention, docs/server.md "Zero data retention"). A
 // tenant's keys come from the server's 32-byte master key (CacheOptions::disk_key, a key
@@ -71,6 +75,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -152,7 +157,8 @@ struct CacheOptions {
   /// The disk tier's 32-byte master key (raw bytes; required with disk_dir): every
   /// tenant's keys derive from it (file comment, "Disk tier encryption").
   std::string disk_key;
-  /// Injectable clock (tests); default std::chrono::steady_clock::now.
+  /// Injectable clock (tests); default std::chrono::steady_clock::now. It must never go
+  /// back: expiry and match_partial's tie rule walk blocks in last-use order.
   std::function<std::chrono::steady_clock::time_point()> clock;
   /// Log sink for tier events worth an operator's eye (a corrupt disk file); default stderr.
   std::function<void(const std::string&)> log;
@@ -239,7 +245,12 @@ class BlockManager final : public PageAllocator {
   /// a prompt's first block) begins with tokens[0 .. m). Pins that block (appends its key
   /// to `pinned`; its page comes from acquire() as any other, positions 0 .. m-1 valid) and
   /// returns m; returns 0 and pins nothing when no such block shares a first token. Ties
-  /// go to a device-resident block, then the most recently used.
+  /// go to a device-resident block, then the most recently used, then the one published
+  /// (with tokens) first. Costs O(log n) in the n blocks `scope` published under `parent`,
+  /// plus a comparison with each of those sharing more than m tokens with the prompt (on
+  /// disk only), plus, for the tie rule, about twice the fewer of: those sharing m tokens;
+  /// those used since the chosen one (and, when it is on host, those on a device page).
+  /// Relies on CacheOptions::clock never going back.
   int match_partial(const BlockKey& parent, const int32_t* tokens, int max_tokens, std::vector<BlockKey>& pinned,
                     std::string_view scope);
   /// Writes queued blocks to the disk tier now, on the calling thread (no-op without one).
@@ -256,13 +267,55 @@ class BlockManager final : public PageAllocator {
   BlockStats stats();
 
  private:
+  struct Entry;
+  /// A match_partial candidate: an entry with tokens, in the Children of its parent and
+  /// of each scope that published it.
+  struct Child {
+    const Entry* entry;  // its node in index_ (stable: unordered_map nodes never move)
+    BlockKey key;
+  };
+  /// Lexicographic by tokens (a prefix first), then by `seq` (publication order); also
+  /// compares a Child with a span of tokens (lower_bound of a prompt). Defined in the .cpp.
+  struct ChildOrder {
+    using is_transparent = void;
+    bool operator()(const Child& a, const Child& b) const;
+    bool operator()(const Child& a, std::span<const int32_t> b) const;
+    bool operator()(std::span<const int32_t> a, const Child& b) const;
+  };
+  using ChildSet = std::set<Child, ChildOrder>;
+  /// match_partial's candidates for one (parent, scope): the blocks that scope published
+  /// with tokens under that parent.
+  struct Children {
+    ChildSet by_tokens;
+    std::list<Child> by_use;         // in last_used order, front = least recent (as lru_)
+    std::list<Child> by_use_device;  // those with a device page, in the same order
+  };
+  struct ChildrenKey {
+    BlockKey parent;
+    uint64_t scope;  // XXH3-64 of the scope
+    bool operator==(const ChildrenKey&) const = default;
+  };
+  struct ChildrenKeyHash {
+    size_t operator()(const ChildrenKey& k) const {
+      return BlockKeyHash{}(k.parent) ^ static_cast<size_t>(k.scope * 0xC2B2AE3D27D4EB4Full);
+    }
+  };
+  /// One scope that published an entry with tokens, and the entry's places in its Children.
+  struct ScopeSlot {
+    uint64_t scope;                    // XXH3-64 of the scope
+    Children* children;                // children_[{parent, scope}] (a node: never moves)
+    ChildSet::iterator by_tokens;      // erased in O(1)
+    std::list<Child>::iterator by_use;
+    std::list<Child>::iterator by_use_device;  // while the entry has a device page
+  };
   struct Entry {
     int page = -1;                   // device tier: a page with one reference held by the cache
     std::vector<uint16_t> host;      // host tier copy (empty: not on host)
     std::vector<int> disk;           // tenants whose disk tier holds a file of this block
     BlockKey parent;                 // the block before it (match_partial); meaningful with tokens
     std::vector<int32_t> tokens;     // its tokens (64, or 1..63: a partial block); empty: unknown
-    std::vector<uint64_t> scopes;    // XXH3-64 of the scopes that published it with tokens
+    std::vector<ScopeSlot> scopes;   // the scopes that published it with tokens
+    uint64_t seq = 0;                // with tokens: order of publication (match_partial's last tie rule)
     int pins = 0;
     std::chrono::steady_clock::time_point last_used;
     std::list<BlockKey>::iterator lru;  // position in lru_ (front = least recently used)
@@ -290,6 +343,7 @@ class BlockManager final : public PageAllocator {
   void log(const std::string& line) const;
   void release_page_ref(int page);    // caller holds mu_
   void release_entry_page(Entry& e);   // the entry's device page back (cached_ cleared); caller holds mu_
+  void list_on_device(Entry& e, const BlockKey& key);  // e just got a device page: into by_use_device
   void read_page(int page, uint16_t* dst);        // through CacheOptions::read_page or page_data()
   void write_page(int page, const uint16_t* src);
   void disk_worker();
@@ -303,8 +357,10 @@ class BlockManager final : public PageAllocator {
   std::vector<char> cached_;  // page held by an index entry (one at most: publish adopts no other's page)
   std::vector<int> free_;
   Map index_;
-  /// parent key -> keys of the entries with tokens under it (match_partial's candidates).
-  std::unordered_map<BlockKey, std::vector<BlockKey>, BlockKeyHash> children_;
+  /// (parent key, scope) -> the entries that scope published with tokens under that
+  /// parent (match_partial's candidates); absent when there are none.
+  std::unordered_map<ChildrenKey, Children, ChildrenKeyHash> children_;
+  uint64_t next_seq_ = 0;  // Entry::seq of the next entry to get tokens
   std::list<BlockKey> lru_;
   size_t host_used_ = 0;
   uint64_t disk_used_ = 0;

@@ -1,12 +1,14 @@
-// BlockManager: page reference counts, the prefix index (chained keys, pins), LRU and
-// sliding-TTL eviction with an injected clock, device -> host spill and restore, the
-// disk tier's round trip across a restart, rejection of corrupt files, and its encryption
-// at rest per tenant (no plaintext page bytes, tokens or block keys in files or names;
-// another tenant's or master key's reads fail).
+// BlockManager: page reference counts, the prefix index (chained keys, pins), token-granular
+// reuse (match_partial: its tie rule, and thousands of blocks under one parent against a
+// brute-force reference, across eviction), LRU and sliding-TTL eviction with an injected
+// clock, device -> host spill and restore, the disk tier's round trip across a restart,
+// rejection of corrupt files, and its encryption at rest per tenant (no plaintext page
+// bytes, tokens or block keys in files or names; another tenant's or master key's reads fail).
 #include "kvcache/block_manager.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <unistd.h>
@@ -253,6 +256,244 @@ TEST(BlockManager, APageAnotherEntryHoldsIsNeverAdoptedUnderASecondKey) {
   for (int q : held) m.unref_page(q);
 }
 
+TEST(BlockManager, MatchPartialTiesGoToADevicePageThenTheMostRecentThenTheFirstPublished) {
+  FakeClock clock;
+  CacheOptions o = opts(4, clock);
+  o.host_bytes = kLayout.page_bytes() * 2;
+  BlockManager m(kLayout, model_key("m"), o);
+  // Publishes `t` (64 tokens) under the zero parent for scope "" in a page of its own.
+  auto put = [&](const std::vector<int32_t>& t) {
+    const BlockKey k = block_key(m.model(), BlockKey{}, t.data(), 64);
+    const int p = m.alloc_page();
+    m.publish(k, p, -1, BlockKey{}, std::span<const int32_t>(t.data(), 64), "");
+    m.unref_page(p);
+    return k;
+  };
+  // A and B share their first 30 tokens; the query shares those 30 with both.
+  auto a = tokens(64, 50), b = a, q = a;
+  b[30] ^= 1, q[30] ^= 2;
+  const BlockKey ka = put(a);
+  clock.t += 1s;
+  const BlockKey kb = put(b);
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_partial(BlockKey{}, q.data(), 63, pinned, ""), 30);
+  EXPECT_EQ(pinned, std::vector<BlockKey>{kb});  // the more recently used
+  m.unpin(pinned);
+  pinned.clear();
+  // B moves to the host tier and is used again there: A, older but on a device page, wins.
+  clock.t += 1s;
+  put(a);  // A used again: B is now the least recently used
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) held.push_back(m.alloc_page());  // the third spills B
+  ASSERT_EQ(m.stats().blocks_host, 1u);
+  clock.t += 1s;
+  ASSERT_EQ(m.match_and_pin({kb}, pinned), 1);  // B used (stays on host)
+  m.unpin(pinned);
+  pinned.clear();
+  EXPECT_EQ(m.match_partial(BlockKey{}, q.data(), 63, pinned, ""), 30);
+  EXPECT_EQ(pinned, std::vector<BlockKey>{ka});
+  m.unpin(pinned);
+  pinned.clear();
+  for (int p : held) m.unref_page(p);
+  // C and D used at the same instant, both on device pages: the one published first.
+  auto c = tokens(64, 51), d = c, r = c;
+  d[20] ^= 1, r[20] ^= 2;
+  const BlockKey kc = put(c);
+  put(d);
+  for (int i = 0; i < 3; ++i) {  // the winner's use does not move the clock: C each time
+    EXPECT_EQ(m.match_partial(BlockKey{}, r.data(), 63, pinned, ""), 20);
+    EXPECT_EQ(pinned, std::vector<BlockKey>{kc});
+    m.unpin(pinned);
+    pinned.clear();
+  }
+}
+
+// Thousands of blocks under the zero parent (and some under another), most sharing their
+// first tokens (one of a few "templates" of 1..63 tokens, and a small alphabet after it, so
+// runs of every length occur), full and partial, published by three scopes, some twice.
+// Every query's result and pinned block must equal a reference that scans every published
+// block in RAM with match_partial's rule (longest common run capped at max_tokens and 64;
+// ties: a device page, then the most recent use, then the first published), before and
+// after LRU eviction takes a third of them (dropped, or with `host_tier` moved to host
+// RAM), and after new blocks reuse the freed pages while chosen host blocks move back to
+// device pages.
+void match_partial_against_reference(bool host_tier) {
+  FakeClock clock;
+  constexpr int kPublishes = 4000;
+  CacheOptions o = opts(kPublishes + 16, clock);
+  o.ttl = std::chrono::milliseconds(0);
+  if (host_tier) o.host_bytes = kLayout.page_bytes() * (kPublishes + 16);  // every eviction spills
+  BlockManager m(kLayout, model_key("m"), o);
+  std::mt19937 rng(77);
+  const std::vector<std::string> scopes = {"", "acme", "globex"};
+  const BlockKey other_parent = block_key(m.model(), BlockKey{}, tokens(64, 60).data(), 64);
+  std::vector<std::vector<int32_t>> templates;
+  for (int len : {1, 3, 12, 30, 63}) templates.push_back(tokens(len, 61 + len));
+
+  struct Pub {
+    BlockKey parent;
+    std::vector<int32_t> toks;
+    unsigned scopes = 0;    // bit i: scopes[i] published it
+    uint64_t first = 0;     // publish order (the last tie rule)
+    int64_t used_at = 0;    // clock seconds at its last use
+    uint64_t lru = 0;       // order of its last use (eviction takes the smallest)
+    bool live = false;      // in RAM
+    bool device = true;     // on a device page (else on host)
+  };
+  std::unordered_map<BlockKey, Pub, BlockKeyHash> pubs;
+  uint64_t next_first = 0, next_lru = 0;
+  auto secs = [&] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(clock.t.time_since_epoch()).count());
+  };
+  auto used = [&](Pub& p) {
+    p.used_at = secs();
+    p.lru = next_lru++;
+  };
+  auto random_block = [&](int len) {
+    std::vector<int32_t> t(len);
+    const auto& tm = templates[rng() % templates.size()];
+    for (int i = 0; i < len; ++i)
+      t[i] = i < static_cast<int>(tm.size()) && rng() % 8 != 0 ? tm[i] : static_cast<int32_t>(rng() % 4);
+    return t;
+  };
+  auto publish = [&](const BlockKey& parent, const std::vector<int32_t>& t, int scope) {
+    const BlockKey k = block_key(m.model(), parent, t.data(), static_cast<int>(t.size()));
+    const int page = m.alloc_page();
+    m.publish(k, page, -1, parent, std::span<const int32_t>(t.data(), t.size()), scopes[scope]);
+    m.unref_page(page);
+    Pub& p = pubs[k];
+    if (!p.live) p = Pub{parent, t, 0, next_first++, 0, 0, true};
+    p.scopes |= 1u << scope;
+    used(p);
+  };
+  auto publish_some = [&](int n) {
+    std::vector<BlockKey> order;  // existing keys, to publish some again under another scope
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 5 == 0) clock.t += 1s;  // runs of publishes at the same instant
+      const BlockKey parent = rng() % 10 == 0 ? other_parent : BlockKey{};
+      const int len = rng() % 3 == 0 ? 1 + static_cast<int>(rng() % 63) : 64;
+      if (rng() % 10 == 0 && !pubs.empty()) {
+        auto it = std::next(pubs.begin(), static_cast<long>(rng() % pubs.size()));
+        if (it->second.live) {
+          const Pub p = it->second;
+          publish(p.parent, p.toks, static_cast<int>(rng() % 3));
+          continue;
+        }
+      }
+      publish(parent, random_block(len), static_cast<int>(rng() % 3));
+    }
+  };
+  auto reference = [&](const BlockKey& parent, const int32_t* q, int max_tokens, int scope, BlockKey& key) {
+    max_tokens = std::min(max_tokens, 64);
+    const Pub* best = nullptr;
+    int best_m = 0;
+    for (const auto& [k, p] : pubs) {
+      if (!p.live || p.parent != parent || !(p.scopes & (1u << scope))) continue;
+      const int n = std::min(max_tokens, static_cast<int>(p.toks.size()));
+      const int mm = static_cast<int>(std::mismatch(q, q + n, p.toks.begin()).first - q);
+      if (mm == 0) continue;
+      if (best && !(mm > best_m ||
+                    (mm == best_m &&
+                     (p.device > best->device ||
+                      (p.device == best->device && (p.used_at > best->used_at ||
+                                                    (p.used_at == best->used_at && p.first < best->first)))))))
+        continue;
+      best = &p;
+      best_m = mm;
+      key = k;
+    }
+    return best_m;
+  };
+  int hits = 0, queries = 0;
+  // With `restore`, a block on host that a query chose stays pinned until a few queries
+  // later, when a run takes it (acquire: back on a device page, its last use unchanged).
+  std::vector<BlockKey> to_restore;
+  auto restore_pinned = [&] {
+    const std::vector<int> pages = m.acquire(to_restore);
+    m.unpin(to_restore);
+    for (int page : pages) m.unref_page(page);
+    for (const BlockKey& k : to_restore) pubs.at(k).device = true;
+    to_restore.clear();
+  };
+  auto check_queries = [&](int n, bool restore = false) {
+    for (int i = 0; i < n; ++i) {
+      if (restore && i % 16 == 15) restore_pinned();
+      if (rng() % 4 == 0) clock.t += 1s;
+      const BlockKey parent = rng() % 10 == 0 ? other_parent : BlockKey{};
+      std::vector<int32_t> q = random_block(64);
+      if (rng() % 2 == 0 && !pubs.empty()) {  // a published block's tokens, changed at one position
+        const Pub& p = std::next(pubs.begin(), static_cast<long>(rng() % pubs.size()))->second;
+        std::copy(p.toks.begin(), p.toks.end(), q.begin());
+        q[rng() % 64] ^= 1;
+      }
+      const int max_tokens = 1 + static_cast<int>(rng() % 70);
+      const int scope = static_cast<int>(rng() % 3);
+      BlockKey want{};
+      const int want_m = reference(parent, q.data(), max_tokens, scope, want);
+      std::vector<BlockKey> pinned;
+      const int got = m.match_partial(parent, q.data(), max_tokens, pinned, scopes[scope]);
+      ASSERT_EQ(got, want_m) << "query " << queries;
+      ++queries;
+      if (want_m == 0) {
+        ASSERT_TRUE(pinned.empty());
+        continue;
+      }
+      ASSERT_EQ(pinned, std::vector<BlockKey>{want}) << "query " << queries;
+      used(pubs.at(want));
+      ++hits;
+      if (restore && !pubs.at(want).device && std::find(to_restore.begin(), to_restore.end(), want) == to_restore.end())
+        to_restore.push_back(want);
+      else
+        m.unpin(pinned);
+    }
+    if (!to_restore.empty()) restore_pinned();
+  };
+
+  publish_some(kPublishes - 400);
+  const size_t root_children =
+      std::count_if(pubs.begin(), pubs.end(), [](const auto& kv) { return kv.second.parent.is_zero(); });
+  ASSERT_GT(root_children, 2000u);
+  ASSERT_EQ(m.stats().blocks_device, pubs.size());
+  check_queries(3000);
+  EXPECT_GT(hits, 1500);  // most queries share a run with something
+
+  // Pages taken by sequences evict a third of the blocks, least recently used first: the
+  // dropped are never matched again; those moved to host RAM lose ties to device pages.
+  std::vector<int> held;
+  const int free_pages = m.stats().pages_free;
+  const uint64_t evictions = m.stats().evictions;
+  const int n_evict = static_cast<int>(pubs.size() / 3);
+  for (int i = 0; i < free_pages + n_evict; ++i) held.push_back(m.alloc_page());
+  ASSERT_EQ(m.stats().evictions, evictions + (host_tier ? 0 : n_evict));
+  ASSERT_EQ(m.stats().blocks_host, host_tier ? static_cast<uint64_t>(n_evict) : 0u);
+  std::vector<Pub*> by_lru;
+  for (auto& [k, p] : pubs) by_lru.push_back(&p);
+  std::sort(by_lru.begin(), by_lru.end(), [](const Pub* a, const Pub* b) { return a->lru < b->lru; });
+  for (int i = 0; i < n_evict; ++i) (host_tier ? by_lru[i]->device : by_lru[i]->live) = false;
+  ASSERT_EQ(m.stats().blocks_device, pubs.size() - n_evict);
+  check_queries(2000);
+  for (int p : held) m.unref_page(p);
+
+  // New blocks in the freed pages (some with the tokens of evicted ones: new entries).
+  publish_some(400);
+  for (int i = 0; i < 50; ++i) {
+    Pub& p = *by_lru[rng() % n_evict];
+    if (!p.live) publish(p.parent, p.toks, static_cast<int>(rng() % 3));
+  }
+  check_queries(2000, /*restore=*/true);
+  if (host_tier) {
+    EXPECT_GT(m.stats().restores, 100u);
+  }
+}
+
+TEST(BlockManager, MatchPartialOverThousandsOfChildrenEqualsABruteForceReference) {
+  match_partial_against_reference(false);
+}
+
+TEST(BlockManager, MatchPartialOverThousandsOfChildrenOnDeviceAndHostEqualsABruteForceReference) {
+  match_partial_against_reference(true);
+}
+
 TEST(BlockManager, PartialBlocksStayOffTheDiskTier) {
   const fs::path dir = fs::temp_directory_path() / ("swz-partial-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -444,6 +685,50 @@ TEST_F(DiskTier, SurvivesRestartAndIsKeyedByModel) {
     BlockManager m(kLayout, model_key("other"), disk_opts(clock, nullptr));
     EXPECT_EQ(m.stats().blocks_disk, 0u);
   }
+}
+
+TEST_F(DiskTier, ABlockOnDiskOnlyIsNoPartialCandidateUntilItIsInRamAgain) {
+  FakeClock clock;
+  BlockManager m(kLayout, model_key("m"), disk_opts(clock, nullptr));  // 4 pages, no host tier
+  const auto t = tokens(64, 90);
+  const BlockKey k = block_key(m.model(), BlockKey{}, t.data(), 64);
+  auto compute = [&] {  // a sequence computes the block and publishes it
+    const int p = m.alloc_page();
+    m.publish(k, p, 0, BlockKey{}, std::span<const int32_t>(t.data(), 64), "acme");
+    m.unref_page(p);
+  };
+  auto evict_all = [&] {
+    std::vector<int> held;
+    for (int i = 0; i < 4; ++i) held.push_back(m.alloc_page());
+    for (int p : held) m.unref_page(p);
+  };
+  compute();
+  m.flush_disk();
+  evict_all();
+  ASSERT_EQ(m.stats().blocks_device, 0u);
+  ASSERT_EQ(m.stats().blocks_disk, 1u);
+  std::vector<BlockKey> pinned;
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 0);  // no page to copy here
+  EXPECT_TRUE(pinned.empty());
+  compute();  // computed again: the entry adopts the page
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 63);
+  EXPECT_EQ(pinned, std::vector<BlockKey>{k});
+  m.unpin(pinned);
+  pinned.clear();
+  // Read back from disk into the host tier by a whole-block match, then into a page.
+  evict_all();
+  ASSERT_EQ(m.match_and_pin({k}, pinned, 0), 1);
+  ASSERT_EQ(m.stats().blocks_host, 1u);
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 40, pinned, "acme"), 40);
+  EXPECT_EQ(pinned, (std::vector<BlockKey>{k, k}));
+  const std::vector<int> pages = m.acquire({k});
+  EXPECT_EQ(m.stats().blocks_device, 1u);
+  m.unpin(pinned);
+  m.unref_page(pages[0]);
+  pinned.clear();
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "acme"), 63);
+  EXPECT_EQ(m.match_partial(BlockKey{}, t.data(), 63, pinned, "globex"), 0);
+  m.unpin(pinned);
 }
 
 TEST_F(DiskTier, TheDiskThreadWritesPublishedBlocksAndFinishesOnDestruction) {
