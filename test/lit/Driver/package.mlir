@@ -15,6 +15,14 @@
 // RUN: %swizzlec synth --preset qwen3-0.6b --type q4_k --n-layer 1 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 --n-vocab 512 -o %t/qwen3.gguf
 // RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen3.gguf --target sm_90 -o %t/qwen3.swz -v 2>&1 | FileCheck %s --check-prefix=QWEN3
 // RUN: %swizzlec compile %t/qwen3.gguf --target spirv -o %t/qwen3-spv.swz
+// The qwen3 layers' rows are 256 weights: a one-row prompt pass (sm_90.json's
+// gemm.skinny_max_rows 1) multiplies with the skinny GEMM, larger ones dequantize; each
+// launch's grid is zero on the other passes (docs/package-format.md).
+// RUN: %python -c "import json,sys; [print(l['kernel'], l['grid'][0]) for op in json.load(open(sys.argv[1]))['graph']['ops'] if op['op'] == 'matmul' for l in op.get('launches', []) if l['phase'] == 'prefill']" %t/qwen3.swz/manifest.json | FileCheck %s --check-prefix=SKINNY
+// SKINNY: sm_90.gemm_skinny_q4_k max(0, min(1, 2-T))*
+// SKINNY-NEXT: sm_90.convert_f32_f16 T*max(0, min(1, T-1))
+// SKINNY-NEXT: sm_90.dequant_q4_k_f16 max(0, min(1, T-1))*
+// SKINNY-NEXT: sm_90.gemm_f16 max(0, min(1, T-1))*
 // QWEN3-DAG: kernel sm_90.rms_norm_f32: swz_rms_norm.ptx
 // QWEN3-DAG: kernel sm_90.flash_attention_f16kv_mma_hd128: swz_attention_f16kv_mma.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.attention, bank conflicts: 1-way worst over 3 tile(s)
 // QWEN3-DAG: kernel sm_90.matmul_q4_k_q8x: swz_gemv_q8x.ptx
@@ -52,12 +60,10 @@
 // the same h: three weights, outputs and biases, N = 128 + 64 + 64 rows, flags 1|4|8 = a
 // bias each); Wq (128 x 128 Q8_0, 17408 bytes) as 32-bit words, x_q8 as vec4s.
 // MANIFEST: "in":["h","blk.0.attn_q.weight","blk.0.attn_q.bias"],"launches":[{"args":[{"shape":["4352"],"weight":"blk.0.attn_q.weight"},{"shape":["2176"],"weight":"blk.0.attn_k.weight"},{"shape":["2176"],"weight":"blk.0.attn_v.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"buffer":"q","shape":["T*128"]},{"buffer":"k","shape":["T*64"]},{"buffer":"v","shape":["T*64"]},{"shape":["128"],"weight":"blk.0.attn_q.bias"},{"shape":["64"],"weight":"blk.0.attn_k.bias"},{"shape":["64"],"weight":"blk.0.attn_v.bias"},{"absent":true,"shape":["1"]},{"i32":"128"},{"i32":"64"},{"i32":"64"},{"i32":"128"},{"i32":"T"},{"i32":"13"}],"dynamic_smem":"0","grid":["64","ceil(T/8)","1"],"kernel":"sm_90.matmul_q8_0_q8x","phase":"decode","scope":"batch"}
-// Graph op 3 (k = h Wk^T + bk) has only its prefill launches: its decode is op 2's launch.
-// A pass of one prompt row (sm_90.json's gemm.skinny_max_rows: 1) runs the skinny
-// GEMM on h and the Q8_0 blocks themselves (Wk: 8704 bytes as f16 units); larger ones
-// dequantize Wk and multiply op 2's convert_f32_f16 of h (x_f16, not converted again).
-// Each launch's grid is zero on the other passes.
-// MANIFEST: "decode_into":2,"in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"buffer":"h","shape":["T*128"]},{"shape":["4352"],"weight":"blk.0.attn_k.weight"},{"buffer":"k","shape":["T*64"]},{"shape":["64"],"weight":"blk.0.attn_k.bias"},{"i32":"T"},{"i32":"64"},{"i32":"128"},{"i32":"1"}],"dynamic_smem":"0","grid":["max(0, min(1, 2-T))*2","1","1"],"kernel":"sm_90.gemm_skinny_q8_0","phase":"prefill","scope":"batch"},{"args":[{"shape":["8704"],"weight":"blk.0.attn_k.weight"},{"bytes":"16384","scratch":"w_f16","shape":["8192"]},{"i32":"64"},{"i32":"128"}],"dynamic_smem":"0","grid":["max(0, min(1, T-1))*64","1","1"],"kernel":"sm_90.dequant_q8_0_f16","phase":"prefill","scope":"batch"}
+// Graph op 3 (k = h Wk^T + bk) has only its prefill launches: its decode is op 2's launch,
+// and its f16 input is op 2's convert_f32_f16 of h (x_f16), not converted again. (No
+// skinny GEMM for one-row passes here: its stages are 256 weights, these rows 128.)
+// MANIFEST: "decode_into":2,"in":["h","blk.0.attn_k.weight","blk.0.attn_k.bias"],"launches":[{"args":[{"shape":["8704"],"weight":"blk.0.attn_k.weight"},{"bytes":"16384","scratch":"w_f16","shape":["8192"]},{"i32":"64"},{"i32":"128"}],"dynamic_smem":"0","grid":["64","1","1"],"kernel":"sm_90.dequant_q8_0_f16","phase":"prefill","scope":"batch"}
 // Graph ops 5 and 6 are rope(q) and rope(k): fused into the attention's KV write (op 7),
 // which takes their n_rot, theta and mode (neox = 1) and the positions, rotates q in
 // place (n_q = 4 heads: grid (T, 4 + 2)) and k into the cache; one launch for the rows of
@@ -73,7 +79,7 @@
 // Graph op 9 is `x = x + o` (attn_output): fused into op 8. Decode: the GEMV adds the
 // residual in place (flags 2, y = res = x). Prefill: the GEMM writes o, add_f32 x = x + o.
 // MANIFEST: "fused":[9],"in":["attn","blk.0.attn_output.weight"],"launches":[{"args":[{"buffer":"attn","shape":["T*32"]},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*32"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"i32":"T*4"}],"dynamic_smem":"0","grid":["ceil(T/4)","1","1"],"kernel":"sm_90.quantize_q8_x","phase":"decode","scope":"batch"},{"args":[{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"shape":["4352"],"weight":"blk.0.attn_output.weight"},{"bytes":"max_T*128","scratch":"x_q8","shape":["T*8"]},{"bytes":"max_T*64","scratch":"x_q8_ds","shape":["T*4"]},{"buffer":"x","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"absent":true,"shape":["1"]},{"absent":true,"shape":["1"]},{"absent":true,"shape":["1"]},{"buffer":"x","shape":["T*128"]},{"i32":"128"},{"i32":"0"},{"i32":"0"},{"i32":"128"},{"i32":"T"},{"i32":"2"}]
-// MANIFEST-SAME: {"args":[{"bytes":"max_T*256","scratch":"x_f16","shape":["T","128"]},{"bytes":"32768","scratch":"w_f16","shape":["128","128"]},{"buffer":"o","shape":["T","128"]},{"absent":true,"shape":["1"]},{"i32":"0"}],"dynamic_smem":"0","grid":["max(0, min(1, T-1))*2","ceil(T/64)","1"],"kernel":"sm_90.gemm_f16","phase":"prefill","scope":"batch"},{"args":[{"buffer":"x","shape":["T*128"]},{"buffer":"o","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"i32":"T*128"}],"dynamic_smem":"0","grid":["ceil(T/2)","1","1"],"kernel":"sm_90.add_f32","phase":"prefill","scope":"batch"}],"op":"matmul","out":"o"}
+// MANIFEST-SAME: {"args":[{"bytes":"max_T*256","scratch":"x_f16","shape":["T","128"]},{"bytes":"32768","scratch":"w_f16","shape":["128","128"]},{"buffer":"o","shape":["T","128"]},{"absent":true,"shape":["1"]},{"i32":"0"}],"dynamic_smem":"0","grid":["2","ceil(T/64)","1"],"kernel":"sm_90.gemm_f16","phase":"prefill","scope":"batch"},{"args":[{"buffer":"x","shape":["T*128"]},{"buffer":"o","shape":["T*128"]},{"buffer":"x","shape":["T*128"]},{"i32":"T*128"}],"dynamic_smem":"0","grid":["ceil(T/2)","1","1"],"kernel":"sm_90.add_f32","phase":"prefill","scope":"batch"}],"op":"matmul","out":"o"}
 // MANIFEST-SAME: "fused_into":8,"in":["x","o"]
 // Greedy sampling on the device: argmax of the logits' output rows (docs/package-format.md),
 // on PTX in two passes: each part of 4096 logits (here one) to argmax_part_v / _i, then
