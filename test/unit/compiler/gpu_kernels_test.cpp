@@ -482,8 +482,9 @@ TEST(GpuKernels, MissingKernelsAreListed) {
                            "get_rows.f16, get_rows.q4_0, get_rows.q4_1, get_rows.q4_k, "
                            "get_rows.q5_0, get_rows.q6_k, get_rows.q8_0, head_norm.f32, "
                            "matmul.f16, matmul.f16.k8, matmul.f16.k8.w16, matmul.q4_0, "
-                           "matmul.q4_1, matmul.q4_k, matmul.q4_k.mma, matmul.q4_k.mma.w8, "
-                           "matmul.q5_0, matmul.q6_k, matmul.q8_0, "
+                           "matmul.q4_1, matmul.q4_k, matmul.q4_k.mma, matmul.q4_k.mma.skinny, "
+                           "matmul.q4_k.mma.w8, matmul.q4_k.mma.w8.skinny, matmul.q4_k.skinny, "
+                           "matmul.q5_0, matmul.q6_k, matmul.q6_k.skinny, matmul.q8_0, matmul.q8_0.skinny, "
                            "rms_norm.f32, rope.f32, swiglu.f32); "
                            "use --target cpu");
   }
