@@ -2662,27 +2662,28 @@ def gemm_skinny(fmt):
     e.emit(f"%mt1 = arith.cmpi ule, %Ti, {c(16)} : index")
     e.emit(f"%mt2 = arith.cmpi ule, %Ti, {c(32)} : index")
     V4 = ", ".join([V22F] * MT)
-    e.emit(f"%res:{MT} = scf.if %mt1 -> ({V4}) {{")
-    e.indent += 2
-    r1 = kloop(1)
-    e.emit(f"scf.yield {', '.join(r1 + [zf] * (MT - 1))} : {V4}")
-    e.indent -= 2
-    e.emit("} else {")
-    e.indent += 2
-    e.emit(f"%res24:{MT} = scf.if %mt2 -> ({V4}) {{")
-    e.indent += 2
-    r2 = kloop(2)
-    e.emit(f"scf.yield {', '.join(r2 + [zf] * (MT - 2))} : {V4}")
-    e.indent -= 2
-    e.emit("} else {")
-    e.indent += 2
-    r4 = kloop(4)
-    e.emit(f"scf.yield {', '.join(r4)} : {V4}")
-    e.indent -= 2
-    e.emit("}")
-    e.emit(f"scf.yield {', '.join(f'%res24#{m}' for m in range(MT))} : {V4}")
-    e.indent -= 2
-    e.emit("}")
+
+    def yield_loop(mt):
+        e.emit(f"scf.yield {', '.join(kloop(mt) + [zf] * (MT - mt))} : {V4}")
+
+    def choose(name, levels, last):
+        """`name` = the loop of the first level whose condition holds, else `last`'s."""
+        (cond, mt), rest = levels[0], levels[1:]
+        e.emit(f"{name}:{MT} = scf.if {cond} -> ({V4}) {{")
+        e.indent += 2
+        yield_loop(mt)
+        e.indent -= 2
+        e.emit("} else {")
+        e.indent += 2
+        if rest:
+            choose("%res24", rest, last)
+            e.emit(f"scf.yield {', '.join(f'%res24#{m}' for m in range(MT))} : {V4}")
+        else:
+            yield_loop(last)
+        e.indent -= 2
+        e.emit("}")
+
+    choose("%res", [("%mt1", 1), ("%mt2", 2)], 4)
     e.emit(f"nvgpu.device_async_wait {last_group} {{numGroups = 0 : i32}}")
     # Epilogue as gemm_f16's: y[t, n] = acc + (bias[n] or 0.0), rows t < T and n < N only.
     e.emit(f"%use_bias = arith.cmpi ne, %has_bias, {e.ci(0)} : i32")

@@ -121,16 +121,30 @@ Verdict checkF16(const std::vector<uint8_t> &bytes, const std::vector<double> &r
 
 /// dequant_<type>_f16 over an N x K weight. `grid` (Gx, Gy) with Gx * Gy >= N
 /// exercises the row = blockIdx.x + blockIdx.y * gridDim.x mapping.
+/// An N x K weight of random `q` blocks (bytes, zero-padded to a multiple of `pad`) and its
+/// float64 decoding (GGUF spec), row-major.
+struct QuantMatrix {
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;
+};
+QuantMatrix randomQuantMatrix(const QuantType &q, int64_t N, int64_t K, Rng &rng, size_t pad = 1) {
+  const int64_t blocks = N * (K / q.blockElems);
+  QuantMatrix m;
+  m.bytes.assign((size_t(blocks * q.blockBytes) + pad - 1) / pad * pad, 0);
+  for (int64_t b = 0; b < blocks; ++b)
+    q.fill(rng, m.bytes.data() + b * q.blockBytes);
+  m.values.resize(size_t(N * K));
+  for (int64_t b = 0; b < blocks; ++b)
+    q.decode(m.bytes.data() + b * q.blockBytes, m.values.data() + b * q.blockElems);
+  return m;
+}
+
 Case dequantCase(const QuantType &q, int64_t N, int64_t K, unsigned gx, unsigned gy,
                  uint64_t seed) {
-  const int64_t blocks = N * (K / q.blockElems);
-  std::vector<uint8_t> w(size_t(blocks * q.blockBytes));
   Rng rng{seed};
-  for (int64_t b = 0; b < blocks; ++b)
-    q.fill(rng, w.data() + b * q.blockBytes);
-  auto ref = std::make_shared<std::vector<double>>(size_t(N * K));
-  for (int64_t b = 0; b < blocks; ++b)
-    q.decode(w.data() + b * q.blockBytes, ref->data() + b * q.blockElems);
+  QuantMatrix qm = randomQuantMatrix(q, N, K, rng);
+  const std::vector<uint8_t> &w = qm.bytes;
+  auto ref = std::make_shared<std::vector<double>>(std::move(qm.values));
 
   Case c;
   c.module = "swz_dequant_f16";
@@ -338,13 +352,9 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
 /// kernel, W the GGUF blocks (bytes, padded to 16 as the executor pads weights).
 Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
   Rng rng{seed};
-  const int64_t blocks = N * (K / q.blockElems);
-  std::vector<uint8_t> w(size_t((blocks * q.blockBytes + 15) / 16 * 16), 0);
-  for (int64_t b = 0; b < blocks; ++b)
-    q.fill(rng, w.data() + b * q.blockBytes);
-  std::vector<double> wv(size_t(N * K));
-  for (int64_t b = 0; b < blocks; ++b)
-    q.decode(w.data() + b * q.blockBytes, wv.data() + b * q.blockElems);
+  QuantMatrix qm = randomQuantMatrix(q, N, K, rng, 16);
+  const std::vector<uint8_t> &w = qm.bytes;
+  std::vector<double> &wv = qm.values;
   std::vector<float> x(size_t(T * K));
   std::vector<double> xv(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
@@ -371,7 +381,7 @@ Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, bool wi
             Arg::i(int32_t(N)), Arg::i(int32_t(K)), Arg::i(withBias ? 1 : 0)};
   c.grid = {unsigned((N + 31) / 32), 1, 1};
   c.block = {128, 1, 1};
-  c.bytesMoved = double(blocks * q.blockBytes) + 4.0 * double(T * K + T * N);
+  c.bytesMoved = double(N * (K / q.blockElems) * q.blockBytes) + 4.0 * double(T * K + T * N);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;
   // Against the exact weights: each f16 weight is the f32 dequantization rounded once more
