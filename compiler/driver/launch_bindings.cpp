@@ -663,37 +663,31 @@ std::vector<std::pair<std::string, std::string>> splitLet(const std::string &nSp
           {"n_split", "ceil(ctx/split_len)"}};
 }
 
-/// Prefill's split-K, for a short batch on a long cached context (a prefix-cache hit: the
-/// warm TTFT of a long prompt edited near its end, or a late prefill chunk). One split
-/// unless the context is at least four times the batch's rows; then as many splits (of
-/// 64 keys at least, kDecodeMaxSplits at most) as bring the grid to about
-/// kPrefillWorkgroups workgroups (two waves on the H200's 132 SMs): 64 rows at a 32k
-/// context ran 28 workgroups for Qwen2.5-7B, 49 ms. `rowsPerWorkgroup`: the prefill
-/// kernel's query rows a workgroup (64 tensor-core, 8 portable).
-constexpr int64_t kPrefillWorkgroups = 264;
-std::string prefillNSplit(const Attention &a, int64_t rowsPerWorkgroup) {
-  const int64_t G = a.nHead / a.nKv;
-  const int64_t perKv = (kPrefillWorkgroups + a.nKv - 1) / a.nKv;
-  return "max(1, min(min(min(ceil(ctx/64), " + str(kDecodeMaxSplits) + "), ceil(" + str(perKv) +
-         "/ceil(T*" + str(G) + "/" + str(rowsPerWorkgroup) + "))), ceil(ctx/(4*T))))";
-}
-
-/// The query rows a workgroup of the group's prefill flash kernel: the tensor-core
-/// variants take 64, the portable flash_attention_f16kv 8.
-int64_t prefillRowsPerWorkgroup(const Group &g) {
-  for (const codegen::KernelRef &k : g.g.kernels)
-    if (k.phase == "prefill" && k.entry.rfind("flash_attention_f16kv", 0) == 0)
-      return k.entry == "flash_attention_f16kv" ? 8 : 64;
-  g.fail("the attention group has no prefill flash kernel");
-}
+/// Prefill's split-K: the keys in splits of a fixed length, `kPrefillSplitLen`, so that
+/// which split a key falls in depends on the executor's context size alone, never on the
+/// pass. A prompt row's attention is then the same computation whatever pass it is in: a
+/// cold prefill in one pass, a late chunk, or the short tail after a prefix-cache hit
+/// (the warm TTFT of a long prompt edited at its end: before, 16 splits for a 1-row tail
+/// but one for the whole prompt in one pass, and the rounding of the merge made a cached
+/// prompt's last row differ from the cold one's on the GPU). Splits past a row's position
+/// hold no key of it: the flash kernel writes a zero partial with lse -inf, and
+/// attention_split_reduce's weights and sums then add exact zeros, so the merge of a
+/// row's splits does not depend on how many empty ones follow; a context of one split is
+/// written by the flash kernel as the reduction of one split would (weight exp(0) = 1).
+/// The length is a multiple of 64 (the tensor-core kernel's key tile), at least
+/// kPrefillMinSplit, and long enough that max_ctx takes at most kDecodeMaxSplits splits
+/// (the partials' scratch): 256 keys up to a 4,096 context, 2,048 at 32,768 (which the
+/// 1-row tail of a 32k prompt took before, with 16 x n_head_kv workgroups).
+constexpr int64_t kPrefillMinSplit = 256;
+const std::string kPrefillSplitLen = "max(" + str(kPrefillMinSplit) + ", ceil(max_ctx/" +
+                                     str(kDecodeMaxSplits * kPage) + ")*" + str(kPage) + ")";
 
 /// The split `let` of a phase's attention launches (the flash kernel and its
 /// attention_split_reduce share it): decode's kDecodeNSplit splits of 32-key tiles,
-/// prefill's prefillNSplit splits of 64-key pages (the tensor-core kernel's key tile).
-std::vector<std::pair<std::string, std::string>> phaseSplitLet(const Group &g, const Attention &a,
-                                                               const std::string &phase) {
-  return phase == "decode" ? splitLet(kDecodeNSplit, kDecodeMinSplit)
-                           : splitLet(prefillNSplit(a, prefillRowsPerWorkgroup(g)), kPage);
+/// prefill's splits of kPrefillSplitLen keys.
+std::vector<std::pair<std::string, std::string>> phaseSplitLet(const std::string &phase) {
+  if (phase == "decode") return splitLet(kDecodeNSplit, kDecodeMinSplit);
+  return {{"split_len", kPrefillSplitLen}, {"n_split", "ceil(ctx/split_len)"}};
 }
 
 json kvPool(const Attention &a, const char *which) {
@@ -764,9 +758,8 @@ json lsePart(const Attention &a) {
 
 /// flash_attention_f16kv[_mma[_hd128]](q, k_cache, v_cache, block_table, out, o_part,
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
-/// Prefill: prefillNSplit splits (one for a batch as long as a quarter of its context;
-/// split_len a multiple of 64, as the tensor-core kernel needs), then
-/// attention_split_reduce when more than one. Decode: at most kDecodeNSplit splits into
+/// Prefill: splits of kPrefillSplitLen keys (a multiple of 64, as the tensor-core kernel
+/// needs), then attention_split_reduce when more than one. Decode: at most kDecodeNSplit splits into
 /// the partials (splitLet: only those that hold keys).
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
@@ -775,7 +768,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
            "features at a time); this model's head_dim is " + str(a.hd));
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
-  r.let = phaseSplitLet(g, a, ref.phase);
+  r.let = phaseSplitLet(ref.phase);
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n), oPart(a), lsePart(a)};
   for (json arg : {i32("T"), i32("pos0"), i32(a.nHead), i32(a.hd), i32("split_len"), f32(a.scale)})
@@ -813,7 +806,7 @@ void bindDecode(const Group &g, const codegen::KernelRef &, const Types &t, Reco
 void bindSplitReduce(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   r.scope = "sequence";
-  r.let = phaseSplitLet(g, a, ref.phase);
+  r.let = phaseSplitLet(ref.phase);
   r.args = {oPart(a), lsePart(a), activation(a.out, t[2], "T*" + str(a.nHead * a.hd)),
             i32("n_split"), i32(a.hd)};
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};

@@ -486,6 +486,7 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
     values[package::kSymNSeq] = range_seqs[range], values[package::kSymSeqT] = range_seq_T[range];
   }
   values[package::kSymTableStride] = table_stride;
+  values[package::kSymMaxCtx] = opts.n_ctx;
   for (size_t s = 0; s < r.let.size(); ++s) values[package::kSymLet0 + s] = r.let[s].evaluate(values.data());
   for (int d = 0; d < 3; ++d) {
     const int64_t g = eval(l, r.grid[d], "grid", size_t(-1));

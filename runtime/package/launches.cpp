@@ -17,7 +17,7 @@ using nlohmann::json;
 
 /// The fixed symbols of a record's expressions, in slot order (kSymT ...).
 const std::vector<std::string>& base_symbols() {
-  static const std::vector<std::string> s{"T", "pos0", "ctx", "kv_pages", "n_seq", "seq_T", "table_stride"};
+  static const std::vector<std::string> s{"T", "pos0", "ctx", "kv_pages", "n_seq", "seq_T", "table_stride", "max_ctx"};
   return s;
 }
 const std::vector<std::string>& scratch_symbols() {
@@ -119,7 +119,7 @@ class RecordParser {
       if (!identifier(name) || name == "ceil" || name == "floor" || name == "min" || name == "max")
         c_.fail(lp, "'" + name + "' is not a symbol name");
       const auto& fixed = base_symbols();
-      if (std::find(fixed.begin(), fixed.end(), name) != fixed.end() || name == "max_T" || name == "max_ctx")
+      if (std::find(fixed.begin(), fixed.end(), name) != fixed.end() || name == "max_T")
         c_.fail(lp, "'" + name + "' is a predefined symbol");
       if (!e.is_string() && !e.is_number()) c_.fail(lp, "expected an expression (string) or a number");
       deps[name] = e.is_string() ? names_in(e.get<std::string>()) : std::set<std::string>{};

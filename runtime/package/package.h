@@ -133,13 +133,15 @@ enum class Phase { All, Decode, Prefill };
 enum class Scope { Batch, Sequence };
 
 /// Symbol slots of a launch record's expressions (the `values` Expr::evaluate reads):
-/// T, pos0, ctx, kv_pages, n_seq, seq_T, table_stride, then the record's `let` symbols in
-/// order (slot kSymLet0 + i). kv_pages is the number of pages of each layer's K (and V)
-/// pool, fixed at load; n_seq the sequences whose rows the launch covers (1 in sequence
-/// scope), seq_T the most rows of one of them; table_stride the elements from one
-/// sequence's block table to the next in a batch-scope `block_table` (fixed at load).
+/// T, pos0, ctx, kv_pages, n_seq, seq_T, table_stride, max_ctx, then the record's `let`
+/// symbols in order (slot kSymLet0 + i). kv_pages is the number of pages of each layer's K
+/// (and V) pool, fixed at load; n_seq the sequences whose rows the launch covers (1 in
+/// sequence scope), seq_T the most rows of one of them; table_stride the elements from one
+/// sequence's block table to the next in a batch-scope `block_table` (fixed at load);
+/// max_ctx the executor's context size (positions; fixed at load: prefill attention's
+/// split length, so that a key's split does not depend on the pass).
 inline constexpr int kSymT = 0, kSymPos0 = 1, kSymCtx = 2, kSymKvPages = 3, kSymNSeq = 4, kSymSeqT = 5,
-                     kSymTableStride = 6, kSymLet0 = 7;
+                     kSymTableStride = 6, kSymMaxCtx = 7, kSymLet0 = 8;
 /// Symbol slots of a scratch binding's `bytes`: max_T, max_ctx (evaluated once at load).
 inline constexpr int kScratchMaxT = 0, kScratchMaxCtx = 1;
 

@@ -166,9 +166,9 @@ TEST(GpuKernels, AttentionForSm80) {
   EXPECT_EQ(phase(m, 0, "decode"),
             json({"sm_80.flash_attention_f16kv", "sm_80.attention_split_reduce"}));
   // The KV write: one launch for the rows of every sequence (each row's position and
-  // block table offset per row). Attention: one launch per sequence; prefill in one split
-  // over the context unless the batch is short against it (splits of multiples of 64 keys
-  // for the tensor-core kernel), decode in up to 16 splits (one per 32 keys); then the
+  // block table offset per row). Attention: one launch per sequence; prefill in splits of
+  // a fixed length (max_ctx's, a multiple of 64 keys for the tensor-core kernel), decode in
+  // up to 16 splits (one per 32 keys); then the
   // reduction, which is skipped (grid 0) when there is one split. 9 query heads of 3 KV
   // heads (G = 3).
   const json store = record(m, 0, "sm_80.kv_store_f16", "all");
@@ -181,9 +181,7 @@ TEST(GpuKernels, AttentionForSm80) {
   const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
   EXPECT_EQ(prefill["scope"], "sequence");
   EXPECT_EQ(prefill["let"],
-            json({{"n_split_max", "max(1, min(min(min(ceil(ctx/64), 16), ceil(88/ceil(T*3/64))), ceil(ctx/T/4)))"},
-                  {"split_len", "ceil(ctx/n_split_max/64)*64"},
-                  {"n_split", "ceil(ctx/split_len)"}}));
+            json({{"split_len", "max(256, ceil(max_ctx/1024)*64)"}, {"n_split", "ceil(ctx/split_len)"}}));
   EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "prefill")["let"], prefill["let"]);
   EXPECT_EQ(prefill["grid"], json({"ceil(T*3/64)", "3", "n_split"}));
   EXPECT_EQ(prefill["args"][5]["scratch"], "attn_o_part");
@@ -213,19 +211,32 @@ TEST(GpuKernels, AttentionForSm80) {
       EXPECT_EQ(v[6], want_n) << "ctx " << ctx;
       EXPECT_EQ(v[5], want_len) << "ctx " << ctx;
     }
-    // Prefill: one split while the batch is at least a quarter of its context (pp512 from
-    // empty: 1); a short batch on a long cached context (a prefix-cache hit) gets enough
-    // splits for ~264 workgroups, of 64 keys at least, 16 at most.
-    for (const auto& [T, ctx, want_n] : std::vector<std::array<int, 3>>{
-             {512, 512, 1}, {512, 2048, 1}, {512, 4096, 2}, {512, 8192, 4}, {64, 32768, 16}, {64, 200, 1},
-             {16, 160, 3}, {1, 100, 2}, {10, 1030, 9}}) {
-      double v[7] = {double(T), double(ctx - T), double(ctx), 100, 0, 0, 0};
-      eval(prefill["let"], v);
-      EXPECT_EQ(v[6], want_n) << "T " << T << " ctx " << ctx;
-      EXPECT_GE(v[6] * v[5], ctx);
-      EXPECT_EQ(int64_t(v[5]) % 64, 0);
-      EXPECT_LT((v[6] - 1) * v[5], ctx) << "an empty split at T " << T << " ctx " << ctx;
+    // Prefill: splits of one length for every pass of an executor (max_ctx's: 256 keys up
+    // to a 4,096 context, then max_ctx / 16 rounded up to 64), so a key's split never
+    // depends on the pass; at most 16 (the partials' scratch), none empty.
+    const std::vector<std::string> psyms = {"T", "pos0", "ctx", "kv_pages", "max_ctx", "split_len", "n_split"};
+    for (const auto& [max_ctx, ctx, want_n, want_len] : std::vector<std::array<int, 4>>{
+             {512, 512, 2, 256}, {4096, 100, 1, 256}, {4096, 257, 2, 256}, {4096, 4096, 16, 256},
+             {8192, 4096, 8, 512}, {32768, 32768, 16, 2048}, {33000, 32768, 16, 2112}, {33000, 100, 1, 2112}}) {
+      for (int T : {1, 64, 512}) {
+        if (T > ctx) continue;
+        double v[7] = {double(T), double(ctx - T), double(ctx), 100, double(max_ctx), 0, 0};
+        v[5] = package::Expr::parse(prefill["let"]["split_len"], psyms).evaluate(v);
+        v[6] = package::Expr::parse(prefill["let"]["n_split"], psyms).evaluate(v);
+        EXPECT_EQ(v[6], want_n) << "T " << T << " ctx " << ctx << " max_ctx " << max_ctx;
+        EXPECT_EQ(v[5], want_len) << "T " << T << " ctx " << ctx << " max_ctx " << max_ctx;
+      }
     }
+    for (int max_ctx = 1; max_ctx <= 140000; max_ctx += 997)
+      for (int ctx : {1, max_ctx / 2 + 1, max_ctx}) {
+        double v[7] = {1, double(ctx - 1), double(ctx), 100, double(max_ctx), 0, 0};
+        v[5] = package::Expr::parse(prefill["let"]["split_len"], psyms).evaluate(v);
+        v[6] = package::Expr::parse(prefill["let"]["n_split"], psyms).evaluate(v);
+        ASSERT_GE(v[6] * v[5], ctx);
+        ASSERT_LT((v[6] - 1) * v[5], ctx) << "an empty split at ctx " << ctx;
+        ASSERT_EQ(int64_t(v[5]) % 64, 0);
+        ASSERT_LE(v[6], 16) << "max_ctx " << max_ctx << ": more splits than the partials' scratch holds";
+      }
     for (int ctx = 1; ctx <= 20000; ctx += 7) {
       double v[7] = {1, double(ctx - 1), double(ctx), 100, 0, 0, 0};
       eval(decode["let"], v);

@@ -395,12 +395,13 @@ TEST_F(PackageTest, ParseLaunchesEvaluatesTheRules) {
   EXPECT_EQ(l.scope, swz::package::Scope::Batch);
   EXPECT_FALSE(l.output_rows);
   EXPECT_EQ(l.symbols(), (std::vector<std::string>{"T", "pos0", "ctx", "kv_pages", "n_seq", "seq_T", "table_stride",
-                                                    "split_len", "a"}));
-  // T = 37, pos0 = 100, ctx = 137, kv_pages = 0, one sequence of 37 rows; then the lets.
-  std::vector<double> v = {37, 100, 137, 0, 1, 37, 16, 0, 0};
+                                                    "max_ctx", "split_len", "a"}));
+  // T = 37, pos0 = 100, ctx = 137, kv_pages = 0, one sequence of 37 rows, max_ctx 4096;
+  // then the lets.
+  std::vector<double> v = {37, 100, 137, 0, 1, 37, 16, 4096, 0, 0};
   for (size_t i = 0; i < l.let.size(); ++i) v[swz::package::kSymLet0 + i] = l.let[i].evaluate(v.data());
-  EXPECT_EQ(v[7], 192);
-  EXPECT_EQ(v[8], 3);
+  EXPECT_EQ(v[8], 192);
+  EXPECT_EQ(v[9], 3);
   EXPECT_EQ(l.grid[0].as_int(v.data(), "grid"), 14);
   EXPECT_EQ(l.grid[1].as_int(v.data(), "grid"), 3);
   EXPECT_EQ(l.grid[2].as_int(v.data(), "grid"), 100);
