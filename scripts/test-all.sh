@@ -30,7 +30,8 @@ echo "== pytest (end to end)"
 PYTEST_ARGS=()
 [ "${SWZ_WITH_LLAMACPP:-0}" = 1 ] || PYTEST_ARGS+=(--ignore=test/python/test_synth_llamacpp.py)
 [ "${SWZ_AGENTS:-1}" = 1 ] || PYTEST_ARGS+=(--ignore=test/python/test_agents.py)
-.venv/bin/python -m pytest test/python -q -p no:cacheprovider "${PYTEST_ARGS[@]}" 2>&1 | tee "$BUILD/pytest.log"
+# --durations: the slowest tests in the log (CI has 90 minutes; a full run took ~83).
+.venv/bin/python -m pytest test/python -q -p no:cacheprovider --durations=25 "${PYTEST_ARGS[@]}" 2>&1 | tee "$BUILD/pytest.log"
 PYTEST_RC=${PIPESTATUS[0]}
 
 # One closing line for both runners (counts read from their own summaries).
