@@ -124,6 +124,9 @@ struct LaunchGroup {
   /// DecodeGemv::skinnyMaxRows for a ".skinny" key: its KernelRef::rows kernels run when
   /// the pass has at most this many prompt rows (Rows::Small) or more (Rows::Large).
   int64_t skinnyMaxRows = 0;
+  /// The target schedule's attention.prefill_split_min (set by the driver): prefill
+  /// attention's shortest split, in keys.
+  int64_t prefillSplitMin = 256;
 };
 
 /// The graph pipeline's result: the IR after the stage asked for (for `swizzlec

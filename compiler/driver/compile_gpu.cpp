@@ -171,7 +171,9 @@ codegen::GraphPlan plan(const package::Manifest &m, const schedule::TargetSchedu
   try {
     const codegen::DecodeGemv gemv{sched.gemv.f16MmaSplitKBelowRows, sched.gemv.q4kMma,
                                    sched.gemv.q4kMmaSplitKBelowRows, sched.gemm.skinnyMaxRows};
-    return codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv, emitStage);
+    codegen::GraphPlan p = codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv, emitStage);
+    for (codegen::LaunchGroup &g : p.groups) g.prefillSplitMin = sched.attention.prefillSplitMin;
+    return p;
   } catch (const std::exception &e) {
     throw CompileError("target " + m.target + ": " + e.what());
   }

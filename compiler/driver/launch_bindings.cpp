@@ -663,7 +663,7 @@ std::vector<std::pair<std::string, std::string>> splitLet(const std::string &nSp
           {"n_split", "ceil(ctx/split_len)"}};
 }
 
-/// Prefill's split-K: the keys in splits of a fixed length, `kPrefillSplitLen`, so that
+/// Prefill's split-K: the keys in splits of a fixed length, prefillSplitLen(), so that
 /// which split a key falls in depends on the executor's context size alone, never on the
 /// pass. A prompt row's attention is then the same computation whatever pass it is in: a
 /// cold prefill in one pass, a late chunk, or the short tail after a prefix-cache hit
@@ -674,20 +674,21 @@ std::vector<std::pair<std::string, std::string>> splitLet(const std::string &nSp
 /// attention_split_reduce's weights and sums then add exact zeros, so the merge of a
 /// row's splits does not depend on how many empty ones follow; a context of one split is
 /// written by the flash kernel as the reduction of one split would (weight exp(0) = 1).
-/// The length is a multiple of 64 (the tensor-core kernel's key tile), at least
-/// kPrefillMinSplit, and long enough that max_ctx takes at most kDecodeMaxSplits splits
-/// (the partials' scratch): 256 keys up to a 4,096 context, 2,048 at 32,768 (which the
-/// 1-row tail of a 32k prompt took before, with 16 x n_head_kv workgroups).
-constexpr int64_t kPrefillMinSplit = 256;
-const std::string kPrefillSplitLen = "max(" + str(kPrefillMinSplit) + ", ceil(max_ctx/" +
-                                     str(kDecodeMaxSplits * kPage) + ")*" + str(kPage) + ")";
+/// The length is a multiple of 64 (the tensor-core kernel's key tile), at least the
+/// target schedule's attention.prefill_split_min, and long enough that max_ctx takes at
+/// most kDecodeMaxSplits splits (the partials' scratch): on sm_* (minimum 2,048) 2,048
+/// keys up to a 32,768 context, then max_ctx / 16, which the 1-row tail of a 32k prompt
+/// took before, with 16 x n_head_kv workgroups; at the 256 of spirv, 256 keys up to 4,096.
+std::string prefillSplitLen(int64_t minKeys) {
+  return "max(" + str(minKeys) + ", ceil(max_ctx/" + str(kDecodeMaxSplits * kPage) + ")*" + str(kPage) + ")";
+}
 
 /// The split `let` of a phase's attention launches (the flash kernel and its
 /// attention_split_reduce share it): decode's kDecodeNSplit splits of 32-key tiles,
-/// prefill's splits of kPrefillSplitLen keys.
-std::vector<std::pair<std::string, std::string>> phaseSplitLet(const std::string &phase) {
+/// prefill's splits of prefillSplitLen keys.
+std::vector<std::pair<std::string, std::string>> phaseSplitLet(const Group &g, const std::string &phase) {
   if (phase == "decode") return splitLet(kDecodeNSplit, kDecodeMinSplit);
-  return {{"split_len", kPrefillSplitLen}, {"n_split", "ceil(ctx/split_len)"}};
+  return {{"split_len", prefillSplitLen(g.g.prefillSplitMin)}, {"n_split", "ceil(ctx/split_len)"}};
 }
 
 json kvPool(const Attention &a, const char *which) {
@@ -758,7 +759,7 @@ json lsePart(const Attention &a) {
 
 /// flash_attention_f16kv[_mma[_hd128]](q, k_cache, v_cache, block_table, out, o_part,
 /// lse_part, T, pos0, n_head, head_dim, split_len, scale), one launch per sequence.
-/// Prefill: splits of kPrefillSplitLen keys (a multiple of 64, as the tensor-core kernel
+/// Prefill: splits of prefillSplitLen keys (a multiple of 64, as the tensor-core kernel
 /// needs), then attention_split_reduce when more than one. Decode: at most kDecodeNSplit splits into
 /// the partials (splitLet: only those that hold keys).
 void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
@@ -768,7 +769,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
            "features at a time); this model's head_dim is " + str(a.hd));
   const std::string n = "T*" + str(a.nHead * a.hd);
   r.scope = "sequence";
-  r.let = phaseSplitLet(ref.phase);
+  r.let = phaseSplitLet(g, ref.phase);
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTable(),
             activation(a.out, t[4], n), oPart(a), lsePart(a)};
   for (json arg : {i32("T"), i32("pos0"), i32(a.nHead), i32(a.hd), i32("split_len"), f32(a.scale)})
@@ -806,7 +807,7 @@ void bindDecode(const Group &g, const codegen::KernelRef &, const Types &t, Reco
 void bindSplitReduce(const Group &g, const codegen::KernelRef &ref, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   r.scope = "sequence";
-  r.let = phaseSplitLet(ref.phase);
+  r.let = phaseSplitLet(g, ref.phase);
   r.args = {oPart(a), lsePart(a), activation(a.out, t[2], "T*" + str(a.nHead * a.hd)),
             i32("n_split"), i32(a.hd)};
   r.gridSymbols = {{"T", "min(n_split-1, 1)*T"}, {"n_head", str(a.nHead)}};

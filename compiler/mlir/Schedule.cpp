@@ -124,6 +124,12 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   s.attention.copy = r.string(a, "$.attention", "copy");
   s.attention.swizzle = r.swizzle(a, "$.attention", s.attention.swizzleShiftFromRow);
   s.attention.conflictFree = r.boolean(a, "$.attention", "conflict_free");
+  if (a.contains("prefill_split_min")) {
+    s.attention.prefillSplitMin = r.integer(a, "$.attention", "prefill_split_min", 64);
+    if (s.attention.prefillSplitMin % 64 != 0)
+      throw std::runtime_error("$.attention.prefill_split_min: " + std::to_string(s.attention.prefillSplitMin) +
+                               " is not a multiple of 64 (the tensor-core kernel's key tile)");
+  }
 
   const json &v = r.field(doc, "$", "gemv");
   s.gemv.threads = r.integer(v, "$.gemv", "threads", 1);

@@ -46,6 +46,7 @@
 
 #include "engine/sampler.h"
 #include "exec/backend_model.h"
+#include "package/expr.h"
 #include "package/package.h"
 #include "tokenizer/tokenizer.h"
 
@@ -72,12 +73,14 @@ struct Model {
 
 /// A package on its target's backend with a plain paged KV cache (no prefix cache), as
 /// the engine opens it; the GPU executor takes up to 8 sequences a pass (batch_check).
+/// Pages: 9 sequences of up to 512 positions (the compared one and batch_check's), or one
+/// of n_ctx (chunk_check), whichever is more.
 std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
   auto r = std::make_unique<Model>();
   r->pkg = std::make_unique<swz::package::LoadedPackage>(swz::package::open_package(path));
   swz::kvcache::CacheOptions co;
-  // Pages for the compared sequence and for the batch check's sequences (batch_check).
-  co.n_pages = 9 * ((n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1);
+  const int per_seq = 512 / swz::kvcache::kBlockTokens + 1;
+  co.n_pages = std::max(9 * per_seq, (n_ctx + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens + 1);
   co.prefix_cache = false;
   r->bm = swz::exec::open_backend_model(*r->pkg, n_ctx, std::move(co), "", 0, 512, 8);
   return r;
@@ -195,25 +198,27 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
 /// Prompt rows whatever the pass size, as a prefix-cache hit uses them: a prompt (the
 /// prompts' tokens, repeated) prefilled cold in one pass through every layer, then its
 /// last rows run again in a pass of their own over the cold pass's KV of the rows before
-/// them (the cached prefix); the last row's logits compared with the cold pass's:
-///  * 300 tokens, the last 1 again: the one row attends in 2 splits (prefill's split
-///    length is 256 keys at this tool's 512-token context, launch_bindings.cpp), the cold
-///    pass too: each row's splits are fixed by its keys, not by the pass (until the
-///    eighteenth session the split count followed the pass's rows, and on the H200 all
-///    152,064 logits of 99 + 1 differed, by up to 0.014 x std: bench/RESULTS.md);
-///  * 300 tokens, the last 100 again: rows 200-255 with an empty second split, 256-299
-///    with two;
+/// them (the cached prefix); the last row's logits compared with the cold pass's.
+/// `split` is the package's prefill attention split length at this executor's context
+/// (launch_bindings.cpp prefillSplitLen: 256 keys on spirv, 2,048 on sm_*):
+///  * split + 44 tokens, the last 1 again: the one row attends in 2 splits, as in the cold
+///    pass: each row's splits are fixed by its keys, not by the pass (until the eighteenth
+///    session the split count followed the pass's rows, and on the H200 all 152,064
+///    logits of 99 + 1 differed, by up to 0.014 x std: bench/RESULTS.md);
+///  * the same, the last 100 again: rows before `split` with an empty second split, the
+///    rest with two;
 ///  * 50 tokens, the last 1 again: one split; on PTX packages the one row goes through the
 ///    skinny GEMM (gemm.skinny_max_rows 1) against dequant + gemm_f16 in the cold pass.
 /// Returns the number of differing elements of the compared rows when they differ by more
 /// than kBatchTol x std (bitwise differences are printed; on the H200 none may), else 0.
-long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
+long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv, int split) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
   swz::kvcache::BlockManager& kv = *gpu.bm.kv;
+  const size_t long_n = static_cast<size_t>(split) + 44;
   std::vector<int32_t> toks;
-  for (size_t i = 0; toks.size() < 300; ++i)
+  for (size_t i = 0; toks.size() < long_n; ++i)
     for (int32_t t : prompts[i % prompts.size()])
-      if (toks.size() < 300) toks.push_back(t);
+      if (toks.size() < long_n) toks.push_back(t);
   std::vector<int> pages((toks.size() + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens);
   for (int& p : pages) p = kv.alloc_page();
   // Rows [pos0, pos0 + n) in one pass; the last row's logits into `out`.
@@ -231,7 +236,8 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   std::vector<float> cold, warm;
   long bad = 0;
   int cold_n = 0;
-  for (const auto& [n, tail] : std::vector<std::pair<int, int>>{{300, 1}, {300, 100}, {50, 1}}) {
+  const int ln = static_cast<int>(long_n);
+  for (const auto& [n, tail] : std::vector<std::pair<int, int>>{{ln, 1}, {ln, 100}, {50, 1}}) {
     if (n != cold_n) pass(0, n, cold), cold_n = n;
     pass(n - tail, tail, warm);
     long differ = 0;
@@ -249,6 +255,20 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   }
   for (int p : pages) kv.unref_page(p);
   return bad;
+}
+
+/// The package's prefill attention split length (keys) at an executor context of n_ctx:
+/// its first prefill attention record's `split_len` rule, evaluated at max_ctx = n_ctx.
+int prefill_split_len(const swz::package::LoadedPackage& pkg, int n_ctx) {
+  for (const auto& op : pkg.manifest.graph.at("ops"))
+    if (op.value("op", "") == "attention" && op.contains("launches"))
+      for (const auto& l : op["launches"])
+        if (l.value("phase", "") == "prefill" && l.contains("let") && l["let"].contains("split_len")) {
+          const double v = n_ctx;
+          return static_cast<int>(
+              swz::package::Expr::parse(l["let"]["split_len"].get<std::string>(), {"max_ctx"}).evaluate(&v));
+        }
+  throw std::runtime_error("the package has no prefill attention record with a split_len");
 }
 
 int usage() {
@@ -276,7 +296,8 @@ int main(int argc, char** argv) {
   }
   n_prompts = std::clamp(n_prompts, 1, static_cast<int>(std::size(kPrompts)));
   try {
-    const int n_ctx = 512;
+    // 4,096 positions: room for chunk_check's prompt past the first prefill split.
+    const int n_ctx = 4096;
     auto cpu = open(cpu_path, n_ctx);
     auto gpu = open(gpu_path, n_ctx);
     if (cpu->pkg->manifest.source_gguf.digest != gpu->pkg->manifest.source_gguf.digest)
@@ -388,7 +409,7 @@ int main(int argc, char** argv) {
     gpu->bm.model->release();
     const long batch_differ = batch_check(*gpu, batch_prompts, nv);
     all_pass &= batch_differ == 0;
-    const long chunk_differ = chunk_check(*gpu, batch_prompts, nv);
+    const long chunk_differ = chunk_check(*gpu, batch_prompts, nv, prefill_split_len(*gpu->pkg, n_ctx));
     all_pass &= chunk_differ == 0;
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,

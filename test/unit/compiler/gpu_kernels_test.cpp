@@ -181,7 +181,7 @@ TEST(GpuKernels, AttentionForSm80) {
   const json prefill = record(m, 0, "sm_80.flash_attention_f16kv_mma", "prefill");
   EXPECT_EQ(prefill["scope"], "sequence");
   EXPECT_EQ(prefill["let"],
-            json({{"split_len", "max(256, ceil(max_ctx/1024)*64)"}, {"n_split", "ceil(ctx/split_len)"}}));
+            json({{"split_len", "max(2048, ceil(max_ctx/1024)*64)"}, {"n_split", "ceil(ctx/split_len)"}}));
   EXPECT_EQ(record(m, 0, "sm_80.attention_split_reduce", "prefill")["let"], prefill["let"]);
   EXPECT_EQ(prefill["grid"], json({"ceil(T*3/64)", "3", "n_split"}));
   EXPECT_EQ(prefill["args"][5]["scratch"], "attn_o_part");
@@ -211,13 +211,14 @@ TEST(GpuKernels, AttentionForSm80) {
       EXPECT_EQ(v[6], want_n) << "ctx " << ctx;
       EXPECT_EQ(v[5], want_len) << "ctx " << ctx;
     }
-    // Prefill: splits of one length for every pass of an executor (max_ctx's: 256 keys up
-    // to a 4,096 context, then max_ctx / 16 rounded up to 64), so a key's split never
-    // depends on the pass; at most 16 (the partials' scratch), none empty.
+    // Prefill: splits of one length for every pass of an executor (max_ctx's: sm_80's
+    // attention.prefill_split_min, 2,048 keys, up to a 32,768 context, then max_ctx / 16
+    // rounded up to 64), so a key's split never depends on the pass; at most 16 (the
+    // partials' scratch), none empty.
     const std::vector<std::string> psyms = {"T", "pos0", "ctx", "kv_pages", "max_ctx", "split_len", "n_split"};
     for (const auto& [max_ctx, ctx, want_n, want_len] : std::vector<std::array<int, 4>>{
-             {512, 512, 2, 256}, {4096, 100, 1, 256}, {4096, 257, 2, 256}, {4096, 4096, 16, 256},
-             {8192, 4096, 8, 512}, {32768, 32768, 16, 2048}, {33000, 32768, 16, 2112}, {33000, 100, 1, 2112}}) {
+             {512, 512, 1, 2048}, {4096, 100, 1, 2048}, {4096, 2049, 2, 2048}, {4096, 4096, 2, 2048},
+             {8192, 8192, 4, 2048}, {32768, 32768, 16, 2048}, {33000, 32768, 16, 2112}, {33000, 100, 1, 2112}}) {
       for (int T : {1, 64, 512}) {
         if (T > ctx) continue;
         double v[7] = {double(T), double(ctx - T), double(ctx), 100, double(max_ctx), 0, 0};
@@ -465,6 +466,8 @@ TEST(GpuKernels, AttentionForSpirv) {
   gguf::File f = emptyGguf();
   compiler::addGpuKernels(m, f, files, {});
   EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv", "spirv.attention_split_reduce"}));
+  // spirv.json leaves attention.prefill_split_min at its default, 256 keys.
+  EXPECT_EQ(record(m, 0, "spirv.flash_attention_f16kv", "prefill")["let"]["split_len"], "max(256, ceil(max_ctx/1024)*64)");
   EXPECT_EQ(m.kernels.size(), 4u);  // kv_store, flash attention, split reduce; argmax
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
   ASSERT_EQ(files.size(), 2u);

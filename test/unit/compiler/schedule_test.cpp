@@ -3,6 +3,8 @@
 #include "compiler/mlir/Schedule.h"
 
 #include <gtest/gtest.h>
+#include <fstream>
+#include <iterator>
 
 #include <stdexcept>
 #include <string>
@@ -56,6 +58,11 @@ TEST(Schedule, Sm90) {
   EXPECT_EQ(s.gemv.q4kMmaSplitKBelowRows, 4096);
   EXPECT_FALSE(loadSchedule(schedulePath("sm_80")).gemv.q4kMma);
   EXPECT_EQ(loadSchedule(schedulePath("sm_80")).gemv.q4kMmaSplitKBelowRows, 0);
+  // Prefill attention's shortest split: 2,048 keys on sm_* (256-key splits cost the H200
+  // 7-16% of pp8192 in partials and reductions, bench/RESULTS.md eighteenth session);
+  // optional, 256 where absent (spirv).
+  EXPECT_EQ(s.attention.prefillSplitMin, 2048);
+  EXPECT_EQ(loadSchedule(schedulePath("spirv")).attention.prefillSplitMin, 256);
 }
 
 // Ampere consumer (sm_86) and Ada (sm_89): the sm_80 instruction set for these f16
@@ -99,6 +106,18 @@ TEST(Schedule, Errors) {
     EXPECT_STREQ(e.what(), "t.json: $.format_version: unsupported version (this compiler reads 1)");
   }
   EXPECT_THROW(parseSchedule("{nope", "t.json"), std::runtime_error);
+  // A prefill split that is not whole 64-key tiles.
+  std::ifstream in(schedulePath("sm_90"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"prefill_split_min\": 2048");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 25, "\"prefill_split_min\": 100");
+  try {
+    parseSchedule(text, "t.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("prefill_split_min: 100 is not a multiple of 64"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace
