@@ -690,6 +690,9 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     out0[k] = out_rows;
     max_ctx = std::max(max_ctx, s.pos0 + s.n_tokens);
     rows += s.n_tokens;
+    // Before the rows are written: the per-sequence position slots hold max_rows each.
+    if (rows > opts_.max_rows)
+      throw std::invalid_argument("forward: " + std::to_string(rows) + " rows, at most " + std::to_string(opts_.max_rows));
     out_rows += s.n_out;
     identity &= s.n_out == s.n_tokens;
     if (s.rows == Rows::Generated) gen_rows += s.n_tokens, gen_out += s.n_out;
@@ -712,8 +715,6 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
                                     std::to_string(s.block_table[b]) + " of a pool of " + std::to_string(opts_.n_pages));
     std::copy(s.block_table, s.block_table + s.n_blocks, m.h_tables.begin() + static_cast<ptrdiff_t>(k) * m.table_stride);
   }
-  if (rows > opts_.max_rows)
-    throw std::invalid_argument("forward: " + std::to_string(rows) + " rows, at most " + std::to_string(opts_.max_rows));
   for (int32_t t : m.h_tokens)
     if (t < 0 || t >= n_vocab_) throw std::out_of_range("token id " + std::to_string(t) + " outside the vocabulary");
   m.be->upload(m.tokens, 0, m.h_tokens.data(), m.h_tokens.size() * 4);

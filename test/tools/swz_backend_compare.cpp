@@ -21,7 +21,7 @@
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
 // Prompt rows must not depend on the pass either: a prompt's last rows run again on its
-// cold pass's KV (a prefix-cache hit: 1 and 100 of 300 tokens, 1 of 50) give the cold
+// cold KV (a prefix-cache hit: the last 1 and 100 of split + 44 tokens, 1 of 50) give the cold
 // pass's last-row logits (chunk_check).
 //
 // Each decode step is also run with greedy sampling on the device (forward_argmax, what a
@@ -196,9 +196,10 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
 }
 
 /// Prompt rows whatever the pass size, as a prefix-cache hit uses them: a prompt (the
-/// prompts' tokens, repeated) prefilled cold in one pass through every layer, then its
-/// last rows run again in a pass of their own over the cold pass's KV of the rows before
-/// them (the cached prefix); the last row's logits compared with the cold pass's.
+/// prompts' tokens, repeated) prefilled cold (in passes of the executor's 512 rows, as
+/// the engine runs a long prompt) through every layer, then its
+/// last rows run again in a pass of their own over the cold KV of the rows before
+/// them (the cached prefix); the last row's logits compared with the cold run's.
 /// `split` is the package's prefill attention split length at this executor's context
 /// (launch_bindings.cpp prefillSplitLen: 256 keys on spirv, 2,048 on sm_*):
 ///  * split + 44 tokens, the last 1 again: the one row attends in 2 splits, as in the cold
@@ -238,7 +239,9 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
   int cold_n = 0;
   const int ln = static_cast<int>(long_n);
   for (const auto& [n, tail] : std::vector<std::pair<int, int>>{{ln, 1}, {ln, 100}, {50, 1}}) {
-    if (n != cold_n) pass(0, n, cold), cold_n = n;
+    if (n != cold_n)
+      for (int p0 = 0; p0 < n; p0 += ex.options().max_rows) pass(p0, std::min(ex.options().max_rows, n - p0), cold);
+    cold_n = n;
     pass(n - tail, tail, warm);
     long differ = 0;
     double d = 0, mean = 0, var = 0;
@@ -249,7 +252,7 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     }
     for (int v = 0; v < nv; ++v) var += (cold[v] - mean) * (cold[v] - mean) / nv;
     const double worst = d / std::sqrt(var);
-    std::printf("prompt tail: %d tokens in one pass, the last %d again on its KV: %ld of %d logits differ (bitwise), "
+    std::printf("prompt tail: %d tokens cold, the last %d again on their KV: %ld of %d logits differ (bitwise), "
                 "worst %.3g x std (bound %.3g)\n", n, tail, differ, nv, worst, kBatchTol);
     if (worst > kBatchTol) bad += differ;
   }

@@ -184,6 +184,28 @@ TEST(LaunchGraphs, DecodeStepsEqualLaunchByLaunchAndReuseOneGraphPerShape) { dec
 
 TEST(LaunchGraphs, NextStepSetAheadEqualsLaunchByLaunchAlsoWhenPositionsJump) { decodeSteps(true); }
 
+// A sequence of more rows than the executor's max_rows is refused before any of its rows
+// is staged (each sequence's position slots hold max_rows: a 2,092-row pass at max_rows
+// 512 corrupted the heap of swz-backend-compare instead of throwing), and the executor
+// runs the next pass as before.
+TEST(LaunchGraphs, APassOverMaxRowsIsRefusedAndTheExecutorKeepsRunning) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  Opened on = open(pkg, true);
+  std::vector<Seq> seqs(1);
+  for (int i = 0; i < 100; ++i) seqs[0].tokens.push_back(1 + i);
+  for (int p = 0; p < 2; ++p) seqs[0].pages.push_back(p);
+  try {
+    step(*on.ex, seqs, SequenceModel::Rows::Prompt);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "forward: 100 rows, at most 64");
+  }
+  seqs[0].tokens.resize(10);
+  const std::vector<float> logits = step(*on.ex, seqs, SequenceModel::Rows::Prompt);
+  EXPECT_EQ(logits.size(), static_cast<size_t>(on.ex->n_vocab()));
+}
+
 // backend::graph_dependencies: what each launch waits for, from the branches.
 TEST(LaunchGraphs, DependenciesForkAtBranchesAndJoinAtTheNextBranchZeroLaunch) {
   std::vector<backend::LaunchDesc> l(9);
