@@ -17,8 +17,8 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         {"swiglu.f32", {{"swiglu_f32", "swiglu_f32", "all"}}},
     };
     // attention_f16kv.mlir: kv_store_f16 writes the batch's k, v into the layer's paged
-    // f16 KV cache; prefill runs flash attention (split over the keys, then
-    // attention_split_reduce, only when the batch is short against its context); decode runs split-K
+    // f16 KV cache; prefill runs flash attention (split over the keys at fixed offsets, then
+    // attention_split_reduce, when the context is longer than one split); decode runs split-K
     // partials ("flash decoding") and attention_split_reduce. For head_dim 64 and 128
     // the PTX prefill is the tensor-core variant (attention_f16kv_mma.mlir); other
     // head sizes (<= 128) use the portable kernel everywhere.
@@ -34,8 +34,8 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         {"attention_decode", "flash_decode_f16kv_hd128", "decode", true, false},
         {"attention_f16kv", "flash_attention_f16kv", "decode", false, true},
         {"attention_f16kv", "attention_split_reduce", "decode", false, true}};
-    // Prefill splits the keys too when the batch is short against its cached context (a
-    // prefix-cache hit), then reduces as decode does (compiler/driver/launch_bindings.cpp).
+    // Prefill splits the keys too when its context is longer than one split (of a length
+    // fixed per executor), then reduces as decode does (compiler/driver/launch_bindings.cpp).
     const KernelRef prefillReduce{"attention_f16kv", "attention_split_reduce", "prefill"};
     auto attention = [&](std::vector<KernelRef> prefill, const KernelRef &store, bool hd128) {
       std::vector<KernelRef> v = {store};

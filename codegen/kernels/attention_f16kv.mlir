@@ -41,8 +41,9 @@
 //    G = 3, T = 1 at G = 7) reads each K/V page once per (KV head, split).
 //    grid (ceil(T * G / 8), n_head_kv, n_split), block 128.
 //    Workgroup z = s covers keys [s * split_len, (s + 1) * split_len) (split_len a
-//    multiple of 32; prefill: one split (split_len >= pos0 + T) unless the batch is short
-//    against its context, see compiler/driver/launch_bindings.cpp prefillNSplit).
+//    multiple of 32; prefill: splits of one length per executor, at fixed offsets, so a
+//    row's splits do not depend on its pass: compiler/driver/launch_bindings.cpp
+//    prefillSplitLen).
 //      n_split == 1: writes out (normalised); o_part and lse_part are not touched
 //                    (pass any buffer, e.g. out).
 //      n_split > 1:  writes o_part[s, t, h, :] = that split's normalised output and

@@ -783,7 +783,7 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
 /// of every sequence of the pass (attention_decode.mlir), each sequence split over its own
 /// context as a sequence-scope launch would (kDecodeNSplit: at most kDecodeMaxSplits splits
 /// of a multiple of 32 keys), the grid's z the most splits any of them can have (at the
-/// longest context, max_ctx in batch scope). The kernel merges the splits itself: one i32
+/// longest context of the pass: `ctx` in batch scope). The kernel merges the splits itself: one i32
 /// count per (row tile, KV head), < T * n_head of them; scratch starts zeroed and the
 /// kernel leaves it so. The partials are [n_split, T, n_head(, head_dim)] over the pass's
 /// decode rows, the first rows of the scratch: the same bytes a sequence-scope launch

@@ -46,7 +46,7 @@ struct AttentionSchedule {
   bool swizzleShiftFromRow = false; ///< see GemmSchedule.
   bool conflictFree = false;
   /// prefill_split_min: prefill attention's split length is at least this many keys (a
-  /// multiple of 64; launch_bindings.cpp kPrefillSplitLen). Longer splits cost a short
+  /// multiple of 64; launch_bindings.cpp prefillSplitLen). Longer splits cost a short
   /// pass on a long context (the tail after a prefix-cache hit) parallelism; shorter ones
   /// cost a long prompt's late passes partials and their reduction.
   int64_t prefillSplitMin = 256;

@@ -47,7 +47,12 @@ BackendModel open_backend_model(const package::LoadedPackage& pkg, int n_ctx, kv
   cache.write_page = [ex = r.executor.get()](int page, const uint16_t* src) { ex->write_page(page, src); };
   // K/V computed by another device's kernels never share the disk tier; every cpu computes
   // the same bits (the cpu kernels do not depend on the thread count).
-  const std::string device = d.backend == "cpu" ? "" : "\nkv device: " + d.name + " " + d.arch;
+  // Nor does K/V of prompt rows whose attention split its keys at other offsets (prefill's
+  // split length follows the context size: package::prefill_split_len).
+  const std::string device =
+      d.backend == "cpu" ? ""
+                         : "\nkv device: " + d.name + " " + d.arch + "\nprefill split: " +
+                               std::to_string(package::prefill_split_len(pkg.manifest, n_ctx));
   const kvcache::BlockKey key = kv_identity.empty() ? kvcache::BlockKey{} : kvcache::model_key(kv_identity + device);
   r.kv = std::make_unique<kvcache::BlockManager>(layout, key, std::move(cache));
   r.model = std::make_unique<GraphModel>(*r.executor, *r.kv);

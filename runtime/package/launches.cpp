@@ -363,6 +363,24 @@ std::vector<OpLaunches> parse_launches(const Manifest& m) {
   return detail::parse_launches(Checker("manifest"), m);
 }
 
+int64_t prefill_split_len(const Manifest& m, int max_ctx) {
+  for (const OpLaunches& op : parse_launches(m))
+    for (const Launch& l : op.launches) {
+      if (l.phase != Phase::Prefill) continue;
+      const auto it = std::find(l.let_names.begin(), l.let_names.end(), "split_len");
+      if (it == l.let_names.end()) continue;
+      const package::Expr& e = l.let[static_cast<size_t>(it - l.let_names.begin())];
+      std::vector<double> v(kSymLet0 + l.let.size(), 0.0);
+      v[kSymMaxCtx] = max_ctx;
+      for (int s = 0; s < static_cast<int>(v.size()); ++s)
+        if (s != kSymMaxCtx && e.uses(s))
+          throw std::runtime_error(l.kernel + " (prefill): split_len names " + l.symbols()[static_cast<size_t>(s)] +
+                                   ", not max_ctx alone");
+      return e.as_int(v.data(), l.kernel + " (prefill) split_len");
+    }
+  return 0;
+}
+
 std::vector<Launch> parse_argmax_launches(const Manifest& m) {
   return detail::parse_argmax_launches(Checker("manifest"), m);
 }

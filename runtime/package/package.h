@@ -171,7 +171,7 @@ struct Launch {
   std::vector<Binding> args;      ///< one per kernel argument, in signature order
   std::vector<ArgType> arg_types; ///< the kernel signature's parsed dtypes (same order)
   /// The symbol names of this record's slots: T, pos0, ctx, kv_pages, n_seq, seq_T,
-  /// table_stride, let names.
+  /// table_stride, max_ctx, let names.
   std::vector<std::string> symbols() const;
 };
 
@@ -186,6 +186,15 @@ struct OpLaunches {
 /// ("manifest: graph.ops[12].launches[2].args[5]: ...") for an invalid record; a manifest
 /// that from_json() accepted never throws.
 std::vector<OpLaunches> parse_launches(const Manifest& m);
+
+/// The keys of prefill attention's splits at an executor context of `max_ctx` positions:
+/// the first prefill record's `split_len` let, evaluated (it names max_ctx alone;
+/// compiler/driver/launch_bindings.cpp prefillSplitLen). Which split a key falls in, hence
+/// the bits of a prompt row's attention, depends on it, so K/V shared between executors
+/// (the prefix cache's disk tier) must agree on it. 0 when the package has no such record
+/// (cpu packages). Throws Error as parse_launches, std::runtime_error when the rule names
+/// another symbol.
+int64_t prefill_split_len(const Manifest& m, int max_ctx);
 
 /// Greedy sampling on the device, `graph.sampling.argmax` (GPU targets; empty when the
 /// package has none): records over the output rows of the graph's output (the logits)

@@ -103,7 +103,7 @@ def test_every_op_matches_the_cpu_backend(packages, tmp_path, phase, n_tokens):
     backend runs a matmul group (q/k/v, gate/up) as one op and dumps its first only.
     prefill-chunked: a ~330-token prompt in 32-token passes, so the last pass attends 32
     rows over a context ten times longer: the prefill attention's split-K and its
-    reduction (launch_bindings.cpp kPrefillSplitLen: 256-key splits at -c 512, so the
+    reduction (launch_bindings.cpp prefillSplitLen, spirv: 256-key splits at -c 512, so the
     passes past 256 tokens attend in 2 splits)."""
     prompt, extra = (PROMPT * 16, ("--batch-tokens", "32")) if phase == "prefill-chunked" else (PROMPT, ())
     _dump(packages["cpu"], n_tokens, tmp_path / "cpu", prompt, extra)

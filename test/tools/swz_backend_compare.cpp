@@ -21,8 +21,8 @@
 // that such rounding may flip). Exit 0 if every prompt passes, 1 otherwise.
 //
 // Prompt rows must not depend on the pass either: a prompt's last rows run again on its
-// cold KV (a prefix-cache hit: the last 1 and 100 of split + 44 tokens, 1 of 50) give the cold
-// pass's last-row logits (chunk_check).
+// cold KV (a prefix-cache hit: the last 1 and 100 of split + 44 tokens, 1 of 50; a row of
+// one split against the same row with an empty second one) give the cold logits (chunk_check).
 //
 // Each decode step is also run with greedy sampling on the device (forward_argmax, what a
 // greedy decode step of the engine runs), and so is one 8-row pass as a speculative
@@ -46,7 +46,6 @@
 
 #include "engine/sampler.h"
 #include "exec/backend_model.h"
-#include "package/expr.h"
 #include "package/package.h"
 #include "tokenizer/tokenizer.h"
 
@@ -209,69 +208,77 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
 ///  * the same, the last 100 again: rows before `split` with an empty second split, the
 ///    rest with two;
 ///  * 50 tokens, the last 1 again: one split; on PTX packages the one row goes through the
-///    skinny GEMM (gemm.skinny_max_rows 1) against dequant + gemm_f16 in the cold pass.
+///    skinny GEMM (gemm.skinny_max_rows 1) against dequant + gemm_f16 in the cold pass;
+///  * split - 56 tokens cold (one split: the flash kernel writes the output itself), then
+///    its last row again in a pass to split + 44 (2 splits, the second empty for that row:
+///    through attention_split_reduce), that row compared.
 /// Returns the number of differing elements of the compared rows when they differ by more
 /// than kBatchTol x std (bitwise differences are printed; on the H200 none may), else 0.
 long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv, int split) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
   swz::kvcache::BlockManager& kv = *gpu.bm.kv;
-  const size_t long_n = static_cast<size_t>(split) + 44;
+  const int long_n = split + 44, max_rows = ex.options().max_rows;
+  if (long_n > ex.options().n_ctx || split - 56 < 50)
+    throw std::runtime_error("chunk_check: a prefill split of " + std::to_string(split) + " keys needs a context of " +
+                             std::to_string(long_n) + " (this tool opens " + std::to_string(ex.options().n_ctx) +
+                             ") and more than 106 keys");
   std::vector<int32_t> toks;
-  for (size_t i = 0; toks.size() < long_n; ++i)
+  for (size_t i = 0; static_cast<int>(toks.size()) < long_n; ++i)
     for (int32_t t : prompts[i % prompts.size()])
-      if (toks.size() < long_n) toks.push_back(t);
+      if (static_cast<int>(toks.size()) < long_n) toks.push_back(t);
   std::vector<int> pages((toks.size() + swz::kvcache::kBlockTokens - 1) / swz::kvcache::kBlockTokens);
   for (int& p : pages) p = kv.alloc_page();
-  // Rows [pos0, pos0 + n) in one pass; the last row's logits into `out`.
-  auto pass = [&](int pos0, int n, std::vector<float>& out) {
+  // Rows [pos0, pos0 + n) in one pass; the logits of its last n_out rows into `out`.
+  auto pass = [&](int pos0, int n, int n_out, std::vector<float>& out) {
     swz::exec::SequenceStep st;
     st.tokens = toks.data() + pos0;
     st.n_tokens = n;
     st.pos0 = pos0;
     st.block_table = pages.data();
     st.n_blocks = static_cast<int>(pages.size());
-    st.n_out = 1;
+    st.n_out = n_out;
     st.rows = Rows::Prompt;
     ex.forward(std::span<const swz::exec::SequenceStep>(&st, 1), out);
   };
+  // Each case: a prompt of `cold` tokens prefilled cold (passes of max_rows, as the
+  // engine), then rows [from, to) again in one pass; the row at position cold - 1 compared.
+  struct Case {
+    int cold, from, to;
+    const char* what;
+  };
+  const int direct = split - 56;  // a context of one split: the flash kernel writes it
+  const std::vector<Case> cases = {
+      {long_n, long_n - 1, long_n, "the last 1 again (2 splits in both)"},
+      {long_n, long_n - 100, long_n, "the last 100 again (rows before the split length: an empty second split)"},
+      {50, 49, 50, "the last 1 again (one split; PTX: the skinny GEMM against dequant + gemm_f16)"},
+      {direct, direct - 1, long_n, "its last row again with the rest of the prompt (cold: one split, written "
+                                   "directly; again: 2 splits, the second empty for it, through the reduction)"}};
   std::vector<float> cold, warm;
   long bad = 0;
   int cold_n = 0;
-  const int ln = static_cast<int>(long_n);
-  for (const auto& [n, tail] : std::vector<std::pair<int, int>>{{ln, 1}, {ln, 100}, {50, 1}}) {
-    if (n != cold_n)
-      for (int p0 = 0; p0 < n; p0 += ex.options().max_rows) pass(p0, std::min(ex.options().max_rows, n - p0), cold);
-    cold_n = n;
-    pass(n - tail, tail, warm);
+  for (const Case& c : cases) {
+    if (c.cold != cold_n)
+      for (int p0 = 0; p0 < c.cold; p0 += max_rows) pass(p0, std::min(max_rows, c.cold - p0), 1, cold);
+    cold_n = c.cold;
+    pass(c.from, c.to - c.from, c.to - c.from, warm);
+    const float* w = warm.data() + static_cast<size_t>(c.cold - 1 - c.from) * nv;  // the compared row's logits
     long differ = 0;
     double d = 0, mean = 0, var = 0;
     for (int v = 0; v < nv; ++v) {
-      differ += std::memcmp(&cold[v], &warm[v], sizeof(float)) != 0;
-      d = std::max(d, std::fabs(static_cast<double>(cold[v]) - warm[v]));
+      differ += std::memcmp(&cold[v], &w[v], sizeof(float)) != 0;
+      d = std::max(d, std::fabs(static_cast<double>(cold[v]) - w[v]));
       mean += cold[v] / nv;
     }
     for (int v = 0; v < nv; ++v) var += (cold[v] - mean) * (cold[v] - mean) / nv;
     const double worst = d / std::sqrt(var);
-    std::printf("prompt tail: %d tokens cold, the last %d again on their KV: %ld of %d logits differ (bitwise), "
-                "worst %.3g x std (bound %.3g)\n", n, tail, differ, nv, worst, kBatchTol);
+    std::printf("prompt tail: %d tokens cold, %s: %ld of %d logits differ (bitwise), worst %.3g x std (bound %.3g)\n",
+                c.cold, c.what, differ, nv, worst, kBatchTol);
     if (worst > kBatchTol) bad += differ;
+    // The next case's cold prefill rewrites every position it compares; the rows past it
+    // that this pass wrote are rewritten before they are read again.
   }
   for (int p : pages) kv.unref_page(p);
   return bad;
-}
-
-/// The package's prefill attention split length (keys) at an executor context of n_ctx:
-/// its first prefill attention record's `split_len` rule, evaluated at max_ctx = n_ctx.
-int prefill_split_len(const swz::package::LoadedPackage& pkg, int n_ctx) {
-  for (const auto& op : pkg.manifest.graph.at("ops"))
-    if (op.value("op", "") == "attention" && op.contains("launches"))
-      for (const auto& l : op["launches"])
-        if (l.value("phase", "") == "prefill" && l.contains("let") && l["let"].contains("split_len")) {
-          const double v = n_ctx;
-          return static_cast<int>(
-              swz::package::Expr::parse(l["let"]["split_len"].get<std::string>(), {"max_ctx"}).evaluate(&v));
-        }
-  throw std::runtime_error("the package has no prefill attention record with a split_len");
 }
 
 int usage() {
@@ -412,7 +419,7 @@ int main(int argc, char** argv) {
     gpu->bm.model->release();
     const long batch_differ = batch_check(*gpu, batch_prompts, nv);
     all_pass &= batch_differ == 0;
-    const long chunk_differ = chunk_check(*gpu, batch_prompts, nv, prefill_split_len(*gpu->pkg, n_ctx));
+    const long chunk_differ = chunk_check(*gpu, batch_prompts, nv, static_cast<int>(swz::package::prefill_split_len(gpu->pkg->manifest, n_ctx)));
     all_pass &= chunk_differ == 0;
     std::printf("%s: %d prompts x %d tokens; rms logit error / std(logits) up to the first difference: mean <= %.3g, each <= "
                 "%.3g; a difference only at a near-tie (top-2 gap <= %.3g x std)\n", all_pass ? "PASS" : "FAIL", n_prompts, n, tol,
