@@ -209,9 +209,10 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
 ///    rest with two;
 ///  * 50 tokens, the last 1 again: one split; on PTX packages the one row goes through the
 ///    skinny GEMM (gemm.skinny_max_rows 1) against dequant + gemm_f16 in the cold pass;
-///  * split - 56 tokens cold (one split: the flash kernel writes the output itself), then
-///    its last row again in a pass to split + 44 (2 splits, the second empty for that row:
-///    through attention_split_reduce), that row compared.
+///  * the long prompt's cold prefill has a pass boundary at split - 56, so that pass's
+///    context is one split (the flash kernel writes the output itself); its last row
+///    again in a pass to split + 44 (2 splits, the second empty for that row: through
+///    attention_split_reduce), that row compared.
 /// Returns the number of differing elements of the compared rows when they differ by more
 /// than kBatchTol x std (bitwise differences are printed; on the H200 none may), else 0.
 long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv, int split) {
@@ -240,43 +241,56 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     st.rows = Rows::Prompt;
     ex.forward(std::span<const swz::exec::SequenceStep>(&st, 1), out);
   };
-  // Each case: a prompt of `cold` tokens prefilled cold (passes of max_rows, as the
-  // engine), then rows [from, to) again in one pass; the row at position cold - 1 compared.
+  // Prefills [0, n) cold, as the engine would in passes of at most max_rows, with a pass
+  // boundary at `cut` too; the last row's logits of the pass ending at `cut` into
+  // `at_cut`, of the last pass into `last`.
+  auto prefill = [&](int n, int cut, std::vector<float>& at_cut, std::vector<float>& last) {
+    for (int p0 = 0; p0 < n;) {
+      const int end = std::min(p0 + max_rows, p0 < cut ? cut : n);
+      pass(p0, end - p0, 1, end == cut ? at_cut : last);
+      p0 = end;
+    }
+  };
+  // Each case: rows [from, to) again in one pass on the cold KV before them, the row at
+  // `row` compared with its cold logits.
   struct Case {
-    int cold, from, to;
+    const std::vector<float>* cold;
+    int from, to, row;
     const char* what;
   };
-  const int direct = split - 56;  // a context of one split: the flash kernel writes it
-  const std::vector<Case> cases = {
-      {long_n, long_n - 1, long_n, "the last 1 again (2 splits in both)"},
-      {long_n, long_n - 100, long_n, "the last 100 again (rows before the split length: an empty second split)"},
-      {50, 49, 50, "the last 1 again (one split; PTX: the skinny GEMM against dequant + gemm_f16)"},
-      {direct, direct - 1, long_n, "its last row again with the rest of the prompt (cold: one split, written "
-                                   "directly; again: 2 splits, the second empty for it, through the reduction)"}};
-  std::vector<float> cold, warm;
+  // The long prompt cold in two parts: [0, direct) has a context of one split (the flash
+  // kernel writes its rows itself), then the rest (two splits). 
+  const int direct = split - 56;
+  std::vector<float> cold_direct, cold_last, cold_short, unused, warm;
+  prefill(long_n, direct, cold_direct, cold_last);
+  const std::vector<Case> long_cases = {
+      {&cold_last, long_n - 1, long_n, long_n - 1, "the last 1 again (2 splits in both)"},
+      {&cold_last, long_n - 100, long_n, long_n - 1,
+       "the last 100 again (rows before the split length: an empty second split)"},
+      {&cold_direct, direct - 1, long_n, direct - 1,
+       "the row before the second part again with it (cold: one split, written directly; again: 2 splits, the "
+       "second empty for it, through the reduction)"}};
   long bad = 0;
-  int cold_n = 0;
-  for (const Case& c : cases) {
-    if (c.cold != cold_n)
-      for (int p0 = 0; p0 < c.cold; p0 += max_rows) pass(p0, std::min(max_rows, c.cold - p0), 1, cold);
-    cold_n = c.cold;
+  auto check = [&](const Case& c, int cold_n) {
     pass(c.from, c.to - c.from, c.to - c.from, warm);
-    const float* w = warm.data() + static_cast<size_t>(c.cold - 1 - c.from) * nv;  // the compared row's logits
+    const float* w = warm.data() + static_cast<size_t>(c.row - c.from) * nv;  // the compared row's logits
+    const std::vector<float>& ref = *c.cold;
     long differ = 0;
     double d = 0, mean = 0, var = 0;
     for (int v = 0; v < nv; ++v) {
-      differ += std::memcmp(&cold[v], &w[v], sizeof(float)) != 0;
-      d = std::max(d, std::fabs(static_cast<double>(cold[v]) - w[v]));
-      mean += cold[v] / nv;
+      differ += std::memcmp(&ref[v], &w[v], sizeof(float)) != 0;
+      d = std::max(d, std::fabs(static_cast<double>(ref[v]) - w[v]));
+      mean += ref[v] / nv;
     }
-    for (int v = 0; v < nv; ++v) var += (cold[v] - mean) * (cold[v] - mean) / nv;
+    for (int v = 0; v < nv; ++v) var += (ref[v] - mean) * (ref[v] - mean) / nv;
     const double worst = d / std::sqrt(var);
     std::printf("prompt tail: %d tokens cold, %s: %ld of %d logits differ (bitwise), worst %.3g x std (bound %.3g)\n",
-                c.cold, c.what, differ, nv, worst, kBatchTol);
+                cold_n, c.what, differ, nv, worst, kBatchTol);
     if (worst > kBatchTol) bad += differ;
-    // The next case's cold prefill rewrites every position it compares; the rows past it
-    // that this pass wrote are rewritten before they are read again.
-  }
+  };
+  for (const Case& c : long_cases) check(c, long_n);
+  prefill(50, 50, cold_short, unused);
+  check({&cold_short, 49, 50, 49, "the last 1 again (one split; PTX: the skinny GEMM against dequant + gemm_f16)"}, 50);
   for (int p : pages) kv.unref_page(p);
   return bad;
 }
