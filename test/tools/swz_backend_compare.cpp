@@ -96,6 +96,21 @@ std::unique_ptr<Model> open(const std::string& path, int n_ctx) {
 /// number of differing rows when the bound is broken, else 0.
 constexpr double kBatchTol = 1e-2;
 
+/// How far a logits row `got` [nv] is from `ref` [nv]: max |got - ref| and std(ref), both
+/// over the vocabulary (the bound kBatchTol applies to their ratio).
+struct RowError {
+  double max_abs = 0, std = 0;
+};
+RowError row_error(const float* got, const float* ref, int nv) {
+  double d = 0, mean = 0, var = 0;
+  for (int v = 0; v < nv; ++v) mean += ref[v] / nv;
+  for (int v = 0; v < nv; ++v) {
+    d = std::max(d, std::fabs(static_cast<double>(got[v]) - ref[v]));
+    var += (ref[v] - mean) * (ref[v] - mean) / nv;
+  }
+  return {d, std::sqrt(var)};
+}
+
 long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, int nv) {
   swz::exec::GraphExecutor& ex = *gpu.bm.executor;
   swz::kvcache::BlockManager& kv = *gpu.bm.kv;
@@ -152,15 +167,10 @@ long batch_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
       const float* b = alone[which[r]].data() + static_cast<size_t>(kinds[r]) * nv;
       if (std::memcmp(a, b, sizeof(float) * nv) == 0) continue;
       ++differ;
-      double d = 0, mean = 0, var = 0;
-      for (int v = 0; v < nv; ++v) mean += b[v] / nv;
-      for (int v = 0; v < nv; ++v) {
-        d = std::max(d, std::fabs(static_cast<double>(a[v]) - b[v]));
-        var += (b[v] - mean) * (b[v] - mean) / nv;
-      }
-      worst = std::max(worst, d / std::sqrt(var));
+      const RowError e = row_error(a, b, nv);
+      worst = std::max(worst, e.max_abs / e.std);
       std::printf("  batch: sequence %d, %s row: max |batched - alone| = %.3g (%.3g x std)\n", which[r],
-                  kinds[r] == 0 ? "prompt" : kinds[r] == 1 ? "generated" : "second-chunk", d, d / std::sqrt(var));
+                  kinds[r] == 0 ? "prompt" : kinds[r] == 1 ? "generated" : "second-chunk", e.max_abs, e.max_abs / e.std);
     }
   };
   for (Seq& q : seqs) q.pages = pages_for(static_cast<int>(q.tokens.size()));
@@ -259,7 +269,7 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     const char* what;
   };
   // The long prompt cold in two parts: [0, direct) has a context of one split (the flash
-  // kernel writes its rows itself), then the rest (two splits). 
+  // kernel writes its rows itself), then the rest (two splits).
   const int direct = split - 56;
   std::vector<float> cold_direct, cold_last, cold_short, unused, warm;
   prefill(long_n, direct, cold_direct, cold_last);
@@ -276,14 +286,9 @@ long chunk_check(Model& gpu, const std::vector<std::vector<int32_t>>& prompts, i
     const float* w = warm.data() + static_cast<size_t>(c.row - c.from) * nv;  // the compared row's logits
     const std::vector<float>& ref = *c.cold;
     long differ = 0;
-    double d = 0, mean = 0, var = 0;
-    for (int v = 0; v < nv; ++v) {
-      differ += std::memcmp(&ref[v], &w[v], sizeof(float)) != 0;
-      d = std::max(d, std::fabs(static_cast<double>(ref[v]) - w[v]));
-      mean += ref[v] / nv;
-    }
-    for (int v = 0; v < nv; ++v) var += (ref[v] - mean) * (ref[v] - mean) / nv;
-    const double worst = d / std::sqrt(var);
+    for (int v = 0; v < nv; ++v) differ += std::memcmp(&ref[v], &w[v], sizeof(float)) != 0;
+    const RowError e = row_error(w, ref.data(), nv);
+    const double worst = e.max_abs / e.std;
     std::printf("prompt tail: %d tokens cold, %s: %ld of %d logits differ (bitwise), worst %.3g x std (bound %.3g)\n",
                 cold_n, c.what, differ, nv, worst, kBatchTol);
     if (worst > kBatchTol) bad += differ;
