@@ -1173,15 +1173,7 @@ def gemv_q8x(fmt):
     each unit's dot product dp4a; a warp takes Q8X[fmt]["rpw"] consecutive rows."""
     q8 = Q8X[fmt]
     P, R = q8["rpw"], q8["unroll"]
-    # lpr: lanes a row (32, 16 or 8). Below 32 a warp is 32 / lpr segments of lpr lanes,
-    # each taking its own rpw rows: a short row (Qwen2.5-Coder-7B's 3,584 weights: 112
-    # Q4_K units) is then whole unit passes a lane (14 at 8 lanes, against 3.5 at 32, the
-    # last pass half idle), and what a row costs besides its passes (set-up, reduction,
-    # epilogue) is paid by a quarter of the warp's issue slots.
-    L = q8.get("lpr", 32)
-    assert L in (8, 16, 32), "lpr: 8, 16 or 32 lanes a row"
-    S = 32 // L
-    rows_wg = 4 * S * P
+    rows_wg = 4 * P
     e = Emitter(6)
     c = lambda v: e.ci(v, "index")
     wq = IVEC if q8["vecs"] else "memref<?xi32>"
@@ -1206,18 +1198,8 @@ def gemv_q8x(fmt):
     e.emit(f"%grp = arith.divui %tid, {c(32)} : index")
     e.emit(f"%lane = arith.remui %tid, {c(32)} : index")
     e.emit(f"%rowwg = arith.muli %bx, {c(rows_wg)} : index")
-    if L == 32:
-        e.emit(f"%rowgrp = arith.muli %grp, {c(P)} : index")
-        e.emit("%row0 = arith.addi %rowwg, %rowgrp : index")
-        ustart = "%lane"
-    else:  # segment sgi of the warp: lanes sl = 0..L-1 take the rows after the previous segment's
-        e.emit(f"%sgi = arith.divui %lane, {c(L)} : index")
-        e.emit(f"%sl = arith.remui %lane, {c(L)} : index")
-        e.emit(f"%grpseg = arith.muli %grp, {c(S)} : index")
-        e.emit("%segw = arith.addi %grpseg, %sgi : index")
-        e.emit(f"%rowgrp = arith.muli %segw, {c(P)} : index")
-        e.emit("%row0 = arith.addi %rowwg, %rowgrp : index")
-        ustart = "%sl"
+    e.emit(f"%rowgrp = arith.muli %grp, {c(P)} : index")
+    e.emit("%row0 = arith.addi %rowwg, %rowgrp : index")
     e.emit("%N0i = arith.index_cast %N0 : i32 to index")
     e.emit("%N1i = arith.index_cast %N1 : i32 to index")
     e.emit("%N2i = arith.index_cast %N2 : i32 to index")
@@ -1272,7 +1254,7 @@ def gemv_q8x(fmt):
     e.emit(f"%acc_r:{NA} = scf.if %one -> ({ys}) {{")
     e.indent += 2
     inits = ", ".join(f"%sacc{r} = {zero}" for r in range(P))
-    e.emit(f"%r1:{P} = scf.for %u = {ustart} to %units step {c(L * R)} iter_args({inits}) -> ({', '.join(['f32'] * P)}) {{")
+    e.emit(f"%r1:{P} = scf.for %u = %lane to %units step {c(32 * R)} iter_args({inits}) -> ({', '.join(['f32'] * P)}) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
     # them is used. A unit past the row loads unit u again (cached) and contributes 0.
@@ -1281,7 +1263,7 @@ def gemv_q8x(fmt):
         if k == 0:
             units.append((None, unit("%u")))
             continue
-        uk = e.add("%u", c(L * k))
+        uk = e.add("%u", c(32 * k))
         vk = e.v(f"arith.cmpi ult, {uk}, %units : index", "vr")
         units.append((vk, unit(e.v(f"arith.select {vk}, {uk}, %u : index", "uc"))))
     accs = [f"%sacc{r}" for r in range(P)]
@@ -1303,7 +1285,7 @@ def gemv_q8x(fmt):
     e.emit("  %si = arith.addi %s, %tid : index")
     e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
     e.emit("}")
-    e.emit(f"scf.for %u = {ustart} to %units step {c(L)} {{")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
     e.indent += 2
     contrib = unit("%u")
     e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
@@ -1344,31 +1326,6 @@ def gemv_q8x(fmt):
         yi = e.add(e.mul(tg, sel["Ni"]), rw["n"])
         flag = lambda f, name: lambda: e.v(f"arith.cmpi ne, {e.band('%flags', sel[f])}, {e.ci(0)} : i32", name)
         bias_residual_store(e, total, rw["n"], yi, flag("bflag", "hb"), flag("rflag", "hr"), sel["bias"], sel["y"])
-
-    if L < 32:
-        # Each segment's partials by shuffle-xor 4, 2, 1 (then 8 at 16 lanes a row): every
-        # lane of the segment holds each (row, token) total, in the same additions for one
-        # token and for many; lane 0 of the segment writes. Tokens past tb (uniform over
-        # the workgroup) are skipped whole. No workgroup memory, no barrier.
-        offs = (4, 2, 1) if L == 8 else (4, 2, 1, 8)
-        e.emit(f"%lead = arith.cmpi eq, %sl, {c(0)} : index")
-        for r, rw in enumerate(rows):
-            wr = e.v(f"arith.andi %lead, {rw['live']} : i1", "wr")
-            for j in range(TOK):
-                if j:
-                    e.emit(f"scf.if %tok{j} {{")
-                    e.indent += 2
-                total = shuffle_xor_sum(e, f"%acc_r#{r * TOK + j}", offs)
-                e.emit(f"scf.if {wr} {{")
-                e.indent += 2
-                write(rw, total, e.add("%t0", c(j)) if j else "%t0")
-                e.indent -= 2
-                e.emit("}")
-                if j:
-                    e.indent -= 2
-                    e.emit("}")
-        e.emit("gpu.return")
-        return func_text(out, e)
 
     # One token (the workgroup-uniform %one): shuffles only, xor 8 adds the neighbouring
     # segment (s0 + s1), xor 16 the other pair; lane 0 writes. No workgroup memory, no

@@ -209,28 +209,6 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
-@pytest.mark.parametrize("lpr,rpw", [(8, 1), (16, 1), (8, 2)])
-def test_q8x_gemv_with_fewer_lanes_a_row_passes_in_the_interpreter(tmp_path, monkeypatch, lpr, rpw):
-    # The parameter lpr (lanes a row: a warp of 32 / lpr segments, each taking rpw rows;
-    # the target schedule picks it per shape): segments whose rows lie in two outputs or
-    # past the last row, and the one-token path against the many-token one bitwise (the
-    # T = 3 case run again at T = 1), for every type.
-    import numpy as np
-    for t in ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0"):
-        monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"{t}:{4 * (32 // lpr) * rpw}")
-        cases = [line.split()[0] for line in _list("swz_gemv_q8x")
-                 if f"matmul_{t}_q8x" in line and "N=18944" not in line and "N=1024 " not in line
-                 and "N=3584" not in line and "N=2048" not in line and "N=3072" not in line]
-        assert len(cases) == 5  # T = 1, 3, 9, merged 3 and 2 outputs
-        (tmp_path / t).mkdir()
-        src = _variant_module(tmp_path / f"{t}-lpr{lpr}.mlir", f"{t}:lpr={lpr},rpw={rpw}")
-        _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
-        three = next(l for l in _list("swz_gemv_q8x") if f"matmul_{t}_q8x T=3 N=131 " in l).split()[0]
-        (tmp_path / t / "bitwise").mkdir()
-        many, one = _run_at_3_and_1_tokens(tmp_path / t / "bitwise", src, "swz_gemv_q8x", three, t_arg=16, out=5)
-        assert np.array_equal(many[:131], one[:131])
-
-
 @pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k", "q4_1", "q5_0"])
 def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     # Speculative verification (and a batch) runs a token through the many-token path
