@@ -36,11 +36,6 @@ export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 . "$src/bench/ptx_tune_lib.sh"
 VARIANTS=(
   "q4k-ship|q4_k|rpw=2|8"
-  "q4k-st14|q4_k|rpw=2,stage=14|8"
-  "q4k-st7|q4_k|rpw=2,stage=7|8"
-  "q4k-st14r1|q4_k|rpw=1,stage=14|4"
-  "q4k-st14u2|q4_k|rpw=2,stage=14,unroll=2|8"
-  "q4k-st14m5|q4_k|rpw=2,stage=14,minctasm=5|8"
   "q80-ship|q8_0|rpw=1|4"
   "q6k-ship|q6_k|rpw=1|4"
   "q6k-r2m5|q6_k|rpw=2,minctasm=5|8"

@@ -374,7 +374,7 @@ def half_at(e, w, byte):
     return e.shr(wd, e.shl(e.band(e.i32(byte), e.ci(2)), e.ci(3)))
 
 
-def q8x_weights(e, fmt, b, q, w, rowbase, wty=IVEC):
+def q8x_weights(e, fmt, b, q, w, rowbase):
     """One row's weight loads for unit (b, q) of the int8 path (w: the row's weight memref,
     rowbase: its first vector (q4_k) or block (q8_0), index); returns dot(act), which emits
     the unit's dp4a sums with the activations `act` (q8x_acts) and returns the f32
@@ -389,11 +389,11 @@ def q8x_weights(e, fmt, b, q, w, rowbase, wty=IVEC):
         # many-token path, reading them once per token, is bound by (bench/RESULTS.md).
         assert Q8X["q4_k"]["units"] == 8, "q4_k's int8 unit is one 32-weight sub-block, 8 a block"
         vb = e.add(rowbase, e.mul(b, c(9)))
-        hdr = e.v(f"memref.load {w}[{vb}] : {wty}", "hd")
+        hdr = e.v(f"memref.load {w}[{vb}] : {IVEC}", "hd")
         p = e.v(f"arith.divui {q}, {c(2)} : index", "p")
         qb = e.add(e.add(vb, c(1)), e.mul(p, c(2)))
-        qv = [e.v(f"memref.load {w}[{qb}] : {wty}", "qv"),
-              e.v(f"memref.load {w}[{e.add(qb, c(1))}] : {wty}", "qv")]
+        qv = [e.v(f"memref.load {w}[{qb}] : {IVEC}", "qv"),
+              e.v(f"memref.load {w}[{e.add(qb, c(1))}] : {IVEC}", "qv")]
 
         def dot(act):
             xv, dx, s_lo, s_hi = act
@@ -834,8 +834,7 @@ module attributes {gpu.container_module} {
     // threads] f32.
 """ + "".join(f"""    memref.global "private" @acc_{f} : memref<{128 * q['rpw']}xf32, #gpu.address_space<workgroup>>
     memref.global "private" @slots_{f} : memref<{1024 * q['rpw']}xf32, #gpu.address_space<workgroup>>
-""" + (f"""    memref.global "private" @stage_{f} : memref<{4 * q['rpw'] * q['stage'] * 9}xvector<4xi32>, #gpu.address_space<workgroup>> {{alignment = 16 : i64}}
-""" if q.get("stage") else "") for f, q in Q8X.items()) + "".join(f"""    // {n}'s chains: [{p['warps']} warps][16 rows][8 tokens][2 parities] f32.
+""" for f, q in Q8X.items()) + "".join(f"""    // {n}'s chains: [{p['warps']} warps][16 rows][8 tokens][2 parities] f32.
     memref.global "private" @acc_{n} : memref<{256 * p['warps']}xf32, #gpu.address_space<workgroup>>
 """ for n, p in Q4K_MMA_KERNELS()) + """    // rms_norm_q8x's per-thread sums of squares.
     memref.global "private" @partials : memref<256xf32, #gpu.address_space<workgroup>>
@@ -1233,68 +1232,12 @@ def gemv_q8x(fmt):
         e.emit(f"%tok{j} = arith.cmpi ult, {c(j)}, %tb : index")
     zero = e.ci("0.0", "f32")
 
-    # stage (q4_k): the workgroup's weights go through workgroup memory, `stage` blocks of
-    # its 4 P rows at a time. Every thread loads one 16-byte vector of each row (all the
-    # loads first: 4 P x 16 bytes in flight a thread, the whole row block a workgroup, where
-    # a lane's own unit loads keep one unit in flight between dependent arithmetic), stores
-    # them, and after a barrier the lanes take their units as before, from workgroup memory.
-    # A lane's units come in the same order (chunk by chunk), so every sum is bitwise the
-    # unstaged kernel's.
-    SG = q8.get("stage", 0)
-    STG = f"memref<{rows_wg * SG * 9}xvector<4xi32>, #gpu.address_space<workgroup>>"
-    if SG:
-        assert fmt == "q4_k" and SG * 9 <= 128, "stage: q4_k, at most 14 blocks (a vector a thread a row)"
-        e.emit(f"%stg = memref.get_global @stage_{fmt} : {STG}")
-        e.emit(f"%nch0 = arith.addi %nb, {c(SG - 1)} : index")
-        e.emit(f"%nch = arith.divui %nch0, {c(SG)} : index")
-        e.emit(f"%Ntot1 = arith.subi %Ntot, {c(1)} : index")
-        e.emit(f"%lrow0 = arith.muli %grp, {c(P * SG * 9)} : index")
-
-    def stage_chunk(ch):
-        """Chunk ch (index)'s weights into %stg, a barrier after; returns (first unit, end
-        unit of this warp's rows in the chunk, the vector base of block 0 for each row)."""
-        kb0 = e.mul(ch, c(SG))
-        left = e.v(f"arith.subi %nb, {kb0} : index", "left")
-        cnt = e.v(f"arith.minui {left}, {c(SG)} : index", "cnt")
-        nv = e.mul(cnt, c(9))
-        has = e.v(f"arith.cmpi ult, %tid, {nv} : index", "has")
-        tv = e.v(f"arith.select {has}, %tid, {c(0)} : index", "tv")
-        kv = e.add(e.mul(kb0, c(9)), tv)
-        vals = []
-        for r in range(rows_wg):
-            ng = e.add("%rowwg", c(r)) if r else "%rowwg"
-            ngc = e.v(f"arith.minui {ng}, %Ntot1 : index", "ngc")
-            orow = output_row(e, ngc, wq, "%rowstride")
-            vals.append(e.v(f"memref.load {orow['w']}[{e.add(orow['rowbase'], kv)}] : {wq}", "sv"))
-        e.emit(f"scf.if {has} {{")
-        e.indent += 2
-        for r, v in enumerate(vals):
-            e.emit(f"memref.store {v}, %stg[{e.add(c(r * SG * 9), '%tid') if r else '%tid'}] : {STG}")
-        e.indent -= 2
-        e.emit("}")
-        e.emit("gpu.barrier")
-        ulo = e.mul(kb0, c(q8["units"]))
-        uend = e.v(f"arith.minui {e.add(ulo, c(SG * q8['units']))}, %units : index", "uend")
-        # the first unit >= ulo of this lane's residue (units lane, lane + 32, ...)
-        ur = e.v(f"arith.remui {ulo}, {c(32)} : index", "ur")
-        ud = e.v(f"arith.subi {e.add('%lane', c(32))}, {ur} : index", "ud")
-        d = e.v(f"arith.remui {ud}, {c(32)} : index", "ud")
-        ustart = e.add(ulo, d)
-        base0 = e.v(f"arith.subi %lrow0, {e.mul(kb0, c(9))} : index", "sb")
-        bases = [base0 if r == 0 else e.add(base0, c(r * SG * 9)) for r in range(P)]
-        return ustart, uend, bases
-
-    cur = {"bases": None, "bound": "%units"}
-
     def unit(u):
         """Unit u's weight loads for every row; returns contrib(tg): the activation loads
         of token tg (index) and each row's f32 contribution (a list of P)."""
         b = e.v(f"arith.divui {u}, {c(q8['units'])} : index", "b")
         q = e.v(f"arith.remui {u}, {c(q8['units'])} : index", "q")
-        if SG:
-            dots = [q8x_weights(e, fmt, b, q, "%stg", base, STG) for base in cur["bases"]]
-        else:
-            dots = [q8x_weights(e, fmt, b, q, rw["w"], rw["rowbase"]) for rw in rows]
+        dots = [q8x_weights(e, fmt, b, q, rw["w"], rw["rowbase"]) for rw in rows]
 
         def contrib(tg):
             act = q8x_acts(e, fmt, b, q, tg)
@@ -1310,18 +1253,8 @@ def gemv_q8x(fmt):
     e.emit(f"%one = arith.cmpi eq, %tb, {c(1)} : index")
     e.emit(f"%acc_r:{NA} = scf.if %one -> ({ys}) {{")
     e.indent += 2
-    FP = ', '.join(['f32'] * P)
-    if SG:
-        inits = ", ".join(f"%cacc{r} = {zero}" for r in range(P))
-        e.emit(f"%r1:{P} = scf.for %ch = {c(0)} to %nch step {c(1)} iter_args({inits}) -> ({FP}) {{")
-        e.indent += 2
-        ustart, uend, cur["bases"] = stage_chunk("%ch")
-        cur["bound"] = uend
-        inits = ", ".join(f"%sacc{r} = %cacc{r}" for r in range(P))
-        e.emit(f"%rc:{P} = scf.for %u = {ustart} to {uend} step {c(32 * R)} iter_args({inits}) -> ({FP}) {{")
-    else:
-        inits = ", ".join(f"%sacc{r} = {zero}" for r in range(P))
-        e.emit(f"%r1:{P} = scf.for %u = %lane to %units step {c(32 * R)} iter_args({inits}) -> ({FP}) {{")
+    inits = ", ".join(f"%sacc{r} = {zero}" for r in range(P))
+    e.emit(f"%r1:{P} = scf.for %u = %lane to %units step {c(32 * R)} iter_args({inits}) -> ({', '.join(['f32'] * P)}) {{")
     e.indent += 2
     # Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
     # them is used. A unit past the row loads unit u again (cached) and contributes 0.
@@ -1331,7 +1264,7 @@ def gemv_q8x(fmt):
             units.append((None, unit("%u")))
             continue
         uk = e.add("%u", c(32 * k))
-        vk = e.v(f"arith.cmpi ult, {uk}, {cur['bound']} : index", "vr")
+        vk = e.v(f"arith.cmpi ult, {uk}, %units : index", "vr")
         units.append((vk, unit(e.v(f"arith.select {vk}, {uk}, %u : index", "uc"))))
     accs = [f"%sacc{r}" for r in range(P)]
     for vk, contrib in units:
@@ -1339,14 +1272,9 @@ def gemv_q8x(fmt):
             if vk is not None:
                 cr = e.v(f"arith.select {vk}, {cr}, {zero} : f32", "sel")
             accs[r] = e.fadd(accs[r], cr)
-    e.emit(f"scf.yield {', '.join(accs)} : {FP}")
+    e.emit(f"scf.yield {', '.join(accs)} : {', '.join(['f32'] * P)}")
     e.indent -= 2
     e.emit("}")
-    if SG:  # the chunk's units done before the next chunk overwrites them
-        e.emit("gpu.barrier")
-        e.emit(f"scf.yield {', '.join(f'%rc#{r}' for r in range(P))} : {FP}")
-        e.indent -= 2
-        e.emit("}")
     e.emit("scf.yield " + ", ".join(f"%r1#{r}" if t == 0 else zero for r in range(P) for t in range(TOK)) + f" : {ys}")
     e.indent -= 2
     e.emit("} else {")
@@ -1357,13 +1285,7 @@ def gemv_q8x(fmt):
     e.emit("  %si = arith.addi %s, %tid : index")
     e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
     e.emit("}")
-    if SG:
-        e.emit(f"scf.for %ch = {c(0)} to %nch step {c(1)} {{")
-        e.indent += 2
-        ustart, uend, cur["bases"] = stage_chunk("%ch")
-        e.emit(f"scf.for %u = {ustart} to {uend} step {c(32)} {{")
-    else:
-        e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
     e.indent += 2
     contrib = unit("%u")
     e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
@@ -1378,10 +1300,6 @@ def gemv_q8x(fmt):
     e.emit("}")
     e.indent -= 2
     e.emit("}")
-    if SG:
-        e.emit("gpu.barrier")
-        e.indent -= 2
-        e.emit("}")
     outs = [e.v(f"memref.load %slots[{e.add('%tid', c(128 * j)) if j else '%tid'}] : {SLOTS}", "sv") for j in range(NA)]
     e.emit(f"scf.yield {', '.join(outs)} : {ys}")
     e.indent -= 2

@@ -102,10 +102,6 @@ def find_funcs(ops, acc):
 def find_globals(ops, acc):
     for op in ops:
         if op.name == 'memref.global':
-            m = re.search(r'sym_name = "(\w+)".*type = memref<(\d+)xvector<4xi32>', op.rest)
-            if m:  # rows of 4 lanes, as global memrefs of vector<4xi32>
-                acc[m.group(1)] = ((int(m.group(2)), 4), 'v4i32')
-                continue
             m = re.search(r'sym_name = "(\w+)".*type = memref<(\d+)x?(\d*)x(f16|f32|i32)', op.rest)
             acc[m.group(1)] = (tuple(int(x) for x in (m.group(2), m.group(3)) if x), m.group(4))
         for r in op.regions:
@@ -129,7 +125,7 @@ def ftype(rest):
 
 class Machine:
     """Runs gpu.funcs over a grid. buffers: name -> flat numpy array (global memory);
-    smem_defs: workgroup memref.global name -> (shape, 'f16' | 'f32' | 'i32' | 'v4i32')."""
+    smem_defs: workgroup memref.global name -> (shape, 'f16' | 'f32' | 'i32')."""
 
     def __init__(self, buffers, smem_defs, dims=None):
         self.buf = buffers
@@ -141,7 +137,7 @@ class Machine:
         for bz in range(grid[2]):
             for by in range(grid[1]):
                 for bx in range(grid[0]):
-                    self.smem = {k: np.zeros(s, dtype={'f16': np.float16, 'f32': np.float32, 'i32': np.int64, 'v4i32': np.int64}[t])
+                    self.smem = {k: np.zeros(s, dtype={'f16': np.float16, 'f32': np.float32, 'i32': np.int64}[t])
                                  for k, (s, t) in self.smem_defs.items()}
                     self.bid, self.grid = (bx, by, bz), grid
                     env = {}
@@ -417,8 +413,7 @@ class Machine:
                     assert (idx[1][mask] < shape[1]).all() and (idx[0][mask] < shape[0]).all(), "smem OOB"
             else:
                 flat = idx[0]
-            if self.smem_defs[ref[1]][1] != 'v4i32':  # (vector rows stay [n][4])
-                arr = arr.reshape(-1)
+            arr = arr.reshape(-1)
         else:
             arr = self.buf[ref]; flat = idx[0]
             if len(idx) == 2:  # a 2-D global memref, row-major

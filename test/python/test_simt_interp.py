@@ -209,30 +209,6 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
-def test_q4k_gemv_staged_through_workgroup_memory_is_bitwise_the_unstaged_one(tmp_path, monkeypatch):
-    # The tuning parameter stage (Q4_K's weights through workgroup memory, `stage` blocks of
-    # the workgroup's rows at a time, bench/tune_q8x.sh): the float64 cases pass, and the
-    # outputs equal the shipped kernel's bit for bit (a lane adds the same units in the same
-    # order), at one token and at three, over two chunks (K = 4864: 19 blocks, stage 14)
-    # and with rows past the last (T = 9: 7 rows).
-    import numpy as np
-    cases = [line.split()[0] for line in _list("swz_gemv_q8x")
-             if "matmul_q4_k_q8x" in line and "N=18944" not in line and "N=1024 " not in line
-             and "N=3584" not in line and "N=2048" not in line and "N=3072" not in line]
-    assert len(cases) == 5  # T = 1, 3, 9, merged 3 and 2 outputs
-    src = _variant_module(tmp_path / "q4_k-stage.mlir", "q4_k:stage=14")
-    (tmp_path / "staged").mkdir()
-    _assert_all_ok(_interpret_and_check(tmp_path / "staged", src, "swz_gemv_q8x", cases), cases)
-    three = next(l for l in _list("swz_gemv_q8x") if "matmul_q4_k_q8x T=3 N=131 " in l).split()[0]
-    outs = []
-    for name, kernel in (("staged3", src), ("shipped3", Q8X)):
-        (tmp_path / name).mkdir()
-        outs.append(_run_at_3_and_1_tokens(tmp_path / name, kernel, "swz_gemv_q8x", three, t_arg=16, out=5))
-    (staged_many, staged_one), (shipped_many, shipped_one) = outs
-    assert np.array_equal(staged_many, shipped_many)
-    assert np.array_equal(staged_one[:131], shipped_one[:131])
-
-
 @pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k", "q4_1", "q5_0"])
 def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     # Speculative verification (and a batch) runs a token through the many-token path
