@@ -156,6 +156,30 @@ def pytest_log(passed: int, failed: list, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Questions about the pinned files (encoding.py, exc.py), asked after a session's last turn
+# (bench_prefix_cache.py --questions): whether a cache mode that changes the prompt (reorder)
+# changes what the model can answer about the code. Each has its answer's keywords (any one,
+# case-sensitive, as a whole word in the first 32 generated tokens), read off itsdangerous's
+# sources.
+QUESTIONS = [
+    ("Which exception class does base64_decode raise for invalid input? Answer with the class name only.",
+     ["BadData"]),
+    ("In exc.py, what is the base class of BadSignature? Answer with the class name only.", ["BadData"]),
+    ("In exc.py, what is the base class of SignatureExpired? Answer with the class name only.",
+     ["BadTimeSignature"]),
+    ("Which base64 function from the standard library does base64_encode call? Answer with the function name only.",
+     ["urlsafe_b64encode"]),
+    ("Which character does base64_encode strip from the end of its result? Answer with the character only.",
+     ["="]),
+    ("What is the default value of the encoding parameter of want_bytes? Answer with the value only.",
+     ["utf-8", "utf8"]),
+    ("Which struct format string does encoding.py use to pack 64-bit integers? Answer with the format string only.",
+     [">Q"]),
+    ("Which function in encoding.py converts bytes back to an integer? Answer with the function name only.",
+     ["bytes_to_int"]),
+]
+
+
 def build_sessions(scale: float = 1.0) -> list:
     """The benchmark's sessions; tool outputs are cut to `scale` of their full size."""
     version = importlib.metadata.version(PROJECT)

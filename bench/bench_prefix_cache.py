@@ -34,12 +34,16 @@ Setup (once; the server extras are for this benchmark only, not in requirements.
 Usage:
   .venv/bin/python bench/bench_prefix_cache.py [--gguf PATH] [--ctx 8192] [--max-tokens 16]
       [--threads N] [--prices bench/prices.json] [--no-cold] [--sessions feature,review]
-      [--max-turns N] [--no-peer] [--json OUT] [--modes exact,reorder [--agree-tokens 64]]
+      [--max-turns N] [--no-peer] [--json OUT] [--scale S]
+      [--modes exact,reorder [--agree-tokens 64] [--questions]]
 With --modes: no peer; each cache mode (server/cache_mode.h) on a fresh swizzle server over
 the sessions plus 'edit-pinned-twice' (agent_sessions.build_edit_twice_session): cached
 ratio and TTFT per turn, greedy agreement of the first 64 tokens with exact and mean KL
-of the next-token distributions (top 20); JSON to
-bench/results/cache-modes-<date>-<commit>.json.
+of the next-token distributions (top 20); with --questions also the fixed questions about
+the pinned code (agent_sessions.QUESTIONS) after each session's last turn, each answer
+checked against its keywords and compared with exact's; JSON to
+bench/results/cache-modes-<date>-<commit>.json. --scale S builds the sessions at tool-output
+scale S instead of fitting them to --ctx with llama-cpp-python's tokenizer.
 Default GGUF: SmolLM2-135M-Instruct Q4_1 (8192-token context); the Qwen2.5-Coder-0.5B GGUF
 (scripts/fetch-qwen.sh) works too (--ctx up to 32768; the sessions fit in 8192 either way).
 Prints a markdown table and writes JSON to bench/results/prefix-cache-<date>-<commit>.json.
@@ -221,12 +225,22 @@ def main():
                     help="comma-separated cache modes (e.g. exact,reorder): instead of the peer comparison, run every "
                          "session once per mode, each mode on a fresh swizzle server, and compare with exact")
     ap.add_argument("--agree-tokens", type=int, default=64, help="--modes: greedy tokens compared with exact per turn")
+    ap.add_argument("--scale", type=float, default=None,
+                    help="tool-output scale of the sessions (agent_sessions.build_sessions) instead of the largest "
+                         "that fits --ctx by llama-cpp-python's tokenizer (which is then not needed; an over-long "
+                         "prompt is refused by the server)")
+    ap.add_argument("--questions", action="store_true",
+                    help="--modes: after each session's last turn, ask agent_sessions.QUESTIONS about the pinned "
+                         "code in every mode (answers checked against their keywords and compared with exact's)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally) when killed
     gguf = os.path.abspath(args.gguf or models.default_gguf())
     prices = json.load(open(args.prices))
 
-    sessions, scale, longest = fit_sessions(gguf, args.ctx - args.max_tokens - 64)
+    if args.scale:
+        sessions, scale, longest = agent_sessions.build_sessions(args.scale), args.scale, "?"
+    else:
+        sessions, scale, longest = fit_sessions(gguf, args.ctx - args.max_tokens - 64)
     if args.sessions:
         keep = args.sessions.split(",")
         sessions = [s for s in sessions if s.name in keep]
@@ -349,6 +363,31 @@ def main():
               + (f", cold {summary['ratio_ttft_cold']:.2f}x" if "ratio_ttft_cold" in summary else ""))
 
     import llama_cpp
+    questions = []
+    if args.questions:
+        print(f"\nQuestions about the pinned code after each session's last turn ({QUESTION_TOKENS} greedy tokens; "
+              "correct: one of the answer's keywords appears as a word; same: the tokens equal exact's)")
+        print("| session | question | " + " | ".join(f"{m} answer | {m} correct" + (f" | {m} same as exact" if m != "exact" else "")
+                                               for m in modes) + " |")
+        print("|---|---|" + "---|---|" * len(modes) + "---|" * (len(modes) - 1))
+        for s in sessions:
+            for qi, (question, keys) in enumerate(agent_sessions.QUESTIONS):
+                q = {"session": s.name, "question": question, "keywords": keys}
+                cells = []
+                for m in modes:
+                    text = "".join(answers[(m, s.name, qi)])
+                    q[m] = {"answer": text, "correct": any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", text) for k in keys)}
+                    if m != "exact":
+                        q[m]["same"] = answers[(m, s.name, qi)] == answers[("exact", s.name, qi)]
+                    cells.append(f"{json.dumps(text.strip()[:40])} | {'yes' if q[m]['correct'] else 'no'}"
+                                 + (f" | {'yes' if q[m]['same'] else 'no'}" if m != "exact" else ""))
+                questions.append(q)
+                print(f"| {s.name} | {qi + 1} | " + " | ".join(cells) + " |")
+        for m in modes:
+            correct = sum(q[m]["correct"] for q in questions)
+            same = f", {sum(q[m]['same'] for q in questions)}/{len(questions)} answers identical to exact's" if m != "exact" else ""
+            summary[m]["questions_correct"] = correct
+            print(f"{m}: {correct}/{len(questions)} questions answered correctly{same}")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": f"{platform.machine()} {os.cpu_count()} cores",
@@ -365,6 +404,9 @@ def main():
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
     print(f"wrote {path}")
+
+
+QUESTION_TOKENS = 32  # greedy tokens generated per question (--questions)
 
 
 def run_modes(args, sessions, pkg, scale, gguf):
@@ -385,7 +427,7 @@ def run_modes(args, sessions, pkg, scale, gguf):
     if args.max_turns:
         for s in sessions:
             s.turns = s.turns[:args.max_turns]
-    runs = {}
+    runs, answers = {}, {}
     for mode in modes:
         port = free_port()
         srv = Proc([os.path.join(args.build, "server", "swizzle-rt"), "serve", pkg, "--host", "127.0.0.1", "--port",
@@ -406,6 +448,14 @@ def run_modes(args, sessions, pkg, scale, gguf):
                                                "tokens": r["tokens"], "top_logprobs": r["top_logprobs"]}
                     print(f"{mode} {s.name} turn {i}: {cached}/{u['prompt_tokens']} ttft {r['ttft_s']:.3f}s",
                           file=sys.stderr)
+                # The questions, each after the session's last turn (a second user message).
+                for qi, (question, _) in enumerate(agent_sessions.QUESTIONS if args.questions else []):
+                    msgs = list(s.turns[-1]) + [{"role": "user", "content": question}]
+                    r = stream_chat(base, msgs, QUESTION_TOKENS, include_usage=True,
+                                    extra={"swizzle_cache_mode": mode, "logprobs": True})
+                    assert r["usage"]["swizzle_cache_mode"] == mode, (mode, r["usage"])
+                    answers[(mode, s.name, qi)] = r["tokens"]
+                    print(f"{mode} {s.name} question {qi + 1}: {''.join(r['tokens'])!r}", file=sys.stderr)
         finally:
             srv.stop()
 
@@ -470,13 +520,38 @@ def run_modes(args, sessions, pkg, scale, gguf):
                  f"{sm['kl_mean']:.4f} nats (top-20)") if m != "exact" else ""
         print(f"{m}: cached {sm['cached_ratio']:.1%} of prompt tokens; TTFT median {sm['ttft_median_s']:.3f} s, "
               f"sum {sm['ttft_sum_s']:.2f} s{extra}")
+    questions = []
+    if args.questions:
+        print(f"\nQuestions about the pinned code after each session's last turn ({QUESTION_TOKENS} greedy tokens; "
+              "correct: one of the answer's keywords appears as a word; same: the tokens equal exact's)")
+        print("| session | question | " + " | ".join(f"{m} answer | {m} correct" + (f" | {m} same as exact" if m != "exact" else "")
+                                               for m in modes) + " |")
+        print("|---|---|" + "---|---|" * len(modes) + "---|" * (len(modes) - 1))
+        for s in sessions:
+            for qi, (question, keys) in enumerate(agent_sessions.QUESTIONS):
+                q = {"session": s.name, "question": question, "keywords": keys}
+                cells = []
+                for m in modes:
+                    text = "".join(answers[(m, s.name, qi)])
+                    q[m] = {"answer": text, "correct": any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", text) for k in keys)}
+                    if m != "exact":
+                        q[m]["same"] = answers[(m, s.name, qi)] == answers[("exact", s.name, qi)]
+                    cells.append(f"{json.dumps(text.strip()[:40])} | {'yes' if q[m]['correct'] else 'no'}"
+                                 + (f" | {'yes' if q[m]['same'] else 'no'}" if m != "exact" else ""))
+                questions.append(q)
+                print(f"| {s.name} | {qi + 1} | " + " | ".join(cells) + " |")
+        for m in modes:
+            correct = sum(q[m]["correct"] for q in questions)
+            same = f", {sum(q[m]['same'] for q in questions)}/{len(questions)} answers identical to exact's" if m != "exact" else ""
+            summary[m]["questions_correct"] = correct
+            print(f"{m}: {correct}/{len(questions)} questions answered correctly{same}")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": f"{platform.machine()} {os.cpu_count()} cores", "gguf": os.path.basename(gguf), "ctx": args.ctx,
            "agree_tokens": args.agree_tokens, "threads": args.threads, "modes": modes, "tool_output_scale": scale,
            "project": f"{agent_sessions.PROJECT} {importlib.metadata.version(agent_sessions.PROJECT)}",
            "sessions": [{"name": s.name, "description": s.description, "turns": len(s.turns)} for s in sessions],
-           "rows": rows, "summary": summary}
+           "rows": rows, "summary": summary, "questions": questions}
     for r in rows:  # the per-token top-20 lists served the KL above; the JSON keeps the figures
         for m in modes:
             r[m].pop("top_logprobs", None)
