@@ -233,6 +233,8 @@ def main():
                     help="--modes: after each session's last turn, ask agent_sessions.QUESTIONS about the pinned "
                          "code in every mode (answers checked against their keywords and compared with exact's)")
     args = ap.parse_args()
+    if args.questions and not args.modes:
+        ap.error("--questions needs --modes (the questions compare cache modes)")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally) when killed
     gguf = os.path.abspath(args.gguf or models.default_gguf())
     prices = json.load(open(args.prices))
@@ -363,31 +365,6 @@ def main():
               + (f", cold {summary['ratio_ttft_cold']:.2f}x" if "ratio_ttft_cold" in summary else ""))
 
     import llama_cpp
-    questions = []
-    if args.questions:
-        print(f"\nQuestions about the pinned code after each session's last turn ({QUESTION_TOKENS} greedy tokens; "
-              "correct: one of the answer's keywords appears as a word; same: the tokens equal exact's)")
-        print("| session | question | " + " | ".join(f"{m} answer | {m} correct" + (f" | {m} same as exact" if m != "exact" else "")
-                                               for m in modes) + " |")
-        print("|---|---|" + "---|---|" * len(modes) + "---|" * (len(modes) - 1))
-        for s in sessions:
-            for qi, (question, keys) in enumerate(agent_sessions.QUESTIONS):
-                q = {"session": s.name, "question": question, "keywords": keys}
-                cells = []
-                for m in modes:
-                    text = "".join(answers[(m, s.name, qi)])
-                    q[m] = {"answer": text, "correct": any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", text) for k in keys)}
-                    if m != "exact":
-                        q[m]["same"] = answers[(m, s.name, qi)] == answers[("exact", s.name, qi)]
-                    cells.append(f"{json.dumps(text.strip()[:40])} | {'yes' if q[m]['correct'] else 'no'}"
-                                 + (f" | {'yes' if q[m]['same'] else 'no'}" if m != "exact" else ""))
-                questions.append(q)
-                print(f"| {s.name} | {qi + 1} | " + " | ".join(cells) + " |")
-        for m in modes:
-            correct = sum(q[m]["correct"] for q in questions)
-            same = f", {sum(q[m]['same'] for q in questions)}/{len(questions)} answers identical to exact's" if m != "exact" else ""
-            summary[m]["questions_correct"] = correct
-            print(f"{m}: {correct}/{len(questions)} questions answered correctly{same}")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     res = {"date": datetime.date.today().isoformat(), "commit": commit,
            "machine": f"{platform.machine()} {os.cpu_count()} cores",
