@@ -65,3 +65,20 @@ def test_scale_shrinks_tool_outputs_but_keeps_the_structure():
     for f, s in zip(full, small):
         assert len(f.turns) == len(s.turns)
         assert sum(len(m["content"]) for m in s.turns[-1]) < sum(len(m["content"]) for m in f.turns[-1])
+
+
+def test_question_answers_are_read_off_the_pinned_files():
+    # bench_prefix_cache --questions scores an answer by its keywords: each keyword must be
+    # what the pinned sources actually say (a question whose key is not in them scores
+    # every mode wrong and compares nothing).
+    import re
+    sources = pkg_file("encoding.py") + pkg_file("exc.py")
+    feature = agent_sessions.build_sessions()[0]
+    assert "encoding.py" in feature.turns[-1][1]["content"] and "exc.py" in feature.turns[-1][1]["content"]
+    assert len(agent_sessions.QUESTIONS) == 8
+    for question, keys in agent_sessions.QUESTIONS:
+        assert question.endswith("only."), question
+        assert any(re.search(rf"(?<!\w){re.escape(k)}(?!\w)", sources) for k in keys), (question, keys)
+    assert re.search(r"class BadSignature\(BadData\)", sources)
+    assert re.search(r"class SignatureExpired\(BadTimeSignature\)", sources)
+    assert 'struct.Struct(">Q")' in sources and 'encoding: str = "utf-8"' in sources
