@@ -970,6 +970,11 @@ std::vector<Case> gemvCases(const std::string &format) {
     cases.push_back(matmulQ8xCase("q8_0", 1, {2048, 1024, 1024}, 1024, kPlain, 105));
     cases.push_back(matmulQ8xCase("q8_0", 1, {1024}, 2048, kResidual, 106));
     cases.push_back(matmulQ8xCase("q8_0", 1, {3072, 3072}, 1024, kPlain, 107));
+    // The same four at T = 8 (eight sequences decoding together: the many-token path).
+    cases.push_back(matmulQ8xCase("q8_0", 8, {2048, 1024, 1024}, 1024, kPlain, 126));
+    cases.push_back(matmulQ8xCase("q8_0", 8, {1024}, 2048, kResidual, 127));
+    cases.push_back(matmulQ8xCase("q8_0", 8, {3072, 3072}, 1024, kPlain, 128));
+    cases.push_back(matmulQ8xCase("q8_0", 8, {1024}, 3072, kResidual, 129));
     // Every decode weight type at Qwen2.5-Coder-7B's FFN shapes (up 3584 -> 18944, down
     // 18944 -> 3584) and its Q6_K LM head (3584 -> 152064, 447 MB): 1.7 GB of weights, so
     // only on request (SWZ_CHECK_GEMV_7B=1; bench/tune_q8x.sh): every other runner of the
