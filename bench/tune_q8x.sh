@@ -37,8 +37,6 @@ export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 VARIANTS=(
   "q4k-ship|q4_k|rpw=2|8"
   "q80-ship|q8_0|rpw=1|4"
-  "q80-ra-m6|q8_0|regacc=1,minctasm=6|4"
-  "q80-ra-m7|q8_0|regacc=1,minctasm=7|4"
   "q6k-ship|q6_k|rpw=1|4"
   "q6k-r2m5|q6_k|rpw=2,minctasm=5|8"
   "q6k-u2m6|q6_k|unroll=2,minctasm=6|4"

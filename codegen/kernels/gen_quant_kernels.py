@@ -1279,63 +1279,31 @@ def gemv_q8x(fmt):
     e.indent -= 2
     e.emit("} else {")
     e.indent += 2
-    if q8.get("regacc"):
-        # regacc: 2..8 tokens accumulate in registers too (P x 8 of them, loop-carried; a
-        # token past tb is skipped by a workgroup-uniform branch), instead of a
-        # workgroup-memory slot read and written per unit and token. The same additions in
-        # the same order as the slots, so the outputs are the same bits.
-        inits = ", ".join(f"%macc{i} = {zero}" for i in range(NA))
-        e.emit(f"%rm:{NA} = scf.for %u = %lane to %units step {c(32)} iter_args({inits}) -> ({ys}) {{")
-        e.indent += 2
-        contrib = unit("%u")
-        nxt = []
-        for j in range(TOK):
-            olds = [f"%macc{r * TOK + j}" for r in range(P)]
-            if j == 0:
-                nxt.append([e.fadd(o, cr) for o, cr in zip(olds, contrib("%t0"))])
-                continue
-            fp = ", ".join(["f32"] * P)
-            res = e.v(f"scf.if %tok{j} -> ({fp}) {{", "tk")
-            e.indent += 2
-            sums = [e.fadd(o, cr) for o, cr in zip(olds, contrib(e.add("%t0", c(j))))]
-            e.emit(f"scf.yield {', '.join(sums)} : {fp}")
-            e.indent -= 2
-            e.emit("} else {")
-            e.emit(f"  scf.yield {', '.join(olds)} : {fp}")
-            e.emit("}")
-            nxt.append([f"{res}#{r}" if P > 1 else res for r in range(P)])
-        e.emit(f"scf.yield {', '.join(nxt[j][r] for r in range(P) for j in range(TOK))} : {ys}")
-        e.indent -= 2
-        e.emit("}")
-        e.emit(f"scf.yield {', '.join(f'%rm#{i}' for i in range(NA))} : {ys}")
-        e.indent -= 2
-        e.emit("}")
-    else:
-        e.emit(f"%slots = memref.get_global @slots_{fmt} : {SLOTS}")
-        e.emit(f"scf.for %t = {c(0)} to {c(P * TOK)} step {c(1)} {{")
-        e.emit(f"  %s = arith.muli %t, {c(128)} : index")
-        e.emit("  %si = arith.addi %s, %tid : index")
-        e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
-        e.emit("}")
-        e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
-        e.indent += 2
-        contrib = unit("%u")
-        e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
-        e.indent += 2
-        e.emit("%tg = arith.addi %t0, %t : index")
-        for r, cr in enumerate(contrib("%tg")):
-            tr = e.add("%t", c(TOK * r)) if r else "%t"
-            slot = e.add(e.mul(tr, c(128)), "%tid")
-            old = e.v(f"memref.load %slots[{slot}] : {SLOTS}", "old")
-            e.emit(f"memref.store {e.fadd(old, cr)}, %slots[{slot}] : {SLOTS}")
-        e.indent -= 2
-        e.emit("}")
-        e.indent -= 2
-        e.emit("}")
-        outs = [e.v(f"memref.load %slots[{e.add('%tid', c(128 * j)) if j else '%tid'}] : {SLOTS}", "sv") for j in range(NA)]
-        e.emit(f"scf.yield {', '.join(outs)} : {ys}")
-        e.indent -= 2
-        e.emit("}")
+    e.emit(f"%slots = memref.get_global @slots_{fmt} : {SLOTS}")
+    e.emit(f"scf.for %t = {c(0)} to {c(P * TOK)} step {c(1)} {{")
+    e.emit(f"  %s = arith.muli %t, {c(128)} : index")
+    e.emit("  %si = arith.addi %s, %tid : index")
+    e.emit(f"  memref.store {zero}, %slots[%si] : {SLOTS}")
+    e.emit("}")
+    e.emit(f"scf.for %u = %lane to %units step {c(32)} {{")
+    e.indent += 2
+    contrib = unit("%u")
+    e.emit(f"scf.for %t = {c(0)} to %tb step {c(1)} {{")
+    e.indent += 2
+    e.emit("%tg = arith.addi %t0, %t : index")
+    for r, cr in enumerate(contrib("%tg")):
+        tr = e.add("%t", c(TOK * r)) if r else "%t"
+        slot = e.add(e.mul(tr, c(128)), "%tid")
+        old = e.v(f"memref.load %slots[{slot}] : {SLOTS}", "old")
+        e.emit(f"memref.store {e.fadd(old, cr)}, %slots[{slot}] : {SLOTS}")
+    e.indent -= 2
+    e.emit("}")
+    e.indent -= 2
+    e.emit("}")
+    outs = [e.v(f"memref.load %slots[{e.add('%tid', c(128 * j)) if j else '%tid'}] : {SLOTS}", "sv") for j in range(NA)]
+    e.emit(f"scf.yield {', '.join(outs)} : {ys}")
+    e.indent -= 2
+    e.emit("}")
     # The reduction: each 8-lane segment's partials by shuffle-xor 4, 2, 1, then the four
     # segment sums as (s0 + s1) + (s2 + s3), the same additions in the same order for one
     # token and for many (speculative verification must reproduce plain decoding's bits).

@@ -209,29 +209,6 @@ def test_q8x_gemv_with_more_rows_a_warp_passes_in_the_interpreter(tmp_path, monk
         _assert_all_ok(_interpret_and_check(tmp_path / t, src, "swz_gemv_q8x", cases), cases)
 
 
-def test_q8_0_gemv_with_register_accumulators_is_bitwise_the_slot_one(tmp_path):
-    # The tuning parameter regacc (2..8 tokens accumulate in loop-carried registers instead
-    # of workgroup-memory slots, bench/tune_q8x.sh): the float64 cases pass, and the outputs
-    # equal the slot kernel's bit for bit (the same additions in the same order), at three
-    # tokens and at one.
-    import numpy as np
-    cases = [line.split()[0] for line in _list("swz_gemv_q8x")
-             if "matmul_q8_0_q8x" in line and "N=18944" not in line and "N=1024 " not in line
-             and "N=3584" not in line and "N=2048" not in line and "N=3072" not in line]
-    assert len(cases) == 5  # T = 1, 3, 9, merged 3 and 2 outputs
-    src = _variant_module(tmp_path / "q8_0-regacc.mlir", "q8_0:regacc=1")
-    (tmp_path / "regacc").mkdir()
-    _assert_all_ok(_interpret_and_check(tmp_path / "regacc", src, "swz_gemv_q8x", cases), cases)
-    three = next(l for l in _list("swz_gemv_q8x") if "matmul_q8_0_q8x T=3 N=131 " in l).split()[0]
-    outs = []
-    for name, kernel in (("regacc3", src), ("slots3", Q8X)):
-        (tmp_path / name).mkdir()
-        outs.append(_run_at_3_and_1_tokens(tmp_path / name, kernel, "swz_gemv_q8x", three, t_arg=16, out=5))
-    (reg_many, reg_one), (slot_many, slot_one) = outs
-    assert np.array_equal(reg_many, slot_many)
-    assert np.array_equal(reg_one[:131], slot_one[:131])
-
-
 @pytest.mark.parametrize("t", ["q4_k", "q8_0", "q6_k", "q4_1", "q5_0"])
 def test_q8x_gemv_one_token_reproduces_the_many_token_path_bitwise(tmp_path, t):
     # Speculative verification (and a batch) runs a token through the many-token path
