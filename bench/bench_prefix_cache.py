@@ -142,7 +142,10 @@ def stream_chat(base: str, messages, max_tokens: int, include_usage: bool, extra
     if r.status_code != 200:
         raise RuntimeError(f"{base}: HTTP {r.status_code}: {r.text[:500]}")
     ttft, usage, chunks, finish_t, tokens, tops = None, None, 0, None, [], []
-    for line in r.iter_lines(decode_unicode=True):
+    # Lines split as bytes: str.splitlines (requests' decode_unicode=True) also splits at
+    # U+0085 / U+2028 / U+2029, which JSON strings may hold unescaped (a token's text).
+    for raw in r.iter_lines():
+        line = raw.decode("utf-8")
         if not line or not line.startswith("data: "):
             continue
         data = line[6:]
