@@ -51,8 +51,10 @@ void AtomOrderMemory::put(const std::string& key, std::vector<uint64_t> order) {
   }
 }
 
-std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
-                                std::string_view path_hint, bool whole_text_is_file) {
+namespace {
+
+/// find_code_regions, or the whole text as file `path_hint` (reorder_prompt_text's rule).
+std::vector<CodeRegion> regions_of(std::string_view text, std::string_view path_hint, bool whole_text_is_file) {
   std::vector<CodeRegion> regions = find_code_regions(text, path_hint);
   if (regions.empty() && whole_text_is_file && !text.empty() && language_from_path(path_hint) != Language::None) {
     CodeRegion whole;
@@ -61,6 +63,40 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
     whole.lang = language_from_path(path_hint);
     regions.push_back(std::move(whole));
   }
+  return regions;
+}
+
+/// Byte offsets of the line starts of `bytes` (atom lines map 1:1 onto a region's lines).
+std::vector<size_t> line_starts(std::string_view bytes) {
+  std::vector<size_t> starts{0};
+  for (size_t i = 0; i + 1 < bytes.size(); ++i)
+    if (bytes[i] == '\n') starts.push_back(i + 1);
+  return starts;
+}
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> code_atom_ranges(std::string_view text, std::string_view path_hint,
+                                                        bool whole_text_is_file) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const CodeRegion& r : regions_of(text, path_hint, whole_text_is_file)) {
+    if (r.lang == Language::None) continue;
+    const std::string_view bytes = text.substr(r.begin, r.end - r.begin);
+    std::shared_ptr<const Atomization> az =
+        atomize(region_code(bytes, r.numbering), r.lang, r.path.empty() ? std::string_view() : std::string_view(r.path));
+    const std::vector<size_t> starts = line_starts(bytes);
+    auto line_byte = [&](int line) { return static_cast<size_t>(line) < starts.size() ? starts[static_cast<size_t>(line)] : bytes.size(); };
+    for (const Atom& a : az->atoms) {
+      const size_t b = line_byte(a.first_line), e = line_byte(a.end_line);
+      if (e > b) out.emplace_back(r.begin + b, r.begin + e);
+    }
+  }
+  return out;
+}
+
+std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
+                                std::string_view path_hint, bool whole_text_is_file) {
+  std::vector<CodeRegion> regions = regions_of(text, path_hint, whole_text_is_file);
   stats.regions += static_cast<int>(regions.size());
   if (regions.empty()) return std::string(text);
   std::string out;
@@ -76,10 +112,7 @@ std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, 
     std::shared_ptr<const Atomization> az = atomize(code, r.lang, r.path.empty() ? std::string_view() : std::string_view(key));
     if (!az->parsed || az->has_error || az->atoms.size() < 2) continue;
 
-    // Line starts of the region's bytes: atom lines map 1:1 onto them.
-    std::vector<size_t> starts{0};
-    for (size_t i = 0; i + 1 < bytes.size(); ++i)
-      if (bytes[i] == '\n') starts.push_back(i + 1);
+    const std::vector<size_t> starts = line_starts(bytes);
     auto line_byte = [&](int line) { return static_cast<size_t>(line) < starts.size() ? starts[static_cast<size_t>(line)] : bytes.size(); };
 
     // The key's atoms in first-seen order (append-only): atoms seen before take their

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace swz::frontend_ast {
@@ -78,5 +79,13 @@ struct ReorderStats {
 /// bytes, e.g. {"path": ..., "content": ...}).
 std::string reorder_prompt_text(std::string_view text, AtomOrderMemory& memory, ReorderStats& stats, int& unnamed,
                                 std::string_view path_hint = "", bool whole_text_is_file = false);
+
+/// The byte ranges [begin, end) in `text` of the AST atoms of every code region
+/// (find_code_regions; Language::None regions excluded), in order, for CacheMode::Approx,
+/// which leaves the text as it is and reuses each atom's K/V wherever its bytes recur. A
+/// numbered region's atoms include their line-number prefixes (the bytes the model sees).
+/// `path_hint` and `whole_text_is_file` as in reorder_prompt_text. No code: empty.
+std::vector<std::pair<size_t, size_t>> code_atom_ranges(std::string_view text, std::string_view path_hint = "",
+                                                        bool whole_text_is_file = false);
 
 }  // namespace swz::frontend_ast

@@ -436,6 +436,7 @@ AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
   engine::ChatPrompt prompt = p.req.prompt;
   p.reorder = apply_cache_mode(p.cache_mode, prompt.messages, cache_policy_);
   p.gen.prompt = tokenize_prompt(engine_, prompt);
+  if (p.cache_mode == frontend_ast::CacheMode::Approx) p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
   const int n_ctx = engine_.info().n_ctx;
   const int n_prompt = static_cast<int>(p.gen.prompt.size());
   if (n_prompt + 1 > n_ctx) {

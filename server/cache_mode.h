@@ -1,8 +1,11 @@
 // Prompt cache modes per request (issue 15 item 2): `exact` (default) leaves the prompt
 // untouched; `reorder` rewrites code found in message contents into a canonical order of
 // AST atoms (frontend_ast/reorder.h) before templating, so an edit early in a file keeps
-// the prefix cache for the atoms after it on later turns; `approx` (RoPE re-rotation of
-// cached KV) is not implemented and is refused with 400, never applied silently.
+// the prefix cache for the atoms after it on later turns; `approx` (experimental) leaves
+// the prompt as it is and reuses each code atom's K/V position-independently, re-rotated
+// (RoPE) to where the atom now stands (engine::GenerateRequest::approx_atoms); it is only
+// ever applied to a request that asks for it (or to every request when the operator made
+// it the server's default), and every response names the mode it ran with.
 //
 // A request selects its mode by the body field "swizzle_cache_mode" (OpenAI chat and
 // Anthropic messages) or the header "X-Swizzle-Cache-Mode"; neither: the server's
@@ -37,8 +40,8 @@ struct CacheModePolicy {
 /// The mode of one request from its body field (`field`: the value of "swizzle_cache_mode",
 /// or nullptr when absent) and its X-Swizzle-Cache-Mode header value ("" when absent).
 /// Throws ApiError 400 (param "swizzle_cache_mode") when a value is not a string, not one
-/// of "exact" / "reorder" / "approx", when field and header disagree, and for "approx"
-/// (not implemented). Neither given: `policy.default_mode`.
+/// of "exact" / "reorder" / "approx", and when field and header disagree. Neither given:
+/// `policy.default_mode`.
 frontend_ast::CacheMode resolve_cache_mode(const nlohmann::json* field, const std::string& header,
                                            const CacheModePolicy& policy);
 
@@ -51,6 +54,20 @@ frontend_ast::CacheMode resolve_cache_mode(const nlohmann::json* field, const st
 /// string with a path hint, or a role "tool" content with one, in which no code region is
 /// found is taken as that file's bytes when the path names a known language.
 /// For Exact nothing changes. Returns what was done (all zero for Exact).
+/// Atoms shorter than this many tokens are not reused by the approx mode (their recomputed
+/// head would be most of them).
+inline constexpr int kApproxMinAtomTokens = 8;
+
+/// For CacheMode::Approx: the token ranges of `prompt` (the tokens `messages` were templated
+/// into) that hold a code atom of a message's content (frontend_ast::code_atom_ranges; in a
+/// JSON tool result, of its strings, found in their JSON-escaped form), for
+/// GenerateRequest::approx_atoms. An atom is looked for in the prompt's bytes as its tokens
+/// spell them (engine.token_piece), after the previous atom; one not found (a template that
+/// rewrote the text) is skipped; a token that straddles an atom's edge is left out of it;
+/// atoms under kApproxMinAtomTokens tokens are dropped. Sorted, not overlapping.
+std::vector<engine::TokenSpan> approx_atom_spans(const std::vector<engine::ChatMessage>& messages,
+                                                 const std::vector<int32_t>& prompt, engine::Engine& engine);
+
 frontend_ast::ReorderStats apply_cache_mode(frontend_ast::CacheMode mode, std::vector<engine::ChatMessage>& messages,
                                             const CacheModePolicy& policy);
 

@@ -106,6 +106,9 @@ void add_cache_options(CLI::App* cmd, EngineOptions& eo) {
       ->capture_default_str();
   cmd->add_option("--cache-host-mb", eo.cache_host_mb, "prefix cache: host-RAM tier for blocks evicted from the page pool, MiB (0 = none)")
       ->capture_default_str();
+  cmd->add_option("--approx-atom-mb", eo.approx_atom_mb,
+                  "cache mode approx: host RAM for the code atoms' K/V it reuses at other positions, MiB (0 = none)")
+      ->capture_default_str();
   cmd->add_option("--cache-dir", eo.cache_dir, "prefix cache: disk tier directory (survives restarts; default: none)");
   cmd->add_option("--cache-disk-mb", eo.cache_disk_mb, "prefix cache: disk tier budget, MiB")->capture_default_str();
   cmd->add_option("--cache-key", g_cache_key_path,
@@ -400,15 +403,15 @@ int main(int argc, char** argv) {
   serve_cmd
       ->add_option("--cache-mode", g_cache_mode,
                    "prompt cache mode of requests that name none (field swizzle_cache_mode / header "
-                   "X-Swizzle-Cache-Mode): exact (prompt untouched) or reorder (code atoms in a canonical order; "
-                   "docs/server.md)")
+                   "X-Swizzle-Cache-Mode): exact (prompt untouched), reorder (code atoms in a canonical order) or "
+                   "approx (experimental: code atoms' K/V reused at other positions, RoPE re-rotated; answers may "
+                   "differ from exact's; docs/server.md)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
-            if (v == "exact" || v == "reorder") return "";
-            if (v == "approx") return "cache mode 'approx' is not implemented (use exact or reorder)";
-            return "expected exact or reorder, got '" + v + "'";
+            if (v == "exact" || v == "reorder" || v == "approx") return "";
+            return "expected exact, reorder or approx, got '" + v + "'";
           },
-          "exact|reorder"))
+          "exact|reorder|approx"))
       ->capture_default_str();
   serve_cmd->add_option("--receipts", accounts.receipts_key,
                         "sign an execution receipt for every response with this Ed25519 key (swizzle-rt keygen; "

@@ -462,6 +462,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
     prompt.continue_final_message = p.req.continue_final_message;
     prompt.assistant_prefix = p.req.forced_prefix;
     p.gen.prompt = engine_.tokenize_chat_prompt(prompt);
+    if (p.cache_mode == frontend_ast::CacheMode::Approx) p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }

@@ -75,8 +75,6 @@ struct Server::Impl {
       store = std::make_unique<KeyStore>(opts.key_store, opts.key_store_recheck_ms);
       store->note = [this](const std::string& line) { log(line); };
     }
-    if (opts.cache_mode == frontend_ast::CacheMode::Approx)
-      throw std::invalid_argument("cache mode 'approx' is not implemented (use exact or reorder)");
     CacheModePolicy policy;  // one atom-order memory for both wire formats
     policy.default_mode = opts.cache_mode;
     chat.set_cache_policy(policy);

@@ -115,7 +115,8 @@ class PackageEngine final : public Engine {
         std::lock_guard<std::mutex> lock(stats_mu_);
         if (failure_.empty()) failure_ = what;
       };
-      sched_ = std::make_unique<Scheduler>(*batch_, *kv_, so, std::move(hooks));
+      if (opts.approx_atom_mb > 0) atoms_ = std::make_unique<kvcache::AtomStore>(static_cast<size_t>(opts.approx_atom_mb) << 20);
+      sched_ = std::make_unique<Scheduler>(*batch_, *kv_, so, std::move(hooks), atoms_.get());
     } catch (const LoadError&) {
       throw;
     } catch (const std::exception& e) {
@@ -220,6 +221,12 @@ class PackageEngine final : public Engine {
     s.disk_reads = b.disk_reads;
     s.disk_writes = b.disk_writes;
     s.disk_rejects = b.disk_rejects;
+    if (atoms_) {
+      const kvcache::AtomStore::Stats a = atoms_->stats();
+      s.approx_atoms = a.atoms;
+      s.approx_atom_bytes = a.bytes;
+      s.approx_atom_hits = a.hits;
+    }
     return s;
   }
 
@@ -382,6 +389,7 @@ class PackageEngine final : public Engine {
   exec::BackendModel bm_;  // the backend, the KV page pool and prefix cache, the model
   kvcache::BlockManager* kv_ = nullptr;   // bm_.kv
   exec::BatchModel* batch_ = nullptr;     // bm_.executor
+  std::unique_ptr<kvcache::AtomStore> atoms_;  // before sched_: the scheduler uses it until destroyed
   std::unique_ptr<Scheduler> sched_;
 };
 

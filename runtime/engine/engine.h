@@ -61,6 +61,9 @@ struct EngineOptions {
   std::string cache_dir;       ///< disk tier directory ("" = no disk tier)
   std::string cache_key;       ///< the disk tier's 32-byte master key (raw bytes; required with cache_dir)
   uint64_t cache_disk_mb = 10240;  ///< disk tier budget in MiB
+  /// Host RAM for the atoms' K/V the `approx` cache mode saves and reuses
+  /// (kvcache::AtomStore; GenerateRequest::approx_atoms), MiB; 0 = the mode reuses nothing.
+  uint64_t approx_atom_mb = 512;
   /// Prompt-lookup speculative decoding (engine/speculative.h) for requests that do not
   /// choose (GenerateRequest::speculative). Output is the same either way (greedy:
   /// byte-identical; sampled: the same distribution); only speed differs.
@@ -158,6 +161,17 @@ struct TokenLogprobs {
   std::vector<TokenLogprob> top;  ///< size = the request's `logprobs` (fewer if the vocabulary is smaller)
 };
 
+/// Prompt token indices [begin, end).
+struct TokenSpan {
+  int begin = 0;
+  int end = 0;
+  bool operator==(const TokenSpan&) const = default;
+};
+
+/// Share of each reused atom's tokens the `approx` cache mode recomputes (its first ones),
+/// by default: CacheBlend's ~15% (Yao et al. 2025, recomputing 15% of tokens kept quality).
+inline constexpr float kApproxRecompute = 0.15f;
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;  ///< token ids, already templated (see tokenize_chat)
   int max_tokens = -1;          ///< -1 = until end of generation or the context is full
@@ -208,7 +222,25 @@ struct GenerateRequest {
   /// generation. For benchmarks on random-weight models, whose greedy answers hit an EOG
   /// token after a few tokens.
   bool ignore_eos = false;
+  /// The `approx` cache mode (experimental; docs/server.md "Cache modes"): the prompt's code
+  /// atoms as token ranges (each past the first prompt token and before the last; sorted,
+  /// not overlapping). Non-empty: position-independent reuse. After the longest cached
+  /// prefix, an atom whose tokens an earlier approx request held anywhere in its prompt
+  /// (kvcache::AtomStore) takes that request's K/V instead of a prefill: V as computed, K
+  /// re-rotated (RoPE) to the new positions, except its first approx_recompute share of
+  /// tokens (at least kApproxMinRecompute), which are prefilled where they are, attending to
+  /// everything before them (EPIC's recompute of each chunk's first tokens, Hu et al. 2024).
+  /// The reused tokens count as cached_tokens. That K/V is not what a prefill computes, so
+  /// approx requests keep prefix-cache blocks of their own: they never match blocks of
+  /// exact requests, and exact requests never match theirs. Each atom a prefill computed
+  /// is saved for later requests. Empty: exact prefix caching only.
+  std::vector<TokenSpan> approx_atoms;
+  /// Share of each reused atom recomputed (0..1; kApproxRecompute).
+  float approx_recompute = kApproxRecompute;
 };
+
+/// Tokens of a reused atom the `approx` mode recomputes at least (its first ones).
+inline constexpr int kApproxMinRecompute = 2;
 
 /// The most choices GenerateRequest::n may ask for.
 inline constexpr int kMaxChoices = 64;
@@ -283,6 +315,8 @@ class Admission {
   const GenerateRequest& request() const { return req_; }
   int prompt_tokens() const { return static_cast<int>(req_.prompt.size()); }
   int cached_tokens() const { return cached_tokens_; }
+  /// Of cached_tokens, those reused position-independently (GenerateRequest::approx_atoms).
+  int approx_tokens() const { return approx_tokens_; }
   int uncached_tokens() const { return prompt_tokens() - cached_tokens_; }
   /// Cancellation while no token is being delivered: `check` is called before every step
   /// of the request's sequence (each prefill chunk, at most --batch-tokens prompt tokens
@@ -323,6 +357,7 @@ class Admission {
   Admission(GenerateRequest req, int cached_tokens) : req_(std::move(req)), cached_tokens_(cached_tokens) {}
   GenerateRequest req_;
   int cached_tokens_ = 0;
+  int approx_tokens_ = 0;
   CancelCheck cancel_;
   std::function<void(const std::vector<TokenLogprobs>&)> prefilled_;
   EventWait wait_;
@@ -344,6 +379,10 @@ struct CacheStats {
   uint64_t restores = 0;       ///< host -> device copies on a hit
   uint64_t disk_reads = 0, disk_writes = 0;
   uint64_t disk_rejects = 0;   ///< disk files ignored as corrupt, truncated or foreign
+  // The approx cache mode's atom store (kvcache::AtomStore):
+  uint64_t approx_atoms = 0;       ///< atoms saved now
+  uint64_t approx_atom_bytes = 0;  ///< their K/V bytes (host RAM)
+  uint64_t approx_atom_hits = 0;   ///< atoms found for a request (installed unless the request did not run)
 };
 
 /// Speculative-decoding counters since the engine started (for /metrics).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <stdexcept>
 
 #include "backend/backend.h"
@@ -57,7 +58,10 @@ class Scheduler::PagedAdmission final : public Admission {
     release_pins();
     uncount();
   }
-  void set_cached(int n) { cached_tokens_ = n; }
+  void set_cached(int n, int approx = 0) {
+    cached_tokens_ = n;
+    approx_tokens_ = approx;
+  }
   void release_pins() {
     if (!pinned.empty()) sched->kv_.unpin(pinned);
     pinned.clear();
@@ -67,6 +71,15 @@ class Scheduler::PagedAdmission final : public Admission {
     counted = false;
   }
   Scheduler* sched;
+  /// A planned atom install (the approx mode): positions [begin, end) take `atom`'s K/V
+  /// from its token `from` on.
+  struct Install {
+    int begin = 0, end = 0, from = 0;
+    std::shared_ptr<const kvcache::AtomKV> atom;
+  };
+  kvcache::BlockKey model;                // the cache namespace: the model's key, or the approx mode's
+  std::string scope;                      // match_partial scope (GenerateRequest::cache_scope; approx: its own)
+  std::vector<Install> installs;          // in position order
   std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
   int disk_tenant = -1;                   // the request's disk tier (kvcache::BlockManager::disk_tenant), -1: none
   std::vector<kvcache::BlockKey> pinned;  // keys[0 .. matched), then the partial block, while pinned
@@ -158,6 +171,8 @@ struct Scheduler::Seq {
   int n_past = 0;                  // positions whose K/V are computed
   std::vector<int32_t> history;    // the tokens of positions 0..n_past-1
   int reused = 0;                  // prompt tokens taken from the prefix cache
+  int installed = 0;               // prompt tokens whose K/V an atom install wrote (approx mode)
+  size_t next_install = 0;         // the admission's next planned install
   int prompt_done = 0;             // prompt positions computed when prefill ended (publish_prompt_tail)
   int reserve = 0;                 // pages reserved for this sequence
   bool prefilling = true;
@@ -182,8 +197,10 @@ struct Scheduler::Seq {
   bool use_ids = false;
 };
 
-Scheduler::Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks)
-    : model_(model), kv_(kv), opts_(opts), hooks_(std::move(hooks)), n_vocab_(model.n_vocab()) {
+Scheduler::Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks,
+                     kvcache::AtomStore* atoms)
+    : model_(model), kv_(kv), atoms_(atoms), approx_model_(kvcache::model_key("swizzle-approx/1 " + kv.model().hex())),
+      opts_(opts), hooks_(std::move(hooks)), n_vocab_(model.n_vocab()) {
   if (opts_.parallel < 1 || opts_.parallel > model.max_seqs())
     throw std::invalid_argument("--parallel " + std::to_string(opts_.parallel) + " must be in 1.." + std::to_string(model.max_seqs()));
   if (opts_.batch_tokens < opts_.parallel || opts_.batch_tokens > model.max_rows())
@@ -243,17 +260,40 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
   auto a = std::make_unique<PagedAdmission>(req, *this);  // counted from here
   const int n_prompt = static_cast<int>(req.prompt.size());
   if (kv_.prefix_cache_enabled() && req.disk_cache) a->disk_tenant = kv_.disk_tenant(req.cache_tenant);
+  const bool approx = !req.approx_atoms.empty();
+  a->model = approx ? approx_model_ : kv_.model();
+  a->scope = approx ? "approx\n" + req.cache_scope : req.cache_scope;
   // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
   if (kv_.prefix_cache_enabled() && !req.prompt_logprobs) {
-    a->keys = kvcache::block_keys(kv_.model(), req.prompt.data(), req.prompt.size());
+    a->keys = kvcache::block_keys(a->model, req.prompt.data(), req.prompt.size());
     const int matched = kv_.match_and_pin(a->keys, a->pinned, a->disk_tenant);
     // Then the start of the next block, from any cached block under the last matched key,
     // short of the last prompt position (always evaluated).
     const int room = std::min(n_prompt - 1 - matched * kTok, kTok - 1);
     a->partial = kv_.match_partial(matched ? a->keys[static_cast<size_t>(matched - 1)] : kvcache::BlockKey{},
                                    req.prompt.data() + static_cast<size_t>(matched) * kTok, room, a->pinned,
-                                   req.cache_scope);
-    a->set_cached(std::min(matched * kTok + a->partial, n_prompt - 1));
+                                   a->scope);
+    const int prefix = std::min(matched * kTok + a->partial, n_prompt - 1);
+    // Atoms after the cached prefix whose K/V an earlier approx request saved: all but their
+    // first tokens are installed (recomputing those restores attention across atoms).
+    int approx_tokens = 0;
+    if (approx && atoms_) {
+      int at = prefix;  // the installs are in position order and do not overlap
+      for (const TokenSpan& sp : req.approx_atoms) {
+        const int len = sp.end - sp.begin;
+        if (sp.begin < at || sp.begin < 1 || sp.end > n_prompt - 1 || len <= 0) continue;
+        const int head = std::max(kApproxMinRecompute,
+                                  static_cast<int>(std::ceil(std::clamp(req.approx_recompute, 0.f, 1.f) * static_cast<float>(len))));
+        if (len - head < kApproxMinRecompute) continue;
+        std::shared_ptr<const kvcache::AtomKV> atom =
+            atoms_->find(kvcache::block_key(a->model, {}, req.prompt.data() + sp.begin, len));
+        if (!atom || atom->n != len) continue;
+        a->installs.push_back({sp.begin + head, sp.end, head, std::move(atom)});
+        approx_tokens += len - head;
+        at = sp.end;
+      }
+    }
+    a->set_cached(prefix + approx_tokens, approx_tokens);
   }
   return a;
 }
@@ -718,7 +758,7 @@ std::vector<kvcache::BlockKey> Scheduler::prompt_block_keys(Seq& s, size_t n_ful
   std::vector<kvcache::BlockKey> keys(pk.begin(), pk.begin() + static_cast<ptrdiff_t>(std::min(n_full, pk.size())));
   if (n_full > keys.size()) {
     const size_t from = keys.size() * kTok;
-    const std::vector<kvcache::BlockKey> more = kvcache::block_keys(kv_.model(), s.history.data() + from, n_full * kTok - from,
+    const std::vector<kvcache::BlockKey> more = kvcache::block_keys(s.job->adm.model, s.history.data() + from, n_full * kTok - from,
                                                                      keys.empty() ? kvcache::BlockKey{} : keys.back());
     keys.insert(keys.end(), more.begin(), more.end());
   }
@@ -735,7 +775,7 @@ void Scheduler::publish_prompt_blocks(Seq& s) {
   // Deepest block first: a prefix ends up more recently used than its extensions.
   for (size_t b = keys.size(); b-- > 0;)
     kv_.publish(keys[b], s.table[b], s.job->adm.disk_tenant, b ? keys[b - 1] : kvcache::BlockKey{},
-                std::span<const int32_t>(s.history.data() + b * kTok, kTok), s.req.cache_scope);
+                std::span<const int32_t>(s.history.data() + b * kTok, kTok), s.job->adm.scope);
 }
 
 void Scheduler::publish_prompt_tail(Seq& s) {
@@ -753,15 +793,80 @@ void Scheduler::publish_prompt_tail(Seq& s) {
   const std::vector<kvcache::BlockKey> keys = prompt_block_keys(s, b);
   const kvcache::BlockKey parent = b ? keys.back() : kvcache::BlockKey{};
   const int32_t* tokens = s.history.data() + b * kTok;
-  kv_.publish(kvcache::block_key(kv_.model(), parent, tokens, tail), s.table[b], -1, parent,
-              std::span<const int32_t>(tokens, static_cast<size_t>(tail)), s.req.cache_scope);
+  kv_.publish(kvcache::block_key(s.job->adm.model, parent, tokens, tail), s.table[b], -1, parent,
+              std::span<const int32_t>(tokens, static_cast<size_t>(tail)), s.job->adm.scope);
 }
 
 void Scheduler::end_prefill_stats(Seq& s) {
-  hit_tokens_ += static_cast<uint64_t>(s.reused);
-  miss_tokens_ += static_cast<uint64_t>(s.n_past - s.reused);
+  hit_tokens_ += static_cast<uint64_t>(s.reused + s.installed);
+  miss_tokens_ += static_cast<uint64_t>(s.n_past - s.reused - s.installed);
   publish_prompt_blocks(s);
+  save_atoms(s);
   s.t_prefilled = Clock::now();
+}
+
+bool Scheduler::install_atom(Seq& s) {
+  const PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
+  const int n = in.end - in.begin;
+  if (!prepare_pages(s, n)) return false;
+  const kvcache::KvGeometry g = model_.kv_geometry();
+  const size_t kvw = static_cast<size_t>(g.kv_width());
+  const kvcache::AtomKV& atom = *in.atom;
+  // K was roped at the atom's old positions: rotate it by the distance to the new ones.
+  const int delta = in.begin - (atom.pos0 + in.from);
+  std::vector<uint16_t> k, v;
+  for (int p = in.begin; p < in.end;) {
+    const int slot = p % kTok, m = std::min(kTok - slot, in.end - p);
+    k.resize(static_cast<size_t>(g.n_layer) * m * kvw);
+    v.resize(k.size());
+    for (int l = 0; l < g.n_layer; ++l) {
+      const size_t src = (static_cast<size_t>(l) * atom.n + static_cast<size_t>(in.from + p - in.begin)) * kvw;
+      const size_t dst = static_cast<size_t>(l) * m * kvw;
+      std::copy_n(atom.k.data() + src, m * kvw, k.data() + dst);
+      std::copy_n(atom.v.data() + src, m * kvw, v.data() + dst);
+    }
+    kvcache::rerotate_k(k.data(), g.n_layer * m, g, delta);
+    model_.write_kv(s.table[static_cast<size_t>(p / kTok)], slot, m, k.data(), v.data());
+    p += m;
+  }
+  s.history.insert(s.history.end(), s.req.prompt.begin() + in.begin, s.req.prompt.begin() + in.end);
+  s.n_past = in.end;
+  s.installed += n;
+  ++s.next_install;
+  return true;
+}
+
+void Scheduler::save_atoms(Seq& s) {
+  // Each atom whose K/V is now in the sequence's pages and not saved yet: saved for later
+  // approx requests (those installed here are saved already, under the same key).
+  if (!atoms_ || s.req.approx_atoms.empty() || s.choice != 0) return;
+  const kvcache::KvGeometry g = model_.kv_geometry();
+  const size_t kvw = static_cast<size_t>(g.kv_width());
+  std::vector<uint16_t> k, v;
+  for (const TokenSpan& sp : s.req.approx_atoms) {
+    const int len = sp.end - sp.begin;
+    if (len <= 0 || sp.begin < 0 || sp.end > s.n_past) continue;
+    const kvcache::BlockKey key = kvcache::block_key(s.job->adm.model, {}, s.req.prompt.data() + sp.begin, len);
+    if (atoms_->contains(key)) continue;
+    auto atom = std::make_shared<kvcache::AtomKV>();
+    atom->pos0 = sp.begin;
+    atom->n = len;
+    atom->k.resize(static_cast<size_t>(g.n_layer) * len * kvw);
+    atom->v.resize(atom->k.size());
+    for (int p = sp.begin; p < sp.end;) {
+      const int slot = p % kTok, m = std::min(kTok - slot, sp.end - p);
+      k.resize(static_cast<size_t>(g.n_layer) * m * kvw);
+      v.resize(k.size());
+      model_.read_kv(s.table[static_cast<size_t>(p / kTok)], slot, m, k.data(), v.data());
+      for (int l = 0; l < g.n_layer; ++l) {
+        const size_t dst = (static_cast<size_t>(l) * len + static_cast<size_t>(p - sp.begin)) * kvw;
+        std::copy_n(k.data() + static_cast<size_t>(l) * m * kvw, m * kvw, atom->k.data() + dst);
+        std::copy_n(v.data() + static_cast<size_t>(l) * m * kvw, m * kvw, atom->v.data() + dst);
+      }
+      p += m;
+    }
+    atoms_->put(key, std::move(atom));
+  }
 }
 
 void Scheduler::finish(Seq& s, FinishReason why) {
@@ -912,7 +1017,30 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     if (rows_left <= 0) break;
     Seq& s = *sp;
     const int n_prompt = static_cast<int>(s.req.prompt.size());
+    // Approx mode: an atom install at the cursor is written now and the cursor passes it;
+    // one the cursor has passed (a longer cached prefix found at start) is dropped.
+    const auto& installs = s.job->adm.installs;
+    bool waiting = false;
+    while (s.next_install < installs.size() && installs[s.next_install].begin <= s.n_past) {
+      if (installs[s.next_install].begin < s.n_past) {
+        ++s.next_install;
+        continue;
+      }
+      try {
+        if (!install_atom(s)) {
+          waiting = true;  // no page now: try again next step
+          break;
+        }
+      } catch (const backend::Error& e) {
+        if (hooks_.failed) hooks_.failed(e.what());
+        auto err = std::current_exception();
+        for (auto& r : running) fail(*r, err);
+        return false;
+      }
+    }
+    if (waiting) continue;
     int n = std::min(n_prompt - s.n_past, rows_left);
+    if (s.next_install < installs.size()) n = std::min(n, installs[s.next_install].begin - s.n_past);
     if (s.req.prompt_logprobs) n = std::min(n, kPromptLogprobsChunk);
     if (!prepare_pages(s, n)) continue;
     s.tokens.assign(s.req.prompt.begin() + s.n_past, s.req.prompt.begin() + s.n_past + n);

@@ -40,6 +40,15 @@
 // tokens; when the pool or the slots cannot run all n at once, the choices run in waves
 // of `width`, each new one starting from the fork point as an earlier one ends.
 //
+// The `approx` cache mode (GenerateRequest::approx_atoms; experimental): admit() finds, for
+// each code atom after the cached prefix, K/V an earlier approx request saved for the same
+// tokens (kvcache::AtomStore), and plans to install it: while prefilling, the sequence's
+// prompt chunks stop at each planned atom's recomputed head; when the cursor reaches the
+// rest of the atom, its K/V is written into the sequence's pages (K re-rotated to the new
+// positions, kvcache::rerotate_k) and the cursor jumps past it. Approx requests key their
+// prefix-cache blocks in a namespace of their own (a model key derived from the model's),
+// and save each atom their prefill computed when it ends.
+//
 // Per-sequence state (block table, token history, sampler, drafter, grammar matcher, stop
 // conditions) lives here, not in the model. A constrained request (GenerateRequest::grammar)
 // samples and verifies every row under its matcher's mask (grammar/matcher.h) and ends with
@@ -66,6 +75,7 @@
 #include "engine/step_cost.h"
 #include "exec/batch_model.h"
 #include "grammar/matcher.h"
+#include "kvcache/atom_store.h"
 #include "kvcache/block_manager.h"
 
 namespace swz::engine {
@@ -99,7 +109,10 @@ class Scheduler {
   /// Starts the step thread. `model` and `kv` must outlive the scheduler. Throws
   /// std::invalid_argument when the options do not fit the model (parallel > max_seqs,
   /// batch_tokens > max_rows or < parallel).
-  Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks);
+  /// `atoms` (may be null: the approx cache mode then reuses nothing position-independently)
+  /// holds the atoms approx requests save and reuse (GenerateRequest::approx_atoms).
+  Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks,
+            kvcache::AtomStore* atoms = nullptr);
   /// Stops the step thread; requests still queued or running end with an error.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
@@ -126,6 +139,10 @@ class Scheduler {
   /// Prompt rows evaluated by forward passes since start (prefill chunks; a request with n
   /// choices counts its prompt once).
   uint64_t prefill_rows() const { return prefill_rows_.load(); }
+  /// The model key approx requests' prefix-cache blocks are keyed under (block_keys with
+  /// it name their blocks; GenerateRequest::approx_atoms), and their atoms' keys
+  /// (block_key(approx_model(), {}, tokens, n)).
+  const kvcache::BlockKey& approx_model() const { return approx_model_; }
 
  private:
   struct Job;
@@ -149,12 +166,16 @@ class Scheduler {
   void publish_prompt_blocks(Seq& s);
   void publish_prompt_tail(Seq& s);
   void end_prefill_stats(Seq& s);
+  bool install_atom(Seq& s);
+  void save_atoms(Seq& s);
   int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
   int choice_width(const GenerateRequest& req, bool partial_hit = false) const;
   void cancel(Job& j);
 
   exec::BatchModel& model_;
   kvcache::BlockManager& kv_;
+  kvcache::AtomStore* atoms_ = nullptr;
+  kvcache::BlockKey approx_model_;  // the approx mode's cache namespace (GenerateRequest::approx_atoms)
   SchedulerOptions opts_;
   SchedulerHooks hooks_;
   int n_vocab_ = 0;

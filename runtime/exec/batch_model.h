@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/sequence_model.h"
+#include "kvcache/atom_store.h"
 
 namespace swz::exec {
 
@@ -48,6 +49,17 @@ class BatchModel {
   virtual void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) = 0;
   /// Copies page `src`'s K/V into page `dst` (copy-on-write of a shared page).
   virtual void copy_page(int dst, int src) = 0;
+
+  // Token-level K/V access for position-independent reuse (the `approx` cache mode,
+  // kvcache/atom_store.h), whatever the backend's page layout.
+  /// The model's KV shape and RoPE (package hparams).
+  virtual kvcache::KvGeometry kv_geometry() const = 0;
+  /// Copies slots slot0 .. slot0 + n - 1 of `page` (0 <= slot0, slot0 + n <= 64) to `k`
+  /// and `v`, f16 [n_layer][n][kv_width] each. Ordered after every earlier forward().
+  virtual void read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) = 0;
+  /// Writes those slots from `k` and `v` (same layout); the page's other slots keep their
+  /// values. Ordered before every later forward().
+  virtual void write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) = 0;
 };
 
 }  // namespace swz::exec

@@ -112,6 +112,14 @@ struct GraphExecutor::Impl {
   int table_stride = 0, pos_stride = 0;
   std::vector<int> seq_pos0;  // per arranged sequence: its first position this pass
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
+  bool cpu_tiles = false;  // the cpu format: K [64][kv_width], V [kv_width][64]; else [n_head_kv][64][head_dim] both
+  kvcache::KvGeometry geom;
+  /// Element offset in a tile of (slot, dim) for K (`is_v` false) or V, dim in 0..kv_width-1.
+  size_t tile_index(bool is_v, int slot, int dim) const {
+    const int kvw = n_head_kv * head_dim;
+    if (cpu_tiles) return is_v ? static_cast<size_t>(dim) * kvcache::kBlockTokens + slot : static_cast<size_t>(slot) * kvw + dim;
+    return (static_cast<size_t>(dim / head_dim) * kvcache::kBlockTokens + slot) * head_dim + dim % head_dim;
+  }
   std::vector<backend::Buffer> kv_k, kv_v;  // per layer: n_pages tiles
   std::vector<GraphBuffer> bufs;
   std::vector<Weight> weights;
@@ -245,6 +253,12 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
   n_layer = hp.at("n_layer").get<int>();
   n_head_kv = hp.at("n_head_kv").get<int>();
   head_dim = hp.at("head_dim").get<int>();
+  geom.n_layer = n_layer;
+  geom.n_head_kv = n_head_kv;
+  geom.head_dim = head_dim;
+  geom.n_rot = hp.at("n_rot").get<int>();
+  geom.rope_theta = hp.at("rope_theta").get<float>();
+  geom.neox = hp.at("rope_type").get<std::string>() == "neox";
   std::map<std::string, int> buf_index;
   for (auto& [name, width] : g.at("buffers").items()) {
     buf_index[name] = static_cast<int>(bufs.size());
@@ -383,6 +397,7 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
     throw std::invalid_argument("executor: max_rows, max_seqs, n_ctx and n_pages must be positive");
   m.be = std::move(be);
   m.ahead = m.be->info().backend != "cpu";
+  m.cpu_tiles = m.be->info().backend == "cpu";
   m.opts = opts;
   m.be->load_kernels(pkg.manifest, pkg.dir);
   m.plan(pkg);
@@ -460,6 +475,44 @@ void GraphExecutor::copy_page(int dst, int src) {
     m.be->copy(m.kv_k[l], dst * m.tile_bytes, m.kv_k[l], src * m.tile_bytes, m.tile_bytes);
     m.be->copy(m.kv_v[l], dst * m.tile_bytes, m.kv_v[l], src * m.tile_bytes, m.tile_bytes);
   }
+}
+
+kvcache::KvGeometry GraphExecutor::kv_geometry() const { return impl_->geom; }
+
+void GraphExecutor::read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Impl& m = *impl_;
+  if (page < 0 || page >= opts_.n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
+    throw std::invalid_argument("read_kv: page " + std::to_string(page) + " slots " + std::to_string(slot0) + "+" +
+                                std::to_string(n) + " out of range");
+  const int kvw = m.n_head_kv * m.head_dim;
+  std::vector<uint16_t> tile(m.tile_bytes / 2);
+  for (int l = 0; l < m.n_layer; ++l)
+    for (int is_v = 0; is_v < 2; ++is_v) {
+      m.be->download(tile.data(), is_v ? m.kv_v[l] : m.kv_k[l], page * m.tile_bytes, m.tile_bytes);
+      uint16_t* out = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
+      for (int t = 0; t < n; ++t)
+        for (int d = 0; d < kvw; ++d) out[static_cast<size_t>(t) * kvw + d] = tile[m.tile_index(is_v, slot0 + t, d)];
+    }
+}
+
+void GraphExecutor::write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Impl& m = *impl_;
+  if (page < 0 || page >= opts_.n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
+    throw std::invalid_argument("write_kv: page " + std::to_string(page) + " slots " + std::to_string(slot0) + "+" +
+                                std::to_string(n) + " out of range");
+  const int kvw = m.n_head_kv * m.head_dim;
+  std::vector<uint16_t> tile(m.tile_bytes / 2);
+  for (int l = 0; l < m.n_layer; ++l)
+    for (int is_v = 0; is_v < 2; ++is_v) {
+      const backend::Buffer& pool = is_v ? m.kv_v[l] : m.kv_k[l];
+      m.be->download(tile.data(), pool, page * m.tile_bytes, m.tile_bytes);  // the other slots
+      const uint16_t* in = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
+      for (int t = 0; t < n; ++t)
+        for (int d = 0; d < kvw; ++d) tile[m.tile_index(is_v, slot0 + t, d)] = in[static_cast<size_t>(t) * kvw + d];
+      m.be->upload(pool, page * m.tile_bytes, tile.data(), m.tile_bytes);
+    }
 }
 
 void GraphExecutor::Impl::bad_rule(const Launch& l, const package::Expr& e, const char* field, size_t arg) {

@@ -88,6 +88,9 @@ class GraphExecutor final : public BatchModel {
   void read_page(int page, uint16_t* host);
   void write_page(int page, const uint16_t* host);
   void copy_page(int dst, int src) override;
+  kvcache::KvGeometry kv_geometry() const override;
+  void read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) override;
+  void write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
 

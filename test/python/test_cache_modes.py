@@ -1,8 +1,9 @@
-"""Cache modes (issue 15: `exact`, `reorder`; `approx` refused) through a real
+"""Cache modes (issue 15: `exact`, `reorder`, `approx`) through a real
 `swizzle-rt serve` of the default model, driven by the official `openai` and `anthropic`
 SDKs: the field / header select the mode, responses report it, a prompt without code
-gets the same greedy answer in both modes, and after a function of a pinned file is edited
-twice, `reorder` reuses more of the prompt than `exact` on the second edit.
+gets the same greedy answer in both modes, after a function of a pinned file is edited
+twice, `reorder` reuses more of the prompt than `exact` on the second edit, and `approx`
+reuses the functions after the edited one already at the first edit.
 Environment: see conftest.py (SWZ_RT, SWZ_PACKAGE, SWZ_REQUIRE).
 """
 from __future__ import annotations
@@ -108,15 +109,34 @@ def test_anthropic_wire_header_and_usage(servers):
     assert final.usage.model_extra["swizzle_cache_mode"] == "reorder"
 
 
-def test_approx_is_refused_in_both_wire_formats(servers):
-    exact, _ = servers
-    with pytest.raises(openai.BadRequestError) as e:
-        openai_client(exact.base_url).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
-            extra_body={"swizzle_cache_mode": "approx"})
-    assert "not implemented" in str(e.value)
-    client = anthropic.Anthropic(base_url=exact.base_url, api_key="unused", max_retries=0, timeout=120)
-    with pytest.raises(anthropic.BadRequestError) as e:
-        client.messages.create(model="m", max_tokens=2, messages=[{"role": "user", "content": "hi"}],
-                               extra_headers={"X-Swizzle-Cache-Mode": "approx"})
-    assert "not implemented" in str(e.value)
+def test_approx_reuses_the_atoms_after_an_early_edit_in_both_wire_formats(servers):
+    exact_srv, _ = servers
+    # Its own server state: approx requests keep cache blocks apart from exact ones anyway.
+    c = openai_client(exact_srv.base_url)
+    cached = {}
+    # A file no earlier test pinned (so exact's prefix cache holds only the system prompt).
+    fresh = lambda msgs: [{**m, "content": m["content"].replace("step_", "stage_")} for m in msgs]
+    for mode in ("exact", "approx"):
+        got = []
+        for first, note in ((FUNCS[0], "Approx turn one."), (EDIT_1, "Approx turn two.")):
+            headers, r = chat(c, fresh(session(first, note)), mode)
+            assert headers["X-Swizzle-Cache-Mode"] == mode
+            assert r.usage.model_extra["swizzle_cache_mode"] == mode
+            assert int(headers["X-Swizzle-Cache-Hit-Tokens"]) == r.usage.prompt_tokens_details.cached_tokens
+            got.append(r.usage.prompt_tokens_details.cached_tokens)
+        cached[mode] = got
+    # Turn one: approx's namespace holds nothing of exact's (the prompts are new to it).
+    assert cached["approx"][0] == 0, cached
+    # The edit of step_0 (right after the imports) breaks exact's prefix there; approx
+    # installs step_1 .. step_7 (all but each one's recomputed first 15%) at their new places.
+    assert cached["approx"][1] >= cached["exact"][1] + 256, cached
+    # The Anthropic wire, by header: the second edit is served the same way, and reported.
+    client = anthropic.Anthropic(base_url=exact_srv.base_url, api_key="unused", max_retries=0, timeout=120)
+    msgs = fresh(session(EDIT_2, "Approx turn three."))
+    raw = client.messages.with_raw_response.create(model="m", max_tokens=8, system=msgs[0]["content"], messages=msgs[1:],
+                                                  extra_headers={"X-Swizzle-Cache-Mode": "approx"})
+    assert raw.headers["X-Swizzle-Cache-Mode"] == "approx"
+    body = raw.http_response.json()
+    assert body["usage"]["swizzle_cache_mode"] == "approx"
+    assert body["usage"]["cache_read_input_tokens"] == int(raw.headers["X-Swizzle-Cache-Hit-Tokens"])
+    assert body["usage"]["cache_read_input_tokens"] >= cached["exact"][1] + 256, (body["usage"], cached)

@@ -1,7 +1,9 @@
 // Cache modes through both wire formats over the FakeEngine: the request field and the
 // header select the mode, the server default applies otherwise, `reorder` rewrites the
-// code the engine is given (and nothing else), `approx` and bad values are 400, and every
-// response names the mode in X-Swizzle-Cache-Mode and usage.swizzle_cache_mode.
+// code the engine is given (and nothing else), `approx` leaves the prompt untouched and
+// hands the engine the token ranges of the code atoms (in plain text and inside a JSON tool
+// result), conflicts and bad values are 400, and every response names the mode in
+// X-Swizzle-Cache-Mode and usage.swizzle_cache_mode.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -133,23 +135,70 @@ TEST(CacheModeHttp, ServerDefaultApplies) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->get_header_value(swz::server::kCacheModeHeader), "exact");
   EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);
-  o.cache_mode = swz::frontend_ast::CacheMode::Approx;
-  EXPECT_THROW(swz::server::Server(s.engine, o), std::invalid_argument);
+  // An approx default (the operator's choice) applies to requests that name no mode.
+  ServerOptions ao;
+  ao.cache_mode = swz::frontend_ast::CacheMode::Approx;
+  Running as(ao);
+  auto a = as.post("/v1/chat/completions", chat_body(kFile));
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->status, 200) << a->body;
+  EXPECT_EQ(a->get_header_value(swz::server::kCacheModeHeader), "approx");
+  EXPECT_EQ(as.engine.last_request.approx_atoms.size(), 3u);
 }
 
-TEST(CacheModeHttp, ApproxConflictsAndBadValuesAre400) {
+TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
   Running s;
   json approx = chat_body(kFile);
   approx["swizzle_cache_mode"] = "approx";
   auto a = s.post("/v1/chat/completions", approx);
   ASSERT_TRUE(a);
-  EXPECT_EQ(a->status, 400);
-  EXPECT_NE(json::parse(a->body)["error"]["message"].get<std::string>().find("not implemented"), std::string::npos);
-  EXPECT_EQ(json::parse(a->body)["error"]["param"], "swizzle_cache_mode");
-  auto am = s.post("/v1/messages", messages_body(kFile), {{"X-Swizzle-Cache-Mode", "approx"}});
+  ASSERT_EQ(a->status, 200) << a->body;
+  EXPECT_EQ(a->get_header_value(swz::server::kCacheModeHeader), "approx");
+  EXPECT_EQ(json::parse(a->body)["usage"]["swizzle_cache_mode"], "approx");
+  EXPECT_EQ(s.engine.last_prompt.messages[0].content, kFile);  // the prompt as it is
+  // The fake tokenizer has a token per byte after "user:": the atoms' byte ranges.
+  auto at = [&](const std::string& text, const std::string& atom) {
+    const int b = 5 + static_cast<int>(text.find(atom));
+    return swz::engine::TokenSpan{b, b + static_cast<int>(atom.size())};
+  };
+  const std::vector<swz::engine::TokenSpan> want = {at(kFile, "import os\n\n\n"), at(kFile, "def a():\n    return 1\n\n\n"),
+                                                    at(kFile, "def b():\n    return 2\n")};
+  EXPECT_EQ(s.engine.last_request.approx_atoms, want);
+  // Anthropic, by header, with the file inside a JSON tool result: found in its escaped form.
+  const std::string code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n";
+  const std::string result = json{{"path", "app.py"}, {"content", code}}.dump();
+  json m = {{"model", "m"},
+            {"max_tokens", 4},
+            {"messages", json::array({{{"role", "user"}, {"content", "Read app.py"}},
+                                      {{"role", "assistant"},
+                                       {"content", json::array({{{"type", "tool_use"}, {"id", "t1"}, {"name", "read"},
+                                                                 {"input", {{"path", "app.py"}}}}})}},
+                                      {{"role", "user"},
+                                       {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "t1"},
+                                                                 {"content", result}}})}}})}};
+  auto am = s.post("/v1/messages", m, {{"X-Swizzle-Cache-Mode", "approx"}});
   ASSERT_TRUE(am);
-  EXPECT_EQ(am->status, 400);
-  EXPECT_EQ(json::parse(am->body)["error"]["type"], "invalid_request_error");
+  ASSERT_EQ(am->status, 200) << am->body;
+  EXPECT_EQ(am->get_header_value(swz::server::kCacheModeHeader), "approx");
+  EXPECT_EQ(json::parse(am->body)["usage"]["swizzle_cache_mode"], "approx");
+  const std::vector<int32_t>& prompt = s.engine.last_request.prompt;
+  const std::string spelled(prompt.begin(), prompt.end());
+  std::vector<std::string> got;
+  for (const swz::engine::TokenSpan& sp : s.engine.last_request.approx_atoms)
+    got.push_back(spelled.substr(static_cast<size_t>(sp.begin), static_cast<size_t>(sp.end - sp.begin)));
+  const std::vector<std::string> escaped = {"import os\\n\\n\\n", "def a():\\n    return 1\\n\\n\\n", "def b():\\n    return 2\\n"};
+  EXPECT_EQ(got, escaped);
+  // A prompt without code: no atoms.
+  json plain = chat_body("Name three colours.");
+  plain["swizzle_cache_mode"] = "approx";
+  auto p = s.post("/v1/chat/completions", plain);
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->status, 200) << p->body;
+  EXPECT_TRUE(s.engine.last_request.approx_atoms.empty());
+}
+
+TEST(CacheModeHttp, ConflictsAndBadValuesAre400) {
+  Running s;
   json conflict = chat_body(kFile);
   conflict["swizzle_cache_mode"] = "exact";
   auto c = s.post("/v1/chat/completions", conflict, {{"X-Swizzle-Cache-Mode", "reorder"}});

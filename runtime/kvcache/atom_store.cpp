@@ -1,0 +1,73 @@
+#include "kvcache/atom_store.h"
+
+#include <cmath>
+#include <vector>
+
+#include "ggml/fp16.h"
+
+namespace swz::kvcache {
+
+void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
+  if (delta == 0 || n_rows <= 0) return;
+  const int half = g.n_rot / 2;
+  std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    const double theta = static_cast<double>(delta) * std::pow(static_cast<double>(g.rope_theta), -2.0 * i / g.n_rot);
+    cs[static_cast<size_t>(i)] = std::cos(theta);
+    sn[static_cast<size_t>(i)] = std::sin(theta);
+  }
+  const int width = g.kv_width();
+  for (int r = 0; r < n_rows; ++r)
+    for (int h = 0; h < g.n_head_kv; ++h) {
+      uint16_t* x = k + static_cast<size_t>(r) * width + static_cast<size_t>(h) * g.head_dim;
+      for (int i = 0; i < half; ++i) {
+        const int a = g.neox ? i : 2 * i, b = g.neox ? i + half : 2 * i + 1;
+        const double x0 = ggml::fp16_to_fp32(x[a]), x1 = ggml::fp16_to_fp32(x[b]);
+        const double c = cs[static_cast<size_t>(i)], s = sn[static_cast<size_t>(i)];
+        x[a] = ggml::fp32_to_fp16(static_cast<float>(x0 * c - x1 * s));
+        x[b] = ggml::fp32_to_fp16(static_cast<float>(x0 * s + x1 * c));
+      }
+    }
+}
+
+std::shared_ptr<const AtomKV> AtomStore::find(const BlockKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  ++stats_.hits;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+bool AtomStore::contains(const BlockKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index_.count(key) > 0;
+}
+
+void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomKV> atom) {
+  if (!atom || atom->bytes() > max_bytes_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index_.count(key)) return;
+  stats_.bytes += atom->bytes();
+  ++stats_.atoms;
+  ++stats_.saved;
+  lru_.emplace_front(key, std::move(atom));
+  index_[key] = lru_.begin();
+  while (stats_.bytes > max_bytes_ && !lru_.empty()) {
+    stats_.bytes -= lru_.back().second->bytes();
+    --stats_.atoms;
+    ++stats_.evicted;
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+}
+
+AtomStore::Stats AtomStore::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace swz::kvcache

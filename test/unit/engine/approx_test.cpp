@@ -1,0 +1,153 @@
+// The approx cache mode in the scheduler (engine/scheduler.h, kvcache/atom_store.h) on the
+// real default model (SmolLM2-135M-Instruct Q4_1; SWZ_PACKAGE):
+//  - an atom that an approx request computed at positions [50, 200) is installed when a
+//    second approx request holds it at [83, 233) after other tokens: the admission reports
+//    its tokens past the recomputed head as cached (and approx_tokens);
+//  - the installed K/V is the first request's, moved: in layer 0 (where K/V depend only on
+//    the token and its position) V equals a cold exact prefill of the second prompt
+//    bitwise and K within f16 rounding of the re-rotation; every position before the atom
+//    (same context in both) equals the cold prefill bitwise in every layer;
+//  - approx and exact requests never share prefix-cache blocks: an exact request of the
+//    same prompt finds nothing cached, and the approx namespace serves a repeat in full.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "exec/backend_model.h"
+#include "exec/executor.h"
+#include "ggml/fp16.h"
+#include "package/package.h"
+#include "require_package.h"
+
+namespace swz::engine {
+namespace {
+
+constexpr int kTok = kvcache::kBlockTokens;
+
+std::vector<int32_t> tokens(int n, uint32_t seed, int n_vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint32_t x = seed;
+  for (int32_t& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = static_cast<int32_t>(100 + (x >> 8) % static_cast<uint32_t>(n_vocab - 200));
+  }
+  return t;
+}
+
+struct Counts {
+  int cached = 0, approx = 0;
+};
+
+Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms) {
+  GenerateRequest r;
+  r.prompt = prompt;
+  r.max_tokens = 1;
+  r.sampling.temperature = 0;
+  r.speculative = false;
+  r.approx_atoms = std::move(atoms);
+  std::unique_ptr<Admission> a = s.admit(r);
+  Counts out{a->cached_tokens(), a->approx_tokens()};
+  s.run(*a, {});
+  return out;
+}
+
+/// Layer `l`'s K and V of positions [p0, p1) of `prompt` as the blocks cached under `model`
+/// hold them (full blocks only), f16 [n][kv_width] each.
+void cached_kv(exec::BackendModel& bm, const kvcache::BlockKey& model, const std::vector<int32_t>& prompt, int l, int p0,
+               int p1, std::vector<uint16_t>& k, std::vector<uint16_t>& v) {
+  const kvcache::KvGeometry g = bm.executor->kv_geometry();
+  const size_t kvw = static_cast<size_t>(g.kv_width());
+  std::vector<kvcache::BlockKey> keys = kvcache::block_keys(model, prompt.data(), static_cast<size_t>(p1 + kTok - 1) / kTok * kTok);
+  std::vector<kvcache::BlockKey> pinned;
+  ASSERT_EQ(bm.kv->match_and_pin(keys, pinned), static_cast<int>(keys.size()));
+  std::vector<int> pages = bm.kv->acquire(pinned);
+  k.assign(static_cast<size_t>(p1 - p0) * kvw, 0);
+  v = k;
+  std::vector<uint16_t> pk(static_cast<size_t>(g.n_layer) * kTok * kvw), pv(pk.size());
+  for (int p = p0; p < p1; ++p) {
+    if (p == p0 || p % kTok == 0) bm.executor->read_kv(pages[static_cast<size_t>(p / kTok)], 0, kTok, pk.data(), pv.data());
+    const size_t src = (static_cast<size_t>(l) * kTok + static_cast<size_t>(p % kTok)) * kvw;
+    std::copy_n(pk.data() + src, kvw, k.data() + static_cast<size_t>(p - p0) * kvw);
+    std::copy_n(pv.data() + src, kvw, v.data() + static_cast<size_t>(p - p0) * kvw);
+  }
+  for (int page : pages) bm.kv->unref_page(page);
+  bm.kv->unpin(pinned);
+}
+
+TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  kvcache::CacheOptions co;
+  co.n_pages = 64;
+  exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "approx-test", 2, 256, 4);
+  kvcache::AtomStore store(size_t{64} << 20);
+  SchedulerOptions so;
+  so.n_ctx = 1024;
+  so.parallel = 4;
+  so.batch_tokens = 256;
+  SchedulerHooks hooks;
+  hooks.is_eog = [](int32_t) { return false; };
+  hooks.piece = [](int32_t) { return std::string(); };
+  Scheduler sched(*bm.executor, *bm.kv, so, hooks, &store);
+  const int nv = bm.executor->n_vocab();
+
+  const std::vector<int32_t> head1 = tokens(50, 1, nv), head2 = tokens(83, 2, nv), atom = tokens(150, 3, nv),
+                             tail = tokens(20, 4, nv);
+  std::vector<int32_t> p1 = head1, p2 = head2;
+  p1.insert(p1.end(), atom.begin(), atom.end());
+  p1.insert(p1.end(), tail.begin(), tail.end());
+  p2.insert(p2.end(), atom.begin(), atom.end());
+  p2.insert(p2.end(), tail.begin(), tail.end());
+
+  const Counts first = run(sched, p1, {{50, 200}});
+  EXPECT_EQ(first.cached, 0);
+  EXPECT_EQ(store.stats().atoms, 1u);
+  const int head = static_cast<int>(std::ceil(kApproxRecompute * 150));  // 23 recomputed
+  const Counts second = run(sched, p2, {{83, 233}});
+  EXPECT_EQ(second.approx, 150 - head);
+  EXPECT_EQ(second.cached, 150 - head);
+
+  // The cold reference: the same prompt in exact mode (its own namespace: nothing cached).
+  const Counts exact = run(sched, p2, {});
+  EXPECT_EQ(exact.cached, 0) << "exact requests never see the approx namespace's blocks";
+  const Counts again = run(sched, p2, {{83, 233}});
+  EXPECT_EQ(again.cached, static_cast<int>(p2.size()) - 1) << "a repeat is served by the approx namespace";
+
+  const kvcache::KvGeometry g = bm.executor->kv_geometry();
+  const int kvw = g.kv_width();
+  const int inst0 = 83 + head, inst1 = 3 * kTok;  // installed positions held by full blocks
+  std::vector<uint16_t> ka, va, ke, ve;
+  // Layer 0 of the installed positions: V bitwise, K within the re-rotation's f16 rounding.
+  cached_kv(bm, sched.approx_model(), p2, 0, inst0, inst1, ka, va);
+  cached_kv(bm, bm.kv->model(), p2, 0, inst0, inst1, ke, ve);
+  EXPECT_EQ(va, ve);
+  int differ = 0;
+  for (int p = 0; p < inst1 - inst0; ++p)
+    for (int h = 0; h < g.n_head_kv; ++h)
+      for (int j = 0; j < g.head_dim; ++j) {
+        const size_t i = static_cast<size_t>(p) * kvw + static_cast<size_t>(h) * g.head_dim + j;
+        const int partner = j >= g.n_rot ? j : g.neox ? (j < g.n_rot / 2 ? j + g.n_rot / 2 : j - g.n_rot / 2) : (j ^ 1);
+        const double a = ggml::fp16_to_fp32(ke[i]), b = ggml::fp16_to_fp32(ke[i - j + partner]);
+        const double r = std::hypot(a, b);
+        EXPECT_NEAR(ggml::fp16_to_fp32(ka[i]), a, r * 3e-3 + 1e-3) << "position " << inst0 + p << " head " << h << " dim " << j;
+        differ += ka[i] != ke[i];
+      }
+  EXPECT_GT(differ, 0) << "K really went through the re-rotation";
+  // Before the atom both prompts are the same tokens in the same places: bitwise, every layer.
+  for (int l = 0; l < g.n_layer; ++l) {
+    cached_kv(bm, sched.approx_model(), p2, l, 0, 83 + head, ka, va);
+    cached_kv(bm, bm.kv->model(), p2, l, 0, 83 + head, ke, ve);
+    EXPECT_EQ(ka, ke) << "layer " << l;
+    EXPECT_EQ(va, ve) << "layer " << l;
+  }
+  // Deeper layers of the installed positions hold the first prompt's context, not this one's.
+  cached_kv(bm, sched.approx_model(), p2, g.n_layer - 1, inst0, inst1, ka, va);
+  cached_kv(bm, bm.kv->model(), p2, g.n_layer - 1, inst0, inst1, ke, ve);
+  EXPECT_NE(va, ve);
+}
+
+}  // namespace
+}  // namespace swz::engine
