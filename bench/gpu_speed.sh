@@ -23,6 +23,9 @@
 #   bench/gpu_speed.sh run [build-dir] ncu-prefill  # there, while warm: our 7B pp512 pass
 #   bench/gpu_speed.sh run [build-dir] chunks [MODEL]  # there, while warm: chunked prefill
 #                                                 # pass by pass (swz-bench --ubatch, the server)
+#   bench/gpu_speed.sh run [build-dir] approx     # there, after check: the approx cache
+#                                                 # mode on each model's sm_90 package
+#                                                 # (engine test, both wire formats)
 #   bench/gpu_speed.sh run [build-dir] concurrency [MODEL]  # there, while warm: the
 #                                                 # servers side by side (swizzle-rt serve
 #                                                 # against llama-server --parallel; issue 14)
@@ -99,11 +102,11 @@ prepare)
   set -e
   lite=$build-lite
   [ -f "$lite/build.ninja" ] || cmake -S "$src" -B "$lite" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSWZ_BUILD_COMPILER=OFF >/dev/null
-  cmake --build "$lite" --target swizzlec swizzle-rt swz-bench swz-backend-compare
+  cmake --build "$lite" --target swizzlec swizzle-rt swz-bench swz-backend-compare approx_test
   cmake --build "$build" --target swizzlec
   rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/models" "$dir/wheels"
   cp -a "$lite/server/swizzle-rt" "$lite/server/lib" "$lite/compiler/swizzlec" "$lite/bench/swz-bench" \
-        "$lite/test/tools/swz-backend-compare" "$dir/bin/"
+        "$lite/test/tools/swz-backend-compare" "$lite/test/unit/engine/approx_test" "$dir/bin/"
   # The real default model (98 MB) is over one call's carry (64 MiB with the rest): it
   # travels in three parts, <build-dir>/gpu-speed-real/part-0{0,1,2}, one carried a call
   # (the check call and the next two), reassembled on the machine and checked by sha256.
@@ -362,7 +365,34 @@ EOF2
     tail -n 20 "$work/concurrency.log"
     exit "$rc"
   fi
-  [ "$what" = time ] || { echo "run: check, time, concurrency, ncu or ncu-prefill" >&2; exit 2; }
+  if [ "$what" = approx ]; then
+    # The approx cache mode (issue 15) on the GPU, per checked model's sm_90 package: the
+    # engine test (test/unit/engine/approx_test.cpp: an atom's K/V installed at new
+    # positions is the earlier computation moved and re-rotated, layer 0 against a cold
+    # prefill; the two namespaces apart), then both wire formats through swizzle-rt serve
+    # (bench/approx_wire_check.py). Run check first (SWZ_SPEED_PEER=0 skips llama.cpp).
+    rc=0
+    for m in "${MODELS[@]}"; do
+      name=${m%%|*}
+      only_model "$name" || continue
+      [ "$(cat "$here/models/$name.verdict" 2>/dev/null)" = 0 ] || { echo "$name: no passing correctness verdict (run check first)"; rc=1; continue; }
+      SWZ_PACKAGE="$here/models/$name-sm_90.swz" SWZ_REQUIRE=1 "$bin/approx_test" > "$work/approx-test-$name.log" 2>&1
+      t=$?
+      printf '%-28s approx engine test on sm_90: %s\n' "$name" "$([ $t = 0 ] && echo pass || echo FAIL)"
+      tail -n 3 "$work/approx-test-$name.log"
+      port=$((18300 + RANDOM % 500))
+      "$bin/swizzle-rt" serve "$here/models/$name-sm_90.swz" --host 127.0.0.1 --port $port -c 4096 -q > "$work/approx-serve-$name.log" 2>&1 &
+      spid=$!
+      for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" > /dev/null && break; sleep 0.5; done
+      python3 "$src/bench/approx_wire_check.py" "http://127.0.0.1:$port" | tee "$work/approx-wire-$name.json"
+      w=${PIPESTATUS[0]}
+      printf '%-28s approx through both wire formats on sm_90: %s\n' "$name" "$([ $w = 0 ] && echo pass || echo FAIL)"
+      kill $spid; wait $spid 2>/dev/null
+      [ $t = 0 ] && [ $w = 0 ] || rc=1
+    done
+    exit $rc
+  fi
+  [ "$what" = time ] || { echo "run: check, time, concurrency, approx, ncu or ncu-prefill" >&2; exit 2; }
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
   # Models without a verdict are checked now: after a call that carried
   # <build-dir>/gpu-speed again (it replaces the GGUFs and verdicts: seconds, the GGUFs

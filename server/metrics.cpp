@@ -212,6 +212,13 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
          "KV page pool (64 tokens a page): all pages, and free ones (in no block table and holding no cached block).");
   sample(out, "swizzle_kv_pages", "state=\"total\"", num(cache.pages_total));
   sample(out, "swizzle_kv_pages", "state=\"free\"", num(cache.pages_free));
+  family(out, "swizzle_approx_atoms", "gauge",
+         "Code atoms whose K/V the approx cache mode keeps for reuse at other positions (host RAM).");
+  sample(out, "swizzle_approx_atoms", "", num(cache.approx_atoms));
+  family(out, "swizzle_approx_atom_bytes", "gauge", "Host RAM those atoms' K/V take (--approx-atom-mb bounds it).");
+  sample(out, "swizzle_approx_atom_bytes", "", num(cache.approx_atom_bytes));
+  family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms an approx request found saved (reused unless it did not run).");
+  sample(out, "swizzle_approx_atom_hits_total", "", num(cache.approx_atom_hits));
 
   // The scheduler (engine/scheduler.h).
   auto gauge = [&](const char* name, const char* help, double v) {

@@ -12,7 +12,7 @@ import anthropic
 import openai
 import pytest
 
-from conftest import openai_client, start_rt
+from conftest import metric, openai_client, scrape_metrics, start_rt
 
 CTX = 2048
 
@@ -140,3 +140,8 @@ def test_approx_reuses_the_atoms_after_an_early_edit_in_both_wire_formats(server
     assert body["usage"]["swizzle_cache_mode"] == "approx"
     assert body["usage"]["cache_read_input_tokens"] == int(raw.headers["X-Swizzle-Cache-Hit-Tokens"])
     assert body["usage"]["cache_read_input_tokens"] >= cached["exact"][1] + 256, (body["usage"], cached)
+    # Saved: stage_0 .. stage_7 at turn one, each edited stage_0 after (the imports, 6 tokens,
+    # are under the 8-token minimum); found: stage_1 .. stage_7 at each edit.
+    m = scrape_metrics(exact_srv.base_url)
+    assert metric(m, "swizzle_approx_atoms") == 10
+    assert metric(m, "swizzle_approx_atom_hits_total") == 14
