@@ -225,7 +225,8 @@ def main():
     ap.add_argument("--package", default=None, help="a compiled .swz of --gguf (default: compiled now)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--modes", default=None,
-                    help="comma-separated cache modes (e.g. exact,reorder): instead of the peer comparison, run every "
+                    help="comma-separated cache modes (e.g. exact,reorder,approx; approx:F recomputes the share F of "
+                         "each reused atom): instead of the peer comparison, run every "
                          "session once per mode, each mode on a fresh swizzle server, and compare with exact")
     ap.add_argument("--agree-tokens", type=int, default=64, help="--modes: greedy tokens compared with exact per turn")
     ap.add_argument("--scale", type=float, default=None,
@@ -389,6 +390,13 @@ def main():
 QUESTION_TOKENS = 32  # greedy tokens generated per question (--questions)
 
 
+def mode_fields(mode: str) -> dict:
+    """The request fields of a --modes entry: a cache mode, or "approx:F" (approx with
+    swizzle_approx_recompute F, the share of each reused atom recomputed)."""
+    name, _, share = mode.partition(":")
+    return {"swizzle_cache_mode": name, **({"swizzle_approx_recompute": float(share)} if share else {})}
+
+
 def run_modes(args, sessions, pkg, scale, gguf):
     """The cache-mode comparison (issue 15 item 3): per mode a fresh `swizzle-rt serve`, every
     session's turns in order as streamed greedy chat completions with "swizzle_cache_mode",
@@ -418,9 +426,10 @@ def run_modes(args, sessions, pkg, scale, gguf):
             for s in sessions:
                 for i, msgs in enumerate(s.turns, 1):
                     r = stream_chat(base, msgs, args.agree_tokens, include_usage=True,
-                                    extra={"swizzle_cache_mode": mode, "logprobs": True, "top_logprobs": 20})
+                                    extra={**mode_fields(mode), "logprobs": True, "top_logprobs": 20})
                     u = r["usage"]
-                    assert r["headers"]["X-Swizzle-Cache-Mode"] == mode and u["swizzle_cache_mode"] == mode, (mode, u)
+                    name = mode_fields(mode)["swizzle_cache_mode"]
+                    assert r["headers"]["X-Swizzle-Cache-Mode"] == name and u["swizzle_cache_mode"] == name, (mode, u)
                     cached = u["prompt_tokens_details"]["cached_tokens"]
                     assert int(r["headers"]["X-Swizzle-Cache-Hit-Tokens"]) == cached
                     runs[(mode, s.name, i)] = {"prompt_tokens": u["prompt_tokens"], "cached_tokens": cached,
@@ -432,8 +441,8 @@ def run_modes(args, sessions, pkg, scale, gguf):
                 for qi, (question, _) in enumerate(agent_sessions.QUESTIONS if args.questions else []):
                     msgs = list(s.turns[-1]) + [{"role": "user", "content": question}]
                     r = stream_chat(base, msgs, QUESTION_TOKENS, include_usage=True,
-                                    extra={"swizzle_cache_mode": mode, "logprobs": True})
-                    assert r["usage"]["swizzle_cache_mode"] == mode, (mode, r["usage"])
+                                    extra={**mode_fields(mode), "logprobs": True})
+                    assert r["usage"]["swizzle_cache_mode"] == mode_fields(mode)["swizzle_cache_mode"], (mode, r["usage"])
                     answers[(mode, s.name, qi)] = r["tokens"]
                     print(f"{mode} {s.name} question {qi + 1}: {''.join(r['tokens'])!r}", file=sys.stderr)
         finally:

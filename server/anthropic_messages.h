@@ -50,6 +50,8 @@ struct MessagesRequest {
   int dropped_billing_blocks = 0;      ///< Claude Code's per-request billing-header system blocks removed
   /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
   std::optional<nlohmann::json> cache_mode;
+  /// extension "swizzle_approx_recompute" as sent (checked by resolve_approx_recompute)
+  std::optional<nlohmann::json> approx_recompute;
 };
 
 /// Parses and validates a Messages request body. `count_tokens`: the body of

@@ -35,6 +35,14 @@ CacheMode resolve_cache_mode(const json* field, const std::string& header, const
   return from_field ? *from_field : from_header ? *from_header : policy.default_mode;
 }
 
+float resolve_approx_recompute(const json* field, const CacheModePolicy& policy) {
+  if (!field) return policy.approx_recompute;
+  if (!field->is_number() || field->get<double>() < 0 || field->get<double>() > 1)
+    throw ApiError(400, std::string("Invalid value for '") + kApproxRecomputeField + "': expected a number from 0 to 1.",
+                   "invalid_request_error", kApproxRecomputeField);
+  return field->get<float>();
+}
+
 namespace {
 
 /// Reorders the code inside the string values of a JSON tool result (e.g.

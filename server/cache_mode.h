@@ -29,12 +29,14 @@ namespace swz::server {
 /// Request field, request header and response header names.
 inline constexpr const char* kCacheModeField = "swizzle_cache_mode";
 inline constexpr const char* kCacheModeHeader = "X-Swizzle-Cache-Mode";
+inline constexpr const char* kApproxRecomputeField = "swizzle_approx_recompute";
 
 /// The server-wide side of the modes: the default and the atom orders remembered for
 /// `reorder` (shared by all requests, as the prefix cache is).
 struct CacheModePolicy {
   frontend_ast::CacheMode default_mode = frontend_ast::CacheMode::Exact;
   std::shared_ptr<frontend_ast::AtomOrderMemory> memory = std::make_shared<frontend_ast::AtomOrderMemory>();
+  float approx_recompute = engine::kApproxRecompute;  ///< approx: default recomputed share of each reused atom
 };
 
 /// The mode of one request from its body field (`field`: the value of "swizzle_cache_mode",
@@ -54,6 +56,12 @@ frontend_ast::CacheMode resolve_cache_mode(const nlohmann::json* field, const st
 /// string with a path hint, or a role "tool" content with one, in which no code region is
 /// found is taken as that file's bytes when the path names a known language.
 /// For Exact nothing changes. Returns what was done (all zero for Exact).
+/// The approx mode's recomputed share of each reused atom (GenerateRequest::approx_recompute)
+/// from the request's "swizzle_approx_recompute" (`field`, nullptr when absent), else the
+/// policy's default. Throws ApiError 400 (param "swizzle_approx_recompute") for a value that
+/// is not a number in [0, 1].
+float resolve_approx_recompute(const nlohmann::json* field, const CacheModePolicy& policy);
+
 /// Atoms shorter than this many tokens are not reused by the approx mode (their recomputed
 /// head would be most of them).
 inline constexpr int kApproxMinAtomTokens = 8;

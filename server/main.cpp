@@ -48,6 +48,7 @@ struct SpecFlags {
 };
 SpecFlags g_spec;
 std::string g_cache_mode = "exact";  ///< serve --cache-mode (frontend_ast::parse_cache_mode names)
+float g_approx_recompute = swz::engine::kApproxRecompute;  ///< serve --approx-recompute
 /// --cache-key: the disk tier's master key file ("" = DIR.key beside --cache-dir DIR).
 std::string g_cache_key_path;
 
@@ -192,6 +193,7 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   so.http_threads = http_threads;  // 0: the server's default (http_server.h)
   so.shutdown_grace_s = shutdown_grace_s;
   so.cache_mode = *swz::frontend_ast::parse_cache_mode(g_cache_mode);  // checked by the option's validator
+  so.approx_recompute = g_approx_recompute;
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
     so.log = [mu](const std::string& line) {
@@ -400,6 +402,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
+  serve_cmd
+      ->add_option("--approx-recompute", g_approx_recompute,
+                   "cache mode approx: share of each reused code atom recomputed (its first tokens), 0..1, for requests "
+                   "without swizzle_approx_recompute")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   serve_cmd
       ->add_option("--cache-mode", g_cache_mode,
                    "prompt cache mode of requests that name none (field swizzle_cache_mode / header "

@@ -353,6 +353,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   if (const json* v = json_field(body, "speculative")) r.speculative = get_bool(*v, "speculative");  // extension
   if (const json* v = json_field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");     // extension
   if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;                           // extension
+  if (const json* v = json_field(body, kApproxRecomputeField)) r.approx_recompute = *v;
   parse_tools(body, r);
   reject_unsupported(body);
   // Structured output (structured_output.h): schemas are read from the body re-parsed with
@@ -462,7 +463,10 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
     prompt.continue_final_message = p.req.continue_final_message;
     prompt.assistant_prefix = p.req.forced_prefix;
     p.gen.prompt = engine_.tokenize_chat_prompt(prompt);
-    if (p.cache_mode == frontend_ast::CacheMode::Approx) p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
+    if (p.cache_mode == frontend_ast::CacheMode::Approx) {
+      p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
+      p.gen.approx_recompute = resolve_approx_recompute(p.req.approx_recompute ? &*p.req.approx_recompute : nullptr, cache_policy_);
+    }
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }

@@ -54,6 +54,8 @@ struct ChatRequest {
   int logprobs = -1;                              ///< -1: none; else top_logprobs (logprobs: true, 0..20)
   /// extension "swizzle_cache_mode" as sent (checked by resolve_cache_mode, cache_mode.h)
   std::optional<nlohmann::json> cache_mode;
+  /// extension "swizzle_approx_recompute" as sent (checked by resolve_approx_recompute)
+  std::optional<nlohmann::json> approx_recompute;
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:
@@ -131,7 +133,7 @@ class ChatCompletions {
   /// fills the request's prefix-cache disk tier fields (GenerateRequest::disk_cache,
   /// cache_tenant: GenerationHooks::cache_scope) before admission.
   /// `mode_header`: the X-Swizzle-Cache-Mode request header ("" if absent); the mode is
-  /// resolved and applied to the messages before templating (cache_mode.h; 400 for approx).
+  /// resolved and applied to the messages before templating (cache_mode.h).
   /// `default_format`: the grammar of a request that chose no output (ChatRequest::
   /// output_chosen false; default_output_format(path), structured_output.h); null: text.
   Prepared prepare(std::string_view body, const std::function<void(engine::GenerateRequest&)>& scope = {},

@@ -47,8 +47,11 @@ struct ServerOptions {
   /// signed by this signer (receipt.h, docs/receipts.md). `swizzle-rt serve --receipts`.
   std::shared_ptr<const ReceiptSigner> receipts;
   /// The cache mode of requests that name none (cache_mode.h; `swizzle-rt serve
-  /// --cache-mode`). Approx is refused by the constructor (std::invalid_argument).
+  /// --cache-mode`).
   frontend_ast::CacheMode cache_mode = frontend_ast::CacheMode::Exact;
+  /// The approx mode's recomputed share of each reused atom for requests that name none
+  /// (`--approx-recompute`; engine::GenerateRequest::approx_recompute), 0..1.
+  float approx_recompute = engine::kApproxRecompute;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };

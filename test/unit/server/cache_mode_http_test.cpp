@@ -138,12 +138,14 @@ TEST(CacheModeHttp, ServerDefaultApplies) {
   // An approx default (the operator's choice) applies to requests that name no mode.
   ServerOptions ao;
   ao.cache_mode = swz::frontend_ast::CacheMode::Approx;
+  ao.approx_recompute = 0.25f;
   Running as(ao);
   auto a = as.post("/v1/chat/completions", chat_body(kFile));
   ASSERT_TRUE(a);
   ASSERT_EQ(a->status, 200) << a->body;
   EXPECT_EQ(a->get_header_value(swz::server::kCacheModeHeader), "approx");
   EXPECT_EQ(as.engine.last_request.approx_atoms.size(), 3u);
+  EXPECT_EQ(as.engine.last_request.approx_recompute, 0.25f);
 }
 
 TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
@@ -164,6 +166,17 @@ TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
   const std::vector<swz::engine::TokenSpan> want = {at(kFile, "import os\n\n\n"), at(kFile, "def a():\n    return 1\n\n\n"),
                                                     at(kFile, "def b():\n    return 2\n")};
   EXPECT_EQ(s.engine.last_request.approx_atoms, want);
+  EXPECT_EQ(s.engine.last_request.approx_recompute, swz::engine::kApproxRecompute);  // the default share
+  approx["swizzle_approx_recompute"] = 0.5;
+  auto half = s.post("/v1/chat/completions", approx);
+  ASSERT_TRUE(half);
+  ASSERT_EQ(half->status, 200) << half->body;
+  EXPECT_EQ(s.engine.last_request.approx_recompute, 0.5f);
+  approx["swizzle_approx_recompute"] = 1.5;
+  auto bad = s.post("/v1/chat/completions", approx);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "swizzle_approx_recompute");
   // Anthropic, by header, with the file inside a JSON tool result: found in its escaped form.
   const std::string code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n";
   const std::string result = json{{"path", "app.py"}, {"content", code}}.dump();
