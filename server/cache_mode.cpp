@@ -45,32 +45,41 @@ float resolve_approx_recompute(const json* field, const CacheModePolicy& policy)
 
 namespace {
 
-/// Reorders the code inside the string values of a JSON tool result (e.g.
-/// {"path": "a.py", "content": "..."}): an object's "file_path" / "path" / "filename"
-/// string is the path hint of its other strings. Returns whether any string changed.
-bool reorder_json_strings(nlohmann::ordered_json& j, const std::string& hint, const CacheModePolicy& policy,
-                          frontend_ast::ReorderStats& stats, int& unnamed, int depth) {
-  if (depth > 16) return false;
-  bool changed = false;
+/// Calls f(string node, path hint) for every string inside `j` (16 levels deep at most):
+/// an object's "file_path" / "path" / "filename" string is the path hint of its other
+/// strings (e.g. a tool result {"path": "a.py", "content": "..."}).
+template <class Json, class F>
+void for_each_string(Json& j, const std::string& hint, const F& f, int depth = 0) {
+  if (depth > 16) return;
   if (j.is_object()) {
     std::string own = hint;
     for (const char* k : {"file_path", "path", "filename"})
       if (auto it = j.find(k); it != j.end() && it->is_string()) {
-        own = it->get<std::string>();
+        own = it->template get<std::string>();
         break;
       }
-    for (auto& [k, v] : j.items()) changed |= reorder_json_strings(v, own, policy, stats, unnamed, depth + 1);
+    for (auto& [k, v] : j.items()) for_each_string(v, own, f, depth + 1);
   } else if (j.is_array()) {
-    for (auto& v : j) changed |= reorder_json_strings(v, hint, policy, stats, unnamed, depth + 1);
+    for (auto& v : j) for_each_string(v, hint, f, depth + 1);
   } else if (j.is_string()) {
+    f(j, hint);
+  }
+}
+
+/// Reorders the code inside the string values of a JSON tool result (for_each_string's
+/// path hints). Returns whether any string changed.
+bool reorder_json_strings(nlohmann::ordered_json& root, const std::string& hint, const CacheModePolicy& policy,
+                          frontend_ast::ReorderStats& stats, int& unnamed) {
+  bool changed = false;
+  for_each_string(root, hint, [&](nlohmann::ordered_json& j, const std::string& h) {
     const std::string& text = j.get_ref<const std::string&>();
-    if (text.find('\n') == std::string::npos) return false;  // one line holds no region of two atoms
-    std::string out = frontend_ast::reorder_prompt_text(text, *policy.memory, stats, unnamed, hint, !hint.empty());
+    if (text.find('\n') == std::string::npos) return;  // one line holds no region of two atoms
+    std::string out = frontend_ast::reorder_prompt_text(text, *policy.memory, stats, unnamed, h, !h.empty());
     if (out != text) {
       j = std::move(out);
       changed = true;
     }
-  }
+  });
   return changed;
 }
 
@@ -103,30 +112,18 @@ nlohmann::ordered_json json_content(const std::string& content) {
   return nlohmann::ordered_json::parse(content, nullptr, false);
 }
 
-/// The code atoms of the strings inside a JSON tool result, as the bytes they have in its
-/// text (JSON-escaped, as nlohmann writes a string: the form Python's json.dumps with
-/// ensure_ascii=False gives too); an object's "file_path" / "path" / "filename" is the
-/// path hint of its other strings.
-void json_atom_texts(const nlohmann::ordered_json& j, const std::string& hint, std::vector<std::string>& out, int depth) {
-  if (depth > 16) return;
-  if (j.is_object()) {
-    std::string own = hint;
-    for (const char* k : {"file_path", "path", "filename"})
-      if (auto it = j.find(k); it != j.end() && it->is_string()) {
-        own = it->get<std::string>();
-        break;
-      }
-    for (const auto& [k, v] : j.items()) json_atom_texts(v, own, out, depth + 1);
-  } else if (j.is_array()) {
-    for (const auto& v : j) json_atom_texts(v, hint, out, depth + 1);
-  } else if (j.is_string()) {
+/// The code atoms of the strings inside a JSON tool result (for_each_string's path
+/// hints), as the bytes they have in its text: JSON-escaped, as nlohmann writes a string
+/// (the form Python's json.dumps with ensure_ascii=False gives too).
+void json_atom_texts(const nlohmann::ordered_json& root, const std::string& hint, std::vector<std::string>& out) {
+  for_each_string(root, hint, [&](const nlohmann::ordered_json& j, const std::string& h) {
     const std::string& text = j.get_ref<const std::string&>();
     if (text.find('\n') == std::string::npos) return;
-    for (const auto& [b, e] : frontend_ast::code_atom_ranges(text, hint, !hint.empty())) {
+    for (const auto& [b, e] : frontend_ast::code_atom_ranges(text, h, !h.empty())) {
       std::string esc = json(text.substr(b, e - b)).dump(-1, ' ', false, json::error_handler_t::replace);
       out.push_back(esc.substr(1, esc.size() - 2));
     }
-  }
+  });
 }
 
 }  // namespace
@@ -150,7 +147,7 @@ std::vector<engine::TokenSpan> approx_atom_spans(const std::vector<engine::ChatM
     std::vector<std::string> texts;
     const nlohmann::ordered_json j = json_content(m.content);
     if (!j.is_discarded()) {
-      json_atom_texts(j, hint, texts, 0);
+      json_atom_texts(j, hint, texts);
     } else {
       for (const auto& [b, e] : frontend_ast::code_atom_ranges(m.content, hint, m.role == "tool" && !hint.empty()))
         texts.push_back(m.content.substr(b, e - b));
@@ -180,7 +177,7 @@ frontend_ast::ReorderStats apply_cache_mode(CacheMode mode, std::vector<engine::
     // keys in their order) only when some string changed, else left byte-identical.
     nlohmann::ordered_json j = json_content(m.content);
     if (!j.is_discarded()) {
-      if (reorder_json_strings(j, hint, policy, stats, unnamed, 0))
+      if (reorder_json_strings(j, hint, policy, stats, unnamed))
         m.content = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
       continue;
     }

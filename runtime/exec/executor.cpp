@@ -114,6 +114,9 @@ struct GraphExecutor::Impl {
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
   bool cpu_tiles = false;  // the cpu format: K [64][kv_width], V [kv_width][64]; else [n_head_kv][64][head_dim] both
   kvcache::KvGeometry geom;
+  /// Copies slots slot0.. slot0+n-1 of `page` to `k`, `v` ([n_layer][n][kv_width] f16), or
+  /// from them when `write` (the page's other slots kept: read, modified, written back).
+  void kv_slots(int page, int slot0, int n, uint16_t* k, uint16_t* v, bool write);
   /// Element offset in a tile of (slot, dim) for K (`is_v` false) or V, dim in 0..kv_width-1.
   size_t tile_index(bool is_v, int slot, int dim) const {
     const int kvw = n_head_kv * head_dim;
@@ -479,39 +482,43 @@ void GraphExecutor::copy_page(int dst, int src) {
 
 kvcache::KvGeometry GraphExecutor::kv_geometry() const { return impl_->geom; }
 
+namespace {
+void check_slots(const char* what, int page, int n_pages, int slot0, int n) {
+  if (page < 0 || page >= n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
+    throw std::invalid_argument(std::string(what) + ": page " + std::to_string(page) + " slots " + std::to_string(slot0) +
+                                "+" + std::to_string(n) + " out of range");
+}
+}  // namespace
+
 void GraphExecutor::read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) {
   std::lock_guard<std::mutex> lock(mu_);
-  Impl& m = *impl_;
-  if (page < 0 || page >= opts_.n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
-    throw std::invalid_argument("read_kv: page " + std::to_string(page) + " slots " + std::to_string(slot0) + "+" +
-                                std::to_string(n) + " out of range");
-  const int kvw = m.n_head_kv * m.head_dim;
-  std::vector<uint16_t> tile(m.tile_bytes / 2);
-  for (int l = 0; l < m.n_layer; ++l)
-    for (int is_v = 0; is_v < 2; ++is_v) {
-      m.be->download(tile.data(), is_v ? m.kv_v[l] : m.kv_k[l], page * m.tile_bytes, m.tile_bytes);
-      uint16_t* out = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
-      for (int t = 0; t < n; ++t)
-        for (int d = 0; d < kvw; ++d) out[static_cast<size_t>(t) * kvw + d] = tile[m.tile_index(is_v, slot0 + t, d)];
-    }
+  check_slots("read_kv", page, opts_.n_pages, slot0, n);
+  impl_->kv_slots(page, slot0, n, k, v, false);
 }
 
 void GraphExecutor::write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) {
   std::lock_guard<std::mutex> lock(mu_);
-  Impl& m = *impl_;
-  if (page < 0 || page >= opts_.n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
-    throw std::invalid_argument("write_kv: page " + std::to_string(page) + " slots " + std::to_string(slot0) + "+" +
-                                std::to_string(n) + " out of range");
-  const int kvw = m.n_head_kv * m.head_dim;
-  std::vector<uint16_t> tile(m.tile_bytes / 2);
-  for (int l = 0; l < m.n_layer; ++l)
+  check_slots("write_kv", page, opts_.n_pages, slot0, n);
+  // Not written through when write is true: kv_slots only reads k and v then.
+  impl_->kv_slots(page, slot0, n, const_cast<uint16_t*>(k), const_cast<uint16_t*>(v), true);
+}
+
+void GraphExecutor::Impl::kv_slots(int page, int slot0, int n, uint16_t* k, uint16_t* v, bool write) {
+  const int kvw = n_head_kv * head_dim;
+  std::vector<uint16_t> tile(tile_bytes / 2);
+  for (int l = 0; l < n_layer; ++l)
     for (int is_v = 0; is_v < 2; ++is_v) {
-      const backend::Buffer& pool = is_v ? m.kv_v[l] : m.kv_k[l];
-      m.be->download(tile.data(), pool, page * m.tile_bytes, m.tile_bytes);  // the other slots
-      const uint16_t* in = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
+      const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
+      be->download(tile.data(), pool, page * tile_bytes, tile_bytes);  // writing: the other slots
+      uint16_t* rows = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
       for (int t = 0; t < n; ++t)
-        for (int d = 0; d < kvw; ++d) tile[m.tile_index(is_v, slot0 + t, d)] = in[static_cast<size_t>(t) * kvw + d];
-      m.be->upload(pool, page * m.tile_bytes, tile.data(), m.tile_bytes);
+        for (int d = 0; d < kvw; ++d) {
+          uint16_t& cell = tile[tile_index(is_v, slot0 + t, d)];
+          uint16_t& row = rows[static_cast<size_t>(t) * kvw + d];
+          if (write) cell = row;
+          else row = cell;
+        }
+      if (write) be->upload(pool, page * tile_bytes, tile.data(), tile_bytes);
     }
 }
 
