@@ -839,7 +839,8 @@ bool Scheduler::install_atom(Seq& s) {
 void Scheduler::save_atoms(Seq& s) {
   // Each atom whose K/V is now in the sequence's pages and not saved yet: saved for later
   // approx requests (those installed here are saved already, under the same key).
-  if (!atoms_ || s.req.approx_atoms.empty() || s.choice != 0) return;
+  // (Without a prefix cache every run is cold: nothing is kept for another request.)
+  if (!atoms_ || !kv_.prefix_cache_enabled() || s.req.approx_atoms.empty() || s.choice != 0) return;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
   std::vector<uint16_t> k, v;
