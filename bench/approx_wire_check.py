@@ -7,13 +7,15 @@ A pinned Python file of twelve functions is sent twice per mode: as it is, then 
 first function edited. Checked: every response names its mode (X-Swizzle-Cache-Mode,
 usage.swizzle_cache_mode); the cached-token header equals usage; at the edit, `approx`
 reuses at least 256 more prompt tokens than `exact` (the functions after the edited one);
-the Anthropic wire (by header) reports the same way. Prints one JSON line with the counts
-and exits 1 when a check fails.
+the Anthropic wire (by header) reports the same way. Each OpenAI request generates one
+token and is timed (ms: the request's wall time, so prefill plus one token: TTFT). Prints
+one JSON line with the counts and exits 1 when a check fails.
 
     approx_wire_check.py http://127.0.0.1:8080
 """
 import json
 import sys
+import time
 import urllib.request
 
 BASE = sys.argv[1].rstrip("/")
@@ -49,13 +51,15 @@ def post(path: str, body: dict, headers: dict) -> tuple:
 
 
 def openai_turn(code: str, note: str, mode: str) -> dict:
-    h, r = post("/v1/chat/completions", {"model": "m", "messages": messages(code, note), "max_tokens": 8,
+    t0 = time.perf_counter()
+    h, r = post("/v1/chat/completions", {"model": "m", "messages": messages(code, note), "max_tokens": 1,
                                          "temperature": 0, "swizzle_cache_mode": mode}, {})
+    ms = (time.perf_counter() - t0) * 1e3
     u = r["usage"]
     ok = (h["X-Swizzle-Cache-Mode"] == mode and u["swizzle_cache_mode"] == mode
           and int(h["X-Swizzle-Cache-Hit-Tokens"]) == u["prompt_tokens_details"]["cached_tokens"])
     return {"prompt": u["prompt_tokens"], "cached": u["prompt_tokens_details"]["cached_tokens"],
-            "answer": r["choices"][0]["message"]["content"], "reported": ok}
+            "answer": r["choices"][0]["message"]["content"], "reported": ok, "ms": round(ms, 2)}
 
 
 def main() -> int:
