@@ -17,7 +17,7 @@ namespace swz::frontend_ast {
 enum class CacheMode {
   Exact,    ///< the prompt is untouched; plain prefix caching (the default)
   Reorder,  ///< code atoms in a canonical order (reorder_prompt_text); the rest untouched
-  Approx,   ///< position-independent reuse with RoPE re-rotation: NOT implemented, rejected
+  Approx,   ///< prompt untouched; code atoms' K/V reused at new positions, RoPE re-rotated (experimental)
 };
 
 /// "exact", "reorder" or "approx".

@@ -47,15 +47,6 @@ struct CacheModePolicy {
 frontend_ast::CacheMode resolve_cache_mode(const nlohmann::json* field, const std::string& header,
                                            const CacheModePolicy& policy);
 
-/// Applies `mode` to the messages about to be templated: for Reorder, every message's
-/// content goes through frontend_ast::reorder_prompt_text (a tool result's path hint is
-/// the "file_path" / "path" / "filename" argument of the assistant tool call it answers);
-/// a content that is a JSON object or array has the strings inside it rewritten instead
-/// (an object's own "file_path" / "path" / "filename" is the hint of its other strings),
-/// and is re-serialised (compact, keys in their order) only when one of them changed. A
-/// string with a path hint, or a role "tool" content with one, in which no code region is
-/// found is taken as that file's bytes when the path names a known language.
-/// For Exact nothing changes. Returns what was done (all zero for Exact).
 /// The approx mode's recomputed share of each reused atom (GenerateRequest::approx_recompute)
 /// from the request's "swizzle_approx_recompute" (`field`, nullptr when absent), else the
 /// policy's default. Throws ApiError 400 (param "swizzle_approx_recompute") for a value that
@@ -76,6 +67,15 @@ inline constexpr int kApproxMinAtomTokens = 8;
 std::vector<engine::TokenSpan> approx_atom_spans(const std::vector<engine::ChatMessage>& messages,
                                                  const std::vector<int32_t>& prompt, engine::Engine& engine);
 
+/// Applies `mode` to the messages about to be templated: for Reorder, every message's
+/// content goes through frontend_ast::reorder_prompt_text (a tool result's path hint is
+/// the "file_path" / "path" / "filename" argument of the assistant tool call it answers);
+/// a content that is a JSON object or array has the strings inside it rewritten instead
+/// (an object's own "file_path" / "path" / "filename" is the hint of its other strings),
+/// and is re-serialised (compact, keys in their order) only when one of them changed. A
+/// string with a path hint, or a role "tool" content with one, in which no code region is
+/// found is taken as that file's bytes when the path names a known language.
+/// For Exact and Approx nothing changes. Returns what was done (all zero for them).
 frontend_ast::ReorderStats apply_cache_mode(frontend_ast::CacheMode mode, std::vector<engine::ChatMessage>& messages,
                                             const CacheModePolicy& policy);
 

@@ -217,7 +217,7 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   sample(out, "swizzle_approx_atoms", "", num(cache.approx_atoms));
   family(out, "swizzle_approx_atom_bytes", "gauge", "Host RAM those atoms' K/V take (--approx-atom-mb bounds it).");
   sample(out, "swizzle_approx_atom_bytes", "", num(cache.approx_atom_bytes));
-  family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms an approx request found saved (reused unless it did not run).");
+  family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms approx requests found saved at admission.");
   sample(out, "swizzle_approx_atom_hits_total", "", num(cache.approx_atom_hits));
 
   // The scheduler (engine/scheduler.h).

@@ -382,7 +382,7 @@ struct CacheStats {
   // The approx cache mode's atom store (kvcache::AtomStore):
   uint64_t approx_atoms = 0;       ///< atoms saved now
   uint64_t approx_atom_bytes = 0;  ///< their K/V bytes (host RAM)
-  uint64_t approx_atom_hits = 0;   ///< atoms found for a request (installed unless the request did not run)
+  uint64_t approx_atom_hits = 0;   ///< atoms approx requests found saved at admission
 };
 
 /// Speculative-decoding counters since the engine started (for /metrics).

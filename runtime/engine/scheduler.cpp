@@ -75,9 +75,11 @@ class Scheduler::PagedAdmission final : public Admission {
   /// from its token `from` on.
   struct Install {
     int begin = 0, end = 0, from = 0;
+    size_t atom_index = 0;  // in GenerateRequest::approx_atoms
     std::shared_ptr<const kvcache::AtomKV> atom;
   };
   kvcache::BlockKey model;                // the cache namespace: the model's key, or the approx mode's
+  kvcache::BlockKey atoms;                // approx: the namespace of its scope's saved atoms (atom_key)
   std::string scope;                      // match_partial scope (GenerateRequest::cache_scope; approx: its own)
   std::vector<Install> installs;          // in position order
   std::vector<kvcache::BlockKey> keys;    // the prompt's full-block keys
@@ -172,6 +174,7 @@ struct Scheduler::Seq {
   std::vector<int32_t> history;    // the tokens of positions 0..n_past-1
   int reused = 0;                  // prompt tokens taken from the prefix cache
   int installed = 0;               // prompt tokens whose K/V an atom install wrote (approx mode)
+  std::vector<size_t> installed_atoms;  // their GenerateRequest::approx_atoms indices
   size_t next_install = 0;         // the admission's next planned install
   int prompt_done = 0;             // prompt positions computed when prefill ended (publish_prompt_tail)
   int reserve = 0;                 // pages reserved for this sequence
@@ -263,6 +266,9 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
   const bool approx = !req.approx_atoms.empty();
   a->model = approx ? approx_model_ : kv_.model();
   a->scope = approx ? "approx\n" + req.cache_scope : req.cache_scope;
+  // Atoms are reused below the block granularity, so, as match_partial's candidates, only
+  // within the scope that saved them: nobody learns whether another's prompt held an atom.
+  if (approx) a->atoms = kvcache::model_key("swizzle-approx-atoms/1 " + approx_model_.hex() + "\n" + req.cache_scope);
   // Prompt logprobs need every prompt row's logits: the whole prompt is evaluated.
   if (kv_.prefix_cache_enabled() && !req.prompt_logprobs) {
     a->keys = kvcache::block_keys(a->model, req.prompt.data(), req.prompt.size());
@@ -279,16 +285,17 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
     int approx_tokens = 0;
     if (approx && atoms_) {
       int at = prefix;  // the installs are in position order and do not overlap
-      for (const TokenSpan& sp : req.approx_atoms) {
+      for (size_t i = 0; i < req.approx_atoms.size(); ++i) {
+        const TokenSpan& sp = req.approx_atoms[i];
         const int len = sp.end - sp.begin;
         if (sp.begin < at || sp.begin < 1 || sp.end > n_prompt - 1 || len <= 0) continue;
         const int head = std::max(kApproxMinRecompute,
                                   static_cast<int>(std::ceil(std::clamp(req.approx_recompute, 0.f, 1.f) * static_cast<float>(len))));
         if (len - head < kApproxMinRecompute) continue;
         std::shared_ptr<const kvcache::AtomKV> atom =
-            atoms_->find(kvcache::block_key(a->model, {}, req.prompt.data() + sp.begin, len));
+            atoms_->find(kvcache::block_key(a->atoms, {}, req.prompt.data() + sp.begin, len));
         if (!atom || atom->n != len) continue;
-        a->installs.push_back({sp.begin + head, sp.end, head, std::move(atom)});
+        a->installs.push_back({sp.begin + head, sp.end, head, i, std::move(atom)});
         approx_tokens += len - head;
         at = sp.end;
       }
@@ -807,7 +814,9 @@ void Scheduler::end_prefill_stats(Seq& s) {
 
 bool Scheduler::install_atom(Seq& s) {
   const PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
-  const int n = in.end - in.begin;
+  // From the cursor: a longer cached prefix found at start() may cover the install's head
+  // (its tail is installed, so at least what admit() reported is reused).
+  const int begin = s.n_past, n = in.end - begin;
   if (!prepare_pages(s, n)) return false;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
@@ -815,7 +824,7 @@ bool Scheduler::install_atom(Seq& s) {
   // K was roped at the atom's old positions: rotate it by the distance to the new ones.
   const int delta = in.begin - (atom.pos0 + in.from);
   std::vector<uint16_t> k, v;
-  for (int p = in.begin; p < in.end;) {
+  for (int p = begin; p < in.end;) {
     const int slot = p % kTok, m = std::min(kTok - slot, in.end - p);
     k.resize(static_cast<size_t>(g.n_layer) * m * kvw);
     v.resize(k.size());
@@ -829,25 +838,32 @@ bool Scheduler::install_atom(Seq& s) {
     model_.write_kv(s.table[static_cast<size_t>(p / kTok)], slot, m, k.data(), v.data());
     p += m;
   }
-  s.history.insert(s.history.end(), s.req.prompt.begin() + in.begin, s.req.prompt.begin() + in.end);
+  s.history.insert(s.history.end(), s.req.prompt.begin() + begin, s.req.prompt.begin() + in.end);
   s.n_past = in.end;
   s.installed += n;
+  s.installed_atoms.push_back(in.atom_index);
   ++s.next_install;
   return true;
 }
 
 void Scheduler::save_atoms(Seq& s) {
-  // Each atom whose K/V is now in the sequence's pages and not saved yet: saved for later
-  // approx requests (those installed here are saved already, under the same key).
+  // Each atom whose K/V is now in the sequence's pages and not saved yet is saved for later
+  // approx requests of its scope. Not those installed here (their K/V is a saved atom's,
+  // moved: saving it again would only add the rotation's rounding). An atom prefilled after
+  // an installed one attended to approximate K/V; it is saved as computed.
   // (Without a prefix cache every run is cold: nothing is kept for another request.)
   if (!atoms_ || !kv_.prefix_cache_enabled() || s.req.approx_atoms.empty() || s.choice != 0) return;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
-  std::vector<uint16_t> k, v;
-  for (const TokenSpan& sp : s.req.approx_atoms) {
+  const size_t page_vals = static_cast<size_t>(g.n_layer) * kTok * kvw;
+  std::vector<uint16_t> k(page_vals), v(page_vals);
+  int have = -1;  // the block index whose page k, v hold (atoms are in order: each page read once)
+  for (size_t i = 0; i < s.req.approx_atoms.size(); ++i) {
+    const TokenSpan& sp = s.req.approx_atoms[i];
     const int len = sp.end - sp.begin;
     if (len <= 0 || sp.begin < 0 || sp.end > s.n_past) continue;
-    const kvcache::BlockKey key = kvcache::block_key(s.job->adm.model, {}, s.req.prompt.data() + sp.begin, len);
+    if (std::find(s.installed_atoms.begin(), s.installed_atoms.end(), i) != s.installed_atoms.end()) continue;
+    const kvcache::BlockKey key = kvcache::block_key(s.job->adm.atoms, {}, s.req.prompt.data() + sp.begin, len);
     if (atoms_->contains(key)) continue;
     auto atom = std::make_shared<kvcache::AtomKV>();
     atom->pos0 = sp.begin;
@@ -856,13 +872,15 @@ void Scheduler::save_atoms(Seq& s) {
     atom->v.resize(atom->k.size());
     for (int p = sp.begin; p < sp.end;) {
       const int slot = p % kTok, m = std::min(kTok - slot, sp.end - p);
-      k.resize(static_cast<size_t>(g.n_layer) * m * kvw);
-      v.resize(k.size());
-      model_.read_kv(s.table[static_cast<size_t>(p / kTok)], slot, m, k.data(), v.data());
+      if (p / kTok != have) {
+        model_.read_kv(s.table[static_cast<size_t>(p / kTok)], 0, kTok, k.data(), v.data());
+        have = p / kTok;
+      }
       for (int l = 0; l < g.n_layer; ++l) {
+        const size_t src = (static_cast<size_t>(l) * kTok + static_cast<size_t>(slot)) * kvw;
         const size_t dst = (static_cast<size_t>(l) * len + static_cast<size_t>(p - sp.begin)) * kvw;
-        std::copy_n(k.data() + static_cast<size_t>(l) * m * kvw, m * kvw, atom->k.data() + dst);
-        std::copy_n(v.data() + static_cast<size_t>(l) * m * kvw, m * kvw, atom->v.data() + dst);
+        std::copy_n(k.data() + src, m * kvw, atom->k.data() + dst);
+        std::copy_n(v.data() + src, m * kvw, atom->v.data() + dst);
       }
       p += m;
     }
@@ -872,7 +890,9 @@ void Scheduler::save_atoms(Seq& s) {
 
 void Scheduler::finish(Seq& s, FinishReason why) {
   if (s.done) return;
-  if (s.prefilling) end_prefill_stats(s);  // cancelled during prefill: what was computed is exact and shared
+  // Cancelled during prefill: what was computed is shared (exact, or an approx request's
+  // K/V under its own namespace).
+  if (s.prefilling) end_prefill_stats(s);
   publish_prompt_tail(s);
   s.done = true;
   running_n_.fetch_sub(1);
@@ -1018,12 +1038,13 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     if (rows_left <= 0) break;
     Seq& s = *sp;
     const int n_prompt = static_cast<int>(s.req.prompt.size());
-    // Approx mode: an atom install at the cursor is written now and the cursor passes it;
-    // one the cursor has passed (a longer cached prefix found at start) is dropped.
+    // Approx mode: an atom install at the cursor (or one whose head a longer cached prefix
+    // found at start covers) is written now and the cursor passes it; one wholly behind the
+    // cursor is dropped.
     const auto& installs = s.job->adm.installs;
     bool waiting = false;
     while (s.next_install < installs.size() && installs[s.next_install].begin <= s.n_past) {
-      if (installs[s.next_install].begin < s.n_past) {
+      if (installs[s.next_install].end <= s.n_past) {
         ++s.next_install;
         continue;
       }

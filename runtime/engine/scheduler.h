@@ -49,6 +49,9 @@
 // prefix-cache blocks in a namespace of their own (a model key derived from the model's),
 // and save each atom their prefill computed when it ends.
 //
+// Saved atoms are keyed by their tokens and the request's cache scope (GenerateRequest::
+// cache_scope), so they are reused only within the scope that computed them.
+//
 // Per-sequence state (block table, token history, sampler, drafter, grammar matcher, stop
 // conditions) lives here, not in the model. A constrained request (GenerateRequest::grammar)
 // samples and verifies every row under its matcher's mask (grammar/matcher.h) and ends with
@@ -140,8 +143,8 @@ class Scheduler {
   /// choices counts its prompt once).
   uint64_t prefill_rows() const { return prefill_rows_.load(); }
   /// The model key approx requests' prefix-cache blocks are keyed under (block_keys with
-  /// it name their blocks; GenerateRequest::approx_atoms), and their atoms' keys
-  /// (block_key(approx_model(), {}, tokens, n)).
+  /// it name their blocks; GenerateRequest::approx_atoms). Saved atoms are keyed per cache
+  /// scope under another key derived from it.
   const kvcache::BlockKey& approx_model() const { return approx_model_; }
 
  private:

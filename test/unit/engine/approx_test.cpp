@@ -8,11 +8,16 @@
 //    bitwise and K within f16 rounding of the re-rotation; every position before the atom
 //    (same context in both) equals the cold prefill bitwise in every layer;
 //  - approx and exact requests never share prefix-cache blocks: an exact request of the
-//    same prompt finds nothing cached, and the approx namespace serves a repeat in full.
+//    same prompt finds nothing cached, and the approx namespace serves a repeat in full;
+//  - saved atoms serve only their own cache scope (another organisation finds none);
+//  - a longer cached prefix found when a request starts (published after its admission)
+//    still gets the rest of a planned install, from the right offset into the saved atom
+//    (layer-0 V bitwise the cold prefill's), so what is reused is at least what was reported.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -41,8 +46,9 @@ struct Counts {
   int cached = 0, approx = 0;
 };
 
-Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms) {
+Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms, const std::string& scope = "") {
   GenerateRequest r;
+  r.cache_scope = scope;
   r.prompt = prompt;
   r.max_tokens = 1;
   r.sampling.temperature = 0;
@@ -110,6 +116,17 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   EXPECT_EQ(second.approx, 150 - head);
   EXPECT_EQ(second.cached, 150 - head);
 
+  // Another scope finds no atom of this one; this scope finds it wherever it moves.
+  const std::vector<int32_t> head3 = tokens(120, 5, nv);
+  std::vector<int32_t> p3 = head3;
+  p3.insert(p3.end(), atom.begin(), atom.end());
+  p3.insert(p3.end(), tail.begin(), tail.end());
+  EXPECT_EQ(run(sched, p3, {{120, 270}}, "org:other").approx, 0);
+  std::vector<int32_t> p4 = tokens(97, 6, nv);  // (p3's blocks are shared whole: a new prefix)
+  p4.insert(p4.end(), atom.begin(), atom.end());
+  p4.insert(p4.end(), tail.begin(), tail.end());
+  EXPECT_EQ(run(sched, p4, {{97, 247}}).approx, 150 - head);
+
   // The cold reference: the same prompt in exact mode (its own namespace: nothing cached).
   const Counts exact = run(sched, p2, {});
   EXPECT_EQ(exact.cached, 0) << "exact requests never see the approx namespace's blocks";
@@ -147,6 +164,32 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   cached_kv(bm, sched.approx_model(), p2, g.n_layer - 1, inst0, inst1, ka, va);
   cached_kv(bm, bm.kv->model(), p2, g.n_layer - 1, inst0, inst1, ke, ve);
   EXPECT_NE(va, ve);
+
+  // A longer cached prefix found when the request starts (published after its admission)
+  // covers the head of a planned install: the rest of the atom is still installed, from the
+  // right offset into the saved atom, so at least what the admission reported is reused.
+  const std::vector<int32_t> head5 = tokens(40, 7, nv);
+  std::vector<int32_t> p5 = head5;
+  p5.insert(p5.end(), atom.begin(), atom.end());
+  p5.insert(p5.end(), tail.begin(), tail.end());
+  GenerateRequest ra;
+  ra.prompt = p5;
+  ra.max_tokens = 1;
+  ra.sampling.temperature = 0;
+  ra.approx_atoms = {{40, 190}};
+  std::unique_ptr<Admission> late = sched.admit(ra);
+  EXPECT_EQ(late->cached_tokens(), 150 - head);  // the install [63, 190)
+  std::vector<int32_t> p6(p5.begin(), p5.begin() + 130);  // shares blocks 0 and 1 with p5
+  const std::vector<int32_t> other = tokens(60, 8, nv);
+  p6.insert(p6.end(), other.begin(), other.end());
+  run(sched, p6, {{130, 180}});  // approx (its atom is new): publishes p6's blocks in the namespace
+  const uint64_t hits0 = sched.hit_tokens();
+  sched.run(*late, {});
+  EXPECT_EQ(sched.hit_tokens() - hits0, 128u + (190 - 128)) << "blocks 0-1, then the install's tail [128, 190)";
+  EXPECT_EQ(run(sched, p5, {}).cached, 0);  // the cold reference, in exact mode
+  cached_kv(bm, sched.approx_model(), p5, 0, 128, 190, ka, va);
+  cached_kv(bm, bm.kv->model(), p5, 0, 128, 190, ke, ve);
+  EXPECT_EQ(va, ve) << "the tail came from the right place in the saved atom";
 }
 
 }  // namespace
