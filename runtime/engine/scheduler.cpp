@@ -823,21 +823,22 @@ bool Scheduler::install_atom(Seq& s) {
   const kvcache::AtomKV& atom = *in.atom;
   // K was roped at the atom's old positions: rotate it by the distance to the new ones.
   const int delta = in.begin - (atom.pos0 + in.from);
-  std::vector<uint16_t> k, v;
+  // One run a page; K and V [n_layer][n][kv_width] from the atom's tokens from .. from + n.
+  std::vector<exec::BatchModel::KvRun> runs;
   for (int p = begin; p < in.end;) {
     const int slot = p % kTok, m = std::min(kTok - slot, in.end - p);
-    k.resize(static_cast<size_t>(g.n_layer) * m * kvw);
-    v.resize(k.size());
-    for (int l = 0; l < g.n_layer; ++l) {
-      const size_t src = (static_cast<size_t>(l) * atom.n + static_cast<size_t>(in.from + p - in.begin)) * kvw;
-      const size_t dst = static_cast<size_t>(l) * m * kvw;
-      std::copy_n(atom.k.data() + src, m * kvw, k.data() + dst);
-      std::copy_n(atom.v.data() + src, m * kvw, v.data() + dst);
-    }
-    kvcache::rerotate_k(k.data(), g.n_layer * m, g, delta);
-    model_.write_kv(s.table[static_cast<size_t>(p / kTok)], slot, m, k.data(), v.data());
+    runs.push_back({s.table[static_cast<size_t>(p / kTok)], slot, m});
     p += m;
   }
+  const size_t off = static_cast<size_t>(in.from + begin - in.begin);  // the run's first token in the atom
+  std::vector<uint16_t> k(static_cast<size_t>(g.n_layer) * n * kvw), v(k.size());
+  for (int l = 0; l < g.n_layer; ++l) {
+    const size_t src = (static_cast<size_t>(l) * atom.n + off) * kvw, dst = static_cast<size_t>(l) * n * kvw;
+    std::copy_n(atom.k.data() + src, n * kvw, k.data() + dst);
+    std::copy_n(atom.v.data() + src, n * kvw, v.data() + dst);
+  }
+  kvcache::rerotate_k(k.data(), g.n_layer * n, g, delta);
+  model_.write_kv(runs, k.data(), v.data());
   s.history.insert(s.history.end(), s.req.prompt.begin() + begin, s.req.prompt.begin() + in.end);
   s.n_past = in.end;
   s.installed += n;
@@ -855,36 +856,50 @@ void Scheduler::save_atoms(Seq& s) {
   if (!atoms_ || !kv_.prefix_cache_enabled() || s.req.approx_atoms.empty() || s.choice != 0) return;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
-  const size_t page_vals = static_cast<size_t>(g.n_layer) * kTok * kvw;
-  std::vector<uint16_t> k(page_vals), v(page_vals);
-  int have = -1;  // the block index whose page k, v hold (atoms are in order: each page read once)
+  struct Save {
+    size_t index;
+    kvcache::BlockKey key;
+  };
+  std::vector<Save> todo;
   for (size_t i = 0; i < s.req.approx_atoms.size(); ++i) {
     const TokenSpan& sp = s.req.approx_atoms[i];
-    const int len = sp.end - sp.begin;
-    if (len <= 0 || sp.begin < 0 || sp.end > s.n_past) continue;
+    if (sp.end <= sp.begin || sp.begin < 0 || sp.end > s.n_past) continue;
     if (std::find(s.installed_atoms.begin(), s.installed_atoms.end(), i) != s.installed_atoms.end()) continue;
-    const kvcache::BlockKey key = kvcache::block_key(s.job->adm.atoms, {}, s.req.prompt.data() + sp.begin, len);
-    if (atoms_->contains(key)) continue;
+    const kvcache::BlockKey key = kvcache::block_key(s.job->adm.atoms, {}, s.req.prompt.data() + sp.begin, sp.end - sp.begin);
+    if (!atoms_->contains(key)) todo.push_back({i, key});
+  }
+  // The pages holding them, read a batch of whole pages at a time (the atoms are in order).
+  constexpr int kBatchPages = 16;
+  std::vector<uint16_t> k, v;
+  int first = -1, count = 0;  // the blocks k, v hold: first .. first + count - 1
+  for (const Save& sv : todo) {
+    const TokenSpan& sp = s.req.approx_atoms[sv.index];
+    const int len = sp.end - sp.begin;
     auto atom = std::make_shared<kvcache::AtomKV>();
     atom->pos0 = sp.begin;
     atom->n = len;
     atom->k.resize(static_cast<size_t>(g.n_layer) * len * kvw);
     atom->v.resize(atom->k.size());
     for (int p = sp.begin; p < sp.end;) {
-      const int slot = p % kTok, m = std::min(kTok - slot, sp.end - p);
-      if (p / kTok != have) {
-        model_.read_kv(s.table[static_cast<size_t>(p / kTok)], 0, kTok, k.data(), v.data());
-        have = p / kTok;
+      const int b = p / kTok, slot = p % kTok, m = std::min(kTok - slot, sp.end - p);
+      if (b < first || b >= first + count) {
+        first = b;
+        count = std::min(kBatchPages, (s.n_past + kTok - 1) / kTok - b);
+        std::vector<exec::BatchModel::KvRun> runs;
+        for (int i = 0; i < count; ++i) runs.push_back({s.table[static_cast<size_t>(first + i)], 0, kTok});
+        k.resize(static_cast<size_t>(g.n_layer) * count * kTok * kvw);
+        v.resize(k.size());
+        model_.read_kv(runs, k.data(), v.data());
       }
       for (int l = 0; l < g.n_layer; ++l) {
-        const size_t src = (static_cast<size_t>(l) * kTok + static_cast<size_t>(slot)) * kvw;
+        const size_t src = (static_cast<size_t>(l) * count * kTok + static_cast<size_t>(p - first * kTok)) * kvw;
         const size_t dst = (static_cast<size_t>(l) * len + static_cast<size_t>(p - sp.begin)) * kvw;
         std::copy_n(k.data() + src, m * kvw, atom->k.data() + dst);
         std::copy_n(v.data() + src, m * kvw, atom->v.data() + dst);
       }
       p += m;
     }
-    atoms_->put(key, std::move(atom));
+    atoms_->put(sv.key, std::move(atom));
   }
 }
 

@@ -54,12 +54,17 @@ class BatchModel {
   // kvcache/atom_store.h), whatever the backend's page layout.
   /// The model's KV shape and RoPE (package hparams).
   virtual kvcache::KvGeometry kv_geometry() const = 0;
-  /// Copies slots slot0 .. slot0 + n - 1 of `page` (0 <= slot0, slot0 + n <= 64) to `k`
-  /// and `v`, f16 [n_layer][n][kv_width] each. Ordered after every earlier forward().
-  virtual void read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) = 0;
-  /// Writes those slots from `k` and `v` (same layout); the page's other slots keep their
-  /// values. Ordered before every later forward().
-  virtual void write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) = 0;
+  /// Slots slot0 .. slot0 + n - 1 of one page (0 <= slot0, slot0 + n <= 64).
+  struct KvRun {
+    int page = 0, slot0 = 0, n = 0;
+  };
+  /// Copies the runs' slots to `k` and `v`, f16 [n_layer][sum of n][kv_width] each (the
+  /// runs in order). Ordered after every earlier forward(). Throws std::invalid_argument
+  /// for a run out of range.
+  virtual void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) = 0;
+  /// Writes the runs' slots from `k` and `v` (same layout); the pages' other slots keep
+  /// their values. The runs must be on distinct pages. Ordered before every later forward().
+  virtual void write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) = 0;
 };
 
 }  // namespace swz::exec

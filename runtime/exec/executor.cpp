@@ -114,9 +114,11 @@ struct GraphExecutor::Impl {
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
   bool cpu_tiles = false;  // the cpu format: K [64][kv_width], V [kv_width][64]; else [n_head_kv][64][head_dim] both
   kvcache::KvGeometry geom;
-  /// Copies slots slot0.. slot0+n-1 of `page` to `k`, `v` ([n_layer][n][kv_width] f16), or
-  /// from them when `write` (the page's other slots kept: read, modified, written back).
-  void kv_slots(int page, int slot0, int n, uint16_t* k, uint16_t* v, bool write);
+  /// Copies the runs' slots to `k`, `v` ([n_layer][sum n][kv_width] f16), or from them when
+  /// `write` (the pages' other slots kept: read, modified, written back), through kv_stage.
+  void kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, bool write);
+  backend::Buffer kv_stage;  // stage_tiles tiles: K/V runs gathered for one host transfer
+  int stage_tiles = 0;
   /// Element offset in a tile of (slot, dim) for K (`is_v` false) or V, dim in 0..kv_width-1.
   size_t tile_index(bool is_v, int slot, int dim) const {
     const int kvw = n_head_kv * head_dim;
@@ -160,7 +162,7 @@ struct GraphExecutor::Impl {
     for (auto& b : bufs) f(b.main), f(b.gathered);
     for (auto& w : weights) f(w.buf);
     for (auto& s : scratch) f(s.buf);
-    f(tokens), f(positions), f(seq_positions), f(block_tables), f(seq_info), f(row_tables), f(dummy);
+    f(tokens), f(positions), f(seq_positions), f(block_tables), f(seq_info), f(row_tables), f(dummy), f(kv_stage);
     for (auto& [k, p] : programs)
       if (p.graph >= 0) be->destroy_graph(p.graph);
   }
@@ -440,6 +442,8 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   m.seq_info = m.alloc(static_cast<size_t>(opts.max_seqs) * 4 * 4, "sequence records");
   m.row_tables = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "block table of each row");
   m.dummy = m.alloc(256, "absent arguments");
+  m.stage_tiles = std::min(m.max_blocks, 64);
+  m.kv_stage = m.alloc(m.tile_bytes * static_cast<size_t>(m.stage_tiles), "K/V staging (approx cache mode)");
   m.be->fill32(m.dummy, 0, 256, 0);
   m.be->synchronize();
   device_bytes_ = m.allocated;
@@ -483,43 +487,67 @@ void GraphExecutor::copy_page(int dst, int src) {
 kvcache::KvGeometry GraphExecutor::kv_geometry() const { return impl_->geom; }
 
 namespace {
-void check_slots(const char* what, int page, int n_pages, int slot0, int n) {
-  if (page < 0 || page >= n_pages || slot0 < 0 || n < 0 || slot0 + n > kvcache::kBlockTokens)
-    throw std::invalid_argument(std::string(what) + ": page " + std::to_string(page) + " slots " + std::to_string(slot0) +
-                                "+" + std::to_string(n) + " out of range");
+void check_runs(const char* what, std::span<const BatchModel::KvRun> runs, int n_pages, bool distinct) {
+  std::set<int> pages;
+  for (const BatchModel::KvRun& r : runs) {
+    if (r.page < 0 || r.page >= n_pages || r.slot0 < 0 || r.n < 0 || r.slot0 + r.n > kvcache::kBlockTokens)
+      throw std::invalid_argument(std::string(what) + ": page " + std::to_string(r.page) + " slots " +
+                                  std::to_string(r.slot0) + "+" + std::to_string(r.n) + " out of range");
+    if (distinct && !pages.insert(r.page).second)
+      throw std::invalid_argument(std::string(what) + ": page " + std::to_string(r.page) + " twice");
+  }
 }
 }  // namespace
 
-void GraphExecutor::read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) {
+void GraphExecutor::read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) {
   std::lock_guard<std::mutex> lock(mu_);
-  check_slots("read_kv", page, opts_.n_pages, slot0, n);
-  impl_->kv_slots(page, slot0, n, k, v, false);
+  check_runs("read_kv", runs, opts_.n_pages, false);
+  impl_->kv_runs(runs, k, v, false);
 }
 
-void GraphExecutor::write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) {
+void GraphExecutor::write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) {
   std::lock_guard<std::mutex> lock(mu_);
-  check_slots("write_kv", page, opts_.n_pages, slot0, n);
-  // Not written through when write is true: kv_slots only reads k and v then.
-  impl_->kv_slots(page, slot0, n, const_cast<uint16_t*>(k), const_cast<uint16_t*>(v), true);
+  check_runs("write_kv", runs, opts_.n_pages, true);
+  // Not written through when write is true: kv_runs only reads k and v then.
+  impl_->kv_runs(runs, const_cast<uint16_t*>(k), const_cast<uint16_t*>(v), true);
 }
 
-void GraphExecutor::Impl::kv_slots(int page, int slot0, int n, uint16_t* k, uint16_t* v, bool write) {
-  const int kvw = n_head_kv * head_dim;
-  std::vector<uint16_t> tile(tile_bytes / 2);
-  for (int l = 0; l < n_layer; ++l)
-    for (int is_v = 0; is_v < 2; ++is_v) {
-      const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
-      be->download(tile.data(), pool, page * tile_bytes, tile_bytes);  // writing: the other slots
-      uint16_t* rows = (is_v ? v : k) + static_cast<size_t>(l) * n * kvw;
-      for (int t = 0; t < n; ++t)
-        for (int d = 0; d < kvw; ++d) {
-          uint16_t& cell = tile[tile_index(is_v, slot0 + t, d)];
-          uint16_t& row = rows[static_cast<size_t>(t) * kvw + d];
-          if (write) cell = row;
-          else row = cell;
+void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, bool write) {
+  const size_t kvw = static_cast<size_t>(n_head_kv) * head_dim;
+  size_t total = 0;
+  for (const BatchModel::KvRun& r : runs) total += static_cast<size_t>(r.n);
+  const size_t half = tile_bytes / 2;  // f16 values in a tile
+  std::vector<uint16_t> host;
+  for (size_t g0 = 0, row0 = 0; g0 < runs.size(); g0 += static_cast<size_t>(stage_tiles)) {
+    const size_t cnt = std::min(runs.size() - g0, static_cast<size_t>(stage_tiles));
+    host.resize(cnt * half);
+    size_t rows = 0;
+    for (size_t i = 0; i < cnt; ++i) rows += static_cast<size_t>(runs[g0 + i].n);
+    for (int l = 0; l < n_layer; ++l)
+      for (int is_v = 0; is_v < 2; ++is_v) {
+        const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
+        for (size_t i = 0; i < cnt; ++i) be->copy(kv_stage, i * tile_bytes, pool, runs[g0 + i].page * tile_bytes, tile_bytes);
+        be->download(host.data(), kv_stage, 0, cnt * tile_bytes);  // writing: the other slots too
+        uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(l) * total + row0) * kvw;
+        size_t row = 0;
+        for (size_t i = 0; i < cnt; ++i) {
+          const BatchModel::KvRun& r = runs[g0 + i];
+          uint16_t* tile = host.data() + i * half;
+          for (int t = 0; t < r.n; ++t, ++row)
+            for (size_t d = 0; d < kvw; ++d) {
+              uint16_t& cell = tile[tile_index(is_v, r.slot0 + t, static_cast<int>(d))];
+              uint16_t& val = base[row * kvw + d];
+              if (write) cell = val;
+              else val = cell;
+            }
         }
-      if (write) be->upload(pool, page * tile_bytes, tile.data(), tile_bytes);
-    }
+        if (write) {
+          be->upload(kv_stage, 0, host.data(), cnt * tile_bytes);
+          for (size_t i = 0; i < cnt; ++i) be->copy(pool, runs[g0 + i].page * tile_bytes, kv_stage, i * tile_bytes, tile_bytes);
+        }
+      }
+    row0 += rows;
+  }
 }
 
 void GraphExecutor::Impl::bad_rule(const Launch& l, const package::Expr& e, const char* field, size_t arg) {

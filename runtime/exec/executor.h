@@ -89,8 +89,11 @@ class GraphExecutor final : public BatchModel {
   void write_page(int page, const uint16_t* host);
   void copy_page(int dst, int src) override;
   kvcache::KvGeometry kv_geometry() const override;
-  void read_kv(int page, int slot0, int n, uint16_t* k, uint16_t* v) override;
-  void write_kv(int page, int slot0, int n, const uint16_t* k, const uint16_t* v) override;
+  /// (Through a device staging buffer: per layer, K and V, the runs' tiles are gathered
+  /// with device copies and cross to the host in one transfer each way, so the number of
+  /// host transfers does not grow with the pages; writes also for distinct pages only.)
+  void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) override;
+  void write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
 

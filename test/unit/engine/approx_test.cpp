@@ -74,7 +74,10 @@ void cached_kv(exec::BackendModel& bm, const kvcache::BlockKey& model, const std
   v = k;
   std::vector<uint16_t> pk(static_cast<size_t>(g.n_layer) * kTok * kvw), pv(pk.size());
   for (int p = p0; p < p1; ++p) {
-    if (p == p0 || p % kTok == 0) bm.executor->read_kv(pages[static_cast<size_t>(p / kTok)], 0, kTok, pk.data(), pv.data());
+    if (p == p0 || p % kTok == 0) {
+      const exec::BatchModel::KvRun run{pages[static_cast<size_t>(p / kTok)], 0, kTok};
+      bm.executor->read_kv({&run, 1}, pk.data(), pv.data());
+    }
     const size_t src = (static_cast<size_t>(l) * kTok + static_cast<size_t>(p % kTok)) * kvw;
     std::copy_n(pk.data() + src, kvw, k.data() + static_cast<size_t>(p - p0) * kvw);
     std::copy_n(pv.data() + src, kvw, v.data() + static_cast<size_t>(p - p0) * kvw);
