@@ -533,12 +533,16 @@ void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint1
         for (size_t i = 0; i < cnt; ++i) {
           const BatchModel::KvRun& r = runs[g0 + i];
           uint16_t* tile = host.data() + i * half;
+          // Contiguous pieces: a head's head_dim values (GPU tiles), a K row (cpu); the cpu
+          // format's transposed V goes value by value.
+          const bool by_value = cpu_tiles && is_v;
+          const size_t piece = by_value ? 1 : cpu_tiles ? kvw : static_cast<size_t>(head_dim);
           for (int t = 0; t < r.n; ++t, ++row)
-            for (size_t d = 0; d < kvw; ++d) {
-              uint16_t& cell = tile[tile_index(is_v, r.slot0 + t, static_cast<int>(d))];
-              uint16_t& val = base[row * kvw + d];
-              if (write) cell = val;
-              else val = cell;
+            for (size_t d = 0; d < kvw; d += piece) {
+              uint16_t* cell = &tile[tile_index(is_v, r.slot0 + t, static_cast<int>(d))];
+              uint16_t* val = &base[row * kvw + d];
+              if (write) std::copy_n(val, piece, cell);
+              else std::copy_n(cell, piece, val);
             }
         }
         if (write) {

@@ -10,11 +10,12 @@ namespace swz::kvcache {
 void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
   if (delta == 0 || n_rows <= 0) return;
   const int half = g.n_rot / 2;
-  std::vector<double> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+  // Angles in double; the rotation itself in float (each value is rounded to f16 after).
+  std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
   for (int i = 0; i < half; ++i) {
     const double theta = static_cast<double>(delta) * std::pow(static_cast<double>(g.rope_theta), -2.0 * i / g.n_rot);
-    cs[static_cast<size_t>(i)] = std::cos(theta);
-    sn[static_cast<size_t>(i)] = std::sin(theta);
+    cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
+    sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
   }
   const int width = g.kv_width();
   for (int r = 0; r < n_rows; ++r)
@@ -22,10 +23,10 @@ void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
       uint16_t* x = k + static_cast<size_t>(r) * width + static_cast<size_t>(h) * g.head_dim;
       for (int i = 0; i < half; ++i) {
         const int a = g.neox ? i : 2 * i, b = g.neox ? i + half : 2 * i + 1;
-        const double x0 = ggml::fp16_to_fp32(x[a]), x1 = ggml::fp16_to_fp32(x[b]);
-        const double c = cs[static_cast<size_t>(i)], s = sn[static_cast<size_t>(i)];
-        x[a] = ggml::fp32_to_fp16(static_cast<float>(x0 * c - x1 * s));
-        x[b] = ggml::fp32_to_fp16(static_cast<float>(x0 * s + x1 * c));
+        const float x0 = ggml::fp16_to_fp32(x[a]), x1 = ggml::fp16_to_fp32(x[b]);
+        const float c = cs[static_cast<size_t>(i)], s = sn[static_cast<size_t>(i)];
+        x[a] = ggml::fp32_to_fp16(x0 * c - x1 * s);
+        x[b] = ggml::fp32_to_fp16(x0 * s + x1 * c);
       }
     }
 }

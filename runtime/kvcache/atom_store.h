@@ -54,7 +54,7 @@ struct AtomKV {
 /// Rotates the K rows `k` (f16 [n_rows][kv_width], every KV head) by RoPE at position
 /// offset `delta` (may be negative), in place: a row roped at position p becomes the row
 /// roped at p + delta. Angles as ggml's rope (theta_i = delta * rope_theta^(-2i/n_rot),
-/// freq_scale 1), taken in double; each value is rounded to f16 once. Follows ggml's
+/// freq_scale 1), taken in double, the rotation in float; each value is rounded to f16 once. Follows ggml's
 /// rope_f32 pairing (norm: dims 2i, 2i+1; neox: i, i + n_rot/2).
 void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta);
 
