@@ -107,8 +107,8 @@ void add_cache_options(CLI::App* cmd, EngineOptions& eo) {
       ->capture_default_str();
   cmd->add_option("--cache-host-mb", eo.cache_host_mb, "prefix cache: host-RAM tier for blocks evicted from the page pool, MiB (0 = none)")
       ->capture_default_str();
-  cmd->add_option("--approx-atom-mb", eo.approx_atom_mb,
-                  "cache mode approx: host RAM for the code atoms' K/V it reuses at other positions, MiB (0 = none)")
+  cmd->add_option("--approx-atoms", eo.approx_atoms,
+                  "cache mode approx: code atoms indexed for reuse at other positions (their K/V stays in the prefix cache; 0 = none)")
       ->capture_default_str();
   cmd->add_option("--cache-dir", eo.cache_dir, "prefix cache: disk tier directory (survives restarts; default: none)");
   cmd->add_option("--cache-disk-mb", eo.cache_disk_mb, "prefix cache: disk tier budget, MiB")->capture_default_str();

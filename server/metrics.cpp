@@ -213,12 +213,14 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   sample(out, "swizzle_kv_pages", "state=\"total\"", num(cache.pages_total));
   sample(out, "swizzle_kv_pages", "state=\"free\"", num(cache.pages_free));
   family(out, "swizzle_approx_atoms", "gauge",
-         "Code atoms whose K/V the approx cache mode keeps for reuse at other positions (host RAM).");
+         "Code atoms the approx cache mode indexes for reuse at other positions (their K/V stays in the prefix cache's "
+         "blocks; --approx-atoms bounds it).");
   sample(out, "swizzle_approx_atoms", "", num(cache.approx_atoms));
-  family(out, "swizzle_approx_atom_bytes", "gauge", "Host RAM those atoms' K/V take (--approx-atom-mb bounds it).");
-  sample(out, "swizzle_approx_atom_bytes", "", num(cache.approx_atom_bytes));
-  family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms approx requests found saved at admission.");
+  family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms approx requests found saved, their blocks cached, at admission.");
   sample(out, "swizzle_approx_atom_hits_total", "", num(cache.approx_atom_hits));
+  family(out, "swizzle_approx_atom_stale_total", "counter",
+         "Atoms approx requests found saved whose blocks the prefix cache no longer held (not reused).");
+  sample(out, "swizzle_approx_atom_stale_total", "", num(cache.approx_atom_stale));
 
   // The scheduler (engine/scheduler.h).
   auto gauge = [&](const char* name, const char* help, double v) {

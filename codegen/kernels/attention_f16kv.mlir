@@ -61,6 +61,10 @@
 //    grid (T, n_head, 1), block 64:
 //    out[t, h, :] = sum_s exp(lse_s - LSE) o_part[s, t, h, :], LSE = log sum_s exp(lse_s).
 //
+// 4. kv_move_rope_f16(k_cache, v_cache, moves, head_dim, n_rot, theta, neox): not a graph
+//    op's: the package's graph.kv_move, K/V moved between slots with K re-rotated (the
+//    approx cache mode; below).
+//
 // The graph's `attention` op (docs/graph.md) is kv_store_f16 then
 // flash_attention_f16kv (plus attention_split_reduce when split).
 module attributes {gpu.container_module} {
@@ -410,6 +414,115 @@ module attributes {gpu.container_module} {
           %vh = arith.truncf %vx : f32 to f16
           memref.store %vh, %v_cache[%di] : memref<?xf16>
         }
+      }
+      gpu.return
+    }
+
+    // --------------------------------------- K/V moved between slots (approx cache mode)
+    // kv_move_rope_f16(k_cache, v_cache, moves, head_dim, n_rot, theta, neox):
+    // grid (T, n_head_kv, 1), block 64; moves: [T][3] i32 {source slot, destination slot,
+    // delta}, a slot being page * 64 + its slot in the page. Workgroup (t, kvh) copies KV
+    // head kvh of move t's source slot to its destination slot in this layer's pools: V
+    // as it is; K re-rotated by RoPE by delta positions (a key roped at p becomes the key
+    // roped at p + delta: rope_f32's f32 angle delta * theta^(-2i/n_rot) and products,
+    // pairs (i, i + n_rot/2) when neox, else (2i, 2i + 1), rounded to f16); features >=
+    // n_rot copied. head_dim <= 256 and even, n_rot even. Each thread reads and writes its
+    // own values only (no workgroup memory, no barrier), so the launch's source slots must
+    // not be its destination slots (exec::BatchModel::move_kv checks the pages).
+    gpu.func @kv_move_rope_f16(%k_cache: memref<?xf16>, %v_cache: memref<?xf16>, %moves: memref<?xi32>,
+                               %head_dim: i32, %n_rot: i32, %theta: f32, %neox: i32) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>,
+                    spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [64, 1, 1]>,
+                    swz.grid = "T, n_head_kv, 1"} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c64 = arith.constant 64 : index
+      %zero_i = arith.constant 0 : i32
+      %m2 = arith.constant -2.0 : f32
+      %t = gpu.block_id x
+      %kvh = gpu.block_id y
+      %n_kv = gpu.grid_dim y
+      %tid = gpu.thread_id x
+      %hd = arith.index_cast %head_dim : i32 to index
+      %m0 = arith.muli %t, %c3 : index
+      %m1 = arith.addi %m0, %c1 : index
+      %mdl = arith.addi %m0, %c2 : index
+      %src_i = memref.load %moves[%m0] : memref<?xi32>
+      %dst_i = memref.load %moves[%m1] : memref<?xi32>
+      %delta_i = memref.load %moves[%mdl] : memref<?xi32>
+      // (page, kvh, slot, 0) at ((page * n_kv + kvh) * 64 + slot) * head_dim
+      %src_s = arith.index_cast %src_i : i32 to index
+      %s_page = arith.divui %src_s, %c64 : index
+      %s_slot = arith.remui %src_s, %c64 : index
+      %s0 = arith.muli %s_page, %n_kv : index
+      %s1 = arith.addi %s0, %kvh : index
+      %s2 = arith.muli %s1, %c64 : index
+      %s3 = arith.addi %s2, %s_slot : index
+      %src = arith.muli %s3, %hd : index
+      %dst_s = arith.index_cast %dst_i : i32 to index
+      %d_page = arith.divui %dst_s, %c64 : index
+      %d_slot = arith.remui %dst_s, %c64 : index
+      %d0 = arith.muli %d_page, %n_kv : index
+      %d1 = arith.addi %d0, %kvh : index
+      %d2 = arith.muli %d1, %c64 : index
+      %d3 = arith.addi %d2, %d_slot : index
+      %dst = arith.muli %d3, %hd : index
+      // V as it is.
+      scf.for %cv = %tid to %hd step %c64 {
+        %si = arith.addi %src, %cv : index
+        %di = arith.addi %dst, %cv : index
+        %vx = memref.load %v_cache[%si] : memref<?xf16>
+        memref.store %vx, %v_cache[%di] : memref<?xf16>
+      }
+      // K: pair i of n_rot / 2 rotated by delta, lanes striding.
+      %nr = arith.index_cast %n_rot : i32 to index
+      %half = arith.divui %nr, %c2 : index
+      %dpos = arith.sitofp %delta_i : i32 to f32
+      %nr_f = arith.uitofp %n_rot : i32 to f32
+      %ln_theta = math.log %theta : f32
+      %is_neox = arith.cmpi ne, %neox, %zero_i : i32
+      scf.for %i = %tid to %half step %c64 {
+        %i_i32 = arith.index_cast %i : index to i32
+        %i_f = arith.uitofp %i_i32 : i32 to f32
+        %e0 = arith.mulf %m2, %i_f : f32
+        %e = arith.divf %e0, %nr_f : f32
+        %le = arith.mulf %e, %ln_theta : f32
+        %freq = math.exp %le : f32
+        %ang = arith.mulf %dpos, %freq : f32
+        %c = math.cos %ang : f32
+        %s = math.sin %ang : f32
+        %two_i = arith.muli %i, %c2 : index
+        %two_i1 = arith.addi %two_i, %c1 : index
+        %i_half = arith.addi %i, %half : index
+        %j0 = arith.select %is_neox, %i, %two_i : index
+        %j1 = arith.select %is_neox, %i_half, %two_i1 : index
+        %a0 = arith.addi %src, %j0 : index
+        %a1 = arith.addi %src, %j1 : index
+        %h0 = memref.load %k_cache[%a0] : memref<?xf16>
+        %h1 = memref.load %k_cache[%a1] : memref<?xf16>
+        %x0 = arith.extf %h0 : f16 to f32
+        %x1 = arith.extf %h1 : f16 to f32
+        %p0 = arith.mulf %x0, %c : f32
+        %p1 = arith.mulf %x1, %s : f32
+        %w0 = arith.subf %p0, %p1 : f32
+        %p2 = arith.mulf %x0, %s : f32
+        %p3 = arith.mulf %x1, %c : f32
+        %w1 = arith.addf %p2, %p3 : f32
+        %w0h = arith.truncf %w0 : f32 to f16
+        %w1h = arith.truncf %w1 : f32 to f16
+        %b0 = arith.addi %dst, %j0 : index
+        %b1 = arith.addi %dst, %j1 : index
+        memref.store %w0h, %k_cache[%b0] : memref<?xf16>
+        memref.store %w1h, %k_cache[%b1] : memref<?xf16>
+      }
+      // K features past n_rot as they are.
+      %nr_tid = arith.addi %nr, %tid : index
+      scf.for %cf = %nr_tid to %hd step %c64 {
+        %si = arith.addi %src, %cf : index
+        %di = arith.addi %dst, %cf : index
+        %kx = memref.load %k_cache[%si] : memref<?xf16>
+        memref.store %kx, %k_cache[%di] : memref<?xf16>
       }
       gpu.return
     }

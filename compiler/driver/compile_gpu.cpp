@@ -578,6 +578,13 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   for (const codegen::KernelRef &ref : argmax)
     recordKernel(ref);
   m.graph["sampling"] = {{"argmax", samplingRecord(m, argmax, kernelOf)}};
+  // 5. K/V moved between cache slots on the device (the approx cache mode's installs:
+  //    exec::BatchModel::move_kv), one record a layer.
+  const codegen::KernelRef move{"attention_f16kv", "kv_move_rope_f16", "all"};
+  if (json kv = kvMoveRecord(m, move, kernelOf); !kv.is_null()) {
+    recordKernel(move);
+    m.graph["kv_move"] = std::move(kv);
+  }
   if (log.info)
     for (const std::string &line : report)
       log.info("kernel " + line);

@@ -744,6 +744,30 @@ void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, 
   r.gridSymbols["n_q"] = str(nQ);
 }
 
+/// kv_move_rope_f16(k_cache, v_cache, moves, head_dim, n_rot, theta, neox): the record of
+/// graph.kv_move for the layer of the attention op `op` (exec::BatchModel::move_kv): T
+/// moves {source slot, destination slot, RoPE offset} (i32 x 3, the `kv_moves` binding),
+/// grid (T, n_head_kv); n_rot, theta and the pairing those of the graph's rope on the
+/// attention's k (n_rot 0, K copied as it is, when there is none).
+void bindKvMove(const Group &g, const codegen::KernelRef &, const Types &, Record &r) {
+  const Attention a = attentionOf(g);
+  const json *rope = nullptr;
+  for (const json &op : g.m.graph.at("ops")) {
+    if (&op == &g.op)
+      break;
+    if (op.value("op", "") == "rope" && op.at("out") == a.k)
+      rope = &op;
+  }
+  const int64_t nRot = rope ? rope->value("n_rot", a.hd) : 0;
+  if (a.hd > 256 || a.hd % 2 != 0 || nRot % 2 != 0 || nRot > a.hd)
+    g.fail("kv_move_rope_f16 needs an even head_dim <= 256 and an even n_rot <= head_dim "
+           "(head_dim " + str(a.hd) + ", n_rot " + str(nRot) + ")");
+  r.gridSymbols = {{"T", "T"}, {"n_head_kv", str(a.nKv)}};
+  r.args = {kvPool(a, "k"), kvPool(a, "v"), {{"kv_moves", true}, {"shape", {"T*3"}}}, i32(a.hd), i32(nRot),
+            f32(rope ? rope->at("theta").get<double>() : 10000.0),
+            i32(rope && rope->value("mode", std::string("norm")) == "neox" ? 1 : 0)};
+}
+
 /// The partials of decode's split-K: o_part [n_split, T, n_head, head_dim] and lse_part
 /// [n_split, T, n_head] f32, scratches sized for the longest context and row budget.
 json oPart(const Attention &a) {
@@ -861,6 +885,7 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"swiglu_f32", bindSwiglu},
       {"kv_store_f16", bindKvStore},      // attention_f16kv.mlir
       {"rope_kv_store_f16", bindKvStore},
+      {"kv_move_rope_f16", bindKvMove},
       {"flash_attention_f16kv", bindFlash}, // + attention_f16kv_mma.mlir's variants
       {"flash_attention_f16kv_mma", bindFlash},
       {"flash_attention_f16kv_mma_hd128", bindFlash},
@@ -1030,6 +1055,22 @@ json samplingRecord(const package::Manifest &m, const std::vector<codegen::Kerne
   json r = op;
   r["launches"] = records(g, argmax, kernelOf);
   return r;
+}
+
+json kvMoveRecord(const package::Manifest &m, const codegen::KernelRef &move, const KernelLookup &kernelOf) {
+  const codegen::LaunchGroup none;
+  json launches = json::array();
+  for (const json &op : m.graph.at("ops")) {
+    if (op.value("op", "") != "attention")
+      continue;
+    Group g{m, none, op, nullptr, nullptr, nullptr, nullptr, nullptr,
+            "K/V moves of layer " + op.value("layer", json(-1)).dump()};
+    for (json &r : records(g, {move}, kernelOf))
+      launches.push_back(std::move(r));
+  }
+  if (launches.empty())
+    return nullptr;
+  return {{"op", "kv_move"}, {"launches", std::move(launches)}};
 }
 
 } // namespace swz::compiler

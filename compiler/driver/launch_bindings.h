@@ -40,6 +40,14 @@ nlohmann::json launchRecords(const package::Manifest &m, const codegen::LaunchGr
 nlohmann::json samplingRecord(const package::Manifest &m, const std::vector<codegen::KernelRef> &argmax,
                               const KernelLookup &kernelOf);
 
+/// K/V moved between KV cache slots on the device (graph.kv_move; exec::BatchModel::move_kv,
+/// the approx cache mode): {"op": "kv_move", "launches": [...]}, one record of `move`
+/// (kv_move_rope_f16) for each attention op's layer over T moves in the `kv_moves`
+/// binding; null for a graph without attention (no KV cache). Throws CompileError as
+/// launchRecords.
+nlohmann::json kvMoveRecord(const package::Manifest &m, const codegen::KernelRef &move,
+                            const KernelLookup &kernelOf);
+
 /// `expr` (the launch contract's grammar) with each symbol of `values` replaced by its
 /// expression, then simplified (simplifyExpr). Throws CompileError on a malformed rule.
 std::string substituteExpr(const std::string &expr,

@@ -115,7 +115,7 @@ class PackageEngine final : public Engine {
         std::lock_guard<std::mutex> lock(stats_mu_);
         if (failure_.empty()) failure_ = what;
       };
-      if (opts.approx_atom_mb > 0) atoms_ = std::make_unique<kvcache::AtomStore>(static_cast<size_t>(opts.approx_atom_mb) << 20);
+      if (opts.approx_atoms > 0) atoms_ = std::make_unique<kvcache::AtomStore>(static_cast<size_t>(opts.approx_atoms));
       sched_ = std::make_unique<Scheduler>(*batch_, *kv_, so, std::move(hooks), atoms_.get());
     } catch (const LoadError&) {
       throw;
@@ -224,8 +224,8 @@ class PackageEngine final : public Engine {
     if (atoms_) {
       const kvcache::AtomStore::Stats a = atoms_->stats();
       s.approx_atoms = a.atoms;
-      s.approx_atom_bytes = a.bytes;
       s.approx_atom_hits = a.hits;
+      s.approx_atom_stale = a.stale;
     }
     return s;
   }

@@ -61,9 +61,10 @@ struct EngineOptions {
   std::string cache_dir;       ///< disk tier directory ("" = no disk tier)
   std::string cache_key;       ///< the disk tier's 32-byte master key (raw bytes; required with cache_dir)
   uint64_t cache_disk_mb = 10240;  ///< disk tier budget in MiB
-  /// Host RAM for the atoms' K/V the `approx` cache mode saves and reuses
-  /// (kvcache::AtomStore; GenerateRequest::approx_atoms), MiB; 0 = the mode reuses nothing.
-  uint64_t approx_atom_mb = 512;
+  /// Code atoms the `approx` cache mode's index keeps (kvcache::AtomStore: where each
+  /// atom's K/V lies in the prefix cache's blocks, ~100 bytes an atom; the K/V itself is
+  /// the prefix cache's), least recently used dropped beyond; 0 = the mode reuses nothing.
+  uint64_t approx_atoms = 65536;
   /// Prompt-lookup speculative decoding (engine/speculative.h) for requests that do not
   /// choose (GenerateRequest::speculative). Output is the same either way (greedy:
   /// byte-identical; sampled: the same distribution); only speed differs.
@@ -380,9 +381,9 @@ struct CacheStats {
   uint64_t disk_reads = 0, disk_writes = 0;
   uint64_t disk_rejects = 0;   ///< disk files ignored as corrupt, truncated or foreign
   // The approx cache mode's atom store (kvcache::AtomStore):
-  uint64_t approx_atoms = 0;       ///< atoms saved now
-  uint64_t approx_atom_bytes = 0;  ///< their K/V bytes (host RAM)
-  uint64_t approx_atom_hits = 0;   ///< atoms approx requests found saved at admission
+  uint64_t approx_atoms = 0;       ///< atoms indexed now
+  uint64_t approx_atom_hits = 0;   ///< atoms approx requests found saved, blocks held, at admission
+  uint64_t approx_atom_stale = 0;  ///< atoms found whose blocks the prefix cache did not hold
 };
 
 /// Speculative-decoding counters since the engine started (for /metrics).

@@ -56,6 +56,7 @@ class Scheduler::PagedAdmission final : public Admission {
   PagedAdmission(const GenerateRequest& r, Scheduler& s) : Admission(r, 0), sched(&s) {}
   ~PagedAdmission() override {
     release_pins();
+    for (Install& in : installs) release_install(in);
     uncount();
   }
   void set_cached(int n, int approx = 0) {
@@ -72,12 +73,18 @@ class Scheduler::PagedAdmission final : public Admission {
   }
   Scheduler* sched;
   /// A planned atom install (the approx mode): positions [begin, end) take `atom`'s K/V
-  /// from its token `from` on.
+  /// from its token `from` on, out of the prefix-cache blocks `pins` (the atom's pieces'
+  /// blocks, pinned from admission until the install or the admission's end).
   struct Install {
     int begin = 0, end = 0, from = 0;
     size_t atom_index = 0;  // in GenerateRequest::approx_atoms
-    std::shared_ptr<const kvcache::AtomKV> atom;
+    std::shared_ptr<const kvcache::AtomRef> atom;
+    std::vector<kvcache::BlockKey> pins;
   };
+  void release_install(Install& in) {
+    if (!in.pins.empty()) sched->kv_.unpin(in.pins);
+    in.pins.clear();
+  }
   kvcache::BlockKey model;                // the cache namespace: the model's key, or the approx mode's
   kvcache::BlockKey atoms;                // approx: the namespace of its scope's saved atoms (atom_key)
   std::string scope;                      // match_partial scope (GenerateRequest::cache_scope; approx: its own)
@@ -292,10 +299,19 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
         const int head = std::max(kApproxMinRecompute,
                                   static_cast<int>(std::ceil(std::clamp(req.approx_recompute, 0.f, 1.f) * static_cast<float>(len))));
         if (len - head < kApproxMinRecompute) continue;
-        std::shared_ptr<const kvcache::AtomKV> atom =
-            atoms_->find(kvcache::block_key(a->atoms, {}, req.prompt.data() + sp.begin, len));
+        const kvcache::BlockKey key = kvcache::block_key(a->atoms, {}, req.prompt.data() + sp.begin, len);
+        std::shared_ptr<const kvcache::AtomRef> atom = atoms_->find(key);
         if (!atom || atom->n != len) continue;
-        a->installs.push_back({sp.begin + head, sp.end, head, i, std::move(atom)});
+        // Its K/V is where the request that saved it computed it: pinned in the prefix
+        // cache until installed. Not reused while the cache lacks a block of it.
+        std::vector<kvcache::BlockKey> blocks, pins;
+        for (const kvcache::AtomRef::Piece& pc : atom->pieces) blocks.push_back(pc.block);
+        if (kv_.match_and_pin(blocks, pins, a->disk_tenant) != static_cast<int>(blocks.size())) {
+          kv_.unpin(pins);
+          atoms_->stale();
+          continue;
+        }
+        a->installs.push_back({sp.begin + head, sp.end, head, i, std::move(atom), std::move(pins)});
         approx_tokens += len - head;
         at = sp.end;
       }
@@ -813,32 +829,41 @@ void Scheduler::end_prefill_stats(Seq& s) {
 }
 
 bool Scheduler::install_atom(Seq& s) {
-  const PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
+  PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
   // From the cursor: a longer cached prefix found at start() may cover the install's head
   // (its tail is installed, so at least what admit() reported is reused).
   const int begin = s.n_past, n = in.end - begin;
   if (!prepare_pages(s, n)) return false;
-  const kvcache::KvGeometry g = model_.kv_geometry();
-  const size_t kvw = static_cast<size_t>(g.kv_width());
-  const kvcache::AtomKV& atom = *in.atom;
-  // K was roped at the atom's old positions: rotate it by the distance to the new ones.
-  const int delta = in.begin - (atom.pos0 + in.from);
-  // One run a page; K and V [n_layer][n][kv_width] from the atom's tokens from .. from + n.
-  std::vector<exec::BatchModel::KvRun> runs;
-  for (int p = begin; p < in.end;) {
-    const int slot = p % kTok, m = std::min(kTok - slot, in.end - p);
-    runs.push_back({s.table[static_cast<size_t>(p / kTok)], slot, m});
-    p += m;
+  std::vector<int> src;  // the pieces' pages, one reference each
+  try {
+    src = kv_.acquire(in.pins);
+  } catch (const std::length_error&) {
+    return false;  // a host-tier block needs a page to come back to: try again next step
   }
-  const size_t off = static_cast<size_t>(in.from + begin - in.begin);  // the run's first token in the atom
-  std::vector<uint16_t> k(static_cast<size_t>(g.n_layer) * n * kvw), v(k.size());
-  for (int l = 0; l < g.n_layer; ++l) {
-    const size_t src = (static_cast<size_t>(l) * atom.n + off) * kvw, dst = static_cast<size_t>(l) * n * kvw;
-    std::copy_n(atom.k.data() + src, n * kvw, k.data() + dst);
-    std::copy_n(atom.v.data() + src, n * kvw, v.data() + dst);
+  const kvcache::AtomRef& atom = *in.atom;
+  // Atom token j is at position atom.pos0 + j where it was computed and goes to
+  // in.begin - in.from + j: K is rotated by the difference.
+  const int delta = in.begin - in.from - atom.pos0;
+  std::vector<exec::BatchModel::KvMove> moves;
+  moves.reserve(static_cast<size_t>(n));
+  const int j0 = in.from + begin - in.begin;  // the first atom token installed
+  int j = 0;                                  // atom token at the piece's first slot
+  for (size_t pi = 0; pi < atom.pieces.size(); ++pi) {
+    const kvcache::AtomRef::Piece& pc = atom.pieces[pi];
+    for (int k = std::max(0, j0 - j); k < pc.n && j + k < j0 + n; ++k) {
+      const int p = begin + (j + k - j0);  // its new position
+      moves.push_back({src[pi], pc.slot0 + k, s.table[static_cast<size_t>(p / kTok)], p % kTok, delta});
+    }
+    j += pc.n;
   }
-  kvcache::rerotate_k(k.data(), g.n_layer * n, g, delta);
-  model_.write_kv(runs, k.data(), v.data());
+  try {
+    model_.move_kv(moves);
+  } catch (...) {
+    for (int page : src) kv_.unref_page(page);
+    throw;
+  }
+  for (int page : src) kv_.unref_page(page);
+  s.job->adm.release_install(in);
   s.history.insert(s.history.end(), s.req.prompt.begin() + begin, s.req.prompt.begin() + in.end);
   s.n_past = in.end;
   s.installed += n;
@@ -848,58 +873,36 @@ bool Scheduler::install_atom(Seq& s) {
 }
 
 void Scheduler::save_atoms(Seq& s) {
-  // Each atom whose K/V is now in the sequence's pages and not saved yet is saved for later
-  // approx requests of its scope. Not those installed here (their K/V is a saved atom's,
-  // moved: saving it again would only add the rotation's rounding). An atom prefilled after
-  // an installed one attended to approximate K/V; it is saved as computed.
-  // (Without a prefix cache every run is cold: nothing is kept for another request.)
+  // Each atom whose K/V is now in the sequence's prompt blocks and not saved yet is
+  // recorded for later approx requests of its scope: where it lies in those blocks, under
+  // the keys they are published with (publish_prompt_blocks now; the partial last block,
+  // publish_prompt_tail, when the sequence ends), so its K/V stays in the prefix cache and
+  // is never copied out. Not those installed here (their K/V is a saved atom's, moved:
+  // saving it again would only add the rotation's rounding). An atom prefilled after an
+  // installed one attended to approximate K/V; it is saved as computed.
+  // (Without a prefix cache there are no blocks to keep it in.)
   if (!atoms_ || !kv_.prefix_cache_enabled() || s.req.approx_atoms.empty() || s.choice != 0) return;
-  const kvcache::KvGeometry g = model_.kv_geometry();
-  const size_t kvw = static_cast<size_t>(g.kv_width());
-  struct Save {
-    size_t index;
-    kvcache::BlockKey key;
+  const int full = s.prompt_done / kTok, tail = s.prompt_done % kTok;
+  const std::vector<kvcache::BlockKey> keys = prompt_block_keys(s, static_cast<size_t>(full));
+  auto block_of = [&](int b) {
+    if (b < full) return keys[static_cast<size_t>(b)];
+    return kvcache::block_key(s.job->adm.model, b ? keys.back() : kvcache::BlockKey{}, s.history.data() + static_cast<size_t>(b) * kTok, tail);
   };
-  std::vector<Save> todo;
   for (size_t i = 0; i < s.req.approx_atoms.size(); ++i) {
     const TokenSpan& sp = s.req.approx_atoms[i];
-    if (sp.end <= sp.begin || sp.begin < 0 || sp.end > s.n_past) continue;
+    if (sp.end <= sp.begin || sp.begin < 0 || sp.end > s.prompt_done) continue;
     if (std::find(s.installed_atoms.begin(), s.installed_atoms.end(), i) != s.installed_atoms.end()) continue;
     const kvcache::BlockKey key = kvcache::block_key(s.job->adm.atoms, {}, s.req.prompt.data() + sp.begin, sp.end - sp.begin);
-    if (!atoms_->contains(key)) todo.push_back({i, key});
-  }
-  // The pages holding them, read a batch of whole pages at a time (the atoms are in order).
-  constexpr int kBatchPages = 16;
-  std::vector<uint16_t> k, v;
-  int first = -1, count = 0;  // the blocks k, v hold: first .. first + count - 1
-  for (const Save& sv : todo) {
-    const TokenSpan& sp = s.req.approx_atoms[sv.index];
-    const int len = sp.end - sp.begin;
-    auto atom = std::make_shared<kvcache::AtomKV>();
+    if (atoms_->contains(key)) continue;
+    auto atom = std::make_shared<kvcache::AtomRef>();
     atom->pos0 = sp.begin;
-    atom->n = len;
-    atom->k.resize(static_cast<size_t>(g.n_layer) * len * kvw);
-    atom->v.resize(atom->k.size());
+    atom->n = sp.end - sp.begin;
     for (int p = sp.begin; p < sp.end;) {
       const int b = p / kTok, slot = p % kTok, m = std::min(kTok - slot, sp.end - p);
-      if (b < first || b >= first + count) {
-        first = b;
-        count = std::min(kBatchPages, (s.n_past + kTok - 1) / kTok - b);
-        std::vector<exec::BatchModel::KvRun> runs;
-        for (int i = 0; i < count; ++i) runs.push_back({s.table[static_cast<size_t>(first + i)], 0, kTok});
-        k.resize(static_cast<size_t>(g.n_layer) * count * kTok * kvw);
-        v.resize(k.size());
-        model_.read_kv(runs, k.data(), v.data());
-      }
-      for (int l = 0; l < g.n_layer; ++l) {
-        const size_t src = (static_cast<size_t>(l) * count * kTok + static_cast<size_t>(p - first * kTok)) * kvw;
-        const size_t dst = (static_cast<size_t>(l) * len + static_cast<size_t>(p - sp.begin)) * kvw;
-        std::copy_n(k.data() + src, m * kvw, atom->k.data() + dst);
-        std::copy_n(v.data() + src, m * kvw, atom->v.data() + dst);
-      }
+      atom->pieces.push_back({block_of(b), slot, m});
       p += m;
     }
-    atoms_->put(sv.key, std::move(atom));
+    atoms_->put(key, std::move(atom));
   }
 }
 
@@ -1056,10 +1059,11 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     // Approx mode: an atom install at the cursor (or one whose head a longer cached prefix
     // found at start covers) is written now and the cursor passes it; one wholly behind the
     // cursor is dropped.
-    const auto& installs = s.job->adm.installs;
+    auto& installs = s.job->adm.installs;
     bool waiting = false;
     while (s.next_install < installs.size() && installs[s.next_install].begin <= s.n_past) {
       if (installs[s.next_install].end <= s.n_past) {
+        s.job->adm.release_install(installs[s.next_install]);
         ++s.next_install;
         continue;
       }

@@ -62,9 +62,20 @@ class BatchModel {
   /// runs in order). Ordered after every earlier forward(). Throws std::invalid_argument
   /// for a run out of range.
   virtual void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) = 0;
-  /// Writes the runs' slots from `k` and `v` (same layout); the pages' other slots keep
-  /// their values. The runs must be on distinct pages. Ordered before every later forward().
-  virtual void write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) = 0;
+  /// One token slot's K/V moved for position-independent reuse: from slot `src_slot` of
+  /// page `src_page` to slot `dst_slot` of page `dst_page`, V as it is, K re-rotated by
+  /// RoPE by `delta` positions (kvcache::rerotate_head's rotation).
+  struct KvMove {
+    int src_page = 0, src_slot = 0, dst_page = 0, dst_slot = 0, delta = 0;
+  };
+  /// Applies `moves` in every layer. A destination page must not be a source page and no
+  /// destination slot may be written twice; the destination pages' other slots keep their
+  /// values. Ordered after every earlier forward() and before every later one. On GPU
+  /// packages the package's graph.kv_move kernel does it on the device
+  /// (docs/package-format.md); elsewhere the executor moves the slots through the host.
+  /// Throws std::invalid_argument for a move out of range or breaking those rules,
+  /// backend::Error when the device fails.
+  virtual void move_kv(std::span<const KvMove> moves) = 0;
 };
 
 }  // namespace swz::exec

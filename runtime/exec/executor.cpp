@@ -114,10 +114,21 @@ struct GraphExecutor::Impl {
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
   bool cpu_tiles = false;  // the cpu format: K [64][kv_width], V [kv_width][64]; else [n_head_kv][64][head_dim] both
   kvcache::KvGeometry geom;
-  /// Copies the runs' slots to `k`, `v` ([n_layer][sum n][kv_width] f16), or from them when
-  /// `write` (the pages' other slots kept: read, modified, written back), through kv_stage.
-  void kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, bool write);
-  backend::Buffer kv_stage;  // stage_tiles tiles: K/V runs gathered for one host transfer
+  /// Copies the runs' slots to `k`, `v` ([n_layer][sum n][kv_width] f16), through kv_stage.
+  void kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v);
+  /// move_kv through the host (packages without graph.kv_move): per layer, K and V, the
+  /// moves' source and destination tiles cross to the host through kv_stage, the slots are
+  /// copied (K re-rotated: kvcache::rerotate_head) and the destination tiles go back.
+  void move_kv_host(std::span<const BatchModel::KvMove> moves);
+  /// move_kv on the device: graph.kv_move's records, one a layer, over the moves uploaded
+  /// to `kv_moves` (kKvMoveChunk at a time).
+  void move_kv_device(std::span<const BatchModel::KvMove> moves);
+  backend::Buffer kv_stage;  // stage_tiles tiles: K/V tiles gathered for one host transfer
+  static constexpr int kKvMoveChunk = 4096;
+  std::vector<package::Launch> kv_move_records;  // graph.kv_move (kv_move.launches point into it)
+  OpPlan kv_move;
+  backend::Buffer kv_moves;            // kKvMoveChunk moves {source slot, destination slot, delta} (i32)
+  std::vector<int32_t> h_moves;
   int stage_tiles = 0;
   /// Element offset in a tile of (slot, dim) for K (`is_v` false) or V, dim in 0..kv_width-1.
   size_t tile_index(bool is_v, int slot, int dim) const {
@@ -162,7 +173,7 @@ struct GraphExecutor::Impl {
     for (auto& b : bufs) f(b.main), f(b.gathered);
     for (auto& w : weights) f(w.buf);
     for (auto& s : scratch) f(s.buf);
-    f(tokens), f(positions), f(seq_positions), f(block_tables), f(seq_info), f(row_tables), f(dummy), f(kv_stage);
+    f(tokens), f(positions), f(seq_positions), f(block_tables), f(seq_info), f(row_tables), f(dummy), f(kv_stage), f(kv_moves);
     for (auto& [k, p] : programs)
       if (p.graph >= 0) be->destroy_graph(p.graph);
   }
@@ -320,6 +331,11 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
       throw std::runtime_error("graph.sampling.argmax: its out '" + scratch[argmax_ids].name +
                                "' is not a scratch its records bind with room for one i32 per row");
   }
+  // K/V moved on the device (graph.kv_move): the approx cache mode's installs.
+  kv_move_records = package::parse_kv_move_launches(m);
+  kv_move.kind = "kv_move";
+  for (size_t li = 0; li < kv_move_records.size(); ++li)
+    kv_move.launches.push_back(resolve(pkg, kv_move_records[li], "graph.kv_move.launches[" + std::to_string(li) + "]", buf_index));
   // Which buffers each output-rows op gathers (OpPlan::gather), in graph order.
   std::vector<char> compact(bufs.size(), 0);
   auto plan_gather = [&](OpPlan& op) {
@@ -442,8 +458,9 @@ GraphExecutor::GraphExecutor(const package::LoadedPackage& pkg, std::unique_ptr<
   m.seq_info = m.alloc(static_cast<size_t>(opts.max_seqs) * 4 * 4, "sequence records");
   m.row_tables = m.alloc(static_cast<size_t>(opts.max_rows) * 4, "block table of each row");
   m.dummy = m.alloc(256, "absent arguments");
-  m.stage_tiles = std::min(m.max_blocks, 64);
+  m.stage_tiles = std::max(2, std::min(m.max_blocks, 64));  // a move's two pages at least
   m.kv_stage = m.alloc(m.tile_bytes * static_cast<size_t>(m.stage_tiles), "K/V staging (approx cache mode)");
+  if (!m.kv_move.launches.empty()) m.kv_moves = m.alloc(Impl::kKvMoveChunk * 12, "K/V moves (approx cache mode)");
   m.be->fill32(m.dummy, 0, 256, 0);
   m.be->synchronize();
   device_bytes_ = m.allocated;
@@ -502,17 +519,102 @@ void check_runs(const char* what, std::span<const BatchModel::KvRun> runs, int n
 void GraphExecutor::read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) {
   std::lock_guard<std::mutex> lock(mu_);
   check_runs("read_kv", runs, opts_.n_pages, false);
-  impl_->kv_runs(runs, k, v, false);
+  impl_->kv_runs(runs, k, v);
 }
 
-void GraphExecutor::write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) {
+void GraphExecutor::move_kv(std::span<const KvMove> moves) {
   std::lock_guard<std::mutex> lock(mu_);
-  check_runs("write_kv", runs, opts_.n_pages, true);
-  // Not written through when write is true: kv_runs only reads k and v then.
-  impl_->kv_runs(runs, const_cast<uint16_t*>(k), const_cast<uint16_t*>(v), true);
+  Impl& m = *impl_;
+  std::set<int> src_pages;
+  std::set<std::pair<int, int>> dst;
+  for (const KvMove& mv : moves) {
+    if (mv.src_page < 0 || mv.src_page >= opts_.n_pages || mv.dst_page < 0 || mv.dst_page >= opts_.n_pages ||
+        mv.src_slot < 0 || mv.src_slot >= kvcache::kBlockTokens || mv.dst_slot < 0 || mv.dst_slot >= kvcache::kBlockTokens)
+      throw std::invalid_argument("move_kv: page " + std::to_string(mv.src_page) + " slot " + std::to_string(mv.src_slot) +
+                                  " to page " + std::to_string(mv.dst_page) + " slot " + std::to_string(mv.dst_slot) +
+                                  " out of range");
+    src_pages.insert(mv.src_page);
+    if (!dst.insert({mv.dst_page, mv.dst_slot}).second)
+      throw std::invalid_argument("move_kv: page " + std::to_string(mv.dst_page) + " slot " + std::to_string(mv.dst_slot) +
+                                  " written twice");
+  }
+  for (const auto& [page, slot] : dst)
+    if (src_pages.count(page))
+      throw std::invalid_argument("move_kv: page " + std::to_string(page) + " is both a source and a destination");
+  if (moves.empty()) return;
+  if (!m.kv_move.launches.empty()) m.move_kv_device(moves);
+  else m.move_kv_host(moves);
 }
 
-void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, bool write) {
+void GraphExecutor::Impl::move_kv_host(std::span<const BatchModel::KvMove> moves) {
+  const size_t half = tile_bytes / 2;  // f16 values in a tile
+  std::vector<uint16_t> host;
+  std::map<int, kvcache::RopeDelta> rotations;
+  // Chunks of moves whose pages (sources and destinations) fit the staging buffer.
+  for (size_t m0 = 0; m0 < moves.size();) {
+    std::map<int, int> slot_of;  // page -> its tile in kv_stage
+    std::vector<int> pages;
+    size_t m1 = m0;
+    for (; m1 < moves.size(); ++m1) {
+      const int need = !slot_of.count(moves[m1].src_page) + !slot_of.count(moves[m1].dst_page);
+      if (static_cast<int>(pages.size()) + need > stage_tiles) break;
+      for (int p : {moves[m1].src_page, moves[m1].dst_page})
+        if (slot_of.emplace(p, static_cast<int>(pages.size())).second) pages.push_back(p);
+    }
+    host.resize(pages.size() * half);
+    for (int l = 0; l < n_layer; ++l)
+      for (int is_v = 0; is_v < 2; ++is_v) {
+        const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
+        for (size_t i = 0; i < pages.size(); ++i) be->copy(kv_stage, i * tile_bytes, pool, pages[i] * tile_bytes, tile_bytes);
+        be->download(host.data(), kv_stage, 0, pages.size() * tile_bytes);
+        for (size_t i = m0; i < m1; ++i) {
+          const BatchModel::KvMove& mv = moves[i];
+          const uint16_t* src = host.data() + static_cast<size_t>(slot_of[mv.src_page]) * half;
+          uint16_t* dst = host.data() + static_cast<size_t>(slot_of[mv.dst_page]) * half;
+          for (int h = 0; h < n_head_kv; ++h) {
+            if (is_v && cpu_tiles) {  // the cpu format's transposed V: value by value
+              for (int d = h * head_dim; d < (h + 1) * head_dim; ++d)
+                dst[tile_index(true, mv.dst_slot, d)] = src[tile_index(true, mv.src_slot, d)];
+              continue;
+            }
+            uint16_t* x = dst + tile_index(is_v, mv.dst_slot, h * head_dim);
+            std::copy_n(src + tile_index(is_v, mv.src_slot, h * head_dim), head_dim, x);
+            if (!is_v && mv.delta != 0) {
+              auto it = rotations.find(mv.delta);
+              if (it == rotations.end()) it = rotations.emplace(mv.delta, kvcache::RopeDelta(geom, mv.delta)).first;
+              kvcache::rerotate_head(x, geom, it->second);
+            }
+          }
+        }
+        be->upload(kv_stage, 0, host.data(), pages.size() * tile_bytes);
+        std::set<int> written;
+        for (size_t i = m0; i < m1; ++i) written.insert(moves[i].dst_page);
+        for (int p : written)
+          be->copy(pool, p * tile_bytes, kv_stage, static_cast<size_t>(slot_of[p]) * tile_bytes, tile_bytes);
+      }
+    m0 = m1;
+  }
+}
+
+void GraphExecutor::Impl::move_kv_device(std::span<const BatchModel::KvMove> moves) {
+  constexpr int kTok = kvcache::kBlockTokens;
+  for (size_t m0 = 0; m0 < moves.size(); m0 += kKvMoveChunk) {
+    const int n = static_cast<int>(std::min<size_t>(kKvMoveChunk, moves.size() - m0));
+    h_moves.resize(static_cast<size_t>(n) * 3);
+    for (int i = 0; i < n; ++i) {
+      const BatchModel::KvMove& mv = moves[m0 + static_cast<size_t>(i)];
+      h_moves[3 * i] = mv.src_page * kTok + mv.src_slot;
+      h_moves[3 * i + 1] = mv.dst_page * kTok + mv.dst_slot;
+      h_moves[3 * i + 2] = mv.delta;
+    }
+    // Stream-ordered after the previous chunk's launches (which read kv_moves).
+    be->upload(kv_moves, 0, h_moves.data(), h_moves.size() * 4);
+    for (const Launch& l : kv_move.launches)
+      if (prepare(l, 0, n, 0, 0, -1, false)) be->launch(cur.kernel, cur.grid, cur.dynamic_smem, cur.args);
+  }
+}
+
+void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v) {
   const size_t kvw = static_cast<size_t>(n_head_kv) * head_dim;
   size_t total = 0;
   for (const BatchModel::KvRun& r : runs) total += static_cast<size_t>(r.n);
@@ -527,27 +629,19 @@ void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint1
       for (int is_v = 0; is_v < 2; ++is_v) {
         const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
         for (size_t i = 0; i < cnt; ++i) be->copy(kv_stage, i * tile_bytes, pool, runs[g0 + i].page * tile_bytes, tile_bytes);
-        be->download(host.data(), kv_stage, 0, cnt * tile_bytes);  // writing: the other slots too
+        be->download(host.data(), kv_stage, 0, cnt * tile_bytes);
         uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(l) * total + row0) * kvw;
         size_t row = 0;
         for (size_t i = 0; i < cnt; ++i) {
           const BatchModel::KvRun& r = runs[g0 + i];
-          uint16_t* tile = host.data() + i * half;
+          const uint16_t* tile = host.data() + i * half;
           // Contiguous pieces: a head's head_dim values (GPU tiles), a K row (cpu); the cpu
           // format's transposed V goes value by value.
           const bool by_value = cpu_tiles && is_v;
           const size_t piece = by_value ? 1 : cpu_tiles ? kvw : static_cast<size_t>(head_dim);
           for (int t = 0; t < r.n; ++t, ++row)
-            for (size_t d = 0; d < kvw; d += piece) {
-              uint16_t* cell = &tile[tile_index(is_v, r.slot0 + t, static_cast<int>(d))];
-              uint16_t* val = &base[row * kvw + d];
-              if (write) std::copy_n(val, piece, cell);
-              else std::copy_n(cell, piece, val);
-            }
-        }
-        if (write) {
-          be->upload(kv_stage, 0, host.data(), cnt * tile_bytes);
-          for (size_t i = 0; i < cnt; ++i) be->copy(pool, runs[g0 + i].page * tile_bytes, kv_stage, i * tile_bytes, tile_bytes);
+            for (size_t d = 0; d < kvw; d += piece)
+              std::copy_n(&tile[tile_index(is_v, r.slot0 + t, static_cast<int>(d))], piece, &base[row * kvw + d]);
         }
       }
     row0 += rows;
@@ -637,6 +731,7 @@ bool GraphExecutor::Impl::prepare(const Launch& l, int row0, int n_rows, int pos
         break;
       case package::Binding::Sequences: arg.buffer = seq_info; break;  // decode phase: from sequence 0
       case package::Binding::RowTables: arg.buffer = row_tables, arg.offset = static_cast<size_t>(row0) * 4; break;
+      case package::Binding::KvMoves: arg.buffer = kv_moves, arg.offset = static_cast<size_t>(row0) * 12; break;
       default: arg.buffer = dummy; break;  // Absent
     }
     int64_t elems = 1;

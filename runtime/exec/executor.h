@@ -93,7 +93,7 @@ class GraphExecutor final : public BatchModel {
   /// with device copies and cross to the host in one transfer each way, so the number of
   /// host transfers does not grow with the pages; writes also for distinct pages only.)
   void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) override;
-  void write_kv(std::span<const KvRun> runs, const uint16_t* k, const uint16_t* v) override;
+  void move_kv(std::span<const KvMove> moves) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
 

@@ -7,31 +7,38 @@
 
 namespace swz::kvcache {
 
-void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
-  if (delta == 0 || n_rows <= 0) return;
+RopeDelta::RopeDelta(const KvGeometry& g, int d) : delta(d) {
   const int half = g.n_rot / 2;
-  // Angles in double; the rotation itself in float (each value is rounded to f16 after).
-  std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+  cs.resize(static_cast<size_t>(half));
+  sn.resize(static_cast<size_t>(half));
   for (int i = 0; i < half; ++i) {
-    const double theta = static_cast<double>(delta) * std::pow(static_cast<double>(g.rope_theta), -2.0 * i / g.n_rot);
+    const double theta = static_cast<double>(d) * std::pow(static_cast<double>(g.rope_theta), -2.0 * i / g.n_rot);
     cs[static_cast<size_t>(i)] = static_cast<float>(std::cos(theta));
     sn[static_cast<size_t>(i)] = static_cast<float>(std::sin(theta));
   }
-  const int width = g.kv_width();
-  for (int r = 0; r < n_rows; ++r)
-    for (int h = 0; h < g.n_head_kv; ++h) {
-      uint16_t* x = k + static_cast<size_t>(r) * width + static_cast<size_t>(h) * g.head_dim;
-      for (int i = 0; i < half; ++i) {
-        const int a = g.neox ? i : 2 * i, b = g.neox ? i + half : 2 * i + 1;
-        const float x0 = ggml::fp16_to_fp32(x[a]), x1 = ggml::fp16_to_fp32(x[b]);
-        const float c = cs[static_cast<size_t>(i)], s = sn[static_cast<size_t>(i)];
-        x[a] = ggml::fp32_to_fp16(x0 * c - x1 * s);
-        x[b] = ggml::fp32_to_fp16(x0 * s + x1 * c);
-      }
-    }
 }
 
-std::shared_ptr<const AtomKV> AtomStore::find(const BlockKey& key) {
+void rerotate_head(uint16_t* x, const KvGeometry& g, const RopeDelta& r) {
+  if (r.delta == 0) return;
+  const int half = g.n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const int a = g.neox ? i : 2 * i, b = g.neox ? i + half : 2 * i + 1;
+    const float x0 = ggml::fp16_to_fp32(x[a]), x1 = ggml::fp16_to_fp32(x[b]);
+    const float c = r.cs[static_cast<size_t>(i)], s = r.sn[static_cast<size_t>(i)];
+    x[a] = ggml::fp32_to_fp16(x0 * c - x1 * s);
+    x[b] = ggml::fp32_to_fp16(x0 * s + x1 * c);
+  }
+}
+
+void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
+  if (delta == 0 || n_rows <= 0) return;
+  const RopeDelta r(g, delta);
+  for (int row = 0; row < n_rows; ++row)
+    for (int h = 0; h < g.n_head_kv; ++h)
+      rerotate_head(k + static_cast<size_t>(row) * g.kv_width() + static_cast<size_t>(h) * g.head_dim, g, r);
+}
+
+std::shared_ptr<const AtomRef> AtomStore::find(const BlockKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) {
@@ -48,22 +55,26 @@ bool AtomStore::contains(const BlockKey& key) const {
   return index_.count(key) > 0;
 }
 
-void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomKV> atom) {
-  if (!atom || atom->bytes() > max_bytes_) return;
+void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomRef> atom) {
+  if (!atom || max_atoms_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (index_.count(key)) return;
-  stats_.bytes += atom->bytes();
   ++stats_.atoms;
   ++stats_.saved;
   lru_.emplace_front(key, std::move(atom));
   index_[key] = lru_.begin();
-  while (stats_.bytes > max_bytes_ && !lru_.empty()) {
-    stats_.bytes -= lru_.back().second->bytes();
+  while (stats_.atoms > max_atoms_) {
     --stats_.atoms;
     ++stats_.evicted;
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }
+}
+
+void AtomStore::stale() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stats_.hits > 0) --stats_.hits;
+  ++stats_.stale;
 }
 
 AtomStore::Stats AtomStore::stats() const {

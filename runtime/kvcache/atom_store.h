@@ -1,23 +1,25 @@
-// Position-independent K/V of code atoms, for the `approx` cache mode (issue 15,
+// Position-independent reuse of code atoms' K/V, for the `approx` cache mode (issue 15,
 // docs/server.md "Cache modes"; experimental).
 //
 // An atom (a function, a class member, an import block: frontend_ast/atomize.h) is a run
-// of prompt tokens. A request in approx mode saves the K/V its prefill computed for each
-// of its atoms here, keyed by the atom's tokens alone (not by what precedes them), with
-// the positions they were computed at. A later approx request holding the same tokens
-// anywhere in its prompt (after an edit earlier in the file moved them) takes that K/V
-// instead of computing it: V as stored, K re-rotated by RoPE from the old positions to
-// the new ones (rerotate_k; exact for the rotation itself, since RoPE at position p + d is
-// RoPE at p followed by a rotation by d), while the atom's first tokens are recomputed
-// (scheduler.h). What is approximate is the context: the atom's K/V was computed after
-// other tokens than now precede it (Prompt Cache, Gim et al. 2024; EPIC, Hu et al. 2024;
-// CacheBlend, Yao et al. 2025).
+// of prompt tokens. A request in approx mode records, for each atom its prefill computed,
+// where that K/V lies: the prefix-cache blocks (kvcache::BlockManager keys of the approx
+// namespace) and slots holding the atom's tokens, and the positions they were computed
+// at. The index is keyed by the atom's tokens alone (not by what precedes them). A later
+// approx request holding the same tokens anywhere in its prompt (after an edit earlier in
+// the file moved them) pins those blocks at admission and, at its prefill, has the
+// backend move the K/V into its own pages (exec::BatchModel::move_kv): V as it was, K
+// re-rotated by RoPE from the old positions to the new ones (exact for the rotation
+// itself, since RoPE at position p + d is RoPE at p followed by a rotation by d), while the
+// atom's first tokens are recomputed (scheduler.h). What is approximate is the context:
+// the atom's K/V was computed after other tokens than now precede it (Prompt Cache, Gim
+// et al. 2024; EPIC, Hu et al. 2024; CacheBlend, Yao et al. 2025).
 //
-// Layout of a saved atom, f16, backend-independent: K and V each [n_layer][n][kv_width]
-// (kv_width = n_head_kv * head_dim, KV head h's dims at h * head_dim), as
-// exec::BatchModel::read_kv gives them.
+// The K/V itself is never copied out: it lives in the prefix cache's pages (and its host
+// and disk tiers), which own its memory and its eviction. An atom whose blocks the cache
+// does not hold is stale: found at admission, not pinnable, not reused.
 //
-// Thread safety: every member is safe to call concurrently (one mutex).
+// Thread safety: every AtomStore member is safe to call concurrently (one mutex).
 #pragma once
 
 #include <cstddef>
@@ -43,41 +45,60 @@ struct KvGeometry {
   int kv_width() const { return n_head_kv * head_dim; }
 };
 
-/// One atom's saved K/V.
-struct AtomKV {
-  int pos0 = 0;               ///< position of the atom's first token when computed
-  int n = 0;                  ///< tokens
-  std::vector<uint16_t> k, v; ///< f16 [n_layer][n][kv_width] each
-  size_t bytes() const { return (k.size() + v.size()) * sizeof(uint16_t); }
+/// RoPE's rotation by `delta` positions (may be negative): cos and sin per pair
+/// i < n_rot/2 of the angle delta * rope_theta^(-2i/n_rot) (ggml's rope, freq_scale 1),
+/// taken in double, kept in float.
+struct RopeDelta {
+  RopeDelta(const KvGeometry& g, int delta);
+  int delta;
+  std::vector<float> cs, sn;
 };
 
-/// Rotates the K rows `k` (f16 [n_rows][kv_width], every KV head) by RoPE at position
-/// offset `delta` (may be negative), in place: a row roped at position p becomes the row
-/// roped at p + delta. Angles as ggml's rope (theta_i = delta * rope_theta^(-2i/n_rot),
-/// freq_scale 1), taken in double, the rotation in float; each value is rounded to f16 once. Follows ggml's
-/// rope_f32 pairing (norm: dims 2i, 2i+1; neox: i, i + n_rot/2).
+/// Rotates one KV head's key (head_dim contiguous f16 values, roped at some position p)
+/// in place into the key roped at p + r.delta: each pair (norm: dims 2i, 2i+1; neox: i,
+/// i + n_rot/2, as ggml's rope_f32) rotated in float, each value rounded to f16 once;
+/// dims >= n_rot unchanged.
+void rerotate_head(uint16_t* x, const KvGeometry& g, const RopeDelta& r);
+
+/// rerotate_head over the K rows `k` (f16 [n_rows][kv_width], every KV head) by `delta`.
 void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta);
 
-/// Saved atoms by key (XXH3-128 of the approx namespace's model key and the atom's tokens:
-/// block_key(model, {}, tokens, n)), least recently used evicted beyond `max_bytes`.
+/// Where one saved atom's K/V lies.
+struct AtomRef {
+  int pos0 = 0;  ///< position of the atom's first token when computed
+  int n = 0;     ///< tokens
+  /// A prefix-cache block (approx namespace) holding `n` of the atom's tokens, in order,
+  /// at slots slot0 .. slot0 + n - 1. The pieces' n add up to the atom's.
+  struct Piece {
+    BlockKey block;
+    int slot0 = 0, n = 0;
+  };
+  std::vector<Piece> pieces;
+};
+
+/// Saved atoms by key (XXH3-128 of the approx namespace's scope key and the atom's tokens:
+/// block_key(scope_key, {}, tokens, n)), least recently used dropped beyond `max_atoms`.
 class AtomStore {
  public:
-  explicit AtomStore(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit AtomStore(size_t max_atoms) : max_atoms_(max_atoms) {}
   /// The saved atom, or null; a hit makes it the most recently used.
-  std::shared_ptr<const AtomKV> find(const BlockKey& key);
+  std::shared_ptr<const AtomRef> find(const BlockKey& key);
   bool contains(const BlockKey& key) const;
-  /// Saves `atom` under `key` (replacing nothing: a key saved already is kept), then
-  /// evicts least recently used atoms while over budget. An atom larger than the whole
-  /// budget is not kept.
-  void put(const BlockKey& key, std::shared_ptr<const AtomKV> atom);
+  /// Saves `atom` under `key` (a key saved already is kept as it is), then drops the least
+  /// recently used atoms while over max_atoms.
+  void put(const BlockKey& key, std::shared_ptr<const AtomRef> atom);
+  /// Counts a find() hit whose blocks the prefix cache does not hold now as stale instead
+  /// (the atom is kept: a request computing the same blocks again, or the one still
+  /// running that saved it, publishes them under the same keys).
+  void stale();
   struct Stats {
-    uint64_t atoms = 0, bytes = 0, hits = 0, misses = 0, saved = 0, evicted = 0;
+    uint64_t atoms = 0, hits = 0, misses = 0, stale = 0, saved = 0, evicted = 0;
   };
   Stats stats() const;
 
  private:
-  using Lru = std::list<std::pair<BlockKey, std::shared_ptr<const AtomKV>>>;  // front = most recent
-  size_t max_bytes_;
+  using Lru = std::list<std::pair<BlockKey, std::shared_ptr<const AtomRef>>>;  // front = most recent
+  size_t max_atoms_;
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<BlockKey, Lru::iterator, BlockKeyHash> index_;

@@ -85,5 +85,6 @@ class Checker {
 /// read), validated as docs/package-format.md says; throws Error through `c`.
 std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m);
 std::vector<Launch> parse_argmax_launches(const Checker& c, const Manifest& m);
+std::vector<Launch> parse_kv_move_launches(const Checker& c, const Manifest& m);
 
 }  // namespace swz::package::detail

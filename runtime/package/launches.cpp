@@ -163,8 +163,8 @@ class RecordParser {
   Binding binding(const json& b, size_t a, const Launch& l) const {
     const std::string bp = Checker::idx(p_ + ".args", a);
     if (!b.is_object()) c_.fail(bp, std::string("expected a binding object, got ") + b.type_name());
-    static const char* kinds[] = {"buffer",    "weight",     "tokens",  "positions", "kv", "block_table",
-                                  "sequences", "row_tables", "scratch", "absent",    "i32", "f32"};
+    static const char* kinds[] = {"buffer",     "weight",  "tokens", "positions", "kv",  "block_table", "sequences",
+                                  "row_tables", "kv_moves", "scratch", "absent",   "i32", "f32"};
     const char* kind = nullptr;
     for (const char* k : kinds)
       if (b.contains(k)) {
@@ -172,8 +172,8 @@ class RecordParser {
         kind = k;
       }
     if (!kind)
-      c_.fail(bp, "no binding (buffer, weight, tokens, positions, kv, block_table, sequences, row_tables, scratch, "
-                  "absent, i32 or f32)");
+      c_.fail(bp, "no binding (buffer, weight, tokens, positions, kv, block_table, sequences, row_tables, kv_moves, "
+                  "scratch, absent, i32 or f32)");
     const std::string ks = kind;
     Binding out;
     const ArgType& t = l.arg_types[a];
@@ -214,6 +214,12 @@ class RecordParser {
       out.kind = Binding::Weight;
       out.name = c_.string(b, bp, "weight");
       if (!m_.find_weight(out.name)) c_.fail(bp + ".weight", "'" + out.name + "' is not a weight_plan tensor");
+    } else if (ks == "kv_moves") {
+      if (b[ks] != true) c_.fail(bp + "." + ks, "expected true");
+      if (op_.value("op", "") != "kv_move")
+        c_.fail(bp, "kv_moves binds move_kv's table of moves: only graph.kv_move's records bind it");
+      out.kind = Binding::KvMoves;
+      need_elem("i32");
     } else if (ks == "tokens" || ks == "positions" || ks == "block_table" || ks == "sequences" || ks == "row_tables" ||
                ks == "absent") {
       if (b[ks] != true) c_.fail(bp + "." + ks, "expected true");
@@ -333,6 +339,7 @@ std::vector<OpLaunches> parse_launches(const Checker& c, const Manifest& m) {
     out.push_back(std::move(ol));
   }
   parse_argmax_launches(c, m);
+  parse_kv_move_launches(c, m);
   return out;
 }
 
@@ -354,6 +361,33 @@ std::vector<Launch> parse_argmax_launches(const Checker& c, const Manifest& m) {
       c.fail(Checker::idx(p + ".launches", j), "greedy sampling runs on every pass, over the batch (phase all, scope batch)");
     out.push_back(std::move(l));
   }
+  return out;
+}
+
+std::vector<Launch> parse_kv_move_launches(const Checker& c, const Manifest& m) {
+  std::vector<Launch> out;
+  if (!m.graph.contains("kv_move")) return out;
+  const std::string p = "graph.kv_move";
+  const json& op = c.object(m.graph, "graph", "kv_move");
+  if (op.value("op", "") != "kv_move")
+    c.fail(p, "expected {\"op\": \"kv_move\", \"launches\": [...]}");
+  const json& records = c.array(op, p, "launches");
+  if (records.empty()) c.fail(p + ".launches", "must not be empty");
+  const uint64_t n_layer = m.model.hparams.value("n_layer", uint64_t{0});
+  std::vector<int> bound(static_cast<size_t>(2 * n_layer), 0);  // per layer: K, V bound by some record
+  for (size_t j = 0; j < records.size(); ++j) {
+    const std::string rp = Checker::idx(p + ".launches", j);
+    Launch l = RecordParser(c, m, op, rp).parse(records[j]);
+    if (l.phase != Phase::All || l.scope != Scope::Batch)
+      c.fail(rp, "moving K/V is no forward pass: phase all, scope batch");
+    for (const Binding& b : l.args)
+      if (b.kind == Binding::Kv) bound[static_cast<size_t>(2 * b.layer + (b.name == "v"))] = 1;
+    out.push_back(std::move(l));
+  }
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (!bound[i])
+      c.fail(p + ".launches", std::string("no record binds layer ") + std::to_string(i / 2) + "'s " + (i % 2 ? "V" : "K") +
+                                  ": every layer's K and V move");
   return out;
 }
 
@@ -383,6 +417,10 @@ int64_t prefill_split_len(const Manifest& m, int max_ctx) {
 
 std::vector<Launch> parse_argmax_launches(const Manifest& m) {
   return detail::parse_argmax_launches(Checker("manifest"), m);
+}
+
+std::vector<Launch> parse_kv_move_launches(const Manifest& m) {
+  return detail::parse_kv_move_launches(Checker("manifest"), m);
 }
 
 }  // namespace swz::package

@@ -147,7 +147,7 @@ inline constexpr int kScratchMaxT = 0, kScratchMaxCtx = 1;
 
 /// One argument binding of a launch record (docs/package-format.md, "Bindings").
 struct Binding {
-  enum Kind { Buffer, Weight, Tokens, Positions, Kv, BlockTable, Sequences, RowTables, Scratch, Absent, I32, F32 } kind = Absent;
+  enum Kind { Buffer, Weight, Tokens, Positions, Kv, BlockTable, Sequences, RowTables, KvMoves, Scratch, Absent, I32, F32 } kind = Absent;
   std::string name;          ///< Buffer: graph buffer; Weight: weight_plan tensor; Scratch: its
                              ///< name; Kv: "k" or "v"
   int layer = -1;            ///< Kv: the layer
@@ -201,6 +201,14 @@ int64_t prefill_split_len(const Manifest& m, int max_ctx);
 /// writing one i32 token id per row (argmax, ties to the lowest id) into the scratch the
 /// pseudo op's `out` names. Throws Error as parse_launches.
 std::vector<Launch> parse_argmax_launches(const Manifest& m);
+
+/// K/V moved between cache slots on the device, `graph.kv_move` (GPU targets; empty when
+/// the package has none): records over T moves, each {source slot, destination slot,
+/// RoPE offset} as i32 (a slot is page * 64 + slot in the page) in the `kv_moves`
+/// binding, together binding every layer's K and V; they copy each move's K and V and
+/// re-rotate K (exec::BatchModel::move_kv, the approx cache mode). Throws Error as
+/// parse_launches.
+std::vector<Launch> parse_kv_move_launches(const Manifest& m);
 
 /// Serializes the typed fields (format tag included). Does not validate; see validate().
 nlohmann::json to_json(const Manifest& m);

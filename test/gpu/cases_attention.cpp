@@ -679,6 +679,86 @@ Case kvStoreCase(int T, int pos0, int nKv, int hd, bool exactRounding, uint64_t 
   return c;
 }
 
+/// kv_move_rope_f16 (graph.kv_move, the approx cache mode): T moves, move t from the
+/// slot of position src0 + t to the slot of position dst0 + t, each through its own pages
+/// (the pool's first pages hold the sources, the rest the destinations), K rotated by
+/// `delta` (move t by delta + t % 3 - 1 when `varied`), V copied. Every other slot keeps
+/// its value.
+Case kvMoveCase(int T, int src0, int dst0, int nKv, int hd, int nRot, float theta, bool neox, int delta, bool varied,
+                uint64_t seed) {
+  Rng rng{seed};
+  const int srcPages = (src0 + T + kPage - 1) / kPage, dstPages = (dst0 + T + kPage - 1) / kPage;
+  const int nPages = srcPages + dstPages;
+  std::vector<uint16_t> k(size_t(nPages) * nKv * kPage * hd), v(k.size());
+  for (size_t i = 0; i < k.size(); ++i) {  // finite f16 values in [-2, 2)
+    k[i] = f16FromFloat(float(2.0 * rng.next()));
+    v[i] = f16FromFloat(float(2.0 * rng.next()));
+  }
+  auto slotOf = [](int pagesBefore, int pos) { return int32_t((pagesBefore + pos / kPage) * kPage + pos % kPage); };
+  std::vector<int32_t> moves;
+  for (int t = 0; t < T; ++t) {
+    moves.push_back(slotOf(0, src0 + t));
+    moves.push_back(slotOf(srcPages, dst0 + t));
+    moves.push_back(varied ? delta + t % 3 - 1 : delta);
+  }
+  auto at = [nKv, hd](int32_t slot, int h, int d) { return ((size_t(slot / kPage) * nKv + h) * kPage + slot % kPage) * hd + d; };
+  Case c;
+  c.module = "swz_attention_f16kv";
+  c.entry = "kv_move_rope_f16";
+  c.label = "T=" + std::to_string(T) + " slots " + std::to_string(src0) + ".. -> " + std::to_string(dst0) +
+            ".. kv_heads=" + std::to_string(nKv) + " hd=" + std::to_string(hd) + (neox ? " neox" : " norm") +
+            " n_rot=" + std::to_string(nRot) + " delta=" + std::to_string(delta) + (varied ? " (+-1 a move)" : "");
+  c.buffers.push_back(makeBuffer(k, {int64_t(k.size())}));
+  c.buffers.push_back(makeBuffer(v, {int64_t(v.size())}));
+  c.buffers.push_back(makeBuffer(moves, {int64_t(moves.size())}));
+  for (int i = 0; i < 3; ++i)
+    c.args.push_back(Arg::memref(i));
+  c.args.push_back(Arg::i(hd));
+  c.args.push_back(Arg::i(nRot));
+  c.args.push_back(Arg::f(theta));
+  c.args.push_back(Arg::i(neox ? 1 : 0));
+  c.grid = {unsigned(T), unsigned(nKv), 1};
+  c.block = {64, 1, 1};
+  c.bytesMoved = double(T) * nKv * hd * 2 * 2 * 2 + double(moves.size()) * 4;
+  c.flops = 0;
+  c.check = [=](const std::vector<std::vector<uint8_t>> &out) {
+    Verdict res;
+    res.note = "V and K past n_rot copied bitwise; K's rotated pairs: |f16 - ref| <= the f32 angle's bound "
+               "(rope_f32's) + 2^-10 |ref| (one f16 rounding), ref the source's f16 values rotated in float64; "
+               "all other slots unchanged";
+    auto gk = asVector<uint16_t>(out[0]);
+    auto gv = asVector<uint16_t>(out[1]);
+    std::vector<uint8_t> written(k.size(), 0);
+    for (int t = 0; t < T; ++t) {
+      const int32_t from = moves[3 * t], to = moves[3 * t + 1], dl = moves[3 * t + 2];
+      for (int h = 0; h < nKv; ++h) {
+        for (int d = 0; d < hd; ++d) {
+          written[at(to, h, d)] = 1;
+          compare(res, gv[at(to, h, d)] == v[at(from, h, d)] ? 0.0 : 1.0, 0.0, 0.0);
+          if (d >= nRot)
+            compare(res, gk[at(to, h, d)] == k[at(from, h, d)] ? 0.0 : 1.0, 0.0, 0.0);
+        }
+        for (int i = 0; i < nRot / 2; ++i) {
+          const int j0 = neox ? i : 2 * i, j1 = neox ? i + nRot / 2 : 2 * i + 1;
+          const double ang = double(dl) * std::pow(double(theta), -2.0 * i / nRot);
+          const double x0 = f16ToDouble(k[at(from, h, j0)]), x1 = f16ToDouble(k[at(from, h, j1)]);
+          const double r0 = x0 * std::cos(ang) - x1 * std::sin(ang), r1 = x0 * std::sin(ang) + x1 * std::cos(ang);
+          const double tol = 1e-6 + (std::fabs(x0) + std::fabs(x1)) * (std::fabs(ang) * std::ldexp(1.0, -21) + 1e-6);
+          compare(res, f16ToDouble(gk[at(to, h, j0)]), r0, tol + std::ldexp(std::fabs(r0), -10));
+          compare(res, f16ToDouble(gk[at(to, h, j1)]), r1, tol + std::ldexp(std::fabs(r1), -10));
+        }
+      }
+    }
+    for (size_t i = 0; i < written.size(); ++i)
+      if (!written[i]) {
+        compare(res, gk[i] == k[i] ? 0.0 : 1.0, 0.0, 0.0);
+        compare(res, gv[i] == v[i] ? 0.0 : 1.0, 0.0, 0.0);
+      }
+    return res;
+  };
+  return c;
+}
+
 } // namespace
 
 std::vector<Case> attentionCases(const std::string &format) {
@@ -776,6 +856,12 @@ std::vector<Case> attentionCases(const std::string &format) {
   cases.push_back(reduceCase(3, 9, 128, 2, seed++));
   cases.push_back(reduceCase(2, 16, 128, 8, seed++));
   cases.push_back(reduceCase(1, 16, 128, 16, seed++));  // the decode records' most splits
+  // kv_move_rope_f16: SmolLM2's shape (norm pairs, theta 1e5), a run crossing pages both
+  // ways and moving back; Qwen3-0.6B's (neox, 1e6, 8 KV heads of 128) forward by 1,000
+  // positions; a partial rotation with a different offset a move (and one of 0).
+  cases.push_back(kvMoveCase(70, 10, 100, 3, 64, 64, 100000.f, false, -90, false, seed++));
+  cases.push_back(kvMoveCase(40, 30, 1000, 8, 128, 128, 1000000.f, true, 970, false, seed++));
+  cases.push_back(kvMoveCase(9, 60, 5, 2, 128, 96, 10000.f, true, 1, true, seed++));
   return cases;
 }
 

@@ -145,3 +145,5 @@ def test_approx_reuses_the_atoms_after_an_early_edit_in_both_wire_formats(server
     m = scrape_metrics(exact_srv.base_url)
     assert metric(m, "swizzle_approx_atoms") == 10
     assert metric(m, "swizzle_approx_atom_hits_total") == 14
+    # Every atom found had its blocks in the prefix cache (where its K/V stays).
+    assert metric(m, "swizzle_approx_atom_stale_total") == 0

@@ -32,6 +32,13 @@
 // PTX: .maxntid 64, 1, 1
 // PTX: cvt.rn.f16.f32
 // PTX: st.global.b16
+// kv_move_rope_f16 (graph.kv_move): f16 K/V read, K rotated in f32 and rounded back.
+// PTX-LABEL: .visible .entry kv_move_rope_f16(
+// PTX: .maxntid 64, 1, 1
+// PTX: ld.global.b16
+// PTX: cvt.f32.f16
+// PTX: cvt.rn.f16.f32
+// PTX: st.global.b16
 // PTX-LABEL: .visible .entry flash_attention_f16kv(
 // PTX: .maxntid 128, 1, 1
 // PTX-DAG: .shared .align 4 .b8 attn_qs[4096];
@@ -61,14 +68,18 @@
 // PTX: ex2.approx
 // PTX-NOT: .extern
 
-// No function spills; only rope_kv_store_f16 has a stack frame (32 bytes: libdevice's
-// sinf/cosf slow path for large angles, as in rope_f32); the flash kernel's shared
-// memory is exact. ptxas reports the entries last to first.
+// No function spills; only rope_kv_store_f16 and kv_move_rope_f16 have a stack frame (32
+// bytes: libdevice's sinf/cosf slow path for large angles, as in rope_f32); the flash
+// kernel's shared memory is exact. ptxas reports the entries last to first.
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
 // PTXAS: Compiling entry function 'flash_attention_f16kv'
 // PTXAS-NEXT: Function properties for flash_attention_f16kv
 // PTXAS-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NEXT: Used {{[0-9]+}} registers, used 1 barriers, 42208 bytes smem
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
+// PTXAS: Function properties for kv_move_rope_f16
+// PTXAS-NEXT: 32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NEXT: Used {{[0-9]+}} registers, used 0 barriers
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes {{spill|stack}}
 // PTXAS: Function properties for rope_kv_store_f16
 // PTXAS-NEXT: 32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -368,6 +368,15 @@ TEST(GpuKernels, RopeOnQAndKIsFusedIntoTheKvWrite) {
   // q_gamma, k_gamma, eps, norm, n_q
   EXPECT_EQ(store->signature.size(), 17u);
   EXPECT_EQ(store->launch.at("grid"), "T, n_q + n_head_kv, 1");
+  // graph.kv_move (the approx cache mode's installs): the layer's pools, the moves, and
+  // the rope on k's n_rot, theta and pairing.
+  const json &moves = m.graph["kv_move"]["launches"];
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0]["kernel"], "spirv.kv_move_rope_f16");
+  EXPECT_EQ(moves[0]["grid"], json({"T", "3", "1"}));
+  EXPECT_EQ(moves[0]["args"], json::parse(R"([{"kv": "k", "layer": 0, "shape": ["kv_pages*12288"]},
+      {"kv": "v", "layer": 0, "shape": ["kv_pages*12288"]}, {"kv_moves": true, "shape": ["T*3"]},
+      {"i32": "64"}, {"i32": "64"}, {"f32": 1000000.0}, {"i32": "1"}])"));
 
   // SWZ_FUSE_QK=0 (A/B builds): the rope on q is its own launch again, n_q = 0.
   setenv("SWZ_FUSE_QK", "0", 1);
@@ -468,7 +477,9 @@ TEST(GpuKernels, AttentionForSpirv) {
   EXPECT_EQ(phase(m, 0, "prefill"), json({"spirv.flash_attention_f16kv", "spirv.attention_split_reduce"}));
   // spirv.json leaves attention.prefill_split_min at its default, 256 keys.
   EXPECT_EQ(record(m, 0, "spirv.flash_attention_f16kv", "prefill")["let"]["split_len"], "max(256, ceil(max_ctx/1024)*64)");
-  EXPECT_EQ(m.kernels.size(), 4u);  // kv_store, flash attention, split reduce; argmax
+  EXPECT_EQ(m.kernels.size(), 5u);  // kv_store, flash attention, split reduce; argmax; kv_move
+  // No rope on k in this graph: K/V move as they are (n_rot 0).
+  EXPECT_EQ(m.graph["kv_move"]["launches"][0]["args"][4], json({{"i32", "0"}}));
   EXPECT_EQ(m.kernels[0].launch.at("abi"), "spirv-storage-buffers");
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[1].first, "swz_argmax.spv");

@@ -92,7 +92,7 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   kvcache::CacheOptions co;
   co.n_pages = 64;
   exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "approx-test", 2, 256, 4);
-  kvcache::AtomStore store(size_t{64} << 20);
+  kvcache::AtomStore store(1024);
   SchedulerOptions so;
   so.n_ctx = 1024;
   so.parallel = 4;

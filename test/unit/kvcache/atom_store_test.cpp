@@ -1,7 +1,9 @@
 // The approx cache mode's atom store and K re-rotation (kvcache/atom_store.h):
 //  - rerotate_k of a K row roped at position p (f16) by d equals, within f16 rounding, the
 //    row roped at p + d in float64 (both RoPE pairings, negative offsets, partial n_rot);
-//  - the store keeps atoms up to its byte budget, least recently used evicted first.
+//  - rerotate_head rotates one head as rerotate_k rotates it within a row;
+//  - the index keeps up to its number of atoms, least recently used dropped first, and
+//    counts stale hits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,42 +74,61 @@ TEST(AtomStore, ZeroOffsetLeavesTheRowsAsTheyAre) {
   EXPECT_EQ(row, copy);
 }
 
-std::shared_ptr<const AtomKV> atom_of(int n) {
-  auto a = std::make_shared<AtomKV>();
+TEST(AtomStore, OneHeadRotatesAsItsRowDoes) {
+  KvGeometry g{1, 2, 8, 6, 10000.f, true};
+  std::vector<uint16_t> row(16), head(8);
+  for (int j = 0; j < 16; ++j) row[j] = ggml::fp32_to_fp16(0.25f * j - 2.f);
+  std::copy_n(row.begin() + 8, 8, head.begin());
+  rerotate_k(row.data(), 1, g, -41);
+  rerotate_head(head.data(), g, RopeDelta(g, -41));
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), row.begin() + 8));
+  EXPECT_EQ(head[6], ggml::fp32_to_fp16(0.25f * 14 - 2.f)) << "dims past n_rot stay";
+}
+
+std::shared_ptr<const AtomRef> atom_of(int n, int32_t block) {
+  auto a = std::make_shared<AtomRef>();
   a->n = n;
-  a->k.assign(static_cast<size_t>(n) * 16, 1);
-  a->v.assign(static_cast<size_t>(n) * 16, 2);
+  a->pieces.push_back({block_key(model_key("blocks"), {}, &block, 1), 0, n});
   return a;
 }
 
-TEST(AtomStore, KeepsAtomsWithinItsBudgetLeastRecentlyUsedFirstOut) {
+TEST(AtomStore, KeepsAtMostItsAtomsLeastRecentlyUsedFirstOut) {
   const BlockKey model = model_key("test");
   auto key = [&](int32_t i) { return block_key(model, {}, &i, 1); };
-  const size_t one = atom_of(4)->bytes();  // 4 tokens x 16 x 2 (K, V) x 2 bytes = 256
-  ASSERT_EQ(one, 256u);
-  AtomStore store(3 * one);
-  store.put(key(1), atom_of(4));
-  store.put(key(2), atom_of(4));
-  store.put(key(3), atom_of(4));
+  AtomStore store(3);
+  store.put(key(1), atom_of(4, 1));
+  store.put(key(2), atom_of(4, 2));
+  store.put(key(3), atom_of(4, 3));
   ASSERT_NE(store.find(key(1)), nullptr);  // 1 is now the most recent: 2 goes first
-  store.put(key(4), atom_of(4));
+  store.put(key(4), atom_of(4, 4));
   EXPECT_TRUE(store.contains(key(1)));
   EXPECT_FALSE(store.contains(key(2)));
   EXPECT_TRUE(store.contains(key(3)));
   EXPECT_TRUE(store.contains(key(4)));
-  const AtomStore::Stats st = store.stats();
+  AtomStore::Stats st = store.stats();
   EXPECT_EQ(st.atoms, 3u);
-  EXPECT_EQ(st.bytes, 3 * one);
+  EXPECT_EQ(st.saved, 4u);
   EXPECT_EQ(st.evicted, 1u);
   EXPECT_EQ(st.hits, 1u);
-  // A key saved already keeps its first atom; an atom over the whole budget is not kept.
-  auto other = atom_of(4);
+  // A key saved already keeps its first atom.
+  auto other = atom_of(4, 9);
   store.put(key(4), other);
   EXPECT_NE(store.find(key(4)), other);
-  store.put(key(5), atom_of(16));
-  EXPECT_FALSE(store.contains(key(5)));
+  EXPECT_EQ(store.find(key(4))->pieces[0].block, atom_of(4, 4)->pieces[0].block);
   EXPECT_EQ(store.find(key(2)), nullptr);
-  EXPECT_EQ(store.stats().misses, 1u);
+  st = store.stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, 3u);
+  // A hit whose blocks are gone counts as stale, and the atom stays (they may come back).
+  store.stale();
+  st = store.stats();
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.stale, 1u);
+  EXPECT_TRUE(store.contains(key(4)));
+  // An index of 0 atoms keeps none.
+  AtomStore none(0);
+  none.put(key(1), atom_of(4, 1));
+  EXPECT_FALSE(none.contains(key(1)));
 }
 
 }  // namespace

@@ -282,6 +282,55 @@ TEST_F(PackageTest, GreedySamplingRecordsAreCheckedAndParsed) {
   expect(rows, "graph.sampling.argmax.launches[0].rows: the graph op runs on output rows only");
 }
 
+// graph.kv_move: parsed by parse_kv_move_launches; refused when a layer's K or V is left
+// out, when a record is not over the batch on every pass, and kv_moves bound elsewhere.
+TEST_F(PackageTest, KvMoveRecordsAreCheckedAndParsed) {
+  swz::package::PackageFiles files;
+  Manifest m = gpu_manifest(manifest_, files);
+  json sig = json::array();
+  const std::vector<std::string> dtypes = {"memref<?xf16>", "memref<?xf16>", "memref<?xi32>", "i32", "f32"};
+  for (size_t i = 0; i < dtypes.size(); ++i) sig.push_back({{"name", "arg" + std::to_string(i)}, {"dtype", dtypes[i]}});
+  m.kernels.push_back({"sm_90.move", "move.ptx",
+                       {{"function", "move"}, {"block", {64, 1, 1}}, {"grid", "T, 1, 1"}, {"dynamic_smem", "0"}}, sig,
+                       std::nullopt});
+  files.push_back({"move.ptx", "// ptx\n"});
+  ASSERT_EQ(m.model.hparams.value("n_layer", 0), 1);
+  json rec = {{"kernel", "sm_90.move"},
+              {"phase", "all"},
+              {"scope", "batch"},
+              {"grid", {"T", "2", "1"}},
+              {"dynamic_smem", "0"},
+              {"args", {{{"kv", "k"}, {"layer", 0}, {"shape", {"kv_pages*64"}}},
+                        {{"kv", "v"}, {"layer", 0}, {"shape", {"kv_pages*64"}}},
+                        {{"kv_moves", true}, {"shape", {"T*3"}}},
+                        {{"i32", "64"}},
+                        {{"f32", 10000.0}}}}};
+  m.graph["kv_move"] = {{"op", "kv_move"}, {"launches", {rec}}};
+  const std::string out = (dir_ / "kv.swz").string();
+  swz::package::write_package(out, m, files);
+  const std::vector<swz::package::Launch> l = swz::package::parse_kv_move_launches(swz::package::read_manifest(out));
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].args[2].kind, swz::package::Binding::KvMoves);
+  EXPECT_EQ(l[0].args[1].kind, swz::package::Binding::Kv);
+  EXPECT_TRUE(swz::package::parse_kv_move_launches(manifest_).empty());  // optional: cpu packages have none
+  auto expect = [&](Manifest mm, const std::string& what) {
+    EXPECT_NE(error_of([&] { swz::package::write_package(out, mm, files); }).find(what), std::string::npos) << what;
+  };
+  Manifest noV = m;
+  noV.graph["kv_move"]["launches"][0]["args"][1] = {{"kv", "k"}, {"layer", 0}, {"shape", {"kv_pages*64"}}};
+  expect(noV, "graph.kv_move.launches: no record binds layer 0's V: every layer's K and V move");
+  Manifest phase = m;
+  phase.graph["kv_move"]["launches"][0]["phase"] = "decode";
+  expect(phase, "graph.kv_move.launches[0]: moving K/V is no forward pass: phase all, scope batch");
+  Manifest op = m;
+  op.graph["kv_move"]["op"] = "move";
+  expect(op, "graph.kv_move: expected {\"op\": \"kv_move\"");
+  Manifest elsewhere = m;
+  elsewhere.graph["ops"][0]["launches"][0]["kernel"] = "sm_90.move";
+  elsewhere.graph["ops"][0]["launches"][0]["args"] = rec["args"];
+  expect(elsewhere, "kv_moves binds move_kv's table of moves: only graph.kv_move's records bind it");
+}
+
 // One launch-contract rule per case: mutate a record of the GPU manifest, expect an Error
 // naming the record's field.
 TEST_F(PackageTest, LaunchRecordErrorsNameTheField) {
