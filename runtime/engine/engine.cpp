@@ -93,7 +93,7 @@ class PackageEngine final : public Engine {
         throw LoadError("--batch-tokens " + std::to_string(opts.batch_tokens) + " must be at least --parallel (" +
                         std::to_string(opts.parallel) + "): every running sequence decodes in every step");
       bm_ = exec::open_backend_model(pkg_, info_.n_ctx, std::move(co), identity, opts.n_threads, opts.batch_tokens,
-                                     opts.parallel);
+                                     opts.parallel + kApproxSegmentSlots);
       info_.backend = bm_.backend;
       kv_ = bm_.kv.get();
       batch_ = bm_.executor.get();

@@ -242,6 +242,10 @@ struct GenerateRequest {
 
 /// Tokens of a reused atom the `approx` mode recomputes at least (its first ones).
 inline constexpr int kApproxMinRecompute = 2;
+/// Sequence slots of a forward pass beyond EngineOptions::parallel: an approx request's
+/// prompt segments between its atom installs run in one pass, a sequence of the pass each
+/// (Scheduler::step), instead of a pass each.
+inline constexpr int kApproxSegmentSlots = 16;
 
 /// The most choices GenerateRequest::n may ask for.
 inline constexpr int kMaxChoices = 64;

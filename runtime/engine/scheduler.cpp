@@ -205,6 +205,11 @@ struct Scheduler::Seq {
   int n_draft = 0;
   int n_out = 0;
   bool use_ids = false;
+  // Prefill: the prompt segments of `tokens` (first position, tokens), each a sequence of
+  // the pass (several when approx installs lie between them: Scheduler::step), and the
+  // cursor after the step (past the last segment, or the installs after it).
+  std::vector<std::pair<int, int>> segs;
+  int plan_end = 0;
 };
 
 Scheduler::Scheduler(exec::BatchModel& model, kvcache::BlockManager& kv, const SchedulerOptions& opts, SchedulerHooks hooks,
@@ -828,12 +833,13 @@ void Scheduler::end_prefill_stats(Seq& s) {
   s.t_prefilled = Clock::now();
 }
 
-bool Scheduler::install_atom(Seq& s) {
+bool Scheduler::install_atom(Seq& s, int begin) {
   PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
-  // From the cursor: a longer cached prefix found at start() may cover the install's head
-  // (its tail is installed, so at least what admit() reported is reused).
-  const int begin = s.n_past, n = in.end - begin;
-  if (!prepare_pages(s, n)) return false;
+  // From the cursor `begin` (>= in.begin): a longer cached prefix found at start() may
+  // cover the install's head (its tail is installed, so at least what admit() reported is
+  // reused).
+  const int n = in.end - begin;
+  if (!prepare_pages(s, in.end - s.n_past)) return false;
   std::vector<int> src;  // the pieces' pages, one reference each
   try {
     src = kv_.acquire(in.pins);
@@ -864,8 +870,6 @@ bool Scheduler::install_atom(Seq& s) {
   }
   for (int page : src) kv_.unref_page(page);
   s.job->adm.release_install(in);
-  s.history.insert(s.history.end(), s.req.prompt.begin() + begin, s.req.prompt.begin() + in.end);
-  s.n_past = in.end;
   s.installed += n;
   s.installed_atoms.push_back(in.atom_index);
   ++s.next_install;
@@ -1052,42 +1056,71 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     rows_left -= s.n_draft;
     step.push_back(&s);
   }
-  for (Seq* sp : prefill) {
-    if (rows_left <= 0) break;
-    Seq& s = *sp;
+  // Prompt rows. An approx request's prompt alternates atoms to install (their K/V moved
+  // into its pages now, before the pass) and rows to prefill (the atoms' recomputed heads,
+  // the code around them): its rows up to the batch budget go in this one pass, a
+  // sequence of the pass per segment between installs, each attending through the
+  // request's block table to what the installs and the segments before it wrote (the KV
+  // write of a layer precedes its attention for every sequence of a pass). One pass a
+  // segment would cost a whole pass over the weights each.
+  int slots_left = model_.max_seqs() - static_cast<int>(step.size());
+  for (size_t pi = 0; pi < prefill.size(); ++pi) {
+    if (rows_left <= 0 || slots_left <= 0) break;
+    Seq& s = *prefill[pi];
     const int n_prompt = static_cast<int>(s.req.prompt.size());
-    // Approx mode: an atom install at the cursor (or one whose head a longer cached prefix
-    // found at start covers) is written now and the cursor passes it; one wholly behind the
-    // cursor is dropped.
+    const int others = static_cast<int>(prefill.size() - pi - 1);  // later sequences keep a slot each
     auto& installs = s.job->adm.installs;
-    bool waiting = false;
-    while (s.next_install < installs.size() && installs[s.next_install].begin <= s.n_past) {
-      if (installs[s.next_install].end <= s.n_past) {
-        s.job->adm.release_install(installs[s.next_install]);
-        ++s.next_install;
-        continue;
-      }
-      try {
-        if (!install_atom(s)) {
-          waiting = true;  // no page now: try again next step
-          break;
+    s.tokens.clear();
+    s.segs.clear();
+    int cur = s.n_past;
+    for (;;) {
+      // Approx mode: an atom install at the cursor (or one whose head a longer cached
+      // prefix found at start covers) is written now and the cursor passes it; one wholly
+      // behind the cursor is dropped.
+      bool waiting = false;
+      while (s.next_install < installs.size() && installs[s.next_install].begin <= cur) {
+        if (installs[s.next_install].end <= cur) {
+          s.job->adm.release_install(installs[s.next_install]);
+          ++s.next_install;
+          continue;
         }
-      } catch (const backend::Error& e) {
-        if (hooks_.failed) hooks_.failed(e.what());
-        auto err = std::current_exception();
-        for (auto& r : running) fail(*r, err);
-        return false;
+        try {
+          const int end = installs[s.next_install].end;
+          if (!install_atom(s, cur)) {
+            waiting = true;  // no page now: try again next step
+            break;
+          }
+          cur = end;
+        } catch (const backend::Error& e) {
+          if (hooks_.failed) hooks_.failed(e.what());
+          auto err = std::current_exception();
+          for (auto& r : running) fail(*r, err);
+          return false;
+        }
       }
+      if (waiting) break;
+      int n = std::min(n_prompt - cur, rows_left);
+      if (s.next_install < installs.size()) n = std::min(n, installs[s.next_install].begin - cur);
+      if (s.req.prompt_logprobs) n = std::min(n, kPromptLogprobsChunk);
+      if (n <= 0 || !prepare_pages(s, cur + n - s.n_past)) break;
+      s.segs.emplace_back(cur, n);
+      s.tokens.insert(s.tokens.end(), s.req.prompt.begin() + cur, s.req.prompt.begin() + cur + n);
+      rows_left -= n;
+      --slots_left;
+      cur += n;
+      // Another segment only after an install, while rows and sequence slots are left.
+      if (s.next_install >= installs.size() || installs[s.next_install].begin != cur || rows_left <= 0 ||
+          slots_left <= others)
+        break;
     }
-    if (waiting) continue;
-    int n = std::min(n_prompt - s.n_past, rows_left);
-    if (s.next_install < installs.size()) n = std::min(n, installs[s.next_install].begin - s.n_past);
-    if (s.req.prompt_logprobs) n = std::min(n, kPromptLogprobsChunk);
-    if (!prepare_pages(s, n)) continue;
-    s.tokens.assign(s.req.prompt.begin() + s.n_past, s.req.prompt.begin() + s.n_past + n);
+    s.plan_end = cur;
+    if (s.segs.empty()) {  // installs only (or nothing) this step: the cursor moves now
+      s.history.insert(s.history.end(), s.req.prompt.begin() + s.n_past, s.req.prompt.begin() + cur);
+      s.n_past = cur;
+      continue;
+    }
     s.n_draft = 0;
-    s.n_out = s.req.prompt_logprobs ? n : 1;
-    rows_left -= n;
+    s.n_out = s.req.prompt_logprobs ? s.segs.front().second : static_cast<int>(s.segs.size());
     step.push_back(&s);
   }
   if (step.empty()) {
@@ -1114,16 +1147,31 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   int rows = 0, prompt_rows = 0;
   for (Seq* s : step) {
     exec::SequenceStep st;
-    st.tokens = s->tokens.data();
-    st.n_tokens = static_cast<int>(s->tokens.size());
-    st.pos0 = s->n_past;
     st.block_table = s->table.data();
-    st.n_blocks = (s->n_past + st.n_tokens + kTok - 1) / kTok;
-    st.n_out = s->n_out;
-    st.rows = s->prefilling ? exec::SequenceModel::Rows::Prompt : exec::SequenceModel::Rows::Generated;
-    rows += st.n_tokens;
-    if (s->prefilling) prompt_rows += st.n_tokens;
-    seqs.push_back(st);
+    if (!s->prefilling) {
+      st.tokens = s->tokens.data();
+      st.n_tokens = static_cast<int>(s->tokens.size());
+      st.pos0 = s->n_past;
+      st.n_blocks = (s->n_past + st.n_tokens + kTok - 1) / kTok;
+      st.n_out = s->n_out;
+      st.rows = exec::SequenceModel::Rows::Generated;
+      rows += st.n_tokens;
+      seqs.push_back(st);
+      continue;
+    }
+    size_t off = 0;
+    for (const auto& [pos0, n] : s->segs) {
+      st.tokens = s->tokens.data() + off;
+      st.n_tokens = n;
+      st.pos0 = pos0;
+      st.n_blocks = (pos0 + n + kTok - 1) / kTok;
+      st.n_out = s->segs.size() == 1 ? s->n_out : 1;
+      st.rows = exec::SequenceModel::Rows::Prompt;
+      rows += n;
+      prompt_rows += n;
+      off += static_cast<size_t>(n);
+      seqs.push_back(st);
+    }
   }
   std::vector<float> logits;
   std::vector<int32_t> ids;
@@ -1163,8 +1211,13 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     auto row = [&](int i) { return need_logits ? logits.data() + (out0 + static_cast<size_t>(i)) * nv : nullptr; };
     const int n = static_cast<int>(s.tokens.size());
     const int n_past0 = s.n_past;
-    s.n_past += n;
-    s.history.insert(s.history.end(), s.tokens.begin(), s.tokens.end());
+    if (s.prefilling) {  // past the segments and the installs between them
+      s.history.insert(s.history.end(), s.req.prompt.begin() + s.n_past, s.req.prompt.begin() + s.plan_end);
+      s.n_past = s.plan_end;
+    } else {
+      s.n_past += n;
+      s.history.insert(s.history.end(), s.tokens.begin(), s.tokens.end());
+    }
     if (s.prefilling) {
       const int n_prompt = static_cast<int>(s.req.prompt.size());
       if (s.req.prompt_logprobs) {

@@ -42,12 +42,14 @@
 //
 // The `approx` cache mode (GenerateRequest::approx_atoms; experimental): admit() finds, for
 // each code atom after the cached prefix, K/V an earlier approx request saved for the same
-// tokens (kvcache::AtomStore), and plans to install it: while prefilling, the sequence's
-// prompt chunks stop at each planned atom's recomputed head; when the cursor reaches the
-// rest of the atom, its K/V is written into the sequence's pages (K re-rotated to the new
-// positions, kvcache::rerotate_k) and the cursor jumps past it. Approx requests key their
-// prefix-cache blocks in a namespace of their own (a model key derived from the model's),
-// and save each atom their prefill computed when it ends.
+// tokens (kvcache::AtomStore: where that K/V lies in the prefix cache's blocks, pinned from
+// here), and plans to install it: while prefilling, the sequence's prompt segments stop at
+// each planned atom's recomputed head; when the cursor reaches the rest of the atom, its
+// K/V is moved into the sequence's pages (exec::BatchModel::move_kv: K re-rotated to the
+// new positions) and the cursor jumps past it. The segments between installs go into one
+// pass up to the batch budget, a sequence of the pass each (kApproxSegmentSlots). Approx
+// requests key their prefix-cache blocks in a namespace of their own (a model key derived
+// from the model's), and record each atom their prefill computed when it ends.
 //
 // Saved atoms are keyed by their tokens and the request's cache scope (GenerateRequest::
 // cache_scope), so they are reused only within the scope that computed them.
@@ -169,7 +171,7 @@ class Scheduler {
   void publish_prompt_blocks(Seq& s);
   void publish_prompt_tail(Seq& s);
   void end_prefill_stats(Seq& s);
-  bool install_atom(Seq& s);
+  bool install_atom(Seq& s, int begin);
   void save_atoms(Seq& s);
   int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
   int choice_width(const GenerateRequest& req, bool partial_hit = false) const;

@@ -12,7 +12,9 @@
 //  - saved atoms serve only their own cache scope (another organisation finds none);
 //  - a longer cached prefix found when a request starts (published after its admission)
 //    still gets the rest of a planned install, from the right offset into the saved atom
-//    (layer-0 V bitwise the cold prefill's), so what is reused is at least what was reported.
+//    (layer-0 V bitwise the cold prefill's), so what is reused is at least what was reported;
+//  - the prompt segments between installs run in one pass (a sequence of the pass each)
+//    and give bitwise the logprobs they give in a pass each.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -193,6 +195,79 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   cached_kv(bm, sched.approx_model(), p5, 0, 128, 190, ka, va);
   cached_kv(bm, bm.kv->model(), p5, 0, 128, 190, ke, ve);
   EXPECT_EQ(va, ve) << "the tail came from the right place in the saved atom";
+}
+
+// The prompt segments between installs go into one pass, a sequence of the pass each,
+// and compute what they compute one pass a segment: the same request on a scheduler
+// whose passes have no spare sequence slots gives bitwise the same logprobs, in more
+// passes.
+TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  struct Run {
+    std::vector<TokenLogprobs> lp;
+    int cached = 0;
+    uint64_t steps = 0;  // passes of the second request
+  };
+  auto run_with = [&](int max_seqs) {
+    kvcache::CacheOptions co;
+    co.n_pages = 64;
+    exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "approx-test", 2, 256, max_seqs);
+    kvcache::AtomStore store(1024);
+    SchedulerOptions so;
+    so.n_ctx = 1024;
+    so.parallel = 1;
+    so.batch_tokens = 256;
+    SchedulerHooks hooks;
+    hooks.is_eog = [](int32_t) { return false; };
+    hooks.piece = [](int32_t) { return std::string(); };
+    Scheduler sched(*bm.executor, *bm.kv, so, hooks, &store);
+    const int nv = bm.executor->n_vocab();
+    const std::vector<int32_t> a = tokens(100, 11, nv), mid = tokens(30, 12, nv), b = tokens(90, 13, nv),
+                               tail = tokens(25, 14, nv);
+    auto prompt = [&](int head, uint32_t seed) {
+      std::vector<int32_t> p = tokens(head, seed, nv);
+      for (const auto* part : {&a, &mid, &b, &tail}) p.insert(p.end(), part->begin(), part->end());
+      return p;
+    };
+    run(sched, prompt(40, 15), {{40, 140}, {170, 260}});
+    GenerateRequest r;
+    r.prompt = prompt(57, 16);
+    r.max_tokens = 3;
+    r.sampling.temperature = 0;
+    r.speculative = false;
+    r.logprobs = 5;
+    r.approx_atoms = {{57, 157}, {187, 277}};
+    std::unique_ptr<Admission> adm = sched.admit(r);
+    Run out;
+    out.cached = adm->cached_tokens();
+    const uint64_t steps0 = sched.stats().steps;
+    sched.run(*adm, [&](const TokenEvent& ev) {
+      out.lp.push_back(*ev.logprobs);
+      return true;
+    });
+    out.steps = sched.stats().steps - steps0;
+    return out;
+  };
+  const Run apart = run_with(1), together = run_with(1 + kApproxSegmentSlots);
+  const int head = static_cast<int>(std::ceil(kApproxRecompute * 100)), head_b = static_cast<int>(std::ceil(kApproxRecompute * 90));
+  EXPECT_EQ(together.cached, (100 - head) + (90 - head_b));
+  EXPECT_EQ(apart.cached, together.cached);
+  // Prompt rows: [0, 57 + 15) and [157, 187 + 14) before and between the installs, then
+  // [277, 302): 3 segments, one pass; apart, a pass each; then 2 decode passes either way.
+  EXPECT_EQ(together.steps, 1u + 2u);
+  EXPECT_EQ(apart.steps, 3u + 2u);
+  ASSERT_EQ(together.lp.size(), 3u);
+  ASSERT_EQ(apart.lp.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(together.lp[i].token, apart.lp[i].token) << "token " << i;
+    EXPECT_EQ(together.lp[i].logprob, apart.lp[i].logprob) << "token " << i;
+    ASSERT_EQ(together.lp[i].top.size(), apart.lp[i].top.size());
+    for (size_t j = 0; j < together.lp[i].top.size(); ++j) {
+      EXPECT_EQ(together.lp[i].top[j].token, apart.lp[i].top[j].token);
+      EXPECT_EQ(together.lp[i].top[j].logprob, apart.lp[i].top[j].logprob);
+    }
+  }
 }
 
 }  // namespace
