@@ -219,7 +219,7 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   family(out, "swizzle_approx_atom_hits_total", "counter", "Atoms approx requests found saved, their blocks cached, at admission.");
   sample(out, "swizzle_approx_atom_hits_total", "", num(cache.approx_atom_hits));
   family(out, "swizzle_approx_atom_stale_total", "counter",
-         "Atoms approx requests found saved whose blocks the prefix cache no longer held (not reused).");
+         "Atoms approx requests found saved whose blocks the prefix cache did not hold (not reused, forgotten).");
   sample(out, "swizzle_approx_atom_stale_total", "", num(cache.approx_atom_stale));
 
   // The scheduler (engine/scheduler.h).

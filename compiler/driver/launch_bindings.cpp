@@ -748,16 +748,23 @@ void bindKvStore(const Group &g, const codegen::KernelRef &ref, const Types &t, 
 /// graph.kv_move for the layer of the attention op `op` (exec::BatchModel::move_kv): T
 /// moves {source slot, destination slot, RoPE offset} (i32 x 3, the `kv_moves` binding),
 /// grid (T, n_head_kv); n_rot, theta and the pairing those of the graph's rope on the
-/// attention's k (n_rot 0, K copied as it is, when there is none).
+/// attention's k (n_rot 0, K copied as it is, in a graph without RoPE; a graph with rope
+/// ops none of which writes this k is refused).
 void bindKvMove(const Group &g, const codegen::KernelRef &, const Types &, Record &r) {
   const Attention a = attentionOf(g);
   const json *rope = nullptr;
+  bool anyRope = false;
   for (const json &op : g.m.graph.at("ops")) {
+    anyRope |= op.value("op", "") == "rope";
     if (&op == &g.op)
       break;
     if (op.value("op", "") == "rope" && op.at("out") == a.k)
       rope = &op;
   }
+  // A graph with RoPE whose k this attention does not take from a rope would move K
+  // unrotated: refused rather than guessed.
+  if (!rope && anyRope)
+    g.fail("kv_move_rope_f16: no rope op before the attention writes its k ('" + a.k + "')");
   const int64_t nRot = rope ? rope->value("n_rot", a.hd) : 0;
   if (a.hd > 256 || a.hd % 2 != 0 || nRot % 2 != 0 || nRot > a.hd)
     g.fail("kv_move_rope_f16 needs an even head_dim <= 256 and an even n_rot <= head_dim "

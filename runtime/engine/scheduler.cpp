@@ -308,12 +308,13 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
         std::shared_ptr<const kvcache::AtomRef> atom = atoms_->find(key);
         if (!atom || atom->n != len) continue;
         // Its K/V is where the request that saved it computed it: pinned in the prefix
-        // cache until installed. Not reused while the cache lacks a block of it.
+        // cache until installed. One whose blocks the cache no longer holds (dropped, or the
+        // saving request's partial last block not published yet) is erased.
         std::vector<kvcache::BlockKey> blocks, pins;
         for (const kvcache::AtomRef::Piece& pc : atom->pieces) blocks.push_back(pc.block);
         if (kv_.match_and_pin(blocks, pins, a->disk_tenant) != static_cast<int>(blocks.size())) {
           kv_.unpin(pins);
-          atoms_->stale();
+          atoms_->stale(key);
           continue;
         }
         a->installs.push_back({sp.begin + head, sp.end, head, i, std::move(atom), std::move(pins)});
@@ -833,18 +834,22 @@ void Scheduler::end_prefill_stats(Seq& s) {
   s.t_prefilled = Clock::now();
 }
 
-bool Scheduler::install_atom(Seq& s, int begin) {
+Scheduler::Installed Scheduler::install_atom(Seq& s, int begin) {
   PagedAdmission::Install& in = s.job->adm.installs[s.next_install];
   // From the cursor `begin` (>= in.begin): a longer cached prefix found at start() may
   // cover the install's head (its tail is installed, so at least what admit() reported is
   // reused).
   const int n = in.end - begin;
-  if (!prepare_pages(s, in.end - s.n_past)) return false;
+  if (!prepare_pages(s, in.end - s.n_past)) return Installed::Waiting;
   std::vector<int> src;  // the pieces' pages, one reference each
   try {
     src = kv_.acquire(in.pins);
   } catch (const std::length_error&) {
-    return false;  // a host-tier block needs a page to come back to: try again next step
+    // A block spilled to host needs a page to come back to, outside what the request
+    // reserved: its tokens are prefilled instead (waiting could wait for ever).
+    s.job->adm.release_install(in);
+    ++s.next_install;
+    return Installed::Dropped;
   }
   const kvcache::AtomRef& atom = *in.atom;
   // Atom token j is at position atom.pos0 + j where it was computed and goes to
@@ -873,12 +878,12 @@ bool Scheduler::install_atom(Seq& s, int begin) {
   s.installed += n;
   s.installed_atoms.push_back(in.atom_index);
   ++s.next_install;
-  return true;
+  return Installed::Done;
 }
 
 void Scheduler::save_atoms(Seq& s) {
-  // Each atom whose K/V is now in the sequence's prompt blocks and not saved yet is
-  // recorded for later approx requests of its scope: where it lies in those blocks, under
+  // Each atom whose K/V is now in the sequence's prompt blocks is recorded for later
+  // approx requests of its scope: where it lies in those blocks, under
   // the keys they are published with (publish_prompt_blocks now; the partial last block,
   // publish_prompt_tail, when the sequence ends), so its K/V stays in the prefix cache and
   // is never copied out. Not those installed here (their K/V is a saved atom's, moved:
@@ -896,8 +901,8 @@ void Scheduler::save_atoms(Seq& s) {
     const TokenSpan& sp = s.req.approx_atoms[i];
     if (sp.end <= sp.begin || sp.begin < 0 || sp.end > s.prompt_done) continue;
     if (std::find(s.installed_atoms.begin(), s.installed_atoms.end(), i) != s.installed_atoms.end()) continue;
+    // (Saved again when saved before: this newest location is the one most likely cached.)
     const kvcache::BlockKey key = kvcache::block_key(s.job->adm.atoms, {}, s.req.prompt.data() + sp.begin, sp.end - sp.begin);
-    if (atoms_->contains(key)) continue;
     auto atom = std::make_shared<kvcache::AtomRef>();
     atom->pos0 = sp.begin;
     atom->n = sp.end - sp.begin;
@@ -1086,11 +1091,12 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
         }
         try {
           const int end = installs[s.next_install].end;
-          if (!install_atom(s, cur)) {
+          const Installed r = install_atom(s, cur);
+          if (r == Installed::Waiting) {
             waiting = true;  // no page now: try again next step
             break;
           }
-          cur = end;
+          if (r == Installed::Done) cur = end;
         } catch (const backend::Error& e) {
           if (hooks_.failed) hooks_.failed(e.what());
           auto err = std::current_exception();

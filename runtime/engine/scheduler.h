@@ -171,7 +171,11 @@ class Scheduler {
   void publish_prompt_blocks(Seq& s);
   void publish_prompt_tail(Seq& s);
   void end_prefill_stats(Seq& s);
-  bool install_atom(Seq& s, int begin);
+  /// Moves the next planned atom install's K/V into `s`'s pages from position `begin` on:
+  /// Done; Waiting when its pages cannot be had now; Dropped when its source blocks cannot
+  /// come back to the device (its tokens are then prefilled).
+  enum class Installed { Done, Waiting, Dropped };
+  Installed install_atom(Seq& s, int begin);
   void save_atoms(Seq& s);
   int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
   int choice_width(const GenerateRequest& req, bool partial_hit = false) const;

@@ -90,8 +90,8 @@ class GraphExecutor final : public BatchModel {
   void copy_page(int dst, int src) override;
   kvcache::KvGeometry kv_geometry() const override;
   /// (Through a device staging buffer: per layer, K and V, the runs' tiles are gathered
-  /// with device copies and cross to the host in one transfer each way, so the number of
-  /// host transfers does not grow with the pages; writes also for distinct pages only.)
+  /// with device copies and cross to the host in one transfer, so the number of host
+  /// transfers does not grow with the pages.)
   void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) override;
   void move_kv(std::span<const KvMove> moves) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).

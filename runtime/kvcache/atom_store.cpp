@@ -58,7 +58,11 @@ bool AtomStore::contains(const BlockKey& key) const {
 void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomRef> atom) {
   if (!atom || max_atoms_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (index_.count(key)) return;
+  if (auto it = index_.find(key); it != index_.end()) {  // the newer location replaces it
+    lru_.erase(it->second);
+    index_.erase(it);
+    --stats_.atoms;
+  }
   ++stats_.atoms;
   ++stats_.saved;
   lru_.emplace_front(key, std::move(atom));
@@ -71,8 +75,13 @@ void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomRef> atom) {
   }
 }
 
-void AtomStore::stale() {
+void AtomStore::stale(const BlockKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.erase(it->second);
+    index_.erase(it);
+    --stats_.atoms;
+  }
   if (stats_.hits > 0) --stats_.hits;
   ++stats_.stale;
 }

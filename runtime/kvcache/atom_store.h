@@ -17,7 +17,8 @@
 //
 // The K/V itself is never copied out: it lives in the prefix cache's pages (and its host
 // and disk tiers), which own its memory and its eviction. An atom whose blocks the cache
-// does not hold is stale: found at admission, not pinnable, not reused.
+// does not hold is stale: found at admission, not pinnable, erased; every atom a request
+// computes (not one it installed) is saved again at its new location.
 //
 // Thread safety: every AtomStore member is safe to call concurrently (one mutex).
 #pragma once
@@ -84,13 +85,14 @@ class AtomStore {
   /// The saved atom, or null; a hit makes it the most recently used.
   std::shared_ptr<const AtomRef> find(const BlockKey& key);
   bool contains(const BlockKey& key) const;
-  /// Saves `atom` under `key` (a key saved already is kept as it is), then drops the least
-  /// recently used atoms while over max_atoms.
+  /// Saves `atom` under `key` (replacing an atom saved under it before: the newest
+  /// computation's location wins), then drops the least recently used atoms while over
+  /// max_atoms.
   void put(const BlockKey& key, std::shared_ptr<const AtomRef> atom);
-  /// Counts a find() hit whose blocks the prefix cache does not hold now as stale instead
-  /// (the atom is kept: a request computing the same blocks again, or the one still
-  /// running that saved it, publishes them under the same keys).
-  void stale();
+  /// Erases the atom of `key`, a find() hit whose blocks the prefix cache does not hold
+  /// now, and counts that hit as stale instead. The next request that computes the atom
+  /// saves it again.
+  void stale(const BlockKey& key);
   struct Stats {
     uint64_t atoms = 0, hits = 0, misses = 0, stale = 0, saved = 0, evicted = 0;
   };

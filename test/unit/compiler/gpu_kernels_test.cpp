@@ -332,6 +332,26 @@ TEST(GpuKernels, F16DecodeKernelFollowsTheSchedule) {
 
 // swz-fuse folds rope(k) into the KV write, and rope(q) with it: the rope ops launch
 // nothing and the attention's rope_kv_store_f16 rotates q in place and k into the cache.
+// graph.kv_move rotates K with the rope that wrote it: a graph with RoPE whose attention's
+// k comes from no rope op is refused, not given an unrotated move.
+TEST(GpuKernels, KvMoveNeedsTheRopeOnK) {
+  const json ops = json::array({
+      {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
+      {{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}},
+  });
+  package::Manifest m = manifest("spirv", ops);
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  try {
+    compiler::addGpuKernels(m, f, files, {});
+    FAIL() << "expected CompileError";
+  } catch (const compiler::CompileError &e) {
+    EXPECT_NE(std::string(e.what()).find("kv_move_rope_f16: no rope op before the attention writes its k ('k')"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GpuKernels, RopeOnQAndKIsFusedIntoTheKvWrite) {
   const json ops0 = json::array({
       {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
