@@ -149,6 +149,20 @@ const package::Kernel *kernel(const package::Manifest &m, const std::string &ent
   return nullptr;
 }
 
+/// The CompileError message of compiling `m`'s GPU kernels ("" and a test failure when it
+/// compiles).
+std::string compileError(package::Manifest m) {
+  package::PackageFiles files;
+  gguf::File f = emptyGguf();
+  try {
+    compiler::addGpuKernels(m, f, files, {});
+  } catch (const compiler::CompileError &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected CompileError";
+  return "";
+}
+
 // The graph's one attention op is three launches per phase: kv_store_f16 always; prefill
 // the tensor-core flash attention for head_dim 64 on PTX; decode split-K partials and
 // their reduction.
@@ -339,17 +353,8 @@ TEST(GpuKernels, KvMoveNeedsTheRopeOnK) {
       {{"op", "rope"}, {"in", {"q"}}, {"out", "q"}, {"mode", "neox"}, {"theta", 1e6}, {"n_rot", 64}},
       {{"op", "attention"}, {"in", {"q", "k", "v"}}, {"out", "attn"}, {"layer", 0}, {"scale", 0.125}},
   });
-  package::Manifest m = manifest("spirv", ops);
-  package::PackageFiles files;
-  gguf::File f = emptyGguf();
-  try {
-    compiler::addGpuKernels(m, f, files, {});
-    FAIL() << "expected CompileError";
-  } catch (const compiler::CompileError &e) {
-    EXPECT_NE(std::string(e.what()).find("kv_move_rope_f16: no rope op before the attention writes its k ('k')"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = compileError(manifest("spirv", ops));
+  EXPECT_NE(e.find("kv_move_rope_f16: no rope op before the attention writes its k ('k')"), std::string::npos) << e;
 }
 
 TEST(GpuKernels, RopeOnQAndKIsFusedIntoTheKvWrite) {
@@ -475,16 +480,8 @@ TEST(GpuKernels, DecodeAttentionIsOneLaunchForTheBatch) {
 TEST(GpuKernels, AttentionHeadDimAbove128HasNoKernel) {
   package::Manifest m = manifest("sm_90", kAttention);
   m.graph["hparams"]["head_dim"] = 192;  // q 576 = 3 heads, k/v 192 = 1 head
-  package::PackageFiles files;
-  gguf::File f = emptyGguf();
-  try {
-    compiler::addGpuKernels(m, f, files, {});
-    FAIL() << "expected CompileError";
-  } catch (const compiler::CompileError &e) {
-    EXPECT_NE(std::string(e.what()).find("no GPU kernel yet for graph ops attention.f16kv.hd192"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = compileError(m);
+  EXPECT_NE(e.find("no GPU kernel yet for graph ops attention.f16kv.hd192"), std::string::npos) << e;
   EXPECT_TRUE(codegen::kernelsFor("attention.f16kv.hd256+rope_k", true).empty());
   EXPECT_FALSE(codegen::kernelsFor("attention.f16kv.hd96+rope_k", true).empty());
 }

@@ -48,6 +48,30 @@ struct Counts {
   int cached = 0, approx = 0;
 };
 
+/// The default model on the cpu backend with a 64-page pool and its scheduler (1,024
+/// positions, 256 rows a pass), an atom index of 1,024 atoms; `max_seqs` sequences a pass.
+struct Rig {
+  Rig(const package::LoadedPackage& pkg, int parallel, int max_seqs)
+      : bm(exec::open_backend_model(pkg, 1024, pages(), "approx-test", 2, 256, max_seqs)), store(1024) {
+    SchedulerOptions so;
+    so.n_ctx = 1024;
+    so.parallel = parallel;
+    so.batch_tokens = 256;
+    SchedulerHooks hooks;
+    hooks.is_eog = [](int32_t) { return false; };
+    hooks.piece = [](int32_t) { return std::string(); };
+    sched = std::make_unique<Scheduler>(*bm.executor, *bm.kv, so, hooks, &store);
+  }
+  static kvcache::CacheOptions pages() {
+    kvcache::CacheOptions co;
+    co.n_pages = 64;
+    return co;
+  }
+  exec::BackendModel bm;
+  kvcache::AtomStore store;
+  std::unique_ptr<Scheduler> sched;  // last: destroyed first
+};
+
 Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms, const std::string& scope = "") {
   GenerateRequest r;
   r.cache_scope = scope;
@@ -91,18 +115,10 @@ void cached_kv(exec::BackendModel& bm, const kvcache::BlockKey& model, const std
 TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
-  kvcache::CacheOptions co;
-  co.n_pages = 64;
-  exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "approx-test", 2, 256, 4);
-  kvcache::AtomStore store(1024);
-  SchedulerOptions so;
-  so.n_ctx = 1024;
-  so.parallel = 4;
-  so.batch_tokens = 256;
-  SchedulerHooks hooks;
-  hooks.is_eog = [](int32_t) { return false; };
-  hooks.piece = [](int32_t) { return std::string(); };
-  Scheduler sched(*bm.executor, *bm.kv, so, hooks, &store);
+  Rig rig(pkg, 4, 4);
+  exec::BackendModel& bm = rig.bm;
+  kvcache::AtomStore& store = rig.store;
+  Scheduler& sched = *rig.sched;
   const int nv = bm.executor->n_vocab();
 
   const std::vector<int32_t> head1 = tokens(50, 1, nv), head2 = tokens(83, 2, nv), atom = tokens(150, 3, nv),
@@ -210,19 +226,9 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
     uint64_t steps = 0;  // passes of the second request
   };
   auto run_with = [&](int max_seqs) {
-    kvcache::CacheOptions co;
-    co.n_pages = 64;
-    exec::BackendModel bm = exec::open_backend_model(pkg, 1024, co, "approx-test", 2, 256, max_seqs);
-    kvcache::AtomStore store(1024);
-    SchedulerOptions so;
-    so.n_ctx = 1024;
-    so.parallel = 1;
-    so.batch_tokens = 256;
-    SchedulerHooks hooks;
-    hooks.is_eog = [](int32_t) { return false; };
-    hooks.piece = [](int32_t) { return std::string(); };
-    Scheduler sched(*bm.executor, *bm.kv, so, hooks, &store);
-    const int nv = bm.executor->n_vocab();
+    Rig rig(pkg, 1, max_seqs);
+    Scheduler& sched = *rig.sched;
+    const int nv = rig.bm.executor->n_vocab();
     const std::vector<int32_t> a = tokens(100, 11, nv), mid = tokens(30, 12, nv), b = tokens(90, 13, nv),
                                tail = tokens(25, 14, nv);
     auto prompt = [&](int head, uint32_t seed) {
