@@ -562,6 +562,8 @@ void GraphExecutor::Impl::move_kv_host(std::span<const BatchModel::KvMove> moves
         if (slot_of.emplace(p, static_cast<int>(pages.size())).second) pages.push_back(p);
     }
     host.resize(pages.size() * half);
+    std::set<int> written;  // the chunk's destination pages
+    for (size_t i = m0; i < m1; ++i) written.insert(moves[i].dst_page);
     for (int l = 0; l < n_layer; ++l)
       for (int is_v = 0; is_v < 2; ++is_v) {
         const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
@@ -587,8 +589,6 @@ void GraphExecutor::Impl::move_kv_host(std::span<const BatchModel::KvMove> moves
           }
         }
         be->upload(kv_stage, 0, host.data(), pages.size() * tile_bytes);
-        std::set<int> written;
-        for (size_t i = m0; i < m1; ++i) written.insert(moves[i].dst_page);
         for (int p : written)
           be->copy(pool, p * tile_bytes, kv_stage, static_cast<size_t>(slot_of[p]) * tile_bytes, tile_bytes);
       }

@@ -30,14 +30,6 @@ void rerotate_head(uint16_t* x, const KvGeometry& g, const RopeDelta& r) {
   }
 }
 
-void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta) {
-  if (delta == 0 || n_rows <= 0) return;
-  const RopeDelta r(g, delta);
-  for (int row = 0; row < n_rows; ++row)
-    for (int h = 0; h < g.n_head_kv; ++h)
-      rerotate_head(k + static_cast<size_t>(row) * g.kv_width() + static_cast<size_t>(h) * g.head_dim, g, r);
-}
-
 std::shared_ptr<const AtomRef> AtomStore::find(const BlockKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
@@ -58,11 +50,7 @@ bool AtomStore::contains(const BlockKey& key) const {
 void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomRef> atom) {
   if (!atom || max_atoms_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(key); it != index_.end()) {  // the newer location replaces it
-    lru_.erase(it->second);
-    index_.erase(it);
-    --stats_.atoms;
-  }
+  erase_locked(key);  // the newer location replaces it
   ++stats_.atoms;
   ++stats_.saved;
   lru_.emplace_front(key, std::move(atom));
@@ -75,13 +63,17 @@ void AtomStore::put(const BlockKey& key, std::shared_ptr<const AtomRef> atom) {
   }
 }
 
-void AtomStore::stale(const BlockKey& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+void AtomStore::erase_locked(const BlockKey& key) {
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.erase(it->second);
     index_.erase(it);
     --stats_.atoms;
   }
+}
+
+void AtomStore::stale(const BlockKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  erase_locked(key);
   if (stats_.hits > 0) --stats_.hits;
   ++stats_.stale;
 }

@@ -61,9 +61,6 @@ struct RopeDelta {
 /// dims >= n_rot unchanged.
 void rerotate_head(uint16_t* x, const KvGeometry& g, const RopeDelta& r);
 
-/// rerotate_head over the K rows `k` (f16 [n_rows][kv_width], every KV head) by `delta`.
-void rerotate_k(uint16_t* k, int n_rows, const KvGeometry& g, int delta);
-
 /// Where one saved atom's K/V lies.
 struct AtomRef {
   int pos0 = 0;  ///< position of the atom's first token when computed
@@ -99,6 +96,7 @@ class AtomStore {
   Stats stats() const;
 
  private:
+  void erase_locked(const BlockKey& key);  // the atom of `key`, if any (mu_ held)
   using Lru = std::list<std::pair<BlockKey, std::shared_ptr<const AtomRef>>>;  // front = most recent
   size_t max_atoms_;
   mutable std::mutex mu_;

@@ -1,7 +1,7 @@
 // The approx cache mode's atom store and K re-rotation (kvcache/atom_store.h):
-//  - rerotate_k of a K row roped at position p (f16) by d equals, within f16 rounding, the
-//    row roped at p + d in float64 (both RoPE pairings, negative offsets, partial n_rot);
-//  - rerotate_head rotates one head as rerotate_k rotates it within a row;
+//  - rerotate_head of a KV head's key roped at position p (f16) by d equals, within f16
+//    rounding, the key roped at p + d in float64 (both RoPE pairings, negative offsets,
+//    partial n_rot); an offset of 0 and the dims past n_rot leave the values as they are;
 //  - the index keeps up to its number of atoms, least recently used dropped first; a key
 //    saved again takes the newer location; a stale hit erases its atom.
 #include <gtest/gtest.h>
@@ -49,7 +49,8 @@ TEST(AtomStore, RerotateEqualsRopeAtTheNewPosition) {
           const std::vector<double> at_p = rope64(x[h], g, p);
           for (int j = 0; j < g.head_dim; ++j) row[h * g.head_dim + j] = ggml::fp32_to_fp16(static_cast<float>(at_p[j]));
         }
-        rerotate_k(row.data(), 1, g, d);
+        const RopeDelta rd(g, d);
+        for (int h = 0; h < g.n_head_kv; ++h) rerotate_head(row.data() + h * g.head_dim, g, rd);
         for (int h = 0; h < g.n_head_kv; ++h) {
           const std::vector<double> want = rope64(x[h], g, p + d);
           for (int j = 0; j < g.head_dim; ++j) {
@@ -70,19 +71,19 @@ TEST(AtomStore, ZeroOffsetLeavesTheRowsAsTheyAre) {
   std::vector<uint16_t> row(8), copy;
   for (int j = 0; j < 8; ++j) row[j] = ggml::fp32_to_fp16(0.5f * j - 1.f);
   copy = row;
-  rerotate_k(row.data(), 1, g, 0);
+  rerotate_head(row.data(), g, RopeDelta(g, 0));
   EXPECT_EQ(row, copy);
 }
 
-TEST(AtomStore, OneHeadRotatesAsItsRowDoes) {
-  KvGeometry g{1, 2, 8, 6, 10000.f, true};
-  std::vector<uint16_t> row(16), head(8);
-  for (int j = 0; j < 16; ++j) row[j] = ggml::fp32_to_fp16(0.25f * j - 2.f);
-  std::copy_n(row.begin() + 8, 8, head.begin());
-  rerotate_k(row.data(), 1, g, -41);
+TEST(AtomStore, DimsPastNRotStayAsTheyAre) {
+  KvGeometry g{1, 1, 8, 6, 10000.f, true};
+  std::vector<uint16_t> head(8);
+  for (int j = 0; j < 8; ++j) head[j] = ggml::fp32_to_fp16(0.25f * j - 2.f);
+  const std::vector<uint16_t> before = head;
   rerotate_head(head.data(), g, RopeDelta(g, -41));
-  EXPECT_TRUE(std::equal(head.begin(), head.end(), row.begin() + 8));
-  EXPECT_EQ(head[6], ggml::fp32_to_fp16(0.25f * 14 - 2.f)) << "dims past n_rot stay";
+  EXPECT_NE(head[0], before[0]) << "a rotated pair";
+  EXPECT_EQ(head[6], before[6]) << "dims past n_rot stay";
+  EXPECT_EQ(head[7], before[7]) << "dims past n_rot stay";
 }
 
 std::shared_ptr<const AtomRef> atom_of(int n, int32_t block) {
