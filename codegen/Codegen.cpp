@@ -53,6 +53,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -301,6 +302,35 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
 
 struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
   using SwzOutlineKernelsBase::SwzOutlineKernelsBase;
+  OutlineKernels(const SwzOutlineKernelsOptions &options, schedule::TargetSchedule s)
+      : SwzOutlineKernelsBase(options), given(std::move(s)) {}
+
+  /// The target's schedule when the pass was created with it (planGraph).
+  std::optional<schedule::TargetSchedule> given;
+
+  /// Generates the kernels of `source`'s tile specs in place (swz-apply-schedule,
+  /// swz-lower-tiles), with the given schedule or the `schedule` option's file.
+  LogicalResult lowerTileSpecs(ModuleOp source, const std::string &name) {
+    if (source.getOps<swz::GemmTileOp>().empty())
+      return success();
+    std::optional<schedule::TargetSchedule> s = given;
+    if (!s && !schedule.empty()) {
+      try {
+        s = schedule::loadSchedule(schedule);
+      } catch (const std::exception &e) {
+        return getOperation().emitError() << "swz-outline-kernels: " << e.what();
+      }
+    }
+    if (!s)
+      return getOperation().emitError()
+             << "kernel source " << name
+             << " is a tile spec: swz-outline-kernels needs the target's schedule "
+                "(option schedule=<compiler/schedules/<target>.json>)";
+    PassManager pm(source.getContext());
+    pm.addPass(swz::createSwzApplySchedule(*s));
+    pm.addPass(swz::createSwzLowerTiles());
+    return pm.run(source);
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -315,14 +345,19 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
     SymbolTable symbols(module);
     std::map<std::string, std::string> moduleOfSource; // source stem -> gpu.module name
     bool failedAny = false;
+    std::set<std::string> failedSources; // reported once, not once per op
     auto outlineSource = [&](const std::string &source) -> FailureOr<std::string> {
       auto it = moduleOfSource.find(source);
       if (it != moduleOfSource.end())
         return it->second;
+      if (failedSources.count(source))
+        return failure();
       OwningOpRef<ModuleOp> parsed =
           parseSourceString<ModuleOp>(builtinKernelSource(source), ctx, source);
-      if (!parsed)
+      if (!parsed || failed(lowerTileSpecs(*parsed, source))) {
+        failedSources.insert(source);
         return failure();
+      }
       auto modules = llvm::to_vector(parsed->getOps<gpu::GPUModuleOp>());
       if (modules.size() != 1) {
         module.emitError() << "kernel source " << source << " has " << modules.size()
@@ -353,8 +388,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
       for (const KernelRef &ref : refs) {
         FailureOr<std::string> gm = outlineSource(ref.source);
         if (failed(gm)) {
-          op->emitError() << "kernel source " << ref.source << " has no gpu.module";
-          failedAny = true;
+          failedAny = true; // the source's own error says why
           return;
         }
         phases[ref.phase].push_back(SymbolRefAttr::get(
@@ -467,7 +501,8 @@ void swz::codegen::registerSwzCompilerPasses() {
 
 std::vector<swz::codegen::CompiledKernel>
 swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &target,
-                                const std::string &cudaRoot) {
+                                const std::string &cudaRoot,
+                                const schedule::TargetSchedule *schedule) {
   bool isPtx = target.rfind("sm_", 0) == 0 && target.size() > 3;
   if (!isPtx && target != "spirv")
     throw std::invalid_argument("unknown GPU target '" + target +
@@ -493,6 +528,19 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
       llvm::StringRef(mlirSource.data(), mlirSource.size()), &ctx, "kernel source");
   if (!module)
     throw std::runtime_error("cannot parse kernel source:\n" + diagnostics);
+
+  // Tile specs become kernels by the target's schedule.
+  if (!module->getOps<swz::GemmTileOp>().empty()) {
+    if (!schedule)
+      throw std::runtime_error("the kernel source has tile specs (swz.gemm_tile): compiling "
+                               "it needs the target's schedule");
+    PassManager tiles(&ctx);
+    tiles.addPass(swz::createSwzApplySchedule(*schedule));
+    tiles.addPass(swz::createSwzLowerTiles());
+    if (failed(tiles.run(*module)))
+      throw std::runtime_error("generating the kernels of the tile specs for " + target +
+                               " failed:\n" + diagnostics);
+  }
 
   // Launch records come from the kernels before lowering.
   std::vector<CompiledKernel> kernels;
@@ -787,7 +835,8 @@ std::string printIR(ModuleOp m) {
 swz::codegen::GraphPlan
 swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                         const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                        const DecodeGemv &gemv, const std::string &emitStage) {
+                        const DecodeGemv &gemv, const schedule::TargetSchedule *schedule,
+                        const std::string &emitStage) {
   json graph = json::parse(graphJson);
   DialectRegistry registry;
   registerSwzDialects(registry);
@@ -857,7 +906,10 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
   outlineOptions.q4kMma = gemv.q4kMma;
   outlineOptions.q4kMmaSplitKBelowRows = gemv.q4kMmaSplitKBelowRows;
   outlineOptions.skinnyMaxRows = gemv.skinnyMaxRows;
-  outline.addPass(createSwzOutlineKernels(outlineOptions));
+  if (schedule)
+    outline.addPass(std::make_unique<OutlineKernels>(outlineOptions, *schedule));
+  else
+    outline.addPass(createSwzOutlineKernels(outlineOptions));
   if (failed(outline.run(*module)))
     throw std::runtime_error("swz-outline-kernels failed:\n" + diagnostics);
   if (emitStage == "outline")

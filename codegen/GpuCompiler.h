@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codegen/KernelTable.h"
+#include "compiler/mlir/Schedule.h"
 
 namespace swz::codegen {
 
@@ -70,7 +71,10 @@ struct CompiledKernel {
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:
-///  * both: swz-check-bank-conflicts first, which fails the compilation if a
+///  * tile specs first: a source with `swz.gemm_tile` ops (gemm_f16.mlir) gets
+///    `schedule` applied (swz-apply-schedule) and its kernels generated from it
+///    (swz-lower-tiles); such a source without a schedule is an error;
+///  * both: swz-check-bank-conflicts, which fails the compilation if a
 ///    shared-memory tile marked `swz.conflict_free` is bank-conflicted (its report
 ///    goes to CompiledKernel::smemTiles);
 ///  * "sm_XY": swz-materialize-swizzle, then MLIR's gpu-lower-to-nvvm pipeline
@@ -82,7 +86,8 @@ struct CompiledKernel {
 /// with the MLIR diagnostics if parsing or any pass fails.
 std::vector<CompiledKernel> compileGpuKernels(std::string_view mlirSource,
                                               const std::string &target,
-                                              const std::string &cudaRoot = "");
+                                              const std::string &cudaRoot = "",
+                                              const schedule::TargetSchedule *schedule = nullptr);
 
 /// The target schedule's choices among decode-GEMV kernels by weight type and shape
 /// (schedule::GemvSchedule; Codegen.cpp's kernelKey turns them into kernel-table keys).
@@ -149,10 +154,13 @@ struct GraphPlan {
 /// type) and std::invalid_argument for a malformed graph.
 /// `emitStage` ("import", "fuse", "outline" or empty) names the stage whose IR is
 /// printed into GraphPlan::ir; empty prints nothing (a package compile).
-/// `gemv`: the target schedule's decode-GEMV choices (DecodeGemv).
+/// `gemv`: the target schedule's decode-GEMV choices (DecodeGemv); `schedule`: the
+/// target's schedule, which generates the kernels of tile-spec sources (gemm_f16.mlir;
+/// null: such a source is an error).
 GraphPlan planGraph(const std::string &graphJson, const std::vector<GraphWeight> &weights,
                     const std::string &target, bool fuseResidual, bool fuseRopeKv,
-                    const DecodeGemv &gemv, const std::string &emitStage = "");
+                    const DecodeGemv &gemv, const schedule::TargetSchedule *schedule,
+                    const std::string &emitStage = "");
 
 /// The kernel sources built into the library: (file stem, MLIR text) of every
 /// codegen/kernels/*.mlir listed in codegen/CMakeLists.txt (SWZ_KERNELS).

@@ -39,6 +39,11 @@ def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
     gpu.module @swz_gemv_q8_0 { gpu.func @gemv_q8_0(...) kernel ... }
     ```
 
+    A kernel source that is a tile spec (`swz.gemm_tile`, gemm_f16.mlir) gets
+    the target's schedule applied and its kernel generated (swz-apply-schedule,
+    swz-lower-tiles) before its gpu.module is copied: option `schedule`, or the
+    schedule swizzlec passes in (planGraph).
+
     An op with no kernel for the target is an error naming its key, so the
     package writer lists everything that is missing at once.
   }];
@@ -57,6 +62,9 @@ def SwzOutlineKernels : Pass<"swz-outline-kernels", "mlir::ModuleOp"> {
     Option<"skinnyMaxRows", "skinny-max-rows", "int64_t", /*default=*/"0",
            "prompt passes of at most this many rows multiply Q4_K / Q6_K / Q8_0 weights "
            "with the skinny GEMM (the target schedule's gemm.skinny_max_rows)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "the target's schedule file, for kernel sources that are tile specs "
+           "(gemm_f16.mlir: swz-apply-schedule and swz-lower-tiles generate its kernel)">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }

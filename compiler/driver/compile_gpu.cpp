@@ -171,7 +171,8 @@ codegen::GraphPlan plan(const package::Manifest &m, const schedule::TargetSchedu
   try {
     const codegen::DecodeGemv gemv{sched.gemv.f16MmaSplitKBelowRows, sched.gemv.q4kMma,
                                    sched.gemv.q4kMmaSplitKBelowRows, sched.gemm.skinnyMaxRows};
-    codegen::GraphPlan p = codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv, emitStage);
+    codegen::GraphPlan p = codegen::planGraph(m.graph.dump(), weights, m.target, residual, ropeKv, gemv,
+                                                   &sched, emitStage);
     for (codegen::LaunchGroup &g : p.groups) g.prefillSplitMin = sched.attention.prefillSplitMin;
     return p;
   } catch (const std::exception &e) {
@@ -300,7 +301,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
     if (!ks.empty())
       return ks;
     try {
-      ks = codegen::compileGpuKernels(codegen::builtinKernelSource(source), m.target, root);
+      ks = codegen::compileGpuKernels(codegen::builtinKernelSource(source), m.target, root, &sched);
     } catch (const std::exception &e) {
       throw CompileError("target " + m.target + ": compiling kernel " + source +
                          " failed: " + e.what());

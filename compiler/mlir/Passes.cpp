@@ -71,17 +71,21 @@ std::optional<bank::Swizzle> fromAttr(std::optional<SwizzleAttr> a) {
 
 struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
   using SwzApplyScheduleBase::SwzApplyScheduleBase;
+  explicit ApplySchedule(schedule::TargetSchedule s) : given(std::move(s)) {}
+
+  /// The schedule itself, when the pass was created from one (createSwzApplySchedule).
+  std::optional<schedule::TargetSchedule> given;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (schedule.empty()) {
+    if (!given && schedule.empty()) {
       module.emitError("swz-apply-schedule needs schedule=<path to "
                        "compiler/schedules/<target>.json>");
       return signalPassFailure();
     }
     schedule::TargetSchedule s;
     try {
-      s = schedule::loadSchedule(schedule);
+      s = given ? *given : schedule::loadSchedule(schedule);
     } catch (const std::exception &e) {
       module.emitError() << "swz-apply-schedule: " << e.what();
       return signalPassFailure();
@@ -627,5 +631,9 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
 };
 
 } // namespace
+
+std::unique_ptr<mlir::Pass> createSwzApplySchedule(const schedule::TargetSchedule &s) {
+  return std::make_unique<ApplySchedule>(s);
+}
 
 } // namespace swz

@@ -1,11 +1,13 @@
 //===- Passes.h - swz passes --------------------------------------*- C++ -*-===//
 //
-// swz-apply-schedule, swz-check-bank-conflicts, swz-materialize-swizzle: see
-// Passes.td for what each does and an example.
+// swz-apply-schedule, swz-check-bank-conflicts, swz-materialize-swizzle, swz-fuse,
+// swz-lower-tiles: see Passes.td for what each does and an example.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SWZ_COMPILER_MLIR_PASSES_H
 #define SWZ_COMPILER_MLIR_PASSES_H
+
+#include "compiler/mlir/Schedule.h"
 
 #include "mlir/Pass/Pass.h"
 
@@ -17,6 +19,10 @@ namespace swz {
 #include "compiler/mlir/Passes.h.inc"
 // GEN_PASS_REGISTRATION defines registerSwzPasses(), which registers all of
 // them with the global pass registry (for swizzle-opt).
+
+/// swz-apply-schedule with the schedule given rather than read from a file (swizzlec's
+/// built-in or --schedule-dir schedule, already parsed).
+std::unique_ptr<mlir::Pass> createSwzApplySchedule(const schedule::TargetSchedule &s);
 } // namespace swz
 
 #endif // SWZ_COMPILER_MLIR_PASSES_H

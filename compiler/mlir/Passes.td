@@ -149,4 +149,40 @@ def SwzFuse : Pass<"swz-fuse", "mlir::ModuleOp"> {
   ];
 }
 
+def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
+  let summary = "generate the kernel of every scheduled tile-spec op";
+  let description = [{
+    Replaces each scheduled `swz.gemm_tile @name` (after `swz-apply-schedule`)
+    with `gpu.module @swz_<name>` holding the kernel `gpu.func @<name>` that the
+    schedule describes: y[T, N] (f32) = x[T, K] (f16) · W[N, K]ᵀ (f16) (+ bias[N]
+    when the i32 argument has_bias is not 0), arguments (x, w, y, bias, has_bias).
+
+    A thread block of `warps` warps computes a `tile_m x tile_n` block of y; the
+    warps form a grid (the dimension with the longer per-warp extent is halved
+    first: 4 warps on 64x64 are 2x2), each warp owning 16-row A fragments
+    (`ldmatrix.x4`) and 8-column B tiles (one `ldmatrix.x4` per 16 columns) and
+    issuing `mma.sync.m16n8k16` per 16-wide k step. The K loop moves
+    `tile_k`-wide tiles of x and W through a `stages`-deep ring of 16-byte
+    `cp.async.cg` copies into two shared tiles (`gemm_x`: stages x tile_m rows,
+    `gemm_w`: stages x tile_n rows, tile_k columns) that carry the schedule's
+    `swz.smem_layout` and `conflict_free` claim, so swz-check-bank-conflicts
+    proves and swz-materialize-swizzle applies the same layout. Rows beyond T or
+    N and chunks beyond K are zero-filled (src-size 0); the epilogue stores only
+    rows < T and columns < N. Launch: block (32 warps, 1, 1), grid
+    `ceil(N/tile_n), ceil(T/tile_m), 1` (`swz.grid`), `swz.schedule = "gemm"`.
+
+    Every schedule gives bitwise the same y: each output's k sum runs through
+    the same mma.sync k16 steps in the same order, whatever the tile.
+
+    Fails (naming the field) when the schedule asks for what this generator
+    does not emit (another MMA or copy instruction, elements other than f16),
+    when the tile does not split over the warps and threads (warp tiles must be
+    multiples of 16x16, a copy pass must cover whole rows), or when the tiles
+    need more than the 48 KiB of static shared memory a block may declare.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+                           "mlir::memref::MemRefDialect", "mlir::nvgpu::NVGPUDialect",
+                           "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"];
+}
+
 #endif // SWZ_PASSES_TD

@@ -15,6 +15,9 @@
 #include "cases_gemv.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <memory>
 #include <cstring>
 #include <string>
@@ -205,14 +208,17 @@ struct GemmInputs {
   std::vector<double> x, w, bias;
 };
 
-GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K) {
+/// The float64 product; with `rowStep` > 1 only rows t % rowStep == 0 and the last (the
+/// 7B-shape timing cases: 15 of 512 rows, each across all N columns; the small cases
+/// check every output, so an edge error cannot hide).
+GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K, int64_t rowStep = 1) {
   const std::vector<double> &x = in.x, &w = in.w;
   const std::vector<double> *bias = in.bias.empty() ? nullptr : &in.bias;
   GemmRef r;
   r.y.resize(size_t(T * N));
   r.absSum.resize(size_t(T * N));
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t n = 0; n < N && (t % rowStep == 0 || t == T - 1); ++n) {
       const double *xr = &x[size_t(t * K)], *wr = &w[size_t(n * K)];
       double s = 0, a = 0;
       for (int64_t k = 0; k < K; ++k) {
@@ -250,14 +256,18 @@ std::string gemmLabel(int64_t T, int64_t N, int64_t K, bool withBias) {
 /// The GEMM cases' check: |y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 against the
 /// float64 product of the same inputs (`note` says why that bound holds for the kernel).
 std::function<Verdict(const std::vector<std::vector<uint8_t>> &)>
-gemmCheck(std::shared_ptr<GemmInputs> in, int64_t T, int64_t N, int64_t K, std::string note) {
-  return [in, T, N, K, note](const std::vector<std::vector<uint8_t>> &out) {
-    const GemmRef ref = gemmRef(*in, T, N, K);
+gemmCheck(std::shared_ptr<GemmInputs> in, int64_t T, int64_t N, int64_t K, std::string note,
+          int64_t rowStep = 1) {
+  return [in, T, N, K, note, rowStep](const std::vector<std::vector<uint8_t>> &out) {
+    const GemmRef ref = gemmRef(*in, T, N, K, rowStep);
     Verdict v;
     v.note = note;
     auto y = asVector<float>(out[2]);
-    for (size_t i = 0; i < y.size(); ++i)
-      compare(v, y[i], ref.y[i], double(K + 1) * std::ldexp(ref.absSum[i], -23) + 1e-30);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const int64_t t = int64_t(i) / N;
+      if (t % rowStep == 0 || t == T - 1)
+        compare(v, y[i], ref.y[i], double(K + 1) * std::ldexp(ref.absSum[i], -23) + 1e-30);
+    }
     return v;
   };
 }
@@ -273,8 +283,30 @@ void randomF16Matrix(Rng &rng, int64_t n, std::vector<uint16_t> &bits, std::vect
   }
 }
 
+/// The launch shape of the generated gemm_f16 (compiler/mlir/LowerTiles.cpp): the
+/// sm_80 / sm_90 schedules' 64x64 tile on 128 threads, unless SWZ_GEMM_TILE =
+/// "<tile_m>x<tile_n>x<threads>" names the tile of a kernel generated from another
+/// schedule (bench/tune_gemm.sh, test/python/test_simt_interp.py).
+struct GemmLaunch {
+  long long tileM = 64, tileN = 64, threads = 128;
+};
+
+GemmLaunch gemmLaunch() {
+  GemmLaunch l;
+  if (const char *e = std::getenv("SWZ_GEMM_TILE")) {
+    char tail = 0;
+    if (std::sscanf(e, "%lldx%lldx%lld%c", &l.tileM, &l.tileN, &l.threads, &tail) != 3 ||
+        l.tileM <= 0 || l.tileN <= 0 || l.threads <= 0 || l.threads % 32 != 0)
+      throw std::runtime_error(std::string("SWZ_GEMM_TILE='") + e +
+                               "': expected <tile_m>x<tile_n>x<threads>, e.g. 64x64x128");
+  }
+  return l;
+}
+
 /// gemm_f16 (PTX): x, W f16 (the outputs of convert_f32_f16 / dequant_*_f16), y f32.
-Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+/// `rowStep`: gemmRef's (the reference over a subset of rows for the large cases).
+Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed,
+                 int64_t rowStep = 1) {
   Rng rng{seed};
   std::vector<uint16_t> xb, wb;
   std::vector<double> xv, wv, bias;
@@ -294,8 +326,9 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
   c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
             Arg::i(withBias ? 1 : 0)};
-  c.grid = {unsigned((N + 63) / 64), unsigned((T + 63) / 64), 1};
-  c.block = {128, 1, 1};
+  const GemmLaunch l = gemmLaunch();
+  c.grid = {unsigned((N + l.tileN - 1) / l.tileN), unsigned((T + l.tileM - 1) / l.tileM), 1};
+  c.block = {unsigned(l.threads), 1, 1};
   c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
@@ -306,7 +339,11 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) 
   // is O(|y|) ~ sqrt(K)/3, far outside.
   c.check = gemmCheck(in, T, N, K,
                       "|y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 (f32 accumulation of "
-                      "exact f16 products; ref = float64 product of the same f16 inputs)");
+                      "exact f16 products; ref = float64 product of the same f16 inputs)" +
+                          std::string(rowStep > 1 ? "; rows t % " + std::to_string(rowStep) +
+                                                        " == 0 and the last"
+                                                  : ""),
+                      rowStep);
   return c;
 }
 
@@ -434,6 +471,15 @@ std::vector<Case> gemmCases(const std::string &format) {
     cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
     cases.push_back(gemmF16Case(33, 100, 544, true, 7));
     cases.push_back(gemmF16Case(5, 40, 32, false, 8));
+    // Qwen2.5-Coder-7B's pp512 shapes, for timing on a GPU (q and o 3584 x 3584, gate /
+    // up 18944 x 3584, down 3584 x 18944; the reference over 15 of the 512 rows). Only
+    // with SWZ_GEMM_TIMING_CASES=1 (bench/tune_gemm.sh): their 1.6 GB of inputs would
+    // slow every listing of the cases.
+    if (const char *e = std::getenv("SWZ_GEMM_TIMING_CASES"); e && std::string(e) == "1") {
+      cases.push_back(gemmF16Case(512, 3584, 3584, true, 9, 37));
+      cases.push_back(gemmF16Case(512, 18944, 3584, false, 10, 37));
+      cases.push_back(gemmF16Case(512, 3584, 18944, false, 11, 37));
+    }
     // Skinny GEMM (T <= 64, K % 256 == 0): a partial last workgroup (N = 577, 100, 70),
     // 1, 2 and 4 m-tiles (its three loops), Q6_K rows whose super-blocks start 4, 8, 12
     // bytes past 16 (rows of 2,100 bytes).

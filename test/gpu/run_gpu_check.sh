@@ -6,8 +6,8 @@
 #   test/gpu/run_gpu_check.sh run <build-dir> [args...]  # on the GPU machine
 #
 # `gen` compiles every kernel listed in SWZ_KERNELS (codegen/CMakeLists.txt) with
-# swizzle-opt, the same passes as swizzlec (swz-materialize-swizzle, then
-# gpu-lower-to-nvvm-pipeline), to <build-dir>/gpu-check/<chip>/<module>.ptx and
+# swizzle-opt, the same passes as swizzlec (swz-apply-schedule and swz-lower-tiles for
+# tile specs, swz-materialize-swizzle, then gpu-lower-to-nvvm-pipeline), to <build-dir>/gpu-check/<chip>/<module>.ptx and
 # checks each with ptxas when it is installed. `run` needs only swz-ptx-check (built
 # with g++ into gpu-check/ when <build-dir> has none: nlohmann-json3-dev, cuda.h),
 # those files and a CUDA driver; it picks the PTX matching the GPU (sm_90 for
@@ -33,7 +33,9 @@ gen)
     for k in $kernels; do
       # A source for one target only says so on its gpu.module (swz.targets = "spirv").
       grep -q 'swz.targets = "spirv"' "$src/codegen/kernels/$k.mlir" && continue
-      if ! "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/$k.mlir" -swz-materialize-swizzle \
+      # Tile specs (gemm_f16.mlir) become kernels by the chip's schedule, as in swizzlec.
+      if ! "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/$k.mlir" \
+          -swz-apply-schedule=schedule="$src/compiler/schedules/$chip.json" -swz-lower-tiles -swz-materialize-swizzle \
           -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
           -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null 2> "$out/$chip/$k.log"; then
         cat "$out/$chip/$k.log" >&2; echo "error: $k for $chip failed" >&2; exit 1

@@ -36,9 +36,14 @@ def _tool(rel: str) -> Path:
     return p
 
 
-def _generic_ir(src: Path, out: Path) -> Path:
-    subprocess.run([str(_tool("compiler/tools/swizzle-opt")), str(src), "-swz-materialize-swizzle",
-                    "--mlir-print-op-generic", "-o", str(out)], check=True)
+SM90 = ROOT / "compiler" / "schedules" / "sm_90.json"
+
+
+def _generic_ir(src: Path, out: Path, schedule: Path = SM90) -> Path:
+    # Tile specs (gemm_f16.mlir) become kernels by the schedule, as swizzlec does it.
+    subprocess.run([str(_tool("compiler/tools/swizzle-opt")), str(src), f"-swz-apply-schedule=schedule={schedule}",
+                    "-swz-lower-tiles", "-swz-materialize-swizzle", "--mlir-print-op-generic", "-o", str(out)],
+                   check=True)
     return out
 
 
@@ -82,6 +87,49 @@ def test_gemm_f16_cases_pass_in_the_interpreter(tmp_path):
     cases = _small_gemm_cases()
     assert len(cases) == 4
     _assert_all_ok(_interpret_and_check(tmp_path, GEMM, "swz_gemm_f16", cases), cases)
+
+
+@pytest.mark.parametrize("gemm", [
+    # 8 warps as 4 x 2 over 128 x 64, 32-wide k tiles (64-byte rows: Swizzle<2,3,3>), 2 stages.
+    {"tile_m": 128, "tile_n": 64, "tile_k": 32, "warps": 8, "stages": 2,
+     "swizzle": {"bits": 2, "base": 3, "shift": 3, "units": "elements"}},
+    # 4 warps as 1 x 4 over 32 x 128, 4 stages of 32-wide k tiles.
+    {"tile_m": 32, "tile_n": 128, "tile_k": 32, "warps": 4, "stages": 4,
+     "swizzle": {"bits": 2, "base": 3, "shift": 3, "units": "elements"}},
+], ids=["128x64x32-w8-s2", "32x128x32-w4-s4"])
+def test_gemm_f16_from_another_schedule_is_bitwise_the_shipped_one(tmp_path, monkeypatch, gemm):
+    """A schedule edit regenerates the kernel (swz-lower-tiles): with other tile sizes,
+    warps, stages and swizzle the kernel passes the float64 case and gives bitwise the
+    shipped sm_90 kernel's y (each output's k sum is the same mma.sync chain)."""
+    import json
+    import numpy as np
+    label = "T=33 N=100 K=544 +bias"  # partial row and column tiles, a k tail
+    case = next(line.split()[0] for line in _list("swz_gemm_f16") if line.split(None, 2)[2] == label)
+    base = tmp_path / "base"
+    ir = _generic_ir(GEMM, tmp_path / "k.mlir")
+    assert _dump(base, case, module="swz_gemm_f16") == [case]
+    simt_interp.run_case_dir(str(ir), str(base / case))
+
+    sched = json.loads(SM90.read_text())
+    sched["gemm"].update(gemm)
+    (tmp_path / "alt.json").write_text(json.dumps(sched))
+    alt_ir = _generic_ir(GEMM, tmp_path / "alt.mlir", tmp_path / "alt.json")
+    text = alt_ir.read_text()
+    threads = 32 * gemm["warps"]
+    assert f"known_block_size = array<i32: {threads}, 1, 1>" in text
+    assert f'swz.grid = "ceil(N/{gemm["tile_n"]}), ceil(T/{gemm["tile_m"]}), 1"' in text
+    rows_x, rows_w = gemm["stages"] * gemm["tile_m"], gemm["stages"] * gemm["tile_n"]
+    assert f"memref<{rows_x}x{gemm['tile_k']}xf16, #gpu.address_space<workgroup>>" in text
+    assert f"memref<{rows_w}x{gemm['tile_k']}xf16, #gpu.address_space<workgroup>>" in text
+    monkeypatch.setenv("SWZ_GEMM_TILE", f"{gemm['tile_m']}x{gemm['tile_n']}x{threads}")
+    assert _dump(tmp_path / "cases", case, module="swz_gemm_f16") == [case]
+    simt_interp.run_case_dir(str(alt_ir), str(tmp_path / "cases" / case))
+    r = _check(tmp_path / "cases", case, module="swz_gemm_f16")
+    assert r.returncode == 0 and f"ok   {case}" in r.stdout, r.stdout + r.stderr
+    shipped = np.frombuffer((base / case / "out2.bin").read_bytes(), np.uint32)
+    other = np.frombuffer((tmp_path / "cases" / case / "out2.bin").read_bytes(), np.uint32)
+    assert shipped.shape == other.shape == (33 * 100,)
+    assert (shipped == other).all(), f"{int((shipped != other).sum())} of {33 * 100} outputs differ"
 
 
 def test_gemm_f16_fragment_error_fails(tmp_path):

@@ -1,34 +1,35 @@
-// The prefill tensor-core GEMM (codegen/kernels/gemm_f16.mlir): 64x64x64 tiles,
-// 4 warps, 3-stage cp.async pipeline into Swizzle<3,3,3> shared memory, ldmatrix.x4
-// + mma.sync.m16n8k16. Lowered through gpu + nvgpu + nvvm to PTX and assembled by
-// ptxas for sm_90 and sm_80 (no spills; 48 KiB static shared memory).
+// The prefill tensor-core GEMM (codegen/kernels/gemm_f16.mlir), generated from the
+// sm_80 / sm_90 schedules by swz-lower-tiles: 64x64x64 tiles, 4 warps, 3-stage
+// cp.async pipeline into Swizzle<3,3,3> shared memory, ldmatrix.x4 +
+// mma.sync.m16n8k16. Lowered through gpu + nvgpu + nvvm to PTX and assembled by ptxas
+// for sm_90 and sm_80 (no spills; 48 KiB static shared memory).
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80 %t/naive
-// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-materialize-swizzle \
-// RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
+// RUN:   -swz-materialize-swizzle -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_90 -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,PTX90 < %t/sm_90/swz_gemm_f16.ptx
 // RUN: %ptxas -arch=sm_90 -v %t/sm_90/swz_gemm_f16.ptx -o %t/sm_90/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-materialize-swizzle \
-// RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%schedules/sm_80.json -swz-lower-tiles \
+// RUN:   -swz-materialize-swizzle -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_80 -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,PTX80 < %t/sm_80/swz_gemm_f16.ptx
 // RUN: %ptxas -arch=sm_80 -v %t/sm_80/swz_gemm_f16.ptx -o %t/sm_80/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// Without the layout attribute the addressing has no XOR, and the analysis rejects
+// A schedule without the swizzle: the addressing has no XOR, and the analysis rejects
 // the conflict_free claim (8-way ldmatrix on 128-byte rows).
-// RUN: sed -e 's/, swz.smem_layout = #swz.swizzle<3, 3, 3>//' %kernels/gemm_f16.mlir > %t/naive/k.mlir
-// RUN: swizzle-opt %t/naive/k.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
-// RUN:   -swz-extract-kernels=output-dir=%t/naive -o /dev/null
+// RUN: grep -v '"swizzle": { "bits": 3, "base": 3, "shift": 3' %schedules/sm_90.json > %t/naive/sm_90.json
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%t/naive/sm_90.json -swz-lower-tiles \
+// RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" -swz-extract-kernels=output-dir=%t/naive -o /dev/null
 // RUN: FileCheck %s --check-prefix=NAIVE < %t/naive/swz_gemm_f16.ptx
-// RUN: not swizzle-opt %t/naive/k.mlir -swz-check-bank-conflicts -o /dev/null 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=NAIVEBANKS
+// RUN: not swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%t/naive/sm_90.json -swz-lower-tiles \
+// RUN:   -swz-check-bank-conflicts -o /dev/null 2>&1 | FileCheck %s --check-prefix=NAIVEBANKS
 // The kernel's shared tiles (3 stages x 64 rows, stacked) are conflict-free for
 // its ldmatrix.x4 reads and 16-byte cp.async writes, before and after the XOR is
 // materialised:
-// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-check-bank-conflicts -o /dev/null 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=BANKS
-// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-materialize-swizzle -swz-check-bank-conflicts \
-// RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
+// RUN:   -swz-check-bank-conflicts -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
+// RUN:   -swz-materialize-swizzle -swz-check-bank-conflicts -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
 
 // PTX90: .target sm_90
 // PTX80: .target sm_80

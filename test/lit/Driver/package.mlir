@@ -34,11 +34,19 @@
 // MMA: kernel sm_90.matmul_q4_k_mma_w8_q8x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 8192 B smem, 0 B stack, spills 0/0 B
 // QWEN3-DAG: kernel sm_90.dequant_q4_k_f16: swz_dequant_f16.ptx
 // QWEN3: wrote {{.*}}qwen3.swz
-// A schedule the GEMM kernel's tiles do not follow (tile_k 32) fails the compilation.
-// RUN: mkdir -p %t/sched
+// A schedule edit regenerates the prefill GEMM (swz-lower-tiles): tile_k 32 with the
+// Swizzle<2,3,3> that 64-byte rows need gives 3 stages x (64 + 64) rows x 32 halves =
+// 24 KiB of shared memory, conflict-free; tile_k 32 with the 128-byte rows' Swizzle<3,3,3>
+// is refused, once, naming the mismatch.
+// RUN: mkdir -p %t/sched %t/regen
+// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; s['gemm']['swizzle']['bits']=2; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/regen/sm_90.json
+// RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/regen.swz --schedule-dir %t/regen -v 2>&1 | FileCheck %s --check-prefix=REGEN
+// REGEN: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 24576 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
 // RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/sched/sm_90.json
 // RUN: not %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/bad.swz --schedule-dir %t/sched 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: error: target sm_90: kernel gemm_f16 does not follow the sm_90 schedule's gemm entry: tile @gemm_x is 192x64, the schedule's 3 stages of 64 or 64 rows of tile_k 32 elements
+// SCHED: error: target sm_90: swz-outline-kernels failed:
+// SCHED-NEXT: 'swz.gemm_tile' op smem layout #swz.swizzle<3, 3, 3> permutes columns in blocks of 64 elements, which does not divide the row length tile K = 32
+// SCHED-NOT: swz.gemm_tile
 
 // REPORT-DAG: kernel sm_90.get_rows_q8_0: swz_gemv_q8_0.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B, bank conflicts: no ldmatrix/cp.async tiles
 // REPORT-DAG: kernel sm_90.quantize_q8_x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 0 B smem, 0 B stack, spills 0/0 B

@@ -3,13 +3,13 @@
 // and compiler/CMakeLists.txt, and this test (docs/compiler-guide.md, "Adding a GPU").
 // The schedule fills the tile specs (tile sizes, warps, stages, copy and MMA kinds, the
 // Swizzle<B,M,S> of the shared-memory tiles), the bank-conflict proof holds for them,
-// and the tensor-core prefill GEMM, the tensor-core flash attention and the decode
+// and the tensor-core prefill GEMM (generated from the schedule), the tensor-core flash attention and the decode
 // attention lower to PTX for sm_89 that ptxas assembles without spills.
 // REQUIRES: ptxas
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_89.json | FileCheck %s --check-prefix=TILES
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_89.json -swz-check-bank-conflicts -o /dev/null
 // RUN: rm -rf %t && mkdir -p %t/gemm %t/attn %t/decode
-// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-materialize-swizzle \
+// RUN: swizzle-opt %kernels/gemm_f16.mlir -swz-apply-schedule=schedule=%schedules/sm_89.json -swz-lower-tiles -swz-materialize-swizzle \
 // RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_89 cubin-format=isa" -swz-extract-kernels=output-dir=%t/gemm -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,GEMM < %t/gemm/swz_gemm_f16.ptx
 // RUN: %ptxas -arch=sm_89 -v %t/gemm/swz_gemm_f16.ptx -o %t/gemm/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +13,19 @@ using swz::codegen::CompiledKernel;
 using swz::codegen::compileGpuKernels;
 
 namespace {
+
+/// The shipped schedule of `target` (compiler/schedules/<target>.json): gemm_f16.mlir is a
+/// tile spec whose kernel the schedule generates.
+const swz::schedule::TargetSchedule *shipped(const std::string &target) {
+  static std::map<std::string, swz::schedule::TargetSchedule> cache;
+  auto it = cache.find(target);
+  if (it == cache.end())
+    it = cache.emplace(target, swz::schedule::loadSchedule(std::string(SWZ_SOURCE_DIR) +
+                                                           "/compiler/schedules/" + target +
+                                                           ".json"))
+             .first;
+  return &it->second;
+}
 
 std::string kernelSource(const char *name) {
   std::ifstream in(std::string(SWZ_SOURCE_DIR) + "/codegen/kernels/" + name,
@@ -24,7 +38,7 @@ std::string kernelSource(const char *name) {
 TEST(GpuCompiler, GemmToPtx) {
   // The tensor-core prefill GEMM every GPU package launches (codegen/kernels/gemm_f16.mlir).
   std::vector<CompiledKernel> ks =
-      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
   ASSERT_EQ(ks.size(), 1u);
   const CompiledKernel &k = ks[0];
   EXPECT_EQ(k.module, "swz_gemm_f16");
@@ -49,7 +63,7 @@ TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
   // Both staged tiles (x and W, 64 rows of 64 f16: 128-byte rows) carry Swizzle<3,3,3>:
   // ldmatrix.x4 and cp.async.16 each take one wavefront per 8-lane phase.
   std::vector<CompiledKernel> ks =
-      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
   ASSERT_EQ(ks[0].smemTiles.size(), 2u);
   for (const auto &t : ks[0].smemTiles) {
     EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
@@ -60,19 +74,70 @@ TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
 }
 
 TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
-  // Without the swizzle the same tiles are row-major with 128-byte rows: ldmatrix.x4
-  // is 8-way conflicted, so the kept `swz.conflict_free` claim must stop compilation.
-  std::string src = kernelSource("gemm_f16.mlir");
-  for (size_t at; (at = src.find(", swz.smem_layout = #swz.swizzle<3, 3, 3>")) != std::string::npos;)
-    src.erase(at, std::strlen(", swz.smem_layout = #swz.swizzle<3, 3, 3>"));
+  // A schedule without the swizzle leaves the same tiles row-major with 128-byte rows:
+  // ldmatrix.x4 is 8-way conflicted, so its `conflict_free` claim must stop compilation.
+  swz::schedule::TargetSchedule naive = *shipped("sm_90");
+  naive.gemm.swizzle.reset();
   try {
-    compileGpuKernels(src, "sm_90");
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &naive);
     FAIL() << "expected the conflict_free claim to be rejected";
   } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4"),
+    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
+                                         "(192x64 of 2-byte elements (128-byte rows, "
+                                         "row-major)) is 8-way bank-conflicted"),
               std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("8-way"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuCompiler, TileSpecsNeedASchedule) {
+  try {
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+    FAIL() << "expected the missing schedule to be reported";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("tile specs (swz.gemm_tile): compiling it needs the "
+                                         "target's schedule"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
+  // tile 128 x 64 x 32, 8 warps, 2 stages, Swizzle<2,3,3> for 64-byte rows: the launch
+  // record, the shared tiles and the PTX follow.
+  swz::schedule::TargetSchedule s = *shipped("sm_90");
+  s.gemm.tileM = 128;
+  s.gemm.tileN = 64;
+  s.gemm.tileK = 32;
+  s.gemm.warps = 8;
+  s.gemm.stages = 2;
+  s.gemm.swizzle = swz::bank::Swizzle{2, 3, 3};
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &s);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{256, 1, 1}));
+  EXPECT_EQ(ks[0].grid, "ceil(N/64), ceil(T/128), 1");
+  EXPECT_EQ(ks[0].workgroupBytes, 2 * (128 + 64) * 32 * 2);
+  ASSERT_EQ(ks[0].smemTiles.size(), 2u);
+  for (const auto &t : ks[0].smemTiles) {
+    EXPECT_EQ(t.cols, 32) << t.name;
+    EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
+    EXPECT_EQ(t.cpAsyncDegree, 1u) << t.name;
+    EXPECT_EQ(t.swizzle, (std::array<unsigned, 3>{2, 3, 3})) << t.name;
+  }
+  EXPECT_EQ(ks[0].smemTiles[0].rows, 256);  // gemm_x: 2 stages x 128
+  EXPECT_EQ(ks[0].smemTiles[1].rows, 128);  // gemm_w: 2 stages x 64
+  EXPECT_NE(ks[0].binary.find(".maxntid 256, 1, 1"), std::string::npos);
+  EXPECT_NE(ks[0].binary.find("cp.async.wait_group 0;"), std::string::npos);
+
+  // What the generator does not emit is refused, naming the field.
+  s.gemm.mma = "wgmma.m64n128k16";
+  try {
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &s);
+    FAIL() << "expected the mma kind to be refused";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("the schedule asks for mma \"wgmma.m64n128k16\""),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -103,11 +168,11 @@ TEST(GpuCompiler, Errors) {
   EXPECT_THROW(compileGpuKernels("module {}", "sm_90"), std::runtime_error);
 }
 
-// The prefill GEMM's launch record, and the bank-conflict analysis compileGpuKernels
-// runs: its two Swizzle<3,3,3> tiles are conflict-free; without the layout the
-// conflict_free claim fails the compilation.
+// The prefill GEMM's launch record (the shipped schedule's 64x64 tile on 4 warps), and
+// the bank-conflict analysis compileGpuKernels runs: its two Swizzle<3,3,3> tiles are
+// conflict-free (without the layout, ContradictedConflictFreeClaimFailsCompilation).
 TEST(GpuCompiler, PrefillGemmSharedMemoryIsCheckedConflictFree) {
-  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0].module, "swz_gemm_f16");
   EXPECT_EQ(ks[0].entry, "gemm_f16");
@@ -121,20 +186,6 @@ TEST(GpuCompiler, PrefillGemmSharedMemoryIsCheckedConflictFree) {
   }
   EXPECT_EQ(ks[0].smemTiles[0].name, "gemm_x");
 
-  std::string naive = kernelSource("gemm_f16.mlir");
-  const std::string layout = ", swz.smem_layout = #swz.swizzle<3, 3, 3>";
-  for (size_t at; (at = naive.find(layout)) != std::string::npos;)
-    naive.erase(at, layout.size());
-  try {
-    compileGpuKernels(naive, "sm_90");
-    FAIL() << "expected the conflict_free claim to fail";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
-                                         "(192x64 of 2-byte elements (128-byte rows, "
-                                         "row-major)) is 8-way bank-conflicted"),
-              std::string::npos)
-        << e.what();
-  }
 }
 
 // Kernels without ldmatrix / cp.async tiles report nothing.

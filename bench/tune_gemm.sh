@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Tuning the prefill GEMM's tile schedule on the GPU: gemm_f16.mlir is a tile spec, so
+# each candidate is an edit of compiler/schedules/sm_90.json's "gemm" entry (tile_m /
+# tile_n / tile_k, warps, stages, swizzle) and swz-lower-tiles generates its kernel
+# (compiler/mlir/LowerTiles.cpp). Every candidate is checked against the float64
+# references of test/gpu/cases_gemm.cpp and timed (buffers rotated over 512 MB, mean of
+# 20) by the case runner swz-ptx-check at Qwen2.5-Coder-7B's pp512 shapes
+# (SWZ_GEMM_TIMING_CASES=1: q/o 3584 x 3584, gate/up 18944 x 3584, down 3584 x 18944),
+# with SWZ_GEMM_TILE giving the runner each candidate's launch shape.
+#
+#   bench/tune_gemm.sh prepare [build-dir]   # here: candidate schedules and PTX into
+#                                            # <build-dir>/gpu-gemm (carry it)
+#   bench/tune_gemm.sh run [build-dir]       # there: $OUT/tune-gemm.md, .json
+#   bench/tune_gemm.sh write NAME [build-dir] # here: NAME's gemm entry into sm_90.json
+set -euo pipefail
+mode=${1:?usage: $0 prepare|run [build-dir] | write NAME [build-dir]}
+if [ "$mode" = write ]; then
+  name=${2:?usage: $0 write NAME [build-dir]}
+  build=${3:-build}
+else
+  build=${2:-build}
+fi
+src=$(cd "$(dirname "$0")/.." && pwd)
+dir=$build/gpu-gemm
+export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
+# shellcheck source=bench/ptx_tune_lib.sh
+. "$src/bench/ptx_tune_lib.sh"
+# name | gemm fields replacing sm_90.json's (JSON; the first: what ships). All within the
+# 48 KiB of static shared memory; 32-wide k tiles (64-byte rows) take Swizzle<2,3,3>.
+SW2='"swizzle": {"bits": 2, "base": 3, "shift": 3, "units": "elements"}'
+VARIANTS=(
+  "ship|{}"
+  "128x128x32w8s3|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 3, $SW2}"
+  "128x128x32w4s3|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 4, \"stages\": 3, $SW2}"
+  "128x128x32w8s2|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
+  "128x64x32w4s4|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
+  "64x128x32w4s4|{\"tile_m\": 64, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
+  "128x64x64w4s2|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 64, \"warps\": 4, \"stages\": 2}"
+  "128x256x32w8s2|{\"tile_m\": 128, \"tile_n\": 256, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
+  "256x128x32w8s2|{\"tile_m\": 256, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
+  "64x64x32w4s4|{\"tile_m\": 64, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
+)
+# schedule_for PATCH OUT: sm_90.json with PATCH merged into its "gemm" entry.
+schedule_for() {
+  python3 - "$src/compiler/schedules/sm_90.json" "$1" "$2" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["gemm"].update(json.loads(sys.argv[2]))
+json.dump(s, open(sys.argv[3], "w"), indent=2)
+PY
+}
+case $mode in
+prepare)
+  rm -rf "$dir" && mkdir -p "$dir/bin"
+  build_ptx_check "$dir/bin/swz-ptx-check"
+  for v in "${VARIANTS[@]}"; do
+    IFS='|' read -r name patch <<< "$v"
+    mkdir -p "$dir/$name"
+    schedule_for "$patch" "$dir/$name/sm_90.json"
+    compile_ptx "$src/codegen/kernels/gemm_f16.mlir" "$dir/$name" "$dir/$name/sm_90.json"
+    tile=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1]))['gemm']; print(f\"{g['tile_m']}x{g['tile_n']}x{32 * g['warps']}\")" "$dir/$name/sm_90.json")
+    regs=$(ptx_regs "$dir/$name/swz_gemm_f16.ptx" gemm_f16)
+    echo "$name|$tile|$regs" >> "$dir/variants.txt"
+    printf '%-16s %-12s %s\n' "$name" "$tile" "$regs"
+  done
+  du -sh "$dir" ;;
+run)
+  res=${OUT:-$dir/out}
+  out=/tmp/swz-tune-gemm
+  mkdir -p "$res" "$out"
+  trap 'tar -czf "$res/tune-gemm-logs.tgz" -C "$out" . ; cp "$out"/tune-gemm.* "$res/" 2>/dev/null' EXIT
+  while IFS='|' read -r name tile regs; do
+    SWZ_GEMM_TIMING_CASES=1 SWZ_GEMM_TILE=$tile "$dir/bin/swz-ptx-check" --ptx-dir "$dir/$name" \
+      --filter "gemm_f16 " --reps 20 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" > "$out/$name.log" 2>&1 || true
+    echo "== $name ($tile; $regs): $(grep -c '^ok' "$out/$name.log") ok, $(grep -c '^FAIL' "$out/$name.log") failed"
+  done < "$dir/variants.txt"
+  python3 - "$out" "$dir/variants.txt" <<'PY' | tee "$out/tune-gemm.md"
+import json, os, sys
+out, vfile = sys.argv[1], sys.argv[2]
+rows = [l.rstrip("\n").split("|") for l in open(vfile) if l.strip()]
+table, shapes, oks, peak = {}, [], {}, None
+for name, tile, regs in rows:
+    try:
+        j = json.load(open(os.path.join(out, name + ".json")))
+    except (OSError, ValueError):
+        continue
+    peak = peak or {"device": j.get("device"), "tensor_core_tflops": j.get("peak_tensor_core_tflops")}
+    oks[name] = all(c["ok"] for c in j["cases"])
+    for c in j["cases"]:
+        if not c["label"].startswith("T=512 "):
+            continue
+        if c["label"] not in shapes: shapes.append(c["label"])
+        flops = 2.0 * 512 * float(c["label"].split("N=")[1].split()[0]) * float(c["label"].split("K=")[1].split()[0])
+        table[(name, c["label"])] = (c["time_us"], c["ok"], flops / c["time_us"] / 1e6)
+tc = (peak or {}).get("tensor_core_tflops") or 0
+json.dump({"peaks": peak, "rows": {f"{n}|{k}": v for (n, k), v in table.items()},
+           "all_cases_ok": oks}, open(os.path.join(out, "tune-gemm.json"), "w"), indent=1)
+print(f"us a launch (mean of 20, buffers rotated over 512 MB), TFLOP/s and its share of the measured "
+      f"mma.sync f16 peak; {peak}")
+print("| case | " + " | ".join(f"{n} ({r}){'' if oks.get(n) else ' FAIL'}" for n, _, r in rows) + " |")
+print("|---|" + "---|" * len(rows))
+for k in shapes:
+    cells = []
+    for n, _, _ in rows:
+        v = table.get((n, k))
+        frac = f" ({100 * v[2] / tc:.0f}%)" if tc else ""
+        cells.append(f"{v[0]:.0f} us {v[2]:.0f} TF{frac}{'' if v[1] else ' FAIL'}" if v else "-")
+    print(f"| {k} | " + " | ".join(cells) + " |")
+PY
+  ;;
+write)
+  # The winner's gemm fields into the shipped schedule (keeps the file's layout otherwise).
+  v=$(printf '%s\n' "${VARIANTS[@]}" | grep "^$name|") || { echo "no candidate $name" >&2; exit 2; }
+  patch=${v#*|}
+  python3 - "$src/compiler/schedules/sm_90.json" "$patch" <<'PY'
+import json, sys
+path, patch = sys.argv[1], json.loads(sys.argv[2])
+s = json.load(open(path))
+s["gemm"].update(patch)
+json.dump(s, open(path, "w"), indent=2)
+open(path, "a").write("\n")
+PY
+  echo "wrote $name's gemm entry into compiler/schedules/sm_90.json" ;;
+*) echo "usage: $0 prepare|run [build-dir] | write NAME [build-dir]" >&2; exit 2 ;;
+esac

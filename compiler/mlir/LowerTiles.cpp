@@ -1,0 +1,425 @@
+//===- LowerTiles.cpp - swz-lower-tiles: kernels generated from tile specs ===//
+//
+// The GEMM a scheduled `swz.gemm_tile` describes, built op by op from the schedule's
+// fields (Passes.td, SwzLowerTiles, says what it emits and why every tile gives the same
+// numbers). The structure follows CUTLASS's sm80 multistage mainloop (cp.async ring of
+// `stages` k tiles, ldmatrix.x4 fragments, mma.sync.m16n8k16; NVIDIA, "CUTLASS: Efficient
+// GEMM in CUDA", docs/efficient_gemm.md) with the shared-memory permutation left to
+// swz-materialize-swizzle.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/mlir/Passes.h"
+
+#include "Swz/SwzDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <string>
+
+namespace swz {
+#define GEN_PASS_DEF_SWZLOWERTILES
+#include "compiler/mlir/Passes.h.inc"
+} // namespace swz
+
+using namespace mlir;
+
+namespace swz {
+namespace {
+
+/// Static shared memory a block may declare (CUDA: 48 KiB; more needs dynamic shared
+/// memory and cuFuncSetAttribute, which these kernels do not use).
+constexpr int64_t kStaticSmemBytes = 48 * 1024;
+
+/// Where the threads and warps of a scheduled GEMM tile go.
+struct GemmGeometry {
+  int64_t tileM = 0, tileN = 0, tileK = 0, warps = 0, stages = 0, threads = 0;
+  int64_t warpRows = 0, warpCols = 0; ///< warp grid: warpRows x warpCols warps
+  int64_t warpM = 0, warpN = 0;       ///< each warp's sub-tile of y
+  int64_t fragsM = 0;                 ///< 16-row A fragments a warp (warpM / 16)
+  int64_t tilesN = 0;                 ///< 8-column B tiles a warp (warpN / 8, even)
+  int64_t chunksPerRow = 0;           ///< 16-byte chunks in a shared row (tileK / 8)
+  int64_t rowsPerPass = 0;            ///< rows one copy pass of all threads fills
+};
+
+/// The geometry of `op`, or an error on `op` naming what does not fit.
+FailureOr<GemmGeometry> gemmGeometry(GemmTileOp op) {
+  if (!op.isScheduled())
+    return op.emitError() << "swz-lower-tiles: @" << op.getSymName()
+                          << " has no schedule (run swz-apply-schedule first)";
+  if (!op.getElementType().isF16())
+    return op.emitError() << "swz-lower-tiles generates f16 GEMMs; @" << op.getSymName()
+                          << " has " << op.getElementType() << " elements";
+  StringRef mma = op.getMma().value_or(""), copy = op.getCopy().value_or("");
+  if (mma != "mma.sync.m16n8k16" || copy != "cp.async.cg.16")
+    return op.emitError() << "swz-lower-tiles emits mma.sync.m16n8k16 with cp.async.cg.16 "
+                             "copies; the schedule asks for mma \""
+                          << mma << "\" with copy \"" << copy << "\"";
+  GemmGeometry g;
+  g.tileM = *op.getTileM();
+  g.tileN = *op.getTileN();
+  g.tileK = *op.getTileK();
+  g.warps = *op.getWarps();
+  g.stages = *op.getStages();
+  g.threads = 32 * g.warps;
+  if (!llvm::isPowerOf2_64(g.warps))
+    return op.emitError() << "swz-lower-tiles: warps must be a power of two, got " << g.warps;
+  if (g.stages < 2)
+    return op.emitError() << "swz-lower-tiles: the cp.async ring needs stages >= 2, got "
+                          << g.stages;
+  // Halve the dimension whose per-warp extent is longer (rows first on a tie).
+  g.warpRows = g.warpCols = 1;
+  while (g.warpRows * g.warpCols < g.warps) {
+    if (g.tileM / g.warpRows >= g.tileN / g.warpCols)
+      g.warpRows *= 2;
+    else
+      g.warpCols *= 2;
+  }
+  g.warpM = g.tileM / g.warpRows;
+  g.warpN = g.tileN / g.warpCols;
+  if (g.tileM % g.warpRows != 0 || g.tileN % g.warpCols != 0 || g.warpM % 16 != 0 ||
+      g.warpN % 16 != 0)
+    return op.emitError() << "swz-lower-tiles: the " << g.tileM << "x" << g.tileN
+                          << " tile over " << g.warps << " warps (" << g.warpRows << "x"
+                          << g.warpCols << ") gives " << g.tileM << "/" << g.warpRows << " x "
+                          << g.tileN << "/" << g.warpCols
+                          << " warp tiles; each must be a multiple of 16x16";
+  g.fragsM = g.warpM / 16;
+  g.tilesN = g.warpN / 8;
+  g.chunksPerRow = g.tileK / 8;
+  if (g.threads % g.chunksPerRow != 0)
+    return op.emitError() << "swz-lower-tiles: tile_k " << g.tileK << " has "
+                          << g.chunksPerRow << " 16-byte chunks a row, which do not divide "
+                          << g.threads << " threads";
+  g.rowsPerPass = g.threads / g.chunksPerRow;
+  if (g.tileM % g.rowsPerPass != 0 || g.tileN % g.rowsPerPass != 0)
+    return op.emitError() << "swz-lower-tiles: a copy pass of " << g.threads
+                          << " threads fills " << g.rowsPerPass << " rows of tile_k "
+                          << g.tileK << "; tile_m " << g.tileM << " and tile_n " << g.tileN
+                          << " must be multiples of it";
+  int64_t smem = g.stages * (g.tileM + g.tileN) * g.tileK * 2;
+  if (smem > kStaticSmemBytes)
+    return op.emitError() << "swz-lower-tiles: " << g.stages << " stages of " << g.tileM
+                          << "+" << g.tileN << " rows x " << g.tileK << " halves need "
+                          << smem << " bytes of shared memory, more than the "
+                          << kStaticSmemBytes << " a block may declare statically";
+  return g;
+}
+
+/// Index arithmetic on one builder and location.
+struct Ix {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
+  Value add(Value a, Value d) { return b.create<arith::AddIOp>(loc, a, d); }
+  Value add(Value a, int64_t v) { return v == 0 ? a : add(a, c(v)); }
+  Value mul(Value a, int64_t v) { return b.create<arith::MulIOp>(loc, a, c(v)); }
+  Value div(Value a, int64_t v) { return b.create<arith::DivUIOp>(loc, a, c(v)); }
+  Value rem(Value a, int64_t v) { return b.create<arith::RemUIOp>(loc, a, c(v)); }
+  Value min(Value a, Value d) { return b.create<arith::MinUIOp>(loc, a, d); }
+  Value ult(Value a, Value d) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, a, d);
+  }
+  Value both(Value a, Value d) { return b.create<arith::AndIOp>(loc, a, d); }
+  Value select(Value cond, Value t, Value f) { return b.create<arith::SelectOp>(loc, cond, t, f); }
+};
+
+/// One operand's copy into shared memory: `rows` tile rows starting at global row
+/// `base` (< `limit`) of `src`, into `dst`.
+struct CopyOperand {
+  Value src, dst, base, limit;
+  int64_t rows;
+};
+
+/// Values the kernel body computes once and the loops use.
+struct GemmValues {
+  Value x, w, y, bias, hasBias;
+  Value sx, sw;                 ///< shared tiles
+  Value tid, lane, T, N, K, Km8;
+  Value row0, col0;             ///< this block's tile of y
+  Value cpRow, cpCol;           ///< copy role: row within a pass, column of the chunk
+  Value aRow, aK, bRow, bK;     ///< ldmatrix lane addresses within a stage
+  Value wrow, wcol;             ///< the warp's sub-tile
+};
+
+/// Issues the cp.async copies of k tile `kt` into ring stage `stage` (indices).
+void emitStageCopy(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v,
+                   Value kt, Value stage) {
+  Ix ix{b, loc};
+  Value gc = ix.add(ix.mul(kt, g.tileK), v.cpCol);
+  Value kin = ix.ult(gc, v.K);
+  Value gcc = ix.min(gc, v.Km8); // in bounds even where nothing is copied
+  for (const CopyOperand &op :
+       {CopyOperand{v.x, v.sx, v.row0, v.T, g.tileM}, CopyOperand{v.w, v.sw, v.col0, v.N, g.tileN}}) {
+    Value s0 = ix.mul(stage, op.rows);
+    Value limitMinus1 = b.create<arith::SubIOp>(loc, op.limit, ix.c(1));
+    b.create<scf::ForOp>(
+        loc, ix.c(0), ix.c(op.rows / g.rowsPerPass), ix.c(1), ValueRange{},
+        [&](OpBuilder &fb, Location l, Value i, ValueRange) {
+          Ix f{fb, l};
+          Value r = f.add(f.mul(i, g.rowsPerPass), v.cpRow);
+          Value sr = f.add(s0, r);
+          Value gr = f.add(op.base, r);
+          Value ok = f.both(f.ult(gr, op.limit), kin);
+          Value n = f.select(ok, f.c(8), f.c(0));
+          Value grc = f.min(gr, limitMinus1);
+          fb.create<nvgpu::DeviceAsyncCopyOp>(
+              l, nvgpu::DeviceAsyncTokenType::get(fb.getContext()), op.dst,
+              ValueRange{sr, v.cpCol}, op.src, ValueRange{grc, gcc}, fb.getIndexAttr(8), n,
+              fb.getUnitAttr());
+          fb.create<scf::YieldOp>(l);
+        });
+  }
+}
+
+Value createGroup(OpBuilder &b, Location loc) {
+  return b.create<nvgpu::DeviceAsyncCreateGroupOp>(
+      loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+/// Writes the kernel of `op` into `gm`.
+void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
+  MLIRContext *ctx = op.getContext();
+  Location loc = op.getLoc();
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(gm.getBody());
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto smemType = [&](int64_t rows) {
+    return MemRefType::get({g.stages * rows, g.tileK}, f16, MemRefLayoutAttrInterface{}, wg);
+  };
+  auto global = [&](StringRef name, MemRefType type) {
+    auto gl = b.create<memref::GlobalOp>(loc, name, b.getStringAttr("private"), type,
+                                         Attribute{}, false, b.getI64IntegerAttr(128));
+    if (auto layout = op.getSmemLayoutAttr())
+      gl->setAttr("swz.smem_layout", layout);
+    if (op.getConflictFree())
+      gl->setAttr("swz.conflict_free", b.getUnitAttr());
+    return gl;
+  };
+  MemRefType sxType = smemType(g.tileM), swType = smemType(g.tileN);
+  global("gemm_x", sxType);
+  global("gemm_w", swType);
+
+  auto dyn2 = [&](Type t) {
+    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
+  };
+  auto fnType = b.getFunctionType(
+      {dyn2(f16), dyn2(f16), dyn2(f32), MemRefType::get({ShapedType::kDynamic}, f32),
+       b.getI32Type()},
+      {});
+  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(g.threads), 1, 1}));
+  fn->setAttr("swz.grid", b.getStringAttr("ceil(N/" + std::to_string(g.tileN) + "), ceil(T/" +
+                                          std::to_string(g.tileM) + "), 1"));
+  fn->setAttr("swz.schedule", b.getStringAttr("gemm"));
+
+  Block &entry = fn.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Ix ix{b, loc};
+  GemmValues v;
+  v.x = entry.getArgument(0);
+  v.w = entry.getArgument(1);
+  v.y = entry.getArgument(2);
+  v.bias = entry.getArgument(3);
+  v.hasBias = entry.getArgument(4);
+  v.sx = b.create<memref::GetGlobalOp>(loc, sxType, "gemm_x");
+  v.sw = b.create<memref::GetGlobalOp>(loc, swType, "gemm_w");
+  v.tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
+  Value bx = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
+  Value by = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::y);
+  v.row0 = ix.mul(by, g.tileM);
+  v.col0 = ix.mul(bx, g.tileN);
+  v.T = b.create<memref::DimOp>(loc, v.x, 0);
+  v.K = b.create<memref::DimOp>(loc, v.x, 1);
+  v.N = b.create<memref::DimOp>(loc, v.w, 0);
+  v.Km8 = b.create<arith::SubIOp>(loc, v.K, ix.c(8));
+  Value nk = ix.div(ix.add(v.K, g.tileK - 1), g.tileK);
+
+  // Copy role: thread tid moves chunk tid % chunksPerRow of rows tid / chunksPerRow +
+  // rowsPerPass i (consecutive lanes fill one row's chunks: whole 16-byte lines a warp).
+  v.cpRow = ix.div(v.tid, g.chunksPerRow);
+  v.cpCol = ix.mul(ix.rem(v.tid, g.chunksPerRow), 8);
+  // Warp tile and ldmatrix lane addresses (lane l gives one row address of one 8x8
+  // matrix): x: row l % 16, k offset 8 (l / 16) -> a0..a3 of m16n8k16; W: row
+  // 8 (l / 16) + l % 8, k offset 8 ((l / 8) % 2) -> b0, b1 of two n8 tiles.
+  Value warp = ix.div(v.tid, 32);
+  v.lane = ix.rem(v.tid, 32);
+  v.wrow = ix.mul(ix.div(warp, g.warpCols), g.warpM);
+  v.wcol = ix.mul(ix.rem(warp, g.warpCols), g.warpN);
+  Value lh = ix.div(v.lane, 16);
+  v.aK = ix.mul(lh, 8);
+  v.aRow = ix.add(v.wrow, ix.rem(v.lane, 16));
+  v.bK = ix.mul(ix.rem(ix.div(v.lane, 8), 2), 8);
+  v.bRow = ix.add(v.wcol, ix.add(ix.mul(lh, 8), ix.rem(v.lane, 8)));
+
+  // Prologue: k tiles 0 .. stages-2 into stages 0 .. stages-2, one group each (tile 0
+  // always exists: K >= 8).
+  Value token;
+  for (int64_t s = 0; s + 1 < g.stages; ++s) {
+    if (s == 0) {
+      emitStageCopy(b, loc, g, v, ix.c(0), ix.c(0));
+    } else {
+      b.create<scf::IfOp>(loc, ix.ult(ix.c(s), nk), [&](OpBuilder &tb, Location l) {
+        emitStageCopy(tb, l, g, v, Ix{tb, l}.c(s), Ix{tb, l}.c(s));
+        tb.create<scf::YieldOp>(l);
+      });
+    }
+    token = createGroup(b, loc);
+  }
+
+  // Main loop: wait until k tile kt has landed (stages-2 younger groups may stay in
+  // flight), make it visible to every warp (the barrier also retires every warp's reads
+  // of the stage the next copy overwrites, (kt - 1) % stages), start k tile
+  // kt + stages - 1, then multiply.
+  const int64_t nAcc = g.fragsM * g.tilesN;
+  auto accType = VectorType::get({2, 2}, f32);
+  auto fragA = VectorType::get({4, 2}, f16), fragB = VectorType::get({2, 2}, f16);
+  Value zero = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(accType, 0.0f));
+  Value zeroB = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(fragB, b.getF16FloatAttr(0.0).getValue()));
+  SmallVector<Value> accInit(nAcc, zero);
+  auto mainLoop = b.create<scf::ForOp>(
+      loc, ix.c(0), nk, ix.c(1), accInit,
+      [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
+        Ix li{lb, l};
+        lb.create<nvgpu::DeviceAsyncWaitOp>(l, token, lb.getI32IntegerAttr(g.stages - 2));
+        lb.create<gpu::BarrierOp>(l);
+        Value ktn = li.add(kt, g.stages - 1);
+        lb.create<scf::IfOp>(l, li.ult(ktn, nk), [&](OpBuilder &tb, Location tl) {
+          emitStageCopy(tb, tl, g, v, ktn, Ix{tb, tl}.rem(ktn, g.stages));
+          tb.create<scf::YieldOp>(tl);
+        });
+        createGroup(lb, l);
+        Value st = li.rem(kt, g.stages);
+        Value ar = li.add(li.mul(st, g.tileM), v.aRow);
+        Value br = li.add(li.mul(st, g.tileN), v.bRow);
+        auto kLoop = lb.create<scf::ForOp>(
+            l, li.c(0), li.c(g.tileK), li.c(16), accs,
+            [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
+              Ix ki{kb, kl};
+              Value ak = ki.add(kk, v.aK), bk = ki.add(kk, v.bK);
+              SmallVector<Value> fa, fb;
+              for (int64_t m = 0; m < g.fragsM; ++m)
+                fa.push_back(kb.create<nvgpu::LdMatrixOp>(kl, fragA, v.sx,
+                                                          ValueRange{ki.add(ar, 16 * m), ak},
+                                                          false, 4));
+              for (int64_t p = 0; p < g.tilesN / 2; ++p) {
+                Value four = kb.create<nvgpu::LdMatrixOp>(
+                    kl, fragA, v.sw, ValueRange{ki.add(br, 16 * p), bk}, false, 4);
+                for (int64_t half = 0; half < 2; ++half) {
+                  Value frag = zeroB;
+                  for (int64_t r = 0; r < 2; ++r) {
+                    Value row = kb.create<vector::ExtractOp>(kl, four, ArrayRef<int64_t>{2 * half + r});
+                    frag = kb.create<vector::InsertOp>(kl, row, frag, ArrayRef<int64_t>{r});
+                  }
+                  fb.push_back(frag);
+                }
+              }
+              SmallVector<Value> out;
+              for (int64_t m = 0; m < g.fragsM; ++m)
+                for (int64_t n = 0; n < g.tilesN; ++n)
+                  out.push_back(kb.create<nvgpu::MmaSyncOp>(
+                      kl, fa[m], fb[n], acc[m * g.tilesN + n], ArrayRef<int64_t>{16, 8, 16}));
+              kb.create<scf::YieldOp>(kl, out);
+            });
+        lb.create<scf::YieldOp>(l, kLoop.getResults());
+      });
+  // Nothing may be left in flight when the block exits (the tail groups are empty).
+  b.create<nvgpu::DeviceAsyncWaitOp>(loc, token, b.getI32IntegerAttr(0));
+
+  // Epilogue. Accumulator fragment of m16n8 tile (m, n): element [i][j] is
+  // y[row0 + wrow + 16 m + lane / 4 + 8 i][col0 + wcol + 8 n + 2 (lane % 4) + j].
+  Value erow = ix.add(ix.add(v.row0, v.wrow), ix.div(v.lane, 4));
+  Value ecol = ix.add(ix.add(v.col0, v.wcol), ix.mul(ix.rem(v.lane, 4), 2));
+  Value useBias = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v.hasBias,
+                                          b.create<arith::ConstantIntOp>(loc, 0, 32));
+  Value Nm1 = b.create<arith::SubIOp>(loc, v.N, ix.c(1));
+  struct Col { Value col, in, bias; };
+  SmallVector<Col> cols;
+  for (int64_t n = 0; n < g.tilesN; ++n)
+    for (int64_t j = 0; j < 2; ++j) {
+      Col c;
+      c.col = ix.add(ecol, 8 * n + j);
+      c.in = ix.ult(c.col, v.N);
+      Value clamped = ix.min(c.col, Nm1);
+      auto ifOp = b.create<scf::IfOp>(
+          loc, useBias, // result type: the yields' (f32)
+          [&](OpBuilder &tb, Location l) {
+            Value bv = tb.create<memref::LoadOp>(l, v.bias, ValueRange{clamped});
+            tb.create<scf::YieldOp>(l, bv);
+          },
+          [&](OpBuilder &eb, Location l) {
+            Value z = eb.create<arith::ConstantOp>(l, eb.getF32FloatAttr(0.0f));
+            eb.create<scf::YieldOp>(l, z);
+          });
+      c.bias = ifOp.getResult(0);
+      cols.push_back(c);
+    }
+  for (int64_t m = 0; m < g.fragsM; ++m)
+    for (int64_t i = 0; i < 2; ++i) {
+      Value row = ix.add(erow, 16 * m + 8 * i);
+      Value rin = ix.ult(row, v.T);
+      for (int64_t n = 0; n < g.tilesN; ++n)
+        for (int64_t j = 0; j < 2; ++j) {
+          const Col &c = cols[2 * n + j];
+          Value val = b.create<vector::ExtractOp>(loc, mainLoop.getResult(m * g.tilesN + n),
+                                                  ArrayRef<int64_t>{i, j});
+          b.create<scf::IfOp>(loc, ix.both(rin, c.in), [&](OpBuilder &tb, Location l) {
+            Value s = tb.create<arith::AddFOp>(l, val, c.bias);
+            tb.create<memref::StoreOp>(l, s, v.y, ValueRange{row, c.col});
+            tb.create<scf::YieldOp>(l);
+          });
+        }
+    }
+  b.create<gpu::ReturnOp>(loc);
+}
+
+struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
+  using SwzLowerTilesBase::SwzLowerTilesBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    bool failedAny = false;
+    for (GemmTileOp op : llvm::make_early_inc_range(module.getOps<GemmTileOp>())) {
+      FailureOr<GemmGeometry> g = gemmGeometry(op);
+      if (failed(g)) {
+        failedAny = true;
+        continue;
+      }
+      std::string name = "swz_" + op.getSymName().str();
+      if (SymbolTable::lookupSymbolIn(module, name)) {
+        op.emitError() << "swz-lower-tiles: @" << name << " already exists in the module";
+        failedAny = true;
+        continue;
+      }
+      OpBuilder b(op);
+      auto gm = b.create<gpu::GPUModuleOp>(op.getLoc(), name);
+      emitGemmKernel(op, *g, gm);
+      // The generator asks for constants and lane indices where it needs them; one of
+      // each is left (readable output, fewer ops for the SIMT interpreter).
+      IRRewriter rewriter(ctx);
+      DominanceInfo dominance;
+      eliminateCommonSubExpressions(rewriter, dominance, gm);
+      op.erase();
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    }
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace swz

@@ -1,0 +1,84 @@
+// swz-lower-tiles: the GEMM kernel generated from a scheduled swz.gemm_tile. A schedule
+// edit (tile sizes, warps, stages, swizzle) changes the generated kernel, and the
+// bank-conflict proof runs on what the pass emits.
+//
+// The shipped sm_90 schedule: 64x64x64 tiles, 4 warps (2 x 2, 32x32 each), 3 stages.
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
+// RUN:   | FileCheck %s --check-prefix=SM90
+// The same kernel source with the schedule edited: 32x64x32 tiles on 2 warps (1 x 2,
+// 32x32 each), 2 stages, Swizzle<2,3,3> for the 64-byte rows.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 32, "tile_n": 64, "tile_k": 32/' \
+// RUN:     -e 's/"warps": 4, "stages": 3,/"warps": 2, "stages": 2,/' \
+// RUN:     -e '20s/"bits": 3, "base": 3, "shift": 3/"bits": 2, "base": 3, "shift": 3/' \
+// RUN:     %schedules/sm_90.json > %t/small.json
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/small.json -swz-lower-tiles | FileCheck %s --check-prefix=SMALL
+// The swizzle of the edited schedule, materialised into the ldmatrix column index:
+// col ^ (((row * 32 + col) >> 3) & 24).
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/small.json -swz-lower-tiles -swz-materialize-swizzle \
+// RUN:   | FileCheck %s --check-prefix=XOR
+// Both layouts are conflict-free by the static proof, on the tiles the pass emits.
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/small.json -swz-lower-tiles -swz-check-bank-conflicts \
+// RUN:   -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
+// Without the swizzle the 64-byte rows are 4-way conflicted for ldmatrix.x4, and the
+// schedule's conflict_free claim fails.
+// RUN: sed -e '20d' %t/small.json > %t/noswizzle.json
+// RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/noswizzle.json -swz-lower-tiles \
+// RUN:   -swz-check-bank-conflicts -o /dev/null 2>&1 | FileCheck %s --check-prefix=CONFLICT
+
+swz.gemm_tile @gemm_f16 : f16
+
+// SM90: module attributes {gpu.container_module}
+// SM90: gpu.module @swz_gemm_f16
+// SM90-DAG: memref.global "private" @gemm_x : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// SM90-DAG: memref.global "private" @gemm_w : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// SM90: gpu.func @gemm_f16(%{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: i32) kernel
+// SM90-SAME: known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"
+// Prologue: k tiles 0 and 1 (stages - 1), four 16-row copy passes an operand each.
+// SM90: scf.for %{{.*}} = %c0 to %c4 step %c1
+// SM90: nvgpu.device_async_copy
+// SM90: nvgpu.device_async_create_group
+// SM90: scf.if
+// SM90: nvgpu.device_async_create_group
+// SM90-NOT: nvgpu.device_async_create_group
+// SM90: scf.for {{.*}} -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
+// SM90-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// SM90-NEXT: gpu.barrier
+// SM90: arith.remui %{{.*}}, %{{.*}} : index
+// SM90: scf.for {{.*}} -> (vector<2x2xf32>
+// SM90-COUNT-4: nvgpu.ldmatrix
+// SM90-COUNT-8: nvgpu.mma.sync
+// SM90: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// 2 x 4 fragments of 4 elements, 32 masked stores.
+// SM90-COUNT-32: memref.store
+// SM90: gpu.return
+
+// SMALL-DAG: memref.global "private" @gemm_x : memref<64x32xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<2, 3, 3>}
+// SMALL-DAG: memref.global "private" @gemm_w : memref<128x32xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<2, 3, 3>}
+// SMALL: known_block_size = array<i32: 64, 1, 1>, swz.grid = "ceil(N/64), ceil(T/32), 1"
+// 64 threads copy 16 rows of four 16-byte chunks a pass: 2 passes of x, 4 of W.
+// SMALL: scf.for %{{.*}} = %c0 to %c2 step %c1
+// SMALL: scf.for %{{.*}} = %c0 to %c4 step %c1
+// SMALL: nvgpu.device_async_create_group
+// SMALL-NOT: nvgpu.device_async_create_group
+// SMALL: scf.for {{.*}} iter_args
+// With 2 stages the tile landing next is the only group in flight.
+// SMALL-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// SMALL: scf.for %{{.*}} = %{{.*}} to %c32 step %c16
+// SMALL-COUNT-4: nvgpu.ldmatrix
+// SMALL-COUNT-8: nvgpu.mma.sync
+
+// XOR-LABEL: scf.for %{{.*}} = %c0 to %c32 step %c16
+// XOR: %[[ROWOFF:.*]] = arith.muli %{{.*}}, %c32{{.*}} : index
+// XOR-NEXT: %[[LIN:.*]] = arith.addi %[[ROWOFF]], %[[COL:.*]] : index
+// XOR-NEXT: %[[C3:.*]] = arith.constant 3 : index
+// XOR-NEXT: %[[SH:.*]] = arith.shrui %[[LIN]], %[[C3]] : index
+// XOR-NEXT: %[[C24:.*]] = arith.constant 24 : index
+// XOR-NEXT: %[[M:.*]] = arith.andi %[[SH]], %[[C24]] : index
+// XOR-NEXT: %[[SC:.*]] = arith.xori %[[COL]], %[[M]] : index
+// XOR-NEXT: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %[[SC]]] {numTiles = 4 : i32, transpose = false} : memref<64x32xf16
+
+// BANKS: remark: memref.global @gemm_x: tile 64x32 of 2-byte elements (64-byte rows, Swizzle<2,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
+// BANKS: remark: memref.global @gemm_w: tile 128x32 of 2-byte elements (64-byte rows, Swizzle<2,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
+
+// CONFLICT: error: memref.global @gemm_x claims conflict_free but ldmatrix.x4 on smem tile (64x32 of 2-byte elements (64-byte rows, row-major)) is {{[0-9]+}}-way bank-conflicted
