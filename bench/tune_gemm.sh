@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tuning the prefill GEMM's tile schedule on the GPU: gemm_f16.mlir is a tile spec, so
 # each candidate is an edit of compiler/schedules/sm_90.json's "gemm" entry (tile_m /
-# tile_n / tile_k, warps, stages, swizzle) and swz-lower-tiles generates its kernel
-# (compiler/mlir/LowerTiles.cpp). Every candidate is checked against the float64
-# references of test/gpu/cases_gemm.cpp and timed (buffers rotated over 512 MB, mean of
-# 20) by the case runner swz-ptx-check at Qwen2.5-Coder-7B's pp512 shapes
+# tile_n / tile_k, warps, stages, swizzle, mma: mma.sync or wgmma) and swz-lower-tiles
+# generates its kernel (compiler/mlir/LowerTiles.cpp). Every candidate is checked against
+# the float64 references of test/gpu/cases_gemm.cpp, compared bitwise with the shipped
+# kernel's outputs (the runner's output_fnv1a digests) and timed (buffers rotated over 512
+# MB, mean of 20) by the case runner swz-ptx-check at Qwen2.5-Coder-7B's pp512 shapes
 # (SWZ_GEMM_TIMING_CASES=1: q/o 3584 x 3584, gate/up 18944 x 3584, down 3584 x 18944),
 # with SWZ_GEMM_TILE giving the runner each candidate's launch shape.
 #
@@ -25,27 +26,31 @@ dir=$build/gpu-gemm
 export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 # shellcheck source=bench/ptx_tune_lib.sh
 . "$src/bench/ptx_tune_lib.sh"
-# name | gemm fields replacing sm_90.json's (JSON; the first: what ships). All within the
-# 48 KiB of static shared memory; 32-wide k tiles (64-byte rows) take Swizzle<2,3,3>.
+# name | gemm fields replacing sm_90.json's (JSON; the first: what ships, one warpgroup of
+# wgmma.m64n64k16 on 64x64x64 tiles). All within the 48 KiB of static shared memory;
+# 32-wide k tiles (64-byte rows) take Swizzle<2,3,3>, which only mma.sync reads.
 SW2='"swizzle": {"bits": 2, "base": 3, "shift": 3, "units": "elements"}'
+MS='"mma": "mma.sync.m16n8k16"'
 VARIANTS=(
   "ship|{}"
-  "128x128x32w8s3|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 3, $SW2}"
-  "128x128x32w4s3|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 4, \"stages\": 3, $SW2}"
-  "128x128x32w8s2|{\"tile_m\": 128, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
-  "128x64x32w4s4|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
-  "64x128x32w4s4|{\"tile_m\": 64, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
-  "128x64x64w4s2|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 64, \"warps\": 4, \"stages\": 2}"
-  "128x256x32w8s2|{\"tile_m\": 128, \"tile_n\": 256, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
-  "256x128x32w8s2|{\"tile_m\": 256, \"tile_n\": 128, \"tile_k\": 32, \"warps\": 8, \"stages\": 2, $SW2}"
-  "64x64x32w4s4|{\"tile_m\": 64, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $SW2}"
+  "mma64x64x64w4s3|{$MS}"
+  "mma128x64x32w4s4|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $MS, $SW2}"
+  "wg128x64s2|{\"tile_m\": 128, \"warps\": 8, \"stages\": 2}"
+  "wg64x128s2|{\"tile_n\": 128, \"stages\": 2, \"mma\": \"wgmma.m64n128k16\"}"
+  "wg64x32s4|{\"tile_n\": 32, \"stages\": 4, \"mma\": \"wgmma.m64n32k16\"}"
 )
+# (The twenty-second session also timed 128x128x32 mma.sync tiles on 8 and 4 warps, 3 and
+# 2 stages, 64x128x32, 128x256x32, 256x128x32, 64x64x32 and 128x64x64: all slower over a
+# 7B layer; bench/RESULTS.md.)
 # schedule_for PATCH OUT: sm_90.json with PATCH merged into its "gemm" entry.
 schedule_for() {
   python3 - "$src/compiler/schedules/sm_90.json" "$1" "$2" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-s["gemm"].update(json.loads(sys.argv[2]))
+patch = json.loads(sys.argv[2])
+if "arch" in patch:  # wgmma needs the arch-specific target sm_90a
+    s["device"]["arch"] = patch.pop("arch")
+s["gemm"].update(patch)
 json.dump(s, open(sys.argv[3], "w"), indent=2)
 PY
 }
@@ -57,7 +62,8 @@ prepare)
     IFS='|' read -r name patch <<< "$v"
     mkdir -p "$dir/$name"
     schedule_for "$patch" "$dir/$name/sm_90.json"
-    compile_ptx "$src/codegen/kernels/gemm_f16.mlir" "$dir/$name" "$dir/$name/sm_90.json"
+    chip=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['arch'])" "$dir/$name/sm_90.json")
+    compile_ptx "$src/codegen/kernels/gemm_f16.mlir" "$dir/$name" "$dir/$name/sm_90.json" "$chip"
     tile=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1]))['gemm']; print(f\"{g['tile_m']}x{g['tile_n']}x{32 * g['warps']}\")" "$dir/$name/sm_90.json")
     regs=$(ptx_regs "$dir/$name/swz_gemm_f16.ptx" gemm_f16)
     echo "$name|$tile|$regs" >> "$dir/variants.txt"
@@ -78,7 +84,7 @@ run)
 import json, os, sys
 out, vfile = sys.argv[1], sys.argv[2]
 rows = [l.rstrip("\n").split("|") for l in open(vfile) if l.strip()]
-table, shapes, oks, peak = {}, [], {}, None
+table, shapes, oks, peak, digests = {}, [], {}, None, {}
 for name, tile, regs in rows:
     try:
         j = json.load(open(os.path.join(out, name + ".json")))
@@ -86,6 +92,7 @@ for name, tile, regs in rows:
         continue
     peak = peak or {"device": j.get("device"), "tensor_core_tflops": j.get("peak_tensor_core_tflops")}
     oks[name] = all(c["ok"] for c in j["cases"])
+    digests[name] = {c["label"]: c.get("output_fnv1a") for c in j["cases"]}
     for c in j["cases"]:
         if not c["label"].startswith("T=512 "):
             continue
@@ -93,8 +100,14 @@ for name, tile, regs in rows:
         flops = 2.0 * 512 * float(c["label"].split("N=")[1].split()[0]) * float(c["label"].split("K=")[1].split()[0])
         table[(name, c["label"])] = (c["time_us"], c["ok"], flops / c["time_us"] / 1e6)
 tc = (peak or {}).get("tensor_core_tflops") or 0
+# Bitwise the shipped kernel's y on every case (the first variant is what ships)?
+ship = rows[0][0]
+same = {n: bool(digests.get(n)) and digests.get(n) == digests.get(ship) for n, _, _ in rows}
 json.dump({"peaks": peak, "rows": {f"{n}|{k}": v for (n, k), v in table.items()},
-           "all_cases_ok": oks}, open(os.path.join(out, "tune-gemm.json"), "w"), indent=1)
+           "all_cases_ok": oks, "bitwise_shipped": same},
+          open(os.path.join(out, "tune-gemm.json"), "w"), indent=1)
+print("bitwise the shipped kernel's outputs on all cases: " +
+      ", ".join(f"{n} {'yes' if same[n] else 'NO'}" for n, _, _ in rows))
 print(f"us a launch (mean of 20, buffers rotated over 512 MB), TFLOP/s and its share of the measured "
       f"mma.sync f16 peak; {peak}")
 print("| case | " + " | ".join(f"{n} ({r}){'' if oks.get(n) else ' FAIL'}" for n, _, r in rows) + " |")
@@ -116,6 +129,8 @@ write)
 import json, sys
 path, patch = sys.argv[1], json.loads(sys.argv[2])
 s = json.load(open(path))
+if "arch" in patch:
+    s["device"]["arch"] = patch.pop("arch")
 s["gemm"].update(patch)
 json.dump(s, open(path, "w"), indent=2)
 open(path, "a").write("\n")

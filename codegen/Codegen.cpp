@@ -584,7 +584,9 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
     gpu::GPUToNVVMPipelineOptions options;
-    options.cubinChip = target;
+    // The schedule's device.arch where it names an architecture-specific variant of the
+    // target (sm_90's "sm_90a": wgmma), else the target.
+    options.cubinChip = schedule && schedule->arch.rfind(target, 0) == 0 ? schedule->arch : target;
     options.cubinFormat = "isa";
     gpu::buildLowerToNVVMPassPipeline(pm, options);
   } else {

@@ -8,10 +8,11 @@
 // (swz-apply-schedule: compiler/schedules/<target>.json, "gemm": tile_m / tile_n /
 // tile_k, warps, stages, mma, copy, swizzle) and swz-lower-tiles writes gpu.module
 // @swz_gemm_f16 with the kernel gpu.func @gemm_f16 (compiler/mlir/LowerTiles.cpp;
-// Passes.td describes the kernel). With sm_80 / sm_90's schedule: 4 warps compute a
-// 64x64 tile of y through a 3-stage cp.async ring of 64-wide k tiles in
-// Swizzle<3,3,3> shared memory, ldmatrix.x4 + mma.sync.m16n8k16; 48 KiB static
-// shared memory. To see it:
+// Passes.td describes the kernel). With sm_80's schedule: 4 warps compute a 64x64 tile
+// of y through a 3-stage cp.async ring of 64-wide k tiles in Swizzle<3,3,3> shared
+// memory, ldmatrix.x4 + mma.sync.m16n8k16; with sm_90's, one warpgroup multiplies the
+// same tiles with wgmma.mma_async.m64n64k16 (PTX for sm_90a); 48 KiB static shared
+// memory either way. To see it:
 //   swizzle-opt codegen/kernels/gemm_f16.mlir \
 //     -swz-apply-schedule=schedule=compiler/schedules/sm_90.json -swz-lower-tiles
 //

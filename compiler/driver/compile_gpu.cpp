@@ -291,6 +291,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // 2. Compile each kernel source once; assemble each PTX module with ptxas -v.
   const std::string root = cudaRoot();
   const std::string ptxas = ptx ? findPtxas(root) : "";
+  // The PTX's own target: the schedule's arch where it is a variant of the target
+  // (sm_90.json: "sm_90a", for wgmma), as compileGpuKernels lowers it.
+  const std::string ptxArch = sched.arch.rfind(m.target, 0) == 0 ? sched.arch : m.target;
   if (ptx && ptxas.empty() && log.info)
     log.info("ptxas not found (set CUDA_ROOT): registers, shared memory and spills are "
              "not recorded and the PTX is not assembled");
@@ -313,7 +316,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                          "them from (set CUDA_ROOT to a CUDA installation with "
                          "nvvm/libdevice)");
     if (!ptxas.empty())
-      resources[source] = runPtxas(ptxas, ks.front().binary, m.target, ks.front().module);
+      resources[source] = runPtxas(ptxas, ks.front().binary, ptxArch, ks.front().module);
     return ks;
   };
 
@@ -384,7 +387,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         throw CompileError("ptxas reported no register count for entry " + k->entry + " of " +
                            file);
       const PtxasInfo &pi = r->second;
-      launch["ptxas"] = {{"arch", m.target},
+      launch["ptxas"] = {{"arch", ptxArch},
                          {"registers", pi.registers},
                          {"shared_bytes", pi.sharedBytes},
                          {"stack_bytes", pi.stackBytes},

@@ -5,7 +5,9 @@
 // numbers). The structure follows CUTLASS's sm80 multistage mainloop (cp.async ring of
 // `stages` k tiles, ldmatrix.x4 fragments, mma.sync.m16n8k16; NVIDIA, "CUTLASS: Efficient
 // GEMM in CUDA", docs/efficient_gemm.md) with the shared-memory permutation left to
-// swz-materialize-swizzle.
+// swz-materialize-swizzle; on sm_90a the same ring feeds wgmma.mma_async through
+// shared-memory matrix descriptors (PTX ISA 8.0, 9.7.15: "Asynchronous Warpgroup Level
+// Matrix Multiply-Accumulate"), as CUTLASS's sm90 cp.async GMMA mainloop does.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/Passes.h"
@@ -14,6 +16,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -25,6 +29,7 @@
 #include "mlir/Transforms/CSE.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
 #include <string>
 
 namespace swz {
@@ -50,6 +55,9 @@ struct GemmGeometry {
   int64_t tilesN = 0;                 ///< 8-column B tiles a warp (warpN / 8, even)
   int64_t chunksPerRow = 0;           ///< 16-byte chunks in a shared row (tileK / 8)
   int64_t rowsPerPass = 0;            ///< rows one copy pass of all threads fills
+  /// Hopper: each warpgroup (4 warps) multiplies 64 rows by the whole tile_n with
+  /// wgmma.mma_async.m64n<tile_n>k16, A and B read from shared memory by descriptor.
+  bool wgmma = false;
 };
 
 /// The geometry of `op`, or an error on `op` naming what does not fit.
@@ -61,10 +69,6 @@ FailureOr<GemmGeometry> gemmGeometry(GemmTileOp op) {
     return op.emitError() << "swz-lower-tiles generates f16 GEMMs; @" << op.getSymName()
                           << " has " << op.getElementType() << " elements";
   StringRef mma = op.getMma().value_or(""), copy = op.getCopy().value_or("");
-  if (mma != "mma.sync.m16n8k16" || copy != "cp.async.cg.16")
-    return op.emitError() << "swz-lower-tiles emits mma.sync.m16n8k16 with cp.async.cg.16 "
-                             "copies; the schedule asks for mma \""
-                          << mma << "\" with copy \"" << copy << "\"";
   GemmGeometry g;
   g.tileM = *op.getTileM();
   g.tileN = *op.getTileN();
@@ -72,28 +76,58 @@ FailureOr<GemmGeometry> gemmGeometry(GemmTileOp op) {
   g.warps = *op.getWarps();
   g.stages = *op.getStages();
   g.threads = 32 * g.warps;
+  const std::string wgmmaName = "wgmma.m64n" + std::to_string(g.tileN) + "k16";
+  g.wgmma = mma == wgmmaName;
+  if ((mma != "mma.sync.m16n8k16" && !g.wgmma) || copy != "cp.async.cg.16")
+    return op.emitError() << "swz-lower-tiles emits mma.sync.m16n8k16 or " << wgmmaName
+                          << " (tile_n wide) with cp.async.cg.16 copies; the schedule asks for "
+                             "mma \""
+                          << mma << "\" with copy \"" << copy << "\"";
   if (!llvm::isPowerOf2_64(g.warps))
     return op.emitError() << "swz-lower-tiles: warps must be a power of two, got " << g.warps;
   if (g.stages < 2)
     return op.emitError() << "swz-lower-tiles: the cp.async ring needs stages >= 2, got "
                           << g.stages;
-  // Halve the dimension whose per-warp extent is longer (rows first on a tie).
-  g.warpRows = g.warpCols = 1;
-  while (g.warpRows * g.warpCols < g.warps) {
-    if (g.tileM / g.warpRows >= g.tileN / g.warpCols)
-      g.warpRows *= 2;
-    else
-      g.warpCols *= 2;
+  if (g.wgmma) {
+    // wgmma.m64nNk16 (PTX ISA 9.7.15): a warpgroup owns 64 rows and N = tile_n columns
+    // (8..256, a multiple of 8 for f16); A and B K-major in shared memory with the
+    // 128-byte swizzle, i.e. 64-element rows under Swizzle<3,3,3> (CuTe's
+    // Swizzle<3,4,3> on bytes), each stage's tiles on 1024-byte boundaries.
+    auto sw = op.getSmemLayoutAttr();
+    if (g.tileM % 64 != 0 || g.warps != 4 * (g.tileM / 64))
+      return op.emitError() << "swz-lower-tiles: " << wgmmaName << " needs a warpgroup (4 warps) "
+                            << "per 64 rows of tile_m; got tile_m " << g.tileM << " on "
+                            << g.warps << " warps";
+    if (g.tileN < 8 || g.tileN > 256 || g.tileN % 8 != 0)
+      return op.emitError() << "swz-lower-tiles: wgmma's N (tile_n) must be a multiple of 8 "
+                               "in [8, 256], got "
+                            << g.tileN;
+    if (g.tileK != 64 || !sw || sw.getBits() != 3 || sw.getBase() != 3 || sw.getShift() != 3)
+      return op.emitError() << "swz-lower-tiles: wgmma reads its shared tiles through the "
+                               "128-byte swizzle: tile_k 64 with #swz.swizzle<3, 3, 3>";
+    g.warpRows = g.warps;
+    g.warpCols = 1;
+    g.warpM = 16;
+    g.warpN = g.tileN;
+  } else {
+    // Halve the dimension whose per-warp extent is longer (rows first on a tie).
+    g.warpRows = g.warpCols = 1;
+    while (g.warpRows * g.warpCols < g.warps) {
+      if (g.tileM / g.warpRows >= g.tileN / g.warpCols)
+        g.warpRows *= 2;
+      else
+        g.warpCols *= 2;
+    }
+    g.warpM = g.tileM / g.warpRows;
+    g.warpN = g.tileN / g.warpCols;
+    if (g.tileM % g.warpRows != 0 || g.tileN % g.warpCols != 0 || g.warpM % 16 != 0 ||
+        g.warpN % 16 != 0)
+      return op.emitError() << "swz-lower-tiles: the " << g.tileM << "x" << g.tileN
+                            << " tile over " << g.warps << " warps (" << g.warpRows << "x"
+                            << g.warpCols << ") gives " << g.tileM << "/" << g.warpRows << " x "
+                            << g.tileN << "/" << g.warpCols
+                            << " warp tiles; each must be a multiple of 16x16";
   }
-  g.warpM = g.tileM / g.warpRows;
-  g.warpN = g.tileN / g.warpCols;
-  if (g.tileM % g.warpRows != 0 || g.tileN % g.warpCols != 0 || g.warpM % 16 != 0 ||
-      g.warpN % 16 != 0)
-    return op.emitError() << "swz-lower-tiles: the " << g.tileM << "x" << g.tileN
-                          << " tile over " << g.warps << " warps (" << g.warpRows << "x"
-                          << g.warpCols << ") gives " << g.tileM << "/" << g.warpRows << " x "
-                          << g.tileN << "/" << g.warpCols
-                          << " warp tiles; each must be a multiple of 16x16";
   g.fragsM = g.warpM / 16;
   g.tilesN = g.warpN / 8;
   g.chunksPerRow = g.tileK / 8;
@@ -187,6 +221,98 @@ Value createGroup(OpBuilder &b, Location loc) {
       loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
 }
 
+/// The start of K-loop iteration `kt` (both multiplies): wait until k tile kt has landed
+/// (stages-2 younger groups may stay in flight), with `asyncProxy` make it visible to the
+/// async proxy wgmma reads shared memory through (fence.proxy.async, PTX ISA 9.7.15.1),
+/// barrier (the tile is visible to every warp, and every warp has finished reading the
+/// stage the next copy overwrites, (kt - 1) % stages), start k tile kt + stages - 1.
+/// Returns the ring stage of k tile kt.
+Value beginKTile(OpBuilder &lb, Location l, const GemmGeometry &g, const GemmValues &v, Value kt,
+                 Value nk, Value token, bool asyncProxy) {
+  Ix li{lb, l};
+  lb.create<nvgpu::DeviceAsyncWaitOp>(l, token, lb.getI32IntegerAttr(g.stages - 2));
+  if (asyncProxy)
+    lb.create<NVVM::FenceProxyOp>(
+        l, NVVM::ProxyKindAttr::get(lb.getContext(), NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(lb.getContext(), NVVM::SharedSpace::shared_cta));
+  lb.create<gpu::BarrierOp>(l);
+  Value ktn = li.add(kt, g.stages - 1);
+  lb.create<scf::IfOp>(l, li.ult(ktn, nk), [&](OpBuilder &tb, Location tl) {
+    emitStageCopy(tb, tl, g, v, ktn, Ix{tb, tl}.rem(ktn, g.stages));
+    tb.create<scf::YieldOp>(tl);
+  });
+  createGroup(lb, l);
+  return li.rem(kt, g.stages);
+}
+
+/// The wgmma K loop (sm_90a): per k tile, beginKTile, then tile_k / 16
+/// wgmma.mma_async.m64n<tile_n>k16 of the warpgroup's 64 rows, committed and waited for
+/// before the next barrier lets any thread overwrite the stage. Returns the accessor of
+/// the accumulators in mma.sync's m16n8 fragment order: wgmma's D register 4 n + 2 i + j
+/// of warp w in the warpgroup is row 16 w + lane / 4 + 8 i, column 8 n + 2 (lane % 4) + j.
+std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)>
+emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v, Value nk,
+              Value token) {
+  MLIRContext *ctx = b.getContext();
+  Ix ix{b, loc};
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  const int64_t nRegs = g.tileN / 2;
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(nRegs, f32));
+  Value acc = b.create<LLVM::UndefOp>(loc, accType);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(0.0f));
+  for (int64_t r = 0; r < nRegs; ++r)
+    acc = b.create<LLVM::InsertValueOp>(loc, acc, zero, ArrayRef<int64_t>{r});
+  auto base = [&](Value tile) {
+    Value p = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, tile);
+    return b.create<arith::IndexCastOp>(loc, i64, p).getResult();
+  };
+  Value baseX = base(v.sx), baseW = base(v.sw);
+  Value warpgroup = ix.div(v.tid, 128);
+  // Shared-memory matrix descriptor (PTX ISA 9.7.15.5.1): start address >> 4 in bits
+  // [0, 14), leading-dimension byte offset >> 4 in [16, 30) (unused by K-major swizzled
+  // layouts: 1), stride byte offset >> 4 in [32, 46) (8 rows of 128 bytes: 1024),
+  // swizzle mode in [62, 64) (1: 128-byte).
+  const int64_t descBits = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32) | (int64_t(1) << 16);
+  auto i64c = [&](OpBuilder &ob, Location l, int64_t x) {
+    return ob.create<arith::ConstantOp>(l, ob.getI64IntegerAttr(x)).getResult();
+  };
+  auto loop = b.create<scf::ForOp>(
+      loc, ix.c(0), nk, ix.c(1), ValueRange{acc},
+      [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
+        Ix li{lb, l};
+        Value st = beginKTile(lb, l, g, v, kt, nk, token, /*asyncProxy=*/true);
+        // Byte offsets of this stage's tiles (rows of tile_k halves = 128 bytes).
+        Value rowA = li.add(li.mul(st, g.tileM), li.mul(warpgroup, 64));
+        Value offA = lb.create<arith::IndexCastOp>(l, i64, li.mul(rowA, 2 * g.tileK));
+        Value offB = lb.create<arith::IndexCastOp>(l, i64, li.mul(st, g.tileN * 2 * g.tileK));
+        Value addrA = lb.create<arith::AddIOp>(l, baseX, offA);
+        Value addrB = lb.create<arith::AddIOp>(l, baseW, offB);
+        auto desc = [&](Value addr, int64_t kk) {
+          Value a = lb.create<arith::AddIOp>(l, addr, i64c(lb, l, 2 * kk));
+          Value field = lb.create<arith::ShRUIOp>(
+              l, lb.create<arith::AndIOp>(l, a, i64c(lb, l, 0x3FFFF)), i64c(lb, l, 4));
+          return lb.create<arith::OrIOp>(l, field, i64c(lb, l, descBits)).getResult();
+        };
+        lb.create<NVVM::WgmmaFenceAlignedOp>(l);
+        Value a = accs[0];
+        for (int64_t kk = 0; kk < g.tileK; kk += 16)
+          a = lb.create<NVVM::WgmmaMmaAsyncOp>(
+              l, accType, a, desc(addrA, kk), desc(addrB, kk),
+              NVVM::MMAShapeAttr::get(ctx, 64, int(g.tileN), 16), NVVM::WGMMATypes::f16,
+              NVVM::WGMMATypes::f16, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+              NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr{});
+        lb.create<NVVM::WgmmaGroupSyncAlignedOp>(l);
+        lb.create<NVVM::WgmmaWaitGroupSyncOp>(l, lb.getI32IntegerAttr(0));
+        lb.create<scf::YieldOp>(l, a);
+      });
+  Value result = loop.getResult(0);
+  return [result, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
+    (void)m; // one 16-row slice a warp
+    return eb.create<LLVM::ExtractValueOp>(loc, result, ArrayRef<int64_t>{4 * n + 2 * i + j});
+  };
+}
+
 /// Writes the kernel of `op` into `gm`.
 void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   MLIRContext *ctx = op.getContext();
@@ -199,8 +325,10 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     return MemRefType::get({g.stages * rows, g.tileK}, f16, MemRefLayoutAttrInterface{}, wg);
   };
   auto global = [&](StringRef name, MemRefType type) {
+    // wgmma's 128-byte swizzle repeats every 8 rows of 128 bytes: tiles on 1024 bytes.
     auto gl = b.create<memref::GlobalOp>(loc, name, b.getStringAttr("private"), type,
-                                         Attribute{}, false, b.getI64IntegerAttr(128));
+                                         Attribute{}, false,
+                                         b.getI64IntegerAttr(g.wgmma ? 1024 : 128));
     if (auto layout = op.getSmemLayoutAttr())
       gl->setAttr("swz.smem_layout", layout);
     if (op.getConflictFree())
@@ -279,63 +407,64 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     token = createGroup(b, loc);
   }
 
-  // Main loop: wait until k tile kt has landed (stages-2 younger groups may stay in
-  // flight), make it visible to every warp (the barrier also retires every warp's reads
-  // of the stage the next copy overwrites, (kt - 1) % stages), start k tile
-  // kt + stages - 1, then multiply.
-  const int64_t nAcc = g.fragsM * g.tilesN;
-  auto accType = VectorType::get({2, 2}, f32);
-  auto fragA = VectorType::get({4, 2}, f16), fragB = VectorType::get({2, 2}, f16);
-  Value zero = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(accType, 0.0f));
-  Value zeroB = b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(fragB, b.getF16FloatAttr(0.0).getValue()));
-  SmallVector<Value> accInit(nAcc, zero);
-  auto mainLoop = b.create<scf::ForOp>(
-      loc, ix.c(0), nk, ix.c(1), accInit,
-      [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
-        Ix li{lb, l};
-        lb.create<nvgpu::DeviceAsyncWaitOp>(l, token, lb.getI32IntegerAttr(g.stages - 2));
-        lb.create<gpu::BarrierOp>(l);
-        Value ktn = li.add(kt, g.stages - 1);
-        lb.create<scf::IfOp>(l, li.ult(ktn, nk), [&](OpBuilder &tb, Location tl) {
-          emitStageCopy(tb, tl, g, v, ktn, Ix{tb, tl}.rem(ktn, g.stages));
-          tb.create<scf::YieldOp>(tl);
-        });
-        createGroup(lb, l);
-        Value st = li.rem(kt, g.stages);
-        Value ar = li.add(li.mul(st, g.tileM), v.aRow);
-        Value br = li.add(li.mul(st, g.tileN), v.bRow);
-        auto kLoop = lb.create<scf::ForOp>(
-            l, li.c(0), li.c(g.tileK), li.c(16), accs,
-            [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
-              Ix ki{kb, kl};
-              Value ak = ki.add(kk, v.aK), bk = ki.add(kk, v.bK);
-              SmallVector<Value> fa, fb;
-              for (int64_t m = 0; m < g.fragsM; ++m)
-                fa.push_back(kb.create<nvgpu::LdMatrixOp>(kl, fragA, v.sx,
-                                                          ValueRange{ki.add(ar, 16 * m), ak},
-                                                          false, 4));
-              for (int64_t p = 0; p < g.tilesN / 2; ++p) {
-                Value four = kb.create<nvgpu::LdMatrixOp>(
-                    kl, fragA, v.sw, ValueRange{ki.add(br, 16 * p), bk}, false, 4);
-                for (int64_t half = 0; half < 2; ++half) {
-                  Value frag = zeroB;
-                  for (int64_t r = 0; r < 2; ++r) {
-                    Value row = kb.create<vector::ExtractOp>(kl, four, ArrayRef<int64_t>{2 * half + r});
-                    frag = kb.create<vector::InsertOp>(kl, row, frag, ArrayRef<int64_t>{r});
+  // Main loop: beginKTile, then multiply k tile kt's stage.
+  // value(m, n, i, j): element [i][j] of the warp's m16n8 accumulator tile (m, n) after
+  // the K loop, i.e. y[row0 + wrow + 16 m + lane / 4 + 8 i][col0 + wcol + 8 n +
+  // 2 (lane % 4) + j] before the bias.
+  std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)> value;
+  if (g.wgmma) {
+    value = emitWgmmaLoop(b, loc, g, v, nk, token);
+  } else {
+    const int64_t nAcc = g.fragsM * g.tilesN;
+    auto accType = VectorType::get({2, 2}, f32);
+    auto fragA = VectorType::get({4, 2}, f16), fragB = VectorType::get({2, 2}, f16);
+    Value zero = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(accType, 0.0f));
+    Value zeroB = b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(fragB, b.getF16FloatAttr(0.0).getValue()));
+    SmallVector<Value> accInit(nAcc, zero);
+    auto mainLoop = b.create<scf::ForOp>(
+        loc, ix.c(0), nk, ix.c(1), accInit,
+        [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
+          Ix li{lb, l};
+          Value st = beginKTile(lb, l, g, v, kt, nk, token, /*asyncProxy=*/false);
+          Value ar = li.add(li.mul(st, g.tileM), v.aRow);
+          Value br = li.add(li.mul(st, g.tileN), v.bRow);
+          auto kLoop = lb.create<scf::ForOp>(
+              l, li.c(0), li.c(g.tileK), li.c(16), accs,
+              [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
+                Ix ki{kb, kl};
+                Value ak = ki.add(kk, v.aK), bk = ki.add(kk, v.bK);
+                SmallVector<Value> fa, fb;
+                for (int64_t m = 0; m < g.fragsM; ++m)
+                  fa.push_back(kb.create<nvgpu::LdMatrixOp>(kl, fragA, v.sx,
+                                                            ValueRange{ki.add(ar, 16 * m), ak},
+                                                            false, 4));
+                for (int64_t p = 0; p < g.tilesN / 2; ++p) {
+                  Value four = kb.create<nvgpu::LdMatrixOp>(
+                      kl, fragA, v.sw, ValueRange{ki.add(br, 16 * p), bk}, false, 4);
+                  for (int64_t half = 0; half < 2; ++half) {
+                    Value frag = zeroB;
+                    for (int64_t r = 0; r < 2; ++r) {
+                      Value row = kb.create<vector::ExtractOp>(kl, four, ArrayRef<int64_t>{2 * half + r});
+                      frag = kb.create<vector::InsertOp>(kl, row, frag, ArrayRef<int64_t>{r});
+                    }
+                    fb.push_back(frag);
                   }
-                  fb.push_back(frag);
                 }
-              }
-              SmallVector<Value> out;
-              for (int64_t m = 0; m < g.fragsM; ++m)
-                for (int64_t n = 0; n < g.tilesN; ++n)
-                  out.push_back(kb.create<nvgpu::MmaSyncOp>(
-                      kl, fa[m], fb[n], acc[m * g.tilesN + n], ArrayRef<int64_t>{16, 8, 16}));
-              kb.create<scf::YieldOp>(kl, out);
-            });
-        lb.create<scf::YieldOp>(l, kLoop.getResults());
-      });
+                SmallVector<Value> out;
+                for (int64_t m = 0; m < g.fragsM; ++m)
+                  for (int64_t n = 0; n < g.tilesN; ++n)
+                    out.push_back(kb.create<nvgpu::MmaSyncOp>(
+                        kl, fa[m], fb[n], acc[m * g.tilesN + n], ArrayRef<int64_t>{16, 8, 16}));
+                kb.create<scf::YieldOp>(kl, out);
+              });
+          lb.create<scf::YieldOp>(l, kLoop.getResults());
+        });
+    SmallVector<Value> accs(mainLoop.getResults());
+    value = [&g, accs, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
+      return eb.create<vector::ExtractOp>(loc, accs[m * g.tilesN + n], ArrayRef<int64_t>{i, j});
+    };
+  }
   // Nothing may be left in flight when the block exits (the tail groups are empty).
   b.create<nvgpu::DeviceAsyncWaitOp>(loc, token, b.getI32IntegerAttr(0));
 
@@ -374,8 +503,7 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
       for (int64_t n = 0; n < g.tilesN; ++n)
         for (int64_t j = 0; j < 2; ++j) {
           const Col &c = cols[2 * n + j];
-          Value val = b.create<vector::ExtractOp>(loc, mainLoop.getResult(m * g.tilesN + n),
-                                                  ArrayRef<int64_t>{i, j});
+          Value val = value(b, m, n, i, j);
           b.create<scf::IfOp>(loc, ix.both(rin, c.in), [&](OpBuilder &tb, Location l) {
             Value s = tb.create<arith::AddFOp>(l, val, c.bias);
             tb.create<memref::StoreOp>(l, s, v.y, ValueRange{row, c.col});

@@ -322,6 +322,11 @@ LogicalResult swizzleUses(Value buffer, SwizzleAttr sw, Operation *owner) {
                               << " columns of " << type;
   for (OpOperand &use : llvm::make_early_inc_range(buffer.getUses())) {
     Operation *user = use.getOwner();
+    // The tile's base address (swz-lower-tiles' wgmma descriptors): the hardware applies
+    // the swizzle the descriptor names to the addresses it forms, which is this layout
+    // (LowerTiles.cpp checks that the two agree).
+    if (isa<memref::ExtractAlignedPointerAsIndexOp>(user))
+      continue;
     if (!isIndexedAccess(user))
       return user->emitError()
              << "swz-materialize-swizzle does not know how to swizzle the indices "

@@ -157,11 +157,16 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     schedule describes: y[T, N] (f32) = x[T, K] (f16) · W[N, K]ᵀ (f16) (+ bias[N]
     when the i32 argument has_bias is not 0), arguments (x, w, y, bias, has_bias).
 
-    A thread block of `warps` warps computes a `tile_m x tile_n` block of y; the
-    warps form a grid (the dimension with the longer per-warp extent is halved
-    first: 4 warps on 64x64 are 2x2), each warp owning 16-row A fragments
-    (`ldmatrix.x4`) and 8-column B tiles (one `ldmatrix.x4` per 16 columns) and
-    issuing `mma.sync.m16n8k16` per 16-wide k step. The K loop moves
+    A thread block of `warps` warps computes a `tile_m x tile_n` block of y. With
+    `mma = "mma.sync.m16n8k16"` the warps form a grid (the dimension with the
+    longer per-warp extent is halved first: 4 warps on 64x64 are 2x2), each warp
+    owning 16-row A fragments (`ldmatrix.x4`) and 8-column B tiles (one
+    `ldmatrix.x4` per 16 columns) and issuing `mma.sync.m16n8k16` per 16-wide k
+    step. With `mma = "wgmma.m64n<tile_n>k16"` (sm_90a) each warpgroup of 4 warps
+    owns 64 rows and issues `wgmma.mma_async` on them and the whole tile_n, A and
+    B read from shared memory by descriptor (tile_k 64 under Swizzle<3,3,3>: the
+    128-byte swizzle; tiles on 1024 bytes; `fence.proxy.async` before the
+    barrier that publishes a k tile). The K loop moves
     `tile_k`-wide tiles of x and W through a `stages`-deep ring of 16-byte
     `cp.async.cg` copies into two shared tiles (`gemm_x`: stages x tile_m rows,
     `gemm_w`: stages x tile_n rows, tile_k columns) that carry the schedule's
@@ -175,12 +180,14 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     the same mma.sync k16 steps in the same order, whatever the tile.
 
     Fails (naming the field) when the schedule asks for what this generator
-    does not emit (another MMA or copy instruction, elements other than f16),
+    does not emit (another MMA or copy instruction such as TMA, elements other
+    than f16, wgmma without a warpgroup per 64 rows or the 128-byte swizzle),
     when the tile does not split over the warps and threads (warp tiles must be
     multiples of 16x16, a copy pass must cover whole rows), or when the tiles
     need more than the 48 KiB of static shared memory a block may declare.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::nvgpu::NVGPUDialect",
                            "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"];
 }

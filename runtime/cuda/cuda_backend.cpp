@@ -106,6 +106,18 @@ std::string module_name(const std::string& file) {
 
 }  // namespace
 
+std::string ptx_arch_mismatch(const std::string& ptx, const std::string& device_arch) {
+  const size_t at = ptx.find(".target ");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 8;
+  const std::string target = ptx.substr(begin, ptx.find_first_of(" ,\t\r\n", begin) - begin);
+  if (target.size() < 4 || target.back() != 'a' || target.substr(0, target.size() - 1) == device_arch) return "";
+  return "is PTX for " + target + ", which runs on " + target.substr(0, target.size() - 1) +
+         " devices only (architecture-specific instructions such as wgmma); this device is " + device_arch +
+         ": recompile the model with swizzlec compile --target sm_89 (mma.sync kernels, PTX that every GPU from "
+         "sm_89 up runs)";
+}
+
 std::string arch_mismatch(const std::string& target, int major, int minor, const std::string& device) {
   const std::string dev_arch = "sm_" + std::to_string(major) + std::to_string(minor);
   const int dev = major * 10 + minor;
@@ -261,6 +273,7 @@ struct CudaBackend::Impl {
   CUmodule load_module(const std::string& package_dir, const std::string& file) {
     const std::string path = package_dir + "/" + file;
     const std::string ptx = backend::read_kernel_file(package_dir, file);
+    if (std::string why = ptx_arch_mismatch(ptx, info.arch); !why.empty()) throw Error("cuda: kernel file " + path + " " + why);
     const uint64_t ptx_hash = fnv1a(ptx.data(), ptx.size());
     const std::string module = module_name(file);
     const std::string tail = info.arch + "." + std::to_string(driver_version) + ".cubin";

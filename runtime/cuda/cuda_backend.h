@@ -90,4 +90,11 @@ class CudaBackend final : public backend::Backend {
 /// recompile with swizzlec compile --target sm_80").
 std::string arch_mismatch(const std::string& target, int major, int minor, const std::string& device);
 
+/// The kernel-file check of load_kernels(), for tests: empty unless the PTX text `ptx`
+/// names an architecture-specific target (".target sm_90a": the wgmma prefill GEMM that
+/// compiler/schedules/sm_90.json generates) other than `device_arch` ("sm_90"); then the
+/// reason, beginning "is PTX for sm_90a, which runs on sm_90 devices only", with the
+/// target to recompile for. The driver's JIT would refuse such PTX with a bare error code.
+std::string ptx_arch_mismatch(const std::string& ptx, const std::string& device_arch);
+
 }  // namespace swz::cuda

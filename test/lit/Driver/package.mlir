@@ -10,7 +10,7 @@
 // RUN: %swizzlec compile %t/qwen2.gguf --target spirv -o %t/qwen2-spv.swz
 // RUN: %spirv-val --target-env vulkan1.1 %t/qwen2-spv.swz/swz_gemv_q8_0.spv
 // RUN: %spirv-val --target-env vulkan1.1 %t/qwen2-spv.swz/swz_attention_f16kv.spv
-// RUN: %ptxas -arch=sm_90 %t/qwen2.swz/swz_gemm_f16.ptx -o /dev/null
+// RUN: %ptxas -arch=sm_90a %t/qwen2.swz/swz_gemm_f16.ptx -o /dev/null
 // qwen3 (q/k head_norm, head_dim 128: the tensor-core hd128 flash kernel, Q4_K).
 // RUN: %swizzlec synth --preset qwen3-0.6b --type q4_k --n-layer 1 --n-embd 256 --n-head 4 --n-head-kv 2 --head-dim 128 --n-ff 512 --n-vocab 512 -o %t/qwen3.gguf
 // RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen3.gguf --target sm_90 -o %t/qwen3.swz -v 2>&1 | FileCheck %s --check-prefix=QWEN3
@@ -34,14 +34,14 @@
 // MMA: kernel sm_90.matmul_q4_k_mma_w8_q8x: swz_gemv_q8x.ptx, {{[0-9]+}} registers, 8192 B smem, 0 B stack, spills 0/0 B
 // QWEN3-DAG: kernel sm_90.dequant_q4_k_f16: swz_dequant_f16.ptx
 // QWEN3: wrote {{.*}}qwen3.swz
-// A schedule edit regenerates the prefill GEMM (swz-lower-tiles): tile_k 32 with the
-// Swizzle<2,3,3> that 64-byte rows need gives 3 stages x (64 + 64) rows x 32 halves =
-// 24 KiB of shared memory, conflict-free; tile_k 32 with the 128-byte rows' Swizzle<3,3,3>
-// is refused, once, naming the mismatch.
+// A schedule edit regenerates the prefill GEMM (swz-lower-tiles): one warpgroup of
+// wgmma.m64n128k16 on a 64x128 tile, 2 stages x (64 + 128) rows x 64 halves = 48 KiB,
+// conflict-free; tile_k 32 with the 128-byte rows' Swizzle<3,3,3> is refused, once,
+// naming the mismatch.
 // RUN: mkdir -p %t/sched %t/regen
-// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; s['gemm']['swizzle']['bits']=2; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/regen/sm_90.json
+// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm'].update(tile_n=128, stages=2, mma='wgmma.m64n128k16'); json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/regen/sm_90.json
 // RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/regen.swz --schedule-dir %t/regen -v 2>&1 | FileCheck %s --check-prefix=REGEN
-// REGEN: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 24576 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
+// REGEN: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
 // RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/sched/sm_90.json
 // RUN: not %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/bad.swz --schedule-dir %t/sched 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: error: target sm_90: swz-outline-kernels failed:
@@ -93,4 +93,4 @@
 // on PTX in two passes: each part of 4096 logits (here one) to argmax_part_v / _i, then
 // their first maximum into argmax_ids.
 // MANIFEST-SAME: "sampling":{"argmax":{"in":["logits"],"launches":[{"args":[{"buffer":"logits","shape":["T*512"]},{"bytes":"max_T*4","scratch":"argmax_part_v","shape":["T"]},{"bytes":"max_T*4","scratch":"argmax_part_i","shape":["T"]},{"i32":"512"},{"i32":"4096"}],"dynamic_smem":"0","grid":["T","1","1"],"kernel":"sm_90.argmax_split_f32","phase":"all","rows":"output","scope":"batch"},{"args":[{"bytes":"max_T*4","scratch":"argmax_part_v","shape":["T"]},{"bytes":"max_T*4","scratch":"argmax_part_i","shape":["T"]},{"bytes":"max_T*4","scratch":"argmax_ids","shape":["T"]},{"i32":"1"},{"i32":"512"}],"dynamic_smem":"0","grid":["T","1","1"],"kernel":"sm_90.argmax_reduce_f32","phase":"all","rows":"output","scope":"batch"}],"op":"argmax","out":"argmax_ids","rows":"output"}}
-// MANIFEST-SAME: "entry":"sm_90.gemm_f16","file":"swz_gemm_f16.ptx","launch":{"abi":"mlir-memref-expanded","block":[128,1,1],"dynamic_smem":"0","function":"gemm_f16","grid":"ceil(N/64), ceil(T/64), 1","ptxas":{"arch":"sm_90","registers":{{[0-9]+}},"shared_bytes":49152,"spill_load_bytes":0,"spill_store_bytes":0,"stack_bytes":0},"smem_tiles":[{"claimed_conflict_free":true,"cp_async_16_degree":1,"layout":"{{[^"]*}}Swizzle<3,3,3>{{[^"]*}}","ldmatrix_x4_degree":1,"tile":"gemm_x"}{{.*}}"schedule":"sm_90.gemm"
+// MANIFEST-SAME: "entry":"sm_90.gemm_f16","file":"swz_gemm_f16.ptx","launch":{"abi":"mlir-memref-expanded","block":[128,1,1],"dynamic_smem":"0","function":"gemm_f16","grid":"ceil(N/64), ceil(T/64), 1","ptxas":{"arch":"sm_90a","registers":{{[0-9]+}},"shared_bytes":49152,"spill_load_bytes":0,"spill_store_bytes":0,"stack_bytes":0},"smem_tiles":[{"claimed_conflict_free":true,"cp_async_16_degree":1,"layout":"{{[^"]*}}Swizzle<3,3,3>{{[^"]*}}","ldmatrix_x4_degree":1,"tile":"gemm_x"}{{.*}}"schedule":"sm_90.gemm"

@@ -7,7 +7,7 @@
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-check-bank-conflicts -o /dev/null
 
 // SM80: swz.gemm_tile @ffn_up : f16 tile(64, 64, 64) warps(4) stages(3) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_80"}
-// SM90: swz.gemm_tile @ffn_up : f16 tile(64, 64, 64) warps(4) stages(3) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_90"}
+// SM90: swz.gemm_tile @ffn_up : f16 tile(64, 64, 64) warps(4) stages(3) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "wgmma.m64n64k16", target = "sm_90"}
 // SPIRV: swz.gemm_tile @ffn_up : f16 tile(64, 64, 32) warps(4) stages(2) smem(#swz.swizzle<2, 3, 3>) {copy = "load.16", mma = "fma", target = "spirv"}
 swz.gemm_tile @ffn_up : f16
 

@@ -2,16 +2,19 @@
 // edit (tile sizes, warps, stages, swizzle) changes the generated kernel, and the
 // bank-conflict proof runs on what the pass emits.
 //
-// The shipped sm_90 schedule: 64x64x64 tiles, 4 warps (2 x 2, 32x32 each), 3 stages.
+// The sm_80 schedule: 64x64x64 tiles, 4 warps (2 x 2, 32x32 each), 3 stages, mma.sync.
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_80.json -swz-lower-tiles \
+// RUN:   | FileCheck %s --check-prefix=SM80
+// The sm_90 schedule: 64x64x64 tiles, one warpgroup of wgmma.m64n64k16, 3 stages.
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
-// RUN:   | FileCheck %s --check-prefix=SM90
+// RUN:   | FileCheck %s --check-prefix=WGMMA
 // The same kernel source with the schedule edited: 32x64x32 tiles on 2 warps (1 x 2,
 // 32x32 each), 2 stages, Swizzle<2,3,3> for the 64-byte rows.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 32, "tile_n": 64, "tile_k": 32/' \
 // RUN:     -e 's/"warps": 4, "stages": 3,/"warps": 2, "stages": 2,/' \
 // RUN:     -e '20s/"bits": 3, "base": 3, "shift": 3/"bits": 2, "base": 3, "shift": 3/' \
-// RUN:     %schedules/sm_90.json > %t/small.json
+// RUN:     %schedules/sm_80.json > %t/small.json
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/small.json -swz-lower-tiles | FileCheck %s --check-prefix=SMALL
 // The swizzle of the edited schedule, materialised into the ldmatrix column index:
 // col ^ (((row * 32 + col) >> 3) & 24).
@@ -28,30 +31,30 @@
 
 swz.gemm_tile @gemm_f16 : f16
 
-// SM90: module attributes {gpu.container_module}
-// SM90: gpu.module @swz_gemm_f16
-// SM90-DAG: memref.global "private" @gemm_x : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
-// SM90-DAG: memref.global "private" @gemm_w : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
-// SM90: gpu.func @gemm_f16(%{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: i32) kernel
-// SM90-SAME: known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"
+// SM80: module attributes {gpu.container_module}
+// SM80: gpu.module @swz_gemm_f16
+// SM80-DAG: memref.global "private" @gemm_x : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// SM80-DAG: memref.global "private" @gemm_w : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// SM80: gpu.func @gemm_f16(%{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: i32) kernel
+// SM80-SAME: known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"
 // Prologue: k tiles 0 and 1 (stages - 1), four 16-row copy passes an operand each.
-// SM90: scf.for %{{.*}} = %c0 to %c4 step %c1
-// SM90: nvgpu.device_async_copy
-// SM90: nvgpu.device_async_create_group
-// SM90: scf.if
-// SM90: nvgpu.device_async_create_group
-// SM90-NOT: nvgpu.device_async_create_group
-// SM90: scf.for {{.*}} -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
-// SM90-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
-// SM90-NEXT: gpu.barrier
-// SM90: arith.remui %{{.*}}, %{{.*}} : index
-// SM90: scf.for {{.*}} -> (vector<2x2xf32>
-// SM90-COUNT-4: nvgpu.ldmatrix
-// SM90-COUNT-8: nvgpu.mma.sync
-// SM90: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// SM80: scf.for %{{.*}} = %c0 to %c4 step %c1
+// SM80: nvgpu.device_async_copy
+// SM80: nvgpu.device_async_create_group
+// SM80: scf.if
+// SM80: nvgpu.device_async_create_group
+// SM80-NOT: nvgpu.device_async_create_group
+// SM80: scf.for {{.*}} -> (vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
+// SM80-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// SM80-NEXT: gpu.barrier
+// SM80: arith.remui %{{.*}}, %{{.*}} : index
+// SM80: scf.for {{.*}} -> (vector<2x2xf32>
+// SM80-COUNT-4: nvgpu.ldmatrix
+// SM80-COUNT-8: nvgpu.mma.sync
+// SM80: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // 2 x 4 fragments of 4 elements, 32 masked stores.
-// SM90-COUNT-32: memref.store
-// SM90: gpu.return
+// SM80-COUNT-32: memref.store
+// SM80: gpu.return
 
 // SMALL-DAG: memref.global "private" @gemm_x : memref<64x32xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<2, 3, 3>}
 // SMALL-DAG: memref.global "private" @gemm_w : memref<128x32xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<2, 3, 3>}
@@ -82,3 +85,23 @@ swz.gemm_tile @gemm_f16 : f16
 // BANKS: remark: memref.global @gemm_w: tile 128x32 of 2-byte elements (64-byte rows, Swizzle<2,3,3>): ldmatrix.x4 1-way, cp.async.16 1-way
 
 // CONFLICT: error: memref.global @gemm_x claims conflict_free but ldmatrix.x4 on smem tile (64x32 of 2-byte elements (64-byte rows, row-major)) is {{[0-9]+}}-way bank-conflicted
+
+// WGMMA-DAG: memref.global "private" @gemm_x : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 1024 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// WGMMA-DAG: memref.global "private" @gemm_w : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 1024 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
+// WGMMA: known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/64), ceil(T/64), 1"
+// The tiles' base addresses, for the descriptors (128-byte swizzle, stride 1024 bytes).
+// WGMMA: memref.extract_aligned_pointer_as_index
+// WGMMA: memref.extract_aligned_pointer_as_index
+// WGMMA: scf.for {{.*}} iter_args({{.*}}) -> (!llvm.struct<(f32, f32,
+// WGMMA-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// Descriptor bits: 128-byte swizzle (1 << 62), stride 1024 bytes (64 << 32), LBO 1 (1 << 16).
+// WGMMA: arith.constant 4611686293305360384 : i64
+// WGMMA-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// 16 n8 tiles x 2 rows x 2 columns of D a thread, one masked store each.
+// WGMMA: llvm.extractvalue
+// WGMMA-COUNT-32: memref.store

@@ -130,6 +130,19 @@ TEST(CudaBackend, MissingSymbolNamesIt) {
   }
 }
 
+TEST(CudaArch, ArchSpecificPtxRunsOnItsArchitectureOnly) {
+  using swz::cuda::ptx_arch_mismatch;
+  const std::string wgmma = "//\n.version 8.0\n.target sm_90a\n.address_size 64\n";
+  EXPECT_EQ(ptx_arch_mismatch(wgmma, "sm_90"), "");
+  EXPECT_EQ(ptx_arch_mismatch(".version 8.0\n.target sm_90\n", "sm_120"), "");  // forward JIT
+  EXPECT_EQ(ptx_arch_mismatch(".version 7.8\n.target sm_89\n", "sm_100"), "");
+  EXPECT_EQ(ptx_arch_mismatch(wgmma, "sm_100"),
+            "is PTX for sm_90a, which runs on sm_90 devices only (architecture-specific instructions such as "
+            "wgmma); this device is sm_100: recompile the model with swizzlec compile --target sm_89 (mma.sync "
+            "kernels, PTX that every GPU from sm_89 up runs)");
+  EXPECT_NE(ptx_arch_mismatch(wgmma, "sm_89"), "");
+}
+
 TEST(CudaArch, ForwardCompatiblePtxOnly) {
   using swz::cuda::arch_mismatch;
   EXPECT_EQ(arch_mismatch("sm_90", 9, 0, "NVIDIA H200"), "");

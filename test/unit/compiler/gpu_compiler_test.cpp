@@ -36,9 +36,10 @@ std::string kernelSource(const char *name) {
 }
 
 TEST(GpuCompiler, GemmToPtx) {
-  // The tensor-core prefill GEMM every GPU package launches (codegen/kernels/gemm_f16.mlir).
+  // The tensor-core prefill GEMM every GPU package launches (codegen/kernels/gemm_f16.mlir),
+  // generated from the sm_80 schedule: mma.sync.
   std::vector<CompiledKernel> ks =
-      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", shipped("sm_80"));
   ASSERT_EQ(ks.size(), 1u);
   const CompiledKernel &k = ks[0];
   EXPECT_EQ(k.module, "swz_gemm_f16");
@@ -49,7 +50,7 @@ TEST(GpuCompiler, GemmToPtx) {
   ASSERT_EQ(k.arguments.size(), 5u);
   EXPECT_EQ(k.arguments[0], "memref<?x?xf16>");
   EXPECT_EQ(k.arguments[2], "memref<?x?xf32>");
-  EXPECT_NE(k.binary.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(k.binary.find(".target sm_80"), std::string::npos);
   EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
             std::string::npos);
   EXPECT_NE(k.binary.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
@@ -57,6 +58,24 @@ TEST(GpuCompiler, GemmToPtx) {
   // The swizzle was materialised (the XOR permutation is in the addressing).
   EXPECT_NE(k.binary.find("xor.b"), std::string::npos);
   EXPECT_EQ(k.binary.back(), '\n'); // no trailing NUL
+}
+
+TEST(GpuCompiler, GemmToPtxWithWgmmaOnSm90) {
+  // The sm_90 schedule: wgmma.m64n64k16 reading the shared tiles by descriptor, PTX for the
+  // schedule's arch sm_90a (wgmma is Hopper-specific).
+  std::vector<CompiledKernel> ks =
+      compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
+  ASSERT_EQ(ks.size(), 1u);
+  const CompiledKernel &k = ks[0];
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(k.grid, "ceil(N/64), ceil(T/64), 1");
+  EXPECT_NE(k.binary.find(".target sm_90a"), std::string::npos);
+  EXPECT_NE(k.binary.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+  EXPECT_NE(k.binary.find("fence.proxy.async.shared::cta"), std::string::npos);
+  EXPECT_EQ(k.binary.find("mma.sync.aligned"), std::string::npos);
+  EXPECT_EQ(k.binary.find("ldmatrix"), std::string::npos);
+  // The copies into the 128-byte-swizzled tiles still carry the XOR.
+  EXPECT_NE(k.binary.find("xor.b"), std::string::npos);
 }
 
 TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
@@ -76,10 +95,10 @@ TEST(GpuCompiler, GemmSmemTilesAreConflictFree) {
 TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
   // A schedule without the swizzle leaves the same tiles row-major with 128-byte rows:
   // ldmatrix.x4 is 8-way conflicted, so its `conflict_free` claim must stop compilation.
-  swz::schedule::TargetSchedule naive = *shipped("sm_90");
+  swz::schedule::TargetSchedule naive = *shipped("sm_80");
   naive.gemm.swizzle.reset();
   try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &naive);
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &naive);
     FAIL() << "expected the conflict_free claim to be rejected";
   } catch (const std::runtime_error &e) {
     EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
@@ -103,16 +122,17 @@ TEST(GpuCompiler, TileSpecsNeedASchedule) {
 }
 
 TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
-  // tile 128 x 64 x 32, 8 warps, 2 stages, Swizzle<2,3,3> for 64-byte rows: the launch
+  // sm_80's schedule edited to tile 128 x 64 x 32, 8 warps, 2 stages, Swizzle<2,3,3> for
+  // 64-byte rows (mma.sync): the launch
   // record, the shared tiles and the PTX follow.
-  swz::schedule::TargetSchedule s = *shipped("sm_90");
+  swz::schedule::TargetSchedule s = *shipped("sm_80");
   s.gemm.tileM = 128;
   s.gemm.tileN = 64;
   s.gemm.tileK = 32;
   s.gemm.warps = 8;
   s.gemm.stages = 2;
   s.gemm.swizzle = swz::bank::Swizzle{2, 3, 3};
-  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &s);
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{256, 1, 1}));
   EXPECT_EQ(ks[0].grid, "ceil(N/64), ceil(T/128), 1");
@@ -132,7 +152,7 @@ TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
   // What the generator does not emit is refused, naming the field.
   s.gemm.mma = "wgmma.m64n128k16";
   try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &s);
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
     FAIL() << "expected the mma kind to be refused";
   } catch (const std::runtime_error &e) {
     EXPECT_NE(std::string(e.what()).find("the schedule asks for mma \"wgmma.m64n128k16\""),
