@@ -47,10 +47,9 @@ schedule_for() {
   python3 - "$src/compiler/schedules/sm_90.json" "$1" "$2" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-patch = json.loads(sys.argv[2])
-if "arch" in patch:  # wgmma needs the arch-specific target sm_90a
-    s["device"]["arch"] = patch.pop("arch")
-s["gemm"].update(patch)
+s["gemm"].update(json.loads(sys.argv[2]))
+# wgmma needs the architecture-specific target sm_90a; mma.sync runs on any sm_90 and up.
+s["device"]["arch"] = "sm_90a" if s["gemm"]["mma"].startswith("wgmma") else "sm_90"
 json.dump(s, open(sys.argv[3], "w"), indent=2)
 PY
 }
@@ -122,16 +121,15 @@ for k in shapes:
 PY
   ;;
 write)
-  # The winner's gemm fields into the shipped schedule (keeps the file's layout otherwise).
+  # The winner's gemm fields into the shipped schedule (the file is rewritten as indented JSON).
   v=$(printf '%s\n' "${VARIANTS[@]}" | grep "^$name|") || { echo "no candidate $name" >&2; exit 2; }
   patch=${v#*|}
   python3 - "$src/compiler/schedules/sm_90.json" "$patch" <<'PY'
 import json, sys
 path, patch = sys.argv[1], json.loads(sys.argv[2])
 s = json.load(open(path))
-if "arch" in patch:
-    s["device"]["arch"] = patch.pop("arch")
 s["gemm"].update(patch)
+s["device"]["arch"] = "sm_90a" if s["gemm"]["mma"].startswith("wgmma") else "sm_90"
 json.dump(s, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY

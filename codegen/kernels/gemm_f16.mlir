@@ -16,7 +16,7 @@
 //   swizzle-opt codegen/kernels/gemm_f16.mlir \
 //     -swz-apply-schedule=schedule=compiler/schedules/sm_90.json -swz-lower-tiles
 //
-// Launch record: block (32 warps, 1, 1), grid (ceil(N/tile_n), ceil(T/tile_m), 1), no
+// Launch record: block (32 x warps, 1, 1), grid (ceil(N/tile_n), ceil(T/tile_m), 1), no
 // dynamic shared memory. Arguments: x: memref<?x?xf16> [T, K], w: memref<?x?xf16>
 // [N, K], y: memref<?x?xf32> [T, N] (all row-major, 16-byte aligned rows: K % 8 == 0),
 // bias: memref<?xf32> [N] (read only if has_bias != 0; pass any buffer otherwise),

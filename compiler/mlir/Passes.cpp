@@ -110,6 +110,15 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         failedAny = true;
         return;
       }
+      // wgmma is architecture-specific PTX (sm_90a): a schedule asking for it must lower
+      // there, or ptxas (or, without ptxas, the driver at load time) refuses the package.
+      if (StringRef(g.mma).starts_with("wgmma") && s.arch != "sm_90a") {
+        op.emitError() << "the " << s.target << " schedule's gemm asks for " << g.mma
+                       << ", which needs device.arch \"sm_90a\" (Hopper-specific PTX); it says \""
+                       << s.arch << "\"";
+        failedAny = true;
+        return;
+      }
       op.setTileMAttr(b.getI32IntegerAttr(g.tileM));
       op.setTileNAttr(b.getI32IntegerAttr(g.tileN));
       op.setTileKAttr(b.getI32IntegerAttr(g.tileK));
@@ -322,9 +331,9 @@ LogicalResult swizzleUses(Value buffer, SwizzleAttr sw, Operation *owner) {
                               << " columns of " << type;
   for (OpOperand &use : llvm::make_early_inc_range(buffer.getUses())) {
     Operation *user = use.getOwner();
-    // The tile's base address (swz-lower-tiles' wgmma descriptors): the hardware applies
-    // the swizzle the descriptor names to the addresses it forms, which is this layout
-    // (LowerTiles.cpp checks that the two agree).
+    // The tile's base address: its consumer forms the addresses itself and must apply the
+    // layout (swz-lower-tiles' wgmma descriptors name the 128-byte swizzle, which is this
+    // Swizzle<3,3,3> on 64-element rows; gemmGeometry refuses any other layout there).
     if (isa<memref::ExtractAlignedPointerAsIndexOp>(user))
       continue;
     if (!isIndexedAccess(user))

@@ -173,11 +173,14 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     `swz.smem_layout` and `conflict_free` claim, so swz-check-bank-conflicts
     proves and swz-materialize-swizzle applies the same layout. Rows beyond T or
     N and chunks beyond K are zero-filled (src-size 0); the epilogue stores only
-    rows < T and columns < N. Launch: block (32 warps, 1, 1), grid
+    rows < T and columns < N. Launch: block (32 x warps, 1, 1), grid
     `ceil(N/tile_n), ceil(T/tile_m), 1` (`swz.grid`), `swz.schedule = "gemm"`.
 
-    Every schedule gives bitwise the same y: each output's k sum runs through
-    the same mma.sync k16 steps in the same order, whatever the tile.
+    Every mma.sync schedule gives bitwise the same y: each output's k sum runs
+    through the same mma.sync k16 steps in the same order, whatever the tile. The
+    wgmma kernels' y was bitwise the mma.sync kernel's on every case measured on
+    the H200 (bench/tune_gemm.sh compares each candidate), an observation of the
+    hardware, not a guarantee of the ISA.
 
     Fails (naming the field) when the schedule asks for what this generator
     does not emit (another MMA or copy instruction such as TMA, elements other

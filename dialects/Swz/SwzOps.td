@@ -223,7 +223,8 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
     steps of `tile_k`. A and B tiles are staged in shared memory (`stages`-deep
     cp.async/TMA pipeline) as row-major `tile_m × tile_k` and `tile_n × tile_k`
     tiles of `element_type`, permuted by `smem_layout` if present (otherwise
-    plain row-major), and read into registers with `ldmatrix.x4`.
+    plain row-major), and read with `ldmatrix.x4` (mma.sync) or by shared-memory
+    descriptor (wgmma). `swz-lower-tiles` generates the kernel.
 
     The schedule fields (`tile`, `warps`, `stages`, `smem`, `mma`, `copy`) are
     absent until `swz-apply-schedule` fills them in from the target's schedule.

@@ -30,13 +30,15 @@ gen)
   ptxas=$(command -v ptxas || echo "$CUDA_ROOT/bin/ptxas")
   for chip in sm_80 sm_90; do
     rm -rf "${out:?}/$chip" && mkdir -p "$out/$chip"
+    # The PTX's own target: the schedule's device.arch (sm_90.json: sm_90a, for wgmma).
+    arch=$(sed -n 's/.*"arch": *"\(sm_[0-9]*a\{0,1\}\)".*/\1/p' "$src/compiler/schedules/$chip.json" | head -1)
     for k in $kernels; do
       # A source for one target only says so on its gpu.module (swz.targets = "spirv").
       grep -q 'swz.targets = "spirv"' "$src/codegen/kernels/$k.mlir" && continue
       # Tile specs (gemm_f16.mlir) become kernels by the chip's schedule, as in swizzlec.
       if ! "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/$k.mlir" \
           -swz-apply-schedule=schedule="$src/compiler/schedules/$chip.json" -swz-lower-tiles -swz-materialize-swizzle \
-          -gpu-lower-to-nvvm-pipeline="cubin-chip=$chip cubin-format=isa" \
+          -gpu-lower-to-nvvm-pipeline="cubin-chip=${arch:-$chip} cubin-format=isa" \
           -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null 2> "$out/$chip/$k.log"; then
         cat "$out/$chip/$k.log" >&2; echo "error: $k for $chip failed" >&2; exit 1
       fi
@@ -44,7 +46,7 @@ gen)
     done
     if [ -x "$ptxas" ]; then
       for f in "$out/$chip"/*.ptx; do
-        "$ptxas" -arch="$chip" "$f" -o /dev/null || { echo "error: ptxas rejects $f" >&2; exit 1; }
+        "$ptxas" -arch="${arch:-$chip}" "$f" -o /dev/null || { echo "error: ptxas rejects $f" >&2; exit 1; }
       done
     fi
   done

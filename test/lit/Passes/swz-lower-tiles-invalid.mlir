@@ -2,20 +2,24 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: not swizzle-opt %s -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=UNSCHEDULED
 // mma.sync schedules (sm_80.json edited):
-// RUN: sed -e 's/"mma": "mma.sync.m16n8k16"/"mma": "wgmma.m64n128k16"/' %schedules/sm_80.json > %t/wgmma.json
-// RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/wgmma.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 128, "tile_n": 128, "tile_k": 64/' \
 // RUN:     %schedules/sm_80.json > %t/big.json
 // RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/big.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 16, "tile_n": 32, "tile_k": 64/' \
 // RUN:     %schedules/sm_80.json > %t/thin.json
 // RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/thin.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=WARPS
-// wgmma schedules (sm_90.json edited): a warpgroup per 64 rows, the 128-byte swizzle.
+// wgmma schedules (sm_90.json edited): N of the instruction is tile_n, a warpgroup per 64
+// rows, the 128-byte swizzle.
+// RUN: sed -e 's/"mma": "wgmma.m64n64k16"/"mma": "wgmma.m64n128k16"/' %schedules/sm_90.json > %t/wgmma.json
+// RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/wgmma.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: sed -e 's/"warps": 4, "stages": 3,/"warps": 8, "stages": 3,/' %schedules/sm_90.json > %t/wg-warps.json
 // RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/wg-warps.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=WGWARPS
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 64, "tile_n": 64, "tile_k": 32/' \
 // RUN:     -e '20s/"bits": 3/"bits": 2/' %schedules/sm_90.json > %t/wg-k32.json
 // RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/wg-k32.json -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=WGSWIZZLE
+// wgmma on a schedule whose arch is not sm_90a (here sm_89's) is refused when applied.
+// RUN: sed -e 's/"mma": "mma.sync.m16n8k16",/"mma": "wgmma.m64n64k16",/' %schedules/sm_89.json > %t/wg-sm89.json
+// RUN: not swizzle-opt %s -swz-apply-schedule=schedule=%t/wg-sm89.json 2>&1 | FileCheck %s --check-prefix=WGARCH
 
 swz.gemm_tile @gemm_f16 : f16
 
@@ -24,4 +28,5 @@ swz.gemm_tile @gemm_f16 : f16
 // SMEM: error: swz-lower-tiles: 3 stages of 128+128 rows x 64 halves need 98304 bytes of shared memory, more than the 49152 a block may declare statically
 // WARPS: error: swz-lower-tiles: the 16x32 tile over 4 warps (2x2) gives 16/2 x 32/2 warp tiles; each must be a multiple of 16x16
 // WGWARPS: error: swz-lower-tiles: wgmma.m64n64k16 needs a warpgroup (4 warps) per 64 rows of tile_m; got tile_m 64 on 8 warps
+// WGARCH: error: the sm_89 schedule's gemm asks for wgmma.m64n64k16, which needs device.arch "sm_90a" (Hopper-specific PTX); it says "sm_89"
 // WGSWIZZLE: error: swz-lower-tiles: wgmma reads its shared tiles through the 128-byte swizzle: tile_k 64 with #swz.swizzle<3, 3, 3>

@@ -96,10 +96,25 @@ swz.gemm_tile @gemm_f16 : f16
 // WGMMA-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // WGMMA-NEXT: gpu.barrier
+// The stage's byte offsets: A (stage * 64 + warpgroup * 64) rows of 128 bytes, B stage * 64
+// rows of 128 bytes = stage * 8192.
+// WGMMA: %[[ST:.*]] = arith.remui %{{.*}}, %c3 : index
+// WGMMA: arith.muli %{{.*}}, %c128 : index
+// WGMMA: arith.muli %[[ST]], %c8192 : index
 // WGMMA: nvvm.wgmma.fence.aligned
-// Descriptor bits: 128-byte swizzle (1 << 62), stride 1024 bytes (64 << 32), LBO 1 (1 << 16).
+// A descriptor: ((address & 0x3FFFF) >> 4) | 128-byte swizzle (1 << 62) | stride 1024
+// bytes (64 << 32) | LBO 1 (1 << 16); the k16 steps 32 bytes apart in the 128-byte rows.
+// WGMMA: arith.andi %{{.*}}, %c262143_i64 : i64
+// WGMMA-NEXT: arith.shrui %{{.*}}, %c4_i64 : i64
 // WGMMA: arith.constant 4611686293305360384 : i64
-// WGMMA-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA: arith.constant 32 : i64
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA: arith.constant 64 : i64
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA: arith.constant 96 : i64
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA-NOT: nvvm.wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // 16 n8 tiles x 2 rows x 2 columns of D a thread, one masked store each.

@@ -149,8 +149,19 @@ TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
   EXPECT_NE(ks[0].binary.find(".maxntid 256, 1, 1"), std::string::npos);
   EXPECT_NE(ks[0].binary.find("cp.async.wait_group 0;"), std::string::npos);
 
-  // What the generator does not emit is refused, naming the field.
+  // What the generator does not emit is refused, naming the field: wgmma needs the
+  // architecture-specific sm_90a, and N of the instruction is tile_n.
   s.gemm.mma = "wgmma.m64n128k16";
+  try {
+    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
+    FAIL() << "expected wgmma on sm_80 to be refused";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("asks for wgmma.m64n128k16, which needs device.arch "
+                                         "\"sm_90a\""),
+              std::string::npos)
+        << e.what();
+  }
+  s.arch = "sm_90a";
   try {
     compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
     FAIL() << "expected the mma kind to be refused";
