@@ -584,9 +584,7 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
     gpu::GPUToNVVMPipelineOptions options;
-    // The schedule's device.arch where it names an architecture-specific variant of the
-    // target (sm_90's "sm_90a": wgmma), else the target.
-    options.cubinChip = schedule && schedule->arch.rfind(target, 0) == 0 ? schedule->arch : target;
+    options.cubinChip = schedule ? schedule::ptxArch(*schedule, target) : target;
     options.cubinFormat = "isa";
     gpu::buildLowerToNVVMPassPipeline(pm, options);
   } else {

@@ -291,9 +291,8 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
   // 2. Compile each kernel source once; assemble each PTX module with ptxas -v.
   const std::string root = cudaRoot();
   const std::string ptxas = ptx ? findPtxas(root) : "";
-  // The PTX's own target: the schedule's arch where it is a variant of the target
-  // (sm_90.json: "sm_90a", for wgmma), as compileGpuKernels lowers it.
-  const std::string ptxArch = sched.arch.rfind(m.target, 0) == 0 ? sched.arch : m.target;
+  // The PTX's own target (sm_90.json: "sm_90a", for wgmma), as compileGpuKernels lowers it.
+  const std::string ptxArch = schedule::ptxArch(sched, m.target);
   if (ptx && ptxas.empty() && log.info)
     log.info("ptxas not found (set CUDA_ROOT): registers, shared memory and spills are "
              "not recorded and the PTX is not assembled");

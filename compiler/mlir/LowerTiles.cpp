@@ -182,7 +182,6 @@ struct GemmValues {
   Value tid, lane, T, N, K, Km8;
   Value row0, col0;             ///< this block's tile of y
   Value cpRow, cpCol;           ///< copy role: row within a pass, column of the chunk
-  Value aRow, aK, bRow, bK;     ///< ldmatrix lane addresses within a stage
   Value wrow, wcol;             ///< the warp's sub-tile
 };
 
@@ -221,6 +220,11 @@ Value createGroup(OpBuilder &b, Location loc) {
       loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
 }
 
+/// value(b, m, n, i, j): element [i][j] of the warp's m16n8 accumulator tile (m, n) after
+/// the K loop, i.e. y[row0 + wrow + 16 m + lane / 4 + 8 i][col0 + wcol + 8 n + 2 (lane % 4)
+/// + j] before the bias.
+using AccessorFn = std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)>;
+
 /// The start of K-loop iteration `kt` (both multiplies): wait until k tile kt has landed
 /// (stages-2 younger groups may stay in flight), with `asyncProxy` make it visible to the
 /// async proxy wgmma reads shared memory through (fence.proxy.async, PTX ISA 9.7.15.1),
@@ -250,8 +254,7 @@ Value beginKTile(OpBuilder &lb, Location l, const GemmGeometry &g, const GemmVal
 /// before the next barrier lets any thread overwrite the stage. Returns the accessor of
 /// the accumulators in mma.sync's m16n8 fragment order: wgmma's D register 4 n + 2 i + j
 /// of warp w in the warpgroup is row 16 w + lane / 4 + 8 i, column 8 n + 2 (lane % 4) + j.
-std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)>
-emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v, Value nk,
+AccessorFn emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v, Value nk,
               Value token) {
   MLIRContext *ctx = b.getContext();
   Ix ix{b, loc};
@@ -310,6 +313,71 @@ emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValue
   return [result, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
     (void)m; // one 16-row slice a warp
     return eb.create<LLVM::ExtractValueOp>(loc, result, ArrayRef<int64_t>{4 * n + 2 * i + j});
+  };
+}
+
+/// The mma.sync K loop: per k tile, beginKTile, then per 16-wide k step the warp's
+/// ldmatrix.x4 fragments (lane l gives one row address of one 8x8 matrix: x row l % 16,
+/// k offset 8 (l / 16) -> a0..a3 of m16n8k16; W row 8 (l / 16) + l % 8, k offset
+/// 8 ((l / 8) % 2) -> b0, b1 of two n8 tiles) and fragsM x tilesN mma.sync.m16n8k16.
+/// Returns the accessor of the accumulators (the m16n8 fragments themselves).
+AccessorFn emitMmaSyncLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v,
+                           Value nk, Value token) {
+  Ix ix{b, loc};
+  Type f16 = b.getF16Type(), f32 = b.getF32Type();
+  Value lh = ix.div(v.lane, 16);
+  Value aK = ix.mul(lh, 8);
+  Value aRow = ix.add(v.wrow, ix.rem(v.lane, 16));
+  Value bK = ix.mul(ix.rem(ix.div(v.lane, 8), 2), 8);
+  Value bRow = ix.add(v.wcol, ix.add(ix.mul(lh, 8), ix.rem(v.lane, 8)));
+  const int64_t nAcc = g.fragsM * g.tilesN;
+  auto accType = VectorType::get({2, 2}, f32);
+  auto fragA = VectorType::get({4, 2}, f16), fragB = VectorType::get({2, 2}, f16);
+  Value zero = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(accType, 0.0f));
+  Value zeroB = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(fragB, b.getF16FloatAttr(0.0).getValue()));
+  SmallVector<Value> accInit(nAcc, zero);
+  auto mainLoop = b.create<scf::ForOp>(
+      loc, ix.c(0), nk, ix.c(1), accInit,
+      [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
+        Ix li{lb, l};
+        Value st = beginKTile(lb, l, g, v, kt, nk, token, /*asyncProxy=*/false);
+        Value ar = li.add(li.mul(st, g.tileM), aRow);
+        Value br = li.add(li.mul(st, g.tileN), bRow);
+        auto kLoop = lb.create<scf::ForOp>(
+            l, li.c(0), li.c(g.tileK), li.c(16), accs,
+            [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
+              Ix ki{kb, kl};
+              Value ak = ki.add(kk, aK), bk = ki.add(kk, bK);
+              SmallVector<Value> fa, fb;
+              for (int64_t m = 0; m < g.fragsM; ++m)
+                fa.push_back(kb.create<nvgpu::LdMatrixOp>(kl, fragA, v.sx,
+                                                          ValueRange{ki.add(ar, 16 * m), ak},
+                                                          false, 4));
+              for (int64_t p = 0; p < g.tilesN / 2; ++p) {
+                Value four = kb.create<nvgpu::LdMatrixOp>(
+                    kl, fragA, v.sw, ValueRange{ki.add(br, 16 * p), bk}, false, 4);
+                for (int64_t half = 0; half < 2; ++half) {
+                  Value frag = zeroB;
+                  for (int64_t r = 0; r < 2; ++r) {
+                    Value row = kb.create<vector::ExtractOp>(kl, four, ArrayRef<int64_t>{2 * half + r});
+                    frag = kb.create<vector::InsertOp>(kl, row, frag, ArrayRef<int64_t>{r});
+                  }
+                  fb.push_back(frag);
+                }
+              }
+              SmallVector<Value> out;
+              for (int64_t m = 0; m < g.fragsM; ++m)
+                for (int64_t n = 0; n < g.tilesN; ++n)
+                  out.push_back(kb.create<nvgpu::MmaSyncOp>(
+                      kl, fa[m], fb[n], acc[m * g.tilesN + n], ArrayRef<int64_t>{16, 8, 16}));
+              kb.create<scf::YieldOp>(kl, out);
+            });
+        lb.create<scf::YieldOp>(l, kLoop.getResults());
+      });
+  SmallVector<Value> accs(mainLoop.getResults());
+  return [&g, accs, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
+    return eb.create<vector::ExtractOp>(loc, accs[m * g.tilesN + n], ArrayRef<int64_t>{i, j});
   };
 }
 
@@ -379,18 +447,11 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   // rowsPerPass i (consecutive lanes fill one row's chunks: whole 16-byte lines a warp).
   v.cpRow = ix.div(v.tid, g.chunksPerRow);
   v.cpCol = ix.mul(ix.rem(v.tid, g.chunksPerRow), 8);
-  // Warp tile and ldmatrix lane addresses (lane l gives one row address of one 8x8
-  // matrix): x: row l % 16, k offset 8 (l / 16) -> a0..a3 of m16n8k16; W: row
-  // 8 (l / 16) + l % 8, k offset 8 ((l / 8) % 2) -> b0, b1 of two n8 tiles.
+  // The warp's sub-tile of y.
   Value warp = ix.div(v.tid, 32);
   v.lane = ix.rem(v.tid, 32);
   v.wrow = ix.mul(ix.div(warp, g.warpCols), g.warpM);
   v.wcol = ix.mul(ix.rem(warp, g.warpCols), g.warpN);
-  Value lh = ix.div(v.lane, 16);
-  v.aK = ix.mul(lh, 8);
-  v.aRow = ix.add(v.wrow, ix.rem(v.lane, 16));
-  v.bK = ix.mul(ix.rem(ix.div(v.lane, 8), 2), 8);
-  v.bRow = ix.add(v.wcol, ix.add(ix.mul(lh, 8), ix.rem(v.lane, 8)));
 
   // Prologue: k tiles 0 .. stages-2 into stages 0 .. stages-2, one group each (tile 0
   // always exists: K >= 8).
@@ -408,63 +469,8 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   }
 
   // Main loop: beginKTile, then multiply k tile kt's stage.
-  // value(m, n, i, j): element [i][j] of the warp's m16n8 accumulator tile (m, n) after
-  // the K loop, i.e. y[row0 + wrow + 16 m + lane / 4 + 8 i][col0 + wcol + 8 n +
-  // 2 (lane % 4) + j] before the bias.
-  std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)> value;
-  if (g.wgmma) {
-    value = emitWgmmaLoop(b, loc, g, v, nk, token);
-  } else {
-    const int64_t nAcc = g.fragsM * g.tilesN;
-    auto accType = VectorType::get({2, 2}, f32);
-    auto fragA = VectorType::get({4, 2}, f16), fragB = VectorType::get({2, 2}, f16);
-    Value zero = b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(accType, 0.0f));
-    Value zeroB = b.create<arith::ConstantOp>(
-        loc, DenseElementsAttr::get(fragB, b.getF16FloatAttr(0.0).getValue()));
-    SmallVector<Value> accInit(nAcc, zero);
-    auto mainLoop = b.create<scf::ForOp>(
-        loc, ix.c(0), nk, ix.c(1), accInit,
-        [&](OpBuilder &lb, Location l, Value kt, ValueRange accs) {
-          Ix li{lb, l};
-          Value st = beginKTile(lb, l, g, v, kt, nk, token, /*asyncProxy=*/false);
-          Value ar = li.add(li.mul(st, g.tileM), v.aRow);
-          Value br = li.add(li.mul(st, g.tileN), v.bRow);
-          auto kLoop = lb.create<scf::ForOp>(
-              l, li.c(0), li.c(g.tileK), li.c(16), accs,
-              [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
-                Ix ki{kb, kl};
-                Value ak = ki.add(kk, v.aK), bk = ki.add(kk, v.bK);
-                SmallVector<Value> fa, fb;
-                for (int64_t m = 0; m < g.fragsM; ++m)
-                  fa.push_back(kb.create<nvgpu::LdMatrixOp>(kl, fragA, v.sx,
-                                                            ValueRange{ki.add(ar, 16 * m), ak},
-                                                            false, 4));
-                for (int64_t p = 0; p < g.tilesN / 2; ++p) {
-                  Value four = kb.create<nvgpu::LdMatrixOp>(
-                      kl, fragA, v.sw, ValueRange{ki.add(br, 16 * p), bk}, false, 4);
-                  for (int64_t half = 0; half < 2; ++half) {
-                    Value frag = zeroB;
-                    for (int64_t r = 0; r < 2; ++r) {
-                      Value row = kb.create<vector::ExtractOp>(kl, four, ArrayRef<int64_t>{2 * half + r});
-                      frag = kb.create<vector::InsertOp>(kl, row, frag, ArrayRef<int64_t>{r});
-                    }
-                    fb.push_back(frag);
-                  }
-                }
-                SmallVector<Value> out;
-                for (int64_t m = 0; m < g.fragsM; ++m)
-                  for (int64_t n = 0; n < g.tilesN; ++n)
-                    out.push_back(kb.create<nvgpu::MmaSyncOp>(
-                        kl, fa[m], fb[n], acc[m * g.tilesN + n], ArrayRef<int64_t>{16, 8, 16}));
-                kb.create<scf::YieldOp>(kl, out);
-              });
-          lb.create<scf::YieldOp>(l, kLoop.getResults());
-        });
-    SmallVector<Value> accs(mainLoop.getResults());
-    value = [&g, accs, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
-      return eb.create<vector::ExtractOp>(loc, accs[m * g.tilesN + n], ArrayRef<int64_t>{i, j});
-    };
-  }
+  const AccessorFn value = g.wgmma ? emitWgmmaLoop(b, loc, g, v, nk, token)
+                                   : emitMmaSyncLoop(b, loc, g, v, nk, token);
   // Nothing may be left in flight when the block exits (the tail groups are empty).
   b.create<nvgpu::DeviceAsyncWaitOp>(loc, token, b.getI32IntegerAttr(0));
 

@@ -157,4 +157,8 @@ int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes) {
   return s.stages * (s.tileM + s.tileN) * s.tileK * int64_t(elemBytes);
 }
 
+std::string ptxArch(const TargetSchedule &s, const std::string &target) {
+  return s.arch.rfind(target, 0) == 0 ? s.arch : target;
+}
+
 } // namespace swz::schedule

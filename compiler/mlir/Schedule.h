@@ -92,6 +92,11 @@ TargetSchedule loadSchedule(const std::string &path);
 /// Shared-memory bytes a GEMM tile needs: stages * (tileM + tileN) * tileK * elemBytes.
 int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes);
 
+/// The architecture a PTX target's kernels are lowered and assembled for: the schedule's
+/// `device.arch` where it names a variant of `target` (sm_90.json: "sm_90a", the
+/// architecture-specific PTX wgmma needs), else `target` ("sm_80").
+std::string ptxArch(const TargetSchedule &s, const std::string &target);
+
 } // namespace swz::schedule
 
 #endif // SWZ_COMPILER_MLIR_SCHEDULE_H

@@ -27,6 +27,19 @@ const swz::schedule::TargetSchedule *shipped(const std::string &target) {
   return &it->second;
 }
 
+/// The std::runtime_error message of compiling `source` for `target`; a test failure (and
+/// "") when it compiles.
+std::string compileError(const std::string &source, const std::string &target,
+                         const swz::schedule::TargetSchedule *schedule = nullptr) {
+  try {
+    compileGpuKernels(source, target, "", schedule);
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected compileGpuKernels to fail";
+  return "";
+}
+
 std::string kernelSource(const char *name) {
   std::ifstream in(std::string(SWZ_SOURCE_DIR) + "/codegen/kernels/" + name,
                    std::ios::binary);
@@ -97,28 +110,18 @@ TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
   // ldmatrix.x4 is 8-way conflicted, so its `conflict_free` claim must stop compilation.
   swz::schedule::TargetSchedule naive = *shipped("sm_80");
   naive.gemm.swizzle.reset();
-  try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &naive);
-    FAIL() << "expected the conflict_free claim to be rejected";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("claims conflict_free but ldmatrix.x4 on smem tile "
-                                         "(192x64 of 2-byte elements (128-byte rows, "
-                                         "row-major)) is 8-way bank-conflicted"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = compileError(kernelSource("gemm_f16.mlir"), "sm_80", &naive);
+  EXPECT_NE(e.find("claims conflict_free but ldmatrix.x4 on smem tile (192x64 of 2-byte "
+                   "elements (128-byte rows, row-major)) is 8-way bank-conflicted"),
+            std::string::npos)
+      << e;
 }
 
 TEST(GpuCompiler, TileSpecsNeedASchedule) {
-  try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90");
-    FAIL() << "expected the missing schedule to be reported";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("tile specs (swz.gemm_tile): compiling it needs the "
-                                         "target's schedule"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = compileError(kernelSource("gemm_f16.mlir"), "sm_90");
+  EXPECT_NE(e.find("tile specs (swz.gemm_tile): compiling it needs the target's schedule"),
+            std::string::npos)
+      << e;
 }
 
 TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
@@ -152,24 +155,13 @@ TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
   // What the generator does not emit is refused, naming the field: wgmma needs the
   // architecture-specific sm_90a, and N of the instruction is tile_n.
   s.gemm.mma = "wgmma.m64n128k16";
-  try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
-    FAIL() << "expected wgmma on sm_80 to be refused";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("asks for wgmma.m64n128k16, which needs device.arch "
-                                         "\"sm_90a\""),
-              std::string::npos)
-        << e.what();
-  }
+  std::string e = compileError(kernelSource("gemm_f16.mlir"), "sm_80", &s);
+  EXPECT_NE(e.find("asks for wgmma.m64n128k16, which needs device.arch \"sm_90a\""),
+            std::string::npos)
+      << e;
   s.arch = "sm_90a";
-  try {
-    compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_80", "", &s);
-    FAIL() << "expected the mma kind to be refused";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("the schedule asks for mma \"wgmma.m64n128k16\""),
-              std::string::npos)
-        << e.what();
-  }
+  e = compileError(kernelSource("gemm_f16.mlir"), "sm_80", &s);
+  EXPECT_NE(e.find("the schedule asks for mma \"wgmma.m64n128k16\""), std::string::npos) << e;
 }
 
 TEST(GpuCompiler, SwigluToSpirv) {
@@ -189,13 +181,8 @@ TEST(GpuCompiler, SwigluToSpirv) {
 
 TEST(GpuCompiler, Errors) {
   EXPECT_THROW(compileGpuKernels("module {}", "gfx90a"), std::invalid_argument);
-  try {
-    compileGpuKernels("module { func.func @f( }", "sm_90");
-    FAIL() << "expected a parse error";
-  } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("cannot parse kernel source"), std::string::npos)
-        << e.what();
-  }
+  const std::string e = compileError("module { func.func @f( }", "sm_90");
+  EXPECT_NE(e.find("cannot parse kernel source"), std::string::npos) << e;
   EXPECT_THROW(compileGpuKernels("module {}", "sm_90"), std::runtime_error);
 }
 

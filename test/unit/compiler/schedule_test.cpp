@@ -42,6 +42,8 @@ TEST(Schedule, Sm90) {
   // 64x64x64 tiles of the cp.async ring (no TMA yet); chosen on the H200 (bench/RESULTS.md,
   // twenty-second session).
   EXPECT_EQ(s.arch, "sm_90a");
+  EXPECT_EQ(ptxArch(s, "sm_90"), "sm_90a");  // the PTX target swizzlec lowers sm_90 to
+  EXPECT_EQ(ptxArch(loadSchedule(schedulePath("sm_80")), "sm_80"), "sm_80");
   EXPECT_EQ(s.gemm.copy, "cp.async.cg.16");
   EXPECT_EQ(s.gemm.mma, "wgmma.m64n64k16");
   EXPECT_EQ(s.gemm.warps, 4);
