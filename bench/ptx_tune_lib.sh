@@ -14,7 +14,7 @@ build_ptx_check() {
 # default compiler/schedules/sm_90.json; swizzles materialized first).
 compile_ptx() {
   "$build/compiler/tools/swizzle-opt" "$1" -swz-apply-schedule=schedule="${3:-$src/compiler/schedules/sm_90.json}" \
-    -swz-lower-tiles -swz-materialize-swizzle \
+    -swz-lower-tiles -swz-materialize-swizzle -swz-dynamic-smem \
     -gpu-lower-to-nvvm-pipeline="cubin-chip=${4:-sm_90} cubin-format=isa" \
     -swz-extract-kernels=output-dir="$2" -o /dev/null 2> /dev/null
 }

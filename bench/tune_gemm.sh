@@ -7,7 +7,11 @@
 # kernel's outputs (the runner's output_fnv1a digests) and timed (buffers rotated over 512
 # MB, mean of 20) by the case runner swz-ptx-check at Qwen2.5-Coder-7B's pp512 shapes
 # (SWZ_GEMM_TIMING_CASES=1: q/o 3584 x 3584, gate/up 18944 x 3584, down 3584 x 18944),
-# with SWZ_GEMM_TILE giving the runner each candidate's launch shape.
+# with SWZ_GEMM_TILE giving the runner each candidate's launch shape. Beside them, in the
+# same call: the shipped sm_90 prefill attention (flash_attention_f16kv_mma_hd128, an 8k
+# prompt in one pass at the 7B and Qwen3-0.6B head shapes, SWZ_CHECK_ATTN_PREFILL_TIMING=1)
+# and PyTorch's cuBLAS GEMM and SDPA flash attention at the same shapes with the dense f16
+# peak (an 8192^3 matmul), when torch is installed.
 #
 #   bench/tune_gemm.sh prepare [build-dir]   # here: candidate schedules and PTX into
 #                                            # <build-dir>/gpu-gemm (carry it)
@@ -27,21 +31,25 @@ export CUDA_ROOT=${CUDA_ROOT:-/usr/local/cuda}
 # shellcheck source=bench/ptx_tune_lib.sh
 . "$src/bench/ptx_tune_lib.sh"
 # name | gemm fields replacing sm_90.json's (JSON; the first: what ships, one warpgroup of
-# wgmma.m64n64k16 on 64x64x64 tiles). All within the 48 KiB of static shared memory;
-# 32-wide k tiles (64-byte rows) take Swizzle<2,3,3>, which only mma.sync reads.
-SW2='"swizzle": {"bits": 2, "base": 3, "shift": 3, "units": "elements"}'
+# wgmma.m64n64k16 on 64x64x64 tiles, 3 stages). "wf": one wgmma group in flight
+# (mma_in_flight 1). Tiles over the
+# static 48 KiB get dynamic shared memory (swz-dynamic-smem).
 MS='"mma": "mma.sync.m16n8k16"'
 VARIANTS=(
   "ship|{}"
   "mma64x64x64w4s3|{$MS}"
-  "mma128x64x32w4s4|{\"tile_m\": 128, \"tile_n\": 64, \"tile_k\": 32, \"warps\": 4, \"stages\": 4, $MS, $SW2}"
-  "wg128x64s2|{\"tile_m\": 128, \"warps\": 8, \"stages\": 2}"
-  "wg64x128s2|{\"tile_n\": 128, \"stages\": 2, \"mma\": \"wgmma.m64n128k16\"}"
-  "wg64x32s4|{\"tile_n\": 32, \"stages\": 4, \"mma\": \"wgmma.m64n32k16\"}"
+  "wf64x64s3|{\"mma_in_flight\": 1}"
+  "wf64x64s4|{\"stages\": 4, \"mma_in_flight\": 1}"
+  "wf128x64s4|{\"tile_m\": 128, \"warps\": 8, \"stages\": 4, \"mma_in_flight\": 1}"
+  "wf64x128s4|{\"tile_n\": 128, \"stages\": 4, \"mma\": \"wgmma.m64n128k16\", \"mma_in_flight\": 1}"
+  "wg128x128s3|{\"tile_m\": 128, \"tile_n\": 128, \"warps\": 8, \"stages\": 3, \"mma\": \"wgmma.m64n128k16\"}"
+  "wf128x128s4|{\"tile_m\": 128, \"tile_n\": 128, \"warps\": 8, \"stages\": 4, \"mma\": \"wgmma.m64n128k16\", \"mma_in_flight\": 1}"
+  "wf128x256s3|{\"tile_m\": 128, \"tile_n\": 256, \"warps\": 8, \"stages\": 3, \"mma\": \"wgmma.m64n256k16\", \"mma_in_flight\": 1}"
+  "wf256x128s3|{\"tile_m\": 256, \"tile_n\": 128, \"warps\": 16, \"stages\": 3, \"mma\": \"wgmma.m64n128k16\", \"mma_in_flight\": 1}"
 )
-# (The twenty-second session also timed 128x128x32 mma.sync tiles on 8 and 4 warps, 3 and
-# 2 stages, 64x128x32, 128x256x32, 256x128x32, 64x64x32 and 128x64x64: all slower over a
-# 7B layer; bench/RESULTS.md.)
+# (The twenty-second session also timed mma.sync 128x128x32 on 8 and 4 warps, 3 and 2
+# stages, 64x128x32, 128x256x32, 256x128x32, 64x64x32, 128x64x64 and 128x64x32, and wgmma
+# 128x64 / 64x128 on 2 stages and 64x32 on 4, all within 48 KiB: bench/RESULTS.md.)
 # schedule_for PATCH OUT: sm_90.json with PATCH merged into its "gemm" entry.
 schedule_for() {
   python3 - "$src/compiler/schedules/sm_90.json" "$1" "$2" <<'PY'
@@ -57,6 +65,8 @@ case $mode in
 prepare)
   rm -rf "$dir" && mkdir -p "$dir/bin"
   build_ptx_check "$dir/bin/swz-ptx-check"
+  mkdir -p "$dir/attn"
+  compile_ptx "$src/codegen/kernels/attention_f16kv_mma.mlir" "$dir/attn" "$src/compiler/schedules/sm_90.json" sm_90a
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r name patch <<< "$v"
     mkdir -p "$dir/$name"
@@ -64,6 +74,11 @@ prepare)
     chip=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device']['arch'])" "$dir/$name/sm_90.json")
     compile_ptx "$src/codegen/kernels/gemm_f16.mlir" "$dir/$name" "$dir/$name/sm_90.json" "$chip"
     tile=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1]))['gemm']; print(f\"{g['tile_m']}x{g['tile_n']}x{32 * g['warps']}\")" "$dir/$name/sm_90.json")
+    # The kernel's dynamic shared memory (swz.dynamic_smem), the runner's fourth field.
+    dyn=$("$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/gemm_f16.mlir" \
+      -swz-apply-schedule=schedule="$dir/$name/sm_90.json" -swz-lower-tiles |
+      sed -n 's/.*swz.dynamic_smem = "\([0-9]*\)".*/\1/p')
+    [ -n "$dyn" ] && tile="${tile}x$dyn"
     regs=$(ptx_regs "$dir/$name/swz_gemm_f16.ptx" gemm_f16)
     echo "$name|$tile|$regs" >> "$dir/variants.txt"
     printf '%-16s %-12s %s\n' "$name" "$tile" "$regs"
@@ -79,6 +94,36 @@ run)
       --filter "gemm_f16 " --reps 20 --rotate 512 --peak-gbps 4250 --json "$out/$name.json" > "$out/$name.log" 2>&1 || true
     echo "== $name ($tile; $regs): $(grep -c '^ok' "$out/$name.log") ok, $(grep -c '^FAIL' "$out/$name.log") failed"
   done < "$dir/variants.txt"
+  SWZ_CHECK_ATTN_PREFILL_TIMING=1 "$dir/bin/swz-ptx-check" --ptx-dir "$dir/attn" \
+    --filter "flash_attention_f16kv_mma_hd128 T=8192" --reps 10 --rotate 512 --peak-gbps 4250 \
+    --json "$out/attention.json" > "$out/attention.log" 2>&1 || true
+  echo "== prefill attention: $(grep -c '^ok' "$out/attention.log") ok, $(grep -c '^FAIL' "$out/attention.log") failed"
+  python3 - > "$out/torch.json" 2> "$out/torch.log" <<'PY' || true
+import json, torch
+import torch.nn.functional as F
+def timed(f, n=20):
+    f(); torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); [f() for _ in range(n)]; e.record(); torch.cuda.synchronize()
+    return s.elapsed_time(e) / 1e3 / n
+r = {"device": torch.cuda.get_device_name()}
+a = torch.randn(8192, 8192, dtype=torch.float16, device="cuda"); b = torch.randn_like(a)
+r["f16_tflops_8192"] = 2 * 8192**3 / timed(lambda: a @ b) / 1e12
+for n, k in ((3584, 3584), (18944, 3584), (3584, 18944)):
+    x = torch.randn(512, k, dtype=torch.float16, device="cuda")
+    w = torch.randn(n, k, dtype=torch.float16, device="cuda")
+    t = timed(lambda: x @ w.t())
+    r[f"cublas T=512 N={n} K={k}"] = {"us": t * 1e6, "tflops": 2 * 512 * n * k / t / 1e12}
+for h, kv in ((28, 4), (16, 8)):
+    q = torch.randn(1, h, 8192, 128, dtype=torch.float16, device="cuda")
+    k_ = torch.randn(1, h, 8192, 128, dtype=torch.float16, device="cuda"); v = torch.randn_like(k_)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+        t = timed(lambda: F.scaled_dot_product_attention(q, k_, v, is_causal=True), 10)
+    flops = 4.0 * 8192 * 8193 / 2 * h * 128
+    r[f"sdpa_flash causal T=8192 heads={h} hd=128"] = {"us": t * 1e6, "tflops": flops / t / 1e12}
+print(json.dumps(r, indent=1))
+PY
+  cat "$out/torch.json"; grep -h '^\(ok\|FAIL\)' "$out/attention.log" || tail -5 "$out/attention.log"
   python3 - "$out" "$dir/variants.txt" <<'PY' | tee "$out/tune-gemm.md"
 import json, os, sys
 out, vfile = sys.argv[1], sys.argv[2]

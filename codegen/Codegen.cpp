@@ -71,6 +71,7 @@ namespace swz::codegen {
 #define GEN_PASS_DEF_SWZEXTRACTKERNELS
 #define GEN_PASS_DEF_SWZOUTLINEKERNELS
 #define GEN_PASS_DEF_SWZSPIRVWORKGROUPMEMORY
+#define GEN_PASS_DEF_SWZDYNAMICSHAREDMEMORY
 #include "codegen/Passes.h.inc"
 } // namespace swz::codegen
 
@@ -448,6 +449,89 @@ struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMe
   }
 };
 
+struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemory> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool failedAny = false;
+    module.walk([&](gpu::GPUFuncOp fn) {
+      auto attr = fn->getAttrOfType<StringAttr>("swz.dynamic_smem");
+      if (!attr)
+        return;
+      int64_t declared = 0;
+      if (attr.getValue().getAsInteger(10, declared) || declared <= 0) {
+        fn.emitError() << "swz-dynamic-smem: swz.dynamic_smem must be a positive byte count, got \""
+                       << attr.getValue() << "\"";
+        failedAny = true;
+        return;
+      }
+      // The workgroup globals fn reads, in order of first use, and their offsets.
+      SmallVector<memref::GlobalOp> order;
+      llvm::DenseMap<Operation *, int64_t> offset;
+      SmallVector<memref::GetGlobalOp> gets;
+      int64_t end = 0, maxAlign = 16;
+      fn.walk([&](memref::GetGlobalOp get) {
+        auto global = dyn_cast_or_null<memref::GlobalOp>(
+            SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr()));
+        if (!global || !isWorkgroupMemory(global.getType().getMemorySpace()))
+          return;
+        gets.push_back(get);
+        if (offset.count(global))
+          return;
+        int64_t align = int64_t(global.getAlignment().value_or(16));
+        maxAlign = std::max(maxAlign, align);
+        end = llvm::alignTo(end, align);
+        offset[global] = end;
+        end += memrefBytes(global.getType());
+        order.push_back(global);
+      });
+      if (gets.empty())
+        return;
+      const int64_t needed = end + maxAlign - 16;
+      if (needed > declared) {
+        fn.emitError() << "swz-dynamic-smem: the kernel's " << order.size()
+                       << " shared tiles need " << needed << " bytes (" << end
+                       << " + alignment slack " << maxAlign - 16
+                       << "), more than its swz.dynamic_smem " << declared;
+        failedAny = true;
+        return;
+      }
+      OpBuilder b(fn.getContext());
+      b.setInsertionPointToStart(&fn.getBody().front());
+      Location loc = fn.getLoc();
+      auto space = order.front().getType().getMemorySpace();
+      auto bytesType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                       MemRefLayoutAttrInterface{}, space);
+      Value dyn = b.create<gpu::DynamicSharedMemoryOp>(loc, bytesType);
+      Value ptr = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, dyn);
+      Value align = b.create<arith::ConstantIndexOp>(loc, maxAlign);
+      Value shift = b.create<arith::RemUIOp>(
+          loc, b.create<arith::SubIOp>(loc, align, b.create<arith::RemUIOp>(loc, ptr, align)),
+          align);
+      llvm::DenseMap<Operation *, Value> views;
+      for (memref::GlobalOp global : order) {
+        Value at = offset[global] == 0
+                       ? shift
+                       : b.create<arith::AddIOp>(
+                             loc, shift, b.create<arith::ConstantIndexOp>(loc, offset[global]));
+        views[global] = b.create<memref::ViewOp>(loc, global.getType(), dyn, at, ValueRange{});
+      }
+      for (memref::GetGlobalOp get : gets) {
+        auto global = SymbolTable::lookupNearestSymbolFrom(get, get.getNameAttr());
+        get.getResult().replaceAllUsesWith(views[global]);
+        get.erase();
+      }
+    });
+    module.walk([&](gpu::GPUModuleOp gm) {
+      for (auto global : llvm::make_early_inc_range(gm.getOps<memref::GlobalOp>()))
+        if (isWorkgroupMemory(global.getType().getMemorySpace()) &&
+            SymbolTable::symbolKnownUseEmpty(global, gm))
+          global.erase();
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
 } // namespace
 } // namespace swz::codegen
 
@@ -567,6 +651,10 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
       k.schedule = sched.str();
     k.smemTiles = analyzeSmemTiles(fn);
     k.workgroupBytes = workgroupBytes(fn);
+    // Dynamic shared memory (swz-dynamic-smem) adds the alignment slack to the tiles.
+    int64_t dynamicBytes = 0;
+    if (!StringRef(k.dynamicSmem).getAsInteger(10, dynamicBytes))
+      k.workgroupBytes = std::max(k.workgroupBytes, dynamicBytes);
     for (Type t : fn.getArgumentTypes()) {
       std::string s;
       llvm::raw_string_ostream os(s);
@@ -583,6 +671,7 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   pm.addPass(swz::createSwzCheckBankConflicts());
   pm.addPass(swz::createSwzMaterializeSwizzle());
   if (isPtx) {
+    pm.addPass(createSwzDynamicSharedMemory());
     gpu::GPUToNVVMPipelineOptions options;
     options.cubinChip = schedule ? schedule::ptxArch(*schedule, target) : target;
     options.cubinFormat = "isa";

@@ -96,4 +96,39 @@ def SwzSpirvWorkgroupMemory : Pass<"swz-spirv-workgroup-memory", "mlir::gpu::GPU
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def SwzDynamicSharedMemory : Pass<"swz-dynamic-smem", "mlir::ModuleOp"> {
+  let summary = "place the shared tiles of kernels that declare swz.dynamic_smem in dynamic shared memory";
+  let description = [{
+    Runs on the PTX path, after swz-check-bank-conflicts and
+    swz-materialize-swizzle (which read the tiles as `memref.global`s) and
+    before the NVVM lowering. A CUDA block may declare at most 48 KiB of
+    static shared memory; a kernel needing more carries
+    `swz.dynamic_smem = "<bytes>"` (swz-lower-tiles sets it from the
+    schedule's tiles; the launch record passes the same bytes to
+    cuLaunchKernel, and the runtime raises the function's
+    MAX_DYNAMIC_SHARED_SIZE_BYTES). In such a kernel every
+    `memref.get_global` of a workgroup global becomes a `memref.view` of
+    `gpu.dynamic_shared_memory`: globals in order of first use, each at the
+    next multiple of its alignment (default 16) from a base the kernel rounds
+    up at run time to the largest alignment (the dynamic window itself is
+    only 16-byte aligned; wgmma's swizzled tiles need 1024). Workgroup globals
+    left without users are erased. Example:
+
+    ```mlir
+    memref.global "private" @gemm_x : memref<256x64xf16, #gpu.address_space<workgroup>> {alignment = 1024}
+    gpu.func @k() kernel attributes {swz.dynamic_smem = "33776"} {
+      %x = memref.get_global @gemm_x : memref<256x64xf16, #gpu.address_space<workgroup>>
+    // becomes
+      %d = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %p = memref.extract_aligned_pointer_as_index %d
+      // shift = (1024 - p % 1024) % 1024
+      %x = memref.view %d[%shift][] : memref<?xi8, ...> to memref<256x64xf16, ...>
+    ```
+
+    Fails when the attribute is not a decimal byte count or the tiles and
+    the alignment slack (largest alignment - 16) do not fit in it.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif // SWZ_CODEGEN_PASSES_TD

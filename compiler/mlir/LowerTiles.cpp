@@ -42,8 +42,8 @@ using namespace mlir;
 namespace swz {
 namespace {
 
-/// Static shared memory a block may declare (CUDA: 48 KiB; more needs dynamic shared
-/// memory and cuFuncSetAttribute, which these kernels do not use).
+/// Static shared memory a block may declare (CUDA: 48 KiB). Larger tiles go to dynamic
+/// shared memory: the kernel declares `swz.dynamic_smem` and swz-dynamic-smem places them.
 constexpr int64_t kStaticSmemBytes = 48 * 1024;
 
 /// Where the threads and warps of a scheduled GEMM tile go.
@@ -58,6 +58,16 @@ struct GemmGeometry {
   /// Hopper: each warpgroup (4 warps) multiplies 64 rows by the whole tile_n with
   /// wgmma.mma_async.m64n<tile_n>k16, A and B read from shared memory by descriptor.
   bool wgmma = false;
+  /// wgmma groups left in flight across a k tile (wgmma.wait_group N): the schedule's
+  /// mma_in_flight (default 0). With 1, k tile kt's multiply overlaps the wait for kt + 1
+  /// and the barrier, and one stage fewer is copied ahead.
+  int64_t wgmmaInFlight = 0;
+  /// k tiles copied ahead of the one multiplied: stages - 1, less the stages that
+  /// in-flight multiplies still read.
+  int64_t lookahead = 0;
+  int64_t smemAlign = 0; ///< alignment of the shared tiles (wgmma: 1024 bytes)
+  /// Bytes of dynamic shared memory (0: the tiles fit the static 48 KiB).
+  int64_t dynamicSmem = 0;
 };
 
 /// The geometry of `op`, or an error on `op` naming what does not fit.
@@ -141,12 +151,18 @@ FailureOr<GemmGeometry> gemmGeometry(GemmTileOp op) {
                           << " threads fills " << g.rowsPerPass << " rows of tile_k "
                           << g.tileK << "; tile_m " << g.tileM << " and tile_n " << g.tileN
                           << " must be multiples of it";
-  int64_t smem = g.stages * (g.tileM + g.tileN) * g.tileK * 2;
+  g.wgmmaInFlight = op.getMmaInFlight().value_or(0);
+  if (g.wgmmaInFlight != 0 && (!g.wgmma || g.wgmmaInFlight != 1 || g.stages < 3))
+    return op.emitError() << "swz-lower-tiles: mma_in_flight " << g.wgmmaInFlight
+                          << " needs wgmma, at most 1 group, and 3 or more stages (the "
+                             "pending multiply's stage and one copied ahead); the schedule has "
+                          << mma << " on " << g.stages << " stages";
+  g.lookahead = g.stages - 1 - g.wgmmaInFlight;
+  g.smemAlign = g.wgmma ? 1024 : 128;
+  const int64_t smem = g.stages * (g.tileM + g.tileN) * g.tileK * 2;
+  // Dynamic shared memory is only 16-byte aligned: room to round its base up.
   if (smem > kStaticSmemBytes)
-    return op.emitError() << "swz-lower-tiles: " << g.stages << " stages of " << g.tileM
-                          << "+" << g.tileN << " rows x " << g.tileK << " halves need "
-                          << smem << " bytes of shared memory, more than the "
-                          << kStaticSmemBytes << " a block may declare statically";
+    g.dynamicSmem = smem + g.smemAlign - 16;
   return g;
 }
 
@@ -226,21 +242,22 @@ Value createGroup(OpBuilder &b, Location loc) {
 using AccessorFn = std::function<Value(OpBuilder &, int64_t, int64_t, int64_t, int64_t)>;
 
 /// The start of K-loop iteration `kt` (both multiplies): wait until k tile kt has landed
-/// (stages-2 younger groups may stay in flight), with `asyncProxy` make it visible to the
-/// async proxy wgmma reads shared memory through (fence.proxy.async, PTX ISA 9.7.15.1),
-/// barrier (the tile is visible to every warp, and every warp has finished reading the
-/// stage the next copy overwrites, (kt - 1) % stages), start k tile kt + stages - 1.
-/// Returns the ring stage of k tile kt.
+/// (lookahead - 1 younger groups may stay in flight), with `asyncProxy` make it visible to
+/// the async proxy wgmma reads shared memory through (fence.proxy.async, PTX ISA
+/// 9.7.15.1), barrier (the tile is visible to every warp, and every warp has finished
+/// reading the stage the next copy overwrites: (kt - 1) % stages, or with a wgmma group
+/// in flight (kt - 2) % stages, whose multiply each warpgroup waited for before this
+/// barrier), start k tile kt + lookahead. Returns the ring stage of k tile kt.
 Value beginKTile(OpBuilder &lb, Location l, const GemmGeometry &g, const GemmValues &v, Value kt,
                  Value nk, Value token, bool asyncProxy) {
   Ix li{lb, l};
-  lb.create<nvgpu::DeviceAsyncWaitOp>(l, token, lb.getI32IntegerAttr(g.stages - 2));
+  lb.create<nvgpu::DeviceAsyncWaitOp>(l, token, lb.getI32IntegerAttr(g.lookahead - 1));
   if (asyncProxy)
     lb.create<NVVM::FenceProxyOp>(
         l, NVVM::ProxyKindAttr::get(lb.getContext(), NVVM::ProxyKind::async_shared),
         NVVM::SharedSpaceAttr::get(lb.getContext(), NVVM::SharedSpace::shared_cta));
   lb.create<gpu::BarrierOp>(l);
-  Value ktn = li.add(kt, g.stages - 1);
+  Value ktn = li.add(kt, g.lookahead);
   lb.create<scf::IfOp>(l, li.ult(ktn, nk), [&](OpBuilder &tb, Location tl) {
     emitStageCopy(tb, tl, g, v, ktn, Ix{tb, tl}.rem(ktn, g.stages));
     tb.create<scf::YieldOp>(tl);
@@ -250,8 +267,10 @@ Value beginKTile(OpBuilder &lb, Location l, const GemmGeometry &g, const GemmVal
 }
 
 /// The wgmma K loop (sm_90a): per k tile, beginKTile, then tile_k / 16
-/// wgmma.mma_async.m64n<tile_n>k16 of the warpgroup's 64 rows, committed and waited for
-/// before the next barrier lets any thread overwrite the stage. Returns the accessor of
+/// wgmma.mma_async.m64n<tile_n>k16 of the warpgroup's 64 rows, committed; then waits
+/// until at most wgmmaInFlight groups are pending (the previous k tile's, which reads a
+/// stage no copy overwrites before the next barrier; CUTLASS's sm90 mainloop keeps one
+/// in flight the same way), and for all of them after the loop. Returns the accessor of
 /// the accumulators in mma.sync's m16n8 fragment order: wgmma's D register 4 n + 2 i + j
 /// of warp w in the warpgroup is row 16 w + lane / 4 + 8 i, column 8 n + 2 (lane % 4) + j.
 AccessorFn emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, const GemmValues &v, Value nk,
@@ -306,9 +325,11 @@ AccessorFn emitWgmmaLoop(OpBuilder &b, Location loc, const GemmGeometry &g, cons
               NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
               NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr{});
         lb.create<NVVM::WgmmaGroupSyncAlignedOp>(l);
-        lb.create<NVVM::WgmmaWaitGroupSyncOp>(l, lb.getI32IntegerAttr(0));
+        lb.create<NVVM::WgmmaWaitGroupSyncOp>(l, lb.getI32IntegerAttr(g.wgmmaInFlight));
         lb.create<scf::YieldOp>(l, a);
       });
+  if (g.wgmmaInFlight > 0)
+    b.create<NVVM::WgmmaWaitGroupSyncOp>(loc, b.getI32IntegerAttr(0));
   Value result = loop.getResult(0);
   return [result, loc](OpBuilder &eb, int64_t m, int64_t n, int64_t i, int64_t j) -> Value {
     (void)m; // one 16-row slice a warp
@@ -396,7 +417,7 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     // wgmma's 128-byte swizzle repeats every 8 rows of 128 bytes: tiles on 1024 bytes.
     auto gl = b.create<memref::GlobalOp>(loc, name, b.getStringAttr("private"), type,
                                          Attribute{}, false,
-                                         b.getI64IntegerAttr(g.wgmma ? 1024 : 128));
+                                         b.getI64IntegerAttr(g.smemAlign));
     if (auto layout = op.getSmemLayoutAttr())
       gl->setAttr("swz.smem_layout", layout);
     if (op.getConflictFree())
@@ -420,6 +441,8 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   fn->setAttr("swz.grid", b.getStringAttr("ceil(N/" + std::to_string(g.tileN) + "), ceil(T/" +
                                           std::to_string(g.tileM) + "), 1"));
   fn->setAttr("swz.schedule", b.getStringAttr("gemm"));
+  if (g.dynamicSmem > 0)
+    fn->setAttr("swz.dynamic_smem", b.getStringAttr(std::to_string(g.dynamicSmem)));
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -453,10 +476,10 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   v.wrow = ix.mul(ix.div(warp, g.warpCols), g.warpM);
   v.wcol = ix.mul(ix.rem(warp, g.warpCols), g.warpN);
 
-  // Prologue: k tiles 0 .. stages-2 into stages 0 .. stages-2, one group each (tile 0
-  // always exists: K >= 8).
+  // Prologue: k tiles 0 .. lookahead-1 into stages 0 .. lookahead-1, one group each
+  // (tile 0 always exists: K >= 8).
   Value token;
-  for (int64_t s = 0; s + 1 < g.stages; ++s) {
+  for (int64_t s = 0; s < g.lookahead; ++s) {
     if (s == 0) {
       emitStageCopy(b, loc, g, v, ix.c(0), ix.c(0));
     } else {

@@ -138,6 +138,10 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       op.setCopyAttr(b.getStringAttr(g.copy));
       op.setTargetAttr(b.getStringAttr(s.target));
       op.setConflictFree(g.conflictFree);
+      if (g.mmaInFlight)
+        op.setMmaInFlightAttr(b.getI32IntegerAttr(int32_t(*g.mmaInFlight)));
+      else
+        op.removeMmaInFlightAttr();
       if (failed(op.verify()))
         failedAny = true;
     });

@@ -175,6 +175,13 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     N and chunks beyond K are zero-filled (src-size 0); the epilogue stores only
     rows < T and columns < N. Launch: block (32 x warps, 1, 1), grid
     `ceil(N/tile_n), ceil(T/tile_m), 1` (`swz.grid`), `swz.schedule = "gemm"`.
+    Tiles over the 48 KiB of static shared memory a block may declare mark the
+    kernel `swz.dynamic_smem = "<bytes>"` (the tiles plus the slack that rounds
+    a 16-byte-aligned window up to their alignment); swz-dynamic-smem places them.
+    The copies run `stages - 1` k tiles ahead; with the schedule's
+    `mma_in_flight = 1` (wgmma, 3 or more stages) each k tile's wgmma group
+    stays pending across the next k tile's wait and barrier
+    (`wgmma.wait_group 1`) and the copies run one k tile less ahead.
 
     Every mma.sync schedule gives bitwise the same y: each output's k sum runs
     through the same mma.sync k16 steps in the same order, whatever the tile. The
@@ -186,8 +193,8 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     does not emit (another MMA or copy instruction such as TMA, elements other
     than f16, wgmma without a warpgroup per 64 rows or the 128-byte swizzle),
     when the tile does not split over the warps and threads (warp tiles must be
-    multiples of 16x16, a copy pass must cover whole rows), or when the tiles
-    need more than the 48 KiB of static shared memory a block may declare.
+    multiples of 16x16, a copy pass must cover whole rows), or when
+    `mma_in_flight` is set without wgmma or a third stage.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",

@@ -114,6 +114,13 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
                                " is more than the skinny GEMM's 64 rows (4 m-tiles of 16)");
   }
 
+  if (g.contains("mma_in_flight")) {
+    s.gemm.mmaInFlight = r.integer(g, "$.gemm", "mma_in_flight", 0);
+    if (*s.gemm.mmaInFlight > 1)
+      throw std::runtime_error("$.gemm.mma_in_flight: " + std::to_string(*s.gemm.mmaInFlight) +
+                               " is not 0 or 1");
+  }
+
   const json &a = r.field(doc, "$", "attention");
   s.attention.elementType = r.string(a, "$.attention", "element_type");
   s.attention.blockQ = r.integer(a, "$.attention", "block_q", 1);

@@ -35,6 +35,10 @@ struct GemmSchedule {
   /// field `gemm.skinny_max_rows` (optional, default 0: never; sm_* say 1, measured on the
   /// H200: faster at one row, slower from 16).
   int64_t skinnyMaxRows = 0;
+  /// wgmma groups left in flight across a k tile (`gemm.mma_in_flight`, optional: 0 or
+  /// 1; absent: 0). A group in flight costs the copies a stage of lookahead (wgmma only,
+  /// 3 or more stages).
+  std::optional<int64_t> mmaInFlight;
 };
 
 struct AttentionSchedule {

@@ -226,7 +226,8 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
     plain row-major), and read with `ldmatrix.x4` (mma.sync) or by shared-memory
     descriptor (wgmma). `swz-lower-tiles` generates the kernel.
 
-    The schedule fields (`tile`, `warps`, `stages`, `smem`, `mma`, `copy`) are
+    The schedule fields (`tile`, `warps`, `stages`, `smem`, `mma`, `copy`, and
+    optionally `mma_in_flight`: wgmma groups left pending across a k tile) are
     absent until `swz-apply-schedule` fills them in from the target's schedule.
     `conflict_free` is a claim that `swz-check-bank-conflicts` verifies.
 
@@ -242,7 +243,8 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
                        OptionalAttr<I32Attr>:$stages,
                        OptionalAttr<Swz_SwizzleAttr>:$smem_layout,
                        OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
-                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free);
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free,
+                       OptionalAttr<I32Attr>:$mma_in_flight);
   let assemblyFormat = [{
     $sym_name `:` $element_type
     (`tile` `(` $tile_m^ `,` $tile_n `,` $tile_k `)`)?

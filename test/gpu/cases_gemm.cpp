@@ -285,20 +285,24 @@ void randomF16Matrix(Rng &rng, int64_t n, std::vector<uint16_t> &bits, std::vect
 
 /// The launch shape of the generated gemm_f16 (compiler/mlir/LowerTiles.cpp): the
 /// sm_80 / sm_90 schedules' 64x64 tile on 128 threads, unless SWZ_GEMM_TILE =
-/// "<tile_m>x<tile_n>x<threads>" names the tile of a kernel generated from another
-/// schedule (bench/tune_gemm.sh, test/python/test_simt_interp.py).
+/// "<tile_m>x<tile_n>x<threads>[x<dynamic_smem_bytes>]" names the tile of a kernel
+/// generated from another schedule (bench/tune_gemm.sh, test/python/test_simt_interp.py;
+/// the bytes are the kernel's swz.dynamic_smem, for tiles over the static 48 KiB).
 struct GemmLaunch {
-  long long tileM = 64, tileN = 64, threads = 128;
+  long long tileM = 64, tileN = 64, threads = 128, dynamicSmem = 0;
 };
 
 GemmLaunch gemmLaunch() {
   GemmLaunch l;
   if (const char *e = std::getenv("SWZ_GEMM_TILE")) {
     char tail = 0;
-    if (std::sscanf(e, "%lldx%lldx%lld%c", &l.tileM, &l.tileN, &l.threads, &tail) != 3 ||
-        l.tileM <= 0 || l.tileN <= 0 || l.threads <= 0 || l.threads % 32 != 0)
+    int n = std::sscanf(e, "%lldx%lldx%lldx%lld%c", &l.tileM, &l.tileN, &l.threads,
+                        &l.dynamicSmem, &tail);
+    if ((n != 3 && n != 4) || l.tileM <= 0 || l.tileN <= 0 || l.threads <= 0 ||
+        l.threads % 32 != 0 || l.dynamicSmem < 0)
       throw std::runtime_error(std::string("SWZ_GEMM_TILE='") + e +
-                               "': expected <tile_m>x<tile_n>x<threads>, e.g. 64x64x128");
+                               "': expected <tile_m>x<tile_n>x<threads>[x<dynamic_smem_bytes>], "
+                               "e.g. 64x64x128 or 128x128x256x132080");
   }
   return l;
 }
@@ -329,6 +333,7 @@ Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed,
   const GemmLaunch l = gemmLaunch();
   c.grid = {unsigned((N + l.tileN - 1) / l.tileN), unsigned((T + l.tileM - 1) / l.tileM), 1};
   c.block = {unsigned(l.threads), 1, 1};
+  c.dynamicSmemBytes = unsigned(l.dynamicSmem);
   c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak

@@ -37,7 +37,7 @@ gen)
       grep -q 'swz.targets = "spirv"' "$src/codegen/kernels/$k.mlir" && continue
       # Tile specs (gemm_f16.mlir) become kernels by the chip's schedule, as in swizzlec.
       if ! "$build/compiler/tools/swizzle-opt" "$src/codegen/kernels/$k.mlir" \
-          -swz-apply-schedule=schedule="$src/compiler/schedules/$chip.json" -swz-lower-tiles -swz-materialize-swizzle \
+          -swz-apply-schedule=schedule="$src/compiler/schedules/$chip.json" -swz-lower-tiles -swz-materialize-swizzle -swz-dynamic-smem \
           -gpu-lower-to-nvvm-pipeline="cubin-chip=${arch:-$chip} cubin-format=isa" \
           -swz-extract-kernels=output-dir="$out/$chip" -o /dev/null 2> "$out/$chip/$k.log"; then
         cat "$out/$chip/$k.log" >&2; echo "error: $k for $chip failed" >&2; exit 1

@@ -3,7 +3,11 @@
 (nvgpu ldmatrix / mma.sync / cp.async) on a CPU against the numeric cases of
 test/gpu/cases.h.
 
-What it runs: the op subset our kernels use after swz-materialize-swizzle, printed with
+What it runs: the op subset our kernels use after swz-materialize-swizzle (and
+swz-dynamic-smem: gpu.dynamic_shared_memory, whose window is modelled as bytes at shared
+address 16 so a tile aligned beyond 16 bytes exercises the kernel's round-up, and
+memref.view of f16/f32 tiles into it, bounds-checked against the kernel's
+swz.dynamic_smem), printed with
 --mlir-print-op-generic (arith, math, scf.for/if, memref load/store/get_global, vector
 extract/insert/shuffle/shape_cast/bitcast, gpu ids/barrier/shuffle, nvgpu ldmatrix/mma.sync (m16n8k16 f16, m16n8k32 s8)/device_async_copy, and
 the dp4a inline assembly of gemv_q8x.mlir). i32 values wrap to 32 bits; memrefs of
@@ -132,13 +136,18 @@ class Machine:
         self.smem_defs = smem_defs
         self.dims = dims or {}  # global buffer name -> its memref sizes (2-D: row-major)
 
+    # Shared address of the dynamic window: 16-byte aligned only, as on the GPU.
+    DYN_BASE = 16
+
     def run(self, fn, args, grid):
         entry = fn.regions[0][0]
+        m = re.search(r'swz.dynamic_smem = "(\d+)"', fn.rest)
+        self.dyn_bytes = int(m.group(1)) if m else 0
         for bz in range(grid[2]):
             for by in range(grid[1]):
                 for bx in range(grid[0]):
                     self.smem = {k: np.zeros(s, dtype={'f16': np.float16, 'f32': np.float32, 'i32': np.int64}[t])
-                                 for k, (s, t) in self.smem_defs.items()}
+                                 for k, (s, t) in self.smem_defs.items() if not k.startswith('<dynamic')}
                     self.bid, self.grid = (bx, by, bz), grid
                     env = {}
                     for a, v in zip(entry.args, args):
@@ -271,6 +280,30 @@ class Machine:
         elif n == 'gpu.barrier': pass
         elif n == 'memref.get_global':
             res = ('smem', re.search(r'name = @(\w+)', rest).group(1))
+        elif n == 'gpu.dynamic_shared_memory':
+            assert self.dyn_bytes > 0, 'gpu.dynamic_shared_memory in a kernel without swz.dynamic_smem'
+            self.dyn = np.zeros(self.dyn_bytes, dtype=np.uint8)  # the workgroup's window
+            res = ('dyn',)
+        elif n == 'memref.extract_aligned_pointer_as_index' and ins[0] == ('dyn',):
+            res = np.full(NL, self.DYN_BASE, dtype=np.int64)
+        elif n == 'memref.view':
+            # A typed tile at a byte shift of the dynamic window: a numpy view of its bytes,
+            # so tiles that overlap alias (and a view past the window raises).
+            assert ins[0] == ('dyn',), 'memref.view of something other than the dynamic window'
+            shift = ins[1][mask] if mask.any() else ins[1][:1]
+            assert (shift == shift[0]).all(), 'memref.view with a per-lane shift'
+            off = int(shift[0])
+            m = re.search(r'-> memref<(\d+)x?(\d*)x(f16|f32)', rest)
+            shape = tuple(int(x) for x in (m.group(1), m.group(2)) if x)
+            dt = {'f16': np.float16, 'f32': np.float32}[m.group(3)]
+            nbytes = int(np.prod(shape)) * np.dtype(dt).itemsize
+            assert 0 <= off and off + nbytes <= self.dyn_bytes, \
+                f'memref.view of {nbytes} bytes at {off} outside the {self.dyn_bytes}-byte window'
+            assert (self.DYN_BASE + off) % np.dtype(dt).itemsize == 0
+            name = f'<dynamic+{off}>'
+            self.smem[name] = self.dyn[off:off + nbytes].view(dt).reshape(shape)
+            self.smem_defs[name] = (shape, m.group(3))
+            res = ('smem', name)
         elif n in ('memref.load', 'memref.store') and isinstance(ins[0 if n == 'memref.load' else 1], np.ndarray) \
                 and ins[0 if n == 'memref.load' else 1].dtype.kind == 'U':
             # a buffer chosen per lane (arith.select of memrefs): one access per buffer

@@ -5,12 +5,28 @@
 // The sm_80 schedule: 64x64x64 tiles, 4 warps (2 x 2, 32x32 each), 3 stages, mma.sync.
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_80.json -swz-lower-tiles \
 // RUN:   | FileCheck %s --check-prefix=SM80
-// The sm_90 schedule: 64x64x64 tiles, one warpgroup of wgmma.m64n64k16, 3 stages.
+// The sm_90 schedule: 64x64x64 tiles, one warpgroup of wgmma.m64n64k16, 3 stages (two k
+// tiles copied ahead; each k tile's wgmma group waited for before the next barrier).
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
 // RUN:   | FileCheck %s --check-prefix=WGMMA
+// mma_in_flight 1: k tile kt's wgmma group stays pending across the next wait and barrier
+// (wgmma.wait_group 1; 0 after the loop), so one k tile fewer is copied ahead.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: sed -e 's/"stages": 3,/"stages": 3, "mma_in_flight": 1,/' %schedules/sm_90.json > %t/inflight.json
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/inflight.json -swz-lower-tiles \
+// RUN:   | FileCheck %s --check-prefix=INFLIGHT
+// 128x128x64 on two warpgroups (wgmma.m64n128k16), 4 stages, a group in flight: 128 KiB of tiles, more than a
+// block may declare statically, so the kernel declares dynamic shared memory (the tiles
+// plus 1008 bytes to round the window up to 1024) and swz-dynamic-smem places the tiles.
+// RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 128, "tile_n": 128, "tile_k": 64/' \
+// RUN:     -e 's/"warps": 4, "stages": 3,/"warps": 8, "stages": 4, "mma_in_flight": 1,/' \
+// RUN:     -e 's/"mma": "wgmma.m64n64k16"/"mma": "wgmma.m64n128k16"/' %schedules/sm_90.json > %t/big.json
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/big.json -swz-lower-tiles \
+// RUN:   | FileCheck %s --check-prefix=BIG
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/big.json -swz-lower-tiles \
+// RUN:   -swz-materialize-swizzle -swz-dynamic-smem | FileCheck %s --check-prefix=DYN
 // The same kernel source with the schedule edited: 32x64x32 tiles on 2 warps (1 x 2,
 // 32x32 each), 2 stages, Swizzle<2,3,3> for the 64-byte rows.
-// RUN: rm -rf %t && mkdir -p %t
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 32, "tile_n": 64, "tile_k": 32/' \
 // RUN:     -e 's/"warps": 4, "stages": 3,/"warps": 2, "stages": 2,/' \
 // RUN:     -e '20s/"bits": 3, "base": 3, "shift": 3/"bits": 2, "base": 3, "shift": 3/' \
@@ -96,6 +112,8 @@ swz.gemm_tile @gemm_f16 : f16
 // WGMMA-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
 // WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // WGMMA-NEXT: gpu.barrier
+// Two k tiles copied ahead: after the barrier, tile kt + 2 into stage (kt + 2) % 3.
+// WGMMA: arith.addi %{{.*}}, %c2{{.*}} : index
 // The stage's byte offsets: A (stage * 64 + warpgroup * 64) rows of 128 bytes, B stage * 64
 // rows of 128 bytes = stage * 8192.
 // WGMMA: %[[ST:.*]] = arith.remui %{{.*}}, %c3 : index
@@ -117,6 +135,45 @@ swz.gemm_tile @gemm_f16 : f16
 // WGMMA-NOT: nvvm.wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
 // WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-NOT: nvvm.wgmma.wait.group.sync.aligned
+// WGMMA-NOT: swz.dynamic_smem
 // 16 n8 tiles x 2 rows x 2 columns of D a thread, one masked store each.
 // WGMMA: llvm.extractvalue
 // WGMMA-COUNT-32: memref.store
+
+// INFLIGHT: scf.for {{.*}} iter_args({{.*}}) -> (!llvm.struct<(f32, f32,
+// INFLIGHT-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// INFLIGHT-NEXT: nvvm.fence.proxy
+// INFLIGHT-NEXT: gpu.barrier
+// INFLIGHT-NEXT: arith.addi %{{.*}}, %c1 : index
+// INFLIGHT: nvvm.wgmma.commit.group.sync.aligned
+// INFLIGHT-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// INFLIGHT-NEXT: scf.yield
+// INFLIGHT: nvvm.wgmma.wait.group.sync.aligned 0
+// INFLIGHT-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+
+// BIG-DAG: memref.global "private" @gemm_x : memref<512x64xf16, #gpu.address_space<workgroup>> {alignment = 1024 : i64
+// BIG-DAG: memref.global "private" @gemm_w : memref<512x64xf16, #gpu.address_space<workgroup>> {alignment = 1024 : i64
+// BIG: known_block_size = array<i32: 256, 1, 1>, swz.dynamic_smem = "132080", swz.grid = "ceil(N/128), ceil(T/128), 1"
+// BIG: scf.for {{.*}} iter_args({{.*}}) -> (!llvm.struct<(f32, f32,
+// BIG-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// BIG: gpu.barrier
+// BIG: arith.addi %{{.*}}, %c2{{.*}} : index
+// BIG: arith.muli %{{.*}}, %c16384 : index
+// BIG: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// BIG: nvvm.wgmma.wait.group.sync.aligned 1
+// 64 D registers of f32 a thread: 32 n8 tiles x 2 rows x 2 columns.
+// BIG-COUNT-64: memref.store
+
+// The tiles as views of the dynamic window, whose base the kernel rounds up to 1024.
+// DYN-NOT: memref.global
+// DYN: swz.dynamic_smem = "132080"
+// DYN: %[[WIN:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// DYN: %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[WIN]]
+// DYN: %[[R:.*]] = arith.remui %[[P]], %c1024
+// DYN: %[[U:.*]] = arith.subi %c1024{{.*}}, %[[R]]
+// DYN: %[[SHIFT:.*]] = arith.remui %[[U]], %c1024
+// DYN: memref.view %[[WIN]][%[[SHIFT]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<512x64xf16, #gpu.address_space<workgroup>>
+// DYN: %[[OFF:.*]] = arith.addi %[[SHIFT]], %c65536
+// DYN: memref.view %[[WIN]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<512x64xf16, #gpu.address_space<workgroup>>
+// DYN-NOT: memref.get_global

@@ -164,6 +164,38 @@ TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {
   EXPECT_NE(e.find("the schedule asks for mma \"wgmma.m64n128k16\""), std::string::npos) << e;
 }
 
+TEST(GpuCompiler, TilesOverStaticSharedMemoryGoDynamic) {
+  // sm_90's schedule edited to 128 x 128 x 64 on two warpgroups of wgmma.m64n128k16, 4
+  // stages, one wgmma group in flight: 128 KiB of tiles (more than the 48 KiB a block may
+  // declare statically). The launch record asks for the tiles plus the 1008 bytes that
+  // round the 16-byte-aligned window up to 1024; the PTX declares no tile statically and
+  // keeps one wgmma group pending in the K loop.
+  swz::schedule::TargetSchedule s = *shipped("sm_90");
+  s.gemm.tileM = 128;
+  s.gemm.tileN = 128;
+  s.gemm.warps = 8;
+  s.gemm.stages = 4;
+  s.gemm.mma = "wgmma.m64n128k16";
+  s.gemm.mmaInFlight = 1;
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", &s);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].dynamicSmem, std::to_string(4 * (128 + 128) * 64 * 2 + 1024 - 16));
+  EXPECT_EQ(ks[0].workgroupBytes, 4 * (128 + 128) * 64 * 2 + 1024 - 16);
+  EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{256, 1, 1}));
+  EXPECT_EQ(ks[0].binary.find("gemm_x"), std::string::npos);  // no static tile
+  EXPECT_NE(ks[0].binary.find("wgmma.wait_group.sync.aligned 1;"), std::string::npos);
+  EXPECT_NE(ks[0].binary.find("wgmma.wait_group.sync.aligned 0;"), std::string::npos);
+  EXPECT_NE(ks[0].binary.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
+            std::string::npos);
+
+  // The shipped schedule's tiles fit statically: no dynamic shared memory, no group left
+  // in flight.
+  ks = compileGpuKernels(kernelSource("gemm_f16.mlir"), "sm_90", "", shipped("sm_90"));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].dynamicSmem, "");
+  EXPECT_EQ(ks[0].binary.find("wgmma.wait_group.sync.aligned 1;"), std::string::npos);
+}
+
 TEST(GpuCompiler, SwigluToSpirv) {
   std::vector<CompiledKernel> ks =
       compileGpuKernels(kernelSource("swiglu_f32.mlir"), "spirv");

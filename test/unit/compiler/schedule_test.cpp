@@ -48,6 +48,7 @@ TEST(Schedule, Sm90) {
   EXPECT_EQ(s.gemm.mma, "wgmma.m64n64k16");
   EXPECT_EQ(s.gemm.warps, 4);
   EXPECT_EQ(gemmSmemBytes(s.gemm, 2), 49152);
+  EXPECT_FALSE(s.gemm.mmaInFlight.has_value());  // optional: each k tile's wgmma waited for
   // Nor a wgmma attention: the tensor-core flash kernel's 64 x 64 mma.sync tiles.
   EXPECT_EQ(s.attention.mma, "mma.sync.m16n8k16");
   EXPECT_EQ(s.attention.blockQ, 64);
@@ -122,6 +123,17 @@ TEST(Schedule, Errors) {
     FAIL() << "expected an error";
   } catch (const std::runtime_error &e) {
     EXPECT_NE(std::string(e.what()).find("prefill_split_min: 100 is not a multiple of 64"), std::string::npos) << e.what();
+  }
+  // gemm.mma_in_flight: 0 or 1 wgmma groups pending across a k tile.
+  text.replace(text.find("\"stages\": 3,"), 12, "\"stages\": 3, \"mma_in_flight\": 1,");
+  text.replace(text.find("\"prefill_split_min\": 100"), 24, "\"prefill_split_min\": 2048");
+  EXPECT_EQ(parseSchedule(text, "t.json").gemm.mmaInFlight, 1);
+  text.replace(text.find("\"mma_in_flight\": 1"), 18, "\"mma_in_flight\": 2");
+  try {
+    parseSchedule(text, "t.json");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("$.gemm.mma_in_flight: 2 is not 0 or 1"), std::string::npos) << e.what();
   }
 }
 
