@@ -393,7 +393,9 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                          {"spill_store_bytes", pi.spillStores},
                          {"spill_load_bytes", pi.spillLoads}};
       line += ", " + std::to_string(pi.registers) + " registers, " +
-              std::to_string(pi.sharedBytes) + " B smem, " + std::to_string(pi.stackBytes) +
+              std::to_string(pi.sharedBytes) + " B smem" +
+              (k->dynamicSmem.empty() ? "" : " + " + k->dynamicSmem + " B dynamic") + ", " +
+              std::to_string(pi.stackBytes) +
               " B stack, spills " + std::to_string(pi.spillStores) + "/" +
               std::to_string(pi.spillLoads) + " B";
     }
