@@ -17,11 +17,19 @@
 #                                            # <build-dir>/gpu-gemm (carry it)
 #   bench/tune_gemm.sh run [build-dir]       # there: $OUT/tune-gemm.md, .json
 #   bench/tune_gemm.sh write NAME [build-dir] # here: NAME's gemm entry into sm_90.json
+#   bench/tune_gemm.sh write-class NAME CLASS BOUNDS [build-dir]
+#                                            # here: NAME's fields as gemm.classes' CLASS
+#                                            # (BOUNDS: JSON of n_min/n_max/k_min/k_max)
 set -euo pipefail
 mode=${1:?usage: $0 prepare|run [build-dir] | write NAME [build-dir]}
 if [ "$mode" = write ]; then
   name=${2:?usage: $0 write NAME [build-dir]}
   build=${3:-build}
+elif [ "$mode" = write-class ]; then
+  name=${2:?usage: $0 write-class NAME CLASS BOUNDS [build-dir]}
+  class=${3:?usage: $0 write-class NAME CLASS BOUNDS [build-dir]}
+  bounds=${4:?usage: $0 write-class NAME CLASS BOUNDS [build-dir]}
+  build=${5:-build}
 else
   build=${2:-build}
 fi
@@ -179,5 +187,23 @@ json.dump(s, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY
   echo "wrote $name's gemm entry into compiler/schedules/sm_90.json" ;;
-*) echo "usage: $0 prepare|run [build-dir] | write NAME [build-dir]" >&2; exit 2 ;;
+write-class)
+  # The candidate's fields as one shape class (replacing a class of that name).
+  v=$(printf '%s\n' "${VARIANTS[@]}" | grep "^$name|") || { echo "no candidate $name" >&2; exit 2; }
+  patch=${v#*|}
+  python3 - "$src/compiler/schedules/sm_90.json" "$patch" "$class" "$bounds" <<'PY'
+import json, sys
+path, patch, name, bounds = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+s = json.load(open(path))
+mma = patch.get("mma", s["gemm"]["mma"])
+if mma.startswith("wgmma") != s["gemm"]["mma"].startswith("wgmma"):
+    sys.exit(f"{name}: {mma} and the base entry's {s['gemm']['mma']} need different device.arch")
+classes = [c for c in s["gemm"].get("classes", []) if c["name"] != name]
+classes.append({"name": name, **bounds, **patch})
+s["gemm"]["classes"] = classes
+json.dump(s, open(path, "w"), indent=2)
+open(path, "a").write("\n")
+PY
+  echo "wrote $name's fields as gemm class $class into compiler/schedules/sm_90.json" ;;
+*) echo "usage: $0 prepare|run [build-dir] | write NAME [build-dir] | write-class NAME CLASS BOUNDS [build-dir]" >&2; exit 2 ;;
 esac

@@ -210,18 +210,24 @@ std::string swizzleStr(const std::optional<std::array<unsigned, 3>> &s) {
 std::string scheduleMismatch(const codegen::CompiledKernel &k, const schedule::TargetSchedule &s) {
   if (k.smemTiles.empty())
     return "it names schedule entry '" + k.schedule + "' but stages no ldmatrix/cp.async tile";
-  const bool gemm = k.schedule == "gemm";
+  // "gemm", "gemm.<class>" (a shape class's kernel) or "attention".
+  const schedule::GemmSchedule *gemmEntry = k.schedule == "gemm" ? &s.gemm : nullptr;
+  if (k.schedule.rfind("gemm.", 0) == 0)
+    for (const schedule::GemmClass &c : s.gemmClasses)
+      if (k.schedule == "gemm." + c.name)
+        gemmEntry = &c.gemm;
+  const bool gemm = gemmEntry != nullptr;
   if (!gemm && k.schedule != "attention")
-    return "unknown schedule entry '" + k.schedule + "' (gemm or attention)";
-  const std::string &elem = gemm ? s.gemm.elementType : s.attention.elementType;
-  const auto &sw = gemm ? s.gemm.swizzle : s.attention.swizzle;
-  const bool fromRow = gemm ? s.gemm.swizzleShiftFromRow : s.attention.swizzleShiftFromRow;
+    return "unknown schedule entry '" + k.schedule + "' (gemm, gemm.<class> of the schedule's gemm.classes, or attention)";
+  const std::string &elem = gemm ? gemmEntry->elementType : s.attention.elementType;
+  const auto &sw = gemm ? gemmEntry->swizzle : s.attention.swizzle;
+  const bool fromRow = gemm ? gemmEntry->swizzleShiftFromRow : s.attention.swizzleShiftFromRow;
   for (const auto &t : k.smemTiles) {
     std::string why;
     if (t.elemBytes != (elem == "f32" ? 4u : 2u))
       why = std::to_string(t.elemBytes) + "-byte elements, the schedule's are " + elem;
     if (gemm) {
-      const auto &g = s.gemm;
+      const auto &g = *gemmEntry;
       if (t.cols != g.tileK || (t.rows != g.stages * g.tileM && t.rows != g.stages * g.tileN))
         why = std::to_string(t.rows) + "x" + std::to_string(t.cols) + ", the schedule's " +
               std::to_string(g.stages) + " stages of " + std::to_string(g.tileM) + " or " +

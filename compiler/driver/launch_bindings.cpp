@@ -884,6 +884,7 @@ const std::vector<std::pair<std::string, Binder>> &binders() {
       {"convert_f32_f16", bindConvert},   // dequant_f16.mlir
       {"dequant_", bindDequant},          // dequant_f16.mlir
       {"gemm_f16", bindGemmF16},          // gemm_f16.mlir
+      {"gemm_f16_", bindGemmF16},         // its shape classes' kernels (gemm_f16_<class>)
       {"gemm_skinny_", bindGemmSkinny},   // gemm_skinny.mlir
       {"gemm_f32_f16w", bindGemmF32F16w}, // gemm_f32_f16w.mlir
       {"add_f32", bindAdd},

@@ -402,7 +402,8 @@ AccessorFn emitMmaSyncLoop(OpBuilder &b, Location loc, const GemmGeometry &g, co
   };
 }
 
-/// Writes the kernel of `op` into `gm`.
+/// Writes the kernel of `op` into `gm`: gpu.func @<op's name>, its shared tiles
+/// @gemm_x / @gemm_w (a shape class's: @gemm_<class>_x / _w, beside its base kernel's).
 void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
@@ -425,8 +426,10 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     return gl;
   };
   MemRefType sxType = smemType(g.tileM), swType = smemType(g.tileN);
-  global("gemm_x", sxType);
-  global("gemm_w", swType);
+  const std::string cls = op.getShapeClass() ? "_" + op.getShapeClass()->str() : "";
+  const std::string xName = "gemm" + cls + "_x", wName = "gemm" + cls + "_w";
+  global(xName, sxType);
+  global(wName, swType);
 
   auto dyn2 = [&](Type t) {
     return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
@@ -440,7 +443,9 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(g.threads), 1, 1}));
   fn->setAttr("swz.grid", b.getStringAttr("ceil(N/" + std::to_string(g.tileN) + "), ceil(T/" +
                                           std::to_string(g.tileM) + "), 1"));
-  fn->setAttr("swz.schedule", b.getStringAttr("gemm"));
+  // The schedule entry the kernel follows (compile_gpu.cpp checks its tiles against it).
+  fn->setAttr("swz.schedule",
+              b.getStringAttr(op.getShapeClass() ? "gemm." + op.getShapeClass()->str() : "gemm"));
   if (g.dynamicSmem > 0)
     fn->setAttr("swz.dynamic_smem", b.getStringAttr(std::to_string(g.dynamicSmem)));
 
@@ -453,8 +458,8 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   v.y = entry.getArgument(2);
   v.bias = entry.getArgument(3);
   v.hasBias = entry.getArgument(4);
-  v.sx = b.create<memref::GetGlobalOp>(loc, sxType, "gemm_x");
-  v.sw = b.create<memref::GetGlobalOp>(loc, swType, "gemm_w");
+  v.sx = b.create<memref::GetGlobalOp>(loc, sxType, xName);
+  v.sw = b.create<memref::GetGlobalOp>(loc, swType, wName);
   v.tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
   Value bx = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
   Value by = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::y);
@@ -556,14 +561,34 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
         failedAny = true;
         continue;
       }
-      std::string name = "swz_" + op.getSymName().str();
-      if (SymbolTable::lookupSymbolIn(module, name)) {
-        op.emitError() << "swz-lower-tiles: @" << name << " already exists in the module";
+      // A shape class's kernel goes into its base kernel's module (one module, one PTX file
+      // a kernel source): @swz_<base> for @<base>_<class>.
+      std::string base = op.getSymName().str();
+      if (auto cls = op.getShapeClass()) {
+        const std::string tail = "_" + cls->str();
+        if (base.size() <= tail.size() || base.compare(base.size() - tail.size(), tail.size(), tail) != 0) {
+          op.emitError() << "swz-lower-tiles: @" << base << " has shape_class \"" << *cls
+                         << "\" but is not named <base>" << tail;
+          failedAny = true;
+          continue;
+        }
+        base.resize(base.size() - tail.size());
+      }
+      std::string name = "swz_" + base;
+      auto gm = dyn_cast_or_null<gpu::GPUModuleOp>(SymbolTable::lookupSymbolIn(module, name));
+      if (!gm) {
+        if (SymbolTable::lookupSymbolIn(module, name)) {
+          op.emitError() << "swz-lower-tiles: @" << name << " already exists in the module";
+          failedAny = true;
+          continue;
+        }
+        OpBuilder b(op);
+        gm = b.create<gpu::GPUModuleOp>(op.getLoc(), name);
+      } else if (SymbolTable::lookupSymbolIn(gm, op.getSymName())) {
+        op.emitError() << "swz-lower-tiles: @" << name << " already has a kernel @" << op.getSymName();
         failedAny = true;
         continue;
       }
-      OpBuilder b(op);
-      auto gm = b.create<gpu::GPUModuleOp>(op.getLoc(), name);
       emitGemmKernel(op, *g, gm);
       // The generator asks for constants and lane indices where it needs them; one of
       // each is left (readable output, fewer ops for the SIMT interpreter).

@@ -93,8 +93,8 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
     Builder b(module.getContext());
     bool failedAny = false;
 
-    module.walk([&](GemmTileOp op) {
-      const schedule::GemmSchedule &g = s.gemm;
+    // Fills one gemm_tile's fields from the entry `g`.
+    auto applyGemm = [&](GemmTileOp op, const schedule::GemmSchedule &g) {
       if (typeName(op.getElementType()) != g.elementType) {
         op.emitError() << "element type " << op.getElementType() << " of @"
                        << op.getSymName() << " differs from the " << s.target
@@ -144,7 +144,32 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         op.removeMmaInFlightAttr();
       if (failed(op.verify()))
         failedAny = true;
-    });
+    };
+    // Each gemm tile spec takes the base entry; each shape class of the schedule adds a copy
+    // of it, @<name>_<class>, with the class's entry (kept and re-applied if it exists).
+    SmallVector<GemmTileOp> gemms;
+    module.walk([&](GemmTileOp op) { gemms.push_back(op); });
+    llvm::StringSet<> classKernels;
+    for (GemmTileOp op : gemms)
+      for (const schedule::GemmClass &c : s.gemmClasses)
+        classKernels.insert((op.getSymName() + "_" + c.name).str());
+    for (GemmTileOp op : gemms) {
+      if (classKernels.contains(op.getSymName()))
+        continue; // a class's copy, re-applied with its base below
+      applyGemm(op, s.gemm);
+      for (const schedule::GemmClass &c : s.gemmClasses) {
+        std::string name = (op.getSymName() + "_" + c.name).str();
+        auto copy = dyn_cast_or_null<GemmTileOp>(SymbolTable::lookupSymbolIn(module, name));
+        if (!copy) {
+          OpBuilder ob(op);
+          ob.setInsertionPointAfter(op);
+          copy = cast<GemmTileOp>(ob.clone(*op));
+          copy.setSymName(name);
+        }
+        copy.setShapeClassAttr(b.getStringAttr(c.name));
+        applyGemm(copy, c.gemm);
+      }
+    }
 
     module.walk([&](AttentionTileOp op) {
       const schedule::AttentionSchedule &a = s.attention;

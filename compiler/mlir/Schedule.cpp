@@ -78,6 +78,34 @@ struct Reader {
 };
 } // namespace
 
+/// The fields of a `gemm` entry (or of a class merged into it) at `path`.
+static GemmSchedule readGemm(const Reader &r, const json &g, const std::string &path) {
+  GemmSchedule s;
+  s.elementType = r.string(g, path, "element_type");
+  s.tileM = r.integer(g, path, "tile_m", 1);
+  s.tileN = r.integer(g, path, "tile_n", 1);
+  s.tileK = r.integer(g, path, "tile_k", 1);
+  s.warps = r.integer(g, path, "warps", 1);
+  s.stages = r.integer(g, path, "stages", 1);
+  s.vectorBytes = r.integer(g, path, "vector_bytes", 1);
+  s.mma = r.string(g, path, "mma");
+  s.copy = r.string(g, path, "copy");
+  s.swizzle = r.swizzle(g, path, s.swizzleShiftFromRow);
+  s.conflictFree = r.boolean(g, path, "conflict_free");
+  if (g.contains("skinny_max_rows")) {
+    s.skinnyMaxRows = r.integer(g, path, "skinny_max_rows", 0);
+    if (s.skinnyMaxRows > 64)
+      r.fail(path + ".skinny_max_rows", std::to_string(s.skinnyMaxRows) +
+                                            " is more than the skinny GEMM's 64 rows (4 m-tiles of 16)");
+  }
+  if (g.contains("mma_in_flight")) {
+    s.mmaInFlight = r.integer(g, path, "mma_in_flight", 0);
+    if (*s.mmaInFlight > 1)
+      r.fail(path + ".mma_in_flight", std::to_string(*s.mmaInFlight) + " is not 0 or 1");
+  }
+  return s;
+}
+
 TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   Reader r{std::string(origin)};
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -96,29 +124,39 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   s.maxSmemBytesPerBlock = r.integer(dev, "$.device", "max_smem_bytes_per_block", 0);
 
   const json &g = r.field(doc, "$", "gemm");
-  s.gemm.elementType = r.string(g, "$.gemm", "element_type");
-  s.gemm.tileM = r.integer(g, "$.gemm", "tile_m", 1);
-  s.gemm.tileN = r.integer(g, "$.gemm", "tile_n", 1);
-  s.gemm.tileK = r.integer(g, "$.gemm", "tile_k", 1);
-  s.gemm.warps = r.integer(g, "$.gemm", "warps", 1);
-  s.gemm.stages = r.integer(g, "$.gemm", "stages", 1);
-  s.gemm.vectorBytes = r.integer(g, "$.gemm", "vector_bytes", 1);
-  s.gemm.mma = r.string(g, "$.gemm", "mma");
-  s.gemm.copy = r.string(g, "$.gemm", "copy");
-  s.gemm.swizzle = r.swizzle(g, "$.gemm", s.gemm.swizzleShiftFromRow);
-  s.gemm.conflictFree = r.boolean(g, "$.gemm", "conflict_free");
-  if (g.contains("skinny_max_rows")) {
-    s.gemm.skinnyMaxRows = r.integer(g, "$.gemm", "skinny_max_rows", 0);
-    if (s.gemm.skinnyMaxRows > 64)
-      throw std::runtime_error("$.gemm.skinny_max_rows: " + std::to_string(s.gemm.skinnyMaxRows) +
-                               " is more than the skinny GEMM's 64 rows (4 m-tiles of 16)");
-  }
-
-  if (g.contains("mma_in_flight")) {
-    s.gemm.mmaInFlight = r.integer(g, "$.gemm", "mma_in_flight", 0);
-    if (*s.gemm.mmaInFlight > 1)
-      throw std::runtime_error("$.gemm.mma_in_flight: " + std::to_string(*s.gemm.mmaInFlight) +
-                               " is not 0 or 1");
+  s.gemm = readGemm(r, g, "$.gemm");
+  if (auto it = g.find("classes"); it != g.end()) {
+    if (!it->is_array())
+      r.fail("$.gemm.classes", "expected an array, got " + it->dump());
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string p = "$.gemm.classes[" + std::to_string(i) + "]";
+      const json &c = (*it)[i];
+      GemmClass gc;
+      gc.name = r.string(c, p, "name");
+      if (gc.name.empty() ||
+          gc.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        r.fail(p + ".name", "\"" + gc.name + "\" is not [a-z0-9_]+ (it names the kernel gemm_f16_<name>)");
+      for (const GemmClass &o : s.gemmClasses)
+        if (o.name == gc.name)
+          r.fail(p + ".name", "\"" + gc.name + "\" names two classes");
+      bool bounded = false;
+      for (auto [key, field] : {std::pair{"n_min", &gc.nMin}, std::pair{"n_max", &gc.nMax},
+                                std::pair{"k_min", &gc.kMin}, std::pair{"k_max", &gc.kMax}})
+        if (c.contains(key)) {
+          *field = r.integer(c, p, key, 0);
+          bounded = true;
+        }
+      if (!bounded)
+        r.fail(p, "a class needs at least one of n_min, n_max, k_min, k_max");
+      // The base entry with the class's fields in place of its own.
+      json merged = g;
+      merged.erase("classes");
+      for (const auto &[key, value] : c.items())
+        if (key != "name" && key != "n_min" && key != "n_max" && key != "k_min" && key != "k_max")
+          merged[key] = value;
+      gc.gemm = readGemm(r, merged, p);
+      s.gemmClasses.push_back(std::move(gc));
+    }
   }
 
   const json &a = r.field(doc, "$", "attention");
@@ -158,6 +196,13 @@ TargetSchedule loadSchedule(const std::string &path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return parseSchedule(ss.str(), path);
+}
+
+const GemmClass *gemmClassFor(const TargetSchedule &s, int64_t n, int64_t k) {
+  for (const GemmClass &c : s.gemmClasses)
+    if (n >= c.nMin && n <= c.nMax && k >= c.kMin && k <= c.kMax)
+      return &c;
+  return nullptr;
 }
 
 int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace swz::schedule {
@@ -73,6 +74,17 @@ struct GemvSchedule {
   int64_t q4kMmaSplitKBelowRows = 0;
 };
 
+/// A shape class of the prefill GEMM (`gemm.classes[i]`, optional): matmuls whose weight is
+/// N x K with nMin <= N <= nMax and kMin <= K <= kMax (schedule fields `n_min`, `n_max`,
+/// `k_min`, `k_max`, each optional) multiply with their own kernel, `gemm_f16_<name>`,
+/// generated from the base `gemm` entry with the class's other fields replacing its own.
+/// The first class that matches wins; a matmul no class matches takes `gemm_f16`.
+struct GemmClass {
+  std::string name; ///< [a-z0-9_]+, unique in the file.
+  int64_t nMin = 0, nMax = INT64_MAX, kMin = 0, kMax = INT64_MAX;
+  GemmSchedule gemm;
+};
+
 struct TargetSchedule {
   std::string target;      ///< "sm_80", "sm_90", "spirv".
   std::string arch;        ///< "sm_80", ..., "vulkan1.1".
@@ -80,9 +92,13 @@ struct TargetSchedule {
   int64_t warpSize = 32;
   int64_t maxSmemBytesPerBlock = 0;
   GemmSchedule gemm;
+  std::vector<GemmClass> gemmClasses; ///< `gemm.classes`, in file order
   AttentionSchedule attention;
   GemvSchedule gemv;
 };
+
+/// The first of `s.gemmClasses` that an N x K weight falls in, or nullptr (the base entry).
+const GemmClass *gemmClassFor(const TargetSchedule &s, int64_t n, int64_t k);
 
 /// Parses a schedule from JSON text. `origin` names the source in messages.
 /// Throws std::runtime_error("<origin>: <json path>: <problem>") on malformed

@@ -229,6 +229,9 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
     The schedule fields (`tile`, `warps`, `stages`, `smem`, `mma`, `copy`, and
     optionally `mma_in_flight`: wgmma groups left pending across a k tile) are
     absent until `swz-apply-schedule` fills them in from the target's schedule.
+    For each shape class of the schedule's gemm entry, swz-apply-schedule adds
+    a copy `@<name>_<class>` with `shape_class = "<class>"` and that class's
+    fields; swz-lower-tiles puts its kernel beside `@<name>`'s.
     `conflict_free` is a claim that `swz-check-bank-conflicts` verifies.
 
     ```mlir
@@ -244,7 +247,8 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
                        OptionalAttr<Swz_SwizzleAttr>:$smem_layout,
                        OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
                        OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free,
-                       OptionalAttr<I32Attr>:$mma_in_flight);
+                       OptionalAttr<I32Attr>:$mma_in_flight,
+                       OptionalAttr<StrAttr>:$shape_class);
   let assemblyFormat = [{
     $sym_name `:` $element_type
     (`tile` `(` $tile_m^ `,` $tile_n `,` $tile_k `)`)?

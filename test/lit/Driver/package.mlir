@@ -53,6 +53,25 @@
 // DYNREC: sm_90.gemm_f16 ['1', 'ceil(T/128)', '1'] 132080
 // DYNREC-NEXT: sm_90.gemm_f16 ['ceil(1/2)', 'ceil(T/128)', '1'] 132080
 // DYNREC-NOT: '1'] 0
+// Shape classes of the prefill GEMM (gemm.classes): weights of at most 64 rows (k, v)
+// multiply with gemm_f16_narrow (64x32 wgmma tiles, 4 stages), weights of K >= 256
+// (ffn_down) with gemm_f16_deep (4 stages in dynamic shared memory, a wgmma group in
+// flight), the others with gemm_f16: three kernels in one PTX module, each checked against
+// its own schedule entry.
+// RUN: mkdir -p %t/cls
+// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['classes']=[{'name':'narrow','n_max':64,'tile_n':32,'stages':4,'mma':'wgmma.m64n32k16'},{'name':'deep','k_min':256,'stages':4,'mma_in_flight':1}]; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/cls/sm_90.json
+// RUN: env CUDA_ROOT=%cuda_root %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/cls.swz --schedule-dir %t/cls -v 2>&1 | FileCheck %s --check-prefix=CLS
+// CLS-DAG: kernel sm_90.gemm_f16: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm, bank conflicts: 1-way worst over 2 tile(s)
+// CLS-DAG: kernel sm_90.gemm_f16_narrow: swz_gemm_f16.ptx, {{[0-9]+}} registers, 49152 B smem, 0 B stack, spills 0/0 B, schedule sm_90.gemm.narrow, bank conflicts: 1-way worst over 2 tile(s)
+// CLS-DAG: kernel sm_90.gemm_f16_deep: swz_gemm_f16.ptx, {{[0-9]+}} registers, 1 B smem + 66544 B dynamic, 0 B stack, spills 0/0 B, schedule sm_90.gemm.deep, bank conflicts: 1-way worst over 2 tile(s)
+// RUN: %python -c "import json,sys; [print(op['in'][1], l['kernel'], l['grid'][0], l['dynamic_smem']) for op in json.load(open(sys.argv[1]))['graph']['ops'] if op['op'] == 'matmul' for l in op.get('launches', []) if 'gemm_f16' in l['kernel']]" %t/cls.swz/manifest.json | FileCheck %s --check-prefix=CLSREC
+// CLSREC: blk.0.attn_q.weight sm_90.gemm_f16 2 0
+// CLSREC-NEXT: blk.0.attn_k.weight sm_90.gemm_f16_narrow 2 0
+// CLSREC-NEXT: blk.0.attn_v.weight sm_90.gemm_f16_narrow 2 0
+// CLSREC-NEXT: blk.0.attn_output.weight sm_90.gemm_f16 2 0
+// CLSREC-NEXT: blk.0.ffn_gate.weight sm_90.gemm_f16 4 0
+// CLSREC-NEXT: blk.0.ffn_up.weight sm_90.gemm_f16 4 0
+// CLSREC-NEXT: blk.0.ffn_down.weight sm_90.gemm_f16_deep max(0, min(1, T-1))*2 66544
 // RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['tile_k']=32; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/sched/sm_90.json
 // RUN: not %swizzlec compile %t/qwen2.gguf --target sm_90 -o %t/bad.swz --schedule-dir %t/sched 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: error: target sm_90: swz-outline-kernels failed:

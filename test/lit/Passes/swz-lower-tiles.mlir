@@ -25,6 +25,12 @@
 // RUN:   | FileCheck %s --check-prefix=BIG
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/big.json -swz-lower-tiles \
 // RUN:   -swz-materialize-swizzle -swz-dynamic-smem | FileCheck %s --check-prefix=DYN
+// A shape class (gemm.classes): swz-apply-schedule adds @gemm_f16_narrow with the class's
+// fields, and swz-lower-tiles writes its kernel beside @gemm_f16's in @swz_gemm_f16, with its
+// own shared tiles and schedule entry.
+// RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['classes']=[{'name':'narrow','n_max':1536,'tile_n':32,'stages':4,'mma':'wgmma.m64n32k16'}]; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/classes.json
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/classes.json | FileCheck %s --check-prefix=CLASSOP
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/classes.json -swz-lower-tiles | FileCheck %s --check-prefix=CLASS
 // The same kernel source with the schedule edited: 32x64x32 tiles on 2 warps (1 x 2,
 // 32x32 each), 2 stages, Swizzle<2,3,3> for the 64-byte rows.
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 32, "tile_n": 64, "tile_k": 32/' \
@@ -177,3 +183,15 @@ swz.gemm_tile @gemm_f16 : f16
 // DYN: %[[OFF:.*]] = arith.addi %[[SHIFT]], %c65536
 // DYN: memref.view %[[WIN]][%[[OFF]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<512x64xf16, #gpu.address_space<workgroup>>
 // DYN-NOT: memref.get_global
+
+// CLASSOP: swz.gemm_tile @gemm_f16 : f16 tile(64, 64, 64) warps(4) stages(3)
+// CLASSOP-NOT: shape_class
+// CLASSOP-NEXT: swz.gemm_tile @gemm_f16_narrow : f16 tile(64, 32, 64) warps(4) stages(4) {{.*}}mma = "wgmma.m64n32k16", shape_class = "narrow"
+
+// CLASS: gpu.module @swz_gemm_f16 {
+// CLASS-DAG: memref.global "private" @gemm_narrow_x : memref<256x64xf16
+// CLASS-DAG: memref.global "private" @gemm_narrow_w : memref<128x64xf16
+// CLASS-DAG: gpu.func @gemm_f16_narrow({{.*}} swz.grid = "ceil(N/32), ceil(T/64), 1", swz.schedule = "gemm.narrow"
+// CLASS-DAG: memref.global "private" @gemm_x : memref<192x64xf16
+// CLASS-DAG: gpu.func @gemm_f16({{.*}} swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"}
+// CLASS-NOT: gpu.module

@@ -97,6 +97,59 @@ TEST(Schedule, Spirv) {
   EXPECT_FALSE(s.gemm.conflictFree);
 }
 
+// Shape classes of the prefill GEMM: the base entry with the class's fields, chosen by the
+// weight's N x K, first match wins.
+TEST(Schedule, GemmClasses) {
+  std::ifstream in(schedulePath("sm_90"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(parseSchedule(text, "t.json").gemmClasses.empty());  // optional
+  const size_t at = text.find("\"skinny_max_rows\": 1");
+  ASSERT_NE(at, std::string::npos);
+  auto withClasses = [&](const std::string &classes) {
+    std::string t = text;
+    t.replace(at, 20, "\"skinny_max_rows\": 1, \"classes\": " + classes);
+    return parseSchedule(t, "t.json");
+  };
+  TargetSchedule s = withClasses(
+      R"([{"name": "narrow", "n_max": 1536, "tile_n": 32, "stages": 4, "mma": "wgmma.m64n32k16"},
+          {"name": "gate_up", "n_min": 16384, "k_max": 4096, "tile_m": 128, "warps": 8}])");
+  ASSERT_EQ(s.gemmClasses.size(), 2u);
+  const GemmClass &narrow = s.gemmClasses[0];
+  EXPECT_EQ(narrow.name, "narrow");
+  EXPECT_EQ(narrow.nMax, 1536);
+  EXPECT_EQ(narrow.nMin, 0);
+  EXPECT_EQ(narrow.gemm.tileN, 32);
+  EXPECT_EQ(narrow.gemm.tileM, 64);  // the base entry's
+  EXPECT_EQ(narrow.gemm.stages, 4);
+  EXPECT_EQ(narrow.gemm.mma, "wgmma.m64n32k16");
+  ASSERT_TRUE(narrow.gemm.swizzle.has_value());
+  EXPECT_EQ(narrow.gemm.swizzle->bits, 3u);
+  EXPECT_EQ(s.gemmClasses[1].gemm.tileM, 128);
+  EXPECT_EQ(s.gemm.tileN, 64);  // the base entry keeps its own
+  EXPECT_EQ(gemmClassFor(s, 576, 4864), &s.gemmClasses[0]);
+  EXPECT_EQ(gemmClassFor(s, 1536, 576), &s.gemmClasses[0]);
+  EXPECT_EQ(gemmClassFor(s, 18944, 3584), &s.gemmClasses[1]);
+  EXPECT_EQ(gemmClassFor(s, 18944, 8192), nullptr);  // k_max
+  EXPECT_EQ(gemmClassFor(s, 3584, 3584), nullptr);
+  auto error = [&](const std::string &classes) {
+    try {
+      withClasses(classes);
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"([{"name": "Narrow", "n_max": 1}])"),
+            "t.json: $.gemm.classes[0].name: \"Narrow\" is not [a-z0-9_]+ (it names the kernel gemm_f16_<name>)");
+  EXPECT_EQ(error(R"([{"name": "a", "n_max": 1}, {"name": "a", "k_max": 1}])"),
+            "t.json: $.gemm.classes[1].name: \"a\" names two classes");
+  EXPECT_EQ(error(R"([{"name": "a", "tile_n": 32}])"),
+            "t.json: $.gemm.classes[0]: a class needs at least one of n_min, n_max, k_min, k_max");
+  EXPECT_EQ(error(R"([{"name": "a", "n_max": 1, "tile_n": "wide"}])"),
+            "t.json: $.gemm.classes[0].tile_n: expected an integer, got \"wide\"");
+  EXPECT_EQ(error(R"({"name": "a"})"), "t.json: $.gemm.classes: expected an array, got {\"name\":\"a\"}");
+}
+
 TEST(Schedule, Errors) {
   EXPECT_THROW(loadSchedule("/nonexistent/x.json"), std::runtime_error);
   try {
