@@ -111,8 +111,11 @@ def SwzDynamicSharedMemory : Pass<"swz-dynamic-smem", "mlir::ModuleOp"> {
     `gpu.dynamic_shared_memory`: globals in order of first use, each at the
     next multiple of its alignment (default 16) from a base the kernel rounds
     up at run time to the largest alignment (the dynamic window itself is
-    only 16-byte aligned; wgmma's swizzled tiles need 1024). Workgroup globals
-    left without users are erased. Example:
+    only 16-byte aligned; wgmma's swizzled tiles need 1024). Every workgroup
+    global of such a kernel is placed: the NVVM lowering's window symbol is a
+    static shared variable that the dynamic bytes follow, and a static tile
+    laid out after it would overlap them (NVIDIA/numba-cuda-mlir#312 describes
+    the same hazard). Workgroup globals left without users are erased. Example:
 
     ```mlir
     memref.global "private" @gemm_x : memref<256x64xf16, #gpu.address_space<workgroup>> {alignment = 1024}
