@@ -403,7 +403,8 @@ void emitAttentionKernel(AttentionTileOp op, const AttnGeometry &g, OpBuilder &b
       Value so = e.muli(cr, g.headDim);
       Value s1 = e.addi(base, so);
       Value src = e.addi(s1, cc);
-      for (auto [from, to] : {std::pair<Value, Value>{v.kCache, v.sk}, std::pair<Value, Value>{v.vCache, v.sv}})
+      using Copy = std::pair<Value, Value>; // global source, shared tile
+      for (auto [from, to] : {Copy{v.kCache, v.sk}, Copy{v.vCache, v.sv}})
         b.create<nvgpu::DeviceAsyncCopyOp>(loc, nvgpu::DeviceAsyncTokenType::get(ctx), to,
                                            ValueRange{cr, cc}, from, ValueRange{src},
                                            b.getIndexAttr(8), nel, b.getUnitAttr());

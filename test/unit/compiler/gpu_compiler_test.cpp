@@ -155,7 +155,8 @@ TEST(GpuCompiler, AttentionToPtxFromTheSchedule) {
       EXPECT_EQ(t.cpAsyncDegree, 1u) << t.name;
       EXPECT_EQ(t.cols, hd) << t.name;
     }
-    EXPECT_NE(k.binary.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"), std::string::npos);
+    EXPECT_NE(k.binary.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"),
+              std::string::npos);
     EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
               std::string::npos);
   }
