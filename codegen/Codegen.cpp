@@ -321,6 +321,17 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
   return "";
 }
 
+/// Whether `source` holds tile specs (swz.gemm_tile at the top, swz.attention_tile at the
+/// top or inside the gpu.module its kernels go to), whose kernels swz-lower-tiles writes.
+bool hasTileSpecs(ModuleOp source) {
+  return source
+      .walk([](Operation *op) {
+        return isa<swz::GemmTileOp, swz::AttentionTileOp>(op) ? WalkResult::interrupt()
+                                                                : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
   using SwzOutlineKernelsBase::SwzOutlineKernelsBase;
   OutlineKernels(const SwzOutlineKernelsOptions &options, schedule::TargetSchedule s)
@@ -332,7 +343,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
   /// Generates the kernels of `source`'s tile specs in place (swz-apply-schedule,
   /// swz-lower-tiles), with the given schedule or the `schedule` option's file.
   LogicalResult lowerTileSpecs(ModuleOp source, const std::string &name) {
-    if (source.getOps<swz::GemmTileOp>().empty())
+    if (!hasTileSpecs(source))
       return success();
     std::optional<schedule::TargetSchedule> s = given;
     if (!s && !schedule.empty()) {
@@ -644,9 +655,10 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
     throw std::runtime_error("cannot parse kernel source:\n" + diagnostics);
 
   // Tile specs become kernels by the target's schedule.
-  if (!module->getOps<swz::GemmTileOp>().empty()) {
+  if (hasTileSpecs(*module)) {
     if (!schedule)
-      throw std::runtime_error("the kernel source has tile specs (swz.gemm_tile): compiling "
+      throw std::runtime_error("the kernel source has tile specs (swz.gemm_tile, "
+                               "swz.attention_tile): compiling "
                                "it needs the target's schedule");
     PassManager tiles(&ctx);
     tiles.addPass(swz::createSwzApplySchedule(*schedule));

@@ -71,7 +71,8 @@ struct CompiledKernel {
 };
 
 /// Compiles every kernel in `mlirSource` for `target`:
-///  * tile specs first: a source with `swz.gemm_tile` ops (gemm_f16.mlir) gets
+///  * tile specs first: a source with `swz.gemm_tile` or `swz.attention_tile` ops
+///    (gemm_f16.mlir, attention_f16kv_mma.mlir) gets
 ///    `schedule` applied (swz-apply-schedule) and its kernels generated from it
 ///    (swz-lower-tiles); such a source without a schedule is an error;
 ///  * both: swz-check-bank-conflicts, which fails the compilation if a

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/Passes.h"
+#include "compiler/mlir/LowerAttention.h"
 #include "compiler/mlir/LowerSkinnyGemm.h"
 
 #include "Swz/SwzDialect.h"
@@ -19,6 +20,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -607,6 +609,11 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
       op.erase();
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
     }
+    // Attention tile specs, also inside a gpu.module (LowerAttention.cpp).
+    SmallVector<AttentionTileOp> attention;
+    module.walk([&](AttentionTileOp op) { attention.push_back(op); });
+    for (AttentionTileOp op : attention)
+      failedAny |= failed(lowerAttentionTile(op));
     if (failedAny)
       signalPassFailure();
   }

@@ -196,6 +196,22 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     multiples of 16x16, a copy pass must cover whole rows), or when
     `mma_in_flight` is set without wgmma or a third stage.
 
+    Each scheduled `swz.attention_tile @name` becomes the tensor-core flash-attention
+    prefill kernel `gpu.func @name` (compiler/mlir/LowerAttention.cpp; FlashAttention-2,
+    Dao 2023) with its shared tiles `@name_q`, `_k`, `_v`: in the enclosing gpu.module
+    when the tile spec sits in one (codegen/kernels/attention_f16kv_mma.mlir puts both
+    head dims in `@swz_attention_f16kv_mma`), else in a new `gpu.module @swz_<name>`.
+    `warps` warps own 16 query rows each (`block_q` = 16 x warps); per 64-key page
+    (`block_kv` = the KV page) K and V arrive by `cp.async.cg.16` (single-buffered:
+    `stages` 1) into tiles with Swizzle<3, 3, log2(head_dim) - 3>, S = Q K^T and
+    O += P V by `mma.sync.m16n8k16`, online softmax in registers. Arguments (q, k_cache,
+    v_cache, block_table, out, o_part, lse_part, T, pos0, n_head, head_dim, split_len,
+    scale); launch block (32 x warps, 1, 1), grid
+    `ceil(T*n_head/n_head_kv/<block_q>), n_head_kv, n_split` (`swz.grid`),
+    `swz.schedule = "attention"`. Any `warps` gives bitwise the same outputs. Fails,
+    naming the field, on head_dim other than 64 or 128 and on any other block_kv,
+    block_q, stages, mma (e.g. wgmma), copy or swizzle, or tiles over 48 KiB.
+
     A tile spec with `weights = "<type>"` (q4_k, q6_k, q8_0) is the dequantizing
     skinny GEMM (LowerSkinnyGemm.cpp): its kernel goes into `@swz_<base>` for
     `@<base>_<type>` (gemm_skinny.mlir's three into `@swz_gemm_skinny`), with the
@@ -207,7 +223,8 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     tile_m not 16 x a power of two.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
-                           "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
+                           "mlir::NVVM::NVVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::nvgpu::NVGPUDialect",
                            "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"];
 }

@@ -118,10 +118,65 @@ TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
 }
 
 TEST(GpuCompiler, TileSpecsNeedASchedule) {
-  const std::string e = compileError(kernelSource("gemm_f16.mlir"), "sm_90");
-  EXPECT_NE(e.find("tile specs (swz.gemm_tile): compiling it needs the target's schedule"),
-            std::string::npos)
-      << e;
+  for (const char *source : {"gemm_f16.mlir", "attention_f16kv_mma.mlir"}) {
+    const std::string e = compileError(kernelSource(source), "sm_90");
+    EXPECT_NE(e.find("swz.attention_tile): compiling it needs the target's schedule"),
+              std::string::npos)
+        << source << ": " << e;
+  }
+}
+
+TEST(GpuCompiler, AttentionToPtxFromTheSchedule) {
+  // The tensor-core prefill attention (codegen/kernels/attention_f16kv_mma.mlir: two tile
+  // specs in one gpu.module), generated from the sm_80 schedule: both entries in one PTX
+  // module, the launch records the runtime's kernel table expects.
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("attention_f16kv_mma.mlir"),
+                                                     "sm_80", "", shipped("sm_80"));
+  ASSERT_EQ(ks.size(), 2u);
+  std::map<std::string, const CompiledKernel *> byEntry;
+  for (const CompiledKernel &k : ks)
+    byEntry[k.entry] = &k;
+  for (auto [entry, hd] : {std::pair<std::string, int64_t>{"flash_attention_f16kv_mma", 64},
+                           {"flash_attention_f16kv_mma_hd128", 128}}) {
+    ASSERT_TRUE(byEntry.count(entry)) << entry;
+    const CompiledKernel &k = *byEntry[entry];
+    EXPECT_EQ(k.module, "swz_attention_f16kv_mma");
+    EXPECT_EQ(k.block, (std::array<int64_t, 3>{128, 1, 1}));
+    EXPECT_EQ(k.grid, "ceil(T*n_head/n_head_kv/64), n_head_kv, n_split");
+    EXPECT_EQ(k.schedule, "attention"); // the package writer prefixes the target
+    ASSERT_EQ(k.arguments.size(), 13u);
+    EXPECT_EQ(k.arguments[1], "memref<?xf16>");
+    EXPECT_EQ(k.arguments[12], "f32");
+    EXPECT_EQ(k.workgroupBytes, 3 * 64 * hd * 2) << entry;
+    ASSERT_EQ(k.smemTiles.size(), 3u) << entry;
+    for (const auto &t : k.smemTiles) {
+      EXPECT_TRUE(t.claimedConflictFree) << t.name;
+      EXPECT_EQ(t.ldmatrixDegree, 1u) << t.name;
+      EXPECT_EQ(t.cpAsyncDegree, 1u) << t.name;
+      EXPECT_EQ(t.cols, hd) << t.name;
+    }
+    EXPECT_NE(k.binary.find("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"),
+              std::string::npos);
+    EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+              std::string::npos);
+  }
+
+  // Two warps: 32 query rows a block; the launch record and the Q tile follow.
+  swz::schedule::TargetSchedule s = *shipped("sm_80");
+  s.attention.warps = 2;
+  s.attention.blockQ = 32;
+  ks = compileGpuKernels(kernelSource("attention_f16kv_mma.mlir"), "sm_80", "", &s);
+  ASSERT_EQ(ks.size(), 2u);
+  for (const CompiledKernel &k : ks) {
+    EXPECT_EQ(k.block, (std::array<int64_t, 3>{64, 1, 1})) << k.entry;
+    EXPECT_EQ(k.grid, "ceil(T*n_head/n_head_kv/32), n_head_kv, n_split") << k.entry;
+    EXPECT_NE(k.binary.find(".maxntid 64, 1, 1"), std::string::npos) << k.entry;
+  }
+
+  // What the generator does not emit is refused, naming the field.
+  s.attention.stages = 2;
+  const std::string e = compileError(kernelSource("attention_f16kv_mma.mlir"), "sm_80", &s);
+  EXPECT_NE(e.find("@flash_attention_f16kv_mma: stages must be 1"), std::string::npos) << e;
 }
 
 TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {

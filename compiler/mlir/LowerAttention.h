@@ -1,0 +1,34 @@
+//===- LowerAttention.h - the kernel of a scheduled swz.attention_tile -*- C++ -*-===//
+//
+// swz-lower-tiles (LowerTiles.cpp) calls lowerAttentionTile for every
+// `swz.attention_tile`; LowerAttention.cpp builds the kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SWZ_COMPILER_MLIR_LOWERATTENTION_H
+#define SWZ_COMPILER_MLIR_LOWERATTENTION_H
+
+#include "mlir/Support/LogicalResult.h"
+
+namespace swz {
+class AttentionTileOp;
+
+/// Replaces the scheduled `swz.attention_tile @name` `op` (after swz-apply-schedule) with
+/// the tensor-core flash-attention prefill kernel `gpu.func @name` its schedule describes
+/// (FlashAttention-2, Dao 2023: block_q query rows a block, 16 a warp, K/V pages of
+/// block_kv = 64 keys through shared memory, online softmax in registers; Passes.td,
+/// SwzLowerTiles, gives the contract). The kernel and its three shared tiles
+/// (`@<name>_q`, `_k`, `_v`: f16, block_q or block_kv rows of head_dim) go into the
+/// enclosing `gpu.module` when `op` sits in one (several entries share one kernel file),
+/// else into a new `gpu.module @swz_<name>` in its place. Arguments: q f32
+/// [T * n_head * head_dim], k_cache / v_cache f16 [page][n_head_kv][64][head_dim],
+/// block_table i32, out / o_part / lse_part f32, T, pos0, n_head, head_dim, split_len
+/// (i32), scale (f32). Fails with an error on `op` naming the schedule field when the
+/// schedule asks for what this generator does not emit (head_dim other than 64 or 128,
+/// block_kv other than the 64-key KV page, block_q other than 16 x warps, stages other
+/// than 1, mma other than mma.sync.m16n8k16, copy other than cp.async.cg.16, a swizzle
+/// other than Swizzle<3, 3, log2(head_dim) - 3>, more than 48 KiB of shared memory) or
+/// when a symbol it would define exists; `op` is erased only on success.
+mlir::LogicalResult lowerAttentionTile(AttentionTileOp op);
+} // namespace swz
+
+#endif // SWZ_COMPILER_MLIR_LOWERATTENTION_H
