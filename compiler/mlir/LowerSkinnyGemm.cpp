@@ -96,9 +96,10 @@ FailureOr<SkinnyGeometry> skinnyGeometry(GemmTileOp op) {
     return op.emitError() << "swz-lower-tiles: the dequantizing GEMM @" << op.getSymName()
                           << " (gemm.skinny): ";
   };
-  if (op.getMma().value_or("") != "mma.sync.m16n8k16" || op.getCopy().value_or("") != "cp.async.cg.16")
-    return refuse() << "emits mma.sync.m16n8k16 with cp.async.cg.16 copies; the op asks for mma \""
-                    << op.getMma().value_or("") << "\" with copy \"" << op.getCopy().value_or("") << "\"";
+  const StringRef mma = op.getMma().value_or(""), copy = op.getCopy().value_or("");
+  if (mma != "mma.sync.m16n8k16" || copy != "cp.async.cg.16")
+    return refuse() << "emits mma.sync.m16n8k16 with cp.async.cg.16 copies; the op asks for "
+                    << "mma \"" << mma << "\" with copy \"" << copy << "\"";
   if (tileK != 256)
     return refuse() << "a stage is 256 weights of a row (tile_k 256), got tile_k " << tileK;
   if (!llvm::isPowerOf2_64(g.warps) || g.rows != 8 * g.warps)
@@ -160,7 +161,9 @@ struct Em {
   Value divu(Value a, Value d) { return b.create<arith::DivUIOp>(loc, a, d); }
   Value remu(Value a, Value d) { return b.create<arith::RemUIOp>(loc, a, d); }
   Value minu(Value a, Value d) { return b.create<arith::MinUIOp>(loc, a, d); }
-  Value cmp(arith::CmpIPredicate p, Value a, Value d) { return b.create<arith::CmpIOp>(loc, p, a, d); }
+  Value cmp(arith::CmpIPredicate p, Value a, Value d) {
+    return b.create<arith::CmpIOp>(loc, p, a, d);
+  }
   Value ult(Value a, Value d) { return cmp(arith::CmpIPredicate::ult, a, d); }
   Value select(Value cond, Value t, Value f) { return b.create<arith::SelectOp>(loc, cond, t, f); }
   Value andi(Value a, Value d) { return b.create<arith::AndIOp>(loc, a, d); }

@@ -119,7 +119,8 @@ static GemmSchedule readGemm(const Reader &r, const json &g, const std::string &
     s.skinnyMaxRows = r.integer(g, path, "skinny_max_rows", 0);
     if (s.skinnyMaxRows > 0 && !s.skinny)
       r.fail(path + ".skinny_max_rows", "is " + std::to_string(s.skinnyMaxRows) +
-                                            " but there is no " + path + ".skinny (the kernel's geometry)");
+                                            " but there is no " + path +
+                                            ".skinny (the kernel's geometry)");
     if (s.skinny && s.skinnyMaxRows > 16 * s.skinny->mTiles)
       r.fail(path + ".skinny_max_rows",
              std::to_string(s.skinnyMaxRows) + " is more than the skinny GEMM's " +

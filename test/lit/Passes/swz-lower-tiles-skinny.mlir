@@ -16,6 +16,12 @@
 // RUN:     %schedules/sm_80.json > %t/small.json
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/small.json -swz-lower-tiles \
 // RUN:   | FileCheck %s --check-prefix=SMALL
+// The padded, swizzle-free ring (row strides an odd number of 16-byte units) through the
+// static bank-conflict analysis: 1-way for 16-byte copies (and for ldmatrix.x4, which the
+// kernel does not use: its B loads are 16-bit, 8 rows in 8 different bank quadruples).
+// No conflict_free claim is made, so nothing fails on it.
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_80.json -swz-lower-tiles \
+// RUN:   -swz-check-bank-conflicts -o /dev/null 2>&1 | FileCheck %s --check-prefix=BANKS
 // The scheduled op itself (swz-apply-schedule alone).
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%schedules/sm_90.json | FileCheck %s --check-prefix=APPLY
 
@@ -28,6 +34,10 @@ module {
 // APPLY: swz.gemm_tile @gemm_skinny_q4_k : f16 tile(64, 32, 256) warps(4) stages(8) {copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_90", weights = "q4_k"}
 // APPLY: swz.gemm_tile @gemm_skinny_q6_k : f16 tile(64, 32, 256) warps(4) stages(6)
 // APPLY: swz.gemm_tile @gemm_skinny_q8_0 : f16 tile(64, 32, 256) warps(4) stages(4)
+
+// BANKS: remark: memref.global @skinny_q4_k: tile 256x72 of 2-byte elements (144-byte rows, row-major): ldmatrix.x4 1-way, cp.async.16 1-way
+// BANKS: remark: memref.global @skinny_q6_k: tile 192x120 of 2-byte elements (240-byte rows, row-major): ldmatrix.x4 1-way, cp.async.16 1-way
+// BANKS: remark: memref.global @skinny_q8_0: tile 128x136 of 2-byte elements (272-byte rows, row-major): ldmatrix.x4 1-way, cp.async.16 1-way
 
 // SM80-NOT: swz.gemm_tile
 // SM80: gpu.module @swz_gemm_skinny {
