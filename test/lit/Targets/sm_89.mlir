@@ -13,7 +13,7 @@
 // RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_89 cubin-format=isa" -swz-extract-kernels=output-dir=%t/gemm -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,GEMM < %t/gemm/swz_gemm_f16.ptx
 // RUN: %ptxas -arch=sm_89 -v %t/gemm/swz_gemm_f16.ptx -o %t/gemm/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: swizzle-opt %kernels/attention_f16kv_mma.mlir -swz-materialize-swizzle \
+// RUN: swizzle-opt %kernels/attention_f16kv_mma.mlir -swz-apply-schedule=schedule=%schedules/sm_89.json -swz-lower-tiles -swz-materialize-swizzle \
 // RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_89 cubin-format=isa" -swz-extract-kernels=output-dir=%t/attn -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,ATTN < %t/attn/swz_attention_f16kv_mma.ptx
 // RUN: %ptxas -arch=sm_89 -v %t/attn/swz_attention_f16kv_mma.ptx -o %t/attn/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
