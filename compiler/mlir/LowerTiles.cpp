@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/Passes.h"
 #include "compiler/mlir/LowerAttention.h"
+#include "compiler/mlir/LowerSkinnyGemm.h"
 
 #include "Swz/SwzDialect.h"
 
@@ -558,18 +559,21 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
     MLIRContext *ctx = &getContext();
     bool failedAny = false;
     for (GemmTileOp op : llvm::make_early_inc_range(module.getOps<GemmTileOp>())) {
-      FailureOr<GemmGeometry> g = gemmGeometry(op);
+      // The dequantizing variant (weights = "<type>") is LowerSkinnyGemm.cpp's.
+      FailureOr<GemmGeometry> g = op.getWeights() ? GemmGeometry{} : gemmGeometry(op);
       if (failed(g)) {
         failedAny = true;
         continue;
       }
       // A shape class's kernel goes into its base kernel's module (one module, one PTX file
-      // a kernel source): @swz_<base> for @<base>_<class>.
+      // a kernel source): @swz_<base> for @<base>_<class>; so does each block format's
+      // dequantizing kernel: @swz_<base> for @<base>_<weights>.
       std::string base = op.getSymName().str();
-      if (auto cls = op.getShapeClass()) {
+      if (auto cls = op.getShapeClass() ? op.getShapeClass() : op.getWeights()) {
         const std::string tail = "_" + cls->str();
         if (base.size() <= tail.size() || base.compare(base.size() - tail.size(), tail.size(), tail) != 0) {
-          op.emitError() << "swz-lower-tiles: @" << base << " has shape_class \"" << *cls
+          op.emitError() << "swz-lower-tiles: @" << base << " has "
+                         << (op.getShapeClass() ? "shape_class" : "weights") << " \"" << *cls
                          << "\" but is not named <base>" << tail;
           failedAny = true;
           continue;
@@ -591,7 +595,12 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
         failedAny = true;
         continue;
       }
-      emitGemmKernel(op, *g, gm);
+      if (!op.getWeights())
+        emitGemmKernel(op, *g, gm);
+      else if (failed(emitSkinnyGemmKernel(op, gm))) {
+        failedAny = true;
+        continue;
+      }
       // The generator asks for constants and lane indices where it needs them; one of
       // each is left (readable output, fewer ops for the SIMT interpreter).
       IRRewriter rewriter(ctx);

@@ -145,10 +145,46 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       if (failed(op.verify()))
         failedAny = true;
     };
+    // A dequantizing tile spec (weights = "<type>") takes gemm.skinny: one n8 tile of 8
+    // weight rows a warp (tile_n 8 warps), m_tiles m16 tiles of prompt rows (tile_m), a
+    // 256-weight stage of each row (tile_k: a Q4_K / Q6_K super-block, eight Q8_0 blocks),
+    // the type's ring depth. swz-lower-tiles checks what it can emit.
+    auto applySkinny = [&](GemmTileOp op) {
+      StringRef ty = *op.getWeights();
+      if (!s.gemm.skinny) {
+        op.emitError() << "@" << op.getSymName() << " (weights \"" << ty << "\") needs the "
+                       << s.target << " schedule's gemm.skinny, which it does not have";
+        failedAny = true;
+        return;
+      }
+      const schedule::SkinnyGemmSchedule &k = *s.gemm.skinny;
+      auto st = k.stages.find(ty.str());
+      if (st == k.stages.end()) {
+        op.emitError() << "the " << s.target << " schedule's gemm.skinny.stages has no \"" << ty
+                       << "\" for @" << op.getSymName();
+        failedAny = true;
+        return;
+      }
+      op.setTileMAttr(b.getI32IntegerAttr(int32_t(16 * k.mTiles)));
+      op.setTileNAttr(b.getI32IntegerAttr(int32_t(8 * k.warps)));
+      op.setTileKAttr(b.getI32IntegerAttr(256));
+      op.setWarpsAttr(b.getI32IntegerAttr(int32_t(k.warps)));
+      op.setStagesAttr(b.getI32IntegerAttr(int32_t(st->second)));
+      op.setMmaAttr(b.getStringAttr("mma.sync.m16n8k16"));
+      op.setCopyAttr(b.getStringAttr("cp.async.cg.16"));
+      op.setTargetAttr(b.getStringAttr(s.target));
+      if (failed(op.verify()))
+        failedAny = true;
+    };
     // Each gemm tile spec takes the base entry; each shape class of the schedule adds a copy
     // of it, @<name>_<class>, with the class's entry (kept and re-applied if it exists).
     SmallVector<GemmTileOp> gemms;
-    module.walk([&](GemmTileOp op) { gemms.push_back(op); });
+    module.walk([&](GemmTileOp op) {
+      if (op.getWeights())
+        applySkinny(op);
+      else
+        gemms.push_back(op);
+    });
     llvm::StringSet<> classKernels;
     for (GemmTileOp op : gemms)
       for (const schedule::GemmClass &c : s.gemmClasses)

@@ -211,6 +211,16 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     `swz.schedule = "attention"`. Any `warps` gives bitwise the same outputs. Fails,
     naming the field, on head_dim other than 64 or 128 and on any other block_kv,
     block_q, stages, mma (e.g. wgmma), copy or swizzle, or tiles over 48 KiB.
+
+    A tile spec with `weights = "<type>"` (q4_k, q6_k, q8_0) is the dequantizing
+    skinny GEMM (LowerSkinnyGemm.cpp): its kernel goes into `@swz_<base>` for
+    `@<base>_<type>` (gemm_skinny.mlir's three into `@swz_gemm_skinny`), with the
+    global `@skinny_<type>` (stages x tile_n rows of each row's 256-weight stage
+    window) and arguments (x f32 [T, K], w the GGUF bytes as f16, y, bias, T, N,
+    K, has_bias), block (32 x warps, 1, 1), grid `ceil(N/tile_n), 1, 1`, no
+    `swz.schedule`. It fails, naming the gemm.skinny field, for a ring over 48 KiB
+    of static shared memory, tile_k other than 256, tile_n other than 8 x warps,
+    tile_m not 16 x a power of two.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",

@@ -92,11 +92,40 @@ static GemmSchedule readGemm(const Reader &r, const json &g, const std::string &
   s.copy = r.string(g, path, "copy");
   s.swizzle = r.swizzle(g, path, s.swizzleShiftFromRow);
   s.conflictFree = r.boolean(g, path, "conflict_free");
+  if (g.contains("skinny")) {
+    const std::string p = path + ".skinny";
+    const json &k = r.field(g, path, "skinny");
+    SkinnyGemmSchedule sk;
+    sk.warps = r.integer(k, p, "warps", 1);
+    if ((sk.warps & (sk.warps - 1)) != 0 || sk.warps > 32)
+      r.fail(p + ".warps", std::to_string(sk.warps) + " is not a power of two up to 32");
+    sk.mTiles = r.integer(k, p, "m_tiles", 1);
+    if ((sk.mTiles & (sk.mTiles - 1)) != 0 || sk.mTiles > 8)
+      r.fail(p + ".m_tiles", std::to_string(sk.mTiles) + " is not 1, 2, 4 or 8");
+    const json &st = r.field(k, p, "stages");
+    if (!st.is_object())
+      r.fail(p + ".stages", "expected an object {\"q4_k\": n, \"q6_k\": n, \"q8_0\": n}");
+    for (const auto &[ty, value] : st.items()) {
+      if (ty != "q4_k" && ty != "q6_k" && ty != "q8_0")
+        r.fail(p + ".stages." + ty, "not a block format the skinny GEMM reads (q4_k, q6_k, q8_0)");
+      sk.stages[ty] = r.integer(st, p + ".stages", ty, 2);
+    }
+    for (const char *ty : {"q4_k", "q6_k", "q8_0"})
+      if (!sk.stages.count(ty))
+        r.fail(p + ".stages." + ty, "missing field");
+    s.skinny = std::move(sk);
+  }
   if (g.contains("skinny_max_rows")) {
     s.skinnyMaxRows = r.integer(g, path, "skinny_max_rows", 0);
-    if (s.skinnyMaxRows > 64)
-      r.fail(path + ".skinny_max_rows", std::to_string(s.skinnyMaxRows) +
-                                            " is more than the skinny GEMM's 64 rows (4 m-tiles of 16)");
+    if (s.skinnyMaxRows > 0 && !s.skinny)
+      r.fail(path + ".skinny_max_rows", "is " + std::to_string(s.skinnyMaxRows) +
+                                            " but there is no " + path +
+                                            ".skinny (the kernel's geometry)");
+    if (s.skinny && s.skinnyMaxRows > 16 * s.skinny->mTiles)
+      r.fail(path + ".skinny_max_rows",
+             std::to_string(s.skinnyMaxRows) + " is more than the skinny GEMM's " +
+                 std::to_string(16 * s.skinny->mTiles) + " rows (" + path + ".skinny.m_tiles " +
+                 std::to_string(s.skinny->mTiles) + " of 16)");
   }
   if (g.contains("mma_in_flight")) {
     s.mmaInFlight = r.integer(g, path, "mma_in_flight", 0);

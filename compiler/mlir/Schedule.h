@@ -12,12 +12,24 @@
 #include "compiler/mlir/BankConflicts.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 #include <string_view>
 
 namespace swz::schedule {
+
+/// The dequantizing (skinny) prefill GEMM's geometry, schedule object `gemm.skinny`:
+/// {"warps": W, "m_tiles": M, "stages": {"q4_k": S, "q6_k": S, "q8_0": S}}. A warp owns one
+/// n8 tile (8 weight rows) for every token, so a workgroup covers 8 W weight rows and
+/// 16 M prompt rows (gemm.skinny_max_rows <= 16 M); `stages` is the cp.async ring's
+/// depth per block format (256 weights of each of the 8 W rows a stage).
+struct SkinnyGemmSchedule {
+  int64_t warps = 0;  ///< a power of two, >= 1
+  int64_t mTiles = 0; ///< 1, 2, 4, ... (m16 tiles: one K loop per power of two up to it)
+  std::map<std::string, int64_t> stages; ///< "q4_k", "q6_k", "q8_0" -> stages (>= 2)
+};
 
 struct GemmSchedule {
   std::string elementType; ///< "f16" or "bf16".
@@ -40,6 +52,9 @@ struct GemmSchedule {
   /// 1; absent: 0). A group in flight costs the copies a stage of lookahead (wgmma only,
   /// 3 or more stages).
   std::optional<int64_t> mmaInFlight;
+  /// `gemm.skinny` (optional; required when skinny_max_rows > 0). swz-apply-schedule reads
+  /// the base entry's (a shape class inherits it but has no skinny kernels).
+  std::optional<SkinnyGemmSchedule> skinny;
 };
 
 struct AttentionSchedule {

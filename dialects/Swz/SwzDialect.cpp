@@ -322,6 +322,15 @@ LogicalResult GemmTileOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyTileElementType(op, getElementType())))
     return failure();
+  if (auto w = getWeights()) {
+    if (*w != "q4_k" && *w != "q6_k" && *w != "q8_0")
+      return emitOpError() << "weights \"" << *w
+                           << "\" is not a block format the dequantizing GEMM reads "
+                              "(q4_k, q6_k, q8_0)";
+    if (!getElementType().isF16() || getShapeClass() || getSmemLayout())
+      return emitOpError() << "the dequantizing (weights) variant is f16, with no shape_class "
+                              "and no smem layout";
+  }
   if (!isScheduled()) {
     if (getWarps() || getStages() || getSmemLayout())
       return emitOpError() << "warps, stages and smem need tile(M, N, K) as well";

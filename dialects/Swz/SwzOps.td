@@ -234,6 +234,22 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
     fields; swz-lower-tiles puts its kernel beside `@<name>`'s.
     `conflict_free` is a claim that `swz-check-bank-conflicts` verifies.
 
+    `weights = "q4_k" | "q6_k" | "q8_0"` makes it the dequantizing (skinny) variant:
+    B is not an f16 matrix but the GGUF tensor's blocks, dequantized to f16 in the
+    kernel's loads (`y[T, N] = f16(x) . f16(dequant(W))^T`, T <= tile_m). It is the
+    same tile spec (an M x N tile of C over K, `stages` deep, mma.sync) with one more
+    fact, where B's bytes come from; a separate op would repeat every field and the
+    scheduling. swz-apply-schedule fills it from the schedule's `gemm.skinny`
+    (tile(16 * m_tiles, 8 * warps, 256): one n8 tile a warp, a 256-weight super-block
+    a stage; `stages` per type) and adds no shape-class copies; swz-lower-tiles
+    (LowerSkinnyGemm.cpp) writes its kernel into `@swz_<name less "_<weights>">`, so
+    `@gemm_skinny_q4_k`, `@gemm_skinny_q6_k` and `@gemm_skinny_q8_0` share
+    `@swz_gemm_skinny`.
+
+    ```mlir
+    swz.gemm_tile @gemm_skinny_q6_k : f16 {weights = "q6_k"}
+    ```
+
     ```mlir
     swz.gemm_tile @ffn_up : f16 tile(128, 128, 64) warps(4) stages(3)
         smem(#swz.swizzle<3, 3, 3>) {mma = "mma.sync.m16n8k16", copy = "cp.async.16",
@@ -248,7 +264,8 @@ def Swz_GemmTileOp : Swz_Op<"gemm_tile", [Symbol]> {
                        OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
                        OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free,
                        OptionalAttr<I32Attr>:$mma_in_flight,
-                       OptionalAttr<StrAttr>:$shape_class);
+                       OptionalAttr<StrAttr>:$shape_class,
+                       OptionalAttr<StrAttr>:$weights);
   let assemblyFormat = [{
     $sym_name `:` $element_type
     (`tile` `(` $tile_m^ `,` $tile_n `,` $tile_k `)`)?

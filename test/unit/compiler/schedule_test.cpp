@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <fstream>
+#include <map>
 #include <iterator>
 
 #include <stdexcept>
@@ -148,6 +149,62 @@ TEST(Schedule, GemmClasses) {
   EXPECT_EQ(error(R"([{"name": "a", "n_max": 1, "tile_n": "wide"}])"),
             "t.json: $.gemm.classes[0].tile_n: expected an integer, got \"wide\"");
   EXPECT_EQ(error(R"({"name": "a"})"), "t.json: $.gemm.classes: expected an array, got {\"name\":\"a\"}");
+}
+
+// The dequantizing (skinny) GEMM's geometry, gemm.skinny: the shipped values, and the
+// errors of a bad entry (each naming the field).
+TEST(Schedule, GemmSkinny) {
+  for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    TargetSchedule s = loadSchedule(schedulePath(target));
+    ASSERT_TRUE(s.gemm.skinny.has_value()) << target;
+    EXPECT_EQ(s.gemm.skinny->warps, 4) << target;
+    EXPECT_EQ(s.gemm.skinny->mTiles, 4) << target;
+    const std::map<std::string, int64_t> stages{{"q4_k", 8}, {"q6_k", 6}, {"q8_0", 4}};
+    EXPECT_EQ(s.gemm.skinny->stages, stages) << target;
+    EXPECT_EQ(s.gemm.skinnyMaxRows, 1) << target;
+  }
+  EXPECT_FALSE(loadSchedule(schedulePath("spirv")).gemm.skinny.has_value());  // optional
+  std::ifstream in(schedulePath("sm_80"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string shipped =
+      R"("skinny": { "warps": 4, "m_tiles": 4, "stages": { "q4_k": 8, "q6_k": 6, "q8_0": 4 } })";
+  const size_t at = text.find(shipped);
+  ASSERT_NE(at, std::string::npos);
+  auto error = [&](const std::string &rows, const std::string &skinny) {
+    std::string t = text;
+    t.replace(at, shipped.size(), skinny);
+    const size_t r = t.find("\"skinny_max_rows\": 1");
+    t.replace(r, 20, "\"skinny_max_rows\": " + rows);
+    try {
+      parseSchedule(t, "t.json");
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string stages = R"("stages": {"q4_k": 8, "q6_k": 6, "q8_0": 4})";
+  const std::string head = R"("skinny": {"warps": 4, "m_tiles": 4, )";
+  EXPECT_EQ(error("64", R"("skinny": {"warps": 4, "m_tiles": 4, )" + stages + "}"), "no error");
+  EXPECT_EQ(error("65", R"("skinny": {"warps": 4, "m_tiles": 4, )" + stages + "}"),
+            "t.json: $.gemm.skinny_max_rows: 65 is more than the skinny GEMM's 64 rows "
+            "($.gemm.skinny.m_tiles 4 of 16)");
+  EXPECT_EQ(error("1", R"("no_skinny": 0)"), "t.json: $.gemm.skinny_max_rows: is 1 but there is "
+                                              "no $.gemm.skinny (the kernel's geometry)");
+  EXPECT_EQ(error("0", R"("no_skinny": 0)"), "no error");
+  EXPECT_EQ(error("1", R"("skinny": {"warps": 3, "m_tiles": 4, )" + stages + "}"),
+            "t.json: $.gemm.skinny.warps: 3 is not a power of two up to 32");
+  EXPECT_EQ(error("1", R"("skinny": {"warps": 4, "m_tiles": 5, )" + stages + "}"),
+            "t.json: $.gemm.skinny.m_tiles: 5 is not 1, 2, 4 or 8");
+  EXPECT_EQ(error("1", head + R"("stages": {"q4_k": 8, "q6_k": 6}})"),
+            "t.json: $.gemm.skinny.stages.q8_0: missing field");
+  EXPECT_EQ(error("1", head + R"("stages": {"q4_k": 1, "q6_k": 6, "q8_0": 4}})"),
+            "t.json: $.gemm.skinny.stages.q4_k: must be >= 2, got 1");
+  EXPECT_EQ(error("1", head + R"("stages": {"q5_k": 2, "q4_k": 8, "q6_k": 6, "q8_0": 4}})"),
+            "t.json: $.gemm.skinny.stages.q5_k: not a block format the skinny GEMM reads "
+            "(q4_k, q6_k, q8_0)");
+  EXPECT_EQ(error("1", head + R"("stages": [8, 6, 4]})"),
+            "t.json: $.gemm.skinny.stages: expected an object "
+            "{\"q4_k\": n, \"q6_k\": n, \"q8_0\": n}");
 }
 
 TEST(Schedule, Errors) {
