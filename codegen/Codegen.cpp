@@ -494,6 +494,7 @@ struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemor
   void runOnOperation() override {
     ModuleOp module = getOperation();
     bool failedAny = false;
+    llvm::SmallPtrSet<Operation *, 8> placed; // globals some kernel now reads as a view
     module.walk([&](gpu::GPUFuncOp fn) {
       auto attr = fn->getAttrOfType<StringAttr>("swz.dynamic_smem");
       if (!attr)
@@ -524,6 +525,7 @@ struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemor
         offset[global] = end;
         end += memrefBytes(global.getType());
         order.push_back(global);
+        placed.insert(global);
       });
       if (gets.empty())
         return;
@@ -562,10 +564,10 @@ struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemor
         get.erase();
       }
     });
+    // The placed globals no kernel reads any more (another kernel may still).
     module.walk([&](gpu::GPUModuleOp gm) {
       for (auto global : llvm::make_early_inc_range(gm.getOps<memref::GlobalOp>()))
-        if (isWorkgroupMemory(global.getType().getMemorySpace()) &&
-            SymbolTable::symbolKnownUseEmpty(global, gm))
+        if (placed.contains(global) && SymbolTable::symbolKnownUseEmpty(global, gm))
           global.erase();
     });
     if (failedAny)

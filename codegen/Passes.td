@@ -115,7 +115,7 @@ def SwzDynamicSharedMemory : Pass<"swz-dynamic-smem", "mlir::ModuleOp"> {
     global of such a kernel is placed: the NVVM lowering's window symbol is a
     static shared variable that the dynamic bytes follow, and a static tile
     laid out after it would overlap them (NVIDIA/numba-cuda-mlir#312 describes
-    the same hazard). Workgroup globals left without users are erased. Example:
+    the same hazard). Globals it placed that no kernel reads any more are erased. Example:
 
     ```mlir
     memref.global "private" @gemm_x : memref<256x64xf16, #gpu.address_space<workgroup>> {alignment = 1024}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -412,10 +413,18 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
                                 std::to_string(tiles.size()) + " tile(s)";
     report.push_back(line);
     // Shared / workgroup memory against the target's per-block limit: ptxas's count
-    // for PTX, the IR's static count for every target (SPIR-V has no ptxas).
+    // for PTX, the IR's static count for every target (SPIR-V has no ptxas); a kernel's
+    // dynamic shared memory adds to its static (the CUDA backend checks the same sum).
     int64_t smem = k->workgroupBytes;
-    if (launch.contains("ptxas"))
-      smem = std::max(smem, launch["ptxas"]["shared_bytes"].get<int64_t>());
+    const int64_t ptxasStatic =
+        launch.contains("ptxas") ? launch["ptxas"]["shared_bytes"].get<int64_t>() : 0;
+    int64_t dynamicBytes = 0;
+    const char *dEnd = k->dynamicSmem.data() + k->dynamicSmem.size();
+    if (!k->dynamicSmem.empty() &&
+        std::from_chars(k->dynamicSmem.data(), dEnd, dynamicBytes).ptr == dEnd)
+      smem = dynamicBytes + ptxasStatic;
+    else
+      smem = std::max(smem, ptxasStatic);
     launch["workgroup_bytes"] = k->workgroupBytes;
     if (sched.maxSmemBytesPerBlock > 0 && smem > sched.maxSmemBytesPerBlock)
       throw CompileError("target " + m.target + ": kernel " + k->entry + " uses " +

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/LowerAttention.h"
+#include "compiler/mlir/Schedule.h"
 
 #include "Swz/SwzDialect.h"
 
@@ -49,9 +50,8 @@ using namespace mlir;
 namespace swz {
 namespace {
 
-/// Static shared memory a block may declare (CUDA: 48 KiB; more needs dynamic shared
-/// memory and cuFuncSetAttribute, which these kernels do not use).
-constexpr int64_t kStaticSmemBytes = 48 * 1024;
+/// Static shared memory a block may declare (CUDA: 48 KiB); this generator stays within it.
+using schedule::kStaticSmemBytes;
 
 /// The keys of one KV-cache page (runtime/ paged KV cache; the kernel's K/V tile is one
 /// page, so one block-table entry a tile).

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/LowerSkinnyGemm.h"
+#include "compiler/mlir/Schedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -46,7 +47,7 @@ namespace swz {
 namespace {
 
 /// Static shared memory a block may declare (CUDA: 48 KiB).
-constexpr int64_t kStaticSmemBytes = 48 * 1024;
+using schedule::kStaticSmemBytes;
 
 /// A block format's layout in the ring. Format facts (ggml's block structs), not
 /// schedule choices:

@@ -45,9 +45,6 @@ using namespace mlir;
 namespace swz {
 namespace {
 
-/// Static shared memory a block may declare (CUDA: 48 KiB). Larger tiles go to dynamic
-/// shared memory: the kernel declares `swz.dynamic_smem` and swz-dynamic-smem places them.
-constexpr int64_t kStaticSmemBytes = 48 * 1024;
 
 /// Where the threads and warps of a scheduled GEMM tile go.
 struct GemmGeometry {
@@ -69,7 +66,9 @@ struct GemmGeometry {
   /// in-flight multiplies still read.
   int64_t lookahead = 0;
   int64_t smemAlign = 0; ///< alignment of the shared tiles (wgmma: 1024 bytes)
-  /// Bytes of dynamic shared memory (0: the tiles fit the static 48 KiB).
+  /// Bytes of dynamic shared memory (0: the tiles fit the static 48 KiB; tiles over it
+  /// go to dynamic shared memory: the kernel declares `swz.dynamic_smem` and
+  /// swz-dynamic-smem places them).
   int64_t dynamicSmem = 0;
 };
 
@@ -161,11 +160,10 @@ FailureOr<GemmGeometry> gemmGeometry(GemmTileOp op) {
                              "pending multiply's stage and one copied ahead); the schedule has "
                           << mma << " on " << g.stages << " stages";
   g.lookahead = g.stages - 1 - g.wgmmaInFlight;
-  g.smemAlign = g.wgmma ? 1024 : 128;
+  g.smemAlign = schedule::gemmSmemAlign(g.wgmma);
   const int64_t smem = g.stages * (g.tileM + g.tileN) * g.tileK * 2;
   // Dynamic shared memory is only 16-byte aligned: room to round its base up.
-  if (smem > kStaticSmemBytes)
-    g.dynamicSmem = smem + g.smemAlign - 16;
+  g.dynamicSmem = schedule::gemmDynamicSmemBytes(smem, g.wgmma);
   return g;
 }
 

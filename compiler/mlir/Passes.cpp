@@ -102,7 +102,10 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         failedAny = true;
         return;
       }
+      // The tiles, plus the alignment slack when they go to dynamic shared memory.
       int64_t smem = schedule::gemmSmemBytes(g, elementBytes(op.getElementType()));
+      if (int64_t dyn = schedule::gemmDynamicSmemBytes(smem, StringRef(g.mma).starts_with("wgmma")))
+        smem = dyn;
       if (smem > s.maxSmemBytesPerBlock) {
         op.emitError() << "the " << s.target << " gemm schedule needs " << smem
                        << " bytes of shared memory per block, more than the "
@@ -185,13 +188,17 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       else
         gemms.push_back(op);
     });
-    llvm::StringSet<> classKernels;
-    for (GemmTileOp op : gemms)
-      for (const schedule::GemmClass &c : s.gemmClasses)
-        classKernels.insert((op.getSymName() + "_" + c.name).str());
+    // A copy carries shape_class: it is never a base; one whose class this schedule no
+    // longer has (the pass run again with another schedule) is erased.
+    llvm::StringSet<> classNames;
+    for (const schedule::GemmClass &c : s.gemmClasses)
+      classNames.insert(c.name);
     for (GemmTileOp op : gemms) {
-      if (classKernels.contains(op.getSymName()))
-        continue; // a class's copy, re-applied with its base below
+      if (auto cls = op.getShapeClass()) {
+        if (!classNames.contains(*cls))
+          op.erase();
+        continue; // re-applied with its base below
+      }
       applyGemm(op, s.gemm);
       for (const schedule::GemmClass &c : s.gemmClasses) {
         std::string name = (op.getSymName() + "_" + c.name).str();

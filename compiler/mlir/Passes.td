@@ -10,8 +10,15 @@ def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
     Reads `compiler/schedules/<target>.json` (option `schedule`) and fills in
     the schedule fields of every `swz.gemm_tile` and `swz.attention_tile`:
     tile sizes, warps, stages, `smem` layout, `mma` and `copy` instructions,
-    `target`, and the `conflict_free` claim. Fails when the tiles do not fit the
-    target's shared memory or the element type differs from the schedule's.
+    `target`, and the `conflict_free` claim (and `mma_in_flight` where the
+    schedule's gemm entry has it). A `swz.gemm_tile` with `weights` (the
+    skinny GEMM's block format) takes the schedule's `gemm.skinny` instead.
+    Each shape class of the gemm entry (`gemm.classes`) adds a copy of every
+    other `swz.gemm_tile`, `@<name>_<class>` with `shape_class = "<class>"`
+    and the class's fields; run again, the copies are re-applied, and those of
+    classes the schedule no longer has are erased. Fails when the tiles (with
+    dynamic shared memory's alignment slack) do not fit the target's shared
+    memory or the element type differs from the schedule's.
 
     Before:
     ```mlir
@@ -22,6 +29,11 @@ def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
     swz.gemm_tile @ffn_up : f16 tile(128, 128, 64) warps(4) stages(3)
         smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16",
         mma = "mma.sync.m16n8k16", target = "sm_80"}
+    ```
+    With a class `{"name": "narrow", "n_max": 1536, "tile_n": 32}` in the
+    gemm entry's `classes`, also:
+    ```mlir
+    swz.gemm_tile @ffn_up_narrow : f16 tile(128, 32, 64) ... {..., shape_class = "narrow", ...}
     ```
   }];
   let options = [
@@ -175,6 +187,9 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     N and chunks beyond K are zero-filled (src-size 0); the epilogue stores only
     rows < T and columns < N. Launch: block (32 x warps, 1, 1), grid
     `ceil(N/tile_n), ceil(T/tile_m), 1` (`swz.grid`), `swz.schedule = "gemm"`.
+    A shape class's copy `@<name>_<class>` (swz-apply-schedule) goes into
+    `@swz_<name>` beside its base kernel, with its own shared tiles
+    `@gemm_<class>_x` / `_w` and `swz.schedule = "gemm.<class>"`.
     Tiles over the 48 KiB of static shared memory a block may declare mark the
     kernel `swz.dynamic_smem = "<bytes>"` (the tiles plus the slack that rounds
     a 16-byte-aligned window up to their alignment); swz-dynamic-smem places them.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -177,12 +178,25 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
         }
       if (!bounded)
         r.fail(p, "a class needs at least one of n_min, n_max, k_min, k_max");
-      // The base entry with the class's fields in place of its own.
+      if (gc.nMin > gc.nMax || gc.kMin > gc.kMax)
+        r.fail(p, "an empty range (n_min > n_max or k_min > k_max): no weight falls in it");
+      // The base entry's tile fields with the class's in place of its own (the target-wide
+      // skinny GEMM and the class list stay the base entry's).
+      static const std::set<std::string> kTileFields = {
+          "element_type", "tile_m", "tile_n", "tile_k", "warps", "stages", "vector_bytes",
+          "mma", "copy", "swizzle", "conflict_free", "mma_in_flight"};
       json merged = g;
-      merged.erase("classes");
-      for (const auto &[key, value] : c.items())
-        if (key != "name" && key != "n_min" && key != "n_max" && key != "k_min" && key != "k_max")
-          merged[key] = value;
+      for (const char *key : {"classes", "skinny", "skinny_max_rows"})
+        merged.erase(key);
+      for (const auto &[key, value] : c.items()) {
+        if (key == "name" || key == "n_min" || key == "n_max" || key == "k_min" || key == "k_max")
+          continue;
+        if (!kTileFields.count(key))
+          r.fail(p + "." + key, "not a field a class may set (the gemm tile's: element_type, "
+                                "tile_m, tile_n, tile_k, warps, stages, vector_bytes, mma, copy, "
+                                "swizzle, conflict_free, mma_in_flight)");
+        merged[key] = value;
+      }
       gc.gemm = readGemm(r, merged, p);
       s.gemmClasses.push_back(std::move(gc));
     }
@@ -232,6 +246,12 @@ const GemmClass *gemmClassFor(const TargetSchedule &s, int64_t n, int64_t k) {
     if (n >= c.nMin && n <= c.nMax && k >= c.kMin && k <= c.kMax)
       return &c;
   return nullptr;
+}
+
+int64_t gemmSmemAlign(bool wgmma) { return wgmma ? 1024 : 128; }
+
+int64_t gemmDynamicSmemBytes(int64_t tileBytes, bool wgmma) {
+  return tileBytes > kStaticSmemBytes ? tileBytes + gemmSmemAlign(wgmma) - 16 : 0;
 }
 
 int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes) {

@@ -127,6 +127,18 @@ TargetSchedule loadSchedule(const std::string &path);
 /// Shared-memory bytes a GEMM tile needs: stages * (tileM + tileN) * tileK * elemBytes.
 int64_t gemmSmemBytes(const GemmSchedule &s, unsigned elemBytes);
 
+/// Static shared memory a CUDA block may declare (48 KiB); more must be dynamic.
+constexpr int64_t kStaticSmemBytes = 48 * 1024;
+
+/// Alignment of the generated GEMM's shared tiles: 1024 bytes for wgmma (its 128-byte
+/// swizzle repeats every 8 rows of 128 bytes), 128 for mma.sync.
+int64_t gemmSmemAlign(bool wgmma);
+
+/// Dynamic shared memory the generated GEMM asks for with `tileBytes` of tiles: 0 when they
+/// fit kStaticSmemBytes, else the tiles plus the slack that rounds a 16-byte-aligned
+/// window up to gemmSmemAlign (swz-dynamic-smem places them).
+int64_t gemmDynamicSmemBytes(int64_t tileBytes, bool wgmma);
+
 /// The architecture a PTX target's kernels are lowered and assembled for: the schedule's
 /// `device.arch` where it names a variant of `target` (sm_90.json: "sm_90a", the
 /// architecture-specific PTX wgmma needs), else `target` ("sm_80").

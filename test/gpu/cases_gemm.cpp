@@ -295,10 +295,14 @@ struct GemmLaunch {
 GemmLaunch gemmLaunch() {
   GemmLaunch l;
   if (const char *e = std::getenv("SWZ_GEMM_TILE")) {
-    char tail = 0;
-    int n = std::sscanf(e, "%lldx%lldx%lldx%lld%c", &l.tileM, &l.tileN, &l.threads,
-                        &l.dynamicSmem, &tail);
-    if ((n != 3 && n != 4) || l.tileM <= 0 || l.tileN <= 0 || l.threads <= 0 ||
+    int used3 = -1, used4 = -1;  // characters consumed: the whole value, nothing after
+    std::sscanf(e, "%lldx%lldx%lld%n", &l.tileM, &l.tileN, &l.threads, &used3);
+    std::sscanf(e, "%lldx%lldx%lldx%lld%n", &l.tileM, &l.tileN, &l.threads, &l.dynamicSmem, &used4);
+    const size_t len = std::strlen(e);
+    const bool whole3 = used3 >= 0 && size_t(used3) == len, whole4 = used4 >= 0 && size_t(used4) == len;
+    if (!whole4)
+      l.dynamicSmem = 0;
+    if ((!whole3 && !whole4) || l.tileM <= 0 || l.tileN <= 0 || l.threads <= 0 ||
         l.threads % 32 != 0 || l.dynamicSmem < 0)
       throw std::runtime_error(std::string("SWZ_GEMM_TILE='") + e +
                                "': expected <tile_m>x<tile_n>x<threads>[x<dynamic_smem_bytes>], "

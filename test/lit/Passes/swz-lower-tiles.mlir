@@ -31,6 +31,11 @@
 // RUN: %python -c "import json,sys; s=json.load(open(sys.argv[1])); s['gemm']['classes']=[{'name':'narrow','n_max':1536,'tile_n':32,'stages':4,'mma':'wgmma.m64n32k16'}]; json.dump(s, open(sys.argv[2], 'w'))" %schedules/sm_90.json %t/classes.json
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/classes.json | FileCheck %s --check-prefix=CLASSOP
 // RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/classes.json -swz-lower-tiles | FileCheck %s --check-prefix=CLASS
+// Applied again with a schedule whose class is another: the stale copy goes, the new one
+// comes (a copy is never a base).
+// RUN: sed -e 's/"name": "narrow", "n_max": 1536/"name": "wide", "n_min": 8192/' %t/classes.json > %t/classes2.json
+// RUN: swizzle-opt %s -swz-apply-schedule=schedule=%t/classes.json | swizzle-opt -swz-apply-schedule=schedule=%t/classes2.json \
+// RUN:   | FileCheck %s --check-prefix=RECLASS
 // The same kernel source with the schedule edited: 32x64x32 tiles on 2 warps (1 x 2,
 // 32x32 each), 2 stages, Swizzle<2,3,3> for the 64-byte rows.
 // RUN: sed -e 's/"tile_m": 64, "tile_n": 64, "tile_k": 64/"tile_m": 32, "tile_n": 64, "tile_k": 32/' \
@@ -195,3 +200,8 @@ swz.gemm_tile @gemm_f16 : f16
 // CLASS-DAG: memref.global "private" @gemm_x : memref<192x64xf16
 // CLASS-DAG: gpu.func @gemm_f16({{.*}} swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"}
 // CLASS-NOT: gpu.module
+
+// RECLASS-NOT: narrow
+// RECLASS: swz.gemm_tile @gemm_f16 : f16 tile(64, 64, 64)
+// RECLASS-NEXT: swz.gemm_tile @gemm_f16_wide : f16 tile(64, 32, 64) {{.*}}shape_class = "wide"
+// RECLASS-NOT: gemm_tile

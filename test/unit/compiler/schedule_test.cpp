@@ -132,6 +132,11 @@ TEST(Schedule, GemmClasses) {
   EXPECT_EQ(gemmClassFor(s, 18944, 3584), &s.gemmClasses[1]);
   EXPECT_EQ(gemmClassFor(s, 18944, 8192), nullptr);  // k_max
   EXPECT_EQ(gemmClassFor(s, 3584, 3584), nullptr);
+  // Overlapping classes: the first that matches wins.
+  TargetSchedule o = withClasses(R"([{"name": "small", "n_max": 2048, "tile_n": 32},
+                                     {"name": "any_n", "n_min": 0, "tile_m": 128, "warps": 8}])");
+  EXPECT_EQ(gemmClassFor(o, 1024, 1024), &o.gemmClasses[0]);
+  EXPECT_EQ(gemmClassFor(o, 4096, 1024), &o.gemmClasses[1]);
   auto error = [&](const std::string &classes) {
     try {
       withClasses(classes);
@@ -149,6 +154,14 @@ TEST(Schedule, GemmClasses) {
   EXPECT_EQ(error(R"([{"name": "a", "n_max": 1, "tile_n": "wide"}])"),
             "t.json: $.gemm.classes[0].tile_n: expected an integer, got \"wide\"");
   EXPECT_EQ(error(R"({"name": "a"})"), "t.json: $.gemm.classes: expected an array, got {\"name\":\"a\"}");
+  EXPECT_EQ(error(R"([{"name": "a", "n_min": 9, "n_max": 8}])"),
+            "t.json: $.gemm.classes[0]: an empty range (n_min > n_max or k_min > k_max): no weight falls in it");
+  EXPECT_NE(error(R"([{"name": "a", "n_max": 8, "tile_nn": 32}])")
+                .find("t.json: $.gemm.classes[0].tile_nn: not a field a class may set"),
+            std::string::npos);
+  EXPECT_NE(error(R"([{"name": "a", "n_max": 8, "skinny_max_rows": 4}])")
+                .find("$.gemm.classes[0].skinny_max_rows: not a field a class may set"),
+            std::string::npos);
 }
 
 // The dequantizing (skinny) GEMM's geometry, gemm.skinny: the shipped values, and the
