@@ -341,18 +341,12 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
   std::optional<schedule::TargetSchedule> given;
 
   /// Generates the kernels of `source`'s tile specs in place (swz-apply-schedule,
-  /// swz-lower-tiles), with the given schedule or the `schedule` option's file.
-  LogicalResult lowerTileSpecs(ModuleOp source, const std::string &name) {
+  /// swz-lower-tiles) with `s`: the given schedule or the `schedule` option's file, read
+  /// once by runOnOperation (null when there is neither).
+  LogicalResult lowerTileSpecs(ModuleOp source, const std::string &name,
+                               const schedule::TargetSchedule *s) {
     if (!hasTileSpecs(source))
       return success();
-    std::optional<schedule::TargetSchedule> s = given;
-    if (!s && !schedule.empty()) {
-      try {
-        s = schedule::loadSchedule(schedule);
-      } catch (const std::exception &e) {
-        return getOperation().emitError() << "swz-outline-kernels: " << e.what();
-      }
-    }
     if (!s)
       return getOperation().emitError()
              << "kernel source " << name
@@ -374,7 +368,8 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
                          << "' (expected sm_XY or spirv)";
       return signalPassFailure();
     }
-    // The schedule's gemm shape classes choose matmuls' prefill GEMMs (kernelsForOp).
+    // The schedule: the tile specs' kernels are generated from it (lowerTileSpecs) and its
+    // gemm shape classes choose matmuls' prefill GEMMs (kernelsForOp).
     std::optional<schedule::TargetSchedule> sched = given;
     if (!sched && !schedule.empty()) {
       try {
@@ -396,7 +391,7 @@ struct OutlineKernels : impl::SwzOutlineKernelsBase<OutlineKernels> {
         return failure();
       OwningOpRef<ModuleOp> parsed =
           parseSourceString<ModuleOp>(builtinKernelSource(source), ctx, source);
-      if (!parsed || failed(lowerTileSpecs(*parsed, source))) {
+      if (!parsed || failed(lowerTileSpecs(*parsed, source, sched ? &*sched : nullptr))) {
         failedSources.insert(source);
         return failure();
       }

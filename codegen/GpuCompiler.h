@@ -40,9 +40,11 @@ struct CompiledKernel {
   /// aligned pointer, offset, sizes, strides); SPIR-V binds memref i and
   /// scalar j as storage buffers (set 0, binding = argument index).
   std::vector<std::string> arguments;
-  /// Static workgroup (shared) memory of the kernel in bytes: the workgroup-space
-  /// memref.globals it reads and the workgroup allocations / attributions it makes.
-  /// Counted from the IR, so it exists for SPIR-V too (ptxas reports PTX's).
+  /// Workgroup (shared) memory of the kernel in bytes: the workgroup-space memref.globals
+  /// it reads and the workgroup allocations / attributions it makes, or its
+  /// `swz.dynamic_smem` bytes where that is a number and more (the tiles swz-dynamic-smem
+  /// places, with their alignment slack). Counted from the IR, so it exists for SPIR-V
+  /// too (ptxas reports PTX's static part).
   int64_t workgroupBytes = 0;
   /// Which entry of the target's tile schedule (compiler/schedules/<target>.json) the
   /// kernel's tiles follow, from its `swz.schedule` attribute: "gemm", "attention" or

@@ -45,7 +45,6 @@ using namespace mlir;
 namespace swz {
 namespace {
 
-
 /// Where the threads and warps of a scheduled GEMM tile go.
 struct GemmGeometry {
   int64_t tileM = 0, tileN = 0, tileK = 0, warps = 0, stages = 0, threads = 0;
