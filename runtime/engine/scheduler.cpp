@@ -1226,6 +1226,9 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       auto err = std::current_exception();
       for (auto& r : running) fail(*r, err);
       return false;
+    } catch (...) {
+      fail(s, std::current_exception());
+      continue;
     }
     int cur = s.n_past;
     for (;;) {
@@ -1256,20 +1259,27 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
       }
       if (waiting) break;
       // An installed atom's deviating tokens (ApproxSelect::Deviation) are prefilled again
-      // first, a segment each, over the K/V installed around them.
+      // first, a segment each, over the K/V installed around them (a run longer than the
+      // rows left goes on in the next pass).
       bool full = false, any = false;
       while (!s.again.empty()) {
-        const TokenSpan r = s.again.front();
-        if (r.end - r.begin > rows_left || slots_left <= others) {
+        TokenSpan& r = s.again.front();
+        const int m = std::min(r.end - r.begin, rows_left);
+        if (m <= 0 || slots_left <= others) {
           full = true;
           break;
         }
-        s.segs.emplace_back(r.begin, r.end - r.begin);
-        s.tokens.insert(s.tokens.end(), s.req.prompt.begin() + r.begin, s.req.prompt.begin() + r.end);
-        rows_left -= r.end - r.begin;
+        s.segs.emplace_back(r.begin, m);
+        s.tokens.insert(s.tokens.end(), s.req.prompt.begin() + r.begin, s.req.prompt.begin() + r.begin + m);
+        rows_left -= m;
         --slots_left;
-        s.again.pop_front();
         any = true;
+        r.begin += m;
+        if (r.begin < r.end) {
+          full = true;
+          break;
+        }
+        s.again.pop_front();
       }
       if (full || (any && slots_left <= others)) break;
       int n = std::min(n_prompt - cur, rows_left);

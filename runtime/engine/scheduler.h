@@ -46,7 +46,11 @@
 // here), and plans to install it: while prefilling, the sequence's prompt segments stop at
 // each planned atom's recomputed head; when the cursor reaches the rest of the atom, its
 // K/V is moved into the sequence's pages (exec::BatchModel::move_kv: K re-rotated to the
-// new positions) and the cursor jumps past it. The segments between installs go into one
+// new positions) and the cursor jumps past it. With ApproxSelect::Deviation the head is the
+// atom's first kApproxMinRecompute tokens, and before its first install the sequence is
+// probed (probe_atoms: kApproxProbeLayers layers over the rest of its prompt) to choose
+// which other tokens of each atom are prefilled again, right after its install, as prompt
+// segments of their own (Install::runs, Seq::again). The segments between installs go into one
 // pass up to the batch budget, a sequence of the pass each (kApproxSegmentSlots). Approx
 // requests key their prefix-cache blocks in a namespace of their own (a model key derived
 // from the model's), and record each atom their prefill computed when it ends.

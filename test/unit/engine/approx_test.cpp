@@ -428,5 +428,37 @@ TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
   EXPECT_EQ(chosen, recompute - kApproxMinRecompute);
 }
 
+// Deviation runs longer than a pass's rows go on in the next pass: 99% of a 300-token atom
+// recomputed (295 tokens chosen after the first 2) on a scheduler of 256 rows a pass.
+TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  Rig rig(pkg, 1, 1 + kApproxSegmentSlots);
+  Scheduler& sched = *rig.sched;
+  const int nv = rig.bm.executor->n_vocab();
+  const std::vector<int32_t> atom = tokens(300, 41, nv), tail = tokens(30, 42, nv);
+  std::vector<int32_t> p1 = tokens(20, 43, nv), p2 = tokens(45, 44, nv);
+  for (auto* p : {&p1, &p2}) {
+    p->insert(p->end(), atom.begin(), atom.end());
+    p->insert(p->end(), tail.begin(), tail.end());
+  }
+  run(sched, p1, {{20, 320}}, "", ApproxSelect::Deviation);
+  GenerateRequest r;
+  r.prompt = p2;
+  r.max_tokens = 1;
+  r.sampling.temperature = 0;
+  r.approx_atoms = {{45, 345}};
+  r.approx_recompute = 0.99f;
+  r.approx_select = ApproxSelect::Deviation;
+  std::unique_ptr<Admission> a = sched.admit(r);
+  EXPECT_EQ(a->cached_tokens(), 300 - 297);
+  const uint64_t hits0 = sched.hit_tokens(), steps0 = sched.stats().steps;
+  const GenerateResult res = sched.run(*a, {});
+  EXPECT_EQ(res.completion_tokens, 1);
+  EXPECT_EQ(sched.hit_tokens() - hits0, 3u);
+  // 375 prompt rows less 3 installed: at least 2 passes of 256 rows.
+  EXPECT_GE(sched.stats().steps - steps0, 2u);
+}
+
 }  // namespace
 }  // namespace swz::engine
