@@ -937,6 +937,13 @@ Scheduler::Installed Scheduler::install_atom(Seq& s, int begin) {
   return Installed::Done;
 }
 
+bool Scheduler::device_failed(std::vector<std::unique_ptr<Seq>>& running, const backend::Error& e) {
+  if (hooks_.failed) hooks_.failed(e.what());
+  const std::exception_ptr err = std::current_exception();
+  for (auto& r : running) fail(*r, err);
+  return false;
+}
+
 bool Scheduler::probe_atoms(Seq& s) {
   s.probed = true;
   auto& installs = s.job->adm.installs;
@@ -1222,10 +1229,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     try {
       if (!s.probed && s.next_install < installs.size() && !probe_atoms(s)) continue;  // no pages now
     } catch (const backend::Error& e) {
-      if (hooks_.failed) hooks_.failed(e.what());
-      auto err = std::current_exception();
-      for (auto& r : running) fail(*r, err);
-      return false;
+      return device_failed(running, e);
     } catch (...) {
       fail(s, std::current_exception());
       continue;
@@ -1251,10 +1255,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
           }
           if (r == Installed::Done) cur = end;
         } catch (const backend::Error& e) {
-          if (hooks_.failed) hooks_.failed(e.what());
-          auto err = std::current_exception();
-          for (auto& r : running) fail(*r, err);
-          return false;
+          return device_failed(running, e);
         }
       }
       if (waiting) break;
@@ -1362,10 +1363,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   try {
     model_.forward(seqs, need_logits ? &logits : nullptr, need_ids ? &ids : nullptr);
   } catch (const backend::Error& e) {
-    if (hooks_.failed) hooks_.failed(e.what());
-    auto err = std::current_exception();
-    for (auto& s : running) fail(*s, err);
-    return false;
+    return device_failed(running, e);
   } catch (...) {
     auto err = std::current_exception();
     for (Seq* s : step) fail(*s, err);

@@ -88,6 +88,10 @@
 #include "kvcache/atom_store.h"
 #include "kvcache/block_manager.h"
 
+namespace swz::backend {
+class Error;
+}
+
 namespace swz::engine {
 
 struct SchedulerOptions {
@@ -198,6 +202,10 @@ class Scheduler {
   /// install_atom moves it, against the fresh). False when its pages cannot be had now.
   /// Throws what the model throws.
   bool probe_atoms(Seq& s);
+  /// The device failed (`e`, being handled: its exception is current): the engine hears of
+  /// it (SchedulerHooks::failed) and every running sequence ends with it. Returns false
+  /// (step()'s answer: the step thread stops).
+  bool device_failed(std::vector<std::unique_ptr<Seq>>& running, const backend::Error& e);
   void save_atoms(Seq& s);
   int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
   int choice_width(const GenerateRequest& req, bool partial_hit = false) const;
