@@ -73,16 +73,25 @@ struct Atomization {
 /// from the content cache is not parsed and leaves the kept version as it is.
 std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang, std::string_view file = {});
 
-/// atomize() without the content cache or any previous tree: always one full parse.
-/// For tests and benchmarks (the reference an incremental parse must equal).
-std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang);
+/// How atomize_uncached() parses: Skeleton as atomize() does (function bodies skipped
+/// where the pre-scan and the tree allow, else a full parse); Full: always the whole code.
+enum class ParseMode { Skeleton, Full };
+
+/// atomize() without the content cache or any previous tree: a fresh parse, the way
+/// `mode` says. For tests and benchmarks: with Skeleton, the reference an incremental
+/// re-parse must equal; with Full, the reference a skeleton parse of well-formed code must
+/// equal (has_error aside: ERROR nodes inside skipped bodies are not seen).
+std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang, ParseMode mode = ParseMode::Skeleton);
 
 /// Statistics of atomize() since start: parses done (incremental ones included), parses
-/// that reused a previous version's tree, and content-cache hits.
+/// that reused a previous version's tree, content-cache hits, parses whose atoms came from
+/// a skeleton tree, and skeleton trees that could not be used (a full parse followed).
 struct AtomizeCacheStats {
   uint64_t parses = 0;
   uint64_t incremental = 0;
   uint64_t hits = 0;
+  uint64_t skeleton = 0;
+  uint64_t fallbacks = 0;
 };
 AtomizeCacheStats atomize_cache_stats();
 

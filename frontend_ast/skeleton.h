@@ -1,0 +1,45 @@
+// The skeleton of a piece of code: the byte ranges inside function bodies that a parse for
+// atoms may skip (atomize.cpp parses the rest with Tree-sitter's included ranges). Atoms
+// only need the top level and the members of class-like nodes; what a function body holds
+// never changes them. Internal to frontend_ast.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "frontend_ast/language.h"
+
+namespace swz::frontend_ast {
+
+/// One range a skeleton parse skips: bytes [begin, end) of the code. `anchor` is the byte
+/// the tree must confirm the range by: for brace languages the body's `{` (begin - 1; the
+/// body's `}` is at `end`), for Python the start of the `def` line's first token.
+struct SkipRange {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  uint32_t anchor = 0;
+};
+
+/// The function-body interiors of `code` a skeleton parse may skip, ascending and disjoint,
+/// found by a lexical pre-scan that knows `lang`'s comments, strings, character literals,
+/// raw strings, template literals, regular expressions (JavaScript/TypeScript, by the
+/// token before the `/`), Rust lifetimes and C/C++ preprocessor lines.
+///
+/// Brace languages (C, C++, Java, JavaScript, TypeScript, TSX, Go, Rust): the interior of
+/// each outermost `{ }` block whose opening is not a class-like body: the tokens since the
+/// last `;` or kept block at that depth hold a `)` (not Go or Rust), an `=`, or `fn`/`func`/
+/// `function` after the last class-like keyword (class, struct, union, enum, namespace,
+/// interface, impl, trait, mod, extern, record, module, macro_rules, ...). Python: each
+/// `def` whose header ends in `:`: its body after the first statement at the body's own
+/// indentation that does not end in `:` (the kept first lines stay a valid body) up to the
+/// body's last line. Ranges under 32 bytes are not returned.
+///
+/// Empty when the language is not one of these, or when the scan does not end balanced
+/// (an open bracket, string or comment at the end): a parse then takes the whole code. A
+/// wrong range can only make the skeleton parse disagree with a full one; atomize.cpp
+/// checks each range against the skeleton tree and parses in full when one fails.
+/// O(bytes).
+std::vector<SkipRange> skippable_ranges(std::string_view code, Language lang);
+
+}  // namespace swz::frontend_ast
