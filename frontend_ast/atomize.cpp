@@ -331,7 +331,9 @@ struct PreviousVersion {
   TreePtr skeleton;
   TreePtr full;
   std::string text;
-  std::vector<size_t> starts;  // line_starts(text)
+  std::vector<size_t> starts;       // line_starts(text)
+  std::vector<SkipRange> scanned;   // skippable_ranges(text)
+  std::vector<SkipRange> skipped;   // the ranges `skeleton` was parsed without (a subset of `scanned`)
 };
 
 /// Row and byte column of byte `offset` of `text` (`starts`: line_starts(text)).
@@ -381,17 +383,21 @@ TSInputEdit byte_edit(const PreviousVersion& prev, std::string_view code, const 
 
 /// Whether the skeleton tree `tree` confirms every range it skipped: a brace body's
 /// `{`..`}` is one node of the tree and not a class-like body whose members decide atoms
-/// (`split_bodies`: Cutter::split_bodies, ascending); a Python range lies after the end of
-/// the function_definition whose `def` (or `async`) is at the range's anchor.
+/// (`split_bodies`: Cutter::split_bodies, ascending); a Python range lies inside the
+/// function_definition whose `def` (or `async`) is at the range's anchor.
 bool skeleton_confirmed(const TSTree* tree, const std::vector<SkipRange>& ranges, const std::vector<uint32_t>& split_bodies,
                         Language lang) {
   const TSNode root = ts_tree_root_node(tree);
   for (const SkipRange& r : ranges) {
-    if (lang == Language::Python) {
+    if (r.comment) {  // one comment node from the first line's marker over the range
+      const TSNode c = ts_node_descendant_for_byte_range(root, r.anchor, r.end);
+      if (ts_node_is_null(c) || ts_node_start_byte(c) != r.anchor || ts_node_end_byte(c) < r.end || !contains(ts_node_type(c), "comment"))
+        return false;
+    } else if (lang == Language::Python) {
       const TSNode kw = ts_node_descendant_for_byte_range(root, r.anchor, r.anchor + 1);
       if (ts_node_is_null(kw) || ts_node_start_byte(kw) != r.anchor) return false;
       const TSNode f = ts_node_parent(kw);
-      if (ts_node_is_null(f) || std::strcmp(ts_node_type(f), "function_definition") != 0 || ts_node_end_byte(f) > r.begin) return false;
+      if (ts_node_is_null(f) || std::strcmp(ts_node_type(f), "function_definition") != 0 || ts_node_end_byte(f) < r.end) return false;
     } else {
       const TSNode b = ts_node_descendant_for_byte_range(root, r.anchor, r.end + 1);
       if (ts_node_is_null(b) || ts_node_start_byte(b) != r.anchor || ts_node_end_byte(b) != r.end + 1) return false;
@@ -458,6 +464,7 @@ std::vector<TSRange> included_ranges(std::string_view code, const std::vector<si
 struct ParsedVersion {
   std::shared_ptr<const Atomization> atoms;
   TreePtr skeleton, full;
+  std::vector<SkipRange> scanned, skipped;  // as in PreviousVersion
   bool from_skeleton = false;  // the atoms were cut from the skeleton tree
   bool fell_back = false;      // a skeleton was parsed but not usable: a full parse made the atoms
 };
@@ -470,7 +477,7 @@ struct ParsedVersion {
 /// already edited to match `code`: each parse starts from the one of its kind, else from
 /// the other (Tree-sitter re-parses where the included ranges differ).
 ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::vector<size_t>& starts, const PreviousVersion* prev,
-                              ParseMode mode) {
+                              ParseMode mode, std::optional<std::vector<SkipRange>> scanned = std::nullopt) {
   ParsedVersion out;
   if (starts.empty() || !ts_language(lang)) {
     out.atoms = cut(code, lang, starts, nullptr);
@@ -479,7 +486,8 @@ ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::v
   const TSTree* prev_skeleton = prev ? (prev->skeleton ? prev->skeleton.get() : prev->full.get()) : nullptr;
   const TSTree* prev_full = prev ? (prev->full ? prev->full.get() : prev->skeleton.get()) : nullptr;
   if (mode == ParseMode::Skeleton) {
-    std::vector<SkipRange> skip = skippable_ranges(code, lang);
+    out.scanned = scanned ? std::move(*scanned) : skippable_ranges(code, lang);
+    std::vector<SkipRange> skip = out.scanned;
     const bool tried = !skip.empty();
     // Each round parses without the ranges near the last round's ERROR / MISSING nodes
     // (from the last round's tree: only those bodies are parsed anew).
@@ -495,6 +503,7 @@ ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::v
       if (skeleton_confirmed(out.skeleton.get(), skip, split_bodies, lang)) {
         out.atoms = std::move(atoms);
         out.from_skeleton = true;
+        out.skipped = std::move(skip);
         return out;
       }
       break;
@@ -503,7 +512,30 @@ ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::v
   }
   out.full = parse(code, lang, prev_full);
   out.atoms = cut(code, lang, starts, out.full.get());
+  if (!out.full) out.skeleton.reset();  // timed out: line blocks, and nothing kept
   return out;
+}
+
+/// `ranges` of the previous version moved by `edit`, which lies inside one of them: that
+/// one grows or shrinks by the edit, those after it move.
+std::vector<SkipRange> moved_by(const std::vector<SkipRange>& ranges, const TSInputEdit& edit) {
+  std::vector<SkipRange> out = ranges;
+  const auto move = [&](uint32_t& b) { b = b - edit.old_end_byte + edit.new_end_byte; };
+  for (SkipRange& r : out) {
+    if (r.begin >= edit.old_end_byte) {
+      move(r.begin);
+      move(r.anchor);
+    }
+    if (r.end >= edit.old_end_byte) move(r.end);
+  }
+  return out;
+}
+
+/// Whether `edit` lies inside a range the previous version's skeleton tree skipped, after
+/// its first byte (an insertion right at a `{` would lengthen that token in ts_tree_edit).
+bool edit_inside_skipped(const PreviousVersion& prev, const TSInputEdit& edit) {
+  return std::any_of(prev.skipped.begin(), prev.skipped.end(),
+                     [&](const SkipRange& r) { return r.begin < edit.start_byte && edit.old_end_byte <= r.end; });
 }
 
 /// A small LRU map under one mutex (most recently used first).
@@ -594,18 +626,33 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
   } else {
     const uint64_t file_key = XXH3_64bits_withSeed(file.data(), file.size(), static_cast<uint64_t>(lang) + 1);
     std::optional<PreviousVersion> prev = take_previous(file_key);
+    std::optional<std::vector<SkipRange>> scanned;
     if (prev) {
       const TSInputEdit edit = byte_edit(*prev, code, starts);
       if (prev->skeleton) ts_tree_edit(prev->skeleton.get(), &edit);
       if (prev->full) ts_tree_edit(prev->full.get(), &edit);
+      // An edit inside a skipped body that leaves the skippable ranges as they were (moved by
+      // the edit) leaves the bytes the skeleton parse reads as they were: a fresh parse
+      // would give the edited tree (the same tokens, moved), so it is cut as it is.
+      if (prev->skeleton && !prev->full && edit_inside_skipped(*prev, edit)) {
+        scanned = skippable_ranges(code, lang);
+        if (*scanned == moved_by(prev->scanned, edit)) {
+          parsed.atoms = cut(code, lang, starts, prev->skeleton.get());
+          parsed.skeleton = std::move(prev->skeleton);
+          parsed.scanned = std::move(*scanned);
+          parsed.skipped = moved_by(prev->skipped, edit);
+          parsed.from_skeleton = true;
+        }
+      }
     }
-    parsed = parse_for_atoms(code, lang, starts, prev ? &*prev : nullptr, ParseMode::Skeleton);
+    if (!parsed.atoms) parsed = parse_for_atoms(code, lang, starts, prev ? &*prev : nullptr, ParseMode::Skeleton, std::move(scanned));
     incremental = prev && (parsed.skeleton || parsed.full);
     prev.reset();  // the old trees, freed outside any lock
     // The trees to start the next version from: the skeleton's alone when it made the atoms.
     if (parsed.from_skeleton) parsed.full.reset();
     if (parsed.skeleton || parsed.full)
-      put_previous(file_key, {std::move(parsed.skeleton), std::move(parsed.full), std::string(code), std::move(starts)});
+      put_previous(file_key, {std::move(parsed.skeleton), std::move(parsed.full), std::string(code), std::move(starts),
+                              std::move(parsed.scanned), std::move(parsed.skipped)});
   }
   std::shared_ptr<const Atomization> result = std::move(parsed.atoms);
   std::lock_guard<std::mutex> lock(c.mu);

@@ -21,6 +21,34 @@ bool one_of(std::string_view word, std::initializer_list<std::string_view> words
   return std::find(words.begin(), words.end(), word) != words.end();
 }
 
+/// A run of three or more comment lines starting at `at` (the `marker` of the first, with
+/// only blanks before it on its line; each next line the same, no blank line between):
+/// the range from the first line's end to the last line's last character, so the parser
+/// reads one comment token from the first line's marker to the last line's end (a token
+/// ends at a range's end unless the character after the gap continues it). Empty if none (or
+/// shorter than kMinRange; or, `continued`, a line ends in a backslash).
+SkipRange comment_run(std::string_view s, size_t at, std::string_view marker, bool continued) {
+  const size_t n = s.size();
+  const auto line_end = [&](size_t from) {
+    const size_t e = s.find('\n', from);
+    return e == std::string_view::npos ? n : e;
+  };
+  const size_t first_end = line_end(at);
+  size_t last_end = first_end;
+  int lines = 1;
+  for (;;) {
+    if (continued && last_end > 0 && s[last_end - 1] == '\\') return {};
+    if (last_end >= n) break;
+    size_t k = last_end + 1;
+    while (k < n && (s[k] == ' ' || s[k] == '\t')) ++k;
+    if (s.substr(k, marker.size()) != marker) break;
+    last_end = line_end(k);
+    ++lines;
+  }
+  if (lines < 3 || last_end >= n || last_end - first_end < kMinRange) return {};
+  return {static_cast<uint32_t>(first_end), static_cast<uint32_t>(last_end - 1), static_cast<uint32_t>(at), true};
+}
+
 /// The pre-scan of the brace languages (skeleton.h).
 class BraceScan {
  public:
@@ -61,6 +89,13 @@ class BraceScan {
         if (i == kFail) return {};
         line_start = true;
         continue;
+      }
+      if (excluded_at < 0 && at_line_start && c == '/' && i + 1 < n && s_[i + 1] == '/') {  // a run of comment lines
+        if (const SkipRange r = comment_run(s_, i, "//", c_family_); r.end > r.begin) {
+          out.push_back(r);
+          i = r.end + 1;  // the last line's last character, a comment's
+          continue;
+        }
       }
       if (size_t j = literal_or_comment(i); j != i) {
         if (j == kFail) return {};
@@ -142,18 +177,21 @@ class BraceScan {
   }
 
  private:
-  void reset_prefix() { last_open_ = last_keep_ = kFail; }
+  void reset_prefix() { last_open_ = last_fn_ = last_keep_ = kFail; }
 
   /// Whether the `{` now opening starts a block whose inside may be skipped: something that
   /// makes it a function body or an initializer came after the last class-like keyword.
+  /// Rust and Go: a function keyword after it, or `=` with no class-like keyword at all
+  /// (`impl<I: Iterator<Item = u8>> X for Y {` is a class-like body).
   bool excludes() const {
-    if (last_open_ == kFail) return false;
-    return last_keep_ == kFail || last_open_ > last_keep_;
+    const auto after_keep = [&](size_t at) { return at != kFail && (last_keep_ == kFail || at > last_keep_); };
+    if (rust_ || go_) return after_keep(last_fn_) || (last_keep_ == kFail && last_open_ != kFail);
+    return after_keep(last_open_) || after_keep(last_fn_);
   }
 
   void note_word(std::string_view w, size_t at) {
     if ((rust_ && w == "fn") || (go_ && w == "func") || (js_ && w == "function")) {
-      last_open_ = at;
+      last_fn_ = at;
       return;
     }
     bool keep = false;
@@ -336,7 +374,8 @@ class BraceScan {
   std::string_view s_;
   Language lang_;
   bool c_family_, js_, rust_, go_, java_;
-  size_t last_open_ = kFail;  // the last `)`, `=` or function keyword of the prefix
+  size_t last_open_ = kFail;  // the last `)` (not Rust, Go) or `=` of the prefix
+  size_t last_fn_ = kFail;    // the last function keyword (fn, func, function) of the prefix
   size_t last_keep_ = kFail;  // the last class-like keyword of the prefix
   char prev_ = 0;             // the token before (regex_allowed)
 };
@@ -349,6 +388,7 @@ struct PyLine {
   bool colon = false;         // its last token (comments aside) is ':'
   bool def = false;           // starts with `def` or `async def`
   bool decorator = false;     // starts with '@'
+  bool clause = false;        // starts with else, elif, except or finally (not a statement of its own)
   size_t text = 0;            // byte of its first token
 };
 
@@ -413,6 +453,7 @@ bool python_lines(std::string_view s, std::vector<PyLine>& out) {
         while (j < n && ident_char(s[j])) ++j;
         const std::string_view w = s.substr(i, j - i);
         if (first_token) {
+          line.clause = w == "else" || w == "elif" || w == "except" || w == "finally";
           if (w == "def") line.def = true;
           if (w == "async") {
             size_t k = j;
@@ -449,6 +490,13 @@ std::vector<SkipRange> python_ranges(std::string_view code) {
   const size_t count = lines.size();
   for (size_t k = 0; k < count; ++k) {
     const PyLine& head = lines[k];
+    if (head.blank && head.text < code.size() && code[head.text] == '#') {  // a run of comment lines
+      if (const SkipRange r = comment_run(code, head.text, "#", false); r.end > r.begin) {
+        out.push_back(r);
+        while (k + 1 < count && lines[k + 1].begin < r.end) ++k;
+      }
+      continue;
+    }
     if (head.blank || !head.def || !head.colon) continue;
     // The body: the lines after the header up to the next code line indented no deeper.
     size_t last = k, first = 0;
@@ -459,19 +507,28 @@ std::vector<SkipRange> python_ranges(std::string_view code) {
       last = j;
     }
     if (first == 0) continue;
-    // Kept: up to the first statement at the body's indentation that is not a compound header.
+    // Kept: the body's last statement (its first line at the body's indentation that is not
+    // a clause of the one before, with the decorators above it). Skipped: from the first
+    // statement's first token to the kept one's, so the kept statement sits where the first
+    // stood, at the same indentation. (Not the first statement kept and the rest skipped: the
+    // NEWLINE token after it looks ahead across the skipped bytes to the next line's
+    // indentation, and an edit there made Tree-sitter re-parse the rest of the file: the
+    // external scanner state before the next reusable node no longer matched, 2026-12-05.)
     const uint32_t body_indent = lines[first].indent;
     size_t kept = 0;
-    for (size_t j = first; j <= last; ++j)
-      if (!lines[j].blank && lines[j].indent == body_indent && !lines[j].colon && !lines[j].decorator) {
+    for (size_t j = last; j > first; --j)
+      if (!lines[j].blank && lines[j].indent == body_indent && !lines[j].clause) {
         kept = j;
         break;
       }
-    if (kept != 0 && kept < last) {
-      const size_t b = lines[kept].end, e = lines[last].end;
-      if (e - b >= kMinRange)
-        out.push_back({static_cast<uint32_t>(b), static_cast<uint32_t>(e), static_cast<uint32_t>(head.text)});
+    while (kept > first) {  // decorators (and comment lines between them) above it
+      size_t above = kept - 1;
+      while (above > first && lines[above].blank) --above;
+      if (!lines[above].decorator || lines[above].indent != body_indent) break;
+      kept = above;
     }
+    if (kept > first && lines[kept].text - lines[first].text >= kMinRange)
+      out.push_back({static_cast<uint32_t>(lines[first].text), static_cast<uint32_t>(lines[kept].text), static_cast<uint32_t>(head.text)});
     k = last;  // defs inside the body are skipped with it (or kept as they are)
   }
   return out;

@@ -19,6 +19,8 @@ struct SkipRange {
   uint32_t begin = 0;
   uint32_t end = 0;
   uint32_t anchor = 0;
+  bool comment = false;  ///< inside a run of comment lines (anchor: the first line's comment marker)
+  bool operator==(const SkipRange&) const = default;
 };
 
 /// The function-body interiors of `code` a skeleton parse may skip, ascending and disjoint,
