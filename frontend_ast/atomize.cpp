@@ -407,6 +407,12 @@ bool skeleton_confirmed(const TSTree* tree, const std::vector<SkipRange>& ranges
   return true;
 }
 
+size_t skipped_bytes(const std::vector<SkipRange>& skip) {
+  size_t n = 0;
+  for (const SkipRange& r : skip) n += r.end - r.begin;
+  return n;
+}
+
 /// Removes from `skip` the ranges whose anchor lies near an ERROR or MISSING node of
 /// `tree`: within the node's statement (its ancestor that is a child of the root or of a
 /// class-like body in `split_bodies`), the named sibling before it or the one after it.
@@ -501,6 +507,7 @@ ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::v
       if (atoms->has_error) drop_ranges_near_errors(out.skeleton.get(), split_bodies, skip);
       if (skip.size() != before) continue;
       if (skeleton_confirmed(out.skeleton.get(), skip, split_bodies, lang)) {
+        atoms->skipped_bytes = skipped_bytes(skip);
         out.atoms = std::move(atoms);
         out.from_skeleton = true;
         out.skipped = std::move(skip);
@@ -619,7 +626,7 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
     }
   }
   ParsedVersion parsed;
-  bool incremental = false;
+  bool incremental = false, unparsed = false;
   std::vector<size_t> starts = line_starts(code);
   if (file.empty() || !ts_language(lang) || code.empty()) {
     parsed = parse_for_atoms(code, lang, starts, nullptr, ParseMode::Skeleton);
@@ -637,11 +644,13 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
       if (prev->skeleton && !prev->full && edit_inside_skipped(*prev, edit)) {
         scanned = skippable_ranges(code, lang);
         if (*scanned == moved_by(prev->scanned, edit)) {
-          parsed.atoms = cut(code, lang, starts, prev->skeleton.get());
+          auto atoms = cut(code, lang, starts, prev->skeleton.get());
+          parsed.skipped = moved_by(prev->skipped, edit);
+          atoms->skipped_bytes = skipped_bytes(parsed.skipped);
+          parsed.atoms = std::move(atoms);
           parsed.skeleton = std::move(prev->skeleton);
           parsed.scanned = std::move(*scanned);
-          parsed.skipped = moved_by(prev->skipped, edit);
-          parsed.from_skeleton = true;
+          parsed.from_skeleton = unparsed = true;
         }
       }
     }
@@ -660,6 +669,7 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
   c.stats.incremental += incremental;
   c.stats.skeleton += parsed.from_skeleton;
   c.stats.fallbacks += parsed.fell_back;
+  c.stats.unparsed += unparsed;
   if (c.index.count(key)) return result;
   c.lru.emplace_front(key, result);
   c.index[key] = c.lru.begin();

@@ -44,7 +44,9 @@ struct Atom {
 struct Atomization {
   Language lang = Language::None;
   bool parsed = false;     ///< a grammar parsed it (false: Language::None, or no tree)
-  bool has_error = false;  ///< the tree holds ERROR / MISSING nodes (those parts are line blocks)
+  bool has_error = false;  ///< the tree holds ERROR / MISSING nodes (those parts are line blocks); a
+                           ///< skeleton parse does not see those inside the bodies it skipped
+  size_t skipped_bytes = 0;  ///< bytes a skeleton parse left out (0: the whole code was parsed)
   std::vector<Atom> atoms;
 };
 
@@ -85,13 +87,15 @@ std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Langu
 
 /// Statistics of atomize() since start: parses done (incremental ones included), parses
 /// that reused a previous version's tree, content-cache hits, parses whose atoms came from
-/// a skeleton tree, and skeleton trees that could not be used (a full parse followed).
+/// a skeleton tree, skeleton trees that could not be used (a full parse followed), and
+/// edited versions that needed no parse (the edit inside a skipped body).
 struct AtomizeCacheStats {
   uint64_t parses = 0;
   uint64_t incremental = 0;
   uint64_t hits = 0;
   uint64_t skeleton = 0;
   uint64_t fallbacks = 0;
+  uint64_t unparsed = 0;  ///< edited versions cut from the previous skeleton tree without a parse
 };
 AtomizeCacheStats atomize_cache_stats();
 

@@ -335,14 +335,17 @@ class BraceScan {
       size_t k = j, hashes = 0;
       while (k < n && s_[k] == '#') ++k, ++hashes;
       if (k >= n || s_[k] != '"') return j;
-      const std::string close = "\"" + std::string(hashes, '#');
+      std::string close(hashes + 1, '#');
+      close[0] = '"';
       const size_t e = s_.find(close, k + 1);
       return e == std::string_view::npos ? kFail : e + close.size();
     }
     if (lang_ == Language::Cpp && one_of(word, {"R", "u8R", "uR", "UR", "LR"}) && j < n && s_[j] == '"') {
       const size_t open = s_.find('(', j + 1);
       if (open == std::string_view::npos || open - j - 1 > 16) return kFail;
-      const std::string close = ")" + std::string(s_.substr(j + 1, open - j - 1)) + "\"";
+      std::string close(1, ')');
+      close.append(s_.substr(j + 1, open - j - 1));
+      close.push_back('"');
       const size_t e = s_.find(close, open + 1);
       return e == std::string_view::npos ? kFail : e + close.size();
     }
