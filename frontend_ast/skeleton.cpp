@@ -486,6 +486,52 @@ bool python_lines(std::string_view s, std::vector<PyLine>& out) {
   return true;
 }
 
+/// The ranges of the Python block of `lines` [first, last] (`first`: its first code line,
+/// `last`: its last line; every code line between is indented at least as deep as
+/// `first`), inside the def whose first token is at byte `anchor`, appended to `out`.
+///
+/// Kept: the block's last statement (its first line at the block's indentation that is not
+/// a clause of the one before, with the decorators above it). Skipped: from the first
+/// statement's first token to the kept one's, so the kept statement sits where the first
+/// stood, at the same indentation. The kept statement's own blocks (a compound statement's
+/// and its clauses') are treated the same way. (Not the first statement kept and the rest
+/// skipped: the NEWLINE token after it looks ahead across the skipped bytes to the next
+/// line's indentation, and an edit there made Tree-sitter re-parse the rest of the file: the
+/// external scanner state before the next reusable node no longer matched, 2026-12-05.)
+void python_block(const std::vector<PyLine>& lines, size_t first, size_t last, uint32_t anchor, std::vector<SkipRange>& out) {
+  const uint32_t indent = lines[first].indent;
+  size_t kept = first;
+  for (size_t j = last; j > first; --j)
+    if (!lines[j].blank && lines[j].indent == indent && !lines[j].clause) {
+      kept = j;
+      break;
+    }
+  while (kept > first) {  // decorators (and comment lines between them) above it
+    size_t above = kept - 1;
+    while (above > first && lines[above].blank) --above;
+    if (!lines[above].decorator || lines[above].indent != indent) break;
+    kept = above;
+  }
+  if (kept > first && lines[kept].text - lines[first].text >= kMinRange)
+    out.push_back({static_cast<uint32_t>(lines[first].text), static_cast<uint32_t>(lines[kept].text), anchor});
+  else
+    kept = first;
+  // The blocks of the kept statement: after each of its header lines (ending in ':').
+  for (size_t j = kept; j <= last; ++j) {
+    if (lines[j].blank || lines[j].indent != indent || !lines[j].colon) continue;
+    size_t sub_first = 0, sub_last = j;
+    for (size_t k = j + 1; k <= last; ++k) {
+      if (lines[k].blank) continue;
+      if (lines[k].indent <= indent) break;
+      if (sub_first == 0) sub_first = k;
+      sub_last = k;
+    }
+    if (sub_first == 0) continue;
+    python_block(lines, sub_first, sub_last, anchor, out);
+    j = sub_last;
+  }
+}
+
 std::vector<SkipRange> python_ranges(std::string_view code) {
   std::vector<PyLine> lines;
   if (!python_lines(code, lines)) return {};
@@ -510,28 +556,7 @@ std::vector<SkipRange> python_ranges(std::string_view code) {
       last = j;
     }
     if (first == 0) continue;
-    // Kept: the body's last statement (its first line at the body's indentation that is not
-    // a clause of the one before, with the decorators above it). Skipped: from the first
-    // statement's first token to the kept one's, so the kept statement sits where the first
-    // stood, at the same indentation. (Not the first statement kept and the rest skipped: the
-    // NEWLINE token after it looks ahead across the skipped bytes to the next line's
-    // indentation, and an edit there made Tree-sitter re-parse the rest of the file: the
-    // external scanner state before the next reusable node no longer matched, 2026-12-05.)
-    const uint32_t body_indent = lines[first].indent;
-    size_t kept = 0;
-    for (size_t j = last; j > first; --j)
-      if (!lines[j].blank && lines[j].indent == body_indent && !lines[j].clause) {
-        kept = j;
-        break;
-      }
-    while (kept > first) {  // decorators (and comment lines between them) above it
-      size_t above = kept - 1;
-      while (above > first && lines[above].blank) --above;
-      if (!lines[above].decorator || lines[above].indent != body_indent) break;
-      kept = above;
-    }
-    if (kept > first && lines[kept].text - lines[first].text >= kMinRange)
-      out.push_back({static_cast<uint32_t>(lines[first].text), static_cast<uint32_t>(lines[kept].text), static_cast<uint32_t>(head.text)});
+    python_block(lines, first, last, static_cast<uint32_t>(head.text), out);
     k = last;  // defs inside the body are skipped with it (or kept as they are)
   }
   return out;
