@@ -30,12 +30,16 @@ struct SkipRange {
 ///
 /// Brace languages (C, C++, Java, JavaScript, TypeScript, TSX, Go, Rust): the interior of
 /// each outermost `{ }` block whose opening is not a class-like body: the tokens since the
-/// last `;` or kept block at that depth hold a `)` (not Go or Rust), an `=`, or `fn`/`func`/
-/// `function` after the last class-like keyword (class, struct, union, enum, namespace,
-/// interface, impl, trait, mod, extern, record, module, macro_rules, ...). Python: each
-/// `def` whose header ends in `:`: its body after the first statement at the body's own
-/// indentation that does not end in `:` (the kept first lines stay a valid body) up to the
-/// body's last line. Ranges under 32 bytes are not returned.
+/// last `;` or kept block at that depth hold, after the last class-like keyword (class,
+/// struct, union, enum, namespace, interface, impl, trait, mod, extern, record, module,
+/// macro_rules, ...), a `)` or an `=` (C, C++, Java, JavaScript, TypeScript) or a function
+/// keyword (`fn`, `func`, `function`); in Rust and Go an `=` counts only with no class-like
+/// keyword at all. Python: each `def` whose header ends in `:`: its body from the first
+/// statement's first token to the last statement's (the last one then stands where the
+/// first stood), and the same inside the blocks of that last statement. All languages:
+/// runs of three or more comment lines (`//`; Python `#`) from the first line's end to the
+/// last line's last character (the parser reads one comment token). Ranges under 32 bytes
+/// are not returned.
 ///
 /// Empty when the language is not one of these, or when the scan does not end balanced
 /// (an open bracket, string or comment at the end): a parse then takes the whole code. A
