@@ -196,6 +196,12 @@ TEST(RealSources, TypeScriptJupyterlabWidgets) {
   EXPECT_EQ(fa::language_from_path("src/manager.ts"), Language::TypeScript);
   EXPECT_EQ(fa::language_from_content(manager), Language::TypeScript);
   EXPECT_EQ(fa::language_from_content(plugin), Language::TypeScript);
+  // Mostly ES module imports (`import { Panel } from '@lumino/widgets';`): once taken for
+  // Python's `from x import y` (language_from_content counted "from " and "import ").
+  SWZ_REAL_SOURCE(output, "jupyterlab_widgets-", "src/output.ts");
+  SWZ_REAL_SOURCE(renderer, "jupyterlab_widgets-", "src/renderer.ts");
+  EXPECT_EQ(fa::language_from_content(output), Language::TypeScript);
+  EXPECT_EQ(fa::language_from_content(renderer), Language::TypeScript);
   auto mz = expect_real_file(manager, Language::TypeScript,
                              {{AtomKind::Class, "LabWidgetManager"},  // `export abstract class`, split into members
                               {AtomKind::Class, "KernelWidgetManager"},
