@@ -8,7 +8,11 @@
 //
 // Per file: the language from its name, the median over N repetitions of a first parse
 // (the content made unique per repetition by a trailing comment, so the content-hash
-// cache cannot answer), of a cached call (same content again) and of an edited version:
+// cache cannot answer; atomize() parses a skeleton, function bodies skipped where it can,
+// frontend_ast/atomize.h), of a full parse of the same content (atomize_uncached with
+// ParseMode::Full: every byte parsed, as atomize() did before 2026-12-05; the share of
+// bytes the skeleton skipped beside it; its atoms must equal the first parse's, checked
+// outside the timing), of a cached call (same content again) and of an edited version:
 // after the unique version was atomized under the file's path as its identity, one
 // identifier on the line at 10% of the file is renamed (a turn of an agent session; the
 // first line from there on where the rename makes no new parse error), then one at 50% of
@@ -92,8 +96,10 @@ size_t rename_offset(const std::string& code, double frac, fa::Language lang, st
   return std::string::npos;
 }
 
-bool same_atoms(const fa::Atomization& a, const fa::Atomization& b) {
-  if (a.parsed != b.parsed || a.has_error != b.has_error || a.atoms.size() != b.atoms.size()) return false;
+/// Same atoms (kind, bytes, name, hash); with `flags`, also the same parsed / has_error (a
+/// skeleton parse does not see errors inside the bodies it skipped, a full parse does).
+bool same_atoms(const fa::Atomization& a, const fa::Atomization& b, bool flags = true) {
+  if ((flags && (a.parsed != b.parsed || a.has_error != b.has_error)) || a.atoms.size() != b.atoms.size()) return false;
   for (size_t i = 0; i < a.atoms.size(); ++i)
     if (a.atoms[i].begin != b.atoms[i].begin || a.atoms[i].end != b.atoms[i].end || a.atoms[i].kind != b.atoms[i].kind ||
         a.atoms[i].name != b.atoms[i].name || a.atoms[i].hash != b.atoms[i].hash)
@@ -119,11 +125,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   constexpr double kBytesPerToken = 3.6;
-  double total_bytes = 0, total_ms = 0, total_edited_ms = 0;
-  int mismatches = 0;
+  double total_bytes = 0, total_ms = 0, total_edited_ms = 0, total_full_ms = 0;
+  int mismatches = 0, full_mismatches = 0;
   std::printf("| file | language | bytes | ~tokens | atoms | first parse ms | cached ms | edit at 10%% ms | edit at 50%% ms |"
-              " first parse ms / 10k tokens | edited ms / 10k tokens |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+              " first parse ms / 10k tokens | edited ms / 10k tokens | full parse ms | full parse ms / 10k tokens | skipped |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string& path : files) {
     std::ifstream f(path, std::ios::binary);
     if (!f) {
@@ -135,7 +141,8 @@ int main(int argc, char** argv) {
     const std::string code = ss.str();
     const fa::Language lang = fa::language_from_path(path);
     const std::string_view comment = fa::line_comment(lang);
-    std::vector<double> first, cached, edit10, edit50;
+    std::vector<double> first, cached, edit10, edit50, full;
+    size_t skipped = 0;
     // The two renames (same offsets in every repetition's version: they only differ at the end).
     const size_t at10 = rename_offset(code, 0.1, lang, {});
     const size_t at50 = at10 == std::string::npos ? std::string::npos : rename_offset(code, 0.5, lang, {at10});
@@ -150,7 +157,15 @@ int main(int argc, char** argv) {
       auto again = fa::atomize(unique, lang);
       cached.push_back(ms_since(t0));
       atoms = az->atoms.size();
+      skipped = az->skipped_bytes;
       if (again.get() != az.get()) std::fprintf(stderr, "cache miss on the second call (%s)\n", path.c_str());
+      t0 = now_ms();
+      auto fz = fa::atomize_uncached(unique, lang, fa::ParseMode::Full);
+      full.push_back(ms_since(t0));
+      if (!same_atoms(*az, *fz, /*flags=*/false)) {
+        ++full_mismatches;
+        std::fprintf(stderr, "%s: first-parse atoms differ from a full parse\n", path.c_str());
+      }
       if (at50 == std::string::npos) continue;
 
       // Turns of a session on one file: the unique version, then two edits of it. One
@@ -180,18 +195,24 @@ int main(int argc, char** argv) {
     total_bytes += static_cast<double>(code.size());
     total_ms += ms;
     total_edited_ms += edited_ms;
-    std::printf("| %s | %s | %zu | %.0f | %zu | %.3f | %.4f | %.3f | %.3f | %.2f | %.2f |\n", path.c_str(),
+    const double full_ms = median(full);
+    total_full_ms += full_ms;
+    std::printf("| %s | %s | %zu | %.0f | %zu | %.3f | %.4f | %.3f | %.3f | %.2f | %.2f | %.3f | %.2f | %.0f%% |\n", path.c_str(),
                 std::string(fa::language_name(lang)).c_str(), code.size(), tokens, atoms, ms, median(cached), median(edit10),
-                median(edit50), ms / tokens * 10000.0, edited_ms / tokens * 10000.0);
+                median(edit50), ms / tokens * 10000.0, edited_ms / tokens * 10000.0, full_ms, full_ms / tokens * 10000.0,
+                100.0 * static_cast<double>(skipped) / static_cast<double>(code.size()));
   }
   const double all_tokens = total_bytes / kBytesPerToken;
   const fa::AtomizeCacheStats stats = fa::atomize_cache_stats();
   std::printf("all (%s): %.0f bytes (~%.0f tokens at %.1f bytes/token): first parse %.2f ms, %.2f ms per 10k tokens; "
-              "edited %.2f ms, %.2f ms per 10k tokens\n",
+              "edited %.2f ms, %.2f ms per 10k tokens; full parse %.2f ms, %.2f ms per 10k tokens\n",
               g_cpu_clock ? "thread CPU time" : "wall time", total_bytes, all_tokens, kBytesPerToken, total_ms, total_ms / all_tokens * 10000.0, total_edited_ms,
-              total_edited_ms / all_tokens * 10000.0);
-  std::printf("atomize: %llu parses (%llu incremental), %llu cache hits; edited atoms equal to a fresh parse: %s\n",
+              total_edited_ms / all_tokens * 10000.0, total_full_ms, total_full_ms / all_tokens * 10000.0);
+  std::printf("atomize: %llu parses (%llu incremental), %llu cache hits, %llu from a skeleton (%llu fell back to a full parse), "
+              "%llu edits without a parse; edited atoms equal to a fresh parse: %s; first-parse atoms equal to a full parse: %s\n",
               static_cast<unsigned long long>(stats.parses), static_cast<unsigned long long>(stats.incremental),
-              static_cast<unsigned long long>(stats.hits), mismatches ? "NO" : "yes");
-  return mismatches ? 1 : 0;
+              static_cast<unsigned long long>(stats.hits), static_cast<unsigned long long>(stats.skeleton),
+              static_cast<unsigned long long>(stats.fallbacks), static_cast<unsigned long long>(stats.unparsed), mismatches ? "NO" : "yes",
+              full_mismatches ? "NO" : "yes");
+  return mismatches || full_mismatches ? 1 : 0;
 }

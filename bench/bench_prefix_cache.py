@@ -226,7 +226,7 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--modes", default=None,
                     help="comma-separated cache modes (e.g. exact,reorder,approx; approx:F recomputes the share F of "
-                         "each reused atom): instead of the peer comparison, run every "
+                         "each reused atom, approx:head / approx:deviation chooses which tokens, approx:F:head both): instead of the peer comparison, run every "
                          "session once per mode, each mode on a fresh swizzle server, and compare with exact")
     ap.add_argument("--agree-tokens", type=int, default=64, help="--modes: greedy tokens compared with exact per turn")
     ap.add_argument("--scale", type=float, default=None,
@@ -391,10 +391,18 @@ QUESTION_TOKENS = 32  # greedy tokens generated per question (--questions)
 
 
 def mode_fields(mode: str) -> dict:
-    """The request fields of a --modes entry: a cache mode, or "approx:F" (approx with
-    swizzle_approx_recompute F, the share of each reused atom recomputed)."""
-    name, _, share = mode.partition(":")
-    return {"swizzle_cache_mode": name, **({"swizzle_approx_recompute": float(share)} if share else {})}
+    """The request fields of a --modes entry: a cache mode, then for approx optional
+    ":"-separated parts: a number F (swizzle_approx_recompute, the share of each reused atom
+    recomputed) and/or "head" or "deviation" (swizzle_approx_select, which tokens), e.g.
+    "approx:0.5", "approx:head", "approx:0.15:deviation"."""
+    name, *parts = mode.split(":")
+    fields = {"swizzle_cache_mode": name}
+    for part in parts:
+        if part in ("head", "deviation"):
+            fields["swizzle_approx_select"] = part
+        else:
+            fields["swizzle_approx_recompute"] = float(part)
+    return fields
 
 
 def run_modes(args, sessions, pkg, scale, gguf):

@@ -1,5 +1,7 @@
 #include "frontend_ast/atomize.h"
 
+#include "frontend_ast/skeleton.h"
+
 #include <tree_sitter/api.h>
 #include <xxhash.h>
 
@@ -37,7 +39,10 @@ constexpr size_t kCacheEntries = 512;
 // gtest.cc's 256 KB, 4.6 MB), so about 100 MB at most.
 constexpr size_t kTreeEntries = 64;
 constexpr size_t kTreeBytes = size_t{4} << 20;
-constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
+constexpr int kMaxSplitDepth = 2;
+// Skeleton parses of one version at most: the first, and again without the ranges near
+// its parse errors (drop_ranges_near_errors), twice.
+constexpr int kSkeletonRounds = 3;   // class -> members, namespace -> class -> members
 // A parse that takes longer (a pathological input) is given up: line blocks. 1 s is far
 // above any real file's parse (gtest.cc's 256 KB: about 60 ms on the 2-core VM). Until the
 // core was built from the py-tree-sitter 0.23.2 sdist, Debian's 0.20.7 forced a whole number
@@ -195,12 +200,16 @@ class Cutter {
       add(anchor, depth > 0 && kind == AtomKind::Definition ? AtomKind::Definition : kind, name_of(def));
       if (kind == AtomKind::Class && depth < kMaxSplitDepth) {
         TSNode body = field(def, "body");
+        if (!ts_node_is_null(body)) split_bodies.push_back(ts_node_start_byte(body));
         if (!ts_node_is_null(body) && members(body) >= 2) children(body, depth + 1, anchor + 1);
       }
     });
   }
 
   std::vector<Anchor> anchors;
+  /// First bytes of the class-like bodies whose members were looked at (their insides
+  /// decide atoms: a skeleton parse must not have skipped them).
+  std::vector<uint32_t> split_bodies;
 
  private:
   int last_row(TSNode n) const {
@@ -261,20 +270,26 @@ using TreePtr = std::unique_ptr<TSTree, TreeDeleter>;
 
 /// Parses `code` as `lang` (Language::None, a too large input or a timed-out parse: null).
 /// `old_tree`, when given, is the tree of the previous version of this code, already
-/// edited (ts_tree_edit) to match it: Tree-sitter then reuses its unchanged subtrees.
-TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree) {
+/// edited (ts_tree_edit) to match it: Tree-sitter then reuses its unchanged subtrees (also
+/// across different included ranges: it re-parses where they differ). `included`: the
+/// byte ranges the parser reads (ts_parser_set_included_ranges), empty for all of it.
+TreePtr parse(std::string_view code, Language lang, const TSTree* old_tree, const std::vector<TSRange>& included = {}) {
   const TSLanguage* grammar = ts_language(lang);
   if (!grammar || code.size() >= UINT32_MAX) return nullptr;
   thread_local std::unique_ptr<TSParser, ParserDeleter> parser{ts_parser_new()};
   ts_parser_set_timeout_micros(parser.get(), parse_timeout_us.load(std::memory_order_relaxed));
   if (!ts_parser_set_language(parser.get(), grammar)) return nullptr;
+  if (!ts_parser_set_included_ranges(parser.get(), included.empty() ? nullptr : included.data(), static_cast<uint32_t>(included.size())))
+    return nullptr;
   TSTree* tree = ts_parser_parse_string(parser.get(), old_tree, code.data(), static_cast<uint32_t>(code.size()));
   if (!tree) ts_parser_reset(parser.get());  // timed out: line blocks
   return TreePtr(tree);
 }
 
 /// The atoms of `code` from its tree (`tree` null: line blocks). `starts`: line_starts(code).
-std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std::vector<size_t>& starts, const TSTree* tree) {
+/// `split_bodies`, when given, receives Cutter::split_bodies, ascending.
+std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std::vector<size_t>& starts, const TSTree* tree,
+                                 std::vector<uint32_t>* split_bodies = nullptr) {
   auto out = std::make_shared<Atomization>();
   out->lang = lang;
   if (starts.empty()) return out;
@@ -286,6 +301,10 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std
     cutter.children(root, 0, 0);
   } else {
     cutter.line_blocks(0, cutter.lines());
+  }
+  if (split_bodies) {
+    *split_bodies = std::move(cutter.split_bodies);
+    std::sort(split_bodies->begin(), split_bodies->end());
   }
   std::vector<Anchor>& a = cutter.anchors;
   if (a.empty()) a.push_back({0, AtomKind::Lines, ""});
@@ -305,11 +324,16 @@ std::shared_ptr<Atomization> cut(std::string_view code, Language lang, const std
   return out;
 }
 
-/// The previous version of one file: its text, line starts and tree.
+/// The previous version of one file: its text, line starts and trees: the skeleton tree
+/// (parsed with function bodies skipped; null when none was parsed) and the full tree
+/// (null unless the skeleton could not be used, see parse_for_atoms).
 struct PreviousVersion {
-  TreePtr tree;
+  TreePtr skeleton;
+  TreePtr full;
   std::string text;
-  std::vector<size_t> starts;  // line_starts(text)
+  std::vector<size_t> starts;       // line_starts(text)
+  std::vector<SkipRange> scanned;   // skippable_ranges(text)
+  std::vector<SkipRange> skipped;   // the ranges `skeleton` was parsed without (a subset of `scanned`)
 };
 
 /// Row and byte column of byte `offset` of `text` (`starts`: line_starts(text)).
@@ -355,6 +379,170 @@ TSInputEdit byte_edit(const PreviousVersion& prev, std::string_view code, const 
   e.old_end_point = point_at(old, prev.starts, old.size() - s);
   e.new_end_point = point_at(code, starts, code.size() - s);
   return e;
+}
+
+/// Whether the skeleton tree `tree` confirms every range it skipped: a brace body's
+/// `{`..`}` is one node of the tree and not a class-like body whose members decide atoms
+/// (`split_bodies`: Cutter::split_bodies, ascending); a Python range lies inside the
+/// function_definition whose `def` (or `async`) is at the range's anchor.
+bool skeleton_confirmed(const TSTree* tree, const std::vector<SkipRange>& ranges, const std::vector<uint32_t>& split_bodies,
+                        Language lang) {
+  const TSNode root = ts_tree_root_node(tree);
+  for (const SkipRange& r : ranges) {
+    if (r.comment) {  // one comment node from the first line's marker over the range
+      const TSNode c = ts_node_descendant_for_byte_range(root, r.anchor, r.end);
+      if (ts_node_is_null(c) || ts_node_start_byte(c) != r.anchor || ts_node_end_byte(c) < r.end || !contains(ts_node_type(c), "comment"))
+        return false;
+    } else if (lang == Language::Python) {
+      const TSNode kw = ts_node_descendant_for_byte_range(root, r.anchor, r.anchor + 1);
+      if (ts_node_is_null(kw) || ts_node_start_byte(kw) != r.anchor) return false;
+      const TSNode f = ts_node_parent(kw);
+      if (ts_node_is_null(f) || std::strcmp(ts_node_type(f), "function_definition") != 0 || ts_node_end_byte(f) < r.end) return false;
+    } else {
+      const TSNode b = ts_node_descendant_for_byte_range(root, r.anchor, r.end + 1);
+      if (ts_node_is_null(b) || ts_node_start_byte(b) != r.anchor || ts_node_end_byte(b) != r.end + 1) return false;
+      if (std::binary_search(split_bodies.begin(), split_bodies.end(), r.anchor)) return false;
+    }
+  }
+  return true;
+}
+
+size_t skipped_bytes(const std::vector<SkipRange>& skip) {
+  size_t n = 0;
+  for (const SkipRange& r : skip) n += r.end - r.begin;
+  return n;
+}
+
+/// Removes from `skip` the ranges whose anchor lies near an ERROR or MISSING node of
+/// `tree`: within the node's statement (its ancestor that is a child of the root or of a
+/// class-like body in `split_bodies`), the named sibling before it or the one after it.
+/// (Tree-sitter's error recovery weighs the tokens around an error, so a body skipped there
+/// could change how the code around it is recovered; further away it cannot, in practice.)
+void drop_ranges_near_errors(const TSTree* tree, const std::vector<uint32_t>& split_bodies, std::vector<SkipRange>& skip) {
+  std::vector<std::pair<uint32_t, uint32_t>> near;  // byte windows
+  const auto is_error = [](TSNode n) { return ts_node_is_missing(n) || std::strcmp(ts_node_type(n), "ERROR") == 0; };
+  // Walks only the subtrees that hold an error. `container`: the root or a split body, whose
+  // named children are statements; `window`: the statement (with its neighbours) `n` is in.
+  const auto walk = [&](auto& self, TSNode n, bool container, std::pair<uint32_t, uint32_t> window) -> void {
+    std::vector<TSNode> kids;
+    for_each_named_child(n, [&](TSNode c) { kids.push_back(c); });
+    for (size_t i = 0; i < kids.size(); ++i) {
+      const TSNode c = kids[i];
+      if (!ts_node_has_error(c)) continue;
+      std::pair<uint32_t, uint32_t> w = window;
+      if (container)
+        w = {ts_node_start_byte(i > 0 ? kids[i - 1] : c), ts_node_end_byte(i + 1 < kids.size() ? kids[i + 1] : c)};
+      if (is_error(c)) {
+        near.push_back(w);
+        continue;
+      }
+      self(self, c, std::binary_search(split_bodies.begin(), split_bodies.end(), ts_node_start_byte(c)), w);
+    }
+    // An error among the anonymous children (a MISSING ";"): the whole window.
+    if (ts_node_has_error(n) && std::none_of(kids.begin(), kids.end(), [](TSNode c) { return ts_node_has_error(c); })) near.push_back(window);
+  };
+  const TSNode root = ts_tree_root_node(tree);
+  if (is_error(root)) {
+    skip.clear();
+    return;
+  }
+  walk(walk, root, true, {ts_node_start_byte(root), ts_node_end_byte(root)});
+  std::erase_if(skip, [&](const SkipRange& r) {
+    return std::any_of(near.begin(), near.end(), [&](const auto& w) { return r.anchor >= w.first && r.anchor < w.second; });
+  });
+}
+
+/// The included ranges (ts_parser_set_included_ranges) that leave out `skip` (ascending,
+/// disjoint). `starts`: line_starts(code).
+std::vector<TSRange> included_ranges(std::string_view code, const std::vector<size_t>& starts, const std::vector<SkipRange>& skip) {
+  std::vector<TSRange> out;
+  out.reserve(skip.size() + 1);
+  uint32_t from = 0;
+  for (const SkipRange& r : skip) {
+    if (r.begin > from) out.push_back({point_at(code, starts, from), point_at(code, starts, r.begin), from, r.begin});
+    from = r.end;
+  }
+  out.push_back({point_at(code, starts, from), {UINT32_MAX, UINT32_MAX}, from, UINT32_MAX});
+  return out;
+}
+
+/// What parse_for_atoms() gives: the atoms and the trees to keep for the next version.
+struct ParsedVersion {
+  std::shared_ptr<const Atomization> atoms;
+  TreePtr skeleton, full;
+  std::vector<SkipRange> scanned, skipped;  // as in PreviousVersion
+  bool from_skeleton = false;  // the atoms were cut from the skeleton tree
+  bool fell_back = false;      // a skeleton was parsed but not usable: a full parse made the atoms
+};
+
+/// The atoms of `code` (`starts`: line_starts(code)) as atomize() makes them. Skeleton mode:
+/// a parse with the function bodies of skippable_ranges() left out (included ranges); its
+/// atoms are used when its tree has no ERROR / MISSING node and confirms every skipped
+/// range (skeleton_confirmed), else (or when nothing is skippable) a full parse makes them.
+/// Full mode: only the full parse. `prev`, when given, holds the previous version's trees,
+/// already edited to match `code`: each parse starts from the one of its kind, else from
+/// the other (Tree-sitter re-parses where the included ranges differ).
+ParsedVersion parse_for_atoms(std::string_view code, Language lang, const std::vector<size_t>& starts, const PreviousVersion* prev,
+                              ParseMode mode, std::optional<std::vector<SkipRange>> scanned = std::nullopt) {
+  ParsedVersion out;
+  if (starts.empty() || !ts_language(lang)) {
+    out.atoms = cut(code, lang, starts, nullptr);
+    return out;
+  }
+  const TSTree* prev_skeleton = prev ? (prev->skeleton ? prev->skeleton.get() : prev->full.get()) : nullptr;
+  const TSTree* prev_full = prev ? (prev->full ? prev->full.get() : prev->skeleton.get()) : nullptr;
+  if (mode == ParseMode::Skeleton) {
+    out.scanned = scanned ? std::move(*scanned) : skippable_ranges(code, lang);
+    std::vector<SkipRange> skip = out.scanned;
+    const bool tried = !skip.empty();
+    // Each round parses without the ranges near the last round's ERROR / MISSING nodes
+    // (from the last round's tree: only those bodies are parsed anew).
+    for (int round = 0; round < kSkeletonRounds && !skip.empty(); ++round) {
+      TreePtr tree = parse(code, lang, out.skeleton ? out.skeleton.get() : prev_skeleton, included_ranges(code, starts, skip));
+      out.skeleton = std::move(tree);
+      if (!out.skeleton) break;
+      std::vector<uint32_t> split_bodies;
+      auto atoms = cut(code, lang, starts, out.skeleton.get(), &split_bodies);
+      const size_t before = skip.size();
+      if (atoms->has_error) drop_ranges_near_errors(out.skeleton.get(), split_bodies, skip);
+      if (skip.size() != before) continue;
+      if (skeleton_confirmed(out.skeleton.get(), skip, split_bodies, lang)) {
+        atoms->skipped_bytes = skipped_bytes(skip);
+        out.atoms = std::move(atoms);
+        out.from_skeleton = true;
+        out.skipped = std::move(skip);
+        return out;
+      }
+      break;
+    }
+    out.fell_back = tried;
+  }
+  out.full = parse(code, lang, prev_full);
+  out.atoms = cut(code, lang, starts, out.full.get());
+  if (!out.full) out.skeleton.reset();  // timed out: line blocks, and nothing kept
+  return out;
+}
+
+/// `ranges` of the previous version moved by `edit`, which lies inside one of them: that
+/// one grows or shrinks by the edit, those after it move.
+std::vector<SkipRange> moved_by(const std::vector<SkipRange>& ranges, const TSInputEdit& edit) {
+  std::vector<SkipRange> out = ranges;
+  const auto move = [&](uint32_t& b) { b = b - edit.old_end_byte + edit.new_end_byte; };
+  for (SkipRange& r : out) {
+    if (r.begin >= edit.old_end_byte) {
+      move(r.begin);
+      move(r.anchor);
+    }
+    if (r.end >= edit.old_end_byte) move(r.end);
+  }
+  return out;
+}
+
+/// Whether `edit` lies inside a range the previous version's skeleton tree skipped, after
+/// its first byte (an insertion right at a `{` would lengthen that token in ts_tree_edit).
+bool edit_inside_skipped(const PreviousVersion& prev, const TSInputEdit& edit) {
+  return std::any_of(prev.skipped.begin(), prev.skipped.end(),
+                     [&](const SkipRange& r) { return r.begin < edit.start_byte && edit.old_end_byte <= r.end; });
 }
 
 /// A small LRU map under one mutex (most recently used first).
@@ -421,10 +609,9 @@ void put_previous(uint64_t key, PreviousVersion v) {
 
 }  // namespace
 
-std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang) {
+std::shared_ptr<const Atomization> atomize_uncached(std::string_view code, Language lang, ParseMode mode) {
   const std::vector<size_t> starts = line_starts(code);
-  const TreePtr tree = starts.empty() ? nullptr : parse(code, lang, nullptr);
-  return cut(code, lang, starts, tree.get());
+  return parse_for_atoms(code, lang, starts, nullptr, mode).atoms;
 }
 
 std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang, std::string_view file) {
@@ -438,27 +625,51 @@ std::shared_ptr<const Atomization> atomize(std::string_view code, Language lang,
       return it->second->second;
     }
   }
-  std::shared_ptr<const Atomization> result;
-  bool incremental = false;
+  ParsedVersion parsed;
+  bool incremental = false, unparsed = false;
+  std::vector<size_t> starts = line_starts(code);
   if (file.empty() || !ts_language(lang) || code.empty()) {
-    result = atomize_uncached(code, lang);
+    parsed = parse_for_atoms(code, lang, starts, nullptr, ParseMode::Skeleton);
   } else {
     const uint64_t file_key = XXH3_64bits_withSeed(file.data(), file.size(), static_cast<uint64_t>(lang) + 1);
-    std::vector<size_t> starts = line_starts(code);
     std::optional<PreviousVersion> prev = take_previous(file_key);
+    std::optional<std::vector<SkipRange>> scanned;
     if (prev) {
       const TSInputEdit edit = byte_edit(*prev, code, starts);
-      ts_tree_edit(prev->tree.get(), &edit);
+      if (prev->skeleton) ts_tree_edit(prev->skeleton.get(), &edit);
+      if (prev->full) ts_tree_edit(prev->full.get(), &edit);
+      // An edit inside a skipped body that leaves the skippable ranges as they were (moved by
+      // the edit) leaves the bytes the skeleton parse reads as they were: a fresh parse
+      // would give the edited tree (the same tokens, moved), so it is cut as it is.
+      if (prev->skeleton && !prev->full && edit_inside_skipped(*prev, edit)) {
+        scanned = skippable_ranges(code, lang);
+        if (*scanned == moved_by(prev->scanned, edit)) {
+          auto atoms = cut(code, lang, starts, prev->skeleton.get());
+          parsed.skipped = moved_by(prev->skipped, edit);
+          atoms->skipped_bytes = skipped_bytes(parsed.skipped);
+          parsed.atoms = std::move(atoms);
+          parsed.skeleton = std::move(prev->skeleton);
+          parsed.scanned = std::move(*scanned);
+          parsed.from_skeleton = unparsed = true;
+        }
+      }
     }
-    TreePtr tree = parse(code, lang, prev ? prev->tree.get() : nullptr);
-    incremental = prev && tree;
-    result = cut(code, lang, starts, tree.get());
-    prev.reset();  // the old tree, freed outside any lock
-    if (tree) put_previous(file_key, {std::move(tree), std::string(code), std::move(starts)});
+    if (!parsed.atoms) parsed = parse_for_atoms(code, lang, starts, prev ? &*prev : nullptr, ParseMode::Skeleton, std::move(scanned));
+    incremental = prev && (parsed.skeleton || parsed.full);
+    prev.reset();  // the old trees, freed outside any lock
+    // The trees to start the next version from: the skeleton's alone when it made the atoms.
+    if (parsed.from_skeleton) parsed.full.reset();
+    if (parsed.skeleton || parsed.full)
+      put_previous(file_key, {std::move(parsed.skeleton), std::move(parsed.full), std::string(code), std::move(starts),
+                              std::move(parsed.scanned), std::move(parsed.skipped)});
   }
+  std::shared_ptr<const Atomization> result = std::move(parsed.atoms);
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.parses;
   c.stats.incremental += incremental;
+  c.stats.skeleton += parsed.from_skeleton;
+  c.stats.fallbacks += parsed.fell_back;
+  c.stats.unparsed += unparsed;
   if (c.index.count(key)) return result;
   c.lru.emplace_front(key, result);
   c.index[key] = c.lru.begin();

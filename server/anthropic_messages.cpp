@@ -272,6 +272,7 @@ MessagesRequest parse_messages_request(std::string_view body_text, bool count_to
   parse_tools(body, r);
   if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;  // extension (cache_mode.h)
   if (const json* v = json_field(body, kApproxRecomputeField)) r.approx_recompute = *v;
+  if (const json* v = json_field(body, kApproxSelectField)) r.approx_select = *v;
   if (const json* th = json_field(body, "thinking")) {
     if (!th->is_object()) wrong_type("thinking", "an object", *th);
     std::string type = get_string(required(*th, "type", "thinking.type"), "thinking.type");
@@ -440,6 +441,7 @@ AnthropicMessages::Prepared AnthropicMessages::prepare(std::string_view body,
   if (p.cache_mode == frontend_ast::CacheMode::Approx) {
     p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
     p.gen.approx_recompute = resolve_approx_recompute(p.req.approx_recompute ? &*p.req.approx_recompute : nullptr, cache_policy_);
+    p.gen.approx_select = resolve_approx_select(p.req.approx_select ? &*p.req.approx_select : nullptr, cache_policy_);
   }
   const int n_ctx = engine_.info().n_ctx;
   const int n_prompt = static_cast<int>(p.gen.prompt.size());

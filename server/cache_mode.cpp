@@ -43,6 +43,16 @@ float resolve_approx_recompute(const json* field, const CacheModePolicy& policy)
   return field->get<float>();
 }
 
+engine::ApproxSelect resolve_approx_select(const json* field, const CacheModePolicy& policy) {
+  if (!field) return policy.approx_select;
+  const std::optional<engine::ApproxSelect> s =
+      field->is_string() ? engine::parse_approx_select(field->get<std::string>()) : std::nullopt;
+  if (!s)
+    throw ApiError(400, std::string("Invalid value for '") + kApproxSelectField + "': expected \"head\" or \"deviation\".",
+                   "invalid_request_error", kApproxSelectField);
+  return *s;
+}
+
 namespace {
 
 /// Calls f(string node, path hint) for every string inside `j` (16 levels deep at most):

@@ -30,6 +30,7 @@ namespace swz::server {
 inline constexpr const char* kCacheModeField = "swizzle_cache_mode";
 inline constexpr const char* kCacheModeHeader = "X-Swizzle-Cache-Mode";
 inline constexpr const char* kApproxRecomputeField = "swizzle_approx_recompute";
+inline constexpr const char* kApproxSelectField = "swizzle_approx_select";
 
 /// The server-wide side of the modes: the default and the atom orders remembered for
 /// `reorder` (shared by all requests, as the prefix cache is).
@@ -37,6 +38,7 @@ struct CacheModePolicy {
   frontend_ast::CacheMode default_mode = frontend_ast::CacheMode::Exact;
   std::shared_ptr<frontend_ast::AtomOrderMemory> memory = std::make_shared<frontend_ast::AtomOrderMemory>();
   float approx_recompute = engine::kApproxRecompute;  ///< approx: default recomputed share of each reused atom
+  engine::ApproxSelect approx_select = engine::ApproxSelect::Deviation;  ///< approx: which of its tokens, by default
 };
 
 /// The mode of one request from its body field (`field`: the value of "swizzle_cache_mode",
@@ -52,6 +54,12 @@ frontend_ast::CacheMode resolve_cache_mode(const nlohmann::json* field, const st
 /// policy's default. Throws ApiError 400 (param "swizzle_approx_recompute") for a value that
 /// is not a number in [0, 1].
 float resolve_approx_recompute(const nlohmann::json* field, const CacheModePolicy& policy);
+
+/// Which tokens of each reused atom the approx mode recomputes (GenerateRequest::
+/// approx_select) from the request's "swizzle_approx_select" (`field`, nullptr when absent:
+/// "head" or "deviation"), else the policy's default. Throws ApiError 400 (param
+/// "swizzle_approx_select") for another value.
+engine::ApproxSelect resolve_approx_select(const nlohmann::json* field, const CacheModePolicy& policy);
 
 /// Atoms shorter than this many tokens are not reused by the approx mode (their recomputed
 /// head would be most of them).

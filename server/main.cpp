@@ -49,6 +49,7 @@ struct SpecFlags {
 SpecFlags g_spec;
 std::string g_cache_mode = "exact";  ///< serve --cache-mode (frontend_ast::parse_cache_mode names)
 float g_approx_recompute = swz::engine::kApproxRecompute;  ///< serve --approx-recompute
+std::string g_approx_select = "deviation";                 ///< serve --approx-select
 /// --cache-key: the disk tier's master key file ("" = DIR.key beside --cache-dir DIR).
 std::string g_cache_key_path;
 
@@ -194,6 +195,7 @@ int serve(const std::string& package, const std::string& host, int port, int n_c
   so.shutdown_grace_s = shutdown_grace_s;
   so.cache_mode = *swz::frontend_ast::parse_cache_mode(g_cache_mode);  // checked by the option's validator
   so.approx_recompute = g_approx_recompute;
+  so.approx_select = *swz::engine::parse_approx_select(g_approx_select);  // checked by the option's validator
   if (!quiet) {
     auto mu = std::make_shared<std::mutex>();
     so.log = [mu](const std::string& line) {
@@ -404,9 +406,16 @@ int main(int argc, char** argv) {
   serve_cmd->add_flag("-q,--quiet", quiet, "no per-request log lines");
   serve_cmd
       ->add_option("--approx-recompute", g_approx_recompute,
-                   "cache mode approx: share of each reused code atom recomputed (its first tokens), 0..1, for requests "
+                   "cache mode approx: share of each reused code atom recomputed, 0..1, for requests "
                    "without swizzle_approx_recompute")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  serve_cmd
+      ->add_option("--approx-select", g_approx_select,
+                   "cache mode approx: which tokens of each reused code atom are recomputed, for requests without "
+                   "swizzle_approx_select: deviation (its first 2, then those whose layer-1 K/V deviates most, as "
+                   "CacheBlend) or head (its first ones, as EPIC)")
+      ->check(CLI::IsMember({"deviation", "head"}))
       ->capture_default_str();
   serve_cmd
       ->add_option("--cache-mode", g_cache_mode,

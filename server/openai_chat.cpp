@@ -354,6 +354,7 @@ ChatRequest parse_chat_request(std::string_view body_text) {
   if (const json* v = json_field(body, "ignore_eos")) r.ignore_eos = get_bool(*v, "ignore_eos");     // extension
   if (const json* v = json_field(body, kCacheModeField)) r.cache_mode = *v;                           // extension
   if (const json* v = json_field(body, kApproxRecomputeField)) r.approx_recompute = *v;
+  if (const json* v = json_field(body, kApproxSelectField)) r.approx_select = *v;
   parse_tools(body, r);
   reject_unsupported(body);
   // Structured output (structured_output.h): schemas are read from the body re-parsed with
@@ -466,6 +467,7 @@ ChatCompletions::Prepared ChatCompletions::prepare(std::string_view body,
     if (p.cache_mode == frontend_ast::CacheMode::Approx) {
       p.gen.approx_atoms = approx_atom_spans(prompt.messages, p.gen.prompt, engine_);
       p.gen.approx_recompute = resolve_approx_recompute(p.req.approx_recompute ? &*p.req.approx_recompute : nullptr, cache_policy_);
+      p.gen.approx_select = resolve_approx_select(p.req.approx_select ? &*p.req.approx_select : nullptr, cache_policy_);
     }
   } catch (const engine::InvalidRequest& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");

@@ -56,6 +56,8 @@ struct ChatRequest {
   std::optional<nlohmann::json> cache_mode;
   /// extension "swizzle_approx_recompute" as sent (checked by resolve_approx_recompute)
   std::optional<nlohmann::json> approx_recompute;
+  /// extension "swizzle_approx_select" as sent (checked by resolve_approx_select)
+  std::optional<nlohmann::json> approx_select;
 };
 
 /// Parses and validates a request body. Throws ApiError (400, naming `param`) for:

@@ -78,6 +78,7 @@ struct Server::Impl {
     CacheModePolicy policy;  // one atom-order memory for both wire formats
     policy.default_mode = opts.cache_mode;
     policy.approx_recompute = opts.approx_recompute;
+    policy.approx_select = opts.approx_select;
     chat.set_cache_policy(policy);
     anthropic.set_cache_policy(policy);
     // From here on the keys exist only as digests inside `keys`.

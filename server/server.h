@@ -52,6 +52,9 @@ struct ServerOptions {
   /// The approx mode's recomputed share of each reused atom for requests that name none
   /// (`--approx-recompute`; engine::GenerateRequest::approx_recompute), 0..1.
   float approx_recompute = engine::kApproxRecompute;
+  /// Which tokens of each reused atom for requests that name none (`--approx-select`;
+  /// engine::GenerateRequest::approx_select).
+  engine::ApproxSelect approx_select = engine::ApproxSelect::Deviation;
   /// One line per finished request (method, path, status, tokens, ms); null = no log.
   std::function<void(const std::string&)> log;
 };

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -169,9 +170,33 @@ struct TokenSpan {
   bool operator==(const TokenSpan&) const = default;
 };
 
-/// Share of each reused atom's tokens the `approx` cache mode recomputes (its first ones),
-/// by default: CacheBlend's ~15% (Yao et al. 2025, recomputing 15% of tokens kept quality).
+/// Share of each reused atom's tokens the `approx` cache mode recomputes, by default:
+/// CacheBlend's ~15% (Yao et al. 2025, recomputing 15% of tokens kept quality).
 inline constexpr float kApproxRecompute = 0.15f;
+
+/// Which of a reused atom's tokens the `approx` cache mode recomputes (its share
+/// GenerateRequest::approx_recompute; the first kApproxMinRecompute tokens always).
+enum class ApproxSelect {
+  /// The atom's first tokens (EPIC's recompute of each chunk's start, Hu et al. 2024).
+  Head,
+  /// After the first kApproxMinRecompute, the tokens whose K/V deviates most from what
+  /// would be reused (CacheBlend's selection, Yao et al. 2025, §4.3): the first
+  /// kApproxProbeLayers layers are computed over the prompt after the cached prefix with
+  /// its own context (exec::BatchModel::forward_layers), the last of them is compared per
+  /// token with the saved atom's K/V (K re-rotated to the new position; squared error
+  /// over K and V), and the windows of kApproxSelectWindow tokens with the largest sum
+  /// are recomputed. Models of fewer layers select Head.
+  Deviation,
+};
+
+/// "head" or "deviation".
+inline std::string_view approx_select_name(ApproxSelect s) { return s == ApproxSelect::Head ? "head" : "deviation"; }
+/// ApproxSelect of its name (approx_select_name); nullopt for another string.
+inline std::optional<ApproxSelect> parse_approx_select(std::string_view name) {
+  if (name == "head") return ApproxSelect::Head;
+  if (name == "deviation") return ApproxSelect::Deviation;
+  return std::nullopt;
+}
 
 struct GenerateRequest {
   std::vector<int32_t> prompt;  ///< token ids, already templated (see tokenize_chat)
@@ -228,9 +253,10 @@ struct GenerateRequest {
   /// not overlapping). Non-empty: position-independent reuse. After the longest cached
   /// prefix, an atom whose tokens an earlier approx request held anywhere in its prompt
   /// (kvcache::AtomStore) takes that request's K/V instead of a prefill: V as computed, K
-  /// re-rotated (RoPE) to the new positions, except its first approx_recompute share of
-  /// tokens (at least kApproxMinRecompute), which are prefilled where they are, attending to
-  /// everything before them (EPIC's recompute of each chunk's first tokens, Hu et al. 2024).
+  /// re-rotated (RoPE) to the new positions, except an approx_recompute share of its tokens
+  /// (at least kApproxMinRecompute; which ones: approx_select), which are prefilled where
+  /// they are, attending to everything before them, the installed K/V included (EPIC, Hu et
+  /// al. 2024; CacheBlend, Yao et al. 2025).
   /// The reused tokens count as cached_tokens. That K/V is not what a prefill computes, so
   /// approx requests keep prefix-cache blocks of their own: they never match blocks of
   /// exact requests, and exact requests never match theirs. Each atom a prefill computed
@@ -238,10 +264,17 @@ struct GenerateRequest {
   std::vector<TokenSpan> approx_atoms;
   /// Share of each reused atom recomputed (0..1; kApproxRecompute).
   float approx_recompute = kApproxRecompute;
+  /// Which of its tokens (ApproxSelect).
+  ApproxSelect approx_select = ApproxSelect::Deviation;
 };
 
 /// Tokens of a reused atom the `approx` mode recomputes at least (its first ones).
 inline constexpr int kApproxMinRecompute = 2;
+/// ApproxSelect::Deviation: layers of the probe pass (the K/V of the last one compared).
+inline constexpr int kApproxProbeLayers = 2;
+/// ApproxSelect::Deviation: tokens recomputed together (a window is one prompt segment of a
+/// pass, so fewer, longer segments than single tokens would make).
+inline constexpr int kApproxSelectWindow = 4;
 /// Sequence slots of a forward pass beyond EngineOptions::parallel: an approx request's
 /// prompt segments between its atom installs run in one pass, a sequence of the pass each
 /// (Scheduler::step), instead of a pass each.

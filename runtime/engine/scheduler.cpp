@@ -9,6 +9,7 @@
 #include "engine/logprobs.h"
 #include "engine/prompt_lookup.h"
 #include "engine/sampler.h"
+#include "ggml/fp16.h"
 
 namespace swz::engine {
 namespace {
@@ -49,6 +50,42 @@ void observe(std::vector<uint64_t>& counts, const std::vector<double>& bounds, d
 
 }  // namespace
 
+std::vector<TokenSpan> select_deviating(std::span<const double> dev, int pos0, int budget) {
+  const int n = static_cast<int>(dev.size());
+  budget = std::clamp(budget, 0, n);
+  const int w = kApproxSelectWindow, windows = (n + w - 1) / w;
+  std::vector<double> score(static_cast<size_t>(windows), 0.0);
+  for (int t = 0; t < n; ++t) score[static_cast<size_t>(t / w)] += dev[static_cast<size_t>(t)];
+  std::vector<int> order(static_cast<size_t>(windows));
+  for (int i = 0; i < windows; ++i) order[static_cast<size_t>(i)] = i;
+  // Largest sum first; ties to the earlier window.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]; });
+  std::vector<TokenSpan> picked;
+  for (int i : order) {
+    if (budget <= 0) break;
+    int b = i * w, e = std::min(n, b + w);
+    if (e - b > budget) {  // the last one: its contiguous `budget` tokens of the largest sum
+      int best = b;
+      double best_sum = -1;
+      for (int o = b; o + budget <= e; ++o) {
+        double sum = 0;
+        for (int t = o; t < o + budget; ++t) sum += dev[static_cast<size_t>(t)];
+        if (sum > best_sum) best_sum = sum, best = o;
+      }
+      b = best, e = best + budget;
+    }
+    picked.push_back({pos0 + b, pos0 + e});
+    budget -= e - b;
+  }
+  std::sort(picked.begin(), picked.end(), [](const TokenSpan& a, const TokenSpan& b) { return a.begin < b.begin; });
+  std::vector<TokenSpan> runs;
+  for (const TokenSpan& r : picked) {
+    if (!runs.empty() && runs.back().end == r.begin) runs.back().end = r.end;
+    else runs.push_back(r);
+  }
+  return runs;
+}
+
 /// An admission of this scheduler: the request, its prompt's block keys and the pinned
 /// cached prefix; counted in admitted_ until run() ends or it is destroyed.
 class Scheduler::PagedAdmission final : public Admission {
@@ -74,9 +111,13 @@ class Scheduler::PagedAdmission final : public Admission {
   Scheduler* sched;
   /// A planned atom install (the approx mode): positions [begin, end) take `atom`'s K/V
   /// from its token `from` on, out of the prefix-cache blocks `pins` (the atom's pieces'
-  /// blocks, pinned from admission until the install or the admission's end).
+  /// blocks, pinned from admission until the install or the admission's end). With
+  /// ApproxSelect::Deviation, `extra` of those tokens are prefilled again after the install:
+  /// `runs` (positions, sorted), chosen by Scheduler::probe_atoms.
   struct Install {
     int begin = 0, end = 0, from = 0;
+    int extra = 0;
+    std::vector<TokenSpan> runs;
     size_t atom_index = 0;  // in GenerateRequest::approx_atoms
     std::shared_ptr<const kvcache::AtomRef> atom;
     std::vector<kvcache::BlockKey> pins;
@@ -183,6 +224,8 @@ struct Scheduler::Seq {
   int installed = 0;               // prompt tokens whose K/V an atom install wrote (approx mode)
   std::vector<size_t> installed_atoms;  // their GenerateRequest::approx_atoms indices
   size_t next_install = 0;         // the admission's next planned install
+  bool probed = false;             // ApproxSelect::Deviation: the installs' runs are chosen
+  std::deque<TokenSpan> again;     // installed atoms' runs (Install::runs) not yet prefilled again
   int prompt_done = 0;             // prompt positions computed when prefill ended (publish_prompt_tail)
   int reserve = 0;                 // pages reserved for this sequence
   bool prefilling = true;
@@ -292,18 +335,22 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
                                    req.prompt.data() + static_cast<size_t>(matched) * kTok, room, a->pinned,
                                    a->scope);
     const int prefix = std::min(matched * kTok + a->partial, n_prompt - 1);
-    // Atoms after the cached prefix whose K/V an earlier approx request saved: all but their
-    // first tokens are installed (recomputing those restores attention across atoms).
+    // Atoms after the cached prefix whose K/V an earlier approx request saved: all but the
+    // recomputed share of their tokens are installed (recomputing those restores attention
+    // across atoms): the first ones (Head), or the first kApproxMinRecompute and those the
+    // probe finds deviating most (Deviation).
     int approx_tokens = 0;
+    const bool deviation = req.approx_select == ApproxSelect::Deviation && model_.kv_geometry().n_layer > kApproxProbeLayers;
     if (approx && atoms_) {
       int at = prefix;  // the installs are in position order and do not overlap
       for (size_t i = 0; i < req.approx_atoms.size(); ++i) {
         const TokenSpan& sp = req.approx_atoms[i];
         const int len = sp.end - sp.begin;
         if (sp.begin < at || sp.begin < 1 || sp.end > n_prompt - 1 || len <= 0) continue;
-        const int head = std::max(kApproxMinRecompute,
-                                  static_cast<int>(std::ceil(std::clamp(req.approx_recompute, 0.f, 1.f) * static_cast<float>(len))));
-        if (len - head < kApproxMinRecompute) continue;
+        const int recompute = std::max(
+            kApproxMinRecompute, static_cast<int>(std::ceil(std::clamp(req.approx_recompute, 0.f, 1.f) * static_cast<float>(len))));
+        if (len - recompute < kApproxMinRecompute) continue;
+        const int head = deviation ? kApproxMinRecompute : recompute;
         const kvcache::BlockKey key = kvcache::block_key(a->atoms, {}, req.prompt.data() + sp.begin, len);
         std::shared_ptr<const kvcache::AtomRef> atom = atoms_->find(key);
         if (!atom || atom->n != len) continue;
@@ -317,8 +364,8 @@ std::unique_ptr<Admission> Scheduler::admit(const GenerateRequest& req) {
           atoms_->stale(key);
           continue;
         }
-        a->installs.push_back({sp.begin + head, sp.end, head, i, std::move(atom), std::move(pins)});
-        approx_tokens += len - head;
+        a->installs.push_back({sp.begin + head, sp.end, head, recompute - head, {}, i, std::move(atom), std::move(pins)});
+        approx_tokens += len - recompute;
         at = sp.end;
       }
     }
@@ -874,11 +921,113 @@ Scheduler::Installed Scheduler::install_atom(Seq& s, int begin) {
     throw;
   }
   for (int page : src) kv_.unref_page(page);
+  // Its deviating tokens (Install::runs, positions) are prefilled again next, over what
+  // was just installed.
+  int n_again = 0;
+  for (TokenSpan r : in.runs) {
+    r.begin = std::max(r.begin, begin);
+    if (r.end <= r.begin) continue;
+    s.again.push_back(r);
+    n_again += r.end - r.begin;
+  }
   s.job->adm.release_install(in);
-  s.installed += n;
+  s.installed += n - n_again;
   s.installed_atoms.push_back(in.atom_index);
   ++s.next_install;
   return Installed::Done;
+}
+
+bool Scheduler::device_failed(std::vector<std::unique_ptr<Seq>>& running, const backend::Error& e) {
+  if (hooks_.failed) hooks_.failed(e.what());
+  const std::exception_ptr err = std::current_exception();
+  for (auto& r : running) fail(*r, err);
+  return false;
+}
+
+bool Scheduler::probe_atoms(Seq& s) {
+  s.probed = true;
+  auto& installs = s.job->adm.installs;
+  bool any = false;
+  for (size_t i = s.next_install; i < installs.size(); ++i) any |= installs[i].extra > 0;
+  if (!any) return true;
+  const int n_prompt = static_cast<int>(s.req.prompt.size());
+  if (!prepare_pages(s, n_prompt - s.n_past)) {
+    s.probed = false;  // no page now: try again next step
+    return false;
+  }
+  // The first kApproxProbeLayers layers of the rest of the prompt, with its own context.
+  for (int p = s.n_past; p < n_prompt;) {
+    exec::SequenceStep st;
+    st.tokens = s.req.prompt.data() + p;
+    st.n_tokens = std::min(n_prompt - p, model_.max_rows());
+    st.pos0 = p;
+    st.block_table = s.table.data();
+    st.n_blocks = (p + st.n_tokens + kTok - 1) / kTok;
+    st.rows = exec::SequenceModel::Rows::Prompt;
+    model_.forward_layers({&st, 1}, kApproxProbeLayers);
+    p += st.n_tokens;
+  }
+  const kvcache::KvGeometry g = model_.kv_geometry();
+  const size_t kvw = static_cast<size_t>(g.kv_width());
+  for (size_t i = s.next_install; i < installs.size(); ++i) {
+    PagedAdmission::Install& in = installs[i];
+    if (in.extra <= 0) continue;
+    const int begin = std::max(in.begin, s.n_past);  // (a longer cached prefix may cover its start)
+    const int n = in.end - begin;
+    if (n <= 0) continue;
+    // Atom token j is at position atom.pos0 + j where it was computed and goes to
+    // in.begin - in.from + j (install_atom).
+    const kvcache::AtomRef& atom = *in.atom;
+    const int j0 = in.from + begin - in.begin, delta = in.begin - in.from - atom.pos0;
+    std::vector<exec::BatchModel::KvRun> fresh, saved;
+    for (int p = begin; p < in.end;) {
+      const int m = std::min(kTok - p % kTok, in.end - p);
+      fresh.push_back({s.table[static_cast<size_t>(p / kTok)], p % kTok, m});
+      p += m;
+    }
+    std::vector<int> src;
+    try {
+      src = kv_.acquire(in.pins);
+    } catch (const std::length_error&) {
+      // A block spilled to host cannot come back now: its first tokens, as Head selects.
+      in.runs = {{begin, std::min(in.end, begin + in.extra)}};
+      continue;
+    }
+    int j = 0;  // atom token at the piece's first slot
+    for (size_t pi = 0; pi < atom.pieces.size(); ++pi) {
+      const kvcache::AtomRef::Piece& pc = atom.pieces[pi];
+      const int k0 = std::max(0, j0 - j), k1 = std::min(pc.n, j0 + n - j);
+      if (k1 > k0) saved.push_back({src[pi], pc.slot0 + k0, k1 - k0});
+      j += pc.n;
+    }
+    std::vector<uint16_t> kf(static_cast<size_t>(n) * kvw), vf(kf.size()), ks(kf.size()), vs(kf.size());
+    try {
+      model_.read_kv(fresh, kf.data(), vf.data(), kApproxProbeLayers - 1);
+      model_.read_kv(saved, ks.data(), vs.data(), kApproxProbeLayers - 1);
+    } catch (...) {
+      for (int page : src) kv_.unref_page(page);
+      throw;
+    }
+    for (int page : src) kv_.unref_page(page);
+    // Per token: squared error of the saved K (re-rotated as install_atom's move rotates
+    // it) and V against the fresh ones.
+    const kvcache::RopeDelta rot(g, delta);
+    std::vector<double> dev(static_cast<size_t>(n), 0.0);
+    for (int t = 0; t < n; ++t) {
+      uint16_t* k = ks.data() + static_cast<size_t>(t) * kvw;
+      for (int h = 0; h < g.n_head_kv; ++h) kvcache::rerotate_head(k + static_cast<size_t>(h) * g.head_dim, g, rot);
+      double e = 0;
+      for (size_t d = 0; d < kvw; ++d) {
+        const size_t x = static_cast<size_t>(t) * kvw + d;
+        const double dk = ggml::fp16_to_fp32(kf[x]) - ggml::fp16_to_fp32(ks[x]);
+        const double dv = ggml::fp16_to_fp32(vf[x]) - ggml::fp16_to_fp32(vs[x]);
+        e += dk * dk + dv * dv;
+      }
+      dev[static_cast<size_t>(t)] = e;
+    }
+    in.runs = select_deviating(dev, begin, in.extra);
+  }
+  return true;
 }
 
 void Scheduler::save_atoms(Seq& s) {
@@ -1077,6 +1226,14 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     auto& installs = s.job->adm.installs;
     s.tokens.clear();
     s.segs.clear();
+    try {
+      if (!s.probed && s.next_install < installs.size() && !probe_atoms(s)) continue;  // no pages now
+    } catch (const backend::Error& e) {
+      return device_failed(running, e);
+    } catch (...) {
+      fail(s, std::current_exception());
+      continue;
+    }
     int cur = s.n_past;
     for (;;) {
       // Approx mode: an atom install at the cursor (or one whose head a longer cached
@@ -1098,13 +1255,34 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
           }
           if (r == Installed::Done) cur = end;
         } catch (const backend::Error& e) {
-          if (hooks_.failed) hooks_.failed(e.what());
-          auto err = std::current_exception();
-          for (auto& r : running) fail(*r, err);
-          return false;
+          return device_failed(running, e);
         }
       }
       if (waiting) break;
+      // An installed atom's deviating tokens (ApproxSelect::Deviation) are prefilled again
+      // first, a segment each, over the K/V installed around them (a run longer than the
+      // rows left goes on in the next pass).
+      bool full = false, any = false;
+      while (!s.again.empty()) {
+        TokenSpan& r = s.again.front();
+        const int m = std::min(r.end - r.begin, rows_left);
+        if (m <= 0 || slots_left <= others) {
+          full = true;
+          break;
+        }
+        s.segs.emplace_back(r.begin, m);
+        s.tokens.insert(s.tokens.end(), s.req.prompt.begin() + r.begin, s.req.prompt.begin() + r.begin + m);
+        rows_left -= m;
+        --slots_left;
+        any = true;
+        r.begin += m;
+        if (r.begin < r.end) {
+          full = true;
+          break;
+        }
+        s.again.pop_front();
+      }
+      if (full || (any && slots_left <= others)) break;
       int n = std::min(n_prompt - cur, rows_left);
       if (s.next_install < installs.size()) n = std::min(n, installs[s.next_install].begin - cur);
       if (s.req.prompt_logprobs) n = std::min(n, kPromptLogprobsChunk);
@@ -1185,10 +1363,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   try {
     model_.forward(seqs, need_logits ? &logits : nullptr, need_ids ? &ids : nullptr);
   } catch (const backend::Error& e) {
-    if (hooks_.failed) hooks_.failed(e.what());
-    auto err = std::current_exception();
-    for (auto& s : running) fail(*s, err);
-    return false;
+    return device_failed(running, e);
   } catch (...) {
     auto err = std::current_exception();
     for (Seq* s : step) fail(*s, err);

@@ -46,7 +46,11 @@
 // here), and plans to install it: while prefilling, the sequence's prompt segments stop at
 // each planned atom's recomputed head; when the cursor reaches the rest of the atom, its
 // K/V is moved into the sequence's pages (exec::BatchModel::move_kv: K re-rotated to the
-// new positions) and the cursor jumps past it. The segments between installs go into one
+// new positions) and the cursor jumps past it. With ApproxSelect::Deviation the head is the
+// atom's first kApproxMinRecompute tokens, and before its first install the sequence is
+// probed (probe_atoms: kApproxProbeLayers layers over the rest of its prompt) to choose
+// which other tokens of each atom are prefilled again, right after its install, as prompt
+// segments of their own (Install::runs, Seq::again). The segments between installs go into one
 // pass up to the batch budget, a sequence of the pass each (kApproxSegmentSlots). Approx
 // requests key their prefix-cache blocks in a namespace of their own (a model key derived
 // from the model's), and record each atom their prefill computed when it ends.
@@ -72,6 +76,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +87,10 @@
 #include "grammar/matcher.h"
 #include "kvcache/atom_store.h"
 #include "kvcache/block_manager.h"
+
+namespace swz::backend {
+class Error;
+}
 
 namespace swz::engine {
 
@@ -108,6 +117,15 @@ struct SchedulerHooks {
   /// called on the step thread when such a request starts, so it should be built already.
   std::function<std::shared_ptr<const grammar::Vocabulary>()> vocab;
 };
+
+/// ApproxSelect::Deviation's choice within one installed atom: of its tokens at positions
+/// pos0 .. pos0 + dev.size() - 1 with per-token deviations `dev` (any non-negative unit),
+/// `budget` tokens (clamped to 0 .. dev.size()) in windows of kApproxSelectWindow tokens
+/// (aligned to pos0; the last window may be shorter) taken by the largest sum of deviations
+/// first (ties: the earlier window); when the budget ends inside a window, its contiguous
+/// `budget` tokens of the largest sum. Returns the chosen positions as sorted,
+/// non-adjacent runs (adjacent windows merged), `budget` tokens in all.
+std::vector<TokenSpan> select_deviating(std::span<const double> dev, int pos0, int budget);
 
 class Scheduler {
  public:
@@ -176,6 +194,18 @@ class Scheduler {
   /// come back to the device (its tokens are then prefilled).
   enum class Installed { Done, Waiting, Dropped };
   Installed install_atom(Seq& s, int begin);
+  /// ApproxSelect::Deviation, once per sequence before its first install: the first
+  /// kApproxProbeLayers layers of the prompt after s.n_past (exec::BatchModel::
+  /// forward_layers, through its pages, which it prepares), then for each planned install
+  /// with Install::extra tokens to choose, its runs (select_deviating over the per-token
+  /// squared error of layer kApproxProbeLayers - 1's K/V, the saved atom's K re-rotated as
+  /// install_atom moves it, against the fresh). False when its pages cannot be had now.
+  /// Throws what the model throws.
+  bool probe_atoms(Seq& s);
+  /// The device failed (`e`, being handled: its exception is current): the engine hears of
+  /// it (SchedulerHooks::failed) and every running sequence ends with it. Returns false
+  /// (step()'s answer: the step thread stops).
+  bool device_failed(std::vector<std::unique_ptr<Seq>>& running, const backend::Error& e);
   void save_atoms(Seq& s);
   int pages_needed(const GenerateRequest& req, int width = 1, bool partial_hit = false) const;
   int choice_width(const GenerateRequest& req, bool partial_hit = false) const;

@@ -47,6 +47,14 @@ class BatchModel {
   /// batch over max_rows / max_seqs, a sequence past the context or with too few blocks;
   /// backend::Error when the device fails.
   virtual void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) = 0;
+  /// Runs only the graph's first `n_layers` transformer layers over `seqs`: their K/V in
+  /// layers 0 .. n_layers - 1 are written at the sequences' positions as forward() writes
+  /// them (bitwise), nothing after those layers runs (no deeper layer's K/V, no logits).
+  /// The `approx` cache mode's deviation probe (CacheBlend's first-layer pass, Yao et al.
+  /// 2025, §4.3): K/V of a shallow layer computed with the request's own context, to compare
+  /// with the K/V it would reuse. Throws as forward(); std::invalid_argument for n_layers
+  /// outside 1 .. n_layer.
+  virtual void forward_layers(std::span<const SequenceStep> seqs, int n_layers) = 0;
   /// Copies page `src`'s K/V into page `dst` (copy-on-write of a shared page).
   virtual void copy_page(int dst, int src) = 0;
 
@@ -59,9 +67,10 @@ class BatchModel {
     int page = 0, slot0 = 0, n = 0;
   };
   /// Copies the runs' slots to `k` and `v`, f16 [n_layer][sum of n][kv_width] each (the
-  /// runs in order). Ordered after every earlier forward(). Throws std::invalid_argument
-  /// for a run out of range.
-  virtual void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) = 0;
+  /// runs in order); with `layer` >= 0 that layer's only, f16 [sum of n][kv_width]. Ordered
+  /// after every earlier forward(). Throws std::invalid_argument for a run or a layer out
+  /// of range.
+  virtual void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v, int layer = -1) = 0;
   /// One token slot's K/V moved for position-independent reuse: from slot `src_slot` of
   /// page `src_page` to slot `dst_slot` of page `dst_page`, V as it is, K re-rotated by
   /// RoPE by `delta` positions (kvcache::rerotate_head's rotation).

@@ -114,8 +114,9 @@ struct GraphExecutor::Impl {
   size_t tile_bytes = 0;  // one page of one layer's K (or V): n_head_kv * 64 * head_dim f16
   bool cpu_tiles = false;  // the cpu format: K [64][kv_width], V [kv_width][64]; else [n_head_kv][64][head_dim] both
   kvcache::KvGeometry geom;
-  /// Copies the runs' slots to `k`, `v` ([n_layer][sum n][kv_width] f16), through kv_stage.
-  void kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v);
+  /// Copies the runs' slots to `k`, `v` ([n_layer][sum n][kv_width] f16; with `layer` >= 0
+  /// that layer's only, [sum n][kv_width]), through kv_stage.
+  void kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, int layer = -1);
   /// move_kv through the host (packages without graph.kv_move): per layer, K and V, the
   /// moves' source and destination tiles cross to the host through kv_stage, the slots are
   /// copied (K re-rotated: kvcache::rerotate_head) and the destination tiles go back.
@@ -142,6 +143,9 @@ struct GraphExecutor::Impl {
   std::vector<Scratch> scratch;
   std::vector<package::OpLaunches> records;  // parse_launches(); ops' Launch::rec point into it
   std::vector<OpPlan> ops;
+  /// Per layer: one past the index in `ops` of the last op whose launches bind that layer's
+  /// K or V (its attention): forward_layers(n) runs ops [0, layer_end[n - 1]).
+  std::vector<size_t> layer_end;
   int out_buf = -1;
   // seq_info: per arranged sequence {first row, rows, first position, block table offset
   // (elements)}, the `sequences` binding; row_tables: per row, its sequence's block table
@@ -316,6 +320,14 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
                                     buf_index));
     ops.push_back(std::move(op));
   }
+  layer_end.assign(static_cast<size_t>(n_layer), 0);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const Launch& l : ops[i].launches)
+      for (const package::Binding& b : l.rec->args)
+        if (b.kind == package::Binding::Kv && b.layer >= 0 && b.layer < n_layer) layer_end[static_cast<size_t>(b.layer)] = i + 1;
+  for (int l = 0; l < n_layer; ++l)
+    if (layer_end[static_cast<size_t>(l)] == 0)
+      throw std::runtime_error("graph: no op binds layer " + std::to_string(l) + "'s K/V");
   // Greedy sampling on the device (graph.sampling.argmax): token ids of the output rows.
   argmax_records = package::parse_argmax_launches(m);
   if (!argmax_records.empty()) {
@@ -516,10 +528,12 @@ void check_runs(const char* what, std::span<const BatchModel::KvRun> runs, int n
 }
 }  // namespace
 
-void GraphExecutor::read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) {
+void GraphExecutor::read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v, int layer) {
   std::lock_guard<std::mutex> lock(mu_);
   check_runs("read_kv", runs, opts_.n_pages, false);
-  impl_->kv_runs(runs, k, v);
+  if (layer >= impl_->n_layer)
+    throw std::invalid_argument("read_kv: layer " + std::to_string(layer) + " of " + std::to_string(impl_->n_layer));
+  impl_->kv_runs(runs, k, v, layer);
 }
 
 void GraphExecutor::move_kv(std::span<const KvMove> moves) {
@@ -614,7 +628,7 @@ void GraphExecutor::Impl::move_kv_device(std::span<const BatchModel::KvMove> mov
   }
 }
 
-void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v) {
+void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, int layer) {
   const size_t kvw = static_cast<size_t>(n_head_kv) * head_dim;
   size_t total = 0;
   for (const BatchModel::KvRun& r : runs) total += static_cast<size_t>(r.n);
@@ -625,12 +639,12 @@ void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint1
     host.resize(cnt * half);
     size_t rows = 0;
     for (size_t i = 0; i < cnt; ++i) rows += static_cast<size_t>(runs[g0 + i].n);
-    for (int l = 0; l < n_layer; ++l)
+    for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? n_layer : layer + 1); ++l)
       for (int is_v = 0; is_v < 2; ++is_v) {
         const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
         for (size_t i = 0; i < cnt; ++i) be->copy(kv_stage, i * tile_bytes, pool, runs[g0 + i].page * tile_bytes, tile_bytes);
         be->download(host.data(), kv_stage, 0, cnt * tile_bytes);
-        uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(l) * total + row0) * kvw;
+        uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(layer < 0 ? l : 0) * total + row0) * kvw;
         size_t row = 0;
         for (size_t i = 0; i < cnt; ++i) {
           const BatchModel::KvRun& r = runs[g0 + i];
@@ -836,7 +850,21 @@ bool GraphExecutor::has_device_argmax() const { return !impl_->argmax.launches.e
 
 void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) {
   if (token_ids && !has_device_argmax()) throw std::invalid_argument("forward: this package has no device argmax (graph.sampling)");
+  pass(seqs, logits, token_ids, impl_->n_layer);
+}
+
+void GraphExecutor::forward_layers(std::span<const SequenceStep> seqs, int n_layers) {
+  if (n_layers < 1 || n_layers > impl_->n_layer)
+    throw std::invalid_argument("forward_layers: " + std::to_string(n_layers) + " layers of " + std::to_string(impl_->n_layer));
+  pass(seqs, nullptr, nullptr, n_layers);
+}
+
+void GraphExecutor::pass(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids,
+                         int n_layers) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A partial pass (forward_layers) stops after the last op of layer n_layers - 1.
+  const bool partial = n_layers < impl_->n_layer;
+  const size_t ops_end = partial ? impl_->layer_end[static_cast<size_t>(n_layers - 1)] : impl_->ops.size();
   const auto t_entry = std::chrono::steady_clock::now();
   Impl& m = *impl_;
   if (seqs.empty()) throw std::invalid_argument("forward: no sequences");
@@ -972,7 +1000,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
   // it can run as a launch graph (Impl::programs).
   bool launched = false;           // the pass ran as a recorded launch graph
   StepProgram* record = nullptr;  // the pass is recorded into this program
-  if (identity && m.use_graphs && !m.dump_dir) {
+  if (identity && m.use_graphs && !m.dump_dir && !partial) {
     m.key.assign(token_ids ? "a" : "l");
     for (int k = 0; k < n; ++k) {
       const SequenceStep& s = seqs[order[k]];
@@ -999,7 +1027,7 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
     m.recording = record;
     m.recorded.clear();
     try {
-      for (const OpPlan& op : m.ops) run_op(op);
+      for (size_t i = 0; i < ops_end; ++i) run_op(m.ops[i]);
       if (token_ids) run_op(m.argmax);
       m.recording = nullptr;
       if (record) {

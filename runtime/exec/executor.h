@@ -77,6 +77,9 @@ class GraphExecutor final : public BatchModel {
   void forward(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids) override;
   /// Whether the package has device argmax records (swizzlec writes them for GPU targets).
   bool has_device_argmax() const override;
+  /// The graph's ops up to the last one that binds layer n_layers - 1's K/V (its attention),
+  /// launched one by one (never a recorded launch graph), nothing gathered or copied back.
+  void forward_layers(std::span<const SequenceStep> seqs, int n_layers) override;
 
   int n_vocab() const override { return n_vocab_; }
   int max_rows() const override { return opts_.max_rows; }
@@ -92,7 +95,7 @@ class GraphExecutor final : public BatchModel {
   /// (Through a device staging buffer: per layer, K and V, the runs' tiles are gathered
   /// with device copies and cross to the host in one transfer, so the number of host
   /// transfers does not grow with the pages.)
-  void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v) override;
+  void read_kv(std::span<const KvRun> runs, uint16_t* k, uint16_t* v, int layer = -1) override;
   void move_kv(std::span<const KvMove> moves) override;
   /// Device bytes the executor allocated (weights, activations, scratch, KV pools).
   uint64_t device_bytes() const { return device_bytes_; }
@@ -110,6 +113,9 @@ class GraphExecutor final : public BatchModel {
   void reset_pass_times() { times_ = {}; }
 
  private:
+  /// forward() and forward_layers(): the graph's ops through layer n_layers - 1 (all of
+  /// them, and the argmax when token_ids, with n_layers = n_layer).
+  void pass(std::span<const SequenceStep> seqs, std::vector<float>* logits, std::vector<int32_t>* token_ids, int n_layers);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   ExecutorOptions opts_;

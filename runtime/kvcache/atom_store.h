@@ -11,7 +11,7 @@
 // backend move the K/V into its own pages (exec::BatchModel::move_kv): V as it was, K
 // re-rotated by RoPE from the old positions to the new ones (exact for the rotation
 // itself, since RoPE at position p + d is RoPE at p followed by a rotation by d), while the
-// atom's first tokens are recomputed (scheduler.h). What is approximate is the context:
+// atom's first tokens and those whose K/V deviates most are recomputed (scheduler.h). What is approximate is the context:
 // the atom's K/V was computed after other tokens than now precede it (Prompt Cache, Gim
 // et al. 2024; EPIC, Hu et al. 2024; CacheBlend, Yao et al. 2025).
 //

@@ -14,9 +14,15 @@
 //    still gets the rest of a planned install, from the right offset into the saved atom
 //    (layer-0 V bitwise the cold prefill's), so what is reused is at least what was reported;
 //  - the prompt segments between installs run in one pass (a sequence of the pass each)
-//    and give bitwise the logprobs they give in a pass each.
+//    and give bitwise the logprobs they give in a pass each (both selections);
+//  - forward_layers(n) writes layers 0..n-1's K/V bitwise as forward() does, and no other;
+//  - ApproxSelect::Deviation recomputes, after each atom's first tokens, the windows whose
+//    layer-1 K/V (the saved atom's, K re-rotated) deviates most from the K/V the request's
+//    own context gives (computed here from a cold exact prefill): those positions hold K/V
+//    nearer the cold prefill's than the saved, all others the saved K/V moved, bitwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -72,9 +78,11 @@ struct Rig {
   std::unique_ptr<Scheduler> sched;  // last: destroyed first
 };
 
-Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms, const std::string& scope = "") {
+Counts run(Scheduler& s, const std::vector<int32_t>& prompt, std::vector<TokenSpan> atoms, const std::string& scope = "",
+           ApproxSelect select = ApproxSelect::Head) {
   GenerateRequest r;
   r.cache_scope = scope;
+  r.approx_select = select;
   r.prompt = prompt;
   r.max_tokens = 1;
   r.sampling.temperature = 0;
@@ -198,6 +206,7 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   ra.max_tokens = 1;
   ra.sampling.temperature = 0;
   ra.approx_atoms = {{40, 190}};
+  ra.approx_select = ApproxSelect::Head;
   std::unique_ptr<Admission> late = sched.admit(ra);
   EXPECT_EQ(late->cached_tokens(), 150 - head);  // the install [63, 190)
   std::vector<int32_t> p6(p5.begin(), p5.begin() + 130);  // shares blocks 0 and 1 with p5
@@ -220,6 +229,8 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
 TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
+  for (const ApproxSelect select : {ApproxSelect::Head, ApproxSelect::Deviation}) {
+  SCOPED_TRACE(std::string(approx_select_name(select)));
   struct Run {
     std::vector<TokenLogprobs> lp;
     int cached = 0;
@@ -236,8 +247,9 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
       for (const auto* part : {&a, &mid, &b, &tail}) p.insert(p.end(), part->begin(), part->end());
       return p;
     };
-    run(sched, prompt(40, 15), {{40, 140}, {170, 260}});
+    run(sched, prompt(40, 15), {{40, 140}, {170, 260}}, "", select);
     GenerateRequest r;
+    r.approx_select = select;
     r.prompt = prompt(57, 16);
     r.max_tokens = 3;
     r.sampling.temperature = 0;
@@ -261,8 +273,15 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
   EXPECT_EQ(apart.cached, together.cached);
   // Prompt rows: [0, 57 + 15) and [157, 187 + 14) before and between the installs, then
   // [277, 302): 3 segments, one pass; apart, a pass each; then 2 decode passes either way.
+  // Deviation: [0, 59), [157, 189), [277, 302) and the runs inside the atoms (13 and 12
+  // tokens in windows of 4: 2 to 4 runs each), one pass; apart, a pass each.
   EXPECT_EQ(together.steps, 1u + 2u);
-  EXPECT_EQ(apart.steps, 3u + 2u);
+  if (select == ApproxSelect::Head) {
+    EXPECT_EQ(apart.steps, 3u + 2u);
+  } else {
+    EXPECT_GE(apart.steps, 3u + 2u + 4u);
+    EXPECT_LE(apart.steps, 3u + 2u + 8u);
+  }
   ASSERT_EQ(together.lp.size(), 3u);
   ASSERT_EQ(apart.lp.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -274,6 +293,171 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
       EXPECT_EQ(together.lp[i].top[j].logprob, apart.lp[i].top[j].logprob);
     }
   }
+  }
+}
+
+// The probe pass of ApproxSelect::Deviation: forward_layers(n) writes the K/V of layers
+// 0..n-1 bitwise as a full forward() does and leaves deeper layers' K/V as they were.
+TEST(Approx, ForwardLayersWritesTheFirstLayersKvAsForwardDoes) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  Rig rig(pkg, 1, 1);
+  exec::GraphExecutor& ex = *rig.bm.executor;
+  const kvcache::KvGeometry g = ex.kv_geometry();
+  ASSERT_GT(g.n_layer, kApproxProbeLayers);
+  const std::vector<int32_t> p = tokens(100, 21, ex.n_vocab());
+  const int table[2] = {3, 4}, other[2] = {5, 6};
+  auto step = [&](const int* t) {
+    exec::SequenceStep st;
+    st.tokens = p.data();
+    st.n_tokens = 100;
+    st.block_table = t;
+    st.n_blocks = 2;
+    return st;
+  };
+  const exec::SequenceStep full = step(table), probe = step(other);
+  std::vector<float> logits;
+  ex.forward({&full, 1}, logits);
+  // `other` first holds a different prompt's K/V in every layer, then the probe runs.
+  const std::vector<int32_t> q = tokens(100, 22, ex.n_vocab());
+  exec::SequenceStep before = probe;
+  before.tokens = q.data();
+  ex.forward({&before, 1}, logits);
+  const exec::BatchModel::KvRun other_runs[2] = {{5, 0, 64}, {6, 0, 36}}, full_runs[2] = {{3, 0, 64}, {4, 0, 36}};
+  const size_t layer_vals = static_cast<size_t>(100) * g.kv_width();
+  std::vector<uint16_t> k0(layer_vals * g.n_layer), v0(k0.size()), kp(k0.size()), vp(k0.size()), kf(k0.size()), vf(k0.size());
+  ex.read_kv(other_runs, k0.data(), v0.data());
+  EXPECT_THROW(ex.forward_layers({&probe, 1}, 0), std::invalid_argument);
+  EXPECT_THROW(ex.forward_layers({&probe, 1}, g.n_layer + 1), std::invalid_argument);
+  ex.forward_layers({&probe, 1}, kApproxProbeLayers);
+  ex.read_kv(other_runs, kp.data(), vp.data());
+  ex.read_kv(full_runs, kf.data(), vf.data());
+  for (int l = 0; l < g.n_layer; ++l) {
+    auto at = [&](const std::vector<uint16_t>& x) {
+      return std::vector<uint16_t>(x.begin() + static_cast<ptrdiff_t>(l * layer_vals), x.begin() + static_cast<ptrdiff_t>((l + 1) * layer_vals));
+    };
+    if (l < kApproxProbeLayers) {
+      EXPECT_EQ(at(kp), at(kf)) << "layer " << l;
+      EXPECT_EQ(at(vp), at(vf)) << "layer " << l;
+    } else {
+      EXPECT_EQ(at(kp), at(k0)) << "layer " << l << " untouched";
+      EXPECT_EQ(at(vp), at(v0)) << "layer " << l << " untouched";
+    }
+  }
+  // read_kv of one layer is that layer's slice.
+  std::vector<uint16_t> k1(layer_vals), v1(layer_vals);
+  ex.read_kv(full_runs, k1.data(), v1.data(), 1);
+  EXPECT_TRUE(std::equal(k1.begin(), k1.end(), kf.begin() + static_cast<ptrdiff_t>(layer_vals)));
+  EXPECT_TRUE(std::equal(v1.begin(), v1.end(), vf.begin() + static_cast<ptrdiff_t>(layer_vals)));
+  EXPECT_THROW(ex.read_kv(full_runs, k1.data(), v1.data(), g.n_layer), std::invalid_argument);
+}
+
+TEST(Approx, SelectDeviatingTakesTheWindowsOfLargestDeviation) {
+  // Windows of 4 from position 100: sums 1, 10, 0, 7.5, 2 (the last window 2 tokens).
+  const std::vector<double> dev = {0, 0, 1, 0, 9, 1, 0, 0, 0, 0, 0, 0, 0, 5, 2.5, 0, 1, 1};
+  EXPECT_EQ(select_deviating(dev, 100, 4), (std::vector<TokenSpan>{{104, 108}}));
+  EXPECT_EQ(select_deviating(dev, 100, 8), (std::vector<TokenSpan>{{104, 108}, {112, 116}}));
+  // The budget ends inside a window: its contiguous tokens of the largest sum.
+  EXPECT_EQ(select_deviating(dev, 100, 6), (std::vector<TokenSpan>{{104, 108}, {113, 115}}));
+  // Adjacent windows merge (the last window here holds 2 tokens); all tokens; none.
+  EXPECT_EQ(select_deviating(dev, 100, 13), (std::vector<TokenSpan>{{100, 103}, {104, 108}, {112, 118}}));
+  EXPECT_EQ(select_deviating(dev, 100, 40), (std::vector<TokenSpan>{{100, 118}}));
+  EXPECT_TRUE(select_deviating(dev, 100, 0).empty());
+}
+
+// ApproxSelect::Deviation chooses where the saved K/V deviates most from what the request's
+// own context gives: the test computes that deviation itself from a cold exact prefill.
+TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  Rig rig(pkg, 1, 1 + kApproxSegmentSlots);
+  exec::BackendModel& bm = rig.bm;
+  Scheduler& sched = *rig.sched;
+  const int nv = bm.executor->n_vocab();
+  const kvcache::KvGeometry g = bm.executor->kv_geometry();
+  const size_t kvw = static_cast<size_t>(g.kv_width());
+  // Long tails: every atom position lies in a full (published) block in both prompts.
+  const std::vector<int32_t> atom = tokens(150, 31, nv), tail = tokens(100, 32, nv);
+  std::vector<int32_t> p1 = tokens(50, 33, nv), p2 = tokens(83, 34, nv);
+  for (auto* p : {&p1, &p2}) {
+    p->insert(p->end(), atom.begin(), atom.end());
+    p->insert(p->end(), tail.begin(), tail.end());
+  }
+  run(sched, p1, {{50, 200}}, "", ApproxSelect::Deviation);
+  EXPECT_EQ(run(sched, p2, {}).cached, 0);  // the cold reference, exact mode
+  const int recompute = static_cast<int>(std::ceil(kApproxRecompute * 150));  // 23: 2 first, 21 chosen
+  const int begin = 83 + kApproxMinRecompute, end = 233, n = end - begin;
+  std::vector<uint16_t> ks, vs, kc, vc, ka, va;
+  cached_kv(bm, sched.approx_model(), p1, 1, 50 + kApproxMinRecompute, 200, ks, vs);  // saved, old positions
+  cached_kv(bm, bm.kv->model(), p2, 1, begin, end, kc, vc);                           // cold, new positions
+  const kvcache::RopeDelta rot(g, 83 - 50);
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < g.n_head_kv; ++h) kvcache::rerotate_head(ks.data() + t * kvw + static_cast<size_t>(h) * g.head_dim, g, rot);
+  auto sq = [&](const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, int t) {
+    double e = 0;
+    for (size_t d = 0; d < kvw; ++d) {
+      const double x = ggml::fp16_to_fp32(a[t * kvw + d]) - ggml::fp16_to_fp32(b[t * kvw + d]);
+      e += x * x;
+    }
+    return e;
+  };
+  std::vector<double> dev(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) dev[static_cast<size_t>(t)] = sq(kc, ks, t) + sq(vc, vs, t);
+  const std::vector<TokenSpan> want = select_deviating(dev, begin, recompute - kApproxMinRecompute);
+  ASSERT_NE(want, (std::vector<TokenSpan>{{begin, begin + recompute - kApproxMinRecompute}})) << "not simply the head";
+
+  const uint64_t hits0 = sched.hit_tokens();
+  const Counts c = run(sched, p2, {{83, 233}}, "", ApproxSelect::Deviation);
+  EXPECT_EQ(c.cached, 150 - recompute);
+  EXPECT_EQ(c.approx, 150 - recompute);
+  EXPECT_EQ(sched.hit_tokens() - hits0, static_cast<uint64_t>(150 - recompute)) << "installed less the recomputed runs";
+  cached_kv(bm, sched.approx_model(), p2, 1, begin, end, ka, va);
+  int chosen = 0;
+  for (int t = 0; t < n; ++t) {
+    const int p = begin + t;
+    const bool in = std::any_of(want.begin(), want.end(), [&](const TokenSpan& r) { return r.begin <= p && p < r.end; });
+    if (in) {
+      ++chosen;
+      // Recomputed with this context: nearer the cold K/V than the saved one.
+      EXPECT_LT(sq(ka, kc, t) + sq(va, vc, t), dev[static_cast<size_t>(t)]) << "position " << p;
+    } else {
+      EXPECT_TRUE(std::equal(ka.begin() + t * kvw, ka.begin() + (t + 1) * kvw, ks.begin() + t * kvw)) << "position " << p;
+      EXPECT_TRUE(std::equal(va.begin() + t * kvw, va.begin() + (t + 1) * kvw, vs.begin() + t * kvw)) << "position " << p;
+    }
+  }
+  EXPECT_EQ(chosen, recompute - kApproxMinRecompute);
+}
+
+// Deviation runs longer than a pass's rows go on in the next pass: 99% of a 300-token atom
+// recomputed (295 tokens chosen after the first 2) on a scheduler of 256 rows a pass.
+TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
+  REQUIRE_PACKAGE(path);
+  const package::LoadedPackage pkg = package::open_package(path);
+  Rig rig(pkg, 1, 1 + kApproxSegmentSlots);
+  Scheduler& sched = *rig.sched;
+  const int nv = rig.bm.executor->n_vocab();
+  const std::vector<int32_t> atom = tokens(300, 41, nv), tail = tokens(30, 42, nv);
+  std::vector<int32_t> p1 = tokens(20, 43, nv), p2 = tokens(45, 44, nv);
+  for (auto* p : {&p1, &p2}) {
+    p->insert(p->end(), atom.begin(), atom.end());
+    p->insert(p->end(), tail.begin(), tail.end());
+  }
+  run(sched, p1, {{20, 320}}, "", ApproxSelect::Deviation);
+  GenerateRequest r;
+  r.prompt = p2;
+  r.max_tokens = 1;
+  r.sampling.temperature = 0;
+  r.approx_atoms = {{45, 345}};
+  r.approx_recompute = 0.99f;
+  r.approx_select = ApproxSelect::Deviation;
+  std::unique_ptr<Admission> a = sched.admit(r);
+  EXPECT_EQ(a->cached_tokens(), 300 - 297);
+  const uint64_t hits0 = sched.hit_tokens(), steps0 = sched.stats().steps;
+  const GenerateResult res = sched.run(*a, {});
+  EXPECT_EQ(res.completion_tokens, 1);
+  EXPECT_EQ(sched.hit_tokens() - hits0, 3u);
+  // 375 prompt rows less 3 installed: at least 2 passes of 256 rows.
+  EXPECT_GE(sched.stats().steps - steps0, 2u);
 }
 
 }  // namespace

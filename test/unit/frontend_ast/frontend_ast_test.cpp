@@ -21,6 +21,8 @@ namespace fa = swz::frontend_ast;
 using fa::AtomKind;
 using fa::Language;
 
+void expect_same_atoms(const fa::Atomization& a, const fa::Atomization& b, const std::string& what);
+
 namespace {
 
 struct Expect {
@@ -28,9 +30,11 @@ struct Expect {
   std::string name;  // "" = not checked
 };
 
-/// The atoms' kinds and names, and that they partition the code.
+/// The atoms' kinds and names, that they partition the code, and that they are a full
+/// parse's (atomize() may skip function bodies).
 void expect_atoms(const std::string& code, Language lang, const std::vector<Expect>& want) {
   auto az = fa::atomize(code, lang);
+  expect_same_atoms(*az, *fa::atomize_uncached(code, lang, fa::ParseMode::Full), std::string(fa::language_name(lang)) + " vs a full parse");
   ASSERT_TRUE(az->parsed) << fa::language_name(lang);
   EXPECT_FALSE(az->has_error) << fa::language_name(lang);
   ASSERT_EQ(az->atoms.size(), want.size()) << fa::language_name(lang);
@@ -449,6 +453,134 @@ TEST(Atomize, ConcurrentVersionsOfOneFileEqualAFreshParse) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+/// The atoms of a skeleton parse equal a full parse's: kind, lines, bytes, name and hash of
+/// each (has_error may differ: a skeleton parse does not see errors inside skipped bodies,
+/// but never sees more). Returns whether the skeleton skipped anything.
+bool expect_skeleton_equals_full(const std::string& code, Language lang, const std::string& what) {
+  const auto sk = fa::atomize_uncached(code, lang, fa::ParseMode::Skeleton);
+  const auto full = fa::atomize_uncached(code, lang, fa::ParseMode::Full);
+  EXPECT_EQ(sk->parsed, full->parsed) << what;
+  EXPECT_TRUE(!sk->has_error || full->has_error) << what;
+  EXPECT_EQ(full->skipped_bytes, 0u) << what;
+  EXPECT_EQ(sk->atoms.size(), full->atoms.size()) << what;
+  for (size_t i = 0; i < std::min(sk->atoms.size(), full->atoms.size()); ++i) {
+    const fa::Atom &x = sk->atoms[i], &y = full->atoms[i];
+    EXPECT_TRUE(x.kind == y.kind && x.first_line == y.first_line && x.end_line == y.end_line && x.begin == y.begin && x.end == y.end &&
+                x.name == y.name && x.hash == y.hash)
+        << what << ": atom " << i << " lines " << x.first_line << ".." << x.end_line << " '" << x.name << "' vs " << y.first_line << ".."
+        << y.end_line << " '" << y.name << "'";
+  }
+  return sk->skipped_bytes > 0;
+}
+
+TEST(Skeleton, RealFilesGiveTheAtomsOfAFullParse) {
+  // Every real file the other tests use, and their neighbours: C (Tree-sitter's core and
+  // the Python grammar's scanner), Python (the standard library), Rust (blake3), C++
+  // (GoogleTest and GoogleMock, with ERROR nodes from their macros).
+  std::vector<std::pair<std::filesystem::path, Language>> files;
+  for (const auto& e : std::filesystem::directory_iterator(grammar_file("tree-sitter-", "tree_sitter/core/lib/src")))
+    if (e.path().extension() == ".c") files.push_back({e.path(), Language::C});
+  files.push_back({grammar_file("tree_sitter_python-", "src/scanner.c"), Language::C});
+  files.push_back({grammar_file("tree-sitter-", "setup.py"), Language::Python});
+  for (const char* py : {"textwrap", "argparse", "ast", "dataclasses", "difflib", "enum", "functools", "inspect", "json/decoder", "pathlib",
+                         "string", "subprocess", "tokenize", "typing"})
+    files.push_back({std::string("/usr/lib/python3.11/") + py + ".py", Language::Python});
+  const auto rs = installed_file("/usr/share/cargo/registry", "blake3-", "src");
+  ASSERT_FALSE(rs.empty());
+  for (const auto& e : std::filesystem::recursive_directory_iterator(rs))
+    if (e.path().extension() == ".rs") files.push_back({e.path(), Language::Rust});
+  for (const char* dir : {"/usr/src/googletest/googletest/src", "/usr/src/googletest/googlemock/src"})
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".cc") files.push_back({e.path(), Language::Cpp});
+  int skeletons = 0;
+  for (const auto& [path, lang] : files) {
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    skeletons += expect_skeleton_equals_full(read(path), lang, path.string());
+  }
+  std::printf("%d of %zu files parsed as skeletons\n", skeletons, files.size());
+  EXPECT_GE(skeletons * 10, static_cast<int>(files.size()) * 8);  // (a few are too small or hold no body)
+}
+
+TEST(Skeleton, BracesInsideLiteralsAndCommentsGiveTheAtomsOfAFullParse) {
+  const std::vector<std::pair<Language, std::string>> cases = {
+      {Language::C,
+       "#include <stdio.h>\n"
+       "static const char* s = \"}{\";\n"
+       "int f(int x) {\n  const char* a = \"{ \\\" }\";  // } comment {\n  char c = '{'; char d = '\\'';\n  /* } */\n"
+       "  if (x) { return '}'; }\n  return 0;\n}\n"
+       "#define OPEN {\n"
+       "struct point { int x; int y; };\n"
+       "int g(void) {\n  return sizeof(struct point) /* { */ ;\n}\n"},
+      {Language::Cpp,
+       "namespace ns {\nint big = 1'000'000;\nconst char* r = R\"x(} \" { )x\";\n"
+       "template <class T> T id(T v) {\n  auto s = R\"(})\";\n  return v;\n}\n"
+       "class A {\n public:\n  int m() const { return '}' + 0x1'0; }\n"
+       "  void n() {\n    auto l = [](int a) { return a + 1'0; };\n    (void)l;\n  }\n};\n}  // namespace ns\n"},
+      {Language::Rust,
+       "use std::fmt;\n\n"
+       "fn longest<'a>(x: &'a str, y: &'a str) -> &'a str {\n    let c = '{';\n    let q = '\\'';\n    let s = r#\"}\"#;\n"
+       "    let b = b'}';\n    'outer: loop { break 'outer; }\n    /* nested /* } */ { */\n"
+       "    if x.len() > y.len() { x } else { y }\n}\n\n"
+       "struct S<'a> {\n    r: &'a str,\n}\n\n"
+       "impl<'a> fmt::Display for S<'a> {\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {\n"
+       "        write!(f, \"{{}}{}\", self.r)\n    }\n    fn other(&self) -> [u8; 4] {\n        [0; 4]\n    }\n}\n\n"
+       "impl<I: Iterator<Item = u8>> Wrapper<I> {\n    fn a(&self) {}\n    fn b(&self) {\n        let _ = \"} {\";\n    }\n}\n"},
+      {Language::JavaScript,
+       "import x from \"y\";\nconst re = /[}{]\"/g;\n"
+       "function f(a) {\n  const t = `}${a + `{`}` + \"}\";\n  const r = a.replace(/\\/}/g, '{');\n  return t / 2 / r;\n}\n"
+       "class K extends Base {\n  m() { return /}/.test(this.s) ? '{' : \"}\"; }\n"
+       "  get n() { return `${this.m()}}`; }\n  static x = () => { return 1; };\n}\n"
+       "export default function g() {\n  return 1;\n}\n"},
+      {Language::TypeScript,
+       "interface P { x: number; y: { z: string } }\nenum E { A = 1, B = 2 }\ntype T = { a: string };\n"
+       "export class C<T extends { id: number }> implements P {\n  x = 1;\n  y = { z: \"}\" };\n"
+       "  constructor(private readonly s: string) { this.s = `{${s}`; }\n"
+       "  method(a: number): { r: number } { return { r: a }; }\n}\n"
+       "function h(a: string): string {\n  const quoted = a.replace(/\"/g, \"}\");\n  return quoted + `${a}{`;\n}\n"},
+      {Language::Go,
+       "package main\n\nimport \"fmt\"\n\ntype S struct {\n\tA int\n\tB string\n}\n\n"
+       "func (s *S) M() string {\n\tr := '}'\n\traw := `}{\n`\n\treturn fmt.Sprintf(\"%c%s{\", r, raw)\n}\n\n"
+       "func main() {\n\tm := map[string]int{\"a\": 1}\n\tfmt.Println(m)\n}\n"},
+      {Language::Java,
+       "package p;\n\nimport java.util.List;\n\npublic class A {\n    private static final String S = \"}{\";\n"
+       "    private final char c = '}';\n    @Override\n    public String toString() {\n"
+       "        String block = \"\"\"\n            } {\n            \"\"\";\n        return block + c + '{';\n    }\n"
+       "    int f(int x) { return x > 0 ? x : -x; }\n    enum Kind { ONE, TWO }\n}\n"},
+      {Language::Python,
+       "import os\n\nX = \"\"\"\ndef not_a_function():\n    }\n\"\"\"\n\n"
+       "def f(a,\n      b=(1,\n         2)):\n    \"\"\"Doc with a def: inside\n    def g(): pass\n    \"\"\"\n"
+       "    s = '''\nx'''\n    t = {\"a\": [1,\n               2]}\n    if a:\n        return b\n"
+       "# a comment at column 0 inside the body\n    return t  # }\n\n"
+       "class C:\n    def m(self):\n        x = 1\n        return x\n\n    @property\n    def n(self):\n"
+       "        y = (\n            1\n        )\n        try:\n            pass\n        except E:\n            y = 2\n\n"
+       "# trailing comment\n# more\n# and more of it\ndef last(): return 1\n"},
+  };
+  for (const auto& [lang, code] : cases) {
+    const std::string what = std::string(fa::language_name(lang)) + " literals";
+    EXPECT_TRUE(expect_skeleton_equals_full(code, lang, what)) << what << ": nothing skipped";
+    EXPECT_FALSE(fa::atomize_uncached(code, lang, fa::ParseMode::Full)->has_error) << what;
+  }
+}
+
+TEST(Skeleton, EditsInsideSkippedBodiesNeedNoParse) {
+  // Renames inside function bodies of blake3's lib.rs: each version is cut from the
+  // previous skeleton tree moved by ts_tree_edit, and equals a fresh parse.
+  const std::string original = read(installed_file("/usr/share/cargo/registry", "blake3-", "src/lib.rs"));
+  ASSERT_GT(original.size(), 10000u);
+  std::string code = original + "// edits-test\n";
+  fa::atomize(code, Language::Rust, "edits-test/lib.rs");
+  const auto before = fa::atomize_cache_stats();
+  for (double frac : {0.3, 0.5, 0.7, 0.9}) {
+    const size_t at = code.find("    let ", line_at(code, frac));
+    ASSERT_NE(at, std::string::npos);
+    code.insert(at + 8, "renamed_");
+    auto z = fa::atomize(code, Language::Rust, "edits-test/lib.rs");
+    expect_same_atoms(*z, *fa::atomize_uncached(code, Language::Rust), "rename at " + std::to_string(frac));
+    expect_skeleton_equals_full(code, Language::Rust, "rename at " + std::to_string(frac));
+  }
+  EXPECT_GE(fa::atomize_cache_stats().unparsed - before.unparsed, 3u);
+}
+
 /// Sets atomize()'s parse timeout for one scope.
 struct ParseTimeout {
   explicit ParseTimeout(uint64_t us) : previous(fa::set_parse_timeout_micros(us)) {}
@@ -477,7 +609,9 @@ TEST(Atomize, ParseTimeoutRightAfterRustCommentsGivesLineBlocks) {
     for (int k = 0; k < 12; ++k) {
       const std::string code = rust_comments(k, block);
       const std::string what = std::string(block ? "block" : "line") + " comments after " + std::to_string(k) + " use lines";
-      auto az = fa::atomize_uncached(code, Language::Rust);
+      // A full parse: a skeleton parse reads a run of line comments as one token, and
+      // finishes before the first timeout check.
+      auto az = fa::atomize_uncached(code, Language::Rust, fa::ParseMode::Full);
       EXPECT_FALSE(az->parsed) << what;
       for (const auto& a : az->atoms) EXPECT_EQ(a.kind, AtomKind::Lines) << what;
       expect_same_atoms(*az, *fa::atomize_uncached(code, Language::None), what);
@@ -485,7 +619,7 @@ TEST(Atomize, ParseTimeoutRightAfterRustCommentsGivesLineBlocks) {
   }
   // An incremental re-parse of a kept version that times out: line blocks, and nothing kept,
   // so the next version (timeout restored) is a first parse again.
-  const std::string v1 = rust_comments(0, false) + "fn timeout_test_v1() {}\n";
+  const std::string v1 = rust_comments(0, true) + "fn timeout_test_v1() {}\n";  // (block comments: no run is skipped)
   const std::string v2 = "use a::b;\n" + v1;
   const std::string v3 = "use a::c;\n" + v1;
   {

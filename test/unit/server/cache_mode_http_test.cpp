@@ -139,6 +139,7 @@ TEST(CacheModeHttp, ServerDefaultApplies) {
   ServerOptions ao;
   ao.cache_mode = swz::frontend_ast::CacheMode::Approx;
   ao.approx_recompute = 0.25f;
+  ao.approx_select = swz::engine::ApproxSelect::Head;
   Running as(ao);
   auto a = as.post("/v1/chat/completions", chat_body(kFile));
   ASSERT_TRUE(a);
@@ -146,6 +147,7 @@ TEST(CacheModeHttp, ServerDefaultApplies) {
   EXPECT_EQ(a->get_header_value(swz::server::kCacheModeHeader), "approx");
   EXPECT_EQ(as.engine.last_request.approx_atoms.size(), 3u);
   EXPECT_EQ(as.engine.last_request.approx_recompute, 0.25f);
+  EXPECT_EQ(as.engine.last_request.approx_select, swz::engine::ApproxSelect::Head);
 }
 
 TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
@@ -177,6 +179,18 @@ TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["error"]["param"], "swizzle_approx_recompute");
+  approx.erase("swizzle_approx_recompute");
+  EXPECT_EQ(s.engine.last_request.approx_select, swz::engine::ApproxSelect::Deviation);  // the default selection
+  approx["swizzle_approx_select"] = "head";
+  auto head = s.post("/v1/chat/completions", approx);
+  ASSERT_TRUE(head);
+  ASSERT_EQ(head->status, 200) << head->body;
+  EXPECT_EQ(s.engine.last_request.approx_select, swz::engine::ApproxSelect::Head);
+  approx["swizzle_approx_select"] = "random";
+  auto bad_select = s.post("/v1/chat/completions", approx);
+  ASSERT_TRUE(bad_select);
+  EXPECT_EQ(bad_select->status, 400);
+  EXPECT_EQ(json::parse(bad_select->body)["error"]["param"], "swizzle_approx_select");
   // Anthropic, by header, with the file inside a JSON tool result: found in its escaped form.
   const std::string code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n";
   const std::string result = json{{"path", "app.py"}, {"content", code}}.dump();
@@ -189,9 +203,11 @@ TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
                                       {{"role", "user"},
                                        {"content", json::array({{{"type", "tool_result"}, {"tool_use_id", "t1"},
                                                                  {"content", result}}})}}})}};
+  m["swizzle_approx_select"] = "head";
   auto am = s.post("/v1/messages", m, {{"X-Swizzle-Cache-Mode", "approx"}});
   ASSERT_TRUE(am);
   ASSERT_EQ(am->status, 200) << am->body;
+  EXPECT_EQ(s.engine.last_request.approx_select, swz::engine::ApproxSelect::Head);
   EXPECT_EQ(am->get_header_value(swz::server::kCacheModeHeader), "approx");
   EXPECT_EQ(json::parse(am->body)["usage"]["swizzle_cache_mode"], "approx");
   const std::vector<int32_t>& prompt = s.engine.last_request.prompt;
