@@ -31,12 +31,12 @@ std::string lower(std::string_view s) {
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 /// The phrases language_from_content() counts.
-constexpr std::array<std::string_view, 42> kWords = {
+constexpr std::array<std::string_view, 44> kWords = {
     "#include", "namespace ", "template<", "template <", "std::", "class ", "public:", "private:", "typedef ",
     "struct ", "int main(", "package ", "func ", ":= ", "fn ", "let mut ", "impl ", "pub fn ", "use std::",
     "def ", "from ", "import ", "self.", "elif ", "__init__", "public class ", "import java.", "private final ",
     "System.out.", "public static void ", "function ", "const ", "=> ", "require(", "export ", "let ",
-    "interface ", ": string", ": number", "type ", ": boolean", "readonly "};
+    "interface ", ": string", ": number", "type ", ": boolean", "readonly ", "from '", "from \""};
 
 /// Occurrences of each phrase of kWords in `text` that start a word (not preceded by an
 /// identifier character), each capped at `cap`. One pass over the text, the phrases
@@ -131,13 +131,16 @@ Language language_from_content(std::string_view code) {
   const int go = count_word("package ") * 2 + count_word("func ") * 2 + count_word(":= ");
   const int rust = count_word("fn ") * 2 + count_word("let mut ") * 2 + count_word("impl ") * 2 +
                    count_word("pub fn ") + count_word("use std::") * 2;
-  const int python = count_word("def ") * 2 + count_word("from ") + count_word("import ") +
-                     count_word("self.") + count_word("elif ") * 2 + count_word("__init__") * 2;
+  // An ES module import (`import { a } from './a'`) is JavaScript's, not Python's `from x import y`.
+  const int es_from = count_word("from '") + count_word("from \"");
+  const int python = count_word("def ") * 2 + std::max(0, count_word("from ") - es_from) +
+                     std::max(0, count_word("import ") - es_from) + count_word("self.") + count_word("elif ") * 2 +
+                     count_word("__init__") * 2;
   const int java = count_word("public class ") * 3 + count_word("import java.") * 3 +
                    count_word("private final ") * 2 + count_word("System.out.") * 2 +
                    count_word("public static void ") * 2;
   const int js = count_word("function ") * 2 + count_word("const ") + count_word("=> ") +
-                 count_word("require(") * 2 + count_word("export ") + count_word("let ");
+                 count_word("require(") * 2 + count_word("export ") + count_word("let ") + es_from * 2;
   const int ts_marks = count_word("interface ") * 2 + count_word(": string") * 2 + count_word(": number") * 2 +
                        count_word("type ") + count_word(": boolean") * 2 + count_word("readonly ");
   std::array<Score, 8> s = {{{Language::Cpp, include > 0 ? c_marks + cpp_marks * 2 : 0},

@@ -11,12 +11,18 @@
  *      the JavaScript scanner as an automatic semicolon and renamed when it matches.
  *   9  __error_recovery: valid only while the parser recovers from an error; we then
  *      return false so the internal lexer decides (what upstream's scanner does too).
+ * One JavaScript token needs a TypeScript rule: a "?" followed (after white space) by
+ * ":", ")" or "," is the marker of an optional parameter or property (`f(a?: T)`,
+ * `(a?, b?) => 0`), not a ternary "?": the scanner then matches nothing, so the internal
+ * lexer gives the grammar's own "?". (Without it every optional parameter was an ERROR
+ * node: jupyterlab_widgets' manager.ts, unit test RealSources.TypeScriptJupyterlabWidgets.)
  * The JavaScript scanner keeps no state (create returns NULL, serialize writes 0 bytes).
  * Written for Swizzle from the grammar's external-token list (its parser.c), not copied.
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <wctype.h>
 
 #include "tree_sitter/parser.h"
 
@@ -26,7 +32,7 @@ bool tree_sitter_javascript_external_scanner_scan(void *payload, TSLexer *lexer,
 unsigned tree_sitter_javascript_external_scanner_serialize(void *payload, char *buffer);
 void tree_sitter_javascript_external_scanner_deserialize(void *payload, const char *buffer, unsigned length);
 
-enum { kAutomaticSemicolon = 0, kJsTokens = 8, kFunctionSignatureSemicolon = 8, kErrorRecovery = 9 };
+enum { kAutomaticSemicolon = 0, kTernaryQmark = 2, kJsTokens = 8, kFunctionSignatureSemicolon = 8, kErrorRecovery = 9 };
 
 static bool scan_typescript(void *payload, TSLexer *lexer, const bool *valid) {
   if (valid[kErrorRecovery]) return false;
@@ -36,6 +42,11 @@ static bool scan_typescript(void *payload, TSLexer *lexer, const bool *valid) {
   if (valid[kFunctionSignatureSemicolon]) js_valid[kAutomaticSemicolon] = true;
   if (!tree_sitter_javascript_external_scanner_scan(payload, lexer, js_valid)) return false;
   if (signature_only && lexer->result_symbol == kAutomaticSemicolon) lexer->result_symbol = kFunctionSignatureSemicolon;
+  if (lexer->result_symbol == kTernaryQmark) {
+    /* The token already ends after the "?" (mark_end): looking further does not extend it. */
+    while (iswspace(lexer->lookahead)) lexer->advance(lexer, false);
+    if (lexer->lookahead == ':' || lexer->lookahead == ')' || lexer->lookahead == ',') return false;
+  }
   return true;
 }
 
