@@ -1,4 +1,4 @@
-// frontend_ast on real JavaScript, TypeScript, Go, Java and C++ files from PyPI sdists
+// frontend_ast on real JavaScript, TypeScript, Go, Java, Rust and C++ files from PyPI sdists
 // (test/unit/frontend_ast/real_sources.txt, downloaded at configure time into the build
 // directory): each parses without error into atoms that cover the file exactly, with the
 // definitions read from the file as atoms of the right kind; two of them in one prompt,
@@ -269,6 +269,25 @@ TEST(RealSources, JavaJPypeTypeManager) {
   EXPECT_EQ(az->atoms.front().kind, AtomKind::Import);
   EXPECT_GE(count(*az, AtomKind::Function), 30);  // 33 methods and constructors
   expect_truncated(java, Language::Java, "createMethods", "TypeManager.java");
+}
+
+TEST(RealSources, RustCryptographyCertificate) {
+  // cryptography's X.509 certificate bindings (pyo3): a use block, a struct with an
+  // attribute, impl blocks (split into their methods), #[pyfunction]s and plain functions.
+  SWZ_REAL_SOURCE(rs, "cryptography-", "src/rust/src/x509/certificate.rs");
+  EXPECT_EQ(fa::language_from_content(rs), Language::Rust);
+  auto az = expect_real_file(rs, Language::Rust,
+                             {{AtomKind::Class, "OwnedCertificate"},
+                              {AtomKind::Function, "fingerprint"},  // a method of impl Certificate
+                              {AtomKind::Function, "load_pem_x509_certificate"},
+                              {AtomKind::Function, "parse_cert_ext"},
+                              {AtomKind::Function, "create_x509_certificate"},
+                              {AtomKind::Function, "add_to_module"}},
+                             "certificate.rs");
+  EXPECT_EQ(az->atoms.front().kind, AtomKind::Import);
+  EXPECT_EQ(count(*az, AtomKind::Function), 24 + 23);  // 24 functions, 23 methods in impl blocks
+  EXPECT_EQ(az->atoms.back().name, "add_to_module");   // the file ends with it
+  expect_truncated(rs, Language::Rust, "parse_cert_ext", "certificate.rs");
 }
 
 TEST(RealSources, CppJPypeClassHints) {
