@@ -185,7 +185,7 @@ enum class ApproxSelect {
   /// its own context (exec::BatchModel::forward_layers), the last of them is compared per
   /// token with the saved atom's K/V (K re-rotated to the new position; squared error
   /// over K and V), and the windows of kApproxSelectWindow tokens with the largest sum
-  /// are recomputed. Models of fewer layers select Head.
+  /// are recomputed. Models of kApproxProbeLayers layers or fewer select Head.
   Deviation,
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <stdexcept>
 
@@ -947,19 +948,20 @@ bool Scheduler::device_failed(std::vector<std::unique_ptr<Seq>>& running, const 
 bool Scheduler::probe_atoms(Seq& s) {
   s.probed = true;
   auto& installs = s.job->adm.installs;
-  bool any = false;
-  for (size_t i = s.next_install; i < installs.size(); ++i) any |= installs[i].extra > 0;
-  if (!any) return true;
-  const int n_prompt = static_cast<int>(s.req.prompt.size());
-  if (!prepare_pages(s, n_prompt - s.n_past)) {
+  int probe_end = 0;  // the end of the last install with tokens to choose (past the cursor)
+  for (size_t i = s.next_install; i < installs.size(); ++i)
+    if (installs[i].extra > 0 && installs[i].end > s.n_past) probe_end = std::max(probe_end, installs[i].end);
+  if (probe_end == 0) return true;
+  if (!prepare_pages(s, probe_end - s.n_past)) {
     s.probed = false;  // no page now: try again next step
     return false;
   }
-  // The first kApproxProbeLayers layers of the rest of the prompt, with its own context.
-  for (int p = s.n_past; p < n_prompt;) {
+  // The first kApproxProbeLayers layers of the prompt from the cursor to the last atom's
+  // end, with its own context.
+  for (int p = s.n_past; p < probe_end;) {
     exec::SequenceStep st;
     st.tokens = s.req.prompt.data() + p;
-    st.n_tokens = std::min(n_prompt - p, model_.max_rows());
+    st.n_tokens = std::min(probe_end - p, model_.max_rows());
     st.pos0 = p;
     st.block_table = s.table.data();
     st.n_blocks = (p + st.n_tokens + kTok - 1) / kTok;
@@ -985,6 +987,10 @@ bool Scheduler::probe_atoms(Seq& s) {
       fresh.push_back({s.table[static_cast<size_t>(p / kTok)], p % kTok, m});
       p += m;
     }
+    // (Everything allocated before the pages are referenced: nothing between acquire and
+    // unref_page throws but the reads.)
+    std::vector<uint16_t> kf(static_cast<size_t>(n) * kvw), vf(kf.size()), ks(kf.size()), vs(kf.size());
+    saved.reserve(atom.pieces.size());
     std::vector<int> src;
     try {
       src = kv_.acquire(in.pins);
@@ -1000,7 +1006,6 @@ bool Scheduler::probe_atoms(Seq& s) {
       if (k1 > k0) saved.push_back({src[pi], pc.slot0 + k0, k1 - k0});
       j += pc.n;
     }
-    std::vector<uint16_t> kf(static_cast<size_t>(n) * kvw), vf(kf.size()), ks(kf.size()), vs(kf.size());
     try {
       model_.read_kv(fresh, kf.data(), vf.data(), kApproxProbeLayers - 1);
       model_.read_kv(saved, ks.data(), vs.data(), kApproxProbeLayers - 1);
@@ -1023,7 +1028,8 @@ bool Scheduler::probe_atoms(Seq& s) {
         const double dv = ggml::fp16_to_fp32(vf[x]) - ggml::fp16_to_fp32(vs[x]);
         e += dk * dk + dv * dv;
       }
-      dev[static_cast<size_t>(t)] = e;
+      // (An f16 overflow's inf - inf would give NaN, which the window sort cannot order.)
+      dev[static_cast<size_t>(t)] = std::isfinite(e) ? e : std::numeric_limits<double>::max();
     }
     in.runs = select_deviating(dev, begin, in.extra);
   }
@@ -1067,7 +1073,14 @@ void Scheduler::save_atoms(Seq& s) {
 void Scheduler::finish(Seq& s, FinishReason why) {
   if (s.done) return;
   // Cancelled during prefill: what was computed is shared (exact, or an approx request's
-  // K/V under its own namespace).
+  // K/V under its own namespace). Not past deviating tokens still to be prefilled again
+  // (Seq::again): their K/V is the saved atom's, which a later request must not take as
+  // this prompt's.
+  if (s.prefilling && !s.again.empty()) {
+    truncate(s, s.again.front().begin);
+    s.again.clear();
+    s.installed = std::min(s.installed, s.n_past - s.reused);
+  }
   if (s.prefilling) end_prefill_stats(s);
   publish_prompt_tail(s);
   s.done = true;

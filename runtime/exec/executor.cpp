@@ -144,7 +144,7 @@ struct GraphExecutor::Impl {
   std::vector<package::OpLaunches> records;  // parse_launches(); ops' Launch::rec point into it
   std::vector<OpPlan> ops;
   /// Per layer: one past the index in `ops` of the last op whose launches bind that layer's
-  /// K or V (its attention): forward_layers(n) runs ops [0, layer_end[n - 1]).
+  /// K or V (its attention), 0 for none: forward_layers(n) runs ops [0, layer_end[n - 1]).
   std::vector<size_t> layer_end;
   int out_buf = -1;
   // seq_info: per arranged sequence {first row, rows, first position, block table offset
@@ -325,9 +325,6 @@ void GraphExecutor::Impl::plan(const package::LoadedPackage& pkg) {
     for (const Launch& l : ops[i].launches)
       for (const package::Binding& b : l.rec->args)
         if (b.kind == package::Binding::Kv && b.layer >= 0 && b.layer < n_layer) layer_end[static_cast<size_t>(b.layer)] = i + 1;
-  for (int l = 0; l < n_layer; ++l)
-    if (layer_end[static_cast<size_t>(l)] == 0)
-      throw std::runtime_error("graph: no op binds layer " + std::to_string(l) + "'s K/V");
   // Greedy sampling on the device (graph.sampling.argmax): token ids of the output rows.
   argmax_records = package::parse_argmax_launches(m);
   if (!argmax_records.empty()) {
@@ -856,6 +853,8 @@ void GraphExecutor::forward(std::span<const SequenceStep> seqs, std::vector<floa
 void GraphExecutor::forward_layers(std::span<const SequenceStep> seqs, int n_layers) {
   if (n_layers < 1 || n_layers > impl_->n_layer)
     throw std::invalid_argument("forward_layers: " + std::to_string(n_layers) + " layers of " + std::to_string(impl_->n_layer));
+  if (impl_->layer_end[static_cast<size_t>(n_layers - 1)] == 0)
+    throw std::invalid_argument("forward_layers: no op of the graph binds layer " + std::to_string(n_layers - 1) + "'s K/V");
   pass(seqs, nullptr, nullptr, n_layers);
 }
 

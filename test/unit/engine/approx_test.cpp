@@ -306,7 +306,8 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
 }
 
 // The probe pass of ApproxSelect::Deviation: forward_layers(n) writes the K/V of layers
-// 0..n-1 bitwise as a full forward() does and leaves deeper layers' K/V as they were.
+// 0..n-1 bitwise as a full forward() does and leaves deeper layers' K/V as they were, also
+// where a full pass of the same shape was recorded as a launch graph (it must not replay it).
 TEST(Approx, ForwardLayersWritesTheFirstLayersKvAsForwardDoes) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
@@ -322,12 +323,14 @@ TEST(Approx, ForwardLayersWritesTheFirstLayersKvAsForwardDoes) {
     st.n_tokens = 100;
     st.block_table = t;
     st.n_blocks = 2;
+    st.n_out = 100;  // every row an output row: a shape the executor records as a launch graph
     return st;
   };
   const exec::SequenceStep full = step(table), probe = step(other);
   std::vector<float> logits;
   ex.forward({&full, 1}, logits);
-  // `other` first holds a different prompt's K/V in every layer, then the probe runs.
+  // `other` first holds a different prompt's K/V in every layer (its pass of the same
+  // shape, the second, is recorded), then the probe runs.
   const std::vector<int32_t> q = tokens(100, 22, ex.n_vocab());
   exec::SequenceStep before = probe;
   before.tokens = q.data();

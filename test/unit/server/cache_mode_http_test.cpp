@@ -179,8 +179,8 @@ TEST(CacheModeHttp, ApproxPassesTheAtomsTokenRangesInBothWireFormats) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["error"]["param"], "swizzle_approx_recompute");
-  approx.erase("swizzle_approx_recompute");
   EXPECT_EQ(s.engine.last_request.approx_select, swz::engine::ApproxSelect::Deviation);  // the default selection
+  approx.erase("swizzle_approx_recompute");
   approx["swizzle_approx_select"] = "head";
   auto head = s.post("/v1/chat/completions", approx);
   ASSERT_TRUE(head);
