@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/LowerAttention.h"
+#include "compiler/mlir/Schedule.h"
 
 #include "Swz/SwzDialect.h"
 
@@ -59,11 +60,11 @@ namespace {
 constexpr int64_t kPage = 64;
 /// head_dim the kernel serves: 32 lanes x 4 features.
 constexpr int64_t kHeadDim = 128;
-/// Query rows a workgroup owns and the split-length unit, as the driver's launch rule
-/// assumes them (launch_bindings.cpp: seq_tiles = ceil(seq_T * G / 8), kDecodeMinSplit).
-constexpr int64_t kRows = 8, kSplitUnit = 32;
+/// Query rows a workgroup owns and the split-length unit, as the driver's launch records
+/// assume them (Schedule.h).
+constexpr int64_t kRows = schedule::kDecodeRows, kSplitUnit = schedule::kDecodeSplitUnit;
 /// Static shared memory a CUDA block may declare.
-constexpr int64_t kStaticSmemBytes = 48 * 1024;
+using schedule::kStaticSmemBytes;
 
 /// The kernel's geometry from the scheduled op.
 struct DecodeGeometry {

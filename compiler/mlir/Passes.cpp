@@ -214,7 +214,7 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       }
     }
 
-    // A decode tile spec takes attention.decode: block(8 rows, 32-key split unit) (the
+    // A decode tile spec takes attention.decode: block(kDecodeRows, kDecodeSplitUnit) (the
     // driver's launch rule), warps, keys_in_flight, min_ctas_per_sm; swz-lower-tiles
     // checks what it can emit.
     auto applyDecode = [&](AttentionTileOp op) {
@@ -225,8 +225,8 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         return;
       }
       const schedule::DecodeAttentionSchedule &d = *s.attention.decode;
-      op.setBlockQAttr(b.getI32IntegerAttr(8));
-      op.setBlockKvAttr(b.getI32IntegerAttr(32));
+      op.setBlockQAttr(b.getI32IntegerAttr(int32_t(schedule::kDecodeRows)));
+      op.setBlockKvAttr(b.getI32IntegerAttr(int32_t(schedule::kDecodeSplitUnit)));
       op.setWarpsAttr(b.getI32IntegerAttr(int32_t(d.warps)));
       op.setStagesAttr(b.getI32IntegerAttr(1));
       op.setKeysInFlightAttr(b.getI32IntegerAttr(int32_t(d.keysInFlight)));

@@ -374,7 +374,8 @@ LogicalResult AttentionTileOp::verify() {
     return emitOpError() << "keys_in_flight and min_ctas_per_sm are decode fields";
   if (!isScheduled()) {
     if (getWarps() || getStages() || getSmemLayout() || getKeysInFlight())
-      return emitOpError() << "warps, stages, smem and keys_in_flight need block(Q, KV) as well";
+      return emitOpError()
+             << "warps, stages, smem and keys_in_flight need block(Q, KV) as well";
     if (getConflictFree())
       return emitOpError() << "conflict_free is a claim about a scheduled tile; "
                               "set block(Q, KV) and smem(...) first";
@@ -391,7 +392,8 @@ LogicalResult AttentionTileOp::verify() {
     if (!getKeysInFlight() || *getKeysInFlight() < 1)
       return emitOpError() << "decode: a scheduled decode tile needs keys_in_flight >= 1";
     if (getMinCtasPerSm() && *getMinCtasPerSm() < 0)
-      return emitOpError() << "decode: min_ctas_per_sm must be >= 0, got " << *getMinCtasPerSm();
+      return emitOpError() << "decode: min_ctas_per_sm must be >= 0, got "
+                           << *getMinCtasPerSm();
     return success();
   }
   if (bq <= 0 || bq % (16 * w) != 0)
