@@ -648,6 +648,8 @@ constexpr int64_t kPage = 64;
 /// 64-key splits one workgroup per KV head up to 64 keys), then longer splits.
 /// The partials' scratch is sized for kDecodeMaxSplits.
 constexpr int64_t kDecodeMinSplit = 32;
+// flash_decode_f16kv_hd128 splits each sequence by this rule itself (schedule::kDecodeSplitUnit).
+static_assert(kDecodeMinSplit == schedule::kDecodeSplitUnit);
 constexpr int64_t kDecodeMaxSplits = 16;
 const std::string kDecodeNSplit =
     "min(ceil(ctx/" + std::to_string(kDecodeMinSplit) + "), " + std::to_string(kDecodeMaxSplits) + ")";
@@ -822,7 +824,8 @@ void bindFlash(const Group &g, const codegen::KernelRef &ref, const Types &t, Re
 void bindDecode(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const Attention a = attentionOf(g);
   const std::string n = "T*" + str(a.nHead * a.hd), G = str(a.nHead / a.nKv);
-  r.let = {{"seq_tiles", "ceil(seq_T*" + G + "/8)"}, {"n_split", kDecodeNSplit}};
+  r.let = {{"seq_tiles", "ceil(seq_T*" + G + "/" + str(schedule::kDecodeRows) + ")"},
+           {"n_split", kDecodeNSplit}};
   r.args = {activation(a.q, t[0], n), kvPool(a, "k"), kvPool(a, "v"), blockTables(),
             activation(a.out, t[4], n), oPart(a), lsePart(a),
             scratch("attn_split_count", "max_T*" + str(a.nHead) + "*4", shape({"T*" + str(a.nHead)})),

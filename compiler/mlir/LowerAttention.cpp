@@ -564,6 +564,8 @@ void emitAttentionKernel(AttentionTileOp op, const AttnGeometry &g, OpBuilder &b
 } // namespace
 
 LogicalResult lowerAttentionTile(AttentionTileOp op) {
+  if (op.getDecode())
+    return lowerDecodeAttentionTile(op);
   FailureOr<AttnGeometry> g = attentionGeometry(op);
   if (failed(g))
     return failure();

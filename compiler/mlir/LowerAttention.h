@@ -1,7 +1,8 @@
 //===- LowerAttention.h - the kernel of a scheduled swz.attention_tile -*- C++ -*-===//
 //
 // swz-lower-tiles (LowerTiles.cpp) calls lowerAttentionTile for every
-// `swz.attention_tile`; LowerAttention.cpp builds the kernel.
+// `swz.attention_tile`; LowerAttention.cpp builds the prefill kernel and
+// LowerAttentionDecode.cpp the split-K decode kernel (`decode`).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SWZ_COMPILER_MLIR_LOWERATTENTION_H
@@ -28,7 +29,25 @@ class AttentionTileOp;
 /// than 1, mma other than mma.sync.m16n8k16, copy other than cp.async.cg.16, a swizzle
 /// other than Swizzle<3, 3, log2(head_dim) - 3>, more than 48 KiB of shared memory) or
 /// when a symbol it would define exists; `op` is erased only on success.
+/// A tile spec with `decode` is handed to lowerDecodeAttentionTile.
 mlir::LogicalResult lowerAttentionTile(AttentionTileOp op);
+
+/// Replaces the scheduled `swz.attention_tile @name : f16 head_dim(128) ... {decode}` `op`
+/// with the split-K decode attention kernel `gpu.func @name` (LowerAttentionDecode.cpp;
+/// Passes.td, SwzLowerTiles, gives the contract) and its workgroup globals `@dec_o`
+/// (warps x rows x 128 f32), `@dec_m`, `@dec_l` (warps x rows f32) and `@dec_last` (1 i32),
+/// in the enclosing `gpu.module` when `op` sits in one, else in a new
+/// `gpu.module @swz_<name>`. Arguments: q f32 [T * n_head * 128], k_cache / v_cache f16
+/// [page][n_head_kv][64][128], block_table i32, out / o_part / lse_part f32, count i32
+/// ([T * n_head], zero before and after a launch), seqs i32 [n_seq * 4], T, seq_tiles,
+/// n_head, head_dim, max_splits (i32), scale (f32). The schedule's attention.decode gives
+/// warps (block 32 x warps), keys_in_flight (keys a warp loads at once) and
+/// min_ctas_per_sm (nvvm.minctasm when > 0). Fails with an error on `op` naming the field
+/// when head_dim is not 128, block(rows, split unit) is not the driver's (8, 32), warps
+/// are not a multiple of 4 whose groups of 128 threads divide the rows (4 or 8),
+/// keys_in_flight is outside [1, 16], the warps' states exceed 48 KiB, or a global it
+/// would define exists; `op` is erased only on success.
+mlir::LogicalResult lowerDecodeAttentionTile(AttentionTileOp op);
 } // namespace swz
 
 #endif // SWZ_COMPILER_MLIR_LOWERATTENTION_H

@@ -214,7 +214,33 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       }
     }
 
+    // A decode tile spec takes attention.decode: block(kDecodeRows, kDecodeSplitUnit) (the
+    // driver's launch rule), warps, keys_in_flight, min_ctas_per_sm; swz-lower-tiles
+    // checks what it can emit.
+    auto applyDecode = [&](AttentionTileOp op) {
+      if (!s.attention.decode) {
+        op.emitError() << "@" << op.getSymName() << " (decode) needs the " << s.target
+                       << " schedule's attention.decode, which it does not have";
+        failedAny = true;
+        return;
+      }
+      const schedule::DecodeAttentionSchedule &d = *s.attention.decode;
+      op.setBlockQAttr(b.getI32IntegerAttr(int32_t(schedule::kDecodeRows)));
+      op.setBlockKvAttr(b.getI32IntegerAttr(int32_t(schedule::kDecodeSplitUnit)));
+      op.setWarpsAttr(b.getI32IntegerAttr(int32_t(d.warps)));
+      op.setStagesAttr(b.getI32IntegerAttr(1));
+      op.setKeysInFlightAttr(b.getI32IntegerAttr(int32_t(d.keysInFlight)));
+      if (d.minCtasPerSm)
+        op.setMinCtasPerSmAttr(b.getI32IntegerAttr(int32_t(d.minCtasPerSm)));
+      else
+        op.removeMinCtasPerSmAttr();
+      op.setTargetAttr(b.getStringAttr(s.target));
+      if (failed(op.verify()))
+        failedAny = true;
+    };
     module.walk([&](AttentionTileOp op) {
+      if (op.getDecode())
+        return applyDecode(op);
       const schedule::AttentionSchedule &a = s.attention;
       if (typeName(op.getElementType()) != a.elementType) {
         op.emitError() << "element type " << op.getElementType() << " of @"
@@ -323,7 +349,8 @@ struct CheckBankConflicts : impl::SwzCheckBankConflictsBase<CheckBankConflicts> 
         failedAny |= failed(
             checkBuffers(op, "gemm_tile", g.getSymName(), bufs, g.getConflictFree()));
       } else if (auto a = dyn_cast<AttentionTileOp>(op)) {
-        if (!a.isScheduled())
+        // The decode kernel stages no tile (its workgroup memory takes scalar stores).
+        if (!a.isScheduled() || a.getDecode())
           return;
         unsigned eb = elementBytes(a.getElementType());
         auto sw = fromAttr(a.getSmemLayout());

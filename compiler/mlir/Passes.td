@@ -12,8 +12,11 @@ def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
     tile sizes, warps, stages, `smem` layout, `mma` and `copy` instructions,
     `target`, and the `conflict_free` claim (and `mma_in_flight` where the
     schedule's gemm entry has it). A `swz.gemm_tile` with `weights` (the
-    skinny GEMM's block format) takes the schedule's `gemm.skinny` instead.
-    Each shape class of the gemm entry (`gemm.classes`) adds a copy of every
+    skinny GEMM's block format) takes the schedule's `gemm.skinny` instead, and
+    a `swz.attention_tile` with `decode` the schedule's `attention.decode`
+    (`block(8, 32)`: 8 query rows, 32-key split unit, the driver's launch rule;
+    `warps`, `stages(1)`, `keys_in_flight`, `min_ctas_per_sm` when > 0; it fails
+    when the schedule has no `attention.decode`). Each shape class of the gemm entry (`gemm.classes`) adds a copy of every
     other `swz.gemm_tile`, `@<name>_<class>` with `shape_class = "<class>"`
     and the class's fields; run again, the copies are re-applied, and those of
     classes the schedule no longer has are erased. Fails when the tiles (with
@@ -226,6 +229,27 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     `swz.schedule = "attention"`. Any `warps` gives bitwise the same outputs. Fails,
     naming the field, on head_dim other than 64 or 128 and on any other block_kv,
     block_q, stages, mma (e.g. wgmma), copy or swizzle, or tiles over 48 KiB.
+
+    A `swz.attention_tile` with `decode` is the split-K decode attention
+    (LowerAttentionDecode.cpp, `gpu.func @name`, head_dim 128), with the workgroup
+    globals `@dec_o` (warps x 8 x 128 f32), `@dec_m`, `@dec_l` (warps x 8 f32) and
+    `@dec_last` (1 i32), in the enclosing gpu.module (attention_decode.mlir's
+    `@swz_attention_decode`) or a new `gpu.module @swz_<name>`. Workgroup
+    (seq * seq_tiles + tile, kvh, split) takes 8 query rows of a sequence (its
+    record in `seqs`), one KV head and one split of its context (at most
+    `max_splits` of a multiple of 32 keys); `warps` warps share the split's keys,
+    each with `keys_in_flight` keys' K and V loads in flight, butterfly-shuffle
+    scores and an online softmax, the warps merged in workgroup memory, and the
+    split that finishes last (an atomic count in `count`) merges the partials
+    into `out`. Arguments (q, k_cache, v_cache, block_table, out, o_part,
+    lse_part, count, seqs, T, seq_tiles, n_head, head_dim, max_splits, scale);
+    block (32 x warps, 1, 1), grid `n_seq*seq_tiles, n_head_kv, n_split`,
+    `nvvm.minctasm` = min_ctas_per_sm when > 0, no `swz.schedule` (no staged
+    tile: nothing for the bank-conflict proof). Fails, naming the field, on
+    head_dim other than 128, block(rows, split unit) other than (8, 32), warps
+    not a multiple of 4 dividing the rows in groups of 128 threads,
+    keys_in_flight outside [1, 16], over 48 KiB of workgroup memory, or a
+    `@dec_*` global that exists already.
 
     A tile spec with `weights = "<type>"` (q4_k, q6_k, q8_0) is the dequantizing
     skinny GEMM (LowerSkinnyGemm.cpp): its kernel goes into `@swz_<base>` for

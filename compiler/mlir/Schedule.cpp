@@ -219,6 +219,25 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
                                " is not a multiple of 64 (the tensor-core kernel's key tile)");
   }
 
+  if (a.contains("decode")) {
+    const std::string p = "$.attention.decode";
+    const json &d = r.field(a, "$.attention", "decode");
+    DecodeAttentionSchedule ds;
+    ds.warps = r.integer(d, p, "warps", 1);
+    if (ds.warps != 4 && ds.warps != 8)
+      r.fail(p + ".warps", std::to_string(ds.warps) + " is not 4 or 8 (the warps combine the "
+                           "8 query rows in groups of 128 threads)");
+    ds.keysInFlight = r.integer(d, p, "keys_in_flight", 1);
+    if (ds.keysInFlight > 16)
+      r.fail(p + ".keys_in_flight", std::to_string(ds.keysInFlight) + " is more than 16");
+    if (d.contains("min_ctas_per_sm"))
+      ds.minCtasPerSm = r.integer(d, p, "min_ctas_per_sm", 0);
+    for (const auto &[key, value] : d.items())
+      if (key != "warps" && key != "keys_in_flight" && key != "min_ctas_per_sm")
+        r.fail(p + "." + key, "not a decode field (warps, keys_in_flight, min_ctas_per_sm)");
+    s.attention.decode = ds;
+  }
+
   const json &v = r.field(doc, "$", "gemv");
   s.gemv.threads = r.integer(v, "$.gemv", "threads", 1);
   s.gemv.rowsPerBlock = r.integer(v, "$.gemv", "rows_per_block", 1);

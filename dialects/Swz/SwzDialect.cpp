@@ -367,9 +367,15 @@ LogicalResult AttentionTileOp::verify() {
   if (d <= 0 || d > 256 || d % 16 != 0)
     return emitOpError() << "head_dim must be a multiple of 16 in [16, 256], got "
                          << d;
+  if (getDecode() && (getSmemLayout() || getMma() || getCopy() || getConflictFree()))
+    return emitOpError() << "decode stages nothing through ldmatrix or cp.async: no smem, "
+                            "mma, copy or conflict_free";
+  if (!getDecode() && (getKeysInFlight() || getMinCtasPerSm()))
+    return emitOpError() << "keys_in_flight and min_ctas_per_sm are decode fields";
   if (!isScheduled()) {
-    if (getWarps() || getStages() || getSmemLayout())
-      return emitOpError() << "warps, stages and smem need block(Q, KV) as well";
+    if (getWarps() || getStages() || getSmemLayout() || getKeysInFlight())
+      return emitOpError()
+             << "warps, stages, smem and keys_in_flight need block(Q, KV) as well";
     if (getConflictFree())
       return emitOpError() << "conflict_free is a claim about a scheduled tile; "
                               "set block(Q, KV) and smem(...) first";
@@ -378,6 +384,18 @@ LogicalResult AttentionTileOp::verify() {
   if (failed(verifyWarpsStages(op, getWarps(), getStages())))
     return failure();
   int64_t bq = *getBlockQ(), bkv = *getBlockKv(), w = *getWarps();
+  if (getDecode()) {
+    // block(rows, split unit); the lowering checks what it can emit.
+    if (bq <= 0 || bkv <= 0)
+      return emitOpError() << "decode: block(rows, split unit) must be positive, got ("
+                           << bq << ", " << bkv << ")";
+    if (!getKeysInFlight() || *getKeysInFlight() < 1)
+      return emitOpError() << "decode: a scheduled decode tile needs keys_in_flight >= 1";
+    if (getMinCtasPerSm() && *getMinCtasPerSm() < 0)
+      return emitOpError() << "decode: min_ctas_per_sm must be >= 0, got "
+                           << *getMinCtasPerSm();
+    return success();
+  }
   if (bq <= 0 || bq % (16 * w) != 0)
     return emitOpError() << "block_q (" << bq << ") must be a positive multiple of "
                          << "16 x warps (" << 16 * w

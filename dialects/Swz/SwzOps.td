@@ -292,6 +292,24 @@ def Swz_AttentionTileOp : Swz_Op<"attention_tile", [Symbol]> {
     swz.attention_tile @attn_prefill : f16 head_dim(64) block(64, 64) warps(4)
         stages(2) smem(#swz.swizzle<3, 3, 3>) {conflict_free}
     ```
+
+    `decode` makes it the split-K decode attention ("flash decoding"): a few query rows
+    of every sequence of a pass against its paged KV cache, warps over keys, the
+    splits merged in the same launch. Same facts (query rows and keys a block, warps,
+    head_dim), read differently: `block_q` is the query rows a workgroup owns (8),
+    `block_kv` the unit of a split's length in keys (32), `warps` the warps sharing a
+    split's keys, and `keys_in_flight` the keys a warp loads at once; `min_ctas_per_sm`
+    (optional) becomes the kernel's `nvvm.minctasm`. Nothing is staged in shared
+    memory through ldmatrix or cp.async, so there is no `smem`, `mma` or `copy`.
+    swz-apply-schedule fills it from the schedule's `attention.decode`; swz-lower-tiles
+    (LowerAttentionDecode.cpp) writes the kernel.
+
+    ```mlir
+    swz.attention_tile @flash_decode_f16kv_hd128 : f16 head_dim(128) {decode}
+    // after swz-apply-schedule (sm_80.json):
+    swz.attention_tile @flash_decode_f16kv_hd128 : f16 head_dim(128) block(8, 32)
+        warps(8) stages(1) {decode, keys_in_flight = 4 : i32, target = "sm_80"}
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$element_type,
                        I32Attr:$head_dim,
@@ -299,7 +317,9 @@ def Swz_AttentionTileOp : Swz_Op<"attention_tile", [Symbol]> {
                        OptionalAttr<I32Attr>:$warps, OptionalAttr<I32Attr>:$stages,
                        OptionalAttr<Swz_SwizzleAttr>:$smem_layout,
                        OptionalAttr<StrAttr>:$mma, OptionalAttr<StrAttr>:$copy,
-                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free);
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$conflict_free,
+                       UnitAttr:$decode, OptionalAttr<I32Attr>:$keys_in_flight,
+                       OptionalAttr<I32Attr>:$min_ctas_per_sm);
   let assemblyFormat = [{
     $sym_name `:` $element_type `head_dim` `(` $head_dim `)`
     (`block` `(` $block_q^ `,` $block_kv `)`)?

@@ -153,15 +153,15 @@ constexpr double kMmaTol = 1e-3;
 const char *kMmaNote = "|out - ref| <= 1e-3 (reference over f16(q * scale) as the kernel; "
                        "P rounded to f16 for mma.sync: <= 2^-11 relative per weight)";
 
-/// Threads a workgroup of flash_decode_f16kv_hd128: 32 x its DEC_WARPS (8), or
-/// SWZ_CHECK_DEC_WARPS for a variant written by gen_quant_kernels.py --variant attn:warps=W
-/// (bench/tune_attention.sh).
+/// Threads a workgroup of flash_decode_f16kv_hd128: 32 x the shipped schedules'
+/// attention.decode.warps (8), or SWZ_CHECK_DEC_WARPS for a kernel generated from a schedule
+/// with other warps (bench/tune_attention.sh, test_simt_interp.py).
 unsigned decodeBlock() {
   const char *w = std::getenv("SWZ_CHECK_DEC_WARPS");
   return 32u * unsigned(w ? std::atoi(w) : 8);
 }
 
-/// The decode kernel's split rule (attention_decode.mlir, launch_bindings.cpp splitLet):
+/// The decode kernel's split rule (LowerAttentionDecode.cpp, launch_bindings.cpp splitLet):
 /// split_len = ceil(ctx / (min(ceil(ctx / 32), max_splits) 32)) 32 and as many splits as
 /// hold keys.
 int decodeSplitLen(int ctx, int maxSplits) {
@@ -178,7 +178,7 @@ int decodeMaxSplits(int ctx, int splitLen) {
 }
 
 /// flash_attention_f16kv (portable), its tensor-core variants (`mma`), or with `decode`
-/// the PTX decode kernel flash_decode_f16kv_hd128 (attention_decode.mlir) on one
+/// the PTX decode kernel flash_decode_f16kv_hd128 (attention_decode.mlir's tile spec) on one
 /// sequence: the same outputs (it merges the splits into out itself; f32 throughout, so
 /// the portable kernel's tolerance).
 Case flashCase(const AttnShape &s, uint64_t seed, bool mma = false, bool decode = false) {

@@ -207,7 +207,7 @@ swz.attention_tile @hd : f16 head_dim(72)
 
 // -----
 
-// expected-error @+1 {{'swz.attention_tile' op warps, stages and smem need block(Q, KV) as well}}
+// expected-error @+1 {{'swz.attention_tile' op warps, stages, smem and keys_in_flight need block(Q, KV) as well}}
 swz.attention_tile @partial : f16 head_dim(64) warps(4)
 
 // -----

@@ -17,9 +17,9 @@
 // RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_86 cubin-format=isa" -swz-extract-kernels=output-dir=%t/attn -o /dev/null
 // RUN: FileCheck %s --check-prefixes=PTX,ATTN < %t/attn/swz_attention_f16kv_mma.ptx
 // RUN: %ptxas -arch=sm_86 -v %t/attn/swz_attention_f16kv_mma.ptx -o %t/attn/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: swizzle-opt %kernels/attention_decode.mlir -swz-materialize-swizzle \
+// RUN: swizzle-opt %kernels/attention_decode.mlir -swz-apply-schedule=schedule=%schedules/sm_86.json -swz-lower-tiles -swz-materialize-swizzle \
 // RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_86 cubin-format=isa" -swz-extract-kernels=output-dir=%t/decode -o /dev/null
-// RUN: FileCheck %s --check-prefix=PTX < %t/decode/swz_attention_decode.ptx
+// RUN: FileCheck %s --check-prefixes=PTX,DECODE < %t/decode/swz_attention_decode.ptx
 // RUN: %ptxas -arch=sm_86 -v %t/decode/swz_attention_decode.ptx -o %t/decode/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // TILES: swz.gemm_tile @ffn_up : f16 tile(64, 64, 64) warps(4) stages(3) smem(#swz.swizzle<3, 3, 3>) {conflict_free, copy = "cp.async.cg.16", mma = "mma.sync.m16n8k16", target = "sm_86"}
@@ -33,6 +33,10 @@ swz.attention_tile @attn128 : f16 head_dim(128)
 // GEMM: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // ATTN: cp.async.cg.shared.global
 // ATTN: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// DECODE: .entry flash_decode_f16kv_hd128
+// DECODE: shfl.sync.bfly.b32
+// DECODE: atom.global.add.u32
+// DECODE: fence.acq_rel.gpu
 // PTXAS-NOT: bytes spill stores, {{[1-9]}}
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: bytes spill stores, {{[1-9]}}

@@ -118,7 +118,8 @@ TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
 }
 
 TEST(GpuCompiler, TileSpecsNeedASchedule) {
-  for (const char *source : {"gemm_f16.mlir", "attention_f16kv_mma.mlir"}) {
+  for (const char *source :
+       {"gemm_f16.mlir", "attention_f16kv_mma.mlir", "attention_decode.mlir"}) {
     const std::string e = compileError(kernelSource(source), "sm_90");
     EXPECT_NE(e.find("swz.attention_tile): compiling it needs the target's schedule"),
               std::string::npos)
@@ -177,6 +178,49 @@ TEST(GpuCompiler, AttentionToPtxFromTheSchedule) {
   s.attention.stages = 2;
   const std::string e = compileError(kernelSource("attention_f16kv_mma.mlir"), "sm_80", &s);
   EXPECT_NE(e.find("@flash_attention_f16kv_mma: stages must be 1"), std::string::npos) << e;
+}
+
+TEST(GpuCompiler, DecodeAttentionToPtxFromTheSchedule) {
+  // The split-K decode attention (codegen/kernels/attention_decode.mlir: a tile spec with
+  // `decode`), generated from the sm_80 schedule's attention.decode: the launch record the
+  // runtime's kernel table expects, no staged tiles (nothing for swz.schedule to check).
+  std::vector<CompiledKernel> ks = compileGpuKernels(kernelSource("attention_decode.mlir"),
+                                                     "sm_80", "", shipped("sm_80"));
+  ASSERT_EQ(ks.size(), 1u);
+  const CompiledKernel &k = ks[0];
+  EXPECT_EQ(k.module, "swz_attention_decode");
+  EXPECT_EQ(k.entry, "flash_decode_f16kv_hd128");
+  EXPECT_EQ(k.block, (std::array<int64_t, 3>{256, 1, 1}));
+  EXPECT_EQ(k.grid, "n_seq*seq_tiles, n_head_kv, n_split");
+  EXPECT_EQ(k.schedule, "");
+  EXPECT_TRUE(k.smemTiles.empty());
+  ASSERT_EQ(k.arguments.size(), 15u);
+  EXPECT_EQ(k.arguments[7], "memref<?xi32>");
+  EXPECT_EQ(k.arguments[14], "f32");
+  // dec_o (8 warps x 8 rows x 128 f32), dec_m, dec_l (64 f32), dec_last (one i32).
+  EXPECT_EQ(k.workgroupBytes, 8 * 8 * 128 * 4 + 2 * 64 * 4 + 4);
+  EXPECT_NE(k.binary.find("fence.acq_rel.gpu"), std::string::npos);
+  EXPECT_EQ(k.binary.find(".minnctapersm"), std::string::npos);
+
+  // A schedule edit: 4 warps, 2 keys in flight, 2 workgroups an SM.
+  swz::schedule::TargetSchedule s = *shipped("sm_80");
+  s.attention.decode->warps = 4;
+  s.attention.decode->keysInFlight = 2;
+  s.attention.decode->minCtasPerSm = 2;
+  ks = compileGpuKernels(kernelSource("attention_decode.mlir"), "sm_80", "", &s);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].block, (std::array<int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(ks[0].workgroupBytes, 4 * 8 * 128 * 4 + 2 * 32 * 4 + 4);
+  EXPECT_NE(ks[0].binary.find(".maxntid 128, 1, 1"), std::string::npos);
+  EXPECT_NE(ks[0].binary.find(".minnctapersm 2"), std::string::npos);
+
+  // A schedule without attention.decode cannot build it.
+  s.attention.decode.reset();
+  const std::string e = compileError(kernelSource("attention_decode.mlir"), "sm_80", &s);
+  EXPECT_NE(e.find("@flash_decode_f16kv_hd128 (decode) needs the sm_80 schedule's "
+                   "attention.decode"),
+            std::string::npos)
+      << e;
 }
 
 TEST(GpuCompiler, ScheduleEditRegeneratesTheGemm) {

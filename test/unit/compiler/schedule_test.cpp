@@ -220,6 +220,59 @@ TEST(Schedule, GemmSkinny) {
             "{\"q4_k\": n, \"q6_k\": n, \"q8_0\": n}");
 }
 
+// attention.decode: the split-K decode attention's geometry (LowerAttentionDecode.cpp).
+TEST(Schedule, DecodeAttention) {
+  for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    TargetSchedule s = loadSchedule(schedulePath(target));
+    ASSERT_TRUE(s.attention.decode.has_value()) << target;
+    EXPECT_EQ(s.attention.decode->warps, 8) << target;
+    EXPECT_EQ(s.attention.decode->keysInFlight, 4) << target;
+    EXPECT_EQ(s.attention.decode->minCtasPerSm, 0) << target;
+  }
+  EXPECT_FALSE(loadSchedule(schedulePath("spirv")).attention.decode.has_value());  // optional
+  std::ifstream in(schedulePath("sm_80"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string shipped =
+      R"("decode": { "warps": 8, "keys_in_flight": 4, "min_ctas_per_sm": 0 })";
+  const size_t at = text.find(shipped);
+  ASSERT_NE(at, std::string::npos);
+  auto parse = [&](const std::string &decode) {
+    std::string t = text;
+    t.replace(at, shipped.size(), decode);
+    return parseSchedule(t, "t.json");
+  };
+  auto error = [&](const std::string &decode) {
+    try {
+      parse(decode);
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const TargetSchedule alt = parse(R"("decode": {"warps": 4, "keys_in_flight": 2})");
+  EXPECT_EQ(alt.attention.decode->warps, 4);
+  EXPECT_EQ(alt.attention.decode->keysInFlight, 2);
+  EXPECT_EQ(alt.attention.decode->minCtasPerSm, 0);  // optional
+  EXPECT_EQ(parse(R"("decode": {"warps": 8, "keys_in_flight": 4, "min_ctas_per_sm": 2})")
+                .attention.decode->minCtasPerSm,
+            2);
+  EXPECT_EQ(error(R"("decode": {"warps": 16, "keys_in_flight": 4})"),
+            "t.json: $.attention.decode.warps: 16 is not 4 or 8 (the warps combine the 8 query "
+            "rows in groups of 128 threads)");
+  EXPECT_EQ(error(R"("decode": {"keys_in_flight": 4})"),
+            "t.json: $.attention.decode.warps: missing field");
+  EXPECT_EQ(error(R"("decode": {"warps": 8, "keys_in_flight": 0})"),
+            "t.json: $.attention.decode.keys_in_flight: must be >= 1, got 0");
+  EXPECT_EQ(error(R"("decode": {"warps": 8, "keys_in_flight": 32})"),
+            "t.json: $.attention.decode.keys_in_flight: 32 is more than 16");
+  EXPECT_EQ(error(R"("decode": {"warps": 8, "keys_in_flight": 4, "min_ctas_per_sm": -1})"),
+            "t.json: $.attention.decode.min_ctas_per_sm: must be >= 0, got -1");
+  EXPECT_EQ(error(R"("decode": {"warps": 8, "keys_in_flight": 4, "split_unit": 64})"),
+            "t.json: $.attention.decode.split_unit: not a decode field (warps, keys_in_flight, "
+            "min_ctas_per_sm)");
+  EXPECT_EQ(error(R"("decode": 8)"), "t.json: $.attention.decode: expected an object");
+}
+
 TEST(Schedule, Errors) {
   EXPECT_THROW(loadSchedule("/nonexistent/x.json"), std::runtime_error);
   try {
