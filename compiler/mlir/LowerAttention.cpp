@@ -563,6 +563,35 @@ void emitAttentionKernel(AttentionTileOp op, const AttnGeometry &g, OpBuilder &b
 
 } // namespace
 
+LogicalResult placeTileKernel(Operation *op, llvm::StringRef name, llvm::ArrayRef<std::string> symbols,
+                              llvm::StringRef note, llvm::function_ref<void(OpBuilder &)> emit) {
+  auto parent = dyn_cast<gpu::GPUModuleOp>(op->getParentOp());
+  Operation *scope = parent ? parent.getOperation() : op->getParentOp();
+  const std::string moduleName = ("swz_" + name).str();
+  for (const std::string &sym : symbols)
+    if (SymbolTable::lookupSymbolIn(scope, sym)) {
+      InFlightDiagnostic d = op->emitError() << "swz-lower-tiles: @" << sym << " already exists";
+      if (!note.empty())
+        d << " (" << note << ")";
+      return d;
+    }
+  if (!parent && SymbolTable::lookupSymbolIn(scope, moduleName))
+    return op->emitError() << "swz-lower-tiles: @" << moduleName << " already exists in the module";
+  // In a gpu.module the kernel takes the tile spec's place; otherwise a new gpu.module
+  // does. The kernel takes the tile's name: the spec is erased before anything verifies.
+  OpBuilder b(op);
+  gpu::GPUModuleOp gm = parent;
+  if (!gm) {
+    gm = b.create<gpu::GPUModuleOp>(op->getLoc(), moduleName);
+    b.setInsertionPointToStart(gm.getBody());
+  }
+  emit(b);
+  op->erase();
+  if (auto module = gm->getParentOfType<ModuleOp>())
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(gm.getContext()));
+  return success();
+}
+
 LogicalResult lowerAttentionTile(AttentionTileOp op) {
   if (op.getDecode())
     return lowerDecodeAttentionTile(op);
@@ -570,27 +599,8 @@ LogicalResult lowerAttentionTile(AttentionTileOp op) {
   if (failed(g))
     return failure();
   const std::string name = op.getSymName().str();
-  auto parent = dyn_cast<gpu::GPUModuleOp>(op->getParentOp());
-  Operation *scope = parent ? parent.getOperation() : op->getParentOp();
-  std::string moduleName = "swz_" + name;
-  for (const std::string &sym : {name + "_q", name + "_k", name + "_v"})
-    if (SymbolTable::lookupSymbolIn(scope, sym))
-      return op.emitError() << "swz-lower-tiles: @" << sym << " already exists";
-  if (!parent && SymbolTable::lookupSymbolIn(scope, moduleName))
-    return op.emitError() << "swz-lower-tiles: @" << moduleName << " already exists in the module";
-  // In a gpu.module the kernel takes the tile spec's place; otherwise a new gpu.module
-  // does. The kernel takes the tile's name: the spec is erased before anything verifies.
-  OpBuilder b(op);
-  gpu::GPUModuleOp gm = parent;
-  if (!gm) {
-    gm = b.create<gpu::GPUModuleOp>(op.getLoc(), moduleName);
-    b.setInsertionPointToStart(gm.getBody());
-  }
-  emitAttentionKernel(op, *g, b);
-  op.erase();
-  if (auto module = gm->getParentOfType<ModuleOp>())
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(gm.getContext()));
-  return success();
+  return placeTileKernel(op, name, {name + "_q", name + "_k", name + "_v"}, "",
+                         [&](OpBuilder &b) { emitAttentionKernel(op, *g, b); });
 }
 
 } // namespace swz

@@ -8,10 +8,30 @@
 #ifndef SWZ_COMPILER_MLIR_LOWERATTENTION_H
 #define SWZ_COMPILER_MLIR_LOWERATTENTION_H
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "mlir/Support/LogicalResult.h"
+
+#include <string>
+
+namespace mlir {
+class OpBuilder;
+class Operation;
+} // namespace mlir
 
 namespace swz {
 class AttentionTileOp;
+
+/// Where a tile spec's kernel goes (the attention generators'): `emit` builds it with a
+/// builder at `op` when `op` sits in a `gpu.module` (several entries share one kernel file),
+/// else at the start of a new `gpu.module @swz_<name>` created in `op`'s place; then `op`
+/// is erased and the enclosing module marked a GPU container module. Fails with an error
+/// on `op`, `op` kept, when one of `symbols` (the globals the kernel will define) already
+/// exists in that scope (the message adds `note` in parentheses when not empty), or when
+/// @swz_<name> exists and a new gpu.module would be needed.
+mlir::LogicalResult placeTileKernel(mlir::Operation *op, llvm::StringRef name, llvm::ArrayRef<std::string> symbols,
+                                    llvm::StringRef note, llvm::function_ref<void(mlir::OpBuilder &)> emit);
 
 /// Replaces the scheduled `swz.attention_tile @name` `op` (after swz-apply-schedule) with
 /// the tensor-core flash-attention prefill kernel `gpu.func @name` its schedule describes

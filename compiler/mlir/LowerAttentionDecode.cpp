@@ -526,27 +526,9 @@ LogicalResult lowerDecodeAttentionTile(AttentionTileOp op) {
   FailureOr<DecodeGeometry> g = decodeGeometry(op);
   if (failed(g))
     return failure();
-  const std::string name = op.getSymName().str();
-  auto parent = dyn_cast<gpu::GPUModuleOp>(op->getParentOp());
-  Operation *scope = parent ? parent.getOperation() : op->getParentOp();
-  const std::string moduleName = "swz_" + name;
-  for (const char *sym : {"dec_o", "dec_m", "dec_l", "dec_last"})
-    if (SymbolTable::lookupSymbolIn(scope, sym))
-      return op.emitError() << "swz-lower-tiles: @" << sym << " already exists (one decode "
-                            << "attention a gpu.module)";
-  if (!parent && SymbolTable::lookupSymbolIn(scope, moduleName))
-    return op.emitError() << "swz-lower-tiles: @" << moduleName << " already exists in the module";
-  OpBuilder b(op);
-  gpu::GPUModuleOp gm = parent;
-  if (!gm) {
-    gm = b.create<gpu::GPUModuleOp>(op.getLoc(), moduleName);
-    b.setInsertionPointToStart(gm.getBody());
-  }
-  emitDecodeKernel(op, *g, b);
-  op.erase();
-  if (auto module = gm->getParentOfType<ModuleOp>())
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(gm.getContext()));
-  return success();
+  return placeTileKernel(op, op.getSymName(), {"dec_o", "dec_m", "dec_l", "dec_last"},
+                         "one decode attention a gpu.module",
+                         [&](OpBuilder &b) { emitDecodeKernel(op, *g, b); });
 }
 
 } // namespace swz
