@@ -389,11 +389,12 @@ LogicalResult AttentionTileOp::verify() {
     if (bq <= 0 || bkv <= 0)
       return emitOpError() << "decode: block(rows, split unit) must be positive, got ("
                            << bq << ", " << bkv << ")";
-    if (!getKeysInFlight() || *getKeysInFlight() < 1)
+    // (The attributes are signless i32: their getters read them unsigned, getInt() signed.)
+    if (!getKeysInFlightAttr() || getKeysInFlightAttr().getInt() < 1)
       return emitOpError() << "decode: a scheduled decode tile needs keys_in_flight >= 1";
-    if (getMinCtasPerSm() && *getMinCtasPerSm() < 0)
+    if (getMinCtasPerSmAttr() && getMinCtasPerSmAttr().getInt() < 0)
       return emitOpError() << "decode: min_ctas_per_sm must be >= 0, got "
-                           << *getMinCtasPerSm();
+                           << getMinCtasPerSmAttr().getInt();
     return success();
   }
   if (bq <= 0 || bq % (16 * w) != 0)

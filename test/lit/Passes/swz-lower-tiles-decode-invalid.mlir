@@ -76,3 +76,18 @@ module {
 module {
   swz.attention_tile @nokeys : f16 head_dim(128) block(8, 32) warps(8) stages(1) {decode}
 }
+
+// -----
+
+// Negative values are refused as such (signless i32 attributes, read signed).
+// HAND: error: 'swz.attention_tile' op decode: a scheduled decode tile needs keys_in_flight >= 1
+module {
+  swz.attention_tile @negkeys : f16 head_dim(128) block(8, 32) warps(8) stages(1) {decode, keys_in_flight = -2 : i32}
+}
+
+// -----
+
+// HAND: error: 'swz.attention_tile' op decode: min_ctas_per_sm must be >= 0, got -1
+module {
+  swz.attention_tile @negctas : f16 head_dim(128) block(8, 32) warps(8) stages(1) {decode, keys_in_flight = 4 : i32, min_ctas_per_sm = -1 : i32}
+}
