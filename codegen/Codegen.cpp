@@ -105,10 +105,12 @@ std::vector<CompiledKernel::SmemTile> analyzeSmemTiles(gpu::GPUFuncOp fn) {
       sw = bank::Swizzle{attr.getBits(), attr.getBase(), attr.getShift()};
     unsigned eb = std::max<unsigned>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
     bank::SmemLayout layout{type.getDimSize(0), type.getDimSize(1), type.getDimSize(1), eb, sw};
-    CompiledKernel::SmemTile tile{global.getSymName().str(), layout.str(),
-                                  bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree,
-                                  bank::analyze(layout, bank::Access::CpAsync16).maxDegree,
-                                  global->hasAttr("swz.conflict_free")};
+    CompiledKernel::SmemTile tile;
+    tile.name = global.getSymName().str();
+    tile.layout = layout.str();
+    tile.ldmatrixDegree = bank::analyze(layout, bank::Access::LdmatrixX4).maxDegree;
+    tile.cpAsyncDegree = bank::analyze(layout, bank::Access::CpAsync16).maxDegree;
+    tile.claimedConflictFree = global->hasAttr("swz.conflict_free");
     tile.rows = type.getDimSize(0);
     tile.cols = type.getDimSize(1);
     tile.elemBytes = eb;

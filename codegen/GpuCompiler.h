@@ -59,9 +59,9 @@ struct CompiledKernel {
   struct SmemTile {
     std::string name;        ///< the memref.global's symbol
     std::string layout;      ///< e.g. "16x64 2-byte (128-byte rows, Swizzle<3,3,3>)"
-    unsigned ldmatrixDegree; ///< worst 8-lane phase of ldmatrix.x4, 1 = conflict-free
-    unsigned cpAsyncDegree;  ///< worst 8-lane phase of cp.async.16 stores
-    bool claimedConflictFree; ///< the tile carries `swz.conflict_free`
+    unsigned ldmatrixDegree = 0; ///< worst 8-lane phase of ldmatrix.x4, 1 = conflict-free
+    unsigned cpAsyncDegree = 0;  ///< worst 8-lane phase of cp.async.16 stores
+    bool claimedConflictFree = false; ///< the tile carries `swz.conflict_free`
     int64_t rows = 0, cols = 0;  ///< tile shape in elements (memref.global's type)
     unsigned elemBytes = 2;
     std::optional<std::array<unsigned, 3>> swizzle; ///< {B, M, S}; none = row-major

@@ -66,7 +66,9 @@ void check_span_invariants(const Rendered& r) {
     const Span& s = r.data_spans[k];
     ASSERT_LT(s.begin, s.end) << "empty span " << k;
     ASSERT_LE(s.end, r.text.size()) << "span past the end";
-    if (k) ASSERT_LT(r.data_spans[k - 1].end, s.begin) << "spans overlap, touch or are unsorted at " << k;
+    if (k) {
+      ASSERT_LT(r.data_spans[k - 1].end, s.begin) << "spans overlap, touch or are unsorted at " << k;
+    }
   }
 }
 
