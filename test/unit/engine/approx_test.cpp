@@ -436,8 +436,9 @@ TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
       // The saved K/V moved: V bitwise, K as rotated (bitwise on the cpu backend, whose
       // move rotates with rerotate_head as this test did).
       expect_k_near(ka.data() + t * kvw, ks.data() + t * kvw, g, p);
-      if (bm.executor->device().backend == "cpu")
+      if (bm.executor->device().backend == "cpu") {
         EXPECT_TRUE(std::equal(ka.begin() + t * kvw, ka.begin() + (t + 1) * kvw, ks.begin() + t * kvw)) << "position " << p;
+      }
       EXPECT_TRUE(std::equal(va.begin() + t * kvw, va.begin() + (t + 1) * kvw, vs.begin() + t * kvw)) << "position " << p;
     }
   }
