@@ -49,6 +49,21 @@ void observe(std::vector<uint64_t>& counts, const std::vector<double>& bounds, d
   ++counts[static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin())];
 }
 
+/// Where a saved atom's tokens j0 .. j0 + n - 1 lie: appends to `out`, in token order, one
+/// run per piece that holds some of them (its page from `pages`, the piece's page ids in
+/// order; its first slot; the count). Allocates nothing when `out` has room for one run a
+/// piece (callers reserve it before they take page references).
+void atom_slots(const kvcache::AtomRef& atom, std::span<const int> pages, int j0, int n,
+                std::vector<exec::BatchModel::KvRun>& out) {
+  int j = 0;  // atom token at the piece's first slot
+  for (size_t pi = 0; pi < atom.pieces.size(); ++pi) {
+    const kvcache::AtomRef::Piece& pc = atom.pieces[pi];
+    const int k0 = std::max(0, j0 - j), k1 = std::min(pc.n, j0 + n - j);
+    if (k1 > k0) out.push_back({pages[pi], pc.slot0 + k0, k1 - k0});
+    j += pc.n;
+  }
+}
+
 }  // namespace
 
 std::vector<TokenSpan> select_deviating(std::span<const double> dev, int pos0, int budget) {
@@ -889,6 +904,11 @@ Scheduler::Installed Scheduler::install_atom(Seq& s, int begin) {
   // reused).
   const int n = in.end - begin;
   if (!prepare_pages(s, in.end - s.n_past)) return Installed::Waiting;
+  const kvcache::AtomRef& atom = *in.atom;
+  std::vector<exec::BatchModel::KvRun> slots;  // (allocated before the pages are referenced)
+  slots.reserve(atom.pieces.size());
+  std::vector<exec::BatchModel::KvMove> moves;
+  moves.reserve(static_cast<size_t>(n));
   std::vector<int> src;  // the pieces' pages, one reference each
   try {
     src = kv_.acquire(in.pins);
@@ -899,22 +919,14 @@ Scheduler::Installed Scheduler::install_atom(Seq& s, int begin) {
     ++s.next_install;
     return Installed::Dropped;
   }
-  const kvcache::AtomRef& atom = *in.atom;
   // Atom token j is at position atom.pos0 + j where it was computed and goes to
   // in.begin - in.from + j: K is rotated by the difference.
   const int delta = in.begin - in.from - atom.pos0;
-  std::vector<exec::BatchModel::KvMove> moves;
-  moves.reserve(static_cast<size_t>(n));
-  const int j0 = in.from + begin - in.begin;  // the first atom token installed
-  int j = 0;                                  // atom token at the piece's first slot
-  for (size_t pi = 0; pi < atom.pieces.size(); ++pi) {
-    const kvcache::AtomRef::Piece& pc = atom.pieces[pi];
-    for (int k = std::max(0, j0 - j); k < pc.n && j + k < j0 + n; ++k) {
-      const int p = begin + (j + k - j0);  // its new position
-      moves.push_back({src[pi], pc.slot0 + k, s.table[static_cast<size_t>(p / kTok)], p % kTok, delta});
-    }
-    j += pc.n;
-  }
+  atom_slots(atom, src, in.from + begin - in.begin, n, slots);
+  int p = begin;  // the new position of the next token
+  for (const exec::BatchModel::KvRun& r : slots)
+    for (int k = 0; k < r.n; ++k, ++p)
+      moves.push_back({r.page, r.slot0 + k, s.table[static_cast<size_t>(p / kTok)], p % kTok, delta});
   try {
     model_.move_kv(moves);
   } catch (...) {
@@ -999,13 +1011,7 @@ bool Scheduler::probe_atoms(Seq& s) {
       in.runs = {{begin, std::min(in.end, begin + in.extra)}};
       continue;
     }
-    int j = 0;  // atom token at the piece's first slot
-    for (size_t pi = 0; pi < atom.pieces.size(); ++pi) {
-      const kvcache::AtomRef::Piece& pc = atom.pieces[pi];
-      const int k0 = std::max(0, j0 - j), k1 = std::min(pc.n, j0 + n - j);
-      if (k1 > k0) saved.push_back({src[pi], pc.slot0 + k0, k1 - k0});
-      j += pc.n;
-    }
+    atom_slots(atom, src, j0, n, saved);
     try {
       model_.read_kv(fresh, kf.data(), vf.data(), kApproxProbeLayers - 1);
       model_.read_kv(saved, ks.data(), vs.data(), kApproxProbeLayers - 1);

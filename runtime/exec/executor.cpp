@@ -627,6 +627,7 @@ void GraphExecutor::Impl::move_kv_device(std::span<const BatchModel::KvMove> mov
 
 void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint16_t* k, uint16_t* v, int layer) {
   const size_t kvw = static_cast<size_t>(n_head_kv) * head_dim;
+  const int l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? n_layer : layer + 1;  // the layers copied
   size_t total = 0;
   for (const BatchModel::KvRun& r : runs) total += static_cast<size_t>(r.n);
   const size_t half = tile_bytes / 2;  // f16 values in a tile
@@ -636,12 +637,12 @@ void GraphExecutor::Impl::kv_runs(std::span<const BatchModel::KvRun> runs, uint1
     host.resize(cnt * half);
     size_t rows = 0;
     for (size_t i = 0; i < cnt; ++i) rows += static_cast<size_t>(runs[g0 + i].n);
-    for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? n_layer : layer + 1); ++l)
+    for (int l = l0; l < l1; ++l)
       for (int is_v = 0; is_v < 2; ++is_v) {
         const backend::Buffer& pool = is_v ? kv_v[l] : kv_k[l];
         for (size_t i = 0; i < cnt; ++i) be->copy(kv_stage, i * tile_bytes, pool, runs[g0 + i].page * tile_bytes, tile_bytes);
         be->download(host.data(), kv_stage, 0, cnt * tile_bytes);
-        uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(layer < 0 ? l : 0) * total + row0) * kvw;
+        uint16_t* base = (is_v ? v : k) + (static_cast<size_t>(l - l0) * total + row0) * kvw;
         size_t row = 0;
         for (size_t i = 0; i < cnt; ++i) {
           const BatchModel::KvRun& r = runs[g0 + i];
