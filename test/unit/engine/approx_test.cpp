@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,13 @@ std::vector<int32_t> tokens(int n, uint32_t seed, int n_vocab) {
     v = static_cast<int32_t>(100 + (x >> 8) % static_cast<uint32_t>(n_vocab - 200));
   }
   return t;
+}
+
+/// The token lists `parts`, one after the other.
+std::vector<int32_t> cat(std::initializer_list<std::vector<int32_t>> parts) {
+  std::vector<int32_t> out;
+  for (const std::vector<int32_t>& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
 }
 
 struct Counts {
@@ -148,11 +156,7 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
 
   const std::vector<int32_t> head1 = tokens(50, 1, nv), head2 = tokens(83, 2, nv), atom = tokens(150, 3, nv),
                              tail = tokens(20, 4, nv);
-  std::vector<int32_t> p1 = head1, p2 = head2;
-  p1.insert(p1.end(), atom.begin(), atom.end());
-  p1.insert(p1.end(), tail.begin(), tail.end());
-  p2.insert(p2.end(), atom.begin(), atom.end());
-  p2.insert(p2.end(), tail.begin(), tail.end());
+  const std::vector<int32_t> p1 = cat({head1, atom, tail}), p2 = cat({head2, atom, tail});
 
   const Counts first = run(sched, p1, {{50, 200}});
   EXPECT_EQ(first.cached, 0);
@@ -163,14 +167,9 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   EXPECT_EQ(second.cached, 150 - head);
 
   // Another scope finds no atom of this one; this scope finds it wherever it moves.
-  const std::vector<int32_t> head3 = tokens(120, 5, nv);
-  std::vector<int32_t> p3 = head3;
-  p3.insert(p3.end(), atom.begin(), atom.end());
-  p3.insert(p3.end(), tail.begin(), tail.end());
+  const std::vector<int32_t> p3 = cat({tokens(120, 5, nv), atom, tail});
   EXPECT_EQ(run(sched, p3, {{120, 270}}, "org:other").approx, 0);
-  std::vector<int32_t> p4 = tokens(97, 6, nv);  // (p3's blocks are shared whole: a new prefix)
-  p4.insert(p4.end(), atom.begin(), atom.end());
-  p4.insert(p4.end(), tail.begin(), tail.end());
+  const std::vector<int32_t> p4 = cat({tokens(97, 6, nv), atom, tail});  // (p3's blocks are shared whole: a new prefix)
   EXPECT_EQ(run(sched, p4, {{97, 247}}).approx, 150 - head);
 
   // The cold reference: the same prompt in exact mode (its own namespace: nothing cached).
@@ -206,10 +205,7 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   // A longer cached prefix found when the request starts (published after its admission)
   // covers the head of a planned install: the rest of the atom is still installed, from the
   // right offset into the saved atom, so at least what the admission reported is reused.
-  const std::vector<int32_t> head5 = tokens(40, 7, nv);
-  std::vector<int32_t> p5 = head5;
-  p5.insert(p5.end(), atom.begin(), atom.end());
-  p5.insert(p5.end(), tail.begin(), tail.end());
+  const std::vector<int32_t> p5 = cat({tokens(40, 7, nv), atom, tail});
   GenerateRequest ra;
   ra.prompt = p5;
   ra.max_tokens = 1;
@@ -218,9 +214,7 @@ TEST(Approx, InstalledAtomIsTheEarlierComputationMovedAndRerotated) {
   ra.approx_select = ApproxSelect::Head;
   std::unique_ptr<Admission> late = sched.admit(ra);
   EXPECT_EQ(late->cached_tokens(), 150 - head);  // the install [63, 190)
-  std::vector<int32_t> p6(p5.begin(), p5.begin() + 130);  // shares blocks 0 and 1 with p5
-  const std::vector<int32_t> other = tokens(60, 8, nv);
-  p6.insert(p6.end(), other.begin(), other.end());
+  const std::vector<int32_t> p6 = cat({{p5.begin(), p5.begin() + 130}, tokens(60, 8, nv)});  // shares blocks 0 and 1 with p5
   run(sched, p6, {{130, 180}});  // approx (its atom is new): publishes p6's blocks in the namespace
   const uint64_t hits0 = sched.hit_tokens();
   sched.run(*late, {});
@@ -251,11 +245,7 @@ TEST(Approx, SegmentsBetweenInstallsRunInOnePassAsApart) {
     const int nv = rig.bm.executor->n_vocab();
     const std::vector<int32_t> a = tokens(100, 11, nv), mid = tokens(30, 12, nv), b = tokens(90, 13, nv),
                                tail = tokens(25, 14, nv);
-    auto prompt = [&](int head, uint32_t seed) {
-      std::vector<int32_t> p = tokens(head, seed, nv);
-      for (const auto* part : {&a, &mid, &b, &tail}) p.insert(p.end(), part->begin(), part->end());
-      return p;
-    };
+    auto prompt = [&](int head, uint32_t seed) { return cat({tokens(head, seed, nv), a, mid, b, tail}); };
     run(sched, prompt(40, 15), {{40, 140}, {170, 260}}, "", select);
     GenerateRequest r;
     r.approx_select = select;
@@ -390,11 +380,7 @@ TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
   const size_t kvw = static_cast<size_t>(g.kv_width());
   // Long tails: every atom position lies in a full (published) block in both prompts.
   const std::vector<int32_t> atom = tokens(150, 31, nv), tail = tokens(100, 32, nv);
-  std::vector<int32_t> p1 = tokens(50, 33, nv), p2 = tokens(83, 34, nv);
-  for (auto* p : {&p1, &p2}) {
-    p->insert(p->end(), atom.begin(), atom.end());
-    p->insert(p->end(), tail.begin(), tail.end());
-  }
+  const std::vector<int32_t> p1 = cat({tokens(50, 33, nv), atom, tail}), p2 = cat({tokens(83, 34, nv), atom, tail});
   run(sched, p1, {{50, 200}}, "", ApproxSelect::Deviation);
   EXPECT_EQ(run(sched, p2, {}).cached, 0);  // the cold reference, exact mode
   const int recompute = static_cast<int>(std::ceil(kApproxRecompute * 150));  // 23: 2 first, 21 chosen
@@ -454,11 +440,7 @@ TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
   Scheduler& sched = *rig.sched;
   const int nv = rig.bm.executor->n_vocab();
   const std::vector<int32_t> atom = tokens(300, 41, nv), tail = tokens(30, 42, nv);
-  std::vector<int32_t> p1 = tokens(20, 43, nv), p2 = tokens(45, 44, nv);
-  for (auto* p : {&p1, &p2}) {
-    p->insert(p->end(), atom.begin(), atom.end());
-    p->insert(p->end(), tail.begin(), tail.end());
-  }
+  const std::vector<int32_t> p1 = cat({tokens(20, 43, nv), atom, tail}), p2 = cat({tokens(45, 44, nv), atom, tail});
   run(sched, p1, {{20, 320}}, "", ApproxSelect::Deviation);
   GenerateRequest r;
   r.prompt = p2;
