@@ -39,10 +39,10 @@ constexpr size_t kCacheEntries = 512;
 // gtest.cc's 256 KB, 4.6 MB), so about 100 MB at most.
 constexpr size_t kTreeEntries = 64;
 constexpr size_t kTreeBytes = size_t{4} << 20;
-constexpr int kMaxSplitDepth = 2;
+constexpr int kMaxSplitDepth = 2;   // class -> members, namespace -> class -> members
 // Skeleton parses of one version at most: the first, and again without the ranges near
 // its parse errors (drop_ranges_near_errors), twice.
-constexpr int kSkeletonRounds = 3;   // class -> members, namespace -> class -> members
+constexpr int kSkeletonRounds = 3;
 // A parse that takes longer (a pathological input) is given up: line blocks. 1 s is far
 // above any real file's parse (gtest.cc's 256 KB: about 60 ms on the 2-core VM). Until the
 // core was built from the py-tree-sitter 0.23.2 sdist, Debian's 0.20.7 forced a whole number
