@@ -134,7 +134,8 @@ prepare)
     # copies DIR/<name>-sm_90.swz (e.g. an earlier commit's packages: same GGUF paths);
     # SWZ_SPEED_AB=1 compiles this commit with the compile-time switch in
     # SWZ_SPEED_AB_ENV (default SWZ_FOLD_QUANTIZE=0: no folded quantize launches;
-    # SWZ_FUSE_QK=0: RoPE on q and the head norms as their own launches), or with the
+    # SWZ_FUSE_QK=0: RoPE on q and the head norms as their own launches;
+    # SWZ_FUSE_RESIDUAL=0: residual adds as add_f32 launches), or with the
     # tile schedules of SWZ_SPEED_AB_SCHEDULE_DIR (swizzlec --schedule-dir: e.g. an
     # sm_90.json with gemv.q4_k_mma false, the dp4a Q4_K GEMV).
     if [ -n "${SWZ_SPEED_AB_FROM:-}" ]; then

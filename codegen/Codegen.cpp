@@ -987,7 +987,10 @@ swz::codegen::planGraph(const std::string &graphJson, const std::vector<GraphWei
 
   PassManager fuse(&ctx);
   swz::SwzFuseOptions fuseOptions;
-  fuseOptions.residual = fuseResidual;
+  // SWZ_FUSE_RESIDUAL=0 keeps residual adds as their own add_f32 launches, prefill and
+  // decode (A/Bs of the matmul epilogues).
+  const char *residualEnv = std::getenv("SWZ_FUSE_RESIDUAL");
+  fuseOptions.residual = fuseResidual && !(residualEnv && std::string(residualEnv) == "0");
   fuseOptions.ropeKv = fuseRopeKv;
   // SWZ_FUSE_QK=0 keeps RoPE on q and the head norms as their own launches (A/Bs).
   const char *fuseQkEnv = std::getenv("SWZ_FUSE_QK");

@@ -69,13 +69,15 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
     // (dequant_<type>_f16), then the tensor-core GEMM (PTX; optional bias); on SPIR-V the
     // portable tiled GEMM on f32 activations. (GEMMs that dequantized Q4_1 / Q8_0
     // straight into their shared tiles ran 3.5x slower at T = 512 on the H200 than
-    // dequant + gemm_f16, bench/RESULTS.md 2026-11-30, and were removed.) The prefill GEMMs have no residual input,
-    // so a fused residual costs one add_f32 after them (decode keeps it in the epilogue).
+    // dequant + gemm_f16, bench/RESULTS.md 2026-11-30, and were removed.) The PTX prefill
+    // GEMMs (gemm_f16, gemm_skinny) add bias and a fused residual in their epilogue, as the
+    // GEMVs; SPIR-V's portable GEMM has no residual input, so there a fused residual costs
+    // one add_f32 after it.
     // Q5_0 has no dequant kernel yet: its GEMV runs prefill batches too. On PTX, Q4_1,
     // Q4_K, Q5_0, Q6_K and Q8_0 decode on int8 activations with dp4a (gemv_q8x.mlir,
     // llama.cpp's mmvq).
     const KernelRef convert{"dequant_f16", "convert_f32_f16", "prefill", true, false};
-    const KernelRef residualAdd{"add_f32", "add_f32", "prefill"};
+    const KernelRef residualAdd{"add_f32", "add_f32", "prefill", false, true};
     // F16 weights with K % 8 == 0 ("matmul.f16.k8", and ".k8.w16" for fewer rows than the
     // target schedule's gemv.f16_mma_split_k_below_rows: Codegen.cpp's kernelKey) decode on
     // the tensor cores on PTX (gemv_f16_mma.mlir: 16-byte weight loads,
@@ -134,7 +136,7 @@ const std::map<std::string, std::vector<KernelRef>> &gpuImpls() {
         if (ty == "q4_k" || ty == "q6_k" || ty == "q8_0") {
           std::vector<KernelRef> s;
           for (KernelRef k : v) {
-            if (k.ptx && k.phase == "prefill" && k.entry != "add_f32") {
+            if (k.ptx && k.phase == "prefill") {
               if (k.entry == "convert_f32_f16")
                 s.push_back({"gemm_skinny", "gemm_skinny_" + ty, "prefill", true, false, KernelRef::Rows::Small});
               k.rows = KernelRef::Rows::Large;

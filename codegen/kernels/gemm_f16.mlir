@@ -1,5 +1,5 @@
 // Prefill GEMM on tensor cores: y[T, N] (f32) = x[T, K] (f16) · W[N, K]ᵀ (f16)
-// (+ bias[N]), for any T >= 1, N >= 1 and K a multiple of 8 (GGUF rows: multiples
+// (+ bias[N]) (+ res[T, N]), for any T >= 1, N >= 1 and K a multiple of 8 (GGUF rows: multiples
 // of 32). x is the f16 copy of the activations (dequant_f16.mlir convert_f32_f16),
 // W the f16 weight ([N, K], K contiguous, ggml order: a GGUF F16 tensor as is, or
 // the dequant_<type>_f16 scratch).
@@ -19,8 +19,10 @@
 // Launch record: block (32 x warps, 1, 1), grid (ceil(N/tile_n), ceil(T/tile_m), 1), no
 // dynamic shared memory. Arguments: x: memref<?x?xf16> [T, K], w: memref<?x?xf16>
 // [N, K], y: memref<?x?xf32> [T, N] (all row-major, 16-byte aligned rows: K % 8 == 0),
-// bias: memref<?xf32> [N] (read only if has_bias != 0; pass any buffer otherwise),
-// has_bias: i32.
+// bias: memref<?xf32> [N] (read only if flags & 1; pass any buffer otherwise),
+// res: memref<?x?xf32> [T, N] (read only if flags & 2: the residual stream of a fused
+// `x = x + matmul(...)`; each element is read, then y's written, by one thread, so res
+// may be y), flags: i32. y = (acc + bias) + res: the bits of the GEMM then add_f32.
 module {
   swz.gemm_tile @gemm_f16 : f16
 }

@@ -12,9 +12,10 @@
 //   swizzle-opt codegen/kernels/gemm_skinny.mlir \
 //     -swz-apply-schedule=schedule=compiler/schedules/sm_80.json -swz-lower-tiles
 //
-// gemm_skinny_<type>(x, w, y, bias, T, N, K, has_bias): x [T, K] f32 (rounded to f16
-//   in the kernel, as convert_f32_f16 does), w the GGUF tensor's bytes as memref<?xf16>,
-//   y [T, N] f32, bias [N] f32 (read only when has_bias != 0); T, N, K, has_bias i32,
+// gemm_skinny_<type>(x, w, y, bias, res, T, N, K, flags): x [T, K] f32 (rounded to
+//   f16 in the kernel, as convert_f32_f16 does), w the GGUF tensor's bytes as
+//   memref<?xf16>, y [T, N] f32, bias [N] f32 (read only when flags & 1), res [T, N] f32
+//   (read only when flags & 2; may be y: gemm_f16.mlir's epilogue); T, N, K, flags i32,
 //   K % 256 == 0.
 //   Launch record: block (32 x warps, 1, 1), grid (ceil(N / (8 x warps)), 1, 1), no
 //   dynamic shared memory (sm_*: 4 warps, 32 weight rows a workgroup): warp w of
@@ -27,7 +28,7 @@
 //   arithmetic, rounded to f16; A comes from x rows g, g + 8 of each m-tile.
 //   Bits: each output is one mma.sync.m16n8k16 accumulator over the k16 steps in
 //   ascending order from zero, with the same f16 operands, steps and final bias add
-//   as gemm_f16 (K % 256 == 0 for every type: no zero-filled k tail): the tensor core
+//   and residual add as gemm_f16 (K % 256 == 0 for every type: no zero-filled k tail): the tensor core
 //   computes an element from its own row, column and accumulator, so the result is
 //   bitwise dequant_<type>_f16 + gemm_f16's, whichever path a pass takes (checked on the
 //   H200 by swz-backend-compare's batch invariance: prompt rows alone vs together).

@@ -530,29 +530,46 @@ json f16Weight(const Group &g, const Matmul &mm, json shape) {
   return scratch("w_f16", str(mm.N * mm.K) + "*2", std::move(shape));
 }
 
-/// gemm_f16(x, w, y, bias, has_bias): tensor-core GEMM of the f16 scratches, y [T, N] f32.
-/// With a fused residual it writes the matmul's own output; add_f32 follows.
+/// The prefill GEMMs' epilogue arguments: y (the matmul's output, or with a fused residual
+/// `r = a + y` the sum r), bias, res (the other input of the add: read, then y written,
+/// by the same thread, so res may be y) and flags (1 bias, 2 res), as the GEMVs' flags.
+struct GemmEpilogue {
+  std::string y;
+  json bias, res, flags;
+};
+/// Both kernels take bias as argument 3 and res as argument 4, res shaped `resShape`.
+GemmEpilogue gemmEpilogue(const Group &g, const Matmul &mm, const Types &t, json resShape) {
+  const bool residual = !mm.residual.empty();
+  GemmEpilogue e;
+  e.y = residual ? mm.result : mm.y;
+  e.bias = mm.bias.empty() ? absent(t[3]) : weight(g, mm.bias, t[3]);
+  e.res = residual ? buffer(mm.residual, std::move(resShape)) : absent(t[4]);
+  e.flags = i32((mm.bias.empty() ? 0 : 1) | (residual ? 2 : 0));
+  return e;
+}
+
+/// gemm_f16(x, w, y, bias, res, flags): tensor-core GEMM of the f16 scratches, y [T, N] f32
+/// (+ bias, + res: gemmEpilogue).
 void bindGemmF16(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const Matmul mm = matmulOf(g);
   const std::string K = str(mm.K), N = str(mm.N);
+  const GemmEpilogue e = gemmEpilogue(g, mm, t, shape({"T", N}));
   r.args = {scratch("x_f16", "max_T*" + K + "*2", shape({"T", K})),
             f16Weight(g, mm, shape({N, K})),
-            buffer(mm.y, shape({"T", N})),
-            mm.bias.empty() ? absent(t[3]) : weight(g, mm.bias, t[3]),
-            i32(mm.bias.empty() ? 0 : 1)};
+            buffer(e.y, shape({"T", N})), e.bias, e.res, e.flags};
   r.gridSymbols = {{"N", N}, {"T", "T"}};
 }
 
-/// gemm_skinny_<type>(x, w, y, bias, T, N, K, has_bias): the prefill GEMM of passes with few
-/// prompt rows (gemm_skinny.mlir), on the f32 activations and the GGUF blocks themselves
-/// (bytes as f16 units). With a fused residual it writes the matmul's own output, as
-/// gemm_f16; add_f32 follows.
+/// gemm_skinny_<type>(x, w, y, bias, res, T, N, K, flags): the prefill GEMM of passes with
+/// few prompt rows (gemm_skinny.mlir), on the f32 activations and the GGUF blocks
+/// themselves (bytes as f16 units); epilogue as gemm_f16's.
 void bindGemmSkinny(const Group &g, const codegen::KernelRef &, const Types &t, Record &r) {
   const Matmul mm = matmulOf(g);
+  const std::string TN = "T*" + str(mm.N);
+  const GemmEpilogue e = gemmEpilogue(g, mm, t, json::array({elems(t[4], TN, 4)}));
   r.args = {activation(mm.x, t[0], "T*" + str(mm.K)), weight(g, mm.w, t[1]),
-            activation(mm.y, t[2], "T*" + str(mm.N)),
-            mm.bias.empty() ? absent(t[3]) : weight(g, mm.bias, t[3]),
-            i32("T"), i32(mm.N), i32(mm.K), i32(mm.bias.empty() ? 0 : 1)};
+            activation(e.y, t[2], TN), e.bias, e.res,
+            i32("T"), i32(mm.N), i32(mm.K), e.flags};
   r.gridSymbols = {{"N", str(mm.N)}};
 }
 

@@ -247,7 +247,7 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
   else
     b.setInsertionPointToEnd(gm.getBody());
   auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
-  auto fnType = b.getFunctionType({dyn(f32), dyn(f16), dyn(f32), dyn(f32), i32, i32, i32, i32}, {});
+  auto fnType = b.getFunctionType({dyn(f32), dyn(f16), dyn(f32), dyn(f32), dyn(f32), i32, i32, i32, i32}, {});
   auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(32 * W), 1, 1}));
@@ -258,9 +258,9 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
   Em e(b, loc, &entry);
   auto c = [&](int64_t v) { return e.c(v); };
   Value x = entry.getArgument(0), w = entry.getArgument(1), y = entry.getArgument(2),
-        bias = entry.getArgument(3);
-  Value T = entry.getArgument(4), N = entry.getArgument(5), K = entry.getArgument(6),
-        hasBias = entry.getArgument(7);
+        bias = entry.getArgument(3), resid = entry.getArgument(4);
+  Value T = entry.getArgument(5), N = entry.getArgument(6), K = entry.getArgument(7),
+        flags = entry.getArgument(8);
 
   Value sm = b.create<memref::GetGlobalOp>(loc, smemType, smemName);
   // mma_thread_ids: tid, bx, by, warp, lane; g = lane / 4, q = lane % 4.
@@ -590,8 +590,10 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
   SmallVector<Value> res = choose(0);
   b.create<nvgpu::DeviceAsyncWaitOp>(loc, lastGroup, b.getI32IntegerAttr(0));
 
-  // Epilogue as gemm_f16's: y[t, n] = acc + (bias[n] or 0.0), rows t < T and n < N only.
-  Value useBias = e.cmp(arith::CmpIPredicate::ne, hasBias, e.ci(0));
+  // Epilogue as gemm_f16's: y[t, n] = (acc + (bias[n] or 0.0)) (+ res[t, n] with flags
+  // bit 1; res may be y), rows t < T and n < N only.
+  Value useBias = e.cmp(arith::CmpIPredicate::ne, e.andi(flags, e.ci(1)), e.ci(0));
+  Value useRes = e.cmp(arith::CmpIPredicate::ne, e.andi(flags, e.ci(2)), e.ci(0));
   for (int64_t j = 0; j < 2; ++j) {
     Value qj = j ? e.add(q2, c(j)) : q2;
     Value n = e.add(n0, e.add(wrow, qj));
@@ -611,7 +613,12 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
         emitIf(e, ok, [&]() {
           Value sv = e.fadd(v, bv);
           Value yi = e.add(e.mul(t, Ni), n);
-          b.create<memref::StoreOp>(loc, sv, y, ValueRange{yi});
+          Value out = emitIfElse(
+                          e, TypeRange{f32}, useRes,
+                          [&]() { return SmallVector<Value>{e.fadd(sv, e.load(resid, ValueRange{yi}))}; },
+                          [&]() { return SmallVector<Value>{sv}; })
+                          .getResult(0);
+          b.create<memref::StoreOp>(loc, out, y, ValueRange{yi});
         });
       }
   }

@@ -13,9 +13,10 @@ namespace swz {
 /// `weights = "q4_k" | "q6_k" | "q8_0"`) into `gm`: the workgroup global @skinny_<type>
 /// (after the globals already there) and, at the end of `gm`, the kernel
 /// gpu.func @<op's name>(x: memref<?xf32> [T, K], w: memref<?xf16> (the GGUF tensor's
-/// bytes), y: memref<?xf32> [T, N], bias: memref<?xf32> [N], T, N, K, has_bias: i32),
-/// block (32 warps, 1, 1), swz.grid "ceil(N/<8 warps>), 1, 1": y = f16(x) .
-/// f16(dequant(W))^T (+ bias) for T <= tile_m, K % 256 == 0, each sum bitwise
+/// bytes), y: memref<?xf32> [T, N], bias: memref<?xf32> [N], res: memref<?xf32> [T, N],
+/// T, N, K, flags: i32), block (32 warps, 1, 1), swz.grid "ceil(N/<8 warps>), 1, 1":
+/// y = f16(x) . f16(dequant(W))^T (+ bias with flags & 1) (+ res with flags & 2; res may
+/// be y) for T <= tile_m, K % 256 == 0, each sum bitwise
 /// dequant_<type>_f16 + gemm_f16's. Ported op for op from the former
 /// codegen/kernels/gen_quant_kernels.py (gemm_skinny). Errors on `op` (naming the
 /// schedule field) for what it cannot emit: tile_k other than 256, tile_n other than

@@ -193,7 +193,7 @@ struct CopyOperand {
 
 /// Values the kernel body computes once and the loops use.
 struct GemmValues {
-  Value x, w, y, bias, hasBias;
+  Value x, w, y, bias, res, flags;
   Value sx, sw;                 ///< shared tiles
   Value tid, lane, T, N, K, Km8;
   Value row0, col0;             ///< this block's tile of y
@@ -435,7 +435,7 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic}, t);
   };
   auto fnType = b.getFunctionType(
-      {dyn2(f16), dyn2(f16), dyn2(f32), MemRefType::get({ShapedType::kDynamic}, f32),
+      {dyn2(f16), dyn2(f16), dyn2(f32), MemRefType::get({ShapedType::kDynamic}, f32), dyn2(f32),
        b.getI32Type()},
       {});
   auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
@@ -457,7 +457,8 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   v.w = entry.getArgument(1);
   v.y = entry.getArgument(2);
   v.bias = entry.getArgument(3);
-  v.hasBias = entry.getArgument(4);
+  v.res = entry.getArgument(4);
+  v.flags = entry.getArgument(5);
   v.sx = b.create<memref::GetGlobalOp>(loc, sxType, xName);
   v.sw = b.create<memref::GetGlobalOp>(loc, swType, wName);
   v.tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
@@ -506,8 +507,16 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
   // y[row0 + wrow + 16 m + lane / 4 + 8 i][col0 + wcol + 8 n + 2 (lane % 4) + j].
   Value erow = ix.add(ix.add(v.row0, v.wrow), ix.div(v.lane, 4));
   Value ecol = ix.add(ix.add(v.col0, v.wcol), ix.mul(ix.rem(v.lane, 4), 2));
-  Value useBias = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, v.hasBias,
-                                          b.create<arith::ConstantIntOp>(loc, 0, 32));
+  // flags bit 0: add bias[n]; bit 1: add res[t, n] (the residual stream: read, then y
+  // written, by the same thread, so res may be y). y = (acc + bias) + res, the bits of the
+  // GEMM followed by add_f32 (f32 addition commutes exactly).
+  auto flagSet = [&](int32_t bit) {
+    Value i32Bit = b.create<arith::ConstantIntOp>(loc, bit, 32);
+    Value masked = b.create<arith::AndIOp>(loc, v.flags, i32Bit);
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, masked,
+                                   b.create<arith::ConstantIntOp>(loc, 0, 32));
+  };
+  Value useBias = flagSet(1), useRes = flagSet(2);
   Value Nm1 = b.create<arith::SubIOp>(loc, v.N, ix.c(1));
   struct Col { Value col, in, bias; };
   SmallVector<Col> cols;
@@ -540,7 +549,14 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
           Value val = value(b, m, n, i, j);
           b.create<scf::IfOp>(loc, ix.both(rin, c.in), [&](OpBuilder &tb, Location l) {
             Value s = tb.create<arith::AddFOp>(l, val, c.bias);
-            tb.create<memref::StoreOp>(l, s, v.y, ValueRange{row, c.col});
+            auto withRes = tb.create<scf::IfOp>(
+                l, useRes,
+                [&](OpBuilder &rb, Location rl) {
+                  Value r = rb.create<memref::LoadOp>(rl, v.res, ValueRange{row, c.col});
+                  rb.create<scf::YieldOp>(rl, ValueRange{rb.create<arith::AddFOp>(rl, s, r)});
+                },
+                [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, s); });
+            tb.create<memref::StoreOp>(l, withRes.getResult(0), v.y, ValueRange{row, c.col});
             tb.create<scf::YieldOp>(l);
           });
         }

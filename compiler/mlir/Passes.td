@@ -170,7 +170,9 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     Replaces each scheduled `swz.gemm_tile @name` (after `swz-apply-schedule`)
     with `gpu.module @swz_<name>` holding the kernel `gpu.func @<name>` that the
     schedule describes: y[T, N] (f32) = x[T, K] (f16) · W[N, K]ᵀ (f16) (+ bias[N]
-    when the i32 argument has_bias is not 0), arguments (x, w, y, bias, has_bias).
+    when the i32 argument flags has bit 0) (+ res[T, N] when it has bit 1: the
+    residual, read before y is written by the same thread, so res may be y),
+    arguments (x, w, y, bias, res, flags).
 
     A thread block of `warps` warps computes a `tile_m x tile_n` block of y. With
     `mma = "mma.sync.m16n8k16"` the warps form a grid (the dimension with the
@@ -255,9 +257,9 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     skinny GEMM (LowerSkinnyGemm.cpp): its kernel goes into `@swz_<base>` for
     `@<base>_<type>` (gemm_skinny.mlir's three into `@swz_gemm_skinny`), with the
     global `@skinny_<type>` (stages x tile_n rows of each row's 256-weight stage
-    window) and arguments (x f32 [T, K], w the GGUF bytes as f16, y, bias, T, N,
-    K, has_bias), block (32 x warps, 1, 1), grid `ceil(N/tile_n), 1, 1`, no
-    `swz.schedule`. It fails, naming the gemm.skinny field, for a ring over 48 KiB
+    window) and arguments (x f32 [T, K], w the GGUF bytes as f16, y, bias, res,
+    T, N, K, flags; the epilogue as the GEMM's), block (32 x warps, 1, 1), grid
+    `ceil(N/tile_n), 1, 1`, no `swz.schedule`. It fails, naming the gemm.skinny field, for a ring over 48 KiB
     of static shared memory, tile_k other than 256, tile_n other than 8 x warps,
     tile_m not 16 x a power of two.
   }];

@@ -197,15 +197,15 @@ Case convertCase(int64_t T, int64_t K) {
   return c;
 }
 
-/// Float64 y = x·Wᵀ (+ bias) and, per element, sum |x_k w_k| (+ |bias|) for the
-/// rounding-error bound.
+/// Float64 y = x·Wᵀ (+ bias) (+ res) and, per element, sum |x_k w_k| (+ |bias|) (+ |res|)
+/// for the rounding-error bound.
 struct GemmRef {
   std::vector<double> y, absSum;
 };
 
-/// GEMM inputs as doubles (exactly the values the kernel sees); bias empty = none.
+/// GEMM inputs as doubles (exactly the values the kernel sees); bias, res empty = none.
 struct GemmInputs {
-  std::vector<double> x, w, bias;
+  std::vector<double> x, w, bias, res;
 };
 
 /// The float64 product; with `rowStep` > 1 only rows t % rowStep == 0 and the last (the
@@ -214,6 +214,7 @@ struct GemmInputs {
 GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K, int64_t rowStep = 1) {
   const std::vector<double> &x = in.x, &w = in.w;
   const std::vector<double> *bias = in.bias.empty() ? nullptr : &in.bias;
+  const std::vector<double> *res = in.res.empty() ? nullptr : &in.res;
   GemmRef r;
   r.y.resize(size_t(T * N));
   r.absSum.resize(size_t(T * N));
@@ -229,6 +230,10 @@ GemmRef gemmRef(const GemmInputs &in, int64_t T, int64_t N, int64_t K, int64_t r
       if (bias) {
         s += (*bias)[size_t(n)];
         a += std::fabs((*bias)[size_t(n)]);
+      }
+      if (res) {
+        s += (*res)[size_t(t * N + n)];
+        a += std::fabs((*res)[size_t(t * N + n)]);
       }
       r.y[size_t(t * N + n)] = s;
       r.absSum[size_t(t * N + n)] = a;
@@ -248,9 +253,42 @@ std::vector<float> randomBias(Rng &rng, int64_t N, bool withBias, std::vector<do
   return biasF;
 }
 
-std::string gemmLabel(int64_t T, int64_t N, int64_t K, bool withBias) {
+/// The prefill GEMMs' epilogue flags (gemm_f16.mlir, gemm_skinny.mlir): add bias[n], add
+/// the residual res[t, n]. The cases with a residual run it in place, as the graph's
+/// `x = x + matmul(...)`: res and y are one buffer, holding the residual on entry.
+constexpr unsigned kBias = 1, kRes = 2;
+
+/// The residual of a GEMM case with kRes: T x N random values, appended to `ref` as
+/// float64; empty without.
+std::vector<float> randomResidual(Rng &rng, int64_t T, int64_t N, unsigned flags, std::vector<double> &ref) {
+  std::vector<float> resF;
+  if (flags & kRes)
+    for (int64_t i = 0; i < T * N; ++i) {
+      resF.push_back(float(rng.next()));
+      ref.push_back(resF.back());
+    }
+  return resF;
+}
+
+std::string gemmLabel(int64_t T, int64_t N, int64_t K, unsigned flags) {
   return "T=" + std::to_string(T) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-         (withBias ? " +bias" : "");
+         (flags & kBias ? " +bias" : "") + (flags & kRes ? " +res" : "");
+}
+
+/// y of a prefill GEMM case (buffer 2): NaN, or with kRes the residual (`resF`), which the
+/// kernel adds in place.
+Buffer gemmOutput(std::vector<float> resF, int64_t T, int64_t N, std::vector<int64_t> sizes, unsigned flags) {
+  return makeBuffer((flags & kRes) ? std::move(resF) : std::vector<float>(size_t(T * N), std::nanf("")),
+                    std::move(sizes));
+}
+
+/// The res argument of a prefill GEMM case: y (buffer 2) with kRes; without, a new dummy
+/// buffer of `rank` ones (never read).
+Arg gemmResidualArg(Case &c, int rank, unsigned flags) {
+  if (flags & kRes)
+    return Arg::memref(2);
+  c.buffers.push_back(makeBuffer(std::vector<float>(1, 0.f), std::vector<int64_t>(size_t(rank), 1)));
+  return Arg::memref(int(c.buffers.size()) - 1);
 }
 
 /// The GEMM cases' check: |y - ref| <= (K + 1) 2^-23 sum_k |x_k w_k| + 1e-30 against the
@@ -313,37 +351,40 @@ GemmLaunch gemmLaunch() {
 
 /// gemm_f16 (PTX): x, W f16 (the outputs of convert_f32_f16 / dequant_*_f16), y f32.
 /// `rowStep`: gemmRef's (the reference over a subset of rows for the large cases).
-Case gemmF16Case(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed,
+Case gemmF16Case(int64_t T, int64_t N, int64_t K, unsigned flags, uint64_t seed,
                  int64_t rowStep = 1) {
   Rng rng{seed};
   std::vector<uint16_t> xb, wb;
-  std::vector<double> xv, wv, bias;
+  std::vector<double> xv, wv, bias, res;
   randomF16Matrix(rng, T * K, xb, xv);
   randomF16Matrix(rng, N * K, wb, wv);
-  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
+  std::vector<float> biasF = randomBias(rng, N, flags & kBias, bias);
+  std::vector<float> resF = randomResidual(rng, T, N, flags, res);
   // The float64 reference is computed when the case is checked (T N K MACs).
-  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias), std::move(res)});
 
   Case c;
   c.module = "swz_gemm_f16";
   c.entry = "gemm_f16";
-  c.label = gemmLabel(T, N, K, withBias);
+  c.label = gemmLabel(T, N, K, flags);
   c.buffers.push_back(makeBuffer(xb, {T, K}));
   c.buffers.push_back(makeBuffer(wb, {N, K}));
-  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T, N}));
+  c.buffers.push_back(gemmOutput(std::move(resF), T, N, {T, N}, flags));
   c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
-  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3),
-            Arg::i(withBias ? 1 : 0)};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), gemmResidualArg(c, 2, flags),
+            Arg::i(int32_t(flags))};
   const GemmLaunch l = gemmLaunch();
   c.grid = {unsigned((N + l.tileN - 1) / l.tileN), unsigned((T + l.tileM - 1) / l.tileM), 1};
   c.block = {unsigned(l.threads), 1, 1};
   c.dynamicSmemBytes = unsigned(l.dynamicSmem);
-  c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) + (withBias ? 4.0 * N : 0);
+  c.bytesMoved = 2.0 * double(T * K + N * K) + 4.0 * double(T * N) * (flags & kRes ? 2 : 1) +
+                 (flags & kBias ? 4.0 * N : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;  // mma.sync: the roofline uses the tensor-core peak
   // Products of f16 values are exact in f32 (11 + 11 significant bits); the K-term
   // f32 sum (tensor-core accumulation, whatever its order or its rounding mode:
-  // unit roundoff <= 2^-23) and the bias add are within (K + 1) 2^-23 sum|x_k w_k|
+  // unit roundoff <= 2^-23) and the bias and residual adds are within (K + 1) 2^-23 times
+  // the sum of the terms' magnitudes, sum|x_k w_k| + |bias| + |res|
   // (Higham, Accuracy and Stability, eq. 3.5). A fragment, swizzle or edge error
   // is O(|y|) ~ sqrt(K)/3, far outside.
   c.check = gemmCheck(in, T, N, K,
@@ -373,7 +414,7 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
   Case c;
   c.module = "swz_gemm_f32_f16w";
   c.entry = "gemm_f32_f16w";
-  c.label = gemmLabel(T, N, K, withBias);
+  c.label = gemmLabel(T, N, K, withBias ? kBias : 0);
   c.buffers.push_back(makeBuffer(x, {T * K}));
   c.buffers.push_back(makeBuffer(wb, {N * K}));
   c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T * N}));
@@ -396,7 +437,7 @@ Case gemmPortableCase(int64_t T, int64_t N, int64_t K, bool withBias, uint64_t s
 
 /// gemm_skinny_<type> (PTX): the prefill GEMM of short passes, x f32 rounded to f16 in the
 /// kernel, W the GGUF blocks (bytes, padded to 16 as the executor pads weights).
-Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, bool withBias, uint64_t seed) {
+Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, unsigned flags, uint64_t seed) {
   Rng rng{seed};
   QuantMatrix qm = randomQuantMatrix(q, N, K, rng, 16);
   const std::vector<uint8_t> &w = qm.bytes;
@@ -407,27 +448,29 @@ Case gemmSkinnyCase(const QuantType &q, int64_t T, int64_t N, int64_t K, bool wi
     x[i] = float(rng.next());
     xv[i] = f16Value(f16Bits(x[i]));  // the kernel multiplies f16(x)
   }
-  std::vector<double> bias;
-  std::vector<float> biasF = randomBias(rng, N, withBias, bias);
-  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias)});
+  std::vector<double> bias, res;
+  std::vector<float> biasF = randomBias(rng, N, flags & kBias, bias);
+  std::vector<float> resF = randomResidual(rng, T, N, flags, res);
+  auto in = std::make_shared<GemmInputs>(GemmInputs{std::move(xv), std::move(wv), std::move(bias), std::move(res)});
 
   Case c;
   c.module = "swz_gemm_skinny";
   c.entry = std::string("gemm_skinny_") + q.name;
-  c.label = gemmLabel(T, N, K, withBias);
+  c.label = gemmLabel(T, N, K, flags);
   c.buffers.push_back(makeBuffer(x, {T * K}));
   Buffer wb;
   wb.bytes = w;
   wb.sizes = {int64_t(w.size() / 2)};
   wb.elemBytes = 2;
   c.buffers.push_back(std::move(wb));
-  c.buffers.push_back(makeBuffer(std::vector<float>(size_t(T * N), std::nanf("")), {T * N}));
+  c.buffers.push_back(gemmOutput(std::move(resF), T, N, {T * N}, flags));
   c.buffers.push_back(makeBuffer(biasF, {int64_t(biasF.size())}));
-  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), Arg::i(int32_t(T)),
-            Arg::i(int32_t(N)), Arg::i(int32_t(K)), Arg::i(withBias ? 1 : 0)};
+  c.args = {Arg::memref(0), Arg::memref(1), Arg::memref(2), Arg::memref(3), gemmResidualArg(c, 1, flags),
+            Arg::i(int32_t(T)), Arg::i(int32_t(N)), Arg::i(int32_t(K)), Arg::i(int32_t(flags))};
   c.grid = {unsigned((N + 31) / 32), 1, 1};
   c.block = {128, 1, 1};
-  c.bytesMoved = double(N * (K / q.blockElems) * q.blockBytes) + 4.0 * double(T * K + T * N);
+  c.bytesMoved = double(N * (K / q.blockElems) * q.blockBytes) + 4.0 * double(T * K + T * N) +
+                 (flags & kRes ? 4.0 * double(T * N) : 0);
   c.flops = 2.0 * double(T) * double(N) * double(K);
   c.tensorCore = true;
   // Against the exact weights: each f16 weight is the f32 dequantization rounded once more
@@ -472,38 +515,44 @@ std::vector<Case> gemmCases(const std::string &format) {
     // Tensor-core GEMM: T = 1, 17, 100, 512; N = 576, 1536, 577 (odd); K = 576,
     // 1536, 4864, plus K = 544 (a 32-wide tail after the last full 64-wide k tile)
     // and K = 32 (one partial k tile), and an exact 64x64x64 tile.
-    cases.push_back(gemmF16Case(64, 64, 64, false, 1));
-    cases.push_back(gemmF16Case(1, 576, 576, false, 2));
-    cases.push_back(gemmF16Case(17, 1536, 576, true, 3));
-    cases.push_back(gemmF16Case(100, 577, 1536, false, 4));
-    cases.push_back(gemmF16Case(512, 576, 4864, true, 5));
-    cases.push_back(gemmF16Case(512, 1536, 576, false, 6));
-    cases.push_back(gemmF16Case(33, 100, 544, true, 7));
-    cases.push_back(gemmF16Case(5, 40, 32, false, 8));
+    cases.push_back(gemmF16Case(64, 64, 64, 0, 1));
+    cases.push_back(gemmF16Case(1, 576, 576, 0, 2));
+    cases.push_back(gemmF16Case(17, 1536, 576, kBias, 3));
+    cases.push_back(gemmF16Case(100, 577, 1536, 0, 4));
+    cases.push_back(gemmF16Case(512, 576, 4864, kBias, 5));
+    cases.push_back(gemmF16Case(512, 1536, 576, 0, 6));
+    cases.push_back(gemmF16Case(33, 100, 544, kBias, 7));
+    cases.push_back(gemmF16Case(5, 40, 32, 0, 8));
+    // The residual epilogue, in place (y holds the residual on entry): partial tiles with
+    // bias, and an odd N without.
+    cases.push_back(gemmF16Case(33, 100, 544, kBias | kRes, 12));
+    cases.push_back(gemmF16Case(100, 577, 1536, kRes, 13));
     // Qwen2.5-Coder-7B's pp512 shapes, for timing on a GPU (q and o 3584 x 3584, gate /
     // up 18944 x 3584, down 3584 x 18944; the reference over 15 of the 512 rows). Only
     // with SWZ_GEMM_TIMING_CASES=1 (bench/tune_gemm.sh): their 1.6 GB of inputs would
     // slow every listing of the cases.
     if (const char *e = std::getenv("SWZ_GEMM_TIMING_CASES"); e && std::string(e) == "1") {
-      cases.push_back(gemmF16Case(512, 3584, 3584, true, 9, 37));
-      cases.push_back(gemmF16Case(512, 18944, 3584, false, 10, 37));
-      cases.push_back(gemmF16Case(512, 3584, 18944, false, 11, 37));
+      cases.push_back(gemmF16Case(512, 3584, 3584, kBias, 9, 37));
+      cases.push_back(gemmF16Case(512, 18944, 3584, 0, 10, 37));
+      cases.push_back(gemmF16Case(512, 3584, 18944, 0, 11, 37));
     }
     // Skinny GEMM (T <= 64, K % 256 == 0): a partial last workgroup (N = 577, 100, 70),
     // 1, 2 and 4 m-tiles (its three loops), Q6_K rows whose super-blocks start 4, 8, 12
     // bytes past 16 (rows of 2,100 bytes).
     const QuantType &q80 = quantTypes()[2], &q4k = quantTypes()[3], &q6k = quantTypes()[4];
-    cases.push_back(gemmSkinnyCase(q4k, 1, 577, 1536, false, 21));
-    cases.push_back(gemmSkinnyCase(q4k, 17, 64, 512, true, 22));
-    cases.push_back(gemmSkinnyCase(q4k, 64, 40, 256, false, 23));
-    cases.push_back(gemmSkinnyCase(q6k, 1, 100, 2560, true, 24));
-    cases.push_back(gemmSkinnyCase(q6k, 33, 33, 512, false, 25));
-    cases.push_back(gemmSkinnyCase(q80, 1, 70, 1024, false, 26));
-    cases.push_back(gemmSkinnyCase(q80, 64, 32, 768, true, 27));
+    cases.push_back(gemmSkinnyCase(q4k, 1, 577, 1536, 0, 21));
+    cases.push_back(gemmSkinnyCase(q4k, 17, 64, 512, kBias, 22));
+    cases.push_back(gemmSkinnyCase(q4k, 64, 40, 256, 0, 23));
+    cases.push_back(gemmSkinnyCase(q6k, 1, 100, 2560, kBias, 24));
+    cases.push_back(gemmSkinnyCase(q6k, 33, 33, 512, 0, 25));
+    cases.push_back(gemmSkinnyCase(q80, 1, 70, 1024, 0, 26));
+    cases.push_back(gemmSkinnyCase(q80, 64, 32, 768, kBias, 27));
+    cases.push_back(gemmSkinnyCase(q4k, 17, 64, 512, kBias | kRes, 31));  // the residual, in place
+    cases.push_back(gemmSkinnyCase(q6k, 33, 33, 512, kRes, 32));
     // 7B shapes (timed on the H200: ffn_down and q/k/v at one token).
-    cases.push_back(gemmSkinnyCase(q4k, 1, 3584, 18944, false, 28));
-    cases.push_back(gemmSkinnyCase(q6k, 1, 3584, 18944, false, 29));
-    cases.push_back(gemmSkinnyCase(q4k, 1, 4608, 3584, true, 30));
+    cases.push_back(gemmSkinnyCase(q4k, 1, 3584, 18944, 0, 28));
+    cases.push_back(gemmSkinnyCase(q6k, 1, 3584, 18944, 0, 29));
+    cases.push_back(gemmSkinnyCase(q4k, 1, 4608, 3584, kBias, 30));
   } else {
     // Portable GEMM on lavapipe (CPU): smaller products, same edge coverage.
     cases.push_back(gemmPortableCase(1, 576, 576, false, 11));

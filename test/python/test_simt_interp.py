@@ -133,8 +133,8 @@ GEMM = ROOT / "codegen" / "kernels" / "gemm_f16.mlir"
 def _small_gemm_cases() -> list[str]:
     # gemm_f16's cases the interpreter runs in seconds: the exact 64x64x64 tile, T = 1
     # (N, K = 576: 9 column tiles, 9 k tiles through the 3-stage ring), T = 33, N = 100,
-    # K = 544 with bias (partial row and column tiles, a 32-wide k tail) and T = 5, N = 40,
-    # K = 32 (one partial k tile).
+    # K = 544 with bias, and with bias and the residual in place (partial row and column
+    # tiles, a 32-wide k tail) and T = 5, N = 40, K = 32 (one partial k tile).
     return [line.split()[0] for line in _list("swz_gemm_f16")
             if any(f" {s}" in line + " " for s in ("T=64 N=64 K=64 ", "T=1 N=576 K=576 ",
                                                    "T=33 N=100 K=544 ", "T=5 N=40 K=32 "))]
@@ -142,7 +142,7 @@ def _small_gemm_cases() -> list[str]:
 
 def test_gemm_f16_cases_pass_in_the_interpreter(tmp_path):
     cases = _small_gemm_cases()
-    assert len(cases) == 4
+    assert len(cases) == 5
     _assert_all_ok(_interpret_and_check(tmp_path, GEMM, "swz_gemm_f16", cases), cases)
 
 
@@ -584,13 +584,14 @@ DEQUANT = ROOT / "codegen" / "kernels" / "dequant_f16.mlir"
 
 def _skinny_cases() -> list[str]:
     # gemm_skinny's small cases (every type, its 1-, 2- and 4-m-tile loops, partial
-    # workgroups, Q6_K's unaligned super-blocks); the 7B shapes are for the H200.
+    # workgroups, Q6_K's unaligned super-blocks, the residual epilogue in place); the 7B
+    # shapes are for the H200.
     return [line.split()[0] for line in _list("swz_gemm_skinny") if " N=3584 " not in line and " N=4608 " not in line]
 
 
 def test_gemm_skinny_cases_pass_in_the_interpreter(tmp_path):
     cases = _skinny_cases()
-    assert len(cases) == 7
+    assert len(cases) == 9
     _assert_all_ok(_interpret_and_check(tmp_path, SKINNY, "swz_gemm_skinny", cases), cases)
 
 
@@ -607,13 +608,14 @@ def _write_case(d: Path, module: str, entry: str, grid, block: int, buffers, arg
 
 
 @pytest.mark.parametrize("label", ["gemm_skinny_q4_k T=17 N=64 K=512 +bias", "gemm_skinny_q6_k T=33 N=33 K=512",
-                                   "gemm_skinny_q8_0 T=1 N=70 K=1024"])
+                                   "gemm_skinny_q8_0 T=1 N=70 K=1024", "gemm_skinny_q4_k T=17 N=64 K=512 +bias +res"])
 def test_gemm_skinny_equals_dequant_then_gemm_f16_bitwise(tmp_path, label):
     """The skinny GEMM and the path it replaces (dequant_<type>_f16, convert_f32_f16,
     gemm_f16) on the same blocks and activations give the same f32 bits: the same f16
     operands in the same mma.sync chain (in the interpreter, which rounds each mma's sum
     to f32 as one chain; the H200 run checks the hardware: swz-backend-compare's batch
-    invariance). A k16 step taken out of order, or a weight rounded differently, breaks it."""
+    invariance). A k16 step taken out of order, or a weight rounded differently, breaks it.
+    With the residual (flags 2) both add it in place, to y holding it on entry."""
     import numpy as np
     case = next(line.split()[0] for line in _list("swz_gemm_skinny") if line.split(None, 1)[1] == label)
     ir = _generic_ir(SKINNY, tmp_path / "skinny.mlir")
@@ -622,10 +624,11 @@ def test_gemm_skinny_equals_dequant_then_gemm_f16_bitwise(tmp_path, label):
     simt_interp.run_case_dir(str(ir), str(src))
     meta = (src / "meta.txt").read_text().split("\n")
     ints = [int(l.split()[2]) for l in meta if l.startswith("arg i")]
-    T, N, K, has_bias = ints
+    T, N, K, flags = ints
     ty = label.split()[0][len("gemm_skinny_"):]
     w = (src / "buf1.bin").read_bytes()
     x, bias = (src / "buf0.bin").read_bytes(), (src / "buf3.bin").read_bytes()
+    y0 = (src / "buf2.bin").read_bytes()  # the residual with flags 2, else NaN (never read)
     dq = _generic_ir(DEQUANT, tmp_path / "dequant.mlir")
     _write_case(tmp_path / "dq", "swz_dequant_f16", f"dequant_{ty}_f16", (N, 1, 1), 256,
                 [(1, [len(w)], w), (2, [N * K], b"\0" * (2 * N * K))], [("m", 0), ("m", 1), ("i", N), ("i", K)])
@@ -637,8 +640,8 @@ def test_gemm_skinny_equals_dequant_then_gemm_f16_bitwise(tmp_path, label):
     _write_case(tmp_path / "gm", "swz_gemm_f16", "gemm_f16", ((N + 63) // 64, (T + 63) // 64, 1), 128,
                 [(2, [T, K], (tmp_path / "cv" / "out1.bin").read_bytes()),
                  (2, [N, K], (tmp_path / "dq" / "out1.bin").read_bytes()),
-                 (4, [T, N], b"\0" * (4 * T * N)), (4, [len(bias) // 4], bias)],
-                [("m", 0), ("m", 1), ("m", 2), ("m", 3), ("i", has_bias)])
+                 (4, [T, N], y0), (4, [len(bias) // 4], bias), (4, [1, 1], b"\0" * 4)],
+                [("m", 0), ("m", 1), ("m", 2), ("m", 3), ("m", 2 if flags & 2 else 4), ("i", flags)])
     simt_interp.run_case_dir(str(gm), str(tmp_path / "gm"))
     skinny = np.frombuffer((src / "out2.bin").read_bytes(), np.uint32)
     pair = np.frombuffer((tmp_path / "gm" / "out2.bin").read_bytes(), np.uint32)

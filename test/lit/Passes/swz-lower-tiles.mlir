@@ -62,7 +62,7 @@ swz.gemm_tile @gemm_f16 : f16
 // SM80: gpu.module @swz_gemm_f16
 // SM80-DAG: memref.global "private" @gemm_x : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
 // SM80-DAG: memref.global "private" @gemm_w : memref<192x64xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<3, 3, 3>}
-// SM80: gpu.func @gemm_f16(%{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: i32) kernel
+// SM80: gpu.func @gemm_f16(%[[X:[^:]*]]: memref<?x?xf16>, %[[W:[^:]*]]: memref<?x?xf16>, %[[Y:[^:]*]]: memref<?x?xf32>, %[[B:[^:]*]]: memref<?xf32>, %[[RES:[^:]*]]: memref<?x?xf32>, %[[FLAGS:[^:]*]]: i32) kernel
 // SM80-SAME: known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/64), ceil(T/64), 1", swz.schedule = "gemm"
 // Prologue: k tiles 0 and 1 (stages - 1), four 16-row copy passes an operand each.
 // SM80: scf.for %{{.*}} = %c0 to %c4 step %c1
@@ -79,8 +79,25 @@ swz.gemm_tile @gemm_f16 : f16
 // SM80-COUNT-4: nvgpu.ldmatrix
 // SM80-COUNT-8: nvgpu.mma.sync
 // SM80: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
-// 2 x 4 fragments of 4 elements, 32 masked stores.
-// SM80-COUNT-32: memref.store
+// Epilogue: flags bit 0 adds bias[n], bit 1 the residual res[t, n] (y = (acc + bias) + res,
+// the residual read by the thread that then writes y, so res may be y).
+// SM80: %[[C1:.*]] = arith.constant 1 : i32
+// SM80-NEXT: %[[BBIT:.*]] = arith.andi %[[FLAGS]], %[[C1]] : i32
+// SM80: %[[C2:.*]] = arith.constant 2 : i32
+// SM80-NEXT: %[[RBIT:.*]] = arith.andi %[[FLAGS]], %[[C2]] : i32
+// SM80-NEXT: %[[USERES:.*]] = arith.cmpi ne, %[[RBIT]], %{{.*}} : i32
+// SM80: memref.load %[[B]]
+// 2 x 4 fragments of 4 elements, 32 masked stores, each after its residual's load.
+// SM80: %[[S:.*]] = arith.addf
+// SM80-NEXT: %[[OUT:.*]] = scf.if %[[USERES]] -> (f32) {
+// SM80-NEXT: %[[R:.*]] = memref.load %[[RES]][%[[ROW:.*]], %[[COL:.*]]] : memref<?x?xf32>
+// SM80-NEXT: %[[SR:.*]] = arith.addf %[[S]], %[[R]] : f32
+// SM80-NEXT: scf.yield %[[SR]] : f32
+// SM80-NEXT: } else {
+// SM80-NEXT: scf.yield %[[S]] : f32
+// SM80-NEXT: }
+// SM80-NEXT: memref.store %[[OUT]], %[[Y]][%[[ROW]], %[[COL]]] : memref<?x?xf32>
+// SM80-COUNT-31: memref.store
 // SM80: gpu.return
 
 // SMALL-DAG: memref.global "private" @gemm_x : memref<64x32xf16, #gpu.address_space<workgroup>> {alignment = 128 : i64, swz.conflict_free, swz.smem_layout = #swz.swizzle<2, 3, 3>}

@@ -60,9 +60,12 @@ TEST(GpuCompiler, GemmToPtx) {
   EXPECT_EQ(k.format, "ptx");
   EXPECT_EQ(k.block, (std::array<int64_t, 3>{128, 1, 1}));
   EXPECT_EQ(k.grid, "ceil(N/64), ceil(T/64), 1");
-  ASSERT_EQ(k.arguments.size(), 5u);
+  // (x, w, y, bias, res, flags)
+  ASSERT_EQ(k.arguments.size(), 6u);
   EXPECT_EQ(k.arguments[0], "memref<?x?xf16>");
   EXPECT_EQ(k.arguments[2], "memref<?x?xf32>");
+  EXPECT_EQ(k.arguments[4], "memref<?x?xf32>");
+  EXPECT_EQ(k.arguments[5], "i32");
   EXPECT_NE(k.binary.find(".target sm_80"), std::string::npos);
   EXPECT_NE(k.binary.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
             std::string::npos);

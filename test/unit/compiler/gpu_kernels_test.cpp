@@ -536,7 +536,7 @@ TEST(GpuKernels, MissingKernelsAreListed) {
 
 // swz-fuse folds `x = x + matmul(attn, Wo)` into the matmul: the add op is marked
 // fused_into it and launches nothing; decode keeps the residual in the GEMV's epilogue,
-// prefill adds it after the GEMM.
+// prefill in the GEMM's.
 TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   package::Manifest m = manifest("sm_90", json::array({
       {{"op", "matmul"}, {"in", {"attn", "blk.0.attn_output.weight"}}, {"out", "o"}},
@@ -551,8 +551,7 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   EXPECT_FALSE(ops[1].contains("launches"));
   EXPECT_EQ(phase(m, 0, "decode"), json({"sm_90.quantize_q8_x", "sm_90.matmul_q4_1_q8x"}));
   EXPECT_EQ(phase(m, 0, "prefill"),
-            json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16",
-                  "sm_90.add_f32"}));
+            json({"sm_90.convert_f32_f16", "sm_90.dequant_q4_1_f16", "sm_90.gemm_f16"}));
   // Decode (the int8 GEMV: weights, int8 input and its scales, outputs 0..2, biases 0..2,
   // res, N0..N2, K, T, flags): the residual added in place (flags 2, y0 = res = x).
   const json dec = record(m, 0, "sm_90.matmul_q4_1_q8x", "decode")["args"];
@@ -566,8 +565,8 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   EXPECT_EQ(dec[15], json({{"i32", "576"}}));
   EXPECT_EQ(dec[16], json({{"i32", "T"}}));
   EXPECT_EQ(dec[17], json({{"i32", "2"}}));
-  // Prefill: x to f16, W dequantized, the GEMM writes the matmul's own output o, then
-  // add_f32 does x = x + o.
+  // Prefill: x to f16, W dequantized, the GEMM (x, w, y, bias, res, flags) adds the
+  // residual in place too (flags 2, y = res = x).
   EXPECT_EQ(record(m, 0, "sm_90.convert_f32_f16", "prefill")["args"][1],
             json({{"scratch", "x_f16"}, {"bytes", "max_T*1152"}, {"shape", {"T*576"}}}));
   EXPECT_EQ(record(m, 0, "sm_90.dequant_q4_1_f16", "prefill")["args"][0],
@@ -576,10 +575,11 @@ TEST(GpuKernels, ResidualAddIsFusedIntoTheMatmul) {
   EXPECT_EQ(gemm["grid"], json({"9", "ceil(T/64)", "1"}));
   EXPECT_EQ(gemm["args"][0], json({{"scratch", "x_f16"}, {"bytes", "max_T*1152"}, {"shape", {"T", "576"}}}));
   EXPECT_EQ(gemm["args"][1], json({{"scratch", "w_f16"}, {"bytes", "663552"}, {"shape", {"576", "576"}}}));
-  EXPECT_EQ(gemm["args"][2], json({{"buffer", "o"}, {"shape", {"T", "576"}}}));
-  EXPECT_EQ(record(m, 0, "sm_90.add_f32", "prefill")["args"],
-            json::parse(R"([{"buffer": "x", "shape": ["T*576"]}, {"buffer": "o", "shape": ["T*576"]},
-                            {"buffer": "x", "shape": ["T*576"]}, {"i32": "T*576"}])"));
+  ASSERT_EQ(gemm["args"].size(), 6u);
+  EXPECT_EQ(gemm["args"][2], json({{"buffer", "x"}, {"shape", {"T", "576"}}}));
+  EXPECT_EQ(gemm["args"][3], json::parse(R"({"absent": true, "shape": ["1"]})"));
+  EXPECT_EQ(gemm["args"][4], gemm["args"][2]);
+  EXPECT_EQ(gemm["args"][5], json({{"i32", "2"}}));
 }
 
 // The final norm and the LM head run on the output rows only, with their decode kernels
