@@ -237,6 +237,9 @@ std::string Metrics::render(const engine::CacheStats& cache, const engine::SpecS
   family(out, "swizzle_prefill_rows_total", "counter",
          "Prompt rows (tokens) evaluated by forward passes; a request's n choices share one prefill.");
   sample(out, "swizzle_prefill_rows_total", "", num(sched.prefill_rows));
+  family(out, "swizzle_approx_probe_rows_total", "counter",
+         "Prompt rows the approx cache mode's deviation probes evaluated (their first layers only).");
+  sample(out, "swizzle_approx_probe_rows_total", "", num(sched.probe_rows));
   family(out, "swizzle_step_seconds", "histogram", "Seconds of one scheduler step's forward pass.");
   histogram(out, "swizzle_step_seconds", sched.step_seconds_bounds, sched.step_seconds_counts, sched.step_seconds_sum);
   family(out, "swizzle_batch_sequences", "histogram", "Sequences in one step (batch size).");

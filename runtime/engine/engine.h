@@ -445,6 +445,8 @@ struct SchedulerStats {
   uint64_t step_rows = 0;    ///< rows (tokens) over all steps
   uint64_t step_seqs = 0;    ///< sequences over all steps (batch size = step_seqs / steps)
   uint64_t prefill_rows = 0; ///< prompt rows evaluated (prefill; a request's n choices share one prefill)
+  uint64_t probe_passes = 0; ///< approx deviation probes' passes (kApproxProbeLayers layers each)
+  uint64_t probe_rows = 0;   ///< prompt rows those passes evaluated
   std::vector<double> step_seconds_bounds;  ///< upper bounds of the step-time histogram, seconds
   std::vector<uint64_t> step_seconds_counts;
   double step_seconds_sum = 0;

@@ -241,6 +241,7 @@ struct Scheduler::Seq {
   std::vector<size_t> installed_atoms;  // their GenerateRequest::approx_atoms indices
   size_t next_install = 0;         // the admission's next planned install
   bool probed = false;             // ApproxSelect::Deviation: the installs' runs are chosen
+  int probe_pos = -1;              // the probe's next position (-1: not started; probe_atoms)
   std::deque<TokenSpan> again;     // installed atoms' runs (Install::runs) not yet prefilled again
   int prompt_done = 0;             // prompt positions computed when prefill ended (publish_prompt_tail)
   int reserve = 0;                 // pages reserved for this sequence
@@ -957,30 +958,38 @@ bool Scheduler::device_failed(std::vector<std::unique_ptr<Seq>>& running, const 
   return false;
 }
 
-bool Scheduler::probe_atoms(Seq& s) {
-  s.probed = true;
+int Scheduler::probe_atoms(Seq& s, int budget) {
   auto& installs = s.job->adm.installs;
   int probe_end = 0;  // the end of the last install with tokens to choose (past the cursor)
   for (size_t i = s.next_install; i < installs.size(); ++i)
     if (installs[i].extra > 0 && installs[i].end > s.n_past) probe_end = std::max(probe_end, installs[i].end);
-  if (probe_end == 0) return true;
-  if (!prepare_pages(s, probe_end - s.n_past)) {
-    s.probed = false;  // no page now: try again next step
-    return false;
+  if (probe_end == 0) {
+    s.probed = true;
+    return 0;
   }
+  if (!prepare_pages(s, probe_end - s.n_past)) return -1;  // no page now: try again next step
   // The first kApproxProbeLayers layers of the prompt from the cursor to the last atom's
-  // end, with its own context.
-  for (int p = s.n_past; p < probe_end;) {
+  // end, with its own context (each pass attends to what the passes before wrote), up to
+  // `budget` rows this step.
+  if (s.probe_pos < s.n_past) s.probe_pos = s.n_past;
+  int used = 0;
+  while (s.probe_pos < probe_end && used < budget) {
+    const int p = s.probe_pos;
     exec::SequenceStep st;
     st.tokens = s.req.prompt.data() + p;
-    st.n_tokens = std::min(probe_end - p, model_.max_rows());
+    st.n_tokens = std::min({probe_end - p, model_.max_rows(), budget - used});
     st.pos0 = p;
     st.block_table = s.table.data();
     st.n_blocks = (p + st.n_tokens + kTok - 1) / kTok;
     st.rows = exec::SequenceModel::Rows::Prompt;
     model_.forward_layers({&st, 1}, kApproxProbeLayers);
-    p += st.n_tokens;
+    s.probe_pos += st.n_tokens;
+    used += st.n_tokens;
+    ++probe_passes_;
+    probe_rows_ += static_cast<uint64_t>(st.n_tokens);
   }
+  if (s.probe_pos < probe_end) return used;  // the rest in later steps
+  s.probed = true;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
   for (size_t i = s.next_install; i < installs.size(); ++i) {
@@ -1039,7 +1048,7 @@ bool Scheduler::probe_atoms(Seq& s) {
     }
     in.runs = select_deviating(dev, begin, in.extra);
   }
-  return true;
+  return used;
 }
 
 void Scheduler::save_atoms(Seq& s) {
@@ -1237,6 +1246,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
   // write of a layer precedes its attention for every sequence of a pass). One pass a
   // segment would cost a whole pass over the weights each.
   int slots_left = model_.max_seqs() - static_cast<int>(step.size());
+  bool probing = false;  // a deviation probe ran a pass this step (see below)
   for (size_t pi = 0; pi < prefill.size(); ++pi) {
     if (rows_left <= 0 || slots_left <= 0) break;
     Seq& s = *prefill[pi];
@@ -1246,7 +1256,13 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     s.tokens.clear();
     s.segs.clear();
     try {
-      if (!s.probed && s.next_install < installs.size() && !probe_atoms(s)) continue;  // no pages now
+      if (!s.probed && s.next_install < installs.size()) {
+        const int probed_rows = probe_atoms(s, rows_left);
+        if (probed_rows < 0) continue;  // no pages now
+        rows_left -= probed_rows;
+        probing |= probed_rows > 0;
+        if (!s.probed || rows_left <= 0) continue;  // probing goes on (or prefill starts) next step
+      }
     } catch (const backend::Error& e) {
       return device_failed(running, e);
     } catch (...) {
@@ -1327,6 +1343,7 @@ bool Scheduler::step(std::vector<std::unique_ptr<Seq>>& running) {
     step.push_back(&s);
   }
   if (step.empty()) {
+    if (probing) return true;  // the probe was this step's work
     if (!running.empty() && std::all_of(running.begin(), running.end(), [](const auto& s) { return s->done; })) return true;
     // Every live sequence waits for pages that nothing running will free: end the newest.
     for (auto it = running.rbegin(); it != running.rend(); ++it) {
@@ -1515,6 +1532,8 @@ SchedulerStats Scheduler::stats() const {
   st.step_rows = step_rows_;
   st.step_seqs = step_seqs_;
   st.prefill_rows = prefill_rows_.load();
+  st.probe_passes = probe_passes_.load();
+  st.probe_rows = probe_rows_.load();
   st.step_seconds_bounds = step_seconds_bounds();
   st.step_seconds_counts = step_s_counts_;
   st.step_seconds_sum = step_s_sum_;

@@ -194,14 +194,17 @@ class Scheduler {
   /// come back to the device (its tokens are then prefilled).
   enum class Installed { Done, Waiting, Dropped };
   Installed install_atom(Seq& s, int begin);
-  /// ApproxSelect::Deviation, once per sequence before its first install: the first
+  /// ApproxSelect::Deviation, before a sequence's first install: the first
   /// kApproxProbeLayers layers of the prompt after s.n_past (exec::BatchModel::
-  /// forward_layers, through its pages, which it prepares), then for each planned install
-  /// with Install::extra tokens to choose, its runs (select_deviating over the per-token
-  /// squared error of layer kApproxProbeLayers - 1's K/V, the saved atom's K re-rotated as
-  /// install_atom moves it, against the fresh). False when its pages cannot be had now.
-  /// Throws what the model throws.
-  bool probe_atoms(Seq& s);
+  /// forward_layers, through its pages, which it prepares), at most `budget` rows a step
+  /// (the step's prompt-row budget: a long prompt's probe takes several steps, so the
+  /// running sequences' decode goes on between them; Seq::probe_pos), then, once it has
+  /// reached the last install, for each planned install with Install::extra tokens to
+  /// choose, its runs (select_deviating over the per-token squared error of layer
+  /// kApproxProbeLayers - 1's K/V, the saved atom's K re-rotated as install_atom moves it,
+  /// against the fresh) and Seq::probed. Returns the rows it evaluated this step, or -1
+  /// when its pages cannot be had now. Throws what the model throws.
+  int probe_atoms(Seq& s, int budget);
   /// The device failed (`e`, being handled: its exception is current): the engine hears of
   /// it (SchedulerHooks::failed) and every running sequence ends with it. Returns false
   /// (step()'s answer: the step thread stops).
@@ -230,7 +233,7 @@ class Scheduler {
   bool wake_ = false;  // a waiting job was cancelled
   std::atomic<int> admitted_{0};
   std::atomic<int> running_n_{0};
-  std::atomic<uint64_t> hit_tokens_{0}, miss_tokens_{0}, prefill_rows_{0};
+  std::atomic<uint64_t> hit_tokens_{0}, miss_tokens_{0}, prefill_rows_{0}, probe_passes_{0}, probe_rows_{0};
   // stats (mu_)
   uint64_t rejected_ = 0, steps_ = 0, step_rows_ = 0, step_seqs_ = 0;
   std::vector<uint64_t> step_s_counts_, batch_seqs_counts_, batch_rows_counts_;

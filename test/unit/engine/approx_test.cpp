@@ -432,7 +432,10 @@ TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
 }
 
 // Deviation runs longer than a pass's rows go on in the next pass: 99% of a 300-token atom
-// recomputed (295 tokens chosen after the first 2) on a scheduler of 256 rows a pass.
+// recomputed (295 tokens chosen after the first 2) on a scheduler of 256 rows a pass. The
+// probe over the 345 prompt positions up to the atom's end is held to the same budget: two
+// passes, 256 rows in the first step and 89 in the next (decode of running sequences goes
+// on between them).
 TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
@@ -451,10 +454,13 @@ TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
   r.approx_select = ApproxSelect::Deviation;
   std::unique_ptr<Admission> a = sched.admit(r);
   EXPECT_EQ(a->cached_tokens(), 300 - 297);
-  const uint64_t hits0 = sched.hit_tokens(), steps0 = sched.stats().steps;
+  const SchedulerStats st0 = sched.stats();
+  const uint64_t hits0 = sched.hit_tokens(), steps0 = st0.steps;
   const GenerateResult res = sched.run(*a, {});
   EXPECT_EQ(res.completion_tokens, 1);
   EXPECT_EQ(sched.hit_tokens() - hits0, 3u);
+  EXPECT_EQ(sched.stats().probe_passes - st0.probe_passes, 2u);
+  EXPECT_EQ(sched.stats().probe_rows - st0.probe_rows, 345u);
   // 375 prompt rows less 3 installed: at least 2 passes of 256 rows.
   EXPECT_GE(sched.stats().steps - steps0, 2u);
 }
