@@ -594,6 +594,8 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
   // bit 1; res may be y), rows t < T and n < N only.
   Value useBias = e.cmp(arith::CmpIPredicate::ne, e.andi(flags, e.ci(1)), e.ci(0));
   Value useRes = e.cmp(arith::CmpIPredicate::ne, e.andi(flags, e.ci(2)), e.ci(0));
+  struct Elem { Value v, bv, yi, ok; };
+  SmallVector<Elem> elems;
   for (int64_t j = 0; j < 2; ++j) {
     Value qj = j ? e.add(q2, c(j)) : q2;
     Value n = e.add(n0, e.add(wrow, qj));
@@ -608,19 +610,32 @@ void emitSkinny(GemmTileOp op, const SkinnyGeometry &geo, gpu::GPUModuleOp gm) {
       for (int64_t i = 0; i < 2; ++i) {
         Value t = 16 * m + 8 * i ? e.add(g, c(16 * m + 8 * i)) : g;
         Value tin = e.ult(t, Ti);
-        Value ok = e.andi(tin, nin);
-        Value v = b.create<vector::ExtractOp>(loc, res[m], ArrayRef<int64_t>{i, j});
-        emitIf(e, ok, [&]() {
-          Value sv = e.fadd(v, bv);
-          Value yi = e.add(e.mul(t, Ni), n);
-          Value out = emitIfElse(
-                          e, TypeRange{f32}, useRes,
-                          [&]() { return SmallVector<Value>{e.fadd(sv, e.load(resid, ValueRange{yi}))}; },
-                          [&]() { return SmallVector<Value>{sv}; })
-                          .getResult(0);
-          b.create<memref::StoreOp>(loc, out, y, ValueRange{yi});
-        });
+        elems.push_back({b.create<vector::ExtractOp>(loc, res[m], ArrayRef<int64_t>{i, j}), bv,
+                         e.add(e.mul(t, Ni), n), e.andi(tin, nin)});
       }
+  }
+  // The residuals first, every load before any store (y may be res: gemm_f16's epilogue).
+  SmallVector<Type> rt(elems.size(), f32);
+  auto resIf = emitIfElse(
+      e, rt, useRes,
+      [&]() {
+        SmallVector<Value> loaded;
+        for (const Elem &el : elems)
+          loaded.push_back(emitIfElse(
+                               e, TypeRange{f32}, el.ok,
+                               [&]() { return SmallVector<Value>{e.load(resid, ValueRange{el.yi})}; },
+                               [&]() { return SmallVector<Value>{zx}; })
+                               .getResult(0));
+        return loaded;
+      },
+      [&]() { return SmallVector<Value>(elems.size(), zx); });
+  for (size_t k = 0; k < elems.size(); ++k) {
+    const Elem &el = elems[k];
+    emitIf(e, el.ok, [&]() {
+      Value sv = e.fadd(el.v, el.bv);
+      Value out = b.create<arith::SelectOp>(loc, useRes, e.fadd(sv, resIf.getResult(unsigned(k))), sv);
+      b.create<memref::StoreOp>(loc, out, y, ValueRange{el.yi});
+    });
   }
   b.create<gpu::ReturnOp>(loc);
 }

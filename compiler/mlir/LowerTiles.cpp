@@ -539,24 +539,53 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
       c.bias = ifOp.getResult(0);
       cols.push_back(c);
     }
+  struct Row { Value row, in; };
+  SmallVector<Row> rows;
   for (int64_t m = 0; m < g.fragsM; ++m)
     for (int64_t i = 0; i < 2; ++i) {
       Value row = ix.add(erow, 16 * m + 8 * i);
-      Value rin = ix.ult(row, v.T);
+      rows.push_back({row, ix.ult(row, v.T)});
+    }
+  // The residuals first, every load before any store: y may be res, so a load after a
+  // store could alias it and would wait for it (each load's latency in turn). One branch
+  // on the flag; each element's load under its bounds (0 outside, never stored).
+  const size_t nElems = rows.size() * cols.size();
+  auto resIf = b.create<scf::IfOp>(
+      loc, useRes,
+      [&](OpBuilder &tb, Location l) {
+        SmallVector<Value> loaded;
+        for (const Row &r : rows)
+          for (const Col &c : cols) {
+            auto ld = tb.create<scf::IfOp>(
+                l, Ix{tb, l}.both(r.in, c.in),
+                [&](OpBuilder &lb, Location ll) {
+                  lb.create<scf::YieldOp>(ll, ValueRange{lb.create<memref::LoadOp>(ll, v.res, ValueRange{r.row, c.col})});
+                },
+                [&](OpBuilder &eb, Location el) {
+                  eb.create<scf::YieldOp>(el, ValueRange{eb.create<arith::ConstantOp>(el, eb.getF32FloatAttr(0.0f))});
+                });
+            loaded.push_back(ld.getResult(0));
+          }
+        tb.create<scf::YieldOp>(l, loaded);
+      },
+      [&](OpBuilder &eb, Location l) {
+        Value z = eb.create<arith::ConstantOp>(l, eb.getF32FloatAttr(0.0f));
+        eb.create<scf::YieldOp>(l, SmallVector<Value>(nElems, z));
+      });
+  size_t e = 0;
+  for (int64_t m = 0; m < g.fragsM; ++m)
+    for (int64_t i = 0; i < 2; ++i) {
+      const Row &r = rows[size_t(2 * m + i)];
       for (int64_t n = 0; n < g.tilesN; ++n)
-        for (int64_t j = 0; j < 2; ++j) {
+        for (int64_t j = 0; j < 2; ++j, ++e) {
           const Col &c = cols[2 * n + j];
           Value val = value(b, m, n, i, j);
-          b.create<scf::IfOp>(loc, ix.both(rin, c.in), [&](OpBuilder &tb, Location l) {
+          Value res = resIf.getResult(e);
+          b.create<scf::IfOp>(loc, ix.both(r.in, c.in), [&](OpBuilder &tb, Location l) {
             Value s = tb.create<arith::AddFOp>(l, val, c.bias);
-            auto withRes = tb.create<scf::IfOp>(
-                l, useRes,
-                [&](OpBuilder &rb, Location rl) {
-                  Value r = rb.create<memref::LoadOp>(rl, v.res, ValueRange{row, c.col});
-                  rb.create<scf::YieldOp>(rl, ValueRange{rb.create<arith::AddFOp>(rl, s, r)});
-                },
-                [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, s); });
-            tb.create<memref::StoreOp>(l, withRes.getResult(0), v.y, ValueRange{row, c.col});
+            Value sr = tb.create<arith::AddFOp>(l, s, res);
+            Value out = tb.create<arith::SelectOp>(l, useRes, sr, s);
+            tb.create<memref::StoreOp>(l, out, v.y, ValueRange{r.row, c.col});
             tb.create<scf::YieldOp>(l);
           });
         }

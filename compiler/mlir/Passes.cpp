@@ -594,6 +594,10 @@ struct Fuse : impl::SwzFuseBase<Fuse> {
             add->hasAttr("swz.rows"))
           continue;
         Value r = add.getOperand(1 - i);
+        // Not `x = x + matmul(x, W)`: the epilogue writes the residual's buffer in place
+        // while other workgroups may still read it as the matmul's input.
+        if (r == mm.getX())
+          continue;
         // The residual must be available where the matmul runs.
         if (Operation *def = r.getDefiningOp())
           if (def->getBlock() == mm->getBlock() && !def->isBeforeInBlock(mm))

@@ -52,6 +52,18 @@ func.func @not_adjacent(%x: tensor<?x576xf32>, %a: tensor<?x576xf32>, %wo: tenso
   return %x1, %h : tensor<?x576xf32>, tensor<?x576xf32>
 }
 
+// A residual that is the matmul's own input keeps its add: the fused epilogue would write
+// x in place while other workgroups still read it as the input.
+// CHECK-LABEL: func.func @own_input
+func.func @own_input(%x: tensor<?x576xf32>, %w: tensor<576x576xf32>) -> tensor<?x576xf32> {
+  // CHECK: swz.matmul %{{.*}}, %{{.*}} {weight_type
+  %y = swz.matmul %x, %w {weight_type = #swz.quant<q8_0>}
+      : tensor<?x576xf32>, tensor<576x576xf32> -> tensor<?x576xf32>
+  // CHECK: swz.add
+  %x1 = swz.add %x, %y : tensor<?x576xf32>
+  return %x1 : tensor<?x576xf32>
+}
+
 // The LM head runs on the output rows only (swz.rows): not fused into a full add.
 // CHECK-LABEL: func.func @output_rows
 func.func @output_rows(%x: tensor<?x576xf32>, %h: tensor<?x576xf32>, %w: tensor<576x576xf32>)

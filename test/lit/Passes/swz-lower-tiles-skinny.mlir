@@ -44,7 +44,8 @@ module {
 // SM80-NEXT: memref.global "private" @skinny_q4_k : memref<256x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // SM80-NEXT: memref.global "private" @skinny_q6_k : memref<192x120xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // SM80-NEXT: memref.global "private" @skinny_q8_0 : memref<128x136xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
-// SM80-NEXT: gpu.func @gemm_skinny_q4_k(%{{.*}}: memref<?xf32>, %{{.*}}: memref<?xf16>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?xf32>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/32), 1, 1"}
+// (x, w, y, bias, res, T, N, K, flags)
+// SM80-NEXT: gpu.func @gemm_skinny_q4_k(%{{[^:]*}}: memref<?xf32>, %{{[^:]*}}: memref<?xf16>, %[[Y:[^:]*]]: memref<?xf32>, %{{[^:]*}}: memref<?xf32>, %[[RES:[^:]*]]: memref<?xf32>, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %[[FLAGS:[^:]*]]: i32) kernel attributes {known_block_size = array<i32: 128, 1, 1>, swz.grid = "ceil(N/32), 1, 1"}
 // SM80-NOT: swz.schedule
 // SM80-NOT: swz.dynamic_smem
 // SM80: memref.get_global @skinny_q4_k
@@ -57,6 +58,22 @@ module {
 // SM80: nvgpu.mma.sync
 // SM80-SAME: mmaShape = [16, 8, 16]
 // SM80: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// Epilogue: flags bit 1 adds res[t, n] (read, then y written, by the same thread: res may
+// be y) after the bias: y = (acc + bias) + res, as gemm_f16's.
+// SM80: %[[RBIT:.*]] = arith.andi %[[FLAGS]], %c2_i32 : i32
+// SM80-NEXT: %[[USERES:.*]] = arith.cmpi ne, %[[RBIT]], %c0_i32 : i32
+// The residuals are all loaded (each under its bounds) before the first store.
+// SM80: %[[RV:.*]]:16 = scf.if %[[USERES]] -> (f32,
+// SM80-NEXT: scf.if %{{.*}} -> (f32) {
+// SM80-NEXT: memref.load %[[RES]][%[[I:.*]]] : memref<?xf32>
+// SM80-COUNT-15: memref.load %[[RES]]
+// SM80-NOT: memref.store
+// SM80: } else {
+// SM80: scf.if
+// SM80-NEXT: %[[S:.*]] = arith.addf
+// SM80-NEXT: %[[SR:.*]] = arith.addf %[[S]], %[[RV]]#0 : f32
+// SM80-NEXT: %[[OUT:.*]] = arith.select %[[USERES]], %[[SR]], %[[S]] : f32
+// SM80-NEXT: memref.store %[[OUT]], %[[Y]][%[[I]]] : memref<?xf32>
 // SM80: gpu.func @gemm_skinny_q6_k
 // SM80: memref.get_global @skinny_q6_k
 // SM80-COUNT-5: nvgpu.device_async_create_group

@@ -86,16 +86,23 @@ swz.gemm_tile @gemm_f16 : f16
 // SM80: %[[C2:.*]] = arith.constant 2 : i32
 // SM80-NEXT: %[[RBIT:.*]] = arith.andi %[[FLAGS]], %[[C2]] : i32
 // SM80-NEXT: %[[USERES:.*]] = arith.cmpi ne, %[[RBIT]], %{{.*}} : i32
-// SM80: memref.load %[[B]]
-// 2 x 4 fragments of 4 elements, 32 masked stores, each after its residual's load.
-// SM80: %[[S:.*]] = arith.addf
-// SM80-NEXT: %[[OUT:.*]] = scf.if %[[USERES]] -> (f32) {
-// SM80-NEXT: %[[R:.*]] = memref.load %[[RES]][%[[ROW:.*]], %[[COL:.*]]] : memref<?x?xf32>
-// SM80-NEXT: %[[SR:.*]] = arith.addf %[[S]], %[[R]] : f32
-// SM80-NEXT: scf.yield %[[SR]] : f32
-// SM80-NEXT: } else {
-// SM80-NEXT: scf.yield %[[S]] : f32
-// SM80-NEXT: }
+// SM80: %[[BIAS:.*]] = scf.if %{{.*}} -> (f32) {
+// SM80-NEXT: memref.load %[[B]]
+// The 32 residuals of the thread's 2 x 4 fragments of 4 elements, all loaded (each under
+// its bounds) before the first store: y may be res, so a store before a load would order
+// them.
+// SM80: %[[RV:.*]]:32 = scf.if %[[USERES]] -> (f32, f32,
+// SM80-NEXT: %[[OK:.*]] = arith.andi
+// SM80-NEXT: scf.if %[[OK]] -> (f32) {
+// SM80-NEXT: memref.load %[[RES]][%[[ROW:.*]], %[[COL:.*]]] : memref<?x?xf32>
+// SM80-COUNT-31: memref.load %[[RES]]
+// SM80-NOT: memref.store
+// SM80: } else {
+// 32 masked stores: y = (acc + bias) + res with the flag, acc + bias without.
+// SM80: scf.if
+// SM80-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[BIAS]] : f32
+// SM80-NEXT: %[[SR:.*]] = arith.addf %[[S]], %[[RV]]#0 : f32
+// SM80-NEXT: %[[OUT:.*]] = arith.select %[[USERES]], %[[SR]], %[[S]] : f32
 // SM80-NEXT: memref.store %[[OUT]], %[[Y]][%[[ROW]], %[[COL]]] : memref<?x?xf32>
 // SM80-COUNT-31: memref.store
 // SM80: gpu.return
