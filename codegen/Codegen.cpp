@@ -487,6 +487,9 @@ struct SpirvWorkgroupMemory : impl::SwzSpirvWorkgroupMemoryBase<SpirvWorkgroupMe
   }
 };
 
+/// The dynamic shared memory window's symbol (swz-dynamic-smem).
+constexpr const char *kDynamicWindow = "swz_dynamic_smem";
+
 struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemory> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -536,6 +539,21 @@ struct DynamicSharedMemory : impl::SwzDynamicSharedMemoryBase<DynamicSharedMemor
         return;
       }
       OpBuilder b(fn.getContext());
+      // The window's symbol, declared external before the NVVM lowering, which then takes
+      // it (GPUOpsLowering's getDynamicSharedMemorySymbol reuses a zero-sized address
+      // space 3 array of the same alignment) instead of making its own with internal
+      // linkage: LLVM treats that one as a 0-byte object, NVPTX demotes it to a static
+      // `.shared .b8` variable, and on the H200 every kernel indexing past it computed
+      // wrong values (bench/RESULTS.md, 2026-12-05). External, it is CUDA's
+      // `extern __shared__ char w[]`: `.extern .shared .align 16 .b8 w[]`.
+      if (auto gm = fn->getParentOfType<gpu::GPUModuleOp>();
+          gm && !SymbolTable::lookupSymbolIn(gm, kDynamicWindow)) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(gm.getBody());
+        b.create<LLVM::GlobalOp>(fn.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), 0), /*isConstant=*/false,
+                                 LLVM::Linkage::External, kDynamicWindow, /*value=*/Attribute{},
+                                 /*alignment=*/16, /*addrSpace=*/3);
+      }
       b.setInsertionPointToStart(&fn.getBody().front());
       Location loc = fn.getLoc();
       auto space = order.front().getType().getMemorySpace();

@@ -112,10 +112,16 @@ def SwzDynamicSharedMemory : Pass<"swz-dynamic-smem", "mlir::ModuleOp"> {
     next multiple of its alignment (default 16) from a base the kernel rounds
     up at run time to the largest alignment (the dynamic window itself is
     only 16-byte aligned; wgmma's swizzled tiles need 1024). Every workgroup
-    global of such a kernel is placed: the NVVM lowering's window symbol is a
-    static shared variable that the dynamic bytes follow, and a static tile
-    laid out after it would overlap them (NVIDIA/numba-cuda-mlir#312 describes
-    the same hazard). Globals it placed that no kernel reads any more are erased. Example:
+    global of such a kernel is placed: a static tile would precede the dynamic
+    bytes, and one laid out after the window would overlap them
+    (NVIDIA/numba-cuda-mlir#312 describes the same hazard). The window's symbol
+    is declared here, `llvm.mlir.global external @swz_dynamic_smem` (a zero-sized
+    array in address space 3, 16-byte aligned), which the NVVM lowering of
+    `gpu.dynamic_shared_memory` then uses: its own would have internal linkage,
+    which LLVM and NVPTX take for a 0-byte static variable (the PTX's
+    `.shared .b8`, indexed past its end: wrong values on the H200), where
+    external gives CUDA's `.extern .shared .align 16 .b8 swz_dynamic_smem[]`.
+    Globals it placed that no kernel reads any more are erased. Example:
 
     ```mlir
     memref.global "private" @gemm_x : memref<256x64xf16, #gpu.address_space<workgroup>> {alignment = 1024}
@@ -131,7 +137,8 @@ def SwzDynamicSharedMemory : Pass<"swz-dynamic-smem", "mlir::ModuleOp"> {
     Fails when the attribute is not a decimal byte count or the tiles and
     the alignment slack (largest alignment - 16) do not fit in it.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 #endif // SWZ_CODEGEN_PASSES_TD

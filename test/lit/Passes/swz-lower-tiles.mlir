@@ -201,6 +201,10 @@ swz.gemm_tile @gemm_f16 : f16
 // BIG-COUNT-64: memref.store
 
 // The tiles as views of the dynamic window, whose base the kernel rounds up to 1024.
+// The window's symbol, external (CUDA's `extern __shared__`): the NVVM lowering takes it
+// rather than making an internal 0-byte one, which NVPTX turns into a static variable.
+// DYN-NOT: memref.global
+// DYN: llvm.mlir.global external @swz_dynamic_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // DYN-NOT: memref.global
 // DYN: swz.dynamic_smem = "132080"
 // DYN: %[[WIN:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
