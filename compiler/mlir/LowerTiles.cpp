@@ -546,50 +546,59 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
       Value row = ix.add(erow, 16 * m + 8 * i);
       rows.push_back({row, ix.ult(row, v.T)});
     }
-  // The residuals first, every load before any store: y may be res, so a load after a
-  // store could alias it and would wait for it (each load's latency in turn). One branch
-  // on the flag; each element's load under its bounds (0 outside, never stored).
-  const size_t nElems = rows.size() * cols.size();
-  auto resIf = b.create<scf::IfOp>(
-      loc, useRes,
-      [&](OpBuilder &tb, Location l) {
-        SmallVector<Value> loaded;
-        for (const Row &r : rows)
-          for (const Col &c : cols) {
+  // The residuals before the stores: y may be res, so a load after a store to y could
+  // alias it and would wait for it (each load's latency in turn). In chunks of at most
+  // kResidualChunk elements in store order: a chunk's loads (one branch on the flag, each
+  // element's under its bounds: 0 outside, never stored) and then its stores, so that a
+  // 128 x 128 warpgroup tile's 64 accumulators do not hold 64 more registers.
+  struct Elem { int64_t m, i, n, j; };
+  SmallVector<Elem> elems;
+  for (int64_t m = 0; m < g.fragsM; ++m)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t n = 0; n < g.tilesN; ++n)
+        for (int64_t j = 0; j < 2; ++j)
+          elems.push_back({m, i, n, j});
+  constexpr size_t kResidualChunk = 32;
+  for (size_t c0 = 0; c0 < elems.size(); c0 += kResidualChunk) {
+    const ArrayRef<Elem> chunk = ArrayRef<Elem>(elems).slice(c0, std::min(kResidualChunk, elems.size() - c0));
+    auto resIf = b.create<scf::IfOp>(
+        loc, useRes,
+        [&](OpBuilder &tb, Location l) {
+          SmallVector<Value> loaded;
+          for (const Elem &el : chunk) {
+            const Row &r = rows[size_t(2 * el.m + el.i)];
+            const Col &c = cols[size_t(2 * el.n + el.j)];
             auto ld = tb.create<scf::IfOp>(
                 l, Ix{tb, l}.both(r.in, c.in),
                 [&](OpBuilder &lb, Location ll) {
                   lb.create<scf::YieldOp>(ll, ValueRange{lb.create<memref::LoadOp>(ll, v.res, ValueRange{r.row, c.col})});
                 },
-                [&](OpBuilder &eb, Location el) {
-                  eb.create<scf::YieldOp>(el, ValueRange{eb.create<arith::ConstantOp>(el, eb.getF32FloatAttr(0.0f))});
+                [&](OpBuilder &eb, Location el2) {
+                  eb.create<scf::YieldOp>(el2, ValueRange{eb.create<arith::ConstantOp>(el2, eb.getF32FloatAttr(0.0f))});
                 });
             loaded.push_back(ld.getResult(0));
           }
-        tb.create<scf::YieldOp>(l, loaded);
-      },
-      [&](OpBuilder &eb, Location l) {
-        Value z = eb.create<arith::ConstantOp>(l, eb.getF32FloatAttr(0.0f));
-        eb.create<scf::YieldOp>(l, SmallVector<Value>(nElems, z));
+          tb.create<scf::YieldOp>(l, loaded);
+        },
+        [&](OpBuilder &eb, Location l) {
+          Value z = eb.create<arith::ConstantOp>(l, eb.getF32FloatAttr(0.0f));
+          eb.create<scf::YieldOp>(l, SmallVector<Value>(chunk.size(), z));
+        });
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      const Elem &el = chunk[k];
+      const Row &r = rows[size_t(2 * el.m + el.i)];
+      const Col &c = cols[size_t(2 * el.n + el.j)];
+      Value val = value(b, el.m, el.n, el.i, el.j);
+      Value res = resIf.getResult(unsigned(k));
+      b.create<scf::IfOp>(loc, ix.both(r.in, c.in), [&](OpBuilder &tb, Location l) {
+        Value sum = tb.create<arith::AddFOp>(l, val, c.bias);
+        Value withRes = tb.create<arith::AddFOp>(l, sum, res);
+        Value out = tb.create<arith::SelectOp>(l, useRes, withRes, sum);
+        tb.create<memref::StoreOp>(l, out, v.y, ValueRange{r.row, c.col});
+        tb.create<scf::YieldOp>(l);
       });
-  size_t e = 0;
-  for (int64_t m = 0; m < g.fragsM; ++m)
-    for (int64_t i = 0; i < 2; ++i) {
-      const Row &r = rows[size_t(2 * m + i)];
-      for (int64_t n = 0; n < g.tilesN; ++n)
-        for (int64_t j = 0; j < 2; ++j, ++e) {
-          const Col &c = cols[2 * n + j];
-          Value val = value(b, m, n, i, j);
-          Value res = resIf.getResult(e);
-          b.create<scf::IfOp>(loc, ix.both(r.in, c.in), [&](OpBuilder &tb, Location l) {
-            Value s = tb.create<arith::AddFOp>(l, val, c.bias);
-            Value sr = tb.create<arith::AddFOp>(l, s, res);
-            Value out = tb.create<arith::SelectOp>(l, useRes, sr, s);
-            tb.create<memref::StoreOp>(l, out, v.y, ValueRange{r.row, c.col});
-            tb.create<scf::YieldOp>(l);
-          });
-        }
     }
+  }
   b.create<gpu::ReturnOp>(loc);
 }
 
