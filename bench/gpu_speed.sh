@@ -397,8 +397,9 @@ EOF2
   [ "$(cat $lcb/done 2>/dev/null)" = 0 ] || echo "llama.cpp was not built (run check first, on this machine): its columns stay empty"
   # Models without a verdict are checked now: after a call that carried
   # <build-dir>/gpu-speed again (it replaces the GGUFs and verdicts: seconds, the GGUFs
-  # are the same bytes), and the real model once its last part has come.
-  check_models
+  # are the same bytes), and the real model once its last part has come. Only the models
+  # this call times (its MODEL list, else SWZ_SPEED_ONLY's, else all).
+  if [ -n "${4:-}" ] && [ -z "${SWZ_SPEED_ONLY:-}" ]; then SWZ_SPEED_ONLY=$4 check_models; else check_models; fi
   lbin=$lcb/b/bin
   python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site "$here"/wheels/*.whl && export PYTHONPATH=/tmp/site
   # The machine's measured peaks: device-to-device copy bandwidth (read + write bytes over
