@@ -969,15 +969,22 @@ int Scheduler::probe_atoms(Seq& s, int budget) {
   }
   if (!prepare_pages(s, probe_end - s.n_past)) return -1;  // no page now: try again next step
   // The first kApproxProbeLayers layers of the prompt from the cursor to the last atom's
-  // end, with its own context (each pass attends to what the passes before wrote), up to
-  // `budget` rows this step.
+  // end, with its own context (each pass attends to what the passes before wrote), in
+  // passes of at most max_rows. A probe row costs kApproxProbeLayers / n_layer of a full
+  // row: `budget` full rows allow budget * n_layer / kApproxProbeLayers probe rows this
+  // step, and the full rows returned are the probe rows' share, rounded up.
+  const int n_layer = std::max(model_.kv_geometry().n_layer, kApproxProbeLayers);
+  const int64_t allowed = static_cast<int64_t>(budget) * n_layer / kApproxProbeLayers;
   if (s.probe_pos < s.n_past) s.probe_pos = s.n_past;
-  int used = 0;
-  while (s.probe_pos < probe_end && used < budget) {
+  int64_t used = 0;
+  auto charge = [&] {
+    return static_cast<int>(std::min<int64_t>(budget, (used * kApproxProbeLayers + n_layer - 1) / n_layer));
+  };
+  while (s.probe_pos < probe_end && used < allowed) {
     const int p = s.probe_pos;
     exec::SequenceStep st;
     st.tokens = s.req.prompt.data() + p;
-    st.n_tokens = std::min({probe_end - p, model_.max_rows(), budget - used});
+    st.n_tokens = static_cast<int>(std::min<int64_t>({probe_end - p, model_.max_rows(), allowed - used}));
     st.pos0 = p;
     st.block_table = s.table.data();
     st.n_blocks = (p + st.n_tokens + kTok - 1) / kTok;
@@ -988,7 +995,7 @@ int Scheduler::probe_atoms(Seq& s, int budget) {
     ++probe_passes_;
     probe_rows_ += static_cast<uint64_t>(st.n_tokens);
   }
-  if (s.probe_pos < probe_end) return used;  // the rest in later steps
+  if (s.probe_pos < probe_end) return charge();  // the rest in later steps
   s.probed = true;
   const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
@@ -1048,7 +1055,7 @@ int Scheduler::probe_atoms(Seq& s, int budget) {
     }
     in.runs = select_deviating(dev, begin, in.extra);
   }
-  return used;
+  return charge();
 }
 
 void Scheduler::save_atoms(Seq& s) {

@@ -196,14 +196,16 @@ class Scheduler {
   Installed install_atom(Seq& s, int begin);
   /// ApproxSelect::Deviation, before a sequence's first install: the first
   /// kApproxProbeLayers layers of the prompt after s.n_past (exec::BatchModel::
-  /// forward_layers, through its pages, which it prepares), at most `budget` rows a step
-  /// (the step's prompt-row budget: a long prompt's probe takes several steps, so the
-  /// running sequences' decode goes on between them; Seq::probe_pos), then, once it has
+  /// forward_layers, through its pages, which it prepares), within `budget` full rows a
+  /// step (the step's prompt-row budget; a probe row costs kApproxProbeLayers / n_layer of
+  /// one: a long prompt's probe takes several steps, so the running sequences' decode goes
+  /// on between them; Seq::probe_pos), in passes of at most max_rows, then, once it has
   /// reached the last install, for each planned install with Install::extra tokens to
   /// choose, its runs (select_deviating over the per-token squared error of layer
   /// kApproxProbeLayers - 1's K/V, the saved atom's K re-rotated as install_atom moves it,
-  /// against the fresh) and Seq::probed. Returns the rows it evaluated this step, or -1
-  /// when its pages cannot be had now. Throws what the model throws.
+  /// against the fresh) and Seq::probed. Returns the full rows of the budget it used this
+  /// step (its probe rows' share, rounded up; at most `budget`), or -1 when its pages
+  /// cannot be had now. Throws what the model throws.
   int probe_atoms(Seq& s, int budget);
   /// The device failed (`e`, being handled: its exception is current): the engine hears of
   /// it (SchedulerHooks::failed) and every running sequence ends with it. Returns false

@@ -433,9 +433,9 @@ TEST(Approx, DeviationRecomputesTheTokensWhoseKvDeviatesMost) {
 
 // Deviation runs longer than a pass's rows go on in the next pass: 99% of a 300-token atom
 // recomputed (295 tokens chosen after the first 2) on a scheduler of 256 rows a pass. The
-// probe over the 345 prompt positions up to the atom's end is held to the same budget: two
-// passes, 256 rows in the first step and 89 in the next (decode of running sequences goes
-// on between them).
+// probe over the 345 prompt positions up to the atom's end runs in passes of at most the
+// model's max_rows (256 here): two, 256 rows and 89; its rows count against the step's
+// budget at kApproxProbeLayers / n_layer of a row each.
 TEST(Approx, DeviationRunsLongerThanAPassSpanPasses) {
   REQUIRE_PACKAGE(path);
   const package::LoadedPackage pkg = package::open_package(path);
