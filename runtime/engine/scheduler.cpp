@@ -973,7 +973,8 @@ int Scheduler::probe_atoms(Seq& s, int budget) {
   // passes of at most max_rows. A probe row costs kApproxProbeLayers / n_layer of a full
   // row: `budget` full rows allow budget * n_layer / kApproxProbeLayers probe rows this
   // step, and the full rows returned are the probe rows' share, rounded up.
-  const int n_layer = std::max(model_.kv_geometry().n_layer, kApproxProbeLayers);
+  const kvcache::KvGeometry g = model_.kv_geometry();
+  const int n_layer = std::max(g.n_layer, kApproxProbeLayers);
   const int64_t allowed = static_cast<int64_t>(budget) * n_layer / kApproxProbeLayers;
   if (s.probe_pos < s.n_past) s.probe_pos = s.n_past;
   int64_t used = 0;
@@ -997,7 +998,6 @@ int Scheduler::probe_atoms(Seq& s, int budget) {
   }
   if (s.probe_pos < probe_end) return charge();  // the rest in later steps
   s.probed = true;
-  const kvcache::KvGeometry g = model_.kv_geometry();
   const size_t kvw = static_cast<size_t>(g.kv_width());
   for (size_t i = s.next_install; i < installs.size(); ++i) {
     PagedAdmission::Install& in = installs[i];
