@@ -323,13 +323,15 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
   return "";
 }
 
-/// Whether `source` holds tile specs (swz.gemm_tile at the top, swz.attention_tile at the
-/// top or inside the gpu.module its kernels go to), whose kernels swz-lower-tiles writes.
+/// Whether `source` holds tile specs (swz.gemm_tile at the top, swz.attention_tile and
+/// swz.gemv_tile at the top or inside the gpu.module their kernels go to), whose kernels
+/// swz-lower-tiles writes.
 bool hasTileSpecs(ModuleOp source) {
   return source
       .walk([](Operation *op) {
-        return isa<swz::GemmTileOp, swz::AttentionTileOp>(op) ? WalkResult::interrupt()
-                                                                : WalkResult::advance();
+        return isa<swz::GemmTileOp, swz::AttentionTileOp, swz::GemvTileOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       })
       .wasInterrupted();
 }
@@ -675,7 +677,7 @@ swz::codegen::compileGpuKernels(std::string_view mlirSource, const std::string &
   if (hasTileSpecs(*module)) {
     if (!schedule)
       throw std::runtime_error("the kernel source has tile specs (swz.gemm_tile, "
-                               "swz.attention_tile): compiling "
+                               "swz.attention_tile, swz.gemv_tile): compiling "
                                "it needs the target's schedule");
     PassManager tiles(&ctx);
     tiles.addPass(swz::createSwzApplySchedule(*schedule));

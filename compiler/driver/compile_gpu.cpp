@@ -543,7 +543,7 @@ void addGpuKernels(package::Manifest &m, const gguf::File &, package::PackageFil
         a[8 + k] = b[8];      // bias
         a[12 + k] = b[12];    // N
         a[17] = {{"i32", std::to_string(fa | ((fb & 1) ? (k == 1 ? 4 : 8) : 0))}};
-        // The kernel's own grid rule (rows a workgroup: gen_quant_kernels.py's Q8X) over
+        // The kernel's own grid rule (rows a workgroup: the schedule's gemv.q8x) over
         // the merged row counts.
         const std::string &name = (*open)["kernel"].get_ref<const std::string &>();
         auto kr = std::find_if(m.kernels.begin(), m.kernels.end(), [&](const package::Kernel &k) { return k.entry == name; });

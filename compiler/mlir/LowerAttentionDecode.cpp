@@ -29,6 +29,7 @@
 // the kernel and its PTX are the ones that file held.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/mlir/KernelEmitter.h"
 #include "compiler/mlir/LowerAttention.h"
 #include "compiler/mlir/Schedule.h"
 
@@ -109,86 +110,7 @@ FailureOr<DecodeGeometry> decodeGeometry(AttentionTileOp op) {
   return g;
 }
 
-/// Arithmetic on one builder with gen_quant_kernels.py's helper names; constants at the
-/// top of the entry block, one of each, in the order first asked for.
-struct Em {
-  OpBuilder &b;
-  Location loc;
-  Block *entry;
-  std::map<std::pair<int, int64_t>, Value> consts;
-  Operation *lastConstant = nullptr;
-  Type idx, i32, f16, f32;
-
-  Em(OpBuilder &b, Location loc, Block *entry)
-      : b(b), loc(loc), entry(entry), idx(b.getIndexType()), i32(b.getI32Type()),
-        f16(b.getF16Type()), f32(b.getF32Type()) {}
-
-  Value constant(int kind, int64_t key, TypedAttr attr) {
-    auto it = consts.find({kind, key});
-    if (it != consts.end())
-      return it->second;
-    OpBuilder cb(b.getContext());
-    if (lastConstant)
-      cb.setInsertionPointAfter(lastConstant);
-    else
-      cb.setInsertionPointToStart(entry);
-    Value v = cb.create<arith::ConstantOp>(loc, attr);
-    lastConstant = v.getDefiningOp();
-    consts[{kind, key}] = v;
-    return v;
-  }
-  Value c(int64_t v) { return constant(0, v, b.getIndexAttr(v)); }
-  Value ci(int64_t v) { return constant(1, v, b.getI32IntegerAttr(int32_t(v))); }
-  Value cf(float v) {
-    int64_t key = 0;
-    static_assert(sizeof(float) == 4);
-    std::memcpy(&key, &v, 4);
-    return constant(2, key, b.getF32FloatAttr(v));
-  }
-  Value add(Value a, Value d) { return b.create<arith::AddIOp>(loc, a, d); }
-  Value sub(Value a, Value d) { return b.create<arith::SubIOp>(loc, a, d); }
-  Value mul(Value a, Value d) { return b.create<arith::MulIOp>(loc, a, d); }
-  Value divu(Value a, Value d) { return b.create<arith::DivUIOp>(loc, a, d); }
-  Value remu(Value a, Value d) { return b.create<arith::RemUIOp>(loc, a, d); }
-  Value minu(Value a, Value d) { return b.create<arith::MinUIOp>(loc, a, d); }
-  Value cmp(arith::CmpIPredicate p, Value a, Value d) {
-    return b.create<arith::CmpIOp>(loc, p, a, d);
-  }
-  Value cmpf(arith::CmpFPredicate p, Value a, Value d) {
-    return b.create<arith::CmpFOp>(loc, p, a, d);
-  }
-  Value andi(Value a, Value d) { return b.create<arith::AndIOp>(loc, a, d); }
-  Value select(Value cond, Value t, Value f) { return b.create<arith::SelectOp>(loc, cond, t, f); }
-  Value toIndex(Value a) { return b.create<arith::IndexCastOp>(loc, idx, a); }
-  Value fmul(Value a, Value d) { return b.create<arith::MulFOp>(loc, a, d); }
-  Value fadd(Value a, Value d) { return b.create<arith::AddFOp>(loc, a, d); }
-  Value fsub(Value a, Value d) { return b.create<arith::SubFOp>(loc, a, d); }
-  Value fdiv(Value a, Value d) { return b.create<arith::DivFOp>(loc, a, d); }
-  Value fma(Value a, Value m, Value c) { return b.create<math::FmaOp>(loc, a, m, c); }
-  Value maxf(Value a, Value d) { return b.create<arith::MaximumFOp>(loc, a, d); }
-  Value exp(Value a) { return b.create<math::ExpOp>(loc, a); }
-  Value log(Value a) { return b.create<math::LogOp>(loc, a); }
-  Value load(Value m, Value i) { return b.create<memref::LoadOp>(loc, m, ValueRange{i}); }
-  void store(Value v, Value m, Value i) { b.create<memref::StoreOp>(loc, v, m, ValueRange{i}); }
-  /// ceil(a / d) as the script wrote it: (a + (d - 1)) / d.
-  Value ceilDiv(Value a, Value d) { return divu(add(a, sub(d, c(1))), d); }
-  /// a + k, the add left out when k is 0 (the script's `add(x, c(k)) if k else x`).
-  Value plus(Value a, int64_t k) { return k ? add(a, c(k)) : a; }
-  /// `fence.acq_rel.gpu` (inline PTX: orders the partials against the split count).
-  void fence() {
-    b.create<LLVM::InlineAsmOp>(loc, TypeRange{}, ValueRange{}, "fence.acq_rel.gpu;", "",
-                                /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                LLVM::AsmDialectAttr{}, ArrayAttr{});
-  }
-};
-
-/// Builds `if (cond) { body() }` at the builder's insertion point.
-template <typename Fn> void emitIf(Em &e, Value cond, Fn body) {
-  auto op = e.b.create<scf::IfOp>(e.loc, cond, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(e.b);
-  e.b.setInsertionPoint(op.thenBlock()->getTerminator());
-  body();
-}
+using Em = KernelEmitter;
 
 /// Writes the kernel of `op` (geometry `g`) at `b`'s insertion point in a gpu.module: the
 /// four workgroup globals, then `gpu.func @<name>`.
@@ -463,7 +385,7 @@ void emitDecodeKernel(AttentionTileOp op, const DecodeGeometry &g, OpBuilder &b)
     // fence, writes out[t, h, :] = sum_s e^(lse_s - M) o_s / sum_s e^(lse_s - M).
     Value multi = e.cmp(IP::ugt, nSplit, c(1));
     emitIf(e, multi, [&] {
-      e.fence();
+      e.ptx("fence.acq_rel.gpu;");
       b.create<gpu::BarrierOp>(loc);
       emitIf(e, tIs0, [&] {
         // The tile's count: by its first query row in the batch, R0 * G + R tile (the
@@ -481,7 +403,7 @@ void emitDecodeKernel(AttentionTileOp op, const DecodeGeometry &g, OpBuilder &b)
       b.create<gpu::BarrierOp>(loc);
       Value amLast = e.cmp(IP::ne, e.load(lastf, c(0)), e.ci(0));
       emitIf(e, amLast, [&] {
-        e.fence();
+        e.ptx("fence.acq_rel.gpu;");
         Value nrow = e.mul(TT, NH); // rows of one split in lse_part
         for (int64_t r = 0; r < R; ++r)
           emitIf(e, mine[r], [&] {

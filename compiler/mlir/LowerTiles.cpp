@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/mlir/Passes.h"
 #include "compiler/mlir/LowerAttention.h"
+#include "compiler/mlir/LowerGemv.h"
 #include "compiler/mlir/LowerSkinnyGemm.h"
 
 #include "Swz/SwzDialect.h"
@@ -665,6 +666,11 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
     module.walk([&](AttentionTileOp op) { attention.push_back(op); });
     for (AttentionTileOp op : attention)
       failedAny |= failed(lowerAttentionTile(op));
+    // Decode GEMV tile specs (LowerGemv.cpp).
+    SmallVector<GemvTileOp> gemvs;
+    module.walk([&](GemvTileOp op) { gemvs.push_back(op); });
+    for (GemvTileOp op : gemvs)
+      failedAny |= failed(lowerGemvTile(op));
     if (failedAny)
       signalPassFailure();
   }

@@ -281,6 +281,29 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
       if (failed(op.verify()))
         failedAny = true;
     });
+
+    // A decode GEMV tile spec takes gemv.q8x.<weights>: rows a warp, units in flight a
+    // lane, workgroups an SM; swz-lower-tiles checks what it can emit.
+    module.walk([&](GemvTileOp op) {
+      const StringRef ty = op.getWeights();
+      auto it = s.gemv.q8x.find(ty.str());
+      if (it == s.gemv.q8x.end()) {
+        op.emitError() << "@" << op.getSymName() << " (weights \"" << ty << "\") needs the "
+                       << s.target << " schedule's gemv.q8x." << ty << ", which it does not have";
+        failedAny = true;
+        return;
+      }
+      const schedule::Q8xGemvSchedule &g = it->second;
+      op.setRowsPerWarpAttr(b.getI32IntegerAttr(int32_t(g.rowsPerWarp)));
+      op.setUnitsInFlightAttr(b.getI32IntegerAttr(int32_t(g.unitsInFlight)));
+      if (g.minCtasPerSm)
+        op.setMinCtasPerSmAttr(b.getI32IntegerAttr(int32_t(g.minCtasPerSm)));
+      else
+        op.removeMinCtasPerSmAttr();
+      op.setTargetAttr(b.getStringAttr(s.target));
+      if (failed(op.verify()))
+        failedAny = true;
+    });
     if (failedAny)
       signalPassFailure();
   }

@@ -262,6 +262,20 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     `ceil(N/tile_n), 1, 1`, no `swz.schedule`. It fails, naming the gemm.skinny field, for a ring over 48 KiB
     of static shared memory, tile_k other than 256, tile_n other than 8 x warps,
     tile_m not 16 x a power of two.
+
+    A `swz.gemv_tile` (weights q4_k, q8_0, q6_k, q4_1 or q5_0, activations "q8x")
+    is the int8 decode GEMV (LowerGemv.cpp), `gpu.func @name` with the globals
+    `@acc_<type>` (128 x rows_per_warp f32: the 8-lane segment sums) and
+    `@slots_<type>` (1024 x rows_per_warp f32: per-thread partials of 2..8
+    tokens) in the tile spec's place (gemv_q8x.mlir's `@swz_gemv_q8x`).
+    Arguments (w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res, N0, N1,
+    N2, K, T, flags): up to three matrices of one quantized input; block (128, 1,
+    1), grid `ceil((N0+N1+N2)/<4 rows_per_warp>), ceil(T/8), 1`, `nvvm.minctasm` =
+    min_ctas_per_sm when > 0. A warp takes rows_per_warp consecutive rows, a lane
+    the units lane, lane + 32, ... with units_in_flight units' loads issued
+    first; each unit's dot product is dp4a; the reduction is the same additions
+    in the same order for one token and for many. Fails on an unscheduled spec
+    or when a global it would define exists.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",

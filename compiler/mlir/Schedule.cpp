@@ -248,6 +248,29 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
     s.gemv.q4kMma = r.boolean(v, "$.gemv", "q4_k_mma");
   if (v.contains("q4_k_mma_split_k_below_rows"))
     s.gemv.q4kMmaSplitKBelowRows = r.integer(v, "$.gemv", "q4_k_mma_split_k_below_rows", 0);
+  if (v.contains("q8x")) {
+    const json &q = r.field(v, "$.gemv", "q8x");
+    if (!q.is_object())
+      r.fail("$.gemv.q8x", "must be an object of block formats");
+    for (const auto &[ty, e] : q.items()) {
+      const std::string p = "$.gemv.q8x." + ty;
+      if (ty != "q4_k" && ty != "q8_0" && ty != "q6_k" && ty != "q4_1" && ty != "q5_0")
+        r.fail(p, "not a block format of the int8 GEMVs (q4_k, q8_0, q6_k, q4_1, q5_0)");
+      Q8xGemvSchedule g;
+      g.rowsPerWarp = r.integer(e, p, "rows_per_warp", 1);
+      if (g.rowsPerWarp > 8)
+        r.fail(p + ".rows_per_warp", std::to_string(g.rowsPerWarp) + " is more than 8");
+      g.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
+      if (g.unitsInFlight > 8)
+        r.fail(p + ".units_in_flight", std::to_string(g.unitsInFlight) + " is more than 8");
+      if (e.contains("min_ctas_per_sm"))
+        g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0);
+      for (const auto &[key, value] : e.items())
+        if (key != "rows_per_warp" && key != "units_in_flight" && key != "min_ctas_per_sm")
+          r.fail(p + "." + key, "not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)");
+      s.gemv.q8x[ty] = g;
+    }
+  }
   return s;
 }
 

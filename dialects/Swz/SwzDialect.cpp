@@ -406,3 +406,27 @@ LogicalResult AttentionTileOp::verify() {
                          << bkv;
   return verifySwizzleFitsRow(op, getSmemLayoutAttr(), d, "head_dim");
 }
+
+LogicalResult GemvTileOp::verify() {
+  const StringRef w = getWeights();
+  if (w != "q4_k" && w != "q8_0" && w != "q6_k" && w != "q4_1" && w != "q5_0")
+    return emitOpError() << "weights must be one of q4_k, q8_0, q6_k, q4_1, q5_0 (the int8 "
+                            "path's block formats), got \""
+                         << w << "\"";
+  if (getActivations() != "q8x")
+    return emitOpError() << "activations must be \"q8x\" (int8 blocks of 32, dp4a), got \""
+                         << getActivations() << "\"";
+  if (!isScheduled()) {
+    if (getUnitsInFlightAttr() || getMinCtasPerSmAttr())
+      return emitOpError() << "units_in_flight and min_ctas_per_sm need rows_per_warp as well";
+    return success();
+  }
+  // (The attributes are signless i32: getInt() reads them signed.)
+  if (getRowsPerWarpAttr().getInt() < 1)
+    return emitOpError() << "rows_per_warp must be >= 1, got " << getRowsPerWarpAttr().getInt();
+  if (!getUnitsInFlightAttr() || getUnitsInFlightAttr().getInt() < 1)
+    return emitOpError() << "a scheduled GEMV needs units_in_flight >= 1";
+  if (getMinCtasPerSmAttr() && getMinCtasPerSmAttr().getInt() < 0)
+    return emitOpError() << "min_ctas_per_sm must be >= 0, got " << getMinCtasPerSmAttr().getInt();
+  return success();
+}

@@ -332,4 +332,47 @@ def Swz_AttentionTileOp : Swz_Op<"attention_tile", [Symbol]> {
   }];
 }
 
+def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
+  let summary = "schedule of one dequantizing decode GEMV kernel (y[T, N] = x[T, K] · W[N, K]ᵀ, T ≤ 8 a workgroup)";
+  let description = [{
+    The decode-side matmul of a few tokens against a GGUF weight of type `weights`
+    (`q4_k`, `q8_0`, `q6_k`, `q4_1`, `q5_0`), read in its own blocks. `activations =
+    "q8x"`: the activations are int8 blocks of 32 with their scale (quantize_q8_x, as
+    llama.cpp's quantize_q8_1), each weight unit's dot product is PTX `dp4a`; the kernel
+    takes up to three matrices of one input in one launch (merged q/k/v, gate/up).
+    A workgroup is 4 warps; a warp takes `rows_per_warp` consecutive weight rows (their
+    units share each unit's activation loads), a lane the units lane, lane + 32, ... of
+    them with `units_in_flight` units' loads issued before any is used, and
+    `min_ctas_per_sm` (optional) becomes the kernel's `nvvm.minctasm`. A unit (one
+    thread's share of a block: a Q4_K / Q6_K 32-weight sub-block, 16 Q8_0 weights, a
+    Q4_1 / Q5_0 block) is a fact of the block format, not a schedule choice.
+
+    The schedule fields are absent until `swz-apply-schedule` fills them in from the
+    target schedule's `gemv.q8x.<weights>`; `swz-lower-tiles` (LowerGemv.cpp) writes the
+    kernel `gpu.func @<name>` and its workgroup globals `@acc_<weights>` and
+    `@slots_<weights>` in the tile spec's place.
+
+    ```mlir
+    swz.gemv_tile @matmul_q4_k_q8x {weights = "q4_k", activations = "q8x"}
+    // after swz-apply-schedule (sm_90.json):
+    swz.gemv_tile @matmul_q4_k_q8x rows_per_warp(2) {activations = "q8x",
+        min_ctas_per_sm = 6 : i32, target = "sm_90", units_in_flight = 1 : i32,
+        weights = "q4_k"}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$weights, StrAttr:$activations,
+                       OptionalAttr<I32Attr>:$rows_per_warp,
+                       OptionalAttr<I32Attr>:$units_in_flight,
+                       OptionalAttr<I32Attr>:$min_ctas_per_sm,
+                       OptionalAttr<StrAttr>:$target);
+  let assemblyFormat = [{
+    $sym_name (`rows_per_warp` `(` $rows_per_warp^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when swz-apply-schedule (or the author) has set the geometry.
+    bool isScheduled() { return getRowsPerWarp().has_value(); }
+  }];
+}
+
 #endif // SWZ_OPS_TD

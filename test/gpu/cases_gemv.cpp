@@ -517,9 +517,10 @@ Case swigluQ8xCase(int64_t T, int64_t K, uint64_t seed) {
 /// reference is the float64 dot product of the weights with the dequantized activations
 /// (d q), so the check isolates the kernel's own rounding. kResidual / kBiasInPlaceResidual
 /// apply to output 0; output 1 has a bias when `bias1`.
-/// Rows one matmul_<t>_q8x workgroup computes: 4 warps x (rows a warp), gen_quant_kernels.py's
-/// Q8X[t]["rpw"] (the kernel's swz.grid says the same). SWZ_CHECK_Q8X_ROWS=<t>:<rows>
-/// overrides it, to check and time a variant written by `gen_quant_kernels.py --variant`.
+/// Rows one matmul_<t>_q8x workgroup computes: 4 warps x (rows a warp), the shipped sm_*
+/// schedules' gemv.q8x.<t>.rows_per_warp (the kernel's swz.grid says the same).
+/// SWZ_CHECK_Q8X_ROWS=<t>:<rows> overrides it, to check and time a kernel generated from an
+/// edited schedule (bench/tune_q8x.sh, test_simt_interp.py).
 int64_t q8xRowsPerWorkgroup(const std::string &t) {
   if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
     const std::string s = v;

@@ -122,9 +122,9 @@ TEST(GpuCompiler, ContradictedConflictFreeClaimFailsCompilation) {
 
 TEST(GpuCompiler, TileSpecsNeedASchedule) {
   for (const char *source :
-       {"gemm_f16.mlir", "attention_f16kv_mma.mlir", "attention_decode.mlir"}) {
+       {"gemm_f16.mlir", "attention_f16kv_mma.mlir", "attention_decode.mlir", "gemv_q8x.mlir"}) {
     const std::string e = compileError(kernelSource(source), "sm_90");
-    EXPECT_NE(e.find("swz.attention_tile): compiling it needs the target's schedule"),
+    EXPECT_NE(e.find("swz.gemv_tile): compiling it needs the target's schedule"),
               std::string::npos)
         << source << ": " << e;
   }

@@ -273,6 +273,61 @@ TEST(Schedule, DecodeAttention) {
   EXPECT_EQ(error(R"("decode": 8)"), "t.json: $.attention.decode: expected an object");
 }
 
+TEST(Schedule, GemvQ8x) {
+  // The int8 decode GEMVs' geometry per block format, the same in the four sm_* files
+  // (what bench/tune_q8x.sh chose on the H200); SPIR-V has no int8 GEMV.
+  for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    const TargetSchedule s = loadSchedule(schedulePath(target));
+    ASSERT_EQ(s.gemv.q8x.size(), 5u) << target;
+    const Q8xGemvSchedule &q4k = s.gemv.q8x.at("q4_k"), &q80 = s.gemv.q8x.at("q8_0");
+    EXPECT_EQ(q4k.rowsPerWarp, 2) << target;
+    EXPECT_EQ(q4k.unitsInFlight, 1) << target;
+    EXPECT_EQ(q4k.minCtasPerSm, 6) << target;
+    EXPECT_EQ(q80.rowsPerWarp, 1) << target;
+    EXPECT_EQ(q80.unitsInFlight, 3) << target;
+    EXPECT_EQ(q80.minCtasPerSm, 8) << target;
+    EXPECT_EQ(s.gemv.q8x.at("q6_k").minCtasPerSm, 7) << target;
+    EXPECT_EQ(s.gemv.q8x.at("q4_1").unitsInFlight, 2) << target;
+    EXPECT_EQ(s.gemv.q8x.at("q5_0").rowsPerWarp, 1) << target;
+  }
+  EXPECT_TRUE(loadSchedule(schedulePath("spirv")).gemv.q8x.empty());  // optional
+  std::ifstream in(schedulePath("sm_80"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string shipped =
+      R"("q4_k": { "rows_per_warp": 2, "units_in_flight": 1, "min_ctas_per_sm": 6 })";
+  const size_t at = text.find(shipped);
+  ASSERT_NE(at, std::string::npos);
+  auto parse = [&](const std::string &entry) {
+    std::string t = text;
+    t.replace(at, shipped.size(), entry);
+    return parseSchedule(t, "t.json");
+  };
+  auto error = [&](const std::string &entry) {
+    try {
+      parse(entry);
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const Q8xGemvSchedule alt = parse(R"("q4_k": {"rows_per_warp": 4, "units_in_flight": 2})").gemv.q8x.at("q4_k");
+  EXPECT_EQ(alt.rowsPerWarp, 4);
+  EXPECT_EQ(alt.unitsInFlight, 2);
+  EXPECT_EQ(alt.minCtasPerSm, 0);  // optional
+  EXPECT_EQ(error(R"("q4_k": {"rows_per_warp": 9, "units_in_flight": 1})"),
+            "t.json: $.gemv.q8x.q4_k.rows_per_warp: 9 is more than 8");
+  EXPECT_EQ(error(R"("q4_k": {"rows_per_warp": 1, "units_in_flight": 0})"),
+            "t.json: $.gemv.q8x.q4_k.units_in_flight: must be >= 1, got 0");
+  EXPECT_EQ(error(R"("q4_k": {"units_in_flight": 1})"),
+            "t.json: $.gemv.q8x.q4_k.rows_per_warp: missing field");
+  EXPECT_EQ(error(R"("q4_k": {"rows_per_warp": 1, "units_in_flight": 1, "warps": 8})"),
+            "t.json: $.gemv.q8x.q4_k.warps: not a q8x GEMV field (rows_per_warp, "
+            "units_in_flight, min_ctas_per_sm)");
+  EXPECT_EQ(error(R"("q2_k": {"rows_per_warp": 1, "units_in_flight": 1})"),
+            "t.json: $.gemv.q8x.q2_k: not a block format of the int8 GEMVs (q4_k, q8_0, "
+            "q6_k, q4_1, q5_0)");
+}
+
 TEST(Schedule, Errors) {
   EXPECT_THROW(loadSchedule("/nonexistent/x.json"), std::runtime_error);
   try {

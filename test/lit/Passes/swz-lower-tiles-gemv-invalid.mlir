@@ -1,0 +1,65 @@
+// What the int8 decode GEMV's tile spec and schedule refuse, each error naming the field.
+// RUN: rm -rf %t && mkdir -p %t
+// Schedule files: no rows, too many rows, an unknown field, a block format the int8 path
+// does not have, no gemv.q8x entry for the op's type.
+// RUN: sed -e 's/"q4_k": { "rows_per_warp": 2,/"q4_k": { "rows_per_warp": 0,/' %schedules/sm_90.json > %t/rows0.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/rows0.json 2>&1 | FileCheck %s --check-prefix=ROWS0
+// RUN: sed -e 's/"q4_k": { "rows_per_warp": 2,/"q4_k": { "rows_per_warp": 9,/' %schedules/sm_90.json > %t/rows9.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/rows9.json 2>&1 | FileCheck %s --check-prefix=ROWS9
+// RUN: sed -e 's/"q4_k": { "rows_per_warp": 2,/"q4_k": { "warps": 8, "rows_per_warp": 2,/' %schedules/sm_90.json > %t/field.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/field.json 2>&1 | FileCheck %s --check-prefix=FIELD
+// RUN: sed -e 's/"q5_0": {/"q5_1": {/' %schedules/sm_90.json > %t/q51.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/q51.json 2>&1 | FileCheck %s --check-prefix=TYPE
+// RUN: sed -e '/"q4_k": { "rows_per_warp"/d' -e 's/"q4_k_mma_split_k_below_rows": 4096,/"q4_k_mma_split_k_below_rows": 4096, "q8x": {/' %schedules/sm_90.json > %t/noq4k.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/noq4k.json 2>&1 | FileCheck %s --check-prefix=NONE
+// Specs the verifier or the generator refuse.
+// RUN: not swizzle-opt %s -split-input-file -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=HAND
+
+// ROWS0: $.gemv.q8x.q4_k.rows_per_warp: must be >= 1, got 0
+// ROWS9: $.gemv.q8x.q4_k.rows_per_warp: 9 is more than 8
+// FIELD: $.gemv.q8x.q4_k.warps: not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)
+// TYPE: $.gemv.q8x.q5_1: not a block format of the int8 GEMVs (q4_k, q8_0, q6_k, q4_1, q5_0)
+// NONE: error: @matmul_q4_k_q8x (weights "q4_k") needs the sm_90 schedule's gemv.q8x.q4_k, which it does not have
+// HAND: error: swz-lower-tiles: @matmul_q4_k_q8x has no schedule (run swz-apply-schedule first)
+module {
+  gpu.module @swz_gemv_q8x {
+    swz.gemv_tile @matmul_q4_k_q8x {activations = "q8x", weights = "q4_k"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op weights must be one of q4_k, q8_0, q6_k, q4_1, q5_0 (the int8 path's block formats), got "q2_k"
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "q8x", weights = "q2_k"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op activations must be "q8x" (int8 blocks of 32, dp4a), got "f32"
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", weights = "q8_0"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op a scheduled GEMV needs units_in_flight >= 1
+module {
+  gpu.module @m {
+    swz.gemv_tile @g rows_per_warp(1) {activations = "q8x", weights = "q8_0"}
+  }
+}
+
+// -----
+
+// HAND: error: swz-lower-tiles: @acc_q8_0 already exists (one int8 GEMV of a block format a gpu.module)
+module {
+  gpu.module @m {
+    memref.global "private" @acc_q8_0 : memref<128xf32, #gpu.address_space<workgroup>>
+    swz.gemv_tile @g rows_per_warp(1) {activations = "q8x", weights = "q8_0", units_in_flight = 1 : i32}
+  }
+}
