@@ -30,10 +30,13 @@
 #include "compiler/mlir/KernelEmitter.h"
 #include "compiler/mlir/LowerAttention.h"
 
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <array>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -63,10 +66,37 @@ Q8xFormat q8xFormat(StringRef ty) {
   return {32, 1, 0}; // q4_1, q5_0
 }
 
+/// A block format's f32-path facts (ggml-common.h): bytes and weights a block, units a
+/// block (one lane's share: 8 weights of Q4_0 / Q4_1 / Q5_0 / Q8_0 blocks, 32 of a Q4_K or
+/// Q6_K super-block's 256; F16's unit is 8 consecutive elements), and whether every block
+/// starts on a 4-byte boundary (then a word is one load, else two and a funnel shift).
+struct F32Format {
+  int64_t bs = 0, qk = 0, units = 0;
+  bool aligned = false;
+};
+
+F32Format f32Format(StringRef ty) {
+  if (ty == "q4_0")
+    return {18, 32, 4, false};
+  if (ty == "q4_1")
+    return {20, 32, 4, true};
+  if (ty == "q5_0")
+    return {22, 32, 4, false};
+  if (ty == "q8_0")
+    return {34, 32, 4, false};
+  if (ty == "q4_k")
+    return {144, 256, 16, true};
+  if (ty == "q6_k")
+    return {210, 256, 16, false};
+  return {0, 8, 1, false}; // f16
+}
+
 /// The kernel's geometry from the scheduled op.
 struct GemvGeometry {
   std::string type;
-  Q8xFormat fmt;
+  bool q8x = false;  ///< activations "q8x" (else "f32")
+  Q8xFormat fmt;     ///< q8x
+  F32Format ffmt;    ///< f32
   int64_t rowsPerWarp = 0, unitsInFlight = 0, minCtas = 0;
 };
 
@@ -76,10 +106,17 @@ FailureOr<GemvGeometry> gemvGeometry(GemvTileOp op) {
                           << " has no schedule (run swz-apply-schedule first)";
   GemvGeometry g;
   g.type = op.getWeights().str();
-  g.fmt = q8xFormat(g.type);
+  g.q8x = op.getActivations() == "q8x";
+  if (g.q8x)
+    g.fmt = q8xFormat(g.type);
+  else
+    g.ffmt = f32Format(g.type);
   g.rowsPerWarp = op.getRowsPerWarpAttr().getInt();
   g.unitsInFlight = op.getUnitsInFlightAttr().getInt();
   g.minCtas = op.getMinCtasPerSmAttr() ? op.getMinCtasPerSmAttr().getInt() : 0;
+  if (!g.q8x && g.rowsPerWarp != 1)
+    return op.emitError() << "swz-lower-tiles: the f32 GEMV @" << op.getSymName()
+                          << " takes one row a warp (rows_per_warp 1), got " << g.rowsPerWarp;
   return g;
 }
 
@@ -105,9 +142,11 @@ struct Em : KernelEmitter {
   /// The little-endian 32-bit word at byte offset `byte` (index; even) of w
   /// (memref<?xi32>) for a format whose blocks start on 2-byte boundaries: hi is the next
   /// word when the offset is 2 mod 4 and the same word otherwise (never out of bounds).
-  Value word(Value byte, Value w) {
+  Value word(Value byte, Value w, bool aligned = false) {
     Value wi = shr(byte, c(2));
     Value lo = load(w, wi);
+    if (aligned)
+      return lo;
     Value b2 = add(byte, c(2));
     Value hiI = shr(b2, c(2));
     Value hi = load(w, hiI);
@@ -120,6 +159,15 @@ struct Em : KernelEmitter {
     Value hiS = shl(hi16, rest);
     return ori(loS, hiS);
   }
+  /// (word >> shift) & mask, the shift left out when 0.
+  Value bits(Value word, int64_t shift, int64_t mask) {
+    Value x = shift ? shr(word, ci(shift)) : word;
+    return andi(x, ci(mask));
+  }
+  /// The low or high nibble of byte `byte` (0..3) of a word.
+  Value nib(Value word, int64_t byte, bool high) { return bits(word, 8 * byte + (high ? 4 : 0), 15); }
+  Value xori(Value a, Value d) { return b.create<arith::XOrIOp>(loc, a, d); }
+  Value negf(Value a) { return b.create<arith::NegFOp>(loc, a); }
   /// `count` little-endian 32-bit words from byte offset `byte` (index, even) of w
   /// (memref<?xi32>): count + 1 aligned loads and a funnel shift when byte is 2 mod 4.
   /// tailInside: the aligned word after the last lies inside the tensor; else the last
@@ -175,6 +223,30 @@ struct Em : KernelEmitter {
       v = fadd(v, sh);
     }
     return v;
+  }
+  /// `cond ? the segment sum of v (shuffles xor 4, 2, 1) : 0` (a token j > 0 of the block:
+  /// only while it is one of the block's tokens).
+  Value segmentSumIf(Value cond, Value v) {
+    auto op = b.create<scf::IfOp>(loc, TypeRange{f32}, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    b.create<scf::YieldOp>(loc, shuffleXorSum(v, {4, 2, 1}));
+    b.setInsertionPointToStart(op.elseBlock());
+    b.create<scf::YieldOp>(loc, cf(0.0f));
+    return op.getResult(0);
+  }
+  /// The GEMVs' epilogue term: `flags & flag ? base + ref[i] : base` (bias or residual).
+  Value addIfFlag(Value flags, Value flag, Value base, Value ref, Value i) {
+    Value bits = andi(flags, flag);
+    Value cond = cmp(arith::CmpIPredicate::ne, bits, ci(0));
+    auto op = b.create<scf::IfOp>(loc, TypeRange{f32}, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    Value v = load(ref, i);
+    b.create<scf::YieldOp>(loc, fadd(base, v));
+    b.setInsertionPointToStart(op.elseBlock());
+    b.create<scf::YieldOp>(loc, base);
+    return op.getResult(0);
   }
   /// block_q4_K's scale and min of sub-block j (i32, 0..7) from the header words s0, s1,
   /// s2 (scales[0..11]; get_scale_min_k4 of ggml-quants.c): (d sc, dmin m) as f32.
@@ -715,13 +787,7 @@ void emitGemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
           sums.push_back(e.shuffleXorSum(a, {4, 2, 1}));
           continue;
         }
-        auto sv = b.create<scf::IfOp>(loc, TypeRange{f32}, tok[j], /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(sv.thenBlock());
-        b.create<scf::YieldOp>(loc, e.shuffleXorSum(a, {4, 2, 1}));
-        b.setInsertionPointToStart(sv.elseBlock());
-        b.create<scf::YieldOp>(loc, zero);
-        sums.push_back(sv.getResult(0));
+        sums.push_back(e.segmentSumIf(tok[j], a));
       }
     emitIf(e, lead, [&] {
       for (size_t i = 0; i < sums.size(); ++i) {
@@ -761,22 +827,512 @@ void emitGemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
       Value total = fin.getResult(r), tg = fin.getResult(P);
       Value tn = e.mul(tg, rw.ni);
       Value yi = e.add(tn, rw.n);
-      auto addIf = [&](Value flag, Value base, Value ref, Value i) {
-        Value bits = e.andi(flags, flag);
-        Value cond = e.cmp(IP::ne, bits, e.ci(0));
-        auto op = b.create<scf::IfOp>(loc, TypeRange{f32}, cond, /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(op.thenBlock());
-        Value v = e.load(ref, i);
-        b.create<scf::YieldOp>(loc, e.fadd(base, v));
-        b.setInsertionPointToStart(op.elseBlock());
-        b.create<scf::YieldOp>(loc, base);
-        return op.getResult(0);
-      };
-      Value withBias = addIf(rw.bflag, total, rw.bias, rw.n);
-      Value o = addIf(rw.rflag, withBias, res, yi);
+      Value withBias = e.addIfFlag(flags, rw.bflag, total, rw.bias, rw.n);
+      Value o = e.addIfFlag(flags, rw.rflag, withBias, res, yi);
       e.store(o, rw.y, yi);
     });
+  }
+  b.create<gpu::ReturnOp>(loc);
+}
+
+/// One dequantized weight of a unit: its k offset from the unit's first weight, and q as
+/// f32 (weight = scale q + offset).
+struct Weight {
+  int64_t k;
+  Value q;
+};
+/// Weights of a unit sharing one scale and offset.
+struct Group {
+  Value scale, offset;
+  std::vector<Weight> items;
+};
+
+/// The loads and integer unpacking of unit q (index, 0..units-1) of the block at byte
+/// offset `blockbyte` of w (memref<?xi32>), as ggml's dequantize_row_<type>. Returns the
+/// unit's first weight's index within its block (kbase) and its groups.
+std::pair<Value, std::vector<Group>> dequantUnit(Em &e, StringRef fmt, bool aligned, Value w,
+                                                 Value blockbyte, Value q) {
+  auto c = [&](int64_t v) { return e.c(v); };
+  auto word = [&](Value byte) { return e.word(byte, w, aligned); };
+  if (fmt == "q4_0" || fmt == "q4_1" || fmt == "q5_0") {
+    // block_q4_0: d | qs[16]; q4_1: d | m | qs[16]; q5_0: d | qh[4] | qs[16]. Unit q: qs
+    // bytes 4q .. 4q + 3, weights 4q + i (low nibbles) and 16 + 4q + i (high).
+    Value d0 = word(blockbyte);
+    Value d = e.half(d0, false);
+    const int64_t qoff = fmt == "q4_0" ? 2 : fmt == "q4_1" ? 4 : 6;
+    Value bq = e.add(blockbyte, c(qoff));
+    Value q4 = e.mul(q, c(4));
+    Value qs = word(e.add(bq, q4));
+    Value qhLo, qhHi;
+    if (fmt == "q5_0") {
+      Value qh = word(e.add(blockbyte, c(2)));
+      Value qi = e.toI32(q);
+      Value j4 = e.shl(qi, e.ci(2)); // 4q: first weight of the unit
+      qhLo = e.shr(qh, j4);          // bit j of weight j
+      qhHi = e.shr(qhLo, e.ci(16));  // bit j + 16 of weight j + 16
+    }
+    Group g;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value lo = e.nib(qs, i, false);
+      Value hi = e.nib(qs, i, true);
+      if (fmt == "q5_0") {
+        Value bl = e.bits(qhLo, i, 1);
+        Value bls = e.shl(bl, e.ci(4));
+        lo = e.ori(lo, bls);
+        Value bh = e.bits(qhHi, i, 1);
+        Value bhs = e.shl(bh, e.ci(4));
+        hi = e.ori(hi, bhs);
+      }
+      Value lof = e.u2f(lo);
+      g.items.push_back({i, lof});
+      Value hif = e.u2f(hi);
+      g.items.push_back({16 + i, hif});
+    }
+    g.scale = d;
+    g.offset = fmt == "q4_1" ? e.half(d0, true) : e.fmul(d, e.cf(fmt == "q4_0" ? -8.0f : -16.0f));
+    return {e.mul(q, c(4)), {g}};
+  }
+  if (fmt == "q8_0") {
+    // block_q8_0: d | qs[32] int8. Unit q: weights 8q .. 8q + 7, as unsigned q ^ 0x80 =
+    // q + 128 (the 128 goes into the offset).
+    Value d = e.half(word(blockbyte), false);
+    Value b2 = e.add(blockbyte, c(2));
+    Value q8 = e.mul(q, c(8));
+    Value bq = e.add(b2, q8);
+    Group g;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value wd = word(h ? e.add(bq, c(4 * h)) : bq);
+      wd = e.xori(wd, e.ci(-2139062144)); // 0x80808080
+      for (int64_t i = 0; i < 4; ++i) {
+        Value by = e.bits(wd, 8 * i, 255);
+        g.items.push_back({4 * h + i, e.u2f(by)});
+      }
+    }
+    g.scale = d;
+    g.offset = e.fmul(d, e.cf(-128.0f));
+    return {e.mul(q, c(8)), {g}};
+  }
+  if (fmt == "q4_k") {
+    // block_q4_K: d | dmin | scales[12] | qs[128]. Unit q = 4 p + r: qs bytes 32 p + 8 r
+    // .. + 7, their low nibbles weights 64 p + 8 r + i of sub-block 2 p, high ones + 32 of
+    // sub-block 2 p + 1.
+    Value w0 = word(blockbyte);
+    Value d = e.half(w0, false);
+    Value dmin = e.half(w0, true);
+    Value s0 = word(e.add(blockbyte, c(4)));
+    Value s1 = word(e.add(blockbyte, c(8)));
+    Value s2 = word(e.add(blockbyte, c(12)));
+    Value p = e.divu(q, c(4)); // sub-block pair 0..3
+    Value r = e.remu(q, c(4));
+    Value l0 = e.mul(r, c(8)); // 0, 8, 16, 24
+    Value pi = e.toI32(p);
+    std::vector<Group> groups(2);
+    for (int64_t jj = 0; jj < 2; ++jj) { // sub-blocks 2p (low nibbles) and 2p + 1 (high)
+      Value p2 = e.shl(pi, e.ci(1));
+      Value j = e.add(p2, e.ci(jj));
+      auto [scale, mins] = e.q4kScale(d, dmin, s0, s1, s2, j);
+      groups[jj].scale = scale;
+      groups[jj].offset = e.negf(mins);
+    }
+    Value b16 = e.add(blockbyte, c(16));
+    Value p32 = e.mul(p, c(32));
+    Value off = e.add(p32, l0);
+    Value qb = e.add(b16, off);
+    Value qa = word(qb);
+    Value qc = word(e.add(qb, c(4)));
+    const std::array<Value, 2> qw{qa, qc};
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value lo = e.u2f(e.nib(qw[h], i, false));
+        groups[0].items.push_back({4 * h + i, lo});
+        Value hi = e.u2f(e.nib(qw[h], i, true));
+        groups[1].items.push_back({32 + 4 * h + i, hi});
+      }
+    Value p64 = e.mul(p, c(64));
+    return {e.add(p64, l0), groups};
+  }
+  // q6_k. block_q6_K: ql[128] | qh[64] | scales[16] int8 | d. Unit q = 8 h + g: the four
+  // 32-weight rows m of half h at columns 4 g .. 4 g + 3 (dequantize_row_q6_K).
+  Value h = e.divu(q, c(8)); // half 0..1
+  Value g = e.remu(q, c(8)); // 4-weight group 0..7
+  Value g4 = e.mul(g, c(4));
+  Value h64 = e.mul(h, c(64));
+  Value bh = e.add(blockbyte, h64);
+  Value qla = word(e.add(bh, g4));
+  Value bh2 = e.add(blockbyte, h64);
+  Value bhg = e.add(bh2, g4);
+  Value qlb = word(e.add(bhg, c(32)));
+  Value h32 = e.mul(h, c(32));
+  Value b128 = e.add(blockbyte, c(128));
+  Value bqh = e.add(b128, h32);
+  Value qh = word(e.add(bqh, g4));
+  Value d = e.half(word(e.add(blockbyte, c(208))), false);
+  Value b192 = e.add(blockbyte, c(192));
+  Value h8 = e.mul(h, c(8));
+  Value scb = e.add(b192, h8);
+  Value sw0 = word(scb);
+  Value sw1 = word(e.add(scb, c(4)));
+  Value isb = e.toI32(e.divu(g, c(4))); // is = l / 16
+  // signed byte `is + 2m` of sw0 (m = 0, 1) or sw1 (m = 2, 3)
+  std::vector<Group> groups(4);
+  for (int64_t m = 0; m < 4; ++m) {
+    Value sw = m < 2 ? sw0 : sw1;
+    Value pos = e.add(isb, e.ci(2 * (m % 2)));
+    Value pos8 = e.shl(pos, e.ci(3));
+    Value left = e.sub(e.ci(24), pos8);
+    Value up = e.shl(sw, left);
+    Value scv = e.sar(up, e.ci(24));
+    groups[m].scale = e.fmul(d, e.sitofp(scv));
+    groups[m].offset = e.fmul(groups[m].scale, e.cf(-32.0f));
+  }
+  for (int64_t i = 0; i < 4; ++i) {
+    Value qhi = e.bits(qh, 8 * i, 255);
+    const std::array<std::tuple<Value, bool, int64_t>, 4> parts{
+        std::tuple<Value, bool, int64_t>{qla, false, 0}, {qlb, false, 2}, {qla, true, 4}, {qlb, true, 6}};
+    for (int64_t m = 0; m < 4; ++m) {
+      auto [wd, high, hs] = parts[m];
+      Value lo = e.nib(wd, i, high);
+      Value hb = e.bits(qhi, hs, 3);
+      Value hbs = e.shl(hb, e.ci(4));
+      Value v = e.ori(lo, hbs);
+      groups[m].items.push_back({32 * m + i, e.u2f(v)});
+    }
+  }
+  Value h128 = e.mul(h, c(128));
+  return {e.add(h128, g4), groups};
+}
+
+/// Writes matmul_<type> (activations "f32", every target) at `b`'s insertion point in a
+/// gpu.module: the globals @acc and @slots, then `gpu.func @<name>`. A workgroup is 4
+/// warps, one row a warp; a lane takes units lane, lane + 32, ... of the row,
+/// units_in_flight of them with all their loads issued before any is used, and
+/// dequantizes each once for every token of the block (up to 8).
+void emitF32GemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
+  MLIRContext *ctx = op.getContext();
+  const Location loc = op.getLoc();
+  const int64_t R = g.unitsInFlight;
+  const F32Format &f = g.ffmt;
+  const StringRef fmt = g.type;
+  const bool isF16 = fmt == "f16";
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto accType = MemRefType::get({128}, f32, MemRefLayoutAttrInterface{}, wg);
+  auto slotsType = MemRefType::get({1024}, f32, MemRefLayoutAttrInterface{}, wg);
+  b.create<memref::GlobalOp>(loc, "acc", b.getStringAttr("private"), accType, Attribute{}, false,
+                             IntegerAttr{});
+  b.create<memref::GlobalOp>(loc, "slots", b.getStringAttr("private"), slotsType, Attribute{},
+                             false, IntegerAttr{});
+
+  auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
+  const Type wty = isF16 ? dyn(b.getF16Type()) : dyn(i32);
+  const Type xty = isF16 ? dyn(f32) : dyn(VectorType::get({4}, f32)), yty = dyn(f32);
+  auto fnType = b.getFunctionType({wty, xty, yty, yty, yty, i32, i32, i32, i32}, {});
+  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
+  fn->setAttr(spirv::getEntryPointABIAttrName(), spirv::getEntryPointABIAttr(ctx, {128, 1, 1}));
+  if (g.minCtas)
+    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(g.minCtas)));
+  fn->setAttr("swz.grid", b.getStringAttr("ceil(N/4), ceil(T/8), 1"));
+
+  Block &entry = fn.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Em e(b, loc, &entry);
+  auto c = [&](int64_t v) { return e.c(v); };
+  using IP = arith::CmpIPredicate;
+  Value w = entry.getArgument(0), x = entry.getArgument(1), y = entry.getArgument(2),
+        bias = entry.getArgument(3), res = entry.getArgument(4), flags = entry.getArgument(8);
+
+  Value acc = b.create<memref::GetGlobalOp>(loc, accType, "acc");
+  Value tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
+  Value bx = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
+  Value by = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::y);
+  Value grp = e.divu(tid, c(32));
+  Value lane = e.remu(tid, c(32));
+  Value row4 = e.mul(bx, c(4));
+  Value n = e.add(row4, grp);
+  Value ni = e.toIndex(entry.getArgument(5));
+  Value ki = e.toIndex(entry.getArgument(6));
+  Value ti = e.toIndex(entry.getArgument(7));
+  Value t0 = e.mul(by, c(kTok));
+  Value tleft = e.sub(ti, t0);
+  Value tb = e.minu(tleft, c(kTok));
+  Value live = e.ult(n, ni);
+  // Units of this row (0 for a padding group past N).
+  Value unitsAll, rowbase;
+  if (isF16) {
+    Value k7 = e.add(ki, c(7));
+    unitsAll = e.divu(k7, c(8));
+  } else {
+    Value nb = e.divu(ki, c(f.qk));
+    unitsAll = e.mul(nb, c(f.units));
+    Value rowbytes = e.mul(nb, c(f.bs));
+    rowbase = e.mul(n, rowbytes);
+  }
+  Value units = e.select(live, unitsAll, c(0));
+  // Token j < tb of the block (uniform over the block; token 0 always is).
+  std::array<Value, kTok> tok;
+  for (int64_t j = 1; j < kTok; ++j)
+    tok[j] = e.ult(c(j), tb);
+  Value zero = e.cf(0.0f);
+
+  // Unit u's weight loads and dequantization; token(tg): token tg's x loads and the dot
+  // product with the unit, its f32 contribution.
+  using Token = std::function<Value(Value)>;
+  auto unitBody = [&](Value u) -> Token {
+    if (isF16) {
+      Value kb = e.mul(u, c(8));
+      Value wrow = e.mul(n, ki);
+      Value klast = e.sub(ki, c(1));
+      std::vector<std::pair<Value, Value>> vals;
+      for (int64_t i = 0; i < 8; ++i) {
+        Value k = i ? e.add(kb, c(i)) : kb;
+        Value inb = e.ult(k, ki);
+        Value kc = e.minu(k, klast);
+        Value wi = e.add(wrow, kc);
+        Value h = e.load(w, wi);
+        Value hf = b.create<arith::ExtFOp>(loc, f32, h);
+        vals.push_back({kc, e.select(inb, hf, zero)});
+      }
+      return [&e, ki, x, zero, vals](Value tg) {
+        Value xrow = e.mul(tg, ki);
+        Value s = zero;
+        for (auto [kc, wv] : vals) {
+          Value xi = e.add(xrow, kc);
+          Value xv = e.load(x, xi);
+          s = e.fma(xv, wv, s);
+        }
+        return s;
+      };
+    }
+    Value ub = e.divu(u, c(f.units));
+    Value uq = e.remu(u, c(f.units));
+    Value boff = e.mul(ub, c(f.bs));
+    Value blockbyte = e.add(rowbase, boff);
+    auto [kbase, groups] = dequantUnit(e, fmt, f.aligned, w, blockbyte, uq);
+    Value bk = e.mul(ub, c(f.qk));
+    Value kb = e.add(bk, kbase);
+    return [&e, ki, x, kb, groups](Value tg) {
+      // x as 16-byte vectors (K % 4 == 0, every unit's weights come in aligned runs of 4):
+      // one 128-bit load per 4 weights.
+      Value tk = e.mul(tg, ki);
+      Value xk = e.add(tk, kb);
+      Value xk4 = e.shr(xk, e.c(2));
+      std::map<int64_t, Value> vecs;
+      Value contrib;
+      for (const Group &gr : groups) {
+        Value sxq, sx;
+        for (const Weight &it : gr.items) {
+          const int64_t v = it.k / 4;
+          if (!vecs.count(v)) {
+            Value xi = v ? e.add(xk4, e.c(v)) : xk4;
+            vecs[v] = e.load(x, xi);
+          }
+          Value xv = e.extract(vecs[v], it.k % 4);
+          sxq = sxq ? e.fma(xv, it.q, sxq) : e.fmul(xv, it.q);
+          if (gr.offset)
+            sx = sx ? e.fadd(sx, xv) : xv;
+        }
+        Value part = e.fmul(gr.scale, sxq);
+        if (gr.offset)
+          part = e.fma(gr.offset, sx, part);
+        contrib = contrib ? e.fadd(contrib, part) : part;
+      }
+      return contrib;
+    };
+  };
+
+  // Per-thread partial sums of the block's tokens, accR[t] (0 for t >= tb). One token
+  // (decode): a register accumulator. More (speculative verification): one workgroup-
+  // memory slot per (token, thread), read and written by its thread only (no barrier), so
+  // the register count stays that of one token.
+  const SmallVector<Type> tokTypes(kTok, f32);
+  Value one = e.cmp(IP::eq, tb, c(1));
+  auto ifAcc = b.create<scf::IfOp>(loc, tokTypes, one, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifAcc.thenBlock());
+    auto loop = b.create<scf::ForOp>(loc, lane, units, c(32 * R), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value u = loop.getInductionVar();
+      // Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
+      // them is used. A unit past the row loads unit u again (cached) and contributes 0.
+      std::vector<std::pair<Value, Token>> us;
+      for (int64_t r = 0; r < R; ++r) {
+        if (r == 0) {
+          us.push_back({Value{}, unitBody(u)});
+          continue;
+        }
+        Value ur = e.add(u, c(32 * r));
+        Value vr = e.ult(ur, units);
+        Value uc = e.select(vr, ur, u);
+        us.push_back({vr, unitBody(uc)});
+      }
+      Value a = loop.getRegionIterArgs()[0];
+      for (auto &[vr, token] : us) {
+        Value cr = token(t0);
+        if (vr)
+          cr = e.select(vr, cr, zero);
+        a = e.fadd(a, cr);
+      }
+      b.create<scf::YieldOp>(loc, a);
+    }
+    SmallVector<Value> outs{loop.getResult(0)};
+    outs.append(kTok - 1, zero);
+    b.create<scf::YieldOp>(loc, outs);
+
+    b.setInsertionPointToStart(ifAcc.elseBlock());
+    Value slots = b.create<memref::GetGlobalOp>(loc, slotsType, "slots");
+    auto clear = b.create<scf::ForOp>(loc, c(0), c(kTok), c(1));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(clear.getBody()->getTerminator());
+      Value s = e.mul(clear.getInductionVar(), c(128));
+      Value si = e.add(s, tid);
+      e.store(zero, slots, si);
+    }
+    auto uloop = b.create<scf::ForOp>(loc, lane, units, c(32));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(uloop.getBody()->getTerminator());
+      Token token = unitBody(uloop.getInductionVar());
+      auto tloop = b.create<scf::ForOp>(loc, c(0), tb, c(1));
+      b.setInsertionPoint(tloop.getBody()->getTerminator());
+      Value t = tloop.getInductionVar();
+      Value tg = e.add(t0, t);
+      Value contrib = token(tg);
+      Value slot0 = e.mul(t, c(128));
+      Value slot = e.add(slot0, tid);
+      Value old = e.load(slots, slot);
+      Value sum = e.fadd(old, contrib);
+      e.store(sum, slots, slot);
+    }
+    SmallVector<Value> sv;
+    for (int64_t j = 0; j < kTok; ++j) {
+      Value at = j ? e.add(tid, c(128 * j)) : tid;
+      sv.push_back(e.load(slots, at));
+    }
+    b.create<scf::YieldOp>(loc, sv);
+  }
+
+  // Each 8-lane segment's partials by shuffle-xor 4, 2, 1 (width 32: the exchanges stay
+  // inside aligned 8-lane segments, so any subgroup size >= 8 works); every lane of a
+  // segment then holds the segment's sum.
+  std::vector<Value> sums;
+  for (int64_t j = 0; j < kTok; ++j) {
+    Value a = ifAcc.getResult(j);
+    if (j == 0) {
+      sums.push_back(e.shuffleXorSum(a, {4, 2, 1}));
+      continue;
+    }
+    sums.push_back(e.segmentSumIf(tok[j], a));
+  }
+  // Segment leaders store part[grp][token][seg] (4 rows x 8 tokens x 4 segments).
+  Value seg = e.divu(lane, c(8));
+  Value sl = e.remu(lane, c(8));
+  Value lead = e.cmp(IP::eq, sl, c(0));
+  Value pbase0 = e.mul(grp, c(32));
+  Value pbase = e.add(pbase0, seg);
+  emitIf(e, lead, [&] {
+    for (int64_t j = 0; j < kTok; ++j) {
+      Value pi = j ? e.add(pbase, c(4 * j)) : pbase;
+      e.store(sums[j], acc, pi);
+    }
+  });
+  b.create<gpu::BarrierOp>(loc);
+  // Thread `lane` of the group sums token t0 + lane's 4 segment partials and writes it.
+  Value wr0 = e.ult(lane, tb);
+  Value wr = e.andi(wr0, live);
+  emitIf(e, wr, [&] {
+    Value l4 = e.mul(lane, c(4));
+    Value si = e.add(pbase0, l4);
+    Value si1 = e.add(si, c(1));
+    Value si2 = e.add(si, c(2));
+    Value si3 = e.add(si, c(3));
+    Value p0 = e.load(acc, si);
+    Value p1 = e.load(acc, si1);
+    Value p2 = e.load(acc, si2);
+    Value p3 = e.load(acc, si3);
+    Value p01 = e.fadd(p0, p1);
+    Value p23 = e.fadd(p2, p3);
+    Value sum = e.fadd(p01, p23);
+    Value tg = e.add(t0, lane);
+    Value yrow = e.mul(tg, ni);
+    Value yi = e.add(yrow, n);
+    Value withBias = e.addIfFlag(flags, e.ci(1), sum, bias, n);
+    Value out = e.addIfFlag(flags, e.ci(2), withBias, res, yi);
+    e.store(out, y, yi);
+  });
+  b.create<gpu::ReturnOp>(loc);
+}
+
+/// Writes get_rows_<type>, the embedding lookup out[t, :] = dequant(W[tokens[t], :]), at
+/// `b`'s insertion point: one workgroup of 128 threads a token, each thread dequantizing
+/// units tid, tid + 128, ... of the row as the f32 GEMV does.
+void emitLookupKernel(GemvTileOp op, OpBuilder &b) {
+  MLIRContext *ctx = op.getContext();
+  const Location loc = op.getLoc();
+  const StringRef fmt = op.getWeights();
+  const F32Format f = f32Format(fmt);
+  const bool isF16 = fmt == "f16";
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
+  auto fnType = b.getFunctionType({isF16 ? dyn(b.getF16Type()) : dyn(i32), dyn(i32), dyn(f32), i32}, {});
+  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
+  fn->setAttr(spirv::getEntryPointABIAttrName(), spirv::getEntryPointABIAttr(ctx, {128, 1, 1}));
+  fn->setAttr("swz.grid", b.getStringAttr("T, 1, 1"));
+
+  Block &entry = fn.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Em e(b, loc, &entry);
+  auto c = [&](int64_t v) { return e.c(v); };
+  Value w = entry.getArgument(0), tokens = entry.getArgument(1), out = entry.getArgument(2);
+  Value tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
+  Value t = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
+  Value ki = e.toIndex(entry.getArgument(3));
+  Value tok = e.load(tokens, t);
+  Value row = e.toIndex(tok);
+  Value orow = e.mul(t, ki);
+  if (isF16) {
+    Value wrow = e.mul(row, ki);
+    auto loop = b.create<scf::ForOp>(loc, tid, ki, c(128));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value k = loop.getInductionVar();
+    Value wi = e.add(wrow, k);
+    Value h = e.load(w, wi);
+    Value v = b.create<arith::ExtFOp>(loc, f32, h);
+    Value oi = e.add(orow, k);
+    e.store(v, out, oi);
+  } else {
+    Value nb = e.divu(ki, c(f.qk));
+    Value units = e.mul(nb, c(f.units));
+    Value rowbytes = e.mul(nb, c(f.bs));
+    Value rowbase = e.mul(row, rowbytes);
+    auto loop = b.create<scf::ForOp>(loc, tid, units, c(128));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value u = loop.getInductionVar();
+    Value ub = e.divu(u, c(f.units));
+    Value uq = e.remu(u, c(f.units));
+    Value boff = e.mul(ub, c(f.bs));
+    Value blockbyte = e.add(rowbase, boff);
+    auto [kbase, groups] = dequantUnit(e, fmt, f.aligned, w, blockbyte, uq);
+    Value bk = e.mul(ub, c(f.qk));
+    Value kb = e.add(bk, kbase);
+    Value ok = e.add(orow, kb);
+    for (const Group &gr : groups)
+      for (const Weight &it : gr.items) {
+        Value wv = e.fmul(gr.scale, it.q);
+        if (gr.offset)
+          wv = e.fadd(wv, gr.offset);
+        Value oi = it.k ? e.add(ok, c(it.k)) : ok;
+        e.store(wv, out, oi);
+      }
   }
   b.create<gpu::ReturnOp>(loc);
 }
@@ -784,9 +1340,15 @@ void emitGemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
 } // namespace
 
 LogicalResult lowerGemvTile(GemvTileOp op) {
+  if (op.getLookup())
+    return placeTileKernel(op, op.getSymName(), {}, "",
+                           [&](OpBuilder &b) { emitLookupKernel(op, b); });
   FailureOr<GemvGeometry> g = gemvGeometry(op);
   if (failed(g))
     return failure();
+  if (!g->q8x)
+    return placeTileKernel(op, op.getSymName(), {"acc", "slots"}, "one f32 GEMV a gpu.module",
+                           [&](OpBuilder &b) { emitF32GemvKernel(op, *g, b); });
   return placeTileKernel(op, op.getSymName(), {"acc_" + g->type, "slots_" + g->type},
                          "one int8 GEMV of a block format a gpu.module",
                          [&](OpBuilder &b) { emitGemvKernel(op, *g, b); });

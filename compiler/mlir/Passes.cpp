@@ -282,14 +282,18 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         failedAny = true;
     });
 
-    // A decode GEMV tile spec takes gemv.q8x.<weights>: rows a warp, units in flight a
-    // lane, workgroups an SM; swz-lower-tiles checks what it can emit.
+    // A decode GEMV tile spec takes gemv.<activations>.<weights>: rows a warp (f32: 1),
+    // units in flight a lane, workgroups an SM; swz-lower-tiles checks what it can emit.
     module.walk([&](GemvTileOp op) {
-      const StringRef ty = op.getWeights();
-      auto it = s.gemv.q8x.find(ty.str());
-      if (it == s.gemv.q8x.end()) {
+      if (op.getLookup())
+        return; // the embedding lookup has no schedule fields
+      const StringRef ty = op.getWeights(), act = op.getActivations();
+      const auto &table = act == "q8x" ? s.gemv.q8x : s.gemv.f32;
+      auto it = table.find(ty.str());
+      if (it == table.end()) {
         op.emitError() << "@" << op.getSymName() << " (weights \"" << ty << "\") needs the "
-                       << s.target << " schedule's gemv.q8x." << ty << ", which it does not have";
+                       << s.target << " schedule's gemv." << act << "." << ty
+                       << ", which it does not have";
         failedAny = true;
         return;
       }

@@ -276,12 +276,21 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     first; each unit's dot product is dp4a; the reduction is the same additions
     in the same order for one token and for many. Fails on an unscheduled spec
     or when a global it would define exists.
+
+    With activations "f32" (weights q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16; every
+    target) it is the f32 decode GEMV `gpu.func @name(w, x, y, bias, res, N, K, T,
+    flags)` with the globals `@acc` (128 f32) and `@slots` (1024 f32): one matrix,
+    one row a warp, units_in_flight units' loads a lane first, block (128, 1, 1),
+    grid `ceil(N/4), ceil(T/8), 1`, `spirv.entry_point_abi` for the SPIR-V path;
+    with `lookup` the embedding lookup `gpu.func @name(w, tokens, out, K)`, grid
+    `T, 1, 1`, the rows dequantized as the GEMV dequantizes them.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",
                            "mlir::NVVM::NVVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::nvgpu::NVGPUDialect",
-                           "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"];
+                           "mlir::scf::SCFDialect", "mlir::spirv::SPIRVDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 #endif // SWZ_PASSES_TD

@@ -239,9 +239,6 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   }
 
   const json &v = r.field(doc, "$", "gemv");
-  s.gemv.threads = r.integer(v, "$.gemv", "threads", 1);
-  s.gemv.rowsPerBlock = r.integer(v, "$.gemv", "rows_per_block", 1);
-  s.gemv.vectorBytes = r.integer(v, "$.gemv", "vector_bytes", 1);
   if (v.contains("f16_mma_split_k_below_rows"))
     s.gemv.f16MmaSplitKBelowRows = r.integer(v, "$.gemv", "f16_mma_split_k_below_rows", 0);
   if (v.contains("q4_k_mma"))
@@ -269,6 +266,28 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
         if (key != "rows_per_warp" && key != "units_in_flight" && key != "min_ctas_per_sm")
           r.fail(p + "." + key, "not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)");
       s.gemv.q8x[ty] = g;
+    }
+  }
+  if (v.contains("f32")) {
+    const json &q = r.field(v, "$.gemv", "f32");
+    if (!q.is_object())
+      r.fail("$.gemv.f32", "must be an object of weight types");
+    for (const auto &[ty, e] : q.items()) {
+      const std::string p = "$.gemv.f32." + ty;
+      if (ty != "q4_0" && ty != "q4_1" && ty != "q5_0" && ty != "q8_0" && ty != "q4_k" &&
+          ty != "q6_k" && ty != "f16")
+        r.fail(p, "not a weight type of the f32 GEMVs (q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16)");
+      Q8xGemvSchedule g;
+      g.rowsPerWarp = 1;
+      g.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
+      if (g.unitsInFlight > 8)
+        r.fail(p + ".units_in_flight", std::to_string(g.unitsInFlight) + " is more than 8");
+      if (e.contains("min_ctas_per_sm"))
+        g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0);
+      for (const auto &[key, value] : e.items())
+        if (key != "units_in_flight" && key != "min_ctas_per_sm")
+          r.fail(p + "." + key, "not an f32 GEMV field (units_in_flight, min_ctas_per_sm)");
+      s.gemv.f32[ty] = g;
     }
   }
   return s;

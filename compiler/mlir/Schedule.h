@@ -109,10 +109,13 @@ struct Q8xGemvSchedule {
 };
 
 struct GemvSchedule {
-  int64_t threads = 0, rowsPerBlock = 0, vectorBytes = 0;
   /// `gemv.q8x` (optional; required when a package has an int8 GEMV, i.e. on PTX targets:
   /// swz-apply-schedule says so): per block format ("q4_k", "q8_0", "q6_k", "q4_1", "q5_0").
   std::map<std::string, Q8xGemvSchedule> q8x;
+  /// `gemv.f32` (required when a kernel source has an f32 GEMV: every target): per type
+  /// ("q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k", "f16"), {"units_in_flight": R,
+  /// "min_ctas_per_sm": C (optional)}; one row a warp (rowsPerWarp 1).
+  std::map<std::string, Q8xGemvSchedule> f32;
   /// F16 weights with fewer rows than this decode on the tensor-core GEMV's 16-warp
   /// workgroup shape (matmul_f16_mma_w16, warps splitting K: few workgroups need more
   /// warps each to keep enough loads in flight); others, and all when 0, on the 4-warp one.

@@ -408,14 +408,28 @@ LogicalResult AttentionTileOp::verify() {
 }
 
 LogicalResult GemvTileOp::verify() {
-  const StringRef w = getWeights();
-  if (w != "q4_k" && w != "q8_0" && w != "q6_k" && w != "q4_1" && w != "q5_0")
+  const StringRef w = getWeights(), a = getActivations();
+  if (a != "q8x" && a != "f32")
+    return emitOpError() << "activations must be \"q8x\" (int8 blocks of 32, dp4a) or \"f32\", "
+                            "got \""
+                         << a << "\"";
+  if (a == "q8x" && w != "q4_k" && w != "q8_0" && w != "q6_k" && w != "q4_1" && w != "q5_0")
     return emitOpError() << "weights must be one of q4_k, q8_0, q6_k, q4_1, q5_0 (the int8 "
                             "path's block formats), got \""
                          << w << "\"";
-  if (getActivations() != "q8x")
-    return emitOpError() << "activations must be \"q8x\" (int8 blocks of 32, dp4a), got \""
-                         << getActivations() << "\"";
+  if (a == "f32" && w != "q4_0" && w != "q4_1" && w != "q5_0" && w != "q8_0" && w != "q4_k" &&
+      w != "q6_k" && w != "f16")
+    return emitOpError() << "weights must be one of q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16 "
+                            "(the f32 path's), got \""
+                         << w << "\"";
+  if (getLookup()) {
+    if (a != "f32")
+      return emitOpError() << "lookup (the embedding lookup) reads f32 rows: activations \"f32\"";
+    if (isScheduled() || getUnitsInFlightAttr() || getMinCtasPerSmAttr())
+      return emitOpError() << "lookup has no schedule fields (rows_per_warp, units_in_flight, "
+                              "min_ctas_per_sm)";
+    return success();
+  }
   if (!isScheduled()) {
     if (getUnitsInFlightAttr() || getMinCtasPerSmAttr())
       return emitOpError() << "units_in_flight and min_ctas_per_sm need rows_per_warp as well";

@@ -347,6 +347,17 @@ def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
     thread's share of a block: a Q4_K / Q6_K 32-weight sub-block, 16 Q8_0 weights, a
     Q4_1 / Q5_0 block) is a fact of the block format, not a schedule choice.
 
+    `activations = "f32"` (weights `q4_0`, `q4_1`, `q5_0`, `q8_0`, `q4_k`, `q6_k`,
+    `f16`; every target, SPIR-V included): the activations are f32, each unit is
+    dequantized once and dotted with every token's x; one matrix a launch, one row a
+    warp (`rows_per_warp` 1), `units_in_flight` from the schedule's `gemv.f32.<weights>`;
+    the globals are `@acc` and `@slots`.
+
+    `lookup` (with `activations = "f32"`) makes it the embedding lookup of the same
+    weight: `out[t, :] = dequant(W[tokens[t], :])`, the rows dequantized as the GEMV
+    dequantizes them (one workgroup of 128 threads a token, each thread a unit at a
+    time). It has no schedule fields; swz-apply-schedule leaves it as it is.
+
     The schedule fields are absent until `swz-apply-schedule` fills them in from the
     target schedule's `gemv.q8x.<weights>`; `swz-lower-tiles` (LowerGemv.cpp) writes the
     kernel `gpu.func @<name>` and its workgroup globals `@acc_<weights>` and
@@ -364,7 +375,7 @@ def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
                        OptionalAttr<I32Attr>:$rows_per_warp,
                        OptionalAttr<I32Attr>:$units_in_flight,
                        OptionalAttr<I32Attr>:$min_ctas_per_sm,
-                       OptionalAttr<StrAttr>:$target);
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$lookup);
   let assemblyFormat = [{
     $sym_name (`rows_per_warp` `(` $rows_per_warp^ `)`)? attr-dict
   }];

@@ -3,16 +3,18 @@
 // through swz-spirv-workgroup-memory; spirv-val, Vulkan 1.1).
 // REQUIRES: ptxas, spirv-val
 // RUN: rm -rf %t && mkdir -p %t/sm_90 %t/sm_80 %t/spirv
-// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
+// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -swz-apply-schedule=schedule=%schedules/sm_90.json -swz-lower-tiles \
+// RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_90 -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/sm_90/swz_gemv_q8_0.ptx
 // RUN: %ptxas -arch=sm_90 -v %t/sm_90/swz_gemv_q8_0.ptx -o %t/sm_90/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
+// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -swz-apply-schedule=schedule=%schedules/sm_80.json -swz-lower-tiles \
+// RUN:   -gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-format=isa" \
 // RUN:   -swz-extract-kernels=output-dir=%t/sm_80 -o /dev/null
 // RUN: %ptxas -arch=sm_80 -v %t/sm_80/swz_gemv_q8_0.ptx -o %t/sm_80/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -pass-pipeline='builtin.module(gpu.module(swz-spirv-workgroup-memory),convert-math-to-spirv,convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))' \
+// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -pass-pipeline='builtin.module(swz-apply-schedule{schedule=%schedules/spirv.json},swz-lower-tiles,gpu.module(swz-spirv-workgroup-memory),convert-math-to-spirv,convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce))' \
 // RUN:   | FileCheck %s --check-prefix=SPV
-// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -pass-pipeline='builtin.module(gpu.module(swz-spirv-workgroup-memory),convert-math-to-spirv,convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),swz-extract-kernels{output-dir=%t/spirv})' -o /dev/null
+// RUN: swizzle-opt %kernels/gemv_q8_0.mlir -pass-pipeline='builtin.module(swz-apply-schedule{schedule=%schedules/spirv.json},swz-lower-tiles,gpu.module(swz-spirv-workgroup-memory),convert-math-to-spirv,convert-gpu-to-spirv,spirv.module(spirv-lower-abi-attrs,spirv-update-vce),swz-extract-kernels{output-dir=%t/spirv})' -o /dev/null
 // RUN: %spirv-val --target-env vulkan1.1 %t/spirv/swz_gemv_q8_0.spv
 
 // PTX-NOT: .extern

@@ -12,6 +12,12 @@
 // RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/q51.json 2>&1 | FileCheck %s --check-prefix=TYPE
 // RUN: sed -e '/"q4_k": { "rows_per_warp"/d' -e 's/"q4_k_mma_split_k_below_rows": 4096,/"q4_k_mma_split_k_below_rows": 4096, "q8x": {/' %schedules/sm_90.json > %t/noq4k.json
 // RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/noq4k.json 2>&1 | FileCheck %s --check-prefix=NONE
+// The f32 GEMVs' entries: a field they do not have, a type, none for the op's type.
+// RUN: sed -e 's/"q4_0": { "units_in_flight": 2 }/"q4_0": { "units_in_flight": 2, "rows_per_warp": 2 }/' %schedules/spirv.json > %t/f32field.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/f32field.json 2>&1 | FileCheck %s --check-prefix=F32FIELD
+// RUN: sed -e 's/"f16": { "units_in_flight": 2 }/"bf16": { "units_in_flight": 2 }/' %schedules/spirv.json > %t/bf16.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/bf16.json 2>&1 | FileCheck %s --check-prefix=F32TYPE
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%schedules/spirv.json 2>&1 | FileCheck %s --check-prefix=SPIRV
 // Specs the verifier or the generator refuse.
 // RUN: not swizzle-opt %s -split-input-file -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=HAND
 
@@ -20,6 +26,10 @@
 // FIELD: $.gemv.q8x.q4_k.warps: not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)
 // TYPE: $.gemv.q8x.q5_1: not a block format of the int8 GEMVs (q4_k, q8_0, q6_k, q4_1, q5_0)
 // NONE: error: @matmul_q4_k_q8x (weights "q4_k") needs the sm_90 schedule's gemv.q8x.q4_k, which it does not have
+// F32FIELD: $.gemv.f32.q4_0.rows_per_warp: not an f32 GEMV field (units_in_flight, min_ctas_per_sm)
+// F32TYPE: $.gemv.f32.bf16: not a weight type of the f32 GEMVs (q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16)
+// The SPIR-V target has no int8 GEMV.
+// SPIRV: error: @matmul_q4_k_q8x (weights "q4_k") needs the spirv schedule's gemv.q8x.q4_k, which it does not have
 // HAND: error: swz-lower-tiles: @matmul_q4_k_q8x has no schedule (run swz-apply-schedule first)
 module {
   gpu.module @swz_gemv_q8x {
@@ -38,10 +48,28 @@ module {
 
 // -----
 
-// HAND: error: 'swz.gemv_tile' op activations must be "q8x" (int8 blocks of 32, dp4a), got "f32"
+// HAND: error: 'swz.gemv_tile' op activations must be "q8x" (int8 blocks of 32, dp4a) or "f32", got "f16"
 module {
   gpu.module @m {
-    swz.gemv_tile @g {activations = "f32", weights = "q8_0"}
+    swz.gemv_tile @g {activations = "f16", weights = "q8_0"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op weights must be one of q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16 (the f32 path's), got "q2_k"
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", weights = "q2_k"}
+  }
+}
+
+// -----
+
+// HAND: error: swz-lower-tiles: the f32 GEMV @g takes one row a warp (rows_per_warp 1), got 2
+module {
+  gpu.module @m {
+    swz.gemv_tile @g rows_per_warp(2) {activations = "f32", weights = "q4_0", units_in_flight = 1 : i32}
   }
 }
 
@@ -61,5 +89,23 @@ module {
   gpu.module @m {
     memref.global "private" @acc_q8_0 : memref<128xf32, #gpu.address_space<workgroup>>
     swz.gemv_tile @g rows_per_warp(1) {activations = "q8x", weights = "q8_0", units_in_flight = 1 : i32}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op lookup (the embedding lookup) reads f32 rows: activations "f32"
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "q8x", lookup, weights = "q8_0"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op lookup has no schedule fields (rows_per_warp, units_in_flight, min_ctas_per_sm)
+module {
+  gpu.module @m {
+    swz.gemv_tile @g rows_per_warp(1) {activations = "f32", lookup, weights = "q8_0", units_in_flight = 1 : i32}
   }
 }

@@ -273,7 +273,7 @@ TEST(Schedule, DecodeAttention) {
   EXPECT_EQ(error(R"("decode": 8)"), "t.json: $.attention.decode: expected an object");
 }
 
-TEST(Schedule, GemvQ8x) {
+TEST(Schedule, GemvQ8xAndF32) {
   // The int8 decode GEMVs' geometry per block format, the same in the four sm_* files
   // (what bench/tune_q8x.sh chose on the H200); SPIR-V has no int8 GEMV.
   for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
@@ -291,6 +291,17 @@ TEST(Schedule, GemvQ8x) {
     EXPECT_EQ(s.gemv.q8x.at("q5_0").rowsPerWarp, 1) << target;
   }
   EXPECT_TRUE(loadSchedule(schedulePath("spirv")).gemv.q8x.empty());  // optional
+  // The f32 GEMVs (every target, SPIR-V's included): units in flight per weight type.
+  for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90", "spirv"}) {
+    const TargetSchedule s = loadSchedule(schedulePath(target));
+    ASSERT_EQ(s.gemv.f32.size(), 7u) << target;
+    for (const char *ty : {"q4_0", "q4_k", "q6_k", "f16"})
+      EXPECT_EQ(s.gemv.f32.at(ty).unitsInFlight, 2) << target << " " << ty;
+    for (const char *ty : {"q4_1", "q5_0", "q8_0"})
+      EXPECT_EQ(s.gemv.f32.at(ty).unitsInFlight, 3) << target << " " << ty;
+    EXPECT_EQ(s.gemv.f32.at("q4_0").rowsPerWarp, 1) << target;
+    EXPECT_EQ(s.gemv.f32.at("q4_0").minCtasPerSm, 0) << target;
+  }
   std::ifstream in(schedulePath("sm_80"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string shipped =
