@@ -1,6 +1,9 @@
-//===- LowerGemv.cpp - the int8 decode GEMVs (swz-lower-tiles) -------------===//
+//===- LowerGemv.cpp - the decode GEMVs and embedding lookups (swz-lower-tiles) ===//
 //
-// The kernel of a scheduled `swz.gemv_tile` (activations "q8x"): the decode GEMV of a
+// The kernels of `swz.gemv_tile`: the int8 GEMV (activations "q8x", PTX), the f32 GEMV
+// (activations "f32", every target) and the embedding lookup (`lookup`).
+//
+// int8 (activations "q8x"): the decode GEMV of a
 // few tokens against a GGUF weight read in its own blocks, on int8 activations
 // (quantize_q8_x: blocks of 32 with their scale and sums), each unit's dot product PTX
 // dp4a. matmul_<type>_q8x(w0, w1, w2, xq, xds, y0, y1, y2, bias0, bias1, bias2, res,
@@ -18,11 +21,19 @@
 // shuffles, then (s0 + s1) + (s2 + s3)) adds the same terms in the same order either way,
 // so a token's output has the same bits in any batch (speculative verification).
 //
+// f32 (activations "f32", gemv.f32.<type>): matmul_<type>(w, x, y, bias, res, N, K, T,
+// flags), one matrix, one row a warp, units_in_flight units' loads a lane first, each unit
+// (8 weights of a 32-weight block or F16, 16 of a k-quant super-block) dequantized once as
+// ggml's dequantize_row_<type> and dotted with every token's x (T <= 8 a workgroup); the
+// same slots and reduction as the int8 kernel, one row. get_rows_<type> (`lookup`, no
+// schedule fields) writes the rows of W named by `tokens`, dequantized the same way.
+//
 // This is a port, op for op in the same order, of the generator that used to write the
-// kernels into codegen/kernels/gemv_q8x.mlir as text (gen_quant_kernels.py, gemv_q8x), so
+// kernels into codegen/kernels/gemv_q8x.mlir and gemv_<type>.mlir as text
+// (gen_quant_kernels.py: gemv_q8x, gemv, get_rows, dequant_unit), so
 // the kernels and their PTX are the ones that file held (only the constants at the top of
 // the entry block come in another order; the PTX for sm_80, sm_86, sm_89 and sm_90 is the
-// same bytes). The shipped gemv.q8x values and the measurements behind them:
+// same bytes, the SPIR-V the same but for the order of its constants). The shipped gemv.q8x values and the measurements behind them:
 // docs/compiler-guide.md (the int8 path) and bench/RESULTS.md (bench/tune_q8x.sh runs).
 //
 //===----------------------------------------------------------------------===//
@@ -67,7 +78,7 @@ Q8xFormat q8xFormat(StringRef ty) {
 }
 
 /// A block format's f32-path facts (ggml-common.h): bytes and weights a block, units a
-/// block (one lane's share: 8 weights of Q4_0 / Q4_1 / Q5_0 / Q8_0 blocks, 32 of a Q4_K or
+/// block (one lane's share: 8 weights of Q4_0 / Q4_1 / Q5_0 / Q8_0 blocks, 16 of a Q4_K or
 /// Q6_K super-block's 256; F16's unit is 8 consecutive elements), and whether every block
 /// starts on a 4-byte boundary (then a word is one load, else two and a funnel shift).
 struct F32Format {
@@ -114,10 +125,7 @@ FailureOr<GemvGeometry> gemvGeometry(GemvTileOp op) {
   g.rowsPerWarp = op.getRowsPerWarpAttr().getInt();
   g.unitsInFlight = op.getUnitsInFlightAttr().getInt();
   g.minCtas = op.getMinCtasPerSmAttr() ? op.getMinCtasPerSmAttr().getInt() : 0;
-  if (!g.q8x && g.rowsPerWarp != 1)
-    return op.emitError() << "swz-lower-tiles: the f32 GEMV @" << op.getSymName()
-                          << " takes one row a warp (rows_per_warp 1), got " << g.rowsPerWarp;
-  return g;
+  return g; // (the verifier bounds the fields: rows_per_warp 1 for f32, at most 8)
 }
 
 /// Emitter arithmetic plus the block-format helpers of gen_quant_kernels.py's Emitter.
@@ -526,6 +534,26 @@ Acts q8xActs(Em &e, StringRef fmt, int64_t units, Value xq, Value xds, Value k32
   return a;
 }
 
+/// Units u, u + 32, ..., u + 32 (R - 1) of a lane, each with `load(unit)`'s loads issued
+/// before any of them is used: (whether the unit lies inside the row, its loads) a unit;
+/// the first is always inside (no condition), a unit past the row loads unit u again
+/// (cached) and the caller selects its contribution away.
+template <typename Load>
+auto unitsInFlight(Em &e, Value u, int64_t R, Value units, Load load) {
+  std::vector<std::pair<Value, decltype(load(u))>> us;
+  for (int64_t r = 0; r < R; ++r) {
+    if (r == 0) {
+      us.push_back({Value{}, load(u)});
+      continue;
+    }
+    Value ur = e.add(u, e.c(32 * r));
+    Value vr = e.ult(ur, units);
+    Value uc = e.select(vr, ur, u);
+    us.push_back({vr, load(uc)});
+  }
+  return us;
+}
+
 /// One of the warp's rows: live (inside N0 + N1 + N2), in0 / in1 (its output), its
 /// weight memref, local row n, first element of its weight (rowbase), and its output's
 /// y, bias, row count and flag bits (selected after the loop).
@@ -667,19 +695,7 @@ void emitGemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
       Value u = loop.getInductionVar();
-      // Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
-      // them is used. A unit past the row loads unit u again (cached) and contributes 0.
-      std::vector<std::pair<Value, Contrib>> us;
-      for (int64_t k = 0; k < R; ++k) {
-        if (k == 0) {
-          us.push_back({Value{}, unit(u)});
-          continue;
-        }
-        Value uk = e.add(u, c(32 * k));
-        Value vk = e.ult(uk, unitsLive);
-        Value uc = e.select(vk, uk, u);
-        us.push_back({vk, unit(uc)});
-      }
+      auto us = unitsInFlight(e, u, R, unitsLive, unit);
       SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
       for (auto &[vk, contrib] : us) {
         std::vector<Value> cs = contrib(t0);
@@ -1157,19 +1173,7 @@ void emitF32GemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(loop.getBody());
       Value u = loop.getInductionVar();
-      // Units u, u + 32, ..., u + 32 (R - 1): all R units' loads are issued before any of
-      // them is used. A unit past the row loads unit u again (cached) and contributes 0.
-      std::vector<std::pair<Value, Token>> us;
-      for (int64_t r = 0; r < R; ++r) {
-        if (r == 0) {
-          us.push_back({Value{}, unitBody(u)});
-          continue;
-        }
-        Value ur = e.add(u, c(32 * r));
-        Value vr = e.ult(ur, units);
-        Value uc = e.select(vr, ur, u);
-        us.push_back({vr, unitBody(uc)});
-      }
+      auto us = unitsInFlight(e, u, R, units, unitBody);
       Value a = loop.getRegionIterArgs()[0];
       for (auto &[vr, token] : us) {
         Value cr = token(t0);

@@ -1,4 +1,4 @@
-//===- LowerGemv.h - the int8 decode GEMVs of swz-lower-tiles -------------===//
+//===- LowerGemv.h - the decode GEMVs and embedding lookups of swz-lower-tiles ===//
 #ifndef SWZ_COMPILER_MLIR_LOWERGEMV_H
 #define SWZ_COMPILER_MLIR_LOWERGEMV_H
 
@@ -23,6 +23,15 @@ namespace swz {
 /// the former codegen/kernels/gen_quant_kernels.py (gemv_q8x); the block layouts follow
 /// ggml-common.h. Errors on `op` when it is not scheduled or a global it would define
 /// exists; `op` is erased only on success.
+///
+/// With activations "f32" (type q4_0, q4_1, q5_0, q8_0, q4_k, q6_k or f16; rows_per_warp 1):
+/// gpu.func @name(w: memref<?xi32> (memref<?xf16> for f16), x: memref<?xvector<4xf32>>
+/// [T, K] (memref<?xf32> for f16), y, bias, res: memref<?xf32>, N, K, T, flags: i32) and
+/// the globals @acc (128 f32) and @slots (1024 f32): y[t, n] = sum_k x[t, k] W[n, k]
+/// (+ bias[n] with flags 1) (+ res[t, n] with flags 2), block (128, 1, 1) with
+/// spirv.entry_point_abi, swz.grid "ceil(N/4), ceil(T/8), 1". With `lookup`: gpu.func
+/// @name(w, tokens: memref<?xi32> [T], out: memref<?xf32> [T, K], K: i32), out[t, :] =
+/// dequant(W[tokens[t], :]), block (128, 1, 1), swz.grid "T, 1, 1" (no schedule needed).
 mlir::LogicalResult lowerGemvTile(GemvTileOp op);
 
 } // namespace swz

@@ -428,7 +428,9 @@ void emitGemmKernel(GemmTileOp op, const GemmGeometry &g, gpu::GPUModuleOp gm) {
     return gl;
   };
   MemRefType sxType = smemType(g.tileM), swType = smemType(g.tileN);
-  const std::string cls = op.getShapeClass() ? "_" + op.getShapeClass()->str() : "";
+  std::string cls; // "_<class>" (appended: see runOnOperation on GCC 12's -Wrestrict)
+  if (op.getShapeClass())
+    cls.append("_").append(op.getShapeClass()->str());
   const std::string xName = "gemm" + cls + "_x", wName = "gemm" + cls + "_w";
   global(xName, sxType);
   global(wName, swType);
@@ -623,7 +625,10 @@ struct LowerTiles : impl::SwzLowerTilesBase<LowerTiles> {
       // dequantizing kernel: @swz_<base> for @<base>_<weights>.
       std::string base = op.getSymName().str();
       if (auto cls = op.getShapeClass() ? op.getShapeClass() : op.getWeights()) {
-        const std::string tail = "_" + cls->str();
+        // (Appended rather than "_" + str: GCC 12's -Wrestrict misreads that inlined
+        // insert, a false positive, GCC bug 105329.)
+        std::string tail = "_";
+        tail += cls->str();
         if (base.size() <= tail.size() || base.compare(base.size() - tail.size(), tail.size(), tail) != 0) {
           op.emitError() << "swz-lower-tiles: @" << base << " has "
                          << (op.getShapeClass() ? "shape_class" : "weights") << " \"" << *cls

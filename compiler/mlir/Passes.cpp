@@ -297,7 +297,7 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
         failedAny = true;
         return;
       }
-      const schedule::Q8xGemvSchedule &g = it->second;
+      const schedule::GemvTypeSchedule &g = it->second;
       op.setRowsPerWarpAttr(b.getI32IntegerAttr(int32_t(g.rowsPerWarp)));
       op.setUnitsInFlightAttr(b.getI32IntegerAttr(int32_t(g.unitsInFlight)));
       if (g.minCtasPerSm)

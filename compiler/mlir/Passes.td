@@ -21,7 +21,12 @@ def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
     and the class's fields; run again, the copies are re-applied, and those of
     classes the schedule no longer has are erased. Fails when the tiles (with
     dynamic shared memory's alignment slack) do not fit the target's shared
-    memory or the element type differs from the schedule's.
+    memory or the element type differs from the schedule's. A `swz.gemv_tile`
+    takes `gemv.q8x.<weights>` (activations "q8x": `rows_per_warp`,
+    `units_in_flight`, `min_ctas_per_sm` when > 0) or `gemv.f32.<weights>`
+    (activations "f32": rows_per_warp 1, `units_in_flight`, `min_ctas_per_sm`),
+    and `target`; it fails when the schedule has no such entry. An embedding
+    lookup (`lookup`) has no schedule fields and is left as it is.
 
     Before:
     ```mlir

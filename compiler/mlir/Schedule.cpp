@@ -239,22 +239,39 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
   }
 
   const json &v = r.field(doc, "$", "gemv");
+  for (const auto &[key, value] : v.items())
+    if (key != "f32" && key != "q8x" && key != "f16_mma_split_k_below_rows" && key != "q4_k_mma" &&
+        key != "q4_k_mma_split_k_below_rows")
+      r.fail("$.gemv." + key, "not a gemv field (f32, q8x, f16_mma_split_k_below_rows, q4_k_mma, "
+                              "q4_k_mma_split_k_below_rows)");
   if (v.contains("f16_mma_split_k_below_rows"))
     s.gemv.f16MmaSplitKBelowRows = r.integer(v, "$.gemv", "f16_mma_split_k_below_rows", 0);
   if (v.contains("q4_k_mma"))
     s.gemv.q4kMma = r.boolean(v, "$.gemv", "q4_k_mma");
   if (v.contains("q4_k_mma_split_k_below_rows"))
     s.gemv.q4kMmaSplitKBelowRows = r.integer(v, "$.gemv", "q4_k_mma_split_k_below_rows", 0);
-  if (v.contains("q8x")) {
-    const json &q = r.field(v, "$.gemv", "q8x");
+  // gemv.q8x.<type> and gemv.f32.<type>: the decode GEMVs' geometry per weight type (the
+  // f32 path takes one row a warp: no rows_per_warp field).
+  auto gemvTable = [&](const char *key, const std::set<std::string> &types, const char *what,
+                       bool rows) {
+    std::map<std::string, GemvTypeSchedule> out;
+    if (!v.contains(key))
+      return out;
+    const std::string path = std::string("$.gemv.") + key;
+    const json &q = r.field(v, "$.gemv", key);
     if (!q.is_object())
-      r.fail("$.gemv.q8x", "must be an object of block formats");
+      r.fail(path, "must be an object of weight types");
+    std::string list;
+    for (const std::string &t : types)
+      list += (list.empty() ? "" : ", ") + t;
+    const std::string fields =
+        std::string(rows ? "rows_per_warp, " : "") + "units_in_flight, min_ctas_per_sm";
     for (const auto &[ty, e] : q.items()) {
-      const std::string p = "$.gemv.q8x." + ty;
-      if (ty != "q4_k" && ty != "q8_0" && ty != "q6_k" && ty != "q4_1" && ty != "q5_0")
-        r.fail(p, "not a block format of the int8 GEMVs (q4_k, q8_0, q6_k, q4_1, q5_0)");
-      Q8xGemvSchedule g;
-      g.rowsPerWarp = r.integer(e, p, "rows_per_warp", 1);
+      const std::string p = path + "." + ty;
+      if (!types.count(ty))
+        r.fail(p, std::string("not a weight type of the ") + what + " (" + list + ")");
+      GemvTypeSchedule g;
+      g.rowsPerWarp = rows ? r.integer(e, p, "rows_per_warp", 1) : 1;
       if (g.rowsPerWarp > 8)
         r.fail(p + ".rows_per_warp", std::to_string(g.rowsPerWarp) + " is more than 8");
       g.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
@@ -262,34 +279,19 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
         r.fail(p + ".units_in_flight", std::to_string(g.unitsInFlight) + " is more than 8");
       if (e.contains("min_ctas_per_sm"))
         g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0);
-      for (const auto &[key, value] : e.items())
-        if (key != "rows_per_warp" && key != "units_in_flight" && key != "min_ctas_per_sm")
-          r.fail(p + "." + key, "not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)");
-      s.gemv.q8x[ty] = g;
+      if (g.minCtasPerSm > 32)
+        r.fail(p + ".min_ctas_per_sm", std::to_string(g.minCtasPerSm) + " is more than 32");
+      for (const auto &[field, value] : e.items())
+        if (!(rows && field == "rows_per_warp") && field != "units_in_flight" &&
+            field != "min_ctas_per_sm")
+          r.fail(p + "." + field, std::string("not a field of the ") + what + " (" + fields + ")");
+      out[ty] = g;
     }
-  }
-  if (v.contains("f32")) {
-    const json &q = r.field(v, "$.gemv", "f32");
-    if (!q.is_object())
-      r.fail("$.gemv.f32", "must be an object of weight types");
-    for (const auto &[ty, e] : q.items()) {
-      const std::string p = "$.gemv.f32." + ty;
-      if (ty != "q4_0" && ty != "q4_1" && ty != "q5_0" && ty != "q8_0" && ty != "q4_k" &&
-          ty != "q6_k" && ty != "f16")
-        r.fail(p, "not a weight type of the f32 GEMVs (q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16)");
-      Q8xGemvSchedule g;
-      g.rowsPerWarp = 1;
-      g.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
-      if (g.unitsInFlight > 8)
-        r.fail(p + ".units_in_flight", std::to_string(g.unitsInFlight) + " is more than 8");
-      if (e.contains("min_ctas_per_sm"))
-        g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0);
-      for (const auto &[key, value] : e.items())
-        if (key != "units_in_flight" && key != "min_ctas_per_sm")
-          r.fail(p + "." + key, "not an f32 GEMV field (units_in_flight, min_ctas_per_sm)");
-      s.gemv.f32[ty] = g;
-    }
-  }
+    return out;
+  };
+  s.gemv.q8x = gemvTable("q8x", {"q4_1", "q4_k", "q5_0", "q6_k", "q8_0"}, "int8 GEMVs", true);
+  s.gemv.f32 = gemvTable("f32", {"f16", "q4_0", "q4_1", "q4_k", "q5_0", "q6_k", "q8_0"},
+                         "f32 GEMVs", false);
   return s;
 }
 

@@ -435,12 +435,20 @@ LogicalResult GemvTileOp::verify() {
       return emitOpError() << "units_in_flight and min_ctas_per_sm need rows_per_warp as well";
     return success();
   }
-  // (The attributes are signless i32: getInt() reads them signed.)
-  if (getRowsPerWarpAttr().getInt() < 1)
-    return emitOpError() << "rows_per_warp must be >= 1, got " << getRowsPerWarpAttr().getInt();
-  if (!getUnitsInFlightAttr() || getUnitsInFlightAttr().getInt() < 1)
-    return emitOpError() << "a scheduled GEMV needs units_in_flight >= 1";
-  if (getMinCtasPerSmAttr() && getMinCtasPerSmAttr().getInt() < 0)
-    return emitOpError() << "min_ctas_per_sm must be >= 0, got " << getMinCtasPerSmAttr().getInt();
+  // (The attributes are signless i32: getInt() reads them signed.) The bounds are the
+  // schedule file's (Schedule.cpp); 8 rows a warp keep an int8 kernel's workgroup memory
+  // (4608 bytes a row a warp) within the 48 KiB a kernel may declare statically.
+  const int64_t rows = getRowsPerWarpAttr().getInt();
+  if (rows < 1 || rows > 8)
+    return emitOpError() << "rows_per_warp must be in [1, 8], got " << rows;
+  if (a == "f32" && rows != 1)
+    return emitOpError() << "the f32 GEMV takes one row a warp (rows_per_warp 1), got " << rows;
+  if (!getUnitsInFlightAttr() || getUnitsInFlightAttr().getInt() < 1 ||
+      getUnitsInFlightAttr().getInt() > 8)
+    return emitOpError() << "a scheduled GEMV needs units_in_flight in [1, 8]";
+  if (getMinCtasPerSmAttr() &&
+      (getMinCtasPerSmAttr().getInt() < 0 || getMinCtasPerSmAttr().getInt() > 32))
+    return emitOpError() << "min_ctas_per_sm must be in [0, 32], got "
+                         << getMinCtasPerSmAttr().getInt();
   return success();
 }

@@ -335,9 +335,9 @@ def Swz_AttentionTileOp : Swz_Op<"attention_tile", [Symbol]> {
 def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
   let summary = "schedule of one dequantizing decode GEMV kernel (y[T, N] = x[T, K] · W[N, K]ᵀ, T ≤ 8 a workgroup)";
   let description = [{
-    The decode-side matmul of a few tokens against a GGUF weight of type `weights`
-    (`q4_k`, `q8_0`, `q6_k`, `q4_1`, `q5_0`), read in its own blocks. `activations =
-    "q8x"`: the activations are int8 blocks of 32 with their scale (quantize_q8_x, as
+    The decode-side matmul of a few tokens against a GGUF weight of type `weights`,
+    read in its own blocks. `activations = "q8x"` (weights `q4_k`, `q8_0`, `q6_k`,
+    `q4_1`, `q5_0`; PTX): the activations are int8 blocks of 32 with their scale (quantize_q8_x, as
     llama.cpp's quantize_q8_1), each weight unit's dot product is PTX `dp4a`; the kernel
     takes up to three matrices of one input in one launch (merged q/k/v, gate/up).
     A workgroup is 4 warps; a warp takes `rows_per_warp` consecutive weight rows (their
@@ -359,9 +359,10 @@ def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
     time). It has no schedule fields; swz-apply-schedule leaves it as it is.
 
     The schedule fields are absent until `swz-apply-schedule` fills them in from the
-    target schedule's `gemv.q8x.<weights>`; `swz-lower-tiles` (LowerGemv.cpp) writes the
-    kernel `gpu.func @<name>` and its workgroup globals `@acc_<weights>` and
-    `@slots_<weights>` in the tile spec's place.
+    target schedule's `gemv.q8x.<weights>` (`gemv.f32.<weights>` for the f32 path
+    below); `swz-lower-tiles` (LowerGemv.cpp) writes the kernel `gpu.func @<name>` and
+    its workgroup globals (int8: `@acc_<weights>` and `@slots_<weights>`) in the tile
+    spec's place.
 
     ```mlir
     swz.gemv_tile @matmul_q4_k_q8x {weights = "q4_k", activations = "q8x"}

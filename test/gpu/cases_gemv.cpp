@@ -244,8 +244,8 @@ Buffer weightBuffer(const std::string &t, const std::vector<uint8_t> &bytes) {
   return b;
 }
 
-/// Units (one thread's share) per block, as gen_quant_kernels.py: 8 weights for
-/// 32-element blocks and f16, 16 for k-quants.
+/// Units (one thread's share) per block, as the f32 GEMVs (compiler/mlir/LowerGemv.cpp,
+/// f32Format): 8 weights for 32-element blocks and f16, 16 for k-quants.
 int64_t unitsPerRow(const std::string &t, int64_t k) {
   if (t == "f16")
     return (k + 7) / 8;

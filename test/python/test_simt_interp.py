@@ -428,8 +428,9 @@ def test_q8_0_weights_read_unsigned_fail(tmp_path):
     # The kernel is generated (swz-lower-tiles): the generated IR is mutated, and the
     # passes run again over it (nothing left for them to do).
     good = _generic_ir(Q8X, tmp_path / "good.mlir").read_text()
-    # matmul_q8_0_q8x's signed dp4a only: 4 a unit, 3 units in flight (sm_80) + the many-token path's 1.
-    assert good.count("dp4a.s32.s32") == 16
+    # matmul_q8_0_q8x's signed dp4a only: 4 a unit, its units in flight + the many-token path's 1.
+    uif = json.loads(SM80.read_text())["gemv"]["q8x"]["q8_0"]["units_in_flight"]
+    assert good.count("dp4a.s32.s32") == 4 * (uif + 1)
     bad = tmp_path / "bad.mlir"
     bad.write_text(good.replace("dp4a.s32.s32", "dp4a.u32.s32"))
     r = _interpret_and_check(tmp_path, bad, "swz_gemv_q8x", [case])

@@ -18,16 +18,29 @@
 // RUN: sed -e 's/"f16": { "units_in_flight": 2 }/"bf16": { "units_in_flight": 2 }/' %schedules/spirv.json > %t/bf16.json
 // RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/bf16.json 2>&1 | FileCheck %s --check-prefix=F32TYPE
 // RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%schedules/spirv.json 2>&1 | FileCheck %s --check-prefix=SPIRV
+// Bounds: units in flight (both tables), workgroups an SM, a gemv field that does not exist.
+// RUN: sed -e 's/"q4_k": { "rows_per_warp": 2, "units_in_flight": 1,/"q4_k": { "rows_per_warp": 2, "units_in_flight": 9,/' %schedules/sm_90.json > %t/uif9.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/uif9.json 2>&1 | FileCheck %s --check-prefix=UIF9
+// RUN: sed -e 's/"q4_0": { "units_in_flight": 2 }/"q4_0": { "units_in_flight": 9 }/' %schedules/spirv.json > %t/f32uif9.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/f32uif9.json 2>&1 | FileCheck %s --check-prefix=F32UIF9
+// RUN: sed -e 's/"min_ctas_per_sm": 6 }/"min_ctas_per_sm": 33 }/' %schedules/sm_90.json > %t/ctas.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/ctas.json 2>&1 | FileCheck %s --check-prefix=CTAS
+// RUN: sed -e 's/"gemv": { "f32": {/"gemv": { "threads": 256, "f32": {/' %schedules/sm_90.json > %t/threads.json
+// RUN: not swizzle-opt %s -split-input-file -swz-apply-schedule=schedule=%t/threads.json 2>&1 | FileCheck %s --check-prefix=GEMVKEY
 // Specs the verifier or the generator refuse.
 // RUN: not swizzle-opt %s -split-input-file -swz-lower-tiles 2>&1 | FileCheck %s --check-prefix=HAND
 
 // ROWS0: $.gemv.q8x.q4_k.rows_per_warp: must be >= 1, got 0
 // ROWS9: $.gemv.q8x.q4_k.rows_per_warp: 9 is more than 8
-// FIELD: $.gemv.q8x.q4_k.warps: not a q8x GEMV field (rows_per_warp, units_in_flight, min_ctas_per_sm)
-// TYPE: $.gemv.q8x.q5_1: not a block format of the int8 GEMVs (q4_k, q8_0, q6_k, q4_1, q5_0)
+// FIELD: $.gemv.q8x.q4_k.warps: not a field of the int8 GEMVs (rows_per_warp, units_in_flight, min_ctas_per_sm)
+// TYPE: $.gemv.q8x.q5_1: not a weight type of the int8 GEMVs (q4_1, q4_k, q5_0, q6_k, q8_0)
 // NONE: error: @matmul_q4_k_q8x (weights "q4_k") needs the sm_90 schedule's gemv.q8x.q4_k, which it does not have
-// F32FIELD: $.gemv.f32.q4_0.rows_per_warp: not an f32 GEMV field (units_in_flight, min_ctas_per_sm)
-// F32TYPE: $.gemv.f32.bf16: not a weight type of the f32 GEMVs (q4_0, q4_1, q5_0, q8_0, q4_k, q6_k, f16)
+// UIF9: $.gemv.q8x.q4_k.units_in_flight: 9 is more than 8
+// F32UIF9: $.gemv.f32.q4_0.units_in_flight: 9 is more than 8
+// CTAS: $.gemv.q8x.q4_k.min_ctas_per_sm: 33 is more than 32
+// GEMVKEY: $.gemv.threads: not a gemv field (f32, q8x, f16_mma_split_k_below_rows, q4_k_mma, q4_k_mma_split_k_below_rows)
+// F32FIELD: $.gemv.f32.q4_0.rows_per_warp: not a field of the f32 GEMVs (units_in_flight, min_ctas_per_sm)
+// F32TYPE: $.gemv.f32.bf16: not a weight type of the f32 GEMVs (f16, q4_0, q4_1, q4_k, q5_0, q6_k, q8_0)
 // The SPIR-V target has no int8 GEMV.
 // SPIRV: error: @matmul_q4_k_q8x (weights "q4_k") needs the spirv schedule's gemv.q8x.q4_k, which it does not have
 // HAND: error: swz-lower-tiles: @matmul_q4_k_q8x has no schedule (run swz-apply-schedule first)
@@ -66,7 +79,7 @@ module {
 
 // -----
 
-// HAND: error: swz-lower-tiles: the f32 GEMV @g takes one row a warp (rows_per_warp 1), got 2
+// HAND: error: 'swz.gemv_tile' op the f32 GEMV takes one row a warp (rows_per_warp 1), got 2
 module {
   gpu.module @m {
     swz.gemv_tile @g rows_per_warp(2) {activations = "f32", weights = "q4_0", units_in_flight = 1 : i32}
@@ -75,7 +88,7 @@ module {
 
 // -----
 
-// HAND: error: 'swz.gemv_tile' op a scheduled GEMV needs units_in_flight >= 1
+// HAND: error: 'swz.gemv_tile' op a scheduled GEMV needs units_in_flight in [1, 8]
 module {
   gpu.module @m {
     swz.gemv_tile @g rows_per_warp(1) {activations = "q8x", weights = "q8_0"}
@@ -107,5 +120,26 @@ module {
 module {
   gpu.module @m {
     swz.gemv_tile @g rows_per_warp(1) {activations = "f32", lookup, weights = "q8_0", units_in_flight = 1 : i32}
+  }
+}
+
+// -----
+
+// Over 8 rows a warp the int8 kernel's workgroup memory (4608 bytes a row a warp) would not
+// fit the 48 KiB a kernel may declare statically.
+// HAND: error: 'swz.gemv_tile' op rows_per_warp must be in [1, 8], got 11
+module {
+  gpu.module @m {
+    swz.gemv_tile @g rows_per_warp(11) {activations = "q8x", weights = "q8_0", units_in_flight = 1 : i32}
+  }
+}
+
+// -----
+
+// HAND: error: swz-lower-tiles: @acc already exists (one f32 GEMV a gpu.module)
+module {
+  gpu.module @m {
+    memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
+    swz.gemv_tile @g rows_per_warp(1) {activations = "f32", weights = "q8_0", units_in_flight = 1 : i32}
   }
 }

@@ -128,6 +128,9 @@ TEST(GpuCompiler, TileSpecsNeedASchedule) {
               std::string::npos)
         << source << ": " << e;
   }
+  // The f32 GEMVs are tile specs on every target, SPIR-V's included.
+  const std::string e = compileError(kernelSource("gemv_q4_0.mlir"), "spirv");
+  EXPECT_NE(e.find("compiling it needs the target's schedule"), std::string::npos) << e;
 }
 
 TEST(GpuCompiler, AttentionToPtxFromTheSchedule) {

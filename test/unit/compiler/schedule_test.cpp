@@ -279,7 +279,7 @@ TEST(Schedule, GemvQ8xAndF32) {
   for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
     const TargetSchedule s = loadSchedule(schedulePath(target));
     ASSERT_EQ(s.gemv.q8x.size(), 5u) << target;
-    const Q8xGemvSchedule &q4k = s.gemv.q8x.at("q4_k"), &q80 = s.gemv.q8x.at("q8_0");
+    const GemvTypeSchedule &q4k = s.gemv.q8x.at("q4_k"), &q80 = s.gemv.q8x.at("q8_0");
     EXPECT_EQ(q4k.rowsPerWarp, 2) << target;
     EXPECT_EQ(q4k.unitsInFlight, 1) << target;
     EXPECT_EQ(q4k.minCtasPerSm, 6) << target;
@@ -321,7 +321,7 @@ TEST(Schedule, GemvQ8xAndF32) {
     }
     return std::string("no error");
   };
-  const Q8xGemvSchedule alt = parse(R"("q4_k": {"rows_per_warp": 4, "units_in_flight": 2})").gemv.q8x.at("q4_k");
+  const GemvTypeSchedule alt = parse(R"("q4_k": {"rows_per_warp": 4, "units_in_flight": 2})").gemv.q8x.at("q4_k");
   EXPECT_EQ(alt.rowsPerWarp, 4);
   EXPECT_EQ(alt.unitsInFlight, 2);
   EXPECT_EQ(alt.minCtasPerSm, 0);  // optional
@@ -332,11 +332,11 @@ TEST(Schedule, GemvQ8xAndF32) {
   EXPECT_EQ(error(R"("q4_k": {"units_in_flight": 1})"),
             "t.json: $.gemv.q8x.q4_k.rows_per_warp: missing field");
   EXPECT_EQ(error(R"("q4_k": {"rows_per_warp": 1, "units_in_flight": 1, "warps": 8})"),
-            "t.json: $.gemv.q8x.q4_k.warps: not a q8x GEMV field (rows_per_warp, "
-            "units_in_flight, min_ctas_per_sm)");
+            "t.json: $.gemv.q8x.q4_k.warps: not a field of the int8 GEMVs "
+            "(rows_per_warp, units_in_flight, min_ctas_per_sm)");
   EXPECT_EQ(error(R"("q2_k": {"rows_per_warp": 1, "units_in_flight": 1})"),
-            "t.json: $.gemv.q8x.q2_k: not a block format of the int8 GEMVs (q4_k, q8_0, "
-            "q6_k, q4_1, q5_0)");
+            "t.json: $.gemv.q8x.q2_k: not a weight type of the int8 GEMVs (q4_1, "
+            "q4_k, q5_0, q6_k, q8_0)");
 }
 
 TEST(Schedule, Errors) {
