@@ -8,9 +8,10 @@
 # HBM, as in a decode step), by the case runner swz-ptx-check; then the shipped GEMVs of
 # every decode type (the f32-activation ones of Q4_1, Q5_0, Q6_K, Q8_0, F16 beside the
 # int8 ones) at the 7B FFN shapes and the Q6_K LM head, the same way. F16's tensor-core
-# GEMV (matmul_f16_mma, gemv_f16_mma.mlir: 16-row m-tiles a warp, mt, chunks in flight,
-# unroll, warps a workgroup splitting K, warps) and Q4_K's (q4k_mma) are tuned the same
-# way, as gen_quant_kernels.py --variant modules (not yet schedule-generated).
+# GEMV (matmul_f16_mma, gemv_f16_mma.mlir: m_tiles 16-row m-tiles a workgroup, chunks in
+# flight units_in_flight, warps a workgroup splitting K warps: schedule edits too) and Q4_K's
+# (q4k_mma, gen_quant_kernels.py --variant modules: not yet schedule-generated) are tuned
+# the same way.
 #
 #   bench/tune_q8x.sh prepare [build-dir]   # here: variant PTX + a static swz-ptx-check
 #                                           # into <build-dir>/gpu-tune (carry it)
@@ -25,7 +26,8 @@
 # q8_0, q6_k, q4_1, q5_0) the parameters are gemv.q8x.<type> fields replacing sm_90.json's
 # (rows_per_warp, units_in_flight, min_ctas_per_sm; the variant's schedule is kept beside
 # its PTX as sm_90.json, the winner goes into compiler/schedules/sm_90.json); rows = 4 x
-# rows_per_warp (the case runner launches that grid: SWZ_CHECK_Q8X_ROWS). For f16 and
+# rows_per_warp (the case runner launches that grid: SWZ_CHECK_Q8X_ROWS); for f16 they are
+# gemv.f16_mma fields (warps, m_tiles, units_in_flight; rows "16 m_tiles x warps"). For
 # q4k_mma they are gen_quant_kernels.py --variant parameters. The first variant of each
 # type is what the repository ships. Type q4k_mma is Q4_K's tensor-core GEMV
 # (matmul_q4_k_mma_q8x: MMA_Q4K's warps splitting K, rows "16x<warps>").
@@ -52,8 +54,8 @@ VARIANTS=(
   "f16m-ship|f16|warps=4|16x4"
   "f16m-w8|f16|warps=8|16x8"
   "f16m-w16|f16|warps=16|16x16"
-  "f16m-w16u2|f16|warps=16,unroll=2|16x16"
-  "f16m-w8u8|f16|warps=8,unroll=8|16x8"
+  "f16m-w16u2|f16|warps=16,units_in_flight=2|16x16"
+  "f16m-w8u8|f16|warps=8,units_in_flight=8|16x8"
   "q4k-mma-w4|q4k_mma|warps=4|16x4"
   "q4k-mma-w4v4|q4k_mma|warps=4,v2=0|16x4"
   "q4k-mma-w2|q4k_mma|warps=2|16x2"
@@ -82,20 +84,22 @@ prepare)
     [[ $name =~ ${SWZ_TUNE_ONLY:-.} ]] || continue
     mkdir -p "$dir/$name"
     case $type in
-    f16|q4k_mma)
+    q4k_mma)
       python3 "$src/codegen/kernels/gen_quant_kernels.py" --variant "$type:$params" --out "$dir/$name/v.mlir"
       compile_ptx "$dir/$name/v.mlir" "$dir/$name"
       rm "$dir/$name/v.mlir" ;;
-    *)  # a schedule edit: sm_90.json with gemv.q8x.<type>'s fields replaced
+    *)  # a schedule edit: sm_90.json with gemv.q8x.<type>'s (f16: gemv.f16_mma's) fields replaced
       python3 - "$src/compiler/schedules/sm_90.json" "$type" "$params" "$dir/$name/sm_90.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
+entry = s["gemv"]["f16_mma"] if sys.argv[2] == "f16" else s["gemv"]["q8x"][sys.argv[2]]
 for item in sys.argv[3].split(","):
     k, _, v = item.partition("=")
-    s["gemv"]["q8x"][sys.argv[2]][k] = int(v)
+    entry[k] = int(v)
 json.dump(s, open(sys.argv[4], "w"), indent=2)
 PY
-      compile_ptx "$src/codegen/kernels/gemv_q8x.mlir" "$dir/$name" "$dir/$name/sm_90.json" ;;
+      compile_ptx "$src/codegen/kernels/$([ "$type" = f16 ] && echo gemv_f16_mma || echo gemv_q8x).mlir" \
+        "$dir/$name" "$dir/$name/sm_90.json" ;;
     esac
     [ -s "$dir/$name/$(ptx_of "$type")" ] || { echo "$name: no PTX (compile failed)" >&2; exit 1; }
     regs=$(ptx_regs "$dir/$name/$(ptx_of "$type")" "$(entry_of "$type")")

@@ -15,8 +15,8 @@ and commit both. test/lit/Codegen/gemv_generated.mlir fails when they differ.
 
 Usage: gen_quant_kernels.py [--check]   (--check: exit 1 if a file is stale)
        gen_quant_kernels.py --variant TYPE:K=V[,K=V] --out FILE   (tuning: one module
-       with MMA_Q4K's (TYPE q4k_mma) or MMA_F16's (f16) parameters replaced;
-       bench/tune_q8x.sh; the int8 GEMVs' variants are schedule edits)
+       with MMA_Q4K's parameters replaced (TYPE q4k_mma); bench/tune_q8x.sh; the
+       other GEMVs' variants are schedule edits)
 """
 import os
 import sys
@@ -879,19 +879,6 @@ def module(fmt):
             "  }\n}\n")
 
 
-# ---------------------------------------------------------------------------
-# gemv_f16_mma.mlir: the F16 decode GEMV on the tensor cores (PTX only).
-# mt: 16-row m-tiles a warp (a workgroup's rows: 16 mt); unroll: 32-weight k chunks a
-# warp loads before it multiplies (its loads in flight together); warps: warps a workgroup,
-# which split K (a workgroup's rows are read by all of them).
-# The module holds one entry per workgroup shape: matmul_f16_mma (4 warps) for matrices of
-# many rows, matmul_f16_mma_w16 (16 warps) for those whose few workgroups would leave the
-# GPU short of loads in flight (Codegen.cpp's kernelKey picks by N and the target
-# schedule's gemv.f16_mma_split_k_below_rows).
-MMA_F16 = dict(mt=1, unroll=4, warps=4)
-MMA_F16_W16 = dict(mt=1, unroll=2, warps=16)
-
-
 def mma_thread_ids(e):
     """The tensor-core GEMVs' thread indices: %tid, %bx, %by, %warp, %lane and the mma
     fragment coordinates %g = lane / 4 (group: row g, g + 8; column g of B) and %q = lane % 4."""
@@ -933,161 +920,27 @@ def tree_outputs(e, W, outs, rows, part, store):
         store(ps[0], n, tg, wr)
 
 
-def gemv_f16_mma(name="matmul_f16_mma", params=None):
-    """matmul_f16_mma: y[t, n] = sum_k x[t, k] W[n, k] by mma.sync.m16n8k16 (f16 x f16,
-    f32 accumulation), the tokens of a block of 8 as the mma's 8 columns."""
-    params = params or MMA_F16
-    mt, U, W = params["mt"], params["unroll"], params["warps"]
-    rows_wg = 16 * mt
-    e = Emitter(6)
-    c = lambda v: e.ci(v, "index")
-    V8H, V8F = "vector<8xf16>", "vector<8xf32>"
-    V42H, V22H, V22F = "vector<4x2xf16>", "vector<2x2xf16>", "vector<2x2xf32>"
-    ACC = f"memref<{128 * mt * W}xf32, #gpu.address_space<workgroup>>"
-    head = [f"    gpu.func @{name}(%w: " + IVEC + ", %x: " + XVEC + ", %y: memref<?xf32>,",
-            "                             %bias: memref<?xf32>, %res: memref<?xf32>, %N: i32, %K: i32,",
-            "                             %T: i32, %flags: i32)",
-            "        kernel",
-            f"        attributes {{known_block_size = array<i32: {32 * W}, 1, 1>,",
-            f"                    swz.grid = \"ceil(N/{rows_wg}), ceil(T/8), 1\"}} {{"]
-    e.emit(f"%acc = memref.get_global @acc_{name} : {ACC}")
-    mma_thread_ids(e)
-    e.emit("%Ni = arith.index_cast %N : i32 to index")
-    e.emit("%Ki = arith.index_cast %K : i32 to index")
-    e.emit("%Ti = arith.index_cast %T : i32 to index")
-    e.emit(f"%nlast = arith.subi %Ni, {c(1)} : index")
-    e.emit(f"%tlast = arith.subi %Ti, {c(1)} : index")
-    e.emit(f"%K8 = arith.divui %Ki, {c(8)} : index")
-    e.emit(f"%K4 = arith.divui %Ki, {c(4)} : index")
-    e.emit(f"%k31 = arith.addi %Ki, {c(31)} : index")
-    e.emit(f"%nch = arith.divui %k31, {c(32)} : index")
-    e.emit(f"%q8 = arith.muli %q, {c(8)} : index")
-    # The rows this thread loads: m-tile m's rows g and g + 8 (a row past the last reads
-    # the last row again; its outputs are not written), as 16-byte-vector offsets.
-    e.emit(f"%row0 = arith.muli %bx, {c(rows_wg)} : index")
-    e.emit("%rowg = arith.addi %row0, %g : index")
-    rowvec = []
-    for m in range(mt):
-        pair = []
-        for h in range(2):
-            off = 16 * m + 8 * h
-            n = e.add("%rowg", c(off)) if off else "%rowg"
-            nc = e.v(f"arith.minui {n}, %nlast : index", "nc")
-            pair.append(e.mul(nc, "%K8"))
-        rowvec.append(pair)
-    # The token this thread feeds as column g (a token past the last reads the last one
-    # again: its column's outputs are not written), in 16-byte vectors.
-    e.emit(f"%t0 = arith.muli %by, {c(8)} : index")
-    e.emit("%tok = arith.addi %t0, %g : index")
-    e.emit("%tokc = arith.minui %tok, %tlast : index")
-    e.emit("%xrow = arith.muli %tokc, %K4 : index")
-    zf = e.ci("dense<0.0>", V22F)
-    zh = e.ci("dense<0.0>", V8H)
-    za = e.ci("dense<0.0>", V42H)
-    zb = e.ci("dense<0.0>", V22H)
-    # Warp w takes the chunks w, w + W, ... (k = 32 chunk + 8 q .. + 7 for this thread); the
-    # loop's trip count is the workgroup's (uniform: mma.sync is warp-wide), a chunk past the
-    # row multiplies zero activations with the row's first weights.
-    accs = [f"%mma_acc{m}" for m in range(mt)]
-    e.emit(f"%acc_r:{mt} = scf.for %c0 = {c(0)} to %nch step {c(W * U)} iter_args("
-           + ", ".join(f"{a} = {zf}" for a in accs) + f") -> ({', '.join([V22F] * mt)}) {{")
-    e.indent += 2
-    chunks = []
-    for r in range(U):
-        ch = e.add("%c0", c(W * r)) if r else "%c0"
-        ch = e.add(ch, "%warp")
-        k = e.add(e.mul(ch, c(32)), "%q8")
-        valid = e.v(f"arith.cmpi ult, {k}, %Ki : index", "valid")
-        kc = e.v(f"arith.select {valid}, {k}, {c(0)} : index", "kc")
-        kv = e.v(f"arith.divui {kc}, {c(8)} : index", "kv")
-        ws = []
-        for m in range(mt):
-            pair = []
-            for h in range(2):
-                wi = e.add(rowvec[m][h], kv)
-                ld = e.v(f"memref.load %w[{wi}] : {IVEC}", "wv")
-                pair.append(e.v(f"vector.bitcast {ld} : vector<4xi32> to {V8H}", "wh"))
-            ws.append(pair)
-        xi = e.add("%xrow", e.v(f"arith.divui {kc}, {c(4)} : index", "k4"))
-        x0 = e.v(f"memref.load %x[{xi}] : {XVEC}", "xv")
-        x1 = e.v(f"memref.load %x[{e.add(xi, c(1))}] : {XVEC}", "xv")
-        x8 = e.v(f"vector.shuffle {x0}, {x1} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>", "x8")
-        chunks.append((valid, ws, x8))
-    def pair(v, i):  # elements i, i + 1 of a vector<8xf16>: one f16x2 register
-        return e.v(f"vector.shuffle {v}, {v} [{i}, {i + 1}] : {V8H}, {V8H}", "h2")
-
-    def frag(ty, zero, regs):  # an mma operand from its f16x2 registers
-        f = zero
-        for r_, v in enumerate(regs):
-            f = e.v(f"vector.insert {v}, {f} [{r_}] : vector<2xf16> into {ty}", "fr")
-        return f
-    acc = list(accs)
-    for valid, ws, x8 in chunks:
-        xh = e.v(f"arith.truncf {x8} : {V8F} to {V8H}", "xh")
-        xh = e.v(f"arith.select {valid}, {xh}, {zh} : {V8H}", "xh")
-        for s in range(2):
-            # Registers (f16 pairs) of step s: weights / activations 4s, 4s+1 (k 2q, 2q+1 of
-            # the mma) and 4s+2, 4s+3 (k 2q+8, 2q+9); A: row g, row g+8, row g, row g+8.
-            b = frag(V22H, zb, [pair(xh, 4 * s), pair(xh, 4 * s + 2)])
-            for m in range(mt):
-                wa, wb = ws[m]
-                a = frag(V42H, za, [pair(wa, 4 * s), pair(wb, 4 * s), pair(wa, 4 * s + 2), pair(wb, 4 * s + 2)])
-                acc[m] = e.v(f"nvgpu.mma.sync ({a}, {b}, {acc[m]}) {{mmaShape = [16, 8, 16]}} : ({V42H}, {V22H}, {V22F}) -> {V22F}", "d")
-    e.emit(f"scf.yield {', '.join(acc)} : {', '.join([V22F] * mt)}")
-    e.indent -= 2
-    e.emit("}")
-    # The warps' partial sums to acc_<entry>[warp][m][row 0..15][token 0..7]: this thread holds
-    # rows g, g + 8 and tokens 2q, 2q + 1 of each m-tile.
-    e.emit(f"%wbase = arith.muli %warp, {c(128 * mt)} : index")
-    e.emit(f"%g8 = arith.muli %g, {c(8)} : index")
-    e.emit(f"%q2 = arith.muli %q, {c(2)} : index")
-    e.emit("%gq = arith.addi %g8, %q2 : index")
-    e.emit("%sbase = arith.addi %wbase, %gq : index")
-    for m in range(mt):
-        for i in range(2):
-            for j in range(2):
-                v = e.v(f"vector.extract %acc_r#{m}[{i}, {j}] : f32 from {V22F}", "p")
-                off = 128 * m + 64 * i + j
-                e.emit(f"memref.store {v}, %acc[{e.add('%sbase', c(off)) if off else '%sbase'}] : {ACC}")
-    e.emit("gpu.barrier")
-    # Thread tid writes outputs o = tid + 32 W j < 128 mt (row o / 8 of the workgroup's,
-    # token o % 8): the W warps' sums in a fixed order (a pairwise tree), whatever T is,
-    # then bias and residual.
-    e.emit(f"%fb = arith.andi %flags, {e.ci(1)} : i32")
-    e.emit(f"%hb = arith.cmpi ne, %fb, {e.ci(0)} : i32")
-    e.emit(f"%fr = arith.andi %flags, {e.ci(2)} : i32")
-    e.emit(f"%hr = arith.cmpi ne, %fr, {e.ci(0)} : i32")
-    def store(total, n, tg, wr):
-        e.emit(f"scf.if {wr} {{")
-        e.indent += 2
-        yi = e.add(e.mul(tg, "%Ni"), n)
-        bias_residual_store(e, total, n, yi, lambda: "%hb", lambda: "%hr", "%bias", "%y")
-        e.indent -= 2
-        e.emit("}")
-    tree_outputs(e, W, 128 * mt, "%Ni",
-                 lambda o, w: e.v(f"memref.load %acc[{e.add(o, c(128 * mt * w)) if w else o}] : {ACC}", "s"), store)
-    e.emit("gpu.return")
-    return func_text(head, e)
-
-
-def module_f16_mma(variant=False):
-    """gemv_f16_mma.mlir; variant: matmul_f16_mma alone, with MMA_F16's parameters (tuning)."""
-    kernels = [("matmul_f16_mma", MMA_F16)] + ([] if variant else [("matmul_f16_mma_w16", MMA_F16_W16)])
-    mt, U, W = MMA_F16["mt"], MMA_F16["unroll"], MMA_F16["warps"]
-    W16 = MMA_F16_W16["warps"]
-    return f"""// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
+def module_f16_mma():
+    """gemv_f16_mma.mlir: the header and the two tile specs."""
+    return """// Generated by codegen/kernels/gen_quant_kernels.py; edit that, then rerun it.
 //
 // The F16 decode GEMV on the tensor cores (PTX only; SPIR-V and K % 8 != 0 keep
 // gemv_f16.mlir's matmul_f16): the contract of matmul_f16 (the same arguments and
-// epilogue flags) with the weight as 16-byte vectors.
+// epilogue flags) with the weight as 16-byte vectors. Both kernels are generated:
+// swizzlec applies the target's schedule to the tile specs below (gemv.f16_mma and
+// gemv.f16_mma_split_k: warps, m_tiles, units_in_flight) and swz-lower-tiles writes them
+// with their workgroup globals (compiler/mlir/LowerGemv.cpp). To see them:
+//   swizzle-opt codegen/kernels/gemv_f16_mma.mlir \\
+//     -swz-apply-schedule=schedule=compiler/schedules/sm_90.json -swz-lower-tiles
 //
 // matmul_f16_mma(w, x, y, bias, res, N, K, T, flags): y[t, n] = sum_k x[t, k] * W[n, k]
 //   (+ bias[n] when flags & 1) (+ res[t, n] when flags & 2; res may be y itself).
 //   w: the GGUF F16 tensor [N, K] (K contiguous) as memref<?xvector<4xi32>> (8 weights a
 //   vector; K % 8 == 0, so every row starts on a vector); x: [T, K] f32 as
 //   memref<?xvector<4xf32>>; y, res: [T, N] f32; bias: [N] f32.
-//   Launch: block {32 * W} ({W} warps), grid (ceil(N / {16 * mt}), ceil(T / 8), 1): a workgroup
-//   computes {16 * mt} rows ({mt} m-tile(s) of 16) for the tokens 8 block_id.y .. + 7.
+//   Launch: block 32 W (W warps), grid (ceil(N / 16 M), ceil(T / 8), 1): a workgroup
+//   computes 16 M rows (M m-tiles of 16) for the tokens 8 block_id.y .. + 7 (the shipped
+//   sm_* schedules: W 4, M 1, 4 chunks in flight).
 //   mma.sync.m16n8k16 takes a 16 x 16 weight tile (A) and the tokens' activations
 //   rounded to f16 (B, 16 x 8: column j is token 8 block_id.y + j; columns past T
 //   repeat the last token and are not written), accumulating in f32. The order of the
@@ -1095,26 +948,29 @@ def module_f16_mma(variant=False):
 //   (g = lane / 4, q = lane % 4) loads 8 consecutive weights (one 16-byte load) of rows
 //   g and g + 8 at k = 32 chunk + 8 q, and its B registers hold the same 8 positions of
 //   x, so a 32-weight chunk is two mma.sync (weights 0-3 then 4-7 of each thread's
-//   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + {W}, ...
-//   ({U} in flight a thread: {2 * mt * U} 16-byte weight loads); the {W} warps' sums meet
-//   in workgroup memory (acc_<entry>, [{W} warps][{mt} m-tile(s)][16 rows][8 tokens] f32) and
-//   are added in a fixed order, so a token's output never depends on the other tokens of
-//   the launch (the mma computes each column on its own; the interpreter test checks one
-//   token against the same token among three, bitwise).
-//""" + ("" if variant else f"""
-// matmul_f16_mma_w16: the same with block {32 * W16} ({W16} warps splitting K, {MMA_F16_W16['unroll']} chunks in flight a
-//   thread), grid (ceil(N / {16 * MMA_F16_W16['mt']}), ceil(T / 8), 1): for matrices of fewer rows than the
-//   target schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose
-//   4-warp workgroups are too few to keep enough loads in flight (on the H200 the 7B
-//   ffn_down 18944 -> 3584: 224 workgroups, 33% of HBM).
-//""") + f"""
+//   eight) with no shuffling. Warp w of the workgroup takes the chunks w, w + W, ...
+//   (units_in_flight in flight a thread); the W warps' sums meet in workgroup memory
+//   (acc_<entry>, [W warps][M m-tiles][16 rows][8 tokens] f32) and are added in a fixed
+//   order, so a token's output never depends on the other tokens of the launch (the mma
+//   computes each column on its own; the interpreter test checks one token against the
+//   same token among three, bitwise).
+//
+// matmul_f16_mma_w16: the same with gemv.f16_mma_split_k's shape (shipped: 16 warps
+//   splitting K, 2 chunks in flight), for matrices of fewer rows than the target
+//   schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose 4-warp
+//   workgroups are too few to keep enough loads in flight (on the H200 the 7B ffn_down
+//   18944 -> 3584: 224 workgroups, 33% of HBM).
+//
 //   Rounding: each activation once to f16 (round to nearest even: relative 2^-11, an
 //   |x| above 65504 becomes inf), products exact, sums in f32 (the tensor core's, then
 //   the warps' adds).
-module attributes {{gpu.container_module}} {{
-  gpu.module @swz_gemv_f16_mma {{
-""" + "".join(f"""    memref.global "private" @acc_{n} : memref<{128 * p['mt'] * p['warps']}xf32, #gpu.address_space<workgroup>>
-""" for n, p in kernels) + "\n" + "".join(gemv_f16_mma(n, p) for n, p in kernels) + "  }\n}\n"
+module attributes {gpu.container_module} {
+  gpu.module @swz_gemv_f16_mma {
+    swz.gemv_tile @matmul_f16_mma {activations = "f32", mma = "mma.sync.m16n8k16", weights = "f16"}
+    swz.gemv_tile @matmul_f16_mma_w16 {activations = "f32", mma = "mma.sync.m16n8k16", split_k, weights = "f16"}
+  }
+}
+"""
 
 
 def main():
@@ -1122,17 +978,16 @@ def main():
     if "--variant" in args:
         # Tuning: gemv_q8x.mlir with MMA_Q4K's parameters replaced, written to --out
         # (e.g. --variant q4k_mma:warps=8 --out /tmp/v.mlir); the checked-in files are not
-        # touched. (The int8 GEMVs' variants are edits of the schedule's gemv.q8x.)
-        # (f16: gemv_f16_mma.mlir with MMA_F16's parameters replaced, e.g. f16:mt=1. The
-        # decode attention's variants are schedule edits: bench/tune_attention.sh.)
+        # touched. (The other GEMVs' variants are edits of the schedule's gemv entry, the
+        # decode attention's of attention.decode: bench/tune_q8x.sh, tune_attention.sh.)
         fmt, _, kv = args[args.index("--variant") + 1].partition(":")
-        if fmt not in ("f16", "q4k_mma"):
-            sys.exit(f"--variant {fmt}: only f16 and q4k_mma; the int8 GEMVs' parameters "
-                     "are the schedule's gemv.q8x.<type> (bench/tune_q8x.sh)")
+        if fmt != "q4k_mma":
+            sys.exit(f"--variant {fmt}: only q4k_mma; the other GEMVs' parameters are the "
+                     "schedule's gemv entry (bench/tune_q8x.sh)")
         for item in kv.split(",") if kv else []:
             k, _, v = item.partition("=")
-            (MMA_F16 if fmt == "f16" else MMA_Q4K)[k] = int(v)
-        text = module_f16_mma(variant=True) if fmt == "f16" else module_q8x()
+            MMA_Q4K[k] = int(v)
+        text = module_q8x()
         with open(args[args.index("--out") + 1], "w") as fh:
             fh.write(text)
         return 0

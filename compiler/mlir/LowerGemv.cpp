@@ -1,7 +1,8 @@
 //===- LowerGemv.cpp - the decode GEMVs and embedding lookups (swz-lower-tiles) ===//
 //
 // The kernels of `swz.gemv_tile`: the int8 GEMV (activations "q8x", PTX), the f32 GEMV
-// (activations "f32", every target) and the embedding lookup (`lookup`).
+// (activations "f32", every target), F16's tensor-core GEMV (`mma`, PTX; emitF16MmaKernel
+// describes it) and the embedding lookup (`lookup`).
 //
 // int8 (activations "q8x"): the decode GEMV of a
 // few tokens against a GGUF weight read in its own blocks, on int8 activations
@@ -29,8 +30,8 @@
 // schedule fields) writes the rows of W named by `tokens`, dequantized the same way.
 //
 // This is a port, op for op in the same order, of the generator that used to write the
-// kernels into codegen/kernels/gemv_q8x.mlir and gemv_<type>.mlir as text
-// (gen_quant_kernels.py: gemv_q8x, gemv, get_rows, dequant_unit), so
+// kernels into codegen/kernels/gemv_q8x.mlir, gemv_<type>.mlir and gemv_f16_mma.mlir as
+// text (gen_quant_kernels.py: gemv_q8x, gemv, get_rows, dequant_unit, gemv_f16_mma), so
 // the kernels and their PTX are the ones that file held (only the constants at the top of
 // the entry block come in another order; the PTX for sm_80, sm_86, sm_89 and sm_90 is the
 // same bytes, the SPIR-V the same but for the order of its constants). The shipped gemv.q8x values and the measurements behind them:
@@ -41,6 +42,7 @@
 #include "compiler/mlir/KernelEmitter.h"
 #include "compiler/mlir/LowerAttention.h"
 
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -247,6 +249,10 @@ struct Em : KernelEmitter {
   Value addIfFlag(Value flags, Value flag, Value base, Value ref, Value i) {
     Value bits = andi(flags, flag);
     Value cond = cmp(arith::CmpIPredicate::ne, bits, ci(0));
+    return addIf(cond, base, ref, i);
+  }
+  /// `cond ? base + ref[i] : base`.
+  Value addIf(Value cond, Value base, Value ref, Value i) {
     auto op = b.create<scf::IfOp>(loc, TypeRange{f32}, cond, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(op.thenBlock());
@@ -1341,9 +1347,229 @@ void emitLookupKernel(GemvTileOp op, OpBuilder &b) {
   b.create<gpu::ReturnOp>(loc);
 }
 
+/// Writes F16's tensor-core GEMV (`mma`) at `b`'s insertion point: the global
+/// @acc_<name> ([warps][m_tiles][16 rows][8 tokens] f32), then `gpu.func @<name>(w, x, y,
+/// bias, res, N, K, T, flags)`: y[t, n] = sum_k x[t, k] W[n, k] by mma.sync.m16n8k16 (the
+/// weights f16, the activations rounded to f16, f32 sums), the block's 8 tokens as the
+/// mma's 8 columns. Thread (g = lane / 4, q = lane % 4) loads weights 8 q .. 8 q + 7 of each
+/// 32-weight chunk of rows g and g + 8 (one 16-byte load) and the same 8 positions of its
+/// token's x, so a chunk is two mma.sync with no shuffling; warp w takes the chunks w, w +
+/// warps, ... (units_in_flight in flight); the warps' sums are added in a fixed order (a
+/// pairwise tree), so a token's output never depends on the launch's other tokens.
+void emitF16MmaKernel(GemvTileOp op, OpBuilder &b) {
+  MLIRContext *ctx = op.getContext();
+  const Location loc = op.getLoc();
+  const int64_t W = op.getWarpsAttr().getInt(), mt = op.getMTilesAttr().getInt();
+  const int64_t U = op.getUnitsInFlightAttr().getInt(), rowsWg = 16 * mt, outs = 128 * mt;
+  Type f16 = b.getF16Type(), f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto accType = MemRefType::get({outs * W}, f32, MemRefLayoutAttrInterface{}, wg);
+  const std::string accName = ("acc_" + op.getSymName()).str();
+  b.create<memref::GlobalOp>(loc, accName, b.getStringAttr("private"), accType, Attribute{}, false,
+                             IntegerAttr{});
+  auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
+  const auto v4i = VectorType::get({4}, i32), v4f = VectorType::get({4}, f32);
+  const auto v8h = VectorType::get({8}, f16), v2h = VectorType::get({2}, f16);
+  const auto v42h = VectorType::get({4, 2}, f16), v22h = VectorType::get({2, 2}, f16);
+  const auto v22f = VectorType::get({2, 2}, f32);
+  const Type yty = dyn(f32);
+  auto fnType = b.getFunctionType({dyn(v4i), dyn(v4f), yty, yty, yty, i32, i32, i32, i32}, {});
+  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(32 * W), 1, 1}));
+  fn->setAttr("swz.grid",
+              b.getStringAttr("ceil(N/" + std::to_string(rowsWg) + "), ceil(T/8), 1"));
+
+  Block &entry = fn.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  Em e(b, loc, &entry);
+  auto c = [&](int64_t v) { return e.c(v); };
+  Value w = entry.getArgument(0), x = entry.getArgument(1), y = entry.getArgument(2),
+        bias = entry.getArgument(3), res = entry.getArgument(4), flags = entry.getArgument(8);
+  Value acc = b.create<memref::GetGlobalOp>(loc, accType, accName);
+  Value tid = b.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
+  Value bx = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
+  Value by = b.create<gpu::BlockIdOp>(loc, gpu::Dimension::y);
+  Value warp = e.divu(tid, c(32));
+  Value lane = e.remu(tid, c(32));
+  Value g = e.divu(lane, c(4));
+  Value q = e.remu(lane, c(4));
+  Value ni = e.toIndex(entry.getArgument(5));
+  Value ki = e.toIndex(entry.getArgument(6));
+  Value ti = e.toIndex(entry.getArgument(7));
+  Value nlast = e.sub(ni, c(1));
+  Value tlast = e.sub(ti, c(1));
+  Value k8 = e.divu(ki, c(8));
+  Value k4 = e.divu(ki, c(4));
+  Value k31 = e.add(ki, c(31));
+  Value nch = e.divu(k31, c(32));
+  Value q8 = e.mul(q, c(8));
+  // The rows this thread loads: m-tile m's rows g and g + 8 (a row past the last reads the
+  // last row again; its outputs are not written), as 16-byte-vector offsets.
+  Value row0 = e.mul(bx, c(rowsWg));
+  Value rowg = e.add(row0, g);
+  std::vector<std::array<Value, 2>> rowvec(mt);
+  for (int64_t m = 0; m < mt; ++m)
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t off = 16 * m + 8 * h;
+      Value n = off ? e.add(rowg, c(off)) : rowg;
+      Value nc = e.minu(n, nlast);
+      rowvec[m][h] = e.mul(nc, k8);
+    }
+  // The token this thread feeds as column g (past the last: the last again, not written).
+  Value t0 = e.mul(by, c(kTok));
+  Value tok = e.add(t0, g);
+  Value tokc = e.minu(tok, tlast);
+  Value xrow = e.mul(tokc, k4);
+  auto zeros = [&](VectorType t, int64_t key) {
+    TypedAttr a = t.getElementType().isF16()
+                      ? DenseElementsAttr::get(t, b.getF16FloatAttr(0.0).getValue())
+                      : DenseElementsAttr::get(t, b.getF32FloatAttr(0.0f).getValue());
+    return e.constant(3, key, a);
+  };
+  Value zf = zeros(v22f, 0), zh = zeros(v8h, 1), za = zeros(v42h, 2), zb = zeros(v22h, 3);
+
+  // Warp w takes the chunks w, w + W, ... (k = 32 chunk + 8 q .. + 7 for this thread); the
+  // trip count is the workgroup's (mma.sync is warp-wide); a chunk past the row multiplies
+  // zero activations with the row's first weights.
+  const SmallVector<Value> inits(mt, zf);
+  auto loop = b.create<scf::ForOp>(loc, c(0), nch, c(W * U), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c0 = loop.getInductionVar();
+    struct Chunk {
+      Value valid;
+      std::vector<std::array<Value, 2>> ws;
+      Value x8;
+    };
+    std::vector<Chunk> chunks;
+    for (int64_t r = 0; r < U; ++r) {
+      Value ch = r ? e.add(c0, c(W * r)) : c0;
+      ch = e.add(ch, warp);
+      Value ch32 = e.mul(ch, c(32));
+      Value k = e.add(ch32, q8);
+      Chunk cu;
+      cu.valid = e.ult(k, ki);
+      Value kc = e.select(cu.valid, k, c(0));
+      Value kv = e.divu(kc, c(8));
+      cu.ws.resize(mt);
+      for (int64_t m = 0; m < mt; ++m)
+        for (int64_t h = 0; h < 2; ++h) {
+          Value wi = e.add(rowvec[m][h], kv);
+          Value ld = e.load(w, wi);
+          cu.ws[m][h] = b.create<vector::BitCastOp>(loc, v8h, ld);
+        }
+      Value kq = e.divu(kc, c(4));
+      Value xi = e.add(xrow, kq);
+      Value x0 = e.load(x, xi);
+      Value xi1 = e.add(xi, c(1));
+      Value x1 = e.load(x, xi1);
+      cu.x8 = b.create<vector::ShuffleOp>(loc, x0, x1, ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+      chunks.push_back(std::move(cu));
+    }
+    // Elements i, i + 1 of a vector<8xf16>: one f16x2 register; an mma operand from them.
+    auto pair = [&](Value v, int64_t i) -> Value {
+      return b.create<vector::ShuffleOp>(loc, v, v, ArrayRef<int64_t>{i, i + 1});
+    };
+    auto frag = [&](Value zero, ArrayRef<Value> regs) {
+      Value f = zero;
+      for (size_t i = 0; i < regs.size(); ++i)
+        f = b.create<vector::InsertOp>(loc, regs[i], f, ArrayRef<int64_t>{int64_t(i)});
+      return f;
+    };
+    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    for (const Chunk &cu : chunks) {
+      Value xh = b.create<arith::TruncFOp>(loc, v8h, cu.x8);
+      xh = e.select(cu.valid, xh, zh);
+      for (int64_t s = 0; s < 2; ++s) {
+        // Registers (f16 pairs) of step s: weights / activations 4s, 4s+1 (k 2q, 2q+1 of the
+        // mma) and 4s+2, 4s+3 (k 2q+8, 2q+9); A: row g, row g+8, row g, row g+8.
+        Value b0 = pair(xh, 4 * s), b1 = pair(xh, 4 * s + 2);
+        Value bf = frag(zb, {b0, b1});
+        for (int64_t m = 0; m < mt; ++m) {
+          Value a0 = pair(cu.ws[m][0], 4 * s), a1 = pair(cu.ws[m][1], 4 * s);
+          Value a2 = pair(cu.ws[m][0], 4 * s + 2), a3 = pair(cu.ws[m][1], 4 * s + 2);
+          Value a = frag(za, {a0, a1, a2, a3});
+          accs[m] = b.create<nvgpu::MmaSyncOp>(loc, a, bf, accs[m], ArrayRef<int64_t>{16, 8, 16});
+        }
+      }
+    }
+    b.create<scf::YieldOp>(loc, accs);
+  }
+  (void)v2h;
+  // The warps' partial sums to acc[warp][m][row 0..15][token 0..7]: this thread holds rows
+  // g, g + 8 and tokens 2q, 2q + 1 of each m-tile.
+  Value wbase = e.mul(warp, c(outs));
+  Value g8 = e.mul(g, c(8));
+  Value q2 = e.mul(q, c(2));
+  Value gq = e.add(g8, q2);
+  Value sbase = e.add(wbase, gq);
+  for (int64_t m = 0; m < mt; ++m)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        Value v = b.create<vector::ExtractOp>(loc, loop.getResult(m), ArrayRef<int64_t>{i, j});
+        const int64_t off = 128 * m + 64 * i + j;
+        Value at = off ? e.add(sbase, c(off)) : sbase;
+        e.store(v, acc, at);
+      }
+  b.create<gpu::BarrierOp>(loc);
+  // Thread tid writes outputs o = tid + 32 W j < 128 mt (row o / 8 of the workgroup's,
+  // token o % 8): the W warps' sums by a pairwise tree, whatever T is, then bias and
+  // residual.
+  Value fb = e.andi(flags, e.ci(1));
+  Value hb = e.cmp(arith::CmpIPredicate::ne, fb, e.ci(0));
+  Value fr = e.andi(flags, e.ci(2));
+  Value hr = e.cmp(arith::CmpIPredicate::ne, fr, e.ci(0));
+  for (int64_t j = 0; j < (outs + 32 * W - 1) / (32 * W); ++j) {
+    Value o = j ? e.add(tid, c(32 * W * j)) : tid;
+    Value oin;
+    if (32 * W * (j + 1) > outs) { // some threads have no output left
+      oin = e.ult(o, c(outs));
+      o = e.select(oin, o, c(0));
+    }
+    std::vector<Value> ps;
+    for (int64_t wi = 0; wi < W; ++wi) {
+      Value at = wi ? e.add(o, c(outs * wi)) : o;
+      ps.push_back(e.load(acc, at));
+    }
+    while (ps.size() > 1) {
+      std::vector<Value> next;
+      for (size_t i = 0; i < ps.size(); i += 2)
+        next.push_back(i + 1 < ps.size() ? e.fadd(ps[i], ps[i + 1]) : ps[i]);
+      ps = std::move(next);
+    }
+    Value orow = e.divu(o, c(8));
+    Value otok = e.remu(o, c(8));
+    Value tg = e.add(t0, otok);
+    Value tin = e.ult(tg, ti);
+    Value n = e.add(row0, orow);
+    Value nin = e.ult(n, ni);
+    Value wr = e.andi(tin, nin);
+    if (oin)
+      wr = e.andi(wr, oin);
+    emitIf(e, wr, [&] {
+      Value tn = e.mul(tg, ni);
+      Value yi = e.add(tn, n);
+      Value withBias = e.addIf(hb, ps[0], bias, n);
+      Value out = e.addIf(hr, withBias, res, yi);
+      e.store(out, y, yi);
+    });
+  }
+  b.create<gpu::ReturnOp>(loc);
+}
+
 } // namespace
 
 LogicalResult lowerGemvTile(GemvTileOp op) {
+  if (op.getMma()) {
+    if (!op.isScheduled())
+      return op.emitError() << "swz-lower-tiles: @" << op.getSymName()
+                            << " has no schedule (run swz-apply-schedule first)";
+    const std::string name = op.getSymName().str();
+    return placeTileKernel(op, op.getSymName(), {"acc_" + name}, "",
+                           [&](OpBuilder &b) { emitF16MmaKernel(op, b); });
+  }
   if (op.getLookup())
     return placeTileKernel(op, op.getSymName(), {}, "",
                            [&](OpBuilder &b) { emitLookupKernel(op, b); });

@@ -32,6 +32,10 @@ namespace swz {
 /// spirv.entry_point_abi, swz.grid "ceil(N/4), ceil(T/8), 1". With `lookup`: gpu.func
 /// @name(w, tokens: memref<?xi32> [T], out: memref<?xf32> [T, K], K: i32), out[t, :] =
 /// dequant(W[tokens[t], :]), block (128, 1, 1), swz.grid "T, 1, 1" (no schedule needed).
+/// With mma "mma.sync.m16n8k16" (weights f16): F16's tensor-core GEMV gpu.func @name(w:
+/// memref<?xvector<4xi32>> (8 f16 a vector, K % 8 == 0), x: memref<?xvector<4xf32>>, y,
+/// bias, res, N, K, T, flags) and @acc_<name> (warps x m_tiles x 128 f32), block (32 warps,
+/// 1, 1), swz.grid "ceil(N/<16 m_tiles>), ceil(T/8), 1"; errors on an unscheduled spec.
 mlir::LogicalResult lowerGemvTile(GemvTileOp op);
 
 } // namespace swz

@@ -287,6 +287,23 @@ struct ApplySchedule : impl::SwzApplyScheduleBase<ApplySchedule> {
     module.walk([&](GemvTileOp op) {
       if (op.getLookup())
         return; // the embedding lookup has no schedule fields
+      if (op.getMma()) { // F16's tensor-core GEMV: gemv.f16_mma (split_k: gemv.f16_mma_split_k)
+        const char *key = op.getSplitK() ? "f16_mma_split_k" : "f16_mma";
+        const auto &m = op.getSplitK() ? s.gemv.f16MmaSplitK : s.gemv.f16Mma;
+        if (!m) {
+          op.emitError() << "@" << op.getSymName() << " needs the " << s.target
+                         << " schedule's gemv." << key << ", which it does not have";
+          failedAny = true;
+          return;
+        }
+        op.setWarpsAttr(b.getI32IntegerAttr(int32_t(m->warps)));
+        op.setMTilesAttr(b.getI32IntegerAttr(int32_t(m->mTiles)));
+        op.setUnitsInFlightAttr(b.getI32IntegerAttr(int32_t(m->unitsInFlight)));
+        op.setTargetAttr(b.getStringAttr(s.target));
+        if (failed(op.verify()))
+          failedAny = true;
+        return;
+      }
       const StringRef ty = op.getWeights(), act = op.getActivations();
       const auto &table = act == "q8x" ? s.gemv.q8x : s.gemv.f32;
       auto it = table.find(ty.str());

@@ -25,7 +25,9 @@ def SwzApplySchedule : Pass<"swz-apply-schedule", "mlir::ModuleOp"> {
     takes `gemv.q8x.<weights>` (activations "q8x": `rows_per_warp`,
     `units_in_flight`, `min_ctas_per_sm` when > 0) or `gemv.f32.<weights>`
     (activations "f32": rows_per_warp 1, `units_in_flight`, `min_ctas_per_sm`),
-    and `target`; it fails when the schedule has no such entry. An embedding
+    and `target`; one with `mma` (F16's tensor-core GEMV) takes `gemv.f16_mma`
+    (with `split_k`: `gemv.f16_mma_split_k`): `warps`, `m_tiles`,
+    `units_in_flight`. It fails when the schedule has no such entry. An embedding
     lookup (`lookup`) has no schedule fields and is left as it is.
 
     Before:
@@ -288,7 +290,11 @@ def SwzLowerTiles : Pass<"swz-lower-tiles", "mlir::ModuleOp"> {
     one row a warp, units_in_flight units' loads a lane first, block (128, 1, 1),
     grid `ceil(N/4), ceil(T/8), 1`, `spirv.entry_point_abi` for the SPIR-V path;
     with `lookup` the embedding lookup `gpu.func @name(w, tokens, out, K)`, grid
-    `T, 1, 1`, the rows dequantized as the GEMV dequantizes them.
+    `T, 1, 1`, the rows dequantized as the GEMV dequantizes them. With `mma =
+    "mma.sync.m16n8k16"` (weights f16) it is F16's tensor-core GEMV `gpu.func
+    @name(w as 16-byte vectors, x, y, bias, res, N, K, T, flags)` with the global
+    `@acc_<name>` (warps x m_tiles x 128 f32): block (32 warps, 1, 1), grid
+    `ceil(N/<16 m_tiles>), ceil(T/8), 1`.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::math::MathDialect",

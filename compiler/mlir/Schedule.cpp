@@ -240,10 +240,33 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
 
   const json &v = r.field(doc, "$", "gemv");
   for (const auto &[key, value] : v.items())
-    if (key != "f32" && key != "q8x" && key != "f16_mma_split_k_below_rows" && key != "q4_k_mma" &&
+    if (key != "f32" && key != "q8x" && key != "f16_mma" && key != "f16_mma_split_k" &&
+        key != "f16_mma_split_k_below_rows" && key != "q4_k_mma" &&
         key != "q4_k_mma_split_k_below_rows")
-      r.fail("$.gemv." + key, "not a gemv field (f32, q8x, f16_mma_split_k_below_rows, q4_k_mma, "
-                              "q4_k_mma_split_k_below_rows)");
+      r.fail("$.gemv." + key, "not a gemv field (f32, q8x, f16_mma, f16_mma_split_k, "
+                              "f16_mma_split_k_below_rows, q4_k_mma, q4_k_mma_split_k_below_rows)");
+  auto f16Mma = [&](const char *key) -> std::optional<GemvSchedule::F16Mma> {
+    if (!v.contains(key))
+      return std::nullopt;
+    const std::string p = std::string("$.gemv.") + key;
+    const json &e = r.field(v, "$.gemv", key);
+    GemvSchedule::F16Mma m;
+    m.warps = r.integer(e, p, "warps", 1);
+    if (m.warps > 16)
+      r.fail(p + ".warps", std::to_string(m.warps) + " is more than 16");
+    m.mTiles = r.integer(e, p, "m_tiles", 1);
+    if (m.mTiles > 4)
+      r.fail(p + ".m_tiles", std::to_string(m.mTiles) + " is more than 4");
+    m.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
+    if (m.unitsInFlight > 8)
+      r.fail(p + ".units_in_flight", std::to_string(m.unitsInFlight) + " is more than 8");
+    for (const auto &[field, value] : e.items())
+      if (field != "warps" && field != "m_tiles" && field != "units_in_flight")
+        r.fail(p + "." + field, "not a field of the tensor-core GEMV (warps, m_tiles, units_in_flight)");
+    return m;
+  };
+  s.gemv.f16Mma = f16Mma("f16_mma");
+  s.gemv.f16MmaSplitK = f16Mma("f16_mma_split_k");
   if (v.contains("f16_mma_split_k_below_rows"))
     s.gemv.f16MmaSplitKBelowRows = r.integer(v, "$.gemv", "f16_mma_split_k_below_rows", 0);
   if (v.contains("q4_k_mma"))

@@ -117,6 +117,15 @@ struct GemvSchedule {
   /// ("q4_0", "q4_1", "q5_0", "q8_0", "q4_k", "q6_k", "f16"), {"units_in_flight": R,
   /// "min_ctas_per_sm": C (optional)}; one row a warp (rowsPerWarp 1).
   std::map<std::string, GemvTypeSchedule> f32;
+  /// `gemv.f16_mma` and `gemv.f16_mma_split_k` (optional; required by PTX targets, whose
+  /// gemv_f16_mma.mlir has F16's tensor-core GEMVs): {"warps": W (1..16), "m_tiles": M
+  /// (1..4), "units_in_flight": R (1..8)}: a workgroup of W warps computes 16 M rows, the
+  /// warps splitting K, R 32-weight chunks' loads a warp in flight. The split-K entry is the
+  /// shape of matrices of fewer rows than f16MmaSplitKBelowRows.
+  struct F16Mma {
+    int64_t warps = 0, mTiles = 0, unitsInFlight = 0;
+  };
+  std::optional<F16Mma> f16Mma, f16MmaSplitK;
   /// F16 weights with fewer rows than this decode on the tensor-core GEMV's 16-warp
   /// workgroup shape (matmul_f16_mma_w16, warps splitting K: few workgroups need more
   /// warps each to keep enough loads in flight); others, and all when 0, on the 4-warp one.

@@ -430,6 +430,34 @@ LogicalResult GemvTileOp::verify() {
                               "min_ctas_per_sm)";
     return success();
   }
+  if (getMma()) {
+    if (*getMma() != "mma.sync.m16n8k16" || w != "f16" || a != "f32")
+      return emitOpError() << "mma \"mma.sync.m16n8k16\" is F16's tensor-core GEMV (weights "
+                              "f16, activations f32); got mma \""
+                           << *getMma() << "\" with weights \"" << w << "\"";
+    if (getRowsPerWarpAttr())
+      return emitOpError() << "the tensor-core GEMV's rows are m_tiles x 16 a workgroup, shared "
+                              "by its warps: no rows_per_warp";
+    if (!getWarpsAttr()) {
+      if (getMTilesAttr() || getUnitsInFlightAttr() || getMinCtasPerSmAttr())
+        return emitOpError() << "m_tiles, units_in_flight and min_ctas_per_sm need warps as well";
+      return success();
+    }
+    const int64_t W = getWarpsAttr().getInt();
+    const int64_t mt = getMTilesAttr() ? getMTilesAttr().getInt() : 0;
+    if (W < 1 || W > 16 || mt < 1 || mt > 4)
+      return emitOpError() << "the tensor-core GEMV needs warps in [1, 16] and m_tiles in [1, 4], "
+                              "got warps "
+                           << W << ", m_tiles " << mt;
+    if (!getUnitsInFlightAttr() || getUnitsInFlightAttr().getInt() < 1 ||
+        getUnitsInFlightAttr().getInt() > 8)
+      return emitOpError() << "a scheduled GEMV needs units_in_flight in [1, 8]";
+    if (getMinCtasPerSmAttr())
+      return emitOpError() << "the tensor-core GEMV takes no min_ctas_per_sm";
+    return success();
+  }
+  if (getWarpsAttr() || getMTilesAttr() || getSplitK())
+    return emitOpError() << "warps, m_tiles and split_k are the tensor-core GEMV's (mma)";
   if (!isScheduled()) {
     if (getUnitsInFlightAttr() || getMinCtasPerSmAttr())
       return emitOpError() << "units_in_flight and min_ctas_per_sm need rows_per_warp as well";

@@ -353,6 +353,14 @@ def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
     warp (`rows_per_warp` 1), `units_in_flight` from the schedule's `gemv.f32.<weights>`;
     the globals are `@acc` and `@slots`.
 
+    `mma = "mma.sync.m16n8k16"` (weights `f16`, activations `f32`; PTX) makes it F16's
+    tensor-core GEMV: a workgroup of `warps` warps computes `m_tiles` x 16 rows for 8
+    tokens (the mma's 8 columns), the warps splitting K (warp w the 32-weight chunks w,
+    w + warps, ...), `units_in_flight` chunks' loads a warp before it multiplies; the
+    warps' sums meet in `@acc_<name>` in a fixed order. The schedule's `gemv.f16_mma`
+    gives warps, m_tiles and units_in_flight, and `gemv.f16_mma_split_k` those of a spec
+    with `split_k` (the shape for matrices of few rows: more warps a workgroup).
+
     `lookup` (with `activations = "f32"`) makes it the embedding lookup of the same
     weight: `out[t, :] = dequant(W[tokens[t], :])`, the rows dequantized as the GEMV
     dequantizes them (one workgroup of 128 threads a token, each thread a unit at a
@@ -376,14 +384,16 @@ def Swz_GemvTileOp : Swz_Op<"gemv_tile", [Symbol]> {
                        OptionalAttr<I32Attr>:$rows_per_warp,
                        OptionalAttr<I32Attr>:$units_in_flight,
                        OptionalAttr<I32Attr>:$min_ctas_per_sm,
-                       OptionalAttr<StrAttr>:$target, UnitAttr:$lookup);
+                       OptionalAttr<StrAttr>:$target, UnitAttr:$lookup,
+                       OptionalAttr<StrAttr>:$mma, OptionalAttr<I32Attr>:$warps,
+                       OptionalAttr<I32Attr>:$m_tiles, UnitAttr:$split_k);
   let assemblyFormat = [{
     $sym_name (`rows_per_warp` `(` $rows_per_warp^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// True when swz-apply-schedule (or the author) has set the geometry.
-    bool isScheduled() { return getRowsPerWarp().has_value(); }
+    bool isScheduled() { return getRowsPerWarp().has_value() || getWarps().has_value(); }
   }];
 }
 

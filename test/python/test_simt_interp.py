@@ -457,15 +457,17 @@ def test_f16_mma_gemv_cases_pass_in_the_interpreter(tmp_path):
 
 @pytest.mark.parametrize("mt,unroll,warps", [(2, 4, 4), (4, 2, 4), (1, 2, 16)])
 def test_f16_mma_gemv_variants_pass_in_the_interpreter(tmp_path, monkeypatch, mt, unroll, warps):
-    # The tuning parameters (bench/tune_q8x.sh): m-tiles a warp (rows a workgroup 16 mt;
-    # a workgroup past N at mt = 4 for N = 19 and 45), chunks in flight, and warps a
+    # The schedule's gemv.f16_mma (bench/tune_q8x.sh's edits): m-tiles (rows a workgroup
+    # 16 mt; a workgroup past N at mt = 4 for N = 19 and 45), chunks in flight, and warps a
     # workgroup splitting K (16: more threads than outputs, K = 8 has one chunk for 16 warps).
     monkeypatch.setenv("SWZ_CHECK_Q8X_ROWS", f"f16:{16 * mt}x{warps}")
     cases = _f16_mma_small("matmul_f16_mma")
     assert len(cases) == 4
-    src = tmp_path / f"f16-mt{mt}-w{warps}.mlir"
-    _variant_module(src, f"f16:mt={mt},unroll={unroll},warps={warps}")
-    _assert_all_ok(_interpret_and_check(tmp_path, src, "swz_gemv_f16_mma", cases), cases)
+    sched = json.loads(SM80.read_text())
+    sched["gemv"]["f16_mma"] = {"warps": warps, "m_tiles": mt, "units_in_flight": unroll}
+    path = tmp_path / f"f16-mt{mt}-w{warps}.json"
+    path.write_text(json.dumps(sched))
+    _assert_all_ok(_interpret_and_check(tmp_path, F16_MMA, "swz_gemv_f16_mma", cases, path), cases)
 
 
 @pytest.mark.parametrize("entry", ["matmul_f16_mma", "matmul_f16_mma_w16"])
@@ -484,7 +486,11 @@ def test_f16_mma_gemv_with_rows_g_and_g8_swapped_fails(tmp_path):
     # 2 exchanged must fail the cases.
     case = next(line.split()[0] for line in _list("swz_gemv_f16_mma") if "T=1 N=577 " in line)
     bad = tmp_path / "bad.mlir"
-    text = F16_MMA.read_text()
+    # The kernel is generated (swz-lower-tiles): its IR is mutated, and the passes run again
+    # over it (nothing left for them to do).
+    text = subprocess.run([str(_tool("compiler/tools/swizzle-opt")), str(F16_MMA),
+                           f"-swz-apply-schedule=schedule={SM80}", "-swz-lower-tiles"],
+                          check=True, capture_output=True, text=True).stdout
     a1, a2 = "[1] : vector<2xf16> into vector<4x2xf16>", "[2] : vector<2xf16> into vector<4x2xf16>"
     swapped = text.replace(a1, "\0").replace(a2, a1).replace("\0", a2)
     assert swapped != text and text.count(a1) == text.count(a2) > 0

@@ -38,7 +38,7 @@
 // UIF9: $.gemv.q8x.q4_k.units_in_flight: 9 is more than 8
 // F32UIF9: $.gemv.f32.q4_0.units_in_flight: 9 is more than 8
 // CTAS: $.gemv.q8x.q4_k.min_ctas_per_sm: 33 is more than 32
-// GEMVKEY: $.gemv.threads: not a gemv field (f32, q8x, f16_mma_split_k_below_rows, q4_k_mma, q4_k_mma_split_k_below_rows)
+// GEMVKEY: $.gemv.threads: not a gemv field (f32, q8x, f16_mma, f16_mma_split_k, f16_mma_split_k_below_rows, q4_k_mma, q4_k_mma_split_k_below_rows)
 // F32FIELD: $.gemv.f32.q4_0.rows_per_warp: not a field of the f32 GEMVs (units_in_flight, min_ctas_per_sm)
 // F32TYPE: $.gemv.f32.bf16: not a weight type of the f32 GEMVs (f16, q4_0, q4_1, q4_k, q5_0, q6_k, q8_0)
 // The SPIR-V target has no int8 GEMV.
@@ -141,5 +141,32 @@ module {
   gpu.module @m {
     memref.global "private" @acc : memref<128xf32, #gpu.address_space<workgroup>>
     swz.gemv_tile @g rows_per_warp(1) {activations = "f32", weights = "q8_0", units_in_flight = 1 : i32}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op mma "mma.sync.m16n8k16" is F16's tensor-core GEMV (weights f16, activations f32); got mma "mma.sync.m16n8k16" with weights "q8_0"
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", mma = "mma.sync.m16n8k16", weights = "q8_0"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op warps, m_tiles and split_k are the tensor-core GEMV's (mma)
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", split_k, weights = "f16"}
+  }
+}
+
+// -----
+
+// HAND: error: swz-lower-tiles: @g has no schedule (run swz-apply-schedule first)
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", mma = "mma.sync.m16n8k16", weights = "f16"}
   }
 }

@@ -302,6 +302,17 @@ TEST(Schedule, GemvQ8xAndF32) {
     EXPECT_EQ(s.gemv.f32.at("q4_0").rowsPerWarp, 1) << target;
     EXPECT_EQ(s.gemv.f32.at("q4_0").minCtasPerSm, 0) << target;
   }
+  // F16's tensor-core GEMVs (PTX): 4 warps, 1 m-tile, 4 chunks in flight; split K 16, 1, 2.
+  for (const char *target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    const TargetSchedule s = loadSchedule(schedulePath(target));
+    ASSERT_TRUE(s.gemv.f16Mma && s.gemv.f16MmaSplitK) << target;
+    EXPECT_EQ(s.gemv.f16Mma->warps, 4) << target;
+    EXPECT_EQ(s.gemv.f16Mma->mTiles, 1) << target;
+    EXPECT_EQ(s.gemv.f16Mma->unitsInFlight, 4) << target;
+    EXPECT_EQ(s.gemv.f16MmaSplitK->warps, 16) << target;
+    EXPECT_EQ(s.gemv.f16MmaSplitK->unitsInFlight, 2) << target;
+  }
+  EXPECT_FALSE(loadSchedule(schedulePath("spirv")).gemv.f16Mma.has_value());
   std::ifstream in(schedulePath("sm_80"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string shipped =
