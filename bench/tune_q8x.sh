@@ -72,7 +72,7 @@ VARIANTS=(
   "q4k-mma-w8r|q4k_mma|warps=8,rolled=1|16x8"
 )
 # The kernel a variant of `type` tunes, and the PTX file it lands in: the int8 GEMVs
-# (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = (16 mt)x(warps)).
+# (gemv_q8x.mlir), and F16's tensor-core GEMV (gemv_f16_mma.mlir; rows = (16 m_tiles)x(warps)).
 entry_of() { case $1 in f16) echo matmul_f16_mma ;; q4k_mma) echo matmul_q4_k_mma_q8x ;; *) echo "matmul_$1_q8x" ;; esac; }
 ptx_of() { [ "$1" = f16 ] && echo swz_gemv_f16_mma.ptx || echo swz_gemv_q8x.ptx; }
 case $mode in

@@ -266,7 +266,8 @@ std::string kernelKey(Operation *op, const DecodeGemv &gemv) {
   if (auto mm = dyn_cast<swz::MatmulOp>(op)) {
     std::string key = "matmul." + quant(mm.getWeightType());
     // F16 rows that start on 16-byte boundaries (K % 8 == 0) have the tensor-core GEMV, in
-    // two workgroup shapes (gemv_f16_mma.mlir): 16 rows by 4 warps, or by 16 warps splitting
+    // two workgroup shapes (gemv_f16_mma.mlir; the schedule's gemv.f16_mma and
+    // gemv.f16_mma_split_k, as shipped: 16 rows by 4 warps, or by 16 warps splitting
     // K for matrices of fewer rows than the target schedule's
     // gemv.f16_mma_split_k_below_rows, whose 4-warp workgroups are too few to keep HBM busy
     // (on the H200 the 7B ffn_down 18944 -> 3584, 224 workgroups: 33% of the copy peak;

@@ -33,7 +33,7 @@
 //
 // matmul_f16_mma_w16: the same with gemv.f16_mma_split_k's shape (shipped: 16 warps
 //   splitting K, 2 chunks in flight), for matrices of fewer rows than the target
-//   schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose 4-warp
+//   schedule's gemv.f16_mma_split_k_below_rows (Codegen.cpp's kernelKey), whose 4-warp (shipped)
 //   workgroups are too few to keep enough loads in flight (on the H200 the 7B ffn_down
 //   18944 -> 3584: 224 workgroups, 33% of HBM).
 //

@@ -1369,7 +1369,7 @@ void emitF16MmaKernel(GemvTileOp op, OpBuilder &b) {
                              IntegerAttr{});
   auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
   const auto v4i = VectorType::get({4}, i32), v4f = VectorType::get({4}, f32);
-  const auto v8h = VectorType::get({8}, f16), v2h = VectorType::get({2}, f16);
+  const auto v8h = VectorType::get({8}, f16);
   const auto v42h = VectorType::get({4, 2}, f16), v22h = VectorType::get({2, 2}, f16);
   const auto v22f = VectorType::get({2, 2}, f32);
   const Type yty = dyn(f32);
@@ -1497,7 +1497,6 @@ void emitF16MmaKernel(GemvTileOp op, OpBuilder &b) {
     }
     b.create<scf::YieldOp>(loc, accs);
   }
-  (void)v2h;
   // The warps' partial sums to acc[warp][m][row 0..15][token 0..7]: this thread holds rows
   // g, g + 8 and tokens 2q, 2q + 1 of each m-tile.
   Value wbase = e.mul(warp, c(outs));

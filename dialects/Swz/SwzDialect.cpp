@@ -425,9 +425,11 @@ LogicalResult GemvTileOp::verify() {
   if (getLookup()) {
     if (a != "f32")
       return emitOpError() << "lookup (the embedding lookup) reads f32 rows: activations \"f32\"";
-    if (isScheduled() || getUnitsInFlightAttr() || getMinCtasPerSmAttr())
-      return emitOpError() << "lookup has no schedule fields (rows_per_warp, units_in_flight, "
-                              "min_ctas_per_sm)";
+    if (isScheduled() || getUnitsInFlightAttr() || getMinCtasPerSmAttr() || getMTilesAttr())
+      return emitOpError() << "lookup has no schedule fields (rows_per_warp, warps, m_tiles, "
+                              "units_in_flight, min_ctas_per_sm)";
+    if (getMma() || getSplitK())
+      return emitOpError() << "lookup is the embedding lookup: no mma, no split_k";
     return success();
   }
   if (getMma()) {
@@ -444,7 +446,9 @@ LogicalResult GemvTileOp::verify() {
       return success();
     }
     const int64_t W = getWarpsAttr().getInt();
-    const int64_t mt = getMTilesAttr() ? getMTilesAttr().getInt() : 0;
+    if (!getMTilesAttr())
+      return emitOpError() << "a scheduled tensor-core GEMV needs m_tiles";
+    const int64_t mt = getMTilesAttr().getInt();
     if (W < 1 || W > 16 || mt < 1 || mt > 4)
       return emitOpError() << "the tensor-core GEMV needs warps in [1, 16] and m_tiles in [1, 4], "
                               "got warps "

@@ -530,10 +530,11 @@ int64_t q8xRowsPerWorkgroup(const std::string &t) {
   return t == "q4_k" ? 8 : 4;  // rpw 2 and 1 (test_simt_interp.py fails on a mismatch)
 }
 
-/// matmul_f16_mma's workgroup: rows (16 x gen_quant_kernels.py's MMA_F16["mt"]) and
-/// threads (32 x MMA_F16["warps"]), as the kernel's swz.grid and known_block_size say;
-/// SWZ_CHECK_Q8X_ROWS=f16:<rows>x<warps> overrides them, for a variant written by
-/// `gen_quant_kernels.py --variant f16:mt=..,warps=..`.
+/// matmul_f16_mma's workgroup: rows (16 x the shipped schedules' gemv.f16_mma.m_tiles) and
+/// threads (32 x gemv.f16_mma.warps), as the kernel's swz.grid and known_block_size say;
+/// SWZ_CHECK_Q8X_ROWS=f16:<rows>x<warps> overrides them, for a kernel generated from an
+/// edited schedule (bench/tune_q8x.sh, test_simt_interp.py). (matmul_f16_mma_w16's, 16 rows
+/// by 16 warps, is gemv.f16_mma_split_k's as shipped; no override.)
 std::pair<int64_t, unsigned> f16MmaWorkgroup() {
   if (const char *v = std::getenv("SWZ_CHECK_Q8X_ROWS")) {
     const std::string s = v;

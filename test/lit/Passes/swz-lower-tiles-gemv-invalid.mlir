@@ -1,4 +1,4 @@
-// What the int8 decode GEMV's tile spec and schedule refuse, each error naming the field.
+// What the decode GEMVs' tile specs and schedule entries refuse, each error naming the field.
 // RUN: rm -rf %t && mkdir -p %t
 // Schedule files: no rows, too many rows, an unknown field, a block format the int8 path
 // does not have, no gemv.q8x entry for the op's type.
@@ -116,7 +116,7 @@ module {
 
 // -----
 
-// HAND: error: 'swz.gemv_tile' op lookup has no schedule fields (rows_per_warp, units_in_flight, min_ctas_per_sm)
+// HAND: error: 'swz.gemv_tile' op lookup has no schedule fields (rows_per_warp, warps, m_tiles, units_in_flight, min_ctas_per_sm)
 module {
   gpu.module @m {
     swz.gemv_tile @g rows_per_warp(1) {activations = "f32", lookup, weights = "q8_0", units_in_flight = 1 : i32}
@@ -168,5 +168,41 @@ module {
 module {
   gpu.module @m {
     swz.gemv_tile @g {activations = "f32", mma = "mma.sync.m16n8k16", weights = "f16"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op lookup is the embedding lookup: no mma, no split_k
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", lookup, mma = "mma.sync.m16n8k16", weights = "f16"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op the tensor-core GEMV needs warps in [1, 16] and m_tiles in [1, 4], got warps 17, m_tiles 1
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", m_tiles = 1 : i32, mma = "mma.sync.m16n8k16", units_in_flight = 1 : i32, warps = 17 : i32, weights = "f16"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op a scheduled tensor-core GEMV needs m_tiles
+module {
+  gpu.module @m {
+    swz.gemv_tile @g {activations = "f32", mma = "mma.sync.m16n8k16", units_in_flight = 1 : i32, warps = 4 : i32, weights = "f16"}
+  }
+}
+
+// -----
+
+// HAND: error: 'swz.gemv_tile' op the tensor-core GEMV's rows are m_tiles x 16 a workgroup, shared by its warps: no rows_per_warp
+module {
+  gpu.module @m {
+    swz.gemv_tile @g rows_per_warp(1) {activations = "f32", mma = "mma.sync.m16n8k16", weights = "f16"}
   }
 }
