@@ -137,6 +137,23 @@ struct KernelEmitter {
   }
 };
 
+/// A kernel `gpu.func @name` of `type` at `b`'s insertion point: a 1-D workgroup of
+/// `threads` (known_block_size), nvvm.minctasm = `minCtas` when > 0 (workgroups an SM the
+/// registers must allow), and the launch rule `grid` (swz.grid, read by the driver's launch
+/// records). The caller adds any other attribute (SPIR-V's entry_point_abi).
+inline mlir::gpu::GPUFuncOp createKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                         llvm::StringRef name, mlir::FunctionType type,
+                                         int32_t threads, const std::string &grid,
+                                         int64_t minCtas = 0) {
+  auto fn = b.create<mlir::gpu::GPUFuncOp>(loc, name, type);
+  fn->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+  if (minCtas)
+    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(minCtas)));
+  fn->setAttr("swz.grid", b.getStringAttr(grid));
+  return fn;
+}
+
 /// Builds `if (cond) { body() }` (no results) at the emitter's insertion point.
 template <typename Fn> void emitIf(KernelEmitter &e, mlir::Value cond, Fn body) {
   auto op = e.b.create<mlir::scf::IfOp>(e.loc, cond, /*withElseRegion=*/false);

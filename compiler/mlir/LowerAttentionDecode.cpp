@@ -137,12 +137,8 @@ void emitDecodeKernel(AttentionTileOp op, const DecodeGeometry &g, OpBuilder &b)
   auto fnType = b.getFunctionType({dyn(f32), dyn(f16), dyn(f16), dyn(i32), dyn(f32), dyn(f32),
                                    dyn(f32), dyn(i32), dyn(i32), i32, i32, i32, i32, i32, f32},
                                   {});
-  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(32 * W), 1, 1}));
-  if (g.minCtas)
-    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(g.minCtas)));
-  fn->setAttr("swz.grid", b.getStringAttr("n_seq*seq_tiles, n_head_kv, n_split"));
+  auto fn = createKernel(b, loc, op.getSymName(), fnType, int32_t(32 * W),
+                         "n_seq*seq_tiles, n_head_kv, n_split", g.minCtas);
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);

@@ -592,16 +592,11 @@ void emitGemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
   auto fnType = b.getFunctionType({wq, wq, wq, ivec, xvec, yty, yty, yty, yty, yty, yty, yty, i32,
                                    i32, i32, i32, i32, i32},
                                   {});
-  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
-  // Workgroups an SM the registers must allow: without it the driver's JIT took 122
-  // registers for the Q4_K kernel, 4 workgroups an SM, so a 7B Q/O projection (896
-  // workgroups) ran in two waves on the H200's 132 SMs.
-  if (g.minCtas)
-    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(g.minCtas)));
-  fn->setAttr("swz.grid",
-              b.getStringAttr("ceil((N0+N1+N2)/" + std::to_string(rowsWg) + "), ceil(T/8), 1"));
+  // nvvm.minctasm: without it the driver's JIT took 122 registers for the Q4_K kernel, 4
+  // workgroups an SM, so a 7B Q/O projection (896 workgroups) ran in two waves on the
+  // H200's 132 SMs.
+  auto fn = createKernel(b, loc, op.getSymName(), fnType, 128,
+                         "ceil((N0+N1+N2)/" + std::to_string(rowsWg) + "), ceil(T/8), 1", g.minCtas);
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -1049,13 +1044,8 @@ void emitF32GemvKernel(GemvTileOp op, const GemvGeometry &g, OpBuilder &b) {
   const Type wty = isF16 ? dyn(b.getF16Type()) : dyn(i32);
   const Type xty = isF16 ? dyn(f32) : dyn(VectorType::get({4}, f32)), yty = dyn(f32);
   auto fnType = b.getFunctionType({wty, xty, yty, yty, yty, i32, i32, i32, i32}, {});
-  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
+  auto fn = createKernel(b, loc, op.getSymName(), fnType, 128, "ceil(N/4), ceil(T/8), 1", g.minCtas);
   fn->setAttr(spirv::getEntryPointABIAttrName(), spirv::getEntryPointABIAttr(ctx, {128, 1, 1}));
-  if (g.minCtas)
-    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(g.minCtas)));
-  fn->setAttr("swz.grid", b.getStringAttr("ceil(N/4), ceil(T/8), 1"));
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -1290,11 +1280,8 @@ void emitLookupKernel(GemvTileOp op, OpBuilder &b) {
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   auto dyn = [&](Type t) { return MemRefType::get({ShapedType::kDynamic}, t); };
   auto fnType = b.getFunctionType({isF16 ? dyn(b.getF16Type()) : dyn(i32), dyn(i32), dyn(f32), i32}, {});
-  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({128, 1, 1}));
+  auto fn = createKernel(b, loc, op.getSymName(), fnType, 128, "T, 1, 1");
   fn->setAttr(spirv::getEntryPointABIAttrName(), spirv::getEntryPointABIAttr(ctx, {128, 1, 1}));
-  fn->setAttr("swz.grid", b.getStringAttr("T, 1, 1"));
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -1374,11 +1361,8 @@ void emitF16MmaKernel(GemvTileOp op, OpBuilder &b) {
   const auto v22f = VectorType::get({2, 2}, f32);
   const Type yty = dyn(f32);
   auto fnType = b.getFunctionType({dyn(v4i), dyn(v4f), yty, yty, yty, i32, i32, i32, i32}, {});
-  auto fn = b.create<gpu::GPUFuncOp>(loc, op.getSymName(), fnType);
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(32 * W), 1, 1}));
-  fn->setAttr("swz.grid",
-              b.getStringAttr("ceil(N/" + std::to_string(rowsWg) + "), ceil(T/8), 1"));
+  auto fn = createKernel(b, loc, op.getSymName(), fnType, int32_t(32 * W),
+                         "ceil(N/" + std::to_string(rowsWg) + "), ceil(T/8), 1");
 
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);

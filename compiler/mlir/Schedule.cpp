@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -29,7 +30,7 @@ struct Reader {
     return *it;
   }
   int64_t integer(const json &obj, const std::string &path, const std::string &key,
-                  int64_t min) const {
+                  int64_t min, int64_t max = INT64_MAX) const {
     const json &v = field(obj, path, key);
     if (!v.is_number_integer())
       fail(path + "." + key, "expected an integer, got " + v.dump());
@@ -37,7 +38,19 @@ struct Reader {
     if (x < min)
       fail(path + "." + key, "must be >= " + std::to_string(min) + ", got " +
                                  std::to_string(x));
+    if (x > max)
+      fail(path + "." + key, std::to_string(x) + " is more than " + std::to_string(max));
     return x;
+  }
+  /// Fails on a key of `obj` not in `allowed`: "<what> (<allowed, in order>)".
+  void onlyFields(const json &obj, const std::string &path,
+                  std::initializer_list<const char *> allowed, const std::string &what) const {
+    std::string list;
+    for (const char *a : allowed)
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    for (const auto &[key, value] : obj.items())
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
+        fail(path + "." + key, what + " (" + list + ")");
   }
   std::string string(const json &obj, const std::string &path,
                      const std::string &key) const {
@@ -227,42 +240,29 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
     if (ds.warps != 4 && ds.warps != 8)
       r.fail(p + ".warps", std::to_string(ds.warps) + " is not 4 or 8 (the warps combine the "
                            "8 query rows in groups of 128 threads)");
-    ds.keysInFlight = r.integer(d, p, "keys_in_flight", 1);
-    if (ds.keysInFlight > 16)
-      r.fail(p + ".keys_in_flight", std::to_string(ds.keysInFlight) + " is more than 16");
+    ds.keysInFlight = r.integer(d, p, "keys_in_flight", 1, 16);
     if (d.contains("min_ctas_per_sm"))
       ds.minCtasPerSm = r.integer(d, p, "min_ctas_per_sm", 0);
-    for (const auto &[key, value] : d.items())
-      if (key != "warps" && key != "keys_in_flight" && key != "min_ctas_per_sm")
-        r.fail(p + "." + key, "not a decode field (warps, keys_in_flight, min_ctas_per_sm)");
+    r.onlyFields(d, p, {"warps", "keys_in_flight", "min_ctas_per_sm"}, "not a decode field");
     s.attention.decode = ds;
   }
 
   const json &v = r.field(doc, "$", "gemv");
-  for (const auto &[key, value] : v.items())
-    if (key != "f32" && key != "q8x" && key != "f16_mma" && key != "f16_mma_split_k" &&
-        key != "f16_mma_split_k_below_rows" && key != "q4_k_mma" &&
-        key != "q4_k_mma_split_k_below_rows")
-      r.fail("$.gemv." + key, "not a gemv field (f32, q8x, f16_mma, f16_mma_split_k, "
-                              "f16_mma_split_k_below_rows, q4_k_mma, q4_k_mma_split_k_below_rows)");
+  r.onlyFields(v, "$.gemv",
+               {"f32", "q8x", "f16_mma", "f16_mma_split_k", "f16_mma_split_k_below_rows",
+                "q4_k_mma", "q4_k_mma_split_k_below_rows"},
+               "not a gemv field");
   auto f16Mma = [&](const char *key) -> std::optional<GemvSchedule::F16Mma> {
     if (!v.contains(key))
       return std::nullopt;
     const std::string p = std::string("$.gemv.") + key;
     const json &e = r.field(v, "$.gemv", key);
     GemvSchedule::F16Mma m;
-    m.warps = r.integer(e, p, "warps", 1);
-    if (m.warps > 16)
-      r.fail(p + ".warps", std::to_string(m.warps) + " is more than 16");
-    m.mTiles = r.integer(e, p, "m_tiles", 1);
-    if (m.mTiles > 4)
-      r.fail(p + ".m_tiles", std::to_string(m.mTiles) + " is more than 4");
-    m.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
-    if (m.unitsInFlight > 8)
-      r.fail(p + ".units_in_flight", std::to_string(m.unitsInFlight) + " is more than 8");
-    for (const auto &[field, value] : e.items())
-      if (field != "warps" && field != "m_tiles" && field != "units_in_flight")
-        r.fail(p + "." + field, "not a field of the tensor-core GEMV (warps, m_tiles, units_in_flight)");
+    m.warps = r.integer(e, p, "warps", 1, 16);
+    m.mTiles = r.integer(e, p, "m_tiles", 1, 4);
+    m.unitsInFlight = r.integer(e, p, "units_in_flight", 1, 8);
+    r.onlyFields(e, p, {"warps", "m_tiles", "units_in_flight"},
+                 "not a field of the tensor-core GEMV");
     return m;
   };
   s.gemv.f16Mma = f16Mma("f16_mma");
@@ -287,27 +287,20 @@ TargetSchedule parseSchedule(std::string_view text, std::string_view origin) {
     std::string list;
     for (const std::string &t : types)
       list += (list.empty() ? "" : ", ") + t;
-    const std::string fields =
-        std::string(rows ? "rows_per_warp, " : "") + "units_in_flight, min_ctas_per_sm";
+    const std::string notAField = std::string("not a field of the ") + what;
     for (const auto &[ty, e] : q.items()) {
       const std::string p = path + "." + ty;
       if (!types.count(ty))
         r.fail(p, std::string("not a weight type of the ") + what + " (" + list + ")");
       GemvTypeSchedule g;
-      g.rowsPerWarp = rows ? r.integer(e, p, "rows_per_warp", 1) : 1;
-      if (g.rowsPerWarp > 8)
-        r.fail(p + ".rows_per_warp", std::to_string(g.rowsPerWarp) + " is more than 8");
-      g.unitsInFlight = r.integer(e, p, "units_in_flight", 1);
-      if (g.unitsInFlight > 8)
-        r.fail(p + ".units_in_flight", std::to_string(g.unitsInFlight) + " is more than 8");
+      g.rowsPerWarp = rows ? r.integer(e, p, "rows_per_warp", 1, 8) : 1;
+      g.unitsInFlight = r.integer(e, p, "units_in_flight", 1, 8);
       if (e.contains("min_ctas_per_sm"))
-        g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0);
-      if (g.minCtasPerSm > 32)
-        r.fail(p + ".min_ctas_per_sm", std::to_string(g.minCtasPerSm) + " is more than 32");
-      for (const auto &[field, value] : e.items())
-        if (!(rows && field == "rows_per_warp") && field != "units_in_flight" &&
-            field != "min_ctas_per_sm")
-          r.fail(p + "." + field, std::string("not a field of the ") + what + " (" + fields + ")");
+        g.minCtasPerSm = r.integer(e, p, "min_ctas_per_sm", 0, 32);
+      if (rows)
+        r.onlyFields(e, p, {"rows_per_warp", "units_in_flight", "min_ctas_per_sm"}, notAField);
+      else
+        r.onlyFields(e, p, {"units_in_flight", "min_ctas_per_sm"}, notAField);
       out[ty] = g;
     }
     return out;
